@@ -1,0 +1,533 @@
+"""The ``slayer-kb`` command line: argument parsing and output formatting only.
+
+Every command calls one ``KnowledgeBase`` method. With ``--json`` stdout is one JSON document; an
+error exits 1 with ``Error: ...`` on stderr (and ``{"error": {...}}`` on stdout with ``--json``);
+a usage error exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from . import engram
+from .errors import InvalidInputError, KBError, NotFoundError
+from .kb import KnowledgeBase, find_kb_root
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Settings:
+    def __init__(self, kb: str | None, json_out: bool, author: str | None) -> None:
+        self.kb_path = kb
+        self.json = json_out
+        self.author = author
+        self._kb: KnowledgeBase | None = None
+
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            path = self.kb_path or os.environ.get("SLAYER_KB")
+            root = Path(path) if path else find_kb_root(Path.cwd())
+            if root is None:
+                raise NotFoundError(
+                    "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
+                    "(a folder with memories/). Create one with 'slayer-kb init DIR'."
+                )
+            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
+            kwargs: dict[str, Any] = {"author": self.author}
+            if max_content:
+                kwargs["max_content"] = int(max_content)
+            self._kb = KnowledgeBase(root, **kwargs)
+        return self._kb
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` after the command as well as before it, as CLI.md writes it."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.find_object(Settings).json = True  # type: ignore[union-attr]
+        return value
+
+    return click.option(
+        "--json", "json_flag", is_flag=True, expose_value=False, callback=callback,
+        help="Print one JSON document on stdout.",
+    )(f)
+
+
+def fail(settings: Settings | None, error: KBError) -> NoReturn:
+    message = str(error)
+    click.echo(f"Error: {message}", err=True)
+    if settings is not None and settings.json:
+        click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
+    sys.exit(1)
+
+
+class KBGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KBError as exc:
+            fail(ctx.find_object(Settings), exc)
+        except OSError as exc:
+            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}: {exc.filename or ''}".strip()))
+
+
+def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    if settings.json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        text = human() if callable(human) else human
+        if text:
+            click.echo(text)
+
+
+def read_text_arg(value: str | None) -> str | None:
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+def read_query(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    source = value
+    if value.startswith("@"):
+        try:
+            source = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"Cannot read the query file {value[1:]}: {exc.strerror}.") from None
+    elif value == "-":
+        source = sys.stdin.read()
+    try:
+        query = json.loads(source)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"--query is not valid JSON ({exc}); pass a SlayerQuery object such as "
+            '\'{"source_model": "orders", "measures": ["sum(amount)"]}\' or @FILE.'
+        ) from None
+    if not isinstance(query, dict):
+        raise InvalidInputError("--query must be a JSON object (a SlayerQuery with source_model).")
+    return query
+
+
+def warn_lines(warnings: list[str]) -> str:
+    return "".join(f"\nwarning: {w}" for w in warnings)
+
+
+@click.group(cls=KBGroup, context_settings=CONTEXT_SETTINGS)
+@click.option("--kb", "kb_path", metavar="DIR", help="The knowledge base (default: $SLAYER_KB, else the enclosing KB).")
+@click.option("--json", "json_out", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--author", metavar="'NAME <EMAIL>'", help="Commit author (default: $SLAYER_KB_AUTHOR, else git's config).")
+@click.version_option(package_name="slayer-kb")
+@click.pass_context
+def cli(ctx: click.Context, kb_path: str | None, json_out: bool, author: str | None) -> None:
+    """slayer-kb: agent memories as YAML files in git, searchable, reviewable, shareable.
+
+    \b
+    Examples:
+      slayer-kb --kb kb search "how are refunds counted"
+      slayer-kb --kb kb search -e shop.orders.amount --json
+      slayer-kb save "NULL means not returned" -e orders.is_returned
+    """
+    ctx.obj = Settings(kb_path, json_out, author)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+# -- memories ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@json_option
+@pass_settings
+def init(settings: Settings, directory: str) -> None:
+    """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
+
+    \b
+    Example:
+      slayer-kb init ./team-kb
+    """
+    kb = KnowledgeBase.init(directory, author=settings.author)
+    emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
+
+
+ENTITY_HELP = "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."
+
+
+@cli.command()
+@click.argument("learning", required=False)
+@click.option("-e", "--entity", "entities", multiple=True, help=ENTITY_HELP)
+@click.option("--query", "query", metavar="JSON|@FILE", help="A SlayerQuery whose entities are linked and which is stored with the memory.")
+@click.option("--id", "memory_id", help="A stable id (omit for the next auto id). An existing id is replaced whole.")
+@click.option("--description", help="A one-line summary, at most 500 characters.")
+@click.option("--title", help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).")
+@click.option("--content", help="Same as LEARNING (Engram's name for it).")
+@click.option("--type", "type_", metavar="TYPE", help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).")
+@click.option("--project", help="Project name (trimmed, lower-cased).")
+@click.option("--scope", type=click.Choice(["project", "personal"]), help="project (default) or personal.")
+@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
+@click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
+@json_option
+@pass_settings
+def save(settings: Settings, learning: str | None, entities: tuple[str, ...], query: str | None,
+         memory_id: str | None, description: str | None, title: str | None, content: str | None,
+         type_: str | None, project: str | None, scope: str | None, topic_key: str | None,
+         session_id: str | None) -> None:
+    """Save a memory: LEARNING (or - for stdin) linked to entities or a query.
+
+    \b
+    Examples:
+      slayer-kb save "orders.is_returned is 0, 1 or NULL; NULL means not returned" -e orders.is_returned
+      slayer-kb save "Paid revenue" --query '{"source_model": "orders", "measures": ["sum(amount)"], "filters": ["status = '"'"'paid'"'"'"]}' --id kb.paid-revenue
+      echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
+    """
+    text = read_text_arg(learning if learning is not None else content)
+    if text is None:
+        raise InvalidInputError("Give the learning as an argument, with --content, or '-' to read it from stdin.")
+    kb = settings.kb()
+    parsed = read_query(query)
+    if title is not None:
+        if parsed is not None:
+            raise InvalidInputError("--query cannot be combined with --title; save the example query without a title.")
+        result = kb.save_observation(
+            title=title, content=text, type=type_, project=project, scope=scope,
+            topic_key=topic_key, session_id=session_id, entities=list(entities) or None,
+            description=description,
+        )
+    else:
+        linked: Any = parsed if parsed is not None else list(entities)
+        if parsed is not None and entities:
+            raise InvalidInputError("Give either -e references or --query, not both (the query's entities are linked).")
+        extra = {"type": type_, "project": engram.normalize_project(project), "scope": scope,
+                 "topic_key": engram.normalize_topic_key(topic_key), "session_id": session_id}
+        result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)
+    emit(settings, result.to_json(), lambda: _save_text(result))
+
+
+def _save_text(result: Any) -> str:
+    if result.title is not None:
+        head = result.message
+        if result.action != "created":
+            head += f"\n({result.action}: memory {result.memory_id})"
+        else:
+            head += f"\n(memory {result.memory_id})"
+    else:
+        head = f"Saved memory {result.memory_id} ({result.action})"
+        if result.resolved_entities:
+            head += "\n  entities: " + ", ".join(result.resolved_entities)
+    return head + warn_lines(result.warnings)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--deleted", is_flag=True, help="Show a soft-deleted memory too.")
+@json_option
+@pass_settings
+def get(settings: Settings, memory_id: str, deleted: bool) -> None:
+    """Show one memory with all its metadata.
+
+    \b
+    Example:
+      slayer-kb get kb.paid-revenue
+    """
+    data = settings.kb().get(memory_id, include_deleted=deleted)
+    emit(settings, data, lambda: _memory_text(data))
+
+
+def _memory_text(data: dict[str, Any]) -> str:
+    lines = [f"id: {data['id']}"]
+    for key, value in data.items():
+        if key in ("id", "learning", "warnings") or value in (None, []):
+            continue
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value, ensure_ascii=False)
+        lines.append(f"{key}: {value}")
+    lines.append("")
+    lines.append(data["learning"].rstrip("\n"))
+    return "\n".join(lines) + warn_lines(data.get("warnings", []))
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--title")
+@click.option("--learning", "--content", "learning", help="New text (or - for stdin).")
+@click.option("--type", "type_")
+@click.option("--description")
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--topic-key")
+@click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
+@json_option
+@pass_settings
+def update(settings: Settings, memory_id: str, title: str | None, learning: str | None, type_: str | None,
+           description: str | None, project: str | None, scope: str | None, topic_key: str | None,
+           entities: tuple[str, ...]) -> None:
+    """Change some fields of a memory (at least one).
+
+    \b
+    Example:
+      slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
+    """
+    data = settings.kb().update(
+        memory_id, title=title, learning=read_text_arg(learning), type=type_, description=description,
+        project=project, scope=scope, topic_key=topic_key, entities=list(entities) or None,
+    )
+    emit(settings, data, lambda: f"Updated memory {memory_id}" + warn_lines(data.get("warnings", [])))
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--soft", is_flag=True, help="Hide it (file kept with deleted_at; 'restore' brings it back).")
+@json_option
+@pass_settings
+def forget(settings: Settings, memory_id: str, soft: bool) -> None:
+    """Delete a memory and strip memory:ID from every other memory (one commit).
+
+    \b
+    Example:
+      slayer-kb forget 12
+    """
+    result = settings.kb().forget(memory_id, soft=soft)
+
+    def human() -> str:
+        text = f"Forgot memory {memory_id}" + (" (soft; restore with 'slayer-kb restore')" if soft else "")
+        if result.stripped_from:
+            text += f"\n  stripped memory:{memory_id} from " + ", ".join(result.stripped_from)
+        return text
+
+    emit(settings, result.to_json(), human)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+@pass_settings
+def restore(settings: Settings, memory_id: str) -> None:
+    """Bring back a soft-deleted memory.
+
+    \b
+    Example:
+      slayer-kb restore 12
+    """
+    data = settings.kb().restore(memory_id)
+    emit(settings, data, f"Restored memory {memory_id}")
+
+
+def _hits_text(title: str, hits: list[dict[str, Any]]) -> list[str]:
+    if not hits:
+        return []
+    lines = [title]
+    for hit in hits:
+        label = hit["title"] or ""
+        meta = ", ".join(x for x in (hit["type"], hit["project"]) if x)
+        lines.append(f"  [{hit['id']}] {label}{' (' + meta + ')' if meta else ''}".rstrip())
+        lines.append(f"      {hit['description']}")
+        if hit["entities"]:
+            lines.append(f"      entities: {', '.join(hit['entities'])}")
+        if hit.get("learning"):
+            lines.extend("      | " + line for line in hit["learning"].rstrip("\n").split("\n"))
+    return lines
+
+
+@cli.command("search")
+@click.argument("question", required=False)
+@click.option("-e", "--entity", "entities", multiple=True, help=ENTITY_HELP + " Unresolvable ones are dropped with a warning.")
+@click.option("--query", "query", metavar="JSON|@FILE", help="A SlayerQuery whose entities to search for.")
+@click.option("--datasource", help="Only memories with an entity in this datasource.")
+@click.option("--type", "type_")
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--any", "any_word", is_flag=True, help="Match any word of QUESTION (default: all words).")
+@click.option("--full", is_flag=True, help="Include each memory's whole learning.")
+@json_option
+@pass_settings
+def search_cmd(settings: Settings, question: str | None, entities: tuple[str, ...], query: str | None,
+               datasource: str | None, type_: str | None, project: str | None, scope: str | None,
+               limit: int, any_word: bool, full: bool) -> None:
+    """Find memories by words, entities or a query.
+
+    Words are matched literally (no query syntax). Memories saved with a query come back under
+    example queries, the others under memories; catalog entities that match come back too.
+
+    \b
+    Examples:
+      slayer-kb search "how are refunds counted" --any
+      slayer-kb search -e shop.orders.amount
+      slayer-kb search decision/paid-revenue
+    """
+    result = settings.kb().search(
+        read_text_arg(question), list(entities), read_query(query), datasource=datasource, type=type_,
+        project=project, scope=scope, limit=limit, any_word=any_word, full=full,
+    )
+
+    def human() -> str:
+        lines = _hits_text("Memories:", result.memories) + _hits_text("Example queries:", result.example_queries)
+        if result.entities:
+            lines.append("Catalog:")
+            lines.extend(f"  {e['entity']} ({e['kind']}){': ' + e['description'] if e['description'] else ''}" for e in result.entities)
+        if not lines:
+            lines.append("No matches.")
+        return "\n".join(lines) + warn_lines(result.warnings)
+
+    emit(settings, result.to_json(), human)
+
+
+@cli.command("list")
+@click.option("--type", "type_")
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@json_option
+@pass_settings
+def list_cmd(settings: Settings, type_: str | None, project: str | None, scope: str | None, limit: int) -> None:
+    """List memories, newest first.
+
+    \b
+    Example:
+      slayer-kb list --type decision --limit 5
+    """
+    hits = settings.kb().list(type=type_, project=project, scope=scope, limit=limit)
+    emit(settings, {"memories": hits}, lambda: "\n".join(_hits_text("Memories:", hits)) or "No memories.")
+
+
+# -- Engram tools ----------------------------------------------------------------------------
+
+
+@cli.command("suggest-topic-key")
+@click.option("--type", "type_")
+@click.option("--title")
+@click.option("--content")
+@json_option
+@pass_settings
+def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, content: str | None) -> None:
+    """Suggest a stable topic key (family/segment) for topic-key upserts.
+
+    \b
+    Example:
+      slayer-kb suggest-topic-key --type architecture --title "Auth model"
+    """
+    key = engram.suggest_topic_key(type_, title, content)
+    emit(settings, {"topic_key": key}, key)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--before", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--after", type=click.IntRange(min=0), default=5, show_default=True)
+@json_option
+@pass_settings
+def timeline(settings: Settings, memory_id: str, before: int, after: int) -> None:
+    """The memories saved just before and after ID in the same session, oldest first.
+
+    \b
+    Example:
+      slayer-kb timeline 12 --before 3 --after 3
+    """
+    data = settings.kb().timeline(memory_id, before, after)
+
+    def human() -> str:
+        rows = [*data["before"], data["focus"], *data["after"]]
+        return "\n".join(
+            f"{'>' if r['id'] == memory_id else ' '} {r['created_at']} [{r['id']}] {r['title'] or r['description']}"
+            for r in rows
+        )
+
+    emit(settings, data, human)
+
+
+@cli.command()
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@json_option
+@pass_settings
+def context(settings: Settings, project: str | None, scope: str | None) -> None:
+    """A compact markdown digest of recent sessions and memories, for an agent's first turn.
+
+    \b
+    Example:
+      slayer-kb context --project analytics
+    """
+    text = settings.kb().context(project, scope)
+    emit(settings, {"text": text}, text.rstrip("\n"))
+
+
+@cli.command("session-summary")
+@click.argument("content")
+@click.option("--project")
+@click.option("--session", "session_id")
+@json_option
+@pass_settings
+def session_summary(settings: Settings, content: str, project: str | None, session_id: str | None) -> None:
+    """Save an end-of-session summary (type session_summary). CONTENT may be - for stdin.
+
+    \b
+    Example:
+      slayer-kb session-summary "Fixed the refund double count" --project analytics
+    """
+    result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
+    emit(settings, result.to_json(), lambda: _save_text(result))
+
+
+@cli.command()
+@json_option
+@pass_settings
+def stats(settings: Settings) -> None:
+    """Counts of memories, sessions, projects and types.
+
+    \b
+    Example:
+      slayer-kb stats --json
+    """
+    data = settings.kb().stats()
+    emit(settings, data, lambda: "\n".join([
+        f"memories: {data['memories']}", f"sessions: {data['sessions']}",
+        f"projects: {', '.join(data['projects']) or '-'}",
+        "types: " + ", ".join(f"{k} {v}" for k, v in data["types"].items()),
+    ]))
+
+
+# -- upkeep ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+@pass_settings
+def reindex(settings: Settings) -> None:
+    """Rebuild the search index from the files (with a progress bar on a terminal).
+
+    \b
+    Example:
+      slayer-kb reindex
+    """
+    kb = settings.kb()
+    show = sys.stderr.isatty() and not settings.json
+    if show:
+        with click.progressbar(length=max(len(kb.index.scan()), 1), label="Indexing", file=sys.stderr) as bar:
+            last = [0]
+
+            def progress(done: int, _total: int) -> None:
+                bar.update(done - last[0])
+                last[0] = done
+
+            report = kb.reindex(progress)
+    else:
+        report = kb.reindex()
+    data = {"indexed": report.updated, "problems": [str(p) for p in report.problems]}
+    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warn_lines(data["problems"]))
+
+
+def main() -> None:
+    cli(prog_name="slayer-kb")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,884 @@
+"""``KnowledgeBase``: every operation on a knowledge base. The CLI and the MCP server call these
+methods and only parse arguments and format results.
+
+Data flows one way: ids and records (``ids``, ``memory``) -> catalog and resolution (``catalog``,
+``query``) -> git store (``repo``) -> index (``index``, ``search``) -> this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from whoosh import query as Q
+
+from . import engram, search
+from .catalog import Catalog, Resolver, load_catalog
+from .errors import (
+    InvalidIdError,
+    InvalidInputError,
+    KBError,
+    MemoryFileError,
+    NotFoundError,
+    ResolutionError,
+)
+from .ids import case_conflict, check_id, highest_auto_id, is_auto_id
+from .index import MEMORIES_DIR, Index, SyncReport
+from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
+from .query import clean_query, query_entities, split_references
+from .repo import STATE_DIR, Change, GitStore, init_repository
+
+DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
+DEFAULT_MAX_CONTENT = 64 * 1024
+DEFAULT_LIMIT = 10
+MAX_ENGRAM_LIMIT = 20
+CONTEXT_BUDGET = 6000
+CONTEXT_MEMORIES = 20
+GITIGNORE = f"{STATE_DIR}/\n"
+
+
+@dataclass
+class SaveResult:
+    memory_id: str
+    resolved_entities: list[str]
+    warnings: list[str]
+    action: str  # created | replaced | revised | duplicate
+    title: str | None = None
+    type: str | None = None
+    suggested_topic_key: str | None = None
+    commit: str | None = None
+
+    @property
+    def message(self) -> str:
+        """Engram's reply text (``Memory saved: "TITLE" (TYPE)``) or a SLayer-style line."""
+        if self.title is not None:
+            return engram.format_save_reply(self.title, self.type or "manual", self.suggested_topic_key)
+        return f"Memory {self.action}: {self.memory_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "resolved_entities": self.resolved_entities,
+            "warnings": self.warnings,
+            "action": self.action,
+            "suggested_topic_key": self.suggested_topic_key,
+            "message": self.message,
+        }
+
+
+@dataclass
+class ForgetResult:
+    deleted_id: str
+    stripped_from: list[str]
+    soft: bool = False
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deleted_id": self.deleted_id, "stripped_from": self.stripped_from, "soft": self.soft}
+
+
+@dataclass
+class SearchResult:
+    memories: list[dict[str, Any]]
+    example_queries: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    resolved_input_entities: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_kb_root(start: Path) -> Path | None:
+    """The nearest enclosing folder that looks like a KB (has memories/ or a SLayer catalog)."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / MEMORIES_DIR).is_dir() or (candidate / "datasources").is_dir():
+            return candidate
+        if (candidate / ".git").exists():
+            break
+    return None
+
+
+class KnowledgeBase:
+    """A knowledge base folder inside a git repository."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        author: str | None = None,
+        dedup_window: timedelta = DEFAULT_DEDUP_WINDOW,
+        max_content: int = DEFAULT_MAX_CONTENT,
+    ) -> None:
+        self.root = Path(path).resolve()
+        if not self.root.is_dir():
+            raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
+        self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
+        self.dedup_window = dedup_window
+        self.max_content = max_content
+        self.store = GitStore(self.root)
+        self.memories_dir = self.root / MEMORIES_DIR
+        self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
+        self._catalog: Catalog | None = None
+        self._catalog_sig: Any = None
+        self.problems: list[MemoryFileError] = []
+
+    # -- creation ---------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], *, author: str | None = None) -> KnowledgeBase:
+        root = Path(path).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        from .repo import find_toplevel
+
+        if find_toplevel(root) is None:
+            init_repository(root)
+        kb = cls(root, author=author)
+        with kb.store.locked():
+            changes = []
+            if not (root / ".gitignore").exists():
+                changes.append(Change(".gitignore", GITIGNORE.encode()))
+            if not kb.memories_dir.is_dir():
+                changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
+            kb.store.commit(changes, "kb: initialise knowledge base", kb.author)
+            kb.index.sync()
+        return kb
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- catalog and resolution -------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        sig = self.index.catalog_signature()
+        if self._catalog is None or sig != self._catalog_sig:
+            self._catalog = load_catalog(self.root)
+            self._catalog_sig = sig
+        return self._catalog
+
+    def _catalog_for_index(self) -> Catalog:
+        return self.catalog
+
+    def memory_exists(self, memory_id: str) -> bool:
+        return (self.memories_dir / f"{memory_id}.yaml").is_file()
+
+    def resolver(self) -> Resolver:
+        return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=check_id)
+
+    def resolve_entities(self, refs: list[str] | str) -> tuple[list[str], list[str]]:
+        """Resolve references strictly: every one must resolve, or ``ResolutionError``."""
+        items = split_references(refs) if isinstance(refs, str) else _flatten_refs(refs)
+        resolver = self.resolver()
+        entities: list[str] = []
+        warnings: list[str] = []
+        for ref in items:
+            resolution = resolver.resolve(ref)
+            warnings.extend(resolution.warnings)
+            if resolution.entity not in entities:
+                entities.append(resolution.entity)
+        return entities, warnings
+
+    def _link(self, linked_entities: Any) -> tuple[list[str], list[str], dict[str, Any] | None]:
+        """SLayer's ``linked_entities``: a list of references, or a SlayerQuery mapping."""
+        if isinstance(linked_entities, dict):
+            entities, warnings = query_entities(linked_entities, self.resolver())
+            return entities, warnings, clean_query(linked_entities)
+        if isinstance(linked_entities, (list, tuple, str)):
+            refs = split_references(linked_entities) if isinstance(linked_entities, str) else _flatten_refs(linked_entities)
+            if not refs:
+                raise InvalidInputError(
+                    "linked_entities is empty: give at least one entity reference "
+                    "(e.g. 'orders.amount') or a SlayerQuery."
+                )
+            entities, warnings = self.resolve_entities(refs)
+            return entities, warnings, None
+        raise InvalidInputError(
+            "linked_entities must be a list of entity references or a SlayerQuery object, "
+            f"not {type(linked_entities).__name__}."
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def ensure_fresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport | None:
+        """Bring the index up to date with the files if anything changed them."""
+        if self.index.is_fresh():
+            return None
+        with self.store.locked():
+            report = self.index.sync(progress=progress)
+        self.problems = report.problems
+        return report
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        with self.store.locked():
+            report = self.index.sync(progress=progress, full=True)
+        self.problems = report.problems
+        return report
+
+    def _path(self, memory_id: str) -> Path:
+        return self.memories_dir / f"{memory_id}.yaml"
+
+    def _read(self, memory_id: str) -> tuple[Memory, str]:
+        check_id(memory_id)
+        path = self._path(memory_id)
+        if path.is_symlink():
+            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, "is a symlink; refusing to follow it")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"No memory with id '{memory_id}'.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}") from None
+        return loads(text, memory_id), text
+
+    def read(self, memory_id: str) -> Memory:
+        return self._read(memory_id)[0]
+
+    def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
+        memory = self.read(memory_id)
+        if memory.is_deleted and not include_deleted:
+            raise NotFoundError(_deleted_message(memory))
+        data = memory.to_dict()
+        pending = self._pending_duplicates().get(memory_id, 0)
+        if pending:
+            data["duplicate_count"] = (memory.duplicate_count or 1) + pending
+        return data
+
+    def memory_ids(self) -> list[str]:
+        return sorted(self.index.scan())
+
+    # -- writing ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        with self.store.locked():
+            self.problems = self.index.sync().problems
+            yield
+
+    def _commit(self, changes: list[Change], message: str) -> str | None:
+        commit = self.store.commit(changes, message, self.author)
+        self.index.sync()
+        return commit
+
+    def _change(self, memory: Memory, text: str | None = None) -> Change:
+        data = dumps(memory) if text is None else text
+        return Change(f"{MEMORIES_DIR}/{memory.id}.yaml", data.encode("utf-8"))
+
+    def _check_new_id(self, memory_id: str) -> None:
+        check_id(memory_id)
+        other = case_conflict(memory_id, self.index.scan())
+        if other is not None:
+            raise InvalidIdError(
+                f"Memory id '{memory_id}' conflicts with existing '{other}': ids that differ only "
+                "in letter case collide on macOS and Windows checkouts. Use the existing id or "
+                "another name."
+            )
+
+    def _next_auto_id(self) -> str:
+        """One above every auto id this branch's history and work tree have ever held."""
+        cache_path = self.store.state / "ids.json"
+        try:
+            cache = json.loads(cache_path.read_text(encoding="utf-8"))
+            cached_head, cached_max = cache["head"], int(cache["max"])
+        except (OSError, ValueError, KeyError, TypeError):
+            cached_head, cached_max = None, 0
+        head = self.store.head()
+        if head is None or cached_head == head:
+            history = cached_max
+        else:
+            since = cached_head if cached_head and self.store.is_ancestor(cached_head, head) else None
+            added = self.store.added_paths(since, under=f"{MEMORIES_DIR}/")
+            history = max(cached_max, highest_auto_id(_ids_of(added)))
+        top = max(history, highest_auto_id(self.index.scan()))
+        with contextlib.suppress(OSError):
+            cache_path.write_text(json.dumps({"head": head, "max": top}), encoding="utf-8")
+        return str(top + 1)
+
+    def _check_learning(self, learning: Any, name: str = "learning") -> str:
+        if not isinstance(learning, str) or not learning.strip():
+            raise InvalidInputError(f"{name} is required and must not be blank.")
+        size = len(learning.encode("utf-8"))
+        if size > self.max_content:
+            raise InvalidInputError(
+                f"{name} is {size} bytes; the limit is {self.max_content} bytes. Split it into "
+                "several memories or raise the limit (--max-content / SLAYER_KB_MAX_CONTENT)."
+            )
+        return learning
+
+    def save_memory(
+        self,
+        learning: str,
+        linked_entities: Any,
+        id: str | None = None,
+        description: str | None = None,
+        **engram_fields: Any,
+    ) -> SaveResult:
+        """SLayer's ``save_memory``: a note linked to entities or a SlayerQuery.
+
+        An existing id is replaced whole; only ``created_at`` is kept. Optional Engram fields
+        (title, type, project, scope, topic_key, session_id) may ride along.
+        """
+        self._check_learning(learning)
+        description = _check_description(description)
+        with self._writing():
+            entities, warnings, query = self._link(linked_entities)
+            return self._store_memory(learning, entities, warnings, query, id, description, engram_fields)
+
+    def _store_memory(
+        self,
+        learning: str,
+        entities: list[str],
+        warnings: list[str],
+        query: dict[str, Any] | None,
+        memory_id: str | None,
+        description: str | None,
+        extra: dict[str, Any],
+    ) -> SaveResult:
+        now = utc_now()
+        action = "created"
+        created_at = now
+        updated_at = None
+        if memory_id is None:
+            memory_id = self._next_auto_id()
+        else:
+            self._check_new_id(memory_id)
+            if self._path(memory_id).exists():
+                with contextlib.suppress(MemoryFileError):
+                    created_at = self.read(memory_id).created_at
+                action = "replaced"
+                updated_at = now
+        memory = Memory(
+            id=memory_id,
+            learning=learning,
+            description=description,
+            entities=entities,
+            query=query,
+            created_at=created_at,
+            updated_at=updated_at,
+            **{k: v for k, v in extra.items() if v is not None},
+        )
+        self._clear_pending(memory_id)
+        commit = self._commit([self._change(memory)], f"memory: save {memory_id}")
+        return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
+
+    def save_observation(
+        self,
+        title: str,
+        content: str,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        topic_key: str | None = None,
+        session_id: str | None = None,
+        entities: Any = None,
+        description: str | None = None,
+    ) -> SaveResult:
+        """Engram's ``mem_save``: redaction, topic-key upsert, de-duplication, else a new memory."""
+        title = engram.redact_private(title or "")
+        content = engram.redact_private(content or "")
+        if not title:
+            raise InvalidInputError("title is required and must not be blank.")
+        self._check_learning(content, "content")
+        scope = engram.normalize_scope(scope)
+        digest = engram.content_hash(content)
+        key = engram.normalize_topic_key(topic_key)
+        project = engram.normalize_project(project)
+        type = (type or "manual").strip() or "manual"
+        session_id = (session_id or "").strip() or engram.default_session_id(project)
+        description = _check_description(description)
+        with self._writing():
+            linked, warnings = self.resolve_entities(entities) if entities else ([], [])
+            warnings.extend(self._project_warnings(project))
+            suggestion = None if key else engram.suggest_topic_key(type, title, content)
+            fields = dict(title=title, type=type, learning=content)
+            if key:
+                existing = self._live_one(topic_key=key, project=project, scope=scope)
+                if existing is not None:
+                    return self._revise(existing, fields, linked, warnings)
+            duplicate = self._find_duplicate(digest, project, scope, type, title)
+            if duplicate is not None:
+                self._add_pending(duplicate.id)
+                return SaveResult(duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion)
+            memory_id = self._next_auto_id()
+            now = utc_now()
+            memory = Memory(
+                id=memory_id, learning=content, created_at=now, title=title, type=type,
+                description=description, entities=linked, project=project, scope=scope,
+                topic_key=key, session_id=session_id, revision_count=1, duplicate_count=1,
+            )
+            commit = self._commit([self._change(memory)], f"memory: save {memory_id} ({type}: {title})")
+            return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
+
+    def _revise(self, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]) -> SaveResult:
+        changed = memory.evolve(
+            **fields,
+            entities=linked or memory.entities,
+            revision_count=(memory.revision_count or 1) + 1,
+            duplicate_count=self._folded_duplicates(memory),
+            updated_at=utc_now(),
+        )
+        commit = self._commit(
+            [self._change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
+        )
+        self._clear_pending(memory.id)
+        return SaveResult(memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit)
+
+    def _live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
+        clauses = search.filters()
+        for name, value in terms.items():
+            clauses.append(Q.Term(name, search.none_value(value)))
+        docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+        out = []
+        for doc in docs:
+            with contextlib.suppress(KBError):
+                out.append(self.read(doc["id"]))
+        return out
+
+    def _live_one(self, **terms: str | None) -> Memory | None:
+        found = self._live(limit=1, **terms)
+        return found[0] if found else None
+
+    def _find_duplicate(self, digest: str, project: str | None, scope: str, type: str, title: str) -> Memory | None:
+        cutoff = parse_time(utc_now()) - self.dedup_window
+        for memory in self._live(content_hash=digest, project=project, scope=scope, type=type):
+            if memory.title == title and parse_time(memory.created_at) > cutoff:
+                return memory
+        return None
+
+    def _project_warnings(self, project: str | None) -> list[str]:
+        if not project:
+            return []
+        existing = self.projects()
+        if project in existing:
+            return []
+        close = engram.similar_projects(project, existing)
+        if not close:
+            return []
+        return [
+            f"New project '{project}' looks like existing {', '.join(repr(p) for p in close)}; "
+            "if you meant one of those, save with that project name instead."
+        ]
+
+    def projects(self) -> list[str]:
+        searcher = self.index.searcher()
+        return sorted(
+            term.decode() if isinstance(term, bytes) else term
+            for term in searcher.lexicon("project")
+            if (term.decode() if isinstance(term, bytes) else term) != search.none_value(None)
+        )
+
+    # Duplicate saves are counted locally and folded into the memory's next real commit, so a
+    # hundred identical saves do not make a hundred commits that only bump a counter.
+
+    def _pending_path(self) -> Path:
+        return self.store.state / "duplicates.json"
+
+    def _pending_duplicates(self) -> dict[str, int]:
+        try:
+            data = json.loads(self._pending_path().read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
+
+    def _write_pending(self, pending: dict[str, int]) -> None:
+        self.store.ensure_state_dir()
+        tmp = self._pending_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(pending), encoding="utf-8")
+        os.replace(tmp, self._pending_path())
+
+    def _add_pending(self, memory_id: str) -> None:
+        pending = self._pending_duplicates()
+        pending[memory_id] = pending.get(memory_id, 0) + 1
+        self._write_pending(pending)
+
+    def _clear_pending(self, memory_id: str) -> None:
+        pending = self._pending_duplicates()
+        if pending.pop(memory_id, None) is not None:
+            self._write_pending(pending)
+
+    def _folded_duplicates(self, memory: Memory) -> int | None:
+        pending = self._pending_duplicates().get(memory.id, 0)
+        if memory.duplicate_count is None and not pending:
+            return None
+        return (memory.duplicate_count or 1) + pending
+
+    def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
+        """Engram's ``mem_update``: change only the given fields of a live memory."""
+        given = {k: v for k, v in fields.items() if v is not None}
+        allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
+        unknown = set(given) - allowed
+        if unknown:
+            raise InvalidInputError(f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}.")
+        if not given:
+            raise InvalidInputError(
+                "Nothing to update: give at least one of --title, --learning, --type, "
+                "--description, --project, --scope, --topic-key, -e."
+            )
+        with self._writing():
+            memory = self.read(memory_id)
+            if memory.is_deleted:
+                raise NotFoundError(_deleted_message(memory))
+            changes: dict[str, Any] = {}
+            warnings: list[str] = []
+            if "learning" in given:
+                changes["learning"] = self._check_learning(engram.redact_private(given["learning"]))
+            if "title" in given:
+                changes["title"] = engram.redact_private(given["title"]) or None
+            if "type" in given:
+                changes["type"] = given["type"].strip() or None
+            if "description" in given:
+                changes["description"] = _check_description(given["description"])
+            if "project" in given:
+                changes["project"] = engram.normalize_project(given["project"])
+                warnings.extend(self._project_warnings(changes["project"]))
+            if "scope" in given:
+                changes["scope"] = engram.normalize_scope(given["scope"])
+            if "topic_key" in given:
+                changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
+            if "entities" in given:
+                changes["entities"], more = self.resolve_entities(given["entities"])
+                warnings.extend(more)
+            updated = memory.evolve(**changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory))
+            if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
+                updated.revision_count = memory.revision_count + 1
+            self._commit([self._change(updated)], f"memory: update {memory_id} ({', '.join(sorted(changes))})")
+            self._clear_pending(memory_id)
+        data = self.get(memory_id)
+        data["warnings"] = warnings
+        return data
+
+    def forget(self, memory_id: str, *, soft: bool = False) -> ForgetResult:
+        """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
+        memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads."""
+        with self._writing():
+            memory, _text = self._read(memory_id)
+            if soft:
+                if memory.is_deleted:
+                    raise NotFoundError(_deleted_message(memory))
+                gone = memory.evolve(deleted_at=utc_now())
+                commit = self._commit([self._change(gone)], f"memory: forget {memory_id} (soft)")
+                return ForgetResult(memory_id, [], True, commit)
+            target = f"memory:{memory_id}"
+            changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
+            stripped = []
+            for other_id, other, text in self._referrers([target]):
+                if other_id == memory_id:
+                    continue
+                kept = [e for e in other.entities if e != target]
+                changes.append(self._change(other, with_entities(text, other, kept)))
+                stripped.append(other_id)
+            message = f"memory: forget {memory_id}"
+            if stripped:
+                message += f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
+            commit = self._commit(changes, message)
+            self._clear_pending(memory_id)
+            return ForgetResult(memory_id, stripped, False, commit)
+
+    def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
+        """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
+        query = Q.And([Q.Term("kind", "memory"), Q.Or([Q.Term("entities", e) for e in entities])])
+        for doc in self.index.documents(query, limit=None):
+            with contextlib.suppress(KBError):
+                memory, text = self._read(doc["id"])
+                yield memory.id, memory, text
+
+    def restore(self, memory_id: str) -> dict[str, Any]:
+        """Bring back a soft-deleted memory."""
+        with self._writing():
+            memory = self.read(memory_id)
+            if not memory.is_deleted:
+                raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
+            self._commit([self._change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
+        return self.get(memory_id)
+
+    # -- searching --------------------------------------------------------------------------
+
+    def search(
+        self,
+        question: str | None = None,
+        entities: list[str] | str | None = None,
+        query: dict[str, Any] | None = None,
+        *,
+        datasource: str | None = None,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        any_word: bool = False,
+        full: bool = False,
+    ) -> SearchResult:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
+        self.ensure_fresh()
+        warnings = [str(p) + " (skipped)" for p in self.problems]
+        if datasource is not None and datasource not in self.catalog.datasources:
+            known = ", ".join(sorted(self.catalog.datasources)) or "none"
+            raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
+        inputs = self._lenient_entities(entities, query, warnings)
+        question = (question or "").strip()
+        project = engram.normalize_project(project)
+        scope = engram.normalize_scope(scope) if scope else None
+        text = search.text_query(question, any_word) if question else None
+        wanted = search.entity_query(inputs)
+        topic = search.topic_query(question) if question else None
+        if question and text is None and topic is None:
+            warnings.append(f"The question {question!r} has no searchable words.")
+        if text is None and wanted is None and topic is None:
+            if not question:
+                warnings.append("No entities, query or question given: showing the newest memories.")
+        result = SearchResult([], [], [], inputs, warnings)
+        for has_query, bucket in ((False, result.memories), (True, result.example_queries)):
+            clauses = search.filters(type=type, project=project, scope=scope, datasource=datasource, has_query=has_query)
+            bucket.extend(self._ranked(clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word))
+        result.entities = self._catalog_hits(question, inputs, limit)
+        return result
+
+    def _ranked(self, clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word):  # type: ignore[no-untyped-def]
+        if text is None and wanted is None and topic is None:
+            if question:
+                return []
+            docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+        else:
+            matchers = [m for m in (text, wanted) if m is not None]
+            required = Q.And(matchers) if len(matchers) > 1 else (matchers[0] if matchers else None)
+            if topic is not None:
+                required = topic if required is None else Q.Or([topic, required])
+            docs = self.index.documents(Q.And([*clauses, required]), limit=limit)
+            if not docs and text is not None and not any_word and wanted is None:
+                relaxed = search.text_query(question, any_word=True)
+                if relaxed is not None and relaxed != text:
+                    docs = self.index.documents(Q.And([*clauses, relaxed]), limit=limit)
+                    if docs and not any(w.startswith("No memory has all") for w in warnings):
+                        warnings.append("No memory has all the words; showing memories with any of them.")
+        return [self._hit(doc, inputs, full, warnings, has_query) for doc in docs]
+
+    def _lenient_entities(self, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+        resolver = self.resolver()
+        out: list[str] = []
+        refs: list[str] = []
+        if entities:
+            refs = split_references(entities) if isinstance(entities, str) else _flatten_refs(entities)
+        for ref in refs:
+            try:
+                entity = resolver.resolve(ref).entity
+            except KBError as exc:
+                warnings.append(f"entity {ref!r} dropped: {exc}")
+                continue
+            if entity not in out:
+                out.append(entity)
+        if query is not None:
+            try:
+                found, _notes = query_entities(query, resolver)
+            except KBError as exc:
+                warnings.append(f"query dropped: {exc}")
+            else:
+                out.extend(e for e in found if e not in out)
+        return out
+
+    def _hit(self, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool) -> dict[str, Any]:
+        data = doc["data"]
+        live = [e for e in data["entities"] if self._entity_live(e)]
+        hit = {
+            "id": data["id"],
+            "score": round(float(doc.get("score") or 0.0), 4),
+            "title": data["title"],
+            "type": data["type"],
+            "description": data["description"] or _first_paragraph(data["learning"]),
+            "entities": live,
+            "matched_entities": [e for e in live if e in inputs],
+            "project": data["project"],
+            "scope": data["scope"],
+            "created_at": data["created_at"],
+        }
+        if has_query:
+            hit["query"] = data["query"]
+            stale = self._stale_query(data["query"])
+            if stale:
+                warnings.append(
+                    f"example_query memory:{data['id']}: attached query has stale references "
+                    f"({stale}); re-save to clean."
+                )
+        if full:
+            hit["learning"] = data["learning"]
+        return hit
+
+    def _entity_live(self, entity: str) -> bool:
+        if entity.startswith("memory:"):
+            return self.memory_exists(entity[len("memory:"):])
+        return self.catalog.entity_exists(entity)
+
+    def _stale_query(self, query: dict[str, Any]) -> str | None:
+        try:
+            query_entities(query, self.resolver())
+        except KBError as exc:
+            return str(exc)
+        return None
+
+    def _catalog_hits(self, question: str, inputs: list[str], limit: int) -> list[dict[str, Any]]:
+        clauses: list[Q.Query] = []
+        if question:
+            words = search.text_query(question, any_word=True)
+            if words is not None:
+                clauses.append(words)
+        catalog_inputs = [e for e in inputs if not e.startswith("memory:")]
+        clauses.extend(Q.Term("entities", e, boost=10.0) for e in catalog_inputs)
+        if not clauses:
+            return []
+        docs = self.index.documents(Q.And([Q.Term("kind", "catalog"), Q.Or(clauses)]), limit=limit)
+        return [
+            {**doc["data"], "score": round(float(doc.get("score") or 0.0), 4)}
+            for doc in docs
+        ]
+
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int | None = 20,
+    ) -> list[dict[str, Any]]:
+        """Live memories, newest first."""
+        self.ensure_fresh()
+        clauses = search.filters(type=type, project=engram.normalize_project(project), scope=scope)
+        docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+        return [self._hit(doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
+
+    # -- Engram's other tools ---------------------------------------------------------------
+
+    def suggest_topic_key(self, type: str | None = None, title: str | None = None, content: str | None = None) -> str:
+        return engram.suggest_topic_key(type, title, content)
+
+    def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> dict[str, Any]:
+        """The memories saved just before and after one, in the same session, oldest first."""
+        self.ensure_fresh()
+        focus = self.read(memory_id)
+        if focus.is_deleted:
+            raise NotFoundError(_deleted_message(focus))
+        session = focus.session_id
+        clauses = search.filters()
+        clauses.append(Q.Term("session_id", search.none_value(session)))
+        docs = self.index.documents(Q.And(clauses), limit=None)
+        ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], _id_order(d["id"])))
+        position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
+        hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
+        return {
+            "session_id": session,
+            "before": [hit(d) for d in ordered[max(0, position - before):position]],
+            "focus": hit(ordered[position]),
+            "after": [hit(d) for d in ordered[position + 1:position + 1 + after]],
+        }
+
+    def session_summary(self, content: str, project: str | None = None, session_id: str | None = None) -> SaveResult:
+        return self.save_observation(
+            title=engram.session_summary_title(engram.normalize_project(project)),
+            content=content,
+            type="session_summary",
+            project=project,
+            session_id=session_id,
+        )
+
+    def stats(self) -> dict[str, Any]:
+        self.ensure_fresh()
+        docs = self.index.documents(Q.And(search.filters()), limit=None)
+        types: dict[str, int] = {}
+        sessions, projects = set(), set()
+        for doc in docs:
+            data = doc["data"]
+            types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
+            if data["session_id"]:
+                sessions.add(data["session_id"])
+            if data["project"]:
+                projects.add(data["project"])
+        return {
+            "memories": len(docs),
+            "sessions": len(sessions),
+            "projects": sorted(projects),
+            "types": dict(sorted(types.items())),
+        }
+
+    def context(self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET) -> str:
+        """A compact markdown digest for the start of an agent's session."""
+        self.ensure_fresh()
+        clauses = search.filters(project=engram.normalize_project(project), scope=engram.normalize_scope(scope) if scope else None)
+        docs = [d["data"] for d in self.index.documents(Q.And(clauses), limit=None, sort_newest=True)]
+        heading = "# Memory context" + (f": {engram.normalize_project(project)}" if project else "")
+        lines = [heading, "", "## Recent sessions"]
+        sessions: dict[str, list[dict[str, Any]]] = {}
+        for data in docs:
+            if data["session_id"]:
+                sessions.setdefault(data["session_id"], []).append(data)
+        for session, items in list(sessions.items())[:5]:
+            lines.append(f"- {session}: {len(items)} memories, last {items[0]['created_at']}")
+        if not sessions:
+            lines.append("- (none)")
+        lines += ["", f"## Recent memories ({min(len(docs), CONTEXT_MEMORIES)} of {len(docs)})"]
+        for data in docs[:CONTEXT_MEMORIES]:
+            label = data["title"] or _first_paragraph(data["learning"], 100)
+            kind = f" ({data['type']})" if data["type"] else ""
+            lines.append(f"- [{data['id']}] {label}{kind}, {data['created_at'][:10]}")
+        text = ""
+        for line in lines:
+            if len(text) + len(line) + 1 > budget:
+                text += "- ...\n"
+                break
+            text += line + "\n"
+        return text
+
+
+def _deleted_message(memory: Memory) -> str:
+    return (
+        f"Memory '{memory.id}' was deleted at {memory.deleted_at}; "
+        f"bring it back with 'slayer-kb restore {memory.id}'."
+    )
+
+
+def _check_description(description: Any) -> str | None:
+    if description is None:
+        return None
+    if not isinstance(description, str):
+        raise InvalidInputError("description must be a string.")
+    description = description.strip()
+    if len(description) > MAX_DESCRIPTION:
+        raise InvalidInputError(
+            f"description is {len(description)} characters long; the limit is {MAX_DESCRIPTION}. "
+            "Put the detail in the learning."
+        )
+    return description or None
+
+
+def _flatten_refs(refs: Any) -> list[str]:
+    out: list[str] = []
+    for ref in refs:
+        if not isinstance(ref, str):
+            raise ResolutionError(f"Entity reference {ref!r} must be a string like 'orders.amount'.")
+        out.extend(split_references(ref))
+    return out
+
+
+def _ids_of(paths: list[str]) -> list[str]:
+    prefix = f"{MEMORIES_DIR}/"
+    return [p[len(prefix):-5] for p in paths if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix):]]
+
+
+def _id_order(memory_id: str) -> tuple[int, int, str]:
+    return (0, int(memory_id), "") if is_auto_id(memory_id) else (1, 0, memory_id)
+
+
+def _first_paragraph(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    paragraph = text.strip().split("\n\n", 1)[0].strip()
+    paragraph = " ".join(paragraph.split())
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"

@@ -1,0 +1,313 @@
+"""The Memory record and its canonical YAML file form.
+
+One file per memory, keys in a fixed order, multi-line text as ``|`` block scalars, no ``id`` key
+(the file name is the id). Dumping a loaded canonical file gives back the same bytes, so a pull
+request shows only what really changed. Files are read only through PyYAML's safe loader.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+import yaml
+
+from .errors import MemoryFileError
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+KEY_ORDER: tuple[str, ...] = (
+    "title",
+    "type",
+    "learning",
+    "description",
+    "entities",
+    "query",
+    "project",
+    "scope",
+    "topic_key",
+    "session_id",
+    "revision_count",
+    "duplicate_count",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+)
+STRING_KEYS = frozenset(
+    {"title", "type", "learning", "description", "project", "scope", "topic_key", "session_id"}
+)
+COUNT_KEYS = frozenset({"revision_count", "duplicate_count"})
+TIME_KEYS = frozenset({"created_at", "updated_at", "deleted_at"})
+SCOPES = ("project", "personal")
+MAX_DESCRIPTION = 500
+# A hand-made alias bomb expands into shared references; walking it counts each visit, so a
+# budget stops it long before memory runs out.
+MAX_QUERY_NODES = 10_000
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\Z")
+
+
+@dataclass
+class Memory:
+    id: str
+    learning: str
+    created_at: str
+    title: str | None = None
+    type: str | None = None
+    description: str | None = None
+    entities: list[str] = field(default_factory=list)
+    query: dict[str, Any] | None = None
+    project: str | None = None
+    scope: str | None = None
+    topic_key: str | None = None
+    session_id: str | None = None
+    revision_count: int | None = None
+    duplicate_count: int | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.id}.yaml"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, absent values as None, in the order of CLI.md's ``get``."""
+        data = asdict(self)
+        order = ("id", *KEY_ORDER)
+        return {key: data[key] for key in order}
+
+    def evolve(self, **changes: Any) -> Memory:
+        return replace(self, **changes)
+
+
+FIELD_NAMES = frozenset(f.name for f in fields(Memory)) - {"id"}
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> _dt.datetime:
+    return _dt.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dumping
+
+
+def dumps(memory: Memory) -> str:
+    """The canonical file text of ``memory``."""
+    parts: list[str] = []
+    for key in KEY_ORDER:
+        value = getattr(memory, key)
+        if value is None or (key == "entities" and not value):
+            continue
+        parts.append(_dump_key(key, value))
+    return "".join(parts)
+
+
+def _dump_key(key: str, value: Any) -> str:
+    if isinstance(value, str) and "\n" in value:
+        block = _literal_block(key, value)
+        if block is not None:
+            return block
+    return yaml.dump(
+        {key: value},
+        Dumper=_Dumper,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000_000,
+    )
+
+
+# Characters a literal block cannot carry (YAML would need escapes for them).
+_NOT_LITERAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\u2028\u2029\ud800-\udfff\r]")
+
+
+def _literal_block(key: str, text: str) -> str | None:
+    """``key: |`` followed by the text, or None when a literal block cannot hold it exactly.
+
+    PyYAML itself gives up on block style for lines with trailing spaces; YAML allows them, so the
+    block is written here and checked by reading it back.
+    """
+    if _NOT_LITERAL.search(text):
+        return None
+    body = text.rstrip("\n")
+    trailing = len(text) - len(body)
+    chomp = "-" if trailing == 0 else ("" if trailing == 1 else "+")
+    first = body.lstrip("\n")
+    indent_hint = "2" if (body[:1] in (" ", "\n") or first[:1] == " ") else ""
+    lines = body.split("\n") + [""] * (trailing - 1 if trailing > 1 else 0)
+    out = [f"{key}: |{indent_hint}{chomp}\n"]
+    out.extend(("  " + line if line else "") + "\n" for line in lines)
+    rendered = "".join(out)
+    try:
+        if yaml.load(rendered, Loader=_Loader) != {key: text}:
+            return None
+    except yaml.YAMLError:
+        return None
+    return rendered
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def loads(text: str, memory_id: str, path: str = "") -> Memory:
+    """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
+    where = path or f"memories/{memory_id}.yaml"
+    _check_duplicate_keys(text, where)
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise MemoryFileError(where, line, f"invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise MemoryFileError(
+            where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)"
+        )
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        line = key_line(text, key)
+        if not isinstance(key, str) or key not in FIELD_NAMES:
+            hint = (
+                "the file name is the id; remove the id key"
+                if key == "id"
+                else f"allowed keys: {', '.join(KEY_ORDER)}"
+            )
+            raise MemoryFileError(where, line, f"unknown key {key!r} ({hint})")
+        values[key] = _check_value(key, value, where, line)
+    if "learning" not in values:
+        raise MemoryFileError(where, 1, "missing required key 'learning'")
+    if "created_at" not in values:
+        raise MemoryFileError(
+            where, 1, "missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"
+        )
+    values["entities"] = values.get("entities") or []
+    return Memory(id=memory_id, **values)
+
+
+def key_line(text: str, key: object) -> int | None:
+    """1-based line of a top-level key, for messages that point at it."""
+    if not isinstance(key, str):
+        return None
+    match = re.search(rf"^{re.escape(key)}[ \t]*:", text, re.M)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _check_duplicate_keys(text: str, where: str) -> None:
+    # PyYAML keeps the last of two equal keys silently; a hand edit that duplicates a key would
+    # lose data without a word, so top-level duplicates are an error.
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        match = re.match(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)", line)
+        if not match:
+            continue
+        key = match.group(1)
+        if key in seen:
+            raise MemoryFileError(
+                where, number, f"duplicate key '{key}' (first on line {seen[key]}); keep one"
+            )
+        seen[key] = number
+
+
+def _check_value(key: str, value: Any, where: str, line: int | None) -> Any:
+    def fail(message: str) -> MemoryFileError:
+        return MemoryFileError(where, line, f"'{key}' {message}")
+
+    if value is None:
+        if key in ("learning", "created_at"):
+            raise fail("must not be empty")
+        return None
+    if key in STRING_KEYS:
+        if not isinstance(value, str):
+            raise fail(f"must be a string, not {_type_name(value)} (quote it)")
+        if key == "learning" and not value.strip():
+            raise fail("must not be blank")
+        if key == "description" and len(value) > MAX_DESCRIPTION:
+            raise fail(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
+        if key == "scope" and value not in SCOPES:
+            raise fail(f"must be one of {', '.join(SCOPES)}, not {value!r}")
+        return value
+    if key in COUNT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise fail("must be a whole number of at least 1")
+        return value
+    if key in TIME_KEYS:
+        if isinstance(value, _dt.datetime):
+            value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
+            return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not isinstance(value, str) or not _TIMESTAMP.match(value):
+            raise fail("must be a UTC time like '2026-11-29T20:42:40Z'")
+        return value
+    if key == "entities":
+        if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+            raise fail("must be a list of entity strings (- shop.orders.amount)")
+        return value
+    if key == "query":
+        if not isinstance(value, dict):
+            raise fail("must be a mapping (a SlayerQuery with source_model:)")
+        _check_plain(value, fail)
+        return value
+    raise fail("is not a known key")  # pragma: no cover - FIELD_NAMES and the branches agree
+
+
+def _check_plain(value: Any, fail: Any) -> None:
+    """Queries hold only JSON-like data; an alias bomb exhausts the node budget."""
+    stack = [value]
+    visited = 0
+    while stack:
+        item = stack.pop()
+        visited += 1
+        if visited > MAX_QUERY_NODES:
+            raise fail(f"is too large (more than {MAX_QUERY_NODES} values; YAML aliases?)")
+        if isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                raise fail("must have string keys only")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is not None and not isinstance(item, (str, int, float, bool)):
+            raise fail(f"holds a {_type_name(item)}; quote it to make it a string")
+
+
+def _type_name(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "a mapping",
+    }.get(type(value), type(value).__name__)
+
+
+def with_entities(text: str, memory: Memory, entities: list[str]) -> str:
+    """``text`` with only its ``entities`` block replaced, every other byte kept.
+
+    Cascades rewrite thousands of files a person may have formatted by hand; touching nothing but
+    the entity list keeps their diff to the lines that really changed.
+    """
+    updated = memory.evolve(entities=entities)
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if re.match(r"entities[ \t]*:", line)), None)
+    if start is not None:
+        end = start + 1
+        while end < len(lines) and (lines[end][:1] in (" ", "-", "\t", "\n", "#") or not lines[end].strip()):
+            end += 1
+        block = _dump_key("entities", entities) if entities else ""
+        candidate = "".join(lines[:start]) + block + "".join(lines[end:])
+        try:
+            if loads(candidate, memory.id) == updated:
+                return candidate
+        except MemoryFileError:
+            pass
+    return dumps(updated)
