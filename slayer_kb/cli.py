@@ -531,3 +531,36 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@cli.command()
+@json_option
+@pass_settings
+def watch(settings: Settings) -> None:
+    """Keep the search index current while files change (Ctrl-C stops).
+
+    \b
+    Example:
+      slayer-kb watch
+    """
+    from .watch import run_watcher
+
+    run_watcher(settings.kb())
+
+
+@cli.command()
+@pass_settings
+def mcp(settings: Settings) -> None:
+    """Serve the memory tools over MCP on stdio (needs the 'mcp' extra).
+
+    \b
+    Example:
+      slayer-kb --kb ./kb mcp
+    """
+    from .mcp_server import serve
+
+    serve(settings.kb_path)
+
+
+# Commands of the other areas register themselves on ``cli``.
+from . import cli_catalog, cli_history  # noqa: E402,F401
