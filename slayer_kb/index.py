@@ -318,9 +318,10 @@ class Index:
     def documents(self, query: Q.Query, limit: int | None = None, sort_newest: bool = False) -> list[dict[str, Any]]:
         searcher = self.searcher()
         if sort_newest:
+            # The sort key takes the place of the score; newest-first lists carry no score.
             results = searcher.search(query, limit=limit, sortedby="created_at", reverse=True)
-        else:
-            results = searcher.search(query, limit=limit)
+            return [dict(hit.fields(), score=0.0) for hit in results]
+        results = searcher.search(query, limit=limit)
         return [dict(hit.fields(), score=hit.score) for hit in results]
 
     def memory_data(self, query: Q.Query, limit: int | None = None) -> list[dict[str, Any]]:

@@ -590,7 +590,7 @@ class KnowledgeBase:
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
         query = Q.And([Q.Term("kind", "memory"), Q.Or([Q.Term("entities", e) for e in entities])])
-        for doc in self.index.documents(query, limit=None):
+        for doc in sorted(self.index.documents(query, limit=None), key=lambda d: _id_order(d["id"])):
             with contextlib.suppress(KBError):
                 memory, text = self._read(doc["id"])
                 yield memory.id, memory, text

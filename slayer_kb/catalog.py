@@ -1,0 +1,722 @@
+"""SLayer's catalog as it lies on disk, and the resolution of entity references against it.
+
+Layout (SLayer's own YAML storage, so a SLayer storage folder under git is a knowledge base)::
+
+    datasources/<ds>.yaml       name (defaults to the file stem), description; other keys ignored
+    models/<ds>/<model>.yaml    name (defaults to the stem), description, columns, measures,
+                                aggregations (lists of {name, description}), joins ({target_model})
+    priority.yaml               {priority: [ds, ...]}  (a bare list is accepted too)
+
+Only ``*.yaml`` files are read, the same set the index watches for catalog changes. A file that
+cannot be used (bad YAML, wrong types) becomes a :class:`CatalogProblem` and is skipped: one broken
+model never hides the rest of the catalog.
+
+Resolution follows SLayer's rules (see :class:`Resolver`), with two deliberate differences: a bare
+leaf found in several datasources that no priority list orders is rejected as ambiguous instead of
+silently taking the first, and inside a query the source model's datasource is preferred for model
+and leaf names (a query runs against one datasource, so a name it uses means that datasource's).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import AmbiguousEntityError, InvalidInputError, NotFoundError, ResolutionError
+from .query import parse_reference
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
+LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
+# An error listing a datasource's models stays readable even with hundreds of models.
+_MAX_LISTED = 50
+
+
+# --------------------------------------------------------------------------------------------
+# The catalog
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    datasource: str
+    name: str
+    description: str | None
+    columns: dict[str, str | None]
+    measures: dict[str, str | None]
+    aggregations: dict[str, str | None]
+    joins: tuple[str, ...]
+    path: Path
+    # Resolution asks "is X a leaf here?" for every model of a datasource; one dict answers it.
+    _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kinds: dict[str, str] = {}
+        for section, kind in LEAF_SECTIONS:
+            for name in getattr(self, section):
+                kinds.setdefault(name, kind)
+        object.__setattr__(self, "_kinds", kinds)
+
+    @property
+    def entity(self) -> str:
+        return f"{self.datasource}.{self.name}"
+
+    def leaves(self) -> dict[str, str | None]:
+        """Columns, then named measures, then custom aggregations; a column shadows the others."""
+        merged = dict(self.columns)
+        for leaves in (self.measures, self.aggregations):
+            for name, description in leaves.items():
+                merged.setdefault(name, description)
+        return merged
+
+    def leaf_kind(self, name: str) -> str | None:
+        """``"column"``, ``"measure"``, ``"aggregation"``, or None when there is no such leaf."""
+        return self._kinds.get(name)
+
+
+@dataclass(frozen=True)
+class Datasource:
+    name: str
+    description: str | None
+    path: Path | None
+    models: dict[str, Model]
+
+
+@dataclass
+class CatalogProblem:
+    path: Path
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path}:{self.line}: {self.message}"
+            if self.line
+            else f"{self.path}: {self.message}"
+        )
+
+
+@dataclass
+class Catalog:
+    datasources: dict[str, Datasource] = field(default_factory=dict)
+    priority: list[str] = field(default_factory=list)
+    problems: list[CatalogProblem] = field(default_factory=list)
+
+    def entity_exists(self, entity: str) -> bool:
+        """Whether a canonical ``ds``, ``ds.model`` or ``ds.model.leaf`` exists."""
+        parts = entity.split(".")
+        datasource = self.datasources.get(parts[0])
+        if datasource is None or len(parts) > 3:
+            return False
+        if len(parts) == 1:
+            return True
+        model = datasource.models.get(parts[1])
+        if model is None:
+            return False
+        return len(parts) == 2 or model.leaf_kind(parts[2]) is not None
+
+    def iter_entities(self) -> Iterator[tuple[str, str, str | None]]:
+        """Every entity as (canonical name, kind, description), datasources before their models."""
+        for datasource in self.datasources.values():
+            yield datasource.name, "datasource", datasource.description
+            for model in datasource.models.values():
+                yield model.entity, "model", model.description
+                for name, description in model.leaves().items():
+                    yield f"{model.entity}.{name}", model._kinds[name], description
+
+    def models_named(self, name: str) -> list[Model]:
+        return [ds.models[name] for ds in self.datasources.values() if name in ds.models]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+class _Broken(Exception):
+    """A file that cannot be used; ``keys`` locate the offending value for the line number."""
+
+    def __init__(self, message: str, keys: tuple[Any, ...] = (), line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.keys = keys
+        self.line = line
+
+
+def load_catalog(root: Path) -> Catalog:
+    """Read the catalog under the KB folder ``root``; missing folders give an empty catalog."""
+    root = Path(root)
+    problems: list[CatalogProblem] = []
+    ds_files = _load_datasource_files(root / "datasources", problems)
+    models = _load_model_folders(root / "models", problems)
+    datasources: dict[str, Datasource] = {}
+    for name in sorted(set(ds_files) | set(models)):
+        description, path = ds_files.get(name, (None, None))
+        datasources[name] = Datasource(name, description, path, models.get(name, {}))
+    priority = _load_priority(root / "priority.yaml", problems)
+    return Catalog(datasources, priority, problems)
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in entries
+                if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()
+            ]
+    except OSError:
+        return []
+    return [folder / name for name in sorted(names)]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise _Broken(f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _Broken(f"invalid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+
+
+# Long-running processes (the MCP server, the watcher) reload the catalog after every change, and
+# YAML parsing is nearly all of the load time: a file whose text is unchanged is not parsed again.
+# Keyed by the text itself, never by mtime, so that a same-size rewrite cannot leave it stale.
+_PARSED: dict[Path, tuple[str, Any, CatalogProblem | None]] = {}
+
+
+def _load_file(path: Path, parse: Callable[[Any], Any], problems: list[CatalogProblem]) -> Any:
+    """``parse(data)`` of the file's YAML, or None after recording why the file is unusable."""
+    try:
+        text = _read_text(path)
+    except _Broken as exc:
+        problems.append(CatalogProblem(path, exc.line, exc.message))
+        return None
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == text:
+        _text, result, problem = cached
+    else:
+        result, problem = _parse_text(path, text, parse)
+        _PARSED[path] = (text, result, problem)
+    if problem is not None:
+        problems.append(CatalogProblem(problem.path, problem.line, problem.message))
+    return result
+
+
+def _parse_text(
+    path: Path, text: str, parse: Callable[[Any], Any]
+) -> tuple[Any, CatalogProblem | None]:
+    try:
+        return parse(_parse_yaml(text)), None
+    except _Broken as exc:
+        line = exc.line if exc.line is not None else _line_of(text, exc.keys)
+        return None, CatalogProblem(path, line, exc.message)
+
+
+def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
+    """1-based line of the value at ``keys``; composing the YAML again only happens for errors."""
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for key in keys:
+        if isinstance(node, yaml.MappingNode):
+            found = [(k, v) for k, v in node.value if k.value == key]
+            if not found:
+                break
+            key_node, node = found[-1]
+            line = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _load_datasource_files(
+    folder: Path, problems: list[CatalogProblem]
+) -> dict[str, tuple[str | None, Path]]:
+    found: dict[str, tuple[str | None, Path]] = {}
+    for path in _yaml_files(folder):
+        parsed = _load_file(path, lambda data, p=path: _parse_datasource(data, p), problems)
+        if parsed is None:
+            continue
+        name, description = parsed
+        if name in found:
+            problems.append(
+                CatalogProblem(
+                    path, None, f"datasource '{name}' is also defined in {found[name][1]}"
+                )
+            )
+            continue
+        found[name] = (description, path)
+    return found
+
+
+def _parse_datasource(data: Any, path: Path) -> tuple[str, str | None]:
+    data = _mapping(data, "a datasource (name, type, description, ...)")
+    name = _name(data, path.stem, "datasource")
+    return name, _optional_text(data, "description", ())
+
+
+def _load_model_folders(
+    folder: Path, problems: list[CatalogProblem]
+) -> dict[str, dict[str, Model]]:
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return {}
+    found: dict[str, dict[str, Model]] = {}
+    for ds_name in names:
+        if not SEGMENT_RE.fullmatch(ds_name):
+            problems.append(
+                CatalogProblem(folder / ds_name, None, _bad_name_message("datasource", ds_name))
+            )
+            continue
+        found[ds_name] = _load_models(folder / ds_name, ds_name, problems)
+    return found
+
+
+def _load_models(folder: Path, ds_name: str, problems: list[CatalogProblem]) -> dict[str, Model]:
+    models: dict[str, Model] = {}
+    for path in _yaml_files(folder):
+        model = _load_file(path, lambda data, p=path: _parse_model(data, ds_name, p), problems)
+        if model is None:
+            continue
+        if model.name in models:
+            problems.append(
+                CatalogProblem(
+                    path, None, f"model '{model.name}' is also defined in {models[model.name].path}"
+                )
+            )
+            continue
+        models[model.name] = model
+    return models
+
+
+def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
+    data = _mapping(data, "a model (name, columns, measures, joins, ...)")
+    sections = {section: _leaves(data, section) for section, _kind in LEAF_SECTIONS}
+    return Model(
+        datasource=ds_name,
+        name=_name(data, path.stem, "model"),
+        description=_optional_text(data, "description", ()),
+        columns=sections["columns"],
+        measures=sections["measures"],
+        aggregations=sections["aggregations"],
+        joins=_joins(data),
+        path=path,
+    )
+
+
+def _mapping(data: Any, what: str) -> dict[str, Any]:
+    # An empty file is a valid (empty) definition: everything defaults.
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _Broken(f"expected a mapping describing {what}, got {_kind(data)}")
+    return data
+
+
+def _name(data: dict[str, Any], default: str, what: str) -> str:
+    name = data.get("name", default)
+    if not isinstance(name, str):
+        raise _Broken(f"'name' must be a string, got {_kind(name)}", ("name",))
+    if not SEGMENT_RE.fullmatch(name):
+        raise _Broken(_bad_name_message(what, name), ("name",) if "name" in data else ())
+    return name
+
+
+def _bad_name_message(what: str, name: str) -> str:
+    return f"{what} name '{name}' cannot be referenced: use only letters, digits, '_' and '-'"
+
+
+def _optional_text(data: dict[str, Any], key: str, where: tuple[Any, ...]) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _Broken(f"{_where(where)}'{key}' must be a string, got {_kind(value)}", (*where, key))
+    return value
+
+
+def _leaves(data: dict[str, Any], section: str) -> dict[str, str | None]:
+    items = _list(data, section, "mappings with a 'name'")
+    leaves: dict[str, str | None] = {}
+    for index, item in enumerate(items):
+        where = (section, index)
+        if not isinstance(item, dict):
+            raise _Broken(
+                f"{_where(where)}expected a mapping with a 'name', got {_kind(item)}", where
+            )
+        name = item.get("name")
+        if not isinstance(name, str) or not SEGMENT_RE.fullmatch(name):
+            raise _Broken(
+                f"{_where(where)}'name' must be a name of letters, digits, '_' and '-', got "
+                + (repr(name) if isinstance(name, str) else _kind(name)),
+                (*where, "name"),
+            )
+        leaves[name] = _optional_text(item, "description", where)
+    return leaves
+
+
+def _joins(data: dict[str, Any]) -> tuple[str, ...]:
+    targets: list[str] = []
+    for index, item in enumerate(_list(data, "joins", "mappings with a 'target_model'")):
+        where = ("joins", index)
+        target = item.get("target_model") if isinstance(item, dict) else None
+        if not isinstance(target, str) or not target:
+            raise _Broken(f"{_where(where)}expected a mapping with a 'target_model' string", where)
+        targets.append(target)
+    return tuple(targets)
+
+
+def _list(data: dict[str, Any], key: str, of: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Broken(f"'{key}' must be a list of {of}, got {_kind(value)}", (key,))
+    return value
+
+
+def _where(keys: tuple[Any, ...]) -> str:
+    if not keys:
+        return ""
+    section, index = keys
+    return f"{section}[{index}]: "
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _load_priority(path: Path, problems: list[CatalogProblem]) -> list[str]:
+    if not path.is_file():
+        return []
+    priority = _load_file(path, _parse_priority, problems)
+    return priority if priority is not None else []
+
+
+def _parse_priority(data: Any) -> list[str]:
+    keys: tuple[str, ...] = ()
+    if isinstance(data, dict):
+        data, keys = data.get("priority"), ("priority",)
+    if data is None:
+        return []
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise _Broken("expected {priority: [datasource, ...]}: a list of datasource names", keys)
+    return list(data)
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Resolution:
+    entity: str
+    warnings: list[str]
+
+
+class Resolver:
+    """Turns entity references into canonical entities, by the rules of SLayer's memory tools.
+
+    1. Surrounding whitespace is stripped; an empty reference is an error.
+    2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
+    3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
+       ``count(*)`` / ``*:count`` name the source model, ``count(m.*)`` / ``m.*:count`` the model m.
+    4. The name is split on ``.``; every segment must be letters, digits, ``_`` or ``-``.
+    5. A first segment naming a datasource wins; a warning says so when a model of that name
+       would also resolve (``shop`` alone, or ``shop.x`` where a model ``shop`` has a leaf x).
+    6. A bare name: a leaf of the source model; else a model (source datasource, then priority);
+       else a leaf in the first datasource (source, then priority, then the rest) that has it.
+    7. A dotted name headed by a model walks the joins: ``orders.customers.regions.name`` is
+       ``<ds>.regions.name``; the last segment is a leaf (preferred) or a join target.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        memory_exists: Callable[[str], bool] = lambda _id: False,
+        check_id: Callable[[str], None] = lambda _id: None,
+    ) -> None:
+        self.catalog = catalog
+        self.memory_exists = memory_exists
+        self.check_id = check_id
+        datasources = catalog.datasources
+        self._priority = [name for name in dict.fromkeys(catalog.priority) if name in datasources]
+        rest = sorted(name for name in datasources if name not in self._priority)
+        self._order = self._priority + rest
+        self._sources: dict[str, Model] = {}
+
+    # -- public ------------------------------------------------------------------------------
+
+    def resolve(self, ref: str, source_model: str | None = None) -> Resolution:
+        """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
+        if not isinstance(ref, str):
+            raise InvalidInputError(f"An entity reference must be a string, got {_kind(ref)}.")
+        text = ref.strip()
+        if not text:
+            raise ResolutionError(
+                "Empty entity reference: name a datasource, model, column or memory:<id>."
+            )
+        if text.startswith("memory:"):
+            return Resolution(self._memory(text[len("memory:") :]), [])
+        source = self.source(source_model) if source_model is not None else None
+        target = parse_reference(text)
+        if target.star:
+            if source is None:
+                raise ResolutionError(
+                    f"'{text}' names the query's source model, but there is none: "
+                    "count(*) needs a query's source_model."
+                )
+            return Resolution(source.entity, [])
+        segments = _segments(target.name, text)
+        warnings: list[str] = []
+        entity = self._path(segments, source, warnings, text, want_model=target.whole_model)
+        return Resolution(entity, warnings)
+
+    def resolve_model(self, ref: str) -> Resolution:
+        """A query's ``source_model`` (``orders``, ``shop.orders``) as a canonical model entity."""
+        return Resolution(self.source(ref).entity, [])
+
+    def source(self, ref: str) -> Model:
+        """The model a query's ``source_model`` names; a bare name is always read as a model."""
+        model = self._sources.get(ref)
+        if model is None:
+            model = self._sources[ref] = self._find_source(ref)
+        return model
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _memory(self, memory_id: str) -> str:
+        self.check_id(memory_id)
+        if not self.memory_exists(memory_id):
+            raise NotFoundError(f"No memory with id '{memory_id}'.")
+        return f"memory:{memory_id}"
+
+    def _find_source(self, ref: Any) -> Model:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInputError(
+                "source_model must be a model name: '<model>' or '<datasource>.<model>'."
+            )
+        text = ref.strip()
+        segments = _segments(text, text)
+        if len(segments) == 1:
+            model = self._find_model(segments[0], None)
+            if model is None:
+                raise ResolutionError(f"Unknown source_model '{text}': no model of that name.")
+            return model
+        datasource = self.catalog.datasources.get(segments[0])
+        if len(segments) > 2 or datasource is None:
+            raise ResolutionError(
+                f"source_model '{text}' must be '<model>' or '<datasource>.<model>'"
+                + ("." if datasource else f"; there is no datasource '{segments[0]}'.")
+            )
+        return self._model_in(datasource, segments[1])
+
+    def _path(
+        self,
+        segments: list[str],
+        source: Model | None,
+        warnings: list[str],
+        ref: str,
+        want_model: bool,
+    ) -> str:
+        head = segments[0]
+        datasource = self.catalog.datasources.get(head)
+        if datasource is not None:
+            if self._also_a_model(head, segments[1:]):
+                warnings.append(
+                    f"'{head}' is both a datasource and a model; resolved as the datasource. "
+                    f"Qualify as '<ds>.{head}' for the model."
+                )
+            if len(segments) == 1:
+                if want_model:
+                    raise ResolutionError(f"'{ref}' names datasource '{head}', not a model.")
+                return head
+            model = self._model_in(datasource, segments[1])
+            return self._walk(model, segments[2:], want_model, warnings)
+        if len(segments) == 1 and not want_model:
+            return self._bare(head, source, warnings)
+        model = self._find_model(head, source)
+        if model is None:
+            raise ResolutionError(f"Unknown entity '{ref}': '{head}' is not a datasource or model.")
+        return self._walk(model, segments[1:], want_model, warnings)
+
+    def _also_a_model(self, head: str, rest: list[str]) -> bool:
+        """Whether reading ``head`` as a model would also make sense (warned, never chosen)."""
+        for model in self.catalog.models_named(head):
+            try:
+                self._walk(model, rest, False, [])
+            except ResolutionError:
+                continue
+            return True
+        return False
+
+    def _walk(self, model: Model, rest: list[str], want_model: bool, warnings: list[str]) -> str:
+        for index, segment in enumerate(rest):
+            last = index == len(rest) - 1
+            kind = model.leaf_kind(segment)
+            if last and not want_model and kind:
+                if segment in model.joins:
+                    warnings.append(
+                        f"'{segment}' is both a {kind} and a join target of model '{model.name}'; "
+                        f"resolved as the {kind}. Use '{model.datasource}.{segment}' for the model."
+                    )
+                return f"{model.entity}.{segment}"
+            if segment in model.joins:
+                model = self._join_target(model, segment)
+                continue
+            if last and not want_model:
+                raise ResolutionError(
+                    f"'{segment}' is not a column, measure, aggregation or join target of "
+                    f"model '{model.name}'."
+                )
+            raise ResolutionError(f"'{segment}' is not a join target on model '{model.name}'.")
+        return model.entity
+
+    def _join_target(self, model: Model, target: str) -> Model:
+        joined = self.catalog.datasources[model.datasource].models.get(target)
+        if joined is None:
+            raise ResolutionError(
+                f"Model '{model.name}' joins '{target}', which is not a model in datasource "
+                f"'{model.datasource}'."
+            )
+        return joined
+
+    def _bare(self, name: str, source: Model | None, warnings: list[str]) -> str:
+        if source is not None and source.leaf_kind(name):
+            return f"{source.entity}.{name}"
+        model = self._find_model(name, source)
+        if model is None:
+            return self._find_leaf(name, source)
+        holders = _holders(self.catalog.datasources[model.datasource], name)
+        if holders:
+            kind = holders[0].leaf_kind(name)
+            qualify = (
+                f"'{holders[0].name}.{name}'"
+                if len(holders) == 1
+                else f"'<model>.{name}' (one of {[m.name for m in holders]})"
+            )
+            warnings.append(
+                f"'{name}' is both a model and a {kind} in datasource '{model.datasource}'; "
+                f"resolved as the model. Qualify as {qualify} for the {kind}."
+            )
+        return model.entity
+
+    def _find_model(self, name: str, source: Model | None) -> Model | None:
+        models = self.catalog.models_named(name)
+        if len(models) <= 1:
+            return models[0] if models else None
+        by_ds = {model.datasource: model for model in models}
+        if source is not None and source.datasource in by_ds:
+            return by_ds[source.datasource]
+        for ds_name in self._priority:
+            if ds_name in by_ds:
+                return by_ds[ds_name]
+        raise AmbiguousEntityError(
+            f"Model '{name}' exists in multiple datasources: {sorted(by_ds)}. "
+            f"Qualify as '<datasource>.{name}' or add a priority.yaml."
+        )
+
+    def _model_in(self, datasource: Datasource, name: str) -> Model:
+        model = datasource.models.get(name)
+        if model is None:
+            raise ResolutionError(
+                f"Unknown model '{name}' in datasource '{datasource.name}'. "
+                f"Its models: {_listing(list(datasource.models))}."
+            )
+        return model
+
+    def _find_leaf(self, name: str, source: Model | None) -> str:
+        order = self._order
+        if source is not None:
+            order = [source.datasource] + [ds for ds in order if ds != source.datasource]
+        matches: list[tuple[str, list[Model]]] = []
+        for ds_name in order:
+            holders = _holders(self.catalog.datasources[ds_name], name)
+            if holders:
+                matches.append((ds_name, holders))
+                # A preferred datasource decides on its own; otherwise keep looking for rivals.
+                if ds_name in self._priority or (source and ds_name == source.datasource):
+                    break
+        if not matches:
+            raise ResolutionError(
+                f"Unknown entity '{name}': no datasource, model or column of that name."
+            )
+        ds_name, holders = matches[0]
+        if len(matches) > 1:
+            kinds = _kinds_word([m for _ds, found in matches for m in found], name)
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches {kinds} in datasources "
+                f"{[ds for ds, _found in matches]}, and none of them is in the priority list. "
+                f"Qualify as '<ds>.<model>.{name}' or add a priority.yaml."
+            )
+        if len(holders) > 1:
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches {_kinds_word(holders, name)} on "
+                f"{sorted(m.name for m in holders)} in datasource '{ds_name}'. "
+                f"Qualify as '<model>.{name}'."
+            )
+        return f"{holders[0].entity}.{name}"
+
+
+def _segments(name: str, ref: str) -> list[str]:
+    segments = name.split(".")
+    for segment in segments:
+        if not segment:
+            raise ResolutionError(f"Invalid entity reference '{ref}': empty segment between dots.")
+        if not SEGMENT_RE.fullmatch(segment):
+            raise ResolutionError(
+                f"Invalid entity reference '{ref}': '{segment}' is not a name "
+                "(letters, digits, '_' and '-' only)."
+            )
+    return segments
+
+
+def _holders(datasource: Datasource, name: str) -> list[Model]:
+    return [model for model in datasource.models.values() if model.leaf_kind(name)]
+
+
+def _kinds_word(models: list[Model], name: str) -> str:
+    kinds = {model.leaf_kind(name) for model in models}
+    return f"{kinds.pop()}s" if len(kinds) == 1 else "leaves"
+
+
+def _listing(names: list[str]) -> str:
+    if len(names) <= _MAX_LISTED:
+        return str(names)
+    return f"{names[:_MAX_LISTED]} and {len(names) - _MAX_LISTED} more"

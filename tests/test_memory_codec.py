@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slayer_kb.errors import MemoryFileError
+from slayer_kb.memory import Memory, dumps, loads, with_entities
+
+EXAMPLE = """\
+title: Paid revenue by status
+type: decision
+learning: |
+  Revenue counts paid orders only; refunds are negative rows in orders.amount.
+description: Paid revenue rule
+entities:
+- shop.orders.amount
+- shop.orders.status
+query:
+  source_model: orders
+  measures:
+  - formula: sum(amount)
+  filters:
+  - status = 'paid'
+project: analytics
+scope: project
+topic_key: decision/paid-revenue
+session_id: manual-save-analytics
+revision_count: 1
+duplicate_count: 1
+created_at: '2026-11-29T20:42:40Z'
+updated_at: '2026-11-29T20:42:40Z'
+"""
+
+
+def test_design_example_round_trips_byte_for_byte() -> None:
+    memory = loads(EXAMPLE, "kb.paid-revenue")
+    assert memory.entities == ["shop.orders.amount", "shop.orders.status"]
+    assert memory.query == {"source_model": "orders", "measures": [{"formula": "sum(amount)"}], "filters": ["status = 'paid'"]}
+    assert dumps(memory) == EXAMPLE
+
+
+def test_yaml_lookalikes_are_quoted() -> None:
+    memory = Memory(id="1", learning="no", created_at="2026-11-29T20:42:40Z", title="1.10", type="yes", project="2026-01-01")
+    text = dumps(memory)
+    assert text == (
+        "title: '1.10'\ntype: 'yes'\nlearning: 'no'\nproject: '2026-01-01'\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    )
+    assert loads(text, "1") == memory
+
+
+def test_trailing_spaces_keep_block_style() -> None:
+    memory = Memory(id="1", learning="line one  \nline two\t\n", created_at="2026-11-29T20:42:40Z")
+    text = dumps(memory)
+    assert text.startswith("learning: |\n  line one  \n  line two\t\n")
+    assert loads(text, "1") == memory
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("learning: [unclosed\ncreated_at: x\n", 2, "invalid YAML"),
+        ("- a\n- b\n", 1, "a memory file must be a mapping"),
+        ("id: 3\nlearning: x\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "unknown key 'id' (the file name is the id; remove the id key)"),
+        ("learning: x\ncolour: red\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "unknown key 'colour'"),
+        ("learning: x\nentities: shop.orders\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'entities' must be a list of entity strings"),
+        ("learning: 5\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "'learning' must be a string, not a number (quote it)"),
+        ("learning: x\nlearning: y\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "duplicate key 'learning' (first on line 1); keep one"),
+        ("learning: x\n", 1, "missing required key 'created_at'"),
+        ("learning: x\nscope: team\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'scope' must be one of project, personal, not 'team'"),
+        ("learning: x\nrevision_count: true\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'revision_count' must be a whole number of at least 1"),
+        ("learning: x\ncreated_at: yesterday\n", 2, "'created_at' must be a UTC time"),
+        ("learning: !!python/object:os.system x\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "invalid YAML"),
+    ],
+)
+def test_broken_files_name_path_line_and_problem(text: str, line: int, message: str) -> None:
+    with pytest.raises(MemoryFileError) as info:
+        loads(text, "7")
+    assert info.value.line == line
+    assert str(info.value).startswith(f"memories/7.yaml:{line}: ")
+    assert message in str(info.value)
+
+
+def test_alias_bomb_is_refused_quickly() -> None:
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for level in "bcdefghij":
+        prev = chr(ord(level) - 1)
+        bomb += f"{level}: &{level} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+    text = "learning: x\ncreated_at: '2026-11-29T20:42:40Z'\nquery:\n  source_model: orders\n  " + bomb.replace("\n", "\n  ").rstrip() + "\n"
+    with pytest.raises(MemoryFileError, match="'query' is too large"):
+        loads(text, "1")
+
+
+def test_with_entities_changes_only_the_entity_lines() -> None:
+    memory = loads(EXAMPLE, "x")
+    rewritten = with_entities(EXAMPLE, memory, ["shop.orders.status"])
+    assert rewritten == EXAMPLE.replace("- shop.orders.amount\n", "")
+    emptied = with_entities(EXAMPLE, memory, [])
+    assert emptied == EXAMPLE.replace("entities:\n- shop.orders.amount\n- shop.orders.status\n", "")
+
+
+TEXT = st.text(st.characters(codec="utf-8"), min_size=1).filter(lambda s: s.strip() != "")
+LINES = st.lists(
+    st.one_of(st.sampled_from(["---", "...", "- item", "key: value", "# c", "  indented", "", "|", "'q'", "no", "1.10", "2026-01-01"]), TEXT),
+    min_size=1, max_size=6,
+).map(lambda lines: "\n".join(lines)).filter(lambda s: s.strip() != "")
+
+
+@settings(max_examples=300)
+@given(
+    learning=st.one_of(TEXT, LINES, LINES.map(lambda s: s + "\n"), LINES.map(lambda s: s + "\n\n\n")),
+    title=st.one_of(st.none(), TEXT),
+    entities=st.lists(st.from_regex(r"[a-z]{1,5}(\.[a-z_]{1,6}){0,2}", fullmatch=True), max_size=4),
+    query=st.one_of(st.none(), st.fixed_dictionaries({"source_model": TEXT, "filters": st.lists(TEXT, max_size=2)})),
+)
+def test_round_trip_is_exact_and_stable(learning: str, title: str | None, entities: list[str], query: dict | None) -> None:
+    memory = Memory(id="1", learning=learning, created_at="2026-11-29T20:42:40Z", title=title, entities=entities, query=query)
+    text = dumps(memory)
+    back = loads(text, "1")
+    assert back == memory
+    assert dumps(back) == text

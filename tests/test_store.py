@@ -1,0 +1,201 @@
+"""save_memory / forget_memory / get / list on a real git repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import (
+    AmbiguousEntityError,
+    InvalidIdError,
+    InvalidInputError,
+    NotFoundError,
+    ResolutionError,
+)
+
+
+def commits(root: Path) -> list[str]:
+    return git(root, "log", "--format=%s").splitlines()
+
+
+def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase) -> None:
+    before = len(commits(catalog_kb.root))
+    result = catalog_kb.save_memory("NULL means not returned", ["orders.amount", "customers"])
+    assert (result.memory_id, result.resolved_entities, result.warnings, result.action) == (
+        "1", ["shop.orders.amount", "shop.customers"], [], "created"
+    )
+    text = (catalog_kb.root / "memories/1.yaml").read_text()
+    created = catalog_kb.get("1")["created_at"]
+    assert text == (
+        "learning: NULL means not returned\nentities:\n- shop.orders.amount\n- shop.customers\n"
+        f"created_at: '{created}'\n"
+    )
+    assert commits(catalog_kb.root)[0] == "memory: save 1"
+    assert len(commits(catalog_kb.root)) == before + 1
+    assert git(catalog_kb.root, "status", "--porcelain") == ""
+
+
+def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:
+    query = {"source_model": "orders", "measures": [{"formula": "amount:sum", "name": None}], "filters": ["status = 'paid'"], "limit": None}
+    result = catalog_kb.save_memory("Paid revenue by status", query, id="kb.paid-revenue")
+    assert result.resolved_entities == ["shop.orders", "shop.orders.amount", "shop.orders.status"]
+    memory = catalog_kb.read("kb.paid-revenue")
+    assert memory.query == {"source_model": "orders", "measures": [{"formula": "amount:sum"}], "filters": ["status = 'paid'"]}
+
+
+def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("first", ["orders"], id="kb.x", description="old")
+    created = catalog_kb.get("kb.x")["created_at"]
+    result = catalog_kb.save_memory("second", ["customers"], id="kb.x")
+    assert result.action == "replaced"
+    data = catalog_kb.get("kb.x")
+    assert (data["learning"], data["description"], data["entities"], data["created_at"]) == (
+        "second", None, ["shop.customers"], created
+    )
+
+
+@pytest.mark.parametrize(
+    ("learning", "linked", "kwargs", "error", "message"),
+    [
+        ("  ", ["orders"], {}, InvalidInputError, "learning is required and must not be blank."),
+        ("x", [], {}, InvalidInputError, "linked_entities is empty"),
+        ("x", ["orders"], {"description": "d" * 501}, InvalidInputError, "description is 501 characters long; the limit is 500."),
+        ("x", ["orders"], {"id": "a/b"}, InvalidIdError, "Memory id 'a/b' contains '/'"),
+        ("x", ["nope"], {}, ResolutionError, "Unknown entity 'nope'"),
+        ("x", ["orders", "id"], {}, AmbiguousEntityError, "Ambiguous bare name 'id'"),
+        ("x", ["memory:zzz"], {}, NotFoundError, "No memory with id 'zzz'."),
+        ("x", 42, {}, InvalidInputError, "linked_entities must be a list of entity references or a SlayerQuery object, not int."),
+    ],
+)
+def test_bad_saves_write_nothing(catalog_kb: KnowledgeBase, learning, linked, kwargs, error, message) -> None:  # noqa: ANN001
+    before = commits(catalog_kb.root)
+    with pytest.raises(error) as info:
+        catalog_kb.save_memory(learning, linked, **kwargs)
+    assert message in str(info.value)
+    assert commits(catalog_kb.root) == before
+    assert list((catalog_kb.root / "memories").iterdir()) == []
+
+
+def test_blank_description_means_none(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("x", ["orders"], description="   ")
+    assert catalog_kb.get("1")["description"] is None
+    assert "description" not in (catalog_kb.root / "memories/1.yaml").read_text()
+
+
+def test_case_variant_of_existing_id_is_rejected(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("x", ["orders"], id="kb.x")
+    with pytest.raises(InvalidIdError, match="Memory id 'KB.x' conflicts with existing 'kb.x'"):
+        catalog_kb.save_memory("y", ["orders"], id="KB.x")
+
+
+def test_auto_ids_are_never_reused(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    for n in range(3):
+        catalog_kb.save_memory(f"m{n}", ["orders"])
+    catalog_kb.save_memory("named", ["orders"], id="001")
+    catalog_kb.forget("3")
+    assert catalog_kb.save_memory("after delete", ["orders"]).memory_id == "4"
+    catalog_kb.forget("4")
+    # A fresh clone has no local state, only the history.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(catalog_kb.root), str(clone)], check=True)
+    assert KnowledgeBase(clone).save_memory("in the clone", ["orders"]).memory_id == "5"
+
+
+def test_forget_strips_exact_references_in_one_commit(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("target", ["orders"], id="X")
+    catalog_kb.save_memory("near miss", ["orders"], id="X1")
+    catalog_kb.save_memory("refers", ["memory:X", "memory:X1", "orders"], id="a")
+    catalog_kb.save_memory("only ref", ["memory:X"], id="b")
+    before = len(commits(catalog_kb.root))
+    result = catalog_kb.forget("X")
+    assert result.to_json() == {"deleted_id": "X", "stripped_from": ["a", "b"], "soft": False}
+    assert len(commits(catalog_kb.root)) == before + 1
+    assert not (catalog_kb.root / "memories/X.yaml").exists()
+    assert catalog_kb.get("a")["entities"] == ["memory:X1", "shop.orders"]
+    # A memory left with no entities stays.
+    assert catalog_kb.get("b")["entities"] == []
+    assert git(catalog_kb.root, "status", "--porcelain") == ""
+
+
+def test_forget_unknown_id(catalog_kb: KnowledgeBase) -> None:
+    with pytest.raises(NotFoundError, match=r"^No memory with id 'nope'\.$"):
+        catalog_kb.forget("nope")
+
+
+def test_soft_forget_hides_and_restore_brings_back(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("hidden soon", ["orders"], id="s")
+    catalog_kb.forget("s", soft=True)
+    with pytest.raises(NotFoundError, match="Memory 's' was deleted at .*; bring it back with 'slayer-kb restore s'."):
+        catalog_kb.get("s")
+    assert catalog_kb.get("s", include_deleted=True)["deleted_at"] is not None
+    assert catalog_kb.search("hidden").memories == []
+    catalog_kb.restore("s")
+    assert [h["id"] for h in catalog_kb.search("hidden").memories] == ["s"]
+
+
+def test_kb_inside_a_bigger_repository_commits_only_its_own_paths(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "app.py").write_text("print(1)\n")
+    commit_all(repo)
+    (repo / "app.py").write_text("print(2)\n")  # unstaged change
+    (repo / "staged.txt").write_text("staged\n")
+    git(repo, "add", "staged.txt")  # staged change
+    kb = KnowledgeBase.init(repo / "docs" / "kb")
+    result = kb.save_observation(title="A title", content="some content")
+    assert result.memory_id == "1"
+    changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert changed == ["docs/kb/memories/1.yaml"]
+    status = git(repo, "status", "--porcelain").splitlines()
+    assert sorted(status) == [" M app.py", "A  staged.txt"]
+
+
+def test_author_from_option_and_environment(catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    KnowledgeBase(catalog_kb.root, author="Ada Agent <ada@example.com>").save_memory("x", ["orders"])
+    assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae>").strip() == "Ada Agent <ada@example.com>"
+    monkeypatch.setenv("SLAYER_KB_AUTHOR", "Env Agent <env@example.com>")
+    KnowledgeBase(catalog_kb.root).save_memory("y", ["orders"])
+    assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae>").strip() == "Env Agent <env@example.com>"
+
+
+def test_broken_file_is_reported_and_skipped(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("good one", ["orders"], id="good")
+    (catalog_kb.root / "memories/bad.yaml").write_text("learning: [oops\n")
+    result = catalog_kb.search("good")
+    assert [h["id"] for h in result.memories] == ["good"]
+    assert any(w.startswith("memories/bad.yaml:") and "invalid YAML" in w for w in result.warnings)
+    # Writes still work.
+    assert catalog_kb.save_memory("another", ["orders"]).memory_id == "1"
+
+
+def test_list_newest_first(catalog_kb: KnowledgeBase) -> None:
+    for n, day in enumerate(("03", "01", "02")):
+        (catalog_kb.root / f"memories/m{n}.yaml").write_text(f"learning: memory {n}\ncreated_at: '2026-11-{day}T10:00:00Z'\n")
+    assert [h["id"] for h in catalog_kb.list()] == ["m0", "m2", "m1"]
+    assert [h["id"] for h in catalog_kb.list(limit=1)] == ["m0"]
+
+
+def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("x", ["orders"], id="a")
+    store = catalog_kb.store
+    # Simulate a crash between update-ref and the renames: run the commit steps by hand.
+    from slayer_kb.repo import Change
+
+    tmp = store._write_temp_files([Change("memories/b.yaml", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")])
+    blobs = store._hash_blobs([p for p in tmp if p])
+    old = store.head()
+    tree = store._build_tree(old, [Change("memories/b.yaml", b"")], iter(blobs))
+    new = store._commit_tree(tree, old, "memory: save b", None)
+    store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", str(tmp[0])]]})
+    store.git("update-ref", "HEAD", new, old)
+    assert not (catalog_kb.root / "memories/b.yaml").exists()
+    fresh = KnowledgeBase(catalog_kb.root)
+    fresh.search("anything")
+    assert (catalog_kb.root / "memories/b.yaml").read_text() == "learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    assert git(catalog_kb.root, "status", "--porcelain") == ""
+    assert list((catalog_kb.root / ".slayer-kb/tmp").iterdir()) == []
