@@ -56,7 +56,11 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
         return value
 
     return click.option(
-        "--json", "json_flag", is_flag=True, expose_value=False, callback=callback,
+        "--json",
+        "json_flag",
+        is_flag=True,
+        expose_value=False,
+        callback=callback,
         help="Print one JSON document on stdout.",
     )(f)
 
@@ -122,9 +126,15 @@ def warn_lines(warnings: list[str]) -> str:
 
 
 @click.group(cls=KBGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--kb", "kb_path", metavar="DIR", help="The knowledge base (default: $SLAYER_KB, else the enclosing KB).")
+@click.option(
+    "--kb", "kb_path", metavar="DIR", help="The knowledge base (default: $SLAYER_KB, else the enclosing KB)."
+)
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON document on stdout.")
-@click.option("--author", metavar="'NAME <EMAIL>'", help="Commit author (default: $SLAYER_KB_AUTHOR, else git's config).")
+@click.option(
+    "--author",
+    metavar="'NAME <EMAIL>'",
+    help="Commit author (default: $SLAYER_KB_AUTHOR, else git's config).",
+)
 @click.version_option(package_name="slayer-kb")
 @click.pass_context
 def cli(ctx: click.Context, kb_path: str | None, json_out: bool, author: str | None) -> None:
@@ -159,55 +169,101 @@ def init(settings: Settings, directory: str) -> None:
     emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
 
 
-ENTITY_HELP = "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."
+ENTITY_HELP = (
+    "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."
+)
 
 
 @cli.command()
 @click.argument("learning", required=False)
 @click.option("-e", "--entity", "entities", multiple=True, help=ENTITY_HELP)
-@click.option("--query", "query", metavar="JSON|@FILE", help="A SlayerQuery whose entities are linked and which is stored with the memory.")
-@click.option("--id", "memory_id", help="A stable id (omit for the next auto id). An existing id is replaced whole.")
+@click.option(
+    "--query",
+    "query",
+    metavar="JSON|@FILE",
+    help="A SlayerQuery whose entities are linked and which is stored with the memory.",
+)
+@click.option(
+    "--id", "memory_id", help="A stable id (omit for the next auto id). An existing id is replaced whole."
+)
 @click.option("--description", help="A one-line summary, at most 500 characters.")
-@click.option("--title", help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).")
+@click.option(
+    "--title",
+    help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).",
+)
 @click.option("--content", help="Same as LEARNING (Engram's name for it).")
-@click.option("--type", "type_", metavar="TYPE", help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).")
+@click.option(
+    "--type",
+    "type_",
+    metavar="TYPE",
+    help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).",
+)
 @click.option("--project", help="Project name (trimmed, lower-cased).")
 @click.option("--scope", type=click.Choice(["project", "personal"]), help="project (default) or personal.")
 @click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
 @click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
 @json_option
 @pass_settings
-def save(settings: Settings, learning: str | None, entities: tuple[str, ...], query: str | None,
-         memory_id: str | None, description: str | None, title: str | None, content: str | None,
-         type_: str | None, project: str | None, scope: str | None, topic_key: str | None,
-         session_id: str | None) -> None:
+def save(
+    settings: Settings,
+    learning: str | None,
+    entities: tuple[str, ...],
+    query: str | None,
+    memory_id: str | None,
+    description: str | None,
+    title: str | None,
+    content: str | None,
+    type_: str | None,
+    project: str | None,
+    scope: str | None,
+    topic_key: str | None,
+    session_id: str | None,
+) -> None:
     """Save a memory: LEARNING (or - for stdin) linked to entities or a query.
 
     \b
     Examples:
       slayer-kb save "orders.is_returned is 0, 1 or NULL; NULL means not returned" -e orders.is_returned
-      slayer-kb save "Paid revenue" --query '{"source_model": "orders", "measures": ["sum(amount)"], "filters": ["status = '"'"'paid'"'"'"]}' --id kb.paid-revenue
+      slayer-kb save "Paid revenue" --id kb.paid-revenue \\
+        --query '{"source_model": "orders", "measures": ["amount:sum"]}'
       echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
     """
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
-        raise InvalidInputError("Give the learning as an argument, with --content, or '-' to read it from stdin.")
+        raise InvalidInputError(
+            "Give the learning as an argument, with --content, or '-' to read it from stdin."
+        )
     kb = settings.kb()
     parsed = read_query(query)
     if title is not None:
         if parsed is not None:
-            raise InvalidInputError("--query cannot be combined with --title; save the example query without a title.")
+            raise InvalidInputError(
+                "--query cannot be combined with --title; save the example query without a title."
+            )
         result = kb.save_observation(
-            title=title, content=text, type=type_, project=project, scope=scope,
-            topic_key=topic_key, session_id=session_id, entities=list(entities) or None,
+            title=title,
+            content=text,
+            type=type_,
+            project=project,
+            scope=scope,
+            topic_key=topic_key,
+            session_id=session_id,
+            entities=list(entities) or None,
             description=description,
         )
     else:
         linked: Any = parsed if parsed is not None else list(entities)
         if parsed is not None and entities:
-            raise InvalidInputError("Give either -e references or --query, not both (the query's entities are linked).")
-        extra = {"type": type_, "project": engram.normalize_project(project), "scope": scope,
-                 "topic_key": engram.normalize_topic_key(topic_key), "session_id": session_id}
+            raise InvalidInputError(
+                "Give either -e references or --query, not both (the query's entities are linked)."
+            )
+        extra = {
+            "type": type_,
+            "project": engram.normalize_project(project),
+            "scope": scope,
+            "topic_key": engram.normalize_topic_key(topic_key),
+            "session_id": session_id,
+        }
         result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)
     emit(settings, result.to_json(), lambda: _save_text(result))
 
@@ -267,9 +323,18 @@ def _memory_text(data: dict[str, Any]) -> str:
 @click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
 @json_option
 @pass_settings
-def update(settings: Settings, memory_id: str, title: str | None, learning: str | None, type_: str | None,
-           description: str | None, project: str | None, scope: str | None, topic_key: str | None,
-           entities: tuple[str, ...]) -> None:
+def update(
+    settings: Settings,
+    memory_id: str,
+    title: str | None,
+    learning: str | None,
+    type_: str | None,
+    description: str | None,
+    project: str | None,
+    scope: str | None,
+    topic_key: str | None,
+    entities: tuple[str, ...],
+) -> None:
     """Change some fields of a memory (at least one).
 
     \b
@@ -277,8 +342,15 @@ def update(settings: Settings, memory_id: str, title: str | None, learning: str 
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
     data = settings.kb().update(
-        memory_id, title=title, learning=read_text_arg(learning), type=type_, description=description,
-        project=project, scope=scope, topic_key=topic_key, entities=list(entities) or None,
+        memory_id,
+        title=title,
+        learning=read_text_arg(learning),
+        type=type_,
+        description=description,
+        project=project,
+        scope=scope,
+        topic_key=topic_key,
+        entities=list(entities) or None,
     )
     emit(settings, data, lambda: f"Updated memory {memory_id}" + warn_lines(data.get("warnings", [])))
 
@@ -339,7 +411,13 @@ def _hits_text(title: str, hits: list[dict[str, Any]]) -> list[str]:
 
 @cli.command("search")
 @click.argument("question", required=False)
-@click.option("-e", "--entity", "entities", multiple=True, help=ENTITY_HELP + " Unresolvable ones are dropped with a warning.")
+@click.option(
+    "-e",
+    "--entity",
+    "entities",
+    multiple=True,
+    help=ENTITY_HELP + " Unresolvable ones are dropped with a warning.",
+)
 @click.option("--query", "query", metavar="JSON|@FILE", help="A SlayerQuery whose entities to search for.")
 @click.option("--datasource", help="Only memories with an entity in this datasource.")
 @click.option("--type", "type_")
@@ -350,9 +428,19 @@ def _hits_text(title: str, hits: list[dict[str, Any]]) -> list[str]:
 @click.option("--full", is_flag=True, help="Include each memory's whole learning.")
 @json_option
 @pass_settings
-def search_cmd(settings: Settings, question: str | None, entities: tuple[str, ...], query: str | None,
-               datasource: str | None, type_: str | None, project: str | None, scope: str | None,
-               limit: int, any_word: bool, full: bool) -> None:
+def search_cmd(
+    settings: Settings,
+    question: str | None,
+    entities: tuple[str, ...],
+    query: str | None,
+    datasource: str | None,
+    type_: str | None,
+    project: str | None,
+    scope: str | None,
+    limit: int,
+    any_word: bool,
+    full: bool,
+) -> None:
     """Find memories by words, entities or a query.
 
     Words are matched literally (no query syntax). Memories saved with a query come back under
@@ -365,15 +453,28 @@ def search_cmd(settings: Settings, question: str | None, entities: tuple[str, ..
       slayer-kb search decision/paid-revenue
     """
     result = settings.kb().search(
-        read_text_arg(question), list(entities), read_query(query), datasource=datasource, type=type_,
-        project=project, scope=scope, limit=limit, any_word=any_word, full=full,
+        read_text_arg(question),
+        list(entities),
+        read_query(query),
+        datasource=datasource,
+        type=type_,
+        project=project,
+        scope=scope,
+        limit=limit,
+        any_word=any_word,
+        full=full,
     )
 
     def human() -> str:
-        lines = _hits_text("Memories:", result.memories) + _hits_text("Example queries:", result.example_queries)
+        lines = _hits_text("Memories:", result.memories) + _hits_text(
+            "Example queries:", result.example_queries
+        )
         if result.entities:
             lines.append("Catalog:")
-            lines.extend(f"  {e['entity']} ({e['kind']}){': ' + e['description'] if e['description'] else ''}" for e in result.entities)
+            lines.extend(
+                f"  {e['entity']} ({e['kind']}){': ' + e['description'] if e['description'] else ''}"
+                for e in result.entities
+            )
         if not lines:
             lines.append("No matches.")
         return "\n".join(lines) + warn_lines(result.warnings)
@@ -388,7 +489,9 @@ def search_cmd(settings: Settings, question: str | None, entities: tuple[str, ..
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @json_option
 @pass_settings
-def list_cmd(settings: Settings, type_: str | None, project: str | None, scope: str | None, limit: int) -> None:
+def list_cmd(
+    settings: Settings, type_: str | None, project: str | None, scope: str | None, limit: int
+) -> None:
     """List memories, newest first.
 
     \b
@@ -488,11 +591,18 @@ def stats(settings: Settings) -> None:
       slayer-kb stats --json
     """
     data = settings.kb().stats()
-    emit(settings, data, lambda: "\n".join([
-        f"memories: {data['memories']}", f"sessions: {data['sessions']}",
-        f"projects: {', '.join(data['projects']) or '-'}",
-        "types: " + ", ".join(f"{k} {v}" for k, v in data["types"].items()),
-    ]))
+    emit(
+        settings,
+        data,
+        lambda: "\n".join(
+            [
+                f"memories: {data['memories']}",
+                f"sessions: {data['sessions']}",
+                f"projects: {', '.join(data['projects']) or '-'}",
+                "types: " + ", ".join(f"{k} {v}" for k, v in data["types"].items()),
+            ]
+        ),
+    )
 
 
 # -- upkeep ----------------------------------------------------------------------------------

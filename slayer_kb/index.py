@@ -212,7 +212,8 @@ class Index:
         scanned = self.scan()
         now_ns = time.time_ns()
         changed = [
-            mid for mid, sig in scanned.items()
+            mid
+            for mid, sig in scanned.items()
             if files.get(mid) is None or files[mid][:3] != sig or files[mid][3]
         ]
         removed = [mid for mid in files if mid not in scanned]
@@ -258,7 +259,9 @@ class Index:
         self._close_searcher()
         return report
 
-    def _index_file(self, writer: Any, memory_id: str, sig: list[int], update: bool) -> MemoryFileError | None:
+    def _index_file(
+        self, writer: Any, memory_id: str, sig: list[int], update: bool
+    ) -> MemoryFileError | None:
         rel = f"{MEMORIES_DIR}/{memory_id}.yaml"
         if update:
             writer.delete_by_term("id", memory_id)
@@ -315,7 +318,9 @@ class Index:
     def close(self) -> None:
         self._close_searcher()
 
-    def documents(self, query: Q.Query, limit: int | None = None, sort_newest: bool = False) -> list[dict[str, Any]]:
+    def documents(
+        self, query: Q.Query, limit: int | None = None, sort_newest: bool = False
+    ) -> list[dict[str, Any]]:
         searcher = self.searcher()
         if sort_newest:
             # The sort key takes the place of the score; newest-first lists carry no score.

@@ -198,7 +198,11 @@ class KnowledgeBase:
             entities, warnings = query_entities(linked_entities, self.resolver())
             return entities, warnings, clean_query(linked_entities)
         if isinstance(linked_entities, (list, tuple, str)):
-            refs = split_references(linked_entities) if isinstance(linked_entities, str) else _flatten_refs(linked_entities)
+            refs = (
+                split_references(linked_entities)
+                if isinstance(linked_entities, str)
+                else _flatten_refs(linked_entities)
+            )
             if not refs:
                 raise InvalidInputError(
                     "linked_entities is empty: give at least one entity reference "
@@ -235,13 +239,17 @@ class KnowledgeBase:
         check_id(memory_id)
         path = self._path(memory_id)
         if path.is_symlink():
-            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, "is a symlink; refusing to follow it")
+            raise MemoryFileError(
+                f"{MEMORIES_DIR}/{memory_id}.yaml", None, "is a symlink; refusing to follow it"
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise NotFoundError(f"No memory with id '{memory_id}'.") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}") from None
+            raise MemoryFileError(
+                f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}"
+            ) from None
         return loads(text, memory_id), text
 
     def read(self, memory_id: str) -> Memory:
@@ -411,18 +419,32 @@ class KnowledgeBase:
             duplicate = self._find_duplicate(digest, project, scope, type, title)
             if duplicate is not None:
                 self._add_pending(duplicate.id)
-                return SaveResult(duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion)
+                return SaveResult(
+                    duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
+                )
             memory_id = self._next_auto_id()
             now = utc_now()
             memory = Memory(
-                id=memory_id, learning=content, created_at=now, title=title, type=type,
-                description=description, entities=linked, project=project, scope=scope,
-                topic_key=key, session_id=session_id, revision_count=1, duplicate_count=1,
+                id=memory_id,
+                learning=content,
+                created_at=now,
+                title=title,
+                type=type,
+                description=description,
+                entities=linked,
+                project=project,
+                scope=scope,
+                topic_key=key,
+                session_id=session_id,
+                revision_count=1,
+                duplicate_count=1,
             )
             commit = self._commit([self._change(memory)], f"memory: save {memory_id} ({type}: {title})")
             return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
-    def _revise(self, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]) -> SaveResult:
+    def _revise(
+        self, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
+    ) -> SaveResult:
         changed = memory.evolve(
             **fields,
             entities=linked or memory.entities,
@@ -434,7 +456,9 @@ class KnowledgeBase:
             [self._change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
         )
         self._clear_pending(memory.id)
-        return SaveResult(memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit)
+        return SaveResult(
+            memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
+        )
 
     def _live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
         clauses = search.filters()
@@ -451,7 +475,9 @@ class KnowledgeBase:
         found = self._live(limit=1, **terms)
         return found[0] if found else None
 
-    def _find_duplicate(self, digest: str, project: str | None, scope: str, type: str, title: str) -> Memory | None:
+    def _find_duplicate(
+        self, digest: str, project: str | None, scope: str, type: str, title: str
+    ) -> Memory | None:
         cutoff = parse_time(utc_now()) - self.dedup_window
         for memory in self._live(content_hash=digest, project=project, scope=scope, type=type):
             if memory.title == title and parse_time(memory.created_at) > cutoff:
@@ -521,7 +547,9 @@ class KnowledgeBase:
         allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
         unknown = set(given) - allowed
         if unknown:
-            raise InvalidInputError(f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}.")
+            raise InvalidInputError(
+                f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}."
+            )
         if not given:
             raise InvalidInputError(
                 "Nothing to update: give at least one of --title, --learning, --type, "
@@ -551,10 +579,14 @@ class KnowledgeBase:
             if "entities" in given:
                 changes["entities"], more = self.resolve_entities(given["entities"])
                 warnings.extend(more)
-            updated = memory.evolve(**changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory))
+            updated = memory.evolve(
+                **changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory)
+            )
             if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                 updated.revision_count = memory.revision_count + 1
-            self._commit([self._change(updated)], f"memory: update {memory_id} ({', '.join(sorted(changes))})")
+            self._commit(
+                [self._change(updated)], f"memory: update {memory_id} ({', '.join(sorted(changes))})"
+            )
             self._clear_pending(memory_id)
         data = self.get(memory_id)
         data["warnings"] = warnings
@@ -582,7 +614,9 @@ class KnowledgeBase:
                 stripped.append(other_id)
             message = f"memory: forget {memory_id}"
             if stripped:
-                message += f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
+                message += (
+                    f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
+                )
             commit = self._commit(changes, message)
             self._clear_pending(memory_id)
             return ForgetResult(memory_id, stripped, False, commit)
@@ -641,12 +675,20 @@ class KnowledgeBase:
                 warnings.append("No entities, query or question given: showing the newest memories.")
         result = SearchResult([], [], [], inputs, warnings)
         for has_query, bucket in ((False, result.memories), (True, result.example_queries)):
-            clauses = search.filters(type=type, project=project, scope=scope, datasource=datasource, has_query=has_query)
-            bucket.extend(self._ranked(clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word))
+            clauses = search.filters(
+                type=type, project=project, scope=scope, datasource=datasource, has_query=has_query
+            )
+            bucket.extend(
+                self._ranked(
+                    clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
+                )
+            )
         result.entities = self._catalog_hits(question, inputs, limit)
         return result
 
-    def _ranked(self, clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word):  # type: ignore[no-untyped-def]
+    def _ranked(
+        self, clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
+    ):  # type: ignore[no-untyped-def]
         if text is None and wanted is None and topic is None:
             if question:
                 return []
@@ -688,7 +730,9 @@ class KnowledgeBase:
                 out.extend(e for e in found if e not in out)
         return out
 
-    def _hit(self, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool) -> dict[str, Any]:
+    def _hit(
+        self, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
+    ) -> dict[str, Any]:
         data = doc["data"]
         live = [e for e in data["entities"] if self._entity_live(e)]
         hit = {
@@ -717,7 +761,7 @@ class KnowledgeBase:
 
     def _entity_live(self, entity: str) -> bool:
         if entity.startswith("memory:"):
-            return self.memory_exists(entity[len("memory:"):])
+            return self.memory_exists(entity[len("memory:") :])
         return self.catalog.entity_exists(entity)
 
     def _stale_query(self, query: dict[str, Any]) -> str | None:
@@ -738,10 +782,7 @@ class KnowledgeBase:
         if not clauses:
             return []
         docs = self.index.documents(Q.And([Q.Term("kind", "catalog"), Q.Or(clauses)]), limit=limit)
-        return [
-            {**doc["data"], "score": round(float(doc.get("score") or 0.0), 4)}
-            for doc in docs
-        ]
+        return [{**doc["data"], "score": round(float(doc.get("score") or 0.0), 4)} for doc in docs]
 
     def list(
         self,
@@ -759,7 +800,9 @@ class KnowledgeBase:
 
     # -- Engram's other tools ---------------------------------------------------------------
 
-    def suggest_topic_key(self, type: str | None = None, title: str | None = None, content: str | None = None) -> str:
+    def suggest_topic_key(
+        self, type: str | None = None, title: str | None = None, content: str | None = None
+    ) -> str:
         return engram.suggest_topic_key(type, title, content)
 
     def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> dict[str, Any]:
@@ -777,12 +820,14 @@ class KnowledgeBase:
         hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
         return {
             "session_id": session,
-            "before": [hit(d) for d in ordered[max(0, position - before):position]],
+            "before": [hit(d) for d in ordered[max(0, position - before) : position]],
             "focus": hit(ordered[position]),
-            "after": [hit(d) for d in ordered[position + 1:position + 1 + after]],
+            "after": [hit(d) for d in ordered[position + 1 : position + 1 + after]],
         }
 
-    def session_summary(self, content: str, project: str | None = None, session_id: str | None = None) -> SaveResult:
+    def session_summary(
+        self, content: str, project: str | None = None, session_id: str | None = None
+    ) -> SaveResult:
         return self.save_observation(
             title=engram.session_summary_title(engram.normalize_project(project)),
             content=content,
@@ -810,10 +855,14 @@ class KnowledgeBase:
             "types": dict(sorted(types.items())),
         }
 
-    def context(self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET) -> str:
+    def context(
+        self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET
+    ) -> str:
         """A compact markdown digest for the start of an agent's session."""
         self.ensure_fresh()
-        clauses = search.filters(project=engram.normalize_project(project), scope=engram.normalize_scope(scope) if scope else None)
+        clauses = search.filters(
+            project=engram.normalize_project(project), scope=engram.normalize_scope(scope) if scope else None
+        )
         docs = [d["data"] for d in self.index.documents(Q.And(clauses), limit=None, sort_newest=True)]
         heading = "# Memory context" + (f": {engram.normalize_project(project)}" if project else "")
         lines = [heading, "", "## Recent sessions"]
@@ -871,7 +920,11 @@ def _flatten_refs(refs: Any) -> list[str]:
 
 def _ids_of(paths: list[str]) -> list[str]:
     prefix = f"{MEMORIES_DIR}/"
-    return [p[len(prefix):-5] for p in paths if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix):]]
+    return [
+        p[len(prefix) : -5]
+        for p in paths
+        if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
+    ]
 
 
 def _id_order(memory_id: str) -> tuple[int, int, str]:

@@ -172,9 +172,7 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise MemoryFileError(where, line, f"invalid YAML: {problem}") from None
     if not isinstance(data, dict):
-        raise MemoryFileError(
-            where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)"
-        )
+        raise MemoryFileError(where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)")
     values: dict[str, Any] = {}
     for key, value in data.items():
         line = key_line(text, key)

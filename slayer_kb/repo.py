@@ -97,9 +97,7 @@ class GitStore:
         self.root = root.resolve()
         top = find_toplevel(self.root)
         if top is None:
-            raise StoreError(
-                f"{self.root} is not inside a git repository; run 'slayer-kb init {self.root}'."
-            )
+            raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {self.root}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"
@@ -156,14 +154,21 @@ class GitStore:
             return []
         revs = [until] if since is None else [until, f"^{since}"]
         proc = self.git(
-            "log", "--format=", "--name-only", "--no-renames", "--diff-filter=A", "-z",
-            *revs, "--", self.repo_path(under) or ".",
+            "log",
+            "--format=",
+            "--name-only",
+            "--no-renames",
+            "--diff-filter=A",
+            "-z",
+            *revs,
+            "--",
+            self.repo_path(under) or ".",
         )
         out = []
         for raw in proc.stdout.split(b"\0"):
             name = raw.decode("utf-8", "surrogateescape").strip("\n")
             if name.startswith(self.prefix) and name:
-                out.append(name[len(self.prefix):])
+                out.append(name[len(self.prefix) :])
         return out
 
     def is_ancestor(self, older: str, newer: str) -> bool:
@@ -192,8 +197,7 @@ class GitStore:
                 "old": old,
                 "new": new,
                 "changes": [
-                    [c.path, None if tmp is None else str(tmp)]
-                    for c, tmp in zip(changes, tmp_files)
+                    [c.path, None if tmp is None else str(tmp)] for c, tmp in zip(changes, tmp_files, strict=True)
                 ],
             }
             self._write_journal(journal)
@@ -237,7 +241,10 @@ class GitStore:
         if not files:
             return []
         proc = self.git(
-            "hash-object", "-w", "--no-filters", "--stdin-paths",
+            "hash-object",
+            "-w",
+            "--no-filters",
+            "--stdin-paths",
             input="".join(f"{f}\n" for f in files).encode(),
         )
         return proc.stdout.decode().split()

@@ -41,7 +41,7 @@ def entity_query(entities: list[str]) -> Q.Query | None:
     clauses: list[Q.Query] = [Q.Term("entities", e) for e in entities]
     for entity in entities:
         if entity.startswith("memory:"):
-            clauses.append(Q.Term("id", entity[len("memory:"):], boost=SELF_BOOST))
+            clauses.append(Q.Term("id", entity[len("memory:") :], boost=SELF_BOOST))
     return Q.Or(clauses)
 
 

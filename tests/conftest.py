@@ -83,13 +83,23 @@ CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 def run_cli() -> CliRunner:
     """Run ``slayer-kb`` as a real subprocess: ``run_cli("--kb", dir, "get", "1", input=...)``."""
 
-    def run(*args: str | Path, input: str | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str | Path,
+        input: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
         full_env = dict(os.environ)
         full_env.update(env or {})
         proc = subprocess.run(
             [sys.executable, "-m", "slayer_kb", *map(str, args)],
-            input=input, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120,
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=full_env,
+            timeout=120,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"slayer-kb {args} exited {proc.returncode}: {proc.stderr}")

@@ -47,7 +47,19 @@ def test_non_string_id() -> None:
         check_id(42)
 
 
-@pytest.mark.parametrize(("value", "auto"), [("1", True), ("42", True), ("0", True), ("001", False), ("kb.x", False), ("1.0", False), ("", False), ("٣", False)])
+@pytest.mark.parametrize(
+    ("value", "auto"),
+    [
+        ("1", True),
+        ("42", True),
+        ("0", True),
+        ("001", False),
+        ("kb.x", False),
+        ("1.0", False),
+        ("", False),
+        ("٣", False),
+    ],
+)
 def test_auto_id_shape(value: str, auto: bool) -> None:
     assert is_auto_id(value) is auto
 
@@ -71,7 +83,7 @@ def test_check_id_accepts_exactly_safe_file_names(value: str) -> None:
     # Whatever passes is a single, visible, non-hidden path component.
     assert value and value not in (".", "..")
     assert not any(ch in value for ch in ':/?#\\<>"|*\x00')
-    assert not value[0] in ".-"
+    assert value[0] not in ".-"
     assert not any(ch.isspace() for ch in value)
     assert len(value.encode("utf-8")) <= 200
 

@@ -36,12 +36,23 @@ updated_at: '2026-11-29T20:42:40Z'
 def test_design_example_round_trips_byte_for_byte() -> None:
     memory = loads(EXAMPLE, "kb.paid-revenue")
     assert memory.entities == ["shop.orders.amount", "shop.orders.status"]
-    assert memory.query == {"source_model": "orders", "measures": [{"formula": "sum(amount)"}], "filters": ["status = 'paid'"]}
+    assert memory.query == {
+        "source_model": "orders",
+        "measures": [{"formula": "sum(amount)"}],
+        "filters": ["status = 'paid'"],
+    }
     assert dumps(memory) == EXAMPLE
 
 
 def test_yaml_lookalikes_are_quoted() -> None:
-    memory = Memory(id="1", learning="no", created_at="2026-11-29T20:42:40Z", title="1.10", type="yes", project="2026-01-01")
+    memory = Memory(
+        id="1",
+        learning="no",
+        created_at="2026-11-29T20:42:40Z",
+        title="1.10",
+        type="yes",
+        project="2026-01-01",
+    )
     text = dumps(memory)
     assert text == (
         "title: '1.10'\ntype: 'yes'\nlearning: 'no'\nproject: '2026-01-01'\ncreated_at: '2026-11-29T20:42:40Z'\n"
@@ -61,14 +72,38 @@ def test_trailing_spaces_keep_block_style() -> None:
     [
         ("learning: [unclosed\ncreated_at: x\n", 2, "invalid YAML"),
         ("- a\n- b\n", 1, "a memory file must be a mapping"),
-        ("id: 3\nlearning: x\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "unknown key 'id' (the file name is the id; remove the id key)"),
+        (
+            "id: 3\nlearning: x\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            1,
+            "unknown key 'id' (the file name is the id; remove the id key)",
+        ),
         ("learning: x\ncolour: red\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "unknown key 'colour'"),
-        ("learning: x\nentities: shop.orders\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'entities' must be a list of entity strings"),
-        ("learning: 5\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "'learning' must be a string, not a number (quote it)"),
-        ("learning: x\nlearning: y\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "duplicate key 'learning' (first on line 1); keep one"),
+        (
+            "learning: x\nentities: shop.orders\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            2,
+            "'entities' must be a list of entity strings",
+        ),
+        (
+            "learning: 5\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            1,
+            "'learning' must be a string, not a number (quote it)",
+        ),
+        (
+            "learning: x\nlearning: y\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            2,
+            "duplicate key 'learning' (first on line 1); keep one",
+        ),
         ("learning: x\n", 1, "missing required key 'created_at'"),
-        ("learning: x\nscope: team\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'scope' must be one of project, personal, not 'team'"),
-        ("learning: x\nrevision_count: true\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, "'revision_count' must be a whole number of at least 1"),
+        (
+            "learning: x\nscope: team\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            2,
+            "'scope' must be one of project, personal, not 'team'",
+        ),
+        (
+            "learning: x\nrevision_count: true\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            2,
+            "'revision_count' must be a whole number of at least 1",
+        ),
         ("learning: x\ncreated_at: yesterday\n", 2, "'created_at' must be a UTC time"),
         ("learning: !!python/object:os.system x\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, "invalid YAML"),
     ],
@@ -85,8 +120,12 @@ def test_alias_bomb_is_refused_quickly() -> None:
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
     for level in "bcdefghij":
         prev = chr(ord(level) - 1)
-        bomb += f"{level}: &{level} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
-    text = "learning: x\ncreated_at: '2026-11-29T20:42:40Z'\nquery:\n  source_model: orders\n  " + bomb.replace("\n", "\n  ").rstrip() + "\n"
+        bomb += f"{level}: &{level} [{', '.join(['*' + prev] * 10)}]\n"
+    text = (
+        "learning: x\ncreated_at: '2026-11-29T20:42:40Z'\nquery:\n  source_model: orders\n  "
+        + bomb.replace("\n", "\n  ").rstrip()
+        + "\n"
+    )
     with pytest.raises(MemoryFileError, match="'query' is too large"):
         loads(text, "1")
 
@@ -100,10 +139,33 @@ def test_with_entities_changes_only_the_entity_lines() -> None:
 
 
 TEXT = st.text(st.characters(codec="utf-8"), min_size=1).filter(lambda s: s.strip() != "")
-LINES = st.lists(
-    st.one_of(st.sampled_from(["---", "...", "- item", "key: value", "# c", "  indented", "", "|", "'q'", "no", "1.10", "2026-01-01"]), TEXT),
-    min_size=1, max_size=6,
-).map(lambda lines: "\n".join(lines)).filter(lambda s: s.strip() != "")
+LINES = (
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "---",
+                    "...",
+                    "- item",
+                    "key: value",
+                    "# c",
+                    "  indented",
+                    "",
+                    "|",
+                    "'q'",
+                    "no",
+                    "1.10",
+                    "2026-01-01",
+                ]
+            ),
+            TEXT,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+    .map(lambda lines: "\n".join(lines))
+    .filter(lambda s: s.strip() != "")
+)
 
 
 @settings(max_examples=300)
@@ -111,10 +173,21 @@ LINES = st.lists(
     learning=st.one_of(TEXT, LINES, LINES.map(lambda s: s + "\n"), LINES.map(lambda s: s + "\n\n\n")),
     title=st.one_of(st.none(), TEXT),
     entities=st.lists(st.from_regex(r"[a-z]{1,5}(\.[a-z_]{1,6}){0,2}", fullmatch=True), max_size=4),
-    query=st.one_of(st.none(), st.fixed_dictionaries({"source_model": TEXT, "filters": st.lists(TEXT, max_size=2)})),
+    query=st.one_of(
+        st.none(), st.fixed_dictionaries({"source_model": TEXT, "filters": st.lists(TEXT, max_size=2)})
+    ),
 )
-def test_round_trip_is_exact_and_stable(learning: str, title: str | None, entities: list[str], query: dict | None) -> None:
-    memory = Memory(id="1", learning=learning, created_at="2026-11-29T20:42:40Z", title=title, entities=entities, query=query)
+def test_round_trip_is_exact_and_stable(
+    learning: str, title: str | None, entities: list[str], query: dict | None
+) -> None:
+    memory = Memory(
+        id="1",
+        learning=learning,
+        created_at="2026-11-29T20:42:40Z",
+        title=title,
+        entities=entities,
+        query=query,
+    )
     text = dumps(memory)
     back = loads(text, "1")
     assert back == memory

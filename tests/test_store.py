@@ -26,7 +26,10 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
     before = len(commits(catalog_kb.root))
     result = catalog_kb.save_memory("NULL means not returned", ["orders.amount", "customers"])
     assert (result.memory_id, result.resolved_entities, result.warnings, result.action) == (
-        "1", ["shop.orders.amount", "shop.customers"], [], "created"
+        "1",
+        ["shop.orders.amount", "shop.customers"],
+        [],
+        "created",
     )
     text = (catalog_kb.root / "memories/1.yaml").read_text()
     created = catalog_kb.get("1")["created_at"]
@@ -40,11 +43,20 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
 
 
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:
-    query = {"source_model": "orders", "measures": [{"formula": "amount:sum", "name": None}], "filters": ["status = 'paid'"], "limit": None}
+    query = {
+        "source_model": "orders",
+        "measures": [{"formula": "amount:sum", "name": None}],
+        "filters": ["status = 'paid'"],
+        "limit": None,
+    }
     result = catalog_kb.save_memory("Paid revenue by status", query, id="kb.paid-revenue")
     assert result.resolved_entities == ["shop.orders", "shop.orders.amount", "shop.orders.status"]
     memory = catalog_kb.read("kb.paid-revenue")
-    assert memory.query == {"source_model": "orders", "measures": [{"formula": "amount:sum"}], "filters": ["status = 'paid'"]}
+    assert memory.query == {
+        "source_model": "orders",
+        "measures": [{"formula": "amount:sum"}],
+        "filters": ["status = 'paid'"],
+    }
 
 
 def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeBase) -> None:
@@ -54,7 +66,10 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
     assert result.action == "replaced"
     data = catalog_kb.get("kb.x")
     assert (data["learning"], data["description"], data["entities"], data["created_at"]) == (
-        "second", None, ["shop.customers"], created
+        "second",
+        None,
+        ["shop.customers"],
+        created,
     )
 
 
@@ -63,12 +78,24 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
     [
         ("  ", ["orders"], {}, InvalidInputError, "learning is required and must not be blank."),
         ("x", [], {}, InvalidInputError, "linked_entities is empty"),
-        ("x", ["orders"], {"description": "d" * 501}, InvalidInputError, "description is 501 characters long; the limit is 500."),
+        (
+            "x",
+            ["orders"],
+            {"description": "d" * 501},
+            InvalidInputError,
+            "description is 501 characters long; the limit is 500.",
+        ),
         ("x", ["orders"], {"id": "a/b"}, InvalidIdError, "Memory id 'a/b' contains '/'"),
         ("x", ["nope"], {}, ResolutionError, "Unknown entity 'nope'"),
         ("x", ["orders", "id"], {}, AmbiguousEntityError, "Ambiguous bare name 'id'"),
         ("x", ["memory:zzz"], {}, NotFoundError, "No memory with id 'zzz'."),
-        ("x", 42, {}, InvalidInputError, "linked_entities must be a list of entity references or a SlayerQuery object, not int."),
+        (
+            "x",
+            42,
+            {},
+            InvalidInputError,
+            "linked_entities must be a list of entity references or a SlayerQuery object, not int.",
+        ),
     ],
 )
 def test_bad_saves_write_nothing(catalog_kb: KnowledgeBase, learning, linked, kwargs, error, message) -> None:  # noqa: ANN001
@@ -129,7 +156,9 @@ def test_forget_unknown_id(catalog_kb: KnowledgeBase) -> None:
 def test_soft_forget_hides_and_restore_brings_back(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("hidden soon", ["orders"], id="s")
     catalog_kb.forget("s", soft=True)
-    with pytest.raises(NotFoundError, match="Memory 's' was deleted at .*; bring it back with 'slayer-kb restore s'."):
+    with pytest.raises(
+        NotFoundError, match="Memory 's' was deleted at .*; bring it back with 'slayer-kb restore s'."
+    ):
         catalog_kb.get("s")
     assert catalog_kb.get("s", include_deleted=True)["deleted_at"] is not None
     assert catalog_kb.search("hidden").memories == []
@@ -155,7 +184,9 @@ def test_kb_inside_a_bigger_repository_commits_only_its_own_paths(tmp_path: Path
     assert sorted(status) == [" M app.py", "A  staged.txt"]
 
 
-def test_author_from_option_and_environment(catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_author_from_option_and_environment(
+    catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     KnowledgeBase(catalog_kb.root, author="Ada Agent <ada@example.com>").save_memory("x", ["orders"])
     assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae>").strip() == "Ada Agent <ada@example.com>"
     monkeypatch.setenv("SLAYER_KB_AUTHOR", "Env Agent <env@example.com>")
@@ -175,7 +206,9 @@ def test_broken_file_is_reported_and_skipped(catalog_kb: KnowledgeBase) -> None:
 
 def test_list_newest_first(catalog_kb: KnowledgeBase) -> None:
     for n, day in enumerate(("03", "01", "02")):
-        (catalog_kb.root / f"memories/m{n}.yaml").write_text(f"learning: memory {n}\ncreated_at: '2026-11-{day}T10:00:00Z'\n")
+        (catalog_kb.root / f"memories/m{n}.yaml").write_text(
+            f"learning: memory {n}\ncreated_at: '2026-11-{day}T10:00:00Z'\n"
+        )
     assert [h["id"] for h in catalog_kb.list()] == ["m0", "m2", "m1"]
     assert [h["id"] for h in catalog_kb.list(limit=1)] == ["m0"]
 
@@ -186,7 +219,9 @@ def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb
     # Simulate a crash between update-ref and the renames: run the commit steps by hand.
     from slayer_kb.repo import Change
 
-    tmp = store._write_temp_files([Change("memories/b.yaml", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")])
+    tmp = store._write_temp_files(
+        [Change("memories/b.yaml", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")]
+    )
     blobs = store._hash_blobs([p for p in tmp if p])
     old = store.head()
     tree = store._build_tree(old, [Change("memories/b.yaml", b"")], iter(blobs))
@@ -196,6 +231,8 @@ def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb
     assert not (catalog_kb.root / "memories/b.yaml").exists()
     fresh = KnowledgeBase(catalog_kb.root)
     fresh.search("anything")
-    assert (catalog_kb.root / "memories/b.yaml").read_text() == "learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    assert (
+        catalog_kb.root / "memories/b.yaml"
+    ).read_text() == "learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
     assert git(catalog_kb.root, "status", "--porcelain") == ""
     assert list((catalog_kb.root / ".slayer-kb/tmp").iterdir()) == []

@@ -1,0 +1,769 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from catalogfixture import write_test_catalog
+
+from slayer_kb.catalog import (
+    Catalog,
+    CatalogProblem,
+    Datasource,
+    Model,
+    Resolution,
+    Resolver,
+    load_catalog,
+)
+from slayer_kb.errors import (
+    AmbiguousEntityError,
+    InvalidIdError,
+    InvalidInputError,
+    NotFoundError,
+    ResolutionError,
+)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    write_test_catalog(tmp_path)
+    return load_catalog(tmp_path)
+
+
+@pytest.fixture
+def unprioritized(tmp_path: Path) -> Catalog:
+    write_test_catalog(tmp_path, priority=None)
+    return load_catalog(tmp_path)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+def test_loads_the_fixture(catalog: Catalog, tmp_path: Path) -> None:
+    assert catalog.problems == []
+    assert catalog.priority == ["shop"]
+    assert list(catalog.datasources) == ["shop", "wh"]
+    shop = catalog.datasources["shop"]
+    assert shop.description == "The web shop's operational database."
+    assert shop.path == tmp_path / "datasources" / "shop.yaml"
+    assert list(shop.models) == ["countries", "customers", "orders", "refunds", "regions"]
+    assert list(catalog.datasources["wh"].models) == [
+        "orders",
+        "shop",
+        "staging_orders",
+        "warehouses",
+    ]
+
+
+def test_model_fields(catalog: Catalog, tmp_path: Path) -> None:
+    orders = catalog.datasources["shop"].models["orders"]
+    assert orders == Model(
+        datasource="shop",
+        name="orders",
+        description="One row per customer order.",
+        columns={
+            "id": None,
+            "customer_id": "FK to customers.id",
+            "amount": "Order total in EUR",
+            "cost": None,
+            "qty": "Items in the order",
+            "status": "paid | refunded | pending",
+            "created_at": "Placement time, UTC",
+            "refunds": "Number of refunds on the order",
+        },
+        measures={"aov": "Average order value"},
+        aggregations={"amount_wavg": "Amount weighted by quantity"},
+        joins=("customers",),
+        path=tmp_path / "models" / "shop" / "orders.yaml",
+    )
+    assert orders.entity == "shop.orders"
+    assert list(orders.leaves())[-2:] == ["aov", "amount_wavg"]
+    assert orders.leaf_kind("status") == "column"
+    assert orders.leaf_kind("aov") == "measure"
+    assert orders.leaf_kind("amount_wavg") == "aggregation"
+    assert orders.leaf_kind("nope") is None
+
+
+def test_a_column_shadows_a_measure_of_the_same_name(tmp_path: Path) -> None:
+    write(
+        tmp_path / "models" / "s" / "m.yaml",
+        "columns: [{name: x, description: col}]\nmeasures: [{name: x, description: meas}, {name: "
+        "y}]\n",
+    )
+    model = load_catalog(tmp_path).datasources["s"].models["m"]
+    assert model.leaves() == {"x": "col", "y": None}
+    assert model.leaf_kind("x") == "column"
+
+
+def test_missing_folders_give_an_empty_catalog(tmp_path: Path) -> None:
+    catalog = load_catalog(tmp_path / "nowhere")
+    assert catalog == Catalog({}, [], [])
+    assert list(catalog.iter_entities()) == []
+
+
+def test_names_default_to_file_stems_and_folders_make_datasources(tmp_path: Path) -> None:
+    write(tmp_path / "datasources" / "lake.yaml", "type: duckdb\n")
+    write(tmp_path / "models" / "legacy" / "events.yaml", "columns: [{name: ts}]\n")
+    write(tmp_path / "models" / "legacy" / "empty.yaml", "")
+    catalog = load_catalog(tmp_path)
+    assert catalog.problems == []
+    assert catalog.datasources["lake"] == Datasource(
+        "lake", None, tmp_path / "datasources" / "lake.yaml", {}
+    )
+    legacy = catalog.datasources["legacy"]
+    assert legacy.path is None
+    assert list(legacy.models) == ["empty", "events"]
+    assert legacy.models["events"].columns == {"ts": None}
+    assert catalog.priority == []
+
+
+def test_the_name_key_wins_over_the_file_stem(tmp_path: Path) -> None:
+    write(tmp_path / "datasources" / "file.yaml", "name: real\n")
+    write(tmp_path / "models" / "real" / "file_name.yaml", "name: model_name\n")
+    catalog = load_catalog(tmp_path)
+    assert list(catalog.datasources) == ["real"]
+    assert list(catalog.datasources["real"].models) == ["model_name"]
+
+
+def test_iter_entities(tmp_path: Path) -> None:
+    write(tmp_path / "datasources" / "s.yaml", "description: Shop\n")
+    write(
+        tmp_path / "models" / "s" / "m.yaml",
+        "description: M\ncolumns: [{name: a, description: A}]\n"
+        "measures: [{name: b}]\naggregations: [{name: c, description: C}]\n",
+    )
+    assert list(load_catalog(tmp_path).iter_entities()) == [
+        ("s", "datasource", "Shop"),
+        ("s.m", "model", "M"),
+        ("s.m.a", "column", "A"),
+        ("s.m.b", "measure", None),
+        ("s.m.c", "aggregation", "C"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entity", "exists"),
+    [
+        ("shop", True),
+        ("shop.orders", True),
+        ("shop.orders.amount", True),
+        ("shop.orders.aov", True),
+        ("shop.orders.amount_wavg", True),
+        ("wh.staging_orders.raw_payload", True),
+        ("nope", False),
+        ("shop.nope", False),
+        ("shop.orders.nope", False),
+        ("shop.orders.amount.x", False),
+        ("orders", False),
+        ("memory:1", False),
+    ],
+)
+def test_entity_exists(catalog: Catalog, entity: str, exists: bool) -> None:
+    assert catalog.entity_exists(entity) is exists
+
+
+def test_models_named(catalog: Catalog) -> None:
+    assert [m.entity for m in catalog.models_named("orders")] == ["shop.orders", "wh.orders"]
+    assert [m.entity for m in catalog.models_named("shop")] == ["wh.shop"]
+    assert catalog.models_named("nope") == []
+
+
+def test_priority_as_a_bare_list(tmp_path: Path) -> None:
+    write(tmp_path / "priority.yaml", "- wh\n- shop\n")
+    assert load_catalog(tmp_path).priority == ["wh", "shop"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Broken files: reported with a line, skipped, never raised
+# ---------------------------------------------------------------------------------------------
+
+
+def only_problem(catalog: Catalog) -> CatalogProblem:
+    assert len(catalog.problems) == 1
+    return catalog.problems[0]
+
+
+def test_bad_yaml_is_a_problem_with_its_line(catalog: Catalog, tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "models" / "shop" / "broken.yaml", "name: broken\ncolumns:\n  - a\n bad: 1\n"
+    )
+    catalog = load_catalog(tmp_path)
+    assert only_problem(catalog) == CatalogProblem(
+        path, 4, "invalid YAML: did not find expected key"
+    )
+    assert "broken" not in catalog.datasources["shop"].models
+    assert "orders" in catalog.datasources["shop"].models
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            "name: m\ncolumns: {id: 1}\n",
+            2,
+            "'columns' must be a list of mappings with a 'name', got a mapping",
+        ),
+        (
+            "columns:\n- {name: a}\n- just_a_name\n",
+            3,
+            "columns[1]: expected a mapping with a 'name', got a string",
+        ),
+        (
+            "measures:\n- {formula: sum(x)}\n",
+            2,
+            "measures[0]: 'name' must be a name of letters, digits, '_' and '-', got null",
+        ),
+        (
+            "columns:\n- name: a\n  description: [x]\n",
+            3,
+            "columns[0]: 'description' must be a string, got a list",
+        ),
+        (
+            "columns:\n- {name: 'has space'}\n",
+            2,
+            "columns[0]: 'name' must be a name of letters, digits, '_' and '-', got 'has space'",
+        ),
+        (
+            "joins:\n- {join_pairs: [[a, b]]}\n",
+            2,
+            "joins[0]: expected a mapping with a 'target_model' string",
+        ),
+        ("description: 42\n", 1, "'description' must be a string, got a number"),
+        ("name: 7\n", 1, "'name' must be a string, got a number"),
+        (
+            "name: a.b\n",
+            1,
+            "model name 'a.b' cannot be referenced: use only letters, digits, '_' and '-'",
+        ),
+        (
+            "- a\n- b\n",
+            1,
+            "expected a mapping describing a model (name, columns, measures, joins, ...), got a "
+            "list",
+        ),
+    ],
+)
+def test_wrong_types_are_problems(tmp_path: Path, text: str, line: int, message: str) -> None:
+    path = write(tmp_path / "models" / "s" / "m.yaml", text)
+    write(tmp_path / "models" / "s" / "ok.yaml", "columns: [{name: a}]\n")
+    catalog = load_catalog(tmp_path)
+    assert only_problem(catalog) == CatalogProblem(path, line, message)
+    assert list(catalog.datasources["s"].models) == ["ok"]
+
+
+def test_unsafe_yaml_tags_are_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = write(
+        tmp_path / "datasources" / "evil.yaml",
+        f"name: !!python/object/apply:os.system ['touch {marker}']\n",
+    )
+    problem = only_problem(load_catalog(tmp_path))
+    assert problem.path == path
+    assert problem.message.startswith("invalid YAML: ")
+    assert not marker.exists()
+
+
+def test_non_utf8_file_is_a_problem(tmp_path: Path) -> None:
+    path = tmp_path / "models" / "s" / "m.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"name: caf\xe9\n")
+    problem = only_problem(load_catalog(tmp_path))
+    assert (problem.path, problem.line) == (path, None)
+    assert problem.message == "not UTF-8 text (invalid continuation byte at byte 9)"
+
+
+def test_duplicates_and_bad_folder_names_are_problems(tmp_path: Path) -> None:
+    write(tmp_path / "datasources" / "a.yaml", "name: s\n")
+    second = write(tmp_path / "datasources" / "b.yaml", "name: s\n")
+    write(tmp_path / "models" / "s" / "m.yaml", "columns: [{name: x}]\n")
+    other = write(tmp_path / "models" / "s" / "n.yaml", "name: m\n")
+    write(tmp_path / "models" / "bad name" / "m.yaml", "name: m\n")
+    catalog = load_catalog(tmp_path)
+    assert [str(p) for p in catalog.problems] == [
+        f"{second}: datasource 's' is also defined in {tmp_path / 'datasources' / 'a.yaml'}",
+        f"{tmp_path / 'models' / 'bad name'}: datasource name 'bad name' cannot be referenced: "
+        "use only letters, digits, '_' and '-'",
+        f"{other}: model 'm' is also defined in {tmp_path / 'models' / 's' / 'm.yaml'}",
+    ]
+    assert catalog.datasources["s"].models["m"].columns == {"x": None}
+
+
+@pytest.mark.parametrize("text", ["priority: shop\n", "priority: [shop, 3]\n", "7\n"])
+def test_a_bad_priority_file_is_a_problem(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path / "priority.yaml", text)
+    catalog = load_catalog(tmp_path)
+    assert catalog.priority == []
+    problem = only_problem(catalog)
+    assert (problem.path, problem.line) == (path, 1)
+    assert problem.message == "expected {priority: [datasource, ...]}: a list of datasource names"
+
+
+def test_a_bad_datasource_file_keeps_its_models(tmp_path: Path) -> None:
+    path = write(tmp_path / "datasources" / "s.yaml", "description: [1, 2]\n")
+    write(tmp_path / "models" / "s" / "m.yaml", "name: m\n")
+    catalog = load_catalog(tmp_path)
+    assert only_problem(catalog) == CatalogProblem(
+        path, 1, "'description' must be a string, got a list"
+    )
+    assert catalog.datasources["s"].path is None
+    assert list(catalog.datasources["s"].models) == ["m"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution
+# ---------------------------------------------------------------------------------------------
+
+DS_AND_MODEL = (
+    "'shop' is both a datasource and a model; resolved as the datasource. "
+    "Qualify as '<ds>.shop' for the model."
+)
+
+
+@pytest.mark.parametrize(
+    ("ref", "source", "entity", "warnings"),
+    [
+        # steps 1, 4, 5: qualified names, whitespace, the datasource winning over a model
+        ("  shop.orders.amount \n", None, "shop.orders.amount", []),
+        ("wh.orders", None, "wh.orders", []),
+        ("shop", None, "shop", [DS_AND_MODEL]),
+        ("shop.orders", None, "shop.orders", [DS_AND_MODEL]),  # wh.shop has a column 'orders'
+        ("shop.customers", None, "shop.customers", []),
+        ("wh.shop", None, "wh.shop", []),
+        ("wh.shop.opened_at", None, "wh.shop.opened_at", []),
+        ("wh", None, "wh", []),
+        # step 3: aggregations in both syntaxes name their column
+        ("sum(shop.orders.amount)", None, "shop.orders.amount", []),
+        ("shop.orders.amount:sum", None, "shop.orders.amount", []),
+        ("sum(amount)", "orders", "shop.orders.amount", []),
+        ("amount:weighted_avg(weight=qty)", "orders", "shop.orders.amount", []),
+        ("weighted_avg(amount, weight=qty)", "orders", "shop.orders.amount", []),
+        ("cumsum(sum(amount))", "orders", "shop.orders.amount", []),
+        ("count(*)", "orders", "shop.orders", []),
+        ("*:count", "wh.orders", "wh.orders", []),
+        ("count(customers.*)", None, "shop.customers", []),
+        ("warehouses.*:count", None, "wh.warehouses", []),
+        ("count(orders.customers.*)", None, "shop.customers", []),
+        # step 6: bare names
+        ("status", "orders", "shop.orders.status", []),
+        ("aov", "orders", "shop.orders.aov", []),
+        ("amount_wavg", "orders", "shop.orders.amount_wavg", []),
+        ("amount", "wh.orders", "wh.orders.amount", []),
+        ("refunds", "orders", "shop.orders.refunds", []),
+        ("orders", "wh.shop", "wh.shop.orders", []),
+        ("customers", None, "shop.customers", []),
+        ("orders", None, "shop.orders", []),
+        ("warehouses", None, "wh.warehouses", []),
+        ("staging_orders", None, "wh.staging_orders", []),
+        (
+            "refunds",
+            None,
+            "shop.refunds",
+            [
+                "'refunds' is both a model and a column in datasource 'shop'; resolved as the "
+                "model. Qualify as 'orders.refunds' for the column."
+            ],
+        ),
+        ("status", None, "shop.orders.status", []),
+        ("iso_code", None, "shop.countries.iso_code", []),
+        ("city", None, "shop.customers.city", []),
+        ("order_date", None, "wh.orders.order_date", []),
+        ("raw_payload", None, "wh.staging_orders.raw_payload", []),
+        ("city", "wh.orders", "wh.warehouses.city", []),
+        # step 7: walking joins; intermediate hops dropped
+        ("orders.customers", None, "shop.customers", []),
+        ("orders.customers.regions.name", None, "shop.regions.name", []),
+        ("orders.customers.regions.countries", None, "shop.countries", []),
+        ("shop.orders.customers.regions.countries.iso_code", None, "shop.countries.iso_code", []),
+        ("customers.regions.name", "orders", "shop.regions.name", []),
+        ("orders.warehouses.city", "wh.orders", "wh.warehouses.city", []),
+        ("orders.amount", None, "shop.orders.amount", []),
+        ("orders.aov", None, "shop.orders.aov", []),
+        ("staging_orders.raw_payload", None, "wh.staging_orders.raw_payload", []),
+    ],
+)
+def test_resolves(
+    catalog: Catalog, ref: str, source: str | None, entity: str, warnings: list[str]
+) -> None:
+    assert Resolver(catalog).resolve(ref, source) == Resolution(entity, warnings)
+
+
+def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
+    write(tmp_path / "models" / "s-2" / "order-items.yaml", "columns: [{name: 3d_size}]\n")
+    resolver = Resolver(load_catalog(tmp_path))
+    assert resolver.resolve("order-items.3d_size").entity == "s-2.order-items.3d_size"
+    assert resolver.resolve("3d_size").entity == "s-2.order-items.3d_size"
+
+
+@pytest.mark.parametrize(
+    ("ref", "source", "error", "message"),
+    [
+        (
+            "",
+            None,
+            ResolutionError,
+            "Empty entity reference: name a datasource, model, column or memory:<id>.",
+        ),
+        (
+            "   ",
+            None,
+            ResolutionError,
+            "Empty entity reference: name a datasource, model, column or memory:<id>.",
+        ),
+        (
+            "zzz",
+            None,
+            ResolutionError,
+            "Unknown entity 'zzz': no datasource, model or column of that name.",
+        ),
+        (
+            "zzz",
+            "orders",
+            ResolutionError,
+            "Unknown entity 'zzz': no datasource, model or column of that name.",
+        ),
+        (
+            "zzz.amount",
+            None,
+            ResolutionError,
+            "Unknown entity 'zzz.amount': 'zzz' is not a datasource or model.",
+        ),
+        (
+            "id",
+            None,
+            AmbiguousEntityError,
+            "Ambiguous bare name 'id' matches columns on ['countries', 'customers', 'orders', "
+            "'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'.",
+        ),
+        (
+            "name",
+            "orders",
+            AmbiguousEntityError,
+            "Ambiguous bare name 'name' matches columns on ['countries', 'customers', 'regions'] "
+            "in datasource 'shop'. Qualify as '<model>.name'.",
+        ),
+        (
+            "shop.nope",
+            None,
+            ResolutionError,
+            "Unknown model 'nope' in datasource 'shop'. "
+            "Its models: ['countries', 'customers', 'orders', 'refunds', 'regions'].",
+        ),
+        (
+            "shop.orders.nope",
+            None,
+            ResolutionError,
+            "'nope' is not a column, measure, aggregation or join target of model 'orders'.",
+        ),
+        (
+            "orders.nope",
+            None,
+            ResolutionError,
+            "'nope' is not a column, measure, aggregation or join target of model 'orders'.",
+        ),
+        (
+            "orders.nope.name",
+            None,
+            ResolutionError,
+            "'nope' is not a join target on model 'orders'.",
+        ),
+        (
+            "orders.amount.x",
+            None,
+            ResolutionError,
+            "'amount' is not a join target on model 'orders'.",
+        ),
+        (
+            "orders.regions.name",
+            None,
+            ResolutionError,
+            "'regions' is not a join target on model 'orders'.",
+        ),
+        (
+            "count(orders.amount.*)",
+            None,
+            ResolutionError,
+            "'amount' is not a join target on model 'orders'.",
+        ),
+        (
+            "count(shop.*)",
+            None,
+            ResolutionError,
+            "'count(shop.*)' names datasource 'shop', not a model.",
+        ),
+        (
+            "shop..orders",
+            None,
+            ResolutionError,
+            "Invalid entity reference 'shop..orders': empty segment between dots.",
+        ),
+        (
+            ".orders",
+            None,
+            ResolutionError,
+            "Invalid entity reference '.orders': empty segment between dots.",
+        ),
+        (
+            "orders amount",
+            None,
+            ResolutionError,
+            "Invalid entity reference 'orders amount': 'orders amount' is not a name "
+            "(letters, digits, '_' and '-' only).",
+        ),
+        (
+            "shop.orders.am$ount",
+            None,
+            ResolutionError,
+            "Invalid entity reference 'shop.orders.am$ount': 'am$ount' is not a name "
+            "(letters, digits, '_' and '-' only).",
+        ),
+        (
+            "count(*)",
+            None,
+            ResolutionError,
+            "'count(*)' names the query's source model, but there is none: "
+            "count(*) needs a query's source_model.",
+        ),
+        (
+            "*:count",
+            None,
+            ResolutionError,
+            "'*:count' names the query's source model, but there is none: "
+            "count(*) needs a query's source_model.",
+        ),
+        (
+            "sum(*)",
+            "orders",
+            ResolutionError,
+            "'sum(*)' is not a single reference: only count takes '*' "
+            "(count(*) or *:count names the query's source model).",
+        ),
+        (
+            "sum(amount - cost)",
+            "orders",
+            ResolutionError,
+            "'sum(amount - cost)' is not a single reference: 'amount - cost' is an expression. "
+            "Name its columns one by one, or give the whole query as linked_entities.",
+        ),
+        ("sum()", None, ResolutionError, "'sum()' names no column: write it as sum(<column>)."),
+        (
+            "amount",
+            "nope",
+            ResolutionError,
+            "Unknown source_model 'nope': no model of that name.",
+        ),
+        (
+            "amount",
+            "nope.orders",
+            ResolutionError,
+            "source_model 'nope.orders' must be '<model>' or '<datasource>.<model>'; "
+            "there is no datasource 'nope'.",
+        ),
+        (
+            "amount",
+            "shop.orders.amount",
+            ResolutionError,
+            "source_model 'shop.orders.amount' must be '<model>' or '<datasource>.<model>'.",
+        ),
+        (
+            "amount",
+            "shop.nope",
+            ResolutionError,
+            "Unknown model 'nope' in datasource 'shop'. "
+            "Its models: ['countries', 'customers', 'orders', 'refunds', 'regions'].",
+        ),
+    ],
+)
+def test_resolution_errors(
+    catalog: Catalog, ref: str, source: str | None, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        Resolver(catalog).resolve(ref, source)
+    assert type(caught.value) is error
+    assert str(caught.value) == message
+
+
+def test_a_model_in_several_datasources_without_priority_is_ambiguous(
+    unprioritized: Catalog,
+) -> None:
+    resolver = Resolver(unprioritized)
+    for ref in ("orders", "orders.amount", "count(orders.*)"):
+        with pytest.raises(AmbiguousEntityError) as caught:
+            resolver.resolve(ref)
+        assert str(caught.value) == (
+            "Model 'orders' exists in multiple datasources: ['shop', 'wh']. "
+            "Qualify as '<datasource>.orders' or add a priority.yaml."
+        )
+    with pytest.raises(AmbiguousEntityError, match="Model 'orders' exists in multiple"):
+        resolver.resolve("status", "orders")
+    assert resolver.resolve("shop.orders").entity == "shop.orders"
+
+
+def test_a_leaf_in_two_unprioritized_datasources_is_ambiguous(unprioritized: Catalog) -> None:
+    with pytest.raises(AmbiguousEntityError) as caught:
+        Resolver(unprioritized).resolve("city")
+    assert str(caught.value) == (
+        "Ambiguous bare name 'city' matches columns in datasources ['shop', 'wh'], and none of "
+        "them "
+        "is in the priority list. Qualify as '<ds>.<model>.city' or add a priority.yaml."
+    )
+
+
+def test_a_leaf_in_one_datasource_needs_no_priority(unprioritized: Catalog) -> None:
+    resolver = Resolver(unprioritized)
+    assert resolver.resolve("order_date").entity == "wh.orders.order_date"
+    assert resolver.resolve("iso_code").entity == "shop.countries.iso_code"
+
+
+def test_the_priority_list_decides(tmp_path: Path) -> None:
+    write_test_catalog(tmp_path, priority=["wh", "shop"])
+    resolver = Resolver(load_catalog(tmp_path))
+    assert resolver.resolve("orders").entity == "wh.orders"
+    assert resolver.resolve("city").entity == "wh.warehouses.city"
+    assert resolver.resolve("count(*)", "orders").entity == "wh.orders"
+    assert resolver.resolve("status").entity == "shop.orders.status"
+
+
+def test_unknown_names_on_the_priority_list_are_ignored(tmp_path: Path) -> None:
+    write_test_catalog(tmp_path, priority=["ghost", "wh"])
+    assert Resolver(load_catalog(tmp_path)).resolve("orders").entity == "wh.orders"
+
+
+def test_the_source_models_datasource_is_preferred(unprioritized: Catalog) -> None:
+    # A query runs against one datasource: its names mean that datasource's, priority or not.
+    resolver = Resolver(unprioritized)
+    assert resolver.resolve("orders.amount", "shop.customers").entity == "shop.orders.amount"
+    assert resolver.resolve("orders", "wh.warehouses").entity == "wh.orders"
+    assert resolver.resolve("city", "wh.orders").entity == "wh.warehouses.city"
+    assert resolver.resolve("city", "shop.regions").entity == "shop.customers.city"
+
+
+def test_a_leaf_that_is_also_a_join_target(tmp_path: Path) -> None:
+    write(
+        tmp_path / "models" / "s" / "a.yaml",
+        "columns: [{name: b}]\njoins: [{target_model: b}]\n",
+    )
+    write(tmp_path / "models" / "s" / "b.yaml", "columns: [{name: x}]\n")
+    resolver = Resolver(load_catalog(tmp_path))
+    assert resolver.resolve("a.b") == Resolution(
+        "s.a.b",
+        [
+            "'b' is both a column and a join target of model 'a'; resolved as the column. "
+            "Use 's.b' for the model."
+        ],
+    )
+    assert resolver.resolve("a.b.x") == Resolution("s.b.x", [])
+    assert resolver.resolve("count(a.b.*)") == Resolution("s.b", [])
+
+
+def test_a_join_to_a_missing_model(tmp_path: Path) -> None:
+    write(tmp_path / "models" / "s" / "a.yaml", "joins: [{target_model: ghost}]\n")
+    with pytest.raises(ResolutionError) as caught:
+        Resolver(load_catalog(tmp_path)).resolve("a.ghost")
+    assert str(caught.value) == "Model 'a' joins 'ghost', which is not a model in datasource 's'."
+
+
+def test_a_long_model_list_is_cut_short(tmp_path: Path) -> None:
+    for i in range(60):
+        write(tmp_path / "models" / "s" / f"m{i:02d}.yaml", "")
+    with pytest.raises(ResolutionError) as caught:
+        Resolver(load_catalog(tmp_path)).resolve("s.nope")
+    listed = [f"m{i:02d}" for i in range(50)]
+    assert str(caught.value) == (
+        f"Unknown model 'nope' in datasource 's'. Its models: {listed} and 10 more."
+    )
+
+
+def test_measures_and_aggregations_are_ambiguous_too(tmp_path: Path) -> None:
+    write(tmp_path / "models" / "s" / "a.yaml", "measures: [{name: total}]\n")
+    write(tmp_path / "models" / "s" / "b.yaml", "aggregations: [{name: total}]\n")
+    with pytest.raises(AmbiguousEntityError) as caught:
+        Resolver(load_catalog(tmp_path)).resolve("total")
+    assert str(caught.value) == (
+        "Ambiguous bare name 'total' matches leaves on ['a', 'b'] in datasource 's'. "
+        "Qualify as '<model>.total'."
+    )
+
+
+def test_resolve_model(catalog: Catalog) -> None:
+    resolver = Resolver(catalog)
+    assert resolver.resolve_model("orders") == Resolution("shop.orders", [])
+    assert resolver.resolve_model(" wh.orders ") == Resolution("wh.orders", [])
+    # A source model is always a model: 'shop' here is wh's model, not the datasource.
+    assert resolver.resolve_model("shop") == Resolution("wh.shop", [])
+    with pytest.raises(InvalidInputError) as caught:
+        resolver.resolve_model("  ")
+    assert str(caught.value) == (
+        "source_model must be a model name: '<model>' or '<datasource>.<model>'."
+    )
+
+
+def test_a_reference_must_be_a_string(catalog: Catalog) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        Resolver(catalog).resolve(42)  # type: ignore[arg-type]
+    assert str(caught.value) == "An entity reference must be a string, got a number."
+
+
+# ---------------------------------------------------------------------------------------------
+# memory:<id>
+# ---------------------------------------------------------------------------------------------
+
+
+def strict_id(memory_id: str) -> None:
+    if not memory_id or "/" in memory_id:
+        raise InvalidIdError(f"Memory id '{memory_id}' is not valid.")
+
+
+def test_memory_references(catalog: Catalog) -> None:
+    asked: list[str] = []
+
+    def exists(memory_id: str) -> bool:
+        asked.append(memory_id)
+        return memory_id in {"1", "kb.policy"}
+
+    resolver = Resolver(catalog, memory_exists=exists, check_id=strict_id)
+    assert resolver.resolve(" memory:kb.policy ") == Resolution("memory:kb.policy", [])
+    assert resolver.resolve("memory:1", "orders") == Resolution("memory:1", [])
+    with pytest.raises(NotFoundError) as caught:
+        resolver.resolve("memory:zzz")
+    assert str(caught.value) == "No memory with id 'zzz'."
+    with pytest.raises(InvalidIdError, match="Memory id 'a/b' is not valid."):
+        resolver.resolve("memory:a/b")
+    assert asked == ["kb.policy", "1", "zzz"]  # an invalid id is never looked up
+
+
+def test_a_bare_number_is_never_a_memory(catalog: Catalog) -> None:
+    resolver = Resolver(catalog, memory_exists=lambda _id: True)
+    with pytest.raises(ResolutionError, match="Unknown entity '42'"):
+        resolver.resolve("42")
+
+
+def test_memories_do_not_exist_by_default(catalog: Catalog) -> None:
+    with pytest.raises(NotFoundError, match="No memory with id '1'."):
+        Resolver(catalog).resolve("memory:1")
+
+
+def test_reloading_sees_a_same_size_rewrite_and_reuses_unchanged_files(tmp_path: Path) -> None:
+    changed = write(tmp_path / "models" / "s" / "a.yaml", "columns: [{name: aa}]\n")
+    write(tmp_path / "models" / "s" / "b.yaml", "columns: [{name: x}]\n")
+    broken = write(tmp_path / "models" / "s" / "c.yaml", "columns: 1\n")
+    first = load_catalog(tmp_path)
+    changed.write_text("columns: [{name: bb}]\n", encoding="utf-8")
+    second = load_catalog(tmp_path)
+    assert second.datasources["s"].models["a"].columns == {"bb": None}
+    assert second.datasources["s"].models["b"] is first.datasources["s"].models["b"]
+    assert (
+        second.problems
+        == first.problems
+        == [
+            CatalogProblem(
+                broken, 1, "'columns' must be a list of mappings with a 'name', got a number"
+            )
+        ]
+    )

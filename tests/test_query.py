@@ -1,0 +1,622 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from catalogfixture import write_test_catalog
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from slayer_kb.catalog import Resolver, load_catalog
+from slayer_kb.errors import (
+    AmbiguousEntityError,
+    InvalidInputError,
+    KBError,
+    NotFoundError,
+    ResolutionError,
+)
+from slayer_kb.query import (
+    SOURCE_MODEL,
+    SQL_WORDS,
+    clean_query,
+    filter_references,
+    formula_references,
+    query_entities,
+    split_references,
+    strip_aggregation,
+)
+
+REFERENCE = re.compile(r"\*|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\.\*)?")
+
+
+@pytest.fixture
+def resolver(tmp_path: Path) -> Resolver:
+    write_test_catalog(tmp_path)
+    return Resolver(load_catalog(tmp_path), memory_exists=lambda memory_id: memory_id == "7")
+
+
+# ---------------------------------------------------------------------------------------------
+# split_references / strip_aggregation
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "refs"),
+    [
+        ("a, b,sum(x)", ["a", "b", "sum(x)"]),
+        ("weighted_avg(price, weight=qty), status", ["weighted_avg(price, weight=qty)", "status"]),
+        ("f(g(a, b), c), d", ["f(g(a, b), c)", "d"]),
+        (" , a,, ,b , ", ["a", "b"]),
+        ("", []),
+        ("x), y", ["x)", "y"]),
+        (
+            "amount:weighted_avg(weight=qty),orders.*:count",
+            ["amount:weighted_avg(weight=qty)", "orders.*:count"],
+        ),
+    ],
+)
+def test_split_references(text: str, refs: list[str]) -> None:
+    assert split_references(text) == refs
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("amount", ("amount", False)),
+        (" sum(amount) ", ("amount", False)),
+        ("amount:sum", ("amount", False)),
+        ("amount : sum", ("amount", False)),
+        ("amount:weighted_avg(weight=qty)", ("amount", False)),
+        ("weighted_avg(price, weight=qty)", ("price", False)),
+        ("customers.regions.name:count_distinct", ("customers.regions.name", False)),
+        ("count_distinct(customers.regions.name)", ("customers.regions.name", False)),
+        ("cumsum(sum(amount))", ("amount", False)),
+        ("cumsum(amount:sum)", ("amount", False)),
+        ("count(*)", ("", True)),
+        ("COUNT( * )", ("", True)),
+        ("*:count", ("", True)),
+        ("count(orders.*)", ("orders", False)),
+        ("orders.*:count", ("orders", False)),
+    ],
+)
+def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
+    assert strip_aggregation(ref) == expected
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        (
+            "sum(*)",
+            "'sum(*)' is not a single reference: only count takes '*' (count(*) or *:count names "
+            "the query's source model).",
+        ),
+        (
+            "*:sum",
+            "'*:sum' is not a single reference: only count takes '*' (count(*) or *:count names "
+            "the query's source model).",
+        ),
+        (
+            "avg(orders.*)",
+            "'avg(orders.*)' is not a single reference: only count takes '*' (count(*) or *:count "
+            "names the query's source model).",
+        ),
+        (
+            "sum(amount - cost)",
+            "'sum(amount - cost)' is not a single reference: 'amount - cost' is an expression. "
+            "Name its columns one by one, or give the whole query as linked_entities.",
+        ),
+        (
+            "amount * qty:sum",
+            "'amount * qty:sum' is not a single reference: 'amount * qty' is an expression. Name "
+            "its columns one by one, or give the whole query as linked_entities.",
+        ),
+        ("sum()", "'sum()' names no column: write it as sum(<column>)."),
+        (
+            "weighted_avg(weight=qty)",
+            "'weighted_avg(weight=qty)' names no column: write it as weighted_avg(<column>).",
+        ),
+        (":sum", "':sum' names no column."),
+    ],
+)
+def test_strip_aggregation_rejects_what_is_not_one_reference(ref: str, message: str) -> None:
+    with pytest.raises(ResolutionError) as caught:
+        strip_aggregation(ref)
+    assert str(caught.value) == message
+
+
+def test_an_expression_of_two_calls_is_not_stripped() -> None:
+    # Not one call: left whole, so that the resolver's segment check rejects it.
+    assert strip_aggregation("sum(a) + sum(b)") == ("sum(a) + sum(b)", False)
+
+
+# ---------------------------------------------------------------------------------------------
+# formula_references
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("formula", "refs"),
+    [
+        ("sum(amount)", ["amount"]),
+        ("amount:sum", ["amount"]),
+        ("aov", ["aov"]),
+        ("count(*)", [SOURCE_MODEL]),
+        ("*:count", ["*"]),
+        ("sum(amount) / count(*)", ["amount", "*"]),
+        ("amount:sum / *:count", ["amount", "*"]),
+        ("cumsum(sum(amount))", ["amount"]),
+        ("cumsum(amount:sum)", ["amount"]),
+        ("change_pct(cumsum(revenue:sum))", ["revenue"]),
+        ("time_shift(amount:sum, -1, 'month')", ["amount"]),
+        ("sum(amount - cost) / sum(qty)", ["amount", "cost", "qty"]),
+        ("sum(amount * qty) * 2.5e3 + 1", ["amount", "qty"]),
+        ("(amount:sum - cost:sum) / amount:sum", ["amount", "cost"]),
+        ("weighted_avg(price, weight=qty)", ["price"]),
+        ("price:weighted_avg(weight=qty)", ["price"]),
+        ("price:weighted_avg(weight = coalesce(qty, 1), partition_by=region)", ["price"]),
+        ("rank(amount:sum, partition_by=[region, channel])", ["amount"]),
+        ("amount:last(created_at)", ["amount", "created_at"]),
+        ("last(amount, created_at)", ["amount", "created_at"]),
+        ("count_distinct(customers.regions.name)", ["customers.regions.name"]),
+        ("customers.amount:sum", ["customers.amount"]),
+        ("count(orders.*)", ["orders.*"]),
+        ("orders.customers.*:count", ["orders.customers.*"]),
+        ("sum(amount) + sum(amount)", ["amount"]),
+        ("", []),
+        ("{scale} * sum(amount)", ["amount"]),
+    ],
+)
+def test_formula_references(formula: str, refs: list[str]) -> None:
+    assert formula_references(formula) == refs
+
+
+@pytest.mark.parametrize(
+    ("formula", "message"),
+    [
+        (
+            "sum(*)",
+            "formula 'sum(*)': only count takes '*' (count(*) or *:count counts the source "
+            "model's rows).",
+        ),
+        (
+            "*:avg",
+            "formula '*:avg': only count takes '*' (count(*) or *:count counts the source model's "
+            "rows).",
+        ),
+        (
+            "sum(orders.*)",
+            "formula 'sum(orders.*)': 'orders.*' only works as count(orders.*) or orders.*:count.",
+        ),
+        (
+            "sum(café)",
+            "formula 'sum(café)': 'café' is not a name SLayer can use; columns are ASCII letters, "
+            "digits and '_'.",
+        ),
+    ],
+)
+def test_formula_errors(formula: str, message: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        formula_references(formula)
+    assert str(caught.value) == message
+
+
+# ---------------------------------------------------------------------------------------------
+# filter_references
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "refs"),
+    [
+        ("status = 'paid'", ["status"]),
+        ("status = 'paid and shipped'", ["status"]),
+        ("status = 'it''s amount > 5'", ["status"]),
+        ('note = "customers.name" or x = 1', ["note", "x"]),
+        ("lower(status) = 'x'", ["status"]),
+        ("created_at >= {start} AND created_at < {end_date}", ["created_at"]),
+        ("amount BETWEEN 5 AND 10.5", ["amount"]),
+        ("status IN ('paid', 'shipped') and not is_test", ["status", "is_test"]),
+        ("deleted_at IS NULL OR deleted_at IS NOT NULL", ["deleted_at"]),
+        ("name ILIKE '%shop%' or name like 'a_'", ["name"]),
+        ("is_test = false or is_test = TRUE", ["is_test"]),
+        ("case when status = 'paid' then amount else 0 end > 0", ["status", "amount"]),
+        ("customers.regions.name = 'EU'", ["customers.regions.name"]),
+        ("created_at::date = DATE '2024-01-01'", ["created_at"]),
+        ("cast(created_at AS date) > current_date - interval '7 days'", ["created_at"]),
+        ("amount:sum > 100", ["amount"]),
+        ("sum(amount) > 100 and count(*) >= 3", ["amount", "*"]),
+        ("count(customers.*) > 1", ["customers.*"]),
+        ("amount * qty > 10", ["amount", "qty"]),
+        ("exists (select 1 from x) and distinct amount", ["x", "amount"]),
+        ("amount:weighted_avg(weight=qty) > 5", ["amount"]),
+        ("weighted_avg(amount, weight=qty) > 5", ["amount"]),
+        ("if(status = 'paid', amount, 0) > 0", ["status", "amount"]),
+        ("status = 'unterminated and amount > 5", ["status"]),
+        ("", []),
+    ],
+)
+def test_filter_references(text: str, refs: list[str]) -> None:
+    assert filter_references(text) == refs
+
+
+def test_sql_words_are_skipped_in_filters_only() -> None:
+    assert filter_references("a AND b OR end") == ["a", "b"]
+    assert formula_references("a AND b OR end") == ["a", "AND", "b", "OR", "end"]
+    assert {"and", "or", "not", "is", "null", "in", "like", "between", "case", "end"} <= SQL_WORDS
+
+
+def test_non_strings_are_invalid_input() -> None:
+    with pytest.raises(InvalidInputError, match=r"^A filter must be a string, got a number\.$"):
+        filter_references(5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"^A formula must be a string, got null\.$"):
+        formula_references(None)  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidInputError, match=r"^Entity references must be a string, got a list\.$"
+    ):
+        split_references(["a"])  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hypothesis: the tokenizer never crashes and never leaks literals
+# ---------------------------------------------------------------------------------------------
+
+SYMBOLS = st.sampled_from(
+    list("()[]{},:*.=<>!'\"`-+/% _\n\t") + ["::", "count", "sum", "as", "date"]
+)
+TEXTS = st.lists(st.one_of(st.text(max_size=8), SYMBOLS), max_size=30).map("".join)
+
+
+def only_kb_errors(scan: Any, text: str) -> list[str]:
+    try:
+        return scan(text)
+    except KBError:
+        return []
+
+
+@given(TEXTS)
+def test_tokenizer_raises_only_kb_errors_and_returns_references(text: str) -> None:
+    for scan in (formula_references, filter_references):
+        for ref in only_kb_errors(scan, text):
+            assert REFERENCE.fullmatch(ref), (scan.__name__, text, ref)
+
+
+@given(TEXTS)
+def test_split_references_keeps_every_character(text: str) -> None:
+    refs = split_references(text)
+    assert all(ref and ref == ref.strip() for ref in refs)
+    # Nothing but commas and blanks is ever dropped.
+    assert re.sub(r"[\s,]", "", "".join(refs)) == re.sub(r"[\s,]", "", text)
+    for ref in refs:
+        try:
+            strip_aggregation(ref)
+        except KBError:
+            pass
+
+
+IDENTIFIERS = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+LITERAL_WORDS = st.lists(
+    st.one_of(st.from_regex(r"leak[A-Za-z0-9_]{0,5}", fullmatch=True), SYMBOLS), max_size=12
+).map(" ".join)
+
+
+@given(IDENTIFIERS, LITERAL_WORDS, st.sampled_from(["'", '"']))
+def test_quoted_literal_content_never_leaks(column: str, words: str, quote: str) -> None:
+    assume(not column.lower().startswith("leak"))
+    literal = words.replace('"', "") if quote == '"' else words.replace("'", "''")
+    refs = filter_references(f"{column} = {quote}{literal}{quote} and other > 1")
+    expected = [name for name in (column, "other") if name.lower() not in SQL_WORDS]
+    assert refs == list(dict.fromkeys(expected))
+
+
+@given(LITERAL_WORDS, TEXTS)
+def test_text_after_a_literal_cannot_reach_back_into_it(words: str, tail: str) -> None:
+    assume("leak" not in tail)
+    refs = only_kb_errors(filter_references, f"x = '{words.replace(chr(39), '')}' {tail}")
+    assert not any("leak" in ref for ref in refs), refs
+
+
+@given(IDENTIFIERS)
+def test_a_plain_identifier_is_its_own_reference(name: str) -> None:
+    assert formula_references(name) == [name]
+    assert filter_references(f"{name} > 1") == ([] if name.lower() in SQL_WORDS else [name])
+
+
+# ---------------------------------------------------------------------------------------------
+# query_entities
+# ---------------------------------------------------------------------------------------------
+
+EXAMPLE = {
+    "source_model": "orders",
+    "dimensions": ["customers.regions.name"],
+    "time_dimensions": [{"dimension": "created_at", "granularity": "month"}],
+    "measures": ["sum(amount)", {"formula": "count(*)", "name": "n"}, "aov"],
+    "filters": ["status = 'paid'", "amount > 5"],
+}
+
+
+def test_the_reference_example(resolver: Resolver) -> None:
+    assert query_entities(EXAMPLE, resolver) == (
+        [
+            "shop.orders",
+            "shop.regions.name",
+            "shop.orders.created_at",
+            "shop.orders.amount",
+            "shop.orders.aov",
+            "shop.orders.status",
+        ],
+        [],
+    )
+
+
+def test_the_colon_syntax_gives_the_same_entities(resolver: Resolver) -> None:
+    query = {**EXAMPLE, "measures": ["amount:sum", {"formula": "*:count", "name": "n"}, "aov"]}
+    assert query_entities(query, resolver) == query_entities(EXAMPLE, resolver)
+
+
+def test_the_seed_examples(resolver: Resolver) -> None:
+    for formula in ("sum(amount)", "amount:sum"):
+        query = {
+            "source_model": "orders",
+            "measures": [{"formula": formula}],
+            "filters": ["status = 'paid'"],
+        }
+        assert query_entities(query, resolver) == (
+            ["shop.orders", "shop.orders.amount", "shop.orders.status"],
+            [],
+        )
+
+
+def test_every_field_is_scanned(resolver: Resolver) -> None:
+    query = {
+        "source_model": "wh.orders",
+        "dimensions": [{"name": "channel"}, {"dimension": "warehouses.name"}, "warehouses.city"],
+        "time_dimensions": [{"dimension": {"name": "order_date"}, "granularity": "day"}],
+        "fields": [{"formula": "cumsum(amount:sum) / *:count", "name": "running"}],
+        "measures": [{"formula": "count(warehouses.*)"}],
+        "filters": ["channel_code = {code}"],
+        "order": [
+            {"column": "running", "direction": "desc"},
+            "amount desc",
+            {"column": {"name": "id"}},
+        ],
+        "limit": 10,
+    }
+    assert query_entities(query, resolver) == (
+        [
+            "wh.orders",
+            "wh.orders.channel",
+            "wh.warehouses.name",
+            "wh.warehouses.city",
+            "wh.orders.order_date",
+            "wh.warehouses",
+            "wh.orders.amount",
+            "wh.warehouses.channel_code",
+            "wh.orders.id",
+        ],
+        [],
+    )
+
+
+def test_names_the_query_defines_are_not_tagged(resolver: Resolver) -> None:
+    query = {
+        "source_model": "orders",
+        "measures": [
+            {"formula": "sum(amount)", "name": "revenue"},
+            {"formula": "revenue / n", "name": "per_order"},
+            {"formula": "count(*)", "name": "n"},
+        ],
+        "filters": ["revenue > 100"],
+        "order": ["per_order desc", {"name": "n"}],
+    }
+    assert query_entities(query, resolver) == (["shop.orders", "shop.orders.amount"], [])
+
+
+def test_warnings_are_collected_once(resolver: Resolver) -> None:
+    query = {
+        "source_model": "customers",
+        "dimensions": ["refunds", "refunds"],
+        "filters": ["refunds > 0"],
+    }
+    assert query_entities(query, resolver) == (
+        ["shop.customers", "shop.refunds"],
+        [
+            "'refunds' is both a model and a column in datasource 'shop'; resolved as the model. "
+            "Qualify as 'orders.refunds' for the column."
+        ],
+    )
+
+
+def test_memory_references_in_a_query(resolver: Resolver) -> None:
+    query = {"source_model": "orders", "dimensions": ["memory:7"]}
+    assert query_entities(query, resolver) == (["shop.orders", "memory:7"], [])
+
+
+@pytest.mark.parametrize(
+    ("query", "error", "message"),
+    [
+        (
+            {"source_model": "orders", "filters": ["zzz > 5"]},
+            ResolutionError,
+            "filters[0] 'zzz > 5': Unknown entity 'zzz': no datasource, model or column of that "
+            "name.",
+        ),
+        (
+            {"source_model": "orders", "dimensions": ["customers.nope"]},
+            ResolutionError,
+            "dimensions[0]: 'nope' is not a column, measure, aggregation or join target of model "
+            "'customers'.",
+        ),
+        (
+            {"source_model": "orders", "measures": ["sum(name)"]},
+            AmbiguousEntityError,
+            "measures[0] 'sum(name)': Ambiguous bare name 'name' matches columns on "
+            "['countries', 'customers', 'regions'] in datasource 'shop'. Qualify as "
+            "'<model>.name'.",
+        ),
+        (
+            {"source_model": "orders", "measures": ["sum(*)"]},
+            InvalidInputError,
+            "measures[0]: formula 'sum(*)': only count takes '*' "
+            "(count(*) or *:count counts the source model's rows).",
+        ),
+        (
+            {"source_model": "orders", "dimensions": ["memory:8"]},
+            NotFoundError,
+            "dimensions[0]: No memory with id '8'.",
+        ),
+        (
+            {"source_model": "nope"},
+            ResolutionError,
+            "Unknown source_model 'nope': no model of that name.",
+        ),
+    ],
+)
+def test_an_unresolvable_reference_raises(
+    resolver: Resolver, query: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        query_entities(query, resolver)
+    assert type(caught.value) is error
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            ["orders"],
+            "A query must be a mapping (a SlayerQuery) with a 'source_model', got a list.",
+        ),
+        (
+            {},
+            "The query has no 'source_model': a SlayerQuery needs source_model: '<model>' or "
+            "'<datasource>.<model>'.",
+        ),
+        (
+            {"dimensions": ["status"]},
+            "The query has no 'source_model': a SlayerQuery needs source_model: '<model>' or "
+            "'<datasource>.<model>'.",
+        ),
+        (
+            {"source_model": {"name": "orders"}},
+            "'source_model' must be a model name, '<model>' or '<datasource>.<model>', got a "
+            "mapping.",
+        ),
+        (
+            {"source_model": " "},
+            "'source_model' must be a model name, '<model>' or '<datasource>.<model>', got a "
+            "string.",
+        ),
+        (
+            {"source_model": "orders", "dimensions": "status"},
+            "'dimensions' must be a list of names or {name: ...} mappings, got a string.",
+        ),
+        (
+            {"source_model": "orders", "dimensions": [3]},
+            "dimensions[0] must be a column name or a mapping with 'name' or 'dimension', got a "
+            "number.",
+        ),
+        (
+            {"source_model": "orders", "time_dimensions": ["created_at"]},
+            "time_dimensions[0] must be a mapping with 'dimension', got a string.",
+        ),
+        (
+            {"source_model": "orders", "time_dimensions": [{"dimension": 1}]},
+            "time_dimensions[0].dimension must be a column name or a mapping with 'name', got a "
+            "number.",
+        ),
+        (
+            {"source_model": "orders", "measures": {"formula": "sum(amount)"}},
+            "'measures' must be a list of formulas or {formula, name} mappings, got a mapping.",
+        ),
+        (
+            {"source_model": "orders", "measures": [{"name": "n"}]},
+            "measures[0] must be a formula string or a mapping with a 'formula' string (and an "
+            "optional 'name'), got a mapping.",
+        ),
+        (
+            {"source_model": "orders", "filters": "status = 'paid'"},
+            "'filters' must be a list of filter strings, got a string.",
+        ),
+        (
+            {"source_model": "orders", "filters": [{"status": "paid"}]},
+            "filters[0] must be a filter string, got a mapping.",
+        ),
+        (
+            {"source_model": "orders", "order": [{"direction": "desc"}]},
+            "order[0] must be a column name or a mapping with 'column' or 'name', got a mapping.",
+        ),
+        # shape errors win over resolution errors that come earlier in the query
+        (
+            {"source_model": "orders", "dimensions": ["zzz"], "filters": [1]},
+            "filters[0] must be a filter string, got a number.",
+        ),
+    ],
+)
+def test_wrong_shapes_are_invalid_input(resolver: Resolver, query: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        query_entities(query, resolver)
+    assert str(caught.value) == message
+
+
+# ---------------------------------------------------------------------------------------------
+# clean_query
+# ---------------------------------------------------------------------------------------------
+
+
+def test_clean_query_drops_nones_and_what_they_leave_empty() -> None:
+    query = {
+        "source_model": "orders",
+        "dimensions": None,
+        "time_dimensions": [{"dimension": "created_at", "granularity": None}, None],
+        "measures": [{"formula": "sum(amount)", "name": None}],
+        "filters": [None],
+        "order": [{"column": None}],
+        "limit": 0,
+        "whole_periods_only": False,
+        "offset": None,
+        "variables": {},
+        "meta": {"a": None, "b": []},
+        "tags": ("x", None),
+    }
+    cleaned = clean_query(query)
+    assert cleaned == {
+        "source_model": "orders",
+        "time_dimensions": [{"dimension": "created_at"}],
+        "measures": [{"formula": "sum(amount)"}],
+        "limit": 0,
+        "whole_periods_only": False,
+        "variables": {},
+        "meta": {"b": []},
+        "tags": ["x"],
+    }
+    assert list(cleaned) == [
+        "source_model",
+        "time_dimensions",
+        "measures",
+        "limit",
+        "whole_periods_only",
+        "variables",
+        "meta",
+        "tags",
+    ]
+    assert query["dimensions"] is None  # the caller's query is left alone
+
+
+def test_clean_query_needs_a_mapping() -> None:
+    with pytest.raises(InvalidInputError, match=r"^A query must be a mapping, got a list\.$"):
+        clean_query([])  # type: ignore[arg-type]
+
+
+def test_dimension_mappings_may_name_their_model(resolver: Resolver) -> None:
+    query = {
+        "source_model": "orders",
+        "dimensions": [{"name": "name", "model": "customers"}, {"dimension": "customers.city"}],
+    }
+    assert query_entities(query, resolver) == (
+        ["shop.orders", "shop.customers.name", "shop.customers.city"],
+        [],
+    )
