@@ -302,11 +302,12 @@ class Index:
     # -- reading ----------------------------------------------------------------------------
 
     def searcher(self) -> Any:
+        if self._searcher is not None and not self._searcher.up_to_date():
+            # Whoosh's own refresh() fails on a searcher over an empty index: reopen instead.
+            self._close_searcher()
         if self._searcher is None:
             self._ix = windex.open_dir(str(self.dir))
             self._searcher = self._ix.searcher(weighting=BM25F())
-        else:
-            self._searcher = self._searcher.refresh()
         return self._searcher
 
     def _close_searcher(self) -> None:

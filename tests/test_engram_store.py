@@ -1,0 +1,189 @@
+"""Engram's mem_save family on the git store: upserts, de-duplication, soft delete, timeline."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import InvalidInputError, NotFoundError
+
+
+def save(kb: KnowledgeBase, title: str = "JWT auth middleware", content: str = "What: JWT", **kw):  # noqa: ANN201
+    return kb.save_observation(title=title, content=content, **kw)
+
+
+def test_new_observation_reply_and_defaults(empty_kb: KnowledgeBase) -> None:
+    result = save(empty_kb, type="decision", project="  My-API ")
+    assert result.action == "created"
+    assert result.message == 'Memory saved: "JWT auth middleware" (decision)\nSuggested topic_key: decision/jwt-auth-middleware'
+    data = empty_kb.get(result.memory_id)
+    assert {k: data[k] for k in ("type", "project", "scope", "session_id", "revision_count", "duplicate_count")} == {
+        "type": "decision", "project": "my-api", "scope": "project", "session_id": "manual-save-my-api",
+        "revision_count": 1, "duplicate_count": 1,
+    }
+    assert save(empty_kb, title="Other", content="x").message == 'Memory saved: "Other" (manual)\nSuggested topic_key: topic/other'
+    assert empty_kb.get("2")["session_id"] == "manual-save"
+
+
+def test_private_text_is_redacted_before_anything_else(empty_kb: KnowledgeBase) -> None:
+    result = save(empty_kb, title="Key <private>sk-123</private>", content="use <PRIVATE>\nhunter2\n</Private> here ")
+    data = empty_kb.get(result.memory_id)
+    assert (data["title"], data["learning"]) == ("Key [REDACTED]", "use [REDACTED] here")
+    assert "hunter2" not in git(empty_kb.root, "log", "-p")
+
+
+def test_topic_key_upsert_revises_in_place(empty_kb: KnowledgeBase) -> None:
+    first = save(empty_kb, content="v1", topic_key="  Architecture/Auth  Model ", type="architecture")
+    assert first.message == 'Memory saved: "JWT auth middleware" (architecture)'
+    second = save(empty_kb, title="Auth model v2", content="v2", topic_key="architecture/auth model", type="decision")
+    assert (second.action, second.memory_id) == ("revised", first.memory_id)
+    data = empty_kb.get(first.memory_id)
+    assert (data["topic_key"], data["learning"], data["title"], data["type"], data["revision_count"]) == (
+        "architecture/auth-model", "v2", "Auth model v2", "decision", 2
+    )
+    assert data["updated_at"] is not None
+    diff = git(empty_kb.root, "show", "--format=%s", "HEAD")
+    assert diff.startswith(f"memory: revise {first.memory_id} (topic architecture/auth-model)")
+    assert "\n-learning: v1\n" in diff and "\n+learning: v2\n" in diff
+    # A different project or scope makes a separate memory.
+    assert save(empty_kb, content="v3", topic_key="architecture/auth-model", project="other").action == "created"
+    assert save(empty_kb, content="v4", topic_key="architecture/auth-model", scope="personal").action == "created"
+    assert len(empty_kb.memory_ids()) == 3
+
+
+def test_duplicates_within_window_count_without_commits(empty_kb: KnowledgeBase) -> None:
+    first = save(empty_kb, content="Same   content")
+    commits_before = git(empty_kb.root, "rev-list", "--count", "HEAD")
+    for _ in range(99):
+        result = save(empty_kb, content="same content")
+        assert (result.action, result.memory_id) == ("duplicate", first.memory_id)
+    assert empty_kb.get(first.memory_id)["duplicate_count"] == 100
+    assert git(empty_kb.root, "rev-list", "--count", "HEAD") == commits_before
+    assert len(empty_kb.memory_ids()) == 1
+    # The count is folded into the memory's next real change.
+    empty_kb.update(first.memory_id, title="Renamed")
+    assert "duplicate_count: 100\n" in (empty_kb.root / f"memories/{first.memory_id}.yaml").read_text()
+    assert empty_kb.get(first.memory_id)["duplicate_count"] == 100
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"type": "bugfix"}, {"project": "elsewhere"}, {"scope": "personal"}, {"title": "Another title"}],
+)
+def test_duplicate_needs_same_type_project_scope_title(empty_kb: KnowledgeBase, change: dict) -> None:
+    save(empty_kb)
+    args = {"title": "JWT auth middleware", "content": "What: JWT", **change}
+    assert empty_kb.save_observation(**args).action == "created"
+
+
+def test_dedup_window_edge(empty_kb: KnowledgeBase) -> None:
+    first = save(empty_kb)
+    path = empty_kb.root / f"memories/{first.memory_id}.yaml"
+    text = path.read_text()
+    created = re.search(r"created_at: '(.*)'", text).group(1)
+    from slayer_kb.memory import parse_time
+
+    old = (parse_time(created) - timedelta(minutes=15, seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.write_text(text.replace(created, old))
+    assert save(empty_kb).action == "created"
+    narrow = KnowledgeBase(empty_kb.root, dedup_window=timedelta(minutes=30))
+    assert save(narrow).action == "duplicate"
+
+
+def test_content_limit(empty_kb: KnowledgeBase) -> None:
+    with pytest.raises(InvalidInputError, match=r"content is 65537 bytes; the limit is 65536 bytes"):
+        save(empty_kb, content="x" * 65537)
+    big = "word " * 13000
+    result = save(empty_kb, content=big.strip())
+    assert empty_kb.get(result.memory_id)["learning"] == big.strip()
+
+
+def test_update_partial_and_errors(empty_kb: KnowledgeBase) -> None:
+    mid = save(empty_kb, project="api").memory_id
+    data = empty_kb.update(mid, type="bugfix")
+    assert (data["type"], data["title"], data["project"]) == ("bugfix", "JWT auth middleware", "api")
+    with pytest.raises(InvalidInputError, match="Nothing to update: give at least one of"):
+        empty_kb.update(mid)
+    with pytest.raises(NotFoundError, match=r"No memory with id '99'\."):
+        empty_kb.update("99", title="x")
+    empty_kb.forget(mid, soft=True)
+    with pytest.raises(NotFoundError, match=f"Memory '{mid}' was deleted at"):
+        empty_kb.update(mid, title="x")
+
+
+def test_soft_delete_hides_from_every_read_and_hard_delete_removes(empty_kb: KnowledgeBase) -> None:
+    a = save(empty_kb, title="Alpha note", content="alpha").memory_id
+    b = save(empty_kb, title="Beta note", content="beta").memory_id
+    empty_kb.forget(a, soft=True)
+    assert (empty_kb.root / f"memories/{a}.yaml").exists()
+    assert "deleted_at: '" in (empty_kb.root / f"memories/{a}.yaml").read_text()
+    assert empty_kb.search("alpha").memories == []
+    assert [h["id"] for h in empty_kb.list()] == [b]
+    assert empty_kb.stats()["memories"] == 1
+    assert "Alpha" not in empty_kb.context()
+    empty_kb.forget(b)
+    assert not (empty_kb.root / f"memories/{b}.yaml").exists()
+
+
+def test_timeline_neighbours_in_session_oldest_first(empty_kb: KnowledgeBase) -> None:
+    ids = [save(empty_kb, title=f"Step {n}", content=f"step {n}", session_id="s1").memory_id for n in range(6)]
+    save(empty_kb, title="Elsewhere", content="other session", session_id="s2")
+    data = empty_kb.timeline(ids[3], before=2, after=1)
+    assert [h["id"] for h in data["before"]] == ids[1:3]
+    assert data["focus"]["id"] == ids[3]
+    assert [h["id"] for h in data["after"]] == [ids[4]]
+
+
+def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
+    save(empty_kb, type="decision", project="analytics")
+    result = empty_kb.session_summary("Did things", project="analytics")
+    assert result.message.startswith('Memory saved: "Session summary: analytics" (session_summary)')
+    stats = empty_kb.stats()
+    assert stats == {"memories": 2, "sessions": 1, "projects": ["analytics"], "types": {"decision": 1, "session_summary": 1}}
+    text = empty_kb.context(project="analytics")
+    assert text.startswith("# Memory context: analytics\n\n## Recent sessions\n- manual-save-analytics: 2 memories")
+    assert "Session summary: analytics (session_summary)" in text
+    assert len(empty_kb.context(budget=120)) <= 130
+
+
+def test_close_project_name_warns(empty_kb: KnowledgeBase) -> None:
+    save(empty_kb, project="analytics")
+    result = save(empty_kb, title="x", content="y", project="Analytic")
+    assert result.warnings == [
+        "New project 'analytic' looks like existing 'analytics'; if you meant one of those, save with that project name instead."
+    ]
+
+
+def test_observation_may_carry_entities_and_slayer_memory_a_title(catalog_kb: KnowledgeBase) -> None:
+    obs = catalog_kb.save_observation(title="Refund rows", content="negative rows", entities=["orders.amount"])
+    assert catalog_kb.get(obs.memory_id)["entities"] == ["shop.orders.amount"]
+    mem = catalog_kb.save_memory("plain", ["orders"], title="Titled", type="pattern")
+    hits = catalog_kb.search(entities=["orders.amount"]).memories + catalog_kb.search("Titled").memories
+    assert [h["id"] for h in hits] == [obs.memory_id, mem.memory_id]
+    assert hits[1]["title"] == "Titled"
+
+
+def test_mem_search_semantics(empty_kb: KnowledgeBase) -> None:
+    save(empty_kb, title="FTS5 sanitization", content="wrap each term in quotes", topic_key="bug/fts5")
+    save(empty_kb, title="Auth", content="JWT over sessions")
+    assert [h["id"] for h in empty_kb.search("quotes term").memories] == ["1"]
+    assert [h["id"] for h in empty_kb.search('"quotes" AND (term* OR x:y) NOT -') .memories] == ["1"]
+    assert empty_kb.search("quotes JWT", any_word=False).warnings[-1] == (
+        "No memory has all the words; showing memories with any of them."
+    )
+    assert [h["id"] for h in empty_kb.search("quotes JWT", any_word=True).memories] in (["1", "2"], ["2", "1"])
+    assert [h["id"] for h in empty_kb.search("bug/fts5").memories][0] == "1"
+
+
+def test_every_tool_through_the_cli(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    root = tmp_path / "kb"
+    assert run_cli("init", root).returncode == 0
+    proc = run_cli("--kb", root, "save", "-", "--title", "Chose JWT", "--type", "decision", input="JWT over sessions")
+    assert proc.stdout == 'Memory saved: "Chose JWT" (decision)\nSuggested topic_key: decision/chose-jwt\n(memory 1)\n'
+    proc = run_cli("--kb", root, "suggest-topic-key", "--type", "architecture", "--title", "  Auth Model  ", "--json")
+    assert proc.stdout.strip() == '{\n  "topic_key": "architecture/auth-model"\n}'
