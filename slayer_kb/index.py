@@ -28,7 +28,7 @@ from .memory import Memory, loads
 from .repo import STATE_DIR
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 1
+FORMAT = 2
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 MEMORIES_DIR = "memories"
 # A file changed within this many seconds of a scan may change again within the file system's
@@ -46,6 +46,11 @@ SCHEMA = Schema(
     learning=TEXT(analyzer=_analyzer, field_boost=2.0),
     description=TEXT(analyzer=_analyzer, field_boost=1.0),
     entities=KEYWORD(scorable=True, lowercase=False),
+    # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
+    # about a model also finds memories about its columns, ranked below exact matches.
+    under=KEYWORD(lowercase=False),
+    # The words of a named id (kb.refund-policy): people choose ids that say what a memory is.
+    name=TEXT(analyzer=_analyzer, field_boost=1.5),
     datasources=KEYWORD(lowercase=False),
     type=ID,
     project=ID,
@@ -85,7 +90,9 @@ def value_or_none(value: str | None) -> str:
 
 
 def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
-    datasources = {e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")}
+    catalog_entities = [e for e in memory.entities if not e.startswith("memory:")]
+    datasources = {e.split(".", 1)[0] for e in catalog_entities}
+    ancestors = {e.rsplit(".", n)[0] for e in catalog_entities for n in range(1, e.count(".") + 1)}
     return {
         "id": memory.id,
         "kind": "memory",
@@ -94,6 +101,8 @@ def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
         "description": memory.description or "",
         "entities": " ".join(memory.entities),
         "datasources": " ".join(sorted(datasources)),
+        "under": " ".join(sorted(ancestors)),
+        "name": "" if memory.id.isdigit() else memory.id.replace(".", " ").replace("-", " ").replace("_", " "),
         "type": value_or_none(memory.type),
         "project": value_or_none(memory.project),
         "scope": value_or_none(memory.scope or "project"),

@@ -742,7 +742,7 @@ class KnowledgeBase:
             "type": data["type"],
             "description": data["description"] or _first_paragraph(data["learning"]),
             "entities": live,
-            "matched_entities": [e for e in live if e in inputs],
+            "matched_entities": [e for e in live if any(e == i or e.startswith(i + ".") for i in inputs)],
             "project": data["project"],
             "scope": data["scope"],
             "created_at": data["created_at"],

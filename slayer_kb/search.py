@@ -11,7 +11,7 @@ from whoosh import query as Q
 from .engram import normalize_topic_key
 from .index import NONE, text_terms
 
-TEXT_FIELDS = ("title", "learning", "description")
+TEXT_FIELDS = ("title", "learning", "description", "name")
 # memory:<id> named in the input finds that memory first; an exact topic key comes next.
 SELF_BOOST = 50.0
 TOPIC_BOOST = 25.0
@@ -39,6 +39,7 @@ def entity_query(entities: list[str]) -> Q.Query | None:
     if not entities:
         return None
     clauses: list[Q.Query] = [Q.Term("entities", e) for e in entities]
+    clauses.extend(Q.Term("under", e, boost=0.3) for e in entities if not e.startswith("memory:"))
     for entity in entities:
         if entity.startswith("memory:"):
             clauses.append(Q.Term("id", entity[len("memory:") :], boost=SELF_BOOST))

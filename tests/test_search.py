@@ -1,0 +1,138 @@
+"""Search: SLayer's and Engram's inputs, ranking, and a relevance set over the example KB."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import InvalidInputError, NotFoundError
+
+# (question or entity, expected top hit): what a person asking this should see first.
+RELEVANCE = [
+    ("q", "time zones UTC", "2"),
+    ("q", "klarna captured", "7"),
+    ("q", "test orders", "6"),
+    ("q", "fiscal year", "kb.fiscal-calendar"),
+    ("q", "soft delete", "kb.soft-deletes"),
+    ("q", "currency conversion exchange rate", "kb.currency-conversion"),
+    ("q", "active customer definition", "kb.active-customer"),
+    ("q", "is_returned NULL", "3"),
+    ("q", "affiliate commission", "16"),
+    ("q", "UTM campaign case", "14"),
+    ("q", "warehouse refresh schedule", "10"),
+    ("q", "weighted average price", "17"),
+    ("q", "margin unit cost", "19"),
+    ("q", "slowly changing dimension", "22"),
+    ("q", "conversion rate sessions", "13"),
+    ("q", "new versus returning buyers", "23"),
+    ("q", "payments cents", "4"),
+    ("q", "how are refunds counted", "kb.refund-policy"),
+    ("q", "paid revenue", "kb.paid-revenue"),
+    ("q", "DuckDB connection agents", "24"),
+    ("q", "long date ranges warehouse", "25"),
+    ("q", "decision/paid-revenue", "kb.paid-revenue"),
+    ("e", "shop.orders.amount", "1"),
+    ("e", "memory:kb.paid-revenue", "kb.paid-revenue"),
+    ("e", "shop.payments.amount_cents", "4"),
+    ("e", "orders.is_returned", "3"),
+    ("e", "memory:15", "15"),
+    ("e", "shop.refunds", "26"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "expected"), RELEVANCE, ids=[r[1] for r in RELEVANCE])
+def test_relevance(example_kb: KnowledgeBase, kind: str, text: str, expected: str) -> None:
+    result = example_kb.search(text, any_word=True) if kind == "q" else example_kb.search(entities=[text])
+    hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])
+    assert hits and hits[0]["id"] == expected, [h["id"] for h in hits[:3]]
+
+
+def test_query_memories_come_back_as_example_queries(example_kb: KnowledgeBase) -> None:
+    result = example_kb.search(entities=["shop.orders.status"], limit=20)
+    assert "kb.paid-revenue" in [h["id"] for h in result.example_queries]
+    assert all("query" in h for h in result.example_queries)
+    assert all("query" not in h for h in result.memories)
+    assert "kb.paid-revenue" not in [h["id"] for h in result.memories]
+
+
+def test_bad_references_are_warnings(example_kb: KnowledgeBase) -> None:
+    result = example_kb.search(entities=["nope.nothing", "orders.amount"])
+    assert result.resolved_input_entities == ["shop.orders.amount"]
+    assert result.warnings[0].startswith("entity 'nope.nothing' dropped: ")
+    assert result.memories
+
+
+def test_search_with_a_query_input(example_kb: KnowledgeBase) -> None:
+    result = example_kb.search(query={"source_model": "orders", "measures": ["sum(amount)"]})
+    assert result.resolved_input_entities == ["shop.orders", "shop.orders.amount"]
+    assert result.memories[0]["matched_entities"]
+
+
+def test_unknown_datasource_is_an_error(example_kb: KnowledgeBase) -> None:
+    with pytest.raises(NotFoundError, match=r"^Unknown datasource 'nope'. Known datasources: shop, wh.$"):
+        example_kb.search("revenue", datasource="nope")
+
+
+def test_datasource_filter(example_kb: KnowledgeBase) -> None:
+    hits = example_kb.search("revenue", any_word=True, datasource="wh", limit=50)
+    for hit in hits.memories + hits.example_queries:
+        assert any(e.startswith("wh.") or e == "wh" for e in hit["entities"])
+
+
+def test_no_input_gives_newest_with_warning(example_kb: KnowledgeBase) -> None:
+    result = example_kb.search(limit=3)
+    assert result.warnings == ["No entities, query or question given: showing the newest memories."]
+    stamps = [h["created_at"] for h in result.memories]
+    assert stamps == sorted(stamps, reverse=True) and len(stamps) == 3
+
+
+def test_max_results_and_compact(example_kb: KnowledgeBase) -> None:
+    assert len(example_kb.search("orders", limit=2).memories) == 2
+    with pytest.raises(InvalidInputError, match="at least 1"):
+        example_kb.search("orders", limit=0)
+    compact = example_kb.search("fiscal year").memories[0]
+    assert "learning" not in compact and len(compact["description"]) <= 500
+    full = example_kb.search("fiscal year", full=True).memories[0]
+    assert full["learning"].startswith("The company's fiscal year runs from 1 February")
+
+
+def test_stale_tags_are_ignored(example_kb: KnowledgeBase) -> None:
+    (example_kb.root / "models/shop/refunds.yaml").unlink()
+    result = example_kb.search(entities=["shop.orders"], limit=50)
+    for hit in result.memories + result.example_queries:
+        assert not any(e.startswith("shop.refunds") for e in hit["entities"])
+
+
+def test_stale_example_query_is_warned(example_kb: KnowledgeBase) -> None:
+    fresh = example_kb.search("paid revenue")
+    assert not any("stale" in w for w in fresh.warnings)
+    (example_kb.root / "models/shop/orders.yaml").write_text(
+        (example_kb.root / "models/shop/orders.yaml").read_text().replace("name: status", "name: state")
+    )
+    result = example_kb.search("paid revenue")
+    assert any(
+        w.startswith("example_query memory:kb.paid-revenue: attached query has stale references (")
+        and w.endswith("); re-save to clean.")
+        for w in result.warnings
+    )
+
+
+@pytest.mark.parametrize("words", ['"unbalanced', "AND OR NOT", "a* ?b [c TO d] {x}", "field:value ~2 ^3", "(((", "\\", "-"])
+def test_query_syntax_is_never_an_error(example_kb: KnowledgeBase, words: str) -> None:
+    example_kb.search(words)
+    example_kb.search(words, any_word=True)
+
+
+def test_catalog_hits(example_kb: KnowledgeBase) -> None:
+    result = example_kb.search("refund reason", any_word=True)
+    assert "shop.refunds.reason" in [e["entity"] for e in result.entities]
+    assert result.entities[0].keys() == {"entity", "kind", "description", "score"}
+
+
+def test_cli_search_json_keys(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+    proc = run_cli("--kb", example_kb.root, "search", "refunds", "-e", "orders.amount", "--json")
+    data = json_of(proc)
+    assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
+    hit = (data["memories"] + data["example_queries"])[0]
+    assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)
