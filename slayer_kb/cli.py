@@ -669,7 +669,7 @@ def mcp(settings: Settings) -> None:
     """
     from .mcp_server import serve
 
-    serve(settings.kb_path)
+    serve(settings.kb())
 
 
 # Commands of the other areas register themselves on ``cli``.

@@ -552,8 +552,8 @@ class KnowledgeBase:
             )
         if not given:
             raise InvalidInputError(
-                "Nothing to update: give at least one of --title, --learning, --type, "
-                "--description, --project, --scope, --topic-key, -e."
+                "Nothing to update: give at least one field (title, learning/content, type, "
+                "description, project, scope, topic_key, entities)."
             )
         with self._writing():
             memory = self.read(memory_id)

@@ -1,0 +1,280 @@
+"""The MCP server as a client sees it: ``slayer-kb mcp`` started as a real subprocess and driven
+over stdio by the ``mcp`` SDK's own client, against a committed copy of the example KB."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+T = TypeVar("T")
+
+SLAYER_PARAMS = {
+    "save_memory": {"learning", "linked_entities", "id", "description"},
+    "search": {"entities", "query", "question", "datasource", "max_results", "compact"},
+    "forget_memory": {"id"},
+}
+ENGRAM_PARAMS = {
+    "mem_save": {"title", "content", "type", "session_id", "project", "scope", "topic_key"},
+    "mem_search": {"query", "type", "project", "scope", "limit", "match_mode"},
+    "mem_update": {"id", "title", "content", "type", "project", "scope", "topic_key"},
+    "mem_delete": {"id", "hard_delete"},
+    "mem_get_observation": {"id"},
+    "mem_suggest_topic_key": {"type", "title", "content"},
+    "mem_session_summary": {"content", "project", "session_id"},
+    "mem_context": {"project", "scope"},
+    "mem_timeline": {"observation_id", "before", "after"},
+    "mem_stats": set(),
+}
+READ_ONLY = {"search", "mem_search", "mem_get_observation", "mem_suggest_topic_key", "mem_context",
+             "mem_timeline", "mem_stats"}
+DESTRUCTIVE = {"save_memory", "forget_memory", "mem_save", "mem_update", "mem_delete"}
+
+AMBIGUOUS_ID = (
+    "Ambiguous bare name 'id' matches columns on ['customers', 'order_items', 'orders', 'payments', "
+    "'products', 'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'."
+)
+BAD_ID = (
+    "Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
+    "Use letters, digits, '.', '_' or '-'."
+)
+
+
+def with_server(root: Path, script: Callable[[ClientSession], Awaitable[T]]) -> T:
+    """Run ``script`` against one ``slayer-kb --kb ROOT mcp`` process and stop it afterwards."""
+
+    async def main() -> T:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "slayer_kb", "--kb", str(root), "mcp"],
+            env=dict(os.environ),  # conftest's git identity and isolated git config
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await script(session)
+
+    try:
+        return asyncio.run(asyncio.wait_for(main(), timeout=60))
+    except Exception as exc:
+        # The SDK's task groups wrap a failed assertion several levels deep; show it plainly.
+        inner: BaseException = exc
+        while len(getattr(inner, "exceptions", ())) == 1:
+            inner = inner.exceptions[0]  # type: ignore[attr-defined]
+        raise inner from None
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """A successful call's text; a tool error fails the test with the server's message."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}{arguments} failed: {result.content[0].text}"
+    return result.content[0].text
+
+
+async def call_json(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    return json.loads(await call(session, tool, **arguments))
+
+
+async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}{arguments} should have failed: {result.content[0].text}"
+    return result.content[0].text
+
+
+def test_every_tool_and_parameter_is_documented(example_kb: KnowledgeBase) -> None:
+    async def script(session: ClientSession) -> list[Any]:
+        return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in with_server(example_kb.root, script)}
+    expected = {**SLAYER_PARAMS, **ENGRAM_PARAMS}
+    assert set(tools) == set(expected)
+    for name, tool in tools.items():
+        schema = tool.input_schema
+        assert set(schema["properties"]) == expected[name], name
+        assert len(tool.description or "") > 80, name
+        for param, prop in schema["properties"].items():
+            assert len(prop.get("description", "")) > 10, f"{name}.{param} has no description"
+        hints = tool.annotations
+        assert hints is not None, name
+        assert hints.read_only_hint is (name in READ_ONLY), name
+        assert hints.destructive_hint is (name in DESTRUCTIVE), name
+        assert isinstance(hints.idempotent_hint, bool), name
+        assert hints.open_world_hint is False, name
+    assert tools["save_memory"].input_schema["required"] == ["learning", "linked_entities"]
+    assert tools["mem_save"].input_schema["required"] == ["title", "content"]
+    assert tools["search"].input_schema["properties"]["max_results"]["default"] == 10
+    assert tools["search"].input_schema["properties"]["compact"]["default"] is True
+    assert tools["mem_delete"].input_schema["properties"]["hard_delete"]["default"] is False
+    # The seed lost marks for an undocumented description parameter: it is documented here.
+    assert "description" in tools["save_memory"].description
+    assert "500" in tools["save_memory"].input_schema["properties"]["description"]["description"]
+
+
+def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, run_cli: Any) -> None:
+    root = example_kb.root
+
+    async def script(session: ClientSession) -> None:
+        saved = await call_json(
+            session, "save_memory", learning="Customer totals: sum shop.orders.amount per customer",
+            linked_entities=["orders.amount", "customers"], description="Per-customer totals",
+        )
+        assert saved == {"memory_id": "27", "resolved_entities": ["shop.orders.amount", "shop.customers"],
+                         "warnings": [], "action": "created"}
+        query = {"source_model": "orders", "measures": ["sum(amount)"], "filters": ["status = 'paid'"]}
+        example = await call_json(session, "save_memory", learning="Paid order totals", linked_entities=query,
+                                  id="kb.test-paid")
+        assert example["memory_id"] == "kb.test-paid"
+        assert example["resolved_entities"] == ["shop.orders", "shop.orders.amount", "shop.orders.status"]
+
+        found = await call_json(session, "search", entities=["shop.orders.amount"], max_results=50)
+        assert "27" in [m["id"] for m in found["memories"]]
+        assert "kb.test-paid" not in [m["id"] for m in found["memories"]]
+        paid = next(m for m in found["example_queries"] if m["id"] == "kb.test-paid")
+        assert paid["query"] == query
+        assert found["resolved_input_entities"] == ["shop.orders.amount"]
+        assert {"memories", "example_queries", "entities", "warnings"} <= set(found)
+        compact = next(m for m in found["memories"] if m["id"] == "27")
+        assert compact["description"] == "Per-customer totals" and "learning" not in compact
+        full = await call_json(session, "search", question="customer totals", compact=False)
+        assert full["memories"][0]["id"] == "27"
+        assert full["memories"][0]["learning"] == "Customer totals: sum shop.orders.amount per customer"
+
+        # Lenient search: a bad reference is a warning, not an error.
+        lenient = await call_json(session, "search", entities=["id", "shop.customers"])
+        assert [m["id"] for m in lenient["memories"]][:1] == ["27"]
+        assert any(w.startswith("entity 'id' dropped: Ambiguous bare name 'id'") for w in lenient["warnings"])
+
+        # Upsert by id: replaced whole, still one memory.
+        replaced = await call_json(session, "save_memory", learning="Paid totals, v2",
+                                   linked_entities=["orders.status"], id="kb.test-paid")
+        assert replaced["action"] == "replaced"
+
+        assert await call_json(session, "forget_memory", id="27") == {"deleted_id": "27", "stripped_from": []}
+        after = await call_json(session, "search", entities=["shop.orders.amount"], max_results=50)
+        assert "27" not in [m["id"] for m in after["memories"]]
+
+        # Errors are tool errors carrying the CLI's message; the session carries on after them.
+        assert await error(session, "save_memory", learning="x", linked_entities=["id"]) == AMBIGUOUS_ID
+        assert await error(session, "forget_memory", id="nope") == "No memory with id 'nope'."
+        assert await error(session, "forget_memory", id="a/b") == BAD_ID
+        assert await error(session, "save_memory", learning="x", linked_entities=["orders.amount"], id="a/b") == BAD_ID
+        assert await error(session, "save_memory", learning="  ", linked_entities=["orders.amount"]) == (
+            "learning is required and must not be blank."
+        )
+        assert await error(session, "search", question="x", max_results="ten") == (
+            "search: 'max_results' must be an integer, not a string."
+        )
+        assert await error(session, "save_memory", learning="x", linked_entities=[], colour="red") == (
+            "save_memory has no parameter 'colour'; its parameters are: learning, linked_entities, id, description."
+        )
+        assert await error(session, "search", entities=["orders.amount"], datasource="nope") == (
+            "Unknown datasource 'nope'. Known datasources: shop, wh."
+        )
+        assert await error(session, "save_memory", learning=["x"], linked_entities=["orders.amount"]) == (
+            "save_memory: 'learning' must be a string, not a list."
+        )
+        assert await error(session, "save_memory", learning="x") == (
+            "save_memory needs the parameter 'linked_entities'."
+        )
+
+        # A file written behind the server's back is found by the next search.
+        (root / "memories" / "hand-written.yaml").write_text(
+            "learning: |\n  Zebracorn promotions are booked on shop.orders.amount as negative lines.\n"
+            "entities:\n- shop.orders.amount\ncreated_at: '2026-11-30T08:00:00Z'\n",
+            encoding="utf-8",
+        )
+        edited = await call_json(session, "search", question="zebracorn")
+        assert [m["id"] for m in edited["memories"]] == ["hand-written"]
+        hand = root / "memories" / "hand-written.yaml"
+        hand.write_text(hand.read_text(encoding="utf-8").replace("Zebracorn", "Okapifest"), encoding="utf-8")
+        assert (await call_json(session, "search", question="zebracorn"))["memories"] == []
+        assert [m["id"] for m in (await call_json(session, "search", question="okapifest"))["memories"]] == ["hand-written"]
+
+    with_server(root, script)
+
+    # The same messages as the CLI prints after "Error: ".
+    for args, message in (
+        (("forget", "nope"), "No memory with id 'nope'."),
+        (("forget", "a/b"), BAD_ID),
+        (("save", "x", "-e", "id"), AMBIGUOUS_ID),
+    ):
+        proc = run_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
+
+
+def test_engram_tools(example_kb: KnowledgeBase) -> None:
+    async def script(session: ClientSession) -> None:
+        content = "**What**: weeks start on Monday (ISO 8601)\n**Why**: finance reports by ISO week"
+        reply = await call(session, "mem_save", title="Chose ISO weeks for reporting", content=content,
+                           type="decision", project="analytics")
+        assert reply == (
+            'Memory saved: "Chose ISO weeks for reporting" (decision)\n'
+            "Suggested topic_key: decision/chose-iso-weeks-for-reporting"
+        )
+        with_key = await call(session, "mem_save", title="Auth model", content="JWT for the API",
+                              type="architecture", topic_key="architecture/auth-model")
+        assert with_key == 'Memory saved: "Auth model" (architecture)'
+
+        found = await call(session, "mem_search", query="ISO weeks", project="analytics")
+        assert found.startswith("Found 1 memories:\n\n[1] #")
+        memory_id = re.search(r"#(\S+) \(decision\) \u2014 Chose ISO weeks for reporting", found)[1]  # type: ignore[index]
+        assert "**What**: weeks start on Monday (ISO 8601) **Why**: finance reports by ISO week" in found
+        assert re.search(r"\n    \d{4}-\d\d-\d\dT\S+ \| project: analytics \| scope: project$", found)
+
+        updated = await call(session, "mem_update", id=memory_id, title="ISO weeks everywhere")
+        assert updated == f'Memory updated: #{memory_id} "ISO weeks everywhere" (decision, scope=project)'
+        observation = await call(session, "mem_get_observation", id=int(memory_id))
+        assert observation.startswith(f"#{memory_id} [decision] ISO weeks everywhere\n{content}\n")
+        assert "\nSession: manual-save-analytics\n" in observation
+        assert "\nRevisions: 2\n" in observation and "\nTopic: " not in observation
+
+        timeline = await call(session, "mem_timeline", observation_id=memory_id, before=3, after=3)
+        assert f">>> #{memory_id} [decision] ISO weeks everywhere <<<" in timeline
+        assert timeline.startswith("Session: manual-save-analytics\n")
+        assert await call(session, "mem_suggest_topic_key", type="architecture", title="  Auth Model  ") == (
+            "Suggested topic_key: architecture/auth-model"
+        )
+        summary = await call(session, "mem_session_summary", content="## Goal\nReporting calendar", project="Analytics")
+        assert summary == 'Session summary saved for project "analytics"'
+        context = await call(session, "mem_context", project="analytics")
+        assert context.startswith("# Memory context: analytics\n") and "Session summary: analytics" in context
+        assert re.search(r"\n---\nMemory stats: \d+ sessions, \d+ observations across projects: analytics$", context)
+        assert (await call(session, "mem_stats")).startswith("Memory System Stats:\n- Sessions: ")
+
+        assert await call(session, "mem_delete", id=memory_id) == f"Memory #{memory_id} soft-deleted"
+        assert await call(session, "mem_search", query="ISO weeks", project="analytics") == (
+            'No memories found for: "ISO weeks"'
+        )
+        gone = await error(session, "mem_get_observation", id=memory_id)
+        assert gone.startswith(f"Memory '{memory_id}' was deleted at ")
+        assert await call(session, "mem_delete", id="kb.refund-policy", hard_delete=True) == (
+            "Memory #kb.refund-policy permanently deleted\nRemoved the link memory:kb.refund-policy from: 11"
+        )
+        assert await error(session, "mem_update", id="nope", title="x") == "No memory with id 'nope'."
+        assert await error(session, "mem_search", query="x", match_mode="some") == (
+            "mem_search: 'match_mode' must be one of 'all', 'any', not 'some'."
+        )
+
+    with_server(example_kb.root, script)
+    assert not (example_kb.root / "memories" / "kb.refund-policy.yaml").exists()
+    assert "memory:kb.refund-policy" not in (example_kb.root / "memories" / "11.yaml").read_text()
+
+
+def test_missing_kb_is_reported_before_serving(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "slayer_kb", "--kb", str(tmp_path / "nowhere"), "mcp"],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"Error: No knowledge base at {tmp_path / 'nowhere'}")
