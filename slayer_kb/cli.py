@@ -380,15 +380,27 @@ def forget(settings: Settings, memory_id: str, soft: bool) -> None:
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
+@click.option("--rev", metavar="REV", help="Bring back the version at this commit, branch or tag (also of a deleted memory).")
 @json_option
 @pass_settings
-def restore(settings: Settings, memory_id: str) -> None:
-    """Bring back a soft-deleted memory.
+def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
+    """Bring back a soft-deleted memory, or with --rev the version at REV, as a new commit.
 
     \b
-    Example:
+    Examples:
       slayer-kb restore 12
+      slayer-kb restore 12 --rev HEAD~3
     """
+    if rev is not None:
+        from .history import restore_revision
+
+        result = restore_revision(settings.kb(), memory_id, rev)
+        emit(
+            settings,
+            result.to_json(),
+            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warn_lines(result.warnings),
+        )
+        return
     data = settings.kb().restore(memory_id)
     emit(settings, data, f"Restored memory {memory_id}")
 

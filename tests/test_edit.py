@@ -1,0 +1,144 @@
+"""``edit ID`` with a scripted $EDITOR: a small Python program that writes prepared texts."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.editing import edit
+from slayer_kb.errors import InvalidInputError
+
+EDITOR = """\
+import sys
+from pathlib import Path
+
+here = Path(__file__).parent
+count = here / "count"
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+(here / f"seen-{n}.txt").write_text(Path(sys.argv[1]).read_text())
+step = here / f"step-{n}.yaml"
+if step.exists():
+    Path(sys.argv[1]).write_text(step.read_text())
+"""
+
+
+@pytest.fixture
+def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Returns ``steps(*texts)``: the texts the editor writes on its 1st, 2nd, ... run."""
+    folder = tmp_path / "editor"
+    folder.mkdir()
+    (folder / "editor.py").write_text(EDITOR)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(folder / 'editor.py'))}"
+    monkeypatch.setenv("EDITOR", command)
+    monkeypatch.delenv("VISUAL", raising=False)
+
+    def steps(*texts: str | None) -> Path:
+        for n, text in enumerate(texts):
+            if text is not None:
+                (folder / f"step-{n}.yaml").write_text(text)
+        return folder
+
+    return steps
+
+
+def commits(kb: KnowledgeBase) -> int:
+    return int(git(kb.root, "rev-list", "--count", "HEAD"))
+
+
+def test_valid_edit_is_committed_in_canonical_form(catalog_kb: KnowledgeBase, editor) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    created = kb.get(mid)["created_at"]
+    folder = editor(
+        f"created_at: '{created}'\nentities: [orders.amount, status]\nlearning: Amount is EUR incl. VAT\n"
+    )
+    before = commits(kb)
+    result = edit(kb, mid, reopen=lambda _p: pytest.fail("no problem expected"))
+    assert result.changed and commits(kb) == before + 1
+    assert git(kb.root, "log", "-1", "--format=%s").strip() == f"memory: edit {mid}"
+    assert (kb.root / "memories" / f"{mid}.yaml").read_text() == (
+        "learning: Amount is EUR incl. VAT\nentities:\n- shop.orders.amount\n- shop.orders.status\n"
+        f"created_at: '{created}'\n"
+    )
+    # The editor saw a copy outside memories/.
+    assert (folder / "seen-0.txt").read_text().startswith("learning: Amount is EUR")
+    assert kb.search(entities=["orders.status"]).memories[0]["id"] == mid
+    assert not list((kb.root / ".slayer-kb" / "tmp").glob("edit-*"))
+
+
+def test_noop_edit_commits_nothing(catalog_kb: KnowledgeBase, editor) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    editor()  # the editor changes nothing
+    before = commits(kb)
+    assert not edit(kb, mid, reopen=lambda _p: True).changed
+    assert commits(kb) == before
+
+
+def test_problem_reopens_then_commits(catalog_kb: KnowledgeBase, editor) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    created = kb.get(mid)["created_at"]
+    folder = editor(
+        f"learning: fixed?\nentities:\n- orders.nope\ncreated_at: '{created}'\n",
+        f"learning: fixed\nid: 3\ncreated_at: '{created}'\n",
+        f"learning: fixed\ncreated_at: '{created}'\n",
+    )
+    problems: list[str] = []
+    result = edit(kb, mid, reopen=lambda p: problems.append(p) is None)
+    assert result.changed
+    assert problems[0].startswith(f"memories/{mid}.yaml:2: entities:") and "nope" in problems[0]
+    assert problems[1].startswith(f"memories/{mid}.yaml:2: unknown key 'id'")
+    # Each reopen showed the text as left, not the original.
+    assert "orders.nope" in (folder / "seen-1.txt").read_text()
+    assert kb.get(mid)["learning"] == "fixed" and kb.get(mid)["entities"] == []
+
+
+def test_declined_reopen_commits_nothing_and_keeps_the_draft(catalog_kb: KnowledgeBase, editor) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    editor("learning: [broken\n")
+    before = commits(kb)
+    with pytest.raises(InvalidInputError) as exc:
+        edit(kb, mid, reopen=lambda _p: False)
+    assert "invalid YAML" in str(exc.value) and "kept in" in str(exc.value)
+    assert commits(kb) == before
+    assert kb.get(mid)["learning"] == "Amount is EUR"
+
+
+def test_cli_edit(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    created = kb.get(mid)["created_at"]
+    editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
+    before = commits(kb)
+    # No answer on stdin: the problem is shown, nothing committed, exit 1.
+    proc = run_cli("--kb", kb.root, "edit", mid, input="")
+    assert proc.returncode == 1
+    assert f"memories/{mid}.yaml:2: invalid YAML" in proc.stderr and "Reopen the editor?" in proc.stderr
+    assert commits(kb) == before
+
+
+def test_cli_edit_reopens_on_yes(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    created = kb.get(mid)["created_at"]
+    editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
+    proc = run_cli("--kb", kb.root, "edit", mid, "--json", input="y\n")
+    assert proc.returncode == 0, proc.stderr
+    assert json_of(proc)["changed"] is True
+    assert KnowledgeBase(kb.root).get(mid)["learning"] == "Amount is EUR, checked"
+
+
+def test_cli_edit_noop_says_so(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    editor()
+    proc = run_cli("--kb", kb.root, "edit", mid, check=True)
+    assert "nothing committed" in proc.stdout

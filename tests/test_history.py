@@ -1,0 +1,169 @@
+"""log / show --rev / restore --rev and review, on real git repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import NotFoundError
+from slayer_kb.history import log, restore_revision, review, show, word_diff
+
+
+def head(kb: KnowledgeBase) -> str:
+    return git(kb.root, "rev-parse", "HEAD").strip()
+
+
+def test_log_lists_every_commit_of_one_memory(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    first = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    kb.save_memory("Something else", ["orders.status"])
+    kb.update(first, learning="Amount is EUR incl. VAT")
+    entries = log(kb, first)
+    assert [e["message"] for e in entries] == [f"memory: update {first} (learning)", f"memory: save {first}"]
+    assert entries[0]["author"] == "Test Author <author@example.com>"
+    assert entries[0]["date"][:2] == "20"
+
+
+def test_log_follows_a_rename(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    kb.save_memory("Amount is EUR", ["orders.amount"], id="old-name")
+    git(kb.root, "mv", "memories/old-name.yaml", "memories/new-name.yaml")
+    git(kb.root, "commit", "-q", "-m", "rename")
+    assert [e["message"] for e in log(kb, "new-name")] == ["rename", "memory: save old-name"]
+
+
+def test_log_of_unknown_memory(catalog_kb: KnowledgeBase) -> None:
+    catalog_kb.save_memory("x", ["orders.amount"])
+    with pytest.raises(NotFoundError):
+        log(catalog_kb, "nope")
+
+
+def test_show_rev_and_deleted_memory(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Version one", ["orders.amount"]).memory_id
+    v1 = head(kb)
+    kb.update(mid, learning="Version two")
+    assert show(kb, mid, v1).memory.learning == "Version one"
+    assert show(kb, mid).memory.learning == "Version two"
+    kb.forget(mid)
+    shown = show(kb, mid)
+    assert shown.memory.learning == "Version two" and shown.deleted_in == head(kb)
+    assert show(kb, mid, "HEAD~1").memory.learning == "Version two"
+    with pytest.raises(NotFoundError):
+        show(kb, mid, "HEAD")
+    with pytest.raises(NotFoundError):
+        show(kb, mid, "no-such-branch")
+
+
+def test_restore_revision_brings_back_old_and_deleted_versions(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    target = kb.save_memory("Target", ["orders.status"]).memory_id
+    mid = kb.save_memory("Version one", ["orders.amount", f"memory:{target}"]).memory_id
+    v1 = head(kb)
+    kb.update(mid, learning="Version two")
+    result = restore_revision(kb, mid, v1)
+    assert kb.get(mid)["learning"] == "Version one"
+    assert result.commit == head(kb)
+    assert git(kb.root, "log", "-1", "--format=%s").startswith(f"memory: restore {mid} as of {v1[:12]}")
+    # A deleted memory comes back; its reference to a memory forgotten since is dropped.
+    kb.forget(mid)
+    kb.forget(target)
+    result = restore_revision(kb, mid, v1)
+    assert kb.get(mid)["entities"] == ["shop.orders.amount"]
+    assert any(f"memory:{target}" in w for w in result.warnings)
+    # Restoring what is already there commits nothing.
+    before = head(kb)
+    assert restore_revision(kb, mid, "HEAD").commit is None
+    assert head(kb) == before
+
+
+def test_soft_deleted_version_restores_live(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Soft", ["orders.amount"]).memory_id
+    kb.forget(mid, soft=True)
+    restore_revision(kb, mid, "HEAD")
+    assert kb.get(mid)["deleted_at"] is None
+
+
+def test_word_diff() -> None:
+    assert word_diff("Amount is in EUR.", "Amount is in USD now.") == "Amount is in [-EUR.-]{+USD now.+}"
+    assert word_diff("a b c", "a b c") == "a b c"
+
+
+def test_review_reports_every_kind_of_change(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    changed = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    relinked = kb.save_memory("Status values", ["orders.status"]).memory_id
+    removed = kb.save_memory("Old note", ["orders.qty"]).memory_id
+    base = head(kb)
+    kb.update(changed, learning="Amount is in EUR including VAT.")
+    kb.update(relinked, entities=["orders.status", "orders.created_at"])
+    kb.forget(removed)
+    added = kb.save_observation("Auth decision", "JWT over sessions", type="decision").memory_id
+    # A catalog change and a broken file, committed by hand.
+    model = kb.root / "models" / "shop" / "orders.yaml"
+    model.write_text(model.read_text().replace("- {name: qty, sql: qty, type: INT, description: Items in the order}\n", ""))
+    (kb.root / "memories" / "broken.yaml").write_text("learning: [unclosed\n")
+    commit_all(kb.root, "hand edits")
+    r = review(kb, base)
+    assert [c.id for c in r.added] == [added]  # broken.yaml does not parse: a problem instead
+    assert r.added[0].label == "Auth decision"
+    assert [c.id for c in r.changed] == [changed]
+    assert r.changed[0].fields == ["learning", "updated_at"]
+    assert r.changed[0].learning_diff == "Amount is in [-EUR.-]{+EUR including VAT.+}"
+    assert [c.id for c in r.relinked] == [relinked]
+    assert r.relinked[0].entities_added == ["shop.orders.created_at"]
+    assert [c.id for c in r.removed] == [removed]
+    assert r.catalog == {"leaves_removed": ["shop.orders.qty"]}
+    assert any("broken.yaml" in p for p in r.problems)
+    md = r.markdown()
+    for text in ("### Added", "### Changed", "### Re-linked", "### Removed", "### Catalog", "### Problems",
+                 "{+EUR including VAT.+}", "`shop.orders.qty`"):
+        assert text in md
+
+
+def test_review_flags_entities_that_do_not_resolve_at_head(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    base_mid = kb.save_memory("Uses qty", ["orders.qty"]).memory_id
+    base = head(kb)
+    (kb.root / "memories" / "9.yaml").write_text(
+        "learning: hand written\nentities:\n- shop.orders.nope\ncreated_at: '2026-01-01T00:00:00Z'\n"
+    )
+    commit_all(kb.root, "hand")
+    r = review(kb, base)
+    assert [c.id for c in r.added] == ["9"]
+    assert any("shop.orders.nope" in p for p in r.problems)
+    assert base_mid not in {c.id for c in r.changed}
+
+
+def test_review_shows_a_renumber_as_rename(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    kb.save_memory("one", ["orders.amount"])
+    base = head(kb)
+    git(kb.root, "mv", "memories/1.yaml", "memories/7.yaml")
+    git(kb.root, "commit", "-q", "-m", "renumber")
+    r = review(kb, base)
+    assert [(c.old_id, c.id) for c in r.renamed] == [("1", "7")]
+    assert "(was 1)" in r.markdown()
+
+
+def test_cli_log_show_review(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+    kb = catalog_kb
+    base = head(kb)
+    mid = kb.save_memory("Version one", ["orders.amount"]).memory_id
+    kb.update(mid, learning="Version two")
+    proc = run_cli("--kb", kb.root, "log", mid, "--json", check=True)
+    assert [e["message"] for e in json_of(proc)] == [f"memory: update {mid} (learning)", f"memory: save {mid}"]
+    proc = run_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", "--json", check=True)
+    assert json_of(proc)["learning"] == "Version one"
+    proc = run_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", check=True)
+    assert "Version one" in proc.stdout
+    proc = run_cli("--kb", kb.root, "review", base, check=True)
+    assert proc.stdout.startswith("## Knowledge base changes") and "### Added" in proc.stdout
+    proc = run_cli("--kb", kb.root, "review", base, "HEAD", "--json", check=True)
+    assert json_of(proc)["added"][0]["id"] == mid
+    proc = run_cli("--kb", kb.root, "show", "nope", "--rev", "HEAD", "--json")
+    assert proc.returncode == 1 and json_of(proc)["error"]["type"] == "not_found"

@@ -1,0 +1,159 @@
+"""import-slayer / export-slayer round trip, and import-engram."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.interchange import engram_time, export_slayer, import_engram, import_slayer
+
+SLAYER_FILES = {
+    "1": """\
+---
+id: '1'
+description: Order totals
+entities:
+- shop.orders.amount
+created_at: '2026-10-01T09:14:22Z'
+---
+
+shop.orders.amount is the order total in EUR.
+
+Refunds are separate negative rows.
+""",
+    "kb.paid-revenue": """\
+---
+id: kb.paid-revenue
+entities:
+- shop.orders
+- shop.orders.amount
+- shop.orders.status
+query:
+  source_model: orders
+  measures:
+  - formula: sum(amount)
+  filters:
+  - status = 'paid'
+created_at: '2026-10-02T10:00:00Z'
+---
+
+Paid revenue: sum of amount over paid orders.
+""",
+    "7": """\
+---
+id: '7'
+entities:
+- shop.orders.status
+- memory:1
+created_at: '2026-10-03T11:00:00Z'
+---
+
+Status is paid | refunded | pending; see memory 1.
+  Indented line kept, trailing spaces too:""" + "   \n",
+}
+
+
+def write_slayer_folder(folder: Path, files: dict[str, str]) -> None:
+    (folder / "memories").mkdir(parents=True)
+    for memory_id, text in files.items():
+        (folder / "memories" / f"{memory_id}.md").write_text(text)
+
+
+def test_slayer_round_trip_is_byte_identical(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb = catalog_kb
+    source, target = tmp_path / "slayer-in", tmp_path / "slayer-out"
+    write_slayer_folder(source, SLAYER_FILES)
+    before = int(git(kb.root, "rev-list", "--count", "HEAD"))
+    result = import_slayer(kb, source)
+    assert sorted(result.imported) == ["1", "7", "kb.paid-revenue"] and not result.warnings
+    assert int(git(kb.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert kb.get("1")["created_at"] == "2026-10-01T09:14:22Z"
+    assert kb.get("1")["learning"] == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."
+    assert kb.get("kb.paid-revenue")["query"]["source_model"] == "orders"
+    exported = export_slayer(kb, target)
+    assert sorted(exported.written) == ["1", "7", "kb.paid-revenue"]
+    for memory_id, text in SLAYER_FILES.items():
+        assert (target / "memories" / f"{memory_id}.md").read_bytes() == text.encode()
+    # Importing again changes nothing and commits nothing.
+    again = import_slayer(kb, target)
+    assert sorted(again.unchanged) == ["1", "7", "kb.paid-revenue"] and again.commit is None
+
+
+def test_import_slayer_drops_unresolvable_entities_and_replaces(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb = catalog_kb
+    kb.save_memory("old text", ["orders.amount"], id="x")
+    write_slayer_folder(tmp_path / "s", {
+        "x": "---\nid: x\nentities:\n- shop.orders.nope\n- orders.status\ncreated_at: '2026-10-03T11:00:00Z'\n"
+             "colour: blue\n---\n\nnew text\n",
+    })
+    result = import_slayer(kb, tmp_path / "s")
+    assert result.replaced == ["x"]
+    assert kb.get("x")["entities"] == ["shop.orders.status"]
+    assert kb.get("x")["learning"] == "new text"
+    assert any("shop.orders.nope" in w for w in result.warnings)
+    assert any("colour" in w for w in result.warnings)
+
+
+def test_import_slayer_reads_memories_yaml(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = tmp_path / "old-slayer"
+    folder.mkdir()
+    (folder / "memories.yaml").write_text(
+        "- id: '3'\n  learning: From the list\n  description: null\n  entities: [shop.orders.amount]\n"
+        "  query: null\n  created_at: '2026-01-02T03:04:05Z'\n"
+    )
+    result = import_slayer(catalog_kb, folder)
+    assert result.imported == ["3"]
+    assert catalog_kb.get("3")["learning"] == "From the list"
+
+
+def test_engram_time() -> None:
+    assert engram_time("2026-03-01 10:20:30") == "2026-03-01T10:20:30Z"
+    assert engram_time("2026-03-01T10:20:30.123+02:00") == "2026-03-01T08:20:30Z"
+    assert engram_time("yesterday") is None
+
+
+def test_import_engram_skips_duplicates(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb = empty_kb
+    kb.save_observation("Auth model", "JWT over sessions", type="decision", project="api")
+    observation = {
+        "id": 10, "title": "Auth model", "content": "jwt  over sessions", "type": "decision",
+        "project": "API", "scope": "project", "topic_key": None, "session_id": "s1",
+        "created_at": "2026-03-01 10:20:30", "updated_at": "2026-03-02 10:20:30",
+        "revision_count": 2, "duplicate_count": 1, "deleted_at": None,
+    }
+    new = {**observation, "id": 11, "title": "Cache", "content": "Redis for sessions", "type": "architecture",
+           "topic_key": "architecture/cache"}
+    gone = {**new, "id": 12, "title": "Old", "content": "Removed one", "deleted_at": "2026-03-03 00:00:00"}
+    path = tmp_path / "engram.json"
+    path.write_text(json.dumps({"observations": [observation, new, dict(new), gone, {"title": "empty"}],
+                                "sessions": [{"id": "s1"}]}))
+    before = int(git(kb.root, "rev-list", "--count", "HEAD"))
+    result = import_engram(kb, path)
+    assert result.imported == ["2", "3"] and result.skipped == 3 and result.sessions == 1
+    assert int(git(kb.root, "rev-list", "--count", "HEAD")) == before + 1
+    cache = kb.get("2")
+    assert cache["title"] == "Cache" and cache["project"] == "api" and cache["topic_key"] == "architecture/cache"
+    assert cache["created_at"] == "2026-03-01T10:20:30Z" and cache["revision_count"] == 2
+    assert kb.get("3", include_deleted=True)["deleted_at"] == "2026-03-03T00:00:00Z"
+    # A bare list works too; everything is a duplicate now.
+    path.write_text(json.dumps([observation, new]))
+    again = import_engram(kb, path)
+    assert again.imported == [] and again.skipped == 2 and again.commit is None
+
+
+def test_cli_interchange(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+    kb = catalog_kb
+    write_slayer_folder(tmp_path / "in", SLAYER_FILES)
+    proc = run_cli("--kb", kb.root, "import-slayer", tmp_path / "in", "--json", check=True)
+    assert sorted(json_of(proc)["imported"]) == ["1", "7", "kb.paid-revenue"]
+    proc = run_cli("--kb", kb.root, "export-slayer", tmp_path / "out", check=True)
+    assert "Wrote 3 memories" in proc.stdout
+    assert (tmp_path / "out" / "memories" / "7.md").read_text() == SLAYER_FILES["7"]
+    (tmp_path / "e.json").write_text(json.dumps([{"title": "T", "content": "C", "type": "bugfix"}]))
+    proc = run_cli("--kb", kb.root, "import-engram", tmp_path / "e.json", check=True)
+    assert "1 imported" in proc.stdout
+    proc = run_cli("--kb", kb.root, "import-slayer", tmp_path / "e.json")
+    assert proc.returncode == 2  # not a folder: a usage error

@@ -1,0 +1,206 @@
+"""Two branches allocate the same auto id: renumber + a real merge or rebase; sync with a bare remote."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from catalogfixture import write_test_catalog
+from conftest import commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import ConflictError
+from slayer_kb.renumber import plan, renumber, sync
+
+
+def branch(root: Path) -> str:
+    return git(root, "symbolic-ref", "--short", "HEAD").strip()
+
+
+def memories(root: Path) -> set[str]:
+    return {p.stem for p in (root / "memories").glob("*.yaml")}
+
+
+def learning(root: Path, memory_id: str) -> str:
+    return KnowledgeBase(root).get(memory_id)["learning"]
+
+
+@pytest.fixture
+def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, str]:
+    """main and feature both allocated id 2 (and feature 3, which links memory:2).
+
+    main's agent works in a second work tree (its own .slayer-kb/ state), as another clone would.
+    """
+    kb = catalog_kb
+    main = branch(kb.root)
+    assert kb.save_memory("Shared base note", ["orders.amount"]).memory_id == "1"
+    git(kb.root, "switch", "-q", "-c", "feature")
+    assert kb.save_memory("Feature: status values", ["orders.status"]).memory_id == "2"
+    assert kb.save_memory("Feature: see 2", ["orders.qty", "memory:2", "memory:1"]).memory_id == "3"
+    other = kb.root.parent / "main-worktree"
+    git(kb.root, "worktree", "add", "-q", str(other), main)
+    assert KnowledgeBase(other).save_memory("Main: refunds", ["orders.refunds"]).memory_id == "2"
+    return kb, main
+
+
+def test_plan_finds_only_ids_the_other_side_used(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    _base, mapping = plan(kb, main)
+    assert mapping == {"2": "4"}
+
+
+def test_renumber_then_merge_keeps_both_memories(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    result = renumber(kb, main)
+    assert result.mapping == {"2": "4"} and result.rewritten == ["3"]
+    assert git(kb.root, "log", "-1", "--format=%s").strip() == f"memory: renumber 2 -> 4 (onto {main})"
+    assert kb.get("3")["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
+    assert kb.get("4")["learning"] == "Feature: status values"
+    git(kb.root, "merge", "-q", "--no-edit", main)  # raises on a conflict
+    assert memories(kb.root) == {"1", "2", "3", "4"}
+    assert learning(kb.root, "2") == "Main: refunds"
+    assert learning(kb.root, "4") == "Feature: status values"
+    assert "3" in {m["id"] for m in KnowledgeBase(kb.root).search(entities=["memory:4"]).memories}
+    # Nothing more to renumber, and the next auto id is above both sides'.
+    assert renumber(kb, main).mapping == {}
+    assert kb.save_memory("after merge", ["orders.amount"]).memory_id == "5"
+
+
+def test_without_renumber_the_merge_conflicts(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    proc = subprocess.run(["git", "merge", "--no-edit", main], cwd=kb.root, capture_output=True, text=True)
+    assert proc.returncode != 0 and "memories/2.yaml" in proc.stdout + proc.stderr
+    git(kb.root, "merge", "--abort")
+
+
+def test_renumber_rewrite_makes_a_rebase_clean(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    messages = git(kb.root, "log", "--format=%s%n%an", f"{main}..HEAD")
+    result = renumber(kb, main, rewrite=True)
+    assert result.mapping == {"2": "4"}
+    # Same number of commits, same authors, the ids as if allocated fresh.
+    assert git(kb.root, "log", "--format=%s%n%an", f"{main}..HEAD") == messages
+    assert "Renumbered-by: slayer-kb (2 -> 4)" in git(kb.root, "log", "--format=%B", f"{main}..HEAD")
+    git(kb.root, "rebase", "-q", main)  # raises on a conflict
+    assert memories(kb.root) == {"1", "2", "3", "4"}
+    assert KnowledgeBase(kb.root).get("3")["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
+
+
+def test_renumber_refuses_uncommitted_changes(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    (kb.root / "memories" / "1.yaml").write_text("learning: dirty\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    with pytest.raises(ConflictError):
+        renumber(kb, main)
+
+
+def test_cli_renumber(diverged: tuple[KnowledgeBase, str], run_cli) -> None:
+    kb, main = diverged
+    proc = run_cli("--kb", kb.root, "renumber", "--onto", main, "--json", check=True)
+    assert json_of(proc)["renumbered"] == {"2": "4"}
+    proc = run_cli("--kb", kb.root, "renumber", "--onto", main, check=True)
+    assert "nothing to renumber" in proc.stdout
+
+
+# -- sync --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare remote and two clones of one KB (with the test catalog)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    a = tmp_path / "a"
+    KnowledgeBase.init(a)
+    write_test_catalog(a, priority=["shop"])
+    commit_all(a, "catalog")
+    git(a, "remote", "add", "origin", str(bare))
+    sync(KnowledgeBase(a))  # the first push
+    git(tmp_path, "clone", "-q", str(bare), "b")
+    return bare, a, tmp_path / "b"
+
+
+def all_learnings(root: Path) -> list[str]:
+    kb = KnowledgeBase(root)
+    return sorted(kb.get(i)["learning"] for i in memories(root))
+
+
+def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run_cli) -> None:
+    _bare, a, b = clones
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    kb_a.save_memory("A one", ["orders.amount"])
+    kb_a.save_memory("A two", ["orders.status"])
+    kb_b.save_memory("B one", ["orders.qty"])
+    kb_b.save_memory("B two links B one", ["orders.cost", "memory:1"])
+    assert memories(a) == memories(b) == {"1", "2"}
+
+    assert sync(kb_a).action == "pushed"
+    result = sync(kb_b)
+    assert result.action == "rebased" and result.renumbered == {"1": "3", "2": "4"}
+    assert sync(kb_a).action == "fast-forward"
+    assert sync(kb_b).action == "up to date"
+
+    expected = ["A one", "A two", "B one", "B two links B one"]
+    assert all_learnings(a) == all_learnings(b) == expected
+    assert memories(a) == {"1", "2", "3", "4"}
+    assert KnowledgeBase(a).get("4")["entities"] == ["shop.orders.cost", "memory:3"]
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+    # History is linear (a rebase, not a merge) and the index answers at once.
+    assert git(a, "rev-list", "--merges", "HEAD") == ""
+    assert KnowledgeBase(b).search("B one").memories
+    for root in (a, b):
+        proc = run_cli("--kb", root, "validate")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    # New saves go above every id either side used.
+    assert KnowledgeBase(b).save_memory("next", ["orders.amount"]).memory_id == "5"
+
+
+def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path]) -> None:
+    _bare, a, b = clones
+    kb_a = KnowledgeBase(a)
+    kb_a.save_memory("Shared", ["orders.amount"], id="shared")
+    sync(kb_a)
+    git(b, "pull", "-q")
+    kb_b = KnowledgeBase(b)
+    kb_a.update("shared", learning="A's version")
+    sync(kb_a)
+    kb_b.update("shared", learning="B's version")
+    kb_b.save_memory("B other", ["orders.qty"])
+    head = git(b, "rev-parse", "HEAD")
+    status = git(b, "status", "--porcelain")
+    with pytest.raises(ConflictError) as exc:
+        sync(kb_b)
+    message = str(exc.value)
+    assert "memories/shared.yaml" in message and "git pull --rebase" in message
+    assert git(b, "rev-parse", "HEAD") == head
+    assert git(b, "status", "--porcelain") == status
+    assert not (b / ".git" / "rebase-merge").exists()
+    assert KnowledgeBase(b).get("shared")["learning"] == "B's version"
+
+
+def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, Path]) -> None:
+    _bare, a, b = clones
+    kb_a = KnowledgeBase(a)
+    kb_a.save_memory("Target", ["orders.amount"], id="target")
+    sync(kb_a)
+    git(b, "pull", "-q")
+    kb_b = KnowledgeBase(b)
+    kb_a.forget("target")
+    sync(kb_a)
+    kb_b.save_memory("Links the target", ["orders.qty", "memory:target"], id="linker")
+    head = git(b, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError) as exc:
+        sync(kb_b)
+    assert "memory:target" in str(exc.value) or "target" in str(exc.value)
+    assert git(b, "rev-parse", "HEAD") == head
+
+
+def test_cli_sync(clones: tuple[Path, Path, Path], run_cli) -> None:
+    _bare, a, b = clones
+    KnowledgeBase(a).save_memory("A one", ["orders.amount"])
+    KnowledgeBase(b).save_memory("B one", ["orders.qty"])
+    run_cli("--kb", a, "sync", check=True)
+    proc = run_cli("--kb", b, "sync", "--json", check=True)
+    assert json_of(proc)["renumbered"] == {"1": "2"}
+    proc = run_cli("--kb", b, "sync", "--remote", "nope")
+    assert proc.returncode == 1 and "No git remote named 'nope'" in proc.stderr
