@@ -82,3 +82,8 @@ def case_conflict(memory_id: str, existing: Iterable[str]) -> str | None:
         if other != memory_id and other.casefold() == folded:
             return other
     return None
+
+
+def id_sort_key(memory_id: str) -> tuple[int, int, str]:
+    """Auto ids in numeric order first, then the others by name: the order people expect."""
+    return (0, int(memory_id), "") if is_auto_id(memory_id) else (1, 0, memory_id)

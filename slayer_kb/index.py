@@ -6,6 +6,7 @@ comparing a manifest of file signatures with the directory, and queried without 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -192,7 +193,10 @@ class Index:
     def is_fresh(self) -> bool:
         """Cheap check, no lock: does the index describe the files as they are now?"""
         manifest = self._read_manifest()
-        if manifest is None or not windex.exists_in(str(self.dir)):
+        try:
+            if manifest is None or not windex.exists_in(str(self.dir)):
+                return False
+        except Exception:  # noqa: BLE001 - a damaged table of contents: not fresh, rebuild
             return False
         files = manifest["files"]
         if manifest["catalog"] != self.catalog_signature():
@@ -240,15 +244,23 @@ class Index:
                 files.pop(mid, None)
                 problems.pop(mid, None)
             total = len(changed)
+            reindexed = 0
             for done, mid in enumerate(changed, 1):
                 sig = scanned[mid]
                 racy = (now_ns - sig[0]) < RACY_SECONDS * 1e9
-                problem = self._index_file(writer, mid, sig, update=not report.rebuilt)
-                if problem is None:
-                    problems.pop(mid, None)
-                else:
-                    problems[mid] = [problem.path, problem.line, problem.message]
-                files[mid] = [*sig, racy]
+                data = self._read_bytes(mid, sig)
+                digest = hashlib.sha1(data).hexdigest() if data is not None else None
+                known = files.get(mid)
+                # A young file is re-read until it is old enough to trust its signature; when its
+                # bytes did not change, only the signature is updated (no index write).
+                if known is None or len(known) < 5 or known[4] != digest or digest is None:
+                    problem = self._index_file(writer, mid, data, update=not report.rebuilt)
+                    reindexed += 1
+                    if problem is None:
+                        problems.pop(mid, None)
+                    else:
+                        problems[mid] = [problem.path, problem.line, problem.message]
+                files[mid] = [*sig, racy, digest]
                 if progress is not None:
                     progress(done, total)
             if catalog_changed:
@@ -261,28 +273,33 @@ class Index:
             with contextlib.suppress(Exception):
                 writer.cancel()
             raise
-        report.updated, report.removed = len(changed), len(removed)
+        report.updated, report.removed = reindexed, len(removed)
         report.catalog_changed = catalog_changed
         report.problems = _problems_from(problems)
         self._write_manifest(manifest)
         self._close_searcher()
         return report
 
-    def _index_file(
-        self, writer: Any, memory_id: str, sig: list[int], update: bool
-    ) -> MemoryFileError | None:
+    def _read_bytes(self, memory_id: str, sig: list[int]) -> bytes | None:
+        if sig[0] == -1:
+            return None
+        try:
+            return (self.memories / f"{memory_id}.yaml").read_bytes()
+        except OSError:
+            return None
+
+    def _index_file(self, writer: Any, memory_id: str, data: bytes | None, update: bool) -> MemoryFileError | None:
         rel = f"{MEMORIES_DIR}/{memory_id}.yaml"
         if update:
             writer.delete_by_term("id", memory_id)
-        if sig[0] == -1:
-            return MemoryFileError(rel, None, "is a symlink or not a regular file; skipped")
+        if data is None:
+            return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable; skipped")
         try:
-            text = (self.memories / f"{memory_id}.yaml").read_text(encoding="utf-8")
-            memory = loads(text, memory_id, rel)
+            memory = loads(data.decode("utf-8"), memory_id, rel)
         except MemoryFileError as exc:
             return exc
-        except (OSError, UnicodeDecodeError) as exc:
-            return MemoryFileError(rel, None, f"cannot be read: {exc}")
+        except UnicodeDecodeError as exc:
+            return MemoryFileError(rel, None, f"is not UTF-8 text: {exc}")
         writer.add_document(**memory_document(memory, self._content_hash(memory.learning)))
         return None
 

@@ -28,7 +28,7 @@ from .errors import (
     NotFoundError,
     ResolutionError,
 )
-from .ids import case_conflict, check_id, highest_auto_id, is_auto_id
+from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
 from .index import MEMORIES_DIR, Index, SyncReport
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
@@ -219,8 +219,14 @@ class KnowledgeBase:
 
     def ensure_fresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport | None:
         """Bring the index up to date with the files if anything changed them."""
-        if self.index.is_fresh():
-            return None
+        # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
+        # finishes that commit, before trusting the index.
+        if self.index.is_fresh() and not (self.store.state / "journal.json").exists():
+            try:
+                self.index.searcher()  # cached: the search that follows pays nothing more
+                return None
+            except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
+                self.index.close()
         with self.store.locked():
             report = self.index.sync(progress=progress)
         self.problems = report.problems
@@ -624,7 +630,7 @@ class KnowledgeBase:
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
         query = Q.And([Q.Term("kind", "memory"), Q.Or([Q.Term("entities", e) for e in entities])])
-        for doc in sorted(self.index.documents(query, limit=None), key=lambda d: _id_order(d["id"])):
+        for doc in sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"])):
             with contextlib.suppress(KBError):
                 memory, text = self._read(doc["id"])
                 yield memory.id, memory, text
@@ -798,6 +804,28 @@ class KnowledgeBase:
         docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
         return [self._hit(doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
+    # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
+
+    def delete_model(self, model: str, datasource: str | None = None) -> Any:
+        from . import cascade
+
+        return cascade.delete_model(self, model, datasource)
+
+    def delete_datasource(self, datasource: str) -> Any:
+        from . import cascade
+
+        return cascade.delete_datasource(self, datasource)
+
+    def delete_leaf(self, leaf: str) -> Any:
+        from . import cascade
+
+        return cascade.delete_leaf(self, leaf)
+
+    def prune(self, dry_run: bool = False) -> Any:
+        from . import cascade
+
+        return cascade.prune(self, dry_run=dry_run)
+
     # -- Engram's other tools ---------------------------------------------------------------
 
     def suggest_topic_key(
@@ -815,7 +843,7 @@ class KnowledgeBase:
         clauses = search.filters()
         clauses.append(Q.Term("session_id", search.none_value(session)))
         docs = self.index.documents(Q.And(clauses), limit=None)
-        ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], _id_order(d["id"])))
+        ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
         position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
         hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
         return {
@@ -925,10 +953,6 @@ def _ids_of(paths: list[str]) -> list[str]:
         for p in paths
         if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
     ]
-
-
-def _id_order(memory_id: str) -> tuple[int, int, str]:
-    return (0, int(memory_id), "") if is_auto_id(memory_id) else (1, 0, memory_id)
 
 
 def _first_paragraph(text: str, limit: int = MAX_DESCRIPTION) -> str:

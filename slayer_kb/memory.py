@@ -299,7 +299,7 @@ def with_entities(text: str, memory: Memory, entities: list[str]) -> str:
     start = next((i for i, line in enumerate(lines) if re.match(r"entities[ \t]*:", line)), None)
     if start is not None:
         end = start + 1
-        while end < len(lines) and (lines[end][:1] in (" ", "-", "\t", "\n", "#") or not lines[end].strip()):
+        while end < len(lines) and (lines[end][:1] in (" ", "-", "\t", "\n") or not lines[end].strip()):
             end += 1
         block = _dump_key("entities", entities) if entities else ""
         candidate = "".join(lines[:start]) + block + "".join(lines[end:])

@@ -226,10 +226,10 @@ class GitStore:
                     continue
                 tmp = tmp_dir / f"{uuid.uuid4().hex}.tmp"
                 out.append(tmp)
+                # No fsync per file: after a crash, recovery restores any file from the commit's
+                # blobs, so only the journal must be durable (one fsync per commit, not per file).
                 with open(tmp, "wb") as handle:
                     handle.write(change.data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
         except OSError as exc:
             self._discard(out)
             if exc.errno == errno.ENOSPC:

@@ -1,0 +1,97 @@
+"""``python -m bench``: generate (or reuse) corpora, measure, print a markdown table, write JSON.
+
+    python -m bench --quick            # 1,000 memories, under two minutes
+    python -m bench                    # 1,000, 10,000 and 100,000 memories
+    python -m bench --sizes 1000,10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import corpus as corpus_mod
+from .measure import Plan, Runner
+from .report import table
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1,000 memories only (a smoke run)")
+    parser.add_argument("--sizes", help="comma-separated corpus sizes (default 1000,10000,100000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = "1000"
+    args.size_list = [int(s.replace("_", "")) for s in (args.sizes or "1000,10000,100000").split(",")]
+    return args
+
+
+def machine() -> dict[str, Any]:
+    import whoosh
+
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "git": git_version,
+        "whoosh": whoosh.versionstring(),
+        "sqlite": sqlite3.sqlite_version,
+    }
+
+
+def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
+    log(f"{size:,} memories: preparing corpus in {args.cache_dir} ...")
+    began = time.perf_counter()
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+    corpus = corpus_mod.cached(size, args.seed, args.cache_dir)
+    log(f"  ready in {time.perf_counter() - began:.1f} s ({'generated' if corpus.generate_seconds else 'cached'})")
+    metrics = Runner(corpus, Plan.for_size(size), log).run()
+    return {"corpus": corpus.to_json(), "metrics": metrics}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Commits by the benchmark, git itself and slayer-kb subprocesses all need an identity; a
+    # fixed one keeps a machine without git config able to run it.
+    os.environ.update(corpus_mod.GIT_IDENTITY)
+    os.environ.pop("SLAYER_KB", None)
+    os.environ.pop("SLAYER_KB_AUTHOR", None)
+    started = dt.datetime.now(dt.timezone.utc)
+    runs = {str(size): run_size(size, args) for size in args.size_list}
+    document = {
+        "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "seed": args.seed,
+        "machine": machine(),
+        "runs": runs,
+    }
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(document, indent=1)
+    (args.results_dir / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(text)
+    (args.results_dir / "latest.json").write_text(text)
+    print(table(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

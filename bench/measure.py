@@ -1,0 +1,571 @@
+"""The measurements, each against a baseline doing the same work on the same corpus in the same run.
+
+Every figure keeps its raw samples; the table shows medians (and p95 where the issue asks for it).
+Times are in seconds internally and converted for display in ``report``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import itertools
+import os
+import random
+import re
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.index import RACY_SECONDS, text_terms
+
+from . import corpus as corpus_mod
+from .corpus import Corpus, git
+
+Log = Callable[[str], None]
+_WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
+QUESTION_TEMPLATES = (
+    "how do I compute {a} {b} per {c}?",
+    "why is {a} different from {b} in the {c} report",
+    "what is the rule for {a} and {b}",
+    "which table has {a} by {b}?",
+    "is {a} already net of {b}",
+)
+
+
+@dataclass
+class Plan:
+    """How many samples each figure takes; the 100k size repeats the slowest steps less."""
+
+    saves: int = 15
+    processes: int = 7
+    fresh: int = 20
+    changed_one: int = 5
+    changed_many: int = 3
+    watcher: int = 10
+    reindex: int = 3
+    validate: int = 3
+    cascade: int = 2
+    search_passes: int = 2
+    # Seconds all timed passes over the 200 queries may take; a slow search is then measured on a
+    # prefix of the interleaved query list (the JSON says how many) instead of stalling the run.
+    search_budget: float = 15.0
+    reindex_budget: float = 60.0
+
+    @classmethod
+    def for_size(cls, size: int) -> Plan:
+        if size >= 50_000:
+            return cls(saves=11, processes=7, reindex=1, validate=1, cascade=1, changed_many=3,
+                       search_budget=60.0)
+        if size > 2_000:
+            return cls(search_budget=40.0)
+        return cls()
+
+
+def summary(samples: list[float], unit: str = "s", **extra: Any) -> dict[str, Any]:
+    ordered = sorted(samples)
+    return {
+        "median": statistics.median(ordered),
+        "p95": _percentile(ordered, 95),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "n": len(ordered),
+        "unit": unit,
+        "samples": samples,
+        **extra,
+    }
+
+
+def _percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile: an observed value, never an interpolation."""
+    rank = max(1, min(len(ordered), round(pct / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def skipped(note: str) -> dict[str, Any]:
+    return {"median": None, "note": note}
+
+
+def ratio(a: dict[str, Any], b: dict[str, Any], key: str = "median") -> dict[str, Any]:
+    if a.get(key) is None or not b.get(key):
+        return skipped("baseline missing")
+    return {"median": a[key] / b[key], "unit": "x"}
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def cli_command() -> list[str]:
+    script = Path(sys.executable).with_name("slayer-kb")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "slayer_kb"]
+
+
+def run_process(args: list[str], cwd: Path) -> tuple[float, int, str]:
+    """Wall time (s), peak RSS (KiB) of that one child, and stderr if it failed."""
+    with tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        # wait4 gives this child's own rusage, unlike RUSAGE_CHILDREN's running maximum.
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        problem = "" if proc.returncode == 0 else err.read().decode(errors="replace")[-500:]
+    return wall, usage.ru_maxrss, problem
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Runner:
+    """Runs every measurement on one corpus; ``results`` is what lands in the JSON."""
+
+    def __init__(self, corpus: Corpus, plan: Plan, log: Log) -> None:
+        self.corpus = corpus
+        self.root = corpus.root
+        self.plan = plan
+        self.log = log
+        self.rng = random.Random(f"{corpus.seed}-bench")
+        self.results: dict[str, Any] = {}
+        self.last_write = 0.0
+        self.kb = KnowledgeBase(self.root)
+        self.models = corpus_mod.generate_catalog(corpus.seed)
+        self.vocab = corpus_mod.build_vocabulary(corpus.seed)
+        self.counter = 0
+
+    def run(self) -> dict[str, Any]:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("reindex", self.reindex),
+            ("freshness (unchanged)", self.fresh_unchanged),
+            ("search", self.search),
+            ("processes", self.processes),
+            ("save vs git", self.saves),
+            ("freshness (changed)", self.fresh_changed),
+            ("watcher", self.watcher),
+            ("validate", self.validate),
+            ("cascade", self.cascade),
+        ]
+        for name, step in steps:
+            self.log(f"  {self.corpus.size}: {name} ...")
+            began = time.perf_counter()
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - one broken step must not hide the others
+                self.results.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+                self.log(f"    failed: {type(exc).__name__}: {exc}")
+            self.log(f"    {time.perf_counter() - began:.1f} s")
+        self.kb.close()
+        return self.results
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _unique(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def settle(self) -> None:
+        """Wait out the index's racy-timestamp window so the next check starts from a warm index."""
+        wait = self.last_write + RACY_SECONDS + 0.1 - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        self.kb.ensure_fresh()
+
+    def _entity(self) -> str:
+        model = self.rng.choice(self.models)
+        return f"{model.entity}.{self.rng.choice(model.leaves)}"
+
+    def _learning(self) -> str:
+        return " ".join(self.vocab.sample(self.rng, 60)) + "\n"
+
+    # -- reindex ----------------------------------------------------------------------------
+
+    def reindex(self) -> None:
+        self.kb.ensure_fresh()  # a cached corpus may trail its files by the last run's edits
+        samples: list[float] = []
+        while len(samples) < self.plan.reindex and (not samples or sum(samples) < self.plan.reindex_budget):
+            samples.append(timed(self.kb.reindex))
+        documents = self.kb.index.searcher().doc_count()
+        figure = summary(samples, documents=documents)
+        # Memories per second: the catalog's documents are a fixed cost beside them.
+        figure["docs_per_second"] = self.corpus.size / figure["median"]
+        self.results["reindex"] = figure
+        self.last_write = time.time()
+
+    # -- freshness --------------------------------------------------------------------------
+
+    def fresh_unchanged(self) -> None:
+        self.settle()
+        synced = 0
+        samples = []
+        for _ in range(self.plan.fresh):
+            began = time.perf_counter()
+            report = self.kb.ensure_fresh()
+            samples.append(time.perf_counter() - began)
+            synced += report is not None
+        self.results["fresh_unchanged"] = summary(samples, note=f"{synced} checks found changes")
+
+    def _edit_by_hand(self, count: int) -> None:
+        for memory_id in self.rng.sample(range(1, self.corpus.size + 1), count):
+            path = self.root / "memories" / f"{memory_id}.yaml"
+            text = path.read_text(encoding="utf-8")
+            path.write_text(text.replace("learning: |\n  ", "learning: |\n  edited ", 1), encoding="utf-8")
+        self.last_write = time.time()
+
+    def fresh_changed(self) -> None:
+        for key, count, repeats in (("fresh_1", 1, self.plan.changed_one), ("fresh_100", 100, self.plan.changed_many)):
+            samples = []
+            for _ in range(repeats):
+                self.settle()
+                self._edit_by_hand(count)
+                samples.append(timed(self.kb.ensure_fresh))
+            self.results[key] = summary(samples)
+
+    # -- search -----------------------------------------------------------------------------
+
+    def queries(self) -> list[tuple[str, str]]:
+        """200 (kind, text) pairs: 60 words, 40 phrases, 50 questions, 50 entity lookups."""
+        rng = random.Random(f"{self.corpus.seed}-queries")
+        words = self.vocab.words
+        content = [w for w in words if text_terms(w)]
+        singles = [rng.choice(content[:300]) for _ in range(20)]
+        singles += [rng.choice(content[300:2000]) for _ in range(20)]
+        singles += [rng.choice(content[2000:]) for _ in range(20)]
+        phrases = [self._phrase_from_corpus(rng) for _ in range(40)]
+        domain = [w for w in corpus_mod.DOMAIN_WORDS if text_terms(w)]
+        questions = [
+            rng.choice(QUESTION_TEMPLATES).format(a=rng.choice(domain), b=rng.choice(domain), c=rng.choice(domain))
+            for _ in range(50)
+        ]
+        entities = []
+        for _ in range(50):
+            model = rng.choice(self.models)
+            entities.append(model.entity if rng.random() < 0.3 else f"{model.entity}.{rng.choice(model.leaves)}")
+        groups = [
+            [("word", q) for q in singles],
+            [("phrase", q) for q in phrases],
+            [("question", q) for q in questions],
+            [("entity", q) for q in entities],
+        ]
+        # Interleaved, so any prefix a time budget keeps has every kind in proportion.
+        mixed = [q for row in itertools.zip_longest(*groups) for q in row if q is not None]
+        return mixed
+
+    def _phrase_from_corpus(self, rng: random.Random) -> str:
+        memory_id = rng.randint(1, self.corpus.size)
+        text = (self.root / "memories" / f"{memory_id}.yaml").read_text(encoding="utf-8")
+        learning = text.split("learning: |\n", 1)[-1]
+        tokens = [w for w in _WORD.findall(learning) if "." not in w][:200]
+        for _ in range(20):
+            start = rng.randrange(max(1, len(tokens) - 3))
+            phrase = tokens[start:start + rng.randint(2, 3)]
+            if any(text_terms(w) for w in phrase):
+                return " ".join(phrase).lower()
+        return tokens[0].lower()
+
+    def _kb_search(self, kind: str, text: str) -> int:
+        if kind == "entity":
+            result = self.kb.search(entities=[text])
+        else:
+            result = self.kb.search(question=text)
+        return len(result.memories) + len(result.example_queries)
+
+    def _time_queries(self, queries: list[tuple[str, str]], search: Callable[[str, str], int]) -> list[tuple[str, str, float]]:
+        """(kind, text, seconds) for each timed query; the first 20 queries warm caches first."""
+        for kind, text in queries[:20]:
+            search(kind, text)
+        out: list[tuple[str, str, float]] = []
+        began = time.perf_counter()
+        for _ in range(self.plan.search_passes):
+            for kind, text in queries:
+                if time.perf_counter() - began > self.plan.search_budget:
+                    break
+                out.append((kind, text, timed(lambda k=kind, t=text: search(k, t))))
+        return out
+
+    def search(self) -> None:
+        self.settle()
+        queries = self.queries()
+        kb_times = self._time_queries(queries, self._kb_search)
+        measured = len({(k, t) for k, t, _ in kb_times})
+        note = None if measured == len(queries) else (
+            f"time budget: {measured} of {len(queries)} queries measured")
+        self.results["search"] = summary([s for _, _, s in kb_times], note=note, queries=measured)
+        words = [s for k, _, s in kb_times if k != "entity"]
+        self.results["search_words"] = summary(words)
+        for kind in ("word", "phrase", "question", "entity"):
+            ts = [s for k, _, s in kb_times if k == kind]
+            if ts:
+                self.results[f"search_{kind}"] = summary(ts)
+        # The same searches with the freshness check skipped: what a search costs once a watcher
+        # (or a previous command) has already checked the files.
+        self.kb.ensure_fresh = lambda *a, **k: None  # type: ignore[method-assign]
+        try:
+            index_times = self._time_queries(queries, self._kb_search)
+        finally:
+            del self.kb.ensure_fresh
+        self.results["search_index_only"] = summary([s for _, _, s in index_times])
+        # FTS5 answers exactly the word queries Whoosh was timed on, as often.
+        timed_words = list(dict.fromkeys((k, t) for k, t, _ in kb_times if k != "entity"))
+        self._fts5(timed_words)
+
+    def _fts5(self, queries: list[tuple[str, str]]) -> None:
+        db = sqlite3.connect(":memory:")
+        db.execute(
+            "CREATE VIRTUAL TABLE m USING fts5(id UNINDEXED, title, learning, description, "
+            "tokenize='porter unicode61')"
+        )
+        began = time.perf_counter()
+        rows = []
+        for fields in self.kb.index.searcher().all_stored_fields():
+            if fields.get("kind") == "memory":
+                data = fields["data"]
+                rows.append((data["id"], data["title"] or "", data["learning"], data["description"] or ""))
+        db.executemany("INSERT INTO m VALUES (?, ?, ?, ?)", rows)
+        db.commit()
+        build = time.perf_counter() - began
+
+        def fts_search(_kind: str, text: str) -> int:
+            # The words Whoosh keeps (its analyser drops stop words), all required, then any of
+            # them when nothing has all: the same semantics as KnowledgeBase.search.
+            words = ['"' + w.replace('"', '""') + '"' for w in _WORD.findall(text) if text_terms(w)]
+            if not words:
+                return 0
+            sql = "SELECT id FROM m WHERE m MATCH ? ORDER BY bm25(m, 0, 3.0, 2.0, 1.0) LIMIT 10"
+            found = db.execute(sql, (" ".join(words),)).fetchall()
+            if not found and len(words) > 1:
+                found = db.execute(sql, (" OR ".join(words),)).fetchall()
+            return len(found)
+
+        times = self._time_queries(queries, fts_search)
+        self.results["fts5_words"] = summary([s for _, _, s in times], build_seconds=build)
+        db.close()
+        self.results["search_vs_fts5_p50"] = ratio(self.results["search_words"], self.results["fts5_words"])
+        self.results["search_vs_fts5_p95"] = ratio(self.results["search_words"], self.results["fts5_words"], "p95")
+
+    # -- saves ------------------------------------------------------------------------------
+
+    def _save_in_process(self) -> None:
+        self.kb.save_memory(self._learning(), [self._entity()])
+
+    def _plumbing_commit(self) -> float:
+        rel = f"memories/{self._unique('bench-plumbing-')}.yaml"
+        data = f"learning: |\n  {self._learning()}entities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+        env = {"GIT_INDEX_FILE": str(self.root / ".slayer-kb" / "bench-index")}
+
+        def commit() -> None:
+            (self.root / rel).write_text(data, encoding="utf-8")
+            blob = git(self.root, "hash-object", "-w", "--", rel)
+            git(self.root, "read-tree", "HEAD", env=env)
+            git(self.root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}", env=env)
+            tree = git(self.root, "write-tree", env=env)
+            old = git(self.root, "rev-parse", "HEAD")
+            new = git(self.root, "commit-tree", tree, "-p", old, "-m", f"plumbing {rel}")
+            git(self.root, "update-ref", "HEAD", new, old)
+
+        seconds = timed(commit)
+        # Untimed: keep the real index in step with HEAD, or the next 'git commit' would drop it.
+        git(self.root, "update-index", "--add", "--", rel)
+        return seconds
+
+    def _add_commit(self) -> float:
+        rel = f"memories/{self._unique('bench-add-')}.yaml"
+        data = f"learning: |\n  {self._learning()}entities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+
+        def commit() -> None:
+            (self.root / rel).write_text(data, encoding="utf-8")
+            git(self.root, "add", "--", rel)
+            git(self.root, "commit", "-q", "--no-verify", "-m", f"add {rel}")
+
+        return timed(commit)
+
+    def saves(self) -> None:
+        self.settle()
+        save, plumbing, add = [], [], []
+        for round_no in range(self.plan.saves):
+            # Rotate the order so none of the three always runs right after another's writes.
+            jobs: list[tuple[list[float], Callable[[], float]]] = [
+                (save, lambda: timed(self._save_in_process)),
+                (plumbing, self._plumbing_commit),
+                (add, self._add_commit),
+            ]
+            shift = round_no % 3
+            for bucket, job in jobs[shift:] + jobs[:shift]:
+                bucket.append(job())
+        self.last_write = time.time()
+        self.results["save"] = summary(save)
+        self.results["git_plumbing"] = summary(plumbing)
+        self.results["git_add_commit"] = summary(add)
+        self.results["save_vs_plumbing"] = ratio(self.results["save"], self.results["git_plumbing"])
+        self.results["save_vs_add_commit"] = ratio(self.results["save"], self.results["git_add_commit"])
+
+    # -- whole processes --------------------------------------------------------------------
+
+    def processes(self) -> None:
+        self.settle()
+        base = [*cli_command(), "--kb", str(self.root)]
+        queries = [q for kind, q in self.queries() if kind != "entity"]
+        searches = [run_process([*base, "search", queries[i]], self.root) for i in range(self.plan.processes)]
+        saves = [
+            run_process([*base, "save", self._learning(), "-e", self._entity()], self.root)
+            for _ in range(self.plan.processes)
+        ]
+        self.last_write = time.time()
+        for key, runs in (("process_search", searches), ("process_save", saves)):
+            failures = [p for _, _, p in runs if p]
+            self.results[key] = summary([w for w, _, _ in runs], note=failures[0] if failures else None)
+            self.results[key + "_rss"] = summary([float(r) / 1024 for _, r, _ in runs], unit="MiB")
+
+    # -- watcher ----------------------------------------------------------------------------
+
+    def watcher(self) -> None:
+        if importlib.util.find_spec("slayer_kb.watch") is None:
+            self.results["watcher"] = skipped("not available: slayer_kb.watch is not importable")
+            return
+        self.settle()
+        from whoosh import index as windex
+        from whoosh import query as Q
+
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(self.root), "watch"],
+            cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            ix = windex.open_dir(str(self.root / ".slayer-kb" / "index"))
+            # The first trial waits for the watcher to start and is not counted.
+            self._watch_trial(ix, Q, timeout=60.0)
+            samples = [self._watch_trial(ix, Q, timeout=10.0) for _ in range(self.plan.watcher)]
+        finally:
+            stderr = _stop(proc)
+        found = [s for s in samples if s is not None]
+        missed = len(samples) - len(found)
+        note = f"{missed} of {len(samples)} writes not found within 10 s" if missed else None
+        if not found:
+            self.results["watcher"] = skipped(f"nothing found; watcher stderr: {stderr[-300:]}")
+            return
+        self.results["watcher"] = summary(found, note=note)
+
+    def _watch_trial(self, ix: Any, Q: Any, timeout: float) -> float | None:
+        word = "benchwatch" + "".join(chr(97 + int(d)) for d in str(self._unique("")))
+        token = text_terms(word)[0][0]
+        path = self.root / "memories" / f"{self._unique('bench-watch-')}.yaml"
+        text = f"learning: |\n  {word} written by hand\nentities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+        began = time.perf_counter()
+        path.write_text(text, encoding="utf-8")
+        self.last_write = time.time()
+        while time.perf_counter() - began < timeout:
+            # Read the index directly: KnowledgeBase.search would sync by itself and hide the
+            # watcher's latency.
+            with contextlib.suppress(Exception), ix.searcher() as searcher:
+                if searcher.search(Q.Term("learning", token), limit=1):
+                    return time.perf_counter() - began
+            time.sleep(0.005)
+        return None
+
+    # -- validate and cascade ---------------------------------------------------------------
+
+    def validate(self) -> None:
+        try:
+            module = importlib.import_module("slayer_kb.validate")
+        except ImportError as exc:
+            self.results["validate"] = skipped(f"not available: {exc}")
+            return
+        names = ("validate_kb", "validate_all", "validate_paths", "validate", "check_kb", "run")
+        fn = next((getattr(module, n) for n in names if callable(getattr(module, n, None))), None)
+        if fn is None:
+            self.results["validate"] = skipped(f"not available: slayer_kb.validate has none of {names}")
+            return
+        call = _first_working(fn, [([self.root],), (self.root,), (self.kb,)])
+        outcome: list[Any] = []
+        samples = [timed(lambda: outcome.append(call())) for _ in range(self.plan.validate)]
+        problems = getattr(outcome[-1], "problems", None)
+        found = f", {len(problems)} problems reported" if problems is not None else ""
+        self.results["validate"] = summary(samples, note=f"slayer_kb.validate.{fn.__name__}{found}",
+                                           problems=[str(p) for p in (problems or [])[:5]])
+
+    def cascade(self) -> None:
+        delete_model = _delete_model(self.kb)
+        if delete_model is None:
+            self.results["cascade"] = skipped("not available: no KnowledgeBase.delete_model or slayer_kb.cascade.delete_model")
+            return
+        ds, model = self.corpus.hot_model.split(".")
+        samples = []
+        for attempt in range(self.plan.cascade):
+            if attempt:
+                corpus_mod.reset(self.root, git(self.root, "rev-parse", "HEAD~1"))
+                self.kb = KnowledgeBase(self.root)
+                self.kb.ensure_fresh()
+                delete_model = _delete_model(self.kb)
+                assert delete_model is not None
+            call = _first_working(delete_model, [(model,), (f"{ds}.{model}",)], kwargs={"datasource": ds})
+            outcome: list[Any] = []
+            samples.append(timed(lambda c=call, o=outcome: o.append(c())))
+            self.last_write = time.time()
+        rewritten = _rewritten(outcome[-1])
+        self.results["cascade"] = summary(
+            samples, note=f"{self.corpus.hot_model}: {self.corpus.hot_count} memories refer to it; "
+            f"{rewritten} rewritten")
+
+
+def _delete_model(kb: KnowledgeBase) -> Callable[..., Any] | None:
+    """The cascade, as a KnowledgeBase method or as slayer_kb.cascade's function of a KB."""
+    method = getattr(kb, "delete_model", None)
+    if callable(method):
+        return method  # type: ignore[no-any-return]
+    try:
+        module = importlib.import_module("slayer_kb.cascade")
+    except ImportError:
+        return None
+    fn = getattr(module, "delete_model", None)
+    if not callable(fn):
+        return None
+    return lambda *args, **kwargs: fn(kb, *args, **kwargs)
+
+
+def _rewritten(result: Any) -> str:
+    for name in ("rewritten", "stripped_from", "memories", "changed"):
+        value = getattr(result, name, None)
+        if isinstance(value, (list, tuple, set, dict)):
+            return str(len(value))
+        if isinstance(value, int):
+            return str(value)
+    return "? (unknown result shape)"
+
+
+def _first_working(fn: Callable[..., Any], argsets: list[tuple[Any, ...]], kwargs: dict[str, Any] | None = None) -> Callable[[], Any]:
+    """A zero-argument call of ``fn`` with the first argument shape its signature accepts."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return lambda: fn(*argsets[0])
+    for args in argsets:
+        for kw in ([kwargs] if kwargs else []) + [{}]:
+            try:
+                signature.bind(*args, **kw)
+            except TypeError:
+                continue
+            return lambda a=args, k=kw: fn(*a, **k)
+    return lambda: fn(*argsets[0])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return (err or b"").decode(errors="replace")

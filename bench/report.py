@@ -1,0 +1,76 @@
+"""The markdown table: one row per figure, one column per corpus size, and the issues' targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (label, result key, statistic, display unit, target from the issues)
+ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("save in-process (commit + index update)", "save", "median", "ms", "<= git add+commit (10k)"),
+    ("git plumbing commit of one file", "git_plumbing", "median", "ms", ""),
+    ("git add + git commit of one file", "git_add_commit", "median", "ms", ""),
+    ("save / git plumbing", "save_vs_plumbing", "median", "x", ""),
+    ("save / git add+commit", "save_vs_add_commit", "median", "x", "<= 1.0x (10k)"),
+    ("`slayer-kb save` process, wall", "process_save", "median", "ms", ""),
+    ("`slayer-kb save` process, peak RSS", "process_save_rss", "median", "MiB", ""),
+    ("`slayer-kb search` process, wall", "process_search", "median", "ms", "<= 300 ms (100k)"),
+    ("`slayer-kb search` process, peak RSS", "process_search_rss", "median", "MiB", ""),
+    ("search p50 (200 queries, in-process)", "search", "median", "ms", "<= 5 ms (100k)"),
+    ("search p95", "search", "p95", "ms", "<= 25 ms (100k)"),
+    ("search p50, freshness check skipped", "search_index_only", "median", "ms", ""),
+    ("search p95, freshness check skipped", "search_index_only", "p95", "ms", ""),
+    ("search p50, word queries only", "search_words", "median", "ms", ""),
+    ("SQLite FTS5 p50, same word queries", "fts5_words", "median", "ms", ""),
+    ("search / FTS5, p50", "search_vs_fts5_p50", "median", "x", "<= 10x (100k)"),
+    ("search / FTS5, p95", "search_vs_fts5_p95", "median", "x", ""),
+    ("freshness check, nothing changed", "fresh_unchanged", "median", "ms", "<= 100 ms (100k)"),
+    ("freshness check, 1 file changed by hand", "fresh_1", "median", "ms", ""),
+    ("freshness check, 100 files changed by hand", "fresh_100", "median", "ms", ""),
+    ("watcher: hand edit to searchable", "watcher", "median", "ms", "<= 1 s"),
+    ("full reindex", "reindex", "median", "s", "<= 60 s (100k)"),
+    ("full reindex throughput", "reindex", "docs_per_second", "memories/s", ""),
+    ("validate every file", "validate", "median", "s", "<= 10 s (10k)"),
+    ("cascade: delete a model 10% of memories use", "cascade", "median", "s", "<= 15 s (10k, 100k)"),
+)
+
+
+def _cell(figure: dict[str, Any] | None, stat: str, unit: str) -> str:
+    if not figure or figure.get(stat) is None:
+        return "n/a"
+    value = float(figure[stat])
+    if unit == "ms":
+        value *= 1000
+    if unit == "memories/s":
+        return f"{value:,.0f}"
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def table(runs: dict[str, dict[str, Any]]) -> str:
+    sizes = list(runs)
+    head = "| figure | unit | " + " | ".join(f"{int(s):,} memories" for s in sizes) + " | target |"
+    lines = [head, "|" + "---|" * (len(sizes) + 3)]
+    for label, key, stat, unit, target in ROWS:
+        cells = [_cell(runs[s]["metrics"].get(key), stat, unit) for s in sizes]
+        lines.append(f"| {label} | {unit} | " + " | ".join(cells) + f" | {target} |")
+    generated = [
+        _cell({"v": runs[s]["corpus"].get("generate_seconds")}, "v", "s") if runs[s]["corpus"].get("generate_seconds")
+        else "cached" for s in sizes
+    ]
+    lines.append("| corpus generation + git commit | s | " + " | ".join(generated) + " | |")
+    notes = _notes(runs)
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines)
+
+
+def _notes(runs: dict[str, dict[str, Any]]) -> list[str]:
+    out = []
+    for size, run in runs.items():
+        for key, figure in run["metrics"].items():
+            if key == "errors":
+                out += [f"- {size}: {step} failed: {message}" for step, message in figure.items()]
+            elif isinstance(figure, dict) and figure.get("note") and key != "cascade":
+                out.append(f"- {size}: {key}: {figure['note']}")
+    return out

@@ -1,0 +1,340 @@
+"""Catalog deletes that cascade into memories, and ``prune``.
+
+Deleting a datasource, a model, or a model's column / named measure / custom aggregation strips
+that entity and every entity below it (``shop.orders`` strips ``shop.orders.amount``, never
+``shop.orders_archive``) from every memory's ``entities``, in the same single commit that removes
+the catalog file or entry. Only the ``entities`` block of a memory changes (``with_entities``): its
+text, stored query, ``created_at`` and key order keep their bytes. A memory left with no entities
+is kept. The stored query of an example-query memory is not rewritten (SLayer's rule); search
+reports it as stale.
+
+Decisions where the seed is silent:
+
+- ``delete-model NAME`` without ``--datasource`` refuses a name found in several datasources: a
+  delete never relies on the priority list to pick its victim.
+- Other models' joins to a deleted model are left as they are: the catalog is SLayer's, and a
+  dangling join is SLayer's to report. Resolution through such a join fails with a clear message.
+- Deleting a datasource also removes it from ``priority.yaml``.
+- A catalog file is edited by removing the lines of the deleted list item only, so comments and
+  SLayer's formatting survive; when that cannot be done exactly (a flow-style list, an emptied
+  list), the file is written again from its parsed data.
+- ``prune`` strips references that are neither an existing canonical entity (or memory) nor
+  resolvable; a hand-written reference that still resolves (``orders.amount``) stays, and
+  ``validate`` asks for its canonical form.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from whoosh import query as Q
+
+from .catalog import Datasource, Model
+from .errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError
+from .ids import check_id, id_sort_key
+from .memory import with_entities
+from .repo import Change
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# A commit message names this many rewritten memories; --json names them all.
+MESSAGE_IDS = 50
+
+
+@dataclass
+class CascadeResult:
+    deleted: str | None
+    commit: str | None
+    rewritten: list[str]
+    stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
+        if self.deleted is None:
+            data.update(stripped=self.stripped, dry_run=self.dry_run)
+        else:
+            data = {"deleted": self.deleted, **data}
+        return data
+
+
+# -- the deletes -------------------------------------------------------------------------------
+
+
+def delete_model(kb: KnowledgeBase, model: str, datasource: str | None = None) -> CascadeResult:
+    """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories."""
+    with kb._writing():
+        found = _find_model(kb, model, datasource)
+        changes = [Change(_kb_path(kb, found.path), None)]
+        return _cascade(kb, found.entity, "model", changes)
+
+
+def delete_datasource(kb: KnowledgeBase, name: str) -> CascadeResult:
+    """Delete a datasource, its models and its place in ``priority.yaml``."""
+    with kb._writing():
+        datasource = _find_datasource(kb, name)
+        changes = [Change(_kb_path(kb, path), None) for path in _datasource_files(kb, datasource)]
+        priority = _priority_without(kb.root / "priority.yaml", name)
+        if priority is not None:
+            changes.append(Change("priority.yaml", priority.encode("utf-8")))
+        result = _cascade(kb, name, "datasource", changes)
+        # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
+        with contextlib.suppress(OSError):
+            (kb.root / "models" / name).rmdir()
+        return result
+
+
+def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
+    """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
+    parts = ref.strip().split(".")
+    if len(parts) != 3 or not all(parts):
+        raise InvalidInputError(
+            f"'{ref}' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."
+        )
+    ds_name, model_name, leaf = parts
+    with kb._writing():
+        model = _find_model(kb, model_name, ds_name)
+        kind = model.leaf_kind(leaf)
+        if kind is None:
+            raise NotFoundError(
+                f"Model '{model.entity}' has no column, measure or aggregation '{leaf}'. "
+                f"Its leaves: {sorted(model.leaves())}."
+            )
+        text = model.path.read_text(encoding="utf-8")
+        changes = [Change(_kb_path(kb, model.path), _model_without_leaf(text, leaf).encode("utf-8"))]
+        return _cascade(kb, f"{model.entity}.{leaf}", kind, changes)
+
+
+def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
+    datasource = kb.catalog.datasources.get(name)
+    if datasource is None:
+        known = ", ".join(sorted(kb.catalog.datasources)) or "none"
+        raise NotFoundError(f"Unknown datasource '{name}'. Known datasources: {known}.")
+    return datasource
+
+
+def _find_model(kb: KnowledgeBase, model: str, datasource: str | None) -> Model:
+    name = model.strip()
+    if "." in name:
+        given, _, name = name.partition(".")
+        if datasource is not None and datasource != given:
+            raise InvalidInputError(
+                f"'{model}' names datasource '{given}' but --datasource says '{datasource}'."
+            )
+        datasource = given
+    if datasource is not None:
+        found = _find_datasource(kb, datasource).models.get(name)
+        if found is None:
+            raise NotFoundError(
+                f"Unknown model '{name}' in datasource '{datasource}'. "
+                f"Its models: {sorted(kb.catalog.datasources[datasource].models)}."
+            )
+        return found
+    candidates = kb.catalog.models_named(name)
+    if not candidates:
+        raise NotFoundError(f"Unknown model '{name}': no datasource has a model of that name.")
+    if len(candidates) > 1:
+        raise AmbiguousEntityError(
+            f"Model '{name}' exists in datasources {sorted(m.datasource for m in candidates)}; "
+            f"say which to delete with --datasource or as '<datasource>.{name}'."
+        )
+    return candidates[0]
+
+
+def _datasource_files(kb: KnowledgeBase, datasource: Datasource) -> list[Path]:
+    """The datasource file and every model file of its folder, unreadable ones included."""
+    files = [datasource.path] if datasource.path is not None else []
+    folder = kb.root / "models" / datasource.name
+    files.extend(sorted(p for p in folder.glob("*.yaml") if p.is_file()))
+    return files
+
+
+def _kb_path(kb: KnowledgeBase, path: Path) -> str:
+    return path.resolve().relative_to(kb.root).as_posix()
+
+
+# -- rewriting memories --------------------------------------------------------------------------
+
+
+def _cascade(kb: KnowledgeBase, entity: str, kind: str, changes: list[Change]) -> CascadeResult:
+    under = Q.Or([Q.Term("entities", entity), Q.Prefix("entities", entity + ".")])
+    stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes)
+    rewritten = list(stripped)
+    message = f"catalog: delete {kind} {entity}"
+    if rewritten:
+        message += (
+            f"\n\nStripped {entity} and everything under it from {len(rewritten)} "
+            f"{_memories(len(rewritten))}: {_some(rewritten)}"
+        )
+    commit = kb._commit(changes, message)
+    return CascadeResult(entity, commit, rewritten, stripped)
+
+
+def _strip(
+    kb: KnowledgeBase, matches: Q.Query, gone: Callable[[str], bool], changes: list[Change]
+) -> dict[str, list[str]]:
+    """Append a rewrite of every memory holding an entity ``gone`` says to strip."""
+    stripped: dict[str, list[str]] = {}
+    query = Q.And([Q.Term("kind", "memory"), matches])
+
+    for doc in sorted(kb.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"])):
+        # A file that broke since the index read it is not rewritten: it is no memory to edit.
+        with contextlib.suppress(KBError):
+            memory, text = kb._read(doc["id"])
+            removed = [e for e in memory.entities if gone(e)]
+            if removed:
+                kept = [e for e in memory.entities if not gone(e)]
+                changes.append(kb._change(memory, with_entities(text, memory, kept)))
+                stripped[memory.id] = removed
+    return stripped
+
+
+def _memories(count: int) -> str:
+    return "memory" if count == 1 else "memories"
+
+
+def _some(ids: list[str]) -> str:
+    shown = ", ".join(ids[:MESSAGE_IDS])
+    return shown if len(ids) <= MESSAGE_IDS else f"{shown} and {len(ids) - MESSAGE_IDS} more"
+
+
+# -- prune ---------------------------------------------------------------------------------------
+
+
+def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
+    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none)."""
+    with kb._writing():
+        dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
+        changes: list[Change] = []
+        stripped: dict[str, list[str]] = {}
+        if dangling:
+            gone = set(dangling)
+            matches = Q.Or([Q.Term("entities", e) for e in dangling])
+            stripped = _strip(kb, matches, gone.__contains__, changes)
+        rewritten = list(stripped)
+        commit = None
+        if changes and not dry_run:
+            removed = sorted({e for entities in stripped.values() for e in entities})
+            commit = kb._commit(
+                changes,
+                f"catalog: prune {len(removed)} dangling references\n\n"
+                f"Stripped {_some(removed)} from {len(rewritten)} {_memories(len(rewritten))}: "
+                f"{_some(rewritten)}",
+            )
+        return CascadeResult(None, commit, rewritten, stripped, dry_run)
+
+
+def _stored_entities(kb: KnowledgeBase) -> set[str]:
+    """Every entity string some indexed document holds (terms of deleted documents may linger;
+    they simply match no memory)."""
+    terms = kb.index.searcher().lexicon("entities")
+    return {t.decode("utf-8") if isinstance(t, bytes) else t for t in terms}
+
+
+def _live(kb: KnowledgeBase, entity: str) -> bool:
+    if entity.startswith("memory:"):
+        target = entity[len("memory:"):]
+        try:
+            check_id(target)
+        except KBError:
+            return False
+        return kb.memory_exists(target)
+    if kb.catalog.entity_exists(entity):
+        return True
+    try:
+        kb.resolver().resolve(entity)
+    except KBError:
+        return False
+    return True
+
+
+# -- editing catalog files -----------------------------------------------------------------------
+
+
+def _model_without_leaf(text: str, leaf: str) -> str:
+    """The model file without every list item named ``leaf`` in columns/measures/aggregations."""
+    for section in ("columns", "measures", "aggregations"):
+        while True:
+            data = yaml.load(text, Loader=_LOADER)
+            items = data.get(section) if isinstance(data, dict) else None
+            index = next(
+                (i for i, item in enumerate(items or [])
+                 if isinstance(item, dict) and item.get("name") == leaf),
+                None,
+            )
+            if index is None:
+                break
+            text = _without_item(text, data, (section,), index)
+    return text
+
+
+def _priority_without(path: Path, name: str) -> str | None:
+    """``priority.yaml`` without ``name``, or None when it does not list it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_LOADER)
+    except (OSError, yaml.YAMLError):
+        return None
+    keys: tuple[str, ...] = ("priority",) if isinstance(data, dict) else ()
+    items = data.get("priority") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        return None
+    while name in items:
+        text = _without_item(text, data, keys, items.index(name))
+        data = yaml.load(text, Loader=_LOADER)
+        items = data.get("priority") if isinstance(data, dict) else data
+    return text
+
+
+def _without_item(text: str, data: Any, keys: tuple[str, ...], index: int) -> str:
+    """``text`` without item ``index`` of the list at ``keys``: only that item's lines go when
+    that gives exactly the expected data, else the whole file is dumped again."""
+    expected = _removed(data, keys, index)
+    candidate = _cut_lines(text, keys, index)
+    if candidate is not None:
+        with contextlib.suppress(yaml.YAMLError):
+            if yaml.load(candidate, Loader=_LOADER) == expected:
+                return candidate
+    return yaml.dump(expected, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
+                     default_flow_style=None)
+
+
+def _removed(data: Any, keys: tuple[str, ...], index: int) -> Any:
+    if not keys:
+        return [item for i, item in enumerate(data) if i != index]
+    return {k: (_removed(v, keys[1:], index) if k == keys[0] else v) for k, v in data.items()}
+
+
+def _cut_lines(text: str, keys: tuple[str, ...], index: int) -> str | None:
+    node = yaml.compose(text, Loader=_LOADER)
+    key_node = None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        key_node, node = next(((k, v) for k, v in node.value if k.value == key), (None, None))
+    if not isinstance(node, yaml.SequenceNode) or node.flow_style:
+        return None
+    item = node.value[index]
+    start = item.start_mark.line
+    if index + 1 < len(node.value):
+        end = node.value[index + 1].start_mark.line
+    else:
+        end = item.end_mark.line + (1 if item.end_mark.column else 0)
+    if end <= start:
+        return None
+    lines = text.splitlines(keepends=True)
+    if len(node.value) == 1:
+        # The list's last item: SLayer reads "key:" with nothing as null, so write "key: []".
+        if key_node is None or key_node.start_mark.line >= start:
+            return None
+        line = key_node.start_mark.line
+        lines[line] = lines[line][: key_node.end_mark.column] + ": []\n"
+    return "".join(lines[:start] + lines[end:])

@@ -1,0 +1,447 @@
+"""``validate`` and ``fmt``: the checks a pull request's CI and pre-commit run on memory files.
+
+A memory file is checked against the JSON Schema shipped beside this module
+(``memory.schema.json``, usable by editors through yaml-language-server), then against what a
+schema cannot say: the id rules and the file name, ids that differ only in letter case, entities
+that must be canonical and exist in the catalog, ``memory:`` targets that must exist, and the
+canonical formatting ``fmt`` writes. Every problem is ``path:line: message``, the line being that
+of the offending key or list item (line 1 for a problem of the file as a whole).
+
+Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a datasource, a
+model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
+any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
+
+Stored queries are not checked against the catalog: after a cascade an example query keeps its
+text (SLayer's rule) and search reports it as stale, so failing CI on it would block every merge
+that follows a catalog change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .catalog import Catalog, Resolver, load_catalog
+from .errors import InvalidIdError, KBError, MemoryFileError, StoreError
+from .ids import check_id, is_auto_id
+from .memory import KEY_ORDER, TIME_KEYS, Memory, dumps, key_line, loads
+from .repo import GitStore, find_toplevel
+
+SCHEMA_PATH = Path(__file__).with_name("memory.schema.json")
+MEMORIES = "memories"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    # fmt only: files rewritten (or, with --check, that would be)
+    reformatted: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+def shown(path: Path) -> str:
+    """A path as a user would type it: relative to the working directory when inside it."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- what to check -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Target:
+    """The memory files of one KB to check; ``everything`` after a catalog file or a folder."""
+
+    root: Path
+    files: dict[Path, str] = field(default_factory=dict)  # absolute path -> shown path
+    everything: bool = False
+
+
+def _targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
+    targets: dict[Path, _Target] = {}
+
+    def target(root: Path) -> _Target:
+        root = root.resolve()
+        return targets.setdefault(root, _Target(root))
+
+    for given in paths:
+        path = given.absolute()
+        if path.is_dir():
+            if path.name == MEMORIES:
+                target(path.parent).everything = True
+            elif (path / MEMORIES).is_dir() or (path / "datasources").is_dir():
+                target(path).everything = True
+            else:
+                problems.append(Problem(str(given), 1, "not a knowledge base or memories folder"))
+        elif path.parent.name == MEMORIES:
+            target(path.parent.parent).files[path] = str(given)
+        elif _catalog_root(path) is not None:
+            target(_catalog_root(path)).everything = True  # type: ignore[arg-type]
+        elif not path.exists():
+            problems.append(Problem(str(given), 1, "no such file"))
+        else:
+            problems.append(
+                Problem(str(given), 1, "not a memory file: expected <kb>/memories/<id>.yaml")
+            )
+    return targets
+
+
+def _catalog_root(path: Path) -> Path | None:
+    if path.suffix != ".yaml":
+        return None
+    if path.parent.name == "datasources" or path.name == "priority.yaml":
+        return path.parent.parent if path.parent.name == "datasources" else path.parent
+    if path.parent.parent.name == "models":
+        return path.parent.parent.parent
+    return None
+
+
+def _listing(memories: Path) -> list[str]:
+    """File names in ``memories/`` that are meant as memories (dot-files are not)."""
+    try:
+        with os.scandir(memories) as entries:
+            return sorted(e.name for e in entries if not e.name.startswith(".") and not e.is_dir())
+    except OSError:
+        return []
+
+
+def _expand(target: _Target) -> None:
+    if target.everything:
+        folder = target.root / MEMORIES
+        for name in _listing(folder):
+            target.files.setdefault(folder / name, shown(folder / name))
+
+
+# -- validate ----------------------------------------------------------------------------------
+
+
+class _KBContext:
+    """What checking a memory needs to know about its KB, computed once per KB."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.catalog: Catalog = load_catalog(root)
+        names = _listing(root / MEMORIES)
+        self.ids = {name[:-5] for name in names if name.endswith(".yaml")}
+        folded: dict[str, list[str]] = {}
+        for memory_id in self.ids:
+            folded.setdefault(memory_id.casefold(), []).append(memory_id)
+        self.folded = folded
+        self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+
+
+def validate(paths: Sequence[Path], against: str | None = None) -> Report:
+    """Check memory files (see the module docstring); ``against`` a git revision also reports
+    auto ids added on this branch that the revision uses for another memory."""
+    report = Report()
+    for target in _targets(paths, report.problems).values():
+        _expand(target)
+        context = _KBContext(target.root)
+        report.problems.extend(
+            Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
+            for p in context.catalog.problems
+        )
+        for path, name in sorted(target.files.items()):
+            report.checked += 1
+            report.problems.extend(check_file(path, name, context))
+        if against is not None:
+            report.problems.extend(_id_collisions(target, against))
+    report.problems.sort(key=lambda p: (p.path, p.line))
+    return report
+
+
+def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(line: int | None, message: str) -> None:
+        problems.append(Problem(name, line or 1, message))
+
+    if path.suffix != ".yaml":
+        add(1, f"slayer-kb reads only .yaml files in memories/; rename it to {path.stem}.yaml")
+        return problems
+    memory_id = path.stem
+    try:
+        check_id(memory_id)
+    except InvalidIdError as exc:
+        add(1, f"the file name is the id: {exc}")
+    others = [i for i in context.folded.get(memory_id.casefold(), []) if i != memory_id]
+    if others:
+        add(1, f"id '{memory_id}' differs only in letter case from {', '.join(sorted(others))}: "
+               "they collide on macOS and Windows checkouts; rename one")
+    text = _read_text(path, add)
+    if text is None:
+        return problems
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        add(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}")
+        return problems
+    schema_problems = list(_schema_problems(text, data))
+    for line, message in schema_problems:
+        add(line, message)
+    try:
+        memory = loads(text, memory_id, name)
+    except MemoryFileError as exc:
+        if not schema_problems:
+            add(exc.line, exc.message)
+        return problems
+    if schema_problems:
+        return problems
+    for line, message in _entity_problems(text, memory, context):
+        add(line, message)
+    canonical = dumps(memory)
+    if canonical != text:
+        add(_first_difference(text, canonical),
+            f"not in canonical form; run 'slayer-kb fmt {name}'")
+    return problems
+
+
+def _read_text(path: Path, add: Any) -> str | None:
+    if path.is_symlink() or not path.is_file():
+        add(1, "is a symlink or not a regular file; slayer-kb skips it")
+        return None
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        add(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        add(1, f"cannot be read: {exc.strerror}")
+    return None
+
+
+def _schema_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        if error.validator == "additionalProperties":
+            for extra in sorted(set(data) - set(schema()["properties"]), key=str):
+                hint = ("the file name is the id; remove the id key" if extra == "id"
+                        else f"allowed keys: {', '.join(KEY_ORDER)}")
+                yield key_line(text, extra), f"unknown key {extra!r} ({hint})"
+            continue
+        if error.validator == "required":
+            yield 1, f"missing required key: {error.message}"
+            continue
+        if key == "entities" and len(where) == 2:
+            yield (_item_line(text, "entities", where[1]),
+                   f"entities[{where[1]}]: {error.instance!r} is not an entity reference "
+                   "(<ds>, <ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)")
+            continue
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+                        for i, p in enumerate(where)) or "file"
+        if key in TIME_KEYS and error.validator in ("pattern", "type"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif key == "learning" and error.validator == "pattern":
+            message = "must not be blank"
+        else:
+            message = error.message
+        yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
+
+
+def _json_like(data: Any) -> Any:
+    """YAML timestamps as the strings a canonical file holds; the canonical-form check reports
+    the missing quotes separately, with the fix."""
+    if isinstance(data, dict):
+        return {k: _json_like(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_json_like(v) for v in data]
+    if isinstance(data, _dt.datetime):
+        if data.tzinfo is not None:
+            data = data.astimezone(_dt.timezone.utc)
+        return data.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(data, _dt.date):
+        return data.isoformat()
+    return data
+
+
+def _entity_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+    seen: set[str] = set()
+    for index, entity in enumerate(memory.entities):
+        message = None
+        if entity in seen:
+            message = f"entity '{entity}' is listed twice; keep one"
+        elif entity.startswith("memory:"):
+            target = entity[len("memory:"):]
+            try:
+                check_id(target)
+            except InvalidIdError as exc:
+                message = f"'{entity}' is not a memory reference: {exc}"
+            else:
+                if target not in context.ids:
+                    message = (f"'{entity}' refers to a memory that does not exist "
+                               "(run 'slayer-kb prune' to strip it)")
+        elif not context.catalog.entity_exists(entity):
+            message = _unresolved(entity, context.resolver)
+        seen.add(entity)
+        if message is not None:
+            yield _item_line(text, "entities", index), message
+
+
+def _unresolved(entity: str, resolver: Resolver) -> str:
+    try:
+        canonical = resolver.resolve(entity).entity
+    except KBError as exc:
+        return (f"entity '{entity}' does not resolve: {exc} "
+                "(run 'slayer-kb prune' to strip references to deleted entities)")
+    return f"entity '{entity}' is not canonical; write '{canonical}'"
+
+
+def _item_line(text: str, key: str, index: int) -> int | None:
+    """Line of item ``index`` of the top-level list ``key``; composing runs only for problems."""
+    with contextlib.suppress(yaml.YAMLError):
+        node = yaml.compose(text, Loader=_LOADER)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                if key_node.value == key and isinstance(value, yaml.SequenceNode):
+                    if index < len(value.value):
+                        return value.value[index].start_mark.line + 1
+    return key_line(text, key)
+
+
+def _first_difference(text: str, canonical: str) -> int:
+    lines, wanted = text.splitlines(keepends=True), canonical.splitlines(keepends=True)
+    for number, (have, want) in enumerate(zip(lines, wanted, strict=False), 1):
+        if have != want:
+            return number
+    return min(len(lines), len(wanted)) + 1 if lines else 1
+
+
+# -- --against: auto ids both sides allocated ----------------------------------------------------
+
+
+def _id_collisions(target: _Target, against: str) -> list[Problem]:
+    store = _store(target.root)
+    memories = store.repo_path(MEMORIES + "/")
+    base_proc = store.git("merge-base", against, "HEAD", check=False)
+    if base_proc.returncode != 0:
+        store.git("rev-parse", "--verify", f"{against}^{{commit}}")  # names a bad revision
+        raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
+    base = base_proc.stdout.decode().strip()
+    at_base = set(_tree_blobs(store, base, memories))
+    theirs = _tree_blobs(store, against, memories)
+    ours = {path.stem: (path, name) for path, name in target.files.items() if path.suffix == ".yaml"}
+    next_free = max((int(i) for i in [*theirs, *ours] if is_auto_id(i)), default=0) + 1
+    problems = []
+    for memory_id in sorted(ours, key=lambda i: (len(i), i)):
+        path, name = ours[memory_id]
+        if not is_auto_id(memory_id) or memory_id in at_base or memory_id not in theirs:
+            continue
+        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
+        if local == theirs[memory_id]:
+            continue  # the same memory on both sides (merged or cherry-picked)
+        problems.append(Problem(
+            name, 1,
+            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+            f"another memory; renumber this one, e.g. 'git mv {name} "
+            f"{Path(name).with_name(f'{next_free}.yaml').as_posix()}', and update any "
+            f"memory:{memory_id} references to it",
+        ))
+        next_free += 1
+    return problems
+
+
+def _store(root: Path) -> GitStore:
+    if find_toplevel(root) is None:
+        raise StoreError(f"--against needs a git repository; {root} is not in one.")
+    return GitStore(root)
+
+
+def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
+    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
+    proc = store.git("ls-tree", "-z", rev, "--", folder)
+    out = {}
+    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        name = path.rsplit("/", 1)[-1]
+        if name.endswith(".yaml"):
+            out[name[:-5]] = meta.split()[2]
+    return out
+
+
+# -- fmt ---------------------------------------------------------------------------------------
+
+
+def fmt(paths: Sequence[Path], check: bool = False) -> Report:
+    """Rewrite memory files into canonical form (``check``: only report which would change).
+
+    Files that cannot be read as memories are reported and left alone. The KB lock is held while
+    writing so that a concurrent slayer-kb commit is never overwritten with older content.
+    """
+    report = Report()
+    for target in _targets(paths, report.problems).values():
+        _expand(target)
+        with _locked(target.root, enabled=not check):
+            for path, name in sorted(target.files.items()):
+                if path.suffix != ".yaml":
+                    continue
+                report.checked += 1
+                _format_one(path, name, check, report)
+    return report
+
+
+def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
+    problems: list[Problem] = []
+    text = _read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
+    if text is not None:
+        try:
+            canonical = dumps(loads(text, path.stem, name))
+        except MemoryFileError as exc:
+            problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
+        else:
+            if canonical != text:
+                report.reformatted.append(name)
+                if not check:
+                    tmp = path.with_name(f".{path.name}.fmt-tmp")
+                    tmp.write_text(canonical, encoding="utf-8", newline="")
+                    os.replace(tmp, path)
+    report.problems.extend(problems)
+
+
+@contextlib.contextmanager
+def _locked(root: Path, enabled: bool) -> Iterator[None]:
+    if not enabled or find_toplevel(root) is None:
+        yield
+        return
+    with GitStore(root).locked():
+        yield

@@ -1,0 +1,325 @@
+"""``slayer-kb watch``: keep the index current while files change.
+
+Design (see DESIGN.md, "Pitfalls"):
+
+- The watchdog thread only *records* that something relevant happened; every piece of index work
+  runs on the calling thread, so Whoosh and the KB are only ever touched from one thread.
+- Events are never interpreted one by one. A burst (an editor's temp-file-and-rename save, a
+  ``git checkout`` of thousands of files) is debounced into one ``KnowledgeBase.ensure_fresh()``,
+  which compares file signatures with the index manifest and re-reads only what changed. A delete
+  therefore just drops the memory from the index, and an event for a file whose content did not
+  change costs one directory scan.
+- The watcher never writes memory files and never cascades; it takes the KB lock only for the
+  length of one incremental sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from .errors import StoreError
+from .index import MEMORIES_DIR, RACY_SECONDS, SyncReport
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
+
+# A steady stream of events (a long checkout) must not postpone the sync forever.
+MAX_DELAY = 0.5
+# inotify drops events when its queue overflows and watchdog does not tell us; a cheap lock-free
+# freshness check this often when idle catches whatever was lost.
+RESCAN_SECONDS = 10.0
+# After a failed sync (lock held for a minute by a big commit, a file system error) try again.
+RETRY_SECONDS = 2.0
+# Opened/closed-without-write events are left out on purpose: the sync itself reads every changed
+# file, and reacting to those reads would make the watcher wake itself up forever.
+EVENT_TYPES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+CATALOG_DIRS = ("datasources", "models")
+_TEMP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
+
+
+def is_relevant(rel: str, is_directory: bool) -> bool:
+    """Can a change at ``rel`` (a POSIX path relative to the KB root) change the index?"""
+    parts = PurePosixPath(rel).parts
+    if not parts or any(p.startswith(".") for p in parts):
+        # .git/, .slayer-kb/ (our own index writes), vim's .x.yaml.swp, editors' hidden temps
+        return False
+    name = parts[-1]
+    if name.endswith(_TEMP_SUFFIXES) or name == "4913" or (name[:1] == "#" and name[-1:] == "#"):
+        return False
+    if is_directory:
+        # A whole folder appearing or vanishing (checkout of a branch without it, rm -r) changes
+        # every file below it, and inotify may report only the folder.
+        if len(parts) == 1:
+            return name in (MEMORIES_DIR, *CATALOG_DIRS)
+        return len(parts) == 2 and parts[0] == "models"
+    if not name.endswith(".yaml"):
+        return False
+    if len(parts) == 1:
+        return name == "priority.yaml"
+    if len(parts) == 2:
+        return parts[0] in (MEMORIES_DIR, "datasources")
+    return len(parts) == 3 and parts[0] == "models"
+
+
+class _Pending:
+    """What the watchdog thread hands to the sync loop: when the current burst began and when
+    its last relevant event arrived. Guarded by a lock; nothing else crosses threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def note(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self.first is None:
+                self.first = now
+            self.last = now
+        self.wake.set()
+
+    def due(self, debounce: float) -> float | None:
+        """Monotonic time at which the pending burst should be synced; None if nothing pending."""
+        with self._lock:
+            if self.first is None or self.last is None:
+                return None
+            return min(self.last + debounce, self.first + max(MAX_DELAY, debounce))
+
+    def take(self) -> None:
+        with self._lock:
+            self.first = self.last = None
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, root: str, pending: _Pending) -> None:
+        super().__init__()
+        self._prefix = root.rstrip("/") + "/"
+        self._pending = pending
+
+    def _relative(self, path: bytes | str) -> str | None:
+        text = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else path
+        if not text.startswith(self._prefix):
+            return None
+        return text[len(self._prefix):]
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path]
+        if event.dest_path:
+            # a rename counts if either side is a memory: vim renames x.yaml away to x.yaml~,
+            # a temp-file save renames x.yaml.tmp onto x.yaml
+            paths.append(event.dest_path)
+        for path in paths:
+            rel = self._relative(path)
+            if rel is not None and is_relevant(rel, event.is_directory):
+                self._pending.note()
+                return
+
+
+def run_watcher(
+    kb: KnowledgeBase,
+    *,
+    debounce: float = 0.2,
+    on_sync: Callable[[SyncReport], None] | None = None,
+    stop: threading.Event | None = None,
+    out: TextIO | None = None,
+) -> None:
+    """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
+
+    ``on_sync`` is called (on this thread) after every sync that changed the index.
+    """
+    stop = stop if stop is not None else threading.Event()
+    log = out if out is not None else sys.stderr
+    pending = _Pending()
+    observer = Observer()
+    observer.schedule(
+        _Handler(str(kb.root), pending), str(kb.root), recursive=True, event_filter=EVENT_TYPES
+    )
+    reporter = _Reporter(log)
+    with _stop_on_signals(stop):
+        try:
+            observer.start()
+        except OSError as exc:
+            kb.close()
+            raise StoreError(
+                f"Cannot watch {kb.root}: {exc.strerror or exc}. On Linux, too many watched "
+                "folders means raising fs.inotify.max_user_watches (sysctl)."
+            ) from None
+        try:
+            _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
+            _loop(kb, pending, stop, debounce, on_sync, reporter)
+        except KeyboardInterrupt:
+            # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
+            pass
+        finally:
+            observer.stop()
+            observer.join(timeout=5.0)
+            kb.close()
+    _say(log, "Stopped watching.")
+
+
+def _loop(
+    kb: KnowledgeBase,
+    pending: _Pending,
+    stop: threading.Event,
+    debounce: float,
+    on_sync: Callable[[SyncReport], None] | None,
+    reporter: _Reporter,
+) -> None:
+    # The initial sync runs after the observer started, so nothing changed meanwhile is missed.
+    next_check: float | None = time.monotonic()
+    last_sync = 0.0
+    settle_rounds = 0
+    settling = False
+    while not stop.is_set():
+        now = time.monotonic()
+        due = pending.due(debounce)
+        if due is not None and due <= now:
+            pending.take()
+            settle_rounds = 0
+            settling = False
+            next_check = now
+        elif next_check is None and now - last_sync >= RESCAN_SECONDS:
+            settling = False
+            next_check = now
+        if next_check is not None and next_check <= now:
+            # a settling pass only re-reads files that did not change: not worth a line
+            ok, racy = _sync(kb, on_sync, reporter, quiet=settling)
+            last_sync = time.monotonic()
+            next_check = None
+            settling = False
+            if not ok:
+                next_check = last_sync + RETRY_SECONDS
+            elif racy and settle_rounds < 3:
+                # Files changed within the timestamp granularity stay marked for a re-read; once
+                # they are old enough, one more sync settles them so later commands skip the lock.
+                settle_rounds += 1
+                settling = True
+                next_check = last_sync + RACY_SECONDS + 0.1
+            continue
+        if due is None:
+            # Idle: sleep until an event arrives, in short slices so ``stop`` is honoured soon.
+            if pending.wake.wait(timeout=0.1):
+                pending.wake.clear()
+        else:
+            stop.wait(timeout=min(due - now, 0.05))
+
+
+def _sync(
+    kb: KnowledgeBase,
+    on_sync: Callable[[SyncReport], None] | None,
+    reporter: _Reporter,
+    quiet: bool = False,
+) -> tuple[bool, bool]:
+    """One freshness pass. Returns (succeeded, files still awaiting a racy re-read)."""
+    try:
+        report = kb.ensure_fresh()
+        if report is not None:
+            reporter.report(report, kb, summary=not quiet)
+            changed = report.updated or report.removed or report.catalog_changed or report.rebuilt
+            if on_sync is not None and changed:
+                on_sync(report)
+        reporter.ok()
+        return True, not kb.index.is_fresh()
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync
+        reporter.error(exc)
+        return False, False
+
+
+class _Reporter:
+    """Prints a line per sync that changed something; each broken file and error only once."""
+
+    def __init__(self, log: TextIO) -> None:
+        self._log = log
+        self._problems: set[str] = set()
+        self._error: str | None = None
+
+    def report(self, report: SyncReport, kb: KnowledgeBase, summary: bool = True) -> None:
+        parts = []
+        if report.rebuilt:
+            parts.append("index rebuilt")
+        if report.updated:
+            parts.append(f"indexed {report.updated}")
+        if report.removed:
+            parts.append(f"removed {report.removed}")
+        if report.catalog_changed:
+            parts.append("catalog reindexed")
+        if parts and summary:
+            _say(self._log, ", ".join(parts))
+        current = {str(p) for p in report.problems}
+        if report.catalog_changed or report.rebuilt:
+            current |= {str(p) for p in kb.catalog.problems}
+        else:
+            # catalog problems are only re-read when the catalog changes: keep the known ones
+            current |= {p for p in self._problems if not p.startswith(f"{MEMORIES_DIR}/")}
+        for problem in sorted(current - self._problems):
+            _say(self._log, f"{problem} (skipped)")
+        # a fixed file leaves the set, so breaking it again is reported again
+        self._problems = current
+
+    def ok(self) -> None:
+        self._error = None
+
+    def error(self, exc: Exception) -> None:
+        message = f"Error: {exc}"
+        if message != self._error:
+            _say(self._log, f"{message} (retrying)")
+        self._error = message
+
+
+def _say(log: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=log, flush=True)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM ask the loop to stop after the current sync; a second one interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

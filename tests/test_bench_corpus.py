@@ -1,0 +1,56 @@
+"""The benchmark's corpus generator: deterministic, and every file it writes is a valid memory
+whose references resolve in the catalog it generated."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from slayer_kb.catalog import Resolver, load_catalog
+from slayer_kb.ids import check_id
+from slayer_kb.memory import loads
+from slayer_kb.query import query_entities
+
+# bench/ sits beside the package, not inside it; pytest puts only tests/ on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import corpus  # noqa: E402
+
+SIZE = 50
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "memories").iterdir())}
+
+
+def test_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
+    made = corpus.generate(tmp_path / "a", SIZE, seed=7)
+    corpus.write_catalog(tmp_path / "b", corpus.generate_catalog(7))
+    corpus.write_memories(tmp_path / "b", SIZE, seed=7, workers=1)
+    files = _files(made.root)
+    assert files == _files(tmp_path / "b")
+    assert len(files) == SIZE
+    assert corpus.git(made.root, "status", "--porcelain") == ""
+
+    catalog = load_catalog(made.root)
+    assert not catalog.problems
+    resolver = Resolver(catalog, memory_exists=lambda i: f"{i}.yaml" in files, check_id=check_id)
+    hot = 0
+    for name, text in files.items():
+        memory = loads(text, name[:-5])
+        assert 20 <= len(memory.learning.split()) <= 400
+        for entity in memory.entities:
+            if entity.startswith("memory:"):
+                assert f"{entity[7:]}.yaml" in files
+            else:
+                assert catalog.entity_exists(entity), entity
+        if memory.query is not None:
+            found, _ = query_entities(memory.query, resolver)
+            assert set(found) <= set(memory.entities)
+        hot += any(e == made.hot_model or e.startswith(made.hot_model + ".") for e in memory.entities)
+    assert hot == made.hot_count == SIZE // corpus.HOT_EVERY
+
+
+def test_other_seed_differs(tmp_path: Path) -> None:
+    for seed in (1, 2):
+        corpus.write_memories(tmp_path / str(seed), 5, seed=seed, workers=1)
+    assert _files(tmp_path / "1") != _files(tmp_path / "2")

@@ -1,0 +1,276 @@
+"""Catalog cascades (delete-model, delete-datasource, delete-leaf, forget) and prune.
+
+References sit at every depth, next to near-miss names that must survive (``shop.orders_archive``
+beside ``shop.orders``, ``shop.orders.amount_wavg`` beside ``shop.orders.amount``, ``memory:X1``
+and ``memory:X.y`` beside ``memory:X``). Every memory file is compared byte for byte with what the
+cascade must leave: the original text minus exactly the stripped entity lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase, cascade
+
+ARCHIVE_MODEL = """\
+name: orders_archive
+description: Orders older than two years.
+columns:
+- {name: id, type: INT}
+- {name: amount, type: DOUBLE}
+"""
+
+# id -> (lines before the entities, entities, lines after). A memory keeps everything but the
+# entity lines a cascade strips; the hand-ordered one (created_at first, a stored query, a
+# comment) shows that only the entities block is touched.
+MEMORIES: dict[str, tuple[str, list[str], str]] = {
+    "1": ("learning: About the whole shop database.\n", ["shop"], ""),
+    "2": ("learning: Orders, one row each.\n", ["shop.orders"], ""),
+    "3": (
+        "learning: |\n  Amounts are in EUR.\n\n  Archive amounts too.\n",
+        ["shop.orders.amount", "shop.orders_archive.amount", "wh.orders.amount"],
+        "",
+    ),
+    "4": ("learning: AOV and names.\n", ["shop.orders.aov", "shop.customers.name"], ""),
+    "5": ("learning: Weighted amount.\n", ["shop.orders.amount_wavg", "shop.orders.status"], ""),
+    "6": ("learning: The archive.\n", ["shop.orders_archive", "shop.orders_archive.id"], ""),
+    "X": ("learning: Customers.\n", ["shop.customers"], ""),
+    "X1": ("learning: Near miss one.\n", ["wh.shop.orders"], ""),
+    "X.y": ("learning: Near miss two.\n", ["wh"], ""),
+    "links": (
+        "learning: Links to other memories.\n",
+        ["memory:X", "memory:X1", "memory:X.y", "shop.orders.status"],
+        "",
+    ),
+    "kb.hand": (
+        "created_at: '2026-01-02T03:04:05Z'\n"
+        "# written by hand, keys in their own order\n"
+        "title: Paid revenue\n"
+        "learning: |\n  Paid orders only.\n",
+        ["shop.orders.amount", "shop.orders.status", "shop.orders_archive.amount"],
+        "query:\n  source_model: orders\n  measures: [sum(amount)]\n  filters:\n  - status = 'paid'\n"
+        "type: decision\n",
+    ),
+}
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+
+
+def memory_text(memory_id: str, stripped: frozenset[str] = frozenset()) -> str:
+    before, entities, after = MEMORIES[memory_id]
+    kept = [e for e in entities if e not in stripped]
+    block = ("entities:\n" + "".join(f"- {e}\n" for e in kept)) if kept else ""
+    created = "" if "created_at" in before else CREATED
+    return before + block + after + created
+
+
+@pytest.fixture
+def cascade_kb(catalog_kb: KnowledgeBase) -> KnowledgeBase:
+    root = catalog_kb.root
+    (root / "models" / "shop" / "orders_archive.yaml").write_text(ARCHIVE_MODEL)
+    (root / "priority.yaml").write_text("priority:\n- shop\n- wh\n")
+    for memory_id in MEMORIES:
+        (root / "memories" / f"{memory_id}.yaml").write_text(memory_text(memory_id))
+    commit_all(root, "memories at every depth")
+    return KnowledgeBase(root)
+
+
+def assert_memories(root: Path, stripped: set[str], forgotten: str | None = None) -> None:
+    for memory_id in MEMORIES:
+        path = root / "memories" / f"{memory_id}.yaml"
+        if memory_id == forgotten:
+            assert not path.exists()
+            continue
+        assert path.read_text() == memory_text(memory_id, frozenset(stripped)), memory_id
+
+
+def rewritten_by(stripped: set[str], forgotten: str | None = None) -> list[str]:
+    order = ["1", "2", "3", "4", "5", "6", "X", "X.y", "X1", "kb.hand", "links"]
+    return [i for i in order if i != forgotten and set(MEMORIES[i][1]) & stripped]
+
+
+def head_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())
+
+
+def committed_clean(root: Path) -> None:
+    """The work tree is exactly the commit: nothing half-written, nothing left to stage."""
+    assert git(root, "status", "--porcelain") == ""
+
+
+MODEL_GONE = {"shop.orders", "shop.orders.amount", "shop.orders.aov", "shop.orders.amount_wavg",
+              "shop.orders.status"}
+
+TRIGGERS = [
+    pytest.param(["delete-model", "orders", "--datasource", "shop"], "shop.orders", MODEL_GONE,
+                 "model", id="model"),
+    pytest.param(["delete-datasource", "wh"], "wh", {"wh", "wh.orders.amount", "wh.shop.orders"},
+                 "datasource", id="datasource"),
+    pytest.param(["delete-leaf", "shop.orders.amount"], "shop.orders.amount",
+                 {"shop.orders.amount"}, "column", id="column"),
+    pytest.param(["delete-leaf", "shop.orders.aov"], "shop.orders.aov", {"shop.orders.aov"},
+                 "measure", id="measure"),
+    pytest.param(["delete-leaf", "shop.orders.amount_wavg"], "shop.orders.amount_wavg",
+                 {"shop.orders.amount_wavg"}, "aggregation", id="aggregation"),
+]
+
+
+@pytest.mark.parametrize(("args", "deleted", "stripped", "kind"), TRIGGERS)
+def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
+    cascade_kb: KnowledgeBase, run_cli, args: list[str], deleted: str, stripped: set[str], kind: str
+) -> None:
+    root = cascade_kb.root
+    before = head_count(root)
+    proc = run_cli("--kb", root, *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json_of(proc)
+    expected = rewritten_by(stripped)
+    assert out == {"deleted": deleted, "commit": git(root, "rev-parse", "HEAD").strip(),
+                   "rewritten": expected}
+    assert head_count(root) == before + 1
+    assert_memories(root, stripped)
+    committed_clean(root)
+    message = git(root, "log", "-1", "--format=%B").strip()
+    assert message == (
+        f"catalog: delete {kind} {deleted}\n\nStripped {deleted} and everything under it from "
+        f"{len(expected)} memor{'y' if len(expected) == 1 else 'ies'}: {', '.join(expected)}"
+    )
+    # The catalog no longer has it, and the files the commit touched are exactly those.
+    changed = set(git(root, "show", "--name-only", "--format=", "HEAD").split())
+    memory_files = {f"memories/{i}.yaml" for i in expected}
+    assert memory_files <= changed
+    assert not KnowledgeBase(root).catalog.entity_exists(deleted)
+
+
+def test_delete_model_removes_only_its_file(cascade_kb: KnowledgeBase) -> None:
+    result = cascade.delete_model(cascade_kb, "shop.orders")
+    root = cascade_kb.root
+    assert not (root / "models/shop/orders.yaml").exists()
+    assert (root / "models/shop/orders_archive.yaml").read_text() == ARCHIVE_MODEL
+    assert (root / "models/wh/orders.yaml").exists()
+    # A memory left with no entities stays, without an entities key.
+    assert "2" in result.rewritten
+    assert (root / "memories/2.yaml").read_text() == "learning: Orders, one row each.\n" + CREATED
+    assert cascade_kb.get("2")["entities"] == []
+
+
+def test_delete_datasource_removes_its_files_and_priority_entry(cascade_kb: KnowledgeBase) -> None:
+    root = cascade_kb.root
+    cascade.delete_datasource(cascade_kb, "wh")
+    assert not (root / "datasources/wh.yaml").exists()
+    assert list((root / "models" / "wh").glob("*.yaml")) == []
+    assert (root / "priority.yaml").read_text() == "priority:\n- shop\n"
+    changed = git(root, "show", "--name-only", "--format=", "HEAD").split()
+    assert "models/wh/orders.yaml" in changed and "datasources/wh.yaml" in changed
+    assert "shop" in cascade_kb.catalog.datasources
+
+
+def test_delete_leaf_cuts_only_the_lines_of_that_item(cascade_kb: KnowledgeBase) -> None:
+    path = cascade_kb.root / "models/shop/orders.yaml"
+    original = path.read_text()
+    cascade.delete_leaf(cascade_kb, "shop.orders.amount_wavg")
+    # The only aggregation (a four-line block item) goes and leaves an empty list.
+    without_agg = original.replace(
+        "aggregations:\n- name: amount_wavg\n  formula: sum(amount * qty) / sum(qty)\n"
+        "  params: [weight]\n  description: Amount weighted by quantity\n", "aggregations: []\n")
+    assert without_agg != original
+    assert path.read_text() == without_agg
+    cascade.delete_leaf(cascade_kb, "shop.orders.cost")
+    assert path.read_text() == without_agg.replace("- {name: cost, sql: cost, type: DOUBLE}\n", "")
+
+
+def test_emptying_a_flow_list_rewrites_the_file(cascade_kb: KnowledgeBase) -> None:
+    # priority: [shop] is a one-item flow list: the file is dumped again from its data.
+    root = cascade_kb.root
+    (root / "priority.yaml").write_text("priority: [wh, shop]\n")
+    commit_all(root, "flow priority")
+    cascade.delete_datasource(KnowledgeBase(root), "shop")
+    assert (root / "priority.yaml").read_text() == "priority: [wh]\n"
+
+
+def test_forget_strips_exactly_memory_x(cascade_kb: KnowledgeBase, run_cli) -> None:
+    root = cascade_kb.root
+    proc = run_cli("--kb", root, "forget", "X", "--json")
+    assert json_of(proc) == {"deleted_id": "X", "stripped_from": ["links"], "soft": False}
+    assert_memories(root, {"memory:X"}, forgotten="X")
+    committed_clean(root)
+
+
+def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, run_cli) -> None:
+    root = cascade_kb.root
+    before = head_count(root)
+    cases = [
+        (["delete-model", "orders"], "Error: Model 'orders' exists in datasources ['shop', 'wh']; "
+         "say which to delete with --datasource or as '<datasource>.orders'."),
+        (["delete-model", "nope"],
+         "Error: Unknown model 'nope': no datasource has a model of that name."),
+        (["delete-datasource", "dw"], "Error: Unknown datasource 'dw'. Known datasources: shop, wh."),
+        (["delete-leaf", "shop.orders"],
+         "Error: 'shop.orders' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."),
+        (["delete-leaf", "shop.orders.nope"],
+         "Error: Model 'shop.orders' has no column, measure or aggregation 'nope'. Its leaves: "
+         "['amount', 'amount_wavg', 'aov', 'cost', 'created_at', 'customer_id', 'id', 'qty', "
+         "'refunds', 'status']."),
+    ]
+    for args, error in cases:
+        proc = run_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr.strip()) == (1, error)
+    assert head_count(root) == before
+    assert_memories(root, set())
+
+
+def test_human_output(cascade_kb: KnowledgeBase, run_cli) -> None:
+    proc = run_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.aov")
+    sha = git(cascade_kb.root, "rev-parse", "HEAD").strip()
+    assert proc.stdout == f"Deleted leaf shop.orders.aov (commit {sha[:12]}); stripped it from 1 memories: 4\n"
+    proc = run_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.qty")
+    assert proc.stdout.endswith("; no memory referred to it.\n")
+
+
+# -- prune ---------------------------------------------------------------------------------------
+
+
+def test_prune_strips_what_was_deleted_outside_slayer_kb(cascade_kb: KnowledgeBase, run_cli) -> None:
+    root = cascade_kb.root
+    # A model file deleted by hand and a memory removed with git, as a merge might do.
+    git(root, "rm", "-q", "models/shop/orders_archive.yaml", "memories/X1.yaml")
+    git(root, "commit", "-q", "-m", "by hand")
+    gone = {"shop.orders_archive", "shop.orders_archive.amount", "shop.orders_archive.id",
+            "memory:X1"}
+    dry = run_cli("--kb", root, "prune", "--dry-run", "--json")
+    assert json_of(dry) == {
+        "commit": None,
+        "rewritten": ["3", "6", "kb.hand", "links"],
+        "stripped": {"3": ["shop.orders_archive.amount"],
+                     "6": ["shop.orders_archive", "shop.orders_archive.id"],
+                     "kb.hand": ["shop.orders_archive.amount"], "links": ["memory:X1"]},
+        "dry_run": True,
+    }
+    assert git(root, "status", "--porcelain") == ""
+    before = head_count(root)
+    proc = run_cli("--kb", root, "prune")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(
+        "Stripped from memory 3: shop.orders_archive.amount\n"
+        "Stripped from memory 6: shop.orders_archive, shop.orders_archive.id\n"
+    )
+    assert head_count(root) == before + 1
+    for memory_id in MEMORIES:
+        if memory_id != "X1":
+            text = (root / "memories" / f"{memory_id}.yaml").read_text()
+            assert text == memory_text(memory_id, frozenset(gone)), memory_id
+    again = run_cli("--kb", root, "prune")
+    assert again.stdout == "Nothing to prune: every reference resolves.\n"
+    assert head_count(root) == before + 1
+
+
+def test_prune_keeps_hand_written_references_that_still_resolve(cascade_kb: KnowledgeBase) -> None:
+    root = cascade_kb.root
+    path = root / "memories" / "hand2.yaml"
+    path.write_text(f"learning: x\nentities:\n- orders.amount\n- shop.gone\n{CREATED}")
+    commit_all(root, "hand-written")
+    result = cascade.prune(KnowledgeBase(root))
+    assert result.stripped == {"hand2": ["shop.gone"]}
+    assert path.read_text() == f"learning: x\nentities:\n- orders.amount\n{CREATED}"

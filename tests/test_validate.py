@@ -1,0 +1,192 @@
+"""validate, fmt and the JSON Schema: exact ``path:line: message`` output on real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from conftest import EXAMPLE_KB, commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.validate import SCHEMA_PATH, validate
+
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+GOOD = f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"
+
+
+def write(kb: KnowledgeBase, name: str, text: str) -> Path:
+    path = kb.root / "memories" / name
+    path.write_text(text)
+    return path
+
+
+def test_the_example_kb_is_valid_and_canonical(example_kb: KnowledgeBase, run_cli) -> None:
+    proc = run_cli("--kb", example_kb.root, "validate")
+    count = len(list((example_kb.root / "memories").glob("*.yaml")))
+    assert (proc.returncode, proc.stdout) == (0, f"Checked {count} files: no problems.\n")
+    proc = run_cli("--kb", example_kb.root, "fmt", "--check")
+    assert (proc.returncode, proc.stdout) == (0, f"0 of {count} files need formatting\n")
+
+
+def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase, run_cli) -> None:
+    write(catalog_kb, "ok.yaml", GOOD)
+    write(catalog_kb, "bad-yaml.yaml", "learning: [unclosed\n" + CREATED)
+    write(catalog_kb, "schema.yaml",
+          f"learning: x\nscope: team\nid: 7\nrevision_count: 0\n{CREATED}")
+    write(catalog_kb, "refs.yaml",
+          "learning: x\nentities:\n- shop.orders.amount\n- shop.orders.nope\n- memory:ghost\n"
+          f"- orders.status\n{CREATED}")
+    write(catalog_kb, "pattern.yaml", f"learning: x\nentities:\n- shop\n- shop..x\n{CREATED}")
+    write(catalog_kb, "refs2.yaml",
+          f"learning: x\nentities:\n- memory:ok\n- shop.orders.nope\n- shop\n- shop\n{CREATED}")
+    write(catalog_kb, "order.yaml", f"{CREATED}learning: Fine.\n")
+    write(catalog_kb, "time.yaml", "learning: x\ncreated_at: 2026-01-01T00:00:00Z\n")
+    write(catalog_kb, "Ok.yaml", GOOD)
+    write(catalog_kb, "-dash.yaml", GOOD)
+    write(catalog_kb, "note.yml", GOOD)
+    proc = run_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "memories/-dash.yaml:1: the file name is the id: Memory id '-dash' starts with '-', which "
+        "would make a hidden file or look like a command-line option; start it with a letter or "
+        "digit.",
+        "memories/Ok.yaml:1: id 'Ok' differs only in letter case from ok: they collide on macOS "
+        "and Windows checkouts; rename one",
+        "memories/bad-yaml.yaml:2: invalid YAML: did not find expected ',' or ']'",
+        "memories/note.yml:1: slayer-kb reads only .yaml files in memories/; rename it to note.yaml",
+        "memories/ok.yaml:1: id 'ok' differs only in letter case from Ok: they collide on macOS "
+        "and Windows checkouts; rename one",
+        "memories/order.yaml:1: not in canonical form; run 'slayer-kb fmt memories/order.yaml'",
+        "memories/pattern.yaml:4: entities[1]: 'shop..x' is not an entity reference (<ds>, "
+        "<ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)",
+        "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a column, "
+        "measure, aggregation or join target of model 'orders'. (run 'slayer-kb prune' to strip "
+        "references to deleted entities)",
+        "memories/refs.yaml:5: 'memory:ghost' refers to a memory that does not exist (run "
+        "'slayer-kb prune' to strip it)",
+        "memories/refs.yaml:6: entity 'orders.status' is not canonical; write 'shop.orders.status'",
+        "memories/refs2.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a "
+        "column, measure, aggregation or join target of model 'orders'. (run 'slayer-kb prune' "
+        "to strip references to deleted entities)",
+        "memories/refs2.yaml:6: entity 'shop' is listed twice; keep one",
+        "memories/schema.yaml:2: 'scope' 'team' is not one of ['project', 'personal', None]",
+        "memories/schema.yaml:3: unknown key 'id' (the file name is the id; remove the id key)",
+        "memories/schema.yaml:4: 'revision_count' 0 is less than the minimum of 1",
+        "memories/time.yaml:2: not in canonical form; run 'slayer-kb fmt memories/time.yaml'",
+        "16 problems in 11 files checked",
+    ]
+    out = json_of(run_cli("--kb", catalog_kb.root, "validate", "--json", "memories/refs2.yaml",
+                          cwd=catalog_kb.root))
+    assert out["ok"] is False and out["checked"] == 1
+    assert out["problems"][0] == {
+        "path": "memories/refs2.yaml", "line": 4,
+        "message": "entity 'shop.orders.nope' does not resolve: 'nope' is not a column, measure, "
+                   "aggregation or join target of model 'orders'. (run 'slayer-kb prune' to strip "
+                   "references to deleted entities)",
+    }
+
+
+def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeBase, run_cli) -> None:
+    write(catalog_kb, "a.yaml", GOOD)
+    (catalog_kb.root / "models/shop/orders.yaml").unlink()
+    (catalog_kb.root / "models/shop/regions.yaml").write_text("columns: 3\n")
+    proc = run_cli("validate", "models/shop/customers.yaml", cwd=catalog_kb.root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: Unknown model 'orders' in "
+        "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. (run 'slayer-kb "
+        "prune' to strip references to deleted entities)",
+        "models/shop/regions.yaml:1: catalog: 'columns' must be a list of mappings with a 'name', "
+        "got a number",
+        "2 problems in 1 files checked",
+    ]
+
+
+def test_fmt_rewrites_into_canonical_form_and_check_reports(catalog_kb: KnowledgeBase, run_cli) -> None:
+    path = write(catalog_kb, "a.yaml",
+                 "created_at: 2026-01-01T00:00:00Z\nentities: [shop.orders]\nlearning: |-\n  two\n  lines\n")
+    broken = write(catalog_kb, "b.yaml", "learning: x\n")
+    check = run_cli("fmt", "--check", "memories", cwd=catalog_kb.root)
+    assert check.returncode == 1
+    assert check.stdout.splitlines() == [
+        "memories/b.yaml:1: missing required key 'created_at' (add created_at: "
+        "'YYYY-MM-DDTHH:MM:SSZ'); fix it by hand",
+        "would reformat memories/a.yaml",
+        "1 of 2 files need formatting",
+    ]
+    assert path.read_text().startswith("created_at: 2026")
+    run_cli("fmt", "memories/a.yaml", cwd=catalog_kb.root, check=True)
+    assert path.read_text() == "learning: |-\n  two\n  lines\nentities:\n- shop.orders\n" + CREATED
+    assert broken.read_text() == "learning: x\n"
+    again = run_cli("fmt", "--check", "memories/a.yaml", cwd=catalog_kb.root)
+    assert (again.returncode, again.stdout) == (0, "0 of 1 files need formatting\n")
+
+
+def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeBase, run_cli) -> None:
+    root = catalog_kb.root
+    write(catalog_kb, "1.yaml", GOOD)
+    commit_all(root, "base")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(catalog_kb, "2.yaml", "learning: Feature's two.\n" + CREATED)
+    write(catalog_kb, "3.yaml", "learning: Same on both.\n" + CREATED)
+    write(catalog_kb, "kb.named.yaml", "learning: Named.\n" + CREATED)
+    commit_all(root, "feature")
+    git(root, "checkout", "-q", "main")
+    write(catalog_kb, "2.yaml", "learning: Main's two.\n" + CREATED)
+    write(catalog_kb, "3.yaml", "learning: Same on both.\n" + CREATED)
+    write(catalog_kb, "kb.named.yaml", "learning: Other named.\n" + CREATED)
+    commit_all(root, "main moved on")
+    git(root, "checkout", "-q", "feature")
+    plain = run_cli("validate", cwd=root)
+    assert plain.returncode == 0, plain.stdout
+    proc = run_cli("validate", "--against", "main", cwd=root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
+        "another memory; renumber this one, e.g. 'git mv memories/2.yaml memories/4.yaml', and "
+        "update any memory:2 references to it",
+        "1 problem in 4 files checked",
+    ]
+    bad = run_cli("validate", "--against", "nope", cwd=root)
+    assert bad.returncode == 1 and bad.stderr.startswith("Error: git rev-parse failed:")
+
+
+def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
+    (tmp_path / "notes.yaml").write_text("a: 1\n")
+    proc = run_cli("validate", "notes.yaml", "missing.yaml", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "missing.yaml:1: no such file",
+        "notes.yaml:1: not a memory file: expected <kb>/memories/<id>.yaml",
+        "2 problems in 0 files checked",
+    ]
+
+
+def test_schema_is_valid_and_agrees_with_the_files(run_cli) -> None:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((EXAMPLE_KB / "memories").glob("*.yaml")):
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
+    assert json.loads(run_cli("schema", check=True).stdout) == schema
+
+
+@pytest.mark.slow
+def test_ten_thousand_files_in_under_ten_seconds(catalog_kb: KnowledgeBase) -> None:
+    folder = catalog_kb.root / "memories"
+    for i in range(1, 10_001):
+        (folder / f"{i}.yaml").write_text(
+            f"learning: |\n  Memory {i}.\n  Second line.\nentities:\n- shop.orders.amount\n"
+            f"- memory:{max(i - 1, 1)}\n{CREATED}")
+    shutil.copy(folder / "5.yaml", folder / "kb.five.yaml")
+    started = time.perf_counter()
+    report = validate([folder])
+    elapsed = time.perf_counter() - started
+    assert report.checked == 10_001 and report.problems == []
+    assert elapsed < 10, elapsed

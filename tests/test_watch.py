@@ -1,0 +1,347 @@
+"""``slayer-kb watch`` in a real subprocess keeps the index current by itself.
+
+The index is polled read-only, straight from Whoosh: never through ``KnowledgeBase.search``,
+which syncs on its own and would hide a watcher that does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git
+from whoosh import index as windex
+from whoosh import query as Q
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.index import SyncReport, text_terms
+from slayer_kb.watch import is_relevant, run_watcher
+
+LATENCY = 1.0  # the issue's promise: a hand edit is searchable within one second
+CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
+
+
+def memory_text(learning: str) -> str:
+    return f"learning: |\n  {learning}\n{CREATED}"
+
+
+class Watcher:
+    """A running ``slayer-kb watch`` whose stderr is collected on a thread (so it never blocks)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for_line(self, prefix: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(prefix) for line in self.lines):
+                return
+            assert self.proc.poll() is None, f"watcher died: {self.lines}"
+            time.sleep(0.02)
+        raise AssertionError(f"no line starting with {prefix!r} in {self.lines}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=5)
+
+
+@pytest.fixture
+def watcher(example_kb: KnowledgeBase) -> Iterator[Watcher]:
+    # Build the index first so the watcher's initial sync is incremental and quick.
+    example_kb.ensure_fresh()
+    example_kb.close()
+    w = Watcher(example_kb.root)
+    try:
+        w.wait_for_line("Watching")
+        yield w
+    finally:
+        w.stop()
+
+
+def indexed(root: Path, field: str, value: str) -> set[str]:
+    """Ids of the documents whose ``field`` holds ``value``, read from the index without syncing."""
+    for _attempt in range(20):
+        try:
+            ix = windex.open_dir(str(root / ".slayer-kb" / "index"))
+            try:
+                with ix.searcher() as searcher:
+                    hits = searcher.search(Q.Term(field, value), limit=None)
+                    return {hit["id"] for hit in hits}
+            finally:
+                ix.close()
+        except Exception:  # noqa: BLE001 - a commit may be replacing segments right now
+            time.sleep(0.01)
+    raise AssertionError("the index could not be read")
+
+
+def with_word(root: Path, word: str) -> set[str]:
+    (term,) = text_terms(word)[0]
+    return indexed(root, "learning", term)
+
+
+def within(check: Callable[[], bool], start: float, limit: float) -> float:
+    """Seconds from ``start`` until ``check()`` held (counting the check itself); at most ``limit``."""
+    while True:
+        ok = check()
+        elapsed = time.monotonic() - start
+        if ok:
+            assert elapsed <= limit, f"seen only after {elapsed:.2f} s (limit {limit} s)"
+            return elapsed
+        if elapsed > limit:
+            raise AssertionError(f"not seen within {limit} s")
+        time.sleep(0.01)
+
+
+# -- changes seen within a second --------------------------------------------------------------
+
+
+def test_hand_edit(watcher: Watcher) -> None:
+    root = watcher.root
+    path = root / "memories" / "2.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert with_word(root, "kiwiwatch") == set()
+    start = time.monotonic()
+    path.write_text(text.replace("Time zones:", "Time zones kiwiwatch:"), encoding="utf-8")
+    within(lambda: with_word(root, "kiwiwatch") == {"2"}, start, LATENCY)
+    # the watcher only reads: the file is exactly as the editor left it
+    assert path.read_text(encoding="utf-8") == text.replace("Time zones:", "Time zones kiwiwatch:")
+
+
+def test_new_file_and_delete(watcher: Watcher) -> None:
+    root = watcher.root
+    start = time.monotonic()
+    (root / "memories" / "kb.watched.yaml").write_text(memory_text("A moawatch note."), encoding="utf-8")
+    within(lambda: with_word(root, "moawatch") == {"kb.watched"}, start, LATENCY)
+
+    assert "kb.refund-policy" in indexed(root, "kind", "memory")
+    start = time.monotonic()
+    (root / "memories" / "kb.watched.yaml").unlink()
+    (root / "memories" / "kb.refund-policy.yaml").unlink()
+    within(lambda: with_word(root, "moawatch") == set(), start, LATENCY)
+    within(lambda: "kb.refund-policy" not in indexed(root, "kind", "memory"), start, LATENCY)
+    # a delete is "drop from the index", never a write
+    assert not (root / "memories" / "kb.refund-policy.yaml").exists()
+    assert not (root / "memories" / "kb.watched.yaml").exists()
+
+
+def test_vim_style_save(watcher: Watcher) -> None:
+    root = watcher.root
+    mem = root / "memories"
+    start = time.monotonic()
+    (mem / ".5.yaml.swp").write_bytes(b"\0vim swap")
+    (mem / "4913").write_text("")
+    (mem / "4913").unlink()
+    os.rename(mem / "5.yaml", mem / "5.yaml~")
+    (mem / "5.yaml").write_text(memory_text("Saved the vim way: takahewatch."), encoding="utf-8")
+    (mem / "5.yaml~").unlink()
+    within(lambda: with_word(root, "takahewatch") == {"5"}, start, LATENCY)
+    (mem / ".5.yaml.swp").unlink()
+    # the swap file never became a memory, and 5 is there exactly once
+    time.sleep(0.4)
+    ids = indexed(root, "kind", "memory")
+    assert "5" in ids
+    assert not {i for i in ids if "swp" in i or "~" in i or i == "4913"}
+    assert with_word(root, "takahewatch") == {"5"}
+
+
+def test_temp_file_and_replace_then_sigterm(watcher: Watcher) -> None:
+    root = watcher.root
+    mem = root / "memories"
+    start = time.monotonic()
+    tmp = mem / "6.yaml.tmp"
+    tmp.write_text(memory_text("Replaced atomically: weetawatch."), encoding="utf-8")
+    os.replace(tmp, mem / "6.yaml")
+    within(lambda: with_word(root, "weetawatch") == {"6"}, start, LATENCY)
+
+    start = time.monotonic()
+    watcher.proc.send_signal(signal.SIGTERM)
+    assert watcher.proc.wait(timeout=5) == 0
+    assert time.monotonic() - start < 5
+    assert watcher.lines[-1] == "Stopped watching."
+
+
+def test_catalog_change(watcher: Watcher) -> None:
+    root = watcher.root
+    path = root / "models" / "shop" / "refunds.yaml"
+    assert indexed(root, "id", "catalog:shop.refunds.processed_at") == {"catalog:shop.refunds.processed_at"}
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = time.monotonic()
+    path.write_text("".join(line for line in lines if "name: processed_at" not in line), encoding="utf-8")
+    within(lambda: indexed(root, "id", "catalog:shop.refunds.processed_at") == set(), start, LATENCY)
+    assert indexed(root, "id", "catalog:shop.refunds.amount") == {"catalog:shop.refunds.amount"}
+
+    start = time.monotonic()
+    path.unlink()
+    within(lambda: indexed(root, "id", "catalog:shop.refunds.amount") == set(), start, LATENCY)
+    assert indexed(root, "id", "catalog:shop.orders.amount") == {"catalog:shop.orders.amount"}
+
+
+def test_burst_of_500_files_then_sigint(watcher: Watcher) -> None:
+    root = watcher.root
+    mem = root / "memories"
+    start = time.monotonic()
+    for n in range(500):
+        (mem / f"kb.burst-{n}.yaml").write_text(memory_text(f"Burst note {n}: kakapoburst."), encoding="utf-8")
+    expected = {f"kb.burst-{n}" for n in range(500)}
+    within(lambda: with_word(root, "kakapoburst") == expected, start, 5.0)
+    assert watcher.proc.poll() is None
+
+    # Still alive and still answering right after the burst. Not within LATENCY: for 2 s after
+    # the burst every sync re-reads all 500 young files (index.py's racy-timestamp rule, reported),
+    # which takes ~0.5 s on this machine before any load from other processes.
+    start = time.monotonic()
+    (mem / "kb.burst-7.yaml").write_text(memory_text("Burst note 7: rewritten as tuiburst."), encoding="utf-8")
+    within(lambda: with_word(root, "tuiburst") == {"kb.burst-7"}, start, 2.5)
+    assert with_word(root, "kakapoburst") == expected - {"kb.burst-7"}
+
+    start = time.monotonic()
+    watcher.proc.send_signal(signal.SIGINT)
+    assert watcher.proc.wait(timeout=5) == 0
+    assert time.monotonic() - start < 5
+    assert watcher.lines[0] == f"Watching {root} (Ctrl-C to stop)"
+    assert not [line for line in watcher.lines if "Traceback" in line or line.startswith("Error")]
+
+
+def test_broken_file_reported_once(watcher: Watcher) -> None:
+    root = watcher.root
+    bad = root / "memories" / "kb.broken.yaml"
+    start = time.monotonic()
+    bad.write_text("learning: [unclosed\n", encoding="utf-8")
+    watcher.wait_for_line("memories/kb.broken.yaml:", timeout=LATENCY)
+    assert time.monotonic() - start <= LATENCY + 0.2
+    # another change elsewhere syncs again; the broken file is not reported a second time
+    (root / "memories" / "kb.other.yaml").write_text(memory_text("An ibiswatch note."), encoding="utf-8")
+    within(lambda: with_word(root, "ibiswatch") == {"kb.other"}, time.monotonic(), LATENCY)
+    time.sleep(0.3)
+    assert len([line for line in watcher.lines if line.startswith("memories/kb.broken.yaml:")]) == 1
+    watcher.proc.send_signal(signal.SIGINT)
+    assert watcher.proc.wait(timeout=5) == 0
+
+
+def test_git_checkout(example_kb: KnowledgeBase) -> None:
+    root = example_kb.root
+    main_branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "memories" / "1.yaml").unlink()
+    for n in range(100):
+        (root / "memories" / f"kb.branch-{n}.yaml").write_text(
+            memory_text(f"Branch note {n}: keaswitch."), encoding="utf-8"
+        )
+    commit_all(root, "other branch")
+    git(root, "checkout", "-q", main_branch)
+    example_kb.ensure_fresh()
+    example_kb.close()
+    w = Watcher(root)
+    try:
+        w.wait_for_line("Watching")
+        time.sleep(0.3)  # let the initial sync finish so only the checkout is measured
+        expected = {f"kb.branch-{n}" for n in range(100)}
+        # measured from the end of the checkout: that is when the change is complete
+        git(root, "checkout", "-q", "other")
+        start = time.monotonic()
+        within(lambda: with_word(root, "keaswitch") == expected, start, LATENCY)
+        within(lambda: "1" not in indexed(root, "kind", "memory"), start, LATENCY)
+
+        git(root, "checkout", "-q", main_branch)
+        start = time.monotonic()
+        within(lambda: with_word(root, "keaswitch") == set(), start, LATENCY)
+        within(lambda: "1" in indexed(root, "kind", "memory"), start, LATENCY)
+        # the watcher changed no file: the work tree is exactly the checked-out commit
+        assert git(root, "status", "--porcelain") == ""
+        w.proc.send_signal(signal.SIGINT)
+        assert w.proc.wait(timeout=5) == 0
+    finally:
+        w.stop()
+
+
+def test_in_process_with_stop_event(example_kb: KnowledgeBase) -> None:
+    """The library entry point: ``stop`` ends it, ``on_sync`` sees each change, on one thread."""
+    root = example_kb.root
+    reports: list[SyncReport] = []
+    threads: set[str] = set()
+
+    def on_sync(report: SyncReport) -> None:
+        reports.append(report)
+        threads.add(threading.current_thread().name)
+
+    stop = threading.Event()
+    out = StringIO()
+    kb = KnowledgeBase(root)
+    runner = threading.Thread(
+        target=run_watcher, args=(kb,), kwargs={"stop": stop, "on_sync": on_sync, "out": out},
+        name="watcher-loop",
+    )
+    runner.start()
+    try:
+        within(lambda: bool(reports), time.monotonic(), 10.0)  # the initial build
+        assert reports[0].rebuilt
+        start = time.monotonic()
+        (root / "memories" / "kb.inproc.yaml").write_text(memory_text("A rukuwatch note."), encoding="utf-8")
+        within(lambda: with_word(root, "rukuwatch") == {"kb.inproc"}, start, LATENCY)
+        # on_sync runs just after the index commit the poll above may already have seen
+        within(lambda: any(r.updated >= 1 for r in reports[1:]), start, LATENCY + 0.5)
+    finally:
+        stop.set()
+        runner.join(timeout=5)
+    assert not runner.is_alive()
+    assert threads == {"watcher-loop"}
+    log = out.getvalue().splitlines()
+    assert log[0] == f"Watching {root} (Ctrl-C to stop)"
+    assert log[-1] == "Stopped watching."
+
+
+# -- the filter, unit by unit ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("rel", "is_dir", "expected"), [
+    ("memories/1.yaml", False, True),
+    ("memories/kb.paid-revenue.yaml", False, True),
+    ("datasources/shop.yaml", False, True),
+    ("models/shop/orders.yaml", False, True),
+    ("priority.yaml", False, True),
+    ("memories", True, True),
+    ("models/shop", True, True),
+    ("memories/.1.yaml.swp", False, False),
+    ("memories/.1.yaml.swx", False, False),
+    ("memories/1.yaml~", False, False),
+    ("memories/4913", False, False),
+    ("memories/1.yaml.tmp", False, False),
+    ("memories/#1.yaml#", False, False),
+    ("memories/.#1.yaml", False, False),
+    (".git/index", False, False),
+    (".git/refs/heads/main", False, False),
+    (".slayer-kb/index/manifest.json", False, False),
+    (".slayer-kb/lock", False, False),
+    (".gitignore", False, False),
+    ("README.md", False, False),
+    ("memories/notes.txt", False, False),
+    ("memories/sub/1.yaml", False, False),
+    ("models/shop/sub/orders.yaml", False, False),
+    ("models/orders.yaml", False, False),
+    ("other.yaml", False, False),
+    (".git", True, False),
+    ("docs", True, False),
+])
+def test_relevant_paths(rel: str, is_dir: bool, expected: bool) -> None:
+    assert is_relevant(rel, is_dir) is expected
