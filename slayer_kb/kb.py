@@ -128,6 +128,7 @@ class KnowledgeBase:
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
+        self._catalog_checked = False
         self.problems: list[MemoryFileError] = []
 
     # -- creation ---------------------------------------------------------------------------
@@ -164,10 +165,15 @@ class KnowledgeBase:
 
     @property
     def catalog(self) -> Catalog:
-        sig = self.index.catalog_signature()
-        if self._catalog is None or sig != self._catalog_sig:
-            self._catalog = load_catalog(self.root)
-            self._catalog_sig = sig
+        # The catalog's files are stat-ed once per operation (ensure_fresh / _writing reset the
+        # check), not on every look-up: a search consults it for every hit's every entity.
+        if not self._catalog_checked:
+            sig = self.index.catalog_signature()
+            if self._catalog is None or sig != self._catalog_sig:
+                self._catalog = load_catalog(self.root)
+                self._catalog_sig = sig
+            self._catalog_checked = True
+        assert self._catalog is not None
         return self._catalog
 
     def _catalog_for_index(self) -> Catalog:
@@ -219,6 +225,7 @@ class KnowledgeBase:
 
     def ensure_fresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport | None:
         """Bring the index up to date with the files if anything changed them."""
+        self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.
         if self.index.is_fresh() and not (self.store.state / "journal.json").exists():
@@ -278,6 +285,7 @@ class KnowledgeBase:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
+        self._catalog_checked = False
         with self.store.locked():
             self.problems = self.index.sync().problems
             yield
