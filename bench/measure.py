@@ -298,8 +298,9 @@ class Runner:
         self.settle()
         queries = self.queries()
         kb_times = self._time_queries(queries, self._kb_search)
-        measured = len({(k, t) for k, t, _ in kb_times})
-        note = None if measured == len(queries) else (
+        measured = min(len(queries), len(kb_times))
+        complete = len(kb_times) == len(queries) * self.plan.search_passes
+        note = None if complete else (
             f"time budget: {measured} of {len(queries)} queries measured")
         self.results["search"] = summary([s for _, _, s in kb_times], note=note, queries=measured)
         words = [s for k, _, s in kb_times if k != "entity"]
