@@ -3,17 +3,13 @@ whose references resolve in the catalog it generated."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from bench import corpus  # the repository root is on pytest's pythonpath
 from slayer_kb.catalog import Resolver, load_catalog
 from slayer_kb.ids import check_id
 from slayer_kb.memory import loads
 from slayer_kb.query import query_entities
-
-# bench/ sits beside the package, not inside it; pytest puts only tests/ on the path.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import corpus  # noqa: E402
 
 SIZE = 50
 
