@@ -11,16 +11,20 @@ import json
 import os
 import re
 import shutil
+import sqlite3
+import stat
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whoosh import index as windex
 from whoosh import query as Q
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 
 from .catalog import Catalog
@@ -28,8 +32,11 @@ from .errors import MemoryFileError
 from .memory import Memory, loads
 from .repo import STATE_DIR
 
+if TYPE_CHECKING:
+    from .search import Restriction
+
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 2
+FORMAT = 4
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 MEMORIES_DIR = "memories"
 # A file changed within this many seconds of a scan may change again within the file system's
@@ -43,15 +50,14 @@ _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
 SCHEMA = Schema(
     id=ID(stored=True, unique=True),
     kind=ID(stored=True),
-    title=TEXT(analyzer=_analyzer, field_boost=3.0),
-    learning=TEXT(analyzer=_analyzer, field_boost=2.0),
-    description=TEXT(analyzer=_analyzer, field_boost=1.0),
+    # Every word of a memory (title, id words, learning, description) in one field, so that a
+    # typed word walks one posting list; ``title`` again on its own, to rank title matches first.
+    text=TEXT(analyzer=_analyzer),
+    title=TEXT(analyzer=_analyzer),
     entities=KEYWORD(scorable=True, lowercase=False),
     # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
     # about a model also finds memories about its columns, ranked below exact matches.
     under=KEYWORD(lowercase=False),
-    # The words of a named id (kb.refund-policy): people choose ids that say what a memory is.
-    name=TEXT(analyzer=_analyzer, field_boost=1.5),
     datasources=KEYWORD(lowercase=False),
     type=ID,
     project=ID,
@@ -64,7 +70,6 @@ SCHEMA = Schema(
     created_at=ID(sortable=True),
     data=STORED,
 )
-TEXT_FIELDS = ("title", "learning", "description")
 
 
 @dataclass
@@ -91,19 +96,19 @@ def value_or_none(value: str | None) -> str:
 
 
 def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
+    # The words of a named id (kb.refund-policy): people choose ids that say what a memory is.
+    name = "" if memory.id.isdigit() else re.sub(r"[._-]+", " ", memory.id)
     catalog_entities = [e for e in memory.entities if not e.startswith("memory:")]
     datasources = {e.split(".", 1)[0] for e in catalog_entities}
     ancestors = {e.rsplit(".", n)[0] for e in catalog_entities for n in range(1, e.count(".") + 1)}
     return {
         "id": memory.id,
         "kind": "memory",
+        "text": "\n".join(filter(None, (memory.title, name, memory.learning, memory.description))),
         "title": memory.title or "",
-        "learning": memory.learning,
-        "description": memory.description or "",
         "entities": " ".join(memory.entities),
         "datasources": " ".join(sorted(datasources)),
         "under": " ".join(sorted(ancestors)),
-        "name": "" if memory.id.isdigit() else memory.id.replace(".", " ").replace("-", " ").replace("_", " "),
         "type": value_or_none(memory.type),
         "project": value_or_none(memory.project),
         "scope": value_or_none(memory.scope or "project"),
@@ -123,8 +128,8 @@ def catalog_documents(catalog: Catalog) -> Iterator[dict[str, Any]]:
         yield {
             "id": f"catalog:{entity}",
             "kind": "catalog",
+            "text": f"{words}\n{description or ''}",
             "title": words,
-            "description": description or "",
             "entities": entity,
             "datasources": entity.split(".", 1)[0],
             "data": {"entity": entity, "kind": kind, "description": description},
@@ -147,12 +152,13 @@ class Index:
         self._load_catalog = load_catalog
         self._ix: windex.Index | None = None
         self._searcher: Any = None
+        self._docsets: dict[str, Any] = {}
 
     # -- freshness --------------------------------------------------------------------------
 
-    def scan(self) -> dict[str, list[int]]:
-        """``{id: [mtime_ns, size, inode]}`` of every memory file, symlinks excluded."""
-        out: dict[str, list[int]] = {}
+    def scan(self) -> dict[str, Sig]:
+        """``{id: (mtime_ns, size, inode)}`` of every memory file; a symlink is ``(-1, -1, -1)``."""
+        out: dict[str, Sig] = {}
         try:
             entries = os.scandir(self.memories)
         except FileNotFoundError:
@@ -164,13 +170,21 @@ class Index:
                     continue
                 try:
                     if entry.is_symlink() or not entry.is_file():
-                        out[name[:-5]] = [-1, -1, -1]
+                        out[name[:-5]] = SYMLINK
                         continue
                     st = entry.stat()
                 except OSError:
                     continue
-                out[name[:-5]] = [st.st_mtime_ns, st.st_size, st.st_ino]
+                out[name[:-5]] = (st.st_mtime_ns, st.st_size, st.st_ino)
         return out
+
+    def ids(self) -> list[str]:
+        """The ids of the memory files, without the cost of a stat per file."""
+        try:
+            names = os.listdir(self.memories)
+        except FileNotFoundError:
+            return []
+        return [n[:-5] for n in names if n.endswith(".yaml") and not n.startswith(".")]
 
     def catalog_signature(self) -> list[list[Any]]:
         sig = []
@@ -178,110 +192,204 @@ class Index:
             for path in sorted(self.root.glob(pattern)):
                 with contextlib.suppress(OSError):
                     st = path.stat()
-                    sig.append([path.relative_to(self.root).as_posix(), st.st_mtime_ns, st.st_size])
+                    sig.append([path.relative_to(self.root).as_posix(), st.st_mtime_ns, st.st_size, st.st_ino])
         return sig
 
-    def _read_manifest(self) -> dict[str, Any] | None:
+    # The manifest is two files: manifest.json, a small state (format, file count, a digest of all
+    # signatures, the catalog's signature, the young files) read by every freshness check; and
+    # manifest.db, one SQLite row per file, read only when something changed. A check with
+    # nothing changed therefore costs one stat per file and no parsing of 100,000 entries.
+
+    def _read_state(self) -> dict[str, Any] | None:
         try:
-            manifest = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
+            state = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        if not isinstance(state, dict) or state.get("format") != FORMAT:
             return None
-        return manifest
+        return state
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        tmp = self.dir / "manifest.json.tmp"
+        tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, self.dir / "manifest.json")
+
+    def _db(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.dir / "manifest.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (id TEXT PRIMARY KEY, mtime INTEGER, size INTEGER, "
+            "ino INTEGER, hash TEXT)"
+        )
+        db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
+        return db
 
     def is_fresh(self) -> bool:
         """Cheap check, no lock: does the index describe the files as they are now?"""
-        manifest = self._read_manifest()
+        state = self._read_state()
         try:
-            if manifest is None or not windex.exists_in(str(self.dir)):
+            if state is None or not windex.exists_in(str(self.dir)):
                 return False
         except Exception:  # noqa: BLE001 - a damaged table of contents: not fresh, rebuild
             return False
-        files = manifest["files"]
-        if manifest["catalog"] != self.catalog_signature():
+        if state["catalog"] != self.catalog_signature():
             return False
         scanned = self.scan()
-        if len(scanned) != len(files):
+        if len(scanned) != state["count"] or _digest(scanned) != state["digest"]:
             return False
-        for memory_id, sig in scanned.items():
-            known = files.get(memory_id)
-            if known is None or known[:3] != sig or known[3]:
+        # A file written within the timestamp granularity of its last read may have changed again
+        # without changing its signature: compare its bytes.
+        for memory_id, digest in state["young"].items():
+            data = self._read_bytes(memory_id, scanned.get(memory_id, SYMLINK))
+            if (hashlib.sha1(data).hexdigest() if data is not None else None) != digest:
                 return False
         return True
 
     def sync(self, progress: Callable[[int, int], None] | None = None, full: bool = False) -> SyncReport:
         """Bring the index up to date with the files, incrementally. Call under the KB lock."""
+        return self._update(None, progress, full)
+
+    def update(self, memory_ids: Iterable[str]) -> SyncReport:
+        """Re-index just these files (ones this process wrote). Call under the KB lock."""
+        return self._update(list(memory_ids), None, False)
+
+    def _update(self, only: list[str] | None, progress: Callable[[int, int], None] | None, full: bool) -> SyncReport:
         report = SyncReport()
-        manifest = None if full else self._read_manifest()
-        ix = None if manifest is None else self._open_existing()
+        state = None if full else self._read_state()
+        ix = None if state is None else self._open_existing()
+        db = None
+        if ix is not None:
+            try:
+                db = self._db()
+                known = self._known(db, only)
+            except sqlite3.Error:
+                ix = None
         if ix is None:
             ix = self._create()
-            manifest = {"format": FORMAT, "files": {}, "catalog": None, "problems": {}}
+            db = self._db()
+            known = {}
+            state = {"format": FORMAT, "count": 0, "digest": 0, "catalog": None, "young": {}}
             report.rebuilt = True
-        assert manifest is not None
-        files: dict[str, list[Any]] = manifest["files"]
-        problems: dict[str, list[Any]] = manifest["problems"]
-        scanned = self.scan()
+            only = None
+        assert state is not None and db is not None
+        try:
+            return self._apply_changes(ix, db, state, known, only, progress, report)
+        finally:
+            db.close()
+
+    def _known(self, db: sqlite3.Connection, only: list[str] | None) -> dict[str, tuple[Any, ...]]:
+        if only is None:
+            rows = db.execute("SELECT id, mtime, size, ino, hash FROM files")
+        else:
+            marks = ",".join("?" * len(only))
+            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", only)
+        return {row[0]: row[1:] for row in rows}
+
+    def _apply_changes(
+        self,
+        ix: windex.Index,
+        db: sqlite3.Connection,
+        state: dict[str, Any],
+        known: dict[str, tuple[Any, ...]],
+        only: list[str] | None,
+        progress: Callable[[int, int], None] | None,
+        report: SyncReport,
+    ) -> SyncReport:
         now_ns = time.time_ns()
-        changed = [
-            mid
-            for mid, sig in scanned.items()
-            if files.get(mid) is None or files[mid][:3] != sig or files[mid][3]
-        ]
-        removed = [mid for mid in files if mid not in scanned]
-        catalog_sig = self.catalog_signature()
-        catalog_changed = manifest["catalog"] != catalog_sig
-        if not changed and not removed and not catalog_changed:
-            report.problems = _problems_from(problems)
+        if only is None:
+            scanned = self.scan()
+            removed = [mid for mid in known if mid not in scanned]
+        else:
+            scanned = {mid: sig for mid in only if (sig := self._stat(mid)) is not None}
+            removed = [mid for mid in only if mid not in scanned and mid in known]
+        young = {} if only is None else dict(state["young"])
+        changed = [mid for mid, sig in scanned.items() if known.get(mid, (None,) * 3)[:3] != sig or mid in state["young"]]
+        # A targeted update leaves the catalog to the next freshness check.
+        catalog_sig = self.catalog_signature() if only is None else state["catalog"]
+        catalog_changed = state["catalog"] != catalog_sig
+        if not changed and not removed and not catalog_changed and only is None:
+            report.problems = self._problems(db)
             return report
 
-        bulk = len(changed) > BULK_THRESHOLD
-        writer = ix.writer(procs=2, multisegment=True) if bulk and report.rebuilt else ix.writer()
+        bulk = len(changed) > BULK_THRESHOLD and report.rebuilt
+        writer = ix.writer(procs=2, multisegment=True) if bulk else ix.writer()
+        file_rows: list[tuple[Any, ...]] = []
+        problem_rows: list[tuple[Any, ...]] = []
+        fixed: list[str] = []
+        digest = state["digest"]
         try:
             for mid in removed:
                 writer.delete_by_term("id", mid)
-                files.pop(mid, None)
-                problems.pop(mid, None)
+                digest = (digest - _entry_digest(mid, known[mid][:3])) % _MOD
+                young.pop(mid, None)
             total = len(changed)
-            reindexed = 0
             for done, mid in enumerate(changed, 1):
                 sig = scanned[mid]
-                racy = (now_ns - sig[0]) < RACY_SECONDS * 1e9
                 data = self._read_bytes(mid, sig)
-                digest = hashlib.sha1(data).hexdigest() if data is not None else None
-                known = files.get(mid)
-                # A young file is re-read until it is old enough to trust its signature; when its
-                # bytes did not change, only the signature is updated (no index write).
-                if known is None or len(known) < 5 or known[4] != digest or digest is None:
-                    problem = self._index_file(writer, mid, data, update=not report.rebuilt)
-                    reindexed += 1
+                content = hashlib.sha1(data).hexdigest() if data is not None else None
+                old = known.get(mid)
+                # When the bytes did not change (a young file re-read, a touched file), only the
+                # signature is updated: no index write.
+                if old is None or old[3] != content or content is None:
+                    problem = self._index_file(writer, mid, data, update=old is not None or mid in state["young"])
+                    report.updated += 1
                     if problem is None:
-                        problems.pop(mid, None)
+                        fixed.append(mid)
                     else:
-                        problems[mid] = [problem.path, problem.line, problem.message]
-                files[mid] = [*sig, racy, digest]
+                        problem_rows.append((mid, problem.path, problem.line, problem.message))
+                if old is not None:
+                    digest = (digest - _entry_digest(mid, old[:3])) % _MOD
+                digest = (digest + _entry_digest(mid, sig)) % _MOD
+                file_rows.append((mid, *sig, content))
+                if now_ns - sig[0] < RACY_SECONDS * 1e9 and content is not None:
+                    young[mid] = content
+                else:
+                    young.pop(mid, None)
                 if progress is not None:
                     progress(done, total)
             if catalog_changed:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer.add_document(**doc)
-                manifest["catalog"] = catalog_sig
             writer.commit()
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
             raise
-        report.updated, report.removed = reindexed, len(removed)
+        db.execute("BEGIN")
+        db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
+        db.executemany("DELETE FROM problems WHERE id = ?", [(m,) for m in removed + fixed])
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows)
+        db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?)", problem_rows)
+        db.execute("COMMIT")
+        count = db.execute("SELECT count(*) FROM files").fetchone()[0]
+        self._write_state(
+            {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young}
+        )
+        report.removed = len(removed)
         report.catalog_changed = catalog_changed
-        report.problems = _problems_from(problems)
-        self._write_manifest(manifest)
+        report.problems = self._problems(db)
         self._close_searcher()
         return report
 
-    def _read_bytes(self, memory_id: str, sig: list[int]) -> bytes | None:
-        if sig[0] == -1:
+    def _stat(self, memory_id: str) -> Sig | None:
+        path = self.memories / f"{memory_id}.yaml"
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return SYMLINK
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    @staticmethod
+    def _problems(db: sqlite3.Connection) -> list[MemoryFileError]:
+        rows = db.execute("SELECT path, line, message FROM problems ORDER BY path")
+        return [MemoryFileError(path, line, message) for path, line, message in rows]
+
+    def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | None:
+        if sig == SYMLINK:
             return None
         try:
             return (self.memories / f"{memory_id}.yaml").read_bytes()
@@ -303,27 +411,27 @@ class Index:
         writer.add_document(**memory_document(memory, self._content_hash(memory.learning)))
         return None
 
-    def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(manifest, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, self.dir / "manifest.json")
-
     def _open_existing(self) -> windex.Index | None:
+        if self._ix is not None:
+            return self._ix
         try:
             ix = windex.open_dir(str(self.dir))
             if set(ix.schema.names()) != set(SCHEMA.names()):
                 return None
             with ix.searcher() as searcher:
                 searcher.doc_count()
-            return ix
         except Exception:  # noqa: BLE001 - any damage to derived state means "rebuild it"
             return None
+        self._ix = ix
+        return ix
 
     def _create(self) -> windex.Index:
         self._close_searcher()
+        self._ix = None
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
-        return windex.create_in(str(self.dir), SCHEMA)
+        self._ix = windex.create_in(str(self.dir), SCHEMA)
+        return self._ix
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -332,36 +440,78 @@ class Index:
             # Whoosh's own refresh() fails on a searcher over an empty index: reopen instead.
             self._close_searcher()
         if self._searcher is None:
-            self._ix = windex.open_dir(str(self.dir))
+            if self._ix is None:
+                self._ix = windex.open_dir(str(self.dir))
             self._searcher = self._ix.searcher(weighting=BM25F())
         return self._searcher
+
+    def _docset(self, searcher: Any, query: Q.Query | None) -> Any:
+        """The documents a filter matches, kept for as long as the searcher: Whoosh would
+        otherwise decode those posting lists again on every search."""
+        if query is None:
+            return None
+        key = repr(query)
+        found = self._docsets.get(key)
+        if found is None:
+            found = self._docsets[key] = BitSet(searcher.docs_for_query(query), size=searcher.doc_count_all())
+        return found
 
     def _close_searcher(self) -> None:
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
         self._searcher = None
+        self._docsets = {}
 
     def close(self) -> None:
         self._close_searcher()
+        self._ix = None
 
     def documents(
-        self, query: Q.Query, limit: int | None = None, sort_newest: bool = False
+        self,
+        query: Q.Query | None,
+        restriction: Restriction | None = None,
+        limit: int | None = None,
+        sort_newest: bool = False,
     ) -> list[dict[str, Any]]:
         searcher = self.searcher()
+        kwargs: dict[str, Any] = {"limit": limit}
+        if restriction is not None:
+            kwargs["filter"] = self._docset(searcher, restriction.only)
+            kwargs["mask"] = self._docset(searcher, restriction.exclude)
+            # Whoosh takes an empty filter set for "no filter": nothing may match, so say so here.
+            if kwargs["filter"] is not None and not kwargs["filter"]:
+                return []
         if sort_newest:
             # The sort key takes the place of the score; newest-first lists carry no score.
-            results = searcher.search(query, limit=limit, sortedby="created_at", reverse=True)
-            return [dict(hit.fields(), score=0.0) for hit in results]
-        results = searcher.search(query, limit=limit)
-        return [dict(hit.fields(), score=hit.score) for hit in results]
+            kwargs.update(sortedby="created_at", reverse=True)
+        results = searcher.search(query if query is not None else Q.Every(), **kwargs)
+        seen: set[str] = set()
+        out = []
+        for hit in results:
+            fields = hit.fields()
+            # A crash between a Whoosh commit and the manifest's can leave a document twice.
+            if fields["id"] in seen:
+                continue
+            seen.add(fields["id"])
+            out.append(dict(fields, score=0.0 if sort_newest else hit.score))
+        return out
 
-    def memory_data(self, query: Q.Query, limit: int | None = None) -> list[dict[str, Any]]:
-        return [doc["data"] for doc in self.documents(query, limit)]
+
+Sig = tuple[int, int, int]
+SYMLINK: Sig = (-1, -1, -1)
+_MOD = 1 << 64
 
 
-def _problems_from(problems: dict[str, list[Any]]) -> list[MemoryFileError]:
-    return [MemoryFileError(p, line, msg) for p, line, msg in sorted(problems.values())]
+def _entry_digest(memory_id: str, sig: Sig | tuple[Any, ...]) -> int:
+    data = f"{memory_id}\0{sig[0]}\0{sig[1]}\0{sig[2]}".encode("utf-8", "surrogateescape")
+    return zlib.crc32(data) | (zlib.adler32(data) << 32)
+
+
+def _digest(scanned: dict[str, Sig]) -> int:
+    """An order-independent digest of all signatures, so that one changed file can be updated
+    in it without reading the others."""
+    return sum(_entry_digest(mid, sig) for mid, sig in scanned.items()) % _MOD
 
 
 def terms(field_name: str, values: Iterable[str]) -> list[Q.Query]:

@@ -279,20 +279,26 @@ class KnowledgeBase:
         return data
 
     def memory_ids(self) -> list[str]:
-        return sorted(self.index.scan())
+        return sorted(self.index.ids(), key=id_sort_key)
 
     # -- writing ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, sync: bool = True) -> Iterator[None]:
+        """The KB lock; with ``sync``, also a fresh index, for operations that look things up."""
         self._catalog_checked = False
         with self.store.locked():
-            self.problems = self.index.sync().problems
+            if sync:
+                self.problems = self.index.sync().problems
             yield
 
     def _commit(self, changes: list[Change], message: str) -> str | None:
-        commit = self.store.commit(changes, message, self.author)
-        self.index.sync()
+        old = self.store.head()
+        commit = self.store.commit(changes, message, self.author, parent=old)
+        if commit is not None:
+            self._advance_id_cache(old, commit, changes)
+        prefix = f"{MEMORIES_DIR}/"
+        self.index.update(c.path[len(prefix):-5] for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml"))
         return commit
 
     def _change(self, memory: Memory, text: str | None = None) -> Change:
@@ -301,13 +307,27 @@ class KnowledgeBase:
 
     def _check_new_id(self, memory_id: str) -> None:
         check_id(memory_id)
-        other = case_conflict(memory_id, self.index.scan())
+        other = case_conflict(memory_id, self.index.ids())
         if other is not None:
             raise InvalidIdError(
                 f"Memory id '{memory_id}' conflicts with existing '{other}': ids that differ only "
                 "in letter case collide on macOS and Windows checkouts. Use the existing id or "
                 "another name."
             )
+
+    def _advance_id_cache(self, old: str | None, new: str, changes: list[Change]) -> None:
+        """Our own commit needs no ``git log`` to learn which ids it added."""
+        cache_path = self.store.state / "ids.json"
+        try:
+            cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if not isinstance(cache, dict) or cache.get("head") != old:
+            return
+        added = [c.path for c in changes if c.data is not None]
+        top = max(int(cache.get("max", 0)), highest_auto_id(_ids_of(added)))
+        with contextlib.suppress(OSError):
+            cache_path.write_text(json.dumps({"head": new, "max": top}), encoding="utf-8")
 
     def _next_auto_id(self) -> str:
         """One above every auto id this branch's history and work tree have ever held."""
@@ -324,7 +344,7 @@ class KnowledgeBase:
             since = cached_head if cached_head and self.store.is_ancestor(cached_head, head) else None
             added = self.store.added_paths(since, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(_ids_of(added)))
-        top = max(history, highest_auto_id(self.index.scan()))
+        top = max(history, highest_auto_id(self.index.ids()))
         with contextlib.suppress(OSError):
             cache_path.write_text(json.dumps({"head": head, "max": top}), encoding="utf-8")
         return str(top + 1)
@@ -355,7 +375,8 @@ class KnowledgeBase:
         """
         self._check_learning(learning)
         description = _check_description(description)
-        with self._writing():
+        # A plain save looks nothing up in the index, so it skips the freshness scan.
+        with self._writing(sync=False):
             entities, warnings, query = self._link(linked_entities)
             return self._store_memory(learning, entities, warnings, query, id, description, engram_fields)
 
@@ -475,10 +496,7 @@ class KnowledgeBase:
         )
 
     def _live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
-        clauses = search.filters()
-        for name, value in terms.items():
-            clauses.append(Q.Term(name, search.none_value(value)))
-        docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+        docs = self.index.documents(None, search.restrict(exact=terms), limit=limit, sort_newest=True)
         out = []
         for doc in docs:
             with contextlib.suppress(KBError):
@@ -689,34 +707,34 @@ class KnowledgeBase:
                 warnings.append("No entities, query or question given: showing the newest memories.")
         result = SearchResult([], [], [], inputs, warnings)
         for has_query, bucket in ((False, result.memories), (True, result.example_queries)):
-            clauses = search.filters(
+            restriction = search.restrict(
                 type=type, project=project, scope=scope, datasource=datasource, has_query=has_query
             )
             bucket.extend(
                 self._ranked(
-                    clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
+                    restriction, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
                 )
             )
         result.entities = self._catalog_hits(question, inputs, limit)
         return result
 
     def _ranked(
-        self, clauses, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
+        self, restriction, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
     ):  # type: ignore[no-untyped-def]
         if text is None and wanted is None and topic is None:
             if question:
                 return []
-            docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+            docs = self.index.documents(None, restriction, limit=limit, sort_newest=True)
         else:
             matchers = [m for m in (text, wanted) if m is not None]
             required = Q.And(matchers) if len(matchers) > 1 else (matchers[0] if matchers else None)
             if topic is not None:
                 required = topic if required is None else Q.Or([topic, required])
-            docs = self.index.documents(Q.And([*clauses, required]), limit=limit)
+            docs = self.index.documents(required, restriction, limit=limit)
             if not docs and text is not None and not any_word and wanted is None:
                 relaxed = search.text_query(question, any_word=True)
                 if relaxed is not None and relaxed != text:
-                    docs = self.index.documents(Q.And([*clauses, relaxed]), limit=limit)
+                    docs = self.index.documents(relaxed, restriction, limit=limit)
                     if docs and not any(w.startswith("No memory has all") for w in warnings):
                         warnings.append("No memory has all the words; showing memories with any of them.")
         return [self._hit(doc, inputs, full, warnings, has_query) for doc in docs]
@@ -808,8 +826,8 @@ class KnowledgeBase:
     ) -> list[dict[str, Any]]:
         """Live memories, newest first."""
         self.ensure_fresh()
-        clauses = search.filters(type=type, project=engram.normalize_project(project), scope=scope)
-        docs = self.index.documents(Q.And(clauses), limit=limit, sort_newest=True)
+        restriction = search.restrict(type=type, project=engram.normalize_project(project), scope=scope)
+        docs = self.index.documents(None, restriction, limit=limit, sort_newest=True)
         return [self._hit(doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
     # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
@@ -848,9 +866,7 @@ class KnowledgeBase:
         if focus.is_deleted:
             raise NotFoundError(_deleted_message(focus))
         session = focus.session_id
-        clauses = search.filters()
-        clauses.append(Q.Term("session_id", search.none_value(session)))
-        docs = self.index.documents(Q.And(clauses), limit=None)
+        docs = self.index.documents(None, search.restrict(exact={"session_id": session}), limit=None)
         ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
         position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
         hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
@@ -874,7 +890,7 @@ class KnowledgeBase:
 
     def stats(self) -> dict[str, Any]:
         self.ensure_fresh()
-        docs = self.index.documents(Q.And(search.filters()), limit=None)
+        docs = self.index.documents(None, search.restrict(), limit=None)
         types: dict[str, int] = {}
         sessions, projects = set(), set()
         for doc in docs:
@@ -896,10 +912,10 @@ class KnowledgeBase:
     ) -> str:
         """A compact markdown digest for the start of an agent's session."""
         self.ensure_fresh()
-        clauses = search.filters(
+        restriction = search.restrict(
             project=engram.normalize_project(project), scope=engram.normalize_scope(scope) if scope else None
         )
-        docs = [d["data"] for d in self.index.documents(Q.And(clauses), limit=None, sort_newest=True)]
+        docs = [d["data"] for d in self.index.documents(None, restriction, limit=None, sort_newest=True)]
         heading = "# Memory context" + (f": {engram.normalize_project(project)}" if project else "")
         lines = [heading, "", "## Recent sessions"]
         sessions: dict[str, list[dict[str, Any]]] = {}

@@ -177,7 +177,9 @@ class GitStore:
 
     # -- committing -------------------------------------------------------------------------
 
-    def commit(self, changes: list[Change], message: str, author: str | None = None) -> str | None:
+    def commit(
+        self, changes: list[Change], message: str, author: str | None = None, parent: str | None | bool = False
+    ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
 
         Returns the new commit, or None when the changes leave the tree as it was.
@@ -187,9 +189,12 @@ class GitStore:
         tmp_files = self._write_temp_files(changes)
         try:
             blobs = self._hash_blobs([tmp for tmp in tmp_files if tmp is not None])
-            old = self.head()
-            tree = self._build_tree(old, changes, iter(blobs))
-            if old is not None and tree == self._tree_of(old):
+            # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
+            # update-ref below checks it anyway.
+            old = self.head() if parent is False else parent
+            tree, old_tree = self._build_tree(old, changes, iter(blobs))
+            if old is not None and tree == old_tree:
+                self._set_private_index(old, tree)
                 self._discard(tmp_files)
                 return None
             new = self._commit_tree(tree, old, message, author)
@@ -213,6 +218,7 @@ class GitStore:
             if not (self.state / "journal.json").exists():
                 self._discard(tmp_files)
             raise
+        self._set_private_index(new, tree)
         self._apply(journal)
         return new
 
@@ -249,12 +255,38 @@ class GitStore:
         )
         return proc.stdout.decode().split()
 
-    def _build_tree(self, old: str | None, changes: list[Change], blobs: Iterator[str]) -> str:
+    def _private_index(self) -> dict[str, str] | None:
+        """Which commit the private index holds, when it is known to hold exactly that commit."""
+        try:
+            data = json.loads((self.state / "commit-index.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _set_private_index(self, commit: str | None, tree: str | None) -> None:
+        path = self.state / "commit-index.json"
+        if commit is None or tree is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        path.write_text(json.dumps({"commit": commit, "tree": tree}), encoding="utf-8")
+
+    def _build_tree(self, old: str | None, changes: list[Change], blobs: Iterator[str]) -> tuple[str, str | None]:
+        """The new tree, and the old commit's tree (None for the first commit)."""
         env = {"GIT_INDEX_FILE": str(self.state / "commit-index")}
+        held = self._private_index()
+        # The private index is marked unknown before it is changed, so a crash in between can
+        # never make a later commit pick up an unpublished change.
+        self._set_private_index(None, None)
         if old is None:
             self.git("read-tree", "--empty", env=env)
+            old_tree = None
+        elif held is not None and held.get("commit") == old:
+            # Reading a 100,000-entry tree costs more than the rest of the commit.
+            old_tree = held["tree"]
         else:
             self.git("read-tree", old, env=env)
+            old_tree = self._tree_of(old)
         lines = []
         for change in changes:
             path = self.repo_path(change.path)
@@ -263,7 +295,7 @@ class GitStore:
             else:
                 lines.append(f"100644 {next(blobs)}\t{path}\n")
         self.git("update-index", "--index-info", input="".join(lines).encode(), env=env)
-        return self.git("write-tree", env=env).stdout.decode().strip()
+        return self.git("write-tree", env=env).stdout.decode().strip(), old_tree
 
     def _tree_of(self, commit: str) -> str:
         return self.git("rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()

@@ -224,7 +224,7 @@ def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb
     )
     blobs = store._hash_blobs([p for p in tmp if p])
     old = store.head()
-    tree = store._build_tree(old, [Change("memories/b.yaml", b"")], iter(blobs))
+    tree, _old_tree = store._build_tree(old, [Change("memories/b.yaml", b"")], iter(blobs))
     new = store._commit_tree(tree, old, "memory: save b", None)
     store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", str(tmp[0])]]})
     store.git("update-ref", "HEAD", new, old)
