@@ -469,7 +469,7 @@ class Runner:
             # Read the index directly: KnowledgeBase.search would sync by itself and hide the
             # watcher's latency.
             with contextlib.suppress(Exception), ix.searcher() as searcher:
-                if searcher.search(Q.Term("learning", token), limit=1):
+                if searcher.search(Q.Term("text", token), limit=1):
                     return time.perf_counter() - began
             time.sleep(0.005)
         return None

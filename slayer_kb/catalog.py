@@ -19,6 +19,8 @@ and leaf names (a query runs against one datasource, so a name it uses means tha
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -161,6 +163,90 @@ def load_catalog(root: Path) -> Catalog:
         datasources[name] = Datasource(name, description, path, models.get(name, {}))
     priority = _load_priority(root / "priority.yaml", problems)
     return Catalog(datasources, priority, problems)
+
+
+CACHE_FORMAT = 1
+
+
+def same_signature(a: Any, b: Any) -> bool:
+    """Two catalog signatures (lists of [path, mtime, size, inode, content hash if young]) that
+    describe the same files: a hash counts only when both sides have one, so a file that merely
+    grew old is not a change."""
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x[:4] != y[:4] or (len(x) > 4 and len(y) > 4 and x[4] != y[4]):
+            return False
+    return True
+
+
+def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
+    """``load_catalog``, reusing the parsed catalog saved in ``cache`` while the files' signature
+    is unchanged: parsing hundreds of model files costs a short command most of its run time."""
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("format") == CACHE_FORMAT and same_signature(data.get("signature"), signature):
+            return _from_json(data["catalog"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    catalog = load_catalog(root)
+    with contextlib.suppress(OSError):
+        tmp = cache.with_name(cache.name + ".tmp")
+        tmp.write_text(
+            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog)}),
+            encoding="utf-8",
+        )
+        os.replace(tmp, cache)
+    return catalog
+
+
+def _to_json(catalog: Catalog) -> dict[str, Any]:
+    return {
+        "priority": catalog.priority,
+        "problems": [[str(p.path), p.line, p.message] for p in catalog.problems],
+        "datasources": [
+            {
+                "name": ds.name,
+                "description": ds.description,
+                "path": None if ds.path is None else str(ds.path),
+                "models": [
+                    {
+                        "name": m.name,
+                        "description": m.description,
+                        "columns": list(m.columns.items()),
+                        "measures": list(m.measures.items()),
+                        "aggregations": list(m.aggregations.items()),
+                        "joins": list(m.joins),
+                        "path": str(m.path),
+                    }
+                    for m in ds.models.values()
+                ],
+            }
+            for ds in catalog.datasources.values()
+        ],
+    }
+
+
+def _from_json(data: dict[str, Any]) -> Catalog:
+    datasources = {}
+    for ds in data["datasources"]:
+        models = {
+            m["name"]: Model(
+                ds["name"],
+                m["name"],
+                m["description"],
+                dict(m["columns"]),
+                dict(m["measures"]),
+                dict(m["aggregations"]),
+                tuple(m["joins"]),
+                Path(m["path"]),
+            )
+            for m in ds["models"]
+        }
+        path = None if ds["path"] is None else Path(ds["path"])
+        datasources[ds["name"]] = Datasource(ds["name"], ds["description"], path, models)
+    problems = [CatalogProblem(Path(p), line, message) for p, line, message in data["problems"]]
+    return Catalog(datasources, list(data["priority"]), problems)
 
 
 def _yaml_files(folder: Path) -> list[Path]:

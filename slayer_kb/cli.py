@@ -156,16 +156,18 @@ pass_settings = click.make_pass_decorator(Settings)
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--example", is_flag=True, help="Start from the shipped example KB (an online shop's catalog and memories).")
 @json_option
 @pass_settings
-def init(settings: Settings, directory: str) -> None:
+def init(settings: Settings, directory: str, example: bool) -> None:
     """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
 
     \b
-    Example:
+    Examples:
       slayer-kb init ./team-kb
+      slayer-kb init ./demo --example
     """
-    kb = KnowledgeBase.init(directory, author=settings.author)
+    kb = KnowledgeBase.init(directory, author=settings.author, example=example)
     emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
 
 
@@ -252,6 +254,11 @@ def save(
             description=description,
         )
     else:
+        if parsed is None and not entities:
+            raise InvalidInputError(
+                "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
+                "--query, or save an observation with --title."
+            )
         linked: Any = parsed if parsed is not None else list(entities)
         if parsed is not None and entities:
             raise InvalidInputError(
@@ -611,7 +618,7 @@ def stats(settings: Settings) -> None:
                 f"memories: {data['memories']}",
                 f"sessions: {data['sessions']}",
                 f"projects: {', '.join(data['projects']) or '-'}",
-                "types: " + ", ".join(f"{k} {v}" for k, v in data["types"].items()),
+                "types: " + (", ".join(f"{'(untyped)' if k == 'none' else k} {v}" for k, v in data["types"].items()) or "-"),
             ]
         ),
     )
@@ -685,4 +692,4 @@ def mcp(settings: Settings) -> None:
 
 
 # Commands of the other areas register themselves on ``cli``.
-from . import cli_catalog, cli_history  # noqa: E402,F401
+from . import cli_catalog, cli_completion, cli_history  # noqa: E402,F401

@@ -27,7 +27,7 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 
-from .catalog import Catalog
+from .catalog import Catalog, same_signature
 from .errors import MemoryFileError
 from .memory import Memory, loads
 from .repo import STATE_DIR
@@ -187,12 +187,18 @@ class Index:
         return [n[:-5] for n in names if n.endswith(".yaml") and not n.startswith(".")]
 
     def catalog_signature(self) -> list[list[Any]]:
+        """What the catalog's files look like now. A file changed within the timestamp
+        granularity could change again without its stat changing, so its bytes count too."""
         sig = []
+        young_after = time.time_ns() - RACY_SECONDS * 1e9
         for pattern in ("datasources/*.yaml", "models/*/*.yaml", "priority.yaml"):
             for path in sorted(self.root.glob(pattern)):
                 with contextlib.suppress(OSError):
                     st = path.stat()
-                    sig.append([path.relative_to(self.root).as_posix(), st.st_mtime_ns, st.st_size, st.st_ino])
+                    entry = [path.relative_to(self.root).as_posix(), st.st_mtime_ns, st.st_size, st.st_ino]
+                    if st.st_mtime_ns > young_after:
+                        entry.append(hashlib.sha1(path.read_bytes()).hexdigest())
+                    sig.append(entry)
         return sig
 
     # The manifest is two files: manifest.json, a small state (format, file count, a digest of all
@@ -233,7 +239,7 @@ class Index:
                 return False
         except Exception:  # noqa: BLE001 - a damaged table of contents: not fresh, rebuild
             return False
-        if state["catalog"] != self.catalog_signature():
+        if not same_signature(state["catalog"], self.catalog_signature()):
             return False
         scanned = self.scan()
         if len(scanned) != state["count"] or _digest(scanned) != state["digest"]:
@@ -307,7 +313,7 @@ class Index:
         changed = [mid for mid, sig in scanned.items() if known.get(mid, (None,) * 3)[:3] != sig or mid in state["young"]]
         # A targeted update leaves the catalog to the next freshness check.
         catalog_sig = self.catalog_signature() if only is None else state["catalog"]
-        catalog_changed = state["catalog"] != catalog_sig
+        catalog_changed = not same_signature(state["catalog"], catalog_sig)
         if not changed and not removed and not catalog_changed and only is None:
             report.problems = self._problems(db)
             return report

@@ -19,7 +19,7 @@ from typing import Any
 from whoosh import query as Q
 
 from . import engram, search
-from .catalog import Catalog, Resolver, load_catalog
+from .catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
 from .errors import (
     InvalidIdError,
     InvalidInputError,
@@ -134,7 +134,9 @@ class KnowledgeBase:
     # -- creation ---------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], *, author: str | None = None) -> KnowledgeBase:
+    def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
+        """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
+        ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         root = Path(path).resolve()
         root.mkdir(parents=True, exist_ok=True)
         from .repo import find_toplevel
@@ -146,9 +148,12 @@ class KnowledgeBase:
             changes = []
             if not (root / ".gitignore").exists():
                 changes.append(Change(".gitignore", GITIGNORE.encode()))
-            if not kb.memories_dir.is_dir():
+            if example:
+                changes.extend(_example_changes(root))
+            elif not kb.memories_dir.is_dir():
                 changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
-            kb.store.commit(changes, "kb: initialise knowledge base", kb.author)
+            message = "kb: initialise knowledge base" + (" from the example" if example else "")
+            kb.store.commit(changes, message, kb.author)
             kb.index.sync()
         return kb
 
@@ -169,8 +174,11 @@ class KnowledgeBase:
         # check), not on every look-up: a search consults it for every hit's every entity.
         if not self._catalog_checked:
             sig = self.index.catalog_signature()
-            if self._catalog is None or sig != self._catalog_sig:
-                self._catalog = load_catalog(self.root)
+            if self._catalog is None or not same_signature(sig, self._catalog_sig):
+                if self.store.state.is_dir():
+                    self._catalog = load_catalog_cached(self.root, self.store.state / "catalog.json", sig)
+                else:
+                    self._catalog = load_catalog(self.root)
                 self._catalog_sig = sig
             self._catalog_checked = True
         assert self._catalog is not None
@@ -923,10 +931,13 @@ class KnowledgeBase:
             if data["session_id"]:
                 sessions.setdefault(data["session_id"], []).append(data)
         for session, items in list(sessions.items())[:5]:
-            lines.append(f"- {session}: {len(items)} memories, last {items[0]['created_at']}")
+            noun = "memory" if len(items) == 1 else "memories"
+            lines.append(f"- {session}: {len(items)} {noun}, last {items[0]['created_at']}")
         if not sessions:
             lines.append("- (none)")
         lines += ["", f"## Recent memories ({min(len(docs), CONTEXT_MEMORIES)} of {len(docs)})"]
+        if not docs:
+            lines.append("- (none)")
         for data in docs[:CONTEXT_MEMORIES]:
             label = data["title"] or _first_paragraph(data["learning"], 100)
             kind = f" ({data['type']})" if data["type"] else ""
@@ -938,6 +949,27 @@ class KnowledgeBase:
                 break
             text += line + "\n"
         return text
+
+
+def _example_changes(root: Path) -> list[Change]:
+    """The shipped example KB's files, refusing to overwrite anything already in ``root``."""
+    from importlib.resources import files
+
+    source = files("slayer_kb.example")
+    changes: list[Change] = []
+    pending = [("", source)]
+    while pending:
+        prefix, folder = pending.pop()
+        for item in folder.iterdir():
+            rel = f"{prefix}{item.name}"
+            if item.is_dir():
+                if not item.name.startswith((".", "_")):
+                    pending.append((rel + "/", item))
+            elif item.name.endswith((".yaml", ".md")):
+                if (root / rel).exists():
+                    raise InvalidInputError(f"{root / rel} already exists; --example needs an empty folder.")
+                changes.append(Change(rel, item.read_bytes()))
+    return sorted(changes, key=lambda c: c.path)
 
 
 def _deleted_message(memory: Memory) -> str:

@@ -235,11 +235,6 @@ def test_model_file_deleted(example_kb: KnowledgeBase) -> None:
     assert "wh.daily_revenue.refunds_eur" in hits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="index.py: Index.catalog_signature() has no inode and no racy re-read, so a same-size "
-    "catalog rewrite within one timestamp tick of the last sync is never picked up",
-)
 def test_catalog_same_size_rewrite_within_the_timestamp_granularity(example_kb: KnowledgeBase) -> None:
     kb = example_kb
     path = kb.root / REFUNDS

@@ -97,7 +97,7 @@ def indexed(root: Path, field: str, value: str) -> set[str]:
 
 def with_word(root: Path, word: str) -> set[str]:
     (term,) = text_terms(word)[0]
-    return indexed(root, "learning", term)
+    return indexed(root, "text", term)
 
 
 def within(check: Callable[[], bool], start: float, limit: float) -> float:

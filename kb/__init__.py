@@ -1,0 +1,1 @@
+"""The example knowledge base, shipped inside the package for `slayer-kb init DIR --example`."""

@@ -1,0 +1,532 @@
+"""The CLI contract of CLI.md: every command with ``--json`` as a real subprocess.
+
+Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
+that only read share one copy of the example KB (``shared_kb``); commands that write get their own
+``example_kb``. Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner as ClickRunner
+from conftest import EXAMPLE_KB, GIT_ENV, CliRunner, git
+
+import slayer_kb.cli_completion  # noqa: F401  (registers ``completion`` in this process)
+from slayer_kb import KnowledgeBase
+from slayer_kb.cli import cli
+
+MEMORY_KEYS = {
+    "id", "learning", "title", "type", "description", "entities", "query", "project", "scope",
+    "topic_key", "session_id", "revision_count", "duplicate_count", "created_at", "updated_at",
+    "deleted_at",
+}  # fmt: skip
+HIT_KEYS = {
+    "id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope",
+    "created_at",
+}  # fmt: skip
+SAVE_KEYS = {"memory_id", "resolved_entities", "warnings", "action"}
+SEARCH_KEYS = {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
+CASCADE_KEYS = {"deleted", "commit", "rewritten"}
+EXAMPLE_MEMORIES = 34
+# Commands CLI.md documents (watch and mcp run until stopped: only their --help is run).
+DOCUMENTED = {
+    "save", "get", "update", "forget", "restore", "search", "list", "delete-model",
+    "delete-datasource", "delete-leaf", "prune", "suggest-topic-key", "timeline", "context",
+    "session-summary", "stats", "init", "validate", "fmt", "edit", "log", "show", "review", "reindex",
+    "watch", "mcp",
+}  # fmt: skip
+
+def doc(proc: subprocess.CompletedProcess[str], code: int = 0) -> Any:
+    """The one JSON document on stdout of a run that exited ``code``."""
+    assert proc.returncode == code, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+    decoder = json.JSONDecoder()
+    text = proc.stdout.strip()
+    data, end = decoder.raw_decode(text)
+    assert end == len(text), f"more than one JSON document on stdout: {proc.stdout!r}"
+    return data
+
+
+def ok(run_cli: CliRunner, kb: Path, *args: str | Path, input: str | None = None, **kw: Any) -> Any:
+    """``slayer-kb --kb KB ARGS... --json``: exit 0, one JSON document; returns it."""
+    return doc(run_cli("--kb", kb, *args, "--json", input=input, **kw))
+
+
+def assert_keys(data: dict[str, Any], documented: set[str], exact: bool = False) -> None:
+    assert isinstance(data, dict), data
+    if exact:
+        assert set(data) == documented
+    else:
+        assert documented <= set(data), f"missing {documented - set(data)} in {sorted(data)}"
+
+
+def assert_hit(hit: dict[str, Any], *extra: str) -> None:
+    assert set(hit) == HIT_KEYS | set(extra), sorted(hit)
+    assert isinstance(hit["id"], str) and isinstance(hit["score"], float)
+    assert isinstance(hit["entities"], list) and isinstance(hit["matched_entities"], list)
+
+
+def assert_memory(data: dict[str, Any], memory_id: str) -> None:
+    assert set(data) >= MEMORY_KEYS, sorted(MEMORY_KEYS - set(data))
+    assert data["id"] == memory_id
+
+
+def head(kb: Path) -> str:
+    return git(kb, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture(scope="module")
+def shared_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One committed copy of the example KB for the commands that only read."""
+    root = tmp_path_factory.mktemp("shared") / "kb"
+    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".slayer-kb"))
+    env = {**os.environ, **GIT_ENV, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture
+def kb(example_kb: KnowledgeBase) -> Iterator[Path]:
+    """A private committed copy of the example KB, for commands that write."""
+    yield example_kb.root
+    example_kb.close()
+
+
+# -- memories ------------------------------------------------------------------------------
+
+
+def test_get_has_the_sixteen_keys_with_nulls(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "get", "1")
+    assert set(data) == MEMORY_KEYS
+    assert data["id"] == "1"
+    assert data["entities"] == [
+        "shop.orders.amount", "shop.orders.currency", "shop.orders.parent_order_id", "wh.orders.net_revenue_eur",
+    ]  # fmt: skip
+    assert data["created_at"] == "2026-10-01T09:14:22Z"
+    absent = MEMORY_KEYS - {"id", "learning", "entities", "created_at"}
+    assert {key: data[key] for key in absent} == dict.fromkeys(absent)
+    full = ok(run_cli, shared_kb, "get", "kb.paid-revenue")
+    assert set(full) == MEMORY_KEYS
+    assert full["query"]["source_model"] == "orders"
+    assert (full["title"], full["type"], full["project"], full["scope"]) == (
+        "Paid revenue by status", "decision", "analytics", "project",
+    )  # fmt: skip
+    assert (full["revision_count"], full["duplicate_count"], full["deleted_at"]) == (2, 1, None)
+
+
+def test_json_before_and_after_the_command(run_cli: CliRunner, shared_kb: Path) -> None:
+    before = run_cli("--kb", shared_kb, "--json", "get", "1")
+    after = run_cli("--kb", shared_kb, "get", "1", "--json")
+    assert doc(before) == doc(after)
+    assert before.stdout == after.stdout
+
+
+def test_save_actions(run_cli: CliRunner, kb: Path) -> None:
+    first = ok(run_cli, kb, "save", "NULL means not returned", "-e", "shop.orders.is_returned")
+    assert_keys(first, SAVE_KEYS)
+    assert first == first | {
+        "memory_id": "27", "resolved_entities": ["shop.orders.is_returned"], "warnings": [], "action": "created",
+    }  # fmt: skip
+    assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip()
+    # Comma-separated references; a comma inside parentheses belongs to the reference.
+    comma = ok(run_cli, kb, "save", "Weighted price", "-e", "shop.orders.amount,shop.orders.status")
+    assert comma["resolved_entities"] == ["shop.orders.amount", "shop.orders.status"]
+    replaced = ok(run_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
+    assert (replaced["memory_id"], replaced["action"]) == ("27", "replaced")
+    assert ok(run_cli, kb, "get", "27")["learning"] == "Replaced text"
+
+
+def test_save_engram_style_created_duplicate_revised(run_cli: CliRunner, kb: Path) -> None:
+    args = ("save", "JWT over sessions", "--title", "Auth decision", "--type", "decision", "--project", "API")
+    created = ok(run_cli, kb, *args)
+    assert_keys(created, SAVE_KEYS)
+    assert (created["memory_id"], created["resolved_entities"], created["action"]) == ("27", [], "created")
+    assert ok(run_cli, kb, *args)["action"] == "duplicate"
+    assert ok(run_cli, kb, "get", "27")["duplicate_count"] == 2
+
+
+def test_save_topic_key_revises_only_its_own_memory(run_cli: CliRunner, kb: Path) -> None:
+    """A new topic key matches nothing: Whoosh once read that empty filter as no filter at all."""
+    topic = ("--topic-key", "architecture/auth")
+    first = ok(run_cli, kb, "save", "JWT v1", "--title", "Auth", "--project", "api", *topic)
+    revised = ok(run_cli, kb, "save", "JWT v2", "--title", "Auth", "--project", "api", *topic)
+    assert (revised["memory_id"], revised["action"]) == (first["memory_id"], "revised")
+    memory = ok(run_cli, kb, "get", first["memory_id"])
+    assert (memory["learning"], memory["project"], memory["topic_key"]) == ("JWT v2", "api", "architecture/auth")
+    assert first == first | {"memory_id": "27", "action": "created"}
+    assert ok(run_cli, kb, "get", "26")["title"] is None  # the newest memory before is untouched
+    # Same title, other content: not a duplicate (the content-hash filter matches nothing).
+    other = ok(run_cli, kb, "save", "Sessions after all", "--title", "Auth", "--project", "api")
+    assert other == other | {"memory_id": "28", "action": "created"}
+
+
+def test_filters_that_match_nothing_return_nothing(run_cli: CliRunner, shared_kb: Path) -> None:
+    assert ok(run_cli, shared_kb, "list", "--project", "nosuch")["memories"] == []
+    found = ok(run_cli, shared_kb, "search", "-e", "shop.orders.amount", "--type", "nosuch")
+    assert (found["memories"], found["example_queries"]) == ([], [])
+
+
+def test_save_and_update_read_stdin(run_cli: CliRunner, kb: Path) -> None:
+    saved = ok(run_cli, kb, "save", "-", "-e", "shop.orders.amount", input="From stdin\n\nSecond paragraph\n")
+    assert ok(run_cli, kb, "get", saved["memory_id"])["learning"] == "From stdin\n\nSecond paragraph\n"
+    titled = ok(run_cli, kb, "save", "-", "--title", "Piped", input="Piped observation\n")
+    assert ok(run_cli, kb, "get", titled["memory_id"])["learning"] == "Piped observation"
+    updated = ok(run_cli, kb, "update", "1", "--learning", "-", input="Rewritten from stdin\n")
+    assert set(updated) >= MEMORY_KEYS
+    assert updated["learning"] == "Rewritten from stdin"
+
+
+def test_update_returns_the_memory(run_cli: CliRunner, kb: Path) -> None:
+    data = ok(run_cli, kb, "update", "1", "--title", "Order amount", "--type", "discovery", "-e", "shop.orders.amount")
+    assert_memory(data, "1")
+    assert set(data) - MEMORY_KEYS <= {"warnings"}
+    assert (data["title"], data["type"], data["entities"]) == ("Order amount", "discovery", ["shop.orders.amount"])
+    assert data == ok(run_cli, kb, "get", "1") | {k: v for k, v in data.items() if k == "warnings"}
+
+
+def test_forget_strips_references(run_cli: CliRunner, kb: Path) -> None:
+    data = ok(run_cli, kb, "forget", "kb.paid-revenue")
+    assert_keys(data, {"deleted_id", "stripped_from"})
+    assert (data["deleted_id"], data["stripped_from"]) == ("kb.paid-revenue", ["kb.refund-policy"])
+    assert "memory:kb.paid-revenue" not in ok(run_cli, kb, "get", "kb.refund-policy")["entities"]
+    assert not (kb / "memories" / "kb.paid-revenue.yaml").exists()
+    assert doc(run_cli("--kb", kb, "get", "kb.paid-revenue", "--json"), 1)["error"]["type"] == "not_found"
+
+
+def test_forget_soft_and_restore(run_cli: CliRunner, kb: Path) -> None:
+    data = ok(run_cli, kb, "forget", "3", "--soft")
+    assert_keys(data, {"deleted_id", "stripped_from"})
+    assert (data["deleted_id"], data["stripped_from"]) == ("3", [])
+    assert run_cli("--kb", kb, "get", "3").returncode == 1
+    hidden = ok(run_cli, kb, "get", "3", "--deleted")
+    assert hidden["deleted_at"] is not None
+    restored = ok(run_cli, kb, "restore", "3")
+    assert_memory(restored, "3")
+    assert restored["deleted_at"] is None
+
+
+def test_history_log_show_restore_rev_review_edit(run_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
+    original = head(kb)
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import sys\nfrom pathlib import Path\np = Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('timestamptz stored in UTC', 'timestamptz kept in UTC'))\n"
+    )
+    editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    edited = ok(run_cli, kb, "edit", "2", env={"EDITOR": editor, "VISUAL": editor})
+    assert edited == edited | {"memory_id": "2", "changed": True, "commit": head(kb)}
+    assert "timestamptz kept in UTC" in ok(run_cli, kb, "get", "2")["learning"]
+
+    log = ok(run_cli, kb, "log", "2")
+    assert isinstance(log, list)
+    assert [entry["commit"] for entry in log] == [head(kb), original]
+    assert set(log[0]) >= {"commit", "author", "date", "message"}
+
+    shown = ok(run_cli, kb, "show", "2", "--rev", original)
+    assert_memory(shown, "2")
+    assert "timestamptz stored in UTC" in shown["learning"]
+
+    review = ok(run_cli, kb, "review", original)
+    assert [item["id"] for item in review["changed"]] == ["2"]
+    assert (review["added"], review["removed"]) == ([], [])
+
+    restored = ok(run_cli, kb, "restore", "2", "--rev", original)
+    assert restored == restored | {"memory_id": "2", "commit": head(kb)}
+    assert "timestamptz stored in UTC" in ok(run_cli, kb, "get", "2")["learning"]
+
+
+def test_edit_reopens_on_a_problem(run_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
+    """The first close leaves an unknown key; answering y reopens; the second close fixes it."""
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import sys\nfrom pathlib import Path\np = Path(sys.argv[1])\nt = p.read_text()\n"
+        "t = t.replace('entitys:', 'entities:') if 'entitys:' in t else t.replace('entities:', 'entitys:')\n"
+        "p.write_text(t.replace('in UTC.', 'in UTC (checked).'))\n"
+    )
+    editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    env = {"EDITOR": editor, "VISUAL": editor}
+    before = head(kb)
+    refused = run_cli("--kb", kb, "edit", "2", "--json", env=env, input="n\n")
+    assert doc(refused, 1)["error"]["message"].startswith("memories/2.yaml:9: unknown key 'entitys'")
+    assert "Nothing was committed; your edit is kept in " in refused.stderr
+    assert head(kb) == before
+    reopened = ok(run_cli, kb, "edit", "2", env=env, input="y\n")
+    assert reopened == reopened | {"memory_id": "2", "changed": True, "commit": head(kb)}
+    assert "in UTC (checked)." in ok(run_cli, kb, "get", "2")["learning"]
+
+
+def test_search_keys_and_hits(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "search", "refunds", "-e", "orders.amount", "-e", "nosuch.x", "--any")
+    assert set(data) == SEARCH_KEYS
+    assert data["resolved_input_entities"] == ["shop.orders.amount"]
+    assert data["warnings"] == [
+        "entity 'nosuch.x' dropped: Unknown entity 'nosuch.x': 'nosuch' is not a datasource or model."
+    ]
+    assert data["memories"] and data["example_queries"] and data["entities"]
+    for hit in data["memories"]:
+        assert_hit(hit)
+    for hit in data["example_queries"]:
+        assert_hit(hit, "query")
+        assert hit["query"]["source_model"]
+    for entity in data["entities"]:
+        assert {"entity", "kind"} <= set(entity)
+    assert all(len(hit["description"]) <= 500 for hit in data["memories"] + data["example_queries"])
+
+
+def test_search_full_limit_and_stdin(run_cli: CliRunner, shared_kb: Path) -> None:
+    full = ok(run_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
+    assert set(full) == SEARCH_KEYS
+    assert len(full["memories"]) == 2
+    for hit in full["memories"]:
+        assert_hit(hit, "learning")
+    for hit in full["example_queries"]:
+        assert_hit(hit, "query", "learning")
+    piped = ok(run_cli, shared_kb, "search", "-", "--limit", "3", input="refunds")
+    assert piped == ok(run_cli, shared_kb, "search", "refunds", "--limit", "3")
+
+
+def test_list_newest_first(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "list", "--limit", "50")
+    assert set(data) == {"memories"}
+    hits = data["memories"]
+    assert len(hits) == EXAMPLE_MEMORIES
+    for hit in hits:  # list adds "query" to the hits of memories saved with one
+        assert_hit(hit, *(["query"] if hit.get("query") else []))
+    assert sum("query" in hit for hit in hits) == 9
+    stamps = [hit["created_at"] for hit in hits]
+    assert stamps == sorted(stamps, reverse=True)
+    assert [h["id"] for h in ok(run_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
+
+
+# -- the catalog and cascades ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "deleted", "rewritten"),
+    [
+        (("delete-model", "refunds", "--datasource", "shop"), "shop.refunds", ["11", "26", "kb.refund-policy"]),
+        (("delete-leaf", "shop.refunds.amount"), "shop.refunds.amount", ["kb.refund-policy"]),
+        (("delete-datasource", "shop"), "shop", None),
+    ],
+    ids=["delete-model", "delete-leaf", "delete-datasource"],
+)
+def test_cascades(
+    run_cli: CliRunner, kb: Path, args: tuple[str, ...], deleted: str, rewritten: list[str] | None
+) -> None:
+    data = ok(run_cli, kb, *args)
+    assert_keys(data, CASCADE_KEYS)
+    assert (data["deleted"], data["commit"]) == (deleted, head(kb))
+    if rewritten is not None:
+        assert data["rewritten"] == rewritten
+    else:
+        assert len(data["rewritten"]) > 10 and all(isinstance(i, str) for i in data["rewritten"])
+    assert git(kb, "status", "--porcelain") == ""
+
+
+def test_prune(run_cli: CliRunner, kb: Path) -> None:
+    clean = ok(run_cli, kb, "prune")
+    assert_keys(clean, {"commit", "rewritten"})
+    assert (clean["commit"], clean["rewritten"]) == (None, [])
+    git(kb, "rm", "-q", "models/shop/regions.yaml")
+    git(kb, "commit", "-q", "-m", "drop regions by hand")
+    data = ok(run_cli, kb, "prune")
+    assert (data["commit"], data["rewritten"]) == (
+        head(kb),
+        ["2", "5", "20", "kb.currency-conversion", "kb.guest-checkout"],
+    )
+
+
+# -- Engram tools ----------------------------------------------------------------------------
+
+
+def test_suggest_topic_key(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "suggest-topic-key", "--type", "architecture", "--title", "Auth model")
+    assert data == {"topic_key": "architecture/auth-model"}
+
+
+def test_timeline(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "timeline", "2", "--before", "1", "--after", "1")
+    assert_keys(data, {"before", "focus", "after"})
+    assert_hit(data["focus"])
+    for hit in data["before"] + data["after"]:
+        assert_hit(hit)
+    assert ([h["id"] for h in data["before"]], data["focus"]["id"], [h["id"] for h in data["after"]]) == (
+        ["1"], "2", ["3"],
+    )  # fmt: skip
+
+
+def test_context(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "context", "--project", "analytics")
+    assert set(data) == {"text"}
+    assert data["text"].startswith("# Memory context: analytics\n")
+
+
+def test_session_summary(run_cli: CliRunner, kb: Path) -> None:
+    data = ok(run_cli, kb, "session-summary", "Fixed the refund double count", "--project", "analytics")
+    assert_keys(data, SAVE_KEYS)
+    assert (data["memory_id"], data["action"]) == ("27", "created")
+    memory = ok(run_cli, kb, "get", "27")
+    assert (memory["type"], memory["project"]) == ("session_summary", "analytics")
+
+
+def test_stats(run_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(run_cli, shared_kb, "stats")
+    assert_keys(data, {"memories", "sessions", "projects", "types"})
+    assert (data["memories"], data["sessions"], data["projects"]) == (EXAMPLE_MEMORIES, 6, ["analytics"])
+    assert sum(data["types"].values()) == EXAMPLE_MEMORIES
+    assert data["types"]["decision"] == 1
+
+
+# -- review, editing and upkeep ----------------------------------------------------------------
+
+
+def test_init(run_cli: CliRunner, tmp_path: Path) -> None:
+    data = doc(run_cli("init", tmp_path / "new", "--json"))
+    assert data == {"kb": str((tmp_path / "new").resolve())}
+    assert (tmp_path / "new" / "memories").is_dir()
+    assert git(tmp_path / "new", "log", "--format=%s") == "kb: initialise knowledge base\n"
+
+
+def test_init_example(run_cli: CliRunner, tmp_path: Path) -> None:
+    doc(run_cli("init", tmp_path / "new", "--example", "--json"))
+    assert len(list((tmp_path / "new" / "memories").glob("*.yaml"))) == EXAMPLE_MEMORIES
+
+
+def test_validate_fmt_reindex(run_cli: CliRunner, shared_kb: Path) -> None:
+    assert ok(run_cli, shared_kb, "validate") == {
+        "ok": True, "checked": EXAMPLE_MEMORIES, "problems": [], "reformatted": [],
+    }  # fmt: skip
+    assert ok(run_cli, shared_kb, "fmt", "--check")["reformatted"] == []
+    assert ok(run_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": []}
+
+
+def test_validate_and_fmt_report_problems(run_cli: CliRunner, kb: Path) -> None:
+    path = kb / "memories" / "2.yaml"
+    path.write_text(path.read_text().replace("entities:", "entitys:"))
+    proc = run_cli("--kb", kb, "validate")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(f"{path}:9: unknown key 'entitys' (allowed keys: title, type, learning, ")
+    assert proc.stdout.endswith("\n1 problem in 34 files checked\n")
+    data = doc(run_cli("--kb", kb, "validate", "--json"), 1)
+    assert data["ok"] is False and len(data["problems"]) >= 1
+    path.write_text(path.read_text().replace("entitys:", "entities:").replace("created_at: '", 'created_at: "'))
+    path.write_text(path.read_text().replace("Z'\n", 'Z"\n'))
+    assert doc(run_cli("--kb", kb, "fmt", "--check", "--json"), 1)["reformatted"] != []
+    fixed = ok(run_cli, kb, "fmt")
+    assert fixed["ok"] is True and len(fixed["reformatted"]) == 1
+    assert git(kb, "status", "--porcelain") == ""
+
+
+def test_watch_and_mcp_help(run_cli: CliRunner) -> None:
+    for command in ("watch", "mcp"):
+        proc = run_cli(command, "--help")
+        assert proc.returncode == 0 and "Example" in proc.stdout
+
+
+# -- the error contract -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("json_first", [False, True], ids=["json-after", "json-before"])
+def test_unknown_id(run_cli: CliRunner, shared_kb: Path, json_first: bool) -> None:
+    args = ["--json", "get", "nope"] if json_first else ["get", "nope", "--json"]
+    proc = run_cli("--kb", shared_kb, *args)
+    assert proc.returncode == 1
+    assert proc.stderr == "Error: No memory with id 'nope'.\n"
+    assert doc(proc, 1) == {"error": {"type": "not_found", "message": "No memory with id 'nope'."}}
+
+
+def test_unknown_id_human(run_cli: CliRunner, shared_kb: Path) -> None:
+    proc = run_cli("--kb", shared_kb, "get", "nope")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Error: No memory with id 'nope'.\n")
+
+
+def test_unknown_entity_is_an_error(run_cli: CliRunner, shared_kb: Path) -> None:
+    proc = run_cli("--kb", shared_kb, "save", "x", "-e", "nosuch.thing", "--json")
+    message = "Unknown entity 'nosuch.thing': 'nosuch' is not a datasource or model."
+    assert proc.stderr == f"Error: {message}\n"
+    assert doc(proc, 1)["error"]["message"] == message
+
+
+@pytest.mark.parametrize(
+    "args", [("get", "1", "--bogus"), ("--bogus", "stats"), ("nosuch-command",), ("get",)],
+    ids=["unknown-option", "unknown-global-option", "unknown-command", "missing-argument"],
+)  # fmt: skip
+def test_usage_errors_exit_2(run_cli: CliRunner, shared_kb: Path, args: tuple[str, ...]) -> None:
+    proc = run_cli("--kb", shared_kb, *args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "Usage: slayer-kb" in proc.stderr and "Error: " in proc.stderr
+
+
+# -- help and completion --------------------------------------------------------------------------
+
+
+def test_every_documented_command_exists() -> None:
+    assert DOCUMENTED <= set(cli.commands)
+
+
+@pytest.mark.parametrize("name", sorted(cli.commands))
+def test_every_command_help_has_an_example(name: str) -> None:
+    # In process (the help text is static; 35 subprocesses would cost ~10 s): see also test_group_help.
+    result = ClickRunner().invoke(cli, [name, "--help"], prog_name="slayer-kb")
+    assert result.exit_code == 0, result.output
+    assert f"Usage: slayer-kb {name} " in result.output
+    assert "Example" in result.output
+
+
+def test_group_help(run_cli: CliRunner) -> None:
+    proc = run_cli("--help")
+    assert proc.returncode == 0 and "Example" in proc.stdout
+    listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed | {"completion"} == set(cli.commands)  # completion: listed once the lead wires it
+
+
+def test_completion_in_process() -> None:
+    runner = ClickRunner()
+    for shell in ("bash", "zsh", "fish"):
+        result = runner.invoke(cli, ["completion", shell], prog_name="slayer-kb")
+        assert result.exit_code == 0, result.output
+        assert "_SLAYER_KB_COMPLETE" in result.output
+    assert "Example" in runner.invoke(cli, ["completion", "--help"], prog_name="slayer-kb").output
+    assert runner.invoke(cli, ["completion", "tcsh"], prog_name="slayer-kb").exit_code == 2
+    data = json.loads(runner.invoke(cli, ["completion", "bash", "--json"], prog_name="slayer-kb").output)
+    assert data["shell"] == "bash" and "_SLAYER_KB_COMPLETE=bash_complete" in data["script"]
+    env = {"_SLAYER_KB_COMPLETE": "bash_complete", "COMP_WORDS": "slayer-kb ge", "COMP_CWORD": "1"}
+    result = runner.invoke(cli, [], prog_name="slayer-kb", env=env)
+    assert result.output.splitlines() == ["plain,get"]
+
+
+def test_completion_subprocess(run_cli: CliRunner) -> None:
+    script = run_cli("completion", "bash")
+    assert script.returncode == 0 and "_SLAYER_KB_COMPLETE" in script.stdout
+    assert "Example" in run_cli("completion", "--help").stdout
+
+
+def test_completion_protocol_subprocess(run_cli: CliRunner) -> None:
+    """click's own env-var protocol, which the scripts call, works without the command too."""
+    env = {"_SLAYER_KB_COMPLETE": "bash_complete", "COMP_WORDS": "slayer-kb ge", "COMP_CWORD": "1"}
+    proc = run_cli(env=env)
+    assert (proc.returncode, proc.stdout) == (0, "plain,get\n")
+    env = {"_SLAYER_KB_COMPLETE": "bash_complete", "COMP_WORDS": "slayer-kb delete-", "COMP_CWORD": "1"}
+    assert run_cli(env=env).stdout.split() == ["plain,delete-datasource", "plain,delete-leaf", "plain,delete-model"]
+
+
+def test_plain_save_without_links_says_what_to_give(run_cli: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    run_cli("init", root, check=True)
+    proc = run_cli("--kb", root, "save", "a note")
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "Error: Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a --query, "
+        "or save an observation with --title.\n",
+    )
