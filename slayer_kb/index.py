@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .search import Restriction
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 4
+FORMAT = 5
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 MEMORIES_DIR = "memories"
 # A file changed within this many seconds of a scan may change again within the file system's
@@ -52,8 +52,10 @@ SCHEMA = Schema(
     kind=ID(stored=True),
     # Every word of a memory (title, id words, learning, description) in one field, so that a
     # typed word walks one posting list; ``title`` again on its own, to rank title matches first.
-    text=TEXT(analyzer=_analyzer),
-    title=TEXT(analyzer=_analyzer),
+    # No positions (phrase=False): searches match words, never phrases, and positions would
+    # double what a rebuild writes.
+    text=TEXT(analyzer=_analyzer, phrase=False),
+    title=TEXT(analyzer=_analyzer, phrase=False),
     entities=KEYWORD(scorable=True, lowercase=False),
     # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
     # about a model also finds memories about its columns, ranked below exact matches.
@@ -319,7 +321,8 @@ class Index:
             return report
 
         bulk = len(changed) > BULK_THRESHOLD and report.rebuilt
-        writer = ix.writer(procs=2, multisegment=True) if bulk else ix.writer()
+        # A rebuild sorts its postings in memory (limitmb) rather than in pickled runs on disk.
+        writer = ix.writer(procs=2, multisegment=True, limitmb=256) if bulk else ix.writer()
         file_rows: list[tuple[Any, ...]] = []
         problem_rows: list[tuple[Any, ...]] = []
         fixed: list[str] = []
