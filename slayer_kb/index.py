@@ -444,6 +444,9 @@ class Index:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def has_searcher(self) -> bool:
+        return self._searcher is not None
+
     def searcher(self) -> Any:
         if self._searcher is not None and not self._searcher.up_to_date():
             # Whoosh's own refresh() fails on a searcher over an empty index: reopen instead.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whoosh import query as Q
 
@@ -30,6 +30,9 @@ from .errors import (
 )
 from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
 from .index import MEMORIES_DIR, Index, SyncReport
+
+if TYPE_CHECKING:
+    from .monitor import ChangeMonitor
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
 from .repo import STATE_DIR, Change, GitStore, init_repository
@@ -130,6 +133,8 @@ class KnowledgeBase:
         self._catalog_sig: Any = None
         self._catalog_checked = False
         self.problems: list[MemoryFileError] = []
+        # Set by keep_warm(): a long-running process's file monitor.
+        self.monitor: ChangeMonitor | None = None
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -157,7 +162,19 @@ class KnowledgeBase:
             kb.index.sync()
         return kb
 
+    def keep_warm(self) -> None:
+        """For a long-running process (the MCP server): watch the KB's files in a background
+        thread, so that a read skips the per-file freshness scan while nothing changed. Edits made
+        behind the process's back are still seen (as soon as their file event arrives)."""
+        from .monitor import ChangeMonitor
+
+        if self.monitor is None:
+            self.monitor = ChangeMonitor(str(self.root))
+
     def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
         self.index.close()
 
     def __enter__(self) -> KnowledgeBase:
@@ -233,6 +250,10 @@ class KnowledgeBase:
 
     def ensure_fresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport | None:
         """Bring the index up to date with the files if anything changed them."""
+        if self.monitor is not None and not self.monitor.changed() and self.index.has_searcher():
+            # A warm process whose file monitor saw nothing relevant: no per-file scan, and the
+            # catalog it holds is still the catalog on disk.
+            return None
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.

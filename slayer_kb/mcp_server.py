@@ -812,8 +812,9 @@ def serve(knowledge_base: KnowledgeBase) -> None:
     except ImportError:
         raise KBError(INSTALL_HINT) from None
 
-    # One KnowledgeBase for the whole session keeps the Whoosh searcher and the catalog warm;
-    # every read still calls ensure_fresh(), so edits made behind the server's back are seen.
+    # One KnowledgeBase for the whole session keeps the Whoosh searcher and the catalog warm; a
+    # file monitor tells its reads when edits made behind the server's back need a rescan.
+    knowledge_base.keep_warm()
 
     tools = [
         types.Tool(

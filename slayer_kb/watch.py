@@ -21,26 +21,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import PurePosixPath
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
 from watchdog.observers import Observer
 
 from .errors import StoreError
 from .index import MEMORIES_DIR, RACY_SECONDS, SyncReport
+from .monitor import EVENT_TYPES, EventHandler
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -52,46 +40,6 @@ MAX_DELAY = 0.5
 RESCAN_SECONDS = 10.0
 # After a failed sync (lock held for a minute by a big commit, a file system error) try again.
 RETRY_SECONDS = 2.0
-# Opened/closed-without-write events are left out on purpose: the sync itself reads every changed
-# file, and reacting to those reads would make the watcher wake itself up forever.
-EVENT_TYPES: list[type[FileSystemEvent]] = [
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileClosedEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-]
-CATALOG_DIRS = ("datasources", "models")
-_TEMP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
-
-
-def is_relevant(rel: str, is_directory: bool) -> bool:
-    """Can a change at ``rel`` (a POSIX path relative to the KB root) change the index?"""
-    parts = PurePosixPath(rel).parts
-    if not parts or any(p.startswith(".") for p in parts):
-        # .git/, .slayer-kb/ (our own index writes), vim's .x.yaml.swp, editors' hidden temps
-        return False
-    name = parts[-1]
-    if name.endswith(_TEMP_SUFFIXES) or name == "4913" or (name[:1] == "#" and name[-1:] == "#"):
-        return False
-    if is_directory:
-        # A whole folder appearing or vanishing (checkout of a branch without it, rm -r) changes
-        # every file below it, and inotify may report only the folder.
-        if len(parts) == 1:
-            return name in (MEMORIES_DIR, *CATALOG_DIRS)
-        return len(parts) == 2 and parts[0] == "models"
-    if not name.endswith(".yaml"):
-        return False
-    if len(parts) == 1:
-        return name == "priority.yaml"
-    if len(parts) == 2:
-        return parts[0] in (MEMORIES_DIR, "datasources")
-    return len(parts) == 3 and parts[0] == "models"
-
-
 class _Pending:
     """What the watchdog thread hands to the sync loop: when the current burst began and when
     its last relevant event arrived. Guarded by a lock; nothing else crosses threads."""
@@ -122,31 +70,6 @@ class _Pending:
             self.first = self.last = None
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, root: str, pending: _Pending) -> None:
-        super().__init__()
-        self._prefix = root.rstrip("/") + "/"
-        self._pending = pending
-
-    def _relative(self, path: bytes | str) -> str | None:
-        text = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else path
-        if not text.startswith(self._prefix):
-            return None
-        return text[len(self._prefix):]
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        paths = [event.src_path]
-        if event.dest_path:
-            # a rename counts if either side is a memory: vim renames x.yaml away to x.yaml~,
-            # a temp-file save renames x.yaml.tmp onto x.yaml
-            paths.append(event.dest_path)
-        for path in paths:
-            rel = self._relative(path)
-            if rel is not None and is_relevant(rel, event.is_directory):
-                self._pending.note()
-                return
-
-
 def run_watcher(
     kb: KnowledgeBase,
     *,
@@ -164,7 +87,7 @@ def run_watcher(
     pending = _Pending()
     observer = Observer()
     observer.schedule(
-        _Handler(str(kb.root), pending), str(kb.root), recursive=True, event_filter=EVENT_TYPES
+        EventHandler(str(kb.root), pending.note), str(kb.root), recursive=True, event_filter=EVENT_TYPES
     )
     reporter = _Reporter(log)
     with _stop_on_signals(stop):

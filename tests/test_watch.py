@@ -23,7 +23,8 @@ from whoosh import query as Q
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.index import SyncReport, text_terms
-from slayer_kb.watch import is_relevant, run_watcher
+from slayer_kb.monitor import is_relevant
+from slayer_kb.watch import run_watcher
 
 LATENCY = 1.0  # the promise: a hand edit is searchable within one second
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
