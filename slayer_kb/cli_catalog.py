@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from . import cascade
 from .cli import Settings, cli, emit, json_option, pass_settings
-from .validate import MEMORIES, SCHEMA_PATH, Report, fmt, validate
+
+if TYPE_CHECKING:
+    from . import cascade
+    from .validate import Report
 
 
 def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) -> None:
@@ -100,6 +103,8 @@ def prune(settings: Settings, dry_run: bool) -> None:
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
+    from .validate import MEMORIES
+
     return [Path(p) for p in paths] if paths else [settings.kb().root / MEMORIES]
 
 
@@ -133,6 +138,8 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
       slayer-kb validate kb/memories/12.yaml
       slayer-kb --kb kb validate --against origin/main
     """
+    from .validate import validate
+
     report = validate(_paths(settings, paths), against)
     count = len(report.problems)
     summary = (f"{count} problem{'s' if count != 1 else ''} in {report.checked} files checked"
@@ -155,6 +162,8 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
       slayer-kb --kb kb fmt
       slayer-kb fmt --check kb/memories/*.yaml
     """
+    from .validate import fmt
+
     report = fmt(_paths(settings, paths), check=check)
     lines = [f"{'would reformat' if check else 'reformatted'} {name}" for name in report.reformatted]
     summary = "\n".join([*lines, f"{len(report.reformatted)} of {report.checked} files "
@@ -171,4 +180,6 @@ def schema_cmd(settings: Settings) -> None:
     Example:
       slayer-kb schema > .vscode/slayer-kb-memory.schema.json
     """
+    from .validate import SCHEMA_PATH
+
     click.echo(json.dumps(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")), indent=2))

@@ -6,12 +6,14 @@ Argument parsing and output formatting only; the work is in ``editing``, ``histo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import editing, history, interchange, renumber
 from .cli import Settings, _memory_text, cli, emit, json_option, pass_settings, warn_lines
+
+if TYPE_CHECKING:
+    from . import interchange
 
 
 def _ask_reopen(problem: str) -> bool:
@@ -37,6 +39,7 @@ def edit(settings: Settings, memory_id: str) -> None:
     Example:
       EDITOR=nano slayer-kb edit 12
     """
+    from . import editing  # imported on use: keeps every command's start-up short
     result = editing.edit(settings.kb(), memory_id, reopen=_ask_reopen)
 
     def human() -> str:
@@ -58,6 +61,7 @@ def log(settings: Settings, memory_id: str) -> None:
     Example:
       slayer-kb log 12
     """
+    from . import history  # imported on use: keeps every command's start-up short
     entries = history.log(settings.kb(), memory_id)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
@@ -78,6 +82,7 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
       slayer-kb show 12 --rev HEAD~3
       slayer-kb show 12 --json
     """
+    from . import history  # imported on use: keeps every command's start-up short
     shown = history.show(settings.kb(), memory_id, rev)
 
     def human() -> str:
@@ -107,6 +112,7 @@ def review(settings: Settings, base: str, head: str) -> None:
       slayer-kb review origin/main
       slayer-kb review main feature-branch --json
     """
+    from . import history  # imported on use: keeps every command's start-up short
     result = history.review(settings.kb(), base, head)
     emit(settings, result.to_json(), lambda: result.markdown().rstrip("\n"))
 
@@ -126,6 +132,7 @@ def renumber_cmd(settings: Settings, onto: str, rewrite: bool) -> None:
     Example:
       slayer-kb renumber --onto origin/main && git merge origin/main
     """
+    from . import renumber  # imported on use: keeps every command's start-up short
     result = renumber.renumber(settings.kb(), onto, rewrite=rewrite)
 
     def human() -> str:
@@ -154,6 +161,7 @@ def sync_cmd(settings: Settings, remote: str) -> None:
     Example:
       slayer-kb sync --remote origin
     """
+    from . import renumber  # imported on use: keeps every command's start-up short
     result = renumber.sync(settings.kb(), remote)
 
     def human() -> str:
@@ -182,6 +190,7 @@ def import_slayer(settings: Settings, directory: str) -> None:
     Example:
       slayer-kb import-slayer ~/.slayer
     """
+    from . import interchange  # imported on use: keeps every command's start-up short
     result = interchange.import_slayer(settings.kb(), directory)
     emit(settings, result.to_json(), lambda: _import_text(result))
 
@@ -197,6 +206,7 @@ def export_slayer(settings: Settings, directory: str) -> None:
     Example:
       slayer-kb export-slayer ./slayer-storage
     """
+    from . import interchange  # imported on use: keeps every command's start-up short
     result = interchange.export_slayer(settings.kb(), directory)
     data: dict[str, Any] = result.to_json()
     emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warn_lines(result.problems))
@@ -213,5 +223,6 @@ def import_engram(settings: Settings, file: str) -> None:
     Example:
       engram export > engram.json && slayer-kb import-engram engram.json
     """
+    from . import interchange  # imported on use: keeps every command's start-up short
     result = interchange.import_engram(settings.kb(), file)
     emit(settings, result.to_json(), lambda: _import_text(result))
