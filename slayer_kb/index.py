@@ -42,7 +42,7 @@ MEMORIES_DIR = "memories"
 # A file changed within this many seconds of a scan may change again within the file system's
 # timestamp granularity without its signature changing; such files are re-read on the next scan.
 RACY_SECONDS = 2.0
-BULK_THRESHOLD = 2000
+BULK_THRESHOLD = 500
 
 _analyzer = StemmingAnalyzer()
 _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
@@ -320,7 +320,9 @@ class Index:
             report.problems = self._problems(db)
             return report
 
-        bulk = len(changed) > BULK_THRESHOLD and report.rebuilt
+        # Thousands of documents at once (a rebuild, a cascade, a checkout): Whoosh's writer in two
+        # processes; each document is analysed in Python, so a second core nearly halves it.
+        bulk = len(changed) > BULK_THRESHOLD
         # A rebuild sorts its postings in memory (limitmb) rather than in pickled runs on disk.
         writer = ix.writer(procs=2, multisegment=True, limitmb=256) if bulk else ix.writer()
         file_rows: list[tuple[Any, ...]] = []
