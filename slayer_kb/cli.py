@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import yaml
 
 from . import engram
 from .errors import InvalidInputError, KBError, NotFoundError
@@ -310,9 +313,14 @@ def _memory_text(data: dict[str, Any]) -> str:
     for key, value in data.items():
         if key in ("id", "learning", "warnings") or value in (None, []):
             continue
-        if isinstance(value, (list, dict)):
-            value = json.dumps(value, ensure_ascii=False)
-        lines.append(f"{key}: {value}")
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  - {item}" for item in value)
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.extend("  " + row for row in yaml.safe_dump(value, sort_keys=False, allow_unicode=True).splitlines())
+        else:
+            lines.append(f"{key}: {value}")
     lines.append("")
     lines.append(data["learning"].rstrip("\n"))
     return "\n".join(lines) + warn_lines(data.get("warnings", []))
@@ -415,14 +423,18 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
 def _hits_text(title: str, hits: list[dict[str, Any]]) -> list[str]:
     if not hits:
         return []
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     lines = [title]
     for hit in hits:
-        label = hit["title"] or ""
         meta = ", ".join(x for x in (hit["type"], hit["project"]) if x)
+        label = hit["title"] or textwrap.shorten(hit["description"], width=width - 20, placeholder=" ...")
         lines.append(f"  [{hit['id']}] {label}{' (' + meta + ')' if meta else ''}".rstrip())
-        lines.append(f"      {hit['description']}")
+        if hit["title"]:
+            lines.extend(textwrap.wrap(hit["description"], width, initial_indent="      ",
+                                       subsequent_indent="      ", max_lines=3, placeholder=" ..."))
         if hit["entities"]:
-            lines.append(f"      entities: {', '.join(hit['entities'])}")
+            lines.extend(textwrap.wrap(", ".join(hit["entities"]), width, initial_indent="      entities: ",
+                                       subsequent_indent="                ", max_lines=2, placeholder=" ..."))
         if hit.get("learning"):
             lines.extend("      | " + line for line in hit["learning"].rstrip("\n").split("\n"))
     return lines
