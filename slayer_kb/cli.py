@@ -83,7 +83,8 @@ class KBGroup(click.Group):
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
-            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}: {exc.filename or ''}".strip()))
+            where = f" ({exc.filename})" if exc.filename else ""
+            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}{where}."))
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:

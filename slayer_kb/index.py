@@ -28,7 +28,7 @@ from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 
 from .catalog import Catalog, same_signature
-from .errors import MemoryFileError
+from .errors import MemoryFileError, StoreError
 from .memory import Memory, loads
 from .repo import STATE_DIR
 
@@ -263,8 +263,23 @@ class Index:
         return self._update(list(memory_ids), None, False)
 
     def _update(self, only: list[str] | None, progress: Callable[[int, int], None] | None, full: bool) -> SyncReport:
+        try:
+            return self._update_unguarded(only, progress, full)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"Cannot update the search index in {self.dir}: {getattr(exc, 'strerror', None) or exc}. "
+                "Free disk space or fix the folder's permissions; the memory files are not affected."
+            ) from None
+
+    def _update_unguarded(
+        self, only: list[str] | None, progress: Callable[[int, int], None] | None, full: bool
+    ) -> SyncReport:
         report = SyncReport()
         state = None if full else self._read_state()
+        if state is not None and state.get("digest") is None:
+            # invalidate()d: compare every file with the manifest's rows, then the digest is whole.
+            only = None
+            state["digest"] = 0
         ix = None if state is None else self._open_existing()
         db = None
         if ix is not None:
@@ -367,6 +382,10 @@ class Index:
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
+            # A failed cancel (disk full) keeps Whoosh's write lock: release it, or every later
+            # write in this process (the MCP server, the watcher) fails with LockError.
+            with contextlib.suppress(Exception):
+                writer.writelock.release()
             raise
         db.execute("BEGIN")
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -375,6 +394,8 @@ class Index:
         db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?)", problem_rows)
         db.execute("COMMIT")
         count = db.execute("SELECT count(*) FROM files").fetchone()[0]
+        if only is None:
+            digest = _digest(scanned)  # a full pass recomputes it rather than trust the old one
         self._write_state(
             {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young}
         )
@@ -445,6 +466,19 @@ class Index:
         return self._ix
 
     # -- reading ----------------------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        """Make the next freshness check fail, so the next command brings the index up to date."""
+        self.close()
+        state = self._read_state()
+        try:
+            if state is None:
+                raise OSError("no manifest")
+            # A digest no scan can match: the next check compares file by file (no rebuild).
+            self._write_state({**state, "digest": None})
+        except OSError:
+            with contextlib.suppress(OSError):
+                (self.dir / "manifest.json").unlink()
 
     def has_searcher(self) -> bool:
         return self._searcher is not None

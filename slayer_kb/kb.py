@@ -27,6 +27,7 @@ from .errors import (
     MemoryFileError,
     NotFoundError,
     ResolutionError,
+    StoreError,
 )
 from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
 from .index import MEMORIES_DIR, Index, SyncReport
@@ -327,7 +328,14 @@ class KnowledgeBase:
         if commit is not None:
             self._advance_id_cache(old, commit, changes)
         prefix = f"{MEMORIES_DIR}/"
-        self.index.update(c.path[len(prefix):-5] for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml"))
+        try:
+            self.index.update(
+                c.path[len(prefix):-5] for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")
+            )
+        except StoreError:
+            # The change is committed; only the derived index lags. Forget the manifest so the next
+            # command re-indexes, rather than report a failure that invites saving twice.
+            self.index.invalidate()
         return commit
 
     def _change(self, memory: Memory, text: str | None = None) -> Change:
@@ -402,6 +410,10 @@ class KnowledgeBase:
         An existing id is replaced whole; only ``created_at`` is kept. Optional Engram fields
         (title, type, project, scope, topic_key, session_id) may ride along.
         """
+        # (the id has its own rules, which name a lone surrogate among the forbidden characters)
+        for name, value in (("learning", learning), ("linked_entities", linked_entities),
+                            ("description", description), *engram_fields.items()):
+            _check_unicode(value, name)
         self._check_learning(learning)
         description = _check_description(description)
         # A plain save looks nothing up in the index, so it skips the freshness scan.
@@ -459,6 +471,10 @@ class KnowledgeBase:
         description: str | None = None,
     ) -> SaveResult:
         """Engram's ``mem_save``: redaction, topic-key upsert, de-duplication, else a new memory."""
+        for name, value in (("title", title), ("content", content), ("type", type), ("project", project),
+                            ("scope", scope), ("topic_key", topic_key), ("session_id", session_id),
+                            ("entities", entities), ("description", description)):
+            _check_unicode(value, name)
         title = engram.redact_private(title or "")
         content = engram.redact_private(content or "")
         if not title:
@@ -605,6 +621,8 @@ class KnowledgeBase:
     def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
         """Engram's ``mem_update``: change only the given fields of a live memory."""
         given = {k: v for k, v in fields.items() if v is not None}
+        for name, value in given.items():
+            _check_unicode(value, name)
         allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
         unknown = set(given) - allowed
         if unknown:
@@ -717,6 +735,10 @@ class KnowledgeBase:
     ) -> SearchResult:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
+        # Search is lenient: text that is not valid Unicode is searched as what it can be read as.
+        question, type, project, scope, datasource = (
+            _readable(v) for v in (question, type, project, scope, datasource)
+        )
         self.ensure_fresh()
         warnings = [str(p) + " (skipped)" for p in self.problems]
         if datasource is not None and datasource not in self.catalog.datasources:
@@ -998,6 +1020,32 @@ def _deleted_message(memory: Memory) -> str:
         f"Memory '{memory.id}' was deleted at {memory.deleted_at}; "
         f"bring it back with 'slayer-kb restore {memory.id}'."
     )
+
+
+def _readable(value: str | None) -> str | None:
+    return value.encode("utf-8", "replace").decode("utf-8") if isinstance(value, str) else value
+
+
+def _check_unicode(value: Any, name: str) -> None:
+    """Refuse text that cannot be written as UTF-8: a lone surrogate (from bytes that were not
+    UTF-8, e.g. in a command-line argument) would otherwise fail half-way through a save."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = item[exc.start]
+                raise InvalidInputError(
+                    f"{name} contains U+{ord(bad):04X}, which is not valid Unicode text (often bytes "
+                    "that are not UTF-8); fix the text's encoding and retry."
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def _check_description(description: Any) -> str | None:

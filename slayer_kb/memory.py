@@ -160,10 +160,30 @@ def _literal_block(key: str, text: str) -> str | None:
 # Loading
 
 
+def alias_line(text: str) -> int | None:
+    """The line of the first YAML alias (``*name``) in ``text``, if any.
+
+    A memory file never needs aliases, and an alias bomb (aliases of aliases) expands to billions
+    of values in anything that walks the loaded data, so they are refused before loading.
+    """
+    if "*" not in text:
+        return None
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                return event.start_mark.line + 1
+    except yaml.YAMLError:
+        return None  # reported by the load that follows
+    return None
+
+
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
     _check_duplicate_keys(text, where)
+    line = alias_line(text)
+    if line is not None:
+        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:

@@ -186,6 +186,8 @@ class GitStore:
         """
         if not changes:
             return None
+        for change in changes:
+            self._check_inside(change.path)
         tmp_files = self._write_temp_files(changes)
         try:
             blobs = self._hash_blobs([tmp for tmp in tmp_files if tmp is not None])
@@ -210,6 +212,9 @@ class GitStore:
             if proc.returncode != 0:
                 self._clear_journal()
                 self._discard(tmp_files)
+                if self.head() == old:
+                    reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
+                    raise StoreError(f"git update-ref failed: {reason}; nothing was saved.")
                 raise StoreError(
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
@@ -218,9 +223,28 @@ class GitStore:
             if not (self.state / "journal.json").exists():
                 self._discard(tmp_files)
             raise
-        self._set_private_index(new, tree)
-        self._apply(journal)
+        try:
+            self._set_private_index(new, tree)
+            self._apply(journal)
+        except (StoreError, OSError):
+            # The commit is made and the journal still lists it: the next command finishes moving
+            # the files and staging them (a full disk can refuse git's index write for now).
+            pass
         return new
+
+    def _check_inside(self, kb_path: str) -> None:
+        """Refuse a path whose folders leave the KB or pass through a symlink: a clone can carry
+        a symlinked memories/ folder, and writing through it would write outside the KB."""
+        current = self.root
+        for part in Path(kb_path).parts[:-1]:
+            if part in ("", ".", ".."):
+                raise StoreError(f"Refusing to write {kb_path}: it leaves the knowledge base.")
+            current = current / part
+            if current.is_symlink():
+                raise StoreError(
+                    f"{current.relative_to(self.root)}/ is a symlink; slayer-kb writes only inside "
+                    "the knowledge base and refuses to write through it. Replace it with a folder."
+                )
 
     def _write_temp_files(self, changes: list[Change]) -> list[Path | None]:
         tmp_dir = self.state / "tmp"
@@ -330,11 +354,16 @@ class GitStore:
     def _write_journal(self, journal: dict[str, object]) -> None:
         path = self.state / "journal.json"
         tmp = self.state / "journal.json.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(journal, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(journal, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(f"Cannot write {path}: {_explain(exc.strerror or str(exc))}; nothing was saved.") from None
 
     def _clear_journal(self) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -34,7 +34,7 @@ import yaml
 from .catalog import Catalog, Resolver, load_catalog
 from .errors import InvalidIdError, KBError, MemoryFileError, StoreError
 from .ids import check_id, is_auto_id
-from .memory import KEY_ORDER, TIME_KEYS, Memory, dumps, key_line, loads
+from .memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads
 from .repo import GitStore, find_toplevel
 
 SCHEMA_PATH = Path(__file__).with_name("memory.schema.json")
@@ -208,6 +208,10 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
                "they collide on macOS and Windows checkouts; rename one")
     text = _read_text(path, add)
     if text is None:
+        return problems
+    alias = alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
         data = yaml.load(text, Loader=_LOADER)

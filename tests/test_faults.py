@@ -557,7 +557,7 @@ def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) 
             learning = f"saved with {leave} KiB free " + "x" * 3000
             proc = run_cli("--kb", root, "--json", "save", learning, "--id", f"f{leave}", "-e", "orders.amount")
             filler.unlink()
-            assert "Traceback" not in proc.stderr
+            assert "Traceback" not in proc.stderr, proc.stderr
             if proc.returncode == 0:
                 saved[f"f{leave}"] = learning
                 continue
@@ -572,27 +572,6 @@ def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) 
         assert_consistent_after_freeing(root, saved)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Full disk: (1) kb.py:KnowledgeBase._commit: when the commit succeeds but the index update "
-        "after it hits ENOSPC (whoosh writer.commit), the save raises a bare OSError (CLI: 'Error: "
-        "No space left on device:' and exit 1) although the memory IS committed, so a caller "
-        "retries and saves it twice. Fix: after store.commit succeeded, catch OSError from the "
-        "index update, drop the manifest so the next command re-indexes, and return the result "
-        "with a warning ('saved; the index could not be updated: disk full'). (2) "
-        "repo.py:GitStore.commit: when update-ref fails for lack of space, it reports 'HEAD moved "
-        "while slayer-kb was committing (a git command ran at the same time)'. Fix: if "
-        "self.head() still equals old, raise StoreError(f'git update-ref failed: "
-        "{_explain(stderr)}') instead. (3) OSErrors of the journal write and of the index sync "
-        "reach the CLI's generic handler as 'No space left on device:' (trailing colon, no "
-        "file): wrap ENOSPC in StoreError('The disk is full; nothing was saved...'). (4) "
-        "index.py:Index.sync: after ENOSPC inside whoosh's writer.commit, writer.cancel() fails too "
-        "and the process keeps whoosh's MAIN_WRITELOCK, so every later write in the same process "
-        "(MCP server, watch) raises whoosh.index.LockError even after space is freed. Fix: release "
-        "the writer's lock in a finally (writer.writelock.release() when cancel fails)."
-    ),
-)
 def test_full_disk_error_is_truthful(tmp_path: Path) -> None:
     with small_disk(tmp_path) as disk:
         root = disk_kb(disk)
