@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import re
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,8 +370,9 @@ def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None, result
 def label_of(memory: Memory) -> str:
     if memory.title:
         return memory.title
-    first = next((line.strip() for line in memory.learning.splitlines() if line.strip()), "")
-    return first if len(first) <= 100 else first[:99].rstrip() + "\u2026"
+    # The first paragraph, not the first line: learnings are often hard-wrapped mid-sentence.
+    paragraph = " ".join(memory.learning.strip().split("\n\n", 1)[0].split())
+    return textwrap.shorten(paragraph, width=100, placeholder=" \u2026")
 
 
 def compare(before: Memory, after: Memory) -> MemoryChange:
@@ -438,9 +440,9 @@ def render_review(r: Review) -> str:
             lines.extend(["", f"### {title}", "", *items])
 
     def entity_list(entities: list[str]) -> str:
-        return ", ".join(f"`{e}`" for e in entities) if entities else "(no entities)"
+        return "entities: " + ", ".join(f"`{e}`" for e in entities) if entities else "no entities"
 
-    section("Added", [f"- **{c.id}**: {_md(c.label)}: {entity_list(c.entities)}" for c in r.added])
+    section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
     changed_lines: list[str] = []
     for c in r.changed + r.renamed:
         head = f"- **{c.id}**" + (f" (was {c.old_id})" if c.old_id else "") + f": {_md(c.label)}"
