@@ -43,8 +43,6 @@ CATALOG_DIRS = ("datasources", "models")
 PRIORITY_FILE = "priority.yaml"
 # Fields a save or update bumps on its own: a change of entities plus these is still a re-link.
 BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
-_RECORD = "\x1e"
-_UNIT = "\x1f"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,22 +120,34 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
 
 
 def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
-    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
+    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed.
+
+    GitPython reads the commits here: parsing authors, dates and multi-line messages is what it
+    is good at, and a history command can afford its import (the save path cannot).
+    """
+    import git  # GitPython
+
     check_id(memory_id)
     store = kb.store
     if store.head() is None:
         return []
-    proc = store.git(
-        "log", "--follow", f"--format=%H{_UNIT}%an <%ae>{_UNIT}%aI{_UNIT}%B{_RECORD}",
-        "HEAD", "--", store.repo_path(memory_path(memory_id)),
-    )
-    entries = []
-    for record in proc.stdout.decode("utf-8", "replace").split(_RECORD):
-        record = record.strip("\n")
-        if not record:
-            continue
-        commit, author, date, message = record.split(_UNIT, 3)
-        entries.append({"commit": commit, "author": author, "date": date, "message": message.strip()})
+    repo = git.Repo(store.top)
+    try:
+        # rev-list (behind iter_commits) cannot follow renames; log --follow names the commits.
+        shas = repo.git.log("--follow", "--format=%H", "HEAD", "--", store.repo_path(memory_path(memory_id)))
+        commits = [repo.commit(sha) for sha in shas.split()]
+        entries = [
+            {
+                "commit": commit.hexsha,
+                "author": f"{commit.author.name} <{commit.author.email}>",
+                "date": commit.authored_datetime.isoformat(),
+                "message": str(commit.message).strip(),
+            }
+            for commit in commits
+        ]
+    finally:
+        # A Repo keeps `git cat-file` helper processes alive until it is closed.
+        repo.close()
     if not entries:
         raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
     return entries
