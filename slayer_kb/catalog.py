@@ -23,15 +23,15 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .errors import AmbiguousEntityError, InvalidInputError, NotFoundError, ResolutionError
-from .query import parse_reference
+from .errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from .query import kind_of, parse_reference
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -420,14 +420,14 @@ def _mapping(data: Any, what: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise _Broken(f"expected a mapping describing {what}, got {_kind(data)}")
+        raise _Broken(f"expected a mapping describing {what}, got {kind_of(data)}")
     return data
 
 
 def _name(data: dict[str, Any], default: str, what: str) -> str:
     name = data.get("name", default)
     if not isinstance(name, str):
-        raise _Broken(f"'name' must be a string, got {_kind(name)}", ("name",))
+        raise _Broken(f"'name' must be a string, got {kind_of(name)}", ("name",))
     if not SEGMENT_RE.fullmatch(name):
         raise _Broken(_bad_name_message(what, name), ("name",) if "name" in data else ())
     return name
@@ -440,7 +440,7 @@ def _bad_name_message(what: str, name: str) -> str:
 def _optional_text(data: dict[str, Any], key: str, where: tuple[Any, ...]) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        raise _Broken(f"{_where(where)}'{key}' must be a string, got {_kind(value)}", (*where, key))
+        raise _Broken(f"{_where(where)}'{key}' must be a string, got {kind_of(value)}", (*where, key))
     return value
 
 
@@ -451,13 +451,13 @@ def _leaves(data: dict[str, Any], section: str) -> dict[str, str | None]:
         where = (section, index)
         if not isinstance(item, dict):
             raise _Broken(
-                f"{_where(where)}expected a mapping with a 'name', got {_kind(item)}", where
+                f"{_where(where)}expected a mapping with a 'name', got {kind_of(item)}", where
             )
         name = item.get("name")
         if not isinstance(name, str) or not SEGMENT_RE.fullmatch(name):
             raise _Broken(
                 f"{_where(where)}'name' must be a name of letters, digits, '_' and '-', got "
-                + (repr(name) if isinstance(name, str) else _kind(name)),
+                + (repr(name) if isinstance(name, str) else kind_of(name)),
                 (*where, "name"),
             )
         leaves[name] = _optional_text(item, "description", where)
@@ -480,7 +480,7 @@ def _list(data: dict[str, Any], key: str, of: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _Broken(f"'{key}' must be a list of {of}, got {_kind(value)}", (key,))
+        raise _Broken(f"'{key}' must be a list of {of}, got {kind_of(value)}", (key,))
     return value
 
 
@@ -489,22 +489,6 @@ def _where(keys: tuple[Any, ...]) -> str:
         return ""
     section, index = keys
     return f"{section}[{index}]: "
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
 
 
 def _load_priority(path: Path, problems: list[CatalogProblem]) -> list[str]:
@@ -569,10 +553,24 @@ class Resolver:
 
     # -- public ------------------------------------------------------------------------------
 
+    def resolve_leniently(self, refs: Iterable[str], warnings: list[str]) -> list[str]:
+        """The references that resolve, canonical and de-duplicated; each other one dropped with a
+        warning (search and imports are lenient where a save is strict)."""
+        kept: list[str] = []
+        for ref in refs:
+            try:
+                entity = self.resolve(ref).entity
+            except KBError as exc:
+                warnings.append(f"entity {ref!r} dropped: {exc}")
+                continue
+            if entity not in kept:
+                kept.append(entity)
+        return kept
+
     def resolve(self, ref: str, source_model: str | None = None) -> Resolution:
         """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
         if not isinstance(ref, str):
-            raise InvalidInputError(f"An entity reference must be a string, got {_kind(ref)}.")
+            raise InvalidInputError(f"An entity reference must be a string, got {kind_of(ref)}.")
         text = ref.strip()
         if not text:
             raise ResolutionError(

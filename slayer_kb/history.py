@@ -221,7 +221,7 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
             memory = memory.evolve(deleted_at=None)
             text = dumps(memory)
         warnings: list[str] = []
-        kept = live_entities(kb.resolver(), memory.entities, warnings)
+        kept = kb.resolver().resolve_leniently(memory.entities, warnings)
         if kept != memory.entities:
             text = with_entities(text, memory, kept)
         kb._check_new_id(memory_id)
@@ -233,18 +233,6 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
         return RestoreResult(memory_id, shown.rev, warnings, commit)
 
 
-def live_entities(resolver: Resolver, entities: list[str], warnings: list[str]) -> list[str]:
-    """The entities that still resolve, canonical; the others dropped with a warning each."""
-    kept: list[str] = []
-    for entity in entities:
-        try:
-            resolved = resolver.resolve(entity).entity
-        except KBError as exc:
-            warnings.append(f"entity {entity!r} dropped: {exc}")
-            continue
-        if resolved not in kept:
-            kept.append(resolved)
-    return kept
 
 
 # ---------------------------------------------------------------------------------------------

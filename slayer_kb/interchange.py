@@ -51,7 +51,6 @@ from whoosh import query as Q
 from . import engram
 from .catalog import Resolver
 from .errors import InvalidInputError, KBError
-from .history import live_entities
 from .ids import case_conflict, check_id
 from .memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
 from .repo import Change
@@ -193,7 +192,7 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
                 result.warnings.append(f"memory {memory.id!r} clashes with {clash!r} (ids differing in case); skipped.")
                 continue
             notes: list[str] = []
-            memory = memory.evolve(entities=live_entities(resolver, memory.entities, notes))
+            memory = memory.evolve(entities=resolver.resolve_leniently(memory.entities, notes))
             result.warnings.extend(f"memory {memory.id}: {note}" for note in notes)
             text = dumps(memory)
             path = kb.memories_dir / f"{memory.id}.yaml"

@@ -792,18 +792,10 @@ class KnowledgeBase:
 
     def _lenient_entities(self, entities: Any, query: Any, warnings: list[str]) -> list[str]:
         resolver = self.resolver()
-        out: list[str] = []
         refs: list[str] = []
         if entities:
             refs = split_references(entities) if isinstance(entities, str) else _flatten_refs(entities)
-        for ref in refs:
-            try:
-                entity = resolver.resolve(ref).entity
-            except KBError as exc:
-                warnings.append(f"entity {ref!r} dropped: {exc}")
-                continue
-            if entity not in out:
-                out.append(entity)
+        out = resolver.resolve_leniently(refs, warnings)
         if query is not None:
             try:
                 found, _notes = query_entities(query, resolver)

@@ -54,7 +54,7 @@ SQL_WORDS = frozenset(
 def split_references(text: str) -> list[str]:
     """Comma-separated references; a comma inside parentheses belongs to its reference."""
     if not isinstance(text, str):
-        raise InvalidInputError(f"Entity references must be a string, got {_kind(text)}.")
+        raise InvalidInputError(f"Entity references must be a string, got {kind_of(text)}.")
     return [part.strip() for part in _split_top(text) if part.strip()]
 
 
@@ -207,7 +207,7 @@ def filter_references(filter_text: str) -> list[str]:
 
 def _scan(text: str, what: str, sql: bool) -> list[str]:
     if not isinstance(text, str):
-        raise InvalidInputError(f"A {what} must be a string, got {_kind(text)}.")
+        raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     tokens = [
         _Token(m.lastgroup or "", m.group())
         for m in _TOKEN.finditer(text)
@@ -323,7 +323,7 @@ def query_entities(query: Any, resolver: Resolver) -> tuple[list[str], list[str]
     """
     if not isinstance(query, Mapping):
         raise InvalidInputError(
-            f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {_kind(query)}."
+            f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
         )
     source = query.get("source_model")
     if source is None:
@@ -334,7 +334,7 @@ def query_entities(query: Any, resolver: Resolver) -> tuple[list[str], list[str]
     if not isinstance(source, str) or not source.strip():
         raise InvalidInputError(
             "'source_model' must be a model name, '<model>' or '<datasource>.<model>', "
-            f"got {_kind(source)}."
+            f"got {kind_of(source)}."
         )
     items = list(_query_items(query))  # every shape error before any resolution
     entities: dict[str, None] = {resolver.resolve_model(source).entity: None}
@@ -382,7 +382,7 @@ def _query_items(query: Mapping[str, Any]) -> Iterator[_Item]:
         where = f"time_dimensions[{i}]"
         if not isinstance(value, Mapping) or value.get("dimension") is None:
             raise InvalidInputError(
-                f"{where} must be a mapping with 'dimension', got {_kind(value)}."
+                f"{where} must be a mapping with 'dimension', got {kind_of(value)}."
             )
         name = _column(value["dimension"], f"{where}.dimension", ("name",))
         yield _Item(where, name, [name])
@@ -394,7 +394,7 @@ def _query_items(query: Mapping[str, Any]) -> Iterator[_Item]:
     for i, value in enumerate(_list_field(query, "filters", "filter strings")):
         where = f"filters[{i}]"
         if not isinstance(value, str):
-            raise InvalidInputError(f"{where} must be a filter string, got {_kind(value)}.")
+            raise InvalidInputError(f"{where} must be a filter string, got {kind_of(value)}.")
         yield _Item(where, value, _scanned(filter_references, value, where))
     for i, value in enumerate(_list_field(query, "order", "names or {column: ...} mappings")):
         where = f"order[{i}]"
@@ -410,7 +410,7 @@ def _list_field(query: Mapping[str, Any], key: str, shape: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
-        raise InvalidInputError(f"'{key}' must be a list of {shape}, got {_kind(value)}.")
+        raise InvalidInputError(f"'{key}' must be a list of {shape}, got {kind_of(value)}.")
     return list(value)
 
 
@@ -427,7 +427,7 @@ def _column(value: Any, where: str, keys: tuple[str, ...]) -> str:
                 return f"{model}.{inner}" if isinstance(model, str) and model else inner
     wanted = " or ".join(f"'{key}'" for key in keys)
     raise InvalidInputError(
-        f"{where} must be a column name or a mapping with {wanted}, got {_kind(value)}."
+        f"{where} must be a column name or a mapping with {wanted}, got {kind_of(value)}."
     )
 
 
@@ -438,7 +438,7 @@ def _formula(value: Any, where: str) -> str:
         return value["formula"]
     raise InvalidInputError(
         f"{where} must be a formula string or a mapping with a 'formula' string "
-        f"(and an optional 'name'), got {_kind(value)}."
+        f"(and an optional 'name'), got {kind_of(value)}."
     )
 
 
@@ -453,7 +453,7 @@ def _scanned(scan: Any, text: str, where: str) -> list[str]:
 def clean_query(query: Mapping[str, Any]) -> dict[str, Any]:
     """The query to store: None values, and containers emptied by removing them, left out."""
     if not isinstance(query, Mapping):
-        raise InvalidInputError(f"A query must be a mapping, got {_kind(query)}.")
+        raise InvalidInputError(f"A query must be a mapping, got {kind_of(query)}.")
     return _clean(query)
 
 
@@ -476,7 +476,8 @@ def _kept(pairs: Any) -> Iterator[tuple[Any, Any]]:
         yield key, cleaned
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """How a wrong value reads in an error message: 'a number', 'a list', 'null'."""
     if value is None:
         return "null"
     if isinstance(value, bool):
