@@ -393,7 +393,7 @@ class KnowledgeBase:
         if size > self.max_content:
             raise InvalidInputError(
                 f"{name} is {size} bytes; the limit is {self.max_content} bytes. Split it into "
-                "several memories or raise the limit (--max-content / SLAYER_KB_MAX_CONTENT)."
+                "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."
             )
         return learning
 

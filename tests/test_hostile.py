@@ -217,7 +217,7 @@ def test_odd_learnings_through_the_cli(catalog_kb: KnowledgeBase, run_cli: CliRu
     proc = run_cli("--kb", root, "save", "-", "-e", "orders.amount", input=big)
     assert proc.stderr == (
         "Error: learning is 10000000 bytes; the limit is 65536 bytes. Split it into several memories "
-        "or raise the limit (--max-content / SLAYER_KB_MAX_CONTENT).\n"
+        "or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n"
     )
     assert_clear_cli_error(proc)
     assert sorted(p.name for p in (root / "memories").iterdir()) == [f"{saved['memory_id']}.yaml"]
