@@ -480,6 +480,13 @@ class Index:
             with contextlib.suppress(OSError):
                 (self.dir / "manifest.json").unlink()
 
+    def frequency(self, token: str) -> int:
+        """How many documents' text holds ``token``."""
+        return self.searcher().doc_frequency("text", token)
+
+    def document_count(self) -> int:
+        return self.searcher().doc_count()
+
     def has_searcher(self) -> bool:
         return self._searcher is not None
 

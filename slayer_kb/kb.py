@@ -748,7 +748,7 @@ class KnowledgeBase:
         question = (question or "").strip()
         project = engram.normalize_project(project)
         scope = engram.normalize_scope(scope) if scope else None
-        text = search.text_query(question, any_word) if question else None
+        text = search.text_query(question, any_word, self.index.frequency, self.index.document_count()) if question else None
         wanted = search.entity_query(inputs)
         topic = search.topic_query(question) if question else None
         if question and text is None and topic is None:
@@ -783,7 +783,7 @@ class KnowledgeBase:
                 required = topic if required is None else Q.Or([topic, required])
             docs = self.index.documents(required, restriction, limit=limit)
             if not docs and text is not None and not any_word and wanted is None:
-                relaxed = search.text_query(question, any_word=True)
+                relaxed = search.text_query(question, True, self.index.frequency, self.index.document_count())
                 if relaxed is not None and relaxed != text:
                     docs = self.index.documents(relaxed, restriction, limit=limit)
                     if docs and not any(w.startswith("No memory has all") for w in warnings):
@@ -849,7 +849,7 @@ class KnowledgeBase:
     def _catalog_hits(self, question: str, inputs: list[str], limit: int) -> list[dict[str, Any]]:
         clauses: list[Q.Query] = []
         if question:
-            words = search.text_query(question, any_word=True)
+            words = search.text_query(question, True, self.index.frequency, self.index.document_count())
             if words is not None:
                 clauses.append(words)
         catalog_inputs = [e for e in inputs if not e.startswith("memory:")]

@@ -6,6 +6,7 @@ No query parser is involved: words become term queries over the analysed text fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from whoosh import query as Q
@@ -17,6 +18,11 @@ from .index import NONE, text_terms
 SELF_BOOST = 50.0
 TOPIC_BOOST = 25.0
 TITLE_BOOST = 1.0
+# Any-word matching keeps at most this many words (the rarest), and drops words found in more than
+# COMMON_SHARE of the documents (and more than COMMON_DOCS) while a rarer one remains.
+MAX_ANY_WORDS = 3
+COMMON_DOCS = 500
+COMMON_SHARE = 0.05
 
 
 def _word(field: str, tokens: list[str]) -> Q.Query:
@@ -25,15 +31,37 @@ def _word(field: str, tokens: list[str]) -> Q.Query:
     return parts[0] if len(parts) == 1 else Q.And(parts)
 
 
-def text_query(question: str, any_word: bool) -> Q.Query | None:
-    """All (or any) of the words in a memory's text, scored higher when they are in its title."""
+def text_query(
+    question: str, any_word: bool, frequency: Callable[[str], int] | None = None, documents: int = 0
+) -> Q.Query | None:
+    """All (or any) of the words in a memory's text, scored higher when they are in its title.
+
+    ``frequency(token)`` is how many of the index's ``documents`` hold a token. Matching *any* word costs a walk of
+    every word's postings, so it keeps the informative words: those in no document go, words in
+    a large share of a large index go while a rarer word remains (they add next to nothing to a
+    BM25 ranking), and of the rest the ``MAX_ANY_WORDS`` rarest stay.
+    """
     words = text_terms(question)
     if not words:
         return None
+    if not any_word:
+        required = Q.And([_word("text", tokens) for tokens in words]) if len(words) > 1 else _word("text", words[0])
+        return Q.AndMaybe(required, Q.Or([_word("title", tokens) for tokens in words], boost=TITLE_BOOST))
+    if frequency is not None and len(words) > 1:
+        words = informative(words, frequency, documents)
     clauses = [_word("text", tokens) for tokens in words]
-    required = clauses[0] if len(clauses) == 1 else (Q.Or(clauses) if any_word else Q.And(clauses))
-    title = Q.Or([_word("title", tokens) for tokens in words], boost=TITLE_BOOST)
-    return Q.AndMaybe(required, title)
+    clauses += [_word("title", tokens) for tokens in words]
+    for clause in clauses[len(words):]:
+        clause.boost = TITLE_BOOST
+    return Q.Or(clauses)
+
+
+def informative(words: list[list[str]], frequency: Callable[[str], int], documents: int) -> list[list[str]]:
+    rarity = {id(tokens): min(frequency(t) for t in tokens) for tokens in words}
+    present = [tokens for tokens in words if rarity[id(tokens)] > 0] or words
+    common = max(COMMON_DOCS, COMMON_SHARE * documents)
+    rare = [tokens for tokens in present if rarity[id(tokens)] <= common] or present
+    return sorted(rare, key=lambda tokens: rarity[id(tokens)])[:MAX_ANY_WORDS]
 
 
 def entity_query(entities: list[str]) -> Q.Query | None:
