@@ -136,3 +136,17 @@ def test_cli_search_json_keys(example_kb: KnowledgeBase, run_cli) -> None:  # no
     assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
     hit = (data["memories"] + data["example_queries"])[0]
     assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)
+
+
+def test_any_word_keeps_the_informative_words() -> None:
+    from slayer_kb.search import informative
+
+    df = {"refund": 40, "net": 9000, "vat": 700, "ghost": 0, "order": 60000, "rate": 3000}
+    words = [[w] for w in ("net", "ghost", "order", "refund", "rate", "vat")]
+    # 100,000 documents: 'order' and 'net' are common (> 5%), 'ghost' is in none, three rarest stay.
+    assert informative(words, df.__getitem__, 100_000) == [["refund"], ["vat"], ["rate"]]
+    # In a small index no word counts as common (fewer than 500 documents hold it).
+    small = {"net": 300, "ghost": 0, "order": 450, "refund": 2, "rate": 30, "vat": 7}
+    assert informative(words, small.__getitem__, 1_000) == [["refund"], ["vat"], ["rate"]]
+    # Only common or absent words: the common ones are kept rather than nothing.
+    assert informative([["order"], ["ghost"]], df.__getitem__, 100_000) == [["order"]]
