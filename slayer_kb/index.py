@@ -345,8 +345,11 @@ class Index:
         fixed: list[str] = []
         digest = state["digest"]
         try:
+            # Old documents are deleted in batches after the loop: one query per thousand ids
+            # instead of one per id (a cascade rewrites thousands). A writer's deletions apply to
+            # the segments it started from, never to the documents it adds.
+            stale = list(removed)
             for mid in removed:
-                writer.delete_by_term("id", mid)
                 digest = (digest - _entry_digest(mid, known[mid][:3])) % _MOD
                 young.pop(mid, None)
             total = len(changed)
@@ -358,7 +361,9 @@ class Index:
                 # When the bytes did not change (a young file re-read, a touched file), only the
                 # signature is updated: no index write.
                 if old is None or old[3] != content or content is None:
-                    problem = self._index_file(writer, mid, data, update=old is not None or mid in state["young"])
+                    if old is not None or mid in state["young"]:
+                        stale.append(mid)
+                    problem = self._index_file(writer, mid, data)
                     report.updated += 1
                     if problem is None:
                         fixed.append(mid)
@@ -374,6 +379,8 @@ class Index:
                     young.pop(mid, None)
                 if progress is not None:
                     progress(done, total)
+            for start in range(0, len(stale), 1000):
+                writer.delete_by_query(Q.Or([Q.Term("id", mid) for mid in stale[start:start + 1000]]))
             if catalog_changed:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
@@ -428,10 +435,8 @@ class Index:
         except OSError:
             return None
 
-    def _index_file(self, writer: Any, memory_id: str, data: bytes | None, update: bool) -> MemoryFileError | None:
+    def _index_file(self, writer: Any, memory_id: str, data: bytes | None) -> MemoryFileError | None:
         rel = f"{MEMORIES_DIR}/{memory_id}.yaml"
-        if update:
-            writer.delete_by_term("id", memory_id)
         if data is None:
             return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable; skipped")
         try:

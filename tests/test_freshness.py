@@ -315,3 +315,14 @@ def test_nothing_changed_means_no_sync(example_kb: KnowledgeBase) -> None:
     kb.ensure_fresh()
     assert kb.ensure_fresh() is None
     assert kb.index.is_fresh()
+
+
+def test_reindexed_files_leave_no_duplicate_documents(example_kb: KnowledgeBase) -> None:
+    kb = example_kb
+    kb.update("1", learning="changed through the API")
+    path = kb.root / "memories" / "2.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("Time zones", "Time zones (edited)"), encoding="utf-8")
+    kb.ensure_fresh()
+    searcher = kb.index.searcher()
+    ids = [doc["id"] for doc in searcher.documents(kind="memory")]
+    assert sorted(ids) == sorted(kb.memory_ids())
