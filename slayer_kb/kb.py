@@ -269,6 +269,13 @@ class KnowledgeBase:
         self.problems = report.problems
         return report
 
+    def refresh(self, memory_ids: list[str]) -> SyncReport:
+        """Re-index just these memory files, found changed by a file watcher: no full scan."""
+        with self.store.locked():
+            report = self.index.update(memory_ids)
+        self.problems = report.problems
+        return report
+
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         with self.store.locked():
             report = self.index.sync(progress=progress, full=True)

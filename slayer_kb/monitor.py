@@ -69,9 +69,10 @@ def is_relevant(rel: str, is_directory: bool) -> bool:
 
 
 class EventHandler(FileSystemEventHandler):
-    """Calls ``note()`` (on the watchdog thread) for every event that can change the index."""
+    """Calls ``note(paths, is_directory)`` (on the watchdog thread) with the KB-relative paths of
+    every event that can change the index."""
 
-    def __init__(self, root: str, note: Callable[[], None]) -> None:
+    def __init__(self, root: str, note: Callable[[list[str], bool], None]) -> None:
         super().__init__()
         self._prefix = root.rstrip("/") + "/"
         self._note = note
@@ -88,11 +89,12 @@ class EventHandler(FileSystemEventHandler):
             # a rename counts if either side is a memory: vim renames x.yaml away to x.yaml~,
             # a temp-file save renames x.yaml.tmp onto x.yaml
             paths.append(event.dest_path)
-        for path in paths:
-            rel = self._relative(path)
-            if rel is not None and is_relevant(rel, event.is_directory):
-                self._note()
-                return
+        relevant = [
+            rel for rel in (self._relative(path) for path in paths)
+            if rel is not None and is_relevant(rel, event.is_directory)
+        ]
+        if relevant:
+            self._note(relevant, event.is_directory)
 
 
 
@@ -112,7 +114,8 @@ class ChangeMonitor:
         self._checked_at = 0.0
         self._observer = Observer()
         self._observer.schedule(
-            EventHandler(root, self._changed.set), root, recursive=True, event_filter=EVENT_TYPES
+            EventHandler(root, lambda _paths, _is_dir: self._changed.set()), root, recursive=True,
+            event_filter=EVENT_TYPES,
         )
         self._observer.daemon = True
         self._observer.start()

@@ -41,21 +41,32 @@ RESCAN_SECONDS = 10.0
 # After a failed sync (lock held for a minute by a big commit, a file system error) try again.
 RETRY_SECONDS = 2.0
 class _Pending:
-    """What the watchdog thread hands to the sync loop: when the current burst began and when
-    its last relevant event arrived. Guarded by a lock; nothing else crosses threads."""
+    """What the watchdog thread hands to the sync loop: when the current burst began, when its
+    last relevant event arrived, and which memory files it touched (None: something else changed,
+    a catalog file or a whole folder, so only a full check will do). Guarded by a lock."""
+
+    # Past this many files a full check (one scan) is cheaper than stat-ing each by name.
+    MAX_NAMED = 2000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.wake = threading.Event()
         self.first: float | None = None
         self.last: float | None = None
+        self.ids: set[str] | None = set()
 
-    def note(self) -> None:
+    def note(self, paths: list[str], is_directory: bool) -> None:
         now = time.monotonic()
         with self._lock:
             if self.first is None:
                 self.first = now
             self.last = now
+            for path in paths:
+                memory_id = _memory_id(path)
+                if is_directory or memory_id is None or self.ids is None or len(self.ids) >= self.MAX_NAMED:
+                    self.ids = None
+                else:
+                    self.ids.add(memory_id)
         self.wake.set()
 
     def due(self, debounce: float) -> float | None:
@@ -65,9 +76,19 @@ class _Pending:
                 return None
             return min(self.last + debounce, self.first + max(MAX_DELAY, debounce))
 
-    def take(self) -> None:
+    def take(self) -> set[str] | None:
+        """The memory ids of the burst (None: check everything), and start a new burst."""
         with self._lock:
+            ids, self.ids = self.ids, set()
             self.first = self.last = None
+            return ids
+
+
+def _memory_id(path: str) -> str | None:
+    prefix = f"{MEMORIES_DIR}/"
+    if path.startswith(prefix) and path.endswith(".yaml") and "/" not in path[len(prefix):]:
+        return path[len(prefix):-5]
+    return None
 
 
 def run_watcher(
@@ -129,9 +150,19 @@ def _loop(
         now = time.monotonic()
         due = pending.due(debounce)
         if due is not None and due <= now:
-            pending.take()
+            named = pending.take()
             settle_rounds = 0
             settling = False
+            if named is not None and next_check is None:
+                # Only memory files changed, and we know which: re-read just those, no scan.
+                ok, racy = _sync(kb, on_sync, reporter, named=named)
+                last_sync = time.monotonic()
+                if not ok:
+                    next_check = last_sync + RETRY_SECONDS
+                elif racy:
+                    settle_rounds, settling = 1, True
+                    next_check = last_sync + RACY_SECONDS + 0.1
+                continue
             next_check = now
         elif next_check is None and now - last_sync >= RESCAN_SECONDS:
             settling = False
@@ -164,17 +195,19 @@ def _sync(
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
     quiet: bool = False,
+    named: set[str] | None = None,
 ) -> tuple[bool, bool]:
-    """One freshness pass. Returns (succeeded, files still awaiting a racy re-read)."""
+    """One freshness pass (of the ``named`` memories only, when given). Returns (succeeded,
+    files still awaiting a racy re-read)."""
     try:
-        report = kb.ensure_fresh()
+        report = kb.ensure_fresh() if named is None else kb.refresh(sorted(named))
         if report is not None:
             reporter.report(report, kb, summary=not quiet)
             changed = report.updated or report.removed or report.catalog_changed or report.rebuilt
             if on_sync is not None and changed:
                 on_sync(report)
         reporter.ok()
-        return True, not kb.index.is_fresh()
+        return True, kb.index.has_young_files()
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync
