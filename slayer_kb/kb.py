@@ -164,13 +164,13 @@ class KnowledgeBase:
         return kb
 
     def keep_warm(self) -> None:
-        """For a long-running process (the MCP server): watch the KB's files in a background
-        thread, so that a read skips the per-file freshness scan while nothing changed. Edits made
-        behind the process's back are still seen (as soon as their file event arrives)."""
+        """For a long-running process (the MCP server): watch the KB's folders with inotify, so
+        that a read skips the per-file freshness scan while nothing changed. An edit made behind
+        the process's back is seen by the next read, as without it. (Off where inotify is not.)"""
         from .monitor import ChangeMonitor
 
         if self.monitor is None:
-            self.monitor = ChangeMonitor(str(self.root))
+            self.monitor = ChangeMonitor.create(self.root)
 
     def close(self) -> None:
         if self.monitor is not None:

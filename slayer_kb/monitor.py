@@ -1,15 +1,22 @@
 """Which file events can change a KB's index, and an in-process monitor built on them.
 
-The watcher (``watch.py``) and long-running processes (the MCP server) share these: the monitor
-lets a warm ``KnowledgeBase`` skip the per-file freshness scan while nothing relevant happened.
+The watcher (``watch.py``) uses the event filter; long-running processes (the MCP server) use the
+monitor, which lets a warm ``KnowledgeBase`` skip the per-file freshness scan while nothing
+changed.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import select
+import struct
+import sys
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -23,7 +30,6 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
 
 from .index import MEMORIES_DIR
 
@@ -100,37 +106,77 @@ class EventHandler(FileSystemEventHandler):
 
 
 class ChangeMonitor:
-    """Tells a warm process whether anything relevant may have changed since it last looked.
-
-    It errs towards "changed": at start, after any relevant event, every ``RESCAN_SECONDS``
-    (inotify drops events silently when its queue overflows), and when the observer died.
+    """Tells a warm process, without a race, whether anything may have changed since it last
+    looked: an inotify instance of its own watches the KB's folders (not recursively), and the
+    kernel queues an event before the write that caused it returns, so a write that finished
+    before a check is always seen by it. Linux only; elsewhere :meth:`create` returns None and
+    every read scans.
     """
 
-    RESCAN_SECONDS = 10.0
+    # Every kind of change to a folder's entries, to the folders themselves, and queue overflow.
+    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+    _NONBLOCK_CLOEXEC = 0o4000 | 0o2000000
 
-    def __init__(self, root: str) -> None:
-        self._changed = threading.Event()
-        self._changed.set()
-        self._checked_at = 0.0
-        self._observer = Observer()
-        self._observer.schedule(
-            EventHandler(root, lambda _paths, _is_dir: self._changed.set()), root, recursive=True,
-            event_filter=EVENT_TYPES,
-        )
-        self._observer.daemon = True
-        self._observer.start()
+    def __init__(self, root: Path, libc: Any, fd: int) -> None:
+        self._root = root
+        self._libc = libc
+        self._fd = fd
+        self._watched: set[Path] = set()
+        self._watch_folders()
+
+    @classmethod
+    def create(cls, root: Path) -> ChangeMonitor | None:
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            fd = libc.inotify_init1(cls._NONBLOCK_CLOEXEC)
+        except (OSError, AttributeError):
+            return None
+        return cls(root, libc, fd) if fd >= 0 else None
+
+    def _folders(self) -> list[Path]:
+        models = self._root / "models"
+        folders = [self._root, self._root / MEMORIES_DIR, self._root / "datasources", models]
+        if models.is_dir():
+            folders.extend(p for p in models.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return folders
+
+    def _watch_folders(self) -> None:
+        for folder in self._folders():
+            if folder not in self._watched and folder.is_dir():
+                if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), self._MASK) >= 0:
+                    self._watched.add(folder)
 
     def changed(self) -> bool:
-        """True if a full freshness check is needed; the caller then does one right away."""
-        now = time.monotonic()
-        stale = now - self._checked_at > self.RESCAN_SECONDS
-        if self._changed.is_set() or stale or not self._observer.is_alive():
-            # Cleared before the caller looks, so an event during its check is not lost.
-            self._changed.clear()
-            self._checked_at = now
-            return True
-        return False
+        """True if a full freshness check is needed (the caller does one right away)."""
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        if not readable:
+            return False
+        relevant = False
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while data := os.read(self._fd, 65536):
+                relevant = relevant or any(not name.startswith(".") for name in _event_names(data))
+        if relevant:
+            # A folder that appeared (a new datasource's models) needs a watch of its own.
+            self._watched = {folder for folder in self._watched if folder.is_dir()}
+            self._watch_folders()
+        return relevant
 
     def stop(self) -> None:
-        self._observer.stop()
-        self._observer.join(timeout=5)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def _event_names(data: bytes) -> list[str]:
+    """The names in a buffer of ``struct inotify_event`` records ("" for an event on the folder
+    itself or a queue overflow, which always count). Hidden names (.slayer-kb, .git, an editor's
+    .x.swp) are left for the caller to ignore: slayer-kb's own index writes must not count."""
+    names = []
+    offset = 0
+    while offset + 16 <= len(data):
+        _wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+        raw = data[offset + 16:offset + 16 + length].split(b"\0", 1)[0]
+        names.append(os.fsdecode(raw))
+        offset += 16 + length
+    return names
