@@ -492,10 +492,10 @@ class Index:
     def document_count(self) -> int:
         return self.searcher().doc_count()
 
-    def has_young_files(self) -> bool:
-        """Files changed within the timestamp granularity wait for a re-read by content."""
+    def young_files(self) -> list[str]:
+        """Memories changed within the timestamp granularity: they wait for a re-read by content."""
         state = self._read_state()
-        return bool(state and state["young"])
+        return sorted(state["young"]) if state else []
 
     def has_searcher(self) -> bool:
         return self._searcher is not None

@@ -146,6 +146,8 @@ def _loop(
     last_sync = 0.0
     settle_rounds = 0
     settling = False
+    # Until the first full check succeeded, a burst of named files is no reason to skip one.
+    initialised = False
     while not stop.is_set():
         now = time.monotonic()
         due = pending.due(debounce)
@@ -153,7 +155,7 @@ def _loop(
             named = pending.take()
             settle_rounds = 0
             settling = False
-            if named is not None and next_check is None:
+            if named is not None and initialised:
                 # Only memory files changed, and we know which: re-read just those, no scan.
                 ok, racy = _sync(kb, on_sync, reporter, named=named)
                 last_sync = time.monotonic()
@@ -168,8 +170,10 @@ def _loop(
             settling = False
             next_check = now
         if next_check is not None and next_check <= now:
-            # a settling pass only re-reads files that did not change: not worth a line
-            ok, racy = _sync(kb, on_sync, reporter, quiet=settling)
+            # A settling pass only re-reads the young files (by name, no scan), quietly.
+            named = set(kb.index.young_files()) if settling and initialised else None
+            ok, racy = _sync(kb, on_sync, reporter, quiet=settling, named=named)
+            initialised = initialised or ok
             last_sync = time.monotonic()
             next_check = None
             settling = False
@@ -207,7 +211,7 @@ def _sync(
             if on_sync is not None and changed:
                 on_sync(report)
         reporter.ok()
-        return True, kb.index.has_young_files()
+        return True, bool(kb.index.young_files())
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync
