@@ -322,10 +322,16 @@ def with_entities(text: str, memory: Memory, entities: list[str]) -> str:
         while end < len(lines) and (lines[end][:1] in (" ", "-", "\t", "\n") or not lines[end].strip()):
             end += 1
         block = _dump_key("entities", entities) if entities else ""
-        candidate = "".join(lines[:start]) + block + "".join(lines[end:])
-        try:
-            if loads(candidate, memory.id) == updated:
-                return candidate
-        except MemoryFileError:
-            pass
+        # The block is a whole top-level key exactly when the old lines read back as the old
+        # list; then swapping in a block that reads back as the new list leaves every other key
+        # as it was. Two small parses instead of one of the whole file: a cascade does thousands.
+        if _reads_as("".join(lines[start:end]), memory.entities) and (not entities or _reads_as(block, entities)):
+            return "".join(lines[:start]) + block + "".join(lines[end:])
     return dumps(updated)
+
+
+def _reads_as(block: str, entities: list[str]) -> bool:
+    try:
+        return yaml.load(block, Loader=_Loader) == {"entities": entities}
+    except yaml.YAMLError:
+        return False

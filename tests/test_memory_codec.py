@@ -192,3 +192,30 @@ def test_round_trip_is_exact_and_stable(
     back = loads(text, "1")
     assert back == memory
     assert dumps(back) == text
+
+
+@settings(max_examples=150)
+@given(
+    learning=LINES,
+    old=st.lists(st.from_regex(r"[a-z]{1,5}(\.[a-z_]{1,6}){0,2}", fullmatch=True), max_size=4),
+    new=st.lists(st.from_regex(r"[a-z]{1,5}(\.[a-z_]{1,6}){0,2}", fullmatch=True), max_size=4),
+)
+def test_with_entities_always_reads_back_as_the_new_list(learning: str, old: list[str], new: list[str]) -> None:
+    memory = Memory(id="1", learning=learning, created_at="2026-11-29T20:42:40Z", entities=old, title="t")
+    text = dumps(memory)
+    assert loads(with_entities(text, memory, new), "1") == memory.evolve(entities=new)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "learning: x\nentities: [a.b, c.d]\ncreated_at: '2026-11-29T20:42:40Z'\n",
+        "learning: x\nentities:\n  - a.b\n  - c.d\n# kept comment\ncreated_at: '2026-11-29T20:42:40Z'\n",
+        "entities:\n- a.b\n- c.d\nlearning: |\n  entities:\n  - not a key\ncreated_at: '2026-11-29T20:42:40Z'\n",
+    ],
+)
+def test_with_entities_on_hand_formatted_files(text: str) -> None:
+    memory = loads(text, "1")
+    rewritten = with_entities(text, memory, ["c.d"])
+    assert loads(rewritten, "1") == memory.evolve(entities=["c.d"])
+    assert "learning: x\n" in rewritten or "not a key" in rewritten
