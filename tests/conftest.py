@@ -51,19 +51,22 @@ def empty_kb(tmp_path: Path) -> KnowledgeBase:
     return KnowledgeBase.init(tmp_path / "kb")
 
 
-@pytest.fixture
-def catalog_kb(tmp_path: Path) -> KnowledgeBase:
-    """A KB with the test catalog of tests/catalogfixture.py (priority: shop, wh)."""
+def make_catalog_kb(root: Path) -> Path:
+    """A committed KB at ``root`` with the test catalog of tests/catalogfixture.py (priority: shop)."""
     from catalogfixture import write_test_catalog
 
-    root = tmp_path / "kb"
     root.mkdir()
     git(root, "init", "-q")
     write_test_catalog(root, priority=["shop"])
     (root / "memories").mkdir()
     (root / ".gitignore").write_text(".slayer-kb/\n")
     commit_all(root)
-    return KnowledgeBase(root)
+    return root
+
+
+@pytest.fixture
+def catalog_kb(tmp_path: Path) -> KnowledgeBase:
+    return KnowledgeBase(make_catalog_kb(tmp_path / "kb"))
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from typing import Any
 import filelock
 import pytest
 import yaml
-from conftest import commit_all, git
+from conftest import commit_all, git, make_catalog_kb
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import KBError
@@ -522,15 +522,7 @@ def fill(disk: Path, leave_kib: int) -> Path:
 
 
 def disk_kb(disk: Path) -> Path:
-    from catalogfixture import write_test_catalog
-
-    root = disk / "kb"
-    root.mkdir()
-    git(root, "init", "-q")
-    write_test_catalog(root, priority=["shop"])
-    (root / "memories").mkdir()
-    (root / ".gitignore").write_text(".slayer-kb/\n")
-    commit_all(root)
+    root = make_catalog_kb(disk / "kb")
     with KnowledgeBase(root) as kb:
         kb.save_memory("kept before the disk filled", ["orders.amount"], id="kept")
     return root
