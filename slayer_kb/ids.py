@@ -55,14 +55,6 @@ def check_id(memory_id: object) -> str:
     return memory_id
 
 
-def is_valid_id(memory_id: object) -> bool:
-    try:
-        check_id(memory_id)
-    except InvalidIdError:
-        return False
-    return True
-
-
 def is_auto_id(memory_id: str) -> bool:
     """Int-shaped: digits, no leading zero. ``001`` and ``kb.x`` are not auto ids."""
     return _AUTO_ID.match(memory_id) is not None

@@ -577,7 +577,3 @@ def _digest(scanned: dict[str, Sig]) -> int:
     """An order-independent digest of all signatures, so that one changed file can be updated
     in it without reading the others."""
     return sum(_entry_digest(mid, sig) for mid, sig in scanned.items()) % _MOD
-
-
-def terms(field_name: str, values: Iterable[str]) -> list[Q.Query]:
-    return [Q.Term(field_name, v) for v in values]

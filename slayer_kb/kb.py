@@ -30,13 +30,13 @@ from .errors import (
     StoreError,
 )
 from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
-from .index import MEMORIES_DIR, Index, SyncReport
+from .index import MEMORIES_DIR, NONE, Index, SyncReport
 
 if TYPE_CHECKING:
     from .monitor import ChangeMonitor
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
-from .repo import STATE_DIR, Change, GitStore, init_repository
+from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 
 DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
 DEFAULT_MAX_CONTENT = 64 * 1024
@@ -145,8 +145,6 @@ class KnowledgeBase:
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         root = Path(path).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        from .repo import find_toplevel
-
         if find_toplevel(root) is None:
             init_repository(root)
         kb = cls(root, author=author)
@@ -583,12 +581,8 @@ class KnowledgeBase:
         ]
 
     def projects(self) -> list[str]:
-        searcher = self.index.searcher()
-        return sorted(
-            term.decode() if isinstance(term, bytes) else term
-            for term in searcher.lexicon("project")
-            if (term.decode() if isinstance(term, bytes) else term) != search.none_value(None)
-        )
+        names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
+        return sorted(name for name in names if name != NONE)
 
     # Duplicate saves are counted locally and folded into the memory's next real commit, so a
     # hundred identical saves do not make a hundred commits that only bump a counter.
@@ -777,8 +771,19 @@ class KnowledgeBase:
         return result
 
     def _ranked(
-        self, restriction, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
-    ):  # type: ignore[no-untyped-def]
+        self,
+        restriction: search.Restriction,
+        text: Q.Query | None,
+        wanted: Q.Query | None,
+        topic: Q.Query | None,
+        question: str,
+        limit: int,
+        inputs: list[str],
+        full: bool,
+        warnings: list[str],
+        has_query: bool,
+        any_word: bool,
+    ) -> list[dict[str, Any]]:
         if text is None and wanted is None and topic is None:
             if question:
                 return []

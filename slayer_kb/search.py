@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from whoosh import query as Q
 
 from .engram import normalize_topic_key
-from .index import NONE, text_terms
+from .index import text_terms, value_or_none
 
 # memory:<id> named in the input finds that memory first; an exact topic key comes next.
 SELF_BOOST = 50.0
@@ -117,13 +117,9 @@ def restrict(
         wanted.append(Q.Term("datasources", datasource))
     if has_query:
         wanted.append(Q.Term("has_query", "1"))
-    wanted.extend(Q.Term(name, none_value(value)) for name, value in (exact or {}).items())
+    wanted.extend(Q.Term(name, value_or_none(value)) for name, value in (exact or {}).items())
     unwanted: list[Q.Query] = [Q.Term("kind", "catalog"), Q.Term("deleted", "1")]
     if has_query is False:
         unwanted.append(Q.Term("has_query", "1"))
     only = None if not wanted else (wanted[0] if len(wanted) == 1 else Q.And(wanted))
     return Restriction(only, Q.Or(unwanted))
-
-
-def none_value(value: str | None) -> str:
-    return value if value else NONE

@@ -5,10 +5,11 @@ Design (see DESIGN.md, "Pitfalls"):
 - The watchdog thread only *records* that something relevant happened; every piece of index work
   runs on the calling thread, so Whoosh and the KB are only ever touched from one thread.
 - Events are never interpreted one by one. A burst (an editor's temp-file-and-rename save, a
-  ``git checkout`` of thousands of files) is debounced into one ``KnowledgeBase.ensure_fresh()``,
-  which compares file signatures with the index manifest and re-reads only what changed. A delete
-  therefore just drops the memory from the index, and an event for a file whose content did not
-  change costs one directory scan.
+  ``git checkout`` of thousands of files) is debounced into one pass. When the burst named only
+  memory files, that pass re-reads just those (``KnowledgeBase.refresh``), comparing their bytes
+  with the manifest; a catalog file, a whole folder or a very large burst makes it a full
+  ``KnowledgeBase.ensure_fresh()``. Either way a delete just drops the memory from the index, and
+  an event for a file whose content did not change writes nothing.
 - The watcher never writes memory files and never cascades; it takes the KB lock only for the
   length of one incremental sync.
 """
