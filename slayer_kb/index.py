@@ -27,7 +27,7 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 
-from .catalog import Catalog, same_signature
+from .catalog import Catalog, catalog_files, same_signature
 from .errors import MemoryFileError, StoreError
 from .memory import Memory, loads
 from .repo import STATE_DIR
@@ -193,14 +193,15 @@ class Index:
         granularity could change again without its stat changing, so its bytes count too."""
         sig = []
         young_after = time.time_ns() - RACY_SECONDS * 1e9
-        for pattern in ("datasources/*.yaml", "models/*/*.yaml", "priority.yaml"):
-            for path in sorted(self.root.glob(pattern)):
-                with contextlib.suppress(OSError):
-                    st = path.stat()
-                    entry = [path.relative_to(self.root).as_posix(), st.st_mtime_ns, st.st_size, st.st_ino]
-                    if st.st_mtime_ns > young_after:
-                        entry.append(hashlib.sha1(path.read_bytes()).hexdigest())
-                    sig.append(entry)
+        for rel in catalog_files(self.root):
+            path = os.path.join(self.root, rel)
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
+                if st.st_mtime_ns > young_after:
+                    with open(path, "rb") as handle:
+                        entry.append(hashlib.sha1(handle.read()).hexdigest())
+                sig.append(entry)
         return sig
 
     # The manifest is two files: manifest.json, a small state (format, file count, a digest of all

@@ -133,6 +133,9 @@ class KnowledgeBase:
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
         self._catalog_checked = False
+        # HEAD as the auto-id scan read it under the lock, so the commit that follows needs no
+        # second 'git rev-parse' (False: not read in this locked section).
+        self._head: str | None | bool = False
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
@@ -322,13 +325,15 @@ class KnowledgeBase:
     def _writing(self, sync: bool = True) -> Iterator[None]:
         """The KB lock; with ``sync``, also a fresh index, for operations that look things up."""
         self._catalog_checked = False
+        self._head = False
         with self.store.locked():
             if sync:
                 self.problems = self.index.sync().problems
             yield
 
     def _commit(self, changes: list[Change], message: str) -> str | None:
-        old = self.store.head()
+        old = self.store.head() if isinstance(self._head, bool) else self._head
+        self._head = False
         commit = self.store.commit(changes, message, self.author, parent=old)
         if commit is not None:
             self._advance_id_cache(old, commit, changes)
@@ -379,12 +384,16 @@ class KnowledgeBase:
             cached_head, cached_max = cache["head"], int(cache["max"])
         except (OSError, ValueError, KeyError, TypeError):
             cached_head, cached_max = None, 0
-        head = self.store.head()
+        head = self._head = self.store.head()
         if head is None or cached_head == head:
             history = cached_max
         else:
-            since = cached_head if cached_head and self.store.is_ancestor(cached_head, head) else None
-            added = self.store.added_paths(since, under=f"{MEMORIES_DIR}/")
+            # Commits since the cached head suffice even when it is not an ancestor (another
+            # branch): the cached maximum already covers everything reachable from it.
+            try:
+                added = self.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
+            except StoreError:  # the cached commit is gone (a reset, then gc): read all history
+                added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(_ids_of(added)))
         top = max(history, highest_auto_id(self.index.ids()))
         with contextlib.suppress(OSError):

@@ -132,6 +132,54 @@ def test_auto_ids_are_never_reused(catalog_kb: KnowledgeBase, tmp_path: Path) ->
     assert KnowledgeBase(clone).save_memory("in the clone", ["orders"]).memory_id == "5"
 
 
+def _hand_commit(root: Path, name: str, data: str | None) -> None:
+    """A memory file added (or with None, deleted) by plain git, behind slayer-kb's back."""
+    path = root / "memories" / name
+    if data is None:
+        git(root, "rm", "-q", "--", f"memories/{name}")
+    else:
+        path.write_text(data)
+        git(root, "add", "--", f"memories/{name}")
+    git(root, "commit", "-q", "-m", f"by hand: {name}")
+
+
+@pytest.mark.parametrize("padding", [0, 1, 6], ids=["adjacent", "two-commits-later", "beyond-the-walk"])
+def test_an_auto_id_added_and_removed_by_plain_git_is_not_reused(catalog_kb: KnowledgeBase, padding: int) -> None:
+    root = catalog_kb.root
+    assert catalog_kb.save_memory("first", ["orders"]).memory_id == "1"
+    _hand_commit(root, "7.yaml", "learning: by hand\ncreated_at: '2026-11-01T00:00:00Z'\n")
+    _hand_commit(root, "7.yaml", None)
+    for n in range(padding):
+        _hand_commit(root, f"pad{n}.yaml", "learning: pad\ncreated_at: '2026-11-01T00:00:00Z'\n")
+    assert catalog_kb.save_memory("next", ["orders"]).memory_id == "8"
+
+
+def test_an_auto_id_from_a_merged_branch_is_not_reused(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    catalog_kb.save_memory("first", ["orders"])
+    main = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", "side")
+    _hand_commit(root, "12.yaml", "learning: side\ncreated_at: '2026-11-01T00:00:00Z'\n")
+    _hand_commit(root, "12.yaml", None)
+    git(root, "checkout", "-q", main)
+    _hand_commit(root, "main.yaml", "learning: main\ncreated_at: '2026-11-01T00:00:00Z'\n")
+    git(root, "merge", "-q", "--no-edit", "side")
+    assert catalog_kb.save_memory("after the merge", ["orders"]).memory_id == "13"
+
+
+def test_a_cached_head_that_no_longer_exists_falls_back_to_all_history(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    catalog_kb.save_memory("first", ["orders"])
+    catalog_kb.save_memory("second", ["orders"])
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    # ids.json names a commit that gc removed: history is read in full, and the id this clone
+    # already handed out (2) stays retired.
+    assert catalog_kb.save_memory("after the reset", ["orders"]).memory_id == "3"
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_forget_strips_exact_references_in_one_commit(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("target", ["orders"], id="X")
     catalog_kb.save_memory("near miss", ["orders"], id="X1")
@@ -222,9 +270,10 @@ def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb
     tmp = store._write_temp_files(
         [Change("memories/b.yaml", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")]
     )
-    blobs = store._hash_blobs([p for p in tmp if p])
+    blob = store.objects.write("blob", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")
     old = store.head()
-    tree, _old_tree = store._build_tree(old, [Change("memories/b.yaml", b"")], iter(blobs))
+    assert old is not None
+    tree = store.objects.update_tree(store.objects.tree_of(old), {"memories/b.yaml": blob})
     new = store._commit_tree(tree, old, "memory: save b", None)
     store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", str(tmp[0])]]})
     store.git("update-ref", "HEAD", new, old)

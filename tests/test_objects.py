@@ -1,0 +1,133 @@
+"""objects.py writes git objects itself: every tree it builds must be the one git would build."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slayer_kb.errors import StoreError
+from slayer_kb.repo import GitStore
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None, data: bytes | None = None) -> str:
+    full = {**os.environ, **(env or {})}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=full, input=data, capture_output=True, check=True
+    ).stdout.decode().strip()
+
+
+def git_tree(repo: Path, files: dict[str, bytes]) -> str:
+    """The tree git itself writes for ``files``, through a throwaway index."""
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "reference-index")}
+    git(repo, "read-tree", "--empty", env=env)
+    lines = []
+    for path, data in files.items():
+        blob = git(repo, "hash-object", "-w", "--stdin", data=data)
+        lines.append(f"100644 {blob}\t{path}\n")
+    if lines:
+        git(repo, "update-index", "--index-info", env=env, data="".join(lines).encode())
+    return git(repo, "write-tree", env=env)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("objects")
+    git(path, "init", "-q")
+    return path
+
+
+# Names chosen so git's ordering quirks matter: a folder sorts as if its name ended in '/', so
+# 'a' (folder) comes after 'a-b' and 'a.b' but before 'a0'; plus non-ASCII names.
+NAMES = st.sampled_from(["a", "a-b", "a.b", "a0", "b", "é", "memories", "x.yaml", "10.yaml", "9.yaml"])
+PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)
+FILES = st.dictionaries(PATHS, st.binary(max_size=20), max_size=8)
+
+
+def consistent(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Drop paths that would need a file and a folder of the same name at once."""
+    out: dict[str, bytes] = {}
+    for path in sorted(files, key=len):
+        parts = path.split("/")
+        prefixes = {"/".join(parts[:n]) for n in range(1, len(parts))}
+        if prefixes & set(out) or any(other.startswith(path + "/") for other in out):
+            continue
+        out[path] = files[path]
+    return out
+
+
+def apply(files: dict[str, bytes], changes: dict[str, bytes | None]) -> dict[str, bytes]:
+    result = dict(files)
+    for path, data in changes.items():
+        if data is None:
+            result.pop(path, None)
+            continue
+        # A file replaces any folder or file standing in its way, as the store's update does.
+        parts = path.split("/")
+        for n in range(1, len(parts)):
+            result.pop("/".join(parts[:n]), None)
+        for other in [o for o in result if o.startswith(path + "/")]:
+            del result[other]
+        result[path] = data
+    return result
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=FILES, changes=st.dictionaries(PATHS, st.none() | st.binary(max_size=20), max_size=5))
+def test_updated_tree_is_the_tree_git_writes(repo: Path, before: dict[str, bytes], changes: dict[str, bytes | None]) -> None:
+    before = consistent(before)
+    changes = consistent({p: d for p, d in changes.items()})
+    objects = GitStore(repo).objects
+    base = git_tree(repo, before)
+    blobs = {path: None if data is None else objects.write("blob", data) for path, data in changes.items()}
+    after = apply(before, changes)
+    assert objects.update_tree(base, blobs) == git_tree(repo, after)
+
+
+def test_objects_are_valid_loose_objects_and_read_back_once_packed(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    store = GitStore(tmp_path)
+    blob = store.objects.write("blob", b"learning: x\n")
+    tree = store.objects.update_tree(None, {"memories/x.yaml": blob})
+    commit = git(tmp_path, "commit-tree", tree, "-m", "one", env={
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
+    })
+    git(tmp_path, "update-ref", "HEAD", commit)
+    assert git(tmp_path, "cat-file", "-p", f"{commit}:memories/x.yaml") == "learning: x"
+    assert oct(os.stat(tmp_path / ".git/objects" / blob[:2] / blob[2:]).st_mode & 0o777) == "0o444"
+    git(tmp_path, "gc", "-q", "--prune=now")
+    assert not (tmp_path / ".git/objects" / blob[:2] / blob[2:]).exists()
+    fresh = GitStore(tmp_path).objects  # no cached trees: everything comes from the pack
+    assert fresh.tree_of(commit) == tree
+    assert fresh.read("blob", blob) == b"learning: x\n"
+    assert fresh.update_tree(tree, {"memories/y.yaml": blob}) == git_tree(
+        tmp_path, {"memories/x.yaml": b"learning: x\n", "memories/y.yaml": b"learning: x\n"}
+    )
+    git(tmp_path, "fsck", "--strict")
+
+
+def test_removing_every_file_gives_the_empty_tree(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    tree = objects.update_tree(None, {"memories/a.yaml": objects.write("blob", b"a")})
+    assert objects.update_tree(tree, {"memories/a.yaml": None}) == git_tree(tmp_path, {})
+
+
+def test_a_sha256_repository_gets_sha256_objects(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--object-format=sha256")
+    objects = GitStore(tmp_path).objects
+    tree = objects.update_tree(None, {"memories/a.yaml": objects.write("blob", b"a\n")})
+    assert len(tree) == 64
+    assert tree == git_tree(tmp_path, {"memories/a.yaml": b"a\n"})
+
+
+def test_an_object_of_the_wrong_kind_is_named(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    blob = objects.write("blob", b"not a tree")
+    with pytest.raises(StoreError, match=f"git object {blob} is not a tree; run 'git fsck'"):
+        objects.update_tree(blob, {"a": None})
