@@ -36,8 +36,8 @@ from whoosh import query as Q
 
 from .catalog import Datasource, Model
 from .errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError
-from .ids import check_id, id_sort_key
-from .memory import with_entities
+from .ids import check_id
+from .memory import Memory, with_entities
 from .repo import Change
 
 if TYPE_CHECKING:
@@ -166,7 +166,8 @@ def _kb_path(kb: KnowledgeBase, path: Path) -> str:
 
 def _cascade(kb: KnowledgeBase, entity: str, kind: str, changes: list[Change]) -> CascadeResult:
     under = Q.Or([Q.Term("entities", entity), Q.Prefix("entities", entity + ".")])
-    stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes)
+    memories: dict[str, Memory] = {}
+    stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
     rewritten = list(stripped)
     message = f"catalog: delete {kind} {entity}"
     if rewritten:
@@ -174,26 +175,29 @@ def _cascade(kb: KnowledgeBase, entity: str, kind: str, changes: list[Change]) -
             f"\n\nStripped {entity} and everything under it from {len(rewritten)} "
             f"{_memories(len(rewritten))}: {_some(rewritten)}"
         )
-    commit = kb._commit(changes, message)
+    commit = kb._commit(changes, message, memories)
     return CascadeResult(entity, commit, rewritten, stripped)
 
 
 def _strip(
-    kb: KnowledgeBase, matches: Q.Query, gone: Callable[[str], bool], changes: list[Change]
+    kb: KnowledgeBase,
+    matches: Q.Query,
+    gone: Callable[[str], bool],
+    changes: list[Change],
+    memories: dict[str, Memory],
 ) -> dict[str, list[str]]:
-    """Append a rewrite of every memory holding an entity ``gone`` says to strip."""
+    """Append a rewrite of every memory holding an entity ``gone`` says to strip (and the
+    rewritten memory to ``memories``)."""
     stripped: dict[str, list[str]] = {}
     query = Q.And([Q.Term("kind", "memory"), matches])
 
-    for doc in sorted(kb.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"])):
-        # A file that broke since the index read it is not rewritten: it is no memory to edit.
-        with contextlib.suppress(KBError):
-            memory, text = kb._read(doc["id"])
-            removed = [e for e in memory.entities if gone(e)]
-            if removed:
-                kept = [e for e in memory.entities if not gone(e)]
-                changes.append(kb._change(memory, with_entities(text, memory, kept)))
-                stripped[memory.id] = removed
+    for memory, text in kb._indexed_reads(query):
+        removed = [e for e in memory.entities if gone(e)]
+        if removed:
+            kept = [e for e in memory.entities if not gone(e)]
+            changes.append(kb._change(memory, with_entities(text, memory, kept)))
+            memories[memory.id] = memory.evolve(entities=kept)
+            stripped[memory.id] = removed
     return stripped
 
 
@@ -214,11 +218,12 @@ def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
     with kb._writing():
         dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
         changes: list[Change] = []
+        memories: dict[str, Memory] = {}
         stripped: dict[str, list[str]] = {}
         if dangling:
             gone = set(dangling)
             matches = Q.Or([Q.Term("entities", e) for e in dangling])
-            stripped = _strip(kb, matches, gone.__contains__, changes)
+            stripped = _strip(kb, matches, gone.__contains__, changes, memories)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
@@ -228,6 +233,7 @@ def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
                 f"catalog: prune {len(removed)} dangling references\n\n"
                 f"Stripped {_some(removed)} from {len(rewritten)} {_memories(len(rewritten))}: "
                 f"{_some(rewritten)}",
+                memories,
             )
         return CascadeResult(None, commit, rewritten, stripped, dry_run)
 

@@ -8,9 +8,10 @@ Data flows one way: ids and records (``ids``, ``memory``) -> catalog and resolut
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
 from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
+
+Indexed = tuple[str | None, dict[str, Any]]
+"""What the index holds for a memory file: its content hash and its stored memory."""
 
 DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
 DEFAULT_MAX_CONTENT = 64 * 1024
@@ -286,7 +290,10 @@ class KnowledgeBase:
     def _path(self, memory_id: str) -> Path:
         return self.memories_dir / f"{memory_id}.yaml"
 
-    def _read(self, memory_id: str) -> tuple[Memory, str]:
+    def _read(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
+        """A memory and its file's text. ``indexed`` is what the index holds for the file (its
+        content hash, its stored memory): when the bytes still hash the same, that memory is
+        used instead of parsing the YAML again (a cascade reads thousands)."""
         check_id(memory_id)
         path = self._path(memory_id)
         if path.is_symlink():
@@ -294,14 +301,26 @@ class KnowledgeBase:
                 f"{MEMORIES_DIR}/{memory_id}.yaml", None, "is a symlink; refusing to follow it"
             )
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+            text = data.decode("utf-8")
         except FileNotFoundError:
             raise NotFoundError(f"No memory with id '{memory_id}'.") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryFileError(
                 f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}"
             ) from None
+        if indexed is not None and indexed[0] == hashlib.sha1(data).hexdigest():
+            return Memory(**indexed[1]), text
         return loads(text, memory_id), text
+
+    def _indexed_reads(self, query: Q.Query) -> Iterator[tuple[Memory, str]]:
+        """The memories matching ``query`` in id order, each with its file's text; a file that
+        broke since the index read it is skipped (it is no memory to edit)."""
+        docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
+        hashes = self.index.file_hashes([d["id"] for d in docs])
+        for doc in docs:
+            with contextlib.suppress(KBError):
+                yield self._read(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
     def read(self, memory_id: str) -> Memory:
         return self._read(memory_id)[0]
@@ -331,17 +350,20 @@ class KnowledgeBase:
                 self.problems = self.index.sync().problems
             yield
 
-    def _commit(self, changes: list[Change], message: str) -> str | None:
+    def _commit(self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None) -> str | None:
+        """Commit ``changes`` and re-index the memory files among them; ``memories`` are the
+        parsed memories some of them hold, so indexing needs not parse those again."""
         old = self.store.head() if isinstance(self._head, bool) else self._head
         self._head = False
         commit = self.store.commit(changes, message, self.author, parent=old)
         if commit is not None:
             self._advance_id_cache(old, commit, changes)
         prefix = f"{MEMORIES_DIR}/"
+        ids = {c.path[len(prefix):-5]: c.data for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")}
+        parsed = memories or {}
+        written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
-            self.index.update(
-                c.path[len(prefix):-5] for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")
-            )
+            self.index.update(ids, written)
         except StoreError:
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.
@@ -469,7 +491,7 @@ class KnowledgeBase:
             **{k: v for k, v in extra.items() if v is not None},
         )
         self._clear_pending(memory_id)
-        commit = self._commit([self._change(memory)], f"memory: save {memory_id}")
+        commit = self._commit([self._change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
     def save_observation(
@@ -695,28 +717,28 @@ class KnowledgeBase:
             target = f"memory:{memory_id}"
             changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
             stripped = []
+            rewritten: dict[str, Memory] = {}
             for other_id, other, text in self._referrers([target]):
                 if other_id == memory_id:
                     continue
                 kept = [e for e in other.entities if e != target]
                 changes.append(self._change(other, with_entities(text, other, kept)))
+                rewritten[other_id] = other.evolve(entities=kept)
                 stripped.append(other_id)
             message = f"memory: forget {memory_id}"
             if stripped:
                 message += (
                     f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
                 )
-            commit = self._commit(changes, message)
+            commit = self._commit(changes, message, rewritten)
             self._clear_pending(memory_id)
             return ForgetResult(memory_id, stripped, False, commit)
 
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
         query = Q.And([Q.Term("kind", "memory"), Q.Or([Q.Term("entities", e) for e in entities])])
-        for doc in sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"])):
-            with contextlib.suppress(KBError):
-                memory, text = self._read(doc["id"])
-                yield memory.id, memory, text
+        for memory, text in self._indexed_reads(query):
+            yield memory.id, memory, text
 
     def restore(self, memory_id: str) -> dict[str, Any]:
         """Bring back a soft-deleted memory."""

@@ -19,6 +19,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping
@@ -289,14 +290,19 @@ class GitStore:
                 )
 
     def _write_temp_files(self, changes: list[Change]) -> list[Path | None]:
-        tmp_dir = self.state / "tmp"
+        # A folder of its own per commit, removed afterwards: on ext4 a folder that once held
+        # 10,000 files stays large, and creating files in it turned 10x slower (5.5 s instead of
+        # 0.45 s for a cascade's 10,000, measured).
+        tmp_dir = self.state / "tmp" / f"{uuid.uuid4().hex}.tmp"
         out: list[Path | None] = []
         try:
-            for change in changes:
+            if any(change.data is not None for change in changes):
+                tmp_dir.mkdir()
+            for n, change in enumerate(changes):
                 if change.data is None:
                     out.append(None)
                     continue
-                tmp = tmp_dir / f"{uuid.uuid4().hex}.tmp"
+                tmp = tmp_dir / f"{n}.tmp"
                 out.append(tmp)
                 # No fsync per file: after a crash, recovery restores any file from the commit's
                 # blobs, so only the journal must be durable (one fsync per commit, not per file).
@@ -359,22 +365,27 @@ class GitStore:
         changes = journal["changes"]
         assert isinstance(changes, list)
         new = str(journal["new"])
+        for folder in {os.path.dirname(kb_path) for kb_path, tmp in changes if tmp is not None}:
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
         for kb_path, tmp in changes:
             target = self.root / kb_path
             if tmp is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if os.path.exists(tmp):
+            try:
                 os.replace(tmp, target)
-            elif not target.exists() or not self._matches_commit(new, kb_path, target):
+                continue
+            except FileNotFoundError:
+                pass
+            if not target.exists() or not self._matches_commit(new, kb_path, target):
                 # The rename happened before a crash, then someone changed the file: restore the
                 # committed content (the commit is the truth for a change that was interrupted).
                 blob = self.git("cat-file", "blob", f"{new}:{self.repo_path(kb_path)}").stdout
                 target.write_bytes(blob)
         self._stage([kb_path for kb_path, _ in changes])
         self._clear_journal()
+        self._discard([Path(tmp) for _, tmp in changes if tmp is not None])
 
     def _matches_commit(self, commit: str, kb_path: str, target: Path) -> bool:
         blob = self.git("rev-parse", f"{commit}:{self.repo_path(kb_path)}", check=False)
@@ -399,15 +410,23 @@ class GitStore:
                 self._clear_journal()
         # Temporary files of a change that never reached update-ref (or already applied).
         for leftover in (self.state / "tmp").glob("*.tmp"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     @staticmethod
     def _discard(tmp_files: list[Path | None]) -> None:
+        folders = set()
         for tmp in tmp_files:
             if tmp is not None:
+                folders.add(Path(tmp).parent)
                 with contextlib.suppress(OSError):
-                    tmp.unlink()
+                    os.unlink(tmp)
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def init_repository(path: Path) -> None:

@@ -274,3 +274,32 @@ def test_prune_keeps_hand_written_references_that_still_resolve(cascade_kb: Know
     result = cascade.prune(KnowledgeBase(root))
     assert result.stripped == {"hand2": ["shop.gone"]}
     assert path.read_text() == f"learning: x\nentities:\n- orders.amount\n{CREATED}"
+
+
+def indexed(kb: KnowledgeBase) -> dict[str, dict[str, object]]:
+    return {doc["id"]: doc for doc in kb.index.documents(None, limit=None)}
+
+
+def test_memories_indexed_from_the_cascade_match_a_rebuild(cascade_kb: KnowledgeBase) -> None:
+    """A cascade hands the index the memories it rewrote instead of letting it parse them again:
+    what it indexed must be exactly what parsing the files gives."""
+    cascade_kb.save_memory("Saved with a query.", {"source_model": "orders", "measures": ["amount:sum"]}, id="q")
+    cascade_kb.delete_model("orders", datasource="shop")
+    cascade_kb.forget("X")
+    after_cascade = indexed(cascade_kb)
+    assert after_cascade["kb.hand"]["data"]["entities"] == ["shop.orders_archive.amount"]
+    cascade_kb.reindex()
+    assert indexed(cascade_kb) == after_cascade
+
+
+def test_the_indexed_memory_stands_in_for_the_file_only_while_the_bytes_match(cascade_kb: KnowledgeBase) -> None:
+    import hashlib
+
+    cascade_kb.ensure_fresh()
+    path = cascade_kb.root / "memories/2.yaml"
+    stored = {**indexed(cascade_kb)["2"]["data"], "learning": "what the index remembers"}
+    digest = hashlib.sha1(path.read_bytes()).hexdigest()
+    assert cascade_kb._read("2", (digest, stored))[0].learning == "what the index remembers"
+    path.write_text(memory_text("2").replace("one row each", "edited since"))
+    memory, text = cascade_kb._read("2", (digest, stored))
+    assert memory.learning == "Orders, edited since." and "edited since" in text
