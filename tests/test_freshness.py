@@ -326,3 +326,25 @@ def test_reindexed_files_leave_no_duplicate_documents(example_kb: KnowledgeBase)
     searcher = kb.index.searcher()
     ids = [doc["id"] for doc in searcher.documents(kind="memory")]
     assert sorted(ids) == sorted(kb.memory_ids())
+
+
+def test_a_checkout_of_thousands_of_files_replaces_every_document_once(example_kb: KnowledgeBase) -> None:
+    """Past BULK_THRESHOLD changed files the index writes with two processes and deletes the old
+    documents in one walk over the id terms: each file must end up indexed exactly once."""
+    from slayer_kb.index import BULK_THRESHOLD
+
+    count = BULK_THRESHOLD + 200
+    for n in range(count):
+        write_memory(example_kb.root, f"kb.bulk-{n}", f"bulkbefore item{n}")
+    example_kb.ensure_fresh()
+    assert len(example_kb.search("bulkbefore", limit=2 * count).memories) == count
+    for n in range(count):  # every file changed: the two-process writer, thousands of deletions
+        write_memory(example_kb.root, f"kb.bulk-{n}", f"bulkafter item{n}")
+    assert example_kb.search("bulkbefore", limit=2 * count).memories == []
+    assert len(example_kb.search("bulkafter", limit=2 * count).memories) == count
+    kept = range(BULK_THRESHOLD + 50, count)
+    for n in range(BULK_THRESHOLD + 50):  # thousands of deletions from the one-process writer
+        (example_kb.root / "memories" / f"kb.bulk-{n}.yaml").unlink()
+    after = [hit["id"] for hit in example_kb.search("bulkafter", limit=2 * count).memories]
+    assert sorted(after) == sorted(f"kb.bulk-{n}" for n in kept)
+    assert [hit["id"] for hit in example_kb.search(f"bulkafter item{count - 1}").memories] == [f"kb.bulk-{count - 1}"]
