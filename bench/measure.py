@@ -42,6 +42,9 @@ QUESTION_TEMPLATES = (
 )
 
 
+SAVE_BLOCK = 3
+
+
 @dataclass
 class Plan:
     """How many samples each figure takes; the 100k size repeats the slowest steps less."""
@@ -64,7 +67,7 @@ class Plan:
     @classmethod
     def for_size(cls, size: int) -> Plan:
         if size >= 50_000:
-            return cls(saves=11, processes=7, reindex=1, validate=1, cascade=1, changed_many=3,
+            return cls(saves=12, processes=7, reindex=1, validate=1, cascade=1, changed_many=3,
                        search_budget=60.0)
         if size > 2_000:
             return cls(search_budget=40.0)
@@ -392,24 +395,34 @@ class Runner:
         return timed(commit)
 
     def saves(self) -> None:
+        """Each way of committing runs in blocks of SAVE_BLOCK in a row, the blocks' order rotating
+        round by round: a save's first commit in a block follows another tool's commits (HEAD
+        moved: slayer-kb reads them to keep auto ids unique), the others follow its own, as
+        when an agent saves several memories. The two are reported apart."""
         self.settle()
-        save, plumbing, add = [], [], []
-        for round_no in range(self.plan.saves):
-            # Rotate the order so none of the three always runs right after another's writes.
-            jobs: list[tuple[list[float], Callable[[], float]]] = [
-                (save, lambda: timed(self._save_in_process)),
-                (plumbing, self._plumbing_commit),
-                (add, self._add_commit),
-            ]
+        after_own, after_git, plumbing, add = [], [], [], []
+
+        def save_block() -> None:
+            for n in range(SAVE_BLOCK):
+                (after_git if n == 0 else after_own).append(timed(self._save_in_process))
+
+        blocks: list[Callable[[], None]] = [
+            save_block,
+            lambda: plumbing.extend(self._plumbing_commit() for _ in range(SAVE_BLOCK)),
+            lambda: add.extend(self._add_commit() for _ in range(SAVE_BLOCK)),
+        ]
+        for round_no in range(max(1, self.plan.saves // SAVE_BLOCK)):
             shift = round_no % 3
-            for bucket, job in jobs[shift:] + jobs[:shift]:
-                bucket.append(job())
+            for block in blocks[shift:] + blocks[:shift]:
+                block()
         self.last_write = time.time()
-        self.results["save"] = summary(save)
+        self.results["save"] = summary(after_own)
+        self.results["save_after_git"] = summary(after_git)
         self.results["git_plumbing"] = summary(plumbing)
         self.results["git_add_commit"] = summary(add)
         self.results["save_vs_plumbing"] = ratio(self.results["save"], self.results["git_plumbing"])
         self.results["save_vs_add_commit"] = ratio(self.results["save"], self.results["git_add_commit"])
+        self.results["save_after_git_vs_add_commit"] = ratio(self.results["save_after_git"], self.results["git_add_commit"])
 
     # -- whole processes --------------------------------------------------------------------
 

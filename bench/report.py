@@ -6,11 +6,13 @@ from typing import Any
 
 # (label, result key, statistic, display unit, target from the issues)
 ROWS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("save in-process (commit + index update)", "save", "median", "ms", "<= git add+commit (10k)"),
+    ("save in-process, in a row (commit + index update)", "save", "median", "ms", "<= git add+commit (10k)"),
     ("git plumbing commit of one file", "git_plumbing", "median", "ms", ""),
     ("git add + git commit of one file", "git_add_commit", "median", "ms", ""),
     ("save / git plumbing", "save_vs_plumbing", "median", "x", ""),
     ("save / git add+commit", "save_vs_add_commit", "median", "x", "<= 1.0x (10k)"),
+    ("save right after another tool's commit", "save_after_git", "median", "ms", ""),
+    ("that save / git add+commit", "save_after_git_vs_add_commit", "median", "x", ""),
     ("`slayer-kb save` process, wall", "process_save", "median", "ms", ""),
     ("`slayer-kb save` process, peak RSS", "process_save_rss", "median", "MiB", ""),
     ("`slayer-kb search` process, wall", "process_search", "median", "ms", "<= 300 ms (100k)"),
