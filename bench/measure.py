@@ -67,7 +67,7 @@ class Plan:
     @classmethod
     def for_size(cls, size: int) -> Plan:
         if size >= 50_000:
-            return cls(saves=12, processes=7, reindex=1, validate=1, cascade=1, changed_many=3,
+            return cls(saves=12, processes=7, reindex=1, validate=1, cascade=3, changed_many=3,
                        search_budget=60.0)
         if size > 2_000:
             return cls(search_budget=40.0)
