@@ -320,6 +320,7 @@ class Runner:
         finally:
             self.kb.close()
         self.results["search_warm"] = summary([s for _, _, s in warm_times])
+        self.results["search_words_warm"] = summary([s for k, _, s in warm_times if k != "entity"])
         # FTS5 answers exactly the word queries Whoosh was timed on, as often.
         timed_words = list(dict.fromkeys((k, t) for k, t, _ in kb_times if k != "entity"))
         self._fts5(timed_words)
@@ -355,8 +356,12 @@ class Runner:
         times = self._time_queries(queries, fts_search)
         self.results["fts5_words"] = summary([s for _, _, s in times], build_seconds=build)
         db.close()
-        self.results["search_vs_fts5_p50"] = ratio(self.results["search_words"], self.results["fts5_words"])
-        self.results["search_vs_fts5_p95"] = ratio(self.results["search_words"], self.results["fts5_words"], "p95")
+        # FTS5 answers from memory and checks no files: the like-for-like Whoosh figure is the
+        # warm process's (its file monitor spares the per-file freshness scan); the cold ratio,
+        # which includes that scan, is kept beside it.
+        self.results["search_vs_fts5_p50"] = ratio(self.results["search_words_warm"], self.results["fts5_words"])
+        self.results["search_vs_fts5_p95"] = ratio(self.results["search_words_warm"], self.results["fts5_words"], "p95")
+        self.results["cold_search_vs_fts5_p50"] = ratio(self.results["search_words"], self.results["fts5_words"])
 
     # -- saves ------------------------------------------------------------------------------
 

@@ -46,6 +46,8 @@ MEMORIES_DIR = "memories"
 # timestamp granularity without its signature changing; such files are re-read on the next scan.
 RACY_SECONDS = 2.0
 BULK_THRESHOLD = 500
+# From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers.
+VECTOR_DOCS = 2000
 
 _analyzer = StemmingAnalyzer()
 _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
@@ -158,6 +160,7 @@ class Index:
         self._ix: windex.Index | None = None
         self._searcher: Any = None
         self._docsets: dict[str, Any] = {}
+        self._vector: Any = None
 
     # -- freshness --------------------------------------------------------------------------
 
@@ -564,6 +567,7 @@ class Index:
                 self._searcher.close()
         self._searcher = None
         self._docsets = {}
+        self._vector = None
 
     def close(self) -> None:
         self._close_searcher()
@@ -587,17 +591,40 @@ class Index:
         if sort_newest:
             # The sort key takes the place of the score; newest-first lists carry no score.
             kwargs.update(sortedby="created_at", reverse=True)
-        results = searcher.search(query if query is not None else Q.Every(), **kwargs)
+        vector = None if sort_newest or query is None else self._vector_for(searcher, query)
+        if vector is not None:
+            allow, deny = (vector.docs(kwargs.get(name)) for name in ("filter", "mask"))
+            ranked = vector.top(query, limit, allow, deny)
+        elif sort_newest or query is None:
+            ranked = [(0.0, hit.docnum) for hit in searcher.search(query or Q.Every(), **kwargs)]
+        else:
+            # Whoosh's top-N collector can drop the best match (seen: a catalog entity scoring 29.7
+            # missing from a top 10 that ended at 10.0), so it collects every match and the
+            # ranking is done here, as scoring.py ranks: score, then docnum.
+            kwargs["limit"] = None
+            ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
+                            key=lambda item: (-item[0], item[1]))[:limit]
+        hits = [(searcher.stored_fields(docnum), score) for score, docnum in ranked]
         seen: set[str] = set()
         out = []
-        for hit in results:
-            fields = hit.fields()
+        for fields, score in hits:
             # A crash between a Whoosh commit and the manifest's can leave a document twice.
             if fields["id"] in seen:
                 continue
             seen.add(fields["id"])
-            out.append(dict(fields, score=0.0 if sort_newest else hit.score))
+            out.append(dict(fields, score=score))
         return out
+
+    def _vector_for(self, searcher: Any, query: Q.Query) -> Any:
+        """The numpy scorer (scoring.py) when it can answer ``query`` and the index is large
+        enough to repay importing numpy (~60 ms), else None: Whoosh answers."""
+        if searcher.doc_count_all() < VECTOR_DOCS:
+            return None
+        if self._vector is None:
+            from .scoring import VectorSearcher
+
+            self._vector = VectorSearcher(searcher)
+        return self._vector if self._vector.supports(query) else None
 
 
 Sig = tuple[int, int, int]

@@ -1,0 +1,224 @@
+"""Whoosh queries scored with numpy, a posting list at a time.
+
+Why: Whoosh's matchers are pure Python and visit every posting one call at a time (~6 us each), so
+a question of three common words took 200-400 ms at 100,000 memories. The queries search.py
+builds only combine term queries with And, Or and AndMaybe; this module evaluates exactly those
+over whole posting lists as arrays, with Whoosh's own BM25F statistics (idf, average field
+length, the stored one-byte field lengths), so scores and order are Whoosh's. Posting lists are
+read block by block from the index files; any other query, or an index whose layout this module
+does not know, is left to Whoosh (``VectorSearcher.supports``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from whoosh import query as Q
+from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
+from whoosh.util.numeric import byte_to_length
+
+_COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
+# Decoded posting lists kept per searcher: a warm process meets the same words again and again.
+_CACHED_TERMS = 256
+_LENGTH_OF_BYTE = np.array([byte_to_length(b) or 0 for b in range(256)], dtype=np.float64)
+
+Scored = tuple[np.ndarray, np.ndarray]
+"""Matching docnums in ascending order, and their scores."""
+_EMPTY: Scored = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+
+class VectorSearcher:
+    """Evaluates supported queries over one Whoosh searcher's documents."""
+
+    def __init__(self, searcher: Any) -> None:
+        self.searcher = searcher
+        self.schema = searcher.schema
+        self.weighting = searcher.weighting
+        self.size = searcher.doc_count_all()
+        self.leaves = searcher.reader().leaf_readers()
+        self.alive = np.ones(self.size, dtype=bool)
+        for segment, offset in self.leaves:
+            deleted = segment.deleted_docs_set if hasattr(segment, "deleted_docs_set") else None
+            if deleted:
+                self.alive[np.fromiter(deleted, dtype=np.int64) + offset] = False
+        self._lengths: dict[str, np.ndarray | None] = {}
+        self._terms: OrderedDict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        # The Index caches its filter docsets per searcher; their arrays are cached beside them.
+        self._docsets: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def docs(self, docset: Any) -> np.ndarray | None:
+        """A Whoosh docset (filter or mask) as a bool array; None stays None."""
+        if docset is None:
+            return None
+        key = id(docset)
+        found = self._docsets.get(key)
+        if found is None or found[0] is not docset:
+            array = np.zeros(self.size, dtype=bool)
+            array[np.fromiter(docset, dtype=np.int64)] = True
+            found = self._docsets[key] = (docset, array)
+        return found[1]
+
+    # -- which queries --------------------------------------------------------------------
+
+    def supports(self, query: Q.Query) -> bool:
+        if type(query) is Q.Term:
+            return query.fieldname in self.schema and isinstance(query.text, str)
+        if type(query) in _COMPOUNDS:
+            if type(query) is Q.Or and (query.scale or query.minmatch):
+                return False
+            return bool(query.subqueries) and all(self.supports(q) for q in query.subqueries)
+        return False
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def top(self, query: Q.Query, limit: int | None, allow: np.ndarray | None, deny: np.ndarray | None) -> list[tuple[float, int]]:
+        """(score, docnum) of the best matches, as Whoosh orders them (score, then docnum)."""
+        found, scores = self.evaluate(query)
+        ok = self.alive[found]
+        if allow is not None:
+            ok &= allow[found]
+        if deny is not None:
+            ok &= ~deny[found]
+        found, scores = found[ok], scores[ok]
+        if limit is not None and len(found) > limit:
+            # The limit-th best score; every document scoring at least that is a candidate, so a
+            # tie at the boundary is settled by docnum below, as Whoosh settles it.
+            cut = -np.partition(-scores, limit - 1)[limit - 1]
+            keep = scores >= cut
+            found, scores = found[keep], scores[keep]
+        order = np.lexsort((found, -scores))
+        if limit is not None:
+            order = order[:limit]
+        return [(float(scores[i]), int(found[i])) for i in order]
+
+    def evaluate(self, query: Q.Query) -> Scored:
+        """The matching docnums (ascending) and their scores."""
+        if type(query) is Q.Term:
+            found, scores = self._term(query)
+        else:
+            parts = [self.evaluate(q) for q in query.subqueries]
+            if type(query) is Q.Or:
+                found, scores = _union(parts, self.size)
+            elif type(query) is Q.And:
+                found, scores = parts[0]
+                for other in parts[1:]:
+                    found, scores = _intersect((found, scores), other)
+            else:  # AndMaybe: the required part's matches, plus the optional part's score
+                (found, scores), (maybe, maybe_scores) = parts
+                _, here, there = np.intersect1d(found, maybe, assume_unique=True, return_indices=True)
+                scores = scores.copy()
+                scores[here] += maybe_scores[there]
+        if query.boost != 1.0:
+            scores = scores * query.boost
+        return found, scores
+
+    def _term(self, query: Q.Term) -> Scored:
+        field = self.schema[query.fieldname]
+        try:
+            text = field.to_bytes(query.text)
+        except ValueError:
+            return _EMPTY
+        if (query.fieldname, text) not in self.searcher.reader():
+            return _EMPTY
+        ids, weights = self._postings(query.fieldname, text)
+        if not field.scorable:
+            return ids, weights  # Whoosh's WeightScorer: the posting's weight is the score
+        return ids, self._bm25(query.fieldname, text, ids, weights)
+
+    def _bm25(self, fieldname: str, text: bytes, ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        # whoosh.scoring.bm25, operation for operation, so the floats come out the same.
+        w = self.weighting
+        b = w._field_B.get(fieldname, w.B)
+        k1 = w.K1
+        idf = self.searcher.idf(fieldname, text)
+        avgfl = self.searcher.avg_field_length(fieldname) or 1
+        lengths = self._field_lengths(fieldname)[ids]
+        return idf * ((weights * (k1 + 1)) / (weights + k1 * ((1 - b) + b * lengths / avgfl)))
+
+    # -- reading the index -----------------------------------------------------------------
+
+    def _postings(self, fieldname: str, text: bytes) -> tuple[np.ndarray, np.ndarray]:
+        key = (fieldname, text)
+        cached = self._terms.get(key)
+        if cached is not None:
+            self._terms.move_to_end(key)
+            return cached
+        ids_parts, weight_parts = [], []
+        fmt = self.schema[fieldname].format
+        for segment, offset in self.leaves:
+            if (fieldname, text) not in segment:
+                continue
+            ids, weights = _leaf_postings(segment._terms.matcher(fieldname, text, fmt))
+            ids_parts.append(ids + offset)
+            weight_parts.append(weights)
+        found = (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
+        self._terms[key] = found
+        if len(self._terms) > _CACHED_TERMS:
+            self._terms.popitem(last=False)
+        return found
+
+    def _field_lengths(self, fieldname: str) -> np.ndarray:
+        lengths = self._lengths.get(fieldname)
+        if lengths is None:
+            lengths = np.zeros(self.size, dtype=np.float64)
+            for segment, offset in self.leaves:
+                count = segment.doc_count_all()
+                lengths[offset : offset + count] = _segment_lengths(segment, fieldname, count)
+            self._lengths[fieldname] = lengths
+        return lengths
+
+
+def _union(parts: list[Scored], size: int) -> Scored:
+    """Every docnum of the parts, with the sum of its scores (Whoosh's UnionMatcher)."""
+    ids = np.concatenate([found for found, _ in parts])
+    if not len(ids):
+        return _EMPTY  # (bincount of nothing is an int array, whatever the weights)
+    counts = np.bincount(ids, minlength=size)
+    sums = np.bincount(ids, weights=np.concatenate([scores for _, scores in parts]), minlength=size)
+    found = np.flatnonzero(counts)
+    return found, sums[found]
+
+
+def _intersect(a: Scored, b: Scored) -> Scored:
+    """The docnums in both, with the sum of their scores (Whoosh's IntersectionMatcher)."""
+    found, here, there = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
+    return found, a[1][here] + b[1][there]
+
+
+def _leaf_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A segment's posting list of one term as (docnums, weights)."""
+    if type(matcher) is not W3LeafMatcher or matcher._byteids:
+        ids, weights = [], []
+        while matcher.is_active():
+            ids.append(matcher.id())
+            weights.append(matcher.weight())
+            matcher.next()
+        return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+    id_blocks, weight_blocks = [], []
+    while not matcher._atend:
+        matcher._read_data()
+        raw_ids, raw_weights = matcher._data[0], matcher._data[1]
+        count = matcher._blocklength
+        # A block holds its docnums as deltas (whoosh.util.delta_decode is this cumsum).
+        id_blocks.append(np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
+        if raw_weights is None:
+            weight_blocks.append(np.ones(count, dtype=np.float64))
+        elif isinstance(raw_weights, float):
+            weight_blocks.append(np.full(count, raw_weights, dtype=np.float64))
+        else:
+            weight_blocks.append(np.asarray(raw_weights, dtype=np.float64))
+        matcher._next_block()
+    return np.concatenate(id_blocks), np.concatenate(weight_blocks)
+
+
+def _segment_lengths(segment: Any, fieldname: str, count: int) -> np.ndarray:
+    """A segment's one-byte field lengths, decoded as Whoosh's doc_field_length decodes them."""
+    column = segment._perdoc._cached_reader(f"_{fieldname}_len", LENGTHS_COLUMN)
+    if column is None:
+        return np.ones(count, dtype=np.float64)
+    raw = np.frombuffer(column._dbfile.get(column._basepos, column._count), dtype=np.uint8)
+    out = np.zeros(count, dtype=np.float64)
+    out[: len(raw)] = _LENGTH_OF_BYTE[raw]
+    return out

@@ -1,0 +1,181 @@
+"""scoring.py answers searches in place of Whoosh's matchers: it must give exactly Whoosh's hits,
+scores and order, for every query shape search.py builds, on indexes of several segments with
+deleted documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from test_search import RELEVANCE
+from whoosh import index as windex
+from whoosh import query as Q
+from whoosh.scoring import BM25F, bm25
+
+from slayer_kb import KnowledgeBase
+from slayer_kb import index as index_module
+from slayer_kb.index import SCHEMA
+from slayer_kb.scoring import VectorSearcher
+
+WORDS = ["refund", "order", "paid", "revenue", "cents", "warehouse", "churn", "utc", "vat", "margin"]
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """An index of 300 documents written in three commits (three segments), 40 of them deleted."""
+    folder = tmp_path_factory.mktemp("vector")
+    ix = windex.create_in(str(folder), SCHEMA)
+    n = 0
+    for batch in range(3):
+        writer = ix.writer()
+        for _ in range(100):
+            words = [WORDS[(n * k + batch) % len(WORDS)] for k in range(1, 2 + n % 7)]
+            writer.add_document(
+                id=f"m{n}",
+                kind="memory",
+                text=" ".join(words * (1 + n % 3)),
+                title=words[0] if n % 4 == 0 else "",
+                entities=f"shop.orders shop.orders.f{n % 5}" if n % 2 else "wh.sales",
+                has_query="1" if n % 5 == 0 else "0",
+            )
+            n += 1
+        writer.commit(merge=False)
+    writer = ix.writer()
+    for gone in range(0, 300, 7)[:40]:
+        writer.delete_by_term("id", f"m{gone}")
+    writer.commit(merge=False)
+    with ix.searcher(weighting=BM25F()) as s:
+        assert len(s.reader().leaf_readers()) == 3
+        yield s
+
+
+def term(field: str) -> st.SearchStrategy[Q.Query]:
+    values = st.sampled_from(WORDS + ["absent"]) if field in ("text", "title") else st.sampled_from(
+        ["shop.orders", "shop.orders.f1", "wh.sales", "nope"]
+    )
+    return st.builds(Q.Term, st.just(field), values, boost=st.sampled_from([1.0, 0.3, 2.5]))
+
+
+LEAVES = st.one_of(term("text"), term("title"), term("entities"), st.builds(Q.Term, st.just("id"), st.sampled_from(["m3", "m8", "zz"]), boost=st.just(50.0)))
+QUERIES = st.recursive(
+    LEAVES,
+    lambda children: st.one_of(
+        st.builds(lambda qs, b: Q.Or(qs, boost=b), st.lists(children, min_size=2, max_size=4), st.sampled_from([1.0, 0.5])),
+        st.builds(lambda qs: Q.And(qs), st.lists(children, min_size=2, max_size=3)),
+        st.builds(Q.AndMaybe, children, children),
+    ),
+    max_leaves=8,
+)
+
+
+def reference(searcher, query: Q.Query) -> dict[int, float]:  # noqa: ANN001
+    """Each matching docnum's score, computed document by document from Whoosh's own statistics
+    and BM25F formula: the meaning scoring.py must reproduce. (Whoosh's matchers are no oracle:
+    an AndMaybe inside an And loses its optional score on some documents, and a term named twice
+    in one query shares a read position and can drop the best document.)"""
+    if type(query) is Q.Term:
+        field = searcher.schema[query.fieldname]
+        text = field.to_bytes(query.text)
+        if (query.fieldname, text) not in searcher.reader():
+            return {}
+        matcher = searcher.postings(query.fieldname, text)
+        weights = {}
+        while matcher.is_active():
+            weights[matcher.id()] = matcher.weight()
+            matcher.next()
+        if not field.scorable:
+            return {d: w * query.boost for d, w in weights.items()}
+        w = searcher.weighting
+        idf = searcher.idf(query.fieldname, text)
+        avgfl = searcher.avg_field_length(query.fieldname) or 1
+        out = {}
+        for docnum, weight in weights.items():
+            length = searcher.doc_field_length(docnum, query.fieldname, 1)
+            out[docnum] = bm25(idf, weight, length, avgfl, w._field_B.get(query.fieldname, w.B), w.K1) * query.boost
+        return out
+    parts = [reference(searcher, q) for q in query.subqueries]
+    if type(query) is Q.Or:
+        found = {d: sum(p[d] for p in parts if d in p) for d in set().union(*parts)}
+    elif type(query) is Q.And:
+        found = {d: sum(p[d] for p in parts) for d in set.intersection(*(set(p) for p in parts))}
+    else:
+        found = {d: parts[0][d] + parts[1].get(d, 0.0) for d in parts[0]}
+    return {d: score * query.boost for d, score in found.items()}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=QUERIES, limit=st.sampled_from([1, 3, 10, None]), masked=st.booleans())
+def test_same_hits_scores_and_order_as_bm25f_document_by_document(searcher, query: Q.Query, limit: int | None, masked: bool) -> None:  # noqa: ANN001
+    vector = VectorSearcher(searcher)
+    assert vector.supports(query)
+    docset = set(searcher.docs_for_query(Q.Term("has_query", "1"))) if masked else set()
+    expected = sorted(
+        ((round(score, 9), docnum) for docnum, score in reference(searcher, query).items() if docnum not in docset),
+        key=lambda hit: (-hit[0], hit[1]),
+    )[:limit]
+    ours = [(round(score, 9), docnum) for score, docnum in vector.top(query, limit, None, vector.docs(docset or None))]
+    assert ours == expected
+
+
+def test_whoosh_agrees_where_its_matchers_are_right(searcher) -> None:  # noqa: ANN001
+    """The queries search.py builds most (words, entity lists), against Whoosh itself."""
+    vector = VectorSearcher(searcher)
+    queries = [
+        Q.Or([Q.Term("text", w) for w in ("refund", "paid", "churn")] + [Q.Term("title", "refund", boost=1.0)]),
+        Q.AndMaybe(Q.And([Q.Term("text", "order"), Q.Term("text", "vat")]), Q.Or([Q.Term("title", "order")])),
+        Q.Or([Q.Term("entities", "shop.orders"), Q.Term("entities", "wh.sales", boost=0.3)]),
+    ]
+    for query in queries:
+        every = searcher.search(query, limit=None).top_n
+        whoosh = sorted(((round(s, 9), d) for s, d in every), key=lambda hit: (-hit[0], hit[1]))[:10]
+        assert [(round(s, 9), d) for s, d in vector.top(query, 10, None, None)] == whoosh
+
+
+def test_other_queries_are_left_to_whoosh(searcher) -> None:  # noqa: ANN001
+    vector = VectorSearcher(searcher)
+    assert not vector.supports(Q.Prefix("entities", "shop"))
+    assert not vector.supports(Q.Or([Q.Term("text", "a"), Q.Term("text", "b")], scale=0.5))
+    assert not vector.supports(Q.Every())
+
+
+def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    def results() -> list[dict[str, object]]:
+        example_kb.index._close_searcher()
+        out = []
+        for kind, text, _expected in RELEVANCE:
+            for any_word in (False, True):
+                found = example_kb.search(text, any_word=any_word) if kind == "q" else example_kb.search(entities=[text])
+                out.append(found.to_json())
+        return out
+
+    monkeypatch.setattr(index_module, "VECTOR_DOCS", 10**9)
+    whoosh = results()
+    monkeypatch.setattr(index_module, "VECTOR_DOCS", 0)
+    vector = results()
+    assert example_kb.index._vector is not None  # the numpy scorer did answer
+    assert vector == whoosh
+
+
+def test_small_indexes_do_not_import_numpy(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    KnowledgeBase.init(tmp_path / "kb", example=True)
+    code = (
+        "import sys; from slayer_kb import KnowledgeBase; "
+        f"KnowledgeBase({str(tmp_path / 'kb')!r}).search('refunds'); print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("vector_docs", [0, 10**9], ids=["numpy", "whoosh"])
+def test_the_best_catalog_match_is_not_dropped(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, vector_docs: int) -> None:
+    """Whoosh's top-10 collector returned entities scoring 10.8 and below for this question and
+    dropped wh.sessions.conversion_rate, which scores 29.7."""
+    monkeypatch.setattr(index_module, "VECTOR_DOCS", vector_docs)
+    entities = example_kb.search("conversion rate sessions").entities
+    assert [e["entity"] for e in entities[:2]] == ["wh.sessions.conversion_rate", "wh.sessions.bounce_rate"]
+    assert entities[0]["score"] == 29.687
