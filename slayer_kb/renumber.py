@@ -166,14 +166,13 @@ def rewrite_commits(store: GitStore, base: str | None, mapping: dict[str, str]) 
 
 
 def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: dict[str, str]) -> str:
-    env = {"GIT_INDEX_FILE": str(store.state / "renumber-index")}
-    store.git("read-tree", commit, env=env)
     under = store.repo_path(f"{MEMORIES_DIR}/")
     if base is None:
         listing = store.git("ls-tree", "-r", "-z", "--name-only", commit, "--", under).stdout
     else:
         listing = store.git("diff-tree", "-r", "-z", "--name-only", "--no-renames", base, commit, "--", under).stdout
-    lines: list[str] = []
+    removed: dict[str, str | None] = {}
+    added: dict[str, str | None] = {}
     for raw in filter(None, listing.split(b"\0")):
         kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
         memory_id = id_of_path(kb_path)
@@ -185,14 +184,12 @@ def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: di
         new_id = mapping.get(memory_id, memory_id)
         if new_text is None and new_id == memory_id:
             continue
-        data = (new_text or text).encode("utf-8")
-        blob = store.git("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
         if new_id != memory_id:
-            lines.append(f"0 {'0' * 40}\t{store.repo_path(kb_path)}\n")
-        lines.append(f"100644 {blob}\t{store.repo_path(memory_path(new_id))}\n")
-    if lines:
-        store.git("update-index", "--index-info", input="".join(lines).encode(), env=env)
-    return store.git("write-tree", env=env).stdout.decode().strip()
+            removed[store.repo_path(kb_path)] = None
+        added[store.repo_path(memory_path(new_id))] = store.objects.write("blob", (new_text or text).encode("utf-8"))
+    objects = store.objects
+    # Removals first, so a file written under a path wins over that path's removal.
+    return objects.update_tree(objects.tree_of(commit), {**removed, **added})
 
 
 def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mapping: dict[str, str]) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 import filelock
 
 from .errors import StoreError
+from .fileio import in_threads
 from .objects import ObjectStore
 
 STATE_DIR = ".slayer-kb"
@@ -233,9 +234,8 @@ class GitStore:
         tmp_files = self._write_temp_files(changes)
         try:
             objects = self.objects
-            blobs = {
-                self.repo_path(c.path): None if c.data is None else objects.write("blob", c.data) for c in changes
-            }
+            written = iter(in_threads(lambda data: objects.write("blob", data), [c.data for c in changes if c.data is not None]))
+            blobs = {self.repo_path(c.path): None if c.data is None else next(written) for c in changes}
             # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
             # update-ref below checks it anyway.
             old = self.head() if parent is False else parent
@@ -291,14 +291,14 @@ class GitStore:
                 )
 
     def _write_temp_files(self, changes: list[Change]) -> list[Path | None]:
-        # A folder of its own per commit, removed afterwards, with at most 256 files in each of
-        # its subfolders: creating a cascade's 10,000 files in one folder took 4-5 s on this
-        # ext4 disk, in subfolders of 256 0.3-0.5 s (measured), and a folder that once held
-        # 10,000 files stays slow to create files in.
+        # A folder of its own per commit, removed afterwards, in subfolders of at most 256 files
+        # (a folder that once held 10,000 files stays slow to create files in), written on a
+        # few threads (fileio.py).
         tmp_dir = self.state / "tmp" / f"{uuid.uuid4().hex}.tmp"
         out: list[Path | None] = []
-        made: set[Path] = set()
+        files: list[tuple[Path, bytes]] = []
         try:
+            made: set[Path] = set()
             for n, change in enumerate(changes):
                 if change.data is None:
                     out.append(None)
@@ -307,12 +307,9 @@ class GitStore:
                 if folder not in made:
                     folder.mkdir(parents=True)
                     made.add(folder)
-                tmp = folder / f"{n}.tmp"
-                out.append(tmp)
-                # No fsync per file: after a crash, recovery restores any file from the commit's
-                # blobs, so only the journal must be durable (one fsync per commit, not per file).
-                with open(tmp, "wb") as handle:
-                    handle.write(change.data)
+                out.append(folder / f"{n}.tmp")
+                files.append((folder / f"{n}.tmp", change.data))
+            in_threads(_write_file, files)
         except OSError as exc:
             self._discard(out)
             if exc.errno == errno.ENOSPC:
@@ -372,17 +369,11 @@ class GitStore:
         new = str(journal["new"])
         for folder in {os.path.dirname(kb_path) for kb_path, tmp in changes if tmp is not None}:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
-        for kb_path, tmp in changes:
+        moved = in_threads(lambda change: self._move_into_place(*change), changes)
+        for (kb_path, _tmp), done in zip(changes, moved, strict=True):
+            if done:
+                continue
             target = self.root / kb_path
-            if tmp is None:
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                continue
-            try:
-                os.replace(tmp, target)
-                continue
-            except FileNotFoundError:
-                pass
             if not target.exists() or not self._matches_commit(new, kb_path, target):
                 # The rename happened before a crash, then someone changed the file: restore the
                 # committed content (the commit is the truth for a change that was interrupted).
@@ -391,6 +382,20 @@ class GitStore:
         self._stage([kb_path for kb_path, _ in changes])
         self._clear_journal()
         self._discard([Path(tmp) for _, tmp in changes if tmp is not None])
+
+    def _move_into_place(self, kb_path: str, tmp: str | None) -> bool:
+        """Rename a change's temporary file over its target (or delete the target); False when
+        the temporary file is gone: a crash came after the rename, or before it was written."""
+        target = self.root / kb_path
+        if tmp is None:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            return True
+        try:
+            os.replace(tmp, target)
+        except FileNotFoundError:
+            return False
+        return True
 
     def _matches_commit(self, commit: str, kb_path: str, target: Path) -> bool:
         blob = self.git("rev-parse", f"{commit}:{self.repo_path(kb_path)}", check=False)
@@ -427,6 +432,14 @@ class GitStore:
         for batch in {Path(tmp).parent.parent for tmp in tmp_files if tmp is not None}:
             if batch.parent == tmp_root:
                 shutil.rmtree(batch, ignore_errors=True)
+
+
+def _write_file(item: tuple[Path, bytes]) -> None:
+    # No fsync per file: after a crash, recovery restores any file from the commit's blobs, so
+    # only the journal must be durable (one fsync per commit, not per file).
+    path, data = item
+    with open(path, "wb") as handle:
+        handle.write(data)
 
 
 def init_repository(path: Path) -> None:
