@@ -26,6 +26,7 @@ from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
+from whoosh.writing import MERGE_SMALL
 
 from .catalog import Catalog, catalog_files, same_signature
 from .errors import MemoryFileError, StoreError
@@ -46,6 +47,8 @@ MEMORIES_DIR = "memories"
 # timestamp granularity without its signature changing; such files are re-read on the next scan.
 RACY_SECONDS = 2.0
 BULK_THRESHOLD = 500
+# Segments with more documents than this are never merged by an update (see _merge_small_segments).
+MERGE_LIMIT = 10_000
 # From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers.
 VECTOR_DOCS = 2000
 
@@ -420,7 +423,7 @@ class Index:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer.add_document(**doc)
-            writer.commit()
+            writer.commit(mergetype=_merge_small_segments)
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
@@ -630,6 +633,18 @@ class Index:
 Sig = tuple[int, int, int]
 SYMLINK: Sig = (-1, -1, -1)
 _MOD = 1 << 64
+
+
+def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
+    """Whoosh's MERGE_SMALL policy, applied only to segments of at most MERGE_LIMIT documents.
+
+    Left alone, MERGE_SMALL lets the small segments it merges grow until a commit folds most of
+    the index into one: after a few cascades, one took 77 s instead of 7 (measured at 100,000
+    memories). Bigger segments stay as they are until a reindex.
+    """
+    big = [segment for segment in segments if segment.doc_count_all() > MERGE_LIMIT]
+    small = [segment for segment in segments if segment.doc_count_all() <= MERGE_LIMIT]
+    return big + MERGE_SMALL(writer, small)
 
 
 def _delete_ids(writer: Any, ids: list[str]) -> None:

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import re
+import struct
 import uuid
 import zlib
 from collections.abc import Callable, Mapping
@@ -29,17 +30,27 @@ FILE_MODE = b"100644"
 _LOOSE_LEVEL = 1
 _HASH_SIZES = {"sha1": 20, "sha256": 32}
 _TREE_CACHE = 8
+# From this many blobs in one commit, they are written as one pack instead of loose objects.
+PACK_BLOBS = 500
+_PACK_BLOB = 3
 
 
 class ObjectStore:
     """Loose objects in ``objects_dir``; ``cat_file(kind, oid)`` reads any other object."""
 
-    def __init__(self, objects_dir: Path, hash_name: str, cat_file: Callable[[str, str], bytes]) -> None:
+    def __init__(
+        self,
+        objects_dir: Path,
+        hash_name: str,
+        cat_file: Callable[[str, str], bytes],
+        index_pack: Callable[[bytes], None],
+    ) -> None:
         if hash_name not in _HASH_SIZES:
             raise StoreError(f"The repository uses the {hash_name} object format, which slayer-kb does not support.")
         self.dir = objects_dir
         self.hash_name = hash_name
         self._cat_file = cat_file
+        self._index_pack = index_pack
         self._entry = re.compile(rb"(\d+) ([^\0]+)\0.{%d}" % _HASH_SIZES[hash_name], re.DOTALL)
         self._trees: dict[str, Tree] = {}
 
@@ -65,6 +76,23 @@ class ObjectStore:
                 tmp.unlink()
             raise StoreError(f"Cannot write a git object in {self.dir}: {exc.strerror}; nothing was saved.") from None
         return oid
+
+    def write_blobs(self, blobs: list[bytes]) -> list[str]:
+        """Store blobs and return their ids; many at once go into one pack.
+
+        Thousands of loose objects are thousands of new files, and creating files is the slow
+        part of a cascade on a cold disk; a pack is one file, which ``git index-pack`` indexes.
+        """
+        if len(blobs) < PACK_BLOBS:
+            return [self.write("blob", data) for data in blobs]
+        oids = [hashlib.new(self.hash_name, b"blob %d\0%s" % (len(data), data)).hexdigest() for data in blobs]
+        unique = dict(zip(oids, blobs, strict=True))  # two memories may hold the same bytes
+        body = bytearray(b"PACK" + struct.pack(">II", 2, len(unique)))
+        for data in unique.values():
+            body += _pack_entry_header(_PACK_BLOB, len(data)) + zlib.compress(data, _LOOSE_LEVEL)
+        body += hashlib.new(self.hash_name, body).digest()
+        self._index_pack(bytes(body))
+        return oids
 
     def read(self, kind: str, oid: str) -> bytes:
         try:
@@ -193,3 +221,16 @@ class Tree:
         at = bisect.bisect_left(self.keys, key)
         self.keys.insert(at, key)
         self.chunks.insert(at, b"%s %s\0%s" % (mode, name, oid))
+
+
+def _pack_entry_header(kind: int, size: int) -> bytes:
+    """A pack entry's type and size: 4 bits of size after the type, then 7 bits a byte."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)

@@ -124,11 +124,14 @@ class GitStore:
         if self._objects is None:
             out = self.git("rev-parse", "--git-path", "objects", "--show-object-format").stdout
             objects_dir, hash_name = out.decode("utf-8", "surrogateescape").splitlines()
-            self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_file)
+            self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_file, self._index_pack)
         return self._objects
 
     def _cat_file(self, kind: str, oid: str) -> bytes:
         return self.git("cat-file", kind, oid).stdout
+
+    def _index_pack(self, pack: bytes) -> None:
+        self.git("index-pack", "--stdin", input=pack)
 
     # -- lock -------------------------------------------------------------------------------
 
@@ -234,7 +237,7 @@ class GitStore:
         tmp_files = self._write_temp_files(changes)
         try:
             objects = self.objects
-            written = iter(in_threads(lambda data: objects.write("blob", data), [c.data for c in changes if c.data is not None]))
+            written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
             blobs = {self.repo_path(c.path): None if c.data is None else next(written) for c in changes}
             # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
             # update-ref below checks it anyway.

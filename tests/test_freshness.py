@@ -348,3 +348,30 @@ def test_a_checkout_of_thousands_of_files_replaces_every_document_once(example_k
     after = [hit["id"] for hit in example_kb.search("bulkafter", limit=2 * count).memories]
     assert sorted(after) == sorted(f"kb.bulk-{n}" for n in kept)
     assert [hit["id"] for hit in example_kb.search(f"bulkafter item{count - 1}").memories] == [f"kb.bulk-{count - 1}"]
+
+
+@pytest.mark.parametrize("policy", ["ours", "whoosh"])
+def test_updates_never_merge_big_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    """Whoosh's own policy folds a big segment into an ordinary update once enough small ones
+    sit beside it (at 100,000 memories, an update took 77 s); segments past MERGE_LIMIT stay."""
+    from whoosh import index as windex
+    from whoosh.writing import MERGE_SMALL
+
+    from slayer_kb import index as index_module
+
+    monkeypatch.setattr(index_module, "MERGE_LIMIT", 20)
+    ix = windex.create_in(str(tmp_path), index_module.SCHEMA)
+    writer = ix.writer()
+    for n in range(25):
+        writer.add_document(id=f"big-{n}", kind="memory", text="big segment")
+    writer.commit()
+    big = ix._segments()[0].segment_id()
+    for n in range(5):
+        writer = ix.writer()
+        writer.add_document(id=f"small-{n}", kind="memory", text="small segment")
+        merge = index_module._merge_small_segments if policy == "ours" else MERGE_SMALL
+        writer.commit(mergetype=merge)
+    ids = [seg.segment_id() for seg in ix._segments()]
+    assert (big in ids) is (policy == "ours")  # Whoosh's policy rewrote the 25-document segment
+    with ix.searcher() as searcher:
+        assert searcher.doc_count() == 30

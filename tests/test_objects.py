@@ -131,3 +131,26 @@ def test_an_object_of_the_wrong_kind_is_named(tmp_path: Path) -> None:
     blob = objects.write("blob", b"not a tree")
     with pytest.raises(StoreError, match=f"git object {blob} is not a tree; run 'git fsck'"):
         objects.update_tree(blob, {"a": None})
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_many_blobs_go_into_one_pack_git_can_read(tmp_path: Path, object_format: str) -> None:
+    from slayer_kb.objects import PACK_BLOBS
+
+    git(tmp_path, "init", "-q", f"--object-format={object_format}")
+    objects = GitStore(tmp_path).objects
+    blobs = [f"learning: blob {n}\n".encode() * (1 + n % 50) for n in range(PACK_BLOBS + 10)] + [b"", b""]
+    oids = objects.write_blobs(blobs)
+    packs = list((tmp_path / ".git/objects/pack").glob("*.pack"))
+    assert len(packs) == 1
+    assert not [p for p in (tmp_path / ".git/objects").iterdir() if len(p.name) == 2]  # nothing loose
+    for oid, data in zip(oids[:: 97], blobs[:: 97], strict=True):
+        assert subprocess.run(["git", "cat-file", "blob", oid], cwd=tmp_path, capture_output=True, check=True).stdout == data
+    assert oids[0] == git(tmp_path, "hash-object", "--stdin", data=blobs[0])
+    tree = objects.update_tree(None, {f"memories/{n}.yaml": oid for n, oid in enumerate(oids)})
+    commit = git(tmp_path, "commit-tree", tree, "-m", "many", env={
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
+    })
+    git(tmp_path, "update-ref", "HEAD", commit)
+    git(tmp_path, "fsck", "--strict")
+    assert git(tmp_path, "show", f"HEAD:memories/{PACK_BLOBS}.yaml").startswith("learning: blob")
