@@ -7,9 +7,10 @@ request shows only what really changed. Files are read only through PyYAML's saf
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import yaml
@@ -77,10 +78,16 @@ class Memory:
         return f"{self.id}.yaml"
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, absent values as None, in the order of CLI.md's ``get``."""
-        data = asdict(self)
-        order = ("id", *KEY_ORDER)
-        return {key: data[key] for key in order}
+        """Every field, absent values as None, in the order of CLI.md's ``get``.
+
+        Built by hand rather than with ``dataclasses.asdict``, which deep-copies every string:
+        indexing a cascade's 10,000 memories spent 1.7 s in it.
+        """
+        data = {key: getattr(self, key) for key in ("id", *KEY_ORDER)}
+        data["entities"] = list(self.entities)
+        if self.query is not None:
+            data["query"] = copy.deepcopy(self.query)
+        return data
 
     def evolve(self, **changes: Any) -> Memory:
         return replace(self, **changes)
