@@ -36,7 +36,8 @@ _PACK_BLOB = 3
 
 
 class ObjectStore:
-    """Loose objects in ``objects_dir``; ``cat_file(kind, oid)`` reads any other object."""
+    """git's objects in ``objects_dir``: written loose (or, many blobs at once, as a pack handed
+    to ``index_pack``); read loose, else through ``cat_file(kind, oid)``."""
 
     def __init__(
         self,
