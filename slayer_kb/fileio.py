@@ -8,8 +8,9 @@ the same work took 0.3-0.6 s (measured). The calls release the GIL while they wa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -29,3 +30,21 @@ def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [fn(item) for item in items]
     with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(fn, items, chunksize=max(1, len(items) // (THREADS * 8))))
+
+
+def in_background(fn: Callable[[T], R], arg: T, *, enabled: bool) -> Callable[[], R]:
+    """Start ``fn(arg)`` on a thread (or, not ``enabled``, run it now); the returned function
+    waits for the result, raising what ``fn`` raised."""
+    if not enabled:
+        result = fn(arg)
+        return lambda: result
+    future: Future[R] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(arg))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by future.result()
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future.result

@@ -29,7 +29,7 @@ from pathlib import Path
 import filelock
 
 from .errors import StoreError
-from .fileio import in_threads
+from .fileio import MIN_ITEMS, in_background, in_threads
 from .objects import ObjectStore
 
 STATE_DIR = ".slayer-kb"
@@ -234,16 +234,8 @@ class GitStore:
             return None
         for change in changes:
             self._check_inside(change.path)
-        tmp_files = self._write_temp_files(changes)
+        tmp_files, tree, old_tree, old = self._prepare_commit(changes, parent)
         try:
-            objects = self.objects
-            written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
-            blobs = {self.repo_path(c.path): None if c.data is None else next(written) for c in changes}
-            # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
-            # update-ref below checks it anyway.
-            old = self.head() if parent is False else parent
-            old_tree = objects.tree_of(old) if old is not None else None
-            tree = objects.update_tree(old_tree, blobs)
             if tree == old_tree:
                 self._discard(tmp_files)
                 return None
@@ -278,6 +270,28 @@ class GitStore:
             # the files and staging them (a full disk can refuse git's index write for now).
             pass
         return new
+
+    def _prepare_commit(
+        self, changes: list[Change], parent: str | None | bool
+    ) -> tuple[list[Path | None], str, str | None, str | None]:
+        """Write the temporary files and the commit's blobs and tree: (temporary files, new tree,
+        old tree, parent). For many files the two run side by side: the file writes mostly wait
+        on the disk, the objects on the CPU."""
+        temp_files = in_background(self._write_temp_files, changes, enabled=len(changes) >= MIN_ITEMS)
+        try:
+            objects = self.objects
+            written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
+            blobs = {self.repo_path(c.path): None if c.data is None else next(written) for c in changes}
+            # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
+            # update-ref checks it anyway.
+            old = self.head() if parent is False else parent
+            old_tree = objects.tree_of(old) if old is not None else None
+            tree = objects.update_tree(old_tree, blobs)
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                self._discard(temp_files())
+            raise
+        return temp_files(), tree, old_tree, old
 
     def _check_inside(self, kb_path: str) -> None:
         """Refuse a path whose folders leave the KB or pass through a symlink: a clone can carry
