@@ -24,7 +24,7 @@ MIN_ITEMS = 64
 def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``[fn(item) for item in items]``, on THREADS threads when there are many items.
 
-    The first exception any call raises is raised here, after the other calls have finished.
+    The first exception a call raises is raised here; calls not started by then are skipped.
     """
     if len(items) < MIN_ITEMS:
         return [fn(item) for item in items]

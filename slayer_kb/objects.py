@@ -64,6 +64,10 @@ class ObjectStore:
         folder = self.dir / oid[:2]
         path = folder / oid[2:]
         if path.exists():
+            # As git does: a fresh timestamp keeps a reused (perhaps unreachable) object from a
+            # concurrent gc's prune until the commit that needs it is published.
+            with contextlib.suppress(OSError):
+                os.utime(path)
             return oid
         try:
             folder.mkdir(exist_ok=True)
@@ -188,7 +192,10 @@ class Tree:
     def parse(cls, data: bytes, entry: re.Pattern[bytes]) -> Tree:
         keys, chunks = [], []
         for m in entry.finditer(data):
-            keys.append(m.group(2) + b"/" if m.group(1) == TREE_MODE else m.group(2))
+            # Some old tools wrote folders as 040000; git reads them, and so must this, or a
+            # save would rebuild such a folder from nothing.
+            folder = m.group(1).lstrip(b"0") == TREE_MODE
+            keys.append(m.group(2) + b"/" if folder else m.group(2))
             chunks.append(m.group(0))
         return cls(keys, chunks)
 

@@ -33,7 +33,6 @@ from .fileio import MIN_ITEMS, in_background, in_threads
 from .objects import ObjectStore
 
 STATE_DIR = ".slayer-kb"
-ZERO_OID = "0" * 40
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _TEMP_FOLDER_FILES = 256
@@ -232,6 +231,9 @@ class GitStore:
         """
         if not changes:
             return None
+        # One change per path, the last one winning as in the tree: the work tree's renames run
+        # in parallel, and two of one path would race.
+        changes = list({change.path: change for change in changes}.values())
         for change in changes:
             self._check_inside(change.path)
         tmp_files, tree, old_tree, old = self._prepare_commit(changes, parent)
@@ -248,7 +250,8 @@ class GitStore:
                 ],
             }
             self._write_journal(journal)
-            proc = self.git("update-ref", "-m", message, "HEAD", new, old or ZERO_OID, check=False)
+            # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
+            proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
             if proc.returncode != 0:
                 self._clear_journal()
                 self._discard(tmp_files)

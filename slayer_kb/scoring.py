@@ -4,7 +4,8 @@ Why: Whoosh's matchers are pure Python and visit every posting one call at a tim
 a question of three common words took 200-400 ms at 100,000 memories. The queries search.py
 builds only combine term queries with And, Or and AndMaybe; this module evaluates exactly those
 over whole posting lists as arrays, with Whoosh's own BM25F statistics (idf, average field
-length, the stored one-byte field lengths), so scores and order are Whoosh's. Posting lists are
+length, the stored one-byte field lengths), so scores are Whoosh's (to the last bit or so: sums
+may be added in another order, which can swap two documents tied to 15 digits). Posting lists are
 read block by block from the index files; any other query, or an index whose layout this module
 does not know, is left to Whoosh (``VectorSearcher.supports``).
 """
@@ -20,8 +21,9 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
 from whoosh.util.numeric import byte_to_length
 
 _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
-# Decoded posting lists kept per searcher: a warm process meets the same words again and again.
-_CACHED_TERMS = 256
+# Decoded posting lists kept per searcher, up to this many postings in all (16 bytes each): a warm
+# process meets the same words again and again.
+_CACHED_POSTINGS = 4_000_000
 _LENGTH_OF_BYTE = np.array([byte_to_length(b) or 0 for b in range(256)], dtype=np.float64)
 
 Scored = tuple[np.ndarray, np.ndarray]
@@ -45,6 +47,7 @@ class VectorSearcher:
                 self.alive[np.fromiter(deleted, dtype=np.int64) + offset] = False
         self._lengths: dict[str, np.ndarray | None] = {}
         self._terms: OrderedDict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._cached = 0
         # The Index caches its filter docsets per searcher; their arrays are cached beside them.
         self._docsets: dict[int, tuple[Any, np.ndarray]] = {}
 
@@ -110,7 +113,8 @@ class VectorSearcher:
                 _, here, there = np.intersect1d(found, maybe, assume_unique=True, return_indices=True)
                 scores = scores.copy()
                 scores[here] += maybe_scores[there]
-        if query.boost != 1.0:
+        # Whoosh unwraps a compound query of one part and drops the compound's boost with it.
+        if query.boost != 1.0 and (type(query) is Q.Term or len(query.subqueries) > 1):
             scores = scores * query.boost
         return found, scores
 
@@ -155,8 +159,10 @@ class VectorSearcher:
             weight_parts.append(weights)
         found = (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
         self._terms[key] = found
-        if len(self._terms) > _CACHED_TERMS:
-            self._terms.popitem(last=False)
+        self._cached += len(found[0])
+        while self._cached > _CACHED_POSTINGS and len(self._terms) > 1:
+            _, (ids, _weights) = self._terms.popitem(last=False)
+            self._cached -= len(ids)
         return found
 
     def _field_lengths(self, fieldname: str) -> np.ndarray:

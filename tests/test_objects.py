@@ -154,3 +154,18 @@ def test_many_blobs_go_into_one_pack_git_can_read(tmp_path: Path, object_format:
     git(tmp_path, "update-ref", "HEAD", commit)
     git(tmp_path, "fsck", "--strict")
     assert git(tmp_path, "show", f"HEAD:memories/{PACK_BLOBS}.yaml").startswith("learning: blob")
+
+
+def test_a_zero_padded_folder_mode_is_still_a_folder(tmp_path: Path) -> None:
+    """Some old tools wrote folders as 040000. git reads them as folders; so must a save, or it
+    would rebuild the folder from nothing and drop every other file in it."""
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    first = objects.write("blob", b"learning: one\n")
+    inner = objects.update_tree(None, {"1.yaml": first})
+    padded = objects.write("tree", b"040000 memories\0" + bytes.fromhex(inner))
+    second = objects.write("blob", b"learning: two\n")
+    tree = objects.update_tree(padded, {"memories/2.yaml": second})
+    listing = git(tmp_path, "ls-tree", "-r", "--name-only", tree)
+    assert listing.split() == ["memories/1.yaml", "memories/2.yaml"]
+    assert objects.added_files(padded, tree, "memories") == ["2.yaml"]

@@ -179,3 +179,11 @@ def test_the_best_catalog_match_is_not_dropped(example_kb: KnowledgeBase, monkey
     entities = example_kb.search("conversion rate sessions").entities
     assert [e["entity"] for e in entities[:2]] == ["wh.sessions.conversion_rate", "wh.sessions.bounce_rate"]
     assert entities[0]["score"] == 29.687
+
+
+def test_a_compound_of_one_part_drops_its_boost_as_whoosh_does(searcher) -> None:  # noqa: ANN001
+    vector = VectorSearcher(searcher)
+    for query in (Q.Or([Q.Term("text", "refund")], boost=2.0), Q.And([Q.Term("title", "paid")], boost=3.0)):
+        every = searcher.search(query, limit=None).top_n
+        whoosh = sorted(((round(s, 9), d) for s, d in every), key=lambda hit: (-hit[0], hit[1]))[:5]
+        assert [(round(s, 9), d) for s, d in vector.top(query, 5, None, None)] == whoosh

@@ -285,3 +285,28 @@ def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb
     ).read_text() == "learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
     assert git(catalog_kb.root, "status", "--porcelain") == ""
     assert list((catalog_kb.root / ".slayer-kb/tmp").iterdir()) == []
+
+
+def test_a_sha256_repository_takes_its_first_and_later_commits(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(root)], check=True)
+    kb = KnowledgeBase.init(root, example=True)
+    first = git(root, "rev-parse", "HEAD").strip()
+    assert len(first) == 64
+    assert kb.save_memory("sha-256 works", ["shop.orders"]).commit is not None
+    assert git(root, "rev-list", "--count", "HEAD").strip() == "2"
+    assert git(root, "status", "--porcelain") == ""
+    git(root, "fsck", "--strict")
+
+
+def test_a_path_changed_twice_in_one_commit_ends_as_its_last_change(catalog_kb: KnowledgeBase) -> None:
+    from slayer_kb.repo import Change
+
+    store = catalog_kb.store
+    changes = [Change(f"memories/m{n}.yaml", f"learning: m{n}\ncreated_at: '2026-11-30T00:00:00Z'\n".encode()) for n in range(80)]
+    changes.append(Change("memories/m3.yaml", b"learning: last\ncreated_at: '2026-11-30T00:00:00Z'\n"))
+    with store.locked():
+        store.commit(changes, "many at once")
+    assert (catalog_kb.root / "memories/m3.yaml").read_text().startswith("learning: last")
+    assert git(catalog_kb.root, "show", "HEAD:memories/m3.yaml").startswith("learning: last")
+    assert git(catalog_kb.root, "status", "--porcelain") == ""
