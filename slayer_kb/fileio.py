@@ -2,8 +2,8 @@
 
 Why: creating a file waits on the file system's metadata (a free inode, a directory block). On
 this project's virtual disk, creating a cascade's 10,000 files one after another took anywhere
-from 0.3 s to 7 s depending on what the disk had cached; on four threads the waits overlap and
-the same work took 0.3-0.6 s (measured). The calls release the GIL while they wait.
+from 0.3 s to 7 s depending on what the disk had cached; on four threads the waits overlap, and
+the worst cases measured 2-4 s instead. The calls release the GIL while they wait.
 """
 
 from __future__ import annotations

@@ -275,7 +275,7 @@ class Index:
         still holding those bytes is indexed without parsing its YAML again (a cascade rewrites
         thousands, and the parse is a third of indexing one).
         """
-        return self._update(list(memory_ids), None, False, written or {})
+        return self._update(list(memory_ids), None, False, written)
 
     def _update(
         self,
@@ -602,7 +602,7 @@ class Index:
             ranked = [(0.0, hit.docnum) for hit in searcher.search(query or Q.Every(), **kwargs)]
         else:
             # Whoosh's top-N collector can drop the best match (seen: a catalog entity scoring 29.7
-            # missing from a top 10 that ended at 10.0), so it collects every match and the
+            # missing from a top 10 that ended at 10.8), so it collects every match and the
             # ranking is done here, as scoring.py ranks: score, then docnum.
             kwargs["limit"] = None
             ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
@@ -620,7 +620,7 @@ class Index:
 
     def _vector_for(self, searcher: Any, query: Q.Query) -> Any:
         """The numpy scorer (scoring.py) when it can answer ``query`` and the index is large
-        enough to repay importing numpy (~60 ms), else None: Whoosh answers."""
+        enough to repay importing numpy (~80 ms), else None: Whoosh answers."""
         if searcher.doc_count_all() < VECTOR_DOCS:
             return None
         if self._vector is None:

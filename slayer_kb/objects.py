@@ -4,8 +4,9 @@ Why not ``git hash-object`` / ``update-index`` / ``write-tree``: at 10,000 memor
 subprocesses cost ~25 ms of a save, mostly ``write-tree`` re-reading and rewriting a private
 index. A change touches a handful of trees (the path from the root to each changed file), so
 building exactly those trees here and writing them as loose objects - the format every git reads
-and that ``git gc`` packs later - does the same work without the index. Objects are read loose
-when they are (everything this module wrote is), and through ``git cat-file`` when packed.
+and that ``git gc`` packs later - does the same work without the index. Many blobs at once (a
+cascade) go into one pack instead, indexed by ``git index-pack``. Objects are read loose when
+they are, and through ``git cat-file`` otherwise.
 """
 
 from __future__ import annotations

@@ -455,8 +455,8 @@ class GitStore:
 
 
 def _write_file(item: tuple[Path, bytes]) -> None:
-    # No fsync per file: after a crash, recovery restores any file from the commit's blobs, so
-    # only the journal must be durable (one fsync per commit, not per file).
+    # No fsync per file: a killed process leaves what it wrote in the page cache, where recovery
+    # finds it (tested with SIGKILL). A power cut is not covered; the README says so.
     path, data = item
     with open(path, "wb") as handle:
         handle.write(data)

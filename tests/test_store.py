@@ -310,3 +310,24 @@ def test_a_path_changed_twice_in_one_commit_ends_as_its_last_change(catalog_kb: 
     assert (catalog_kb.root / "memories/m3.yaml").read_text().startswith("learning: last")
     assert git(catalog_kb.root, "show", "HEAD:memories/m3.yaml").startswith("learning: last")
     assert git(catalog_kb.root, "status", "--porcelain") == ""
+
+
+def test_a_commit_of_hundreds_of_files_packs_its_blobs_and_lands_whole(catalog_kb: KnowledgeBase) -> None:
+    """The cascade path: blobs in one pack, temporary files written beside them on threads,
+    renamed in parallel; the work tree, the commit and the user's index all agree."""
+    from slayer_kb.objects import PACK_BLOBS
+    from slayer_kb.repo import Change
+
+    root = catalog_kb.root
+    packs_before = set((root / ".git/objects/pack").glob("*.pack"))
+    count = PACK_BLOBS + 100
+    changes = [Change(f"memories/p{n}.yaml", f"learning: p{n}\ncreated_at: '2026-11-30T00:00:00Z'\n".encode()) for n in range(count)]
+    with catalog_kb.store.locked():
+        catalog_kb.store.commit(changes, "many at once")
+    assert len(set((root / ".git/objects/pack").glob("*.pack")) - packs_before) == 1
+    assert (root / "memories/p599.yaml").read_text() == "learning: p599\ncreated_at: '2026-11-30T00:00:00Z'\n"
+    assert git(root, "show", "HEAD:memories/p0.yaml") == "learning: p0\ncreated_at: '2026-11-30T00:00:00Z'\n"
+    assert len(git(root, "ls-tree", "--name-only", "HEAD", "memories/").split()) == count
+    assert git(root, "status", "--porcelain") == ""
+    assert list((root / ".slayer-kb/tmp").iterdir()) == []
+    git(root, "fsck", "--strict")
