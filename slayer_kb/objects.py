@@ -6,7 +6,7 @@ index. A change touches a handful of trees (the path from the root to each chang
 building exactly those trees here and writing them as loose objects - the format every git reads
 and that ``git gc`` packs later - does the same work without the index. Many blobs at once (a
 cascade) go into one pack instead, indexed by ``git index-pack``. Objects are read loose when
-they are, and through ``git cat-file`` otherwise.
+they are, and through ``git cat-file --batch`` otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 import struct
 import uuid
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,20 +38,21 @@ _PACK_BLOB = 3
 
 class ObjectStore:
     """git's objects in ``objects_dir``: written loose (or, many blobs at once, as a pack handed
-    to ``index_pack``); read loose, else through ``cat_file(kind, oid)``."""
+    to ``index_pack``); read loose, else through ``cat_files(oids)``, which answers
+    ``(kind, data)`` for each id."""
 
     def __init__(
         self,
         objects_dir: Path,
         hash_name: str,
-        cat_file: Callable[[str, str], bytes],
+        cat_files: Callable[[list[str]], list[tuple[str, bytes]]],
         index_pack: Callable[[bytes], None],
     ) -> None:
         if hash_name not in _HASH_SIZES:
             raise StoreError(f"The repository uses the {hash_name} object format, which slayer-kb does not support.")
         self.dir = objects_dir
         self.hash_name = hash_name
-        self._cat_file = cat_file
+        self._cat_files = cat_files
         self._index_pack = index_pack
         self._entry = re.compile(rb"(\d+) ([^\0]+)\0.{%d}" % _HASH_SIZES[hash_name], re.DOTALL)
         self._trees: dict[str, Tree] = {}
@@ -101,12 +102,32 @@ class ObjectStore:
         return oids
 
     def read(self, kind: str, oid: str) -> bytes:
-        try:
-            raw = zlib.decompress((self.dir / oid[:2] / oid[2:]).read_bytes())
-        except (OSError, zlib.error):
-            return self._cat_file(kind, oid)
-        header, _, data = raw.partition(b"\0")
-        if header != b"%s %d" % (kind.encode(), len(data)):
+        return self.read_many(kind, [oid])[oid]
+
+    def read_many(self, kind: str, oids: Iterable[str]) -> dict[str, bytes]:
+        """``{oid: data}`` for objects of one kind: loose ones read here, the rest (packed) in
+        one ``git cat-file --batch``, however many there are."""
+        out: dict[str, bytes] = {}
+        packed: list[str] = []
+        for oid in dict.fromkeys(oids):
+            try:
+                raw = zlib.decompress((self.dir / oid[:2] / oid[2:]).read_bytes())
+            except (OSError, zlib.error):
+                packed.append(oid)
+                continue
+            header, _, data = raw.partition(b"\0")
+            found, _, size = header.partition(b" ")
+            if size != b"%d" % len(data):
+                found = b"damaged object"
+            out[oid] = self._checked(kind, oid, found.decode("ascii", "replace"), data)
+        if packed:
+            for oid, (found, data) in zip(packed, self._cat_files(packed), strict=True):
+                out[oid] = self._checked(kind, oid, found, data)
+        return out
+
+    @staticmethod
+    def _checked(kind: str, oid: str, found: str, data: bytes) -> bytes:
+        if found != kind:
             raise StoreError(f"git object {oid} is not a {kind}; run 'git fsck' on the repository.")
         return data
 

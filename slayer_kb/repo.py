@@ -2,9 +2,10 @@
 
 A change's blobs and trees are written straight into git's object database (``objects.py``), its
 commit by ``git commit-tree``, and it is published with a compare-and-swap ``update-ref``; only
-then are the files moved into the work tree by atomic renames and staged in the user's index. A
+then are the files written into the work tree (``put_file``) and staged in the user's index. A
 journal written before the ``update-ref`` lets the next command finish (or discard) a change that
-a crash interrupted, so the KB is always either before or after the whole commit.
+a crash interrupted, so the KB is always either before or after the whole commit, and a disk
+space reservation taken before it turns a full disk into "nothing was saved".
 
 Plain ``git`` subprocesses are used instead of GitPython's object model on this path: importing
 GitPython alone costs ~100 ms per command and ``Repo.index`` rewrites the whole index in Python
@@ -19,9 +20,8 @@ import errno
 import json
 import os
 import re
-import shutil
+import stat
 import subprocess
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +29,13 @@ from pathlib import Path
 import filelock
 
 from .errors import StoreError
-from .fileio import MIN_ITEMS, in_background, in_threads
+from .fileio import in_threads
 from .objects import ObjectStore
 
 STATE_DIR = ".slayer-kb"
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
-_TEMP_FOLDER_FILES = 256
+_RESERVE = "reserve"
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 
@@ -123,11 +123,24 @@ class GitStore:
         if self._objects is None:
             out = self.git("rev-parse", "--git-path", "objects", "--show-object-format").stdout
             objects_dir, hash_name = out.decode("utf-8", "surrogateescape").splitlines()
-            self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_file, self._index_pack)
+            self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_files, self._index_pack)
         return self._objects
 
-    def _cat_file(self, kind: str, oid: str) -> bytes:
-        return self.git("cat-file", kind, oid).stdout
+    def _cat_files(self, oids: list[str]) -> list[tuple[str, bytes]]:
+        """``(kind, data)`` of each object, from one ``git cat-file --batch``."""
+        out = self.git("cat-file", "--batch", input="".join(oid + "\n" for oid in oids).encode()).stdout
+        found: list[tuple[str, bytes]] = []
+        at = 0
+        for oid in oids:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) != 3:
+                raise StoreError(f"git object {oid} is missing; run 'git fsck' on the repository.")
+            start = end + 1
+            size = int(header[2])
+            found.append((header[1].decode("ascii", "replace"), out[start : start + size]))
+            at = start + size + 1
+        return found
 
     def _index_pack(self, pack: bytes) -> None:
         self.git("index-pack", "--stdin", input=pack)
@@ -231,30 +244,28 @@ class GitStore:
         """
         if not changes:
             return None
-        # One change per path, the last one winning as in the tree: the work tree's renames run
+        # One change per path, the last one winning as in the tree: the work tree's writes run
         # in parallel, and two of one path would race.
         changes = list({change.path: change for change in changes}.values())
         for change in changes:
             self._check_inside(change.path)
-        tmp_files, tree, old_tree, old = self._prepare_commit(changes, parent)
-        try:
-            if tree == old_tree:
-                self._discard(tmp_files)
-                return None
-            new = self._commit_tree(tree, old, message, author)
-            journal = {
-                "old": old,
-                "new": new,
-                "changes": [
-                    [c.path, None if tmp is None else str(tmp)] for c, tmp in zip(changes, tmp_files, strict=True)
-                ],
-            }
-            self._write_journal(journal)
+        objects = self.objects
+        written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
+        blobs = {c.path: None if c.data is None else next(written) for c in changes}
+        # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
+        # update-ref checks it anyway.
+        old = self.head() if parent is False else parent
+        old_tree = objects.tree_of(old) if old is not None else None
+        tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
+        if tree == old_tree:
+            return None
+        new = self._commit_tree(tree, old, message, author)
+        with self._reserved_space([c.data for c in changes if c.data is not None]):
+            self._write_journal({"old": old, "new": new, "changes": blobs})
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
             if proc.returncode != 0:
                 self._clear_journal()
-                self._discard(tmp_files)
                 if self.head() == old:
                     reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
                     raise StoreError(f"git update-ref failed: {reason}; nothing was saved.")
@@ -262,39 +273,43 @@ class GitStore:
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
                 )
-        except BaseException:
-            if not (self.state / "journal.json").exists():
-                self._discard(tmp_files)
-            raise
         try:
-            self._apply(journal)
+            self._apply({c.path: c.data for c in changes})
         except (StoreError, OSError):
-            # The commit is made and the journal still lists it: the next command finishes moving
-            # the files and staging them (a full disk can refuse git's index write for now).
+            # The commit is made and the journal still lists it: the next command finishes
+            # writing the files and staging them (a full disk can refuse git's index write).
             pass
         return new
 
-    def _prepare_commit(
-        self, changes: list[Change], parent: str | None | bool
-    ) -> tuple[list[Path | None], str, str | None, str | None]:
-        """Write the temporary files and the commit's blobs and tree: (temporary files, new tree,
-        old tree, parent). For many files the two run side by side: the file writes mostly wait
-        on the disk, the objects on the CPU."""
-        temp_files = in_background(self._write_temp_files, changes, enabled=len(changes) >= MIN_ITEMS)
+    @contextlib.contextmanager
+    def _reserved_space(self, contents: list[bytes]) -> Iterator[None]:
+        """Hold the disk space the work tree's files will need while the commit is published.
+
+        The files are written in place only after the commit (see ``_apply``); a disk that
+        filled up then would leave them half-written until the next command finishes them.
+        Allocating their size first turns a full disk into "nothing was saved" instead.
+        """
+        block = 4096
+        size = sum(-(-len(data) // block) * block for data in contents)
+        reserve = self.state / _RESERVE
         try:
-            objects = self.objects
-            written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
-            blobs = {self.repo_path(c.path): None if c.data is None else next(written) for c in changes}
-            # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
-            # update-ref checks it anyway.
-            old = self.head() if parent is False else parent
-            old_tree = objects.tree_of(old) if old is not None else None
-            tree = objects.update_tree(old_tree, blobs)
-        except BaseException:
-            with contextlib.suppress(StoreError):
-                self._discard(temp_files())
-            raise
-        return temp_files(), tree, old_tree, old
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                if size:
+                    os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                reserve.unlink()
+            if exc.errno == errno.ENOSPC:
+                raise StoreError("The disk is full; nothing was saved. Free space and retry.") from None
+            raise StoreError(f"Cannot write in {self.state}: {exc.strerror}; nothing was saved.") from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                reserve.unlink()
 
     def _check_inside(self, kb_path: str) -> None:
         """Refuse a path whose folders leave the KB or pass through a symlink: a clone can carry
@@ -309,33 +324,6 @@ class GitStore:
                     f"{current.relative_to(self.root)}/ is a symlink; slayer-kb writes only inside "
                     "the knowledge base and refuses to write through it. Replace it with a folder."
                 )
-
-    def _write_temp_files(self, changes: list[Change]) -> list[Path | None]:
-        # A folder of its own per commit, removed afterwards, in subfolders of at most 256 files
-        # (a folder that once held 10,000 files stays slow to create files in), written on a
-        # few threads (fileio.py).
-        tmp_dir = self.state / "tmp" / f"{uuid.uuid4().hex}.tmp"
-        out: list[Path | None] = []
-        files: list[tuple[Path, bytes]] = []
-        try:
-            made: set[Path] = set()
-            for n, change in enumerate(changes):
-                if change.data is None:
-                    out.append(None)
-                    continue
-                folder = tmp_dir / str(n // _TEMP_FOLDER_FILES)
-                if folder not in made:
-                    folder.mkdir(parents=True)
-                    made.add(folder)
-                out.append(folder / f"{n}.tmp")
-                files.append((folder / f"{n}.tmp", change.data))
-            in_threads(_write_file, files)
-        except OSError as exc:
-            self._discard(out)
-            if exc.errno == errno.ENOSPC:
-                raise StoreError("The disk is full; nothing was saved. Free space and retry.") from None
-            raise StoreError(f"Cannot write in {tmp_dir}: {exc.strerror}; nothing was saved.") from None
-        return out
 
     def _commit_tree(self, tree: str, parent: str | None, message: str, author: str | None) -> str:
         env = dict(self._identity())
@@ -382,45 +370,14 @@ class GitStore:
         with contextlib.suppress(FileNotFoundError):
             (self.state / "journal.json").unlink()
 
-    def _apply(self, journal: dict[str, object]) -> None:
-        """Move the committed files into the work tree and stage them in the user's index."""
-        changes = journal["changes"]
-        assert isinstance(changes, list)
-        new = str(journal["new"])
-        for folder in {os.path.dirname(kb_path) for kb_path, tmp in changes if tmp is not None}:
+    def _apply(self, contents: Mapping[str, bytes | None], staged: list[str] | None = None) -> None:
+        """Write committed files into the work tree, stage ``staged`` (default: those same
+        paths) in the user's index, and close the journal."""
+        for folder in {os.path.dirname(path) for path, data in contents.items() if data is not None}:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
-        moved = in_threads(lambda change: self._move_into_place(*change), changes)
-        for (kb_path, _tmp), done in zip(changes, moved, strict=True):
-            if done:
-                continue
-            target = self.root / kb_path
-            if not target.exists() or not self._matches_commit(new, kb_path, target):
-                # The rename happened before a crash, then someone changed the file: restore the
-                # committed content (the commit is the truth for a change that was interrupted).
-                blob = self.git("cat-file", "blob", f"{new}:{self.repo_path(kb_path)}").stdout
-                target.write_bytes(blob)
-        self._stage([kb_path for kb_path, _ in changes])
+        in_threads(lambda item: put_file(self.root / item[0], item[1]), list(contents.items()))
+        self._stage(list(contents) if staged is None else staged)
         self._clear_journal()
-        self._discard([Path(tmp) for _, tmp in changes if tmp is not None])
-
-    def _move_into_place(self, kb_path: str, tmp: str | None) -> bool:
-        """Rename a change's temporary file over its target (or delete the target); False when
-        the temporary file is gone: a crash came after the rename, or before it was written."""
-        target = self.root / kb_path
-        if tmp is None:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            return True
-        try:
-            os.replace(tmp, target)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def _matches_commit(self, commit: str, kb_path: str, target: Path) -> bool:
-        blob = self.git("rev-parse", f"{commit}:{self.repo_path(kb_path)}", check=False)
-        local = self.git("hash-object", "--no-filters", "--", str(target), check=False)
-        return blob.stdout.strip() == local.stdout.strip()
 
     def _stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
@@ -428,38 +385,82 @@ class GitStore:
         self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload)
 
     def recover(self) -> None:
+        """Finish a commit that a crash interrupted after its update-ref: every file it changed
+        is made to hold the committed bytes (whatever state the crash left it in) and staged."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
         journal_path = self.state / "journal.json"
-        if journal_path.exists():
-            try:
-                journal = json.loads(journal_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                journal = None
-            if journal and self.head() == journal.get("new"):
-                self._apply(journal)
-            else:
-                self._clear_journal()
-        # Temporary files of a change that never reached update-ref (or already applied).
-        for leftover in (self.state / "tmp").glob("*.tmp"):
-            if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-
-    def _discard(self, tmp_files: list[Path | None]) -> None:
-        """Remove the per-commit temporary folders these files are in (only ours, in tmp/)."""
-        tmp_root = self.state / "tmp"
-        for batch in {Path(tmp).parent.parent for tmp in tmp_files if tmp is not None}:
-            if batch.parent == tmp_root:
-                shutil.rmtree(batch, ignore_errors=True)
+        if not journal_path.exists():
+            return
+        try:
+            journal = json.loads(journal_path.read_text(encoding="utf-8"))
+            blobs: dict[str, str | None] = journal["changes"]
+            new = journal["new"]
+        except (OSError, ValueError, KeyError, TypeError):
+            self._clear_journal()
+            return
+        if self.head() != new:
+            # The crash came before the update-ref: nothing was published and no file touched.
+            self._clear_journal()
+            return
+        data = self.objects.read_many("blob", [oid for oid in blobs.values() if oid is not None])
+        committed = {path: None if oid is None else data[oid] for path, oid in blobs.items()}
+        stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
+        self._apply(stale, staged=list(committed))
 
 
-def _write_file(item: tuple[Path, bytes]) -> None:
-    # No fsync per file: a killed process leaves what it wrote in the page cache, where recovery
-    # finds it (tested with SIGKILL). A power cut is not covered; the README says so.
-    path, data = item
-    with open(path, "wb") as handle:
-        handle.write(data)
+def put_file(target: Path, data: bytes | None) -> None:
+    """Make ``target`` hold ``data`` (None: not exist), writing over its bytes in place.
+
+    In place, not through a temporary file and a rename: a cascade's 10,000 renames into a
+    folder of 100,000 files cost 1.4 s and its 10,000 new files 0.6-4 s, against 0.35 s for
+    writing over them (measured at 100,000 memories). Nobody sees a half-written file for long:
+    slayer-kb's own readers wait for the lock, and the journal makes the next command finish the
+    files of a commit that a crash interrupted. A symlink, a special file, or a file hard-linked
+    elsewhere is replaced by a file of its own (as a rename would), never written through.
+    """
+    if data is None:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd: int | None
+    try:
+        fd = os.open(target, flags, 0o666)
+    except OSError as exc:
+        # ELOOP: a symlink; ENXIO: a FIFO nobody reads; EACCES/EPERM: a read-only file.
+        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EACCES, errno.EPERM):
+            raise
+        fd = None
+    if fd is not None:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            os.close(fd)
+            fd = None
+    if fd is None:
+        target.unlink()
+        fd = os.open(target, flags | os.O_EXCL, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
+def holds(target: Path, data: bytes | None) -> bool:
+    """Does ``target`` hold exactly ``data`` as a regular file (None: does it not exist)?"""
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        return data is None
+    if data is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    try:
+        return target.read_bytes() == data
+    except OSError:
+        return False
 
 
 def init_repository(path: Path) -> None:

@@ -38,14 +38,38 @@ def make_kb(root: Path) -> None:
     KnowledgeBase(root).reindex()
 
 
-def tmp_files(root: Path) -> bool:
-    return any((root / ".slayer-kb" / "tmp").glob("*.tmp"))
+# The cascade runs in a real subprocess, killed with a real SIGKILL. To make the short windows
+# between its steps wide enough to hit every time, the subprocess first slows one step down: it
+# sleeps before that step, and the work itself is unchanged.
+SLOWED = """
+import sys, time
+from slayer_kb import repo
+from slayer_kb.cli import main
+step, delay = sys.argv.pop(1), float(sys.argv.pop(1))
+owner = repo.GitStore if hasattr(repo.GitStore, step) else repo
+real = getattr(owner, step)
+def slowed(*args, **kwargs):
+    time.sleep(delay)
+    return real(*args, **kwargs)
+setattr(owner, step, slowed)
+main()
+"""
+
+
+def new_pack(root: Path) -> bool:
+    return any((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
 
 
 def head_moved(old: str) -> Callable[[Path], bool]:
     def check(root: Path) -> bool:
         return (root / ".slayer-kb" / "journal.json").exists() and _head(root) != old
     return check
+
+
+def some_files_written(root: Path) -> bool:
+    sample = range(1, REFERRERS + 1, 25)
+    written = sum((root / "memories" / f"{i}.yaml").read_text() == text(i, ["shop.customers"]) for i in sample)
+    return 0 < written < len(sample)
 
 
 def _head(root: Path) -> str:
@@ -55,33 +79,48 @@ def _head(root: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["writing-temp-files", "after-update-ref", "indexing"])
-def test_sigkill_mid_cascade_leaves_all_or_nothing(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize(
+    ("point", "slowed", "committed"),
+    [
+        # The blobs are in git's objects, the commit not yet made.
+        ("before-commit", ("_commit_tree", 3.0), False),
+        # HEAD moved, no file written yet.
+        ("after-update-ref", ("put_file", 0.002), True),
+        # Some files written over in place, the others not yet.
+        ("writing-files", ("put_file", 0.002), True),
+        # The files are in place and the index is being brought up to date.
+        ("indexing", None, True),
+    ],
+)
+def test_sigkill_mid_cascade_leaves_all_or_nothing(
+    tmp_path: Path, point: str, slowed: tuple[str, float] | None, committed: bool
+) -> None:
     root = tmp_path / "kb"
     make_kb(root)
     old = git(root, "rev-parse", "HEAD").strip()
+    assert not new_pack(root)
     when = {
-        "writing-temp-files": tmp_files,
+        "before-commit": new_pack,
         "after-update-ref": head_moved(old),
-        # The commit is in place and the index is being brought up to date.
+        "writing-files": some_files_written,
         "indexing": lambda r: _head(r) != old and not (r / ".slayer-kb" / "journal.json").exists(),
     }[point]
-    proc = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root),
-                             "delete-model", "shop.orders"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prefix = ["-m", "slayer_kb"] if slowed is None else ["-c", SLOWED, slowed[0], str(slowed[1])]
+    proc = subprocess.Popen([sys.executable, *prefix, "--kb", str(root), "delete-model", "shop.orders"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not when(root):
-        assert proc.poll() is None, f"the cascade finished before {point}"
+        assert proc.poll() is None, f"the cascade finished before {point}: {proc.stderr.read()!r}"
         assert time.monotonic() < deadline
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL
+    if point == "writing-files":
+        assert some_files_written(root)  # the kill did land part-way
 
     # The next command (any command takes the lock and recovers) sees a consistent KB.
     kb = KnowledgeBase(root)
     hits = kb.search(entities=["shop.customers"], limit=REFERRERS + 10)
-    head = git(root, "rev-parse", "HEAD").strip()
-    committed = head != old
-    assert committed == (point != "writing-temp-files")
+    assert (git(root, "rev-parse", "HEAD").strip() != old) == committed
     assert git(root, "status", "--porcelain") == ""
     assert (root / "models/shop/orders.yaml").exists() == (not committed)
     expected = ["shop.customers"] if committed else ["shop.orders.amount", "shop.customers"]
@@ -89,7 +128,6 @@ def test_sigkill_mid_cascade_leaves_all_or_nothing(tmp_path: Path, point: str) -
         assert (root / "memories" / f"{i}.yaml").read_text() == text(i, expected)
     assert len(hits.memories) == REFERRERS
     assert all(hit["entities"] == expected for hit in hits.memories)
-    # Temporary files of an interrupted commit live only in the git-ignored state folder, and
-    # the next writer clears them.
     assert cascade.prune(kb).commit is None
-    assert list((root / ".slayer-kb" / "tmp").glob("*")) == []
+    assert not (root / ".slayer-kb" / "journal.json").exists()
+    assert not (root / ".slayer-kb" / "reserve").exists()

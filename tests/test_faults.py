@@ -233,6 +233,10 @@ def blob_sha(data: bytes) -> str:
 
 
 def assert_head_tree_is_work_tree(root: Path) -> None:
+    assert head_tree_is_work_tree(root)
+
+
+def head_tree_is_work_tree(root: Path) -> bool:
     listing = git(root, "ls-tree", "-r", "HEAD", "--", "memories/", "models/")
     in_head = {}
     for line in listing.splitlines():
@@ -244,7 +248,7 @@ def assert_head_tree_is_work_tree(root: Path) -> None:
         for p in (root / sub).rglob("*")
         if p.is_file()
     }
-    assert on_disk == in_head
+    return on_disk == in_head
 
 
 @dataclass
@@ -556,10 +560,9 @@ def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) 
             errors += 1
             assert proc.returncode == 1
             assert proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1, proc.stderr
-            # What the message says is checked by test_full_disk_error_is_truthful (a known bug).
+            # What the message says is checked by test_full_disk_error_is_truthful.
             assert json.loads(proc.stdout)["error"]["message"] == proc.stderr[len("Error: ") : -1]
-            if (root / "memories" / f"f{leave}.yaml").exists():  # see the xfail below
-                saved[f"f{leave}"] = learning
+            assert not (root / "memories" / f"f{leave}.yaml").exists()
         assert errors >= 3
         assert_consistent_after_freeing(root, saved)
 
@@ -573,13 +576,18 @@ def test_full_disk_error_is_truthful(tmp_path: Path) -> None:
             old = git(root, "rev-parse", "HEAD").strip()
             try:
                 with KnowledgeBase(root) as kb:
-                    kb.save_memory(f"with {leave} KiB free " + "y" * 3000, ["orders.amount"])
+                    # Three pages of text, which compress to one in git's objects.
+                    kb.save_memory(f"with {leave} KiB free " + "y" * 12000, ["orders.amount"])
             except Exception as exc:  # noqa: BLE001 - the outcome is what is checked
                 committed = git(root, "rev-parse", "HEAD").strip() != old
                 if committed or not isinstance(exc, KBError) or "HEAD moved" in str(exc):
                     problems.append((leave, type(exc).__name__, str(exc), committed))
             finally:
+                # With the disk still full, no file is half-written: the space the files need
+                # was reserved before the commit was published.
+                work_tree_is_head = head_tree_is_work_tree(root)
                 filler.unlink()
+            assert work_tree_is_head, leave
         # The same long-running process (an MCP server) can write again once space is free.
         with KnowledgeBase(root) as kb:
             kb.save_memory("space is back", ["orders.amount"], id="back")

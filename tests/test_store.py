@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from slayer_kb.errors import (
     NotFoundError,
     ResolutionError,
 )
+from slayer_kb.repo import holds, put_file
 
 
 def commits(root: Path) -> list[str]:
@@ -261,30 +263,87 @@ def test_list_newest_first(catalog_kb: KnowledgeBase) -> None:
     assert [h["id"] for h in catalog_kb.list(limit=1)] == ["m0"]
 
 
-def test_crash_after_commit_before_rename_is_finished_by_next_command(catalog_kb: KnowledgeBase) -> None:
-    catalog_kb.save_memory("x", ["orders"], id="a")
+def test_crash_in_the_middle_of_writing_the_files_is_finished_by_the_next_command(
+    catalog_kb: KnowledgeBase,
+) -> None:
+    root = catalog_kb.root
+    for mid in ("a", "c", "d"):
+        catalog_kb.save_memory(f"memory {mid} " + "long text " * 20, ["orders"], id=mid)
     store = catalog_kb.store
-    # Simulate a crash between update-ref and the renames: run the commit steps by hand.
-    from slayer_kb.repo import Change
-
-    tmp = store._write_temp_files(
-        [Change("memories/b.yaml", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")]
-    )
-    blob = store.objects.write("blob", b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n")
+    new_b = b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    new_c = b"learning: c, shorter\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    # The commit steps by hand, as far as the update-ref; then the state a SIGKILL part-way
+    # through the writes leaves: b not written yet, c half overwritten, d not deleted yet.
     old = store.head()
     assert old is not None
-    tree = store.objects.update_tree(store.objects.tree_of(old), {"memories/b.yaml": blob})
-    new = store._commit_tree(tree, old, "memory: save b", None)
-    store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", str(tmp[0])]]})
+    blobs = {"memories/b.yaml": store.objects.write("blob", new_b), "memories/c.yaml": store.objects.write("blob", new_c),
+             "memories/d.yaml": None}
+    tree = store.objects.update_tree(store.objects.tree_of(old), blobs)
+    new = store._commit_tree(tree, old, "memory: by hand", None)
+    store._write_journal({"old": old, "new": new, "changes": blobs})
     store.git("update-ref", "HEAD", new, old)
-    assert not (catalog_kb.root / "memories/b.yaml").exists()
-    fresh = KnowledgeBase(catalog_kb.root)
-    fresh.search("anything")
-    assert (
-        catalog_kb.root / "memories/b.yaml"
-    ).read_text() == "learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
-    assert git(catalog_kb.root, "status", "--porcelain") == ""
-    assert list((catalog_kb.root / ".slayer-kb/tmp").iterdir()) == []
+    c_path = root / "memories/c.yaml"
+    c_path.write_bytes(new_c[:10] + c_path.read_bytes()[10:])
+    a_before = (root / "memories/a.yaml").read_bytes()
+
+    fresh = KnowledgeBase(root)
+    assert [h["id"] for h in fresh.search("shorter").memories] == ["c"]
+    assert (root / "memories/b.yaml").read_bytes() == new_b
+    assert c_path.read_bytes() == new_c
+    assert not (root / "memories/d.yaml").exists()
+    assert (root / "memories/a.yaml").read_bytes() == a_before
+    assert git(root, "status", "--porcelain") == ""
+    assert not (root / ".slayer-kb/journal.json").exists()
+
+
+def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    catalog_kb.save_memory("memory a", ["orders"], id="a")
+    store = catalog_kb.store
+    old = store.head()
+    assert old is not None
+    blobs = {"memories/a.yaml": store.objects.write("blob", b"learning: never published\n")}
+    new = store._commit_tree(store.objects.update_tree(store.objects.tree_of(old), blobs), old, "x", None)
+    store._write_journal({"old": old, "new": new, "changes": blobs})
+    KnowledgeBase(root).save_memory("memory e", ["orders"], id="e")
+    assert KnowledgeBase(root).get("a")["learning"] == "memory a"
+    assert git(root, "rev-list", "--count", "HEAD").strip() == str(int(git(root, "rev-list", "--count", old).strip()) + 1)
+    assert not (root / ".slayer-kb/journal.json").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_put_file_writes_over_a_file_in_place(tmp_path: Path) -> None:
+    target = tmp_path / "m.yaml"
+    target.write_bytes(b"a much longer old text\n")
+    inode = target.stat().st_ino
+    put_file(target, b"short\n")
+    assert target.read_bytes() == b"short\n"
+    assert target.stat().st_ino == inode
+    put_file(target, b"longer than it was before, " * 100)
+    assert target.read_bytes() == b"longer than it was before, " * 100
+    put_file(tmp_path / "new.yaml", b"new\n")
+    assert (tmp_path / "new.yaml").read_bytes() == b"new\n"
+    put_file(target, None)
+    put_file(target, None)  # deleting what is gone is done
+    assert not target.exists()
+
+
+def test_put_file_never_writes_through_a_link_or_a_special_file(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not the KB's\n")
+    link = tmp_path / "link.yaml"
+    link.symlink_to(outside)
+    hard = tmp_path / "hard.yaml"
+    os.link(outside, hard)
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for target in (link, hard, fifo):
+        put_file(target, b"learning: mine\n")
+        assert not target.is_symlink() and target.is_file()
+        assert target.read_bytes() == b"learning: mine\n"
+    assert outside.read_bytes() == b"not the KB's\n"
+    assert holds(link, b"learning: mine\n") and not holds(link, b"learning: other\n")
+    assert holds(tmp_path / "absent.yaml", None) and not holds(link, None)
 
 
 def test_a_sha256_repository_takes_its_first_and_later_commits(tmp_path: Path) -> None:
