@@ -1,0 +1,95 @@
+"""codec.py: the index's segments are byte for byte what Whoosh's own codec writes, and the
+lengths its reader gives are Whoosh's."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from whoosh import index as windex
+from whoosh.codec.whoosh3 import W3PerDocReader
+
+from slayer_kb import index
+from slayer_kb.codec import Codec
+from slayer_kb.memory import Memory
+
+
+def documents() -> list[dict[str, object]]:
+    docs = []
+    for i in range(240):
+        memory = Memory(
+            id=str(i),
+            learning="refunds are negative " * (i % 5 + 1) + f"word{i % 17}",
+            title=None if i % 3 == 0 else f"Title {i % 11}",
+            description=None if i % 4 else "orders shipped late",
+            entities=[] if i % 5 == 0 else ["shop.orders.amount", "memory:7"][: i % 2 + 1],
+            type="decision" if i % 2 else None,
+            created_at=f"2026-01-{i % 28 + 1:02d}T00:00:00Z",
+        )
+        docs.append(index.memory_document(memory, f"hash{i}"))
+    return docs
+
+
+def build(folder: Path, codec: Codec | None) -> dict[str, bytes]:
+    folder.mkdir()
+    ix = windex.create_in(str(folder), index.SCHEMA)
+    writer = ix.writer(codec=codec, compound=False) if codec else ix.writer(compound=False)
+    for doc in documents():
+        writer.add_document(**doc)
+    writer.commit()
+    # Files are named <index>_<random segment id>.<part>; compare the parts.
+    return {p.name.split(".", 1)[1]: p.read_bytes() for p in folder.iterdir() if "." in p.name and p.suffix != ".toc"}
+
+
+def test_segments_are_byte_for_byte_whooshs(tmp_path: Path) -> None:
+    theirs = build(tmp_path / "whoosh", None)
+    ours = build(tmp_path / "ours", Codec())
+    assert sorted(ours) == sorted(theirs) and {"pst", "trm", "_text_len.col"} <= set(ours)
+    for part in theirs:
+        assert ours[part] == theirs[part], part
+
+
+def test_field_lengths_are_whooshs_for_every_document_and_field(tmp_path: Path) -> None:
+    build(tmp_path / "ours", Codec())
+    ix = windex.open_dir(str(tmp_path / "ours"))
+    with ix.reader() as reader:
+        segment = reader.segment()
+        ours = Codec().per_document_reader(ix.storage, segment)
+        theirs = W3PerDocReader(ix.storage, segment)
+        compared = 0
+        for docnum in range(segment.doc_count_all()):
+            for name in index.SCHEMA.names():
+                for default in (0, 7):
+                    # Whoosh answers None (not 0) for a field that is empty in a document.
+                    expected = theirs.doc_field_length(docnum, name, default)
+                    assert ours.doc_field_length(docnum, name, default) == (0 if expected is None else expected)
+                    compared += expected is not None and expected > 0
+        assert compared > 500
+        with pytest.raises(IndexError):
+            ours.doc_field_length(segment.doc_count_all() + 1, "text")
+
+
+def test_a_bulk_write_pauses_the_garbage_collector_only_while_it_runs(tmp_path: Path) -> None:
+    folder = tmp_path / "ix"
+    folder.mkdir()
+    ix = windex.create_in(str(folder), index.SCHEMA)
+    assert gc.isenabled()
+    with index._writing(ix, bulk=True) as writer:
+        assert not gc.isenabled()
+        for doc in documents():
+            writer.add_document(**doc)
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="stop"), index._writing(ix, bulk=True) as writer:
+        for doc in documents():  # more than one batch: the workers start
+            writer.add_document(**doc)
+        raise RuntimeError("stop")
+    assert gc.isenabled()
+    # Whoosh's cancel leaves its worker processes waiting for work; none may outlive the write.
+    assert [type(p).__name__ for p in multiprocessing.active_children()] == []
+    with ix.searcher() as searcher:
+        assert searcher.doc_count() == 240  # the cancelled write added nothing
+    with index._writing(ix, bulk=False):
+        assert gc.isenabled()
+    assert 128 <= index._pool_mb() <= 1024
