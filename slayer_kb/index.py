@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from whoosh import index as windex
 from whoosh import query as Q
-from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 from whoosh.writing import MERGE_SMALL
 
+from .analysis import WordAnalyzer
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
@@ -54,7 +54,7 @@ MERGE_LIMIT = 10_000
 # From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers.
 VECTOR_DOCS = 2000
 
-_analyzer = StemmingAnalyzer()
+_analyzer = WordAnalyzer()
 CODEC = Codec()
 _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
 

@@ -1,0 +1,41 @@
+"""analysis.py gives the terms Whoosh's StemmingAnalyzer gives, token for token."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from whoosh.analysis import STOP_WORDS, StemmingAnalyzer
+
+from slayer_kb.analysis import WordAnalyzer
+
+WHOOSH = StemmingAnalyzer()
+OURS = WordAnalyzer()
+
+words = st.one_of(
+    st.sampled_from(sorted(STOP_WORDS)),
+    st.sampled_from(["Refunds", "ORDERS", "running", "ran", "a", "I", "x.y", "3.14", "e.g", "0*", "count(*)", "İstanbul", "straße"]),
+    st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=12),
+)
+separators = st.sampled_from([" ", "  ", "\n", ".", "..", "-", "'", ",", "_", "/", " . ", "\t"])
+texts = st.lists(st.tuples(words, separators), max_size=30).map(lambda pairs: "".join(w + s for w, s in pairs))
+
+
+def terms(analyzer: object, text: str, **kwargs: object) -> list[tuple[str, float]]:
+    return [(t.text, t.boost) for t in analyzer(text, **kwargs)]  # type: ignore[operator]
+
+
+@settings(max_examples=400)
+@given(st.one_of(texts, st.text(max_size=80)))
+def test_terms_are_whooshs(text: str) -> None:
+    assert terms(OURS, text) == terms(WHOOSH, text)
+    # As the index's field writer asks for them.
+    assert terms(OURS, text, mode="index", positions=False, chars=False, boosts=False) == terms(
+        WHOOSH, text, mode="index", positions=False, chars=False, boosts=False
+    )
+
+
+def test_examples() -> None:
+    assert terms(OURS, "The Refunds were running, e.g. x.y and 3.14!") == [
+        ("refund", 1.0), ("were", 1.0), ("runn", 1.0), ("e.g", 1.0), ("x.y", 1.0), ("3.14", 1.0)
+    ]
+    assert terms(OURS, "") == [] and terms(OURS, "a I to the") == []
