@@ -36,6 +36,16 @@ STATE_DIR = ".slayer-kb"
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _RESERVE = "reserve"
+# Writing files: never through a symlink, never blocking on a FIFO, never inherited by git's
+# subprocesses, never translating newlines; the flags a platform lacks (Windows lacks most) are 0.
+_WRITE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 
@@ -293,10 +303,9 @@ class GitStore:
         size = sum(-(-len(data) // block) * block for data in contents)
         reserve = self.state / _RESERVE
         try:
-            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            fd = os.open(reserve, _WRITE_FLAGS | os.O_TRUNC, 0o600)
             try:
-                if size:
-                    os.posix_fallocate(fd, 0, size)
+                _allocate(fd, size)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -423,10 +432,11 @@ def put_file(target: Path, data: bytes | None) -> None:
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         return
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if not hasattr(os, "O_NOFOLLOW") and target.is_symlink():
+        target.unlink()
     fd: int | None
     try:
-        fd = os.open(target, flags, 0o666)
+        fd = os.open(target, _WRITE_FLAGS, 0o666)
     except OSError as exc:
         # ELOOP: a symlink; ENXIO: a FIFO nobody reads; EACCES/EPERM: a read-only file.
         if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EACCES, errno.EPERM):
@@ -439,7 +449,7 @@ def put_file(target: Path, data: bytes | None) -> None:
             fd = None
     if fd is None:
         target.unlink()
-        fd = os.open(target, flags | os.O_EXCL, 0o666)
+        fd = os.open(target, _WRITE_FLAGS | os.O_EXCL, 0o666)
     try:
         view = memoryview(data)
         while view:
@@ -447,6 +457,23 @@ def put_file(target: Path, data: bytes | None) -> None:
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Give an open, empty file ``size`` bytes of real disk blocks, not a sparse hole."""
+    if size <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except AttributeError:  # macOS and Windows have no posix_fallocate
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):  # ZFS, for one, cannot
+            raise
+    zeros = bytes(min(size, 1 << 20))
+    while size > 0:
+        size -= os.write(fd, zeros[:size])
 
 
 def holds(target: Path, data: bytes | None) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from pathlib import Path
@@ -390,3 +391,25 @@ def test_a_commit_of_hundreds_of_files_packs_its_blobs_and_lands_whole(catalog_k
     assert git(root, "status", "--porcelain") == ""
     assert list((root / ".slayer-kb/tmp").iterdir()) == []
     git(root, "fsck", "--strict")
+
+
+@pytest.mark.parametrize("platform", ["linux", "no posix_fallocate", "file system refuses it"])
+def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str) -> None:
+    from slayer_kb import repo
+
+    if platform == "no posix_fallocate":
+        monkeypatch.delattr(os, "posix_fallocate")
+    elif platform == "file system refuses it":
+        def refuse(fd: int, offset: int, size: int) -> None:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+        monkeypatch.setattr(os, "posix_fallocate", refuse)
+    path = tmp_path / "reserve"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        repo._allocate(fd, 3 * 1024 * 1024 + 5)
+    finally:
+        os.close(fd)
+    st = path.stat()
+    assert st.st_size == 3 * 1024 * 1024 + 5
+    assert st.st_blocks * 512 >= st.st_size  # blocks, not a sparse hole
