@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from whoosh.analysis import STOP_WORDS, Analyzer, Token
+from whoosh.analysis import STOP_WORDS, Analyzer, StemmingAnalyzer, Token
 from whoosh.analysis.tokenizers import default_pattern
 from whoosh.lang.porter import stem
 
@@ -32,16 +32,34 @@ def _stem(word: str) -> str:
 class WordAnalyzer(Analyzer):
     """Words, lower-cased, without stop words and one-letter words, stemmed.
 
-    Like Whoosh's tokenizers it yields one Token, changed in place, and it always removes stop
-    words (Whoosh's ``removestops=False`` serves only its query parser, which slayer-kb never
-    uses); positions and character offsets are never asked for (no phrase searches).
+    Like Whoosh's tokenizers it yields one Token, changed in place. What only Whoosh's query
+    parser and highlighter ask for (positions, character offsets, original text, stop words
+    kept, no tokenizing) is answered by Whoosh's own analyzer.
     """
 
-    def __call__(self, value: str, **kwargs: Any) -> Iterator[Token]:
-        token = Token(boost=1.0, stopped=False)
+    def __call__(
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        tokenize: bool = True,
+        **kwargs: Any,
+    ) -> Iterator[Token]:
+        if positions or chars or keeporiginal or not removestops or not tokenize:
+            yield from _WHOOSH(
+                value, positions=positions, chars=chars, keeporiginal=keeporiginal,
+                removestops=removestops, tokenize=tokenize, **kwargs,
+            )
+            return
+        token = Token(boost=1.0, stopped=False, **kwargs)
         for match in _WORDS.finditer(value):
             word = match.group().lower()
             if len(word) < _MIN_SIZE or word in _STOP_WORDS:
                 continue
             token.text = _stem(word)
             yield token
+
+
+_WHOOSH = StemmingAnalyzer()

@@ -263,7 +263,7 @@ class KnowledgeBase:
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.
-        if self.index.is_fresh() and not (self.store.state / "journal.json").exists():
+        if self.index.is_fresh() and not self.store.committing():
             try:
                 self.index.searcher()  # cached: the search that follows pays nothing more
                 return None
@@ -323,7 +323,20 @@ class KnowledgeBase:
                 yield self._read(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
     def read(self, memory_id: str) -> Memory:
-        return self._read(memory_id)[0]
+        try:
+            memory = self._read(memory_id)[0]
+        except MemoryFileError:
+            if self.store.holding or not self.store.committing():
+                raise
+        else:
+            if self.store.holding or not self.store.committing():
+                return memory
+        # A commit is writing files over in place (or a crash left one unfinished), so what was
+        # read may be half of one write. The lock waits for that writer, or finishes its work.
+        # (A read that caught a file half-written finds the journal still there: it outlives
+        # the writes by a git subprocess at least.)
+        with self.store.locked():
+            return self._read(memory_id)[0]
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
         memory = self.read(memory_id)

@@ -150,6 +150,16 @@ class ObjectStore:
         added = set(self.tree(new).keys).difference(self.tree(old).keys if old else ())
         return sorted(k.decode("utf-8", "surrogateescape") for k in added if not k.endswith(b"/"))
 
+    def blobs_at(self, tree: str | None, paths: Iterable[str]) -> dict[str, str | None]:
+        """``{path: blob id}`` of files in tree ``tree`` (None: the empty tree); None for a
+        path that is not a file there."""
+        out: dict[str, str | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            parent = self._folder(tree, folder) if tree is not None else None
+            out[path] = None if parent is None else self.tree(parent).blob(name.encode("utf-8", "surrogateescape"))
+        return out
+
     def _folder(self, tree: str | None, folder: str) -> str | None:
         for part in filter(None, folder.split("/")):
             if tree is None:
@@ -232,7 +242,14 @@ class Tree:
         return at if at < len(self.keys) and self.keys[at] == key else None
 
     def subtree(self, name: bytes) -> str | None:
-        at = self._find(name + b"/")
+        return self._oid(name + b"/")
+
+    def blob(self, name: bytes) -> str | None:
+        """The id of the file ``name`` (a regular file, an executable or a symlink)."""
+        return self._oid(name)
+
+    def _oid(self, key: bytes) -> str | None:
+        at = self._find(key)
         if at is None:
             return None
         chunk = self.chunks[at]

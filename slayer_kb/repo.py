@@ -119,6 +119,7 @@ class GitStore:
         self.state = self.root / STATE_DIR
         self._identity_env: dict[str, str] | None = None
         self._objects: ObjectStore | None = None
+        self.holding = False  # this process holds the KB lock (inside ``locked()``)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -171,10 +172,12 @@ class GitStore:
             ) from None
         except OSError as exc:
             raise StoreError(f"Cannot take the lock in {self.state}: {exc.strerror}.") from None
+        self.holding = True
         try:
             self.recover()
             yield
         finally:
+            self.holding = False
             lock.release()
 
     def ensure_state_dir(self) -> None:
@@ -270,13 +273,22 @@ class GitStore:
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
+        # Each path's blob before and after: recovery tells a file the crash left half-written
+        # (a mix of the two) from one somebody changed since.
+        before = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
+        journal = {
+            "old": old,
+            "new": new,
+            "changes": {path: [before[self.repo_path(path)], blob] for path, blob in blobs.items()},
+        }
         with self._reserved_space([c.data for c in changes if c.data is not None]):
-            self._write_journal({"old": old, "new": new, "changes": blobs})
+            self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
-            if proc.returncode != 0:
+            head = self.head() if proc.returncode != 0 else new
+            if head != new:
                 self._clear_journal()
-                if self.head() == old:
+                if head == old:
                     reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
                     raise StoreError(f"git update-ref failed: {reason}; nothing was saved.")
                 raise StoreError(
@@ -375,6 +387,11 @@ class GitStore:
                 tmp.unlink()
             raise StoreError(f"Cannot write {path}: {_explain(exc.strerror or str(exc))}; nothing was saved.") from None
 
+    def committing(self) -> bool:
+        """Is a commit writing its files (or did a crash interrupt one)? Its journal exists
+        from before the update-ref until every file is written and staged."""
+        return (self.state / "journal.json").exists()
+
     def _clear_journal(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             (self.state / "journal.json").unlink()
@@ -395,27 +412,74 @@ class GitStore:
 
     def recover(self) -> None:
         """Finish a commit that a crash interrupted after its update-ref: every file it changed
-        is made to hold the committed bytes (whatever state the crash left it in) and staged."""
+        is made to hold the committed bytes (whatever state the crash left it in) and staged.
+
+        If HEAD has moved on since (a plain ``git commit``, ``reset`` or ``checkout`` ran before
+        any slayer-kb command), HEAD is the truth: only files the crash left half-written are
+        repaired, to HEAD's version. Before the update-ref no file was touched: nothing to do.
+        """
         with contextlib.suppress(FileNotFoundError):
             (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
-        journal_path = self.state / "journal.json"
-        if not journal_path.exists():
+        journal = self._read_journal()
+        if journal is None:
             return
+        new, changes = journal
+        head = self.head()
         try:
-            journal = json.loads(journal_path.read_text(encoding="utf-8"))
-            blobs: dict[str, str | None] = journal["changes"]
-            new = journal["new"]
-        except (OSError, ValueError, KeyError, TypeError):
+            for path in changes:
+                self._check_inside(path)
+            data = self.objects.read_many("blob", {oid for pair in changes.values() for oid in pair if oid})
+            if head == new:
+                committed = {path: None if blob is None else data[blob] for path, (_, blob) in changes.items()}
+                stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
+                self._apply(stale, staged=list(committed))
+                return
+            if head is not None:
+                ours = self.objects.blobs_at(self.objects.tree_of(head), [self.repo_path(p) for p in changes])
+                torn = [path for path, (before, after) in changes.items() if _torn(self.root / path,
+                        data.get(before or "", b""), data.get(after or "", b""))]
+                repaired = {path: self.objects.read("blob", blob) for path in torn
+                            if (blob := ours[self.repo_path(path)]) is not None}
+                in_threads(lambda item: put_file(self.root / item[0], item[1]), list(repaired.items()))
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
+                f"{exc.filename or ''}: {exc.strerror}. Fix that path (or run 'git status' and "
+                f"restore it), then retry; {self.state / 'journal.json'} lists the files."
+            ) from None
+        self._clear_journal()
+
+    def _read_journal(self) -> tuple[str, dict[str, list[str | None]]] | None:
+        """(new commit, {path: [blob before, blob after]}) of an unfinished commit, if any."""
+        try:
+            journal = json.loads((self.state / "journal.json").read_text(encoding="utf-8"))
+            new, old, changes = journal["new"], journal["old"], journal["changes"]
+            if isinstance(changes, list):
+                # Written by slayer-kb before it wrote files in place: [[path, temporary file]].
+                paths = [self.repo_path(change[0]) for change in changes]
+                before = self.objects.blobs_at(self.objects.tree_of(old) if old else None, paths)
+                after = self.objects.blobs_at(self.objects.tree_of(new), paths)
+                changes = {change[0]: [before[p], after[p]] for change, p in zip(changes, paths, strict=True)}
+            return str(new), {str(path): list(pair) for path, pair in changes.items()}
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, StoreError):
+            # Unreadable: a crash while it was written, before the update-ref could run.
             self._clear_journal()
-            return
-        if self.head() != new:
-            # The crash came before the update-ref: nothing was published and no file touched.
-            self._clear_journal()
-            return
-        data = self.objects.read_many("blob", [oid for oid in blobs.values() if oid is not None])
-        committed = {path: None if oid is None else data[oid] for path, oid in blobs.items()}
-        stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
-        self._apply(stale, staged=list(committed))
+            return None
+
+
+def _torn(target: Path, before: bytes, after: bytes) -> bool:
+    """Does ``target`` hold what a write of ``after`` over ``before`` interrupted part-way leaves:
+    the start of ``after``, then the rest of ``before`` (and neither of the two)?"""
+    try:
+        current = target.read_bytes()
+    except OSError:
+        return False
+    if current in (before, after):
+        return False
+    k = len(os.path.commonprefix([current, after]))
+    return current[k:] == before[k:]
 
 
 def put_file(target: Path, data: bytes | None) -> None:
@@ -423,10 +487,12 @@ def put_file(target: Path, data: bytes | None) -> None:
 
     In place, not through a temporary file and a rename: a cascade's 10,000 renames into a
     folder of 100,000 files cost 1.4 s and its 10,000 new files 0.6-4 s, against 0.35 s for
-    writing over them (measured at 100,000 memories). Nobody sees a half-written file for long:
-    slayer-kb's own readers wait for the lock, and the journal makes the next command finish the
-    files of a commit that a crash interrupted. A symlink, a special file, or a file hard-linked
-    elsewhere is replaced by a file of its own (as a rename would), never written through.
+    writing over them (measured at 100,000 memories). slayer-kb's readers never use a
+    half-written file: the index is updated under the lock, ``KnowledgeBase.read`` reads again
+    under the lock while a commit's journal exists, and the journal makes the next command finish
+    the files of a commit that a crash interrupted. A symlink, a special file, or a file
+    hard-linked elsewhere is replaced by a file of its own (as a rename would), never written
+    through.
     """
     if data is None:
         with contextlib.suppress(FileNotFoundError):
@@ -434,19 +500,23 @@ def put_file(target: Path, data: bytes | None) -> None:
         return
     if not hasattr(os, "O_NOFOLLOW") and target.is_symlink():
         target.unlink()
-    fd: int | None
+    fd: int | None = None
     try:
         fd = os.open(target, _WRITE_FLAGS, 0o666)
-    except OSError as exc:
-        # ELOOP: a symlink; ENXIO: a FIFO nobody reads; EACCES/EPERM: a read-only file.
-        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EACCES, errno.EPERM):
-            raise
-        fd = None
-    if fd is not None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             os.close(fd)
             fd = None
+    except OSError as exc:
+        # What cannot be written over is replaced, as a rename would replace it: a symlink
+        # (ELOOP; EMLINK or EFTYPE on BSDs), a FIFO nobody reads (ENXIO), a read-only file
+        # (EACCES). Anything else raises its own error: a folder, a folder we may not write in.
+        try:
+            st = target.lstat()
+        except FileNotFoundError:
+            raise exc from None
+        if stat.S_ISDIR(st.st_mode):
+            raise
     if fd is None:
         target.unlink()
         fd = os.open(target, _WRITE_FLAGS | os.O_EXCL, 0o666)

@@ -34,6 +34,15 @@ def test_terms_are_whooshs(text: str) -> None:
     )
 
 
+@settings(max_examples=100)
+@given(texts)
+def test_what_only_whooshs_parser_asks_for_is_whooshs(text: str) -> None:
+    for options in ({"positions": True}, {"chars": True}, {"removestops": False}, {"tokenize": False}):
+        ours = [(t.text, t.stopped, t.pos if "positions" in options else None) for t in OURS(text, **options)]
+        theirs = [(t.text, t.stopped, t.pos if "positions" in options else None) for t in WHOOSH(text, **options)]
+        assert ours == theirs
+
+
 def test_examples() -> None:
     assert terms(OURS, "The Refunds were running, e.g. x.y and 3.14!") == [
         ("refund", 1.0), ("were", 1.0), ("runn", 1.0), ("e.g", 1.0), ("x.y", 1.0), ("3.14", 1.0)

@@ -84,8 +84,10 @@ def _head(root: Path) -> str:
     [
         # The blobs are in git's objects, the commit not yet made.
         ("before-commit", ("_commit_tree", 3.0), False),
+        # The commit is made and the disk space for its files reserved; HEAD has not moved.
+        ("space-reserved", ("_write_journal", 3.0), False),
         # HEAD moved, no file written yet.
-        ("after-update-ref", ("put_file", 0.002), True),
+        ("after-update-ref", ("put_file", 0.05), True),
         # Some files written over in place, the others not yet.
         ("writing-files", ("put_file", 0.002), True),
         # The files are in place and the index is being brought up to date.
@@ -101,6 +103,7 @@ def test_sigkill_mid_cascade_leaves_all_or_nothing(
     assert not new_pack(root)
     when = {
         "before-commit": new_pack,
+        "space-reserved": lambda r: (r / ".slayer-kb" / "reserve").exists(),
         "after-update-ref": head_moved(old),
         "writing-files": some_files_written,
         "indexing": lambda r: _head(r) != old and not (r / ".slayer-kb" / "journal.json").exists(),
@@ -114,8 +117,14 @@ def test_sigkill_mid_cascade_leaves_all_or_nothing(
         assert time.monotonic() < deadline
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL
+    # The kill did land where it was meant to.
     if point == "writing-files":
-        assert some_files_written(root)  # the kill did land part-way
+        assert some_files_written(root)
+    if point == "after-update-ref":
+        assert all((root / "memories" / f"{i}.yaml").read_text() == text(i, ["shop.orders.amount", "shop.customers"])
+                   for i in range(1, REFERRERS + 1))
+    if point == "space-reserved":
+        assert (root / ".slayer-kb" / "reserve").stat().st_size > REFERRERS * 40
 
     # The next command (any command takes the lock and recovers) sees a consistent KB.
     kb = KnowledgeBase(root)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from whoosh.codec.whoosh3 import W3PerDocReader
 
 from slayer_kb import index
 from slayer_kb.codec import Codec
+from slayer_kb.errors import StoreError
 from slayer_kb.memory import Memory
 
 
@@ -93,3 +96,16 @@ def test_a_bulk_write_pauses_the_garbage_collector_only_while_it_runs(tmp_path: 
     with index._writing(ix, bulk=False):
         assert gc.isenabled()
     assert 128 <= index._pool_mb() <= 1024
+
+
+def test_a_worker_killed_during_a_bulk_write_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
+    folder = tmp_path / "ix"
+    folder.mkdir()
+    ix = windex.create_in(str(folder), index.SCHEMA)
+    with pytest.raises(StoreError, match=r"worker process died \(exit code -9; -9 is a kill"), \
+            index._writing(ix, bulk=True) as writer:
+        for doc in documents():
+            writer.add_document(**doc)
+        os.kill(writer.tasks[0].pid, signal.SIGKILL)
+        writer.tasks[0].join()
+    assert gc.isenabled()

@@ -6,6 +6,7 @@ import errno
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import commit_all, git
@@ -264,37 +265,108 @@ def test_list_newest_first(catalog_kb: KnowledgeBase) -> None:
     assert [h["id"] for h in catalog_kb.list(limit=1)] == ["m0"]
 
 
+NEW_B = b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
+NEW_C = b"learning: c, shorter\ncreated_at: '2026-11-29T20:42:40Z'\n"
+
+
+def publish_by_hand(kb: KnowledgeBase) -> tuple[str, str, dict[str, bytes]]:
+    """The commit steps of a save of b, c and d up to the update-ref, as a crash leaves them:
+    (old HEAD, new commit, the old bytes of c and d)."""
+    root = kb.root
+    for mid in ("a", "c", "d"):
+        kb.save_memory(f"memory {mid} " + "long text " * 20, ["orders"], id=mid)
+    store = kb.store
+    old = store.head()
+    assert old is not None
+    objects = store.objects
+    after = {"memories/b.yaml": objects.write("blob", NEW_B), "memories/c.yaml": objects.write("blob", NEW_C),
+             "memories/d.yaml": None}
+    old_tree = objects.tree_of(old)
+    before = objects.blobs_at(old_tree, list(after))
+    new = store._commit_tree(objects.update_tree(old_tree, after), old, "memory: by hand", None)
+    store._write_journal({"old": old, "new": new, "changes": {p: [before[p], after[p]] for p in after}})
+    store.git("update-ref", "HEAD", new, old)
+    return old, new, {name: (root / f"memories/{name}.yaml").read_bytes() for name in ("c", "d")}
+
+
 def test_crash_in_the_middle_of_writing_the_files_is_finished_by_the_next_command(
     catalog_kb: KnowledgeBase,
 ) -> None:
     root = catalog_kb.root
-    for mid in ("a", "c", "d"):
-        catalog_kb.save_memory(f"memory {mid} " + "long text " * 20, ["orders"], id=mid)
-    store = catalog_kb.store
-    new_b = b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
-    new_c = b"learning: c, shorter\ncreated_at: '2026-11-29T20:42:40Z'\n"
-    # The commit steps by hand, as far as the update-ref; then the state a SIGKILL part-way
-    # through the writes leaves: b not written yet, c half overwritten, d not deleted yet.
-    old = store.head()
-    assert old is not None
-    blobs = {"memories/b.yaml": store.objects.write("blob", new_b), "memories/c.yaml": store.objects.write("blob", new_c),
-             "memories/d.yaml": None}
-    tree = store.objects.update_tree(store.objects.tree_of(old), blobs)
-    new = store._commit_tree(tree, old, "memory: by hand", None)
-    store._write_journal({"old": old, "new": new, "changes": blobs})
-    store.git("update-ref", "HEAD", new, old)
+    _, _, old_bytes = publish_by_hand(catalog_kb)
+    # What a SIGKILL part-way through the writes leaves: b not written yet, c half written over,
+    # d not deleted yet.
     c_path = root / "memories/c.yaml"
-    c_path.write_bytes(new_c[:10] + c_path.read_bytes()[10:])
+    c_path.write_bytes(NEW_C[:10] + old_bytes["c"][10:])
     a_before = (root / "memories/a.yaml").read_bytes()
 
     fresh = KnowledgeBase(root)
     assert [h["id"] for h in fresh.search("shorter").memories] == ["c"]
-    assert (root / "memories/b.yaml").read_bytes() == new_b
-    assert c_path.read_bytes() == new_c
+    assert (root / "memories/b.yaml").read_bytes() == NEW_B
+    assert c_path.read_bytes() == NEW_C
     assert not (root / "memories/d.yaml").exists()
     assert (root / "memories/a.yaml").read_bytes() == a_before
     assert git(root, "status", "--porcelain") == ""
     assert not (root / ".slayer-kb/journal.json").exists()
+
+
+def test_a_reader_that_meets_a_half_written_file_waits_for_the_commit(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    _, _, old_bytes = publish_by_hand(catalog_kb)
+    # Valid YAML, and neither the old memory nor the new one: what a lock-free read could see
+    # while the file is being written over.
+    torn = NEW_C[:10] + old_bytes["c"][10:]
+    (root / "memories/c.yaml").write_bytes(torn)
+    assert KnowledgeBase(root)._read("c")[1].encode() == torn
+    assert KnowledgeBase(root).get("c")["learning"] == "c, shorter"
+    assert (root / "memories/c.yaml").read_bytes() == NEW_C
+
+
+def test_after_a_crash_a_plain_git_commit_wins_and_only_half_written_files_are_repaired(
+    catalog_kb: KnowledgeBase,
+) -> None:
+    root = catalog_kb.root
+    _, new, old_bytes = publish_by_hand(catalog_kb)
+    c_path, d_path = root / "memories/c.yaml", root / "memories/d.yaml"
+    c_path.write_bytes(NEW_C[:10] + old_bytes["c"][10:])  # half written when the process died
+    d_path.write_bytes(old_bytes["d"] + b"# the user's own edit\n")
+    # Before any slayer-kb command, the user commits with git itself: their index still holds
+    # the old c and d, so that commit puts them back.
+    git(root, "commit", "-q", "-m", "the user's commit")
+    assert git(root, "rev-parse", "HEAD~1").strip() == new
+
+    KnowledgeBase(root).search("anything")
+    assert c_path.read_bytes() == old_bytes["c"]  # HEAD's version, not the torn mix
+    assert d_path.read_bytes() == old_bytes["d"] + b"# the user's own edit\n"  # left alone
+    assert git(root, "log", "-1", "--format=%s").strip() == "the user's commit"
+    assert not (root / ".slayer-kb/journal.json").exists()
+
+
+def test_a_journal_in_the_format_of_earlier_versions_is_finished(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    old, new, _ = publish_by_hand(catalog_kb)
+    tmp = "/nowhere/0.tmp"
+    catalog_kb.store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", tmp],
+                                     ["memories/c.yaml", tmp], ["memories/d.yaml", None]]})
+    KnowledgeBase(root).search("anything")
+    assert (root / "memories/b.yaml").read_bytes() == NEW_B
+    assert (root / "memories/c.yaml").read_bytes() == NEW_C
+    assert not (root / "memories/d.yaml").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_journal_that_cannot_be_finished_names_the_path(catalog_kb: KnowledgeBase, run_cli: Any) -> None:
+    root = catalog_kb.root
+    publish_by_hand(catalog_kb)
+    (root / "memories/b.yaml").mkdir()  # something in the way of a file the commit wrote
+    proc = run_cli("--kb", root, "save", "x", "-e", "orders")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: Cannot finish the commit ")
+    assert "memories/b.yaml: Is a directory. Fix that path" in proc.stderr
+    (root / "memories/b.yaml").rmdir()
+    assert run_cli("--kb", root, "save", "x", "-e", "orders").returncode == 0
+    assert (root / "memories/b.yaml").read_bytes() == NEW_B
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: KnowledgeBase) -> None:
@@ -303,14 +375,18 @@ def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: Knowle
     store = catalog_kb.store
     old = store.head()
     assert old is not None
-    blobs = {"memories/a.yaml": store.objects.write("blob", b"learning: never published\n")}
-    new = store._commit_tree(store.objects.update_tree(store.objects.tree_of(old), blobs), old, "x", None)
-    store._write_journal({"old": old, "new": new, "changes": blobs})
+    blob = store.objects.write("blob", b"learning: never published\n")
+    tree = store.objects.update_tree(store.objects.tree_of(old), {"memories/a.yaml": blob})
+    new = store._commit_tree(tree, old, "x", None)
+    store._write_journal({"old": old, "new": new, "changes": {"memories/a.yaml": [None, blob]}})
     KnowledgeBase(root).save_memory("memory e", ["orders"], id="e")
     assert KnowledgeBase(root).get("a")["learning"] == "memory a"
-    assert git(root, "rev-list", "--count", "HEAD").strip() == str(int(git(root, "rev-list", "--count", old).strip()) + 1)
+    assert git(root, "rev-parse", "HEAD~1").strip() == old
     assert not (root / ".slayer-kb/journal.json").exists()
     assert git(root, "status", "--porcelain") == ""
+    (root / ".slayer-kb/journal.json").write_text('{"new": ')  # cut short by a crash
+    KnowledgeBase(root).save_memory("memory f", ["orders"], id="f")
+    assert not (root / ".slayer-kb/journal.json").exists()
 
 
 def test_put_file_writes_over_a_file_in_place(tmp_path: Path) -> None:
@@ -345,6 +421,12 @@ def test_put_file_never_writes_through_a_link_or_a_special_file(tmp_path: Path) 
     assert outside.read_bytes() == b"not the KB's\n"
     assert holds(link, b"learning: mine\n") and not holds(link, b"learning: other\n")
     assert holds(tmp_path / "absent.yaml", None) and not holds(link, None)
+    folder = tmp_path / "folder.yaml"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        put_file(folder, b"learning: mine\n")
+    with pytest.raises(FileNotFoundError):
+        put_file(tmp_path / "no-such-folder" / "x.yaml", b"learning: mine\n")
 
 
 def test_a_sha256_repository_takes_its_first_and_later_commits(tmp_path: Path) -> None:
