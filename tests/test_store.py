@@ -495,3 +495,40 @@ def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytes
     st = path.stat()
     assert st.st_size == 3 * 1024 * 1024 + 5
     assert st.st_blocks * 512 >= st.st_size  # blocks, not a sparse hole
+
+
+def test_head_read_from_the_ref_files_is_what_git_says(tmp_path: Path) -> None:
+    from slayer_kb.repo import GitStore
+
+    def agrees(path: Path) -> str | None:
+        store = GitStore(path)
+        expected = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=path,
+                                  capture_output=True, text=True).stdout.strip() or None
+        assert store.head() == expected
+        return expected
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    assert agrees(root) is None  # unborn branch
+    (root / "kb").mkdir()
+    (root / "kb" / "a.txt").write_text("a\n")
+    commit_all(root)
+    first = agrees(root)
+    assert first is not None and agrees(root / "kb") == first  # a KB in a folder of the repo
+    assert GitStore(root)._loose_head() == first  # the loose ref was read, not git asked
+    git(root, "pack-refs", "--all")  # packed: git answers
+    assert GitStore(root)._loose_head() is None and agrees(root) == first
+    (root / "b.txt").write_text("b\n")
+    commit_all(root)
+    second = agrees(root)
+    git(root, "checkout", "-q", "--detach", first)
+    assert agrees(root) == first
+    git(root, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "other"), second)  # its branch ref is in the main repository
+    assert GitStore(tmp_path / "other")._loose_head() == second
+    assert agrees(tmp_path / "other") == second
+    sha256 = tmp_path / "sha256"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(sha256)], check=True)
+    (sha256 / "a.txt").write_text("a\n")
+    commit_all(sha256)
+    assert len(agrees(sha256) or "") == 64
