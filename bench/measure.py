@@ -50,7 +50,7 @@ SAVE_BLOCK = 3
 class Plan:
     """How many samples each figure takes; the 100k size repeats the slowest steps less."""
 
-    saves: int = 15
+    saves: int = 45
     processes: int = 7
     fresh: int = 20
     changed_one: int = 5
