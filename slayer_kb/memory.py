@@ -202,15 +202,18 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
         raise MemoryFileError(where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)")
     values: dict[str, Any] = {}
     for key, value in data.items():
-        line = key_line(text, key)
+        # The key's line only for a message: finding it costs a search of the text per key.
         if not isinstance(key, str) or key not in FIELD_NAMES:
             hint = (
                 "the file name is the id; remove the id key"
                 if key == "id"
                 else f"allowed keys: {', '.join(KEY_ORDER)}"
             )
-            raise MemoryFileError(where, line, f"unknown key {key!r} ({hint})")
-        values[key] = _check_value(key, value, where, line)
+            raise MemoryFileError(where, key_line(text, key), f"unknown key {key!r} ({hint})")
+        try:
+            values[key] = _check_value(key, value)
+        except ValueError as exc:
+            raise MemoryFileError(where, key_line(text, key), f"'{key}' {exc}") from None
     if "learning" not in values:
         raise MemoryFileError(where, 1, "missing required key 'learning'")
     if "created_at" not in values:
@@ -229,12 +232,22 @@ def key_line(text: str, key: object) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else None
 
 
+_TOP_KEY = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)")
+_TOP_KEYS = re.compile("^" + _TOP_KEY.pattern, re.M)
+# Line breaks str.splitlines knows besides \n, which a multi-line ^ does not.
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
 def _check_duplicate_keys(text: str, where: str) -> None:
     # PyYAML keeps the last of two equal keys silently; a hand edit that duplicates a key would
     # lose data without a word, so top-level duplicates are an error.
+    if _OTHER_BREAKS.search(text) is None:
+        keys = _TOP_KEYS.findall(text)
+        if len(keys) == len(set(keys)):
+            return  # the common case, in one pass; the loop below finds the lines to report
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
-        match = re.match(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)", line)
+        match = _TOP_KEY.match(line)
         if not match:
             continue
         key = match.group(1)
@@ -245,48 +258,47 @@ def _check_duplicate_keys(text: str, where: str) -> None:
         seen[key] = number
 
 
-def _check_value(key: str, value: Any, where: str, line: int | None) -> Any:
-    def fail(message: str) -> MemoryFileError:
-        return MemoryFileError(where, line, f"'{key}' {message}")
+def _check_value(key: str, value: Any) -> Any:
+    """The value of ``key``, checked; a ValueError says what is wrong with it."""
 
     if value is None:
         if key in ("learning", "created_at"):
-            raise fail("must not be empty")
+            raise ValueError("must not be empty")
         return None
     if key in STRING_KEYS:
         if not isinstance(value, str):
-            raise fail(f"must be a string, not {_type_name(value)} (quote it)")
+            raise ValueError(f"must be a string, not {_type_name(value)} (quote it)")
         if key == "learning" and not value.strip():
-            raise fail("must not be blank")
+            raise ValueError("must not be blank")
         if key == "description" and len(value) > MAX_DESCRIPTION:
-            raise fail(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
+            raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
-            raise fail(f"must be one of {', '.join(SCOPES)}, not {value!r}")
+            raise ValueError(f"must be one of {', '.join(SCOPES)}, not {value!r}")
         return value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise fail("must be a whole number of at least 1")
+            raise ValueError("must be a whole number of at least 1")
         return value
     if key in TIME_KEYS:
         if isinstance(value, _dt.datetime):
             value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
             return value.strftime("%Y-%m-%dT%H:%M:%SZ")
         if not isinstance(value, str) or not _TIMESTAMP.match(value):
-            raise fail("must be a UTC time like '2026-11-29T20:42:40Z'")
+            raise ValueError("must be a UTC time like '2026-11-29T20:42:40Z'")
         return value
     if key == "entities":
         if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
-            raise fail("must be a list of entity strings (- shop.orders.amount)")
+            raise ValueError("must be a list of entity strings (- shop.orders.amount)")
         return value
     if key == "query":
         if not isinstance(value, dict):
-            raise fail("must be a mapping (a SlayerQuery with source_model:)")
-        _check_plain(value, fail)
+            raise ValueError("must be a mapping (a SlayerQuery with source_model:)")
+        _check_plain(value)
         return value
-    raise fail("is not a known key")  # pragma: no cover - FIELD_NAMES and the branches agree
+    raise ValueError("is not a known key")  # pragma: no cover - FIELD_NAMES and the branches agree
 
 
-def _check_plain(value: Any, fail: Any) -> None:
+def _check_plain(value: Any) -> None:
     """Queries hold only JSON-like data; an alias bomb exhausts the node budget."""
     stack = [value]
     visited = 0
@@ -294,15 +306,15 @@ def _check_plain(value: Any, fail: Any) -> None:
         item = stack.pop()
         visited += 1
         if visited > MAX_QUERY_NODES:
-            raise fail(f"is too large (more than {MAX_QUERY_NODES} values; YAML aliases?)")
+            raise ValueError(f"is too large (more than {MAX_QUERY_NODES} values; YAML aliases?)")
         if isinstance(item, dict):
             if not all(isinstance(k, str) for k in item):
-                raise fail("must have string keys only")
+                raise ValueError("must have string keys only")
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
         elif item is not None and not isinstance(item, (str, int, float, bool)):
-            raise fail(f"holds a {_type_name(item)}; quote it to make it a string")
+            raise ValueError(f"holds a {_type_name(item)}; quote it to make it a string")
 
 
 def _type_name(value: Any) -> str:

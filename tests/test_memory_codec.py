@@ -219,3 +219,42 @@ def test_with_entities_on_hand_formatted_files(text: str) -> None:
     rewritten = with_entities(text, memory, ["c.d"])
     assert loads(rewritten, "1") == memory.evolve(entities=["c.d"])
     assert "learning: x\n" in rewritten or "not a key" in rewritten
+
+
+def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
+    """The reference: the first repeated top-level key, line by line as str.splitlines sees them."""
+    import re
+
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        match = re.match(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)", line)
+        if match:
+            if match.group(1) in seen:
+                return number, match.group(1)
+            seen[match.group(1)] = number
+    return None
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["learning", "title", "a-b", "_x", "9x", " learning", "x"]),
+            st.sampled_from([":", ": ", " :", ":x", "", ":\t"]),
+            st.sampled_from(["", "v", " |"]),
+            st.sampled_from(["\n", "\r\n", "\r", "\u2028", "\x85", "\n  ", "\n- "]),
+        ),
+        max_size=8,
+    )
+)
+def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, str, str]]) -> None:
+    from slayer_kb.memory import _check_duplicate_keys
+
+    text = "".join("".join(part) for part in parts)
+    expected = _duplicate_by_lines(text)
+    if expected is None:
+        _check_duplicate_keys(text, "m.yaml")
+    else:
+        with pytest.raises(MemoryFileError) as info:
+            _check_duplicate_keys(text, "m.yaml")
+        assert (info.value.line, f"duplicate key '{expected[1]}'") == (expected[0], info.value.message.split(" (")[0])
