@@ -323,14 +323,17 @@ class KnowledgeBase:
                 yield self._read(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
     def read(self, memory_id: str) -> Memory:
-        try:
-            memory = self._read(memory_id)[0]
-        except MemoryFileError:
-            if self.store.holding or not self.store.committing():
-                raise
-        else:
-            if self.store.holding or not self.store.committing():
-                return memory
+        if self.store.holding:
+            return self._read(memory_id)[0]
+        if not self.store.committing():
+            try:
+                memory = self._read(memory_id)[0]
+            except (MemoryFileError, NotFoundError):
+                if not self.store.committing():
+                    raise
+            else:
+                if not self.store.committing():
+                    return memory
         # A commit is writing files over in place (or a crash left one unfinished), so what was
         # read may be half of one write. The lock waits for that writer, or finishes its work.
         # (A read that caught a file half-written finds the journal still there: it outlives

@@ -212,7 +212,7 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
             raise MemoryFileError(where, key_line(text, key), f"unknown key {key!r} ({hint})")
         try:
             values[key] = _check_value(key, value)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # OverflowError: a date beyond year 1..9999
             raise MemoryFileError(where, key_line(text, key), f"'{key}' {exc}") from None
     if "learning" not in values:
         raise MemoryFileError(where, 1, "missing required key 'learning'")

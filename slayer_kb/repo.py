@@ -37,6 +37,7 @@ LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _RESERVE = "reserve"
 _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
+_REPLACEABLE = {errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EACCES, errno.EPERM, getattr(errno, "EFTYPE", errno.ELOOP)}
 # Writing files: never through a symlink, never blocking on a FIFO, never inherited by git's
 # subprocesses, never translating newlines; the flags a platform lacks (Windows lacks most) are 0.
 _WRITE_FLAGS = (
@@ -218,7 +219,7 @@ class GitStore:
         git_dir, common_dir = self._git_dirs
         try:
             value = (git_dir / "HEAD").read_bytes().strip()
-            if value.startswith(b"ref: refs/heads/"):
+            if value.startswith(b"ref: refs/heads/") and b".." not in value:
                 value = (common_dir / value[5:].decode("utf-8", "surrogateescape")).read_bytes().strip()
         except (OSError, ValueError):
             return None
@@ -303,14 +304,7 @@ class GitStore:
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
-        # Each path's blob before and after: recovery tells a file the crash left half-written
-        # (a mix of the two) from one somebody changed since.
-        before = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
-        journal = {
-            "old": old,
-            "new": new,
-            "changes": {path: [before[self.repo_path(path)], blob] for path, blob in blobs.items()},
-        }
+        journal = {"old": old, "new": new, "changes": blobs}
         with self._reserved_space([c.data for c in changes if c.data is not None]):
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
@@ -446,31 +440,40 @@ class GitStore:
 
         If HEAD has moved on since (a plain ``git commit``, ``reset`` or ``checkout`` ran before
         any slayer-kb command), HEAD is the truth: only files the crash left half-written are
-        repaired, to HEAD's version. Before the update-ref no file was touched: nothing to do.
+        repaired, to HEAD's version (removed where HEAD has no such file). Before the update-ref
+        no file was touched: nothing to do.
         """
         with contextlib.suppress(FileNotFoundError):
             (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
         journal = self._read_journal()
         if journal is None:
             return
-        new, changes = journal
+        old, new, paths = journal
         head = self.head()
+        if head == old:
+            self._clear_journal()  # the update-ref never happened
+            return
+        objects = self.objects
         try:
-            for path in changes:
+            for path in paths:
                 self._check_inside(path)
-            data = self.objects.read_many("blob", {oid for pair in changes.values() for oid in pair if oid})
+            repo_paths = [self.repo_path(path) for path in paths]
+            after = objects.blobs_at(objects.tree_of(new), repo_paths)
             if head == new:
-                committed = {path: None if blob is None else data[blob] for path, (_, blob) in changes.items()}
+                data = objects.read_many("blob", {oid for oid in after.values() if oid})
+                committed = {p: None if (oid := after[self.repo_path(p)]) is None else data[oid] for p in paths}
                 stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
-                self._apply(stale, staged=list(committed))
+                self._apply(stale, staged=paths)
                 return
-            if head is not None:
-                ours = self.objects.blobs_at(self.objects.tree_of(head), [self.repo_path(p) for p in changes])
-                torn = [path for path, (before, after) in changes.items() if _torn(self.root / path,
-                        data.get(before or "", b""), data.get(after or "", b""))]
-                repaired = {path: self.objects.read("blob", blob) for path in torn
-                            if (blob := ours[self.repo_path(path)]) is not None}
-                in_threads(lambda item: put_file(self.root / item[0], item[1]), list(repaired.items()))
+            before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
+            ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
+            data = objects.read_many("blob", {oid for blobs in (before, after, ours) for oid in blobs.values() if oid})
+            repaired = {
+                path: None if (oid := ours[rp]) is None else data[oid]
+                for path, rp in zip(paths, repo_paths, strict=True)
+                if _torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
+            }
+            in_threads(lambda item: put_file(self.root / item[0], item[1]), list(repaired.items()))
         except OSError as exc:
             raise StoreError(
                 f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
@@ -479,24 +482,27 @@ class GitStore:
             ) from None
         self._clear_journal()
 
-    def _read_journal(self) -> tuple[str, dict[str, list[str | None]]] | None:
-        """(new commit, {path: [blob before, blob after]}) of an unfinished commit, if any."""
+    def _read_journal(self) -> tuple[str | None, str, list[str]] | None:
+        """(old commit, new commit, the paths it changes) of an unfinished commit, if any. The
+        blobs come from the two commits' trees, so journals of every version read alike."""
         try:
             journal = json.loads((self.state / "journal.json").read_text(encoding="utf-8"))
-            new, old, changes = journal["new"], journal["old"], journal["changes"]
-            if isinstance(changes, list):
-                # Written by slayer-kb before it wrote files in place: [[path, temporary file]].
-                paths = [self.repo_path(change[0]) for change in changes]
-                before = self.objects.blobs_at(self.objects.tree_of(old) if old else None, paths)
-                after = self.objects.blobs_at(self.objects.tree_of(new), paths)
-                changes = {change[0]: [before[p], after[p]] for change, p in zip(changes, paths, strict=True)}
-            return str(new), {str(path): list(pair) for path, pair in changes.items()}
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, StoreError):
+        except (OSError, ValueError):
+            journal = None
+        try:
+            assert isinstance(journal, dict)
+            old, new, changes = journal["old"], journal["new"], journal["changes"]
+            # {path: [before, after]}; earlier versions wrote [[path, temporary file], ...].
+            paths = list(changes) if isinstance(changes, dict) else [change[0] for change in changes]
+            assert isinstance(new, str) and (old is None or isinstance(old, str))
+            assert all(isinstance(path, str) for path in paths)
+        except (AssertionError, KeyError, TypeError, IndexError):
             # Unreadable: a crash while it was written, before the update-ref could run.
             self._clear_journal()
             return None
+        return old, new, paths
 
 
 def _torn(target: Path, before: bytes, after: bytes) -> bool:
@@ -540,7 +546,9 @@ def put_file(target: Path, data: bytes | None) -> None:
     except OSError as exc:
         # What cannot be written over is replaced, as a rename would replace it: a symlink
         # (ELOOP; EMLINK or EFTYPE on BSDs), a FIFO nobody reads (ENXIO), a read-only file
-        # (EACCES). Anything else raises its own error: a folder, a folder we may not write in.
+        # (EACCES, EPERM). Anything else raises its own error (a folder, too many open files).
+        if exc.errno not in _REPLACEABLE:
+            raise
         try:
             st = target.lstat()
         except FileNotFoundError:

@@ -258,3 +258,10 @@ def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, st
         with pytest.raises(MemoryFileError) as info:
             _check_duplicate_keys(text, "m.yaml")
         assert (info.value.line, f"duplicate key '{expected[1]}'") == (expected[0], info.value.message.split(" (")[0])
+
+
+def test_a_date_out_of_range_is_a_file_error_on_its_line() -> None:
+    with pytest.raises(MemoryFileError) as info:
+        loads("learning: x\ncreated_at: 0001-01-01 00:00:00+01:00\n", "m")
+    assert (info.value.path, info.value.line) == ("memories/m.yaml", 2)
+    assert info.value.message.startswith("'created_at' ")

@@ -329,6 +329,7 @@ def test_after_a_crash_a_plain_git_commit_wins_and_only_half_written_files_are_r
     _, new, old_bytes = publish_by_hand(catalog_kb)
     c_path, d_path = root / "memories/c.yaml", root / "memories/d.yaml"
     c_path.write_bytes(NEW_C[:10] + old_bytes["c"][10:])  # half written when the process died
+    (root / "memories/b.yaml").write_bytes(NEW_B[:12])  # a new file, cut short
     d_path.write_bytes(old_bytes["d"] + b"# the user's own edit\n")
     # Before any slayer-kb command, the user commits with git itself: their index still holds
     # the old c and d, so that commit puts them back.
@@ -337,6 +338,7 @@ def test_after_a_crash_a_plain_git_commit_wins_and_only_half_written_files_are_r
 
     KnowledgeBase(root).search("anything")
     assert c_path.read_bytes() == old_bytes["c"]  # HEAD's version, not the torn mix
+    assert not (root / "memories/b.yaml").exists()  # HEAD has no b: the broken start goes
     assert d_path.read_bytes() == old_bytes["d"] + b"# the user's own edit\n"  # left alone
     assert git(root, "log", "-1", "--format=%s").strip() == "the user's commit"
     assert not (root / ".slayer-kb/journal.json").exists()
