@@ -630,11 +630,11 @@ def _writing(ix: windex.Index, bulk: bool) -> Iterator[Any]:
 
     ``bulk``: thousands of documents at once (a rebuild, a cascade, a checkout). They go to
     Whoosh's writer in two processes (each document is analysed in Python, so a second core
-    nearly halves it), with Python's cyclic garbage collector paused here and, by fork, in the
-    workers (where they are forked, as on Linux up to Python 3.13; elsewhere they only run
-    slower): a worker holds millions of posting tuples, and each full collection walks them all.
-    Whoosh's writers leave no cycles worth collecting. With the pool of ``_pool_mb()`` and
-    codec.py, a rebuild at 100,000 memories took 55 s instead of 98 s (measured).
+    nearly halves it), with Python's cyclic garbage collector paused: a worker holds millions of
+    posting tuples, and each full collection walks them all, while Whoosh's writers leave no
+    cycles worth collecting. Forked workers inherit the pause (Linux up to Python 3.13);
+    workers started otherwise only run slower. With the pool of ``_pool_mb()`` and codec.py, a
+    rebuild at 100,000 memories took 55 s instead of 98 s (measured).
     """
     paused = bulk and gc.isenabled()
     if paused:

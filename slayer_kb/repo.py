@@ -423,11 +423,15 @@ class GitStore:
     def _apply(self, contents: Mapping[str, bytes | None], staged: list[str] | None = None) -> None:
         """Write committed files into the work tree, stage ``staged`` (default: those same
         paths) in the user's index, and close the journal."""
+        self._write_files(contents)
+        self._stage(list(contents) if staged is None else staged)
+        self._clear_journal()
+
+    def _write_files(self, contents: Mapping[str, bytes | None]) -> None:
+        """Make each path hold its bytes (None: not exist), on a few threads (fileio.py)."""
         for folder in {os.path.dirname(path) for path, data in contents.items() if data is not None}:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         in_threads(lambda item: put_file(self.root / item[0], item[1]), list(contents.items()))
-        self._stage(list(contents) if staged is None else staged)
-        self._clear_journal()
 
     def _stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
@@ -461,19 +465,21 @@ class GitStore:
             after = objects.blobs_at(objects.tree_of(new), repo_paths)
             if head == new:
                 data = objects.read_many("blob", {oid for oid in after.values() if oid})
-                committed = {p: None if (oid := after[self.repo_path(p)]) is None else data[oid] for p in paths}
+                committed = {
+                    path: None if (oid := after[rp]) is None else data[oid]
+                    for path, rp in zip(paths, repo_paths, strict=True)
+                }
                 stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
                 self._apply(stale, staged=paths)
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
             ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
             data = objects.read_many("blob", {oid for blobs in (before, after, ours) for oid in blobs.values() if oid})
-            repaired = {
+            self._write_files({
                 path: None if (oid := ours[rp]) is None else data[oid]
                 for path, rp in zip(paths, repo_paths, strict=True)
                 if _torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
-            }
-            in_threads(lambda item: put_file(self.root / item[0], item[1]), list(repaired.items()))
+            })
         except OSError as exc:
             raise StoreError(
                 f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
@@ -494,7 +500,8 @@ class GitStore:
         try:
             assert isinstance(journal, dict)
             old, new, changes = journal["old"], journal["new"], journal["changes"]
-            # {path: [before, after]}; earlier versions wrote [[path, temporary file], ...].
+            # {path: blob id} (the blobs themselves are read from the trees); earlier versions
+            # wrote {path: [blob before, blob after]} and [[path, temporary file], ...].
             paths = list(changes) if isinstance(changes, dict) else [change[0] for change in changes]
             assert isinstance(new, str) and (old is None or isinstance(old, str))
             assert all(isinstance(path, str) for path in paths)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -534,3 +535,24 @@ def test_head_read_from_the_ref_files_is_what_git_says(tmp_path: Path) -> None:
     (sha256 / "a.txt").write_text("a\n")
     commit_all(sha256)
     assert len(agrees(sha256) or "") == 64
+
+
+def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path: Path) -> None:
+    # Out of file descriptors (EMFILE), in a subprocess of its own: put_file must raise and keep
+    # the old file, not remove it first and then fail to create the new one.
+    target = tmp_path / "m.yaml"
+    target.write_bytes(b"learning: kept\n")
+    script = (
+        "import errno, os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from slayer_kb.repo import put_file\n"
+        "fds = [os.open(os.devnull, os.O_RDONLY)]\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (fds[0] + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "try:\n"
+        "    put_file(Path(sys.argv[1]), b'learning: new\\n')\n"
+        "except OSError as exc:\n"
+        "    print(errno.errorcode[exc.errno])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "EMFILE"
+    assert target.read_bytes() == b"learning: kept\n"
