@@ -32,6 +32,11 @@ from .analysis import WordAnalyzer
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
+from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names
+from .listing import current as current_listing
+from .listing import load as load_listing
+from .listing import save as save_listing
+from .listing import take as take_listing
 from .memory import Memory, loads
 from .repo import STATE_DIR
 
@@ -45,9 +50,6 @@ if TYPE_CHECKING:
 FORMAT = 6
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 MEMORIES_DIR = "memories"
-# A file changed within this many seconds of a scan may change again within the file system's
-# timestamp granularity without its signature changing; such files are re-read on the next scan.
-RACY_SECONDS = 2.0
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
 MERGE_LIMIT = 10_000
@@ -172,33 +174,11 @@ class Index:
 
     def scan(self) -> dict[str, Sig]:
         """``{id: (mtime_ns, size, inode)}`` of every memory file; a symlink is ``(-1, -1, -1)``."""
-        out: dict[str, Sig] = {}
-        try:
-            entries = os.scandir(self.memories)
-        except FileNotFoundError:
-            return out
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if not name.endswith(".yaml") or name.startswith("."):
-                    continue
-                try:
-                    if entry.is_symlink() or not entry.is_file():
-                        out[name[:-5]] = SYMLINK
-                        continue
-                    st = entry.stat()
-                except OSError:
-                    continue
-                out[name[:-5]] = (st.st_mtime_ns, st.st_size, st.st_ino)
-        return out
+        return take_listing(self.memories).signatures()
 
     def ids(self) -> list[str]:
         """The ids of the memory files, without the cost of a stat per file."""
-        try:
-            names = os.listdir(self.memories)
-        except FileNotFoundError:
-            return []
-        return [n[:-5] for n in names if n.endswith(".yaml") and not n.startswith(".")]
+        return [name[:-5] for name in memory_names(self.memories)]
 
     def catalog_signature(self) -> list[list[Any]]:
         """What the catalog's files look like now. A file changed within the timestamp
@@ -256,15 +236,32 @@ class Index:
             return False
         if not same_signature(state["catalog"], self.catalog_signature()):
             return False
-        scanned = self.scan()
-        if len(scanned) != state["count"] or _digest(scanned) != state["digest"]:
+        if not self._files_unchanged(state):
             return False
         # A file written within the timestamp granularity of its last read may have changed again
         # without changing its signature: compare its bytes.
         for memory_id, digest in state["young"].items():
-            data = self._read_bytes(memory_id, scanned.get(memory_id, SYMLINK))
+            data = self._read_bytes(memory_id, self._stat(memory_id) or SYMLINK)
             if (hashlib.sha1(data).hexdigest() if data is not None else None) != digest:
                 return False
+        return True
+
+    def _files_unchanged(self, state: dict[str, Any]) -> bool:
+        """Do the memory files have the signatures the index state was made from?"""
+        path = self.dir / "listing"
+        cached = load_listing(path, state["digest"])
+        if cached is not None:
+            now = current_listing(cached, self.memories)
+            if now is not None and now is not cached:
+                save_listing(path, now, state["digest"])
+            return now is not None
+        # No listing cached for this state (the first check after an update): compare the digest
+        # of every signature, then cache the listing for the checks that follow.
+        listing = take_listing(self.memories)
+        scanned = listing.signatures()
+        if len(scanned) != state["count"] or _digest(scanned) != state["digest"]:
+            return False
+        save_listing(path, listing, state["digest"])
         return True
 
     def sync(self, progress: Callable[[int, int], None] | None = None, full: bool = False) -> SyncReport:
@@ -362,8 +359,10 @@ class Index:
         written: Mapping[str, Written],
     ) -> SyncReport:
         now_ns = time.time_ns()
+        listing: Listing | None = None
         if only is None:
-            scanned = self.scan()
+            listing = take_listing(self.memories)
+            scanned = listing.signatures()
             removed = [mid for mid in known if mid not in scanned]
         else:
             scanned = {mid: sig for mid in only if (sig := self._stat(mid)) is not None}
@@ -433,6 +432,8 @@ class Index:
         self._write_state(
             {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young}
         )
+        if listing is not None:
+            save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
         report.problems = self._problems(db)
@@ -619,8 +620,6 @@ class Index:
         return self._vector if self._vector.supports(query) else None
 
 
-Sig = tuple[int, int, int]
-SYMLINK: Sig = (-1, -1, -1)
 _MOD = 1 << 64
 
 

@@ -1,0 +1,138 @@
+"""What the memories folder held at one moment: its file names and their signatures, and a
+cache of it on disk that makes the freshness check one stat per file and one comparison.
+
+The cache is bound to the index state it was checked against (its digest): one written for
+another state is ignored, so any process may write it without the KB's lock.
+
+A folder's own mtime changes whenever a file is created, removed or renamed in it, so while it
+is unchanged the cached names are the names, and the folder need not be listed again. That is
+trusted only when the folder's mtime was at least RACY_SECONDS old when it was listed: a file
+created in the same timestamp tick as the listing would leave the mtime as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
+
+Sig = tuple[int, int, int]
+"""A memory file's (mtime_ns, size, inode)."""
+SYMLINK: Sig = (-1, -1, -1)
+"""The signature of anything at a memory's path that is not a regular file."""
+# A file changed within this many seconds of a scan may change again within the file system's
+# timestamp granularity without its signature changing; such files are re-read on the next scan.
+RACY_SECONDS = 2.0
+SUFFIX = ".yaml"
+
+FolderSig = tuple[int, int, int]
+"""The memories folder's (mtime_ns, ctime_ns, inode)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    folder: FolderSig | None  # None: there is no memories folder
+    settled: bool  # the folder's mtime was old enough, when listed, to stand for its names
+    names: bytes  # the memory files' names, each followed by a NUL (filestat.pack_names)
+    packed: bytes  # filestat.signatures of ``names``
+
+    @property
+    def complete(self) -> bool:
+        """No file vanished between the listing and its stat."""
+        return not any(size == MISSING for _, size, _ in unpack(self.packed))
+
+    def signatures(self) -> dict[str, Sig]:
+        """``{id: signature}``; a file that vanished between the listing and its stat is left out."""
+        ids = self.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        out: dict[str, Sig] = {}
+        for name, sig in zip(ids, unpack(self.packed), strict=True):
+            if sig[1] == MISSING:
+                continue
+            out[name[: -len(SUFFIX)]] = SYMLINK if sig[1] == NOT_REGULAR else sig
+        return out
+
+
+def memory_names(folder: Path) -> list[str]:
+    """The names of the memory files in ``folder``, without a stat each."""
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    return [name for name in names if name.endswith(SUFFIX) and not name.startswith(".")]
+
+
+def take(folder: Path) -> Listing:
+    """List ``folder`` and stat every memory file in it, now."""
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return Listing(None, True, b"", b"")
+    listed_at = time.time_ns()
+    names = pack_names(memory_names(folder))
+    try:
+        packed = signatures(folder, names)
+    except FileNotFoundError:
+        return Listing(None, True, b"", b"")
+    settled = listed_at - st.st_mtime_ns > RACY_SECONDS * 1e9
+    return Listing((st.st_mtime_ns, st.st_ctime_ns, st.st_ino), settled, names, packed)
+
+
+def current(cached: Listing, folder: Path) -> Listing | None:
+    """``cached`` if the folder still holds exactly those files with those signatures; a fresh
+    listing of the same files if the folder had to be listed again to know (write it back, so
+    the next check need not); None if anything changed."""
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return cached if cached.folder is None else None
+    folder_sig = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if cached.settled and folder_sig == cached.folder:
+        return cached if signatures(folder, cached.names) == cached.packed else None
+    listing = take(folder)
+    if listing.names != cached.names or listing.packed != cached.packed:
+        return None
+    return listing
+
+
+def load(path: Path, digest: int) -> Listing | None:
+    """The listing cached at ``path`` for the index state of ``digest``, if there is one."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    try:
+        header = json.loads(head)
+        if header["digest"] != digest:
+            return None
+        folder = None if header["folder"] is None else tuple(int(v) for v in header["folder"])
+        size = int(header["names"])
+        settled = bool(header["settled"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    names, packed = body[:size], body[size:]
+    if len(names) != size or (names and not names.endswith(b"\0")) or len(packed) != 24 * names.count(b"\0"):
+        return None  # cut short or damaged: list the folder again instead
+    return Listing(folder, settled, names, packed)  # type: ignore[arg-type]
+
+
+def save(path: Path, listing: Listing, digest: int) -> None:
+    """Cache ``listing`` for the index state of ``digest``. Best effort: a cache that cannot be
+    written only means the next check lists the folder."""
+    if not listing.complete:
+        return
+    header = {"digest": digest, "folder": listing.folder, "settled": listing.settled, "names": len(listing.names)}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(json.dumps(header).encode("ascii") + b"\n" + listing.names + listing.packed)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
