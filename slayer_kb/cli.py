@@ -13,6 +13,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,17 +22,34 @@ import yaml
 
 from . import engram
 from .errors import InvalidInputError, KBError, NotFoundError
-from .kb import KnowledgeBase, find_kb_root
+from .kb import KnowledgeBase
+from .locate import find_kb_root
+from .relay import exit_code
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+@dataclass
+class Preset:
+    """What a watcher relaying a search (relay.py) hands the command: its warm KB, and the
+    width of the terminal the search was typed in."""
+
+    kb: KnowledgeBase
+    width: int
+
+
 class Settings:
-    def __init__(self, kb: str | None, json_out: bool, author: str | None) -> None:
+    def __init__(self, kb: str | None, json_out: bool, author: str | None, preset: Preset | None = None) -> None:
         self.kb_path = kb
         self.json = json_out
         self.author = author
-        self._kb: KnowledgeBase | None = None
+        self.preset = preset
+        self._kb: KnowledgeBase | None = preset.kb if preset is not None else None
+
+    def width(self) -> int:
+        """Columns for human output: the terminal's, 60 to 120."""
+        columns = self.preset.width if self.preset is not None else shutil.get_terminal_size((100, 24)).columns
+        return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
         if self._kb is None:
@@ -150,7 +168,7 @@ def cli(ctx: click.Context, kb_path: str | None, json_out: bool, author: str | N
       slayer-kb --kb kb search -e shop.orders.amount --json
       slayer-kb save "NULL means not returned" -e orders.is_returned
     """
-    ctx.obj = Settings(kb_path, json_out, author)
+    ctx.obj = Settings(kb_path, json_out, author, ctx.obj if isinstance(ctx.obj, Preset) else None)
 
 
 pass_settings = click.make_pass_decorator(Settings)
@@ -421,10 +439,9 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     emit(settings, data, f"Restored memory {memory_id}")
 
 
-def _hits_text(title: str, hits: list[dict[str, Any]]) -> list[str]:
+def _hits_text(title: str, hits: list[dict[str, Any]], width: int) -> list[str]:
     if not hits:
         return []
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     lines = [title]
     for hit in hits:
         meta = ", ".join(x for x in (hit["type"], hit["project"]) if x)
@@ -498,8 +515,8 @@ def search_cmd(
     )
 
     def human() -> str:
-        lines = _hits_text("Memories:", result.memories) + _hits_text(
-            "Example queries:", result.example_queries
+        lines = _hits_text("Memories:", result.memories, settings.width()) + _hits_text(
+            "Example queries:", result.example_queries, settings.width()
         )
         if result.entities:
             lines.append("Catalog:")
@@ -531,7 +548,7 @@ def list_cmd(
       slayer-kb list --type decision --limit 5
     """
     hits = settings.kb().list(type=type_, project=project, scope=scope, limit=limit)
-    emit(settings, {"memories": hits}, lambda: "\n".join(_hits_text("Memories:", hits)) or "No memories.")
+    emit(settings, {"memories": hits}, lambda: "\n".join(_hits_text("Memories:", hits, settings.width())) or "No memories.")
 
 
 # -- Engram tools ----------------------------------------------------------------------------
@@ -671,6 +688,15 @@ def main() -> None:
     cli(prog_name="slayer-kb")
 
 
+def run_relayed(kb: KnowledgeBase, argv: list[str], width: int) -> int:
+    """Run ``slayer-kb ARGV`` on a watcher's warm ``kb`` (relay.py); its exit code."""
+    try:
+        cli.main(args=argv, prog_name="slayer-kb", obj=Preset(kb, width))
+    except SystemExit as exc:
+        return exit_code(exc)
+    return 0
+
+
 if __name__ == "__main__":
     main()
 
@@ -687,7 +713,8 @@ def watch(settings: Settings) -> None:
     """
     from .watch import run_watcher
 
-    run_watcher(settings.kb())
+    kb = settings.kb()
+    run_watcher(kb, serve=lambda argv, width: run_relayed(kb, argv, width))
 
 
 @cli.command()

@@ -37,6 +37,7 @@ from .listing import current as current_listing
 from .listing import load as load_listing
 from .listing import save as save_listing
 from .listing import take as take_listing
+from .locate import MEMORIES_DIR
 from .memory import Memory, loads
 from .repo import STATE_DIR
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
 FORMAT = 6
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
-MEMORIES_DIR = "memories"
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
 MERGE_LIMIT = 10_000

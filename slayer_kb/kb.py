@@ -31,7 +31,8 @@ from .errors import (
     StoreError,
 )
 from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
-from .index import MEMORIES_DIR, NONE, Index, SyncReport
+from .index import NONE, Index, SyncReport
+from .locate import MEMORIES_DIR
 
 if TYPE_CHECKING:
     from .monitor import ChangeMonitor
@@ -101,17 +102,6 @@ class SearchResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def find_kb_root(start: Path) -> Path | None:
-    """The nearest enclosing folder that looks like a KB (has memories/ or a SLayer catalog)."""
-    start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / MEMORIES_DIR).is_dir() or (candidate / "datasources").is_dir():
-            return candidate
-        if (candidate / ".git").exists():
-            break
-    return None
 
 
 class KnowledgeBase:

@@ -30,6 +30,8 @@ from watchdog.observers import Observer
 from .errors import StoreError
 from .index import MEMORIES_DIR, RACY_SECONDS, SyncReport
 from .monitor import EVENT_TYPES, EventHandler
+from .relay import SUPPORTED as RELAY_SUPPORTED
+from .relay import Runner, Server
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -99,10 +101,13 @@ def run_watcher(
     on_sync: Callable[[SyncReport], None] | None = None,
     stop: threading.Event | None = None,
     out: TextIO | None = None,
+    serve: Runner | None = None,
 ) -> None:
     """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
 
-    ``on_sync`` is called (on this thread) after every sync that changed the index.
+    ``on_sync`` is called (on this thread) after every sync that changed the index. ``serve``
+    runs the searches that ``slayer-kb search`` processes relay to this watcher (relay.py),
+    on ``kb``, never at the same time as a sync.
     """
     stop = stop if stop is not None else threading.Event()
     log = out if out is not None else sys.stderr
@@ -112,6 +117,7 @@ def run_watcher(
         EventHandler(str(kb.root), pending.note), str(kb.root), recursive=True, event_filter=EVENT_TYPES
     )
     reporter = _Reporter(log)
+    busy = threading.Lock()
     with _stop_on_signals(stop):
         try:
             observer.start()
@@ -121,17 +127,34 @@ def run_watcher(
                 f"Cannot watch {kb.root}: {exc.strerror or exc}. On Linux, too many watched "
                 "folders means raising fs.inotify.max_user_watches (sysctl)."
             ) from None
+        server = _serve_searches(kb, serve, busy, log) if serve is not None else None
         try:
             _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
-            _loop(kb, pending, stop, debounce, on_sync, reporter)
+            _loop(kb, pending, stop, debounce, on_sync, reporter, busy)
         except KeyboardInterrupt:
             # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
             pass
         finally:
+            if server is not None:
+                server.close()
             observer.stop()
             observer.join(timeout=5.0)
             kb.close()
     _say(log, "Stopped watching.")
+
+
+def _serve_searches(kb: KnowledgeBase, serve: Runner, busy: threading.Lock, log: TextIO) -> Server | None:
+    """Answer relayed searches from ``kb``, kept warm: its inotify monitor tells each search
+    whether anything changed, so a search skips the per-file check while nothing did."""
+    if not RELAY_SUPPORTED:
+        return None
+    try:
+        server = Server(kb.root, serve, busy, log)
+    except OSError:
+        _say(log, "Another watcher answers this KB's searches; this one only keeps the index current.")
+        return None
+    kb.keep_warm()
+    return server
 
 
 def _loop(
@@ -141,6 +164,7 @@ def _loop(
     debounce: float,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
+    busy: threading.Lock,
 ) -> None:
     # The initial sync runs after the observer started, so nothing changed meanwhile is missed.
     next_check: float | None = time.monotonic()
@@ -158,7 +182,7 @@ def _loop(
             settling = False
             if named is not None and initialised:
                 # Only memory files changed, and we know which: re-read just those, no scan.
-                ok, racy = _sync(kb, on_sync, reporter, named=named)
+                ok, racy = _sync(kb, on_sync, reporter, busy, named=named)
                 last_sync = time.monotonic()
                 if not ok:
                     next_check = last_sync + RETRY_SECONDS
@@ -173,7 +197,7 @@ def _loop(
         if next_check is not None and next_check <= now:
             # A settling pass only re-reads the young files (by name, no scan), quietly.
             named = set(kb.index.young_files()) if settling and initialised else None
-            ok, racy = _sync(kb, on_sync, reporter, quiet=settling, named=named)
+            ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
             initialised = initialised or ok
             last_sync = time.monotonic()
             next_check = None
@@ -199,13 +223,15 @@ def _sync(
     kb: KnowledgeBase,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
+    busy: threading.Lock,
     quiet: bool = False,
     named: set[str] | None = None,
 ) -> tuple[bool, bool]:
     """One freshness pass (of the ``named`` memories only, when given). Returns (succeeded,
     files still awaiting a racy re-read)."""
     try:
-        report = kb.ensure_fresh() if named is None else kb.refresh(sorted(named))
+        with busy:
+            report = kb.ensure_fresh() if named is None else kb.refresh(sorted(named))
         if report is not None:
             reporter.report(report, kb, summary=not quiet)
             changed = report.updated or report.removed or report.catalog_changed or report.rebuilt

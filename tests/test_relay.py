@@ -1,0 +1,191 @@
+"""``slayer-kb search`` relayed to a running ``slayer-kb watch`` (relay.py): the same output and
+exit code as running it in the process, from the watcher's warm index, never stale."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_watch import Watcher
+
+from slayer_kb import KnowledgeBase, relay
+
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="searches are relayed on Linux only")
+
+SEARCHES = [
+    ["search", "fiscal year"],
+    ["--json", "search", "refunds", "--any", "--limit", "2"],
+    ["search", "-e", "shop.orders.amount", "--full"],
+    ["search", "decision/paid-revenue", "--json"],
+    ["search", "--datasource", "nope", "x"],  # an error: exit 1
+    ["search", "--limit", "0", "x"],  # a usage error: exit 2
+    ["search"],  # no input: the newest memories, with a warning
+]
+
+
+@pytest.fixture
+def served(example_kb: KnowledgeBase) -> Iterator[Watcher]:
+    example_kb.ensure_fresh()
+    example_kb.close()
+    w = Watcher(example_kb.root)
+    try:
+        w.wait_for_line("Watching")
+        yield w
+    finally:
+        w.stop()
+
+
+def cli(root: Path, *args: str, blocked: Path | None = None, cwd: Path | None = None,
+        kb_option: bool = True) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="80")
+    if blocked is not None:
+        env["PYTHONPATH"] = str(blocked)
+    argv = ["--kb", str(root), *args] if kb_option else list(args)
+    return subprocess.run([sys.executable, "-m", "slayer_kb", *argv], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=60)
+
+
+@pytest.fixture
+def no_whoosh(tmp_path: Path) -> Path:
+    """A PYTHONPATH under which Whoosh cannot be imported: a process that answers a search
+    itself fails, so a search that succeeds under it was answered by the watcher."""
+    blocker = tmp_path / "blocker" / "whoosh"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
+    return blocker.parent
+
+
+def test_relayed_searches_print_exactly_what_a_process_prints(served: Watcher, no_whoosh: Path) -> None:
+    root = served.root
+    # The blocker works: a command that is not relayed fails under it.
+    listed = cli(root, "list", blocked=no_whoosh)
+    assert listed.returncode == 1 and "whoosh is blocked by the test" in listed.stderr
+    relayed = [cli(root, *args, blocked=no_whoosh) for args in SEARCHES]
+    served.stop()  # now every search runs in its own process
+    direct = [cli(root, *args) for args in SEARCHES]
+    for args, got, want in zip(SEARCHES, relayed, direct, strict=True):
+        assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), args
+    assert [p.returncode for p in direct] == [0, 0, 0, 0, 1, 2, 0]
+    assert "Unknown datasource" in direct[4].stderr or "nope" in direct[4].stderr
+    assert json.loads(direct[1].stdout)["memories"]
+
+
+def test_a_relayed_search_sees_an_edit_made_just_before_it(served: Watcher, no_whoosh: Path) -> None:
+    path = served.root / "memories" / "2.yaml"
+    path.write_text(path.read_text().replace("Time zones:", "Time zones axolotlrelay:"))
+    found = cli(served.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    assert found.returncode == 0, found.stderr
+    assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["2"]
+    path.unlink()
+    gone = cli(served.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    assert json.loads(gone.stdout)["memories"] == []
+
+
+def test_the_kb_is_found_as_the_cli_finds_it(served: Watcher, no_whoosh: Path) -> None:
+    inside = served.root / "models"
+    by_cwd = cli(served.root, "search", "fiscal year", blocked=no_whoosh, cwd=inside, kb_option=False)
+    assert by_cwd.returncode == 0 and "kb.fiscal-calendar" in by_cwd.stdout
+    by_env = subprocess.run([sys.executable, "-m", "slayer_kb", "search", "fiscal year"], capture_output=True,
+                            text=True, env=dict(os.environ, SLAYER_KB=str(served.root), PYTHONPATH=str(no_whoosh)),
+                            cwd=served.root.parent, timeout=60)
+    assert by_env.returncode == 0 and "kb.fiscal-calendar" in by_env.stdout
+
+
+def test_searches_that_read_stdin_or_a_file_run_in_the_process(served: Watcher, no_whoosh: Path) -> None:
+    query = served.root.parent / "q.json"
+    query.write_text('{"source_model": "shop.orders", "measures": ["sum(amount)"]}')
+    for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"], ["search", "-"]):
+        proc = cli(served.root, *args, blocked=no_whoosh)
+        assert proc.returncode == 1 and "whoosh is blocked by the test" in proc.stderr, args
+
+
+def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(served: Watcher) -> None:
+    second = Watcher(served.root)
+    try:
+        second.wait_for_line("Watching")
+        assert "Another watcher answers this KB's searches; this one only keeps the index current." in second.lines
+    finally:
+        second.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
+def test_another_user_gets_no_answer(served: Watcher) -> None:
+    address = relay.address(served.root)
+    probe = (
+        "import os, socket\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(10)\n"
+        f"s.connect({address!r})\n"
+        "s.sendall(b'{\"argv\": [\"search\", \"x\"], \"root\": \"/\", \"width\": 80}'); s.shutdown(socket.SHUT_WR)\n"
+        "try:\n    print('answered' if s.recv(100) else 'closed')\n"
+        "except ConnectionResetError:\n    print('closed')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert proc.stdout.strip() == "closed", proc.stderr
+
+
+def test_a_request_for_another_kb_or_command_is_refused(served: Watcher) -> None:
+    for request in (
+        {"argv": ["search", "x"], "root": "/elsewhere", "width": 80},
+        {"argv": ["forget", "1"], "root": os.path.realpath(served.root), "width": 80},
+        {"argv": ["search", "-"], "root": os.path.realpath(served.root), "width": 80},
+        {"nonsense": True},
+    ):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(10)
+            conn.connect(relay.address(served.root))
+            conn.sendall(json.dumps(request).encode())
+            conn.shutdown(socket.SHUT_WR)
+            assert conn.recv(100) == b'{"fallback": true}', request
+    assert (served.root / "memories" / "1.yaml").exists()
+
+
+def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:
+    assert relay.forward(["--kb", str(example_kb.root), "search", "x"]) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["search", "x"], (None, ["x"])),
+        (["--kb", "d", "--json", "search", "x", "--any"], ("d", ["x", "--any"])),
+        (["--kb=d", "--author", "A", "search"], ("d", [])),
+        (["--author=A", "search", "-e", "m.c"], (None, ["-e", "m.c"])),
+        (["list"], None),
+        (["--version"], None),
+        (["search", "--help"], None),
+        (["search", "-h"], None),
+        (["search", "-"], None),
+        (["search", "--query", "@f.json"], None),
+        (["search", "--query=@f.json"], None),
+        (["--kb"], None),
+        ([], None),
+    ],
+)
+def test_which_commands_are_relayed(argv: list[str], expected: object) -> None:
+    assert relay.relayable(argv) == expected
+
+
+@given(st.lists(st.sampled_from(["search", "list", "--kb", "d", "--json", "-", "@f", "-e", "x", "--any", "--help"]),
+                max_size=8))
+def test_relayable_only_passes_plain_searches(argv: list[str]) -> None:
+    found = relay.relayable(argv)
+    if found is not None:
+        kb_path, rest = found
+        assert "search" in argv and rest == argv[len(argv) - len(rest):]
+        assert argv[len(argv) - len(rest) - 1] == "search"
+        assert not {"-", "@f", "--help"} & set(rest)
+
+
+def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
+    probe = "import sys; import slayer_kb.entry, slayer_kb.relay; print(sorted(m for m in sys.modules if m.split('.')[0] in ('whoosh', 'numpy', 'yaml', 'click', 'git', 'watchdog')))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]"
