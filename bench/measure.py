@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slayer_kb import KnowledgeBase
+from slayer_kb import KnowledgeBase, relay
 from slayer_kb.index import RACY_SECONDS, text_terms
 
 from . import corpus as corpus_mod
@@ -442,10 +442,30 @@ class Runner:
             for _ in range(self.plan.processes)
         ]
         self.last_write = time.time()
-        for key, runs in (("process_search", searches), ("process_save", saves)):
+        relayed = self._relayed_searches(base, queries)
+        for key, runs in (("process_search", searches), ("process_save", saves), ("process_search_relayed", relayed)):
+            if runs is None:
+                self.results[key] = skipped("searches are relayed to a watcher on Linux only")
+                continue
             failures = [p for _, _, p in runs if p]
             self.results[key] = summary([w for w, _, _ in runs], note=failures[0] if failures else None)
             self.results[key + "_rss"] = summary([float(r) / 1024 for _, r, _ in runs], unit="MiB")
+
+    def _relayed_searches(self, base: list[str], queries: list[str]) -> list[tuple[float, int, str]] | None:
+        """The same searches as processes while ``slayer-kb watch`` runs: relay.py hands them to it."""
+        if not relay.SUPPORTED:
+            return None
+        proc = subprocess.Popen([*base, "watch"], cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline().decode(errors="replace")
+            if not first.startswith("Watching"):
+                raise RuntimeError(f"slayer-kb watch did not start: {first}")
+            # The first search waits for the watcher's initial sync and opens its searcher: not counted.
+            run_process([*base, "search", queries[0]], self.root)
+            return [run_process([*base, "search", queries[i]], self.root) for i in range(self.plan.processes)]
+        finally:
+            _stop(proc)
 
     # -- watcher ----------------------------------------------------------------------------
 
