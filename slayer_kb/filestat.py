@@ -22,7 +22,8 @@ NATIVE = _native is not None
 # size field of a packed signature that is not a regular file's (see _fstat.c)
 NOT_REGULAR = -1
 MISSING = -2
-_SIG = struct.Struct("=qqQ")
+RECORD = struct.Struct("=qqQ")
+"""One packed signature; the inode unsigned, as ``os.stat`` gives it."""
 _THREADS = min(os.cpu_count() or 1, 16)
 
 
@@ -66,4 +67,4 @@ def _signatures_in_python(folder: str | os.PathLike[str], names: bytes) -> bytes
 def unpack(packed: bytes) -> Iterator[tuple[int, int, int]]:
     """The (mtime_ns, size, inode) triples of ``signatures``'s result, inodes unsigned as
     ``os.stat`` gives them."""
-    return _SIG.iter_unpack(packed)
+    return RECORD.iter_unpack(packed)

@@ -33,8 +33,9 @@ from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
 from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names
-from .listing import current as current_listing
+from .listing import compare as compare_listing
 from .listing import load as load_listing
+from .listing import patched as patched_listing
 from .listing import save as save_listing
 from .listing import take as take_listing
 from .locate import MEMORIES_DIR
@@ -228,45 +229,56 @@ class Index:
 
     def is_fresh(self) -> bool:
         """Cheap check, no lock: does the index describe the files as they are now?"""
+        return self.stale_files() == []
+
+    def stale_files(self) -> list[str] | None:
+        """Cheap check, no lock: [] when the index describes the files as they are now; the ids
+        of the memory files edited in place when that is all that changed; None when a full
+        ``sync`` must find out (files created or removed, the catalog, a missing index)."""
         state = self._read_state()
         try:
             if state is None or not windex.exists_in(str(self.dir)):
-                return False
+                return None
         except Exception:  # noqa: BLE001 - a damaged table of contents: not fresh, rebuild
-            return False
+            return None
         if not same_signature(state["catalog"], self.catalog_signature()):
-            return False
-        if not self._files_unchanged(state):
-            return False
+            return None
+        changed = self._changed_files(state)
+        if changed != []:
+            return changed
         # A file written within the timestamp granularity of its last read may have changed again
         # without changing its signature: compare its bytes.
         for memory_id, digest in state["young"].items():
             data = self._read_bytes(memory_id, self._stat(memory_id) or SYMLINK)
             if (hashlib.sha1(data).hexdigest() if data is not None else None) != digest:
-                return False
-        return True
+                return None
+        return []
 
-    def _files_unchanged(self, state: dict[str, Any]) -> bool:
-        """Do the memory files have the signatures the index state was made from?"""
+    def _changed_files(self, state: dict[str, Any]) -> list[str] | None:
+        """The memory files whose signatures differ from those the index state was made from, as
+        ``stale_files`` says them."""
         path = self.dir / "listing"
         cached = load_listing(path, state["digest"])
         if cached is not None:
-            now = current_listing(cached, self.memories)
+            now, changed = compare_listing(cached, self.memories)
             if now is not None and now is not cached:
                 save_listing(path, now, state["digest"])
-            return now is not None
-        # No listing cached for this state (the first check after an update): compare the digest
-        # of every signature, then cache the listing for the checks that follow.
+            return changed
+        # No listing cached for this state (after a sync that could not patch it): compare the
+        # digest of every signature, then cache the listing for the checks that follow.
         listing = take_listing(self.memories)
         scanned = listing.signatures()
         if len(scanned) != state["count"] or _digest(scanned) != state["digest"]:
-            return False
+            return None
         save_listing(path, listing, state["digest"])
-        return True
+        return []
 
-    def sync(self, progress: Callable[[int, int], None] | None = None, full: bool = False) -> SyncReport:
-        """Bring the index up to date with the files, incrementally. Call under the KB lock."""
-        return self._update(None, progress, full)
+    def sync(
+        self, progress: Callable[[int, int], None] | None = None, full: bool = False, only: list[str] | None = None
+    ) -> SyncReport:
+        """Bring the index up to date with the files, incrementally. Call under the KB lock.
+        ``only``: the files ``stale_files`` found edited in place, when that is all it found."""
+        return self._update(only, progress, full)
 
     def update(self, memory_ids: Iterable[str], written: Mapping[str, Written] | None = None) -> SyncReport:
         """Re-index just these files (ones this process wrote). Call under the KB lock.
@@ -432,6 +444,10 @@ class Index:
         self._write_state(
             {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young}
         )
+        if listing is None:
+            # A targeted update: the listing cached for the state it started from, with these
+            # files' new signatures, describes the new state (if every file was in it).
+            listing = self._listing_for(state["digest"], scanned, removed)
         if listing is not None:
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
@@ -439,6 +455,12 @@ class Index:
         report.problems = self._problems(db)
         self._close_searcher()
         return report
+
+    def _listing_for(self, digest: int | None, scanned: dict[str, Sig], removed: list[str]) -> Listing | None:
+        if digest is None or removed:
+            return None
+        cached = load_listing(self.dir / "listing", digest)
+        return None if cached is None else patched_listing(cached, scanned)
 
     def _stat(self, memory_id: str) -> Sig | None:
         path = self.memories / f"{memory_id}.yaml"

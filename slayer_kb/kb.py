@@ -253,14 +253,16 @@ class KnowledgeBase:
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.
-        if self.index.is_fresh() and not self.store.committing():
+        stale = self.index.stale_files() if not self.store.committing() else None
+        if stale == []:
             try:
                 self.index.searcher()  # cached: the search that follows pays nothing more
                 return None
             except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
                 self.index.close()
+                stale = None
         with self.store.locked():
-            report = self.index.sync(progress=progress)
+            report = self.index.sync(progress=progress, only=stale or None)
         self.problems = report.problems
         return report
 

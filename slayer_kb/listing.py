@@ -17,10 +17,11 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
+from .filestat import MISSING, NOT_REGULAR, RECORD, pack_names, signatures, unpack
 
 Sig = tuple[int, int, int]
 """A memory file's (mtime_ns, size, inode)."""
@@ -46,6 +47,15 @@ class Listing:
     def complete(self) -> bool:
         """No file vanished between the listing and its stat."""
         return not any(size == MISSING for _, size, _ in unpack(self.packed))
+
+    def differing(self, packed: bytes) -> list[str]:
+        """The ids whose records in ``packed`` (for the same names) differ from this listing's."""
+        ids = self.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        return [
+            name[: -len(SUFFIX)]
+            for name, at in zip(ids, range(0, len(packed), 24), strict=True)
+            if packed[at : at + 24] != self.packed[at : at + 24]
+        ]
 
     def signatures(self) -> dict[str, Sig]:
         """``{id: signature}``; a file that vanished between the listing and its stat is left out."""
@@ -83,21 +93,43 @@ def take(folder: Path) -> Listing:
     return Listing((st.st_mtime_ns, st.st_ctime_ns, st.st_ino), settled, names, packed)
 
 
-def current(cached: Listing, folder: Path) -> Listing | None:
-    """``cached`` if the folder still holds exactly those files with those signatures; a fresh
-    listing of the same files if the folder had to be listed again to know (write it back, so
-    the next check need not); None if anything changed."""
+def compare(cached: Listing, folder: Path) -> tuple[Listing | None, list[str] | None]:
+    """Compare the folder with ``cached``. Returns (now, changed):
+
+    - ``now``: when the folder holds exactly the cached files with the cached signatures,
+      ``cached`` itself, or a fresh listing of the same if the folder had to be listed again to
+      know (write it back, so the next check need not); else None.
+    - ``changed``: the ids whose signatures differ, when the folder holds the same names (files
+      edited in place); None when names changed too, so that only a full scan can tell.
+    """
     try:
         st = os.stat(folder)
     except FileNotFoundError:
-        return cached if cached.folder is None else None
-    folder_sig = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    if cached.settled and folder_sig == cached.folder:
-        return cached if signatures(folder, cached.names) == cached.packed else None
-    listing = take(folder)
-    if listing.names != cached.names or listing.packed != cached.packed:
-        return None
-    return listing
+        return (cached, []) if cached.folder is None else (None, None)
+    if cached.settled and (st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == cached.folder:
+        listing = Listing(cached.folder, True, cached.names, signatures(folder, cached.names))
+    else:
+        listing = take(folder)
+        if listing.names != cached.names:
+            return None, None
+    if listing.packed == cached.packed:
+        return (cached if listing.settled == cached.settled and listing.folder == cached.folder else listing), []
+    return None, cached.differing(listing.packed)
+
+
+def patched(cached: Listing, sigs: Mapping[str, Sig]) -> Listing | None:
+    """``cached`` with these ids' signatures replaced; None if one of them is not in it."""
+    names = cached.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+    wanted = {memory_id + SUFFIX: sig for memory_id, sig in sigs.items()}
+    packed = bytearray(cached.packed)
+    found = 0
+    for at, name in enumerate(names):
+        sig = wanted.get(name)
+        if sig is not None:
+            record = (0, NOT_REGULAR, 0) if sig == SYMLINK else sig
+            packed[24 * at : 24 * at + 24] = RECORD.pack(*record)
+            found += 1
+    return Listing(cached.folder, cached.settled, cached.names, bytes(packed)) if found == len(wanted) else None
 
 
 def load(path: Path, digest: int) -> Listing | None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase, filestat, listing
 from slayer_kb.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
-from slayer_kb.listing import SYMLINK, Listing, current, load, save, take
+from slayer_kb.listing import SYMLINK, Listing, compare, load, patched, save, take
 
 KINDS = ["file", "empty", "symlink", "dangling", "folder", "fifo", "missing"]
 
@@ -117,17 +117,54 @@ def test_take_lists_memory_files_only_and_marks_non_files(tmp_path: Path) -> Non
     assert take(tmp_path / "absent") == Listing(None, True, b"", b"")
 
 
+def current(cached: Listing, folder: Path) -> Listing | None:
+    return compare(cached, folder)[0]
+
+
 def test_a_young_folder_is_listed_again_and_an_old_one_is_trusted(tmp_path: Path) -> None:
     (tmp_path / "1.yaml").write_text("learning: a\n")
     young = take(tmp_path)
     assert not young.settled
-    # Unchanged, but the folder was too young to stand for its names: listed again.
-    again = current(young, tmp_path)
-    assert again is not None and again is not young and again.names == young.names
+    # Unchanged, but the folder was too young to stand for its names: listed again, same files.
+    assert compare(young, tmp_path) == (young, [])
+    # Listed again once old enough: a settled listing comes back, to be cached in its place.
     age(tmp_path)
-    old = take(tmp_path)
-    assert old.settled
-    assert current(old, tmp_path) is old
+    settled, changed = compare(young, tmp_path)
+    assert settled is not None and settled.settled and settled.names == young.names and changed == []
+    assert compare(settled, tmp_path) == (settled, [])
+
+
+def test_files_edited_in_place_are_named_and_others_are_not(tmp_path: Path) -> None:
+    for name in ("1.yaml", "2.yaml", "3.yaml"):
+        (tmp_path / name).write_text("learning: a\n")
+    age(tmp_path)
+    cached = take(tmp_path)
+    (tmp_path / "2.yaml").write_text("learning: b, longer\n")
+    (tmp_path / "3.yaml").unlink()
+    (tmp_path / "3.yaml").symlink_to(tmp_path / "1.yaml")  # same name, now a symlink
+    # The folder's change hidden (as if its mtime had not moved): the stats alone tell.
+    age(tmp_path)
+    hidden = Listing(take(tmp_path).folder, True, cached.names, cached.packed)
+    now, changed = compare(hidden, tmp_path)
+    assert now is None and sorted(changed or []) == ["2", "3"]
+    # A young folder is listed again; the same names in the same order, one file edited.
+    young = take(tmp_path)
+    (tmp_path / "1.yaml").write_text("learning: c, longer\n")
+    assert compare(young, tmp_path) == (None, ["1"])
+    (tmp_path / "4.yaml").write_text("new")
+    assert compare(young, tmp_path) == (None, None)  # a new name: only a full scan can tell
+
+
+def test_patched_replaces_records_of_known_ids_only(tmp_path: Path) -> None:
+    for name in ("1.yaml", "2.yaml"):
+        (tmp_path / name).write_text("learning: a\n")
+    cached = take(tmp_path)
+    (tmp_path / "2.yaml").write_text("learning: b, longer\n")
+    st = os.stat(tmp_path / "2.yaml")
+    assert patched(cached, {"2": (st.st_mtime_ns, st.st_size, st.st_ino)}).packed == take(tmp_path).packed
+    assert patched(cached, {"1": SYMLINK}).signatures()["1"] == SYMLINK
+    assert patched(cached, {"9": (1, 2, 3)}) is None
+    assert patched(cached, {}) == cached
 
 
 def test_every_change_to_an_old_folder_is_seen(tmp_path: Path) -> None:
@@ -201,7 +238,17 @@ def test_a_kb_whose_folder_is_old_sees_in_place_edits_creates_and_deletes(exampl
 
     path = memories / "2.yaml"
     path.write_text(path.read_text().replace("Time zones:", "Time zones wombatfast:"))
+    assert kb.index.stale_files() == ["2"]
+    report = kb.ensure_fresh()  # re-reads that file alone, and patches the cached listing
+    assert report is not None and report.updated == 1 and not report.rebuilt
+    state = kb.index._read_state()
+    assert load(kb.root / ".slayer-kb" / "index" / "listing", state["digest"]) is not None
     assert [h["id"] for h in kb.search("wombatfast").memories] == ["2"]
+    # A save over an existing memory keeps a listing for the state it makes.
+    kb.update("2", title="Time zones, wombat")
+    state = kb.index._read_state()
+    assert load(kb.root / ".slayer-kb" / "index" / "listing", state["digest"]) is not None
+    assert kb.index.stale_files() == []
 
     age(memories)
     kb.ensure_fresh()

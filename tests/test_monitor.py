@@ -13,8 +13,8 @@ def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> N
         assert kb.search("fiscal year").memories[0]["id"] == "kb.fiscal-calendar"
         # Nothing changed: the next check is answered by the monitor, not by a scan.
         scans = []
-        original = kb.index._files_unchanged
-        kb.index._files_unchanged = lambda state: scans.append(1) or original(state)  # type: ignore[method-assign]
+        original = kb.index._changed_files
+        kb.index._changed_files = lambda state: scans.append(1) or original(state)  # type: ignore[method-assign]
         kb.search("fiscal year")
         assert scans == []
         # A hand edit behind the KB's back is found by the next search once its event arrived.
