@@ -244,8 +244,11 @@ class Index:
         if not same_signature(state["catalog"], self.catalog_signature()):
             return None
         changed = self._changed_files(state)
-        if changed != []:
-            return changed
+        if changed:
+            # The young files too: one may also have changed without changing its signature.
+            return sorted({*changed, *state["young"]})
+        if changed is None:
+            return None
         # A file written within the timestamp granularity of its last read may have changed again
         # without changing its signature: compare its bytes.
         for memory_id, digest in state["young"].items():

@@ -121,6 +121,25 @@ def test_vim_style_save_with_backup(example_kb: KnowledgeBase) -> None:
     assert hit_ids(kb, "echidnavim") == {"4"}
 
 
+def test_racy_rewrite_beside_an_in_place_edit_is_seen_too(example_kb: KnowledgeBase) -> None:
+    """Only files edited in place changed, so only those are re-read: the young files with them,
+    since one of them may have changed without changing its signature."""
+    kb = example_kb
+    path = write_memory(kb.root, "kb.racy", "alphaword marks version one")
+    assert hit_ids(kb, "alphaword") == {"kb.racy"}
+    st = path.stat()
+    with path.open("r+", encoding="utf-8") as f:
+        f.write(memory_text("bravoword marks version two"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    other = kb.root / "memories" / "2.yaml"
+    other.write_text(other.read_text(encoding="utf-8").replace("Time zones:", "Time zones lemurracy:"), encoding="utf-8")
+
+    assert kb.index.stale_files() == ["2", "kb.racy"]
+    assert hit_ids(kb, "bravoword") == {"kb.racy"}
+    assert hit_ids(kb, "lemurracy") == {"2"}
+    assert hit_ids(kb, "alphaword") == set()
+
+
 def test_same_size_rewrite_within_the_timestamp_granularity(example_kb: KnowledgeBase) -> None:
     kb = example_kb
     path = write_memory(kb.root, "kb.racy", "alphaword marks version one")
