@@ -24,6 +24,12 @@
 
 #define MAX_THREADS 16
 
+#ifdef __APPLE__
+#define MTIME(st) ((st).st_mtimespec)
+#else
+#define MTIME(st) ((st).st_mtim)
+#endif
+
 typedef struct {
     int folder;
     const char **names;
@@ -41,7 +47,7 @@ static void *run(void *arg) {
         } else if (!S_ISREG(st.st_mode)) {
             sig[0] = 0; sig[1] = -1; sig[2] = 0;
         } else {
-            sig[0] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+            sig[0] = (int64_t)MTIME(st).tv_sec * 1000000000 + MTIME(st).tv_nsec;
             sig[1] = (int64_t)st.st_size;
             sig[2] = (int64_t)st.st_ino;
         }
@@ -51,17 +57,18 @@ static void *run(void *arg) {
 
 static PyObject *signatures(PyObject *self, PyObject *args) {
     PyObject *folder_path = NULL;
-    Py_buffer names;
+    PyObject *names;  /* bytes, immutable: safe to read while the GIL is released */
     int threads;
-    if (!PyArg_ParseTuple(args, "O&y*i", PyUnicode_FSConverter, &folder_path, &names, &threads))
+    if (!PyArg_ParseTuple(args, "O&Si", PyUnicode_FSConverter, &folder_path, &names, &threads))
         return NULL;
     PyObject *result = NULL;
     const char **table = NULL;
-    const char *blob = (const char *)names.buf;
+    const char *blob = PyBytes_AS_STRING(names);
+    Py_ssize_t size = PyBytes_GET_SIZE(names);
     Py_ssize_t count = 0;
-    for (Py_ssize_t i = 0; i < names.len; i++)
+    for (Py_ssize_t i = 0; i < size; i++)
         count += blob[i] == '\0';
-    if (names.len > 0 && blob[names.len - 1] != '\0') {
+    if (size > 0 && blob[size - 1] != '\0') {
         PyErr_SetString(PyExc_ValueError, "names must each end with a NUL byte");
         goto done;
     }
@@ -101,7 +108,6 @@ static PyObject *signatures(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
 done:
     PyMem_Free(table);
-    PyBuffer_Release(&names);
     Py_XDECREF(folder_path);
     return result;
 }

@@ -45,11 +45,18 @@ def signatures(folder: str | os.PathLike[str], names: bytes) -> bytes:
 
 def _signatures_in_python(folder: str | os.PathLike[str], names: bytes) -> bytes:
     out = array("q")
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    relative = os.stat in os.supports_dir_fd  # not on Windows, which cannot open a folder either
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None
+    base = os.fsencode(folder)
+    if not relative and not os.path.isdir(base):
+        raise FileNotFoundError(2, "No such folder", os.fspath(folder))
     try:
         for name in names.split(b"\0")[:-1]:
             try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if fd is not None:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                else:
+                    st = os.lstat(os.path.join(base, name))
             except (OSError, ValueError):
                 out.extend((0, MISSING, 0))
                 continue
@@ -60,7 +67,8 @@ def _signatures_in_python(folder: str | os.PathLike[str], names: bytes) -> bytes
             else:
                 out.extend((0, NOT_REGULAR, 0))
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
     return out.tobytes()
 
 

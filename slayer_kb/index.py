@@ -276,12 +276,25 @@ class Index:
         save_listing(path, listing, state["digest"])
         return []
 
-    def sync(
-        self, progress: Callable[[int, int], None] | None = None, full: bool = False, only: list[str] | None = None
-    ) -> SyncReport:
-        """Bring the index up to date with the files, incrementally. Call under the KB lock.
-        ``only``: the files ``stale_files`` found edited in place, when that is all it found."""
-        return self._update(only, progress, full)
+    def sync(self, progress: Callable[[int, int], None] | None = None, full: bool = False) -> SyncReport:
+        """Bring the index up to date with the files, comparing every file with the manifest's
+        rows. Call under the KB lock."""
+        return self._update(None, progress, full)
+
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        """Bring the index up to date with the files at the cost of ``stale_files``: nothing more
+        when nothing changed, a re-read of the files edited in place when that is all that did,
+        else a ``sync``. Call under the KB lock."""
+        stale = self.stale_files()
+        if stale == []:
+            report = SyncReport()
+            db = self._db()
+            try:
+                report.problems = self._problems(db)
+            finally:
+                db.close()
+            return report
+        return self._update(stale, progress, False)
 
     def update(self, memory_ids: Iterable[str], written: Mapping[str, Written] | None = None) -> SyncReport:
         """Re-index just these files (ones this process wrote). Call under the KB lock.
@@ -356,11 +369,14 @@ class Index:
 
     def _known(self, db: sqlite3.Connection, only: list[str] | None) -> dict[str, tuple[Any, ...]]:
         if only is None:
-            rows = db.execute("SELECT id, mtime, size, ino, hash FROM files")
-        else:
-            marks = ",".join("?" * len(only))
-            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", only)
-        return {row[0]: row[1:] for row in rows}
+            return {row[0]: row[1:] for row in db.execute("SELECT id, mtime, size, ino, hash FROM files")}
+        out: dict[str, tuple[Any, ...]] = {}
+        for at in range(0, len(only), 900):  # SQLite's limit on bound parameters (999 before 3.32)
+            chunk = only[at : at + 900]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", chunk)
+            out.update((row[0], row[1:]) for row in rows)
+        return out
 
     def _apply_changes(
         self,
@@ -450,7 +466,7 @@ class Index:
         if listing is None:
             # A targeted update: the listing cached for the state it started from, with these
             # files' new signatures, describes the new state (if every file was in it).
-            listing = self._listing_for(state["digest"], scanned, removed)
+            listing = self._listing_for(state["digest"], scanned, [mid for mid in only or () if mid not in scanned])
         if listing is not None:
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
@@ -459,11 +475,9 @@ class Index:
         self._close_searcher()
         return report
 
-    def _listing_for(self, digest: int | None, scanned: dict[str, Sig], removed: list[str]) -> Listing | None:
-        if digest is None or removed:
-            return None
-        cached = load_listing(self.dir / "listing", digest)
-        return None if cached is None else patched_listing(cached, scanned)
+    def _listing_for(self, digest: int | None, scanned: dict[str, Sig], gone: list[str]) -> Listing | None:
+        cached = None if digest is None else load_listing(self.dir / "listing", digest)
+        return None if cached is None else patched_listing(cached, scanned, gone)
 
     def _stat(self, memory_id: str) -> Sig | None:
         path = self.memories / f"{memory_id}.yaml"

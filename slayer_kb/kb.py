@@ -244,25 +244,32 @@ class KnowledgeBase:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def ensure_fresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport | None:
-        """Bring the index up to date with the files if anything changed them."""
-        if self.monitor is not None and not self.monitor.changed() and self.index.has_searcher():
+    def ensure_fresh(
+        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True
+    ) -> SyncReport | None:
+        """Bring the index up to date with the files if anything changed them. ``trust_monitor``
+        False checks the files even when this process's file monitor saw no change (a watcher's
+        periodic check, for changes a network file system reports no event for)."""
+        if trust_monitor and self.monitor is not None and not self.monitor.changed() and self.index.has_searcher():
             # A warm process whose file monitor saw nothing relevant: no per-file scan, and the
             # catalog it holds is still the catalog on disk.
             return None
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.
-        stale = self.index.stale_files() if not self.store.committing() else None
-        if stale == []:
+        if not self.store.committing() and self.index.stale_files() == []:
             try:
                 self.index.searcher()  # cached: the search that follows pays nothing more
                 return None
             except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
                 self.index.close()
-                stale = None
+                with self.store.locked():
+                    report = self.index.sync(progress=progress)
+                self.problems = report.problems
+                return report
+        # Checked again under the lock: taking it may have finished an interrupted commit.
         with self.store.locked():
-            report = self.index.sync(progress=progress, only=stale or None)
+            report = self.index.catch_up(progress=progress)
         self.problems = report.problems
         return report
 
@@ -355,7 +362,7 @@ class KnowledgeBase:
         self._head = False
         with self.store.locked():
             if sync:
-                self.problems = self.index.sync().problems
+                self.problems = self.index.catch_up().problems
             yield
 
     def _commit(self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None) -> str | None:

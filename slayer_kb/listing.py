@@ -12,12 +12,13 @@ created in the same timestamp tick as the listing would leave the mtime as it wa
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,9 @@ def take(folder: Path) -> Listing:
     except FileNotFoundError:
         return Listing(None, True, b"", b"")
     listed_at = time.time_ns()
-    names = pack_names(memory_names(folder))
+    # Sorted: listdir's order can change when a file is replaced by a rename (tmpfs, btrfs), and a
+    # targeted update inserts the names it adds in place (``patched``).
+    names = pack_names(sorted(memory_names(folder)))
     try:
         packed = signatures(folder, names)
     except FileNotFoundError:
@@ -117,19 +120,25 @@ def compare(cached: Listing, folder: Path) -> tuple[Listing | None, list[str] | 
     return None, cached.differing(listing.packed)
 
 
-def patched(cached: Listing, sigs: Mapping[str, Sig]) -> Listing | None:
-    """``cached`` with these ids' signatures replaced; None if one of them is not in it."""
+def patched(cached: Listing, sigs: Mapping[str, Sig], gone: Iterable[str] = ()) -> Listing:
+    """``cached`` with the files of ``sigs`` at these signatures (added where they are new) and
+    the files of ``gone`` left out."""
     names = cached.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
-    wanted = {memory_id + SUFFIX: sig for memory_id, sig in sigs.items()}
-    packed = bytearray(cached.packed)
-    found = 0
-    for at, name in enumerate(names):
-        sig = wanted.get(name)
-        if sig is not None:
-            record = (0, NOT_REGULAR, 0) if sig == SYMLINK else sig
-            packed[24 * at : 24 * at + 24] = RECORD.pack(*record)
-            found += 1
-    return Listing(cached.folder, cached.settled, cached.names, bytes(packed)) if found == len(wanted) else None
+    records = [cached.packed[at : at + 24] for at in range(0, len(cached.packed), 24)]
+    for memory_id in gone:
+        at = bisect.bisect_left(names, memory_id + SUFFIX)
+        if at < len(names) and names[at] == memory_id + SUFFIX:
+            del names[at], records[at]
+    for memory_id, sig in sigs.items():
+        name = memory_id + SUFFIX
+        record = RECORD.pack(*((0, NOT_REGULAR, 0) if sig == SYMLINK else sig))
+        at = bisect.bisect_left(names, name)
+        if at < len(names) and names[at] == name:
+            records[at] = record
+        else:
+            names.insert(at, name)
+            records.insert(at, record)
+    return Listing(cached.folder, cached.settled, pack_names(names), b"".join(records))
 
 
 def load(path: Path, digest: int) -> Listing | None:

@@ -28,6 +28,10 @@ from typing import TextIO
 from .locate import find_kb_root
 
 SUPPORTED = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
+# A watcher acknowledges a connection at once, from a thread that never waits for the index: one
+# that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
+ACK_SECONDS = 2.0
+ACK = b"+"
 # Long enough for a search that waits behind a big sync (a checkout of thousands of files);
 # past it the command runs here instead.
 ANSWER_SECONDS = 120.0
@@ -79,10 +83,11 @@ def forward(argv: list[str]) -> int | None:
     request = {"argv": argv, "root": os.path.realpath(root), "width": shutil.get_terminal_size((100, 24)).columns}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(ANSWER_SECONDS)
+            conn.settimeout(ACK_SECONDS)
             conn.connect(address(root))
-            if not _same_user(conn):
+            if not _same_user(conn) or conn.recv(1) != ACK:
                 return None
+            conn.settimeout(ANSWER_SECONDS)
             conn.sendall(json.dumps(request).encode("utf-8"))
             conn.shutdown(socket.SHUT_WR)
             answer = json.loads(_read_all(conn))
@@ -121,8 +126,9 @@ class Server:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop answering; a search being answered is finished first."""
         self._stop.set()
-        self._thread.join(timeout=5.0)
+        self._thread.join()
         self._listener.close()
 
     def _serve(self) -> None:
@@ -141,6 +147,7 @@ class Server:
         conn.settimeout(5.0)
         if not _same_user(conn):
             return
+        conn.sendall(ACK)
         try:
             request = json.loads(_read_all(conn))
             argv, width = list(map(str, request["argv"])), int(request["width"])

@@ -3,7 +3,9 @@
 Design (see DESIGN.md, "Pitfalls"):
 
 - The watchdog thread only *records* that something relevant happened; every piece of index work
-  runs on the calling thread, so Whoosh and the KB are only ever touched from one thread.
+  runs on the calling thread, or on the relay's thread for a search another process handed
+  over (relay.py), one at a time under one lock, so Whoosh and the KB are never used by two
+  threads at once.
 - Events are never interpreted one by one. A burst (an editor's temp-file-and-rename save, a
   ``git checkout`` of thousands of files) is debounced into one pass. When the burst named only
   memory files, that pass re-reads just those (``KnowledgeBase.refresh``), comparing their bytes
@@ -231,12 +233,14 @@ def _sync(
     files still awaiting a racy re-read)."""
     try:
         with busy:
-            report = kb.ensure_fresh() if named is None else kb.refresh(sorted(named))
-        if report is not None:
-            reporter.report(report, kb, summary=not quiet)
-            changed = report.updated or report.removed or report.catalog_changed or report.rebuilt
-            if on_sync is not None and changed:
-                on_sync(report)
+            # A full check looks at the files even if the monitor of relayed searches saw no
+            # event: a network file system reports none for changes made on another machine.
+            report = kb.ensure_fresh(trust_monitor=False) if named is None else kb.refresh(sorted(named))
+            if report is not None:
+                reporter.report(report, kb, summary=not quiet)
+                changed = report.updated or report.removed or report.catalog_changed or report.rebuilt
+                if on_sync is not None and changed:
+                    on_sync(report)
         reporter.ok()
         return True, bool(kb.index.young_files())
     except KeyboardInterrupt:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slayer_kb import KnowledgeBase, filestat, listing
+from slayer_kb import KnowledgeBase, filestat
 from slayer_kb.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
 from slayer_kb.listing import SYMLINK, Listing, compare, load, patched, save, take
 
@@ -27,10 +27,11 @@ def make(folder: Path, name: str, kind: str) -> None:
     elif kind == "empty":
         path.write_bytes(b"")
     elif kind == "symlink":
-        (folder / f".target-{name}").write_bytes(b"target")
-        path.symlink_to(folder / f".target-{name}")
+        target = folder.parent / f"{folder.name}-target"  # outside the folder: no name clashes
+        target.write_bytes(b"target")
+        path.symlink_to(target)
     elif kind == "dangling":
-        path.symlink_to(folder / "nowhere")
+        path.symlink_to(folder.parent / f"{folder.name}-nowhere")
     elif kind == "folder":
         path.mkdir()
     elif kind == "fifo":
@@ -125,8 +126,10 @@ def test_a_young_folder_is_listed_again_and_an_old_one_is_trusted(tmp_path: Path
     (tmp_path / "1.yaml").write_text("learning: a\n")
     young = take(tmp_path)
     assert not young.settled
-    # Unchanged, but the folder was too young to stand for its names: listed again, same files.
-    assert compare(young, tmp_path) == (young, [])
+    # Unchanged, but the folder was too young to stand for its names: listed again, same files
+    # (a settled listing of them if the machine was slow enough for the folder to age meanwhile).
+    again, changed = compare(young, tmp_path)
+    assert again is not None and (again.names, again.packed, changed) == (young.names, young.packed, [])
     # Listed again once old enough: a settled listing comes back, to be cached in its place.
     age(tmp_path)
     settled, changed = compare(young, tmp_path)
@@ -155,48 +158,19 @@ def test_files_edited_in_place_are_named_and_others_are_not(tmp_path: Path) -> N
     assert compare(young, tmp_path) == (None, None)  # a new name: only a full scan can tell
 
 
-def test_patched_replaces_records_of_known_ids_only(tmp_path: Path) -> None:
-    for name in ("1.yaml", "2.yaml"):
+def test_patched_follows_edits_additions_and_removals_in_sorted_order(tmp_path: Path) -> None:
+    for name in ("1.yaml", "3.yaml", "5.yaml"):
         (tmp_path / name).write_text("learning: a\n")
     cached = take(tmp_path)
-    (tmp_path / "2.yaml").write_text("learning: b, longer\n")
-    st = os.stat(tmp_path / "2.yaml")
-    assert patched(cached, {"2": (st.st_mtime_ns, st.st_size, st.st_ino)}).packed == take(tmp_path).packed
+    (tmp_path / "3.yaml").write_text("learning: b, longer\n")
+    (tmp_path / "2.yaml").write_text("learning: new\n")
+    (tmp_path / "6.yaml").write_text("learning: new too\n")
+    (tmp_path / "5.yaml").unlink()
+    now = take(tmp_path).signatures()
+    result = patched(cached, {mid: now[mid] for mid in ("3", "2", "6")}, gone=["5", "absent"])
+    assert (result.names, result.packed) == (take(tmp_path).names, take(tmp_path).packed)
     assert patched(cached, {"1": SYMLINK}).signatures()["1"] == SYMLINK
-    assert patched(cached, {"9": (1, 2, 3)}) is None
     assert patched(cached, {}) == cached
-
-
-def test_every_change_to_an_old_folder_is_seen(tmp_path: Path) -> None:
-    for name in ("1.yaml", "2.yaml"):
-        (tmp_path / name).write_text("learning: a\n")
-    age(tmp_path)
-    old = take(tmp_path)
-    # An in-place edit changes no name and leaves the folder's mtime alone: the stat sees it.
-    (tmp_path / "1.yaml").write_text("learning: b, longer\n")
-    assert current(old, tmp_path) is None
-    age(tmp_path)
-    old = take(tmp_path)
-    # Same size, same inode: only the mtime tells (an editor writing in place within one tick
-    # of the old mtime is the young-file check's job, in index.py).
-    st = os.stat(tmp_path / "2.yaml")
-    (tmp_path / "2.yaml").write_text("learning: c\n")
-    os.utime(tmp_path / "2.yaml", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    assert current(old, tmp_path) is None
-    for change in (
-        lambda: (tmp_path / "3.yaml").write_text("learning: new\n"),
-        lambda: (tmp_path / "1.yaml").unlink(),
-        lambda: os.replace(tmp_path / "1.yaml", tmp_path / "4.yaml"),
-    ):
-        if not (tmp_path / "1.yaml").exists():
-            (tmp_path / "1.yaml").write_text("learning: a\n")
-        age(tmp_path)
-        old = take(tmp_path)
-        assert current(old, tmp_path) is old
-        change()
-        assert current(old, tmp_path) is None
-    shutil.rmtree(tmp_path)
-    assert current(old, tmp_path) is None
 
 
 def test_the_cache_is_bound_to_its_state_and_survives_damage(tmp_path: Path) -> None:
@@ -259,4 +233,3 @@ def test_a_kb_whose_folder_is_old_sees_in_place_edits_creates_and_deletes(exampl
     kb.ensure_fresh()
     (memories / "900.yaml").unlink()
     assert kb.search("numbatfast").memories == []
-    assert listing.RACY_SECONDS < 3600

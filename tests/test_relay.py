@@ -132,6 +132,62 @@ def test_another_user_gets_no_answer(served: Watcher) -> None:
     assert proc.stdout.strip() == "closed", proc.stderr
 
 
+FAKE_WATCHER = """
+import json, os, socket, sys
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
+if len(sys.argv) > 2:
+    os.setgid(65534); os.setuid(65534)
+listener.listen(1)
+print("ready", flush=True)
+conn, _ = listener.accept()
+if len(sys.argv) > 3:
+    conn.recv(1)  # never acknowledges: a wedged watcher
+else:
+    conn.sendall(b"+")
+    while conn.recv(65536):  # the request, up to the client's end of writing
+        pass
+    conn.sendall(json.dumps({"code": 0, "stdout": "FAKE ANSWER", "stderr": ""}).encode())
+conn.close()
+"""
+
+
+def fake_watcher(root: Path, *flags: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", FAKE_WATCHER, relay.address(root)[1:].decode("latin-1"), *flags],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: KnowledgeBase) -> None:
+    root = example_kb.root
+    # The same user: its answer is printed (this is all the client checks about a watcher).
+    same = fake_watcher(root)
+    try:
+        proc = cli(root, "search", "fiscal year")
+        assert (proc.returncode, proc.stdout) == (0, "FAKE ANSWER")
+    finally:
+        same.wait(timeout=10)
+    if os.geteuid() != 0:
+        pytest.skip("needs root to pose as another user")
+    other = fake_watcher(root, "as-nobody")
+    try:
+        assert relay.forward(["--kb", str(root), "search", "fiscal year"]) is None
+    finally:
+        other.kill()
+        other.wait(timeout=10)
+
+
+def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: KnowledgeBase) -> None:
+    wedged = fake_watcher(example_kb.root, "", "wedged")
+    try:
+        proc = cli(example_kb.root, "search", "fiscal year")
+        assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout  # answered here instead
+    finally:
+        wedged.kill()
+        wedged.wait(timeout=10)
+
+
 def test_a_request_for_another_kb_or_command_is_refused(served: Watcher) -> None:
     for request in (
         {"argv": ["search", "x"], "root": "/elsewhere", "width": 80},
@@ -142,9 +198,10 @@ def test_a_request_for_another_kb_or_command_is_refused(served: Watcher) -> None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(10)
             conn.connect(relay.address(served.root))
+            assert conn.recv(1) == relay.ACK
             conn.sendall(json.dumps(request).encode())
             conn.shutdown(socket.SHUT_WR)
-            assert conn.recv(100) == b'{"fallback": true}', request
+            assert relay._read_all(conn) == b'{"fallback": true}', request
     assert (served.root / "memories" / "1.yaml").exists()
 
 
