@@ -18,6 +18,7 @@ import json
 import os
 import threading
 import time
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ class Listing:
     @property
     def complete(self) -> bool:
         """No file vanished between the listing and its stat."""
-        return not any(size == MISSING for _, size, _ in unpack(self.packed))
+        return MISSING not in array("q", self.packed)[1::3]  # the size fields, read in C
 
     def differing(self, packed: bytes) -> list[str]:
         """The ids whose records in ``packed`` (for the same names) differ from this listing's."""
@@ -122,23 +123,27 @@ def compare(cached: Listing, folder: Path) -> tuple[Listing | None, list[str] | 
 
 def patched(cached: Listing, sigs: Mapping[str, Sig], gone: Iterable[str] = ()) -> Listing:
     """``cached`` with the files of ``sigs`` at these signatures (added where they are new) and
-    the files of ``gone`` left out."""
+    the files of ``gone`` left out. Every save calls this, so the 3.5 MB of a 100,000-file
+    listing are spliced, not rebuilt record by record."""
     names = cached.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
-    records = [cached.packed[at : at + 24] for at in range(0, len(cached.packed), 24)]
+    packed = bytearray(cached.packed)
+    names_changed = False
     for memory_id in gone:
         at = bisect.bisect_left(names, memory_id + SUFFIX)
         if at < len(names) and names[at] == memory_id + SUFFIX:
-            del names[at], records[at]
+            del names[at], packed[24 * at : 24 * at + 24]
+            names_changed = True
     for memory_id, sig in sigs.items():
         name = memory_id + SUFFIX
         record = RECORD.pack(*((0, NOT_REGULAR, 0) if sig == SYMLINK else sig))
         at = bisect.bisect_left(names, name)
         if at < len(names) and names[at] == name:
-            records[at] = record
+            packed[24 * at : 24 * at + 24] = record
         else:
             names.insert(at, name)
-            records.insert(at, record)
-    return Listing(cached.folder, cached.settled, pack_names(names), b"".join(records))
+            packed[24 * at : 24 * at] = record
+            names_changed = True
+    return Listing(cached.folder, cached.settled, pack_names(names) if names_changed else cached.names, bytes(packed))
 
 
 def load(path: Path, digest: int) -> Listing | None:
@@ -172,7 +177,9 @@ def save(path: Path, listing: Listing, digest: int) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         with open(tmp, "wb") as handle:
-            handle.write(json.dumps(header).encode("ascii") + b"\n" + listing.names + listing.packed)
+            handle.write(json.dumps(header).encode("ascii") + b"\n")
+            handle.write(listing.names)
+            handle.write(listing.packed)
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):
