@@ -3,6 +3,7 @@ listing of the memories folder that the freshness check compares with)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -233,3 +234,18 @@ def test_a_kb_whose_folder_is_old_sees_in_place_edits_creates_and_deletes(exampl
     kb.ensure_fresh()
     (memories / "900.yaml").unlink()
     assert kb.search("numbatfast").memories == []
+
+
+def test_a_state_whose_digest_disagrees_with_its_rows_is_mended_by_one_sync(example_kb: KnowledgeBase) -> None:
+    """A crash between the manifest rows' commit and the state's write leaves a digest no scan
+    matches: one sync, which re-indexes nothing, mends it, and the checks after it are cheap."""
+    kb = example_kb
+    kb.ensure_fresh()
+    state_path = kb.root / ".slayer-kb" / "index" / "manifest.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "digest": (state["digest"] + 1) % (1 << 64)}))
+    assert kb.index.stale_files() is None
+    report = kb.ensure_fresh()
+    assert report is not None and (report.updated, report.removed, report.rebuilt) == (0, 0, False)
+    assert json.loads(state_path.read_text())["digest"] == state["digest"]
+    assert kb.index.stale_files() == []
