@@ -77,7 +77,10 @@ def forward(argv: list[str]) -> int | None:
     if not SUPPORTED or (found := relayable(argv)) is None:
         return None
     kb_path = found[0] or os.environ.get("SLAYER_KB")
-    root = Path(kb_path) if kb_path else find_kb_root(Path.cwd())
+    try:
+        root = Path(kb_path) if kb_path else find_kb_root(Path.cwd())
+    except OSError:  # the current folder was deleted: the CLI says so properly
+        return None
     if root is None:
         return None
     request = {"argv": argv, "root": os.path.realpath(root), "width": shutil.get_terminal_size((100, 24)).columns}

@@ -86,7 +86,7 @@ def test_c_splits_a_large_folder_over_threads_in_order(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.name != "posix" or shutil.which("cc") is None, reason="needs a C compiler")
 def test_the_c_module_is_built_where_a_compiler_is() -> None:
     # An install that silently fell back to Python would make every freshness check 3x slower.
-    assert filestat.NATIVE
+    assert filestat.NATIVE, "slayer_kb._fstat is not built: install with pip install -e '.[dev]' first"
 
 
 def test_signatures_errors_name_the_folder_and_the_format(tmp_path: Path) -> None:

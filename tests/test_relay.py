@@ -249,3 +249,18 @@ def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
     probe = "import sys; import slayer_kb.entry, slayer_kb.relay; print(sorted(m for m in sys.modules if m.split('.')[0] in ('whoosh', 'numpy', 'yaml', 'click', 'git', 'watchdog')))"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_deleted_current_folder_gets_the_clis_own_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    probe = (
+        "import os, sys\n"
+        f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        "sys.argv = ['slayer-kb', 'search', 'x']\n"
+        "from slayer_kb.entry import main\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("Error: ")
