@@ -34,6 +34,11 @@ def pack_names(names: list[str]) -> bytes:
     return ("\0".join(names) + "\0").encode("utf-8", "surrogateescape")
 
 
+def unpack_names(names: bytes) -> list[str]:
+    """The file names of ``pack_names``'s bytes."""
+    return names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+
+
 def signatures(folder: str | os.PathLike[str], names: bytes) -> bytes:
     """Three native int64 per name of ``names`` (from ``pack_names``): (mtime_ns, size, inode)
     of a regular file, (0, NOT_REGULAR, 0) for anything else, (0, MISSING, 0) if the stat failed.

@@ -173,10 +173,6 @@ class Index:
 
     # -- freshness --------------------------------------------------------------------------
 
-    def scan(self) -> dict[str, Sig]:
-        """``{id: (mtime_ns, size, inode)}`` of every memory file; a symlink is ``(-1, -1, -1)``."""
-        return take_listing(self.memories).signatures()
-
     def ids(self) -> list[str]:
         """The ids of the memory files, without the cost of a stat per file."""
         return [name[:-5] for name in memory_names(self.memories)]
@@ -226,10 +222,6 @@ class Index:
         )
         db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
         return db
-
-    def is_fresh(self) -> bool:
-        """Cheap check, no lock: does the index describe the files as they are now?"""
-        return self.stale_files() == []
 
     def stale_files(self) -> list[str] | None:
         """Cheap check, no lock: [] when the index describes the files as they are now; the ids

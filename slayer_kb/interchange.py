@@ -181,7 +181,7 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
             result.warnings.append(f"{exc} (skipped)")
     incoming = {m.id for m in parsed}
     with kb._writing():
-        existing = set(kb.index.scan())
+        existing = set(kb.index.ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
                             check_id=check_id)
         changes: list[Change] = []

@@ -257,19 +257,17 @@ class KnowledgeBase:
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
         # finishes that commit, before trusting the index.
+        damaged = False
         if not self.store.committing() and self.index.stale_files() == []:
             try:
                 self.index.searcher()  # cached: the search that follows pays nothing more
                 return None
             except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
                 self.index.close()
-                with self.store.locked():
-                    report = self.index.sync(progress=progress)
-                self.problems = report.problems
-                return report
+                damaged = True
         # Checked again under the lock: taking it may have finished an interrupted commit.
         with self.store.locked():
-            report = self.index.catch_up(progress=progress)
+            report = self.index.sync(progress=progress) if damaged else self.index.catch_up(progress=progress)
         self.problems = report.problems
         return report
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .filestat import MISSING, NOT_REGULAR, RECORD, pack_names, signatures, unpack
+from .filestat import MISSING, NOT_REGULAR, RECORD, pack_names, signatures, unpack, unpack_names
 
 Sig = tuple[int, int, int]
 """A memory file's (mtime_ns, size, inode)."""
@@ -52,18 +52,17 @@ class Listing:
 
     def differing(self, packed: bytes) -> list[str]:
         """The ids whose records in ``packed`` (for the same names) differ from this listing's."""
-        ids = self.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        size = RECORD.size
         return [
             name[: -len(SUFFIX)]
-            for name, at in zip(ids, range(0, len(packed), 24), strict=True)
-            if packed[at : at + 24] != self.packed[at : at + 24]
+            for name, at in zip(unpack_names(self.names), range(0, len(packed), size), strict=True)
+            if packed[at : at + size] != self.packed[at : at + size]
         ]
 
     def signatures(self) -> dict[str, Sig]:
         """``{id: signature}``; a file that vanished between the listing and its stat is left out."""
-        ids = self.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
         out: dict[str, Sig] = {}
-        for name, sig in zip(ids, unpack(self.packed), strict=True):
+        for name, sig in zip(unpack_names(self.names), unpack(self.packed), strict=True):
             if sig[1] == MISSING:
                 continue
             out[name[: -len(SUFFIX)]] = SYMLINK if sig[1] == NOT_REGULAR else sig
@@ -110,38 +109,43 @@ def compare(cached: Listing, folder: Path) -> tuple[Listing | None, list[str] | 
         st = os.stat(folder)
     except FileNotFoundError:
         return (cached, []) if cached.folder is None else (None, None)
+    now = cached
     if cached.settled and (st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == cached.folder:
-        listing = Listing(cached.folder, True, cached.names, signatures(folder, cached.names))
+        packed = signatures(folder, cached.names)
     else:
         listing = take(folder)
         if listing.names != cached.names:
             return None, None
-    if listing.packed == cached.packed:
-        return (cached if listing.settled == cached.settled and listing.folder == cached.folder else listing), []
-    return None, cached.differing(listing.packed)
+        packed = listing.packed
+        if (listing.folder, listing.settled) != (cached.folder, cached.settled):
+            now = listing
+    if packed == cached.packed:
+        return now, []
+    return None, cached.differing(packed)
 
 
 def patched(cached: Listing, sigs: Mapping[str, Sig], gone: Iterable[str] = ()) -> Listing:
     """``cached`` with the files of ``sigs`` at these signatures (added where they are new) and
     the files of ``gone`` left out. Every save calls this, so the 3.5 MB of a 100,000-file
     listing are spliced, not rebuilt record by record."""
-    names = cached.names.decode("utf-8", "surrogateescape").split("\0")[:-1]
+    names = unpack_names(cached.names)
     packed = bytearray(cached.packed)
+    size = RECORD.size
     names_changed = False
     for memory_id in gone:
         at = bisect.bisect_left(names, memory_id + SUFFIX)
         if at < len(names) and names[at] == memory_id + SUFFIX:
-            del names[at], packed[24 * at : 24 * at + 24]
+            del names[at], packed[size * at : size * (at + 1)]
             names_changed = True
     for memory_id, sig in sigs.items():
         name = memory_id + SUFFIX
         record = RECORD.pack(*((0, NOT_REGULAR, 0) if sig == SYMLINK else sig))
         at = bisect.bisect_left(names, name)
         if at < len(names) and names[at] == name:
-            packed[24 * at : 24 * at + 24] = record
+            packed[size * at : size * (at + 1)] = record
         else:
             names.insert(at, name)
-            packed[24 * at : 24 * at] = record
+            packed[size * at : size * at] = record
             names_changed = True
     return Listing(cached.folder, cached.settled, pack_names(names) if names_changed else cached.names, bytes(packed))
 
@@ -163,7 +167,7 @@ def load(path: Path, digest: int) -> Listing | None:
     except (ValueError, KeyError, TypeError):
         return None
     names, packed = body[:size], body[size:]
-    if len(names) != size or (names and not names.endswith(b"\0")) or len(packed) != 24 * names.count(b"\0"):
+    if len(names) != size or (names and not names.endswith(b"\0")) or len(packed) != RECORD.size * names.count(b"\0"):
         return None  # cut short or damaged: list the folder again instead
     return Listing(folder, settled, names, packed)  # type: ignore[arg-type]
 

@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,49 @@ def run_cli() -> CliRunner:
 
 def json_of(proc: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(proc.stdout)
+
+
+class Watcher:
+    """A running ``slayer-kb watch`` whose stderr is collected on a thread (so it never blocks)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for_line(self, prefix: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(prefix) for line in self.lines):
+                return
+            assert self.proc.poll() is None, f"watcher died: {self.lines}"
+            time.sleep(0.02)
+        raise AssertionError(f"no line starting with {prefix!r} in {self.lines}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=5)
+
+
+@pytest.fixture
+def watcher(example_kb: KnowledgeBase) -> Iterator[Watcher]:
+    # Build the index first so the watcher's initial sync is incremental and quick.
+    example_kb.ensure_fresh()
+    example_kb.close()
+    w = Watcher(example_kb.root)
+    try:
+        w.wait_for_line("Watching")
+        yield w
+    finally:
+        w.stop()

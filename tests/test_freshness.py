@@ -121,16 +121,24 @@ def test_vim_style_save_with_backup(example_kb: KnowledgeBase) -> None:
     assert hit_ids(kb, "echidnavim") == {"4"}
 
 
-def test_racy_rewrite_beside_an_in_place_edit_is_seen_too(example_kb: KnowledgeBase) -> None:
-    """Only files edited in place changed, so only those are re-read: the young files with them,
-    since one of them may have changed without changing its signature."""
-    kb = example_kb
+def rewrite_keeping_signature(kb: KnowledgeBase) -> tuple[Path, os.stat_result]:
+    """Index memory kb.racy ("alphaword"), then rewrite it in place (same inode), same length,
+    forcing the very same mtime ("bravoword"): the signature is identical, as it is for two
+    saves within one timestamp tick of a coarse file system. Returns the path and its first stat."""
     path = write_memory(kb.root, "kb.racy", "alphaword marks version one")
     assert hit_ids(kb, "alphaword") == {"kb.racy"}
     st = path.stat()
     with path.open("r+", encoding="utf-8") as f:
         f.write(memory_text("bravoword marks version two"))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return path, st
+
+
+def test_racy_rewrite_beside_an_in_place_edit_is_seen_too(example_kb: KnowledgeBase) -> None:
+    """Only files edited in place changed, so only those are re-read: the young files with them,
+    since one of them may have changed without changing its signature."""
+    kb = example_kb
+    rewrite_keeping_signature(kb)
     other = kb.root / "memories" / "2.yaml"
     other.write_text(other.read_text(encoding="utf-8").replace("Time zones:", "Time zones lemurracy:"), encoding="utf-8")
 
@@ -142,14 +150,7 @@ def test_racy_rewrite_beside_an_in_place_edit_is_seen_too(example_kb: KnowledgeB
 
 def test_same_size_rewrite_within_the_timestamp_granularity(example_kb: KnowledgeBase) -> None:
     kb = example_kb
-    path = write_memory(kb.root, "kb.racy", "alphaword marks version one")
-    assert hit_ids(kb, "alphaword") == {"kb.racy"}
-    st = path.stat()
-    # Rewrite in place (same inode), same length, and force the very same mtime: the signature
-    # is identical, as it is for two saves within one timestamp tick of a coarse file system.
-    with path.open("r+", encoding="utf-8") as f:
-        f.write(memory_text("bravoword marks version two"))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    path, st = rewrite_keeping_signature(kb)
     after = path.stat()
     assert (after.st_mtime_ns, after.st_size, after.st_ino) == (st.st_mtime_ns, st.st_size, st.st_ino)
 
@@ -333,7 +334,7 @@ def test_nothing_changed_means_no_sync(example_kb: KnowledgeBase) -> None:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
     kb.ensure_fresh()
     assert kb.ensure_fresh() is None
-    assert kb.index.is_fresh()
+    assert kb.index.stale_files() == []
 
 
 def test_reindexed_files_leave_no_duplicate_documents(example_kb: KnowledgeBase) -> None:

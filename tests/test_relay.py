@@ -8,13 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import Watcher
 from hypothesis import given
 from hypothesis import strategies as st
-from test_watch import Watcher
 
 from slayer_kb import KnowledgeBase, relay
 
@@ -29,18 +28,6 @@ SEARCHES = [
     ["search", "--limit", "0", "x"],  # a usage error: exit 2
     ["search"],  # no input: the newest memories, with a warning
 ]
-
-
-@pytest.fixture
-def served(example_kb: KnowledgeBase) -> Iterator[Watcher]:
-    example_kb.ensure_fresh()
-    example_kb.close()
-    w = Watcher(example_kb.root)
-    try:
-        w.wait_for_line("Watching")
-        yield w
-    finally:
-        w.stop()
 
 
 def cli(root: Path, *args: str, blocked: Path | None = None, cwd: Path | None = None,
@@ -63,13 +50,13 @@ def no_whoosh(tmp_path: Path) -> Path:
     return blocker.parent
 
 
-def test_relayed_searches_print_exactly_what_a_process_prints(served: Watcher, no_whoosh: Path) -> None:
-    root = served.root
+def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, no_whoosh: Path) -> None:
+    root = watcher.root
     # The blocker works: a command that is not relayed fails under it.
     listed = cli(root, "list", blocked=no_whoosh)
     assert listed.returncode == 1 and "whoosh is blocked by the test" in listed.stderr
     relayed = [cli(root, *args, blocked=no_whoosh) for args in SEARCHES]
-    served.stop()  # now every search runs in its own process
+    watcher.stop()  # now every search runs in its own process
     direct = [cli(root, *args) for args in SEARCHES]
     for args, got, want in zip(SEARCHES, relayed, direct, strict=True):
         assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), args
@@ -78,37 +65,37 @@ def test_relayed_searches_print_exactly_what_a_process_prints(served: Watcher, n
     assert json.loads(direct[1].stdout)["memories"]
 
 
-def test_a_relayed_search_sees_an_edit_made_just_before_it(served: Watcher, no_whoosh: Path) -> None:
-    path = served.root / "memories" / "2.yaml"
+def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, no_whoosh: Path) -> None:
+    path = watcher.root / "memories" / "2.yaml"
     path.write_text(path.read_text().replace("Time zones:", "Time zones axolotlrelay:"))
-    found = cli(served.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    found = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
     assert found.returncode == 0, found.stderr
     assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["2"]
     path.unlink()
-    gone = cli(served.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    gone = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
     assert json.loads(gone.stdout)["memories"] == []
 
 
-def test_the_kb_is_found_as_the_cli_finds_it(served: Watcher, no_whoosh: Path) -> None:
-    inside = served.root / "models"
-    by_cwd = cli(served.root, "search", "fiscal year", blocked=no_whoosh, cwd=inside, kb_option=False)
+def test_the_kb_is_found_as_the_cli_finds_it(watcher: Watcher, no_whoosh: Path) -> None:
+    inside = watcher.root / "models"
+    by_cwd = cli(watcher.root, "search", "fiscal year", blocked=no_whoosh, cwd=inside, kb_option=False)
     assert by_cwd.returncode == 0 and "kb.fiscal-calendar" in by_cwd.stdout
     by_env = subprocess.run([sys.executable, "-m", "slayer_kb", "search", "fiscal year"], capture_output=True,
-                            text=True, env=dict(os.environ, SLAYER_KB=str(served.root), PYTHONPATH=str(no_whoosh)),
-                            cwd=served.root.parent, timeout=60)
+                            text=True, env=dict(os.environ, SLAYER_KB=str(watcher.root), PYTHONPATH=str(no_whoosh)),
+                            cwd=watcher.root.parent, timeout=60)
     assert by_env.returncode == 0 and "kb.fiscal-calendar" in by_env.stdout
 
 
-def test_searches_that_read_stdin_or_a_file_run_in_the_process(served: Watcher, no_whoosh: Path) -> None:
-    query = served.root.parent / "q.json"
+def test_searches_that_read_stdin_or_a_file_run_in_the_process(watcher: Watcher, no_whoosh: Path) -> None:
+    query = watcher.root.parent / "q.json"
     query.write_text('{"source_model": "shop.orders", "measures": ["sum(amount)"]}')
     for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"], ["search", "-"]):
-        proc = cli(served.root, *args, blocked=no_whoosh)
+        proc = cli(watcher.root, *args, blocked=no_whoosh)
         assert proc.returncode == 1 and "whoosh is blocked by the test" in proc.stderr, args
 
 
-def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(served: Watcher) -> None:
-    second = Watcher(served.root)
+def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(watcher: Watcher) -> None:
+    second = Watcher(watcher.root)
     try:
         second.wait_for_line("Watching")
         assert "Another watcher answers this KB's searches; this one only keeps the index current." in second.lines
@@ -117,8 +104,8 @@ def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(served: Watche
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
-def test_another_user_gets_no_answer(served: Watcher) -> None:
-    address = relay.address(served.root)
+def test_another_user_gets_no_answer(watcher: Watcher) -> None:
+    address = relay.address(watcher.root)
     probe = (
         "import os, socket\n"
         "os.setgid(65534); os.setuid(65534)\n"
@@ -191,21 +178,21 @@ def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: Knowledg
         wedged.wait(timeout=10)
 
 
-def test_a_request_for_another_kb_or_command_is_refused(served: Watcher) -> None:
+def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> None:
     for request in (
         {"argv": ["search", "x"], "root": "/elsewhere", "width": 80},
-        {"argv": ["forget", "1"], "root": os.path.realpath(served.root), "width": 80},
-        {"argv": ["search", "-"], "root": os.path.realpath(served.root), "width": 80},
+        {"argv": ["forget", "1"], "root": os.path.realpath(watcher.root), "width": 80},
+        {"argv": ["search", "-"], "root": os.path.realpath(watcher.root), "width": 80},
         {"nonsense": True},
     ):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(10)
-            conn.connect(relay.address(served.root))
+            conn.connect(relay.address(watcher.root))
             assert conn.recv(1) == relay.ACK
             conn.sendall(json.dumps(request).encode())
             conn.shutdown(socket.SHUT_WR)
             assert relay._read_all(conn) == b'{"fallback": true}', request
-    assert (served.root / "memories" / "1.yaml").exists()
+    assert (watcher.root / "memories" / "1.yaml").exists()
 
 
 def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:

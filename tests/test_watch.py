@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git
+from conftest import Watcher, commit_all, git
 from whoosh import index as windex
 from whoosh import query as Q
 
@@ -32,52 +30,6 @@ CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
 
 def memory_text(learning: str) -> str:
     return f"learning: |\n  {learning}\n{CREATED}"
-
-
-class Watcher:
-    """A running ``slayer-kb watch`` whose stderr is collected on a thread (so it never blocks)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for_line(self, prefix: str, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(line.startswith(prefix) for line in self.lines):
-                return
-            assert self.proc.poll() is None, f"watcher died: {self.lines}"
-            time.sleep(0.02)
-        raise AssertionError(f"no line starting with {prefix!r} in {self.lines}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=5)
-
-
-@pytest.fixture
-def watcher(example_kb: KnowledgeBase) -> Iterator[Watcher]:
-    # Build the index first so the watcher's initial sync is incremental and quick.
-    example_kb.ensure_fresh()
-    example_kb.close()
-    w = Watcher(example_kb.root)
-    try:
-        w.wait_for_line("Watching")
-        yield w
-    finally:
-        w.stop()
 
 
 def indexed(root: Path, field: str, value: str) -> set[str]:
