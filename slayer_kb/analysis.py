@@ -63,3 +63,28 @@ class WordAnalyzer(Analyzer):
 
 
 _WHOOSH = StemmingAnalyzer()
+
+
+# Symbols: tokens as typed that the word analysis loses or splits (N+1, C, %w, utf-8, C++,
+# orders.amount, --force), indexed and searched whole, lower-cased.
+_RAW = re.compile(r"\S+")
+_OPENING = "\"'`([{<"
+_CLOSING = "\"'`)]}>,;:!?."
+_SYMBOL_STOPS = _STOP_WORDS | {"i"}
+
+
+def symbols(text: str) -> list[str]:
+    """The distinct symbol tokens of ``text``, in order of first appearance."""
+    out: dict[str, None] = {}
+    for match in _RAW.finditer(text):
+        token = match.group().lstrip(_OPENING).rstrip(_CLOSING)
+        if not any(c.isalnum() for c in token):
+            continue  # punctuation alone (an arrow, a dash) names nothing
+        token = token.lower()
+        if token in _SYMBOL_STOPS:
+            continue
+        plain = all(c.isalnum() or c == "_" for c in token.replace("'", ""))
+        if plain and len(token) > 1:
+            continue  # an ordinary word: the word analysis has it
+        out[token] = None
+    return list(out)

@@ -472,8 +472,12 @@ def _hits_text(title: str, hits: list[dict[str, Any]], width: int) -> list[str]:
 @click.option("--type", "type_")
 @click.option("--project")
 @click.option("--scope", type=click.Choice(["project", "personal"]))
-@click.option("--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--any", "any_word", is_flag=True, help="Match any word of QUESTION (default: all words).")
+@click.option(
+    "--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True,
+    help="At most this many memories, and as many example queries and catalog entities.",
+)
+@click.option("--all", "all_words", is_flag=True, help="Only memories holding every word of QUESTION, ranked by words alone.")
+@click.option("--any", "any_word", is_flag=True, hidden=True, help="The default ranking (kept for scripts).")
 @click.option("--full", is_flag=True, help="Include each memory's whole learning.")
 @json_option
 @pass_settings
@@ -487,17 +491,20 @@ def search_cmd(
     project: str | None,
     scope: str | None,
     limit: int,
+    all_words: bool,
     any_word: bool,
     full: bool,
 ) -> None:
-    """Find memories by words, entities or a query.
+    """Find memories by words, meaning, entities or a query.
 
-    Words are matched literally (no query syntax). Memories saved with a query come back under
-    example queries, the others under memories; catalog entities that match come back too.
+    The question is matched by its words (literally, no query syntax; memories holding every
+    word rank first) and by its meaning (local embeddings), fused with the entity ranking.
+    Memories saved with a query come back under example queries, the others under memories;
+    catalog entities that match come back too.
 
     \b
     Examples:
-      slayer-kb search "how are refunds counted" --any
+      slayer-kb search "how are refunds counted"
       slayer-kb search -e shop.orders.amount
       slayer-kb search decision/paid-revenue
     """
@@ -510,7 +517,7 @@ def search_cmd(
         project=project,
         scope=scope,
         limit=limit,
-        any_word=any_word,
+        match="all" if all_words else "fused",
         full=full,
     )
 

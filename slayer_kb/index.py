@@ -28,7 +28,8 @@ from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
 from whoosh.writing import MERGE_SMALL
 
-from .analysis import WordAnalyzer
+from . import embedding, vectors
+from .analysis import WordAnalyzer, symbols
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
@@ -46,10 +47,10 @@ Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
 
 if TYPE_CHECKING:
-    from .search import Restriction
+    from .search.filters import Restriction
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 6
+FORMAT = 7
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
@@ -64,12 +65,15 @@ _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
 SCHEMA = Schema(
     id=ID(stored=True, unique=True),
     kind=ID(stored=True),
-    # Every word of a memory (title, id words, learning, description) in one field, so that a
-    # typed word walks one posting list; ``title`` again on its own, to rank title matches first.
-    # No positions (phrase=False): searches match words, never phrases, and positions would
-    # double what a rebuild writes.
+    # The words of a memory's title, id and learning in one field, so that a typed word walks
+    # one posting list; ``title`` again on its own, to rank title matches first; the
+    # description on its own, ranked below the learning. No positions (phrase=False): searches
+    # match words, never phrases, and positions would double what a rebuild writes.
     text=TEXT(analyzer=_analyzer, phrase=False),
     title=TEXT(analyzer=_analyzer, phrase=False),
+    description=TEXT(analyzer=_analyzer, phrase=False),
+    # Tokens as typed that word analysis loses (N+1, C, %w, utf-8): see analysis.symbols.
+    symbols=KEYWORD(scorable=True, lowercase=False),
     entities=KEYWORD(scorable=True, lowercase=False),
     # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
     # about a model also finds memories about its columns, ranked below exact matches.
@@ -120,8 +124,10 @@ def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
     return {
         "id": memory.id,
         "kind": "memory",
-        "text": "\n".join(filter(None, (memory.title, name, memory.learning, memory.description))),
+        "text": "\n".join(filter(None, (memory.title, name, memory.learning))),
         "title": memory.title or "",
+        "description": memory.description or "",
+        "symbols": " ".join(symbols("\n".join(filter(None, (memory.title, memory.id, memory.learning, memory.description))))),
         "entities": " ".join(memory.entities),
         "datasources": " ".join(sorted(datasources)),
         "under": " ".join(sorted(ancestors)),
@@ -170,6 +176,7 @@ class Index:
         self._searcher: Any = None
         self._docsets: dict[str, Any] = {}
         self._vector: Any = None
+        self._meaning: vectors.Table | None = None
 
     # -- freshness --------------------------------------------------------------------------
 
@@ -221,6 +228,7 @@ class Index:
             "ino INTEGER, hash TEXT)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
+        db.execute(vectors.SCHEMA_SQL)
         return db
 
     def stale_files(self) -> list[str] | None:
@@ -235,6 +243,8 @@ class Index:
             return None
         if not same_signature(state["catalog"], self.catalog_signature()):
             return None
+        if state.get("vectors") != self.vector_key():
+            return None  # the model changed or came or went: a sync makes the vectors again
         changed = self._changed_files(state)
         if changed:
             # The young files too: one may also have changed without changing its signature.
@@ -337,7 +347,7 @@ class Index:
             ix = self._create()
             db = self._db()
             known = {}
-            state = {"format": FORMAT, "count": 0, "digest": 0, "catalog": None, "young": {}}
+            state = {"format": FORMAT, "count": 0, "digest": 0, "catalog": None, "young": {}, "vectors": self.vector_key()}
             report.rebuilt = True
             only = None
         assert state is not None and db is not None
@@ -383,6 +393,10 @@ class Index:
     ) -> SyncReport:
         now_ns = time.time_ns()
         listing: Listing | None = None
+        vectors_changed = state.get("vectors") != self.vector_key()
+        if vectors_changed:
+            self._refill_vectors(ix, db)
+            state["vectors"] = self.vector_key()
         if only is None:
             listing = take_listing(self.memories)
             scanned = listing.signatures()
@@ -399,7 +413,7 @@ class Index:
             # Every file is as its row says. A state whose digest disagrees (a crash between the
             # rows' commit and the state's) would send every check here again: mend it.
             digest = _digest(scanned)
-            if digest != state["digest"] or len(scanned) != state["count"]:
+            if digest != state["digest"] or len(scanned) != state["count"] or vectors_changed:
                 self._write_state({**state, "count": len(scanned), "digest": digest})
             if listing is not None:
                 save_listing(self.dir / "listing", listing, digest)
@@ -409,6 +423,7 @@ class Index:
         file_rows: list[tuple[Any, ...]] = []
         problem_rows: list[tuple[Any, ...]] = []
         fixed: list[str] = []
+        embedded: list[Memory] = []
         digest = state["digest"]
         with _writing(ix, bulk=len(changed) > BULK_THRESHOLD) as writer:
             # Old documents are deleted after the loop (a writer's deletions apply to the segments
@@ -429,12 +444,13 @@ class Index:
                 if old is None or old[3] != content or content is None:
                     if old is not None or mid in state["young"]:
                         stale.append(mid)
-                    problem = self._index_file(writer, mid, data, written.get(mid))
+                    indexed = self._index_file(writer, mid, data, written.get(mid))
                     report.updated += 1
-                    if problem is None:
+                    if isinstance(indexed, Memory):
                         fixed.append(mid)
+                        embedded.append(indexed)
                     else:
-                        problem_rows.append((mid, problem.path, problem.line, problem.message))
+                        problem_rows.append((mid, indexed.path, indexed.line, indexed.message))
                 if old is not None:
                     digest = (digest - _entry_digest(mid, old[:3])) % _MOD
                 digest = (digest + _entry_digest(mid, sig)) % _MOD
@@ -450,7 +466,9 @@ class Index:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer.add_document(**doc)
+        vector_rows = self._vector_rows(embedded)
         db.execute("BEGIN")
+        vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
         db.executemany("DELETE FROM problems WHERE id = ?", [(m,) for m in removed + fixed])
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows)
@@ -460,7 +478,8 @@ class Index:
         if only is None:
             digest = _digest(scanned)  # a full pass recomputes it rather than trust the old one
         self._write_state(
-            {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young}
+            {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
+             "vectors": state["vectors"]}
         )
         if listing is None:
             # A targeted update: the listing cached for the state it started from, with these
@@ -503,7 +522,7 @@ class Index:
 
     def _index_file(
         self, writer: Any, memory_id: str, data: bytes | None, written: Written | None = None
-    ) -> MemoryFileError | None:
+    ) -> Memory | MemoryFileError:
         rel = f"{MEMORIES_DIR}/{memory_id}.yaml"
         if data is None:
             return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable; skipped")
@@ -517,7 +536,49 @@ class Index:
             except UnicodeDecodeError as exc:
                 return MemoryFileError(rel, None, f"is not UTF-8 text: {exc}")
         writer.add_document(**memory_document(memory, self._content_hash(memory.learning)))
-        return None
+        return memory
+
+    # -- meaning vectors (vectors.py), kept with the documents ------------------------------
+
+    def embedder(self) -> embedding.Embedder | embedding.Unavailable:
+        return embedding.load()
+
+    def vector_key(self) -> str | None:
+        """What the stored vectors were made with; None when meaning search is off."""
+        model = self.embedder()
+        return model.key if isinstance(model, embedding.Embedder) else None
+
+    def _vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
+        model = self.embedder()
+        if not memories or not isinstance(model, embedding.Embedder):
+            return []
+        out: list[tuple[Any, ...]] = []
+        for at in range(0, len(memories), 2000):
+            chunk = memories[at : at + 2000]
+            out.extend(vectors.rows(chunk, model.embed([vectors.embedding_text(m) for m in chunk])))
+        return out
+
+    def _refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
+        """Every indexed memory's vector made again (the model changed, or became available)."""
+        with ix.searcher() as searcher:
+            memories = [
+                Memory(**fields["data"]) for fields in searcher.all_stored_fields() if fields.get("kind") == "memory"
+            ]
+        new_rows = self._vector_rows(memories)
+        db.execute("BEGIN")
+        db.execute("DELETE FROM vectors")
+        vectors.write(db, (), new_rows)
+        db.execute("COMMIT")
+
+    def meaning(self) -> vectors.Table:
+        """The vectors of every memory, loaded once per index state."""
+        if self._meaning is None:
+            db = self._db()
+            try:
+                self._meaning = vectors.Table.load(db)
+            finally:
+                db.close()
+        return self._meaning
 
     def _open_existing(self) -> windex.Index | None:
         if self._ix is not None:
@@ -599,6 +660,7 @@ class Index:
         self._searcher = None
         self._docsets = {}
         self._vector = None
+        self._meaning = None
 
     def close(self) -> None:
         self._close_searcher()
@@ -644,6 +706,16 @@ class Index:
                 continue
             seen.add(fields["id"])
             out.append(dict(fields, score=score))
+        return out
+
+    def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored fields of these memories' live documents, by id (absent ones left out)."""
+        searcher = self.searcher()
+        out: dict[str, dict[str, Any]] = {}
+        for memory_id in memory_ids:
+            docnum = searcher.document_number(id=memory_id)
+            if docnum is not None:
+                out[memory_id] = searcher.stored_fields(docnum)
         return out
 
     def _vector_for(self, searcher: Any, query: Q.Query) -> Any:

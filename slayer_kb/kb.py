@@ -775,11 +775,17 @@ class KnowledgeBase:
         project: str | None = None,
         scope: str | None = None,
         limit: int = DEFAULT_LIMIT,
-        any_word: bool = False,
+        match: str = "fused",
         full: bool = False,
     ) -> SearchResult:
+        """Memories, example queries and catalog entities for a question, entities and/or a
+        query, ranked by words, meaning and entities fused (search/). ``limit`` caps each
+        bucket. ``match``: "fused" (default); "all-first", memories holding every word of the
+        question first; "all", only those, ranked by words alone."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
+        if match not in search.MATCHES:
+            raise InvalidInputError(f"match must be one of {', '.join(search.MATCHES)}; got {match!r}.")
         # Search is lenient: text that is not valid Unicode is searched as what it can be read as.
         question, type, project, scope, datasource = (
             _readable(v) for v in (question, type, project, scope, datasource)
@@ -790,61 +796,22 @@ class KnowledgeBase:
             known = ", ".join(sorted(self.catalog.datasources)) or "none"
             raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
         inputs = self._lenient_entities(entities, query, warnings)
-        question = (question or "").strip()
-        project = engram.normalize_project(project)
-        scope = engram.normalize_scope(scope) if scope else None
-        text = search.text_query(question, any_word, self.index.frequency, self.index.document_count()) if question else None
-        wanted = search.entity_query(inputs)
-        topic = search.topic_query(question) if question else None
-        if question and text is None and topic is None:
-            warnings.append(f"The question {question!r} has no searchable words.")
-        if text is None and wanted is None and topic is None:
-            if not question:
-                warnings.append("No entities, query or question given: showing the newest memories.")
-        result = SearchResult([], [], [], inputs, warnings)
-        for has_query, bucket in ((False, result.memories), (True, result.example_queries)):
-            restriction = search.restrict(
-                type=type, project=project, scope=scope, datasource=datasource, has_query=has_query
-            )
-            bucket.extend(
-                self._ranked(
-                    restriction, text, wanted, topic, question, limit, inputs, full, warnings, has_query, any_word
-                )
-            )
-        result.entities = self._catalog_hits(question, inputs, limit)
+        found = search.run(self.index, search.Request(
+            question=question or "",
+            entities=inputs,
+            inputs_given=bool(entities) or query is not None,
+            type=type,
+            project=engram.normalize_project(project),
+            scope=engram.normalize_scope(scope) if scope else None,
+            datasource=datasource,
+            limit=limit,
+            match=match,
+        ))
+        warnings += found.warnings
+        result = SearchResult([], [], found.catalog, inputs, warnings)
+        result.memories = [self._hit(doc, inputs, full, warnings, False) for doc in found.memories]
+        result.example_queries = [self._hit(doc, inputs, full, warnings, True) for doc in found.example_queries]
         return result
-
-    def _ranked(
-        self,
-        restriction: search.Restriction,
-        text: Q.Query | None,
-        wanted: Q.Query | None,
-        topic: Q.Query | None,
-        question: str,
-        limit: int,
-        inputs: list[str],
-        full: bool,
-        warnings: list[str],
-        has_query: bool,
-        any_word: bool,
-    ) -> list[dict[str, Any]]:
-        if text is None and wanted is None and topic is None:
-            if question:
-                return []
-            docs = self.index.documents(None, restriction, limit=limit, sort_newest=True)
-        else:
-            matchers = [m for m in (text, wanted) if m is not None]
-            required = Q.And(matchers) if len(matchers) > 1 else (matchers[0] if matchers else None)
-            if topic is not None:
-                required = topic if required is None else Q.Or([topic, required])
-            docs = self.index.documents(required, restriction, limit=limit)
-            if not docs and text is not None and not any_word and wanted is None:
-                relaxed = search.text_query(question, True, self.index.frequency, self.index.document_count())
-                if relaxed is not None and relaxed != text:
-                    docs = self.index.documents(relaxed, restriction, limit=limit)
-                    if docs and not any(w.startswith("No memory has all") for w in warnings):
-                        warnings.append("No memory has all the words; showing memories with any of them.")
-        return [self._hit(doc, inputs, full, warnings, has_query) for doc in docs]
 
     def _lenient_entities(self, entities: Any, query: Any, warnings: list[str]) -> list[str]:
         resolver = self.resolver()
@@ -901,19 +868,6 @@ class KnowledgeBase:
         except KBError as exc:
             return str(exc)
         return None
-
-    def _catalog_hits(self, question: str, inputs: list[str], limit: int) -> list[dict[str, Any]]:
-        clauses: list[Q.Query] = []
-        if question:
-            words = search.text_query(question, True, self.index.frequency, self.index.document_count())
-            if words is not None:
-                clauses.append(words)
-        catalog_inputs = [e for e in inputs if not e.startswith("memory:")]
-        clauses.extend(Q.Term("entities", e, boost=10.0) for e in catalog_inputs)
-        if not clauses:
-            return []
-        docs = self.index.documents(Q.And([Q.Term("kind", "catalog"), Q.Or(clauses)]), limit=limit)
-        return [{**doc["data"], "score": round(float(doc.get("score") or 0.0), 4)} for doc in docs]
 
     def list(
         self,

@@ -24,6 +24,8 @@ from .kb import DEFAULT_LIMIT, MAX_ENGRAM_LIMIT, KnowledgeBase
 logger = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 300  # Engram's mem_search preview length
+# mem_search's match_mode -> KnowledgeBase.search's match.
+MATCH_MODES = {"all": "all-first", "any": "fused", "strict": "all"}
 TIMELINE_NEIGHBOUR_CHARS = 150
 TIMELINE_FOCUS_CHARS = 500
 INSTALL_HINT = "The MCP server needs the 'mcp' package: pip install 'slayer-kb[mcp]'."
@@ -244,7 +246,7 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     limit = min(a["limit"], MAX_ENGRAM_LIMIT)
     result = kb.search(
         a["query"], type=a.get("type"), project=a.get("project"), scope=a.get("scope"),
-        limit=limit, any_word=a["match_mode"] == "any", full=True,
+        limit=limit, match=MATCH_MODES[a["match_mode"]], full=True,
     )
     # Engram has no example queries: they are memories like any other, ranked together.
     hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])[:limit]
@@ -491,9 +493,11 @@ Lenient: an input reference that does not resolve (unknown, or an ambiguous bare
 with a warning and the search goes on; stored tags that no longer resolve are ignored; an example \
 query whose references went stale carries a warning. A memory must share at least one entity with \
 the input entities; precisely tagged memories rank above broadly tagged ones. The question's words \
-are matched literally (no query syntax) and all must match; when no memory has them all, memories \
-with any of them come back with a warning. A question containing '/' also matches topic keys. With \
-no input at all the newest memories come back, with a warning.""",
+are matched literally (no query syntax) and by meaning (local embeddings); memories holding every \
+word rank high, and when none has them all, a warning names the bucket. The rankings of words, \
+meaning and entities are fused by reciprocal rank; a memory named as memory:<id> and an exact topic \
+key come first. With no input at all the newest memories come back, with a warning; when every \
+input was dropped, nothing comes back, with the warnings that say why.""",
         properties={
             "entities": {
                 "type": ["array", "string"],
@@ -514,8 +518,8 @@ no input at all the newest memories come back, with a warning.""",
             "question": {
                 "type": "string",
                 "description": (
-                    "Free text, e.g. \"how are refunds counted\". Every word must match (literally, in "
-                    "the title, learning or description); falls back to any word with a warning."
+                    "Free text, e.g. \"how are refunds counted\", matched by its words (literally, in "
+                    "the title, learning or description) and by its meaning."
                 ),
             },
             "datasource": {
@@ -528,7 +532,7 @@ no input at all the newest memories come back, with a warning.""",
             "max_results": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "At most this many memories, and as many example queries (default 10).",
+                "description": "At most this many memories, and as many example queries and catalog entities: the cap applies to each bucket (default 10).",
             },
             "compact": {
                 "type": "boolean",
@@ -628,10 +632,11 @@ topic_key (pass it next time to make the topic evolve in one memory), plus 'warn
         description="""\
 Search persistent memory across all sessions: past decisions, bugs fixed, patterns, files changed, \
 any context from earlier work. Read-only. Covers every memory, SLayer ones included. Words are \
-matched literally (operator characters cannot break it) in titles, contents and descriptions; \
-match_mode 'all' (default) needs every word and falls back to any word, with a warning, when \
-nothing has them all. A query containing '/' also matches topic keys exactly, ranked first. \
-Soft-deleted memories never appear.
+matched literally (operator characters cannot break it) in titles, contents and descriptions, \
+and by meaning, so a question in other words still finds the memory. match_mode 'all' \
+(default): memories holding every word first, then the closest others; 'any': words and \
+meaning ranked together; 'strict': only memories holding every word. A query containing '/' \
+also matches topic keys exactly, ranked first. Soft-deleted memories never appear.
 
 Reply: 'Found N memories:' then per hit '[n] #ID (TYPE) \u2014 TITLE', a 300-character preview of the \
 content, its entities if any, and 'CREATED | project: P | scope: S'. Use mem_get_observation(id) \
@@ -644,8 +649,8 @@ for the full content, mem_timeline(observation_id) for what happened around it."
             "limit": {"type": "integer", "minimum": 1, "description": f"Max results (default {DEFAULT_LIMIT}, at most {MAX_ENGRAM_LIMIT}; larger values are capped)."},
             "match_mode": {
                 "type": "string",
-                "enum": ["all", "any"],
-                "description": "'all' (default): every word must match, falling back to any word. 'any': any word matches, better for natural-language questions.",
+                "enum": ["all", "any", "strict"],
+                "description": "'all' (default): memories holding every word first, then the closest others. 'any': words and meaning ranked together. 'strict': only memories holding every word.",
             },
         },
         required=("query",),

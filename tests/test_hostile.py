@@ -391,9 +391,9 @@ def searchable(catalog_kb: KnowledgeBase) -> KnowledgeBase:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(words=st.one_of(WHOOSH_SYNTAX, st.text(max_size=40)), any_word=st.booleans())
-def test_search_words_full_of_whoosh_syntax_never_raise(searchable: KnowledgeBase, words: str, any_word: bool) -> None:
-    result = searchable.search(words, any_word=any_word, limit=5)
+@given(words=st.one_of(WHOOSH_SYNTAX, st.text(max_size=40)), match=st.sampled_from(["fused", "all-first", "all"]))
+def test_search_words_full_of_whoosh_syntax_never_raise(searchable: KnowledgeBase, words: str, match: str) -> None:
+    result = searchable.search(words, match=match, limit=5)
     for hit in result.memories:
         assert hit["id"] in ("refunds", "1")
 

@@ -263,7 +263,7 @@ def test_engram_tools(example_kb: KnowledgeBase) -> None:
         )
         assert await error(session, "mem_update", id="nope", title="x") == "No memory with id 'nope'."
         assert await error(session, "mem_search", query="x", match_mode="some") == (
-            "mem_search: 'match_mode' must be one of 'all', 'any', not 'some'."
+            "mem_search: 'match_mode' must be one of 'all', 'any', 'strict', not 'some'."
         )
 
     with_server(example_kb.root, script)

@@ -28,9 +28,9 @@ def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> N
         assert kb.search("zebrafish").memories == []
         # A catalog edit too: a model file rewritten without a column.
         model = kb.root / "models" / "shop" / "refunds.yaml"
-        assert "shop.refunds.reason" in [e["entity"] for e in kb.search("reason", any_word=True).entities]
+        assert "shop.refunds.reason" in [e["entity"] for e in kb.search("reason").entities]
         model.write_text("\n".join(line for line in model.read_text().splitlines() if "name: reason" not in line) + "\n")
-        assert "shop.refunds.reason" not in [e["entity"] for e in kb.search("reason", any_word=True).entities]
+        assert "shop.refunds.reason" not in [e["entity"] for e in kb.search("reason").entities]
     finally:
         kb.close()
     assert kb.monitor is None

@@ -145,8 +145,8 @@ def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb:
         example_kb.index._close_searcher()
         out = []
         for kind, text, _expected in RELEVANCE:
-            for any_word in (False, True):
-                found = example_kb.search(text, any_word=any_word) if kind == "q" else example_kb.search(entities=[text])
+            for match in ("fused", "all"):
+                found = example_kb.search(text, match=match) if kind == "q" else example_kb.search(entities=[text])
                 out.append(found.to_json())
         return out
 

@@ -43,7 +43,7 @@ RELEVANCE = [
 
 @pytest.mark.parametrize(("kind", "text", "expected"), RELEVANCE, ids=[r[1] for r in RELEVANCE])
 def test_relevance(example_kb: KnowledgeBase, kind: str, text: str, expected: str) -> None:
-    result = example_kb.search(text, any_word=True) if kind == "q" else example_kb.search(entities=[text])
+    result = example_kb.search(text) if kind == "q" else example_kb.search(entities=[text])
     hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])
     assert hits and hits[0]["id"] == expected, [h["id"] for h in hits[:3]]
 
@@ -75,7 +75,7 @@ def test_unknown_datasource_is_an_error(example_kb: KnowledgeBase) -> None:
 
 
 def test_datasource_filter(example_kb: KnowledgeBase) -> None:
-    hits = example_kb.search("revenue", any_word=True, datasource="wh", limit=50)
+    hits = example_kb.search("revenue", datasource="wh", limit=50)
     for hit in hits.memories + hits.example_queries:
         assert any(e.startswith("wh.") or e == "wh" for e in hit["entities"])
 
@@ -121,11 +121,11 @@ def test_stale_example_query_is_warned(example_kb: KnowledgeBase) -> None:
 @pytest.mark.parametrize("words", ['"unbalanced', "AND OR NOT", "a* ?b [c TO d] {x}", "field:value ~2 ^3", "(((", "\\", "-"])
 def test_query_syntax_is_never_an_error(example_kb: KnowledgeBase, words: str) -> None:
     example_kb.search(words)
-    example_kb.search(words, any_word=True)
+    example_kb.search(words)
 
 
 def test_catalog_hits(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search("refund reason", any_word=True)
+    result = example_kb.search("refund reason")
     assert "shop.refunds.reason" in [e["entity"] for e in result.entities]
     assert result.entities[0].keys() == {"entity", "kind", "description", "score"}
 
@@ -136,17 +136,3 @@ def test_cli_search_json_keys(example_kb: KnowledgeBase, run_cli) -> None:  # no
     assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
     hit = (data["memories"] + data["example_queries"])[0]
     assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)
-
-
-def test_any_word_keeps_the_informative_words() -> None:
-    from slayer_kb.search import informative
-
-    df = {"refund": 40, "net": 9000, "vat": 700, "ghost": 0, "order": 60000, "rate": 3000}
-    words = [[w] for w in ("net", "ghost", "order", "refund", "rate", "vat")]
-    # 100,000 documents: 'order' and 'net' are common (> 5%), 'ghost' is in none, three rarest stay.
-    assert informative(words, df.__getitem__, 100_000) == [["refund"], ["vat"], ["rate"]]
-    # In a small index no word counts as common (fewer than 500 documents hold it).
-    small = {"net": 300, "ghost": 0, "order": 450, "refund": 2, "rate": 30, "vat": 7}
-    assert informative(words, small.__getitem__, 1_000) == [["refund"], ["vat"], ["rate"]]
-    # Only common or absent words: the common ones are kept rather than nothing.
-    assert informative([["order"], ["ghost"]], df.__getitem__, 100_000) == [["order"]]

@@ -1,0 +1,97 @@
+"""The relevance set: hand-written memories and questions (memories.yaml, questions.yaml), a
+KB built from them, and top-1 / top-3 / MRR for each search channel alone and fused.
+
+    python -m bench.relevance          # prints the table
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.memory import Memory, dumps
+from slayer_kb.search import Request, run
+
+HERE = Path(__file__).resolve().parent
+EXAMPLE = HERE.parent.parent / "kb"
+CREATED = "2026-11-01T09:00:00Z"
+CONFIGS = {
+    "words": frozenset({"words", "entities"}),
+    "meaning": frozenset({"meaning", "entities"}),
+    "fused": frozenset({"words", "meaning", "entities"}),
+}
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return yaml.safe_load((HERE / name).read_text(encoding="utf-8"))
+
+
+def build(root: Path) -> KnowledgeBase:
+    """A git-backed KB at ``root``: the example catalog and the relevance memories, one commit."""
+    kb = KnowledgeBase.init(root)
+    for part in ("datasources", "models"):
+        shutil.copytree(EXAMPLE / part, root / part)
+    shutil.copy(EXAMPLE / "priority.yaml", root / "priority.yaml")
+    for item in load("memories.yaml"):
+        memory = Memory(
+            id=item["id"], learning=item["learning"], created_at=CREATED, title=item.get("title"),
+            type=item.get("type"), entities=list(item.get("entities") or []), project=item.get("project"),
+        )
+        (root / "memories" / f"{memory.id}.yaml").write_text(dumps(memory), encoding="utf-8")
+    subprocess.run(["git", "add", "-A", "."], cwd=root, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-q", "-m", "relevance set"], cwd=root, check=True, capture_output=True)
+    return KnowledgeBase(root)
+
+
+@dataclass
+class Scores:
+    questions: int
+    top1: float
+    top3: float
+    mrr: float
+    ms_p50: float
+    misses: list[tuple[str, list[str]]]
+
+
+def evaluate(kb: KnowledgeBase, channels: frozenset[str], kinds: set[str] | None = None) -> Scores:
+    kb.ensure_fresh()
+    hits1 = hits3 = 0
+    reciprocal = 0.0
+    times: list[float] = []
+    misses = []
+    questions = [q for q in load("questions.yaml") if kinds is None or q["kind"] in kinds]
+    for q in questions:
+        entities, _warnings = kb.resolve_entities(q["entities"]) if q.get("entities") else ([], [])
+        request = Request(
+            question=q.get("q", ""), entities=entities, inputs_given=bool(entities), type=q.get("type"),
+            project=q.get("project"), limit=10, channels=channels,
+        )
+        start = time.perf_counter()
+        found = run(kb.index, request)
+        times.append(time.perf_counter() - start)
+        ranked = [d["id"] for d in sorted(found.memories + found.example_queries, key=lambda d: -d["score"])]
+        expected = set(q["expect"])
+        rank = next((n for n, m in enumerate(ranked, 1) if m in expected), None)
+        hits1 += rank == 1
+        hits3 += rank is not None and rank <= 3
+        reciprocal += 1 / rank if rank else 0.0
+        if rank != 1:
+            misses.append((q.get("q", ""), ranked[:3]))
+    times.sort()
+    n = len(questions)
+    return Scores(n, hits1 / n, hits3 / n, reciprocal / n, 1000 * times[n // 2], misses)
+
+
+def table(kb: KnowledgeBase) -> str:
+    lines = ["| channel | questions | top-1 | top-3 | MRR | p50 ms |", "|---|---|---|---|---|---|"]
+    for name, channels in CONFIGS.items():
+        s = evaluate(kb, channels)
+        lines.append(f"| {name} | {s.questions} | {s.top1:.1%} | {s.top3:.1%} | {s.mrr:.3f} | {s.ms_p50:.1f} |")
+    return "\n".join(lines)

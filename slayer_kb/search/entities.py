@@ -1,0 +1,48 @@
+"""The entities channel and the exact inputs: entity tags (precise tags above broad ones, the
+ancestors of a tag below it), ``memory:<id>`` and topic keys."""
+
+from __future__ import annotations
+
+from whoosh import query as Q
+
+from ..engram import normalize_topic_key
+
+MEMORY_PREFIX = "memory:"
+# A model's memories are found through their columns' tags too, ranked below exact tags.
+UNDER_BOOST = 0.3
+
+
+def entity_query(entities: list[str]) -> Q.Query | None:
+    """Memories sharing a tag with the input (``memory:X`` inputs: memories that link to X)."""
+    if not entities:
+        return None
+    clauses: list[Q.Query] = [Q.Term("entities", e) for e in entities]
+    clauses.extend(Q.Term("under", e, boost=UNDER_BOOST) for e in entities if not e.startswith(MEMORY_PREFIX))
+    return Q.Or(clauses)
+
+
+def named_ids(entities: list[str]) -> list[str]:
+    """The memories named as ``memory:<id>`` in the input, which come back first."""
+    return [e[len(MEMORY_PREFIX):] for e in entities if e.startswith(MEMORY_PREFIX)]
+
+
+def id_query(memory_ids: list[str]) -> Q.Query | None:
+    if not memory_ids:
+        return None
+    return Q.Or([Q.Term("id", m) for m in memory_ids])
+
+
+def topic_query(question: str) -> Q.Query | None:
+    """A question containing '/' may be a topic key: that memory comes back first."""
+    if "/" not in question:
+        return None
+    key = normalize_topic_key(question)
+    return Q.Term("topic_key", key) if key else None
+
+
+def catalog_input_query(entities: list[str], boost: float) -> list[Q.Query]:
+    return [Q.Term("entities", e, boost=boost) for e in entities if not e.startswith(MEMORY_PREFIX)]
+
+
+def rooted_at(entity: str, datasource: str) -> bool:
+    return entity == datasource or entity.startswith(datasource + ".")
