@@ -3,6 +3,12 @@
 An id is also a file name (``memories/<id>.yaml``) on every platform a knowledge base is checked
 out on, so the seed's rules (no ``:`` ``/`` ``?`` ``#`` ``\\`` whitespace or control characters)
 are extended with what would make a bad or dangerous file name.
+
+:func:`check_id` is what any id must pass to be read or referred to. A *new* id (a save, an
+import, a restore) must also pass :func:`check_new_id`: it must name a file that can be checked
+out everywhere (no Windows device name, Unicode NFC) and must not name the same file as an
+existing id on macOS or Windows (ids differing only in letter case or in Unicode normalisation).
+Existing files that break these rules stay readable, so they can still be fixed or forgotten.
 """
 
 from __future__ import annotations
@@ -19,6 +25,12 @@ FORBIDDEN_CHARS = frozenset(':/?#\\<>"|*')
 # Cc control, Cf format (right-to-left marks, zero-width joiners: they disguise a name),
 # Cs lone surrogates (not encodable as a file name), Zl/Zp/Zs separators (whitespace).
 FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"})
+# Device names Windows reserves in every folder, whatever the case and whatever follows a '.'
+# (NUL.txt and nul.tar.gz are NUL too); ¹ ² ³ count as digits there.
+WINDOWS_RESERVED = frozenset(
+    ["con", "prn", "aux", "nul", "conin$", "conout$"]
+    + [f"{port}{n}" for port in ("com", "lpt") for n in "123456789\u00b9\u00b2\u00b3"]
+)
 _AUTO_ID = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 
 
@@ -65,14 +77,66 @@ def highest_auto_id(ids: Iterable[str]) -> int:
     return max((int(i) for i in ids if i.isascii() and i.isdigit() and (i[0] != "0" or i == "0")), default=0)
 
 
-def case_conflict(memory_id: str, existing: Iterable[str]) -> str | None:
-    """The existing id that differs from ``memory_id`` only by letter case, if any.
+def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
+    """Return ``memory_id`` if a new memory may take it, else raise :class:`InvalidIdError`.
 
-    Such ids are distinct in git but collide on case-insensitive checkouts (macOS, Windows).
+    On top of :func:`check_id`: the id is in Unicode NFC, is no Windows device name, and names
+    no file that an id of ``existing`` names on macOS or Windows (see :func:`case_conflict`).
     """
-    folded = memory_id.casefold()
+    memory_id = check_id(memory_id)
+    if not unicodedata.is_normalized("NFC", memory_id):
+        composed = unicodedata.normalize("NFC", memory_id)
+        raise InvalidIdError(
+            f"Memory id '{ascii(memory_id)[1:-1]}' is not in Unicode NFC form (it has decomposed "
+            "accents): macOS names its file the same as the composed spelling, so the two would "
+            f"collide. Use the NFC form '{composed}' instead."
+        )
+    # From here on the id has passed check_id: nothing invisible, so it is shown as it is.
+    stem = memory_id.split(".", 1)[0]
+    if stem.casefold() in WINDOWS_RESERVED:
+        what = "is" if stem == memory_id else f"begins with '{stem}',"
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' {what} a device name Windows reserves (CON, PRN, AUX, NUL, "
+            "COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file cannot "
+            f"exist on Windows. Choose another id, e.g. 'kb.{memory_id}'."
+        )
+    other = case_conflict(memory_id, existing)
+    if other is not None:
+        # an existing id passed no check: a decomposed or invisible one is shown with escapes
+        plain = other.isprintable() and unicodedata.is_normalized("NFC", other)
+        shown_other = other if plain else ascii(other)[1:-1]
+        if unicodedata.normalize("NFC", other) == memory_id:
+            why = "ids that differ only in Unicode normalisation (composed or decomposed accents)"
+        elif other.casefold() == memory_id.casefold():
+            why = "ids that differ only in letter case"
+        else:
+            why = "ids that differ only in letter case and Unicode normalisation"
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' conflicts with existing '{shown_other}': {why} collide "
+            "on macOS and Windows checkouts. Use the existing id or another name."
+        )
+    return memory_id
+
+
+def fold_id(memory_id: str) -> str:
+    """The key under which macOS and Windows see two ids as one file name: letter case and
+    Unicode normalisation folded (Unicode's canonical caseless matching)."""
+    if memory_id.isascii():
+        return memory_id.lower()
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", memory_id).casefold())
+
+
+def case_conflict(memory_id: str, existing: Iterable[str]) -> str | None:
+    """The existing id that differs from ``memory_id`` only by letter case or Unicode
+    normalisation, if any.
+
+    Such ids are distinct in git but collide on case-insensitive, normalising checkouts (macOS,
+    Windows).
+    """
+    folded = fold_id(memory_id)
     for other in existing:
-        if other != memory_id and other.casefold() == folded:
+        # fold_id inlined for the ASCII ids a save compares against by the hundred thousand
+        if (other.lower() if other.isascii() else fold_id(other)) == folded and other != memory_id:
             return other
     return None
 

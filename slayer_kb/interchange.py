@@ -51,7 +51,7 @@ from whoosh import query as Q
 from . import engram
 from .catalog import Resolver
 from .errors import InvalidInputError, KBError
-from .ids import case_conflict, check_id
+from .ids import case_conflict, check_id, check_new_id
 from .memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
 from .repo import Change
 
@@ -155,7 +155,7 @@ def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Memory:
     row = dict(row)
-    memory_id = check_id(str(row.pop("id")))
+    memory_id = check_new_id(str(row.pop("id")))
     unknown = [k for k in row if k not in FIELD_NAMES]
     for key in unknown:
         warnings.append(f"{where}: key {key!r} is not a memory field; dropped.")
@@ -189,7 +189,7 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
             clash = case_conflict(memory.id, existing | (incoming - {memory.id}))
             if clash is not None:
                 result.skipped += 1
-                result.warnings.append(f"memory {memory.id!r} clashes with {clash!r} (ids differing in case); skipped.")
+                result.warnings.append(f"memory {memory.id!r} clashes with {clash!r} (ids differing only in letter case or Unicode normalisation collide on macOS and Windows); skipped.")
                 continue
             notes: list[str] = []
             memory = memory.evolve(entities=resolver.resolve_leniently(memory.entities, notes))

@@ -22,7 +22,6 @@ from whoosh import query as Q
 from . import engram, search
 from .catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
 from .errors import (
-    InvalidIdError,
     InvalidInputError,
     KBError,
     MemoryFileError,
@@ -30,7 +29,7 @@ from .errors import (
     ResolutionError,
     StoreError,
 )
-from .ids import case_conflict, check_id, highest_auto_id, id_sort_key
+from .ids import check_id, check_new_id, highest_auto_id, id_sort_key
 from .index import NONE, Index, SyncReport
 from .locate import MEMORIES_DIR
 
@@ -388,14 +387,7 @@ class KnowledgeBase:
         return Change(f"{MEMORIES_DIR}/{memory.id}.yaml", data.encode("utf-8"))
 
     def _check_new_id(self, memory_id: str) -> None:
-        check_id(memory_id)
-        other = case_conflict(memory_id, self.index.ids())
-        if other is not None:
-            raise InvalidIdError(
-                f"Memory id '{memory_id}' conflicts with existing '{other}': ids that differ only "
-                "in letter case collide on macOS and Windows checkouts. Use the existing id or "
-                "another name."
-            )
+        check_new_id(memory_id, self.index.ids())
 
     def _advance_id_cache(self, old: str | None, new: str, changes: list[Change]) -> None:
         """Our own commit needs no ``git log`` to learn which ids it added."""

@@ -2,10 +2,11 @@
 
 A memory file is checked against the JSON Schema shipped beside this module
 (``memory.schema.json``, usable by editors through yaml-language-server), then against what a
-schema cannot say: the id rules and the file name, ids that differ only in letter case, entities
-that must be canonical and exist in the catalog, ``memory:`` targets that must exist, and the
-canonical formatting ``fmt`` writes. Every problem is ``path:line: message``, the line being that
-of the offending key or list item (line 1 for a problem of the file as a whole).
+schema cannot say: the id rules and the file name, ids that differ only in letter case or Unicode
+normalisation, entities that must be canonical and exist in the catalog, ``memory:`` targets that
+must exist, and the canonical formatting ``fmt`` writes. Every problem is ``path:line: message``,
+the line being that of the offending key or list item (line 1 for a problem of the file as a
+whole).
 
 Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a datasource, a
 model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
@@ -33,7 +34,7 @@ import yaml
 
 from .catalog import Catalog, Resolver, load_catalog
 from .errors import InvalidIdError, KBError, MemoryFileError, StoreError
-from .ids import check_id, is_auto_id
+from .ids import check_id, check_new_id, fold_id, is_auto_id
 from .memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads
 from .repo import GitStore, find_toplevel
 
@@ -163,7 +164,7 @@ class _KBContext:
         self.ids = {name[:-5] for name in names if name.endswith(".yaml")}
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
-            folded.setdefault(memory_id.casefold(), []).append(memory_id)
+            folded.setdefault(fold_id(memory_id), []).append(memory_id)
         self.folded = folded
         self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
 
@@ -199,12 +200,14 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         return problems
     memory_id = path.stem
     try:
-        check_id(memory_id)
+        check_new_id(memory_id)
     except InvalidIdError as exc:
         add(1, f"the file name is the id: {exc}")
-    others = [i for i in context.folded.get(memory_id.casefold(), []) if i != memory_id]
+    others = [i for i in context.folded.get(fold_id(memory_id), []) if i != memory_id]
     if others:
-        add(1, f"id '{memory_id}' differs only in letter case from {', '.join(sorted(others))}: "
+        how = ("letter case" if all(i.casefold() == memory_id.casefold() for i in others)
+               else "letter case or Unicode normalisation")
+        add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
                "they collide on macOS and Windows checkouts; rename one")
     text = _read_text(path, add)
     if text is None:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import InvalidIdError, KBError, MemoryFileError
-from slayer_kb.ids import check_id
+from slayer_kb.ids import check_id, check_new_id
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 KEEP = "learning: An innocent bystander.\nentities:\n- shop.orders.amount\n" + CREATED
@@ -166,6 +166,44 @@ def test_hostile_ids_are_refused_by_the_cli(catalog_kb: KnowledgeBase, run_cli: 
     assert head(root) == old
     assert sorted(p.name for p in (root / "memories").iterdir()) == ["keep.yaml"]
     assert_bystander_intact(catalog_kb)
+
+
+def test_ids_that_collide_on_macos_or_windows_are_refused(
+    catalog_kb: KnowledgeBase, run_cli: CliRunner
+) -> None:
+    """'café' composed and decomposed are one file on macOS; CON, aux and nul.txt are no file at
+    all on Windows. Before, each saved (and café twice, as two memories)."""
+    root = catalog_kb.root
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    for bad in (nfd, "CON", "aux", "nul.txt"):
+        with pytest.raises(InvalidIdError) as info:
+            catalog_kb.save_memory("x", ["orders.amount"], id=bad)
+        with pytest.raises(InvalidIdError) as expected:
+            check_new_id(bad)
+        assert str(info.value) == str(expected.value)
+    proc = run_cli("--kb", root, "save", "x", "-e", "orders.amount", "--id", "nul.txt")
+    assert proc.stderr == (
+        "Error: Memory id 'nul.txt' begins with 'nul', a device name Windows reserves (CON, PRN, "
+        "AUX, NUL, COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file "
+        "cannot exist on Windows. Choose another id, e.g. 'kb.nul.txt'.\n"
+    )
+    assert_clear_cli_error(proc)
+    assert list((root / "memories").iterdir()) == []
+    # A decomposed id that came in a clone: readable, and its composed twin is refused.
+    (root / "memories" / f"{nfd}.yaml").write_text(KEEP, encoding="utf-8")
+    commit_all(root, "a decomposed id from a Mac")
+    kb = KnowledgeBase(root)
+    assert kb.get(nfd)["learning"] == "An innocent bystander."
+    with pytest.raises(InvalidIdError) as info:
+        kb.save_memory("x", ["orders.amount"], id=nfc)
+    assert str(info.value) == (
+        "Memory id 'caf\u00e9' conflicts with existing 'cafe\\u0301': ids that differ only in Unicode "
+        "normalisation (composed or decomposed accents) collide on macOS and Windows checkouts. Use "
+        "the existing id or another name."
+    )
+    assert sorted(p.name for p in (root / "memories").iterdir()) == [f"{nfd}.yaml"]
+    kb.forget(nfd)  # and it can still be forgotten
+    assert kb.save_memory("x", ["orders.amount"], id=nfc).memory_id == nfc
 
 
 # -- learnings ----------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.errors import InvalidIdError
-from slayer_kb.ids import case_conflict, check_id, highest_auto_id, is_auto_id
+from slayer_kb.ids import WINDOWS_RESERVED, case_conflict, check_id, check_new_id, highest_auto_id, is_auto_id
 
 
 @pytest.mark.parametrize("good", ["1", "0", "001", "kb.policy.42", "kb.paid-revenue", "Émile_ü", "x" * 200])
@@ -92,3 +94,112 @@ def test_check_id_accepts_exactly_safe_file_names(value: str) -> None:
 def test_every_int_is_an_auto_id(n: int) -> None:
     assert is_auto_id(str(n))
     assert not is_auto_id("0" + str(n))
+
+
+# -- ids that would name one file on macOS or Windows (issue 16, item 12) ------------------------
+
+CAFE_NFC = "caf\u00e9"
+CAFE_NFD = "cafe\u0301"
+RESERVED = "CON, PRN, AUX, NUL, COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt"
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (CAFE_NFD, "Memory id 'cafe\\u0301' is not in Unicode NFC form (it has decomposed accents): "
+                   "macOS names its file the same as the composed spelling, so the two would "
+                   "collide. Use the NFC form 'caf\u00e9' instead."),
+        ("CON", f"Memory id 'CON' is a device name Windows reserves ({RESERVED}): its file cannot "
+                "exist on Windows. Choose another id, e.g. 'kb.CON'."),
+        ("aux", f"Memory id 'aux' is a device name Windows reserves ({RESERVED}): its file cannot "
+                "exist on Windows. Choose another id, e.g. 'kb.aux'."),
+        ("nul.txt", f"Memory id 'nul.txt' begins with 'nul', a device name Windows reserves "
+                    f"({RESERVED}): its file cannot exist on Windows. Choose another id, e.g. "
+                    "'kb.nul.txt'."),
+    ],
+)
+def test_new_ids_that_cannot_be_checked_out_everywhere_say_why(bad: str, message: str) -> None:
+    assert check_id(bad) == bad  # still readable: an existing file can be fixed or forgotten
+    with pytest.raises(InvalidIdError) as info:
+        check_new_id(bad)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["PRN", "Nul", "com1", "COM9", "lpt1", "LpT9", "com\u00b9", "conin$", "AUX.tar.gz"])
+def test_every_windows_device_name_is_refused(name: str) -> None:
+    with pytest.raises(InvalidIdError, match="a device name Windows reserves"):
+        check_new_id(name)
+
+
+@pytest.mark.parametrize("good", ["kb.con", "console", "com10", "lpt0", "nul_", "auxiliary.x", "con-1", CAFE_NFC])
+def test_names_merely_like_device_names_are_fine(good: str) -> None:
+    assert check_new_id(good, ["other"]) == good
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "why"),
+    [
+        (CAFE_NFC, CAFE_NFD, "ids that differ only in Unicode normalisation (composed or decomposed accents)"),
+        ("Caf\u00e9", CAFE_NFD, "ids that differ only in letter case and Unicode normalisation"),
+        ("KB.x", "kb.x", "ids that differ only in letter case"),
+    ],
+)
+def test_new_ids_colliding_with_existing_ones_name_them(new: str, existing: str, why: str) -> None:
+    shown = ascii(existing)[1:-1] if existing == CAFE_NFD else existing
+    with pytest.raises(InvalidIdError) as info:
+        check_new_id(new, ["1", existing])
+    assert str(info.value) == (
+        f"Memory id '{new}' conflicts with existing '{shown}': {why} collide on macOS and Windows "
+        "checkouts. Use the existing id or another name."
+    )
+    assert case_conflict(new, [existing]) == existing
+
+
+# Letters whose case or composition macOS and Windows fold: accents with both spellings, and
+# letters whose case changes their length ('ß' -> 'SS').
+ALPHABET = "abzAZ09._-\u00e9\u00c9\u00fc\u00dc\u00df\u00f1\u00d1\u00e5\u00c5\u00e7\u00c7\u01c5\u1e9e"
+
+
+@given(st.text(alphabet=ALPHABET, min_size=1, max_size=12), st.data())
+def test_no_two_accepted_ids_name_one_file(first: str, data: st.DataObject) -> None:
+    try:
+        check_new_id(first)
+    except InvalidIdError:
+        return
+    flips = data.draw(st.lists(st.booleans(), min_size=len(first), max_size=len(first)))
+    second = "".join(ch.swapcase() if flip else ch for ch, flip in zip(first, flips, strict=True))
+    if data.draw(st.booleans()):
+        second = unicodedata.normalize("NFD", second)
+    same_file = (unicodedata.normalize("NFD", first).casefold()
+                 == unicodedata.normalize("NFD", second).casefold())
+    assert same_file  # what macOS and Windows see: one name
+    if second == first:
+        assert check_new_id(second, [first]) == second  # replacing a memory is no collision
+    else:
+        with pytest.raises(InvalidIdError):
+            check_new_id(second, [first])
+
+
+@given(
+    st.sampled_from(sorted(WINDOWS_RESERVED)),
+    st.data(),
+    st.sampled_from(["", ".txt", ".tar.gz", ".yaml", "."]),
+)
+def test_device_names_are_refused_in_any_case_and_with_any_extension(
+    name: str, data: st.DataObject, extension: str
+) -> None:
+    flips = data.draw(st.lists(st.booleans(), min_size=len(name), max_size=len(name)))
+    spelled = "".join(ch.upper() if flip else ch for ch, flip in zip(name, flips, strict=True)) + extension
+    with pytest.raises(InvalidIdError, match="a device name Windows reserves"):
+        check_new_id(spelled)
+
+
+@given(st.text(max_size=40))
+def test_check_new_id_accepts_only_portable_file_names(value: str) -> None:
+    try:
+        check_new_id(value)
+    except InvalidIdError:
+        return
+    assert check_id(value) == value
+    assert unicodedata.is_normalized("NFC", value)
+    assert value.split(".", 1)[0].casefold() not in WINDOWS_RESERVED
