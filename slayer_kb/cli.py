@@ -22,6 +22,7 @@ import yaml
 
 from . import engram
 from .errors import InvalidInputError, KBError, NotFoundError
+from .ids import check_id
 from .kb import KnowledgeBase
 from .locate import find_kb_root
 from .relay import exit_code
@@ -208,7 +209,8 @@ ENTITY_HELP = (
     help="A SlayerQuery whose entities are linked and which is stored with the memory.",
 )
 @click.option(
-    "--id", "memory_id", help="A stable id (omit for the next auto id). An existing id is replaced whole."
+    "--id", "memory_id",
+    help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole.",
 )
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
@@ -260,6 +262,14 @@ def save(
     kb = settings.kb()
     parsed = read_query(query)
     if title is not None:
+        if memory_id is not None:
+            check_id(memory_id)  # a bad id hears the id rules first
+            raise InvalidInputError(
+                f"--id cannot be combined with --title: an observation's id is chosen for it (the "
+                "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
+                f"and link entities with -e to save under '{memory_id}'; or change an existing "
+                f"memory with 'slayer-kb update {memory_id} --title ...'."
+            )
         if parsed is not None:
             raise InvalidInputError(
                 "--query cannot be combined with --title; save the example query without a title."

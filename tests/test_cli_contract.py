@@ -170,6 +170,27 @@ def test_save_topic_key_revises_only_its_own_memory(run_cli: CliRunner, kb: Path
     assert other == other | {"memory_id": "28", "action": "created"}
 
 
+def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(run_cli: CliRunner, kb: Path) -> None:
+    """--id was silently dropped with --title (the memory got the next auto id), ../x too."""
+    before = head(kb)
+    proc = run_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "auth-model", "--json")
+    message = (
+        "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
+        "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
+        "to save under 'auth-model'; or change an existing memory with 'slayer-kb update auth-model "
+        "--title ...'."
+    )
+    assert proc.stderr == f"Error: {message}\n"
+    assert doc(proc, 1) == {"error": {"type": "invalid_input", "message": message}}
+    bad = run_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "../x")
+    assert (bad.returncode, bad.stdout, bad.stderr) == (
+        1, "", "Error: Memory id '../x' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
+        "Use letters, digits, '.', '_' or '-'.\n",
+    )  # fmt: skip
+    assert head(kb) == before
+    assert not (kb / "memories" / "27.yaml").exists()
+
+
 def test_filters_that_match_nothing_return_nothing(run_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(run_cli, shared_kb, "list", "--project", "nosuch")["memories"] == []
     found = ok(run_cli, shared_kb, "search", "-e", "shop.orders.amount", "--type", "nosuch")
