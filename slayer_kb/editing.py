@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -78,12 +79,11 @@ def edit(
     """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
     check_id(memory_id)
     path = kb.memories_dir / f"{memory_id}.yaml"
-    try:
-        original = path.read_bytes()
-    except FileNotFoundError:
+    original = read_memory_file(path, memory_id)
+    if original is None:
         raise NotFoundError(
             f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {memory_id}'."
-        ) from None
+        )
     run = run_editor or _run_editor
     kb.store.ensure_state_dir()
     draft = kb.store.state / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
@@ -115,9 +115,9 @@ def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: l
     canonical = dumps(memory)
     with kb._writing():
         try:
-            current = path.read_bytes()
-        except FileNotFoundError:
-            current = None
+            current = read_memory_file(path, memory.id)
+        except MemoryFileError:
+            current = None  # replaced by a link or a FIFO meanwhile: a change like any other
         if current != original:
             raise ConflictError(
                 f"memories/{memory.id}.yaml changed while you were editing it (another save, a git "
@@ -127,6 +127,38 @@ def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: l
             return EditResult(memory.id, False, None, warnings)
         commit = kb._commit([kb._change(memory, canonical)], f"memory: edit {memory.id}")
     return EditResult(memory.id, commit is not None, commit, warnings)
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def read_memory_file(path: Path, memory_id: str) -> bytes | None:
+    """The bytes of a memory file, None if there is none; :class:`MemoryFileError` for a symlink
+    or anything but a regular file. Links are never followed (the check and the open both refuse
+    them) and a FIFO is never waited on, so what the editor gets is the file and only the file."""
+    where = f"memories/{memory_id}.yaml"
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    symlink = MemoryFileError(where, None, "is a symlink; refusing to follow it")
+    if path.is_symlink():
+        raise symlink
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if path.is_symlink():  # made a link since the check: O_NOFOLLOW refused it
+            raise symlink from None
+        raise MemoryFileError(where, None, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise MemoryFileError(where, None, f"is {kind}, not a regular file; refusing to open it")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def _run_editor(draft: Path) -> None:

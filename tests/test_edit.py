@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from conftest import git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.editing import edit
-from slayer_kb.errors import InvalidInputError
+from slayer_kb.errors import InvalidInputError, MemoryFileError
 
 EDITOR = """\
 import sys
@@ -142,3 +144,53 @@ def test_cli_edit_noop_says_so(catalog_kb: KnowledgeBase, editor, run_cli) -> No
     editor()
     proc = run_cli("--kb", kb.root, "edit", mid, check=True)
     assert "nothing committed" in proc.stdout
+
+
+# -- what edit refuses to open (issue 16, item 9) -------------------------------------------------
+
+
+def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor, run_cli, tmp_path: Path) -> None:
+    """A committed link to a file outside the KB (/etc/passwd in the report) went into the editor,
+    and a save would then have written its contents into the KB; get already refused it."""
+    kb = catalog_kb
+    outside = tmp_path / "outside" / "passwd"
+    outside.parent.mkdir()
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (kb.root / "memories" / "link.yaml").symlink_to(outside)
+    git(kb.root, "add", "-A")
+    git(kb.root, "commit", "-q", "-m", "a committed symlink")
+    folder = editor("learning: stolen\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    before = commits(kb)
+    message = "memories/link.yaml: is a symlink; refusing to follow it"
+    with pytest.raises(MemoryFileError) as info:
+        kb.get("link")
+    assert str(info.value) == message
+    with pytest.raises(MemoryFileError) as info:
+        edit(kb, "link", reopen=lambda _p: pytest.fail("nothing to reopen"))
+    assert str(info.value) == message
+    proc = run_cli("--kb", kb.root, "edit", "link", input="")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    assert not (folder / "count").exists()  # the editor never ran
+    assert commits(kb) == before
+    assert outside.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    assert not list((kb.root / ".slayer-kb" / "tmp").glob("edit-*"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_edit_refuses_a_fifo_or_a_folder_without_waiting(catalog_kb: KnowledgeBase, editor, tmp_path: Path) -> None:
+    kb = catalog_kb
+    os.mkfifo(kb.root / "memories" / "ff.yaml")
+    (kb.root / "memories" / "dir.yaml").mkdir()
+    folder = editor("learning: x\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    # A subprocess with a bound: reading a FIFO with no writer would wait forever.
+    proc = subprocess.run(
+        [sys.executable, "-m", "slayer_kb", "--kb", str(kb.root), "edit", "ff"],
+        input="", capture_output=True, text=True, timeout=30,
+    )
+    assert (proc.returncode, proc.stderr) == (
+        1, "Error: memories/ff.yaml: is a FIFO, not a regular file; refusing to open it\n",
+    )  # fmt: skip
+    with pytest.raises(MemoryFileError) as info:
+        edit(kb, "dir", reopen=lambda _p: pytest.fail("nothing to reopen"))
+    assert str(info.value) == "memories/dir.yaml: is a folder, not a regular file; refusing to open it"
+    assert not (folder / "count").exists()
