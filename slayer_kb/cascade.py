@@ -18,6 +18,9 @@ Decisions where the seed is silent:
 - A catalog file is edited by removing the lines of the deleted list item only, so comments and
   SLayer's formatting survive; when that cannot be done exactly (a flow-style list, an emptied
   list), the file is written again from its parsed data.
+- A catalog file that is a symlink, or lies in a symlinked folder, is never deleted or rewritten:
+  the cascade refuses and names the link. Deleting through it would remove the link's target
+  (another model's file, or a file outside the KB).
 - ``prune`` strips references that are neither an existing canonical entity (or memory) nor
   resolvable; a hand-written reference that still resolves (``orders.amount``) stays, and
   ``validate`` asks for its canonical form.
@@ -26,6 +29,7 @@ Decisions where the seed is silent:
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +39,7 @@ import yaml
 from whoosh import query as Q
 
 from .catalog import Datasource, Model
-from .errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError
+from .errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
 from .ids import check_id
 from .memory import Memory, with_entities
 from .repo import Change
@@ -73,7 +77,7 @@ def delete_model(kb: KnowledgeBase, model: str, datasource: str | None = None) -
     """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories."""
     with kb._writing():
         found = _find_model(kb, model, datasource)
-        changes = [Change(_kb_path(kb, found.path), None)]
+        changes = [Change(_kb_path(kb, found.path, "delete"), None)]
         return _cascade(kb, found.entity, "model", changes)
 
 
@@ -81,10 +85,10 @@ def delete_datasource(kb: KnowledgeBase, name: str) -> CascadeResult:
     """Delete a datasource, its models and its place in ``priority.yaml``."""
     with kb._writing():
         datasource = _find_datasource(kb, name)
-        changes = [Change(_kb_path(kb, path), None) for path in _datasource_files(kb, datasource)]
+        changes = [Change(_kb_path(kb, path, "delete"), None) for path in _datasource_files(kb, datasource)]
         priority = _priority_without(kb.root / "priority.yaml", name)
         if priority is not None:
-            changes.append(Change("priority.yaml", priority.encode("utf-8")))
+            changes.append(Change(_kb_path(kb, kb.root / "priority.yaml", "rewrite"), priority.encode("utf-8")))
         result = _cascade(kb, name, "datasource", changes)
         # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
         with contextlib.suppress(OSError):
@@ -108,8 +112,9 @@ def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
                 f"Model '{model.entity}' has no column, measure or aggregation '{leaf}'. "
                 f"Its leaves: {sorted(model.leaves())}."
             )
-        text = model.path.read_text(encoding="utf-8")
-        changes = [Change(_kb_path(kb, model.path), _model_without_leaf(text, leaf).encode("utf-8"))]
+        path = _kb_path(kb, model.path, "rewrite")
+        text = (kb.root / path).read_text(encoding="utf-8")
+        changes = [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
         return _cascade(kb, f"{model.entity}.{leaf}", kind, changes)
 
 
@@ -157,8 +162,31 @@ def _datasource_files(kb: KnowledgeBase, datasource: Datasource) -> list[Path]:
     return files
 
 
-def _kb_path(kb: KnowledgeBase, path: Path) -> str:
-    return path.resolve().relative_to(kb.root).as_posix()
+def _kb_path(kb: KnowledgeBase, path: Path, verb: str) -> str:
+    """``path`` relative to the KB, refusing a catalog file that is a symlink or lies in a
+    symlinked folder: to delete or rewrite it would act on the link's target, which may be
+    another model's file or a file outside the KB."""
+    try:
+        parts = path.relative_to(kb.root).parts
+    except ValueError:
+        raise CatalogError(
+            f"Refusing to {verb} {path}: it is outside the knowledge base {kb.root}."
+        ) from None
+    rel = "/".join(parts)
+    for depth in range(1, len(parts) + 1):
+        link = kb.root.joinpath(*parts[:depth])
+        if link.is_symlink():
+            if depth == len(parts):
+                what = "it is a symlink"
+                fix = f"Replace the link with a copy of the file it points to, or remove it with 'git rm {rel}'"
+            else:
+                what = f"folder {'/'.join(parts[:depth])} is a symlink"
+                fix = f"Replace {'/'.join(parts[:depth])} with a real folder"
+            raise CatalogError(
+                f"Refusing to {verb} {rel}: {what} (to {os.readlink(link)}), and slayer-kb never "
+                f"deletes or rewrites a file through a link. {fix}, then retry."
+            )
+    return rel
 
 
 # -- rewriting memories --------------------------------------------------------------------------

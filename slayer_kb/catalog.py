@@ -191,7 +191,8 @@ def load_catalog(root: Path) -> Catalog:
     return Catalog(datasources, priority, problems)
 
 
-CACHE_FORMAT = 1
+# 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
+CACHE_FORMAT = 2
 
 
 def same_signature(a: Any, b: Any) -> bool:
@@ -212,29 +213,32 @@ def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
         if data.get("format") == CACHE_FORMAT and same_signature(data.get("signature"), signature):
-            return _from_json(data["catalog"])
+            return _from_json(data["catalog"], root)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     catalog = load_catalog(root)
     with contextlib.suppress(OSError):
         tmp = cache.with_name(cache.name + ".tmp")
         tmp.write_text(
-            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog)}),
+            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog, root)}),
             encoding="utf-8",
         )
         os.replace(tmp, cache)
     return catalog
 
 
-def _to_json(catalog: Catalog) -> dict[str, Any]:
+def _to_json(catalog: Catalog, root: Path) -> dict[str, Any]:
+    def rel(path: Path) -> str:
+        return os.path.relpath(path, root)
+
     return {
         "priority": catalog.priority,
-        "problems": [[str(p.path), p.line, p.message] for p in catalog.problems],
+        "problems": [[rel(p.path), p.line, p.message] for p in catalog.problems],
         "datasources": [
             {
                 "name": ds.name,
                 "description": ds.description,
-                "path": None if ds.path is None else str(ds.path),
+                "path": None if ds.path is None else rel(ds.path),
                 "models": [
                     {
                         "name": m.name,
@@ -243,7 +247,7 @@ def _to_json(catalog: Catalog) -> dict[str, Any]:
                         "measures": list(m.measures.items()),
                         "aggregations": list(m.aggregations.items()),
                         "joins": list(m.joins),
-                        "path": str(m.path),
+                        "path": rel(m.path),
                     }
                     for m in ds.models.values()
                 ],
@@ -253,7 +257,7 @@ def _to_json(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def _from_json(data: dict[str, Any]) -> Catalog:
+def _from_json(data: dict[str, Any], root: Path) -> Catalog:
     datasources = {}
     for ds in data["datasources"]:
         models = {
@@ -265,13 +269,13 @@ def _from_json(data: dict[str, Any]) -> Catalog:
                 dict(m["measures"]),
                 dict(m["aggregations"]),
                 tuple(m["joins"]),
-                Path(m["path"]),
+                root / m["path"],
             )
             for m in ds["models"]
         }
-        path = None if ds["path"] is None else Path(ds["path"])
+        path = None if ds["path"] is None else root / ds["path"]
         datasources[ds["name"]] = Datasource(ds["name"], ds["description"], path, models)
-    problems = [CatalogProblem(Path(p), line, message) for p, line, message in data["problems"]]
+    problems = [CatalogProblem(root / p, line, message) for p, line, message in data["problems"]]
     return Catalog(datasources, list(data["priority"]), problems)
 
 
