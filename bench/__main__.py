@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import corpus as corpus_mod
+from . import relevance as relevance_mod
 from .measure import Plan, Runner
 from .report import table
 
@@ -78,18 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("SLAYER_KB_AUTHOR", None)
     started = dt.datetime.now(dt.timezone.utc)
     runs = {str(size): run_size(size, args) for size in args.size_list}
+    log("relevance set ...")
+    relevance_table, relevance = relevance_mod.measure()
     document = {
         "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv),
         "seed": args.seed,
         "machine": machine(),
         "runs": runs,
+        "relevance": relevance,
     }
     args.results_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=1)
     (args.results_dir / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(text)
     (args.results_dir / "latest.json").write_text(text)
     print(table(runs))
+    print()
+    print(relevance_table)
     return 0
 
 

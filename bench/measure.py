@@ -28,6 +28,7 @@ from typing import Any
 
 from slayer_kb import KnowledgeBase, relay
 from slayer_kb.index import RACY_SECONDS, text_terms
+from slayer_kb.memory import dumps
 
 from . import corpus as corpus_mod
 from .corpus import Corpus, git
@@ -155,6 +156,7 @@ class Runner:
             ("reindex", self.reindex),
             ("freshness (unchanged)", self.fresh_unchanged),
             ("search", self.search),
+            ("vectors", self.vectors),
             ("processes", self.processes),
             ("save vs git", self.saves),
             ("freshness (changed)", self.fresh_changed),
@@ -206,6 +208,35 @@ class Runner:
         # Memories per second: the catalog's documents are a fixed cost beside them.
         figure["docs_per_second"] = self.corpus.size / figure["median"]
         self.results["reindex"] = figure
+        self.last_write = time.time()
+
+    # -- meaning vectors ---------------------------------------------------------------------
+
+    def vectors(self) -> None:
+        """What the meaning channel costs: its table on disk, and one memory's index update
+        (words and vector) against the vector alone."""
+        self.settle()
+        db = sqlite3.connect(self.kb.index.dir / "manifest.db")
+        try:
+            try:
+                size = db.execute("SELECT sum(pgsize) FROM dbstat WHERE name LIKE '%vectors%'").fetchone()[0]
+            except sqlite3.Error:  # SQLite built without dbstat: the payload is close
+                size = db.execute("SELECT sum(length(vec) + length(id) + 64) FROM vectors").fetchone()[0]
+        finally:
+            db.close()
+        self.results["vectors_disk"] = {"median": (size or 0) / 2**20}
+        update: list[float] = []
+        vector: list[float] = []
+        for _ in range(self.plan.saves):
+            memory_id = str(self.rng.randint(1, self.corpus.size))
+            path = self.root / "memories" / f"{memory_id}.yaml"
+            memory = self.kb.read(memory_id).evolve(learning=self._learning())
+            path.write_text(dumps(memory), encoding="utf-8")
+            update.append(timed(lambda m=memory_id: self.kb.index.update([m])))
+            vector.append(timed(lambda m=memory: self.kb.index.vector_rows([m])))
+        self.results["index_update"] = summary(update)
+        self.results["vector_update"] = summary(vector)
+        subprocess.run(["git", "checkout", "-q", "--", "memories"], cwd=self.root, check=True)
         self.last_write = time.time()
 
     # -- freshness --------------------------------------------------------------------------

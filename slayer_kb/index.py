@@ -33,6 +33,7 @@ from .analysis import WordAnalyzer, symbols
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
+from .fileio import read_regular
 from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names
 from .listing import compare as compare_listing
 from .listing import load as load_listing
@@ -50,20 +51,22 @@ if TYPE_CHECKING:
     from .search.filters import Restriction
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 7
+FORMAT = 8
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
 MERGE_LIMIT = 10_000
-# From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers.
-VECTOR_DOCS = 2000
+# From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers:
+# from the first, since search by meaning imports numpy anyway (a test compares the two scorers).
+VECTOR_DOCS = 0
 
 _analyzer = WordAnalyzer()
 CODEC = Codec()
 _WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
 
 SCHEMA = Schema(
-    id=ID(stored=True, unique=True),
+    # A column too, so a ranking reads ids without unpickling each document's stored fields.
+    id=ID(stored=True, unique=True, sortable=True),
     kind=ID(stored=True),
     # The words of a memory's title, id and learning in one field, so that a typed word walks
     # one posting list; ``title`` again on its own, to rank title matches first; the
@@ -177,6 +180,7 @@ class Index:
         self._docsets: dict[str, Any] = {}
         self._vector: Any = None
         self._meaning: vectors.Table | None = None
+        self._ids: Any = None
 
     # -- freshness --------------------------------------------------------------------------
 
@@ -195,8 +199,7 @@ class Index:
                 st = os.stat(path)
                 entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
                 if st.st_mtime_ns > young_after:
-                    with open(path, "rb") as handle:
-                        entry.append(hashlib.sha1(handle.read()).hexdigest())
+                    entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True)).hexdigest())
                 sig.append(entry)
         return sig
 
@@ -466,7 +469,7 @@ class Index:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer.add_document(**doc)
-        vector_rows = self._vector_rows(embedded)
+        vector_rows = self.vector_rows(embedded)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -516,7 +519,7 @@ class Index:
         if sig == SYMLINK:
             return None
         try:
-            return (self.memories / f"{memory_id}.yaml").read_bytes()
+            return read_regular(self.memories / f"{memory_id}.yaml")
         except OSError:
             return None
 
@@ -543,12 +546,18 @@ class Index:
     def embedder(self) -> embedding.Embedder | embedding.Unavailable:
         return embedding.load()
 
+    def meaning_status(self) -> str:
+        """"on (<model>)", or why search by meaning is off."""
+        model = self.embedder()
+        return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
+
     def vector_key(self) -> str | None:
         """What the stored vectors were made with; None when meaning search is off."""
         model = self.embedder()
         return model.key if isinstance(model, embedding.Embedder) else None
 
-    def _vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
+    def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
+        """The vectors table's rows for these memories ([] when search by meaning is off)."""
         model = self.embedder()
         if not memories or not isinstance(model, embedding.Embedder):
             return []
@@ -564,7 +573,7 @@ class Index:
             memories = [
                 Memory(**fields["data"]) for fields in searcher.all_stored_fields() if fields.get("kind") == "memory"
             ]
-        new_rows = self._vector_rows(memories)
+        new_rows = self.vector_rows(memories)
         db.execute("BEGIN")
         db.execute("DELETE FROM vectors")
         vectors.write(db, (), new_rows)
@@ -661,6 +670,7 @@ class Index:
         self._docsets = {}
         self._vector = None
         self._meaning = None
+        self._ids = None
 
     def close(self) -> None:
         self._close_searcher()
@@ -673,6 +683,31 @@ class Index:
         limit: int | None = None,
         sort_newest: bool = False,
     ) -> list[dict[str, Any]]:
+        searcher = self.searcher()
+        hits = [(searcher.stored_fields(docnum), score) for score, docnum in self._top(query, restriction, limit, sort_newest)]
+        seen: set[str] = set()
+        out = []
+        for fields, score in hits:
+            # A crash between a Whoosh commit and the manifest's can leave a document twice.
+            if fields["id"] in seen:
+                continue
+            seen.add(fields["id"])
+            out.append(dict(fields, score=score))
+        return out
+
+    def scores(self, query: Q.Query, restriction: Restriction | None = None, limit: int | None = None) -> dict[str, float]:
+        """The best matches' ids and scores, best first, as ``documents`` ranks them."""
+        searcher = self.searcher()
+        if self._ids is None:
+            self._ids = searcher.reader().column_reader("id")
+        out: dict[str, float] = {}
+        for score, docnum in self._top(query, restriction, limit, False):
+            out.setdefault(self._ids[docnum], score)
+        return out
+
+    def _top(
+        self, query: Q.Query | None, restriction: Restriction | None, limit: int | None, sort_newest: bool
+    ) -> list[tuple[float, int]]:
         searcher = self.searcher()
         kwargs: dict[str, Any] = {"limit": limit}
         if restriction is not None:
@@ -697,16 +732,7 @@ class Index:
             kwargs["limit"] = None
             ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
                             key=lambda item: (-item[0], item[1]))[:limit]
-        hits = [(searcher.stored_fields(docnum), score) for score, docnum in ranked]
-        seen: set[str] = set()
-        out = []
-        for fields, score in hits:
-            # A crash between a Whoosh commit and the manifest's can leave a document twice.
-            if fields["id"] in seen:
-                continue
-            seen.add(fields["id"])
-            out.append(dict(fields, score=score))
-        return out
+        return ranked
 
     def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The stored fields of these memories' live documents, by id (absent ones left out)."""

@@ -41,7 +41,7 @@ def rows(memories: list[Memory], vectors: np.ndarray) -> list[tuple[Any, ...]]:
     scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
     quantised = np.rint(vectors / scales[:, None]).astype(np.int8)
     out = []
-    for memory, vector, scale in zip(memories, quantised, scales):
+    for memory, vector, scale in zip(memories, quantised, scales, strict=True):
         datasources = sorted({e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")})
         out.append((
             memory.id, vector.tobytes(), float(scale), memory.type, memory.project,
@@ -80,6 +80,7 @@ class Table:
     has_query: np.ndarray
     live: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
+    _rows: dict[str, int] | None = None
 
     @classmethod
     def load(cls, db: sqlite3.Connection) -> Table:
@@ -128,6 +129,16 @@ class Table:
             found = np.fromiter((datasource in d.split() for d in self.datasources), dtype=bool, count=len(self.ids))
             self._by_datasource[datasource] = found
         return found
+
+    def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The cosine between ``vector`` and each of these memories that has a vector."""
+        if self._rows is None:
+            self._rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
+        rows = [(m, self._rows[m]) for m in memory_ids if m in self._rows]
+        if not rows:
+            return {}
+        scores = self.matrix[[row for _m, row in rows]] @ vector
+        return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
 
     def top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """The ``depth`` memories closest in meaning to ``vector`` (cosine at least ``floor``)."""

@@ -144,7 +144,10 @@ def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
     result = empty_kb.session_summary("Did things", project="analytics")
     assert result.message.startswith('Memory saved: "Session summary: analytics" (session_summary)')
     stats = empty_kb.stats()
-    assert stats == {"memories": 2, "sessions": 1, "projects": ["analytics"], "types": {"decision": 1, "session_summary": 1}}
+    assert stats == {
+        "memories": 2, "sessions": 1, "projects": ["analytics"], "types": {"decision": 1, "session_summary": 1},
+        "search_by_meaning": "on (wordllama-l2_supercat_256-mean-v1)",
+    }
     text = empty_kb.context(project="analytics")
     assert text.startswith("# Memory context: analytics\n\n## Recent sessions\n- manual-save-analytics: 2 memories")
     assert "Session summary: analytics (session_summary)" in text

@@ -4,8 +4,6 @@ deleted documents."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -158,19 +156,6 @@ def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb:
     assert vector == whoosh
 
 
-def test_small_indexes_do_not_import_numpy(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    KnowledgeBase.init(tmp_path / "kb", example=True)
-    code = (
-        "import sys; from slayer_kb import KnowledgeBase; "
-        f"KnowledgeBase({str(tmp_path / 'kb')!r}).search('refunds'); print('numpy' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"
-
-
 @pytest.mark.parametrize("vector_docs", [0, 10**9], ids=["numpy", "whoosh"])
 def test_the_best_catalog_match_is_not_dropped(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, vector_docs: int) -> None:
     """Whoosh's top-10 collector returned entities scoring 10.8 and below for this question and
@@ -178,7 +163,7 @@ def test_the_best_catalog_match_is_not_dropped(example_kb: KnowledgeBase, monkey
     monkeypatch.setattr(index_module, "VECTOR_DOCS", vector_docs)
     entities = example_kb.search("conversion rate sessions").entities
     assert [e["entity"] for e in entities[:2]] == ["wh.sessions.conversion_rate", "wh.sessions.bounce_rate"]
-    assert entities[0]["score"] == 29.687
+    assert entities[0]["score"] == 29.6775
 
 
 def test_a_compound_of_one_part_drops_its_boost_as_whoosh_does(searcher) -> None:  # noqa: ANN001

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,13 @@ from slayer_kb.search import Request, run
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"
+ALL_CHANNELS = frozenset({"words", "meaning", "entities"})
+# name -> (channels, fusion)
 CONFIGS = {
-    "words": frozenset({"words", "entities"}),
-    "meaning": frozenset({"meaning", "entities"}),
-    "fused": frozenset({"words", "meaning", "entities"}),
+    "words": (frozenset({"words", "entities"}), "blend"),
+    "meaning": (frozenset({"meaning", "entities"}), "blend"),
+    "fused (rrf)": (ALL_CHANNELS, "rrf"),
+    "fused": (ALL_CHANNELS, "blend"),
 }
 
 
@@ -35,7 +39,7 @@ def load(name: str) -> list[dict[str, Any]]:
 
 def build(root: Path) -> KnowledgeBase:
     """A git-backed KB at ``root``: the example catalog and the relevance memories, one commit."""
-    kb = KnowledgeBase.init(root)
+    KnowledgeBase.init(root)
     for part in ("datasources", "models"):
         shutil.copytree(EXAMPLE / part, root / part)
     shutil.copy(EXAMPLE / "priority.yaml", root / "priority.yaml")
@@ -60,7 +64,7 @@ class Scores:
     misses: list[tuple[str, list[str]]]
 
 
-def evaluate(kb: KnowledgeBase, channels: frozenset[str], kinds: set[str] | None = None) -> Scores:
+def evaluate(kb: KnowledgeBase, config: tuple[frozenset[str], str], kinds: set[str] | None = None) -> Scores:
     kb.ensure_fresh()
     hits1 = hits3 = 0
     reciprocal = 0.0
@@ -71,7 +75,7 @@ def evaluate(kb: KnowledgeBase, channels: frozenset[str], kinds: set[str] | None
         entities, _warnings = kb.resolve_entities(q["entities"]) if q.get("entities") else ([], [])
         request = Request(
             question=q.get("q", ""), entities=entities, inputs_given=bool(entities), type=q.get("type"),
-            project=q.get("project"), limit=10, channels=channels,
+            project=q.get("project"), limit=10, channels=config[0], fusion=config[1],
         )
         start = time.perf_counter()
         found = run(kb.index, request)
@@ -89,9 +93,20 @@ def evaluate(kb: KnowledgeBase, channels: frozenset[str], kinds: set[str] | None
     return Scores(n, hits1 / n, hits3 / n, reciprocal / n, 1000 * times[n // 2], misses)
 
 
-def table(kb: KnowledgeBase) -> str:
+def table(scores: dict[str, Scores]) -> str:
     lines = ["| channel | questions | top-1 | top-3 | MRR | p50 ms |", "|---|---|---|---|---|---|"]
-    for name, channels in CONFIGS.items():
-        s = evaluate(kb, channels)
+    for name, s in scores.items():
         lines.append(f"| {name} | {s.questions} | {s.top1:.1%} | {s.top3:.1%} | {s.mrr:.3f} | {s.ms_p50:.1f} |")
     return "\n".join(lines)
+
+
+def measure() -> tuple[str, dict[str, Any]]:
+    """Build the set's KB in a temporary folder and score every configuration: (table, JSON)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = build(Path(tmp) / "kb")
+        try:
+            scores = {name: evaluate(kb, config) for name, config in CONFIGS.items()}
+        finally:
+            kb.close()
+    data = {name: {k: v for k, v in vars(s).items() if k != "misses"} for name, s in scores.items()}
+    return table(scores), data

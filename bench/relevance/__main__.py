@@ -1,4 +1,5 @@
-"""``python -m bench.relevance``: the relevance table for each channel alone and fused."""
+"""``python -m bench.relevance [--misses]``: the relevance table for each channel alone and
+fused, and with ``--misses`` the questions the fused search does not answer first."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import build, table
+from . import CONFIGS, build, evaluate, table
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         kb = build(Path(tmp) / "kb")
-        print(table(kb))
+        scores = {name: evaluate(kb, config) for name, config in CONFIGS.items()}
+        print(table(scores))
         if "--misses" in sys.argv:
-            from . import CONFIGS, evaluate
-
-            for question, top in evaluate(kb, CONFIGS["fused"]).misses:
+            for question, top in scores["fused"].misses:
                 print(f"- {question}\n    got {top}")
+        kb.close()

@@ -1,21 +1,72 @@
-"""Reciprocal rank fusion (Cormack et al., 2009), as SLayer 1.4's search service fuses its
-retrievers: each channel's ranking contributes ``weight / (K + rank)`` to a memory's score, ranks
-counted from 1. A memory found by several channels rises; no channel's raw scores (BM25,
-cosine) need to be comparable with another's."""
+"""Two ways to merge the channels' findings into one ranking.
+
+``rrf``: reciprocal rank fusion (Cormack et al., 2009), as SLayer 1.4's search service fuses its
+retrievers: each channel's ranking adds ``weight / (K + rank)``. It needs no comparable scores,
+but it throws away how far ahead a channel's first answer is.
+
+``blend`` (the default): every candidate the channels found is scored on each signal, and the
+signals are added with tuned weights: the words' BM25F (as a share of the best BM25F of this
+question, so it is comparable across questions), the cosine of the mean vectors, the token-level
+match (embedding.Embedder.token_match) and the entity tags' score (as a share of the best). On
+the relevance set it puts the right memory first for 4 more questions in 100 than ``rrf`` over the
+same channels, and in the top 3 for 3 more (docs/search.md has the table).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 K = 60
 
 
-def fuse(rankings: Sequence[tuple[float, Sequence[str]]]) -> list[tuple[str, float]]:
-    """``(weight, ids best first)`` per channel -> ``(id, score)`` best first; ties keep the
-    order in which the ids were first seen (channel order, then rank)."""
+def rrf(rankings: Sequence[tuple[float, Sequence[str]]]) -> dict[str, float]:
+    """``(weight, ids best first)`` per channel -> score per id."""
     scores: dict[str, float] = {}
     for weight, ids in rankings:
         for rank, memory_id in enumerate(ids, start=1):
             scores[memory_id] = scores.get(memory_id, 0.0) + weight / (K + rank)
-    order = {memory_id: n for n, memory_id in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    return scores
+
+
+@dataclass(frozen=True)
+class Weights:
+    words: float = 0.2
+    meaning: float = 1.0
+    tokens: float = 1.0
+    entities: float = 1.0
+
+
+WEIGHTS = Weights()
+
+
+def weights_for(words: int) -> Weights:
+    """The weights for a question of this many words: the fewer the words, the more they say
+    (two typed keywords are a keyword search; a sentence is a paraphrase)."""
+    return Weights(words=max(WEIGHTS.words, 1.0 / max(words, 1)))
+
+
+def blend(
+    candidates: Sequence[str],
+    words: Mapping[str, float],
+    meaning: Mapping[str, float],
+    tokens: Mapping[str, float],
+    entities: Mapping[str, float],
+    weights: Weights | None = None,
+) -> dict[str, float]:
+    """Score per candidate: the weighted sum of its normalised signals (absent: 0)."""
+    weights = weights or WEIGHTS
+    best_words = max(words.values(), default=0.0) or 1.0
+    best_entities = max(entities.values(), default=0.0) or 1.0
+    return {
+        m: weights.words * words.get(m, 0.0) / best_words
+        + weights.meaning * meaning.get(m, 0.0)
+        + weights.tokens * tokens.get(m, 0.0)
+        + weights.entities * entities.get(m, 0.0) / best_entities
+        for m in candidates
+    }
+
+
+def ordered(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Best first; ties by id, so the order is a function of the files alone."""
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -1,14 +1,18 @@
 """One search request through every channel, fused: what ``KnowledgeBase.search`` answers.
 
-Per bucket (memories, example queries) each channel ranks the memories the filters allow:
+Each channel finds candidates among the memories the filters allow, with a score:
 
-- words: memories holding every word first, then those holding some (words.py);
-- meaning: cosine between the question's vector and each memory's (vectors.py);
+- words: BM25F over every word of the question (words.py); memories holding every word are
+  what ``match="all"`` keeps and ``"all-first"`` puts first;
+- meaning: the cosine between the question's vector and each memory's (vectors.py), and the
+  token-level match (embedding.py); a memory sharing no word with the question is a candidate
+  only when it is very close in meaning;
 - entities: shared tags, precise above broad (entities.py).
 
-The rankings are fused by reciprocal rank (fusion.py). Memories named as ``memory:<id>`` and
-an exact topic key come first, whatever the channels say. A request whose every input was
-dropped returns nothing, with the warnings that say why, never unrelated memories.
+The candidates are ranked by the blend of their scores (fusion.py), once over all memories, then
+split into the two buckets. Memories named as ``memory:<id>`` and an exact topic key come first,
+whatever the channels say. A request whose every input was dropped returns nothing, with the
+warnings that say why, never unrelated memories.
 """
 
 from __future__ import annotations
@@ -21,17 +25,18 @@ from whoosh import query as Q
 from .. import embedding
 from ..index import Index
 from . import entities as E
+from . import fusion as F
 from . import words as W
 from .filters import Restriction, restrict
-from .fusion import fuse
 
-# Channel weights, tuned on the relevance set (bench/relevance): see docs/search.md.
-WEIGHTS = {"words": 1.0, "meaning": 1.0, "entities": 1.0}
-# Below this cosine a memory is not close in meaning to the question at all.
-MEANING_FLOOR = 0.25
+# A memory that shares no word with the question is a candidate only this close in meaning: on
+# the relevance set such answers scored 0.12-0.31 while the best wrong one scored 0.34 (median),
+# so a weaker match would show unrelated memories.
+MEANING_ONLY_FLOOR = 0.5
 # Each channel ranks this many candidates (at least) before fusion.
-MIN_DEPTH = 50
-PINNED_SCORE = 1.0
+MIN_DEPTH = 60
+# The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
+TOKEN_POOL = 30
 CHANNELS = frozenset({"words", "meaning", "entities"})
 BUCKETS = ((False, "memory", "memories"), (True, "example query", "example queries"))
 
@@ -51,6 +56,7 @@ class Request:
     match: str = "fused"
     # Which channels run (the benchmark measures each alone); filters and pins apply to all.
     channels: frozenset[str] = CHANNELS
+    fusion: str = "blend"  # or "rrf" (fusion.py): the benchmark compares them
 
 
 FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
@@ -112,47 +118,67 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
 def _ranked(
     index: Index, request: Request, words: W.Words, topic: Q.Query | None, vector: Any, warnings: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One fused ranking over all memories, then split into the two buckets, so that scores
-    compare across buckets (as mem_search, which merges them, needs)."""
+    """One ranking over all memories, then split into the two buckets, so that scores compare
+    across buckets (as mem_search, which merges them, needs)."""
     restriction = _restriction(request, None)
-    depth = max(MIN_DEPTH, 10 * request.limit)
+    depth = max(MIN_DEPTH, 4 * request.limit)
     docs: dict[str, dict[str, Any]] = {}
-
-    def ids_of(found: list[dict[str, Any]]) -> list[str]:
-        for doc in found:
-            docs.setdefault(doc["id"], doc)
-        return [doc["id"] for doc in found]
 
     pinned: list[str] = []
     for exact in (E.id_query(E.named_ids(request.entities)), topic):
         if exact is not None:
-            pinned += [m for m in ids_of(index.documents(exact, restriction, limit=2 * request.limit)) if m not in pinned]
+            pinned += [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
 
-    rankings: list[tuple[float, list[str]]] = []
-    every: list[str] = []
+    every: dict[str, float] = {}
+    some: dict[str, float] = {}
     if words and "words" in request.channels:
-        every = ids_of(index.documents(W.all_query(words), restriction, limit=depth))
-        if request.match == ALL:
-            rankings.append((WEIGHTS["words"], every))
-        else:
-            some = ids_of(index.documents(W.any_query(words), restriction, limit=depth))
-            held = set(every)
-            rankings.append((WEIGHTS["words"], every + [m for m in some if m not in held]))
-    if vector is not None:
-        index.searcher()  # a searcher that went stale drops the loaded vectors with it
-        close = index.meaning().top(vector, restriction.values, depth, MEANING_FLOOR)
-        rankings.append((WEIGHTS["meaning"], [m for m, _score in close]))
+        every = index.scores(W.all_query(words), restriction, limit=depth)
+        if request.match != ALL:
+            some = index.scores(W.any_query(words), restriction, limit=depth)
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
-    if wanted is not None:
-        rankings.append((WEIGHTS["entities"], ids_of(index.documents(wanted, restriction, limit=depth))))
+    tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
 
-    fused = [(m, score) for m, score in fuse(rankings) if m not in pinned]
+    weights = F.weights_for(len(words.words) + len(words.symbols))
+    if request.match == ALL:
+        candidates = list(every) + [m for m in tagged if m not in every]
+        scores = F.blend(candidates, every, {}, {}, tagged)
+    else:
+        candidates = list(dict.fromkeys([*every, *some, *tagged]))
+        cosines: dict[str, float] = {}
+        tokens: dict[str, float] = {}
+        if vector is not None:
+            index.searcher()  # a searcher that went stale drops the loaded vectors with it
+            table = index.meaning()
+            # Close in meaning but sharing no word: only a strong match is worth showing.
+            floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
+            strong = table.top(vector, restriction.values, depth, floor)
+            candidates += [m for m, _score in strong if m not in set(candidates)]
+            cosines = table.cosines(vector, candidates)
+            # The token-level match re-ranks the head of the ranking the other signals make: a
+            # candidate below it could not reach the head anyway.
+            head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights))][: max(TOKEN_POOL, 3 * request.limit)]
+            docs.update(index.stored([m for m in head if m not in docs]))
+            texts = [_text(docs[m]) if m in docs else "" for m in head]
+            tokens = dict(zip(head, index.embedder().token_match(request.question, texts).tolist(), strict=True))
+        if request.fusion == "rrf":
+            held = set(every)
+            scores = F.rrf([
+                (1.0, list(every) + sorted((m for m in some if m not in held), key=lambda m: -some[m])),
+                (1.0, sorted(cosines, key=lambda m: -cosines[m])),
+                (1.0, list(tagged)),
+            ])
+        else:
+            scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights)
+    fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
     if request.match == ALL_FIRST and words:
-        held = set(every)
-        fused = [hit for hit in fused if hit[0] in held] + [hit for hit in fused if hit[0] not in held]
+        fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
+
     buckets: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    for at in range(0, len(pinned) + len(fused), 4 * request.limit):
-        chunk = ([(m, PINNED_SCORE) for m in pinned] + fused)[at : at + 4 * request.limit]
+    # Named and topic-key matches above every fused score, so a merge of the buckets keeps them first.
+    top = round((fused[0][1] if fused else 0.0) + 1.0, 4)
+    ranked = [(m, top) for m in pinned] + fused
+    for at in range(0, len(ranked), 4 * request.limit):
+        chunk = ranked[at : at + 4 * request.limit]
         docs.update(index.stored([m for m, _score in chunk if m not in docs]))
         for memory_id, score in chunk:
             doc = docs.get(memory_id)
@@ -160,22 +186,23 @@ def _ranked(
                 continue
             bucket = buckets[doc["data"]["query"] is not None]
             if len(bucket) < request.limit:
-                bucket.append(dict(doc, score=score))
+                bucket.append(dict(doc, score=round(score, 4)))
         if all(len(b) >= request.limit for b in buckets):
             break
-    if words:
-        holders = {docs[m]["data"]["query"] is not None for m in every}
+    if words and "words" in request.channels:
         for has_query, one, many in BUCKETS:
-            if has_query in holders or not buckets[has_query]:
+            if not buckets[has_query] or (every and index.scores(W.all_query(words), _restriction(request, has_query), limit=1)):
                 continue
-            if request.match == ALL:
-                warnings.append(f"No {one} has all the words of the question.")
-            else:
-                warnings.append(
-                    f"No {one} has all the words of the question; showing {many} with some of them "
-                    "or close in meaning."
-                )
+            warnings.append(
+                f"No {one} has all the words of the question; showing {many} with some of them "
+                "or close in meaning."
+            )
     return buckets
+
+
+def _text(doc: dict[str, Any]) -> str:
+    data = doc["data"]
+    return "\n".join(filter(None, (data.get("title"), data.get("learning"))))
 
 
 def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) -> None:
@@ -205,4 +232,4 @@ def _catalog(index: Index, words: W.Words, request: Request, warnings: list[str]
     required: list[Q.Query] = [Q.Term("kind", "catalog"), Q.Or(clauses)]
     if request.datasource:
         required.append(Q.Term("datasources", request.datasource))
-    return [{**doc["data"], "score": doc["score"]} for doc in index.documents(Q.And(required), limit=request.limit)]
+    return [{**doc["data"], "score": round(doc["score"], 4)} for doc in index.documents(Q.And(required), limit=request.limit)]

@@ -1,0 +1,121 @@
+"""A cloned KB never runs its derived state: a force-added .slayer-kb/, a .slayer-kb symlink, a
+folder of another origin are set aside unread, and the index is rebuilt."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.index import FORMAT
+
+
+class Payload:
+    """Unpickling this makes a folder: proof that a pickle from the clone was opened."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __reduce__(self):  # noqa: ANN204
+        return (os.mkdir, (str(self.target),))
+
+
+def hostile_repo(tmp_path: Path, proof: Path) -> Path:
+    """A KB whose repository force-adds a Whoosh table of contents that is a hostile pickle."""
+    origin = tmp_path / "origin"
+    kb = KnowledgeBase.init(origin)
+    kb.save_observation(title="Refunds", content="refunds are counted once")
+    index = origin / ".slayer-kb" / "index"
+    index.mkdir(parents=True, exist_ok=True)
+    (index / "_MAIN_1.toc").write_bytes(pickle.dumps(Payload(proof)))
+    (index / "manifest.json").write_text(json.dumps({"format": FORMAT, "count": 1, "digest": 0, "catalog": [], "young": {}}))
+    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_1.toc", ".slayer-kb/index/manifest.json")
+    git(origin, "commit", "-q", "-m", "hostile")
+    return origin
+
+
+def test_a_cloned_pickle_is_never_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    proof = tmp_path / "pwned"
+    origin = hostile_repo(tmp_path, proof)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").exists()
+    proc = run_cli("--kb", clone, "search", "refunds", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert json_of(proc)["memories"][0]["id"] == "1"
+    aside = [p.name for p in clone.iterdir() if p.name.startswith(".slayer-kb.untrusted-")]
+    assert len(aside) == 1
+    assert f"was set aside as {aside[0]} and will be rebuilt: slayer-kb did not make it here" in proc.stderr
+    # The set-aside folder is left as it was, for the user to look at.
+    assert (clone / aside[0] / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+
+
+def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    proof = tmp_path / "pwned"
+    clean = tmp_path / "clean"
+    KnowledgeBase.init(clean).save_observation(title="Refunds", content="refunds are counted once")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(clean), str(clone))
+    assert run_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
+    hostile = clean / ".slayer-kb" / "index" / "_MAIN_9.toc"
+    hostile.parent.mkdir(parents=True, exist_ok=True)
+    hostile.write_bytes(pickle.dumps(Payload(proof)))
+    git(clean, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
+    git(clean, "commit", "-q", "-m", "hostile")
+    git(clone, "pull", "-q", "--no-rebase")
+    proc = run_cli("--kb", clone, "search", "refunds")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert "git tracks files in it (force-added to the repository)" in proc.stderr
+
+
+def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    outside = tmp_path / "outside"
+    (outside / "index").mkdir(parents=True)
+    (outside / "index" / "keep.txt").write_text("mine")
+    origin = tmp_path / "origin"
+    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    (origin / ".slayer-kb").rename(tmp_path / "ours")
+    os.symlink(outside, origin / ".slayer-kb")
+    git(origin, "add", "-f", ".slayer-kb")
+    git(origin, "commit", "-q", "-m", "link")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert (clone / ".slayer-kb").is_symlink()
+    proc = run_cli("--kb", clone, "search", "refunds")
+    assert proc.returncode == 0, proc.stderr
+    assert "it is a symbolic link" in proc.stderr
+    assert sorted(p.name for p in outside.rglob("*")) == ["index", "keep.txt"]
+    assert (clone / ".slayer-kb").is_dir() and not (clone / ".slayer-kb").is_symlink()
+
+
+def test_our_own_folder_is_trusted_and_ignores_itself(tmp_path: Path) -> None:
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    kb.save_observation(title="One", content="one")
+    assert (tmp_path / "kb" / ".slayer-kb" / ".gitignore").read_text().splitlines()[-1] == "*"
+    # Opened again, nothing is set aside.
+    KnowledgeBase(tmp_path / "kb").search("one")
+    assert [p.name for p in (tmp_path / "kb").iterdir() if p.name.startswith(".slayer-kb")] == [".slayer-kb"]
+    # Without the repository's own .gitignore, git still does not see the folder.
+    (tmp_path / "kb" / ".gitignore").unlink()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path / "kb", capture_output=True, text=True).stdout
+    assert ".slayer-kb" not in status
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the folder to another user")
+def test_a_folder_of_another_user_is_set_aside(tmp_path: Path) -> None:
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    kb.save_observation(title="One", content="one")
+    os.chown(tmp_path / "kb" / ".slayer-kb", 12345, 12345)
+    messages: list[str] = []
+    from slayer_kb import state
+
+    state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: False, messages.append)
+    assert "it belongs to another user" in messages[0]
