@@ -26,9 +26,10 @@ from whoosh import query as Q
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.scoring import BM25F
+from whoosh.index import LockError
 from whoosh.writing import MERGE_SMALL
 
-from . import embedding, vectors
+from . import embedding, vectors, workers
 from .analysis import WordAnalyzer, symbols
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
@@ -775,13 +776,21 @@ def _writing(ix: windex.Index, bulk: bool) -> Iterator[Any]:
     if paused:
         gc.disable()
     try:
-        if bulk:
-            writer = ix.writer(procs=2, multisegment=True, limitmb=_pool_mb(), codec=CODEC)
-        else:
-            writer = ix.writer(codec=CODEC)
         try:
-            yield writer
-            writer.commit(mergetype=_merge_small_segments)
+            if bulk:
+                writer = workers.BulkWriter(ix, procs=2, multisegment=True, limitmb=_pool_mb(), codec=CODEC)
+            else:
+                writer = ix.writer(codec=CODEC)
+        except LockError:
+            raise StoreError(
+                f"The search index in {ix.storage.folder} is locked by another process that is "
+                "still writing it (or by a slayer-kb index worker left over by an old version: "
+                "stop it). Retry in a moment; the memory files are not affected."
+            ) from None
+        try:
+            with workers.watched(writer) if bulk else contextlib.nullcontext():
+                yield writer
+                writer.commit(mergetype=_merge_small_segments)
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
@@ -797,7 +806,7 @@ def _writing(ix: windex.Index, bulk: bool) -> Iterator[Any]:
             raise
         # Whoosh's commit goes on without a worker that died (killed for lack of memory, say),
         # and the documents it held would be missing from an index the manifest calls current.
-        died = [task.exitcode for task in getattr(writer, "tasks", ()) if task.exitcode]
+        died = workers.dead(writer)
         if died:
             raise StoreError(
                 f"A search-index worker process died (exit code {died[0]}; -9 is a kill, often for "
