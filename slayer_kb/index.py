@@ -25,8 +25,8 @@ from whoosh import index as windex
 from whoosh import query as Q
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
-from whoosh.scoring import BM25F
 from whoosh.index import LockError
+from whoosh.scoring import BM25F
 from whoosh.writing import MERGE_SMALL
 
 from . import embedding, vectors, workers
