@@ -40,6 +40,7 @@ from whoosh import query as Q
 
 from .catalog import Datasource, Model
 from .errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
+from .fileio import read_regular
 from .ids import check_id
 from .memory import Memory, with_entities
 from .repo import Change
@@ -113,7 +114,7 @@ def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
                 f"Its leaves: {sorted(model.leaves())}."
             )
         path = _kb_path(kb, model.path, "rewrite")
-        text = (kb.root / path).read_text(encoding="utf-8")
+        text = read_regular(kb.root / path).decode("utf-8")
         changes = [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
         return _cascade(kb, f"{model.entity}.{leaf}", kind, changes)
 
@@ -313,9 +314,9 @@ def _model_without_leaf(text: str, leaf: str) -> str:
 def _priority_without(path: Path, name: str) -> str | None:
     """``priority.yaml`` without ``name``, or None when it does not list it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, follow_symlinks=True).decode("utf-8")
         data = yaml.load(text, Loader=_LOADER)
-    except (OSError, yaml.YAMLError):
+    except (OSError, ValueError, yaml.YAMLError):  # a FIFO is refused, never waited on
         return None
     keys: tuple[str, ...] = ("priority",) if isinstance(data, dict) else ()
     items = data.get("priority") if isinstance(data, dict) else data

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from .errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from .fileio import read_regular
 from .query import kind_of, parse_reference
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -294,7 +295,7 @@ def _yaml_files(folder: Path) -> list[Path]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path, follow_symlinks=True).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

@@ -1,11 +1,16 @@
-"""Many small file operations at once, overlapped on a few threads.
+"""Many small file operations at once, overlapped on a few threads; and reading a file that
+must be a regular file.
 
-Why: a file operation can wait on the disk (a metadata block not in the cache); on a few threads
-the waits of a cascade's 10,000 file writes overlap. The calls release the GIL while they wait.
+Why threads: a file operation can wait on the disk (a metadata block not in the cache); on a few
+threads the waits of a cascade's 10,000 file writes overlap. The calls release the GIL while
+they wait.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -27,3 +32,52 @@ def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [fn(item) for item in items]
     with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(fn, items, chunksize=max(1, len(items) // (THREADS * 8))))
+
+
+# Reading: never through a symlink (unless asked), never waiting on a FIFO, never inherited by
+# git's subprocesses; the flags a platform lacks are 0.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_KINDS = {stat.S_IFLNK: "a symlink", stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO",
+          stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+class NotRegularFile(OSError):
+    """What is at a path is not a regular file; ``kind`` says what it is ("a FIFO", ...)."""
+
+    def __init__(self, path: str | os.PathLike[str], kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {kind}, not a regular file", os.fspath(path))
+        self.kind = kind
+
+
+def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False) -> bytes:
+    """The bytes of the regular file at ``path``.
+
+    Anything else raises :class:`NotRegularFile` without being opened: a FIFO would block the
+    reader forever (a ``save`` while holding the KB's lock), a device may never end, and a
+    symlink (unless ``follow_symlinks``) may lead out of the KB. The type is checked with
+    ``lstat`` before the open, and again on the open file, which is opened with ``O_NOFOLLOW``
+    and ``O_NONBLOCK`` so that a FIFO or a link swapped in between is refused, not waited on.
+    A missing file raises FileNotFoundError; other failures their own OSError.
+    """
+    st = os.stat(path) if follow_symlinks else os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file"))
+    try:
+        fd = os.open(path, _READ_FLAGS | (0 if follow_symlinks else _NOFOLLOW))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:  # made a link since the lstat
+            raise NotRegularFile(path, "a symlink") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file"))
+        chunks = []
+        size = st.st_size + 1  # the whole file in one read, unless it is growing
+        while chunk := os.read(fd, size):
+            chunks.append(chunk)
+            size = 1 << 16
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

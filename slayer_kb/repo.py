@@ -28,11 +28,12 @@ from pathlib import Path
 
 import filelock
 
+from . import state
 from .errors import StoreError
-from .fileio import in_threads
+from .fileio import in_threads, read_regular
 from .objects import ObjectStore
 
-STATE_DIR = ".slayer-kb"
+STATE_DIR = state.STATE_DIR
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _RESERVE = "reserve"
@@ -123,6 +124,11 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
+        state.check(self.state, self.head, self._tracks_state)
+
+    def _tracks_state(self) -> bool:
+        """Whether git tracks any file in the state folder."""
+        return bool(self.git("ls-files", "-z", "--", self.repo_path(STATE_DIR), check=False).stdout)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -193,7 +199,8 @@ class GitStore:
 
     def ensure_state_dir(self) -> None:
         try:
-            (self.state / "tmp").mkdir(parents=True, exist_ok=True)
+            state.make(self.state)
+            (self.state / "tmp").mkdir(exist_ok=True)
         except OSError as exc:
             raise StoreError(
                 f"Cannot create {self.state}: {exc.strerror}. Is the knowledge base writable?"
@@ -293,6 +300,13 @@ class GitStore:
         changes = list({change.path: change for change in changes}.values())
         for change in changes:
             self._check_inside(change.path)
+            if os.path.isdir(self.root / change.path) and not os.path.islink(self.root / change.path):
+                # put_file cannot replace a folder: it would fail after the commit is published.
+                verb = "delete" if change.data is None else "write"
+                raise StoreError(
+                    f"Refusing to {verb} {change.path}: it is a folder, not a file. Move it out of "
+                    "the way and retry; nothing was saved."
+                )
         objects = self.objects
         written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
         blobs = {c.path: None if c.data is None else next(written) for c in changes}
@@ -516,7 +530,7 @@ def _torn(target: Path, before: bytes, after: bytes) -> bool:
     """Does ``target`` hold what a write of ``after`` over ``before`` interrupted part-way leaves:
     the start of ``after``, then the rest of ``before`` (and neither of the two)?"""
     try:
-        current = target.read_bytes()
+        current = read_regular(target)
     except OSError:
         return False
     if current in (before, after):
@@ -541,8 +555,12 @@ def put_file(target: Path, data: bytes | None) -> None:
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         return
-    if not hasattr(os, "O_NOFOLLOW") and target.is_symlink():
-        target.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        mode = target.lstat().st_mode
+        # Only a regular file is ever opened: a symlink, FIFO, socket or device is replaced
+        # without being opened (a device's open can act). A folder is left to the open's error.
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            target.unlink()
     fd: int | None = None
     try:
         fd = os.open(target, _WRITE_FLAGS, 0o666)
@@ -600,7 +618,7 @@ def holds(target: Path, data: bytes | None) -> bool:
     if data is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
         return False
     try:
-        return target.read_bytes() == data
+        return read_regular(target) == data
     except OSError:
         return False
 
