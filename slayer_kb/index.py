@@ -35,7 +35,7 @@ from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
 from .fileio import read_regular
-from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names
+from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names, readable, shown
 from .listing import compare as compare_listing
 from .listing import load as load_listing
 from .listing import patched as patched_listing
@@ -181,6 +181,7 @@ class Index:
         self._docsets: dict[str, Any] = {}
         self._vector: Any = None
         self._meaning: vectors.Table | None = None
+        self._meaning_key: Any = None
         self._ids: Any = None
 
     # -- freshness --------------------------------------------------------------------------
@@ -309,7 +310,8 @@ class Index:
         still holding those bytes is indexed without parsing its YAML again (a cascade rewrites
         thousands, and the parse is a third of indexing one).
         """
-        return self._update(list(memory_ids), None, False, written)
+        # A name that is not UTF-8 (from a file watcher) names no memory: listing.readable.
+        return self._update([mid for mid in memory_ids if readable(mid)], None, False, written)
 
     def _update(
         self,
@@ -405,6 +407,7 @@ class Index:
             listing = take_listing(self.memories)
             scanned = listing.signatures()
             removed = [mid for mid in known if mid not in scanned]
+            _note_unreadable(db, listing.unreadable())
         else:
             scanned = {mid: sig for mid in only if (sig := self._stat(mid)) is not None}
             removed = [mid for mid in only if mid not in scanned and mid in known]
@@ -481,10 +484,12 @@ class Index:
         count = db.execute("SELECT count(*) FROM files").fetchone()[0]
         if only is None:
             digest = _digest(scanned)  # a full pass recomputes it rather than trust the old one
-        self._write_state(
-            {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
-             "vectors": state["vectors"]}
-        )
+        new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
+                     "vectors": state["vectors"]}
+        self._write_state(new_state)
+        if self._meaning is not None and self._meaning_key == _state_key(state) and not vectors_changed:
+            self._meaning.apply(stale, vector_rows)
+            self._meaning_key = _state_key(new_state)
         if listing is None:
             # A targeted update: the listing cached for the state it started from, with these
             # files' new signatures, describes the new state (if every file was in it).
@@ -581,13 +586,16 @@ class Index:
         db.execute("COMMIT")
 
     def meaning(self) -> vectors.Table:
-        """The vectors of every memory, loaded once per index state."""
-        if self._meaning is None:
+        """The vectors of every memory, loaded once and then kept in step with this process's
+        own updates; loaded again when another process changed the index."""
+        key = _state_key(self._read_state())
+        if self._meaning is None or key is None or self._meaning_key != key:
             db = self._db()
             try:
                 self._meaning = vectors.Table.load(db)
             finally:
                 db.close()
+            self._meaning_key = key
         return self._meaning
 
     def _open_existing(self) -> windex.Index | None:
@@ -670,7 +678,6 @@ class Index:
         self._searcher = None
         self._docsets = {}
         self._vector = None
-        self._meaning = None
         self._ids = None
 
     def close(self) -> None:
@@ -861,6 +868,27 @@ def _delete_ids(writer: Any, ids: list[str]) -> None:
             if term in wanted:
                 for docnum in segment.postings("id", term).all_ids():
                     writer.delete_document(docnum + offset)
+
+
+def _note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:
+    """Keep the problems rows of the memory file names that are not UTF-8 (which the listing
+    skips) as they are now. Their rows' ids start with '/', which no file name holds."""
+    rows = sorted((f"/{shown(n)}", f"{MEMORIES_DIR}/{shown(n)}", None,
+                   "its name is not UTF-8, so no memory id can name it; rename it (git mv) to a UTF-8 name")
+                  for n in names)
+    where = "FROM problems WHERE id >= '/' AND id < '0'"
+    if db.execute(f"SELECT id, path, line, message {where} ORDER BY id").fetchall() != rows:
+        db.execute("BEGIN")
+        db.execute(f"DELETE {where}")
+        db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", rows)
+        db.execute("COMMIT")
+
+
+def _state_key(state: dict[str, Any] | None) -> Any:
+    """What identifies the index's content, for caches kept beside it (None: unknown)."""
+    if state is None or state.get("digest") is None:
+        return None
+    return (state["digest"], state["count"], state.get("vectors"))
 
 
 def _entry_digest(memory_id: str, sig: Sig | tuple[Any, ...]) -> int:

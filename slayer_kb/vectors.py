@@ -70,7 +70,8 @@ class Filter:
 
 @dataclass
 class Table:
-    """Every memory's vector in one matrix, with the filter fields as codes."""
+    """Every memory's vector in one matrix, with the filter fields as codes. The arrays have room
+    to grow: rows ``[:size]`` are in use, so a warm process applies a save's rows in place."""
 
     ids: list[str]
     matrix: np.ndarray  # float32, one unit vector per row
@@ -81,6 +82,10 @@ class Table:
     live: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
 
     @classmethod
     def load(cls, db: sqlite3.Connection) -> Table:
@@ -109,14 +114,60 @@ class Table:
             live=np.fromiter((not r[8] for r in found), dtype=bool, count=count),
         )
 
+    def apply(self, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
+        """The table's change by ``write(db, gone, new_rows)``, made in memory."""
+        import numpy as np
+
+        rows = self._row_index()
+        for memory_id in gone:
+            if memory_id in rows:
+                self.live[rows[memory_id]] = False
+        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted in new_rows:
+            row = rows.get(memory_id)
+            if row is None:
+                row = rows[memory_id] = self.size
+                self._grow(row + 1)
+                self.ids.append(memory_id)
+                self.datasources.append(datasources)
+            self.matrix[row] = np.frombuffer(vec, dtype=np.int8).astype(np.float32) * scale
+            for name, value in (("type", type_), ("project", project), ("scope", scope)):
+                self.codes[name][row] = self.values[name].setdefault(value, len(self.values[name]))
+            self.datasources[row] = datasources
+            self.has_query[row] = bool(has_query)
+            self.live[row] = not deleted
+        self._by_datasource.clear()
+
+    def _grow(self, size: int) -> None:
+        import numpy as np
+
+        if size <= len(self.live):
+            return
+        room = max(size, len(self.live) + len(self.live) // 2 + 16)
+
+        def grown(array: np.ndarray) -> np.ndarray:
+            out = np.zeros((room, *array.shape[1:]), dtype=array.dtype)
+            out[: len(array)] = array
+            return out
+
+        self.matrix = grown(self.matrix)
+        self.codes = {name: grown(array) for name, array in self.codes.items()}
+        self.has_query = grown(self.has_query)
+        self.live = grown(self.live)
+
+    def _row_index(self) -> dict[str, int]:
+        if self._rows is None:
+            self._rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
+        return self._rows
+
     def mask(self, wanted: Filter) -> np.ndarray:
-        mask = self.live.copy()
+        n = self.size
+        mask = self.live[:n].copy()
         for name in ("type", "project", "scope"):
             value = getattr(wanted, name)
             if value:
-                mask &= self.codes[name] == self.values[name].get(value, -1)
+                mask &= self.codes[name][:n] == self.values[name].get(value, -1)
         if wanted.has_query is not None:
-            mask &= self.has_query if wanted.has_query else ~self.has_query
+            mask &= self.has_query[:n] if wanted.has_query else ~self.has_query[:n]
         if wanted.datasource:
             mask &= self._rooted_at(wanted.datasource)
         return mask
@@ -132,9 +183,8 @@ class Table:
 
     def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """The cosine between ``vector`` and each of these memories that has a vector."""
-        if self._rows is None:
-            self._rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
-        rows = [(m, self._rows[m]) for m in memory_ids if m in self._rows]
+        index = self._row_index()
+        rows = [(m, index[m]) for m in memory_ids if m in index]
         if not rows:
             return {}
         scores = self.matrix[[row for _m, row in rows]] @ vector
@@ -146,7 +196,7 @@ class Table:
 
         if not self.ids:
             return []
-        scores = self.matrix @ vector
+        scores = self.matrix[: self.size] @ vector
         scores[~self.mask(wanted)] = -2.0
         depth = min(depth, len(self.ids))
         best = np.argpartition(-scores, depth - 1)[:depth]

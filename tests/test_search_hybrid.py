@@ -3,6 +3,7 @@ freshness, and a floor on the relevance set's fused figures."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,28 @@ def test_the_relevance_set_keeps_its_figures(relevance_kb: KnowledgeBase) -> Non
     assert fused.questions >= 150
     assert fused.top1 >= 0.78 and fused.top3 >= 0.85, (fused.top1, fused.top3)
     assert fused.top3 >= words.top3 + 0.10
+
+
+def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb: KnowledgeBase) -> None:
+    import numpy as np
+
+    from slayer_kb.vectors import Table
+
+    payments_kb.search("refund timeout")
+    table = payments_kb.index.meaning()
+    for n in range(40):  # past the table's spare room: it grows
+        payments_kb.save_observation(title=f"Parrot {n}", content=f"Parrots and toucans number {n}", project="zoo")
+    payments_kb.forget("2")
+    payments_kb.update("3", learning="The checkout page is never cached.")
+    assert payments_kb.index.meaning() is table
+    db = sqlite3.connect(payments_kb.index.dir / "manifest.db")
+    try:
+        fresh = Table.load(db)
+    finally:
+        db.close()
+    order = [table.ids.index(m) for m in fresh.ids]
+    assert np.allclose(table.matrix[order], fresh.matrix)
+    assert list(table.live[order]) == list(fresh.live)
+    assert "2" not in fresh.ids and not table.live[table.ids.index("2")]
+    hits = payments_kb.search("toucans", project="zoo").memories
+    assert hits and hits[0]["title"].startswith("Parrot")
