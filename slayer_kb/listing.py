@@ -8,6 +8,11 @@ A folder's own mtime changes whenever a file is created, removed or renamed in i
 is unchanged the cached names are the names, and the folder need not be listed again. That is
 trusted only when the folder's mtime was at least RACY_SECONDS old when it was listed: a file
 created in the same timestamp tick as the listing would leave the mtime as it was.
+
+A file name that is not UTF-8 (git carries such names in a clone) names no memory: no id can
+be written as text. Listings keep it, so that it coming or going is a change like any other, but
+their ids (``signatures``, ``differing``, ``memory_names``) leave it out; ``unreadable`` lists
+them for the index to report as skipped.
 """
 
 from __future__ import annotations
@@ -56,21 +61,46 @@ class Listing:
         return [
             name[: -len(SUFFIX)]
             for name, at in zip(unpack_names(self.names), range(0, len(packed), size), strict=True)
-            if packed[at : at + size] != self.packed[at : at + size]
+            if packed[at : at + size] != self.packed[at : at + size] and readable(name)
         ]
 
     def signatures(self) -> dict[str, Sig]:
-        """``{id: signature}``; a file that vanished between the listing and its stat is left out."""
+        """``{id: signature}``; a file that vanished between the listing and its stat, and an
+        ``unreadable`` name, are left out."""
         out: dict[str, Sig] = {}
         for name, sig in zip(unpack_names(self.names), unpack(self.packed), strict=True):
-            if sig[1] == MISSING:
+            if sig[1] == MISSING or not readable(name):
                 continue
             out[name[: -len(SUFFIX)]] = SYMLINK if sig[1] == NOT_REGULAR else sig
         return out
 
 
+    def unreadable(self) -> list[str]:
+        """The names that are not UTF-8 (as ``os.listdir`` gives them), which name no memory."""
+        return [name for name in unpack_names(self.names) if not readable(name)]
+
+
+def readable(name: str) -> bool:
+    """Whether a file name (as ``os.listdir`` decodes it) is text: bytes that are not UTF-8
+    come back as lone surrogates, which nothing can encode (the index, SQLite, a terminal)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(name: str) -> str:
+    """A file name that may not be UTF-8, printable: its other bytes as ``\\xff``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def memory_names(folder: Path) -> list[str]:
-    """The names of the memory files in ``folder``, without a stat each."""
+    """The names of the memory files in ``folder``, without a stat each (not ``unreadable`` ones)."""
+    return [name for name in _yaml_names(folder) if readable(name)]
+
+
+def _yaml_names(folder: Path) -> list[str]:
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
@@ -87,7 +117,7 @@ def take(folder: Path) -> Listing:
     listed_at = time.time_ns()
     # Sorted: listdir's order can change when a file is replaced by a rename (tmpfs, btrfs), and a
     # targeted update inserts the names it adds in place (``patched``).
-    names = pack_names(sorted(memory_names(folder)))
+    names = pack_names(sorted(_yaml_names(folder)))
     try:
         packed = signatures(folder, names)
     except FileNotFoundError:
