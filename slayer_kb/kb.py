@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -29,6 +30,7 @@ from .errors import (
     ResolutionError,
     StoreError,
 )
+from .fileio import NotRegularFile, read_regular
 from .ids import check_id, check_new_id, highest_auto_id, id_sort_key
 from .index import NONE, Index, SyncReport
 from .locate import MEMORIES_DIR
@@ -165,6 +167,7 @@ class KnowledgeBase:
 
         if self.monitor is None:
             self.monitor = ChangeMonitor.create(self.root)
+        self.index.embedder()  # load the meaning model now, not on the first search
 
     def close(self) -> None:
         if self.monitor is not None:
@@ -292,15 +295,16 @@ class KnowledgeBase:
         used instead of parsing the YAML again (a cascade reads thousands)."""
         check_id(memory_id)
         path = self._path(memory_id)
-        if path.is_symlink():
-            raise MemoryFileError(
-                f"{MEMORIES_DIR}/{memory_id}.yaml", None, "is a symlink; refusing to follow it"
-            )
         try:
-            data = path.read_bytes()
+            # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
+            data = read_regular(path)
             text = data.decode("utf-8")
         except FileNotFoundError:
             raise NotFoundError(f"No memory with id '{memory_id}'.") from None
+        except NotRegularFile as exc:
+            reason = "refusing to follow it" if exc.kind == "a symlink" else "refusing to open it"
+            shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror
+            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"{shown}; {reason}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryFileError(
                 f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}"
@@ -376,10 +380,12 @@ class KnowledgeBase:
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
             self.index.update(ids, written)
-        except StoreError:
+        except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.
             self.index.invalidate()
+            print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
+                  "the next command updates it.", file=sys.stderr)
         return commit
 
     def _change(self, memory: Memory, text: str | None = None) -> Change:
@@ -950,6 +956,7 @@ class KnowledgeBase:
             "sessions": len(sessions),
             "projects": sorted(projects),
             "types": dict(sorted(types.items())),
+            "search_by_meaning": self.index.meaning_status(),
         }
 
     def context(

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import CliRunner, commit_all, git
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import CatalogError
+from slayer_kb.errors import CatalogError, MemoryFileError, StoreError
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 
@@ -121,3 +123,99 @@ def test_a_moved_kb_deletes_its_own_files(catalog_kb: KnowledgeBase, tmp_path: P
     assert result.deleted == "shop.refunds"
     assert not (moved / "models" / "shop" / "refunds.yaml").exists()
     assert git(moved, "show", "--name-only", "--format=", "HEAD").split() == ["models/shop/refunds.yaml"]
+
+
+# -- memory file names that are not UTF-8 (issue 16, item 6) -----------------------------------
+
+NOT_UTF8 = ("its name is not UTF-8, so no memory id can name it; rename it (git mv) to a UTF-8 name")
+
+
+def bad_name(folder: Path, raw: bytes) -> bytes:
+    return os.fsencode(folder / "memories") + b"/" + raw + b".yaml"
+
+
+def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path) -> None:
+    origin = catalog_kb.root
+    (origin / "memories" / "keep.yaml").write_text("learning: A bystander.\nentities:\n- memory:other\n" + CREATED)
+    (origin / "memories" / "other.yaml").write_text("learning: Another.\n" + CREATED)
+    with open(bad_name(origin, b"\xff"), "wb") as handle:
+        handle.write(b"learning: No id can name this.\n" + CREATED.encode())
+    commit_all(origin, "a name git carries but no id can be")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert os.path.isfile(bad_name(clone, b"\xff"))
+    # search, list, stats, update and forget all crashed (UnicodeEncodeError) in a fresh clone.
+    proc = run_cli("--kb", clone, "search", "bystander")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Memories:\n  [keep] A bystander.\n")
+    assert f"warning: memories/\\xff.yaml: {NOT_UTF8} (skipped)\n" in proc.stdout
+    kb = KnowledgeBase(clone)
+    assert [m["id"] for m in kb.list()] == ["other", "keep"]
+    assert kb.stats()["memories"] == 2
+    assert kb.update("other", title="Other")["title"] == "Other"
+    assert kb.forget("other").stripped_from == ["keep"]
+    assert kb.memory_ids() == ["keep"]
+    kb.refresh([os.fsdecode(b"\xff")])  # what a file watcher passes on for the name
+    # One more such name arriving (a pull) is noticed and reported; one going away is forgotten.
+    with open(bad_name(clone, b"caf\xe9"), "wb") as handle:
+        handle.write(b"learning: Latin-1.\n" + CREATED.encode())
+    warnings = [w for w in kb.search("bystander").warnings if "UTF-8" in w]
+    assert warnings == [f"memories/\\xff.yaml: {NOT_UTF8} (skipped)", f"memories/caf\\xe9.yaml: {NOT_UTF8} (skipped)"]
+    os.unlink(bad_name(clone, b"\xff"))
+    assert [str(p) for p in kb.reindex().problems] == [f"memories/caf\\xe9.yaml: {NOT_UTF8}"]
+    assert os.path.isfile(bad_name(clone, b"caf\xe9"))
+    assert git(clone, "log", "-1", "--format=%s").strip() == "memory: forget other"
+
+
+# -- FIFOs and folders where a memory file should be (issue 16, item 7) --------------------------
+
+
+def run_bounded(root: Path, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    """The CLI, killed and failed after ``timeout`` seconds: a command that waits on a FIFO must
+    fail this test, never hang the suite."""
+    try:
+        return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"slayer-kb {' '.join(args)} hung for {timeout} s")
+
+
+def test_a_fifo_is_never_opened(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    (root / "memories" / "keep.yaml").write_text("learning: A bystander.\nentities:\n- shop.orders.amount\n" + CREATED)
+    commit_all(root, "bystander")
+    os.mkfifo(root / "memories" / "ff.yaml")
+    os.mkfifo(root / "datasources" / "pipe.yaml")  # young: its bytes would be hashed for freshness
+    before = head(root)
+    assert_refused(run_bounded(root, "get", "ff"),
+                   "memories/ff.yaml: is a FIFO, not a regular file; refusing to open it")
+    listed = run_bounded(root, "search", "bystander")
+    assert listed.returncode == 0, listed.stderr
+    assert "[keep] A bystander." in listed.stdout
+    assert "warning: memories/ff.yaml: is a symlink, not a regular file, or unreadable; skipped (skipped)" in listed.stdout
+    assert head(root) == before
+    # A save to that id replaces the FIFO with the memory's file, as it replaces a symlink.
+    saved = run_bounded(root, "save", "Now a memory.", "-e", "shop.orders.amount", "--id", "ff")
+    assert (saved.returncode, saved.stdout.splitlines()[0]) == (0, "Saved memory ff (replaced)"), saved.stderr
+    assert (root / "memories" / "ff.yaml").is_file()
+    assert git(root, "log", "-1", "--format=%s").strip() == "memory: save ff"
+    assert KnowledgeBase(root).get("ff")["learning"] == "Now a memory."
+
+
+def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    (root / "memories" / "dd.yaml").mkdir()
+    (root / "memories" / "dd.yaml" / "inside.txt").write_text("not a memory\n")
+    before = head(root)
+    kb = KnowledgeBase(root)
+    with pytest.raises(MemoryFileError) as info:
+        kb.get("dd")
+    assert str(info.value) == "memories/dd.yaml: is a folder, not a regular file; refusing to open it"
+    # Saving there used to commit, then fail to write the file, and break every later command.
+    with pytest.raises(StoreError) as info:
+        kb.save_memory("x", ["shop"], id="dd")
+    assert str(info.value) == ("Refusing to write memories/dd.yaml: it is a folder, not a file. Move it "
+                               "out of the way and retry; nothing was saved.")
+    assert head(root) == before
+    assert kb.list() == []
+    assert (root / "memories" / "dd.yaml" / "inside.txt").read_text() == "not a memory\n"
