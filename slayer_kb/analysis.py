@@ -67,7 +67,10 @@ _WHOOSH = StemmingAnalyzer()
 
 # Symbols: tokens as typed that the word analysis loses or splits (N+1, C, %w, utf-8, C++,
 # orders.amount, --force), indexed and searched whole, lower-cased.
-_RAW = re.compile(r"\S+")
+# Only whitespace-separated tokens that hold a character other than a letter or digit, or are one
+# character long, can be symbols: the regex finds those alone (a tenth of a prose text's tokens),
+# so a rebuild does not loop over every word in Python.
+_RAW = re.compile(r"\S*[^\w\s]\S*|(?<!\S)\w(?!\S)")
 _OPENING = "\"'`([{<"
 _CLOSING = "\"'`)]}>,;:!?."
 _SYMBOL_STOPS = _STOP_WORDS | {"i"}

@@ -48,3 +48,31 @@ def test_examples() -> None:
         ("refund", 1.0), ("were", 1.0), ("runn", 1.0), ("e.g", 1.0), ("x.y", 1.0), ("3.14", 1.0)
     ]
     assert terms(OURS, "") == [] and terms(OURS, "a I to the") == []
+
+
+def _symbols_reference(text: str) -> list[str]:
+    """analysis.symbols, token by token over every whitespace-separated token."""
+    import re
+
+    from slayer_kb.analysis import _CLOSING, _OPENING, _SYMBOL_STOPS
+
+    out: dict[str, None] = {}
+    for raw in re.findall(r"\S+", text):
+        token = raw.lstrip(_OPENING).rstrip(_CLOSING)
+        if not any(c.isalnum() for c in token):
+            continue
+        token = token.lower()
+        if token in _SYMBOL_STOPS:
+            continue
+        if all(c.isalnum() or c == "_" for c in token.replace("'", "")) and len(token) > 1:
+            continue
+        out[token] = None
+    return list(out)
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.text(alphabet=st.sampled_from(list("aBc xyz N+1 %w C++ utf-8 . , ; ( ) ' \" - _ / # @ \n\t é 9")), max_size=80), st.text(max_size=60)))
+def test_symbols_match_the_token_by_token_reading(text: str) -> None:
+    from slayer_kb.analysis import symbols
+
+    assert symbols(text) == _symbols_reference(text)
