@@ -102,10 +102,12 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
 @json_option
 @pass_settings
 def review(settings: Settings, base: str, head: str) -> None:
-    """Markdown summary of the memories added, changed, re-linked and removed between two revisions.
+    """Markdown summary of the memories HEAD added, changed, re-linked, renamed and removed.
 
-    Made to paste into a pull request (or post from CI): changed fields and a word diff of the
-    text, catalog changes, and problems (files that do not parse, entities that do not resolve).
+    Compares HEAD with the commit where it left BASE, as 'git diff BASE...HEAD' does: what BASE
+    changed since the branch split is not listed. Made to paste into a pull request (or post from
+    CI): changed fields and a word diff of the text, catalog changes, and problems (files that do
+    not parse, entities that do not resolve).
 
     \b
     Examples:

@@ -14,8 +14,11 @@ Decisions:
   resolve (a dropped column, a forgotten ``memory:<id>``) are dropped with a warning, exactly as
   the cascade that removed them would have done; the text is otherwise kept byte for byte.
   References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
-- ``review`` reports renames (``renumber``) as renames, and checks the memories at HEAD with the
-  catalog as it is at HEAD (the catalog files are read from git into a temporary folder).
+- ``review BASE HEAD`` reports what HEAD changed since it left BASE, as ``git diff BASE...HEAD``
+  does: it compares HEAD with the merge base of the two, so memories BASE gained or dropped after
+  the branch split are not the branch's doing and are not listed. Renames (``renumber``) show as
+  renames, and the memories at HEAD are checked with the catalog as it is at HEAD (the catalog
+  files are read from git into a temporary folder).
 """
 
 from __future__ import annotations
@@ -267,6 +270,7 @@ class MemoryChange:
 class Review:
     base: str
     head: str
+    merge_base: str = ""
     added: list[MemoryChange] = field(default_factory=list)
     changed: list[MemoryChange] = field(default_factory=list)
     relinked: list[MemoryChange] = field(default_factory=list)
@@ -279,6 +283,7 @@ class Review:
         return {
             "base": self.base,
             "head": self.head,
+            "merge_base": self.merge_base,
             **{name: [c.to_json() for c in getattr(self, name)]
                for name in ("added", "changed", "relinked", "removed", "renamed")},
             "catalog": self.catalog,
@@ -290,10 +295,12 @@ class Review:
 
 
 def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
-    """What changed in the knowledge base between two revisions, for a pull request."""
+    """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
+    ``git diff base...head``), for a pull request."""
     store = kb.store
-    base_sha, head_sha = resolve_rev(store, base), resolve_rev(store, head)
-    result = Review(base, head)
+    base_sha = merge_base_of(store, base, head)
+    head_sha = resolve_rev(store, head)
+    result = Review(base, head, base_sha)
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_ids = memory_ids_at(store, head_sha)
@@ -336,6 +343,19 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
     return result
 
 
+def merge_base_of(store: GitStore, base: str, head: str) -> str:
+    """The commit ``head`` left ``base`` at (``git merge-base``), or an error that says why not."""
+    base_sha, head_sha = resolve_rev(store, base), resolve_rev(store, head)
+    proc = store.git("merge-base", base_sha, head_sha, check=False)
+    sha = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not sha:
+        raise NotFoundError(
+            f"'{base}' and '{head}' have no common ancestor, so there is no change of '{head}' "
+            f"since it left '{base}' to report; give a revision that '{head}' was branched from."
+        )
+    return sha
+
+
 def _name_status(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str]]:
     """(status, old path, new path) from ``git diff --name-status -z``, KB-relative."""
     parts = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0")]
@@ -360,7 +380,7 @@ def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None, result
     try:
         return loads(text, memory_id, path)
     except MemoryFileError as exc:
-        if rev != result.base:
+        if rev != result.merge_base:  # a broken file the branch did not break is not its problem
             result.problems.append(str(exc))
         return None
 
@@ -426,7 +446,7 @@ def catalog_diff(before: Catalog, after: Catalog) -> dict[str, list[str]]:
 
 def render_review(r: Review) -> str:
     total = len(r.added) + len(r.changed) + len(r.relinked) + len(r.removed) + len(r.renamed)
-    lines = [f"## Knowledge base changes ({r.base}..{r.head})", ""]
+    lines = [f"## Knowledge base changes ({r.base}...{r.head})", ""]
     counts = [f"{len(r.added)} added", f"{len(r.changed)} changed", f"{len(r.relinked)} re-linked",
               f"{len(r.removed)} removed"]
     if r.renamed:

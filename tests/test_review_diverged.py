@@ -1,0 +1,141 @@
+"""``review BASE [HEAD]`` reports what HEAD changed since it left BASE (``git diff BASE...HEAD``),
+on branches that diverged in both directions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import NotFoundError
+from slayer_kb.history import review
+from slayer_kb.renumber import renumber
+
+
+@pytest.fixture
+def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, KnowledgeBase]:
+    """main and feature left the same three memories; each then changed things of its own.
+
+    feature: adds 4 ("Feature: refunds are net"), rewrites 1, links 3 to a column.
+    main (its own work tree, as another clone): adds 4 ("Main: ..."), forgets 2, rewrites 3's
+    learning, and drops the catalog column shop.orders.cost.
+    """
+    kb = catalog_kb
+    kb.save_memory("Amount is in EUR.", ["orders.amount"])
+    kb.save_memory("Status is paid, refunded or pending.", ["orders.status"])
+    kb.save_memory("Quantity counts items.", ["orders.qty"])
+    git(kb.root, "switch", "-q", "-c", "feature")
+    other = kb.root.parent / "main-worktree"
+    git(kb.root, "worktree", "add", "-q", str(other), "master")
+    assert kb.save_memory("Feature: refunds are net of fees.", ["orders.refunds"]).memory_id == "4"
+    kb.update("1", learning="Amount is in EUR, VAT included.")
+    kb.update("3", entities=["orders.qty", "orders.amount"])
+    main_kb = KnowledgeBase(other)
+    assert main_kb.save_memory("Main: cost excludes shipping.", ["orders.amount"]).memory_id == "4"
+    main_kb.forget("2")
+    main_kb.update("3", learning="Quantity counts items, not lines.")
+    model = other / "models" / "shop" / "orders.yaml"
+    model.write_text(model.read_text().replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""))
+    commit_all(other, "drop orders.cost")
+    return kb, main_kb
+
+
+FEATURE_REVIEW = """\
+## Knowledge base changes (master...HEAD)
+
+Memories: 1 added, 1 changed, 1 re-linked, 0 removed.
+
+### Added
+
+- **4**: Feature: refunds are net of fees. (entities: `shop.orders.refunds`)
+
+### Changed
+
+- **1**: Amount is in EUR, VAT included. (changed: learning, updated_at)
+
+  ```diff
+  Amount is in [-EUR.-]{+EUR, VAT included.+}
+  ```
+
+### Re-linked
+
+- **3**: Quantity counts items.
+  - entities added: `shop.orders.amount`"""
+
+
+def test_review_lists_only_what_the_branch_changed(
+    diverged: tuple[KnowledgeBase, KnowledgeBase], run_cli
+) -> None:
+    kb, _main_kb = diverged
+    # main since the split added its own 4, forgot 2, rewrote 3 and dropped a column: none of
+    # that is the branch's doing, and none of it is listed.
+    proc = run_cli("--kb", kb.root, "review", "master", check=True)
+    assert proc.stdout == FEATURE_REVIEW + "\n"
+    data = json_of(run_cli("--kb", kb.root, "review", "master", "--json", check=True))
+    assert data["merge_base"] == git(kb.root, "merge-base", "master", "HEAD").strip()
+    assert [c["id"] for c in data["added"]] == ["4"]
+    assert [c["id"] for c in data["changed"]] == ["1"]
+    assert [c["id"] for c in data["relinked"]] == ["3"]
+    assert data["removed"] == [] and data["renamed"] == [] and data["catalog"] == {}
+    assert data["problems"] == []
+
+
+def test_review_the_other_way_lists_what_main_changed(
+    diverged: tuple[KnowledgeBase, KnowledgeBase]
+) -> None:
+    kb, _main_kb = diverged
+    r = review(kb, "feature", "master")
+    assert [c.id for c in r.added] == ["4"] and r.added[0].label == "Main: cost excludes shipping."
+    assert [c.id for c in r.changed] == ["3"] and r.changed[0].fields == ["learning", "updated_at"]
+    assert [c.id for c in r.removed] == ["2"]
+    assert r.relinked == [] and r.renamed == []
+    assert r.catalog == {"leaves_removed": ["shop.orders.cost"]}
+    assert r.markdown().startswith(
+        "## Knowledge base changes (feature...master)\n\n"
+        "Memories: 1 added, 1 changed, 0 re-linked, 1 removed.\n"
+    )
+
+
+def test_review_of_a_renumber_shows_a_rename(diverged: tuple[KnowledgeBase, KnowledgeBase]) -> None:
+    kb, _main_kb = diverged
+    assert renumber(kb, "master").mapping == {"4": "5"}
+    r = review(kb, "HEAD~1")
+    assert [(c.old_id, c.id) for c in r.renamed] == [("4", "5")]
+    assert r.added == [] and r.removed == []
+    assert "- **5** (was 4): Feature: refunds are net of fees." in r.markdown()
+    # Against master, the branch added 5: its own memory, whatever id it had on the way.
+    r = review(kb, "master")
+    assert [c.id for c in r.added] == ["5"] and r.removed == [] and r.renamed == []
+
+
+def test_a_file_broken_on_main_is_not_the_branch_problem(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    kb.save_memory("Amount is in EUR.", ["orders.amount"])
+    git(kb.root, "switch", "-q", "-c", "feature")
+    kb.save_memory("Feature note.", ["orders.qty"])
+    git(kb.root, "switch", "-q", "master")
+    (kb.root / "memories" / "1.yaml").write_text("learning: [unclosed\n")
+    commit_all(kb.root, "break 1 on master")
+    r = review(kb, "master", "feature")
+    assert [c.id for c in r.added] == ["2"] and r.changed == [] and r.problems == []
+
+
+def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+    kb = catalog_kb
+    kb.save_memory("Amount is in EUR.", ["orders.amount"])
+    proc = run_cli("--kb", kb.root, "review", "main")
+    assert proc.returncode == 1
+    assert proc.stderr == "Error: Unknown revision 'main': give a commit, branch or tag (see 'git log').\n"
+    git(kb.root, "switch", "-q", "--orphan", "elsewhere")
+    (kb.root / "memories").mkdir(exist_ok=True)
+    (kb.root / "memories" / "9.yaml").write_text("learning: x\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    git(kb.root, "add", "memories/9.yaml")
+    git(kb.root, "commit", "-q", "-m", "unrelated")
+    with pytest.raises(NotFoundError) as caught:
+        review(kb, "master")
+    assert str(caught.value) == (
+        "'master' and 'HEAD' have no common ancestor, so there is no change of 'HEAD' since it "
+        "left 'master' to report; give a revision that 'HEAD' was branched from."
+    )
