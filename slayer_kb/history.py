@@ -14,6 +14,9 @@ Decisions:
   resolve (a dropped column, a forgotten ``memory:<id>``) are dropped with a warning, exactly as
   the cascade that removed them would have done; the text is otherwise kept byte for byte.
   References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
+  The work tree's file is made to hold that version too, as ``git checkout REV -- file`` would:
+  a file broken, edited or deleted by hand is repaired even when HEAD already has the version
+  (then nothing is committed), and an edit that was never committed is discarded with a warning.
 - ``review BASE HEAD`` reports what HEAD changed since it left BASE, as ``git diff BASE...HEAD``
   does: it compares HEAD with the merge base of the two, so memories BASE gained or dropped after
   the branch split are not the branch's doing and are not listed. Renames (``renumber``) show as
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import Catalog, Resolver, load_catalog
 from .errors import InvalidInputError, KBError, MemoryFileError, NotFoundError
+from .fileio import NotRegularFile, read_regular
 from .ids import check_id
 from .index import MEMORIES_DIR
 from .memory import Memory, dumps, loads, with_entities
@@ -228,12 +232,35 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
         if kept != memory.entities:
             text = with_entities(text, memory, kept)
         kb._check_new_id(memory_id)
-        commit = kb._commit(
-            [kb._change(memory, text)], f"memory: restore {memory_id} as of {shown.rev[:12]}"
-        )
+        change = kb._change(memory, text)
+        assert change.data is not None
+        head = kb.store.head()
+        before = _work_tree_bytes(kb, change.path)
+        edited = before is not None and before != (blob_at(kb.store, head, change.path) if head else None)
+        commit = kb._commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
+        if edited and before != change.data:
+            # Like 'git checkout REV -- file', the edit is discarded: the user asked for REV's.
+            warnings.append(
+                f"{change.path} had changes that were never committed; they are discarded and "
+                f"the file holds the version at {rev}."
+            )
         if commit is None:
-            warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
+            if before != change.data:
+                # HEAD already has this version, the work tree does not (a file broken or edited
+                # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
+                kb.store._apply({change.path: change.data})
+                kb.index.update([memory_id])
+            else:
+                warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
         return RestoreResult(memory_id, shown.rev, warnings, commit)
+
+
+def _work_tree_bytes(kb: KnowledgeBase, kb_path: str) -> bytes | None:
+    """The bytes of the work tree's file, or None when there is no regular file to read there."""
+    try:
+        return read_regular(kb.root / kb_path)
+    except (OSError, NotRegularFile):
+        return None
 
 
 

@@ -1,0 +1,92 @@
+"""Repairs without git: ``restore ID --rev REV`` over a file broken or edited by hand, ``forget``
+of a broken file, and history that follows a renumbered memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import commit_all, git, json_of
+
+from slayer_kb import KnowledgeBase
+
+BROKEN = "learning: [unclosed\n"
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def subjects(root: Path) -> list[str]:
+    return git(root, "log", "--format=%s").splitlines()
+
+
+def test_restore_rev_head_repairs_a_file_broken_by_hand(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    path = kb.root / "memories" / f"{mid}.yaml"
+    committed = path.read_bytes()
+    before = head(kb.root)
+    path.write_text(BROKEN)
+    proc = run_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        f"Restored memory {mid} as of {before[:12]}\n"
+        f"warning: memories/{mid}.yaml had changes that were never committed; they are discarded "
+        "and the file holds the version at HEAD.\n"
+    )
+    assert path.read_bytes() == committed
+    assert head(kb.root) == before  # HEAD already had that version: nothing to commit
+    assert git(kb.root, "status", "--porcelain") == ""
+    proc = run_cli("--kb", kb.root, "validate", check=True)
+    assert proc.stdout == "Checked 1 files: no problems.\n"
+    proc = run_cli("--kb", kb.root, "get", mid, "--json", check=True)
+    assert json_of(proc)["learning"] == "Amount is in EUR."
+    # Once repaired, a second restore has nothing to do, and says so.
+    proc = run_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD", check=True)
+    assert proc.stdout == (
+        f"Restored memory {mid} as of {before[:12]}\n"
+        f"warning: Memory '{mid}' is already as it was at HEAD; nothing to commit.\n"
+    )
+
+
+def test_restore_rev_repairs_a_broken_file_that_was_committed(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    path = kb.root / "memories" / f"{mid}.yaml"
+    good = path.read_bytes()
+    path.write_text(BROKEN)
+    commit_all(kb.root, "hand edit")
+    proc = run_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD~1", check=True)
+    assert proc.stdout == f"Restored memory {mid} as of {git(kb.root, 'rev-parse', 'HEAD~2').strip()[:12]}\n"
+    assert path.read_bytes() == good
+    assert subjects(kb.root)[0] == f"memory: restore {mid} as of {git(kb.root, 'rev-parse', 'HEAD~2').strip()[:12]}"
+    assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_restore_rev_over_a_hand_edit_commits_the_old_version(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Version one.", ["orders.amount"]).memory_id
+    kb.update(mid, learning="Version two.")
+    path = kb.root / "memories" / f"{mid}.yaml"
+    path.write_text(path.read_text().replace("Version two.", "Version three, never committed."))
+    proc = run_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD~1", "--json", check=True)
+    data = json_of(proc)
+    assert data["commit"] == head(kb.root)
+    assert data["warnings"] == [
+        f"memories/{mid}.yaml had changes that were never committed; they are discarded and the "
+        "file holds the version at HEAD~1."
+    ]
+    assert KnowledgeBase(kb.root).get(mid)["learning"] == "Version one."
+    assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_restore_rev_puts_back_a_file_deleted_by_hand(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    path = kb.root / "memories" / f"{mid}.yaml"
+    committed = path.read_bytes()
+    path.unlink()
+    proc = run_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD", check=True)
+    assert proc.stdout == f"Restored memory {mid} as of {head(kb.root)[:12]}\n"
+    assert path.read_bytes() == committed
+    assert git(kb.root, "status", "--porcelain") == ""
