@@ -39,7 +39,6 @@ Decisions:
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from whoosh import query as Q
 
-from . import engram
+from . import engram, nesting
 from .catalog import Resolver
 from .errors import InvalidInputError, KBError
 from .ids import case_conflict, check_id, check_new_id
@@ -281,11 +280,12 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
     """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
     path = Path(file)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInputError(f"Cannot read {path}: {exc.strerror}.") from None
-    except ValueError as exc:
+    except ValueError as exc:  # not UTF-8
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
+    data = nesting.loads(text, str(path), "give Engram's JSON export.")
     if isinstance(data, dict):
         observations, sessions = data.get("observations") or [], data.get("sessions") or []
     elif isinstance(data, list):

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InvalidInputError, KBError, ResolutionError
+from .nesting import check_depth
+from .slayerquery import Item, check_query, kind_of
 
 if TYPE_CHECKING:
     from .catalog import Resolver
@@ -106,7 +108,10 @@ def parse_reference(ref: str) -> RefTarget:
             break
         aggregation, args = call
         if not args or not args[0].strip() or _KWARG.match(args[0]):
-            raise ResolutionError(f"'{ref}' names no column: write it as {aggregation}(<column>).")
+            raise ResolutionError(
+                f"Invalid Mode-B expression {ref.strip()!r}: aggregation '{aggregation}' requires a value "
+                f"argument, e.g. {aggregation}(column)."
+            )
         text = args[0].strip()
     return _target(text, aggregation, ref)
 
@@ -131,17 +136,15 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
         raise ResolutionError(f"'{ref}' names no column.")
     if text == "*" or text.endswith(".*"):
         if aggregation is not None and aggregation.lower() != "count":
-            raise ResolutionError(
-                f"'{ref}' is not a single reference: only count takes '*' "
-                "(count(*) or *:count names the query's source model)."
-            )
+            form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
+            raise ResolutionError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
         if text == "*":
             return RefTarget("", True, False)
         return RefTarget(text[:-2], False, True)
     if aggregation is not None and not _PLAIN_REF.fullmatch(text):
         raise ResolutionError(
-            f"'{ref}' is not a single reference: '{text}' is an expression. Name its columns "
-            "one by one, or give the whole query as linked_entities."
+            f"{ref.strip()!r} is not a single aggregated column reference; only the `agg(column)` form "
+            "names an entity. Name its columns one by one, or give the whole query as linked_entities."
         )
     return RefTarget(text, False, False)
 
@@ -307,139 +310,49 @@ def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
-class _Item(NamedTuple):
-    where: str  # "filters[1]": where the user finds it in their query
-    text: str
-    refs: list[str]
-
-
 def query_entities(query: Any, resolver: Resolver) -> tuple[list[str], list[str]]:
     """The canonical entities a SlayerQuery touches (source model first) and resolution warnings.
 
-    Scanned: ``source_model``, ``dimensions``, ``time_dimensions[].dimension``, ``measures``
-    (and ``fields``, SLayer's newer name for them), ``filters`` and ``order``. Names the query
-    defines itself (a measure's ``name``) are not tagged. Any reference that does not resolve
-    raises, so that nothing is saved with a silently missing tag.
+    The query is checked first by :func:`slayerquery.check_query` (SLayer 1.4.1's SlayerQuery:
+    keys, shapes, values); then, as SLayer's memory resolver does, its ``source_model`` is looked
+    up and every reference of its dimensions, time dimensions, measures, filters and order is
+    resolved. Names the query defines itself (a measure's or a computed dimension's ``name``, an
+    extension's columns and measures) are not tagged. Any reference that does not resolve raises,
+    so that nothing is saved with a silently missing tag.
     """
     if not isinstance(query, Mapping):
         raise InvalidInputError(
             f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
         )
-    source = query.get("source_model")
-    if source is None:
-        raise InvalidInputError(
-            "The query has no 'source_model': a SlayerQuery needs "
-            "source_model: '<model>' or '<datasource>.<model>'."
-        )
-    if not isinstance(source, str) or not source.strip():
-        raise InvalidInputError(
-            "'source_model' must be a model name, '<model>' or '<datasource>.<model>', "
-            f"got {kind_of(source)}."
-        )
-    items = list(_query_items(query))  # every shape error before any resolution
-    entities: dict[str, None] = {resolver.resolve_model(source).entity: None}
+    check_depth(query, "The query")
+    shape = check_query(query)
+    assert shape.source is not None  # check_query requires one
+    source = resolver.query_source(shape.source)
+    entities: dict[str, None] = {source.entity: None}
     warnings: dict[str, None] = {}
-    defined = _defined_names(query)
-    for item in items:
-        for ref in item.refs:
-            if ref in defined:
+    for item in shape.items:
+        refs = [item.text] if item.kind == "ref" else _scanned(_SCANS[item.kind], item.text, item.where)
+        for ref in refs:
+            if ref in shape.defined:
                 continue
             try:
                 resolution = resolver.resolve(ref, source)
             except KBError as exc:
-                raise _in_context(exc, item) from None
+                raise _in_context(exc, item, refs) from None
             entities[resolution.entity] = None
             warnings.update(dict.fromkeys(resolution.warnings))
     return list(entities), list(warnings)
 
 
-def _in_context(exc: KBError, item: _Item) -> KBError:
-    where = item.where if item.refs == [item.text] else f"{item.where} {item.text!r}"
+_SCANS = {"formula": formula_references, "filter": filter_references}
+
+
+def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:
+    where = item.where if refs == [item.text] else f"{item.where} {item.text!r}"
     try:
         return type(exc)(f"{where}: {exc}")
     except TypeError:  # an error class with its own constructor: keep it as it is
         return exc
-
-
-def _defined_names(query: Mapping[str, Any]) -> set[str]:
-    names: set[str] = set()
-    for key in ("measures", "fields"):
-        measures = query.get(key)
-        if isinstance(measures, list):
-            for measure in measures:
-                if isinstance(measure, Mapping) and isinstance(measure.get("name"), str):
-                    names.add(measure["name"])
-    return names
-
-
-def _query_items(query: Mapping[str, Any]) -> Iterator[_Item]:
-    for i, value in enumerate(_list_field(query, "dimensions", "names or {name: ...} mappings")):
-        where = f"dimensions[{i}]"
-        name = _column(value, where, ("name", "dimension"))
-        yield _Item(where, name, [name])
-    shape = "{dimension: <column>, granularity: ...} mappings"
-    for i, value in enumerate(_list_field(query, "time_dimensions", shape)):
-        where = f"time_dimensions[{i}]"
-        if not isinstance(value, Mapping) or value.get("dimension") is None:
-            raise InvalidInputError(
-                f"{where} must be a mapping with 'dimension', got {kind_of(value)}."
-            )
-        name = _column(value["dimension"], f"{where}.dimension", ("name",))
-        yield _Item(where, name, [name])
-    for key in ("measures", "fields"):
-        for i, value in enumerate(_list_field(query, key, "formulas or {formula, name} mappings")):
-            where = f"{key}[{i}]"
-            formula = _formula(value, where)
-            yield _Item(where, formula, _scanned(formula_references, formula, where))
-    for i, value in enumerate(_list_field(query, "filters", "filter strings")):
-        where = f"filters[{i}]"
-        if not isinstance(value, str):
-            raise InvalidInputError(f"{where} must be a filter string, got {kind_of(value)}.")
-        yield _Item(where, value, _scanned(filter_references, value, where))
-    for i, value in enumerate(_list_field(query, "order", "names or {column: ...} mappings")):
-        where = f"order[{i}]"
-        name = _ORDER_DIRECTION.sub("", _column(value, where, ("column", "name")))
-        yield _Item(where, name, _scanned(formula_references, name, where))
-
-
-_ORDER_DIRECTION = re.compile(r"\s+(?:asc|desc)\s*\Z", re.I)
-
-
-def _list_field(query: Mapping[str, Any], key: str, shape: str) -> list[Any]:
-    value = query.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, (list, tuple)):
-        raise InvalidInputError(f"'{key}' must be a list of {shape}, got {kind_of(value)}.")
-    return list(value)
-
-
-def _column(value: Any, where: str, keys: tuple[str, ...]) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        for key in keys:
-            inner = value.get(key)
-            if isinstance(inner, Mapping) and isinstance(inner.get("name"), str):
-                inner = inner["name"]
-            if isinstance(inner, str):
-                model = value.get("model")
-                return f"{model}.{inner}" if isinstance(model, str) and model else inner
-    wanted = " or ".join(f"'{key}'" for key in keys)
-    raise InvalidInputError(
-        f"{where} must be a column name or a mapping with {wanted}, got {kind_of(value)}."
-    )
-
-
-def _formula(value: Any, where: str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("formula"), str):
-        return value["formula"]
-    raise InvalidInputError(
-        f"{where} must be a formula string or a mapping with a 'formula' string "
-        f"(and an optional 'name'), got {kind_of(value)}."
-    )
 
 
 def _scanned(scan: Any, text: str, where: str) -> list[str]:
@@ -454,7 +367,7 @@ def clean_query(query: Mapping[str, Any]) -> dict[str, Any]:
     """The query to store: None values, and containers emptied by removing them, left out."""
     if not isinstance(query, Mapping):
         raise InvalidInputError(f"A query must be a mapping, got {kind_of(query)}.")
-    return _clean(query)
+    return _clean(check_depth(query, "The query"))
 
 
 def _clean(value: Any) -> Any:
@@ -474,20 +387,3 @@ def _kept(pairs: Any) -> Iterator[tuple[Any, Any]]:
         if isinstance(cleaned, (dict, list)) and not cleaned and value:
             continue
         yield key, cleaned
-
-
-def kind_of(value: Any) -> str:
-    """How a wrong value reads in an error message: 'a number', 'a list', 'null'."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return f"a {type(value).__name__}"

@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import InvalidIdError, KBError, MemoryFileError
+from slayer_kb.errors import InvalidIdError, InvalidInputError, KBError, MemoryFileError
 from slayer_kb.ids import check_id, check_new_id
+from slayer_kb.nesting import cut_deep, text_depth, value_depth
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 KEEP = "learning: An innocent bystander.\nentities:\n- shop.orders.amount\n" + CREATED
@@ -414,6 +415,74 @@ def test_wrong_query_json_on_the_cli(catalog_kb: KnowledgeBase, run_cli: CliRunn
         search = run_cli("--kb", root, "--json", "search", "--query", text)
         assert "Traceback" not in search.stderr
     assert list((root / "memories").iterdir()) == []
+
+
+TOO_DEEP_QUERY = (
+    "--query nests arrays and objects more than 64 levels deep, the most slayer-kb accepts; a "
+    "SlayerQuery needs only a few levels: send a flatter one."
+)
+
+
+def test_query_json_nested_a_thousand_deep_is_a_usage_error(catalog_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path) -> None:
+    """It was a RecursionError traceback, and nothing on stdout under --json."""
+    root = catalog_kb.root
+    deep = '{"source_model": "orders", "filters": ' + "[" * 1000 + "]" * 1000 + "}"
+    search = run_cli("--kb", root, "--json", "search", "--query", deep)
+    assert (search.returncode, search.stderr) == (1, f"Error: {TOO_DEEP_QUERY}\n")
+    assert json_of(search) == {"error": {"type": "invalid_input", "message": TOO_DEEP_QUERY}}
+    query_file = tmp_path / "deep.json"
+    query_file.write_text(deep)
+    save = run_cli("--kb", root, "save", "q", "--query", f"@{query_file}")
+    assert (save.returncode, save.stdout, save.stderr) == (1, "", f"Error: {TOO_DEEP_QUERY}\n")
+    # 64 levels are still read (and then judged as a query), brackets inside strings never count.
+    from slayer_kb.cli import read_query
+
+    edge = read_query('{"a": ' + "[" * 63 + "]" * 63 + ', "b": "' + "[" * 100 + '"}')
+    assert edge["b"] == "[" * 100
+    with pytest.raises(KBError, match="more than 64 levels deep"):
+        read_query('{"a": ' + "[" * 64 + "]" * 64 + "}")
+    assert list((root / "memories").iterdir()) == []
+
+
+def test_deep_queries_in_the_api_are_usage_errors(catalog_kb: KnowledgeBase) -> None:
+    nested: Any = "amount"
+    for _ in range(2000):
+        nested = [nested]
+    query = {"source_model": "orders", "filters": nested}
+    message = (
+        "The query nests arrays and objects more than 64 levels deep, the most slayer-kb accepts; "
+        "a SlayerQuery needs only a few levels: send a flatter one."
+    )
+    with pytest.raises(InvalidInputError) as info:
+        catalog_kb.save_memory("q", query)
+    assert str(info.value) == message
+    # search drops a query it cannot use, with a warning (its documented leniency)
+    assert catalog_kb.search(query=query).warnings[0] == f"query dropped: {message}"
+    assert list((catalog_kb.root / "memories").iterdir()) == []
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\,:ab \u00e9\ud800', max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\a', max_size=3), inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES, st.booleans())
+def test_json_depth_is_measured_without_parsing(value: Any, ascii_only: bool) -> None:
+    """The cap's measure of JSON text agrees with the decoded value's, whatever the strings hold."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    depth = value_depth(value, limit=1000)
+    assert text_depth(text) == depth
+    for limit in range(depth):  # what is cut off deeper than limit leaves exactly limit levels
+        assert value_depth(json.loads(cut_deep(text, limit, "X")), limit=1000) == limit
+    assert json.loads(cut_deep(text, depth, "X")) == value
+
+
+def test_a_value_that_contains_itself_is_too_deep() -> None:
+    looped: dict[str, Any] = {"source_model": "orders"}
+    looped["filters"] = [looped]
+    assert value_depth(looped) == 65
 
 
 # -- search words -------------------------------------------------------------------------------
