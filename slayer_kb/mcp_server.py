@@ -11,15 +11,19 @@ subprocess).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterable
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import __version__, engram
 from .errors import InvalidInputError, KBError
 from .kb import DEFAULT_LIMIT, MAX_ENGRAM_LIMIT, KnowledgeBase
+from .nesting import MAX_DEPTH, cut_deep, text_depth, too_deep, value_depth
 
 logger = logging.getLogger(__name__)
 
@@ -149,8 +153,13 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
             )
         if "minimum" in schema and isinstance(value, int) and value < schema["minimum"]:
             raise InvalidInputError(f"{spec.name}: '{name}' must be at least {schema['minimum']}, not {value}.")
+        if isinstance(value, (list, dict)) and value_depth(value) > MAX_DEPTH:
+            raise too_deep(f"{spec.name}: '{name}'", DEEP_ARGUMENT_FIX)
         out[name] = value
     return out
+
+
+DEEP_ARGUMENT_FIX = "send a flatter value (a SlayerQuery needs a few levels, entity references one)"
 
 
 def _is_type(value: Any, json_type: str) -> bool:
@@ -804,6 +813,200 @@ focus memory highlighted. Read-only. Use it after mem_search to see the context 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 
+# -- the stdio transport -------------------------------------------------------------------------
+#
+# The SDK's stdio transport drops without a word a line it cannot parse (a lone surrogate escape,
+# JSON nested deeper than its parser allows, a line that is not JSON), and a client waits forever
+# for the answer. This one screens each line first and answers whatever it cannot hand on: -32700
+# for a line that is not UTF-8 JSON, -32600 for JSON that is no JSON-RPC message, a tool error for
+# a tool call whose arguments nest too deep. Then it reads the next line.
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+ENVELOPE_DEPTH = 3
+"""A tool argument's value sits inside the message, its params and its arguments."""
+_CUT = "\0slayer-kb: nested too deep"
+
+
+def screen_line(line: bytes) -> tuple[Any, dict[str, Any] | None]:
+    """What to do with one line from the client: ``(message, None)`` hands a JSON-RPC message to
+    the server, ``(None, reply)`` answers the client at once, ``(None, None)`` skips a blank line."""
+    import mcp.types as types
+    from pydantic import ValidationError
+
+    raw = line.strip()
+    if not raw:
+        return None, None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, error_reply(
+            _request_id(raw.decode("utf-8", "replace")), PARSE_ERROR,
+            f"Parse error: the line is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "send each message as one line of UTF-8 JSON.",
+        )
+    if text_depth(text) > MAX_DEPTH + ENVELOPE_DEPTH:
+        return None, _too_deep_reply(text)
+    try:
+        return types.jsonrpc_message_adapter.validate_json(text, by_name=False), None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        if first["type"] == "json_invalid":
+            return None, error_reply(
+                _request_id(text), PARSE_ERROR,
+                f"Parse error: {first['msg']}; send each message as one line of JSON, its strings "
+                "valid Unicode.",
+            )
+        return None, error_reply(
+            _request_id(text), INVALID_REQUEST,
+            'Invalid Request: the line is JSON but no JSON-RPC 2.0 message ("jsonrpc": "2.0" with '
+            'a "method", or an "id" with a "result" or an "error").',
+        )
+
+
+def error_reply(request_id: int | str | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _cut_message(text: str) -> Any:
+    """The message with what nests too deep cut out (so decoding it never recurses far), or None
+    if it is not JSON."""
+    try:
+        return json.loads(cut_deep(text, MAX_DEPTH + ENVELOPE_DEPTH, _CUT))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _request_id(text: str, message: Any = _CUT) -> int | str | None:
+    """The id of a request that cannot be served, when it can be read: the client's call then
+    ends with the error instead of waiting. None (JSON-RPC's null) for anything else."""
+    data = _cut_message(text) if message is _CUT else message
+    if not isinstance(data, dict) or "method" not in data:
+        return None
+    found = data.get("id")
+    if isinstance(found, int) and not isinstance(found, bool):
+        return found
+    if isinstance(found, str) and "\ufffd" not in found:
+        return found
+    return None
+
+
+def _too_deep_reply(text: str) -> dict[str, Any]:
+    data = _cut_message(text)
+    if data is None:
+        return error_reply(None, PARSE_ERROR, "Parse error: the line is not valid JSON; send each "
+                                              "message as one line of JSON.")
+    request_id = _request_id(text, data)
+    params = data.get("params") if isinstance(data, dict) else None
+    if request_id is not None and data.get("method") == "tools/call" and isinstance(params, dict):
+        spec = TOOLS_BY_NAME.get(params.get("name"))  # type: ignore[arg-type]
+        arguments = params.get("arguments")
+        if spec is not None and isinstance(arguments, dict):
+            for name, value in arguments.items():
+                if _holds_cut(value):
+                    message = str(too_deep(f"{spec.name}: '{name}'", DEEP_ARGUMENT_FIX))
+                    content = [{"type": "text", "text": message}]
+                    return {"jsonrpc": "2.0", "id": request_id, "result": {"content": content, "isError": True}}
+    return error_reply(
+        request_id, INVALID_REQUEST,
+        f"Invalid Request: the message nests arrays and objects more than "
+        f"{MAX_DEPTH + ENVELOPE_DEPTH} levels deep; a tool's arguments may nest {MAX_DEPTH}.",
+    )
+
+
+def _holds_cut(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item == _CUT:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def encode_message(item: Any) -> bytes:
+    """One line for the client: a reply of :func:`screen_line`, or a message of the server.
+    A lone surrogate echoed back from a request (in an id, a tool name) is written as the JSON
+    escape it came as, where the SDK's encoder would raise and stop the server."""
+    if isinstance(item, dict):
+        data = item
+    else:
+        try:
+            return (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+        except ValueError:
+            data = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _claim_stdio() -> tuple[BinaryIO, BinaryIO, Callable[[], None]]:
+    """The protocol's stdin and stdout on descriptors of their own, while fd 0 reads the null
+    device and fd 1 writes to stderr: a stray print or a child process (git) can then neither eat
+    the client's messages nor break the server's, as with the SDK's own transport."""
+    sys.stdout.flush()
+    try:
+        wire_in, wire_out = os.dup(0), os.dup(1)
+    except OSError:
+        return sys.stdin.buffer, sys.stdout.buffer, lambda: None
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
+
+    def restore() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        with contextlib.suppress(OSError):
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
+
+    # closefd=False: a reading thread may still block on the descriptor after the server is done.
+    return os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False), restore
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
+    """``(read_stream, write_stream)`` for ``Server.run``, over stdin and stdout (see above)."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    wire_in, wire_out, restore = _claim_stdio()
+    to_server, from_client = anyio.create_memory_object_stream[Any](0)
+    to_client, from_server = anyio.create_memory_object_stream[Any](0)
+    replies = to_client.clone()  # one writer for both: lines never interleave
+    lines = anyio.wrap_file(wire_in)
+    out = anyio.wrap_file(wire_out)
+
+    async def read() -> None:
+        async with to_server, replies:
+            async for line in lines:
+                message, reply = screen_line(line)
+                if message is not None:
+                    await to_server.send(SessionMessage(message))
+                elif reply is not None:
+                    await replies.send(reply)
+
+    async def write() -> None:
+        async with from_server:
+            async for item in from_server:
+                await out.write(encode_message(item))
+                await out.flush()
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            tasks.start_soon(write)
+            yield from_client, to_client
+            await to_client.aclose()
+    finally:
+        restore()
+
+
 # -- the server ----------------------------------------------------------------------------------
 
 
@@ -813,7 +1016,6 @@ def serve(knowledge_base: KnowledgeBase) -> None:
         import anyio
         import mcp.types as types
         from mcp.server.lowlevel import Server
-        from mcp.server.stdio import stdio_server
     except ImportError:
         raise KBError(INSTALL_HINT) from None
 
@@ -856,7 +1058,7 @@ def serve(knowledge_base: KnowledgeBase) -> None:
     )
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_transport() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +18,7 @@ from typing import Any, TypeVar
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp_server import TOOLS_BY_NAME, call_tool, check_arguments
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
@@ -278,3 +281,129 @@ def test_missing_kb_is_reported_before_serving(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"Error: No knowledge base at {tmp_path / 'nowhere'}")
+
+
+# -- what the SDK's transport dropped without an answer (issue 16, item 11) -----------------------
+
+
+class RawClient:
+    """``slayer-kb mcp`` driven line by line over real pipes; every read has a deadline."""
+
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "mcp"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.errors: list[bytes] = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self.errors.append), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: Any, put: Callable[[bytes], None]) -> None:
+        for line in stream:
+            put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 30) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no answer within {timeout} s; stderr: {b''.join(self.errors)!r}") from None
+        return json.loads(line)
+
+    def ask(self, line: bytes) -> dict[str, Any]:
+        self.send(line)
+        return self.receive()
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+def tool_call(request_id: int, name: str, arguments: bytes) -> bytes:
+    return (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "%s", "arguments": %s}}'
+            % (request_id, name.encode(), arguments))
+
+
+DEEP_QUERY = (
+    "search: 'query' nests arrays and objects more than 64 levels deep, the most slayer-kb accepts; "
+    "send a flatter value (a SlayerQuery needs a few levels, entity references one)."
+)
+
+
+def test_every_line_gets_an_answer_and_the_server_keeps_serving(example_kb: KnowledgeBase) -> None:
+    client = RawClient(example_kb.root)
+    try:
+        init = client.ask(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }).encode())
+        assert init["id"] == 1 and "result" in init
+        client.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+        assert client.ask(b"this is not json") == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700,
+            "message": "Parse error: Invalid JSON: expected ident at line 1 column 2; send each message as "
+                       "one line of JSON, its strings valid Unicode.",
+        }}  # fmt: skip
+        # A lone surrogate: the SDK's parser refuses it; the request it came in is answered.
+        surrogate = tool_call(2, "mem_search", b'{"query": "\\udcff"}')
+        column = surrogate.index(b"\\udcff") + 6  # where the escape ends, counted from 1
+        assert client.ask(surrogate) == {"jsonrpc": "2.0", "id": 2, "error": {
+            "code": -32700,
+            "message": f"Parse error: Invalid JSON: lone leading surrogate in hex escape at line 1 column {column}; "
+                       "send each message as one line of JSON, its strings valid Unicode.",
+        }}  # fmt: skip
+        not_utf8 = tool_call(3, "mem_search", b'{"query": "caf\xe9"}')  # Latin-1
+        assert client.ask(not_utf8) == {"jsonrpc": "2.0", "id": 3, "error": {
+            "code": -32700,
+            "message": f"Parse error: the line is not UTF-8 (byte 0xe9 at offset {not_utf8.index(0xE9)}); send "
+                       "each message as one line of UTF-8 JSON.",
+        }}  # fmt: skip
+        for request_id, depth in ((4, 500), (5, 100), (6, 5000)):
+            deep = tool_call(request_id, "search", b"{\"query\": " + b'{"a": ' * depth + b"1" + b"}" * depth + b"}")
+            assert client.ask(deep) == {"jsonrpc": "2.0", "id": request_id, "result": {
+                "content": [{"type": "text", "text": DEEP_QUERY}], "isError": True,
+            }}  # fmt: skip
+        assert client.ask(b'{"hello": "world"}') == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600,
+            "message": 'Invalid Request: the line is JSON but no JSON-RPC 2.0 message ("jsonrpc": "2.0" with a '
+                       '"method", or an "id" with a "result" or an "error").',
+        }}  # fmt: skip
+        deep_elsewhere = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"_meta": ' + b"[" * 100 + b"]" * 100 + b"}}"
+        assert client.ask(deep_elsewhere)["error"] == {
+            "code": -32600,
+            "message": "Invalid Request: the message nests arrays and objects more than 67 levels deep; a tool's "
+                       "arguments may nest 64.",
+        }
+        client.send(b"")  # a blank line is no message: nothing to answer
+        stats = client.ask(tool_call(8, "mem_stats", b"{}"))
+        assert stats["id"] == 8 and stats["result"]["isError"] is False
+        assert stats["result"]["content"][0]["text"].startswith("Memory System Stats:\n")
+        assert client.close() == 0
+    finally:
+        client.close()
+    assert b"Traceback" not in b"".join(client.errors)
+
+
+def test_too_deep_arguments_in_process_are_a_tool_error() -> None:
+    deep: Any = 1
+    for _ in range(65):
+        deep = {"a": deep}
+    reply = call_tool(None, "search", {"query": deep})  # type: ignore[arg-type]  # refused before any KB call
+    assert (reply.is_error, reply.text) == (True, DEEP_QUERY)
+    fine: Any = 1
+    for _ in range(64):
+        fine = {"a": fine}
+    assert check_arguments(TOOLS_BY_NAME["search"], {"query": fine})["query"] == fine
