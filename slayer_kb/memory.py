@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import MemoryFileError
+from .nesting import MAX_DEPTH, value_depth
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -198,6 +199,17 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise MemoryFileError(where, line, f"invalid YAML: {problem}") from None
+    except RecursionError:  # nested deeper than the YAML composer can recurse
+        data = None
+        depth = MAX_DEPTH + 2
+    else:
+        # The file's own mapping is one level: a stored query may nest as deep as one given.
+        depth = value_depth(data, MAX_DEPTH + 1)
+    if depth > MAX_DEPTH + 1:
+        raise MemoryFileError(
+            where, None, f"nests lists and mappings more than {MAX_DEPTH} levels deep below its keys; "
+            "write its values flatter"
+        )
     if not isinstance(data, dict):
         raise MemoryFileError(where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)")
     values: dict[str, Any] = {}

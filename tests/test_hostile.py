@@ -549,6 +549,11 @@ HAND_EDITED = {
     "wrong-types": ("learning: 42\n" + CREATED, "'learning' must be a string"),
     "id-key": ("id: other\nlearning: x\n" + CREATED, "remove the id key"),
     "not-utf8": (None, "utf-8"),
+    # Past the YAML composer's recursion (a RecursionError crashed search, get and validate) and
+    # within it (then anything walking the value would recurse).
+    "deep-flow": ("learning: x\n" + CREATED + "query: " + "[" * 3000 + "]" * 3000 + "\n", "more than 64 levels deep"),
+    "deep-block": ("learning: x\n" + CREATED + "query:\n" + "".join(f"{'  ' * n}  k{n}:\n" for n in range(100))
+                   + "  " * 101 + "v\n", "more than 64 levels deep"),
 }
 
 
