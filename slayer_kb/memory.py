@@ -204,7 +204,9 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
         depth = MAX_DEPTH + 2
     else:
         # The file's own mapping is one level: a stored query may nest as deep as one given.
-        depth = value_depth(data, MAX_DEPTH + 1)
+        # Each level needs one of these characters, so most files need no walk at all.
+        marks = sum(text.count(c) for c in "[{-:?")
+        depth = value_depth(data, MAX_DEPTH + 1) if marks > MAX_DEPTH + 1 else marks
     if depth > MAX_DEPTH + 1:
         raise MemoryFileError(
             where, None, f"nests lists and mappings more than {MAX_DEPTH} levels deep below its keys; "

@@ -68,22 +68,27 @@ def cut_deep(text: str, limit: int, placeholder: str) -> str:
 def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """How deeply lists, tuples and mappings nest in ``value`` (0 for a scalar); the count stops
     at ``limit + 1``, so a value that contains itself is simply too deep."""
+    if not _is_container(value):
+        return 0
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
         if depth > deepest:
             deepest = depth
             if deepest > limit:
                 return deepest
-        stack.extend((child, depth + 1) for child in children)
+        for child in item.values() if isinstance(item, Mapping) else item:
+            if _is_container(child):
+                stack.append((child, depth + 1))
     return deepest
+
+
+def _is_container(value: Any) -> bool:
+    # dict and list first: all that decoded JSON and YAML hold, and far cheaper than the ABC test
+    if isinstance(value, (dict, list, tuple)):
+        return True
+    return not isinstance(value, (str, int, float)) and value is not None and isinstance(value, Mapping)
 
 
 QUERY_FIX = "a SlayerQuery needs only a few levels: send a flatter one"
