@@ -70,10 +70,13 @@ _WHOOSH = StemmingAnalyzer()
 # Only whitespace-separated tokens that hold a character other than a letter or digit, or are one
 # character long, can be symbols: the regex finds those alone (a tenth of a prose text's tokens),
 # so a rebuild does not loop over every word in Python.
-_RAW = re.compile(r"\S*[^\w\s]\S*|(?<!\S)\w(?!\S)")
+# Anchored at a token's start, so a long token is scanned once, not once per character.
+_RAW = re.compile(r"(?<!\S)(?=\S*[^\w\s])\S+|(?<!\S)\w(?!\S)")
 _OPENING = "\"'`([{<"
 _CLOSING = "\"'`)]}>,;:!?."
 _SYMBOL_STOPS = _STOP_WORDS | {"i"}
+# Symbols are short (N+1, utf-8, orders.amount); a 60,000-letter "word" is not one.
+MAX_SYMBOL = 64
 
 
 def symbols(text: str) -> list[str]:
@@ -84,7 +87,7 @@ def symbols(text: str) -> list[str]:
         if not any(c.isalnum() for c in token):
             continue  # punctuation alone (an arrow, a dash) names nothing
         token = token.lower()
-        if token in _SYMBOL_STOPS:
+        if token in _SYMBOL_STOPS or len(token) > MAX_SYMBOL:
             continue
         plain = all(c.isalnum() or c == "_" for c in token.replace("'", ""))
         if plain and len(token) > 1:

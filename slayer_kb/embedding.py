@@ -29,6 +29,9 @@ MODEL_KEY = "wordllama-l2_supercat_256-mean-v1"
 DIMENSIONS = 256
 # Long learnings: the first tokens carry the subject; the mean over thousands adds little.
 MAX_TOKENS = 512
+# And the characters handed to the tokenizer, which is slow on one very long word (BPE over 60,000
+# letters took a minute and gigabytes): 512 tokens are rarely more than 3,000 characters.
+MAX_CHARS = 4 * MAX_TOKENS
 # Question tokens that say nothing about the subject, left out of the token-level match.
 _FILLER = frozenset(
     "a an and are as at be by can for from have if in is it may not of on or that the this to us we "
@@ -66,7 +69,7 @@ class Embedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
-        for row, encoding in enumerate(self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+        for row, encoding in enumerate(self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)):
             ids = encoding.ids[:MAX_TOKENS]
             if not ids:
                 continue
@@ -84,7 +87,7 @@ class Embedder:
         import numpy as np
 
         out = np.zeros(len(texts), dtype=np.float32)
-        asked = self._tokenizer.encode(question, add_special_tokens=False)
+        asked = self._tokenizer.encode(question[:MAX_CHARS], add_special_tokens=False)
         wanted = sorted({i for i, piece in zip(asked.ids, asked.tokens, strict=True) if _content(piece)})
         if not wanted or not texts:
             return out
@@ -110,7 +113,8 @@ class Embedder:
         if missing:
             if len(cache) > 50_000:
                 cache.clear()
-            for text, encoding in zip(missing, self._tokenizer.encode_batch(missing, add_special_tokens=False), strict=True):
+            encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in missing], add_special_tokens=False)
+            for text, encoding in zip(missing, encoded, strict=True):
                 cache[text] = np.unique(np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64))
         return [cache[t] for t in texts]
 

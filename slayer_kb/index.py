@@ -183,6 +183,7 @@ class Index:
         self._meaning: vectors.Table | None = None
         self._meaning_key: Any = None
         self._ids: Any = None
+        self._docnums: dict[str, int] = {}
 
     # -- freshness --------------------------------------------------------------------------
 
@@ -679,6 +680,7 @@ class Index:
         self._docsets = {}
         self._vector = None
         self._ids = None
+        self._docnums = {}
 
     def close(self) -> None:
         self._close_searcher()
@@ -692,7 +694,7 @@ class Index:
         sort_newest: bool = False,
     ) -> list[dict[str, Any]]:
         searcher = self.searcher()
-        hits = [(searcher.stored_fields(docnum), score) for score, docnum in self._top(query, restriction, limit, sort_newest)]
+        hits = [(searcher.stored_fields(docnum), score) for score, docnum in self._top(searcher, query, restriction, limit, sort_newest)]
         seen: set[str] = set()
         out = []
         for fields, score in hits:
@@ -708,15 +710,18 @@ class Index:
         searcher = self.searcher()
         if self._ids is None:
             self._ids = searcher.reader().column_reader("id")
+        ids = self._ids
         out: dict[str, float] = {}
-        for score, docnum in self._top(query, restriction, limit, False):
-            out.setdefault(self._ids[docnum], score)
+        for score, docnum in self._top(searcher, query, restriction, limit, False):
+            memory_id = ids[docnum]
+            if memory_id not in out:
+                out[memory_id] = score
+                self._docnums[memory_id] = docnum  # for stored(), while this searcher lasts
         return out
 
     def _top(
-        self, query: Q.Query | None, restriction: Restriction | None, limit: int | None, sort_newest: bool
+        self, searcher: Any, query: Q.Query | None, restriction: Restriction | None, limit: int | None, sort_newest: bool
     ) -> list[tuple[float, int]]:
-        searcher = self.searcher()
         kwargs: dict[str, Any] = {"limit": limit}
         if restriction is not None:
             kwargs["filter"] = self._docset(searcher, restriction.only)
@@ -747,7 +752,11 @@ class Index:
         searcher = self.searcher()
         out: dict[str, dict[str, Any]] = {}
         for memory_id in memory_ids:
-            docnum = searcher.document_number(id=memory_id)
+            # A ranking just found most of them: their document numbers are known (looking one
+            # up costs 0.4 ms at 10,000 memories).
+            docnum = self._docnums.get(memory_id)
+            if docnum is None:
+                docnum = searcher.document_number(id=memory_id)
             if docnum is not None:
                 out[memory_id] = searcher.stored_fields(docnum)
         return out

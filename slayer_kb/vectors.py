@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .embedding import DIMENSIONS
 from .memory import Memory
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class Table:
             "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted FROM vectors ORDER BY id"
         ).fetchall()
         count = len(found)
-        quantised = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(count, -1)
+        quantised = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(count, DIMENSIONS)
         scales = np.fromiter((r[2] for r in found), dtype=np.float32, count=count)
         matrix = quantised.astype(np.float32) * scales[:, None]
         codes: dict[str, np.ndarray] = {}

@@ -54,7 +54,7 @@ def _symbols_reference(text: str) -> list[str]:
     """analysis.symbols, token by token over every whitespace-separated token."""
     import re
 
-    from slayer_kb.analysis import _CLOSING, _OPENING, _SYMBOL_STOPS
+    from slayer_kb.analysis import _CLOSING, _OPENING, _SYMBOL_STOPS, MAX_SYMBOL
 
     out: dict[str, None] = {}
     for raw in re.findall(r"\S+", text):
@@ -62,7 +62,7 @@ def _symbols_reference(text: str) -> list[str]:
         if not any(c.isalnum() for c in token):
             continue
         token = token.lower()
-        if token in _SYMBOL_STOPS:
+        if token in _SYMBOL_STOPS or len(token) > MAX_SYMBOL:
             continue
         if all(c.isalnum() or c == "_" for c in token.replace("'", "")) and len(token) > 1:
             continue
