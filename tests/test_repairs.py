@@ -90,3 +90,22 @@ def test_restore_rev_puts_back_a_file_deleted_by_hand(catalog_kb: KnowledgeBase,
     assert proc.stdout == f"Restored memory {mid} as of {head(kb.root)[:12]}\n"
     assert path.read_bytes() == committed
     assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_state_folder_ignores_itself_in_a_repository_init_did_not_make(tmp_path: Path, run_cli) -> None:
+    """A SLayer storage folder put under git by hand, with no .gitignore: slayer-kb's derived
+    state never shows up in git status, and 'git add -A' commits none of it."""
+    from catalogfixture import write_test_catalog
+
+    root = tmp_path / "storage"
+    root.mkdir()
+    git(root, "init", "-q")
+    write_test_catalog(root, priority=["shop"])
+    commit_all(root, "SLayer storage")
+    run_cli("--kb", root, "save", "Amount is in EUR.", "-e", "orders.amount", check=True)
+    run_cli("--kb", root, "search", "amount", check=True)
+    assert (root / ".slayer-kb").is_dir()
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    git(root, "add", "-A")
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    assert git(root, "ls-files", ".slayer-kb") == ""
