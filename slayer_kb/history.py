@@ -36,12 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .catalog import Catalog, Resolver, load_catalog
-from .errors import InvalidInputError, KBError, MemoryFileError, NotFoundError
+from .errors import KBError, MemoryFileError, NotFoundError
 from .fileio import NotRegularFile, read_regular
 from .ids import check_id
 from .index import MEMORIES_DIR
 from .memory import Memory, dumps, loads, with_entities
 from .repo import GitStore
+from .revisions import resolve_rev
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -67,17 +68,6 @@ def id_of_path(kb_path: str) -> str | None:
         return None
     name = kb_path[len(prefix):-5]
     return name if name and "/" not in name else None
-
-
-def resolve_rev(store: GitStore, rev: str) -> str:
-    """The commit ``rev`` names, or an error that says what to pass instead."""
-    if not rev or rev.startswith("-"):
-        raise InvalidInputError(f"'{rev}' is not a revision; give a commit, branch or tag (e.g. HEAD~1).")
-    proc = store.git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
-    sha = proc.stdout.decode().strip()
-    if proc.returncode != 0 or not sha:
-        raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see 'git log').")
-    return sha
 
 
 def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
@@ -138,11 +128,10 @@ def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
     store = kb.store
     if store.head() is None:
         return []
+    shas = _file_history(store, memory_path(memory_id))
     repo = git.Repo(store.top)
     try:
-        # rev-list (behind iter_commits) cannot follow renames; log --follow names the commits.
-        shas = repo.git.log("--follow", "--format=%H", "HEAD", "--", store.repo_path(memory_path(memory_id)))
-        commits = [repo.commit(sha) for sha in shas.split()]
+        commits = [repo.commit(sha) for sha in shas]
         entries = [
             {
                 "commit": commit.hexsha,
@@ -158,6 +147,35 @@ def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
     if not entries:
         raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
     return entries
+
+
+def _file_history(store: GitStore, kb_path: str) -> list[str]:
+    """The commits that touched ``kb_path``, newest first, and before the commit that renamed a
+    file to it (``renumber``, ``git mv``), those of the file it was.
+
+    Not ``git log --follow``: that also follows copies, and two small memory files are often
+    "copies" of each other by git's measure (half their lines alike), so ``log 2`` would list
+    memory 1's history. A rename here is git's: a file deleted and one added alike in the same
+    commit.
+    """
+    shas: list[str] = []
+    rev, path = "HEAD", store.repo_path(kb_path)
+    while True:
+        # (log.follow=true in the user's configuration would turn --follow on.)
+        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path).stdout.decode().split()
+        shas.extend(found)
+        if not found:
+            return shas
+        oldest = found[-1]
+        changes = store.git(
+            "diff-tree", "--no-commit-id", "-r", "-z", "-M", "--name-status", "--root", oldest, "--",
+            store.repo_path(f"{MEMORIES_DIR}/"),
+        ).stdout
+        renamed_from = next((old for status, old, new in _name_status(changes, "")
+                             if status.startswith("R") and new == path), None)
+        if renamed_from is None:
+            return shas
+        rev, path = f"{oldest}^", renamed_from
 
 
 @dataclass

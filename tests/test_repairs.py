@@ -109,3 +109,35 @@ def test_state_folder_ignores_itself_in_a_repository_init_did_not_make(tmp_path:
     git(root, "add", "-A")
     assert git(root, "diff", "--cached", "--name-only") == ""
     assert git(root, "ls-files", ".slayer-kb") == ""
+
+
+def test_log_follows_a_renumber_commit(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb, root = catalog_kb, catalog_kb.root
+    git(root, "switch", "-q", "-c", "feature")
+    assert kb.save_memory("Feature's note", ["orders.qty"]).memory_id == "1"
+    kb.update("1", learning="Feature's note, revised")
+    other = root.parent / "master-worktree"
+    git(root, "worktree", "add", "-q", str(other), "master")
+    assert KnowledgeBase(other).save_memory("Master's note", ["orders.amount"]).memory_id == "1"
+    run_cli("--kb", root, "renumber", "--onto", "master", check=True)
+    proc = run_cli("--kb", root, "log", "2", check=True)
+    lines = proc.stdout.splitlines()
+    assert lines[1::2] == [
+        "    memory: renumber 1 -> 2 (onto master)",
+        "    memory: update 1 (learning)",
+        "    memory: save 1",
+    ]
+    assert all(line.endswith(" Test Author <author@example.com>") for line in lines[0::2])
+
+
+def test_log_never_lists_another_memory_that_looks_alike(catalog_kb: KnowledgeBase, run_cli) -> None:
+    """git log --follow also follows copies: a new memory much like an old one (small files are
+    half alike by git's measure) would get the old one's history."""
+    root = catalog_kb.root
+    created = "created_at: '2026-01-01T00:00:00Z'\n"
+    (root / "memories" / "1.yaml").write_text(f"learning: A's note\nentities:\n- shop.orders.amount\n{created}")
+    commit_all(root, "memory: save 1")
+    (root / "memories" / "2.yaml").write_text(f"learning: B's note\nentities:\n- shop.orders.qty\n{created}")
+    commit_all(root, "memory: save 2")
+    proc = run_cli("--kb", root, "log", "2", "--json", check=True)
+    assert [e["message"] for e in json_of(proc)] == ["memory: save 2"]
