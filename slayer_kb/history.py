@@ -322,6 +322,7 @@ class Review:
     removed: list[MemoryChange] = field(default_factory=list)
     renamed: list[MemoryChange] = field(default_factory=list)
     catalog: dict[str, list[str]] = field(default_factory=dict)
+    catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -332,6 +333,7 @@ class Review:
             **{name: [c.to_json() for c in getattr(self, name)]
                for name in ("added", "changed", "relinked", "removed", "renamed")},
             "catalog": self.catalog,
+            "catalog_files": self.catalog_files,
             "problems": self.problems,
         }
 
@@ -351,12 +353,16 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
     head_ids = memory_ids_at(store, head_sha)
     head_catalog = catalog_at(store, head_sha)
     resolver = Resolver(head_catalog, memory_exists=head_ids.__contains__, check_id=check_id)
-    catalog_touched = False
     checked: list[tuple[str, Memory]] = []
     for status, old, new in _name_status(proc.stdout, store.prefix):
         old_id, new_id = id_of_path(old), id_of_path(new)
         if old_id is None and new_id is None:
-            catalog_touched = True
+            if new != PRIORITY_FILE and not new.startswith(tuple(f"{d}/" for d in CATALOG_DIRS)):
+                continue  # memories/.gitkeep, a README in memories/
+            entry = {"status": _FILE_STATUS.get(status[0], "changed"), "path": new}
+            if status.startswith("R"):
+                entry["old_path"] = old
+            result.catalog_files.append(entry)
             continue
         before = _load_at(store, base_sha, old, old_id, result) if status != "A" and old_id else None
         after = _load_at(store, head_sha, new, new_id, result) if status != "D" and new_id else None
@@ -383,9 +389,12 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
             except KBError as exc:
                 result.problems.append(f"{path}: entity {entity!r} does not resolve at {head}: {exc}")
     result.problems.extend(f"{p.path.name if p.path else ''}: {p.message}" for p in head_catalog.problems)
-    if catalog_touched:
+    if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
     return result
+
+
+_FILE_STATUS = {"A": "added", "D": "deleted", "M": "changed", "R": "renamed"}
 
 
 def merge_base_of(store: GitStore, base: str, head: str) -> str:
@@ -522,7 +531,10 @@ def render_review(r: Review) -> str:
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
-    catalog_lines = []
+    catalog_lines = [
+        f"- {f['status']} `{f['path']}`" + (f" (was `{f['old_path']}`)" if "old_path" in f else "")
+        for f in r.catalog_files
+    ]
     for key, values in r.catalog.items():
         if key == "priority":
             catalog_lines.append(f"- priority: {values[0]} -> {values[1]}")

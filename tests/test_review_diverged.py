@@ -79,6 +79,7 @@ def test_review_lists_only_what_the_branch_changed(
     assert [c["id"] for c in data["changed"]] == ["1"]
     assert [c["id"] for c in data["relinked"]] == ["3"]
     assert data["removed"] == [] and data["renamed"] == [] and data["catalog"] == {}
+    assert data["catalog_files"] == []
     assert data["problems"] == []
 
 
@@ -92,6 +93,8 @@ def test_review_the_other_way_lists_what_main_changed(
     assert [c.id for c in r.removed] == ["2"]
     assert r.relinked == [] and r.renamed == []
     assert r.catalog == {"leaves_removed": ["shop.orders.cost"]}
+    assert r.catalog_files == [{"status": "changed", "path": "models/shop/orders.yaml"}]
+    assert "\n### Catalog\n\n- changed `models/shop/orders.yaml`\n- leaves removed: `shop.orders.cost`\n" in r.markdown()
     assert r.markdown().startswith(
         "## Knowledge base changes (feature...master)\n\n"
         "Memories: 1 added, 1 changed, 0 re-linked, 1 removed.\n"
@@ -139,3 +142,30 @@ def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, r
         "'master' and 'HEAD' have no common ancestor, so there is no change of 'HEAD' since it "
         "left 'master' to report; give a revision that 'HEAD' was branched from."
     )
+
+
+def test_review_lists_catalog_files_the_branch_changed(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    kb.save_memory("Amount is in EUR.", ["orders.amount"])
+    base = git(kb.root, "rev-parse", "HEAD").strip()
+    # A description changed (no entity added or removed), a model renamed, the priority list gone.
+    orders = kb.root / "models" / "shop" / "orders.yaml"
+    orders.write_text(orders.read_text().replace("One row per customer order.", "One row per order."))
+    git(kb.root, "mv", "models/wh/warehouses.yaml", "models/wh/depots.yaml")
+    depots = kb.root / "models" / "wh" / "depots.yaml"
+    depots.write_text(depots.read_text().replace("name: warehouses", "name: depots"))
+    (kb.root / "priority.yaml").unlink()
+    (kb.root / "memories" / ".gitkeep").write_text("")
+    commit_all(kb.root, "catalog by hand")
+    r = review(kb, base)
+    assert r.catalog_files == [
+        {"status": "changed", "path": "models/shop/orders.yaml"},
+        {"status": "renamed", "path": "models/wh/depots.yaml", "old_path": "models/wh/warehouses.yaml"},
+        {"status": "deleted", "path": "priority.yaml"},
+    ]
+    md = r.markdown()
+    assert md.split("### Catalog\n\n", 1)[1].split("\n\n", 1)[0].splitlines()[:3] == [
+        "- changed `models/shop/orders.yaml`",
+        "- renamed `models/wh/depots.yaml` (was `models/wh/warehouses.yaml`)",
+        "- deleted `priority.yaml`",
+    ]
