@@ -61,6 +61,7 @@ class CascadeResult:
     rewritten: list[str]
     stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
     dry_run: bool = False
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
@@ -68,36 +69,48 @@ class CascadeResult:
             data.update(stripped=self.stripped, dry_run=self.dry_run)
         else:
             data = {"deleted": self.deleted, **data}
+        if self.kept:
+            data["kept"] = self.kept
         return data
 
 
 # -- the deletes -------------------------------------------------------------------------------
 
 
-def delete_model(kb: KnowledgeBase, model: str, datasource: str | None = None) -> CascadeResult:
-    """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories."""
-    with kb._writing():
+def delete_model(
+    kb: KnowledgeBase, model: str, datasource: str | None = None, *, force: bool = False
+) -> CascadeResult:
+    """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
+    ``force``: files holding uncommitted work are rewritten from HEAD (``KnowledgeBase._rewrite``)."""
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
         found = _find_model(kb, model, datasource)
-        changes = [Change(_kb_path(kb, found.path, "delete"), None)]
-        return _cascade(kb, found.entity, "model", changes)
+        return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
 
-
-def delete_datasource(kb: KnowledgeBase, name: str) -> CascadeResult:
-    """Delete a datasource, its models and its place in ``priority.yaml``."""
     with kb._writing():
+        return _cascade(kb, catalog_changes, force)
+
+
+def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> CascadeResult:
+    """Delete a datasource, its models and its place in ``priority.yaml``."""
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
         datasource = _find_datasource(kb, name)
         changes = [Change(_kb_path(kb, path, "delete"), None) for path in _datasource_files(kb, datasource)]
         priority = _priority_without(kb.root / "priority.yaml", name)
         if priority is not None:
             changes.append(Change(_kb_path(kb, kb.root / "priority.yaml", "rewrite"), priority.encode("utf-8")))
-        result = _cascade(kb, name, "datasource", changes)
+        return name, "datasource", changes
+
+    with kb._writing():
+        result = _cascade(kb, catalog_changes, force)
         # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
         with contextlib.suppress(OSError):
             (kb.root / "models" / name).rmdir()
         return result
 
 
-def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
+def delete_leaf(kb: KnowledgeBase, ref: str, *, force: bool = False) -> CascadeResult:
     """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
     parts = ref.strip().split(".")
     if len(parts) != 3 or not all(parts):
@@ -105,7 +118,8 @@ def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
             f"'{ref}' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."
         )
     ds_name, model_name, leaf = parts
-    with kb._writing():
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
         model = _find_model(kb, model_name, ds_name)
         kind = model.leaf_kind(leaf)
         if kind is None:
@@ -115,8 +129,10 @@ def delete_leaf(kb: KnowledgeBase, ref: str) -> CascadeResult:
             )
         path = _kb_path(kb, model.path, "rewrite")
         text = read_regular(kb.root / path).decode("utf-8")
-        changes = [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
-        return _cascade(kb, f"{model.entity}.{leaf}", kind, changes)
+        return f"{model.entity}.{leaf}", kind, [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
+
+    with kb._writing():
+        return _cascade(kb, catalog_changes, force)
 
 
 def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
@@ -193,10 +209,21 @@ def _kb_path(kb: KnowledgeBase, path: Path, verb: str) -> str:
 # -- rewriting memories --------------------------------------------------------------------------
 
 
-def _cascade(kb: KnowledgeBase, entity: str, kind: str, changes: list[Change]) -> CascadeResult:
-    under = Q.Or([Q.Term("entities", entity), Q.Prefix("entities", entity + ".")])
-    memories: dict[str, Memory] = {}
-    stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
+def _cascade(
+    kb: KnowledgeBase, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
+) -> CascadeResult:
+    """Delete what ``catalog_changes()`` says (the entity, its kind, the catalog files' changes)
+    and strip the entity from every memory, as one commit; refused when a file it would rewrite
+    holds uncommitted work, unless ``force`` (see ``KnowledgeBase._rewrite``)."""
+
+    def plan() -> tuple[list[Change], tuple[str, str, dict[str, Memory], dict[str, list[str]]]]:
+        entity, kind, changes = catalog_changes()
+        under = Q.Or([Q.Term("entities", entity), Q.Prefix("entities", entity + ".")])
+        memories: dict[str, Memory] = {}
+        stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
+        return changes, (entity, kind, memories, stripped)
+
+    changes, (entity, kind, memories, stripped), kept = kb._rewrite(plan, force)
     rewritten = list(stripped)
     message = f"catalog: delete {kind} {entity}"
     if rewritten:
@@ -205,7 +232,7 @@ def _cascade(kb: KnowledgeBase, entity: str, kind: str, changes: list[Change]) -
             f"{_memories(len(rewritten))}: {_some(rewritten)}"
         )
     commit = kb._commit(changes, message, memories)
-    return CascadeResult(entity, commit, rewritten, stripped)
+    return CascadeResult(entity, commit, rewritten, stripped, kept=kept)
 
 
 def _strip(
@@ -242,9 +269,11 @@ def _some(ids: list[str]) -> str:
 # -- prune ---------------------------------------------------------------------------------------
 
 
-def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
-    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none)."""
-    with kb._writing():
+def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
+    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none).
+    ``force``: files holding uncommitted work are rewritten from HEAD (``KnowledgeBase._rewrite``)."""
+
+    def plan() -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
         changes: list[Change] = []
         memories: dict[str, Memory] = {}
@@ -253,6 +282,14 @@ def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
             gone = set(dangling)
             matches = Q.Or([Q.Term("entities", e) for e in dangling])
             stripped = _strip(kb, matches, gone.__contains__, changes, memories)
+        return changes, (memories, stripped)
+
+    with kb._writing():
+        kept: list[str] = []
+        if dry_run:
+            changes, (memories, stripped) = plan()
+        else:
+            changes, (memories, stripped), kept = kb._rewrite(plan, force)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
@@ -264,7 +301,7 @@ def prune(kb: KnowledgeBase, dry_run: bool = False) -> CascadeResult:
                 f"{_some(rewritten)}",
                 memories,
             )
-        return CascadeResult(None, commit, rewritten, stripped, dry_run)
+        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept)
 
 
 def _stored_entities(kb: KnowledgeBase) -> set[str]:

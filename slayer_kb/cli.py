@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import click
 import yaml
 
-from . import engram
+from . import engram, nesting
 from .errors import InvalidInputError, KBError, NotFoundError
 from .ids import check_id
 from .kb import KnowledgeBase
@@ -87,6 +87,18 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Rewrite files that hold uncommitted work from HEAD, keeping your versions as <file>.orig.",
+)
+
+
+def kept_line(kept: list[str]) -> str:
+    """The human output's line about the versions ``--force`` set aside (empty when none)."""
+    return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
+
+
 def fail(settings: Settings | None, error: KBError) -> NoReturn:
     message = str(error)
     click.echo(f"Error: {message}", err=True)
@@ -132,13 +144,13 @@ def read_query(value: str | None) -> dict[str, Any] | None:
             raise InvalidInputError(f"Cannot read the query file {value[1:]}: {exc.strerror}.") from None
     elif value == "-":
         source = sys.stdin.read()
-    try:
-        query = json.loads(source)
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"--query is not valid JSON ({exc}); pass a SlayerQuery object such as "
-            '\'{"source_model": "orders", "measures": ["sum(amount)"]}\' or @FILE.'
-        ) from None
+    query = nesting.loads(
+        source,
+        "--query",
+        'pass a SlayerQuery object such as \'{"source_model": "orders", "measures": ["sum(amount)"]}\' '
+        "or @FILE.",
+        nesting.QUERY_FIX,
+    )
     if not isinstance(query, dict):
         raise InvalidInputError("--query must be a JSON object (a SlayerQuery with source_model).")
     return query
@@ -365,6 +377,7 @@ def _memory_text(data: dict[str, Any]) -> str:
 @click.option("--scope", type=click.Choice(["project", "personal"]))
 @click.option("--topic-key")
 @click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
+@force_option
 @json_option
 @pass_settings
 def update(
@@ -378,6 +391,7 @@ def update(
     scope: str | None,
     topic_key: str | None,
     entities: tuple[str, ...],
+    force: bool,
 ) -> None:
     """Change some fields of a memory (at least one).
 
@@ -395,29 +409,32 @@ def update(
         scope=scope,
         topic_key=topic_key,
         entities=list(entities) or None,
+        force=force,
     )
-    emit(settings, data, lambda: f"Updated memory {memory_id}" + warn_lines(data.get("warnings", [])))
+    emit(settings, data, lambda: f"Updated memory {memory_id}" + warn_lines(data.get("warnings", []))
+         + kept_line(data.get("kept", [])))
 
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
 @click.option("--soft", is_flag=True, help="Hide it (file kept with deleted_at; 'restore' brings it back).")
+@force_option
 @json_option
 @pass_settings
-def forget(settings: Settings, memory_id: str, soft: bool) -> None:
+def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     """Delete a memory and strip memory:ID from every other memory (one commit).
 
     \b
     Example:
       slayer-kb forget 12
     """
-    result = settings.kb().forget(memory_id, soft=soft)
+    result = settings.kb().forget(memory_id, soft=soft, force=force)
 
     def human() -> str:
         text = f"Forgot memory {memory_id}" + (" (soft; restore with 'slayer-kb restore')" if soft else "")
         if result.stripped_from:
             text += f"\n  stripped memory:{memory_id} from " + ", ".join(result.stripped_from)
-        return text
+        return text + kept_line(result.kept)
 
     emit(settings, result.to_json(), human)
 
@@ -650,7 +667,7 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
 @json_option
 @pass_settings
 def stats(settings: Settings) -> None:
-    """Counts of memories, sessions, projects and types.
+    """Counts of memories, sessions, projects and types, and whether search by meaning is on.
 
     \b
     Example:
@@ -666,6 +683,7 @@ def stats(settings: Settings) -> None:
                 f"sessions: {data['sessions']}",
                 f"projects: {', '.join(data['projects']) or '-'}",
                 "types: " + (", ".join(f"{'(untyped)' if k == 'none' else k} {v}" for k, v in data["types"].items()) or "-"),
+                f"search by meaning: {data['search_by_meaning']}",
             ]
         ),
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .cli import Settings, cli, emit, json_option, pass_settings
+from .cli import Settings, cli, emit, force_option, json_option, kept_line, pass_settings
 
 if TYPE_CHECKING:
     from . import cascade
@@ -22,8 +22,9 @@ def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) 
         if result.commit:
             head += f" (commit {result.commit[:12]})"
         if not result.rewritten:
-            return head + "; no memory referred to it."
-        return head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
+            return head + "; no memory referred to it." + kept_line(result.kept)
+        return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
+                + kept_line(result.kept))
 
     emit(settings, result.to_json(), human)
 
@@ -31,9 +32,10 @@ def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) 
 @cli.command("delete-model")
 @click.argument("model")
 @click.option("--datasource", metavar="DS", help="The model's datasource (needed when several have it).")
+@force_option
 @json_option
 @pass_settings
-def delete_model(settings: Settings, model: str, datasource: str | None) -> None:
+def delete_model(settings: Settings, model: str, datasource: str | None, force: bool) -> None:
     """Delete MODEL's file and strip it and its leaves from every memory (one commit).
 
     \b
@@ -41,28 +43,30 @@ def delete_model(settings: Settings, model: str, datasource: str | None) -> None
       slayer-kb delete-model orders --datasource wh
       slayer-kb delete-model shop.refunds --json
     """
-    _emit_cascade(settings, settings.kb().delete_model(model, datasource), "model")
+    _emit_cascade(settings, settings.kb().delete_model(model, datasource, force=force), "model")
 
 
 @cli.command("delete-datasource")
 @click.argument("datasource", metavar="DS")
+@force_option
 @json_option
 @pass_settings
-def delete_datasource(settings: Settings, datasource: str) -> None:
+def delete_datasource(settings: Settings, datasource: str, force: bool) -> None:
     """Delete datasource DS, its models and its priority entry; strip it from memories (one commit).
 
     \b
     Example:
       slayer-kb delete-datasource wh
     """
-    _emit_cascade(settings, settings.kb().delete_datasource(datasource), "datasource")
+    _emit_cascade(settings, settings.kb().delete_datasource(datasource, force=force), "datasource")
 
 
 @cli.command("delete-leaf")
 @click.argument("leaf", metavar="DS.MODEL.LEAF")
+@force_option
 @json_option
 @pass_settings
-def delete_leaf(settings: Settings, leaf: str) -> None:
+def delete_leaf(settings: Settings, leaf: str, force: bool) -> None:
     """Delete a column, named measure or custom aggregation from its model file and strip it
     from every memory (one commit).
 
@@ -70,14 +74,15 @@ def delete_leaf(settings: Settings, leaf: str) -> None:
     Example:
       slayer-kb delete-leaf shop.orders.cost
     """
-    _emit_cascade(settings, settings.kb().delete_leaf(leaf), "leaf")
+    _emit_cascade(settings, settings.kb().delete_leaf(leaf, force=force), "leaf")
 
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Show what would be stripped; change nothing.")
+@force_option
 @json_option
 @pass_settings
-def prune(settings: Settings, dry_run: bool) -> None:
+def prune(settings: Settings, dry_run: bool, force: bool) -> None:
     """Strip references to entities and memories that no longer exist (one commit).
 
     Use it after the catalog changed outside slayer-kb: a model file deleted by hand, SLayer
@@ -88,7 +93,7 @@ def prune(settings: Settings, dry_run: bool) -> None:
       slayer-kb prune --dry-run
       slayer-kb prune --json
     """
-    result = settings.kb().prune(dry_run=dry_run)
+    result = settings.kb().prune(dry_run=dry_run, force=force)
 
     def human() -> str:
         if not result.stripped:
@@ -97,7 +102,7 @@ def prune(settings: Settings, dry_run: bool) -> None:
         lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
         if result.commit:
             lines.append(f"(commit {result.commit[:12]})")
-        return "\n".join(lines)
+        return "\n".join(lines) + kept_line(result.kept)
 
     emit(settings, result.to_json(), human)
 

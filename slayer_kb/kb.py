@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from whoosh import query as Q
 
 from . import engram, search
 from .catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
 from .errors import (
+    ConflictError,
     InvalidInputError,
     KBError,
     MemoryFileError,
@@ -39,8 +40,9 @@ if TYPE_CHECKING:
     from .monitor import ChangeMonitor
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
-from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
+from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
 
+T = TypeVar("T")
 Indexed = tuple[str | None, dict[str, Any]]
 """What the index holds for a memory file: its content hash and its stored memory."""
 
@@ -88,9 +90,11 @@ class ForgetResult:
     stripped_from: list[str]
     soft: bool = False
     commit: str | None = None
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
 
     def to_json(self) -> dict[str, Any]:
-        return {"deleted_id": self.deleted_id, "stripped_from": self.stripped_from, "soft": self.soft}
+        data = {"deleted_id": self.deleted_id, "stripped_from": self.stripped_from, "soft": self.soft}
+        return {**data, "kept": self.kept} if self.kept else data
 
 
 @dataclass
@@ -392,6 +396,34 @@ class KnowledgeBase:
         data = dumps(memory) if text is None else text
         return Change(f"{MEMORIES_DIR}/{memory.id}.yaml", data.encode("utf-8"))
 
+    def _rewrite(self, plan: Callable[[], tuple[list[Change], T]], force: bool = False) -> tuple[list[Change], T, list[str]]:
+        """``plan()`` (an operation's changes to existing files, and whatever else it worked
+        out), refused when it would carry uncommitted work into a commit: when a file it rewrites
+        or deletes differs from HEAD in the work tree or git's index, or is one HEAD lacks, a
+        ConflictError names them and nothing is done. With ``force``, those files are set aside
+        (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's put back) and
+        the change is planned again, from HEAD's versions. Returns (changes, the rest of what
+        ``plan`` gave, the names kept). Call under the lock (``_writing``)."""
+        changes, extra = plan()
+        dirty = self.store.uncommitted([c.path for c in changes])
+        kept: list[str] = []
+        if dirty and force:
+            kept = self.store.set_aside(dirty)
+            self.index.update(_ids_of(list(dirty)))
+            self._catalog_checked = False
+            self._head = False
+            changes, extra = plan()
+            dirty = self.store.uncommitted([c.path for c in changes])
+        if dirty:
+            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True))
+        return changes, extra, kept
+
+    def _require_committed(self, path: str) -> None:
+        """Refuse to rewrite the file ``path`` holding uncommitted work (see ``_rewrite``), for
+        an operation that has no ``--force``."""
+        if os.path.lexists(self.root / path) and self.store.uncommitted([path]):
+            raise ConflictError(_uncommitted_message([path], force_hint=False))
+
     def _check_new_id(self, memory_id: str) -> None:
         check_new_id(memory_id, self.index.ids())
 
@@ -486,6 +518,7 @@ class KnowledgeBase:
             memory_id = self._next_auto_id()
         else:
             self._check_new_id(memory_id)
+            self._require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
             if self._path(memory_id).exists():
                 with contextlib.suppress(MemoryFileError):
                     created_at = self.read(memory_id).created_at
@@ -572,6 +605,7 @@ class KnowledgeBase:
     def _revise(
         self, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
     ) -> SaveResult:
+        self._require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
         changed = memory.evolve(
             **fields,
             entities=linked or memory.entities,
@@ -661,8 +695,9 @@ class KnowledgeBase:
             return None
         return (memory.duplicate_count or 1) + pending
 
-    def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
-        """Engram's ``mem_update``: change only the given fields of a live memory."""
+    def update(self, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
+        """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
+        rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
         given = {k: v for k, v in fields.items() if v is not None}
         for name, value in given.items():
             _check_unicode(value, name)
@@ -678,64 +713,76 @@ class KnowledgeBase:
                 "description, project, scope, topic_key, entities)."
             )
         with self._writing():
-            memory = self.read(memory_id)
-            if memory.is_deleted:
-                raise NotFoundError(_deleted_message(memory))
-            changes: dict[str, Any] = {}
-            warnings: list[str] = []
-            if "learning" in given:
-                changes["learning"] = self._check_learning(engram.redact_private(given["learning"]))
-            if "title" in given:
-                changes["title"] = engram.redact_private(given["title"]) or None
-            if "type" in given:
-                changes["type"] = given["type"].strip() or None
-            if "description" in given:
-                changes["description"] = _check_description(given["description"])
-            if "project" in given:
-                changes["project"] = engram.normalize_project(given["project"])
-                warnings.extend(self._project_warnings(changes["project"]))
-            if "scope" in given:
-                changes["scope"] = engram.normalize_scope(given["scope"])
-            if "topic_key" in given:
-                changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
-            if "entities" in given:
-                changes["entities"], more = self.resolve_entities(given["entities"])
-                warnings.extend(more)
-            updated = memory.evolve(
-                **changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory)
-            )
-            if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
-                updated.revision_count = memory.revision_count + 1
-            self._commit(
-                [self._change(updated)], f"memory: update {memory_id} ({', '.join(sorted(changes))})"
-            )
+
+            def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
+                memory = self.read(memory_id)
+                if memory.is_deleted:
+                    raise NotFoundError(_deleted_message(memory))
+                changes: dict[str, Any] = {}
+                warnings: list[str] = []
+                if "learning" in given:
+                    changes["learning"] = self._check_learning(engram.redact_private(given["learning"]))
+                if "title" in given:
+                    changes["title"] = engram.redact_private(given["title"]) or None
+                if "type" in given:
+                    changes["type"] = given["type"].strip() or None
+                if "description" in given:
+                    changes["description"] = _check_description(given["description"])
+                if "project" in given:
+                    changes["project"] = engram.normalize_project(given["project"])
+                    warnings.extend(self._project_warnings(changes["project"]))
+                if "scope" in given:
+                    changes["scope"] = engram.normalize_scope(given["scope"])
+                if "topic_key" in given:
+                    changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
+                if "entities" in given:
+                    changes["entities"], more = self.resolve_entities(given["entities"])
+                    warnings.extend(more)
+                updated = memory.evolve(
+                    **changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory)
+                )
+                if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
+                    updated.revision_count = memory.revision_count + 1
+                return [self._change(updated)], (changes, warnings)
+
+            planned, (changes, warnings), kept = self._rewrite(plan, force)
+            self._commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
             self._clear_pending(memory_id)
         data = self.get(memory_id)
         data["warnings"] = warnings
+        if kept:
+            data["kept"] = kept
         return data
 
-    def forget(self, memory_id: str, *, soft: bool = False) -> ForgetResult:
+    def forget(self, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
         """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
-        memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads."""
+        memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
+        ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
         with self._writing():
-            memory, _text = self._read(memory_id)
+
+            def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
+                memory, _text = self._read(memory_id)
+                if soft:
+                    if memory.is_deleted:
+                        raise NotFoundError(_deleted_message(memory))
+                    return [self._change(memory.evolve(deleted_at=utc_now()))], ([], {})
+                target = f"memory:{memory_id}"
+                changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
+                stripped = []
+                rewritten: dict[str, Memory] = {}
+                for other_id, other, text in self._referrers([target]):
+                    if other_id == memory_id:
+                        continue
+                    kept = [e for e in other.entities if e != target]
+                    changes.append(self._change(other, with_entities(text, other, kept)))
+                    rewritten[other_id] = other.evolve(entities=kept)
+                    stripped.append(other_id)
+                return changes, (stripped, rewritten)
+
+            changes, (stripped, rewritten), kept = self._rewrite(plan, force)
             if soft:
-                if memory.is_deleted:
-                    raise NotFoundError(_deleted_message(memory))
-                gone = memory.evolve(deleted_at=utc_now())
-                commit = self._commit([self._change(gone)], f"memory: forget {memory_id} (soft)")
-                return ForgetResult(memory_id, [], True, commit)
-            target = f"memory:{memory_id}"
-            changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
-            stripped = []
-            rewritten: dict[str, Memory] = {}
-            for other_id, other, text in self._referrers([target]):
-                if other_id == memory_id:
-                    continue
-                kept = [e for e in other.entities if e != target]
-                changes.append(self._change(other, with_entities(text, other, kept)))
-                rewritten[other_id] = other.evolve(entities=kept)
-                stripped.append(other_id)
+                commit = self._commit(changes, f"memory: forget {memory_id} (soft)")
+                return ForgetResult(memory_id, [], True, commit, kept)
             message = f"memory: forget {memory_id}"
             if stripped:
                 message += (
@@ -743,7 +790,7 @@ class KnowledgeBase:
                 )
             commit = self._commit(changes, message, rewritten)
             self._clear_pending(memory_id)
-            return ForgetResult(memory_id, stripped, False, commit)
+            return ForgetResult(memory_id, stripped, False, commit, kept)
 
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
@@ -757,6 +804,7 @@ class KnowledgeBase:
             memory = self.read(memory_id)
             if not memory.is_deleted:
                 raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
+            self._require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
             self._commit([self._change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
         return self.get(memory_id)
 
@@ -883,25 +931,25 @@ class KnowledgeBase:
 
     # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
 
-    def delete_model(self, model: str, datasource: str | None = None) -> Any:
+    def delete_model(self, model: str, datasource: str | None = None, *, force: bool = False) -> Any:
         from . import cascade
 
-        return cascade.delete_model(self, model, datasource)
+        return cascade.delete_model(self, model, datasource, force=force)
 
-    def delete_datasource(self, datasource: str) -> Any:
+    def delete_datasource(self, datasource: str, *, force: bool = False) -> Any:
         from . import cascade
 
-        return cascade.delete_datasource(self, datasource)
+        return cascade.delete_datasource(self, datasource, force=force)
 
-    def delete_leaf(self, leaf: str) -> Any:
+    def delete_leaf(self, leaf: str, *, force: bool = False) -> Any:
         from . import cascade
 
-        return cascade.delete_leaf(self, leaf)
+        return cascade.delete_leaf(self, leaf, force=force)
 
-    def prune(self, dry_run: bool = False) -> Any:
+    def prune(self, dry_run: bool = False, *, force: bool = False) -> Any:
         from . import cascade
 
-        return cascade.prune(self, dry_run=dry_run)
+        return cascade.prune(self, dry_run=dry_run, force=force)
 
     # -- Engram's other tools ---------------------------------------------------------------
 
@@ -1070,6 +1118,20 @@ def _flatten_refs(refs: Any) -> list[str]:
             raise ResolutionError(f"Entity reference {ref!r} must be a string like 'orders.amount'.")
         out.extend(split_references(ref))
     return out
+
+
+def _uncommitted_message(paths: list[str], force_hint: bool) -> str:
+    one = len(paths) == 1
+    them, has = ("it", "has") if one else ("them", "have")
+    how = f"Commit or stash {them} (git stash -u)"
+    if force_hint:
+        how += (f", or run the command again with --force to rewrite {them} from HEAD and keep your "
+                f"{'version' if one else 'versions'} as {paths[0] + '.orig' if one else '<file>.orig'}.")
+    else:
+        how += " and retry."
+    return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
+            f"never committed at all), and this command would rewrite {them}; slayer-kb never commits "
+            f"work you have not committed, so nothing was done. {how}")
 
 
 def _ids_of(paths: list[str]) -> list[str]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -219,7 +220,9 @@ def test_a_kb_whose_folder_is_old_sees_in_place_edits_creates_and_deletes(exampl
     state = kb.index._read_state()
     assert load(kb.root / ".slayer-kb" / "index" / "listing", state["digest"]) is not None
     assert [h["id"] for h in kb.search("wombatfast").memories] == ["2"]
-    # A save over an existing memory keeps a listing for the state it makes.
+    # A save over an existing memory keeps a listing for the state it makes. (The hand edit is
+    # committed first: an update refuses to rewrite uncommitted work.)
+    git(kb.root, "commit", "-q", "-m", "hand edit", "--", "memories/2.yaml")
     kb.update("2", title="Time zones, wombat")
     state = kb.index._read_state()
     assert load(kb.root / ".slayer-kb" / "index" / "listing", state["digest"]) is not None

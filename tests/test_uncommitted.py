@@ -1,0 +1,188 @@
+"""A person's unfinished work never goes into a slayer-kb commit (issue 16, item 5).
+
+Every operation that rewrites or deletes existing files (the cascades, ``prune``, ``forget``,
+``update``, a save or revision over an existing memory, ``restore``) refuses when one of those
+files differs from HEAD in the work tree or in git's index, or is a file HEAD lacks (untracked),
+and names the files. ``--force`` rewrites them from HEAD instead and keeps the person's versions
+beside them (``<file>.orig``; a staged version that differs from both, ``<file>.staged.orig``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CliRunner, commit_all, git
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.errors import ConflictError
+
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
+STAGED = "learning: Two, staged.\nentities:\n- shop.refunds\n- shop.orders\n" + CREATED
+NEW = "learning: Never committed.\nentities:\n- shop.refunds.id\n" + CREATED
+HOW = ("have changes that are not committed (in the work tree or git's index, or never committed at "
+       "all), and this command would rewrite them; slayer-kb never commits work you have not "
+       "committed, so nothing was done. Commit or stash them (git stash -u), or run the command again "
+       "with --force to rewrite them from HEAD and keep your versions as <file>.orig.")
+
+
+def memory(learning: str, *entities: str) -> str:
+    return f"learning: {learning}\nentities:\n" + "".join(f"- {e}\n" for e in entities) + CREATED
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def unfinished(catalog_kb: KnowledgeBase) -> Path:
+    """Three committed memories about shop.refunds or shop.orders, then a person's unfinished
+    work: an unstaged WIP line in 1, a staged version of 2, a new file 4 never committed."""
+    root = catalog_kb.root
+    (root / "memories" / "1.yaml").write_text(memory("One.", "shop.refunds.amount"))
+    (root / "memories" / "2.yaml").write_text(memory("Two.", "shop.refunds", "shop.orders"))
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    commit_all(root, "three memories")
+    (root / "memories" / "1.yaml").write_text(WIP)
+    (root / "memories" / "2.yaml").write_text(STAGED)
+    git(root, "add", "memories/2.yaml")
+    (root / "memories" / "4.yaml").write_text(NEW)
+    return root
+
+
+def assert_untouched(root: Path, before: str) -> None:
+    assert head(root) == before
+    assert (root / "memories" / "1.yaml").read_text() == WIP
+    assert git(root, "show", ":memories/2.yaml") == STAGED
+    assert (root / "memories" / "4.yaml").read_text() == NEW
+    assert git(root, "status", "--porcelain") == " M memories/1.yaml\nM  memories/2.yaml\n?? memories/4.yaml\n"
+
+
+def test_a_cascade_refuses_to_commit_unfinished_work(unfinished: Path, run_cli: CliRunner) -> None:
+    root = unfinished
+    before = head(root)
+    # It used to commit 1's WIP line under "catalog: delete model", 2's staged text, and 4.
+    proc = run_cli("--kb", root, "delete-model", "shop.refunds")
+    assert (proc.returncode, proc.stderr) == (1, f"Error: memories/1.yaml, memories/2.yaml, memories/4.yaml {HOW}\n")
+    assert_untouched(root, before)
+    assert (root / "models" / "shop" / "refunds.yaml").exists()
+
+
+def test_force_rewrites_from_head_and_keeps_the_unfinished_work_beside_it(unfinished: Path, run_cli: CliRunner) -> None:
+    root = unfinished
+    (root / "memories" / "2.yaml").write_text(STAGED.replace("staged", "staged, then edited again"))
+    proc = run_cli("--kb", root, "delete-model", "shop.refunds", "--force")
+    assert proc.returncode == 0, proc.stderr
+    sha = head(root)
+    assert proc.stdout == (
+        f"Deleted model shop.refunds (commit {sha[:12]}); stripped it from 2 memories: 1, 2\n"
+        "kept your uncommitted versions as: memories/1.yaml.orig, memories/2.yaml.staged.orig, "
+        "memories/2.yaml.orig, memories/4.yaml.orig\n"
+    )
+    # The commit holds HEAD's versions with the model stripped, and nothing of the person's.
+    assert git(root, "show", "HEAD:memories/1.yaml") == "learning: One.\n" + CREATED
+    assert git(root, "show", "HEAD:memories/2.yaml") == memory("Two.", "shop.orders")
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == [
+        "memories/1.yaml", "memories/2.yaml", "models/shop/refunds.yaml"]
+    assert "WIP" not in git(root, "log", "-p", "-1")
+    # Their versions are beside the files: the work tree's, and the staged one that differed.
+    assert (root / "memories" / "1.yaml.orig").read_text() == WIP
+    assert (root / "memories" / "2.yaml.staged.orig").read_text() == STAGED
+    assert (root / "memories" / "2.yaml.orig").read_text() == STAGED.replace("staged", "staged, then edited again")
+    assert (root / "memories" / "4.yaml.orig").read_text() == NEW
+    assert not (root / "memories" / "4.yaml").exists()
+    assert git(root, "status", "--porcelain") == (
+        "?? memories/1.yaml.orig\n?? memories/2.yaml.orig\n?? memories/2.yaml.staged.orig\n?? memories/4.yaml.orig\n")
+
+
+def one_file(path: str, force: bool) -> str:
+    how = (f", or run the command again with --force to rewrite it from HEAD and keep your version as {path}.orig."
+           if force else " and retry.")
+    return (f"{path} has changes that are not committed (in the work tree or git's index, or never committed "
+            "at all), and this command would rewrite it; slayer-kb never commits work you have not committed, "
+            f"so nothing was done. Commit or stash it (git stash -u){how}")
+
+
+def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
+    root = unfinished
+    (root / "memories" / "5.yaml").write_text("learning: Five.\ntitle: Five\ntype: manual\ntopic_key: t/k\n" + CREATED)
+    (root / "memories" / "6.yaml").write_text("learning: Six.\ndeleted_at: '2026-01-02T00:00:00Z'\n" + CREATED)
+    (root / "memories" / "7.yaml").write_text(memory("Seven.", "memory:3"))
+    git(root, "add", "memories/5.yaml", "memories/6.yaml", "memories/7.yaml")
+    git(root, "commit", "-q", "-m", "more", "--", "memories/5.yaml", "memories/6.yaml", "memories/7.yaml")
+    for n in (5, 6, 7):
+        path = root / "memories" / f"{n}.yaml"
+        path.write_text(path.read_text().replace(".\n", ". WIP\n", 1))
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand", "--", "models/shop/refunds.yaml")
+    before = head(root)
+    kb = KnowledgeBase(root)
+    cases = [
+        (lambda: kb.update("1", title="T"), one_file("memories/1.yaml", True)),
+        (lambda: kb.forget("1"), one_file("memories/1.yaml", True)),
+        (lambda: kb.forget("1", soft=True), one_file("memories/1.yaml", True)),
+        (lambda: kb.forget("3"), one_file("memories/7.yaml", True)),  # strips memory:3 from 7
+        (lambda: kb.prune(), f"memories/1.yaml, memories/2.yaml, memories/4.yaml {HOW}"),
+        (lambda: kb.save_memory("Replaced.", ["shop.orders"], id="2"), one_file("memories/2.yaml", False)),
+        (lambda: kb.save_observation("Five", "Revised.", topic_key="t/k"), one_file("memories/5.yaml", False)),
+        (lambda: kb.restore("6"), one_file("memories/6.yaml", False)),
+    ]
+    for call, error in cases:
+        with pytest.raises(ConflictError) as info:
+            call()
+        assert str(info.value) == error
+    assert head(root) == before
+    assert (root / "memories" / "1.yaml").read_text() == WIP
+    assert git(root, "show", ":memories/2.yaml") == STAGED
+    assert kb.prune(dry_run=True).rewritten == ["1", "2", "4"]  # a dry run rewrites nothing
+    # forget --force: 7 rewritten from HEAD, its WIP kept beside it.
+    result = kb.forget("3", force=True)
+    assert (result.stripped_from, result.kept) == (["7"], ["memories/7.yaml.orig"])
+    assert (root / "memories" / "7.yaml").read_text() == "learning: Seven.\n" + CREATED
+    assert (root / "memories" / "7.yaml.orig").read_text() == memory("Seven. WIP", "memory:3")
+    assert kb.update("1", title="T", force=True)["kept"] == ["memories/1.yaml.orig"]
+    assert (kb.get("1")["title"], kb.get("1")["learning"]) == ("T", "One.")
+    assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
+
+
+def test_catalog_files_count_too(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    model = root / "models" / "shop" / "refunds.yaml"
+    model.write_text(model.read_text() + "# WIP-NOT-FOR-COMMIT\n")
+    (root / "priority.yaml").write_text("priority:\n- wh\n- shop\n")  # reordered, not committed
+    before = head(root)
+    kb = KnowledgeBase(root)
+    for call, path in [
+        (lambda: kb.delete_leaf("shop.refunds.order_id"), "models/shop/refunds.yaml"),
+        (lambda: kb.delete_model("shop.refunds"), "models/shop/refunds.yaml"),
+        (lambda: kb.delete_datasource("wh"), "priority.yaml"),
+    ]:
+        with pytest.raises(ConflictError, match=f"^{path} has changes that are not committed"):
+            call()
+    assert head(root) == before
+    assert model.read_text().endswith("# WIP-NOT-FOR-COMMIT\n")
+    # An untouched path is no one's unfinished work: saving a new memory goes on.
+    kb.save_memory("New.", ["shop.orders"], id="new")
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["memories/new.yaml"]
+    assert git(root, "status", "--porcelain") == " M models/shop/refunds.yaml\n M priority.yaml\n"
+
+
+def test_many_files_are_checked_with_one_status_of_their_folders(catalog_kb: KnowledgeBase) -> None:
+    """More than a few paths are asked about by folder (git matches every file against every
+    pathspec): the dirty one among twenty is still found, and so is a new one."""
+    root = catalog_kb.root
+    for n in range(20):
+        (root / "memories" / f"m{n}.yaml").write_text(memory(f"Memory {n}.", "shop.refunds"))
+    commit_all(root, "twenty memories")
+    (root / "memories" / "m13.yaml").write_text(memory("Memory 13, edited.", "shop.refunds"))
+    (root / "memories" / "new.yaml").write_text(memory("New.", "shop.refunds"))
+    (root / "memories" / "bystander.yaml").write_text(memory("Not about refunds.", "shop.orders"))
+    kb = KnowledgeBase(root)
+    with pytest.raises(ConflictError, match=r"^memories/m13\.yaml, memories/new\.yaml have changes"):
+        kb.delete_model("shop.refunds")
+    assert kb.store.uncommitted(["memories/"]) == {"memories/m13.yaml": None}
+    result = kb.delete_model("shop.refunds", force=True)
+    assert result.kept == ["memories/m13.yaml.orig", "memories/new.yaml.orig"]
+    assert len(result.rewritten) == 20
+    assert (root / "memories" / "bystander.yaml").read_text() == memory("Not about refunds.", "shop.orders")
