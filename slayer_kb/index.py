@@ -591,11 +591,16 @@ class Index:
         own updates; loaded again when another process changed the index."""
         key = _state_key(self._read_state())
         if self._meaning is None or key is None or self._meaning_key != key:
-            db = self._db()
             try:
-                self._meaning = vectors.Table.load(db)
-            finally:
-                db.close()
+                db = self._db()
+                try:
+                    self._meaning = vectors.Table.load(db)
+                finally:
+                    db.close()
+            except sqlite3.Error:
+                # Damaged derived state: no meaning this once, and the next command rebuilds.
+                self.invalidate()
+                self._meaning, key = vectors.Table.empty(), None
             self._meaning_key = key
         return self._meaning
 

@@ -115,6 +115,15 @@ class Table:
             live=np.fromiter((not r[8] for r in found), dtype=bool, count=count),
         )
 
+    @classmethod
+    def empty(cls) -> Table:
+        db = sqlite3.connect(":memory:")
+        try:
+            db.execute(SCHEMA_SQL)
+            return cls.load(db)
+        finally:
+            db.close()
+
     def apply(self, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
         """The table's change by ``write(db, gone, new_rows)``, made in memory."""
         import numpy as np

@@ -367,7 +367,7 @@ def test_a_checkout_of_thousands_of_files_replaces_every_document_once(example_k
         (example_kb.root / "memories" / f"kb.bulk-{n}.yaml").unlink()
     after = [hit["id"] for hit in example_kb.search("bulkafter", limit=2 * count).memories]
     assert sorted(after) == sorted(f"kb.bulk-{n}" for n in kept)
-    assert [hit["id"] for hit in example_kb.search(f"bulkafter item{count - 1}").memories] == [f"kb.bulk-{count - 1}"]
+    assert [hit["id"] for hit in example_kb.search(f"bulkafter item{count - 1}", match="all").memories] == [f"kb.bulk-{count - 1}"]
 
 
 @pytest.mark.parametrize("policy", ["ours", "whoosh"])
