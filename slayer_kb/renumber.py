@@ -12,7 +12,8 @@ prose of a learning is left alone (it may mean anything).
 different files). A rebase replays the branch's commits one by one, and the first of them still
 adds ``42.yaml``; for a rebase, ``renumber --rewrite`` (and ``sync``) instead rewrite the branch's
 own unpushed commits as if the fresh ids had been allocated from the start, keeping each commit's
-author, date and message (plus a ``Renumbered-by: slayer-kb`` trailer).
+author, date and message; a message that names a renumbered id gets the new id and the move in its
+subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-kb`` trailer.
 
 ``sync`` = fetch, renumber what collides (rewriting the local commits), ``git rebase`` onto the
 upstream, revalidate the memories the merge touched, reindex, push. Whenever it cannot finish
@@ -195,16 +196,26 @@ def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: di
 def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mapping: dict[str, str]) -> str:
     meta = store.git("log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit).stdout.decode("utf-8", "replace")
     name, email, date, message = meta.split("\0", 3)
-    touched = [old for old in mapping if re.search(rf"(?<![\w.-]){re.escape(old)}(?![\w.-])", message)]
+    touched = [old for old in mapping if re.search(_id_token(old), message)]
     message = message.rstrip("\n")
     if touched:
         moves = ", ".join(f"{old} -> {mapping[old]}" for old in touched)
-        message += f"\n\n{TRAILER} ({moves})"
+        # The subject names the ids as they are now, and the move ('memory: save 36 (renumber
+        # 35 -> 36)'), so that 'log 36' tells what happened; the body is kept as written.
+        subject, newline, body = message.partition("\n")
+        pattern = "|".join(_id_token(old) for old in sorted(touched, key=len, reverse=True))
+        subject = re.sub(pattern, lambda m: mapping[m.group(0)], subject)
+        message = f"{subject} (renumber {moves}){newline}{body}\n\n{TRAILER} ({moves})"
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store._identity()}
     args = ["commit-tree", tree, "-F", "-"]
     if parent is not None:
         args[2:2] = ["-p", parent]
     return store.git(*args, input=(message + "\n").encode("utf-8"), env=env).stdout.decode().strip()
+
+
+def _id_token(memory_id: str) -> str:
+    """A regex matching ``memory_id`` as a whole word of a commit message (not part of 135, 3.5)."""
+    return rf"(?<![\w.-]){re.escape(memory_id)}(?![\w.-])"
 
 
 def _require_clean(store: GitStore, under: str | None = None) -> None:

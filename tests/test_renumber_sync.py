@@ -76,11 +76,14 @@ def test_without_renumber_the_merge_conflicts(diverged: tuple[KnowledgeBase, str
 
 def test_renumber_rewrite_makes_a_rebase_clean(diverged: tuple[KnowledgeBase, str]) -> None:
     kb, main = diverged
-    messages = git(kb.root, "log", "--format=%s%n%an", f"{main}..HEAD")
+    assert git(kb.root, "log", "--format=%s|%an", f"{main}..HEAD").splitlines() == [
+        "memory: save 3|Test Author", "memory: save 2|Test Author"]
     result = renumber(kb, main, rewrite=True)
     assert result.mapping == {"2": "4"}
-    # Same number of commits, same authors, the ids as if allocated fresh.
-    assert git(kb.root, "log", "--format=%s%n%an", f"{main}..HEAD") == messages
+    # Same number of commits, same authors, the ids as if allocated fresh, and a subject that
+    # names the new id and the move.
+    assert git(kb.root, "log", "--format=%s|%an", f"{main}..HEAD").splitlines() == [
+        "memory: save 3|Test Author", "memory: save 4 (renumber 2 -> 4)|Test Author"]
     assert "Renumbered-by: slayer-kb (2 -> 4)" in git(kb.root, "log", "--format=%B", f"{main}..HEAD")
     git(kb.root, "rebase", "-q", main)  # raises on a conflict
     assert memories(kb.root) == {"1", "2", "3", "4"}
@@ -204,3 +207,25 @@ def test_cli_sync(clones: tuple[Path, Path, Path], run_cli) -> None:
     assert json_of(proc)["renumbered"] == {"1": "2"}
     proc = run_cli("--kb", b, "sync", "--remote", "nope")
     assert proc.returncode == 1 and "No git remote named 'nope'" in proc.stderr
+
+
+def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path], run_cli) -> None:
+    _bare, a, b = clones
+    assert KnowledgeBase(a).save_memory("A's note", ["orders.amount"]).memory_id == "1"
+    sync(KnowledgeBase(a))
+    kb_b = KnowledgeBase(b)
+    assert kb_b.save_memory("B's note", ["orders.qty"]).memory_id == "1"
+    kb_b.update("1", learning="B's note, revised")
+    proc = run_cli("--kb", b, "sync", check=True)
+    assert proc.stdout.endswith("\n  renumbered: 1 -> 2\n")
+    # B's memory was 1 until the sync: its rewritten commits say so in their subjects.
+    entries = json_of(run_cli("--kb", b, "log", "2", "--json", check=True))
+    assert [e["message"].splitlines()[0] for e in entries] == [
+        "memory: update 2 (learning) (renumber 1 -> 2)",
+        "memory: save 2 (renumber 1 -> 2)",
+    ]
+    assert entries[0]["message"].endswith("\n\nRenumbered-by: slayer-kb (1 -> 2)")
+    # A's memory 1 keeps its own history (git log --follow would add it to 2's: the two small
+    # files are half alike, a "copy").
+    entries = json_of(run_cli("--kb", b, "log", "1", "--json", check=True))
+    assert [e["message"] for e in entries] == ["memory: save 1"]
