@@ -28,7 +28,7 @@ from pathlib import Path
 
 import filelock
 
-from . import state
+from . import state, upkeep
 from .errors import StoreError
 from .fileio import NotRegularFile, in_threads, read_regular
 from .objects import ObjectStore
@@ -432,6 +432,7 @@ class GitStore:
             # The commit is made and the journal still lists it: the next command finishes
             # writing the files and staging them (a full disk can refuse git's index write).
             pass
+        upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
     @contextlib.contextmanager
