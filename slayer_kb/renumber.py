@@ -33,7 +33,7 @@ from .history import blob_at, id_of_path, memory_ids_at, memory_path, resolve_re
 from .ids import highest_auto_id, is_auto_id
 from .index import MEMORIES_DIR
 from .memory import loads, with_entities
-from .repo import Change, GitStore
+from .repo import Change, GitStore, listed
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -220,16 +220,15 @@ def _id_token(memory_id: str) -> str:
 
 def _require_clean(store: GitStore, under: str | None = None) -> None:
     """Renumbering and syncing move files under the work tree; tracked changes must be committed
-    (all of them for a rebase, those under ``under`` for a renumber commit)."""
+    (all of them for a rebase, those under the folder ``under`` for a renumber commit): the
+    check the cascades, forget and update make too (``GitStore.uncommitted``)."""
     if store.head() is None:
         return
-    paths = ["--", store.repo_path(under)] if under else []
-    unstaged = store.git("diff", "--quiet", *paths, check=False).returncode
-    staged = store.git("diff", "--cached", "--quiet", "HEAD", *paths, check=False).returncode
-    if unstaged or staged:
+    dirty = sorted(store.uncommitted(None if under is None else [under]))
+    if dirty:
         raise ConflictError(
-            "The repository has uncommitted changes to tracked files; commit or stash them "
-            "(git stash) and run the command again."
+            f"The repository has uncommitted changes to tracked files ({listed(dirty)}); commit or "
+            "stash them (git stash) and run the command again."
         )
 
 

@@ -186,3 +186,14 @@ def test_many_files_are_checked_with_one_status_of_their_folders(catalog_kb: Kno
     assert result.kept == ["memories/m13.yaml.orig", "memories/new.yaml.orig"]
     assert len(result.rewritten) == 20
     assert (root / "memories" / "bystander.yaml").read_text() == memory("Not about refunds.", "shop.orders")
+
+
+def test_renumber_names_the_uncommitted_files_it_refuses(unfinished: Path) -> None:
+    from slayer_kb.renumber import renumber
+
+    with pytest.raises(ConflictError) as info:
+        renumber(KnowledgeBase(unfinished), "HEAD")
+    assert str(info.value) == (
+        "The repository has uncommitted changes to tracked files (memories/1.yaml, memories/2.yaml); "
+        "commit or stash them (git stash) and run the command again."
+    )
