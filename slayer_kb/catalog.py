@@ -4,7 +4,8 @@ Layout (SLayer's own YAML storage, so a SLayer storage folder under git is a kno
 
     datasources/<ds>.yaml       name (defaults to the file stem), description; other keys ignored
     models/<ds>/<model>.yaml    name (defaults to the stem), description, columns, measures,
-                                aggregations (lists of {name, description}), joins ({target_model})
+                                aggregations (lists of {name, description}), joins
+                                ({target_model, name})
     priority.yaml               {priority: [ds, ...]}  (a bare list is accepted too)
 
 Only ``*.yaml`` files are read, the same set the index watches for catalog changes. A file that
@@ -26,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -56,6 +57,8 @@ class Model:
     aggregations: dict[str, str | None]
     joins: tuple[str, ...]
     path: Path
+    # Each join's optional edge name (SLayer's ModelJoin.name), beside its target in ``joins``.
+    join_names: tuple[str | None, ...] = field(default=(), compare=False)
     # Resolution asks "is X a leaf here?" for every model of a datasource; one dict answers it.
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
 
@@ -193,7 +196,8 @@ def load_catalog(root: Path) -> Catalog:
 
 
 # 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
-CACHE_FORMAT = 2
+# 3: join names.
+CACHE_FORMAT = 3
 
 
 def same_signature(a: Any, b: Any) -> bool:
@@ -248,6 +252,7 @@ def _to_json(catalog: Catalog, root: Path) -> dict[str, Any]:
                         "measures": list(m.measures.items()),
                         "aggregations": list(m.aggregations.items()),
                         "joins": list(m.joins),
+                        "join_names": list(m.join_names),
                         "path": rel(m.path),
                     }
                     for m in ds.models.values()
@@ -271,6 +276,7 @@ def _from_json(data: dict[str, Any], root: Path) -> Catalog:
                 dict(m["aggregations"]),
                 tuple(m["joins"]),
                 root / m["path"],
+                tuple(m["join_names"]),
             )
             for m in ds["models"]
         }
@@ -434,6 +440,7 @@ def _load_models(folder: Path, ds_name: str, problems: list[CatalogProblem]) -> 
 def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
     data = _mapping(data, "a model (name, columns, measures, joins, ...)")
     sections = {section: _leaves(data, section) for section, _kind in LEAF_SECTIONS}
+    joins = _joins(data)
     return Model(
         datasource=ds_name,
         name=_name(data, path.stem, "model"),
@@ -441,8 +448,9 @@ def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
         columns=sections["columns"],
         measures=sections["measures"],
         aggregations=sections["aggregations"],
-        joins=_joins(data),
+        joins=tuple(target for target, _name in joins),
         path=path,
+        join_names=tuple(name for _target, name in joins),
     )
 
 
@@ -495,15 +503,17 @@ def _leaves(data: dict[str, Any], section: str) -> dict[str, str | None]:
     return leaves
 
 
-def _joins(data: dict[str, Any]) -> tuple[str, ...]:
-    targets: list[str] = []
+def _joins(data: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """``(target_model, name)`` of each join; the name is SLayer's edge name, usable as a path
+    segment in either direction."""
+    joins: list[tuple[str, str | None]] = []
     for index, item in enumerate(_list(data, "joins", "mappings with a 'target_model'")):
         where = ("joins", index)
         target = item.get("target_model") if isinstance(item, dict) else None
         if not isinstance(target, str) or not target:
             raise _Broken(f"{_where(where)}expected a mapping with a 'target_model' string", where)
-        targets.append(target)
-    return tuple(targets)
+        joins.append((target, _optional_text(item, "name", where)))
+    return joins
 
 
 def _list(data: dict[str, Any], key: str, of: str) -> list[Any]:
@@ -552,19 +562,30 @@ class Resolution:
 
 
 class Resolver:
-    """Turns entity references into canonical entities, by the rules of SLayer's memory tools.
+    """Turns entity references into canonical entities, by the rules of SLayer 1.4.1's memory
+    resolver (``slayer/memories/resolver.py``), in its words where it has them.
 
     1. Surrounding whitespace is stripped; an empty reference is an error.
     2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
     3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
        ``count(*)`` / ``*:count`` name the source model, ``count(m.*)`` / ``m.*:count`` the model m.
-    4. The name is split on ``.``; every segment must be letters, digits, ``_`` or ``-``.
-    5. A first segment naming a datasource wins; a warning says so when a model of that name
-       would also resolve (``shop`` alone, or ``shop.x`` where a model ``shop`` has a leaf x).
-    6. A bare name: a leaf of the source model; else a model (source datasource, then priority);
-       else a leaf in the first datasource (source, then priority, then the rest) that has it.
-    7. A dotted name headed by a model walks the joins: ``orders.customers.regions.name`` is
-       ``<ds>.regions.name``; the last segment is a leaf (preferred) or a join target.
+    4. The name is split on ``.``; every segment must be an identifier (a letter or ``_``, then
+       letters, digits, ``_`` or ``-``).
+    5. A first segment naming a datasource wins, with SLayer's warning whenever a model of that
+       name exists too (whether or not reading it as that model would resolve).
+    6. A bare name: a leaf of the source model; else a model (source datasource, then priority),
+       with a warning when other models of its datasource have a leaf of that name; else a leaf
+       in the first datasource (source, then priority, then the rest) that has it.
+    7. A dotted name headed by a model walks the joins, in either direction: a join declared on
+       customers to regions is walked as ``customers.regions`` and as ``regions.customers``, and
+       a named join (``name: original_order``) by its name from either end. The last segment is
+       a leaf of the model the others reach (preferred), else one more hop;
+       ``orders.customers.regions.name`` is ``<ds>.regions.name``. A walk that comes back to a
+       model already on it is an error.
+
+    Two differences from SLayer, on purpose: a bare leaf found in several datasources that no
+    priority orders is ambiguous (SLayer takes the first), and inside a query the source model's
+    datasource is preferred for model names (a query runs against one datasource).
     """
 
     def __init__(
@@ -581,6 +602,7 @@ class Resolver:
         rest = sorted(name for name in datasources if name not in self._priority)
         self._order = self._priority + rest
         self._sources: dict[str, Model] = {}
+        self._edges: dict[str, dict[str, list[_Edge]]] = {}
 
     # -- public ------------------------------------------------------------------------------
 
@@ -598,24 +620,24 @@ class Resolver:
                 kept.append(entity)
         return kept
 
-    def resolve(self, ref: str, source_model: str | None = None) -> Resolution:
+    def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
         """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
         if not isinstance(ref, str):
             raise InvalidInputError(f"An entity reference must be a string, got {kind_of(ref)}.")
         text = ref.strip()
         if not text:
             raise ResolutionError(
-                "Empty entity reference: name a datasource, model, column or memory:<id>."
+                "entity reference is empty: name a datasource, model, column or memory:<id>."
             )
         if text.startswith("memory:"):
             return Resolution(self._memory(text[len("memory:") :]), [])
-        source = self.source(source_model) if source_model is not None else None
+        source = self.source(source_model) if isinstance(source_model, str) else source_model
         target = parse_reference(text)
         if target.star:
             if source is None:
                 raise ResolutionError(
-                    f"'{text}' names the query's source model, but there is none: "
-                    "count(*) needs a query's source_model."
+                    "'count(*)' requires a model context: write 'count(<model>.*)' or invoke from "
+                    "a query that has a source_model."
                 )
             return Resolution(source.entity, [])
         segments = _segments(target.name, text)
@@ -624,15 +646,23 @@ class Resolver:
         return Resolution(entity, warnings)
 
     def resolve_model(self, ref: str) -> Resolution:
-        """A query's ``source_model`` (``orders``, ``shop.orders``) as a canonical model entity."""
+        """A model reference (``orders``, ``shop.orders``) as a canonical model entity."""
         return Resolution(self.source(ref).entity, [])
 
     def source(self, ref: str) -> Model:
-        """The model a query's ``source_model`` names; a bare name is always read as a model."""
+        """The model ``ref`` names (``orders``, ``shop.orders``); a bare name is always a model."""
         model = self._sources.get(ref)
         if model is None:
             model = self._sources[ref] = self._find_source(ref)
         return model
+
+    def query_source(self, name: str) -> Model:
+        """A SlayerQuery's ``source_model`` as SLayer's storage finds it: a model's bare name
+        (the shape check has refused a dotted one), the datasource priority list deciding."""
+        found = self.catalog.models_named(name)
+        if not found:
+            raise ResolutionError(f"Source model not found: {name!r}.")
+        return self._pick_model(name, found, None)
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -652,7 +682,7 @@ class Resolver:
         if len(segments) == 1:
             model = self._find_model(segments[0], None)
             if model is None:
-                raise ResolutionError(f"Unknown source_model '{text}': no model of that name.")
+                raise ResolutionError(f"Source model not found: {text!r}.")
             return model
         datasource = self.catalog.datasources.get(segments[0])
         if len(segments) > 2 or datasource is None:
@@ -673,64 +703,91 @@ class Resolver:
         head = segments[0]
         datasource = self.catalog.datasources.get(head)
         if datasource is not None:
-            if self._also_a_model(head, segments[1:]):
+            if self.catalog.models_named(head):
                 warnings.append(
-                    f"'{head}' is both a datasource and a model; resolved as the datasource. "
-                    f"Qualify as '<ds>.{head}' for the model."
+                    f"'{head}' is both a datasource and a model; interpreted as datasource. "
+                    f"To force the model interpretation, qualify as <other_ds>.{head}..."
                 )
             if len(segments) == 1:
                 if want_model:
                     raise ResolutionError(f"'{ref}' names datasource '{head}', not a model.")
                 return head
             model = self._model_in(datasource, segments[1])
-            return self._walk(model, segments[2:], want_model, warnings)
+            return self._dotted(model, segments[2:], want_model)
         if len(segments) == 1 and not want_model:
             return self._bare(head, source, warnings)
         model = self._find_model(head, source)
         if model is None:
-            raise ResolutionError(f"Unknown entity '{ref}': '{head}' is not a datasource or model.")
-        return self._walk(model, segments[1:], want_model, warnings)
-
-    def _also_a_model(self, head: str, rest: list[str]) -> bool:
-        """Whether reading ``head`` as a model would also make sense (warned, never chosen)."""
-        for model in self.catalog.models_named(head):
-            try:
-                self._walk(model, rest, False, [])
-            except ResolutionError:
-                continue
-            return True
-        return False
-
-    def _walk(self, model: Model, rest: list[str], want_model: bool, warnings: list[str]) -> str:
-        for index, segment in enumerate(rest):
-            last = index == len(rest) - 1
-            kind = model.leaf_kind(segment)
-            if last and not want_model and kind:
-                if segment in model.joins:
-                    warnings.append(
-                        f"'{segment}' is both a {kind} and a join target of model '{model.name}'; "
-                        f"resolved as the {kind}. Use '{model.datasource}.{segment}' for the model."
-                    )
-                return f"{model.entity}.{segment}"
-            if segment in model.joins:
-                model = self._join_target(model, segment)
-                continue
-            if last and not want_model:
-                raise ResolutionError(
-                    f"'{segment}' is not a column, measure, aggregation or join target of "
-                    f"model '{model.name}'."
-                )
-            raise ResolutionError(f"'{segment}' is not a join target on model '{model.name}'.")
-        return model.entity
-
-    def _join_target(self, model: Model, target: str) -> Model:
-        joined = self.catalog.datasources[model.datasource].models.get(target)
-        if joined is None:
             raise ResolutionError(
-                f"Model '{model.name}' joins '{target}', which is not a model in datasource "
-                f"'{model.datasource}'."
+                f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}')."
             )
-        return joined
+        return self._dotted(model, segments[1:], want_model)
+
+    def _dotted(self, model: Model, rest: list[str], want_model: bool) -> str:
+        """SLayer's ``_resolve_dotted_against_model``: the last segment is a leaf of the model the
+        others reach; failing that, every segment is a join hop."""
+        if not rest:
+            return model.entity
+        if not want_model:
+            try:
+                owner = self._walk(model, rest[:-1])
+            except AmbiguousEntityError:
+                raise
+            except ResolutionError:
+                owner = None
+            if owner is not None and owner.leaf_kind(rest[-1]):
+                return f"{owner.entity}.{rest[-1]}"
+        return self._walk(model, rest).entity
+
+    def _walk(self, root: Model, path: list[str]) -> Model:
+        """The model ``path`` reaches from ``root``, hop by hop over joins in either direction
+        (SLayer's join walker)."""
+        current = root
+        visited = {root.name}
+        for token in path:
+            edges = self._incident(current).get(token, [])
+            named = [e for e in edges if e.name == token]
+            edges = named or [e for e in edges if e.target == token]
+            if len(edges) > 1:
+                raise AmbiguousEntityError(
+                    f"Ambiguous join hop '{current.name}' \u2192 '{edges[0].target}': {len(edges)} "
+                    "edges connect these models and no edge name resolves it. Name the joins "
+                    "(name: ...) and walk them by name."
+                )
+            joined = self.catalog.datasources[current.datasource].models.get(edges[0].target) if edges else None
+            if joined is None:
+                hint = (
+                    f" It joins '{edges[0].target}', which is not a model of datasource '{current.datasource}'."
+                    if edges else ""
+                )
+                raise ResolutionError(f"'{token}' is not a join target on model '{current.name}'.{hint}")
+            if joined.name in visited:
+                raise ResolutionError(
+                    f"Circular join detected resolving {'.'.join(path)!r} from {root.name!r}: hop "
+                    f"{token!r} revisits model {joined.name!r}."
+                )
+            visited.add(joined.name)
+            current = joined
+        return current
+
+    def _incident(self, model: Model) -> dict[str, list[_Edge]]:
+        """The join edges at ``model``, by the tokens that name them: each edge by its name (if
+        any) and by the model at its other end. Built once per datasource."""
+        by_model = self._edges.get(model.datasource)
+        if by_model is None:
+            by_model = self._edges[model.datasource] = {}
+            for declaring in self.catalog.datasources[model.datasource].models.values():
+                names = declaring.join_names or (None,) * len(declaring.joins)
+                for target, name in zip(declaring.joins, names, strict=True):
+                    by_model.setdefault(declaring.name, []).append(_Edge(target, name))
+                    if target != declaring.name:
+                        by_model.setdefault(target, []).append(_Edge(declaring.name, name))
+        tokens: dict[str, list[_Edge]] = {}
+        for edge in by_model.get(model.name, []):
+            tokens.setdefault(edge.target, []).append(edge)
+            if edge.name is not None and edge.name != edge.target:
+                tokens.setdefault(edge.name, []).append(edge)
+        return tokens
 
     def _bare(self, name: str, source: Model | None, warnings: list[str]) -> str:
         if source is not None and source.leaf_kind(name):
@@ -738,24 +795,21 @@ class Resolver:
         model = self._find_model(name, source)
         if model is None:
             return self._find_leaf(name, source)
-        holders = _holders(self.catalog.datasources[model.datasource], name)
-        if holders:
-            kind = holders[0].leaf_kind(name)
-            qualify = (
-                f"'{holders[0].name}.{name}'"
-                if len(holders) == 1
-                else f"'<model>.{name}' (one of {[m.name for m in holders]})"
-            )
+        others = [m.name for m in _holders(self.catalog.datasources[model.datasource], name) if m.name != model.name]
+        if others:
             warnings.append(
-                f"'{name}' is both a model and a {kind} in datasource '{model.datasource}'; "
-                f"resolved as the model. Qualify as {qualify} for the {kind}."
+                f"'{name}' is both a model and a column on {sorted(others)}; resolved as the model. "
+                f"Qualify as <model>.{name} to refer to the column."
             )
         return model.entity
 
     def _find_model(self, name: str, source: Model | None) -> Model | None:
         models = self.catalog.models_named(name)
-        if len(models) <= 1:
-            return models[0] if models else None
+        return self._pick_model(name, models, source) if models else None
+
+    def _pick_model(self, name: str, models: list[Model], source: Model | None) -> Model:
+        if len(models) == 1:
+            return models[0]
         by_ds = {model.datasource: model for model in models}
         if source is not None and source.datasource in by_ds:
             return by_ds[source.datasource]
@@ -763,15 +817,16 @@ class Resolver:
             if ds_name in by_ds:
                 return by_ds[ds_name]
         raise AmbiguousEntityError(
-            f"Model '{name}' exists in multiple datasources: {sorted(by_ds)}. "
-            f"Qualify as '<datasource>.{name}' or add a priority.yaml."
+            f"Model '{name}' exists in multiple datasources: {sorted(by_ds)}. Specify a data_source "
+            f"or set a datasource priority to disambiguate: write '<datasource>.{name}' in an entity "
+            "reference, or list the datasources in priority.yaml."
         )
 
     def _model_in(self, datasource: Datasource, name: str) -> Model:
         model = datasource.models.get(name)
         if model is None:
             raise ResolutionError(
-                f"Unknown model '{name}' in datasource '{datasource.name}'. "
+                f"No model '{name}' in datasource '{datasource.name}'. "
                 f"Its models: {_listing(list(datasource.models))}."
             )
         return model
@@ -790,7 +845,7 @@ class Resolver:
                     break
         if not matches:
             raise ResolutionError(
-                f"Unknown entity '{name}': no datasource, model or column of that name."
+                f"Entity '{name}' not found in any datasource (checked all known datasources)."
             )
         ds_name, holders = matches[0]
         if len(matches) > 1:
@@ -802,23 +857,28 @@ class Resolver:
             )
         if len(holders) > 1:
             raise AmbiguousEntityError(
-                f"Ambiguous bare name '{name}' matches {_kinds_word(holders, name)} on "
+                f"Ambiguous bare name '{name}' matches columns / measures / aggregations on "
                 f"{sorted(m.name for m in holders)} in datasource '{ds_name}'. "
                 f"Qualify as '<model>.{name}'."
             )
         return f"{holders[0].entity}.{name}"
 
 
+class _Edge(NamedTuple):
+    target: str  # the model at the other end
+    name: str | None  # the join's edge name
+
+
+REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
+
+
 def _segments(name: str, ref: str) -> list[str]:
     segments = name.split(".")
-    for segment in segments:
-        if not segment:
-            raise ResolutionError(f"Invalid entity reference '{ref}': empty segment between dots.")
-        if not SEGMENT_RE.fullmatch(segment):
-            raise ResolutionError(
-                f"Invalid entity reference '{ref}': '{segment}' is not a name "
-                "(letters, digits, '_' and '-' only)."
-            )
+    if not all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in segments):
+        raise ResolutionError(
+            f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)"
+        )
     return segments
 
 

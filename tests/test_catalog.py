@@ -320,9 +320,10 @@ def test_a_bad_datasource_file_keeps_its_models(tmp_path: Path) -> None:
 # Resolution
 # ---------------------------------------------------------------------------------------------
 
+# SLayer's words: whenever a datasource's name is also a model's (wh.shop), whatever follows.
 DS_AND_MODEL = (
-    "'shop' is both a datasource and a model; resolved as the datasource. "
-    "Qualify as '<ds>.shop' for the model."
+    "'shop' is both a datasource and a model; interpreted as datasource. "
+    "To force the model interpretation, qualify as <other_ds>.shop..."
 )
 
 
@@ -330,17 +331,17 @@ DS_AND_MODEL = (
     ("ref", "source", "entity", "warnings"),
     [
         # steps 1, 4, 5: qualified names, whitespace, the datasource winning over a model
-        ("  shop.orders.amount \n", None, "shop.orders.amount", []),
+        ("  shop.orders.amount \n", None, "shop.orders.amount", [DS_AND_MODEL]),
         ("wh.orders", None, "wh.orders", []),
         ("shop", None, "shop", [DS_AND_MODEL]),
         ("shop.orders", None, "shop.orders", [DS_AND_MODEL]),  # wh.shop has a column 'orders'
-        ("shop.customers", None, "shop.customers", []),
+        ("shop.customers", None, "shop.customers", [DS_AND_MODEL]),
         ("wh.shop", None, "wh.shop", []),
         ("wh.shop.opened_at", None, "wh.shop.opened_at", []),
         ("wh", None, "wh", []),
         # step 3: aggregations in both syntaxes name their column
-        ("sum(shop.orders.amount)", None, "shop.orders.amount", []),
-        ("shop.orders.amount:sum", None, "shop.orders.amount", []),
+        ("sum(shop.orders.amount)", None, "shop.orders.amount", [DS_AND_MODEL]),
+        ("shop.orders.amount:sum", None, "shop.orders.amount", [DS_AND_MODEL]),
         ("sum(amount)", "orders", "shop.orders.amount", []),
         ("amount:weighted_avg(weight=qty)", "orders", "shop.orders.amount", []),
         ("weighted_avg(amount, weight=qty)", "orders", "shop.orders.amount", []),
@@ -366,8 +367,8 @@ DS_AND_MODEL = (
             None,
             "shop.refunds",
             [
-                "'refunds' is both a model and a column in datasource 'shop'; resolved as the "
-                "model. Qualify as 'orders.refunds' for the column."
+                "'refunds' is both a model and a column on ['orders']; resolved as the model. "
+                "Qualify as <model>.refunds to refer to the column."
             ],
         ),
         ("status", None, "shop.orders.status", []),
@@ -380,12 +381,18 @@ DS_AND_MODEL = (
         ("orders.customers", None, "shop.customers", []),
         ("orders.customers.regions.name", None, "shop.regions.name", []),
         ("orders.customers.regions.countries", None, "shop.countries", []),
-        ("shop.orders.customers.regions.countries.iso_code", None, "shop.countries.iso_code", []),
+        ("shop.orders.customers.regions.countries.iso_code", None, "shop.countries.iso_code", [DS_AND_MODEL]),
         ("customers.regions.name", "orders", "shop.regions.name", []),
         ("orders.warehouses.city", "wh.orders", "wh.warehouses.city", []),
         ("orders.amount", None, "shop.orders.amount", []),
         ("orders.aov", None, "shop.orders.aov", []),
         ("staging_orders.raw_payload", None, "wh.staging_orders.raw_payload", []),
+        # joins are walked in either direction (SLayer's join walker)
+        ("regions.customers", None, "shop.customers", []),
+        ("regions.customers.name", None, "shop.customers.name", []),
+        ("countries.regions.customers.orders.amount", None, "shop.orders.amount", []),
+        ("warehouses.orders.channel", None, "wh.orders.channel", []),
+        ("regions.name", "customers", "shop.regions.name", []),
     ],
 )
 def test_resolves(
@@ -395,10 +402,17 @@ def test_resolves(
 
 
 def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
-    write(tmp_path / "models" / "s-2" / "order-items.yaml", "columns: [{name: 3d_size}]\n")
+    write(tmp_path / "models" / "s-2" / "order-items.yaml", "columns: [{name: size_3d}, {name: 3d_size}]\n")
     resolver = Resolver(load_catalog(tmp_path))
-    assert resolver.resolve("order-items.3d_size").entity == "s-2.order-items.3d_size"
-    assert resolver.resolve("3d_size").entity == "s-2.order-items.3d_size"
+    assert resolver.resolve("order-items.size_3d").entity == "s-2.order-items.size_3d"
+    assert resolver.resolve("s-2.order-items").entity == "s-2.order-items"
+    # As in SLayer, a segment starts with a letter or '_' (SLayer's columns cannot start otherwise).
+    with pytest.raises(ResolutionError) as caught:
+        resolver.resolve("3d_size")
+    assert str(caught.value) == (
+        "'3d_size' contains an invalid identifier segment. (Each part between dots is a name: a "
+        "letter or '_', then letters, digits, '_' or '-'.)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -408,64 +422,64 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
             "",
             None,
             ResolutionError,
-            "Empty entity reference: name a datasource, model, column or memory:<id>.",
+            "entity reference is empty: name a datasource, model, column or memory:<id>.",
         ),
         (
             "   ",
             None,
             ResolutionError,
-            "Empty entity reference: name a datasource, model, column or memory:<id>.",
+            "entity reference is empty: name a datasource, model, column or memory:<id>.",
         ),
         (
             "zzz",
             None,
             ResolutionError,
-            "Unknown entity 'zzz': no datasource, model or column of that name.",
+            "Entity 'zzz' not found in any datasource (checked all known datasources).",
         ),
         (
             "zzz",
             "orders",
             ResolutionError,
-            "Unknown entity 'zzz': no datasource, model or column of that name.",
+            "Entity 'zzz' not found in any datasource (checked all known datasources).",
         ),
         (
             "zzz.amount",
             None,
             ResolutionError,
-            "Unknown entity 'zzz.amount': 'zzz' is not a datasource or model.",
+            "'zzz' is neither a known datasource nor a saved model. (segment of 'zzz.amount').",
         ),
         (
             "id",
             None,
             AmbiguousEntityError,
-            "Ambiguous bare name 'id' matches columns on ['countries', 'customers', 'orders', "
-            "'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'.",
+            "Ambiguous bare name 'id' matches columns / measures / aggregations on ['countries', "
+            "'customers', 'orders', 'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'.",
         ),
         (
             "name",
             "orders",
             AmbiguousEntityError,
-            "Ambiguous bare name 'name' matches columns on ['countries', 'customers', 'regions'] "
-            "in datasource 'shop'. Qualify as '<model>.name'.",
+            "Ambiguous bare name 'name' matches columns / measures / aggregations on ['countries', "
+            "'customers', 'regions'] in datasource 'shop'. Qualify as '<model>.name'.",
         ),
         (
             "shop.nope",
             None,
             ResolutionError,
-            "Unknown model 'nope' in datasource 'shop'. "
+            "No model 'nope' in datasource 'shop'. "
             "Its models: ['countries', 'customers', 'orders', 'refunds', 'regions'].",
         ),
         (
             "shop.orders.nope",
             None,
             ResolutionError,
-            "'nope' is not a column, measure, aggregation or join target of model 'orders'.",
+            "'nope' is not a join target on model 'orders'.",
         ),
         (
             "orders.nope",
             None,
             ResolutionError,
-            "'nope' is not a column, measure, aggregation or join target of model 'orders'.",
+            "'nope' is not a join target on model 'orders'.",
         ),
         (
             "orders.nope.name",
@@ -501,62 +515,75 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
             "shop..orders",
             None,
             ResolutionError,
-            "Invalid entity reference 'shop..orders': empty segment between dots.",
+            "'shop..orders' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             ".orders",
             None,
             ResolutionError,
-            "Invalid entity reference '.orders': empty segment between dots.",
+            "'.orders' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             "orders amount",
             None,
             ResolutionError,
-            "Invalid entity reference 'orders amount': 'orders amount' is not a name "
-            "(letters, digits, '_' and '-' only).",
+            "'orders amount' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             "shop.orders.am$ount",
             None,
             ResolutionError,
-            "Invalid entity reference 'shop.orders.am$ount': 'am$ount' is not a name "
-            "(letters, digits, '_' and '-' only).",
+            "'shop.orders.am$ount' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             "count(*)",
             None,
             ResolutionError,
-            "'count(*)' names the query's source model, but there is none: "
-            "count(*) needs a query's source_model.",
+            "'count(*)' requires a model context: write 'count(<model>.*)' or invoke from a query "
+            "that has a source_model.",
         ),
         (
             "*:count",
             None,
             ResolutionError,
-            "'*:count' names the query's source model, but there is none: "
-            "count(*) needs a query's source_model.",
+            "'count(*)' requires a model context: write 'count(<model>.*)' or invoke from a query "
+            "that has a source_model.",
         ),
         (
             "sum(*)",
             "orders",
             ResolutionError,
-            "'sum(*)' is not a single reference: only count takes '*' "
-            "(count(*) or *:count names the query's source model).",
+            "'sum(*)' is not a valid entity reference; use 'count(*)' to refer to a model's row count.",
         ),
         (
             "sum(amount - cost)",
             "orders",
             ResolutionError,
-            "'sum(amount - cost)' is not a single reference: 'amount - cost' is an expression. "
-            "Name its columns one by one, or give the whole query as linked_entities.",
+            "'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` "
+            "form names an entity. Name its columns one by one, or give the whole query as linked_entities.",
         ),
-        ("sum()", None, ResolutionError, "'sum()' names no column: write it as sum(<column>)."),
+        (
+            "sum()",
+            None,
+            ResolutionError,
+            "Invalid Mode-B expression 'sum()': aggregation 'sum' requires a value argument, e.g. sum(column).",
+        ),
+        (
+            "orders.customers.orders",
+            None,
+            ResolutionError,
+            "Circular join detected resolving 'customers.orders' from 'orders': hop 'orders' revisits "
+            "model 'orders'.",
+        ),
         (
             "amount",
             "nope",
             ResolutionError,
-            "Unknown source_model 'nope': no model of that name.",
+            "Source model not found: 'nope'.",
         ),
         (
             "amount",
@@ -575,7 +602,7 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
             "amount",
             "shop.nope",
             ResolutionError,
-            "Unknown model 'nope' in datasource 'shop'. "
+            "No model 'nope' in datasource 'shop'. "
             "Its models: ['countries', 'customers', 'orders', 'refunds', 'regions'].",
         ),
     ],
@@ -597,8 +624,9 @@ def test_a_model_in_several_datasources_without_priority_is_ambiguous(
         with pytest.raises(AmbiguousEntityError) as caught:
             resolver.resolve(ref)
         assert str(caught.value) == (
-            "Model 'orders' exists in multiple datasources: ['shop', 'wh']. "
-            "Qualify as '<datasource>.orders' or add a priority.yaml."
+            "Model 'orders' exists in multiple datasources: ['shop', 'wh']. Specify a data_source or "
+            "set a datasource priority to disambiguate: write '<datasource>.orders' in an entity "
+            "reference, or list the datasources in priority.yaml."
         )
     with pytest.raises(AmbiguousEntityError, match="Model 'orders' exists in multiple"):
         resolver.resolve("status", "orders")
@@ -651,13 +679,8 @@ def test_a_leaf_that_is_also_a_join_target(tmp_path: Path) -> None:
     )
     write(tmp_path / "models" / "s" / "b.yaml", "columns: [{name: x}]\n")
     resolver = Resolver(load_catalog(tmp_path))
-    assert resolver.resolve("a.b") == Resolution(
-        "s.a.b",
-        [
-            "'b' is both a column and a join target of model 'a'; resolved as the column. "
-            "Use 's.b' for the model."
-        ],
-    )
+    # The leaf wins, without a word, as in SLayer; 's.b' names the model.
+    assert resolver.resolve("a.b") == Resolution("s.a.b", [])
     assert resolver.resolve("a.b.x") == Resolution("s.b.x", [])
     assert resolver.resolve("count(a.b.*)") == Resolution("s.b", [])
 
@@ -666,7 +689,9 @@ def test_a_join_to_a_missing_model(tmp_path: Path) -> None:
     write(tmp_path / "models" / "s" / "a.yaml", "joins: [{target_model: ghost}]\n")
     with pytest.raises(ResolutionError) as caught:
         Resolver(load_catalog(tmp_path)).resolve("a.ghost")
-    assert str(caught.value) == "Model 'a' joins 'ghost', which is not a model in datasource 's'."
+    assert str(caught.value) == (
+        "'ghost' is not a join target on model 'a'. It joins 'ghost', which is not a model of datasource 's'."
+    )
 
 
 def test_a_long_model_list_is_cut_short(tmp_path: Path) -> None:
@@ -676,7 +701,7 @@ def test_a_long_model_list_is_cut_short(tmp_path: Path) -> None:
         Resolver(load_catalog(tmp_path)).resolve("s.nope")
     listed = [f"m{i:02d}" for i in range(50)]
     assert str(caught.value) == (
-        f"Unknown model 'nope' in datasource 's'. Its models: {listed} and 10 more."
+        f"No model 'nope' in datasource 's'. Its models: {listed} and 10 more."
     )
 
 
@@ -686,8 +711,8 @@ def test_measures_and_aggregations_are_ambiguous_too(tmp_path: Path) -> None:
     with pytest.raises(AmbiguousEntityError) as caught:
         Resolver(load_catalog(tmp_path)).resolve("total")
     assert str(caught.value) == (
-        "Ambiguous bare name 'total' matches leaves on ['a', 'b'] in datasource 's'. "
-        "Qualify as '<model>.total'."
+        "Ambiguous bare name 'total' matches columns / measures / aggregations on ['a', 'b'] in "
+        "datasource 's'. Qualify as '<model>.total'."
     )
 
 
@@ -740,7 +765,7 @@ def test_memory_references(catalog: Catalog) -> None:
 
 def test_a_bare_number_is_never_a_memory(catalog: Catalog) -> None:
     resolver = Resolver(catalog, memory_exists=lambda _id: True)
-    with pytest.raises(ResolutionError, match="Unknown entity '42'"):
+    with pytest.raises(ResolutionError, match="'42' contains an invalid identifier segment"):
         resolver.resolve("42")
 
 

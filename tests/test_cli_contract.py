@@ -291,7 +291,7 @@ def test_search_keys_and_hits(run_cli: CliRunner, shared_kb: Path) -> None:
     assert set(data) == SEARCH_KEYS
     assert data["resolved_input_entities"] == ["shop.orders.amount"]
     assert data["warnings"] == [
-        "entity 'nosuch.x' dropped: Unknown entity 'nosuch.x': 'nosuch' is not a datasource or model."
+        "entity 'nosuch.x' dropped: 'nosuch' is neither a known datasource nor a saved model. (segment of 'nosuch.x')."
     ]
     assert data["memories"] and data["example_queries"] and data["entities"]
     for hit in data["memories"]:
@@ -323,7 +323,7 @@ def test_list_newest_first(run_cli: CliRunner, shared_kb: Path) -> None:
     assert len(hits) == EXAMPLE_MEMORIES
     for hit in hits:  # list adds "query" to the hits of memories saved with one
         assert_hit(hit, *(["query"] if hit.get("query") else []))
-    assert sum("query" in hit for hit in hits) == 9
+    assert sum("query" in hit for hit in hits) == 8
     stamps = [hit["created_at"] for hit in hits]
     assert stamps == sorted(stamps, reverse=True)
     assert [h["id"] for h in ok(run_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
@@ -473,7 +473,7 @@ def test_unknown_id_human(run_cli: CliRunner, shared_kb: Path) -> None:
 
 def test_unknown_entity_is_an_error(run_cli: CliRunner, shared_kb: Path) -> None:
     proc = run_cli("--kb", shared_kb, "save", "x", "-e", "nosuch.thing", "--json")
-    message = "Unknown entity 'nosuch.thing': 'nosuch' is not a datasource or model."
+    message = "'nosuch' is neither a known datasource nor a saved model. (segment of 'nosuch.thing')."
     assert proc.stderr == f"Error: {message}\n"
     assert doc(proc, 1)["error"]["message"] == message
 

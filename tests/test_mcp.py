@@ -47,8 +47,8 @@ READ_ONLY = {"search", "mem_search", "mem_get_observation", "mem_suggest_topic_k
 DESTRUCTIVE = {"save_memory", "forget_memory", "mem_save", "mem_update", "mem_delete"}
 
 AMBIGUOUS_ID = (
-    "Ambiguous bare name 'id' matches columns on ['customers', 'order_items', 'orders', 'payments', "
-    "'products', 'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'."
+    "Ambiguous bare name 'id' matches columns / measures / aggregations on ['customers', 'order_items', "
+    "'orders', 'payments', 'products', 'refunds', 'regions'] in datasource 'shop'. Qualify as '<model>.id'."
 )
 BAD_ID = (
     "Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > ? \\ |. "

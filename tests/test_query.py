@@ -14,7 +14,6 @@ from slayer_kb.errors import (
     AmbiguousEntityError,
     InvalidInputError,
     KBError,
-    NotFoundError,
     ResolutionError,
 )
 from slayer_kb.query import (
@@ -88,35 +87,24 @@ def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
 @pytest.mark.parametrize(
     ("ref", "message"),
     [
-        (
-            "sum(*)",
-            "'sum(*)' is not a single reference: only count takes '*' (count(*) or *:count names "
-            "the query's source model).",
-        ),
-        (
-            "*:sum",
-            "'*:sum' is not a single reference: only count takes '*' (count(*) or *:count names "
-            "the query's source model).",
-        ),
-        (
-            "avg(orders.*)",
-            "'avg(orders.*)' is not a single reference: only count takes '*' (count(*) or *:count "
-            "names the query's source model).",
-        ),
+        ("sum(*)", "'sum(*)' is not a valid entity reference; use 'count(*)' to refer to a model's row count."),
+        ("*:sum", "'*:sum' is not a valid entity reference; use 'count(*)' to refer to a model's row count."),
+        ("avg(orders.*)", "'avg(orders.*)' is not a valid entity reference; use the 'count(<model>.*)' form."),
         (
             "sum(amount - cost)",
-            "'sum(amount - cost)' is not a single reference: 'amount - cost' is an expression. "
-            "Name its columns one by one, or give the whole query as linked_entities.",
+            "'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` form "
+            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
         ),
         (
             "amount * qty:sum",
-            "'amount * qty:sum' is not a single reference: 'amount * qty' is an expression. Name "
-            "its columns one by one, or give the whole query as linked_entities.",
+            "'amount * qty:sum' is not a single aggregated column reference; only the `agg(column)` form "
+            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
         ),
-        ("sum()", "'sum()' names no column: write it as sum(<column>)."),
+        ("sum()", "Invalid Mode-B expression 'sum()': aggregation 'sum' requires a value argument, e.g. sum(column)."),
         (
             "weighted_avg(weight=qty)",
-            "'weighted_avg(weight=qty)' names no column: write it as weighted_avg(<column>).",
+            "Invalid Mode-B expression 'weighted_avg(weight=qty)': aggregation 'weighted_avg' requires a "
+            "value argument, e.g. weighted_avg(column).",
         ),
         (":sum", "':sum' names no column."),
     ],
@@ -371,31 +359,51 @@ def test_the_seed_examples(resolver: Resolver) -> None:
 
 def test_every_field_is_scanned(resolver: Resolver) -> None:
     query = {
-        "source_model": "wh.orders",
-        "dimensions": [{"name": "channel"}, {"dimension": "warehouses.name"}, "warehouses.city"],
-        "time_dimensions": [{"dimension": {"name": "order_date"}, "granularity": "day"}],
-        "fields": [{"formula": "cumsum(amount:sum) / *:count", "name": "running"}],
-        "measures": [{"formula": "count(warehouses.*)"}],
+        "source_model": "warehouses",
+        "dimensions": [{"name": "name"}, {"name": "channel", "model": "orders"}, "city"],
+        "time_dimensions": [{"dimension": {"name": "orders.order_date"}, "granularity": "day"}],
+        "measures": [
+            {"formula": "cumsum(orders.amount:sum) / *:count", "name": "running"},
+            {"formula": "count(orders.*)"},
+        ],
         "filters": ["channel_code = {code}"],
         "order": [
             {"column": "running", "direction": "desc"},
-            "amount desc",
+            {"column": "orders.amount", "direction": "DESC"},
             {"column": {"name": "id"}},
         ],
         "limit": 10,
     }
+    # wh.orders, not shop.orders: inside a query the source model's datasource decides.
     assert query_entities(query, resolver) == (
         [
-            "wh.orders",
-            "wh.orders.channel",
+            "wh.warehouses",
             "wh.warehouses.name",
+            "wh.orders.channel",
             "wh.warehouses.city",
             "wh.orders.order_date",
-            "wh.warehouses",
             "wh.orders.amount",
+            "wh.orders",
             "wh.warehouses.channel_code",
-            "wh.orders.id",
+            "wh.warehouses.id",
         ],
+        [],
+    )
+
+
+def test_slayers_other_shapes(resolver: Resolver) -> None:
+    # The string time dimension SLayer's own errors recommend, a granularity call among the
+    # dimensions (SLayer moves it to time_dimensions), an extension as the source, the order
+    # shorthand, and fields, SLayer's v1 name for measures.
+    query = {
+        "source_model": {"source_name": "orders", "columns": [{"name": "margin", "sql": "amount - cost"}]},
+        "time_dimensions": ["month(created_at)"],
+        "dimensions": ["week(created_at)", "status", {"expression": "amount - cost", "name": "gross"}],
+        "fields": ["sum(margin)", "count(*)"],
+        "order": {"status": "desc"},
+    }
+    assert query_entities(query, resolver) == (
+        ["shop.orders", "shop.orders.status", "shop.orders.amount", "shop.orders.cost", "shop.orders.created_at"],
         [],
     )
 
@@ -409,7 +417,7 @@ def test_names_the_query_defines_are_not_tagged(resolver: Resolver) -> None:
             {"formula": "count(*)", "name": "n"},
         ],
         "filters": ["revenue > 100"],
-        "order": ["per_order desc", {"name": "n"}],
+        "order": [{"column": "per_order", "direction": "desc"}, {"n": "asc"}],
     }
     assert query_entities(query, resolver) == (["shop.orders", "shop.orders.amount"], [])
 
@@ -423,15 +431,21 @@ def test_warnings_are_collected_once(resolver: Resolver) -> None:
     assert query_entities(query, resolver) == (
         ["shop.customers", "shop.refunds"],
         [
-            "'refunds' is both a model and a column in datasource 'shop'; resolved as the model. "
-            "Qualify as 'orders.refunds' for the column."
+            "'refunds' is both a model and a column on ['orders']; resolved as the model. "
+            "Qualify as <model>.refunds to refer to the column."
         ],
     )
 
 
-def test_memory_references_in_a_query(resolver: Resolver) -> None:
-    query = {"source_model": "orders", "dimensions": ["memory:7"]}
-    assert query_entities(query, resolver) == (["shop.orders", "memory:7"], [])
+def test_a_query_holds_no_memory_reference(resolver: Resolver) -> None:
+    # SLayer's query has no place for memory:<id>; it is no column name and no expression.
+    with pytest.raises(InvalidInputError) as caught:
+        query_entities({"source_model": "orders", "dimensions": ["memory:7"]}, resolver)
+    assert str(caught.value) == (
+        "dimensions[0]: Dimension 'memory:7' is neither a column reference (a bare identifier or "
+        "dotted join path) nor a parseable Mode-B expression: Invalid Mode-B expression 'memory:7': "
+        "invalid syntax (<unknown>, line 1)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -440,20 +454,19 @@ def test_memory_references_in_a_query(resolver: Resolver) -> None:
         (
             {"source_model": "orders", "filters": ["zzz > 5"]},
             ResolutionError,
-            "filters[0] 'zzz > 5': Unknown entity 'zzz': no datasource, model or column of that "
-            "name.",
+            "filters[0] 'zzz > 5': Entity 'zzz' not found in any datasource (checked all known "
+            "datasources).",
         ),
         (
             {"source_model": "orders", "dimensions": ["customers.nope"]},
             ResolutionError,
-            "dimensions[0]: 'nope' is not a column, measure, aggregation or join target of model "
-            "'customers'.",
+            "dimensions[0]: 'nope' is not a join target on model 'customers'.",
         ),
         (
             {"source_model": "orders", "measures": ["sum(name)"]},
             AmbiguousEntityError,
-            "measures[0] 'sum(name)': Ambiguous bare name 'name' matches columns on "
-            "['countries', 'customers', 'regions'] in datasource 'shop'. Qualify as "
+            "measures[0] 'sum(name)': Ambiguous bare name 'name' matches columns / measures / "
+            "aggregations on ['countries', 'customers', 'regions'] in datasource 'shop'. Qualify as "
             "'<model>.name'.",
         ),
         (
@@ -463,14 +476,15 @@ def test_memory_references_in_a_query(resolver: Resolver) -> None:
             "(count(*) or *:count counts the source model's rows).",
         ),
         (
-            {"source_model": "orders", "dimensions": ["memory:8"]},
-            NotFoundError,
-            "dimensions[0]: No memory with id '8'.",
+            {"source_model": "orders", "filters": ["customers.regions.customers.id = 1"]},
+            ResolutionError,
+            "filters[0] 'customers.regions.customers.id = 1': Circular join detected resolving "
+            "'regions.customers.id' from 'customers': hop 'customers' revisits model 'customers'.",
         ),
         (
             {"source_model": "nope"},
             ResolutionError,
-            "Unknown source_model 'nope': no model of that name.",
+            "Source model not found: 'nope'.",
         ),
     ],
 )
@@ -483,6 +497,12 @@ def test_an_unresolvable_reference_raises(
     assert str(caught.value) == message
 
 
+NO_SOURCE = (
+    "Could not derive a model name from query.source_model. Give source_model: '<model>' (a saved "
+    "model's name), or {source_name: '<model>', columns: [...], measures: [...]} to extend one."
+)
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
@@ -490,70 +510,79 @@ def test_an_unresolvable_reference_raises(
             ["orders"],
             "A query must be a mapping (a SlayerQuery) with a 'source_model', got a list.",
         ),
-        (
-            {},
-            "The query has no 'source_model': a SlayerQuery needs source_model: '<model>' or "
-            "'<datasource>.<model>'.",
-        ),
-        (
-            {"dimensions": ["status"]},
-            "The query has no 'source_model': a SlayerQuery needs source_model: '<model>' or "
-            "'<datasource>.<model>'.",
-        ),
+        ({}, NO_SOURCE),
+        ({"dimensions": ["status"]}, NO_SOURCE),
         (
             {"source_model": {"name": "orders"}},
-            "'source_model' must be a model name, '<model>' or '<datasource>.<model>', got a "
-            "mapping.",
+            "source_model: an inline model (a mapping without 'source_name') is not kept in a "
+            "knowledge base, whose memories name the catalog's models. Give source_model: '<model>' "
+            "(a saved model's name), or {source_name: '<model>', columns: [...], measures: [...]} to "
+            "extend one.",
+        ),
+        ({"source_model": " "}, "Invalid model name ' ': must be a non-empty string."),
+        (
+            {"source_model": "wh.orders"},
+            "Invalid model name 'wh.orders': must not contain '.'. Name the model alone: a query runs "
+            "on the model its name resolves to (the datasource priority list decides between "
+            "datasources).",
         ),
         (
-            {"source_model": " "},
-            "'source_model' must be a model name, '<model>' or '<datasource>.<model>', got a "
-            "string.",
+            {"source_model": "orders", "measure": ["sum(amount)"], "filter": ["status = 'paid'"]},
+            "measure: Extra inputs are not permitted (did you mean 'measures'?); filter: Extra inputs "
+            "are not permitted (did you mean 'filters'?). A SlayerQuery's keys are: version, name, "
+            "source_model, measures, dimensions, time_dimensions, main_time_dimension, filters, "
+            "variables, order, limit, offset, whole_periods_only, distinct_dimension_values, "
+            "to_many_handling.",
         ),
         (
             {"source_model": "orders", "dimensions": "status"},
-            "'dimensions' must be a list of names or {name: ...} mappings, got a string.",
+            "'dimensions' must be a list, got str (write dimensions: [status, customers.regions.name])",
         ),
         (
             {"source_model": "orders", "dimensions": [3]},
-            "dimensions[0] must be a column name or a mapping with 'name' or 'dimension', got a "
-            "number.",
+            "dimensions[0]: Input should be a valid dictionary or instance of ColumnRef",
         ),
         (
             {"source_model": "orders", "time_dimensions": ["created_at"]},
-            "time_dimensions[0] must be a mapping with 'dimension', got a string.",
+            "time_dimensions[0]: Time dimension 'created_at' must be the functional form ``gran(col)`` "
+            "(e.g. ``month(created_at)``) for one of: second, minute, hour, day, week, week_sunday, "
+            "month, quarter, year or a datasource granularity; no default granularity is invented.",
         ),
         (
-            {"source_model": "orders", "time_dimensions": [{"dimension": 1}]},
-            "time_dimensions[0].dimension must be a column name or a mapping with 'name', got a "
-            "number.",
+            {"source_model": "orders", "time_dimensions": [{"granularity": "month"}]},
+            "time_dimensions[0].dimension: Field required (a time dimension is {dimension: created_at, "
+            "granularity: month}, or the string 'month(created_at)')",
+        ),
+        (
+            {"source_model": "orders", "time_dimensions": [{"dimension": 1, "granularity": "day"}]},
+            "time_dimensions[0].dimension: Input should be a valid dictionary or instance of ColumnRef",
         ),
         (
             {"source_model": "orders", "measures": {"formula": "sum(amount)"}},
-            "'measures' must be a list of formulas or {formula, name} mappings, got a mapping.",
+            "'measures' must be a list, got dict (write measures: ['sum(amount)', {formula: 'count(*)', "
+            "name: orders}])",
         ),
+        ({"source_model": "orders", "measures": [{"name": "n"}]}, "measures[0].formula: Field required"),
         (
-            {"source_model": "orders", "measures": [{"name": "n"}]},
-            "measures[0] must be a formula string or a mapping with a 'formula' string (and an "
-            "optional 'name'), got a mapping.",
+            {"source_model": "orders", "measures": [{"formula": "sum(amount)", "nam": "n"}]},
+            "measures[0].nam: not a key of a measure, which SLayer would drop unread (did you mean 'name'?)",
         ),
         (
             {"source_model": "orders", "filters": "status = 'paid'"},
-            "'filters' must be a list of filter strings, got a string.",
+            "filters: Input should be a valid list (write filters: [\"status = 'paid'\"])",
         ),
-        (
-            {"source_model": "orders", "filters": [{"status": "paid"}]},
-            "filters[0] must be a filter string, got a mapping.",
-        ),
+        ({"source_model": "orders", "filters": [{"status": "paid"}]}, "filters[0]: Input should be a valid string"),
         (
             {"source_model": "orders", "order": [{"direction": "desc"}]},
-            "order[0] must be a column name or a mapping with 'column' or 'name', got a mapping.",
+            "order[0].column: Field required (an order item is {column: amount, direction: desc})",
+        ),
+        (
+            {"source_model": "orders", "order": ["amount desc"]},
+            "order[0]: Input should be a valid dictionary or instance of OrderItem (write {column: "
+            "amount, direction: desc})",
         ),
         # shape errors win over resolution errors that come earlier in the query
-        (
-            {"source_model": "orders", "dimensions": ["zzz"], "filters": [1]},
-            "filters[0] must be a filter string, got a number.",
-        ),
+        ({"source_model": "orders", "dimensions": ["zzz"], "filters": [1]}, "filters[0]: Input should be a valid string"),
     ],
 )
 def test_wrong_shapes_are_invalid_input(resolver: Resolver, query: Any, message: str) -> None:
@@ -614,7 +643,7 @@ def test_clean_query_needs_a_mapping() -> None:
 def test_dimension_mappings_may_name_their_model(resolver: Resolver) -> None:
     query = {
         "source_model": "orders",
-        "dimensions": [{"name": "name", "model": "customers"}, {"dimension": "customers.city"}],
+        "dimensions": [{"name": "name", "model": "customers"}, {"name": "customers.city"}],
     }
     assert query_entities(query, resolver) == (
         ["shop.orders", "shop.customers.name", "shop.customers.city"],

@@ -91,7 +91,7 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
             "description is 501 characters long; the limit is 500.",
         ),
         ("x", ["orders"], {"id": "a/b"}, InvalidIdError, "Memory id 'a/b' contains '/'"),
-        ("x", ["nope"], {}, ResolutionError, "Unknown entity 'nope'"),
+        ("x", ["nope"], {}, ResolutionError, "Entity 'nope' not found in any datasource"),
         ("x", ["orders", "id"], {}, AmbiguousEntityError, "Ambiguous bare name 'id'"),
         ("x", ["memory:zzz"], {}, NotFoundError, "No memory with id 'zzz'."),
         (

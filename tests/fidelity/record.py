@@ -1,0 +1,102 @@
+"""Record SLayer 1.4.1's own answers for the fidelity set (how slayer_answers.json was made).
+
+Not run by the tests, and SLayer is not a dependency of slayer-kb: run it by hand in a separate
+environment that has SLayer installed, from the repository's root::
+
+    python -m venv /tmp/slv && /tmp/slv/bin/pip install motley-slayer==1.4.1
+    /tmp/slv/bin/python tests/fidelity/record.py
+
+It writes the catalog of tests/fidelity/catalog.py into a temporary SLayer storage folder and, for
+every case of tests/fidelity/cases.yaml, runs what SLayer's ``save_memory`` runs:
+
+- a reference: ``slayer.memories.resolver.resolve_entity(ref, storage=...)``;
+- a query: ``SlayerQuery.model_validate(query)``, then
+  ``slayer.memories.resolver.extract_entities_from_query(query, storage=...)``.
+
+Each answer is ``{"entities": [...], "warnings": [...]}``, or ``{"error": str(exc), "type":
+<exception class>}``; a pydantic refusal adds ``"errors": [{"loc": "time_dimensions[0].dimension",
+"msg": "Field required"}, ...]``. The answers go to tests/fidelity/slayer_answers.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from catalog import write_catalog  # noqa: E402
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    answer: dict[str, Any] = {"error": str(exc), "type": type(exc).__name__}
+    if isinstance(exc, ValidationError):
+        answer["errors"] = [{"loc": _loc(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+        answer["error"] = "\n".join(f"{e['loc']}: {e['msg']}" for e in answer["errors"])
+    return answer
+
+
+async def _record(folder: Path, cases: dict[str, Any]) -> dict[str, Any]:
+    from slayer.core.query import SlayerQuery
+    from slayer.memories.resolver import extract_entities_from_query, resolve_entity
+    from slayer.storage.yaml_storage import YAMLStorage
+
+    storage = YAMLStorage(base_dir=str(folder))
+    references: dict[str, Any] = {}
+    for case in cases["references"]:
+        ref = case["ref"]
+        try:
+            found = await resolve_entity(ref, storage=storage)
+        except Exception as exc:  # noqa: BLE001 - every refusal is an answer
+            references[ref] = _error(exc)
+        else:
+            references[ref] = {"entities": found.canonical_forms, "warnings": found.warnings}
+    queries: dict[str, Any] = {}
+    for case in cases["queries"]:
+        try:
+            query = SlayerQuery.model_validate(case["query"])
+            found = await extract_entities_from_query(query, storage=storage)
+        except Exception as exc:  # noqa: BLE001
+            queries[case["id"]] = _error(exc)
+        else:
+            queries[case["id"]] = {"entities": found.canonical_forms, "warnings": found.warnings}
+    return {"references": references, "queries": queries}
+
+
+def main() -> None:
+    from importlib.metadata import version
+
+    cases = yaml.safe_load((HERE / "cases.yaml").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:
+        write_catalog(Path(tmp))
+        os.chdir(tmp)  # SLayer's storage writes nothing here, but never into the repository
+        answers = asyncio.run(_record(Path(tmp), cases))
+    out = {"slayer": version("motley-slayer"), **answers}
+    (HERE / "slayer_answers.json").write_text(
+        json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    print(f"{len(answers['references'])} references, {len(answers['queries'])} queries recorded.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""slayer-kb answers the fidelity set as SLayer 1.4.1 does (tests/fidelity/, docs/fidelity.md).
+
+tests/fidelity/slayer_answers.json holds SLayer 1.4.1's own answers, recorded by
+tests/fidelity/record.py from tests/fidelity/cases.yaml. Every case here runs slayer-kb's rules on
+the same input over the same catalog: the answers agree (the same entities and warnings, or both
+refuse, slayer-kb's message carrying SLayer's), or the case says in ``differs`` why slayer-kb
+answers otherwise, and ``kb`` is slayer-kb's answer, checked exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slayer_kb.catalog import Resolver, load_catalog
+from slayer_kb.errors import KBError
+from slayer_kb.ids import check_id
+from slayer_kb.query import query_entities
+
+FIDELITY = Path(__file__).parent / "fidelity"
+sys.path.insert(0, str(FIDELITY))
+from catalog import write_catalog  # noqa: E402
+
+CASES = yaml.safe_load((FIDELITY / "cases.yaml").read_text(encoding="utf-8"))
+ANSWERS = json.loads((FIDELITY / "slayer_answers.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def resolver(tmp_path_factory: pytest.TempPathFactory) -> Resolver:
+    root = tmp_path_factory.mktemp("fidelity")
+    write_catalog(root)
+    catalog = load_catalog(root)
+    assert catalog.problems == []
+    return Resolver(catalog, memory_exists=lambda _id: False, check_id=check_id)
+
+
+def kb_reference(resolver: Resolver, ref: str) -> dict[str, Any]:
+    try:
+        found = resolver.resolve(ref)
+    except KBError as exc:
+        return {"error": str(exc)}
+    return {"entities": [found.entity], "warnings": found.warnings}
+
+
+def kb_query(resolver: Resolver, query: Any) -> dict[str, Any]:
+    try:
+        entities, warnings = query_entities(query, resolver)
+    except KBError as exc:
+        return {"error": str(exc)}
+    return {"entities": entities, "warnings": warnings}
+
+
+def _slayer_words(message: str) -> str:
+    """The part of SLayer's message a user reads: pydantic's "Value error, " and an error class's
+    "XError: " prefix dropped, and its first line only."""
+    message = message.removeprefix("Value error, ")
+    message = re.sub(r"^\w+Error: ", "", message)
+    return message.splitlines()[0] if message else message
+
+
+def _place(loc: str) -> str:
+    """Where pydantic says the error is, without its union tags (``function-after[...]``,
+    ``source_model``'s ``name`` / ``extension`` branches)."""
+    parts = [p for p in loc.split(".") if not p.startswith(("function-", "str-enum["))]
+    if len(parts) > 1 and parts[0] == "source_model" and parts[1] in ("name", "extension", "model"):
+        del parts[1]
+    return ".".join(parts)
+
+
+def agree(slayer: dict[str, Any], kb: dict[str, Any]) -> bool:
+    if "error" not in slayer or "error" not in kb:
+        return slayer.get("entities") == kb.get("entities") and slayer.get("warnings") == kb.get("warnings")
+    errors = slayer.get("errors") or [{"loc": "", "msg": slayer["error"]}]
+    return any(
+        _slayer_words(e["msg"]) in kb["error"] and _place(e["loc"]).split(".")[0] in kb["error"]
+        for e in errors
+    )
+
+
+def check(case: dict[str, Any], slayer: dict[str, Any], kb: dict[str, Any]) -> None:
+    if "differs" in case:
+        assert case["differs"].strip(), "a difference says why"
+        assert kb == case["kb"], "slayer-kb's own answer to a case that differs on purpose"
+        assert not agree(slayer, kb), "the case says it differs, but the answers agree: drop 'differs'"
+    else:
+        assert agree(slayer, kb), f"SLayer 1.4.1: {slayer}\nslayer-kb:   {kb}"
+
+
+def test_the_set_is_large_enough_and_recorded_whole() -> None:
+    assert ANSWERS["slayer"] == "1.4.1"
+    assert len(CASES["references"]) >= 60 and len(CASES["queries"]) >= 30
+    assert set(ANSWERS["references"]) == {c["ref"] for c in CASES["references"]}
+    assert set(ANSWERS["queries"]) == {c["id"] for c in CASES["queries"]}
+
+
+@pytest.mark.parametrize("case", CASES["references"], ids=lambda c: repr(c["ref"]))
+def test_reference(resolver: Resolver, case: dict[str, Any]) -> None:
+    check(case, ANSWERS["references"][case["ref"]], kb_reference(resolver, case["ref"]))
+
+
+@pytest.mark.parametrize("case", CASES["queries"], ids=lambda c: c["id"])
+def test_query(resolver: Resolver, case: dict[str, Any]) -> None:
+    check(case, ANSWERS["queries"][case["id"]], kb_query(resolver, case["query"]))
