@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -231,6 +232,13 @@ class KnowledgeBase:
             entities, warnings = query_entities(linked_entities, self.resolver())
             return entities, warnings, clean_query(linked_entities)
         if isinstance(linked_entities, (list, tuple, str)):
+            for index, item in enumerate(linked_entities if not isinstance(linked_entities, str) else ()):
+                if isinstance(item, str) and not item.strip():
+                    # SLayer's words for it; the list itself is not empty.
+                    raise ResolutionError(
+                        f"linked_entities[{index}]: entity reference is empty. Give a reference such "
+                        "as 'orders.amount', or drop the item."
+                    )
             refs = (
                 split_references(linked_entities)
                 if isinstance(linked_entities, str)
@@ -761,8 +769,15 @@ class KnowledgeBase:
         with self._writing():
 
             def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
-                memory, _text = self._read(memory_id)
+                try:
+                    memory: Memory | None = self._read(memory_id)[0]
+                except MemoryFileError as exc:
+                    # A hard forget deletes the file whatever it holds; a soft one rewrites it.
+                    if soft or not _is_regular(self._path(memory_id)):
+                        raise MemoryFileError(exc.path, exc.line, _unforgettable(exc.message, memory_id, soft)) from None
+                    memory = None
                 if soft:
+                    assert memory is not None
                     if memory.is_deleted:
                         raise NotFoundError(_deleted_message(memory))
                     return [self._change(memory.evolve(deleted_at=utc_now()))], ([], {})
@@ -1118,6 +1133,23 @@ def _flatten_refs(refs: Any) -> list[str]:
             raise ResolutionError(f"Entity reference {ref!r} must be a string like 'orders.amount'.")
         out.extend(split_references(ref))
     return out
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
+    """Why ``forget`` cannot take a broken memory file, and what to do instead."""
+    if soft:
+        return (f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair "
+                f"it first ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev "
+                f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
+                f"with 'slayer-kb forget {memory_id}'")
+    return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
 
 
 def _uncommitted_message(paths: list[str], force_hint: bool) -> str:

@@ -141,3 +141,48 @@ def test_log_never_lists_another_memory_that_looks_alike(catalog_kb: KnowledgeBa
     commit_all(root, "memory: save 2")
     proc = run_cli("--kb", root, "log", "2", "--json", check=True)
     assert [e["message"] for e in json_of(proc)] == ["memory: save 2"]
+
+
+def test_forget_deletes_a_broken_memory_file(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb, root = catalog_kb, catalog_kb.root
+    mid = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    other = kb.save_memory("See the other note.", ["orders.qty", f"memory:{mid}"]).memory_id
+    (root / "memories" / f"{mid}.yaml").write_text(BROKEN)
+    commit_all(root, "a bad hand edit")
+    proc = run_cli("--kb", root, "forget", mid, check=True)
+    assert proc.stdout == f"Forgot memory {mid}\n  stripped memory:{mid} from {other}\n"
+    assert not (root / "memories" / f"{mid}.yaml").exists()
+    assert subjects(root)[0] == f"memory: forget {mid}"
+    assert KnowledgeBase(root).get(other)["entities"] == ["shop.orders.qty"]
+    assert git(root, "status", "--porcelain") == ""
+    # What is no regular file is not deleted through slayer-kb.
+    (root / "memories" / "link.yaml").symlink_to(root / "memories" / f"{other}.yaml")
+    proc = run_cli("--kb", root, "forget", "link")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: memories/link.yaml: is a symlink; refusing to follow it; move it out of memories/ "
+        "by hand (it is not a regular file slayer-kb may delete)\n"))
+
+
+def test_forget_of_a_file_broken_by_hand_says_how_to_go_on(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb, root = catalog_kb, catalog_kb.root
+    mid = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    path = root / "memories" / f"{mid}.yaml"
+    path.write_text(BROKEN)
+    before = head(root)
+    proc = run_cli("--kb", root, "forget", mid, "--soft")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: memories/{mid}.yaml:2: invalid YAML: did not find expected ',' or ']'; a soft "
+        f"forget rewrites the file, so it must be a valid memory: repair it first ('slayer-kb edit "
+        f"{mid}', or 'slayer-kb restore {mid} --rev REV' for a version 'slayer-kb log {mid}' "
+        f"lists), or delete it for good with 'slayer-kb forget {mid}'\n"
+    )
+    # The broken version was never committed: a hard forget would throw it away, so it asks.
+    proc = run_cli("--kb", root, "forget", mid)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"Error: memories/{mid}.yaml has changes that are not committed")
+    assert proc.stderr.endswith(f"--force to rewrite it from HEAD and keep your version as memories/{mid}.yaml.orig.\n")
+    assert head(root) == before and path.read_text() == BROKEN
+    proc = run_cli("--kb", root, "forget", mid, "--force", check=True)
+    assert not path.exists() and (root / "memories" / f"{mid}.yaml.orig").read_text() == BROKEN
+    assert subjects(root)[0] == f"memory: forget {mid}"
