@@ -236,7 +236,8 @@ def _search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 
 def _forget_memory(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    result = kb.forget(a["id"])
+    # SLayer's forget_memory takes a legacy int id too (12 means "12").
+    result = kb.forget(_id_arg(a["id"]))
     return _json_reply({"deleted_id": result.deleted_id, "stripped_from": result.stripped_from})
 
 
@@ -252,6 +253,12 @@ def _mem_save(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 
 def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    if not a["query"].strip():
+        # Engram's full-text search errors on an empty query (FTS5: syntax error near "").
+        raise InvalidInputError(
+            "Search error: the query is empty. Give search words (e.g. 'auth middleware jwt'); "
+            "mem_context lists the most recent memories."
+        )
     limit = min(a["limit"], MAX_ENGRAM_LIMIT)
     result = kb.search(
         a["query"], type=a.get("type"), project=a.get("project"), scope=a.get("scope"),
@@ -414,9 +421,14 @@ linked_entities is either
 an ambiguous bare column (such as 'id', present on several models) is rejected: qualify it \
 ('orders.id'). Aggregations name their column ('sum(amount)', 'amount:sum'). 'memory:<id>' links \
 another memory, which must exist. Every reference must resolve or nothing is saved; or
-- a SlayerQuery object: entities are extracted from source_model, dimensions, time_dimensions, \
-measures, filters and order. The query is stored with the memory, which then comes back in \
-search's example_queries list instead of its memories list.
+- a SlayerQuery object, exactly as SLayer 1.4.1 takes it: keys source_model (a model's bare name, \
+or {source_name, columns, measures, joins} to extend one), measures, dimensions, time_dimensions \
+({dimension, granularity} or "month(created_at)"), filters, order ([{column, direction}]), \
+main_time_dimension, variables, limit, offset, name, whole_periods_only, distinct_dimension_values, \
+to_many_handling, version. An unknown or misspelt key is refused, naming the key it likely meant. \
+Entities are extracted from source_model, dimensions, time_dimensions, measures, filters and order. \
+The query is stored with the memory, which then comes back in search's example_queries list \
+instead of its memories list.
 
 id: omit it to get the next integer-shaped id ("1", "2", ...; never reused after a delete), or give \
 a stable string id such as "kb.paid-revenue". Ids may not contain : / ? # \\ , whitespace or \
@@ -567,8 +579,11 @@ same id instead. Returns {deleted_id, stripped_from (ids of the memories that lo
 An unknown id is an error: No memory with id '<id>'.""",
         properties={
             "id": {
-                "type": "string",
-                "description": "The id of the memory to delete, as save_memory or search returned it (e.g. \"12\", \"kb.paid-revenue\").",
+                "type": ["string", "integer"],
+                "description": (
+                    "The id of the memory to delete, as save_memory or search returned it (e.g. \"12\", "
+                    "\"kb.paid-revenue\"); an integer is accepted, as SLayer does, and means that id (12 is \"12\")."
+                ),
             },
         },
         required=("id",),

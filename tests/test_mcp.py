@@ -216,6 +216,54 @@ def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, run_cli: 
         assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
 
 
+def test_slayer_queries_and_ids_as_slayer_takes_them(example_kb: KnowledgeBase) -> None:
+    """Issue 18's cases through the SDK client: SlayerQuery as SLayer 1.4.1 defines it, joins
+    walked against their direction, an integer id, an empty item, an empty Engram search."""
+
+    async def script(session: ClientSession) -> None:
+        # SLayer's own shapes: the string time dimension, an extension as the source.
+        query = {"source_model": {"source_name": "orders"}, "time_dimensions": ["month(created_at)"],
+                 "measures": ["sum(amount)"]}
+        saved = await call_json(session, "save_memory", learning="Monthly revenue", linked_entities=query)
+        assert saved["resolved_entities"] == ["shop.orders", "shop.orders.created_at", "shop.orders.amount"]
+        # customers joins regions; regions has none back, and SLayer walks it all the same.
+        walked = await call_json(session, "save_memory", learning="Region's customers",
+                                 linked_entities=["regions.customers.segment"])
+        assert walked["resolved_entities"] == ["shop.customers.segment"]
+        # SLayer's forget_memory takes an integer id, meaning that id.
+        assert await call_json(session, "forget_memory", id=int(walked["memory_id"])) == {
+            "deleted_id": walked["memory_id"], "stripped_from": []}
+
+        assert await error(session, "save_memory", learning="x", linked_entities={
+            "source_model": "orders", "measure": ["sum(amount)"], "filter": ["status = 'paid'"]}) == (
+            "measure: Extra inputs are not permitted (did you mean 'measures'?); filter: Extra inputs are "
+            "not permitted (did you mean 'filters'?). A SlayerQuery's keys are: version, name, source_model, "
+            "measures, dimensions, time_dimensions, main_time_dimension, filters, variables, order, limit, "
+            "offset, whole_periods_only, distinct_dimension_values, to_many_handling."
+        )
+        assert await error(session, "save_memory", learning="x",
+                           linked_entities={"source_model": "wh.orders"}) == (
+            "Invalid model name 'wh.orders': must not contain '.'. Name the model alone: a query runs on "
+            "the model its name resolves to (the datasource priority list decides between datasources)."
+        )
+        assert await error(session, "save_memory", learning="x", linked_entities={
+            "source_model": "orders", "time_dimensions": [{"granularity": "month"}]}) == (
+            "time_dimensions[0].dimension: Field required (a time dimension is {dimension: created_at, "
+            "granularity: month}, or the string 'month(created_at)')"
+        )
+        assert await error(session, "save_memory", learning="x", linked_entities=["orders.amount", ""]) == (
+            "linked_entities[1]: entity reference is empty. Give a reference such as 'orders.amount', or "
+            "drop the item."
+        )
+        for blank in ("", "   "):
+            assert await error(session, "mem_search", query=blank) == (
+                "Search error: the query is empty. Give search words (e.g. 'auth middleware jwt'); "
+                "mem_context lists the most recent memories."
+            )
+
+    with_server(example_kb.root, script)
+
+
 def test_engram_tools(example_kb: KnowledgeBase) -> None:
     async def script(session: ClientSession) -> None:
         content = "**What**: weeks start on Monday (ISO 8601)\n**Why**: finance reports by ISO week"
