@@ -26,7 +26,8 @@ Decisions:
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
   is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
-  Unknown front matter keys are dropped with a warning.
+  Unknown front matter keys are dropped with a warning. A memory whose query is not a SlayerQuery
+  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete) and leaves other files in
   the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
 - ``import-engram`` gives every observation the next auto id and skips an observation whose content
@@ -53,6 +54,7 @@ from .errors import InvalidInputError, KBError
 from .ids import case_conflict, check_id, check_new_id
 from .memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
 from .repo import Change
+from .slayerquery import check_query
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -162,7 +164,13 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
     if row.get("entities") is None:
         row.pop("entities", None)
     text = yaml.dump(row, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000_000)
-    return loads(text, memory_id, where)
+    memory = loads(text, memory_id, where)
+    if memory.query is not None:
+        try:
+            check_query(memory.query)  # the one rule for a stored SlayerQuery (save, validate, MCP)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: query: {exc}") from None
+    return memory
 
 
 def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:

@@ -97,6 +97,23 @@ def test_import_slayer_drops_unresolvable_entities_and_replaces(catalog_kb: Know
     assert any("colour" in w for w in result.warnings)
 
 
+def test_import_slayer_checks_queries_as_save_does(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    head = "---\nid: {id}\nentities:\n- shop.orders\nquery:\n{query}created_at: '2026-10-03T11:00:00Z'\n---\n\nnote\n"
+    write_slayer_folder(tmp_path / "s", {
+        "ok": head.format(id="ok", query="  version: 6\n  source_model: orders\n  time_dimensions:\n"
+                          "  - {dimension: {name: created_at, model: null}, granularity: month, date_range: null}\n"),
+        "typo": head.format(id="typo", query="  source_model: orders\n  measure: [sum(amount)]\n"),
+    })
+    result = import_slayer(catalog_kb, tmp_path / "s")
+    assert result.imported == ["ok"] and result.skipped == 1
+    assert result.warnings == [
+        f"{tmp_path / 's' / 'memories' / 'typo.md'}: query: measure: Extra inputs are not permitted (did you "
+        "mean 'measures'?). A SlayerQuery's keys are: version, name, source_model, measures, dimensions, "
+        "time_dimensions, main_time_dimension, filters, variables, order, limit, offset, whole_periods_only, "
+        "distinct_dimension_values, to_many_handling. (skipped)"
+    ]
+
+
 def test_import_slayer_reads_memories_yaml(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
     folder = tmp_path / "old-slayer"
     folder.mkdir()
