@@ -154,7 +154,7 @@ def check_query(query: Any, *, need_source: bool = True) -> Shape:
         shape.source = _source(source, shape)
     measures = _measures(data, shape)
     dimensions, moved = _dimensions(data, shape)
-    times = _time_dimensions(data, moved)
+    times = _time_dimensions(data, moved, shape.source)
     if data.get("main_time_dimension") is not None:
         _string(data["main_time_dimension"], "main_time_dimension")
     filters = _filters(data)
@@ -409,7 +409,7 @@ def _column_value(value: Any, where: str) -> str:
 # -- time dimensions -------------------------------------------------------------------------
 
 
-def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, str]]]) -> list[Item]:
+def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, str]]], source: str | None) -> list[Item]:
     values = data.get("time_dimensions")
     if values is None:
         values = []
@@ -417,11 +417,30 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
         _fail("time_dimensions", "Input should be a valid list (write time_dimensions: ['month(created_at)'] or [{dimension: created_at, granularity: month}])")
     entries: list[tuple[str, Any]] = [(f"time_dimensions[{i}]", v) for i, v in enumerate(values)]
     items: list[Item] = []
+    seen: dict[tuple[str, str], tuple[Any, ...]] = {}
     for where, value in [*entries, *moved]:
         if isinstance(value, str):
             value = _time_string(value, where)
-        items.append(Item(where, "ref", _time_dimension(value, where)))
+        column = _time_dimension(value, where)
+        items.append(Item(where, "ref", column))
+        # SLayer's _dedupe_time_dimensions: one column at one granularity, one range and label.
+        granularity = value["granularity"].lower() if value["granularity"].lower() in GRANULARITIES else value["granularity"]
+        date_range = value.get("date_range")
+        canon = (_strip_source(column, source), granularity,
+                 tuple([date_range] if isinstance(date_range, str) else date_range or ()), value.get("label"))
+        prior = seen.setdefault(canon[:2], canon)
+        if prior != canon:
+            _fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
+                         "and granularity must not differ in date range or label.")
     return items
+
+
+def _strip_source(column: str, source: str | None) -> str:
+    """A column reference without the source model's name in front (``orders.created_at`` is
+    ``created_at`` in a query on orders)."""
+    if source and column.startswith(source + "."):
+        return column[len(source) + 1 :]
+    return column
 
 
 def _time_string(entry: str, where: str) -> dict[str, str]:

@@ -685,6 +685,22 @@ def test_a_leaf_that_is_also_a_join_target(tmp_path: Path) -> None:
     assert resolver.resolve("count(a.b.*)") == Resolution("s.b", [])
 
 
+def test_named_joins_are_walked_by_name_from_either_end(tmp_path: Path) -> None:
+    write(tmp_path / "models" / "s" / "orders.yaml", "columns: [{name: id}, {name: buyer_id}, {name: seller_id}]\n"
+          "joins:\n- {target_model: people, name: buyer}\n- {target_model: people, name: seller}\n")
+    write(tmp_path / "models" / "s" / "people.yaml", "columns: [{name: id}, {name: city}]\n")
+    resolver = Resolver(load_catalog(tmp_path))
+    assert resolver.resolve("orders.buyer.city") == Resolution("s.people.city", [])
+    assert resolver.resolve("people.seller.id") == Resolution("s.orders.id", [])
+    # Two joins between the same models: the model's name alone does not say which (SLayer's rule).
+    with pytest.raises(AmbiguousEntityError) as caught:
+        resolver.resolve("orders.people.city")
+    assert str(caught.value) == (
+        "Ambiguous join hop 'orders' \u2192 'people': 2 edges connect these models and no edge name "
+        "resolves it. Name the joins (name: ...) and walk them by name."
+    )
+
+
 def test_a_join_to_a_missing_model(tmp_path: Path) -> None:
     write(tmp_path / "models" / "s" / "a.yaml", "joins: [{target_model: ghost}]\n")
     with pytest.raises(ResolutionError) as caught:

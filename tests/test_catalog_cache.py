@@ -22,6 +22,10 @@ def test_cache_round_trips_and_follows_changes(tmp_path: Path) -> None:
         assert loaded.priority == fresh.priority
         assert [str(p) for p in loaded.problems] == [str(p) for p in fresh.problems]
     assert again.datasources["shop"].models["orders"].leaf_kind("aov") == "measure"
+    (tmp_path / "models/shop/regions.yaml").write_text("joins: [{target_model: countries, name: home}]\n")
+    named = load_catalog_cached(tmp_path, cache, ["sig", 3])
+    assert load_catalog_cached(tmp_path, cache, ["sig", 3]).datasources["shop"].models["regions"].join_names == ("home",)
+    assert named.datasources["shop"].models["regions"].join_names == ("home",)
     # Another signature means the files changed: the cache is not trusted.
     (tmp_path / "models/shop/refunds.yaml").unlink()
     changed = load_catalog_cached(tmp_path, cache, ["sig", 2])
