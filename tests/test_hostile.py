@@ -623,6 +623,19 @@ def test_validate_survives_an_alias_bomb(catalog_kb: KnowledgeBase) -> None:
     assert "memories/bomb.yaml:2: uses a YAML alias (*name); write the value out instead" in proc.stdout
 
 
+def test_validate_survives_a_deeply_nested_file(catalog_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    memories = catalog_kb.root / "memories"
+    for name, depth in (("deep", 3000), ("deepish", 300)):
+        text = "learning: x\n" + CREATED + "query: " + "[" * depth + "]" * depth + "\n"
+        (memories / f"{name}.yaml").write_text(text, encoding="utf-8")
+    proc = run_cli("validate", cwd=catalog_kb.root)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    message = "nests lists and mappings more than 64 levels deep below its keys; write its values flatter"
+    assert proc.stdout == (
+        f"memories/deep.yaml:1: {message}\nmemories/deepish.yaml:1: {message}\n2 problems in 2 files checked\n"
+    )
+
+
 # -- symlinks -----------------------------------------------------------------------------------
 
 
