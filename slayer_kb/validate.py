@@ -12,9 +12,13 @@ Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a 
 model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
 any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
 
-Stored queries are not checked against the catalog: after a cascade an example query keeps its
-text (SLayer's rule) and search reports it as stale, so failing CI on it would block every merge
-that follows a catalog change.
+A stored example query is checked as search reads it: it must be a SlayerQuery (keys, shapes,
+values: ``slayerquery.check_query``, as ``save`` checks it) whose references all resolve against
+the catalog (after a cascade the query keeps its text, SLayer's rule, and search warns that it has
+stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
+search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
+that REF already uses are reported too, with the command that renumbers them. Every problem of
+every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -36,7 +41,11 @@ from .catalog import Catalog, Resolver, load_catalog
 from .errors import InvalidIdError, KBError, MemoryFileError, StoreError
 from .ids import check_id, check_new_id, fold_id, is_auto_id
 from .memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads
+from .nesting import MAX_DEPTH, value_depth
+from .query import query_entities
 from .repo import GitStore, find_toplevel
+from .revisions import resolve_rev
+from .slayerquery import check_query
 
 SCHEMA_PATH = Path(__file__).with_name("memory.schema.json")
 MEMORIES = "memories"
@@ -218,9 +227,18 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         return problems
     try:
         data = yaml.load(text, Loader=_LOADER)
+        deep = value_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         add(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}")
+        return problems
+    except RecursionError:
+        deep = True
+    if deep:  # the schema check would recurse as deep: loads says what is wrong
+        try:
+            loads(text, memory_id, name)
+        except MemoryFileError as exc:
+            add(exc.line, exc.message)
         return problems
     schema_problems = list(_schema_problems(text, data))
     for line, message in schema_problems:
@@ -235,6 +253,9 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         return problems
     for line, message in _entity_problems(text, memory, context):
         add(line, message)
+    if memory.query is not None and not memory.is_deleted:
+        for line, message in _query_problems(text, memory, context):
+            add(line, message)
     canonical = dumps(memory)
     if canonical != text:
         add(_first_difference(text, canonical),
@@ -323,6 +344,21 @@ def _entity_problems(text: str, memory: Memory, context: _KBContext) -> Iterator
             yield _item_line(text, "entities", index), message
 
 
+def _query_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+    """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
+    not have, a wrong shape), or references that no longer resolve."""
+    fix = f"fix or remove the query with 'slayer-kb edit {memory.id}'"
+    try:
+        check_query(memory.query)
+    except KBError as exc:
+        yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}"
+        return
+    try:
+        query_entities(memory.query, context.resolver)
+    except KBError as exc:
+        yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}"
+
+
 def _unresolved(entity: str, resolver: Resolver) -> str:
     try:
         canonical = resolver.resolve(entity).entity
@@ -358,15 +394,16 @@ def _first_difference(text: str, canonical: str) -> int:
 def _id_collisions(target: _Target, against: str) -> list[Problem]:
     store = _store(target.root)
     memories = store.repo_path(MEMORIES + "/")
-    base_proc = store.git("merge-base", against, "HEAD", check=False)
+    against_sha = resolve_rev(store, against)
+    base_proc = store.git("merge-base", against_sha, "HEAD", check=False)
     if base_proc.returncode != 0:
-        store.git("rev-parse", "--verify", f"{against}^{{commit}}")  # names a bad revision
         raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
     base = base_proc.stdout.decode().strip()
     at_base = set(_tree_blobs(store, base, memories))
-    theirs = _tree_blobs(store, against, memories)
+    theirs = _tree_blobs(store, against_sha, memories)
     ours = {path.stem: (path, name) for path, name in target.files.items() if path.suffix == ".yaml"}
-    next_free = max((int(i) for i in [*theirs, *ours] if is_auto_id(i)), default=0) + 1
+    kb = shown(target.root)
+    command = "slayer-kb" + ("" if kb == "." else f" --kb {shlex.quote(kb)}") + f" renumber --onto {shlex.quote(against)}"
     problems = []
     for memory_id in sorted(ours, key=lambda i: (len(i), i)):
         path, name = ours[memory_id]
@@ -378,11 +415,9 @@ def _id_collisions(target: _Target, against: str) -> list[Problem]:
         problems.append(Problem(
             name, 1,
             f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; renumber this one, e.g. 'git mv {name} "
-            f"{Path(name).with_name(f'{next_free}.yaml').as_posix()}', and update any "
-            f"memory:{memory_id} references to it",
+            f"another memory; run '{command}' to give this branch's memory a fresh id and "
+            f"rewrite its memory:{memory_id} references, in one commit",
         ))
-        next_free += 1
     return problems
 
 

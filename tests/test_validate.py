@@ -13,6 +13,8 @@ import yaml
 from conftest import EXAMPLE_KB, commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.errors import KBError
+from slayer_kb.slayerquery import check_query
 from slayer_kb.validate import SCHEMA_PATH, validate
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -64,14 +66,14 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "memories/order.yaml:1: not in canonical form; run 'slayer-kb fmt memories/order.yaml'",
         "memories/pattern.yaml:4: entities[1]: 'shop..x' is not an entity reference (<ds>, "
         "<ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)",
-        "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a column, "
-        "measure, aggregation or join target of model 'orders'. (run 'slayer-kb prune' to strip "
+        "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a join "
+        "target on model 'orders'. (run 'slayer-kb prune' to strip "
         "references to deleted entities)",
         "memories/refs.yaml:5: 'memory:ghost' refers to a memory that does not exist (run "
         "'slayer-kb prune' to strip it)",
         "memories/refs.yaml:6: entity 'orders.status' is not canonical; write 'shop.orders.status'",
         "memories/refs2.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a "
-        "column, measure, aggregation or join target of model 'orders'. (run 'slayer-kb prune' "
+        "join target on model 'orders'. (run 'slayer-kb prune' "
         "to strip references to deleted entities)",
         "memories/refs2.yaml:6: entity 'shop' is listed twice; keep one",
         "memories/schema.yaml:2: 'scope' 'team' is not one of ['project', 'personal', None]",
@@ -85,8 +87,8 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     assert out["ok"] is False and out["checked"] == 1
     assert out["problems"][0] == {
         "path": "memories/refs2.yaml", "line": 4,
-        "message": "entity 'shop.orders.nope' does not resolve: 'nope' is not a column, measure, "
-                   "aggregation or join target of model 'orders'. (run 'slayer-kb prune' to strip "
+        "message": "entity 'shop.orders.nope' does not resolve: 'nope' is not a join target on "
+                   "model 'orders'. (run 'slayer-kb prune' to strip "
                    "references to deleted entities)",
     }
 
@@ -98,7 +100,7 @@ def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeB
     proc = run_cli("validate", "models/shop/customers.yaml", cwd=catalog_kb.root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
-        "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: Unknown model 'orders' in "
+        "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: No model 'orders' in "
         "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. (run 'slayer-kb "
         "prune' to strip references to deleted entities)",
         "models/shop/regions.yaml:1: catalog: 'columns' must be a list of mappings with a 'name', "
@@ -149,12 +151,92 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
-        "another memory; renumber this one, e.g. 'git mv memories/2.yaml memories/4.yaml', and "
-        "update any memory:2 references to it",
+        "another memory; run 'slayer-kb renumber --onto main' to give this branch's memory a "
+        "fresh id and rewrite its memory:2 references, in one commit",
         "1 problem in 4 files checked",
     ]
-    bad = run_cli("validate", "--against", "nope", cwd=root)
-    assert bad.returncode == 1 and bad.stderr.startswith("Error: git rev-parse failed:")
+    # From outside the KB, the command names it.
+    proc = run_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
+    assert proc.stdout.splitlines()[0] == (
+        "kb/memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
+        "another memory; run 'slayer-kb --kb kb renumber --onto main' to give this branch's "
+        "memory a fresh id and rewrite its memory:2 references, in one commit"
+    )
+    # Doing what it says leaves nothing to report.
+    run_cli("renumber", "--onto", "main", cwd=root, check=True)
+    proc = run_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout) == (0, "Checked 4 files: no problems.\n")
+    # An unknown revision is named as such, as review and renumber name it.
+    for command in (["validate", "--against", "nope"], ["review", "nope"], ["renumber", "--onto", "nope"]):
+        bad = run_cli(*command, cwd=root)
+        assert (bad.returncode, bad.stderr) == (
+            1, "Error: Unknown revision 'nope': give a commit, branch or tag (see 'git log').\n")
+
+
+def test_against_main_where_the_branch_is_master(catalog_kb: KnowledgeBase, run_cli) -> None:
+    root = catalog_kb.root
+    write(catalog_kb, "1.yaml", GOOD)
+    commit_all(root, "one")
+    assert git(root, "symbolic-ref", "--short", "HEAD") == "master\n"
+    for command in (["validate", "--against", "main"], ["review", "main"]):
+        proc = run_cli(*command, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            1, "", "Error: Unknown revision 'main': give a commit, branch or tag (see 'git log').\n")
+
+
+def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, run_cli) -> None:
+    """Stale example queries (after a cascade, or a priority list gone), tags that no longer
+    resolve and ids --against REF uses: every file's every problem, in one run."""
+    kb, root = catalog_kb, catalog_kb.root
+    assert kb.save_memory("Paid orders", ["orders.status"]).memory_id == "1"
+    git(root, "switch", "-q", "-c", "feature")
+    refunds = {"source_model": "refunds", "measures": ["sum(amount)"]}
+    by_status = {"source_model": "orders", "dimensions": ["status"], "measures": ["sum(amount)"]}
+    assert kb.save_memory("Refund totals", refunds).memory_id == "2"
+    assert kb.save_memory("Revenue by status", by_status).memory_id == "3"
+    assert kb.save_memory("Customers by region", ["customers.region_id"]).memory_id == "4"
+    assert kb.save_memory("Old refund query", refunds).memory_id == "5"
+    kb.forget("5", soft=True)  # search never shows it, so it never warns about it
+    kb.delete_model("shop.refunds")
+    git(root, "rm", "-q", "models/shop/customers.yaml", "priority.yaml")
+    git(root, "commit", "-q", "-m", "drop customers and the priority list by hand")
+    # A query key SlayerQuery does not have, written by hand (save refuses it).
+    write(kb, "6.yaml", "learning: Misspelt\nquery:\n  source_model: shop.orders\n  measurez:\n"
+                        f"  - sum(amount)\n{CREATED}")
+    commit_all(root, "a hand-written query")
+    other = root.parent / "master-worktree"
+    git(root, "worktree", "add", "-q", str(other), "master")
+    assert KnowledgeBase(other).save_memory("Master's two", ["orders.amount"]).memory_id == "2"
+    fresh = KnowledgeBase(root)
+    warnings = fresh.search("refund totals revenue status", limit=10).warnings
+    stale = {w.split()[1].rstrip(":"): w for w in warnings if "stale" in w}
+    assert sorted(stale) == ["memory:2", "memory:3"]
+    # validate gives search's reason, word for word, with the fix.
+    reasons = {k: w.split(" has stale references (", 1)[1].rsplit("); re-save to clean.", 1)[0]
+               for k, w in stale.items()}
+    assert "'refunds'" in reasons["memory:2"]
+    assert "'orders'" in reasons["memory:3"] and "priority" in reasons["memory:3"]
+    with pytest.raises(KBError) as unresolved:
+        fresh.resolver().resolve("shop.customers.region_id")
+    with pytest.raises(KBError) as misspelt:
+        check_query({"source_model": "shop.orders", "measurez": ["sum(amount)"]})
+    assert "measurez" in str(misspelt.value) and "'measures'" in str(misspelt.value)
+    proc = run_cli("validate", "--against", "master", cwd=root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "memories/2.yaml:1: auto id '2' was added on this branch, but master already uses it for "
+        "another memory; run 'slayer-kb renumber --onto master' to give this branch's memory a "
+        "fresh id and rewrite its memory:2 references, in one commit",
+        f"memories/2.yaml:2: attached query has stale references ({reasons['memory:2']}); fix or "
+        "remove the query with 'slayer-kb edit 2'",
+        f"memories/3.yaml:6: attached query has stale references ({reasons['memory:3']}); fix or "
+        "remove the query with 'slayer-kb edit 3'",
+        f"memories/4.yaml:3: entity 'shop.customers.region_id' does not resolve: {unresolved.value} "
+        "(run 'slayer-kb prune' to strip references to deleted entities)",
+        f"memories/6.yaml:2: attached query is not a valid SlayerQuery ({misspelt.value}); fix or "
+        "remove the query with 'slayer-kb edit 6'",
+        "5 problems in 6 files checked",
+    ]
 
 
 def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
