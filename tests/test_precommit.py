@@ -4,6 +4,7 @@ knowledge-base repositories use (.pre-commit-hooks.yaml), on a real repository."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def expect_failure(proc: subprocess.CompletedProcess[str], prefix: str) -> None:
     out = proc.stdout
     assert f"{prefix}memories/broken.yaml:2: invalid YAML: did not find expected ',' or ']'" in out
     assert (f"{prefix}memories/dangling.yaml:3: entity 'shop.no_such_model' does not resolve: "
-            "Unknown model 'no_such_model' in datasource 'shop'.") in out
+            "No model 'no_such_model' in datasource 'shop'.") in out
     assert f"{prefix}memories/messy.yaml:1: not in canonical form; run 'slayer-kb fmt" in out
     assert f"reformatted {prefix}memories/messy.yaml" in out
     assert "files were modified by this hook" in out
@@ -65,16 +66,41 @@ def test_project_hooks_pass_on_kb_and_fail_on_broken_copies(project_copy: Path, 
     expect_failure(pre_commit(project_copy, tmp_path), "kb/")
 
 
+def documented_configs() -> list[dict]:
+    """The pre-commit configurations docs/review.md shows: the local form, then the remote one."""
+    text = (ROOT / "docs" / "review.md").read_text()
+    section = text[text.index("\n## pre-commit\n"):]
+    blocks = re.findall(r"\n```yaml\n(.*?)\n```\n", section, re.S)
+    return [yaml.safe_load(block) for block in blocks]
+
+
+def test_the_documented_configurations_name_the_published_hooks() -> None:
+    published = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert list(published) == ["slayer-kb-validate", "slayer-kb-fmt"]
+    local, remote = documented_configs()
+    [repo] = local["repos"]
+    assert repo["repo"] == "local"
+    # The local form is the published hooks (less their descriptions), run by the installed
+    # slayer-kb: the same entries, file patterns and serial runs.
+    assert [h["id"] for h in repo["hooks"]] == list(published)
+    for hook in repo["hooks"]:
+        wanted = {k: v for k, v in published[hook["id"]].items() if k != "description"}
+        assert hook == {**wanted, "language": "system"}
+    [repo] = remote["repos"]
+    assert [h["id"] for h in repo["hooks"]] == list(published)
+    assert set(repo) == {"repo", "rev", "hooks"}
+    # The README points at the documentation, not at a repository or tag that does not exist.
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/review.md" in readme and "<owner>" not in readme and "rev: v0.1.0" not in readme
+
+
 def test_published_hooks_in_a_knowledge_base_repository(tmp_path: Path) -> None:
     repo = tmp_path / "team-kb"
     shutil.copytree(EXAMPLE_KB, repo, ignore=shutil.ignore_patterns(".slayer-kb"))
-    # The published hooks as a consumer gets them, run from this environment instead of a
-    # freshly built one (which would need the network).
-    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert [h["id"] for h in hooks] == ["slayer-kb-validate", "slayer-kb-fmt"]
-    local = [{**hook, "language": "system"} for hook in hooks]
-    (repo / ".pre-commit-config.yaml").write_text(
-        yaml.safe_dump({"repos": [{"repo": "local", "hooks": local}]}, sort_keys=False))
+    # The configuration docs/review.md shows, as a consumer copies it: the published hooks, run
+    # by the slayer-kb installed in this environment.
+    local, _remote = documented_configs()
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(local, sort_keys=False))
     git(repo, "init", "-q")
     commit_all(repo)
     proc = pre_commit(repo, tmp_path)
