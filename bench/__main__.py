@@ -36,6 +36,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1,000 memories only (a smoke run)")
     parser.add_argument("--sizes", help="comma-separated corpus sizes (default 1000,10000,100000)")
+    parser.add_argument("--steps", help="comma-separated steps to run (first words: reindex, freshness, search, "
+                        "vectors, processes, save, watcher, validate, cascade; default all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
@@ -66,7 +68,7 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     corpus = corpus_mod.cached(size, args.seed, args.cache_dir)
     log(f"  ready in {time.perf_counter() - began:.1f} s ({'generated' if corpus.generate_seconds else 'cached'})")
-    metrics = Runner(corpus, Plan.for_size(size), log).run()
+    metrics = Runner(corpus, Plan.for_size(size), log).run(set(args.steps.split(",")) if args.steps else None)
     return {"corpus": corpus.to_json(), "metrics": metrics}
 
 

@@ -151,7 +151,8 @@ class Runner:
         self.vocab = corpus_mod.build_vocabulary(corpus.seed)
         self.counter = 0
 
-    def run(self) -> dict[str, Any]:
+    def run(self, only: set[str] | None = None) -> dict[str, Any]:
+        """Every step, or those named in ``only`` (by the first word of their name)."""
         steps: list[tuple[str, Callable[[], None]]] = [
             ("reindex", self.reindex),
             ("freshness (unchanged)", self.fresh_unchanged),
@@ -165,6 +166,8 @@ class Runner:
             ("cascade", self.cascade),
         ]
         for name, step in steps:
+            if only is not None and name.split()[0] not in only:
+                continue
             self.log(f"  {self.corpus.size}: {name} ...")
             began = time.perf_counter()
             try:

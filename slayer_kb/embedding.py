@@ -69,11 +69,14 @@ class Embedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
+        # Many texts (a rebuild): read the 16 MB table into memory once, rather than page by
+        # page through the memory map for every text.
+        weights = np.asarray(self._weights) if len(texts) < 100 else np.array(self._weights)
         for row, encoding in enumerate(self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)):
             ids = encoding.ids[:MAX_TOKENS]
             if not ids:
                 continue
-            vector = self._weights[np.asarray(ids, dtype=np.int64)].astype(np.float32).mean(axis=0)
+            vector = weights[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float32)
             norm = float(np.linalg.norm(vector))
             if norm > 0:
                 out[row] = vector / norm

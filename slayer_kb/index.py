@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .search.filters import Restriction
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 8
+FORMAT = 9
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
@@ -78,6 +78,10 @@ SCHEMA = Schema(
     description=TEXT(analyzer=_analyzer, phrase=False),
     # Tokens as typed that word analysis loses (N+1, C, %w, utf-8): see analysis.symbols.
     symbols=KEYWORD(scorable=True, lowercase=False),
+    # A catalog entity's words and description, in fields of their own: a search of the catalog
+    # then walks posting lists of catalog entities only, not of 100,000 memories.
+    catalog_text=TEXT(analyzer=_analyzer, phrase=False),
+    catalog_title=TEXT(analyzer=_analyzer, phrase=False),
     entities=KEYWORD(scorable=True, lowercase=False),
     # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
     # about a model also finds memories about its columns, ranked below exact matches.
@@ -154,8 +158,8 @@ def catalog_documents(catalog: Catalog) -> Iterator[dict[str, Any]]:
         yield {
             "id": f"catalog:{entity}",
             "kind": "catalog",
-            "text": f"{words}\n{description or ''}",
-            "title": words,
+            "catalog_text": f"{words}\n{description or ''}",
+            "catalog_title": words,
             "entities": entity,
             "datasources": entity.split(".", 1)[0],
             "data": {"entity": entity, "kind": kind, "description": description},

@@ -134,7 +134,10 @@ def _ranked(
     if words and "words" in request.channels:
         every = index.scores(W.all_query(words), restriction, limit=depth)
         if request.match != ALL:
-            some = index.scores(W.any_query(words), restriction, limit=depth)
+            # One word: holding any word is holding every word (the same memories, scored the
+            # same but for the description's lower weight).
+            single = len(words.words) + len(words.symbols) == 1
+            some = every if single else index.scores(W.any_query(words), restriction, limit=depth)
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
 
@@ -149,10 +152,12 @@ def _ranked(
         if vector is not None:
             index.searcher()  # a searcher that went stale drops the loaded vectors with it
             table = index.meaning()
-            # Close in meaning but sharing no word: only a strong match is worth showing.
-            floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
-            strong = table.top(vector, restriction.values, depth, floor)
-            candidates += [m for m, _score in strong if m not in set(candidates)]
+            # Close in meaning but sharing no word: only a strong match is worth showing, and
+            # only looked for (a product with every vector) when the words found too few.
+            if "words" not in request.channels or len(candidates) < depth:
+                floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
+                held = set(candidates)
+                candidates += [m for m, _score in table.top(vector, restriction.values, depth, floor) if m not in held]
             cosines = table.cosines(vector, candidates)
             # The token-level match re-ranks the head of the ranking the other signals make: a
             # candidate below it could not reach the head anyway.
@@ -226,7 +231,7 @@ def _catalog(index: Index, words: W.Words, request: Request, warnings: list[str]
                     f"entity {entity!r} is not rooted at datasource {request.datasource!r}; dropped from entities bucket."
                 )
         inputs = [e for e in inputs if E.rooted_at(e, request.datasource)]
-    clauses = ([W.any_query(words)] if words else []) + E.catalog_input_query(inputs, boost=10.0)
+    clauses = ([W.catalog_query(words)] if words.words else []) + E.catalog_input_query(inputs, boost=10.0)
     if not clauses:
         return []
     required: list[Q.Query] = [Q.Term("kind", "catalog"), Q.Or(clauses)]

@@ -65,3 +65,11 @@ def any_query(words: Words) -> Q.Query:
         clauses += [_word("text", w), _word("title", w, TITLE_BOOST), _word("description", w, DESCRIPTION_BOOST)]
     clauses += [Q.Term("symbols", s, boost=SYMBOL_BOOST) for s in words.symbols]
     return Q.Or(clauses)
+
+
+def catalog_query(words: Words) -> Q.Query:
+    """Catalog entities whose name or description holds any of the words."""
+    clauses: list[Q.Query] = []
+    for w in words.words:
+        clauses += [_word("catalog_text", w), _word("catalog_title", w, TITLE_BOOST)]
+    return Q.Or(clauses) if clauses else Q.NullQuery
