@@ -717,6 +717,8 @@ class Index:
     def scores(self, query: Q.Query, restriction: Restriction | None = None, limit: int | None = None) -> dict[str, float]:
         """The best matches' ids and scores, best first, as ``documents`` ranks them."""
         searcher = self.searcher()
+        if searcher.doc_count_all() == 0:
+            return {}  # an empty index has no column to read (Whoosh's EmptyReader)
         if self._ids is None:
             self._ids = searcher.reader().column_reader("id")
         ids = self._ids

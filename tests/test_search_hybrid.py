@@ -246,3 +246,11 @@ def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb:
     assert "2" not in fresh.ids and not table.live[table.ids.index("2")]
     hits = payments_kb.search("toucans", project="zoo").memories
     assert hits and hits[0]["title"].startswith("Parrot")
+
+
+def test_an_empty_kb_answers_every_kind_of_search(empty_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+    assert empty_kb.search("anything at all").memories == []
+    assert empty_kb.search("N+1 %w").memories == []
+    assert empty_kb.search().warnings == ["No entities, query or question given: showing the newest memories."]
+    proc = run_cli("--kb", empty_kb.root, "search", "refund timeout")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
