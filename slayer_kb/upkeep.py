@@ -19,11 +19,13 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 EVERY = 20
 LOOSE = 60
 COUNTER = "commits-since-upkeep"
+PID = "upkeep.pid"
 
 
 def loose_objects(objects_dir: Path) -> int:
@@ -53,15 +55,16 @@ def after_commit(state: Path, top: Path, objects_dir: Path) -> bool:
     if seen >= EVERY:
         seen = 0
         if loose_objects(objects_dir) > LOOSE and not turned_off(top):
-            start(top)
+            start(top, state)
             started = True
     with contextlib.suppress(OSError):
         counter.write_text(str(seen))
     return started
 
 
-def start(top: Path) -> None:
-    """``git repack -d`` then ``git gc --auto``, detached from this process and its terminal."""
+def start(top: Path, state: Path) -> None:
+    """``git repack -d`` then ``git gc --auto``, detached from this process and its terminal;
+    its pid is kept in the state folder (see ``wait``)."""
     script = (
         "import subprocess, sys; top = sys.argv[1]; "
         "q = dict(cwd=top, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
@@ -69,8 +72,38 @@ def start(top: Path) -> None:
         "subprocess.run(['git', '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], **q)"
     )
     with contextlib.suppress(OSError):
-        subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-c", script, str(top)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )
+        (state / PID).write_text(str(proc.pid))
+
+
+def running(state: Path) -> bool:
+    """Whether the last repack started from this KB is still at work."""
+    try:
+        pid = int((state / PID).read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        finished, _status = os.waitpid(pid, os.WNOHANG)  # our own child: reap it
+        return finished == 0
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def wait(state: Path, timeout: float) -> bool:
+    """Wait (at most ``timeout`` seconds) for a repack to finish, as ``git fsck`` must: it
+    reports loose objects that vanish while it reads them. True when none runs."""
+    deadline = time.monotonic() + timeout
+    while running(state):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

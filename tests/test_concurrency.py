@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import fsck, git
 
 from slayer_kb import KnowledgeBase
 
@@ -38,7 +38,7 @@ def check_outcome(kb: KnowledgeBase, expected: int) -> None:
     texts = {kb.read(i).learning for i in ids}
     assert len(texts) == expected
     assert git(kb.root, "status", "--porcelain") == ""
-    subprocess.run(["git", "fsck", "--strict"], cwd=kb.root, check=True, capture_output=True)
+    assert fsck(kb.root).returncode == 0
     assert len(git(kb.root, "log", "--format=%s", "--grep=^memory: save").splitlines()) == expected
     assert kb.search(entities=["orders.amount"], limit=1000).memories.__len__() == expected
 

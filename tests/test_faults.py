@@ -29,7 +29,7 @@ from typing import Any
 import filelock
 import pytest
 import yaml
-from conftest import commit_all, git, make_catalog_kb
+from conftest import commit_all, fsck, git, make_catalog_kb
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import KBError
@@ -344,7 +344,7 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
         worker.stdin.write(b"null\n")
         assert worker.wait(timeout=30) == 0
     assert "Traceback" not in errpath.read_text(errors="replace")
-    subprocess.run(["git", "fsck", "--strict"], cwd=root, check=True, capture_output=True)
+    assert fsck(root).returncode == 0
 
 
 @pytest.mark.slow
@@ -540,7 +540,7 @@ def assert_consistent_after_freeing(root: Path, saved: dict[str, str]) -> None:
         assert sorted(m["id"] for m in kb.list(limit=None)) == sorted([*saved, "after"])
     assert git(root, "status", "--porcelain") == ""
     assert list((root / ".slayer-kb" / "tmp").iterdir()) == []
-    subprocess.run(["git", "fsck", "--strict"], cwd=root, check=True, capture_output=True)
+    assert fsck(root).returncode == 0
 
 
 def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import commit_all, git
+from conftest import commit_all, fsck, git
 
 from slayer_kb import KnowledgeBase
 
@@ -185,8 +185,8 @@ def test_eight_processes_hundred_mixed_operations(tmp_path: Path) -> None:
 
     # git agrees: a clean tree, a sound repository, one commit per write.
     assert git(root, "status", "--porcelain") == ""
-    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True, text=True)
-    assert fsck.returncode == 0 and "error" not in fsck.stderr.lower(), fsck.stderr
+    checked = fsck(root)
+    assert checked.returncode == 0 and "error" not in checked.stderr.lower(), checked.stderr
     writes = sum(
         1 for entries in logs for e in entries
         if e["op"] in ("save", "observe", "forget", "delete_model")
