@@ -72,6 +72,7 @@ _WHOOSH = StemmingAnalyzer()
 # so a rebuild does not loop over every word in Python.
 # Anchored at a token's start, so a long token is scanned once, not once per character.
 _RAW = re.compile(r"(?<!\S)(?=\S*[^\w\s])\S+|(?<!\S)\w(?!\S)")
+_ALNUM = re.compile(r"[^\W_]")
 _OPENING = "\"'`([{<"
 _CLOSING = "\"'`)]}>,;:!?."
 _SYMBOL_STOPS = _STOP_WORDS | {"i"}
@@ -84,7 +85,7 @@ def symbols(text: str) -> list[str]:
     out: dict[str, None] = {}
     for match in _RAW.finditer(text):
         token = match.group().lstrip(_OPENING).rstrip(_CLOSING)
-        if not any(c.isalnum() for c in token):
+        if not _ALNUM.search(token):
             continue  # punctuation alone (an arrow, a dash) names nothing
         token = token.lower()
         if token in _SYMBOL_STOPS or len(token) > MAX_SYMBOL:

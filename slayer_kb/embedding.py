@@ -71,7 +71,8 @@ class Embedder:
             return out
         # Many texts (a rebuild): read the 16 MB table into memory once, rather than page by
         # page through the memory map for every text.
-        weights = np.asarray(self._weights) if len(texts) < 100 else np.array(self._weights)
+        # (as float32: numpy sums float16 in software, ten times slower).
+        weights = np.asarray(self._weights) if len(texts) < 100 else np.array(self._weights, dtype=np.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)):
             ids = encoding.ids[:MAX_TOKENS]
             if not ids:

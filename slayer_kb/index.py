@@ -478,7 +478,8 @@ class Index:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer.add_document(**doc)
-        vector_rows = self.vector_rows(embedded)
+            # Before the commit: in a rebuild, the worker processes index while this one embeds.
+            vector_rows = self.vector_rows(embedded)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
