@@ -254,3 +254,9 @@ def test_an_empty_kb_answers_every_kind_of_search(empty_kb: KnowledgeBase, run_c
     assert empty_kb.search().warnings == ["No entities, query or question given: showing the newest memories."]
     proc = run_cli("--kb", empty_kb.root, "search", "refund timeout")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
+
+
+def test_a_keyword_search_shows_only_memories_with_the_words(payments_kb: KnowledgeBase) -> None:
+    """One or two words are a keyword search: no memory without them comes back by meaning."""
+    assert payments_kb.search("reimbursement").memories == []
+    assert sorted(ids(payments_kb.search("refund").memories)) == ["1", "2"]

@@ -33,6 +33,8 @@ from .filters import Restriction, restrict
 # the relevance set such answers scored 0.12-0.31 while the best wrong one scored 0.34 (median),
 # so a weaker match would show unrelated memories.
 MEANING_ONLY_FLOOR = 0.5
+# ... and only for a question of at least this many words.
+MEANING_ONLY_WORDS = 3
 # Each channel ranks this many candidates (at least) before fusion.
 MIN_DEPTH = 60
 # The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
@@ -154,7 +156,9 @@ def _ranked(
             table = index.meaning()
             # Close in meaning but sharing no word: only a strong match is worth showing, and
             # only looked for (a product with every vector) when the words found too few.
-            if "words" not in request.channels or len(candidates) < depth:
+            # A question of one or two words is a keyword search: a memory without them is noise.
+            asked = len(words.words) + len(words.symbols)
+            if "words" not in request.channels or (len(candidates) < depth and asked >= MEANING_ONLY_WORDS):
                 floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
                 held = set(candidates)
                 candidates += [m for m, _score in table.top(vector, restriction.values, depth, floor) if m not in held]
