@@ -524,8 +524,8 @@ def search_cmd(
 ) -> None:
     """Find memories by words, meaning, entities or a query.
 
-    The question is matched by its words (literally, no query syntax; memories holding every
-    word rank first) and by its meaning (local embeddings), fused with the entity ranking.
+    The question is matched by its words (literally, no query syntax; --all keeps only memories
+    holding every word) and by its meaning (local embeddings), fused with the entity ranking.
     Memories saved with a query come back under example queries, the others under memories;
     catalog entities that match come back too.
 

@@ -646,13 +646,6 @@ class Index:
             with contextlib.suppress(OSError):
                 (self.dir / "manifest.json").unlink()
 
-    def frequency(self, token: str) -> int:
-        """How many documents' text holds ``token``."""
-        return self.searcher().doc_frequency("text", token)
-
-    def document_count(self) -> int:
-        return self.searcher().doc_count()
-
     def young_files(self) -> list[str]:
         """Memories changed within the timestamp granularity: they wait for a re-read by content."""
         state = self._read_state()

@@ -836,7 +836,7 @@ class KnowledgeBase:
         project: str | None = None,
         scope: str | None = None,
         limit: int = DEFAULT_LIMIT,
-        match: str = "fused",
+        match: str = search.FUSED,
         full: bool = False,
     ) -> SearchResult:
         """Memories, example queries and catalog entities for a question, entities and/or a

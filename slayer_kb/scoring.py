@@ -1,7 +1,7 @@
 """Whoosh queries scored with numpy, a posting list at a time.
 
 Why: Whoosh's matchers are pure Python and visit every posting one call at a time (~6 us each), so
-a question of three common words took 200-400 ms at 100,000 memories. The queries search.py
+a question of three common words took 200-400 ms at 100,000 memories. The queries search/
 builds only combine term queries with And, Or and AndMaybe; this module evaluates exactly those
 over whole posting lists as arrays, with Whoosh's own BM25F statistics (idf, average field
 length, the stored one-byte field lengths), so scores are Whoosh's (to the last bit or so: sums

@@ -24,6 +24,8 @@ from whoosh import query as Q
 
 from .. import embedding
 from ..index import Index
+from ..memory import Memory
+from ..vectors import embedding_text
 from . import entities as E
 from . import fusion as F
 from . import words as W
@@ -39,6 +41,8 @@ MEANING_ONLY_WORDS = 3
 MIN_DEPTH = 60
 # The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
 TOKEN_POOL = 30
+FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
+MATCHES = (FUSED, ALL_FIRST, ALL)
 CHANNELS = frozenset({"words", "meaning", "entities"})
 BUCKETS = ((False, "memory", "memories"), (True, "example query", "example queries"))
 
@@ -55,14 +59,10 @@ class Request:
     limit: int = 10
     # FUSED: every channel fused; ALL_FIRST: the same, memories holding every word first (Engram's
     # mem_search); ALL: only memories holding every word, ranked by words alone.
-    match: str = "fused"
+    match: str = FUSED
     # Which channels run (the benchmark measures each alone); filters and pins apply to all.
     channels: frozenset[str] = CHANNELS
     fusion: str = "blend"  # or "rrf" (fusion.py): the benchmark compares them
-
-
-FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
-MATCHES = (FUSED, ALL_FIRST, ALL)
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _ranked(
             # candidate below it could not reach the head anyway.
             head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights))][: max(TOKEN_POOL, 3 * request.limit)]
             docs.update(index.stored([m for m in head if m not in docs]))
-            texts = [_text(docs[m]) if m in docs else "" for m in head]
+            texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
             tokens = dict(zip(head, index.embedder().token_match(request.question, texts).tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
@@ -207,11 +207,6 @@ def _ranked(
                 "or close in meaning."
             )
     return buckets
-
-
-def _text(doc: dict[str, Any]) -> str:
-    data = doc["data"]
-    return "\n".join(filter(None, (data.get("title"), data.get("learning"))))
 
 
 def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) -> None:

@@ -72,4 +72,4 @@ def catalog_query(words: Words) -> Q.Query:
     clauses: list[Q.Query] = []
     for w in words.words:
         clauses += [_word("catalog_text", w), _word("catalog_title", w, TITLE_BOOST)]
-    return Q.Or(clauses) if clauses else Q.NullQuery
+    return Q.Or(clauses)
