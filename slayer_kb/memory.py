@@ -185,6 +185,19 @@ def alias_line(text: str) -> int | None:
     return None
 
 
+def too_deep_for_parser(exc: yaml.YAMLError) -> bool:
+    """Whether ``exc`` is the YAML parser refusing to nest deeper: builds of libyaml since 0.2.5
+    stop at a fixed depth of their own, far beyond :data:`MAX_DEPTH`, where others recurse."""
+    return "nesting depth" in str(getattr(exc, "problem", None) or exc)
+
+
+def _too_deep(where: str) -> MemoryFileError:
+    return MemoryFileError(
+        where, None, f"nests lists and mappings more than {MAX_DEPTH} levels deep below its keys; "
+        "write its values flatter"
+    )
+
+
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
@@ -195,6 +208,8 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
+        if too_deep_for_parser(exc):
+            raise _too_deep(where) from None
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -208,10 +223,7 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
         marks = sum(text.count(c) for c in "[{-:?")
         depth = value_depth(data, MAX_DEPTH + 1) if marks > MAX_DEPTH + 1 else marks
     if depth > MAX_DEPTH + 1:
-        raise MemoryFileError(
-            where, None, f"nests lists and mappings more than {MAX_DEPTH} levels deep below its keys; "
-            "write its values flatter"
-        )
+        raise _too_deep(where)
     if not isinstance(data, dict):
         raise MemoryFileError(where, 1, "a memory file must be a mapping of keys (learning:, entities:, ...)")
     values: dict[str, Any] = {}

@@ -40,7 +40,7 @@ import yaml
 from .catalog import Catalog, Resolver, load_catalog
 from .errors import InvalidIdError, KBError, MemoryFileError, StoreError
 from .ids import check_id, check_new_id, fold_id, is_auto_id
-from .memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads
+from .memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
 from .nesting import MAX_DEPTH, value_depth
 from .query import query_entities
 from .repo import GitStore, find_toplevel
@@ -229,9 +229,11 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         data = yaml.load(text, Loader=_LOADER)
         deep = value_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        add(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}")
-        return problems
+        if not too_deep_for_parser(exc):
+            mark = getattr(exc, "problem_mark", None)
+            add(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}")
+            return problems
+        deep = True
     except RecursionError:
         deep = True
     if deep:  # the schema check would recurse as deep: loads says what is wrong
