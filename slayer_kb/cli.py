@@ -606,18 +606,30 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@click.argument("memory_id", metavar="[ID]", required=False)
 @click.option("--before", type=click.IntRange(min=0), default=5, show_default=True)
 @click.option("--after", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--session", "session_id", help="Instead of ID: the whole session, its prompts and memories.")
 @json_option
 @pass_settings
-def timeline(settings: Settings, memory_id: str, before: int, after: int) -> None:
-    """The memories saved just before and after ID in the same session, oldest first.
+def timeline(settings: Settings, memory_id: str | None, before: int, after: int, session_id: str | None) -> None:
+    """The memories saved just before and after ID in the same session, oldest first; with
+    --session, a whole session: its start, prompts, memories and end.
 
     \b
-    Example:
+    Examples:
       slayer-kb timeline 12 --before 3 --after 3
+      slayer-kb timeline --session ses-2026-11-29-auth
     """
+    if (memory_id is None) == (session_id is None):
+        raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
+    if session_id is not None:
+        from .cli_sessions import session_timeline_text
+
+        whole = settings.kb().session_timeline(session_id)
+        emit(settings, whole, lambda: session_timeline_text(whole))
+        return
+    assert memory_id is not None
     data = settings.kb().timeline(memory_id, before, after)
 
     def human() -> str:
@@ -633,16 +645,17 @@ def timeline(settings: Settings, memory_id: str, before: int, after: int) -> Non
 @cli.command()
 @click.option("--project")
 @click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Memories to list.")
 @json_option
 @pass_settings
-def context(settings: Settings, project: str | None, scope: str | None) -> None:
-    """A compact markdown digest of recent sessions and memories, for an agent's first turn.
+def context(settings: Settings, project: str | None, scope: str | None, limit: int) -> None:
+    """A compact markdown digest of recent sessions, prompts and memories, for an agent's first turn.
 
     \b
     Example:
       slayer-kb context --project analytics
     """
-    text = settings.kb().context(project, scope)
+    text = settings.kb().context(project, scope, limit=limit)
     emit(settings, {"text": text}, text.rstrip("\n"))
 
 
@@ -770,4 +783,4 @@ def mcp(settings: Settings) -> None:
 
 
 # Commands of the other areas register themselves on ``cli``.
-from . import cli_catalog, cli_completion, cli_history  # noqa: E402,F401
+from . import cli_catalog, cli_completion, cli_history, cli_sessions  # noqa: E402,F401

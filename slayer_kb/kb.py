@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from whoosh import query as Q
 
-from . import engram, search
+from . import engram, search, sessions
 from .catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
 from .errors import (
     ConflictError,
@@ -607,7 +607,9 @@ class KnowledgeBase:
                 revision_count=1,
                 duplicate_count=1,
             )
-            commit = self._commit([self._change(memory)], f"memory: save {memory_id} ({type}: {title})")
+            # Engram makes the session when it saves into one: both in the one commit.
+            session = sessions.ensure(self, sessions.check_session_id(session_id, "session_id"), project, now=now)
+            commit = self._commit([self._change(memory), *session[1]], f"memory: save {memory_id} ({type}: {title})")
             return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
     def _revise(
@@ -980,12 +982,16 @@ class KnowledgeBase:
         if focus.is_deleted:
             raise NotFoundError(_deleted_message(focus))
         session = focus.session_id
+        found = None
         docs = self.index.documents(None, search.restrict(exact={"session_id": session}), limit=None)
         ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
         position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
         hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
+        with contextlib.suppress(KBError):  # a broken session file: the memories still show
+            found = sessions.read(self, session) if session else None
         return {
             "session_id": session,
+            "session": found.to_dict() if found else None,
             "before": [hit(d) for d in ordered[max(0, position - before) : position]],
             "focus": hit(ordered[position]),
             "after": [hit(d) for d in ordered[position + 1 : position + 1 + after]],
@@ -1002,60 +1008,53 @@ class KnowledgeBase:
             session_id=session_id,
         )
 
+    # Engram's session tools: the work is in sessions.py, each write one commit.
+
+    def session_start(self, session_id: str, project: str | None = None, directory: str | None = None) -> dict[str, Any]:
+        return sessions.start(self, session_id, project, directory)
+
+    def session_end(self, session_id: str, summary: str | None = None) -> dict[str, Any]:
+        return sessions.end(self, session_id, summary)
+
+    def save_prompt(self, content: str, session_id: str | None = None, project: str | None = None) -> dict[str, Any]:
+        return sessions.save_prompt(self, content, session_id, project)
+
+    def capture_passive(
+        self, content: str, session_id: str | None = None, project: str | None = None, source: str | None = None
+    ) -> dict[str, Any]:
+        return sessions.capture_passive(self, content, session_id, project, source)
+
+    def session_timeline(self, session_id: str) -> dict[str, Any]:
+        return sessions.timeline(self, session_id)
+
     def stats(self) -> dict[str, Any]:
         self.ensure_fresh()
         docs = self.index.documents(None, search.restrict(), limit=None)
         types: dict[str, int] = {}
-        sessions, projects = set(), set()
+        projects = set()
         for doc in docs:
             data = doc["data"]
             types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
-            if data["session_id"]:
-                sessions.add(data["session_id"])
             if data["project"]:
                 projects.add(data["project"])
+        known = sessions.load_all(self)  # the session files, not the ids memories carry
         return {
             "memories": len(docs),
-            "sessions": len(sessions),
+            "sessions": len(known),
+            "prompts": sum(len(s.prompts) for s in known),
             "projects": sorted(projects),
             "types": dict(sorted(types.items())),
             "search_by_meaning": self.index.meaning_status(),
         }
 
     def context(
-        self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET
+        self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,
+        limit: int = CONTEXT_MEMORIES,
     ) -> str:
-        """A compact markdown digest for the start of an agent's session."""
+        """A compact markdown digest for the start of an agent's session: recent sessions and
+        prompts, and the ``limit`` newest memories (``sessions.digest``)."""
         self.ensure_fresh()
-        restriction = search.restrict(
-            project=engram.normalize_project(project), scope=engram.normalize_scope(scope) if scope else None
-        )
-        docs = [d["data"] for d in self.index.documents(None, restriction, limit=None, sort_newest=True)]
-        heading = "# Memory context" + (f": {engram.normalize_project(project)}" if project else "")
-        lines = [heading, "", "## Recent sessions"]
-        sessions: dict[str, list[dict[str, Any]]] = {}
-        for data in docs:
-            if data["session_id"]:
-                sessions.setdefault(data["session_id"], []).append(data)
-        for session, items in list(sessions.items())[:5]:
-            noun = "memory" if len(items) == 1 else "memories"
-            lines.append(f"- {session}: {len(items)} {noun}, last {items[0]['created_at']}")
-        if not sessions:
-            lines.append("- (none)")
-        lines += ["", f"## Recent memories ({min(len(docs), CONTEXT_MEMORIES)} of {len(docs)})"]
-        if not docs:
-            lines.append("- (none)")
-        for data in docs[:CONTEXT_MEMORIES]:
-            label = data["title"] or _first_paragraph(data["learning"], 100)
-            kind = f" ({data['type']})" if data["type"] else ""
-            lines.append(f"- [{data['id']}] {label}{kind}, {data['created_at'][:10]}")
-        text = ""
-        for line in lines:
-            if len(text) + len(line) + 1 > budget:
-                text += "- ...\n"
-                break
-            text += line + "\n"
-        return text
+        return sessions.digest(self, engram.normalize_project(project), scope, limit, budget)
 
 
 def _example_changes(root: Path) -> list[Change]:

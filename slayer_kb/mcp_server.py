@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from . import __version__, engram
+from . import __version__, engram, sessions
 from .errors import InvalidInputError, KBError
 from .kb import DEFAULT_LIMIT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .nesting import MAX_DEPTH, cut_deep, text_depth, too_deep, value_depth
@@ -42,6 +42,10 @@ in the other.
 SEARCH before you answer a question about the data, write a query, or start a task:
   search(entities=[...], question="...") for data knowledge (example_queries are worked queries);
   mem_search(query="...") for past decisions, bug fixes and conventions; mem_context at session start.
+
+SESSIONS (optional): mem_session_start(id, project) first, mem_save_prompt for each user request, \
+the same session_id on every save, mem_capture_passive on a '## Key Learnings:' list, and \
+mem_session_end(id, summary) last.
 
 SAVE proactively, once a task is done, after each of these:
   - a fact about the data that cost you effort: what a column's values mean, a filter a metric
@@ -343,7 +347,9 @@ def _stats_line(stats: dict[str, Any]) -> str:
 
 
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    text = kb.context(a.get("project"), a.get("scope"))
+    text = kb.context(a.get("project"), a.get("scope"), limit=a["limit"])
+    if text == sessions.EMPTY_CONTEXT:
+        return Reply(text.rstrip("\n"))  # Engram's reply, without stats, when there is nothing
     stats = kb.stats()
     return Reply(
         f"{text.rstrip()}\n---\nMemory stats: {stats['sessions']} sessions, {stats['memories']} "
@@ -354,7 +360,7 @@ def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 def _mem_timeline(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     data = kb.timeline(_id_arg(a["observation_id"]), before=a["before"], after=a["after"])
     total = len(data["before"]) + 1 + len(data["after"])
-    lines = [f"Session: {data['session_id'] or '(none)'}", f"Total observations in range: {total}", ""]
+    lines = [f"Session: {_session_line(data)}", f"Total observations in range: {total}", ""]
 
     def neighbour(hit: dict[str, Any]) -> str:
         return f"  #{hit['id']} [{_type(hit)}] {_label(hit)} \u2014 {_clip(hit['description'], TIMELINE_NEIGHBOUR_CHARS)}"
@@ -381,9 +387,43 @@ def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         "Memory System Stats:\n"
         f"- Sessions: {stats['sessions']}\n"
         f"- Observations: {stats['memories']}\n"
+        f"- Prompts: {stats['prompts']}\n"
         f"- Projects: {', '.join(stats['projects']) or 'none yet'}\n"
         f"- Types: {types}"
     )
+
+
+def _session_line(data: dict[str, Any]) -> str:
+    """The timeline's session: its id, and from its file (Engram's header) project, start, summary."""
+    session = data.get("session")
+    if not session:
+        return data["session_id"] or "(none)"
+    line = f"{session['id']} ({session['project'] or 'no project'}, started {session['started_at']})"
+    if session["summary"]:
+        line += f" \u2014 {sessions.clip(' '.join(session['summary'].split()), 100)}"
+    return line
+
+
+# -- Engram's session tools ----------------------------------------------------------------------
+
+
+def _mem_session_start(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    result = kb.session_start(a["id"], a["project"], a.get("directory"))
+    session = result["session"]
+    return Reply(f"Session {sessions.quoted(session['id'])} started for project {sessions.quoted(session['project'] or '')}")
+
+
+def _mem_session_end(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    result = kb.session_end(a["id"], a.get("summary"))
+    return Reply(f"Session {sessions.quoted(result['session']['id'])} completed")
+
+
+def _mem_save_prompt(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    return Reply(kb.save_prompt(a["content"], a.get("session_id"), a.get("project"))["message"])
+
+
+def _mem_capture_passive(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    return Reply(kb.capture_passive(a["content"], a.get("session_id"), a.get("project"), a.get("source"))["message"])
 
 
 # -- parameter and tool descriptions -------------------------------------------------------------
@@ -785,13 +825,18 @@ Reply: Session summary saved for project "PROJECT".""",
         name="mem_context",
         title="Memory context (Engram)",
         description="""\
-Get a compact markdown digest of recent sessions and the 20 most recent memories, plus totals. \
-Read-only. Call it at the start of a session (or after a context compaction) to see what was done \
-before, then mem_search / mem_get_observation for details.""",
+Get a compact markdown digest from previous sessions: the 5 sessions active last (project, start \
+and end, summary, memories and prompts saved in them), the 10 newest user prompts and the newest \
+memories (limit, default 20), plus totals; at most about 6,000 characters. Read-only. Call it at \
+the start of a session (or after a context compaction) to see what was done before, then \
+mem_search / mem_get_observation for details. With nothing saved yet: No previous session \
+memories found.""",
         properties={
             "project": {"type": "string", "description": "Only this project (omit for all projects)."},
-            "scope": {"type": "string", "description": "Only this scope: project or personal (omit for both)."},
+            "scope": {"type": "string", "description": "Only memories of this scope: project or personal (omit for both)."},
+            "limit": {"type": "integer", "minimum": 1, "description": "How many of the newest memories to list (default 20)."},
         },
+        defaults={"limit": 20},
         handler=_mem_context,
         read_only=True,
         idempotent=True,
@@ -821,6 +866,78 @@ focus memory highlighted. Read-only. Use it after mem_search to see the context 
         properties={},
         handler=_mem_stats,
         read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="mem_session_start",
+        title="Start session (Engram)",
+        description="""\
+Register the start of a coding session: a file sessions/<id>.yaml committed to git (one commit) \
+holding its project, working directory and start time. Call it at the beginning of a session, \
+then pass the same id as session_id to mem_save, mem_save_prompt and mem_capture_passive, and end \
+it with mem_session_end. Starting an id that exists keeps that session, only filling in an empty \
+project or directory. Reply: Session "ID" started for project "PROJECT".""",
+        properties={
+            "id": {"type": "string", "description": "Unique session identifier, e.g. 'ses-2026-11-29-auth' or your client's session id. Required."},
+            "project": {"type": "string", "description": _PROJECT + " Required."},
+            "directory": {"type": "string", "description": "The session's working directory, e.g. /home/ana/analytics."},
+        },
+        required=("id", "project"),
+        handler=_mem_session_start,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="mem_session_end",
+        title="End session (Engram)",
+        description="""\
+Mark a session as completed: its end time and an optional summary of what was accomplished are \
+written to its file (one commit); mem_context shows both. Without a summary an earlier one is \
+kept. For a structured end-of-session summary that search finds, also call mem_session_summary. \
+An id that was never started is an error naming the recent sessions. Reply: Session "ID" completed.""",
+        properties={
+            "id": {"type": "string", "description": "The session to close, as given to mem_session_start. Required."},
+            "summary": {"type": "string", "description": "What was accomplished, in a few sentences (<private> spans are redacted)."},
+        },
+        required=("id",),
+        handler=_mem_session_end,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="mem_save_prompt",
+        title="Save user prompt (Engram)",
+        description="""\
+Save a user prompt: what the user asked (intent, questions, requests), so future sessions know the \
+user's goals. It is appended to its session's file (made when missing), one commit; \
+<private>...</private> becomes [REDACTED], and text beyond the content limit (64 KB) is cut with \
+'... [truncated]'. mem_context lists the newest prompts. Reply: Prompt saved: "<first 80 characters>".""",
+        properties={
+            "content": {"type": "string", "description": "The user's prompt text. Required, not blank."},
+            "session_id": {"type": "string", "description": "Session to record it in (default manual-save-PROJECT, or manual-save without a project)."},
+            "project": {"type": "string", "description": _PROJECT},
+        },
+        required=("content",),
+        handler=_mem_save_prompt,
+    ),
+    ToolSpec(
+        name="mem_capture_passive",
+        title="Capture learnings (Engram)",
+        description="""\
+Extract and save structured learnings from text output; use it at the end of a task to capture \
+knowledge automatically. The last section headed '## Key Learnings:' (also '### Learnings', \
+'## Learning', '## Aprendizajes Clave:') is read up to the next heading; its numbered items \
+('1. x'), or else its bullets ('- x'), become one memory each, of type passive (markdown marks \
+stripped; items under 20 characters skipped). An item whose text a live memory of the project \
+already has is counted as a duplicate and not saved, so it is safe to call twice with the same \
+text. All new memories in one commit. Reply: Passive capture complete: extracted=N saved=N \
+duplicates=N.""",
+        properties={
+            "content": {"type": "string", "description": "The text output containing a '## Key Learnings:' section with numbered or bulleted items. Required."},
+            "session_id": {"type": "string", "description": "Session to file the memories under (default manual-save-PROJECT)."},
+            "project": {"type": "string", "description": _PROJECT},
+            "source": {"type": "string", "description": "Where the text came from, e.g. 'subagent-stop' or 'session-end' (default mcp-passive); recorded in the commit message."},
+        },
+        required=("content",),
+        handler=_mem_capture_passive,
         idempotent=True,
     ),
 ]

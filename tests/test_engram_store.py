@@ -145,11 +145,13 @@ def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
     assert result.message.startswith('Memory saved: "Session summary: analytics" (session_summary)')
     stats = empty_kb.stats()
     assert stats == {
-        "memories": 2, "sessions": 1, "projects": ["analytics"], "types": {"decision": 1, "session_summary": 1},
+        "memories": 2, "sessions": 1, "prompts": 0, "projects": ["analytics"],
+        "types": {"decision": 1, "session_summary": 1},
         "search_by_meaning": "on (wordllama-l2_supercat_256-mean-v1)",
     }
     text = empty_kb.context(project="analytics")
-    assert text.startswith("# Memory context: analytics\n\n## Recent sessions\n- manual-save-analytics: 2 memories")
+    assert re.match(r"# Memory context: analytics\n\n## Recent sessions\n- manual-save-analytics \(analytics, "
+                    r"\S+Z to now \(open\)\): 2 memories, 0 prompts\n", text)
     assert "Session summary: analytics (session_summary)" in text
     assert len(empty_kb.context(budget=120)) <= 130
 

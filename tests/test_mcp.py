@@ -38,9 +38,13 @@ ENGRAM_PARAMS = {
     "mem_get_observation": {"id"},
     "mem_suggest_topic_key": {"type", "title", "content"},
     "mem_session_summary": {"content", "project", "session_id"},
-    "mem_context": {"project", "scope"},
+    "mem_context": {"project", "scope", "limit"},
     "mem_timeline": {"observation_id", "before", "after"},
     "mem_stats": set(),
+    "mem_session_start": {"id", "project", "directory"},
+    "mem_session_end": {"id", "summary"},
+    "mem_save_prompt": {"content", "session_id", "project"},
+    "mem_capture_passive": {"content", "session_id", "project", "source"},
 }
 READ_ONLY = {"search", "mem_search", "mem_get_observation", "mem_suggest_topic_key", "mem_context",
              "mem_timeline", "mem_stats"}
@@ -292,7 +296,7 @@ def test_engram_tools(example_kb: KnowledgeBase) -> None:
 
         timeline = await call(session, "mem_timeline", observation_id=memory_id, before=3, after=3)
         assert f">>> #{memory_id} [decision] ISO weeks everywhere <<<" in timeline
-        assert timeline.startswith("Session: manual-save-analytics\n")
+        assert re.match(r"Session: manual-save-analytics \(analytics, started \S+Z\)\n", timeline)
         assert await call(session, "mem_suggest_topic_key", type="architecture", title="  Auth Model  ") == (
             "Suggested topic_key: architecture/auth-model"
         )
