@@ -23,17 +23,16 @@ import yaml
 from . import engram, nesting
 from .errors import InvalidInputError, KBError, NotFoundError
 from .ids import check_id
-from .kb import KnowledgeBase
+from .kb import DEFAULT_MAX_CONTENT, KnowledgeBase
 from .locate import find_kb_root
-from .relay import exit_code
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @dataclass
 class Preset:
-    """What a watcher relaying a search (relay.py) hands the command: its warm KB, and the
-    width of the terminal the search was typed in."""
+    """What the server running a relayed command (server.py) hands it: its warm KB, and the
+    width of the terminal the command was typed in."""
 
     kb: KnowledgeBase
     width: int
@@ -53,6 +52,11 @@ class Settings:
         return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
+        if self.preset is not None:
+            # A server's warm KB (server.py) takes this command's author and size limit.
+            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
+            self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
+            self.preset.kb.max_content = int(max_content) if max_content else DEFAULT_MAX_CONTENT
         if self._kb is None:
             path = self.kb_path or os.environ.get("SLAYER_KB")
             root = Path(path) if path else find_kb_root(Path.cwd())
@@ -736,15 +740,6 @@ def main() -> None:
     cli(prog_name="slayer-kb")
 
 
-def run_relayed(kb: KnowledgeBase, argv: list[str], width: int) -> int:
-    """Run ``slayer-kb ARGV`` on a watcher's warm ``kb`` (relay.py); its exit code."""
-    try:
-        cli.main(args=argv, prog_name="slayer-kb", obj=Preset(kb, width))
-    except SystemExit as exc:
-        return exit_code(exc)
-    return 0
-
-
 if __name__ == "__main__":
     main()
 
@@ -755,17 +750,18 @@ if __name__ == "__main__":
 def watch(settings: Settings) -> None:
     """Keep the search index current while files change (Ctrl-C stops).
 
-    While it runs (on Linux), 'slayer-kb search' in any terminal is answered by it, from its
-    warm index: the same output, in a fraction of the time.
+    This is the KB's server (docs/server.md) in the foreground: while it runs, other
+    'slayer-kb' commands are answered by it, from its warm index, with the same output.
 
     \b
     Example:
       slayer-kb watch
     """
-    from .watch import run_watcher
+    from .server import run
 
-    kb = settings.kb()
-    run_watcher(kb, serve=lambda argv, width: run_relayed(kb, argv, width))
+    root = settings.kb().root
+    settings.kb().close()
+    run(root, idle=None)
 
 
 @cli.command()
@@ -783,4 +779,4 @@ def mcp(settings: Settings) -> None:
 
 
 # Commands of the other areas register themselves on ``cli``.
-from . import cli_catalog, cli_completion, cli_history, cli_sessions  # noqa: E402,F401
+from . import cli_catalog, cli_completion, cli_history, cli_server, cli_sessions  # noqa: E402,F401

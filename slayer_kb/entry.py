@@ -1,5 +1,6 @@
-"""The ``slayer-kb`` program: a search goes to a running ``slayer-kb watch`` if one serves the
-KB (relay.py), before anything heavy is imported; everything else runs the CLI here."""
+"""The ``slayer-kb`` program: a command goes to the KB's warm server (relay.py, server.py) before
+anything heavy is imported; when there is none, it runs here, and then (SLAYER_KB_SERVER=on, the
+default) a server is started in the background for the commands that follow."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ import sys
 def main() -> None:
     from .relay import forward
 
-    code = forward(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
+    outcome = forward(sys.argv[1:])
+    if outcome.code is not None:
+        sys.exit(outcome.code)
     from .cli import main as run_cli
 
-    run_cli()
+    try:
+        run_cli()
+    finally:
+        if outcome.start is not None:
+            from .relay import spawn
+
+            spawn(outcome.start)

@@ -1,53 +1,233 @@
-"""Hand a ``slayer-kb search`` to a running ``slayer-kb watch``, which answers from its warm
-index: a new process otherwise spends most of its time importing Whoosh and numpy, opening the
-index and checking every file's signature (600 ms at 100,000 memories, against 50 ms relayed).
+"""The client side of the warm server (server.py, docs/server.md): hand a ``slayer-kb`` command
+to the server of its KB, which runs it on its warm index and catalog, and print what it printed.
 
-The watcher listens on a Linux abstract socket named for the KB's real path and the user, so
-nothing is left on disk and no path length limit applies; each side checks that the other runs
-as the same user (SO_PEERCRED). Only searches are relayed, and only when they read neither
-stdin nor a file: anything else, and any failure to get an answer, runs in this process as
-before. Elsewhere than Linux nothing is relayed.
+A new process otherwise spends most of its time importing Whoosh, numpy and click, opening the
+index and checking every file's signature (0.4-0.6 s, against tens of milliseconds relayed). So
+this module imports nothing heavy: the standard library's sockets, json and os.
+
+The channel is a Linux abstract socket named for the KB's real path and the user (nothing left on
+disk, no path length limit; each side checks the other's user with SO_PEERCRED), or elsewhere a
+socket file ``.slayer-kb/server.sock`` in the KB's state folder, which must be a socket of this
+user that nobody else can open, in a folder of this user. On Windows every command runs in its
+own process.
+
+The server runs the same click command, in the client's current folder, environment and umask,
+with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
+bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
+that talk to the terminal (``edit``, ``sync``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
+progress bar) or read a file named by ``@FILE`` run here. Any failure to get an answer runs the
+command here; only when the server went away after it began a command that writes does the client
+say so (on stderr), since the command may then have been done in part.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
-import shutil
 import socket
+import stat
 import struct
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
 
 from .locate import find_kb_root
 
-SUPPORTED = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
-# A watcher acknowledges a connection at once, from a thread that never waits for the index: one
-# that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
+LINUX = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
+SUPPORTED = hasattr(socket, "AF_UNIX") and os.name == "posix"
+# The server acknowledges a connection at once, from a thread that never waits for the index:
+# one that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
 ACK_SECONDS = 2.0
 ACK = b"+"
-# Long enough for a search that waits behind a big sync (a checkout of thousands of files);
-# past it the command runs here instead.
-ANSWER_SECONDS = 120.0
+# While it waits for its turn and while it runs a command the server sends a heartbeat every
+# HEARTBEAT seconds; silence for SILENT_SECONDS means it is gone (stopped, wedged).
+HEARTBEAT = 0.5
+SILENT_SECONDS = 10.0
+# Waiting for a turn behind other commands (a big sync): past this the command runs here.
+QUEUE_SECONDS = 120.0
+# Frames the server sends after the acknowledgement.
+BEAT, START, RESULT, REFUSED, RETIRING = b".", b"S", b"R", b"F", b"U"
+GO = b"G"
+_LENGTH = struct.Struct(">I")
+_RESULT = struct.Struct(">iQQ")
 _CREDENTIALS = struct.Struct("3i")
+SOCKET_FILE = "server.sock"
+STATE_DIR = ".slayer-kb"
+# AF_UNIX path limits: 108 bytes on Linux, 104 on macOS (with the terminating NUL).
+MAX_SOCKET_PATH = 100
+DEFAULT_IDLE = 300.0
+
 _GLOBAL_WITH_VALUE = ("--kb", "--author")
+# Run here, never relayed: they talk to the terminal, run for long, or make the KB.
+LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "sync", "completion"})
+# Only read: after a server vanished mid-command they are run again without a word.
+READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
+                   "log", "show", "review", "schema", "validate"})
 
 
-def address(root: Path) -> bytes:
-    """The abstract socket of the watcher of the KB at ``root``."""
-    digest = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
-    return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
+def mode() -> str:
+    """``on`` (start a server on demand and relay), ``manual`` (relay to a running server, start
+    none) or ``off`` (run every command in its process), from ``SLAYER_KB_SERVER``; unset, ``on``
+    except under CI (``CI`` set), where it is ``off``."""
+    value = os.environ.get("SLAYER_KB_SERVER", "").strip().lower()
+    if value in ("off", "0", "no", "false", "never"):
+        return "off"
+    if value == "manual":
+        return "manual"
+    if value in ("on", "1", "yes", "true", "auto"):
+        return "on"
+    ci = os.environ.get("CI", "").strip().lower()
+    return "off" if ci not in ("", "0", "false", "no") else "on"
 
 
-def relayable(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """(the --kb value or None, the search's own arguments) if ``argv`` is a search a watcher
-    can answer: no help, no version, nothing read from stdin or a file."""
+def idle_seconds() -> float:
+    """How long a server started on demand waits for a command before it exits
+    (``SLAYER_KB_SERVER_IDLE``, seconds; default 300)."""
+    try:
+        value = float(os.environ.get("SLAYER_KB_SERVER_IDLE", DEFAULT_IDLE))
+    except ValueError:
+        return DEFAULT_IDLE
+    return value if value > 0 else DEFAULT_IDLE
+
+
+def version_stamp() -> str:
+    """What the running code is: the interpreter, and the size and time of every file of the
+    package. A server whose stamp differs from its client's was started by another install (an
+    upgrade, an edited checkout): it retires and a new one starts."""
+    digest = hashlib.sha256(sys.executable.encode("utf-8", "surrogateescape"))
+    package = os.path.dirname(os.path.abspath(__file__))
+    for folder in (package, os.path.join(package, "search")):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith((".py", ".so", ".pyd", ".json")):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:24]
+
+
+# -- the channel -----------------------------------------------------------------------------
+
+
+def use_file_socket() -> bool:
+    """A socket file where abstract sockets do not exist (``SLAYER_KB_SERVER_SOCKET=file`` forces
+    it on Linux, for tests)."""
+    return not LINUX or os.environ.get("SLAYER_KB_SERVER_SOCKET") == "file"
+
+
+def address(root: Path | str) -> bytes | str | None:
+    """Where the server of the KB at ``root`` listens: an abstract name (bytes), a socket file's
+    path (str), or None when there is no channel (a path too long for a socket)."""
+    real = os.path.realpath(root)
+    if not use_file_socket():
+        digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+        return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
+    path = os.path.join(real, STATE_DIR, SOCKET_FILE)
+    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
+
+
+def private_socket(path: str) -> bool:
+    """The socket file and its folder are this user's and nobody else can reach them."""
+    uid = os.getuid()
+    try:
+        folder = os.lstat(os.path.dirname(path))
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(folder.st_mode) and folder.st_uid == uid and not folder.st_mode & 0o022
+            and stat.S_ISSOCK(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The user at the other end of ``conn``, where the system says (None elsewhere)."""
+    if LINUX:
+        _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+        return uid
+    peercred = getattr(socket, "LOCAL_PEERCRED", None)
+    if peercred is not None:  # macOS and the BSDs: struct xucred {u_int version; uid_t uid; ...}
+        raw = conn.getsockopt(0, peercred, 76)
+        return struct.unpack_from("=Ii", raw)[1]
+    return None
+
+
+def same_user(conn: socket.socket) -> bool:
+    uid = peer_uid(conn)
+    return uid is None or uid == os.getuid()
+
+
+def connect(root: Path | str, timeout: float = ACK_SECONDS) -> socket.socket | None:
+    """A connection to the server of ``root``, acknowledged; None when there is none (or it is
+    not this user's, or does not answer)."""
+    where = address(root)
+    if where is None or (isinstance(where, str) and not private_socket(where)):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(timeout)
+        conn.connect(where)
+        if not same_user(conn) or _recv_exactly(conn, 1) != ACK:
+            conn.close()
+            return None
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def send_frame(conn: socket.socket, data: bytes) -> None:
+    conn.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def recv_frame(conn: socket.socket, limit: int = 1 << 30) -> bytes:
+    (size,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
+    if size > limit:
+        raise ValueError("frame too large")
+    return _recv_exactly(conn, size)
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = conn.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("closed")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def control(root: Path | str, op: str) -> dict | None:
+    """Ask the server of ``root`` for its ``status`` or to ``stop``: its answer, None if none."""
+    conn = connect(root)
+    if conn is None:
+        return None
+    with conn:
+        try:
+            conn.settimeout(SILENT_SECONDS)
+            send_frame(conn, json.dumps({"op": op, "root": os.path.realpath(root)}).encode())
+            while (tag := _recv_exactly(conn, 1)) == BEAT:
+                pass
+            if tag != RESULT:
+                return None
+            _code, out_size, err_size = _RESULT.unpack(_recv_exactly(conn, _RESULT.size))
+            answer = json.loads(_recv_exactly(conn, out_size))
+            _recv_exactly(conn, err_size)
+        except (OSError, ValueError):
+            return None
+    return answer if isinstance(answer, dict) else None
+
+
+# -- which commands, and where -----------------------------------------------------------------
+
+
+def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
+    """(the --kb value or None, the command, its arguments) when ``argv`` names a command after
+    nothing but the global options; None otherwise (help, version, an unknown option)."""
     kb_path = None
     at = 0
     while at < len(argv):
@@ -62,124 +242,175 @@ def relayable(argv: list[str]) -> tuple[str | None, list[str]] | None:
         elif token.startswith("-"):
             return None
         else:
-            break
-    rest = argv[at + 1:]
-    if argv[at:at + 1] != ["search"] or any(
-        token in ("-", "-h", "--help") or token.startswith("@") or "=@" in token for token in rest
-    ):
-        return None
-    return kb_path, rest
+            return kb_path, token, argv[at + 1:]
+    return None
 
 
-def forward(argv: list[str]) -> int | None:
-    """Run ``slayer-kb ARGV`` in a watcher if one serves this KB: its exit code, after printing
-    what it printed; None when this process must run the command itself."""
-    if not SUPPORTED or (found := relayable(argv)) is None:
+def relayable(argv: list[str], stderr_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
+    """``parse(argv)`` when a server can run the command: not one that talks to the terminal, no
+    help, nothing read from a file named by ``@FILE`` (which may be a pipe only this process
+    can read)."""
+    found = parse(argv)
+    if found is None:
         return None
-    kb_path = found[0] or os.environ.get("SLAYER_KB")
+    _kb_path, command, rest = found
+    if command in LOCAL or (command == "reindex" and stderr_tty):
+        return None
+    if any(token in ("-h", "--help", "--version") or token.startswith("@") or "=@" in token for token in rest):
+        return None
+    return found
+
+
+def kb_root(kb_path: str | None) -> str | None:
+    """The KB's real path as the CLI would find it (--kb, $SLAYER_KB, else the enclosing KB)."""
+    kb_path = kb_path or os.environ.get("SLAYER_KB")
     try:
         root = Path(kb_path) if kb_path else find_kb_root(Path.cwd())
     except OSError:  # the current folder was deleted: the CLI says so properly
         return None
     if root is None:
         return None
-    request = {"argv": argv, "root": os.path.realpath(root), "width": shutil.get_terminal_size((100, 24)).columns}
+    real = os.path.realpath(root)
+    return real if os.path.isdir(os.path.join(real, "memories")) or os.path.isdir(os.path.join(real, "datasources")) else None
+
+
+def _terminal() -> list[int] | None:
+    """The terminal size the command would see here, unless $COLUMNS/$LINES say it."""
+    for stream in (sys.__stdout__,):
+        try:
+            size = os.get_terminal_size(stream.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            return None
+        return [size.columns, size.lines]
+    return None
+
+
+def _streams() -> list[list[str]] | None:
+    """(encoding, errors) of stdin, stdout and stderr, which the server's captured streams copy."""
+    found = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if stream is None or not hasattr(stream, "encoding"):
+            found.append(["utf-8", "strict"])
+        else:
+            found.append([stream.encoding or "utf-8", stream.errors or "strict"])
+    return found
+
+
+class Outcome:
+    """What ``forward`` found: the exit code to exit with, or None to run the command here; and
+    whether to start a server for the KB once it is done."""
+
+    def __init__(self, code: int | None, start: str | None = None) -> None:
+        self.code = code
+        self.start = start
+
+
+def forward(argv: list[str]) -> Outcome:
+    """Run ``slayer-kb ARGV`` in the server of its KB when there is one: its exit code, after
+    printing what it printed. Otherwise (code None) this process runs it, and ``start`` names the
+    KB whose server to start once it has (mode ``on`` only)."""
+    current = mode()
+    if not SUPPORTED or current == "off":
+        return Outcome(None)
+    stderr_tty = _isatty(sys.stderr)
+    found = relayable(argv, stderr_tty)
+    if found is None:
+        return Outcome(None)
+    root = kb_root(found[0])
+    if root is None:
+        return Outcome(None)
+    start = root if current == "on" else None
+    conn = connect(root)
+    if conn is None:
+        return Outcome(None, start)
+    with conn:
+        return _relay(conn, argv, root, found[1], start)
+
+
+def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
+    stdin = None
+    if "-" in argv:
+        if _isatty(sys.stdin) or sys.stdin is None:
+            return Outcome(None)  # typed at a terminal: read by the command itself, here
+        stdin = sys.stdin.buffer.read()
+    umask = os.umask(0o077)
+    os.umask(umask)
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(ACK_SECONDS)
-            conn.connect(address(root))
-            if not _same_user(conn) or conn.recv(1) != ACK:
-                return None
-            conn.settimeout(ANSWER_SECONDS)
-            conn.sendall(json.dumps(request).encode("utf-8"))
-            conn.shutdown(socket.SHUT_WR)
-            answer = json.loads(_read_all(conn))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(answer, dict) or not isinstance(answer.get("code"), int):
-        return None
-    sys.stdout.write(answer.get("stdout", ""))
-    sys.stdout.flush()
-    sys.stderr.write(answer.get("stderr", ""))
-    return answer["code"]
-
-
-Runner = Callable[[list[str], int], int]
-"""Runs a relayed command with sys.stdout and sys.stderr redirected: (argv, width) -> exit code."""
-
-
-class Server:
-    """The watcher's side: answers relayed searches, one at a time, until ``close()``."""
-
-    def __init__(self, root: Path, run: Runner, busy: threading.Lock, log: TextIO) -> None:
-        self.root = os.path.realpath(root)
-        self._run = run
-        self._busy = busy
-        self._log = log
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._listener.bind(address(root))
-        except OSError:
-            self._listener.close()
-            raise
-        self._listener.listen(16)
-        self._listener.settimeout(0.2)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="slayer-kb relay", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        """Stop answering; a search being answered is finished first."""
-        self._stop.set()
-        self._thread.join()
-        self._listener.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
+        cwd = os.getcwd()
+    except OSError:
+        return Outcome(None)
+    request = {
+        "argv": argv, "root": root, "cwd": cwd, "env": dict(os.environ), "umask": umask,
+        "terminal": _terminal(), "streams": _streams(), "stamp": version_stamp(),
+        "stdin": stdin.decode("latin-1") if stdin is not None else None,
+    }
+    began = False
+    try:
+        send_frame(conn, json.dumps(request).encode("utf-8", "surrogateescape"))
+        conn.settimeout(SILENT_SECONDS)
+        while True:
+            tag = _recv_exactly(conn, 1)
+            if tag == BEAT:
                 continue
-            except OSError:
-                return
-            with conn:
-                with contextlib.suppress(OSError):
-                    self._answer(conn)
-
-    def _answer(self, conn: socket.socket) -> None:
-        conn.settimeout(5.0)
-        if not _same_user(conn):
-            return
-        conn.sendall(ACK)
-        try:
-            request = json.loads(_read_all(conn))
-            argv, width = list(map(str, request["argv"])), int(request["width"])
-            if request["root"] != self.root or relayable(argv) is None:
-                raise ValueError("not a search of this KB")
-        except (ValueError, KeyError, TypeError):
-            conn.sendall(b'{"fallback": true}')
-            return
-        out, err = io.StringIO(), io.StringIO()
-        with self._busy, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = self._run(argv, width)
-            except Exception as exc:  # noqa: BLE001 - let the client run it and see the error itself
-                print(f"relayed search failed, the client runs it itself: {exc!r}", file=self._log)
-                conn.sendall(b'{"fallback": true}')
-                return
-        conn.sendall(json.dumps({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}).encode("utf-8"))
+            if tag == START:
+                conn.sendall(GO)
+                began = True
+            elif tag == RESULT:
+                code, out_size, err_size = _RESULT.unpack(_recv_exactly(conn, _RESULT.size))
+                out = _recv_exactly(conn, out_size)
+                err = _recv_exactly(conn, err_size)
+                break
+            elif tag == RETIRING:
+                return Outcome(None, start)  # another install's server: it exits, start ours
+            else:  # refused: another install's foreground watcher, another KB's request
+                return _ran_here(began, command, None)
+    except (OSError, ValueError):
+        return _ran_here(began, command, start)
+    _write(sys.stdout, out)
+    _write(sys.stderr, err)
+    return Outcome(code)
 
 
-def _same_user(conn: socket.socket) -> bool:
-    _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
-    return uid == os.getuid()
+def _ran_here(began: bool, command: str, start: str | None) -> Outcome:
+    if began and command not in READS:
+        print("slayer-kb: the server stopped while running this command; running it in this "
+              "process (the KB lock finishes or rolls back what it left)", file=sys.stderr, flush=True)
+    return Outcome(None, start)
 
 
-def _read_all(conn: socket.socket) -> bytes:
-    chunks = []
-    while chunk := conn.recv(65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _write(stream: object, data: bytes) -> None:
+    if not data or stream is None:
+        return
+    buffer = getattr(stream, "buffer", None)
+    stream.flush()  # type: ignore[attr-defined]
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def spawn(root: str) -> None:
+    """Start the server of the KB at ``root`` in the background: its own session, no terminal,
+    its output in ``.slayer-kb/server.log``. It exits at once if another one serves the KB."""
+    import subprocess
+
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb.server", root, "--idle", str(idle_seconds())],
+            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError:
+        pass
 
 
 def exit_code(exc: SystemExit) -> int:
@@ -187,4 +418,3 @@ def exit_code(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
     return exc.code if isinstance(exc.code, int) else 1
-

@@ -3,17 +3,18 @@
 Design (see DESIGN.md, "Pitfalls"):
 
 - The watchdog thread only *records* that something relevant happened; every piece of index work
-  runs on the calling thread, or on the relay's thread for a search another process handed
-  over (relay.py), one at a time under one lock, so Whoosh and the KB are never used by two
-  threads at once.
+  runs on the calling thread, or on the server's thread for a command another process handed
+  over (server.py, relay.py), one at a time under one lock, so Whoosh and the KB are never used
+  by two threads at once.
 - Events are never interpreted one by one. A burst (an editor's temp-file-and-rename save, a
   ``git checkout`` of thousands of files) is debounced into one pass. When the burst named only
   memory files, that pass re-reads just those (``KnowledgeBase.refresh``), comparing their bytes
   with the manifest; a catalog file, a whole folder or a very large burst makes it a full
   ``KnowledgeBase.ensure_fresh()``. Either way a delete just drops the memory from the index, and
   an event for a file whose content did not change writes nothing.
-- The watcher never writes memory files and never cascades; it takes the KB lock only for the
-  length of one incremental sync.
+- The watcher itself never writes memory files and never cascades; it takes the KB lock only
+  for the length of one incremental sync. (Relayed commands write as they would in their own
+  process, under the KB lock.)
 """
 
 from __future__ import annotations
@@ -32,11 +33,10 @@ from watchdog.observers import Observer
 from .errors import StoreError
 from .index import MEMORIES_DIR, RACY_SECONDS, SyncReport
 from .monitor import EVENT_TYPES, EventHandler
-from .relay import SUPPORTED as RELAY_SUPPORTED
-from .relay import Runner, Server
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
+    from .server import Server
 
 # A steady stream of events (a long checkout) must not postpone the sync forever.
 MAX_DELAY = 0.5
@@ -103,13 +103,13 @@ def run_watcher(
     on_sync: Callable[[SyncReport], None] | None = None,
     stop: threading.Event | None = None,
     out: TextIO | None = None,
-    serve: Runner | None = None,
+    server: Server | None = None,
 ) -> None:
     """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
 
-    ``on_sync`` is called (on this thread) after every sync that changed the index. ``serve``
-    runs the searches that ``slayer-kb search`` processes relay to this watcher (relay.py),
-    on ``kb``, never at the same time as a sync.
+    ``on_sync`` is called (on this thread) after every sync that changed the index. ``server``
+    (server.py) runs the commands that ``slayer-kb`` processes relay to it, on ``kb`` kept
+    warm, never at the same time as a sync; it is closed when the watcher stops.
     """
     stop = stop if stop is not None else threading.Event()
     log = out if out is not None else sys.stderr
@@ -119,17 +119,20 @@ def run_watcher(
         EventHandler(str(kb.root), pending.note), str(kb.root), recursive=True, event_filter=EVENT_TYPES
     )
     reporter = _Reporter(log)
-    busy = threading.Lock()
+    busy = server.busy if server is not None else threading.Lock()
     with _stop_on_signals(stop):
         try:
             observer.start()
         except OSError as exc:
+            if server is not None:
+                server.close()
             kb.close()
             raise StoreError(
                 f"Cannot watch {kb.root}: {exc.strerror or exc}. On Linux, too many watched "
                 "folders means raising fs.inotify.max_user_watches (sysctl)."
             ) from None
-        server = _serve_searches(kb, serve, busy, log) if serve is not None else None
+        if server is not None:
+            _serve(kb, server)
         try:
             _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
             _loop(kb, pending, stop, debounce, on_sync, reporter, busy)
@@ -145,18 +148,13 @@ def run_watcher(
     _say(log, "Stopped watching.")
 
 
-def _serve_searches(kb: KnowledgeBase, serve: Runner, busy: threading.Lock, log: TextIO) -> Server | None:
-    """Answer relayed searches from ``kb``, kept warm: its inotify monitor tells each search
-    whether anything changed, so a search skips the per-file check while nothing did."""
-    if not RELAY_SUPPORTED:
-        return None
-    try:
-        server = Server(kb.root, serve, busy, log)
-    except OSError:
-        _say(log, "Another watcher answers this KB's searches; this one only keeps the index current.")
-        return None
+def _serve(kb: KnowledgeBase, server: Server) -> None:
+    """Answer relayed commands from ``kb``, kept warm: its inotify monitor tells each command
+    whether anything changed, so a read skips the per-file check while nothing did."""
+    from .server import Runner
+
     kb.keep_warm()
-    return server
+    server.ready(Runner(kb))
 
 
 def _loop(

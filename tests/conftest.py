@@ -35,6 +35,11 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("SLAYER_KB", raising=False)
     monkeypatch.delenv("SLAYER_KB_AUTHOR", raising=False)
+    # No test starts a warm server by accident (docs/server.md): commands relay to a server a
+    # test started itself (``slayer-kb watch``), and the server tests turn ``on`` explicitly.
+    monkeypatch.setenv("SLAYER_KB_SERVER", "manual")
+    monkeypatch.delenv("SLAYER_KB_SERVER_IDLE", raising=False)
+    monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,5 +1,6 @@
-"""``slayer-kb search`` relayed to a running ``slayer-kb watch`` (relay.py): the same output and
-exit code as running it in the process, from the watcher's warm index, never stale."""
+"""Commands relayed to a running ``slayer-kb watch`` (relay.py, server.py): the same output and
+exit code as running them in the process, from the watcher's warm index, never stale. The
+server started on demand is tested in test_server.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase, relay
 
-pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="searches are relayed on Linux only")
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
 SEARCHES = [
     ["search", "fiscal year"],
@@ -53,8 +54,8 @@ def no_whoosh(tmp_path: Path) -> Path:
 def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, no_whoosh: Path) -> None:
     root = watcher.root
     # The blocker works: a command that is not relayed fails under it.
-    listed = cli(root, "list", blocked=no_whoosh)
-    assert listed.returncode == 1 and "whoosh is blocked by the test" in listed.stderr
+    helped = cli(root, "search", "--help", blocked=no_whoosh)
+    assert helped.returncode == 1 and "whoosh is blocked by the test" in helped.stderr
     relayed = [cli(root, *args, blocked=no_whoosh) for args in SEARCHES]
     watcher.stop()  # now every search runs in its own process
     direct = [cli(root, *args) for args in SEARCHES]
@@ -86,19 +87,26 @@ def test_the_kb_is_found_as_the_cli_finds_it(watcher: Watcher, no_whoosh: Path) 
     assert by_env.returncode == 0 and "kb.fiscal-calendar" in by_env.stdout
 
 
-def test_searches_that_read_stdin_or_a_file_run_in_the_process(watcher: Watcher, no_whoosh: Path) -> None:
+def test_searches_that_read_a_file_run_in_the_process(watcher: Watcher, no_whoosh: Path) -> None:
     query = watcher.root.parent / "q.json"
     query.write_text('{"source_model": "shop.orders", "measures": ["sum(amount)"]}')
-    for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"], ["search", "-"]):
+    for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"]):
         proc = cli(watcher.root, *args, blocked=no_whoosh)
         assert proc.returncode == 1 and "whoosh is blocked by the test" in proc.stderr, args
+
+
+def test_stdin_is_sent_to_the_server(watcher: Watcher, no_whoosh: Path) -> None:
+    env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(no_whoosh))
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(watcher.root), "search", "-"],
+                          input="fiscal year", capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr
 
 
 def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(watcher: Watcher) -> None:
     second = Watcher(watcher.root)
     try:
         second.wait_for_line("Watching")
-        assert "Another watcher answers this KB's searches; this one only keeps the index current." in second.lines
+        assert "Another server answers this KB's commands; this one only keeps the index current." in second.lines
     finally:
         second.stop()
 
@@ -123,7 +131,7 @@ def test_another_user_gets_no_answer(watcher: Watcher) -> None:
 
 
 FAKE_WATCHER = """
-import json, os, socket, sys
+import os, socket, struct, sys
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
 if len(sys.argv) > 2:
@@ -135,9 +143,10 @@ if len(sys.argv) > 3:
     conn.recv(1)  # never acknowledges: a wedged watcher
 else:
     conn.sendall(b"+")
-    while conn.recv(65536):  # the request, up to the client's end of writing
-        pass
-    conn.sendall(json.dumps({"code": 0, "stdout": "FAKE ANSWER", "stderr": ""}).encode())
+    size = int.from_bytes(conn.recv(4), "big")  # the request, one frame
+    while size > 0:
+        size -= len(conn.recv(size))
+    conn.sendall(b"R" + struct.pack(">iQQ", 0, 11, 0) + b"FAKE ANSWER")
 conn.close()
 """
 
@@ -162,7 +171,7 @@ def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: Knowledge
         pytest.skip("needs root to pose as another user")
     other = fake_watcher(root, "as-nobody")
     try:
-        assert relay.forward(["--kb", str(root), "search", "fiscal year"]) is None
+        assert relay.forward(["--kb", str(root), "search", "fiscal year"]).code is None
     finally:
         other.kill()
         other.wait(timeout=10)
@@ -179,40 +188,47 @@ def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: Knowledg
 
 
 def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> None:
+    real = os.path.realpath(watcher.root)
     for request in (
-        {"argv": ["search", "x"], "root": "/elsewhere", "width": 80},
-        {"argv": ["forget", "1"], "root": os.path.realpath(watcher.root), "width": 80},
-        {"argv": ["search", "-"], "root": os.path.realpath(watcher.root), "width": 80},
+        {"argv": ["search", "x"], "root": "/elsewhere"},
+        {"argv": ["watch"], "root": real},
+        {"argv": ["search", "--query", "@q.json"], "root": real},
+        {"argv": ["forget", "1"], "root": real, "stamp": "another install"},
+        {"op": "shutdown", "root": real},
         {"nonsense": True},
     ):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(10)
             conn.connect(relay.address(watcher.root))
             assert conn.recv(1) == relay.ACK
-            conn.sendall(json.dumps(request).encode())
-            conn.shutdown(socket.SHUT_WR)
-            assert relay._read_all(conn) == b'{"fallback": true}', request
+            relay.send_frame(conn, json.dumps(request).encode())
+            assert relay._recv_exactly(conn, 1) == relay.REFUSED, request
     assert (watcher.root / "memories" / "1.yaml").exists()
 
 
 def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:
-    assert relay.forward(["--kb", str(example_kb.root), "search", "x"]) is None
+    outcome = relay.forward(["--kb", str(example_kb.root), "search", "x"])
+    assert (outcome.code, outcome.start) == (None, None)  # SLAYER_KB_SERVER=manual: none started
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["search", "x"], (None, ["x"])),
-        (["--kb", "d", "--json", "search", "x", "--any"], ("d", ["x", "--any"])),
-        (["--kb=d", "--author", "A", "search"], ("d", [])),
-        (["--author=A", "search", "-e", "m.c"], (None, ["-e", "m.c"])),
-        (["list"], None),
+        (["search", "x"], (None, "search", ["x"])),
+        (["--kb", "d", "--json", "search", "x", "--any"], ("d", "search", ["x", "--any"])),
+        (["--kb=d", "--author", "A", "search"], ("d", "search", [])),
+        (["--author=A", "search", "-e", "m.c"], (None, "search", ["-e", "m.c"])),
+        (["list"], (None, "list", [])),
+        (["save", "-", "-e", "x"], (None, "save", ["-", "-e", "x"])),
+        (["forget", "1"], (None, "forget", ["1"])),
         (["--version"], None),
         (["search", "--help"], None),
         (["search", "-h"], None),
-        (["search", "-"], None),
         (["search", "--query", "@f.json"], None),
         (["search", "--query=@f.json"], None),
+        (["watch"], None),
+        (["edit", "1"], None),
+        (["server", "status"], None),
         (["--kb"], None),
         ([], None),
     ],
@@ -221,15 +237,21 @@ def test_which_commands_are_relayed(argv: list[str], expected: object) -> None:
     assert relay.relayable(argv) == expected
 
 
+def test_a_reindex_that_draws_a_progress_bar_runs_in_the_process() -> None:
+    assert relay.relayable(["reindex"]) == (None, "reindex", [])
+    assert relay.relayable(["reindex"], stderr_tty=True) is None
+
+
 @given(st.lists(st.sampled_from(["search", "list", "--kb", "d", "--json", "-", "@f", "-e", "x", "--any", "--help"]),
                 max_size=8))
-def test_relayable_only_passes_plain_searches(argv: list[str]) -> None:
+def test_relayable_passes_no_help_and_no_file(argv: list[str]) -> None:
     found = relay.relayable(argv)
     if found is not None:
-        kb_path, rest = found
-        assert "search" in argv and rest == argv[len(argv) - len(rest):]
-        assert argv[len(argv) - len(rest) - 1] == "search"
-        assert not {"-", "@f", "--help"} & set(rest)
+        _kb_path, command, rest = found
+        assert not command.startswith("-")
+        assert rest == argv[len(argv) - len(rest):]
+        assert argv[len(argv) - len(rest) - 1] == command
+        assert not {"@f", "--help"} & set(rest)
 
 
 def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
