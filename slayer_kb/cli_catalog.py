@@ -132,9 +132,11 @@ def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> N
 @json_option
 @pass_settings
 def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None) -> None:
-    """Check memory files: schema, id and file name, case collisions, references, canonical form.
+    """Check memory and session files: schema, id and file name, case collisions, references,
+    canonical form.
 
-    PATH is a memory file, a memories/ folder or a KB (default: the whole KB). A catalog file
+    PATH is a memory or session file, a memories/ or sessions/ folder or a KB (default: the
+    whole KB). A catalog file
     stands for every memory of its KB. Prints 'path:line: message' lines; exits 1 on any problem.
 
     \b
@@ -158,7 +160,7 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
 @json_option
 @pass_settings
 def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
-    """Rewrite memory files into canonical form (key order, quoting, | blocks).
+    """Rewrite memory and session files into canonical form (key order, quoting, | blocks).
 
     Files are not committed: review the diff and commit it, as with any formatter.
 
@@ -177,14 +179,17 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
 
 
 @cli.command("schema")
+@click.option("--session", is_flag=True, help="The schema of session files (sessions/<id>.yaml) instead.")
 @pass_settings
-def schema_cmd(settings: Settings) -> None:
+def schema_cmd(settings: Settings, session: bool) -> None:
     """Print the JSON Schema of memory files (for editors: yaml-language-server, VS Code).
 
     \b
-    Example:
+    Examples:
       slayer-kb schema > .vscode/slayer-kb-memory.schema.json
+      slayer-kb schema --session > .vscode/slayer-kb-session.schema.json
     """
-    from .validate import SCHEMA_PATH
+    from .validate import SCHEMA_PATH, SESSION_SCHEMA_PATH
 
-    click.echo(json.dumps(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")), indent=2))
+    path = SESSION_SCHEMA_PATH if session else SCHEMA_PATH
+    click.echo(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2))

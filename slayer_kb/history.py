@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import sessions
 from .catalog import Catalog, Resolver, load_catalog
 from .errors import KBError, MemoryFileError, NotFoundError
 from .fileio import NotRegularFile, read_regular
@@ -43,6 +44,7 @@ from .index import MEMORIES_DIR
 from .memory import Memory, dumps, loads, with_entities
 from .repo import GitStore
 from .revisions import resolve_rev
+from .sessions import SESSIONS_DIR
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -323,6 +325,7 @@ class Review:
     renamed: list[MemoryChange] = field(default_factory=list)
     catalog: dict[str, list[str]] = field(default_factory=dict)
     catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -334,6 +337,7 @@ class Review:
                for name in ("added", "changed", "relinked", "removed", "renamed")},
             "catalog": self.catalog,
             "catalog_files": self.catalog_files,
+            "sessions": self.sessions,
             "problems": self.problems,
         }
 
@@ -348,13 +352,16 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
     base_sha = merge_base_of(store, base, head)
     head_sha = resolve_rev(store, head)
     result = Review(base, head, base_sha)
-    paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
+    paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_ids = memory_ids_at(store, head_sha)
     head_catalog = catalog_at(store, head_sha)
     resolver = Resolver(head_catalog, memory_exists=head_ids.__contains__, check_id=check_id)
     checked: list[tuple[str, Memory]] = []
     for status, old, new in _name_status(proc.stdout, store.prefix):
+        if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
+            _review_session(store, base_sha, head_sha, status, old, new, result)
+            continue
         old_id, new_id = id_of_path(old), id_of_path(new)
         if old_id is None and new_id is None:
             if new != PRIORITY_FILE and not new.startswith(tuple(f"{d}/" for d in CATALOG_DIRS)):
@@ -395,6 +402,29 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
 
 
 _FILE_STATUS = {"A": "added", "D": "deleted", "M": "changed", "R": "renamed"}
+
+
+def _review_session(store: GitStore, base: str, head: str, status: str, old: str, new: str, result: Review) -> None:
+    """A session file the branch added, changed, removed or renamed (sessions.py)."""
+
+    def load(rev: str, path: str) -> sessions.Session | None:
+        session_id = sessions.id_of_file(path.rsplit("/", 1)[-1]) if path.startswith(f"{SESSIONS_DIR}/") else None
+        text = text_at(store, rev, path) if session_id is not None else None
+        if text is None or session_id is None:
+            return None
+        try:
+            return sessions.loads(text, session_id, path)
+        except MemoryFileError as exc:
+            if rev != result.merge_base:  # a file broken before the branch is not its problem
+                result.problems.append(str(exc))
+            return None
+
+    before = load(base, old) if status != "A" else None
+    after = load(head, new) if status != "D" else None
+    if before is None and after is None:
+        return
+    kind = {"A": "added", "D": "removed", "R": "renamed"}.get(status[0], "changed")
+    result.sessions.append(sessions.review_entry(kind, new, before, after))
 
 
 def merge_base_of(store: GitStore, base: str, head: str) -> str:
@@ -506,6 +536,11 @@ def render_review(r: Review) -> str:
     if r.renamed:
         counts.append(f"{len(r.renamed)} renamed")
     lines.append(("Memories: " + ", ".join(counts) + ".") if total else "No memory changed.")
+    if r.sessions:
+        kinds = [k for k in ("added", "changed", "renamed", "removed") if any(e["status"] == k for e in r.sessions)]
+        prompts = sum(len(e["prompts_added"]) for e in r.sessions)
+        lines.append("Sessions: " + ", ".join(f"{sum(e['status'] == k for e in r.sessions)} {k}" for k in kinds)
+                     + f"; {prompts} prompt{'' if prompts == 1 else 's'} added.")
 
     def section(title: str, items: list[str]) -> None:
         if items:
@@ -541,6 +576,7 @@ def render_review(r: Review) -> str:
         else:
             catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(f"`{v}`" for v in values))
     section("Catalog", catalog_lines)
+    section("Sessions", sessions.review_lines(r.sessions))
     section("Problems", [f"- {_md(p)}" for p in r.problems])
     return "\n".join(lines) + "\n"
 

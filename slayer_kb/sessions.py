@@ -720,3 +720,55 @@ def _count(n: int, noun: str) -> str:
 def _first_line(text: str, limit: int) -> str:
     paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
     return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"
+
+
+# -- review --------------------------------------------------------------------------------------
+
+
+def review_entry(status: str, path: str, before: Session | None, after: Session | None) -> dict[str, Any]:
+    """What a branch did to one session file, for ``slayer-kb review``: ``status`` (added,
+    changed, removed, renamed), the fields it changed, the prompts it added (a session's prompts
+    only grow; others show as removed)."""
+    session = after or before
+    entry: dict[str, Any] = {"id": session.id if session else id_of_file(path.rsplit("/", 1)[-1]) or path,
+                             "status": status, "path": path, "project": session.project if session else None}
+    if before is not None and after is not None and before.id != after.id:
+        entry["old_id"] = before.id
+    old_prompts = [(p.created_at, p.content) for p in before.prompts] if before else []
+    new_prompts = [(p.created_at, p.content) for p in after.prompts] if after else []
+    entry["prompts_added"] = [content for item in new_prompts if item not in old_prompts for content in [item[1]]]
+    entry["prompts_removed"] = [content for item in old_prompts if item not in new_prompts for content in [item[1]]]
+    if before is not None and after is not None:
+        entry["fields"] = [key for key in SESSION_KEYS if key != "prompts" and getattr(before, key) != getattr(after, key)]
+    else:
+        entry["fields"] = []
+    entry["ended_at"] = after.ended_at if after else None
+    entry["summary"] = after.summary if after else None
+    return entry
+
+
+def review_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The review's markdown lines for its sessions."""
+    lines = []
+    for e in entries:
+        what = []
+        if e["status"] == "added":
+            what.append("started" + (f" in {e['project']}" if e["project"] else ""))
+        elif e["status"] == "removed":
+            what.append("removed")
+        elif e.get("old_id"):
+            what.append(f"renamed from {e['old_id']}")
+        if e["prompts_added"]:
+            what.append(_count(len(e["prompts_added"]), "prompt") + " added")
+        if e["prompts_removed"]:
+            what.append(_count(len(e["prompts_removed"]), "prompt") + " removed")
+        if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
+            what.append("ended")
+        other = [f for f in e["fields"] if f != "ended_at"]
+        if other:
+            what.append("changed: " + ", ".join(other))
+        lines.append(f"- **{e['id']}**: {'; '.join(what) or 'reformatted'}")
+        lines.extend(f"  - prompt: {clip(' '.join(text.split()), 200)}" for text in e["prompts_added"])
+        if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
+            lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
+    return lines

@@ -12,6 +12,9 @@ Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a 
 model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
 any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
 
+A session file (``sessions/<id>.yaml``, sessions.py) is checked against its own schema
+(``session.schema.json``), for a file name that spells its id, and for the canonical form.
+
 A stored example query is checked as search reads it: it must be a SlayerQuery (keys, shapes,
 values: ``slayerquery.check_query``, as ``save`` checks it) whose references all resolve against
 the catalog (after a cascade the query keeps its text, SLayer's rule, and search warns that it has
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema
 import yaml
@@ -45,9 +49,13 @@ from .nesting import MAX_DEPTH, value_depth
 from .query import query_entities
 from .repo import GitStore, find_toplevel
 from .revisions import resolve_rev
+from .sessions import SESSIONS_DIR, file_name, id_of_file
+from .sessions import dumps as dump_session
+from .sessions import loads as load_session
 from .slayerquery import check_query
 
 SCHEMA_PATH = Path(__file__).with_name("memory.schema.json")
+SESSION_SCHEMA_PATH = Path(__file__).with_name("session.schema.json")
 MEMORIES = "memories"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -85,6 +93,14 @@ def _validator() -> jsonschema.protocols.Validator:
     return cls(schema())
 
 
+@lru_cache(maxsize=1)
+def _session_validator() -> jsonschema.protocols.Validator:
+    session_schema = json.loads(SESSION_SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(session_schema)
+    cls.check_schema(session_schema)
+    return cls(session_schema)
+
+
 def shown(path: Path) -> str:
     """A path as a user would type it: relative to the working directory when inside it."""
     try:
@@ -117,6 +133,9 @@ def _targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Targ
         if path.is_dir():
             if path.name == MEMORIES:
                 target(path.parent).everything = True
+            elif path.name == SESSIONS_DIR:
+                for name in _listing(path):
+                    target(path.parent).files[path / name] = str(given / name)
             elif (path / MEMORIES).is_dir() or (path / "datasources").is_dir():
                 target(path).everything = True
             else:
@@ -125,12 +144,15 @@ def _targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Targ
             target(path.parent.parent).files[path] = str(given)
         elif _catalog_root(path) is not None:
             target(_catalog_root(path)).everything = True  # type: ignore[arg-type]
+        elif path.parent.name == SESSIONS_DIR:
+            target(path.parent.parent).files[path] = str(given)
         elif not path.exists():
             problems.append(Problem(str(given), 1, "no such file"))
         else:
-            problems.append(
-                Problem(str(given), 1, "not a memory file: expected <kb>/memories/<id>.yaml")
-            )
+            problems.append(Problem(
+                str(given), 1,
+                "not a memory or session file: expected <kb>/memories/<id>.yaml or <kb>/sessions/<id>.yaml",
+            ))
     return targets
 
 
@@ -155,9 +177,9 @@ def _listing(memories: Path) -> list[str]:
 
 def _expand(target: _Target) -> None:
     if target.everything:
-        folder = target.root / MEMORIES
-        for name in _listing(folder):
-            target.files.setdefault(folder / name, shown(folder / name))
+        for folder in (target.root / MEMORIES, target.root / SESSIONS_DIR):
+            for name in _listing(folder):
+                target.files.setdefault(folder / name, shown(folder / name))
 
 
 # -- validate ----------------------------------------------------------------------------------
@@ -199,6 +221,8 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
 
 
 def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
+    if path.parent.name == SESSIONS_DIR:
+        return check_session_file(path, name)
     problems: list[Problem] = []
 
     def add(line: int | None, message: str) -> None:
@@ -263,6 +287,95 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         add(_first_difference(text, canonical),
             f"not in canonical form; run 'slayer-kb fmt {name}'")
     return problems
+
+
+def check_session_file(path: Path, name: str) -> list[Problem]:
+    """A session file (sessions.py): its name, the session schema, and the canonical form."""
+    problems: list[Problem] = []
+
+    def add(line: int | None, message: str) -> None:
+        problems.append(Problem(name, line or 1, message))
+
+    if path.suffix != ".yaml":
+        add(1, f"slayer-kb reads only .yaml files in {SESSIONS_DIR}/; rename it to {path.stem}.yaml")
+        return problems
+    session_id = id_of_file(path.name)
+    if session_id is None:
+        session_id = unquote(path.stem)
+        wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
+        add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
+               f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
+    text = _read_text(path, add)
+    if text is None:
+        return problems
+    alias = alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
+        return problems
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except (yaml.YAMLError, RecursionError):
+        data = None  # load_session below says what is wrong, with the line
+    else:
+        if not isinstance(data, dict) or value_depth(data, MAX_DEPTH) > 4:
+            data = None
+    if data is not None:
+        schema_problems = list(_session_schema_problems(text, data))
+        for line, message in schema_problems:
+            add(line, message)
+        if schema_problems:
+            return problems
+    try:
+        session = load_session(text, session_id, name)
+    except MemoryFileError as exc:
+        add(exc.line, exc.message)
+        return problems
+    canonical = dump_session(session)
+    if canonical != text:
+        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {name}'")
+    return problems
+
+
+def _session_schema_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_session_validator().iter_errors(_json_like(data)), key=lambda e: [str(p) for p in e.path]):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        line = _item_line(text, "prompts", where[1]) if key == "prompts" and len(where) > 1 else key_line(text, key)
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(where))
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+            allowed = ", ".join(error.schema.get("properties", {}))
+            hint = "the file name is the id; remove the id key" if extra == ["id"] and not where else f"allowed keys: {allowed}"
+            for key_name in extra:
+                at = key_line(text, key_name) if not where else line
+                yield at, f"{label + ': ' if label else ''}unknown key {key_name!r} ({hint})"
+            continue
+        if error.validator == "required":
+            yield line if where else 1, f"{label + ': ' if label else ''}missing required key: {error.message}"
+            continue
+        if error.validator in ("pattern", "anyOf", "$ref") and str(where[-1] if where else "").endswith("_at"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif error.validator == "pattern":
+            message = "must not be blank"
+        elif error.validator == "type" and "object" in error.validator_value:
+            message = "must be a mapping with created_at and content"
+        elif error.validator == "type":
+            wanted = [t for t in error.validator_value if t != "null"] if isinstance(error.validator_value, list) else [error.validator_value]
+            message = f"must be {' or '.join(_ARTICLES.get(t, t) for t in wanted)}, not {_article(error.instance)}"
+        else:
+            message = error.message
+        yield line, f"'{label}' {message}" if label else message
+
+
+_ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping"}
+
+
+def _article(value: Any) -> str:
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+                       (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, kind):
+            return name
+    return "empty" if value is None else type(value).__name__
 
 
 def _read_text(path: Path, add: Any) -> str | None:
@@ -469,7 +582,10 @@ def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
     text = _read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
     if text is not None:
         try:
-            canonical = dumps(loads(text, path.stem, name))
+            if path.parent.name == SESSIONS_DIR:
+                canonical = dump_session(load_session(text, unquote(path.stem), name))
+            else:
+                canonical = dumps(loads(text, path.stem, name))
         except MemoryFileError as exc:
             problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
         else:

@@ -30,6 +30,7 @@ def write(kb: KnowledgeBase, name: str, text: str) -> Path:
 def test_the_example_kb_is_valid_and_canonical(example_kb: KnowledgeBase, run_cli) -> None:
     proc = run_cli("--kb", example_kb.root, "validate")
     count = len(list((example_kb.root / "memories").glob("*.yaml")))
+    count += len(list((example_kb.root / "sessions").glob("*.yaml")))  # sessions.py's files
     assert (proc.returncode, proc.stdout) == (0, f"Checked {count} files: no problems.\n")
     proc = run_cli("--kb", example_kb.root, "fmt", "--check")
     assert (proc.returncode, proc.stdout) == (0, f"0 of {count} files need formatting\n")
@@ -245,7 +246,8 @@ def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "missing.yaml:1: no such file",
-        "notes.yaml:1: not a memory file: expected <kb>/memories/<id>.yaml",
+        "notes.yaml:1: not a memory or session file: expected <kb>/memories/<id>.yaml or "
+        "<kb>/sessions/<id>.yaml",
         "2 problems in 0 files checked",
     ]
 
