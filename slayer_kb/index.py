@@ -57,9 +57,16 @@ NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes n
 BULK_THRESHOLD = 500
 # Segments with more documents than this are never merged by an update (see _merge_small_segments).
 MERGE_LIMIT = 10_000
+# A save adds a segment and merges nothing until more than SEGMENT_BUDGET segments of at most
+# TINY documents have piled up (see _merge_tiny_segments); `compact` merges the rest.
+TINY = 100
+SEGMENT_BUDGET = 16
+COMPACT_AT = 8
 # From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers:
 # from the first, since search by meaning imports numpy anyway (a test compares the two scorers).
 VECTOR_DOCS = 0
+# Up to this many documents found by exact field values are sorted from their stored fields.
+EXACT_SORT_LIMIT = 256
 
 _analyzer = WordAnalyzer()
 CODEC = Codec()
@@ -633,6 +640,31 @@ class Index:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def segments(self) -> int:
+        """How many segments the index is split into (0 before the first sync)."""
+        ix = self._open_existing()
+        return len(ix._segments()) if ix is not None else 0
+
+    def wants_compaction(self) -> bool:
+        """Whether more than COMPACT_AT segments that saves no longer merge (over TINY
+        documents, at most MERGE_LIMIT) have piled up: time for ``compact``, in the background."""
+        ix = self._open_existing()
+        if ix is None:
+            return False
+        grown = [s for s in ix._segments() if TINY < s.doc_count_all() <= MERGE_LIMIT]
+        return len(grown) > COMPACT_AT
+
+    def compact(self) -> None:
+        """Merge the segments that saves left (those of at most MERGE_LIMIT documents) into
+        one, dropping deleted documents, so searches walk fewer, shorter posting lists and
+        their word statistics count live memories only. Call under the KB lock."""
+        ix = self._open_existing()
+        if ix is None:
+            return
+        with _writing(ix, bulk=False, merge=_compact_segments):
+            pass
+        self._close_searcher()
+
     def invalidate(self) -> None:
         """Make the next freshness check fail, so the next command brings the index up to date."""
         self.close()
@@ -728,6 +760,8 @@ class Index:
         self, searcher: Any, query: Q.Query | None, restriction: Restriction | None, limit: int | None, sort_newest: bool
     ) -> list[tuple[float, int]]:
         kwargs: dict[str, Any] = {"limit": limit}
+        if query is None and restriction is not None and restriction.only is not None:
+            return self._exact(searcher, Q.AndNot(restriction.only, restriction.exclude), limit)
         if restriction is not None:
             kwargs["filter"] = self._docset(searcher, restriction.only)
             kwargs["mask"] = self._docset(searcher, restriction.exclude)
@@ -751,6 +785,20 @@ class Index:
             ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
                             key=lambda item: (-item[0], item[1]))[:limit]
         return ranked
+
+    def _exact(self, searcher: Any, query: Q.Query, limit: int | None) -> list[tuple[float, int]]:
+        """The documents ``query`` (exact field values) matches, newest first.
+
+        An Engram save's duplicate and topic-key checks land here after every commit: the posting
+        lists are intersected as they are walked, where a filter would first mark every live
+        document of the freshly committed index, and Whoosh's sort would read the whole
+        ``created_at`` column of every segment. A few matches are sorted by their stored fields.
+        """
+        docnums = list(searcher.docs_for_query(query))
+        if len(docnums) > EXACT_SORT_LIMIT:
+            return [(0.0, hit.docnum) for hit in searcher.search(query, limit=limit, sortedby="created_at", reverse=True)]
+        newest = sorted(docnums, key=lambda d: (searcher.stored_fields(d)["data"]["created_at"], d), reverse=True)
+        return [(0.0, docnum) for docnum in newest[:limit]]
 
     def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The stored fields of these memories' live documents, by id (absent ones left out)."""
@@ -782,7 +830,7 @@ _MOD = 1 << 64
 
 
 @contextlib.contextmanager
-def _writing(ix: windex.Index, bulk: bool) -> Iterator[Any]:
+def _writing(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], list[Any]] | None = None) -> Iterator[Any]:
     """A Whoosh writer, committed when the block ends, cancelled if it raises.
 
     ``bulk``: thousands of documents at once (a rebuild, a cascade, a checkout). They go to
@@ -811,7 +859,7 @@ def _writing(ix: windex.Index, bulk: bool) -> Iterator[Any]:
         try:
             with workers.watched(writer) if bulk else contextlib.nullcontext():
                 yield writer
-                writer.commit(mergetype=_merge_small_segments)
+                writer.commit(mergetype=merge or (_merge_small_segments if bulk else _merge_tiny_segments))
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
@@ -866,6 +914,39 @@ def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
     big = [segment for segment in segments if segment.doc_count_all() > MERGE_LIMIT]
     small = [segment for segment in segments if segment.doc_count_all() <= MERGE_LIMIT]
     return big + MERGE_SMALL(writer, small)
+
+
+def _merge_tiny_segments(writer: Any, segments: list[Any]) -> list[Any]:
+    """The merge policy of a save, an edit, a forget: none, until more than SEGMENT_BUDGET
+    segments of at most TINY documents sit in the index; then only those are merged.
+
+    Whoosh's own policy (and MERGE_SMALL up to MERGE_LIMIT) made about every fifth save wait for
+    a merge of thousands of documents (0.1 to 2 s at 10,000 to 50,000 memories). Merging at most
+    SEGMENT_BUDGET + 1 tiny segments costs little, one save in SEGMENT_BUDGET; the segments that
+    outgrow TINY are merged by ``compact`` (``slayer-kb maintenance``), where no one waits.
+    """
+    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    if len(tiny) <= SEGMENT_BUDGET:
+        return segments
+    return _merged(writer, segments, tiny)
+
+
+def _merged(writer: Any, segments: list[Any], chosen: list[Any]) -> list[Any]:
+    """Add the live documents of the ``chosen`` segments to ``writer``'s new segment; the
+    segments that stay as they are."""
+    from whoosh.reading import SegmentReader
+
+    for segment in chosen:
+        reader = SegmentReader(writer.storage, writer.schema, segment)
+        writer.add_reader(reader)
+        reader.close()
+    return [segment for segment in segments if segment not in chosen]
+
+
+def _compact_segments(writer: Any, segments: list[Any]) -> list[Any]:
+    """``compact``'s policy: every segment of at most MERGE_LIMIT documents into one."""
+    small = [segment for segment in segments if segment.doc_count_all() <= MERGE_LIMIT]
+    return _merged(writer, segments, small) if len(small) > 1 else segments
 
 
 def _delete_ids(writer: Any, ids: list[str]) -> None:

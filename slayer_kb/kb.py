@@ -110,6 +110,19 @@ class SearchResult:
         return asdict(self)
 
 
+@dataclass
+class MaintenanceResult:
+    """What ``maintain`` did: the index's segments and the object store, before and after."""
+
+    segments: tuple[int, int]
+    loose_objects: tuple[int, int]
+    packs: tuple[int, int]
+    pack_bytes: tuple[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: {"before": before, "after": after} for name, (before, after) in asdict(self).items()}
+
+
 class KnowledgeBase:
     """A knowledge base folder inside a git repository."""
 
@@ -292,6 +305,26 @@ class KnowledgeBase:
         self.problems = report.problems
         return report
 
+    def maintain(self) -> MaintenanceResult:
+        """Compact what saves leave behind, where no one waits for it: merge the index's small
+        segments (saves never merge big ones) and pack the repository's loose objects."""
+        segments, compacted = self.compact_index()
+        before = self.store.object_store()
+        self.store.repack()  # git's own locking keeps it safe beside a commit
+        after = self.store.object_store()
+        return MaintenanceResult(
+            (segments, compacted), (before.loose, after.loose), (before.packs, after.packs),
+            (before.pack_bytes, after.pack_bytes),
+        )
+
+    def compact_index(self) -> tuple[int, int]:
+        """Merge the index's small segments (see ``Index.compact``); its segments before and after."""
+        with self.store.locked():
+            self.problems = self.index.catch_up().problems
+            segments = self.index.segments()
+            self.index.compact()
+            return segments, self.index.segments()
+
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         with self.store.locked():
             report = self.index.sync(progress=progress, full=True)
@@ -392,6 +425,10 @@ class KnowledgeBase:
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
             self.index.update(ids, written)
+            if self.index.wants_compaction():
+                # Off the save path: a detached, niced process merges the segments saves left.
+                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).compact_index()"
+                self.store.start_upkeep([[sys.executable, "-c", script, str(self.root)]])
         except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.

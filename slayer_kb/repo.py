@@ -435,6 +435,18 @@ class GitStore:
         upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
+    def object_store(self) -> upkeep.Objects:
+        """How many loose objects and packs the repository holds, and the packs' bytes."""
+        return upkeep.objects(self.objects.dir)
+
+    def start_upkeep(self, commands: list[list[str]]) -> None:
+        """Run ``commands`` in the background, as the repository's upkeep runs (see ``upkeep``)."""
+        upkeep.start(self.top, self.state, commands)
+
+    def repack(self) -> None:
+        """Pack the loose objects and roll small packs together now (see ``upkeep``)."""
+        upkeep.run(self.top, self.state)
+
     @contextlib.contextmanager
     def _reserved_space(self, contents: list[bytes]) -> Iterator[None]:
         """Hold the disk space the work tree's files will need while the commit is published.

@@ -4,10 +4,12 @@ Each commit slayer-kb writes adds loose objects (a blob, the trees on its path, 
 the ``memories/`` tree is rewritten whole each time: hundreds of kilobytes at 10,000 memories.
 Plain ``git commit`` calls ``git gc --auto``; slayer-kb's plumbing never did, so loose objects
 piled up for ever. Here, every ``EVERY`` commits, when more than ``LOOSE`` loose objects sit in
-the store, slayer-kb starts ``git repack -d`` (pack the loose objects, trees as deltas of each
-other, and drop the loose copies) and then ``git gc --auto`` (which merges packs when there are
-too many), as one detached process group: the command that triggered it does not wait. The
-user's settings win: ``gc.auto=0`` or ``maintenance.auto=false`` turn it off.
+the store, slayer-kb starts ``git repack -d --geometric=2`` and then ``git gc --auto``, as one
+detached, niced process group: the command that triggered it does not wait. The geometric repack
+packs the loose objects and rolls small packs into bigger ones, so the ``memories/`` trees of
+successive saves end up stored as deltas of each other (a few kilobytes a save, measured in
+``bench/``), not whole in one small pack each. The user's settings win: ``gc.auto=0`` or
+``maintenance.auto=false`` turn it off; ``slayer-kb maintenance`` runs the same steps at once.
 
 Repacking is safe beside a commit in progress: git only deletes loose objects that a pack holds,
 and slayer-kb reads an object that vanished from the loose store through ``git cat-file``.
@@ -16,11 +18,15 @@ and slayer-kb reads an object that vanished from the loose store through ``git c
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import StoreError
 
 EVERY = 20
 LOOSE = 60
@@ -62,22 +68,53 @@ def after_commit(state: Path, top: Path, objects_dir: Path) -> bool:
     return started
 
 
-def start(top: Path, state: Path) -> None:
-    """``git repack -d`` then ``git gc --auto``, detached from this process and its terminal;
-    its pid is kept in the state folder (see ``wait``)."""
+REPACK = ["git", "repack", "-d", "-q", "--geometric=2"]
+GC = ["git", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]
+
+
+def start(top: Path, state: Path, commands: list[list[str]] | None = None) -> None:
+    """``commands`` (default ``REPACK`` then ``GC``) one after the other, detached from this
+    process and its terminal, at the lowest CPU priority (a save running beside them keeps its
+    speed); the pid is kept in the state folder (see ``wait``). Nothing starts while an
+    earlier run is still at work."""
+    if running(state):
+        return
     script = (
-        "import subprocess, sys; top = sys.argv[1]; "
-        "q = dict(cwd=top, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "subprocess.run(['git', 'repack', '-d', '-q'], **q); "
-        "subprocess.run(['git', '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], **q)"
+        "import json, os, subprocess, sys; os.nice(19); "
+        "q = dict(cwd=sys.argv[1], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "[subprocess.run(command, **q) for command in json.loads(sys.argv[2])]"
     )
     with contextlib.suppress(OSError):
         proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(top)],
+            [sys.executable, "-c", script, str(top), json.dumps(commands or [REPACK, GC])],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )
         (state / PID).write_text(str(proc.pid))
+
+
+@dataclass(frozen=True)
+class Objects:
+    """What the object store holds: loose objects, and packs with their bytes on disk."""
+
+    loose: int
+    packs: int
+    pack_bytes: int
+
+
+def objects(objects_dir: Path) -> Objects:
+    packs = [p for p in (objects_dir / "pack").glob("*.pack")]
+    return Objects(loose_objects(objects_dir), len(packs), sum(p.stat().st_size for p in packs))
+
+
+def run(top: Path, state: Path, timeout: float = 600.0) -> None:
+    """The same steps as ``start``, now and in this process (``slayer-kb maintenance``), after
+    any that runs in the background; the user's settings do not turn an explicit run off."""
+    wait(state, timeout)
+    for command in (REPACK, GC):
+        proc = subprocess.run(command, cwd=top, capture_output=True, text=True, check=False, timeout=timeout)
+        if proc.returncode != 0:
+            raise StoreError(f"{' '.join(command)} failed: {proc.stderr.strip() or proc.returncode}")
 
 
 def running(state: Path) -> bool:
