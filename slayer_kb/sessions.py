@@ -476,8 +476,6 @@ def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project
     project = engram.normalize_project(_optional_text(project, "project"))
     session_id = _session_or_default(session_id, project)
     content = engram.redact_private(content)
-    if not content:
-        raise InvalidInputError("content is blank once its <private> parts are redacted; nothing to save.")
     content = _cut(content, kb.max_content)
     with kb._writing(sync=False):
         now = utc_now()
@@ -625,9 +623,10 @@ def _with_message(result: dict[str, Any]) -> dict[str, Any]:
 
 def recent_prompts(sessions: list[Session], project: str | None, limit: int) -> Iterator[tuple[Session, Prompt]]:
     """The newest prompts, newest first, of ``project`` (a prompt's own, else its session's)."""
-    found = [(s, p) for s in sessions for p in s.prompts if project is None or (p.project or s.project) == project]
-    found.sort(key=lambda sp: sp[1].created_at, reverse=True)
-    yield from found[:limit]
+    found = [(p.created_at, n, s, p) for s in sessions for n, p in enumerate(s.prompts)
+             if project is None or (p.project or s.project) == project]
+    found.sort(key=lambda item: item[:2], reverse=True)  # in one second, the later prompt first
+    yield from ((s, p) for _, _, s, p in found[:limit])
 
 
 def of_project(sessions: list[Session], project: str | None) -> list[Session]:
@@ -655,7 +654,7 @@ def timeline(kb: KnowledgeBase, session_id: Any) -> dict[str, Any]:
         data = doc["data"]
         entries.append({"kind": "memory", "at": data["created_at"], "id": data["id"], "type": data["type"],
                         "text": data["title"] or data["description"] or data["learning"].strip().split("\n", 1)[0]})
-    order = {"start": 0, "prompt": 1, "memory": 1, "end": 2}
+    order = {"start": 0, "prompt": 1, "memory": 2, "end": 3}  # in one second: asked, then saved
     entries.sort(key=lambda e: (e["at"], order[e["kind"]], id_sort_key(e.get("id", ""))))
     return {"session": session.to_dict() if session else {"id": session_id}, "entries": entries}
 
@@ -670,7 +669,8 @@ def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int
     from . import search
 
     restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
-    docs = [d["data"] for d in kb.index.documents(None, restriction, limit=None, sort_newest=True)]
+    docs = [d["data"] for d in kb.index.documents(None, restriction, limit=None)]
+    docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
     known = of_project(load_all(kb), project)
     counts: dict[str, int] = {}
     newest: dict[str, str] = {}

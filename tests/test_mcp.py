@@ -459,3 +459,87 @@ def test_too_deep_arguments_in_process_are_a_tool_error() -> None:
     for _ in range(64):
         fine = {"a": fine}
     assert check_arguments(TOOLS_BY_NAME["search"], {"query": fine})["query"] == fine
+
+
+def test_an_agent_session_makes_one_commit_per_write(empty_kb: KnowledgeBase) -> None:
+    """Issue 18: an agent's whole session through the SDK client, Engram's replies word for word,
+    and the KB's history: one commit for each write, none for a read or a duplicate."""
+    root = empty_kb.root
+    learnings = ("Done.\n\n## Key Learnings:\n1. **Refunds** are negative `amount` rows in orders\n"
+                 "2. tiny\n3. The warehouse is rebuilt nightly at 02:00 UTC\n")
+    long_prompt = "Please compare net revenue by month for the last eight quarters across every region we sell in"
+
+    async def script(session: ClientSession) -> dict[str, str]:
+        replies = {}
+        replies["start"] = await call(session, "mem_session_start", id="ses-1", project="Analytics",
+                                      directory="/work/analytics")
+        replies["context0"] = await call(session, "mem_context", project="analytics")
+        replies["prompt1"] = await call(session, "mem_save_prompt", content="Why do refunds count twice?",
+                                        session_id="ses-1", project="analytics")
+        replies["save"] = await call(session, "mem_save", title="Refunds counted twice", type="bugfix",
+                                     content="**What**: refunds joined twice", project="analytics", session_id="ses-1")
+        replies["prompt2"] = await call(session, "mem_save_prompt", content=long_prompt, session_id="ses-1")
+        replies["capture"] = await call(session, "mem_capture_passive", content=learnings, session_id="ses-1",
+                                        project="analytics", source="session-end")
+        replies["capture_again"] = await call(session, "mem_capture_passive", content=learnings,
+                                              session_id="ses-1", project="analytics")
+        replies["context"] = await call(session, "mem_context", project="analytics", limit=2)
+        replies["timeline"] = await call(session, "mem_timeline", observation_id=2, before=1, after=1)
+        replies["end"] = await call(session, "mem_session_end", id="ses-1", summary="Refunds were joined twice")
+        replies["stats"] = await call(session, "mem_stats")
+        replies["unknown"] = await error(session, "mem_session_end", id="ses-9")
+        replies["blank"] = await error(session, "mem_capture_passive", content="")
+        replies["no_project"] = await error(session, "mem_session_start", id="ses-2")
+        return replies
+
+    replies = with_server(root, script)
+    assert replies["start"] == 'Session "ses-1" started for project "analytics"'
+    assert re.fullmatch(r"# Memory context: analytics\n\n## Recent sessions\n- ses-1 \(analytics, \S+Z to now \(open\)\): "
+                        r"0 memories, 0 prompts\n\n## Recent prompts\n- \(none\)\n\n## Recent memories \(0 of 0\)\n"
+                        r"- \(none\)\n---\nMemory stats: 1 sessions, 0 observations across projects: none",
+                        replies["context0"])
+    assert replies["prompt1"] == 'Prompt saved: "Why do refunds count twice?"'
+    assert replies["save"] == 'Memory saved: "Refunds counted twice" (bugfix)\nSuggested topic_key: bug/refunds-counted-twice'
+    assert replies["prompt2"] == f'Prompt saved: "{long_prompt[:80]}..."'
+    assert replies["capture"] == "Passive capture complete: extracted=2 saved=2 duplicates=0"
+    assert replies["capture_again"] == "Passive capture complete: extracted=2 saved=0 duplicates=2"
+    context = replies["context"]
+    assert re.search(r"\n- ses-1 \(analytics, \S+Z to now \(open\)\): 3 memories, 2 prompts\n", context)
+    assert re.search(r"\n## Recent prompts\n- \S+Z \(ses-1\): Please compare net revenue .*\n- \S+Z \(ses-1\): "
+                     r"Why do refunds count twice\?\n", context)
+    assert "\n## Recent memories (2 of 3)\n- [3] The warehouse is rebuilt nightly at 02:00 UTC (passive), " in context
+    assert context.endswith("\n---\nMemory stats: 1 sessions, 3 observations across projects: analytics")
+    assert re.match(r"Session: ses-1 \(analytics, started \S+Z\)\nTotal observations in range: 3\n", replies["timeline"])
+    assert replies["end"] == 'Session "ses-1" completed'
+    assert replies["stats"] == ("Memory System Stats:\n- Sessions: 1\n- Observations: 3\n- Prompts: 2\n"
+                                "- Projects: analytics\n- Types: bugfix 1, passive 2")
+    assert replies["unknown"] == (
+        "No session with id 'ses-9' to end (recent sessions: ses-1); start it first with mem_session_start "
+        "(slayer-kb session-start 'ses-9'), or check the id.")
+    assert replies["blank"] == "content is required — include text with a '## Key Learnings:' section"
+    assert replies["no_project"] == "mem_session_start needs the parameter 'project'."
+
+    log = subprocess.run(["git", "log", "--format=%s", "--name-only"], cwd=root, capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    assert [(c[0], sorted(c[1:])) for c in _pairs(log)] == [
+        ("session: end ses-1", ["sessions/ses-1.yaml"]),
+        ("memory: capture 2, 3 (passive, from session-end)", ["memories/2.yaml", "memories/3.yaml"]),
+        ("session: prompt in ses-1", ["sessions/ses-1.yaml"]),
+        ("memory: save 1 (bugfix: Refunds counted twice)", ["memories/1.yaml"]),
+        ("session: prompt in ses-1", ["sessions/ses-1.yaml"]),
+        ("session: start ses-1", ["sessions/ses-1.yaml"]),
+        ("kb: initialise knowledge base", [".gitignore", "memories/.gitkeep"]),
+    ]
+
+
+def _pairs(log: str) -> list[list[str]]:
+    """``git log --format=%s --name-only`` as [subject, file, ...] per commit."""
+    out: list[list[str]] = []
+    for line in log.splitlines():
+        if not line:
+            continue
+        if line.startswith(("session: ", "memory: ", "kb: ")):
+            out.append([line])
+        else:
+            out[-1].append(line)
+    return out

@@ -1,0 +1,360 @@
+"""Engram's sessions and prompts as files in the KB (sessions.py): the layout, each write one
+commit, passive capture, context and stats, validate / fmt / review, and the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CliRunner, git, json_of
+
+from slayer_kb import KnowledgeBase, sessions
+from slayer_kb.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from slayer_kb.history import review
+from slayer_kb.validate import fmt, validate
+
+TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+LEARNINGS = """\
+Fixed the refund report.
+
+## Key Learnings:
+1. **Refunds** are stored as negative `amount` rows in orders
+2) too short to keep
+3. The warehouse is rebuilt nightly at 02:00 UTC, so today is missing from wh
+
+## Next steps
+1. This numbered item is under another heading and is not read
+"""
+
+
+def subjects(root: Path) -> list[str]:
+    return git(root, "log", "--format=%s").splitlines()
+
+
+def files_of(root: Path, rev: str = "HEAD") -> list[str]:
+    return git(root, "show", "--name-only", "--format=", rev).split()
+
+
+# -- the layout ----------------------------------------------------------------------------------
+
+
+def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
+    result = empty_kb.session_start("ses-1", "  Analytics ", "/work/analytics")
+    started = result["session"]["started_at"]
+    assert re.fullmatch(TIME, started)
+    assert result == {"session": {"id": "ses-1", "project": "analytics", "directory": "/work/analytics",
+                                  "started_at": started, "ended_at": None, "summary": None, "prompts": []},
+                      "action": "started", "commit": git(empty_kb.root, "rev-parse", "HEAD").strip()}
+    assert (empty_kb.root / "sessions/ses-1.yaml").read_text() == (
+        f"project: analytics\ndirectory: /work/analytics\nstarted_at: '{started}'\n"
+    )
+    assert subjects(empty_kb.root)[0] == "session: start ses-1"
+    assert files_of(empty_kb.root) == ["sessions/ses-1.yaml"]
+    # Starting it again keeps it, filling only what was empty; nothing to change is no commit.
+    again = empty_kb.session_start("ses-1", "other", "/elsewhere")
+    assert (again["action"], again["commit"], again["session"]["project"]) == ("unchanged", None, "analytics")
+    bare = empty_kb.session_start("ses-2", None)
+    filled = empty_kb.session_start("ses-2", "api", "/work/api")
+    assert (filled["action"], filled["session"]["project"], filled["session"]["directory"]) == ("started", "api", "/work/api")
+    assert filled["session"]["started_at"] == bare["session"]["started_at"]
+    assert len(subjects(empty_kb.root)) == 4  # init, start ses-1, start ses-2, fill ses-2
+
+
+def test_file_names_spell_every_id_portably(empty_kb: KnowledgeBase) -> None:
+    for session_id, name in (("manual-save-my api", "manual-save-my%20api.yaml"), (".hidden", "%2Ehidden.yaml"),
+                             ("-x", "%2Dx.yaml"), ("a/b:c", "a%2Fb%3Ac.yaml"), ("con", "%63on.yaml"),
+                             ("ses\u00e9", "ses%C3%A9.yaml"), ("50%", "50%25.yaml"), ("v1.2", "v1.2.yaml")):
+        assert sessions.file_name(session_id) == name
+        assert sessions.id_of_file(name) == session_id
+    assert sessions.id_of_file("has space.yaml") is None
+    assert sessions.id_of_file("a%2fb.yaml") is None  # the canonical spelling is %2F
+    empty_kb.save_prompt("Hello there", project="My API")
+    assert (empty_kb.root / "sessions/manual-save-my%20api.yaml").is_file()
+    empty_kb.session_start("ses-1", "p")
+    with pytest.raises(ConflictError, match=r"^session id 'SES-1' differs only in letter case from the existing "
+                                            r"session 'ses-1': their files collide on macOS and Windows checkouts\. "
+                                            r"Use 'ses-1'\.$"):
+        empty_kb.session_start("SES-1", "p")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda kb: kb.session_start("  ", "p"),
+     "id is required and must not be blank: give the session's id (e.g. 'ses-2026-11-29-auth')."),
+    (lambda kb: kb.session_start("x" * 201, "p"),
+     "id is 201 characters long; the limit is 200. Use a shorter session id."),
+    (lambda kb: kb.session_start("a\tb", "p"),
+     "id contains U+0009, a control or invisible character; a session id is printable text such as "
+     "'ses-2026-11-29-auth'."),
+    (lambda kb: kb.session_start("ses", 12),
+     "project must be a string, not int."),
+    (lambda kb: kb.save_prompt("hi", session_id="a\nb"),
+     "session_id contains U+000A, a control or invisible character; a session id is printable text such as "
+     "'ses-2026-11-29-auth'."),
+    (lambda kb: kb.save_prompt("   "), "content is required and must not be blank."),
+    (lambda kb: kb.capture_passive(""), "content is required — include text with a '## Key Learnings:' section"),
+    (lambda kb: kb.session_end("ghost"),
+     "No session with id 'ghost' to end (there are no sessions yet); start it first with mem_session_start "
+     "(slayer-kb session-start 'ghost'), or check the id."),
+    (lambda kb: kb.save_observation(title="t", content="c", session_id="x" * 201),
+     "session_id is 201 characters long; the limit is 200. Use a shorter session id."),
+])
+def test_every_error_names_the_parameter(empty_kb: KnowledgeBase, call, message: str) -> None:  # noqa: ANN001
+    with pytest.raises((InvalidInputError, NotFoundError)) as caught:
+        call(empty_kb)
+    assert str(caught.value) == message
+    assert len(subjects(empty_kb.root)) == 1  # nothing committed
+
+
+def test_prompts_go_into_their_session_file(empty_kb: KnowledgeBase) -> None:
+    empty_kb.session_start("ses-1", "analytics")
+    first = empty_kb.save_prompt("Why does net revenue\ngo negative in <private>ACME</private> March?", "ses-1")
+    assert first["message"] == 'Prompt saved: "Why does net revenue\\ngo negative in [REDACTED] March?"'
+    long = "Show revenue by month " + "and by region " * 10
+    second = empty_kb.save_prompt(long, "ses-1", project="finance")
+    assert second["message"] == f'Prompt saved: "{long[:80]}..."'
+    text = (empty_kb.root / "sessions/ses-1.yaml").read_text()
+    times = re.findall(rf"created_at: '({TIME})'", text)
+    started = first["session"]["started_at"]
+    assert text == (
+        f"project: analytics\nstarted_at: '{started}'\nprompts:\n"
+        f"- created_at: '{times[0]}'\n  content: |-\n    Why does net revenue\n    go negative in [REDACTED] March?\n"
+        f"- created_at: '{times[1]}'\n  content: {long.strip()}\n  project: finance\n"
+    )
+    assert "ACME" not in git(empty_kb.root, "log", "-p")
+    assert subjects(empty_kb.root)[:2] == ["session: prompt in ses-1"] * 2
+    assert files_of(empty_kb.root) == ["sessions/ses-1.yaml"]
+    # Without a session: Engram's default, made in the prompt's commit.
+    empty_kb.save_prompt("Where is the refunds table?", project="Analytics")
+    assert files_of(empty_kb.root) == ["sessions/manual-save-analytics.yaml"]
+    assert sessions.read(empty_kb, "manual-save-analytics").project == "analytics"
+
+
+def test_a_long_prompt_is_cut_at_the_content_limit(empty_kb: KnowledgeBase) -> None:
+    small = KnowledgeBase(empty_kb.root, max_content=100)
+    small.save_prompt("\u00e9" * 80)  # 160 bytes
+    content = sessions.read(small, "manual-save").prompts[0].content
+    assert content == "\u00e9" * 42 + "... [truncated]"
+    assert len(content.encode()) <= 100
+
+
+def test_end_stamps_time_and_summary(empty_kb: KnowledgeBase) -> None:
+    empty_kb.session_start("ses-1", "analytics")
+    ended = empty_kb.session_end("ses-1", "Found the <private>x</private> double count")
+    assert re.fullmatch(TIME, ended["session"]["ended_at"])
+    assert ended["session"]["summary"] == "Found the [REDACTED] double count"
+    assert subjects(empty_kb.root)[0] == "session: end ses-1"
+    again = empty_kb.session_end("ses-1")
+    assert again["session"]["summary"] == "Found the [REDACTED] double count"  # kept
+    with pytest.raises(NotFoundError, match=r"^No session with id 'ses-2' to end \(recent sessions: ses-1\); "):
+        empty_kb.session_end("ses-2")
+
+
+def test_mem_save_makes_its_session_in_the_same_commit(empty_kb: KnowledgeBase) -> None:
+    empty_kb.save_observation(title="JWT", content="JWT over sessions", project="api", session_id="ses-9")
+    assert sorted(files_of(empty_kb.root)) == ["memories/1.yaml", "sessions/ses-9.yaml"]
+    empty_kb.save_observation(title="Other", content="More", project="api", session_id="ses-9")
+    assert files_of(empty_kb.root) == ["memories/2.yaml"]  # the session exists: only the memory
+    assert empty_kb.stats()["sessions"] == 1
+
+
+def test_uncommitted_or_broken_session_files_are_not_overwritten(empty_kb: KnowledgeBase) -> None:
+    empty_kb.session_start("ses-1", "analytics")
+    path = empty_kb.root / "sessions/ses-1.yaml"
+    path.write_text(path.read_text() + "summary: my own words\n")
+    with pytest.raises(ConflictError, match=r"^sessions/ses-1\.yaml has changes that are not committed"):
+        empty_kb.save_prompt("hello", "ses-1")
+    assert path.read_text().endswith("summary: my own words\n")
+    path.write_text("started_at: [\n")
+    git(empty_kb.root, "commit", "-qam", "broken by hand")
+    with pytest.raises(MemoryFileError, match=r"^sessions/ses-1\.yaml:2: invalid YAML: "):
+        empty_kb.save_prompt("hello", "ses-1")
+    assert empty_kb.stats()["sessions"] == 0  # a broken file is no session; validate reports it
+
+
+def test_hand_edits_are_seen_by_the_next_read(empty_kb: KnowledgeBase) -> None:
+    empty_kb.session_start("ses-1", "analytics")
+    assert empty_kb.stats()["prompts"] == 0
+    path = empty_kb.root / "sessions/ses-1.yaml"
+    path.write_text(path.read_text() + "prompts:\n- created_at: '2026-01-01T00:00:00Z'\n  content: typed by hand\n")
+    assert empty_kb.stats()["prompts"] == 1
+    assert "typed by hand" in empty_kb.context()
+
+
+# -- passive capture -----------------------------------------------------------------------------
+
+
+def test_extract_learnings_as_engram_does() -> None:
+    assert sessions.extract_learnings(LEARNINGS) == [
+        "Refunds are stored as negative amount rows in orders",
+        "The warehouse is rebuilt nightly at 02:00 UTC, so today is missing from wh",
+    ]
+    bullets = "### Learnings\n- *Bullets* count when no item is numbered\n* second bullet, long enough too\n- short\n"
+    assert sessions.extract_learnings(bullets) == [
+        "Bullets count when no item is numbered", "second bullet, long enough too"]
+    spanish = "## Aprendizajes Clave:\n1. Los reembolsos son filas negativas en orders\n"
+    assert sessions.extract_learnings(spanish) == ["Los reembolsos son filas negativas en orders"]
+    # The last section that has items wins; an empty last one falls back to the one before.
+    two = "## Key Learnings\n1. the first section's only learning\n\n## Learning:\n1. the second section's learning\n"
+    assert sessions.extract_learnings(two) == ["the second section's learning"]
+    assert sessions.extract_learnings(two + "## Key Learnings:\n1. tiny\n") == ["the second section's learning"]
+    assert sessions.extract_learnings("# Key Learnings\n1. a level-one heading is not read\n") == []
+    assert sessions.extract_learnings("no heading at all") == []
+
+
+def test_capture_saves_new_learnings_in_one_commit(empty_kb: KnowledgeBase) -> None:
+    result = empty_kb.capture_passive(LEARNINGS, "ses-7", "Analytics", "session-end")
+    assert result["message"] == "Passive capture complete: extracted=2 saved=2 duplicates=0"
+    assert result["memory_ids"] == ["1", "2"]
+    assert subjects(empty_kb.root)[0] == "memory: capture 1, 2 (passive, from session-end)"
+    assert sorted(files_of(empty_kb.root)) == ["memories/1.yaml", "memories/2.yaml", "sessions/ses-7.yaml"]
+    second = empty_kb.get("2")
+    assert (second["title"], second["type"], second["project"], second["scope"], second["session_id"]) == (
+        "The warehouse is rebuilt nightly at 02:00 UTC, so today is m...", "passive", "analytics", "project", "ses-7")
+    assert second["learning"] == "The warehouse is rebuilt nightly at 02:00 UTC, so today is missing from wh"
+    # Safe to repeat: every item is a duplicate, and nothing is committed.
+    head = git(empty_kb.root, "rev-parse", "HEAD")
+    again = empty_kb.capture_passive(LEARNINGS, "ses-7", "analytics")
+    assert again["message"] == "Passive capture complete: extracted=2 saved=0 duplicates=2"
+    assert git(empty_kb.root, "rev-parse", "HEAD") == head
+    # Another project has its own memories; an item twice in one text is saved once.
+    twice = "## Key Learnings:\n- the same learning, written twice\n- the same learning,  written twice\n"
+    other = empty_kb.capture_passive(twice, project="billing")
+    assert other["message"] == "Passive capture complete: extracted=2 saved=1 duplicates=1"
+    nothing = empty_kb.capture_passive("just prose, no learnings section")
+    assert nothing["message"] == "Passive capture complete: extracted=0 saved=0 duplicates=0"
+
+
+# -- context, stats and timeline -----------------------------------------------------------------
+
+
+def test_context_shows_sessions_prompts_and_limit(empty_kb: KnowledgeBase) -> None:
+    assert empty_kb.context() == "No previous session memories found.\n"
+    empty_kb.session_start("ses-1", "analytics", "/w")
+    empty_kb.save_prompt("How are refunds counted?", "ses-1")
+    for n in range(3):
+        empty_kb.save_observation(title=f"Note {n}", content=f"note {n}", project="analytics", session_id="ses-1")
+    empty_kb.session_end("ses-1", "Refunds are negative rows")
+    empty_kb.session_start("ses-2", "billing")
+    text = empty_kb.context("analytics", limit=2)
+    s = sessions.read(empty_kb, "ses-1")
+    assert s is not None
+    day = s.started_at[:10]
+    assert text == (
+        "# Memory context: analytics\n\n## Recent sessions\n"
+        f"- ses-1 (analytics, {s.started_at} to {s.ended_at}): 3 memories, 1 prompt; summary: Refunds are negative rows\n\n"
+        f"## Recent prompts\n- {s.prompts[0].created_at} (ses-1): How are refunds counted?\n\n"
+        f"## Recent memories (2 of 3)\n- [3] Note 2 (manual), {day}\n- [2] Note 1 (manual), {day}\n"
+    )
+    assert "ses-2 (billing" in empty_kb.context()
+    assert empty_kb.stats() | {"search_by_meaning": None} == {
+        "memories": 3, "sessions": 2, "prompts": 1, "projects": ["analytics"], "types": {"manual": 3},
+        "search_by_meaning": None,
+    }
+
+
+def test_timeline_of_a_session(empty_kb: KnowledgeBase) -> None:
+    empty_kb.session_start("ses-1", "analytics", "/w")
+    empty_kb.save_prompt("How are refunds counted?", "ses-1")
+    empty_kb.save_observation(title="Refunds", content="negative rows", session_id="ses-1")
+    empty_kb.session_end("ses-1", "done")
+    data = empty_kb.session_timeline("ses-1")
+    assert [(e["kind"], e["text"]) for e in data["entries"]] == [
+        ("start", "/w"), ("prompt", "How are refunds counted?"), ("memory", "Refunds"), ("end", "done")]
+    assert empty_kb.timeline("1")["session"]["summary"] == "done"
+    with pytest.raises(NotFoundError, match="^No session with id 'nope': no session file and no memory saved in it.$"):
+        empty_kb.session_timeline("nope")
+
+
+# -- validate, fmt, review -----------------------------------------------------------------------
+
+
+def test_validate_and_fmt_session_files(empty_kb: KnowledgeBase) -> None:
+    folder = empty_kb.root / "sessions"
+    folder.mkdir()
+    (folder / "bad.yaml").write_text(
+        "project: 1\nstarted_at: 2026-01-01\nprompts:\n- content: ''\n  created_at: x\n  colour: red\n- hello\nid: x\n")
+    (folder / "has space.yaml").write_text("started_at: '2026-11-29T20:42:40Z'\n")
+    (folder / "flow.yaml").write_text(
+        "started_at: '2026-11-29T20:42:40Z'\nprompts: [{created_at: '2026-11-29T20:42:41Z', content: hi}]\n")
+    report = validate([empty_kb.root])
+    assert [str(p).replace(str(empty_kb.root) + "/", "") for p in report.problems] == [
+        "sessions/bad.yaml:1: 'project' must be a string, not a number",
+        "sessions/bad.yaml:2: 'started_at' must be a UTC time, quoted: '2026-11-29T20:42:40Z'",
+        "sessions/bad.yaml:4: prompts[0]: unknown key 'colour' (allowed keys: created_at, content, project)",
+        "sessions/bad.yaml:4: 'prompts[0].content' must not be blank",
+        "sessions/bad.yaml:4: 'prompts[0].created_at' must be a UTC time, quoted: '2026-11-29T20:42:40Z'",
+        "sessions/bad.yaml:7: 'prompts[1]' must be a mapping with created_at and content",
+        "sessions/bad.yaml:8: unknown key 'id' (the file name is the id; remove the id key)",
+        "sessions/flow.yaml:2: not in canonical form; run 'slayer-kb fmt sessions/flow.yaml'",
+        "sessions/has space.yaml:1: the file name is the session's id, with %XX for each byte of a character a "
+        "portable file name cannot hold; for the id 'has space' rename it to has%20space.yaml",
+    ]
+    result = fmt([folder / "flow.yaml"])
+    assert len(result.reformatted) == 1
+    assert (folder / "flow.yaml").read_text() == (
+        "started_at: '2026-11-29T20:42:40Z'\nprompts:\n- created_at: '2026-11-29T20:42:41Z'\n  content: hi\n")
+    assert validate([folder / "flow.yaml"]).problems == []
+
+
+def test_review_lists_session_changes(example_kb: KnowledgeBase) -> None:
+    git(example_kb.root, "branch", "base")
+    example_kb.session_start("ses-new", "analytics", "/x")
+    example_kb.save_prompt("Why are refunds double counted?", "ses-new")
+    example_kb.save_prompt("And in March?", "ses-20261120-quarterly-deck")
+    example_kb.session_end("ses-20261120-quarterly-deck", "Used the warehouse")
+    r = review(example_kb, "base")
+    assert [(e["id"], e["status"], e["prompts_added"], e["fields"]) for e in r.sessions] == [
+        ("ses-20261120-quarterly-deck", "changed", ["And in March?"], ["ended_at", "summary"]),
+        ("ses-new", "added", ["Why are refunds double counted?"], []),
+    ]
+    assert r.markdown().split("\n", 2)[2] == (
+        "No memory changed.\nSessions: 1 added, 1 changed; 2 prompts added.\n\n### Sessions\n\n"
+        "- **ses-20261120-quarterly-deck**: 1 prompt added; ended; changed: summary\n"
+        "  - prompt: And in March?\n  - summary: Used the warehouse\n"
+        "- **ses-new**: started in analytics; 1 prompt added\n  - prompt: Why are refunds double counted?\n"
+    )
+
+
+# -- the CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_session_commands(tmp_path: Path, run_cli: CliRunner) -> None:
+    root = tmp_path / "kb"
+    assert run_cli("init", root).returncode == 0
+    proc = run_cli("--kb", root, "session-start", "ses-1", "--project", "Analytics", "--directory", "/w")
+    assert (proc.returncode, proc.stdout) == (0, 'Session "ses-1" started for project "analytics"\n')
+    proc = run_cli("--kb", root, "save-prompt", "-", "--session", "ses-1", input="How are refunds counted?")
+    assert proc.stdout == 'Prompt saved: "How are refunds counted?"\n'
+    proc = run_cli("--kb", root, "capture-passive", "-", "--session", "ses-1", "--project", "analytics",
+                   "--json", input=LEARNINGS)
+    data = json_of(proc)
+    assert {k: data[k] for k in ("extracted", "saved", "duplicates", "memory_ids", "session_id", "source")} == {
+        "extracted": 2, "saved": 2, "duplicates": 0, "memory_ids": ["1", "2"], "session_id": "ses-1",
+        "source": "mcp-passive"}
+    proc = run_cli("--kb", root, "session-end", "ses-1", "--summary", "Refunds explained")
+    assert proc.stdout == 'Session "ses-1" completed\n'
+    listed = json_of(run_cli("--kb", root, "sessions", "--json"))
+    assert [(s["id"], s["project"], s["summary"], len(s["prompts"])) for s in listed] == [
+        ("ses-1", "analytics", "Refunds explained", 1)]
+    timeline = run_cli("--kb", root, "timeline", "--session", "ses-1")
+    lines = timeline.stdout.splitlines()
+    assert re.fullmatch(rf"ses-1 \(analytics, {TIME} to {TIME}\)", lines[0])
+    assert [re.sub(TIME, "T", line) for line in lines[1:]] == [
+        "  T start: /w", "  T prompt: How are refunds counted?",
+        "  T memory [1] Refunds are stored as negative amount rows in orders (passive)",
+        "  T memory [2] The warehouse is rebuilt nightly at 02:00 UTC, so today is m... (passive)",
+        "  T end: Refunds explained"]
+    context = json_of(run_cli("--kb", root, "context", "--limit", "1", "--json"))["text"]
+    assert "## Recent memories (1 of 2)\n- [2] " in context and "(ses-1): How are refunds counted?" in context
+    stats = json_of(run_cli("--kb", root, "stats", "--json"))
+    assert (stats["sessions"], stats["prompts"], stats["memories"]) == (1, 1, 2)
+    proc = run_cli("--kb", root, "timeline")
+    assert (proc.returncode, proc.stderr) == (1, "Error: timeline takes a memory ID or --session SESSION, one of the two.\n")
+    proc = run_cli("--kb", root, "session-end", "nope", "--json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"]["type"] == "not_found"
+    assert subjects(root) == [
+        "session: end ses-1", "memory: capture 1, 2 (passive, from mcp-passive)", "session: prompt in ses-1",
+        "session: start ses-1", "kb: initialise knowledge base"]
