@@ -38,6 +38,7 @@ SAVE_KEYS = {"memory_id", "resolved_entities", "warnings", "action"}
 SEARCH_KEYS = {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
 CASCADE_KEYS = {"deleted", "commit", "rewritten"}
 EXAMPLE_MEMORIES = 34
+EXAMPLE_SESSIONS = 6  # sessions/*.yaml, which validate checks too
 # Commands CLI.md documents (watch and mcp run until stopped: only their --help is run).
 DOCUMENTED = {
     "save", "get", "update", "forget", "restore", "search", "list", "delete-model",
@@ -403,7 +404,7 @@ def test_session_summary(run_cli: CliRunner, kb: Path) -> None:
 def test_stats(run_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(run_cli, shared_kb, "stats")
     assert_keys(data, {"memories", "sessions", "projects", "types"})
-    assert (data["memories"], data["sessions"], data["projects"]) == (EXAMPLE_MEMORIES, 6, ["analytics"])
+    assert (data["memories"], data["sessions"], data["projects"]) == (EXAMPLE_MEMORIES, EXAMPLE_SESSIONS, ["analytics"])
     assert sum(data["types"].values()) == EXAMPLE_MEMORIES
     assert data["types"]["decision"] == 1
 
@@ -425,7 +426,7 @@ def test_init_example(run_cli: CliRunner, tmp_path: Path) -> None:
 
 def test_validate_fmt_reindex(run_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(run_cli, shared_kb, "validate") == {
-        "ok": True, "checked": EXAMPLE_MEMORIES, "problems": [], "reformatted": [],
+        "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [],
     }  # fmt: skip
     assert ok(run_cli, shared_kb, "fmt", "--check")["reformatted"] == []
     assert ok(run_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": []}
@@ -437,7 +438,7 @@ def test_validate_and_fmt_report_problems(run_cli: CliRunner, kb: Path) -> None:
     proc = run_cli("--kb", kb, "validate")
     assert proc.returncode == 1
     assert proc.stdout.startswith(f"{path}:9: unknown key 'entitys' (allowed keys: title, type, learning, ")
-    assert proc.stdout.endswith("\n1 problem in 34 files checked\n")
+    assert proc.stdout.endswith("\n1 problem in 40 files checked\n")
     data = doc(run_cli("--kb", kb, "validate", "--json"), 1)
     assert data["ok"] is False and len(data["problems"]) >= 1
     path.write_text(path.read_text().replace("entitys:", "entities:").replace("created_at: '", 'created_at: "'))
