@@ -62,7 +62,7 @@ _GLOBAL_WITH_VALUE = ("--kb", "--author")
 LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "sync", "completion"})
 # Only read: after a server vanished mid-command they are run again without a word.
 READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
-                   "log", "show", "review", "schema", "validate"})
+                   "log", "show", "review", "schema", "validate", "sessions"})
 
 
 def mode() -> str:

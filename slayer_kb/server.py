@@ -57,6 +57,7 @@ class Server:
         self.stamp = relay.version_stamp()
         self.started = time.time()
         self.served = 0
+        self.running: str | None = None
         self._runner: Any = None
         self._ready = threading.Event()
         self._count = threading.Lock()
@@ -227,7 +228,11 @@ class Server:
                 beat.send(relay.START)
                 if relay._recv_exactly(conn, 1) != relay.GO:
                     return
-                code, out, err = self._runner(request)
+                self.running = " ".join(request["argv"])[:200]
+                try:
+                    code, out, err = self._runner(request)
+                finally:
+                    self.running = None
                 self.served += 1
             finally:
                 self.busy.release()
@@ -243,7 +248,8 @@ class Server:
             answer: dict[str, Any] = {
                 "pid": os.getpid(), "root": self.root, "started": self.started,
                 "uptime": round(time.time() - self.started, 1), "idle_exit": self.idle,
-                "served": self.served, "stamp": self.stamp, "ready": self._ready.is_set(),
+                "served": self.served, "current": self.running, "stamp": self.stamp,
+                "ready": self._ready.is_set(),
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
             }

@@ -1,0 +1,423 @@
+"""The warm server started on demand (server.py, relay.py, docs/server.md), in real processes.
+
+Every test turns the server on explicitly (conftest.py sets SLAYER_KB_SERVER=manual) and the
+``servers`` fixture stops every server a test started, by asking and then by SIGKILL; every wait
+has a bound. A relayed command runs in a client whose PYTHONPATH blocks Whoosh, so it can only
+have succeeded in the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import filelock
+import pytest
+from conftest import EXAMPLE_KB, commit_all, git
+
+from slayer_kb import relay
+
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
+
+UP_SECONDS = 30.0
+DOWN_SECONDS = 15.0
+FIXED_DATES = {"GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z"}
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+class Servers:
+    """Runs ``slayer-kb`` with the server on, and stops every server it saw at the end.
+
+    The commands run from a copy of the package: other work in the checkout changing a file
+    would change the version stamp, and the server would (rightly) retire in mid-test."""
+
+    def __init__(self, tmp_path: Path, install: Path) -> None:
+        self.tmp_path = tmp_path
+        self.install = str(install)
+        self.roots: set[Path] = set()
+        self.pids: set[int] = set()
+        blocker = tmp_path / "blocker" / "whoosh"
+        blocker.mkdir(parents=True)
+        (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
+        self.blocked = str(blocker.parent)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "120", "COLUMNS": "80",
+                "PYTHONPATH": self.install, **FIXED_DATES, **extra}
+
+    def run(self, root: Path, *args: str, input: str | None = None, blocked: bool = False,
+            env: dict[str, str] | None = None, kb_option: bool = True) -> subprocess.CompletedProcess[str]:
+        self.roots.add(root)
+        full = dict(env if env is not None else self.env())
+        full.setdefault("PYTHONPATH", self.install)
+        if blocked:
+            full["PYTHONPATH"] = os.pathsep.join(p for p in (self.blocked, full.get("PYTHONPATH")) if p)
+        argv = ["--kb", str(root), *args] if kb_option else list(args)
+        return subprocess.run([sys.executable, "-m", "slayer_kb", *argv], input=input, capture_output=True,
+                              text=True, env=full, cwd=root, timeout=120)
+
+    def status(self, root: Path) -> dict | None:
+        return relay.control(root, "status")
+
+    def wait_up(self, root: Path, timeout: float = UP_SECONDS) -> dict:
+        self.roots.add(root)
+        found = wait_for(lambda: (s := self.status(root)) and s.get("ready") and s, timeout, f"a server for {root}")
+        assert isinstance(found, dict)
+        self.pids.add(found["pid"])
+        return found
+
+    def wait_down(self, pid: int, timeout: float = DOWN_SECONDS) -> None:
+        wait_for(lambda: not alive(pid), timeout, f"server {pid} exiting")
+
+    def stop_all(self) -> None:
+        for root in self.roots:
+            answer = relay.control(root, "status")
+            if answer is not None:
+                self.pids.add(answer["pid"])
+                relay.control(root, "stop")
+        deadline = time.monotonic() + DOWN_SECONDS
+        for pid in self.pids:
+            while alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def copy_package(where: Path) -> Path:
+    shutil.copytree(Path(relay.__file__).parent, where / "slayer_kb", ignore=shutil.ignore_patterns("__pycache__"))
+    return where
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_package(tmp_path_factory.mktemp("install"))
+
+
+@pytest.fixture
+def servers(tmp_path: Path, install: Path) -> Iterator[Servers]:
+    found = Servers(tmp_path, install)
+    try:
+        yield found
+    finally:
+        found.stop_all()
+
+
+def example_copy(where: Path) -> Path:
+    """The example KB committed at fixed dates: two copies have the same commits."""
+    shutil.copytree(EXAMPLE_KB, where, ignore=shutil.ignore_patterns(".slayer-kb", "__pycache__"))
+    git(where, "init", "-q")
+    os.environ.update(FIXED_DATES)
+    try:
+        commit_all(where)
+    finally:
+        for key in FIXED_DATES:
+            del os.environ[key]
+    return where
+
+
+# -- starting, relaying, stopping ----------------------------------------------------------------
+
+
+def test_the_first_command_starts_a_server_and_the_next_are_relayed(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    assert servers.status(root) is None
+    first = servers.run(root, "search", "fiscal year")
+    assert first.returncode == 0 and "kb.fiscal-calendar" in first.stdout, first.stderr
+    up = servers.wait_up(root)
+    assert up["root"] == os.path.realpath(root) and up["idle_exit"] == 120
+    second = servers.run(root, "search", "fiscal year", blocked=True)
+    assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr), (
+        second.stderr + (root / ".slayer-kb" / "server.log").read_text())
+    shown = json.loads(servers.run(root, "server", "status", "--json").stdout)
+    assert shown["running"] is True and shown["pid"] == up["pid"] and shown["served"] >= 1
+    log = (root / ".slayer-kb" / "server.log").read_text()
+    assert f"server {up['pid']} for {os.path.realpath(root)}" in log
+    stopped = servers.run(root, "server", "stop")
+    assert stopped.returncode == 0 and f"Stopped the server {up['pid']}." in stopped.stdout
+    servers.wait_down(up["pid"])
+    assert "No server for" in servers.run(root, "server", "status").stdout
+    # with no server, the command runs in its process again
+    again = servers.run(root, "search", "fiscal year", blocked=True, env=servers.env(SLAYER_KB_SERVER="manual"))
+    assert again.returncode == 1 and "whoosh is blocked by the test" in again.stderr
+
+
+def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    for env in (servers.env(SLAYER_KB_SERVER="off"), servers.env(SLAYER_KB_SERVER="manual")):
+        assert servers.run(root, "list", "--limit", "1", env=env).returncode == 0
+    off_ci = {k: v for k, v in servers.env(CI="true").items() if k != "SLAYER_KB_SERVER"}
+    assert servers.run(root, "list", "--limit", "1", env=off_ci).returncode == 0
+    time.sleep(1.0)  # what a server would need to bind its socket, after which status finds it
+    assert servers.status(root) is None
+    up_env = servers.env()
+    servers.run(root, "list", "--limit", "1", env=up_env)
+    pid = servers.wait_up(root)["pid"]
+    # off: nothing is relayed even to a running server
+    off = servers.run(root, "list", blocked=True, env=servers.env(SLAYER_KB_SERVER="off"))
+    assert off.returncode == 1 and "whoosh is blocked by the test" in off.stderr
+    assert servers.status(root)["pid"] == pid
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, "on"),
+        ({"CI": "true"}, "off"),
+        ({"CI": "1", "SLAYER_KB_SERVER": "on"}, "on"),
+        ({"CI": "false"}, "on"),
+        ({"SLAYER_KB_SERVER": "off"}, "off"),
+        ({"SLAYER_KB_SERVER": "0"}, "off"),
+        ({"SLAYER_KB_SERVER": "manual"}, "manual"),
+    ],
+)
+def test_the_mode(monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], expected: str) -> None:
+    monkeypatch.delenv("SLAYER_KB_SERVER", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    for key, value in variables.items():
+        monkeypatch.setenv(key, value)
+    assert relay.mode() == expected
+
+
+# -- every command family, byte for byte -------------------------------------------------------
+
+FAMILIES: list[tuple[list[str], str | None]] = [
+    (["search", "fiscal year"], None),
+    (["--json", "search", "refunds", "--limit", "2"], None),
+    (["search", "-"], "how are refunds counted"),
+    (["get", "kb.fiscal-calendar"], None),
+    (["get", "nope"], None),
+    (["--json", "get", "nope"], None),
+    (["list", "--limit", "3"], None),
+    (["stats"], None),
+    (["context"], None),
+    (["suggest-topic-key", "--type", "architecture", "--title", "Auth model"], None),
+    (["search", "--limit", "0", "x"], None),
+    (["save", "NULL means not returned", "-e", "shop.orders.amount"], None),
+    (["save", "-", "-e", "shop.orders.amount", "--json"], "from stdin, two lines\nsecond line\n"),
+    (["save", "nothing linked"], None),
+    (["save", "--title", "Auth decision", "--type", "decision", "--project", "api", "--content", "JWT"], None),
+    (["save", "--title", "Auth decision", "--type", "decision", "--project", "api", "--content", "JWT"], None),
+    (["update", "kb.fiscal-calendar", "--description", "Fiscal year from February"], None),
+    (["update", "kb.fiscal-calendar", "--learning", "-"], "The fiscal year starts in February.\n"),
+    (["forget", "1", "--soft"], None),
+    (["restore", "1"], None),
+    (["forget", "2", "--json"], None),
+    (["log", "kb.fiscal-calendar"], None),
+    (["show", "kb.fiscal-calendar"], None),
+    (["review", "HEAD~3"], None),
+    (["delete-leaf", "shop.orders.amount", "--json"], None),
+    (["prune", "--dry-run"], None),
+    (["validate"], None),
+    (["fmt", "--check"], None),
+    (["schema"], None),
+    (["session-start", "s1", "--project", "api"], None),
+    (["save-prompt", "how do refunds work", "--session", "s1", "--project", "api"], None),
+    (["session-end", "s1", "--summary", "-"], "done for today\n"),
+    (["sessions"], None),
+    (["session-summary", "wrapped up", "--project", "api"], None),
+    (["timeline", "--session", "s1"], None),
+    (["reindex"], None),
+    (["--author", "Other <other@example.com>", "save", "by another", "-e", "shop.orders"], None),
+]
+_VOLATILE = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?|\b[0-9a-f]{12,40}\b")
+
+
+def masked(text: str, root: Path) -> str:
+    """Times and commit ids (a memory made a second later has another time, so another commit)
+    and the KB's own path are the only differences two runs may show."""
+    return _VOLATILE.sub("<*>", text.replace(str(root), "<KB>"))
+
+
+def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp_path: Path) -> None:
+    relayed_kb = example_copy(tmp_path / "a" / "kb")
+    local_kb = example_copy(tmp_path / "b" / "kb")
+    assert git(relayed_kb, "rev-parse", "HEAD") == git(local_kb, "rev-parse", "HEAD")
+    assert servers.run(relayed_kb, "server", "start").returncode == 0
+    pid = servers.wait_up(relayed_kb)["pid"]
+    off = servers.env(SLAYER_KB_SERVER="off")
+    for argv, stdin in FAMILIES:
+        got = servers.run(relayed_kb, *argv, input=stdin, blocked=True)
+        want = servers.run(local_kb, *argv, input=stdin, env=off)
+        assert "whoosh is blocked" not in got.stderr, (argv, got.stderr)
+        assert got.returncode == want.returncode, (argv, got.stderr, want.stderr)
+        assert masked(got.stdout, relayed_kb) == masked(want.stdout, local_kb), argv
+        assert masked(got.stderr, relayed_kb) == masked(want.stderr, local_kb), argv
+    codes = [servers.run(local_kb, *argv, input=stdin, env=off).returncode for argv, stdin in FAMILIES[:11]]
+    assert codes == [0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2]
+    assert servers.status(relayed_kb)["pid"] == pid  # one server answered them all
+    # the same files and history on both sides
+    for name in ("memories", "models"):
+        assert sorted(p.name for p in (relayed_kb / name).rglob("*")) == sorted(p.name for p in (local_kb / name).rglob("*"))
+    authors = git(relayed_kb, "log", "--format=%an <%ae>").splitlines()
+    assert authors == git(local_kb, "log", "--format=%an <%ae>").splitlines()
+    assert git(relayed_kb, "log", "-1", "--format=%an <%ae>") == "Other <other@example.com>\n", git(relayed_kb, "log", "-5", "--format=%an %s")
+
+
+def modes(folder: Path) -> list[tuple[str, str]]:
+    return sorted((str(p.relative_to(folder)), oct(p.stat().st_mode & 0o777)) for p in [folder, *folder.rglob("*")])
+
+
+def test_relative_paths_umask_and_the_current_folder(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    servers.wait_up(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runs = []
+    for name, env in (("relayed", servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")),
+                      ("local", servers.env(SLAYER_KB_SERVER="off"))):
+        runs.append(subprocess.run(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "export-slayer", name], capture_output=True,
+            text=True, cwd=elsewhere, timeout=60, env=env, umask=0o027,
+        ))
+    relayed, local = runs
+    assert relayed.returncode == local.returncode == 0, relayed.stderr + local.stderr
+    assert relayed.stdout.replace("relayed", "local") == local.stdout
+    assert modes(elsewhere / "relayed") == modes(elsewhere / "local")
+    assert modes(elsewhere / "local")[0][1] == "0o750"
+    # the KB found from the current folder, as the CLI finds it
+    inside = subprocess.run([sys.executable, "-m", "slayer_kb", "search", "fiscal year"], capture_output=True,
+                            text=True, cwd=root / "models", timeout=60,
+                            env=servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}"))
+    assert inside.returncode == 0 and "kb.fiscal-calendar" in inside.stdout, inside.stderr
+
+
+# -- idle exit, upgrades, crashes ----------------------------------------------------------------
+
+
+def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="1.5"))
+    up = servers.wait_up(root)
+    assert up["idle_exit"] == 1.5
+    servers.wait_down(up["pid"])
+    assert "no command for 1.5 s: exiting" in (root / ".slayer-kb" / "server.log").read_text()
+    assert servers.status(root) is None
+
+
+def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
+    package = copy_package(tmp_path / "install")
+    env = servers.env(PYTHONPATH=str(package))
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1", env=env)
+    first = servers.wait_up(root)
+    # an upgrade: a file of the installed package changes
+    later = time.time() + 10
+    os.utime(package / "slayer_kb" / "kb.py", (later, later))
+    proc = servers.run(root, "search", "fiscal year", env=env)
+    assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr
+    servers.wait_down(first["pid"])
+    second = servers.wait_up(root)
+    assert second["pid"] != first["pid"] and second["stamp"] != first["stamp"]
+    relayed = servers.run(root, "search", "fiscal year", env=env | {"PYTHONPATH": f"{servers.blocked}{os.pathsep}{package}"})
+    assert (relayed.returncode, relayed.stdout) == (0, proc.stdout), relayed.stderr
+
+
+def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    pid = servers.wait_up(root)["pid"]
+    # The test holds the KB lock: the relayed save waits for it inside the server.
+    lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
+    lock.acquire(timeout=30)
+    try:
+        client = subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "saved once", "-e", "shop.orders.amount"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=servers.env(),
+        )
+        try:
+            wait_for(lambda: (s := servers.status(root)) and (s.get("current") or "").startswith("--kb"), 30,
+                     "the server running the save")
+            os.kill(pid, signal.SIGKILL)
+            servers.wait_down(pid)
+        finally:
+            lock.release()
+        out, err = client.communicate(timeout=120)
+    finally:
+        if lock.is_locked:
+            lock.release()
+    assert client.returncode == 0, err
+    assert "the server stopped while running this command; running it in this process" in err
+    assert out.startswith("Saved memory ")
+    saved = [p for p in (root / "memories").glob("*.yaml") if "saved once" in p.read_text()]
+    assert len(saved) == 1
+    assert git(root, "status", "--porcelain") == ""
+    # the client started a new server after it ran the command itself
+    assert servers.wait_up(root)["pid"] != pid
+
+
+def test_two_kbs_have_two_servers(servers: Servers, tmp_path: Path) -> None:
+    first, second = example_copy(tmp_path / "one"), example_copy(tmp_path / "two")
+    (second / "memories" / "1.yaml").write_text("learning: the axolotl word lives only here\n"
+                                                "created_at: '2026-11-01T10:00:00Z'\n")
+    commit_all(second, "an own memory")
+    for root in (first, second):
+        servers.run(root, "list", "--limit", "1")
+    one, two = servers.wait_up(first), servers.wait_up(second)
+    assert one["pid"] != two["pid"]
+    hits = [json.loads(servers.run(root, "--json", "search", "axolotl", "--all", blocked=True).stdout)["memories"]
+            for root in (first, second)]
+    assert hits[0] == [] and [h["id"] for h in hits[1]] == ["1"]
+
+
+# -- the socket file (where abstract sockets do not exist) ----------------------------------------
+
+
+def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
+    root = example_copy(tmp_path / "kb")
+    first = servers.run(root, "search", "fiscal year")
+    up = servers.wait_up(root)
+    sock = root / ".slayer-kb" / "server.sock"
+    st = os.lstat(sock)
+    assert stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    assert up["channel"] == str(sock.resolve())
+    relayed = servers.run(root, "search", "fiscal year", blocked=True)
+    assert (relayed.returncode, relayed.stdout, relayed.stderr) == (0, first.stdout, first.stderr)
+    # a socket others could open is not trusted: the command runs in the process
+    os.chmod(sock, 0o666)
+    refused = servers.run(root, "search", "fiscal year", blocked=True)
+    assert refused.returncode == 1 and "whoosh is blocked by the test" in refused.stderr
+    os.chmod(sock, 0o600)
+    # a second server of the same KB exits at once (the lock file), the first keeps the socket
+    second = subprocess.run([sys.executable, "-m", "slayer_kb.server", str(root), "--idle", "30"],
+                            capture_output=True, text=True, timeout=60, env=servers.env())
+    assert second.returncode == 0
+    assert servers.status(root)["pid"] == up["pid"]
+    relay.control(root, "stop")
+    servers.wait_down(up["pid"])
+    assert not sock.exists()
