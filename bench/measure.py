@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slayer_kb import KnowledgeBase, relay
+from slayer_kb import KnowledgeBase, relay, upkeep
 from slayer_kb.index import RACY_SECONDS, text_terms
 from slayer_kb.memory import dumps
 
@@ -52,6 +52,7 @@ class Plan:
     """How many samples each figure takes; the 100k size repeats the slowest steps less."""
 
     saves: int = 45
+    steady: int = 500
     processes: int = 7
     fresh: int = 20
     changed_one: int = 5
@@ -160,6 +161,7 @@ class Runner:
             ("vectors", self.vectors),
             ("processes", self.processes),
             ("save vs git", self.saves),
+            ("steady saves", self.steady),
             ("freshness (changed)", self.fresh_changed),
             ("watcher", self.watcher),
             ("validate", self.validate),
@@ -465,6 +467,31 @@ class Runner:
         self.results["save_vs_add_commit"] = ratio(self.results["save"], self.results["git_add_commit"])
         self.results["save_after_git_vs_add_commit"] = ratio(self.results["save_after_git"], self.results["git_add_commit"])
 
+    def steady(self) -> None:
+        """``plan.steady`` saves in a row, as an agent makes them over weeks: their p50, p95 and
+        max (stalls show as max), beside as many plain ``git add`` + ``git commit`` runs; then
+        ``maintenance`` (what upkeep does in the background), and the repository's growth a save
+        with the most loose objects seen on the way."""
+        self.settle()
+        git(self.root, "gc", "-q", "--prune=now")  # untimed: start from a compact store
+        start_bytes = _tree_bytes(self.root / ".git")
+        samples: list[float] = []
+        most_loose = 0
+        for n in range(self.plan.steady):
+            samples.append(timed(self._save_in_process))
+            if n % 25 == 0:
+                most_loose = max(most_loose, upkeep.loose_objects(self.root / ".git" / "objects"))
+        git_samples = [self._add_commit() for _ in range(max(10, self.plan.steady // 5))]
+        upkeep.wait(self.root / ".slayer-kb", 600)
+        self.kb.maintain()
+        self.last_write = time.time()
+        self.results["steady_save"] = summary(samples, p95_over_p50=_p(samples, 95) / _p(samples, 50),
+                                              max_over_p50=max(samples) / _p(samples, 50))
+        self.results["steady_git"] = summary(git_samples)
+        self.results["steady_growth"] = summary(
+            [(_tree_bytes(self.root / ".git") - start_bytes) / 1024 / (self.plan.steady + len(git_samples))],
+            unit="KB", most_loose=most_loose)
+
     # -- whole processes --------------------------------------------------------------------
 
     def processes(self) -> None:
@@ -600,6 +627,15 @@ class Runner:
         self.results["cascade"] = summary(
             samples, note=f"{self.corpus.hot_model}: {self.corpus.hot_count} memories refer to it; "
             f"{rewritten} rewritten")
+
+
+def _p(samples: list[float], pct: float) -> float:
+    return _percentile(sorted(samples), pct)
+
+
+def _tree_bytes(folder: Path) -> int:
+    """Bytes the files under ``folder`` take (``du``'s apparent size)."""
+    return sum(entry.stat().st_size for entry in folder.rglob("*") if entry.is_file())
 
 
 def _snapshot(source: Path, target: Path) -> None:
