@@ -255,7 +255,7 @@ class KnowledgeBase:
             refs = (
                 split_references(linked_entities)
                 if isinstance(linked_entities, str)
-                else _flatten_refs(linked_entities)
+                else _flatten_refs(linked_entities, "linked_entities")
             )
             if not refs:
                 raise InvalidInputError(
@@ -1162,11 +1162,12 @@ def _check_description(description: Any) -> str | None:
     return description or None
 
 
-def _flatten_refs(refs: Any) -> list[str]:
+def _flatten_refs(refs: Any, name: str = "entities") -> list[str]:
     out: list[str] = []
-    for ref in refs:
+    for index, ref in enumerate(refs):
         if not isinstance(ref, str):
-            raise ResolutionError(f"Entity reference {ref!r} must be a string like 'orders.amount'.")
+            # The item named by its place: the value alone (5, null) says not which one it is.
+            raise ResolutionError(f"{name}[{index}]: entity reference {ref!r} must be a string like 'orders.amount'.")
         out.extend(split_references(ref))
     return out
 

@@ -543,3 +543,26 @@ def _pairs(log: str) -> list[list[str]]:
         else:
             out[-1].append(line)
     return out
+
+
+@pytest.mark.parametrize(("tool", "arguments", "message"), [
+    ("save_memory", {"learning": "x", "linked_entities": ["orders.amount", 5]},
+     "linked_entities[1]: entity reference 5 must be a string like 'orders.amount'."),
+    ("save_memory", {"learning": "x", "linked_entities": ["orders.amount", " "]},
+     "linked_entities[1]: entity reference is empty. Give a reference such as 'orders.amount', or drop the item."),
+    ("search", {"entities": ["orders.amount", None]},
+     "entities[1]: entity reference None must be a string like 'orders.amount'."),
+    ("mem_session_start", {"id": 5, "project": "p"}, "mem_session_start: 'id' must be a string, not an integer."),
+    ("mem_session_start", {"id": " ", "project": "p"},
+     "id is required and must not be blank: give the session's id (e.g. 'ses-2026-11-29-auth')."),
+    ("mem_save_prompt", {"content": " "}, "content is required and must not be blank."),
+    ("mem_save_prompt", {"content": "hi", "session_id": "x" * 201},
+     "session_id is 201 characters long; the limit is 200. Use a shorter session id."),
+    ("mem_capture_passive", {"content": "  "},
+     "content is required — include text with a '## Key Learnings:' section"),
+    ("mem_context", {"limit": 0}, "mem_context: 'limit' must be at least 1, not 0."),
+    ("mem_session_end", {"id": "ses-x", "summary": 3}, "mem_session_end: 'summary' must be a string, not an integer."),
+])
+def test_every_error_names_its_item(example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
+    reply = call_tool(example_kb, tool, arguments)
+    assert (reply.is_error, reply.text) == (True, message)
