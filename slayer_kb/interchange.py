@@ -32,9 +32,10 @@ Decisions:
   the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
 - ``import-engram`` gives every observation the next auto id and skips an observation whose content
   hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
-  Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Sessions
-  are counted, not stored (a memory carries its ``session_id``). Soft-deleted observations are
-  imported soft-deleted.
+  Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
+  sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
+  existing session gains only what it lacks and the prompts it does not have yet. Soft-deleted
+  observations are imported soft-deleted. Everything in one commit.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from whoosh import query as Q
 
-from . import engram, nesting
+from . import engram, nesting, sessions
 from .catalog import Resolver
 from .errors import InvalidInputError, KBError
 from .ids import case_conflict, check_id, check_new_id
@@ -73,13 +74,14 @@ class ImportResult:
     unchanged: list[str] = field(default_factory=list)
     skipped: int = 0
     sessions: int = 0
+    prompts: int = 0  # import-engram: the prompts added to session files
     warnings: list[str] = field(default_factory=list)
     commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "imported": self.imported, "replaced": self.replaced,
                 "unchanged": self.unchanged, "skipped": self.skipped, "sessions": self.sessions,
-                "warnings": self.warnings, "commit": self.commit}
+                "prompts": self.prompts, "warnings": self.warnings, "commit": self.commit}
 
     def summary(self) -> str:
         parts = [f"{len(self.imported)} imported"]
@@ -89,6 +91,8 @@ class ImportResult:
             parts.append(f"{len(self.unchanged)} unchanged")
         if self.skipped:
             parts.append(f"{self.skipped} skipped")
+        if self.sessions or self.prompts:
+            parts.append(f"{self.sessions} new sessions, {self.prompts} prompts")
         return f"From {self.source}: " + ", ".join(parts) + "."
 
 
@@ -295,12 +299,13 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")
     if isinstance(data, dict):
-        observations, sessions = data.get("observations") or [], data.get("sessions") or []
+        observations, session_rows = data.get("observations") or [], data.get("sessions") or []
+        prompt_rows = data.get("prompts") or []
     elif isinstance(data, list):
-        observations, sessions = data, []
+        observations, session_rows, prompt_rows = data, [], []
     else:
         raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
-    result = ImportResult(str(path), sessions=len(sessions) if isinstance(sessions, list) else 0)
+    result = ImportResult(str(path))
     with kb._writing():
         seen = {
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
@@ -326,8 +331,13 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
             changes.append(kb._change(memory))
             result.imported.append(memory.id)
             next_id += 1
-        if changes:
-            result.commit = kb._commit(changes, f"memory: import {len(changes)} observations from Engram ({path.name})")
+        # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
+        session_changes, result.sessions, result.prompts = sessions.import_engram(
+            kb, session_rows, prompt_rows, path.name, result.warnings, engram_time)
+        if changes or session_changes:
+            extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
+            result.commit = kb._commit(
+                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({path.name})")
     return result
 
 

@@ -772,3 +772,80 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
         if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
             lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
     return lines
+
+
+# -- import from Engram --------------------------------------------------------------------------
+
+
+def import_engram(kb: KnowledgeBase, rows: Any, prompt_rows: Any, where: str, warnings: list[str],
+                  time_of: Any) -> tuple[list[Change], int, int]:
+    """The changes that bring an Engram export's ``sessions`` and ``prompts`` into the session
+    files (under the lock, for the import's one commit), with how many sessions were made and
+    prompts added. An existing session only gains what it lacks (project, directory, end,
+    summary) and the prompts it does not have yet; ``time_of`` reads Engram's times."""
+    now = utc_now()
+    touched: dict[str, Session] = {}
+    made = added = 0
+
+    def current(session_id: str, started_at: str) -> Session:
+        nonlocal made
+        if session_id not in touched:
+            found = read(kb, session_id)
+            if found is None:
+                _check_no_case_twin(kb, session_id)
+                found = Session(session_id, started_at)
+                made += 1
+            touched[session_id] = found
+        return touched[session_id]
+
+    def text(row: dict[str, Any], key: str) -> str | None:
+        value = row.get(key)
+        return (engram.redact_private(value).strip() or None) if isinstance(value, str) else None
+
+    for n, row in enumerate(rows if isinstance(rows, list) else []):
+        here = f"{where}: session {n + 1}"
+        session_id = _import_id(row.get("id") if isinstance(row, dict) else None, here, warnings)
+        if session_id is None:
+            continue
+        session = current(session_id, time_of(row.get("started_at")) or now)
+        touched[session_id] = replace(
+            session,
+            project=session.project or engram.normalize_project(text(row, "project")),
+            directory=session.directory or text(row, "directory"),
+            ended_at=session.ended_at or time_of(row.get("ended_at")),
+            summary=session.summary or text(row, "summary"),
+        )
+    for n, row in enumerate(prompt_rows if isinstance(prompt_rows, list) else []):
+        here = f"{where}: prompt {n + 1}"
+        session_id = _import_id(row.get("session_id") if isinstance(row, dict) else None, here, warnings)
+        content = text(row, "content") if session_id is not None else None
+        if session_id is None or content is None:
+            if session_id is not None:
+                warnings.append(f"{here} has no content; skipped.")
+            continue
+        at = time_of(row.get("created_at")) or now
+        session = current(session_id, at)
+        if any(p.created_at == at and p.content == content for p in session.prompts):
+            continue
+        project = engram.normalize_project(text(row, "project"))
+        prompt = Prompt(at, _cut(content, kb.max_content), project if project and project != session.project else None)
+        touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: p.created_at))
+        added += 1
+    changes = []
+    for session in touched.values():
+        before = read(kb, session.id)
+        if before != session:
+            if before is not None:
+                kb._require_committed(session.path)
+            changes.append(change(session))
+    return changes, made, added
+
+
+def _import_id(value: Any, where: str, warnings: list[str]) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        return check_session_id(value, "id")
+    except InvalidInputError as exc:
+        warnings.append(f"{where}: {exc} Skipped.")
+        return None

@@ -358,3 +358,41 @@ def test_cli_session_commands(tmp_path: Path, run_cli: CliRunner) -> None:
     assert subjects(root) == [
         "session: end ses-1", "memory: capture 1, 2 (passive, from mcp-passive)", "session: prompt in ses-1",
         "session: start ses-1", "kb: initialise knowledge base"]
+
+
+def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    from slayer_kb.interchange import import_engram
+
+    empty_kb.session_start("s1", None)
+    export = {
+        "observations": [{"title": "Auth", "content": "JWT", "session_id": "s1", "project": "api"}],
+        "sessions": [{"id": "s1", "project": "API", "directory": "/w", "started_at": "2026-03-01 10:00:00",
+                      "ended_at": "2026-03-01 11:00:00", "summary": "Chose JWT <private>k</private>"},
+                     {"id": "s 2", "project": "api", "directory": "", "started_at": "2026-03-02 09:00:00"},
+                     {"id": ""}],
+        "prompts": [{"id": 1, "session_id": "s1", "content": "Which auth?", "created_at": "2026-03-01 10:01:00"},
+                    {"id": 2, "session_id": "s3", "content": "Cache?", "project": "api",
+                     "created_at": "2026-03-03 08:00:00"},
+                    {"id": 3, "session_id": "s1", "content": "  "}],
+    }
+    path = tmp_path / "engram.json"
+    path.write_text(json.dumps(export))
+    result = import_engram(empty_kb, path)
+    assert (result.imported, result.sessions, result.prompts) == (["1"], 2, 2)
+    assert result.warnings == [
+        "engram.json: session 3: id is required and must not be blank: give the session's id (e.g. "
+        "'ses-2026-11-29-auth'). Skipped.",
+        "engram.json: prompt 3 has no content; skipped."]
+    assert subjects(empty_kb.root)[0] == "memory: import 1 observations, 2 new sessions, 2 prompts from Engram (engram.json)"
+    assert sorted(files_of(empty_kb.root)) == ["memories/1.yaml", "sessions/s%202.yaml", "sessions/s1.yaml",
+                                               "sessions/s3.yaml"]
+    s1 = sessions.read(empty_kb, "s1")
+    assert s1 is not None
+    assert (s1.project, s1.directory, s1.ended_at, s1.summary) == ("api", "/w", "2026-03-01T11:00:00Z", "Chose JWT [REDACTED]")
+    assert [(p.created_at, p.content) for p in s1.prompts] == [("2026-03-01T10:01:00Z", "Which auth?")]
+    s3 = sessions.read(empty_kb, "s3")
+    assert s3 is not None and (s3.started_at, s3.project, s3.prompts[0].project) == ("2026-03-03T08:00:00Z", None, "api")
+    assert validate([empty_kb.root]).problems == []
+    # Importing again changes nothing.
+    again = import_engram(empty_kb, path)
+    assert (again.imported, again.sessions, again.prompts, again.commit) == ([], 0, 0, None)
