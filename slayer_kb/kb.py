@@ -645,8 +645,8 @@ class KnowledgeBase:
                 duplicate_count=1,
             )
             # Engram makes the session when it saves into one: both in the one commit.
-            session = sessions.ensure(self, sessions.check_session_id(session_id, "session_id"), project, now=now)
-            commit = self._commit([self._change(memory), *session[1]], f"memory: save {memory_id} ({type}: {title})")
+            session = sessions.for_save(self, sessions.check_session_id(session_id, "session_id"), project, now)
+            commit = self._commit([self._change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
             return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
     def _revise(

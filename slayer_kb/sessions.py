@@ -369,7 +369,7 @@ def load_all(kb: KnowledgeBase) -> list[Session]:
     if fresh != cached:
         with contextlib.suppress(OSError):
             kb.store.ensure_state_dir()
-            tmp = cache_path.with_suffix(".tmp")
+            tmp = cache_path.with_name(f"sessions.{os.getpid()}.tmp")  # each writer its own
             tmp.write_text(json.dumps(fresh), encoding="utf-8")
             os.replace(tmp, cache_path)
     out.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
@@ -408,6 +408,16 @@ def ensure(kb: KnowledgeBase, session_id: str, project: str | None, directory: s
         return session, []
     kb._require_committed(path)
     return session, [change(session)]
+
+
+def for_save(kb: KnowledgeBase, session_id: str, project: str | None, now: str) -> list[Change]:
+    """The session change a memory's save carries (``ensure``). A session file that is broken,
+    holds uncommitted work or has a letter-case twin is left alone: the memory is saved all the
+    same (validate reports the file), since a save must not fail for its session's sake."""
+    try:
+        return ensure(kb, session_id, project, now=now)[1]
+    except (MemoryFileError, ConflictError):
+        return []
 
 
 def change(session: Session) -> Change:

@@ -171,6 +171,10 @@ def test_uncommitted_or_broken_session_files_are_not_overwritten(empty_kb: Knowl
     with pytest.raises(MemoryFileError, match=r"^sessions/ses-1\.yaml:2: invalid YAML: "):
         empty_kb.save_prompt("hello", "ses-1")
     assert empty_kb.stats()["sessions"] == 0  # a broken file is no session; validate reports it
+    # A memory saved into that session is saved all the same; the broken file is left alone.
+    saved = empty_kb.save_observation(title="Still saved", content="x", session_id="ses-1")
+    assert files_of(empty_kb.root) == [f"memories/{saved.memory_id}.yaml"]
+    assert path.read_text() == "started_at: [\n"
 
 
 def test_hand_edits_are_seen_by_the_next_read(empty_kb: KnowledgeBase) -> None:
