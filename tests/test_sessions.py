@@ -362,6 +362,13 @@ def test_cli_session_commands(tmp_path: Path, run_cli: CliRunner) -> None:
     assert subjects(root) == [
         "session: end ses-1", "memory: capture 1, 2 (passive, from mcp-passive)", "session: prompt in ses-1",
         "session: start ses-1", "kb: initialise knowledge base"]
+    schema = json.loads(run_cli("schema", "--session", check=True).stdout)
+    assert (schema["$id"], schema["required"]) == ("urn:slayer-kb:session-file", ["started_at"])
+    (root / "sessions" / "ses-1.yaml").write_text("started_at: '2026-11-29T20:42:40Z'\nsumary: typo\n")
+    proc = run_cli("validate", "sessions", cwd=root)
+    assert (proc.returncode, proc.stdout) == (1, (
+        "sessions/ses-1.yaml:2: unknown key 'sumary' (allowed keys: project, directory, started_at, ended_at, "
+        "summary, prompts)\n1 problem in 1 files checked\n"))
 
 
 def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
