@@ -566,3 +566,17 @@ def _pairs(log: str) -> list[list[str]]:
 def test_every_error_names_its_item(example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
     reply = call_tool(example_kb, tool, arguments)
     assert (reply.is_error, reply.text) == (True, message)
+
+
+def test_integer_ids_are_taken_wherever_engram_or_slayer_take_them(example_kb: KnowledgeBase) -> None:
+    """Engram's ids are numbers, SLayer's forget_memory takes a legacy integer: 12 means "12"."""
+    assert call_tool(example_kb, "mem_get_observation", {"id": 7}).text.startswith(
+        "#7 [discovery] Klarna payments are captured at shipment\n")
+    assert call_tool(example_kb, "mem_timeline", {"observation_id": 7, "before": 0, "after": 0}).text.startswith(
+        "Session: ses-20261009-payments-recon (analytics, started 2026-10-09T15:12:04Z) \u2014 Reconciled September "
+        "payments against orders: the gap is Klarna, captured at shipment, not at checko...\n")  # Engram cuts at 100
+    assert call_tool(example_kb, "mem_update", {"id": 7, "type": "pattern"}).text == (
+        'Memory updated: #7 "Klarna payments are captured at shipment" (pattern, scope=project)')
+    assert call_tool(example_kb, "mem_delete", {"id": 7}).text == "Memory #7 soft-deleted"
+    assert call_tool(example_kb, "mem_delete", {"id": 7.0, "hard_delete": True}).text == "Memory #7 permanently deleted"
+    assert json.loads(call_tool(example_kb, "forget_memory", {"id": 8}).text) == {"deleted_id": "8", "stripped_from": []}
