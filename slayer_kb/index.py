@@ -26,7 +26,6 @@ from whoosh import query as Q
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.index import LockError
-from whoosh.scoring import BM25F
 from whoosh.writing import MERGE_SMALL
 
 from . import embedding, vectors, workers
@@ -693,7 +692,9 @@ class Index:
         if self._searcher is None:
             if self._ix is None:
                 self._ix = windex.open_dir(str(self.dir))
-            self._searcher = self._ix.searcher(weighting=BM25F())
+            from .scoring import LiveBM25F  # numpy: imported only by a process that searches
+
+            self._searcher = self._ix.searcher(weighting=LiveBM25F())
         return self._searcher
 
     def _docset(self, searcher: Any, query: Q.Query | None) -> Any:

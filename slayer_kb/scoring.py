@@ -3,9 +3,10 @@
 Why: Whoosh's matchers are pure Python and visit every posting one call at a time (~6 us each), so
 a question of three common words took 200-400 ms at 100,000 memories. The queries search/
 builds only combine term queries with And, Or and AndMaybe; this module evaluates exactly those
-over whole posting lists as arrays, with Whoosh's own BM25F statistics (idf, average field
-length, the stored one-byte field lengths), so scores are Whoosh's (to the last bit or so: sums
-may be added in another order, which can swap two documents tied to 15 digits). Posting lists are
+over whole posting lists as arrays, with BM25F's statistics over the live documents
+(:class:`Statistics`, which the index's Whoosh searchers use too through :class:`LiveBM25F`), so
+scores are Whoosh's (to the last bit or so: sums may be added in another order, which can swap
+two documents tied to 15 digits). Posting lists are
 read block by block from the index files; any other query, or an index whose layout this module
 does not know, is left to Whoosh (``VectorSearcher.supports``).
 """
@@ -13,11 +14,13 @@ does not know, is left to Whoosh (``VectorSearcher.supports``).
 from __future__ import annotations
 
 from collections import OrderedDict
+from math import log
 from typing import Any
 
 import numpy as np
 from whoosh import query as Q
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
+from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
 from whoosh.util.numeric import byte_to_length
 
 _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
@@ -31,13 +34,20 @@ Scored = tuple[np.ndarray, np.ndarray]
 _EMPTY: Scored = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
-class VectorSearcher:
-    """Evaluates supported queries over one Whoosh searcher's documents."""
+class Statistics:
+    """BM25F's statistics over one searcher's live documents.
+
+    Whoosh keeps a replaced or removed memory's document, marked deleted, in its statistics (the
+    document count, each word's document frequency, each field's total length) until a merge
+    drops it, so an index built by increments scored differently from one built in one go, and
+    ``--limit 10`` could give another set before and after a ``reindex``. Here all three count
+    live documents only, and a field's total is the sum of the stored one-byte lengths (whole
+    numbers, summed exactly), which every build of the same files holds alike: Whoosh's own
+    total is exact but cannot take a deleted document out.
+    """
 
     def __init__(self, searcher: Any) -> None:
-        self.searcher = searcher
         self.schema = searcher.schema
-        self.weighting = searcher.weighting
         self.size = searcher.doc_count_all()
         self.leaves = searcher.reader().leaf_readers()
         self.alive = np.ones(self.size, dtype=bool)
@@ -45,7 +55,87 @@ class VectorSearcher:
             deleted = segment.deleted_docs_set if hasattr(segment, "deleted_docs_set") else None
             if deleted:
                 self.alive[np.fromiter(deleted, dtype=np.int64) + offset] = False
-        self._lengths: dict[str, np.ndarray | None] = {}
+        self.live = int(self.alive.sum())
+        self._lengths: dict[str, np.ndarray] = {}
+        self._averages: dict[str, float] = {}
+
+    def idf(self, ids: np.ndarray) -> float:
+        """Whoosh's idf of a word whose postings (deleted documents too) are ``ids``."""
+        return log(self.live / (int(np.count_nonzero(self.alive[ids])) + 1)) + 1
+
+    def average_length(self, fieldname: str) -> float:
+        average = self._averages.get(fieldname)
+        if average is None:
+            total = float(self.field_lengths(fieldname)[self.alive].sum())
+            average = self._averages[fieldname] = (total / (self.live or 1)) or 1
+        return average
+
+    def field_lengths(self, fieldname: str) -> np.ndarray:
+        """Every document's length in ``fieldname``, as Whoosh's doc_field_length decodes it."""
+        lengths = self._lengths.get(fieldname)
+        if lengths is None:
+            lengths = np.zeros(self.size, dtype=np.float64)
+            for segment, offset in self.leaves:
+                count = segment.doc_count_all()
+                lengths[offset : offset + count] = _segment_lengths(segment, fieldname, count)
+            self._lengths[fieldname] = lengths
+        return lengths
+
+    def postings(self, fieldname: str, text: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """The docnums (deleted ones too) and weights of a word's postings, read block by block."""
+        ids_parts, weight_parts = [], []
+        fmt = self.schema[fieldname].format
+        for segment, offset in self.leaves:
+            if (fieldname, text) not in segment:
+                continue
+            ids, weights = _leaf_postings(segment._terms.matcher(fieldname, text, fmt))
+            ids_parts.append(ids + offset)
+            weight_parts.append(weights)
+        return (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
+
+
+def statistics(searcher: Any) -> Statistics:
+    """The live statistics of ``searcher`` (its top-level searcher), made once per searcher."""
+    parent = searcher.get_parent()
+    found = getattr(parent, "_slayer_statistics", None)
+    if found is None:
+        found = parent._slayer_statistics = Statistics(parent)
+    return found
+
+
+class LiveBM25F(BM25F):
+    """Whoosh's BM25F with the statistics of :class:`Statistics`: the weighting of every searcher
+    the index opens, so that Whoosh's matchers and :class:`VectorSearcher` score alike."""
+
+    def idf(self, searcher: Any, fieldname: str, text: bytes) -> float:
+        stats = statistics(searcher)
+        return stats.idf(stats.postings(fieldname, text)[0])
+
+    def scorer(self, searcher: Any, fieldname: str, text: bytes, qf: int = 1) -> Any:
+        if not searcher.schema[fieldname].scorable:
+            return WeightScorer.for_(searcher, fieldname, text)
+        return _LiveScorer(searcher, fieldname, text, self._field_B.get(fieldname, self.B), self.K1, qf)
+
+
+class _LiveScorer(BM25FScorer):
+    def __init__(self, searcher: Any, fieldname: str, text: bytes, B: float, K1: float, qf: int = 1) -> None:  # noqa: N803 - Whoosh's names
+        parent = searcher.get_parent()
+        self.idf = parent.idf(fieldname, text)
+        self.avgfl = statistics(parent).average_length(fieldname)
+        self.B, self.K1, self.qf = B, K1, qf
+        self.setup(searcher, fieldname, text)
+
+
+class VectorSearcher:
+    """Evaluates supported queries over one Whoosh searcher's documents."""
+
+    def __init__(self, searcher: Any) -> None:
+        self.searcher = searcher
+        self.schema = searcher.schema
+        self.weighting = searcher.weighting
+        self.stats = statistics(searcher)
+        self.size = self.stats.size
+        self.alive = self.stats.alive
         self._terms: OrderedDict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached = 0
         # The Index caches its filter docsets per searcher; their arrays are cached beside them.
@@ -136,9 +226,9 @@ class VectorSearcher:
         w = self.weighting
         b = w._field_B.get(fieldname, w.B)
         k1 = w.K1
-        idf = self.searcher.idf(fieldname, text)
-        avgfl = self.searcher.avg_field_length(fieldname) or 1
-        lengths = self._field_lengths(fieldname)[ids]
+        idf = self.stats.idf(ids)
+        avgfl = self.stats.average_length(fieldname)
+        lengths = self.stats.field_lengths(fieldname)[ids]
         return idf * ((weights * (k1 + 1)) / (weights + k1 * ((1 - b) + b * lengths / avgfl)))
 
     # -- reading the index -----------------------------------------------------------------
@@ -149,31 +239,13 @@ class VectorSearcher:
         if cached is not None:
             self._terms.move_to_end(key)
             return cached
-        ids_parts, weight_parts = [], []
-        fmt = self.schema[fieldname].format
-        for segment, offset in self.leaves:
-            if (fieldname, text) not in segment:
-                continue
-            ids, weights = _leaf_postings(segment._terms.matcher(fieldname, text, fmt))
-            ids_parts.append(ids + offset)
-            weight_parts.append(weights)
-        found = (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
+        found = self.stats.postings(fieldname, text)
         self._terms[key] = found
         self._cached += len(found[0])
         while self._cached > _CACHED_POSTINGS and len(self._terms) > 1:
             _, (ids, _weights) = self._terms.popitem(last=False)
             self._cached -= len(ids)
         return found
-
-    def _field_lengths(self, fieldname: str) -> np.ndarray:
-        lengths = self._lengths.get(fieldname)
-        if lengths is None:
-            lengths = np.zeros(self.size, dtype=np.float64)
-            for segment, offset in self.leaves:
-                count = segment.doc_count_all()
-                lengths[offset : offset + count] = _segment_lengths(segment, fieldname, count)
-            self._lengths[fieldname] = lengths
-        return lengths
 
 
 def _union(parts: list[Scored], size: int) -> Scored:

@@ -144,6 +144,23 @@ def test_results_do_not_depend_on_how_the_index_was_built(payments_kb: Knowledge
     assert payments_kb.search("page cache").to_json() == before
 
 
+def test_replaced_and_removed_documents_leave_no_trace_in_the_scores(payments_kb: KnowledgeBase) -> None:
+    """Whoosh keeps a replaced document (marked deleted) in its word statistics until a merge:
+    scores, and with them the order of a short list, must not depend on it."""
+    for n in range(12):
+        payments_kb.save_observation(title=f"Refund retry {n}", content=f"Refund calls retry {n} times.", project="shop")
+    for n in range(9, 21):
+        payments_kb.update(str(n), learning=f"Timeout budget {n} for the ledger export.")
+    for memory_id in ("10", "12", "14"):
+        payments_kb.forget(memory_id)
+    questions = ["refund timeout", "refund retry", "ledger export timeout"]
+    before = [payments_kb.search(q, limit=5).to_json() for q in questions]
+    payments_kb.reindex()
+    after = [payments_kb.search(q, limit=5).to_json() for q in questions]
+    assert after == before
+    assert ids(before[0]["memories"])[:1] == ["9"]  # both words, in its title and description
+
+
 def test_vectors_follow_a_hand_edit_and_a_reindex(payments_kb: KnowledgeBase) -> None:
     path = payments_kb.root / "memories" / "4.yaml"
     text = path.read_text().replace("Invoice numbers are sequential per country and never reused.", "Parrots and toucans live in the rainforest canopy.")
