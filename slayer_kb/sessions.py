@@ -283,7 +283,7 @@ def _value_problem(key: str, value: Any) -> str | None:
 
 
 def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
         type(value), type(value).__name__)
 
 
@@ -292,24 +292,34 @@ def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
         return []
     if not isinstance(value, list):
         raise MemoryFileError(where, key_line(text, "prompts"), "'prompts' must be a list of {created_at, content}")
+
+    def fail(index: int, message: str) -> MemoryFileError:
+        return MemoryFileError(where, _item_line(text, index), f"prompts[{index}]{message}")
+
     out = []
     for index, item in enumerate(value):
-        line = key_line(text, "prompts")
         if not isinstance(item, dict):
-            raise MemoryFileError(where, line, f"prompts[{index}] must be a mapping with created_at and content, "
-                                               f"not {_kind(item)}")
+            raise fail(index, f" must be a mapping with created_at and content, not {_kind(item)}")
         for key, field_value in item.items():
             if key not in PROMPT_KEYS:
-                raise MemoryFileError(where, line, f"prompts[{index}]: unknown key {key!r} (allowed keys: "
-                                                   f"{', '.join(PROMPT_KEYS)})")
+                raise fail(index, f": unknown key {key!r} (allowed keys: {', '.join(PROMPT_KEYS)})")
             problem = _value_problem(key, field_value)
             if problem:
-                raise MemoryFileError(where, line, f"prompts[{index}].{key} {problem}")
+                raise fail(index, f".{key} {problem}")
         for key in ("created_at", "content"):
             if key not in item:
-                raise MemoryFileError(where, line, f"prompts[{index}] is missing its {key}")
+                raise fail(index, f" is missing its {key}")
         out.append(Prompt(_time(item["created_at"]), item["content"], item.get("project")))
     return out
+
+
+def _item_line(text: str, index: int) -> int | None:
+    with contextlib.suppress(yaml.YAMLError):
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
+            if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
+                return int(value.value[index].start_mark.line) + 1
+    return key_line(text, "prompts")
 
 
 # -- reading -------------------------------------------------------------------------------------
