@@ -407,3 +407,23 @@ def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_
     # Importing again changes nothing.
     again = import_engram(empty_kb, path)
     assert (again.imported, again.sessions, again.prompts, again.commit) == ([], 0, 0, None)
+
+
+def test_concurrent_prompts_each_make_one_commit(empty_kb: KnowledgeBase) -> None:
+    """Writers in separate processes append to one session file under the KB lock: no prompt is
+    lost, and each is its own commit."""
+    import subprocess
+    import sys
+
+    empty_kb.session_start("ses-1", "analytics")
+    script = ("import sys\nfrom slayer_kb import KnowledgeBase\nkb = KnowledgeBase(sys.argv[1])\n"
+              "for n in range(3):\n    kb.save_prompt(f'prompt {sys.argv[2]}.{n} from a busy agent', 'ses-1')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(empty_kb.root), str(w)]) for w in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    session = sessions.read(empty_kb, "ses-1")
+    assert session is not None
+    assert sorted(p.content for p in session.prompts) == sorted(
+        f"prompt {w}.{n} from a busy agent" for w in range(3) for n in range(3))
+    assert subjects(empty_kb.root)[:9] == ["session: prompt in ses-1"] * 9
+    assert len(subjects(empty_kb.root)) == 11  # init, start, 9 prompts
+    assert validate([empty_kb.root]).problems == []
