@@ -29,6 +29,7 @@ import socket
 import stat
 import struct
 import sys
+import time
 from pathlib import Path
 
 from .locate import find_kb_root
@@ -91,11 +92,12 @@ def idle_seconds() -> float:
 
 
 def version_stamp() -> str:
-    """What the running code is: the interpreter, and the size and time of every file of the
-    package. A server whose stamp differs from its client's was started by another install (an
-    upgrade, an edited checkout): it retires and a new one starts."""
-    digest = hashlib.sha256(sys.executable.encode("utf-8", "surrogateescape"))
+    """What the running code is: the environment (``sys.prefix``, whichever of its ``python``
+    links started it) and Python version, the package's folder, and the size and time of every
+    file of the package. A server whose stamp differs from its client's was started by another
+    install (an upgrade, an edited checkout): it retires and a new one starts."""
     package = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
     for folder in (package, os.path.join(package, "search")):
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -348,9 +350,12 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
     try:
         send_frame(conn, json.dumps(request).encode("utf-8", "surrogateescape"))
         conn.settimeout(SILENT_SECONDS)
+        give_up = time.monotonic() + QUEUE_SECONDS
         while True:
             tag = _recv_exactly(conn, 1)
             if tag == BEAT:
+                if not began and time.monotonic() > give_up:
+                    return Outcome(None)  # still not its turn: run it here (the server will not)
                 continue
             if tag == START:
                 conn.sendall(GO)

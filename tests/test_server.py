@@ -349,15 +349,22 @@ def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path)
 
 def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
     root = example_copy(tmp_path / "kb")
+    # Files old enough to trust and an index built: the server's own syncs never take the lock.
+    old = time.time() - 3600
+    for path in root.rglob("*"):
+        if ".git" not in path.parts:
+            os.utime(path, (old, old))
+    assert servers.run(root, "list", env=servers.env(SLAYER_KB_SERVER="off")).returncode == 0
     servers.run(root, "server", "start")
     pid = servers.wait_up(root)["pid"]
+    assert servers.run(root, "list", blocked=True).returncode == 0  # after the server's first sync
     # The test holds the KB lock: the relayed save waits for it inside the server.
     lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
     lock.acquire(timeout=30)
     try:
         client = subprocess.Popen(
             [sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "saved once", "-e", "shop.orders.amount"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=servers.env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=servers.env(), cwd=root,
         )
         try:
             wait_for(lambda: (s := servers.status(root)) and (s.get("current") or "").startswith("--kb"), 30,
