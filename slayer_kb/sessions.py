@@ -326,7 +326,28 @@ def _item_line(text: str, index: int) -> int | None:
 
 
 def read(kb: KnowledgeBase, session_id: str) -> Session | None:
-    """The session, or None when it has no file; a broken file is an error naming it."""
+    """The session, or None when it has no file; a broken file is an error naming it.
+
+    As ``KnowledgeBase.read`` does: while a commit writes its files in place (or a crash left
+    one unfinished), what is read may be half of a write, so the read waits for the KB lock,
+    whose taking finishes an interrupted commit."""
+    store = kb.store
+    if store.holding:
+        return _read(kb, session_id)
+    if not store.committing():
+        try:
+            found = _read(kb, session_id)
+        except MemoryFileError:
+            if not store.committing():
+                raise
+        else:
+            if not store.committing():
+                return found
+    with store.locked():
+        return _read(kb, session_id)
+
+
+def _read(kb: KnowledgeBase, session_id: str) -> Session | None:
     path = session_path(session_id)
     try:
         text = read_regular(kb.root / path).decode("utf-8")
@@ -341,7 +362,20 @@ def read(kb: KnowledgeBase, session_id: str) -> Session | None:
 
 def load_all(kb: KnowledgeBase) -> list[Session]:
     """Every readable session, newest activity first. Broken files are skipped here
-    (``slayer-kb validate`` reports them); unchanged files come from the cache."""
+    (``slayer-kb validate`` reports them); unchanged files come from the cache. While a commit
+    writes files (see ``read``), the scan waits for it under the KB lock."""
+    store = kb.store
+    if not store.holding and store.committing():
+        with store.locked():
+            return _load_all(kb)
+    found = _load_all(kb)
+    if not store.holding and store.committing():  # a commit began during the scan
+        with store.locked():
+            return _load_all(kb)
+    return found
+
+
+def _load_all(kb: KnowledgeBase) -> list[Session]:
     folder = kb.root / SESSIONS_DIR
     try:
         with os.scandir(folder) as scan:
@@ -370,7 +404,7 @@ def load_all(kb: KnowledgeBase) -> list[Session]:
                 session = Session.from_dict(hit[1])
         if session is None:
             with contextlib.suppress(MemoryFileError):
-                session = read(kb, session_id)
+                session = _read(kb, session_id)
         if session is None:
             continue
         out.append(session)

@@ -427,3 +427,47 @@ def test_concurrent_prompts_each_make_one_commit(empty_kb: KnowledgeBase) -> Non
     assert subjects(empty_kb.root)[:9] == ["session: prompt in ses-1"] * 9
     assert len(subjects(empty_kb.root)) == 11  # init, start, 9 prompts
     assert validate([empty_kb.root]).problems == []
+
+
+SLOWED_WRITES = """
+import sys, time
+from slayer_kb import repo
+from slayer_kb.cli import main
+real = repo.put_file
+def slowed(*args, **kwargs):
+    time.sleep(5)
+    return real(*args, **kwargs)
+repo.put_file = slowed
+main()
+"""
+
+
+def test_a_prompt_killed_after_its_commit_is_finished_by_the_next_read(empty_kb: KnowledgeBase) -> None:
+    """The crash-safe commit path memories use: killed once HEAD moved but before the session
+    file was written, the prompt is committed, and the next read finishes writing it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = empty_kb.root
+    empty_kb.session_start("ses-1", "analytics")
+    old = git(root, "rev-parse", "HEAD").strip()
+    journal = root / ".slayer-kb" / "journal.json"
+    proc = subprocess.Popen([sys.executable, "-c", SLOWED_WRITES, "--kb", str(root), "save-prompt",
+                             "Killed mid-write", "--session", "ses-1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (journal.exists() and git(root, "rev-parse", "HEAD").strip() != old):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the commit never moved HEAD"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+    assert "Killed mid-write" not in (root / "sessions/ses-1.yaml").read_text()  # not yet written
+    fresh = KnowledgeBase(root)
+    assert fresh.stats()["prompts"] == 1
+    assert [p.content for p in sessions.read(fresh, "ses-1").prompts] == ["Killed mid-write"]  # type: ignore[union-attr]
+    assert not journal.exists()
+    assert git(root, "status", "--porcelain") == ""
+    assert subjects(root)[0] == "session: prompt in ses-1"
