@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1,000 memories only (a smoke run)")
     parser.add_argument("--sizes", help="comma-separated corpus sizes (default 1000,10000,100000)")
     parser.add_argument("--steps", help="comma-separated steps to run (first words: reindex, freshness, search, "
-                        "vectors, processes, save, watcher, validate, cascade; default all)")
+                        "vectors, processes, server, save, watcher, validate, cascade; default all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)

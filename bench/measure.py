@@ -119,11 +119,12 @@ def cli_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "slayer_kb"]
 
 
-def run_process(args: list[str], cwd: Path) -> tuple[float, int, str]:
-    """Wall time (s), peak RSS (KiB) of that one child, and stderr if it failed."""
+def run_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+    """Wall time (s), peak RSS (KiB) of that one child, and stderr if it failed. Unless ``env``
+    says otherwise the child starts no warm server (SLAYER_KB_SERVER=manual, set by ``Runner``)."""
     with tempfile.TemporaryFile() as err:
         began = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         # wait4 gives this child's own rusage, unlike RUSAGE_CHILDREN's running maximum.
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
@@ -151,6 +152,9 @@ class Runner:
         self.models = corpus_mod.generate_catalog(corpus.seed)
         self.vocab = corpus_mod.build_vocabulary(corpus.seed)
         self.counter = 0
+        # Processes are cold unless a step says otherwise: none starts a warm server on its own
+        # (they still relay to a `slayer-kb watch` a step runs). The "server" step turns it on.
+        os.environ["SLAYER_KB_SERVER"] = "manual"
 
     def run(self, only: set[str] | None = None) -> dict[str, Any]:
         """Every step, or those named in ``only`` (by the first word of their name)."""
@@ -160,6 +164,7 @@ class Runner:
             ("search", self.search),
             ("vectors", self.vectors),
             ("processes", self.processes),
+            ("server", self.server),
             ("save vs git", self.saves),
             ("steady saves", self.steady),
             ("freshness (changed)", self.fresh_changed),
@@ -529,6 +534,59 @@ class Runner:
         finally:
             _stop(proc)
 
+    # -- the warm server (docs/server.md) ------------------------------------------------------
+
+    def server(self) -> None:
+        """`slayer-kb search` and `save` processes once the KB's server runs, and the first
+        command, which finds none, runs in its process and starts one."""
+        if not relay.SUPPORTED:
+            self.results["server_search"] = skipped("no server on this system")
+            return
+        self.settle()
+        base = [*cli_command(), "--kb", str(self.root)]
+        env = {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "600"}
+        queries = [q for kind, q in self.queries() if kind != "entity"]
+        if relay.control(self.root, "status") is not None:
+            _stop_server(self.root)
+        first = run_process([*base, "search", queries[0]], self.root, env)
+        deadline = time.monotonic() + 300
+        while not ((status := relay.control(self.root, "status")) and status.get("ready")):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no server within 300 s; see {self.root}/.slayer-kb/server.log")
+            time.sleep(0.1)
+        pid = status["pid"]
+        try:
+            # The first relayed search waits for the server's first sync: not counted.
+            run_process([*base, "search", queries[0]], self.root, env)
+            searches = [run_process([*base, "search", queries[i]], self.root, env) for i in range(self.plan.processes)]
+            saves = [
+                run_process([*base, "save", self._learning(), "-e", self._entity()], self.root, env)
+                for _ in range(self.plan.processes)
+            ]
+            client_rss = {
+                "server_search_rss": _client_rss_mib([*base, "search", queries[1]], self.root, env),
+                "server_save_rss": _client_rss_mib([*base, "save", self._learning(), "-e", self._entity()], self.root, env),
+            }
+            self.last_write = time.time()
+            server_rss = _peak_rss_mib(pid)
+        finally:
+            _stop_server(self.root)
+        self.results["server_first_command"] = summary([first[0]], note=first[2] or None)
+        for key, runs in (("server_search", searches), ("server_save", saves)):
+            failures = [p for _, _, p in runs if p]
+            self.results[key] = summary([w for w, _, _ in runs], note=failures[0] if failures else None)
+        for key, rss in client_rss.items():
+            # wait4's figure for a child counts the bench process it was forked from (150 MiB)
+            self.results[key] = summary([rss], unit="MiB") if rss is not None else skipped("no /usr/bin/time")
+        if server_rss is not None:
+            self.results["server_rss"] = summary([server_rss], unit="MiB")
+        for key, base_key in (("server_save_vs_add_commit", "git_add_commit"),
+                              ("server_save_vs_process", "process_save"),
+                              ("server_search_vs_process", "process_search")):
+            other = self.results.get(base_key)
+            if other is not None:
+                self.results[key] = ratio(self.results[key.split("_vs_")[0]], other)
+
     # -- watcher ----------------------------------------------------------------------------
 
     def watcher(self) -> None:
@@ -693,6 +751,38 @@ def _first_working(fn: Callable[..., Any], argsets: list[tuple[Any, ...]], kwarg
                 continue
             return lambda a=args, k=kw: fn(*a, **k)
     return lambda: fn(*argsets[0])
+
+
+def _stop_server(root: Path) -> None:
+    relay.control(root, "stop")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (conn := relay.connect(root, timeout=0.5)) is not None:
+        conn.close()
+        time.sleep(0.05)
+
+
+def _client_rss_mib(args: list[str], cwd: Path, env: dict[str, str]) -> float | None:
+    """Peak RSS of one process, measured by GNU time (a small parent, so the figure is the
+    client's own and not the bench process's it was forked from), MiB."""
+    if not Path("/usr/bin/time").exists():
+        return None
+    with tempfile.NamedTemporaryFile("r") as out:
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *args], cwd=cwd, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        text = out.read().strip().splitlines()
+    return int(text[-1]) / 1024 if proc.returncode == 0 and text and text[-1].isdigit() else None
+
+
+def _peak_rss_mib(pid: int) -> float | None:
+    """A live process's peak resident memory (Linux's VmHWM), MiB."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> str:

@@ -222,7 +222,7 @@ class Server:
                     beat.send(relay.REFUSED)
                     return
             try:
-                if self.stop.is_set() and self._closed.is_set():
+                if (self.stop.is_set() and self._closed.is_set()) or not _runnable(request):
                     beat.send(relay.REFUSED)
                     return
                 beat.send(relay.START)
@@ -262,6 +262,22 @@ class Server:
             return
         data = json.dumps(answer).encode()
         conn.sendall(relay.RESULT + relay._RESULT.pack(0, len(data), 0) + data)
+
+
+def _runnable(request: dict[str, Any]) -> bool:
+    """Whether the request can be run as asked (its folder exists, its encodings are known):
+    checked before the client is told the command starts, so that it runs it itself if not."""
+    import codecs
+
+    try:
+        if not os.path.isdir(request["cwd"]):
+            return False
+        for encoding, errors in request.get("streams") or []:
+            codecs.lookup(encoding)
+            codecs.lookup_error(errors)
+        return isinstance(request.get("umask", 0), int) and isinstance(request.get("env", {}), dict)
+    except (KeyError, TypeError, ValueError, LookupError):
+        return False
 
 
 class _Heartbeat:
