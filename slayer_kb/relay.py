@@ -277,14 +277,13 @@ def kb_root(kb_path: str | None) -> str | None:
 
 
 def _terminal() -> list[int] | None:
-    """The terminal size the command would see here, unless $COLUMNS/$LINES say it."""
-    for stream in (sys.__stdout__,):
-        try:
-            size = os.get_terminal_size(stream.fileno())  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            return None
-        return [size.columns, size.lines]
-    return None
+    """The terminal size the command would see here (as shutil finds it, after $COLUMNS and
+    $LINES), or None when there is no terminal."""
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return None
+    return [size.columns, size.lines]
 
 
 def _streams() -> list[list[str]] | None:

@@ -428,3 +428,49 @@ def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, mon
     relay.control(root, "stop")
     servers.wait_down(up["pid"])
     assert not sock.exists()
+
+
+def on_a_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int) -> tuple[int, bytes]:
+    """Run with stdout on a pseudo-terminal ``columns`` wide: (exit code, what it printed there)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.wait(timeout=60), b"".join(chunks)
+
+
+def test_the_terminal_width_is_the_clients(servers: Servers, tmp_path: Path) -> None:
+    relayed_kb, local_kb = example_copy(tmp_path / "a" / "kb"), example_copy(tmp_path / "b" / "kb")
+    servers.run(relayed_kb, "server", "start")
+    servers.wait_up(relayed_kb)
+    base = {k: v for k, v in servers.env().items() if k not in ("COLUMNS", "LINES")}
+    relayed_env = {**base, "PYTHONPATH": f"{servers.blocked}{os.pathsep}{servers.install}"}
+    local_env = {**base, "SLAYER_KB_SERVER": "off"}
+    outputs = set()
+    for columns in (70, 118):
+        argv = [sys.executable, "-m", "slayer_kb", "search", "refunds", "--full"]
+        got = on_a_terminal(argv, relayed_kb, relayed_env, columns)
+        want = on_a_terminal(argv, local_kb, local_env, columns)
+        assert got == want and got[0] == 0
+        outputs.add(got[1])
+    assert len(outputs) == 2  # the two widths wrap differently
+    # no terminal and no $COLUMNS: both fall back to the same width
+    plain = [subprocess.run([sys.executable, "-m", "slayer_kb", "search", "refunds"], cwd=kb, env=env,
+                            capture_output=True, timeout=60) for kb, env in ((relayed_kb, relayed_env), (local_kb, local_env))]
+    assert plain[0].returncode == 0 and plain[0].stdout == plain[1].stdout
