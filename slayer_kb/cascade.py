@@ -359,7 +359,7 @@ def _priority_without(path: Path, name: str) -> str | None:
     items = data.get("priority") if isinstance(data, dict) else data
     if not isinstance(items, list):
         return None
-    while name in items:
+    while isinstance(items, list) and name in items:
         text = _without_item(text, data, keys, items.index(name))
         data = yaml.load(text, Loader=_LOADER)
         items = data.get("priority") if isinstance(data, dict) else data

@@ -21,6 +21,7 @@ and leaf names (a query runs against one datasource, so a name it uses means tha
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -380,7 +381,7 @@ def _load_datasource_files(
 ) -> dict[str, tuple[str | None, Path]]:
     found: dict[str, tuple[str | None, Path]] = {}
     for path in _yaml_files(folder):
-        parsed = _load_file(path, lambda data, p=path: _parse_datasource(data, p), problems)
+        parsed = _load_file(path, functools.partial(_parse_datasource, path=path), problems)
         if parsed is None:
             continue
         name, description = parsed
@@ -423,7 +424,7 @@ def _load_model_folders(
 def _load_models(folder: Path, ds_name: str, problems: list[CatalogProblem]) -> dict[str, Model]:
     models: dict[str, Model] = {}
     for path in _yaml_files(folder):
-        model = _load_file(path, lambda data, p=path: _parse_model(data, ds_name, p), problems)
+        model = _load_file(path, functools.partial(_parse_model, ds_name=ds_name, path=path), problems)
         if model is None:
             continue
         if model.name in models:
@@ -592,7 +593,7 @@ class Resolver:
         self,
         catalog: Catalog,
         memory_exists: Callable[[str], bool] = lambda _id: False,
-        check_id: Callable[[str], None] = lambda _id: None,
+        check_id: Callable[[str], object] = lambda _id: None,
     ) -> None:
         self.catalog = catalog
         self.memory_exists = memory_exists
@@ -716,12 +717,12 @@ class Resolver:
             return self._dotted(model, segments[2:], want_model)
         if len(segments) == 1 and not want_model:
             return self._bare(head, source, warnings)
-        model = self._find_model(head, source)
-        if model is None:
+        found = self._find_model(head, source)
+        if found is None:
             raise ResolutionError(
                 f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}')."
             )
-        return self._dotted(model, segments[1:], want_model)
+        return self._dotted(found, segments[1:], want_model)
 
     def _dotted(self, model: Model, rest: list[str], want_model: bool) -> str:
         """SLayer's ``_resolve_dotted_against_model``: the last segment is a leaf of the model the

@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 import click
 import yaml
@@ -131,7 +131,12 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
             click.echo(text)
 
 
+@overload
+def read_text_arg(value: str) -> str: ...
+@overload
+def read_text_arg(value: None) -> None: ...
 def read_text_arg(value: str | None) -> str | None:
+    """The text of an argument that may be ``-``: standard input."""
     if value == "-":
         return sys.stdin.read()
     return value
@@ -756,8 +761,9 @@ def reindex(settings: Settings) -> None:
             report = kb.reindex(progress)
     else:
         report = kb.reindex()
-    data = {"indexed": report.updated, "problems": [str(p) for p in report.problems]}
-    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warn_lines(data["problems"]))
+    problems = [str(p) for p in report.problems]
+    data = {"indexed": report.updated, "problems": problems}
+    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warn_lines(problems))
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from whoosh import query as Q
 
@@ -148,7 +148,7 @@ class KnowledgeBase:
         self._catalog_checked = False
         # HEAD as the auto-id scan read it under the lock, so the commit that follows needs no
         # second 'git rev-parse' (False: not read in this locked section).
-        self._head: str | None | bool = False
+        self._head: str | None | Literal[False] = False  # False: not read under this lock
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
@@ -414,7 +414,7 @@ class KnowledgeBase:
     def _commit(self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None) -> str | None:
         """Commit ``changes`` and re-index the memory files among them; ``memories`` are the
         parsed memories some of them hold, so indexing needs not parse those again."""
-        old = self.store.head() if isinstance(self._head, bool) else self._head
+        old = self.store.head() if self._head is False else self._head
         self._head = False
         commit = self.store.commit(changes, message, self.author, parent=old)
         if commit is not None:

@@ -1179,7 +1179,7 @@ def serve(knowledge_base: KnowledgeBase) -> None:
         # Run inline rather than in a worker thread: calls are then strictly one at a time, and
         # GitPython and the Whoosh searcher are never touched from two threads.
         reply = call_tool(knowledge_base, params.name, params.arguments)
-        content = [types.TextContent(type="text", text=reply.text)]
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
         if reply.data is None:
             return types.CallToolResult(content=content, is_error=reply.is_error)
         return types.CallToolResult(content=content, structured_content=reply.data, is_error=reply.is_error)

@@ -179,7 +179,7 @@ def alias_line(text: str) -> int | None:
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.AliasEvent):
-                return event.start_mark.line + 1
+                return event.start_mark.line + 1 if event.start_mark is not None else 1
     except yaml.YAMLError:
         return None  # reported by the load that follows
     return None

@@ -116,10 +116,9 @@ class ObjectStore:
                 packed.append(oid)
                 continue
             header, _, data = raw.partition(b"\0")
-            found, _, size = header.partition(b" ")
-            if size != b"%d" % len(data):
-                found = b"damaged object"
-            out[oid] = self._checked(kind, oid, found.decode("ascii", "replace"), data)
+            kind_found, _, size = header.partition(b" ")
+            found = kind_found.decode("ascii", "replace") if size == b"%d" % len(data) else "damaged object"
+            out[oid] = self._checked(kind, oid, found, data)
         if packed:
             for oid, (found, data) in zip(packed, self._cat_files(packed), strict=True):
                 out[oid] = self._checked(kind, oid, found, data)
@@ -144,10 +143,10 @@ class ObjectStore:
     def added_files(self, old: str, new: str, folder: str) -> list[str]:
         """The names of the files directly in ``folder`` (a path inside both trees) that tree
         ``new`` has and tree ``old`` has not."""
-        old, new = self._folder(old, folder), self._folder(new, folder)
-        if new is None or old == new:
+        old_folder, new_folder = self._folder(old, folder), self._folder(new, folder)
+        if new_folder is None or old_folder == new_folder:
             return []
-        added = set(self.tree(new).keys).difference(self.tree(old).keys if old else ())
+        added = set(self.tree(new_folder).keys).difference(self.tree(old_folder).keys if old_folder else ())
         return sorted(k.decode("utf-8", "surrogateescape") for k in added if not k.endswith(b"/"))
 
     def blobs_at(self, tree: str | None, paths: Iterable[str]) -> dict[str, str | None]:

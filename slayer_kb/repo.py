@@ -25,6 +25,7 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import filelock
 
@@ -380,7 +381,7 @@ class GitStore:
     # -- committing -------------------------------------------------------------------------
 
     def commit(
-        self, changes: list[Change], message: str, author: str | None = None, parent: str | None | bool = False
+        self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
 
@@ -517,7 +518,7 @@ class GitStore:
 
     # -- journal and recovery ---------------------------------------------------------------
 
-    def _write_journal(self, journal: dict[str, object]) -> None:
+    def _write_journal(self, journal: Mapping[str, object]) -> None:
         path = self.state / "journal.json"
         tmp = self.state / "journal.json.tmp"
         try:

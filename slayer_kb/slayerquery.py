@@ -43,7 +43,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from .errors import InvalidInputError
 
@@ -790,7 +790,7 @@ def _syntax_problem(text: str) -> str | None:
     return None
 
 
-def _fail(where: str, message: str) -> Any:
+def _fail(where: str, message: str) -> NoReturn:
     raise InvalidInputError(f"{where}: {message}" if where else message)
 
 

@@ -232,7 +232,7 @@ def test_kb_inside_a_bigger_repository_commits_only_its_own_paths(tmp_path: Path
     result = kb.save_observation(title="A title", content="some content")
     assert result.memory_id == "1"
     changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
-    assert changed == ["docs/kb/memories/1.yaml"]
+    assert changed == ["docs/kb/memories/1.yaml", "docs/kb/sessions/manual-save.yaml"]  # its session too
     status = git(repo, "status", "--porcelain").splitlines()
     assert sorted(status) == [" M app.py", "A  staged.txt"]
 

@@ -168,7 +168,9 @@ def _ranked(
             head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights))][: max(TOKEN_POOL, 3 * request.limit)]
             docs.update(index.stored([m for m in head if m not in docs]))
             texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
-            tokens = dict(zip(head, index.embedder().token_match(request.question, texts).tolist(), strict=True))
+            embedder = index.embedder()
+            if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
+                tokens = dict(zip(head, embedder.token_match(request.question, texts).tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
             scores = F.rrf([
