@@ -404,12 +404,13 @@ def _isatty(stream: object) -> bool:
 
 def spawn(root: str) -> None:
     """Start the server of the KB at ``root`` in the background: its own session, no terminal,
-    its output in ``.slayer-kb/server.log``. It exits at once if another one serves the KB."""
+    its output in ``.slayer-kb/server.log``. It exits at once if another one serves the KB, and
+    loads nothing heavy until this process has exited (the two would share the CPU)."""
     import subprocess
 
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "slayer_kb.server", root, "--idle", str(idle_seconds())],
+            [sys.executable, "-m", "slayer_kb.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid())],
             cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )

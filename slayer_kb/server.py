@@ -42,6 +42,8 @@ CHECK_SECONDS = 0.5
 STAMP_SECONDS = 5.0
 # A command still running when the server is told to stop is given this long to finish.
 FINISH_SECONDS = 60.0
+# How long a server started on demand waits for the client that started it to exit.
+PARENT_SECONDS = 5.0
 
 
 class Server:
@@ -383,7 +385,7 @@ class Runner:
 # -- the process -------------------------------------------------------------------------------
 
 
-def run(root: str | Path, *, idle: float | None, log: TextIO | None = None) -> int:
+def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, after: int | None = None) -> int:
     """Serve the KB at ``root`` until stopped (Ctrl-C, SIGTERM, ``slayer-kb server stop``) or,
     with ``idle``, until no command came for that many seconds. Without ``idle`` this is
     ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
@@ -396,6 +398,12 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None) -> i
         server = _bind(root, stop, idle, out)
         if server is None and background:
             return 0  # another server answers for this KB
+    if after is not None:
+        # The client that started this server is still exiting: let it have the CPU (a client
+        # that comes meanwhile is acknowledged and waits for its turn).
+        deadline = time.monotonic() + PARENT_SECONDS
+        while os.getppid() == after and time.monotonic() < deadline:
+            time.sleep(0.005)
     from .kb import KnowledgeBase
     from .watch import run_watcher
 
@@ -446,15 +454,17 @@ def _say(log: TextIO, line: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    idle = relay.DEFAULT_IDLE
-    if "--idle" in args:
-        at = args.index("--idle")
-        idle = float(args[at + 1])
-        del args[at:at + 2]
+    options: dict[str, float] = {"--idle": relay.DEFAULT_IDLE}
+    for name in ("--idle", "--after"):
+        if name in args[:-1]:
+            at = args.index(name)
+            options[name] = float(args[at + 1])
+            del args[at:at + 2]
     if len(args) != 1:
-        print("usage: python -m slayer_kb.server ROOT [--idle SECONDS]", file=sys.stderr)
+        print("usage: python -m slayer_kb.server ROOT [--idle SECONDS] [--after PID]", file=sys.stderr)
         return 2
-    return run(args[0], idle=idle)
+    after = options.get("--after")
+    return run(args[0], idle=options["--idle"], after=int(after) if after is not None else None)
 
 
 if __name__ == "__main__":
