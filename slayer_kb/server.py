@@ -42,6 +42,8 @@ CHECK_SECONDS = 0.5
 STAMP_SECONDS = 5.0
 # A command still running when the server is told to stop is given this long to finish.
 FINISH_SECONDS = 60.0
+# How long a foreground watch waits for a background server it asked to stop.
+TAKE_OVER_SECONDS = 20.0
 # How long a server started on demand waits for the client that started it to exit.
 PARENT_SECONDS = 5.0
 
@@ -429,10 +431,22 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
 
 
 def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:
+    """This KB's server, or None if another one serves it. A foreground ``watch`` takes over
+    from a server started in the background (asked to stop, it finishes its command first)."""
     try:
         return Server(root, stop=stop, idle=idle, log=log)
     except OSError:
+        pass
+    other = relay.control(root, "status") if idle is None else None
+    if other is None or other.get("idle_exit") is None:
         return None
+    relay.control(root, "stop")
+    deadline = time.monotonic() + TAKE_OVER_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            return Server(root, stop=stop, idle=idle, log=log)
+    return None
 
 
 def _open_log(path: Path) -> TextIO:

@@ -474,3 +474,21 @@ def test_the_terminal_width_is_the_clients(servers: Servers, tmp_path: Path) -> 
     plain = [subprocess.run([sys.executable, "-m", "slayer_kb", "search", "refunds"], cwd=kb, env=env,
                             capture_output=True, timeout=60) for kb, env in ((relayed_kb, relayed_env), (local_kb, local_env))]
     assert plain[0].returncode == 0 and plain[0].stdout == plain[1].stdout
+
+
+def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    background = servers.wait_up(root)
+    watch = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"], cwd=root,
+                             env=servers.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        servers.wait_down(background["pid"])
+        up = wait_for(lambda: (s := servers.status(root)) and s["pid"] == watch.pid and s["ready"] and s,
+                      UP_SECONDS, "the watch answering")
+        assert isinstance(up, dict) and up["idle_exit"] is None
+        relayed = servers.run(root, "search", "fiscal year", blocked=True)
+        assert relayed.returncode == 0 and "kb.fiscal-calendar" in relayed.stdout, relayed.stderr
+    finally:
+        watch.terminate()
+        watch.wait(timeout=DOWN_SECONDS)
