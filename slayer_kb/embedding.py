@@ -10,6 +10,7 @@ are missing, ``load()`` says why and search runs on words and entities alone.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -152,9 +153,23 @@ def _weights(path: str) -> np.ndarray:
     return np.memmap(path, dtype=np.float16, mode="r", offset=8 + length + start, shape=(rows, columns))
 
 
-@lru_cache(maxsize=1)
-def load() -> Embedder | Unavailable:
-    """The embedder, loaded once per process, or why it cannot be."""
+def key() -> str | None:
+    """The model's key when it can be loaded, else None, without loading it: a freshness check
+    (every command) compares it with the stored vectors' key; only a search or a save needs the
+    model itself (importing numpy and tokenizers, reading the tables: ~130 ms)."""
+    found = _package()
+    if isinstance(found, Unavailable):
+        return None
+    if not all(os.path.isfile(os.path.join(found, name)) for name in (TOKENIZER_FILE, WEIGHTS_FILE)):
+        return None
+    with contextlib.suppress(ImportError, ValueError):
+        if importlib.util.find_spec("tokenizers") is not None:
+            return MODEL_KEY
+    return None
+
+
+def _package() -> str | Unavailable:
+    """The folder of the installed model package, or why there is none."""
     if os.environ.get("SLAYER_KB_NO_MEANING"):
         return Unavailable("SLAYER_KB_NO_MEANING is set")
     try:
@@ -163,7 +178,15 @@ def load() -> Embedder | Unavailable:
         spec = None
     if spec is None or not spec.submodule_search_locations:
         return Unavailable(f"the {PACKAGE} package is not installed", f"Install it with: pip install {PACKAGE}")
-    base = list(spec.submodule_search_locations)[0]
+    return str(list(spec.submodule_search_locations)[0])
+
+
+@lru_cache(maxsize=1)
+def load() -> Embedder | Unavailable:
+    """The embedder, loaded once per process, or why it cannot be."""
+    base = _package()
+    if isinstance(base, Unavailable):
+        return base
     try:
         from tokenizers import Tokenizer
 

@@ -30,6 +30,7 @@ from whoosh.writing import MERGE_SMALL
 
 from . import embedding, vectors, workers
 from .analysis import WordAnalyzer, symbols
+from .bm25 import LiveBM25F
 from .catalog import Catalog, catalog_files, same_signature
 from .codec import Codec
 from .errors import MemoryFileError, StoreError
@@ -571,8 +572,7 @@ class Index:
 
     def vector_key(self) -> str | None:
         """What the stored vectors were made with; None when meaning search is off."""
-        model = self.embedder()
-        return model.key if isinstance(model, embedding.Embedder) else None
+        return embedding.key()
 
     def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
         """The vectors table's rows for these memories ([] when search by meaning is off)."""
@@ -692,8 +692,6 @@ class Index:
         if self._searcher is None:
             if self._ix is None:
                 self._ix = windex.open_dir(str(self.dir))
-            from .scoring import LiveBM25F  # numpy: imported only by a process that searches
-
             self._searcher = self._ix.searcher(weighting=LiveBM25F())
         return self._searcher
 

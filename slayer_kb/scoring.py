@@ -4,7 +4,7 @@ Why: Whoosh's matchers are pure Python and visit every posting one call at a tim
 a question of three common words took 200-400 ms at 100,000 memories. The queries search/
 builds only combine term queries with And, Or and AndMaybe; this module evaluates exactly those
 over whole posting lists as arrays, with BM25F's statistics over the live documents
-(:class:`Statistics`, which the index's Whoosh searchers use too through :class:`LiveBM25F`), so
+(:class:`Statistics`, which the index's Whoosh searchers use too through ``bm25.LiveBM25F``), so
 scores are Whoosh's (to the last bit or so: sums may be added in another order, which can swap
 two documents tied to 15 digits). Posting lists are
 read block by block from the index files; any other query, or an index whose layout this module
@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 from whoosh import query as Q
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
-from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
 from whoosh.util.numeric import byte_to_length
 
 _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
@@ -101,29 +100,6 @@ def statistics(searcher: Any) -> Statistics:
     if found is None:
         found = parent._slayer_statistics = Statistics(parent)
     return found
-
-
-class LiveBM25F(BM25F):
-    """Whoosh's BM25F with the statistics of :class:`Statistics`: the weighting of every searcher
-    the index opens, so that Whoosh's matchers and :class:`VectorSearcher` score alike."""
-
-    def idf(self, searcher: Any, fieldname: str, text: bytes) -> float:
-        stats = statistics(searcher)
-        return stats.idf(stats.postings(fieldname, text)[0])
-
-    def scorer(self, searcher: Any, fieldname: str, text: bytes, qf: int = 1) -> Any:
-        if not searcher.schema[fieldname].scorable:
-            return WeightScorer.for_(searcher, fieldname, text)
-        return _LiveScorer(searcher, fieldname, text, self._field_B.get(fieldname, self.B), self.K1, qf)
-
-
-class _LiveScorer(BM25FScorer):
-    def __init__(self, searcher: Any, fieldname: str, text: bytes, B: float, K1: float, qf: int = 1) -> None:  # noqa: N803 - Whoosh's names
-        parent = searcher.get_parent()
-        self.idf = parent.idf(fieldname, text)
-        self.avgfl = statistics(parent).average_length(fieldname)
-        self.B, self.K1, self.qf = B, K1, qf
-        self.setup(searcher, fieldname, text)
 
 
 class VectorSearcher:

@@ -18,8 +18,9 @@ from whoosh.scoring import bm25
 
 from slayer_kb import KnowledgeBase
 from slayer_kb import index as index_module
+from slayer_kb.bm25 import LiveBM25F
 from slayer_kb.index import SCHEMA
-from slayer_kb.scoring import LiveBM25F, VectorSearcher
+from slayer_kb.scoring import VectorSearcher
 
 WORDS = ["refund", "order", "paid", "revenue", "cents", "warehouse", "churn", "utc", "vat", "margin"]
 
