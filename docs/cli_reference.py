@@ -33,6 +33,20 @@ JSON document; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout; a usage error exits 2. `-` reads a text
 argument from stdin. Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
+
+The main `--json` documents:
+
+| command | keys |
+|---|---|
+| `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message` |
+| `get`, `update`, `restore` | the memory, absent values `null` |
+| `forget` | `deleted_id`, `stripped_from`, `soft` |
+| `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings` |
+| `list` | `memories` |
+| `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |
+
+When the server is on, commands are relayed to the KB's warm server with the same output
+([server.md](server.md)).
 """
 
 
