@@ -370,6 +370,10 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
                 return _ran_here(began, command, None)
     except (OSError, ValueError):
         return _ran_here(began, command, start)
+    except KeyboardInterrupt:
+        # As click says it; a command the server had begun is finished there.
+        print("\nAborted!", file=sys.stderr)
+        return Outcome(1)
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     return Outcome(code)

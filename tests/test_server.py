@@ -250,6 +250,7 @@ FAMILIES: list[tuple[list[str], str | None]] = [
     (["sessions"], None),
     (["session-summary", "wrapped up", "--project", "api"], None),
     (["timeline", "--session", "s1"], None),
+    (["capture-passive", "## Key Learnings:\n- refunds are negative rows", "--session", "s1", "--project", "api"], None),
     (["reindex"], None),
     (["--author", "Other <other@example.com>", "save", "by another", "-e", "shop.orders"], None),
 ]
