@@ -4,17 +4,22 @@ lengths its reader gives are Whoosh's."""
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
+import pickle
 import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from whoosh import index as windex
 from whoosh.codec.whoosh3 import W3PerDocReader
+from whoosh.filedb.structfile import BufferFile
 
 from slayer_kb import index
-from slayer_kb.codec import Codec
+from slayer_kb.codec import Codec, _ViewReader
 from slayer_kb.errors import StoreError
 from slayer_kb.memory import Memory
 
@@ -109,3 +114,33 @@ def test_a_worker_killed_during_a_bulk_write_is_an_error_not_a_silent_loss(tmp_p
         os.kill(writer.tasks[0].pid, signal.SIGKILL)
         writer.tasks[0].join()
     assert gc.isenabled()
+
+
+READS = st.lists(st.one_of(
+    st.tuples(st.just("read"), st.one_of(st.none(), st.integers(-1, 70))),
+    st.tuples(st.just("readline"), st.one_of(st.none(), st.integers(-1, 70))),
+    st.tuples(st.just("seek"), st.integers(0, 80)),
+    st.tuples(st.just("tell"), st.none()),
+), max_size=12)
+
+
+@given(data=st.binary(max_size=9000), reads=READS)
+def test_a_part_read_in_place_reads_as_a_copy_does(data: bytes, reads: list[tuple[str, int | None]]) -> None:
+    """Each part of a segment is read in place (_ViewReader), not copied whole into a BytesIO:
+    every read gives what BytesIO, the reference, gives."""
+    data = data.replace(b"x", b"\n")
+    ours, copy = _ViewReader(memoryview(data)), io.BytesIO(data)
+    for method, arg in reads:
+        args = () if arg is None and method == "tell" else (arg,)
+        assert getattr(ours, method)(*args) == getattr(copy, method)(*args), (method, arg)
+
+
+def test_segment_parts_are_read_in_place(tmp_path: Path) -> None:
+    """Whoosh opens the parts of a memory-mapped compound segment as BufferFiles over slices;
+    they read the slice itself, and pickles in them load as from a copy."""
+    view = memoryview(pickle.dumps({"terms": list(range(50))}, protocol=0) + b"tail")
+    part = BufferFile(view)
+    assert isinstance(part.file, _ViewReader)
+    assert part.read_pickle() == {"terms": list(range(50))}
+    assert part.file.read() == b"tail"
+    assert isinstance(BufferFile(b"bytes").file, io.BytesIO)  # a copy made on purpose stays one
