@@ -40,6 +40,11 @@ def server() -> None:
     SLAYER_KB_SERVER=off runs every command in its own process; manual relays to a running
     server but starts none; on (the default, except where CI is set) starts one on demand.
     SLAYER_KB_SERVER_IDLE=SECONDS sets its idle exit (default 300). See docs/server.md.
+
+    \b
+    Examples:
+      slayer-kb server status
+      slayer-kb server stop
     """
 
 
@@ -47,7 +52,12 @@ def server() -> None:
 @json_option
 @pass_settings
 def status(settings: Settings) -> None:
-    """Whether a server answers for this KB, since when, and how much it served."""
+    """Whether a server answers for this KB, since when, and how much it served.
+
+    \b
+    Example:
+      slayer-kb server status --json
+    """
     root = _root(settings)
     answer = relay.control(root, "status") if relay.SUPPORTED else None
     data: dict[str, Any] = {"root": root, "mode": relay.mode(), "running": answer is not None}
@@ -60,7 +70,12 @@ def status(settings: Settings) -> None:
 @json_option
 @pass_settings
 def stop(settings: Settings) -> None:
-    """Stop this KB's server (a command it is running is finished first)."""
+    """Stop this KB's server (a command it is running is finished first).
+
+    \b
+    Example:
+      slayer-kb --kb ./kb server stop
+    """
     root = _root(settings)
     answer = relay.control(root, "stop") if relay.SUPPORTED else None
     if answer is not None:
@@ -76,7 +91,12 @@ def stop(settings: Settings) -> None:
 @json_option
 @pass_settings
 def start(settings: Settings) -> None:
-    """Start this KB's server in the background now (whatever SLAYER_KB_SERVER says)."""
+    """Start this KB's server in the background now (whatever SLAYER_KB_SERVER says).
+
+    \b
+    Example:
+      slayer-kb server start
+    """
     root = _root(settings)
     if not relay.SUPPORTED:
         raise click.ClickException("no server on this system: commands run in their own process")
