@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 # Search multiplies small matrices; on a busy machine BLAS threads cost 5-10 times what they
 # save (measured: 18 ms against 2 ms for a 12 x 256 by 256 x 5,000 product on two cores).
@@ -11,7 +10,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .errors import KBError
 
+TYPE_CHECKING = False  # typing is not imported: `slayer-kb` relayed to a server needs none of it
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from .kb import KnowledgeBase
 
 __all__ = ["KBError", "KnowledgeBase", "__version__"]

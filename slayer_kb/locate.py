@@ -1,19 +1,36 @@
-"""Where a knowledge base is: kept free of heavy imports, because every ``slayer-kb`` process
-needs it before it knows whether a running ``slayer-kb watch`` can answer for it (relay.py)."""
+"""Where a knowledge base is: kept free of heavy imports (pathlib included), because every
+``slayer-kb`` process needs it before it knows whether a warm server can answer for it
+(relay.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+
+TYPE_CHECKING = False  # no typing import on the client's path
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MEMORIES_DIR = "memories"
 
 
-def find_kb_root(start: Path) -> Path | None:
-    """The nearest enclosing folder that looks like a KB (has memories/ or a SLayer catalog)."""
-    start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / MEMORIES_DIR).is_dir() or (candidate / "datasources").is_dir():
+def find_root(start: str) -> str | None:
+    """The nearest enclosing folder of ``start`` (resolved) that looks like a KB: it has
+    memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top."""
+    candidate = os.path.realpath(start)
+    while True:
+        if os.path.isdir(os.path.join(candidate, MEMORIES_DIR)) or os.path.isdir(os.path.join(candidate, "datasources")):
             return candidate
-        if (candidate / ".git").exists():
-            break
-    return None
+        if os.path.exists(os.path.join(candidate, ".git")):
+            return None
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return None
+        candidate = parent
+
+
+def find_kb_root(start: Path) -> Path | None:
+    """``find_root`` for a Path."""
+    from pathlib import Path
+
+    found = find_root(os.fspath(start))
+    return Path(found) if found is not None else None

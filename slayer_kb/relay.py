@@ -3,7 +3,8 @@ to the server of its KB, which runs it on its warm index and catalog, and print 
 
 A new process otherwise spends most of its time importing Whoosh, numpy and click, opening the
 index and checking every file's signature (0.4-0.6 s, against tens of milliseconds relayed). So
-this module imports nothing heavy: the standard library's sockets, json and os.
+this module imports nothing heavy: sockets, marshal and os from the standard library (not even
+json, pathlib or typing, which cost more than the rest of the client together).
 
 The channel is a Linux abstract socket named for the KB's real path and the user (nothing left on
 disk, no path length limit; each side checks the other's user with SO_PEERCRED), or elsewhere a
@@ -22,17 +23,23 @@ say so (on stderr), since the command may then have been done in part.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import marshal
 import os
 import socket
 import stat
 import struct
 import sys
 import time
-from pathlib import Path
 
-from .locate import find_kb_root
+from .locate import find_root
+
+try:  # the built-in SHA-256, without loading OpenSSL through hashlib
+    from _sha256 import sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.12 renamed it
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment]
 
 LINUX = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
 SUPPORTED = hasattr(socket, "AF_UNIX") and os.name == "posix"
@@ -97,7 +104,7 @@ def version_stamp() -> str:
     file of the package. A server whose stamp differs from its client's was started by another
     install (an upgrade, an edited checkout): it retires and a new one starts."""
     package = os.path.dirname(os.path.abspath(__file__))
-    digest = hashlib.sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
+    digest = sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
     for folder in (package, os.path.join(package, "search")):
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -122,12 +129,12 @@ def use_file_socket() -> bool:
     return not LINUX or os.environ.get("SLAYER_KB_SERVER_SOCKET") == "file"
 
 
-def address(root: Path | str) -> bytes | str | None:
+def address(root: os.PathLike[str] | str) -> bytes | str | None:
     """Where the server of the KB at ``root`` listens: an abstract name (bytes), a socket file's
     path (str), or None when there is no channel (a path too long for a socket)."""
     real = os.path.realpath(root)
     if not use_file_socket():
-        digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+        digest = sha256(os.fsencode(real)).hexdigest()[:32]
         return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
     path = os.path.join(real, STATE_DIR, SOCKET_FILE)
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
@@ -162,7 +169,7 @@ def same_user(conn: socket.socket) -> bool:
     return uid is None or uid == os.getuid()
 
 
-def connect(root: Path | str, timeout: float = ACK_SECONDS) -> socket.socket | None:
+def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> socket.socket | None:
     """A connection to the server of ``root``, acknowledged; None when there is none (or it is
     not this user's, or does not answer)."""
     where = address(root)
@@ -179,6 +186,16 @@ def connect(root: Path | str, timeout: float = ACK_SECONDS) -> socket.socket | N
         conn.close()
         return None
     return conn
+
+
+def dumps(value: object) -> bytes:
+    """The wire format: marshal (built in, nothing to import; both ends are this user's
+    processes of the same install, which the version stamp checks)."""
+    return marshal.dumps(value)
+
+
+def loads(data: bytes) -> object:
+    return marshal.loads(data)
 
 
 def send_frame(conn: socket.socket, data: bytes) -> None:
@@ -203,7 +220,7 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def control(root: Path | str, op: str) -> dict | None:
+def control(root: os.PathLike[str] | str, op: str) -> dict | None:
     """Ask the server of ``root`` for its ``status`` or to ``stop``: its answer, None if none."""
     conn = connect(root)
     if conn is None:
@@ -211,15 +228,15 @@ def control(root: Path | str, op: str) -> dict | None:
     with conn:
         try:
             conn.settimeout(SILENT_SECONDS)
-            send_frame(conn, json.dumps({"op": op, "root": os.path.realpath(root)}).encode())
+            send_frame(conn, dumps({"op": op, "root": os.path.realpath(root)}))
             while (tag := _recv_exactly(conn, 1)) == BEAT:
                 pass
             if tag != RESULT:
                 return None
             _code, out_size, err_size = _RESULT.unpack(_recv_exactly(conn, _RESULT.size))
-            answer = json.loads(_recv_exactly(conn, out_size))
+            answer = loads(_recv_exactly(conn, out_size))
             _recv_exactly(conn, err_size)
-        except (OSError, ValueError):
+        except (OSError, ValueError, EOFError, TypeError):
             return None
     return answer if isinstance(answer, dict) else None
 
@@ -267,7 +284,7 @@ def kb_root(kb_path: str | None) -> str | None:
     """The KB's real path as the CLI would find it (--kb, $SLAYER_KB, else the enclosing KB)."""
     kb_path = kb_path or os.environ.get("SLAYER_KB")
     try:
-        root = Path(kb_path) if kb_path else find_kb_root(Path.cwd())
+        root = kb_path if kb_path else find_root(os.getcwd())
     except OSError:  # the current folder was deleted: the CLI says so properly
         return None
     if root is None:
@@ -343,11 +360,11 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
     request = {
         "argv": argv, "root": root, "cwd": cwd, "env": dict(os.environ), "umask": umask,
         "terminal": _terminal(), "streams": _streams(), "stamp": version_stamp(),
-        "stdin": stdin.decode("latin-1") if stdin is not None else None,
+        "stdin": stdin,
     }
     began = False
     try:
-        send_frame(conn, json.dumps(request).encode("utf-8", "surrogateescape"))
+        send_frame(conn, dumps(request))
         conn.settimeout(SILENT_SECONDS)
         give_up = time.monotonic() + QUEUE_SECONDS
         while True:

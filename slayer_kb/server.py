@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import sys
 import threading
@@ -185,12 +184,12 @@ class Server:
     # -- one client -------------------------------------------------------------------------
 
     def _connection(self, conn: Any) -> None:
-        with conn, contextlib.suppress(OSError, ValueError):
+        with conn, contextlib.suppress(OSError, ValueError, EOFError, TypeError):
             conn.settimeout(relay.SILENT_SECONDS)
             if not relay.same_user(conn):
                 return
             conn.sendall(relay.ACK)
-            request = json.loads(relay.recv_frame(conn).decode("utf-8", "surrogateescape"))
+            request = relay.loads(relay.recv_frame(conn))
             if not isinstance(request, dict) or request.get("root") != self.root:
                 conn.sendall(relay.REFUSED)
                 return
@@ -264,7 +263,7 @@ class Server:
         else:
             conn.sendall(relay.REFUSED)
             return
-        data = json.dumps(answer).encode()
+        data = relay.dumps(answer)
         conn.sendall(relay.RESULT + relay._RESULT.pack(0, len(data), 0) + data)
 
 
@@ -329,8 +328,8 @@ class Runner:
         streams = request.get("streams") or [["utf-8", "strict"]] * 3
         (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
         out_buf, err_buf = io.BytesIO(), io.BytesIO()
-        stdin_text = request.get("stdin")
-        stdin = io.TextIOWrapper(io.BytesIO(stdin_text.encode("latin-1") if stdin_text else b""),
+        stdin_bytes = request.get("stdin")
+        stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes if isinstance(stdin_bytes, bytes) else b""),
                                  encoding=in_enc, errors=in_err, newline="\n")
         stdout = io.TextIOWrapper(out_buf, encoding=out_enc, errors=out_err, newline="\n", write_through=True)
         stderr = io.TextIOWrapper(err_buf, encoding=err_enc, errors=err_err, newline="\n", write_through=True)
