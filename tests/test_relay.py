@@ -260,6 +260,22 @@ def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
     assert proc.stdout.strip() == "[]"
 
 
+def test_the_client_imports_not_even_json_pathlib_or_typing(tmp_path: Path) -> None:
+    # Without site (-S), which imports some of them for an editable install; a run in the
+    # process that follows imports what it needs then.
+    root = Path(relay.__file__).resolve().parent.parent
+    (tmp_path / "memories").mkdir()  # a KB with no server: the client looks for one, then gives up
+    probe = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); import os; os.chdir({str(tmp_path)!r})\n"
+        "from slayer_kb import relay\n"
+        "assert relay.forward(['search', 'x']).start == relay.forward(['--kb', '.', 'list']).start == os.getcwd()\n"
+        "print(sorted(m for m in ('json', 'pathlib', 'typing', 'hashlib', 'subprocess', 're') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60, check=True,
+                          env=dict(os.environ, SLAYER_KB_SERVER="on"))
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
 def test_a_deleted_current_folder_gets_the_clis_own_error(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
