@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import stat
 import sys
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
 from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
 from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
+from .statefiles import IdCache, PendingDuplicates
 
 T = TypeVar("T")
 Indexed = tuple[str | None, dict[str, Any]]
@@ -143,6 +143,8 @@ class KnowledgeBase:
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
+        self._id_cache = IdCache(self.store)  # .slayer-kb/ids.json
+        self._pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
         self._catalog_checked = False
@@ -391,7 +393,7 @@ class KnowledgeBase:
         if memory.is_deleted and not include_deleted:
             raise NotFoundError(_deleted_message(memory))
         data = memory.to_dict()
-        pending = self._pending_duplicates().get(memory_id, 0)
+        pending = self._pending.count(memory_id)
         if pending:
             data["duplicate_count"] = (memory.duplicate_count or 1) + pending
         return data
@@ -418,7 +420,7 @@ class KnowledgeBase:
         self._head = False
         commit = self.store.commit(changes, message, self.author, parent=old)
         if commit is not None:
-            self._advance_id_cache(old, commit, changes)
+            self._id_cache.advance(old, commit, _ids_of([c.path for c in changes if c.data is not None]))
         prefix = f"{MEMORIES_DIR}/"
         ids = {c.path[len(prefix):-5]: c.data for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")}
         parsed = memories or {}
@@ -472,28 +474,9 @@ class KnowledgeBase:
     def _check_new_id(self, memory_id: str) -> None:
         check_new_id(memory_id, self.index.ids())
 
-    def _advance_id_cache(self, old: str | None, new: str, changes: list[Change]) -> None:
-        """Our own commit needs no ``git log`` to learn which ids it added."""
-        cache_path = self.store.state / "ids.json"
-        try:
-            cache = json.loads(cache_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if not isinstance(cache, dict) or cache.get("head") != old:
-            return
-        added = [c.path for c in changes if c.data is not None]
-        top = max(int(cache.get("max", 0)), highest_auto_id(_ids_of(added)))
-        with contextlib.suppress(OSError):
-            cache_path.write_text(json.dumps({"head": new, "max": top}), encoding="utf-8")
-
     def _next_auto_id(self) -> str:
         """One above every auto id this branch's history and work tree have ever held."""
-        cache_path = self.store.state / "ids.json"
-        try:
-            cache = json.loads(cache_path.read_text(encoding="utf-8"))
-            cached_head, cached_max = cache["head"], int(cache["max"])
-        except (OSError, ValueError, KeyError, TypeError):
-            cached_head, cached_max = None, 0
+        cached_head, cached_max = self._id_cache.load()
         head = self._head = self.store.head()
         if head is None or cached_head == head:
             history = cached_max
@@ -506,8 +489,7 @@ class KnowledgeBase:
                 added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(_ids_of(added)))
         top = max(history, highest_auto_id(self.index.ids()))
-        with contextlib.suppress(OSError):
-            cache_path.write_text(json.dumps({"head": head, "max": top}), encoding="utf-8")
+        self._id_cache.save(head, top)
         return str(top + 1)
 
     def _check_learning(self, learning: Any, name: str = "learning") -> str:
@@ -579,7 +561,7 @@ class KnowledgeBase:
             updated_at=updated_at,
             **{k: v for k, v in extra.items() if v is not None},
         )
-        self._clear_pending(memory_id)
+        self._pending.clear(memory_id)
         commit = self._commit([self._change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
@@ -623,7 +605,7 @@ class KnowledgeBase:
                     return self._revise(existing, fields, linked, warnings)
             duplicate = self._find_duplicate(digest, project, scope, type, title)
             if duplicate is not None:
-                self._add_pending(duplicate.id)
+                self._pending.add(duplicate.id)
                 return SaveResult(
                     duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
                 )
@@ -663,7 +645,7 @@ class KnowledgeBase:
         commit = self._commit(
             [self._change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
         )
-        self._clear_pending(memory.id)
+        self._pending.clear(memory.id)
         return SaveResult(
             memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
         )
@@ -707,37 +689,11 @@ class KnowledgeBase:
         names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
         return sorted(name for name in names if name != NONE)
 
-    # Duplicate saves are counted locally and folded into the memory's next real commit, so a
-    # hundred identical saves do not make a hundred commits that only bump a counter.
-
-    def _pending_path(self) -> Path:
-        return self.store.state / "duplicates.json"
-
-    def _pending_duplicates(self) -> dict[str, int]:
-        try:
-            data = json.loads(self._pending_path().read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
-
-    def _write_pending(self, pending: dict[str, int]) -> None:
-        self.store.ensure_state_dir()
-        tmp = self._pending_path().with_suffix(".tmp")
-        tmp.write_text(json.dumps(pending), encoding="utf-8")
-        os.replace(tmp, self._pending_path())
-
-    def _add_pending(self, memory_id: str) -> None:
-        pending = self._pending_duplicates()
-        pending[memory_id] = pending.get(memory_id, 0) + 1
-        self._write_pending(pending)
-
-    def _clear_pending(self, memory_id: str) -> None:
-        pending = self._pending_duplicates()
-        if pending.pop(memory_id, None) is not None:
-            self._write_pending(pending)
+    # Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the
+    # memory's next real commit.
 
     def _folded_duplicates(self, memory: Memory) -> int | None:
-        pending = self._pending_duplicates().get(memory.id, 0)
+        pending = self._pending.count(memory.id)
         if memory.duplicate_count is None and not pending:
             return None
         return (memory.duplicate_count or 1) + pending
@@ -794,7 +750,7 @@ class KnowledgeBase:
 
             planned, (changes, warnings), kept = self._rewrite(plan, force)
             self._commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
-            self._clear_pending(memory_id)
+            self._pending.clear(memory_id)
         data = self.get(memory_id)
         data["warnings"] = warnings
         if kept:
@@ -843,7 +799,7 @@ class KnowledgeBase:
                     f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
                 )
             commit = self._commit(changes, message, rewritten)
-            self._clear_pending(memory_id)
+            self._pending.clear(memory_id)
             return ForgetResult(memory_id, stripped, False, commit, kept)
 
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
