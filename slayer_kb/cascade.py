@@ -44,6 +44,7 @@ from .fileio import read_regular
 from .ids import check_id
 from .memory import Memory, with_entities
 from .repo import Change
+from .transaction import Transaction, memory_change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -81,14 +82,14 @@ def delete_model(
     kb: KnowledgeBase, model: str, datasource: str | None = None, *, force: bool = False
 ) -> CascadeResult:
     """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
-    ``force``: files holding uncommitted work are rewritten from HEAD (``KnowledgeBase._rewrite``)."""
+    ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
         found = _find_model(kb, model, datasource)
         return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
 
-    with kb._writing():
-        return _cascade(kb, catalog_changes, force)
+    with kb.transaction() as tx:
+        return _cascade(tx, catalog_changes, force)
 
 
 def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> CascadeResult:
@@ -102,8 +103,8 @@ def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> C
             changes.append(Change(_kb_path(kb, kb.root / "priority.yaml", "rewrite"), priority.encode("utf-8")))
         return name, "datasource", changes
 
-    with kb._writing():
-        result = _cascade(kb, catalog_changes, force)
+    with kb.transaction() as tx:
+        result = _cascade(tx, catalog_changes, force)
         # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
         with contextlib.suppress(OSError):
             (kb.root / "models" / name).rmdir()
@@ -131,8 +132,8 @@ def delete_leaf(kb: KnowledgeBase, ref: str, *, force: bool = False) -> CascadeR
         text = read_regular(kb.root / path).decode("utf-8")
         return f"{model.entity}.{leaf}", kind, [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
 
-    with kb._writing():
-        return _cascade(kb, catalog_changes, force)
+    with kb.transaction() as tx:
+        return _cascade(tx, catalog_changes, force)
 
 
 def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
@@ -210,20 +211,20 @@ def _kb_path(kb: KnowledgeBase, path: Path, verb: str) -> str:
 
 
 def _cascade(
-    kb: KnowledgeBase, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
+    tx: Transaction, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
 ) -> CascadeResult:
     """Delete what ``catalog_changes()`` says (the entity, its kind, the catalog files' changes)
     and strip the entity from every memory, as one commit; refused when a file it would rewrite
-    holds uncommitted work, unless ``force`` (see ``KnowledgeBase._rewrite``)."""
+    holds uncommitted work, unless ``force`` (see ``Transaction.rewrite``)."""
 
     def plan() -> tuple[list[Change], tuple[str, str, dict[str, Memory], dict[str, list[str]]]]:
         entity, kind, changes = catalog_changes()
         under = Q.Or([Q.Term("entities", entity), Q.Prefix("entities", entity + ".")])
         memories: dict[str, Memory] = {}
-        stripped = _strip(kb, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
+        stripped = _strip(tx, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
         return changes, (entity, kind, memories, stripped)
 
-    changes, (entity, kind, memories, stripped), kept = kb._rewrite(plan, force)
+    changes, (entity, kind, memories, stripped), kept = tx.rewrite(plan, force)
     rewritten = list(stripped)
     message = f"catalog: delete {kind} {entity}"
     if rewritten:
@@ -231,12 +232,12 @@ def _cascade(
             f"\n\nStripped {entity} and everything under it from {len(rewritten)} "
             f"{_memories(len(rewritten))}: {_some(rewritten)}"
         )
-    commit = kb._commit(changes, message, memories)
+    commit = tx.commit(changes, message, memories)
     return CascadeResult(entity, commit, rewritten, stripped, kept=kept)
 
 
 def _strip(
-    kb: KnowledgeBase,
+    tx: Transaction,
     matches: Q.Query,
     gone: Callable[[str], bool],
     changes: list[Change],
@@ -247,11 +248,11 @@ def _strip(
     stripped: dict[str, list[str]] = {}
     query = Q.And([Q.Term("kind", "memory"), matches])
 
-    for memory, text in kb._indexed_reads(query):
+    for memory, text in tx.read_matching(query):
         removed = [e for e in memory.entities if gone(e)]
         if removed:
             kept = [e for e in memory.entities if not gone(e)]
-            changes.append(kb._change(memory, with_entities(text, memory, kept)))
+            changes.append(memory_change(memory, with_entities(text, memory, kept)))
             memories[memory.id] = memory.evolve(entities=kept)
             stripped[memory.id] = removed
     return stripped
@@ -271,7 +272,7 @@ def _some(ids: list[str]) -> str:
 
 def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
     """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none).
-    ``force``: files holding uncommitted work are rewritten from HEAD (``KnowledgeBase._rewrite``)."""
+    ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
 
     def plan() -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
@@ -281,20 +282,20 @@ def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> C
         if dangling:
             gone = set(dangling)
             matches = Q.Or([Q.Term("entities", e) for e in dangling])
-            stripped = _strip(kb, matches, gone.__contains__, changes, memories)
+            stripped = _strip(tx, matches, gone.__contains__, changes, memories)
         return changes, (memories, stripped)
 
-    with kb._writing():
+    with kb.transaction() as tx:
         kept: list[str] = []
         if dry_run:
             changes, (memories, stripped) = plan()
         else:
-            changes, (memories, stripped), kept = kb._rewrite(plan, force)
+            changes, (memories, stripped), kept = tx.rewrite(plan, force)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
             removed = sorted({e for entities in stripped.values() for e in entities})
-            commit = kb._commit(
+            commit = tx.commit(
                 changes,
                 f"catalog: prune {len(removed)} dangling references\n\n"
                 f"Stripped {_some(removed)} from {len(rewritten)} {_memories(len(rewritten))}: "

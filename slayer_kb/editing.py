@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError
 from .ids import check_id
 from .memory import Memory, dumps, key_line, loads
+from .transaction import memory_change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -54,7 +55,7 @@ def check_memory_text(
     """
     where = path or f"memories/{memory_id}.yaml"
     memory = loads(text, memory_id, where)
-    kb._check_learning(memory.learning)
+    kb.check_learning(memory.learning)
     try:
         entities, warnings = kb.resolve_entities(memory.entities) if memory.entities else ([], [])
     except KBError as exc:
@@ -113,7 +114,7 @@ def edit(
 def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: list[str]) -> EditResult:
     path = kb.memories_dir / f"{memory.id}.yaml"
     canonical = dumps(memory)
-    with kb._writing():
+    with kb.transaction() as tx:
         try:
             current = read_memory_file(path, memory.id)
         except MemoryFileError:
@@ -125,7 +126,7 @@ def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: l
             )
         if canonical.encode("utf-8") == original:
             return EditResult(memory.id, False, None, warnings)
-        commit = kb._commit([kb._change(memory, canonical)], f"memory: edit {memory.id}")
+        commit = tx.commit([memory_change(memory, canonical)], f"memory: edit {memory.id}")
     return EditResult(memory.id, commit is not None, commit, warnings)
 
 

@@ -45,6 +45,7 @@ from .memory import Memory, dumps, loads, with_entities
 from .repo import GitStore
 from .revisions import resolve_rev
 from .sessions import SESSIONS_DIR
+from .transaction import memory_change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -206,7 +207,7 @@ def show(kb: KnowledgeBase, memory_id: str, rev: str | None = None) -> Shown:
             )
         return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)
     if (kb.memories_dir / f"{memory_id}.yaml").is_file():
-        memory, text = kb._read(memory_id)
+        memory, text = kb.read_with_text(memory_id)
         return Shown(memory, text, None)
     deleting = last_deletion(store, memory_id)
     if deleting is None:
@@ -240,7 +241,7 @@ class RestoreResult:
 def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
     check_id(memory_id)
-    with kb._writing():
+    with kb.transaction() as tx:
         shown = show(kb, memory_id, rev)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
@@ -251,13 +252,13 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
         kept = kb.resolver().resolve_leniently(memory.entities, warnings)
         if kept != memory.entities:
             text = with_entities(text, memory, kept)
-        kb._check_new_id(memory_id)
-        change = kb._change(memory, text)
+        tx.check_new_id(memory_id)
+        change = memory_change(memory, text)
         assert change.data is not None
         head = kb.store.head()
         before = _work_tree_bytes(kb, change.path)
         edited = before is not None and before != (blob_at(kb.store, head, change.path) if head else None)
-        commit = kb._commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
+        commit = tx.commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
         if edited and before != change.data:
             # Like 'git checkout REV -- file', the edit is discarded: the user asked for REV's.
             warnings.append(

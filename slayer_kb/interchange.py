@@ -56,6 +56,7 @@ from .ids import case_conflict, check_id, check_new_id
 from .memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
 from .repo import Change
 from .slayerquery import check_query
+from .transaction import memory_change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -191,7 +192,7 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
     incoming = {m.id for m in parsed}
-    with kb._writing():
+    with kb.transaction() as tx:
         existing = set(kb.index.ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
                             check_id=check_id)
@@ -214,10 +215,10 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
                 result.replaced.append(memory.id)
             else:
                 result.imported.append(memory.id)
-            changes.append(kb._change(memory, text))
+            changes.append(memory_change(memory, text))
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = kb._commit(changes, f"memory: import {count} memories from SLayer storage {folder.name}")
+            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {folder.name}")
     return result
 
 
@@ -306,12 +307,12 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
     else:
         raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
     result = ImportResult(str(path))
-    with kb._writing():
+    with kb.transaction() as tx:
         seen = {
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
             for d in (doc["data"] for doc in kb.index.documents(Q.Term("kind", "memory"), limit=None))
         }
-        next_id = int(kb._next_auto_id())
+        next_id = int(tx.next_auto_id())
         changes: list[Change] = []
         for n, obs in enumerate(observations):
             where = f"{path.name}: observation {n + 1}"
@@ -328,15 +329,15 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
                 result.skipped += 1
                 continue
             seen.add(key)
-            changes.append(kb._change(memory))
+            changes.append(memory_change(memory))
             result.imported.append(memory.id)
             next_id += 1
         # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
         session_changes, result.sessions, result.prompts = sessions.import_engram(
-            kb, session_rows, prompt_rows, path.name, result.warnings, engram_time)
+            tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
-            result.commit = kb._commit(
+            result.commit = tx.commit(
                 changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({path.name})")
     return result
 

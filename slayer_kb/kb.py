@@ -38,10 +38,11 @@ from .locate import MEMORIES_DIR
 
 if TYPE_CHECKING:
     from .monitor import ChangeMonitor
-from .memory import MAX_DESCRIPTION, Memory, dumps, loads, parse_time, utc_now, with_entities
+from .memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
 from .query import clean_query, query_entities, split_references
 from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
 from .statefiles import IdCache, PendingDuplicates
+from .transaction import Transaction, memory_change
 
 T = TypeVar("T")
 Indexed = tuple[str | None, dict[str, Any]]
@@ -369,6 +370,11 @@ class KnowledgeBase:
             with contextlib.suppress(KBError):
                 yield self._read(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
+    def read_with_text(self, memory_id: str) -> tuple[Memory, str]:
+        """A memory and its file's exact text, read once as the file is now: unlike ``read``, it
+        neither takes the lock nor waits for a commit that is writing files."""
+        return self._read(memory_id)
+
     def read(self, memory_id: str) -> Memory:
         if self.store.holding:
             return self._read(memory_id)[0]
@@ -413,6 +419,17 @@ class KnowledgeBase:
                 self.problems = self.index.catch_up().problems
             yield
 
+    @contextlib.contextmanager
+    def transaction(self, sync: bool = True) -> Iterator[Transaction]:
+        """A unit of work under the KB lock (``transaction.py``); with ``sync``, the index is
+        first brought up to date with the files, for an operation that looks memories up."""
+        with self._writing(sync):
+            tx = Transaction(self)
+            try:
+                yield tx
+            finally:
+                tx.close()
+
     def _commit(self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None) -> str | None:
         """Commit ``changes`` and re-index the memory files among them; ``memories`` are the
         parsed memories some of them hold, so indexing needs not parse those again."""
@@ -438,10 +455,6 @@ class KnowledgeBase:
             print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
                   "the next command updates it.", file=sys.stderr)
         return commit
-
-    def _change(self, memory: Memory, text: str | None = None) -> Change:
-        data = dumps(memory) if text is None else text
-        return Change(f"{MEMORIES_DIR}/{memory.id}.yaml", data.encode("utf-8"))
 
     def _rewrite(self, plan: Callable[[], tuple[list[Change], T]], force: bool = False) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (an operation's changes to existing files, and whatever else it worked
@@ -492,7 +505,8 @@ class KnowledgeBase:
         self._id_cache.save(head, top)
         return str(top + 1)
 
-    def _check_learning(self, learning: Any, name: str = "learning") -> str:
+    def check_learning(self, learning: Any, name: str = "learning") -> str:
+        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
         if not isinstance(learning, str) or not learning.strip():
             raise InvalidInputError(f"{name} is required and must not be blank.")
         size = len(learning.encode("utf-8"))
@@ -520,7 +534,7 @@ class KnowledgeBase:
         for name, value in (("learning", learning), ("linked_entities", linked_entities),
                             ("description", description), *engram_fields.items()):
             _check_unicode(value, name)
-        self._check_learning(learning)
+        self.check_learning(learning)
         description = _check_description(description)
         # A plain save looks nothing up in the index, so it skips the freshness scan.
         with self._writing(sync=False):
@@ -562,7 +576,7 @@ class KnowledgeBase:
             **{k: v for k, v in extra.items() if v is not None},
         )
         self._pending.clear(memory_id)
-        commit = self._commit([self._change(memory)], f"memory: save {memory_id}", {memory_id: memory})
+        commit = self._commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
     def save_observation(
@@ -586,7 +600,7 @@ class KnowledgeBase:
         content = engram.redact_private(content or "")
         if not title:
             raise InvalidInputError("title is required and must not be blank.")
-        self._check_learning(content, "content")
+        self.check_learning(content, "content")
         scope = engram.normalize_scope(scope)
         digest = engram.content_hash(content)
         key = engram.normalize_topic_key(topic_key)
@@ -594,7 +608,7 @@ class KnowledgeBase:
         type = (type or "manual").strip() or "manual"
         session_id = (session_id or "").strip() or engram.default_session_id(project)
         description = _check_description(description)
-        with self._writing():
+        with self.transaction() as tx:
             linked, warnings = self.resolve_entities(entities) if entities else ([], [])
             warnings.extend(self._project_warnings(project))
             suggestion = None if key else engram.suggest_topic_key(type, title, content)
@@ -627,8 +641,8 @@ class KnowledgeBase:
                 duplicate_count=1,
             )
             # Engram makes the session when it saves into one: both in the one commit.
-            session = sessions.for_save(self, sessions.check_session_id(session_id, "session_id"), project, now)
-            commit = self._commit([self._change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
+            session = sessions.for_save(tx, sessions.check_session_id(session_id, "session_id"), project, now)
+            commit = self._commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
             return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
     def _revise(
@@ -643,7 +657,7 @@ class KnowledgeBase:
             updated_at=utc_now(),
         )
         commit = self._commit(
-            [self._change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
+            [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
         )
         self._pending.clear(memory.id)
         return SaveResult(
@@ -724,7 +738,7 @@ class KnowledgeBase:
                 changes: dict[str, Any] = {}
                 warnings: list[str] = []
                 if "learning" in given:
-                    changes["learning"] = self._check_learning(engram.redact_private(given["learning"]))
+                    changes["learning"] = self.check_learning(engram.redact_private(given["learning"]))
                 if "title" in given:
                     changes["title"] = engram.redact_private(given["title"]) or None
                 if "type" in given:
@@ -746,7 +760,7 @@ class KnowledgeBase:
                 )
                 if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                     updated.revision_count = memory.revision_count + 1
-                return [self._change(updated)], (changes, warnings)
+                return [memory_change(updated)], (changes, warnings)
 
             planned, (changes, warnings), kept = self._rewrite(plan, force)
             self._commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
@@ -775,7 +789,7 @@ class KnowledgeBase:
                     assert memory is not None
                     if memory.is_deleted:
                         raise NotFoundError(_deleted_message(memory))
-                    return [self._change(memory.evolve(deleted_at=utc_now()))], ([], {})
+                    return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
                 target = f"memory:{memory_id}"
                 changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
                 stripped = []
@@ -784,7 +798,7 @@ class KnowledgeBase:
                     if other_id == memory_id:
                         continue
                     kept = [e for e in other.entities if e != target]
-                    changes.append(self._change(other, with_entities(text, other, kept)))
+                    changes.append(memory_change(other, with_entities(text, other, kept)))
                     rewritten[other_id] = other.evolve(entities=kept)
                     stripped.append(other_id)
                 return changes, (stripped, rewritten)
@@ -815,7 +829,7 @@ class KnowledgeBase:
             if not memory.is_deleted:
                 raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
             self._require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
-            self._commit([self._change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
+            self._commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
         return self.get(memory_id)
 
     # -- searching --------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def _mapped(entity: str, mapping: dict[str, str]) -> str:
 
 def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> RenumberResult:
     """Give the branch's colliding auto-id memories fresh ids (see the module doc)."""
-    with kb._writing():
+    with kb.transaction() as tx:
         _require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")
         base, mapping = plan(kb, onto)
         result = RenumberResult(onto, mapping)
@@ -124,7 +124,7 @@ def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> Renumber
         assert head is not None
         changes: list[Change] = []
         targets = [f"memory:{old}" for old in mapping]
-        for other_id, _memory, text in kb._referrers(targets):
+        for other_id, _memory, text in tx.referrers(targets):
             if other_id in mapping:
                 continue
             new_text = renumbered_text(other_id, text, mapping)
@@ -141,7 +141,7 @@ def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> Renumber
         message = f"memory: renumber {moves} (onto {onto})"
         if result.rewritten:
             message += f"\n\nRewrote memory: references in {', '.join(sorted(result.rewritten))}"
-        result.commit = kb._commit(changes, message)
+        result.commit = tx.commit(changes, message)
         return result
 
 

@@ -17,8 +17,8 @@ be in a portable file name (anything but ASCII letters, digits, ``_``, ``-`` and
 ``.`` or ``-``; a name Windows reserves) is written ``%XX`` per UTF-8 byte, so every Engram
 session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my%20api.yaml``.
 
-Each write is one git commit through the KB's crash-safe commit path (``KnowledgeBase._commit``,
-under ``_writing``): starting a session, ending it, a prompt, a passive capture (its memories and
+Each write is one git commit through the KB's crash-safe commit path (``Transaction.commit``,
+in ``KnowledgeBase.transaction``): starting a session, ending it, a prompt, a passive capture (its memories and
 the session together). A prompt goes into its session's file, so a pull request shows the prompt
 beside the session it belongs to; a passive capture's memories are ordinary memory files.
 
@@ -57,6 +57,7 @@ from .memory import (
     utc_now,
 )
 from .repo import Change
+from .transaction import Transaction, memory_change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -434,10 +435,11 @@ def _check_text(value: Any, name: str) -> None:
             ) from None
 
 
-def ensure(kb: KnowledgeBase, session_id: str, project: str | None, directory: str | None = None,
+def ensure(tx: Transaction, session_id: str, project: str | None, directory: str | None = None,
            now: str | None = None) -> tuple[Session, list[Change]]:
     """The session, made when it has no file, an empty project or directory filled in when one
-    is given (Engram's ``CreateSession``); and the change to commit, if any. Under the lock."""
+    is given (Engram's ``CreateSession``); and the change to commit, if any, in ``tx``."""
+    kb = tx.kb
     path = session_path(session_id)
     existing = read(kb, session_id)
     if existing is None:
@@ -450,16 +452,16 @@ def ensure(kb: KnowledgeBase, session_id: str, project: str | None, directory: s
                           directory=existing.directory or directory)
     if session is existing:
         return session, []
-    kb._require_committed(path)
+    tx.require_committed(path)
     return session, [change(session)]
 
 
-def for_save(kb: KnowledgeBase, session_id: str, project: str | None, now: str) -> list[Change]:
+def for_save(tx: Transaction, session_id: str, project: str | None, now: str) -> list[Change]:
     """The session change a memory's save carries (``ensure``). A session file that is broken,
     holds uncommitted work or has a letter-case twin is left alone: the memory is saved all the
     same (validate reports the file), since a save must not fail for its session's sake."""
     try:
-        return ensure(kb, session_id, project, now=now)[1]
+        return ensure(tx, session_id, project, now=now)[1]
     except (MemoryFileError, ConflictError):
         return []
 
@@ -488,9 +490,9 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
     session_id = check_session_id(session_id, "id")
     project = _optional_text(project, "project")
     directory = _optional_text(directory, "directory")
-    with kb._writing(sync=False):
-        session, changes = ensure(kb, session_id, engram.normalize_project(project), directory)
-        commit = kb._commit(changes, f"session: start {session_id}") if changes else None
+    with kb.transaction(sync=False) as tx:
+        session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
+        commit = tx.commit(changes, f"session: start {session_id}") if changes else None
     return _result(session, commit, "started" if changes else "unchanged")
 
 
@@ -506,13 +508,13 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
                 f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
                 "Keep the session's summary short; save the details with mem_session_summary or mem_save."
             )
-    with kb._writing(sync=False):
+    with kb.transaction(sync=False) as tx:
         session = read(kb, session_id)
         if session is None:
             raise NotFoundError(_no_session(kb, session_id))
-        kb._require_committed(session.path)
+        tx.require_committed(session.path)
         ended = replace(session, ended_at=utc_now(), summary=summary or session.summary)
-        commit = kb._commit([change(ended)], f"session: end {session_id}")
+        commit = tx.commit([change(ended)], f"session: end {session_id}")
     return _result(ended, commit, "ended")
 
 
@@ -531,13 +533,13 @@ def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project
     session_id = _session_or_default(session_id, project)
     content = engram.redact_private(content)
     content = _cut(content, kb.max_content)
-    with kb._writing(sync=False):
+    with kb.transaction(sync=False) as tx:
         now = utc_now()
-        session, _ = ensure(kb, session_id, project, now=now)
-        kb._require_committed(session.path)
+        session, _ = ensure(tx, session_id, project, now=now)
+        tx.require_committed(session.path)
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
-        commit = kb._commit([change(session)], f"session: prompt in {session_id}")
+        commit = tx.commit([change(session)], f"session: prompt in {session_id}")
     return {**_result(session, commit, "prompt saved"), "prompt": prompt.to_dict(),
             "message": f"Prompt saved: {quoted(clip(content, PROMPT_REPLY_CHARS))}"}
 
@@ -636,25 +638,25 @@ def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, pro
                               "session_id": session_id, "source": source, "commit": None}
     if not learnings:
         return _with_message(result)
-    with kb._writing():
+    with kb.transaction() as tx:
         seen: set[str] = set()
         fresh: list[str] = []
         for learning in learnings:
             digest = engram.content_hash(learning)
-            if digest in seen or kb._live(limit=1, content_hash=digest, project=project):
+            if digest in seen or tx.live(limit=1, content_hash=digest, project=project):
                 result["duplicates"] += 1
             else:
                 fresh.append(learning)
             seen.add(digest)
         if fresh:
             now = utc_now()
-            first = int(kb._next_auto_id())
+            first = int(tx.next_auto_id())
             memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
                         for n, learning in enumerate(fresh)}
-            _, session_changes = ensure(kb, session_id, project, now=now)
-            changes = [kb._change(m) for m in memories.values()] + session_changes
+            _, session_changes = ensure(tx, session_id, project, now=now)
+            changes = [memory_change(m) for m in memories.values()] + session_changes
             ids = ", ".join(memories)
-            result["commit"] = kb._commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
+            result["commit"] = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
             result["saved"] = len(memories)
             result["memory_ids"] = list(memories)
     return _with_message(result)
@@ -831,12 +833,13 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
 # -- import from Engram --------------------------------------------------------------------------
 
 
-def import_engram(kb: KnowledgeBase, rows: Any, prompt_rows: Any, where: str, warnings: list[str],
+def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warnings: list[str],
                   time_of: Any) -> tuple[list[Change], int, int]:
     """The changes that bring an Engram export's ``sessions`` and ``prompts`` into the session
-    files (under the lock, for the import's one commit), with how many sessions were made and
+    files (in ``tx``, for the import's one commit), with how many sessions were made and
     prompts added. An existing session only gains what it lacks (project, directory, end,
     summary) and the prompts it does not have yet; ``time_of`` reads Engram's times."""
+    kb = tx.kb
     now = utc_now()
     touched: dict[str, Session] = {}
     made = added = 0
@@ -890,7 +893,7 @@ def import_engram(kb: KnowledgeBase, rows: Any, prompt_rows: Any, where: str, wa
         before = read(kb, session.id)
         if before != session:
             if before is not None:
-                kb._require_committed(session.path)
+                tx.require_committed(session.path)
             changes.append(change(session))
     return changes, made, added
 
