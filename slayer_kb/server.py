@@ -172,6 +172,10 @@ class Server:
                 return
             if now >= next_stamp:
                 next_stamp = now + STAMP_SECONDS
+                if self.idle is not None and not os.path.isdir(os.path.join(self.root, relay.STATE_DIR)):
+                    self._say("the KB or its state folder is gone: exiting")
+                    self.stop.set()
+                    return
                 if self.idle is not None and relay.version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()

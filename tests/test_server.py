@@ -330,6 +330,14 @@ def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
     assert servers.status(root) is None
 
 
+def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1")
+    up = servers.wait_up(root)
+    shutil.rmtree(root)
+    servers.wait_down(up["pid"], timeout=DOWN_SECONDS + 10)
+
+
 def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
     package = copy_package(tmp_path / "install")
     env = servers.env(PYTHONPATH=str(package))
