@@ -399,7 +399,8 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
 def _ran_here(began: bool, command: str, start: str | None) -> Outcome:
     if began and command not in READS:
         print("slayer-kb: the server stopped while running this command; running it in this "
-              "process (the KB lock finishes or rolls back what it left)", file=sys.stderr, flush=True)
+              "process (the KB lock finishes or rolls back what it left; if it had committed, "
+              "check 'git log' for the command done twice)", file=sys.stderr, flush=True)
     return Outcome(None, start)
 
 
