@@ -429,6 +429,13 @@ def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, mon
     refused = servers.run(root, "search", "fiscal year", blocked=True)
     assert refused.returncode == 1 and "whoosh is blocked by the test" in refused.stderr
     os.chmod(sock, 0o600)
+    if os.geteuid() == 0:  # another user cannot even reach the socket: its folder is private
+        probe = ("import os, socket\nos.setgid(65534); os.setuid(65534)\n"
+                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(10)\n"
+                 f"try:\n    s.connect({str(sock)!r}); print('connected', s.recv(1))\n"
+                 "except PermissionError:\n    print('refused')\n")
+        other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+        assert other.stdout.strip() == "refused", other.stdout + other.stderr
     # a second server of the same KB exits at once (the lock file), the first keeps the socket
     second = subprocess.run([sys.executable, "-m", "slayer_kb.server", str(root), "--idle", "30"],
                             capture_output=True, text=True, timeout=60, env=servers.env())
