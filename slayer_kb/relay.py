@@ -188,10 +188,10 @@ def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> socke
     return conn
 
 
-def dumps(value: object) -> bytes:
+def dumps(value: dict[str, object]) -> bytes:
     """The wire format: marshal (built in, nothing to import; both ends are this user's
     processes of the same install, which the version stamp checks)."""
-    return marshal.dumps(value)
+    return marshal.dumps(value)  # type: ignore[arg-type]  # dicts of str, int, bytes, lists
 
 
 def loads(data: bytes) -> object:
