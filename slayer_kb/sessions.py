@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
 SESSIONS_DIR = "sessions"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
 PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
 MAX_SESSION_ID = 200  # characters; encoded, a file name stays within what file systems take
@@ -216,7 +217,7 @@ def _plain_dict(session: Session) -> dict[str, Any]:
 
 
 def _load(text: str) -> Any:
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=_LOADER)
 
 
 def loads(text: str, session_id: str, where: str = "") -> Session:
@@ -316,7 +317,7 @@ def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
 
 def _item_line(text: str, index: int) -> int | None:
     with contextlib.suppress(yaml.YAMLError):
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        node = yaml.compose(text, Loader=_LOADER)
         for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
             if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
                 return int(value.value[index].start_mark.line) + 1
