@@ -222,14 +222,17 @@ class Server:
         try:
             while not self._ready.wait(0.1):
                 if self.stop.is_set():
-                    beat.send(relay.REFUSED)
+                    beat.send(self._leaving())
                     return
             while not self.busy.acquire(timeout=0.1):
                 if self.stop.is_set():
-                    beat.send(relay.REFUSED)
+                    beat.send(self._leaving())
                     return
             try:
-                if (self.stop.is_set() and self._closed.is_set()) or not _runnable(request):
+                if self.stop.is_set() and self._closed.is_set():
+                    beat.send(self._leaving())
+                    return
+                if not _runnable(request):
                     beat.send(relay.REFUSED)
                     return
                 beat.send(relay.START)
@@ -250,13 +253,18 @@ class Server:
                 self._active -= 1
                 self._last = time.monotonic()
 
+    def _leaving(self) -> bytes:
+        """What a client is told when this server is stopping: a background server retires (the
+        client starts a new one, which waits for this one to let go of the socket)."""
+        return relay.RETIRING if self.idle is not None else relay.REFUSED
+
     def _control(self, conn: Any, op: str) -> None:
         if op == "status":
             answer: dict[str, Any] = {
                 "pid": os.getpid(), "root": self.root, "started": self.started,
                 "uptime": round(time.time() - self.started, 1), "idle_exit": self.idle,
                 "served": self.served, "current": self.running, "stamp": self.stamp,
-                "ready": self._ready.is_set(),
+                "ready": self._ready.is_set(), "stopping": self.stop.is_set(),
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
             }
@@ -435,20 +443,27 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
 
 def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:
     """This KB's server, or None if another one serves it. A foreground ``watch`` takes over
-    from a server started in the background (asked to stop, it finishes its command first)."""
+    from a server started in the background (asked to stop, it finishes its command first); a
+    background server waits for one that is stopping (retiring for a new install, idle)."""
     try:
         return Server(root, stop=stop, idle=idle, log=log)
     except OSError:
         pass
-    other = relay.control(root, "status") if idle is None else None
-    if other is None or other.get("idle_exit") is None:
-        return None
-    relay.control(root, "stop")
+    other = relay.control(root, "status")
+    if idle is None:
+        if other is None or other.get("idle_exit") is None:
+            return None
+        relay.control(root, "stop")
+    elif other is not None and not other.get("stopping"):
+        return None  # another server answers for this KB
     deadline = time.monotonic() + TAKE_OVER_SECONDS
     while time.monotonic() < deadline:
         time.sleep(0.05)
         with contextlib.suppress(OSError):
             return Server(root, stop=stop, idle=idle, log=log)
+        other = relay.control(root, "status")
+        if other is not None and not other.get("stopping") and (idle is not None or other.get("idle_exit") is None):
+            return None  # another server came first (or, for a watch, another watch)
     return None
 
 

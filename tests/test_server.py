@@ -334,7 +334,8 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     root = example_copy(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1")
     up = servers.wait_up(root)
-    shutil.rmtree(root)
+    # the server may write in the folder while it goes (its log, the index): remove until gone
+    wait_for(lambda: shutil.rmtree(root, ignore_errors=True) or not root.exists(), 10, "the KB deleted")
     servers.wait_down(up["pid"], timeout=DOWN_SECONDS + 10)
 
 
