@@ -229,7 +229,7 @@ class Server:
                     beat.send(self._leaving())
                     return
             try:
-                if self.stop.is_set() and self._closed.is_set():
+                if self.stop.is_set():
                     beat.send(self._leaving())
                     return
                 if not _runnable(request):

@@ -330,6 +330,17 @@ def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
     assert servers.status(root) is None
 
 
+def test_a_command_that_meets_a_stopping_server_starts_the_next(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    old = servers.wait_up(root)["pid"]
+    assert relay.control(root, "stop") == {"stopping": old}
+    proc = servers.run(root, "list", "--limit", "1")
+    assert proc.returncode == 0, proc.stderr
+    servers.wait_down(old)
+    assert servers.wait_up(root)["pid"] != old
+
+
 def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path) -> None:
     root = example_copy(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1")
