@@ -16,9 +16,10 @@ The server runs the same click command, in the client's current folder, environm
 with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
 that talk to the terminal (``edit``, ``sync``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
-progress bar) or read a file named by ``@FILE`` run here. Any failure to get an answer runs the
-command here; only when the server went away after it began a command that writes does the client
-say so (on stderr), since the command may then have been done in part.
+progress bar) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
+process can read). Any failure to get an answer runs the command here; only when the server went
+away after it began a command that writes does the client say so (on stderr), since the command
+may then have been done in part.
 """
 
 from __future__ import annotations
@@ -266,18 +267,35 @@ def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
 
 
 def relayable(argv: list[str], stderr_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
-    """``parse(argv)`` when a server can run the command: not one that talks to the terminal, no
-    help, nothing read from a file named by ``@FILE`` (which may be a pipe only this process
-    can read)."""
+    """``parse(argv)`` when a server can run the command: not one that talks to the terminal,
+    no help."""
     found = parse(argv)
     if found is None:
         return None
     _kb_path, command, rest = found
     if command in LOCAL or (command == "reindex" and stderr_tty):
         return None
-    if any(token in ("-h", "--help", "--version") or token.startswith("@") or "=@" in token for token in rest):
+    if any(token in ("-h", "--help", "--version") for token in rest):
         return None
     return found
+
+
+def files_readable_elsewhere(rest: list[str]) -> bool:
+    """Whether every ``@FILE`` among the arguments names a regular file, which the server, in
+    this folder and as this user, reads as this process would. Anything else (a pipe such as
+    ``<(...)``'s /dev/fd/63, /proc/self/..., a missing file, an ``@`` that names no file) keeps
+    the command here."""
+    for token in rest:
+        if token.startswith("@"):
+            path = token[1:]
+        elif "=@" in token:
+            path = token.split("=@", 1)[1]
+        else:
+            continue
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or real.startswith(("/proc/", "/dev/", "/sys/")):
+            return False
+    return True
 
 
 def kb_root(kb_path: str | None) -> str | None:
@@ -332,7 +350,7 @@ def forward(argv: list[str]) -> Outcome:
         return Outcome(None)
     stderr_tty = _isatty(sys.stderr)
     found = relayable(argv, stderr_tty)
-    if found is None:
+    if found is None or not files_readable_elsewhere(found[2]):
         return Outcome(None)
     root = kb_root(found[0])
     if root is None:

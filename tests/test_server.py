@@ -218,6 +218,8 @@ FAMILIES: list[tuple[list[str], str | None]] = [
     (["search", "fiscal year"], None),
     (["--json", "search", "refunds", "--limit", "2"], None),
     (["search", "-"], "how are refunds counted"),
+    (["--json", "search", "--query", "@../q.json"], None),
+    (["search", "--query=@../bad.json"], None),
     (["get", "kb.fiscal-calendar"], None),
     (["get", "nope"], None),
     (["--json", "get", "nope"], None),
@@ -267,6 +269,9 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     relayed_kb = example_copy(tmp_path / "a" / "kb")
     local_kb = example_copy(tmp_path / "b" / "kb")
     assert git(relayed_kb, "rev-parse", "HEAD") == git(local_kb, "rev-parse", "HEAD")
+    for kb in (relayed_kb, local_kb):  # @FILE arguments, next to each KB
+        (kb.parent / "q.json").write_text('{"source_model": "shop.orders", "measures": ["amount:sum"]}')
+        (kb.parent / "bad.json").write_text('{"source_model": ')
     assert servers.run(relayed_kb, "server", "start").returncode == 0
     pid = servers.wait_up(relayed_kb)["pid"]
     off = servers.env(SLAYER_KB_SERVER="off")
@@ -277,8 +282,8 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
         assert got.returncode == want.returncode, (argv, got.stderr, want.stderr)
         assert masked(got.stdout, relayed_kb) == masked(want.stdout, local_kb), argv
         assert masked(got.stderr, relayed_kb) == masked(want.stderr, local_kb), argv
-    codes = [servers.run(local_kb, *argv, input=stdin, env=off).returncode for argv, stdin in FAMILIES[:11]]
-    assert codes == [0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2]
+    codes = [servers.run(local_kb, *argv, input=stdin, env=off).returncode for argv, stdin in FAMILIES[:13]]
+    assert codes == [0, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 2]
     assert servers.status(relayed_kb)["pid"] == pid  # one server answered them all
     # the same files and history on both sides
     for name in ("memories", "models"):
