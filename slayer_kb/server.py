@@ -432,7 +432,7 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
         if server is None and background:
             kb.close()
             return 0
-    if server is None and not background:
+    if server is None and not background and relay.SUPPORTED:
         _say(out, "Another server answers this KB's commands; this one only keeps the index current.")
     if background:
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
