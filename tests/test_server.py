@@ -8,6 +8,7 @@ have succeeded in the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -411,6 +412,40 @@ def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers
     assert git(root, "status", "--porcelain") == ""
     # the client started a new server after it ran the command itself
     assert servers.wait_up(root)["pid"] != pid
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.03])
+def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_path: Path, delay: float) -> None:
+    """Killed a moment after it began the save: before, during or after its commit. The client
+    runs the save itself; the KB is whole, and the memory is there (twice at worst, when the
+    server had committed, which the client's message says to check)."""
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    pid = servers.wait_up(root)["pid"]
+    assert servers.run(root, "list", blocked=True).returncode == 0  # after the server's first sync
+    client = subprocess.Popen(
+        [sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "killed midway", "-e", "shop.orders.amount"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=servers.env(), cwd=root,
+    )
+    try:
+        wait_for(lambda: (s := servers.status(root)) is None or (s.get("current") or "").startswith("--kb"), 30,
+                 "the server running the save")
+        time.sleep(delay)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        out, err = client.communicate(timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert client.returncode == 0, err
+    assert out.startswith("Saved memory "), (out, err)
+    saved = [p for p in (root / "memories").glob("*.yaml") if "killed midway" in p.read_text()]
+    assert 1 <= len(saved) <= 2
+    assert len(saved) == 1 or "check 'git log' for the command done twice" in err
+    assert git(root, "status", "--porcelain") == ""
+    found = json.loads(servers.run(root, "--json", "search", "killed midway", "--all",
+                                   env=servers.env(SLAYER_KB_SERVER="off")).stdout)
+    assert sorted(h["id"] for h in found["memories"]) == sorted(p.stem for p in saved)
 
 
 def test_two_kbs_have_two_servers(servers: Servers, tmp_path: Path) -> None:
