@@ -326,6 +326,10 @@ class _Heartbeat:
 # -- running a relayed command -----------------------------------------------------------------
 
 
+# What git reads its identity from, besides the GIT_* variables.
+_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
+
+
 class Runner:
     """Runs relayed commands on a warm KB, each as the client's process would have."""
 
@@ -349,10 +353,11 @@ class Runner:
         if terminal:
             env.setdefault("COLUMNS", str(terminal[0]))
             env.setdefault("LINES", str(terminal[1]))
-        if env != self._last_env:
+        identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
+        if identity != self._last_env:
             # git's identity is read once per store; another environment may name another one
             self.kb.store._identity_env = None
-            self._last_env = dict(env)
+            self._last_env = identity
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
         saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdout__)

@@ -294,6 +294,19 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     assert git(relayed_kb, "log", "-1", "--format=%an <%ae>") == "Other <other@example.com>\n", git(relayed_kb, "log", "-5", "--format=%an %s")
 
 
+def test_each_command_commits_as_its_own_environment_says(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    servers.wait_up(root)
+    for name in ("First Agent", "Second Agent"):
+        env = servers.env(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=f"{name.split()[0].lower()}@example.com",
+                          PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")
+        proc = servers.run(root, "save", f"by {name}", "-e", "shop.orders", env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert git(root, "log", "-2", "--topo-order", "--format=%an <%ae>").splitlines() == [
+        "Second Agent <second@example.com>", "First Agent <first@example.com>"]
+
+
 def modes(folder: Path) -> list[tuple[str, str]]:
     return sorted((str(p.relative_to(folder)), oct(p.stat().st_mode & 0o777)) for p in [folder, *folder.rglob("*")])
 
