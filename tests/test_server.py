@@ -289,8 +289,8 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     # the same files and history on both sides
     for name in ("memories", "models"):
         assert sorted(p.name for p in (relayed_kb / name).rglob("*")) == sorted(p.name for p in (local_kb / name).rglob("*"))
-    authors = git(relayed_kb, "log", "--format=%an <%ae>").splitlines()
-    assert authors == git(local_kb, "log", "--format=%an <%ae>").splitlines()
+    authors = git(relayed_kb, "log", "--topo-order", "--format=%an <%ae>").splitlines()
+    assert authors == git(local_kb, "log", "--topo-order", "--format=%an <%ae>").splitlines()
     assert git(relayed_kb, "log", "-1", "--format=%an <%ae>") == "Other <other@example.com>\n", git(relayed_kb, "log", "-5", "--format=%an %s")
 
 
