@@ -153,7 +153,12 @@ def example_copy(where: Path) -> Path:
 # -- starting, relaying, stopping ----------------------------------------------------------------
 
 
-def test_the_first_command_starts_a_server_and_the_next_are_relayed(servers: Servers, tmp_path: Path) -> None:
+@pytest.mark.parametrize("channel", ["default", "file"])
+def test_the_first_command_starts_a_server_and_the_next_are_relayed(
+    servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    if channel == "file":  # the socket file of macOS and the BSDs, on any system
+        monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
     root = example_copy(tmp_path / "kb")
     assert servers.status(root) is None
     first = servers.run(root, "search", "fiscal year")
