@@ -369,6 +369,19 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
         if _isatty(sys.stdin) or sys.stdin is None:
             return Outcome(None)  # typed at a terminal: read by the command itself, here
         stdin = sys.stdin.buffer.read()
+    outcome = _exchange(conn, argv, root, command, start, stdin)
+    if outcome.code is None and stdin is not None:
+        # The command runs here after all: it reads the bytes this process already took.
+        import io
+
+        original = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding=original.encoding, errors=original.errors,
+                                     newline="\n")
+    return outcome
+
+
+def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None,
+              stdin: bytes | None) -> Outcome:
     umask = os.umask(0o077)
     os.umask(umask)
     try:

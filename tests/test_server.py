@@ -392,6 +392,27 @@ def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path)
     assert (relayed.returncode, relayed.stdout) == (0, proc.stdout), relayed.stderr
 
 
+def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Servers, tmp_path: Path) -> None:
+    # A foreground watch of an install that has since changed refuses the command (it does not
+    # retire), after the client has read stdin to send it: the client runs it with those bytes.
+    package = copy_package(tmp_path / "install")
+    env = servers.env(PYTHONPATH=str(package), SLAYER_KB_SERVER="manual")
+    root = example_copy(tmp_path / "kb")
+    watch = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"], cwd=root, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        servers.wait_up(root)
+        later = time.time() + 10
+        os.utime(package / "slayer_kb" / "kb.py", (later, later))
+        proc = servers.run(root, "save", "-", "-e", "shop.orders", input="learnt from stdin\n", env=env)
+        assert proc.returncode == 0, proc.stderr
+        saved = [p for p in (root / "memories").glob("*.yaml") if "learnt from stdin" in p.read_text()]
+        assert len(saved) == 1
+    finally:
+        watch.terminate()
+        watch.wait(timeout=DOWN_SECONDS)
+
+
 def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
     root = example_copy(tmp_path / "kb")
     # Files old enough to trust and an index built: the server's own syncs never take the lock.
