@@ -58,7 +58,6 @@ QUEUE_SECONDS = 120.0
 BEAT, START, RESULT, REFUSED, RETIRING = b".", b"S", b"R", b"F", b"U"
 GO = b"G"
 _LENGTH = struct.Struct(">I")
-_RESULT = struct.Struct(">iQQ")
 _CREDENTIALS = struct.Struct("3i")
 SOCKET_FILE = "server.sock"
 STATE_DIR = ".slayer-kb"
@@ -234,9 +233,7 @@ def control(root: os.PathLike[str] | str, op: str) -> dict | None:
                 pass
             if tag != RESULT:
                 return None
-            _code, out_size, err_size = _RESULT.unpack(_recv_exactly(conn, _RESULT.size))
-            answer = loads(_recv_exactly(conn, out_size))
-            _recv_exactly(conn, err_size)
+            answer = loads(recv_frame(conn))
         except (OSError, ValueError, EOFError, TypeError):
             return None
     return answer if isinstance(answer, dict) else None
@@ -408,22 +405,22 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
                 conn.sendall(GO)
                 began = True
             elif tag == RESULT:
-                code, out_size, err_size = _RESULT.unpack(_recv_exactly(conn, _RESULT.size))
-                out = _recv_exactly(conn, out_size)
-                err = _recv_exactly(conn, err_size)
+                result = loads(recv_frame(conn))
+                code, chunks = result["code"], result["chunks"]  # type: ignore[index]
                 break
             elif tag == RETIRING:
                 return Outcome(None, start)  # another install's server: it exits, start ours
             else:  # refused: another install's foreground watcher, another KB's request
                 return _ran_here(began, command, None)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError, TypeError, KeyError):
         return _ran_here(began, command, start)
     except KeyboardInterrupt:
         # As click says it; a command the server had begun is finished there.
         print("\nAborted!", file=sys.stderr)
         return Outcome(1)
-    _write(sys.stdout, out)
-    _write(sys.stderr, err)
+    # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
+    for fd, data in chunks:
+        _write(sys.stdout if fd == 1 else sys.stderr, data)
     return Outcome(code)
 
 

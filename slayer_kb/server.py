@@ -240,13 +240,14 @@ class Server:
                     return
                 self.running = " ".join(request["argv"])[:200]
                 try:
-                    code, out, err = self._runner(request)
+                    code, chunks = self._runner(request)
                 finally:
                     self.running = None
                 self.served += 1
             finally:
                 self.busy.release()
-            beat.finish(relay.RESULT + relay._RESULT.pack(code, len(out), len(err)) + out + err)
+            data = relay.dumps({"code": code, "chunks": chunks})
+            beat.finish(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
         finally:
             beat.finish(b"")
             with self._count:
@@ -276,7 +277,7 @@ class Server:
             conn.sendall(relay.REFUSED)
             return
         data = relay.dumps(answer)
-        conn.sendall(relay.RESULT + relay._RESULT.pack(0, len(data), 0) + data)
+        conn.sendall(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
 
 
 def _runnable(request: dict[str, Any]) -> bool:
@@ -326,6 +327,33 @@ class _Heartbeat:
 # -- running a relayed command -----------------------------------------------------------------
 
 
+class _Recorder(io.BytesIO):
+    """The bytes a command writes to stdout (1) or stderr (2), in one list in the order of the
+    writes, so the client replays them interleaved as they happened."""
+
+    def __init__(self, fd: int, chunks: list[tuple[int, bytes]]) -> None:
+        super().__init__()
+        self.fd = fd
+        self.chunks = chunks
+
+    def write(self, data: Any) -> int:
+        data = bytes(data)
+        if data:
+            self.chunks.append((self.fd, data))
+        return len(data)
+
+
+def _merged(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Consecutive writes to one stream as one."""
+    merged: list[tuple[int, list[bytes]]] = []
+    for fd, data in chunks:
+        if merged and merged[-1][0] == fd:
+            merged[-1][1].append(data)
+        else:
+            merged.append((fd, [data]))
+    return [(fd, b"".join(parts)) for fd, parts in merged]
+
+
 # What git reads its identity from, besides the GIT_* variables.
 _IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
 
@@ -337,19 +365,23 @@ class Runner:
         self.kb = kb
         self._last_env: dict[str, str] | None = None
 
-    def __call__(self, request: dict[str, Any]) -> tuple[int, bytes, bytes]:
+    def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
         from .cli import Preset, cli
 
         env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
         streams = request.get("streams") or [["utf-8", "strict"]] * 3
         (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
-        out_buf, err_buf = io.BytesIO(), io.BytesIO()
+        chunks: list[tuple[int, bytes]] = []
+        out_buf, err_buf = _Recorder(1, chunks), _Recorder(2, chunks)
         stdin_bytes = request.get("stdin")
         stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes if isinstance(stdin_bytes, bytes) else b""),
                                  encoding=in_enc, errors=in_err, newline="\n")
-        stdout = io.TextIOWrapper(out_buf, encoding=out_enc, errors=out_err, newline="\n", write_through=True)
-        stderr = io.TextIOWrapper(err_buf, encoding=err_enc, errors=err_err, newline="\n", write_through=True)
         terminal = request.get("terminal")
+        # Buffered as the client's streams are: stdout by the line on a terminal, else by the
+        # block (click flushes every echo); stderr by the line.
+        stdout = io.TextIOWrapper(out_buf, encoding=out_enc, errors=out_err, newline="\n",
+                                  line_buffering=bool(terminal))
+        stderr = io.TextIOWrapper(err_buf, encoding=err_enc, errors=err_err, newline="\n", line_buffering=True)
         if terminal:
             env.setdefault("COLUMNS", str(terminal[0]))
             env.setdefault("LINES", str(terminal[1]))
@@ -397,7 +429,7 @@ class Runner:
             os.umask(saved_umask)
             with contextlib.suppress(OSError):
                 os.chdir(saved_cwd)
-        return code, out_buf.getvalue(), err_buf.getvalue()
+        return code, _merged(chunks)
 
 
 # -- the process -------------------------------------------------------------------------------

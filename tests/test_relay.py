@@ -139,7 +139,7 @@ def test_another_user_gets_no_answer(watcher: Watcher) -> None:
 
 
 FAKE_WATCHER = """
-import os, socket, struct, sys
+import marshal, os, socket, struct, sys
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
 if len(sys.argv) > 2:
@@ -154,7 +154,8 @@ else:
     size = int.from_bytes(conn.recv(4), "big")  # the request, one frame
     while size > 0:
         size -= len(conn.recv(size))
-    conn.sendall(b"R" + struct.pack(">iQQ", 0, 11, 0) + b"FAKE ANSWER")
+    answer = marshal.dumps({"code": 0, "chunks": [(1, b"FAKE ANSWER")]})
+    conn.sendall(b"R" + struct.pack(">I", len(answer)) + answer)
 conn.close()
 """
 

@@ -299,6 +299,23 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     assert git(relayed_kb, "log", "-1", "--format=%an <%ae>") == "Other <other@example.com>\n", git(relayed_kb, "log", "-5", "--format=%an %s")
 
 
+def test_stdout_and_stderr_interleave_as_in_a_process(servers: Servers, tmp_path: Path) -> None:
+    """One pipe for both (``2>&1``): the relayed command's writes come in the order it made them."""
+    relayed_kb, local_kb = example_copy(tmp_path / "a" / "kb"), example_copy(tmp_path / "b" / "kb")
+    servers.run(relayed_kb, "server", "start")
+    servers.wait_up(relayed_kb)
+    relayed_env = servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")
+    local_env = servers.env(SLAYER_KB_SERVER="off")
+    for argv in (["--json", "get", "nope"], ["--json", "search", "--datasource", "nope", "x"],
+                 ["save", "twice linked", "-e", "shop.orders", "-e", "no.such.thing"]):
+        both = [subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(kb), *argv], cwd=kb, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+                for kb, env in ((relayed_kb, relayed_env), (local_kb, local_env))]
+        assert "whoosh is blocked" not in both[0].stdout.decode(errors="replace")
+        assert both[0].returncode == both[1].returncode, argv
+        assert masked(both[0].stdout.decode(), relayed_kb) == masked(both[1].stdout.decode(), local_kb), argv
+
+
 def test_each_command_commits_as_its_own_environment_says(servers: Servers, tmp_path: Path) -> None:
     root = example_copy(tmp_path / "kb")
     servers.run(root, "server", "start")
