@@ -29,6 +29,7 @@ TREE_MODE = b"40000"
 FILE_MODE = b"100644"
 # git's own default for loose objects (core.looseCompression): fast, and gc recompresses anyway.
 _LOOSE_LEVEL = 1
+_CREATE_ATTEMPTS = 8  # retries when a concurrent prune removes the fan-out folder
 _HASH_SIZES = {"sha1": 20, "sha256": 32}
 _TREE_CACHE = 8
 # From this many blobs in one commit, they are written as one pack instead of loose objects.
@@ -71,18 +72,33 @@ class ObjectStore:
             with contextlib.suppress(OSError):
                 os.utime(path)
             return oid
+        tmp = folder / f"tmp_obj_{uuid.uuid4().hex}"
         try:
-            folder.mkdir(exist_ok=True)
-            tmp = folder / f"tmp_obj_{uuid.uuid4().hex}"
-            with open(tmp, "wb") as handle:
-                handle.write(zlib.compress(raw, _LOOSE_LEVEL))
-            os.chmod(tmp, 0o444)  # git's loose objects are read-only
+            self._create(tmp, zlib.compress(raw, _LOOSE_LEVEL))
             os.replace(tmp, path)
         except OSError as exc:
-            with contextlib.suppress(OSError, UnboundLocalError):
+            with contextlib.suppress(OSError):
                 tmp.unlink()
             raise StoreError(f"Cannot write a git object in {self.dir}: {exc.strerror}; nothing was saved.") from None
         return oid
+
+    @staticmethod
+    def _create(tmp: Path, body: bytes) -> None:
+        """Write a read-only file in a fan-out folder that a concurrent prune may remove.
+
+        ``git prune-packed`` (run by every repack) removes fan-out folders it emptied; one can
+        vanish between our ``mkdir`` and ``open``. git's own object writer retries then, as here.
+        """
+        for attempt in range(_CREATE_ATTEMPTS):
+            tmp.parent.mkdir(exist_ok=True)
+            try:
+                with open(tmp, "xb") as handle:
+                    handle.write(body)
+                break
+            except FileNotFoundError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+        os.chmod(tmp, 0o444)  # git's loose objects are read-only
 
     def write_blobs(self, blobs: list[bytes]) -> list[str]:
         """Store blobs and return their ids; many at once go into one pack.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,6 +109,31 @@ def test_objects_are_valid_loose_objects_and_read_back_once_packed(tmp_path: Pat
     assert fresh.update_tree(tree, {"memories/y.yaml": blob}) == git_tree(
         tmp_path, {"memories/x.yaml": b"learning: x\n", "memories/y.yaml": b"learning: x\n"}
     )
+    git(tmp_path, "fsck", "--strict")
+
+
+def test_a_folder_removed_by_a_concurrent_prune_is_made_again(tmp_path: Path) -> None:
+    """``git prune-packed`` removes the fan-out folders it empties, perhaps between our mkdir
+    and open; here a thread does the same as fast as it can while objects are written."""
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    stop = threading.Event()
+
+    def prune() -> None:
+        while not stop.is_set():
+            for folder in objects.dir.glob("[0-9a-f][0-9a-f]"):
+                with contextlib.suppress(OSError):  # not empty, or gone already
+                    folder.rmdir()
+
+    pruner = threading.Thread(target=prune)
+    pruner.start()
+    try:
+        blobs = {objects.write("blob", b"object %d\n" % n): n for n in range(3000)}
+    finally:
+        stop.set()
+        pruner.join(timeout=30)
+    for blob, n in list(blobs.items())[:: 100]:
+        assert git(tmp_path, "cat-file", "blob", blob) == f"object {n}"
     git(tmp_path, "fsck", "--strict")
 
 
