@@ -60,7 +60,7 @@ def status(settings: Settings) -> None:
     """
     root = _root(settings)
     answer = relay.control(root, "status") if relay.SUPPORTED else None
-    data: dict[str, Any] = {"root": root, "mode": relay.mode(), "running": answer is not None}
+    data: dict[str, Any] = {"root": root, "mode": relay.mode(root), "running": answer is not None}
     if answer is not None:
         data.update({k: v for k, v in answer.items() if k != "root"})
     emit(settings, data, lambda: _status_text(data))

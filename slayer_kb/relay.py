@@ -73,19 +73,43 @@ READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "sug
                    "log", "show", "review", "schema", "validate", "sessions"})
 
 
-def mode() -> str:
+_OFF = ("off", "0", "no", "false", "never")
+_ON = ("on", "1", "yes", "true", "auto")
+
+
+def mode(root: str | None = None) -> str:
     """``on`` (start a server on demand and relay), ``manual`` (relay to a running server, start
-    none) or ``off`` (run every command in its process), from ``SLAYER_KB_SERVER``; unset, ``on``
-    except under CI (``CI`` set), where it is ``off``."""
-    value = os.environ.get("SLAYER_KB_SERVER", "").strip().lower()
-    if value in ("off", "0", "no", "false", "never"):
+    none) or ``off`` (run every command in its process). ``SLAYER_KB_SERVER`` decides; unset,
+    the KB's setting (``git config slayer-kb.server``, the repository's or the user's) does;
+    with neither, ``on``, except under CI (``CI`` set), where it is ``off``."""
+    value = _named(os.environ.get("SLAYER_KB_SERVER", ""))
+    if value is None and root is not None:
+        value = _named(_setting(root))
+    if value is not None:
+        return value
+    ci = os.environ.get("CI", "").strip().lower()
+    return "off" if ci not in ("", "0", "false", "no") else "on"
+
+
+def _named(value: str) -> str | None:
+    value = value.strip().lower()
+    if value in _OFF:
         return "off"
     if value == "manual":
         return "manual"
-    if value in ("on", "1", "yes", "true", "auto"):
-        return "on"
-    ci = os.environ.get("CI", "").strip().lower()
-    return "off" if ci not in ("", "0", "false", "no") else "on"
+    return "on" if value in _ON else None
+
+
+def _setting(root: str) -> str:
+    """The KB's ``slayer-kb.server`` setting (git's config: the repository's, then the user's)."""
+    import subprocess  # here: most commands never need it, and the client starts lean
+
+    try:
+        found = subprocess.run(["git", "config", "--get", "slayer-kb.server"], cwd=root,
+                               capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return found.stdout
 
 
 def idle_seconds() -> float:
@@ -342,8 +366,7 @@ def forward(argv: list[str]) -> Outcome:
     """Run ``slayer-kb ARGV`` in the server of its KB when there is one: its exit code, after
     printing what it printed. Otherwise (code None) this process runs it, and ``start`` names the
     KB whose server to start once it has (mode ``on`` only)."""
-    current = mode()
-    if not SUPPORTED or current == "off":
+    if not SUPPORTED or mode() == "off":
         return Outcome(None)
     stderr_tty = _isatty(sys.stderr)
     found = relayable(argv, stderr_tty)
@@ -351,6 +374,9 @@ def forward(argv: list[str]) -> Outcome:
         return Outcome(None)
     root = kb_root(found[0])
     if root is None:
+        return Outcome(None)
+    current = mode(root)
+    if current == "off":
         return Outcome(None)
     start = root if current == "on" else None
     conn = connect(root)

@@ -198,6 +198,45 @@ def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> Non
     assert servers.status(root)["pid"] == pid
 
 
+def test_the_kb_setting_turns_it_off_unless_the_environment_says_otherwise(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    git(root, "config", "slayer-kb.server", "off")
+    unset = {k: v for k, v in servers.env().items() if k != "SLAYER_KB_SERVER"}
+    assert servers.run(root, "list", "--limit", "1", env=unset).returncode == 0
+    time.sleep(1.0)  # what a server would need to bind its socket, after which status finds it
+    assert servers.status(root) is None
+    shown = json.loads(servers.run(root, "server", "status", "--json", env=unset).stdout)
+    assert (shown["running"], shown["mode"]) == (False, "off")
+    # the environment wins over the setting: a server starts, and still the setting keeps
+    # commands off it
+    servers.run(root, "list", "--limit", "1")
+    servers.wait_up(root)
+    off = servers.run(root, "list", blocked=True, env={**unset, "PYTHONPATH": servers.install})
+    assert off.returncode == 1 and "whoosh is blocked by the test" in off.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "variables", "expected"),
+    [
+        ("off", {}, "off"),
+        ("manual", {}, "manual"),
+        ("On", {"CI": "true"}, "on"),
+        ("off", {"SLAYER_KB_SERVER": "on"}, "on"),
+        ("sometimes", {}, "on"),  # not a value: as if unset
+        ("sometimes", {"CI": "1"}, "off"),
+    ],
+)
+def test_the_mode_from_the_kb_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str,
+                                      variables: dict[str, str], expected: str) -> None:
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "slayer-kb.server", setting)
+    monkeypatch.delenv("SLAYER_KB_SERVER", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    for key, value in variables.items():
+        monkeypatch.setenv(key, value)
+    assert relay.mode(str(tmp_path)) == expected
+
+
 @pytest.mark.parametrize(
     ("variables", "expected"),
     [
