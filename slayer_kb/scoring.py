@@ -59,8 +59,10 @@ class Statistics:
         self._averages: dict[str, float] = {}
 
     def idf(self, ids: np.ndarray) -> float:
-        """Whoosh's idf of a word whose postings (deleted documents too) are ``ids``."""
-        return log(self.live / (int(np.count_nonzero(self.alive[ids])) + 1)) + 1
+        """Whoosh's idf of a word whose postings (deleted documents too) are ``ids``. With no
+        live document left, every posting is a deleted one and is dropped: any finite idf will
+        do, and log(0) would raise."""
+        return log((self.live or 1) / (int(np.count_nonzero(self.alive[ids])) + 1)) + 1
 
     def average_length(self, fieldname: str) -> float:
         average = self._averages.get(fieldname)
