@@ -55,6 +55,7 @@ _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 # pathspec, so a hundred of them cost 0.4 s at 100,000 files (measured). More paths are asked
 # about by their folders, and picked out of the answer here.
 _NAMED_PATHS = 8
+_COMMIT_ATTEMPTS = 5
 # Paths are never patterns, and a status never writes the user's index (which it may otherwise
 # do to refresh its stat data, taking index.lock from under a git command of theirs).
 _STATUS_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
@@ -499,6 +500,14 @@ class GitStore:
         args = ["commit-tree", tree, "-F", "-"]
         if parent:
             args[2:2] = ["-p", parent]
+        for _ in range(_COMMIT_ATTEMPTS - 1):
+            proc = self.git(*args, input=message.encode(), env=env, check=False)
+            if proc.returncode == 0:
+                return proc.stdout.decode().strip()
+            # git makes the object's fan-out folder and retries once; a concurrent repack's
+            # prune-packed can remove it again (objects.py retries the same way).
+            if b"unable to create temporary file: No such file or directory" not in proc.stderr:
+                break
         return self.git(*args, input=message.encode(), env=env).stdout.decode().strip()
 
     def _identity(self) -> dict[str, str]:
