@@ -411,6 +411,11 @@ class Runner:
     def _save_in_process(self) -> None:
         self.kb.save_memory(self._learning(), [self._entity()])
 
+    def _observe_in_process(self) -> None:
+        """Engram's ``mem_save``: the duplicate and topic-key look-ups, then a commit."""
+        self.kb.save_observation(title=self._unique("Bench observation "), content=self._learning(),
+                                 type="decision", project="bench")
+
     def _plumbing_commit(self) -> float:
         rel = f"memories/{self._unique('bench-plumbing-')}.yaml"
         data = f"learning: |\n  {self._learning()}entities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
@@ -448,19 +453,25 @@ class Runner:
         moved: slayer-kb reads them to keep auto ids unique), the others follow its own, as
         when an agent saves several memories. The two are reported apart."""
         self.settle()
-        after_own, after_git, plumbing, add = [], [], [], []
+        after_own, after_git, plumbing, add, observe = [], [], [], [], []
 
         def save_block() -> None:
             for n in range(SAVE_BLOCK):
                 (after_git if n == 0 else after_own).append(timed(self._save_in_process))
 
+        def observe_block() -> None:
+            # the first follows another tool's commits, as the first of save_block does: not kept
+            timed(self._observe_in_process)
+            observe.extend(timed(self._observe_in_process) for _ in range(SAVE_BLOCK - 1))
+
         blocks: list[Callable[[], None]] = [
             save_block,
+            observe_block,
             lambda: plumbing.extend(self._plumbing_commit() for _ in range(SAVE_BLOCK)),
             lambda: add.extend(self._add_commit() for _ in range(SAVE_BLOCK)),
         ]
         for round_no in range(max(1, self.plan.saves // SAVE_BLOCK)):
-            shift = round_no % 3
+            shift = round_no % len(blocks)
             for block in blocks[shift:] + blocks[:shift]:
                 block()
         self.last_write = time.time()
@@ -471,6 +482,8 @@ class Runner:
         self.results["save_vs_plumbing"] = ratio(self.results["save"], self.results["git_plumbing"])
         self.results["save_vs_add_commit"] = ratio(self.results["save"], self.results["git_add_commit"])
         self.results["save_after_git_vs_add_commit"] = ratio(self.results["save_after_git"], self.results["git_add_commit"])
+        self.results["save_observation"] = summary(observe)
+        self.results["save_observation_vs_save"] = ratio(self.results["save_observation"], self.results["save"])
 
     def steady(self) -> None:
         """``plan.steady`` saves in a row, as an agent makes them over weeks: their p50, p95 and

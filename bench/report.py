@@ -13,6 +13,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("save / git add+commit", "save_vs_add_commit", "median", "x", "<= 1.0x (10k)"),
     ("save right after another tool's commit", "save_after_git", "median", "ms", ""),
     ("that save / git add+commit", "save_after_git_vs_add_commit", "median", "x", ""),
+    ("Engram save (save_observation)", "save_observation", "median", "ms", ""),
+    ("Engram save / save", "save_observation_vs_save", "median", "x", "<= 1.2x"),
     ("steady: saves in a row, p50", "steady_save", "median", "ms", ""),
     ("steady: p95 / p50", "steady_save", "p95_over_p50", "x", "<= 1.5x"),
     ("steady: max / p50", "steady_save", "max_over_p50", "x", "<= 3x"),

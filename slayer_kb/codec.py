@@ -1,5 +1,5 @@
 """The Whoosh codec of the index: Whoosh's own (W3), with field lengths read once per segment,
-and segment files read in place.
+segment files read in place, and readers reopened with the segments that did not change.
 
 When a writer flushes a segment it asks, for every posting, the length of that field in that
 document (to record each block's length bounds). Whoosh's reader answers from the column file on
@@ -15,6 +15,7 @@ from typing import Any
 
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec, W3PerDocReader, _lenfield
 from whoosh.filedb.structfile import BufferFile
+from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.util.numeric import byte_to_length
 
 
@@ -103,3 +104,34 @@ def _open_view(self: Any, buf: Any, name: str | None = None, onclose: Any = None
 # a process to the pages it touches (BufferFile's own fast paths already read the slice).
 _buffer_file_init = BufferFile.__init__
 BufferFile.__init__ = _open_view
+
+
+def reader_reusing(ix: Any, old: Any) -> Any:
+    """A reader over ``ix``'s latest segments that keeps ``old``'s reader of every segment that
+    did not change, and closes the others.
+
+    A save adds one small segment; opening every segment again cost more than the save's own
+    look-ups. Whoosh's ``reader(reuse=...)`` would do this, but it keeps segments a merge has
+    removed and readers of segments that gained deletions; here a reader is kept only for the
+    same segment with the same number of deleted documents (deletions in a segment only grow,
+    so the count names the set).
+    """
+    info = ix._read_toc()
+    kept = {}
+    for reader, _ in old.leaf_readers():
+        segment = reader.segment()
+        if segment is not None:
+            kept[segment.segment_id()] = reader
+    readers = []
+    for segment in info.segments:
+        reader = kept.get(segment.segment_id())
+        if reader is not None and reader.segment().deleted_count() == segment.deleted_count():
+            del kept[segment.segment_id()]
+        else:
+            reader = SegmentReader(ix.storage, info.schema, segment, generation=info.generation)
+        readers.append(reader)
+    for reader in kept.values():
+        reader.close()
+    if not readers:
+        return EmptyReader(info.schema)
+    return readers[0] if len(readers) == 1 else MultiReader(readers, generation=info.generation)

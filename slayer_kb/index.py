@@ -26,13 +26,14 @@ from whoosh import query as Q
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.index import LockError
+from whoosh.searching import Searcher
 from whoosh.writing import MERGE_SMALL
 
 from . import embedding, vectors, workers
 from .analysis import WordAnalyzer, symbols
 from .bm25 import LiveBM25F
 from .catalog import Catalog, catalog_files, same_signature
-from .codec import Codec
+from .codec import Codec, reader_reusing
 from .errors import MemoryFileError, StoreError
 from .fileio import read_regular
 from .listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names, readable, shown
@@ -512,7 +513,8 @@ class Index:
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
         report.problems = self._problems(db)
-        self._close_searcher()
+        # The searcher stays: the next search finds it out of date and reopens only the new
+        # segments (searcher()).
         return report
 
     def _listing_for(self, digest: int | None, scanned: dict[str, Sig], gone: list[str]) -> Listing | None:
@@ -687,8 +689,15 @@ class Index:
 
     def searcher(self) -> Any:
         if self._searcher is not None and not self._searcher.up_to_date():
-            # Whoosh's own refresh() fails on a searcher over an empty index: reopen instead.
-            self._close_searcher()
+            old = self._searcher
+            self._forget_searcher()
+            try:
+                reader = reader_reusing(self._ix, old.reader())
+            except Exception:  # noqa: BLE001 - a damaged or vanished segment: open afresh below
+                with contextlib.suppress(Exception):
+                    old.close()
+            else:
+                self._searcher = Searcher(reader, weighting=LiveBM25F(), fromindex=self._ix)
         if self._searcher is None:
             if self._ix is None:
                 self._ix = windex.open_dir(str(self.dir))
@@ -710,6 +719,10 @@ class Index:
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
+        self._forget_searcher()
+
+    def _forget_searcher(self) -> None:
+        """Drop the searcher and what was cached for it, without closing its readers."""
         self._searcher = None
         self._docsets = {}
         self._vector = None

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import commit_all, json_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_mcp import call, with_server
 
 from bench.relevance import CONFIGS, build, evaluate
@@ -277,3 +279,44 @@ def test_a_keyword_search_shows_only_memories_with_the_words(payments_kb: Knowle
     """One or two words are a keyword search: no memory without them comes back by meaning."""
     assert payments_kb.search("reimbursement").memories == []
     assert sorted(ids(payments_kb.search("refund").memories)) == ["1", "2"]
+
+
+WORDS = ["refund", "ledger", "cache", "timeout", "invoice", "export"]
+OPS = st.lists(
+    st.tuples(st.sampled_from(["save", "update", "forget", "search"]), st.integers(0, 30),
+              st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+    min_size=4, max_size=14,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_a_warm_searcher_reopened_after_writes_answers_as_a_fresh_one(tmp_path_factory: pytest.TempPathFactory,
+                                                                      ops: list[tuple[str, int, list[str]]]) -> None:
+    """A searcher reopened after a write keeps its readers of unchanged segments (codec.py);
+    whatever the writes were, it answers as a process that opened every segment afresh."""
+    kb = KnowledgeBase.init(tmp_path_factory.mktemp("warm") / "kb")
+    live: list[str] = []
+    for step, (op, n, words) in enumerate(ops):
+        text = " ".join(words)
+        if op == "save" or not live:
+            live.append(kb.save_observation(title=f"Note {step} {text}", content=f"About {text}.").memory_id)
+        elif op == "update":
+            kb.update(live[n % len(live)], learning=f"Now about {text}.")
+        elif op == "forget":
+            kb.forget(live.pop(n % len(live)))
+        warm = kb.search(text, limit=50).to_json()
+        fresh = KnowledgeBase(kb.root)
+        try:
+            assert warm == fresh.search(text, limit=50).to_json()
+        finally:
+            fresh.close()
+
+
+def test_a_search_after_every_memory_was_forgotten_finds_nothing(empty_kb: KnowledgeBase) -> None:
+    """The words stay in the index (as deleted documents) until a merge; with no live memory
+    left, their idf must not be log(0)."""
+    saved = empty_kb.save_observation(title="Refund timeout", content="Refunds time out after 30 s.")
+    assert ids(empty_kb.search("refund timeout").to_json()["memories"]) == [saved.memory_id]
+    empty_kb.forget(saved.memory_id)
+    assert empty_kb.search("refund timeout").to_json()["memories"] == []
