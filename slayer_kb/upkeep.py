@@ -68,8 +68,12 @@ def after_commit(state: Path, top: Path, objects_dir: Path) -> bool:
     return started
 
 
-REPACK = ["git", "repack", "-d", "-q", "--geometric=2"]
-GC = ["git", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]
+# Successive memories/ trees differ by an entry or two, so each is a tiny delta of the next; git's
+# default chain depth (50) stores a whole tree for every 50 commits, which at 100,000 memories is
+# megabytes each. Deeper chains cost only reads of old trees, which slayer-kb rarely makes.
+DELTA_DEPTH = 250
+REPACK = ["git", "repack", "-d", "-q", "--geometric=2", f"--depth={DELTA_DEPTH}"]
+GC = ["git", "-c", "gc.autoDetach=false", "-c", f"pack.depth={DELTA_DEPTH}", "gc", "--auto", "--quiet"]
 
 
 def start(top: Path, state: Path, commands: list[list[str]] | None = None) -> None:
