@@ -27,9 +27,8 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
 from whoosh.index import LockError
 from whoosh.searching import Searcher
-from whoosh.writing import MERGE_SMALL
 
-from . import embedding, vectors, workers
+from . import compaction, embedding, vectors, workers
 from .analysis import WordAnalyzer, symbols
 from .bm25 import LiveBM25F
 from .catalog import Catalog, catalog_files, same_signature
@@ -56,13 +55,6 @@ if TYPE_CHECKING:
 FORMAT = 9
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 BULK_THRESHOLD = 500
-# Segments with more documents than this are never merged by an update (see _merge_small_segments).
-MERGE_LIMIT = 10_000
-# A save adds a segment and merges nothing until more than SEGMENT_BUDGET segments of at most
-# TINY documents have piled up (see _merge_tiny_segments); `compact` merges the rest.
-TINY = 100
-SEGMENT_BUDGET = 16
-COMPACT_AT = 8
 # From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers:
 # from the first, since search by meaning imports numpy anyway (a test compares the two scorers).
 VECTOR_DOCS = 0
@@ -647,24 +639,29 @@ class Index:
         return len(ix._segments()) if ix is not None else 0
 
     def wants_compaction(self) -> bool:
-        """Whether more than COMPACT_AT segments that saves no longer merge (over TINY
-        documents, at most MERGE_LIMIT) have piled up: time for ``compact``, in the background."""
+        """Whether segments that saves no longer merge have piled up (``compaction.wanted``):
+        time for a compaction, in the background."""
         ix = self._open_existing()
-        if ix is None:
-            return False
-        grown = [s for s in ix._segments() if TINY < s.doc_count_all() <= MERGE_LIMIT]
-        return len(grown) > COMPACT_AT
+        return ix is not None and bool(compaction.wanted(ix._segments()))
 
-    def compact(self) -> None:
-        """Merge the segments that saves left (those of at most MERGE_LIMIT documents) into
-        one, dropping deleted documents, so searches walk fewer, shorter posting lists and
-        their word statistics count live memories only. Call under the KB lock."""
+    def build_compaction(self, everything: bool = False) -> compaction.Built | None:
+        """Step 1 of a compaction, with no lock (see compaction.py): the merged segment of the
+        segments saves left (``everything``: all of at most MERGE_LIMIT documents), or None
+        when there is nothing to merge."""
         ix = self._open_existing()
         if ix is None:
-            return
-        with _writing(ix, bulk=False, merge=_compact_segments):
-            pass
-        self._close_searcher()
+            return None
+        chosen = compaction.wanted(ix._segments(), everything)
+        return compaction.build(ix, chosen, self.dir.parent, CODEC) if chosen else None
+
+    def publish_compaction(self, built: compaction.Built) -> bool:
+        """Step 2, under the KB lock: the merged segment replaces its sources, keeping the
+        deletions made meanwhile; False (and nothing changed) when a rebuild replaced them."""
+        ix = self._open_existing()
+        if ix is None:
+            shutil.rmtree(built.folder, ignore_errors=True)
+            return False
+        return compaction.publish(ix, built)
 
     def invalidate(self) -> None:
         """Make the next freshness check fail, so the next command brings the index up to date."""
@@ -871,7 +868,7 @@ def _writing(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], lis
         try:
             with workers.watched(writer) if bulk else contextlib.nullcontext():
                 yield writer
-                writer.commit(mergetype=merge or (_merge_small_segments if bulk else _merge_tiny_segments))
+                writer.commit(mergetype=merge or (compaction.on_bulk if bulk else compaction.on_save))
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
@@ -914,51 +911,6 @@ def _pool_mb() -> int:
         if limit != "max":
             memory = min(memory, int(limit))
     return max(128, min(1024, memory // (16 * 2**20)))
-
-
-def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
-    """Whoosh's MERGE_SMALL policy, applied only to segments of at most MERGE_LIMIT documents.
-
-    Left alone, MERGE_SMALL lets the small segments it merges grow until a commit folds most of
-    the index into one: after a few cascades, one took 77 s instead of 7 (measured at 100,000
-    memories). Bigger segments stay as they are until a reindex.
-    """
-    big = [segment for segment in segments if segment.doc_count_all() > MERGE_LIMIT]
-    small = [segment for segment in segments if segment.doc_count_all() <= MERGE_LIMIT]
-    return big + MERGE_SMALL(writer, small)
-
-
-def _merge_tiny_segments(writer: Any, segments: list[Any]) -> list[Any]:
-    """The merge policy of a save, an edit, a forget: none, until more than SEGMENT_BUDGET
-    segments of at most TINY documents sit in the index; then only those are merged.
-
-    Whoosh's own policy (and MERGE_SMALL up to MERGE_LIMIT) made about every fifth save wait for
-    a merge of thousands of documents (0.1 to 2 s at 10,000 to 50,000 memories). Merging at most
-    SEGMENT_BUDGET + 1 tiny segments costs little, one save in SEGMENT_BUDGET; the segments that
-    outgrow TINY are merged by ``compact`` (``slayer-kb maintenance``), where no one waits.
-    """
-    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
-    if len(tiny) <= SEGMENT_BUDGET:
-        return segments
-    return _merged(writer, segments, tiny)
-
-
-def _merged(writer: Any, segments: list[Any], chosen: list[Any]) -> list[Any]:
-    """Add the live documents of the ``chosen`` segments to ``writer``'s new segment; the
-    segments that stay as they are."""
-    from whoosh.reading import SegmentReader
-
-    for segment in chosen:
-        reader = SegmentReader(writer.storage, writer.schema, segment)
-        writer.add_reader(reader)
-        reader.close()
-    return [segment for segment in segments if segment not in chosen]
-
-
-def _compact_segments(writer: Any, segments: list[Any]) -> list[Any]:
-    """``compact``'s policy: every segment of at most MERGE_LIMIT documents into one."""
-    small = [segment for segment in segments if segment.doc_count_all() <= MERGE_LIMIT]
-    return _merged(writer, segments, small) if len(small) > 1 else segments
 
 
 def _delete_ids(writer: Any, ids: list[str]) -> None:

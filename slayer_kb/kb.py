@@ -309,9 +309,10 @@ class KnowledgeBase:
         return report
 
     def maintain(self) -> MaintenanceResult:
-        """Compact what saves leave behind, where no one waits for it: merge the index's small
-        segments (saves never merge big ones) and pack the repository's loose objects."""
-        segments, compacted = self.compact_index()
+        """Compact what saves leave behind, where no one waits for it: merge the index's
+        segments of at most MERGE_LIMIT documents into one (saves merge only small ones) and
+        pack the repository's loose objects."""
+        segments, compacted = self.compact_index(everything=True)
         before = self.store.object_store()
         self.store.repack()  # git's own locking keeps it safe beside a commit
         after = self.store.object_store()
@@ -320,13 +321,22 @@ class KnowledgeBase:
             (before.pack_bytes, after.pack_bytes),
         )
 
-    def compact_index(self) -> tuple[int, int]:
-        """Merge the index's small segments (see ``Index.compact``); its segments before and after."""
-        with self.store.locked():
-            self.problems = self.index.catch_up().problems
-            segments = self.index.segments()
-            self.index.compact()
-            return segments, self.index.segments()
+    def background_upkeep(self) -> None:
+        """What the detached job a save starts runs: merge the index segments saves left, then
+        repack the repository if that is due (the job holds the slot a repack would need)."""
+        self.compact_index()
+        self.store.repack_if_due()
+
+    def compact_index(self, everything: bool = False) -> tuple[int, int]:
+        """Merge the index segments that saves left (``everything``: all of at most
+        MERGE_LIMIT documents); the segments before and after. The merge runs without the
+        lock, so saves go on meanwhile; only the swap takes it (compaction.py)."""
+        segments = self.index.segments()
+        built = self.index.build_compaction(everything)
+        if built is not None:
+            with self.store.locked():
+                self.index.publish_compaction(built)
+        return segments, self.index.segments()
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         with self.store.locked():
@@ -446,7 +456,7 @@ class KnowledgeBase:
             self.index.update(ids, written)
             if self.index.wants_compaction():
                 # Off the save path: a detached, niced process merges the segments saves left.
-                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).compact_index()"
+                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"
                 self.store.start_upkeep([[sys.executable, "-c", script, str(self.root)]])
         except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
             # The change is committed; only the derived index lags. Forget the manifest so the next

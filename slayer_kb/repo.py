@@ -449,6 +449,12 @@ class GitStore:
         """Pack the loose objects and roll small packs together now (see ``upkeep``)."""
         upkeep.run(self.top, self.state)
 
+    def repack_if_due(self) -> None:
+        """``repack``, when loose objects have piled up and the user's settings allow it: the
+        last step of a background upkeep job, which holds the one slot a repack would need."""
+        if upkeep.repack_due(self.top, self.objects.dir):
+            upkeep.repack(self.top)
+
     @contextlib.contextmanager
     def _reserved_space(self, contents: list[bytes]) -> Iterator[None]:
         """Hold the disk space the work tree's files will need while the commit is published.

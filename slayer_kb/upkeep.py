@@ -58,14 +58,21 @@ def after_commit(state: Path, top: Path, objects_dir: Path) -> bool:
     except (OSError, ValueError):
         seen = 1
     started = False
-    if seen >= EVERY:
+    # While another upkeep (an index compaction) runs, the count stays due: the next commit
+    # looks again, so loose objects never wait long for a repack.
+    if seen >= EVERY and not running(state):
         seen = 0
-        if loose_objects(objects_dir) > LOOSE and not turned_off(top):
+        if repack_due(top, objects_dir):
             start(top, state)
             started = True
     with contextlib.suppress(OSError):
         counter.write_text(str(seen))
     return started
+
+
+def repack_due(top: Path, objects_dir: Path) -> bool:
+    """More than LOOSE loose objects, and the user has not turned git's upkeep off."""
+    return loose_objects(objects_dir) > LOOSE and not turned_off(top)
 
 
 # Successive memories/ trees differ by an entry or two, so each is a tiny delta of the next; git's
@@ -115,6 +122,11 @@ def run(top: Path, state: Path, timeout: float = 600.0) -> None:
     """The same steps as ``start``, now and in this process (``slayer-kb maintenance``), after
     any that runs in the background; the user's settings do not turn an explicit run off."""
     wait(state, timeout)
+    repack(top, timeout)
+
+
+def repack(top: Path, timeout: float = 600.0) -> None:
+    """``REPACK`` then ``GC``, now, in this process."""
     for command in (REPACK, GC):
         proc = subprocess.run(command, cwd=top, capture_output=True, text=True, check=False, timeout=timeout)
         if proc.returncode != 0:

@@ -377,9 +377,10 @@ def test_updates_never_merge_big_segments(tmp_path: Path, monkeypatch: pytest.Mo
     from whoosh import index as windex
     from whoosh.writing import MERGE_SMALL
 
+    from slayer_kb import compaction
     from slayer_kb import index as index_module
 
-    monkeypatch.setattr(index_module, "MERGE_LIMIT", 20)
+    monkeypatch.setattr(compaction, "MERGE_LIMIT", 20)
     ix = windex.create_in(str(tmp_path), index_module.SCHEMA)
     writer = ix.writer()
     for n in range(25):
@@ -389,7 +390,7 @@ def test_updates_never_merge_big_segments(tmp_path: Path, monkeypatch: pytest.Mo
     for n in range(5):
         writer = ix.writer()
         writer.add_document(id=f"small-{n}", kind="memory", text="small segment")
-        merge = index_module._merge_small_segments if policy == "ours" else MERGE_SMALL
+        merge = compaction.on_bulk if policy == "ours" else MERGE_SMALL
         writer.commit(mergetype=merge)
     ids = [seg.segment_id() for seg in ix._segments()]
     assert (big in ids) is (policy == "ours")  # Whoosh's policy rewrote the 25-document segment

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import commit_all, fsck, git
 
-from slayer_kb import KnowledgeBase, upkeep
-from slayer_kb import index as index_module
+from slayer_kb import KnowledgeBase, compaction, upkeep
 
 
 def loose(root: Path) -> int:
@@ -69,30 +68,32 @@ def found(kb: KnowledgeBase, words: str) -> list[str]:
     return sorted(hit["id"] for hit in KnowledgeBase(kb.root).search(words, match="all", limit=1000).memories)
 
 
-def test_saves_never_merge_a_grown_segment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A save adds its segment; only when more than SEGMENT_BUDGET tiny ones pile up are those
-    (and only those) merged. A segment past TINY stays as it is, whatever saves follow."""
-    monkeypatch.setattr(index_module, "TINY", 2)
-    monkeypatch.setattr(index_module, "SEGMENT_BUDGET", 3)
-    monkeypatch.setattr(index_module, "COMPACT_AT", 100)
+def test_saves_merge_small_segments_in_tiers_and_never_a_grown_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save adds its segment; when MERGE_FACTOR segments of one size tier (of at most TINY
+    documents) pile up, it folds those into its own. A segment past TINY stays as it is."""
+    monkeypatch.setattr(compaction, "TINY", 4)
+    monkeypatch.setattr(compaction, "MERGE_FACTOR", 2)  # tiers: 1 | 2 | 3-4 | grown
+    monkeypatch.setattr(compaction, "COMPACT_AT", 100)
     kb = KnowledgeBase.init(tmp_path / "kb")
     for n in range(5):
         (kb.root / "memories" / f"seed-{n}.yaml").write_text(
             f"learning: seed steady {n}\ncreated_at: '2026-01-01T00:00:00Z'\n", encoding="utf-8")
     commit_all(kb.root, "five memories by hand")
     assert found(kb, "steady") == [f"seed-{n}" for n in range(5)]  # indexed as one segment
-    grown = {sid for sid, size in segment_sizes(kb).items() if size > 2}
-    assert len(grown) == 1
+    grown = set(segment_sizes(kb))
+    assert list(segment_sizes(kb).values()) == [5]
     history = []
     for n in range(12):
         kb.save_memory(f"steady save {n}", ["memory:seed-0"])
         sizes = segment_sizes(kb)
         assert grown <= set(sizes)
-        history.append(sum(1 for sid, size in sizes.items() if sid not in grown and size <= 2))
-    # Tiny segments pile up past the budget, then the next save folds them and its own memory
-    # into one segment (of 5 documents: grown, so no later save touches it either).
-    assert history == [1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2]
-    assert sorted(segment_sizes(kb).values()) == [1, 1, 5, 5, 5]
+        history.append(sorted(size for sid, size in sizes.items() if sid not in grown))
+    assert history == [
+        [1], [1, 1], [3],  # two of tier 0 and the save's own memory: 3 documents
+        [1, 3], [1, 1, 3], [3, 3],
+        [7],  # two of tier 2 (3 documents each): 7, grown
+        [1, 7], [1, 1, 7], [3, 7], [1, 3, 7], [1, 1, 3, 7],
+    ]
     assert found(kb, "steady") == sorted([*(f"seed-{n}" for n in range(5)), *(str(n) for n in range(1, 13))])
 
 
@@ -102,11 +103,12 @@ def test_maintenance_compacts_the_index_and_packs_the_repository(tmp_path: Path,
     saves(kb, 12)
     before = found(kb, "upkeep note")
     objects = loose(kb.root)
-    assert len(segment_sizes(kb)) == 12 and objects >= 4 * 12
+    segments = len(segment_sizes(kb))
+    assert segments > 1 and objects >= 4 * 12
     proc = run_cli("--kb", kb.root, "maintenance")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:2] == ["index segments: 12 -> 1", f"loose objects: {objects} -> 0"]
+    assert lines[:2] == [f"index segments: {segments} -> 1", f"loose objects: {objects} -> 0"]
     assert lines[2].startswith("packs: 0 -> 1 (0.0 MB -> ") and len(lines) == 3
     assert found(kb, "upkeep note") == before and len(before) == 12
     assert segment_sizes(kb) and list(segment_sizes(kb).values()) == [12]
@@ -115,15 +117,62 @@ def test_maintenance_compacts_the_index_and_packs_the_repository(tmp_path: Path,
     assert again["segments"] == {"before": 1, "after": 1} and again["loose_objects"] == {"before": 0, "after": 0}
 
 
-def test_grown_segments_are_compacted_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(index_module, "TINY", 0)  # every save's segment counts as grown
-    monkeypatch.setattr(index_module, "COMPACT_AT", 2)
+def hand_batches(kb: KnowledgeBase, batches: int, size: int) -> None:
+    """``batches`` commits of ``size`` memory files made by hand, each indexed as one segment."""
+    for batch in range(batches):
+        for n in range(size):
+            (kb.root / "memories" / f"hand-{batch}-{n}.yaml").write_text(
+                f"learning: hand batch {batch} note {n}\ncreated_at: '2026-01-01T00:00:00Z'\n", encoding="utf-8")
+        commit_all(kb.root, f"batch {batch}")
+        kb.ensure_fresh()
+
+
+def test_grown_segments_are_compacted_in_the_background(tmp_path: Path) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
     git(kb.root, "config", "gc.auto", "0")
-    saves(kb, 3)
+    size = compaction.TINY + 4
+    hand_batches(kb, compaction.COMPACT_AT, size)
+    assert sorted(segment_sizes(kb).values()) == [size] * compaction.COMPACT_AT
+    saves(kb, 1)  # finds the grown segments and starts the compaction
     assert upkeep.wait(kb.root / ".slayer-kb", 60)
-    assert list(segment_sizes(kb).values()) == [3]
-    assert found(kb, "upkeep note") == ["1", "2", "3"]
+    assert sorted(segment_sizes(kb).values()) == [1, size * compaction.COMPACT_AT]
+    assert len(found(kb, "hand batch")) == size * compaction.COMPACT_AT
+    assert not list((kb.root / ".slayer-kb").glob("merging-*"))
+
+
+def test_writes_made_while_a_compaction_merges_are_kept(tmp_path: Path) -> None:
+    """The merge runs without the lock: what writers delete from its segments meanwhile stays
+    deleted, what they add stays, and searches answer as a fresh process does."""
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    hand_batches(kb, 3, 5)
+    built = kb.index.build_compaction(everything=True)
+    assert built is not None
+    kb.forget("hand-1-2")
+    kb.update("hand-0-0", learning="hand batch rewritten note")
+    saved = kb.save_memory("hand batch added while merging", ["memory:hand-2-0"]).memory_id
+    with kb.store.locked():
+        assert kb.index.publish_compaction(built)
+    expected = sorted({f"hand-{b}-{n}" for b in range(3) for n in range(5)} - {"hand-1-2"} | {saved})
+    assert found(kb, "hand batch") == expected
+    assert kb.search("hand batch note", limit=50).to_json() == KnowledgeBase(kb.root).search("hand batch note", limit=50).to_json()
+    assert 15 in segment_sizes(kb).values()  # the merged one: 15 read, 2 deleted since
+    kb.reindex()
+    assert found(kb, "hand batch") == expected
+    assert not list((kb.root / ".slayer-kb").glob("merging-*"))
+
+
+def test_a_compaction_overtaken_by_a_reindex_changes_nothing(tmp_path: Path) -> None:
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    hand_batches(kb, 2, 3)
+    built = kb.index.build_compaction(everything=True)
+    assert built is not None
+    kb.reindex()
+    before = segment_sizes(kb)
+    with kb.store.locked():
+        assert not kb.index.publish_compaction(built)
+    assert segment_sizes(kb) == before
+    assert len(found(kb, "hand batch")) == 6
+    assert not built.folder.exists()
 
 
 def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
