@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -212,3 +213,27 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     assert found(kb, "upkeep note") == sorted(str(n) for n in range(1, 11))
     assert kb.get("11")["learning"] == "saved after the kill"
     assert fsck(kb.root).returncode == 0
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6, 1.0])
+def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: float) -> None:
+    """SIGKILL while the job imports, builds its segment, or swaps it in: the index answers as
+    before, the next compaction clears the private folder left behind, and saves go on."""
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    hand_batches(kb, 6, 30)
+    before = found(kb, "hand batch")
+    script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).compact_index(everything=True)"
+    kb.store.start_upkeep([[sys.executable, "-c", script, str(kb.root)]])
+    state = kb.root / ".slayer-kb"
+    pid = int((state / upkeep.PID).read_text())
+    time.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    assert upkeep.wait(state, 30)
+    kb = KnowledgeBase(kb.root)
+    assert found(kb, "hand batch") == before
+    saved = kb.save_memory("hand batch after the kill", ["memory:hand-0-0"]).memory_id
+    kb.compact_index(everything=True)
+    assert found(kb, "hand batch") == sorted([*before, saved])
+    assert len(segment_sizes(kb)) == 1
+    assert not list(state.glob("merging-*"))
