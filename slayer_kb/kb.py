@@ -280,7 +280,7 @@ class KnowledgeBase:
         """Bring the index up to date with the files if anything changed them. ``trust_monitor``
         False checks the files even when this process's file monitor saw no change (a watcher's
         periodic check, for changes a network file system reports no event for)."""
-        if trust_monitor and self.monitor is not None and not self.monitor.changed() and self.index.has_searcher():
+        if trust_monitor and self._monitor_says_fresh():
             # A warm process whose file monitor saw nothing relevant: no per-file scan, and the
             # catalog it holds is still the catalog on disk.
             return None
@@ -425,9 +425,14 @@ class KnowledgeBase:
         self._catalog_checked = False
         self._head = False
         with self.store.locked():
-            if sync:
+            if sync and not self._monitor_says_fresh():
                 self.problems = self.index.catch_up().problems
             yield
+
+    def _monitor_says_fresh(self) -> bool:
+        """A warm process whose file monitor saw nothing relevant since its last check (its own
+        commits' files aside): the index it holds describes the files, no per-file scan needed."""
+        return self.monitor is not None and not self.monitor.changed() and self.index.has_searcher()
 
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
@@ -454,6 +459,9 @@ class KnowledgeBase:
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
             self.index.update(ids, written)
+            if self.monitor is not None:
+                # Our own files, indexed just now: the next look-up needs no full check for them.
+                self.monitor.absorb({part for c in changes for part in c.path.split("/")})
             if self.index.wants_compaction():
                 # Off the save path: a detached, niced process merges the segments saves left.
                 script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"

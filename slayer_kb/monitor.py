@@ -122,6 +122,7 @@ class ChangeMonitor:
         self._libc = libc
         self._fd = fd
         self._watched: set[Path] = set()
+        self._pending = False
         self._watch_folders()
 
     @classmethod
@@ -150,17 +151,33 @@ class ChangeMonitor:
 
     def changed(self) -> bool:
         """True if a full freshness check is needed (the caller does one right away)."""
+        relevant = self._read(frozenset()) or self._pending
+        self._pending = False
+        if relevant:
+            # A folder that appeared (a new datasource's models) needs a watch of its own.
+            self._watched = {folder for folder in self._watched if folder.is_dir()}
+            self._watch_folders()
+        return relevant
+
+    def absorb(self, own: set[str]) -> None:
+        """Drop the events of this process's own writes: the files named ``own`` (names in a
+        watched folder), which it has just written and indexed under the KB lock. Any other
+        event stays, for the next ``changed``: a writer's next look-up needs no full check
+        after its own commit, and still sees an edit made beside it."""
+        if self._read(frozenset(own)):
+            self._pending = True
+
+    def _read(self, own: frozenset[str]) -> bool:
+        """Read the queued events: whether one could change the index and is not in ``own``."""
         readable, _, _ = select.select([self._fd], [], [], 0)
         if not readable:
             return False
         relevant = False
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while data := os.read(self._fd, 65536):
-                relevant = relevant or any(not name.startswith(".") for name in _event_names(data))
-        if relevant:
-            # A folder that appeared (a new datasource's models) needs a watch of its own.
-            self._watched = {folder for folder in self._watched if folder.is_dir()}
-            self._watch_folders()
+                relevant = relevant or any(
+                    not name.startswith(".") and (not name or name not in own) for name in _event_names(data)
+                )
         return relevant
 
     def stop(self) -> None:

@@ -3,7 +3,10 @@ edits made behind its back."""
 
 from __future__ import annotations
 
+from conftest import commit_all
+
 from slayer_kb import KnowledgeBase
+from slayer_kb.memory import utc_now
 
 
 def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> None:
@@ -34,3 +37,27 @@ def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> N
     finally:
         kb.close()
     assert kb.monitor is None
+
+
+def test_a_warm_writer_skips_the_scan_after_its_own_commits_only(empty_kb: KnowledgeBase) -> None:
+    """Its own commits' events are absorbed; an edit made beside it still reaches the next
+    Engram save's duplicate check."""
+    kb = empty_kb
+    kb.keep_warm()
+    try:
+        first = kb.save_observation(title="Refund timeout", content="Refunds time out after 30 s.")
+        scans = []
+        original = kb.index._changed_files
+        kb.index._changed_files = lambda state: scans.append(1) or original(state)  # type: ignore[method-assign]
+        second = kb.save_observation(title="Cache TTL", content="The page cache keeps pages 60 s.")
+        assert (first.action, second.action, scans) == ("created", "created", [])
+        # A file added by hand (and committed, as a person would) holding the next save's text:
+        (kb.root / "memories" / "40.yaml").write_text(
+            "title: Invoice numbers\nlearning: Invoice numbers never repeat.\ntype: manual\n"
+            f"scope: project\ncreated_at: '{utc_now()}'\n", encoding="utf-8")
+        commit_all(kb.root, "by hand")
+        third = kb.save_observation(title="Invoice numbers", content="Invoice numbers never repeat.")
+        assert (third.action, third.memory_id) == ("duplicate", "40")
+        assert scans, "the hand-made file must have triggered a real freshness check"
+    finally:
+        kb.close()
