@@ -208,6 +208,15 @@ def _remove_abandoned(state_dir: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Running: a zombie (killed, not yet reaped by its new parent) counts as gone."""
+    if os.path.isdir("/proc/self"):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+        except (OSError, IndexError):
+            pass  # unreadable: ask the kernel
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -56,6 +56,7 @@ _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 # about by their folders, and picked out of the answer here.
 _NAMED_PATHS = 8
 _COMMIT_ATTEMPTS = 5
+LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
 # Paths are never patterns, and a status never writes the user's index (which it may otherwise
 # do to refresh its stat data, taking index.lock from under a git command of theirs).
 _STATUS_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
@@ -191,7 +192,9 @@ class GitStore:
         self.ensure_state_dir()
         lock = filelock.FileLock(str(self.state / "lock"), timeout=timeout)
         try:
-            lock.acquire()
+            # filelock polls (default every 50 ms): a save queued behind another writer or a
+            # compaction's swap would sleep up to 50 ms after the lock was free.
+            lock.acquire(poll_interval=LOCK_POLL)
         except filelock.Timeout:
             raise StoreError(
                 f"Another slayer-kb process has held the lock on {self.root} for {timeout:.0f} s; "
