@@ -121,17 +121,24 @@ def cli_command() -> list[str]:
 
 def run_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int, str]:
     """Wall time (s), peak RSS (KiB) of that one child, and stderr if it failed. Unless ``env``
-    says otherwise the child starts no warm server (SLAYER_KB_SERVER=manual, set by ``Runner``)."""
-    with tempfile.TemporaryFile() as err:
+    says otherwise the child starts no warm server (SLAYER_KB_SERVER=manual, set by ``Runner``).
+
+    The RSS comes from GNU time where it exists: Python starts children with vfork, and a
+    vforked child's peak RSS is the bench process's own until the exec (hundreds of MiB)."""
+    timer = ["/usr/bin/time", "-f", "%M", "-o"] if Path("/usr/bin/time").exists() else None
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as rss:
         began = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        proc = subprocess.Popen([*timer, rss.name, *args] if timer else args, cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
         # wait4 gives this child's own rusage, unlike RUSAGE_CHILDREN's running maximum.
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         problem = "" if proc.returncode == 0 else err.read().decode(errors="replace")[-500:]
-    return wall, usage.ru_maxrss, problem
+        lines = rss.read().strip().splitlines()
+    peak = int(lines[-1]) if timer and lines and lines[-1].isdigit() else usage.ru_maxrss
+    return wall, peak, problem
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,6 +284,9 @@ class Runner:
                 self._edit_by_hand(count)
                 samples.append(timed(self.kb.ensure_fresh))
             self.results[key] = summary(samples)
+        # Untimed: undo the edits, which later steps (a cascade) would rightly refuse to commit.
+        git(self.root, "checkout", "-q", "--", "memories")
+        self.last_write = time.time()
 
     # -- search -----------------------------------------------------------------------------
 

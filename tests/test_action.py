@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catalogfixture import write_test_catalog
-from conftest import ROOT, commit_all, git
 
 from slayer_kb import KnowledgeBase
+from testing import ROOT, commit_all, git, write_test_catalog
 
 GH_STANDIN = '''\
 #!{python}

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase, cascade
+from testing import commit_all, git, json_of
 
 ARCHIVE_MODEL = """\
 name: orders_archive

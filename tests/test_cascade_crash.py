@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git
 
 from slayer_kb import KnowledgeBase, cascade
+from testing import commit_all, git
 
 REFERRERS = 1500
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -25,7 +25,7 @@ def text(i: int, entities: list[str]) -> str:
 
 
 def make_kb(root: Path) -> None:
-    from catalogfixture import write_test_catalog
+    from testing import write_test_catalog
 
     root.mkdir()
     git(root, "init", "-q")

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from catalogfixture import write_test_catalog
 
 from slayer_kb.catalog import (
     Catalog,
@@ -21,6 +20,7 @@ from slayer_kb.errors import (
     NotFoundError,
     ResolutionError,
 )
+from testing import write_test_catalog
 
 
 @pytest.fixture

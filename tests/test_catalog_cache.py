@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catalogfixture import write_test_catalog
-
 from slayer_kb.catalog import load_catalog, load_catalog_cached
+from testing import write_test_catalog
 
 
 def test_cache_round_trips_and_follows_changes(tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner as ClickRunner
-from conftest import EXAMPLE_KB, GIT_ENV, CliRunner, git
 
 import slayer_kb.cli_completion  # noqa: F401  (registers ``completion`` in this process)
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli
+from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git
 
 MEMORY_KEYS = {
     "id", "learning", "title", "type", "description", "entities", "query", "project", "scope",

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import fsck, git
 
 from slayer_kb import KnowledgeBase
+from testing import fsck, git
 
 WRITER = """
 import sys

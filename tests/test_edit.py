@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.editing import edit
 from slayer_kb.errors import InvalidInputError, MemoryFileError
+from testing import git, json_of
 
 EDITOR = """\
 import sys

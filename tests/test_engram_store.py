@@ -7,10 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import git
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import InvalidInputError, NotFoundError
+from testing import git
 
 
 def save(kb: KnowledgeBase, title: str = "JWT auth middleware", content: str = "What: JWT", **kw):  # noqa: ANN201

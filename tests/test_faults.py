@@ -29,10 +29,10 @@ from typing import Any
 import filelock
 import pytest
 import yaml
-from conftest import commit_all, fsck, git, make_catalog_kb
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import KBError
+from testing import commit_all, fsck, git, make_catalog_kb
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 PROBE = "probe"
@@ -83,7 +83,7 @@ def model_yaml(name: str) -> str:
 
 
 def make_fault_kb(root: Path, rng: random.Random) -> None:
-    from catalogfixture import write_test_catalog
+    from testing import write_test_catalog
 
     root.mkdir(parents=True)
     git(root, "init", "-q")

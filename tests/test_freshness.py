@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CliRunner, commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.index import FORMAT
+from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
 

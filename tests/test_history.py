@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import NotFoundError
 from slayer_kb.history import log, restore_revision, review, show, word_diff
+from testing import commit_all, git, json_of
 
 
 def head(kb: KnowledgeBase) -> str:

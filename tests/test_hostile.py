@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliRunner, commit_all, git, json_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.errors import InvalidIdError, InvalidInputError, KBError, MemoryFileError
 from slayer_kb.ids import check_id, check_new_id
 from slayer_kb.nesting import cut_deep, text_depth, value_depth
+from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 KEEP = "learning: An innocent bystander.\nentities:\n- shop.orders.amount\n" + CREATED

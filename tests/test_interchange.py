@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import git, json_of
-
 from slayer_kb import KnowledgeBase
 from slayer_kb.interchange import engram_time, export_slayer, import_engram, import_slayer
+from testing import git, json_of
 
 SLAYER_FILES = {
     "1": """\

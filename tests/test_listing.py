@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase, filestat
 from slayer_kb.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
 from slayer_kb.listing import SYMLINK, Listing, compare, load, patched, save, take
+from testing import git
 
 KINDS = ["file", "empty", "symlink", "dangling", "folder", "fifo", "missing"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import commit_all, fsck, git
 
 from slayer_kb import KnowledgeBase
+from testing import commit_all, fsck, git
 
 PROCESSES = 8
 OPERATIONS = 100
@@ -81,7 +81,7 @@ for n in range(count):
 
 
 def make_load_kb(root: Path) -> None:
-    from catalogfixture import write_test_catalog
+    from testing import write_test_catalog
 
     root.mkdir()
     git(root, "init", "-q")

@@ -3,10 +3,9 @@ edits made behind its back."""
 
 from __future__ import annotations
 
-from conftest import commit_all
-
 from slayer_kb import KnowledgeBase
 from slayer_kb.memory import utc_now
+from testing import commit_all
 
 
 def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXAMPLE_KB, ROOT, commit_all, git
+
+from testing import EXAMPLE_KB, ROOT, commit_all, git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 

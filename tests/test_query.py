@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from catalogfixture import write_test_catalog
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from slayer_kb.query import (
     split_references,
     strip_aggregation,
 )
+from testing import write_test_catalog
 
 REFERENCE = re.compile(r"\*|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\.\*)?")
 

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Watcher
 from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase, relay
+from testing import Watcher
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 

@@ -6,12 +6,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from catalogfixture import write_test_catalog
-from conftest import commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import ConflictError
 from slayer_kb.renumber import plan, renumber, sync
+from testing import commit_all, git, json_of, write_test_catalog
 
 
 def branch(root: Path) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import commit_all, git, json_of
-
 from slayer_kb import KnowledgeBase
+from testing import commit_all, git, json_of
 
 BROKEN = "learning: [unclosed\n"
 
@@ -95,7 +94,7 @@ def test_restore_rev_puts_back_a_file_deleted_by_hand(catalog_kb: KnowledgeBase,
 def test_state_folder_ignores_itself_in_a_repository_init_did_not_make(tmp_path: Path, run_cli) -> None:
     """A SLayer storage folder put under git by hand, with no .gitignore: slayer-kb's derived
     state never shows up in git status, and 'git add -A' commits none of it."""
-    from catalogfixture import write_test_catalog
+    from testing import write_test_catalog
 
     root = tmp_path / "storage"
     root.mkdir()

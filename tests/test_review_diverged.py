@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import NotFoundError
 from slayer_kb.history import review
 from slayer_kb.renumber import renumber
+from testing import commit_all, git, json_of
 
 
 @pytest.fixture

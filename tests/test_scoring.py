@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_search import RELEVANCE
 from whoosh import index as windex
 from whoosh import query as Q
 from whoosh.scoring import bm25
@@ -21,6 +20,7 @@ from slayer_kb import index as index_module
 from slayer_kb.bm25 import LiveBM25F
 from slayer_kb.index import SCHEMA
 from slayer_kb.scoring import VectorSearcher
+from testing import RELEVANCE
 
 WORDS = ["refund", "order", "paid", "revenue", "cents", "warehouse", "churn", "utc", "vat", "margin"]
 

@@ -3,42 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import InvalidInputError, NotFoundError
-
-# (question or entity, expected top hit): what a person asking this should see first.
-RELEVANCE = [
-    ("q", "time zones UTC", "2"),
-    ("q", "klarna captured", "7"),
-    ("q", "test orders", "6"),
-    ("q", "fiscal year", "kb.fiscal-calendar"),
-    ("q", "soft delete", "kb.soft-deletes"),
-    ("q", "currency conversion exchange rate", "kb.currency-conversion"),
-    ("q", "active customer definition", "kb.active-customer"),
-    ("q", "is_returned NULL", "3"),
-    ("q", "affiliate commission", "16"),
-    ("q", "UTM campaign case", "14"),
-    ("q", "warehouse refresh schedule", "10"),
-    ("q", "weighted average price", "17"),
-    ("q", "margin unit cost", "19"),
-    ("q", "slowly changing dimension", "22"),
-    ("q", "conversion rate sessions", "13"),
-    ("q", "new versus returning buyers", "23"),
-    ("q", "payments cents", "4"),
-    ("q", "how are refunds counted", "kb.refund-policy"),
-    ("q", "paid revenue", "kb.paid-revenue"),
-    ("q", "DuckDB connection agents", "24"),
-    ("q", "long date ranges warehouse", "25"),
-    ("q", "decision/paid-revenue", "kb.paid-revenue"),
-    ("e", "shop.orders.amount", "1"),
-    ("e", "memory:kb.paid-revenue", "kb.paid-revenue"),
-    ("e", "shop.payments.amount_cents", "4"),
-    ("e", "orders.is_returned", "3"),
-    ("e", "memory:15", "15"),
-    ("e", "shop.refunds", "26"),
-]
+from testing import RELEVANCE, json_of
 
 
 @pytest.mark.parametrize(("kind", "text", "expected"), RELEVANCE, ids=[r[1] for r in RELEVANCE])

@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_all, json_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_mcp import call, with_server
 
 from bench.relevance import CONFIGS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.analysis import symbols
 from slayer_kb.search import words as W
+from testing import commit_all, json_of
+from testing.mcp import call, with_server
 
 
 def ids(hits: list[dict[str, Any]]) -> list[str]:

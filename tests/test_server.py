@@ -23,9 +23,9 @@ from pathlib import Path
 
 import filelock
 import pytest
-from conftest import EXAMPLE_KB, commit_all, git
 
 from slayer_kb import relay
+from testing import EXAMPLE_KB, commit_all, git
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CliRunner, git, json_of
 
 from slayer_kb import KnowledgeBase, sessions
 from slayer_kb.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from slayer_kb.history import review
 from slayer_kb.validate import fmt, validate
+from testing import CliRunner, git, json_of
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 LEARNINGS = """\

@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.index import FORMAT
+from testing import git, json_of
 
 
 class Payload:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_all, fsck, git
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import (
@@ -21,6 +20,7 @@ from slayer_kb.errors import (
     ResolutionError,
 )
 from slayer_kb.repo import holds, put_file
+from testing import commit_all, fsck, git
 
 
 def commits(root: Path) -> list[str]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CliRunner, commit_all, git
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import ConflictError
+from testing import CliRunner, commit_all, git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED

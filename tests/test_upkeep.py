@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, fsck, git
 
 from slayer_kb import KnowledgeBase, compaction, upkeep
+from testing import commit_all, fsck, git
 
 
 def loose(root: Path) -> int:

@@ -10,12 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import EXAMPLE_KB, commit_all, git, json_of
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.errors import KBError
 from slayer_kb.slayerquery import check_query
 from slayer_kb.validate import SCHEMA_PATH, validate
+from testing import EXAMPLE_KB, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 GOOD = f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"

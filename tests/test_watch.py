@@ -15,7 +15,6 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from conftest import Watcher, commit_all, git
 from whoosh import index as windex
 from whoosh import query as Q
 
@@ -23,6 +22,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.index import SyncReport, text_terms
 from slayer_kb.monitor import is_relevant
 from slayer_kb.watch import run_watcher
+from testing import Watcher, commit_all, git
 
 LATENCY = 1.0  # the promise: a hand edit is searchable within one second
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.memory import Memory, dumps
+from testing import commit_all, git
 
 MEMORIES = 1500  # above BULK_THRESHOLD: a rebuild goes to Whoosh's worker processes
 

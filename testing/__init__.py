@@ -1,0 +1,15 @@
+"""Helpers the tests share (as pre-commit's ``testing/``): real repositories, real processes.
+
+``tests/conftest.py`` turns them into fixtures; tests import them from here, never from
+``conftest`` or from one another. ``testing.mcp`` needs the ``mcp`` SDK (the dev extra).
+"""
+
+from .catalog import write_test_catalog
+from .cli import CliRunner, Watcher, cli_runner, json_of
+from .example import RELEVANCE
+from .repos import EXAMPLE_KB, GIT_ENV, ROOT, commit_all, fsck, git, make_catalog_kb
+
+__all__ = [
+    "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "CliRunner", "Watcher", "cli_runner", "commit_all",
+    "fsck", "git", "json_of", "make_catalog_kb", "write_test_catalog",
+]

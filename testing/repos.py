@@ -1,0 +1,47 @@
+"""Real git repositories for tests: the example KB, git itself, and a catalog KB."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_KB = ROOT / "kb"
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.com",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
+def fsck(root: Path) -> subprocess.CompletedProcess[str]:
+    """``git fsck --strict`` once slayer-kb's background repack (upkeep.py) has finished: fsck
+    reports loose objects that a repack packs away while it reads them."""
+    from slayer_kb import upkeep
+
+    assert upkeep.wait(root / ".slayer-kb", 60), "the background repack did not finish"
+    return subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True, text=True)
+
+
+def commit_all(repo: Path, message: str = "test setup") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def make_catalog_kb(root: Path) -> Path:
+    """A committed KB at ``root`` with the test catalog of testing/catalog.py (priority: shop)."""
+    from .catalog import write_test_catalog
+
+    root.mkdir()
+    git(root, "init", "-q")
+    write_test_catalog(root, priority=["shop"])
+    (root / "memories").mkdir()
+    (root / ".gitignore").write_text(".slayer-kb/\n")
+    commit_all(root)
+    return root
