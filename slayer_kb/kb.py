@@ -323,7 +323,8 @@ class KnowledgeBase:
 
     def background_upkeep(self) -> None:
         """What the detached job a save starts runs: merge the index segments saves left, then
-        repack the repository if that is due (the job holds the slot a repack would need)."""
+        pack the loose objects that commits made meanwhile, if that is due (the job holds the
+        slot a repack would need, and the saves may have stopped)."""
         self.compact_index()
         self.store.repack_if_due()
 

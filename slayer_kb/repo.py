@@ -445,16 +445,19 @@ class GitStore:
         return upkeep.objects(self.objects.dir)
 
     def start_upkeep(self, commands: list[list[str]]) -> None:
-        """Run ``commands`` in the background, as the repository's upkeep runs (see ``upkeep``)."""
-        upkeep.start(self.top, self.state, commands)
+        """Run ``commands`` in the background, as the repository's upkeep runs (see ``upkeep``),
+        after the repack when one is due: the job holds the one slot a repack would need, and
+        at the lowest priority on a busy machine a Python job can wait long for the CPU."""
+        due = upkeep.repack_due(self.top, self.objects.dir)
+        upkeep.start(self.top, self.state, [upkeep.REPACK, upkeep.GC, *commands] if due else commands)
 
     def repack(self) -> None:
         """Pack the loose objects and roll small packs together now (see ``upkeep``)."""
         upkeep.run(self.top, self.state)
 
     def repack_if_due(self) -> None:
-        """``repack``, when loose objects have piled up and the user's settings allow it: the
-        last step of a background upkeep job, which holds the one slot a repack would need."""
+        """``repack``, now and without waiting for the upkeep slot (the caller holds it), when
+        loose objects have piled up and the user's settings allow it."""
         if upkeep.repack_due(self.top, self.objects.dir):
             upkeep.repack(self.top)
 

@@ -96,9 +96,9 @@ class Table:
             "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted FROM vectors ORDER BY id"
         ).fetchall()
         count = len(found)
-        quantised = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(count, DIMENSIONS)
-        scales = np.fromiter((r[2] for r in found), dtype=np.float32, count=count)
-        matrix = quantised.astype(np.float32) * scales[:, None]
+        matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(count, DIMENSIONS).astype(np.float32)
+        # In place: a second float32 matrix would be 100 MB more at 100,000 memories.
+        matrix *= np.fromiter((r[2] for r in found), dtype=np.float32, count=count)[:, None]
         codes: dict[str, np.ndarray] = {}
         values: dict[str, dict[str | None, int]] = {}
         for column, name in ((3, "type"), (4, "project"), (5, "scope")):
