@@ -25,6 +25,7 @@ from .errors import InvalidInputError, KBError, NotFoundError
 from .ids import check_id
 from .kb import DEFAULT_MAX_CONTENT, KnowledgeBase
 from .locate import find_kb_root
+from .text import warning_lines
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -163,10 +164,6 @@ def read_query(value: str | None) -> dict[str, Any] | None:
     if not isinstance(query, dict):
         raise InvalidInputError("--query must be a JSON object (a SlayerQuery with source_model).")
     return query
-
-
-def warn_lines(warnings: list[str]) -> str:
-    return "".join(f"\nwarning: {w}" for w in warnings)
 
 
 @click.group(cls=KBGroup, context_settings=CONTEXT_SETTINGS)
@@ -339,7 +336,7 @@ def _save_text(result: Any) -> str:
         head = f"Saved memory {result.memory_id} ({result.action})"
         if result.resolved_entities:
             head += "\n  entities: " + ", ".join(result.resolved_entities)
-    return head + warn_lines(result.warnings)
+    return head + warning_lines(result.warnings)
 
 
 @cli.command()
@@ -373,7 +370,7 @@ def _memory_text(data: dict[str, Any]) -> str:
             lines.append(f"{key}: {value}")
     lines.append("")
     lines.append(data["learning"].rstrip("\n"))
-    return "\n".join(lines) + warn_lines(data.get("warnings", []))
+    return "\n".join(lines) + warning_lines(data.get("warnings", []))
 
 
 @cli.command()
@@ -420,7 +417,7 @@ def update(
         entities=list(entities) or None,
         force=force,
     )
-    emit(settings, data, lambda: f"Updated memory {memory_id}" + warn_lines(data.get("warnings", []))
+    emit(settings, data, lambda: f"Updated memory {memory_id}" + warning_lines(data.get("warnings", []))
          + kept_line(data.get("kept", [])))
 
 
@@ -468,7 +465,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
         emit(
             settings,
             result.to_json(),
-            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warn_lines(result.warnings),
+            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings),
         )
         return
     data = settings.kb().restore(memory_id)
@@ -569,7 +566,7 @@ def search_cmd(
             )
         if not lines:
             lines.append("No matches.")
-        return "\n".join(lines) + warn_lines(result.warnings)
+        return "\n".join(lines) + warning_lines(result.warnings)
 
     emit(settings, result.to_json(), human)
 
@@ -763,7 +760,7 @@ def reindex(settings: Settings) -> None:
         report = kb.reindex()
     problems = [str(p) for p in report.problems]
     data = {"indexed": report.updated, "problems": problems}
-    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warn_lines(problems))
+    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warning_lines(problems))
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli import Settings, _memory_text, cli, emit, json_option, pass_settings, warn_lines
+from .cli import Settings, _memory_text, cli, emit, json_option, pass_settings
+from .text import warning_lines
 
 if TYPE_CHECKING:
     from . import interchange
@@ -45,7 +46,7 @@ def edit(settings: Settings, memory_id: str) -> None:
     def human() -> str:
         if not result.changed:
             return f"No change to memory {memory_id}; nothing committed."
-        return f"Edited memory {memory_id} (commit {result.commit[:12] if result.commit else '-'})" + warn_lines(result.warnings)
+        return f"Edited memory {memory_id} (commit {result.commit[:12] if result.commit else '-'})" + warning_lines(result.warnings)
 
     emit(settings, result.to_json(), human)
 
@@ -176,7 +177,7 @@ def sync_cmd(settings: Settings, remote: str) -> None:
 
 
 def _import_text(result: interchange.ImportResult) -> str:
-    return result.summary() + warn_lines(result.warnings)
+    return result.summary() + warning_lines(result.warnings)
 
 
 @cli.command("import-slayer")
@@ -211,7 +212,7 @@ def export_slayer(settings: Settings, directory: str) -> None:
     from . import interchange  # imported on use: keeps every command's start-up short
     result = interchange.export_slayer(settings.kb(), directory)
     data: dict[str, Any] = result.to_json()
-    emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warn_lines(result.problems))
+    emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warning_lines(result.problems))
 
 
 @cli.command("import-engram")

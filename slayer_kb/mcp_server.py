@@ -24,6 +24,7 @@ from . import __version__, engram, sessions
 from .errors import InvalidInputError, KBError
 from .kb import DEFAULT_LIMIT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .nesting import MAX_DEPTH, cut_deep, text_depth, too_deep, value_depth
+from .text import warning_lines
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ def _json_reply(data: dict[str, Any]) -> Reply:
 
 
 def _with_warnings(text: str, warnings: Iterable[str]) -> str:
-    return text + "".join(f"\nwarning: {w}" for w in warnings)
+    return text + warning_lines(warnings)
 
 
 def _clip(text: str | None, limit: int) -> str:
