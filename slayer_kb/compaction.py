@@ -123,9 +123,10 @@ class Built:
     sources: list[_Source] = field(default_factory=list)
 
 
-def build(ix: Any, chosen: list[Any], state_dir: Path, codec: Any) -> Built:
+def build(ix: Any, chosen: list[Any], state_dir: Path, codec: Any) -> Built | None:
     """Step 1, with no lock: the live documents of ``chosen`` (segments of ``ix``) copied into
-    one new segment in a private folder under ``state_dir``."""
+    one new segment in a private folder under ``state_dir``. None when a segment's file is gone
+    before it was opened: another compaction (or a reindex) has replaced it already."""
     _remove_abandoned(state_dir)
     folder = state_dir / f"{_FOLDER_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     folder.mkdir()
@@ -151,6 +152,9 @@ def build(ix: Any, chosen: list[Any], state_dir: Path, codec: Any) -> Built:
         finally:
             writer._finish()
         return Built(folder, new, sources)
+    except FileNotFoundError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

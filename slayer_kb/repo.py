@@ -82,7 +82,12 @@ def run_git(
         )
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
-    if check and proc.returncode != 0:
+    return checked(args, proc) if check else proc
+
+
+def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
+    """``proc``, or a StoreError that says why ``git ARGS`` failed."""
+    if proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip()
         raise StoreError(f"git {args[0]} failed: {_explain(message)}")
     return proc
@@ -448,6 +453,9 @@ class GitStore:
         """Run ``commands`` in the background, as the repository's upkeep runs (see ``upkeep``),
         after the repack when one is due: the job holds the one slot a repack would need, and
         at the lowest priority on a busy machine a Python job can wait long for the CPU."""
+        if upkeep.running(self.state):
+            # A save asks again and again until the running job is done: no config look-ups.
+            return
         due = upkeep.repack_due(self.top, self.objects.dir)
         upkeep.start(self.top, self.state, [upkeep.REPACK, upkeep.GC, *commands] if due else commands)
 
@@ -512,15 +520,13 @@ class GitStore:
         args = ["commit-tree", tree, "-F", "-"]
         if parent:
             args[2:2] = ["-p", parent]
-        for _ in range(_COMMIT_ATTEMPTS - 1):
+        for _ in range(_COMMIT_ATTEMPTS):
             proc = self.git(*args, input=message.encode(), env=env, check=False)
-            if proc.returncode == 0:
-                return proc.stdout.decode().strip()
             # git makes the object's fan-out folder and retries once; a concurrent repack's
             # prune-packed can remove it again (objects.py retries the same way).
             if b"unable to create temporary file: No such file or directory" not in proc.stderr:
                 break
-        return self.git(*args, input=message.encode(), env=env).stdout.decode().strip()
+        return checked(args, proc).stdout.decode().strip()
 
     def _identity(self) -> dict[str, str]:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase, compaction, upkeep
+from slayer_kb.index import CODEC
 from testing import commit_all, fsck, git
 
 
@@ -237,3 +238,18 @@ def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: 
     assert found(kb, "hand batch") == sorted([*before, saved])
     assert len(segment_sizes(kb)) == 1
     assert not list(state.glob("merging-*"))
+
+
+def test_a_compaction_whose_segments_another_replaced_builds_nothing(tmp_path: Path) -> None:
+    """Two compactions (the background one and `maintenance`) may choose the same segments; the
+    one that comes second finds their files gone, and drops its work without a trace."""
+    from whoosh import index as windex
+
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    hand_batches(kb, 3, 5)
+    ix = windex.open_dir(str(kb.root / ".slayer-kb" / "index"))
+    stale = ix._segments()
+    kb.compact_index(everything=True)  # the other compaction: merges and deletes their files
+    assert compaction.build(ix, stale, kb.root / ".slayer-kb", CODEC) is None
+    assert not list((kb.root / ".slayer-kb").glob("merging-*"))
+    assert len(found(kb, "hand batch")) == 15
