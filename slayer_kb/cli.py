@@ -316,9 +316,9 @@ def save(
             )
         extra = {
             "type": type_,
-            "project": engram.normalize_project(project),
+            "project": project,
             "scope": scope,
-            "topic_key": engram.normalize_topic_key(topic_key),
+            "topic_key": topic_key,
             "session_id": session_id,
         }
         result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)

@@ -555,6 +555,11 @@ class KnowledgeBase:
             _check_unicode(value, name)
         self.check_learning(learning)
         description = _check_description(description)
+        # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
+        if "project" in engram_fields:
+            engram_fields["project"] = engram.normalize_project(engram_fields["project"])
+        if "topic_key" in engram_fields:
+            engram_fields["topic_key"] = engram.normalize_topic_key(engram_fields["topic_key"])
         # A plain save looks nothing up in the index, so it skips the freshness scan.
         with self._writing(sync=False):
             entities, warnings, query = self._link(linked_entities)

@@ -192,3 +192,12 @@ def test_every_tool_through_the_cli(tmp_path: Path, run_cli) -> None:  # noqa: A
     assert proc.stdout == 'Memory saved: "Chose JWT" (decision)\nSuggested topic_key: decision/chose-jwt\n(memory 1)\n'
     proc = run_cli("--kb", root, "suggest-topic-key", "--type", "architecture", "--title", "  Auth Model  ", "--json")
     assert proc.stdout.strip() == '{\n  "topic_key": "architecture/auth-model"\n}'
+
+
+def test_save_memory_normalises_project_and_topic_key_in_the_core(catalog_kb: KnowledgeBase) -> None:
+    """The library applies the rules itself, not only the CLI: one project, one upsert key."""
+    saved = catalog_kb.save_memory("JWT over sessions", ["orders"], project="  My-API ", topic_key="Arch/Auth  Model")
+    memory = catalog_kb.read(saved.memory_id)
+    assert (memory.project, memory.topic_key) == ("my-api", "arch/auth-model")
+    text = (catalog_kb.root / "memories" / f"{saved.memory_id}.yaml").read_text(encoding="utf-8")
+    assert "project: my-api\n" in text and "topic_key: arch/auth-model\n" in text
