@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from slayer_kb.memory import Memory, dumps
+from slayer_kb.core.memory import Memory, dumps
 
 # Bump when the output changes, so cached corpora of the old shape are regenerated.
 GENERATOR_VERSION = 1

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slayer_kb import KnowledgeBase, relay, upkeep
-from slayer_kb.index import RACY_SECONDS, text_terms
-from slayer_kb.memory import dumps
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.memory import dumps
+from slayer_kb.daemon import relay
+from slayer_kb.search.index import RACY_SECONDS, text_terms
+from slayer_kb.store import upkeep
 
 from . import corpus as corpus_mod
 from .corpus import Corpus, git
@@ -637,8 +639,8 @@ class Runner:
     # -- watcher ----------------------------------------------------------------------------
 
     def watcher(self) -> None:
-        if importlib.util.find_spec("slayer_kb.watch") is None:
-            self.results["watcher"] = skipped("not available: slayer_kb.watch is not importable")
+        if importlib.util.find_spec("slayer_kb.daemon.watch") is None:
+            self.results["watcher"] = skipped("not available: slayer_kb.daemon.watch is not importable")
             return
         self.settle()
         from whoosh import index as windex
@@ -684,27 +686,27 @@ class Runner:
 
     def validate(self) -> None:
         try:
-            module = importlib.import_module("slayer_kb.validate")
+            module = importlib.import_module("slayer_kb.ops.validate")
         except ImportError as exc:
             self.results["validate"] = skipped(f"not available: {exc}")
             return
         names = ("validate_kb", "validate_all", "validate_paths", "validate", "check_kb", "run")
         fn = next((getattr(module, n) for n in names if callable(getattr(module, n, None))), None)
         if fn is None:
-            self.results["validate"] = skipped(f"not available: slayer_kb.validate has none of {names}")
+            self.results["validate"] = skipped(f"not available: slayer_kb.ops.validate has none of {names}")
             return
         call = _first_working(fn, [([self.root],), (self.root,), (self.kb,)])
         outcome: list[Any] = []
         samples = [timed(lambda: outcome.append(call())) for _ in range(self.plan.validate)]
         problems = getattr(outcome[-1], "problems", None)
         found = f", {len(problems)} problems reported" if problems is not None else ""
-        self.results["validate"] = summary(samples, note=f"slayer_kb.validate.{fn.__name__}{found}",
+        self.results["validate"] = summary(samples, note=f"slayer_kb.ops.validate.{fn.__name__}{found}",
                                            problems=[str(p) for p in (problems or [])[:5]])
 
     def cascade(self) -> None:
         delete_model = _delete_model(self.kb)
         if delete_model is None:
-            self.results["cascade"] = skipped("not available: no KnowledgeBase.delete_model or slayer_kb.cascade.delete_model")
+            self.results["cascade"] = skipped("not available: no KnowledgeBase.delete_model or slayer_kb.ops.cascade.delete_model")
             return
         ds, model = self.corpus.hot_model.split(".")
         samples = []
@@ -758,12 +760,12 @@ def _snapshot(source: Path, target: Path) -> None:
 
 
 def _delete_model(kb: KnowledgeBase) -> Callable[..., Any] | None:
-    """The cascade, as a KnowledgeBase method or as slayer_kb.cascade's function of a KB."""
+    """The cascade, as a KnowledgeBase method or as slayer_kb.ops.cascade's function of a KB."""
     method = getattr(kb, "delete_model", None)
     if callable(method):
         return method  # type: ignore[no-any-return]
     try:
-        module = importlib.import_module("slayer_kb.cascade")
+        module = importlib.import_module("slayer_kb.ops.cascade")
     except Exception:  # noqa: BLE001 - a module being written may fail in any way; skip it
         return None
     fn = getattr(module, "delete_model", None)

@@ -8,7 +8,7 @@ import os
 # save (measured: 18 ms against 2 ms for a 12 x 256 by 256 x 5,000 product on two cores).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .errors import KBError
+from .core.errors import KBError
 
 TYPE_CHECKING = False  # typing is not imported: `slayer-kb` relayed to a server needs none of it
 

@@ -8,7 +8,7 @@ import sys
 
 
 def main() -> None:
-    from .relay import forward
+    from .daemon.relay import forward
 
     outcome = forward(sys.argv[1:])
     if outcome.code is not None:
@@ -19,6 +19,6 @@ def main() -> None:
         run_cli()
     finally:
         if outcome.start is not None:
-            from .relay import spawn
+            from .daemon.relay import spawn
 
             spawn(outcome.start)

@@ -18,11 +18,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from whoosh import query as Q
-
-from . import engram, search, sessions
-from .catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
-from .errors import (
+from . import search
+from .catalog.catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
+from .core import engram
+from .core.errors import (
     ConflictError,
     InvalidInputError,
     KBError,
@@ -31,17 +30,19 @@ from .errors import (
     ResolutionError,
     StoreError,
 )
-from .fileio import NotRegularFile, read_regular
-from .ids import check_id, check_new_id, highest_auto_id, id_sort_key
-from .index import NONE, Index, SyncReport
-from .locate import MEMORIES_DIR
+from .core.ids import check_id, check_new_id, highest_auto_id, id_sort_key
+from .core.locate import MEMORIES_DIR
+from .ops import sessions
+from .search import lookups
+from .search.index import NONE, Index, SyncReport
+from .store.fileio import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
-    from .monitor import ChangeMonitor
-from .memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
-from .query import clean_query, query_entities, split_references
-from .repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
-from .statefiles import IdCache, PendingDuplicates
+    from .daemon.monitor import ChangeMonitor
+from .catalog.refs import clean_query, query_entities, split_references
+from .core.memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
+from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
+from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
 
 T = TypeVar("T")
@@ -184,7 +185,7 @@ class KnowledgeBase:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
         that a read skips the per-file freshness scan while nothing changed. An edit made behind
         the process's back is seen by the next read, as without it. (Off where inotify is not.)"""
-        from .monitor import ChangeMonitor
+        from .daemon.monitor import ChangeMonitor
 
         if self.monitor is None:
             self.monitor = ChangeMonitor.create(self.root)
@@ -372,7 +373,7 @@ class KnowledgeBase:
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
 
-    def _indexed_reads(self, query: Q.Query) -> Iterator[tuple[Memory, str]]:
+    def _indexed_reads(self, query: lookups.Lookup) -> Iterator[tuple[Memory, str]]:
         """The memories matching ``query`` in id order, each with its file's text; a file that
         broke since the index read it is skipped (it is no memory to edit)."""
         docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
@@ -842,8 +843,7 @@ class KnowledgeBase:
 
     def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
-        query = Q.And([Q.Term("kind", "memory"), Q.Or([Q.Term("entities", e) for e in entities])])
-        for memory, text in self._indexed_reads(query):
+        for memory, text in self._indexed_reads(lookups.tagged(entities)):
             yield memory.id, memory, text
 
     def restore(self, memory_id: str) -> dict[str, Any]:
@@ -980,22 +980,22 @@ class KnowledgeBase:
     # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
 
     def delete_model(self, model: str, datasource: str | None = None, *, force: bool = False) -> Any:
-        from . import cascade
+        from .ops import cascade
 
         return cascade.delete_model(self, model, datasource, force=force)
 
     def delete_datasource(self, datasource: str, *, force: bool = False) -> Any:
-        from . import cascade
+        from .ops import cascade
 
         return cascade.delete_datasource(self, datasource, force=force)
 
     def delete_leaf(self, leaf: str, *, force: bool = False) -> Any:
-        from . import cascade
+        from .ops import cascade
 
         return cascade.delete_leaf(self, leaf, force=force)
 
     def prune(self, dry_run: bool = False, *, force: bool = False) -> Any:
-        from . import cascade
+        from .ops import cascade
 
         return cascade.prune(self, dry_run=dry_run, force=force)
 

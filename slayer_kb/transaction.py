@@ -27,11 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from whoosh import query as Q
-
-from .locate import MEMORIES_DIR
-from .memory import Memory, dumps
-from .repo import Change
+from .core.locate import MEMORIES_DIR
+from .core.memory import Memory, dumps
+from .search.lookups import Lookup
+from .store.repo import Change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -64,7 +63,7 @@ class Transaction:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def read_matching(self, query: Q.Query) -> Iterator[tuple[Memory, str]]:
+    def read_matching(self, query: Lookup) -> Iterator[tuple[Memory, str]]:
         """The memories the index finds for ``query``, in id order, each with its file's text; a
         file that broke since the index read it is skipped. The index's parsed copy is used where
         the file still hashes the same, so reading thousands parses only what changed."""

@@ -23,7 +23,7 @@ def git(cwd: Path, *args: str) -> str:
 def fsck(root: Path) -> subprocess.CompletedProcess[str]:
     """``git fsck --strict`` once slayer-kb's background repack (upkeep.py) has finished: fsck
     reports loose objects that a repack packs away while it reads them."""
-    from slayer_kb import upkeep
+    from slayer_kb.store import upkeep
 
     assert upkeep.wait(root / ".slayer-kb", 60), "the background repack did not finish"
     return subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True, text=True)

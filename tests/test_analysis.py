@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh.analysis import STOP_WORDS, StemmingAnalyzer
 
-from slayer_kb.analysis import WordAnalyzer
+from slayer_kb.search.analysis import WordAnalyzer
 
 WHOOSH = StemmingAnalyzer()
 OURS = WordAnalyzer()
@@ -54,7 +54,7 @@ def _symbols_reference(text: str) -> list[str]:
     """analysis.symbols, token by token over every whitespace-separated token."""
     import re
 
-    from slayer_kb.analysis import _CLOSING, _OPENING, _SYMBOL_STOPS, MAX_SYMBOL
+    from slayer_kb.search.analysis import _CLOSING, _OPENING, _SYMBOL_STOPS, MAX_SYMBOL
 
     out: dict[str, None] = {}
     for raw in re.findall(r"\S+", text):
@@ -73,6 +73,6 @@ def _symbols_reference(text: str) -> list[str]:
 @settings(max_examples=300)
 @given(st.one_of(st.text(alphabet=st.sampled_from(list("aBc xyz N+1 %w C++ utf-8 . , ; ( ) ' \" - _ / # @ \n\t é 9")), max_size=80), st.text(max_size=60)))
 def test_symbols_match_the_token_by_token_reading(text: str) -> None:
-    from slayer_kb.analysis import symbols
+    from slayer_kb.search.analysis import symbols
 
     assert symbols(text) == _symbols_reference(text)

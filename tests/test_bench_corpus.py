@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import corpus  # the repository root is on pytest's pythonpath
-from slayer_kb.catalog import Resolver, load_catalog
-from slayer_kb.ids import check_id
-from slayer_kb.memory import loads
-from slayer_kb.query import query_entities
+from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.refs import query_entities
+from slayer_kb.core.ids import check_id
+from slayer_kb.core.memory import loads
 
 SIZE = 50
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb import KnowledgeBase, cascade
+from slayer_kb import KnowledgeBase
+from slayer_kb.ops import cascade
 from testing import commit_all, git, json_of
 
 ARCHIVE_MODEL = """\

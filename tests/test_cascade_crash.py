@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb import KnowledgeBase, cascade
+from slayer_kb import KnowledgeBase
+from slayer_kb.ops import cascade
 from testing import commit_all, git
 
 REFERRERS = 1500
@@ -43,7 +44,7 @@ def make_kb(root: Path) -> None:
 # sleeps before that step, and the work itself is unchanged.
 SLOWED = """
 import sys, time
-from slayer_kb import repo
+from slayer_kb.store import repo
 from slayer_kb.cli import main
 step, delay = sys.argv.pop(1), float(sys.argv.pop(1))
 owner = repo.GitStore if hasattr(repo.GitStore, step) else repo

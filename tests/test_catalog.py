@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb.catalog import (
+from slayer_kb.catalog.catalog import (
     Catalog,
     CatalogProblem,
     Datasource,
@@ -13,7 +13,7 @@ from slayer_kb.catalog import (
     Resolver,
     load_catalog,
 )
-from slayer_kb.errors import (
+from slayer_kb.core.errors import (
     AmbiguousEntityError,
     InvalidIdError,
     InvalidInputError,

@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner as ClickRunner
 
-import slayer_kb.cli_completion  # noqa: F401  (registers ``completion`` in this process)
 from slayer_kb import KnowledgeBase
-from slayer_kb.cli import cli
+from slayer_kb.cli import COMMANDS, cli
 from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git
 
 MEMORY_KEYS = {
@@ -494,10 +493,10 @@ def test_usage_errors_exit_2(run_cli: CliRunner, shared_kb: Path, args: tuple[st
 
 
 def test_every_documented_command_exists() -> None:
-    assert DOCUMENTED <= set(cli.commands)
+    assert DOCUMENTED <= set(COMMANDS)
 
 
-@pytest.mark.parametrize("name", sorted(cli.commands))
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_help_has_an_example(name: str) -> None:
     # In process (the help text is static; 35 subprocesses would cost ~10 s): see also test_group_help.
     result = ClickRunner().invoke(cli, [name, "--help"], prog_name="slayer-kb")
@@ -510,7 +509,27 @@ def test_group_help(run_cli: CliRunner) -> None:
     proc = run_cli("--help")
     assert proc.returncode == 0 and "Example" in proc.stdout
     listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()}
-    assert listed | {"completion"} == set(cli.commands)  # completion: listed once the lead wires it
+    assert listed == set(COMMANDS)
+
+
+def test_every_entry_point_lists_every_command() -> None:
+    # The module itself too, not only the installed program: no command registers itself late.
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb.cli", "--help"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(COMMANDS) and len(listed) == 40
+
+
+def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from slayer_kb.cli import cli\n"
+        "cli.main(['schema'], prog_name='slayer-kb', standalone_mode=False)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('slayer_kb.cli.')), file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common']"
 
 
 def test_completion_in_process() -> None:

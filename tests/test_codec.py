@@ -18,10 +18,10 @@ from whoosh import index as windex
 from whoosh.codec.whoosh3 import W3PerDocReader
 from whoosh.filedb.structfile import BufferFile
 
-from slayer_kb import index
-from slayer_kb.codec import Codec, _ViewReader
-from slayer_kb.errors import StoreError
-from slayer_kb.memory import Memory
+from slayer_kb.core.errors import StoreError
+from slayer_kb.core.memory import Memory
+from slayer_kb.search import index
+from slayer_kb.search.codec import Codec, _ViewReader
 
 
 def documents() -> list[dict[str, object]]:

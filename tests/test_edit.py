@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.editing import edit
-from slayer_kb.errors import InvalidInputError, MemoryFileError
+from slayer_kb.core.errors import InvalidInputError, MemoryFileError
+from slayer_kb.ops.editing import edit
 from testing import git, json_of
 
 EDITOR = """\

@@ -1,4 +1,4 @@
-"""Engram's memory rules (slayer_kb.engram): exact values from the reference, plus properties."""
+"""Engram's memory rules (slayer_kb.core.engram): exact values from the reference, plus properties."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slayer_kb.engram import (
+from slayer_kb.core.engram import (
     RECOGNISED_TYPES,
     TYPE_HELP,
     content_hash,
@@ -23,7 +23,7 @@ from slayer_kb.engram import (
     similar_projects,
     suggest_topic_key,
 )
-from slayer_kb.errors import InvalidInputError, KBError
+from slayer_kb.core.errors import InvalidInputError, KBError
 
 KEY_RE = re.compile(r"^[a-z0-9-]+/[a-z0-9-]+$")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import InvalidInputError, NotFoundError
+from slayer_kb.core.errors import InvalidInputError, NotFoundError
 from testing import git
 
 
@@ -86,7 +86,7 @@ def test_dedup_window_edge(empty_kb: KnowledgeBase) -> None:
     path = empty_kb.root / f"memories/{first.memory_id}.yaml"
     text = path.read_text()
     created = re.search(r"created_at: '(.*)'", text).group(1)
-    from slayer_kb.memory import parse_time
+    from slayer_kb.core.memory import parse_time
 
     old = (parse_time(created) - timedelta(minutes=15, seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     path.write_text(text.replace(created, old))

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import KBError
+from slayer_kb.core.errors import KBError
 from testing import commit_all, fsck, git, make_catalog_kb
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -45,7 +45,7 @@ WORKER = r"""
 import json, sys, time
 t0 = time.monotonic()
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import KBError
+from slayer_kb.core.errors import KBError
 kb = KnowledgeBase(sys.argv[1])
 kb.save_memory("probe " + sys.argv[2], ["orders.amount"], id="probe")
 print(json.dumps({"ready": time.monotonic() - t0}), flush=True)

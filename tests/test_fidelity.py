@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from slayer_kb.catalog import Resolver, load_catalog
-from slayer_kb.errors import KBError
-from slayer_kb.ids import check_id
-from slayer_kb.query import query_entities
+from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.refs import query_entities
+from slayer_kb.core.errors import KBError
+from slayer_kb.core.ids import check_id
 
 FIDELITY = Path(__file__).parent / "fidelity"
 sys.path.insert(0, str(FIDELITY))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import NotFoundError
-from slayer_kb.history import log, restore_revision, review, show, word_diff
+from slayer_kb.core.errors import NotFoundError
+from slayer_kb.ops.history import log, restore_revision, review, show, word_diff
 from testing import commit_all, git, json_of
 
 

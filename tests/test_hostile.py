@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import InvalidIdError, InvalidInputError, KBError, MemoryFileError
-from slayer_kb.ids import check_id, check_new_id
-from slayer_kb.nesting import cut_deep, text_depth, value_depth
+from slayer_kb.core.errors import InvalidIdError, InvalidInputError, KBError, MemoryFileError
+from slayer_kb.core.ids import check_id, check_new_id
+from slayer_kb.core.nesting import cut_deep, text_depth, value_depth
 from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -385,9 +385,9 @@ def test_wrong_query_json_on_the_cli(catalog_kb: KnowledgeBase, run_cli: CliRunn
     root = catalog_kb.root
     script = (
         "import json, sys\n"
-        "from slayer_kb.cli import read_query\n"
+        "from slayer_kb.cli.common import read_query\n"
         "from slayer_kb import KnowledgeBase\n"
-        "from slayer_kb.errors import KBError\n"
+        "from slayer_kb.core.errors import KBError\n"
         "kb = KnowledgeBase(sys.argv[1])\n"
         "out = []\n"
         "for text in json.loads(sys.stdin.read()):\n"
@@ -435,7 +435,7 @@ def test_query_json_nested_a_thousand_deep_is_a_usage_error(catalog_kb: Knowledg
     save = run_cli("--kb", root, "save", "q", "--query", f"@{query_file}")
     assert (save.returncode, save.stdout, save.stderr) == (1, "", f"Error: {TOO_DEEP_QUERY}\n")
     # 64 levels are still read (and then judged as a query), brackets inside strings never count.
-    from slayer_kb.cli import read_query
+    from slayer_kb.cli.common import read_query
 
     edge = read_query('{"a": ' + "[" * 63 + "]" * 63 + ', "b": "' + "[" * 100 + '"}')
     assert edge["b"] == "[" * 100

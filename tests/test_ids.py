@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slayer_kb.errors import InvalidIdError
-from slayer_kb.ids import WINDOWS_RESERVED, case_conflict, check_id, check_new_id, highest_auto_id, is_auto_id
+from slayer_kb.core.errors import InvalidIdError
+from slayer_kb.core.ids import WINDOWS_RESERVED, case_conflict, check_id, check_new_id, highest_auto_id, is_auto_id
 
 
 @pytest.mark.parametrize("good", ["1", "0", "001", "kb.policy.42", "kb.paid-revenue", "Émile_ü", "x" * 200])

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.interchange import engram_time, export_slayer, import_engram, import_slayer
+from slayer_kb.ops.interchange import engram_time, export_slayer, import_engram, import_slayer
 from testing import git, json_of
 
 SLAYER_FILES = {

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slayer_kb import KnowledgeBase, filestat
-from slayer_kb.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
-from slayer_kb.listing import SYMLINK, Listing, compare, load, patched, save, take
+from slayer_kb import KnowledgeBase
+from slayer_kb.store import filestat
+from slayer_kb.store.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
+from slayer_kb.store.listing import SYMLINK, Listing, compare, load, patched, save, take
 from testing import git
 
 KINDS = ["file", "empty", "symlink", "dangling", "folder", "fifo", "missing"]
@@ -87,7 +88,7 @@ def test_c_splits_a_large_folder_over_threads_in_order(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.name != "posix" or shutil.which("cc") is None, reason="needs a C compiler")
 def test_the_c_module_is_built_where_a_compiler_is() -> None:
     # An install that silently fell back to Python would make every freshness check 3x slower.
-    assert filestat.NATIVE, "slayer_kb._fstat is not built: install with pip install -e '.[dev]' first"
+    assert filestat.NATIVE, "slayer_kb.store._fstat is not built: install with pip install -e '.[dev]' first"
 
 
 def test_signatures_errors_name_the_folder_and_the_format(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ CASCADE_AT = 50
 WORKER = r"""
 import json, random, sys, traceback
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import KBError
+from slayer_kb.core.errors import KBError
 
 root, w, count, cascade_at, log_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 rng = random.Random(w)

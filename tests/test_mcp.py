@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.mcp_server import TOOLS_BY_NAME, call_tool, check_arguments
+from slayer_kb.mcp.server import TOOLS_BY_NAME, call_tool, check_arguments
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slayer_kb.errors import MemoryFileError
-from slayer_kb.memory import Memory, dumps, loads, with_entities
+from slayer_kb.core.errors import MemoryFileError
+from slayer_kb.core.memory import Memory, dumps, loads, with_entities
 
 EXAMPLE = """\
 title: Paid revenue by status
@@ -248,7 +248,7 @@ def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
     )
 )
 def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, str, str]]) -> None:
-    from slayer_kb.memory import _check_duplicate_keys
+    from slayer_kb.core.memory import _check_duplicate_keys
 
     text = "".join("".join(part) for part in parts)
     expected = _duplicate_by_lines(text)

@@ -4,7 +4,7 @@ edits made behind its back."""
 from __future__ import annotations
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.memory import utc_now
+from slayer_kb.core.memory import utc_now
 from testing import commit_all
 
 

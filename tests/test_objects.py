@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slayer_kb.errors import StoreError
-from slayer_kb.repo import GitStore
+from slayer_kb.core.errors import StoreError
+from slayer_kb.store.repo import GitStore
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, data: bytes | None = None) -> str:
@@ -162,7 +162,7 @@ def test_an_object_of_the_wrong_kind_is_named(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("object_format", ["sha1", "sha256"])
 def test_many_blobs_go_into_one_pack_git_can_read(tmp_path: Path, object_format: str) -> None:
-    from slayer_kb.objects import PACK_BLOBS
+    from slayer_kb.store.objects import PACK_BLOBS
 
     git(tmp_path, "init", "-q", f"--object-format={object_format}")
     objects = GitStore(tmp_path).objects

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import CatalogError, MemoryFileError, StoreError
+from slayer_kb.core.errors import CatalogError, MemoryFileError, StoreError
 from testing import CliRunner, commit_all, git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from slayer_kb.catalog import Resolver, load_catalog
-from slayer_kb.errors import (
-    AmbiguousEntityError,
-    InvalidInputError,
-    KBError,
-    ResolutionError,
-)
-from slayer_kb.query import (
+from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.refs import (
     SOURCE_MODEL,
     SQL_WORDS,
     clean_query,
@@ -24,6 +18,12 @@ from slayer_kb.query import (
     query_entities,
     split_references,
     strip_aggregation,
+)
+from slayer_kb.core.errors import (
+    AmbiguousEntityError,
+    InvalidInputError,
+    KBError,
+    ResolutionError,
 )
 from testing import write_test_catalog
 

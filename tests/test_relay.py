@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slayer_kb import KnowledgeBase, relay
+from slayer_kb import KnowledgeBase
+from slayer_kb.daemon import relay
 from testing import Watcher
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
@@ -264,7 +265,7 @@ def test_relayable_passes_no_help(argv: list[str]) -> None:
 
 
 def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
-    probe = "import sys; import slayer_kb.entry, slayer_kb.relay; print(sorted(m for m in sys.modules if m.split('.')[0] in ('whoosh', 'numpy', 'yaml', 'click', 'git', 'watchdog')))"
+    probe = "import sys; import slayer_kb.entry, slayer_kb.daemon.relay; print(sorted(m for m in sys.modules if m.split('.')[0] in ('whoosh', 'numpy', 'yaml', 'click', 'git', 'watchdog')))"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
 
@@ -272,11 +273,11 @@ def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
 def test_the_client_imports_not_even_json_pathlib_or_typing(tmp_path: Path) -> None:
     # Without site (-S), which imports some of them for an editable install; a run in the
     # process that follows imports what it needs then.
-    root = Path(relay.__file__).resolve().parent.parent
+    root = Path(relay.__file__).resolve().parent.parent.parent
     (tmp_path / "memories").mkdir()  # a KB with no server: the client looks for one, then gives up
     probe = (
         f"import sys; sys.path.insert(0, {str(root)!r}); import os; os.chdir({str(tmp_path)!r})\n"
-        "from slayer_kb import relay\n"
+        "from slayer_kb.daemon import relay\n"
         "assert relay.forward(['search', 'x']).start == relay.forward(['--kb', '.', 'list']).start == os.getcwd()\n"
         "print(sorted(m for m in ('json', 'pathlib', 'typing', 'hashlib', 'subprocess', 're') if m in sys.modules))"
     )

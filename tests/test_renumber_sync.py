@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import ConflictError
-from slayer_kb.renumber import plan, renumber, sync
+from slayer_kb.core.errors import ConflictError
+from slayer_kb.ops.renumber import plan, renumber, sync
 from testing import commit_all, git, json_of, write_test_catalog
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import NotFoundError
-from slayer_kb.history import review
-from slayer_kb.renumber import renumber
+from slayer_kb.core.errors import NotFoundError
+from slayer_kb.ops.history import review
+from slayer_kb.ops.renumber import renumber
 from testing import commit_all, git, json_of
 
 

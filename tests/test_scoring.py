@@ -16,10 +16,10 @@ from whoosh import query as Q
 from whoosh.scoring import bm25
 
 from slayer_kb import KnowledgeBase
-from slayer_kb import index as index_module
-from slayer_kb.bm25 import LiveBM25F
-from slayer_kb.index import SCHEMA
-from slayer_kb.scoring import VectorSearcher
+from slayer_kb.search import index as index_module
+from slayer_kb.search.bm25 import LiveBM25F
+from slayer_kb.search.index import SCHEMA
+from slayer_kb.search.scoring import VectorSearcher
 from testing import RELEVANCE
 
 WORDS = ["refund", "order", "paid", "revenue", "cents", "warehouse", "churn", "utc", "vat", "margin"]

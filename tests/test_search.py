@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import InvalidInputError, NotFoundError
+from slayer_kb.core.errors import InvalidInputError, NotFoundError
 from testing import RELEVANCE, json_of
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from bench.relevance import CONFIGS, build, evaluate
 from slayer_kb import KnowledgeBase
-from slayer_kb.analysis import symbols
 from slayer_kb.search import words as W
+from slayer_kb.search.analysis import symbols
 from testing import commit_all, json_of
 from testing.mcp import call, with_server
 
@@ -245,7 +245,7 @@ def test_the_relevance_set_keeps_its_figures(relevance_kb: KnowledgeBase) -> Non
 def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb: KnowledgeBase) -> None:
     import numpy as np
 
-    from slayer_kb.vectors import Table
+    from slayer_kb.search.vectors import Table
 
     payments_kb.search("refund timeout")
     table = payments_kb.index.meaning()

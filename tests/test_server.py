@@ -24,7 +24,7 @@ from pathlib import Path
 import filelock
 import pytest
 
-from slayer_kb import relay
+from slayer_kb.daemon import relay
 from testing import EXAMPLE_KB, commit_all, git
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
@@ -119,7 +119,7 @@ class Servers:
 
 
 def copy_package(where: Path) -> Path:
-    shutil.copytree(Path(relay.__file__).parent, where / "slayer_kb", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(relay.__file__).parent.parent, where / "slayer_kb", ignore=shutil.ignore_patterns("__pycache__"))
     return where
 
 
@@ -584,7 +584,7 @@ def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, mon
         other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
         assert other.stdout.strip() == "refused", other.stdout + other.stderr
     # a second server of the same KB exits at once (the lock file), the first keeps the socket
-    second = subprocess.run([sys.executable, "-m", "slayer_kb.server", str(root), "--idle", "30"],
+    second = subprocess.run([sys.executable, "-m", "slayer_kb.daemon.server", str(root), "--idle", "30"],
                             capture_output=True, text=True, timeout=60, env=servers.env())
     assert second.returncode == 0
     assert servers.status(root)["pid"] == up["pid"]

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb import KnowledgeBase, sessions
-from slayer_kb.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
-from slayer_kb.history import review
-from slayer_kb.validate import fmt, validate
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from slayer_kb.ops import sessions
+from slayer_kb.ops.history import review
+from slayer_kb.ops.validate import fmt, validate
 from testing import CliRunner, git, json_of
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
@@ -372,7 +373,7 @@ def test_cli_session_commands(tmp_path: Path, run_cli: CliRunner) -> None:
 
 
 def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
-    from slayer_kb.interchange import import_engram
+    from slayer_kb.ops.interchange import import_engram
 
     empty_kb.session_start("s1", None)
     export = {
@@ -431,7 +432,7 @@ def test_concurrent_prompts_each_make_one_commit(empty_kb: KnowledgeBase) -> Non
 
 SLOWED_WRITES = """
 import sys, time
-from slayer_kb import repo
+from slayer_kb.store import repo
 from slayer_kb.cli import main
 real = repo.put_file
 def slowed(*args, **kwargs):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.index import FORMAT
+from slayer_kb.search.index import FORMAT
 from testing import git, json_of
 
 
@@ -115,7 +115,7 @@ def test_a_folder_of_another_user_is_set_aside(tmp_path: Path) -> None:
     kb.save_observation(title="One", content="one")
     os.chown(tmp_path / "kb" / ".slayer-kb", 12345, 12345)
     messages: list[str] = []
-    from slayer_kb import state
+    from slayer_kb.store import state
 
     state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: False, messages.append)
     assert "it belongs to another user" in messages[0]

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import (
+from slayer_kb.core.errors import (
     AmbiguousEntityError,
     InvalidIdError,
     InvalidInputError,
     NotFoundError,
     ResolutionError,
 )
-from slayer_kb.repo import holds, put_file
+from slayer_kb.store.repo import holds, put_file
 from testing import commit_all, fsck, git
 
 
@@ -445,7 +445,7 @@ def test_a_sha256_repository_takes_its_first_and_later_commits(tmp_path: Path) -
 
 
 def test_a_path_changed_twice_in_one_commit_ends_as_its_last_change(catalog_kb: KnowledgeBase) -> None:
-    from slayer_kb.repo import Change
+    from slayer_kb.store.repo import Change
 
     store = catalog_kb.store
     changes = [Change(f"memories/m{n}.yaml", f"learning: m{n}\ncreated_at: '2026-11-30T00:00:00Z'\n".encode()) for n in range(80)]
@@ -460,8 +460,8 @@ def test_a_path_changed_twice_in_one_commit_ends_as_its_last_change(catalog_kb: 
 def test_a_commit_of_hundreds_of_files_packs_its_blobs_and_lands_whole(catalog_kb: KnowledgeBase) -> None:
     """The cascade path: blobs in one pack, temporary files written beside them on threads,
     renamed in parallel; the work tree, the commit and the user's index all agree."""
-    from slayer_kb.objects import PACK_BLOBS
-    from slayer_kb.repo import Change
+    from slayer_kb.store.objects import PACK_BLOBS
+    from slayer_kb.store.repo import Change
 
     root = catalog_kb.root
     packs_before = set((root / ".git/objects/pack").glob("*.pack"))
@@ -480,7 +480,7 @@ def test_a_commit_of_hundreds_of_files_packs_its_blobs_and_lands_whole(catalog_k
 
 @pytest.mark.parametrize("platform", ["linux", "no posix_fallocate", "file system refuses it"])
 def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str) -> None:
-    from slayer_kb import repo
+    from slayer_kb.store import repo
 
     if platform == "no posix_fallocate":
         monkeypatch.delattr(os, "posix_fallocate")
@@ -501,7 +501,7 @@ def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytes
 
 
 def test_head_read_from_the_ref_files_is_what_git_says(tmp_path: Path) -> None:
-    from slayer_kb.repo import GitStore
+    from slayer_kb.store.repo import GitStore
 
     def agrees(path: Path) -> str | None:
         store = GitStore(path)
@@ -545,7 +545,7 @@ def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path:
     script = (
         "import errno, os, resource, sys\n"
         "from pathlib import Path\n"
-        "from slayer_kb.repo import put_file\n"
+        "from slayer_kb.store.repo import put_file\n"
         "fds = [os.open(os.devnull, os.O_RDONLY)]\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (fds[0] + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
         "try:\n"

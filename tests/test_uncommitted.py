@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.errors import ConflictError
+from slayer_kb.core.errors import ConflictError
 from testing import CliRunner, commit_all, git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -189,7 +189,7 @@ def test_many_files_are_checked_with_one_status_of_their_folders(catalog_kb: Kno
 
 
 def test_renumber_names_the_uncommitted_files_it_refuses(unfinished: Path) -> None:
-    from slayer_kb.renumber import renumber
+    from slayer_kb.ops.renumber import renumber
 
     with pytest.raises(ConflictError) as info:
         renumber(KnowledgeBase(unfinished), "HEAD")

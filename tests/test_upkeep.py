@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb import KnowledgeBase, compaction, upkeep
-from slayer_kb.index import CODEC
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import compaction
+from slayer_kb.search.index import CODEC
+from slayer_kb.store import upkeep
 from testing import commit_all, fsck, git
 
 

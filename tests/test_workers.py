@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.memory import Memory, dumps
+from slayer_kb.core.memory import Memory, dumps
 from testing import commit_all, git
 
 MEMORIES = 1500  # above BULK_THRESHOLD: a rebuild goes to Whoosh's worker processes

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.memory import Memory, dumps
+from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.search import Request, run
 
 HERE = Path(__file__).resolve().parent

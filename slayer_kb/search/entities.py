@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from whoosh import query as Q
 
-from ..engram import normalize_topic_key
+from ..core.engram import normalize_topic_key
 
 MEMORY_PREFIX = "memory:"
 # A model's memories are found through their columns' tags too, ranked below exact tags.

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from whoosh import query as Q
 
-from ..index import value_or_none
-from ..vectors import Filter
+from .index import value_or_none
+from .vectors import Filter
 
 
 @dataclass(frozen=True)

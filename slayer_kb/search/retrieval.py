@@ -22,14 +22,14 @@ from typing import Any
 
 from whoosh import query as Q
 
-from .. import embedding
-from ..index import Index
-from ..memory import Memory
-from ..vectors import embedding_text
+from ..core.memory import Memory
+from . import embedding
 from . import entities as E
 from . import fusion as F
 from . import words as W
 from .filters import Restriction, restrict
+from .index import Index
+from .vectors import embedding_text
 
 # A memory that shares no word with the question is a candidate only this close in meaning: on
 # the relevance set such answers scored 0.12-0.31 while the best wrong one scored 0.34 (median),

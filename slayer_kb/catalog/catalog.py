@@ -1,0 +1,898 @@
+"""SLayer's catalog as it lies on disk, and the resolution of entity references against it.
+
+Layout (SLayer's own YAML storage, so a SLayer storage folder under git is a knowledge base)::
+
+    datasources/<ds>.yaml       name (defaults to the file stem), description; other keys ignored
+    models/<ds>/<model>.yaml    name (defaults to the stem), description, columns, measures,
+                                aggregations (lists of {name, description}), joins
+                                ({target_model, name})
+    priority.yaml               {priority: [ds, ...]}  (a bare list is accepted too)
+
+Only ``*.yaml`` files are read, the same set the index watches for catalog changes. A file that
+cannot be used (bad YAML, wrong types) becomes a :class:`CatalogProblem` and is skipped: one broken
+model never hides the rest of the catalog.
+
+Resolution follows SLayer's rules (see :class:`Resolver`), with two deliberate differences: a bare
+leaf found in several datasources that no priority list orders is rejected as ambiguous instead of
+silently taking the first, and inside a query the source model's datasource is preferred for model
+and leaf names (a query runs against one datasource, so a name it uses means that datasource's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from ..store.fileio import read_regular
+from .refs import kind_of, parse_reference
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
+LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
+# An error listing a datasource's models stays readable even with hundreds of models.
+_MAX_LISTED = 50
+
+
+# --------------------------------------------------------------------------------------------
+# The catalog
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    datasource: str
+    name: str
+    description: str | None
+    columns: dict[str, str | None]
+    measures: dict[str, str | None]
+    aggregations: dict[str, str | None]
+    joins: tuple[str, ...]
+    path: Path
+    # Each join's optional edge name (SLayer's ModelJoin.name), beside its target in ``joins``.
+    join_names: tuple[str | None, ...] = field(default=(), compare=False)
+    # Resolution asks "is X a leaf here?" for every model of a datasource; one dict answers it.
+    _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kinds: dict[str, str] = {}
+        for section, kind in LEAF_SECTIONS:
+            for name in getattr(self, section):
+                kinds.setdefault(name, kind)
+        object.__setattr__(self, "_kinds", kinds)
+
+    @property
+    def entity(self) -> str:
+        return f"{self.datasource}.{self.name}"
+
+    def leaves(self) -> dict[str, str | None]:
+        """Columns, then named measures, then custom aggregations; a column shadows the others."""
+        merged = dict(self.columns)
+        for leaves in (self.measures, self.aggregations):
+            for name, description in leaves.items():
+                merged.setdefault(name, description)
+        return merged
+
+    def leaf_kind(self, name: str) -> str | None:
+        """``"column"``, ``"measure"``, ``"aggregation"``, or None when there is no such leaf."""
+        return self._kinds.get(name)
+
+
+@dataclass(frozen=True)
+class Datasource:
+    name: str
+    description: str | None
+    path: Path | None
+    models: dict[str, Model]
+
+
+@dataclass
+class CatalogProblem:
+    path: Path
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path}:{self.line}: {self.message}"
+            if self.line
+            else f"{self.path}: {self.message}"
+        )
+
+
+@dataclass
+class Catalog:
+    datasources: dict[str, Datasource] = field(default_factory=dict)
+    priority: list[str] = field(default_factory=list)
+    problems: list[CatalogProblem] = field(default_factory=list)
+
+    def entity_exists(self, entity: str) -> bool:
+        """Whether a canonical ``ds``, ``ds.model`` or ``ds.model.leaf`` exists."""
+        parts = entity.split(".")
+        datasource = self.datasources.get(parts[0])
+        if datasource is None or len(parts) > 3:
+            return False
+        if len(parts) == 1:
+            return True
+        model = datasource.models.get(parts[1])
+        if model is None:
+            return False
+        return len(parts) == 2 or model.leaf_kind(parts[2]) is not None
+
+    def iter_entities(self) -> Iterator[tuple[str, str, str | None]]:
+        """Every entity as (canonical name, kind, description), datasources before their models."""
+        for datasource in self.datasources.values():
+            yield datasource.name, "datasource", datasource.description
+            for model in datasource.models.values():
+                yield model.entity, "model", model.description
+                for name, description in model.leaves().items():
+                    yield f"{model.entity}.{name}", model._kinds[name], description
+
+    def models_named(self, name: str) -> list[Model]:
+        return [ds.models[name] for ds in self.datasources.values() if name in ds.models]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+class _Broken(Exception):
+    """A file that cannot be used; ``keys`` locate the offending value for the line number."""
+
+    def __init__(self, message: str, keys: tuple[Any, ...] = (), line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.keys = keys
+        self.line = line
+
+
+def catalog_files(root: Path) -> list[str]:
+    """The KB-relative paths of the catalog's files (what ``load_catalog`` reads), sorted.
+
+    Listed with scandir: every command checks them, and pathlib's glob costs 5x as much.
+    """
+
+    def yaml_files(folder: str) -> list[str]:
+        try:
+            with os.scandir(root / folder) as entries:
+                return [f"{folder}/{e.name}" for e in entries if e.name.endswith(".yaml") and e.name[0] != "."]
+        except OSError:
+            return []
+
+    files = yaml_files("datasources")
+    try:
+        with os.scandir(root / "models") as entries:
+            folders = [e.name for e in entries if e.name[0] != "." and e.is_dir()]
+    except OSError:
+        folders = []
+    for folder in folders:
+        files.extend(yaml_files(f"models/{folder}"))
+    if (root / "priority.yaml").exists():
+        files.append("priority.yaml")
+    return sorted(files)
+
+
+def load_catalog(root: Path) -> Catalog:
+    """Read the catalog under the KB folder ``root``; missing folders give an empty catalog."""
+    root = Path(root)
+    problems: list[CatalogProblem] = []
+    ds_files = _load_datasource_files(root / "datasources", problems)
+    models = _load_model_folders(root / "models", problems)
+    datasources: dict[str, Datasource] = {}
+    for name in sorted(set(ds_files) | set(models)):
+        description, path = ds_files.get(name, (None, None))
+        datasources[name] = Datasource(name, description, path, models.get(name, {}))
+    priority = _load_priority(root / "priority.yaml", problems)
+    return Catalog(datasources, priority, problems)
+
+
+# 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
+# 3: join names.
+CACHE_FORMAT = 3
+
+
+def same_signature(a: Any, b: Any) -> bool:
+    """Two catalog signatures (lists of [path, mtime, size, inode, content hash if young]) that
+    describe the same files: a hash counts only when both sides have one, so a file that merely
+    grew old is not a change."""
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x[:4] != y[:4] or (len(x) > 4 and len(y) > 4 and x[4] != y[4]):
+            return False
+    return True
+
+
+def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
+    """``load_catalog``, reusing the parsed catalog saved in ``cache`` while the files' signature
+    is unchanged: parsing hundreds of model files costs a short command most of its run time."""
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("format") == CACHE_FORMAT and same_signature(data.get("signature"), signature):
+            return _from_json(data["catalog"], root)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    catalog = load_catalog(root)
+    with contextlib.suppress(OSError):
+        tmp = cache.with_name(cache.name + ".tmp")
+        tmp.write_text(
+            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog, root)}),
+            encoding="utf-8",
+        )
+        os.replace(tmp, cache)
+    return catalog
+
+
+def _to_json(catalog: Catalog, root: Path) -> dict[str, Any]:
+    def rel(path: Path) -> str:
+        return os.path.relpath(path, root)
+
+    return {
+        "priority": catalog.priority,
+        "problems": [[rel(p.path), p.line, p.message] for p in catalog.problems],
+        "datasources": [
+            {
+                "name": ds.name,
+                "description": ds.description,
+                "path": None if ds.path is None else rel(ds.path),
+                "models": [
+                    {
+                        "name": m.name,
+                        "description": m.description,
+                        "columns": list(m.columns.items()),
+                        "measures": list(m.measures.items()),
+                        "aggregations": list(m.aggregations.items()),
+                        "joins": list(m.joins),
+                        "join_names": list(m.join_names),
+                        "path": rel(m.path),
+                    }
+                    for m in ds.models.values()
+                ],
+            }
+            for ds in catalog.datasources.values()
+        ],
+    }
+
+
+def _from_json(data: dict[str, Any], root: Path) -> Catalog:
+    datasources = {}
+    for ds in data["datasources"]:
+        models = {
+            m["name"]: Model(
+                ds["name"],
+                m["name"],
+                m["description"],
+                dict(m["columns"]),
+                dict(m["measures"]),
+                dict(m["aggregations"]),
+                tuple(m["joins"]),
+                root / m["path"],
+                tuple(m["join_names"]),
+            )
+            for m in ds["models"]
+        }
+        path = None if ds["path"] is None else root / ds["path"]
+        datasources[ds["name"]] = Datasource(ds["name"], ds["description"], path, models)
+    problems = [CatalogProblem(root / p, line, message) for p, line, message in data["problems"]]
+    return Catalog(datasources, list(data["priority"]), problems)
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in entries
+                if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()
+            ]
+    except OSError:
+        return []
+    return [folder / name for name in sorted(names)]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return read_regular(path, follow_symlinks=True).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise _Broken(f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _Broken(f"invalid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+
+
+# Long-running processes (the MCP server, the watcher) reload the catalog after every change, and
+# YAML parsing is nearly all of the load time: a file whose text is unchanged is not parsed again.
+# Keyed by the text itself, never by mtime, so that a same-size rewrite cannot leave it stale.
+_PARSED: dict[Path, tuple[str, Any, CatalogProblem | None]] = {}
+
+
+def _load_file(path: Path, parse: Callable[[Any], Any], problems: list[CatalogProblem]) -> Any:
+    """``parse(data)`` of the file's YAML, or None after recording why the file is unusable."""
+    try:
+        text = _read_text(path)
+    except _Broken as exc:
+        problems.append(CatalogProblem(path, exc.line, exc.message))
+        return None
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == text:
+        _text, result, problem = cached
+    else:
+        result, problem = _parse_text(path, text, parse)
+        _PARSED[path] = (text, result, problem)
+    if problem is not None:
+        problems.append(CatalogProblem(problem.path, problem.line, problem.message))
+    return result
+
+
+def _parse_text(
+    path: Path, text: str, parse: Callable[[Any], Any]
+) -> tuple[Any, CatalogProblem | None]:
+    try:
+        return parse(_parse_yaml(text)), None
+    except _Broken as exc:
+        line = exc.line if exc.line is not None else _line_of(text, exc.keys)
+        return None, CatalogProblem(path, line, exc.message)
+
+
+def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
+    """1-based line of the value at ``keys``; composing the YAML again only happens for errors."""
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for key in keys:
+        if isinstance(node, yaml.MappingNode):
+            found = [(k, v) for k, v in node.value if k.value == key]
+            if not found:
+                break
+            key_node, node = found[-1]
+            line = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _load_datasource_files(
+    folder: Path, problems: list[CatalogProblem]
+) -> dict[str, tuple[str | None, Path]]:
+    found: dict[str, tuple[str | None, Path]] = {}
+    for path in _yaml_files(folder):
+        parsed = _load_file(path, functools.partial(_parse_datasource, path=path), problems)
+        if parsed is None:
+            continue
+        name, description = parsed
+        if name in found:
+            problems.append(
+                CatalogProblem(
+                    path, None, f"datasource '{name}' is also defined in {found[name][1]}"
+                )
+            )
+            continue
+        found[name] = (description, path)
+    return found
+
+
+def _parse_datasource(data: Any, path: Path) -> tuple[str, str | None]:
+    data = _mapping(data, "a datasource (name, type, description, ...)")
+    name = _name(data, path.stem, "datasource")
+    return name, _optional_text(data, "description", ())
+
+
+def _load_model_folders(
+    folder: Path, problems: list[CatalogProblem]
+) -> dict[str, dict[str, Model]]:
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return {}
+    found: dict[str, dict[str, Model]] = {}
+    for ds_name in names:
+        if not SEGMENT_RE.fullmatch(ds_name):
+            problems.append(
+                CatalogProblem(folder / ds_name, None, _bad_name_message("datasource", ds_name))
+            )
+            continue
+        found[ds_name] = _load_models(folder / ds_name, ds_name, problems)
+    return found
+
+
+def _load_models(folder: Path, ds_name: str, problems: list[CatalogProblem]) -> dict[str, Model]:
+    models: dict[str, Model] = {}
+    for path in _yaml_files(folder):
+        model = _load_file(path, functools.partial(_parse_model, ds_name=ds_name, path=path), problems)
+        if model is None:
+            continue
+        if model.name in models:
+            problems.append(
+                CatalogProblem(
+                    path, None, f"model '{model.name}' is also defined in {models[model.name].path}"
+                )
+            )
+            continue
+        models[model.name] = model
+    return models
+
+
+def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
+    data = _mapping(data, "a model (name, columns, measures, joins, ...)")
+    sections = {section: _leaves(data, section) for section, _kind in LEAF_SECTIONS}
+    joins = _joins(data)
+    return Model(
+        datasource=ds_name,
+        name=_name(data, path.stem, "model"),
+        description=_optional_text(data, "description", ()),
+        columns=sections["columns"],
+        measures=sections["measures"],
+        aggregations=sections["aggregations"],
+        joins=tuple(target for target, _name in joins),
+        path=path,
+        join_names=tuple(name for _target, name in joins),
+    )
+
+
+def _mapping(data: Any, what: str) -> dict[str, Any]:
+    # An empty file is a valid (empty) definition: everything defaults.
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _Broken(f"expected a mapping describing {what}, got {kind_of(data)}")
+    return data
+
+
+def _name(data: dict[str, Any], default: str, what: str) -> str:
+    name = data.get("name", default)
+    if not isinstance(name, str):
+        raise _Broken(f"'name' must be a string, got {kind_of(name)}", ("name",))
+    if not SEGMENT_RE.fullmatch(name):
+        raise _Broken(_bad_name_message(what, name), ("name",) if "name" in data else ())
+    return name
+
+
+def _bad_name_message(what: str, name: str) -> str:
+    return f"{what} name '{name}' cannot be referenced: use only letters, digits, '_' and '-'"
+
+
+def _optional_text(data: dict[str, Any], key: str, where: tuple[Any, ...]) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _Broken(f"{_where(where)}'{key}' must be a string, got {kind_of(value)}", (*where, key))
+    return value
+
+
+def _leaves(data: dict[str, Any], section: str) -> dict[str, str | None]:
+    items = _list(data, section, "mappings with a 'name'")
+    leaves: dict[str, str | None] = {}
+    for index, item in enumerate(items):
+        where = (section, index)
+        if not isinstance(item, dict):
+            raise _Broken(
+                f"{_where(where)}expected a mapping with a 'name', got {kind_of(item)}", where
+            )
+        name = item.get("name")
+        if not isinstance(name, str) or not SEGMENT_RE.fullmatch(name):
+            raise _Broken(
+                f"{_where(where)}'name' must be a name of letters, digits, '_' and '-', got "
+                + (repr(name) if isinstance(name, str) else kind_of(name)),
+                (*where, "name"),
+            )
+        leaves[name] = _optional_text(item, "description", where)
+    return leaves
+
+
+def _joins(data: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """``(target_model, name)`` of each join; the name is SLayer's edge name, usable as a path
+    segment in either direction."""
+    joins: list[tuple[str, str | None]] = []
+    for index, item in enumerate(_list(data, "joins", "mappings with a 'target_model'")):
+        where = ("joins", index)
+        target = item.get("target_model") if isinstance(item, dict) else None
+        if not isinstance(target, str) or not target:
+            raise _Broken(f"{_where(where)}expected a mapping with a 'target_model' string", where)
+        joins.append((target, _optional_text(item, "name", where)))
+    return joins
+
+
+def _list(data: dict[str, Any], key: str, of: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Broken(f"'{key}' must be a list of {of}, got {kind_of(value)}", (key,))
+    return value
+
+
+def _where(keys: tuple[Any, ...]) -> str:
+    if not keys:
+        return ""
+    section, index = keys
+    return f"{section}[{index}]: "
+
+
+def _load_priority(path: Path, problems: list[CatalogProblem]) -> list[str]:
+    if not path.is_file():
+        return []
+    priority = _load_file(path, _parse_priority, problems)
+    return priority if priority is not None else []
+
+
+def _parse_priority(data: Any) -> list[str]:
+    keys: tuple[str, ...] = ()
+    if isinstance(data, dict):
+        data, keys = data.get("priority"), ("priority",)
+    if data is None:
+        return []
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise _Broken("expected {priority: [datasource, ...]}: a list of datasource names", keys)
+    return list(data)
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Resolution:
+    entity: str
+    warnings: list[str]
+
+
+class Resolver:
+    """Turns entity references into canonical entities, by the rules of SLayer 1.4.1's memory
+    resolver (``slayer/memories/resolver.py``), in its words where it has them.
+
+    1. Surrounding whitespace is stripped; an empty reference is an error.
+    2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
+    3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
+       ``count(*)`` / ``*:count`` name the source model, ``count(m.*)`` / ``m.*:count`` the model m.
+    4. The name is split on ``.``; every segment must be an identifier (a letter or ``_``, then
+       letters, digits, ``_`` or ``-``).
+    5. A first segment naming a datasource wins, with SLayer's warning whenever a model of that
+       name exists too (whether or not reading it as that model would resolve).
+    6. A bare name: a leaf of the source model; else a model (source datasource, then priority),
+       with a warning when other models of its datasource have a leaf of that name; else a leaf
+       in the first datasource (source, then priority, then the rest) that has it.
+    7. A dotted name headed by a model walks the joins, in either direction: a join declared on
+       customers to regions is walked as ``customers.regions`` and as ``regions.customers``, and
+       a named join (``name: original_order``) by its name from either end. The last segment is
+       a leaf of the model the others reach (preferred), else one more hop;
+       ``orders.customers.regions.name`` is ``<ds>.regions.name``. A walk that comes back to a
+       model already on it is an error.
+
+    Two differences from SLayer, on purpose: a bare leaf found in several datasources that no
+    priority orders is ambiguous (SLayer takes the first), and inside a query the source model's
+    datasource is preferred for model names (a query runs against one datasource).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        memory_exists: Callable[[str], bool] = lambda _id: False,
+        check_id: Callable[[str], object] = lambda _id: None,
+    ) -> None:
+        self.catalog = catalog
+        self.memory_exists = memory_exists
+        self.check_id = check_id
+        datasources = catalog.datasources
+        self._priority = [name for name in dict.fromkeys(catalog.priority) if name in datasources]
+        rest = sorted(name for name in datasources if name not in self._priority)
+        self._order = self._priority + rest
+        self._sources: dict[str, Model] = {}
+        self._edges: dict[str, dict[str, list[_Edge]]] = {}
+
+    # -- public ------------------------------------------------------------------------------
+
+    def resolve_leniently(self, refs: Iterable[str], warnings: list[str]) -> list[str]:
+        """The references that resolve, canonical and de-duplicated; each other one dropped with a
+        warning (search and imports are lenient where a save is strict)."""
+        kept: list[str] = []
+        for ref in refs:
+            try:
+                entity = self.resolve(ref).entity
+            except KBError as exc:
+                warnings.append(f"entity {ref!r} dropped: {exc}")
+                continue
+            if entity not in kept:
+                kept.append(entity)
+        return kept
+
+    def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
+        """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
+        if not isinstance(ref, str):
+            raise InvalidInputError(f"An entity reference must be a string, got {kind_of(ref)}.")
+        text = ref.strip()
+        if not text:
+            raise ResolutionError(
+                "entity reference is empty: name a datasource, model, column or memory:<id>."
+            )
+        if text.startswith("memory:"):
+            return Resolution(self._memory(text[len("memory:") :]), [])
+        source = self.source(source_model) if isinstance(source_model, str) else source_model
+        target = parse_reference(text)
+        if target.star:
+            if source is None:
+                raise ResolutionError(
+                    "'count(*)' requires a model context: write 'count(<model>.*)' or invoke from "
+                    "a query that has a source_model."
+                )
+            return Resolution(source.entity, [])
+        segments = _segments(target.name, text)
+        warnings: list[str] = []
+        entity = self._path(segments, source, warnings, text, want_model=target.whole_model)
+        return Resolution(entity, warnings)
+
+    def resolve_model(self, ref: str) -> Resolution:
+        """A model reference (``orders``, ``shop.orders``) as a canonical model entity."""
+        return Resolution(self.source(ref).entity, [])
+
+    def source(self, ref: str) -> Model:
+        """The model ``ref`` names (``orders``, ``shop.orders``); a bare name is always a model."""
+        model = self._sources.get(ref)
+        if model is None:
+            model = self._sources[ref] = self._find_source(ref)
+        return model
+
+    def query_source(self, name: str) -> Model:
+        """A SlayerQuery's ``source_model`` as SLayer's storage finds it: a model's bare name
+        (the shape check has refused a dotted one), the datasource priority list deciding."""
+        found = self.catalog.models_named(name)
+        if not found:
+            raise ResolutionError(f"Source model not found: {name!r}.")
+        return self._pick_model(name, found, None)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _memory(self, memory_id: str) -> str:
+        self.check_id(memory_id)
+        if not self.memory_exists(memory_id):
+            raise NotFoundError(f"No memory with id '{memory_id}'.")
+        return f"memory:{memory_id}"
+
+    def _find_source(self, ref: Any) -> Model:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInputError(
+                "source_model must be a model name: '<model>' or '<datasource>.<model>'."
+            )
+        text = ref.strip()
+        segments = _segments(text, text)
+        if len(segments) == 1:
+            model = self._find_model(segments[0], None)
+            if model is None:
+                raise ResolutionError(f"Source model not found: {text!r}.")
+            return model
+        datasource = self.catalog.datasources.get(segments[0])
+        if len(segments) > 2 or datasource is None:
+            raise ResolutionError(
+                f"source_model '{text}' must be '<model>' or '<datasource>.<model>'"
+                + ("." if datasource else f"; there is no datasource '{segments[0]}'.")
+            )
+        return self._model_in(datasource, segments[1])
+
+    def _path(
+        self,
+        segments: list[str],
+        source: Model | None,
+        warnings: list[str],
+        ref: str,
+        want_model: bool,
+    ) -> str:
+        head = segments[0]
+        datasource = self.catalog.datasources.get(head)
+        if datasource is not None:
+            if self.catalog.models_named(head):
+                warnings.append(
+                    f"'{head}' is both a datasource and a model; interpreted as datasource. "
+                    f"To force the model interpretation, qualify as <other_ds>.{head}..."
+                )
+            if len(segments) == 1:
+                if want_model:
+                    raise ResolutionError(f"'{ref}' names datasource '{head}', not a model.")
+                return head
+            model = self._model_in(datasource, segments[1])
+            return self._dotted(model, segments[2:], want_model)
+        if len(segments) == 1 and not want_model:
+            return self._bare(head, source, warnings)
+        found = self._find_model(head, source)
+        if found is None:
+            raise ResolutionError(
+                f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}')."
+            )
+        return self._dotted(found, segments[1:], want_model)
+
+    def _dotted(self, model: Model, rest: list[str], want_model: bool) -> str:
+        """SLayer's ``_resolve_dotted_against_model``: the last segment is a leaf of the model the
+        others reach; failing that, every segment is a join hop."""
+        if not rest:
+            return model.entity
+        if not want_model:
+            try:
+                owner = self._walk(model, rest[:-1])
+            except AmbiguousEntityError:
+                raise
+            except ResolutionError:
+                owner = None
+            if owner is not None and owner.leaf_kind(rest[-1]):
+                return f"{owner.entity}.{rest[-1]}"
+        return self._walk(model, rest).entity
+
+    def _walk(self, root: Model, path: list[str]) -> Model:
+        """The model ``path`` reaches from ``root``, hop by hop over joins in either direction
+        (SLayer's join walker)."""
+        current = root
+        visited = {root.name}
+        for token in path:
+            edges = self._incident(current).get(token, [])
+            named = [e for e in edges if e.name == token]
+            edges = named or [e for e in edges if e.target == token]
+            if len(edges) > 1:
+                raise AmbiguousEntityError(
+                    f"Ambiguous join hop '{current.name}' \u2192 '{edges[0].target}': {len(edges)} "
+                    "edges connect these models and no edge name resolves it. Name the joins "
+                    "(name: ...) and walk them by name."
+                )
+            joined = self.catalog.datasources[current.datasource].models.get(edges[0].target) if edges else None
+            if joined is None:
+                hint = (
+                    f" It joins '{edges[0].target}', which is not a model of datasource '{current.datasource}'."
+                    if edges else ""
+                )
+                raise ResolutionError(f"'{token}' is not a join target on model '{current.name}'.{hint}")
+            if joined.name in visited:
+                raise ResolutionError(
+                    f"Circular join detected resolving {'.'.join(path)!r} from {root.name!r}: hop "
+                    f"{token!r} revisits model {joined.name!r}."
+                )
+            visited.add(joined.name)
+            current = joined
+        return current
+
+    def _incident(self, model: Model) -> dict[str, list[_Edge]]:
+        """The join edges at ``model``, by the tokens that name them: each edge by its name (if
+        any) and by the model at its other end. Built once per datasource."""
+        by_model = self._edges.get(model.datasource)
+        if by_model is None:
+            by_model = self._edges[model.datasource] = {}
+            for declaring in self.catalog.datasources[model.datasource].models.values():
+                names = declaring.join_names or (None,) * len(declaring.joins)
+                for target, name in zip(declaring.joins, names, strict=True):
+                    by_model.setdefault(declaring.name, []).append(_Edge(target, name))
+                    if target != declaring.name:
+                        by_model.setdefault(target, []).append(_Edge(declaring.name, name))
+        tokens: dict[str, list[_Edge]] = {}
+        for edge in by_model.get(model.name, []):
+            tokens.setdefault(edge.target, []).append(edge)
+            if edge.name is not None and edge.name != edge.target:
+                tokens.setdefault(edge.name, []).append(edge)
+        return tokens
+
+    def _bare(self, name: str, source: Model | None, warnings: list[str]) -> str:
+        if source is not None and source.leaf_kind(name):
+            return f"{source.entity}.{name}"
+        model = self._find_model(name, source)
+        if model is None:
+            return self._find_leaf(name, source)
+        others = [m.name for m in _holders(self.catalog.datasources[model.datasource], name) if m.name != model.name]
+        if others:
+            warnings.append(
+                f"'{name}' is both a model and a column on {sorted(others)}; resolved as the model. "
+                f"Qualify as <model>.{name} to refer to the column."
+            )
+        return model.entity
+
+    def _find_model(self, name: str, source: Model | None) -> Model | None:
+        models = self.catalog.models_named(name)
+        return self._pick_model(name, models, source) if models else None
+
+    def _pick_model(self, name: str, models: list[Model], source: Model | None) -> Model:
+        if len(models) == 1:
+            return models[0]
+        by_ds = {model.datasource: model for model in models}
+        if source is not None and source.datasource in by_ds:
+            return by_ds[source.datasource]
+        for ds_name in self._priority:
+            if ds_name in by_ds:
+                return by_ds[ds_name]
+        raise AmbiguousEntityError(
+            f"Model '{name}' exists in multiple datasources: {sorted(by_ds)}. Specify a data_source "
+            f"or set a datasource priority to disambiguate: write '<datasource>.{name}' in an entity "
+            "reference, or list the datasources in priority.yaml."
+        )
+
+    def _model_in(self, datasource: Datasource, name: str) -> Model:
+        model = datasource.models.get(name)
+        if model is None:
+            raise ResolutionError(
+                f"No model '{name}' in datasource '{datasource.name}'. "
+                f"Its models: {_listing(list(datasource.models))}."
+            )
+        return model
+
+    def _find_leaf(self, name: str, source: Model | None) -> str:
+        order = self._order
+        if source is not None:
+            order = [source.datasource] + [ds for ds in order if ds != source.datasource]
+        matches: list[tuple[str, list[Model]]] = []
+        for ds_name in order:
+            holders = _holders(self.catalog.datasources[ds_name], name)
+            if holders:
+                matches.append((ds_name, holders))
+                # A preferred datasource decides on its own; otherwise keep looking for rivals.
+                if ds_name in self._priority or (source and ds_name == source.datasource):
+                    break
+        if not matches:
+            raise ResolutionError(
+                f"Entity '{name}' not found in any datasource (checked all known datasources)."
+            )
+        ds_name, holders = matches[0]
+        if len(matches) > 1:
+            kinds = _kinds_word([m for _ds, found in matches for m in found], name)
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches {kinds} in datasources "
+                f"{[ds for ds, _found in matches]}, and none of them is in the priority list. "
+                f"Qualify as '<ds>.<model>.{name}' or add a priority.yaml."
+            )
+        if len(holders) > 1:
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches columns / measures / aggregations on "
+                f"{sorted(m.name for m in holders)} in datasource '{ds_name}'. "
+                f"Qualify as '<model>.{name}'."
+            )
+        return f"{holders[0].entity}.{name}"
+
+
+class _Edge(NamedTuple):
+    target: str  # the model at the other end
+    name: str | None  # the join's edge name
+
+
+REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
+
+
+def _segments(name: str, ref: str) -> list[str]:
+    segments = name.split(".")
+    if not all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in segments):
+        raise ResolutionError(
+            f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)"
+        )
+    return segments
+
+
+def _holders(datasource: Datasource, name: str) -> list[Model]:
+    return [model for model in datasource.models.values() if model.leaf_kind(name)]
+
+
+def _kinds_word(models: list[Model], name: str) -> str:
+    kinds = {model.leaf_kind(name) for model in models}
+    return f"{kinds.pop()}s" if len(kinds) == 1 else "leaves"
+
+
+def _listing(names: list[str]) -> str:
+    if len(names) <= _MAX_LISTED:
+        return str(names)
+    return f"{names[:_MAX_LISTED]} and {len(names) - _MAX_LISTED} more"

@@ -1,0 +1,389 @@
+"""A SlayerQuery's entity references: the tokenizer behind ``linked_entities`` given as a query.
+
+Formulas and filters are read with one small tokenizer instead of SLayer's full parser, because
+slayer-kb only needs to know which columns a query touches, not how to compile it:
+
+- quoted literals (``'...'`` with ``''`` escapes, ``"..."``, backquotes) and ``{var}`` placeholders
+  are dropped first, so nothing inside them is ever tagged (an unterminated one runs to the end);
+- an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
+- an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
+- a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
+  written after a ``,`` inside a call, or first inside a colon aggregation's ``(...)``;
+- numbers, typed-literal prefixes (``DATE '2024-01-01'``) and cast targets (``AS date``) are
+  skipped, and in filters also SQL words (:data:`SQL_WORDS`);
+- ``count(*)`` / ``*:count`` yield the marker :data:`SOURCE_MODEL` (``"*"``): the query's source
+  model, which :meth:`Resolver.resolve` understands; ``count(m.*)`` / ``m.*:count`` yield ``"m.*"``,
+  which resolves to the model ``m``. ``*`` with any other aggregation is an error; any other ``*``
+  is a multiplication.
+
+Every other identifier (``amount``, ``customers.regions.name``) is a reference, returned in order
+of first appearance without repeats. ``-`` is always the minus operator here, so a catalog name
+containing ``-`` cannot be written inside a formula or filter (it can as a plain reference).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..core.errors import InvalidInputError, KBError, ResolutionError
+from ..core.nesting import check_depth
+from .slayerquery import Item, check_query, kind_of
+
+if TYPE_CHECKING:
+    from .catalog import Resolver
+
+SOURCE_MODEL = "*"
+"""What :func:`formula_references` / :func:`filter_references` return for ``count(*)``."""
+
+SQL_WORDS = frozenset(
+    """
+    and or not xor is null in like ilike rlike regexp glob similar escape between true false
+    unknown case when then else end as asc desc nulls distinct exists all any some interval to
+    select from where group by having order limit offset union intersect except join on with
+    over partition filter within collate div mod
+    current_date current_time current_timestamp localtime localtimestamp
+    """.split()
+)
+
+# ----------------------------------------------------------------------------------------------
+# Single references
+# ----------------------------------------------------------------------------------------------
+
+
+def split_references(text: str) -> list[str]:
+    """Comma-separated references; a comma inside parentheses belongs to its reference."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"Entity references must be a string, got {kind_of(text)}.")
+    return [part.strip() for part in _split_top(text) if part.strip()]
+
+
+def _split_top(text: str) -> list[str]:
+    parts: list[str] = []
+    depth = start = 0
+    for index, char in enumerate(text):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            # A stray closing bracket must not swallow the commas after it.
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+class RefTarget(NamedTuple):
+    name: str  # the reference without its aggregation; "" for a star
+    star: bool  # count(*) / *:count: the query's source model
+    whole_model: bool  # count(m.*) / m.*:count: the model m, never a leaf named m
+
+
+_COLON_AGG = re.compile(
+    r"(?P<head>[^:()]*?)\s*:\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
+)
+_CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
+_KWARG = re.compile(r"\s*[A-Za-z_]\w*\s*=(?!=)")
+_PLAIN_REF = re.compile(r"[\w.\-]+")
+
+
+def parse_reference(ref: str) -> RefTarget:
+    """What a single, possibly aggregated, reference names (aggregations and transforms peeled).
+
+    Raises :class:`ResolutionError` for what is not one reference: ``sum(*)``, ``sum(a - b)``,
+    ``sum()``. ``memory:<id>`` is not handled here; the resolver checks for it first.
+    """
+    text = ref.strip()
+    aggregation: str | None = None
+    while True:
+        colon = _COLON_AGG.fullmatch(text)
+        if colon:
+            aggregation, text = colon["agg"], colon["head"].strip()
+            break
+        call = _call(text)
+        if call is None:
+            break
+        aggregation, args = call
+        if not args or not args[0].strip() or _KWARG.match(args[0]):
+            raise ResolutionError(
+                f"Invalid Mode-B expression {ref.strip()!r}: aggregation '{aggregation}' requires a value "
+                f"argument, e.g. {aggregation}(column)."
+            )
+        text = args[0].strip()
+    return _target(text, aggregation, ref)
+
+
+def _call(text: str) -> tuple[str, list[str]] | None:
+    """``(function, arguments)`` when the whole of ``text`` is one call ``f(...)``."""
+    head = _CALL_HEAD.match(text)
+    if head is None or not text.endswith(")"):
+        return None
+    depth = 0
+    for index in range(head.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            if index != len(text) - 1:
+                return None  # f(a) + g(b): an expression, not one call
+            return head["func"], _split_top(text[head.end() : -1])
+    return None
+
+
+def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
+    if not text:
+        raise ResolutionError(f"'{ref}' names no column.")
+    if text == "*" or text.endswith(".*"):
+        if aggregation is not None and aggregation.lower() != "count":
+            form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
+            raise ResolutionError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
+        if text == "*":
+            return RefTarget("", True, False)
+        return RefTarget(text[:-2], False, True)
+    if aggregation is not None and not _PLAIN_REF.fullmatch(text):
+        raise ResolutionError(
+            f"{ref.strip()!r} is not a single aggregated column reference; only the `agg(column)` form "
+            "names an entity. Name its columns one by one, or give the whole query as linked_entities."
+        )
+    return RefTarget(text, False, False)
+
+
+def strip_aggregation(ref: str) -> tuple[str, bool]:
+    """``(reference, is_star)``: ``("amount", False)`` for sum(amount), ``("", True)`` for count(*).
+
+    ``count(orders.*)`` gives ``("orders", False)``; the resolver uses :func:`parse_reference`,
+    which also says that such a name must be a model.
+    """
+    target = parse_reference(ref)
+    return target.name, target.star
+
+
+# ----------------------------------------------------------------------------------------------
+# Formulas and filters
+# ----------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+      (?P<space>\s+)
+    | (?P<lit>'(?:[^']|'')*(?:'|\Z) | "(?:[^"]|"")*(?:"|\Z) | `[^`]*(?:`|\Z) | \{[^{}]*\})
+    | (?P<num>\.?\d[\w.]*)
+    | (?P<name>[^\W\d]\w*(?:\.[^\W\d]\w*)*(?:\.\*)?)
+    | (?P<op>::|<=|>=|!=|<>|==|\|\||[-+*/%=<>(),:\[\]])
+    | (?P<other>.)
+    """,
+    re.X | re.S,
+)
+
+
+class _Token(NamedTuple):
+    kind: str
+    text: str
+
+
+_NONE = _Token("", "")
+
+
+@dataclass
+class _Frame:
+    """One open ``(`` or ``[``."""
+
+    func: str | None  # the function it calls, lower-cased; None for grouping parentheses
+    colon: bool  # the argument list of a colon aggregation, x:agg(...)
+    inherited: bool  # inside a keyword argument's value further out
+    keyword: bool = False  # inside a keyword argument's value of this call
+
+    @property
+    def skip(self) -> bool:
+        return self.inherited or self.keyword
+
+
+def formula_references(formula: str) -> list[str]:
+    """Column references of a measure formula, in either syntax (``sum(x)``, ``x:sum``)."""
+    return _scan(formula, "formula", sql=False)
+
+
+def filter_references(filter_text: str) -> list[str]:
+    """Column references of a SQL-ish filter; literals, placeholders and SQL words are skipped."""
+    return _scan(filter_text, "filter", sql=True)
+
+
+def _scan(text: str, what: str, sql: bool) -> list[str]:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
+    tokens = [
+        _Token(m.lastgroup or "", m.group())
+        for m in _TOKEN.finditer(text)
+        if m.lastgroup not in ("space", "other")
+    ]
+    refs: dict[str, None] = {}
+    stack: list[_Frame] = []
+    for index, token in enumerate(tokens):
+        if token.text in ("(", "["):
+            stack.append(_open_frame(tokens, index, stack))
+        elif token.text in (")", "]"):
+            if stack:
+                stack.pop()
+        elif token.text == ",":
+            if stack:
+                stack[-1].keyword = False
+        elif stack and stack[-1].skip:
+            continue
+        elif token.kind == "name":
+            ref = _name_reference(tokens, index, stack, sql, text, what)
+            if ref is not None:
+                refs[ref] = None
+        elif token.text == "*" and _star(tokens, index, stack, text, what):
+            refs[SOURCE_MODEL] = None
+    return list(refs)
+
+
+def _open_frame(tokens: list[_Token], index: int, stack: list[_Frame]) -> _Frame:
+    before = tokens[index - 1] if index >= 1 else _NONE
+    func = before.text.lower() if before.kind == "name" else None
+    colon = func is not None and index >= 2 and tokens[index - 2].text == ":"
+    return _Frame(func, colon, bool(stack) and stack[-1].skip)
+
+
+def _name_reference(
+    tokens: list[_Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
+) -> str | None:
+    name = tokens[index].text
+    before = tokens[index - 1] if index >= 1 else _NONE
+    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
+    if after.text == "(" or before.text in (":", "::"):
+        return None  # a function, an aggregation name or a cast type
+    if (
+        after.text == "="
+        and stack
+        and (before.text == "," or (before.text == "(" and stack[-1].colon))
+    ):
+        stack[-1].keyword = True
+        return None
+    if after.kind == "lit" or (before.kind == "name" and before.text.lower() == "as"):
+        return None  # DATE '2024-01-01', CAST(x AS date)
+    if sql and name.lower() in SQL_WORDS:
+        return None
+    if not name.isascii():
+        raise InvalidInputError(
+            f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
+            "digits and '_'."
+        )
+    if name.endswith(".*") and not _counted(tokens, index, stack):
+        raise InvalidInputError(
+            f"{what} {text!r}: '{name}' only works as count({name}) or {name}:count."
+        )
+    return name
+
+
+def _star(tokens: list[_Token], index: int, stack: list[_Frame], text: str, what: str) -> bool:
+    """Whether this ``*`` counts rows (True) or multiplies (False); ``sum(*)`` is an error."""
+    if _counted(tokens, index, stack):
+        return True
+    before = tokens[index - 1] if index >= 1 else _NONE
+    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
+    if after.text == ":" or (before.text == "(" and after.text in (")", ",")):
+        raise InvalidInputError(
+            f"{what} {text!r}: only count takes '*' (count(*) or *:count counts the source "
+            "model's rows)."
+        )
+    return False
+
+
+def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
+    """``*`` or ``m.*`` as the argument of ``count(...)`` or before ``:count``."""
+    before = tokens[index - 1] if index >= 1 else _NONE
+    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
+    if after.text == ":":
+        agg = tokens[index + 2] if index + 2 < len(tokens) else _NONE
+        return agg.kind == "name" and agg.text.lower() == "count"
+    return (
+        before.text == "("
+        and bool(stack)
+        and stack[-1].func == "count"
+        and after.text in (")", ",")
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Queries
+# ----------------------------------------------------------------------------------------------
+
+
+def query_entities(query: Any, resolver: Resolver) -> tuple[list[str], list[str]]:
+    """The canonical entities a SlayerQuery touches (source model first) and resolution warnings.
+
+    The query is checked first by :func:`slayerquery.check_query` (SLayer 1.4.1's SlayerQuery:
+    keys, shapes, values); then, as SLayer's memory resolver does, its ``source_model`` is looked
+    up and every reference of its dimensions, time dimensions, measures, filters and order is
+    resolved. Names the query defines itself (a measure's or a computed dimension's ``name``, an
+    extension's columns and measures) are not tagged. Any reference that does not resolve raises,
+    so that nothing is saved with a silently missing tag.
+    """
+    if not isinstance(query, Mapping):
+        raise InvalidInputError(
+            f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
+        )
+    check_depth(query, "The query")
+    shape = check_query(query)
+    assert shape.source is not None  # check_query requires one
+    source = resolver.query_source(shape.source)
+    entities: dict[str, None] = {source.entity: None}
+    warnings: dict[str, None] = {}
+    for item in shape.items:
+        refs = [item.text] if item.kind == "ref" else _scanned(_SCANS[item.kind], item.text, item.where)
+        for ref in refs:
+            if ref in shape.defined:
+                continue
+            try:
+                resolution = resolver.resolve(ref, source)
+            except KBError as exc:
+                raise _in_context(exc, item, refs) from None
+            entities[resolution.entity] = None
+            warnings.update(dict.fromkeys(resolution.warnings))
+    return list(entities), list(warnings)
+
+
+_SCANS = {"formula": formula_references, "filter": filter_references}
+
+
+def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:
+    where = item.where if refs == [item.text] else f"{item.where} {item.text!r}"
+    try:
+        return type(exc)(f"{where}: {exc}")
+    except TypeError:  # an error class with its own constructor: keep it as it is
+        return exc
+
+
+def _scanned(scan: Any, text: str, where: str) -> list[str]:
+    try:
+        refs: list[str] = scan(text)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    return refs
+
+
+def clean_query(query: Mapping[str, Any]) -> dict[str, Any]:
+    """The query to store: None values, and containers emptied by removing them, left out."""
+    if not isinstance(query, Mapping):
+        raise InvalidInputError(f"A query must be a mapping, got {kind_of(query)}.")
+    return _clean(check_depth(query, "The query"))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: cleaned for key, cleaned in _kept(value.items())}
+    if isinstance(value, (list, tuple)):
+        # Tuples become lists: the YAML writer and JSON output only know lists.
+        return [cleaned for _index, cleaned in _kept(enumerate(value))]
+    return value
+
+
+def _kept(pairs: Any) -> Iterator[tuple[Any, Any]]:
+    for key, value in pairs:
+        if value is None:
+            continue
+        cleaned = _clean(value)
+        if isinstance(cleaned, (dict, list)) and not cleaned and value:
+            continue
+        yield key, cleaned

@@ -1,0 +1,195 @@
+"""CLI commands for catalog cascades, ``prune``, and the checks ``validate`` and ``fmt``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
+
+if TYPE_CHECKING:
+    from ..ops import cascade
+    from ..ops.validate import Report
+
+
+def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) -> None:
+    def human() -> str:
+        head = f"Deleted {what} {result.deleted}"
+        if result.commit:
+            head += f" (commit {result.commit[:12]})"
+        if not result.rewritten:
+            return head + "; no memory referred to it." + kept_line(result.kept)
+        return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
+                + kept_line(result.kept))
+
+    emit(settings, result.to_json(), human)
+
+
+@click.command("delete-model")
+@click.argument("model")
+@click.option("--datasource", metavar="DS", help="The model's datasource (needed when several have it).")
+@force_option
+@json_option
+@pass_settings
+def delete_model(settings: Settings, model: str, datasource: str | None, force: bool) -> None:
+    """Delete MODEL's file and strip it and its leaves from every memory (one commit).
+
+    \b
+    Examples:
+      slayer-kb delete-model orders --datasource wh
+      slayer-kb delete-model shop.refunds --json
+    """
+    _emit_cascade(settings, settings.kb().delete_model(model, datasource, force=force), "model")
+
+
+@click.command("delete-datasource")
+@click.argument("datasource", metavar="DS")
+@force_option
+@json_option
+@pass_settings
+def delete_datasource(settings: Settings, datasource: str, force: bool) -> None:
+    """Delete datasource DS, its models and its priority entry; strip it from memories (one commit).
+
+    \b
+    Example:
+      slayer-kb delete-datasource wh
+    """
+    _emit_cascade(settings, settings.kb().delete_datasource(datasource, force=force), "datasource")
+
+
+@click.command("delete-leaf")
+@click.argument("leaf", metavar="DS.MODEL.LEAF")
+@force_option
+@json_option
+@pass_settings
+def delete_leaf(settings: Settings, leaf: str, force: bool) -> None:
+    """Delete a column, named measure or custom aggregation from its model file and strip it
+    from every memory (one commit).
+
+    \b
+    Example:
+      slayer-kb delete-leaf shop.orders.cost
+    """
+    _emit_cascade(settings, settings.kb().delete_leaf(leaf, force=force), "leaf")
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Show what would be stripped; change nothing.")
+@force_option
+@json_option
+@pass_settings
+def prune(settings: Settings, dry_run: bool, force: bool) -> None:
+    """Strip references to entities and memories that no longer exist (one commit).
+
+    Use it after the catalog changed outside slayer-kb: a model file deleted by hand, SLayer
+    rewriting its models, a merge. Until then search simply ignores the dangling references.
+
+    \b
+    Examples:
+      slayer-kb prune --dry-run
+      slayer-kb prune --json
+    """
+    result = settings.kb().prune(dry_run=dry_run, force=force)
+
+    def human() -> str:
+        if not result.stripped:
+            return "Nothing to prune: every reference resolves."
+        verb = "Would strip" if dry_run else "Stripped"
+        lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
+        if result.commit:
+            lines.append(f"(commit {result.commit[:12]})")
+        return "\n".join(lines) + kept_line(result.kept)
+
+    emit(settings, result.to_json(), human)
+
+
+def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
+    from ..ops.validate import MEMORIES
+
+    return [Path(p) for p in paths] if paths else [settings.kb().root / MEMORIES]
+
+
+def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> None:
+    data = {
+        "ok": not failed,
+        "checked": report.checked,
+        "problems": [p.to_json() for p in report.problems],
+        "reformatted": report.reformatted,
+    }
+    emit(settings, data, lambda: "\n".join([*map(str, report.problems), summary]))
+    if failed:
+        sys.exit(1)
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--against", metavar="REF",
+              help="Also report auto ids this branch added that REF uses for another memory.")
+@json_option
+@pass_settings
+def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None) -> None:
+    """Check memory and session files: schema, id and file name, case collisions, references,
+    canonical form.
+
+    PATH is a memory or session file, a memories/ or sessions/ folder or a KB (default: the
+    whole KB). A catalog file
+    stands for every memory of its KB. Prints 'path:line: message' lines; exits 1 on any problem.
+
+    \b
+    Examples:
+      slayer-kb --kb kb validate
+      slayer-kb validate kb/memories/12.yaml
+      slayer-kb --kb kb validate --against origin/main
+    """
+    from ..ops.validate import validate
+
+    report = validate(_paths(settings, paths), against)
+    count = len(report.problems)
+    summary = (f"{count} problem{'s' if count != 1 else ''} in {report.checked} files checked"
+               if count else f"Checked {report.checked} files: no problems.")
+    _finish(settings, report, bool(count), summary)
+
+
+@click.command("fmt")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--check", is_flag=True, help="Only report files that are not in canonical form (exit 1).")
+@json_option
+@pass_settings
+def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
+    """Rewrite memory and session files into canonical form (key order, quoting, | blocks).
+
+    Files are not committed: review the diff and commit it, as with any formatter.
+
+    \b
+    Examples:
+      slayer-kb --kb kb fmt
+      slayer-kb fmt --check kb/memories/*.yaml
+    """
+    from ..ops.validate import fmt
+
+    report = fmt(_paths(settings, paths), check=check)
+    lines = [f"{'would reformat' if check else 'reformatted'} {name}" for name in report.reformatted]
+    summary = "\n".join([*lines, f"{len(report.reformatted)} of {report.checked} files "
+                         f"{'need' if check else 'needed'} formatting"])
+    _finish(settings, report, bool(report.problems) or (check and bool(report.reformatted)), summary)
+
+
+@click.command("schema")
+@click.option("--session", is_flag=True, help="The schema of session files (sessions/<id>.yaml) instead.")
+@pass_settings
+def schema_cmd(settings: Settings, session: bool) -> None:
+    """Print the JSON Schema of memory files (for editors: yaml-language-server, VS Code).
+
+    \b
+    Examples:
+      slayer-kb schema > .vscode/slayer-kb-memory.schema.json
+      slayer-kb schema --session > .vscode/slayer-kb-session.schema.json
+    """
+    from ..ops.validate import SCHEMA_PATH, SESSION_SCHEMA_PATH
+
+    path = SESSION_SCHEMA_PATH if session else SCHEMA_PATH
+    click.echo(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2))

@@ -1,0 +1,186 @@
+"""What every command module shares: the settings a command runs with, the ``--json`` and
+``--force`` options, and how results and errors are printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, overload
+
+import click
+import yaml
+
+from ..core import nesting
+from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.locate import find_kb_root
+from ..core.text import warning_lines
+from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@dataclass
+class Preset:
+    """What the server running a relayed command (server.py) hands it: its warm KB, and the
+    width of the terminal the command was typed in."""
+
+    kb: KnowledgeBase
+    width: int
+
+
+class Settings:
+    def __init__(self, kb: str | None, json_out: bool, author: str | None, preset: Preset | None = None) -> None:
+        self.kb_path = kb
+        self.json = json_out
+        self.author = author
+        self.preset = preset
+        self._kb: KnowledgeBase | None = preset.kb if preset is not None else None
+
+    def width(self) -> int:
+        """Columns for human output: the terminal's, 60 to 120."""
+        columns = self.preset.width if self.preset is not None else shutil.get_terminal_size((100, 24)).columns
+        return max(60, min(columns, 120))
+
+    def kb(self) -> KnowledgeBase:
+        if self.preset is not None:
+            # A server's warm KB (server.py) takes this command's author and size limit.
+            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
+            self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
+            self.preset.kb.max_content = int(max_content) if max_content else DEFAULT_MAX_CONTENT
+        if self._kb is None:
+            path = self.kb_path or os.environ.get("SLAYER_KB")
+            root = Path(path) if path else find_kb_root(Path.cwd())
+            if root is None:
+                raise NotFoundError(
+                    "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
+                    "(a folder with memories/). Create one with 'slayer-kb init DIR'."
+                )
+            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
+            kwargs: dict[str, Any] = {"author": self.author}
+            if max_content:
+                kwargs["max_content"] = int(max_content)
+            self._kb = KnowledgeBase(root, **kwargs)
+        return self._kb
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` after the command as well as before it, as CLI.md writes it."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.find_object(Settings).json = True  # type: ignore[union-attr]
+        return value
+
+    return click.option(
+        "--json",
+        "json_flag",
+        is_flag=True,
+        expose_value=False,
+        callback=callback,
+        help="Print one JSON document on stdout.",
+    )(f)
+
+
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Rewrite files that hold uncommitted work from HEAD, keeping your versions as <file>.orig.",
+)
+
+
+def kept_line(kept: list[str]) -> str:
+    """The human output's line about the versions ``--force`` set aside (empty when none)."""
+    return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
+
+
+def fail(settings: Settings | None, error: KBError) -> NoReturn:
+    message = str(error)
+    click.echo(f"Error: {message}", err=True)
+    if settings is not None and settings.json:
+        click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
+    sys.exit(1)
+
+
+class KBGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KBError as exc:
+            fail(ctx.find_object(Settings), exc)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}{where}."))
+
+
+def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    if settings.json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        text = human() if callable(human) else human
+        if text:
+            click.echo(text)
+
+
+@overload
+def read_text_arg(value: str) -> str: ...
+@overload
+def read_text_arg(value: None) -> None: ...
+def read_text_arg(value: str | None) -> str | None:
+    """The text of an argument that may be ``-``: standard input."""
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+def read_query(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    source = value
+    if value.startswith("@"):
+        try:
+            source = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"Cannot read the query file {value[1:]}: {exc.strerror}.") from None
+    elif value == "-":
+        source = sys.stdin.read()
+    query = nesting.loads(
+        source,
+        "--query",
+        'pass a SlayerQuery object such as \'{"source_model": "orders", "measures": ["sum(amount)"]}\' '
+        "or @FILE.",
+        nesting.QUERY_FIX,
+    )
+    if not isinstance(query, dict):
+        raise InvalidInputError("--query must be a JSON object (a SlayerQuery with source_model).")
+    return query
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+ENTITY_HELP = (
+    "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."
+)
+
+
+def memory_text(data: dict[str, Any]) -> str:
+    lines = [f"id: {data['id']}"]
+    for key, value in data.items():
+        if key in ("id", "learning", "warnings") or value in (None, []):
+            continue
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  - {item}" for item in value)
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.extend("  " + row for row in yaml.safe_dump(value, sort_keys=False, allow_unicode=True).splitlines())
+        else:
+            lines.append(f"{key}: {value}")
+    lines.append("")
+    lines.append(data["learning"].rstrip("\n"))
+    return "\n".join(lines) + warning_lines(data.get("warnings", []))

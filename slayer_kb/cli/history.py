@@ -1,0 +1,231 @@
+"""CLI commands for editing, history, review, renumber/sync and SLayer/Engram interchange.
+
+Argument parsing and output formatting only; the work is in ``editing``, ``history``,
+``renumber`` and ``interchange``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..core.text import warning_lines
+from .common import Settings, emit, json_option, memory_text, pass_settings
+
+if TYPE_CHECKING:
+    from ..ops import interchange
+
+
+def _ask_reopen(problem: str) -> bool:
+    click.echo(problem, err=True)
+    try:
+        return click.confirm("Reopen the editor?", default=True, err=True)
+    except click.Abort:  # no terminal and no answer on stdin: do not loop
+        return False
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+@pass_settings
+def edit(settings: Settings, memory_id: str) -> None:
+    """Edit a memory in $VISUAL / $EDITOR; it is checked on close and committed when valid.
+
+    On a problem (bad YAML, an unknown key, an entity that does not resolve) the problem is shown
+    and the editor can be reopened; nothing is committed until the file is valid. Closing the
+    editor without a change commits nothing.
+
+    \b
+    Example:
+      EDITOR=nano slayer-kb edit 12
+    """
+    from ..ops import editing  # imported on use: keeps every command's start-up short
+    result = editing.edit(settings.kb(), memory_id, reopen=_ask_reopen)
+
+    def human() -> str:
+        if not result.changed:
+            return f"No change to memory {memory_id}; nothing committed."
+        return f"Edited memory {memory_id} (commit {result.commit[:12] if result.commit else '-'})" + warning_lines(result.warnings)
+
+    emit(settings, result.to_json(), human)
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+@pass_settings
+def log(settings: Settings, memory_id: str) -> None:
+    """Every commit that touched a memory, newest first (renames followed).
+
+    \b
+    Example:
+      slayer-kb log 12
+    """
+    from ..ops import history  # imported on use: keeps every command's start-up short
+    entries = history.log(settings.kb(), memory_id)
+    emit(settings, entries, lambda: "\n".join(
+        f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
+        for e in entries
+    ))
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--rev", metavar="REV", help="A commit, branch or tag (default: now, or the last version of a deleted memory).")
+@json_option
+@pass_settings
+def show(settings: Settings, memory_id: str, rev: str | None) -> None:
+    """Show a memory as it was at a revision (also a deleted one).
+
+    \b
+    Examples:
+      slayer-kb show 12 --rev HEAD~3
+      slayer-kb show 12 --json
+    """
+    from ..ops import history  # imported on use: keeps every command's start-up short
+    shown = history.show(settings.kb(), memory_id, rev)
+
+    def human() -> str:
+        head = ""
+        if shown.deleted_in:
+            head = f"(deleted in {shown.deleted_in[:12]}; the last version)\n"
+        elif shown.rev:
+            head = f"(as of {shown.rev[:12]})\n"
+        return head + memory_text(shown.memory.to_dict())
+
+    emit(settings, shown.to_json(), human)
+
+
+@click.command()
+@click.argument("base", metavar="BASE")
+@click.argument("head", metavar="HEAD", default="HEAD")
+@json_option
+@pass_settings
+def review(settings: Settings, base: str, head: str) -> None:
+    """Markdown summary of the memories HEAD added, changed, re-linked, renamed and removed.
+
+    Compares HEAD with the commit where it left BASE, as 'git diff BASE...HEAD' does: what BASE
+    changed since the branch split is not listed. Made to paste into a pull request (or post from
+    CI): changed fields and a word diff of the text, catalog changes, and problems (files that do
+    not parse, entities that do not resolve).
+
+    \b
+    Examples:
+      slayer-kb review origin/main
+      slayer-kb review main feature-branch --json
+    """
+    from ..ops import history  # imported on use: keeps every command's start-up short
+    result = history.review(settings.kb(), base, head)
+    emit(settings, result.to_json(), lambda: result.markdown().rstrip("\n"))
+
+
+@click.command("renumber")
+@click.option("--onto", "onto", required=True, metavar="REF", help="The branch you will merge into, e.g. origin/main.")
+@click.option("--rewrite", is_flag=True, help="Rewrite this branch's own commits instead of adding one (for a rebase; unpushed commits only).")
+@json_option
+@pass_settings
+def renumber_cmd(settings: Settings, onto: str, rewrite: bool) -> None:
+    """Give this branch's new auto-id memories fresh ids when REF has used the same ids.
+
+    The memory:ID references to them are rewritten too, in one commit; then 'git merge REF' keeps
+    both sides' memories.
+
+    \b
+    Example:
+      slayer-kb renumber --onto origin/main && git merge origin/main
+    """
+    from ..ops import renumber  # imported on use: keeps every command's start-up short
+    result = renumber.renumber(settings.kb(), onto, rewrite=rewrite)
+
+    def human() -> str:
+        if not result.mapping:
+            return f"No id of this branch collides with {onto}; nothing to renumber."
+        lines = [f"Renumbered {len(result.mapping)} memories onto {onto}:"]
+        lines += [f"  {old} -> {new}" for old, new in result.mapping.items()]
+        if result.rewritten:
+            lines.append("  references rewritten in: " + ", ".join(sorted(result.rewritten)))
+        return "\n".join(lines)
+
+    emit(settings, result.to_json(), human)
+
+
+@click.command("sync")
+@click.option("--remote", default="origin", show_default=True, help="The git remote to pull from and push to.")
+@json_option
+@pass_settings
+def sync_cmd(settings: Settings, remote: str) -> None:
+    """Pull (rebase), renumber colliding ids, revalidate, reindex and push.
+
+    On a conflict it cannot resolve, the repository is put back as it was and the error says how
+    to go on.
+
+    \b
+    Example:
+      slayer-kb sync --remote origin
+    """
+    from ..ops import renumber  # imported on use: keeps every command's start-up short
+    result = renumber.sync(settings.kb(), remote)
+
+    def human() -> str:
+        text = f"Synced {result.branch} with {remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
+        if result.renumbered:
+            text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
+        return text
+
+    emit(settings, result.to_json(), human)
+
+
+def _import_text(result: interchange.ImportResult) -> str:
+    return result.summary() + warning_lines(result.warnings)
+
+
+@click.command("import-slayer")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@json_option
+@pass_settings
+def import_slayer(settings: Settings, directory: str) -> None:
+    """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
+
+    Ids and created_at are kept; entities that do not resolve are dropped with a warning.
+
+    \b
+    Example:
+      slayer-kb import-slayer ~/.slayer
+    """
+    from ..ops import interchange  # imported on use: keeps every command's start-up short
+    result = interchange.import_slayer(settings.kb(), directory)
+    emit(settings, result.to_json(), lambda: _import_text(result))
+
+
+@click.command("export-slayer")
+@click.argument("directory", type=click.Path(file_okay=False))
+@json_option
+@pass_settings
+def export_slayer(settings: Settings, directory: str) -> None:
+    """Write every live memory as DIRECTORY/memories/<id>.md (SLayer's format).
+
+    \b
+    Example:
+      slayer-kb export-slayer ./slayer-storage
+    """
+    from ..ops import interchange  # imported on use: keeps every command's start-up short
+    result = interchange.export_slayer(settings.kb(), directory)
+    data: dict[str, Any] = result.to_json()
+    emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warning_lines(result.problems))
+
+
+@click.command("import-engram")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@json_option
+@pass_settings
+def import_engram(settings: Settings, file: str) -> None:
+    """Import Engram's JSON export (observations) as one commit, skipping exact duplicates.
+
+    \b
+    Example:
+      engram export > engram.json && slayer-kb import-engram engram.json
+    """
+    from ..ops import interchange  # imported on use: keeps every command's start-up short
+    result = interchange.import_engram(settings.kb(), file)
+    emit(settings, result.to_json(), lambda: _import_text(result))

@@ -1,0 +1,368 @@
+"""Commands on one memory: ``init``, ``save``, ``get``, ``update``, ``forget``, ``restore``, and
+Engram's ``suggest-topic-key``, ``timeline``, ``context`` and ``session-summary``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..core import engram
+from ..core.errors import InvalidInputError
+from ..core.ids import check_id
+from ..core.text import warning_lines
+from ..kb import KnowledgeBase
+from .common import (
+    ENTITY_HELP,
+    Settings,
+    emit,
+    force_option,
+    json_option,
+    kept_line,
+    memory_text,
+    pass_settings,
+    read_query,
+    read_text_arg,
+)
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--example", is_flag=True, help="Start from the shipped example KB (an online shop's catalog and memories).")
+@json_option
+@pass_settings
+def init(settings: Settings, directory: str, example: bool) -> None:
+    """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
+
+    \b
+    Examples:
+      slayer-kb init ./team-kb
+      slayer-kb init ./demo --example
+    """
+    kb = KnowledgeBase.init(directory, author=settings.author, example=example)
+    emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
+
+
+@click.command()
+@click.argument("learning", required=False)
+@click.option("-e", "--entity", "entities", multiple=True, help=ENTITY_HELP)
+@click.option(
+    "--query",
+    "query",
+    metavar="JSON|@FILE",
+    help="A SlayerQuery whose entities are linked and which is stored with the memory.",
+)
+@click.option(
+    "--id", "memory_id",
+    help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole.",
+)
+@click.option("--description", help="A one-line summary, at most 500 characters.")
+@click.option(
+    "--title",
+    help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).",
+)
+@click.option("--content", help="Same as LEARNING (Engram's name for it).")
+@click.option(
+    "--type",
+    "type_",
+    metavar="TYPE",
+    help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).",
+)
+@click.option("--project", help="Project name (trimmed, lower-cased).")
+@click.option("--scope", type=click.Choice(["project", "personal"]), help="project (default) or personal.")
+@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
+@click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
+@json_option
+@pass_settings
+def save(
+    settings: Settings,
+    learning: str | None,
+    entities: tuple[str, ...],
+    query: str | None,
+    memory_id: str | None,
+    description: str | None,
+    title: str | None,
+    content: str | None,
+    type_: str | None,
+    project: str | None,
+    scope: str | None,
+    topic_key: str | None,
+    session_id: str | None,
+) -> None:
+    """Save a memory: LEARNING (or - for stdin) linked to entities or a query.
+
+    \b
+    Examples:
+      slayer-kb save "orders.is_returned is 0, 1 or NULL; NULL means not returned" -e orders.is_returned
+      slayer-kb save "Paid revenue" --id kb.paid-revenue \\
+        --query '{"source_model": "orders", "measures": ["amount:sum"]}'
+      echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
+    """
+    text = read_text_arg(learning if learning is not None else content)
+    if text is None:
+        raise InvalidInputError(
+            "Give the learning as an argument, with --content, or '-' to read it from stdin."
+        )
+    kb = settings.kb()
+    parsed = read_query(query)
+    if title is not None:
+        if memory_id is not None:
+            check_id(memory_id)  # a bad id hears the id rules first
+            raise InvalidInputError(
+                f"--id cannot be combined with --title: an observation's id is chosen for it (the "
+                "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
+                f"and link entities with -e to save under '{memory_id}'; or change an existing "
+                f"memory with 'slayer-kb update {memory_id} --title ...'."
+            )
+        if parsed is not None:
+            raise InvalidInputError(
+                "--query cannot be combined with --title; save the example query without a title."
+            )
+        result = kb.save_observation(
+            title=title,
+            content=text,
+            type=type_,
+            project=project,
+            scope=scope,
+            topic_key=topic_key,
+            session_id=session_id,
+            entities=list(entities) or None,
+            description=description,
+        )
+    else:
+        if parsed is None and not entities:
+            raise InvalidInputError(
+                "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
+                "--query, or save an observation with --title."
+            )
+        linked: Any = parsed if parsed is not None else list(entities)
+        if parsed is not None and entities:
+            raise InvalidInputError(
+                "Give either -e references or --query, not both (the query's entities are linked)."
+            )
+        extra = {
+            "type": type_,
+            "project": project,
+            "scope": scope,
+            "topic_key": topic_key,
+            "session_id": session_id,
+        }
+        result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)
+    emit(settings, result.to_json(), lambda: _save_text(result))
+
+
+def _save_text(result: Any) -> str:
+    if result.title is not None:
+        head = result.message
+        if result.action != "created":
+            head += f"\n({result.action}: memory {result.memory_id})"
+        else:
+            head += f"\n(memory {result.memory_id})"
+    else:
+        head = f"Saved memory {result.memory_id} ({result.action})"
+        if result.resolved_entities:
+            head += "\n  entities: " + ", ".join(result.resolved_entities)
+    return head + warning_lines(result.warnings)
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--deleted", is_flag=True, help="Show a soft-deleted memory too.")
+@json_option
+@pass_settings
+def get(settings: Settings, memory_id: str, deleted: bool) -> None:
+    """Show one memory with all its metadata.
+
+    \b
+    Example:
+      slayer-kb get kb.paid-revenue
+    """
+    data = settings.kb().get(memory_id, include_deleted=deleted)
+    emit(settings, data, lambda: memory_text(data))
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--title")
+@click.option("--learning", "--content", "learning", help="New text (or - for stdin).")
+@click.option("--type", "type_")
+@click.option("--description")
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--topic-key")
+@click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
+@force_option
+@json_option
+@pass_settings
+def update(
+    settings: Settings,
+    memory_id: str,
+    title: str | None,
+    learning: str | None,
+    type_: str | None,
+    description: str | None,
+    project: str | None,
+    scope: str | None,
+    topic_key: str | None,
+    entities: tuple[str, ...],
+    force: bool,
+) -> None:
+    """Change some fields of a memory (at least one).
+
+    \b
+    Example:
+      slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
+    """
+    data = settings.kb().update(
+        memory_id,
+        title=title,
+        learning=read_text_arg(learning),
+        type=type_,
+        description=description,
+        project=project,
+        scope=scope,
+        topic_key=topic_key,
+        entities=list(entities) or None,
+        force=force,
+    )
+    emit(settings, data, lambda: f"Updated memory {memory_id}" + warning_lines(data.get("warnings", []))
+         + kept_line(data.get("kept", [])))
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--soft", is_flag=True, help="Hide it (file kept with deleted_at; 'restore' brings it back).")
+@force_option
+@json_option
+@pass_settings
+def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
+    """Delete a memory and strip memory:ID from every other memory (one commit).
+
+    \b
+    Example:
+      slayer-kb forget 12
+    """
+    result = settings.kb().forget(memory_id, soft=soft, force=force)
+
+    def human() -> str:
+        text = f"Forgot memory {memory_id}" + (" (soft; restore with 'slayer-kb restore')" if soft else "")
+        if result.stripped_from:
+            text += f"\n  stripped memory:{memory_id} from " + ", ".join(result.stripped_from)
+        return text + kept_line(result.kept)
+
+    emit(settings, result.to_json(), human)
+
+
+@click.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--rev", metavar="REV", help="Bring back the version at this commit, branch or tag (also of a deleted memory).")
+@json_option
+@pass_settings
+def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
+    """Bring back a soft-deleted memory, or with --rev the version at REV, as a new commit.
+
+    \b
+    Examples:
+      slayer-kb restore 12
+      slayer-kb restore 12 --rev HEAD~3
+    """
+    if rev is not None:
+        from ..ops.history import restore_revision
+
+        result = restore_revision(settings.kb(), memory_id, rev)
+        emit(
+            settings,
+            result.to_json(),
+            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings),
+        )
+        return
+    data = settings.kb().restore(memory_id)
+    emit(settings, data, f"Restored memory {memory_id}")
+
+
+@click.command("suggest-topic-key")
+@click.option("--type", "type_")
+@click.option("--title")
+@click.option("--content")
+@json_option
+@pass_settings
+def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, content: str | None) -> None:
+    """Suggest a stable topic key (family/segment) for topic-key upserts.
+
+    \b
+    Example:
+      slayer-kb suggest-topic-key --type architecture --title "Auth model"
+    """
+    key = engram.suggest_topic_key(type_, title, content)
+    emit(settings, {"topic_key": key}, key)
+
+
+@click.command()
+@click.argument("memory_id", metavar="[ID]", required=False)
+@click.option("--before", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--after", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--session", "session_id", help="Instead of ID: the whole session, its prompts and memories.")
+@json_option
+@pass_settings
+def timeline(settings: Settings, memory_id: str | None, before: int, after: int, session_id: str | None) -> None:
+    """The memories saved just before and after ID in the same session, oldest first; with
+    --session, a whole session: its start, prompts, memories and end.
+
+    \b
+    Examples:
+      slayer-kb timeline 12 --before 3 --after 3
+      slayer-kb timeline --session ses-2026-11-29-auth
+    """
+    if (memory_id is None) == (session_id is None):
+        raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
+    if session_id is not None:
+        from .sessions import session_timeline_text
+
+        whole = settings.kb().session_timeline(session_id)
+        emit(settings, whole, lambda: session_timeline_text(whole))
+        return
+    assert memory_id is not None
+    data = settings.kb().timeline(memory_id, before, after)
+
+    def human() -> str:
+        rows = [*data["before"], data["focus"], *data["after"]]
+        return "\n".join(
+            f"{'>' if r['id'] == memory_id else ' '} {r['created_at']} [{r['id']}] {r['title'] or r['description']}"
+            for r in rows
+        )
+
+    emit(settings, data, human)
+
+
+@click.command()
+@click.option("--project")
+@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Memories to list.")
+@json_option
+@pass_settings
+def context(settings: Settings, project: str | None, scope: str | None, limit: int) -> None:
+    """A compact markdown digest of recent sessions, prompts and memories, for an agent's first turn.
+
+    \b
+    Example:
+      slayer-kb context --project analytics
+    """
+    text = settings.kb().context(project, scope, limit=limit)
+    emit(settings, {"text": text}, text.rstrip("\n"))
+
+
+@click.command("session-summary")
+@click.argument("content")
+@click.option("--project")
+@click.option("--session", "session_id")
+@json_option
+@pass_settings
+def session_summary(settings: Settings, content: str, project: str | None, session_id: str | None) -> None:
+    """Save an end-of-session summary (type session_summary). CONTENT may be - for stdin.
+
+    \b
+    Example:
+      slayer-kb session-summary "Fixed the refund double count" --project analytics
+    """
+    result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
+    emit(settings, result.to_json(), lambda: _save_text(result))

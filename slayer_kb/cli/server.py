@@ -1,0 +1,147 @@
+"""``slayer-kb server status|start|stop``: the KB's warm server (server.py, docs/server.md).
+With ``watch`` (the server in the foreground) and ``mcp``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from ..daemon import relay
+from .common import Settings, emit, json_option, pass_settings
+
+WAIT_SECONDS = 20.0
+
+
+def _root(settings: Settings) -> str:
+    return str(settings.kb().root)
+
+
+def _status_text(data: dict[str, Any]) -> str:
+    if not data.get("running"):
+        why = "" if relay.SUPPORTED else " (commands run in their own process on this system)"
+        return f"No server for {data['root']}{why}; mode: {data['mode']}."
+    idle = f"exits after {data['idle_exit']:g} s idle" if data.get("idle_exit") else "in the foreground (watch)"
+    lines = [
+        f"Server {data['pid']} for {data['root']}: up {data['uptime']:g} s, {data['served']} commands, {idle}.",
+        f"mode: {data['mode']}; channel: {data['channel']}",
+    ]
+    if data.get("log"):
+        lines.append(f"log: {data['log']}")
+    return "\n".join(lines)
+
+
+@click.group()
+def server() -> None:
+    """The KB's warm server: started by the first command, it answers the next ones.
+
+    \b
+    SLAYER_KB_SERVER=off runs every command in its own process; manual relays to a running
+    server but starts none; on (the default, except where CI is set) starts one on demand.
+    SLAYER_KB_SERVER_IDLE=SECONDS sets its idle exit (default 300). See docs/server.md.
+
+    \b
+    Examples:
+      slayer-kb server status
+      slayer-kb server stop
+    """
+
+
+@server.command()
+@json_option
+@pass_settings
+def status(settings: Settings) -> None:
+    """Whether a server answers for this KB, since when, and how much it served.
+
+    \b
+    Example:
+      slayer-kb server status --json
+    """
+    root = _root(settings)
+    answer = relay.control(root, "status") if relay.SUPPORTED else None
+    data: dict[str, Any] = {"root": root, "mode": relay.mode(root), "running": answer is not None}
+    if answer is not None:
+        data.update({k: v for k, v in answer.items() if k != "root"})
+    emit(settings, data, lambda: _status_text(data))
+
+
+@server.command()
+@json_option
+@pass_settings
+def stop(settings: Settings) -> None:
+    """Stop this KB's server (a command it is running is finished first).
+
+    \b
+    Example:
+      slayer-kb --kb ./kb server stop
+    """
+    root = _root(settings)
+    answer = relay.control(root, "stop") if relay.SUPPORTED else None
+    if answer is not None:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while time.monotonic() < deadline and (conn := relay.connect(root, timeout=0.5)) is not None:
+            conn.close()
+            time.sleep(0.05)
+    data = {"root": root, "stopped": answer.get("stopping") if answer else None}
+    emit(settings, data, f"Stopped the server {data['stopped']}." if answer else "No server was running.")
+
+
+@server.command()
+@json_option
+@pass_settings
+def start(settings: Settings) -> None:
+    """Start this KB's server in the background now (whatever SLAYER_KB_SERVER says).
+
+    \b
+    Example:
+      slayer-kb server start
+    """
+    root = _root(settings)
+    if not relay.SUPPORTED:
+        raise click.ClickException("no server on this system: commands run in their own process")
+    answer = relay.control(root, "status")
+    if answer is None:
+        relay.spawn(root)
+        deadline = time.monotonic() + WAIT_SECONDS
+        while answer is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            answer = relay.control(root, "status")
+    data = {"root": root, "pid": answer.get("pid") if answer else None}
+    if answer is None:
+        raise click.ClickException(f"the server did not start; see {root}/.slayer-kb/server.log")
+    emit(settings, data, f"Server {data['pid']} answers for {root}.")
+
+
+@click.command()
+@json_option
+@pass_settings
+def watch(settings: Settings) -> None:
+    """Keep the search index current while files change (Ctrl-C stops).
+
+    This is the KB's server (docs/server.md) in the foreground: while it runs, other
+    'slayer-kb' commands are answered by it, from its warm index, with the same output.
+
+    \b
+    Example:
+      slayer-kb watch
+    """
+    from ..daemon.server import run
+
+    root = settings.kb().root
+    settings.kb().close()
+    run(root, idle=None)
+
+
+@click.command()
+@pass_settings
+def mcp(settings: Settings) -> None:
+    """Serve the memory tools over MCP on stdio (needs the 'mcp' extra).
+
+    \b
+    Example:
+      slayer-kb --kb ./kb mcp
+    """
+    from ..mcp.server import serve
+
+    serve(settings.kb())

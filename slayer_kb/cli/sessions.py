@@ -1,0 +1,148 @@
+"""CLI commands for Engram's sessions and prompts: ``session-start``, ``session-end``,
+``save-prompt``, ``capture-passive`` and ``sessions``; ``timeline --session`` prints with
+:func:`session_timeline_text`.
+
+Argument parsing and output formatting only; the work is in ``sessions`` (through the thin
+``KnowledgeBase`` methods).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .common import Settings, emit, json_option, pass_settings, read_text_arg
+
+
+def _started_text(result: dict[str, Any]) -> str:
+    from ..ops.sessions import quoted
+
+    session = result["session"]
+    return f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
+
+
+@click.command("session-start")
+@click.argument("session_id", metavar="ID")
+@click.option("--project", required=True, help="The session's project (trimmed, lower-cased).")
+@click.option("--directory", help="The session's working directory.")
+@json_option
+@pass_settings
+def session_start(settings: Settings, session_id: str, project: str, directory: str | None) -> None:
+    """Register a session: sessions/ID.yaml, one commit (an existing one is kept, only an empty
+    project or directory filled in).
+
+    \b
+    Example:
+      slayer-kb session-start ses-2026-11-29-auth --project analytics --directory "$PWD"
+    """
+    result = settings.kb().session_start(session_id, project, directory)
+    emit(settings, result, lambda: _started_text(result))
+
+
+@click.command("session-end")
+@click.argument("session_id", metavar="ID")
+@click.option("--summary", help="What was accomplished; - reads it from stdin.")
+@json_option
+@pass_settings
+def session_end(settings: Settings, session_id: str, summary: str | None) -> None:
+    """Mark session ID completed: its end time and optional summary, one commit.
+
+    \b
+    Example:
+      slayer-kb session-end ses-2026-11-29-auth --summary "Found why refunds were counted twice"
+    """
+    from ..ops.sessions import quoted
+
+    result = settings.kb().session_end(session_id, read_text_arg(summary))
+    emit(settings, result, lambda: f"Session {quoted(result['session']['id'])} completed")
+
+
+@click.command("save-prompt")
+@click.argument("content")
+@click.option("--session", "session_id", help="The session (default manual-save-PROJECT).")
+@click.option("--project")
+@json_option
+@pass_settings
+def save_prompt(settings: Settings, content: str, session_id: str | None, project: str | None) -> None:
+    """Record what the user asked in its session's file, one commit. CONTENT may be - for stdin.
+
+    \b
+    Example:
+      slayer-kb save-prompt "Why does net revenue go negative in March?" --session ses-1
+    """
+    result = settings.kb().save_prompt(read_text_arg(content), session_id, project)
+    emit(settings, result, result["message"])
+
+
+@click.command("capture-passive")
+@click.argument("content")
+@click.option("--session", "session_id", help="The session (default manual-save-PROJECT).")
+@click.option("--project")
+@click.option("--source", help="Where the text came from (default mcp-passive); in the commit message.")
+@json_option
+@pass_settings
+def capture_passive(settings: Settings, content: str, session_id: str | None, project: str | None,
+                    source: str | None) -> None:
+    """Save each item of the text's '## Key Learnings:' section as a passive memory, one commit.
+    CONTENT may be - for stdin.
+
+    \b
+    Example:
+      agent-output | slayer-kb capture-passive - --project analytics --source session-end
+    """
+    result = settings.kb().capture_passive(read_text_arg(content), session_id, project, source)
+
+    def human() -> str:
+        ids = f" (memories {', '.join(result['memory_ids'])})" if result["memory_ids"] else ""
+        return result["message"] + ids
+
+    emit(settings, result, human)
+
+
+@click.command("sessions")
+@click.option("--project", help="Only this project's sessions.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@json_option
+@pass_settings
+def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
+    """The sessions active last, newest first, with their prompt counts.
+
+    \b
+    Example:
+      slayer-kb sessions --project analytics
+    """
+    from ..core import engram
+    from ..ops import sessions
+
+    found = sessions.of_project(sessions.load_all(settings.kb()), engram.normalize_project(project))[:limit]
+    data = [s.to_dict() for s in found]
+
+    def human() -> str:
+        if not data:
+            return "No sessions."
+        return "\n".join(
+            f"{s['id']}  {s['project'] or '-'}  {s['started_at']} to {s['ended_at'] or 'open'}  "
+            f"{len(s['prompts'])} prompt{'' if len(s['prompts']) == 1 else 's'}"
+            + (f"\n    {s['summary']}" if s["summary"] else "")
+            for s in data
+        )
+
+    emit(settings, data, human)
+
+
+def session_timeline_text(data: dict[str, Any]) -> str:
+    """``timeline --session``'s human output: the session's line, then its entries oldest first."""
+    session = data["session"]
+    head = session["id"]
+    if "started_at" in session:
+        head += f" ({session['project'] or 'no project'}, {session['started_at']} to {session['ended_at'] or 'open'})"
+    lines = [head]
+    for entry in data["entries"]:
+        text = " ".join(entry["text"].split())
+        if entry["kind"] == "memory":
+            kind = f" ({entry['type']})" if entry["type"] else ""
+            lines.append(f"  {entry['at']} memory [{entry['id']}] {text}{kind}")
+        else:
+            lines.append(f"  {entry['at']} {entry['kind']}" + (f": {text}" if text else ""))
+    return "\n".join(lines)

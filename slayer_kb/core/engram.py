@@ -1,0 +1,260 @@
+"""Engram's memory rules as pure functions: redaction, normalisation, hashing, topic keys, replies.
+
+The store, CLI and MCP server call these so that every path applies the same rules Engram's
+`mem_save` and `mem_suggest_topic_key` apply (see shared/reference/engram-memory.md). Nothing
+here touches the disk or the clock, which keeps the rules testable on their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from slayer_kb.core.errors import InvalidInputError
+
+RECOGNISED_TYPES: tuple[str, ...] = (
+    "decision",
+    "architecture",
+    "bugfix",
+    "pattern",
+    "config",
+    "discovery",
+    "learning",
+    "manual",
+)
+
+DEFAULT_TYPE = "manual"
+
+# Wording taken from the mem_save documentation, so help texts match what agents were taught.
+TYPE_HELP: dict[str, str] = {
+    "decision": "architectural or technical decisions",
+    "architecture": "system design, structure, patterns",
+    "bugfix": "bug fixes and incident resolutions",
+    "pattern": "conventions, guidelines, code patterns",
+    "config": "configuration, setup, environment changes",
+    "discovery": "technical findings, investigations",
+    "learning": "lessons learned, gotchas",
+    "manual": "general observations (the default)",
+}
+
+TOPIC_KEY_MAX = 120
+TOPIC_SEGMENT_MAX = 100
+REDACTED = "[REDACTED]"
+
+# Non-greedy and DOTALL so that several tags are each redacted and a tag may span lines; an
+# opening tag with no closing tag after it simply never matches, which leaves it untouched.
+_PRIVATE_RE = re.compile(r"<private>.*?</private>", re.IGNORECASE | re.DOTALL)
+_NON_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_NON_ALNUM_RE = re.compile(r"[\W_]+")
+
+
+def redact_private(text: str) -> str:
+    """Replace every closed `<private>...</private>` span with `[REDACTED]` and trim the result."""
+    return _PRIVATE_RE.sub(REDACTED, text).strip()
+
+
+def normalize_scope(scope: str | None) -> str:
+    """`personal` stays personal; anything else, including nothing, is `project`."""
+    if scope is not None and scope.strip().lower() == "personal":
+        return "personal"
+    return "project"
+
+
+def content_hash(content: str) -> str:
+    """sha256 hex of the content lower-cased, whitespace runs collapsed to one space, ends stripped.
+
+    Stripping the ends (as Go's strings.Fields does in Engram) means a trailing newline an editor
+    adds does not defeat de-duplication.
+    """
+    canonical = " ".join(content.lower().split())
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def normalize_topic_key(key: str | None) -> str | None:
+    """Trim, lower-case, whitespace runs -> `-`, cut to 120 characters; blank -> None."""
+    if key is None:
+        return None
+    # split() with no argument both trims and finds whitespace runs, Unicode spaces included.
+    normalised = "-".join(key.lower().split())[:TOPIC_KEY_MAX]
+    return normalised or None
+
+
+def normalize_project(project: str | None) -> str | None:
+    """Trimmed and lower-cased so `My-API` and `my-api ` are one project; blank -> None."""
+    if project is None:
+        return None
+    normalised = project.strip().lower()
+    return normalised or None
+
+
+# A type names its family outright; no type appears twice, so lookup order is irrelevant.
+_TYPE_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(("architecture", "design", "adr", "refactor"), "architecture"),
+    **dict.fromkeys(("bug", "bugfix", "fix", "incident", "hotfix"), "bug"),
+    "decision": "decision",
+    **dict.fromkeys(("pattern", "convention", "guideline"), "pattern"),
+    **dict.fromkeys(("config", "setup", "infra", "infrastructure", "ci"), "config"),
+    **dict.fromkeys(("discovery", "investigation", "root_cause", "root-cause"), "discovery"),
+    **dict.fromkeys(("learning", "learn"), "learning"),
+    "session_summary": "session",
+}
+
+# Checked in this order as plain substrings, exactly like Engram (so "prefix" does hit "fix").
+_KEYWORD_FAMILIES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("bug", "fix", "panic", "error", "crash", "regression", "incident", "hotfix"), "bug"),
+    (("architecture", "design", "adr", "boundary", "hexagonal", "refactor"), "architecture"),
+    (("decision", "tradeoff", "chose", "choose", "decide"), "decision"),
+    (("pattern", "convention", "naming", "guideline"), "pattern"),
+    (("config", "setup", "environment", "env", "docker", "pipeline"), "config"),
+    (("discovery", "investigate", "investigation", "found", "root cause"), "discovery"),
+    (("learned", "learning"), "learning"),
+)
+
+
+def _slug(text: str, limit: int | None = None) -> str:
+    slug = _NON_SLUG_RE.sub("-", text.lower()).strip("-")
+    if limit is not None:
+        # Cutting can land just after a separator; a key ending in "-" looks like a typo.
+        slug = slug[:limit].rstrip("-")
+    return slug
+
+
+def _strip_private(text: str) -> str:
+    # Private text must not leak into a key that is stored and shown in the clear; dropping the
+    # span (rather than writing [REDACTED]) keeps "redacted" out of the segment.
+    return _PRIVATE_RE.sub(" ", text)
+
+
+def _topic_family(type_: str, text: str) -> str:
+    if type_ in _TYPE_FAMILIES:
+        return _TYPE_FAMILIES[type_]
+    for keywords, family in _KEYWORD_FAMILIES:
+        if any(keyword in text for keyword in keywords):
+            return family
+    if type_ and type_ != DEFAULT_TYPE:
+        # Slugged so that a free-form type cannot put "/" or spaces into the key.
+        return _slug(type_) or "topic"
+    return "topic"
+
+
+def suggest_topic_key(type: str | None, title: str | None, content: str | None) -> str:
+    """A stable `family/segment` topic key, computed as Engram's mem_suggest_topic_key does.
+
+    The type is trimmed and lower-cased first, so " Bugfix " maps like "bugfix". Closed
+    `<private>` spans are ignored, so a suggestion never reveals private text.
+    """
+    raw_title = title or ""
+    raw_content = content or ""
+    if not raw_title.strip() and not raw_content.strip():
+        raise InvalidInputError(
+            "suggest_topic_key needs a title or content, and both are empty: "
+            "pass the memory's title (preferred) or its content to derive the key from."
+        )
+    clean_title = _strip_private(raw_title)
+    clean_content = _strip_private(raw_content)
+    type_ = (type or "").strip().lower()
+    family = _topic_family(type_, (clean_title + " " + clean_content).lower())
+
+    segment = _slug(clean_title, TOPIC_SEGMENT_MAX)
+    if not segment:
+        segment = _slug(" ".join(clean_content.split()[:8]), TOPIC_SEGMENT_MAX)
+    if not segment:
+        segment = "general"
+    if segment.startswith(family + "-"):
+        segment = segment[len(family) + 1 :]
+    if not segment or segment == family:
+        segment = "general"
+    return f"{family}/{segment}"
+
+
+def default_session_id(project: str | None) -> str:
+    """`manual-save-{project}` (project normalised), or `manual-save` without a project."""
+    normalised = normalize_project(project)
+    return f"manual-save-{normalised}" if normalised else "manual-save"
+
+
+def _squash(name: str) -> str:
+    # Separators and case are how one project most often ends up under several names.
+    return _NON_ALNUM_RE.sub("", name.lower())
+
+
+def _levenshtein(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i]
+        for j, cb in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def _is_plural_pair(a: str, b: str) -> bool:
+    short, long_ = sorted((a, b), key=len)
+    return long_ in (short + "s", short + "es")
+
+
+def _is_close(a: str, b: str) -> bool:
+    """Whether two squashed, non-equal names probably mean the same project."""
+    if a == b or _is_plural_pair(a, b):
+        return True
+    short, long_ = sorted((a, b), key=len)
+    # A prefix only counts when it carries most of the name: "slayer" ~ "slayer-kb" is a likely
+    # split, "api" vs "api-gateway" is likely two real projects.
+    if len(short) >= 3 and long_.startswith(short) and len(short) * 2 >= len(long_):
+        return True
+    # Typos: tolerance grows with length, and tiny names get none, or everything would match.
+    allowed = 0 if len(short) < 3 else 1 if len(short) <= 5 else 2
+    return _levenshtein(a, b) <= allowed
+
+
+def similar_projects(name: str, existing: Iterable[str]) -> list[str]:
+    """Existing project names that are close to `name` without being the same project.
+
+    Close means equal once case and separators are ignored ("my-api" ~ "myapi"), a plural
+    ("analytic" ~ "analytics"), a prefix covering at least half of the longer name, or a small
+    edit distance (1 for names up to 5 characters, 2 beyond). Names equal to `name` after
+    normalize_project are left out, since they are the same project. The result keeps the
+    spelling given in `existing`, without duplicates, closest first (edit distance ignoring
+    separators, then edit distance as written, then alphabetically).
+    """
+    target = normalize_project(name)
+    if target is None:
+        return []
+    target_squashed = _squash(target)
+    if not target_squashed:
+        return []
+    scored: dict[str, tuple[int, int, str]] = {}
+    for candidate in existing:
+        normalised = normalize_project(candidate)
+        if normalised is None or normalised == target or candidate in scored:
+            continue
+        squashed = _squash(normalised)
+        if not squashed or not _is_close(target_squashed, squashed):
+            continue
+        scored[candidate] = (
+            _levenshtein(target_squashed, squashed),
+            _levenshtein(target, normalised),
+            candidate,
+        )
+    return sorted(scored, key=scored.__getitem__)
+
+
+def format_save_reply(title: str, type: str, suggested_topic_key: str | None) -> str:
+    """Engram's reply: `Memory saved: "TITLE" (TYPE)`, then the suggested key when there is one."""
+    reply = f'Memory saved: "{title}" ({type})'
+    if suggested_topic_key:
+        reply += f"\nSuggested topic_key: {suggested_topic_key}"
+    return reply
+
+
+def session_summary_title(project: str | None) -> str:
+    """`Session summary: PROJECT`; plain `Session summary` without a project.
+
+    Engram would print a dangling "Session summary: "; a placeholder word such as "manual" could
+    be mistaken for a project of that name, so the suffix is dropped instead.
+    """
+    normalised = normalize_project(project)
+    return f"Session summary: {normalised}" if normalised else "Session summary"

@@ -1,0 +1,199 @@
+"""Which file events can change a KB's index, and an in-process monitor built on them.
+
+The watcher (``watch.py``) uses the event filter; long-running processes (the MCP server) use the
+monitor, which lets a warm ``KnowledgeBase`` skip the per-file freshness scan while nothing
+changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import select
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+
+from ..search.index import MEMORIES_DIR
+
+# Opened/closed-without-write events are left out on purpose: the sync itself reads every changed
+# file, and reacting to those reads would make the watcher wake itself up forever.
+EVENT_TYPES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+CATALOG_DIRS = ("datasources", "models")
+_TEMP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
+
+
+def is_relevant(rel: str, is_directory: bool) -> bool:
+    """Can a change at ``rel`` (a POSIX path relative to the KB root) change the index?"""
+    parts = PurePosixPath(rel).parts
+    if not parts or any(p.startswith(".") for p in parts):
+        # .git/, .slayer-kb/ (our own index writes), vim's .x.yaml.swp, editors' hidden temps
+        return False
+    name = parts[-1]
+    if name.endswith(_TEMP_SUFFIXES) or name == "4913" or (name[:1] == "#" and name[-1:] == "#"):
+        return False
+    if is_directory:
+        # A whole folder appearing or vanishing (checkout of a branch without it, rm -r) changes
+        # every file below it, and inotify may report only the folder.
+        if len(parts) == 1:
+            return name in (MEMORIES_DIR, *CATALOG_DIRS)
+        return len(parts) == 2 and parts[0] == "models"
+    if not name.endswith(".yaml"):
+        return False
+    if len(parts) == 1:
+        return name == "priority.yaml"
+    if len(parts) == 2:
+        return parts[0] in (MEMORIES_DIR, "datasources")
+    return len(parts) == 3 and parts[0] == "models"
+
+
+
+class EventHandler(FileSystemEventHandler):
+    """Calls ``note(paths, is_directory)`` (on the watchdog thread) with the KB-relative paths of
+    every event that can change the index."""
+
+    def __init__(self, root: str, note: Callable[[list[str], bool], None]) -> None:
+        super().__init__()
+        self._prefix = root.rstrip("/") + "/"
+        self._note = note
+
+    def _relative(self, path: bytes | str) -> str | None:
+        text = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else path
+        if not text.startswith(self._prefix):
+            return None
+        return text[len(self._prefix):]
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path]
+        if event.dest_path:
+            # a rename counts if either side is a memory: vim renames x.yaml away to x.yaml~,
+            # a temp-file save renames x.yaml.tmp onto x.yaml
+            paths.append(event.dest_path)
+        relevant = [
+            rel for rel in (self._relative(path) for path in paths)
+            if rel is not None and is_relevant(rel, event.is_directory)
+        ]
+        if relevant:
+            self._note(relevant, event.is_directory)
+
+
+
+
+class ChangeMonitor:
+    """Tells a warm process, without a race, whether anything may have changed since it last
+    looked: an inotify instance of its own watches the KB's folders (not recursively), and the
+    kernel queues an event before the write that caused it returns, so a write that finished
+    before a check is always seen by it. Linux only; elsewhere :meth:`create` returns None and
+    every read scans.
+    """
+
+    # Every kind of change to a folder's entries, to the folders themselves, and queue overflow.
+    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+    _NONBLOCK_CLOEXEC = 0o4000 | 0o2000000
+
+    def __init__(self, root: Path, libc: Any, fd: int) -> None:
+        self._root = root
+        self._libc = libc
+        self._fd = fd
+        self._watched: set[Path] = set()
+        self._pending = False
+        self._watch_folders()
+
+    @classmethod
+    def create(cls, root: Path) -> ChangeMonitor | None:
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            fd = libc.inotify_init1(cls._NONBLOCK_CLOEXEC)
+        except (OSError, AttributeError):
+            return None
+        return cls(root, libc, fd) if fd >= 0 else None
+
+    def _folders(self) -> list[Path]:
+        models = self._root / "models"
+        folders = [self._root, self._root / MEMORIES_DIR, self._root / "datasources", models]
+        if models.is_dir():
+            folders.extend(p for p in models.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return folders
+
+    def _watch_folders(self) -> None:
+        for folder in self._folders():
+            if folder not in self._watched and folder.is_dir():
+                if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), self._MASK) >= 0:
+                    self._watched.add(folder)
+
+    def changed(self) -> bool:
+        """True if a full freshness check is needed (the caller does one right away)."""
+        relevant = self._read(frozenset()) or self._pending
+        self._pending = False
+        if relevant:
+            # A folder that appeared (a new datasource's models) needs a watch of its own.
+            self._watched = {folder for folder in self._watched if folder.is_dir()}
+            self._watch_folders()
+        return relevant
+
+    def absorb(self, own: set[str]) -> None:
+        """Drop the events of this process's own writes: the files named ``own`` (names in a
+        watched folder), which it has just written and indexed under the KB lock. Any other
+        event stays, for the next ``changed``: a writer's next look-up needs no full check
+        after its own commit, and still sees an edit made beside it."""
+        if self._read(frozenset(own)):
+            self._pending = True
+
+    def _read(self, own: frozenset[str]) -> bool:
+        """Read the queued events: whether one could change the index and is not in ``own``."""
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        if not readable:
+            return False
+        relevant = False
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while data := os.read(self._fd, 65536):
+                relevant = relevant or any(
+                    not name.startswith(".") and (not name or name not in own) for name in _event_names(data)
+                )
+        return relevant
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def _event_names(data: bytes) -> list[str]:
+    """The names in a buffer of ``struct inotify_event`` records ("" for an event on the folder
+    itself or a queue overflow, which always count). Hidden names (.slayer-kb, .git, an editor's
+    .x.swp) are left for the caller to ignore: slayer-kb's own index writes must not count."""
+    names = []
+    offset = 0
+    while offset + 16 <= len(data):
+        _wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+        raw = data[offset + 16:offset + 16 + length].split(b"\0", 1)[0]
+        names.append(os.fsdecode(raw))
+        offset += 16 + length
+    return names

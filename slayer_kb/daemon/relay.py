@@ -1,0 +1,505 @@
+"""The client side of the warm server (server.py, docs/server.md): hand a ``slayer-kb`` command
+to the server of its KB, which runs it on its warm index and catalog, and print what it printed.
+
+A new process otherwise spends most of its time importing Whoosh, numpy and click, opening the
+index and checking every file's signature (0.4-0.6 s, against tens of milliseconds relayed). So
+this module imports nothing heavy: sockets, marshal and os from the standard library (not even
+json, pathlib or typing, which cost more than the rest of the client together).
+
+The channel is a Linux abstract socket named for the KB's real path and the user (nothing left on
+disk, no path length limit; each side checks the other's user with SO_PEERCRED), or elsewhere a
+socket file ``.slayer-kb/server.sock`` in the KB's state folder, which must be a socket of this
+user that nobody else can open, in a folder of this user. On Windows every command runs in its
+own process.
+
+The server runs the same click command, in the client's current folder, environment and umask,
+with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
+bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
+that talk to the terminal (``edit``, ``sync``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
+progress bar) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
+process can read). Any failure to get an answer runs the command here; only when the server went
+away after it began a command that writes does the client say so (on stderr), since the command
+may then have been done in part.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+
+from ..core.locate import find_root
+
+try:  # the built-in SHA-256, without loading OpenSSL through hashlib
+    from _sha256 import sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.12 renamed it
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment]
+
+LINUX = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
+SUPPORTED = hasattr(socket, "AF_UNIX") and os.name == "posix"
+# The server acknowledges a connection at once, from a thread that never waits for the index:
+# one that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
+ACK_SECONDS = 2.0
+ACK = b"+"
+# While it waits for its turn and while it runs a command the server sends a heartbeat every
+# HEARTBEAT seconds; silence for SILENT_SECONDS means it is gone (stopped, wedged).
+HEARTBEAT = 0.5
+SILENT_SECONDS = 10.0
+# Waiting for a turn behind other commands (a big sync): past this the command runs here.
+QUEUE_SECONDS = 120.0
+# Frames the server sends after the acknowledgement.
+BEAT, START, RESULT, REFUSED, RETIRING = b".", b"S", b"R", b"F", b"U"
+GO = b"G"
+_LENGTH = struct.Struct(">I")
+_CREDENTIALS = struct.Struct("3i")
+SOCKET_FILE = "server.sock"
+STATE_DIR = ".slayer-kb"
+# AF_UNIX path limits: 108 bytes on Linux, 104 on macOS (with the terminating NUL).
+MAX_SOCKET_PATH = 100
+DEFAULT_IDLE = 300.0
+
+_GLOBAL_WITH_VALUE = ("--kb", "--author")
+# Run here, never relayed: they talk to the terminal, run for long, or make the KB.
+LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "sync", "completion"})
+# Only read: after a server vanished mid-command they are run again without a word.
+READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
+                   "log", "show", "review", "schema", "validate", "sessions"})
+
+
+_OFF = ("off", "0", "no", "false", "never")
+_ON = ("on", "1", "yes", "true", "auto")
+
+
+def mode(root: str | None = None) -> str:
+    """``on`` (start a server on demand and relay), ``manual`` (relay to a running server, start
+    none) or ``off`` (run every command in its process). ``SLAYER_KB_SERVER`` decides; unset,
+    the KB's setting (``git config slayer-kb.server``, the repository's or the user's) does;
+    with neither, ``on``, except under CI (``CI`` set), where it is ``off``."""
+    value = _named(os.environ.get("SLAYER_KB_SERVER", ""))
+    if value is None and root is not None:
+        value = _named(_setting(root))
+    if value is not None:
+        return value
+    ci = os.environ.get("CI", "").strip().lower()
+    return "off" if ci not in ("", "0", "false", "no") else "on"
+
+
+def _named(value: str) -> str | None:
+    value = value.strip().lower()
+    if value in _OFF:
+        return "off"
+    if value == "manual":
+        return "manual"
+    return "on" if value in _ON else None
+
+
+def _setting(root: str) -> str:
+    """The KB's ``slayer-kb.server`` setting (git's config: the repository's, then the user's)."""
+    import subprocess  # here: most commands never need it, and the client starts lean
+
+    try:
+        found = subprocess.run(["git", "config", "--get", "slayer-kb.server"], cwd=root,
+                               capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return found.stdout
+
+
+def idle_seconds() -> float:
+    """How long a server started on demand waits for a command before it exits
+    (``SLAYER_KB_SERVER_IDLE``, seconds; default 300)."""
+    try:
+        value = float(os.environ.get("SLAYER_KB_SERVER_IDLE", DEFAULT_IDLE))
+    except ValueError:
+        return DEFAULT_IDLE
+    return value if value > 0 else DEFAULT_IDLE
+
+
+# The package's code folders, whose files make the version stamp.
+PACKAGES = ("core", "catalog", "store", "search", "ops", "cli", "mcp", "daemon")
+
+
+def version_stamp() -> str:
+    """What the running code is: the environment (``sys.prefix``, whichever of its ``python``
+    links started it) and Python version, the package's folder, and the size and time of every
+    file of the package. A server whose stamp differs from its client's was started by another
+    install (an upgrade, an edited checkout): it retires and a new one starts."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
+    for folder in (package, *(os.path.join(package, sub) for sub in PACKAGES)):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith((".py", ".so", ".pyd", ".json")):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:24]
+
+
+# -- the channel -----------------------------------------------------------------------------
+
+
+def use_file_socket() -> bool:
+    """A socket file where abstract sockets do not exist (``SLAYER_KB_SERVER_SOCKET=file`` forces
+    it on Linux, for tests)."""
+    return not LINUX or os.environ.get("SLAYER_KB_SERVER_SOCKET") == "file"
+
+
+def address(root: os.PathLike[str] | str) -> bytes | str | None:
+    """Where the server of the KB at ``root`` listens: an abstract name (bytes), a socket file's
+    path (str), or None when there is no channel (a path too long for a socket)."""
+    real = os.path.realpath(root)
+    if not use_file_socket():
+        digest = sha256(os.fsencode(real)).hexdigest()[:32]
+        return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
+    path = os.path.join(real, STATE_DIR, SOCKET_FILE)
+    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
+
+
+def private_socket(path: str) -> bool:
+    """The socket file and its folder are this user's and nobody else can reach them."""
+    uid = os.getuid()
+    try:
+        folder = os.lstat(os.path.dirname(path))
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(folder.st_mode) and folder.st_uid == uid and not folder.st_mode & 0o022
+            and stat.S_ISSOCK(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The user at the other end of ``conn``, where the system says (None elsewhere)."""
+    if LINUX:
+        _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+        return uid
+    peercred = getattr(socket, "LOCAL_PEERCRED", None)
+    if peercred is not None:  # macOS and the BSDs: struct xucred {u_int version; uid_t uid; ...}
+        raw = conn.getsockopt(0, peercred, 76)
+        return struct.unpack_from("=Ii", raw)[1]
+    return None
+
+
+def same_user(conn: socket.socket) -> bool:
+    uid = peer_uid(conn)
+    return uid is None or uid == os.getuid()
+
+
+def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> socket.socket | None:
+    """A connection to the server of ``root``, acknowledged; None when there is none (or it is
+    not this user's, or does not answer)."""
+    where = address(root)
+    if where is None or (isinstance(where, str) and not private_socket(where)):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(timeout)
+        conn.connect(where)
+        if not same_user(conn) or _recv_exactly(conn, 1) != ACK:
+            conn.close()
+            return None
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def dumps(value: dict[str, object]) -> bytes:
+    """The wire format: marshal (built in, nothing to import; both ends are this user's
+    processes of the same install, which the version stamp checks)."""
+    return marshal.dumps(value)  # type: ignore[arg-type]  # dicts of str, int, bytes, lists
+
+
+def loads(data: bytes) -> object:
+    return marshal.loads(data)
+
+
+def send_frame(conn: socket.socket, data: bytes) -> None:
+    conn.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def recv_frame(conn: socket.socket, limit: int = 1 << 30) -> bytes:
+    (size,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
+    if size > limit:
+        raise ValueError("frame too large")
+    return _recv_exactly(conn, size)
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = conn.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("closed")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def control(root: os.PathLike[str] | str, op: str) -> dict | None:
+    """Ask the server of ``root`` for its ``status`` or to ``stop``: its answer, None if none."""
+    conn = connect(root)
+    if conn is None:
+        return None
+    with conn:
+        try:
+            conn.settimeout(SILENT_SECONDS)
+            send_frame(conn, dumps({"op": op, "root": os.path.realpath(root)}))
+            while (tag := _recv_exactly(conn, 1)) == BEAT:
+                pass
+            if tag != RESULT:
+                return None
+            answer = loads(recv_frame(conn))
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+    return answer if isinstance(answer, dict) else None
+
+
+# -- which commands, and where -----------------------------------------------------------------
+
+
+def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
+    """(the --kb value or None, the command, its arguments) when ``argv`` names a command after
+    nothing but the global options; None otherwise (help, version, an unknown option)."""
+    kb_path = None
+    at = 0
+    while at < len(argv):
+        token = argv[at]
+        if token in _GLOBAL_WITH_VALUE and at + 1 < len(argv):
+            kb_path = argv[at + 1] if token == "--kb" else kb_path
+            at += 2
+        elif token.startswith("--kb="):
+            kb_path, at = token[len("--kb="):], at + 1
+        elif token.startswith("--author=") or token == "--json":
+            at += 1
+        elif token.startswith("-"):
+            return None
+        else:
+            return kb_path, token, argv[at + 1:]
+    return None
+
+
+def relayable(argv: list[str], stderr_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
+    """``parse(argv)`` when a server can run the command: not one that talks to the terminal,
+    no help."""
+    found = parse(argv)
+    if found is None:
+        return None
+    _kb_path, command, rest = found
+    if command in LOCAL or (command == "reindex" and stderr_tty):
+        return None
+    if any(token in ("-h", "--help", "--version") for token in rest):
+        return None
+    return found
+
+
+def files_readable_elsewhere(rest: list[str]) -> bool:
+    """Whether every ``@FILE`` among the arguments names a regular file, which the server, in
+    this folder and as this user, reads as this process would. Anything else (a pipe such as
+    ``<(...)``'s /dev/fd/63, /proc/self/..., a missing file, an ``@`` that names no file) keeps
+    the command here."""
+    for token in rest:
+        if token.startswith("@"):
+            path = token[1:]
+        elif "=@" in token:
+            path = token.split("=@", 1)[1]
+        else:
+            continue
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or real.startswith(("/proc/", "/dev/", "/sys/")):
+            return False
+    return True
+
+
+def kb_root(kb_path: str | None) -> str | None:
+    """The KB's real path as the CLI would find it (--kb, $SLAYER_KB, else the enclosing KB)."""
+    kb_path = kb_path or os.environ.get("SLAYER_KB")
+    try:
+        root = kb_path if kb_path else find_root(os.getcwd())
+    except OSError:  # the current folder was deleted: the CLI says so properly
+        return None
+    if root is None:
+        return None
+    real = os.path.realpath(root)
+    return real if os.path.isdir(os.path.join(real, "memories")) or os.path.isdir(os.path.join(real, "datasources")) else None
+
+
+def _terminal() -> list[int] | None:
+    """The terminal size the command would see here (as shutil finds it, after $COLUMNS and
+    $LINES), or None when there is no terminal."""
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return None
+    return [size.columns, size.lines]
+
+
+def _streams() -> list[list[str]] | None:
+    """(encoding, errors) of stdin, stdout and stderr, which the server's captured streams copy."""
+    found = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if stream is None or not hasattr(stream, "encoding"):
+            found.append(["utf-8", "strict"])
+        else:
+            found.append([stream.encoding or "utf-8", stream.errors or "strict"])
+    return found
+
+
+class Outcome:
+    """What ``forward`` found: the exit code to exit with, or None to run the command here; and
+    whether to start a server for the KB once it is done."""
+
+    def __init__(self, code: int | None, start: str | None = None) -> None:
+        self.code = code
+        self.start = start
+
+
+def forward(argv: list[str]) -> Outcome:
+    """Run ``slayer-kb ARGV`` in the server of its KB when there is one: its exit code, after
+    printing what it printed. Otherwise (code None) this process runs it, and ``start`` names the
+    KB whose server to start once it has (mode ``on`` only)."""
+    if not SUPPORTED or mode() == "off":
+        return Outcome(None)
+    stderr_tty = _isatty(sys.stderr)
+    found = relayable(argv, stderr_tty)
+    if found is None or not files_readable_elsewhere(found[2]):
+        return Outcome(None)
+    root = kb_root(found[0])
+    if root is None:
+        return Outcome(None)
+    current = mode(root)
+    if current == "off":
+        return Outcome(None)
+    start = root if current == "on" else None
+    conn = connect(root)
+    if conn is None:
+        return Outcome(None, start)
+    with conn:
+        return _relay(conn, argv, root, found[1], start)
+
+
+def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
+    stdin = None
+    if "-" in argv:
+        if _isatty(sys.stdin) or sys.stdin is None:
+            return Outcome(None)  # typed at a terminal: read by the command itself, here
+        stdin = sys.stdin.buffer.read()
+    outcome = _exchange(conn, argv, root, command, start, stdin)
+    if outcome.code is None and stdin is not None:
+        # The command runs here after all: it reads the bytes this process already took.
+        import io
+
+        original = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding=original.encoding, errors=original.errors,
+                                     newline="\n")
+    return outcome
+
+
+def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None,
+              stdin: bytes | None) -> Outcome:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return Outcome(None)
+    request = {
+        "argv": argv, "root": root, "cwd": cwd, "env": dict(os.environ), "umask": umask,
+        "terminal": _terminal(), "streams": _streams(), "stamp": version_stamp(),
+        "stdin": stdin,
+    }
+    began = False
+    try:
+        send_frame(conn, dumps(request))
+        conn.settimeout(SILENT_SECONDS)
+        give_up = time.monotonic() + QUEUE_SECONDS
+        while True:
+            tag = _recv_exactly(conn, 1)
+            if tag == BEAT:
+                if not began and time.monotonic() > give_up:
+                    return Outcome(None)  # still not its turn: run it here (the server will not)
+                continue
+            if tag == START:
+                conn.sendall(GO)
+                began = True
+            elif tag == RESULT:
+                result = loads(recv_frame(conn))
+                code, chunks = result["code"], result["chunks"]  # type: ignore[index]
+                break
+            elif tag == RETIRING:
+                return Outcome(None, start)  # another install's server: it exits, start ours
+            else:  # refused: another install's foreground watcher, another KB's request
+                return _ran_here(began, command, None)
+    except (OSError, ValueError, EOFError, TypeError, KeyError):
+        return _ran_here(began, command, start)
+    except KeyboardInterrupt:
+        # As click says it; a command the server had begun is finished there.
+        print("\nAborted!", file=sys.stderr)
+        return Outcome(1)
+    # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
+    for fd, data in chunks:
+        _write(sys.stdout if fd == 1 else sys.stderr, data)
+    return Outcome(code)
+
+
+def _ran_here(began: bool, command: str, start: str | None) -> Outcome:
+    if began and command not in READS:
+        print("slayer-kb: the server stopped while running this command; running it in this "
+              "process (the KB lock finishes or rolls back what it left; if it had committed, "
+              "check 'git log' for the command done twice)", file=sys.stderr, flush=True)
+    return Outcome(None, start)
+
+
+def _write(stream: object, data: bytes) -> None:
+    if not data or stream is None:
+        return
+    buffer = getattr(stream, "buffer", None)
+    stream.flush()  # type: ignore[attr-defined]
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def spawn(root: str) -> None:
+    """Start the server of the KB at ``root`` in the background: its own session, no terminal,
+    its output in ``.slayer-kb/server.log``. It exits at once if another one serves the KB, and
+    loads nothing heavy until this process has exited (the two would share the CPU)."""
+    import subprocess
+
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "slayer_kb.daemon.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid())],
+            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError:
+        pass
+
+
+def exit_code(exc: SystemExit) -> int:
+    """The status a process would exit with for ``exc``."""
+    if exc.code is None:
+        return 0
+    return exc.code if isinstance(exc.code, int) else 1

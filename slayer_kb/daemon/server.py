@@ -1,0 +1,540 @@
+"""The warm server of one KB (docs/server.md): it keeps the KB open (index searcher, meaning model,
+catalog, parsed trees) with the file monitor of ``slayer-kb watch``, and runs the commands that
+``slayer-kb`` processes hand it (relay.py) one at a time, exactly as they would have run.
+
+``python -m slayer_kb.daemon.server ROOT --idle SECONDS`` is what a client starts in the background when
+it finds none; ``slayer-kb watch`` runs the same in the foreground, without the idle exit. This
+module imports only the standard library until its socket is bound, so a client that comes while
+the server is still loading is acknowledged at once and waits for its turn instead of starting a
+second server.
+
+Each relayed command runs under the server's one lock (the watcher's syncs take it too), in the
+client's folder, environment and umask, with stdin, stdout and stderr replaced by buffers that
+encode as the client's streams do; the command itself takes the KB's cross-process lock for a
+write, as in any process. A client of another install (its version stamp differs) is told the
+server retires, and the server exits; so does a server that sees its own files change, or that
+got no command for its idle time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from . import relay
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+LOG_FILE = "server.log"
+LOCK_FILE = "server.lock"
+MAX_LOG = 1 << 20
+# How often the server checks its idle time and its own files.
+CHECK_SECONDS = 0.5
+STAMP_SECONDS = 5.0
+# A command still running when the server is told to stop is given this long to finish.
+FINISH_SECONDS = 60.0
+# How long a foreground watch waits for a background server it asked to stop.
+TAKE_OVER_SECONDS = 20.0
+# How long a server started on demand waits for the client that started it to exit.
+PARENT_SECONDS = 5.0
+
+
+class Server:
+    """Listens on the KB's channel and answers clients, until ``stop`` is set. Commands wait
+    until ``ready(runner)`` is called (the KB is open), then run one at a time under ``busy``."""
+
+    def __init__(self, root: str | Path, *, stop: threading.Event, idle: float | None, log: TextIO) -> None:
+        self.root = os.path.realpath(root)
+        self.stop = stop
+        self.idle = idle
+        self.log = log
+        self.busy = threading.Lock()
+        self.stamp = relay.version_stamp()
+        self.started = time.time()
+        self.served = 0
+        self.running: str | None = None
+        self._runner: Any = None
+        self._ready = threading.Event()
+        self._count = threading.Lock()
+        self._active = 0
+        self._last = time.monotonic()
+        self._closed = threading.Event()
+        self._lock_fd: int | None = None
+        self._socket_id: tuple[int, int] | None = None
+        where = relay.address(self.root)
+        if where is None:
+            raise OSError("the socket's path is too long")
+        self.where = where
+        import socket
+
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if isinstance(where, str):
+                self._bind_file(where)
+            else:
+                self._listener.bind(where)
+            self._listener.listen(64)
+        except OSError:
+            self._listener.close()
+            self._release_lock()
+            raise
+        self._listener.settimeout(0.2)
+        self._threads = [
+            threading.Thread(target=self._accept, name="slayer-kb server", daemon=True),
+            threading.Thread(target=self._watch_idle, name="slayer-kb idle", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- the channel ------------------------------------------------------------------------
+
+    def _bind_file(self, path: str) -> None:
+        """The socket file in the state folder: one server per KB by an exclusive lock on
+        ``server.lock``; a stale socket file (its server was killed) is replaced."""
+        import fcntl
+
+        folder = os.path.dirname(path)
+        st = os.lstat(folder)
+        if not os.path.isdir(folder) or os.path.islink(folder) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise OSError(f"{folder} is not a private folder of this user")
+        fd = os.open(os.path.join(folder, LOCK_FILE), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        old = os.umask(0o077)
+        try:
+            self._listener.bind(path)
+        finally:
+            os.umask(old)
+        st = os.lstat(path)
+        self._socket_id = (st.st_dev, st.st_ino)
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def ready(self, runner: Any) -> None:
+        """Start running commands with ``runner(request) -> (code, stdout, stderr)``."""
+        self._runner = runner
+        self._ready.set()
+
+    def close(self) -> None:
+        """Stop answering: new clients run their commands themselves; a command being run is
+        finished first (for at most FINISH_SECONDS)."""
+        self.stop.set()
+        self._closed.set()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+        self._listener.close()
+        if isinstance(self.where, str) and self._socket_id is not None:
+            with contextlib.suppress(OSError):
+                st = os.lstat(self.where)
+                if (st.st_dev, st.st_ino) == self._socket_id:
+                    os.unlink(self.where)
+        deadline = time.monotonic() + FINISH_SECONDS
+        while self._active and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._release_lock()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(conn,), name="slayer-kb client", daemon=True).start()
+
+    def _watch_idle(self) -> None:
+        next_stamp = time.monotonic() + STAMP_SECONDS
+        while not self._closed.wait(CHECK_SECONDS):
+            now = time.monotonic()
+            with self._count:
+                idle_for = now - self._last if self._active == 0 else 0.0
+            if self.idle is not None and idle_for >= self.idle:
+                self._say(f"no command for {self.idle:g} s: exiting")
+                self.stop.set()
+                return
+            if now >= next_stamp:
+                next_stamp = now + STAMP_SECONDS
+                if self.idle is not None and not os.path.isdir(os.path.join(self.root, relay.STATE_DIR)):
+                    self._say("the KB or its state folder is gone: exiting")
+                    self.stop.set()
+                    return
+                if self.idle is not None and relay.version_stamp() != self.stamp:
+                    self._say("slayer-kb's files changed: exiting, the next command starts a new server")
+                    self.stop.set()
+                    return
+
+    def _say(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}", file=self.log, flush=True)
+
+    # -- one client -------------------------------------------------------------------------
+
+    def _connection(self, conn: Any) -> None:
+        with conn, contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+            conn.settimeout(relay.SILENT_SECONDS)
+            if not relay.same_user(conn):
+                return
+            conn.sendall(relay.ACK)
+            request = relay.loads(relay.recv_frame(conn))
+            if not isinstance(request, dict) or request.get("root") != self.root:
+                conn.sendall(relay.REFUSED)
+                return
+            if "op" in request:
+                self._control(conn, request["op"])
+                return
+            argv = request.get("argv")
+            if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                    and relay.relayable(argv) is not None):
+                conn.sendall(relay.REFUSED)
+                return
+            if request.get("stamp") != self.stamp:
+                if self.idle is None:  # a foreground watcher stays; the client runs it itself
+                    conn.sendall(relay.REFUSED)
+                else:
+                    conn.sendall(relay.RETIRING)
+                    self._say("a client of another slayer-kb install came: exiting for it")
+                    self.stop.set()
+                return
+            self._run(conn, request)
+
+    def _run(self, conn: Any, request: dict[str, Any]) -> None:
+        with self._count:
+            self._active += 1
+        beat = _Heartbeat(conn)
+        try:
+            while not self._ready.wait(0.1):
+                if self.stop.is_set():
+                    beat.send(self._leaving())
+                    return
+            while not self.busy.acquire(timeout=0.1):
+                if self.stop.is_set():
+                    beat.send(self._leaving())
+                    return
+            try:
+                if self.stop.is_set():
+                    beat.send(self._leaving())
+                    return
+                if not _runnable(request):
+                    beat.send(relay.REFUSED)
+                    return
+                beat.send(relay.START)
+                if relay._recv_exactly(conn, 1) != relay.GO:
+                    return
+                self.running = " ".join(request["argv"])[:200]
+                try:
+                    code, chunks = self._runner(request)
+                finally:
+                    self.running = None
+                self.served += 1
+            finally:
+                self.busy.release()
+            data = relay.dumps({"code": code, "chunks": chunks})
+            beat.finish(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+        finally:
+            beat.finish(b"")
+            with self._count:
+                self._active -= 1
+                self._last = time.monotonic()
+
+    def _leaving(self) -> bytes:
+        """What a client is told when this server is stopping: a background server retires (the
+        client starts a new one, which waits for this one to let go of the socket)."""
+        return relay.RETIRING if self.idle is not None else relay.REFUSED
+
+    def _control(self, conn: Any, op: str) -> None:
+        if op == "status":
+            answer: dict[str, Any] = {
+                "pid": os.getpid(), "root": self.root, "started": self.started,
+                "uptime": round(time.time() - self.started, 1), "idle_exit": self.idle,
+                "served": self.served, "current": self.running, "stamp": self.stamp,
+                "ready": self._ready.is_set(), "stopping": self.stop.is_set(),
+                "channel": self.where if isinstance(self.where, str) else "abstract socket",
+                "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
+            }
+        elif op == "stop":
+            self._say("asked to stop")
+            self.stop.set()
+            answer = {"stopping": os.getpid()}
+        else:
+            conn.sendall(relay.REFUSED)
+            return
+        data = relay.dumps(answer)
+        conn.sendall(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+
+
+def _runnable(request: dict[str, Any]) -> bool:
+    """Whether the request can be run as asked (its folder exists, its encodings are known):
+    checked before the client is told the command starts, so that it runs it itself if not."""
+    import codecs
+
+    try:
+        if not os.path.isdir(request["cwd"]):
+            return False
+        for encoding, errors in request.get("streams") or []:
+            codecs.lookup(encoding)
+            codecs.lookup_error(errors)
+        return isinstance(request.get("umask", 0), int) and isinstance(request.get("env", {}), dict)
+    except (KeyError, TypeError, ValueError, LookupError):
+        return False
+
+
+class _Heartbeat:
+    """Sends a beat to the client every HEARTBEAT seconds, until ``finish``."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._done.wait(relay.HEARTBEAT):
+            self.send(relay.BEAT)
+
+    def send(self, data: bytes) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            if not self._done.is_set():
+                self._conn.sendall(data)
+
+    def finish(self, data: bytes) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._done.set()
+            if data:
+                self._conn.sendall(data)
+
+
+# -- running a relayed command -----------------------------------------------------------------
+
+
+class _Recorder(io.BytesIO):
+    """The bytes a command writes to stdout (1) or stderr (2), in one list in the order of the
+    writes, so the client replays them interleaved as they happened."""
+
+    def __init__(self, fd: int, chunks: list[tuple[int, bytes]]) -> None:
+        super().__init__()
+        self.fd = fd
+        self.chunks = chunks
+
+    def write(self, data: Any) -> int:
+        data = bytes(data)
+        if data:
+            self.chunks.append((self.fd, data))
+        return len(data)
+
+
+def _merged(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Consecutive writes to one stream as one."""
+    merged: list[tuple[int, list[bytes]]] = []
+    for fd, data in chunks:
+        if merged and merged[-1][0] == fd:
+            merged[-1][1].append(data)
+        else:
+            merged.append((fd, [data]))
+    return [(fd, b"".join(parts)) for fd, parts in merged]
+
+
+# What git reads its identity from, besides the GIT_* variables.
+_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
+
+
+class Runner:
+    """Runs relayed commands on a warm KB, each as the client's process would have."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._last_env: dict[str, str] | None = None
+
+    def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
+        from ..cli import Preset, cli
+
+        env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
+        streams = request.get("streams") or [["utf-8", "strict"]] * 3
+        (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
+        chunks: list[tuple[int, bytes]] = []
+        out_buf, err_buf = _Recorder(1, chunks), _Recorder(2, chunks)
+        stdin_bytes = request.get("stdin")
+        stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes if isinstance(stdin_bytes, bytes) else b""),
+                                 encoding=in_enc, errors=in_err, newline="\n")
+        terminal = request.get("terminal")
+        # Buffered as the client's streams are: stdout by the line on a terminal, else by the
+        # block (click flushes every echo); stderr by the line.
+        stdout = io.TextIOWrapper(out_buf, encoding=out_enc, errors=out_err, newline="\n",
+                                  line_buffering=bool(terminal))
+        stderr = io.TextIOWrapper(err_buf, encoding=err_enc, errors=err_err, newline="\n", line_buffering=True)
+        if terminal:
+            env.setdefault("COLUMNS", str(terminal[0]))
+            env.setdefault("LINES", str(terminal[1]))
+        identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
+        if identity != self._last_env:
+            # git's identity is read once per store; another environment may name another one
+            self.kb.store._identity_env = None
+            self._last_env = identity
+        saved_env = dict(os.environ)
+        saved_cwd = os.getcwd()
+        saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdout__)
+        saved_umask = os.umask(int(request.get("umask", 0o022)))
+        tz = os.environ.get("TZ")
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            if os.environ.get("TZ") != tz:
+                time.tzset()
+            os.chdir(request["cwd"])
+            sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+            if not terminal:
+                sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
+            try:
+                import shutil
+
+                width = shutil.get_terminal_size((100, 24)).columns
+                cli.main(args=list(request["argv"]), prog_name="slayer-kb", obj=Preset(self.kb, width))
+                code = 0
+            except SystemExit as exc:
+                code = relay.exit_code(exc)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - printed as the process would have printed it
+                traceback.print_exc()
+                code = 1
+            with contextlib.suppress(Exception):
+                stdout.flush()
+                stderr.flush()
+        finally:
+            sys.stdin, sys.stdout, sys.stderr, sys.__stdout__ = saved_streams  # type: ignore[misc]
+            os.environ.clear()
+            os.environ.update(saved_env)
+            if os.environ.get("TZ") != env.get("TZ"):
+                time.tzset()
+            os.umask(saved_umask)
+            with contextlib.suppress(OSError):
+                os.chdir(saved_cwd)
+        return code, _merged(chunks)
+
+
+# -- the process -------------------------------------------------------------------------------
+
+
+def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, after: int | None = None) -> int:
+    """Serve the KB at ``root`` until stopped (Ctrl-C, SIGTERM, ``slayer-kb server stop``) or,
+    with ``idle``, until no command came for that many seconds. Without ``idle`` this is
+    ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
+    background = idle is not None
+    out: TextIO = log if log is not None else sys.stderr
+    stop = threading.Event()
+    server: Server | None = None
+    bound_early = relay.SUPPORTED and not relay.use_file_socket()
+    if bound_early:
+        server = _bind(root, stop, idle, out)
+        if server is None and background:
+            return 0  # another server answers for this KB
+    if after is not None:
+        # The client that started this server is still exiting: let it have the CPU (a client
+        # that comes meanwhile is acknowledged and waits for its turn).
+        deadline = time.monotonic() + PARENT_SECONDS
+        while os.getppid() == after and time.monotonic() < deadline:
+            time.sleep(0.005)
+    from ..kb import KnowledgeBase
+    from .watch import run_watcher
+
+    kb = KnowledgeBase(root)
+    if background:
+        kb.store.ensure_state_dir()
+        out = _open_log(kb.store.state / LOG_FILE)
+        if server is not None:
+            server.log = out
+    if relay.SUPPORTED and not bound_early:
+        kb.store.ensure_state_dir()
+        server = _bind(root, stop, idle, out)
+        if server is None and background:
+            kb.close()
+            return 0
+    if server is None and not background and relay.SUPPORTED:
+        _say(out, "Another server answers this KB's commands; this one only keeps the index current.")
+    if background:
+        _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
+                  f"(idle exit after {idle:g} s)")
+    run_watcher(kb, stop=stop, out=out, server=server)
+    return 0
+
+
+def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:
+    """This KB's server, or None if another one serves it. A foreground ``watch`` takes over
+    from a server started in the background (asked to stop, it finishes its command first); a
+    background server waits for one that is stopping (retiring for a new install, idle)."""
+    try:
+        return Server(root, stop=stop, idle=idle, log=log)
+    except OSError:
+        pass
+    other = relay.control(root, "status")
+    if idle is None:
+        if other is None or other.get("idle_exit") is None:
+            return None
+        relay.control(root, "stop")
+    elif other is not None and not other.get("stopping"):
+        return None  # another server answers for this KB
+    deadline = time.monotonic() + TAKE_OVER_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            return Server(root, stop=stop, idle=idle, log=log)
+        other = relay.control(root, "status")
+        if other is not None and not other.get("stopping") and (idle is not None or other.get("idle_exit") is None):
+            return None  # another server came first (or, for a watch, another watch)
+    return None
+
+
+def _open_log(path: Path) -> TextIO:
+    """The background server's log (stdout and stderr too, for a crash's traceback)."""
+    with contextlib.suppress(OSError):
+        if os.lstat(path).st_size > MAX_LOG:
+            os.replace(path, path.with_name(path.name + ".1"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return sys.stderr
+
+
+def _say(log: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=log, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    options: dict[str, float] = {"--idle": relay.DEFAULT_IDLE}
+    for name in ("--idle", "--after"):
+        if name in args[:-1]:
+            at = args.index(name)
+            options[name] = float(args[at + 1])
+            del args[at:at + 2]
+    if len(args) != 1:
+        print("usage: python -m slayer_kb.daemon.server ROOT [--idle SECONDS] [--after PID]", file=sys.stderr)
+        return 2
+    after = options.get("--after")
+    return run(args[0], idle=options["--idle"], after=int(after) if after is not None else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

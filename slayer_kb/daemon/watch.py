@@ -1,0 +1,314 @@
+"""``slayer-kb watch``: keep the index current while files change.
+
+Design (see DESIGN.md, "Pitfalls"):
+
+- The watchdog thread only *records* that something relevant happened; every piece of index work
+  runs on the calling thread, or on the server's thread for a command another process handed
+  over (server.py, relay.py), one at a time under one lock, so Whoosh and the KB are never used
+  by two threads at once.
+- Events are never interpreted one by one. A burst (an editor's temp-file-and-rename save, a
+  ``git checkout`` of thousands of files) is debounced into one pass. When the burst named only
+  memory files, that pass re-reads just those (``KnowledgeBase.refresh``), comparing their bytes
+  with the manifest; a catalog file, a whole folder or a very large burst makes it a full
+  ``KnowledgeBase.ensure_fresh()``. Either way a delete just drops the memory from the index, and
+  an event for a file whose content did not change writes nothing.
+- The watcher itself never writes memory files and never cascades; it takes the KB lock only
+  for the length of one incremental sync. (Relayed commands write as they would in their own
+  process, under the KB lock.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+from watchdog.observers import Observer
+
+from ..core.errors import StoreError
+from ..search.index import MEMORIES_DIR, RACY_SECONDS, SyncReport
+from .monitor import EVENT_TYPES, EventHandler
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+    from .server import Server
+
+# A steady stream of events (a long checkout) must not postpone the sync forever.
+MAX_DELAY = 0.5
+# inotify drops events when its queue overflows and watchdog does not tell us; a cheap lock-free
+# freshness check this often when idle catches whatever was lost.
+RESCAN_SECONDS = 10.0
+# After a failed sync (lock held for a minute by a big commit, a file system error) try again.
+RETRY_SECONDS = 2.0
+class _Pending:
+    """What the watchdog thread hands to the sync loop: when the current burst began, when its
+    last relevant event arrived, and which memory files it touched (None: something else changed,
+    a catalog file or a whole folder, so only a full check will do). Guarded by a lock."""
+
+    # Past this many files a full check (one scan) is cheaper than stat-ing each by name.
+    MAX_NAMED = 2000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+        self.first: float | None = None
+        self.last: float | None = None
+        self.ids: set[str] | None = set()
+
+    def note(self, paths: list[str], is_directory: bool) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self.first is None:
+                self.first = now
+            self.last = now
+            for path in paths:
+                memory_id = _memory_id(path)
+                if is_directory or memory_id is None or self.ids is None or len(self.ids) >= self.MAX_NAMED:
+                    self.ids = None
+                else:
+                    self.ids.add(memory_id)
+        self.wake.set()
+
+    def due(self, debounce: float) -> float | None:
+        """Monotonic time at which the pending burst should be synced; None if nothing pending."""
+        with self._lock:
+            if self.first is None or self.last is None:
+                return None
+            return min(self.last + debounce, self.first + max(MAX_DELAY, debounce))
+
+    def take(self) -> set[str] | None:
+        """The memory ids of the burst (None: check everything), and start a new burst."""
+        with self._lock:
+            ids, self.ids = self.ids, set()
+            self.first = self.last = None
+            return ids
+
+
+def _memory_id(path: str) -> str | None:
+    prefix = f"{MEMORIES_DIR}/"
+    if path.startswith(prefix) and path.endswith(".yaml") and "/" not in path[len(prefix):]:
+        return path[len(prefix):-5]
+    return None
+
+
+def run_watcher(
+    kb: KnowledgeBase,
+    *,
+    debounce: float = 0.2,
+    on_sync: Callable[[SyncReport], None] | None = None,
+    stop: threading.Event | None = None,
+    out: TextIO | None = None,
+    server: Server | None = None,
+) -> None:
+    """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
+
+    ``on_sync`` is called (on this thread) after every sync that changed the index. ``server``
+    (server.py) runs the commands that ``slayer-kb`` processes relay to it, on ``kb`` kept
+    warm, never at the same time as a sync; it is closed when the watcher stops.
+    """
+    stop = stop if stop is not None else threading.Event()
+    log = out if out is not None else sys.stderr
+    pending = _Pending()
+    observer = Observer()
+    observer.schedule(
+        EventHandler(str(kb.root), pending.note), str(kb.root), recursive=True, event_filter=EVENT_TYPES
+    )
+    reporter = _Reporter(log)
+    busy = server.busy if server is not None else threading.Lock()
+    with _stop_on_signals(stop):
+        try:
+            observer.start()
+        except OSError as exc:
+            if server is not None:
+                server.close()
+            kb.close()
+            raise StoreError(
+                f"Cannot watch {kb.root}: {exc.strerror or exc}. On Linux, too many watched "
+                "folders means raising fs.inotify.max_user_watches (sysctl)."
+            ) from None
+        if server is not None:
+            _serve(kb, server)
+        try:
+            _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
+            _loop(kb, pending, stop, debounce, on_sync, reporter, busy)
+        except KeyboardInterrupt:
+            # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
+            pass
+        finally:
+            if server is not None:
+                server.close()
+            observer.stop()
+            observer.join(timeout=5.0)
+            kb.close()
+    _say(log, "Stopped watching.")
+
+
+def _serve(kb: KnowledgeBase, server: Server) -> None:
+    """Answer relayed commands from ``kb``, kept warm: its inotify monitor tells each command
+    whether anything changed, so a read skips the per-file check while nothing did."""
+    from .server import Runner
+
+    kb.keep_warm()
+    server.ready(Runner(kb))
+
+
+def _loop(
+    kb: KnowledgeBase,
+    pending: _Pending,
+    stop: threading.Event,
+    debounce: float,
+    on_sync: Callable[[SyncReport], None] | None,
+    reporter: _Reporter,
+    busy: threading.Lock,
+) -> None:
+    # The initial sync runs after the observer started, so nothing changed meanwhile is missed.
+    next_check: float | None = time.monotonic()
+    last_sync = 0.0
+    settle_rounds = 0
+    settling = False
+    # Until the first full check succeeded, a burst of named files is no reason to skip one.
+    initialised = False
+    while not stop.is_set():
+        now = time.monotonic()
+        due = pending.due(debounce)
+        if due is not None and due <= now:
+            named = pending.take()
+            settle_rounds = 0
+            settling = False
+            if named is not None and initialised:
+                # Only memory files changed, and we know which: re-read just those, no scan.
+                ok, racy = _sync(kb, on_sync, reporter, busy, named=named)
+                last_sync = time.monotonic()
+                if not ok:
+                    next_check = last_sync + RETRY_SECONDS
+                elif racy:
+                    settle_rounds, settling = 1, True
+                    next_check = last_sync + RACY_SECONDS + 0.1
+                continue
+            next_check = now
+        elif next_check is None and now - last_sync >= RESCAN_SECONDS:
+            settling = False
+            next_check = now
+        if next_check is not None and next_check <= now:
+            # A settling pass only re-reads the young files (by name, no scan), quietly.
+            named = set(kb.index.young_files()) if settling and initialised else None
+            ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
+            initialised = initialised or ok
+            last_sync = time.monotonic()
+            next_check = None
+            settling = False
+            if not ok:
+                next_check = last_sync + RETRY_SECONDS
+            elif racy and settle_rounds < 3:
+                # Files changed within the timestamp granularity stay marked for a re-read; once
+                # they are old enough, one more sync settles them so later commands skip the lock.
+                settle_rounds += 1
+                settling = True
+                next_check = last_sync + RACY_SECONDS + 0.1
+            continue
+        if due is None:
+            # Idle: sleep until an event arrives, in short slices so ``stop`` is honoured soon.
+            if pending.wake.wait(timeout=0.1):
+                pending.wake.clear()
+        else:
+            stop.wait(timeout=min(due - now, 0.05))
+
+
+def _sync(
+    kb: KnowledgeBase,
+    on_sync: Callable[[SyncReport], None] | None,
+    reporter: _Reporter,
+    busy: threading.Lock,
+    quiet: bool = False,
+    named: set[str] | None = None,
+) -> tuple[bool, bool]:
+    """One freshness pass (of the ``named`` memories only, when given). Returns (succeeded,
+    files still awaiting a racy re-read)."""
+    try:
+        with busy:
+            # A full check looks at the files even if the monitor of relayed searches saw no
+            # event: a network file system reports none for changes made on another machine.
+            report = kb.ensure_fresh(trust_monitor=False) if named is None else kb.refresh(sorted(named))
+            if report is not None:
+                reporter.report(report, kb, summary=not quiet)
+                changed = report.updated or report.removed or report.catalog_changed or report.rebuilt
+                if on_sync is not None and changed:
+                    on_sync(report)
+        reporter.ok()
+        return True, bool(kb.index.young_files())
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync
+        reporter.error(exc)
+        return False, False
+
+
+class _Reporter:
+    """Prints a line per sync that changed something; each broken file and error only once."""
+
+    def __init__(self, log: TextIO) -> None:
+        self._log = log
+        self._problems: set[str] = set()
+        self._error: str | None = None
+
+    def report(self, report: SyncReport, kb: KnowledgeBase, summary: bool = True) -> None:
+        parts = []
+        if report.rebuilt:
+            parts.append("index rebuilt")
+        if report.updated:
+            parts.append(f"indexed {report.updated}")
+        if report.removed:
+            parts.append(f"removed {report.removed}")
+        if report.catalog_changed:
+            parts.append("catalog reindexed")
+        if parts and summary:
+            _say(self._log, ", ".join(parts))
+        current = {str(p) for p in report.problems}
+        if report.catalog_changed or report.rebuilt:
+            current |= {str(p) for p in kb.catalog.problems}
+        else:
+            # catalog problems are only re-read when the catalog changes: keep the known ones
+            current |= {p for p in self._problems if not p.startswith(f"{MEMORIES_DIR}/")}
+        for problem in sorted(current - self._problems):
+            _say(self._log, f"{problem} (skipped)")
+        # a fixed file leaves the set, so breaking it again is reported again
+        self._problems = current
+
+    def ok(self) -> None:
+        self._error = None
+
+    def error(self, exc: Exception) -> None:
+        message = f"Error: {exc}"
+        if message != self._error:
+            _say(self._log, f"{message} (retrying)")
+        self._error = message
+
+
+def _say(log: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=log, flush=True)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM ask the loop to stop after the current sync; a second one interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

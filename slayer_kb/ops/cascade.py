@@ -1,0 +1,411 @@
+"""Catalog deletes that cascade into memories, and ``prune``.
+
+Deleting a datasource, a model, or a model's column / named measure / custom aggregation strips
+that entity and every entity below it (``shop.orders`` strips ``shop.orders.amount``, never
+``shop.orders_archive``) from every memory's ``entities``, in the same single commit that removes
+the catalog file or entry. Only the ``entities`` block of a memory changes (``with_entities``): its
+text, stored query, ``created_at`` and key order keep their bytes. A memory left with no entities
+is kept. The stored query of an example-query memory is not rewritten (SLayer's rule); search
+reports it as stale.
+
+Decisions where the seed is silent:
+
+- ``delete-model NAME`` without ``--datasource`` refuses a name found in several datasources: a
+  delete never relies on the priority list to pick its victim.
+- Other models' joins to a deleted model are left as they are: the catalog is SLayer's, and a
+  dangling join is SLayer's to report. Resolution through such a join fails with a clear message.
+- Deleting a datasource also removes it from ``priority.yaml``.
+- A catalog file is edited by removing the lines of the deleted list item only, so comments and
+  SLayer's formatting survive; when that cannot be done exactly (a flow-style list, an emptied
+  list), the file is written again from its parsed data.
+- A catalog file that is a symlink, or lies in a symlinked folder, is never deleted or rewritten:
+  the cascade refuses and names the link. Deleting through it would remove the link's target
+  (another model's file, or a file outside the KB).
+- ``prune`` strips references that are neither an existing canonical entity (or memory) nor
+  resolvable; a hand-written reference that still resolves (``orders.amount``) stays, and
+  ``validate`` asks for its canonical form.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ..catalog.catalog import Datasource, Model
+from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
+from ..core.ids import check_id
+from ..core.memory import Memory, with_entities
+from ..search import lookups
+from ..store.fileio import read_regular
+from ..store.repo import Change
+from ..transaction import Transaction, memory_change
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# A commit message names this many rewritten memories; --json names them all.
+MESSAGE_IDS = 50
+
+
+@dataclass
+class CascadeResult:
+    deleted: str | None
+    commit: str | None
+    rewritten: list[str]
+    stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
+    dry_run: bool = False
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
+        if self.deleted is None:
+            data.update(stripped=self.stripped, dry_run=self.dry_run)
+        else:
+            data = {"deleted": self.deleted, **data}
+        if self.kept:
+            data["kept"] = self.kept
+        return data
+
+
+# -- the deletes -------------------------------------------------------------------------------
+
+
+def delete_model(
+    kb: KnowledgeBase, model: str, datasource: str | None = None, *, force: bool = False
+) -> CascadeResult:
+    """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
+    ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
+        found = _find_model(kb, model, datasource)
+        return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
+
+    with kb.transaction() as tx:
+        return _cascade(tx, catalog_changes, force)
+
+
+def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> CascadeResult:
+    """Delete a datasource, its models and its place in ``priority.yaml``."""
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
+        datasource = _find_datasource(kb, name)
+        changes = [Change(_kb_path(kb, path, "delete"), None) for path in _datasource_files(kb, datasource)]
+        priority = _priority_without(kb.root / "priority.yaml", name)
+        if priority is not None:
+            changes.append(Change(_kb_path(kb, kb.root / "priority.yaml", "rewrite"), priority.encode("utf-8")))
+        return name, "datasource", changes
+
+    with kb.transaction() as tx:
+        result = _cascade(tx, catalog_changes, force)
+        # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
+        with contextlib.suppress(OSError):
+            (kb.root / "models" / name).rmdir()
+        return result
+
+
+def delete_leaf(kb: KnowledgeBase, ref: str, *, force: bool = False) -> CascadeResult:
+    """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
+    parts = ref.strip().split(".")
+    if len(parts) != 3 or not all(parts):
+        raise InvalidInputError(
+            f"'{ref}' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."
+        )
+    ds_name, model_name, leaf = parts
+
+    def catalog_changes() -> tuple[str, str, list[Change]]:
+        model = _find_model(kb, model_name, ds_name)
+        kind = model.leaf_kind(leaf)
+        if kind is None:
+            raise NotFoundError(
+                f"Model '{model.entity}' has no column, measure or aggregation '{leaf}'. "
+                f"Its leaves: {sorted(model.leaves())}."
+            )
+        path = _kb_path(kb, model.path, "rewrite")
+        text = read_regular(kb.root / path).decode("utf-8")
+        return f"{model.entity}.{leaf}", kind, [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
+
+    with kb.transaction() as tx:
+        return _cascade(tx, catalog_changes, force)
+
+
+def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
+    datasource = kb.catalog.datasources.get(name)
+    if datasource is None:
+        known = ", ".join(sorted(kb.catalog.datasources)) or "none"
+        raise NotFoundError(f"Unknown datasource '{name}'. Known datasources: {known}.")
+    return datasource
+
+
+def _find_model(kb: KnowledgeBase, model: str, datasource: str | None) -> Model:
+    name = model.strip()
+    if "." in name:
+        given, _, name = name.partition(".")
+        if datasource is not None and datasource != given:
+            raise InvalidInputError(
+                f"'{model}' names datasource '{given}' but --datasource says '{datasource}'."
+            )
+        datasource = given
+    if datasource is not None:
+        found = _find_datasource(kb, datasource).models.get(name)
+        if found is None:
+            raise NotFoundError(
+                f"Unknown model '{name}' in datasource '{datasource}'. "
+                f"Its models: {sorted(kb.catalog.datasources[datasource].models)}."
+            )
+        return found
+    candidates = kb.catalog.models_named(name)
+    if not candidates:
+        raise NotFoundError(f"Unknown model '{name}': no datasource has a model of that name.")
+    if len(candidates) > 1:
+        raise AmbiguousEntityError(
+            f"Model '{name}' exists in datasources {sorted(m.datasource for m in candidates)}; "
+            f"say which to delete with --datasource or as '<datasource>.{name}'."
+        )
+    return candidates[0]
+
+
+def _datasource_files(kb: KnowledgeBase, datasource: Datasource) -> list[Path]:
+    """The datasource file and every model file of its folder, unreadable ones included."""
+    files = [datasource.path] if datasource.path is not None else []
+    folder = kb.root / "models" / datasource.name
+    files.extend(sorted(p for p in folder.glob("*.yaml") if p.is_file()))
+    return files
+
+
+def _kb_path(kb: KnowledgeBase, path: Path, verb: str) -> str:
+    """``path`` relative to the KB, refusing a catalog file that is a symlink or lies in a
+    symlinked folder: to delete or rewrite it would act on the link's target, which may be
+    another model's file or a file outside the KB."""
+    try:
+        parts = path.relative_to(kb.root).parts
+    except ValueError:
+        raise CatalogError(
+            f"Refusing to {verb} {path}: it is outside the knowledge base {kb.root}."
+        ) from None
+    rel = "/".join(parts)
+    for depth in range(1, len(parts) + 1):
+        link = kb.root.joinpath(*parts[:depth])
+        if link.is_symlink():
+            if depth == len(parts):
+                what = "it is a symlink"
+                fix = f"Replace the link with a copy of the file it points to, or remove it with 'git rm {rel}'"
+            else:
+                what = f"folder {'/'.join(parts[:depth])} is a symlink"
+                fix = f"Replace {'/'.join(parts[:depth])} with a real folder"
+            raise CatalogError(
+                f"Refusing to {verb} {rel}: {what} (to {os.readlink(link)}), and slayer-kb never "
+                f"deletes or rewrites a file through a link. {fix}, then retry."
+            )
+    return rel
+
+
+# -- rewriting memories --------------------------------------------------------------------------
+
+
+def _cascade(
+    tx: Transaction, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
+) -> CascadeResult:
+    """Delete what ``catalog_changes()`` says (the entity, its kind, the catalog files' changes)
+    and strip the entity from every memory, as one commit; refused when a file it would rewrite
+    holds uncommitted work, unless ``force`` (see ``Transaction.rewrite``)."""
+
+    def plan() -> tuple[list[Change], tuple[str, str, dict[str, Memory], dict[str, list[str]]]]:
+        entity, kind, changes = catalog_changes()
+        under = lookups.tagged([entity], under=True)
+        memories: dict[str, Memory] = {}
+        stripped = _strip(tx, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
+        return changes, (entity, kind, memories, stripped)
+
+    changes, (entity, kind, memories, stripped), kept = tx.rewrite(plan, force)
+    rewritten = list(stripped)
+    message = f"catalog: delete {kind} {entity}"
+    if rewritten:
+        message += (
+            f"\n\nStripped {entity} and everything under it from {len(rewritten)} "
+            f"{_memories(len(rewritten))}: {_some(rewritten)}"
+        )
+    commit = tx.commit(changes, message, memories)
+    return CascadeResult(entity, commit, rewritten, stripped, kept=kept)
+
+
+def _strip(
+    tx: Transaction,
+    matches: lookups.Lookup,
+    gone: Callable[[str], bool],
+    changes: list[Change],
+    memories: dict[str, Memory],
+) -> dict[str, list[str]]:
+    """Append a rewrite of every memory holding an entity ``gone`` says to strip (and the
+    rewritten memory to ``memories``)."""
+    stripped: dict[str, list[str]] = {}
+    for memory, text in tx.read_matching(matches):
+        removed = [e for e in memory.entities if gone(e)]
+        if removed:
+            kept = [e for e in memory.entities if not gone(e)]
+            changes.append(memory_change(memory, with_entities(text, memory, kept)))
+            memories[memory.id] = memory.evolve(entities=kept)
+            stripped[memory.id] = removed
+    return stripped
+
+
+def _memories(count: int) -> str:
+    return "memory" if count == 1 else "memories"
+
+
+def _some(ids: list[str]) -> str:
+    shown = ", ".join(ids[:MESSAGE_IDS])
+    return shown if len(ids) <= MESSAGE_IDS else f"{shown} and {len(ids) - MESSAGE_IDS} more"
+
+
+# -- prune ---------------------------------------------------------------------------------------
+
+
+def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
+    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none).
+    ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
+
+    def plan() -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
+        dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
+        changes: list[Change] = []
+        memories: dict[str, Memory] = {}
+        stripped: dict[str, list[str]] = {}
+        if dangling:
+            gone = set(dangling)
+            matches = lookups.tagged(dangling)
+            stripped = _strip(tx, matches, gone.__contains__, changes, memories)
+        return changes, (memories, stripped)
+
+    with kb.transaction() as tx:
+        kept: list[str] = []
+        if dry_run:
+            changes, (memories, stripped) = plan()
+        else:
+            changes, (memories, stripped), kept = tx.rewrite(plan, force)
+        rewritten = list(stripped)
+        commit = None
+        if changes and not dry_run:
+            removed = sorted({e for entities in stripped.values() for e in entities})
+            commit = tx.commit(
+                changes,
+                f"catalog: prune {len(removed)} dangling references\n\n"
+                f"Stripped {_some(removed)} from {len(rewritten)} {_memories(len(rewritten))}: "
+                f"{_some(rewritten)}",
+                memories,
+            )
+        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept)
+
+
+def _stored_entities(kb: KnowledgeBase) -> set[str]:
+    """Every entity string some indexed document holds (terms of deleted documents may linger;
+    they simply match no memory)."""
+    terms = kb.index.searcher().lexicon("entities")
+    return {t.decode("utf-8") if isinstance(t, bytes) else t for t in terms}
+
+
+def _live(kb: KnowledgeBase, entity: str) -> bool:
+    if entity.startswith("memory:"):
+        target = entity[len("memory:"):]
+        try:
+            check_id(target)
+        except KBError:
+            return False
+        return kb.memory_exists(target)
+    if kb.catalog.entity_exists(entity):
+        return True
+    try:
+        kb.resolver().resolve(entity)
+    except KBError:
+        return False
+    return True
+
+
+# -- editing catalog files -----------------------------------------------------------------------
+
+
+def _model_without_leaf(text: str, leaf: str) -> str:
+    """The model file without every list item named ``leaf`` in columns/measures/aggregations."""
+    for section in ("columns", "measures", "aggregations"):
+        while True:
+            data = yaml.load(text, Loader=_LOADER)
+            items = data.get(section) if isinstance(data, dict) else None
+            index = next(
+                (i for i, item in enumerate(items or [])
+                 if isinstance(item, dict) and item.get("name") == leaf),
+                None,
+            )
+            if index is None:
+                break
+            text = _without_item(text, data, (section,), index)
+    return text
+
+
+def _priority_without(path: Path, name: str) -> str | None:
+    """``priority.yaml`` without ``name``, or None when it does not list it."""
+    try:
+        text = read_regular(path, follow_symlinks=True).decode("utf-8")
+        data = yaml.load(text, Loader=_LOADER)
+    except (OSError, ValueError, yaml.YAMLError):  # a FIFO is refused, never waited on
+        return None
+    keys: tuple[str, ...] = ("priority",) if isinstance(data, dict) else ()
+    items = data.get("priority") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        return None
+    while isinstance(items, list) and name in items:
+        text = _without_item(text, data, keys, items.index(name))
+        data = yaml.load(text, Loader=_LOADER)
+        items = data.get("priority") if isinstance(data, dict) else data
+    return text
+
+
+def _without_item(text: str, data: Any, keys: tuple[str, ...], index: int) -> str:
+    """``text`` without item ``index`` of the list at ``keys``: only that item's lines go when
+    that gives exactly the expected data, else the whole file is dumped again."""
+    expected = _removed(data, keys, index)
+    candidate = _cut_lines(text, keys, index)
+    if candidate is not None:
+        with contextlib.suppress(yaml.YAMLError):
+            if yaml.load(candidate, Loader=_LOADER) == expected:
+                return candidate
+    return yaml.dump(expected, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
+                     default_flow_style=None)
+
+
+def _removed(data: Any, keys: tuple[str, ...], index: int) -> Any:
+    if not keys:
+        return [item for i, item in enumerate(data) if i != index]
+    return {k: (_removed(v, keys[1:], index) if k == keys[0] else v) for k, v in data.items()}
+
+
+def _cut_lines(text: str, keys: tuple[str, ...], index: int) -> str | None:
+    node = yaml.compose(text, Loader=_LOADER)
+    key_node = None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        key_node, node = next(((k, v) for k, v in node.value if k.value == key), (None, None))
+    if not isinstance(node, yaml.SequenceNode) or node.flow_style:
+        return None
+    item = node.value[index]
+    start = item.start_mark.line
+    if index + 1 < len(node.value):
+        end = node.value[index + 1].start_mark.line
+    else:
+        end = item.end_mark.line + (1 if item.end_mark.column else 0)
+    if end <= start:
+        return None
+    lines = text.splitlines(keepends=True)
+    if len(node.value) == 1:
+        # The list's last item: SLayer reads "key:" with nothing as null, so write "key: []".
+        if key_node is None or key_node.start_mark.line >= start:
+            return None
+        line = key_node.start_mark.line
+        lines[line] = lines[line][: key_node.end_mark.column] + ": []\n"
+    return "".join(lines[:start] + lines[end:])

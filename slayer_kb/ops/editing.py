@@ -1,0 +1,176 @@
+"""``edit ID``: a memory file in ``$VISUAL`` / ``$EDITOR``, checked on close, committed when valid.
+
+The editor gets a copy of the file in ``.slayer-kb/tmp/`` (never the file in ``memories/``, so a
+half-finished edit is never seen by the index, the watcher or a concurrent ``git`` command). On
+close the text is parsed (``loads``) and its entities resolved; a problem is reported as
+``path:line: message`` and the caller decides whether to reopen the editor. A valid change is
+written in canonical form, with its entity references canonicalised, as one commit
+``memory: edit ID``. The edit is written as the person left it: ``updated_at`` and
+``revision_count`` are not bumped behind their back (they may edit them by hand). A file someone
+broke earlier can be repaired with ``edit`` too: the broken text is what the editor opens.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError
+from ..core.ids import check_id
+from ..core.memory import Memory, dumps, key_line, loads
+from ..transaction import memory_change
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+DEFAULT_EDITOR = "vi"
+
+
+@dataclass
+class EditResult:
+    memory_id: str
+    changed: bool
+    commit: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memory_id": self.memory_id, "changed": self.changed, "commit": self.commit,
+                "warnings": self.warnings}
+
+
+def check_memory_text(
+    kb: KnowledgeBase, memory_id: str, text: str, path: str | None = None
+) -> tuple[Memory, list[str]]:
+    """Parse ``text`` and resolve its entities against the KB as it is now.
+
+    Returns the memory with canonical entities and the resolver's warnings; raises
+    :class:`MemoryFileError` (``path:line: message``) for any problem.
+    """
+    where = path or f"memories/{memory_id}.yaml"
+    memory = loads(text, memory_id, where)
+    kb.check_learning(memory.learning)
+    try:
+        entities, warnings = kb.resolve_entities(memory.entities) if memory.entities else ([], [])
+    except KBError as exc:
+        raise MemoryFileError(where, key_line(text, "entities"), f"entities: {exc}") from None
+    return memory.evolve(entities=entities), warnings
+
+
+def editor_command() -> list[str]:
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or DEFAULT_EDITOR
+    parts = shlex.split(command)
+    if not parts:
+        raise InvalidInputError("$VISUAL / $EDITOR is blank; set it to your editor, e.g. EDITOR=nano.")
+    return parts
+
+
+def edit(
+    kb: KnowledgeBase,
+    memory_id: str,
+    reopen: Callable[[str], bool],
+    run_editor: Callable[[Path], None] | None = None,
+) -> EditResult:
+    """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
+    check_id(memory_id)
+    path = kb.memories_dir / f"{memory_id}.yaml"
+    original = read_memory_file(path, memory_id)
+    if original is None:
+        raise NotFoundError(
+            f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {memory_id}'."
+        )
+    run = run_editor or _run_editor
+    kb.store.ensure_state_dir()
+    draft = kb.store.state / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
+    draft.write_bytes(original)
+    keep_draft = False
+    try:
+        while True:
+            run(draft)
+            text = draft.read_bytes().decode("utf-8", "replace")
+            if text.encode("utf-8") == original:
+                return EditResult(memory_id, False)
+            try:
+                memory, warnings = check_memory_text(kb, memory_id, text)
+            except (MemoryFileError, InvalidInputError) as exc:
+                if reopen(str(exc)):
+                    continue
+                keep_draft = True
+                raise InvalidInputError(
+                    f"{exc}\nNothing was committed; your edit is kept in {draft}."
+                ) from None
+            return _commit_edit(kb, memory, original, warnings)
+    finally:
+        if not keep_draft:
+            draft.unlink(missing_ok=True)
+
+
+def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: list[str]) -> EditResult:
+    path = kb.memories_dir / f"{memory.id}.yaml"
+    canonical = dumps(memory)
+    with kb.transaction() as tx:
+        try:
+            current = read_memory_file(path, memory.id)
+        except MemoryFileError:
+            current = None  # replaced by a link or a FIFO meanwhile: a change like any other
+        if current != original:
+            raise ConflictError(
+                f"memories/{memory.id}.yaml changed while you were editing it (another save, a git "
+                "command?); nothing was committed. Run 'slayer-kb edit' again."
+            )
+        if canonical.encode("utf-8") == original:
+            return EditResult(memory.id, False, None, warnings)
+        commit = tx.commit([memory_change(memory, canonical)], f"memory: edit {memory.id}")
+    return EditResult(memory.id, commit is not None, commit, warnings)
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def read_memory_file(path: Path, memory_id: str) -> bytes | None:
+    """The bytes of a memory file, None if there is none; :class:`MemoryFileError` for a symlink
+    or anything but a regular file. Links are never followed (the check and the open both refuse
+    them) and a FIFO is never waited on, so what the editor gets is the file and only the file."""
+    where = f"memories/{memory_id}.yaml"
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    symlink = MemoryFileError(where, None, "is a symlink; refusing to follow it")
+    if path.is_symlink():
+        raise symlink
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if path.is_symlink():  # made a link since the check: O_NOFOLLOW refused it
+            raise symlink from None
+        raise MemoryFileError(where, None, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise MemoryFileError(where, None, f"is {kind}, not a regular file; refusing to open it")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _run_editor(draft: Path) -> None:
+    command = [*editor_command(), str(draft)]
+    try:
+        proc = subprocess.run(command, check=False)
+    except FileNotFoundError:
+        raise InvalidInputError(
+            f"Editor '{command[0]}' not found; set $VISUAL or $EDITOR to an installed editor."
+        ) from None
+    if proc.returncode != 0:
+        raise InvalidInputError(
+            f"The editor '{command[0]}' exited with status {proc.returncode}; nothing was committed."
+        )

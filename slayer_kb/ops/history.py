@@ -1,0 +1,596 @@
+"""A memory's history from git: ``log``, ``show --rev``, ``restore --rev``, and ``review``.
+
+Everything here reads git objects (``git log``, ``git cat-file``, ``git diff``), never the work
+tree, except ``restore_revision`` which writes one memory back as a new commit.
+
+Decisions:
+
+- ``show ID`` without ``--rev`` shows the file as it is now, or, for a memory that was deleted,
+  its last committed version (with ``deleted_in`` naming the commit that removed it).
+- ``restore ID --rev REV`` brings back the version at REV whether or not the id exists now: the
+  file name is the id, so a memory with that id *is* that memory (auto ids are never reused) and
+  restoring replaces the current version, as ``git checkout REV -- file`` would. The restored
+  version is made live (``deleted_at`` cleared). Entities of the old version that no longer
+  resolve (a dropped column, a forgotten ``memory:<id>``) are dropped with a warning, exactly as
+  the cascade that removed them would have done; the text is otherwise kept byte for byte.
+  References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
+  The work tree's file is made to hold that version too, as ``git checkout REV -- file`` would:
+  a file broken, edited or deleted by hand is repaired even when HEAD already has the version
+  (then nothing is committed), and an edit that was never committed is discarded with a warning.
+- ``review BASE HEAD`` reports what HEAD changed since it left BASE, as ``git diff BASE...HEAD``
+  does: it compares HEAD with the merge base of the two, so memories BASE gained or dropped after
+  the branch split are not the branch's doing and are not listed. Renames (``renumber``) show as
+  renames, and the memories at HEAD are checked with the catalog as it is at HEAD (the catalog
+  files are read from git into a temporary folder).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..catalog.catalog import Catalog, Resolver, load_catalog
+from ..core.errors import KBError, MemoryFileError, NotFoundError
+from ..core.ids import check_id
+from ..core.memory import Memory, dumps, loads, with_entities
+from ..search.index import MEMORIES_DIR
+from ..store.fileio import NotRegularFile, read_regular
+from ..store.repo import GitStore
+from ..store.revisions import resolve_rev
+from ..transaction import memory_change
+from . import sessions
+from .sessions import SESSIONS_DIR
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+CATALOG_DIRS = ("datasources", "models")
+PRIORITY_FILE = "priority.yaml"
+# Fields a save or update bumps on its own: a change of entities plus these is still a re-link.
+BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
+
+
+# ---------------------------------------------------------------------------------------------
+# git look-ups shared by history, renumber and interchange
+
+
+def memory_path(memory_id: str) -> str:
+    return f"{MEMORIES_DIR}/{memory_id}.yaml"
+
+
+def id_of_path(kb_path: str) -> str | None:
+    """``memories/<id>.yaml`` -> id; anything else (``.gitkeep``, sub-folders) -> None."""
+    prefix = f"{MEMORIES_DIR}/"
+    if not kb_path.startswith(prefix) or not kb_path.endswith(".yaml"):
+        return None
+    name = kb_path[len(prefix):-5]
+    return name if name and "/" not in name else None
+
+
+def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
+    """The bytes of ``kb_path`` at commit ``rev``, or None when the file is not there."""
+    proc = store.git("cat-file", "blob", f"{rev}:{store.repo_path(kb_path)}", check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def text_at(store: GitStore, rev: str, kb_path: str) -> str | None:
+    data = blob_at(store, rev, kb_path)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def files_at(store: GitStore, rev: str, under: str) -> list[str]:
+    """KB-relative paths of the files under ``under`` at ``rev``."""
+    proc = store.git("ls-tree", "-r", "-z", "--name-only", rev, "--", store.repo_path(under), check=False)
+    out = []
+    for raw in proc.stdout.split(b"\0"):
+        name = raw.decode("utf-8", "surrogateescape")
+        if name.startswith(store.prefix) and name:
+            out.append(name[len(store.prefix):])
+    return out
+
+
+def memory_ids_at(store: GitStore, rev: str) -> set[str]:
+    return {i for i in map(id_of_path, files_at(store, rev, f"{MEMORIES_DIR}/")) if i}
+
+
+def catalog_at(store: GitStore, rev: str) -> Catalog:
+    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder."""
+    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")]
+    paths.append(PRIORITY_FILE)
+    with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
+        root = Path(tmp)
+        for path in paths:
+            data = blob_at(store, rev, path)
+            if data is None:
+                continue
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return load_catalog(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# log, show, restore
+
+
+def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
+    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed.
+
+    GitPython reads the commits here: parsing authors, dates and multi-line messages is what it
+    is good at, and a history command can afford its import (the save path cannot).
+    """
+    import git  # GitPython
+
+    check_id(memory_id)
+    store = kb.store
+    if store.head() is None:
+        return []
+    shas = _file_history(store, memory_path(memory_id))
+    repo = git.Repo(store.top)
+    try:
+        commits = [repo.commit(sha) for sha in shas]
+        entries = [
+            {
+                "commit": commit.hexsha,
+                "author": f"{commit.author.name} <{commit.author.email}>",
+                "date": commit.authored_datetime.isoformat(),
+                "message": str(commit.message).strip(),
+            }
+            for commit in commits
+        ]
+    finally:
+        # A Repo keeps `git cat-file` helper processes alive until it is closed.
+        repo.close()
+    if not entries:
+        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
+    return entries
+
+
+def _file_history(store: GitStore, kb_path: str) -> list[str]:
+    """The commits that touched ``kb_path``, newest first, and before the commit that renamed a
+    file to it (``renumber``, ``git mv``), those of the file it was.
+
+    Not ``git log --follow``: that also follows copies, and two small memory files are often
+    "copies" of each other by git's measure (half their lines alike), so ``log 2`` would list
+    memory 1's history. A rename here is git's: a file deleted and one added alike in the same
+    commit.
+    """
+    shas: list[str] = []
+    rev, path = "HEAD", store.repo_path(kb_path)
+    while True:
+        # (log.follow=true in the user's configuration would turn --follow on.)
+        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path).stdout.decode().split()
+        shas.extend(found)
+        if not found:
+            return shas
+        oldest = found[-1]
+        changes = store.git(
+            "diff-tree", "--no-commit-id", "-r", "-z", "-M", "--name-status", "--root", oldest, "--",
+            store.repo_path(f"{MEMORIES_DIR}/"),
+        ).stdout
+        renamed_from = next((old for status, old, new in _name_status(changes, "")
+                             if status.startswith("R") and new == path), None)
+        if renamed_from is None:
+            return shas
+        rev, path = f"{oldest}^", renamed_from
+
+
+@dataclass
+class Shown:
+    memory: Memory
+    text: str
+    rev: str | None  # None: the work tree
+    deleted_in: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in}
+
+
+def show(kb: KnowledgeBase, memory_id: str, rev: str | None = None) -> Shown:
+    """The memory at ``rev``; without ``rev`` the file now, else its last committed version."""
+    check_id(memory_id)
+    store = kb.store
+    path = memory_path(memory_id)
+    if rev is not None:
+        sha = resolve_rev(store, rev)
+        text = text_at(store, sha, path)
+        if text is None:
+            raise NotFoundError(
+                f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {memory_id}' "
+                "for the revisions that have it."
+            )
+        return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)
+    if (kb.memories_dir / f"{memory_id}.yaml").is_file():
+        memory, text = kb.read_with_text(memory_id)
+        return Shown(memory, text, None)
+    deleting = last_deletion(store, memory_id)
+    if deleting is None:
+        raise NotFoundError(f"No memory with id '{memory_id}', now or in the history.")
+    text = text_at(store, f"{deleting}^", path)
+    assert text is not None
+    return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
+
+
+def last_deletion(store: GitStore, memory_id: str) -> str | None:
+    if store.head() is None:
+        return None
+    proc = store.git(
+        "log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
+        store.repo_path(memory_path(memory_id)),
+    )
+    return proc.stdout.decode().strip() or None
+
+
+@dataclass
+class RestoreResult:
+    memory_id: str
+    rev: str
+    warnings: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memory_id": self.memory_id, "rev": self.rev, "warnings": self.warnings, "commit": self.commit}
+
+
+def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResult:
+    """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
+    check_id(memory_id)
+    with kb.transaction() as tx:
+        shown = show(kb, memory_id, rev)
+        assert shown.rev is not None
+        memory, text = shown.memory, shown.text
+        if memory.is_deleted:
+            memory = memory.evolve(deleted_at=None)
+            text = dumps(memory)
+        warnings: list[str] = []
+        kept = kb.resolver().resolve_leniently(memory.entities, warnings)
+        if kept != memory.entities:
+            text = with_entities(text, memory, kept)
+        tx.check_new_id(memory_id)
+        change = memory_change(memory, text)
+        assert change.data is not None
+        head = kb.store.head()
+        before = _work_tree_bytes(kb, change.path)
+        edited = before is not None and before != (blob_at(kb.store, head, change.path) if head else None)
+        commit = tx.commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
+        if edited and before != change.data:
+            # Like 'git checkout REV -- file', the edit is discarded: the user asked for REV's.
+            warnings.append(
+                f"{change.path} had changes that were never committed; they are discarded and "
+                f"the file holds the version at {rev}."
+            )
+        if commit is None:
+            if before != change.data:
+                # HEAD already has this version, the work tree does not (a file broken or edited
+                # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
+                kb.store._apply({change.path: change.data})
+                kb.index.update([memory_id])
+            else:
+                warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
+        return RestoreResult(memory_id, shown.rev, warnings, commit)
+
+
+def _work_tree_bytes(kb: KnowledgeBase, kb_path: str) -> bytes | None:
+    """The bytes of the work tree's file, or None when there is no regular file to read there."""
+    try:
+        return read_regular(kb.root / kb_path)
+    except (OSError, NotRegularFile):
+        return None
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# review
+
+
+@dataclass
+class MemoryChange:
+    id: str
+    status: str  # added | changed | relinked | removed | renamed
+    label: str = ""
+    entities: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    entities_added: list[str] = field(default_factory=list)
+    entities_removed: list[str] = field(default_factory=list)
+    learning_diff: str | None = None
+    old_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "label": self.label}
+        if self.status in ("added", "removed"):
+            data["entities"] = self.entities
+        else:
+            data.update(fields=self.fields, entities_added=self.entities_added,
+                        entities_removed=self.entities_removed, learning_diff=self.learning_diff)
+        if self.old_id is not None:
+            data["old_id"] = self.old_id
+        return data
+
+
+@dataclass
+class Review:
+    base: str
+    head: str
+    merge_base: str = ""
+    added: list[MemoryChange] = field(default_factory=list)
+    changed: list[MemoryChange] = field(default_factory=list)
+    relinked: list[MemoryChange] = field(default_factory=list)
+    removed: list[MemoryChange] = field(default_factory=list)
+    renamed: list[MemoryChange] = field(default_factory=list)
+    catalog: dict[str, list[str]] = field(default_factory=dict)
+    catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "head": self.head,
+            "merge_base": self.merge_base,
+            **{name: [c.to_json() for c in getattr(self, name)]
+               for name in ("added", "changed", "relinked", "removed", "renamed")},
+            "catalog": self.catalog,
+            "catalog_files": self.catalog_files,
+            "sessions": self.sessions,
+            "problems": self.problems,
+        }
+
+    def markdown(self) -> str:
+        return render_review(self)
+
+
+def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
+    """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
+    ``git diff base...head``), for a pull request."""
+    store = kb.store
+    base_sha = merge_base_of(store, base, head)
+    head_sha = resolve_rev(store, head)
+    result = Review(base, head, base_sha)
+    paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
+    proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
+    head_ids = memory_ids_at(store, head_sha)
+    head_catalog = catalog_at(store, head_sha)
+    resolver = Resolver(head_catalog, memory_exists=head_ids.__contains__, check_id=check_id)
+    checked: list[tuple[str, Memory]] = []
+    for status, old, new in _name_status(proc.stdout, store.prefix):
+        if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
+            _review_session(store, base_sha, head_sha, status, old, new, result)
+            continue
+        old_id, new_id = id_of_path(old), id_of_path(new)
+        if old_id is None and new_id is None:
+            if new != PRIORITY_FILE and not new.startswith(tuple(f"{d}/" for d in CATALOG_DIRS)):
+                continue  # memories/.gitkeep, a README in memories/
+            entry = {"status": _FILE_STATUS.get(status[0], "changed"), "path": new}
+            if status.startswith("R"):
+                entry["old_path"] = old
+            result.catalog_files.append(entry)
+            continue
+        before = _load_at(store, base_sha, old, old_id, result) if status != "A" and old_id else None
+        after = _load_at(store, head_sha, new, new_id, result) if status != "D" and new_id else None
+        if status == "A" and after is not None:
+            result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
+        elif status == "D" and before is not None:
+            result.removed.append(MemoryChange(before.id, "removed", label_of(before), list(before.entities)))
+        elif before is not None and after is not None:
+            change = compare(before, after)
+            if status.startswith("R"):
+                change.status, change.old_id = "renamed", before.id
+                result.renamed.append(change)
+            elif [f for f in change.fields if f not in BOOKKEEPING] == ["entities"]:
+                change.status = "relinked"
+                result.relinked.append(change)
+            elif change.fields:
+                result.changed.append(change)
+        if after is not None:
+            checked.append((new, after))
+    for path, memory in checked:
+        for entity in memory.entities:
+            try:
+                resolver.resolve(entity)
+            except KBError as exc:
+                result.problems.append(f"{path}: entity {entity!r} does not resolve at {head}: {exc}")
+    result.problems.extend(f"{p.path.name if p.path else ''}: {p.message}" for p in head_catalog.problems)
+    if result.catalog_files:
+        result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
+    return result
+
+
+_FILE_STATUS = {"A": "added", "D": "deleted", "M": "changed", "R": "renamed"}
+
+
+def _review_session(store: GitStore, base: str, head: str, status: str, old: str, new: str, result: Review) -> None:
+    """A session file the branch added, changed, removed or renamed (sessions.py)."""
+
+    def load(rev: str, path: str) -> sessions.Session | None:
+        session_id = sessions.id_of_file(path.rsplit("/", 1)[-1]) if path.startswith(f"{SESSIONS_DIR}/") else None
+        text = text_at(store, rev, path) if session_id is not None else None
+        if text is None or session_id is None:
+            return None
+        try:
+            return sessions.loads(text, session_id, path)
+        except MemoryFileError as exc:
+            if rev != result.merge_base:  # a file broken before the branch is not its problem
+                result.problems.append(str(exc))
+            return None
+
+    before = load(base, old) if status != "A" else None
+    after = load(head, new) if status != "D" else None
+    if before is None and after is None:
+        return
+    kind = {"A": "added", "D": "removed", "R": "renamed"}.get(status[0], "changed")
+    result.sessions.append(sessions.review_entry(kind, new, before, after))
+
+
+def merge_base_of(store: GitStore, base: str, head: str) -> str:
+    """The commit ``head`` left ``base`` at (``git merge-base``), or an error that says why not."""
+    base_sha, head_sha = resolve_rev(store, base), resolve_rev(store, head)
+    proc = store.git("merge-base", base_sha, head_sha, check=False)
+    sha = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not sha:
+        raise NotFoundError(
+            f"'{base}' and '{head}' have no common ancestor, so there is no change of '{head}' "
+            f"since it left '{base}' to report; give a revision that '{head}' was branched from."
+        )
+    return sha
+
+
+def _name_status(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str]]:
+    """(status, old path, new path) from ``git diff --name-status -z``, KB-relative."""
+    parts = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0")]
+    i = 0
+    while i < len(parts) and parts[i]:
+        status = parts[i]
+        if status[0] in "RC":
+            old, new = parts[i + 1], parts[i + 2]
+            i += 3
+        else:
+            old = new = parts[i + 1]
+            i += 2
+        if status[0] == "C":
+            status, old = "A", new
+        yield status, old[len(prefix):], new[len(prefix):]
+
+
+def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None, result: Review) -> Memory | None:
+    text = text_at(store, rev, path)
+    if text is None or memory_id is None:
+        return None
+    try:
+        return loads(text, memory_id, path)
+    except MemoryFileError as exc:
+        if rev != result.merge_base:  # a broken file the branch did not break is not its problem
+            result.problems.append(str(exc))
+        return None
+
+
+def label_of(memory: Memory) -> str:
+    if memory.title:
+        return memory.title
+    # The first paragraph, not the first line: learnings are often hard-wrapped mid-sentence.
+    paragraph = " ".join(memory.learning.strip().split("\n\n", 1)[0].split())
+    return textwrap.shorten(paragraph, width=100, placeholder=" \u2026")
+
+
+def compare(before: Memory, after: Memory) -> MemoryChange:
+    old, new = before.to_dict(), after.to_dict()
+    fields = [k for k in old if k != "id" and old[k] != new[k]]
+    change = MemoryChange(after.id, "changed", label_of(after), list(after.entities), fields)
+    change.entities_added = [e for e in after.entities if e not in before.entities]
+    change.entities_removed = [e for e in before.entities if e not in after.entities]
+    if "learning" in fields:
+        change.learning_diff = word_diff(before.learning, after.learning)
+    return change
+
+
+_TOKEN = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(old: str, new: str) -> str:
+    """``git diff --word-diff=plain`` style: ``[-removed-]{+added+}``, unchanged words as they are."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append("".join(a[i1:i2]))
+            continue
+        if op in ("delete", "replace"):
+            out.append("[-" + "".join(a[i1:i2]) + "-]")
+        if op in ("insert", "replace"):
+            out.append("{+" + "".join(b[j1:j2]) + "+}")
+    return "".join(out)
+
+
+def catalog_diff(before: Catalog, after: Catalog) -> dict[str, list[str]]:
+    """Entities added and removed, by kind (datasources, models, leaves)."""
+    def kinds(catalog: Catalog) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {"datasources": set(), "models": set(), "leaves": set()}
+        for entity, kind, _description in catalog.iter_entities():
+            key = "datasources" if kind == "datasource" else "models" if kind == "model" else "leaves"
+            out[key].add(entity)
+        return out
+
+    old, new = kinds(before), kinds(after)
+    diff: dict[str, list[str]] = {}
+    for key in ("datasources", "models", "leaves"):
+        added, removed = sorted(new[key] - old[key]), sorted(old[key] - new[key])
+        if added:
+            diff[f"{key}_added"] = added
+        if removed:
+            diff[f"{key}_removed"] = removed
+    if before.priority != after.priority:
+        diff["priority"] = [" > ".join(before.priority) or "(none)", " > ".join(after.priority) or "(none)"]
+    return diff
+
+
+def render_review(r: Review) -> str:
+    total = len(r.added) + len(r.changed) + len(r.relinked) + len(r.removed) + len(r.renamed)
+    lines = [f"## Knowledge base changes ({r.base}...{r.head})", ""]
+    counts = [f"{len(r.added)} added", f"{len(r.changed)} changed", f"{len(r.relinked)} re-linked",
+              f"{len(r.removed)} removed"]
+    if r.renamed:
+        counts.append(f"{len(r.renamed)} renamed")
+    lines.append(("Memories: " + ", ".join(counts) + ".") if total else "No memory changed.")
+    if r.sessions:
+        kinds = [k for k in ("added", "changed", "renamed", "removed") if any(e["status"] == k for e in r.sessions)]
+        prompts = sum(len(e["prompts_added"]) for e in r.sessions)
+        lines.append("Sessions: " + ", ".join(f"{sum(e['status'] == k for e in r.sessions)} {k}" for k in kinds)
+                     + f"; {prompts} prompt{'' if prompts == 1 else 's'} added.")
+
+    def section(title: str, items: list[str]) -> None:
+        if items:
+            lines.extend(["", f"### {title}", "", *items])
+
+    def entity_list(entities: list[str]) -> str:
+        return "entities: " + ", ".join(f"`{e}`" for e in entities) if entities else "no entities"
+
+    section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
+    changed_lines: list[str] = []
+    for c in r.changed + r.renamed:
+        head = f"- **{c.id}**" + (f" (was {c.old_id})" if c.old_id else "") + f": {_md(c.label)}"
+        if c.fields:
+            head += f" (changed: {', '.join(c.fields)})"
+        changed_lines.append(head)
+        changed_lines.extend(_entity_moves(c))
+        if c.learning_diff is not None:
+            changed_lines.extend(["", "  ```diff", *("  " + line for line in c.learning_diff.splitlines()), "  ```"])
+    section("Changed", changed_lines)
+    relinked_lines: list[str] = []
+    for c in r.relinked:
+        relinked_lines.append(f"- **{c.id}**: {_md(c.label)}")
+        relinked_lines.extend(_entity_moves(c))
+    section("Re-linked", relinked_lines)
+    section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
+    catalog_lines = [
+        f"- {f['status']} `{f['path']}`" + (f" (was `{f['old_path']}`)" if "old_path" in f else "")
+        for f in r.catalog_files
+    ]
+    for key, values in r.catalog.items():
+        if key == "priority":
+            catalog_lines.append(f"- priority: {values[0]} -> {values[1]}")
+        else:
+            catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(f"`{v}`" for v in values))
+    section("Catalog", catalog_lines)
+    section("Sessions", sessions.review_lines(r.sessions))
+    section("Problems", [f"- {_md(p)}" for p in r.problems])
+    return "\n".join(lines) + "\n"
+
+
+def _entity_moves(c: MemoryChange) -> list[str]:
+    out = []
+    if c.entities_added:
+        out.append("  - entities added: " + ", ".join(f"`{e}`" for e in c.entities_added))
+    if c.entities_removed:
+        out.append("  - entities removed: " + ", ".join(f"`{e}`" for e in c.entities_removed))
+    return out
+
+
+def _md(text: str) -> str:
+    return text.replace("\n", " ")
+

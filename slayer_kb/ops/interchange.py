@@ -1,0 +1,377 @@
+"""SLayer and Engram interchange: ``import-slayer DIR``, ``export-slayer DIR``, ``import-engram FILE``.
+
+A SLayer storage folder holds one ``memories/<id>.md`` per memory: YAML front matter between two
+``---`` lines, then a blank line, then the learning::
+
+    ---
+    id: '42'
+    description: Paid revenue rule
+    entities:
+    - shop.orders.amount
+    query: {...}               # example-query memories only
+    created_at: '2026-11-29T20:42:40Z'
+    ---
+
+    Revenue counts paid orders only.
+
+Decisions:
+
+- The body after the front matter (one blank line after ``---`` and the last newline removed) is
+  the learning; ``export-slayer`` writes exactly that layout back, so an exported folder imported
+  again and exported again gives the same bytes. Front matter keys are written in the order id,
+  description, entities, query, created_at, then any Engram fields the memory has.
+- Older SLayer folders keep every memory in one ``memories.yaml`` list; ``import-slayer`` reads
+  that too.
+- Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
+  folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
+  is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
+  one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
+  Unknown front matter keys are dropped with a warning. A memory whose query is not a SlayerQuery
+  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning.
+- ``export-slayer`` writes live memories only (SLayer has no soft delete) and leaves other files in
+  the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
+- ``import-engram`` gives every observation the next auto id and skips an observation whose content
+  hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
+  Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
+  sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
+  existing session gains only what it lacks and the prompts it does not have yet. Soft-deleted
+  observations are imported soft-deleted. Everything in one commit.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ..catalog.catalog import Resolver
+from ..catalog.slayerquery import check_query
+from ..core import engram, nesting
+from ..core.errors import InvalidInputError, KBError
+from ..core.ids import case_conflict, check_id, check_new_id
+from ..core.memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
+from ..search import lookups
+from ..store.repo import Change
+from ..transaction import memory_change
+from . import sessions
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+FRONT = "---\n"
+SLAYER_KEYS = ("id", "description", "entities", "query", "created_at")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@dataclass
+class ImportResult:
+    source: str
+    imported: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: int = 0
+    sessions: int = 0
+    prompts: int = 0  # import-engram: the prompts added to session files
+    warnings: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "imported": self.imported, "replaced": self.replaced,
+                "unchanged": self.unchanged, "skipped": self.skipped, "sessions": self.sessions,
+                "prompts": self.prompts, "warnings": self.warnings, "commit": self.commit}
+
+    def summary(self) -> str:
+        parts = [f"{len(self.imported)} imported"]
+        if self.replaced:
+            parts.append(f"{len(self.replaced)} replaced")
+        if self.unchanged:
+            parts.append(f"{len(self.unchanged)} unchanged")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        if self.sessions or self.prompts:
+            parts.append(f"{self.sessions} new sessions, {self.prompts} prompts")
+        return f"From {self.source}: " + ", ".join(parts) + "."
+
+
+# ---------------------------------------------------------------------------------------------
+# SLayer
+
+
+def parse_slayer_file(text: str, path: str) -> dict[str, Any]:
+    """Front matter mapping plus ``learning`` (the body) of one ``memories/<id>.md``."""
+    if not text.startswith(FRONT):
+        raise InvalidInputError(f"{path}:1: a SLayer memory file starts with '---' (YAML front matter).")
+    end = text.find("\n---\n", len(FRONT) - 1)
+    if end < 0:
+        raise InvalidInputError(f"{path}: the front matter has no closing '---' line.")
+    try:
+        data = yaml.load(text[len(FRONT):end + 1], Loader=_Loader) or {}
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"{path}: invalid YAML front matter: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path}: the front matter must be a mapping of keys.")
+    body = text[end + len("\n---\n"):]
+    if body.startswith("\n"):
+        body = body[1:]
+    if body.endswith("\n"):
+        body = body[:-1]
+    return {**data, "learning": body}
+
+
+def format_slayer_file(memory: Memory) -> str:
+    data: dict[str, Any] = {"id": memory.id}
+    for key in (*SLAYER_KEYS[1:], *KEY_ORDER):
+        value = getattr(memory, key)
+        if key in data or key == "learning" or value is None or (key == "entities" and not value):
+            continue
+        data[key] = value
+    front = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                      default_flow_style=False, width=1_000_000_000)
+    return f"{FRONT}{front}{FRONT}\n{memory.learning}\n"
+
+
+def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    rows: list[tuple[str, dict[str, Any]]] = []
+    memories = folder / "memories"
+    if memories.is_dir():
+        for path in sorted(memories.glob("*.md")):
+            data = parse_slayer_file(path.read_text(encoding="utf-8"), str(path))
+            data.setdefault("id", path.stem)
+            rows.append((str(path), data))
+    listing = folder / "memories.yaml"
+    if listing.is_file():
+        try:
+            items = yaml.load(listing.read_text(encoding="utf-8"), Loader=_Loader) or []
+        except yaml.YAMLError as exc:
+            raise InvalidInputError(f"{listing}: invalid YAML: {exc}") from None
+        if not isinstance(items, list):
+            raise InvalidInputError(f"{listing}: expected a list of memories.")
+        rows.extend((f"{listing}[{n}]", item) for n, item in enumerate(items) if isinstance(item, dict))
+    if not rows and not memories.is_dir() and not listing.is_file():
+        raise InvalidInputError(
+            f"{folder} is not a SLayer storage folder: it has neither memories/<id>.md files "
+            "nor memories.yaml."
+        )
+    return rows
+
+
+def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Memory:
+    row = dict(row)
+    memory_id = check_new_id(str(row.pop("id")))
+    unknown = [k for k in row if k not in FIELD_NAMES]
+    for key in unknown:
+        warnings.append(f"{where}: key {key!r} is not a memory field; dropped.")
+        row.pop(key)
+    if row.get("entities") is None:
+        row.pop("entities", None)
+    text = yaml.dump(row, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000_000)
+    memory = loads(text, memory_id, where)
+    if memory.query is not None:
+        try:
+            check_query(memory.query)  # the one rule for a stored SlayerQuery (save, validate, MCP)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: query: {exc}") from None
+    return memory
+
+
+def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
+    """A SLayer storage folder's memories into the KB as one commit (see the module doc)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
+    result = ImportResult(str(folder))
+    parsed: list[Memory] = []
+    for where, row in _slayer_rows(folder):
+        try:
+            parsed.append(_memory_from_row(where, row, result.warnings))
+        except KBError as exc:
+            result.skipped += 1
+            result.warnings.append(f"{exc} (skipped)")
+    incoming = {m.id for m in parsed}
+    with kb.transaction() as tx:
+        existing = set(kb.index.ids())
+        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
+                            check_id=check_id)
+        changes: list[Change] = []
+        for memory in parsed:
+            clash = case_conflict(memory.id, existing | (incoming - {memory.id}))
+            if clash is not None:
+                result.skipped += 1
+                result.warnings.append(f"memory {memory.id!r} clashes with {clash!r} (ids differing only in letter case or Unicode normalisation collide on macOS and Windows); skipped.")
+                continue
+            notes: list[str] = []
+            memory = memory.evolve(entities=resolver.resolve_leniently(memory.entities, notes))
+            result.warnings.extend(f"memory {memory.id}: {note}" for note in notes)
+            text = dumps(memory)
+            path = kb.memories_dir / f"{memory.id}.yaml"
+            if memory.id in existing:
+                if path.is_file() and path.read_text(encoding="utf-8") == text:
+                    result.unchanged.append(memory.id)
+                    continue
+                result.replaced.append(memory.id)
+            else:
+                result.imported.append(memory.id)
+            changes.append(memory_change(memory, text))
+        if changes:
+            count = len(result.imported) + len(result.replaced)
+            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {folder.name}")
+    return result
+
+
+@dataclass
+class ExportResult:
+    folder: str
+    written: list[str] = field(default_factory=list)
+    skipped_deleted: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"folder": self.folder, "written": self.written, "skipped_deleted": self.skipped_deleted,
+                "problems": self.problems}
+
+
+def export_slayer(kb: KnowledgeBase, folder: str | Path) -> ExportResult:
+    """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
+    target = Path(folder) / "memories"
+    target.mkdir(parents=True, exist_ok=True)
+    kb.ensure_fresh()
+    result = ExportResult(str(folder))
+    for memory_id in kb.memory_ids():
+        try:
+            memory = kb.read(memory_id)
+        except KBError as exc:
+            result.problems.append(f"{exc} (not exported)")
+            continue
+        if memory.is_deleted:
+            result.skipped_deleted.append(memory_id)
+            continue
+        (target / f"{memory_id}.md").write_text(format_slayer_file(memory), encoding="utf-8")
+        result.written.append(memory_id)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Engram
+
+
+_ENGRAM_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?\Z")
+
+
+def engram_time(value: Any) -> str | None:
+    """Engram's SQLite ``YYYY-MM-DD HH:MM:SS`` (UTC) or an ISO time -> ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    match = _ENGRAM_TIME.match(value.strip())
+    if not match:
+        return None
+    date, clock, _fraction, zone = match.groups()
+    moment = _dt.datetime.fromisoformat(f"{date}T{clock}")
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        hours, minutes = int(zone[1:3]), int(zone[-2:])
+        moment -= sign * _dt.timedelta(hours=hours, minutes=minutes)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _dedup_key(
+    content: str, project: str | None, scope: str | None, type_: str | None, title: str | None
+) -> tuple[str, ...]:
+    """Engram's duplicate test: same content hash, project, scope, type and title."""
+    scope = engram.normalize_scope(scope)
+    return (engram.content_hash(content), project or "", scope, type_ or engram.DEFAULT_TYPE, title or "")
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
+    """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
+    path = Path(file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"Cannot read {path}: {exc.strerror}.") from None
+    except ValueError as exc:  # not UTF-8
+        raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
+    data = nesting.loads(text, str(path), "give Engram's JSON export.")
+    if isinstance(data, dict):
+        observations, session_rows = data.get("observations") or [], data.get("sessions") or []
+        prompt_rows = data.get("prompts") or []
+    elif isinstance(data, list):
+        observations, session_rows, prompt_rows = data, [], []
+    else:
+        raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
+    result = ImportResult(str(path))
+    with kb.transaction() as tx:
+        seen = {
+            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
+            for d in (doc["data"] for doc in kb.index.documents(lookups.memories(), limit=None))
+        }
+        next_id = int(tx.next_auto_id())
+        changes: list[Change] = []
+        for n, obs in enumerate(observations):
+            where = f"{path.name}: observation {n + 1}"
+            if not isinstance(obs, dict):
+                result.skipped += 1
+                result.warnings.append(f"{where} is not an object; skipped.")
+                continue
+            memory = _observation(obs, str(next_id), where, result.warnings)
+            if memory is None:
+                result.skipped += 1
+                continue
+            key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
+            if key in seen:
+                result.skipped += 1
+                continue
+            seen.add(key)
+            changes.append(memory_change(memory))
+            result.imported.append(memory.id)
+            next_id += 1
+        # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
+        session_changes, result.sessions, result.prompts = sessions.import_engram(
+            tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
+        if changes or session_changes:
+            extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
+            result.commit = tx.commit(
+                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({path.name})")
+    return result
+
+
+def _observation(obs: dict[str, Any], memory_id: str, where: str, warnings: list[str]) -> Memory | None:
+    content = engram.redact_private(str(obs.get("content") or ""))
+    if not content:
+        warnings.append(f"{where} has no content; skipped.")
+        return None
+    title = engram.redact_private(str(obs.get("title") or "")) or None
+    project = engram.normalize_project(obs.get("project")) if isinstance(obs.get("project"), str) else None
+    topic_key = engram.normalize_topic_key(obs.get("topic_key")) if isinstance(obs.get("topic_key"), str) else None
+    created = engram_time(obs.get("created_at"))
+    if obs.get("created_at") and created is None:
+        warnings.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
+    return Memory(
+        id=memory_id,
+        learning=content,
+        created_at=created or utc_now(),
+        title=title,
+        type=_text(obs, "type") or engram.DEFAULT_TYPE,
+        project=project,
+        scope=engram.normalize_scope(obs.get("scope") if isinstance(obs.get("scope"), str) else None),
+        topic_key=topic_key,
+        session_id=_text(obs, "session_id"),
+        revision_count=_count(obs.get("revision_count")),
+        duplicate_count=_count(obs.get("duplicate_count")),
+        updated_at=engram_time(obs.get("updated_at")),
+        deleted_at=engram_time(obs.get("deleted_at")),
+    )
+
+
+
+def _text(obs: dict[str, Any], key: str) -> str | None:
+    value = obs.get(key)
+    return (value.strip() or None) if isinstance(value, str) else None

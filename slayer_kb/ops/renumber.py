@@ -1,0 +1,394 @@
+"""Two branches, one auto id: ``renumber --onto REF`` and ``sync``.
+
+Auto ids are allocated per clone, so two branches can both create ``memories/42.yaml``. The
+collision is detected from history alone: an auto-id memory at HEAD but not at the merge base with
+REF collides when any commit reachable from REF ever added ``memories/<same id>.yaml`` (even
+one REF later deleted: auto ids are never reused). Each colliding memory gets a fresh id above
+every auto id REF or this branch has ever used, and every ``memory:<old>`` reference in the
+branch's memories is rewritten to it. Only the entity lists change; a ``memory:42`` written in the
+prose of a learning is left alone (it may mean anything).
+
+``renumber`` adds one commit, after which ``git merge REF`` keeps both memories (git sees two
+different files). A rebase replays the branch's commits one by one, and the first of them still
+adds ``42.yaml``; for a rebase, ``renumber --rewrite`` (and ``sync``) instead rewrite the branch's
+own unpushed commits as if the fresh ids had been allocated from the start, keeping each commit's
+author, date and message; a message that names a renumbered id gets the new id and the move in its
+subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-kb`` trailer.
+
+``sync`` = fetch, renumber what collides (rewriting the local commits), ``git rebase`` onto the
+upstream, revalidate the memories the merge touched, reindex, push. Whenever it cannot finish
+(a real conflict: both sides edited the same memory; a memory that no longer validates; a push
+refused three times) it puts the branch, index and work tree back exactly where they were and
+says how to go on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
+from ..core.ids import highest_auto_id, is_auto_id
+from ..core.memory import loads, with_entities
+from ..search.index import MEMORIES_DIR
+from ..store.repo import Change, GitStore, listed
+from .history import blob_at, id_of_path, memory_ids_at, memory_path, resolve_rev
+from .validate import validate
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+PUSH_ATTEMPTS = 3
+TRAILER = "Renumbered-by: slayer-kb"
+
+
+@dataclass
+class RenumberResult:
+    onto: str
+    mapping: dict[str, str] = field(default_factory=dict)
+    rewritten: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"onto": self.onto, "renumbered": self.mapping, "references_rewritten_in": self.rewritten,
+                "commit": self.commit}
+
+
+def merge_base(store: GitStore, a: str, b: str) -> str | None:
+    proc = store.git("merge-base", a, b, check=False)
+    return proc.stdout.decode().strip() or None
+
+
+def _ids(paths: list[str]) -> set[str]:
+    return {i for i in map(id_of_path, paths) if i}
+
+
+def plan(kb: KnowledgeBase, onto: str) -> tuple[str | None, dict[str, str]]:
+    """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used."""
+    store = kb.store
+    head = store.head()
+    if head is None:
+        return None, {}
+    onto_sha = resolve_rev(store, onto)
+    base = merge_base(store, onto_sha, head)
+    under = f"{MEMORIES_DIR}/"
+    # The branch's new memories: at HEAD but not at the merge base (after a merge of REF, REF's
+    # memories are in the merge base, so they never count as the branch's).
+    ours = memory_ids_at(store, head) - (memory_ids_at(store, base) if base else set())
+    theirs = _ids(store.added_paths(None, onto_sha, under))
+    colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
+    if not colliding:
+        return base, {}
+    top = max(
+        highest_auto_id(theirs),
+        highest_auto_id(_ids(store.added_paths(None, head, under))),
+        highest_auto_id(kb.index.ids()),
+    )
+    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+
+
+def renumbered_text(memory_id: str, text: str, mapping: dict[str, str]) -> str | None:
+    """``text`` with its ``memory:<old>`` entities pointed at the new ids, or None if none."""
+    try:
+        memory = loads(text, memory_id)
+    except KBError:
+        return None
+    entities = [_mapped(e, mapping) for e in memory.entities]
+    if entities == memory.entities:
+        return None
+    return with_entities(text, memory, entities)
+
+
+def _mapped(entity: str, mapping: dict[str, str]) -> str:
+    if entity.startswith("memory:") and entity[len("memory:"):] in mapping:
+        return f"memory:{mapping[entity[len('memory:'):]]}"
+    return entity
+
+
+def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> RenumberResult:
+    """Give the branch's colliding auto-id memories fresh ids (see the module doc)."""
+    with kb.transaction() as tx:
+        _require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")
+        base, mapping = plan(kb, onto)
+        result = RenumberResult(onto, mapping)
+        if not mapping:
+            return result
+        if rewrite:
+            tip = rewrite_commits(kb.store, base, mapping)
+            _reset_keep(kb.store, tip)
+            kb.index.sync()
+            result.commit = tip
+            return result
+        head = kb.store.head()
+        assert head is not None
+        changes: list[Change] = []
+        targets = [f"memory:{old}" for old in mapping]
+        for other_id, _memory, text in tx.referrers(targets):
+            if other_id in mapping:
+                continue
+            new_text = renumbered_text(other_id, text, mapping)
+            if new_text is not None:
+                changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
+                result.rewritten.append(other_id)
+        for old, new in mapping.items():
+            data = blob_at(kb.store, head, memory_path(old))
+            assert data is not None
+            text = data.decode("utf-8")
+            data = (renumbered_text(old, text, mapping) or text).encode("utf-8")
+            changes += [Change(memory_path(old), None), Change(memory_path(new), data)]
+        moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
+        message = f"memory: renumber {moves} (onto {onto})"
+        if result.rewritten:
+            message += f"\n\nRewrote memory: references in {', '.join(sorted(result.rewritten))}"
+        result.commit = tx.commit(changes, message)
+        return result
+
+
+def rewrite_commits(store: GitStore, base: str | None, mapping: dict[str, str]) -> str:
+    """Rewrite the commits ``base..HEAD`` as if ``mapping``'s new ids had been allocated; the new tip."""
+    head = store.head()
+    assert head is not None
+    span = [head] if base is None else [head, f"^{base}"]
+    rows = store.git("rev-list", "--reverse", "--parents", *span).stdout.decode().split("\n")
+    parent = base
+    for row in filter(None, rows):
+        commit, *parents = row.split()
+        if len(parents) > 1:
+            raise ConflictError(
+                f"The branch has a merge commit ({commit[:12]}) since it left the upstream; "
+                "renumbering cannot rewrite it. Run 'slayer-kb renumber --onto REF' (adds one "
+                "commit) and 'git merge REF' instead."
+            )
+        tree = _renumbered_tree(store, base, commit, mapping)
+        parent = _recommit(store, commit, tree, parent, mapping)
+    assert parent is not None
+    return parent
+
+
+def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: dict[str, str]) -> str:
+    under = store.repo_path(f"{MEMORIES_DIR}/")
+    if base is None:
+        listing = store.git("ls-tree", "-r", "-z", "--name-only", commit, "--", under).stdout
+    else:
+        listing = store.git("diff-tree", "-r", "-z", "--name-only", "--no-renames", base, commit, "--", under).stdout
+    removed: dict[str, str | None] = {}
+    added: dict[str, str | None] = {}
+    for raw in filter(None, listing.split(b"\0")):
+        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
+        memory_id = id_of_path(kb_path)
+        data = blob_at(store, commit, kb_path) if memory_id else None
+        if memory_id is None or data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        new_text = renumbered_text(memory_id, text, mapping)
+        new_id = mapping.get(memory_id, memory_id)
+        if new_text is None and new_id == memory_id:
+            continue
+        if new_id != memory_id:
+            removed[store.repo_path(kb_path)] = None
+        added[store.repo_path(memory_path(new_id))] = store.objects.write("blob", (new_text or text).encode("utf-8"))
+    objects = store.objects
+    # Removals first, so a file written under a path wins over that path's removal.
+    return objects.update_tree(objects.tree_of(commit), {**removed, **added})
+
+
+def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mapping: dict[str, str]) -> str:
+    meta = store.git("log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit).stdout.decode("utf-8", "replace")
+    name, email, date, message = meta.split("\0", 3)
+    touched = [old for old in mapping if re.search(_id_token(old), message)]
+    message = message.rstrip("\n")
+    if touched:
+        moves = ", ".join(f"{old} -> {mapping[old]}" for old in touched)
+        # The subject names the ids as they are now, and the move ('memory: save 36 (renumber
+        # 35 -> 36)'), so that 'log 36' tells what happened; the body is kept as written.
+        subject, newline, body = message.partition("\n")
+        pattern = "|".join(_id_token(old) for old in sorted(touched, key=len, reverse=True))
+        subject = re.sub(pattern, lambda m: mapping[m.group(0)], subject)
+        message = f"{subject} (renumber {moves}){newline}{body}\n\n{TRAILER} ({moves})"
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store._identity()}
+    args = ["commit-tree", tree, "-F", "-"]
+    if parent is not None:
+        args[2:2] = ["-p", parent]
+    return store.git(*args, input=(message + "\n").encode("utf-8"), env=env).stdout.decode().strip()
+
+
+def _id_token(memory_id: str) -> str:
+    """A regex matching ``memory_id`` as a whole word of a commit message (not part of 135, 3.5)."""
+    return rf"(?<![\w.-]){re.escape(memory_id)}(?![\w.-])"
+
+
+def _require_clean(store: GitStore, under: str | None = None) -> None:
+    """Renumbering and syncing move files under the work tree; tracked changes must be committed
+    (all of them for a rebase, those under the folder ``under`` for a renumber commit): the
+    check the cascades, forget and update make too (``GitStore.uncommitted``)."""
+    if store.head() is None:
+        return
+    dirty = sorted(store.uncommitted(None if under is None else [under]))
+    if dirty:
+        raise ConflictError(
+            f"The repository has uncommitted changes to tracked files ({listed(dirty)}); commit or "
+            "stash them (git stash) and run the command again."
+        )
+
+
+def _reset_keep(store: GitStore, target: str) -> None:
+    store.git("reset", "-q", "--keep", target)
+
+
+# ---------------------------------------------------------------------------------------------
+# sync
+
+
+@dataclass
+class SyncResult:
+    remote: str
+    branch: str
+    pulled: int = 0
+    pushed: int = 0
+    renumbered: dict[str, str] = field(default_factory=dict)
+    action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
+    head: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
+                "pushed": self.pushed, "renumbered": self.renumbered, "head": self.head}
+
+
+def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
+    """Pull (rebase), renumber what collides, revalidate, reindex and push (see the module doc)."""
+    store = kb.store
+    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    if not branch:
+        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+    if store.git("remote", "get-url", "--", remote, check=False).returncode != 0:
+        raise InvalidInputError(
+            f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
+        )
+    upstream_branch = _upstream_branch(store, branch, remote)
+    tracking = f"refs/remotes/{remote}/{upstream_branch}"
+    result = SyncResult(remote, branch)
+    with kb.store.locked():
+        kb.index.sync()
+        _require_clean(store)
+        start = store.head()
+        if start is None:
+            raise InvalidInputError("The repository has no commit yet; save a memory first.")
+        try:
+            for _attempt in range(PUSH_ATTEMPTS):
+                _pull(kb, remote, upstream_branch, tracking, result)
+                if _push(store, remote, upstream_branch, tracking, result):
+                    break
+            else:
+                raise ConflictError(
+                    f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
+                    "run 'slayer-kb sync' again."
+                )
+        except BaseException:
+            _put_back(store, start)
+            kb.index.sync()
+            raise
+        result.head = store.head()
+        kb.index.sync()
+    return result
+
+
+def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
+    configured_remote = store.git("config", "--get", f"branch.{branch}.remote", check=False).stdout.decode().strip()
+    merge = store.git("config", "--get", f"branch.{branch}.merge", check=False).stdout.decode().strip()
+    if configured_remote == remote and merge.startswith("refs/heads/"):
+        return merge[len("refs/heads/"):]
+    return branch
+
+
+def _pull(kb: KnowledgeBase, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> None:
+    """Bring the upstream in (nothing to do when the remote has no such branch yet)."""
+    store = kb.store
+    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
+    upstream = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    if not upstream:
+        return
+    head = store.head()
+    assert head is not None
+    if store.is_ancestor(upstream, head):
+        return
+    before = head
+    if store.is_ancestor(head, upstream):
+        store.git("merge", "-q", "--ff-only", upstream)
+        result.action = "fast-forward"
+    else:
+        base, mapping = plan(kb, upstream)
+        if mapping:
+            _reset_keep(store, rewrite_commits(store, base, mapping))
+            result.renumbered.update(mapping)
+        proc = store.git("-c", "core.editor=true", "rebase", "-q", upstream, check=False)
+        if proc.returncode != 0:
+            conflicts = store.git("diff", "--name-only", "--diff-filter=U", check=False).stdout.decode().split()
+            store.git("rebase", "--abort", check=False)
+            detail = ", ".join(conflicts) or proc.stderr.decode("utf-8", "replace").strip()
+            raise ConflictError(
+                f"Your commits and {remote}/{upstream_branch} change the same memories ({detail}); "
+                "the repository is back as it was. To merge by hand: git pull --rebase "
+                f"{remote} {upstream_branch}, fix the files, 'slayer-kb validate', git rebase "
+                "--continue, then 'slayer-kb sync' again."
+            )
+        result.action = "rebased"
+    result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
+    kb.index.sync()
+    _revalidate(kb, upstream)
+
+
+def _revalidate(kb: KnowledgeBase, upstream: str) -> None:
+    """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
+    store = kb.store
+    head = store.head()
+    assert head is not None
+    changed = store.git(
+        "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", upstream, head, "--",
+        store.repo_path(f"{MEMORIES_DIR}/"),
+    ).stdout
+    paths = []
+    for raw in filter(None, changed.split(b"\0")):
+        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
+        if id_of_path(kb_path) is not None:
+            paths.append(kb.root / kb_path)
+    problems = [str(p) for p in validate(paths).problems] if paths else []
+    if problems:
+        raise ConflictError(
+            "After merging the upstream these memories do not validate, so nothing was pushed and "
+            "the repository is back as it was:\n" + "\n".join(problems)
+            + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
+        )
+
+
+def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> bool:
+    head = store.head()
+    assert head is not None
+    known = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    if known == head:
+        return True
+    ahead = store.git("rev-list", "--count", head, *([f"^{known}"] if known else [])).stdout.decode().strip()
+    proc = store.git("push", "-q", "--porcelain", remote, f"{head}:refs/heads/{upstream_branch}", check=False)
+    if proc.returncode != 0:
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
+            return False
+        raise StoreError(f"git push to {remote} failed: {text.strip()}")
+    store.git("update-ref", tracking, head)
+    if not known:
+        store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
+    if result.action == "up to date":
+        result.action = "pushed"
+    result.pushed = int(ahead or 0)
+    return True
+
+
+def _put_back(store: GitStore, start: str) -> None:
+    """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
+    for name in ("rebase-merge", "rebase-apply"):
+        git_path = store.git("rev-parse", "--git-path", name).stdout.decode().strip()
+        if (store.top / git_path).exists():
+            store.git("rebase", "--abort", check=False)
+            break
+    if store.head() != start:
+        store.git("reset", "-q", "--keep", start, check=False)

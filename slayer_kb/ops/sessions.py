@@ -1,0 +1,909 @@
+"""Engram's sessions and user prompts, kept as files in the KB: ``sessions/<id>.yaml``.
+
+One file per session, reviewed like a memory: its project, working directory, start and end
+times, the summary it ended with, and the prompts the user gave in it, oldest first::
+
+    project: analytics
+    directory: /home/ana/analytics
+    started_at: '2026-11-29T20:42:40Z'
+    ended_at: '2026-11-29T21:10:02Z'
+    summary: Found why refunds were counted twice.
+    prompts:
+    - created_at: '2026-11-29T20:43:00Z'
+      content: Why does net revenue go negative in March?
+
+Like a memory file, the file name is the id and the file has no id key. A character that cannot
+be in a portable file name (anything but ASCII letters, digits, ``_``, ``-`` and ``.``; a leading
+``.`` or ``-``; a name Windows reserves) is written ``%XX`` per UTF-8 byte, so every Engram
+session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my%20api.yaml``.
+
+Each write is one git commit through the KB's crash-safe commit path (``Transaction.commit``,
+in ``KnowledgeBase.transaction``): starting a session, ending it, a prompt, a passive capture (its memories and
+the session together). A prompt goes into its session's file, so a pull request shows the prompt
+beside the session it belongs to; a passive capture's memories are ordinary memory files.
+
+Reading every session (``mem_context``, ``mem_stats``) parses only the files that changed since
+the last read: the parsed sessions are cached in the state folder, keyed by each file's size,
+modification time and inode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import yaml
+
+from ..core import engram
+from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from ..core.ids import WINDOWS_RESERVED, fold_id, id_sort_key
+from ..core.memory import (
+    _TIMESTAMP,
+    Memory,
+    _check_duplicate_keys,
+    _dump_key,
+    alias_line,
+    key_line,
+    too_deep_for_parser,
+    utc_now,
+)
+from ..store.fileio import NotRegularFile, read_regular
+from ..store.repo import Change
+from ..transaction import Transaction, memory_change
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+SESSIONS_DIR = "sessions"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
+PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
+MAX_SESSION_ID = 200  # characters; encoded, a file name stays within what file systems take
+MAX_SUMMARY = 64 * 1024
+PROMPT_REPLY_CHARS = 80  # Engram's `Prompt saved: "<first 80 chars>"`
+PASSIVE_TITLE_CHARS = 60
+MIN_LEARNING_CHARS = 20
+CONTEXT_SESSIONS = 5
+CONTEXT_PROMPTS = 10
+TRUNCATED = "... [truncated]"
+PASSIVE_SOURCE = "mcp-passive"
+# A file changed this recently may change again within the file system's time resolution with
+# the same size: it is parsed on every read until it is older (git calls this "racy").
+_RACY_NS = 2_000_000_000
+
+
+@dataclass
+class Prompt:
+    created_at: str
+    content: str
+    project: str | None = None  # only when it differs from the session's project
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in PROMPT_KEYS if getattr(self, key) is not None}
+
+
+@dataclass
+class Session:
+    id: str
+    started_at: str
+    project: str | None = None
+    directory: str | None = None
+    ended_at: str | None = None
+    summary: str | None = None
+    prompts: list[Prompt] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return session_path(self.id)
+
+    @property
+    def last_activity(self) -> str:
+        times = [self.started_at, self.ended_at or "", *(p.created_at for p in self.prompts)]
+        return max(times)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (absent ones as None) with the id first, as ``--json`` prints it."""
+        data: dict[str, Any] = {"id": self.id}
+        data.update({key: getattr(self, key) for key in SESSION_KEYS if key != "prompts"})
+        data["prompts"] = [p.to_dict() for p in self.prompts]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Session:
+        values = dict(data)
+        values["prompts"] = [Prompt(**p) for p in values.get("prompts") or []]
+        return cls(**values)
+
+
+# -- ids and file names --------------------------------------------------------------------------
+
+
+def check_session_id(value: Any, name: str = "id") -> str:
+    """The session id ``value`` (the parameter ``name``), trimmed; an error names the parameter."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string (the session's id), not {type(value).__name__}.")
+    session_id = value.strip()
+    if not session_id:
+        raise InvalidInputError(
+            f"{name} is required and must not be blank: give the session's id (e.g. 'ses-2026-11-29-auth')."
+        )
+    if len(session_id) > MAX_SESSION_ID:
+        raise InvalidInputError(
+            f"{name} is {len(session_id)} characters long; the limit is {MAX_SESSION_ID}. Use a shorter session id."
+        )
+    bad = next((ch for ch in session_id if not ch.isprintable() and ch != " "), None)
+    if bad is not None:
+        raise InvalidInputError(
+            f"{name} contains U+{ord(bad):04X}, a control or invisible character; a session id is "
+            "printable text such as 'ses-2026-11-29-auth'."
+        )
+    _check_text(session_id, name)
+    return session_id
+
+
+def _plain(ch: str, first: bool) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch == "_" or (ch in ".-" and not first))
+
+
+def file_name(session_id: str) -> str:
+    """The session's file name: the id, with ``%XX`` for what a portable file name cannot hold."""
+    out = [ch if _plain(ch, i == 0) else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+           for i, ch in enumerate(session_id)]
+    stem = session_id.split(".", 1)[0]
+    if stem.casefold() in WINDOWS_RESERVED:
+        out[0] = f"%{ord(session_id[0]):02X}"
+    return "".join(out) + ".yaml"
+
+
+def session_path(session_id: str) -> str:
+    return f"{SESSIONS_DIR}/{file_name(session_id)}"
+
+
+def id_of_file(name: str) -> str | None:
+    """The session id a file name stands for, or None when it is no session file's name (not
+    ``.yaml``, a dot-file, or not the canonical spelling of any id)."""
+    if not name.endswith(".yaml") or name.startswith("."):
+        return None
+    try:
+        session_id = unquote(name[:-5], errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if not session_id or file_name(session_id) != name:
+        return None
+    return session_id
+
+
+# -- the file format -----------------------------------------------------------------------------
+
+
+def dumps(session: Session) -> str:
+    """The canonical file text: keys in order, multi-line text as ``|`` blocks."""
+    parts = []
+    for key in SESSION_KEYS:
+        value = getattr(session, key)
+        if key == "prompts":
+            if value:
+                parts.append("prompts:\n" + "".join(_dump_prompt(p) for p in value))
+        elif value is not None:
+            parts.append(_dump_key(key, value))
+    text = "".join(parts)
+    if _load(text) != _plain_dict(session):  # pragma: no cover - a guard: never write a file that reads back otherwise
+        return yaml.dump(_plain_dict(session), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                         sort_keys=False, allow_unicode=True, width=1_000_000_000)
+    return text
+
+
+def _dump_prompt(prompt: Prompt) -> str:
+    lines: list[str] = []
+    for key, value in prompt.to_dict().items():
+        lines.extend(("  " + line if line else "") for line in _dump_key(key, value).split("\n")[:-1])
+    lines[0] = "- " + lines[0][2:]
+    return "\n".join(lines) + "\n"
+
+
+def _plain_dict(session: Session) -> dict[str, Any]:
+    data = {key: getattr(session, key) for key in SESSION_KEYS if key != "prompts" and getattr(session, key) is not None}
+    if session.prompts:
+        data["prompts"] = [p.to_dict() for p in session.prompts]
+    return data
+
+
+def _load(text: str) -> Any:
+    return yaml.load(text, Loader=_LOADER)
+
+
+def loads(text: str, session_id: str, where: str = "") -> Session:
+    """Parse a session file; :class:`MemoryFileError` names the line and the key or item."""
+    where = where or session_path(session_id)
+    _check_duplicate_keys(text, where)
+    line = alias_line(text)
+    if line is not None:
+        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
+    try:
+        data = _load(text)
+    except yaml.YAMLError as exc:
+        if too_deep_for_parser(exc):
+            raise MemoryFileError(where, None, "nests too deep; a session file is two levels deep") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise MemoryFileError(where, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise MemoryFileError(where, None, "nests too deep; a session file is two levels deep") from None
+    if not isinstance(data, dict):
+        raise MemoryFileError(where, 1, "a session file must be a mapping of keys (project:, started_at:, ...)")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in SESSION_KEYS:
+            hint = ("the file name is the id; remove the id key" if key == "id"
+                    else f"allowed keys: {', '.join(SESSION_KEYS)}")
+            raise MemoryFileError(where, key_line(text, key), f"unknown key {key!r} ({hint})")
+        if key == "prompts":
+            values[key] = _prompts(value, text, where)
+            continue
+        problem = _value_problem(key, value)
+        if problem:
+            raise MemoryFileError(where, key_line(text, key), f"'{key}' {problem}")
+        values[key] = _time(value) if key.endswith("_at") and value is not None else value
+    if values.get("started_at") is None:
+        raise MemoryFileError(where, 1, "missing required key 'started_at' (add started_at: 'YYYY-MM-DDTHH:MM:SSZ')")
+    return Session(id=session_id, **values)
+
+
+def _time(value: Any) -> str:
+    import datetime as _dt
+
+    if isinstance(value, _dt.datetime):
+        value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value  # type: ignore[no-any-return]
+
+
+def _value_problem(key: str, value: Any) -> str | None:
+    import datetime as _dt
+
+    if value is None:
+        return "must not be empty" if key in ("started_at", "content", "created_at") else None
+    if key.endswith("_at"):
+        if isinstance(value, _dt.datetime):
+            return None
+        if not isinstance(value, str) or not _TIMESTAMP.match(value):
+            return "must be a UTC time like '2026-11-29T20:42:40Z'"
+        return None
+    if not isinstance(value, str):
+        return f"must be a string, not {_kind(value)} (quote it)"
+    if key == "content" and not value.strip():
+        return "must not be blank"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__)
+
+
+def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MemoryFileError(where, key_line(text, "prompts"), "'prompts' must be a list of {created_at, content}")
+
+    def fail(index: int, message: str) -> MemoryFileError:
+        return MemoryFileError(where, _item_line(text, index), f"prompts[{index}]{message}")
+
+    out = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise fail(index, f" must be a mapping with created_at and content, not {_kind(item)}")
+        for key, field_value in item.items():
+            if key not in PROMPT_KEYS:
+                raise fail(index, f": unknown key {key!r} (allowed keys: {', '.join(PROMPT_KEYS)})")
+            problem = _value_problem(key, field_value)
+            if problem:
+                raise fail(index, f".{key} {problem}")
+        for key in ("created_at", "content"):
+            if key not in item:
+                raise fail(index, f" is missing its {key}")
+        out.append(Prompt(_time(item["created_at"]), item["content"], item.get("project")))
+    return out
+
+
+def _item_line(text: str, index: int) -> int | None:
+    with contextlib.suppress(yaml.YAMLError):
+        node = yaml.compose(text, Loader=_LOADER)
+        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
+            if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
+                return int(value.value[index].start_mark.line) + 1
+    return key_line(text, "prompts")
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def read(kb: KnowledgeBase, session_id: str) -> Session | None:
+    """The session, or None when it has no file; a broken file is an error naming it.
+
+    As ``KnowledgeBase.read`` does: while a commit writes its files in place (or a crash left
+    one unfinished), what is read may be half of a write, so the read waits for the KB lock,
+    whose taking finishes an interrupted commit."""
+    store = kb.store
+    if store.holding:
+        return _read(kb, session_id)
+    if not store.committing():
+        try:
+            found = _read(kb, session_id)
+        except MemoryFileError:
+            if not store.committing():
+                raise
+        else:
+            if not store.committing():
+                return found
+    with store.locked():
+        return _read(kb, session_id)
+
+
+def _read(kb: KnowledgeBase, session_id: str) -> Session | None:
+    path = session_path(session_id)
+    try:
+        text = read_regular(kb.root / path).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise MemoryFileError(path, None, f"is {exc.kind}, not a regular file; move it out of {SESSIONS_DIR}/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemoryFileError(path, None, f"cannot be read: {exc}") from None
+    return loads(text, session_id, path)
+
+
+def load_all(kb: KnowledgeBase) -> list[Session]:
+    """Every readable session, newest activity first. Broken files are skipped here
+    (``slayer-kb validate`` reports them); unchanged files come from the cache. While a commit
+    writes files (see ``read``), the scan waits for it under the KB lock."""
+    store = kb.store
+    if not store.holding and store.committing():
+        with store.locked():
+            return _load_all(kb)
+    found = _load_all(kb)
+    if not store.holding and store.committing():  # a commit began during the scan
+        with store.locked():
+            return _load_all(kb)
+    return found
+
+
+def _load_all(kb: KnowledgeBase) -> list[Session]:
+    folder = kb.root / SESSIONS_DIR
+    try:
+        with os.scandir(folder) as scan:
+            entries = [(e.name, e.stat(follow_symlinks=False)) for e in scan]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    cache_path = kb.store.state / "sessions.json"
+    try:
+        cached = json.loads(cache_path.read_text(encoding="utf-8"))
+        if not isinstance(cached, dict):
+            cached = {}
+    except (OSError, ValueError):
+        cached = {}
+    fresh: dict[str, Any] = {}
+    out: list[Session] = []
+    now = time.time_ns()
+    for name, st in entries:
+        session_id = id_of_file(name)
+        if session_id is None or not stat.S_ISREG(st.st_mode):
+            continue
+        key = [st.st_mtime_ns, st.st_size, st.st_ino]
+        hit = cached.get(name)
+        session = None
+        if isinstance(hit, list) and len(hit) == 2 and hit[0] == key:
+            with contextlib.suppress(TypeError, KeyError, ValueError):
+                session = Session.from_dict(hit[1])
+        if session is None:
+            with contextlib.suppress(MemoryFileError):
+                session = _read(kb, session_id)
+        if session is None:
+            continue
+        out.append(session)
+        if now - st.st_mtime_ns > _RACY_NS:
+            fresh[name] = [key, session.to_dict()]
+    if fresh != cached:
+        with contextlib.suppress(OSError):
+            kb.store.ensure_state_dir()
+            tmp = cache_path.with_name(f"sessions.{os.getpid()}.tmp")  # each writer its own
+            tmp.write_text(json.dumps(fresh), encoding="utf-8")
+            os.replace(tmp, cache_path)
+    out.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
+    return out
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _check_text(value: Any, name: str) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{name} contains U+{ord(value[exc.start]):04X}, which is not valid Unicode text (often "
+                "bytes that are not UTF-8); fix the text's encoding and retry."
+            ) from None
+
+
+def ensure(tx: Transaction, session_id: str, project: str | None, directory: str | None = None,
+           now: str | None = None) -> tuple[Session, list[Change]]:
+    """The session, made when it has no file, an empty project or directory filled in when one
+    is given (Engram's ``CreateSession``); and the change to commit, if any, in ``tx``."""
+    kb = tx.kb
+    path = session_path(session_id)
+    existing = read(kb, session_id)
+    if existing is None:
+        _check_no_case_twin(kb, session_id)
+        session = Session(session_id, now or utc_now(), project or None, directory or None)
+        return session, [change(session)]
+    session = existing
+    if (project and not existing.project) or (directory and not existing.directory):
+        session = replace(existing, project=existing.project or project,
+                          directory=existing.directory or directory)
+    if session is existing:
+        return session, []
+    tx.require_committed(path)
+    return session, [change(session)]
+
+
+def for_save(tx: Transaction, session_id: str, project: str | None, now: str) -> list[Change]:
+    """The session change a memory's save carries (``ensure``). A session file that is broken,
+    holds uncommitted work or has a letter-case twin is left alone: the memory is saved all the
+    same (validate reports the file), since a save must not fail for its session's sake."""
+    try:
+        return ensure(tx, session_id, project, now=now)[1]
+    except (MemoryFileError, ConflictError):
+        return []
+
+
+def change(session: Session) -> Change:
+    return Change(session.path, dumps(session).encode("utf-8"))
+
+
+def _check_no_case_twin(kb: KnowledgeBase, session_id: str) -> None:
+    folder = kb.root / SESSIONS_DIR
+    if not folder.is_dir():
+        return
+    wanted = fold_id(file_name(session_id))
+    for name in os.listdir(folder):
+        if name != file_name(session_id) and fold_id(name) == wanted:
+            other = id_of_file(name) or name
+            raise ConflictError(
+                f"session id '{session_id}' differs only in letter case from the existing session "
+                f"'{other}': their files collide on macOS and Windows checkouts. Use '{other}'."
+            )
+
+
+def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: Any = None) -> dict[str, Any]:
+    """Engram's ``mem_session_start``: register a session (an existing one is kept, only an
+    empty project or directory filled in). One commit, none when nothing changes."""
+    session_id = check_session_id(session_id, "id")
+    project = _optional_text(project, "project")
+    directory = _optional_text(directory, "directory")
+    with kb.transaction(sync=False) as tx:
+        session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
+        commit = tx.commit(changes, f"session: start {session_id}") if changes else None
+    return _result(session, commit, "started" if changes else "unchanged")
+
+
+def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, Any]:
+    """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
+    redacted; none given keeps an earlier one). One commit."""
+    session_id = check_session_id(session_id, "id")
+    summary = _optional_text(summary, "summary")
+    if summary is not None:
+        summary = engram.redact_private(summary) or None
+        if summary is not None and len(summary.encode("utf-8")) > MAX_SUMMARY:
+            raise InvalidInputError(
+                f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
+                "Keep the session's summary short; save the details with mem_session_summary or mem_save."
+            )
+    with kb.transaction(sync=False) as tx:
+        session = read(kb, session_id)
+        if session is None:
+            raise NotFoundError(_no_session(kb, session_id))
+        tx.require_committed(session.path)
+        ended = replace(session, ended_at=utc_now(), summary=summary or session.summary)
+        commit = tx.commit([change(ended)], f"session: end {session_id}")
+    return _result(ended, commit, "ended")
+
+
+def _no_session(kb: KnowledgeBase, session_id: str) -> str:
+    recent = [s.id for s in load_all(kb)[:3]]
+    known = f" (recent sessions: {', '.join(recent)})" if recent else " (there are no sessions yet)"
+    return (f"No session with id '{session_id}' to end{known}; start it first with "
+            f"mem_session_start (slayer-kb session-start '{session_id}'), or check the id.")
+
+
+def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> dict[str, Any]:
+    """Engram's ``mem_save_prompt``: the user's prompt, private parts redacted and cut at the KB's
+    content limit, added to its session's file (made when missing). One commit."""
+    content = _required_text(content, "content")
+    project = engram.normalize_project(_optional_text(project, "project"))
+    session_id = _session_or_default(session_id, project)
+    content = engram.redact_private(content)
+    content = _cut(content, kb.max_content)
+    with kb.transaction(sync=False) as tx:
+        now = utc_now()
+        session, _ = ensure(tx, session_id, project, now=now)
+        tx.require_committed(session.path)
+        prompt = Prompt(now, content, project if project and project != session.project else None)
+        session = replace(session, prompts=[*session.prompts, prompt])
+        commit = tx.commit([change(session)], f"session: prompt in {session_id}")
+    return {**_result(session, commit, "prompt saved"), "prompt": prompt.to_dict(),
+            "message": f"Prompt saved: {quoted(clip(content, PROMPT_REPLY_CHARS))}"}
+
+
+def _cut(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: limit - len(TRUNCATED)].decode("utf-8", "ignore") + TRUNCATED
+
+
+def _session_or_default(session_id: Any, project: str | None) -> str:
+    if session_id is None or (isinstance(session_id, str) and not session_id.strip()):
+        return engram.default_session_id(project)
+    return check_session_id(session_id, "session_id")
+
+
+def _required_text(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} is required and must not be blank.")
+    _check_text(value, name)
+    return value
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}.")
+    _check_text(value, name)
+    return value.strip() or None
+
+
+def _result(session: Session, commit: str | None, action: str) -> dict[str, Any]:
+    return {"session": session.to_dict(), "action": action, "commit": commit}
+
+
+def clip(text: str, limit: int) -> str:
+    """Engram's ``truncate``: the first ``limit`` characters and ``...`` when longer."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def quoted(text: str) -> str:
+    """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+# -- passive capture -----------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^#{2,3}\s+(?:Aprendizajes(?:\s+Clave)?|Key\s+Learnings?|Learnings?):?\s*$",
+                      re.IGNORECASE | re.MULTILINE)
+_NEXT_HEADING = re.compile(r"\n#{1,3} ")
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)", re.MULTILINE)
+_BULLET = re.compile(r"^\s*[-*]\s+(.+)", re.MULTILINE)
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+_ITALIC = re.compile(r"\*([^*]+)\*")
+
+
+def extract_learnings(text: str) -> list[str]:
+    """Engram's ``ExtractLearnings``: the items of the last ``## Key Learnings:`` section (also
+    ``### Learnings``, ``## Learning``, ``## Aprendizajes Clave:``) that has any, up to the next
+    heading of level 1-3; numbered items, else bullets; markdown marks stripped, whitespace
+    collapsed; items under 20 characters dropped."""
+    for heading in reversed(list(_HEADING.finditer(text))):
+        section = text[heading.end():]
+        cut = _NEXT_HEADING.search(section)
+        if cut is not None:
+            section = section[: cut.start()]
+        for pattern in (_NUMBERED, _BULLET):
+            items = [_clean(m.group(1)) for m in pattern.finditer(section)]
+            items = [item for item in items if len(item) >= MIN_LEARNING_CHARS]
+            if items:
+                return items
+    return []
+
+
+def _clean(text: str) -> str:
+    text = _ITALIC.sub(r"\1", _CODE.sub(r"\1", _BOLD.sub(r"\1", text)))
+    return " ".join(text.split())
+
+
+def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None,
+                    source: Any = None) -> dict[str, Any]:
+    """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
+    section becomes a memory of type ``passive`` unless a live memory of the project already has
+    the same text. All of them and the session, when it is new, in one commit."""
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
+    _check_text(content, "content")
+    project = engram.normalize_project(_optional_text(project, "project"))
+    session_id = _session_or_default(session_id, project)
+    source = _optional_text(source, "source") or PASSIVE_SOURCE
+    learnings = extract_learnings(engram.redact_private(content))
+    result: dict[str, Any] = {"extracted": len(learnings), "saved": 0, "duplicates": 0, "memory_ids": [],
+                              "session_id": session_id, "source": source, "commit": None}
+    if not learnings:
+        return _with_message(result)
+    with kb.transaction() as tx:
+        seen: set[str] = set()
+        fresh: list[str] = []
+        for learning in learnings:
+            digest = engram.content_hash(learning)
+            if digest in seen or tx.live(limit=1, content_hash=digest, project=project):
+                result["duplicates"] += 1
+            else:
+                fresh.append(learning)
+            seen.add(digest)
+        if fresh:
+            now = utc_now()
+            first = int(tx.next_auto_id())
+            memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
+                        for n, learning in enumerate(fresh)}
+            _, session_changes = ensure(tx, session_id, project, now=now)
+            changes = [memory_change(m) for m in memories.values()] + session_changes
+            ids = ", ".join(memories)
+            result["commit"] = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
+            result["saved"] = len(memories)
+            result["memory_ids"] = list(memories)
+    return _with_message(result)
+
+
+def _passive_memory(memory_id: str, learning: str, project: str | None, session_id: str, now: str) -> Memory:
+    title = learning if len(learning) <= PASSIVE_TITLE_CHARS else learning[:PASSIVE_TITLE_CHARS] + "..."
+    return Memory(id=memory_id, learning=learning, created_at=now, title=title, type="passive",
+                  project=project, scope="project", session_id=session_id, revision_count=1, duplicate_count=1)
+
+
+def _with_message(result: dict[str, Any]) -> dict[str, Any]:
+    result["message"] = (f"Passive capture complete: extracted={result['extracted']} saved={result['saved']} "
+                         f"duplicates={result['duplicates']}")
+    return result
+
+
+# -- reading for context, stats and timeline -----------------------------------------------------
+
+
+def recent_prompts(sessions: list[Session], project: str | None, limit: int) -> Iterator[tuple[Session, Prompt]]:
+    """The newest prompts, newest first, of ``project`` (a prompt's own, else its session's)."""
+    found = [(p.created_at, n, s, p) for s in sessions for n, p in enumerate(s.prompts)
+             if project is None or (p.project or s.project) == project]
+    found.sort(key=lambda item: item[:2], reverse=True)  # in one second, the later prompt first
+    yield from ((s, p) for _, _, s, p in found[:limit])
+
+
+def of_project(sessions: list[Session], project: str | None) -> list[Session]:
+    return [s for s in sessions if project is None or s.project == project]
+
+
+def timeline(kb: KnowledgeBase, session_id: Any) -> dict[str, Any]:
+    """A session as one timeline: its start, prompts, memories (live ones, by creation) and end,
+    oldest first."""
+    session_id = check_session_id(session_id, "session")
+    from .. import search
+
+    kb.ensure_fresh()
+    session = read(kb, session_id)
+    docs = kb.index.documents(None, search.restrict(exact={"session_id": session_id}), limit=None)
+    if session is None and not docs:
+        raise NotFoundError(f"No session with id '{session_id}': no session file and no memory saved in it.")
+    entries: list[dict[str, Any]] = []
+    if session is not None:
+        entries.append({"kind": "start", "at": session.started_at, "text": session.directory or ""})
+        entries.extend({"kind": "prompt", "at": p.created_at, "text": p.content} for p in session.prompts)
+        if session.ended_at:
+            entries.append({"kind": "end", "at": session.ended_at, "text": session.summary or ""})
+    for doc in docs:
+        data = doc["data"]
+        entries.append({"kind": "memory", "at": data["created_at"], "id": data["id"], "type": data["type"],
+                        "text": data["title"] or data["description"] or data["learning"].strip().split("\n", 1)[0]})
+    order = {"start": 0, "prompt": 1, "memory": 2, "end": 3}  # in one second: asked, then saved
+    entries.sort(key=lambda e: (e["at"], order[e["kind"]], id_sort_key(e.get("id", ""))))
+    return {"session": session.to_dict() if session else {"id": session_id}, "entries": entries}
+
+
+EMPTY_CONTEXT = "No previous session memories found.\n"
+
+
+def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int, budget: int) -> str:
+    """``mem_context``'s markdown: the 5 sessions of ``project`` active last (from their files,
+    with their live memories and prompts counted), its 10 newest prompts, its ``limit`` newest
+    memories; cut at ``budget`` characters. Engram's empty reply when there is nothing at all."""
+    from .. import search
+
+    restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
+    docs = [d["data"] for d in kb.index.documents(None, restriction, limit=None)]
+    docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
+    known = of_project(load_all(kb), project)
+    counts: dict[str, int] = {}
+    newest: dict[str, str] = {}
+    for data in docs:
+        if data["session_id"]:
+            counts[data["session_id"]] = counts.get(data["session_id"], 0) + 1
+            newest[data["session_id"]] = max(newest.get(data["session_id"], ""), data["created_at"])
+    known.sort(key=lambda s: (max(s.last_activity, newest.get(s.id, "")), s.id), reverse=True)
+    prompts = list(recent_prompts(known, project, CONTEXT_PROMPTS))
+    if not known and not docs:
+        return EMPTY_CONTEXT
+    lines = ["# Memory context" + (f": {project}" if project else ""), "", "## Recent sessions"]
+    for session in known[:CONTEXT_SESSIONS]:
+        span = f"{session.started_at} to {session.ended_at or 'now (open)'}"
+        memories = counts.get(session.id, 0)
+        line = (f"- {session.id} ({session.project or 'no project'}, {span}): {memories} "
+                f"{'memory' if memories == 1 else 'memories'}, {_count(len(session.prompts), 'prompt')}")
+        if session.summary:
+            line += f"; summary: {clip(' '.join(session.summary.split()), 200)}"
+        lines.append(line)
+    if not known:
+        lines.append("- (none)")
+    lines += ["", "## Recent prompts"]
+    lines.extend(f"- {p.created_at} ({s.id}): {clip(' '.join(p.content.split()), 200)}" for s, p in prompts)
+    if not prompts:
+        lines.append("- (none)")
+    lines += ["", f"## Recent memories ({min(len(docs), limit)} of {len(docs)})"]
+    if not docs:
+        lines.append("- (none)")
+    for data in docs[:limit]:
+        label = data["title"] or _first_line(data["learning"], 100)
+        kind = f" ({data['type']})" if data["type"] else ""
+        lines.append(f"- [{data['id']}] {label}{kind}, {data['created_at'][:10]}")
+    text = ""
+    for line in lines:
+        if len(text) + len(line) + 1 > budget:
+            text += "- ...\n"
+            break
+        text += line + "\n"
+    return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _first_line(text: str, limit: int) -> str:
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"
+
+
+# -- review --------------------------------------------------------------------------------------
+
+
+def review_entry(status: str, path: str, before: Session | None, after: Session | None) -> dict[str, Any]:
+    """What a branch did to one session file, for ``slayer-kb review``: ``status`` (added,
+    changed, removed, renamed), the fields it changed, the prompts it added (a session's prompts
+    only grow; others show as removed)."""
+    session = after or before
+    entry: dict[str, Any] = {"id": session.id if session else id_of_file(path.rsplit("/", 1)[-1]) or path,
+                             "status": status, "path": path, "project": session.project if session else None}
+    if before is not None and after is not None and before.id != after.id:
+        entry["old_id"] = before.id
+    old_prompts = [(p.created_at, p.content) for p in before.prompts] if before else []
+    new_prompts = [(p.created_at, p.content) for p in after.prompts] if after else []
+    entry["prompts_added"] = [content for item in new_prompts if item not in old_prompts for content in [item[1]]]
+    entry["prompts_removed"] = [content for item in old_prompts if item not in new_prompts for content in [item[1]]]
+    if before is not None and after is not None:
+        entry["fields"] = [key for key in SESSION_KEYS if key != "prompts" and getattr(before, key) != getattr(after, key)]
+    else:
+        entry["fields"] = []
+    entry["ended_at"] = after.ended_at if after else None
+    entry["summary"] = after.summary if after else None
+    return entry
+
+
+def review_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The review's markdown lines for its sessions."""
+    lines = []
+    for e in entries:
+        what = []
+        if e["status"] == "added":
+            what.append("started" + (f" in {e['project']}" if e["project"] else ""))
+        elif e["status"] == "removed":
+            what.append("removed")
+        elif e.get("old_id"):
+            what.append(f"renamed from {e['old_id']}")
+        if e["prompts_added"]:
+            what.append(_count(len(e["prompts_added"]), "prompt") + " added")
+        if e["prompts_removed"]:
+            what.append(_count(len(e["prompts_removed"]), "prompt") + " removed")
+        if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
+            what.append("ended")
+        other = [f for f in e["fields"] if f != "ended_at"]
+        if other:
+            what.append("changed: " + ", ".join(other))
+        lines.append(f"- **{e['id']}**: {'; '.join(what) or 'reformatted'}")
+        lines.extend(f"  - prompt: {clip(' '.join(text.split()), 200)}" for text in e["prompts_added"])
+        if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
+            lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
+    return lines
+
+
+# -- import from Engram --------------------------------------------------------------------------
+
+
+def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warnings: list[str],
+                  time_of: Any) -> tuple[list[Change], int, int]:
+    """The changes that bring an Engram export's ``sessions`` and ``prompts`` into the session
+    files (in ``tx``, for the import's one commit), with how many sessions were made and
+    prompts added. An existing session only gains what it lacks (project, directory, end,
+    summary) and the prompts it does not have yet; ``time_of`` reads Engram's times."""
+    kb = tx.kb
+    now = utc_now()
+    touched: dict[str, Session] = {}
+    made = added = 0
+
+    def current(session_id: str, started_at: str) -> Session:
+        nonlocal made
+        if session_id not in touched:
+            found = read(kb, session_id)
+            if found is None:
+                _check_no_case_twin(kb, session_id)
+                found = Session(session_id, started_at)
+                made += 1
+            touched[session_id] = found
+        return touched[session_id]
+
+    def text(row: dict[str, Any], key: str) -> str | None:
+        value = row.get(key)
+        return (engram.redact_private(value).strip() or None) if isinstance(value, str) else None
+
+    for n, row in enumerate(rows if isinstance(rows, list) else []):
+        here = f"{where}: session {n + 1}"
+        session_id = _import_id(row.get("id") if isinstance(row, dict) else None, here, warnings)
+        if session_id is None:
+            continue
+        session = current(session_id, time_of(row.get("started_at")) or now)
+        touched[session_id] = replace(
+            session,
+            project=session.project or engram.normalize_project(text(row, "project")),
+            directory=session.directory or text(row, "directory"),
+            ended_at=session.ended_at or time_of(row.get("ended_at")),
+            summary=session.summary or text(row, "summary"),
+        )
+    for n, row in enumerate(prompt_rows if isinstance(prompt_rows, list) else []):
+        here = f"{where}: prompt {n + 1}"
+        session_id = _import_id(row.get("session_id") if isinstance(row, dict) else None, here, warnings)
+        content = text(row, "content") if session_id is not None else None
+        if session_id is None or content is None:
+            if session_id is not None:
+                warnings.append(f"{here} has no content; skipped.")
+            continue
+        at = time_of(row.get("created_at")) or now
+        session = current(session_id, at)
+        if any(p.created_at == at and p.content == content for p in session.prompts):
+            continue
+        project = engram.normalize_project(text(row, "project"))
+        prompt = Prompt(at, _cut(content, kb.max_content), project if project and project != session.project else None)
+        touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: p.created_at))
+        added += 1
+    changes = []
+    for session in touched.values():
+        before = read(kb, session.id)
+        if before != session:
+            if before is not None:
+                tx.require_committed(session.path)
+            changes.append(change(session))
+    return changes, made, added
+
+
+def _import_id(value: Any, where: str, warnings: list[str]) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        return check_session_id(value, "id")
+    except InvalidInputError as exc:
+        warnings.append(f"{where}: {exc} Skipped.")
+        return None

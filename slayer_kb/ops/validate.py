@@ -1,0 +1,608 @@
+"""``validate`` and ``fmt``: the checks a pull request's CI and pre-commit run on memory files.
+
+A memory file is checked against the JSON Schema shipped beside this module
+(``memory.schema.json``, usable by editors through yaml-language-server), then against what a
+schema cannot say: the id rules and the file name, ids that differ only in letter case or Unicode
+normalisation, entities that must be canonical and exist in the catalog, ``memory:`` targets that
+must exist, and the canonical formatting ``fmt`` writes. Every problem is ``path:line: message``,
+the line being that of the offending key or list item (line 1 for a problem of the file as a
+whole).
+
+Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a datasource, a
+model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
+any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
+
+A session file (``sessions/<id>.yaml``, sessions.py) is checked against its own schema
+(``session.schema.json``), for a file name that spells its id, and for the canonical form.
+
+A stored example query is checked as search reads it: it must be a SlayerQuery (keys, shapes,
+values: ``slayerquery.check_query``, as ``save`` checks it) whose references all resolve against
+the catalog (after a cascade the query keeps its text, SLayer's rule, and search warns that it has
+stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
+search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
+that REF already uses are reported too, with the command that renumbers them. Every problem of
+every file is reported in one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import shlex
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+import yaml
+
+from ..catalog.catalog import Catalog, Resolver, load_catalog
+from ..catalog.refs import query_entities
+from ..catalog.slayerquery import check_query
+from ..core.errors import InvalidIdError, KBError, MemoryFileError, StoreError
+from ..core.ids import check_id, check_new_id, fold_id, is_auto_id
+from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
+from ..core.nesting import MAX_DEPTH, value_depth
+from ..store.repo import GitStore, find_toplevel
+from ..store.revisions import resolve_rev
+from .sessions import SESSIONS_DIR, file_name, id_of_file
+from .sessions import dumps as dump_session
+from .sessions import loads as load_session
+
+# The record schemas live with the records (core/).
+SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
+SESSION_SCHEMA_PATH = SCHEMA_PATH.with_name("session.schema.json")
+MEMORIES = "memories"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    # fmt only: files rewritten (or, with --check, that would be)
+    reformatted: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+@lru_cache(maxsize=1)
+def _session_validator() -> jsonschema.protocols.Validator:
+    session_schema = json.loads(SESSION_SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(session_schema)
+    cls.check_schema(session_schema)
+    return cls(session_schema)
+
+
+def shown(path: Path) -> str:
+    """A path as a user would type it: relative to the working directory when inside it."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- what to check -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Target:
+    """The memory files of one KB to check; ``everything`` after a catalog file or a folder."""
+
+    root: Path
+    files: dict[Path, str] = field(default_factory=dict)  # absolute path -> shown path
+    everything: bool = False
+
+
+def _targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
+    targets: dict[Path, _Target] = {}
+
+    def target(root: Path) -> _Target:
+        root = root.resolve()
+        return targets.setdefault(root, _Target(root))
+
+    for given in paths:
+        path = given.absolute()
+        if path.is_dir():
+            if path.name == MEMORIES:
+                target(path.parent).everything = True
+            elif path.name == SESSIONS_DIR:
+                for name in _listing(path):
+                    target(path.parent).files[path / name] = str(given / name)
+            elif (path / MEMORIES).is_dir() or (path / "datasources").is_dir():
+                target(path).everything = True
+            else:
+                problems.append(Problem(str(given), 1, "not a knowledge base or memories folder"))
+        elif path.parent.name == MEMORIES:
+            target(path.parent.parent).files[path] = str(given)
+        elif _catalog_root(path) is not None:
+            target(_catalog_root(path)).everything = True  # type: ignore[arg-type]
+        elif path.parent.name == SESSIONS_DIR:
+            target(path.parent.parent).files[path] = str(given)
+        elif not path.exists():
+            problems.append(Problem(str(given), 1, "no such file"))
+        else:
+            problems.append(Problem(
+                str(given), 1,
+                "not a memory or session file: expected <kb>/memories/<id>.yaml or <kb>/sessions/<id>.yaml",
+            ))
+    return targets
+
+
+def _catalog_root(path: Path) -> Path | None:
+    if path.suffix != ".yaml":
+        return None
+    if path.parent.name == "datasources" or path.name == "priority.yaml":
+        return path.parent.parent if path.parent.name == "datasources" else path.parent
+    if path.parent.parent.name == "models":
+        return path.parent.parent.parent
+    return None
+
+
+def _listing(memories: Path) -> list[str]:
+    """File names in ``memories/`` that are meant as memories (dot-files are not)."""
+    try:
+        with os.scandir(memories) as entries:
+            return sorted(e.name for e in entries if not e.name.startswith(".") and not e.is_dir())
+    except OSError:
+        return []
+
+
+def _expand(target: _Target) -> None:
+    if target.everything:
+        for folder in (target.root / MEMORIES, target.root / SESSIONS_DIR):
+            for name in _listing(folder):
+                target.files.setdefault(folder / name, shown(folder / name))
+
+
+# -- validate ----------------------------------------------------------------------------------
+
+
+class _KBContext:
+    """What checking a memory needs to know about its KB, computed once per KB."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.catalog: Catalog = load_catalog(root)
+        names = _listing(root / MEMORIES)
+        self.ids = {name[:-5] for name in names if name.endswith(".yaml")}
+        folded: dict[str, list[str]] = {}
+        for memory_id in self.ids:
+            folded.setdefault(fold_id(memory_id), []).append(memory_id)
+        self.folded = folded
+        self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+
+
+def validate(paths: Sequence[Path], against: str | None = None) -> Report:
+    """Check memory files (see the module docstring); ``against`` a git revision also reports
+    auto ids added on this branch that the revision uses for another memory."""
+    report = Report()
+    for target in _targets(paths, report.problems).values():
+        _expand(target)
+        context = _KBContext(target.root)
+        report.problems.extend(
+            Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
+            for p in context.catalog.problems
+        )
+        for path, name in sorted(target.files.items()):
+            report.checked += 1
+            report.problems.extend(check_file(path, name, context))
+        if against is not None:
+            report.problems.extend(_id_collisions(target, against))
+    report.problems.sort(key=lambda p: (p.path, p.line))
+    return report
+
+
+def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
+    if path.parent.name == SESSIONS_DIR:
+        return check_session_file(path, name)
+    problems: list[Problem] = []
+
+    def add(line: int | None, message: str) -> None:
+        problems.append(Problem(name, line or 1, message))
+
+    if path.suffix != ".yaml":
+        add(1, f"slayer-kb reads only .yaml files in memories/; rename it to {path.stem}.yaml")
+        return problems
+    memory_id = path.stem
+    try:
+        check_new_id(memory_id)
+    except InvalidIdError as exc:
+        add(1, f"the file name is the id: {exc}")
+    others = [i for i in context.folded.get(fold_id(memory_id), []) if i != memory_id]
+    if others:
+        how = ("letter case" if all(i.casefold() == memory_id.casefold() for i in others)
+               else "letter case or Unicode normalisation")
+        add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
+               "they collide on macOS and Windows checkouts; rename one")
+    text = _read_text(path, add)
+    if text is None:
+        return problems
+    alias = alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
+        return problems
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+        deep = value_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1
+    except yaml.YAMLError as exc:
+        if not too_deep_for_parser(exc):
+            mark = getattr(exc, "problem_mark", None)
+            add(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}")
+            return problems
+        deep = True
+    except RecursionError:
+        deep = True
+    if deep:  # the schema check would recurse as deep: loads says what is wrong
+        try:
+            loads(text, memory_id, name)
+        except MemoryFileError as exc:
+            add(exc.line, exc.message)
+        return problems
+    schema_problems = list(_schema_problems(text, data))
+    for line, message in schema_problems:
+        add(line, message)
+    try:
+        memory = loads(text, memory_id, name)
+    except MemoryFileError as exc:
+        if not schema_problems:
+            add(exc.line, exc.message)
+        return problems
+    if schema_problems:
+        return problems
+    for line, message in _entity_problems(text, memory, context):
+        add(line, message)
+    if memory.query is not None and not memory.is_deleted:
+        for line, message in _query_problems(text, memory, context):
+            add(line, message)
+    canonical = dumps(memory)
+    if canonical != text:
+        add(_first_difference(text, canonical),
+            f"not in canonical form; run 'slayer-kb fmt {name}'")
+    return problems
+
+
+def check_session_file(path: Path, name: str) -> list[Problem]:
+    """A session file (sessions.py): its name, the session schema, and the canonical form."""
+    problems: list[Problem] = []
+
+    def add(line: int | None, message: str) -> None:
+        problems.append(Problem(name, line or 1, message))
+
+    if path.suffix != ".yaml":
+        add(1, f"slayer-kb reads only .yaml files in {SESSIONS_DIR}/; rename it to {path.stem}.yaml")
+        return problems
+    session_id = id_of_file(path.name)
+    if session_id is None:
+        session_id = unquote(path.stem)
+        wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
+        add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
+               f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
+    text = _read_text(path, add)
+    if text is None:
+        return problems
+    alias = alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
+        return problems
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except (yaml.YAMLError, RecursionError):
+        data = None  # load_session below says what is wrong, with the line
+    else:
+        if not isinstance(data, dict) or value_depth(data, MAX_DEPTH) > 4:
+            data = None
+    if data is not None:
+        schema_problems = list(_session_schema_problems(text, data))
+        for line, message in schema_problems:
+            add(line, message)
+        if schema_problems:
+            return problems
+    try:
+        session = load_session(text, session_id, name)
+    except MemoryFileError as exc:
+        add(exc.line, exc.message)
+        return problems
+    canonical = dump_session(session)
+    if canonical != text:
+        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {name}'")
+    return problems
+
+
+def _session_schema_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_session_validator().iter_errors(_json_like(data)), key=lambda e: [str(p) for p in e.path]):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        line = _item_line(text, "prompts", where[1]) if key == "prompts" and len(where) > 1 else key_line(text, key)
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(where))
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+            allowed = ", ".join(error.schema.get("properties", {}))
+            hint = "the file name is the id; remove the id key" if extra == ["id"] and not where else f"allowed keys: {allowed}"
+            for key_name in extra:
+                at = key_line(text, key_name) if not where else line
+                yield at, f"{label + ': ' if label else ''}unknown key {key_name!r} ({hint})"
+            continue
+        if error.validator == "required":
+            yield line if where else 1, f"{label + ': ' if label else ''}missing required key: {error.message}"
+            continue
+        if error.validator in ("pattern", "anyOf", "$ref") and str(where[-1] if where else "").endswith("_at"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif error.validator == "pattern":
+            message = "must not be blank"
+        elif error.validator == "type" and "object" in error.validator_value:
+            message = "must be a mapping with created_at and content"
+        elif error.validator == "type":
+            wanted = [t for t in error.validator_value if t != "null"] if isinstance(error.validator_value, list) else [error.validator_value]
+            message = f"must be {' or '.join(_ARTICLES.get(t, t) for t in wanted)}, not {_article(error.instance)}"
+        else:
+            message = error.message
+        yield line, f"'{label}' {message}" if label else message
+
+
+_ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping"}
+
+
+def _article(value: Any) -> str:
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+                       (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, kind):
+            return name
+    return "empty" if value is None else type(value).__name__
+
+
+def _read_text(path: Path, add: Any) -> str | None:
+    if path.is_symlink() or not path.is_file():
+        add(1, "is a symlink or not a regular file; slayer-kb skips it")
+        return None
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        add(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        add(1, f"cannot be read: {exc.strerror}")
+    return None
+
+
+def _schema_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        if error.validator == "additionalProperties":
+            for extra in sorted(set(data) - set(schema()["properties"]), key=str):
+                hint = ("the file name is the id; remove the id key" if extra == "id"
+                        else f"allowed keys: {', '.join(KEY_ORDER)}")
+                yield key_line(text, extra), f"unknown key {extra!r} ({hint})"
+            continue
+        if error.validator == "required":
+            yield 1, f"missing required key: {error.message}"
+            continue
+        if key == "entities" and len(where) == 2:
+            yield (_item_line(text, "entities", where[1]),
+                   f"entities[{where[1]}]: {error.instance!r} is not an entity reference "
+                   "(<ds>, <ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)")
+            continue
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+                        for i, p in enumerate(where)) or "file"
+        if key in TIME_KEYS and error.validator in ("pattern", "type"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif key == "learning" and error.validator == "pattern":
+            message = "must not be blank"
+        else:
+            message = error.message
+        yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
+
+
+def _json_like(data: Any) -> Any:
+    """YAML timestamps as the strings a canonical file holds; the canonical-form check reports
+    the missing quotes separately, with the fix."""
+    if isinstance(data, dict):
+        return {k: _json_like(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_json_like(v) for v in data]
+    if isinstance(data, _dt.datetime):
+        if data.tzinfo is not None:
+            data = data.astimezone(_dt.timezone.utc)
+        return data.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(data, _dt.date):
+        return data.isoformat()
+    return data
+
+
+def _entity_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+    seen: set[str] = set()
+    for index, entity in enumerate(memory.entities):
+        message = None
+        if entity in seen:
+            message = f"entity '{entity}' is listed twice; keep one"
+        elif entity.startswith("memory:"):
+            target = entity[len("memory:"):]
+            try:
+                check_id(target)
+            except InvalidIdError as exc:
+                message = f"'{entity}' is not a memory reference: {exc}"
+            else:
+                if target not in context.ids:
+                    message = (f"'{entity}' refers to a memory that does not exist "
+                               "(run 'slayer-kb prune' to strip it)")
+        elif not context.catalog.entity_exists(entity):
+            message = _unresolved(entity, context.resolver)
+        seen.add(entity)
+        if message is not None:
+            yield _item_line(text, "entities", index), message
+
+
+def _query_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+    """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
+    not have, a wrong shape), or references that no longer resolve."""
+    fix = f"fix or remove the query with 'slayer-kb edit {memory.id}'"
+    try:
+        check_query(memory.query)
+    except KBError as exc:
+        yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}"
+        return
+    try:
+        query_entities(memory.query, context.resolver)
+    except KBError as exc:
+        yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}"
+
+
+def _unresolved(entity: str, resolver: Resolver) -> str:
+    try:
+        canonical = resolver.resolve(entity).entity
+    except KBError as exc:
+        return (f"entity '{entity}' does not resolve: {exc} "
+                "(run 'slayer-kb prune' to strip references to deleted entities)")
+    return f"entity '{entity}' is not canonical; write '{canonical}'"
+
+
+def _item_line(text: str, key: str, index: int) -> int | None:
+    """Line of item ``index`` of the top-level list ``key``; composing runs only for problems."""
+    with contextlib.suppress(yaml.YAMLError):
+        node = yaml.compose(text, Loader=_LOADER)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                if key_node.value == key and isinstance(value, yaml.SequenceNode):
+                    if index < len(value.value):
+                        return value.value[index].start_mark.line + 1
+    return key_line(text, key)
+
+
+def _first_difference(text: str, canonical: str) -> int:
+    lines, wanted = text.splitlines(keepends=True), canonical.splitlines(keepends=True)
+    for number, (have, want) in enumerate(zip(lines, wanted, strict=False), 1):
+        if have != want:
+            return number
+    return min(len(lines), len(wanted)) + 1 if lines else 1
+
+
+# -- --against: auto ids both sides allocated ----------------------------------------------------
+
+
+def _id_collisions(target: _Target, against: str) -> list[Problem]:
+    store = _store(target.root)
+    memories = store.repo_path(MEMORIES + "/")
+    against_sha = resolve_rev(store, against)
+    base_proc = store.git("merge-base", against_sha, "HEAD", check=False)
+    if base_proc.returncode != 0:
+        raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
+    base = base_proc.stdout.decode().strip()
+    at_base = set(_tree_blobs(store, base, memories))
+    theirs = _tree_blobs(store, against_sha, memories)
+    ours = {path.stem: (path, name) for path, name in target.files.items() if path.suffix == ".yaml"}
+    kb = shown(target.root)
+    command = "slayer-kb" + ("" if kb == "." else f" --kb {shlex.quote(kb)}") + f" renumber --onto {shlex.quote(against)}"
+    problems = []
+    for memory_id in sorted(ours, key=lambda i: (len(i), i)):
+        path, name = ours[memory_id]
+        if not is_auto_id(memory_id) or memory_id in at_base or memory_id not in theirs:
+            continue
+        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
+        if local == theirs[memory_id]:
+            continue  # the same memory on both sides (merged or cherry-picked)
+        problems.append(Problem(
+            name, 1,
+            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+            f"another memory; run '{command}' to give this branch's memory a fresh id and "
+            f"rewrite its memory:{memory_id} references, in one commit",
+        ))
+    return problems
+
+
+def _store(root: Path) -> GitStore:
+    if find_toplevel(root) is None:
+        raise StoreError(f"--against needs a git repository; {root} is not in one.")
+    return GitStore(root)
+
+
+def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
+    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
+    proc = store.git("ls-tree", "-z", rev, "--", folder)
+    out = {}
+    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        name = path.rsplit("/", 1)[-1]
+        if name.endswith(".yaml"):
+            out[name[:-5]] = meta.split()[2]
+    return out
+
+
+# -- fmt ---------------------------------------------------------------------------------------
+
+
+def fmt(paths: Sequence[Path], check: bool = False) -> Report:
+    """Rewrite memory files into canonical form (``check``: only report which would change).
+
+    Files that cannot be read as memories are reported and left alone. The KB lock is held while
+    writing so that a concurrent slayer-kb commit is never overwritten with older content.
+    """
+    report = Report()
+    for target in _targets(paths, report.problems).values():
+        _expand(target)
+        with _locked(target.root, enabled=not check):
+            for path, name in sorted(target.files.items()):
+                if path.suffix != ".yaml":
+                    continue
+                report.checked += 1
+                _format_one(path, name, check, report)
+    return report
+
+
+def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
+    problems: list[Problem] = []
+    text = _read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
+    if text is not None:
+        try:
+            if path.parent.name == SESSIONS_DIR:
+                canonical = dump_session(load_session(text, unquote(path.stem), name))
+            else:
+                canonical = dumps(loads(text, path.stem, name))
+        except MemoryFileError as exc:
+            problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
+        else:
+            if canonical != text:
+                report.reformatted.append(name)
+                if not check:
+                    tmp = path.with_name(f".{path.name}.fmt-tmp")
+                    tmp.write_text(canonical, encoding="utf-8", newline="")
+                    os.replace(tmp, path)
+    report.problems.extend(problems)
+
+
+@contextlib.contextmanager
+def _locked(root: Path, enabled: bool) -> Iterator[None]:
+    if not enabled or find_toplevel(root) is None:
+        yield
+        return
+    with GitStore(root).locked():
+        yield

@@ -1,0 +1,214 @@
+"""The meaning vectors of the memories, in the index's SQLite manifest beside the file rows.
+
+One row per indexed, readable memory file: its vector quantised to 256 signed bytes with a
+scale (256 bytes a memory, 26 MB at 100,000), and the fields every search filter reads (type,
+project, scope, datasources, has a query, deleted), so that the meaning channel filters exactly
+as the words channel does without asking Whoosh about each candidate. Rows are written in the
+same SQLite transaction as the file rows, so the vectors are as fresh as the index.
+
+A process that searches by meaning loads the table once into a float32 matrix (``Table``); a
+process that never searches by meaning never reads it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.memory import Memory
+from .embedding import DIMENSIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SCHEMA_SQL = (
+    "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
+    "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER)"
+)
+
+
+def embedding_text(memory: Memory) -> str:
+    """What a memory means: its title, learning and description."""
+    return "\n".join(filter(None, (memory.title, memory.learning, memory.description)))
+
+
+def rows(memories: list[Memory], vectors: np.ndarray) -> list[tuple[Any, ...]]:
+    """Table rows for these memories and their unit vectors (one per memory, same order)."""
+    import numpy as np
+
+    peaks = np.abs(vectors).max(axis=1)
+    scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
+    quantised = np.rint(vectors / scales[:, None]).astype(np.int8)
+    out = []
+    for memory, vector, scale in zip(memories, quantised, scales, strict=True):
+        datasources = sorted({e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")})
+        out.append((
+            memory.id, vector.tobytes(), float(scale), memory.type, memory.project,
+            memory.scope or "project", " ".join(datasources), int(memory.query is not None),
+            int(memory.is_deleted),
+        ))
+    return out
+
+
+def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
+    """Delete the rows of ``gone``, then add ``new_rows``; inside the caller's transaction."""
+    db.executemany("DELETE FROM vectors WHERE id = ?", [(m,) for m in gone])
+    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which memories a search may return, as field values (None: any). Deleted ones never."""
+
+    type: str | None = None
+    project: str | None = None
+    scope: str | None = None
+    datasource: str | None = None
+    has_query: bool | None = None
+
+
+@dataclass
+class Table:
+    """Every memory's vector in one matrix, with the filter fields as codes. The arrays have room
+    to grow: rows ``[:size]`` are in use, so a warm process applies a save's rows in place."""
+
+    ids: list[str]
+    matrix: np.ndarray  # float32, one unit vector per row
+    codes: dict[str, np.ndarray]  # field -> int32 code per row
+    values: dict[str, dict[str | None, int]]  # field -> value -> code
+    datasources: list[str]
+    has_query: np.ndarray
+    live: np.ndarray
+    _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
+    _rows: dict[str, int] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def load(cls, db: sqlite3.Connection) -> Table:
+        import numpy as np
+
+        found = db.execute(
+            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted FROM vectors ORDER BY id"
+        ).fetchall()
+        count = len(found)
+        matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(count, DIMENSIONS).astype(np.float32)
+        # In place: a second float32 matrix would be 100 MB more at 100,000 memories.
+        matrix *= np.fromiter((r[2] for r in found), dtype=np.float32, count=count)[:, None]
+        codes: dict[str, np.ndarray] = {}
+        values: dict[str, dict[str | None, int]] = {}
+        for column, name in ((3, "type"), (4, "project"), (5, "scope")):
+            seen: dict[str | None, int] = {}
+            codes[name] = np.fromiter((seen.setdefault(r[column], len(seen)) for r in found), dtype=np.int32, count=count)
+            values[name] = seen
+        return cls(
+            ids=[r[0] for r in found],
+            matrix=matrix,
+            codes=codes,
+            values=values,
+            datasources=[r[6] for r in found],
+            has_query=np.fromiter((r[7] for r in found), dtype=bool, count=count),
+            live=np.fromiter((not r[8] for r in found), dtype=bool, count=count),
+        )
+
+    @classmethod
+    def empty(cls) -> Table:
+        db = sqlite3.connect(":memory:")
+        try:
+            db.execute(SCHEMA_SQL)
+            return cls.load(db)
+        finally:
+            db.close()
+
+    def apply(self, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
+        """The table's change by ``write(db, gone, new_rows)``, made in memory."""
+        import numpy as np
+
+        rows = self._row_index()
+        for memory_id in gone:
+            if memory_id in rows:
+                self.live[rows[memory_id]] = False
+        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted in new_rows:
+            row = rows.get(memory_id)
+            if row is None:
+                row = rows[memory_id] = self.size
+                self._grow(row + 1)
+                self.ids.append(memory_id)
+                self.datasources.append(datasources)
+            self.matrix[row] = np.frombuffer(vec, dtype=np.int8).astype(np.float32) * scale
+            for name, value in (("type", type_), ("project", project), ("scope", scope)):
+                self.codes[name][row] = self.values[name].setdefault(value, len(self.values[name]))
+            self.datasources[row] = datasources
+            self.has_query[row] = bool(has_query)
+            self.live[row] = not deleted
+        self._by_datasource.clear()
+
+    def _grow(self, size: int) -> None:
+        import numpy as np
+
+        if size <= len(self.live):
+            return
+        room = max(size, len(self.live) + len(self.live) // 2 + 16)
+
+        def grown(array: np.ndarray) -> np.ndarray:
+            out = np.zeros((room, *array.shape[1:]), dtype=array.dtype)
+            out[: len(array)] = array
+            return out
+
+        self.matrix = grown(self.matrix)
+        self.codes = {name: grown(array) for name, array in self.codes.items()}
+        self.has_query = grown(self.has_query)
+        self.live = grown(self.live)
+
+    def _row_index(self) -> dict[str, int]:
+        if self._rows is None:
+            self._rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
+        return self._rows
+
+    def mask(self, wanted: Filter) -> np.ndarray:
+        n = self.size
+        mask = self.live[:n].copy()
+        for name in ("type", "project", "scope"):
+            value = getattr(wanted, name)
+            if value:
+                mask &= self.codes[name][:n] == self.values[name].get(value, -1)
+        if wanted.has_query is not None:
+            mask &= self.has_query[:n] if wanted.has_query else ~self.has_query[:n]
+        if wanted.datasource:
+            mask &= self._rooted_at(wanted.datasource)
+        return mask
+
+    def _rooted_at(self, datasource: str) -> np.ndarray:
+        import numpy as np
+
+        found = self._by_datasource.get(datasource)
+        if found is None:
+            found = np.fromiter((datasource in d.split() for d in self.datasources), dtype=bool, count=len(self.ids))
+            self._by_datasource[datasource] = found
+        return found
+
+    def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The cosine between ``vector`` and each of these memories that has a vector."""
+        index = self._row_index()
+        rows = [(m, index[m]) for m in memory_ids if m in index]
+        if not rows:
+            return {}
+        scores = self.matrix[[row for _m, row in rows]] @ vector
+        return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
+
+    def top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+        """The ``depth`` memories closest in meaning to ``vector`` (cosine at least ``floor``)."""
+        import numpy as np
+
+        if not self.ids:
+            return []
+        scores = self.matrix[: self.size] @ vector
+        scores[~self.mask(wanted)] = -2.0
+        depth = min(depth, len(self.ids))
+        best = np.argpartition(-scores, depth - 1)[:depth]
+        best = best[np.lexsort((best, -scores[best]))]
+        return [(self.ids[i], float(scores[i])) for i in best if scores[i] >= floor]

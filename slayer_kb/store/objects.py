@@ -1,0 +1,298 @@
+"""git's object database, written directly for the blobs and trees of a commit.
+
+Why not ``git hash-object`` / ``update-index`` / ``write-tree``: at 10,000 memories those three
+subprocesses cost ~25 ms of a save, mostly ``write-tree`` re-reading and rewriting a private
+index. A change touches a handful of trees (the path from the root to each changed file), so
+building exactly those trees here and writing them as loose objects - the format every git reads
+and that ``git gc`` packs later - does the same work without the index. Many blobs at once (a
+cascade) go into one pack instead, indexed by ``git index-pack``. Objects are read loose when
+they are, and through ``git cat-file --batch`` otherwise.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import os
+import re
+import struct
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import StoreError
+
+TREE_MODE = b"40000"
+FILE_MODE = b"100644"
+# git's own default for loose objects (core.looseCompression): fast, and gc recompresses anyway.
+_LOOSE_LEVEL = 1
+_CREATE_ATTEMPTS = 8  # retries when a concurrent prune removes the fan-out folder
+_HASH_SIZES = {"sha1": 20, "sha256": 32}
+_TREE_CACHE = 8
+# From this many blobs in one commit, they are written as one pack instead of loose objects.
+PACK_BLOBS = 500
+_PACK_BLOB = 3
+
+
+class ObjectStore:
+    """git's objects in ``objects_dir``: written loose (or, many blobs at once, as a pack handed
+    to ``index_pack``); read loose, else through ``cat_files(oids)``, which answers
+    ``(kind, data)`` for each id."""
+
+    def __init__(
+        self,
+        objects_dir: Path,
+        hash_name: str,
+        cat_files: Callable[[list[str]], list[tuple[str, bytes]]],
+        index_pack: Callable[[bytes], None],
+    ) -> None:
+        if hash_name not in _HASH_SIZES:
+            raise StoreError(f"The repository uses the {hash_name} object format, which slayer-kb does not support.")
+        self.dir = objects_dir
+        self.hash_name = hash_name
+        self._cat_files = cat_files
+        self._index_pack = index_pack
+        self._entry = re.compile(rb"(\d+) ([^\0]+)\0.{%d}" % _HASH_SIZES[hash_name], re.DOTALL)
+        self._trees: dict[str, Tree] = {}
+
+    # -- objects ----------------------------------------------------------------------------
+
+    def write(self, kind: str, data: bytes) -> str:
+        """Store an object (if it is not stored yet) and return its id."""
+        raw = b"%s %d\0%s" % (kind.encode(), len(data), data)
+        oid = hashlib.new(self.hash_name, raw).hexdigest()
+        folder = self.dir / oid[:2]
+        path = folder / oid[2:]
+        if path.exists():
+            # As git does: a fresh timestamp keeps a reused (perhaps unreachable) object from a
+            # concurrent gc's prune until the commit that needs it is published.
+            with contextlib.suppress(OSError):
+                os.utime(path)
+            return oid
+        tmp = folder / f"tmp_obj_{uuid.uuid4().hex}"
+        try:
+            self._create(tmp, zlib.compress(raw, _LOOSE_LEVEL))
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(f"Cannot write a git object in {self.dir}: {exc.strerror}; nothing was saved.") from None
+        return oid
+
+    @staticmethod
+    def _create(tmp: Path, body: bytes) -> None:
+        """Write a read-only file in a fan-out folder that a concurrent prune may remove.
+
+        ``git prune-packed`` (run by every repack) removes fan-out folders it emptied; one can
+        vanish between our ``mkdir`` and ``open``. git's own object writer retries then, as here.
+        """
+        for attempt in range(_CREATE_ATTEMPTS):
+            tmp.parent.mkdir(exist_ok=True)
+            try:
+                with open(tmp, "xb") as handle:
+                    handle.write(body)
+                break
+            except FileNotFoundError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+        os.chmod(tmp, 0o444)  # git's loose objects are read-only
+
+    def write_blobs(self, blobs: list[bytes]) -> list[str]:
+        """Store blobs and return their ids; many at once go into one pack.
+
+        Thousands of loose objects are thousands of new files, and creating files is the slow
+        part of a cascade on a cold disk; a pack is one file, which ``git index-pack`` indexes.
+        """
+        if len(blobs) < PACK_BLOBS:
+            return [self.write("blob", data) for data in blobs]
+        oids = [hashlib.new(self.hash_name, b"blob %d\0%s" % (len(data), data)).hexdigest() for data in blobs]
+        unique = dict(zip(oids, blobs, strict=True))  # two memories may hold the same bytes
+        body = bytearray(b"PACK" + struct.pack(">II", 2, len(unique)))
+        for data in unique.values():
+            body += _pack_entry_header(_PACK_BLOB, len(data)) + zlib.compress(data, _LOOSE_LEVEL)
+        body += hashlib.new(self.hash_name, body).digest()
+        self._index_pack(bytes(body))
+        return oids
+
+    def read(self, kind: str, oid: str) -> bytes:
+        return self.read_many(kind, [oid])[oid]
+
+    def read_many(self, kind: str, oids: Iterable[str]) -> dict[str, bytes]:
+        """``{oid: data}`` for objects of one kind: loose ones read here, the rest (packed) in
+        one ``git cat-file --batch``, however many there are."""
+        out: dict[str, bytes] = {}
+        packed: list[str] = []
+        for oid in dict.fromkeys(oids):
+            try:
+                raw = zlib.decompress((self.dir / oid[:2] / oid[2:]).read_bytes())
+            except (OSError, zlib.error):
+                packed.append(oid)
+                continue
+            header, _, data = raw.partition(b"\0")
+            kind_found, _, size = header.partition(b" ")
+            found = kind_found.decode("ascii", "replace") if size == b"%d" % len(data) else "damaged object"
+            out[oid] = self._checked(kind, oid, found, data)
+        if packed:
+            for oid, (found, data) in zip(packed, self._cat_files(packed), strict=True):
+                out[oid] = self._checked(kind, oid, found, data)
+        return out
+
+    @staticmethod
+    def _checked(kind: str, oid: str, found: str, data: bytes) -> bytes:
+        if found != kind:
+            raise StoreError(f"git object {oid} is not a {kind}; run 'git fsck' on the repository.")
+        return data
+
+    def tree_of(self, commit: str) -> str:
+        first = self.read("commit", commit).split(b"\n", 1)[0]
+        if not first.startswith(b"tree "):
+            raise StoreError(f"git commit {commit} has no tree; run 'git fsck' on the repository.")
+        return first[5:].decode()
+
+    def parents(self, commit: str) -> list[str]:
+        header = self.read("commit", commit).split(b"\n\n", 1)[0]
+        return [line[7:].decode() for line in header.split(b"\n") if line.startswith(b"parent ")]
+
+    def added_files(self, old: str, new: str, folder: str) -> list[str]:
+        """The names of the files directly in ``folder`` (a path inside both trees) that tree
+        ``new`` has and tree ``old`` has not."""
+        old_folder, new_folder = self._folder(old, folder), self._folder(new, folder)
+        if new_folder is None or old_folder == new_folder:
+            return []
+        added = set(self.tree(new_folder).keys).difference(self.tree(old_folder).keys if old_folder else ())
+        return sorted(k.decode("utf-8", "surrogateescape") for k in added if not k.endswith(b"/"))
+
+    def blobs_at(self, tree: str | None, paths: Iterable[str]) -> dict[str, str | None]:
+        """``{path: blob id}`` of files in tree ``tree`` (None: the empty tree); None for a
+        path that is not a file there."""
+        out: dict[str, str | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            parent = self._folder(tree, folder) if tree is not None else None
+            out[path] = None if parent is None else self.tree(parent).blob(name.encode("utf-8", "surrogateescape"))
+        return out
+
+    def _folder(self, tree: str | None, folder: str) -> str | None:
+        for part in filter(None, folder.split("/")):
+            if tree is None:
+                break
+            tree = self.tree(tree).subtree(part.encode("utf-8", "surrogateescape"))
+        return tree
+
+    # -- trees ------------------------------------------------------------------------------
+
+    def tree(self, oid: str) -> Tree:
+        cached = self._trees.get(oid)
+        if cached is None:
+            cached = Tree.parse(self.read("tree", oid), self._entry)
+            self._remember(oid, cached)
+        return cached
+
+    def _remember(self, oid: str, tree: Tree) -> None:
+        # A long-lived process saves again and again on top of the tree it wrote last; keeping
+        # the few latest parsed saves re-reading a 100,000-entry tree each time.
+        self._trees[oid] = tree
+        while len(self._trees) > _TREE_CACHE:
+            del self._trees[next(iter(self._trees))]
+
+    def update_tree(self, tree: str | None, changes: Mapping[str, str | None]) -> str:
+        """The tree ``tree`` (None: empty) with each path set to a blob id, or removed for None."""
+        encoded = {path.encode("utf-8", "surrogateescape"): blob for path, blob in changes.items()}
+        return self._update(tree, encoded) or self.write("tree", b"")
+
+    def _update(self, oid: str | None, changes: Mapping[bytes, str | None]) -> str | None:
+        tree = self.tree(oid).copy() if oid else Tree([], [])
+        below: dict[bytes, dict[bytes, str | None]] = {}
+        for path, blob in changes.items():
+            name, slash, rest = path.partition(b"/")
+            if slash:
+                below.setdefault(name, {})[rest] = blob
+            elif blob is None:
+                tree.remove(name)  # a file; a folder of that name stays, as with git rm
+            else:
+                tree.set(name, FILE_MODE, bytes.fromhex(blob))
+        for name, sub_changes in below.items():
+            new = self._update(tree.subtree(name), sub_changes)
+            if new is None:
+                tree.remove(name + b"/")  # git keeps no empty folders
+            else:
+                tree.set(name, TREE_MODE, bytes.fromhex(new))
+        if not tree.keys:
+            return None
+        new_oid = self.write("tree", tree.data())
+        self._remember(new_oid, tree)
+        return new_oid
+
+
+@dataclass
+class Tree:
+    """A tree's entries in git's order: ``keys`` to search (a subtree's name with a '/' appended,
+    which is how git orders it) and ``chunks``, each entry's bytes as the tree object holds them."""
+
+    keys: list[bytes]
+    chunks: list[bytes]
+
+    @classmethod
+    def parse(cls, data: bytes, entry: re.Pattern[bytes]) -> Tree:
+        keys, chunks = [], []
+        for m in entry.finditer(data):
+            # Some old tools wrote folders as 040000; git reads them, and so must this, or a
+            # save would rebuild such a folder from nothing.
+            folder = m.group(1).lstrip(b"0") == TREE_MODE
+            keys.append(m.group(2) + b"/" if folder else m.group(2))
+            chunks.append(m.group(0))
+        return cls(keys, chunks)
+
+    def copy(self) -> Tree:
+        return Tree(list(self.keys), list(self.chunks))
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def _find(self, key: bytes) -> int | None:
+        at = bisect.bisect_left(self.keys, key)
+        return at if at < len(self.keys) and self.keys[at] == key else None
+
+    def subtree(self, name: bytes) -> str | None:
+        return self._oid(name + b"/")
+
+    def blob(self, name: bytes) -> str | None:
+        """The id of the file ``name`` (a regular file, an executable or a symlink)."""
+        return self._oid(name)
+
+    def _oid(self, key: bytes) -> str | None:
+        at = self._find(key)
+        if at is None:
+            return None
+        chunk = self.chunks[at]
+        return chunk[chunk.index(b"\0") + 1 :].hex()
+
+    def remove(self, key: bytes) -> None:
+        at = self._find(key)
+        if at is not None:
+            del self.keys[at], self.chunks[at]
+
+    def set(self, name: bytes, mode: bytes, oid: bytes) -> None:
+        # A file may replace a folder of the same name, or the other way round.
+        self.remove(name)
+        self.remove(name + b"/")
+        key = name + b"/" if mode == TREE_MODE else name
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.chunks.insert(at, b"%s %s\0%s" % (mode, name, oid))
+
+
+def _pack_entry_header(kind: int, size: int) -> bytes:
+    """A pack entry's type and size: 4 bits of size after the type, then 7 bits a byte."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
