@@ -30,15 +30,15 @@ from .core.errors import (
     ResolutionError,
     StoreError,
 )
+from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR
 from .ops import sessions
 from .search import lookups
 from .search.index import NONE, Index, SyncReport
-from .store.fileio import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
-    from .daemon.monitor import ChangeMonitor
+    from .search.monitor import ChangeMonitor
 from .catalog.refs import clean_query, query_entities, split_references
 from .core.memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
 from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
@@ -185,7 +185,7 @@ class KnowledgeBase:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
         that a read skips the per-file freshness scan while nothing changed. An edit made behind
         the process's back is seen by the next read, as without it. (Off where inotify is not.)"""
-        from .daemon.monitor import ChangeMonitor
+        from .search.monitor import ChangeMonitor
 
         if self.monitor is None:
             self.monitor = ChangeMonitor.create(self.root)

@@ -248,15 +248,15 @@ def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
     )
 )
 def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, str, str]]) -> None:
-    from slayer_kb.core.memory import _check_duplicate_keys
+    from slayer_kb.core.memory import check_duplicate_keys
 
     text = "".join("".join(part) for part in parts)
     expected = _duplicate_by_lines(text)
     if expected is None:
-        _check_duplicate_keys(text, "m.yaml")
+        check_duplicate_keys(text, "m.yaml")
     else:
         with pytest.raises(MemoryFileError) as info:
-            _check_duplicate_keys(text, "m.yaml")
+            check_duplicate_keys(text, "m.yaml")
         assert (info.value.line, f"duplicate key '{expected[1]}'") == (expected[0], info.value.message.split(" (")[0])
 
 

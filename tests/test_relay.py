@@ -212,7 +212,7 @@ def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> Non
             conn.connect(relay.address(watcher.root))
             assert conn.recv(1) == relay.ACK
             relay.send_frame(conn, relay.dumps(request))
-            assert relay._recv_exactly(conn, 1) == relay.REFUSED, request
+            assert relay.recv_exactly(conn, 1) == relay.REFUSED, request
     assert (watcher.root / "memories" / "1.yaml").exists()
 
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
-from ..store.fileio import read_regular
+from ..core.fileio import read_regular
 from .refs import kind_of, parse_reference
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

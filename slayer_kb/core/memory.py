@@ -48,7 +48,7 @@ MAX_DESCRIPTION = 500
 # A hand-made alias bomb expands into shared references; walking it counts each visit, so a
 # budget stops it long before memory runs out.
 MAX_QUERY_NODES = 10_000
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\Z")
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\Z")
 
 
 @dataclass
@@ -116,11 +116,11 @@ def dumps(memory: Memory) -> str:
         value = getattr(memory, key)
         if value is None or (key == "entities" and not value):
             continue
-        parts.append(_dump_key(key, value))
+        parts.append(dump_key(key, value))
     return "".join(parts)
 
 
-def _dump_key(key: str, value: Any) -> str:
+def dump_key(key: str, value: Any) -> str:
     if isinstance(value, str) and "\n" in value:
         block = _literal_block(key, value)
         if block is not None:
@@ -201,7 +201,7 @@ def _too_deep(where: str) -> MemoryFileError:
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
-    _check_duplicate_keys(text, where)
+    check_duplicate_keys(text, where)
     line = alias_line(text)
     if line is not None:
         raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
@@ -264,7 +264,7 @@ _TOP_KEYS = re.compile("^" + _TOP_KEY.pattern, re.M)
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
-def _check_duplicate_keys(text: str, where: str) -> None:
+def check_duplicate_keys(text: str, where: str) -> None:
     # PyYAML keeps the last of two equal keys silently; a hand edit that duplicates a key would
     # lose data without a word, so top-level duplicates are an error.
     if _OTHER_BREAKS.search(text) is None:
@@ -309,7 +309,7 @@ def _check_value(key: str, value: Any) -> Any:
         if isinstance(value, _dt.datetime):
             value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
             return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-        if not isinstance(value, str) or not _TIMESTAMP.match(value):
+        if not isinstance(value, str) or not TIMESTAMP.match(value):
             raise ValueError("must be a UTC time like '2026-11-29T20:42:40Z'")
         return value
     if key == "entities":
@@ -366,7 +366,7 @@ def with_entities(text: str, memory: Memory, entities: list[str]) -> str:
         end = start + 1
         while end < len(lines) and (lines[end][:1] in (" ", "-", "\t", "\n") or not lines[end].strip()):
             end += 1
-        block = _dump_key("entities", entities) if entities else ""
+        block = dump_key("entities", entities) if entities else ""
         # The block is a whole top-level key exactly when the old lines read back as the old
         # list; then swapping in a block that reads back as the new list leaves every other key
         # as it was. Two small parses instead of one of the whole file: a cascade does thousands.

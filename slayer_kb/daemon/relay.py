@@ -207,7 +207,7 @@ def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> socke
     try:
         conn.settimeout(timeout)
         conn.connect(where)
-        if not same_user(conn) or _recv_exactly(conn, 1) != ACK:
+        if not same_user(conn) or recv_exactly(conn, 1) != ACK:
             conn.close()
             return None
     except OSError:
@@ -231,13 +231,13 @@ def send_frame(conn: socket.socket, data: bytes) -> None:
 
 
 def recv_frame(conn: socket.socket, limit: int = 1 << 30) -> bytes:
-    (size,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
+    (size,) = _LENGTH.unpack(recv_exactly(conn, _LENGTH.size))
     if size > limit:
         raise ValueError("frame too large")
-    return _recv_exactly(conn, size)
+    return recv_exactly(conn, size)
 
 
-def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+def recv_exactly(conn: socket.socket, size: int) -> bytes:
     chunks = []
     while size:
         chunk = conn.recv(min(size, 1 << 20))
@@ -257,7 +257,7 @@ def control(root: os.PathLike[str] | str, op: str) -> dict | None:
         try:
             conn.settimeout(SILENT_SECONDS)
             send_frame(conn, dumps({"op": op, "root": os.path.realpath(root)}))
-            while (tag := _recv_exactly(conn, 1)) == BEAT:
+            while (tag := recv_exactly(conn, 1)) == BEAT:
                 pass
             if tag != RESULT:
                 return None
@@ -426,7 +426,7 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
         conn.settimeout(SILENT_SECONDS)
         give_up = time.monotonic() + QUEUE_SECONDS
         while True:
-            tag = _recv_exactly(conn, 1)
+            tag = recv_exactly(conn, 1)
             if tag == BEAT:
                 if not began and time.monotonic() > give_up:
                     return Outcome(None)  # still not its turn: run it here (the server will not)

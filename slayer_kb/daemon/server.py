@@ -127,9 +127,10 @@ class Server:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def ready(self, runner: Any) -> None:
-        """Start running commands with ``runner(request) -> (code, stdout, stderr)``."""
-        self._runner = runner
+    def ready(self, kb: KnowledgeBase) -> None:
+        """Start running commands on ``kb``, kept warm (``Runner``)."""
+        kb.keep_warm()
+        self._runner = Runner(kb)
         self._ready.set()
 
     def close(self) -> None:
@@ -236,7 +237,7 @@ class Server:
                     beat.send(relay.REFUSED)
                     return
                 beat.send(relay.START)
-                if relay._recv_exactly(conn, 1) != relay.GO:
+                if relay.recv_exactly(conn, 1) != relay.GO:
                     return
                 self.running = " ".join(request["argv"])[:200]
                 try:
@@ -388,7 +389,7 @@ class Runner:
         identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
         if identity != self._last_env:
             # git's identity is read once per store; another environment may name another one
-            self.kb.store._identity_env = None
+            self.kb.store.forget_identity()
             self._last_env = identity
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()

@@ -32,7 +32,7 @@ from watchdog.observers import Observer
 
 from ..core.errors import StoreError
 from ..search.index import MEMORIES_DIR, RACY_SECONDS, SyncReport
-from .monitor import EVENT_TYPES, EventHandler
+from ..search.monitor import EVENT_TYPES, EventHandler
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -132,7 +132,9 @@ def run_watcher(
                 "folders means raising fs.inotify.max_user_watches (sysctl)."
             ) from None
         if server is not None:
-            _serve(kb, server)
+            # Kept warm: its inotify monitor tells each command whether anything changed, so a
+            # read skips the per-file check while nothing did.
+            server.ready(kb)
         try:
             _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
             _loop(kb, pending, stop, debounce, on_sync, reporter, busy)
@@ -146,15 +148,6 @@ def run_watcher(
             observer.join(timeout=5.0)
             kb.close()
     _say(log, "Stopped watching.")
-
-
-def _serve(kb: KnowledgeBase, server: Server) -> None:
-    """Answer relayed commands from ``kb``, kept warm: its inotify monitor tells each command
-    whether anything changed, so a read skips the per-file check while nothing did."""
-    from .server import Runner
-
-    kb.keep_warm()
-    server.ready(Runner(kb))
 
 
 def _loop(

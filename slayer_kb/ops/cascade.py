@@ -39,10 +39,10 @@ import yaml
 
 from ..catalog.catalog import Datasource, Model
 from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
+from ..core.fileio import read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, with_entities
 from ..search import lookups
-from ..store.fileio import read_regular
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
 

@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.catalog import Catalog, Resolver, load_catalog
 from ..core.errors import KBError, MemoryFileError, NotFoundError
+from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..search.index import MEMORIES_DIR
-from ..store.fileio import NotRegularFile, read_regular
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
@@ -120,33 +120,12 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
 
 
 def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
-    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed.
-
-    GitPython reads the commits here: parsing authors, dates and multi-line messages is what it
-    is good at, and a history command can afford its import (the save path cannot).
-    """
-    import git  # GitPython
-
+    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
     check_id(memory_id)
     store = kb.store
     if store.head() is None:
         return []
-    shas = _file_history(store, memory_path(memory_id))
-    repo = git.Repo(store.top)
-    try:
-        commits = [repo.commit(sha) for sha in shas]
-        entries = [
-            {
-                "commit": commit.hexsha,
-                "author": f"{commit.author.name} <{commit.author.email}>",
-                "date": commit.authored_datetime.isoformat(),
-                "message": str(commit.message).strip(),
-            }
-            for commit in commits
-        ]
-    finally:
-        # A Repo keeps `git cat-file` helper processes alive until it is closed.
-        repo.close()
+    entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
     if not entries:
         raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
     return entries
@@ -269,7 +248,7 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
             if before != change.data:
                 # HEAD already has this version, the work tree does not (a file broken or edited
                 # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
-                kb.store._apply({change.path: change.data})
+                kb.store.apply_committed({change.path: change.data})
                 kb.index.update([memory_id])
             else:
                 warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")

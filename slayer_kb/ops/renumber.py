@@ -206,7 +206,7 @@ def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mappi
         pattern = "|".join(_id_token(old) for old in sorted(touched, key=len, reverse=True))
         subject = re.sub(pattern, lambda m: mapping[m.group(0)], subject)
         message = f"{subject} (renumber {moves}){newline}{body}\n\n{TRAILER} ({moves})"
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store._identity()}
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store.identity()}
     args = ["commit-tree", tree, "-F", "-"]
     if parent is not None:
         args[2:2] = ["-p", parent]

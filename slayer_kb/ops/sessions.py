@@ -44,18 +44,18 @@ import yaml
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import WINDOWS_RESERVED, fold_id, id_sort_key
 from ..core.memory import (
-    _TIMESTAMP,
+    TIMESTAMP,
     Memory,
-    _check_duplicate_keys,
-    _dump_key,
     alias_line,
+    check_duplicate_keys,
+    dump_key,
     key_line,
     too_deep_for_parser,
     utc_now,
 )
-from ..store.fileio import NotRegularFile, read_regular
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
 
@@ -193,7 +193,7 @@ def dumps(session: Session) -> str:
             if value:
                 parts.append("prompts:\n" + "".join(_dump_prompt(p) for p in value))
         elif value is not None:
-            parts.append(_dump_key(key, value))
+            parts.append(dump_key(key, value))
     text = "".join(parts)
     if _load(text) != _plain_dict(session):  # pragma: no cover - a guard: never write a file that reads back otherwise
         return yaml.dump(_plain_dict(session), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
@@ -204,7 +204,7 @@ def dumps(session: Session) -> str:
 def _dump_prompt(prompt: Prompt) -> str:
     lines: list[str] = []
     for key, value in prompt.to_dict().items():
-        lines.extend(("  " + line if line else "") for line in _dump_key(key, value).split("\n")[:-1])
+        lines.extend(("  " + line if line else "") for line in dump_key(key, value).split("\n")[:-1])
     lines[0] = "- " + lines[0][2:]
     return "\n".join(lines) + "\n"
 
@@ -223,7 +223,7 @@ def _load(text: str) -> Any:
 def loads(text: str, session_id: str, where: str = "") -> Session:
     """Parse a session file; :class:`MemoryFileError` names the line and the key or item."""
     where = where or session_path(session_id)
-    _check_duplicate_keys(text, where)
+    check_duplicate_keys(text, where)
     line = alias_line(text)
     if line is not None:
         raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
@@ -274,7 +274,7 @@ def _value_problem(key: str, value: Any) -> str | None:
     if key.endswith("_at"):
         if isinstance(value, _dt.datetime):
             return None
-        if not isinstance(value, str) or not _TIMESTAMP.match(value):
+        if not isinstance(value, str) or not TIMESTAMP.match(value):
             return "must be a UTC time like '2026-11-29T20:42:40Z'"
         return None
     if not isinstance(value, str):

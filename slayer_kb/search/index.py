@@ -30,9 +30,9 @@ from whoosh.searching import Searcher
 
 from ..catalog.catalog import Catalog, catalog_files, same_signature
 from ..core.errors import MemoryFileError, StoreError
+from ..core.fileio import read_regular
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import Memory, loads
-from ..store.fileio import read_regular
 from ..store.listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names, readable, shown
 from ..store.listing import compare as compare_listing
 from ..store.listing import load as load_listing

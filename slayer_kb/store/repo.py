@@ -30,8 +30,8 @@ from typing import Literal
 import filelock
 
 from ..core.errors import StoreError
+from ..core.fileio import NotRegularFile, in_threads, read_regular
 from . import state, upkeep
-from .fileio import NotRegularFile, in_threads, read_regular
 from .objects import ObjectStore
 
 STATE_DIR = state.STATE_DIR
@@ -437,7 +437,7 @@ class GitStore:
                     "time); nothing was written. Retry the command."
                 )
         try:
-            self._apply({c.path: c.data for c in changes})
+            self.apply_committed({c.path: c.data for c in changes})
         except (StoreError, OSError):
             # The commit is made and the journal still lists it: the next command finishes
             # writing the files and staging them (a full disk can refuse git's index write).
@@ -473,7 +473,7 @@ class GitStore:
     def _reserved_space(self, contents: list[bytes]) -> Iterator[None]:
         """Hold the disk space the work tree's files will need while the commit is published.
 
-        The files are written in place only after the commit (see ``_apply``); a disk that
+        The files are written in place only after the commit (see ``apply_committed``); a disk that
         filled up then would leave them half-written until the next command finishes them.
         Allocating their size first turns a full disk into "nothing was saved" instead.
         """
@@ -513,7 +513,7 @@ class GitStore:
                 )
 
     def _commit_tree(self, tree: str, parent: str | None, message: str, author: str | None) -> str:
-        env = dict(self._identity())
+        env = dict(self.identity())
         if author:
             name, email = parse_author(author)
             env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email)
@@ -528,7 +528,34 @@ class GitStore:
                 break
         return checked(args, proc).stdout.decode().strip()
 
-    def _identity(self) -> dict[str, str]:
+    def describe_commits(self, shas: list[str]) -> list[dict[str, str]]:
+        """Each commit's sha, author, ISO date and message, in the order given.
+
+        GitPython reads them: parsing authors, dates and multi-line messages is what it is good
+        at, and a history command can afford its import (the save path cannot)."""
+        import git  # GitPython
+
+        repo = git.Repo(self.top)
+        try:
+            commits = [repo.commit(sha) for sha in shas]
+            return [
+                {
+                    "commit": commit.hexsha,
+                    "author": f"{commit.author.name} <{commit.author.email}>",
+                    "date": commit.authored_datetime.isoformat(),
+                    "message": str(commit.message).strip(),
+                }
+                for commit in commits
+            ]
+        finally:
+            # A Repo keeps `git cat-file` helper processes alive until it is closed.
+            repo.close()
+
+    def forget_identity(self) -> None:
+        """Read git's identity again on the next commit (the environment may name another)."""
+        self._identity_env = None
+
+    def identity(self) -> dict[str, str]:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
             env: dict[str, str] = {}
@@ -568,7 +595,7 @@ class GitStore:
         with contextlib.suppress(FileNotFoundError):
             (self.state / "journal.json").unlink()
 
-    def _apply(self, contents: Mapping[str, bytes | None], staged: list[str] | None = None) -> None:
+    def apply_committed(self, contents: Mapping[str, bytes | None], staged: list[str] | None = None) -> None:
         """Write committed files into the work tree, stage ``staged`` (default: those same
         paths) in the user's index, and close the journal."""
         self._write_files(contents)
@@ -618,7 +645,7 @@ class GitStore:
                     for path, rp in zip(paths, repo_paths, strict=True)
                 }
                 stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
-                self._apply(stale, staged=paths)
+                self.apply_committed(stale, staged=paths)
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
             ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
