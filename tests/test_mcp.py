@@ -16,7 +16,9 @@ from typing import Any, TypeVar
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.mcp.server import TOOLS_BY_NAME, call_tool, check_arguments
+from slayer_kb.mcp import tools as mcp_tools
+from slayer_kb.mcp.schema import check_arguments
+from slayer_kb.mcp.tools import call_tool
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -419,7 +421,8 @@ def test_too_deep_arguments_in_process_are_a_tool_error() -> None:
     fine: Any = 1
     for _ in range(64):
         fine = {"a": fine}
-    assert check_arguments(TOOLS_BY_NAME["search"], {"query": fine})["query"] == fine
+    search = mcp_tools.tool("search")
+    assert search is not None and check_arguments(search, {"query": fine})["query"] == fine
 
 
 def test_an_agent_session_makes_one_commit_per_write(empty_kb: KnowledgeBase) -> None:
@@ -541,3 +544,34 @@ def test_integer_ids_are_taken_wherever_engram_or_slayer_take_them(example_kb: K
     assert call_tool(example_kb, "mem_delete", {"id": 7}).text == "Memory #7 soft-deleted"
     assert call_tool(example_kb, "mem_delete", {"id": 7.0, "hard_delete": True}).text == "Memory #7 permanently deleted"
     assert json.loads(call_tool(example_kb, "forget_memory", {"id": 8}).text) == {"deleted_id": "8", "stripped_from": []}
+
+
+def test_the_tool_prose_is_filled_in_from_the_code() -> None:
+    """tools.yaml names Engram's types and the limits by placeholder; none may reach a model."""
+    text = json.dumps([[spec.description, spec.input_schema()] for spec in mcp_tools.tools()])
+    assert re.findall(r"\{[A-Z_]+\}", text) == []
+    mem_save = mcp_tools.tool("mem_save")
+    assert mem_save is not None and "decision: " in mem_save.properties["type"]["description"]
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    # unknown parameters first, then missing ones, then each parameter in the order given
+    ({"learning": 5, "colour": "red"}, "save_memory has no parameter 'colour'; its parameters are: learning, linked_entities, id, description."),
+    ({"learning": 5}, "save_memory needs the parameter 'linked_entities'."),
+    ({"id": 7, "learning": 5, "linked_entities": []}, "save_memory: 'id' must be a string, not an integer."),
+    ({"learning": 5, "id": 7, "linked_entities": []}, "save_memory: 'learning' must be a string, not an integer."),
+    ({"learning": "x", "linked_entities": True}, "save_memory: 'linked_entities' must be a list or an object or a string, not a boolean."),
+])
+def test_which_bad_argument_is_told_first(arguments: dict[str, Any], message: str) -> None:
+    assert call_tool(None, "save_memory", arguments).text == message  # type: ignore[arg-type]  # refused before any KB call
+
+
+def test_an_integral_float_is_an_integer_and_a_null_is_not_given() -> None:
+    spec = mcp_tools.tool("mem_search")
+    assert spec is not None
+    assert check_arguments(spec, {"query": "x", "limit": 3.0, "project": None}) == {
+        "query": "x", "limit": 3, "match_mode": "all",
+    }
+    assert call_tool(None, "mem_search", {"query": "x", "limit": 2.5}).text == (  # type: ignore[arg-type]
+        "mem_search: 'limit' must be an integer, not a number."
+    )

@@ -1,0 +1,141 @@
+"""The shape of an MCP tool (``ToolSpec``, ``Reply``) and the check of a call's arguments
+against the tool's JSON Schema, with ``jsonschema``: the SDK's low-level server does not
+validate, and a client may send anything, so a bad type must come back as a tool error that
+names the tool, the parameter, what was wanted and what came, never as a crash inside the
+knowledge base."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from ..core.errors import InvalidInputError
+from ..core.nesting import MAX_DEPTH, too_deep, value_depth
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A tool's answer: text for the model, and for the JSON tools the same data structured."""
+
+    text: str
+    data: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+Handler = Callable[["KnowledgeBase", dict[str, Any]], Reply]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    properties: dict[str, dict[str, Any]]
+    handler: Handler
+    required: tuple[str, ...] = ()
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def input_schema(self) -> dict[str, Any]:
+        properties = {}
+        for name, schema in self.properties.items():
+            prop = dict(schema)
+            if name in self.defaults:
+                prop["default"] = self.defaults[name]
+            properties[name] = prop
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.input_schema())
+
+
+_ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+            "array": "a list", "object": "an object"}
+# Which of one parameter's failures is told: its type before its value.
+_ORDER = {"type": 0, "enum": 1, "minimum": 2}
+DEEP_ARGUMENT_FIX = "send a flatter value (a SlayerQuery needs a few levels, entity references one)"
+
+
+def _json_type_name(value: Any) -> str:
+    # bool before int: in Python True is an int, in JSON it is not a number.
+    for python_type, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+                              (list, "a list"), (dict, "an object")):
+        if isinstance(value, python_type):
+            return name
+    return type(value).__name__
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    declared = schema.get("type", [])
+    return declared if isinstance(declared, list) else [declared]
+
+
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments checked against the tool's schema, with defaults filled in.
+
+    A null counts as "not given", since some clients send every optional parameter as null. The
+    items of a list are left to the knowledge base, whose messages name what is wrong with the
+    item (``linked_entities[1]: entity reference 5 must be a string like 'orders.amount'.``).
+    """
+    given = {k: v for k, v in arguments.items() if v is not None}
+    for name, value in given.items():
+        # JSON has one number type; a client that sends 10.0 for an integer means 10.
+        if isinstance(value, float) and value.is_integer() and "integer" in _types(spec.properties.get(name, {})):
+            given[name] = int(value)
+    order = list(given)
+    errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
+    if errors:
+        first = min(errors, key=lambda e: _rank(e, order))
+        raise InvalidInputError(_message(spec, given, first))
+    for name, value in given.items():
+        if isinstance(value, (list, dict)) and value_depth(value) > MAX_DEPTH:
+            raise too_deep(f"{spec.name}: '{name}'", DEEP_ARGUMENT_FIX)
+    return {**spec.defaults, **given}
+
+
+def _rank(error: ValidationError, order: list[str]) -> tuple[int, int, int]:
+    """Unknown parameters first, then missing ones, then each parameter's in the order given."""
+    if error.validator == "additionalProperties":
+        return (0, 0, 0)
+    if error.validator == "required":
+        return (1, 0, 0)
+    name = str(error.path[0])
+    return (2, order.index(name), _ORDER.get(str(error.validator), len(_ORDER)))
+
+
+def _message(spec: ToolSpec, given: dict[str, Any], error: ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(given) - set(spec.properties))
+        return (
+            f"{spec.name} has no parameter {', '.join(repr(u) for u in unknown)}; "
+            f"its parameters are: {', '.join(spec.properties) or 'none'}."
+        )
+    if error.validator == "required":
+        missing = next(name for name in spec.required if name not in given)
+        return f"{spec.name} needs the parameter '{missing}'."
+    name = str(error.path[0])
+    value, schema = given[name], spec.properties[name]
+    if error.validator == "type":
+        wanted = " or ".join(_ARTICLE[t] for t in _types(schema))
+        return f"{spec.name}: '{name}' must be {wanted}, not {_json_type_name(value)}."
+    if error.validator == "enum":
+        return f"{spec.name}: '{name}' must be one of {', '.join(repr(e) for e in schema['enum'])}, not {value!r}."
+    if error.validator == "minimum":
+        return f"{spec.name}: '{name}' must be at least {schema['minimum']}, not {value}."
+    return f"{spec.name}: '{name}': {error.message}."
