@@ -11,37 +11,33 @@ import contextlib
 import hashlib
 import os
 import stat
-import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import search
 from .catalog.catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
 from .core import engram
 from .core.errors import (
-    ConflictError,
     InvalidInputError,
     KBError,
     MemoryFileError,
     NotFoundError,
     ResolutionError,
-    StoreError,
 )
 from .core.fileio import NotRegularFile, read_regular
-from .core.ids import check_id, check_new_id, highest_auto_id, id_sort_key
+from .core.ids import check_id, id_sort_key
 from .core.locate import MEMORIES_DIR
 from .ops import sessions
-from .search import lookups
 from .search.index import NONE, Index, SyncReport
 
 if TYPE_CHECKING:
     from .search.monitor import ChangeMonitor
 from .catalog.refs import clean_query, query_entities, split_references
 from .core.memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
-from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository, listed
+from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
 
@@ -145,14 +141,13 @@ class KnowledgeBase:
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
-        self._id_cache = IdCache(self.store)  # .slayer-kb/ids.json
+        self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self._pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
         self._catalog_checked = False
         # HEAD as the auto-id scan read it under the lock, so the commit that follows needs no
         # second 'git rev-parse' (False: not read in this locked section).
-        self._head: str | None | Literal[False] = False  # False: not read under this lock
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
@@ -207,7 +202,7 @@ class KnowledgeBase:
 
     @property
     def catalog(self) -> Catalog:
-        # The catalog's files are stat-ed once per operation (ensure_fresh / _writing reset the
+        # The catalog's files are stat-ed once per operation (ensure_fresh / transaction reset the
         # check), not on every look-up: a search consults it for every hit's every entity.
         if not self._catalog_checked:
             sig = self.index.catalog_signature()
@@ -349,8 +344,9 @@ class KnowledgeBase:
     def _path(self, memory_id: str) -> Path:
         return self.memories_dir / f"{memory_id}.yaml"
 
-    def _read(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
-        """A memory and its file's text. ``indexed`` is what the index holds for the file (its
+    def read_with_text(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
+        """A memory and its file's exact text, read once as the file is now: unlike ``read``, it
+        neither takes the lock nor waits for a commit that is writing files. ``indexed`` is what the index holds for the file (its
         content hash, its stored memory): when the bytes still hash the same, that memory is
         used instead of parsing the YAML again (a cascade reads thousands)."""
         check_id(memory_id)
@@ -373,26 +369,12 @@ class KnowledgeBase:
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
 
-    def _indexed_reads(self, query: lookups.Lookup) -> Iterator[tuple[Memory, str]]:
-        """The memories matching ``query`` in id order, each with its file's text; a file that
-        broke since the index read it is skipped (it is no memory to edit)."""
-        docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
-        hashes = self.index.file_hashes([d["id"] for d in docs])
-        for doc in docs:
-            with contextlib.suppress(KBError):
-                yield self._read(doc["id"], (hashes.get(doc["id"]), doc["data"]))
-
-    def read_with_text(self, memory_id: str) -> tuple[Memory, str]:
-        """A memory and its file's exact text, read once as the file is now: unlike ``read``, it
-        neither takes the lock nor waits for a commit that is writing files."""
-        return self._read(memory_id)
-
     def read(self, memory_id: str) -> Memory:
         if self.store.holding:
-            return self._read(memory_id)[0]
+            return self.read_with_text(memory_id)[0]
         if not self.store.committing():
             try:
-                memory = self._read(memory_id)[0]
+                memory = self.read_with_text(memory_id)[0]
             except (MemoryFileError, NotFoundError):
                 if not self.store.committing():
                     raise
@@ -404,7 +386,7 @@ class KnowledgeBase:
         # (A read that caught a file half-written finds the journal still there: it outlives
         # the writes by a git subprocess at least.)
         with self.store.locked():
-            return self._read(memory_id)[0]
+            return self.read_with_text(memory_id)[0]
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
         memory = self.read(memory_id)
@@ -421,16 +403,6 @@ class KnowledgeBase:
 
     # -- writing ----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _writing(self, sync: bool = True) -> Iterator[None]:
-        """The KB lock; with ``sync``, also a fresh index, for operations that look things up."""
-        self._catalog_checked = False
-        self._head = False
-        with self.store.locked():
-            if sync and not self._monitor_says_fresh():
-                self.problems = self.index.catch_up().problems
-            yield
-
     def _monitor_says_fresh(self) -> bool:
         """A warm process whose file monitor saw nothing relevant since its last check (its own
         commits' files aside): the index it holds describes the files, no per-file scan needed."""
@@ -440,90 +412,20 @@ class KnowledgeBase:
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
         """A unit of work under the KB lock (``transaction.py``); with ``sync``, the index is
         first brought up to date with the files, for an operation that looks memories up."""
-        with self._writing(sync):
+        self._catalog_checked = False
+        with self.store.locked():
+            if sync and not self._monitor_says_fresh():
+                self.problems = self.index.catch_up().problems
             tx = Transaction(self)
             try:
                 yield tx
             finally:
                 tx.close()
 
-    def _commit(self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None) -> str | None:
-        """Commit ``changes`` and re-index the memory files among them; ``memories`` are the
-        parsed memories some of them hold, so indexing needs not parse those again."""
-        old = self.store.head() if self._head is False else self._head
-        self._head = False
-        commit = self.store.commit(changes, message, self.author, parent=old)
-        if commit is not None:
-            self._id_cache.advance(old, commit, _ids_of([c.path for c in changes if c.data is not None]))
-        prefix = f"{MEMORIES_DIR}/"
-        ids = {c.path[len(prefix):-5]: c.data for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")}
-        parsed = memories or {}
-        written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
-        try:
-            self.index.update(ids, written)
-            if self.monitor is not None:
-                # Our own files, indexed just now: the next look-up needs no full check for them.
-                self.monitor.absorb({part for c in changes for part in c.path.split("/")})
-            if self.index.wants_compaction():
-                # Off the save path: a detached, niced process merges the segments saves left.
-                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"
-                self.store.start_upkeep([[sys.executable, "-c", script, str(self.root)]])
-        except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
-            # The change is committed; only the derived index lags. Forget the manifest so the next
-            # command re-indexes, rather than report a failure that invites saving twice.
-            self.index.invalidate()
-            print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
-                  "the next command updates it.", file=sys.stderr)
-        return commit
-
-    def _rewrite(self, plan: Callable[[], tuple[list[Change], T]], force: bool = False) -> tuple[list[Change], T, list[str]]:
-        """``plan()`` (an operation's changes to existing files, and whatever else it worked
-        out), refused when it would carry uncommitted work into a commit: when a file it rewrites
-        or deletes differs from HEAD in the work tree or git's index, or is one HEAD lacks, a
-        ConflictError names them and nothing is done. With ``force``, those files are set aside
-        (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's put back) and
-        the change is planned again, from HEAD's versions. Returns (changes, the rest of what
-        ``plan`` gave, the names kept). Call under the lock (``_writing``)."""
-        changes, extra = plan()
-        dirty = self.store.uncommitted([c.path for c in changes])
-        kept: list[str] = []
-        if dirty and force:
-            kept = self.store.set_aside(dirty)
-            self.index.update(_ids_of(list(dirty)))
-            self._catalog_checked = False
-            self._head = False
-            changes, extra = plan()
-            dirty = self.store.uncommitted([c.path for c in changes])
-        if dirty:
-            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True))
-        return changes, extra, kept
-
-    def _require_committed(self, path: str) -> None:
-        """Refuse to rewrite the file ``path`` holding uncommitted work (see ``_rewrite``), for
-        an operation that has no ``--force``."""
-        if os.path.lexists(self.root / path) and self.store.uncommitted([path]):
-            raise ConflictError(_uncommitted_message([path], force_hint=False))
-
-    def _check_new_id(self, memory_id: str) -> None:
-        check_new_id(memory_id, self.index.ids())
-
-    def _next_auto_id(self) -> str:
-        """One above every auto id this branch's history and work tree have ever held."""
-        cached_head, cached_max = self._id_cache.load()
-        head = self._head = self.store.head()
-        if head is None or cached_head == head:
-            history = cached_max
-        else:
-            # Commits since the cached head suffice even when it is not an ancestor (another
-            # branch): the cached maximum already covers everything reachable from it.
-            try:
-                added = self.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
-            except StoreError:  # the cached commit is gone (a reset, then gc): read all history
-                added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
-            history = max(cached_max, highest_auto_id(_ids_of(added)))
-        top = max(history, highest_auto_id(self.index.ids()))
-        self._id_cache.save(head, top)
-        return str(top + 1)
+    def recheck_catalog(self) -> None:
+        """The catalog files may have changed under the lock (a write set some aside): the next
+        look-up checks them again."""
+        self._catalog_checked = False
 
     def check_learning(self, learning: Any, name: str = "learning") -> str:
         """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
@@ -562,12 +464,13 @@ class KnowledgeBase:
         if "topic_key" in engram_fields:
             engram_fields["topic_key"] = engram.normalize_topic_key(engram_fields["topic_key"])
         # A plain save looks nothing up in the index, so it skips the freshness scan.
-        with self._writing(sync=False):
+        with self.transaction(sync=False) as tx:
             entities, warnings, query = self._link(linked_entities)
-            return self._store_memory(learning, entities, warnings, query, id, description, engram_fields)
+            return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
 
     def _store_memory(
         self,
+        tx: Transaction,
         learning: str,
         entities: list[str],
         warnings: list[str],
@@ -581,10 +484,10 @@ class KnowledgeBase:
         created_at = now
         updated_at = None
         if memory_id is None:
-            memory_id = self._next_auto_id()
+            memory_id = tx.next_auto_id()
         else:
-            self._check_new_id(memory_id)
-            self._require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
+            tx.check_new_id(memory_id)
+            tx.require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
             if self._path(memory_id).exists():
                 with contextlib.suppress(MemoryFileError):
                     created_at = self.read(memory_id).created_at
@@ -601,7 +504,7 @@ class KnowledgeBase:
             **{k: v for k, v in extra.items() if v is not None},
         )
         self._pending.clear(memory_id)
-        commit = self._commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
+        commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
     def save_observation(
@@ -639,16 +542,16 @@ class KnowledgeBase:
             suggestion = None if key else engram.suggest_topic_key(type, title, content)
             fields = dict(title=title, type=type, learning=content)
             if key:
-                existing = self._live_one(topic_key=key, project=project, scope=scope)
+                existing = tx.live_one(topic_key=key, project=project, scope=scope)
                 if existing is not None:
-                    return self._revise(existing, fields, linked, warnings)
-            duplicate = self._find_duplicate(digest, project, scope, type, title)
+                    return self._revise(tx, existing, fields, linked, warnings)
+            duplicate = self._find_duplicate(tx, digest, project, scope, type, title)
             if duplicate is not None:
                 self._pending.add(duplicate.id)
                 return SaveResult(
                     duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
                 )
-            memory_id = self._next_auto_id()
+            memory_id = tx.next_auto_id()
             now = utc_now()
             memory = Memory(
                 id=memory_id,
@@ -667,13 +570,13 @@ class KnowledgeBase:
             )
             # Engram makes the session when it saves into one: both in the one commit.
             session = sessions.for_save(tx, sessions.check_session_id(session_id, "session_id"), project, now)
-            commit = self._commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
+            commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
             return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
     def _revise(
-        self, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
+        self, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
     ) -> SaveResult:
-        self._require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
+        tx.require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
         changed = memory.evolve(
             **fields,
             entities=linked or memory.entities,
@@ -681,7 +584,7 @@ class KnowledgeBase:
             duplicate_count=self._folded_duplicates(memory),
             updated_at=utc_now(),
         )
-        commit = self._commit(
+        commit = tx.commit(
             [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
         )
         self._pending.clear(memory.id)
@@ -689,23 +592,11 @@ class KnowledgeBase:
             memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
         )
 
-    def _live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
-        docs = self.index.documents(None, search.restrict(exact=terms), limit=limit, sort_newest=True)
-        out = []
-        for doc in docs:
-            with contextlib.suppress(KBError):
-                out.append(self.read(doc["id"]))
-        return out
-
-    def _live_one(self, **terms: str | None) -> Memory | None:
-        found = self._live(limit=1, **terms)
-        return found[0] if found else None
-
     def _find_duplicate(
-        self, digest: str, project: str | None, scope: str, type: str, title: str
+        self, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
     ) -> Memory | None:
         cutoff = parse_time(utc_now()) - self.dedup_window
-        for memory in self._live(content_hash=digest, project=project, scope=scope, type=type):
+        for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
             if memory.title == title and parse_time(memory.created_at) > cutoff:
                 return memory
         return None
@@ -754,7 +645,7 @@ class KnowledgeBase:
                 "Nothing to update: give at least one field (title, learning/content, type, "
                 "description, project, scope, topic_key, entities)."
             )
-        with self._writing():
+        with self.transaction() as tx:
 
             def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
                 memory = self.read(memory_id)
@@ -787,8 +678,8 @@ class KnowledgeBase:
                     updated.revision_count = memory.revision_count + 1
                 return [memory_change(updated)], (changes, warnings)
 
-            planned, (changes, warnings), kept = self._rewrite(plan, force)
-            self._commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
+            planned, (changes, warnings), kept = tx.rewrite(plan, force)
+            tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
             self._pending.clear(memory_id)
         data = self.get(memory_id)
         data["warnings"] = warnings
@@ -800,11 +691,11 @@ class KnowledgeBase:
         """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
         memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
         ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
-        with self._writing():
+        with self.transaction() as tx:
 
             def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
                 try:
-                    memory: Memory | None = self._read(memory_id)[0]
+                    memory: Memory | None = self.read_with_text(memory_id)[0]
                 except MemoryFileError as exc:
                     # A hard forget deletes the file whatever it holds; a soft one rewrites it.
                     if soft or not _is_regular(self._path(memory_id)):
@@ -819,7 +710,7 @@ class KnowledgeBase:
                 changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
                 stripped = []
                 rewritten: dict[str, Memory] = {}
-                for other_id, other, text in self._referrers([target]):
+                for other_id, other, text in tx.referrers([target]):
                     if other_id == memory_id:
                         continue
                     kept = [e for e in other.entities if e != target]
@@ -828,32 +719,27 @@ class KnowledgeBase:
                     stripped.append(other_id)
                 return changes, (stripped, rewritten)
 
-            changes, (stripped, rewritten), kept = self._rewrite(plan, force)
+            changes, (stripped, rewritten), kept = tx.rewrite(plan, force)
             if soft:
-                commit = self._commit(changes, f"memory: forget {memory_id} (soft)")
+                commit = tx.commit(changes, f"memory: forget {memory_id} (soft)")
                 return ForgetResult(memory_id, [], True, commit, kept)
             message = f"memory: forget {memory_id}"
             if stripped:
                 message += (
                     f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
                 )
-            commit = self._commit(changes, message, rewritten)
+            commit = tx.commit(changes, message, rewritten)
             self._pending.clear(memory_id)
             return ForgetResult(memory_id, stripped, False, commit, kept)
 
-    def _referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
-        """Memories (soft-deleted ones too) whose entity lists hold any of ``entities``."""
-        for memory, text in self._indexed_reads(lookups.tagged(entities)):
-            yield memory.id, memory, text
-
     def restore(self, memory_id: str) -> dict[str, Any]:
         """Bring back a soft-deleted memory."""
-        with self._writing():
+        with self.transaction() as tx:
             memory = self.read(memory_id)
             if not memory.is_deleted:
                 raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
-            self._require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
-            self._commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
+            tx.require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
+            tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
         return self.get(memory_id)
 
     # -- searching --------------------------------------------------------------------------
@@ -1181,29 +1067,6 @@ def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
                 f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
                 f"with 'slayer-kb forget {memory_id}'")
     return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
-
-
-def _uncommitted_message(paths: list[str], force_hint: bool) -> str:
-    one = len(paths) == 1
-    them, has = ("it", "has") if one else ("them", "have")
-    how = f"Commit or stash {them} (git stash -u)"
-    if force_hint:
-        how += (f", or run the command again with --force to rewrite {them} from HEAD and keep your "
-                f"{'version' if one else 'versions'} as {paths[0] + '.orig' if one else '<file>.orig'}.")
-    else:
-        how += " and retry."
-    return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
-            f"never committed at all), and this command would rewrite {them}; slayer-kb never commits "
-            f"work you have not committed, so nothing was done. {how}")
-
-
-def _ids_of(paths: list[str]) -> list[str]:
-    prefix = f"{MEMORIES_DIR}/"
-    return [
-        p[len(prefix) : -5]
-        for p in paths
-        if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
-    ]
 
 
 def _first_paragraph(text: str, limit: int = MAX_DESCRIPTION) -> str:

@@ -16,21 +16,27 @@ index. An operation plans its changes as a list of ``repo.Change`` (``memory_cha
 memory, its own for a catalog or session file), so that ``rewrite`` can check every file the
 commit would touch before anything is written.
 
-The operation modules (cascade, editing, history, interchange, renumber, sessions) write only
-through this and ``KnowledgeBase``'s public methods; the work is done by ``KnowledgeBase``'s own
-implementation, which its save, update and forget share. A transaction is over when its block
-ends: its methods refuse to run after that.
+Every write goes through one: ``KnowledgeBase``'s own save, update and forget as much as the
+operation modules (cascade, editing, history, interchange, renumber, sessions), which use only
+this and ``KnowledgeBase``'s public methods. A transaction is over when its block ends: its
+methods refuse to run after that.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
+from .core.errors import ConflictError, KBError, StoreError
+from .core.ids import check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR
 from .core.memory import Memory, dumps
+from .search import lookups, restrict
 from .search.lookups import Lookup
-from .store.repo import Change
+from .store.repo import Change, listed
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -50,6 +56,8 @@ class Transaction:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self._kb: KnowledgeBase | None = kb
+        # HEAD as read under this lock (False: not read yet), so a commit needs not read it again.
+        self._head: str | None | Literal[False] = False
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -65,45 +73,93 @@ class Transaction:
 
     def read_matching(self, query: Lookup) -> Iterator[tuple[Memory, str]]:
         """The memories the index finds for ``query``, in id order, each with its file's text; a
-        file that broke since the index read it is skipped. The index's parsed copy is used where
-        the file still hashes the same, so reading thousands parses only what changed."""
-        return self.kb._indexed_reads(query)
+        file that broke since the index read it is skipped (it is no memory to edit). The index's
+        parsed copy is used where the file still hashes the same, so reading thousands parses
+        only what changed."""
+        kb = self.kb
+        docs = sorted(kb.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
+        hashes = kb.index.file_hashes([d["id"] for d in docs])
+        for doc in docs:
+            with contextlib.suppress(KBError):
+                yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list
         holds any of ``entities``."""
-        return self.kb._referrers(entities)
+        for memory, text in self.read_matching(lookups.tagged(entities)):
+            yield memory.id, memory, text
 
     def live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
         """The memories whose indexed fields equal ``terms`` (None: no value), newest first."""
-        return self.kb._live(limit, **terms)
+        kb = self.kb
+        out = []
+        for doc in kb.index.documents(None, restrict(exact=terms), limit=limit, sort_newest=True):
+            with contextlib.suppress(KBError):
+                out.append(kb.read(doc["id"]))
+        return out
+
+    def live_one(self, **terms: str | None) -> Memory | None:
+        found = self.live(limit=1, **terms)
+        return found[0] if found else None
 
     # -- ids -------------------------------------------------------------------------------------
 
     def next_auto_id(self) -> str:
         """One above every auto id this branch's history and work tree have ever held; the
         ``n`` memories of one commit may take it and the ``n - 1`` ids after it."""
-        return self.kb._next_auto_id()
+        kb = self.kb
+        cached_head, cached_max = kb.id_cache.load()
+        head = self._head = kb.store.head()
+        if head is None or cached_head == head:
+            history = cached_max
+        else:
+            # Commits since the cached head suffice even when it is not an ancestor (another
+            # branch): the cached maximum already covers everything reachable from it.
+            try:
+                added = kb.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
+            except StoreError:  # the cached commit is gone (a reset, then gc): read all history
+                added = kb.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
+            history = max(cached_max, highest_auto_id(memory_ids_of(added)))
+        top = max(history, highest_auto_id(kb.index.ids()))
+        kb.id_cache.save(head, top)
+        return str(top + 1)
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse an id a new memory may not take (``ids.check_new_id`` against the KB's ids)."""
-        self.kb._check_new_id(memory_id)
+        check_new_id(memory_id, self.kb.index.ids())
 
     # -- writing ---------------------------------------------------------------------------------
 
     def require_committed(self, path: str) -> None:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
         holds work that is not committed, for an operation that has no ``--force``."""
-        self.kb._require_committed(path)
+        kb = self.kb
+        if os.path.lexists(kb.root / path) and kb.store.uncommitted([path]):
+            raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
         self, plan: Callable[[], tuple[list[Change], T]], force: bool = False
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
-        (``ConflictError``) when a file it rewrites or deletes holds uncommitted work; with
-        ``force``, those files are set aside as ``<file>.orig`` and ``plan()`` runs again from
-        HEAD's versions. Returns (changes, the rest of what ``plan`` gave, the names kept)."""
-        return self.kb._rewrite(plan, force)
+        (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
+        or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
+        are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
+        put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
+        what ``plan`` gave, the names kept)."""
+        kb = self.kb
+        changes, extra = plan()
+        dirty = kb.store.uncommitted([c.path for c in changes])
+        kept: list[str] = []
+        if dirty and force:
+            kept = kb.store.set_aside(dirty)
+            kb.index.update(memory_ids_of(list(dirty)))
+            kb.recheck_catalog()
+            self._head = False
+            changes, extra = plan()
+            dirty = kb.store.uncommitted([c.path for c in changes])
+        if dirty:
+            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True))
+        return changes, extra, kept
 
     def commit(
         self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None
@@ -111,4 +167,53 @@ class Transaction:
         """Commit ``changes`` as one commit with ``message`` and re-index the memory files among
         them; ``memories`` are parsed memories some of them hold, so indexing needs not parse
         those again. The new commit's id, or None when the changes change nothing."""
-        return self.kb._commit(changes, message, memories)
+        kb = self.kb
+        old = kb.store.head() if self._head is False else self._head
+        self._head = False
+        commit = kb.store.commit(changes, message, kb.author, parent=old)
+        if commit is not None:
+            kb.id_cache.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
+        prefix = f"{MEMORIES_DIR}/"
+        ids = {c.path[len(prefix):-5]: c.data for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")}
+        parsed = memories or {}
+        written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
+        try:
+            kb.index.update(ids, written)
+            if kb.monitor is not None:
+                # Our own files, indexed just now: the next look-up needs no full check for them.
+                kb.monitor.absorb({part for c in changes for part in c.path.split("/")})
+            if kb.index.wants_compaction():
+                # Off the save path: a detached, niced process merges the segments saves left.
+                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"
+                kb.store.start_upkeep([[sys.executable, "-c", script, str(kb.root)]])
+        except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
+            # The change is committed; only the derived index lags. Forget the manifest so the next
+            # command re-indexes, rather than report a failure that invites saving twice.
+            kb.index.invalidate()
+            print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
+                  "the next command updates it.", file=sys.stderr)
+        return commit
+
+
+def memory_ids_of(paths: list[str]) -> list[str]:
+    """The ids of the memory files among ``paths`` (relative to the KB)."""
+    prefix = f"{MEMORIES_DIR}/"
+    return [
+        p[len(prefix) : -5]
+        for p in paths
+        if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
+    ]
+
+
+def _uncommitted_message(paths: list[str], force_hint: bool) -> str:
+    one = len(paths) == 1
+    them, has = ("it", "has") if one else ("them", "have")
+    how = f"Commit or stash {them} (git stash -u)"
+    if force_hint:
+        how += (f", or run the command again with --force to rewrite {them} from HEAD and keep your "
+                f"{'version' if one else 'versions'} as {paths[0] + '.orig' if one else '<file>.orig'}.")
+    else:
+        how += " and retry."
+    return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
+            f"never committed at all), and this command would rewrite {them}; slayer-kb never commits "
+            f"work you have not committed, so nothing was done. {how}")

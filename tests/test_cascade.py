@@ -300,7 +300,7 @@ def test_the_indexed_memory_stands_in_for_the_file_only_while_the_bytes_match(ca
     path = cascade_kb.root / "memories/2.yaml"
     stored = {**indexed(cascade_kb)["2"]["data"], "learning": "what the index remembers"}
     digest = hashlib.sha1(path.read_bytes()).hexdigest()
-    assert cascade_kb._read("2", (digest, stored))[0].learning == "what the index remembers"
+    assert cascade_kb.read_with_text("2", (digest, stored))[0].learning == "what the index remembers"
     path.write_text(memory_text("2").replace("one row each", "edited since"))
-    memory, text = cascade_kb._read("2", (digest, stored))
+    memory, text = cascade_kb.read_with_text("2", (digest, stored))
     assert memory.learning == "Orders, edited since." and "edited since" in text

@@ -318,7 +318,7 @@ def test_a_reader_that_meets_a_half_written_file_waits_for_the_commit(catalog_kb
     # while the file is being written over.
     torn = NEW_C[:10] + old_bytes["c"][10:]
     (root / "memories/c.yaml").write_bytes(torn)
-    assert KnowledgeBase(root)._read("c")[1].encode() == torn
+    assert KnowledgeBase(root).read_with_text("c")[1].encode() == torn
     assert KnowledgeBase(root).get("c")["learning"] == "c, shorter"
     assert (root / "memories/c.yaml").read_bytes() == NEW_C
 
