@@ -365,7 +365,7 @@ class KnowledgeBase:
             raise MemoryFileError(
                 f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}"
             ) from None
-        if indexed is not None and indexed[0] == hashlib.sha1(data).hexdigest():
+        if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
 

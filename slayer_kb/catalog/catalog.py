@@ -32,11 +32,11 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from ..core import yamlio
 from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
 from ..core.fileio import read_regular
 from .refs import kind_of, parse_reference
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
 # An error listing a datasource's models stays readable even with hundreds of models.
@@ -311,7 +311,7 @@ def _read_text(path: Path) -> str:
 
 def _parse_yaml(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_LOADER)
+        return yamlio.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -355,7 +355,7 @@ def _parse_text(
 def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
     """1-based line of the value at ``keys``; composing the YAML again only happens for errors."""
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        node = yamlio.compose(text)
     except yaml.YAMLError:
         return None
     if node is None:

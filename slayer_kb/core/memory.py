@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
+from . import yamlio
 from .errors import MemoryFileError
 from .nesting import MAX_DEPTH, value_depth
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 KEY_ORDER: tuple[str, ...] = (
@@ -157,7 +157,7 @@ def _literal_block(key: str, text: str) -> str | None:
     out.extend(("  " + line if line else "") + "\n" for line in lines)
     rendered = "".join(out)
     try:
-        if yaml.load(rendered, Loader=_Loader) != {key: text}:
+        if yamlio.load(rendered) != {key: text}:
             return None
     except yaml.YAMLError:
         return None
@@ -177,7 +177,7 @@ def alias_line(text: str) -> int | None:
     if "*" not in text:
         return None
     try:
-        for event in yaml.parse(text, Loader=_Loader):
+        for event in yamlio.parse(text):
             if isinstance(event, yaml.AliasEvent):
                 return event.start_mark.line + 1 if event.start_mark is not None else 1
     except yaml.YAMLError:
@@ -206,7 +206,7 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
     if line is not None:
         raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = yamlio.load(text)
     except yaml.YAMLError as exc:
         if too_deep_for_parser(exc):
             raise _too_deep(where) from None
@@ -377,6 +377,6 @@ def with_entities(text: str, memory: Memory, entities: list[str]) -> str:
 
 def _reads_as(block: str, entities: list[str]) -> bool:
     try:
-        return yaml.load(block, Loader=_Loader) == {"entities": entities}
+        return yamlio.load(block) == {"entities": entities}
     except yaml.YAMLError:
         return False

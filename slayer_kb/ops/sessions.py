@@ -42,7 +42,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from ..core import engram
+from ..core import engram, yamlio
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import WINDOWS_RESERVED, fold_id, id_sort_key
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
 SESSIONS_DIR = "sessions"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
 PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
 MAX_SESSION_ID = 200  # characters; encoded, a file name stays within what file systems take
@@ -217,7 +216,7 @@ def _plain_dict(session: Session) -> dict[str, Any]:
 
 
 def _load(text: str) -> Any:
-    return yaml.load(text, Loader=_LOADER)
+    return yamlio.load(text)
 
 
 def loads(text: str, session_id: str, where: str = "") -> Session:
@@ -317,7 +316,7 @@ def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
 
 def _item_line(text: str, index: int) -> int | None:
     with contextlib.suppress(yaml.YAMLError):
-        node = yaml.compose(text, Loader=_LOADER)
+        node = yamlio.compose(text)
         for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
             if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
                 return int(value.value[index].start_mark.line) + 1

@@ -44,6 +44,7 @@ import yaml
 from ..catalog.catalog import Catalog, Resolver, load_catalog
 from ..catalog.refs import query_entities
 from ..catalog.slayerquery import check_query
+from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, StoreError
 from ..core.ids import check_id, check_new_id, fold_id, is_auto_id
 from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
@@ -58,7 +59,6 @@ from .sessions import loads as load_session
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
 SESSION_SCHEMA_PATH = SCHEMA_PATH.with_name("session.schema.json")
 MEMORIES = "memories"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, order=True)
@@ -251,7 +251,7 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
         add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yamlio.load(text)
         deep = value_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1
     except yaml.YAMLError as exc:
         if not too_deep_for_parser(exc):
@@ -314,7 +314,7 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yamlio.load(text)
     except (yaml.YAMLError, RecursionError):
         data = None  # load_session below says what is wrong, with the line
     else:
@@ -487,7 +487,7 @@ def _unresolved(entity: str, resolver: Resolver) -> str:
 def _item_line(text: str, key: str, index: int) -> int | None:
     """Line of item ``index`` of the top-level list ``key``; composing runs only for problems."""
     with contextlib.suppress(yaml.YAMLError):
-        node = yaml.compose(text, Loader=_LOADER)
+        node = yamlio.compose(text)
         if isinstance(node, yaml.MappingNode):
             for key_node, value in node.value:
                 if key_node.value == key and isinstance(value, yaml.SequenceNode):

@@ -206,7 +206,7 @@ class Index:
                 st = os.stat(path)
                 entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
                 if st.st_mtime_ns > young_after:
-                    entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True)).hexdigest())
+                    entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True), usedforsecurity=False).hexdigest())
                 sig.append(entry)
         return sig
 
@@ -265,7 +265,7 @@ class Index:
         # without changing its signature: compare its bytes.
         for memory_id, digest in state["young"].items():
             data = self._read_bytes(memory_id, self._stat(memory_id) or SYMLINK)
-            if (hashlib.sha1(data).hexdigest() if data is not None else None) != digest:
+            if (hashlib.sha1(data, usedforsecurity=False).hexdigest() if data is not None else None) != digest:
                 return None
         return []
 
@@ -375,7 +375,8 @@ class Index:
             for at in range(0, len(memory_ids), 900):  # SQLite's limit on bound parameters
                 chunk = memory_ids[at : at + 900]
                 marks = ",".join("?" * len(chunk))
-                out.update(db.execute(f"SELECT id, hash FROM files WHERE id IN ({marks})", chunk).fetchall())
+                query = f"SELECT id, hash FROM files WHERE id IN ({marks})"  # noqa: S608 - marks are "?"
+                out.update(db.execute(query, chunk).fetchall())
         finally:
             db.close()
         return {mid: h for mid, h in out.items() if h is not None}
@@ -387,7 +388,7 @@ class Index:
         for at in range(0, len(only), 900):  # SQLite's limit on bound parameters (999 before 3.32)
             chunk = only[at : at + 900]
             marks = ",".join("?" * len(chunk))
-            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", chunk)
+            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", chunk)  # noqa: S608 - marks are "?"
             out.update((row[0], row[1:]) for row in rows)
         return out
 
@@ -449,7 +450,7 @@ class Index:
             for done, mid in enumerate(changed, 1):
                 sig = scanned[mid]
                 data = self._read_bytes(mid, sig)
-                content = hashlib.sha1(data).hexdigest() if data is not None else None
+                content = hashlib.sha1(data, usedforsecurity=False).hexdigest() if data is not None else None
                 old = known.get(mid)
                 # When the bytes did not change (a young file re-read, a touched file), only the
                 # signature is updated: no index write.
