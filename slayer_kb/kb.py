@@ -12,13 +12,14 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import search
-from .catalog.catalog import Catalog, Resolver, load_catalog, load_catalog_cached, same_signature
+from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
+from .catalog.refs import flatten_refs
+from .catalog.resolve import Resolver
 from .core import engram
 from .core.errors import (
     InvalidInputError,
@@ -29,14 +30,16 @@ from .core.errors import (
 )
 from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
+from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR
-from .ops import sessions
+from .core.results import ForgetResult, MaintenanceResult, SaveResult
+from .ops import finding, observations, sessions
 from .search.index import NONE, Index, SyncReport
 
 if TYPE_CHECKING:
     from .search.monitor import ChangeMonitor
 from .catalog.refs import clean_query, query_entities, split_references
-from .core.memory import MAX_DESCRIPTION, Memory, loads, parse_time, utc_now, with_entities
+from .core.memory import Memory, loads, utc_now, with_entities
 from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
@@ -47,78 +50,10 @@ Indexed = tuple[str | None, dict[str, Any]]
 
 DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
 DEFAULT_MAX_CONTENT = 64 * 1024
-DEFAULT_LIMIT = 10
 MAX_ENGRAM_LIMIT = 20
 CONTEXT_BUDGET = 6000
 CONTEXT_MEMORIES = 20
 GITIGNORE = f"{STATE_DIR}/\n"
-
-
-@dataclass
-class SaveResult:
-    memory_id: str
-    resolved_entities: list[str]
-    warnings: list[str]
-    action: str  # created | replaced | revised | duplicate
-    title: str | None = None
-    type: str | None = None
-    suggested_topic_key: str | None = None
-    commit: str | None = None
-
-    @property
-    def message(self) -> str:
-        """Engram's reply text (``Memory saved: "TITLE" (TYPE)``) or a SLayer-style line."""
-        if self.title is not None:
-            return engram.format_save_reply(self.title, self.type or "manual", self.suggested_topic_key)
-        return f"Memory {self.action}: {self.memory_id}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "resolved_entities": self.resolved_entities,
-            "warnings": self.warnings,
-            "action": self.action,
-            "suggested_topic_key": self.suggested_topic_key,
-            "message": self.message,
-        }
-
-
-@dataclass
-class ForgetResult:
-    deleted_id: str
-    stripped_from: list[str]
-    soft: bool = False
-    commit: str | None = None
-    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
-
-    def to_json(self) -> dict[str, Any]:
-        data = {"deleted_id": self.deleted_id, "stripped_from": self.stripped_from, "soft": self.soft}
-        return {**data, "kept": self.kept} if self.kept else data
-
-
-@dataclass
-class SearchResult:
-    memories: list[dict[str, Any]]
-    example_queries: list[dict[str, Any]]
-    entities: list[dict[str, Any]]
-    resolved_input_entities: list[str]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class MaintenanceResult:
-    """What ``maintain`` did: the index's segments and the object store, before and after."""
-
-    segments: tuple[int, int]
-    loose_objects: tuple[int, int]
-    packs: tuple[int, int]
-    pack_bytes: tuple[int, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: {"before": before, "after": after} for name, (before, after) in asdict(self).items()}
 
 
 class KnowledgeBase:
@@ -142,7 +77,7 @@ class KnowledgeBase:
         self.memories_dir = self.root / MEMORIES_DIR
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
-        self._pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
+        self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
         self._catalog_checked = False
@@ -227,7 +162,7 @@ class KnowledgeBase:
 
     def resolve_entities(self, refs: list[str] | str) -> tuple[list[str], list[str]]:
         """Resolve references strictly: every one must resolve, or ``ResolutionError``."""
-        items = split_references(refs) if isinstance(refs, str) else _flatten_refs(refs)
+        items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
         resolver = self.resolver()
         entities: list[str] = []
         warnings: list[str] = []
@@ -254,7 +189,7 @@ class KnowledgeBase:
             refs = (
                 split_references(linked_entities)
                 if isinstance(linked_entities, str)
-                else _flatten_refs(linked_entities, "linked_entities")
+                else flatten_refs(linked_entities, "linked_entities")
             )
             if not refs:
                 raise InvalidInputError(
@@ -393,7 +328,7 @@ class KnowledgeBase:
         if memory.is_deleted and not include_deleted:
             raise NotFoundError(_deleted_message(memory))
         data = memory.to_dict()
-        pending = self._pending.count(memory_id)
+        pending = self.pending.count(memory_id)
         if pending:
             data["duplicate_count"] = (memory.duplicate_count or 1) + pending
         return data
@@ -455,9 +390,9 @@ class KnowledgeBase:
         # (the id has its own rules, which name a lone surrogate among the forbidden characters)
         for name, value in (("learning", learning), ("linked_entities", linked_entities),
                             ("description", description), *engram_fields.items()):
-            _check_unicode(value, name)
+            check_unicode(value, name)
         self.check_learning(learning)
-        description = _check_description(description)
+        description = check_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
         if "project" in engram_fields:
             engram_fields["project"] = engram.normalize_project(engram_fields["project"])
@@ -503,137 +438,23 @@ class KnowledgeBase:
             updated_at=updated_at,
             **{k: v for k, v in extra.items() if v is not None},
         )
-        self._pending.clear(memory_id)
+        self.pending.clear(memory_id)
         commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
-    def save_observation(
-        self,
-        title: str,
-        content: str,
-        type: str | None = None,
-        project: str | None = None,
-        scope: str | None = None,
-        topic_key: str | None = None,
-        session_id: str | None = None,
-        entities: Any = None,
-        description: str | None = None,
-    ) -> SaveResult:
-        """Engram's ``mem_save``: redaction, topic-key upsert, de-duplication, else a new memory."""
-        for name, value in (("title", title), ("content", content), ("type", type), ("project", project),
-                            ("scope", scope), ("topic_key", topic_key), ("session_id", session_id),
-                            ("entities", entities), ("description", description)):
-            _check_unicode(value, name)
-        title = engram.redact_private(title or "")
-        content = engram.redact_private(content or "")
-        if not title:
-            raise InvalidInputError("title is required and must not be blank.")
-        self.check_learning(content, "content")
-        scope = engram.normalize_scope(scope)
-        digest = engram.content_hash(content)
-        key = engram.normalize_topic_key(topic_key)
-        project = engram.normalize_project(project)
-        type = (type or "manual").strip() or "manual"
-        session_id = (session_id or "").strip() or engram.default_session_id(project)
-        description = _check_description(description)
-        with self.transaction() as tx:
-            linked, warnings = self.resolve_entities(entities) if entities else ([], [])
-            warnings.extend(self._project_warnings(project))
-            suggestion = None if key else engram.suggest_topic_key(type, title, content)
-            fields = dict(title=title, type=type, learning=content)
-            if key:
-                existing = tx.live_one(topic_key=key, project=project, scope=scope)
-                if existing is not None:
-                    return self._revise(tx, existing, fields, linked, warnings)
-            duplicate = self._find_duplicate(tx, digest, project, scope, type, title)
-            if duplicate is not None:
-                self._pending.add(duplicate.id)
-                return SaveResult(
-                    duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
-                )
-            memory_id = tx.next_auto_id()
-            now = utc_now()
-            memory = Memory(
-                id=memory_id,
-                learning=content,
-                created_at=now,
-                title=title,
-                type=type,
-                description=description,
-                entities=linked,
-                project=project,
-                scope=scope,
-                topic_key=key,
-                session_id=session_id,
-                revision_count=1,
-                duplicate_count=1,
-            )
-            # Engram makes the session when it saves into one: both in the one commit.
-            session = sessions.for_save(tx, sessions.check_session_id(session_id, "session_id"), project, now)
-            commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
-            return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
-
-    def _revise(
-        self, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
-    ) -> SaveResult:
-        tx.require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
-        changed = memory.evolve(
-            **fields,
-            entities=linked or memory.entities,
-            revision_count=(memory.revision_count or 1) + 1,
-            duplicate_count=self._folded_duplicates(memory),
-            updated_at=utc_now(),
-        )
-        commit = tx.commit(
-            [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
-        )
-        self._pending.clear(memory.id)
-        return SaveResult(
-            memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
-        )
-
-    def _find_duplicate(
-        self, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
-    ) -> Memory | None:
-        cutoff = parse_time(utc_now()) - self.dedup_window
-        for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
-            if memory.title == title and parse_time(memory.created_at) > cutoff:
-                return memory
-        return None
-
-    def _project_warnings(self, project: str | None) -> list[str]:
-        if not project:
-            return []
-        existing = self.projects()
-        if project in existing:
-            return []
-        close = engram.similar_projects(project, existing)
-        if not close:
-            return []
-        return [
-            f"New project '{project}' looks like existing {', '.join(repr(p) for p in close)}; "
-            "if you meant one of those, save with that project name instead."
-        ]
+    # Engram's ``mem_save`` (ops/observations.py).
+    save_observation = observations.save
 
     def projects(self) -> list[str]:
         names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
         return sorted(name for name in names if name != NONE)
-
-    # Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the
-    # memory's next real commit.
-
-    def _folded_duplicates(self, memory: Memory) -> int | None:
-        pending = self._pending.count(memory.id)
-        if memory.duplicate_count is None and not pending:
-            return None
-        return (memory.duplicate_count or 1) + pending
 
     def update(self, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
         """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
         rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
         given = {k: v for k, v in fields.items() if v is not None}
         for name, value in given.items():
-            _check_unicode(value, name)
+            check_unicode(value, name)
         allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
         unknown = set(given) - allowed
         if unknown:
@@ -660,10 +481,10 @@ class KnowledgeBase:
                 if "type" in given:
                     changes["type"] = given["type"].strip() or None
                 if "description" in given:
-                    changes["description"] = _check_description(given["description"])
+                    changes["description"] = check_description(given["description"])
                 if "project" in given:
                     changes["project"] = engram.normalize_project(given["project"])
-                    warnings.extend(self._project_warnings(changes["project"]))
+                    warnings.extend(observations.project_warnings(self, changes["project"]))
                 if "scope" in given:
                     changes["scope"] = engram.normalize_scope(given["scope"])
                 if "topic_key" in given:
@@ -672,7 +493,7 @@ class KnowledgeBase:
                     changes["entities"], more = self.resolve_entities(given["entities"])
                     warnings.extend(more)
                 updated = memory.evolve(
-                    **changes, updated_at=utc_now(), duplicate_count=self._folded_duplicates(memory)
+                    **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(self, memory)
                 )
                 if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                     updated.revision_count = memory.revision_count + 1
@@ -680,7 +501,7 @@ class KnowledgeBase:
 
             planned, (changes, warnings), kept = tx.rewrite(plan, force)
             tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
-            self._pending.clear(memory_id)
+            self.pending.clear(memory_id)
         data = self.get(memory_id)
         data["warnings"] = warnings
         if kept:
@@ -729,7 +550,7 @@ class KnowledgeBase:
                     f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
                 )
             commit = tx.commit(changes, message, rewritten)
-            self._pending.clear(memory_id)
+            self.pending.clear(memory_id)
             return ForgetResult(memory_id, stripped, False, commit, kept)
 
     def restore(self, memory_id: str) -> dict[str, Any]:
@@ -744,124 +565,10 @@ class KnowledgeBase:
 
     # -- searching --------------------------------------------------------------------------
 
-    def search(
-        self,
-        question: str | None = None,
-        entities: list[str] | str | None = None,
-        query: dict[str, Any] | None = None,
-        *,
-        datasource: str | None = None,
-        type: str | None = None,
-        project: str | None = None,
-        scope: str | None = None,
-        limit: int = DEFAULT_LIMIT,
-        match: str = search.FUSED,
-        full: bool = False,
-    ) -> SearchResult:
-        """Memories, example queries and catalog entities for a question, entities and/or a
-        query, ranked by words, meaning and entities fused (search/). ``limit`` caps each
-        bucket. ``match``: "fused" (default); "all-first", memories holding every word of the
-        question first; "all", only those, ranked by words alone."""
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
-        if match not in search.MATCHES:
-            raise InvalidInputError(f"match must be one of {', '.join(search.MATCHES)}; got {match!r}.")
-        # Search is lenient: text that is not valid Unicode is searched as what it can be read as.
-        question, type, project, scope, datasource = (
-            _readable(v) for v in (question, type, project, scope, datasource)
-        )
-        self.ensure_fresh()
-        warnings = [str(p) + " (skipped)" for p in self.problems]
-        if datasource is not None and datasource not in self.catalog.datasources:
-            known = ", ".join(sorted(self.catalog.datasources)) or "none"
-            raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
-        inputs = self._lenient_entities(entities, query, warnings)
-        found = search.run(self.index, search.Request(
-            question=question or "",
-            entities=inputs,
-            inputs_given=bool(entities) or query is not None,
-            type=type,
-            project=engram.normalize_project(project),
-            scope=engram.normalize_scope(scope) if scope else None,
-            datasource=datasource,
-            limit=limit,
-            match=match,
-        ))
-        warnings += found.warnings
-        result = SearchResult([], [], found.catalog, inputs, warnings)
-        result.memories = [self._hit(doc, inputs, full, warnings, False) for doc in found.memories]
-        result.example_queries = [self._hit(doc, inputs, full, warnings, True) for doc in found.example_queries]
-        return result
+    # Words, meaning and entities fused (ops/finding.py, search/).
+    search = finding.search
 
-    def _lenient_entities(self, entities: Any, query: Any, warnings: list[str]) -> list[str]:
-        resolver = self.resolver()
-        refs: list[str] = []
-        if entities:
-            refs = split_references(entities) if isinstance(entities, str) else _flatten_refs(entities)
-        out = resolver.resolve_leniently(refs, warnings)
-        if query is not None:
-            try:
-                found, _notes = query_entities(query, resolver)
-            except KBError as exc:
-                warnings.append(f"query dropped: {exc}")
-            else:
-                out.extend(e for e in found if e not in out)
-        return out
-
-    def _hit(
-        self, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
-    ) -> dict[str, Any]:
-        data = doc["data"]
-        live = [e for e in data["entities"] if self._entity_live(e)]
-        hit = {
-            "id": data["id"],
-            "score": round(float(doc.get("score") or 0.0), 4),
-            "title": data["title"],
-            "type": data["type"],
-            "description": data["description"] or _first_paragraph(data["learning"]),
-            "entities": live,
-            "matched_entities": [e for e in live if any(e == i or e.startswith(i + ".") for i in inputs)],
-            "project": data["project"],
-            "scope": data["scope"],
-            "created_at": data["created_at"],
-        }
-        if has_query:
-            hit["query"] = data["query"]
-            stale = self._stale_query(data["query"])
-            if stale:
-                warnings.append(
-                    f"example_query memory:{data['id']}: attached query has stale references "
-                    f"({stale}); re-save to clean."
-                )
-        if full:
-            hit["learning"] = data["learning"]
-        return hit
-
-    def _entity_live(self, entity: str) -> bool:
-        if entity.startswith("memory:"):
-            return self.memory_exists(entity[len("memory:") :])
-        return self.catalog.entity_exists(entity)
-
-    def _stale_query(self, query: dict[str, Any]) -> str | None:
-        try:
-            query_entities(query, self.resolver())
-        except KBError as exc:
-            return str(exc)
-        return None
-
-    def list(
-        self,
-        *,
-        type: str | None = None,
-        project: str | None = None,
-        scope: str | None = None,
-        limit: int | None = 20,
-    ) -> list[dict[str, Any]]:
-        """Live memories, newest first."""
-        self.ensure_fresh()
-        restriction = search.restrict(type=type, project=engram.normalize_project(project), scope=scope)
-        docs = self.index.documents(None, restriction, limit=limit, sort_newest=True)
-        return [self._hit(doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
+    list = finding.newest
 
     # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
 
@@ -903,7 +610,7 @@ class KnowledgeBase:
         docs = self.index.documents(None, search.restrict(exact={"session_id": session}), limit=None)
         ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
         position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
-        hit = lambda d: self._hit({"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
+        hit = lambda d: finding.hit(self, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
         with contextlib.suppress(KBError):  # a broken session file: the memories still show
             found = sessions.read(self, session) if session else None
         return {
@@ -1002,56 +709,6 @@ def _deleted_message(memory: Memory) -> str:
     )
 
 
-def _readable(value: str | None) -> str | None:
-    return value.encode("utf-8", "replace").decode("utf-8") if isinstance(value, str) else value
-
-
-def _check_unicode(value: Any, name: str) -> None:
-    """Refuse text that cannot be written as UTF-8: a lone surrogate (from bytes that were not
-    UTF-8, e.g. in a command-line argument) would otherwise fail half-way through a save."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                bad = item[exc.start]
-                raise InvalidInputError(
-                    f"{name} contains U+{ord(bad):04X}, which is not valid Unicode text (often bytes "
-                    "that are not UTF-8); fix the text's encoding and retry."
-                ) from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-
-
-def _check_description(description: Any) -> str | None:
-    if description is None:
-        return None
-    if not isinstance(description, str):
-        raise InvalidInputError("description must be a string.")
-    description = description.strip()
-    if len(description) > MAX_DESCRIPTION:
-        raise InvalidInputError(
-            f"description is {len(description)} characters long; the limit is {MAX_DESCRIPTION}. "
-            "Put the detail in the learning."
-        )
-    return description or None
-
-
-def _flatten_refs(refs: Any, name: str = "entities") -> list[str]:
-    out: list[str] = []
-    for index, ref in enumerate(refs):
-        if not isinstance(ref, str):
-            # The item named by its place: the value alone (5, null) says not which one it is.
-            raise ResolutionError(f"{name}[{index}]: entity reference {ref!r} must be a string like 'orders.amount'.")
-        out.extend(split_references(ref))
-    return out
-
-
 def _is_regular(path: Path) -> bool:
     try:
         return stat.S_ISREG(path.lstat().st_mode)
@@ -1067,9 +724,3 @@ def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
                 f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
                 f"with 'slayer-kb forget {memory_id}'")
     return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
-
-
-def _first_paragraph(text: str, limit: int = MAX_DESCRIPTION) -> str:
-    paragraph = text.strip().split("\n\n", 1)[0].strip()
-    paragraph = " ".join(paragraph.split())
-    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import corpus  # the repository root is on pytest's pythonpath
-from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.refs import query_entities
+from slayer_kb.catalog.resolve import Resolver
 from slayer_kb.core.ids import check_id
 from slayer_kb.core.memory import loads
 

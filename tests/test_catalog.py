@@ -4,15 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from slayer_kb.catalog.catalog import (
-    Catalog,
-    CatalogProblem,
-    Datasource,
-    Model,
-    Resolution,
-    Resolver,
-    load_catalog,
-)
+from slayer_kb.catalog.catalog import Catalog, CatalogProblem, Datasource, Model, load_catalog
+from slayer_kb.catalog.resolve import Resolution, Resolver
 from slayer_kb.core.errors import (
     AmbiguousEntityError,
     InvalidIdError,

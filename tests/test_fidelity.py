@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.refs import query_entities
+from slayer_kb.catalog.resolve import Resolver
 from slayer_kb.core.errors import KBError
 from slayer_kb.core.ids import check_id
 

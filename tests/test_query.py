@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from slayer_kb.catalog.catalog import Resolver, load_catalog
+from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.refs import (
     SOURCE_MODEL,
     SQL_WORDS,
@@ -19,6 +19,7 @@ from slayer_kb.catalog.refs import (
     split_references,
     strip_aggregation,
 )
+from slayer_kb.catalog.resolve import Resolver
 from slayer_kb.core.errors import (
     AmbiguousEntityError,
     InvalidInputError,

@@ -33,7 +33,7 @@ from ..core.nesting import check_depth
 from .slayerquery import Item, check_query, kind_of
 
 if TYPE_CHECKING:
-    from .catalog import Resolver
+    from .resolve import Resolver
 
 SOURCE_MODEL = "*"
 """What :func:`formula_references` / :func:`filter_references` return for ``count(*)``."""
@@ -387,3 +387,14 @@ def _kept(pairs: Any) -> Iterator[tuple[Any, Any]]:
         if isinstance(cleaned, (dict, list)) and not cleaned and value:
             continue
         yield key, cleaned
+
+
+def flatten_refs(refs: Any, name: str = "entities") -> list[str]:
+    """A list of references, each maybe comma-separated, as one list (its items must be text)."""
+    out: list[str] = []
+    for index, ref in enumerate(refs):
+        if not isinstance(ref, str):
+            # The item named by its place: the value alone (5, null) says not which one it is.
+            raise ResolutionError(f"{name}[{index}]: entity reference {ref!r} must be a string like 'orders.amount'.")
+        out.extend(split_references(ref))
+    return out

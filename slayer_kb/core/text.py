@@ -8,3 +8,10 @@ from collections.abc import Iterable
 def warning_lines(warnings: Iterable[str]) -> str:
     """Each warning on a line of its own, after the text it follows."""
     return "".join(f"\nwarning: {w}" for w in warnings)
+
+
+def first_paragraph(text: str, limit: int) -> str:
+    """The text's first paragraph on one line, cut to ``limit`` characters (a hit's summary)."""
+    paragraph = text.strip().split("\n\n", 1)[0].strip()
+    paragraph = " ".join(paragraph.split())
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"

@@ -20,8 +20,9 @@ import yaml
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError
 from ..core.text import warning_lines
-from ..kb import DEFAULT_LIMIT, MAX_ENGRAM_LIMIT, KnowledgeBase
+from ..kb import MAX_ENGRAM_LIMIT, KnowledgeBase
 from ..ops import sessions
+from ..ops.finding import DEFAULT_LIMIT
 from .schema import Handler, Reply, ToolSpec, check_arguments
 
 logger = logging.getLogger(__name__)

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..catalog.catalog import Catalog, Resolver, load_catalog
+from ..catalog.catalog import Catalog, load_catalog
+from ..catalog.resolve import Resolver
 from ..core.errors import KBError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id

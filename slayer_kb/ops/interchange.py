@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..catalog.catalog import Resolver
+from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError

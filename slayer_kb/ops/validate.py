@@ -41,8 +41,9 @@ from urllib.parse import unquote
 import jsonschema
 import yaml
 
-from ..catalog.catalog import Catalog, Resolver, load_catalog
+from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.refs import query_entities
+from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, StoreError

@@ -1,0 +1,363 @@
+"""Entity references resolved against the catalog (catalog.py), by SLayer 1.4.1's rules.
+
+Resolution follows SLayer's rules (see :class:`Resolver`), with two deliberate differences: a bare
+leaf found in several datasources that no priority list orders is rejected as ambiguous instead of
+silently taking the first, and inside a query the source model's datasource is preferred for model
+and leaf names (a query runs against one datasource, so a name it uses means that datasource's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from .catalog import Catalog, Datasource, Model
+from .refs import kind_of, parse_reference
+
+# An error listing a datasource's models stays readable even with hundreds of models.
+_MAX_LISTED = 50
+
+
+@dataclass
+class Resolution:
+    entity: str
+    warnings: list[str]
+
+
+class Resolver:
+    """Turns entity references into canonical entities, by the rules of SLayer 1.4.1's memory
+    resolver (``slayer/memories/resolver.py``), in its words where it has them.
+
+    1. Surrounding whitespace is stripped; an empty reference is an error.
+    2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
+    3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
+       ``count(*)`` / ``*:count`` name the source model, ``count(m.*)`` / ``m.*:count`` the model m.
+    4. The name is split on ``.``; every segment must be an identifier (a letter or ``_``, then
+       letters, digits, ``_`` or ``-``).
+    5. A first segment naming a datasource wins, with SLayer's warning whenever a model of that
+       name exists too (whether or not reading it as that model would resolve).
+    6. A bare name: a leaf of the source model; else a model (source datasource, then priority),
+       with a warning when other models of its datasource have a leaf of that name; else a leaf
+       in the first datasource (source, then priority, then the rest) that has it.
+    7. A dotted name headed by a model walks the joins, in either direction: a join declared on
+       customers to regions is walked as ``customers.regions`` and as ``regions.customers``, and
+       a named join (``name: original_order``) by its name from either end. The last segment is
+       a leaf of the model the others reach (preferred), else one more hop;
+       ``orders.customers.regions.name`` is ``<ds>.regions.name``. A walk that comes back to a
+       model already on it is an error.
+
+    Two differences from SLayer, on purpose: a bare leaf found in several datasources that no
+    priority orders is ambiguous (SLayer takes the first), and inside a query the source model's
+    datasource is preferred for model names (a query runs against one datasource).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        memory_exists: Callable[[str], bool] = lambda _id: False,
+        check_id: Callable[[str], object] = lambda _id: None,
+    ) -> None:
+        self.catalog = catalog
+        self.memory_exists = memory_exists
+        self.check_id = check_id
+        datasources = catalog.datasources
+        self._priority = [name for name in dict.fromkeys(catalog.priority) if name in datasources]
+        rest = sorted(name for name in datasources if name not in self._priority)
+        self._order = self._priority + rest
+        self._sources: dict[str, Model] = {}
+        self._edges: dict[str, dict[str, list[_Edge]]] = {}
+
+    # -- public ------------------------------------------------------------------------------
+
+    def resolve_leniently(self, refs: Iterable[str], warnings: list[str]) -> list[str]:
+        """The references that resolve, canonical and de-duplicated; each other one dropped with a
+        warning (search and imports are lenient where a save is strict)."""
+        kept: list[str] = []
+        for ref in refs:
+            try:
+                entity = self.resolve(ref).entity
+            except KBError as exc:
+                warnings.append(f"entity {ref!r} dropped: {exc}")
+                continue
+            if entity not in kept:
+                kept.append(entity)
+        return kept
+
+    def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
+        """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
+        if not isinstance(ref, str):
+            raise InvalidInputError(f"An entity reference must be a string, got {kind_of(ref)}.")
+        text = ref.strip()
+        if not text:
+            raise ResolutionError(
+                "entity reference is empty: name a datasource, model, column or memory:<id>."
+            )
+        if text.startswith("memory:"):
+            return Resolution(self._memory(text[len("memory:") :]), [])
+        source = self.source(source_model) if isinstance(source_model, str) else source_model
+        target = parse_reference(text)
+        if target.star:
+            if source is None:
+                raise ResolutionError(
+                    "'count(*)' requires a model context: write 'count(<model>.*)' or invoke from "
+                    "a query that has a source_model."
+                )
+            return Resolution(source.entity, [])
+        segments = _segments(target.name, text)
+        warnings: list[str] = []
+        entity = self._path(segments, source, warnings, text, want_model=target.whole_model)
+        return Resolution(entity, warnings)
+
+    def resolve_model(self, ref: str) -> Resolution:
+        """A model reference (``orders``, ``shop.orders``) as a canonical model entity."""
+        return Resolution(self.source(ref).entity, [])
+
+    def source(self, ref: str) -> Model:
+        """The model ``ref`` names (``orders``, ``shop.orders``); a bare name is always a model."""
+        model = self._sources.get(ref)
+        if model is None:
+            model = self._sources[ref] = self._find_source(ref)
+        return model
+
+    def query_source(self, name: str) -> Model:
+        """A SlayerQuery's ``source_model`` as SLayer's storage finds it: a model's bare name
+        (the shape check has refused a dotted one), the datasource priority list deciding."""
+        found = self.catalog.models_named(name)
+        if not found:
+            raise ResolutionError(f"Source model not found: {name!r}.")
+        return self._pick_model(name, found, None)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _memory(self, memory_id: str) -> str:
+        self.check_id(memory_id)
+        if not self.memory_exists(memory_id):
+            raise NotFoundError(f"No memory with id '{memory_id}'.")
+        return f"memory:{memory_id}"
+
+    def _find_source(self, ref: Any) -> Model:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInputError(
+                "source_model must be a model name: '<model>' or '<datasource>.<model>'."
+            )
+        text = ref.strip()
+        segments = _segments(text, text)
+        if len(segments) == 1:
+            model = self._find_model(segments[0], None)
+            if model is None:
+                raise ResolutionError(f"Source model not found: {text!r}.")
+            return model
+        datasource = self.catalog.datasources.get(segments[0])
+        if len(segments) > 2 or datasource is None:
+            raise ResolutionError(
+                f"source_model '{text}' must be '<model>' or '<datasource>.<model>'"
+                + ("." if datasource else f"; there is no datasource '{segments[0]}'.")
+            )
+        return self._model_in(datasource, segments[1])
+
+    def _path(
+        self,
+        segments: list[str],
+        source: Model | None,
+        warnings: list[str],
+        ref: str,
+        want_model: bool,
+    ) -> str:
+        head = segments[0]
+        datasource = self.catalog.datasources.get(head)
+        if datasource is not None:
+            if self.catalog.models_named(head):
+                warnings.append(
+                    f"'{head}' is both a datasource and a model; interpreted as datasource. "
+                    f"To force the model interpretation, qualify as <other_ds>.{head}..."
+                )
+            if len(segments) == 1:
+                if want_model:
+                    raise ResolutionError(f"'{ref}' names datasource '{head}', not a model.")
+                return head
+            model = self._model_in(datasource, segments[1])
+            return self._dotted(model, segments[2:], want_model)
+        if len(segments) == 1 and not want_model:
+            return self._bare(head, source, warnings)
+        found = self._find_model(head, source)
+        if found is None:
+            raise ResolutionError(
+                f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}')."
+            )
+        return self._dotted(found, segments[1:], want_model)
+
+    def _dotted(self, model: Model, rest: list[str], want_model: bool) -> str:
+        """SLayer's ``_resolve_dotted_against_model``: the last segment is a leaf of the model the
+        others reach; failing that, every segment is a join hop."""
+        if not rest:
+            return model.entity
+        if not want_model:
+            try:
+                owner = self._walk(model, rest[:-1])
+            except AmbiguousEntityError:
+                raise
+            except ResolutionError:
+                owner = None
+            if owner is not None and owner.leaf_kind(rest[-1]):
+                return f"{owner.entity}.{rest[-1]}"
+        return self._walk(model, rest).entity
+
+    def _walk(self, root: Model, path: list[str]) -> Model:
+        """The model ``path`` reaches from ``root``, hop by hop over joins in either direction
+        (SLayer's join walker)."""
+        current = root
+        visited = {root.name}
+        for token in path:
+            edges = self._incident(current).get(token, [])
+            named = [e for e in edges if e.name == token]
+            edges = named or [e for e in edges if e.target == token]
+            if len(edges) > 1:
+                raise AmbiguousEntityError(
+                    f"Ambiguous join hop '{current.name}' \u2192 '{edges[0].target}': {len(edges)} "
+                    "edges connect these models and no edge name resolves it. Name the joins "
+                    "(name: ...) and walk them by name."
+                )
+            joined = self.catalog.datasources[current.datasource].models.get(edges[0].target) if edges else None
+            if joined is None:
+                hint = (
+                    f" It joins '{edges[0].target}', which is not a model of datasource '{current.datasource}'."
+                    if edges else ""
+                )
+                raise ResolutionError(f"'{token}' is not a join target on model '{current.name}'.{hint}")
+            if joined.name in visited:
+                raise ResolutionError(
+                    f"Circular join detected resolving {'.'.join(path)!r} from {root.name!r}: hop "
+                    f"{token!r} revisits model {joined.name!r}."
+                )
+            visited.add(joined.name)
+            current = joined
+        return current
+
+    def _incident(self, model: Model) -> dict[str, list[_Edge]]:
+        """The join edges at ``model``, by the tokens that name them: each edge by its name (if
+        any) and by the model at its other end. Built once per datasource."""
+        by_model = self._edges.get(model.datasource)
+        if by_model is None:
+            by_model = self._edges[model.datasource] = {}
+            for declaring in self.catalog.datasources[model.datasource].models.values():
+                names = declaring.join_names or (None,) * len(declaring.joins)
+                for target, name in zip(declaring.joins, names, strict=True):
+                    by_model.setdefault(declaring.name, []).append(_Edge(target, name))
+                    if target != declaring.name:
+                        by_model.setdefault(target, []).append(_Edge(declaring.name, name))
+        tokens: dict[str, list[_Edge]] = {}
+        for edge in by_model.get(model.name, []):
+            tokens.setdefault(edge.target, []).append(edge)
+            if edge.name is not None and edge.name != edge.target:
+                tokens.setdefault(edge.name, []).append(edge)
+        return tokens
+
+    def _bare(self, name: str, source: Model | None, warnings: list[str]) -> str:
+        if source is not None and source.leaf_kind(name):
+            return f"{source.entity}.{name}"
+        model = self._find_model(name, source)
+        if model is None:
+            return self._find_leaf(name, source)
+        others = [m.name for m in _holders(self.catalog.datasources[model.datasource], name) if m.name != model.name]
+        if others:
+            warnings.append(
+                f"'{name}' is both a model and a column on {sorted(others)}; resolved as the model. "
+                f"Qualify as <model>.{name} to refer to the column."
+            )
+        return model.entity
+
+    def _find_model(self, name: str, source: Model | None) -> Model | None:
+        models = self.catalog.models_named(name)
+        return self._pick_model(name, models, source) if models else None
+
+    def _pick_model(self, name: str, models: list[Model], source: Model | None) -> Model:
+        if len(models) == 1:
+            return models[0]
+        by_ds = {model.datasource: model for model in models}
+        if source is not None and source.datasource in by_ds:
+            return by_ds[source.datasource]
+        for ds_name in self._priority:
+            if ds_name in by_ds:
+                return by_ds[ds_name]
+        raise AmbiguousEntityError(
+            f"Model '{name}' exists in multiple datasources: {sorted(by_ds)}. Specify a data_source "
+            f"or set a datasource priority to disambiguate: write '<datasource>.{name}' in an entity "
+            "reference, or list the datasources in priority.yaml."
+        )
+
+    def _model_in(self, datasource: Datasource, name: str) -> Model:
+        model = datasource.models.get(name)
+        if model is None:
+            raise ResolutionError(
+                f"No model '{name}' in datasource '{datasource.name}'. "
+                f"Its models: {_listing(list(datasource.models))}."
+            )
+        return model
+
+    def _find_leaf(self, name: str, source: Model | None) -> str:
+        order = self._order
+        if source is not None:
+            order = [source.datasource] + [ds for ds in order if ds != source.datasource]
+        matches: list[tuple[str, list[Model]]] = []
+        for ds_name in order:
+            holders = _holders(self.catalog.datasources[ds_name], name)
+            if holders:
+                matches.append((ds_name, holders))
+                # A preferred datasource decides on its own; otherwise keep looking for rivals.
+                if ds_name in self._priority or (source and ds_name == source.datasource):
+                    break
+        if not matches:
+            raise ResolutionError(
+                f"Entity '{name}' not found in any datasource (checked all known datasources)."
+            )
+        ds_name, holders = matches[0]
+        if len(matches) > 1:
+            kinds = _kinds_word([m for _ds, found in matches for m in found], name)
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches {kinds} in datasources "
+                f"{[ds for ds, _found in matches]}, and none of them is in the priority list. "
+                f"Qualify as '<ds>.<model>.{name}' or add a priority.yaml."
+            )
+        if len(holders) > 1:
+            raise AmbiguousEntityError(
+                f"Ambiguous bare name '{name}' matches columns / measures / aggregations on "
+                f"{sorted(m.name for m in holders)} in datasource '{ds_name}'. "
+                f"Qualify as '<model>.{name}'."
+            )
+        return f"{holders[0].entity}.{name}"
+
+
+class _Edge(NamedTuple):
+    target: str  # the model at the other end
+    name: str | None  # the join's edge name
+
+
+REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
+
+
+def _segments(name: str, ref: str) -> list[str]:
+    segments = name.split(".")
+    if not all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in segments):
+        raise ResolutionError(
+            f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
+            "letter or '_', then letters, digits, '_' or '-'.)"
+        )
+    return segments
+
+
+def _holders(datasource: Datasource, name: str) -> list[Model]:
+    return [model for model in datasource.models.values() if model.leaf_kind(name)]
+
+
+def _kinds_word(models: list[Model], name: str) -> str:
+    kinds = {model.leaf_kind(name) for model in models}
+    return f"{kinds.pop()}s" if len(kinds) == 1 else "leaves"
+
+
+def _listing(names: list[str]) -> str:
+    if len(names) <= _MAX_LISTED:
+        return str(names)
+    return f"{names[:_MAX_LISTED]} and {len(names) - _MAX_LISTED} more"

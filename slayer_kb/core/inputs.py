@@ -1,0 +1,51 @@
+"""Checks every operation applies to what a person or an agent hands it, whichever adapter
+(CLI, MCP, the library) it came through."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidInputError
+from .memory import MAX_DESCRIPTION
+
+
+def readable(value: str | None) -> str | None:
+    """Text with what is not valid Unicode replaced (search is lenient about its input)."""
+    return value.encode("utf-8", "replace").decode("utf-8") if isinstance(value, str) else value
+
+
+def check_unicode(value: Any, name: str) -> None:
+    """Refuse text that cannot be written as UTF-8: a lone surrogate (from bytes that were not
+    UTF-8, e.g. in a command-line argument) would otherwise fail half-way through a save."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = item[exc.start]
+                raise InvalidInputError(
+                    f"{name} contains U+{ord(bad):04X}, which is not valid Unicode text (often bytes "
+                    "that are not UTF-8); fix the text's encoding and retry."
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
+def check_description(description: Any) -> str | None:
+    """A description, trimmed, refused when it is not text or longer than MAX_DESCRIPTION."""
+    if description is None:
+        return None
+    if not isinstance(description, str):
+        raise InvalidInputError("description must be a string.")
+    description = description.strip()
+    if len(description) > MAX_DESCRIPTION:
+        raise InvalidInputError(
+            f"description is {len(description)} characters long; the limit is {MAX_DESCRIPTION}. "
+            "Put the detail in the learning."
+        )
+    return description or None

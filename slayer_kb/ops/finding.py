@@ -1,0 +1,152 @@
+"""Finding memories: ``search`` through every channel (search/), and the newest memories, each
+hit shown with its live entities and, for an example query, a warning when its references went
+stale."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import search as channels
+from ..catalog.refs import flatten_refs, query_entities, split_references
+from ..core import engram
+from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.inputs import readable
+from ..core.memory import MAX_DESCRIPTION
+from ..core.results import SearchResult
+from ..core.text import first_paragraph
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+# Hits a search returns in each bucket unless asked for another number.
+DEFAULT_LIMIT = 10
+
+
+def search(
+    kb: KnowledgeBase,
+    question: str | None = None,
+    entities: list[str] | str | None = None,
+    query: dict[str, Any] | None = None,
+    *,
+    datasource: str | None = None,
+    type: str | None = None,
+    project: str | None = None,
+    scope: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    match: str = channels.FUSED,
+    full: bool = False,
+) -> SearchResult:
+    """Memories, example queries and catalog entities for a question, entities and/or a query,
+    ranked by words, meaning and entities fused (search/); ``KnowledgeBase.search``. ``limit``
+    caps each bucket. ``match``: "fused" (default); "all-first", memories holding every word of
+    the question first; "all", only those, ranked by words alone."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
+    if match not in channels.MATCHES:
+        raise InvalidInputError(f"match must be one of {', '.join(channels.MATCHES)}; got {match!r}.")
+    # Search is lenient: text that is not valid Unicode is searched as what it can be read as.
+    question, type, project, scope, datasource = (
+        readable(v) for v in (question, type, project, scope, datasource)
+    )
+    kb.ensure_fresh()
+    warnings = [str(p) + " (skipped)" for p in kb.problems]
+    if datasource is not None and datasource not in kb.catalog.datasources:
+        known = ", ".join(sorted(kb.catalog.datasources)) or "none"
+        raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
+    inputs = _lenient_entities(kb, entities, query, warnings)
+    found = channels.run(kb.index, channels.Request(
+        question=question or "",
+        entities=inputs,
+        inputs_given=bool(entities) or query is not None,
+        type=type,
+        project=engram.normalize_project(project),
+        scope=engram.normalize_scope(scope) if scope else None,
+        datasource=datasource,
+        limit=limit,
+        match=match,
+    ))
+    warnings += found.warnings
+    result = SearchResult([], [], found.catalog, inputs, warnings)
+    result.memories = [hit(kb, doc, inputs, full, warnings, False) for doc in found.memories]
+    result.example_queries = [hit(kb, doc, inputs, full, warnings, True) for doc in found.example_queries]
+    return result
+
+
+def newest(
+    kb: KnowledgeBase,
+    *,
+    type: str | None = None,
+    project: str | None = None,
+    scope: str | None = None,
+    limit: int | None = 20,
+) -> list[dict[str, Any]]:
+    """Live memories, newest first (``KnowledgeBase.list``)."""
+    kb.ensure_fresh()
+    restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
+    docs = kb.index.documents(None, restriction, limit=limit, sort_newest=True)
+    return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
+
+
+def _lenient_entities(
+    kb: KnowledgeBase, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+    resolver = kb.resolver()
+    refs: list[str] = []
+    if entities:
+        refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
+    out = resolver.resolve_leniently(refs, warnings)
+    if query is not None:
+        try:
+            found, _notes = query_entities(query, resolver)
+        except KBError as exc:
+            warnings.append(f"query dropped: {exc}")
+        else:
+            out.extend(e for e in found if e not in out)
+    return out
+
+
+def hit(
+    kb: KnowledgeBase, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
+) -> dict[str, Any]:
+    """A stored document as a search hit: its live entities, those matching the inputs, and a
+    warning when an example query's references went stale."""
+    data = doc["data"]
+    live = [e for e in data["entities"] if _entity_live(kb, e)]
+    hit = {
+        "id": data["id"],
+        "score": round(float(doc.get("score") or 0.0), 4),
+        "title": data["title"],
+        "type": data["type"],
+        "description": data["description"] or first_paragraph(data["learning"], MAX_DESCRIPTION),
+        "entities": live,
+        "matched_entities": [e for e in live if any(e == i or e.startswith(i + ".") for i in inputs)],
+        "project": data["project"],
+        "scope": data["scope"],
+        "created_at": data["created_at"],
+    }
+    if has_query:
+        hit["query"] = data["query"]
+        stale = _stale_query(kb, data["query"])
+        if stale:
+            warnings.append(
+                f"example_query memory:{data['id']}: attached query has stale references "
+                f"({stale}); re-save to clean."
+            )
+    if full:
+        hit["learning"] = data["learning"]
+    return hit
+
+
+def _entity_live(
+    kb: KnowledgeBase, entity: str) -> bool:
+    if entity.startswith("memory:"):
+        return kb.memory_exists(entity[len("memory:") :])
+    return kb.catalog.entity_exists(entity)
+
+
+def _stale_query(
+    kb: KnowledgeBase, query: dict[str, Any]) -> str | None:
+    try:
+        query_entities(query, kb.resolver())
+    except KBError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,142 @@
+"""Engram's ``mem_save``: redaction, a topic key's upsert, de-duplication within a window, else a
+new memory, with the session it is filed under made in the same commit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core import engram
+from ..core.errors import InvalidInputError
+from ..core.inputs import check_description, check_unicode
+from ..core.locate import MEMORIES_DIR
+from ..core.memory import Memory, parse_time, utc_now
+from ..core.results import SaveResult
+from ..transaction import Transaction, memory_change
+from . import sessions
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+def save(
+    kb: KnowledgeBase,
+    title: str,
+    content: str,
+    type: str | None = None,
+    project: str | None = None,
+    scope: str | None = None,
+    topic_key: str | None = None,
+    session_id: str | None = None,
+    entities: Any = None,
+    description: str | None = None,
+) -> SaveResult:
+    """Engram's ``mem_save`` (``KnowledgeBase.save_observation``): redaction, topic-key upsert,
+    de-duplication, else a new memory."""
+    for name, value in (("title", title), ("content", content), ("type", type), ("project", project),
+                        ("scope", scope), ("topic_key", topic_key), ("session_id", session_id),
+                        ("entities", entities), ("description", description)):
+        check_unicode(value, name)
+    title = engram.redact_private(title or "")
+    content = engram.redact_private(content or "")
+    if not title:
+        raise InvalidInputError("title is required and must not be blank.")
+    kb.check_learning(content, "content")
+    scope = engram.normalize_scope(scope)
+    digest = engram.content_hash(content)
+    key = engram.normalize_topic_key(topic_key)
+    project = engram.normalize_project(project)
+    type = (type or "manual").strip() or "manual"
+    session_id = (session_id or "").strip() or engram.default_session_id(project)
+    description = check_description(description)
+    with kb.transaction() as tx:
+        linked, warnings = kb.resolve_entities(entities) if entities else ([], [])
+        warnings.extend(project_warnings(kb, project))
+        suggestion = None if key else engram.suggest_topic_key(type, title, content)
+        fields = dict(title=title, type=type, learning=content)
+        if key:
+            existing = tx.live_one(topic_key=key, project=project, scope=scope)
+            if existing is not None:
+                return _revise(kb, tx, existing, fields, linked, warnings)
+        duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title)
+        if duplicate is not None:
+            kb.pending.add(duplicate.id)
+            return SaveResult(
+                duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
+            )
+        memory_id = tx.next_auto_id()
+        now = utc_now()
+        memory = Memory(
+            id=memory_id,
+            learning=content,
+            created_at=now,
+            title=title,
+            type=type,
+            description=description,
+            entities=linked,
+            project=project,
+            scope=scope,
+            topic_key=key,
+            session_id=session_id,
+            revision_count=1,
+            duplicate_count=1,
+        )
+        # Engram makes the session when it saves into one: both in the one commit.
+        session = sessions.for_save(tx, sessions.check_session_id(session_id, "session_id"), project, now)
+        commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
+        return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
+
+
+def _revise(
+    kb: KnowledgeBase, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
+) -> SaveResult:
+    tx.require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
+    changed = memory.evolve(
+        **fields,
+        entities=linked or memory.entities,
+        revision_count=(memory.revision_count or 1) + 1,
+        duplicate_count=folded_duplicates(kb, memory),
+        updated_at=utc_now(),
+    )
+    commit = tx.commit(
+        [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
+    )
+    kb.pending.clear(memory.id)
+    return SaveResult(
+        memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
+    )
+
+
+def _find_duplicate(
+    kb: KnowledgeBase, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
+) -> Memory | None:
+    cutoff = parse_time(utc_now()) - kb.dedup_window
+    for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
+        if memory.title == title and parse_time(memory.created_at) > cutoff:
+            return memory
+    return None
+
+
+def project_warnings(kb: KnowledgeBase, project: str | None) -> list[str]:
+    """A warning when a new project's name is close to an existing one (a likely typo)."""
+    if not project:
+        return []
+    existing = kb.projects()
+    if project in existing:
+        return []
+    close = engram.similar_projects(project, existing)
+    if not close:
+        return []
+    return [
+        f"New project '{project}' looks like existing {', '.join(repr(p) for p in close)}; "
+        "if you meant one of those, save with that project name instead."
+    ]
+
+
+# Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the
+# memory's next real commit.
+def folded_duplicates(kb: KnowledgeBase, memory: Memory) -> int | None:
+    """The duplicate count the memory's next commit records: its own and the pending ones."""
+    pending = kb.pending.count(memory.id)
+    if memory.duplicate_count is None and not pending:
+        return None
+    return (memory.duplicate_count or 1) + pending
