@@ -31,7 +31,7 @@ from .core.errors import (
 from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import check_description, check_unicode
-from .core.locate import MEMORIES_DIR
+from .core.locate import MEMORIES_DIR, memory_path
 from .core.results import ForgetResult, MaintenanceResult, SaveResult
 from .ops import finding, observations, sessions
 from .search.index import NONE, Index, SyncReport
@@ -295,10 +295,10 @@ class KnowledgeBase:
         except NotRegularFile as exc:
             reason = "refusing to follow it" if exc.kind == "a symlink" else "refusing to open it"
             shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror
-            raise MemoryFileError(f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"{shown}; {reason}") from None
+            raise MemoryFileError(memory_path(memory_id), None, f"{shown}; {reason}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryFileError(
-                f"{MEMORIES_DIR}/{memory_id}.yaml", None, f"cannot be read: {exc}"
+                memory_path(memory_id), None, f"cannot be read: {exc}"
             ) from None
         if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             return Memory(**indexed[1]), text
@@ -422,7 +422,7 @@ class KnowledgeBase:
             memory_id = tx.next_auto_id()
         else:
             tx.check_new_id(memory_id)
-            tx.require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
+            tx.require_committed(memory_path(memory_id))
             if self._path(memory_id).exists():
                 with contextlib.suppress(MemoryFileError):
                     created_at = self.read(memory_id).created_at
@@ -528,7 +528,7 @@ class KnowledgeBase:
                         raise NotFoundError(_deleted_message(memory))
                     return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
                 target = f"memory:{memory_id}"
-                changes = [Change(f"{MEMORIES_DIR}/{memory_id}.yaml", None)]
+                changes = [Change(memory_path(memory_id), None)]
                 stripped = []
                 rewritten: dict[str, Memory] = {}
                 for other_id, other, text in tx.referrers([target]):
@@ -559,7 +559,7 @@ class KnowledgeBase:
             memory = self.read(memory_id)
             if not memory.is_deleted:
                 raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
-            tx.require_committed(f"{MEMORIES_DIR}/{memory_id}.yaml")
+            tx.require_committed(memory_path(memory_id))
             tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
         return self.get(memory_id)
 

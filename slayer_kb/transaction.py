@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .core.errors import ConflictError, KBError, StoreError
 from .core.ids import check_new_id, highest_auto_id, id_sort_key
-from .core.locate import MEMORIES_DIR
+from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
 from .search import lookups, restrict
 from .search.lookups import Lookup
@@ -48,7 +48,7 @@ def memory_change(memory: Memory, text: str | None = None) -> Change:
     """The change that writes ``memory`` to its file: ``text`` when given (the file's own text
     with an edit in place), else its canonical form."""
     data = dumps(memory) if text is None else text
-    return Change(f"{MEMORIES_DIR}/{memory.id}.yaml", data.encode("utf-8"))
+    return Change(memory_path(memory.id), data.encode("utf-8"))
 
 
 class Transaction:
@@ -173,8 +173,7 @@ class Transaction:
         commit = kb.store.commit(changes, message, kb.author, parent=old)
         if commit is not None:
             kb.id_cache.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
-        prefix = f"{MEMORIES_DIR}/"
-        ids = {c.path[len(prefix):-5]: c.data for c in changes if c.path.startswith(prefix) and c.path.endswith(".yaml")}
+        ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         parsed = memories or {}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
@@ -197,12 +196,7 @@ class Transaction:
 
 def memory_ids_of(paths: list[str]) -> list[str]:
     """The ids of the memory files among ``paths`` (relative to the KB)."""
-    prefix = f"{MEMORIES_DIR}/"
-    return [
-        p[len(prefix) : -5]
-        for p in paths
-        if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
-    ]
+    return [memory_id for memory_id in map(id_of_path, paths) if memory_id is not None]
 
 
 def _uncommitted_message(paths: list[str], force_hint: bool) -> str:

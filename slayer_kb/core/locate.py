@@ -13,6 +13,20 @@ if TYPE_CHECKING:
 MEMORIES_DIR = "memories"
 
 
+def memory_path(memory_id: str) -> str:
+    """The file of memory ``memory_id``, relative to the KB: ``memories/<id>.yaml``."""
+    return f"{MEMORIES_DIR}/{memory_id}.yaml"
+
+
+def id_of_path(kb_path: str) -> str | None:
+    """``memories/<id>.yaml`` -> id; anything else (``.gitkeep``, sub-folders) -> None."""
+    prefix = f"{MEMORIES_DIR}/"
+    if not kb_path.startswith(prefix) or not kb_path.endswith(".yaml"):
+        return None
+    name = kb_path[len(prefix):-5]
+    return name if name and "/" not in name else None
+
+
 def find_root(start: str) -> str | None:
     """The nearest enclosing folder of ``start`` (resolved) that looks like a KB: it has
     memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top."""

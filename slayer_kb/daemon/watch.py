@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, TextIO
 from watchdog.observers import Observer
 
 from ..core.errors import StoreError
-from ..search.index import MEMORIES_DIR, RACY_SECONDS, SyncReport
+from ..core.locate import MEMORIES_DIR, id_of_path
+from ..search.index import RACY_SECONDS, SyncReport
 from ..search.monitor import EVENT_TYPES, EventHandler
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class _Pending:
                 self.first = now
             self.last = now
             for path in paths:
-                memory_id = _memory_id(path)
+                memory_id = id_of_path(path)
                 if is_directory or memory_id is None or self.ids is None or len(self.ids) >= self.MAX_NAMED:
                     self.ids = None
                 else:
@@ -87,13 +88,6 @@ class _Pending:
             ids, self.ids = self.ids, set()
             self.first = self.last = None
             return ids
-
-
-def _memory_id(path: str) -> str | None:
-    prefix = f"{MEMORIES_DIR}/"
-    if path.startswith(prefix) and path.endswith(".yaml") and "/" not in path[len(prefix):]:
-        return path[len(prefix):-5]
-    return None
 
 
 def run_watcher(

@@ -40,8 +40,8 @@ from ..catalog.resolve import Resolver
 from ..core.errors import KBError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..search.index import MEMORIES_DIR
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
@@ -59,19 +59,6 @@ BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
 
 # ---------------------------------------------------------------------------------------------
 # git look-ups shared by history, renumber and interchange
-
-
-def memory_path(memory_id: str) -> str:
-    return f"{MEMORIES_DIR}/{memory_id}.yaml"
-
-
-def id_of_path(kb_path: str) -> str | None:
-    """``memories/<id>.yaml`` -> id; anything else (``.gitkeep``, sub-folders) -> None."""
-    prefix = f"{MEMORIES_DIR}/"
-    if not kb_path.startswith(prefix) or not kb_path.endswith(".yaml"):
-        return None
-    name = kb_path[len(prefix):-5]
-    return name if name and "/" not in name else None
 
 
 def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.inputs import check_description, check_unicode
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
 from ..transaction import Transaction, memory_change
@@ -89,7 +89,7 @@ def save(
 def _revise(
     kb: KnowledgeBase, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
 ) -> SaveResult:
-    tx.require_committed(f"{MEMORIES_DIR}/{memory.id}.yaml")
+    tx.require_committed(memory_path(memory.id))
     changed = memory.evolve(
         **fields,
         entities=linked or memory.entities,

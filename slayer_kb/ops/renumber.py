@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
 from ..core.ids import highest_auto_id, is_auto_id
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
-from ..search.index import MEMORIES_DIR
 from ..store.repo import Change, GitStore, listed
-from .history import blob_at, id_of_path, memory_ids_at, memory_path, resolve_rev
+from .history import blob_at, memory_ids_at, resolve_rev
 from .validate import validate
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from whoosh.searching import Searcher
 from ..catalog.catalog import Catalog, catalog_files, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import read_regular
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import Memory, loads
 from ..store.listing import RACY_SECONDS, SYMLINK, Listing, Sig, memory_names, readable, shown
 from ..store.listing import compare as compare_listing
@@ -540,7 +540,7 @@ class Index:
     def _index_file(
         self, writer: Any, memory_id: str, data: bytes | None, written: Written | None = None
     ) -> Memory | MemoryFileError:
-        rel = f"{MEMORIES_DIR}/{memory_id}.yaml"
+        rel = memory_path(memory_id)
         if data is None:
             return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable; skipped")
         if written is not None and written[0] == data:

@@ -31,7 +31,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
-from .index import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR
 
 # Opened/closed-without-write events are left out on purpose: the sync itself reads every changed
 # file, and reacting to those reads would make the watcher wake itself up forever.
