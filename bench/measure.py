@@ -29,7 +29,8 @@ from typing import Any
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import dumps
 from slayer_kb.daemon import relay
-from slayer_kb.search.index import RACY_SECONDS, text_terms
+from slayer_kb.search.index import RACY_SECONDS
+from slayer_kb.search.schema import text_terms
 from slayer_kb.store import upkeep
 
 from . import corpus as corpus_mod

@@ -34,7 +34,8 @@ from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.results import ForgetResult, MaintenanceResult, SaveResult
 from .ops import finding, observations, sessions
-from .search.index import NONE, Index, SyncReport
+from .search.index import Index, SyncReport
+from .search.schema import NONE
 
 if TYPE_CHECKING:
     from .search.monitor import ChangeMonitor

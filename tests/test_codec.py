@@ -20,7 +20,7 @@ from whoosh.filedb.structfile import BufferFile
 
 from slayer_kb.core.errors import StoreError
 from slayer_kb.core.memory import Memory
-from slayer_kb.search import index
+from slayer_kb.search import schema, writing
 from slayer_kb.search.codec import Codec, _ViewReader
 
 
@@ -36,13 +36,13 @@ def documents() -> list[dict[str, object]]:
             type="decision" if i % 2 else None,
             created_at=f"2026-01-{i % 28 + 1:02d}T00:00:00Z",
         )
-        docs.append(index.memory_document(memory, f"hash{i}"))
+        docs.append(schema.memory_document(memory, f"hash{i}"))
     return docs
 
 
 def build(folder: Path, codec: Codec | None) -> dict[str, bytes]:
     folder.mkdir()
-    ix = windex.create_in(str(folder), index.SCHEMA)
+    ix = windex.create_in(str(folder), schema.SCHEMA)
     writer = ix.writer(codec=codec, compound=False) if codec else ix.writer(compound=False)
     for doc in documents():
         writer.add_document(**doc)
@@ -68,7 +68,7 @@ def test_field_lengths_are_whooshs_for_every_document_and_field(tmp_path: Path) 
         theirs = W3PerDocReader(ix.storage, segment)
         compared = 0
         for docnum in range(segment.doc_count_all()):
-            for name in index.SCHEMA.names():
+            for name in schema.SCHEMA.names():
                 for default in (0, 7):
                     # Whoosh answers None (not 0) for a field that is empty in a document.
                     expected = theirs.doc_field_length(docnum, name, default)
@@ -82,14 +82,14 @@ def test_field_lengths_are_whooshs_for_every_document_and_field(tmp_path: Path) 
 def test_a_bulk_write_pauses_the_garbage_collector_only_while_it_runs(tmp_path: Path) -> None:
     folder = tmp_path / "ix"
     folder.mkdir()
-    ix = windex.create_in(str(folder), index.SCHEMA)
+    ix = windex.create_in(str(folder), schema.SCHEMA)
     assert gc.isenabled()
-    with index._writing(ix, bulk=True) as writer:
+    with writing.writer(ix, bulk=True) as writer:
         assert not gc.isenabled()
         for doc in documents():
             writer.add_document(**doc)
     assert gc.isenabled()
-    with pytest.raises(RuntimeError, match="stop"), index._writing(ix, bulk=True) as writer:
+    with pytest.raises(RuntimeError, match="stop"), writing.writer(ix, bulk=True) as writer:
         for doc in documents():  # more than one batch: the workers start
             writer.add_document(**doc)
         raise RuntimeError("stop")
@@ -98,17 +98,17 @@ def test_a_bulk_write_pauses_the_garbage_collector_only_while_it_runs(tmp_path: 
     assert [type(p).__name__ for p in multiprocessing.active_children()] == []
     with ix.searcher() as searcher:
         assert searcher.doc_count() == 240  # the cancelled write added nothing
-    with index._writing(ix, bulk=False):
+    with writing.writer(ix, bulk=False):
         assert gc.isenabled()
-    assert 128 <= index._pool_mb() <= 1024
+    assert 128 <= writing.pool_mb() <= 1024
 
 
 def test_a_worker_killed_during_a_bulk_write_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
     folder = tmp_path / "ix"
     folder.mkdir()
-    ix = windex.create_in(str(folder), index.SCHEMA)
+    ix = windex.create_in(str(folder), schema.SCHEMA)
     with pytest.raises(StoreError, match=r"worker process died \(exit code -9; -9 is a kill"), \
-            index._writing(ix, bulk=True) as writer:
+            writing.writer(ix, bulk=True) as writer:
         for doc in documents():
             writer.add_document(**doc)
         os.kill(writer.tasks[0].pid, signal.SIGKILL)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search.index import FORMAT
+from slayer_kb.search.schema import FORMAT
 from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
@@ -351,7 +351,7 @@ def test_reindexed_files_leave_no_duplicate_documents(example_kb: KnowledgeBase)
 def test_a_checkout_of_thousands_of_files_replaces_every_document_once(example_kb: KnowledgeBase) -> None:
     """Past BULK_THRESHOLD changed files the index writes with two processes and deletes the old
     documents in one walk over the id terms: each file must end up indexed exactly once."""
-    from slayer_kb.search.index import BULK_THRESHOLD
+    from slayer_kb.search.writing import BULK_THRESHOLD
 
     count = BULK_THRESHOLD + 200
     for n in range(count):

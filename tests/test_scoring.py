@@ -18,7 +18,7 @@ from whoosh.scoring import bm25
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import index as index_module
 from slayer_kb.search.bm25 import LiveBM25F
-from slayer_kb.search.index import SCHEMA
+from slayer_kb.search.schema import SCHEMA
 from slayer_kb.search.scoring import VectorSearcher
 from testing import RELEVANCE
 

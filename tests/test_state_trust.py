@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search.index import FORMAT
+from slayer_kb.search.schema import FORMAT
 from testing import git, json_of
 
 

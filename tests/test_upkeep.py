@@ -16,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import compaction
-from slayer_kb.search.index import CODEC
+from slayer_kb.search.schema import CODEC
 from slayer_kb.store import upkeep
 from testing import commit_all, fsck, git
 

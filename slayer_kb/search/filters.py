@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from whoosh import query as Q
 
-from .index import value_or_none
+from .schema import value_or_none
 from .vectors import Filter
 
 

@@ -6,26 +6,22 @@ comparing a manifest of file signatures with the directory, and queried without 
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
-import re
 import shutil
 import sqlite3
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from whoosh import index as windex
 from whoosh import query as Q
-from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.idsets import BitSet
-from whoosh.index import LockError
 from whoosh.searching import Searcher
 
 from ..catalog.catalog import Catalog, catalog_files, same_signature
@@ -40,10 +36,10 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, vectors, workers
-from .analysis import WordAnalyzer, symbols
+from . import compaction, embedding, vectors, writing
 from .bm25 import LiveBM25F
-from .codec import Codec, reader_reusing
+from .codec import reader_reusing
+from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 
 Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
@@ -51,54 +47,11 @@ Written = tuple[bytes, Memory]
 if TYPE_CHECKING:
     from .filters import Restriction
 
-# Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 9
-NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
-BULK_THRESHOLD = 500
 # From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers:
 # from the first, since search by meaning imports numpy anyway (a test compares the two scorers).
 VECTOR_DOCS = 0
 # Up to this many documents found by exact field values are sorted from their stored fields.
 EXACT_SORT_LIMIT = 256
-
-_analyzer = WordAnalyzer()
-CODEC = Codec()
-_WORD = re.compile(r"\w+(?:[.'-]\w+)*", re.UNICODE)
-
-SCHEMA = Schema(
-    # A column too, so a ranking reads ids without unpickling each document's stored fields.
-    id=ID(stored=True, unique=True, sortable=True),
-    kind=ID(stored=True),
-    # The words of a memory's title, id and learning in one field, so that a typed word walks
-    # one posting list; ``title`` again on its own, to rank title matches first; the
-    # description on its own, ranked below the learning. No positions (phrase=False): searches
-    # match words, never phrases, and positions would double what a rebuild writes.
-    text=TEXT(analyzer=_analyzer, phrase=False),
-    title=TEXT(analyzer=_analyzer, phrase=False),
-    description=TEXT(analyzer=_analyzer, phrase=False),
-    # Tokens as typed that word analysis loses (N+1, C, %w, utf-8): see analysis.symbols.
-    symbols=KEYWORD(scorable=True, lowercase=False),
-    # A catalog entity's words and description, in fields of their own: a search of the catalog
-    # then walks posting lists of catalog entities only, not of 100,000 memories.
-    catalog_text=TEXT(analyzer=_analyzer, phrase=False),
-    catalog_title=TEXT(analyzer=_analyzer, phrase=False),
-    entities=KEYWORD(scorable=True, lowercase=False),
-    # The ancestors of each entity (shop, shop.orders for shop.orders.amount), so that asking
-    # about a model also finds memories about its columns, ranked below exact matches.
-    under=KEYWORD(lowercase=False),
-    datasources=KEYWORD(lowercase=False),
-    type=ID,
-    project=ID,
-    scope=ID,
-    topic_key=ID,
-    session_id=ID,
-    content_hash=ID,
-    has_query=ID,
-    deleted=ID,
-    created_at=ID(sortable=True),
-    data=STORED,
-)
-
 
 @dataclass
 class SyncReport:
@@ -107,63 +60,6 @@ class SyncReport:
     catalog_changed: bool = False
     rebuilt: bool = False
     problems: list[MemoryFileError] = field(default_factory=list)
-
-
-def text_terms(text: str) -> list[list[str]]:
-    """The words of ``text`` as analysed tokens; a word the analyser splits yields several."""
-    out = []
-    for word in _WORD.findall(text):
-        tokens = [t.text for t in _analyzer(word)]
-        if tokens:
-            out.append(tokens)
-    return out
-
-
-def value_or_none(value: str | None) -> str:
-    return value if value else NONE
-
-
-def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
-    # The words of a named id (kb.refund-policy): people choose ids that say what a memory is.
-    name = "" if memory.id.isdigit() else re.sub(r"[._-]+", " ", memory.id)
-    catalog_entities = [e for e in memory.entities if not e.startswith("memory:")]
-    datasources = {e.split(".", 1)[0] for e in catalog_entities}
-    ancestors = {e.rsplit(".", n)[0] for e in catalog_entities for n in range(1, e.count(".") + 1)}
-    return {
-        "id": memory.id,
-        "kind": "memory",
-        "text": "\n".join(filter(None, (memory.title, name, memory.learning))),
-        "title": memory.title or "",
-        "description": memory.description or "",
-        "symbols": " ".join(symbols("\n".join(filter(None, (memory.title, memory.id, memory.learning, memory.description))))),
-        "entities": " ".join(memory.entities),
-        "datasources": " ".join(sorted(datasources)),
-        "under": " ".join(sorted(ancestors)),
-        "type": value_or_none(memory.type),
-        "project": value_or_none(memory.project),
-        "scope": value_or_none(memory.scope or "project"),
-        "topic_key": value_or_none(memory.topic_key),
-        "session_id": value_or_none(memory.session_id),
-        "content_hash": content_hash,
-        "has_query": "1" if memory.query is not None else "0",
-        "deleted": "1" if memory.is_deleted else "0",
-        "created_at": memory.created_at,
-        "data": memory.to_dict(),
-    }
-
-
-def catalog_documents(catalog: Catalog) -> Iterator[dict[str, Any]]:
-    for entity, kind, description in catalog.iter_entities():
-        words = entity.replace(".", " ").replace("_", " ")
-        yield {
-            "id": f"catalog:{entity}",
-            "kind": "catalog",
-            "catalog_text": f"{words}\n{description or ''}",
-            "catalog_title": words,
-            "entities": entity,
-            "datasources": entity.split(".", 1)[0],
-            "data": {"entity": entity, "kind": kind, "description": description},
-        }
 
 
 class Index:
@@ -438,7 +334,7 @@ class Index:
         fixed: list[str] = []
         embedded: list[Memory] = []
         digest = state["digest"]
-        with _writing(ix, bulk=len(changed) > BULK_THRESHOLD) as writer:
+        with writing.writer(ix, bulk=len(changed) > writing.BULK_THRESHOLD) as writer:
             # Old documents are deleted after the loop (a writer's deletions apply to the segments
             # it started from, never to the documents it adds). One term per id: an Or of a
             # thousand ids costs Whoosh far more than a thousand single-term deletions.
@@ -474,7 +370,7 @@ class Index:
                     young.pop(mid, None)
                 if progress is not None:
                     progress(done, total)
-            _delete_ids(writer, stale)
+            writing.delete_ids(writer, stale)
             if catalog_changed:
                 writer.delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
@@ -837,97 +733,6 @@ class Index:
 
 
 _MOD = 1 << 64
-
-
-@contextlib.contextmanager
-def _writing(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], list[Any]] | None = None) -> Iterator[Any]:
-    """A Whoosh writer, committed when the block ends, cancelled if it raises.
-
-    ``bulk``: thousands of documents at once (a rebuild, a cascade, a checkout). They go to
-    Whoosh's writer in two processes (each document is analysed in Python, so a second core
-    nearly halves it), with Python's cyclic garbage collector paused: a worker holds millions of
-    posting tuples, and each full collection walks them all, while Whoosh's writers leave no
-    cycles worth collecting. Forked workers inherit the pause (Linux up to Python 3.13);
-    workers started otherwise only run slower. With the pool of ``_pool_mb()`` and codec.py, a
-    rebuild at 100,000 memories took 55 s instead of 98 s (measured).
-    """
-    paused = bulk and gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        try:
-            if bulk:
-                writer = workers.BulkWriter(ix, procs=2, multisegment=True, limitmb=_pool_mb(), codec=CODEC)
-            else:
-                writer = ix.writer(codec=CODEC)
-        except LockError:
-            raise StoreError(
-                f"The search index in {ix.storage.folder} is locked by another process that is "
-                "still writing it (or by a slayer-kb index worker left over by an old version: "
-                "stop it). Retry in a moment; the memory files are not affected."
-            ) from None
-        try:
-            with workers.watched(writer) if bulk else contextlib.nullcontext():
-                yield writer
-                writer.commit(mergetype=merge or (compaction.on_bulk if bulk else compaction.on_save))
-        except BaseException:
-            with contextlib.suppress(Exception):
-                writer.cancel()
-            # Whoosh's cancel only flags its worker processes in this process's memory: a worker
-            # waiting for its next batch would wait forever, and hold up this process's exit.
-            for task in getattr(writer, "tasks", ()):
-                task.terminate()
-                task.join()
-            # A failed cancel (disk full) keeps Whoosh's write lock: release it, or every later
-            # write in this process (the MCP server, the watcher) fails with LockError.
-            with contextlib.suppress(Exception):
-                writer.writelock.release()
-            raise
-        # Whoosh's commit goes on without a worker that died (killed for lack of memory, say),
-        # and the documents it held would be missing from an index the manifest calls current.
-        died = workers.dead(writer)
-        if died:
-            raise StoreError(
-                f"A search-index worker process died (exit code {died[0]}; -9 is a kill, often for "
-                "lack of memory) while indexing. No memory is lost: the next command indexes the "
-                "changed files again."
-            )
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _pool_mb() -> int:
-    """Megabytes of postings each of Whoosh's workers sorts in memory before it spills a sorted
-    run to disk. Spilling (pickling every posting, then merging the runs) cost a third of a
-    100,000-memory rebuild; 1,024 holds that rebuild's postings. A smaller machine, or a
-    container with a memory limit, gets a sixteenth of its memory per worker instead (Whoosh's
-    estimate is about 3/4 of the real use)."""
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 256
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()  # cgroup v2; "max": none
-        if limit != "max":
-            memory = min(memory, int(limit))
-    return max(128, min(1024, memory // (16 * 2**20)))
-
-
-def _delete_ids(writer: Any, ids: list[str]) -> None:
-    """Delete the documents of these memory ids from the segments ``writer`` started from."""
-    if len(ids) <= BULK_THRESHOLD:
-        for mid in ids:
-            writer.delete_by_term("id", mid)
-        return
-    # Thousands of ids (a cascade, a checkout): one walk over each segment's id terms beats a
-    # term lookup per id and segment (0.4 s against 2.9 s for 10,000 ids in 12 segments).
-    wanted = {mid.encode("utf-8", "surrogateescape") for mid in ids}
-    for segment, offset in writer.searcher().reader().leaf_readers():
-        for term in segment.lexicon("id"):
-            if term in wanted:
-                for docnum in segment.postings("id", term).all_ids():
-                    writer.delete_document(docnum + offset)
 
 
 def _note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from whoosh import query as Q
 
 from .analysis import symbols
-from .index import text_terms
+from .schema import text_terms
 
 # Where a word is found: the title counts most, then the learning, then the description.
 TITLE_BOOST = 1.0

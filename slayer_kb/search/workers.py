@@ -10,7 +10,7 @@ failed (both seen, both tested):
 - a worker killed: the parent waited forever, in ``put`` on the full queue or in ``join`` of a
   worker blocked on the queue lock the dead one held. Here a watchdog thread notices a dead
   worker within a fraction of a second, kills the others and unblocks the parent's queue, so
-  the write ends and the caller reports the death (``index._writing``) instead of hanging.
+  the write ends and the caller reports the death (``writing.writer``) instead of hanging.
 """
 
 from __future__ import annotations
