@@ -33,7 +33,7 @@ from .core.ids import check_id, id_sort_key
 from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.results import ForgetResult, MaintenanceResult, SaveResult
-from .ops import finding, observations, sessions
+from .ops import capture, finding, observations, sessions
 from .search.index import Index, SyncReport
 from .search.schema import NONE
 
@@ -647,7 +647,7 @@ class KnowledgeBase:
     def capture_passive(
         self, content: str, session_id: str | None = None, project: str | None = None, source: str | None = None
     ) -> dict[str, Any]:
-        return sessions.capture_passive(self, content, session_id, project, source)
+        return capture.capture_passive(self, content, session_id, project, source)
 
     def session_timeline(self, session_id: str) -> dict[str, Any]:
         return sessions.timeline(self, session_id)

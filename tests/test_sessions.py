@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core import session as session_file
 from slayer_kb.core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
-from slayer_kb.ops import sessions
+from slayer_kb.ops import capture, sessions
 from slayer_kb.ops.history import review
 from slayer_kb.ops.validate import fmt, validate
 from testing import CliRunner, git, json_of
@@ -67,10 +68,10 @@ def test_file_names_spell_every_id_portably(empty_kb: KnowledgeBase) -> None:
     for session_id, name in (("manual-save-my api", "manual-save-my%20api.yaml"), (".hidden", "%2Ehidden.yaml"),
                              ("-x", "%2Dx.yaml"), ("a/b:c", "a%2Fb%3Ac.yaml"), ("con", "%63on.yaml"),
                              ("ses\u00e9", "ses%C3%A9.yaml"), ("50%", "50%25.yaml"), ("v1.2", "v1.2.yaml")):
-        assert sessions.file_name(session_id) == name
-        assert sessions.id_of_file(name) == session_id
-    assert sessions.id_of_file("has space.yaml") is None
-    assert sessions.id_of_file("a%2fb.yaml") is None  # the canonical spelling is %2F
+        assert session_file.file_name(session_id) == name
+        assert session_file.id_of_file(name) == session_id
+    assert session_file.id_of_file("has space.yaml") is None
+    assert session_file.id_of_file("a%2fb.yaml") is None  # the canonical spelling is %2F
     empty_kb.save_prompt("Hello there", project="My API")
     assert (empty_kb.root / "sessions/manual-save-my%20api.yaml").is_file()
     empty_kb.session_start("ses-1", "p")
@@ -191,21 +192,21 @@ def test_hand_edits_are_seen_by_the_next_read(empty_kb: KnowledgeBase) -> None:
 
 
 def test_extract_learnings_as_engram_does() -> None:
-    assert sessions.extract_learnings(LEARNINGS) == [
+    assert capture.extract_learnings(LEARNINGS) == [
         "Refunds are stored as negative amount rows in orders",
         "The warehouse is rebuilt nightly at 02:00 UTC, so today is missing from wh",
     ]
     bullets = "### Learnings\n- *Bullets* count when no item is numbered\n* second bullet, long enough too\n- short\n"
-    assert sessions.extract_learnings(bullets) == [
+    assert capture.extract_learnings(bullets) == [
         "Bullets count when no item is numbered", "second bullet, long enough too"]
     spanish = "## Aprendizajes Clave:\n1. Los reembolsos son filas negativas en orders\n"
-    assert sessions.extract_learnings(spanish) == ["Los reembolsos son filas negativas en orders"]
+    assert capture.extract_learnings(spanish) == ["Los reembolsos son filas negativas en orders"]
     # The last section that has items wins; an empty last one falls back to the one before.
     two = "## Key Learnings\n1. the first section's only learning\n\n## Learning:\n1. the second section's learning\n"
-    assert sessions.extract_learnings(two) == ["the second section's learning"]
-    assert sessions.extract_learnings(two + "## Key Learnings:\n1. tiny\n") == ["the second section's learning"]
-    assert sessions.extract_learnings("# Key Learnings\n1. a level-one heading is not read\n") == []
-    assert sessions.extract_learnings("no heading at all") == []
+    assert capture.extract_learnings(two) == ["the second section's learning"]
+    assert capture.extract_learnings(two + "## Key Learnings:\n1. tiny\n") == ["the second section's learning"]
+    assert capture.extract_learnings("# Key Learnings\n1. a level-one heading is not read\n") == []
+    assert capture.extract_learnings("no heading at all") == []
 
 
 def test_capture_saves_new_learnings_in_one_commit(empty_kb: KnowledgeBase) -> None:

@@ -42,11 +42,12 @@ from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
+from ..core.session import SESSIONS_DIR, Session, id_of_file
+from ..core.session import loads as load_session
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
 from . import sessions
-from .sessions import SESSIONS_DIR
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -375,13 +376,13 @@ _FILE_STATUS = {"A": "added", "D": "deleted", "M": "changed", "R": "renamed"}
 def _review_session(store: GitStore, base: str, head: str, status: str, old: str, new: str, result: Review) -> None:
     """A session file the branch added, changed, removed or renamed (sessions.py)."""
 
-    def load(rev: str, path: str) -> sessions.Session | None:
-        session_id = sessions.id_of_file(path.rsplit("/", 1)[-1]) if path.startswith(f"{SESSIONS_DIR}/") else None
+    def load(rev: str, path: str) -> Session | None:
+        session_id = id_of_file(path.rsplit("/", 1)[-1]) if path.startswith(f"{SESSIONS_DIR}/") else None
         text = text_at(store, rev, path) if session_id is not None else None
         if text is None or session_id is None:
             return None
         try:
-            return sessions.loads(text, session_id, path)
+            return load_session(text, session_id, path)
         except MemoryFileError as exc:
             if rev != result.merge_base:  # a file broken before the branch is not its problem
                 result.problems.append(str(exc))

@@ -11,6 +11,7 @@ from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
+from ..core.session import check_session_id
 from ..transaction import Transaction, memory_change
 from . import sessions
 
@@ -81,7 +82,7 @@ def save(
             duplicate_count=1,
         )
         # Engram makes the session when it saves into one: both in the one commit.
-        session = sessions.for_save(tx, sessions.check_session_id(session_id, "session_id"), project, now)
+        session = sessions.for_save(tx, check_session_id(session_id, "session_id"), project, now)
         commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
         return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 

@@ -1,21 +1,5 @@
-"""Engram's sessions and user prompts, kept as files in the KB: ``sessions/<id>.yaml``.
-
-One file per session, reviewed like a memory: its project, working directory, start and end
-times, the summary it ended with, and the prompts the user gave in it, oldest first::
-
-    project: analytics
-    directory: /home/ana/analytics
-    started_at: '2026-11-29T20:42:40Z'
-    ended_at: '2026-11-29T21:10:02Z'
-    summary: Found why refunds were counted twice.
-    prompts:
-    - created_at: '2026-11-29T20:43:00Z'
-      content: Why does net revenue go negative in March?
-
-Like a memory file, the file name is the id and the file has no id key. A character that cannot
-be in a portable file name (anything but ASCII letters, digits, ``_``, ``-`` and ``.``; a leading
-``.`` or ``-``; a name Windows reserves) is written ``%XX`` per UTF-8 byte, so every Engram
-session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my%20api.yaml``.
+"""Engram's sessions and user prompts, kept as files in the KB (the record and its file form:
+``core/session.py``).
 
 Each write is one git commit through the KB's crash-safe commit path (``Transaction.commit``,
 in ``KnowledgeBase.transaction``): starting a session, ending it, a prompt, a passive capture (its memories and
@@ -32,295 +16,46 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
-import yaml
-
-from ..core import engram, yamlio
+from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
-from ..core.ids import WINDOWS_RESERVED, fold_id, id_sort_key
+from ..core.ids import fold_id, id_sort_key
+from ..core.inputs import check_unicode
 from ..core.memory import (
-    TIMESTAMP,
-    Memory,
-    alias_line,
-    check_duplicate_keys,
-    dump_key,
-    key_line,
-    too_deep_for_parser,
     utc_now,
 )
+from ..core.session import (
+    MAX_SUMMARY,
+    SESSION_KEYS,
+    SESSIONS_DIR,
+    Prompt,
+    Session,
+    check_session_id,
+    dumps,
+    file_name,
+    id_of_file,
+    loads,
+    session_path,
+)
 from ..store.repo import Change
-from ..transaction import Transaction, memory_change
+from ..transaction import Transaction
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-SESSIONS_DIR = "sessions"
-SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
-PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
-MAX_SESSION_ID = 200  # characters; encoded, a file name stays within what file systems take
-MAX_SUMMARY = 64 * 1024
 PROMPT_REPLY_CHARS = 80  # Engram's `Prompt saved: "<first 80 chars>"`
-PASSIVE_TITLE_CHARS = 60
-MIN_LEARNING_CHARS = 20
 CONTEXT_SESSIONS = 5
 CONTEXT_PROMPTS = 10
 TRUNCATED = "... [truncated]"
-PASSIVE_SOURCE = "mcp-passive"
 # A file changed this recently may change again within the file system's time resolution with
 # the same size: it is parsed on every read until it is older (git calls this "racy").
 _RACY_NS = 2_000_000_000
-
-
-@dataclass
-class Prompt:
-    created_at: str
-    content: str
-    project: str | None = None  # only when it differs from the session's project
-
-    def to_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in PROMPT_KEYS if getattr(self, key) is not None}
-
-
-@dataclass
-class Session:
-    id: str
-    started_at: str
-    project: str | None = None
-    directory: str | None = None
-    ended_at: str | None = None
-    summary: str | None = None
-    prompts: list[Prompt] = field(default_factory=list)
-
-    @property
-    def path(self) -> str:
-        return session_path(self.id)
-
-    @property
-    def last_activity(self) -> str:
-        times = [self.started_at, self.ended_at or "", *(p.created_at for p in self.prompts)]
-        return max(times)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field (absent ones as None) with the id first, as ``--json`` prints it."""
-        data: dict[str, Any] = {"id": self.id}
-        data.update({key: getattr(self, key) for key in SESSION_KEYS if key != "prompts"})
-        data["prompts"] = [p.to_dict() for p in self.prompts]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Session:
-        values = dict(data)
-        values["prompts"] = [Prompt(**p) for p in values.get("prompts") or []]
-        return cls(**values)
-
-
-# -- ids and file names --------------------------------------------------------------------------
-
-
-def check_session_id(value: Any, name: str = "id") -> str:
-    """The session id ``value`` (the parameter ``name``), trimmed; an error names the parameter."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string (the session's id), not {type(value).__name__}.")
-    session_id = value.strip()
-    if not session_id:
-        raise InvalidInputError(
-            f"{name} is required and must not be blank: give the session's id (e.g. 'ses-2026-11-29-auth')."
-        )
-    if len(session_id) > MAX_SESSION_ID:
-        raise InvalidInputError(
-            f"{name} is {len(session_id)} characters long; the limit is {MAX_SESSION_ID}. Use a shorter session id."
-        )
-    bad = next((ch for ch in session_id if not ch.isprintable() and ch != " "), None)
-    if bad is not None:
-        raise InvalidInputError(
-            f"{name} contains U+{ord(bad):04X}, a control or invisible character; a session id is "
-            "printable text such as 'ses-2026-11-29-auth'."
-        )
-    _check_text(session_id, name)
-    return session_id
-
-
-def _plain(ch: str, first: bool) -> bool:
-    return ch.isascii() and (ch.isalnum() or ch == "_" or (ch in ".-" and not first))
-
-
-def file_name(session_id: str) -> str:
-    """The session's file name: the id, with ``%XX`` for what a portable file name cannot hold."""
-    out = [ch if _plain(ch, i == 0) else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
-           for i, ch in enumerate(session_id)]
-    stem = session_id.split(".", 1)[0]
-    if stem.casefold() in WINDOWS_RESERVED:
-        out[0] = f"%{ord(session_id[0]):02X}"
-    return "".join(out) + ".yaml"
-
-
-def session_path(session_id: str) -> str:
-    return f"{SESSIONS_DIR}/{file_name(session_id)}"
-
-
-def id_of_file(name: str) -> str | None:
-    """The session id a file name stands for, or None when it is no session file's name (not
-    ``.yaml``, a dot-file, or not the canonical spelling of any id)."""
-    if not name.endswith(".yaml") or name.startswith("."):
-        return None
-    try:
-        session_id = unquote(name[:-5], errors="strict")
-    except UnicodeDecodeError:
-        return None
-    if not session_id or file_name(session_id) != name:
-        return None
-    return session_id
-
-
-# -- the file format -----------------------------------------------------------------------------
-
-
-def dumps(session: Session) -> str:
-    """The canonical file text: keys in order, multi-line text as ``|`` blocks."""
-    parts = []
-    for key in SESSION_KEYS:
-        value = getattr(session, key)
-        if key == "prompts":
-            if value:
-                parts.append("prompts:\n" + "".join(_dump_prompt(p) for p in value))
-        elif value is not None:
-            parts.append(dump_key(key, value))
-    text = "".join(parts)
-    if _load(text) != _plain_dict(session):  # pragma: no cover - a guard: never write a file that reads back otherwise
-        return yaml.dump(_plain_dict(session), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-                         sort_keys=False, allow_unicode=True, width=1_000_000_000)
-    return text
-
-
-def _dump_prompt(prompt: Prompt) -> str:
-    lines: list[str] = []
-    for key, value in prompt.to_dict().items():
-        lines.extend(("  " + line if line else "") for line in dump_key(key, value).split("\n")[:-1])
-    lines[0] = "- " + lines[0][2:]
-    return "\n".join(lines) + "\n"
-
-
-def _plain_dict(session: Session) -> dict[str, Any]:
-    data = {key: getattr(session, key) for key in SESSION_KEYS if key != "prompts" and getattr(session, key) is not None}
-    if session.prompts:
-        data["prompts"] = [p.to_dict() for p in session.prompts]
-    return data
-
-
-def _load(text: str) -> Any:
-    return yamlio.load(text)
-
-
-def loads(text: str, session_id: str, where: str = "") -> Session:
-    """Parse a session file; :class:`MemoryFileError` names the line and the key or item."""
-    where = where or session_path(session_id)
-    check_duplicate_keys(text, where)
-    line = alias_line(text)
-    if line is not None:
-        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
-    try:
-        data = _load(text)
-    except yaml.YAMLError as exc:
-        if too_deep_for_parser(exc):
-            raise MemoryFileError(where, None, "nests too deep; a session file is two levels deep") from None
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise MemoryFileError(where, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
-    except RecursionError:
-        raise MemoryFileError(where, None, "nests too deep; a session file is two levels deep") from None
-    if not isinstance(data, dict):
-        raise MemoryFileError(where, 1, "a session file must be a mapping of keys (project:, started_at:, ...)")
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if not isinstance(key, str) or key not in SESSION_KEYS:
-            hint = ("the file name is the id; remove the id key" if key == "id"
-                    else f"allowed keys: {', '.join(SESSION_KEYS)}")
-            raise MemoryFileError(where, key_line(text, key), f"unknown key {key!r} ({hint})")
-        if key == "prompts":
-            values[key] = _prompts(value, text, where)
-            continue
-        problem = _value_problem(key, value)
-        if problem:
-            raise MemoryFileError(where, key_line(text, key), f"'{key}' {problem}")
-        values[key] = _time(value) if key.endswith("_at") and value is not None else value
-    if values.get("started_at") is None:
-        raise MemoryFileError(where, 1, "missing required key 'started_at' (add started_at: 'YYYY-MM-DDTHH:MM:SSZ')")
-    return Session(id=session_id, **values)
-
-
-def _time(value: Any) -> str:
-    import datetime as _dt
-
-    if isinstance(value, _dt.datetime):
-        value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value  # type: ignore[no-any-return]
-
-
-def _value_problem(key: str, value: Any) -> str | None:
-    import datetime as _dt
-
-    if value is None:
-        return "must not be empty" if key in ("started_at", "content", "created_at") else None
-    if key.endswith("_at"):
-        if isinstance(value, _dt.datetime):
-            return None
-        if not isinstance(value, str) or not TIMESTAMP.match(value):
-            return "must be a UTC time like '2026-11-29T20:42:40Z'"
-        return None
-    if not isinstance(value, str):
-        return f"must be a string, not {_kind(value)} (quote it)"
-    if key == "content" and not value.strip():
-        return "must not be blank"
-    return None
-
-
-def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
-        type(value), type(value).__name__)
-
-
-def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MemoryFileError(where, key_line(text, "prompts"), "'prompts' must be a list of {created_at, content}")
-
-    def fail(index: int, message: str) -> MemoryFileError:
-        return MemoryFileError(where, _item_line(text, index), f"prompts[{index}]{message}")
-
-    out = []
-    for index, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise fail(index, f" must be a mapping with created_at and content, not {_kind(item)}")
-        for key, field_value in item.items():
-            if key not in PROMPT_KEYS:
-                raise fail(index, f": unknown key {key!r} (allowed keys: {', '.join(PROMPT_KEYS)})")
-            problem = _value_problem(key, field_value)
-            if problem:
-                raise fail(index, f".{key} {problem}")
-        for key in ("created_at", "content"):
-            if key not in item:
-                raise fail(index, f" is missing its {key}")
-        out.append(Prompt(_time(item["created_at"]), item["content"], item.get("project")))
-    return out
-
-
-def _item_line(text: str, index: int) -> int | None:
-    with contextlib.suppress(yaml.YAMLError):
-        node = yamlio.compose(text)
-        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
-            if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
-                return int(value.value[index].start_mark.line) + 1
-    return key_line(text, "prompts")
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -424,17 +159,6 @@ def _load_all(kb: KnowledgeBase) -> list[Session]:
 # -- writing -------------------------------------------------------------------------------------
 
 
-def _check_text(value: Any, name: str) -> None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInputError(
-                f"{name} contains U+{ord(value[exc.start]):04X}, which is not valid Unicode text (often "
-                "bytes that are not UTF-8); fix the text's encoding and retry."
-            ) from None
-
-
 def ensure(tx: Transaction, session_id: str, project: str | None, directory: str | None = None,
            now: str | None = None) -> tuple[Session, list[Change]]:
     """The session, made when it has no file, an empty project or directory filled in when one
@@ -488,8 +212,8 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
     """Engram's ``mem_session_start``: register a session (an existing one is kept, only an
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
-    project = _optional_text(project, "project")
-    directory = _optional_text(directory, "directory")
+    project = optional_text(project, "project")
+    directory = optional_text(directory, "directory")
     with kb.transaction(sync=False) as tx:
         session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
@@ -500,7 +224,7 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
     """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
     redacted; none given keeps an earlier one). One commit."""
     session_id = check_session_id(session_id, "id")
-    summary = _optional_text(summary, "summary")
+    summary = optional_text(summary, "summary")
     if summary is not None:
         summary = engram.redact_private(summary) or None
         if summary is not None and len(summary.encode("utf-8")) > MAX_SUMMARY:
@@ -529,8 +253,8 @@ def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project
     """Engram's ``mem_save_prompt``: the user's prompt, private parts redacted and cut at the KB's
     content limit, added to its session's file (made when missing). One commit."""
     content = _required_text(content, "content")
-    project = engram.normalize_project(_optional_text(project, "project"))
-    session_id = _session_or_default(session_id, project)
+    project = engram.normalize_project(optional_text(project, "project"))
+    session_id = session_or_default(session_id, project)
     content = engram.redact_private(content)
     content = _cut(content, kb.max_content)
     with kb.transaction(sync=False) as tx:
@@ -551,7 +275,7 @@ def _cut(text: str, limit: int) -> str:
     return data[: limit - len(TRUNCATED)].decode("utf-8", "ignore") + TRUNCATED
 
 
-def _session_or_default(session_id: Any, project: str | None) -> str:
+def session_or_default(session_id: Any, project: str | None) -> str:
     if session_id is None or (isinstance(session_id, str) and not session_id.strip()):
         return engram.default_session_id(project)
     return check_session_id(session_id, "session_id")
@@ -560,16 +284,16 @@ def _session_or_default(session_id: Any, project: str | None) -> str:
 def _required_text(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{name} is required and must not be blank.")
-    _check_text(value, name)
+    check_unicode(value, name)
     return value
 
 
-def _optional_text(value: Any, name: str) -> str | None:
+def optional_text(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}.")
-    _check_text(value, name)
+    check_unicode(value, name)
     return value.strip() or None
 
 
@@ -585,93 +309,6 @@ def clip(text: str, limit: int) -> str:
 def quoted(text: str) -> str:
     """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
     return json.dumps(text, ensure_ascii=False)
-
-
-# -- passive capture -----------------------------------------------------------------------------
-
-_HEADING = re.compile(r"^#{2,3}\s+(?:Aprendizajes(?:\s+Clave)?|Key\s+Learnings?|Learnings?):?\s*$",
-                      re.IGNORECASE | re.MULTILINE)
-_NEXT_HEADING = re.compile(r"\n#{1,3} ")
-_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)", re.MULTILINE)
-_BULLET = re.compile(r"^\s*[-*]\s+(.+)", re.MULTILINE)
-_BOLD = re.compile(r"\*\*([^*]+)\*\*")
-_CODE = re.compile(r"`([^`]+)`")
-_ITALIC = re.compile(r"\*([^*]+)\*")
-
-
-def extract_learnings(text: str) -> list[str]:
-    """Engram's ``ExtractLearnings``: the items of the last ``## Key Learnings:`` section (also
-    ``### Learnings``, ``## Learning``, ``## Aprendizajes Clave:``) that has any, up to the next
-    heading of level 1-3; numbered items, else bullets; markdown marks stripped, whitespace
-    collapsed; items under 20 characters dropped."""
-    for heading in reversed(list(_HEADING.finditer(text))):
-        section = text[heading.end():]
-        cut = _NEXT_HEADING.search(section)
-        if cut is not None:
-            section = section[: cut.start()]
-        for pattern in (_NUMBERED, _BULLET):
-            items = [_clean(m.group(1)) for m in pattern.finditer(section)]
-            items = [item for item in items if len(item) >= MIN_LEARNING_CHARS]
-            if items:
-                return items
-    return []
-
-
-def _clean(text: str) -> str:
-    text = _ITALIC.sub(r"\1", _CODE.sub(r"\1", _BOLD.sub(r"\1", text)))
-    return " ".join(text.split())
-
-
-def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None,
-                    source: Any = None) -> dict[str, Any]:
-    """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
-    section becomes a memory of type ``passive`` unless a live memory of the project already has
-    the same text. All of them and the session, when it is new, in one commit."""
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
-    _check_text(content, "content")
-    project = engram.normalize_project(_optional_text(project, "project"))
-    session_id = _session_or_default(session_id, project)
-    source = _optional_text(source, "source") or PASSIVE_SOURCE
-    learnings = extract_learnings(engram.redact_private(content))
-    result: dict[str, Any] = {"extracted": len(learnings), "saved": 0, "duplicates": 0, "memory_ids": [],
-                              "session_id": session_id, "source": source, "commit": None}
-    if not learnings:
-        return _with_message(result)
-    with kb.transaction() as tx:
-        seen: set[str] = set()
-        fresh: list[str] = []
-        for learning in learnings:
-            digest = engram.content_hash(learning)
-            if digest in seen or tx.live(limit=1, content_hash=digest, project=project):
-                result["duplicates"] += 1
-            else:
-                fresh.append(learning)
-            seen.add(digest)
-        if fresh:
-            now = utc_now()
-            first = int(tx.next_auto_id())
-            memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
-                        for n, learning in enumerate(fresh)}
-            _, session_changes = ensure(tx, session_id, project, now=now)
-            changes = [memory_change(m) for m in memories.values()] + session_changes
-            ids = ", ".join(memories)
-            result["commit"] = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
-            result["saved"] = len(memories)
-            result["memory_ids"] = list(memories)
-    return _with_message(result)
-
-
-def _passive_memory(memory_id: str, learning: str, project: str | None, session_id: str, now: str) -> Memory:
-    title = learning if len(learning) <= PASSIVE_TITLE_CHARS else learning[:PASSIVE_TITLE_CHARS] + "..."
-    return Memory(id=memory_id, learning=learning, created_at=now, title=title, type="passive",
-                  project=project, scope="project", session_id=session_id, revision_count=1, duplicate_count=1)
-
-
-def _with_message(result: dict[str, Any]) -> dict[str, Any]:
-    result["message"] = (f"Passive capture complete: extracted={result['extracted']} saved={result['saved']} "
-                         f"duplicates={result['duplicates']}")
-    return result
 
 
 # -- reading for context, stats and timeline -----------------------------------------------------

@@ -50,11 +50,11 @@ from ..core.errors import InvalidIdError, KBError, MemoryFileError, StoreError
 from ..core.ids import check_id, check_new_id, fold_id, is_auto_id
 from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
 from ..core.nesting import MAX_DEPTH, value_depth
+from ..core.session import SESSIONS_DIR, file_name, id_of_file
+from ..core.session import dumps as dump_session
+from ..core.session import loads as load_session
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev
-from .sessions import SESSIONS_DIR, file_name, id_of_file
-from .sessions import dumps as dump_session
-from .sessions import loads as load_session
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"

@@ -1,0 +1,105 @@
+"""Engram's ``mem_capture_passive``: the learnings of a text's ``## Key Learnings:`` section, each
+saved as a ``passive`` memory unless the project already holds it, in one commit with the session."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..core import engram
+from ..core.errors import InvalidInputError
+from ..core.inputs import check_unicode
+from ..core.memory import Memory, utc_now
+from ..transaction import memory_change
+from . import sessions
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+PASSIVE_TITLE_CHARS = 60
+MIN_LEARNING_CHARS = 20
+PASSIVE_SOURCE = "mcp-passive"
+
+_HEADING = re.compile(r"^#{2,3}\s+(?:Aprendizajes(?:\s+Clave)?|Key\s+Learnings?|Learnings?):?\s*$",
+                      re.IGNORECASE | re.MULTILINE)
+_NEXT_HEADING = re.compile(r"\n#{1,3} ")
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)", re.MULTILINE)
+_BULLET = re.compile(r"^\s*[-*]\s+(.+)", re.MULTILINE)
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+_ITALIC = re.compile(r"\*([^*]+)\*")
+
+
+def extract_learnings(text: str) -> list[str]:
+    """Engram's ``ExtractLearnings``: the items of the last ``## Key Learnings:`` section (also
+    ``### Learnings``, ``## Learning``, ``## Aprendizajes Clave:``) that has any, up to the next
+    heading of level 1-3; numbered items, else bullets; markdown marks stripped, whitespace
+    collapsed; items under 20 characters dropped."""
+    for heading in reversed(list(_HEADING.finditer(text))):
+        section = text[heading.end():]
+        cut = _NEXT_HEADING.search(section)
+        if cut is not None:
+            section = section[: cut.start()]
+        for pattern in (_NUMBERED, _BULLET):
+            items = [_clean(m.group(1)) for m in pattern.finditer(section)]
+            items = [item for item in items if len(item) >= MIN_LEARNING_CHARS]
+            if items:
+                return items
+    return []
+
+
+def _clean(text: str) -> str:
+    text = _ITALIC.sub(r"\1", _CODE.sub(r"\1", _BOLD.sub(r"\1", text)))
+    return " ".join(text.split())
+
+
+def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None,
+                    source: Any = None) -> dict[str, Any]:
+    """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
+    section becomes a memory of type ``passive`` unless a live memory of the project already has
+    the same text. All of them and the session, when it is new, in one commit."""
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
+    check_unicode(content, "content")
+    project = engram.normalize_project(sessions.optional_text(project, "project"))
+    session_id = sessions.session_or_default(session_id, project)
+    source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
+    learnings = extract_learnings(engram.redact_private(content))
+    result: dict[str, Any] = {"extracted": len(learnings), "saved": 0, "duplicates": 0, "memory_ids": [],
+                              "session_id": session_id, "source": source, "commit": None}
+    if not learnings:
+        return _with_message(result)
+    with kb.transaction() as tx:
+        seen: set[str] = set()
+        fresh: list[str] = []
+        for learning in learnings:
+            digest = engram.content_hash(learning)
+            if digest in seen or tx.live(limit=1, content_hash=digest, project=project):
+                result["duplicates"] += 1
+            else:
+                fresh.append(learning)
+            seen.add(digest)
+        if fresh:
+            now = utc_now()
+            first = int(tx.next_auto_id())
+            memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
+                        for n, learning in enumerate(fresh)}
+            _, session_changes = sessions.ensure(tx, session_id, project, now=now)
+            changes = [memory_change(m) for m in memories.values()] + session_changes
+            ids = ", ".join(memories)
+            result["commit"] = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
+            result["saved"] = len(memories)
+            result["memory_ids"] = list(memories)
+    return _with_message(result)
+
+
+def _passive_memory(memory_id: str, learning: str, project: str | None, session_id: str, now: str) -> Memory:
+    title = learning if len(learning) <= PASSIVE_TITLE_CHARS else learning[:PASSIVE_TITLE_CHARS] + "..."
+    return Memory(id=memory_id, learning=learning, created_at=now, title=title, type="passive",
+                  project=project, scope="project", session_id=session_id, revision_count=1, duplicate_count=1)
+
+
+def _with_message(result: dict[str, Any]) -> dict[str, Any]:
+    result["message"] = (f"Passive capture complete: extracted={result['extracted']} saved={result['saved']} "
+                         f"duplicates={result['duplicates']}")
+    return result
