@@ -19,7 +19,8 @@ from slayer_kb.core.errors import (
     NotFoundError,
     ResolutionError,
 )
-from slayer_kb.store.repo import holds, put_file
+from slayer_kb.store import files
+from slayer_kb.store.files import holds, put_file
 from testing import commit_all, fsck, git
 
 
@@ -480,7 +481,6 @@ def test_a_commit_of_hundreds_of_files_packs_its_blobs_and_lands_whole(catalog_k
 
 @pytest.mark.parametrize("platform", ["linux", "no posix_fallocate", "file system refuses it"])
 def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str) -> None:
-    from slayer_kb.store import repo
 
     if platform == "no posix_fallocate":
         monkeypatch.delattr(os, "posix_fallocate")
@@ -492,7 +492,7 @@ def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytes
     path = tmp_path / "reserve"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        repo._allocate(fd, 3 * 1024 * 1024 + 5)
+        files.allocate(fd, 3 * 1024 * 1024 + 5)
     finally:
         os.close(fd)
     st = path.stat()
@@ -545,7 +545,7 @@ def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path:
     script = (
         "import errno, os, resource, sys\n"
         "from pathlib import Path\n"
-        "from slayer_kb.store.repo import put_file\n"
+        "from slayer_kb.store.files import put_file\n"
         "fds = [os.open(os.devnull, os.O_RDONLY)]\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (fds[0] + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
         "try:\n"

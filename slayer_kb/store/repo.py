@@ -20,7 +20,6 @@ import errno
 import json
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from typing import Literal
 import filelock
 
 from ..core.errors import StoreError
-from ..core.fileio import NotRegularFile, in_threads, read_regular
+from ..core.fileio import in_threads
 from . import state, upkeep
+from .files import WRITE_FLAGS, allocate, free_name, holds, is_file_or_link, keep_copy, put_file, torn
 from .objects import ObjectStore
 
 STATE_DIR = state.STATE_DIR
@@ -39,17 +39,6 @@ LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _RESERVE = "reserve"
 _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
-_REPLACEABLE = {errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EACCES, errno.EPERM, getattr(errno, "EFTYPE", errno.ELOOP)}
-# Writing files: never through a symlink, never blocking on a FIFO, never inherited by git's
-# subprocesses, never translating newlines; the flags a platform lacks (Windows lacks most) are 0.
-_WRITE_FLAGS = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 # A git status names at most this many paths one by one: git matches every file against every
 # pathspec, so a hundred of them cost 0.4 s at 100,000 files (measured). More paths are asked
@@ -339,7 +328,7 @@ class GitStore:
             if kind == b"1 " and xy[0] in "AMT" and xy[1] != ".":
                 staged = fields[7].decode("ascii")
             found[path] = staged
-        unlisted = [p for p in sorted(files) if p not in found and _is_file_or_link(self.root / p)]
+        unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(self.root / p)]
         if unlisted:
             head = self.head()
             objects = self.objects
@@ -360,12 +349,12 @@ class GitStore:
         for path, staged in sorted(paths.items()):
             self._check_inside(path)
             if staged is not None:
-                name = _free_name(self.root, f"{path}.staged.orig")
+                name = free_name(self.root, f"{path}.staged.orig")
                 put_file(self.root / name, self.objects.read("blob", staged))
                 kept.append(name)
             if os.path.lexists(self.root / path):
-                name = _free_name(self.root, f"{path}.orig")
-                _keep_copy(self.root / path, self.root / name)
+                name = free_name(self.root, f"{path}.orig")
+                keep_copy(self.root / path, self.root / name)
                 kept.append(name)
         head = self.head()
         objects = self.objects
@@ -481,9 +470,9 @@ class GitStore:
         size = sum(-(-len(data) // block) * block for data in contents)
         reserve = self.state / _RESERVE
         try:
-            fd = os.open(reserve, _WRITE_FLAGS | os.O_TRUNC, 0o600)
+            fd = os.open(reserve, WRITE_FLAGS | os.O_TRUNC, 0o600)
             try:
-                _allocate(fd, size)
+                allocate(fd, size)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -653,7 +642,7 @@ class GitStore:
             self._write_files({
                 path: None if (oid := ours[rp]) is None else data[oid]
                 for path, rp in zip(paths, repo_paths, strict=True)
-                if _torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
+                if torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
             })
         except OSError as exc:
             raise StoreError(
@@ -687,138 +676,10 @@ class GitStore:
         return old, new, paths
 
 
-def _is_file_or_link(path: Path) -> bool:
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return False
-    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
-
-
-def _keep_copy(source: Path, copy: Path) -> None:
-    """Copy the user's ``source`` to the new name ``copy``: a file's bytes, a symlink as a link;
-    anything else (a folder in a file's place) is moved there whole."""
-    if source.is_symlink():
-        os.symlink(os.readlink(source), copy)
-        return
-    try:
-        data = read_regular(source)
-    except NotRegularFile:
-        os.rename(source, copy)
-        return
-    put_file(copy, data)
-
-
-def _free_name(root: Path, name: str) -> str:
-    """``name``, or ``name.2``, ``name.3``, ... : the first that nothing in ``root`` has."""
-    candidate, n = name, 1
-    while os.path.lexists(root / candidate):
-        n += 1
-        candidate = f"{name}.{n}"
-    return candidate
-
-
 def listed(paths: Sequence[str], limit: int = 5) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 3 more``: paths named in one line of a message."""
     shown = ", ".join(paths[:limit])
     return shown if len(paths) <= limit else f"{shown} and {len(paths) - limit} more"
-
-
-def _torn(target: Path, before: bytes, after: bytes) -> bool:
-    """Does ``target`` hold what a write of ``after`` over ``before`` interrupted part-way leaves:
-    the start of ``after``, then the rest of ``before`` (and neither of the two)?"""
-    try:
-        current = read_regular(target)
-    except OSError:
-        return False
-    if current in (before, after):
-        return False
-    k = len(os.path.commonprefix([current, after]))
-    return current[k:] == before[k:]
-
-
-def put_file(target: Path, data: bytes | None) -> None:
-    """Make ``target`` hold ``data`` (None: not exist), writing over its bytes in place.
-
-    In place, not through a temporary file and a rename: a cascade's 10,000 renames into a
-    folder of 100,000 files cost 1.4 s and its 10,000 new files 0.6-4 s, against 0.35 s for
-    writing over them (measured at 100,000 memories). slayer-kb's readers never use a
-    half-written file: the index is updated under the lock, ``KnowledgeBase.read`` reads again
-    under the lock while a commit's journal exists, and the journal makes the next command finish
-    the files of a commit that a crash interrupted. A symlink, a special file, or a file
-    hard-linked elsewhere is replaced by a file of its own (as a rename would), never written
-    through.
-    """
-    if data is None:
-        with contextlib.suppress(FileNotFoundError):
-            target.unlink()
-        return
-    with contextlib.suppress(FileNotFoundError):
-        mode = target.lstat().st_mode
-        # Only a regular file is ever opened: a symlink, FIFO, socket or device is replaced
-        # without being opened (a device's open can act). A folder is left to the open's error.
-        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-            target.unlink()
-    fd: int | None = None
-    try:
-        fd = os.open(target, _WRITE_FLAGS, 0o666)
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-            os.close(fd)
-            fd = None
-    except OSError as exc:
-        # What cannot be written over is replaced, as a rename would replace it: a symlink
-        # (ELOOP; EMLINK or EFTYPE on BSDs), a FIFO nobody reads (ENXIO), a read-only file
-        # (EACCES, EPERM). Anything else raises its own error (a folder, too many open files).
-        if exc.errno not in _REPLACEABLE:
-            raise
-        try:
-            st = target.lstat()
-        except FileNotFoundError:
-            raise exc from None
-        if stat.S_ISDIR(st.st_mode):
-            raise
-    if fd is None:
-        target.unlink()
-        fd = os.open(target, _WRITE_FLAGS | os.O_EXCL, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
-
-
-def _allocate(fd: int, size: int) -> None:
-    """Give an open, empty file ``size`` bytes of real disk blocks, not a sparse hole."""
-    if size <= 0:
-        return
-    try:
-        os.posix_fallocate(fd, 0, size)
-        return
-    except AttributeError:  # macOS and Windows have no posix_fallocate
-        pass
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):  # ZFS, for one, cannot
-            raise
-    zeros = bytes(min(size, 1 << 20))
-    while size > 0:
-        size -= os.write(fd, zeros[:size])
-
-
-def holds(target: Path, data: bytes | None) -> bool:
-    """Does ``target`` hold exactly ``data`` as a regular file (None: does it not exist)?"""
-    try:
-        st = target.lstat()
-    except FileNotFoundError:
-        return data is None
-    if data is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
-        return False
-    try:
-        return read_regular(target) == data
-    except OSError:
-        return False
 
 
 def init_repository(path: Path) -> None:

@@ -1,0 +1,154 @@
+"""Writing the work tree's files as a commit needs them: in place, never through a symlink or
+into a FIFO, with a copy kept of what the user had, and telling a file a crash left half-written
+from one that holds either version whole."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ..core.fileio import NotRegularFile, read_regular
+
+_REPLACEABLE = {errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EACCES, errno.EPERM, getattr(errno, "EFTYPE", errno.ELOOP)}
+# Writing files: never through a symlink, never blocking on a FIFO, never inherited by git's
+# subprocesses, never translating newlines; the flags a platform lacks (Windows lacks most) are 0.
+WRITE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def is_file_or_link(path: Path) -> bool:
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+
+def keep_copy(source: Path, copy: Path) -> None:
+    """Copy the user's ``source`` to the new name ``copy``: a file's bytes, a symlink as a link;
+    anything else (a folder in a file's place) is moved there whole."""
+    if source.is_symlink():
+        os.symlink(os.readlink(source), copy)
+        return
+    try:
+        data = read_regular(source)
+    except NotRegularFile:
+        os.rename(source, copy)
+        return
+    put_file(copy, data)
+
+
+def free_name(root: Path, name: str) -> str:
+    """``name``, or ``name.2``, ``name.3``, ... : the first that nothing in ``root`` has."""
+    candidate, n = name, 1
+    while os.path.lexists(root / candidate):
+        n += 1
+        candidate = f"{name}.{n}"
+    return candidate
+
+
+
+def torn(target: Path, before: bytes, after: bytes) -> bool:
+    """Does ``target`` hold what a write of ``after`` over ``before`` interrupted part-way leaves:
+    the start of ``after``, then the rest of ``before`` (and neither of the two)?"""
+    try:
+        current = read_regular(target)
+    except OSError:
+        return False
+    if current in (before, after):
+        return False
+    k = len(os.path.commonprefix([current, after]))
+    return current[k:] == before[k:]
+
+
+def put_file(target: Path, data: bytes | None) -> None:
+    """Make ``target`` hold ``data`` (None: not exist), writing over its bytes in place.
+
+    In place, not through a temporary file and a rename: a cascade's 10,000 renames into a
+    folder of 100,000 files cost 1.4 s and its 10,000 new files 0.6-4 s, against 0.35 s for
+    writing over them (measured at 100,000 memories). slayer-kb's readers never use a
+    half-written file: the index is updated under the lock, ``KnowledgeBase.read`` reads again
+    under the lock while a commit's journal exists, and the journal makes the next command finish
+    the files of a commit that a crash interrupted. A symlink, a special file, or a file
+    hard-linked elsewhere is replaced by a file of its own (as a rename would), never written
+    through.
+    """
+    if data is None:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        return
+    with contextlib.suppress(FileNotFoundError):
+        mode = target.lstat().st_mode
+        # Only a regular file is ever opened: a symlink, FIFO, socket or device is replaced
+        # without being opened (a device's open can act). A folder is left to the open's error.
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            target.unlink()
+    fd: int | None = None
+    try:
+        fd = os.open(target, WRITE_FLAGS, 0o666)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            os.close(fd)
+            fd = None
+    except OSError as exc:
+        # What cannot be written over is replaced, as a rename would replace it: a symlink
+        # (ELOOP; EMLINK or EFTYPE on BSDs), a FIFO nobody reads (ENXIO), a read-only file
+        # (EACCES, EPERM). Anything else raises its own error (a folder, too many open files).
+        if exc.errno not in _REPLACEABLE:
+            raise
+        try:
+            st = target.lstat()
+        except FileNotFoundError:
+            raise exc from None
+        if stat.S_ISDIR(st.st_mode):
+            raise
+    if fd is None:
+        target.unlink()
+        fd = os.open(target, WRITE_FLAGS | os.O_EXCL, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
+def allocate(fd: int, size: int) -> None:
+    """Give an open, empty file ``size`` bytes of real disk blocks, not a sparse hole."""
+    if size <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except AttributeError:  # macOS and Windows have no posix_fallocate
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):  # ZFS, for one, cannot
+            raise
+    zeros = bytes(min(size, 1 << 20))
+    while size > 0:
+        size -= os.write(fd, zeros[:size])
+
+
+def holds(target: Path, data: bytes | None) -> bool:
+    """Does ``target`` hold exactly ``data`` as a regular file (None: does it not exist)?"""
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        return data is None
+    if data is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    try:
+        return read_regular(target) == data
+    except OSError:
+        return False
