@@ -10,20 +10,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import search
 from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
 from .catalog.refs import flatten_refs
 from .catalog.resolve import Resolver
 from .core import engram
 from .core.errors import (
     InvalidInputError,
-    KBError,
     MemoryFileError,
     NotFoundError,
     ResolutionError,
@@ -32,15 +29,16 @@ from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
-from .core.results import ForgetResult, MaintenanceResult, SaveResult
-from .ops import capture, finding, observations, sessions
+from .core.results import MaintenanceResult, SaveResult
+from .ops import capture, changes, finding, observations, sessions
+from .ops.finding import deleted_message
 from .search.index import Index, SyncReport
 from .search.schema import NONE
 
 if TYPE_CHECKING:
     from .search.monitor import ChangeMonitor
 from .catalog.refs import clean_query, query_entities, split_references
-from .core.memory import Memory, loads, utc_now, with_entities
+from .core.memory import Memory, loads, utc_now
 from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
@@ -277,7 +275,8 @@ class KnowledgeBase:
         self.problems = report.problems
         return report
 
-    def _path(self, memory_id: str) -> Path:
+    def path_of(self, memory_id: str) -> Path:
+        """The memory's file."""
         return self.memories_dir / f"{memory_id}.yaml"
 
     def read_with_text(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
@@ -286,7 +285,7 @@ class KnowledgeBase:
         content hash, its stored memory): when the bytes still hash the same, that memory is
         used instead of parsing the YAML again (a cascade reads thousands)."""
         check_id(memory_id)
-        path = self._path(memory_id)
+        path = self.path_of(memory_id)
         try:
             # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
             data = read_regular(path)
@@ -327,7 +326,7 @@ class KnowledgeBase:
     def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
-            raise NotFoundError(_deleted_message(memory))
+            raise NotFoundError(deleted_message(memory))
         data = memory.to_dict()
         pending = self.pending.count(memory_id)
         if pending:
@@ -424,7 +423,7 @@ class KnowledgeBase:
         else:
             tx.check_new_id(memory_id)
             tx.require_committed(memory_path(memory_id))
-            if self._path(memory_id).exists():
+            if self.path_of(memory_id).exists():
                 with contextlib.suppress(MemoryFileError):
                     created_at = self.read(memory_id).created_at
                 action = "replaced"
@@ -446,123 +445,14 @@ class KnowledgeBase:
     # Engram's ``mem_save`` (ops/observations.py).
     save_observation = observations.save
 
+    # Changing and forgetting memories (ops/changes.py).
+    update = changes.update
+    forget = changes.forget
+    restore = changes.restore
+
     def projects(self) -> list[str]:
         names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
         return sorted(name for name in names if name != NONE)
-
-    def update(self, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
-        """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
-        rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
-        given = {k: v for k, v in fields.items() if v is not None}
-        for name, value in given.items():
-            check_unicode(value, name)
-        allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
-        unknown = set(given) - allowed
-        if unknown:
-            raise InvalidInputError(
-                f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}."
-            )
-        if not given:
-            raise InvalidInputError(
-                "Nothing to update: give at least one field (title, learning/content, type, "
-                "description, project, scope, topic_key, entities)."
-            )
-        with self.transaction() as tx:
-
-            def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
-                memory = self.read(memory_id)
-                if memory.is_deleted:
-                    raise NotFoundError(_deleted_message(memory))
-                changes: dict[str, Any] = {}
-                warnings: list[str] = []
-                if "learning" in given:
-                    changes["learning"] = self.check_learning(engram.redact_private(given["learning"]))
-                if "title" in given:
-                    changes["title"] = engram.redact_private(given["title"]) or None
-                if "type" in given:
-                    changes["type"] = given["type"].strip() or None
-                if "description" in given:
-                    changes["description"] = check_description(given["description"])
-                if "project" in given:
-                    changes["project"] = engram.normalize_project(given["project"])
-                    warnings.extend(observations.project_warnings(self, changes["project"]))
-                if "scope" in given:
-                    changes["scope"] = engram.normalize_scope(given["scope"])
-                if "topic_key" in given:
-                    changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
-                if "entities" in given:
-                    changes["entities"], more = self.resolve_entities(given["entities"])
-                    warnings.extend(more)
-                updated = memory.evolve(
-                    **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(self, memory)
-                )
-                if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
-                    updated.revision_count = memory.revision_count + 1
-                return [memory_change(updated)], (changes, warnings)
-
-            planned, (changes, warnings), kept = tx.rewrite(plan, force)
-            tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
-            self.pending.clear(memory_id)
-        data = self.get(memory_id)
-        data["warnings"] = warnings
-        if kept:
-            data["kept"] = kept
-        return data
-
-    def forget(self, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
-        """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
-        memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
-        ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
-        with self.transaction() as tx:
-
-            def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
-                try:
-                    memory: Memory | None = self.read_with_text(memory_id)[0]
-                except MemoryFileError as exc:
-                    # A hard forget deletes the file whatever it holds; a soft one rewrites it.
-                    if soft or not _is_regular(self._path(memory_id)):
-                        raise MemoryFileError(exc.path, exc.line, _unforgettable(exc.message, memory_id, soft)) from None
-                    memory = None
-                if soft:
-                    assert memory is not None
-                    if memory.is_deleted:
-                        raise NotFoundError(_deleted_message(memory))
-                    return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
-                target = f"memory:{memory_id}"
-                changes = [Change(memory_path(memory_id), None)]
-                stripped = []
-                rewritten: dict[str, Memory] = {}
-                for other_id, other, text in tx.referrers([target]):
-                    if other_id == memory_id:
-                        continue
-                    kept = [e for e in other.entities if e != target]
-                    changes.append(memory_change(other, with_entities(text, other, kept)))
-                    rewritten[other_id] = other.evolve(entities=kept)
-                    stripped.append(other_id)
-                return changes, (stripped, rewritten)
-
-            changes, (stripped, rewritten), kept = tx.rewrite(plan, force)
-            if soft:
-                commit = tx.commit(changes, f"memory: forget {memory_id} (soft)")
-                return ForgetResult(memory_id, [], True, commit, kept)
-            message = f"memory: forget {memory_id}"
-            if stripped:
-                message += (
-                    f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
-                )
-            commit = tx.commit(changes, message, rewritten)
-            self.pending.clear(memory_id)
-            return ForgetResult(memory_id, stripped, False, commit, kept)
-
-    def restore(self, memory_id: str) -> dict[str, Any]:
-        """Bring back a soft-deleted memory."""
-        with self.transaction() as tx:
-            memory = self.read(memory_id)
-            if not memory.is_deleted:
-                raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
-            tx.require_committed(memory_path(memory_id))
-            tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
-        return self.get(memory_id)
 
     # -- searching --------------------------------------------------------------------------
 
@@ -600,27 +490,8 @@ class KnowledgeBase:
     ) -> str:
         return engram.suggest_topic_key(type, title, content)
 
-    def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> dict[str, Any]:
-        """The memories saved just before and after one, in the same session, oldest first."""
-        self.ensure_fresh()
-        focus = self.read(memory_id)
-        if focus.is_deleted:
-            raise NotFoundError(_deleted_message(focus))
-        session = focus.session_id
-        found = None
-        docs = self.index.documents(None, search.restrict(exact={"session_id": session}), limit=None)
-        ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
-        position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
-        hit = lambda d: finding.hit(self, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
-        with contextlib.suppress(KBError):  # a broken session file: the memories still show
-            found = sessions.read(self, session) if session else None
-        return {
-            "session_id": session,
-            "session": found.to_dict() if found else None,
-            "before": [hit(d) for d in ordered[max(0, position - before) : position]],
-            "focus": hit(ordered[position]),
-            "after": [hit(d) for d in ordered[position + 1 : position + 1 + after]],
-        }
+    timeline = finding.timeline
+    stats = finding.stats
 
     def session_summary(
         self, content: str, project: str | None = None, session_id: str | None = None
@@ -651,26 +522,6 @@ class KnowledgeBase:
 
     def session_timeline(self, session_id: str) -> dict[str, Any]:
         return sessions.timeline(self, session_id)
-
-    def stats(self) -> dict[str, Any]:
-        self.ensure_fresh()
-        docs = self.index.documents(None, search.restrict(), limit=None)
-        types: dict[str, int] = {}
-        projects = set()
-        for doc in docs:
-            data = doc["data"]
-            types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
-            if data["project"]:
-                projects.add(data["project"])
-        known = sessions.load_all(self)  # the session files, not the ids memories carry
-        return {
-            "memories": len(docs),
-            "sessions": len(known),
-            "prompts": sum(len(s.prompts) for s in known),
-            "projects": sorted(projects),
-            "types": dict(sorted(types.items())),
-            "search_by_meaning": self.index.meaning_status(),
-        }
 
     def context(
         self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,
@@ -703,25 +554,3 @@ def _example_changes(root: Path) -> list[Change]:
     return sorted(changes, key=lambda c: c.path)
 
 
-def _deleted_message(memory: Memory) -> str:
-    return (
-        f"Memory '{memory.id}' was deleted at {memory.deleted_at}; "
-        f"bring it back with 'slayer-kb restore {memory.id}'."
-    )
-
-
-def _is_regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False
-
-
-def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
-    """Why ``forget`` cannot take a broken memory file, and what to do instead."""
-    if soft:
-        return (f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair "
-                f"it first ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev "
-                f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
-                f"with 'slayer-kb forget {memory_id}'")
-    return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"

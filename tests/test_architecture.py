@@ -65,9 +65,8 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
-MODULES = {
-    _name(path): _imports(path) for path in sorted(PACKAGE.rglob("*.py")) if "example" not in path.parts
-}
+PATHS = {_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "example" not in path.parts}
+MODULES = {name: _imports(path) for name, path in PATHS.items()}
 
 
 def _internal(module: str) -> list[str]:
@@ -117,11 +116,32 @@ def test_gitpython_is_imported_only_by_the_store() -> None:
 
 
 def test_subprocesses_are_run_only_where_that_is_the_job() -> None:
-    # the store runs git; edit runs the user's editor; the client reads one git setting and
-    # starts the server (it must not import the store: docs/server.md, "a lean client").
+    # the store runs git; edit runs the user's editor; the client starts the server.
     assert _users("subprocess") - {m for m in MODULES if _part(m) == "store"} == {
         "slayer_kb.ops.editing", "slayer_kb.daemon.relay",
     }
+
+
+def test_only_the_store_runs_git() -> None:
+    """A module outside store/ may start a process, but never git: it asks the store."""
+    runs_git = {
+        m for m in MODULES if _part(m) != "store"
+        and any(isinstance(node, ast.Constant) and node.value == "git"
+                for node in ast.walk(ast.parse(PATHS[m].read_text(encoding="utf-8"))))
+    }
+    assert runs_git == set()
+
+
+# Past this a module holds more than one job (the house rule of CONTRIBUTING.md).
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {
+        str(path.relative_to(PACKAGE.parent)): count for path in PATHS.values()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
 
 
 def test_no_module_takes_another_modules_private_names() -> None:

@@ -13,8 +13,9 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core import session as session_file
 from slayer_kb.core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from slayer_kb.ops import capture, sessions
+from slayer_kb.ops.fmt import fmt
 from slayer_kb.ops.history import review
-from slayer_kb.ops.validate import fmt, validate
+from slayer_kb.ops.validate import validate
 from testing import CliRunner, git, json_of
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import InvalidInputError, KBError, ResolutionError
 from ..core.nesting import check_depth
-from .slayerquery import Item, check_query, kind_of
+from .querychecks import kind_of
+from .slayerquery import Item, check_query
 
 if TYPE_CHECKING:
     from .resolve import Resolver

@@ -38,14 +38,31 @@ Expressions are checked for syntax with Python's parser, as SLayer's Mode-B pars
 
 from __future__ import annotations
 
-import ast
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from ..core.errors import InvalidInputError
+from .querychecks import (
+    FALSE,
+    TRUE,
+    VARIABLE,
+    dotted,
+    extra_message,
+    fail,
+    ignored_keys,
+    int_field,
+    kind_of,
+    list_of,
+    parses,
+    python_list,
+    required,
+    string,
+    syntax_problem,
+)
+from .queryversions import migrate
+from .timepoints import check_date_range
 
 QUERY_KEYS = (
     "version", "name", "source_model", "measures", "dimensions", "time_dimensions",
@@ -58,27 +75,16 @@ COMPUTED_KEYS = ("expression", "name")
 TIME_DIMENSION_KEYS = ("dimension", "column", "granularity", "date_range", "label")
 ORDER_KEYS = ("column", "direction")
 EXTENSION_KEYS = ("source_name", "columns", "measures", "joins")
-# The alias map of likely slips whose nearest spelling is not the intended key.
-_MEANT = {
-    "fields": "measures", "metrics": "measures", "model": "source_model", "source": "source_model",
-    "from": "source_model", "where": "filters", "group_by": "dimensions", "groupby": "dimensions",
-    "sort": "order", "order_by": "order", "orderby": "order", "time_dimension": "time_dimensions",
-}
 GRANULARITIES = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 TO_MANY = ("broadcast", "associate", "error")
 DIRECTIONS = {"asc": "asc", "ascending": "asc", "desc": "desc", "descending": "desc"}
-CURRENT_VERSION = 6
-_STRICT_RETIRED_AT = 4
 
 _NAME = re.compile(r"[a-zA-Z_]\w*", re.ASCII)
 _CALL = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.S)
 _COLUMN_ARG = re.compile(r"\s*([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*")
 _FUNCSTYLE = re.compile(r"\w+\([^()]*\)")
 _AGG_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
-_VARIABLE = re.compile(r"\{([a-zA-Z_]\w*)\}", re.ASCII)
 _OVER = re.compile(r"\bover\s*\(", re.IGNORECASE)
-_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
-_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
 WINDOW_IN_FILTER_ERROR = (
     "contains a window function (OVER clause). Window functions are not allowed in WHERE on SQLite "
@@ -86,14 +92,6 @@ WINDOW_IN_FILTER_ERROR = (
     "e.g. `rank(<measure>, direction='desc') <= 3`; (b) define the window expression as a "
     "Column.sql on the model and filter on the column; or (c) compute it in an earlier stage of a "
     "multi-stage model."
-)
-TIME_POINT_FORMS = (
-    "an instant 'YYYY-MM-DD HH:MM[:SS[.ffffff]]' (no zone offset), a period literal "
-    "'YYYY', 'YYYY-Qn', 'YYYY-MM', 'YYYY-Www' or 'YYYY-MM-DD', or a relative token: "
-    "'today', 'yesterday', 'tomorrow', 'this|last|next <unit>', 'last N <units>', "
-    "'next N <units>', 'N <units> ago', 'N <units> from now', "
-    "'week|month|quarter|year to date' (unit: second, minute, hour, day, week, "
-    "week_sunday, month, quarter, year, or a custom granularity of the datasource)"
 )
 _NAME_RULE = "must contain only letters, digits, and underscores, and start with a letter or underscore"
 _RESERVED_PREFIX = "__slayer_"
@@ -138,17 +136,17 @@ def check_query(query: Any, *, need_source: bool = True) -> Shape:
         raise InvalidInputError(
             f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
         )
-    data = _migrate(dict(query))
+    data = migrate(dict(query))
     unknown = [str(key) for key in data if key not in QUERY_KEYS]
     if unknown:
         raise InvalidInputError(
-            "; ".join(f"{key}: {_extra_message(key, QUERY_KEYS, None)}" for key in unknown)
+            "; ".join(f"{key}: {extra_message(key, QUERY_KEYS, None)}" for key in unknown)
             + f". A SlayerQuery's keys are: {', '.join(QUERY_KEYS)}."
         )
     shape = Shape(None)
-    _int_field(data, "version")
+    int_field(data, "version")
     if data.get("name") is not None:
-        _model_name(_string(data["name"], "name"), "Query", "name")
+        _model_name(string(data["name"], "name"), "Query", "name")
     source = data.get("source_model")
     if source is not None:
         shape.source = _source(source, shape)
@@ -156,71 +154,29 @@ def check_query(query: Any, *, need_source: bool = True) -> Shape:
     dimensions, moved = _dimensions(data, shape)
     times = _time_dimensions(data, moved, shape.source)
     if data.get("main_time_dimension") is not None:
-        _string(data["main_time_dimension"], "main_time_dimension")
+        string(data["main_time_dimension"], "main_time_dimension")
     filters = _filters(data)
     if data.get("variables") is not None and not isinstance(data["variables"], Mapping):
-        _fail("variables", "Input should be a valid dictionary")
+        fail("variables", "Input should be a valid dictionary")
     order = _order(data)
     for key in ("limit", "offset"):
-        _int_field(data, key)
+        int_field(data, key)
     for key in ("whole_periods_only", "distinct_dimension_values"):
         if key in data:
             _boolean(data[key], key)
     handling = data.get("to_many_handling", "broadcast")
     if handling not in TO_MANY:
-        _fail("to_many_handling", "Input should be 'broadcast', 'associate' or 'error'")
+        fail("to_many_handling", "Input should be 'broadcast', 'associate' or 'error'")
     for text in filters:
         if _OVER.search(text):
-            _fail("", f"Filter '{text}' {WINDOW_IN_FILTER_ERROR}")
+            fail("", f"Filter '{text}' {WINDOW_IN_FILTER_ERROR}")
     if "distinct_dimension_values" in data and not _boolean(data["distinct_dimension_values"], ""):
         _distinct_rule(measures, dimensions or times)
     if shape.source is None and need_source:
-        _fail("", "Could not derive a model name from query.source_model. " + _SOURCE_HINT)
+        fail("", "Could not derive a model name from query.source_model. " + _SOURCE_HINT)
     filter_items = [Item(f"filters[{i}]", "filter", text) for i, text in enumerate(filters)]
     shape.items = [*dimensions, *times, *measures, *filter_items, *order]
     return shape
-
-
-# -- version and migrations ------------------------------------------------------------------
-
-
-def _migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """SLayer's ``_migrate_and_rewrite`` for a query: the retired ``strict``, then the migrations
-    a query of that version goes through (v1 -> v2 renames ``fields``, v2 -> v3 drops
-    ``dry_run`` and ``explain``, v3 -> v4 turns ``strict: true`` into ``to_many_handling``)."""
-    if "strict" in data:
-        raw = data.get("version")
-        version: int | None = None
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            version = raw
-        elif isinstance(raw, str):
-            try:
-                version = int(raw)
-            except ValueError:
-                version = None
-        if version is None or version >= _STRICT_RETIRED_AT:
-            _fail("strict", "`strict` is retired; set to_many_handling='error' instead (one of broadcast|associate|error).")
-    try:
-        current = int(data.get("version", 1))
-    except (TypeError, ValueError) as exc:
-        _fail("version", f"{exc} (a SlayerQuery's version is a whole number, {CURRENT_VERSION} today)")
-    if current < 2 and "fields" in data:
-        if "measures" in data:
-            _fail("fields", "v1 SlayerQuery has both 'fields' and 'measures'; cannot migrate unambiguously. Drop one before migrating.")
-        data["measures"] = data.pop("fields")
-    if current < 3:
-        data.pop("dry_run", None)
-        data.pop("explain", None)
-    if current < _STRICT_RETIRED_AT and "strict" in data:
-        strict = data.pop("strict")
-        if isinstance(strict, str):
-            token = strict.strip().lower()
-            if token not in _TRUE | _FALSE | {""}:
-                _fail("strict", f"Unrecognized legacy strict value {strict!r}; use to_many_handling instead")
-            strict = token in _TRUE
-        if strict:
-            data.setdefault("to_many_handling", "error")
-    return data
 
 
 # -- source_model ----------------------------------------------------------------------------
@@ -231,46 +187,46 @@ def _source(value: Any, shape: Shape) -> str:
         return model_name(value)
     if isinstance(value, Mapping):
         if "source_name" not in value:
-            _fail(
+            fail(
                 "source_model",
                 "an inline model (a mapping without 'source_name') is not kept in a knowledge base, "
                 "whose memories name the catalog's models. " + _SOURCE_HINT,
             )
         for key in value:
             if key not in EXTENSION_KEYS:
-                _fail(f"source_model.{key}", _extra_message(str(key), EXTENSION_KEYS, "an extension"))
-        name = _string(value["source_name"], "source_model.source_name")
-        for i, column in enumerate(_list_of(value, "columns", "source_model.columns")):
+                fail(f"source_model.{key}", extra_message(str(key), EXTENSION_KEYS, "an extension"))
+        name = string(value["source_name"], "source_model.source_name")
+        for i, column in enumerate(list_of(value, "columns", "source_model.columns")):
             where = f"source_model.columns[{i}]"
             if not isinstance(column, Mapping):
-                _fail(where, "Input should be a valid dictionary or instance of Column")
+                fail(where, "Input should be a valid dictionary or instance of Column")
             if "name" not in column:
-                _fail(f"{where}.name", "Field required")
-            shape.defined.add(_string(column["name"], f"{where}.name"))
-        for i, measure in enumerate(_list_of(value, "measures", "source_model.measures")):
+                fail(f"{where}.name", "Field required")
+            shape.defined.add(string(column["name"], f"{where}.name"))
+        for i, measure in enumerate(list_of(value, "measures", "source_model.measures")):
             where = f"source_model.measures[{i}]"
             _measure(measure, where)
             if isinstance(measure, Mapping) and isinstance(measure.get("name"), str):
                 shape.defined.add(measure["name"])
-        for i, join in enumerate(_list_of(value, "joins", "source_model.joins")):
+        for i, join in enumerate(list_of(value, "joins", "source_model.joins")):
             if not isinstance(join, Mapping):
-                _fail(f"source_model.joins[{i}]", "Input should be a valid dictionary or instance of ModelJoin")
+                fail(f"source_model.joins[{i}]", "Input should be a valid dictionary or instance of ModelJoin")
         return model_name(name)
-    _fail("source_model", "Input should be a valid string. " + _SOURCE_HINT)
+    fail("source_model", "Input should be a valid string. " + _SOURCE_HINT)
 
 
 def model_name(name: str) -> str:
     """A ``source_model`` name as SLayer's storage takes it (its ``_validate_path_component``)."""
     if not name or not name.strip():
-        _fail("", f"Invalid model name {name!r}: must be a non-empty string.")
+        fail("", f"Invalid model name {name!r}: must be a non-empty string.")
     if name.strip() != name:
-        _fail("", f"Invalid model name {name!r}: leading/trailing whitespace is not allowed.")
+        fail("", f"Invalid model name {name!r}: leading/trailing whitespace is not allowed.")
     if name.startswith("..") or "/.." in name or "\\.." in name:
-        _fail("", f"Invalid model name {name!r}: path traversal sequences are not allowed.")
+        fail("", f"Invalid model name {name!r}: path traversal sequences are not allowed.")
     for char in ("/", "\\", "\x00", "."):
         if char in name:
             hint = " Name the model alone: a query runs on the model its name resolves to (the datasource priority list decides between datasources)." if char == "." else ""
-            _fail("", f"Invalid model name {name!r}: must not contain {char!r}.{hint}")
+            fail("", f"Invalid model name {name!r}: must not contain {char!r}.{hint}")
     return name
 
 
@@ -279,7 +235,7 @@ def model_name(name: str) -> str:
 
 def _measures(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     items: list[Item] = []
-    for i, value in enumerate(_python_list(data, "measures", "write measures: ['sum(amount)', {formula: 'count(*)', name: orders}]")):
+    for i, value in enumerate(python_list(data, "measures", "write measures: ['sum(amount)', {formula: 'count(*)', name: orders}]")):
         where = f"measures[{i}]"
         formula = _measure(value, where)
         if isinstance(value, Mapping) and isinstance(value.get("name"), str):
@@ -292,23 +248,23 @@ def _measure(value: Any, where: str) -> str:
     if isinstance(value, str):
         value = {"formula": value}
     if not isinstance(value, Mapping):
-        _fail(where, "Input should be a valid dictionary or instance of ModelMeasure")
-    _required(value, "formula", where, MEASURE_KEYS)
-    _ignored_keys(value, where, MEASURE_KEYS, "a measure")
-    formula = _string(value["formula"], f"{where}.formula")
+        fail(where, "Input should be a valid dictionary or instance of ModelMeasure")
+    required(value, "formula", where, MEASURE_KEYS)
+    ignored_keys(value, where, MEASURE_KEYS, "a measure")
+    formula = string(value["formula"], f"{where}.formula")
     name = value.get("name")
     if name is not None:
-        name = _string(name, f"{where}.name")
+        name = string(name, f"{where}.name")
         if not _NAME.fullmatch(name):
-            _fail(f"{where}.name", f"Invalid name '{name}': {_NAME_RULE}")
+            fail(f"{where}.name", f"Invalid name '{name}': {_NAME_RULE}")
         _reserved(name, "ModelMeasure name", f"{where}.name")
     for key in ("label", "description", "type"):
         if value.get(key) is not None:
-            _string(value[key], f"{where}.{key}")
+            string(value[key], f"{where}.{key}")
     if value.get("meta") is not None and not isinstance(value["meta"], Mapping):
-        _fail(f"{where}.meta", "Input should be a valid dictionary")
+        fail(f"{where}.meta", "Input should be a valid dictionary")
     if _OVER.search(formula):
-        _fail(f"{where}.formula", f"ModelMeasure formula '{formula}' {WINDOW_IN_FILTER_ERROR}")
+        fail(f"{where}.formula", f"ModelMeasure formula '{formula}' {WINDOW_IN_FILTER_ERROR}")
     return formula
 
 
@@ -323,7 +279,7 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
     if values is None:
         return items, moved
     if not isinstance(values, (list, tuple)):
-        _fail("", f"'dimensions' must be a list, got {type(values).__name__} (write dimensions: [status, customers.regions.name])")
+        fail("", f"'dimensions' must be a list, got {type(values).__name__} (write dimensions: [status, customers.regions.name])")
     for i, value in enumerate(values):
         where = f"dimensions[{i}]"
         if isinstance(value, str):
@@ -338,29 +294,29 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
         elif isinstance(value, Mapping) and "expression" in value:
             for key in value:
                 if key not in COMPUTED_KEYS:
-                    _fail(f"{where}.{key}", _extra_message(str(key), COMPUTED_KEYS, "a computed dimension"))
-            expression = _string(value["expression"], f"{where}.expression")
+                    fail(f"{where}.{key}", extra_message(str(key), COMPUTED_KEYS, "a computed dimension"))
+            expression = string(value["expression"], f"{where}.expression")
             if value.get("name") is not None:
-                name = _string(value["name"], f"{where}.name")
+                name = string(value["name"], f"{where}.name")
                 _model_name(name, "Computed dimension", f"{where}.name")
                 shape.defined.add(name)
             items.append(Item(where, "formula", expression))
         elif isinstance(value, Mapping):
             items.append(Item(where, "ref", _column_ref(value, where)))
         else:
-            _fail(where, "Input should be a valid dictionary or instance of ColumnRef")
+            fail(where, "Input should be a valid dictionary or instance of ColumnRef")
     return items, moved
 
 
 def _expression_dimension(text: str, where: str) -> None:
     """A dimension string that is no column reference must be an expression SLayer can parse."""
-    problem = _syntax_problem(text)
+    problem = syntax_problem(text)
     if problem is None:
         return
     call = _CALL.fullmatch(text)
     if call and call.group(1).lower() not in GRANULARITIES:
         return  # SLayer: possibly a datasource granularity, resolved when the query runs
-    _fail(
+    fail(
         where,
         f"Dimension {text!r} is neither a column reference (a bare identifier or dotted join path) "
         f"nor a parseable Mode-B expression: Invalid Mode-B expression {text!r}: {problem}",
@@ -374,22 +330,22 @@ def column_ref_name(text: str) -> bool:
 
 def _column_ref(value: Mapping[str, Any], where: str, name_where: str | None = None) -> str:
     """A ``{name, model, label}`` mapping's reference text (``model.name``)."""
-    _required(value, "name", where, COLUMN_REF_KEYS)
+    required(value, "name", where, COLUMN_REF_KEYS)
     name_where = name_where or f"{where}.name"
-    _ignored_keys(value, where, COLUMN_REF_KEYS, "a column reference")
-    name = _string(value["name"], name_where)
+    ignored_keys(value, where, COLUMN_REF_KEYS, "a column reference")
+    name = string(value["name"], name_where)
     model = value.get("model")
     if model is not None:
-        model = _string(model, f"{where}.model")
+        model = string(model, f"{where}.model")
     if value.get("label") is not None:
-        _string(value["label"], f"{where}.label")
+        string(value["label"], f"{where}.label")
     if model is None and "." in name:
         model, name = name.rsplit(".", 1)
     if not _NAME.fullmatch(name):
-        _fail(name_where, f"Invalid name '{name}': {_NAME_RULE}")
+        fail(name_where, f"Invalid name '{name}': {_NAME_RULE}")
     if model:
         if not all(_NAME.fullmatch(part) for part in model.split(".")):
-            _fail(
+            fail(
                 f"{where}.model",
                 f"Invalid model path '{model}': each part must contain only letters, digits, and underscores",
             )
@@ -403,7 +359,7 @@ def _column_value(value: Any, where: str) -> str:
         return _column_ref({"name": value}, where, where)
     if isinstance(value, Mapping):
         return _column_ref(value, where)
-    _fail(where, "Input should be a valid dictionary or instance of ColumnRef")
+    fail(where, "Input should be a valid dictionary or instance of ColumnRef")
 
 
 # -- time dimensions -------------------------------------------------------------------------
@@ -414,7 +370,7 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
     if values is None:
         values = []
     elif not isinstance(values, (list, tuple)):
-        _fail("time_dimensions", "Input should be a valid list (write time_dimensions: ['month(created_at)'] or [{dimension: created_at, granularity: month}])")
+        fail("time_dimensions", "Input should be a valid list (write time_dimensions: ['month(created_at)'] or [{dimension: created_at, granularity: month}])")
     entries: list[tuple[str, Any]] = [(f"time_dimensions[{i}]", v) for i, v in enumerate(values)]
     items: list[Item] = []
     seen: dict[tuple[str, str], tuple[Any, ...]] = {}
@@ -430,7 +386,7 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
                  tuple([date_range] if isinstance(date_range, str) else date_range or ()), value.get("label"))
         prior = seen.setdefault(canon[:2], canon)
         if prior != canon:
-            _fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
+            fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
                          "and granularity must not differ in date range or label.")
     return items
 
@@ -450,14 +406,14 @@ def _time_string(entry: str, where: str) -> dict[str, str]:
         return found
     call = _CALL.fullmatch(entry)
     column = _COLUMN_ARG.fullmatch(call.group(2)) if call else None
-    if call is None or column is None or not _parses(entry):
-        _fail(
+    if call is None or column is None or not parses(entry):
+        fail(
             where,
             f"Time dimension {entry!r} must be the functional form ``gran(col)`` (e.g. "
             f"``month(created_at)``) for one of: {', '.join(GRANULARITIES)} or a datasource "
             "granularity; no default granularity is invented.",
         )
-    return {"dimension": _dotted(column.group(1)), "granularity": call.group(1)}
+    return {"dimension": dotted(column.group(1)), "granularity": call.group(1)}
 
 
 def _functional(entry: str, where: str, names: tuple[str, ...]) -> dict[str, str] | None:
@@ -467,14 +423,14 @@ def _functional(entry: str, where: str, names: tuple[str, ...]) -> dict[str, str
     if call is None or call.group(1).casefold() not in names:
         return None
     column = _COLUMN_ARG.fullmatch(call.group(2))
-    if column is None or not _parses(entry):
+    if column is None or not parses(entry):
         _placeholder_names(entry, where)
-        _fail(
+        fail(
             where,
             f"Granularity call {entry!r} must be a single column reference ``gran(col)`` (e.g. "
             f"``month(created_at)``) for one of: {', '.join(GRANULARITIES)}.",
         )
-    return {"dimension": _dotted(column.group(1)), "granularity": call.group(1).lower()}
+    return {"dimension": dotted(column.group(1)), "granularity": call.group(1).lower()}
 
 
 def _placeholder_names(entry: str, where: str) -> None:
@@ -482,90 +438,32 @@ def _placeholder_names(entry: str, where: str) -> None:
     if call is None:
         return
     for what, value in (("granularity", call.group(1).strip()), ("column", call.group(2))):
-        if _VARIABLE.search(value):
-            _fail(where, f"Time dimension {entry!r}: variables supply literal values; they can't name a {what} ({value!r}).")
+        if VARIABLE.search(value):
+            fail(where, f"Time dimension {entry!r}: variables supply literal values; they can't name a {what} ({value!r}).")
 
 
 def _time_dimension(value: Any, where: str) -> str:
     if not isinstance(value, Mapping):
-        _fail(where, "Input should be a valid dictionary or instance of TimeDimension")
+        fail(where, "Input should be a valid dictionary or instance of TimeDimension")
     key = "dimension" if "dimension" in value else "column" if "column" in value else None
     for what, text in (("granularity", value.get("granularity")), ("column", value.get(key) if key else None)):
-        if isinstance(text, str) and _VARIABLE.search(text):
-            _fail(where, f"Time dimension {dict(value)!r}: variables supply literal values; they can't name a {what} ({text!r}).")
+        if isinstance(text, str) and VARIABLE.search(text):
+            fail(where, f"Time dimension {dict(value)!r}: variables supply literal values; they can't name a {what} ({text!r}).")
     if key is None:
-        _required(value, "dimension", where, TIME_DIMENSION_KEYS,
+        required(value, "dimension", where, TIME_DIMENSION_KEYS,
                   "a time dimension is {dimension: created_at, granularity: month}, or the string 'month(created_at)'")
-    _required(value, "granularity", where, TIME_DIMENSION_KEYS,
+    required(value, "granularity", where, TIME_DIMENSION_KEYS,
               f"one of {', '.join(GRANULARITIES)}, or a custom granularity of the datasource")
-    _ignored_keys(value, where, TIME_DIMENSION_KEYS, "a time dimension")
+    ignored_keys(value, where, TIME_DIMENSION_KEYS, "a time dimension")
     assert key is not None
     column = _column_value(value[key], f"{where}.{key}")
-    _string(value["granularity"], f"{where}.granularity")
+    string(value["granularity"], f"{where}.granularity")
     if value.get("label") is not None:
-        _string(value["label"], f"{where}.label")
+        string(value["label"], f"{where}.label")
     date_range = value.get("date_range")
     if date_range is not None:
-        _date_range([date_range] if isinstance(date_range, str) else date_range, column, where)
+        check_date_range([date_range] if isinstance(date_range, str) else date_range, column, where)
     return column
-
-
-def _date_range(bounds: Any, column: str, where: str) -> None:
-    if not isinstance(bounds, (list, tuple)):
-        _fail(f"{where}.date_range", "Input should be a valid list")
-    for i, bound in enumerate(bounds):
-        if bound is not None and not isinstance(bound, str):
-            _fail(f"{where}.date_range[{i}]", "Input should be a valid string")
-    shown = list(bounds)
-    problem = None
-    if not 1 <= len(bounds) <= 2:
-        problem = "must be one time point or a [lower, upper] pair"
-    elif all(bound is None for bound in bounds):
-        problem = "needs at least one non-null bound"
-    else:
-        bad = next((b for b in bounds if b is not None and not _VARIABLE.search(b) and not is_time_point_shape(b)), None)
-        if bad is not None:
-            problem = f"has {bad!r}, which is not {TIME_POINT_FORMS}"
-    if problem:
-        _fail(where, f"time dimension {column!r}: date_range {shown!r} {problem}.")
-
-
-_INSTANT = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?")
-_PERIODS = (
-    re.compile(r"\d{4}-\d{2}-\d{2}"), re.compile(r"\d{4}-W\d{2}", re.I), re.compile(r"\d{4}-\d{2}"),
-    re.compile(r"\d{4}-Q[1-4]", re.I), re.compile(r"\d{4}"),
-)
-_RELATIVE = (
-    re.compile(r"(today|yesterday|tomorrow)"), re.compile(r"(week|month|quarter|year) to date"),
-    re.compile(r"(this|last|next) [a-z_]\w*"), re.compile(r"(last|next) [1-9]\d* [a-z_]\w*"),
-    re.compile(r"[1-9]\d* [a-z_]\w* (ago|from now)"),
-)
-
-
-def is_time_point_shape(text: str) -> bool:
-    """SLayer's ``is_time_point_shape``: an instant, a period literal or a relative token."""
-    import datetime as _dt
-
-    literal = text.strip()
-    try:
-        if match := _INSTANT.fullmatch(literal):
-            y, mo, d, h, mi, s, _frac = match.groups()
-            _dt.datetime(int(y), int(mo), int(d), int(h), int(mi), int(s or 0))
-            return True
-        if _PERIODS[0].fullmatch(literal):
-            _dt.date.fromisoformat(literal)
-            return True
-        if _PERIODS[1].fullmatch(literal):
-            _dt.date.fromisocalendar(int(literal[:4]), int(literal[6:]), 1)
-            return True
-        if _PERIODS[2].fullmatch(literal):
-            return 1 <= int(literal[5:]) <= 12
-        if _PERIODS[3].fullmatch(literal) or _PERIODS[4].fullmatch(literal):
-            return int(literal[:4]) >= 1
-    except ValueError:
-        return False
-    token = " ".join(text.lower().split())
-    return any(pattern.fullmatch(token) for pattern in _RELATIVE)
 
 
 # -- filters and order -----------------------------------------------------------------------
@@ -576,9 +474,9 @@ def _filters(data: Mapping[str, Any]) -> list[str]:
     if values is None:
         return []
     if not isinstance(values, (list, tuple)):
-        _fail("filters", "Input should be a valid list (write filters: [\"status = 'paid'\"])")
+        fail("filters", "Input should be a valid list (write filters: [\"status = 'paid'\"])")
     for i, value in enumerate(values):
-        _string(value, f"filters[{i}]")
+        string(value, f"filters[{i}]")
     return list(values)
 
 
@@ -589,26 +487,26 @@ def _order(data: Mapping[str, Any]) -> list[Item]:
     if isinstance(values, Mapping):
         values = [values]
     elif not isinstance(values, (list, tuple)):
-        _fail("", f"'order' must be a list, got {type(values).__name__} (write order: [{{column: amount, direction: desc}}])")
+        fail("", f"'order' must be a list, got {type(values).__name__} (write order: [{{column: amount, direction: desc}}])")
     items: list[Item] = []
     for i, value in enumerate(values):
         where = f"order[{i}]"
         if not isinstance(value, Mapping):
-            _fail(where, "Input should be a valid dictionary or instance of OrderItem (write {column: amount, direction: desc})")
+            fail(where, "Input should be a valid dictionary or instance of OrderItem (write {column: amount, direction: desc})")
         if (
             "column" not in value and "direction" not in value and value
             and all(isinstance(k, str) for k in value) and all(_direction(v) for v in value.values())
         ):
             items.extend(_order_column(column, where) for column in value)
             continue
-        _required(value, "column", where, ORDER_KEYS, "an order item is {column: amount, direction: desc}")
+        required(value, "column", where, ORDER_KEYS, "an order item is {column: amount, direction: desc}")
         for key in value:
             if key not in (*ORDER_KEYS, "raw_formula"):
-                _fail(f"{where}.{key}", _extra_message(str(key), ORDER_KEYS, "an order item"))
+                fail(f"{where}.{key}", extra_message(str(key), ORDER_KEYS, "an order item"))
         if "direction" in value:
-            direction = _string(value["direction"], f"{where}.direction")
+            direction = string(value["direction"], f"{where}.direction")
             if _direction(direction) is None:
-                _fail(
+                fail(
                     f"{where}.direction",
                     f"order direction must be one of asc/desc/ascending/descending (case-insensitive), got {direction!r}",
                 )
@@ -638,35 +536,10 @@ def _order_formula(text: str) -> bool:
         return True
     if column_ref_name(text):
         return False
-    return _parses(text) and bool(_AGG_CALL.search(text))
+    return parses(text) and bool(_AGG_CALL.search(text))
 
 
 # -- scalars -------------------------------------------------------------------------------
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        _fail(where, "Input should be a valid string")
-    return value
-
-
-def _int_field(data: Mapping[str, Any], key: str) -> None:
-    value = data.get(key)
-    if value is None or isinstance(value, int):  # bool included: pydantic's lax mode takes it
-        return
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            _fail(key, "Input should be a finite number")
-        if not value.is_integer():
-            _fail(key, "Input should be a valid integer, got a number with a fractional part")
-        return
-    if isinstance(value, str):
-        try:
-            int(value.strip())
-        except ValueError:
-            _fail(key, "Input should be a valid integer, unable to parse string as an integer")
-        return
-    _fail(key, "Input should be a valid integer")
 
 
 def _boolean(value: Any, where: str) -> bool:
@@ -674,23 +547,23 @@ def _boolean(value: Any, where: str) -> bool:
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
+    if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
+        return value.strip().lower() in TRUE
     if value is None:
-        _fail(where, "Input should be a valid boolean")
-    _fail(where, "Input should be a valid boolean, unable to interpret input")
+        fail(where, "Input should be a valid boolean")
+    fail(where, "Input should be a valid boolean, unable to interpret input")
 
 
 def _distinct_rule(measures: list[Item], projected: list[Item]) -> None:
     if measures:
-        _fail(
+        fail(
             "distinct_dimension_values",
             f"distinct_dimension_values=False requires an empty `measures` field, but {len(measures)} "
             "measure(s) were supplied. Either remove the measures (and any other measure references) "
             "or set distinct_dimension_values=True (the default) to keep the auto-aggregating behaviour.",
         )
     if not projected:
-        _fail(
+        fail(
             "distinct_dimension_values",
             "distinct_dimension_values=False requires at least one of `dimensions` or "
             "`time_dimensions` to be non-empty — there are no columns to SELECT. Add the columns you "
@@ -702,110 +575,15 @@ def _model_name(name: str, context: str, where: str) -> None:
     """SLayer's ``_validate_model_name``: no ``.``, no ``:``, no ``__slayer_`` prefix."""
     for char, reason in (_NO_DOT, _NO_COLON):
         if char in name:
-            _fail(where, f"{context} name '{name}' must not contain {char!r}; {reason}")
+            fail(where, f"{context} name '{name}' must not contain {char!r}; {reason}")
     _reserved(name, f"{context} name", where)
 
 
 def _reserved(name: str, label: str, where: str) -> None:
     if name.startswith(_RESERVED_PREFIX):
-        _fail(where, f"{label} '{name}' must not start with {_RESERVED_PREFIX!r}; that prefix is reserved for SLayer-internal identifiers.")
+        fail(where, f"{label} '{name}' must not start with {_RESERVED_PREFIX!r}; that prefix is reserved for SLayer-internal identifiers.")
 
 
 # -- helpers -------------------------------------------------------------------------------
 
-
-def _python_list(data: Mapping[str, Any], key: str, hint: str) -> list[Any]:
-    value = data.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, (list, tuple)):
-        _fail("", f"'{key}' must be a list, got {type(value).__name__} ({hint})")
-    return list(value)
-
-
-def _list_of(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = data.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, (list, tuple)):
-        _fail(where, "Input should be a valid list")
-    return list(value)
-
-
-def _required(value: Mapping[str, Any], key: str, where: str, keys: tuple[str, ...], note: str = "") -> None:
-    """pydantic's "Field required" for a missing ``key``, naming a given key that misspells it."""
-    if key in value:
-        return
-    slips = [str(k) for k in value if k not in keys and suggest(str(k), keys) == key]
-    notes = [f"'{slips[0]}' is not a key: did you mean '{key}'?"] if slips else []
-    if note:
-        notes.append(note)
-    _fail(f"{where}.{key}", "Field required" + (f" ({'; '.join(notes)})" if notes else ""))
-
-
-def _ignored_keys(value: Mapping[str, Any], where: str, keys: tuple[str, ...], what: str) -> None:
-    """Keys SLayer ignores in these mappings; refused here, so that a misspelt key is not lost."""
-    for key in value:
-        if key not in keys:
-            lead = f"not a key of {what}, which SLayer would drop unread"
-            _fail(f"{where}.{key}", _extra_message(str(key), keys, what, lead))
-
-
-def _extra_message(key: str, keys: tuple[str, ...], what: str | None, lead: str = "Extra inputs are not permitted") -> str:
-    meant = suggest(key, keys)
-    if meant is not None:
-        return f"{lead} (did you mean '{meant}'?)"
-    if what is not None:
-        return f"{lead} (the keys of {what} are: {', '.join(keys)})"
-    return lead
-
-
-def suggest(key: str, keys: tuple[str, ...]) -> str | None:
-    """The valid key a misspelt ``key`` most likely meant, if any."""
-    meant = _MEANT.get(key.lower())
-    if meant in keys:
-        return meant
-    close = difflib.get_close_matches(key.lower(), keys, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def _dotted(text: str) -> str:
-    return ".".join(part.strip() for part in text.split("."))
-
-
-def _parses(text: str) -> bool:
-    return _syntax_problem(text) is None
-
-
-def _syntax_problem(text: str) -> str | None:
-    """Python's own complaint about ``text`` as an expression (SLayer's Mode-B parser reads
-    Python syntax), with ``{var}`` placeholders taken as values; None when it parses."""
-    probe = _VARIABLE.sub("0", text)
-    try:
-        ast.parse(probe.strip(), mode="eval")
-    except SyntaxError as exc:
-        return f"{exc.msg} (<unknown>, line {exc.lineno})"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return str(exc)
-    return None
-
-
-def _fail(where: str, message: str) -> NoReturn:
-    raise InvalidInputError(f"{where}: {message}" if where else message)
-
-
-def kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return f"a {type(value).__name__}"
 

@@ -169,7 +169,7 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
       slayer-kb --kb kb fmt
       slayer-kb fmt --check kb/memories/*.yaml
     """
-    from ..ops.validate import fmt
+    from ..ops.fmt import fmt
 
     report = fmt(_paths(settings, paths), check=check)
     lines = [f"{'would reformat' if check else 'reformatted'} {name}" for name in report.reformatted]

@@ -33,6 +33,7 @@ import sys
 import time
 
 from ..core.locate import find_root
+from ..store.config import setting
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -84,7 +85,7 @@ def mode(root: str | None = None) -> str:
     with neither, ``on``, except under CI (``CI`` set), where it is ``off``."""
     value = _named(os.environ.get("SLAYER_KB_SERVER", ""))
     if value is None and root is not None:
-        value = _named(_setting(root))
+        value = _named(setting(root, "slayer-kb.server"))
     if value is not None:
         return value
     ci = os.environ.get("CI", "").strip().lower()
@@ -98,18 +99,6 @@ def _named(value: str) -> str | None:
     if value == "manual":
         return "manual"
     return "on" if value in _ON else None
-
-
-def _setting(root: str) -> str:
-    """The KB's ``slayer-kb.server`` setting (git's config: the repository's, then the user's)."""
-    import subprocess  # here: most commands never need it, and the client starts lean
-
-    try:
-        found = subprocess.run(["git", "config", "--get", "slayer-kb.server"], cwd=root,
-                               capture_output=True, text=True, check=False, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return found.stdout
 
 
 def idle_seconds() -> float:

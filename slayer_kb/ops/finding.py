@@ -4,16 +4,19 @@ stale."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from .. import search as channels
 from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.ids import id_sort_key
 from ..core.inputs import readable
-from ..core.memory import MAX_DESCRIPTION
+from ..core.memory import MAX_DESCRIPTION, Memory
 from ..core.results import SearchResult
 from ..core.text import first_paragraph
+from . import sessions
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -150,3 +153,56 @@ def _stale_query(
     except KBError as exc:
         return str(exc)
     return None
+
+
+def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5) -> dict[str, Any]:
+    """The memories saved just before and after one, in the same session, oldest first."""
+    kb.ensure_fresh()
+    focus = kb.read(memory_id)
+    if focus.is_deleted:
+        raise NotFoundError(deleted_message(focus))
+    session = focus.session_id
+    found = None
+    docs = kb.index.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
+    ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
+    position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
+    shown = lambda d: hit(kb, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
+    with contextlib.suppress(KBError):  # a broken session file: the memories still show
+        found = sessions.read(kb, session) if session else None
+    return {
+        "session_id": session,
+        "session": found.to_dict() if found else None,
+        "before": [shown(d) for d in ordered[max(0, position - before) : position]],
+        "focus": shown(ordered[position]),
+        "after": [shown(d) for d in ordered[position + 1 : position + 1 + after]],
+    }
+
+
+def stats(kb: KnowledgeBase) -> dict[str, Any]:
+    """Counts of memories, sessions, prompts, projects and types, and the meaning channel's state."""
+    kb.ensure_fresh()
+    docs = kb.index.documents(None, channels.restrict(), limit=None)
+    types: dict[str, int] = {}
+    projects = set()
+    for doc in docs:
+        data = doc["data"]
+        types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
+        if data["project"]:
+            projects.add(data["project"])
+    known = sessions.load_all(kb)  # the session files, not the ids memories carry
+    return {
+        "memories": len(docs),
+        "sessions": len(known),
+        "prompts": sum(len(s.prompts) for s in known),
+        "projects": sorted(projects),
+        "types": dict(sorted(types.items())),
+        "search_by_meaning": kb.index.meaning_status(),
+    }
+
+
+def deleted_message(memory: Memory) -> str:
+    """Why a soft-deleted memory is not shown, and how to bring it back."""
+    return (
+        f"Memory '{memory.id}' was deleted at {memory.deleted_at}; "
+        f"bring it back with 'slayer-kb restore {memory.id}'."
+    )

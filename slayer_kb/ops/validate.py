@@ -123,7 +123,7 @@ class _Target:
     everything: bool = False
 
 
-def _targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
+def targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
     targets: dict[Path, _Target] = {}
 
     def target(root: Path) -> _Target:
@@ -177,7 +177,7 @@ def _listing(memories: Path) -> list[str]:
         return []
 
 
-def _expand(target: _Target) -> None:
+def expand(target: _Target) -> None:
     if target.everything:
         for folder in (target.root / MEMORIES, target.root / SESSIONS_DIR):
             for name in _listing(folder):
@@ -206,8 +206,8 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     """Check memory files (see the module docstring); ``against`` a git revision also reports
     auto ids added on this branch that the revision uses for another memory."""
     report = Report()
-    for target in _targets(paths, report.problems).values():
-        _expand(target)
+    for target in targets(paths, report.problems).values():
+        expand(target)
         context = _KBContext(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
@@ -244,7 +244,7 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
                else "letter case or Unicode normalisation")
         add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
                "they collide on macOS and Windows checkouts; rename one")
-    text = _read_text(path, add)
+    text = read_text(path, add)
     if text is None:
         return problems
     alias = alias_line(text)
@@ -307,7 +307,7 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
         add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
                f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
-    text = _read_text(path, add)
+    text = read_text(path, add)
     if text is None:
         return problems
     alias = alias_line(text)
@@ -380,7 +380,7 @@ def _article(value: Any) -> str:
     return "empty" if value is None else type(value).__name__
 
 
-def _read_text(path: Path, add: Any) -> str | None:
+def read_text(path: Path, add: Any) -> str | None:
     if path.is_symlink() or not path.is_file():
         add(1, "is a symlink or not a regular file; slayer-kb skips it")
         return None
@@ -556,54 +556,3 @@ def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
         if name.endswith(".yaml"):
             out[name[:-5]] = meta.split()[2]
     return out
-
-
-# -- fmt ---------------------------------------------------------------------------------------
-
-
-def fmt(paths: Sequence[Path], check: bool = False) -> Report:
-    """Rewrite memory files into canonical form (``check``: only report which would change).
-
-    Files that cannot be read as memories are reported and left alone. The KB lock is held while
-    writing so that a concurrent slayer-kb commit is never overwritten with older content.
-    """
-    report = Report()
-    for target in _targets(paths, report.problems).values():
-        _expand(target)
-        with _locked(target.root, enabled=not check):
-            for path, name in sorted(target.files.items()):
-                if path.suffix != ".yaml":
-                    continue
-                report.checked += 1
-                _format_one(path, name, check, report)
-    return report
-
-
-def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
-    problems: list[Problem] = []
-    text = _read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
-    if text is not None:
-        try:
-            if path.parent.name == SESSIONS_DIR:
-                canonical = dump_session(load_session(text, unquote(path.stem), name))
-            else:
-                canonical = dumps(loads(text, path.stem, name))
-        except MemoryFileError as exc:
-            problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
-        else:
-            if canonical != text:
-                report.reformatted.append(name)
-                if not check:
-                    tmp = path.with_name(f".{path.name}.fmt-tmp")
-                    tmp.write_text(canonical, encoding="utf-8", newline="")
-                    os.replace(tmp, path)
-    report.problems.extend(problems)
-
-
-@contextlib.contextmanager
-def _locked(root: Path, enabled: bool) -> Iterator[None]:
-    if not enabled or find_toplevel(root) is None:
-        yield
-        return
-    with GitStore(root).locked():
-        yield

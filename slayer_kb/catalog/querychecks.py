@@ -1,0 +1,145 @@
+"""The small checks a SlayerQuery's parts go through (texts, integers, lists, required and unknown
+keys, formulas that must parse), with the messages SLayer's pydantic models give them."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from ..core.errors import InvalidInputError
+
+# The alias map of likely slips whose nearest spelling is not the intended key.
+_MEANT = {
+    "fields": "measures", "metrics": "measures", "model": "source_model", "source": "source_model",
+    "from": "source_model", "where": "filters", "group_by": "dimensions", "groupby": "dimensions",
+    "sort": "order", "order_by": "order", "orderby": "order", "time_dimension": "time_dimensions",
+}
+# A {variable} placeholder, filled in when the query runs.
+VARIABLE = re.compile(r"\{([a-zA-Z_]\w*)\}", re.ASCII)
+# What SLayer (pydantic) reads as a boolean in text.
+TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+def string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        fail(where, "Input should be a valid string")
+    return value
+
+
+def int_field(data: Mapping[str, Any], key: str) -> None:
+    value = data.get(key)
+    if value is None or isinstance(value, int):  # bool included: pydantic's lax mode takes it
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            fail(key, "Input should be a finite number")
+        if not value.is_integer():
+            fail(key, "Input should be a valid integer, got a number with a fractional part")
+        return
+    if isinstance(value, str):
+        try:
+            int(value.strip())
+        except ValueError:
+            fail(key, "Input should be a valid integer, unable to parse string as an integer")
+        return
+    fail(key, "Input should be a valid integer")
+
+
+def python_list(data: Mapping[str, Any], key: str, hint: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        fail("", f"'{key}' must be a list, got {type(value).__name__} ({hint})")
+    return list(value)
+
+
+def list_of(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        fail(where, "Input should be a valid list")
+    return list(value)
+
+
+def required(value: Mapping[str, Any], key: str, where: str, keys: tuple[str, ...], note: str = "") -> None:
+    """pydantic's "Field required" for a missing ``key``, naming a given key that misspells it."""
+    if key in value:
+        return
+    slips = [str(k) for k in value if k not in keys and suggest(str(k), keys) == key]
+    notes = [f"'{slips[0]}' is not a key: did you mean '{key}'?"] if slips else []
+    if note:
+        notes.append(note)
+    fail(f"{where}.{key}", "Field required" + (f" ({'; '.join(notes)})" if notes else ""))
+
+
+def ignored_keys(value: Mapping[str, Any], where: str, keys: tuple[str, ...], what: str) -> None:
+    """Keys SLayer ignores in these mappings; refused here, so that a misspelt key is not lost."""
+    for key in value:
+        if key not in keys:
+            lead = f"not a key of {what}, which SLayer would drop unread"
+            fail(f"{where}.{key}", extra_message(str(key), keys, what, lead))
+
+
+def extra_message(key: str, keys: tuple[str, ...], what: str | None, lead: str = "Extra inputs are not permitted") -> str:
+    meant = suggest(key, keys)
+    if meant is not None:
+        return f"{lead} (did you mean '{meant}'?)"
+    if what is not None:
+        return f"{lead} (the keys of {what} are: {', '.join(keys)})"
+    return lead
+
+
+def suggest(key: str, keys: tuple[str, ...]) -> str | None:
+    """The valid key a misspelt ``key`` most likely meant, if any."""
+    meant = _MEANT.get(key.lower())
+    if meant in keys:
+        return meant
+    close = difflib.get_close_matches(key.lower(), keys, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def dotted(text: str) -> str:
+    return ".".join(part.strip() for part in text.split("."))
+
+
+def parses(text: str) -> bool:
+    return syntax_problem(text) is None
+
+
+def syntax_problem(text: str) -> str | None:
+    """Python's own complaint about ``text`` as an expression (SLayer's Mode-B parser reads
+    Python syntax), with ``{var}`` placeholders taken as values; None when it parses."""
+    probe = VARIABLE.sub("0", text)
+    try:
+        ast.parse(probe.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"{exc.msg} (<unknown>, line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return str(exc)
+    return None
+
+
+def fail(where: str, message: str) -> NoReturn:
+    raise InvalidInputError(f"{where}: {message}" if where else message)
+
+
+def kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"a {type(value).__name__}"

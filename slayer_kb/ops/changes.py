@@ -1,0 +1,155 @@
+"""Changing and forgetting memories: Engram's ``mem_update`` (only the fields given), ``forget``
+(hard: the file goes and ``memory:<id>`` is stripped from every other memory, in one commit; soft:
+``deleted_at`` is set) and ``restore`` of a soft-deleted memory."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core import engram
+from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError
+from ..core.inputs import check_description, check_unicode
+from ..core.locate import memory_path
+from ..core.memory import Memory, utc_now, with_entities
+from ..core.results import ForgetResult
+from ..store.repo import Change
+from ..transaction import memory_change
+from . import observations
+from .finding import deleted_message
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
+    """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
+    rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    for name, value in given.items():
+        check_unicode(value, name)
+    allowed = {"title", "learning", "type", "description", "project", "scope", "topic_key", "entities"}
+    unknown = set(given) - allowed
+    if unknown:
+        raise InvalidInputError(
+            f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}."
+        )
+    if not given:
+        raise InvalidInputError(
+            "Nothing to update: give at least one field (title, learning/content, type, "
+            "description, project, scope, topic_key, entities)."
+        )
+    with kb.transaction() as tx:
+
+        def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
+            memory = kb.read(memory_id)
+            if memory.is_deleted:
+                raise NotFoundError(deleted_message(memory))
+            changes: dict[str, Any] = {}
+            warnings: list[str] = []
+            if "learning" in given:
+                changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]))
+            if "title" in given:
+                changes["title"] = engram.redact_private(given["title"]) or None
+            if "type" in given:
+                changes["type"] = given["type"].strip() or None
+            if "description" in given:
+                changes["description"] = check_description(given["description"])
+            if "project" in given:
+                changes["project"] = engram.normalize_project(given["project"])
+                warnings.extend(observations.project_warnings(kb, changes["project"]))
+            if "scope" in given:
+                changes["scope"] = engram.normalize_scope(given["scope"])
+            if "topic_key" in given:
+                changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
+            if "entities" in given:
+                changes["entities"], more = kb.resolve_entities(given["entities"])
+                warnings.extend(more)
+            updated = memory.evolve(
+                **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(kb, memory)
+            )
+            if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
+                updated.revision_count = memory.revision_count + 1
+            return [memory_change(updated)], (changes, warnings)
+
+        planned, (changes, warnings), kept = tx.rewrite(plan, force)
+        tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
+        kb.pending.clear(memory_id)
+    data = kb.get(memory_id)
+    data["warnings"] = warnings
+    if kept:
+        data["kept"] = kept
+    return data
+
+def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
+    """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
+    memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
+    ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
+    with kb.transaction() as tx:
+
+        def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
+            try:
+                memory: Memory | None = kb.read_with_text(memory_id)[0]
+            except MemoryFileError as exc:
+                # A hard forget deletes the file whatever it holds; a soft one rewrites it.
+                if soft or not _is_regular(kb.path_of(memory_id)):
+                    raise MemoryFileError(exc.path, exc.line, _unforgettable(exc.message, memory_id, soft)) from None
+                memory = None
+            if soft:
+                assert memory is not None
+                if memory.is_deleted:
+                    raise NotFoundError(deleted_message(memory))
+                return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
+            target = f"memory:{memory_id}"
+            changes = [Change(memory_path(memory_id), None)]
+            stripped = []
+            rewritten: dict[str, Memory] = {}
+            for other_id, other, text in tx.referrers([target]):
+                if other_id == memory_id:
+                    continue
+                kept = [e for e in other.entities if e != target]
+                changes.append(memory_change(other, with_entities(text, other, kept)))
+                rewritten[other_id] = other.evolve(entities=kept)
+                stripped.append(other_id)
+            return changes, (stripped, rewritten)
+
+        changes, (stripped, rewritten), kept = tx.rewrite(plan, force)
+        if soft:
+            commit = tx.commit(changes, f"memory: forget {memory_id} (soft)")
+            return ForgetResult(memory_id, [], True, commit, kept)
+        message = f"memory: forget {memory_id}"
+        if stripped:
+            message += (
+                f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
+            )
+        commit = tx.commit(changes, message, rewritten)
+        kb.pending.clear(memory_id)
+        return ForgetResult(memory_id, stripped, False, commit, kept)
+
+def restore(kb: KnowledgeBase, memory_id: str) -> dict[str, Any]:
+    """Bring back a soft-deleted memory."""
+    with kb.transaction() as tx:
+        memory = kb.read(memory_id)
+        if not memory.is_deleted:
+            raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
+        tx.require_committed(memory_path(memory_id))
+        tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
+    return kb.get(memory_id)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
+    """Why ``forget`` cannot take a broken memory file, and what to do instead."""
+    if soft:
+        return (f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair "
+                f"it first ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev "
+                f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
+                f"with 'slayer-kb forget {memory_id}'")
+    return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"

@@ -1,0 +1,66 @@
+"""``fmt``: memory and session files rewritten into their canonical form, under the KB lock so a
+concurrent slayer-kb commit is never overwritten with older content."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import unquote
+
+from ..core.errors import MemoryFileError
+from ..core.memory import dumps, loads
+from ..core.session import SESSIONS_DIR
+from ..core.session import dumps as dump_session
+from ..core.session import loads as load_session
+from ..store.repo import GitStore, find_toplevel
+from .validate import Problem, Report, expand, read_text, targets
+
+
+def fmt(paths: Sequence[Path], check: bool = False) -> Report:
+    """Rewrite memory files into canonical form (``check``: only report which would change).
+
+    Files that cannot be read as memories are reported and left alone. The KB lock is held while
+    writing so that a concurrent slayer-kb commit is never overwritten with older content.
+    """
+    report = Report()
+    for target in targets(paths, report.problems).values():
+        expand(target)
+        with _locked(target.root, enabled=not check):
+            for path, name in sorted(target.files.items()):
+                if path.suffix != ".yaml":
+                    continue
+                report.checked += 1
+                _format_one(path, name, check, report)
+    return report
+
+
+def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
+    problems: list[Problem] = []
+    text = read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
+    if text is not None:
+        try:
+            if path.parent.name == SESSIONS_DIR:
+                canonical = dump_session(load_session(text, unquote(path.stem), name))
+            else:
+                canonical = dumps(loads(text, path.stem, name))
+        except MemoryFileError as exc:
+            problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
+        else:
+            if canonical != text:
+                report.reformatted.append(name)
+                if not check:
+                    tmp = path.with_name(f".{path.name}.fmt-tmp")
+                    tmp.write_text(canonical, encoding="utf-8", newline="")
+                    os.replace(tmp, path)
+    report.problems.extend(problems)
+
+
+@contextlib.contextmanager
+def _locked(root: Path, enabled: bool) -> Iterator[None]:
+    if not enabled or find_toplevel(root) is None:
+        yield
+        return
+    with GitStore(root).locked():
+        yield
