@@ -29,10 +29,10 @@ from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
-from .core.results import MaintenanceResult, SaveResult
+from .core.results import MaintenanceResult, SaveResult, SyncReport
 from .ops import capture, changes, finding, observations, sessions
 from .ops.finding import deleted_message
-from .search.index import Index, SyncReport
+from .search.index import Index
 from .search.schema import NONE
 
 if TYPE_CHECKING:

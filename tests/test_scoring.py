@@ -16,7 +16,7 @@ from whoosh import query as Q
 from whoosh.scoring import bm25
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import index as index_module
+from slayer_kb.search import reading as reading_module
 from slayer_kb.search.bm25 import LiveBM25F
 from slayer_kb.search.schema import SCHEMA
 from slayer_kb.search.scoring import VectorSearcher
@@ -191,9 +191,9 @@ def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb:
                 out.append(found.to_json())
         return out
 
-    monkeypatch.setattr(index_module, "VECTOR_DOCS", 10**9)
+    monkeypatch.setattr(reading_module, "VECTOR_DOCS", 10**9)
     whoosh = results()
-    monkeypatch.setattr(index_module, "VECTOR_DOCS", 0)
+    monkeypatch.setattr(reading_module, "VECTOR_DOCS", 0)
     vector = results()
     assert example_kb.index._vector is not None  # the numpy scorer did answer
     assert vector == whoosh
@@ -203,7 +203,7 @@ def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb:
 def test_the_best_catalog_match_is_not_dropped(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, vector_docs: int) -> None:
     """Whoosh's top-10 collector returned entities scoring 10.8 and below for this question and
     dropped wh.sessions.conversion_rate, which scores 29.7."""
-    monkeypatch.setattr(index_module, "VECTOR_DOCS", vector_docs)
+    monkeypatch.setattr(reading_module, "VECTOR_DOCS", vector_docs)
     entities = example_kb.search("conversion rate sessions").entities
     assert [e["entity"] for e in entities[:2]] == ["wh.sessions.conversion_rate", "wh.sessions.bounce_rate"]
     assert entities[0]["score"] == 28.7453

@@ -19,8 +19,8 @@ from whoosh import index as windex
 from whoosh import query as Q
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.results import SyncReport
 from slayer_kb.daemon.watch import run_watcher
-from slayer_kb.search.index import SyncReport
 from slayer_kb.search.monitor import is_relevant
 from slayer_kb.search.schema import text_terms
 from testing import Watcher, commit_all, git

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import engram
+from .errors import MemoryFileError
 
 
 @dataclass
@@ -74,3 +75,14 @@ class MaintenanceResult:
 
     def to_json(self) -> dict[str, Any]:
         return {name: {"before": before, "after": after} for name, (before, after) in asdict(self).items()}
+
+
+@dataclass
+class SyncReport:
+    """What bringing the index up to date with the files did."""
+
+    updated: int = 0
+    removed: int = 0
+    catalog_changed: bool = False
+    rebuilt: bool = False
+    problems: list[MemoryFileError] = field(default_factory=list)

@@ -32,7 +32,8 @@ from watchdog.observers import Observer
 
 from ..core.errors import StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path
-from ..search.index import RACY_SECONDS, SyncReport
+from ..core.results import SyncReport
+from ..search.index import RACY_SECONDS
 from ..search.monitor import EVENT_TYPES, EventHandler
 
 if TYPE_CHECKING:

@@ -23,10 +23,12 @@ import json
 import os
 import threading
 import time
+import zlib
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .filestat import MISSING, NOT_REGULAR, RECORD, pack_names, signatures, unpack, unpack_names
 
@@ -218,3 +220,19 @@ def save(path: Path, listing: Listing, digest: int) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+# Digests of signatures are added modulo this, so one file's part can be taken out again.
+DIGEST_MOD = 1 << 64
+
+
+def entry_digest(memory_id: str, sig: Sig | tuple[Any, ...]) -> int:
+    """One file's part of ``signatures_digest``."""
+    data = f"{memory_id}\0{sig[0]}\0{sig[1]}\0{sig[2]}".encode("utf-8", "surrogateescape")
+    return zlib.crc32(data) | (zlib.adler32(data) << 32)
+
+
+def signatures_digest(scanned: dict[str, Sig]) -> int:
+    """An order-independent digest of all signatures, so that one changed file can be updated
+    in it without reading the others."""
+    return sum(entry_digest(mid, sig) for mid, sig in scanned.items()) % DIGEST_MOD

@@ -30,8 +30,8 @@ import filelock
 
 from ..core.errors import StoreError
 from ..core.fileio import in_threads
-from . import state, upkeep
-from .files import WRITE_FLAGS, allocate, free_name, holds, is_file_or_link, keep_copy, put_file, torn
+from . import state, upkeep, worktree
+from .files import WRITE_FLAGS, allocate, holds, put_file, torn
 from .objects import ObjectStore
 
 STATE_DIR = state.STATE_DIR
@@ -40,16 +40,8 @@ _WALK_LIMIT = 4
 _RESERVE = "reserve"
 _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
-# A git status names at most this many paths one by one: git matches every file against every
-# pathspec, so a hundred of them cost 0.4 s at 100,000 files (measured). More paths are asked
-# about by their folders, and picked out of the answer here.
-_NAMED_PATHS = 8
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
-# Paths are never patterns, and a status never writes the user's index (which it may otherwise
-# do to refresh its stat data, taking index.lock from under a git command of theirs).
-_STATUS_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
-_STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> spaces before the path
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 
 
@@ -287,90 +279,9 @@ class GitStore:
             for name in objects.added_files(objects.tree_of(parent), objects.tree_of(child), folder)
         ]
 
-    def uncommitted(self, kb_paths: Sequence[str] | None = None) -> dict[str, str | None]:
-        """The paths among ``kb_paths`` (KB-relative files, or folders ending in '/'; None: the
-        whole repository) that hold work HEAD does not: changed in the work tree or staged in
-        git's index, and, of the files named, one in the work tree that HEAD does not have
-        (untracked or ignored; a regular file or a symlink). Each maps to the blob of its staged
-        version when that differs from both HEAD and the work tree, else None. Paths outside the
-        KB come back relative to it (``../x``). One ``git status``, whatever the number of paths.
-        """
-        if kb_paths is not None and not kb_paths:
-            return {}
-        specs: list[str] = []
-        if kb_paths is not None and len(kb_paths) <= _NAMED_PATHS:
-            specs = [self.repo_path(path) for path in kb_paths]
-        elif kb_paths is not None:
-            specs = sorted({self.repo_path(p.rstrip("/").rpartition("/")[0] + "/" if "/" in p.rstrip("/") else p)
-                            for p in kb_paths})
-        proc = self.git("status", "--porcelain=v2", "-z", "--untracked-files=no", "--no-renames",
-                        "--ignore-submodules=all", *(["--", *specs] if specs else []), env=_STATUS_ENV)
-        files = {p for p in kb_paths or () if not p.endswith("/")}
-        folders = tuple(p for p in kb_paths or () if p.endswith("/"))
-        found: dict[str, str | None] = {}
-        records = iter(proc.stdout.split(b"\0"))
-        for record in records:
-            kind = record[:2]
-            if kind not in _STATUS_FIELDS:
-                continue
-            # "1 XY sub mH mI mW hH hI path"; a rename (not asked for) has a score before the
-            # path and its old path in the next record; an unmerged path three stages' fields.
-            fields = record.split(b" ", _STATUS_FIELDS[kind])
-            if kind == b"2 ":
-                next(records, None)
-            repo_path = fields[-1].decode("utf-8", "surrogateescape")
-            path = (repo_path[len(self.prefix):] if repo_path.startswith(self.prefix)
-                    else os.path.relpath(self.top / repo_path, self.root))
-            if kb_paths is not None and path not in files and not path.startswith(folders):
-                continue
-            staged = None
-            xy = fields[1].decode("ascii", "replace")
-            if kind == b"1 " and xy[0] in "AMT" and xy[1] != ".":
-                staged = fields[7].decode("ascii")
-            found[path] = staged
-        unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(self.root / p)]
-        if unlisted:
-            head = self.head()
-            objects = self.objects
-            in_head = objects.blobs_at(objects.tree_of(head) if head else None,
-                                       [self.repo_path(p) for p in unlisted])
-            found.update((p, None) for p in unlisted if in_head[self.repo_path(p)] is None)
-        return found
-
-    def set_aside(self, paths: Mapping[str, str | None]) -> list[str]:
-        """``--force``: keep the user's version of each of these files beside it, and put HEAD's
-        version back in the work tree and git's index (a file HEAD lacks is removed from both).
-        The work tree's file is copied to ``<file>.orig`` (or ``<file>.orig.2``, ...); a staged
-        version that differs from it (``uncommitted``'s blob) is written to ``<file>.staged.orig``.
-        Everything is kept before anything is replaced, so a failure half-way (git's index locked
-        by another git command) loses nothing. Returns the names kept, KB-relative. Call under
-        the lock."""
-        kept: list[str] = []
-        for path, staged in sorted(paths.items()):
-            self._check_inside(path)
-            if staged is not None:
-                name = free_name(self.root, f"{path}.staged.orig")
-                put_file(self.root / name, self.objects.read("blob", staged))
-                kept.append(name)
-            if os.path.lexists(self.root / path):
-                name = free_name(self.root, f"{path}.orig")
-                keep_copy(self.root / path, self.root / name)
-                kept.append(name)
-        head = self.head()
-        objects = self.objects
-        repo_paths = {path: self.repo_path(path) for path in paths}
-        in_head = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths.values())
-        restore = [rp for rp in repo_paths.values() if in_head[rp] is not None]
-        if restore:
-            payload = "".join(rp + "\0" for rp in restore).encode("utf-8", "surrogateescape")
-            self.git("checkout", "-q", head or "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
-                     input=payload, env=_STATUS_ENV)
-        absent = [path for path, rp in repo_paths.items() if in_head[rp] is None]
-        for path in absent:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.root / path)
-        self._stage(absent)
-        return kept
+    # What the work tree and git's index hold that HEAD does not (worktree.py).
+    uncommitted = worktree.uncommitted
+    set_aside = worktree.set_aside
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         proc = self.git("merge-base", "--is-ancestor", older, newer, check=False)
@@ -391,7 +302,7 @@ class GitStore:
         # in parallel, and two of one path would race.
         changes = list({change.path: change for change in changes}.values())
         for change in changes:
-            self._check_inside(change.path)
+            self.check_inside(change.path)
             if os.path.isdir(self.root / change.path) and not os.path.islink(self.root / change.path):
                 # put_file cannot replace a folder: it would fail after the commit is published.
                 verb = "delete" if change.data is None else "write"
@@ -487,7 +398,7 @@ class GitStore:
             with contextlib.suppress(OSError):
                 reserve.unlink()
 
-    def _check_inside(self, kb_path: str) -> None:
+    def check_inside(self, kb_path: str) -> None:
         """Refuse a path whose folders leave the KB or pass through a symlink: a clone can carry
         a symlinked memories/ folder, and writing through it would write outside the KB."""
         current = self.root
@@ -588,7 +499,7 @@ class GitStore:
         """Write committed files into the work tree, stage ``staged`` (default: those same
         paths) in the user's index, and close the journal."""
         self._write_files(contents)
-        self._stage(list(contents) if staged is None else staged)
+        self.stage(list(contents) if staged is None else staged)
         self._clear_journal()
 
     def _write_files(self, contents: Mapping[str, bytes | None]) -> None:
@@ -597,7 +508,7 @@ class GitStore:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         in_threads(lambda item: put_file(self.root / item[0], item[1]), list(contents.items()))
 
-    def _stage(self, kb_paths: list[str]) -> None:
+    def stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
         self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload)
@@ -624,7 +535,7 @@ class GitStore:
         objects = self.objects
         try:
             for path in paths:
-                self._check_inside(path)
+                self.check_inside(path)
             repo_paths = [self.repo_path(path) for path in paths]
             after = objects.blobs_at(objects.tree_of(new), repo_paths)
             if head == new:

@@ -1,0 +1,195 @@
+"""Reading the index: one searcher per process, reopened with only the segments a write changed,
+and the look-ups searches make through it (documents, scores, stored fields). ``Index`` has these
+as a mixin; writing and freshness stay in index.py."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from whoosh import index as windex
+from whoosh import query as Q
+from whoosh.idsets import BitSet
+from whoosh.searching import Searcher
+
+from .bm25 import LiveBM25F
+from .codec import reader_reusing
+
+if TYPE_CHECKING:
+    from .filters import Restriction
+
+
+# From this many documents a search is scored with numpy (scoring.py) instead of Whoosh's matchers:
+# from the first, since search by meaning imports numpy anyway (a test compares the two scorers).
+VECTOR_DOCS = 0
+# Up to this many documents found by exact field values are sorted from their stored fields.
+EXACT_SORT_LIMIT = 256
+
+
+class Reads:
+    """The reading half of ``Index`` (its state is made in ``Index.__init__``)."""
+
+    dir: Path
+    _ix: windex.Index | None
+    _searcher: Any
+    _docsets: dict[str, Any]
+    _vector: Any
+    _ids: Any
+    _docnums: dict[str, int]
+    _read_state: Callable[[], dict[str, Any] | None]
+
+    def has_searcher(self) -> bool:
+        return self._searcher is not None
+
+    def searcher(self) -> Any:
+        if self._searcher is not None and not self._searcher.up_to_date():
+            old = self._searcher
+            self._forget_searcher()
+            try:
+                reader = reader_reusing(self._ix, old.reader())
+            except Exception:  # noqa: BLE001 - a damaged or vanished segment: open afresh below
+                with contextlib.suppress(Exception):
+                    old.close()
+            else:
+                self._searcher = Searcher(reader, weighting=LiveBM25F(), fromindex=self._ix)
+        if self._searcher is None:
+            if self._ix is None:
+                self._ix = windex.open_dir(str(self.dir))
+            self._searcher = self._ix.searcher(weighting=LiveBM25F())
+        return self._searcher
+
+    def _docset(self, searcher: Any, query: Q.Query | None) -> Any:
+        """The documents a filter matches, kept for as long as the searcher: Whoosh would
+        otherwise decode those posting lists again on every search."""
+        if query is None:
+            return None
+        key = repr(query)
+        found = self._docsets.get(key)
+        if found is None:
+            found = self._docsets[key] = BitSet(searcher.docs_for_query(query), size=searcher.doc_count_all())
+        return found
+
+    def _close_searcher(self) -> None:
+        if self._searcher is not None:
+            with contextlib.suppress(Exception):
+                self._searcher.close()
+        self._forget_searcher()
+
+    def _forget_searcher(self) -> None:
+        """Drop the searcher and what was cached for it, without closing its readers."""
+        self._searcher = None
+        self._docsets = {}
+        self._vector = None
+        self._ids = None
+        self._docnums = {}
+
+    def close(self) -> None:
+        self._close_searcher()
+        self._ix = None
+
+    def documents(
+        self,
+        query: Q.Query | None,
+        restriction: Restriction | None = None,
+        limit: int | None = None,
+        sort_newest: bool = False,
+    ) -> list[dict[str, Any]]:
+        searcher = self.searcher()
+        hits = [(searcher.stored_fields(docnum), score) for score, docnum in self._top(searcher, query, restriction, limit, sort_newest)]
+        seen: set[str] = set()
+        out = []
+        for fields, score in hits:
+            # A crash between a Whoosh commit and the manifest's can leave a document twice.
+            if fields["id"] in seen:
+                continue
+            seen.add(fields["id"])
+            out.append(dict(fields, score=score))
+        return out
+
+    def scores(self, query: Q.Query, restriction: Restriction | None = None, limit: int | None = None) -> dict[str, float]:
+        """The best matches' ids and scores, best first, as ``documents`` ranks them."""
+        searcher = self.searcher()
+        if searcher.doc_count_all() == 0:
+            return {}  # an empty index has no column to read (Whoosh's EmptyReader)
+        if self._ids is None:
+            self._ids = searcher.reader().column_reader("id")
+        ids = self._ids
+        out: dict[str, float] = {}
+        for score, docnum in self._top(searcher, query, restriction, limit, False):
+            memory_id = ids[docnum]
+            if memory_id not in out:
+                out[memory_id] = score
+                self._docnums[memory_id] = docnum  # for stored(), while this searcher lasts
+        return out
+
+    def _top(
+        self, searcher: Any, query: Q.Query | None, restriction: Restriction | None, limit: int | None, sort_newest: bool
+    ) -> list[tuple[float, int]]:
+        kwargs: dict[str, Any] = {"limit": limit}
+        if query is None and restriction is not None and restriction.only is not None:
+            return self._exact(searcher, Q.AndNot(restriction.only, restriction.exclude), limit)
+        if restriction is not None:
+            kwargs["filter"] = self._docset(searcher, restriction.only)
+            kwargs["mask"] = self._docset(searcher, restriction.exclude)
+            # Whoosh takes an empty filter set for "no filter": nothing may match, so say so here.
+            if kwargs["filter"] is not None and not kwargs["filter"]:
+                return []
+        if sort_newest:
+            # The sort key takes the place of the score; newest-first lists carry no score.
+            kwargs.update(sortedby="created_at", reverse=True)
+        vector = None if sort_newest or query is None else self._vector_for(searcher, query)
+        if vector is not None:
+            allow, deny = (vector.docs(kwargs.get(name)) for name in ("filter", "mask"))
+            ranked = vector.top(query, limit, allow, deny)
+        elif sort_newest or query is None:
+            ranked = [(0.0, hit.docnum) for hit in searcher.search(query or Q.Every(), **kwargs)]
+        else:
+            # Whoosh's top-N collector can drop the best match (seen: a catalog entity scoring 29.7
+            # missing from a top 10 that ended at 10.8), so it collects every match and the
+            # ranking is done here, as scoring.py ranks: score, then docnum.
+            kwargs["limit"] = None
+            ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
+                            key=lambda item: (-item[0], item[1]))[:limit]
+        return ranked
+
+    def _exact(self, searcher: Any, query: Q.Query, limit: int | None) -> list[tuple[float, int]]:
+        """The documents ``query`` (exact field values) matches, newest first.
+
+        An Engram save's duplicate and topic-key checks land here after every commit: the posting
+        lists are intersected as they are walked, where a filter would first mark every live
+        document of the freshly committed index, and Whoosh's sort would read the whole
+        ``created_at`` column of every segment. A few matches are sorted by their stored fields.
+        """
+        docnums = list(searcher.docs_for_query(query))
+        if len(docnums) > EXACT_SORT_LIMIT:
+            return [(0.0, hit.docnum) for hit in searcher.search(query, limit=limit, sortedby="created_at", reverse=True)]
+        newest = sorted(docnums, key=lambda d: (searcher.stored_fields(d)["data"]["created_at"], d), reverse=True)
+        return [(0.0, docnum) for docnum in newest[:limit]]
+
+    def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored fields of these memories' live documents, by id (absent ones left out)."""
+        searcher = self.searcher()
+        out: dict[str, dict[str, Any]] = {}
+        for memory_id in memory_ids:
+            # A ranking just found most of them: their document numbers are known (looking one
+            # up costs 0.4 ms at 10,000 memories).
+            docnum = self._docnums.get(memory_id)
+            if docnum is None:
+                docnum = searcher.document_number(id=memory_id)
+            if docnum is not None:
+                out[memory_id] = searcher.stored_fields(docnum)
+        return out
+
+    def _vector_for(self, searcher: Any, query: Q.Query) -> Any:
+        """The numpy scorer (scoring.py) when it can answer ``query`` and the index is large
+        enough to repay importing numpy (~80 ms), else None: Whoosh answers."""
+        if searcher.doc_count_all() < VECTOR_DOCS:
+            return None
+        if self._vector is None:
+            from .scoring import VectorSearcher
+
+            self._vector = VectorSearcher(searcher)
+        return self._vector if self._vector.supports(query) else None
+
