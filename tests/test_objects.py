@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 import threading
@@ -135,6 +136,30 @@ def test_a_folder_removed_by_a_concurrent_prune_is_made_again(tmp_path: Path) ->
     for blob, n in list(blobs.items())[:: 100]:
         assert git(tmp_path, "cat-file", "blob", blob) == f"object {n}"
     git(tmp_path, "fsck", "--strict")
+
+
+def test_a_folder_removed_inside_mkdir_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same race one step earlier: the fan-out folder exists for ``mkdir`` and is gone for
+    its ``is_dir`` check, so ``mkdir(exist_ok=True)`` raises FileExistsError (seen in the
+    benchmark's steady saves beside a repack). The prune is made to land in that window."""
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    data = b"raced\n"
+    oid = hashlib.sha1(b"blob %d\0%s" % (len(data), data)).hexdigest()
+    (objects.dir / oid[:2]).mkdir(exist_ok=True)
+    real_is_dir = Path.is_dir
+    raced = []
+
+    def is_dir(path: Path) -> bool:
+        if path.name == oid[:2] and not raced:
+            raced.append(path)
+            path.rmdir()  # a concurrent prune-packed, between mkdir's EEXIST and this check
+        return real_is_dir(path)
+
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    assert objects.write("blob", data) == oid
+    monkeypatch.undo()
+    assert raced and git(tmp_path, "cat-file", "blob", oid) == "raced"
 
 
 def test_removing_every_file_gives_the_empty_tree(tmp_path: Path) -> None:

@@ -90,12 +90,14 @@ class ObjectStore:
         vanish between our ``mkdir`` and ``open``. git's own object writer retries then, as here.
         """
         for attempt in range(_CREATE_ATTEMPTS):
-            tmp.parent.mkdir(exist_ok=True)
             try:
+                # mkdir(exist_ok=True) raises FileExistsError when the folder was there for its
+                # mkdir and gone for its is_dir check: the same race, seen a step earlier.
+                tmp.parent.mkdir(exist_ok=True)
                 with open(tmp, "xb") as handle:
                     handle.write(body)
                 break
-            except FileNotFoundError:
+            except (FileNotFoundError, FileExistsError):
                 if attempt == _CREATE_ATTEMPTS - 1:
                     raise
         os.chmod(tmp, 0o444)  # git's loose objects are read-only
