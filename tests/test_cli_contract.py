@@ -520,6 +520,12 @@ def test_every_entry_point_lists_every_command() -> None:
     assert listed == set(COMMANDS) and len(listed) == 40
 
 
+def test_a_mistyped_command_gets_the_close_names(run_cli: CliRunner) -> None:
+    proc = run_cli("sear", "x")
+    assert proc.returncode == 2
+    assert "Error: No such command 'sear'. (Did you mean one of: 'schema', 'search', 'server'?)" in proc.stderr
+
+
 def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
     probe = (
         "import sys\n"

@@ -566,6 +566,16 @@ def test_which_bad_argument_is_told_first(arguments: dict[str, Any], message: st
     assert call_tool(None, "save_memory", arguments).text == message  # type: ignore[arg-type]  # refused before any KB call
 
 
+def test_a_parameter_nested_too_deep_is_told_in_its_turn() -> None:
+    deep: Any = "x"
+    for _ in range(70):
+        deep = [deep]
+    first = call_tool(None, "save_memory", {"linked_entities": deep, "learning": 5}).text  # type: ignore[arg-type]
+    assert first.startswith("save_memory: 'linked_entities' nests arrays and objects more than 64 levels deep")
+    later = call_tool(None, "save_memory", {"learning": 5, "linked_entities": deep}).text  # type: ignore[arg-type]
+    assert later == "save_memory: 'learning' must be a string, not an integer."
+
+
 def test_an_integral_float_is_an_integer_and_a_null_is_not_given() -> None:
     spec = mcp_tools.tool("mem_search")
     assert spec is not None

@@ -68,6 +68,15 @@ class LazyGroup(KBGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests close names from the commands it holds, and this group holds none.
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=list(COMMANDS), ctx=ctx) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         found = COMMANDS.get(cmd_name)
         if found is None:

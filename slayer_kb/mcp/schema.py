@@ -100,12 +100,16 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
             given[name] = int(value)
     order = list(given)
     errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
-    if errors:
-        first = min(errors, key=lambda e: _rank(e, order))
+    # A parameter nested too deep is told after its type, value and minimum, in the same order.
+    deep = [name for name, value in given.items()
+            if name in spec.properties and isinstance(value, (list, dict)) and value_depth(value) > MAX_DEPTH]
+    candidates: list[tuple[tuple[int, int, int], ValidationError | str]] = [(_rank(e, order), e) for e in errors]
+    candidates += [((2, order.index(name), len(_ORDER)), name) for name in deep]
+    if candidates:
+        _, first = min(candidates, key=lambda c: c[0])
+        if isinstance(first, str):
+            raise too_deep(f"{spec.name}: '{first}'", DEEP_ARGUMENT_FIX)
         raise InvalidInputError(_message(spec, given, first))
-    for name, value in given.items():
-        if isinstance(value, (list, dict)) and value_depth(value) > MAX_DEPTH:
-            raise too_deep(f"{spec.name}: '{name}'", DEEP_ARGUMENT_FIX)
     return {**spec.defaults, **given}
 
 
