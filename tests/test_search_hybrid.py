@@ -320,3 +320,31 @@ def test_a_search_after_every_memory_was_forgotten_finds_nothing(empty_kb: Knowl
     assert ids(empty_kb.search("refund timeout").to_json()["memories"]) == [saved.memory_id]
     empty_kb.forget(saved.memory_id)
     assert empty_kb.search("refund timeout").to_json()["memories"] == []
+
+
+def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
+    """Table.load reads the rows a chunk at a time (more rows here than one chunk holds) and
+    gives the matrix, ids and filter codes that the rows say."""
+    import numpy as np
+
+    from slayer_kb.search import vectors
+
+    rng = np.random.default_rng(7)
+    count = 2 * vectors._LOAD_CHUNK + 5
+    raw = rng.integers(-127, 128, size=(count, vectors.DIMENSIONS), dtype=np.int8)
+    scales = rng.random(count, dtype=np.float32)
+    db = sqlite3.connect(":memory:")
+    db.execute(vectors.SCHEMA_SQL)
+    rows = [(f"m{n:05d}", raw[n].tobytes(), float(scales[n]), ("bug", "decision")[n % 2], None, "project",
+             "shop wh" if n % 3 == 0 else "shop", n % 5 == 0, n % 7 == 0) for n in range(count)]
+    vectors.write(db, (), rows)
+    table = vectors.Table.load(db)
+    assert table.ids == [r[0] for r in rows]
+    expected = raw.astype(np.float32) * scales.astype(np.float32)[:, None]
+    assert np.array_equal(table.matrix, expected)
+    assert table.codes["type"][:4].tolist() == [0, 1, 0, 1] and table.values["type"] == {"bug": 0, "decision": 1}
+    assert table.live.tolist() == [n % 7 != 0 for n in range(count)]
+    assert table.has_query.tolist() == [n % 5 == 0 for n in range(count)]
+    assert table.mask(vectors.Filter(type="bug", datasource="wh")).sum() == sum(
+        1 for n in range(count) if n % 2 == 0 and n % 3 == 0 and n % 7 != 0
+    )
