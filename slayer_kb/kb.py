@@ -119,6 +119,7 @@ class KnowledgeBase:
         if self.monitor is None:
             self.monitor = ChangeMonitor.create(self.root)
         self.index.embedder()  # load the meaning model now, not on the first search
+        self.index.warm = True
 
     def close(self) -> None:
         if self.monitor is not None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bench.relevance import CONFIGS, build, evaluate
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.memory import Memory
 from slayer_kb.search import words as W
 from slayer_kb.search.analysis import symbols
 from testing import commit_all, json_of
@@ -260,7 +261,7 @@ def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb:
     finally:
         db.close()
     order = [table.ids.index(m) for m in fresh.ids]
-    assert np.allclose(table.matrix[order], fresh.matrix)
+    assert np.allclose(table.unit_vectors(order), fresh.unit_vectors())
     assert list(table.live[order]) == list(fresh.live)
     assert "2" not in fresh.ids and not table.live[table.ids.index("2")]
     hits = payments_kb.search("toucans", project="zoo").memories
@@ -341,10 +342,42 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
     table = vectors.Table.load(db)
     assert table.ids == [r[0] for r in rows]
     expected = raw.astype(np.float32) * scales.astype(np.float32)[:, None]
-    assert np.array_equal(table.matrix, expected)
+    assert np.array_equal(table.unit_vectors(), expected)
     assert table.codes["type"][:4].tolist() == [0, 1, 0, 1] and table.values["type"] == {"bug": 0, "decision": 1}
     assert table.live.tolist() == [n % 7 != 0 for n in range(count)]
     assert table.has_query.tolist() == [n % 5 == 0 for n in range(count)]
     assert table.mask(vectors.Filter(type="bug", datasource="wh")).sum() == sum(
         1 for n in range(count) if n % 2 == 0 and n % 3 == 0 and n % 7 != 0
     )
+
+
+def test_a_warm_table_scores_as_the_stored_one() -> None:
+    """A cold process scores the stored int8 rows a chunk at a time; a warm one expands them to
+    float32 once. Both give the same closest memories, with the same cosines, and apply a
+    save's rows alike."""
+    import numpy as np
+
+    from slayer_kb.search import vectors
+
+    rng = np.random.default_rng(3)
+    count = vectors._SCORE_CHUNK + 100
+    unit = rng.normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
+    db = sqlite3.connect(":memory:")
+    db.execute(vectors.SCHEMA_SQL)
+    vectors.write(db, (), vectors.rows(memories, unit))
+    cold, warm = vectors.Table.load(db), vectors.Table.load(db)
+    warm.expand()
+    assert cold.matrix.dtype == np.int8 and warm.matrix.dtype == np.float32
+    question = unit[42] + 0.1 * unit[7]
+    question /= np.linalg.norm(question)
+    wanted = vectors.Filter()
+    top_cold, top_warm = cold.top(question, wanted, 20, -1.0), warm.top(question, wanted, 20, -1.0)
+    assert [m for m, _s in top_cold] == [m for m, _s in top_warm] and top_cold[0][0] == "m00042"
+    assert np.allclose([s for _m, s in top_cold], [s for _m, s in top_warm], atol=1e-5)
+    new = vectors.rows([Memory(id="zz", learning="x", created_at="2026-11-01T09:00:00Z")], unit[7:8])
+    cold.apply((), new)
+    warm.apply((), new)
+    assert np.allclose(cold.unit_vectors(), warm.unit_vectors(), atol=1e-6)
+    assert cold.cosines(question, ["zz"]) == pytest.approx(warm.cosines(question, ["zz"]), abs=1e-5)

@@ -76,6 +76,8 @@ class Index(Reads):
         self._meaning_key: Any = None
         self._ids: Any = None
         self._docnums: dict[str, int] = {}
+        # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
+        self.warm = False
 
     # -- freshness --------------------------------------------------------------------------
 
@@ -491,6 +493,8 @@ class Index(Reads):
                     self._meaning = vectors.Table.load(db)
                 finally:
                     db.close()
+                if self.warm:
+                    self._meaning.expand()
             except sqlite3.Error:
                 # Damaged derived state: no meaning this once, and the next command rebuilds.
                 self.invalidate()
