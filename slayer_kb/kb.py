@@ -113,12 +113,13 @@ class KnowledgeBase:
     def keep_warm(self) -> None:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
         that a read skips the per-file freshness scan while nothing changed. An edit made behind
-        the process's back is seen by the next read, as without it. (Off where inotify is not.)"""
+        the process's back is seen by the next read, as without it. (Off where inotify is not.)
+        It also loads the meaning model now, and holds the vectors as float32 (vectors.Table.expand)."""
         from .search.monitor import ChangeMonitor
 
         if self.monitor is None:
             self.monitor = ChangeMonitor.create(self.root)
-        self.index.embedder()  # load the meaning model now, not on the first search
+        self.index.embedder()
         self.index.warm = True
 
     def close(self) -> None:
