@@ -120,7 +120,7 @@ class Transaction:
             except StoreError:  # the cached commit is gone (a reset, then gc): read all history
                 added = kb.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(memory_ids_of(added)))
-        top = max(history, highest_auto_id(kb.index.ids()))
+        top = max(history, kb.index.highest_auto_id())
         kb.id_cache.save(head, top)
         return str(top + 1)
 

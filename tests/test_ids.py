@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.errors import InvalidIdError
-from slayer_kb.core.ids import WINDOWS_RESERVED, case_conflict, check_id, check_new_id, highest_auto_id, is_auto_id
+from slayer_kb.core.ids import (
+    WINDOWS_RESERVED,
+    case_conflict,
+    check_id,
+    check_new_id,
+    highest_auto_file,
+    highest_auto_id,
+    is_auto_id,
+)
 
 
 @pytest.mark.parametrize("good", ["1", "0", "001", "kb.policy.42", "kb.paid-revenue", "Émile_ü", "x" * 200])
@@ -69,6 +77,27 @@ def test_auto_id_shape(value: str, auto: bool) -> None:
 def test_highest_auto_id_ignores_other_shapes() -> None:
     assert highest_auto_id(["3", "010", "kb.9", "12", "x"]) == 12
     assert highest_auto_id([]) == 0
+
+
+def test_highest_auto_file_reads_only_memory_file_names() -> None:
+    names = ["3.yaml", "010.yaml", "99.yml", "120.yaml.swp", ".500.yaml", "kb.9.yaml", "12.yaml", "7"]
+    assert highest_auto_file(names) == 12
+    assert highest_auto_file(["0.yaml"]) == 0
+    assert highest_auto_file([]) == 0
+    assert highest_auto_file(["9.yaml", "10.yaml", "100000.yaml", "99999.yaml"]) == 100000
+
+
+# File names as os.listdir gives them: anything but "/" and NUL, digits and ".yaml" often.
+_NAME = st.one_of(
+    st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max_size=12),
+    st.from_regex(r"\A\.?[0-9]{1,6}(\.yaml)?(\.swp)?\Z"),
+)
+
+
+@given(st.lists(_NAME, max_size=30))
+def test_highest_auto_file_agrees_with_highest_auto_id(names: list[str]) -> None:
+    ids = [n[: -len(".yaml")] for n in names if n.endswith(".yaml") and not n.startswith(".")]
+    assert highest_auto_file(names) == highest_auto_id(ids)
 
 
 def test_case_conflict() -> None:

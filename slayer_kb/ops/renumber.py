@@ -83,7 +83,7 @@ def plan(kb: KnowledgeBase, onto: str) -> tuple[str | None, dict[str, str]]:
     top = max(
         highest_auto_id(theirs),
         highest_auto_id(_ids(store.added_paths(None, head, under))),
-        highest_auto_id(kb.index.ids()),
+        kb.index.highest_auto_id(),
     )
     return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
 

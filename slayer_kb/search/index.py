@@ -22,6 +22,7 @@ from whoosh import index as windex
 from ..catalog.catalog import Catalog, catalog_files, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import read_regular
+from ..core.ids import highest_auto_file
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import Memory, loads
 from ..core.results import SyncReport
@@ -32,6 +33,7 @@ from ..store.listing import (
     Listing,
     Sig,
     entry_digest,
+    file_names,
     memory_names,
     readable,
     shown,
@@ -84,6 +86,10 @@ class Index(Reads):
     def ids(self) -> list[str]:
         """The ids of the memory files, without the cost of a stat per file."""
         return [name[:-5] for name in memory_names(self.memories)]
+
+    def highest_auto_id(self) -> int:
+        """The highest auto id among the memory files (0: none), without a stat per file."""
+        return highest_auto_file(file_names(self.memories))
 
     def catalog_signature(self) -> list[list[Any]]:
         """What the catalog's files look like now. A file changed within the timestamp

@@ -102,12 +102,16 @@ def memory_names(folder: Path) -> list[str]:
     return [name for name in _yaml_names(folder) if readable(name)]
 
 
-def _yaml_names(folder: Path) -> list[str]:
+def file_names(folder: Path) -> list[str]:
+    """Every name in ``folder`` (none when it does not exist), as ``os.listdir`` gives them."""
     try:
-        names = os.listdir(folder)
+        return os.listdir(folder)
     except FileNotFoundError:
         return []
-    return [name for name in names if name.endswith(SUFFIX) and not name.startswith(".")]
+
+
+def _yaml_names(folder: Path) -> list[str]:
+    return [name for name in file_names(folder) if name.endswith(SUFFIX) and not name.startswith(".")]
 
 
 def take(folder: Path) -> Listing:
