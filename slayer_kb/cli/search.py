@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 import click
 
+from ..core.results import Hit
 from ..core.text import warning_lines
 from .common import (
     ENTITY_HELP,
@@ -19,7 +19,7 @@ from .common import (
 )
 
 
-def _hits_text(title: str, hits: list[dict[str, Any]], width: int) -> list[str]:
+def _hits_text(title: str, hits: list[Hit], width: int) -> list[str]:
     if not hits:
         return []
     lines = [title]

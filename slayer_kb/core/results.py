@@ -1,10 +1,15 @@
 """What the operations return: typed results, each with the one ``to_json`` that both ``--json``
-and the MCP tools print."""
+and the MCP tools print.
+
+A search hit, a timeline and the stats are ``TypedDict``s rather than dataclasses: they are JSON
+records that the CLI, the MCP tools and library callers read by key (as SLayer's and Engram's
+replies are read), so the value is its own JSON form, and the type checker still knows each field.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from . import engram
 from .errors import MemoryFileError
@@ -52,10 +57,51 @@ class ForgetResult:
         return {**data, "kept": self.kept} if self.kept else data
 
 
+class _Hit(TypedDict):
+    id: str
+    score: float
+    title: str | None
+    type: str | None
+    description: str
+    entities: list[str]  # the live ones: a dangling reference is not shown
+    matched_entities: list[str]  # those equal to or under an input entity
+    project: str | None
+    scope: str | None
+    created_at: str
+
+
+class Hit(_Hit, total=False):
+    """A memory as a search, ``list`` or timeline shows it."""
+
+    query: dict[str, Any] | None  # an example query's SlayerQuery
+    learning: str  # with --full
+
+
+class Timeline(TypedDict):
+    """The memories saved just before and after one, in its session, oldest first."""
+
+    session_id: str | None
+    session: dict[str, Any] | None  # the session file, when there is one
+    before: list[Hit]
+    focus: Hit
+    after: list[Hit]
+
+
+class Stats(TypedDict):
+    """What a KB holds, and whether search by meaning is on."""
+
+    memories: int
+    sessions: int
+    prompts: int
+    projects: list[str]
+    types: dict[str, int]
+    search_by_meaning: str
+
+
 @dataclass
 class SearchResult:
-    memories: list[dict[str, Any]]
-    example_queries: list[dict[str, Any]]
+    memories: list[Hit]
+    example_queries: list[Hit]
     entities: list[dict[str, Any]]
     resolved_input_entities: list[str]
     warnings: list[str] = field(default_factory=list)

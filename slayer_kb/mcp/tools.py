@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import yaml
 
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError
+from ..core.results import Hit, Stats, Timeline
 from ..core.text import warning_lines
 from ..kb import MAX_ENGRAM_LIMIT, KnowledgeBase
 from ..ops import sessions
@@ -67,12 +68,12 @@ def _clip(text: str | None, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
 
 
-def _label(data: dict[str, Any]) -> str:
+def _label(data: Mapping[str, Any]) -> str:
     """A memory's title; SLayer memories have none, so their summary stands in."""
     return data.get("title") or _clip(data.get("description") or data.get("learning"), 80)
 
 
-def _type(data: dict[str, Any]) -> str:
+def _type(data: Mapping[str, Any]) -> str:
     return data.get("type") or "none"
 
 
@@ -205,7 +206,7 @@ def _mem_session_summary(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     return Reply(_with_warnings(text, result.warnings))
 
 
-def _stats_line(stats: dict[str, Any]) -> str:
+def _stats_line(stats: Stats) -> str:
     return ", ".join(stats["projects"]) or "none"
 
 
@@ -225,7 +226,7 @@ def _mem_timeline(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     total = len(data["before"]) + 1 + len(data["after"])
     lines = [f"Session: {_session_line(data)}", f"Total observations in range: {total}", ""]
 
-    def neighbour(hit: dict[str, Any]) -> str:
+    def neighbour(hit: Hit) -> str:
         return f"  #{hit['id']} [{_type(hit)}] {_label(hit)} \u2014 {_clip(hit['description'], TIMELINE_NEIGHBOUR_CHARS)}"
 
     if data["before"]:
@@ -256,7 +257,7 @@ def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     )
 
 
-def _session_line(data: dict[str, Any]) -> str:
+def _session_line(data: Timeline) -> str:
     """The timeline's session: its id, and from its file (Engram's header) project, start, summary."""
     session = data.get("session")
     if not session:

@@ -14,7 +14,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION, Memory
-from ..core.results import SearchResult
+from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph
 from . import sessions
 
@@ -82,7 +82,7 @@ def newest(
     project: str | None = None,
     scope: str | None = None,
     limit: int | None = 20,
-) -> list[dict[str, Any]]:
+) -> list[Hit]:
     """Live memories, newest first (``KnowledgeBase.list``)."""
     kb.ensure_fresh()
     restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
@@ -109,12 +109,12 @@ def _lenient_entities(
 
 def hit(
     kb: KnowledgeBase, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
-) -> dict[str, Any]:
+) -> Hit:
     """A stored document as a search hit: its live entities, those matching the inputs, and a
     warning when an example query's references went stale."""
     data = doc["data"]
     live = [e for e in data["entities"] if _entity_live(kb, e)]
-    hit = {
+    hit: Hit = {
         "id": data["id"],
         "score": round(float(doc.get("score") or 0.0), 4),
         "title": data["title"],
@@ -155,7 +155,7 @@ def _stale_query(
     return None
 
 
-def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5) -> dict[str, Any]:
+def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
     """The memories saved just before and after one, in the same session, oldest first."""
     kb.ensure_fresh()
     focus = kb.read(memory_id)
@@ -178,7 +178,7 @@ def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5)
     }
 
 
-def stats(kb: KnowledgeBase) -> dict[str, Any]:
+def stats(kb: KnowledgeBase) -> Stats:
     """Counts of memories, sessions, prompts, projects and types, and the meaning channel's state."""
     kb.ensure_fresh()
     docs = kb.index.documents(None, channels.restrict(), limit=None)
