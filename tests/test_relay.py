@@ -9,13 +9,16 @@ import os
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import click
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import relay
 from testing import Watcher
 
@@ -250,6 +253,45 @@ def test_which_commands_are_relayed(argv: list[str], expected: object) -> None:
 def test_a_reindex_that_draws_a_progress_bar_runs_in_the_process() -> None:
     assert relay.relayable(["reindex"]) == (None, "reindex", [])
     assert relay.relayable(["reindex"], stderr_tty=True) is None
+
+
+def _click_reads(argv: list[str]) -> tuple[str | None, list[str]]:
+    """What the CLI's click group makes of ``argv``: the --kb value, and the command with its
+    arguments (what is left after the group's own options)."""
+    ctx = cli_group.make_context("slayer-kb", list(argv), resilient_parsing=True)
+    with warnings.catch_warnings():  # click 9 moves protected_args into args
+        warnings.simplefilter("ignore", DeprecationWarning)
+        rest = [*getattr(ctx, "protected_args", []), *ctx.args]
+    return ctx.params["kb_path"], rest
+
+
+def test_the_relay_knows_every_option_of_the_cli_group() -> None:
+    # --version and --help are eager: they answer at once, and the relay leaves them to run here.
+    options = [p for p in cli_group.params if isinstance(p, click.Option) and not p.is_eager]
+    flags = {name for p in options if p.is_flag for name in p.opts}
+    valued = {name for p in options if not p.is_flag for name in p.opts}
+    assert (flags, valued) == (set(relay.GLOBAL_FLAGS), set(relay.GLOBAL_WITH_VALUE))
+
+
+_GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--author", "A", "--author=B", "--json"]
+
+
+@given(st.lists(st.sampled_from([*_GLOBAL_TOKENS, "search", "list", "-", "@f", "-e", "x", "--any", "--help", "--bogus", "--"]),
+                max_size=8))
+def test_the_relay_reads_argv_as_click_does(argv: list[str]) -> None:
+    found = relay.parse(argv)
+    if found is not None:
+        kb_path, command, rest = found
+        assert _click_reads(argv) == (kb_path, [command, *rest])
+
+
+@given(st.lists(st.sampled_from(_GLOBAL_TOKENS), max_size=6), st.sampled_from(["search", "list", "save"]),
+       st.lists(st.sampled_from(["-e", "x", "--kb", "-", "--json"]), max_size=4))
+def test_the_relay_finds_the_command_after_any_global_options(globals_: list[str], command: str, rest: list[str]) -> None:
+    argv = [*globals_, command, *rest]
+    kb_path, click_rest = _click_reads(argv)
+    if click_rest[:1] == [command]:  # a trailing "--kb" or "--author" took the command as its value otherwise
+        assert relay.parse(argv) == (kb_path, command, click_rest[1:])
 
 
 @given(st.lists(st.sampled_from(["search", "list", "--kb", "d", "--json", "-", "@f", "-e", "x", "--any", "--help"]),

@@ -66,7 +66,10 @@ STATE_DIR = ".slayer-kb"
 MAX_SOCKET_PATH = 100
 DEFAULT_IDLE = 300.0
 
-_GLOBAL_WITH_VALUE = ("--kb", "--author")
+# The CLI group's own options, which may come before the command (tests/test_relay.py holds them
+# to click's: the relay reads argv itself because importing click costs as much as relaying).
+GLOBAL_WITH_VALUE = ("--kb", "--author")
+GLOBAL_FLAGS = ("--json",)
 # Run here, never relayed: they talk to the terminal, run for long, or make the KB.
 LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "sync", "completion"})
 # Only read: after a server vanished mid-command they are run again without a word.
@@ -266,12 +269,14 @@ def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
     at = 0
     while at < len(argv):
         arg = argv[at]
-        if arg in _GLOBAL_WITH_VALUE and at + 1 < len(argv):
+        name, equals, value = arg.partition("=")
+        if arg in GLOBAL_WITH_VALUE and at + 1 < len(argv):
             kb_path = argv[at + 1] if arg == "--kb" else kb_path
             at += 2
-        elif arg.startswith("--kb="):
-            kb_path, at = arg[len("--kb="):], at + 1
-        elif arg.startswith("--author=") or arg == "--json":
+        elif equals and name in GLOBAL_WITH_VALUE:
+            kb_path = value if name == "--kb" else kb_path
+            at += 1
+        elif arg in GLOBAL_FLAGS:
             at += 1
         elif arg.startswith("-"):
             return None
