@@ -381,3 +381,39 @@ def test_a_warm_table_scores_as_the_stored_one() -> None:
     warm.apply((), new)
     assert np.allclose(cold.unit_vectors(), warm.unit_vectors(), atol=1e-6)
     assert cold.cosines(question, ["zz"]) == pytest.approx(warm.cosines(question, ["zz"]), abs=1e-5)
+
+
+def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
+    """A process that has not loaded the table reads its candidates' rows by id (more of them
+    than one look-up takes) and gets the cosines the table gives; unknown ids have none."""
+    import numpy as np
+
+    from slayer_kb.search import vectors
+
+    rng = np.random.default_rng(5)
+    count = 2 * vectors._BY_ID_CHUNK + 50
+    unit = rng.normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
+    db = sqlite3.connect(":memory:")
+    db.execute(vectors.SCHEMA_SQL)
+    vectors.write(db, (), vectors.rows(memories, unit))
+    wanted = [f"m{n:05d}" for n in range(count - 1, -1, -2)] + ["nope"]
+    by_id = vectors.cosines_by_id(db, unit[3], wanted)
+    loaded = vectors.Table.load(db).cosines(unit[3], wanted)
+    assert by_id.keys() == loaded.keys() and "nope" not in by_id and len(by_id) == len(wanted) - 1
+    assert by_id == pytest.approx(loaded, abs=1e-6)  # the same rows, summed in another order
+
+
+def test_a_search_that_scans_no_more_than_its_candidates_loads_no_vector_table(payments_kb: KnowledgeBase) -> None:
+    cold = payments_kb.search("refund timeout")  # two words: no scan of every vector
+    assert not payments_kb.index.vectors_loaded()
+    warm = KnowledgeBase(payments_kb.root)
+    warm.keep_warm()
+    try:
+        assert warm.search("refund timeout").memories == cold.memories
+        assert warm.index.vectors_loaded()
+    finally:
+        warm.close()
+    payments_kb.search("how long before we give up waiting on the payment provider")  # few candidates: a scan
+    assert payments_kb.index.vectors_loaded()

@@ -153,7 +153,6 @@ def _ranked(
         tokens: dict[str, float] = {}
         if vector is not None:
             index.searcher()  # a searcher that went stale drops the loaded vectors with it
-            table = index.meaning()
             # Close in meaning but sharing no word: only a strong match is worth showing, and
             # only looked for (a product with every vector) when the words found too few.
             # A question of one or two words is a keyword search: a memory without them is noise.
@@ -161,8 +160,8 @@ def _ranked(
             if "words" not in request.channels or (len(candidates) < depth and asked >= MEANING_ONLY_WORDS):
                 floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
                 held = set(candidates)
-                candidates += [m for m, _score in table.top(vector, restriction.values, depth, floor) if m not in held]
-            cosines = table.cosines(vector, candidates)
+                candidates += [m for m, _score in index.meaning().top(vector, restriction.values, depth, floor) if m not in held]
+            cosines = index.cosines(vector, candidates)
             # The token-level match re-ranks the head of the ranking the other signals make: a
             # candidate below it could not reach the head anyway.
             head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights))][: max(TOKEN_POOL, 3 * request.limit)]

@@ -6,9 +6,11 @@ project, scope, datasources, has a query, deleted), so that the meaning channel 
 as the words channel does without asking Whoosh about each candidate. Rows are written in the
 same SQLite transaction as the file rows, so the vectors are as fresh as the index.
 
-A process that searches by meaning loads the table once (``Table``), as it is stored: 256 signed
-bytes and a scale a memory, turned into float32 a chunk of rows at a time when scored (26 MB
-at 100,000 memories rather than 100 MB). A process that never searches by meaning never reads it.
+A search needs the vectors of its candidates, which ``cosines_by_id`` reads by id, and only when
+the words found too few candidates, a scan of every vector. A process that scans loads the table
+once (``Table``), as it is stored: 256 signed bytes and a scale a memory, turned into float32 a
+chunk of rows at a time when scored (26 MB at 100,000 memories rather than 100 MB). A process
+that never scans never reads the whole table.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 # Rows read at a time when the table is loaded, and scored at a time in a full scan.
 _LOAD_CHUNK = 4096
 _SCORE_CHUNK = 8192
+# Ids looked up at a time (SQLite allows 999 parameters in old builds).
+_BY_ID_CHUNK = 500
 
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
@@ -61,6 +65,25 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
     """Delete the rows of ``gone``, then add ``new_rows``; inside the caller's transaction."""
     db.executemany("DELETE FROM vectors WHERE id = ?", [(m,) for m in gone])
     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+
+
+def cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+    """``Table.cosines`` for a process that has not loaded the table: the rows of these memories,
+    read by id, scored exactly as the table scores them."""
+    import numpy as np
+
+    out: dict[str, float] = {}
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found = db.execute(
+            f"SELECT id, vec, scale FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
+        ).fetchall()
+        if found:
+            matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(len(found), DIMENSIONS)
+            scales = np.fromiter((r[2] for r in found), dtype=np.float32, count=len(found))
+            scores = (matrix.astype(np.float32) * scales[:, None]) @ vector
+            out.update(zip((r[0] for r in found), scores.tolist(), strict=True))
+    return out
 
 
 @dataclass(frozen=True)
