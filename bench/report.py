@@ -33,6 +33,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
      "<= 300 ms (100k)"),
     ("that process's peak RSS", "process_search_relayed_rss", "median", "MiB", ""),
     ("first command, no server yet (runs in its process, starts one)", "server_first_command", "median", "ms", ""),
+    ("that command / a search process with the server off", "server_first_command_vs_process", "median", "x",
+     "<= 1.0x"),
     ("`slayer-kb search` process, warm server running", "server_search", "median", "ms",
      "<= 80 ms (10k, 100k)"),
     ("`slayer-kb save` process, warm server running", "server_save", "median", "ms",
