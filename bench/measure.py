@@ -598,10 +598,13 @@ class Runner:
         base = [*cli_command(), "--kb", str(self.root)]
         env = {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "600"}
         queries = [q for kind, q in self.queries() if kind != "entity"]
-        firsts = []
+        firsts, alone = [], []
+        off = {**env, "SLAYER_KB_SERVER": "off"}
         for n in range(FIRST_COMMANDS):  # each with no server: stop the one the last started
             if relay.control(self.root, "status") is not None:
                 _stop_server(self.root)
+            # Beside it, the same search in a process with the server off: the baseline.
+            alone.append(run_process([*base, "search", queries[n % len(queries)]], self.root, off))
             firsts.append(run_process([*base, "search", queries[n % len(queries)]], self.root, env))
             deadline = time.monotonic() + 300
             while not ((status := relay.control(self.root, "status")) and status.get("ready")):
@@ -625,8 +628,11 @@ class Runner:
             server_rss = _peak_rss_mib(pid)
         finally:
             _stop_server(self.root)
-        failed = [p for _, _, p in firsts if p]
+        failed = [p for _, _, p in firsts + alone if p]
         self.results["server_first_command"] = summary([w for w, _, _ in firsts], note=failed[0] if failed else None)
+        self.results["server_first_alone"] = summary([w for w, _, _ in alone])
+        self.results["server_first_command_vs_alone"] = ratio(self.results["server_first_command"],
+                                                              self.results["server_first_alone"])
         for key, runs in (("server_search", searches), ("server_save", saves)):
             failures = [p for _, _, p in runs if p]
             self.results[key] = summary([w for w, _, _ in runs], note=failures[0] if failures else None)
@@ -637,8 +643,7 @@ class Runner:
             self.results["server_rss"] = summary([server_rss], unit="MiB")
         for key, base_key in (("server_save_vs_add_commit", "git_add_commit"),
                               ("server_save_vs_process", "process_save"),
-                              ("server_search_vs_process", "process_search"),
-                              ("server_first_command_vs_process", "process_search")):
+                              ("server_search_vs_process", "process_search")):
             other = self.results.get(base_key)
             if other is not None:
                 self.results[key] = ratio(self.results[key.split("_vs_")[0]], other)
@@ -810,11 +815,25 @@ def _first_working(fn: Callable[..., Any], argsets: list[tuple[Any, ...]], kwarg
 
 
 def _stop_server(root: Path) -> None:
+    """Stop the KB's server and wait until its process is gone: one still exiting (freeing
+    hundreds of MiB) would share the CPU with the next command measured."""
+    status = relay.control(root, "status") or {}
     relay.control(root, "stop")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (conn := relay.connect(root, timeout=0.5)) is not None:
         conn.close()
         time.sleep(0.05)
+    pid = status.get("pid")
+    while isinstance(pid, int) and time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 def _client_rss_mib(args: list[str], cwd: Path, env: dict[str, str]) -> float | None:
