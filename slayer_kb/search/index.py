@@ -45,7 +45,8 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, vectors, writing
+from . import compaction, vectors, writing
+from .meaning import Meaning, state_key
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 
@@ -53,10 +54,10 @@ Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 
-class Index(Reads):
+class Index(Reads, Meaning):
     """The index of one KB. Writes happen only under the KB lock (see ``KnowledgeBase``)."""
 
     def __init__(
@@ -390,9 +391,9 @@ class Index(Reads):
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
                      "vectors": state["vectors"]}
         self._write_state(new_state)
-        if self._meaning is not None and self._meaning_key == _state_key(state) and not vectors_changed:
+        if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)
-            self._meaning_key = _state_key(new_state)
+            self._meaning_key = state_key(new_state)
         if listing is None:
             # A targeted update: the listing cached for the state it started from, with these
             # files' new signatures, describes the new state (if every file was in it).
@@ -450,83 +451,6 @@ class Index(Reads):
                 return MemoryFileError(rel, None, f"is not UTF-8 text: {exc}")
         writer.add_document(**memory_document(memory, self._content_hash(memory.learning)))
         return memory
-
-    # -- meaning vectors (vectors.py), kept with the documents ------------------------------
-
-    def embedder(self) -> embedding.Embedder | embedding.Unavailable:
-        return embedding.load()
-
-    def meaning_status(self) -> str:
-        """"on (<model>)", or why search by meaning is off."""
-        model = self.embedder()
-        return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
-
-    def vector_key(self) -> str | None:
-        """What the stored vectors were made with; None when meaning search is off."""
-        return embedding.key()
-
-    def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
-        """The vectors table's rows for these memories ([] when search by meaning is off)."""
-        model = self.embedder()
-        if not memories or not isinstance(model, embedding.Embedder):
-            return []
-        out: list[tuple[Any, ...]] = []
-        for at in range(0, len(memories), 2000):
-            chunk = memories[at : at + 2000]
-            out.extend(vectors.rows(chunk, model.embed([vectors.embedding_text(m) for m in chunk])))
-        return out
-
-    def _refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
-        """Every indexed memory's vector made again (the model changed, or became available)."""
-        with ix.searcher() as searcher:
-            memories = [
-                Memory(**fields["data"]) for fields in searcher.all_stored_fields() if fields.get("kind") == "memory"
-            ]
-        new_rows = self.vector_rows(memories)
-        db.execute("BEGIN")
-        db.execute("DELETE FROM vectors")
-        vectors.write(db, (), new_rows)
-        db.execute("COMMIT")
-
-    def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
-        """The cosine between ``vector`` and each of these memories that has a vector: from the
-        loaded table when this process holds it, else read by id (a search that scans no more
-        than its candidates never loads the 26 MB table of 100,000 memories)."""
-        if self.warm or self.vectors_loaded():
-            return self.meaning().cosines(vector, memory_ids)
-        try:
-            db = self._db()
-            try:
-                return vectors.cosines_by_id(db, vector, memory_ids)
-            finally:
-                db.close()
-        except sqlite3.Error:
-            self.invalidate()  # damaged derived state: no meaning this once, the next command rebuilds
-            return {}
-
-    def vectors_loaded(self) -> bool:
-        """Whether this process holds the current table of vectors (``meaning``)."""
-        return self._meaning is not None and self._meaning_key is not None and self._meaning_key == _state_key(self._read_state())
-
-    def meaning(self) -> vectors.Table:
-        """The vectors of every memory, loaded once and then kept in step with this process's
-        own updates; loaded again when another process changed the index."""
-        key = _state_key(self._read_state())
-        if self._meaning is None or key is None or self._meaning_key != key:
-            try:
-                db = self._db()
-                try:
-                    self._meaning = vectors.Table.load(db)
-                finally:
-                    db.close()
-                if self.warm:
-                    self._meaning.expand()
-            except sqlite3.Error:
-                # Damaged derived state: no meaning this once, and the next command rebuilds.
-                self.invalidate()
-                self._meaning, key = vectors.Table.empty(), None
-            self._meaning_key = key
-        return self._meaning
 
     def _open_existing(self) -> windex.Index | None:
         if self._ix is not None:
@@ -614,10 +538,3 @@ def _note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:
         db.execute(f"DELETE {where}")
         db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", rows)
         db.execute("COMMIT")
-
-
-def _state_key(state: dict[str, Any] | None) -> Any:
-    """What identifies the index's content, for caches kept beside it (None: unknown)."""
-    if state is None or state.get("digest") is None:
-        return None
-    return (state["digest"], state["count"], state.get("vectors"))

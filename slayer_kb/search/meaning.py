@@ -1,0 +1,113 @@
+"""The meaning vectors as the index keeps them (vectors.py holds the table itself): the model
+that makes them, a memory's rows, the cosines a search asks for, read by id or from the table a
+process loaded. ``Index`` has these as a mixin; the rows are written with the documents in
+index.py, in the same SQLite transaction as the file rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from whoosh import index as windex
+
+from ..core.memory import Memory
+from . import embedding, vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class Meaning:
+    """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
+
+    dir: Path
+    warm: bool
+    _meaning: vectors.Table | None
+    _meaning_key: Any
+    _read_state: Callable[[], dict[str, Any] | None]
+    _db: Callable[[], sqlite3.Connection]
+    invalidate: Callable[[], None]
+
+    def embedder(self) -> embedding.Embedder | embedding.Unavailable:
+        return embedding.load()
+
+    def meaning_status(self) -> str:
+        """"on (<model>)", or why search by meaning is off."""
+        model = self.embedder()
+        return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
+
+    def vector_key(self) -> str | None:
+        """What the stored vectors were made with; None when meaning search is off."""
+        return embedding.key()
+
+    def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
+        """The vectors table's rows for these memories ([] when search by meaning is off)."""
+        model = self.embedder()
+        if not memories or not isinstance(model, embedding.Embedder):
+            return []
+        out: list[tuple[Any, ...]] = []
+        for at in range(0, len(memories), 2000):
+            chunk = memories[at : at + 2000]
+            out.extend(vectors.rows(chunk, model.embed([vectors.embedding_text(m) for m in chunk])))
+        return out
+
+    def _refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
+        """Every indexed memory's vector made again (the model changed, or became available)."""
+        with ix.searcher() as searcher:
+            memories = [
+                Memory(**fields["data"]) for fields in searcher.all_stored_fields() if fields.get("kind") == "memory"
+            ]
+        new_rows = self.vector_rows(memories)
+        db.execute("BEGIN")
+        db.execute("DELETE FROM vectors")
+        vectors.write(db, (), new_rows)
+        db.execute("COMMIT")
+
+    def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The cosine between ``vector`` and each of these memories that has a vector: from the
+        loaded table when this process holds it, else read by id (a search that scans no more
+        than its candidates never loads the 26 MB table of 100,000 memories)."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().cosines(vector, memory_ids)
+        try:
+            db = self._db()
+            try:
+                return vectors.cosines_by_id(db, vector, memory_ids)
+            finally:
+                db.close()
+        except sqlite3.Error:
+            self.invalidate()  # damaged derived state: no meaning this once, the next command rebuilds
+            return {}
+
+    def vectors_loaded(self) -> bool:
+        """Whether this process holds the current table of vectors (``meaning``)."""
+        return self._meaning is not None and self._meaning_key is not None and self._meaning_key == state_key(self._read_state())
+
+    def meaning(self) -> vectors.Table:
+        """The vectors of every memory, loaded once and then kept in step with this process's
+        own updates; loaded again when another process changed the index."""
+        key = state_key(self._read_state())
+        if self._meaning is None or key is None or self._meaning_key != key:
+            try:
+                db = self._db()
+                try:
+                    self._meaning = vectors.Table.load(db)
+                finally:
+                    db.close()
+                if self.warm:
+                    self._meaning.expand()
+            except sqlite3.Error:
+                # Damaged derived state: no meaning this once, and the next command rebuilds.
+                self.invalidate()
+                self._meaning, key = vectors.Table.empty(), None
+            self._meaning_key = key
+        return self._meaning
+
+
+def state_key(state: dict[str, Any] | None) -> Any:
+    """What identifies the index's content, for caches kept beside it (None: unknown)."""
+    if state is None or state.get("digest") is None:
+        return None
+    return (state["digest"], state["count"], state.get("vectors"))
