@@ -34,6 +34,7 @@ from slayer_kb.search.schema import text_terms
 from slayer_kb.store import upkeep
 
 from . import corpus as corpus_mod
+from . import peer
 from .corpus import Corpus, git
 
 Log = Callable[[str], None]
@@ -183,6 +184,7 @@ class Runner:
             ("watcher", self.watcher),
             ("validate", self.validate),
             ("cascade", self.cascade),
+            ("basic-memory", self.peer),
         ]
         for name, step in steps:
             if only is not None and name.split()[0] not in only:
@@ -211,11 +213,11 @@ class Runner:
             time.sleep(wait)
         self.kb.ensure_fresh()
 
-    def _entity(self) -> str:
+    def entity(self) -> str:
         model = self.rng.choice(self.models)
         return f"{model.entity}.{self.rng.choice(model.leaves)}"
 
-    def _learning(self) -> str:
+    def learning(self) -> str:
         return " ".join(self.vocab.sample(self.rng, 60)) + "\n"
 
     # -- reindex ----------------------------------------------------------------------------
@@ -252,7 +254,7 @@ class Runner:
         for _ in range(self.plan.saves):
             memory_id = str(self.rng.randint(1, self.corpus.size))
             path = self.root / "memories" / f"{memory_id}.yaml"
-            memory = self.kb.read(memory_id).evolve(learning=self._learning())
+            memory = self.kb.read(memory_id).evolve(learning=self.learning())
             path.write_text(dumps(memory), encoding="utf-8")
             update.append(timed(lambda m=memory_id: self.kb.index.update([m])))
             vector.append(timed(lambda m=memory: self.kb.index.vector_rows([m])))
@@ -424,16 +426,16 @@ class Runner:
     # -- saves ------------------------------------------------------------------------------
 
     def _save_in_process(self) -> None:
-        self.kb.save_memory(self._learning(), [self._entity()])
+        self.kb.save_memory(self.learning(), [self.entity()])
 
     def _observe_in_process(self) -> None:
         """Engram's ``mem_save``: the duplicate and topic-key look-ups, then a commit."""
-        self.kb.save_observation(title=self._unique("Bench observation "), content=self._learning(),
+        self.kb.save_observation(title=self._unique("Bench observation "), content=self.learning(),
                                  type="decision", project="bench")
 
     def _plumbing_commit(self) -> float:
         rel = f"memories/{self._unique('bench-plumbing-')}.yaml"
-        data = f"learning: |\n  {self._learning()}entities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+        data = f"learning: |\n  {self.learning()}entities:\n- {self.entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
         env = {"GIT_INDEX_FILE": str(self.root / ".slayer-kb" / "bench-index")}
 
         def commit() -> None:
@@ -453,7 +455,7 @@ class Runner:
 
     def _add_commit(self) -> float:
         rel = f"memories/{self._unique('bench-add-')}.yaml"
-        data = f"learning: |\n  {self._learning()}entities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+        data = f"learning: |\n  {self.learning()}entities:\n- {self.entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
 
         def commit() -> None:
             (self.root / rel).write_text(data, encoding="utf-8")
@@ -509,12 +511,12 @@ class Runner:
         warm.keep_warm()
         memory, observe = [], []
         try:
-            warm.save_memory(self._learning(), [self._entity()])  # untimed: opens the index
+            warm.save_memory(self.learning(), [self.entity()])  # untimed: opens the index
             for _ in range(max(1, self.plan.saves // SAVE_BLOCK)):
-                memory.extend(timed(lambda: warm.save_memory(self._learning(), [self._entity()]))
+                memory.extend(timed(lambda: warm.save_memory(self.learning(), [self.entity()]))
                               for _ in range(SAVE_BLOCK))
                 observe.extend(timed(lambda: warm.save_observation(
-                    title=self._unique("Bench observation "), content=self._learning(), type="decision",
+                    title=self._unique("Bench observation "), content=self.learning(), type="decision",
                     project="bench")) for _ in range(SAVE_BLOCK))
         finally:
             warm.close()
@@ -557,7 +559,7 @@ class Runner:
         queries = [q for kind, q in self.queries() if kind != "entity"]
         searches = [run_process([*base, "search", queries[i]], self.root) for i in range(self.plan.processes)]
         saves = [
-            run_process([*base, "save", self._learning(), "-e", self._entity()], self.root)
+            run_process([*base, "save", self.learning(), "-e", self.entity()], self.root)
             for _ in range(self.plan.processes)
         ]
         self.last_write = time.time()
@@ -617,12 +619,12 @@ class Runner:
             run_process([*base, "search", queries[0]], self.root, env)
             searches = [run_process([*base, "search", queries[i]], self.root, env) for i in range(self.plan.processes)]
             saves = [
-                run_process([*base, "save", self._learning(), "-e", self._entity()], self.root, env)
+                run_process([*base, "save", self.learning(), "-e", self.entity()], self.root, env)
                 for _ in range(self.plan.processes)
             ]
             client_rss = {
                 "server_search_rss": _client_rss_mib([*base, "search", queries[1]], self.root, env),
-                "server_save_rss": _client_rss_mib([*base, "save", self._learning(), "-e", self._entity()], self.root, env),
+                "server_save_rss": _client_rss_mib([*base, "save", self.learning(), "-e", self.entity()], self.root, env),
             }
             self.last_write = time.time()
             server_rss = _peak_rss_mib(pid)
@@ -647,6 +649,42 @@ class Runner:
             other = self.results.get(base_key)
             if other is not None:
                 self.results[key] = ratio(self.results[key.split("_vs_")[0]], other)
+
+    # -- the side-by-side with basic-memory (peer.py) -------------------------------------------
+
+    def peer(self) -> None:
+        """Processes of basic-memory's CLI searching and writing the same corpus as notes, each
+        beside the same slayer-kb command with the server off, at sizes up to peer.MAX_SIZE."""
+        if self.corpus.size > peer.MAX_SIZE:
+            self.results["peer_search"] = skipped(f"basic-memory is measured up to {peer.MAX_SIZE:,} memories")
+            return
+        cache = self.root.parent
+        bm = peer.install(cache)
+        env = bm if isinstance(bm, str) else peer.prepare(bm, self.root, cache / f"basic-memory-{self.corpus.size}",
+                                                            self.corpus.size)
+        if isinstance(bm, str) or isinstance(env, str):
+            self.results["peer_search"] = skipped(str(env))
+            return
+        self.settle()
+        ours = [*cli_command(), "--kb", str(self.root)]
+        queries = [q for kind, q in self.queries() if kind != "entity"]
+        runs: dict[str, list[tuple[float, int, str]]] = {
+            "peer_search": [], "peer_ours_search": [], "peer_write": [], "peer_ours_save": []}
+        for n in range(self.plan.processes):
+            question, learning = queries[n % len(queries)], self.learning()
+            runs["peer_search"].append(run_process(
+                [str(bm), "tool", "search-notes", question, "--project", peer.PROJECT, "--compact"], self.root, env))
+            runs["peer_ours_search"].append(run_process([*ours, "search", question], self.root))
+            runs["peer_write"].append(run_process(
+                [str(bm), "tool", "write-note", "--title", f"bench write {os.getpid()}-{n}", "--folder", "bench-writes",
+                 "--content", learning, "--project", peer.PROJECT], self.root, env))
+            runs["peer_ours_save"].append(run_process([*ours, "save", learning, "-e", self.entity()], self.root))
+        self.last_write = time.time()
+        for key, samples in runs.items():
+            failed = [p for _, _, p in samples if p]
+            self.results[key] = summary([w for w, _, _ in samples], note=failed[0] if failed else None)
+        self.results["peer_search_vs_ours"] = ratio(self.results["peer_search"], self.results["peer_ours_search"])
+        self.results["peer_write_vs_ours"] = ratio(self.results["peer_write"], self.results["peer_ours_save"])
 
     # -- watcher ----------------------------------------------------------------------------
 
@@ -681,7 +719,7 @@ class Runner:
         word = "benchwatch" + "".join(chr(97 + int(d)) for d in str(self._unique("")))
         token = text_terms(word)[0][0]
         path = self.root / "memories" / f"{self._unique('bench-watch-')}.yaml"
-        text = f"learning: |\n  {word} written by hand\nentities:\n- {self._entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
+        text = f"learning: |\n  {word} written by hand\nentities:\n- {self.entity()}\ncreated_at: '2026-01-01T00:00:00Z'\n"
         began = time.perf_counter()
         path.write_text(text, encoding="utf-8")
         self.last_write = time.time()

@@ -51,3 +51,19 @@ def test_other_seed_differs(tmp_path: Path) -> None:
     for seed in (1, 2):
         corpus.write_memories(tmp_path / str(seed), 5, seed=seed, workers=1)
     assert _files(tmp_path / "1") != _files(tmp_path / "2")
+
+
+def test_the_corpus_becomes_basic_memory_notes(tmp_path: Path) -> None:
+    """The side-by-side with basic-memory (bench/peer.py) gives it the same memories as notes."""
+    from bench import peer
+    from slayer_kb.core.memory import Memory, dumps
+
+    (tmp_path / "kb" / "memories").mkdir(parents=True)
+    for memory in (Memory(id="12", learning="Refunds are booked on the payout day.\n", created_at="2026-11-01T09:00:00Z"),
+                   Memory(id="kb.x", learning="Use the warehouse.\n", created_at="2026-11-01T09:00:00Z", title="Where")):
+        (tmp_path / "kb" / "memories" / f"{memory.id}.yaml").write_text(dumps(memory), encoding="utf-8")
+    assert peer.notes_of(tmp_path / "kb", tmp_path / "notes") == 2
+    assert (tmp_path / "notes" / "12.md").read_text(encoding="utf-8") == (
+        "---\ntitle: memory 12\ntype: note\n---\n\nRefunds are booked on the payout day.\n")
+    assert (tmp_path / "notes" / "kb.x.md").read_text(encoding="utf-8") == (
+        "---\ntitle: memory kb.x\ntype: note\n---\n\nWhere\n\nUse the warehouse.\n")
