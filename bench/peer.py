@@ -17,7 +17,7 @@ from pathlib import Path
 
 from slayer_kb.core.memory import loads
 
-# Indexing 10,000 notes takes basic-memory minutes; 100,000 would take most of an hour.
+# Indexing 10,000 notes took basic-memory about 20 minutes here; 100,000 would take hours.
 MAX_SIZE = 10_000
 VENV = "basic-memory-venv"
 PROJECT = "bench"
