@@ -630,9 +630,9 @@ class Runner:
             server_rss = _peak_rss_mib(pid)
         finally:
             _stop_server(self.root)
-        failed = [p for _, _, p in firsts + alone if p]
-        self.results["server_first_command"] = summary([w for w, _, _ in firsts], note=failed[0] if failed else None)
-        self.results["server_first_alone"] = summary([w for w, _, _ in alone])
+        for key, runs in (("server_first_command", firsts), ("server_first_alone", alone)):
+            failed = [p for _, _, p in runs if p]
+            self.results[key] = summary([w for w, _, _ in runs], note=failed[0] if failed else None)
         self.results["server_first_command_vs_alone"] = ratio(self.results["server_first_command"],
                                                               self.results["server_first_alone"])
         for key, runs in (("server_search", searches), ("server_save", saves)):
@@ -660,13 +660,13 @@ class Runner:
             return
         cache = self.root.parent
         bm = peer.install(cache)
-        env = bm if isinstance(bm, str) else peer.prepare(bm, self.root, cache / f"basic-memory-{self.corpus.size}",
-                                                            self.corpus.size)
+        place = cache / f"basic-memory-{self.corpus.size}-s{self.corpus.seed}"
+        env = bm if isinstance(bm, str) else peer.prepare(bm, self.root, place, self.corpus.size)
         if isinstance(bm, str) or isinstance(env, str):
             self.results["peer_search"] = skipped(str(env))
             return
         self.settle()
-        ours = [*cli_command(), "--kb", str(self.root)]
+        ours, off = [*cli_command(), "--kb", str(self.root)], {**os.environ, "SLAYER_KB_SERVER": "off"}
         queries = [q for kind, q in self.queries() if kind != "entity"]
         runs: dict[str, list[tuple[float, int, str]]] = {
             "peer_search": [], "peer_ours_search": [], "peer_write": [], "peer_ours_save": []}
@@ -674,15 +674,18 @@ class Runner:
             question, learning = queries[n % len(queries)], self.learning()
             runs["peer_search"].append(run_process(
                 [str(bm), "tool", "search-notes", question, "--project", peer.PROJECT, "--compact"], self.root, env))
-            runs["peer_ours_search"].append(run_process([*ours, "search", question], self.root))
+            runs["peer_ours_search"].append(run_process([*ours, "search", question], self.root, off))
+            # The same titles every run: basic-memory updates those notes, and its corpus stays put.
             runs["peer_write"].append(run_process(
-                [str(bm), "tool", "write-note", "--title", f"bench write {os.getpid()}-{n}", "--folder", "bench-writes",
+                [str(bm), "tool", "write-note", "--title", f"bench write {n}", "--folder", "bench-writes",
                  "--content", learning, "--project", peer.PROJECT], self.root, env))
-            runs["peer_ours_save"].append(run_process([*ours, "save", learning, "-e", self.entity()], self.root))
+            runs["peer_ours_save"].append(run_process([*ours, "save", learning, "-e", self.entity()], self.root, off))
         self.last_write = time.time()
         for key, samples in runs.items():
             failed = [p for _, _, p in samples if p]
-            self.results[key] = summary([w for w, _, _ in samples], note=failed[0] if failed else None)
+            # A failed process's time is no figure: it is left out, and the note says why.
+            good = [w for w, _, p in samples if not p]
+            self.results[key] = summary(good, note=failed[0] if failed else None) if good else skipped(failed[0])
         self.results["peer_search_vs_ours"] = ratio(self.results["peer_search"], self.results["peer_ours_search"])
         self.results["peer_write_vs_ours"] = ratio(self.results["peer_write"], self.results["peer_ours_save"])
 
@@ -867,10 +870,15 @@ def _stop_server(root: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie (exited, not yet reaped by an init that may never reap it)
+    does not."""
     try:
         os.kill(pid, 0)
     except OSError:
         return False
+    with contextlib.suppress(OSError, IndexError):
+        # /proc/PID/stat: "pid (name) STATE ..."; the name may hold spaces and parentheses.
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 

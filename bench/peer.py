@@ -19,7 +19,9 @@ from slayer_kb.core.memory import loads
 
 # Indexing 10,000 notes took basic-memory about 20 minutes here; 100,000 would take hours.
 MAX_SIZE = 10_000
-VENV = "basic-memory-venv"
+# The version measured: another would move the figures.
+VERSION = "0.24.1"
+VENV = f"basic-memory-{VERSION}-venv"
 PROJECT = "bench"
 
 
@@ -48,7 +50,7 @@ def install(cache: Path) -> Path | str:
         return "basic-memory needs Python 3.12 or later, and none was found"
     try:
         subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "basic-memory"],
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"basic-memory=={VERSION}"],
                        check=True, capture_output=True, timeout=1800)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(venv, ignore_errors=True)

@@ -273,10 +273,11 @@ def test_the_relay_knows_every_option_of_the_cli_group() -> None:
     assert (flags, valued) == (set(relay.GLOBAL_FLAGS), set(relay.GLOBAL_WITH_VALUE))
 
 
-_GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--author", "A", "--author=B", "--json"]
+_GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--kb=", "--author", "A", "--author=B", "--json"]
 
 
-@given(st.lists(st.sampled_from([*_GLOBAL_TOKENS, "search", "list", "-", "@f", "-e", "x", "--any", "--help", "--bogus", "--"]),
+@given(st.lists(st.sampled_from([*_GLOBAL_TOKENS, "search", "list", "-", "@f", "-e", "x", "--any", "--help", "--bogus", "--",
+                                  "--json=1"]),
                 max_size=8))
 def test_the_relay_reads_argv_as_click_does(argv: list[str]) -> None:
     found = relay.parse(argv)

@@ -184,6 +184,33 @@ def test_vectors_follow_a_hand_edit_and_a_reindex(payments_kb: KnowledgeBase) ->
     assert len(payments_kb.index.meaning().ids) == 8
 
 
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(payments_kb: KnowledgeBase, warm: bool) -> None:
+    """A vector that is not 256 bytes (the manifest damaged by hand or a disk): the search still
+    answers by words, and the next command rebuilds the index, vectors included."""
+    expected = payments_kb.search("refund timeout").memories
+    db = sqlite3.connect(payments_kb.index.dir / "manifest.db")
+    try:
+        db.execute("UPDATE vectors SET vec = x'00'")
+        db.commit()
+    finally:
+        db.close()
+    damaged = KnowledgeBase(payments_kb.root)
+    if warm:
+        damaged.keep_warm()
+    try:
+        found = damaged.search("refund timeout").memories  # words and entities alone
+        assert expected[0]["id"] in [hit["id"] for hit in found]
+    finally:
+        damaged.close()
+    again = KnowledgeBase(payments_kb.root)
+    try:
+        assert again.search("refund timeout").memories == expected
+        assert len(again.index.meaning().ids) == 8
+    finally:
+        again.close()
+
+
 def test_search_works_without_the_meaning_channel(payments_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
     env = {"SLAYER_KB_NO_MEANING": "1"}
     proc = run_cli("--kb", payments_kb.root, "search", "refund seconds", "--json", env=env)

@@ -506,15 +506,16 @@ class Index(Reads, Meaning):
             return False
         return compaction.publish(ix, built)
 
-    def invalidate(self) -> None:
-        """Make the next freshness check fail, so the next command brings the index up to date."""
+    def invalidate(self, vectors: bool = False) -> None:
+        """Make the next freshness check fail, so the next command brings the index up to date;
+        with ``vectors``, it also makes every memory's vector again (the table was damaged)."""
         self.close()
         state = self._read_state()
         try:
             if state is None:
                 raise OSError("no manifest")
             # A digest no scan can match: the next check compares file by file (no rebuild).
-            self._write_state({**state, "digest": None})
+            self._write_state({**state, "digest": None, **({"vectors": None} if vectors else {})})
         except OSError:
             with contextlib.suppress(OSError):
                 (self.dir / "manifest.json").unlink()

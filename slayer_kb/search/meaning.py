@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+# What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
+# bytes or whose scale is missing (numpy's ValueError and TypeError).
+DAMAGED = (sqlite3.Error, ValueError, TypeError)
+
+
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
 
@@ -28,7 +33,7 @@ class Meaning:
     _meaning_key: Any
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
-    invalidate: Callable[[], None]
+    invalidate: Callable[..., None]
 
     def embedder(self) -> embedding.Embedder | embedding.Unavailable:
         return embedding.load()
@@ -77,8 +82,8 @@ class Meaning:
                 return vectors.cosines_by_id(db, vector, memory_ids)
             finally:
                 db.close()
-        except sqlite3.Error:
-            self.invalidate()  # damaged derived state: no meaning this once, the next command rebuilds
+        except DAMAGED:
+            self.invalidate(vectors=True)  # damaged: no meaning this once; the next command remakes them
             return {}
 
     def vectors_loaded(self) -> bool:
@@ -98,9 +103,9 @@ class Meaning:
                     db.close()
                 if self.warm:
                     self._meaning.expand()
-            except sqlite3.Error:
-                # Damaged derived state: no meaning this once, and the next command rebuilds.
-                self.invalidate()
+            except DAMAGED:
+                # Damaged derived state: no meaning this once; the next command remakes the vectors.
+                self.invalidate(vectors=True)
                 self._meaning, key = vectors.Table.empty(), None
             self._meaning_key = key
         return self._meaning

@@ -152,7 +152,6 @@ def _ranked(
         cosines: dict[str, float] = {}
         tokens: dict[str, float] = {}
         if vector is not None:
-            index.searcher()  # a searcher that went stale drops the loaded vectors with it
             # Close in meaning but sharing no word: only a strong match is worth showing, and
             # only looked for (a product with every vector) when the words found too few.
             # A question of one or two words is a keyword search: a memory without them is noise.
