@@ -660,10 +660,12 @@ class Runner:
             return
         cache = self.root.parent
         bm = peer.install(cache)
-        place = cache / f"basic-memory-{self.corpus.size}-s{self.corpus.seed}"
-        env = bm if isinstance(bm, str) else peer.prepare(bm, self.root, place, self.corpus.size)
-        if isinstance(bm, str) or isinstance(env, str):
-            self.results["peer_search"] = skipped(str(env))
+        if isinstance(bm, str):
+            self.results["peer_search"] = skipped(bm)
+            return
+        env = peer.prepare(bm, self.root, cache / f"basic-memory-{self.corpus.size}-s{self.corpus.seed}", self.corpus.size)
+        if isinstance(env, str):
+            self.results["peer_search"] = skipped(env)
             return
         self.settle()
         ours, off = [*cli_command(), "--kb", str(self.root)], {**os.environ, "SLAYER_KB_SERVER": "off"}

@@ -378,6 +378,21 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
     )
 
 
+def _random_vectors(count: int, seed: int) -> tuple[sqlite3.Connection, Any]:
+    """An in-memory vectors table of ``count`` random unit vectors (memories m00000...), and them."""
+    import numpy as np
+
+    from slayer_kb.search import vectors
+
+    unit = np.random.default_rng(seed).normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
+    db = sqlite3.connect(":memory:")
+    db.execute(vectors.SCHEMA_SQL)
+    vectors.write(db, (), vectors.rows(memories, unit))
+    return db, unit
+
+
 def test_a_warm_table_scores_as_the_stored_one() -> None:
     """A cold process scores the stored int8 rows a chunk at a time; a warm one expands them to
     float32 once. Both give the same closest memories, with the same cosines, and apply a
@@ -386,14 +401,7 @@ def test_a_warm_table_scores_as_the_stored_one() -> None:
 
     from slayer_kb.search import vectors
 
-    rng = np.random.default_rng(3)
-    count = vectors._SCORE_CHUNK + 100
-    unit = rng.normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
-    memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
-    db = sqlite3.connect(":memory:")
-    db.execute(vectors.SCHEMA_SQL)
-    vectors.write(db, (), vectors.rows(memories, unit))
+    db, unit = _random_vectors(vectors._SCORE_CHUNK + 100, seed=3)
     cold, warm = vectors.Table.load(db), vectors.Table.load(db)
     warm.expand()
     assert cold.matrix.dtype == np.int8 and warm.matrix.dtype == np.float32
@@ -413,18 +421,11 @@ def test_a_warm_table_scores_as_the_stored_one() -> None:
 def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
     """A process that has not loaded the table reads its candidates' rows by id (more of them
     than one look-up takes) and gets the cosines the table gives; unknown ids have none."""
-    import numpy as np
 
     from slayer_kb.search import vectors
 
-    rng = np.random.default_rng(5)
     count = 2 * vectors._BY_ID_CHUNK + 50
-    unit = rng.normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
-    memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
-    db = sqlite3.connect(":memory:")
-    db.execute(vectors.SCHEMA_SQL)
-    vectors.write(db, (), vectors.rows(memories, unit))
+    db, unit = _random_vectors(count, seed=5)
     wanted = [f"m{n:05d}" for n in range(count - 1, -1, -2)] + ["nope"]
     by_id = vectors.cosines_by_id(db, unit[3], wanted)
     loaded = vectors.Table.load(db).cosines(unit[3], wanted)
