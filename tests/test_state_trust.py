@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -119,3 +120,39 @@ def test_a_folder_of_another_user_is_set_aside(tmp_path: Path) -> None:
 
     state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: False, messages.append)
     assert "it belongs to another user" in messages[0]
+
+
+def test_a_folder_another_process_is_making_is_never_seen_unstamped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight writers opening a new KB at once: one makes the folder while another checks it. Each
+    time the maker writes a file, a check runs as another process's would; none may set it aside."""
+    from slayer_kb.store import state
+
+    KnowledgeBase.init(tmp_path / "kb")
+    folder = tmp_path / "kb" / ".slayer-kb"
+    if folder.exists():
+        shutil.rmtree(folder)
+    messages: list[str] = []
+    write = state._write_small
+
+    checking = False
+
+    def another_check() -> None:
+        nonlocal checking
+        if not checking:  # a check writes too
+            checking = True
+            state.check(folder, lambda: None, lambda: False, messages.append)
+            checking = False
+
+    def write_then_let_another_check(path: Path, text: str) -> None:
+        another_check()
+        write(path, text)
+        another_check()
+
+    monkeypatch.setattr(state, "_write_small", write_then_let_another_check)
+    state.make(folder)
+    state.check(folder, lambda: None, lambda: False, messages.append)
+    assert messages == []
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "checked-head", "owner"]
+    assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".slayer-kb")] == [".slayer-kb"]

@@ -20,10 +20,12 @@ never following it) with a warning, and a new one is made. Nothing in it is read
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
 import secrets
+import shutil
 import stat
 import sys
 import time
@@ -93,13 +95,16 @@ def _read_small(path: Path) -> str | None:
 
 
 def _write_small(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
+    # A name of its own: processes opening the KB at once write the same files.
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(text + "\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text + "\n")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
 
 def _untrusted_reason(folder: Path, key: bytes | None) -> str | None:
@@ -133,13 +138,34 @@ def _stderr(message: str) -> None:
 
 def make(folder: Path) -> None:
     """Create the folder (if need be) and stamp it as this user's; call before writing in it."""
-    folder.mkdir(exist_ok=True, mode=0o700)
+    if not os.path.lexists(folder):
+        _create(folder)
     st = os.lstat(folder)
     key = _key()
     if key is not None and _read_small(folder / STAMP) != _stamp(key, folder, st):
         _write_small(folder / STAMP, _stamp(key, folder, st))
     if not (folder / ".gitignore").exists():
         _write_small(folder / ".gitignore", GITIGNORE.rstrip("\n"))
+
+
+def _create(folder: Path) -> None:
+    """Make the folder under a private name, stamped, and rename it into place: another process's
+    ``check`` must never see it unstamped, or it would set it aside as untrusted."""
+    tmp = folder.with_name(f"{STATE_DIR}.new-{secrets.token_hex(4)}")
+    tmp.mkdir(mode=0o700)
+    try:
+        key = _key()
+        if key is not None:
+            _write_small(tmp / STAMP, _stamp(key, folder, os.lstat(tmp)))  # the inode survives the rename
+        _write_small(tmp / ".gitignore", GITIGNORE.rstrip("\n"))
+        try:
+            os.rename(tmp, folder)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise  # else another process made it first: theirs is used
+    finally:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(
