@@ -120,7 +120,9 @@ class Transaction:
             except StoreError:  # the cached commit is gone (a reset, then gc): read all history
                 added = kb.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(memory_ids_of(added)))
-        top = max(history, kb.index.highest_auto_id())
+        # Files this process committed are in ``history``; the work tree adds hand-made ones,
+        # which a warm process's file monitor would have seen arrive.
+        top = max(history, kb.index.highest_auto_id(kb.monitor.generation() if kb.monitor else None))
         kb.id_cache.save(head, top)
         return str(top + 1)
 

@@ -3,6 +3,8 @@ edits made behind its back."""
 
 from __future__ import annotations
 
+import pytest
+
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import utc_now
 from testing import commit_all
@@ -58,5 +60,34 @@ def test_a_warm_writer_skips_the_scan_after_its_own_commits_only(empty_kb: Knowl
         third = kb.save_observation(title="Invoice numbers", content="Invoice numbers never repeat.")
         assert (third.action, third.memory_id) == ("duplicate", "40")
         assert scans, "the hand-made file must have triggered a real freshness check"
+    finally:
+        kb.close()
+
+
+def test_a_warm_writer_lists_the_memories_folder_only_after_a_file_came_or_went(
+    catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next auto id is one above every memory file, hand-made ones too; a warm process lists
+    the folder again only when its monitor saw a file arrive or leave."""
+    from slayer_kb.search import index as index_module
+
+    kb = catalog_kb
+    listed: list[str] = []
+    real = index_module.file_names
+    monkeypatch.setattr(index_module, "file_names", lambda folder: listed.append(folder.name) or real(folder))
+    kb.keep_warm()
+    try:
+        ids = [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(3)]
+        assert (ids, listed) == (["1", "2", "3"], ["memories"])
+        hand = kb.root / "memories" / "41.yaml"
+        text = f"learning: by hand\ncreated_at: '{utc_now()}'\n"
+        # Made by hand and removed again before the next save: nothing holds 41 any more.
+        hand.write_text(text, encoding="utf-8")
+        hand.unlink()
+        assert (kb.save_memory("after it came and went", ["orders"]).memory_id, len(listed)) == ("4", 2)
+        # Made by hand and left there, not committed: the next id goes above it.
+        hand.write_text(text, encoding="utf-8")
+        assert (kb.save_memory("above the hand-made file", ["orders"]).memory_id, len(listed)) == ("42", 3)
+        assert (kb.save_memory("one more", ["orders"]).memory_id, len(listed)) == ("43", 3)
     finally:
         kb.close()

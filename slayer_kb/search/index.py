@@ -79,6 +79,7 @@ class Index(Reads, Meaning):
         self._meaning_key: Any = None
         self._ids: Any = None
         self._docnums: dict[str, int] = {}
+        self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
 
@@ -88,9 +89,17 @@ class Index(Reads, Meaning):
         """The ids of the memory files, without the cost of a stat per file."""
         return [name[:-5] for name in memory_names(self.memories)]
 
-    def highest_auto_id(self) -> int:
-        """The highest auto id among the memory files (0: none), without a stat per file."""
-        return highest_auto_file(file_names(self.memories))
+    def highest_auto_id(self, generation: int | None = None) -> int:
+        """The highest auto id among the memory files (0: none), without a stat per file.
+
+        ``generation`` is a file monitor's (``ChangeMonitor.generation``), read before this call:
+        while it stays the same no file came or went, and the folder (100,000 names: 60 ms) is
+        not listed again."""
+        if generation is not None and self._auto_top is not None and self._auto_top[0] == generation:
+            return self._auto_top[1]
+        top = highest_auto_file(file_names(self.memories))
+        self._auto_top = None if generation is None else (generation, top)
+        return top
 
     def catalog_signature(self) -> list[list[Any]]:
         """What the catalog's files look like now. A file changed within the timestamp

@@ -123,6 +123,7 @@ class ChangeMonitor:
         self._fd = fd
         self._watched: set[Path] = set()
         self._pending = False
+        self._generation = 0  # counts the reads that found a relevant event
         self._watch_folders()
 
     @classmethod
@@ -154,10 +155,22 @@ class ChangeMonitor:
         relevant = self._read(frozenset()) or self._pending
         self._pending = False
         if relevant:
-            # A folder that appeared (a new datasource's models) needs a watch of its own.
-            self._watched = {folder for folder in self._watched if folder.is_dir()}
-            self._watch_folders()
+            self._rewatch()
         return relevant
+
+    def generation(self) -> int:
+        """A number that changes whenever an event that could change the index arrives (this
+        process's absorbed writes aside). Unlike ``changed`` it leaves the event for the next
+        freshness check: what was derived from the files at one generation holds while it lasts."""
+        if self._read(frozenset()):
+            self._pending = True
+            self._rewatch()
+        return self._generation
+
+    def _rewatch(self) -> None:
+        # A folder that appeared (a new datasource's models, memories/ made anew) needs a watch.
+        self._watched = {folder for folder in self._watched if folder.is_dir()}
+        self._watch_folders()
 
     def absorb(self, own: set[str]) -> None:
         """Drop the events of this process's own writes: the files named ``own`` (names in a
@@ -178,6 +191,8 @@ class ChangeMonitor:
                 relevant = relevant or any(
                     not name.startswith(".") and (not name or name not in own) for name in _event_names(data)
                 )
+        if relevant:
+            self._generation += 1
         return relevant
 
     def stop(self) -> None:
