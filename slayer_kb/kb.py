@@ -122,6 +122,18 @@ class KnowledgeBase:
         self.index.embedder()
         self.index.warm = True
 
+    def warm_up(self) -> None:
+        """Load now what a warm process's first search and first save read (``Index.warm_up``,
+        ``GitStore.warm_up``)."""
+        self.index.warm_up()
+        self.store.warm_up(MEMORIES_DIR)
+        self.highest_auto_id()
+
+    def highest_auto_id(self) -> int:
+        """The highest auto id among the memory files (``Index.highest_auto_id``); a process with
+        a file monitor lists the folder only after a file came or went."""
+        return self.index.highest_auto_id(self.monitor.generation() if self.monitor else None)
+
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.stop()

@@ -122,7 +122,7 @@ class Transaction:
             history = max(cached_max, highest_auto_id(memory_ids_of(added)))
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
-        top = max(history, kb.index.highest_auto_id(kb.monitor.generation() if kb.monitor else None))
+        top = max(history, kb.highest_auto_id())
         kb.id_cache.save(head, top)
         return str(top + 1)
 

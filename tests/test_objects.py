@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.store.repo import GitStore
 
@@ -254,3 +255,25 @@ def test_a_large_tree_recompressed_in_runs_is_what_git_writes(
     # Every tree written on the way is a valid loose object: its stream inflates to the bytes
     # its name is the hash of.
     git(repo, "fsck", "--strict", "--no-dangling")
+
+
+def test_a_warmed_up_store_has_the_head_trees_compressed_for_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slayer_kb.store import objects as objects_module
+
+    monkeypatch.setattr(objects_module, "_RUN", 3)
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    for n in range(10):
+        kb.save_observation(title=f"Note {n}", content=f"note number {n}")
+    warm = KnowledgeBase(tmp_path / "kb")
+    warm.warm_up()
+    store = warm.store.objects
+    memories = store.tree(store.tree_of(warm.store.head() or "")).subtree(b"memories")
+    assert memories is not None
+    runs = store.tree(memories).runs
+    assert len(runs) == 4 and all(done is not None for _count, done in runs)
+    warm.save_observation(title="Eleven", content="the eleventh note")
+    listed = git(tmp_path / "kb", "ls-tree", "--name-only", "HEAD:memories").split()
+    assert listed == sorted([".gitkeep", *(f"{n}.yaml" for n in range(1, 12))])
+    git(tmp_path / "kb", "fsck", "--strict", "--no-dangling")

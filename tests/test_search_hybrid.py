@@ -445,3 +445,27 @@ def test_a_search_that_scans_no_more_than_its_candidates_loads_no_vector_table(p
         warm.close()
     payments_kb.search("how long before we give up waiting on the payment provider")  # few candidates: a scan
     assert payments_kb.index.vectors_loaded()
+
+
+def test_a_warmed_up_process_searches_without_loading_anything(
+    payments_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server warms up after its first sync: the first command it runs loads no vectors."""
+    from slayer_kb.search import vectors
+
+    cold = payments_kb.search("how long before we give up waiting on the payment provider").memories
+    warm = KnowledgeBase(payments_kb.root)
+    warm.keep_warm()
+    try:
+        warm.ensure_fresh()
+        assert not warm.index.vectors_loaded()
+        warm.warm_up()
+        assert warm.index.vectors_loaded() and warm.index.has_searcher()
+
+        def no_load(db: object) -> None:
+            raise AssertionError("a warmed-up process loaded the vectors again")
+
+        monkeypatch.setattr(vectors.Table, "load", staticmethod(no_load))
+        assert warm.search("how long before we give up waiting on the payment provider").memories == cold
+    finally:
+        warm.close()

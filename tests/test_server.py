@@ -165,6 +165,8 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     assert first.returncode == 0 and "kb.fiscal-calendar" in first.stdout, first.stderr
     up = servers.wait_up(root)
     assert up["root"] == os.path.realpath(root) and up["idle_exit"] == 120
+    # Once its first sync is done, it loads the searcher and the vectors before any command asks.
+    wait_for(lambda: (s := servers.status(root)) and s["warm"], UP_SECONDS, "the server warming up")
     second = servers.run(root, "search", "fiscal year", blocked=True)
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr), (
         second.stderr + (root / ".slayer-kb" / "server.log").read_text())

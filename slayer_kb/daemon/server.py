@@ -63,6 +63,7 @@ class Server:
         self.running: str | None = None
         self._runner: Any = None
         self._ready = threading.Event()
+        self.warm = threading.Event()  # the first sync is done and the searcher and vectors loaded
         self._count = threading.Lock()
         self._active = 0
         self._last = time.monotonic()
@@ -266,7 +267,7 @@ class Server:
                 "pid": os.getpid(), "root": self.root, "started": self.started,
                 "uptime": round(time.time() - self.started, 1), "idle_exit": self.idle,
                 "served": self.served, "current": self.running, "stamp": self.stamp,
-                "ready": self._ready.is_set(), "stopping": self.stop.is_set(),
+                "ready": self._ready.is_set(), "warm": self.warm.is_set(), "stopping": self.stop.is_set(),
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
             }

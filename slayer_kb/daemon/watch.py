@@ -132,7 +132,7 @@ def run_watcher(
             server.ready(kb)
         try:
             _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
-            _loop(kb, pending, stop, debounce, on_sync, reporter, busy)
+            _loop(kb, pending, stop, debounce, on_sync, reporter, busy, warm=server.warm if server is not None else None)
         except KeyboardInterrupt:
             # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
             pass
@@ -153,7 +153,10 @@ def _loop(
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
     busy: threading.Lock,
+    warm: threading.Event | None = None,
 ) -> None:
+    """Sync on events and every RESCAN_SECONDS. A server's loop (``warm``) then loads what the
+    first command would read, once the first sync is done, and sets ``warm``."""
     # The initial sync runs after the observer started, so nothing changed meanwhile is missed.
     next_check: float | None = time.monotonic()
     last_sync = 0.0
@@ -186,6 +189,10 @@ def _loop(
             # A settling pass only re-reads the young files (by name, no scan), quietly.
             named = set(kb.index.young_files()) if settling and initialised else None
             ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
+            if ok and warm is not None and not warm.is_set():
+                with busy:
+                    kb.warm_up()
+                warm.set()
             initialised = initialised or ok
             last_sync = time.monotonic()
             next_check = None

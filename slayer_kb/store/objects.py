@@ -191,6 +191,16 @@ class ObjectStore:
             out[path] = None if parent is None else self.tree(parent).blob(name.encode("utf-8", "surrogateescape"))
         return out
 
+    def warm_up(self, commit: str, folder: str) -> None:
+        """Parse the trees from ``commit``'s root down to ``folder`` and compress their runs now:
+        a long-lived process's first commit then costs what its next ones do."""
+        tree: str | None = self.tree_of(commit)
+        names = [part.encode("utf-8", "surrogateescape") for part in folder.split("/") if part]
+        while tree is not None:
+            parsed = self.tree(tree)
+            parsed.compressed_runs()
+            tree = parsed.subtree(names.pop(0)) if names else None
+
     def _folder(self, tree: str | None, folder: str) -> str | None:
         for part in filter(None, folder.split("/")):
             if tree is None:
@@ -276,17 +286,23 @@ class Tree:
         """The loose object of ``header`` + ``data`` (this tree's bytes) as zlib stores it: the
         runs' streams, each ended by a full flush so that it stands alone, between the header's
         and an empty final block, and the checksum of the whole (RFC 1950/1951)."""
-        parts = [b"\x78\x01", _deflate_run(header)]
+        return b"".join([
+            b"\x78\x01", _deflate_run(header), *self.compressed_runs(),
+            b"\x03\x00",  # a final, empty block of fixed Huffman codes
+            struct.pack(">I", zlib.adler32(data, zlib.adler32(header))),
+        ])
+
+    def compressed_runs(self) -> list[bytes]:
+        """Each run's raw deflate stream, made now for the runs that have none."""
+        out = []
         at = 0
         for n, (count, done) in enumerate(self.runs):
             if done is None:
                 done = _deflate_run(b"".join(self.chunks[at : at + count]))
                 self.runs[n] = (count, done)
-            parts.append(done)
+            out.append(done)
             at += count
-        parts.append(b"\x03\x00")  # a final, empty block of fixed Huffman codes
-        parts.append(struct.pack(">I", zlib.adler32(data, zlib.adler32(header))))
-        return b"".join(parts)
+        return out
 
     def _changed(self, at: int, delta: int) -> None:
         """Entry ``at`` was replaced (``delta`` 0), inserted (1) or removed (-1): its run must be
