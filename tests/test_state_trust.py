@@ -156,3 +156,21 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
     assert messages == []
     assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "checked-head", "owner"]
     assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".slayer-kb")] == [".slayer-kb"]
+
+
+def test_two_processes_setting_the_same_folder_aside_both_go_on(tmp_path: Path) -> None:
+    """Two agents opening a clone with a force-added folder at once: one moves it, the other
+    finds it gone and goes on."""
+    from slayer_kb.store import state
+
+    folder = tmp_path / ".slayer-kb"
+    folder.mkdir()
+    first: list[str] = []
+    second: list[str] = []
+    # Both decided the folder is untrusted (no stamp for this key); the first moves it away.
+    reason = state._untrusted_reason(folder, b"key")
+    assert reason is not None
+    state._set_aside(folder, reason, first.append)
+    state._set_aside(folder, reason, second.append)
+    assert len(first) == 1 and second == []
+    assert [p.name.startswith(".slayer-kb.untrusted-") for p in tmp_path.iterdir()] == [True]

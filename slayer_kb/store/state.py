@@ -125,7 +125,10 @@ def _untrusted_reason(folder: Path, key: bytes | None) -> str | None:
 
 def _set_aside(folder: Path, reason: str, warn: Callable[[str], None]) -> None:
     aside = folder.with_name(f"{STATE_DIR}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}")
-    os.rename(folder, aside)  # renames a link itself, never what it points to
+    try:
+        os.rename(folder, aside)  # renames a link itself, never what it points to
+    except FileNotFoundError:
+        return  # another process opening the KB at the same time set it aside first
     warn(
         f"{folder} was set aside as {aside.name} and will be rebuilt: {reason}. Nothing in it was "
         f"read; delete it once you have looked."
