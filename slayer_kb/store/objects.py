@@ -305,8 +305,8 @@ class Tree:
         return out
 
     def _changed(self, at: int, delta: int) -> None:
-        """Entry ``at`` was replaced (``delta`` 0), inserted (1) or removed (-1): its run must be
-        compressed again; a run grown to twice ``_RUN`` is cut in two."""
+        """Entry ``at`` was inserted (``delta`` 1) or removed (-1): its run must be compressed
+        again; a run grown to twice ``_RUN`` is cut in two, an emptied one dropped."""
         start = 0
         for n, (count, _done) in enumerate(self.runs):
             if at < start + count or n == len(self.runs) - 1:
