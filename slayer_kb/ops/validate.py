@@ -244,12 +244,8 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
                else "letter case or Unicode normalisation")
         add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
                "they collide on macOS and Windows checkouts; rename one")
-    text = read_text(path, add)
+    text = _text_to_check(path, add)
     if text is None:
-        return problems
-    alias = alias_line(text)
-    if alias is not None:
-        add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
         data = yamlio.load(text)
@@ -307,12 +303,8 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
         add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
                f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
-    text = read_text(path, add)
+    text = _text_to_check(path, add)
     if text is None:
-        return problems
-    alias = alias_line(text)
-    if alias is not None:
-        add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
         data = yamlio.load(text)
@@ -378,6 +370,17 @@ def _article(value: Any) -> str:
         if isinstance(value, kind):
             return name
     return "empty" if value is None else type(value).__name__
+
+
+def _text_to_check(path: Path, add: Any) -> str | None:
+    """``read_text``, and None too (said with ``add``) for text using a YAML alias, which
+    slayer-kb refuses before parsing (an alias can expand to gigabytes)."""
+    text = read_text(path, add)
+    alias = None if text is None else alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
+        return None
+    return text
 
 
 def read_text(path: Path, add: Any) -> str | None:
