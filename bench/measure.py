@@ -677,10 +677,11 @@ class Runner:
             runs["peer_search"].append(run_process(
                 [str(bm), "tool", "search-notes", question, "--project", peer.PROJECT, "--compact"], self.root, env))
             runs["peer_ours_search"].append(run_process([*ours, "search", question], self.root, off))
-            # The same titles every run: basic-memory updates those notes, and its corpus stays put.
+            # The same titles every run, replaced (a second run would otherwise fail with
+            # NOTE_ALREADY_EXISTS): the cached corpus stays the same size.
             runs["peer_write"].append(run_process(
                 [str(bm), "tool", "write-note", "--title", f"bench write {n}", "--folder", "bench-writes",
-                 "--content", learning, "--project", peer.PROJECT], self.root, env))
+                 "--content", learning, "--project", peer.PROJECT, "--overwrite"], self.root, env))
             runs["peer_ours_save"].append(run_process([*ours, "save", learning, "-e", self.entity()], self.root, off))
         self.last_write = time.time()
         for key, samples in runs.items():
