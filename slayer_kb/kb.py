@@ -123,10 +123,14 @@ class KnowledgeBase:
         self.index.warm = True
 
     def warm_up(self) -> None:
-        """Load now what a warm process's first search and first save read (``Index.warm_up``,
-        ``GitStore.warm_up``)."""
+        """Load now what a warm process's first search and first save read: the searcher and the
+        vectors (``Index.warm_up``), the trees from HEAD down to ``memories/`` with their runs
+        compressed (``ObjectStore.warm_up``: 200 ms of the first save at 100,000 memories), and
+        the highest auto id."""
         self.index.warm_up()
-        self.store.warm_up(MEMORIES_DIR)
+        head = self.store.head()
+        if head is not None:
+            self.store.objects.warm_up(head, self.store.repo_path(MEMORIES_DIR))
         self.highest_auto_id()
 
     def highest_auto_id(self) -> int:

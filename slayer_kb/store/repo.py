@@ -345,13 +345,6 @@ class GitStore:
         upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
-    def warm_up(self, folder: str) -> None:
-        """Ready the trees from HEAD down to ``folder`` (a path in the KB) for the next commit
-        (``ObjectStore.warm_up``): 200 ms of a long-lived process's first save at 100,000 memories."""
-        head = self.head()
-        if head is not None:
-            self.objects.warm_up(head, self.repo_path(folder))
-
     def object_store(self) -> upkeep.Objects:
         """How many loose objects and packs the repository holds, and the packs' bytes."""
         return upkeep.objects(self.objects.dir)
