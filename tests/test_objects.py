@@ -224,10 +224,12 @@ def test_a_zero_padded_folder_mode_is_still_a_folder(tmp_path: Path) -> None:
     assert objects.added_files(padded, tree, "memories") == ["2.yaml"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6), min_size=1, max_size=8))
 def test_a_large_tree_recompressed_in_runs_is_what_git_writes(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, steps: list[list[tuple[int, bool]]]
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, object_format: str,
+    steps: list[list[tuple[int, bool]]],
 ) -> None:
     """Saves one after another in one process: each tree reuses the compressed runs of the last
     and recompresses the ones that changed. Runs of 3 entries here, so runs split and empty."""
@@ -235,7 +237,7 @@ def test_a_large_tree_recompressed_in_runs_is_what_git_writes(
 
     monkeypatch.setattr(objects_module, "_RUN", 3)
     repo = tmp_path_factory.mktemp("runs")
-    git(repo, "init", "-q")
+    git(repo, "init", "-q", f"--object-format={object_format}")
     store = GitStore(repo).objects
     blob = store.write("blob", b"learning: x\n")
     names = {f"{n}.yaml" for n in range(0, 40, 3)}
