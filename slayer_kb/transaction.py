@@ -104,9 +104,9 @@ class Transaction:
 
     # -- ids -------------------------------------------------------------------------------------
 
-    def next_auto_id(self) -> str:
+    def next_auto_id(self, count: int = 1) -> str:
         """One above every auto id this branch's history and work tree have ever held; the
-        ``n`` memories of one commit may take it and the ``n - 1`` ids after it."""
+        ``count`` memories of one commit may take it and the ``count - 1`` ids after it."""
         kb = self.kb
         cached_head, cached_max = kb.id_cache.load()
         head = self._head = kb.store.head()
@@ -123,6 +123,10 @@ class Transaction:
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
+        if any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
+            # A file no event told this process of (a network file system, a watch lost): the
+            # folder decides. Whatever the caches say, an id never names an existing file.
+            top = max(history, kb.index.highest_auto_id())
         kb.id_cache.save(head, top)
         return str(top + 1)
 
@@ -182,7 +186,7 @@ class Transaction:
             kb.index.update(ids, written)
             if kb.monitor is not None:
                 # Our own files, indexed just now: the next look-up needs no full check for them.
-                kb.monitor.absorb({part for c in changes for part in c.path.split("/")})
+                kb.monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})
             if kb.index.wants_compaction():
                 # Off the save path: a detached, niced process merges the segments saves left.
                 script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"

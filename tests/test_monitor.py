@@ -3,11 +3,14 @@ edits made behind its back."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import utc_now
-from testing import commit_all
+from testing import commit_all, git
 
 
 def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> None:
@@ -89,5 +92,75 @@ def test_a_warm_writer_lists_the_memories_folder_only_after_a_file_came_or_went(
         hand.write_text(text, encoding="utf-8")
         assert (kb.save_memory("above the hand-made file", ["orders"]).memory_id, len(listed)) == ("42", 3)
         assert (kb.save_memory("one more", ["orders"]).memory_id, len(listed)) == ("43", 3)
+    finally:
+        kb.close()
+
+
+def _hand_made(kb: KnowledgeBase, memory_id: str) -> Path:
+    path = kb.root / "memories" / f"{memory_id}.yaml"
+    path.write_text(f"learning: made by hand\ncreated_at: '{utc_now()}'\n", encoding="utf-8")
+    return path
+
+
+def test_a_memories_folder_made_anew_is_watched_again(catalog_kb: KnowledgeBase) -> None:
+    """A watch follows the folder's inode: a folder moved away and copied back is another one."""
+    kb = catalog_kb
+    kb.keep_warm()
+    try:
+        assert [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(2)] == ["1", "2"]
+        shutil.move(kb.root / "memories", kb.root / "moved")
+        shutil.copytree(kb.root / "moved", kb.root / "memories")
+        shutil.rmtree(kb.root / "moved")
+        assert kb.save_memory("after the copy", ["orders"]).memory_id == "3"
+        hand = _hand_made(kb, "4")
+        assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == "5"
+        assert "made by hand" in hand.read_text()
+    finally:
+        kb.close()
+
+
+def test_a_memories_folder_the_kbs_own_commit_makes_again_is_watched(catalog_kb: KnowledgeBase) -> None:
+    """Every memory removed with git, then a save: the folder it makes is no file of its own to
+    absorb, and gets a watch."""
+    kb = catalog_kb
+    kb.keep_warm()
+    try:
+        assert [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(2)] == ["1", "2"]
+        git(kb.root, "rm", "-rq", "memories")
+        git(kb.root, "commit", "-qm", "every memory removed")
+        assert kb.save_memory("in a new folder", ["orders"]).memory_id == "3"
+        hand = _hand_made(kb, "4")
+        assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == "5"
+        assert "made by hand" in hand.read_text()
+    finally:
+        kb.close()
+
+
+def test_a_file_no_event_told_of_is_never_overwritten(catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system's limit on watches reached for memories/ (inotify_add_watch fails), or a network
+    file system that sends no events: the next id is still above every file."""
+    from slayer_kb.search import monitor
+
+    real = monitor.ChangeMonitor.__init__
+
+    class NoWatchOnMemories:
+        def __init__(self, libc: object) -> None:
+            self._libc = libc
+
+        def inotify_add_watch(self, fd: int, path: bytes, mask: int) -> int:
+            return -1 if path.endswith(b"/memories") else self._libc.inotify_add_watch(fd, path, mask)  # type: ignore[attr-defined]
+
+    def without_a_memories_watch(self: monitor.ChangeMonitor, root: Path, libc: object, fd: int) -> None:
+        real(self, root, NoWatchOnMemories(libc), fd)
+
+    monkeypatch.setattr(monitor.ChangeMonitor, "__init__", without_a_memories_watch)
+    kb = catalog_kb
+    kb.keep_warm()
+    try:
+        assert kb.monitor is not None and kb.monitor.generation() is None
+        assert kb.save_memory("one", ["orders"]).memory_id == "1"
+        hand = _hand_made(kb, "2")
+        assert kb.save_memory("two", ["orders"]).memory_id == "3"
+        assert "made by hand" in hand.read_text()
     finally:
         kb.close()

@@ -160,17 +160,22 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
 
 def test_two_processes_setting_the_same_folder_aside_both_go_on(tmp_path: Path) -> None:
     """Two agents opening a clone with a force-added folder at once: one moves it, the other
-    finds it gone and goes on."""
+    finds it gone, or a new folder in its place, and leaves that alone."""
     from slayer_kb.store import state
 
     folder = tmp_path / ".slayer-kb"
     folder.mkdir()
+    seen = os.lstat(folder)
+    # Both decided the folder is untrusted (no stamp for this key); the first moves it away.
+    reason = state._untrusted_reason(folder, seen, b"key")
+    assert reason is not None
     first: list[str] = []
     second: list[str] = []
-    # Both decided the folder is untrusted (no stamp for this key); the first moves it away.
-    reason = state._untrusted_reason(folder, b"key")
-    assert reason is not None
-    state._set_aside(folder, reason, first.append)
-    state._set_aside(folder, reason, second.append)
+    state._set_aside(folder, seen, reason, first.append)
+    state._set_aside(folder, seen, reason, second.append)
     assert len(first) == 1 and second == []
     assert [p.name.startswith(".slayer-kb.untrusted-") for p in tmp_path.iterdir()] == [True]
+    # The first has made a new, trusted folder meanwhile: the second's verdict was on the old one.
+    state.make(folder)
+    state._set_aside(folder, seen, reason, second.append)
+    assert second == [] and (folder / "owner").is_file()

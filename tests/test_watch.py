@@ -299,3 +299,31 @@ def test_in_process_with_stop_event(example_kb: KnowledgeBase) -> None:
 ])
 def test_relevant_paths(rel: str, is_dir: bool, expected: bool) -> None:
     assert is_relevant(rel, is_dir) is expected
+
+
+def test_a_server_whose_warm_up_fails_goes_on_serving(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warming up is a head start, not a duty: an error in it is logged and the watch goes on."""
+    from slayer_kb.core.errors import StoreError
+    from slayer_kb.daemon.server import Server
+
+    def broken_warm_up(self: KnowledgeBase) -> None:
+        raise StoreError("git object abc is missing")
+
+    monkeypatch.setattr(KnowledgeBase, "warm_up", broken_warm_up)
+    root = example_kb.root
+    stop = threading.Event()
+    out = StringIO()
+    server = Server(root, stop=stop, idle=None, log=out)
+    runner = threading.Thread(target=run_watcher, args=(KnowledgeBase(root),), kwargs={"stop": stop, "out": out, "server": server})
+    runner.start()
+    try:
+        within(server.warm.is_set, time.monotonic(), 30.0)
+        start = time.monotonic()
+        (root / "memories" / "kb.afterwarm.yaml").write_text(memory_text("A zumbawarm note."), encoding="utf-8")
+        within(lambda: with_word(root, "zumbawarm") == {"kb.afterwarm"}, start, LATENCY)
+        assert runner.is_alive()
+    finally:
+        stop.set()
+        runner.join(timeout=10)
+    assert not runner.is_alive()
+    assert "Could not warm up (git object abc is missing); the first commands load what they need." in out.getvalue()

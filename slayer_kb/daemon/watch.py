@@ -190,8 +190,11 @@ def _loop(
             named = set(kb.index.young_files()) if settling and initialised else None
             ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
             if ok and warm is not None and not warm.is_set():
-                with busy:
-                    kb.warm_up()
+                try:
+                    with busy:
+                        kb.warm_up()
+                except Exception as exc:  # noqa: BLE001 - only a head start: commands load what they need
+                    reporter.say(f"Could not warm up ({exc}); the first commands load what they need.")
                 warm.set()
             initialised = initialised or ok
             last_sync = time.monotonic()
@@ -276,6 +279,9 @@ class _Reporter:
 
     def ok(self) -> None:
         self._error = None
+
+    def say(self, line: str) -> None:
+        _say(self._log, line)
 
     def error(self, exc: Exception) -> None:
         message = f"Error: {exc}"

@@ -81,7 +81,7 @@ def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, pro
             seen.add(digest)
         if fresh:
             now = utc_now()
-            first = int(tx.next_auto_id())
+            first = int(tx.next_auto_id(len(fresh)))
             memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
                         for n, learning in enumerate(fresh)}
             _, session_changes = sessions.ensure(tx, session_id, project, now=now)

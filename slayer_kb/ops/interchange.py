@@ -312,7 +312,7 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
             for d in (doc["data"] for doc in kb.index.documents(lookups.memories(), limit=None))
         }
-        next_id = int(tx.next_auto_id())
+        next_id = int(tx.next_auto_id(len(observations)))
         changes: list[Change] = []
         for n, obs in enumerate(observations):
             where = f"{path.name}: observation {n + 1}"

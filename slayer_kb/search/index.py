@@ -22,7 +22,7 @@ from whoosh import index as windex
 from ..catalog.catalog import Catalog, catalog_files, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import read_regular
-from ..core.ids import highest_auto_file
+from ..core.ids import highest_auto_file, highest_auto_id
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import Memory, loads
 from ..core.results import SyncReport
@@ -88,6 +88,10 @@ class Index(Reads, Meaning):
     def ids(self) -> list[str]:
         """The ids of the memory files, without the cost of a stat per file."""
         return [name[:-5] for name in memory_names(self.memories)]
+
+    def close(self) -> None:
+        super().close()
+        self._auto_top = None  # the next monitor counts its generations from the start again
 
     def warm_up(self) -> None:
         """Open the searcher and, in a warm process with a model, load the vectors: 0.9 s at
@@ -332,6 +336,9 @@ class Index(Reads, Meaning):
             removed = [mid for mid in only if mid not in scanned and mid in known]
         young = {} if only is None else dict(state["young"])
         changed = [mid for mid, sig in scanned.items() if known.get(mid, (None,) * 3)[:3] != sig or mid in state["young"]]
+        if self._auto_top is not None:
+            # A memory file the index learns of, made here or beside: the next auto id goes above it.
+            self._auto_top = (self._auto_top[0], max(self._auto_top[1], highest_auto_id(scanned)))
         # A targeted update leaves the catalog to the next freshness check.
         catalog_sig = self.catalog_signature() if only is None else state["catalog"]
         catalog_changed = not same_signature(state["catalog"], catalog_sig)

@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import os
 import select
+import stat
 import struct
 import sys
 from collections.abc import Callable
@@ -46,6 +47,8 @@ EVENT_TYPES: list[type[FileSystemEvent]] = [
     DirMovedEvent,
 ]
 CATALOG_DIRS = ("datasources", "models")
+# The entries of the KB's root that the index reads (sessions/, a README: not).
+_ROOT_NAMES = frozenset({MEMORIES_DIR, *CATALOG_DIRS, "priority.yaml"})
 _TEMP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
 
 
@@ -121,9 +124,10 @@ class ChangeMonitor:
         self._root = root
         self._libc = libc
         self._fd = fd
-        self._watched: set[Path] = set()
+        self._watched: dict[Path, tuple[int, int]] = {}  # folder -> the (device, inode) watched
         self._pending = False
-        self._generation = 0  # counts the reads that found a relevant event
+        self._generation = 0  # counts the reads that found a relevant event, and new watches
+        self._root_wd = -1  # the root's watch: of its entries, only _ROOT_NAMES count
         self._watch_folders()
 
     @classmethod
@@ -145,10 +149,25 @@ class ChangeMonitor:
         return folders
 
     def _watch_folders(self) -> None:
+        """Watch each folder not watched yet, or made anew since (a watch follows the inode it was
+        added for): a folder that came or went since the last look is a change in itself."""
         for folder in self._folders():
-            if folder not in self._watched and folder.is_dir():
-                if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), self._MASK) >= 0:
-                    self._watched.add(folder)
+            try:
+                st = os.stat(folder)
+            except OSError:
+                st = None
+            now = (st.st_dev, st.st_ino) if st is not None and stat.S_ISDIR(st.st_mode) else None
+            if now == self._watched.get(folder):
+                continue
+            self._watched.pop(folder, None)
+            self._generation += 1
+            if now is None:
+                continue
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), self._MASK)
+            if wd >= 0:
+                self._watched[folder] = now
+                if folder == self._root:
+                    self._root_wd = wd
 
     def changed(self) -> bool:
         """True if a full freshness check is needed (the caller does one right away)."""
@@ -158,27 +177,30 @@ class ChangeMonitor:
             self._rewatch()
         return relevant
 
-    def generation(self) -> int:
+    def generation(self) -> int | None:
         """A number that changes whenever an event that could change the index arrives (this
-        process's absorbed writes aside). Unlike ``changed`` it leaves the event for the next
-        freshness check: what was derived from the files at one generation holds while it lasts."""
+        process's absorbed writes aside) or a folder is watched anew. Unlike ``changed`` it leaves
+        the event for the next freshness check: what was derived from the memory files at one
+        generation holds while it lasts. None while the memories folder has no watch (it is
+        missing, or the system's limit on watches was reached): nothing can be trusted then."""
         if self._read(frozenset()):
             self._pending = True
             self._rewatch()
-        return self._generation
+        return self._generation if self._root / MEMORIES_DIR in self._watched else None
 
     def _rewatch(self) -> None:
         # A folder that appeared (a new datasource's models, memories/ made anew) needs a watch.
-        self._watched = {folder for folder in self._watched if folder.is_dir()}
+        self._watched = {folder: sig for folder, sig in self._watched.items() if folder.is_dir()}
         self._watch_folders()
 
     def absorb(self, own: set[str]) -> None:
-        """Drop the events of this process's own writes: the files named ``own`` (names in a
-        watched folder), which it has just written and indexed under the KB lock. Any other
-        event stays, for the next ``changed``: a writer's next look-up needs no full check
-        after its own commit, and still sees an edit made beside it."""
+        """Drop the events of this process's own writes: the files named ``own`` (file names, no
+        folders: a folder coming or going always counts), which it has just written and indexed
+        under the KB lock. Any other event stays, for the next ``changed``: a writer's next
+        look-up needs no full check after its own commit, and still sees an edit made beside it."""
         if self._read(frozenset(own)):
             self._pending = True
+            self._rewatch()
 
     def _read(self, own: frozenset[str]) -> bool:
         """Read the queued events: whether one could change the index and is not in ``own``."""
@@ -189,7 +211,9 @@ class ChangeMonitor:
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while data := os.read(self._fd, 65536):
                 relevant = relevant or any(
-                    not name.startswith(".") and (not name or name not in own) for name in _event_names(data)
+                    not name.startswith(".") and (not name or name not in own)
+                    and (wd != self._root_wd or not name or name in _ROOT_NAMES)
+                    for wd, name in _events(data)
                 )
         if relevant:
             self._generation += 1
@@ -200,15 +224,16 @@ class ChangeMonitor:
             os.close(self._fd)
 
 
-def _event_names(data: bytes) -> list[str]:
-    """The names in a buffer of ``struct inotify_event`` records ("" for an event on the folder
-    itself or a queue overflow, which always count). Hidden names (.slayer-kb, .git, an editor's
-    .x.swp) are left for the caller to ignore: slayer-kb's own index writes must not count."""
-    names = []
+def _events(data: bytes) -> list[tuple[int, str]]:
+    """The watch and the name of each record in a buffer of ``struct inotify_event`` ("" for an
+    event on the folder itself or a queue overflow, which always count). Hidden names
+    (.slayer-kb, .git, an editor's .x.swp) are left for the caller to ignore: slayer-kb's own
+    index writes must not count."""
+    events = []
     offset = 0
     while offset + 16 <= len(data):
-        _wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+        wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
         raw = data[offset + 16:offset + 16 + length].split(b"\0", 1)[0]
-        names.append(os.fsdecode(raw))
+        events.append((wd, os.fsdecode(raw)))
         offset += 16 + length
-    return names
+    return events

@@ -107,11 +107,7 @@ def _write_small(path: Path, text: str) -> None:
             tmp.unlink()
 
 
-def _untrusted_reason(folder: Path, key: bytes | None) -> str | None:
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        return None
+def _untrusted_reason(folder: Path, st: os.stat_result, key: bytes | None) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return "it is a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
@@ -123,12 +119,17 @@ def _untrusted_reason(folder: Path, key: bytes | None) -> str | None:
     return None
 
 
-def _set_aside(folder: Path, reason: str, warn: Callable[[str], None]) -> None:
+def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None]) -> None:
+    """Move ``folder`` (as ``seen`` by the check) aside, unless another process opening the KB at
+    the same time already did, or already made a new one in its place."""
     aside = folder.with_name(f"{STATE_DIR}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}")
     try:
+        now = os.lstat(folder)
+        if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+            return
         os.rename(folder, aside)  # renames a link itself, never what it points to
     except FileNotFoundError:
-        return  # another process opening the KB at the same time set it aside first
+        return
     warn(
         f"{folder} was set aside as {aside.name} and will be rebuilt: {reason}. Nothing in it was "
         f"read; delete it once you have looked."
@@ -157,10 +158,11 @@ def _create(folder: Path) -> None:
     tmp = folder.with_name(f"{STATE_DIR}.new-{secrets.token_hex(4)}")
     tmp.mkdir(mode=0o700)
     try:
+        # .gitignore first: a folder a crash left here holds nothing git shows.
+        _write_small(tmp / ".gitignore", GITIGNORE.rstrip("\n"))
         key = _key()
         if key is not None:
             _write_small(tmp / STAMP, _stamp(key, folder, os.lstat(tmp)))  # the inode survives the rename
-        _write_small(tmp / ".gitignore", GITIGNORE.rstrip("\n"))
         try:
             os.rename(tmp, folder)
         except OSError as exc:
@@ -180,8 +182,12 @@ def check(
     """Set the folder aside unless it is trusted (see the module's docstring). ``head()`` is the
     commit HEAD names; ``tracked()`` says whether git tracks any file in the folder."""
     key = _key()
-    reason = _untrusted_reason(folder, key)
-    if reason is None and folder.is_dir():
+    try:
+        seen = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    reason = _untrusted_reason(folder, seen, key)
+    if reason is None and stat.S_ISDIR(seen.st_mode):
         now = head() or ""
         if _read_small(folder / CHECKED_HEAD) != now:
             if tracked():
@@ -190,4 +196,4 @@ def check(
                 with contextlib.suppress(OSError):
                     _write_small(folder / CHECKED_HEAD, now)
     if reason is not None:
-        _set_aside(folder, reason, warn)
+        _set_aside(folder, seen, reason, warn)
