@@ -27,7 +27,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("steady: most loose objects seen", "steady_growth", "most_loose", "", "<= 1000"),
     ("`slayer-kb save` process, wall", "process_save", "median", "ms", ""),
     ("`slayer-kb save` process, peak RSS", "process_save_rss", "median", "MiB", ""),
-    ("`slayer-kb search` process, wall", "process_search", "median", "ms", "<= 300 ms (100k)"),
+    ("`slayer-kb search` process, wall", "process_search", "median", "ms", ""),
     ("`slayer-kb search` process, peak RSS", "process_search_rss", "median", "MiB", ""),
     ("`slayer-kb search` process, `slayer-kb watch` running", "process_search_relayed", "median", "ms",
      "<= 300 ms (100k)"),
