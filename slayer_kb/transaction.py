@@ -123,9 +123,9 @@ class Transaction:
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
-        if any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
-            # A file no event told this process of (a network file system, a watch lost): the
-            # folder decides. Whatever the caches say, an id never names an existing file.
+        if kb.monitor is not None and any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
+            # A file no event told the monitor of (a network file system, a watch lost): the
+            # folder decides. Whatever the cache says, an id never names an existing file.
             top = max(history, kb.index.highest_auto_id())
         kb.id_cache.save(head, top)
         return str(top + 1)

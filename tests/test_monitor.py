@@ -4,6 +4,7 @@ edits made behind its back."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -102,33 +103,28 @@ def _hand_made(kb: KnowledgeBase, memory_id: str) -> Path:
     return path
 
 
-def test_a_memories_folder_made_anew_is_watched_again(catalog_kb: KnowledgeBase) -> None:
-    """A watch follows the folder's inode: a folder moved away and copied back is another one."""
+def _moved_away_and_copied_back(kb: KnowledgeBase) -> None:
+    shutil.move(kb.root / "memories", kb.root / "moved")
+    shutil.copytree(kb.root / "moved", kb.root / "memories")
+    shutil.rmtree(kb.root / "moved")
+
+
+def _removed_with_git(kb: KnowledgeBase) -> None:
+    # The next save's own commit makes the folder again: no file of its own to absorb.
+    git(kb.root, "rm", "-rq", "memories")
+    git(kb.root, "commit", "-qm", "every memory removed")
+
+
+@pytest.mark.parametrize("renew", [_moved_away_and_copied_back, _removed_with_git], ids=["copied-back", "git-rm"])
+def test_a_memories_folder_made_anew_is_watched_again(catalog_kb: KnowledgeBase, renew: Callable[[KnowledgeBase], None]) -> None:
+    """A watch follows the folder's inode: a folder made anew is another one, and a file made by
+    hand in it afterwards still raises the next id."""
     kb = catalog_kb
     kb.keep_warm()
     try:
         assert [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(2)] == ["1", "2"]
-        shutil.move(kb.root / "memories", kb.root / "moved")
-        shutil.copytree(kb.root / "moved", kb.root / "memories")
-        shutil.rmtree(kb.root / "moved")
-        assert kb.save_memory("after the copy", ["orders"]).memory_id == "3"
-        hand = _hand_made(kb, "4")
-        assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == "5"
-        assert "made by hand" in hand.read_text()
-    finally:
-        kb.close()
-
-
-def test_a_memories_folder_the_kbs_own_commit_makes_again_is_watched(catalog_kb: KnowledgeBase) -> None:
-    """Every memory removed with git, then a save: the folder it makes is no file of its own to
-    absorb, and gets a watch."""
-    kb = catalog_kb
-    kb.keep_warm()
-    try:
-        assert [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(2)] == ["1", "2"]
-        git(kb.root, "rm", "-rq", "memories")
-        git(kb.root, "commit", "-qm", "every memory removed")
-        assert kb.save_memory("in a new folder", ["orders"]).memory_id == "3"
+        renew(kb)
+        assert kb.save_memory("in the folder made anew", ["orders"]).memory_id == "3"
         hand = _hand_made(kb, "4")
         assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == "5"
         assert "made by hand" in hand.read_text()

@@ -102,9 +102,10 @@ def _write_small(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="ascii") as handle:
             handle.write(text + "\n")
         os.replace(tmp, path)
-    finally:
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        raise
 
 
 def _untrusted_reason(folder: Path, st: os.stat_result, key: bytes | None) -> str | None:
