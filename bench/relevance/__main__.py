@@ -1,20 +1,17 @@
 """``python -m bench.relevance [--misses]``: the relevance table for each channel alone and
-fused, and with ``--misses`` the questions the fused search does not answer first."""
+fused, on both sets, and with ``--misses`` the questions the fused search does not answer first."""
 
 from __future__ import annotations
 
 import sys
-import tempfile
-from pathlib import Path
 
-from . import CONFIGS, build, evaluate, table
+from . import SETS, score_set, table
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory() as tmp:
-        kb = build(Path(tmp) / "kb")
-        scores = {name: evaluate(kb, config) for name, config in CONFIGS.items()}
-        print(table(scores))
-        if "--misses" in sys.argv:
-            for question, top in scores["fused"].misses:
+    scores = {name: score_set(folder) for name, folder in SETS.items()}
+    print(table(scores))
+    if "--misses" in sys.argv:
+        for set_name, by_channel in scores.items():
+            print(f"\n{set_name} set:")
+            for question, top in by_channel["fused"].misses:
                 print(f"- {question}\n    got {top}")
-        kb.close()

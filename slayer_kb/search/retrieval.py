@@ -5,8 +5,8 @@ Each channel finds candidates among the memories the filters allow, with a score
 - words: BM25F over every word of the question (words.py); memories holding every word are
   what ``match="all"`` keeps and ``"all-first"`` puts first;
 - meaning: the cosine between the question's vector and each memory's (vectors.py), and the
-  token-level match (embedding.py); a memory sharing no word with the question is a candidate
-  only when it is very close in meaning;
+  token-level match (embedding.py); for a question of three words or more, the memories
+  closest in meaning are candidates too, whether or not they share a word with it;
 - entities: shared tags, precise above broad (entities.py).
 
 The candidates are ranked by the blend of their scores (fusion.py), once over all memories, then
@@ -31,11 +31,14 @@ from .filters import Restriction, restrict
 from .index import Index
 from .vectors import embedding_text
 
-# A memory that shares no word with the question is a candidate only this close in meaning: on
-# the relevance set such answers scored 0.12-0.31 while the best wrong one scored 0.34 (median),
-# so a weaker match would show unrelated memories.
-MEANING_ONLY_FLOOR = 0.5
-# ... and only for a question of at least this many words.
+# The memories closest in meaning join the candidates whatever the words found: in a large KB the
+# words always find enough candidates, and an answer sharing no word with the question would never
+# be among them. This many, with a cosine of at least the floor (on the relevance sets, answers
+# sharing no word scored 0.12-0.31; below 0.2 the closest memories are unrelated) ...
+MEANING_ONLY_DEPTH = 10
+MEANING_ONLY_FLOOR = 0.2
+# ... for a question of at least this many words: one or two typed words are a keyword search,
+# where a memory without them is noise.
 MEANING_ONLY_WORDS = 3
 # Each channel ranks this many candidates (at least) before fusion.
 MIN_DEPTH = 60
@@ -152,14 +155,14 @@ def _ranked(
         cosines: dict[str, float] = {}
         tokens: dict[str, float] = {}
         if vector is not None:
-            # Close in meaning but sharing no word: only a strong match is worth showing, and
-            # only looked for (a product with every vector) when the words found too few.
-            # A question of one or two words is a keyword search: a memory without them is noise.
-            asked = len(words.words) + len(words.symbols)
-            if "words" not in request.channels or (len(candidates) < depth and asked >= MEANING_ONLY_WORDS):
-                floor = MEANING_ONLY_FLOOR if "words" in request.channels else -1.0
-                held = set(candidates)
-                candidates += [m for m, _score in index.meaning().top(vector, restriction.values, depth, floor) if m not in held]
+            # Close in meaning, whether or not they share a word: a product with every vector.
+            near: list[tuple[str, float]] = []
+            if "words" not in request.channels:
+                near = index.meaning().top(vector, restriction.values, depth, -1.0)
+            elif len(words.words) + len(words.symbols) >= MEANING_ONLY_WORDS:
+                near = index.meaning().top(vector, restriction.values, MEANING_ONLY_DEPTH, MEANING_ONLY_FLOOR)
+            held = set(candidates)
+            candidates += [m for m, _score in near if m not in held]
             cosines = index.cosines(vector, candidates)
             # The token-level match re-ranks the head of the ranking the other signals make: a
             # candidate below it could not reach the head anyway.

@@ -192,9 +192,9 @@ class VectorSearcher:
             text = field.to_bytes(query.text)
         except ValueError:
             return _EMPTY
-        if (query.fieldname, text) not in self.searcher.reader():
-            return _EMPTY
         ids, weights = self._postings(query.fieldname, text)
+        if not len(ids):
+            return _EMPTY
         if not field.scorable:
             return ids, weights  # Whoosh's WeightScorer: the posting's weight is the score
         return ids, self._bm25(query.fieldname, text, ids, weights)
@@ -212,6 +212,8 @@ class VectorSearcher:
     # -- reading the index -----------------------------------------------------------------
 
     def _postings(self, fieldname: str, text: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """A word's postings, remembered (a word absent from the index too: asking each of the
+        index's segments whether it holds a word costs more than scoring it)."""
         key = (fieldname, text)
         cached = self._terms.get(key)
         if cached is not None:
@@ -219,10 +221,10 @@ class VectorSearcher:
             return cached
         found = self.stats.postings(fieldname, text)
         self._terms[key] = found
-        self._cached += len(found[0])
+        self._cached += len(found[0]) + 1
         while self._cached > _CACHED_POSTINGS and len(self._terms) > 1:
             _, (ids, _weights) = self._terms.popitem(last=False)
-            self._cached -= len(ids)
+            self._cached -= len(ids) + 1
         return found
 
 
