@@ -502,18 +502,48 @@ def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
     assert by_id == pytest.approx(loaded, abs=1e-6)  # the same rows, summed in another order
 
 
-def test_a_search_that_scans_no_more_than_its_candidates_loads_no_vector_table(payments_kb: KnowledgeBase) -> None:
-    cold = payments_kb.search("refund timeout")  # two words: no scan of every vector
+def test_a_search_process_never_holds_the_whole_vector_table(payments_kb: KnowledgeBase) -> None:
+    """A process that is not kept warm reads its candidates' vectors by id and scans the rest a
+    chunk at a time; a warm one loads the table. Both answer alike."""
+    questions = ["refund timeout", "how long before we give up waiting on the payment provider"]
+    cold = [payments_kb.search(q).memories for q in questions]
     assert not payments_kb.index.vectors_loaded()
     warm = KnowledgeBase(payments_kb.root)
     warm.keep_warm()
     try:
-        assert warm.search("refund timeout").memories == cold.memories
+        assert [warm.search(q).memories for q in questions] == cold
         assert warm.index.vectors_loaded()
     finally:
         warm.close()
-    payments_kb.search("how long before we give up waiting on the payment provider")  # 3+ words: a scan
-    assert payments_kb.index.vectors_loaded()
+
+
+@pytest.mark.parametrize("wanted", [{}, {"project": "p1"}, {"type": "decision", "has_query": False}])
+def test_a_scan_chunk_by_chunk_finds_what_the_loaded_table_finds(
+    monkeypatch: pytest.MonkeyPatch, wanted: dict[str, Any]
+) -> None:
+    """``top_by_scan`` keeps the best of each chunk of rows: the same memories, scores and order
+    as the whole table's ``top``, filters and ties included."""
+    import numpy as np
+
+    from slayer_kb.search import vectors
+
+    count = 1000
+    unit = np.random.default_rng(7).normal(size=(count, vectors.DIMENSIONS)).astype(np.float32)
+    unit[500:520] = unit[3]  # ties across chunks: the lower id first
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    memories = [
+        Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z", project=f"p{n % 3}",
+               type=("decision", "learning")[n % 2], query=None)
+        for n in range(count)
+    ]
+    db = sqlite3.connect(":memory:")
+    db.execute(vectors.SCHEMA_SQL)
+    vectors.write(db, (), vectors.rows(memories, unit))
+    monkeypatch.setattr(vectors, "_LOAD_CHUNK", 97)
+    question = unit[3]
+    loaded = vectors.Table.load(db).top(question, vectors.Filter(**wanted), 25, -1.0)
+    assert vectors.top_by_scan(db, question, vectors.Filter(**wanted), 25, -1.0) == loaded
+    assert len(loaded) == 25
 
 
 def test_a_warmed_up_process_searches_without_loading_anything(

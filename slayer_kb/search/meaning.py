@@ -86,6 +86,23 @@ class Meaning:
             self.invalidate(vectors=True)  # damaged: no meaning this once; the next command remakes them
             return {}
 
+    def nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+        """The ``depth`` memories closest in meaning to ``vector`` that ``wanted`` allows (cosine
+        at least ``floor``), best first: from the loaded table when this process holds it, else
+        scanned from the manifest a chunk at a time (a search process never holds the whole
+        table; the same memories either way)."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().top(vector, wanted, depth, floor)
+        try:
+            db = self._db()
+            try:
+                return vectors.top_by_scan(db, vector, wanted, depth, floor)
+            finally:
+                db.close()
+        except DAMAGED:
+            self.invalidate(vectors=True)  # damaged: no meaning this once; the next command remakes them
+            return []
+
     def vectors_loaded(self) -> bool:
         """Whether this process holds the current table of vectors (``meaning``)."""
         return self._meaning is not None and self._meaning_key is not None and self._meaning_key == state_key(self._read_state())

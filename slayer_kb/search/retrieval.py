@@ -33,8 +33,9 @@ from .vectors import embedding_text
 
 # The memories closest in meaning join the candidates whatever the words found: in a large KB the
 # words always find enough candidates, and an answer sharing no word with the question would never
-# be among them. This many, with a cosine of at least the floor (on the relevance sets, answers
-# sharing no word scored 0.12-0.31; below 0.2 the closest memories are unrelated) ...
+# be among them. This many (or as many as the results asked for), with a cosine of at least the
+# floor (on the relevance sets, answers sharing no word scored 0.12-0.31; below 0.2 the closest
+# memories are unrelated) ...
 MEANING_ONLY_DEPTH = 10
 MEANING_ONLY_FLOOR = 0.2
 # ... for a question of at least this many words: one or two typed words are a keyword search,
@@ -158,9 +159,9 @@ def _ranked(
             # Close in meaning, whether or not they share a word: a product with every vector.
             near: list[tuple[str, float]] = []
             if "words" not in request.channels:
-                near = index.meaning().top(vector, restriction.values, depth, -1.0)
+                near = index.nearest(vector, restriction.values, depth, -1.0)
             elif len(words.words) + len(words.symbols) >= MEANING_ONLY_WORDS:
-                near = index.meaning().top(vector, restriction.values, MEANING_ONLY_DEPTH, MEANING_ONLY_FLOOR)
+                near = index.nearest(vector, restriction.values, max(MEANING_ONLY_DEPTH, request.limit), MEANING_ONLY_FLOOR)
             held = set(candidates)
             candidates += [m for m, _score in near if m not in held]
             cosines = index.cosines(vector, candidates)

@@ -26,6 +26,9 @@ _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
 # Decoded posting lists kept per searcher, up to this many postings in all (16 bytes each): a warm
 # process meets the same words again and again.
 _CACHED_POSTINGS = 4_000_000
+# What an entry costs beside its postings (its key and the cache's node: about 250 bytes, as much
+# as 16 postings), so that words absent from the index count too.
+_ENTRY_COST = 16
 _LENGTH_OF_BYTE = np.array([byte_to_length(b) or 0 for b in range(256)], dtype=np.float64)
 
 Scored = tuple[np.ndarray, np.ndarray]
@@ -221,10 +224,10 @@ class VectorSearcher:
             return cached
         found = self.stats.postings(fieldname, text)
         self._terms[key] = found
-        self._cached += len(found[0]) + 1
+        self._cached += len(found[0]) + _ENTRY_COST
         while self._cached > _CACHED_POSTINGS and len(self._terms) > 1:
             _, (ids, _weights) = self._terms.popitem(last=False)
-            self._cached -= len(ids) + 1
+            self._cached -= len(ids) + _ENTRY_COST
         return found
 
 
