@@ -337,6 +337,41 @@ def test_nothing_changed_means_no_sync(example_kb: KnowledgeBase) -> None:
     assert kb.index.stale_files() == []
 
 
+def test_young_files_are_read_again_only_until_they_settle(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files indexed within the timestamp granularity of their writing are re-read by each check;
+    once old enough to change only with their signature, one check re-reads them under the lock
+    and they stop being young. They used to stay young until something else changed, so after a
+    checkout of 10,000 files every command read them all again."""
+    from slayer_kb.search import index as index_module
+
+    kb = example_kb
+    memories = kb.root / "memories"
+    source = sorted(memories.glob("*.yaml"))[0].read_text(encoding="utf-8")
+    for n in (901, 902, 903):
+        (memories / f"{n}.yaml").write_text(source, encoding="utf-8")
+    kb.ensure_fresh()  # indexed right after they were written: young
+    young = kb.index.young_files()
+    assert {"901", "902", "903"} <= set(young)
+    reads: list[str] = []
+    real_read = index_module.Index._read_bytes
+
+    def counted(self: index_module.Index, memory_id: str, sig: object) -> bytes | None:
+        reads.append(memory_id)
+        return real_read(self, memory_id, sig)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module.Index, "_read_bytes", counted)
+    monkeypatch.setattr(index_module, "RACY_SECONDS", 0.0)  # as if the granularity had passed
+    assert kb.index.stale_files() == young  # unchanged, settled: re-read once more under the lock
+    report = kb.ensure_fresh()
+    assert report is not None and report.updated == 0  # nothing re-indexed: only the state
+    assert kb.index.young_files() == []
+    reads.clear()
+    assert kb.ensure_fresh() is None and kb.index.stale_files() == []
+    assert reads == []
+
+
 def test_reindexed_files_leave_no_duplicate_documents(example_kb: KnowledgeBase) -> None:
     kb = example_kb
     kb.update("1", learning="changed through the API")

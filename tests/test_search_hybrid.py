@@ -503,11 +503,15 @@ def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
 
 
 def test_a_search_process_never_holds_the_whole_vector_table(payments_kb: KnowledgeBase) -> None:
-    """A process that is not kept warm reads its candidates' vectors by id and scans the rest a
-    chunk at a time; a warm one loads the table. Both answer alike."""
+    """A process that is not kept warm reads its candidates' vectors by id and, the first time,
+    scans the rest a chunk at a time (a `slayer-kb search` process); a second scan loads the
+    table, as a warm process does from the start. All answer alike."""
     questions = ["refund timeout", "how long before we give up waiting on the payment provider"]
     cold = [payments_kb.search(q).memories for q in questions]
     assert not payments_kb.index.vectors_loaded()
+    assert payments_kb.search("what does the checkout page cache hold").memories
+    assert payments_kb.index.vectors_loaded()
+    assert [payments_kb.search(q).memories for q in questions] == cold
     warm = KnowledgeBase(payments_kb.root)
     warm.keep_warm()
     try:

@@ -29,6 +29,7 @@ class Meaning:
 
     dir: Path
     warm: bool
+    _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
     _read_state: Callable[[], dict[str, Any] | None]
@@ -88,11 +89,14 @@ class Meaning:
 
     def nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """The ``depth`` memories closest in meaning to ``vector`` that ``wanted`` allows (cosine
-        at least ``floor``), best first: from the loaded table when this process holds it, else
-        scanned from the manifest a chunk at a time (a search process never holds the whole
-        table; the same memories either way)."""
-        if self.warm or self.vectors_loaded():
+        at least ``floor``), best first, the same either way: from the loaded table when this
+        process holds it, or searches a second time (a library's process, the benchmark: reading
+        the manifest again each time would cost 250 ms at 100,000 memories); else, the first
+        time, scanned from the manifest a chunk at a time, so that a `slayer-kb search` process
+        never holds the whole table (50 MiB of its peak at 100,000 memories)."""
+        if self.warm or self._scanned or self.vectors_loaded():
             return self.meaning().top(vector, wanted, depth, floor)
+        self._scanned = True
         try:
             db = self._db()
             try:
