@@ -97,10 +97,13 @@ def test_a_warm_writer_lists_the_memories_folder_only_after_a_file_came_or_went(
         kb.close()
 
 
-def _hand_made(kb: KnowledgeBase, memory_id: str) -> Path:
+def _save_passes_a_hand_made_file(kb: KnowledgeBase, memory_id: str, next_id: str) -> None:
+    """A file made by hand as ``memory_id`` beside the warm process: the next save takes
+    ``next_id`` and leaves the hand-made file as it is."""
     path = kb.root / "memories" / f"{memory_id}.yaml"
     path.write_text(f"learning: made by hand\ncreated_at: '{utc_now()}'\n", encoding="utf-8")
-    return path
+    assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == next_id
+    assert "made by hand" in path.read_text()
 
 
 def _moved_away_and_copied_back(kb: KnowledgeBase) -> None:
@@ -125,9 +128,7 @@ def test_a_memories_folder_made_anew_is_watched_again(catalog_kb: KnowledgeBase,
         assert [kb.save_memory(f"note {n}", ["orders"]).memory_id for n in range(2)] == ["1", "2"]
         renew(kb)
         assert kb.save_memory("in the folder made anew", ["orders"]).memory_id == "3"
-        hand = _hand_made(kb, "4")
-        assert kb.save_memory("after a hand-made file", ["orders"]).memory_id == "5"
-        assert "made by hand" in hand.read_text()
+        _save_passes_a_hand_made_file(kb, "4", next_id="5")
     finally:
         kb.close()
 
@@ -155,8 +156,6 @@ def test_a_file_no_event_told_of_is_never_overwritten(catalog_kb: KnowledgeBase,
     try:
         assert kb.monitor is not None and kb.monitor.generation() is None
         assert kb.save_memory("one", ["orders"]).memory_id == "1"
-        hand = _hand_made(kb, "2")
-        assert kb.save_memory("two", ["orders"]).memory_id == "3"
-        assert "made by hand" in hand.read_text()
+        _save_passes_a_hand_made_file(kb, "2", next_id="3")
     finally:
         kb.close()

@@ -210,11 +210,15 @@ def test_vectors_follow_a_hand_edit_and_a_reindex(payments_kb: KnowledgeBase) ->
     assert len(payments_kb.index.meaning().ids) == 8
 
 
+@pytest.mark.parametrize("question", ["refund timeout", "how long is the refund timeout"], ids=["by-id", "scan"])
 @pytest.mark.parametrize("warm", [False, True])
-def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(payments_kb: KnowledgeBase, warm: bool) -> None:
+def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(
+    payments_kb: KnowledgeBase, warm: bool, question: str
+) -> None:
     """A vector that is not 256 bytes (the manifest damaged by hand or a disk): the search still
-    answers by words, and the next command rebuilds the index, vectors included."""
-    expected = payments_kb.search("refund timeout").memories
+    answers by words, whether it reads its candidates' vectors by id or scans them all, and the
+    next command rebuilds the index, vectors included."""
+    expected = payments_kb.search(question).memories
     db = sqlite3.connect(payments_kb.index.dir / "manifest.db")
     try:
         db.execute("UPDATE vectors SET vec = x'00'")
@@ -225,13 +229,13 @@ def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(paym
     if warm:
         damaged.keep_warm()
     try:
-        found = damaged.search("refund timeout").memories  # words and entities alone
+        found = damaged.search(question).memories  # words and entities alone
         assert expected[0]["id"] in [hit["id"] for hit in found]
     finally:
         damaged.close()
     again = KnowledgeBase(payments_kb.root)
     try:
-        assert again.search("refund timeout").memories == expected
+        assert again.search(question).memories == expected
         assert len(again.index.meaning().ids) == 8
     finally:
         again.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from whoosh import index as windex
 
@@ -18,6 +18,8 @@ from . import embedding, vectors
 if TYPE_CHECKING:
     import numpy as np
 
+
+T = TypeVar("T")
 
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
@@ -73,39 +75,35 @@ class Meaning:
 
     def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """The cosine between ``vector`` and each of these memories that has a vector: from the
-        loaded table when this process holds it, else read by id (a search that scans no more
-        than its candidates never loads the 26 MB table of 100,000 memories)."""
+        loaded table when this process holds it, else read by id."""
         if self.warm or self.vectors_loaded():
             return self.meaning().cosines(vector, memory_ids)
-        try:
-            db = self._db()
-            try:
-                return vectors.cosines_by_id(db, vector, memory_ids)
-            finally:
-                db.close()
-        except DAMAGED:
-            self.invalidate(vectors=True)  # damaged: no meaning this once; the next command remakes them
-            return {}
+        return self._from_manifest(lambda db: vectors.cosines_by_id(db, vector, memory_ids), {})
 
     def nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """The ``depth`` memories closest in meaning to ``vector`` that ``wanted`` allows (cosine
-        at least ``floor``), best first, the same either way: from the loaded table when this
-        process holds it, or searches a second time (a library's process, the benchmark: reading
-        the manifest again each time would cost 250 ms at 100,000 memories); else, the first
-        time, scanned from the manifest a chunk at a time, so that a `slayer-kb search` process
-        never holds the whole table (50 MiB of its peak at 100,000 memories)."""
+        at least ``floor``), best first. The first time in a process that does not hold the
+        table, scanned from the manifest a chunk at a time: a `slayer-kb search` process never
+        holds the whole table (50 MiB of its peak at 100,000 memories). Else, and from a second
+        scan on (a library's process: reading the manifest for each question would cost 250 ms
+        at 100,000 memories), from the loaded table. The same memories either way."""
         if self.warm or self._scanned or self.vectors_loaded():
             return self.meaning().top(vector, wanted, depth, floor)
         self._scanned = True
+        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor), [])
+
+    def _from_manifest(self, read: Callable[[sqlite3.Connection], T], damaged: T) -> T:
+        """What ``read`` finds in the vectors table, or ``damaged`` when the table is damaged:
+        no meaning this once, and the next command makes the vectors again."""
         try:
             db = self._db()
             try:
-                return vectors.top_by_scan(db, vector, wanted, depth, floor)
+                return read(db)
             finally:
                 db.close()
         except DAMAGED:
-            self.invalidate(vectors=True)  # damaged: no meaning this once; the next command remakes them
-            return []
+            self.invalidate(vectors=True)
+            return damaged
 
     def vectors_loaded(self) -> bool:
         """Whether this process holds the current table of vectors (``meaning``)."""

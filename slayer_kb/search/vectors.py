@@ -311,7 +311,7 @@ class Table:
                 np.matmul(self.matrix[at:stop].astype(np.float32, copy=False), vector, out=scores[at:stop])
 
         half = self.size // 2 // _SCORE_CHUNK * _SCORE_CHUNK
-        if self.size < _SPLIT_ROWS or not half:
+        if self.size < _SPLIT_ROWS:
             score(0, self.size)
         else:
             with ThreadPoolExecutor(1, thread_name_prefix="slayer-kb-scan") as helper:
