@@ -20,7 +20,9 @@ from .catalog.refs import flatten_refs
 from .catalog.resolve import Resolver
 from .core import engram
 from .core.errors import (
+    ConflictError,
     InvalidInputError,
+    KBError,
     MemoryFileError,
     NotFoundError,
     ResolutionError,
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from .search.monitor import ChangeMonitor
 from .catalog.refs import clean_query, query_entities, split_references
 from .core.memory import Memory, loads, utc_now
+from .store.leases import IdLeases
+from .store.moves import MovedIds
 from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
@@ -76,6 +80,8 @@ class KnowledgeBase:
         self.memories_dir = self.root / MEMORIES_DIR
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
+        self.leases = IdLeases(self.store.top)  # blocks of auto ids leased from the remote
+        self._moves: MovedIds | None = None
         self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
@@ -342,6 +348,7 @@ class KnowledgeBase:
             return self.read_with_text(memory_id)[0]
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
+        self.check_not_moved(memory_id)
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
             raise NotFoundError(deleted_message(memory))
@@ -350,6 +357,39 @@ class KnowledgeBase:
         if pending:
             data["duplicate_count"] = (memory.duplicate_count or 1) + pending
         return data
+
+    def check_not_moved(self, memory_id: str) -> None:
+        """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both
+        memories, until the user accepts the move (``accept_move``)."""
+        move = self.moves.get(memory_id)
+        if move is None:
+            return
+        if move.why == "merged":
+            how = (f"sync merged this clone's memory {move.old} into {move.new}, which the upstream had "
+                   "saved first under the same topic key")
+        else:
+            how = (f"sync renumbered this clone's memory {move.old} to {move.new}, because the upstream "
+                   f"had already used {move.old} for another memory")
+        try:
+            memory = self.read(memory_id)
+            now = f"'{memory_id}' now names another memory: {_gist(memory)}"
+        except KBError:
+            now = f"no memory has id '{memory_id}' now"
+        raise ConflictError(
+            f"Memory id '{memory_id}' moved: {how}; {now}. Use {move.new} for the memory saved here; "
+            f"to mean what '{memory_id}' names now, run 'slayer-kb renumber --accept {memory_id}' first."
+        )
+
+    @property
+    def moves(self) -> MovedIds:
+        """The ids ``sync`` renumbered or merged on this clone (``store/moves.py``)."""
+        if self._moves is None:
+            self._moves = MovedIds(self.leases.common_dir)
+        return self._moves
+
+    def accept_move(self, memory_id: str) -> bool:
+        """Let ``memory_id`` mean whatever it names now; whether ``sync`` had moved it."""
+        return self.moves.accept(memory_id)
 
     def memory_ids(self) -> list[str]:
         return sorted(self.index.ids(), key=id_sort_key)
@@ -572,3 +612,7 @@ def _example_changes(root: Path) -> list[Change]:
     return sorted(changes, key=lambda c: c.path)
 
 
+def _gist(memory: Memory) -> str:
+    """A memory in a few words, for a message that must tell two memories apart."""
+    text = memory.title or " ".join(memory.learning.split())
+    return f"\"{text[:60]}{'...' if len(text) > 60 else ''}\""

@@ -104,9 +104,20 @@ class Transaction:
 
     # -- ids -------------------------------------------------------------------------------------
 
-    def next_auto_id(self, count: int = 1) -> str:
-        """One above every auto id this branch's history and work tree have ever held; the
-        ``count`` memories of one commit may take it and the ``count - 1`` ids after it."""
+    def next_auto_id(self) -> str:
+        """A fresh auto id (``next_auto_ids``)."""
+        return self.next_auto_ids(1)[0]
+
+    def next_auto_ids(self, count: int) -> list[str]:
+        """``count`` fresh auto ids, ascending. With a remote, from the blocks this clone leased
+        there (``store/leases.py``: no other clone is ever handed them); without one, one above
+        every auto id this branch's history and work tree have ever held, consecutive."""
+        top = self._highest_auto_id(count)
+        kb = self.kb
+        leased = kb.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
+        return leased if leased is not None else [str(top + n) for n in range(1, count + 1)]
+
+    def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
         cached_head, cached_max = kb.id_cache.load()
         head = self._head = kb.store.head()
@@ -128,7 +139,7 @@ class Transaction:
             # folder decides. Whatever the cache says, an id never names an existing file.
             top = max(history, kb.index.highest_auto_id())
         kb.id_cache.save(head, top)
-        return str(top + 1)
+        return top
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse an id a new memory may not take (``ids.check_new_id`` against the KB's ids)."""

@@ -7,9 +7,9 @@
 from .catalog import write_test_catalog
 from .cli import CliRunner, Watcher, cli_runner, json_of
 from .example import RELEVANCE
-from .repos import EXAMPLE_KB, GIT_ENV, ROOT, commit_all, fsck, git, make_catalog_kb
+from .repos import EXAMPLE_KB, GIT_ENV, ROOT, commit_all, fsck, git, make_catalog_kb, make_team
 
 __all__ = [
     "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "CliRunner", "Watcher", "cli_runner", "commit_all",
-    "fsck", "git", "json_of", "make_catalog_kb", "write_test_catalog",
+    "fsck", "git", "json_of", "make_catalog_kb", "make_team", "write_test_catalog",
 ]

@@ -45,3 +45,19 @@ def make_catalog_kb(root: Path) -> Path:
     (root / ".gitignore").write_text(".slayer-kb/\n")
     commit_all(root)
     return root
+
+
+def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:
+    """A bare remote holding a catalog KB, and ``clones`` clones of it (``a``, ``b``, ...), each
+    leasing its auto ids from the remote (the default for a KB with a remote)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    seed = make_catalog_kb(tmp_path / "seed")
+    git(seed, "branch", "-M", "main")
+    git(seed, "push", "-q", str(bare), "main")
+    roots = []
+    for n in range(clones):
+        root = tmp_path / "abcdefgh"[n]
+        git(tmp_path, "clone", "-q", str(bare), root.name)
+        roots.append(root)
+    return bare, roots

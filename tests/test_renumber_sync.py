@@ -1,4 +1,6 @@
-"""Two branches allocate the same auto id: renumber + a real merge or rebase; sync with a bare remote."""
+"""Two branches allocate the same auto id (ids allocated without leases: ``slayer-kb.ids
+sequential``): renumber + a real merge or rebase; sync with a bare remote. Leased ids, which never
+collide, are tested in test_team.py."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from slayer_kb.ops.renumber import plan, renumber, sync
+from slayer_kb.ops.renumber import plan, renumber
+from slayer_kb.ops.sync import sync
 from testing import commit_all, git, json_of, write_test_catalog
 
 
@@ -109,7 +112,7 @@ def test_cli_renumber(diverged: tuple[KnowledgeBase, str], run_cli) -> None:
 
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A bare remote and two clones of one KB (with the test catalog)."""
+    """A bare remote and two clones of one KB (with the test catalog), counting ids on their own."""
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     a = tmp_path / "a"
@@ -117,14 +120,16 @@ def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     write_test_catalog(a, priority=["shop"])
     commit_all(a, "catalog")
     git(a, "remote", "add", "origin", str(bare))
+    git(a, "config", "slayer-kb.ids", "sequential")
     sync(KnowledgeBase(a))  # the first push
     git(tmp_path, "clone", "-q", str(bare), "b")
+    git(tmp_path / "b", "config", "slayer-kb.ids", "sequential")
     return bare, a, tmp_path / "b"
 
 
 def all_learnings(root: Path) -> list[str]:
     kb = KnowledgeBase(root)
-    return sorted(kb.get(i)["learning"] for i in memories(root))
+    return sorted(kb.read(i).learning for i in memories(root))
 
 
 def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run_cli) -> None:
@@ -141,6 +146,19 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run
     assert result.action == "rebased" and result.renumbered == {"1": "3", "2": "4"}
     assert sync(kb_a).action == "fast-forward"
     assert sync(kb_b).action == "up to date"
+    # B's agent still holds 1 and 2 from its saves' replies: they now name A's memories, so a
+    # command on them refuses and names both, until B accepts the move.
+    with pytest.raises(ConflictError) as exc:
+        KnowledgeBase(b).forget("1")
+    assert str(exc.value) == (
+        "Memory id '1' moved: sync renumbered this clone's memory 1 to 3, because the upstream had "
+        "already used 1 for another memory; '1' now names another memory: \"A one\". Use 3 for the "
+        "memory saved here; to mean what '1' names now, run 'slayer-kb renumber --accept 1' first."
+    )
+    assert KnowledgeBase(a).get("1")["learning"] == "A one"  # A's clone moved nothing
+    proc = run_cli("--kb", b, "renumber", "--accept", "1")
+    assert proc.returncode == 0 and proc.stdout == "'1' now means the memory it names; the one saved here as 1 is 3.\n"
+    assert KnowledgeBase(b).get("1")["learning"] == "A one"
 
     expected = ["A one", "A two", "B one", "B two links B one"]
     assert all_learnings(a) == all_learnings(b) == expected
@@ -172,12 +190,30 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
     status = git(b, "status", "--porcelain")
     with pytest.raises(ConflictError) as exc:
         sync(kb_b)
-    message = str(exc.value)
-    assert "memories/shared.yaml" in message and "git pull --rebase" in message
+    assert str(exc.value) == (
+        "Your commits and origin/master both edited memories/shared.yaml; the repository is back as it "
+        "was. To merge by hand: git fetch origin; git rebase origin/master; edit memories/shared.yaml "
+        "to keep what both sides meant; git add memories/shared.yaml; slayer-kb validate; git rebase "
+        "--continue; slayer-kb sync."
+    )
     assert git(b, "rev-parse", "HEAD") == head
     assert git(b, "status", "--porcelain") == status
     assert not (b / ".git" / "rebase-merge").exists()
     assert KnowledgeBase(b).get("shared")["learning"] == "B's version"
+    # The steps work as written.
+    git(b, "fetch", "-q", "origin")
+    assert subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True).returncode == 1
+    kept, side = [], "both"
+    for line in (b / "memories" / "shared.yaml").read_text().splitlines(keepends=True):
+        side = {"<<<<<<<": "first", "=======": "second", ">>>>>>>": "both"}.get(line[:7], side)
+        if side in ("both", "first") and line[:7] not in ("<<<<<<<", ">>>>>>>"):
+            kept.append(line)  # the upstream's side of each conflict, without the markers
+    (b / "memories" / "shared.yaml").write_text("".join(kept).replace("A's version", "Both versions"))
+    git(b, "add", "memories/shared.yaml")
+    subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
+                   env={**__import__("os").environ, "GIT_EDITOR": "true"})
+    assert sync(KnowledgeBase(b)).action == "pushed"
+    assert KnowledgeBase(b).get("shared")["learning"] == "Both versions"
 
 
 def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, Path]) -> None:

@@ -121,20 +121,34 @@ def review(settings: Settings, base: str, head: str) -> None:
 
 
 @click.command("renumber")
-@click.option("--onto", "onto", required=True, metavar="REF", help="The branch you will merge into, e.g. origin/main.")
+@click.option("--onto", "onto", metavar="REF", help="The branch you will merge into, e.g. origin/main.")
 @click.option("--rewrite", is_flag=True, help="Rewrite this branch's own commits instead of adding one (for a rebase; unpushed commits only).")
+@click.option("--accept", "accept", metavar="ID", help="Let ID, which sync moved on this clone, mean the memory it names now (commands on it refuse until then).")
 @json_option
 @pass_settings
-def renumber_cmd(settings: Settings, onto: str, rewrite: bool) -> None:
+def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: str | None) -> None:
     """Give this branch's new auto-id memories fresh ids when REF has used the same ids.
 
     The memory:ID references to them are rewritten too, in one commit; then 'git merge REF' keeps
-    both sides' memories.
+    both sides' memories. With leased ids (a KB with a remote) ids never collide; this is for ids
+    allocated before leases or with 'git config slayer-kb.ids sequential'.
 
     \b
-    Example:
+    Examples:
       slayer-kb renumber --onto origin/main && git merge origin/main
+      slayer-kb renumber --accept 27
     """
+    if accept is not None:
+        kb = settings.kb()
+        moved = kb.moves.get(accept)
+        if not kb.accept_move(accept):
+            raise click.UsageError(f"sync moved no memory with id '{accept}' on this clone; nothing to accept.")
+        assert moved is not None
+        emit(settings, {"accepted": accept, "moved_to": moved.new},
+             lambda: f"'{accept}' now means the memory it names; the one saved here as {accept} is {moved.new}.")
+        return
+    if onto is None:
+        raise click.UsageError("Give --onto REF (the branch you will merge into) or --accept ID.")
     from ..ops import renumber  # imported on use: keeps every command's start-up short
     result = renumber.renumber(settings.kb(), onto, rewrite=rewrite)
 
@@ -164,11 +178,15 @@ def sync_cmd(settings: Settings, remote: str) -> None:
     Example:
       slayer-kb sync --remote origin
     """
-    from ..ops import renumber  # imported on use: keeps every command's start-up short
-    result = renumber.sync(settings.kb(), remote)
+    from ..ops import sync  # imported on use: keeps every command's start-up short
+    result = sync.sync(settings.kb(), remote)
 
     def human() -> str:
         text = f"Synced {result.branch} with {remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
+        if result.resolved:
+            text += "\n  merged both sides of: " + ", ".join(result.resolved)
+        if result.merged:
+            text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.merged.items())
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         return text

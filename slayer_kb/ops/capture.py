@@ -81,9 +81,8 @@ def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, pro
             seen.add(digest)
         if fresh:
             now = utc_now()
-            first = int(tx.next_auto_id(len(fresh)))
-            memories = {str(first + n): _passive_memory(str(first + n), learning, project, session_id, now)
-                        for n, learning in enumerate(fresh)}
+            memories = {memory_id: _passive_memory(memory_id, learning, project, session_id, now)
+                        for memory_id, learning in zip(tx.next_auto_ids(len(fresh)), fresh, strict=True)}
             _, session_changes = sessions.ensure(tx, session_id, project, now=now)
             changes = [memory_change(m) for m in memories.values()] + session_changes
             ids = ", ".join(memories)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
     """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
     rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
+    kb.check_not_moved(memory_id)
     given = {k: v for k, v in fields.items() if v is not None}
     for name, value in given.items():
         check_unicode(value, name)
@@ -86,6 +87,7 @@ def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
     memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
     ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
+    kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
 
         def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
@@ -129,6 +131,7 @@ def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool
 
 def restore(kb: KnowledgeBase, memory_id: str) -> dict[str, Any]:
     """Bring back a soft-deleted memory."""
+    kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
         memory = kb.read(memory_id)
         if not memory.is_deleted:

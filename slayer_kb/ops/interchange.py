@@ -312,7 +312,9 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
             for d in (doc["data"] for doc in kb.index.documents(lookups.memories(), limit=None))
         }
-        next_id = int(tx.next_auto_id(len(observations)))
+        # More ids than memories when some are skipped: the unused ones are simply never handed out.
+        fresh_ids = iter(tx.next_auto_ids(len(observations)))
+        next_id = next(fresh_ids, "")
         changes: list[Change] = []
         for n, obs in enumerate(observations):
             where = f"{path.name}: observation {n + 1}"
@@ -320,7 +322,7 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
                 result.skipped += 1
                 result.warnings.append(f"{where} is not an object; skipped.")
                 continue
-            memory = _observation(obs, str(next_id), where, result.warnings)
+            memory = _observation(obs, next_id, where, result.warnings)
             if memory is None:
                 result.skipped += 1
                 continue
@@ -331,7 +333,7 @@ def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
             seen.add(key)
             changes.append(memory_change(memory))
             result.imported.append(memory.id)
-            next_id += 1
+            next_id = next(fresh_ids, "")
         # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
         session_changes, result.sessions, result.prompts = sessions.import_engram(
             tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)

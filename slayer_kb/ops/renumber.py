@@ -1,12 +1,15 @@
-"""Two branches, one auto id: ``renumber --onto REF`` and ``sync``.
+"""Two branches, one auto id: ``renumber --onto REF`` (and the renumbering ``sync`` does).
 
-Auto ids are allocated per clone, so two branches can both create ``memories/42.yaml``. The
-collision is detected from history alone: an auto-id memory at HEAD but not at the merge base with
-REF collides when any commit reachable from REF ever added ``memories/<same id>.yaml`` (even
-one REF later deleted: auto ids are never reused). Each colliding memory gets a fresh id above
-every auto id REF or this branch has ever used, and every ``memory:<old>`` reference in the
-branch's memories is rewritten to it. Only the entity lists change; a ``memory:42`` written in the
-prose of a learning is left alone (it may mean anything).
+With a remote, auto ids come from blocks leased there (``store/leases.py``) and never collide.
+Ids allocated before leases, offline in a block another clone also chose, or with
+``git config slayer-kb.ids sequential`` can: two branches can both create ``memories/42.yaml``.
+The collision is detected from history alone: an auto-id memory at HEAD but not at the merge base
+with REF collides when a commit reachable from REF and not from HEAD added ``memories/<same
+id>.yaml`` (even one REF later deleted: auto ids are never reused). A memory both sides have
+from one commit is one memory, whatever merge base git picks after criss-cross merges. Each
+colliding memory gets a fresh id above every auto id REF or this branch has ever used, and every
+``memory:<old>`` reference in the branch's memories is rewritten to it. Only the entity lists
+change; a ``memory:42`` written in the prose of a learning is left alone (it may mean anything).
 
 ``renumber`` adds one commit, after which ``git merge REF`` keeps both memories (git sees two
 different files). A rebase replays the branch's commits one by one, and the first of them still
@@ -14,12 +17,6 @@ adds ``42.yaml``; for a rebase, ``renumber --rewrite`` (and ``sync``) instead re
 own unpushed commits as if the fresh ids had been allocated from the start, keeping each commit's
 author, date and message; a message that names a renumbered id gets the new id and the move in its
 subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-kb`` trailer.
-
-``sync`` = fetch, renumber what collides (rewriting the local commits), ``git rebase`` onto the
-upstream, revalidate the memories the merge touched, reindex, push. Whenever it cannot finish
-(a real conflict: both sides edited the same memory; a memory that no longer validates; a push
-refused three times) it puts the branch, index and work tree back exactly where they were and
-says how to go on.
 """
 
 from __future__ import annotations
@@ -28,18 +25,16 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
+from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
 from ..store.repo import Change, GitStore, listed
 from .history import blob_at, memory_ids_at, resolve_rev
-from .validate import validate
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-PUSH_ATTEMPTS = 3
 TRAILER = "Renumbered-by: slayer-kb"
 
 
@@ -76,7 +71,9 @@ def plan(kb: KnowledgeBase, onto: str) -> tuple[str | None, dict[str, str]]:
     # The branch's new memories: at HEAD but not at the merge base (after a merge of REF, REF's
     # memories are in the merge base, so they never count as the branch's).
     ours = memory_ids_at(store, head) - (memory_ids_at(store, base) if base else set())
-    theirs = _ids(store.added_paths(None, onto_sha, under))
+    # What REF added in commits this branch does not have: a memory both sides have from one
+    # commit is the same memory, whatever merge base git picks (criss-cross merges).
+    theirs = _ids(store.added_paths(head, onto_sha, under))
     colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
     if not colliding:
         return base, {}
@@ -109,7 +106,7 @@ def _mapped(entity: str, mapping: dict[str, str]) -> str:
 def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> RenumberResult:
     """Give the branch's colliding auto-id memories fresh ids (see the module doc)."""
     with kb.transaction() as tx:
-        _require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")
+        require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")
         base, mapping = plan(kb, onto)
         result = RenumberResult(onto, mapping)
         if not mapping:
@@ -218,7 +215,7 @@ def _id_token(memory_id: str) -> str:
     return rf"(?<![\w.-]){re.escape(memory_id)}(?![\w.-])"
 
 
-def _require_clean(store: GitStore, under: str | None = None) -> None:
+def require_clean(store: GitStore, under: str | None = None) -> None:
     """Renumbering and syncing move files under the work tree; tracked changes must be committed
     (all of them for a rebase, those under the folder ``under`` for a renumber commit): the
     check the cascades, forget and update make too (``GitStore.uncommitted``)."""
@@ -234,161 +231,3 @@ def _require_clean(store: GitStore, under: str | None = None) -> None:
 
 def _reset_keep(store: GitStore, target: str) -> None:
     store.git("reset", "-q", "--keep", target)
-
-
-# ---------------------------------------------------------------------------------------------
-# sync
-
-
-@dataclass
-class SyncResult:
-    remote: str
-    branch: str
-    pulled: int = 0
-    pushed: int = 0
-    renumbered: dict[str, str] = field(default_factory=dict)
-    action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
-    head: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
-                "pushed": self.pushed, "renumbered": self.renumbered, "head": self.head}
-
-
-def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
-    """Pull (rebase), renumber what collides, revalidate, reindex and push (see the module doc)."""
-    store = kb.store
-    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
-    if not branch:
-        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
-    if store.git("remote", "get-url", "--", remote, check=False).returncode != 0:
-        raise InvalidInputError(
-            f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
-        )
-    upstream_branch = _upstream_branch(store, branch, remote)
-    tracking = f"refs/remotes/{remote}/{upstream_branch}"
-    result = SyncResult(remote, branch)
-    with kb.store.locked():
-        kb.index.sync()
-        _require_clean(store)
-        start = store.head()
-        if start is None:
-            raise InvalidInputError("The repository has no commit yet; save a memory first.")
-        try:
-            for _attempt in range(PUSH_ATTEMPTS):
-                _pull(kb, remote, upstream_branch, tracking, result)
-                if _push(store, remote, upstream_branch, tracking, result):
-                    break
-            else:
-                raise ConflictError(
-                    f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
-                    "run 'slayer-kb sync' again."
-                )
-        except BaseException:
-            _put_back(store, start)
-            kb.index.sync()
-            raise
-        result.head = store.head()
-        kb.index.sync()
-    return result
-
-
-def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
-    configured_remote = store.git("config", "--get", f"branch.{branch}.remote", check=False).stdout.decode().strip()
-    merge = store.git("config", "--get", f"branch.{branch}.merge", check=False).stdout.decode().strip()
-    if configured_remote == remote and merge.startswith("refs/heads/"):
-        return merge[len("refs/heads/"):]
-    return branch
-
-
-def _pull(kb: KnowledgeBase, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> None:
-    """Bring the upstream in (nothing to do when the remote has no such branch yet)."""
-    store = kb.store
-    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
-    upstream = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
-    if not upstream:
-        return
-    head = store.head()
-    assert head is not None
-    if store.is_ancestor(upstream, head):
-        return
-    before = head
-    if store.is_ancestor(head, upstream):
-        store.git("merge", "-q", "--ff-only", upstream)
-        result.action = "fast-forward"
-    else:
-        base, mapping = plan(kb, upstream)
-        if mapping:
-            _reset_keep(store, rewrite_commits(store, base, mapping))
-            result.renumbered.update(mapping)
-        proc = store.git("-c", "core.editor=true", "rebase", "-q", upstream, check=False)
-        if proc.returncode != 0:
-            conflicts = store.git("diff", "--name-only", "--diff-filter=U", check=False).stdout.decode().split()
-            store.git("rebase", "--abort", check=False)
-            detail = ", ".join(conflicts) or proc.stderr.decode("utf-8", "replace").strip()
-            raise ConflictError(
-                f"Your commits and {remote}/{upstream_branch} change the same memories ({detail}); "
-                "the repository is back as it was. To merge by hand: git pull --rebase "
-                f"{remote} {upstream_branch}, fix the files, 'slayer-kb validate', git rebase "
-                "--continue, then 'slayer-kb sync' again."
-            )
-        result.action = "rebased"
-    result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
-    kb.index.sync()
-    _revalidate(kb, upstream)
-
-
-def _revalidate(kb: KnowledgeBase, upstream: str) -> None:
-    """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
-    store = kb.store
-    head = store.head()
-    assert head is not None
-    changed = store.git(
-        "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", upstream, head, "--",
-        store.repo_path(f"{MEMORIES_DIR}/"),
-    ).stdout
-    paths = []
-    for raw in filter(None, changed.split(b"\0")):
-        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
-        if id_of_path(kb_path) is not None:
-            paths.append(kb.root / kb_path)
-    problems = [str(p) for p in validate(paths).problems] if paths else []
-    if problems:
-        raise ConflictError(
-            "After merging the upstream these memories do not validate, so nothing was pushed and "
-            "the repository is back as it was:\n" + "\n".join(problems)
-            + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
-        )
-
-
-def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> bool:
-    head = store.head()
-    assert head is not None
-    known = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
-    if known == head:
-        return True
-    ahead = store.git("rev-list", "--count", head, *([f"^{known}"] if known else [])).stdout.decode().strip()
-    proc = store.git("push", "-q", "--porcelain", remote, f"{head}:refs/heads/{upstream_branch}", check=False)
-    if proc.returncode != 0:
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
-            return False
-        raise StoreError(f"git push to {remote} failed: {text.strip()}")
-    store.git("update-ref", tracking, head)
-    if not known:
-        store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
-    if result.action == "up to date":
-        result.action = "pushed"
-    result.pushed = int(ahead or 0)
-    return True
-
-
-def _put_back(store: GitStore, start: str) -> None:
-    """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
-    for name in ("rebase-merge", "rebase-apply"):
-        git_path = store.git("rev-parse", "--git-path", name).stdout.decode().strip()
-        if (store.top / git_path).exists():
-            store.git("rebase", "--abort", check=False)
-            break
-    if store.head() != start:
-        store.git("reset", "-q", "--keep", start, check=False)

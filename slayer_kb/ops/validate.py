@@ -20,7 +20,8 @@ values: ``slayerquery.check_query``, as ``save`` checks it) whose references all
 the catalog (after a cascade the query keeps its text, SLayer's rule, and search warns that it has
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
-that REF already uses are reported too, with the command that renumbers them. Every problem of
+that REF already uses are reported too, with the command that renumbers them, and so is a topic
+key held by more than one live memory (teamchecks.py). Every problem of
 every file is reported in one run.
 """
 
@@ -30,7 +31,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -46,15 +46,14 @@ from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
-from ..core.errors import InvalidIdError, KBError, MemoryFileError, StoreError
-from ..core.ids import check_id, check_new_id, fold_id, is_auto_id
+from ..core.errors import InvalidIdError, KBError, MemoryFileError
+from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
-from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev
+from .teamchecks import id_collisions, topic_key_twins
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -216,8 +215,10 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         for path, name in sorted(target.files.items()):
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
+        shared = topic_key_twins(target.files)
         if against is not None:
-            report.problems.extend(_id_collisions(target, against))
+            shared += id_collisions(target.root, target.files, shown(target.root), against)
+        report.problems.extend(Problem(name, 1, message) for name, message in shared)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 
@@ -506,56 +507,3 @@ def _first_difference(text: str, canonical: str) -> int:
         if have != want:
             return number
     return min(len(lines), len(wanted)) + 1 if lines else 1
-
-
-# -- --against: auto ids both sides allocated ----------------------------------------------------
-
-
-def _id_collisions(target: _Target, against: str) -> list[Problem]:
-    store = _store(target.root)
-    memories = store.repo_path(MEMORIES + "/")
-    against_sha = resolve_rev(store, against)
-    base_proc = store.git("merge-base", against_sha, "HEAD", check=False)
-    if base_proc.returncode != 0:
-        raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
-    base = base_proc.stdout.decode().strip()
-    at_base = set(_tree_blobs(store, base, memories))
-    theirs = _tree_blobs(store, against_sha, memories)
-    ours = {path.stem: (path, name) for path, name in target.files.items() if path.suffix == ".yaml"}
-    kb = shown(target.root)
-    command = "slayer-kb" + ("" if kb == "." else f" --kb {shlex.quote(kb)}") + f" renumber --onto {shlex.quote(against)}"
-    problems = []
-    for memory_id in sorted(ours, key=lambda i: (len(i), i)):
-        path, name = ours[memory_id]
-        if not is_auto_id(memory_id) or memory_id in at_base or memory_id not in theirs:
-            continue
-        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
-        if local == theirs[memory_id]:
-            continue  # the same memory on both sides (merged or cherry-picked)
-        problems.append(Problem(
-            name, 1,
-            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; run '{command}' to give this branch's memory a fresh id and "
-            f"rewrite its memory:{memory_id} references, in one commit",
-        ))
-    return problems
-
-
-def _store(root: Path) -> GitStore:
-    if find_toplevel(root) is None:
-        raise StoreError(f"--against needs a git repository; {root} is not in one.")
-    return GitStore(root)
-
-
-def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
-    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
-    proc = store.git("ls-tree", "-z", rev, "--", folder)
-    out = {}
-    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        if not entry:
-            continue
-        meta, path = entry.split("\t", 1)
-        name = path.rsplit("/", 1)[-1]
-        if name.endswith(".yaml"):
-            out[name[:-5]] = meta.split()[2]
-    return out

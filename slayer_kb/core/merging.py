@@ -1,0 +1,61 @@
+"""Two versions of one record, made on two clones, as one: what ``sync`` merges that git cannot.
+
+- A **session** file (``sessions/<id>.yaml``), above all Engram's default session of a project
+  (``manual-save-<project>``) that every agent's first save to a new project creates: the union of
+  both versions' prompts, the earliest start, the latest end with its summary.
+- A **topic-key memory** (Engram's upsert: each save under the key revises the memory): the
+  newest content wins, as it would have had the saves come one after the other, and the
+  revisions and duplicates both sides counted are added up, so none is lost.
+
+Pure functions over records; ``ops/sync.py`` reads the versions from git and writes the result.
+"""
+
+from __future__ import annotations
+
+from .memory import Memory
+from .session import Prompt, Session
+
+
+def merge_sessions(ours: Session, theirs: Session) -> Session:
+    """One session from two versions of it (``ours`` wins where both set a plain field)."""
+    prompts: dict[tuple[str, str, str | None], Prompt] = {}
+    for prompt in [*ours.prompts, *theirs.prompts]:
+        prompts.setdefault((prompt.created_at, prompt.content, prompt.project), prompt)
+    ended = [s for s in (ours, theirs) if s.ended_at]
+    last = max(ended, key=lambda s: s.ended_at or "") if ended else None
+    return Session(
+        id=ours.id,
+        started_at=min(ours.started_at, theirs.started_at),
+        project=ours.project or theirs.project,
+        directory=ours.directory or theirs.directory,
+        ended_at=last.ended_at if last else None,
+        summary=(last.summary if last and last.summary else ours.summary or theirs.summary),
+        prompts=sorted(prompts.values(), key=lambda p: p.created_at),
+    )
+
+
+def last_written(memory: Memory) -> str:
+    return memory.updated_at or memory.created_at
+
+
+def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> Memory:
+    """One topic-key memory from two clones' revisions of it since ``base`` (None when both
+    created it): the newer content, the counts of both sides added up. The id is ``ours``'s."""
+    newer = theirs if last_written(theirs) > last_written(ours) else ours
+
+    return newer.evolve(
+        id=ours.id,
+        created_at=min(ours.created_at, theirs.created_at),
+        revision_count=_summed(base, ours, theirs, "revision_count", unit=1),
+        duplicate_count=_summed(base, ours, theirs, "duplicate_count", unit=0),
+    )
+
+
+def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str, unit: int) -> int | None:
+    """Both sides' counts added up, the base's counted once; a missing count is ``unit`` (a
+    memory is its own first revision)."""
+    mine, other = getattr(ours, name), getattr(theirs, name)
+    if mine is None and other is None and (base is None or getattr(base, name) is None) and unit == 0:
+        return None
+    start = (getattr(base, name) or unit) if base is not None else 0
+    return (mine or unit) + (other or unit) - start

@@ -1,0 +1,335 @@
+"""``sync``: pull, merge what git cannot, revalidate, reindex, push; retried under contention.
+
+fetch, then a rebase of this branch's commits onto the upstream. With leased ids
+(``store/leases.py``) two clones never add the same file, so the rebase meets only:
+
+- **session files** both sides wrote (Engram's default session of a new project, above all):
+  merged (``core/merging.py``: the union of prompts, the earliest start, the latest end);
+- **topic-key memories** both sides revised: the newest content, both sides' revisions counted;
+- **two edits of one memory**: a true conflict, which a person resolves (the error names the
+  files and steps that work as written).
+
+After the rebase, a topic key this branch saved first while the upstream saved it too is folded
+into the upstream's memory (one memory per key, the revisions summed, the other kept in git's
+history). Ids allocated before leases (or with ``slayer-kb.ids sequential``) that the upstream
+used for other memories are renumbered first (``renumber.py``). Both kinds of move are recorded
+(``store/moves.py``): a command on a moved id refuses and names both memories.
+
+A push refused because others pushed first is retried (pull again, push again) with jittered,
+growing waits. Whenever sync cannot finish it puts the branch, index and work tree back exactly
+where they were and says how to go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.memory import Memory, dumps, loads
+from ..core.merging import merge_sessions, merge_topic_revisions
+from ..core.session import SESSIONS_DIR, id_of_file
+from ..core.session import dumps as dump_session
+from ..core.session import loads as load_session
+from ..store.repo import Change, GitStore
+from ..transaction import Transaction, memory_change
+from .renumber import plan, renumbered_text, require_clean, rewrite_commits
+from .validate import validate
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+PUSH_ATTEMPTS = 12
+# Waits between attempts: uniform in [0, min(CAP, FIRST * 2**attempt)] ("full jitter"), so
+# clones that collided spread out instead of colliding again in step.
+BACKOFF_FIRST = 0.1
+BACKOFF_CAP = 3.0
+
+
+@dataclass
+class SyncResult:
+    remote: str
+    branch: str
+    pulled: int = 0
+    pushed: int = 0
+    renumbered: dict[str, str] = field(default_factory=dict)
+    merged: dict[str, str] = field(default_factory=dict)
+    resolved: list[str] = field(default_factory=list)
+    action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
+    head: str | None = None
+    attempts: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
+                "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
+                "resolved": self.resolved, "attempts": self.attempts, "head": self.head}
+
+
+def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
+    """Pull (rebase), merge, revalidate, reindex and push (see the module doc)."""
+    store = kb.store
+    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    if not branch:
+        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+    if store.git("remote", "get-url", "--", remote, check=False).returncode != 0:
+        raise InvalidInputError(
+            f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
+        )
+    upstream_branch = _upstream_branch(store, branch, remote)
+    tracking = f"refs/remotes/{remote}/{upstream_branch}"
+    result = SyncResult(remote, branch)
+    with kb.transaction() as tx:
+        require_clean(store)
+        start = store.head()
+        if start is None:
+            raise InvalidInputError("The repository has no commit yet; save a memory first.")
+        try:
+            for attempt in range(PUSH_ATTEMPTS):
+                result.attempts = attempt + 1
+                _pull(kb, tx, remote, upstream_branch, tracking, result)
+                if _push(store, remote, upstream_branch, tracking, result):
+                    break
+                time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** attempt)))  # noqa: S311
+            else:
+                raise ConflictError(
+                    f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
+                    "the repository is back as it was. Run 'slayer-kb sync' again."
+                )
+        except BaseException:
+            _put_back(store, start)
+            kb.index.sync()
+            raise
+        result.head = store.head()
+        kb.index.sync()
+        kb.moves.record(result.renumbered, "renumbered")
+        kb.moves.record(result.merged, "merged")
+        # Ids for the saves that follow, while the remote is at hand (never fails the sync).
+        with contextlib.suppress(KBError):
+            kb.leases.top_up(kb.highest_auto_id())
+    return result
+
+
+def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
+    configured_remote = store.git("config", "--get", f"branch.{branch}.remote", check=False).stdout.decode().strip()
+    merge = store.git("config", "--get", f"branch.{branch}.merge", check=False).stdout.decode().strip()
+    if configured_remote == remote and merge.startswith("refs/heads/"):
+        return merge[len("refs/heads/"):]
+    return branch
+
+
+def _pull(kb: KnowledgeBase, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
+          result: SyncResult) -> None:
+    """Bring the upstream in (nothing to do when the remote has no such branch yet)."""
+    store = kb.store
+    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
+    upstream = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    if not upstream:
+        return
+    head = store.head()
+    assert head is not None
+    if store.is_ancestor(upstream, head):
+        return
+    before = head
+    if store.is_ancestor(head, upstream):
+        store.git("merge", "-q", "--ff-only", upstream)
+        result.action = "fast-forward"
+    else:
+        base, mapping = plan(kb, upstream)
+        if mapping:
+            store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
+            compose(result.renumbered, mapping)
+        _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        result.action = "rebased"
+        kb.index.sync()
+        _fold_topic_keys(kb, tx, upstream, result)
+    result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
+    kb.index.sync()
+    _revalidate(kb, upstream)
+
+
+def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
+    """Add ``mapping`` to ``known`` as a map from each original id to its final id: a memory
+    renumbered twice (27 -> 28 on one attempt, 28 -> 29 on the next) is 27 -> 29."""
+    chained = {new: old for old, new in known.items()}
+    for old, new in mapping.items():
+        known[chained.get(old, old)] = new
+
+
+def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
+            result: SyncResult) -> None:
+    """Rebase onto ``upstream``, merging the session files and topic-key memories both sides
+    wrote; a conflict of any other file aborts it and raises."""
+    store = kb.store
+    proc = store.git("-c", "core.editor=true", "rebase", "-q", upstream, check=False)
+    while proc.returncode != 0:
+        unmerged = _unmerged(store)
+        if not unmerged:
+            if not store.git("diff", "--cached", "--quiet", check=False).returncode and _rebasing(store):
+                # Our commit became empty once merged (the upstream had the same change): drop it.
+                proc = store.git("-c", "core.editor=true", "rebase", "--skip", check=False)
+                continue
+            raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+        left = [path for path, stages in unmerged.items() if not _merge_file(kb, path, stages)]
+        if left:
+            store.git("rebase", "--abort", check=False)
+            raise ConflictError(_conflict_message(store, left, remote, upstream_branch, renumbered))
+        result.resolved += [p[len(store.prefix):] for p in unmerged if p[len(store.prefix):] not in result.resolved]
+        proc = store.git("-c", "core.editor=true", "rebase", "--continue", check=False)
+
+
+def _rebasing(store: GitStore) -> bool:
+    for name in ("rebase-merge", "rebase-apply"):
+        git_path = store.git("rev-parse", "--git-path", name).stdout.decode().strip()
+        if (store.top / git_path).exists():
+            return True
+    return False
+
+
+def _unmerged(store: GitStore) -> dict[str, dict[int, str]]:
+    """The unmerged paths (repository-relative) and their stages' blob ids."""
+    out = store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape")
+    found: dict[str, dict[int, str]] = {}
+    for entry in filter(None, out.split("\0")):
+        info, _, path = entry.partition("\t")
+        _mode, blob, stage = info.split()
+        found.setdefault(path, {})[int(stage)] = blob
+    return found
+
+
+def _merge_file(kb: KnowledgeBase, path: str, stages: dict[int, str]) -> bool:
+    """Write and stage the merge of a session file or a topic-key memory both sides changed;
+    False when the file is neither (or one side deleted it): a person decides."""
+    store = kb.store
+    if 2 not in stages or 3 not in stages or not path.startswith(store.prefix):
+        return False
+    kb_path = path[len(store.prefix):]
+    # In a rebase, stage 2 is the upstream's version (the commit being built on) and stage 3 is
+    # this branch's commit being replayed.
+    texts = {n: store.git("cat-file", "blob", blob).stdout.decode("utf-8", "replace") for n, blob in stages.items()}
+    merged: str | None = None
+    try:
+        folder, _, name = kb_path.partition("/")
+        session_id = id_of_file(name) if folder == SESSIONS_DIR else None
+        memory_id = id_of_path(kb_path)
+        if session_id is not None:
+            merged = dump_session(merge_sessions(load_session(texts[2], session_id), load_session(texts[3], session_id)))
+        elif memory_id is not None:
+            upstream, ours = loads(texts[2], memory_id), loads(texts[3], memory_id)
+            if upstream.topic_key and upstream.topic_key == ours.topic_key:
+                base = loads(texts[1], memory_id) if 1 in stages else None
+                merged = dumps(merge_topic_revisions(base, upstream, ours))
+    except KBError:
+        return False
+    if merged is None:
+        return False
+    (kb.root / kb_path).write_text(merged, encoding="utf-8")
+    store.git("add", "--", path)
+    return True
+
+
+def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_branch: str, renumbered: bool) -> str:
+    files = ", ".join(p[len(store.prefix):] for p in paths)
+    steps = [f"git fetch {remote}"]
+    if renumbered:
+        # A plain 'git pull --rebase' would skip the renumbering and stop on two different
+        # memories with one id; renumbering first makes the rebase meet only the real conflict.
+        steps.append(f"slayer-kb renumber --onto {remote}/{upstream_branch} --rewrite")
+    steps += [f"git rebase {remote}/{upstream_branch}", f"edit {files} to keep what both sides meant",
+              f"git add {' '.join(paths)}", "slayer-kb validate", "git rebase --continue", "slayer-kb sync"]
+    return (f"Your commits and {remote}/{upstream_branch} both edited {files}; the repository is back as "
+            "it was. To merge by hand: " + "; ".join(steps) + ".")
+
+
+def _fold_topic_keys(kb: KnowledgeBase, tx: Transaction, upstream: str, result: SyncResult) -> None:
+    """One memory per topic key: a key this branch saved first while the upstream saved it too
+    is folded into the upstream's memory, in one commit (see the module doc)."""
+    store = kb.store
+    head = store.head()
+    assert head is not None
+    changed = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", upstream, head, "--",
+                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    ours = [i for i in (id_of_path(p[len(store.prefix):]) for p in filter(None, changed.split("\0"))) if i]
+    folds: dict[str, Memory] = {}
+    changes: list[Change] = []
+    for memory_id in ours:
+        with contextlib.suppress(KBError):
+            mine = kb.read(memory_id)
+            if not mine.topic_key or mine.is_deleted:
+                continue
+            theirs = [m for m in tx.live(topic_key=mine.topic_key, project=mine.project, scope=mine.scope)
+                      if m.id != memory_id and m.id not in ours]
+            if not theirs:
+                continue
+            keeper = min(theirs, key=lambda m: m.created_at)
+            merged = merge_topic_revisions(None, keeper, mine)
+            folds[memory_id] = merged
+            changes += [memory_change(merged), Change(memory_path(memory_id), None)]
+    if not folds:
+        return
+    mapping = {old: m.id for old, m in folds.items()}
+    for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
+        if other_id not in mapping:
+            new_text = renumbered_text(other_id, text, mapping)
+            if new_text is not None:
+                changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
+    moves = ", ".join(f"{old} into {new}" for old, new in mapping.items())
+    keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
+    tx.commit(changes, f"memory: merge {moves} (topic {keys})", {m.id: m for m in folds.values()})
+    result.merged.update(mapping)
+
+
+def _revalidate(kb: KnowledgeBase, upstream: str) -> None:
+    """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
+    store = kb.store
+    head = store.head()
+    assert head is not None
+    changed = store.git(
+        "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", upstream, head, "--",
+        store.repo_path(f"{MEMORIES_DIR}/"),
+    ).stdout
+    paths = []
+    for raw in filter(None, changed.split(b"\0")):
+        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
+        if id_of_path(kb_path) is not None:
+            paths.append(kb.root / kb_path)
+    problems = [str(p) for p in validate(paths).problems] if paths else []
+    if problems:
+        raise ConflictError(
+            "After merging the upstream these memories do not validate, so nothing was pushed and "
+            "the repository is back as it was:\n" + "\n".join(problems)
+            + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
+        )
+
+
+def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> bool:
+    head = store.head()
+    assert head is not None
+    known = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    if known == head:
+        return True
+    ahead = store.git("rev-list", "--count", head, *([f"^{known}"] if known else [])).stdout.decode().strip()
+    proc = store.git("push", "-q", "--porcelain", remote, f"{head}:refs/heads/{upstream_branch}", check=False)
+    if proc.returncode != 0:
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
+            return False
+        raise StoreError(f"git push to {remote} failed: {text.strip()}")
+    store.git("update-ref", tracking, head)
+    if not known:
+        store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
+    if result.action == "up to date":
+        result.action = "pushed"
+    result.pushed = int(ahead or 0)
+    return True
+
+
+def _put_back(store: GitStore, start: str) -> None:
+    """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
+    if _rebasing(store):
+        store.git("rebase", "--abort", check=False)
+    if store.head() != start:
+        store.git("reset", "-q", "--keep", start, check=False)

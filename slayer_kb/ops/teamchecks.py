@@ -1,0 +1,109 @@
+"""What a team's branches must agree on, checked by ``validate``: auto ids that two branches
+allocated for different memories (``--against REF``), and topic keys held by more than one memory.
+
+Each check returns ``(file name, message)`` pairs that ``validate`` reports at line 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+from pathlib import Path
+
+from ..core.errors import StoreError
+from ..core.ids import is_auto_id
+from ..store.repo import GitStore, find_toplevel
+from ..store.revisions import resolve_rev
+
+MEMORIES = "memories"
+_TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
+
+
+def id_collisions(root: Path, files: dict[Path, str], kb_shown: str, against: str) -> list[tuple[str, str]]:
+    """Auto ids this branch added that ``against`` used for another memory."""
+    store = _store(root)
+    memories = store.repo_path(MEMORIES + "/")
+    against_sha = resolve_rev(store, against)
+    base_proc = store.git("merge-base", against_sha, "HEAD", check=False)
+    if base_proc.returncode != 0:
+        raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
+    base = base_proc.stdout.decode().strip()
+    at_base = set(_tree_blobs(store, base, memories))
+    theirs = _tree_blobs(store, against_sha, memories)
+    ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
+    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
+               + f" renumber --onto {shlex.quote(against)}")
+    candidates = [i for i in ours if is_auto_id(i) and i not in at_base and i in theirs]
+    if not candidates:
+        return []
+    # Only what REF added in commits HEAD lacks is another memory: one both sides have from one
+    # commit is the same memory, whatever merge base git picks after criss-cross merges.
+    head = store.head()
+    added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
+    problems = []
+    for memory_id in sorted(candidates, key=lambda i: (len(i), i)):
+        path, name = ours[memory_id]
+        if memory_id not in added:
+            continue
+        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
+        if local == theirs[memory_id]:
+            continue  # the same memory on both sides (merged or cherry-picked)
+        problems.append((
+            name,
+            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+            f"another memory; run '{command}' to give this branch's memory a fresh id and "
+            f"rewrite its memory:{memory_id} references, in one commit",
+        ))
+    return problems
+
+
+def topic_key_twins(files: dict[Path, str]) -> list[tuple[str, str]]:
+    """A topic key (in one project and scope) held by more than one live memory: Engram's upsert
+    then revises only the newest, and the other is stranded. Read from the keys' lines (the
+    canonical form writes them top-level) so that a large KB is not parsed twice."""
+    holders: dict[tuple[str, str, str], list[str]] = {}
+    for path, name in files.items():
+        if path.suffix != ".yaml" or path.parent.name != MEMORIES:
+            continue
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = path.read_text(encoding="utf-8")
+            if "topic_key:" not in text:
+                continue
+            found = {key: value.strip().strip("'\"") for key, value in _TOPIC_FIELDS.findall(text)}
+            if found.get("topic_key") and "deleted_at" not in found:
+                where = (found["topic_key"], found.get("project", ""), found.get("scope", "project"))
+                holders.setdefault(where, []).append(name)
+    problems = []
+    for (key, project, _scope), names in sorted(holders.items()):
+        if len(names) < 2:
+            continue
+        ids = ", ".join(Path(n).stem for n in sorted(names))
+        in_project = f" in project '{project}'" if project else ""
+        problems += [(
+            name,
+            f"topic_key '{key}'{in_project} is held by {len(names)} memories ({ids}); a save under the "
+            "key revises only the newest. Keep one: merge their learnings into it and forget the others "
+            "('slayer-kb forget ID'), or give each its own topic_key",
+        ) for name in sorted(names)]
+    return problems
+
+
+def _store(root: Path) -> GitStore:
+    if find_toplevel(root) is None:
+        raise StoreError(f"--against needs a git repository; {root} is not in one.")
+    return GitStore(root)
+
+
+def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
+    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
+    proc = store.git("ls-tree", "-z", rev, "--", folder)
+    out = {}
+    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        name = path.rsplit("/", 1)[-1]
+        if name.endswith(".yaml"):
+            out[name[:-5]] = meta.split()[2]
+    return out

@@ -1,0 +1,337 @@
+"""Auto ids a team can share: blocks of ids leased through refs on the remote.
+
+SLayer's contract is an int-shaped, monotonic auto id ("1", "2", ...). A KB with no remote counts
+1, 2, 3 as before. A KB whose repository has a remote hands out ids from *blocks* of ``BLOCK``
+ids that this clone leased by creating the ref ``refs/slayer-kb/ids/<k>`` on the remote (block
+``k`` is the ids ``k*BLOCK+1 .. (k+1)*BLOCK``). git creates a ref atomically or refuses it
+(``--force-with-lease=<ref>:`` with nothing expected means "only if it does not exist"), so no two
+clones ever hold the same block, and no two agents are ever handed the same id, whatever
+branches they work on: nothing is renumbered when their work meets.
+
+Each clone keeps its leases in its git folder (``slayer-kb-ids.json`` beside ``config``, shared by
+its worktrees, under a lock of its own), so every branch of one clone draws from the same blocks.
+Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
+within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
+``sync`` leases the next block ahead of need, so most saves never touch the network.
+
+Offline (the remote cannot be reached), a save still gets an id: from a block chosen at random
+among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ids around a billion), recorded as
+unregistered; the next ``sync`` creates its ref on the remote. Two offline clones pick the same
+block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen, ``sync`` renumbers as it does for
+ids allocated before leases existed, and says so.
+
+``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
+``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
+the current branch's remote, else ``origin``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import filelock
+
+from ..core.errors import StoreError
+
+BLOCK = 100
+NAMESPACE = "refs/slayer-kb/ids/"
+# Offline blocks: k in [OFFLINE_FIRST, OFFLINE_FIRST + OFFLINE_BLOCKS), ids 1,000,000,001 and up.
+OFFLINE_FIRST = 10_000_000
+OFFLINE_BLOCKS = 80_000_000
+# ``sync`` leases another block when fewer ids than this are left in hand.
+SPARE = BLOCK // 2
+# A lease that races another clone for the same block tries the next free one this many times.
+ATTEMPTS = 8
+NETWORK_SECONDS = 30.0
+STATE_FILE = "slayer-kb-ids.json"
+LOCK_FILE = "slayer-kb-ids.lock"
+
+
+def block_of(memory_id: int) -> int:
+    return (memory_id - 1) // BLOCK
+
+
+def first_of(block: int) -> int:
+    return block * BLOCK + 1
+
+
+@dataclass
+class Leases:
+    """What a clone holds: the remote's URL, its blocks (ascending), the next id to try, and the
+    offline blocks whose refs the remote does not have yet."""
+
+    remote_url: str = ""
+    blocks: list[int] = field(default_factory=list)
+    next: int = 0
+    unregistered: list[int] = field(default_factory=list)
+
+    def left(self) -> int:
+        """Ids still in hand (some may turn out to be taken by files and be skipped)."""
+        return sum(BLOCK - min(BLOCK, max(0, self.next - first_of(k))) for k in self.blocks)
+
+    def to_json(self) -> dict[str, object]:
+        return {"remote": self.remote_url, "blocks": self.blocks, "next": self.next, "unregistered": self.unregistered}
+
+
+@dataclass(frozen=True)
+class Remote:
+    name: str
+    url: str
+
+
+class IdLeases:
+    """The leases of the repository holding ``top`` (see the module doc)."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self._common: Path | None = None
+        self._git_dir: Path | None = None
+        self._config_seen: tuple[int, int, int] | None = None
+        self._config: dict[str, str] = {}
+
+    # -- settings ------------------------------------------------------------------------------
+
+    @property
+    def common_dir(self) -> Path:
+        """The git folder the clone's worktrees share (where leases are kept)."""
+        if self._common is None:
+            out = self._git("rev-parse", "--git-dir", "--git-common-dir").stdout.decode("utf-8", "surrogateescape")
+            git_dir, common = out.splitlines()
+            self._git_dir, self._common = (self.top / git_dir).resolve(), (self.top / common).resolve()
+        return self._common
+
+    def _settings(self) -> dict[str, str]:
+        """The repository's config keys leases depend on, read again only when the file changed."""
+        try:
+            st = os.stat(self.common_dir / "config")
+            seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            seen = None
+        if seen is None or seen != self._config_seen:
+            proc = self._git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.remote)$", check=False)
+            config: dict[str, str] = {}
+            for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+                key, _, value = item.partition("\n")
+                if key:
+                    config[key.lower() if key.count(".") < 2 else key] = value
+            self._config, self._config_seen = config, seen
+        return self._config
+
+    def remote(self) -> Remote | None:
+        """The remote ids are leased from, or None when this KB counts on its own."""
+        config = self._settings()
+        if config.get("slayer-kb.ids", "").strip().lower() == "sequential":
+            return None
+        if not any(key.startswith("remote.") for key in config):
+            return None
+        name = config.get("slayer-kb.remote", "").strip()
+        if not name:
+            branch = self._branch()
+            name = config.get(f"branch.{branch}.remote", "") if branch else ""
+            if not name or name == ".":
+                name = "origin"
+        url = config.get(f"remote.{name}.url")
+        return Remote(name, url) if url else None
+
+    def _branch(self) -> str | None:
+        assert self.common_dir and self._git_dir is not None
+        try:
+            head = (self._git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+
+    # -- taking ids ----------------------------------------------------------------------------
+
+    def take(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
+        """``count`` fresh ids from this clone's blocks, leasing blocks above ``floor`` (the highest
+        auto id the branch has seen) as needed; ids for which ``taken`` is true (a file already
+        has the name) are skipped. None when this KB does not lease ids (no remote)."""
+        remote = self.remote()
+        if remote is None:
+            return None
+        with self._locked():
+            held = self._load(remote)
+            ids: list[int] = []
+            while len(ids) < count:
+                n = self._next_in_hand(held)
+                if n is None:
+                    self._lease(remote, held, floor, blocks=-(-(count - len(ids)) // BLOCK))
+                    continue
+                held.next = n + 1
+                if not taken(n):
+                    ids.append(n)
+            self._save(held)
+        return [str(i) for i in ids]
+
+    def top_up(self, floor: int) -> Leases | None:
+        """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
+        than ``SPARE`` ids are left, so the saves that follow need no network. Never raises for
+        a remote that cannot be reached: the ids in hand still serve."""
+        remote = self.remote()
+        if remote is None:
+            return None
+        with self._locked():
+            held = self._load(remote)
+            if held.unregistered:
+                created, _reached = self._create(remote, held.unregistered)
+                # A refused offline block (another clone chose it too): its ids stay with the
+                # memories that have them, and sync renumbers any that collide; no new ids from it.
+                held.blocks = [k for k in held.blocks if k not in held.unregistered or k in created]
+                held.unregistered = []
+            if held.left() < SPARE:
+                with contextlib.suppress(StoreError):
+                    self._lease(remote, held, floor, blocks=1, offline_ok=False)
+            self._save(held)
+            return held
+
+    def _next_in_hand(self, held: Leases) -> int | None:
+        while held.blocks:
+            k = held.blocks[0]
+            n = max(held.next, first_of(k))
+            if block_of(n) == k:
+                return n
+            held.blocks.pop(0)
+            if k in held.unregistered:
+                held.unregistered.remove(k)
+        return None
+
+    def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
+        """Create ``blocks`` new block refs on the remote, the first free ones above ``floor`` and
+        above every block held; offline, blocks chosen at random (see the module doc)."""
+        start = max(block_of(floor + 1), max(held.blocks, default=-1) + 1, block_of(held.next) if held.next else 0)
+        for _attempt in range(ATTEMPTS):
+            taken = self._remote_blocks(remote)
+            if taken is None:
+                break
+            wanted: list[int] = []
+            k = start
+            while len(wanted) < blocks:
+                if k not in taken:
+                    wanted.append(k)
+                k += 1
+            created, reached = self._create(remote, wanted)
+            if not reached:
+                break
+            held.blocks = sorted({*held.blocks, *created})
+            blocks -= len(created)
+            if blocks <= 0:
+                return
+            start = max(wanted) + 1
+        else:
+            raise StoreError(
+                f"Could not lease a block of ids on {remote.name} after {ATTEMPTS} tries (others keep "
+                "taking them); run the command again."
+            )
+        if not offline_ok:
+            raise StoreError(f"The remote {remote.name} cannot be reached to lease ids.")
+        for _ in range(blocks):
+            k = OFFLINE_FIRST + secrets.randbelow(OFFLINE_BLOCKS)
+            held.blocks = sorted({*held.blocks, k})
+            held.unregistered.append(k)
+
+    def _remote_blocks(self, remote: Remote) -> set[int] | None:
+        """The blocks leased on the remote, or None when it cannot be reached."""
+        proc = self._git("ls-remote", "--refs", remote.name, f"{NAMESPACE}*", check=False, network=True)
+        if proc is None or proc.returncode != 0:
+            return None
+        blocks = set()
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            name = line.partition("\t")[2]
+            tail = name[len(NAMESPACE):]
+            if name.startswith(NAMESPACE) and tail.isdigit():
+                blocks.add(int(tail))
+        return blocks
+
+    def _create(self, remote: Remote, blocks: list[int]) -> tuple[list[int], bool]:
+        """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
+        created, and whether the remote answered at all."""
+        commit = self._lease_commit(blocks)
+        refs = [f"{NAMESPACE}{k}" for k in blocks]
+        proc = self._git(
+            "push", "--porcelain", *[f"--force-with-lease={ref}:" for ref in refs], remote.name,
+            *[f"{commit}:{ref}" for ref in refs], check=False, network=True,
+        )
+        if proc is None:
+            return [], False
+        created = []
+        answered = False
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            flag, _, rest = line.partition("\t")
+            target = rest.partition("\t")[0].partition(":")[2]
+            if target.startswith(NAMESPACE):
+                answered = True
+                if flag in ("*", " ", "+"):
+                    created.append(int(target[len(NAMESPACE):]))
+        return created, answered
+
+    def _lease_commit(self, blocks: list[int]) -> str:
+        """An empty commit that says who leased the blocks, for ``git log refs/slayer-kb/ids/K``."""
+        empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", input=b"").stdout.decode().strip()
+        spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
+        message = f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.top.name}.\n"
+        env = {"GIT_AUTHOR_NAME": "slayer-kb", "GIT_AUTHOR_EMAIL": "slayer-kb@localhost",
+               "GIT_COMMITTER_NAME": "slayer-kb", "GIT_COMMITTER_EMAIL": "slayer-kb@localhost"}
+        return self._git("commit-tree", empty, "-F", "-", input=message.encode(), env=env).stdout.decode().strip()
+
+    # -- the state file ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = filelock.FileLock(str(self.common_dir / LOCK_FILE), timeout=120)
+        try:
+            with lock:
+                yield
+        except filelock.Timeout:
+            raise StoreError(
+                f"Another slayer-kb process has held {self.common_dir / LOCK_FILE} for 120 s; wait and retry."
+            ) from None
+
+    def _load(self, remote: Remote) -> Leases:
+        try:
+            data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
+            held = Leases(str(data["remote"]), [int(k) for k in data["blocks"]], int(data["next"]),
+                          [int(k) for k in data.get("unregistered", [])])
+        except (OSError, ValueError, KeyError, TypeError):
+            return Leases(remote.url)
+        # Blocks leased on another remote mean nothing on this one.
+        return held if held.remote_url == remote.url else Leases(remote.url)
+
+    def _save(self, held: Leases) -> None:
+        path = self.common_dir / STATE_FILE
+        tmp = path.with_name(f"{STATE_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(held.to_json()), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise StoreError(f"Cannot write {path}: {exc.strerror}; is the repository writable?") from None
+
+    def _git(self, *args: str, check: bool = True, network: bool = False, input: bytes | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        full_env = {**os.environ, **(env or {})}
+        if network:
+            # Never wait on a password prompt: a lease that cannot ask falls back to offline ids.
+            full_env["GIT_TERMINAL_PROMPT"] = "0"
+        try:
+            proc = subprocess.run(
+                ["git", *args], cwd=self.top, input=input, env=full_env, capture_output=True,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                timeout=NETWORK_SECONDS if network else None, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            if network:
+                return None  # type: ignore[return-value]
+            raise
+        except FileNotFoundError:
+            raise StoreError("git is not installed or not on PATH; install git first.") from None
+        if check and proc.returncode != 0:
+            raise StoreError(f"git {' '.join(args)} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+        return proc

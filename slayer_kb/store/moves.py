@@ -1,0 +1,81 @@
+"""Ids this clone saw move: what ``sync`` could not avoid is never silent.
+
+With leased ids (``leases.py``) no shared memory is ever renumbered. Two cases remain, and both
+change an id an agent of this clone may still hold from a save's reply:
+
+- a **renumbered** memory: an id allocated before leases (or by ``slayer-kb.ids sequential``)
+  that the upstream had used for another memory; the memory now has a fresh id;
+- a **merged** memory: a topic key saved first on two clones; this clone's memory was folded
+  into the upstream's, which keeps its id.
+
+``sync`` records each move here (``slayer-kb-moves.json`` in the git folder, shared by the clone's
+worktrees); a command on a moved id refuses and names both memories until the user says which
+they mean (``slayer-kb renumber --accept ID``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MOVES_FILE = "slayer-kb-moves.json"
+
+
+@dataclass(frozen=True)
+class Move:
+    old: str
+    new: str
+    why: str  # "renumbered" | "merged"
+
+
+class MovedIds:
+    """The moves of the clone whose git folder (common to its worktrees) is ``common_dir``."""
+
+    def __init__(self, common_dir: Path) -> None:
+        self.path = common_dir / MOVES_FILE
+
+    def all(self) -> dict[str, Move]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {old: Move(old, str(m["to"]), str(m["why"])) for old, m in data.items()
+                if isinstance(m, dict) and "to" in m and "why" in m}
+
+    def get(self, memory_id: str) -> Move | None:
+        if not os.path.exists(self.path):  # the common case: nothing ever moved
+            return None
+        return self.all().get(memory_id)
+
+    def record(self, moves: dict[str, str], why: str) -> None:
+        """Record ``moves`` (old id -> new id); an earlier move to one of the old ids is carried
+        on to the new one, so every entry names where the memory is now."""
+        if not moves:
+            return
+        known = self.all()
+        for move in list(known.values()):
+            if move.new in moves:
+                known[move.old] = Move(move.old, moves[move.new], move.why)
+        for old, new in moves.items():
+            known[old] = Move(old, new, why)
+        self._write(known)
+
+    def accept(self, memory_id: str) -> bool:
+        """Forget the move of ``memory_id`` (the user now means whatever it names); whether there was one."""
+        known = self.all()
+        if known.pop(memory_id, None) is None:
+            return False
+        self._write(known)
+        return True
+
+    def _write(self, known: dict[str, Move]) -> None:
+        tmp = self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps({m.old: {"to": m.new, "why": m.why} for m in known.values()}, indent=1),
+                           encoding="utf-8")
+            os.replace(tmp, self.path)

@@ -1,0 +1,255 @@
+"""Many agents, one remote: auto ids leased from the remote never change under an agent, and
+sync merges what git cannot (topic keys, session files), retried under contention."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import ConflictError
+from slayer_kb.ops.renumber import plan
+from slayer_kb.ops.sync import compose, sync
+from slayer_kb.store.leases import BLOCK, NAMESPACE
+from slayer_kb.store.moves import MovedIds
+from testing import git, json_of, make_team
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> tuple[Path, list[Path]]:
+    return make_team(tmp_path, 2)
+
+
+def leased_blocks(bare: Path) -> list[str]:
+    refs = git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE)
+    return sorted(refs.split(), key=lambda r: int(r.rsplit("/", 1)[1]))
+
+
+def test_an_id_an_agent_holds_never_changes_meaning(team, run_cli) -> None:
+    """The issue's example: X and Y save before syncing; Y forgets what it saved."""
+    bare, (x, y) = team
+    saved_x = run_cli("--kb", x, "save", "X: keep this", "-e", "shop.orders.amount", check=True)
+    assert saved_x.stdout.splitlines()[0] == "Saved memory 1 (created)"
+    run_cli("--kb", x, "sync", check=True)
+    saved_y = run_cli("--kb", y, "save", "Y: obsolete", "-e", "shop.orders.amount", check=True)
+    # Y's clone leased the next block: its first id can never be one X's clone hands out.
+    assert saved_y.stdout.splitlines()[0] == f"Saved memory {BLOCK + 1} (created)"
+    synced = run_cli("--kb", y, "sync", check=True)
+    assert synced.stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+    run_cli("--kb", y, "forget", str(BLOCK + 1), check=True)
+    run_cli("--kb", y, "sync", check=True)
+    run_cli("--kb", x, "sync", check=True)
+    for root in (x, y):
+        assert KnowledgeBase(root).get("1")["learning"] == "X: keep this"
+        assert not (root / "memories" / f"{BLOCK + 1}.yaml").exists()
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+    # Whoever holds a block is on record, for an audit.
+    assert git(bare, "log", "-1", "--format=%s", f"{NAMESPACE}1").strip() == f"slayer-kb: lease ids {BLOCK + 1}-{2 * BLOCK}"
+
+
+def test_a_kb_with_no_remote_still_counts_one_two_three(catalog_kb: KnowledgeBase) -> None:
+    ids = [catalog_kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(3)]
+    assert ids == ["1", "2", "3"]
+    assert not (catalog_kb.root / ".git" / "slayer-kb-ids.json").exists()
+
+
+def test_branches_of_one_clone_and_of_many_never_share_an_id(team) -> None:
+    _bare, (a, b) = team
+    other = a.parent / "a-second-worktree"
+    git(a, "worktree", "add", "-q", "-b", "agent-2", str(other))
+    kbs = [KnowledgeBase(a), KnowledgeBase(other), KnowledgeBase(b)]
+    ids = [kb.save_memory(f"note from {n}", ["orders.amount"]).memory_id for n, kb in enumerate(kbs * 3)]
+    assert len(set(ids)) == len(ids)
+    # Within a clone, ids increase whichever worktree saves.
+    from_a = [int(i) for n, i in enumerate(ids) if n % 3 != 2]
+    assert from_a == sorted(from_a)
+
+
+def test_ids_run_on_into_a_new_block_when_one_is_used_up(team) -> None:
+    bare, (a, _b) = team
+    kb = KnowledgeBase(a)
+    result = kb.capture_passive("## Key Learnings:\n" + "\n".join(f"- learned fact number {n} about orders" for n in range(BLOCK + 5)),
+                                session_id="s1")
+    ids = [int(i) for i in result["memory_ids"]]
+    assert ids == list(range(1, BLOCK + 6))
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+
+
+def test_offline_saves_get_ids_no_online_clone_hands_out(team) -> None:
+    bare, (a, b) = team
+    git(a, "remote", "set-url", "origin", str(bare.parent / "unreachable.git"))
+    offline = KnowledgeBase(a).save_memory("saved on a plane", ["orders.amount"]).memory_id
+    assert int(offline) > 10**9
+    online = KnowledgeBase(b).save_memory("saved at the office", ["orders.amount"]).memory_id
+    assert online == "1"
+    git(a, "remote", "set-url", "origin", str(bare))
+    git(a, "branch", "-q", "--set-upstream-to=origin/main")
+    sync(KnowledgeBase(b))
+    result = sync(KnowledgeBase(a))
+    assert result.renumbered == {}
+    # The offline block is now on the remote: nobody else can lease it.
+    block = (int(offline) - 1) // BLOCK
+    assert f"{NAMESPACE}{block}" in leased_blocks(bare)
+
+
+def test_validate_against_main_passes_for_every_agent_branch(team, run_cli) -> None:
+    """Branch per agent: after one branch is merged, the others still pass with no renumbering."""
+    bare, (a, b) = team
+    for root, name in ((a, "agent-a"), (b, "agent-b")):
+        git(root, "switch", "-q", "-c", name)
+        KnowledgeBase(root).save_memory(f"{name}'s finding", ["orders.amount"])
+        git(root, "push", "-q", "origin", name)
+    reviewer = a.parent / "reviewer"
+    git(a.parent, "clone", "-q", str(bare), "reviewer")
+    for name in ("agent-a", "agent-b"):
+        git(reviewer, "fetch", "-q", "origin", name)
+        git(reviewer, "switch", "-q", "--detach", f"origin/{name}")
+        proc = run_cli("--kb", reviewer, "validate", "--against", "origin/main")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        git(reviewer, "switch", "-q", "main")
+        git(reviewer, "merge", "-q", "--no-edit", f"origin/{name}")
+        git(reviewer, "push", "-q", "origin", "main")
+    assert sorted(p.stem for p in (reviewer / "memories").glob("*.yaml")) == ["1", str(BLOCK + 1)]
+
+
+def test_a_criss_cross_merge_is_not_a_collision(catalog_kb: KnowledgeBase, run_cli) -> None:
+    root = catalog_kb.root
+    main = git(root, "symbolic-ref", "--short", "HEAD").strip()
+    git(root, "switch", "-q", "-c", "x")
+    catalog_kb.save_memory("x's note", ["orders.amount"], id="5")
+    git(root, "switch", "-q", "-c", "y", main)
+    catalog_kb.save_memory("y's note", ["orders.status"], id="6")
+    x1, y1 = git(root, "rev-parse", "x").strip(), git(root, "rev-parse", "y").strip()
+    env = {**os.environ, "GIT_EDITOR": "true"}
+    subprocess.run(["git", "merge", "-q", "--no-edit", x1], cwd=root, check=True, env=env)  # y merges x
+    git(root, "switch", "-q", "x")
+    subprocess.run(["git", "merge", "-q", "--no-edit", y1], cwd=root, check=True, env=env)  # x merges y
+    catalog_kb.update("5", learning="x's note, edited after the merges")
+    # Two merge bases (x1 and y1): whichever git picks, both memories are the same on both sides.
+    assert len(git(root, "merge-base", "--all", "x", "y").split()) == 2
+    assert plan(KnowledgeBase(root), "y")[1] == {}
+    proc = run_cli("--kb", root, "validate", "--against", "y")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # review shows what git's three-dot diff shows (from the merge base git picks), nothing renumbered.
+    review = json_of(run_cli("--kb", root, "review", "y", "--json", check=True))
+    status = {"A": "added", "M": "changed", "D": "removed"}
+    expected: dict[str, list[str]] = {"added": [], "changed": [], "removed": []}
+    for line in git(root, "diff", "--name-status", "--no-renames", "y...HEAD", "--", "memories").splitlines():
+        flag, path = line.split("\t")
+        expected[status[flag]].append(Path(path).stem)
+    assert {k: sorted(m["id"] for m in review[k]) for k in expected} == expected
+    assert "5" in expected["changed"] + expected["added"] and review["removed"] == []
+
+
+def test_renumbered_is_a_map_from_each_original_id_to_its_final_id() -> None:
+    known = {"27": "28"}
+    compose(known, {"28": "29", "30": "31"})
+    assert known == {"27": "29", "30": "31"}
+
+
+def test_moves_carry_on_to_where_a_memory_is_now(tmp_path: Path) -> None:
+    moves = MovedIds(tmp_path)
+    moves.record({"27": "28"}, "renumbered")
+    moves.record({"28": "29"}, "renumbered")
+    assert moves.get("27").new == "29"
+    assert json.loads((tmp_path / "slayer-kb-moves.json").read_text())["27"] == {"to": "29", "why": "renumbered"}
+
+
+def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, run_cli) -> None:
+    _bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    first = kb_a.save_observation("Retry budget", "Three retries, then give up.", type="decision",
+                                  project="api", topic_key="decision/retry-budget")
+    kb_a.save_observation("Retry budget", "Three retries with jitter.", type="decision",
+                          project="api", topic_key="decision/retry-budget")
+    theirs = kb_b.save_observation("Retry budget", "Five retries, exponential backoff.", type="decision",
+                                   project="api", topic_key="decision/retry-budget")
+    assert (first.memory_id, theirs.memory_id) == ("1", str(BLOCK + 1))
+    sync(kb_a)
+    result = sync(kb_b)
+    assert result.merged == {str(BLOCK + 1): "1"}
+    sync(kb_a)
+    for root in (a, b):
+        memory = KnowledgeBase(root).get("1")
+        # The newest content; three saves under the key in all, none lost.
+        assert memory["learning"] == "Five retries, exponential backoff."
+        assert memory["revision_count"] == 3
+        assert not (root / "memories" / f"{BLOCK + 1}.yaml").exists()
+    # B's agent still holds its id: a command on it says where the memory went.
+    with pytest.raises(ConflictError) as exc:
+        KnowledgeBase(b).update(str(BLOCK + 1), learning="x")
+    assert str(exc.value).startswith(
+        f"Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
+        f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now. Use 1"
+    )
+    # The next upsert under the key, on either clone, revises the one memory.
+    again = KnowledgeBase(b).save_observation("Retry budget", "Four retries.", type="decision", project="api",
+                                              topic_key="decision/retry-budget")
+    assert (again.memory_id, again.action) == ("1", "revised")
+    proc = run_cli("--kb", b, "validate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, run_cli) -> None:
+    kb = catalog_kb
+    kb.save_observation("Retry budget", "Three retries.", project="api", topic_key="decision/retry")
+    kb.save_observation("Other", "Something else.", project="api")
+    text = (kb.root / "memories" / "2.yaml").read_text()
+    (kb.root / "memories" / "2.yaml").write_text(text.replace("project: api\n", "project: api\ntopic_key: decision/retry\n"))
+    proc = run_cli("--kb", kb.root, "validate")
+    assert proc.returncode == 1
+    message = ("topic_key 'decision/retry' in project 'api' is held by 2 memories (1, 2); a save under the key "
+               "revises only the newest. Keep one: merge their learnings into it and forget the others "
+               "('slayer-kb forget ID'), or give each its own topic_key")
+    assert f"memories/1.yaml:1: {message}" in proc.stdout
+    assert f"memories/2.yaml:1: {message}" in proc.stdout
+
+
+def test_the_default_session_file_never_conflicts(team) -> None:
+    _bare, (a, b) = team
+    KnowledgeBase(a).save_observation("A's first", "Learned in newproj by A.", project="newproj")
+    KnowledgeBase(a).save_prompt("A asks something", project="newproj")
+    KnowledgeBase(b).save_observation("B's first", "Learned in newproj by B.", project="newproj")
+    KnowledgeBase(b).save_prompt("B asks something", project="newproj")
+    sync(KnowledgeBase(a))
+    result = sync(KnowledgeBase(b))
+    assert result.resolved == ["sessions/manual-save-newproj.yaml"]
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        timeline = KnowledgeBase(root).session_timeline("manual-save-newproj")
+        prompts = [p["content"] for p in timeline["session"]["prompts"]]
+        assert sorted(prompts) == ["A asks something", "B asks something"]
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+
+
+def test_a_topic_key_memory_revised_on_both_clones_merges(team) -> None:
+    _bare, (a, b) = team
+    kb_a = KnowledgeBase(a)
+    kb_a.save_observation("Cache", "Redis, 5 min TTL.", project="api", topic_key="arch/cache")
+    sync(kb_a)
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 10 min TTL.", project="api", topic_key="arch/cache")
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_observation("Cache", "Redis, 1 min TTL for carts.", project="api", topic_key="arch/cache")
+    result = sync(KnowledgeBase(b))
+    assert result.resolved == ["memories/1.yaml"]
+    memory = KnowledgeBase(b).get("1")
+    assert memory["learning"] == "Redis, 1 min TTL for carts." and memory["revision_count"] == 3
+
+
+def test_sync_retries_a_refused_push(team) -> None:
+    bare, (a, _b) = team
+    # The remote refuses the first four pushes to a branch, as a busy remote would.
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nn=$(cat \"$GIT_DIR/refused\" 2>/dev/null || echo 0)\n"
+                    "grep -q ' refs/heads/' || exit 0\n"
+                    "if [ \"$n\" -lt 4 ]; then echo $((n+1)) > \"$GIT_DIR/refused\"; exit 1; fi\n")
+    hook.chmod(0o755)
+    KnowledgeBase(a).save_memory("pushed at last", ["orders.amount"])
+    result = sync(KnowledgeBase(a))
+    assert (result.action, result.attempts) == ("pushed", 5)
+    assert git(bare, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
