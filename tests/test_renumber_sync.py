@@ -4,6 +4,7 @@ collide, are tested in test_team.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
+from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import sync
 from testing import commit_all, git, json_of, write_test_catalog
@@ -211,7 +213,7 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
     (b / "memories" / "shared.yaml").write_text("".join(kept).replace("A's version", "Both versions"))
     git(b, "add", "memories/shared.yaml")
     subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
-                   env={**__import__("os").environ, "GIT_EDITOR": "true"})
+                   env={**os.environ, "GIT_EDITOR": "true"})
     assert sync(KnowledgeBase(b)).action == "pushed"
     assert KnowledgeBase(b).get("shared")["learning"] == "Both versions"
 
@@ -264,3 +266,40 @@ def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path
     # files are half alike, a "copy").
     entries = json_of(run_cli("--kb", b, "log", "1", "--json", check=True))
     assert [e["message"] for e in entries] == ["memory: save 1"]
+
+
+def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], run_cli) -> None:
+    """With a collision as well as a real conflict, 'git pull --rebase' would stop on two different
+    memories 1; the steps sync gives renumber first, and followed as written they finish."""
+    _bare, a, b = clones
+    kb_a = KnowledgeBase(a)
+    kb_a.save_memory("Shared", ["orders.amount"], id="shared")
+    sync(kb_a)
+    git(b, "pull", "-q")
+    kb_a.save_memory("A's auto", ["orders.amount"])
+    kb_a.update("shared", learning="A's version")
+    sync(kb_a)
+    kb_b = KnowledgeBase(b)
+    kb_b.save_memory("B's auto", ["orders.qty"])
+    kb_b.update("shared", learning="B's version")
+    with pytest.raises(ConflictError) as exc:
+        sync(kb_b)
+    assert str(exc.value) == (
+        "Your commits and origin/master both edited memories/shared.yaml; the repository is back as it "
+        "was. To merge by hand: git fetch origin; slayer-kb renumber --onto origin/master --rewrite; git "
+        "rebase origin/master; edit memories/shared.yaml to keep what both sides meant; git add "
+        "memories/shared.yaml; slayer-kb validate; git rebase --continue; slayer-kb sync."
+    )
+    git(b, "fetch", "-q", "origin")
+    run_cli("--kb", b, "renumber", "--onto", "origin/master", "--rewrite", check=True)
+    rebase = subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True, text=True)
+    assert rebase.returncode == 1
+    assert git(b, "diff", "--name-only", "--diff-filter=U").split() == ["memories/shared.yaml"]
+    merged = KnowledgeBase(a).get("shared")
+    (b / "memories" / "shared.yaml").write_text(dumps(Memory(**{**merged, "learning": "Both versions"})))
+    git(b, "add", "memories/shared.yaml")
+    assert run_cli("--kb", b, "validate").returncode == 0
+    subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
+                   env={**os.environ, "GIT_EDITOR": "true"})
+    assert sync(KnowledgeBase(b)).action == "pushed"
+    assert all_learnings(b) == sorted(["A's auto", "B's auto", "Both versions"])
