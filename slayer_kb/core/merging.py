@@ -40,8 +40,10 @@ def last_written(memory: Memory) -> str:
 
 def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> Memory:
     """One topic-key memory from two clones' revisions of it since ``base`` (None when both
-    created it): the newer content, the counts of both sides added up. The id is ``ours``'s."""
-    newer = theirs if last_written(theirs) > last_written(ours) else ours
+    created it): the newer content, the counts of both sides added up. The id is ``ours``'s.
+    ``theirs`` is the side applied last (the commits a rebase replays): it wins a tie, as it would
+    had its save come after ``ours`` in one clone (times have a resolution of a second)."""
+    newer = theirs if last_written(theirs) >= last_written(ours) else ours
 
     return newer.evolve(
         id=ours.id,

@@ -82,6 +82,13 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
     upstream_branch = _upstream_branch(store, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
+    _fetch(store, remote, upstream_branch, tracking)
+    head = store.head()
+    if head is not None and head == _tip(store, tracking) and not _rebasing(store):
+        # Nothing to pull or push: no lock, no index check (a team syncs often).
+        result.head = head
+        _top_up(kb)
+        return result
     with kb.transaction() as tx:
         require_clean(store)
         start = store.head()
@@ -90,6 +97,8 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
         try:
             for attempt in range(PUSH_ATTEMPTS):
                 result.attempts = attempt + 1
+                if attempt:
+                    _fetch(store, remote, upstream_branch, tracking)
                 _pull(kb, tx, remote, upstream_branch, tracking, result)
                 if _push(store, remote, upstream_branch, tracking, result):
                     break
@@ -104,13 +113,24 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
             kb.index.sync()
             raise
         result.head = store.head()
-        kb.index.sync()
         kb.moves.record(result.renumbered, "renumbered")
         kb.moves.record(result.merged, "merged")
-        # Ids for the saves that follow, while the remote is at hand (never fails the sync).
-        with contextlib.suppress(KBError):
-            kb.leases.top_up(kb.highest_auto_id())
+    _top_up(kb)
     return result
+
+
+def _top_up(kb: KnowledgeBase) -> None:
+    """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
+    with contextlib.suppress(KBError):
+        kb.leases.top_up(kb.highest_auto_id())
+
+
+def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> None:
+    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
+
+
+def _tip(store: GitStore, ref: str) -> str:
+    return store.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).stdout.decode().strip()
 
 
 def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
@@ -123,10 +143,9 @@ def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
 
 def _pull(kb: KnowledgeBase, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
           result: SyncResult) -> None:
-    """Bring the upstream in (nothing to do when the remote has no such branch yet)."""
+    """Bring the fetched upstream in (nothing to do when the remote has no such branch yet)."""
     store = kb.store
-    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
-    upstream = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    upstream = _tip(store, tracking)
     if not upstream:
         return
     head = store.head()
@@ -308,7 +327,7 @@ def _revalidate(kb: KnowledgeBase, upstream: str) -> None:
 def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> bool:
     head = store.head()
     assert head is not None
-    known = store.git("rev-parse", "-q", "--verify", f"{tracking}^{{commit}}", check=False).stdout.decode().strip()
+    known = _tip(store, tracking)
     if known == head:
         return True
     ahead = store.git("rev-list", "--count", head, *([f"^{known}"] if known else [])).stdout.decode().strip()

@@ -1,0 +1,58 @@
+"""What sync merges that git cannot (core/merging.py), checked as properties."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slayer_kb.core.memory import Memory
+from slayer_kb.core.merging import merge_sessions, merge_topic_revisions
+from slayer_kb.core.session import Prompt, Session
+from slayer_kb.store.leases import BLOCK, block_of, first_of
+
+times = st.integers(min_value=0, max_value=59).map(lambda s: f"2026-11-29T20:42:{s:02d}Z")
+prompts = st.lists(st.builds(Prompt, created_at=times, content=st.sampled_from(["a", "b", "c"])), max_size=5)
+sessions = st.builds(Session, id=st.just("manual-save-api"), started_at=times, project=st.sampled_from([None, "api"]),
+                     ended_at=st.one_of(st.none(), times), summary=st.sampled_from([None, "done"]), prompts=prompts)
+
+
+@given(sessions, sessions)
+def test_a_merged_session_keeps_every_prompt_of_both(a: Session, b: Session) -> None:
+    merged = merge_sessions(a, b)
+    keys = {(p.created_at, p.content) for p in merged.prompts}
+    assert keys == {(p.created_at, p.content) for p in a.prompts + b.prompts}
+    assert len(keys) == len(merged.prompts)
+    assert [p.created_at for p in merged.prompts] == sorted(p.created_at for p in merged.prompts)
+    assert merged.started_at == min(a.started_at, b.started_at)
+    assert {(p.created_at, p.content) for p in merge_sessions(b, a).prompts} == keys
+
+
+@given(sessions)
+def test_merging_a_session_with_itself_changes_nothing(a: Session) -> None:
+    unique = {(p.created_at, p.content): p for p in a.prompts}
+    assert merge_sessions(a, a) == Session(**{**a.__dict__, "prompts": sorted(unique.values(), key=lambda p: p.created_at)})
+
+
+def memory(revisions: int | None, at: str, text: str) -> Memory:
+    return Memory(id="1", learning=text, created_at="2026-11-29T20:00:00Z", topic_key="arch/db",
+                  revision_count=revisions, updated_at=at)
+
+
+@given(st.integers(1, 20), st.integers(0, 20), st.integers(0, 20), times, times)
+def test_revisions_of_both_sides_are_all_counted(base: int, mine: int, theirs: int, t1: str, t2: str) -> None:
+    merged = merge_topic_revisions(memory(base, t1, "base"), memory(base + mine, t1, "upstream"),
+                                   memory(base + theirs, t2, "replayed"))
+    assert merged.revision_count == base + mine + theirs
+    assert merged.learning == ("replayed" if t2 >= t1 else "upstream")
+
+
+def test_two_new_memories_of_one_key_count_both_first_saves() -> None:
+    merged = merge_topic_revisions(None, memory(None, "2026-11-29T20:00:01Z", "a"),
+                                   memory(3, "2026-11-29T20:00:02Z", "b"))
+    assert (merged.revision_count, merged.learning, merged.id) == (4, "b", "1")
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_every_id_is_in_exactly_one_block(memory_id: int) -> None:
+    block = block_of(memory_id)
+    assert first_of(block) <= memory_id < first_of(block) + BLOCK
