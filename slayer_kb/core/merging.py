@@ -12,6 +12,7 @@ Pure functions over records; ``ops/sync.py`` reads the versions from git and wri
 
 from __future__ import annotations
 
+from .engram import content_hash
 from .memory import Memory
 from .session import Prompt, Session
 
@@ -45,19 +46,25 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> 
     had its save come after ``ours`` in one clone (times have a resolution of a second)."""
     newer = theirs if last_written(theirs) >= last_written(ours) else ours
 
+    if base is None and content_hash(ours.learning) != content_hash(theirs.learning):
+        # Two memories: each save under the key was a revision; a duplicate count (Engram's "saved
+        # this many times", 1 for a new memory, untouched by an upsert) is the kept content's.
+        duplicates = newer.duplicate_count
+    else:
+        duplicates = _summed(base, ours, theirs, "duplicate_count")
     return newer.evolve(
         id=ours.id,
         created_at=min(ours.created_at, theirs.created_at),
-        revision_count=_summed(base, ours, theirs, "revision_count", unit=1),
-        duplicate_count=_summed(base, ours, theirs, "duplicate_count", unit=0),
+        revision_count=_summed(base, ours, theirs, "revision_count"),
+        duplicate_count=duplicates,
     )
 
 
-def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str, unit: int) -> int | None:
-    """Both sides' counts added up, the base's counted once; a missing count is ``unit`` (a
-    memory is its own first revision)."""
+def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str) -> int | None:
+    """Both sides' counts added up, the base's counted once (a missing count is 1: Engram starts
+    both counts of a new memory at 1); None when neither side has one."""
     mine, other = getattr(ours, name), getattr(theirs, name)
-    if mine is None and other is None and (base is None or getattr(base, name) is None) and unit == 0:
+    if mine is None and other is None:
         return None
-    start = (getattr(base, name) or unit) if base is not None else 0
-    return (mine or unit) + (other or unit) - start
+    start = (getattr(base, name) or 1) if base is not None else 0
+    return (mine or 1) + (other or 1) - start
