@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 from .catalog.refs import clean_query, query_entities, split_references
 from .core.memory import Memory, loads, utc_now
 from .store.leases import IdLeases
-from .store.moves import MovedIds
+from .store.moves import MovedIds, refusal
 from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction, memory_change
@@ -360,25 +360,14 @@ class KnowledgeBase:
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both
-        memories, until the user accepts the move (``accept_move``)."""
+        memories, until the user accepts the move (``moves.accept``)."""
         move = self.moves.get(memory_id)
-        if move is None:
-            return
-        if move.why == "merged":
-            how = (f"sync merged this clone's memory {move.old} into {move.new}, which the upstream had "
-                   "saved first under the same topic key")
-        else:
-            how = (f"sync renumbered this clone's memory {move.old} to {move.new}, because the upstream "
-                   f"had already used {move.old} for another memory")
-        try:
-            memory = self.read(memory_id)
-            now = f"'{memory_id}' now names another memory: {_gist(memory)}"
-        except KBError:
-            now = f"no memory has id '{memory_id}' now"
-        raise ConflictError(
-            f"Memory id '{memory_id}' moved: {how}; {now}. Use {move.new} for the memory saved here; "
-            f"to mean what '{memory_id}' names now, run 'slayer-kb renumber --accept {memory_id}' first."
-        )
+        if move is not None:
+            try:
+                now: Memory | None = self.read(memory_id)
+            except KBError:
+                now = None
+            raise ConflictError(refusal(move, now))
 
     @property
     def moves(self) -> MovedIds:
@@ -386,10 +375,6 @@ class KnowledgeBase:
         if self._moves is None:
             self._moves = MovedIds(self.leases.common_dir)
         return self._moves
-
-    def accept_move(self, memory_id: str) -> bool:
-        """Let ``memory_id`` mean whatever it names now; whether ``sync`` had moved it."""
-        return self.moves.accept(memory_id)
 
     def memory_ids(self) -> list[str]:
         return sorted(self.index.ids(), key=id_sort_key)
@@ -611,8 +596,3 @@ def _example_changes(root: Path) -> list[Change]:
                 changes.append(Change(rel, item.read_bytes()))
     return sorted(changes, key=lambda c: c.path)
 
-
-def _gist(memory: Memory) -> str:
-    """A memory in a few words, for a message that must tell two memories apart."""
-    text = memory.title or " ".join(memory.learning.split())
-    return f"\"{text[:60]}{'...' if len(text) > 60 else ''}\""

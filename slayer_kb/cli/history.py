@@ -141,7 +141,7 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
     if accept is not None:
         kb = settings.kb()
         moved = kb.moves.get(accept)
-        if not kb.accept_move(accept):
+        if not kb.moves.accept(accept):
             raise click.UsageError(f"sync moved no memory with id '{accept}' on this clone; nothing to accept.")
         assert moved is not None
         emit(settings, {"accepted": accept, "moved_to": moved.new},
@@ -169,10 +169,13 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
 @json_option
 @pass_settings
 def sync_cmd(settings: Settings, remote: str) -> None:
-    """Pull (rebase), renumber colliding ids, revalidate, reindex and push.
+    """Pull (rebase), merge what git cannot, revalidate, reindex and push.
 
-    On a conflict it cannot resolve, the repository is put back as it was and the error says how
-    to go on.
+    Session files both sides wrote and topic-key memories both sides revised are merged; a topic
+    key saved on both sides ends as one memory. Ids allocated before leases that collide are
+    renumbered. A push refused because others pushed first is retried. On a conflict it cannot
+    resolve (two edits of one memory), the repository is put back as it was and the error gives
+    the steps to go on.
 
     \b
     Example:

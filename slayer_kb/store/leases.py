@@ -182,11 +182,12 @@ class IdLeases:
         with self._locked():
             held = self._load(remote)
             if held.unregistered:
-                created, _reached = self._create(remote, held.unregistered)
-                # A refused offline block (another clone chose it too): its ids stay with the
-                # memories that have them, and sync renumbers any that collide; no new ids from it.
-                held.blocks = [k for k in held.blocks if k not in held.unregistered or k in created]
-                held.unregistered = []
+                created, reached = self._create(remote, held.unregistered)
+                if reached:
+                    # A refused offline block (another clone chose it too): its ids stay with the
+                    # memories that have them, and sync renumbers any that collide; no new ids from it.
+                    held.blocks = [k for k in held.blocks if k not in held.unregistered or k in created]
+                    held.unregistered = []
             if held.left() < SPARE:
                 with contextlib.suppress(StoreError):
                     self._lease(remote, held, floor, blocks=1, offline_ok=False)
@@ -266,11 +267,17 @@ class IdLeases:
         answered = False
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
             flag, _, rest = line.partition("\t")
-            target = rest.partition("\t")[0].partition(":")[2]
-            if target.startswith(NAMESPACE):
+            target, _, summary = rest.partition("\t")
+            target = target.partition(":")[2]
+            if not target.startswith(NAMESPACE):
+                continue
+            if flag in ("*", " ", "+"):
+                created.append(int(target[len(NAMESPACE):]))
                 answered = True
-                if flag in ("*", " ", "+"):
-                    created.append(int(target[len(NAMESPACE):]))
+            elif "stale info" in summary or "already exists" in summary or "fetch first" in summary:
+                answered = True  # another clone holds the block: try the next
+            # Anything else ("remote rejected": a hook, a protected namespace) is no answer: the
+            # remote will not lease ids, and this clone works as if offline.
         return created, answered
 
     def _lease_commit(self, blocks: list[int]) -> str:

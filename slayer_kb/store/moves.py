@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.memory import Memory
+
 MOVES_FILE = "slayer-kb-moves.json"
 
 
@@ -79,3 +81,22 @@ class MovedIds:
             tmp.write_text(json.dumps({m.old: {"to": m.new, "why": m.why} for m in known.values()}, indent=1),
                            encoding="utf-8")
             os.replace(tmp, self.path)
+
+
+def refusal(move: Move, now: Memory | None) -> str:
+    """What a command on a moved id says: where the memory saved here went, what the id names
+    ``now``, and how to go on."""
+    old = move.old
+    if move.why == "merged":
+        how = (f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved "
+               "first under the same topic key")
+    else:
+        how = (f"sync renumbered this clone's memory {old} to {move.new}, because the upstream had "
+               f"already used {old} for another memory")
+    if now is None:
+        named = f"no memory has id '{old}' now"
+    else:
+        text = now.title or " ".join(now.learning.split())
+        named = f"'{old}' now names another memory: \"{text[:60]}{'...' if len(text) > 60 else ''}\""
+    return (f"Memory id '{old}' moved: {how}; {named}. Use {move.new} for the memory saved here; "
+            f"to mean what '{old}' names now, run 'slayer-kb renumber --accept {old}' first.")
