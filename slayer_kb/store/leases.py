@@ -65,20 +65,22 @@ def first_of(block: int) -> int:
 
 @dataclass
 class Leases:
-    """What a clone holds: the remote's URL, its blocks (ascending), the next id to try, and the
-    offline blocks whose refs the remote does not have yet."""
+    """What a clone holds: the remote's URL, its blocks with the next id of each (in the order
+    they are used), the offline blocks whose refs the remote does not have yet, and the highest
+    block it ever leased online (the next lease goes above it)."""
 
     remote_url: str = ""
-    blocks: list[int] = field(default_factory=list)
-    next: int = 0
+    blocks: list[list[int]] = field(default_factory=list)
     unregistered: list[int] = field(default_factory=list)
+    highest: int = -1
 
     def left(self) -> int:
         """Ids still in hand (some may turn out to be taken by files and be skipped)."""
-        return sum(BLOCK - min(BLOCK, max(0, self.next - first_of(k))) for k in self.blocks)
+        return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
 
     def to_json(self) -> dict[str, object]:
-        return {"remote": self.remote_url, "blocks": self.blocks, "next": self.next, "unregistered": self.unregistered}
+        return {"remote": self.remote_url, "blocks": self.blocks, "unregistered": self.unregistered,
+                "highest": self.highest}
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,6 @@ class IdLeases:
                 if n is None:
                     self._lease(remote, held, floor, blocks=-(-(count - len(ids)) // BLOCK))
                     continue
-                held.next = n + 1
                 if not taken(n):
                     ids.append(n)
             self._save(held)
@@ -186,7 +187,7 @@ class IdLeases:
                 if reached:
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
-                    held.blocks = [k for k in held.blocks if k not in held.unregistered or k in created]
+                    held.blocks = [b for b in held.blocks if b[0] not in held.unregistered or b[0] in created]
                     held.unregistered = []
             if held.left() < SPARE:
                 with contextlib.suppress(StoreError):
@@ -195,10 +196,11 @@ class IdLeases:
             return held
 
     def _next_in_hand(self, held: Leases) -> int | None:
+        """The next id of the first block with ids left (used up blocks are dropped)."""
         while held.blocks:
-            k = held.blocks[0]
-            n = max(held.next, first_of(k))
-            if block_of(n) == k:
+            k, n = held.blocks[0]
+            if n < first_of(k) + BLOCK:
+                held.blocks[0][1] = n + 1
                 return n
             held.blocks.pop(0)
             if k in held.unregistered:
@@ -206,27 +208,25 @@ class IdLeases:
         return None
 
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
-        """Create ``blocks`` new block refs on the remote, the first free ones above ``floor`` and
-        above every block held; offline, blocks chosen at random (see the module doc)."""
-        start = max(block_of(floor + 1), max(held.blocks, default=-1) + 1, block_of(held.next) if held.next else 0)
+        """Create ``blocks`` new block refs on the remote, above every block leased there, above
+        this clone's and above ``floor`` (ids allocated before leases); offline, blocks chosen
+        at random (see the module doc)."""
+        # Offline ids (around a billion) say nothing about where online blocks are.
+        floor = floor if floor < first_of(OFFLINE_FIRST) else 0
+        start = max(block_of(floor + 1), held.highest + 1)
         for _attempt in range(ATTEMPTS):
             taken = self._remote_blocks(remote)
             if taken is None:
                 break
-            wanted: list[int] = []
-            k = start
-            while len(wanted) < blocks:
-                if k not in taken:
-                    wanted.append(k)
-                k += 1
-            created, reached = self._create(remote, wanted)
+            first = max([start, *(k + 1 for k in taken if k < OFFLINE_FIRST)])
+            created, reached = self._create(remote, list(range(first, first + blocks)))
             if not reached:
                 break
-            held.blocks = sorted({*held.blocks, *created})
+            held.blocks += [[k, max(first_of(k), floor + 1)] for k in created]
+            held.highest = max([held.highest, *created])
             blocks -= len(created)
             if blocks <= 0:
                 return
-            start = max(wanted) + 1
         else:
             raise StoreError(
                 f"Could not lease a block of ids on {remote.name} after {ATTEMPTS} tries (others keep "
@@ -236,7 +236,7 @@ class IdLeases:
             raise StoreError(f"The remote {remote.name} cannot be reached to lease ids.")
         for _ in range(blocks):
             k = OFFLINE_FIRST + secrets.randbelow(OFFLINE_BLOCKS)
-            held.blocks = sorted({*held.blocks, k})
+            held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
     def _remote_blocks(self, remote: Remote) -> set[int] | None:
@@ -305,12 +305,16 @@ class IdLeases:
     def _load(self, remote: Remote) -> Leases:
         try:
             data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
-            held = Leases(str(data["remote"]), [int(k) for k in data["blocks"]], int(data["next"]),
-                          [int(k) for k in data.get("unregistered", [])])
+            held = Leases(str(data["remote"]), [[int(k), int(n)] for k, n in data["blocks"]],
+                          [int(k) for k in data["unregistered"]], int(data["highest"]))
         except (OSError, ValueError, KeyError, TypeError):
             return Leases(remote.url)
-        # Blocks leased on another remote mean nothing on this one.
-        return held if held.remote_url == remote.url else Leases(remote.url)
+        if held.remote_url == remote.url:
+            return held
+        # Blocks leased on another remote mean nothing on this one; offline blocks, which no
+        # remote has yet, keep their ids and are registered on this one.
+        offline = [b for b in held.blocks if b[0] in held.unregistered]
+        return Leases(remote.url, offline, [b[0] for b in offline])
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
