@@ -104,11 +104,19 @@ class IdLeases:
     @property
     def common_dir(self) -> Path:
         """The git folder the clone's worktrees share (where leases are kept)."""
-        if self._common is None:
+        return self._git_dirs()[1]
+
+    @property
+    def git_dir(self) -> Path:
+        """This worktree's git folder (its HEAD)."""
+        return self._git_dirs()[0]
+
+    def _git_dirs(self) -> tuple[Path, Path]:
+        if self._git_dir is None or self._common is None:
             out = self._git("rev-parse", "--git-dir", "--git-common-dir").stdout.decode("utf-8", "surrogateescape")
             git_dir, common = out.splitlines()
             self._git_dir, self._common = (self.top / git_dir).resolve(), (self.top / common).resolve()
-        return self._common
+        return self._git_dir, self._common
 
     def _settings(self) -> dict[str, str]:
         """The repository's config keys leases depend on, read again only when the file changed."""
@@ -144,9 +152,8 @@ class IdLeases:
         return Remote(name, url) if url else None
 
     def _branch(self) -> str | None:
-        assert self.common_dir and self._git_dir is not None
         try:
-            head = (self._git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            head = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
         except OSError:
             return None
         return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
