@@ -40,6 +40,7 @@ from pathlib import Path
 import filelock
 
 from ..core.errors import StoreError
+from .repo import run_git
 
 BLOCK = 100
 NAMESPACE = "refs/slayer-kb/ids/"
@@ -248,7 +249,7 @@ class IdLeases:
 
     def _remote_blocks(self, remote: Remote) -> set[int] | None:
         """The blocks leased on the remote, or None when it cannot be reached."""
-        proc = self._git("ls-remote", "--refs", remote.name, f"{NAMESPACE}*", check=False, network=True)
+        proc = self._network("ls-remote", "--refs", remote.name, f"{NAMESPACE}*")
         if proc is None or proc.returncode != 0:
             return None
         blocks = set()
@@ -264,9 +265,9 @@ class IdLeases:
         created, and whether the remote answered at all."""
         commit = self._lease_commit(blocks)
         refs = [f"{NAMESPACE}{k}" for k in blocks]
-        proc = self._git(
+        proc = self._network(
             "push", "--porcelain", *[f"--force-with-lease={ref}:" for ref in refs], remote.name,
-            *[f"{commit}:{ref}" for ref in refs], check=False, network=True,
+            *[f"{commit}:{ref}" for ref in refs],
         )
         if proc is None:
             return [], False
@@ -332,24 +333,19 @@ class IdLeases:
         except OSError as exc:
             raise StoreError(f"Cannot write {path}: {exc.strerror}; is the repository writable?") from None
 
-    def _git(self, *args: str, check: bool = True, network: bool = False, input: bytes | None = None,
+    def _git(self, *args: str, check: bool = True, input: bytes | None = None,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-        full_env = {**os.environ, **(env or {})}
-        if network:
-            # Never wait on a password prompt: a lease that cannot ask falls back to offline ids.
-            full_env["GIT_TERMINAL_PROMPT"] = "0"
+        return run_git(list(args), self.top, input=input, env=env, check=check)
+
+    def _network(self, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+        """``git ARGS`` that talks to the remote: never waiting on a password prompt, at most
+        ``NETWORK_SECONDS``; None when it timed out (a lease then falls back to offline ids)."""
         try:
-            proc = subprocess.run(
-                ["git", *args], cwd=self.top, input=input, env=full_env, capture_output=True,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                timeout=NETWORK_SECONDS if network else None, check=False,
+            return subprocess.run(
+                ["git", *args], cwd=self.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=NETWORK_SECONDS, check=False,
             )
         except subprocess.TimeoutExpired:
-            if network:
-                return None  # type: ignore[return-value]
-            raise
+            return None
         except FileNotFoundError:
             raise StoreError("git is not installed or not on PATH; install git first.") from None
-        if check and proc.returncode != 0:
-            raise StoreError(f"git {' '.join(args)} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-        return proc
