@@ -482,11 +482,14 @@ def spawn(root: str) -> None:
     loads nothing heavy until this process has exited (the two would share the CPU)."""
     import subprocess
 
+    from ..core.children import NEUTRAL_CWD, python_child
+
+    # Isolated, out of the KB: nothing in the KB or the caller's folder is ever imported.
+    argv, env = python_child("slayer_kb.daemon.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid()))
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "slayer_kb.daemon.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid())],
-            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
+            argv, cwd=NEUTRAL_CWD, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
     except OSError:
         pass
