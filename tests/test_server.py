@@ -450,6 +450,28 @@ def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path)
     assert (relayed.returncode, relayed.stdout) == (0, proc.stdout), relayed.stderr
 
 
+def test_an_upgrade_that_keeps_sizes_and_mtimes_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
+    """A file of the install rewritten in place to the same size, its mtime put back (as a copy
+    that preserves times does): the stamp still changes, and the old server retires."""
+    package = copy_package(tmp_path / "install")
+    env = servers.env(PYTHONPATH=str(package))
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1", env=env)
+    first = servers.wait_up(root)
+    target = package / "slayer_kb" / "kb.py"
+    before = os.stat(target)
+    text = target.read_bytes()
+    target.write_bytes(text.replace(b"# ", b"#:", 1))  # a comment still: the same code, the same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns) and target.read_bytes() != text
+    proc = servers.run(root, "search", "fiscal year", env=env)
+    assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr
+    servers.wait_down(first["pid"])
+    second = servers.wait_up(root)
+    assert second["pid"] != first["pid"] and second["stamp"] != first["stamp"]
+
+
 def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Servers, tmp_path: Path) -> None:
     # A foreground watch of an install that has since changed refuses the command (it does not
     # retire), after the client has read stdin to send it: the client runs it with those bytes.
