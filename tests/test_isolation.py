@@ -117,7 +117,13 @@ def every_command_family(clone: HostileClone, server: str) -> None:
     index compaction started in the background by a save, as they start in real use."""
     assert "Refunds" in clone.ok("search", "refunds", server=server)
     if server == "on":
-        wait_for(lambda: (s := relay.control(clone.root, "status")) and s.get("ready"), "a server")
+        up = wait_for(lambda: (s := relay.control(clone.root, "status")) and s.get("ready") and s, "a server")
+        assert isinstance(up, dict)
+        if os.path.isdir(f"/proc/{up['pid']}"):
+            # isolated, out of the KB: the commands it runs later change folder, not its import path
+            argv = Path(f"/proc/{up['pid']}/cmdline").read_bytes().split(b"\0")
+            assert argv[1] in (b"-I", b"-P") and b"-c" not in argv
+            assert os.readlink(f"/proc/{up['pid']}/cwd") == children.NEUTRAL_CWD
     saved = json.loads(clone.ok("--json", "save", "returns arrive a week late", "--title", "Returns", server=server))
     memory_id = saved["memory_id"]
     assert "returns arrive a week late" in clone.ok("get", memory_id, server=server)
