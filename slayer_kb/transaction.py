@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from .core.children import python_child
 from .core.errors import ConflictError, KBError, StoreError
 from .core.ids import check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
 T = TypeVar("T")
+
+# The module a save starts in the background to compact the index.
+COMPACTION_JOB = "slayer_kb.daemon.compact"
 
 
 def memory_change(memory: Memory, text: str | None = None) -> Change:
@@ -199,9 +203,9 @@ class Transaction:
                 # Our own files, indexed just now: the next look-up needs no full check for them.
                 kb.monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})
             if kb.index.wants_compaction():
-                # Off the save path: a detached, niced process merges the segments saves left.
-                script = "import sys; from slayer_kb.kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).background_upkeep()"
-                kb.store.start_upkeep([[sys.executable, "-c", script, str(kb.root)]])
+                # Off the save path: a detached, niced, isolated process merges the segments
+                # saves left (daemon/compact.py; nothing in the KB is imported).
+                kb.store.start_upkeep([python_child(COMPACTION_JOB, str(kb.root))[0]])
         except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.

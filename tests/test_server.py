@@ -450,6 +450,62 @@ def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path)
     assert (relayed.returncode, relayed.stdout) == (0, proc.stdout), relayed.stderr
 
 
+def test_an_upgrade_that_keeps_sizes_and_mtimes_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
+    """A file of the install rewritten in place to the same size, its mtime put back (as a copy
+    that preserves times does): the stamp still changes, and the old server retires."""
+    package = copy_package(tmp_path / "install")
+    env = servers.env(PYTHONPATH=str(package))
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1", env=env)
+    first = servers.wait_up(root)
+    target = package / "slayer_kb" / "kb.py"
+    before = os.stat(target)
+    text = target.read_bytes()
+    target.write_bytes(text.replace(b"# ", b"#:", 1))  # a comment still: the same code, the same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns) and target.read_bytes() != text
+    proc = servers.run(root, "search", "fiscal year", env=env)
+    assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr
+    servers.wait_down(first["pid"])
+    second = servers.wait_up(root)
+    assert second["pid"] != first["pid"] and second["stamp"] != first["stamp"]
+
+
+def watched_folders(pid: int) -> set[tuple[int, int]]:
+    """(device, inode) of every folder the process's inotify instances watch (Linux's fdinfo)."""
+    found = set()
+    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
+        with contextlib.suppress(OSError):
+            for match in re.finditer(r"^inotify wd:\d+ ino:([0-9a-f]+) sdev:([0-9a-f]+)", info.read_text(), re.M):
+                sdev = int(match.group(2), 16)
+                found.add((os.makedev(sdev >> 20, sdev & 0xFFFFF), int(match.group(1), 16)))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="reads Linux's /proc")
+def test_the_server_does_not_watch_gits_own_folders(servers: Servers, tmp_path: Path) -> None:
+    """30 saves through a warm server: git makes object folders and packs all along; the server
+    watches none of .git/ nor its own state folder, and its log holds none of watchdog's warnings
+    about watching them ("Callback with id ... already exists")."""
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1")
+    up = servers.wait_up(root)
+    for n in range(30):
+        proc = servers.run(root, "save", f"note {n} saved through the server", "--title", f"Note {n}")
+        assert proc.returncode == 0, proc.stderr
+    assert servers.status(root)["pid"] == up["pid"]
+    inside = {(st.st_dev, st.st_ino) for folder in (root / ".git", root / ".slayer-kb")
+              for path in (folder, *folder.rglob("*")) if path.is_dir() and (st := path.stat())}
+    watched = watched_folders(up["pid"])
+    assert (root.stat().st_dev, (root / "memories").stat().st_ino) in watched
+    assert watched & inside == set()
+    log = (root / ".slayer-kb" / "server.log").read_text()
+    assert "already exists" not in log and "WARNING" not in log, log
+    found = servers.run(root, "search", "note 29 saved through the server", blocked=True)
+    assert found.returncode == 0 and "Note 29" in found.stdout, found.stderr
+
+
 def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Servers, tmp_path: Path) -> None:
     # A foreground watch of an install that has since changed refuses the command (it does not
     # retire), after the client has read stdin to send it: the client runs it with those bytes.

@@ -179,3 +179,74 @@ def test_two_processes_setting_the_same_folder_aside_both_go_on(tmp_path: Path) 
     state.make(folder)
     state._set_aside(folder, seen, reason, second.append)
     assert second == [] and (folder / "owner").is_file()
+
+
+def index_files(root: Path) -> dict[str, int]:
+    """The inodes of the index's folder, its SQLite manifest and its Whoosh segments: a rebuild
+    makes them all anew (a freshness check rewrites only small files: the state, a new TOC)."""
+    index = root / ".slayer-kb" / "index"
+    kept = [index, index / "manifest.db", *(p for p in index.iterdir() if p.suffix == ".seg")]
+    return {p.name: p.stat().st_ino for p in kept}
+
+
+def set_aside(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb.untrusted-"))
+
+
+def tracking_clone(tmp_path: Path, how: str) -> Path:
+    """A clone of a KB whose repository tracks a file under .slayer-kb (``file``) or .slayer-kb
+    itself as a symbolic link (``link``)."""
+    origin = tmp_path / "origin"
+    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    if how == "file":
+        (origin / ".slayer-kb" / "x").write_text("committed by mistake\n")
+        git(origin, "add", "-f", ".slayer-kb/x")
+    else:
+        shutil.rmtree(origin / ".slayer-kb")
+        os.symlink("elsewhere", origin / ".slayer-kb")
+        git(origin, "add", "-f", ".slayer-kb")
+    git(origin, "commit", "-q", "-m", "state tracked")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    return clone
+
+
+@pytest.mark.parametrize("how", ["file", "link"])
+def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, run_cli, how: str) -> None:  # noqa: ANN001
+    """Five commands in a row: the clone's folder is set aside once, with the way to stop
+    tracking it; the folder slayer-kb then makes stays, and its index is not built again."""
+    clone = tracking_clone(tmp_path, how)
+    first = run_cli("--kb", clone, "search", "refunds")
+    assert first.returncode == 0 and "Refunds" in first.stdout, first.stderr
+    assert "Stop tracking it with 'git rm -r --cached .slayer-kb' and commit" in first.stderr
+    aside = set_aside(clone)
+    assert len(aside) == 1
+    built = index_files(clone)
+    folder = (clone / ".slayer-kb").stat().st_ino
+    for command in (["search", "refunds"], ["list"], ["get", "1"], ["search", "counted once"]):
+        proc = run_cli("--kb", clone, *command)
+        assert proc.returncode == 0, proc.stderr
+        assert "set aside" not in proc.stderr
+    assert set_aside(clone) == aside
+    assert (clone / ".slayer-kb").stat().st_ino == folder
+    assert index_files(clone) == built
+
+
+def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    """The clone's folder was set aside, and ours made; ``git checkout -- .slayer-kb`` (HEAD
+    stays) writes git's pickle into our folder again: it is set aside unread."""
+    proof = tmp_path / "pwned"
+    origin = hostile_repo(tmp_path, proof)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert run_cli("--kb", clone, "search", "refunds").returncode == 0
+    assert run_cli("--kb", clone, "search", "refunds").returncode == 0
+    assert len(set_aside(clone)) == 1
+    git(clone, "checkout", "--", ".slayer-kb")
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+    proc = run_cli("--kb", clone, "search", "refunds", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert json_of(proc)["memories"][0]["id"] == "1"
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_1.toc there" in proc.stderr
+    assert len(set_aside(clone)) == 2

@@ -120,9 +120,12 @@ PACKAGES = ("core", "catalog", "store", "search", "ops", "cli", "mcp", "daemon")
 
 def version_stamp() -> str:
     """What the running code is: the environment (``sys.prefix``, whichever of its ``python``
-    links started it) and Python version, the package's folder, and the size and time of every
-    file of the package. A server whose stamp differs from its client's was started by another
-    install (an upgrade, an edited checkout): it retires and a new one starts."""
+    links started it) and Python version, the package's folder, and the size, inode, mtime and
+    ctime of every file of the package. A server whose stamp differs from its client's was
+    started by another install (an upgrade, an edited checkout): it retires and a new one starts.
+    The ctime is what no one can set back: a file rewritten in place to its old size, its mtime
+    restored, still changes the stamp (the restoring itself moves the ctime), as does a file
+    replaced by another (a new inode); and a stat per file costs no reading of the code."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digest = sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
     for folder in (package, *(os.path.join(package, sub) for sub in PACKAGES)):
@@ -136,7 +139,8 @@ def version_stamp() -> str:
                     st = entry.stat()
                 except OSError:
                     continue
-                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+                              .encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:24]
 
 
@@ -482,11 +486,14 @@ def spawn(root: str) -> None:
     loads nothing heavy until this process has exited (the two would share the CPU)."""
     import subprocess
 
+    from ..core.children import NEUTRAL_CWD, python_child
+
+    # Isolated, out of the KB: nothing in the KB or the caller's folder is ever imported.
+    argv, env = python_child("slayer_kb.daemon.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid()))
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "slayer_kb.daemon.server", root, "--idle", str(idle_seconds()), "--after", str(os.getpid())],
-            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
+            argv, cwd=NEUTRAL_CWD, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
     except OSError:
         pass

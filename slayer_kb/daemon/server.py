@@ -2,9 +2,9 @@
 catalog, parsed trees) with the file monitor of ``slayer-kb watch``, and runs the commands that
 ``slayer-kb`` processes hand it (relay.py) one at a time, exactly as they would have run.
 
-``python -m slayer_kb.daemon.server ROOT --idle SECONDS`` is what a client starts in the background when
-it finds none; ``slayer-kb watch`` runs the same in the foreground, without the idle exit. This
-module imports only the standard library until its socket is bound, so a client that comes while
+``python -I -m slayer_kb.daemon.server ROOT --idle SECONDS``, in ``/`` (``core.children``), is what a
+client starts in the background when it finds none; ``slayer-kb watch`` runs the same in the
+foreground, without the idle exit. This module imports only the standard library until its socket is bound, so a client that comes while
 the server is still loading is acknowledged at once and waits for its turn instead of starting a
 second server.
 

@@ -20,13 +20,16 @@ Design (see DESIGN.md, "Pitfalls"):
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from watchdog.observers import Observer
 
@@ -91,6 +94,43 @@ class _Pending:
             return ids
 
 
+class _Watches:
+    """What the watcher watches: the KB's root (its own entries), ``memories/``,
+    ``datasources/`` and ``models/`` with its datasource folders, and nothing else. A recursive
+    watch of the root would also watch ``.git/`` (every object folder git makes, with watchdog
+    warnings about each one in the server's log) and ``.slayer-kb/``, whose events are all
+    ignored anyway. ``refresh`` watches a folder that was made anew (a checkout that removed
+    and brought back ``memories/``): a watch follows the folder it was added for."""
+
+    def __init__(self, observer: Any, handler: EventHandler, root: Path) -> None:
+        self._observer = observer
+        self._handler = handler
+        # folder -> (recursive, its (device, inode) when watched, the watch)
+        self._folders: dict[Path, tuple[bool, tuple[int, int] | None, Any]] = {
+            root: (False, None, None), root / MEMORIES_DIR: (False, None, None),
+            root / "datasources": (False, None, None), root / "models": (True, None, None),
+        }
+
+    def refresh(self) -> None:
+        for folder, (recursive, seen, watch) in list(self._folders.items()):
+            try:
+                st = os.stat(folder)
+                now = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+            except OSError:
+                now = None
+            if now == seen and (now is None or watch is not None):
+                continue
+            if watch is not None:
+                with contextlib.suppress(KeyError, OSError):
+                    self._observer.unschedule(watch)
+                watch = None
+            if now is not None:
+                with contextlib.suppress(OSError):
+                    watch = self._observer.schedule(self._handler, str(folder), recursive=recursive,
+                                                    event_filter=EVENT_TYPES)
+            self._folders[folder] = (recursive, now, watch)
+
+
 def run_watcher(
     kb: KnowledgeBase,
     *,
@@ -110,9 +150,8 @@ def run_watcher(
     log = out if out is not None else sys.stderr
     pending = _Pending()
     observer = Observer()
-    observer.schedule(
-        EventHandler(str(kb.root), pending.note), str(kb.root), recursive=True, event_filter=EVENT_TYPES
-    )
+    watches = _Watches(observer, EventHandler(str(kb.root), pending.note), kb.root)
+    watches.refresh()
     reporter = _Reporter(log)
     busy = server.busy if server is not None else threading.Lock()
     with _stop_on_signals(stop):
@@ -132,7 +171,8 @@ def run_watcher(
             server.ready(kb)
         try:
             _say(log, f"Watching {kb.root} (Ctrl-C to stop)")
-            _loop(kb, pending, stop, debounce, on_sync, reporter, busy, warm=server.warm if server is not None else None)
+            _loop(kb, pending, stop, debounce, on_sync, reporter, busy, watches.refresh,
+                  warm=server.warm if server is not None else None)
         except KeyboardInterrupt:
             # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
             pass
@@ -153,10 +193,12 @@ def _loop(
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
     busy: threading.Lock,
+    rewatch: Callable[[], None],
     warm: threading.Event | None = None,
 ) -> None:
     """Sync on events and every RESCAN_SECONDS. A server's loop (``warm``) then loads what the
-    first command would read, once the first sync is done, and sets ``warm``."""
+    first command would read, once the first sync is done, and sets ``warm``. Before each full
+    check, ``rewatch`` watches the folders made anew (the check then sees what they hold)."""
     # The initial sync runs after the observer started, so nothing changed meanwhile is missed.
     next_check: float | None = time.monotonic()
     last_sync = 0.0
@@ -188,6 +230,8 @@ def _loop(
         if next_check is not None and next_check <= now:
             # A settling pass only re-reads the young files (by name, no scan), quietly.
             named = set(kb.index.young_files()) if settling and initialised else None
+            if named is None:
+                rewatch()
             ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
             if ok and warm is not None and not warm.is_set():
                 try:

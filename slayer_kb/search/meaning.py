@@ -5,6 +5,7 @@ index.py, in the same SQLite transaction as the file rows."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ class Meaning:
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
     invalidate: Callable[..., None]
+    stored: Callable[[list[str]], dict[str, dict[str, Any]]]
 
     def embedder(self) -> embedding.Embedder | embedding.Unavailable:
         return embedding.load()
@@ -78,7 +80,7 @@ class Meaning:
         loaded table when this process holds it, else read by id."""
         if self.warm or self.vectors_loaded():
             return self.meaning().cosines(vector, memory_ids)
-        return self._from_manifest(lambda db: vectors.cosines_by_id(db, vector, memory_ids), {})
+        return self._from_manifest(lambda db: vectors.cosines_by_id(db, vector, memory_ids, self._repaired), {})
 
     def nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """The ``depth`` memories closest in meaning to ``vector`` that ``wanted`` allows (cosine
@@ -90,7 +92,23 @@ class Meaning:
         if self.warm or self._scanned or self.vectors_loaded():
             return self.meaning().top(vector, wanted, depth, floor)
         self._scanned = True
-        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor), [])
+        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, self._repaired), [])
+
+    def _repaired(self, bad: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows of the memories whose rows are not ``vectors.sound`` (a tampered or damaged
+        manifest), made again from their indexed text and written back: the search that found
+        them scores them as it should, and no later one needs a ``reindex``."""
+        stored = self.stored([row[0] for row in bad])
+        memories = [Memory(**fields["data"]) for row in bad
+                    if (fields := stored.get(row[0])) is not None and fields.get("kind") == "memory"]
+        made = self.vector_rows(memories)
+        with contextlib.suppress(sqlite3.Error):  # read-only: repaired for this process only
+            db = self._db()
+            try:
+                vectors.replace(db, bad, made)
+            finally:
+                db.close()
+        return made
 
     def _from_manifest(self, read: Callable[[sqlite3.Connection], T], damaged: T) -> T:
         """What ``read`` finds in the vectors table, or ``damaged`` when the table is damaged:
@@ -117,7 +135,7 @@ class Meaning:
             try:
                 db = self._db()
                 try:
-                    self._meaning = vectors.Table.load(db)
+                    self._meaning = vectors.Table.load(db, self._repaired)
                 finally:
                     db.close()
                 if self.warm:

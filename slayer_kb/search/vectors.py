@@ -17,7 +17,7 @@ of one or two words) never reads it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,11 @@ _SPLIT_ROWS = 32_768
 # Ids looked up at a time (SQLite allows 999 parameters in old builds).
 _BY_ID_CHUNK = 500
 
-_SELECT_ALL = "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted FROM vectors ORDER BY id"
+_COLUMNS = "id, vec, scale, type, project, scope, datasources, has_query, deleted"
+_SELECT_ALL = f"SELECT {_COLUMNS} FROM vectors ORDER BY id"  # noqa: S608 - constants only
+# The largest scale ``rows`` writes: a unit vector's peak over 127 is at most 1/127, a zero vector's
+# scale is 1.
+MAX_SCALE = 1.0
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
     "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER)"
@@ -72,17 +76,57 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
 
 
-def cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+# Given the rows that are not ``sound``, rows made again for them (those it can make).
+Repair = Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]
+
+
+def sound(row: tuple[Any, ...]) -> bool:
+    """Whether a row read from the table is one ``rows`` could have written: DIMENSIONS bytes and
+    a finite scale in (0, MAX_SCALE]. Anything else (a tampered or damaged manifest: a scale of
+    1e308 overflows float32, NaN comes back as NULL) would skew or break every score."""
+    vec, scale = row[1], row[2]
+    return isinstance(vec, bytes) and len(vec) == DIMENSIONS and isinstance(scale, float) and 0.0 < scale <= MAX_SCALE
+
+
+def checked(found: list[tuple[Any, ...]], repair: Repair | None) -> list[tuple[Any, ...]]:
+    """``found`` (rows as ``_SELECT_ALL`` reads them) with each row that is not ``sound``
+    replaced by the one ``repair`` makes for it, or left out when it makes none."""
+    bad = [row for row in found if not sound(row)]
+    if not bad:
+        return found
+    made = {row[0]: row for row in (repair(bad) if repair is not None else [])}
+    return [row if sound(row) else made[row[0]] for row in found if sound(row) or row[0] in made]
+
+
+def replace(db: sqlite3.Connection, bad: list[tuple[Any, ...]], made: list[tuple[Any, ...]]) -> None:
+    """Write the rows ``made`` over the ``bad`` rows of the same ids, each only where the bad row
+    still stands: a save that rewrote it meanwhile (under the KB lock) wrote a newer one."""
+    by_id = {row[0]: row for row in made}
+    db.execute("BEGIN IMMEDIATE")
+    for row in bad:
+        new = by_id.get(row[0])
+        if new is not None:
+            db.execute(
+                "UPDATE vectors SET vec = ?, scale = ?, type = ?, project = ?, scope = ?, datasources = ?, "
+                "has_query = ?, deleted = ? WHERE id = ? AND vec IS ? AND scale IS ?",
+                (*new[1:], new[0], row[1], row[2]),
+            )
+    db.execute("COMMIT")
+
+
+def cosines_by_id(
+    db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str], repair: Repair | None = None
+) -> dict[str, float]:
     """``Table.cosines`` for a process that has not loaded the table: the rows of these memories,
-    read by id, scored exactly as the table scores them."""
+    read by id (``checked``), scored exactly as the table scores them."""
     import numpy as np
 
     out: dict[str, float] = {}
     for at in range(0, len(memory_ids), _BY_ID_CHUNK):
         chunk = memory_ids[at : at + _BY_ID_CHUNK]
-        found = db.execute(
-            f"SELECT id, vec, scale FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
-        ).fetchall()
+        found = checked(db.execute(
+            f"SELECT {_COLUMNS} FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
+        ).fetchall(), repair)
         if found:
             matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int8).reshape(len(found), DIMENSIONS)
             scales = np.fromiter((r[2] for r in found), dtype=np.float32, count=len(found))
@@ -91,13 +135,16 @@ def cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[s
     return out
 
 
-def top_by_scan(db: sqlite3.Connection, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
-    """``Table.top`` for a process that has not loaded the table: the rows read and scored a chunk
-    at a time, only the best kept, so the whole table is never in memory at once (a search
-    process at 100,000 memories peaked 50 MiB higher when it loaded the table)."""
+def top_by_scan(
+    db: sqlite3.Connection, vector: np.ndarray, wanted: Filter, depth: int, floor: float, repair: Repair | None = None
+) -> list[tuple[str, float]]:
+    """``Table.top`` for a process that has not loaded the table: the rows read (``checked``) and
+    scored a chunk at a time, only the best kept, so the whole table is never in memory at once
+    (a search process at 100,000 memories peaked 50 MiB higher when it loaded the table)."""
     best: list[tuple[str, float]] = []
     cursor = db.execute(_SELECT_ALL)
     while rows := cursor.fetchmany(_LOAD_CHUNK):
+        rows = checked(rows, repair)
         found = Table._read([rows], len(rows)).top(vector, wanted, depth, floor)
         # Rows come in id order, as a loaded table holds them: ties go to the lower id either way.
         best = sorted([*best, *found], key=lambda hit: (-hit[1], hit[0]))[:depth]
@@ -136,10 +183,11 @@ class Table:
         return len(self.ids)
 
     @classmethod
-    def load(cls, db: sqlite3.Connection) -> Table:
+    def load(cls, db: sqlite3.Connection, repair: Repair | None = None) -> Table:
+        """Every row of the table (``checked``)."""
         (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
         cursor = db.execute(_SELECT_ALL)
-        return cls._read(iter(lambda: cursor.fetchmany(_LOAD_CHUNK), []), count)
+        return cls._read((checked(rows, repair) for rows in iter(lambda: cursor.fetchmany(_LOAD_CHUNK), [])), count)
 
     @classmethod
     def _read(cls, chunks: Iterable[list[Any]], count: int) -> Table:

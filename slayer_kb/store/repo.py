@@ -121,11 +121,8 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
-        state.check(self.state, self.head, self._tracks_state)
-
-    def _tracks_state(self) -> bool:
-        """Whether git tracks any file in the state folder."""
-        return bool(self.git("ls-files", "-z", "--", self.repo_path(STATE_DIR), check=False).stdout)
+        folder = self.repo_path(STATE_DIR)
+        state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
 
     # -- paths ------------------------------------------------------------------------------
 

@@ -10,11 +10,19 @@ when slayer-kb opens it. So before anything in it is read:
   user can read (``$XDG_STATE_HOME/slayer-kb/key``, mode 0600). git can copy the stamp's bytes
   but not the folder's inode, and an attacker does not know the key, so a folder checked out from
   a repository never matches;
-- and git must track nothing in it: checked when HEAD has moved since the last check (a pull or
-  checkout could bring tracked files into a folder that was ours), by one ``git ls-files``.
+- and it must hold no file that git put there. What git tracks under the folder is listed by
+  ``git ls-files`` when HEAD has moved since the last check (a pull or checkout could bring
+  tracked files into a folder that was ours) and kept, under the key's MAC, in
+  ``checked-head``; each check then looks for those paths in the folder, and a file there with
+  the very bytes (or link) git tracks is git's copy (a ``git checkout .`` or ``git stash`` brings
+  one back without moving HEAD). A file of ours at a tracked path differs from git's blob.
 
 A folder that fails is moved aside (``.slayer-kb.untrusted-<time>``, renaming the link itself,
 never following it) with a warning, and a new one is made. Nothing in it is read or deleted.
+A repository that tracks files under the folder (force-added, or the folder committed as a
+symbolic link) is told once how to stop (``git rm -r --cached .slayer-kb``); meanwhile the folder
+slayer-kb made stays in use, since git's paths in it are missing or not git's bytes, and the index
+is not rebuilt on every command.
 """
 
 from __future__ import annotations
@@ -23,13 +31,15 @@ import contextlib
 import errno
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import shutil
 import stat
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 STATE_DIR = ".slayer-kb"
@@ -38,6 +48,13 @@ CHECKED_HEAD = "checked-head"
 # What git should never pick up from the folder, even where the repository's .gitignore does not
 # say so (a SLayer storage folder put under git): its own .gitignore ignores everything in it.
 GITIGNORE = "# slayer-kb's derived state: rebuilt from the files, never committed\n*\n"
+
+
+# A path git tracks under the folder: (mode, object id, size of the object, path inside the
+# folder, "" for the folder itself).
+Tracked = tuple[str, str, int, str]
+_GITLINK = "160000"
+_SYMLINK = "120000"
 
 
 def _key_path() -> Path:
@@ -120,7 +137,7 @@ def _untrusted_reason(folder: Path, st: os.stat_result, key: bytes | None) -> st
     return None
 
 
-def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None]) -> None:
+def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None], advice: str = "") -> None:
     """Move ``folder`` (as ``seen`` by the check) aside, unless another process opening the KB at
     the same time already did, or already made a new one in its place."""
     aside = folder.with_name(f"{STATE_DIR}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}")
@@ -133,7 +150,7 @@ def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[
         return
     warn(
         f"{folder} was set aside as {aside.name} and will be rebuilt: {reason}. Nothing in it was "
-        f"read; delete it once you have looked."
+        f"read; delete it once you have looked.{advice}"
     )
 
 
@@ -177,24 +194,137 @@ def _create(folder: Path) -> None:
 def check(
     folder: Path,
     head: Callable[[], str | None],
-    tracked: Callable[[], bool],
+    tracked: Callable[[], Sequence[Tracked]],
     warn: Callable[[str], None] = _stderr,
+    shown: str = STATE_DIR,
 ) -> None:
     """Set the folder aside unless it is trusted (see the module's docstring). ``head()`` is the
-    commit HEAD names; ``tracked()`` says whether git tracks any file in the folder."""
+    commit HEAD names; ``tracked()`` what git tracks under the folder, named ``shown`` (its path
+    in the repository) in the advice to stop tracking it."""
     key = _key()
     try:
         seen = os.lstat(folder)
     except FileNotFoundError:
         return
     reason = _untrusted_reason(folder, seen, key)
+    entries: Sequence[Tracked] | None = None
     if reason is None and stat.S_ISDIR(seen.st_mode):
         now = head() or ""
-        if _read_small(folder / CHECKED_HEAD) != now:
-            if tracked():
-                reason = "git tracks files in it (force-added to the repository)"
-            else:
-                with contextlib.suppress(OSError):
-                    _write_small(folder / CHECKED_HEAD, now)
+        entries = _read_checked(folder, key, now)
+        listed = entries is None
+        if entries is None:
+            entries = list(tracked() or ())
+            with contextlib.suppress(OSError):
+                _write_small(folder / CHECKED_HEAD, _checked_text(key, now, entries))
+        copied = _git_copies(folder, entries)
+        if copied is not None:
+            reason = f"git tracks files in it (force-added to the repository) and put {copied} there"
+        elif listed and entries:
+            warn(f"git tracks {_what(entries, shown)}, slayer-kb's derived state; slayer-kb keeps "
+                 f"its own folder and ignores git's copies. {_advice(shown)}")
     if reason is not None:
-        _set_aside(folder, seen, reason, warn)
+        if entries is None:
+            entries = list(tracked() or ())
+        advice = f" git tracks {_what(entries, shown)}: {_advice(shown)}" if entries else ""
+        _set_aside(folder, seen, reason, warn, advice)
+
+
+def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
+    """What git tracks at ``folder`` (its path in the repository) or under it: each path's mode,
+    object id and size, its path inside the folder. ``git`` runs git in the repository."""
+    out = git("ls-files", "-s", "-z", "--", folder, check=False).stdout
+    staged = [entry.split(b"\t", 1) for entry in out.split(b"\0") if b"\t" in entry]
+    if not staged:
+        return []
+    ids = [info.split()[1].decode("ascii") for info, _path in staged]
+    sizes = git("cat-file", "--batch-check=%(objectsize)", input="".join(i + "\n" for i in ids).encode(),
+                check=False).stdout.split(b"\n")
+    return [
+        (info.split()[0].decode("ascii"), oid, int(size) if size.isdigit() else -1,
+         os.fsdecode(path)[len(folder):].lstrip("/"))
+        for (info, path), oid, size in zip(staged, ids, sizes, strict=False)
+    ]
+
+
+def _what(entries: Sequence[Tracked], shown: str) -> str:
+    if any(path == "" for _mode, _oid, _size, path in entries):
+        return f"{shown} itself (a symbolic link)"
+    return f"{len(entries)} file{'s' if len(entries) != 1 else ''} under {shown}"
+
+
+def _advice(shown: str) -> str:
+    return (f"Stop tracking it with 'git rm -r --cached {shown}' and commit, so that clones stop "
+            f"bringing it (it is yours to commit: slayer-kb never does).")
+
+
+def _checked_text(key: bytes | None, head: str, entries: Sequence[Tracked]) -> str:
+    body = json.dumps({"head": head, "tracked": [list(e) for e in entries]}, separators=(",", ":"))
+    return f"{_mac(key, body)} {body}"
+
+
+def _mac(key: bytes | None, body: str) -> str:
+    # Without a key (no writable home) nothing here can be authenticated: the folder's owner and
+    # inode checks stand alone, as they do for the stamp.
+    return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest() if key is not None else "-"
+
+
+def _read_checked(folder: Path, key: bytes | None, head: str) -> list[Tracked] | None:
+    """What git tracked under the folder at ``head``, as the last check at that HEAD wrote it;
+    None when there was none (or the file is not this user's writing: git could bring one)."""
+    try:
+        fd = os.open(folder / CHECKED_HEAD, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        text = handle.read(1 << 20).decode("utf-8", "replace").strip()
+    mac, _, body = text.partition(" ")
+    if not hmac.compare_digest(mac, _mac(key, body)):
+        return None
+    try:
+        found = json.loads(body)
+        if found["head"] != head:
+            return None
+        return [(str(mode), str(oid), int(size), str(path)) for mode, oid, size, path in found["tracked"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _git_copies(folder: Path, entries: Sequence[Tracked]) -> str | None:
+    """The first path of ``entries`` that holds git's own copy (the same bytes, or link), or
+    None. A submodule's folder is left alone: git does not fill it unless asked to."""
+    for mode, oid, size, path in entries:
+        if mode == _GITLINK:
+            continue
+        where = folder / path if path else folder
+        try:
+            st = os.lstat(where)
+        except OSError:
+            continue
+        if mode == _SYMLINK:
+            data = os.fsencode(os.readlink(where)) if stat.S_ISLNK(st.st_mode) else None
+        elif stat.S_ISREG(st.st_mode) and st.st_size == size:
+            data = _read_regular(where)
+        else:
+            continue
+        if data is not None and _blob_id(data, len(oid)) == oid:
+            return path or "the folder"
+    return None
+
+
+def _read_regular(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read() if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else None
+
+
+def _blob_id(data: bytes, length: int) -> str:
+    """The id git gives a blob of ``data`` (SHA-1, or SHA-256 for 64-digit ids)."""
+    digest = hashlib.sha256() if length == 64 else hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.children import NEUTRAL_CWD, python_child
 from ..core.errors import StoreError
 
 EVERY = 20
@@ -93,21 +94,30 @@ def start(top: Path, state: Path, commands: list[list[str]] | None = None) -> No
     """``commands`` (default ``REPACK`` then ``GC``) one after the other, detached from this
     process and its terminal, at the lowest CPU priority (a save running beside them keeps its
     speed); the pid is kept in the state folder (see ``wait``). Nothing starts while an
-    earlier run is still at work."""
+    earlier run is still at work. The runner is this module's ``main``, an isolated Python
+    process (``children.python_child``): nothing in the KB is ever imported."""
     if running(state):
         return
-    script = (
-        "import json, os, subprocess, sys; os.nice(19); "
-        "q = dict(cwd=sys.argv[1], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "[subprocess.run(command, **q) for command in json.loads(sys.argv[2])]"
-    )
+    argv, env = python_child("slayer_kb.store.upkeep", str(top), json.dumps(commands or [REPACK, GC]))
     with contextlib.suppress(OSError):
         proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(top), json.dumps(commands or [REPACK, GC])],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
+            argv, cwd=NEUTRAL_CWD, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         (state / PID).write_text(str(proc.pid))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m slayer_kb.store.upkeep TOP COMMANDS_JSON``: run each command, niced; git in the
+    repository's top folder, anything else (a slayer-kb job, which takes the KB as an argument)
+    in ``NEUTRAL_CWD``, where no module of the KB can be picked up."""
+    top, commands = argv if argv is not None else sys.argv[1:]
+    with contextlib.suppress(OSError):
+        os.nice(19)
+    for command in json.loads(commands):
+        subprocess.run(command, cwd=top if command[0] == "git" else NEUTRAL_CWD, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return 0
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,17 @@ def running(state: Path) -> bool:
         os.kill(pid, 0)
     except OSError:
         return False
-    return True
+    return not _finished(pid)
+
+
+def _finished(pid: int) -> bool:
+    """Whether ``pid`` is a zombie: done, and not reaped yet by the process that started it (the
+    warm server, which reaps it at its next commit)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def wait(state: Path, timeout: float) -> bool:
@@ -166,3 +186,7 @@ def wait(state: Path, timeout: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""A vectors row of the index's SQLite manifest that ``vectors.rows`` could not have written (a
+scale of 1e308, NaN, a vector of the wrong length: a tampered or damaged manifest) is never
+scored as it is: the search that meets it makes the memory's row again from its text, ranks as
+before, warns of nothing, and writes the repaired row back (vectors.sound, meaning.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import embedding
+from testing import json_of
+
+pytestmark = pytest.mark.skipif(embedding.key() is None, reason="search by meaning is not installed")
+
+QUESTION = "how is the fiscal year defined"
+
+
+def manifest(kb: KnowledgeBase) -> sqlite3.Connection:
+    return sqlite3.connect(kb.root / ".slayer-kb" / "index" / "manifest.db", isolation_level=None)
+
+
+def rows(kb: KnowledgeBase, ids: list[str]) -> dict[str, tuple]:
+    db = manifest(kb)
+    try:
+        return {r[0]: r[1:] for r in db.execute(
+            f"SELECT id, vec, scale FROM vectors WHERE id IN ({', '.join('?' * len(ids))})", ids)}  # noqa: S608
+    finally:
+        db.close()
+
+
+def tamper(kb: KnowledgeBase, ids: list[str]) -> None:
+    """Three kinds of bad row: an overflowing scale, NaN (stored as NULL), a short vector."""
+    db = manifest(kb)
+    try:
+        db.execute("UPDATE vectors SET scale = 1e308 WHERE id = ?", (ids[0],))
+        db.execute("UPDATE vectors SET scale = ? WHERE id = ?", (float("nan"), ids[1]))
+        db.execute("UPDATE vectors SET vec = x'0102' WHERE id = ?", (ids[2],))
+    finally:
+        db.close()
+
+
+def test_a_tampered_row_is_rebuilt_by_the_search_that_meets_it(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+    root = example_kb.root
+    before = run_cli("--kb", root, "search", QUESTION, "--json")
+    assert before.returncode == 0, before.stderr
+    ranked = [m["id"] for m in json_of(before)["memories"]]
+    good = rows(example_kb, ranked[:3])
+    tamper(example_kb, ranked[:3])
+    assert rows(example_kb, ranked[:3]) != good
+    after = run_cli("--kb", root, "search", QUESTION, "--json", env={"PYTHONWARNINGS": "error"})
+    assert (after.returncode, after.stdout) == (0, before.stdout), after.stderr
+    assert "Warning" not in after.stderr
+    assert rows(example_kb, ranked[:3]) == good
+
+
+def test_a_warm_process_loads_no_bad_row(example_kb: KnowledgeBase) -> None:
+    """A process that holds the table (the server, MCP) checks each row as it loads them."""
+    kb = KnowledgeBase(example_kb.root)
+    kb.keep_warm()
+    expected = [(m["id"], m["score"]) for m in kb.search(QUESTION).memories]
+    ids = [memory_id for memory_id, _score in expected]
+    good = rows(kb, ids[:3])
+    warm = KnowledgeBase(Path(example_kb.root))
+    warm.keep_warm()
+    tamper(warm, ids[:3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = [(m["id"], m["score"]) for m in warm.search(QUESTION).memories]
+    assert found == expected
+    assert rows(kb, ids[:3]) == good
