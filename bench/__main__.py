@@ -3,6 +3,7 @@
     python -m bench --quick            # 1,000 memories, under two minutes
     python -m bench                    # 1,000, 10,000 and 100,000 memories
     python -m bench --sizes 1000,10000
+    python -m bench --team [--quick]   # many agents, one remote: bench/team.py, docs/teams.md
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from . import corpus as corpus_mod
 from . import relevance as relevance_mod
+from . import team
 from .measure import Plan, Runner
 from .report import table
 
@@ -41,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--team", action="store_true",
+                        help="run the team bench instead (python -m bench.team; --quick, --seed and --results-dir apply)")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = "1000"
@@ -74,6 +78,9 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.team:
+        return team.main([*(["--quick"] if args.quick else []), "--seed", str(args.seed),
+                          "--results-dir", str(args.results_dir)])
     # Commits by the benchmark, git itself and slayer-kb subprocesses all need an identity; a
     # fixed one keeps a machine without git config able to run it.
     os.environ.update(corpus_mod.GIT_IDENTITY)
