@@ -383,7 +383,7 @@ class KnowledgeBase:
     def check_learning(self, learning: Any, name: str = "learning") -> str:
         """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
         if not isinstance(learning, str) or not learning.strip():
-            raise InvalidInputError(f"{name} is required and must not be blank.")
+            raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
         size = len(learning.encode("utf-8"))
         if size > self.max_content:
             raise InvalidInputError(

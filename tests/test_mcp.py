@@ -140,7 +140,7 @@ def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, run_cli: 
         assert await error(session, "forget_memory", id="a/b") == BAD_ID
         assert await error(session, "save_memory", learning="x", linked_entities=["orders.amount"], id="a/b") == BAD_ID
         assert await error(session, "save_memory", learning="  ", linked_entities=["orders.amount"]) == (
-            "learning is required and must not be blank."
+            "learning is empty: write what was learned (it is required and must not be blank)."
         )
         assert await error(session, "search", question="x", max_results="ten") == (
             "search: 'max_results' must be an integer, not a string."

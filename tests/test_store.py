@@ -82,7 +82,7 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
 @pytest.mark.parametrize(
     ("learning", "linked", "kwargs", "error", "message"),
     [
-        ("  ", ["orders"], {}, InvalidInputError, "learning is required and must not be blank."),
+        ("  ", ["orders"], {}, InvalidInputError, "learning is empty: write what was learned (it is required and must not be blank)."),
         ("x", [], {}, InvalidInputError, "linked_entities is empty"),
         (
             "x",

@@ -104,6 +104,7 @@ def save(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
     kb = settings.kb()
+    kb.check_learning(text)  # an empty learning is told first, whatever else is missing
     parsed = read_query(query)
     if title is not None:
         if memory_id is not None:

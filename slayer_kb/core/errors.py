@@ -18,9 +18,14 @@ class NotFoundError(KBError):
 
 
 class ResolutionError(KBError):
-    """An entity reference that does not resolve (unknown or ambiguous)."""
+    """An entity reference that does not resolve (unknown or ambiguous); ``suggestions`` are the
+    existing references it probably meant, which the message names too."""
 
     type_name = "resolution"
+
+    def __init__(self, message: str, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions
 
 
 class AmbiguousEntityError(ResolutionError):

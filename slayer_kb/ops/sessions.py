@@ -43,6 +43,7 @@ from ..core.session import (
     loads,
     session_path,
 )
+from ..core.text import counted
 from ..store.repo import Change
 from ..transaction import Transaction
 
@@ -380,7 +381,7 @@ def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int
         span = f"{session.started_at} to {session.ended_at or 'now (open)'}"
         memories = counts.get(session.id, 0)
         line = (f"- {session.id} ({session.project or 'no project'}, {span}): {memories} "
-                f"{'memory' if memories == 1 else 'memories'}, {_count(len(session.prompts), 'prompt')}")
+                f"{'memory' if memories == 1 else 'memories'}, {counted(len(session.prompts), 'prompt')}")
         if session.summary:
             line += f"; summary: {clip(' '.join(session.summary.split()), 200)}"
         lines.append(line)
@@ -404,10 +405,6 @@ def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int
             break
         text += line + "\n"
     return text
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -452,9 +449,9 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
         elif e.get("old_id"):
             what.append(f"renamed from {e['old_id']}")
         if e["prompts_added"]:
-            what.append(_count(len(e["prompts_added"]), "prompt") + " added")
+            what.append(counted(len(e["prompts_added"]), "prompt") + " added")
         if e["prompts_removed"]:
-            what.append(_count(len(e["prompts_removed"]), "prompt") + " removed")
+            what.append(counted(len(e["prompts_removed"]), "prompt") + " removed")
         if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
             what.append("ended")
         other = [f for f in e["fields"] if f != "ended_at"]
