@@ -31,7 +31,7 @@ from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.results import MaintenanceResult, SaveResult, SyncReport
 from .ops import capture, changes, finding, observations, sessions
-from .ops.finding import deleted_message
+from .ops.finding import deleted_error
 from .search.index import Index
 from .search.schema import NONE
 
@@ -344,7 +344,7 @@ class KnowledgeBase:
     def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
-            raise NotFoundError(deleted_message(memory))
+            raise deleted_error(memory)
         data = memory.to_dict()
         pending = self.pending.count(memory_id)
         if pending:

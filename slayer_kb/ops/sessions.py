@@ -223,7 +223,9 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
 
 def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, Any]:
     """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
-    redacted; none given keeps an earlier one). One commit."""
+    redacted; none given keeps an earlier one). One commit. An id never started is made and
+    ended, with a warning, as Engram's ``mem_save_prompt`` makes it and its ``mem_session_end``
+    never refuses it: the summary is kept, not lost."""
     session_id = check_session_id(session_id, "id")
     summary = optional_text(summary, "summary")
     if summary is not None:
@@ -233,21 +235,16 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
                 f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
                 "Keep the session's summary short; save the details with mem_session_summary or mem_save."
             )
+    warnings = []
     with kb.transaction(sync=False) as tx:
-        session = read(kb, session_id)
-        if session is None:
-            raise NotFoundError(_no_session(kb, session_id))
+        now = utc_now()
+        session, made = ensure(tx, session_id, None, now=now)
+        if made:
+            warnings.append(f"session '{session_id}' was never started; it is recorded as started and ended now")
         tx.require_committed(session.path)
-        ended = replace(session, ended_at=utc_now(), summary=summary or session.summary)
+        ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
-    return _result(ended, commit, "ended")
-
-
-def _no_session(kb: KnowledgeBase, session_id: str) -> str:
-    recent = [s.id for s in load_all(kb)[:3]]
-    known = f" (recent sessions: {', '.join(recent)})" if recent else " (there are no sessions yet)"
-    return (f"No session with id '{session_id}' to end{known}; start it first with "
-            f"mem_session_start (slayer-kb session-start '{session_id}'), or check the id.")
+    return {**_result(ended, commit, "ended"), "warnings": warnings}
 
 
 def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> dict[str, Any]:
