@@ -384,6 +384,7 @@ class KnowledgeBase:
         """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
         if not isinstance(learning, str) or not learning.strip():
             raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
+        check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
         size = len(learning.encode("utf-8"))
         if size > self.max_content:
             raise InvalidInputError(
