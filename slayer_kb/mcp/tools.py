@@ -1,9 +1,11 @@
 """The MCP tools: each a ``KnowledgeBase`` call and the formatting of its reply.
 
 SLayer's ``save_memory`` / ``search`` / ``forget_memory`` answer with the seed's JSON shapes;
-Engram's ``mem_*`` tools answer with Engram's reply texts. What a model reads about each tool (its
-description and parameter schemas) is data, in ``tools.yaml``; this module binds each name there
-to its handler.
+Engram's ``mem_*`` tools answer with Engram's reply texts. Beside the text every tool returns
+structured content, the ``to_json`` of its result (what the CLI's ``--json`` prints), as its output
+schema declares. What a model reads about each tool (its description, parameter and output
+schemas) is data, in ``tools.yaml`` and ``outputs.yaml``; this module binds each name there to its
+handler.
 """
 
 from __future__ import annotations
