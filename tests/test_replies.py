@@ -236,3 +236,23 @@ def test_search_help_lists_any_type_and_project(run_cli) -> None:
     assert "--any Memories holding any word of QUESTION" in text
     assert "--type TYPE Only memories of this observation type" in text
     assert "--project TEXT Only memories of this project" in text
+
+
+def test_mcp_errors_offer_no_command_or_flag_the_client_lacks(catalog_kb: KnowledgeBase) -> None:
+    first = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    second = catalog_kb.save_memory("Status is an enum", ["orders.status"]).memory_id
+    (catalog_kb.root / "memories" / f"{first}.yaml").write_text("learning: [unclosed\n")
+    commit_all(catalog_kb.root, "broken by hand")
+    path = catalog_kb.root / "memories" / f"{second}.yaml"
+    path.write_text(path.read_text().replace("enum", "enum of four"))  # not committed
+
+    async def script(session: ClientSession) -> list[str]:
+        return [await error(session, "mem_delete", id=first), await error(session, "mem_update", id=second, title="x")]
+
+    broken, dirty = with_server(catalog_kb.root, script)
+    assert broken.endswith(
+        "a soft forget rewrites the file, so it must be a valid memory: repair it first, or delete it "
+        f"for good with mem_delete(id: {first}, hard_delete: true)"
+    )
+    assert "'slayer-kb " not in broken  # no shell command
+    assert dirty.endswith("Commit or stash it (git stash -u) and retry.") and "--force" not in dirty
