@@ -34,13 +34,16 @@ JSON document; an error exits 1 with `Error: ...` on stderr and
 argument from stdin. Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
-The main `--json` documents:
+The main `--json` documents (the MCP tools return the same fields as structured content,
+[mcp.md](mcp.md)):
 
 | command | keys |
 |---|---|
 | `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message` |
-| `get`, `update`, `restore` | the memory, absent values `null` |
-| `forget` | `deleted_id`, `stripped_from`, `soft` |
+| `get` | the memory, absent values `null` |
+| `update`, `restore` | the memory, `action` (`updated`, `restored`), `warnings` |
+| `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |
+| `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings` |
 | `list` | `memories` |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |

@@ -33,7 +33,7 @@ from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.results import MaintenanceResult, SaveResult, SyncReport
 from .ops import capture, changes, finding, observations, sessions
-from .ops.finding import deleted_message
+from .ops.finding import deleted_error
 from .search.index import Index
 from .search.schema import NONE
 
@@ -351,7 +351,7 @@ class KnowledgeBase:
         self.check_not_moved(memory_id)
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
-            raise NotFoundError(deleted_message(memory))
+            raise deleted_error(memory)
         data = memory.to_dict()
         pending = self.pending.count(memory_id)
         if pending:
@@ -408,7 +408,8 @@ class KnowledgeBase:
     def check_learning(self, learning: Any, name: str = "learning") -> str:
         """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
         if not isinstance(learning, str) or not learning.strip():
-            raise InvalidInputError(f"{name} is required and must not be blank.")
+            raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
+        check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
         size = len(learning.encode("utf-8"))
         if size > self.max_content:
             raise InvalidInputError(

@@ -179,7 +179,9 @@ class Transaction:
             changes, extra = plan()
             dirty = kb.store.uncommitted([c.path for c in changes])
         if dirty:
-            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True))
+            # An MCP tool has no --force: its client hears the rest of the advice.
+            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
+                                tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
         return changes, extra, kept
 
     def commit(

@@ -194,7 +194,7 @@ def test_emptying_a_flow_list_rewrites_the_file(cascade_kb: KnowledgeBase) -> No
 def test_forget_strips_exactly_memory_x(cascade_kb: KnowledgeBase, run_cli) -> None:
     root = cascade_kb.root
     proc = run_cli("--kb", root, "forget", "X", "--json")
-    assert json_of(proc) == {"deleted_id": "X", "stripped_from": ["links"], "soft": False}
+    assert json_of(proc) == {"deleted_id": "X", "action": "forgotten", "stripped_from": ["links"], "soft": False}
     assert_memories(root, {"memory:X"}, forgotten="X")
     committed_clean(root)
 

@@ -210,9 +210,9 @@ def test_save_and_update_read_stdin(run_cli: CliRunner, kb: Path) -> None:
 def test_update_returns_the_memory(run_cli: CliRunner, kb: Path) -> None:
     data = ok(run_cli, kb, "update", "1", "--title", "Order amount", "--type", "discovery", "-e", "shop.orders.amount")
     assert_memory(data, "1")
-    assert set(data) - MEMORY_KEYS <= {"warnings"}
+    assert set(data) - MEMORY_KEYS == {"action", "warnings"} and data["action"] == "updated"
     assert (data["title"], data["type"], data["entities"]) == ("Order amount", "discovery", ["shop.orders.amount"])
-    assert data == ok(run_cli, kb, "get", "1") | {k: v for k, v in data.items() if k == "warnings"}
+    assert data == ok(run_cli, kb, "get", "1") | {"action": "updated", "warnings": data["warnings"]}
 
 
 def test_forget_strips_references(run_cli: CliRunner, kb: Path) -> None:
@@ -437,7 +437,7 @@ def test_validate_and_fmt_report_problems(run_cli: CliRunner, kb: Path) -> None:
     proc = run_cli("--kb", kb, "validate")
     assert proc.returncode == 1
     assert proc.stdout.startswith(f"{path}:9: unknown key 'entitys' (allowed keys: title, type, learning, ")
-    assert proc.stdout.endswith("\n1 problem in 40 files checked\n")
+    assert proc.stdout.endswith("\n1 problem in 1 file (40 files checked)\n")
     data = doc(run_cli("--kb", kb, "validate", "--json"), 1)
     assert data["ok"] is False and len(data["problems"]) >= 1
     path.write_text(path.read_text().replace("entitys:", "entities:").replace("created_at: '", 'created_at: "'))

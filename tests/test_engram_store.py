@@ -105,7 +105,7 @@ def test_content_limit(empty_kb: KnowledgeBase) -> None:
 
 def test_update_partial_and_errors(empty_kb: KnowledgeBase) -> None:
     mid = save(empty_kb, project="api").memory_id
-    data = empty_kb.update(mid, type="bugfix")
+    data = empty_kb.update(mid, type="bugfix").memory
     assert (data["type"], data["title"], data["project"]) == ("bugfix", "JWT auth middleware", "api")
     with pytest.raises(InvalidInputError, match="Nothing to update: give at least one field"):
         empty_kb.update(mid)

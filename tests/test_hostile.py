@@ -632,7 +632,7 @@ def test_validate_survives_a_deeply_nested_file(catalog_kb: KnowledgeBase, run_c
     assert (proc.returncode, proc.stderr) == (1, "")
     message = "nests lists and mappings more than 64 levels deep below its keys; write its values flatter"
     assert proc.stdout == (
-        f"memories/deep.yaml:1: {message}\nmemories/deepish.yaml:1: {message}\n2 problems in 2 files checked\n"
+        f"memories/deep.yaml:1: {message}\nmemories/deepish.yaml:1: {message}\n2 problems in 2 files (2 files checked)\n"
     )
 
 

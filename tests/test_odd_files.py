@@ -152,7 +152,7 @@ def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: Knowledge
     kb = KnowledgeBase(clone)
     assert [m["id"] for m in kb.list()] == ["other", "keep"]
     assert kb.stats()["memories"] == 2
-    assert kb.update("other", title="Other")["title"] == "Other"
+    assert kb.update("other", title="Other").memory["title"] == "Other"
     assert kb.forget("other").stripped_from == ["keep"]
     assert kb.memory_ids() == ["keep"]
     kb.refresh([os.fsdecode(b"\xff")])  # what a file watcher passes on for the name

@@ -37,7 +37,7 @@ def test_restore_rev_head_repairs_a_file_broken_by_hand(catalog_kb: KnowledgeBas
     assert head(kb.root) == before  # HEAD already had that version: nothing to commit
     assert git(kb.root, "status", "--porcelain") == ""
     proc = run_cli("--kb", kb.root, "validate", check=True)
-    assert proc.stdout == "Checked 1 files: no problems.\n"
+    assert proc.stdout == "Checked 1 file: no problems.\n"
     proc = run_cli("--kb", kb.root, "get", mid, "--json", check=True)
     assert json_of(proc)["learning"] == "Amount is in EUR."
     # Once repaired, a second restore has nothing to do, and says so.

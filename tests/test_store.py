@@ -82,7 +82,7 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
 @pytest.mark.parametrize(
     ("learning", "linked", "kwargs", "error", "message"),
     [
-        ("  ", ["orders"], {}, InvalidInputError, "learning is required and must not be blank."),
+        ("  ", ["orders"], {}, InvalidInputError, "learning is empty: write what was learned (it is required and must not be blank)."),
         ("x", [], {}, InvalidInputError, "linked_entities is empty"),
         (
             "x",
@@ -193,7 +193,7 @@ def test_forget_strips_exact_references_in_one_commit(catalog_kb: KnowledgeBase)
     catalog_kb.save_memory("only ref", ["memory:X"], id="b")
     before = len(commits(catalog_kb.root))
     result = catalog_kb.forget("X")
-    assert result.to_json() == {"deleted_id": "X", "stripped_from": ["a", "b"], "soft": False}
+    assert result.to_json() == {"deleted_id": "X", "action": "forgotten", "stripped_from": ["a", "b"], "soft": False}
     assert len(commits(catalog_kb.root)) == before + 1
     assert not (catalog_kb.root / "memories/X.yaml").exists()
     assert catalog_kb.get("a")["entities"] == ["memory:X1", "shop.orders"]

@@ -141,7 +141,7 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert (result.stripped_from, result.kept) == (["7"], ["memories/7.yaml.orig"])
     assert (root / "memories" / "7.yaml").read_text() == "learning: Seven.\n" + CREATED
     assert (root / "memories" / "7.yaml.orig").read_text() == memory("Seven. WIP", "memory:3")
-    assert kb.update("1", title="T", force=True)["kept"] == ["memories/1.yaml.orig"]
+    assert kb.update("1", title="T", force=True).kept == ["memories/1.yaml.orig"]
     assert (kb.get("1")["title"], kb.get("1")["learning"]) == ("T", "One.")
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
 

@@ -68,20 +68,20 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "memories/pattern.yaml:4: entities[1]: 'shop..x' is not an entity reference (<ds>, "
         "<ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)",
         "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a join "
-        "target on model 'orders'. (run 'slayer-kb prune' to strip "
-        "references to deleted entities)",
+        "target on model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+        "(correct it with 'slayer-kb edit refs', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "memories/refs.yaml:5: 'memory:ghost' refers to a memory that does not exist (run "
         "'slayer-kb prune' to strip it)",
         "memories/refs.yaml:6: entity 'orders.status' is not canonical; write 'shop.orders.status'",
         "memories/refs2.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a "
-        "join target on model 'orders'. (run 'slayer-kb prune' "
-        "to strip references to deleted entities)",
+        "join target on model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+        "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "memories/refs2.yaml:6: entity 'shop' is listed twice; keep one",
         "memories/schema.yaml:2: 'scope' 'team' is not one of ['project', 'personal', None]",
         "memories/schema.yaml:3: unknown key 'id' (the file name is the id; remove the id key)",
         "memories/schema.yaml:4: 'revision_count' 0 is less than the minimum of 1",
         "memories/time.yaml:2: not in canonical form; run 'slayer-kb fmt memories/time.yaml'",
-        "16 problems in 11 files checked",
+        "16 problems in 11 files (11 files checked)",
     ]
     out = json_of(run_cli("--kb", catalog_kb.root, "validate", "--json", "memories/refs2.yaml",
                           cwd=catalog_kb.root))
@@ -89,8 +89,8 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     assert out["problems"][0] == {
         "path": "memories/refs2.yaml", "line": 4,
         "message": "entity 'shop.orders.nope' does not resolve: 'nope' is not a join target on "
-                   "model 'orders'. (run 'slayer-kb prune' to strip "
-                   "references to deleted entities)",
+                   "model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+                   "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
     }
 
 
@@ -102,11 +102,11 @@ def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeB
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: No model 'orders' in "
-        "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. (run 'slayer-kb "
-        "prune' to strip references to deleted entities)",
+        "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. "
+        "(correct it with 'slayer-kb edit a', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "models/shop/regions.yaml:1: catalog: 'columns' must be a list of mappings with a 'name', "
         "got a number",
-        "2 problems in 1 files checked",
+        "2 problems in 2 files (1 file checked)",
     ]
 
 
@@ -154,7 +154,7 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
         "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
         "another memory; run 'slayer-kb renumber --onto main' to give this branch's memory a "
         "fresh id and rewrite its memory:2 references, in one commit",
-        "1 problem in 4 files checked",
+        "1 problem in 1 file (4 files checked)",
     ]
     # From outside the KB, the command names it.
     proc = run_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
@@ -233,10 +233,10 @@ def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, run_
         f"memories/3.yaml:6: attached query has stale references ({reasons['memory:3']}); fix or "
         "remove the query with 'slayer-kb edit 3'",
         f"memories/4.yaml:3: entity 'shop.customers.region_id' does not resolve: {unresolved.value} "
-        "(run 'slayer-kb prune' to strip references to deleted entities)",
+        "(correct it with 'slayer-kb edit 4', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         f"memories/6.yaml:2: attached query is not a valid SlayerQuery ({misspelt.value}); fix or "
         "remove the query with 'slayer-kb edit 6'",
-        "5 problems in 6 files checked",
+        "5 problems in 4 files (6 files checked)",
     ]
 
 
@@ -248,7 +248,7 @@ def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
         "missing.yaml:1: no such file",
         "notes.yaml:1: not a memory or session file: expected <kb>/memories/<id>.yaml or "
         "<kb>/sessions/<id>.yaml",
-        "2 problems in 0 files checked",
+        "2 problems in 2 files (0 files checked)",
     ]
 
 

@@ -80,7 +80,6 @@ def _split_top(text: str) -> list[str]:
 class RefTarget(NamedTuple):
     name: str  # the reference without its aggregation; "" for a star
     star: bool  # count(*) / *:count: the query's source model
-    whole_model: bool  # count(m.*) / m.*:count: the model m, never a leaf named m
 
 
 _COLON_AGG = re.compile(
@@ -140,21 +139,21 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
             form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
             raise ResolutionError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
         if text == "*":
-            return RefTarget("", True, False)
-        return RefTarget(text[:-2], False, True)
+            return RefTarget("", True)
+        # SLayer resolves count(m.*) as it resolves the name m, warnings and all.
+        return RefTarget(text[:-2], False)
     if aggregation is not None and not _PLAIN_REF.fullmatch(text):
         raise ResolutionError(
             f"{ref.strip()!r} is not a single aggregated column reference; only the `agg(column)` form "
             "names an entity. Name its columns one by one, or give the whole query as linked_entities."
         )
-    return RefTarget(text, False, False)
+    return RefTarget(text, False)
 
 
 def strip_aggregation(ref: str) -> tuple[str, bool]:
     """``(reference, is_star)``: ``("amount", False)`` for sum(amount), ``("", True)`` for count(*).
 
-    ``count(orders.*)`` gives ``("orders", False)``; the resolver uses :func:`parse_reference`,
-    which also says that such a name must be a model.
+    ``count(orders.*)`` gives ``("orders", False)``: SLayer resolves it as it resolves ``orders``.
     """
     target = parse_reference(ref)
     return target.name, target.star

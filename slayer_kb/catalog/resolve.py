@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from . import suggest
 from .catalog import Catalog, Datasource, Model
 from .refs import kind_of, parse_reference
 
@@ -34,7 +35,8 @@ class Resolver:
     1. Surrounding whitespace is stripped; an empty reference is an error.
     2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
     3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
-       ``count(*)`` / ``*:count`` name the source model, ``count(m.*)`` / ``m.*:count`` the model m.
+       ``count(*)`` / ``*:count`` name the source model; ``count(m.*)`` / ``m.*:count`` resolve
+       as the name ``m`` does, warnings included (SLayer resolves the name again).
     4. The name is split on ``.``; every segment must be an identifier (a letter or ``_``, then
        letters, digits, ``_`` or ``-``).
     5. A first segment naming a datasource wins, with SLayer's warning whenever a model of that
@@ -108,7 +110,7 @@ class Resolver:
             return Resolution(source.entity, [])
         segments = _segments(target.name, text)
         warnings: list[str] = []
-        entity = self._path(segments, source, warnings, text, want_model=target.whole_model)
+        entity = self._path(segments, source, warnings, text)
         return Resolution(entity, warnings)
 
     def resolve_model(self, ref: str) -> Resolution:
@@ -158,14 +160,7 @@ class Resolver:
             )
         return self._model_in(datasource, segments[1])
 
-    def _path(
-        self,
-        segments: list[str],
-        source: Model | None,
-        warnings: list[str],
-        ref: str,
-        want_model: bool,
-    ) -> str:
+    def _path(self, segments: list[str], source: Model | None, warnings: list[str], ref: str) -> str:
         head = segments[0]
         datasource = self.catalog.datasources.get(head)
         if datasource is not None:
@@ -175,35 +170,40 @@ class Resolver:
                     f"To force the model interpretation, qualify as <other_ds>.{head}..."
                 )
             if len(segments) == 1:
-                if want_model:
-                    raise ResolutionError(f"'{ref}' names datasource '{head}', not a model.")
                 return head
             model = self._model_in(datasource, segments[1])
-            return self._dotted(model, segments[2:], want_model)
-        if len(segments) == 1 and not want_model:
+            return self._dotted(model, segments[2:])
+        if len(segments) == 1:
             return self._bare(head, source, warnings)
         found = self._find_model(head, source)
         if found is None:
-            raise ResolutionError(
-                f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}')."
+            raise suggest.unresolved(
+                f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}').",
+                suggest.spelled_like(head, suggest.heads(self.catalog)),
             )
-        return self._dotted(found, segments[1:], want_model)
+        return self._dotted(found, segments[1:])
 
-    def _dotted(self, model: Model, rest: list[str], want_model: bool) -> str:
+    def _dotted(self, model: Model, rest: list[str]) -> str:
         """SLayer's ``_resolve_dotted_against_model``: the last segment is a leaf of the model the
         others reach; failing that, every segment is a join hop."""
         if not rest:
             return model.entity
-        if not want_model:
-            try:
-                owner = self._walk(model, rest[:-1])
-            except AmbiguousEntityError:
-                raise
-            except ResolutionError:
-                owner = None
-            if owner is not None and owner.leaf_kind(rest[-1]):
-                return f"{owner.entity}.{rest[-1]}"
-        return self._walk(model, rest).entity
+        try:
+            owner = self._walk(model, rest[:-1])
+        except AmbiguousEntityError:
+            raise
+        except ResolutionError:
+            owner = None
+        if owner is not None and owner.leaf_kind(rest[-1]):
+            return f"{owner.entity}.{rest[-1]}"
+        try:
+            return self._walk(model, rest).entity
+        except _NoJoin as exc:
+            # The last segment neither a leaf nor a join of the model reached: say so, where it
+            # was looked for, and what exists that was probably meant.
+            if owner is not None and exc.model is owner:
+                raise suggest.missing_leaf(self.catalog, str(exc), model, owner, rest) from None
+            raise ResolutionError(str(exc)) from None
 
     def _walk(self, root: Model, path: list[str]) -> Model:
         """The model ``path`` reaches from ``root``, hop by hop over joins in either direction
@@ -221,12 +221,13 @@ class Resolver:
                     "(name: ...) and walk them by name."
                 )
             joined = self.catalog.datasources[current.datasource].models.get(edges[0].target) if edges else None
-            if joined is None:
-                hint = (
-                    f" It joins '{edges[0].target}', which is not a model of datasource '{current.datasource}'."
-                    if edges else ""
+            if joined is None and edges:
+                raise ResolutionError(
+                    f"'{token}' is not a join target on model '{current.name}'. It joins "
+                    f"'{edges[0].target}', which is not a model of datasource '{current.datasource}'."
                 )
-                raise ResolutionError(f"'{token}' is not a join target on model '{current.name}'.{hint}")
+            if joined is None:
+                raise _NoJoin(f"'{token}' is not a join target on model '{current.name}'.", current)
             if joined.name in visited:
                 raise ResolutionError(
                     f"Circular join detected resolving {'.'.join(path)!r} from {root.name!r}: hop "
@@ -291,9 +292,10 @@ class Resolver:
     def _model_in(self, datasource: Datasource, name: str) -> Model:
         model = datasource.models.get(name)
         if model is None:
-            raise ResolutionError(
+            raise suggest.unresolved(
                 f"No model '{name}' in datasource '{datasource.name}'. "
-                f"Its models: {_listing(list(datasource.models))}."
+                f"Its models: {_listing(list(datasource.models))}.",
+                suggest.spelled_like(name, suggest.models_of(self.catalog, datasource.name)),
             )
         return model
 
@@ -310,8 +312,9 @@ class Resolver:
                 if ds_name in self._priority or (source and ds_name == source.datasource):
                     break
         if not matches:
-            raise ResolutionError(
-                f"Entity '{name}' not found in any datasource (checked all known datasources)."
+            raise suggest.unresolved(
+                f"Entity '{name}' not found in any datasource (checked all known datasources).",
+                suggest.spelled_like(name, {**suggest.heads(self.catalog), **suggest.leaves(self.catalog)}),
             )
         ds_name, holders = matches[0]
         if len(matches) > 1:
@@ -328,6 +331,14 @@ class Resolver:
                 f"Qualify as '<model>.{name}'."
             )
         return f"{holders[0].entity}.{name}"
+
+
+class _NoJoin(ResolutionError):
+    """SLayer's "not a join target": ``model`` has no join of that name."""
+
+    def __init__(self, message: str, model: Model) -> None:
+        super().__init__(message)
+        self.model = model
 
 
 class _Edge(NamedTuple):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..core.text import counted
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 
 if TYPE_CHECKING:
@@ -149,8 +150,9 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
 
     report = validate(_paths(settings, paths), against)
     count = len(report.problems)
-    summary = (f"{count} problem{'s' if count != 1 else ''} in {report.checked} files checked"
-               if count else f"Checked {report.checked} files: no problems.")
+    checked = counted(report.checked, "file")
+    summary = (f"{counted(count, 'problem')} in {counted(len({p.path for p in report.problems}), 'file')} "
+               f"({checked} checked)" if count else f"Checked {checked}: no problems.")
     _finish(settings, report, bool(count), summary)
 
 

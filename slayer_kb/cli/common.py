@@ -163,6 +163,13 @@ def read_query(value: str | None) -> dict[str, Any] | None:
 pass_settings = click.make_pass_decorator(Settings)
 
 
+# Options several commands share, each with its help in one place.
+PROJECT_HELP = "Project name (trimmed, lower-cased)."
+ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...)."
+ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
+ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
+SCOPE_HELP = "project (default) or personal."
+
 ENTITY_HELP = (
     "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."
 )

@@ -14,6 +14,10 @@ from ..core.text import warning_lines
 from ..kb import KnowledgeBase
 from .common import (
     ENTITY_HELP,
+    ONLY_PROJECT_HELP,
+    ONLY_SCOPE_HELP,
+    PROJECT_HELP,
+    SCOPE_HELP,
     Settings,
     emit,
     force_option,
@@ -68,8 +72,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     metavar="TYPE",
     help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).",
 )
-@click.option("--project", help="Project name (trimmed, lower-cased).")
-@click.option("--scope", type=click.Choice(["project", "personal"]), help="project (default) or personal.")
+@click.option("--project", help=PROJECT_HELP)
+@click.option("--scope", type=click.Choice(["project", "personal"]), help=SCOPE_HELP)
 @click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
 @click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
 @json_option
@@ -104,6 +108,7 @@ def save(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
     kb = settings.kb()
+    kb.check_learning(text)  # an empty learning is told first, whatever else is missing
     parsed = read_query(query)
     if title is not None:
         if memory_id is not None:
@@ -183,13 +188,13 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
 
 @click.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--title")
+@click.option("--title", help="A new title.")
 @click.option("--learning", "--content", "learning", help="New text (or - for stdin).")
-@click.option("--type", "type_")
-@click.option("--description")
-@click.option("--project")
-@click.option("--scope", type=click.Choice(["project", "personal"]))
-@click.option("--topic-key")
+@click.option("--type", "type_", metavar="TYPE", help="A new observation type (decision, bugfix, ...).")
+@click.option("--description", help="A new one-line summary, at most 500 characters.")
+@click.option("--project", help=PROJECT_HELP)
+@click.option("--scope", type=click.Choice(["project", "personal"]), help=SCOPE_HELP)
+@click.option("--topic-key", help="A new upsert key, e.g. architecture/auth-model.")
 @click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
 @force_option
 @json_option
@@ -213,7 +218,7 @@ def update(
     Example:
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
-    data = settings.kb().update(
+    result = settings.kb().update(
         memory_id,
         title=title,
         learning=read_text_arg(learning),
@@ -225,8 +230,8 @@ def update(
         entities=list(entities) or None,
         force=force,
     )
-    emit(settings, data, lambda: f"Updated memory {memory_id}" + warning_lines(data.get("warnings", []))
-         + kept_line(data.get("kept", [])))
+    emit(settings, result.to_json(),
+         lambda: f"Updated memory {memory_id}" + warning_lines(result.warnings) + kept_line(result.kept))
 
 
 @click.command()
@@ -276,14 +281,14 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
             lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings),
         )
         return
-    data = settings.kb().restore(memory_id)
-    emit(settings, data, f"Restored memory {memory_id}")
+    restored = settings.kb().restore(memory_id)
+    emit(settings, restored.to_json(), f"Restored memory {memory_id}")
 
 
 @click.command("suggest-topic-key")
-@click.option("--type", "type_")
-@click.option("--title")
-@click.option("--content")
+@click.option("--type", "type_", metavar="TYPE", help="The observation type; it names the key's family.")
+@click.option("--title", help="The observation's title; its words make the key.")
+@click.option("--content", help="The text, used when there is no title.")
 @json_option
 @pass_settings
 def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, content: str | None) -> None:
@@ -299,8 +304,10 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
 
 @click.command()
 @click.argument("memory_id", metavar="[ID]", required=False)
-@click.option("--before", type=click.IntRange(min=0), default=5, show_default=True)
-@click.option("--after", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--before", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Memories saved before ID to show.")
+@click.option("--after", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Memories saved after ID to show.")
 @click.option("--session", "session_id", help="Instead of ID: the whole session, its prompts and memories.")
 @json_option
 @pass_settings
@@ -335,8 +342,8 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
 
 
 @click.command()
-@click.option("--project")
-@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--project", help=ONLY_PROJECT_HELP)
+@click.option("--scope", type=click.Choice(["project", "personal"]), help=ONLY_SCOPE_HELP)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Memories to list.")
 @json_option
 @pass_settings
@@ -353,8 +360,8 @@ def context(settings: Settings, project: str | None, scope: str | None, limit: i
 
 @click.command("session-summary")
 @click.argument("content")
-@click.option("--project")
-@click.option("--session", "session_id")
+@click.option("--project", help=PROJECT_HELP)
+@click.option("--session", "session_id", help="The session it ends (default manual-save-PROJECT).")
 @json_option
 @pass_settings
 def session_summary(settings: Settings, content: str, project: str | None, session_id: str | None) -> None:

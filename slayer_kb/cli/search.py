@@ -10,6 +10,9 @@ from ..core.results import Hit
 from ..core.text import warning_lines
 from .common import (
     ENTITY_HELP,
+    ONLY_PROJECT_HELP,
+    ONLY_SCOPE_HELP,
+    ONLY_TYPE_HELP,
     Settings,
     emit,
     json_option,
@@ -49,15 +52,16 @@ def _hits_text(title: str, hits: list[Hit], width: int) -> list[str]:
 )
 @click.option("--query", "query", metavar="JSON|@FILE", help="A SlayerQuery whose entities to search for.")
 @click.option("--datasource", help="Only memories with an entity in this datasource.")
-@click.option("--type", "type_")
-@click.option("--project")
-@click.option("--scope", type=click.Choice(["project", "personal"]))
+@click.option("--type", "type_", metavar="TYPE", help=ONLY_TYPE_HELP)
+@click.option("--project", help=ONLY_PROJECT_HELP)
+@click.option("--scope", type=click.Choice(["project", "personal"]), help=ONLY_SCOPE_HELP)
 @click.option(
     "--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True,
     help="At most this many memories, and as many example queries and catalog entities.",
 )
 @click.option("--all", "all_words", is_flag=True, help="Only memories holding every word of QUESTION, ranked by words alone.")
-@click.option("--any", "any_word", is_flag=True, hidden=True, help="The default ranking (kept for scripts).")
+@click.option("--any", "any_word", is_flag=True,
+              help="Memories holding any word of QUESTION, fused with meaning and entities (the default).")
 @click.option("--full", is_flag=True, help="Include each memory's whole learning.")
 @json_option
 @pass_settings
@@ -119,10 +123,10 @@ def search_cmd(
 
 
 @click.command("list")
-@click.option("--type", "type_")
-@click.option("--project")
-@click.option("--scope", type=click.Choice(["project", "personal"]))
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--type", "type_", metavar="TYPE", help=ONLY_TYPE_HELP)
+@click.option("--project", help=ONLY_PROJECT_HELP)
+@click.option("--scope", type=click.Choice(["project", "personal"]), help=ONLY_SCOPE_HELP)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Memories to list.")
 @json_option
 @pass_settings
 def list_cmd(

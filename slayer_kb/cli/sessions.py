@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from .common import Settings, emit, json_option, pass_settings, read_text_arg
+from ..core.text import warning_lines
+from .common import PROJECT_HELP, Settings, emit, json_option, pass_settings, read_text_arg
 
 
 def _started_text(result: dict[str, Any]) -> str:
@@ -55,13 +56,14 @@ def session_end(settings: Settings, session_id: str, summary: str | None) -> Non
     from ..ops.sessions import quoted
 
     result = settings.kb().session_end(session_id, read_text_arg(summary))
-    emit(settings, result, lambda: f"Session {quoted(result['session']['id'])} completed")
+    emit(settings, result,
+         lambda: f"Session {quoted(result['session']['id'])} completed" + warning_lines(result["warnings"]))
 
 
 @click.command("save-prompt")
 @click.argument("content")
 @click.option("--session", "session_id", help="The session (default manual-save-PROJECT).")
-@click.option("--project")
+@click.option("--project", help=PROJECT_HELP)
 @json_option
 @pass_settings
 def save_prompt(settings: Settings, content: str, session_id: str | None, project: str | None) -> None:
@@ -78,7 +80,7 @@ def save_prompt(settings: Settings, content: str, session_id: str | None, projec
 @click.command("capture-passive")
 @click.argument("content")
 @click.option("--session", "session_id", help="The session (default manual-save-PROJECT).")
-@click.option("--project")
+@click.option("--project", help=PROJECT_HELP)
 @click.option("--source", help="Where the text came from (default mcp-passive); in the commit message.")
 @json_option
 @pass_settings
@@ -102,7 +104,7 @@ def capture_passive(settings: Settings, content: str, session_id: str | None, pr
 
 @click.command("sessions")
 @click.option("--project", help="Only this project's sessions.")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Sessions to list.")
 @json_option
 @pass_settings
 def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:

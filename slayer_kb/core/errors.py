@@ -4,9 +4,18 @@ from __future__ import annotations
 
 
 class KBError(Exception):
-    """Base of every error a user can act on; the CLI prints it and exits 1."""
+    """Base of every error a user can act on; the CLI prints it and exits 1. Advice that names a
+    command has ``tool_message``, the same advice in an MCP client's terms (its tools)."""
 
     type_name = "error"
+
+    def __init__(self, message: str = "", *, tool_message: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_message = tool_message
+
+    def for_tools(self) -> str:
+        """The message an MCP client reads."""
+        return self.tool_message or str(self)
 
 
 class InvalidIdError(KBError):
@@ -18,9 +27,14 @@ class NotFoundError(KBError):
 
 
 class ResolutionError(KBError):
-    """An entity reference that does not resolve (unknown or ambiguous)."""
+    """An entity reference that does not resolve (unknown or ambiguous); ``suggestions`` are the
+    existing references it probably meant, which the message names too."""
 
     type_name = "resolution"
+
+    def __init__(self, message: str, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions
 
 
 class AmbiguousEntityError(ResolutionError):
@@ -38,12 +52,12 @@ class MemoryFileError(KBError):
 
     type_name = "invalid_file"
 
-    def __init__(self, path: str, line: int | None, message: str) -> None:
+    def __init__(self, path: str, line: int | None, message: str, *, tool_message: str | None = None) -> None:
         self.path = path
         self.line = line
         self.message = message
         where = f"{path}:{line}" if line else path
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}", tool_message=tool_message and f"{where}: {tool_message}")
 
 
 class CatalogError(KBError):

@@ -20,7 +20,7 @@ class SaveResult:
     memory_id: str
     resolved_entities: list[str]
     warnings: list[str]
-    action: str  # created | replaced | revised | duplicate
+    action: str  # created | replaced | revised (through its topic key) | duplicate (counted)
     title: str | None = None
     type: str | None = None
     suggested_topic_key: str | None = None
@@ -52,8 +52,27 @@ class ForgetResult:
     commit: str | None = None
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
 
+    @property
+    def action(self) -> str:
+        return "soft-deleted" if self.soft else "forgotten"
+
     def to_json(self) -> dict[str, Any]:
-        data = {"deleted_id": self.deleted_id, "stripped_from": self.stripped_from, "soft": self.soft}
+        data = {"deleted_id": self.deleted_id, "action": self.action, "stripped_from": self.stripped_from,
+                "soft": self.soft}
+        return {**data, "kept": self.kept} if self.kept else data
+
+
+@dataclass
+class ChangeResult:
+    """What ``update`` or ``restore`` did to one memory, and the memory as it now is."""
+
+    memory: dict[str, Any]  # Memory.to_dict()
+    action: str  # updated | restored
+    warnings: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+
+    def to_json(self) -> dict[str, Any]:
+        data = {**self.memory, "action": self.action, "warnings": self.warnings}
         return {**data, "kept": self.kept} if self.kept else data
 
 

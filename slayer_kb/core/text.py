@@ -10,6 +10,11 @@ def warning_lines(warnings: Iterable[str]) -> str:
     return "".join(f"\nwarning: {w}" for w in warnings)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files``: a count and its noun, in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def first_paragraph(text: str, limit: int) -> str:
     """The text's first paragraph on one line, cut to ``limit`` characters (a hit's summary)."""
     paragraph = text.strip().split("\n\n", 1)[0].strip()

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Reply:
-    """A tool's answer: text for the model, and for the JSON tools the same data structured."""
+    """A tool's answer: text for the model (Engram's or SLayer's words), and beside it the
+    structured content its output schema declares; an error has text only."""
 
     text: str
     data: dict[str, Any] | None = None
@@ -45,6 +46,7 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = False
     defaults: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] = field(default_factory=dict)
 
     def input_schema(self) -> dict[str, Any]:
         properties = {}

@@ -272,6 +272,7 @@ def serve(knowledge_base: KnowledgeBase) -> None:
             title=spec.title,
             description=spec.description,
             input_schema=spec.input_schema(),
+            output_schema=spec.output_schema,
             annotations=types.ToolAnnotations(
                 title=spec.title,
                 read_only_hint=spec.read_only,

@@ -1,9 +1,11 @@
 """The MCP tools: each a ``KnowledgeBase`` call and the formatting of its reply.
 
 SLayer's ``save_memory`` / ``search`` / ``forget_memory`` answer with the seed's JSON shapes;
-Engram's ``mem_*`` tools answer with Engram's reply texts. What a model reads about each tool (its
-description and parameter schemas) is data, in ``tools.yaml``; this module binds each name there
-to its handler.
+Engram's ``mem_*`` tools answer with Engram's reply texts. Beside the text every tool returns
+structured content, the ``to_json`` of its result (what the CLI's ``--json`` prints), as its output
+schema declares. What a model reads about each tool (its description, parameter and output
+schemas) is data, in ``tools.yaml`` and ``outputs.yaml``; this module binds each name there to its
+handler.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import yaml
 
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError
-from ..core.results import Hit, Stats, Timeline
+from ..core.results import ChangeResult, Hit, Stats, Timeline
 from ..core.text import warning_lines
 from ..kb import MAX_ENGRAM_LIMIT, KnowledgeBase
 from ..ops import sessions
@@ -34,6 +36,7 @@ MATCH_MODES = {"all": "all-first", "any": "fused", "strict": "all"}
 TIMELINE_NEIGHBOUR_CHARS = 150
 TIMELINE_FOCUS_CHARS = 500
 DESCRIPTIONS = Path(__file__).with_name("tools.yaml")
+OUTPUTS = Path(__file__).with_name("outputs.yaml")
 
 
 def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) -> Reply:
@@ -44,8 +47,8 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
     try:
         return spec.handler(kb, check_arguments(spec, arguments or {}))
     except KBError as exc:
-        # The very message the CLI prints after "Error: ".
-        return Reply(str(exc), is_error=True)
+        # The message the CLI prints after "Error: ", its advice naming tools instead of commands.
+        return Reply(exc.for_tools(), is_error=True)
     except Exception as exc:  # noqa: BLE001 - a bug must not take the whole session down
         logger.exception("Tool %s failed", name)
         return Reply(f"Internal error in {name}: {type(exc).__name__}: {exc}", is_error=True)
@@ -54,8 +57,10 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
 # -- formatting helpers --------------------------------------------------------------------------
 
 
-def _json_reply(data: dict[str, Any]) -> Reply:
-    return Reply(json.dumps(data, ensure_ascii=False, indent=2), data)
+def _json_reply(data: dict[str, Any], structured: dict[str, Any] | None = None) -> Reply:
+    """SLayer's JSON text; the structured content is the same data, or (``structured``) the
+    result's whole ``to_json``, of which the text shows the seed's fields."""
+    return Reply(json.dumps(data, ensure_ascii=False, indent=2), structured or data)
 
 
 def _with_warnings(text: str, warnings: Iterable[str]) -> str:
@@ -92,7 +97,7 @@ def _save_memory(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         "resolved_entities": result.resolved_entities,
         "warnings": result.warnings,
         "action": result.action,
-    })
+    }, result.to_json())
 
 
 def _search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -106,7 +111,7 @@ def _search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 def _forget_memory(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     # SLayer's forget_memory takes a legacy int id too (12 means "12").
     result = kb.forget(_id_arg(a["id"]))
-    return _json_reply({"deleted_id": result.deleted_id, "stripped_from": result.stripped_from})
+    return _json_reply({"deleted_id": result.deleted_id, "stripped_from": result.stripped_from}, result.to_json())
 
 
 # -- Engram's tools ------------------------------------------------------------------------------
@@ -117,7 +122,7 @@ def _mem_save(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         title=a["title"], content=a["content"], type=a.get("type"), project=a.get("project"),
         scope=a.get("scope"), topic_key=a.get("topic_key"), session_id=a.get("session_id"),
     )
-    return Reply(_with_warnings(result.message, result.warnings))
+    return Reply(_with_warnings(result.message, result.warnings), result.to_json())
 
 
 def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -134,8 +139,10 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     )
     # Engram has no example queries: they are memories like any other, ranked together.
     hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])[:limit]
+    data = {"results": hits, "warnings": result.warnings}
     if not hits:
-        return Reply(_with_warnings(f"No memories found for: {json.dumps(a['query'], ensure_ascii=False)}", result.warnings))
+        text = f"No memories found for: {json.dumps(a['query'], ensure_ascii=False)}"
+        return Reply(_with_warnings(text, result.warnings), data)
     lines = [f"Found {len(hits)} memories:", ""]
     truncated = False
     for n, hit in enumerate(hits, start=1):
@@ -157,16 +164,26 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
             f"Results above are previews ({PREVIEW_CHARS} chars). To read the full content of a "
             "specific memory, call mem_get_observation(id: <ID>)."
         )
-    return Reply(_with_warnings("\n".join(lines).rstrip("\n"), result.warnings))
+    return Reply(_with_warnings("\n".join(lines).rstrip("\n"), result.warnings), data)
 
 
 def _mem_update(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    data = kb.update(
+    result = kb.update(
         _id_arg(a["id"]), title=a.get("title"), learning=a.get("content"), type=a.get("type"),
         project=a.get("project"), scope=a.get("scope"), topic_key=a.get("topic_key"),
     )
-    text = f'Memory updated: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
-    return Reply(_with_warnings(text, data.get("warnings", [])))
+    return _change_reply("updated", result)
+
+
+def _mem_restore(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
+    return _change_reply("restored", kb.restore(_id_arg(a["id"])))
+
+
+def _change_reply(verb: str, result: ChangeResult) -> Reply:
+    """Engram's ``Memory updated: ...`` line, for an update or a restore."""
+    data = result.memory
+    text = f'Memory {verb}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
+    return Reply(_with_warnings(text, result.warnings), result.to_json())
 
 
 def _mem_delete(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -175,7 +192,7 @@ def _mem_delete(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = f"Memory #{memory_id} {'soft-deleted' if result.soft else 'permanently deleted'}"
     if result.stripped_from:
         text += f"\nRemoved the link memory:{memory_id} from: {', '.join(result.stripped_from)}"
-    return Reply(text)
+    return Reply(text, result.to_json())
 
 
 def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -191,19 +208,19 @@ def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         ("Created", data["created_at"]), ("Updated", data["updated_at"]),
     ]
     lines.extend(f"{label}: {value}" for label, value in fields if value not in (None, ""))
-    return Reply("\n".join(lines))
+    return Reply("\n".join(lines), data)
 
 
 def _mem_suggest_topic_key(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     key = kb.suggest_topic_key(a.get("type"), a.get("title"), a.get("content"))
-    return Reply(f"Suggested topic_key: {key}")
+    return Reply(f"Suggested topic_key: {key}", {"topic_key": key})
 
 
 def _mem_session_summary(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_summary(a["content"], project=a.get("project"), session_id=a.get("session_id"))
     project = engram.normalize_project(a.get("project"))
     text = f'Session summary saved for project "{project}"' if project else "Session summary saved"
-    return Reply(_with_warnings(text, result.warnings))
+    return Reply(_with_warnings(text, result.warnings), result.to_json())
 
 
 def _stats_line(stats: Stats) -> str:
@@ -213,11 +230,13 @@ def _stats_line(stats: Stats) -> str:
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = kb.context(a.get("project"), a.get("scope"), limit=a["limit"])
     if text == sessions.EMPTY_CONTEXT:
-        return Reply(text.rstrip("\n"))  # Engram's reply, without stats, when there is nothing
+        # Engram's reply, without stats, when there is nothing
+        return Reply(text.rstrip("\n"), {"text": text, "stats": None})
     stats = kb.stats()
     return Reply(
         f"{text.rstrip()}\n---\nMemory stats: {stats['sessions']} sessions, {stats['memories']} "
-        f"observations across projects: {_stats_line(stats)}"
+        f"observations across projects: {_stats_line(stats)}",
+        {"text": text, "stats": dict(stats)},
     )
 
 
@@ -241,7 +260,7 @@ def _mem_timeline(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         lines.append("")
         lines.append("\u2500\u2500\u2500 After \u2500\u2500\u2500")
         lines.extend(neighbour(h) for h in data["after"])
-    return Reply("\n".join(lines))
+    return Reply("\n".join(lines), dict(data))
 
 
 def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -253,7 +272,8 @@ def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         f"- Observations: {stats['memories']}\n"
         f"- Prompts: {stats['prompts']}\n"
         f"- Projects: {', '.join(stats['projects']) or 'none yet'}\n"
-        f"- Types: {types}"
+        f"- Types: {types}",
+        dict(stats),
     )
 
 
@@ -274,20 +294,24 @@ def _session_line(data: Timeline) -> str:
 def _mem_session_start(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_start(a["id"], a["project"], a.get("directory"))
     session = result["session"]
-    return Reply(f"Session {sessions.quoted(session['id'])} started for project {sessions.quoted(session['project'] or '')}")
+    text = f"Session {sessions.quoted(session['id'])} started for project {sessions.quoted(session['project'] or '')}"
+    return Reply(text, result)
 
 
 def _mem_session_end(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_end(a["id"], a.get("summary"))
-    return Reply(f"Session {sessions.quoted(result['session']['id'])} completed")
+    text = f"Session {sessions.quoted(result['session']['id'])} completed"
+    return Reply(_with_warnings(text, result["warnings"]), result)
 
 
 def _mem_save_prompt(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    return Reply(kb.save_prompt(a["content"], a.get("session_id"), a.get("project"))["message"])
+    result = kb.save_prompt(a["content"], a.get("session_id"), a.get("project"))
+    return Reply(result["message"], result)
 
 
 def _mem_capture_passive(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    return Reply(kb.capture_passive(a["content"], a.get("session_id"), a.get("project"), a.get("source"))["message"])
+    result = kb.capture_passive(a["content"], a.get("session_id"), a.get("project"), a.get("source"))
+    return Reply(result["message"], result)
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -300,6 +324,7 @@ HANDLERS: dict[str, Handler] = {
     "mem_search": _mem_search,
     "mem_update": _mem_update,
     "mem_delete": _mem_delete,
+    "mem_restore": _mem_restore,
     "mem_get_observation": _mem_get_observation,
     "mem_suggest_topic_key": _mem_suggest_topic_key,
     "mem_session_summary": _mem_session_summary,
@@ -334,6 +359,7 @@ def _filled(value: Any) -> Any:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, ToolSpec]:
     described = _filled(yaml.safe_load(DESCRIPTIONS.read_text(encoding="utf-8")))
+    outputs = yaml.safe_load(OUTPUTS.read_text(encoding="utf-8"))
     assert [d["name"] for d in described] == list(HANDLERS), "tools.yaml and HANDLERS name the same tools"
     return {
         d["name"]: ToolSpec(
@@ -341,6 +367,7 @@ def _table() -> dict[str, ToolSpec]:
             handler=HANDLERS[d["name"]], required=tuple(d.get("required", ())),
             read_only="read_only" in d.get("hints", ()), destructive="destructive" in d.get("hints", ()),
             idempotent="idempotent" in d.get("hints", ()), defaults=d.get("defaults", {}),
+            output_schema=outputs[d["output"]],
         )
         for d in described
     }

@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError
+from ..core.errors import InvalidInputError, MemoryFileError
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
-from ..core.results import ForgetResult
+from ..core.results import ChangeResult, ForgetResult
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
-from .finding import deleted_message
+from .finding import deleted_error
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
 
-def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: Any) -> dict[str, Any]:
+def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
     """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
     rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
     kb.check_not_moved(memory_id)
@@ -46,7 +46,7 @@ def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: 
         def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
             memory = kb.read(memory_id)
             if memory.is_deleted:
-                raise NotFoundError(deleted_message(memory))
+                raise deleted_error(memory)
             changes: dict[str, Any] = {}
             warnings: list[str] = []
             if "learning" in given:
@@ -77,11 +77,7 @@ def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: 
         planned, (changes, warnings), kept = tx.rewrite(plan, force)
         tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
         kb.pending.clear(memory_id)
-    data = kb.get(memory_id)
-    data["warnings"] = warnings
-    if kept:
-        data["kept"] = kept
-    return data
+    return ChangeResult(kb.get(memory_id), "updated", warnings, kept)
 
 def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
@@ -96,12 +92,13 @@ def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool
             except MemoryFileError as exc:
                 # A hard forget deletes the file whatever it holds; a soft one rewrites it.
                 if soft or not _is_regular(kb.path_of(memory_id)):
-                    raise MemoryFileError(exc.path, exc.line, _unforgettable(exc.message, memory_id, soft)) from None
+                    said, for_tools = _unforgettable(exc.message, memory_id, soft)
+                    raise MemoryFileError(exc.path, exc.line, said, tool_message=for_tools) from None
                 memory = None
             if soft:
                 assert memory is not None
                 if memory.is_deleted:
-                    raise NotFoundError(deleted_message(memory))
+                    raise deleted_error(memory)
                 return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
             target = f"memory:{memory_id}"
             changes = [Change(memory_path(memory_id), None)]
@@ -129,7 +126,7 @@ def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool
         kb.pending.clear(memory_id)
         return ForgetResult(memory_id, stripped, False, commit, kept)
 
-def restore(kb: KnowledgeBase, memory_id: str) -> dict[str, Any]:
+def restore(kb: KnowledgeBase, memory_id: str) -> ChangeResult:
     """Bring back a soft-deleted memory."""
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
@@ -138,7 +135,7 @@ def restore(kb: KnowledgeBase, memory_id: str) -> dict[str, Any]:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))
         tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
-    return kb.get(memory_id)
+    return ChangeResult(kb.get(memory_id), "restored")
 
 
 def _is_regular(path: Path) -> bool:
@@ -148,11 +145,14 @@ def _is_regular(path: Path) -> bool:
         return False
 
 
-def _unforgettable(problem: str, memory_id: str, soft: bool) -> str:
-    """Why ``forget`` cannot take a broken memory file, and what to do instead."""
+def _unforgettable(problem: str, memory_id: str, soft: bool) -> tuple[str, str]:
+    """Why ``forget`` cannot take a broken memory file, and what to do instead: with commands,
+    and with the tools an MCP client has."""
     if soft:
-        return (f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair "
-                f"it first ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev "
-                f"REV' for a version 'slayer-kb log {memory_id}' lists), or delete it for good "
-                f"with 'slayer-kb forget {memory_id}'")
-    return f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
+        said = f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair it first"
+        return (f"{said} ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev REV' for a "
+                f"version 'slayer-kb log {memory_id}' lists), or delete it for good with 'slayer-kb forget "
+                f"{memory_id}'",
+                f"{said}, or delete it for good with mem_delete(id: {memory_id}, hard_delete: true)")
+    said = f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
+    return said, said

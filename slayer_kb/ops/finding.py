@@ -160,7 +160,7 @@ def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5)
     kb.ensure_fresh()
     focus = kb.read(memory_id)
     if focus.is_deleted:
-        raise NotFoundError(deleted_message(focus))
+        raise deleted_error(focus)
     session = focus.session_id
     found = None
     docs = kb.index.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
@@ -200,9 +200,9 @@ def stats(kb: KnowledgeBase) -> Stats:
     }
 
 
-def deleted_message(memory: Memory) -> str:
-    """Why a soft-deleted memory is not shown, and how to bring it back."""
-    return (
-        f"Memory '{memory.id}' was deleted at {memory.deleted_at}; "
-        f"bring it back with 'slayer-kb restore {memory.id}'."
-    )
+def deleted_error(memory: Memory) -> NotFoundError:
+    """Why a soft-deleted memory is not shown, and how to bring it back: with the command, or for
+    an MCP client, which has no shell, with the tool."""
+    said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
+    return NotFoundError(f"{said} 'slayer-kb restore {memory.id}'.",
+                         tool_message=f"{said} mem_restore(id: {memory.id}).")

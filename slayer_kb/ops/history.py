@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.catalog import Catalog, load_catalog
-from ..catalog.resolve import Resolver
-from ..core.errors import KBError, MemoryFileError, NotFoundError
+from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
@@ -47,7 +46,7 @@ from ..core.session import loads as load_session
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
-from . import sessions
+from . import sessions, validate
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -323,10 +322,8 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
     result = Review(base, head, base_sha)
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
-    head_ids = memory_ids_at(store, head_sha)
     head_catalog = catalog_at(store, head_sha)
-    resolver = Resolver(head_catalog, memory_exists=head_ids.__contains__, check_id=check_id)
-    checked: list[tuple[str, Memory]] = []
+    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha))
     for status, old, new in _name_status(proc.stdout, store.prefix):
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
             _review_session(store, base_sha, head_sha, status, old, new, result)
@@ -340,8 +337,13 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
                 entry["old_path"] = old
             result.catalog_files.append(entry)
             continue
-        before = _load_at(store, base_sha, old, old_id, result) if status != "A" and old_id else None
-        after = _load_at(store, head_sha, new, new_id, result) if status != "D" and new_id else None
+        before = _load_at(store, base_sha, old, old_id) if status != "A" and old_id else None
+        after = _load_at(store, head_sha, new, new_id) if status != "D" and new_id else None
+        if status != "D" and new_id is not None:
+            # Every problem of the file at the head, as validate reports it, in one run.
+            text = text_at(store, head_sha, new)
+            if text is not None:
+                result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context)))
         if status == "A" and after is not None:
             result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
         elif status == "D" and before is not None:
@@ -356,14 +358,6 @@ def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
                 result.relinked.append(change)
             elif change.fields:
                 result.changed.append(change)
-        if after is not None:
-            checked.append((new, after))
-    for path, memory in checked:
-        for entity in memory.entities:
-            try:
-                resolver.resolve(entity)
-            except KBError as exc:
-                result.problems.append(f"{path}: entity {entity!r} does not resolve at {head}: {exc}")
     result.problems.extend(f"{p.path.name if p.path else ''}: {p.message}" for p in head_catalog.problems)
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
@@ -426,15 +420,15 @@ def _name_status(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str]]:
         yield status, old[len(prefix):], new[len(prefix):]
 
 
-def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None, result: Review) -> Memory | None:
+def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None) -> Memory | None:
+    """The memory at ``rev``, or None when it cannot be read (at the head, the review's problems
+    say why; a file broken before the branch is not its problem)."""
     text = text_at(store, rev, path)
     if text is None or memory_id is None:
         return None
     try:
         return loads(text, memory_id, path)
-    except MemoryFileError as exc:
-        if rev != result.merge_base:  # a broken file the branch did not break is not its problem
-            result.problems.append(str(exc))
+    except MemoryFileError:
         return None
 
 

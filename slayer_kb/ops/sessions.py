@@ -43,6 +43,7 @@ from ..core.session import (
     loads,
     session_path,
 )
+from ..core.text import counted
 from ..store.repo import Change
 from ..transaction import Transaction
 
@@ -222,7 +223,9 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
 
 def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, Any]:
     """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
-    redacted; none given keeps an earlier one). One commit."""
+    redacted; none given keeps an earlier one). One commit. An id never started is made and
+    ended, with a warning, as Engram's ``mem_save_prompt`` makes it and its ``mem_session_end``
+    never refuses it: the summary is kept, not lost."""
     session_id = check_session_id(session_id, "id")
     summary = optional_text(summary, "summary")
     if summary is not None:
@@ -232,21 +235,16 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
                 f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
                 "Keep the session's summary short; save the details with mem_session_summary or mem_save."
             )
+    warnings = []
     with kb.transaction(sync=False) as tx:
-        session = read(kb, session_id)
-        if session is None:
-            raise NotFoundError(_no_session(kb, session_id))
+        now = utc_now()
+        session, made = ensure(tx, session_id, None, now=now)
+        if made:
+            warnings.append(f"session '{session_id}' was never started; it is recorded as started and ended now")
         tx.require_committed(session.path)
-        ended = replace(session, ended_at=utc_now(), summary=summary or session.summary)
+        ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
-    return _result(ended, commit, "ended")
-
-
-def _no_session(kb: KnowledgeBase, session_id: str) -> str:
-    recent = [s.id for s in load_all(kb)[:3]]
-    known = f" (recent sessions: {', '.join(recent)})" if recent else " (there are no sessions yet)"
-    return (f"No session with id '{session_id}' to end{known}; start it first with "
-            f"mem_session_start (slayer-kb session-start '{session_id}'), or check the id.")
+    return {**_result(ended, commit, "ended"), "warnings": warnings}
 
 
 def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> dict[str, Any]:
@@ -380,7 +378,7 @@ def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int
         span = f"{session.started_at} to {session.ended_at or 'now (open)'}"
         memories = counts.get(session.id, 0)
         line = (f"- {session.id} ({session.project or 'no project'}, {span}): {memories} "
-                f"{'memory' if memories == 1 else 'memories'}, {_count(len(session.prompts), 'prompt')}")
+                f"{'memory' if memories == 1 else 'memories'}, {counted(len(session.prompts), 'prompt')}")
         if session.summary:
             line += f"; summary: {clip(' '.join(session.summary.split()), 200)}"
         lines.append(line)
@@ -404,10 +402,6 @@ def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int
             break
         text += line + "\n"
     return text
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -452,9 +446,9 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
         elif e.get("old_id"):
             what.append(f"renamed from {e['old_id']}")
         if e["prompts_added"]:
-            what.append(_count(len(e["prompts_added"]), "prompt") + " added")
+            what.append(counted(len(e["prompts_added"]), "prompt") + " added")
         if e["prompts_removed"]:
-            what.append(_count(len(e["prompts_removed"]), "prompt") + " removed")
+            what.append(counted(len(e["prompts_removed"]), "prompt") + " removed")
         if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
             what.append("ended")
         other = [f for f in e["fields"] if f != "ended_at"]

@@ -1,7 +1,7 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), and topic keys held by more than one memory.
 
-Each check returns ``(file name, message)`` pairs that ``validate`` reports at line 1.
+Each check returns problems of a whole file (line 1).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from ..core.errors import StoreError
 from ..core.ids import is_auto_id
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev
+from .problems import Problem, shown
 
 MEMORIES = "memories"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
-def id_collisions(root: Path, files: dict[Path, str], kb_shown: str, against: str) -> list[tuple[str, str]]:
-    """Auto ids this branch added that ``against`` used for another memory."""
+def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Problem]:
+    """Auto ids this branch added (among ``files``, path -> shown name, of the KB at ``root``) that
+    ``against`` used for another memory."""
     store = _store(root)
     memories = store.repo_path(MEMORIES + "/")
     against_sha = resolve_rev(store, against)
@@ -32,6 +34,7 @@ def id_collisions(root: Path, files: dict[Path, str], kb_shown: str, against: st
     at_base = set(_tree_blobs(store, base, memories))
     theirs = _tree_blobs(store, against_sha, memories)
     ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
+    kb_shown = shown(root)
     command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
                + f" renumber --onto {shlex.quote(against)}")
     candidates = [i for i in ours if is_auto_id(i) and i not in at_base and i in theirs]
@@ -49,8 +52,8 @@ def id_collisions(root: Path, files: dict[Path, str], kb_shown: str, against: st
         local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
         if local == theirs[memory_id]:
             continue  # the same memory on both sides (merged or cherry-picked)
-        problems.append((
-            name,
+        problems.append(Problem(
+            name, 1,
             f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
             f"another memory; run '{command}' to give this branch's memory a fresh id and "
             f"rewrite its memory:{memory_id} references, in one commit",
@@ -58,7 +61,7 @@ def id_collisions(root: Path, files: dict[Path, str], kb_shown: str, against: st
     return problems
 
 
-def topic_key_twins(files: dict[Path, str]) -> list[tuple[str, str]]:
+def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
     """A topic key (in one project and scope) held by more than one live memory: Engram's upsert
     then revises only the newest, and the other is stranded. Read from the keys' lines (the
     canonical form writes them top-level) so that a large KB is not parsed twice."""
@@ -80,8 +83,8 @@ def topic_key_twins(files: dict[Path, str]) -> list[tuple[str, str]]:
             continue
         ids = ", ".join(Path(n).stem for n in sorted(names))
         in_project = f" in project '{project}'" if project else ""
-        problems += [(
-            name,
+        problems += [Problem(
+            name, 1,
             f"topic_key '{key}'{in_project} is held by {len(names)} memories ({ids}); a save under the "
             "key revises only the newest. Keep one: merge their learnings into it and forget the others "
             "('slayer-kb forget ID'), or give each its own topic_key",

@@ -46,32 +46,20 @@ from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
-from ..core.errors import InvalidIdError, KBError, MemoryFileError
+from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from .problems import Problem, shown
 from .teamchecks import id_collisions, topic_key_twins
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
 SESSION_SCHEMA_PATH = SCHEMA_PATH.with_name("session.schema.json")
 MEMORIES = "memories"
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "message": self.message}
 
 
 @dataclass
@@ -100,14 +88,6 @@ def _session_validator() -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(session_schema)
     cls.check_schema(session_schema)
     return cls(session_schema)
-
-
-def shown(path: Path) -> str:
-    """A path as a user would type it: relative to the working directory when inside it."""
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 # -- what to check -----------------------------------------------------------------------------
@@ -186,19 +166,23 @@ def expand(target: _Target) -> None:
 # -- validate ----------------------------------------------------------------------------------
 
 
-class _KBContext:
-    """What checking a memory needs to know about its KB, computed once per KB."""
+class KBContext:
+    """What checking a memory needs to know about its KB, computed once per KB: its catalog and
+    memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.catalog: Catalog = load_catalog(root)
-        names = _listing(root / MEMORIES)
-        self.ids = {name[:-5] for name in names if name.endswith(".yaml")}
+    def __init__(self, catalog: Catalog, ids: set[str]) -> None:
+        self.catalog = catalog
+        self.ids = ids
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
         self.folded = folded
         self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+
+    @classmethod
+    def of(cls, root: Path) -> KBContext:
+        names = _listing(root / MEMORIES)
+        return cls(load_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
 
 
 def validate(paths: Sequence[Path], against: str | None = None) -> Report:
@@ -207,7 +191,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     report = Report()
     for target in targets(paths, report.problems).values():
         expand(target)
-        context = _KBContext(target.root)
+        context = KBContext.of(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
             for p in context.catalog.problems
@@ -215,15 +199,14 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         for path, name in sorted(target.files.items()):
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
-        shared = topic_key_twins(target.files)
+        report.problems.extend(topic_key_twins(target.files))
         if against is not None:
-            shared += id_collisions(target.root, target.files, shown(target.root), against)
-        report.problems.extend(Problem(name, 1, message) for name, message in shared)
+            report.problems.extend(id_collisions(target.root, target.files, against))
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 
 
-def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
+def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     if path.parent.name == SESSIONS_DIR:
         return check_session_file(path, name)
     problems: list[Problem] = []
@@ -245,8 +228,27 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
                else "letter case or Unicode normalisation")
         add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
                "they collide on macOS and Windows checkouts; rename one")
-    text = _text_to_check(path, add)
-    if text is None:
+    text = read_text(path, add)
+    if text is not None:
+        problems.extend(check_memory_text(text, memory_id, name, context))
+    return problems
+
+
+def check_memory_text(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+    """Every problem of one memory file's text, its name and id aside (``check_file``), by line;
+    the review of a pull request (history.py) checks the files at its head with it."""
+    return sorted(_text_problems(text, memory_id, name, context), key=lambda p: p.line)
+
+
+def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(line: int | None, message: str) -> None:
+        problems.append(Problem(name, line or 1, message))
+
+    alias = alias_line(text)
+    if alias is not None:
+        add(alias, "uses a YAML alias (*name); write the value out instead")
         return problems
     try:
         data = yamlio.load(text)
@@ -268,19 +270,26 @@ def check_file(path: Path, name: str, context: _KBContext) -> list[Problem]:
     schema_problems = list(_schema_problems(text, data))
     for line, message in schema_problems:
         add(line, message)
+    memory: Memory | None = None
     try:
         memory = loads(text, memory_id, name)
     except MemoryFileError as exc:
         if not schema_problems:
             add(exc.line, exc.message)
-        return problems
-    if schema_problems:
-        return problems
-    for line, message in _entity_problems(text, memory, context):
-        add(line, message)
-    if memory.query is not None and not memory.is_deleted:
-        for line, message in _query_problems(text, memory, context):
+            return problems
+    # Entities and the query are checked whatever else is wrong: one run reports every problem.
+    fields = data if isinstance(data, dict) else {}
+    entities = fields.get("entities")
+    if isinstance(entities, list):
+        told = {line for line, _message in schema_problems}  # an item the schema refused is told once
+        for line, message in _entity_problems(text, entities, memory_id, context):
+            if line not in told:
+                add(line, message)
+    if isinstance(fields.get("query"), dict) and not fields.get("deleted_at"):
+        for line, message in _query_problems(text, fields["query"], memory_id, context):
             add(line, message)
+    if memory is None or schema_problems:
+        return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
     if canonical != text:
         add(_first_difference(text, canonical),
@@ -442,9 +451,13 @@ def _json_like(data: Any) -> Any:
     return data
 
 
-def _entity_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+def _entity_problems(
+    text: str, entities: list[Any], memory_id: str, context: KBContext
+) -> Iterator[tuple[int | None, str]]:
     seen: set[str] = set()
-    for index, entity in enumerate(memory.entities):
+    for index, entity in enumerate(entities):
+        if not isinstance(entity, str):
+            continue  # the schema check has said what it should be
         message = None
         if entity in seen:
             message = f"entity '{entity}' is listed twice; keep one"
@@ -459,33 +472,41 @@ def _entity_problems(text: str, memory: Memory, context: _KBContext) -> Iterator
                     message = (f"'{entity}' refers to a memory that does not exist "
                                "(run 'slayer-kb prune' to strip it)")
         elif not context.catalog.entity_exists(entity):
-            message = _unresolved(entity, context.resolver)
+            message = _unresolved(entity, context.resolver, memory_id)
         seen.add(entity)
         if message is not None:
             yield _item_line(text, "entities", index), message
 
 
-def _query_problems(text: str, memory: Memory, context: _KBContext) -> Iterator[tuple[int | None, str]]:
+def _query_problems(
+    text: str, query: dict[str, Any], memory_id: str, context: KBContext
+) -> Iterator[tuple[int | None, str]]:
     """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
     not have, a wrong shape), or references that no longer resolve."""
-    fix = f"fix or remove the query with 'slayer-kb edit {memory.id}'"
+    fix = f"fix or remove the query with 'slayer-kb edit {memory_id}'"
     try:
-        check_query(memory.query)
+        check_query(query)
     except KBError as exc:
         yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}"
         return
     try:
-        query_entities(memory.query, context.resolver)
+        query_entities(query, context.resolver)
     except KBError as exc:
         yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}"
 
 
-def _unresolved(entity: str, resolver: Resolver) -> str:
+def _unresolved(entity: str, resolver: Resolver, memory_id: str) -> str:
+    """The resolver's own words (those ``save`` prints), then the fix: the reference it probably
+    meant when there is one (a typo), else ``prune`` for an entity the catalog no longer has."""
     try:
         canonical = resolver.resolve(entity).entity
+    except ResolutionError as exc:
+        fix = (f"correct it with 'slayer-kb edit {memory_id}'" if exc.suggestions else
+               f"correct it with 'slayer-kb edit {memory_id}', or, if the catalog dropped it, strip it "
+               "with 'slayer-kb prune'")
+        return f"entity '{entity}' does not resolve: {exc} ({fix})"
     except KBError as exc:
-        return (f"entity '{entity}' does not resolve: {exc} "
-                "(run 'slayer-kb prune' to strip references to deleted entities)")
+        return f"entity '{entity}' does not resolve: {exc}"
     return f"entity '{entity}' is not canonical; write '{canonical}'"
 
 

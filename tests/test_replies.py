@@ -1,0 +1,258 @@
+"""What agents and reviewers read back (issue 30): errors that name the fix, in the same words
+from ``save`` and ``validate``; every problem of a file in one run; plurals right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import yaml
+from mcp import ClientSession
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.cli import cli
+from slayer_kb.mcp import tools
+from slayer_kb.ops.history import review as kb_review
+from testing import commit_all, git
+from testing.mcp import error, with_server
+
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+# Bare `orders` means shop.orders (first on the priority list); order_date is a column of wh.orders.
+NOT_IN_SHOP = (
+    "'order_date' is not a join target on model 'orders'. Looked in datasource 'shop', model "
+    "'orders': it has no column, measure or aggregation 'order_date', and no join to a model "
+    "'order_date'. Did you mean: wh.orders.order_date?"
+)
+
+
+def test_save_names_where_it_looked_and_what_exists(catalog_kb: KnowledgeBase, run_cli) -> None:
+    proc = run_cli("--kb", catalog_kb.root, "save", "Order dates are UTC", "-e", "orders.order_date")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == f"Error: {NOT_IN_SHOP}\n"
+    proc = run_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "shop.orders.amout")
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "Error: 'amout' is not a join target on model 'orders'. Looked in datasource 'shop', model "
+        "'orders': it has no column, measure or aggregation 'amout', and no join to a model 'amout'. "
+        "Did you mean: shop.orders.amount, shop.orders.amount_wavg?\n"
+    )
+    proc = run_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "ordrs.amount")
+    assert proc.stderr == (
+        "Error: 'ordrs' is neither a known datasource nor a saved model. (segment of 'ordrs.amount'). "
+        "Did you mean: shop.orders, wh.orders?\n"
+    )
+
+
+def test_save_of_an_empty_learning_says_so(catalog_kb: KnowledgeBase, run_cli) -> None:
+    proc = run_cli("--kb", catalog_kb.root, "save", "")
+    assert (proc.returncode, proc.stderr) == (
+        1, "Error: learning is empty: write what was learned (it is required and must not be blank).\n"
+    )
+
+
+def test_validate_gives_saves_words_and_no_prune_for_a_typo(catalog_kb: KnowledgeBase, run_cli) -> None:
+    (catalog_kb.root / "memories" / "7.yaml").write_text(
+        f"learning: Order dates are UTC.\nentities:\n- orders.order_date\n{CREATED}"
+    )
+    proc = run_cli("validate", "memories/7.yaml", cwd=catalog_kb.root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        f"memories/7.yaml:3: entity 'orders.order_date' does not resolve: {NOT_IN_SHOP} "
+        "(correct it with 'slayer-kb edit 7')",
+        "1 problem in 1 file (1 file checked)",
+    ]
+
+
+def test_validate_reports_schema_entity_and_query_problems_in_one_run(
+    catalog_kb: KnowledgeBase, run_cli
+) -> None:
+    # An unknown key, no created_at, an entity that does not resolve and a stale query: all at once.
+    (catalog_kb.root / "memories" / "8.yaml").write_text(
+        "learning: Paid revenue.\ncolour: red\nentities:\n- shop.orders.nope\n"
+        "query:\n  source_model: orders\n  measures: [sum(ghost)]\n"
+    )
+    proc = run_cli("validate", "memories/8.yaml", cwd=catalog_kb.root)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "memories/8.yaml:1: missing required key: 'created_at' is a required property"
+    assert lines[1].startswith("memories/8.yaml:2: unknown key 'colour' (allowed keys: ")
+    assert lines[2].startswith("memories/8.yaml:4: entity 'shop.orders.nope' does not resolve: ")
+    assert lines[3].startswith("memories/8.yaml:5: attached query has stale references (measures[0] ")
+    assert lines[4:] == ["4 problems in 1 file (1 file checked)"]
+
+
+def test_a_clean_run_counts_in_the_singular(catalog_kb: KnowledgeBase, run_cli) -> None:
+    (catalog_kb.root / "memories" / "9.yaml").write_text(
+        f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"
+    )
+    commit_all(catalog_kb.root)
+    proc = run_cli("validate", "memories/9.yaml", cwd=catalog_kb.root)
+    assert (proc.returncode, proc.stdout) == (0, "Checked 1 file: no problems.\n")
+
+
+def test_the_review_comment_lists_every_problem_of_a_file(catalog_kb: KnowledgeBase) -> None:
+    kb = catalog_kb
+    kb.save_memory("Uses qty", ["orders.qty"])
+    base = git(kb.root, "rev-parse", "HEAD").strip()
+    (kb.root / "memories" / "9.yaml").write_text(
+        "learning: hand written\ncolour: red\nentities:\n- shop.orders.nope\n"
+    )
+    commit_all(kb.root, "hand")
+    problems = kb_review(kb, base).problems
+    assert problems[0] == "memories/9.yaml:1: missing required key: 'created_at' is a required property"
+    assert problems[1].startswith("memories/9.yaml:2: unknown key 'colour' (allowed keys: ")
+    assert problems[2].startswith("memories/9.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' ")
+    assert len(problems) == 3
+    markdown = kb_review(kb, base).markdown()
+    assert all(f"- {p[:40]}" in markdown.replace("\\", "") for p in problems)
+
+
+# -- MCP: structured content beside the text, advice in tools ---------------------------------
+
+
+def test_an_agent_reads_what_mem_save_did_from_structured_content(catalog_kb: KnowledgeBase) -> None:
+    async def saves(session: ClientSession) -> list[Any]:
+        first = await session.call_tool("mem_save", {"title": "Retry budget", "content": "Three retries",
+                                                     "type": "decision", "topic_key": "architecture/retries"})
+        revised = await session.call_tool("mem_save", {"title": "Retry budget", "content": "Five retries",
+                                                       "type": "decision", "topic_key": "architecture/retries"})
+        other = await session.call_tool("mem_save", {"title": "Cache TTL", "content": "One hour", "type": "config"})
+        again = await session.call_tool("mem_save", {"title": "Cache TTL", "content": "One hour", "type": "config"})
+        return [first, revised, other, again]
+
+    first, revised, other, again = with_server(catalog_kb.root, saves)
+    # The text is Engram's, unchanged; the id and the action are in the structured content.
+    assert first.content[0].text == 'Memory saved: "Retry budget" (decision)'
+    assert revised.content[0].text == 'Memory saved: "Retry budget" (decision)'
+    assert [(r.structured_content["memory_id"], r.structured_content["action"]) for r in (first, revised, other, again)] == [
+        ("1", "created"), ("1", "revised"), ("2", "created"), ("2", "duplicate")]
+    assert first.structured_content["warnings"] == [] and not first.is_error
+
+
+def test_every_write_tool_says_the_id_and_the_action(catalog_kb: KnowledgeBase) -> None:
+    async def script(session: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, arguments in (
+            ("save_memory", {"learning": "Amounts are in cents", "linked_entities": ["orders.amount"]}),
+            ("mem_update", {"id": "1", "title": "Cents"}),
+            ("mem_delete", {"id": "1"}),
+            ("mem_restore", {"id": "1"}),
+            ("forget_memory", {"id": "1"}),
+        ):
+            result = await session.call_tool(name, arguments)
+            assert not result.is_error, result.content[0].text
+            out[name] = (result.content[0].text, result.structured_content)
+        return out
+
+    out = with_server(catalog_kb.root, script)
+    assert out["save_memory"][1]["memory_id"] == "1" and out["save_memory"][1]["action"] == "created"
+    assert out["mem_update"][0] == 'Memory updated: #1 "Cents" (none, scope=project)'
+    assert (out["mem_update"][1]["id"], out["mem_update"][1]["action"], out["mem_update"][1]["title"]) == (
+        "1", "updated", "Cents")
+    assert out["mem_delete"] == ("Memory #1 soft-deleted", {
+        "deleted_id": "1", "action": "soft-deleted", "stripped_from": [], "soft": True})
+    assert out["mem_restore"][0] == 'Memory restored: #1 "Cents" (none, scope=project)'
+    assert (out["mem_restore"][1]["action"], out["mem_restore"][1]["deleted_at"]) == ("restored", None)
+    assert out["forget_memory"][1] == {"deleted_id": "1", "action": "forgotten", "stripped_from": [], "soft": False}
+
+
+def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: KnowledgeBase, run_cli) -> None:
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True)["deleted_at"]
+
+    async def script(session: ClientSession) -> list[str]:
+        return [await error(session, "mem_get_observation", id=memory_id),
+                await error(session, "mem_update", id=memory_id, title="x")]
+
+    said = f"Memory '{memory_id}' was deleted at {deleted_at}; bring it back with"
+    assert with_server(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
+    proc = run_cli("--kb", catalog_kb.root, "get", memory_id)
+    assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
+
+
+def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: KnowledgeBase) -> None:
+    # Engram's mem_save_prompt makes a session it does not know, and its mem_session_end accepts
+    # one (it updates no row); here both keep what they were given.
+    async def script(session: ClientSession) -> list[Any]:
+        prompt = await session.call_tool("mem_save_prompt", {"content": "Why?", "session_id": "ses-a"})
+        end = await session.call_tool("mem_session_end", {"id": "ses-b", "summary": "Done"})
+        return [prompt, end]
+
+    prompt, end = with_server(catalog_kb.root, script)
+    assert not prompt.is_error and prompt.structured_content["session"]["id"] == "ses-a"
+    assert not end.is_error
+    assert end.content[0].text == (
+        'Session "ses-b" completed\n'
+        "warning: session 'ses-b' was never started; it is recorded as started and ended now"
+    )
+    assert (end.structured_content["action"], end.structured_content["session"]["summary"]) == ("ended", "Done")
+    assert (catalog_kb.root / "sessions" / "ses-b.yaml").is_file()
+
+
+# -- every option documented -----------------------------------------------------------------
+
+
+def _commands() -> list[tuple[str, click.Command]]:
+    """Every command of click's tree, with its path (``slayer-kb``, ``slayer-kb save``, ...)."""
+    found: list[tuple[str, click.Command]] = []
+    pending: list[tuple[str, click.Command]] = [("slayer-kb", cli)]
+    while pending:
+        path, command = pending.pop()
+        found.append((path, command))
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None, name
+                pending.append((f"{path} {name}", sub))
+    return found
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    commands = _commands()
+    assert len(commands) > 40
+    undocumented = [
+        f"{path} {'/'.join(param.opts)}"
+        for path, command in commands
+        for param in command.params
+        if isinstance(param, click.Option) and (param.hidden or not (param.help or "").strip())
+    ]
+    assert undocumented == []
+
+
+def test_every_parameter_of_every_tool_has_a_description() -> None:
+    described = yaml.safe_load(tools.DESCRIPTIONS.read_text(encoding="utf-8"))
+    assert [d["name"] for d in described] == [spec.name for spec in tools.tools()]
+    for spec in tools.tools():
+        assert len(spec.description) > 80, spec.name
+        for name, schema in spec.properties.items():
+            assert len(schema.get("description", "")) > 10, f"{spec.name}.{name}"
+        assert spec.output_schema["required"], spec.name
+
+
+def test_search_help_lists_any_type_and_project(run_cli) -> None:
+    text = " ".join(run_cli("search", "--help", check=True).stdout.split())
+    assert "--any Memories holding any word of QUESTION" in text
+    assert "--type TYPE Only memories of this observation type" in text
+    assert "--project TEXT Only memories of this project" in text
+
+
+def test_mcp_errors_offer_no_command_or_flag_the_client_lacks(catalog_kb: KnowledgeBase) -> None:
+    first = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    second = catalog_kb.save_memory("Status is an enum", ["orders.status"]).memory_id
+    (catalog_kb.root / "memories" / f"{first}.yaml").write_text("learning: [unclosed\n")
+    commit_all(catalog_kb.root, "broken by hand")
+    path = catalog_kb.root / "memories" / f"{second}.yaml"
+    path.write_text(path.read_text().replace("enum", "enum of four"))  # not committed
+
+    async def script(session: ClientSession) -> list[str]:
+        return [await error(session, "mem_delete", id=first), await error(session, "mem_update", id=second, title="x")]
+
+    broken, dirty = with_server(catalog_kb.root, script)
+    assert broken.endswith(
+        "a soft forget rewrites the file, so it must be a valid memory: repair it first, or delete it "
+        f"for good with mem_delete(id: {first}, hard_delete: true)"
+    )
+    assert "'slayer-kb " not in broken  # no shell command
+    assert dirty.endswith("Commit or stash it (git stash -u) and retry.") and "--force" not in dirty
