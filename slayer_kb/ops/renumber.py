@@ -270,6 +270,7 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
     with kb.store.locked():
+        store.refuse_during_git_operation()
         kb.index.sync()
         _require_clean(store)
         start = store.head()

@@ -28,8 +28,8 @@ from typing import Literal
 
 import filelock
 
-from ..core.errors import StoreError, WorkTreeError
-from . import state, upkeep, worktree
+from ..core.errors import ConflictError, StoreError, WorkTreeError
+from . import gitstate, state, upkeep, worktree
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 
@@ -281,6 +281,15 @@ class GitStore:
     # What the work tree and git's index hold that HEAD does not (worktree.py).
     uncommitted = worktree.uncommitted
     set_aside = worktree.set_aside
+
+    def refuse_during_git_operation(self) -> None:
+        """Refuse (ConflictError) to write while a merge, rebase, cherry-pick, revert or bisect
+        the person started is not concluded (gitstate.py)."""
+        if self._objects is None:
+            self._locate()
+        problem = gitstate.unfinished_operation(self._git_dirs[0])
+        if problem is not None:
+            raise ConflictError(problem)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         proc = self.git("merge-base", "--is-ancestor", older, newer, check=False)
