@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +181,34 @@ def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
     committed = git(root, "show", f"{head}:{path}")
     assert (root / path).read_text() == committed
     assert shown.startswith(f"id: {Path(path).stem}\n")
+
+
+def _mount_namespaces_work() -> bool:
+    """Whether this process may make a private mount namespace with a read-only bind mount
+    (root, where the kernel and container allow `unshare -m`)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro / /"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _mount_namespaces_work(), reason="needs root and `unshare -m` for a read-only bind mount")
+def test_a_save_onto_a_read_only_mount_commits_nothing(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    """The case as reported: memories/ on a read-only mount (a bind mount in a private mount
+    namespace, so that nothing outside the test sees it)."""
+    root = example_kb.root
+    run_cli("--kb", root, "list", check=True)
+    before = git(root, "rev-parse", "HEAD")
+    memories = root / "memories"
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$1" "$1" && shift && exec "$@"', "sh", str(memories),
+         sys.executable, "-m", "slayer_kb", "--kb", str(root), *SAVE],
+        capture_output=True, text=True, timeout=120, cwd=root,
+    )
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "Error: Refusing to write memories/27.yaml: the folder memories/ does not take new files (Read-only file "
+        "system). Make it writable for this user (or mount it read-write) and retry; nothing was saved.\n"
+    )
+    assert git(root, "rev-parse", "HEAD") == before
+    assert _status(root) == ""
