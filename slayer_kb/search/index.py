@@ -81,6 +81,9 @@ class Index(Reads, Meaning):
         self._ids: Any = None
         self._docnums: dict[str, int] = {}
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
+        # How many broken files the manifest stale_files read last counts (None: a manifest from
+        # before the count), for known_problems.
+        self._broken: int | None = 0
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
 
@@ -165,6 +168,7 @@ class Index(Reads, Meaning):
         unchanged, that are now old enough to stop re-reading); None when a full ``sync`` must
         find out (files created or removed, the catalog, a missing index)."""
         state = self._read_state()
+        self._broken = None if state is None else state.get("problems")
         try:
             if state is None or not windex.exists_in(str(self.dir)):
                 return None
@@ -458,11 +462,10 @@ class Index(Reads, Meaning):
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def known_problems(self) -> list[MemoryFileError]:
-        """The files the last check found unreadable, for a look-up that finds the index fresh:
-        every command warns of them, not only the one that read them first. The manifest counts
-        them, so a KB without broken files opens no database for it."""
-        state = self._read_state()
-        if state is None or state.get("problems", 1) == 0:  # a manifest from before the count: ask
+        """The files the last check found unreadable, for a look-up that ``stale_files`` found
+        fresh: every command warns of them, not only the one that read them first. The manifest
+        it read counts them, so a KB without broken files opens no database for it."""
+        if self._broken == 0:
             return []
         db = self._db()
         try:
