@@ -245,6 +245,7 @@ class KnowledgeBase:
         if not self.store.committing() and self.index.stale_files() == []:
             try:
                 self.index.searcher()  # cached: the search that follows pays nothing more
+                self.problems = self.index.known_problems()
                 return None
             except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
                 self.index.close()
@@ -388,10 +389,12 @@ class KnowledgeBase:
 
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
-        """A unit of work under the KB lock (``transaction.py``); with ``sync``, the index is
-        first brought up to date with the files, for an operation that looks memories up."""
+        """A unit of work under the KB lock (``transaction.py``), refused while a merge, rebase,
+        cherry-pick, revert or bisect is not concluded (store/gitstate.py); with ``sync``, the
+        index is first brought up to date with the files, for an operation that looks memories up."""
         self._catalog_checked = False
         with self.store.locked():
+            self.store.refuse_during_git_operation()
             if sync and not self._monitor_says_fresh():
                 self.problems = self.index.catch_up().problems
             tx = Transaction(self)
@@ -504,6 +507,7 @@ class KnowledgeBase:
     search = finding.search
 
     list = finding.newest
+    skipped = finding.skipped
 
     # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
 

@@ -31,13 +31,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .core.children import python_child
-from .core.errors import ConflictError, KBError, StoreError
+from .core.errors import ConflictError, KBError, StoreError, WorkTreeError
 from .core.ids import check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
+from .core.text import listed
 from .search import lookups, restrict
 from .search.lookups import Lookup
-from .store.repo import Change, listed
+from .store.repo import Change
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -193,7 +194,13 @@ class Transaction:
         kb = self.kb
         old = kb.store.head() if self._head is False else self._head
         self._head = False
-        commit = kb.store.commit(changes, message, kb.author, parent=old)
+        unwritten: WorkTreeError | None = None
+        try:
+            commit: str | None = kb.store.commit(changes, message, kb.author, parent=old)
+        except WorkTreeError as exc:
+            # Published, but the work tree lacks files: the ids are used and the index follows
+            # the files as they are; then the error says how to finish.
+            commit, unwritten = exc.commit, exc
         if commit is not None:
             kb.id_cache.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
@@ -214,6 +221,8 @@ class Transaction:
             kb.index.invalidate()
             print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
                   "the next command updates it.", file=sys.stderr)
+        if unwritten is not None:
+            raise unwritten
         return commit
 
 

@@ -44,10 +44,10 @@ def make_kb(root: Path) -> None:
 # sleeps before that step, and the work itself is unchanged.
 SLOWED = """
 import sys, time
-from slayer_kb.store import repo
+from slayer_kb.store import repo, worktree
 from slayer_kb.cli import main
 step, delay = sys.argv.pop(1), float(sys.argv.pop(1))
-owner = repo.GitStore if hasattr(repo.GitStore, step) else repo
+owner = repo.GitStore if hasattr(repo.GitStore, step) else worktree
 real = getattr(owner, step)
 def slowed(*args, **kwargs):
     time.sleep(delay)

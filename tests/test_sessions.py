@@ -436,13 +436,13 @@ def test_concurrent_prompts_each_make_one_commit(empty_kb: KnowledgeBase) -> Non
 
 SLOWED_WRITES = """
 import sys, time
-from slayer_kb.store import repo
+from slayer_kb.store import worktree
 from slayer_kb.cli import main
-real = repo.put_file
+real = worktree.put_file
 def slowed(*args, **kwargs):
     time.sleep(5)
     return real(*args, **kwargs)
-repo.put_file = slowed
+worktree.put_file = slowed
 main()
 """
 

@@ -138,8 +138,14 @@ def list_cmd(
     Example:
       slayer-kb list --type decision --limit 5
     """
-    hits = settings.kb().list(type=type_, project=project, scope=scope, limit=limit)
-    emit(settings, {"memories": hits}, lambda: "\n".join(_hits_text("Memories:", hits, settings.width())) or "No memories.")
+    kb = settings.kb()
+    hits = kb.list(type=type_, project=project, scope=scope, limit=limit)
+    warnings = kb.skipped()
+    emit(
+        settings,
+        {"memories": hits, **({"warnings": warnings} if warnings else {})},
+        lambda: ("\n".join(_hits_text("Memories:", hits, settings.width())) or "No memories.") + warning_lines(warnings),
+    )
 
 
 @click.command()

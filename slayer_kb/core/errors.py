@@ -70,5 +70,14 @@ class StoreError(KBError):
     type_name = "store"
 
 
+class WorkTreeError(StoreError):
+    """A commit was published, but the work tree could not take its files: the message says
+    which and how to finish; ``commit`` is the commit made."""
+
+    def __init__(self, message: str, commit: str) -> None:
+        super().__init__(message)
+        self.commit = commit
+
+
 class ConflictError(KBError):
     type_name = "conflict"

@@ -201,6 +201,7 @@ def _too_deep(where: str) -> MemoryFileError:
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
+    check_conflict_markers(text, where)
     check_duplicate_keys(text, where)
     line = alias_line(text)
     if line is not None:
@@ -256,6 +257,22 @@ def key_line(text: str, key: object) -> int | None:
         return None
     match = re.search(rf"^{re.escape(key)}[ \t]*:", text, re.M)
     return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+# The first line of a conflict git left in a file (``<<<<<<< HEAD``); a YAML file never holds one.
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.M)
+
+
+def check_conflict_markers(text: str, where: str) -> None:
+    """Refuse a file git left with the markers of an unresolved merge conflict: read as YAML, it
+    is a duplicate key or a syntax error somewhere, which says nothing of what happened. Every
+    reader (search, get, list, validate, fmt, sessions) says it in these words."""
+    if "<<<<<<<" not in text:
+        return
+    match = _CONFLICT_START.search(text)
+    if match is not None:
+        raise MemoryFileError(where, text.count("\n", 0, match.start()) + 1,
+                              f"unresolved merge conflict in {where}: resolve it, then `git add {where}`")
 
 
 _TOP_KEY = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)")

@@ -31,7 +31,15 @@ from . import yamlio
 from .errors import InvalidInputError, MemoryFileError
 from .ids import WINDOWS_RESERVED
 from .inputs import check_unicode
-from .memory import TIMESTAMP, alias_line, check_duplicate_keys, dump_key, key_line, too_deep_for_parser
+from .memory import (
+    TIMESTAMP,
+    alias_line,
+    check_conflict_markers,
+    check_duplicate_keys,
+    dump_key,
+    key_line,
+    too_deep_for_parser,
+)
 
 SESSIONS_DIR = "sessions"
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
@@ -183,6 +191,7 @@ def _load(text: str) -> Any:
 def loads(text: str, session_id: str, where: str = "") -> Session:
     """Parse a session file; :class:`MemoryFileError` names the line and the key or item."""
     where = where or session_path(session_id)
+    check_conflict_markers(text, where)
     check_duplicate_keys(text, where)
     line = alias_line(text)
     if line is not None:

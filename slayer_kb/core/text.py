@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def warning_lines(warnings: Iterable[str]) -> str:
@@ -20,3 +20,9 @@ def first_paragraph(text: str, limit: int) -> str:
     paragraph = text.strip().split("\n\n", 1)[0].strip()
     paragraph = " ".join(paragraph.split())
     return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"
+
+
+def listed(paths: Sequence[str], limit: int = 5) -> str:
+    """``a, b, c`` or ``a, b, c, d, e and 3 more``: paths named in one line of a message."""
+    shown = ", ".join(paths[:limit])
+    return shown if len(paths) <= limit else f"{shown} and {len(paths) - limit} more"

@@ -52,7 +52,7 @@ def search(
         readable(v) for v in (question, type, project, scope, datasource)
     )
     kb.ensure_fresh()
-    warnings = [str(p) + " (skipped)" for p in kb.problems]
+    warnings = skipped(kb)
     if datasource is not None and datasource not in kb.catalog.datasources:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
@@ -88,6 +88,12 @@ def newest(
     restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
     docs = kb.index.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
+
+
+def skipped(kb: KnowledgeBase) -> list[str]:
+    """A warning for each memory file the last look-up could not read and skipped (broken YAML,
+    a conflict git left, ...): what ``search`` and ``list`` show after their results."""
+    return [f"{problem} (skipped)" for problem in kb.problems]
 
 
 def _lenient_entities(

@@ -29,7 +29,8 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
-from ..store.repo import Change, GitStore, listed
+from ..core.text import listed
+from ..store.repo import Change, GitStore
 from .history import blob_at, memory_ids_at, resolve_rev
 
 if TYPE_CHECKING:

@@ -82,9 +82,10 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
     upstream_branch = _upstream_branch(store, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
+    store.refuse_during_git_operation()
     _fetch(store, remote, upstream_branch, tracking)
     head = store.head()
-    if head is not None and head == _tip(store, tracking) and not _rebasing(store):
+    if head is not None and head == _tip(store, tracking):
         # Nothing to pull or push: no lock, no index check (a team syncs often).
         result.head = head
         _top_up(kb)

@@ -48,7 +48,17 @@ from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.ids import check_id, check_new_id, fold_id
-from ..core.memory import KEY_ORDER, TIME_KEYS, Memory, alias_line, dumps, key_line, loads, too_deep_for_parser
+from ..core.memory import (
+    KEY_ORDER,
+    TIME_KEYS,
+    Memory,
+    alias_line,
+    check_conflict_markers,
+    dumps,
+    key_line,
+    loads,
+    too_deep_for_parser,
+)
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
@@ -246,6 +256,11 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> 
     def add(line: int | None, message: str) -> None:
         problems.append(Problem(name, line or 1, message))
 
+    try:
+        check_conflict_markers(text, name)
+    except MemoryFileError as exc:  # said as every reader says it
+        add(exc.line, exc.message)
+        return problems
     alias = alias_line(text)
     if alias is not None:
         add(alias, "uses a YAML alias (*name); write the value out instead")
@@ -313,7 +328,7 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
         add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
                f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
-    text = _text_to_check(path, add)
+    text = _text_to_check(path, name, add)
     if text is None:
         return problems
     try:
@@ -382,11 +397,19 @@ def _article(value: Any) -> str:
     return "empty" if value is None else type(value).__name__
 
 
-def _text_to_check(path: Path, add: Any) -> str | None:
+def _text_to_check(path: Path, name: str, add: Any) -> str | None:
     """``read_text``, and None too (said with ``add``) for text using a YAML alias, which
-    slayer-kb refuses before parsing (an alias can expand to gigabytes)."""
+    slayer-kb refuses before parsing (an alias can expand to gigabytes), and for a file with
+    the markers of an unresolved merge conflict (said as every reader says it)."""
     text = read_text(path, add)
-    alias = None if text is None else alias_line(text)
+    if text is None:
+        return None
+    try:
+        check_conflict_markers(text, name)
+    except MemoryFileError as exc:
+        add(exc.line, exc.message)
+        return None
+    alias = alias_line(text)
     if alias is not None:
         add(alias, "uses a YAML alias (*name); write the value out instead")
         return None

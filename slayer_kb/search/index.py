@@ -81,6 +81,9 @@ class Index(Reads, Meaning):
         self._ids: Any = None
         self._docnums: dict[str, int] = {}
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
+        # How many broken files the manifest stale_files read last counts (None: a manifest from
+        # before the count), for known_problems.
+        self._broken: int | None = 0
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
 
@@ -165,6 +168,7 @@ class Index(Reads, Meaning):
         unchanged, that are now old enough to stop re-reading); None when a full ``sync`` must
         find out (files created or removed, the catalog, a missing index)."""
         state = self._read_state()
+        self._broken = None if state is None else state.get("problems")
         try:
             if state is None or not windex.exists_in(str(self.dir)):
                 return None
@@ -356,11 +360,12 @@ class Index(Reads, Meaning):
             # Every file is as its row says. A state whose digest disagrees (a crash between the
             # rows' commit and the state's) would send every check here again: mend it.
             digest = signatures_digest(scanned)
-            if digest != state["digest"] or len(scanned) != state["count"] or vectors_changed:
-                self._write_state({**state, "count": len(scanned), "digest": digest})
+            report.problems = self._problems(db)
+            if (digest != state["digest"] or len(scanned) != state["count"] or vectors_changed
+                    or state.get("problems") != len(report.problems)):
+                self._write_state({**state, "count": len(scanned), "digest": digest, "problems": len(report.problems)})
             if listing is not None:
                 save_listing(self.dir / "listing", listing, digest)
-            report.problems = self._problems(db)
             return report
 
         file_rows: list[tuple[Any, ...]] = []
@@ -421,8 +426,11 @@ class Index(Reads, Meaning):
         count = db.execute("SELECT count(*) FROM files").fetchone()[0]
         if only is None:
             digest = signatures_digest(scanned)  # a full pass recomputes it rather than trust the old one
+        report.problems = self._problems(db)
+        # How many files are broken, so that a look-up that finds the index fresh knows whether
+        # to read their problems again (known_problems) without opening the database.
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
-                     "vectors": state["vectors"]}
+                     "vectors": state["vectors"], "problems": len(report.problems)}
         self._write_state(new_state)
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)
@@ -435,7 +443,6 @@ class Index(Reads, Meaning):
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
-        report.problems = self._problems(db)
         # The searcher stays: the next search finds it out of date and reopens only the new
         # segments (searcher()).
         return report
@@ -453,6 +460,18 @@ class Index(Reads, Meaning):
         if not stat.S_ISREG(st.st_mode):
             return SYMLINK
         return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def known_problems(self) -> list[MemoryFileError]:
+        """The files the last check found unreadable, for a look-up that ``stale_files`` found
+        fresh: every command warns of them, not only the one that read them first. The manifest
+        it read counts them, so a KB without broken files opens no database for it."""
+        if self._broken == 0:
+            return []
+        db = self._db()
+        try:
+            return self._problems(db)
+        finally:
+            db.close()
 
     @staticmethod
     def _problems(db: sqlite3.Connection) -> list[MemoryFileError]:

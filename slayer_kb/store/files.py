@@ -7,9 +7,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
+from ..core.errors import StoreError
 from ..core.fileio import NotRegularFile, read_regular
 
 _REPLACEABLE = {errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EACCES, errno.EPERM, getattr(errno, "EFTYPE", errno.ELOOP)}
@@ -121,6 +124,109 @@ def put_file(target: Path, data: bytes | None) -> None:
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
+
+
+# Opening a file to write it, without creating or truncating it: it stays as it was.
+_OPEN_EXISTING = WRITE_FLAGS & ~os.O_CREAT
+# An unnamed file in a folder (Linux): confirms that a folder takes no new file, with the reason,
+# and leaves nothing behind even when the process dies. Where a file system cannot make one, a
+# named file is made and removed.
+_TMPFILE = getattr(os, "O_TMPFILE", 0)
+
+
+def why_unwritable(root: Path, path: str, deleting: bool, probed: dict[Path, str | None]) -> str | None:
+    """Why writing (``deleting``: removing) the file ``root/path`` would fail, as a clause that
+    ends with the fix, or None: what a commit checks before it is published, so that a work tree
+    that cannot hold it refuses it instead of lagging behind it. ``probed`` keeps each folder's
+    answer for the next paths.
+
+    A file that opens for writing (not created, not truncated: nothing changes) is written in
+    place; anything else is replaced, which needs its folder to take a new file. A file that
+    refuses to open for another reason than its mode bits (immutable or append-only, on a
+    read-only mount) cannot be replaced either. The folder is asked with ``access``, which the
+    kernel answers from the same checks a write makes (mode bits and ACLs, a read-only mount, an
+    immutable folder, root's powers); only a refusal is confirmed by creating a file there, for
+    its reason. Costs one ``open`` for an existing file and one ``access`` for a new one: a few
+    microseconds (an unnamed file in the folder, each time, would cost 0.1-0.4 ms)."""
+    target = root / path
+    try:
+        st: os.stat_result | None = target.lstat()
+    except OSError:  # missing, or a file where a folder of the path should be (ENOTDIR)
+        if deleting:
+            return None  # nothing to delete
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return "it is a folder, not a file. Move it out of the way and retry"
+    if st is not None and stat.S_ISREG(st.st_mode):
+        try:
+            os.close(os.open(target, _OPEN_EXISTING))
+        except OSError as exc:
+            if exc.errno != errno.EACCES:  # EACCES: mode bits only, the file can be replaced
+                return f"the file cannot be changed ({exc.strerror}). Make it writable and retry"
+        else:
+            if not deleting and st.st_nlink == 1:
+                return None
+    folder = target.parent
+    while not os.path.lexists(folder):  # the commit makes missing folders in the first one that exists
+        folder = folder.parent
+    if folder not in probed:
+        problem = None
+        if not folder.is_dir():
+            problem = f"{folder.relative_to(root).as_posix()} is not a folder. Move it out of the way and retry"
+        elif not os.access(folder, os.W_OK | os.X_OK) and (error := _probe(folder)) is not None:
+            shown = "the knowledge base's folder" if folder == root else f"the folder {folder.relative_to(root).as_posix()}/"
+            problem = (f"{shown} does not take new files ({error}). Make it writable for this user "
+                       "(or mount it read-write) and retry")
+        probed[folder] = problem
+    return probed[folder]
+
+
+def _probe(folder: Path) -> str | None:
+    """Why ``folder`` takes no new file (the system's words), or None."""
+    try:
+        if _TMPFILE:
+            try:
+                os.close(os.open(folder, _TMPFILE | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600))
+                return None
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                    raise
+        probe = folder / f".slayer-kb-probe-{os.getpid()}-{secrets.token_hex(4)}"
+        os.close(os.open(probe, WRITE_FLAGS | os.O_EXCL, 0o600))
+        probe.unlink()
+    except OSError as exc:
+        return str(exc.strerror)
+    return None
+
+
+@contextlib.contextmanager
+def reserved_space(reserve: Path, contents: list[bytes]) -> Iterator[None]:
+    """Hold the disk space the work tree's files will need while a commit is published, in the
+    file ``reserve``.
+
+    The files are written in place only after the commit; a disk that filled up then would leave
+    them half-written until the next command finishes them. Allocating their size first turns a
+    full disk into "nothing was saved" instead.
+    """
+    block = 4096
+    size = sum(-(-len(data) // block) * block for data in contents)
+    try:
+        fd = os.open(reserve, WRITE_FLAGS | os.O_TRUNC, 0o600)
+        try:
+            allocate(fd, size)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            reserve.unlink()
+        if exc.errno == errno.ENOSPC:
+            raise StoreError("The disk is full; nothing was saved. Free space and retry.") from None
+        raise StoreError(f"Cannot write in {reserve.parent}: {exc.strerror}; nothing was saved.") from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            reserve.unlink()
 
 
 def allocate(fd: int, size: int) -> None:

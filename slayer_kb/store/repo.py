@@ -1,8 +1,9 @@
 """The git store: a cross-process lock, atomic multi-file commits, and history look-ups.
 
 A change's blobs and trees are written straight into git's object database (``objects.py``), its
-commit by ``git commit-tree``, and it is published with a compare-and-swap ``update-ref``; only
-then are the files written into the work tree (``put_file``) and staged in the user's index. A
+commit by ``git commit-tree``, and it is published with a compare-and-swap ``update-ref`` (once
+every path it writes is known to be writable, ``files.why_unwritable``); only then are the files
+written into the work tree (``put_file``) and staged in the user's index. A
 journal written before the ``update-ref`` lets the next command finish (or discard) a change that
 a crash interrupted, so the KB is always either before or after the whole commit, and a disk
 space reservation taken before it turns a full disk into "nothing was saved".
@@ -16,22 +17,20 @@ argument list (no shell) and ``--`` before paths.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import filelock
 
-from ..core.errors import StoreError
-from ..core.fileio import in_threads
-from . import state, upkeep, worktree
-from .files import WRITE_FLAGS, allocate, holds, put_file, torn
+from ..core.errors import ConflictError, StoreError, WorkTreeError
+from . import gitstate, state, upkeep, worktree
+from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 
 STATE_DIR = state.STATE_DIR
@@ -280,6 +279,15 @@ class GitStore:
     uncommitted = worktree.uncommitted
     set_aside = worktree.set_aside
 
+    def refuse_during_git_operation(self) -> None:
+        """Refuse (ConflictError) to write while a merge, rebase, cherry-pick, revert or bisect
+        the person started is not concluded (gitstate.py)."""
+        if self._objects is None:
+            self._locate()
+        problem = gitstate.unfinished_operation(self._git_dirs[0])
+        if problem is not None:
+            raise ConflictError(problem)
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         proc = self.git("merge-base", "--is-ancestor", older, newer, check=False)
         return proc.returncode == 0
@@ -298,15 +306,14 @@ class GitStore:
         # One change per path, the last one winning as in the tree: the work tree's writes run
         # in parallel, and two of one path would race.
         changes = list({change.path: change for change in changes}.values())
+        probed: dict[Path, str | None] = {}
         for change in changes:
             self.check_inside(change.path)
-            if os.path.isdir(self.root / change.path) and not os.path.islink(self.root / change.path):
-                # put_file cannot replace a folder: it would fail after the commit is published.
+            # What the work tree cannot take would fail after the commit is published.
+            problem = why_unwritable(self.root, change.path, change.data is None, probed)
+            if problem is not None:
                 verb = "delete" if change.data is None else "write"
-                raise StoreError(
-                    f"Refusing to {verb} {change.path}: it is a folder, not a file. Move it out of "
-                    "the way and retry; nothing was saved."
-                )
+                raise StoreError(f"Refusing to {verb} {change.path}: {problem}; nothing was saved.")
         objects = self.objects
         written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
         blobs = {c.path: None if c.data is None else next(written) for c in changes}
@@ -319,7 +326,7 @@ class GitStore:
             return None
         new = self._commit_tree(tree, old, message, author)
         journal = {"old": old, "new": new, "changes": blobs}
-        with self._reserved_space([c.data for c in changes if c.data is not None]):
+        with reserved_space(self.state / _RESERVE, [c.data for c in changes if c.data is not None]):
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
@@ -334,13 +341,32 @@ class GitStore:
                     "time); nothing was written. Retry the command."
                 )
         try:
-            self.apply_committed({c.path: c.data for c in changes})
-        except (StoreError, OSError):
+            self._finish(new, {c.path: c.data for c in changes}, blobs)
+        except WorkTreeError:
+            raise
+        except StoreError:
             # The commit is made and the journal still lists it: the next command finishes
-            # writing the files and staging them (a full disk can refuse git's index write).
+            # staging the files (a full disk can refuse git's index write).
             pass
-        upkeep.after_commit(self.state, self.top, self.objects.dir)
+        finally:
+            upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
+
+    def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None]) -> None:
+        """Write the published commit ``new``'s files (``contents``) into the work tree, stage
+        its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
+        WorkTreeError says which files could not be written and how to finish."""
+        failed = worktree.write_files(self, contents)
+        if not failed:
+            self.stage(list(blobs))
+            self._clear_journal()
+            return
+        with contextlib.suppress(StoreError):
+            # git's index gets the commit's version all the same: left as it was, it would
+            # stage the undoing of the change for the person's next `git commit`.
+            worktree.stage_blobs(self, blobs)
+            self._clear_journal()
+        raise worktree.not_written(self, new, blobs, failed)
 
     def object_store(self) -> upkeep.Objects:
         """How many loose objects and packs the repository holds, and the packs' bytes."""
@@ -365,35 +391,6 @@ class GitStore:
         loose objects have piled up and the user's settings allow it."""
         if upkeep.repack_due(self.top, self.objects.dir):
             upkeep.repack(self.top)
-
-    @contextlib.contextmanager
-    def _reserved_space(self, contents: list[bytes]) -> Iterator[None]:
-        """Hold the disk space the work tree's files will need while the commit is published.
-
-        The files are written in place only after the commit (see ``apply_committed``); a disk that
-        filled up then would leave them half-written until the next command finishes them.
-        Allocating their size first turns a full disk into "nothing was saved" instead.
-        """
-        block = 4096
-        size = sum(-(-len(data) // block) * block for data in contents)
-        reserve = self.state / _RESERVE
-        try:
-            fd = os.open(reserve, WRITE_FLAGS | os.O_TRUNC, 0o600)
-            try:
-                allocate(fd, size)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                reserve.unlink()
-            if exc.errno == errno.ENOSPC:
-                raise StoreError("The disk is full; nothing was saved. Free space and retry.") from None
-            raise StoreError(f"Cannot write in {self.state}: {exc.strerror}; nothing was saved.") from None
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                reserve.unlink()
 
     def check_inside(self, kb_path: str) -> None:
         """Refuse a path whose folders leave the KB or pass through a symlink: a clone can carry
@@ -492,18 +489,13 @@ class GitStore:
         with contextlib.suppress(FileNotFoundError):
             (self.state / "journal.json").unlink()
 
-    def apply_committed(self, contents: Mapping[str, bytes | None], staged: list[str] | None = None) -> None:
-        """Write committed files into the work tree, stage ``staged`` (default: those same
-        paths) in the user's index, and close the journal."""
-        self._write_files(contents)
-        self.stage(list(contents) if staged is None else staged)
-        self._clear_journal()
-
-    def _write_files(self, contents: Mapping[str, bytes | None]) -> None:
-        """Make each path hold its bytes (None: not exist), on a few threads (fileio.py)."""
-        for folder in {os.path.dirname(path) for path, data in contents.items() if data is not None}:
-            (self.root / folder).mkdir(parents=True, exist_ok=True)
-        in_threads(lambda item: put_file(self.root / item[0], item[1]), list(contents.items()))
+    def apply_committed(self, contents: Mapping[str, bytes | None]) -> None:
+        """Put HEAD's version of these files (None: no file) back in the work tree and stage them."""
+        failed = worktree.write_files(self, contents)
+        if failed:
+            path, exc = next(iter(failed.items()))
+            raise StoreError(f"Cannot write {path}: {exc.strerror or exc}. Make it writable, then retry.")
+        self.stage(list(contents))
 
     def stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
@@ -542,16 +534,26 @@ class GitStore:
                     for path, rp in zip(paths, repo_paths, strict=True)
                 }
                 stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
-                self.apply_committed(stale, staged=paths)
+                failed = worktree.write_files(self, stale)
+                if failed:
+                    # The journal stays for the next command; git's index gets the commit's
+                    # version meanwhile, so nothing staged undoes it.
+                    with contextlib.suppress(StoreError):
+                        worktree.stage_blobs(self, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
+                    raise next(iter(failed.values()))
+                self.stage(paths)
+                self._clear_journal()
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
             ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
             data = objects.read_many("blob", {oid for blobs in (before, after, ours) for oid in blobs.values() if oid})
-            self._write_files({
+            failed = worktree.write_files(self, {
                 path: None if (oid := ours[rp]) is None else data[oid]
                 for path, rp in zip(paths, repo_paths, strict=True)
                 if torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
             })
+            if failed:
+                raise next(iter(failed.values()))
         except OSError as exc:
             raise StoreError(
                 f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
@@ -582,12 +584,6 @@ class GitStore:
             self._clear_journal()
             return None
         return old, new, paths
-
-
-def listed(paths: Sequence[str], limit: int = 5) -> str:
-    """``a, b, c`` or ``a, b, c, d, e and 3 more``: paths named in one line of a message."""
-    shown = ", ".join(paths[:limit])
-    return shown if len(paths) <= limit else f"{shown} and {len(paths) - limit} more"
 
 
 def init_repository(path: Path) -> None:

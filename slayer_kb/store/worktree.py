@@ -1,5 +1,6 @@
-"""What the work tree and git's index hold that HEAD does not (one ``git status``), and ``--force``
-setting it aside: the user's versions kept beside their files, HEAD's put back."""
+"""What the work tree and git's index hold that HEAD does not (one ``git status``), ``--force``
+setting it aside (the user's versions kept beside their files, HEAD's put back), and writing a
+published commit's files into them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..core.errors import WorkTreeError
+from ..core.fileio import in_threads
+from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file
 
 if TYPE_CHECKING:
@@ -20,6 +24,8 @@ NAMED_PATHS = 8
 # Paths are never patterns, and a status never writes the user's index (which it may otherwise
 # do to refresh its stat data, taking index.lock from under a git command of theirs).
 STATUS_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+# A message names at most this many files one by one.
+_SHOWN = 5
 STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> spaces before the path
 
 
@@ -107,3 +113,52 @@ def set_aside(store: GitStore, paths: Mapping[str, str | None]) -> list[str]:
             os.unlink(store.root / path)
     store.stage(absent)
     return kept
+
+
+def write_files(store: GitStore, contents: Mapping[str, bytes | None]) -> dict[str, OSError]:
+    """Make each path hold its bytes (None: not exist), on a few threads (fileio.py); the paths
+    that could not be written, each with why."""
+    failed: dict[str, OSError] = {}
+    for folder in {os.path.dirname(path) for path, data in contents.items() if data is not None}:
+        try:
+            (store.root / folder).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            failed.update((path, exc) for path in contents if os.path.dirname(path) == folder)
+
+    def put(item: tuple[str, bytes | None]) -> None:
+        try:
+            put_file(store.root / item[0], item[1])
+        except OSError as exc:
+            failed[item[0]] = exc
+
+    in_threads(put, [item for item in contents.items() if item[0] not in failed])
+    return failed
+
+
+def stage_blobs(store: GitStore, blobs: Mapping[str, str | None]) -> None:
+    """Put these blobs (None: no file) in git's index at their paths, whatever the work tree
+    holds."""
+    null = "0" * len(store.head() or "")  # git's null id, as long as this repository's ids
+    records = "".join(f"100644 {oid}\t{store.repo_path(path)}\0" if oid else f"0 {null}\t{store.repo_path(path)}\0"
+                      for path, oid in blobs.items())
+    store.git("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
+
+
+def not_written(store: GitStore, commit: str, blobs: Mapping[str, str | None],
+                failed: Mapping[str, OSError]) -> WorkTreeError:
+    """The truth about a published ``commit`` whose ``failed`` files the work tree did not
+    take, and how to finish it by hand."""
+    short, subject = store.git("show", "-s", "--format=%h%n%s", commit).stdout.decode().splitlines()[:2]
+    paths = sorted(failed)
+    error = failed[paths[0]]
+    restore = [p for p in paths if blobs[p] is not None]
+    remove = [p for p in paths if blobs[p] is None]
+    steps = [f"run `git checkout HEAD -- {' '.join(restore)}`" if len(restore) <= _SHOWN
+             else f"run `git checkout HEAD -- FILE` for each of {listed(restore, _SHOWN)}"] if restore else []
+    steps += [f"delete {listed(remove, _SHOWN)}"] if remove else []
+    return WorkTreeError(
+        f"Committed as {short} ({subject}), but {listed(paths, _SHOWN)} could not be written in the "
+        f"work tree: {error.strerror or error}. Once {'it' if len(paths) == 1 else 'they'} can be "
+        f"written, {' and '.join(steps)} to finish; until then `git commit -a` would undo the change.",
+        commit,
+    )

@@ -1,0 +1,45 @@
+"""git operations a person has not concluded (a merge, rebase, am, cherry-pick, revert, bisect):
+while one is in progress, slayer-kb writes nothing.
+
+A commit of ours in the middle of one would be folded into it, or lost: during a merge, the
+person's next ``git commit`` makes a merge commit of whatever the index holds; a rebase or a
+bisect moves HEAD again and leaves our commit behind. git marks each operation with a file or
+folder in the work tree's own git dir (``git rev-parse --git-path MERGE_HEAD``); looking costs
+seven ``lstat`` calls (10-80 us, the latter on a loaded machine). The messages use git's own
+words where it has some.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# (marker in the git dir, what git calls the state, the way out), in the order checked: a rebase
+# stopped on a conflict may hold other markers too, and names the command to run.
+_OPERATIONS = (
+    ("rebase-merge", "You are in the middle of a rebase (rebase-merge exists).",
+     "Conclude it with `git rebase --continue` or abort it with `git rebase --abort`"),
+    ("rebase-apply/applying", "You are in the middle of an am session (rebase-apply exists).",
+     "Conclude it with `git am --continue` or abort it with `git am --abort`"),
+    ("rebase-apply", "You are in the middle of a rebase (rebase-apply exists).",
+     "Conclude it with `git rebase --continue` or abort it with `git rebase --abort`"),
+    ("MERGE_HEAD", "You have not concluded your merge (MERGE_HEAD exists).",
+     "Conclude it with `git commit` or abort it with `git merge --abort`"),
+    ("CHERRY_PICK_HEAD", "You have not concluded your cherry-pick (CHERRY_PICK_HEAD exists).",
+     "Conclude it with `git cherry-pick --continue` or abort it with `git cherry-pick --abort`"),
+    ("REVERT_HEAD", "You have not concluded your revert (REVERT_HEAD exists).",
+     "Conclude it with `git revert --continue` or abort it with `git revert --abort`"),
+    # A bisect checks out old commits on a detached HEAD: a commit made there is lost at
+    # `git bisect reset`.
+    ("BISECT_LOG", "You are currently bisecting (BISECT_LOG exists).",
+     "End it with `git bisect reset`"),
+)
+
+
+def unfinished_operation(git_dir: Path) -> str | None:
+    """What to tell a person whose work tree is in the middle of a git operation, else None."""
+    folder = os.fspath(git_dir)
+    for marker, state, way_out in _OPERATIONS:
+        if os.path.lexists(os.path.join(folder, marker)):
+            return f"{state} {way_out}, then run the command again."
+    return None
