@@ -81,7 +81,7 @@ class KnowledgeBase:
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store.top)  # blocks of auto ids leased from the remote
-        self._moves: MovedIds | None = None
+        self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
         self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
@@ -369,13 +369,6 @@ class KnowledgeBase:
             except KBError:
                 now = None
             raise ConflictError(refusal(move, now))
-
-    @property
-    def moves(self) -> MovedIds:
-        """The ids ``sync`` renumbered or merged on this clone (``store/moves.py``)."""
-        if self._moves is None:
-            self._moves = MovedIds(self.leases.common_dir)
-        return self._moves
 
     def memory_ids(self) -> list[str]:
         return sorted(self.index.ids(), key=id_sort_key)

@@ -14,7 +14,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
 from slayer_kb.ops.renumber import plan
 from slayer_kb.ops.sync import compose, sync
-from slayer_kb.store.leases import BLOCK, NAMESPACE
+from slayer_kb.store.leases import BLOCK, NAMESPACE, IdLeases
 from slayer_kb.store.moves import MovedIds
 from testing import git, json_of, make_team
 
@@ -152,11 +152,12 @@ def test_renumbered_is_a_map_from_each_original_id_to_its_final_id() -> None:
 
 
 def test_moves_carry_on_to_where_a_memory_is_now(tmp_path: Path) -> None:
-    moves = MovedIds(tmp_path)
+    git(tmp_path, "init", "-q")
+    moves = MovedIds(IdLeases(tmp_path))
     moves.record({"27": "28"}, "renumbered")
     moves.record({"28": "29"}, "renumbered")
     assert moves.get("27").new == "29"
-    assert json.loads((tmp_path / "slayer-kb-moves.json").read_text())["27"] == {"to": "29", "why": "renumbered"}
+    assert json.loads((tmp_path / ".git" / "slayer-kb-moves.json").read_text())["27"] == {"to": "29", "why": "renumbered"}
 
 
 def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, run_cli) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.memory import Memory
+from .leases import IdLeases
 
 MOVES_FILE = "slayer-kb-moves.json"
 
@@ -34,10 +35,15 @@ class Move:
 
 
 class MovedIds:
-    """The moves of the clone whose git folder (common to its worktrees) is ``common_dir``."""
+    """The moves of a clone, kept in its git folder (common to its worktrees), found through its
+    ``leases`` (asked only once a move is looked up)."""
 
-    def __init__(self, common_dir: Path) -> None:
-        self.path = common_dir / MOVES_FILE
+    def __init__(self, leases: IdLeases) -> None:
+        self.leases = leases
+
+    @property
+    def path(self) -> Path:
+        return self.leases.common_dir / MOVES_FILE
 
     def all(self) -> dict[str, Move]:
         try:
