@@ -142,7 +142,7 @@ def test_conflict_markers_are_reported_alike_by_every_command(example_kb: Knowle
     proc = run_cli("--kb", root, "get", "13")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {CONFLICT}\n")
     proc = run_cli("validate", cwd=root)
-    assert (proc.returncode, proc.stdout) == (1, f"{CONFLICT}\n1 problem in 40 files checked\n")
+    assert (proc.returncode, proc.stdout) == (1, f"{CONFLICT}\n1 problem in 1 file (40 files checked)\n")
 
 
 def test_conflict_markers_in_a_session_file_are_reported_alike(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
