@@ -26,6 +26,8 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SLAYER_KB_SERVER", "manual")
     monkeypatch.delenv("SLAYER_KB_SERVER_IDLE", raising=False)
     monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
+    # Each test has its own sentence-vector cache: vectors one test made never serve another.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
 
 
 @pytest.fixture
