@@ -44,6 +44,11 @@ COVERAGE_NOTE = ("Sentence vectors cover {} of {} memories; the others are ranke
 WAIT_SECONDS = 60.0
 
 
+@pytest.fixture(autouse=True)
+def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
+
+
 def ids(result: object) -> list[str]:
     return [h["id"] for h in result.memories]  # type: ignore[attr-defined]
 

@@ -86,12 +86,16 @@ class Scores:
 def evaluate(
     kb: KnowledgeBase, config: tuple[frozenset[str], str, bool], kinds: set[str] | None = None, folder: Path = HERE
 ) -> Scores:
+    before = os.environ.get("SLAYER_KB_NO_ENCODER")
     if not config[2]:
         os.environ["SLAYER_KB_NO_ENCODER"] = "1"
     try:
         return _evaluate(kb, config, kinds, folder)
     finally:
-        os.environ.pop("SLAYER_KB_NO_ENCODER", None)
+        if before is None:
+            os.environ.pop("SLAYER_KB_NO_ENCODER", None)
+        else:
+            os.environ["SLAYER_KB_NO_ENCODER"] = before
 
 
 def _evaluate(kb: KnowledgeBase, config: tuple[frozenset[str], str, bool], kinds: set[str] | None, folder: Path) -> Scores:

@@ -41,10 +41,10 @@ class SentenceFiller:
         self._wake.set()
 
     def stop(self) -> None:
+        """Ends the pass between two batches. Not waited for: a batch being made is lost (its
+        writes are one transaction each), and the next server makes it again."""
         self._stop.set()
         self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10.0)
 
     def status(self) -> dict[str, Any]:
         """Whether a pass is running, its progress, and how many live memories have a vector."""
