@@ -26,6 +26,12 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SLAYER_KB_SERVER", "manual")
     monkeypatch.delenv("SLAYER_KB_SERVER_IDLE", raising=False)
     monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
+    # Each test has its own sentence-vector cache: vectors one test made never serve another.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
+    # The sentence encoder (a second to load, tens of ms a memory) runs only in the tests that
+    # are about it (test_search_sentences.py turns it back on): elsewhere a warm server making
+    # vectors in the background would change rankings while a test compares two answers.
+    monkeypatch.setenv("SLAYER_KB_NO_ENCODER", "1")
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ HIT_KEYS = {
     "created_at",
 }  # fmt: skip
 SAVE_KEYS = {"memory_id", "resolved_entities", "warnings", "action"}
-SEARCH_KEYS = {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
+SEARCH_KEYS = {"memories", "example_queries", "entities", "resolved_input_entities", "warnings", "notes"}
 CASCADE_KEYS = {"deleted", "commit", "rewritten"}
 EXAMPLE_MEMORIES = 34
 EXAMPLE_SESSIONS = 6  # sessions/*.yaml, which validate checks too

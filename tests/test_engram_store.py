@@ -178,7 +178,7 @@ def test_mem_search_semantics(empty_kb: KnowledgeBase) -> None:
     save(empty_kb, title="Auth", content="JWT over sessions")
     assert [h["id"] for h in empty_kb.search("quotes term").memories] == ["1"]
     assert [h["id"] for h in empty_kb.search('"quotes" AND (term* OR x:y) NOT -') .memories] == ["1"]
-    assert empty_kb.search("quotes JWT").warnings[-1] == (
+    assert empty_kb.search("quotes JWT").notes[-1] == (
         "No memory has all the words of the question; showing memories with some of them or close in meaning."
     )
     assert [h["id"] for h in empty_kb.search("quotes JWT").memories] in (["1", "2"], ["2", "1"])

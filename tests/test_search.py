@@ -101,6 +101,6 @@ def test_catalog_hits(example_kb: KnowledgeBase) -> None:
 def test_cli_search_json_keys(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
     proc = run_cli("--kb", example_kb.root, "search", "refunds", "-e", "orders.amount", "--json")
     data = json_of(proc)
-    assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings"}
+    assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings", "notes"}
     hit = (data["memories"] + data["example_queries"])[0]
     assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)

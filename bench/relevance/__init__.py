@@ -1,15 +1,19 @@
 """The relevance sets: hand-written memories and questions (memories.yaml, questions.yaml), a
 KB built from them, and top-1 / top-3 / MRR for each search channel alone and fused.
 
-Two sets: the first (this folder: 326 memories, 184 questions of five kinds) is the one the
-search was tuned on; the second (second/: 120 memories, 60 paraphrases) was written apart from it,
-without running a search on it, as an untuned check of how the tuning carries over.
+Three sets: the first (this folder: 326 memories, 184 questions of five kinds) is the one the
+search was first tuned on; the second (second/: 120 memories, 60 paraphrases) was written apart
+from it, without running a search on it, as an untuned check of how the tuning carries over; the
+third (third/: 48 memories, 54 questions) was written for the sentence encoder, before a search
+ran on it: paraphrases sharing no content word with their answer, and clusters of near-duplicate
+notes that differ in a version, a year or a number.
 
-    python -m bench.relevance          # prints the table
+    python -m bench.relevance          # prints the tables: by set and channel, then by kind
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -25,16 +29,19 @@ from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.search import Request, run
 
 HERE = Path(__file__).resolve().parent
-SETS = {"first": HERE, "second": HERE / "second"}
+SETS = {"first": HERE, "second": HERE / "second", "third": HERE / "third"}
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"
 ALL_CHANNELS = frozenset({"words", "meaning", "entities"})
-# name -> (channels, fusion)
-CONFIGS = {
-    "words": (frozenset({"words", "entities"}), "blend"),
-    "meaning": (frozenset({"meaning", "entities"}), "blend"),
-    "fused (rrf)": (ALL_CHANNELS, "rrf"),
-    "fused": (ALL_CHANNELS, "blend"),
+# name -> (channels, fusion, sentence vectors on). "static": wordllama's vectors alone, as a KB
+# whose sentence vectors are not made yet (or a machine without the encoder) searches.
+CONFIGS: dict[str, tuple[frozenset[str], str, bool]] = {
+    "words": (frozenset({"words", "entities"}), "blend", True),
+    "meaning (static)": (frozenset({"meaning", "entities"}), "blend", False),
+    "meaning": (frozenset({"meaning", "entities"}), "blend", True),
+    "fused, static (blend)": (ALL_CHANNELS, "blend", False),
+    "fused (rrf)": (ALL_CHANNELS, "rrf", True),
+    "fused": (ALL_CHANNELS, "blend", True),
 }
 
 
@@ -42,8 +49,9 @@ def load(name: str, folder: Path = HERE) -> list[dict[str, Any]]:
     return yaml.safe_load((folder / name).read_text(encoding="utf-8"))
 
 
-def build(root: Path, folder: Path = HERE) -> KnowledgeBase:
-    """A git-backed KB at ``root``: the example catalog and a set's memories, one commit."""
+def build(root: Path, folder: Path = HERE, sentences: bool = True) -> KnowledgeBase:
+    """A git-backed KB at ``root``: the example catalog and a set's memories, one commit; with
+    ``sentences``, the sentence vectors made (or taken from the cache)."""
     KnowledgeBase.init(root)
     for part in ("datasources", "models"):
         shutil.copytree(EXAMPLE / part, root / part)
@@ -56,7 +64,11 @@ def build(root: Path, folder: Path = HERE) -> KnowledgeBase:
         (root / "memories" / f"{memory.id}.yaml").write_text(dumps(memory), encoding="utf-8")
     subprocess.run(["git", "add", "-A", "."], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "commit", "-q", "-m", "relevance set"], cwd=root, check=True, capture_output=True)
-    return KnowledgeBase(root)
+    kb = KnowledgeBase(root)
+    kb.ensure_fresh()
+    if sentences:
+        kb.index.fill_sentences()  # what the warm server does after the first sync
+    return kb
 
 
 @dataclass
@@ -67,16 +79,32 @@ class Scores:
     mrr: float
     ms_p50: float
     misses: list[tuple[str, list[str]]]
+    # kind -> (questions, top-1, top-3)
+    by_kind: dict[str, tuple[int, float, float]]
 
 
 def evaluate(
-    kb: KnowledgeBase, config: tuple[frozenset[str], str], kinds: set[str] | None = None, folder: Path = HERE
+    kb: KnowledgeBase, config: tuple[frozenset[str], str, bool], kinds: set[str] | None = None, folder: Path = HERE
 ) -> Scores:
+    before = os.environ.get("SLAYER_KB_NO_ENCODER")
+    if not config[2]:
+        os.environ["SLAYER_KB_NO_ENCODER"] = "1"
+    try:
+        return _evaluate(kb, config, kinds, folder)
+    finally:
+        if before is None:
+            os.environ.pop("SLAYER_KB_NO_ENCODER", None)
+        else:
+            os.environ["SLAYER_KB_NO_ENCODER"] = before
+
+
+def _evaluate(kb: KnowledgeBase, config: tuple[frozenset[str], str, bool], kinds: set[str] | None, folder: Path) -> Scores:
     kb.ensure_fresh()
     hits1 = hits3 = 0
     reciprocal = 0.0
     times: list[float] = []
     misses = []
+    kind_hits: dict[str, list[int]] = {}
     questions = [q for q in load("questions.yaml", folder) if kinds is None or q["kind"] in kinds]
     for q in questions:
         entities, _warnings = kb.resolve_entities(q["entities"]) if q.get("entities") else ([], [])
@@ -92,12 +120,17 @@ def evaluate(
         rank = next((n for n, m in enumerate(ranked, 1) if m in expected), None)
         hits1 += rank == 1
         hits3 += rank is not None and rank <= 3
+        tally = kind_hits.setdefault(q["kind"], [0, 0, 0])
+        tally[0] += 1
+        tally[1] += rank == 1
+        tally[2] += rank is not None and rank <= 3
         reciprocal += 1 / rank if rank else 0.0
         if rank != 1:
             misses.append((q.get("q", ""), ranked[:3]))
     times.sort()
     n = len(questions)
-    return Scores(n, hits1 / n, hits3 / n, reciprocal / n, 1000 * times[n // 2], misses)
+    by_kind = {kind: (t[0], t[1] / t[0], t[2] / t[0]) for kind, t in sorted(kind_hits.items())}
+    return Scores(n, hits1 / n, hits3 / n, reciprocal / n, 1000 * times[n // 2], misses, by_kind)
 
 
 def table(scores: dict[str, dict[str, Scores]]) -> str:
@@ -108,6 +141,15 @@ def table(scores: dict[str, dict[str, Scores]]) -> str:
             lines.append(
                 f"| {set_name} | {name} | {s.questions} | {s.top1:.1%} | {s.top3:.1%} | {s.mrr:.3f} | {s.ms_p50:.1f} |"
             )
+    return "\n".join(lines)
+
+
+def kinds_table(scores: dict[str, dict[str, Scores]], channel: str = "fused") -> str:
+    """set -> kind of question -> top-1 and top-3 of one channel, as a markdown table."""
+    lines = [f"| set | kind ({channel}) | questions | top-1 | top-3 |", "|---|---|---|---|---|"]
+    for set_name, by_channel in scores.items():
+        for kind, (n, top1, top3) in by_channel[channel].by_kind.items():
+            lines.append(f"| {set_name} | {kind} | {n} | {top1:.1%} | {top3:.1%} |")
     return "\n".join(lines)
 
 
@@ -128,4 +170,4 @@ def measure() -> tuple[str, dict[str, Any]]:
         set_name: {name: {k: v for k, v in vars(s).items() if k != "misses"} for name, s in by_channel.items()}
         for set_name, by_channel in scores.items()
     }
-    return table(scores), data
+    return table(scores) + "\n\n" + kinds_table(scores), data

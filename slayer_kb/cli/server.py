@@ -29,6 +29,11 @@ def _status_text(data: dict[str, Any]) -> str:
     ]
     if data.get("log"):
         lines.append(f"log: {data['log']}")
+    vectors = data.get("sentence_vectors") or {}
+    if vectors.get("memories") is not None:
+        making = vectors["building"] and vectors["pass_total"]
+        doing = f"; making them: {vectors['pass_done']} of {vectors['pass_total']}" if making else ""
+        lines.append(f"sentence vectors: {vectors['covered']} of {vectors['memories']} memories{doing}")
     return "\n".join(lines)
 
 

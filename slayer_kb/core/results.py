@@ -124,6 +124,9 @@ class SearchResult:
     entities: list[dict[str, Any]]
     resolved_input_entities: list[str]
     warnings: list[str] = field(default_factory=list)
+    # What the agent need not act on: how the answer was made (some of the words, part of the
+    # KB with sentence vectors).
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

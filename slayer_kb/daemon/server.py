@@ -32,6 +32,7 @@ from . import relay
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
+    from ..search.background import SentenceFiller
 
 LOG_FILE = "server.log"
 LOCK_FILE = "server.lock"
@@ -62,6 +63,7 @@ class Server:
         self.served = 0
         self.running: str | None = None
         self._runner: Any = None
+        self.sentences: SentenceFiller | None = None
         self._ready = threading.Event()
         self.warm = threading.Event()  # the first sync is done and the searcher and vectors loaded
         self._count = threading.Lock()
@@ -130,8 +132,13 @@ class Server:
 
     def ready(self, kb: KnowledgeBase) -> None:
         """Start running commands on ``kb``, kept warm (``Runner``)."""
+        from ..search.background import SentenceFiller
+
         kb.keep_warm()
         self._runner = Runner(kb)
+        # Sentence vectors are made off the save path, between and after commands.
+        self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
+        self.sentences.start()
         self._ready.set()
 
     def close(self) -> None:
@@ -139,6 +146,8 @@ class Server:
         finished first (for at most FINISH_SECONDS)."""
         self.stop.set()
         self._closed.set()
+        if self.sentences is not None:
+            self.sentences.stop()
         for thread in self._threads:
             thread.join(timeout=5.0)
         self._listener.close()
@@ -248,6 +257,8 @@ class Server:
                 self.served += 1
             finally:
                 self.busy.release()
+            if self.sentences is not None:
+                self.sentences.wake()
             data = relay.dumps({"code": code, "chunks": chunks})
             beat.finish(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
         finally:
@@ -270,6 +281,7 @@ class Server:
                 "ready": self._ready.is_set(), "warm": self.warm.is_set(), "stopping": self.stop.is_set(),
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
+                "sentence_vectors": self.sentences.status() if self.sentences is not None else None,
             }
         elif op == "stop":
             self._say("asked to stop")

@@ -69,7 +69,7 @@ def search(
         match=match,
     ))
     warnings += found.warnings
-    result = SearchResult([], [], found.catalog, inputs, warnings)
+    result = SearchResult([], [], found.catalog, inputs, warnings, found.notes)
     result.memories = [hit(kb, doc, inputs, full, warnings, False) for doc in found.memories]
     result.example_queries = [hit(kb, doc, inputs, full, warnings, True) for doc in found.example_queries]
     return result

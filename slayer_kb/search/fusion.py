@@ -14,6 +14,7 @@ same channels, and in the top 3 for 3 more (docs/search.md has the table).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,15 +36,24 @@ class Weights:
     meaning: float = 1.0
     tokens: float = 1.0
     entities: float = 1.0
+    # A candidate with a sentence vector: its sentence cosine, and the static token match beside it
+    # (the encoder reads the tokens in context, so the token match counts for less).
+    sentence: float = 1.0
+    sentence_tokens: float = 1.0
 
 
+# Static vectors only (no sentence vectors yet, or no encoder).
 WEIGHTS = Weights()
+# With the question's sentence vector: chosen on the three relevance sets (docs/search.md).
+SENTENCE_WEIGHTS = Weights(words=0.1, sentence=2.0, sentence_tokens=0.5)
 
 
-def weights_for(words: int) -> Weights:
+def weights_for(words: int, sentence: bool = False) -> Weights:
     """The weights for a question of this many words: the fewer the words, the more they say
-    (two typed keywords are a keyword search; a sentence is a paraphrase)."""
-    return Weights(words=max(WEIGHTS.words, 1.0 / max(words, 1)))
+    (two typed keywords are a keyword search; a sentence is a paraphrase). ``sentence``: the
+    question has a sentence vector."""
+    base = SENTENCE_WEIGHTS if sentence else WEIGHTS
+    return dataclasses.replace(base, words=max(base.words, 1.0 / max(words, 1)))
 
 
 def blend(
@@ -53,15 +63,21 @@ def blend(
     tokens: Mapping[str, float],
     entities: Mapping[str, float],
     weights: Weights | None = None,
+    sentence: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """Score per candidate: the weighted sum of its normalised signals (absent: 0)."""
+    """Score per candidate: the weighted sum of its normalised signals (absent: 0). A candidate
+    with a sentence cosine is scored on it in place of its static ``meaning`` cosine."""
     weights = weights or WEIGHTS
+    sentence = sentence or {}
     best_words = max(words.values(), default=0.0) or 1.0
     best_entities = max(entities.values(), default=0.0) or 1.0
     return {
         m: weights.words * words.get(m, 0.0) / best_words
-        + weights.meaning * meaning.get(m, 0.0)
-        + weights.tokens * tokens.get(m, 0.0)
+        + (
+            weights.sentence * sentence[m] + weights.sentence_tokens * tokens.get(m, 0.0)
+            if m in sentence
+            else weights.meaning * meaning.get(m, 0.0) + weights.tokens * tokens.get(m, 0.0)
+        )
         + weights.entities * entities.get(m, 0.0) / best_entities
         for m in candidates
     }

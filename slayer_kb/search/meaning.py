@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from whoosh import index as windex
 
 from ..core.memory import Memory
-from . import embedding, vectors
+from . import embedding, encoder, sentences, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,10 +36,10 @@ class Meaning:
     _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
+    stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
     invalidate: Callable[..., None]
-    stored: Callable[[list[str]], dict[str, dict[str, Any]]]
 
     def embedder(self) -> embedding.Embedder | embedding.Unavailable:
         return embedding.load()
@@ -60,8 +61,86 @@ class Meaning:
         out: list[tuple[Any, ...]] = []
         for at in range(0, len(memories), 2000):
             chunk = memories[at : at + 2000]
-            out.extend(vectors.rows(chunk, model.embed([vectors.embedding_text(m) for m in chunk])))
+            texts = [vectors.embedding_text(m) for m in chunk]
+            # Sentence vectors made before for the same texts (here, in another clone, before a
+            # branch switch or a renumbering): never made twice. The rest are made off this path.
+            known = sentences.lookup(encoder.MODEL_KEY, map(sentences.text_hash, texts)) if encoder.installed() else {}
+            out.extend(vectors.rows(chunk, model.embed(texts), known))
         return out
+
+    def sentence_coverage(self) -> tuple[int, int]:
+        """(live memories with a sentence vector, live memories)."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().coverage()
+        return self._from_manifest(vectors.sentence_coverage, (0, 0))
+
+    def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """``cosines`` by the sentence vectors, for the memories that have one."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().sentence_cosines(vector, memory_ids)
+        return self._from_manifest(lambda db: vectors.sentence_cosines_by_id(db, vector, memory_ids), {})
+
+    def sentence_nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+        """``nearest`` by the sentence vectors, among the memories that have one."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().sentence_top(vector, wanted, depth, floor)
+        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, sentence=True, repair=self._repaired), [])
+
+    def fill_sentences(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        stop: Callable[[], bool] = lambda: False,
+        batch: int = 32,
+    ) -> int:
+        """Make the sentence vectors the memories lack (from the cache when it has them), a batch
+        at a time, each batch written as it is made, so a search meanwhile uses what is there.
+        ``guard`` is held while the index is read or written, never while the model runs (the
+        warm server's command lock); ``stop`` ends it between batches. Returns how many of the
+        memories that lacked one have it now (0 when the encoder is not available)."""
+        if not encoder.installed():
+            return 0
+        with guard():
+            covered, total = self.sentence_coverage()
+            none: list[tuple[str, str]] = []
+            missing = self._from_manifest(vectors.missing_sentences, none) if covered < total else none
+        model: encoder.Encoder | encoder.Unavailable | None = None
+        done = 0
+        for at in range(0, len(missing), batch):
+            if stop():
+                break
+            chunk = missing[at : at + batch]
+            known = sentences.lookup(encoder.MODEL_KEY, (digest for _id, digest in chunk))
+            wanted = [(m, digest) for m, digest in chunk if digest not in known]
+            if wanted:
+                model = model or encoder.load()
+                if not isinstance(model, encoder.Encoder):
+                    break
+                with guard():
+                    docs = self.stored([m for m, _digest in wanted])
+                texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
+                # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
+                fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
+                made = model.encode([texts[m] for m, _digest in fresh])
+                new = {digest: sentences.pack(vector) for (_m, digest), vector in zip(fresh, made, strict=True)}
+                sentences.store(encoder.MODEL_KEY, new)
+                known.update(new)
+            rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
+            with guard():
+                try:
+                    db = self._db()
+                    try:
+                        written = set(vectors.write_sentences(db, rows))
+                    finally:
+                        db.close()
+                except sqlite3.Error:
+                    break  # the index is being rebuilt: the next pass starts again
+                if self._meaning is not None:
+                    self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
+            done += len(written)
+            if progress is not None:
+                progress(at + len(chunk), len(missing))
+        return done
 
     def _refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""
@@ -92,7 +171,7 @@ class Meaning:
         if self.warm or self._scanned or self.vectors_loaded():
             return self.meaning().top(vector, wanted, depth, floor)
         self._scanned = True
-        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, self._repaired), [])
+        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, repair=self._repaired), [])
 
     def _repaired(self, bad: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """The rows of the memories whose rows are not ``vectors.sound`` (a tampered or damaged

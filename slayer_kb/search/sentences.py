@@ -1,0 +1,103 @@
+"""The sentence-vector cache: each text's all-MiniLM-L6-v2 vector, keyed by the model and the
+sha256 of the text embedded, in one SQLite file per user (``$SLAYER_KB_CACHE``, else
+``$XDG_CACHE_HOME/slayer-kb``, else ``~/.cache/slayer-kb``).
+
+A sentence vector costs 20-30 ms of one core; a static one a fraction of a millisecond. Keyed by
+what was embedded, not by a memory's id or file, a vector is made once per text on the machine:
+``reindex``, a branch switch or a checkout of an old commit, ``renumber`` (ids change, texts do
+not), ``sync`` and a second clone of the same KB all find theirs here. Only hashes and vectors
+are kept, never the text. A cache that cannot be opened is no cache: vectors are made again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FILE = "sentence-vectors.db"
+_CHUNK = 500
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def folder() -> Path:
+    chosen = os.environ.get("SLAYER_KB_CACHE")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "slayer-kb"
+
+
+def _open() -> sqlite3.Connection | None:
+    try:
+        where = folder()
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        db = sqlite3.connect(where / FILE, isolation_level=None, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) "
+            "WITHOUT ROWID"
+        )
+        return db
+    except (OSError, sqlite3.Error):
+        return None
+
+
+def lookup(model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+    """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache holds."""
+    wanted = list(dict.fromkeys(hashes))
+    db = _open() if wanted else None
+    if db is None:
+        return {}
+    out: dict[str, bytes] = {}
+    try:
+        for at in range(0, len(wanted), _CHUNK):
+            chunk = wanted[at : at + _CHUNK]
+            out.update(db.execute(
+                f"SELECT hash, vec FROM sentences WHERE model = ? AND hash IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - placeholders only
+                [model, *chunk],
+            ).fetchall())
+    except sqlite3.Error:
+        return out
+    finally:
+        db.close()
+    return out
+
+
+def store(model: str, found: dict[str, bytes]) -> None:
+    """Keep these vectors (hash -> packed vector); a cache that cannot be written is skipped."""
+    db = _open() if found else None
+    if db is None:
+        return
+    with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
+        db.execute("BEGIN")
+        db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", [(model, h, v) for h, v in found.items()])
+        db.execute("COMMIT")
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """A vector as signed bytes, its largest component at 127 (``unpack`` normalises it again, so
+    the scale need not be kept): cosines within 0.002 of the float32 ones."""
+    import numpy as np
+
+    peak = float(np.abs(vector).max()) or 1.0
+    return np.rint(vector * (127.0 / peak)).astype(np.int8).tobytes()
+
+
+def unpack(blobs: list[bytes], dimensions: int) -> np.ndarray:
+    """Packed vectors as float32 rows, normalised again (quantising moved them off unit length)."""
+    import numpy as np
+
+    rows = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), dimensions).astype(np.float32)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
