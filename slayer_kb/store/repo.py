@@ -30,7 +30,7 @@ import filelock
 
 from ..core.errors import StoreError
 from ..core.fileio import in_threads
-from . import state, upkeep, worktree
+from . import requests, state, upkeep, worktree
 from .files import WRITE_FLAGS, allocate, holds, put_file, torn
 from .objects import ObjectStore
 
@@ -121,6 +121,7 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
+        self.request: str | None = None  # the relayed request making the commits (requests.py)
         state.check(self.state, self.head, self._tracks_state)
 
     def _tracks_state(self) -> bool:
@@ -321,8 +322,10 @@ class GitStore:
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
-        journal = {"old": old, "new": new, "changes": blobs}
+        journal = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with self._reserved_space([c.data for c in changes if c.data is not None]):
+            if self.request is not None:  # noted before it is published: its client can tell
+                requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
