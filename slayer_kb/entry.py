@@ -11,11 +11,15 @@ def main() -> None:
     from .daemon.relay import forward
 
     outcome = forward(sys.argv[1:])
-    if outcome.code is not None:
-        sys.exit(outcome.code)
-    from .cli import main as run_cli
+    if outcome.settle is not None:
+        from .daemon.settle import settle
 
+        outcome.code = settle(outcome.settle, sys.argv[1:])
     try:
+        if outcome.code is not None:
+            sys.exit(outcome.code)
+        from .cli import main as run_cli
+
         run_cli()
     finally:
         if outcome.start is not None:

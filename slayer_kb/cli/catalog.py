@@ -18,16 +18,17 @@ if TYPE_CHECKING:
 
 
 def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) -> None:
-    def human() -> str:
-        head = f"Deleted {what} {result.deleted}"
-        if result.commit:
-            head += f" (commit {result.commit[:12]})"
-        if not result.rewritten:
-            return head + "; no memory referred to it." + kept_line(result.kept)
-        return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
-                + kept_line(result.kept))
+    emit(settings, result.to_json(), lambda: deleted_text(result, what))
 
-    emit(settings, result.to_json(), human)
+
+def deleted_text(result: cascade.CascadeResult, what: str) -> str:
+    head = f"Deleted {what} {result.deleted}"
+    if result.commit:
+        head += f" (commit {result.commit[:12]})"
+    if not result.rewritten:
+        return head + "; no memory referred to it." + kept_line(result.kept)
+    return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
+            + kept_line(result.kept))
 
 
 @click.command("delete-model")
@@ -95,17 +96,17 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
       slayer-kb prune --json
     """
     result = settings.kb().prune(dry_run=dry_run, force=force)
+    emit(settings, result.to_json(), lambda: pruned_text(result))
 
-    def human() -> str:
-        if not result.stripped:
-            return "Nothing to prune: every reference resolves."
-        verb = "Would strip" if dry_run else "Stripped"
-        lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
-        if result.commit:
-            lines.append(f"(commit {result.commit[:12]})")
-        return "\n".join(lines) + kept_line(result.kept)
 
-    emit(settings, result.to_json(), human)
+def pruned_text(result: cascade.CascadeResult) -> str:
+    if not result.stripped:
+        return "Nothing to prune: every reference resolves."
+    verb = "Would strip" if result.dry_run else "Stripped"
+    lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
+    if result.commit:
+        lines.append(f"(commit {result.commit[:12]})")
+    return "\n".join(lines) + kept_line(result.kept)
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:

@@ -10,6 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
+from ..core.results import ForgetResult
 from ..core.text import warning_lines
 from ..kb import KnowledgeBase
 from .common import (
@@ -153,10 +154,10 @@ def save(
             "session_id": session_id,
         }
         result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)
-    emit(settings, result.to_json(), lambda: _save_text(result))
+    emit(settings, result.to_json(), lambda: save_text(result))
 
 
-def _save_text(result: Any) -> str:
+def save_text(result: Any) -> str:
     if result.title is not None:
         head = result.message
         if result.action != "created":
@@ -230,8 +231,12 @@ def update(
         entities=list(entities) or None,
         force=force,
     )
-    emit(settings, result.to_json(),
-         lambda: f"Updated memory {memory_id}" + warning_lines(result.warnings) + kept_line(result.kept))
+    data = result.to_json()
+    emit(settings, data, lambda: updated_text(memory_id, data))
+
+
+def updated_text(memory_id: str, data: dict[str, Any]) -> str:
+    return f"Updated memory {memory_id}" + warning_lines(data.get("warnings", [])) + kept_line(data.get("kept", []))
 
 
 @click.command()
@@ -248,14 +253,14 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
       slayer-kb forget 12
     """
     result = settings.kb().forget(memory_id, soft=soft, force=force)
+    emit(settings, result.to_json(), lambda: forgot_text(result))
 
-    def human() -> str:
-        text = f"Forgot memory {memory_id}" + (" (soft; restore with 'slayer-kb restore')" if soft else "")
-        if result.stripped_from:
-            text += f"\n  stripped memory:{memory_id} from " + ", ".join(result.stripped_from)
-        return text + kept_line(result.kept)
 
-    emit(settings, result.to_json(), human)
+def forgot_text(result: ForgetResult) -> str:
+    text = f"Forgot memory {result.deleted_id}" + (" (soft; restore with 'slayer-kb restore')" if result.soft else "")
+    if result.stripped_from:
+        text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
+    return text + kept_line(result.kept)
 
 
 @click.command()
@@ -372,4 +377,4 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
       slayer-kb session-summary "Fixed the refund double count" --project analytics
     """
     result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
-    emit(settings, result.to_json(), lambda: _save_text(result))
+    emit(settings, result.to_json(), lambda: save_text(result))

@@ -16,7 +16,7 @@ from ..core.text import warning_lines
 from .common import PROJECT_HELP, Settings, emit, json_option, pass_settings, read_text_arg
 
 
-def _started_text(result: dict[str, Any]) -> str:
+def started_text(result: dict[str, Any]) -> str:
     from ..ops.sessions import quoted
 
     session = result["session"]
@@ -38,7 +38,7 @@ def session_start(settings: Settings, session_id: str, project: str, directory: 
       slayer-kb session-start ses-2026-11-29-auth --project analytics --directory "$PWD"
     """
     result = settings.kb().session_start(session_id, project, directory)
-    emit(settings, result, lambda: _started_text(result))
+    emit(settings, result, lambda: started_text(result))
 
 
 @click.command("session-end")
@@ -53,11 +53,14 @@ def session_end(settings: Settings, session_id: str, summary: str | None) -> Non
     Example:
       slayer-kb session-end ses-2026-11-29-auth --summary "Found why refunds were counted twice"
     """
+    result = settings.kb().session_end(session_id, read_text_arg(summary))
+    emit(settings, result, lambda: ended_text(result))
+
+
+def ended_text(result: dict[str, Any]) -> str:
     from ..ops.sessions import quoted
 
-    result = settings.kb().session_end(session_id, read_text_arg(summary))
-    emit(settings, result,
-         lambda: f"Session {quoted(result['session']['id'])} completed" + warning_lines(result["warnings"]))
+    return f"Session {quoted(result['session']['id'])} completed" + warning_lines(result.get("warnings", []))
 
 
 @click.command("save-prompt")

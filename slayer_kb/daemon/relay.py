@@ -17,9 +17,10 @@ with the client's stdin bytes (when an argument is ``-``) and terminal size, and
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
 that talk to the terminal (``edit``, ``sync``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
 progress bar) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
-process can read). Any failure to get an answer runs the command here; only when the server went
-away after it began a command that writes does the client say so (on stderr), since the command
-may then have been done in part.
+process can read). Any failure to get an answer runs the command here, except when the server
+went away after it began a command that writes: each request carries a random id under which the
+server notes its commits before it publishes them, and settle.py looks the id up and prints the
+command's result instead of running it again when its commit landed.
 """
 
 from __future__ import annotations
@@ -356,12 +357,14 @@ def _streams() -> list[list[str]] | None:
 
 
 class Outcome:
-    """What ``forward`` found: the exit code to exit with, or None to run the command here; and
-    whether to start a server for the KB once it is done."""
+    """What ``forward`` found: the exit code to exit with, or None to run the command here;
+    whether to start a server for the KB once it is done; and ``settle``, (the KB's root, the
+    request's id) of a write whose server died after it began it (settle.py decides)."""
 
-    def __init__(self, code: int | None, start: str | None = None) -> None:
+    def __init__(self, code: int | None, start: str | None = None, settle: tuple[str, str] | None = None) -> None:
         self.code = code
         self.start = start
+        self.settle = settle
 
 
 def forward(argv: list[str]) -> Outcome:
@@ -416,7 +419,7 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
     request = {
         "argv": argv, "root": root, "cwd": cwd, "env": dict(os.environ), "umask": umask,
         "terminal": _terminal(), "streams": _streams(), "stamp": version_stamp(),
-        "stdin": stdin,
+        "stdin": stdin, "request": os.urandom(16).hex(),
     }
     began = False
     try:
@@ -438,29 +441,24 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
                 break
             elif tag == RETIRING:
                 return Outcome(None, start)  # another install's server: it exits, start ours
-            else:  # refused: another install's foreground watcher, another KB's request
-                return _ran_here(began, command, None)
+            else:  # refused (before it began): another install's foreground watcher, another KB's request
+                return Outcome(None)
     except (OSError, ValueError, EOFError, TypeError, KeyError):
-        return _ran_here(began, command, start)
+        if began and command not in READS:
+            # It may have committed: settle.py finds out before anything runs again.
+            return Outcome(None, start, (root, str(request["request"])))
+        return Outcome(None, start)
     except KeyboardInterrupt:
         # As click says it; a command the server had begun is finished there.
         print("\nAborted!", file=sys.stderr)
         return Outcome(1)
     # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
     for fd, data in chunks:
-        _write(sys.stdout if fd == 1 else sys.stderr, data)
+        write(sys.stdout if fd == 1 else sys.stderr, data)
     return Outcome(code)
 
 
-def _ran_here(began: bool, command: str, start: str | None) -> Outcome:
-    if began and command not in READS:
-        print("slayer-kb: the server stopped while running this command; running it in this "
-              "process (the KB lock finishes or rolls back what it left; if it had committed, "
-              "check 'git log' for the command done twice)", file=sys.stderr, flush=True)
-    return Outcome(None, start)
-
-
-def _write(stream: object, data: bytes) -> None:
+def write(stream: object, data: bytes) -> None:
     if not data or stream is None:
         return
     buffer = getattr(stream, "buffer", None)

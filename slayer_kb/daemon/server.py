@@ -28,6 +28,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..store import requests
 from . import relay
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ class Server:
         from ..search.background import SentenceFiller
 
         kb.keep_warm()
+        requests.drop_stale(kb.store.state)
         self._runner = Runner(kb)
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
@@ -261,6 +263,8 @@ class Server:
                 self.sentences.wake()
             data = relay.dumps({"code": code, "chunks": chunks})
             beat.finish(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+            if _writes(request):  # answered: its client needs the record no more
+                requests.drop(self._runner.kb.store.state, request["request"])
         finally:
             beat.finish(b"")
             with self._count:
@@ -292,6 +296,13 @@ class Server:
             return
         data = relay.dumps(answer)
         conn.sendall(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+
+
+def _writes(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is a command that may commit, with an id its commits are noted under
+    (``store/requests.py``)."""
+    found = relay.parse(request["argv"])
+    return found is not None and found[1] not in relay.READS and requests.valid(request.get("request"))
 
 
 def _runnable(request: dict[str, Any]) -> bool:
@@ -418,6 +429,8 @@ class Runner:
             sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
             if not terminal:
                 sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
+            if _writes(request):
+                self.kb.store.request = request["request"]
             try:
                 import shutil
 
@@ -435,6 +448,7 @@ class Runner:
                 stdout.flush()
                 stderr.flush()
         finally:
+            self.kb.store.request = None
             sys.stdin, sys.stdout, sys.stderr, sys.__stdout__ = saved_streams  # type: ignore[misc]
             os.environ.clear()
             os.environ.update(saved_env)
@@ -443,6 +457,10 @@ class Runner:
             os.umask(saved_umask)
             with contextlib.suppress(OSError):
                 os.chdir(saved_cwd)
+        if _writes(request):
+            # Should the server die before its client has the answer, the client prints this.
+            with contextlib.suppress(OSError):
+                requests.finish(self.kb.store.state, request["request"], code, _merged(chunks))
         return code, _merged(chunks)
 
 

@@ -218,7 +218,7 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
     with kb.transaction(sync=False) as tx:
         session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
-    return _result(session, commit, "started" if changes else "unchanged")
+    return result(session, commit, "started" if changes else "unchanged")
 
 
 def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, Any]:
@@ -244,7 +244,7 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
         tx.require_committed(session.path)
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
-    return {**_result(ended, commit, "ended"), "warnings": warnings}
+    return {**result(ended, commit, "ended"), "warnings": warnings}
 
 
 def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> dict[str, Any]:
@@ -262,7 +262,7 @@ def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
         commit = tx.commit([change(session)], f"session: prompt in {session_id}")
-    return {**_result(session, commit, "prompt saved"), "prompt": prompt.to_dict(),
+    return {**result(session, commit, "prompt saved"), "prompt": prompt.to_dict(),
             "message": f"Prompt saved: {quoted(clip(content, PROMPT_REPLY_CHARS))}"}
 
 
@@ -295,7 +295,7 @@ def optional_text(value: Any, name: str) -> str | None:
     return value.strip() or None
 
 
-def _result(session: Session, commit: str | None, action: str) -> dict[str, Any]:
+def result(session: Session, commit: str | None, action: str) -> dict[str, Any]:
     return {"session": session.to_dict(), "action": action, "commit": commit}
 
 

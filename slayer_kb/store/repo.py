@@ -29,7 +29,7 @@ from typing import Literal
 import filelock
 
 from ..core.errors import ConflictError, StoreError, WorkTreeError
-from . import gitstate, state, upkeep, worktree
+from . import gitstate, requests, state, upkeep, worktree
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 
@@ -120,6 +120,7 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
+        self.request: str | None = None  # the relayed request making the commits (requests.py)
         folder = self.repo_path(STATE_DIR)
         state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
 
@@ -325,8 +326,10 @@ class GitStore:
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
-        journal = {"old": old, "new": new, "changes": blobs}
+        journal = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / _RESERVE, [c.data for c in changes if c.data is not None]):
+            if self.request is not None:  # noted before it is published: its client can tell
+                requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)

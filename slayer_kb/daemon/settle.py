@@ -1,0 +1,83 @@
+"""A client whose server died while it ran a write for it: did the command's commit land?
+
+The server notes each commit a relayed write makes, under the request's id, before it publishes
+it (store/requests.py). Here the client waits for the KB lock (taking it finishes a published
+commit the server left half-applied), reads that record, and asks git whether each commit it
+names is in HEAD's history. Then:
+
+- nothing landed: the command runs in this process, as if the server had never had it;
+- its one commit landed: what the command prints is printed (the output the server recorded when
+  the command had returned, else the result read back from the commit, ``cli/landed.py``), and
+  the exit code is the command's; it is not run again;
+- a command that makes several commits and landed only some: they are named, exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.errors import KBError
+from ..kb import KnowledgeBase
+from ..store import requests
+from . import relay
+
+
+def settle(where: tuple[str, str], argv: list[str]) -> int | None:
+    """The exit code of the command ``argv`` whose server died after it began it for this
+    client (``where``: the KB's root and the request's id), having printed its output; None
+    when it made no commit, to run it here."""
+    root, request = where
+    try:
+        kb = KnowledgeBase(root)
+    except KBError:
+        return None  # the command, run here, says what is wrong
+    try:
+        try:
+            with kb.store.locked():
+                record = requests.read(kb.store.state, request)
+                head = kb.store.head()
+                landed = [c for c in record.commits if head and kb.store.is_ancestor(c.commit, head)] if record else []
+        except KBError as exc:
+            print(f"slayer-kb: the server stopped while running this command, and whether it committed "
+                  f"cannot be told: {exc} Check 'git log' before running it again.", file=sys.stderr)
+            return 1
+        if not landed:
+            requests.drop(kb.store.state, request)
+            print("slayer-kb: the server stopped while running this command, before it committed "
+                  "anything; running it in this process.", file=sys.stderr, flush=True)
+            return None
+        assert record is not None
+        code = _printed(kb, record, landed, argv)
+        requests.drop(kb.store.state, request)
+        return code
+    finally:
+        kb.close()
+
+
+def _printed(kb: KnowledgeBase, record: requests.Record, landed: list[requests.Landing], argv: list[str]) -> int:
+    if len(landed) == len(record.commits) and record.code is not None and record.chunks is not None:
+        for fd, data in record.chunks:
+            relay.write(sys.stdout if fd == 1 else sys.stderr, data)
+        return record.code
+    if len(record.commits) == 1:
+        found = relay.parse(argv)
+        if found is not None:
+            from ..cli.landed import print_landed
+
+            _kb, command, rest = found
+            if print_landed(kb, argv, command, rest, landed[0]):
+                return 0
+        commit = landed[0]
+        print(f"slayer-kb: the server stopped after committing this command as {commit.commit[:12]} "
+              f"({_subject(commit)}); it is not run again: 'git show {commit.commit[:12]}' shows what it did.",
+              file=sys.stderr)
+        return 0
+    done = "; ".join(f"{c.commit[:12]} ({_subject(c)})" for c in landed)
+    print(f"slayer-kb: the server stopped while running this command, after it had made {len(landed)} "
+          f"commits: {done}. It is not run again, since that part is done: check 'git log' and finish "
+          "the rest by hand.", file=sys.stderr)
+    return 1
+
+
+def _subject(landing: requests.Landing) -> str:
+    return landing.message.split("\n", 1)[0]

@@ -1,0 +1,115 @@
+"""What a command's commit did, as the result the command returns, rebuilt from the commit alone.
+
+A client whose server died after the commit of its command and before the answer
+(daemon/settle.py) prints this instead of running the command a second time. The commit's own
+message names the operation and its id (``memory: save 28``, ``memory: forget 12 (soft)``,
+``session: start ses-1``...); the files it added, changed and deleted (store/requests.py) say
+the rest. Warnings the command printed are not in the commit, so they are not repeated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core import engram
+from ..core.ids import id_sort_key
+from ..core.locate import id_of_path, memory_path
+from ..core.memory import Memory, loads
+from ..core.results import ForgetResult, SaveResult
+from ..core.session import Session, session_path
+from ..core.session import loads as load_session
+from ..store.requests import Landing
+from . import sessions
+from .cascade import CascadeResult
+from .history import text_at
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+# The first line of each commit message an operation writes (the ops modules' ``tx.commit``).
+_SAVE = re.compile(r"memory: (?P<verb>save|revise) (?P<id>\S+)(?P<observation> \(.*\))?")
+_UPDATE = re.compile(r"memory: (?P<verb>update|restore) (?P<id>\S+)(?: \(.*\))?")
+_FORGET = re.compile(r"memory: forget (?P<id>\S+)(?P<soft> \(soft\))?")
+_DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
+_PRUNE = re.compile(r"catalog: prune \d+ dangling references")
+_SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
+
+
+@dataclass
+class Landed:
+    """The result of the operation a commit made: ``kind`` names the operation (``save``,
+    ``update``, ``restore``, ``forget``, ``delete``, ``prune``, ``session-start``,
+    ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
+
+    kind: str
+    result: Any
+    subject: str = ""  # the id or entity the command was given
+
+
+def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
+    """What the operation that made ``landing`` returned (its warnings aside); None for a
+    commit this module cannot read back (an import, a renumbering...)."""
+    first = landing.message.split("\n", 1)[0]
+    commit = landing.commit
+    if match := _SAVE.fullmatch(first):
+        memory_id = match["id"]
+        memory = _memory_at(kb, commit, memory_id)
+        suggestion = None
+        if match["verb"] == "revise":
+            action = "revised"
+        else:
+            action = "created" if landing.paths.get(memory_path(memory_id)) == "A" else "replaced"
+            if match["observation"] and not memory.topic_key:
+                suggestion = engram.suggest_topic_key(memory.type, memory.title, memory.learning)
+        return Landed("save", SaveResult(memory_id, memory.entities, [], action, memory.title, memory.type,
+                                         suggestion, commit), memory_id)
+    if match := _UPDATE.fullmatch(first):
+        # As ChangeResult.to_json has it.
+        action = "updated" if match["verb"] == "update" else "restored"
+        return Landed(match["verb"], {**kb.get(match["id"]), "action": action, "warnings": []}, match["id"])
+    if match := _FORGET.fullmatch(first):
+        memory_id = match["id"]
+        stripped = [] if match["soft"] else [mid for mid in _changed_memories(landing) if mid != memory_id]
+        return Landed("forget", ForgetResult(memory_id, stripped, bool(match["soft"]), commit), memory_id)
+    if match := _DELETE.fullmatch(first):
+        return Landed("delete", CascadeResult(match["entity"], commit, _changed_memories(landing)), match["entity"])
+    if _PRUNE.fullmatch(first):
+        removed: dict[str, list[str]] = {}
+        for memory_id in _changed_memories(landing):
+            after = set(_memory_at(kb, commit, memory_id).entities)
+            before = _memory_at(kb, landing.parent, memory_id).entities if landing.parent else []
+            removed[memory_id] = [entity for entity in before if entity not in after]
+        return Landed("prune", CascadeResult(None, commit, list(removed), removed))
+    if match := _SESSION.fullmatch(first):
+        return _session_result(kb, landing, match["verb"], match["id"])
+    return None
+
+
+def _session_result(kb: KnowledgeBase, landing: Landing, verb: str, session_id: str) -> Landed:
+    session = _session_at(kb, landing.commit, session_id)
+    if verb == "start":
+        return Landed("session-start", sessions.result(session, landing.commit, "started"), session_id)
+    if verb == "end":
+        return Landed("session-end", {**sessions.result(session, landing.commit, "ended"), "warnings": []}, session_id)
+    prompt = session.prompts[-1]
+    reply = f"Prompt saved: {sessions.quoted(sessions.clip(prompt.content, sessions.PROMPT_REPLY_CHARS))}"
+    return Landed("save-prompt", {**sessions.result(session, landing.commit, "prompt saved"),
+                                  "prompt": prompt.to_dict(), "message": reply}, session_id)
+
+
+def _changed_memories(landing: Landing) -> list[str]:
+    """The memories the commit rewrote (not added or deleted), in id order as the ops walk them."""
+    found = [mid for path, how in landing.paths.items() if how == "M" and (mid := id_of_path(path)) is not None]
+    return sorted(found, key=id_sort_key)
+
+
+def _memory_at(kb: KnowledgeBase, commit: str, memory_id: str) -> Memory:
+    path = memory_path(memory_id)
+    return loads(text_at(kb.store, commit, path) or "", memory_id, path)
+
+
+def _session_at(kb: KnowledgeBase, commit: str, session_id: str) -> Session:
+    path = session_path(session_id)
+    return load_session(text_at(kb.store, commit, path) or "", session_id, path)

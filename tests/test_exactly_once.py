@@ -1,0 +1,185 @@
+"""A relayed write is done once, whenever its server dies (store/requests.py, daemon/settle.py,
+docs/server.md "Exactly once").
+
+A ``reference-transaction`` hook in the test repository SIGKILLs the server (a ``slayer-kb
+watch``) at the moment git publishes the command's commit, once. The client then finds out
+whether the commit landed and prints what the command prints, with its exit code, instead of
+running it again. Each case runs the same commands on a twin of the KB with no server: the same
+output (commit ids and times masked), the same number of commits and memories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.daemon import relay
+from slayer_kb.daemon.settle import settle
+from slayer_kb.store import requests
+from slayer_kb.store.repo import Change
+from testing import Watcher, git
+
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+
+# Kills the pid named in .git/kill-at-<state> (one shot: the file goes) when a ref transaction
+# reaches that state; at "prepared" it also aborts the transaction, as a kill before update-ref.
+HOOK = """#!/bin/sh
+cat >/dev/null
+armed="$(git rev-parse --git-dir)/kill-at-$1"
+[ -f "$armed" ] || exit 0
+pid=$(cat "$armed")
+rm -f "$armed"
+kill -9 "$pid"
+[ "$1" = prepared ] && exit 1
+exit 0
+"""
+
+# (commands run first on both KBs, normally; the command whose commit kills the server)
+CASES = {
+    "save": ([], ["save", "saved exactly once", "-e", "shop.orders.amount"]),
+    "save --json": ([], ["--json", "save", "saved exactly once", "-e", "shop.orders.amount"]),
+    "save --id (replaced)": ([], ["save", "replaced once", "--id", "2", "-e", "shop.orders.amount"]),
+    "update": ([], ["update", "2", "--title", "Renamed once", "--json"]),
+    "forget": ([["save", "points at 3", "-e", "memory:3"]], ["forget", "3"]),
+    "forget --soft --json": ([], ["forget", "4", "--soft", "--json"]),
+    "delete-model": ([], ["delete-model", "shop.refunds"]),
+    "delete-model --json": ([], ["delete-model", "shop.refunds", "--json"]),
+    "observation": ([], ["save", "JWT over sessions", "--title", "Auth decision", "--type", "decision"]),
+    "observation --json": ([], ["--json", "save", "JWT", "--title", "Auth", "--type", "decision", "--topic-key",
+                                "architecture/auth"]),
+    "session-start": ([], ["--json", "session-start", "ses-once", "--project", "api"]),
+    "save-prompt": ([], ["save-prompt", "Why does net revenue go negative in March?", "--session", "ses-once"]),
+    "session-end": ([["session-start", "ses-once", "--project", "api"]], ["session-end", "ses-once", "--json"]),
+    "session-summary": ([], ["session-summary", "Fixed the refund double count", "--project", "api"]),
+}
+
+
+def run(root: Path, *args: str, server: bool) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="80", SLAYER_KB_SERVER="manual" if server else "off")
+    return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=120)
+
+
+def masked(text: str) -> str:
+    """Commit ids and times, which differ between the twins."""
+    text = re.sub(r"\b[0-9a-f]{12,40}\b", "<commit>", text)
+    return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:\d\d)?", "<time>", text)
+
+
+def memory_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "memories").glob("*.yaml"))
+
+
+def commits(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD"))
+
+
+def twin_of(root: Path) -> Path:
+    twin = root.parent / "twin"
+    shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".slayer-kb"))
+    return twin
+
+
+def arm(root: Path, state: str, pid: int) -> None:
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    (root / ".git" / f"kill-at-{state}").write_text(str(pid))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, case: str) -> None:
+    root = watcher.root
+    twin = twin_of(root)
+    before, argv = CASES[case]
+    for args in before:
+        assert run(root, *args, server=True).returncode == 0
+        assert run(twin, *args, server=False).returncode == 0
+    twin_start = commits(twin)
+    want = run(twin, *argv, server=False)
+    assert want.returncode == 0, want.stderr
+    start = commits(root)
+    arm(root, "committed", watcher.proc.pid)
+    got = run(root, *argv, server=True)
+    assert watcher.proc.wait(timeout=30) == -9  # the server was killed as the commit landed
+    assert not (root / ".git" / "kill-at-committed").exists()
+    assert (got.returncode, masked(got.stdout)) == (0, masked(want.stdout)), got.stderr
+    assert "Traceback" not in got.stderr and "running it in this process" not in got.stderr
+    if argv[-1] == "--json" or argv[0] == "--json":
+        assert json.loads(got.stdout)
+    assert commits(root) - start == commits(twin) - twin_start == 1
+    assert memory_files(root) == memory_files(twin)
+    assert git(root, "status", "--porcelain") == ""
+
+
+
+def test_a_server_killed_before_its_commit_lands_leaves_the_command_to_the_client(watcher: Watcher) -> None:
+    root = watcher.root
+    start, files = commits(root), memory_files(root)
+    arm(root, "prepared", watcher.proc.pid)  # killed, and the update-ref refused: nothing landed
+    got = run(root, "save", "saved once after all", "-e", "shop.orders.amount", server=True)
+    assert watcher.proc.wait(timeout=30) == -9
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
+    assert got.stderr == ("slayer-kb: the server stopped while running this command, before it committed "
+                          "anything; running it in this process.\n")
+    assert commits(root) == start + 1
+    assert memory_files(root) == sorted([*files, "27.yaml"])
+    assert git(root, "status", "--porcelain") == ""
+
+
+def _saved_under(kb: KnowledgeBase, request: str, *texts: str) -> list[str]:
+    """Save ``texts`` as a relayed request would (its commits noted under ``request``)."""
+    kb.store.request = request
+    try:
+        return [kb.save_memory(text, ["shop.orders.amount"]).commit or "" for text in texts]
+    finally:
+        kb.store.request = None
+
+
+def test_the_output_recorded_when_the_command_returned_is_printed(
+    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
+) -> None:
+    request = "a" * 32
+    _saved_under(example_kb, request, "answered, then killed")
+    requests.finish(example_kb.store.state, request, 0, [(1, b"Saved memory 27 (created)\n"), (2, b"warning: x\n")])
+    assert settle((str(example_kb.root), request), ["save", "answered, then killed", "-e", "shop.orders.amount"]) == 0
+    assert capfd.readouterr() == ("Saved memory 27 (created)\n", "warning: x\n")
+    assert requests.read(example_kb.store.state, request) is None  # settled: the record goes
+
+
+def test_a_command_of_several_commits_is_reported_not_run_again(
+    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
+) -> None:
+    request = "b" * 32
+    made = _saved_under(example_kb, request, "first part", "second part")
+    start = commits(example_kb.root)
+    assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 1
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == (f"slayer-kb: the server stopped while running this command, after it had made 2 commits: "
+                   f"{made[0][:12]} (memory: save 27); {made[1][:12]} (memory: save 28). It is not run again, "
+                   "since that part is done: check 'git log' and finish the rest by hand.\n")
+    assert commits(example_kb.root) == start
+
+
+def test_a_commit_that_cannot_be_read_back_is_named(example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]) -> None:
+    request = "c" * 32
+    example_kb.store.request = request
+    try:
+        with example_kb.store.locked():
+            example_kb.store.commit([Change("notes.txt", b"a note\n")], "notes: a note")
+    finally:
+        example_kb.store.request = None
+    head = git(example_kb.root, "rev-parse", "HEAD").strip()
+    assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 0
+    assert capfd.readouterr() == ("", f"slayer-kb: the server stopped after committing this command as {head[:12]} "
+                                      f"(notes: a note); it is not run again: 'git show {head[:12]}' shows what it did.\n")
