@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,36 @@ def test_sync_retries_a_refused_push(team) -> None:
     result = sync(KnowledgeBase(a))
     assert (result.action, result.attempts) == ("pushed", 5)
     assert git(bare, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
+
+
+def test_no_revision_is_lost_when_a_rebase_replays_several(team) -> None:
+    """Two clones raise revision_count alike ("5" to "6"): a line merge takes that as one
+    revision; the KB's merge driver counts every save."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/queue")
+    KnowledgeBase(a).save_observation("Queue", "SQS.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).save_observation("Queue", "SQS with a DLQ.", **key)
+    sync(KnowledgeBase(a))
+    for text in ("RabbitMQ.", "RabbitMQ, quorum queues.", "RabbitMQ, quorum queues, lazy mode."):
+        assert KnowledgeBase(b).save_observation("Queue", text, **key).action == "revised"
+    result = sync(KnowledgeBase(b))
+    assert "memories/1.yaml" in result.resolved
+    memory = KnowledgeBase(b).get("1")
+    # One save and four revisions on the two clones: five saves under the key.
+    assert (memory["revision_count"], memory["learning"]) == (5, "RabbitMQ, quorum queues, lazy mode.")
+
+
+def test_clones_racing_for_their_first_block_all_get_one(tmp_path: Path) -> None:
+    bare, roots = make_team(tmp_path, 6)
+    env = {**os.environ, "SLAYER_KB_SERVER": "off"}
+    procs = [subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", f"from {root.name}",
+                               "-e", "orders.amount"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for root in roots]
+    replies = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 6, replies
+    ids = [int(out.split()[2]) for out, _err in replies]
+    # Every clone leased a block of its own on the remote: none fell back to offline ids.
+    assert len(set(ids)) == 6 and max(ids) < 10 * BLOCK, ids
+    assert len(leased_blocks(bare)) == 6

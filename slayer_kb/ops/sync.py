@@ -1,13 +1,15 @@
 """``sync``: pull, merge what git cannot, revalidate, reindex, push; retried under contention.
 
 fetch, then a rebase of this branch's commits onto the upstream. With leased ids
-(``store/leases.py``) two clones never add the same file, so the rebase meets only:
+(``store/leases.py``) two clones never add the same file, so the rebase meets only files both
+sides changed, which git merges with the KB's merge driver (``store/mergedriver.py``):
 
 - **session files** both sides wrote (Engram's default session of a new project, above all):
   merged (``core/merging.py``: the union of prompts, the earliest start, the latest end);
-- **topic-key memories** both sides revised: the newest content, both sides' revisions counted;
-- **two edits of one memory**: a true conflict, which a person resolves (the error names the
-  files and steps that work as written).
+- **topic-key memories** both sides revised: the newest content, both sides' revisions counted
+  (a line merge would take a ``revision_count`` both sides raised alike as one revision);
+- **two edits of one memory**: git's line merge; a conflict is a true one, which a person
+  resolves (the error names the files and steps that work as written).
 
 After the rebase, a topic key this branch saved first while the upstream saved it too is folded
 into the upstream's memory (one memory per key, the revisions summed, the other kept in git's
@@ -30,11 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.memory import Memory, dumps, loads
-from ..core.merging import merge_sessions, merge_topic_revisions
-from ..core.session import SESSIONS_DIR, id_of_file
-from ..core.session import dumps as dump_session
-from ..core.session import loads as load_session
+from ..core.memory import Memory
+from ..core.merging import merge_topic_revisions
+from ..core.session import SESSIONS_DIR
+from ..store import mergedriver
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
@@ -181,24 +182,41 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
 
 def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
             result: SyncResult) -> None:
-    """Rebase onto ``upstream``, merging the session files and topic-key memories both sides
-    wrote; a conflict of any other file aborts it and raises."""
+    """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
+    and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
+    edits of one memory) aborts the rebase and raises."""
     store = kb.store
-    proc = store.git("-c", "core.editor=true", "rebase", "-q", upstream, check=False)
-    while proc.returncode != 0:
-        unmerged = _unmerged(store)
-        if not unmerged:
-            if not store.git("diff", "--cached", "--quiet", check=False).returncode and _rebasing(store):
-                # Our commit became empty once merged (the upstream had the same change): drop it.
-                proc = store.git("-c", "core.editor=true", "rebase", "--skip", check=False)
-                continue
-            raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-        left = [path for path, stages in unmerged.items() if not _merge_file(kb, path, stages)]
-        if left:
-            store.git("rebase", "--abort", check=False)
-            raise ConflictError(_conflict_message(store, left, remote, upstream_branch, renumbered))
-        result.resolved += [p[len(store.prefix):] for p in unmerged if p[len(store.prefix):] not in result.resolved]
-        proc = store.git("-c", "core.editor=true", "rebase", "--continue", check=False)
+    both = _changed_on_both_sides(store, upstream)
+    options, env, attributes = mergedriver.git_config(store.prefix)
+    try:
+        proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
+        while proc.returncode != 0:
+            unmerged = _unmerged(store)
+            if unmerged:
+                store.git("rebase", "--abort", check=False)
+                raise ConflictError(_conflict_message(store, unmerged, remote, upstream_branch, renumbered))
+            if store.git("diff", "--cached", "--quiet", check=False).returncode or not _rebasing(store):
+                raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            # Our commit became empty once merged (the upstream had the same change): drop it.
+            proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
+    finally:
+        attributes.unlink(missing_ok=True)
+    result.resolved += [path for path in both if path not in result.resolved]
+
+
+def _changed_on_both_sides(store: GitStore, upstream: str) -> list[str]:
+    """The KB's memory and session files (KB-relative) that both this branch and ``upstream``
+    changed since they parted: the ones git merges, with the KB's driver."""
+    base = store.git("merge-base", upstream, "HEAD", check=False).stdout.decode().strip()
+    if not base:
+        return []
+    folders = [store.repo_path(f"{MEMORIES_DIR}/"), store.repo_path(f"{SESSIONS_DIR}/")]
+
+    def changed(tip: str) -> set[str]:
+        out = store.git("diff", "--name-only", "-z", "--no-renames", base, tip, "--", *folders).stdout
+        return {p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p}
+
+    return sorted(changed(upstream) & changed("HEAD"))
 
 
 def _rebasing(store: GitStore) -> bool:
@@ -209,46 +227,10 @@ def _rebasing(store: GitStore) -> bool:
     return False
 
 
-def _unmerged(store: GitStore) -> dict[str, dict[int, str]]:
-    """The unmerged paths (repository-relative) and their stages' blob ids."""
-    out = store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape")
-    found: dict[str, dict[int, str]] = {}
-    for entry in filter(None, out.split("\0")):
-        info, _, path = entry.partition("\t")
-        _mode, blob, stage = info.split()
-        found.setdefault(path, {})[int(stage)] = blob
-    return found
-
-
-def _merge_file(kb: KnowledgeBase, path: str, stages: dict[int, str]) -> bool:
-    """Write and stage the merge of a session file or a topic-key memory both sides changed;
-    False when the file is neither (or one side deleted it): a person decides."""
-    store = kb.store
-    if 2 not in stages or 3 not in stages or not path.startswith(store.prefix):
-        return False
-    kb_path = path[len(store.prefix):]
-    # In a rebase, stage 2 is the upstream's version (the commit being built on) and stage 3 is
-    # this branch's commit being replayed.
-    texts = {n: store.git("cat-file", "blob", blob).stdout.decode("utf-8", "replace") for n, blob in stages.items()}
-    merged: str | None = None
-    try:
-        folder, _, name = kb_path.partition("/")
-        session_id = id_of_file(name) if folder == SESSIONS_DIR else None
-        memory_id = id_of_path(kb_path)
-        if session_id is not None:
-            merged = dump_session(merge_sessions(load_session(texts[2], session_id), load_session(texts[3], session_id)))
-        elif memory_id is not None:
-            upstream, ours = loads(texts[2], memory_id), loads(texts[3], memory_id)
-            if upstream.topic_key and upstream.topic_key == ours.topic_key:
-                base = loads(texts[1], memory_id) if 1 in stages else None
-                merged = dumps(merge_topic_revisions(base, upstream, ours))
-    except KBError:
-        return False
-    if merged is None:
-        return False
-    (kb.root / kb_path).write_text(merged, encoding="utf-8")
-    store.git("add", "--", path)
-    return True
+def _unmerged(store: GitStore) -> list[str]:
+    """The unmerged paths (repository-relative)."""
+    out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
+    return sorted(set(filter(None, out.split("\0"))))
 
 
 def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_branch: str, renumbered: bool) -> str:

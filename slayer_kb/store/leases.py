@@ -30,9 +30,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import secrets
 import socket
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +52,11 @@ OFFLINE_BLOCKS = 80_000_000
 # ``sync`` leases another block when fewer ids than this are left in hand.
 SPARE = BLOCK // 2
 # A lease that races another clone for the same block tries the next free one this many times.
-ATTEMPTS = 8
+ATTEMPTS = 12
 NETWORK_SECONDS = 30.0
+# How a push says another clone created the ref first: known to the client ("stale info"), or found
+# by the remote while it updated the ref ("failed to update ref": "reference already exists").
+_RACES = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
 STATE_FILE = "slayer-kb-ids.json"
 LOCK_FILE = "slayer-kb-ids.lock"
 
@@ -222,7 +227,9 @@ class IdLeases:
         # Offline ids (around a billion) say nothing about where online blocks are.
         floor = floor if floor < first_of(OFFLINE_FIRST) else 0
         start = max(block_of(floor + 1), held.highest + 1)
-        for _attempt in range(ATTEMPTS):
+        for attempt in range(ATTEMPTS):
+            if attempt:  # beaten to it: clones that raced spread out before they try again
+                time.sleep(random.uniform(0, min(1.0, 0.05 * 2 ** attempt)))  # noqa: S311
             taken = self._remote_blocks(remote)
             if taken is None:
                 break
@@ -235,11 +242,7 @@ class IdLeases:
             blocks -= len(created)
             if blocks <= 0:
                 return
-        else:
-            raise StoreError(
-                f"Could not lease a block of ids on {remote.name} after {ATTEMPTS} tries (others keep "
-                "taking them); run the command again."
-            )
+        # Not reached, or beaten to every block tried: ids from an offline block serve meanwhile.
         if not offline_ok:
             raise StoreError(f"The remote {remote.name} cannot be reached to lease ids.")
         for _ in range(blocks):
@@ -282,8 +285,8 @@ class IdLeases:
             if flag in ("*", " ", "+"):
                 created.append(int(target[len(NAMESPACE):]))
                 answered = True
-            elif "stale info" in summary or "already exists" in summary or "fetch first" in summary:
-                answered = True  # another clone holds the block: try the next
+            elif any(race in summary for race in _RACES):
+                answered = True  # another clone holds the block (or took it just now): try the next
             # Anything else ("remote rejected": a hook, a protected namespace) is no answer: the
             # remote will not lease ids, and this clone works as if offline.
         return created, answered

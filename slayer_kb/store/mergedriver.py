@@ -1,0 +1,90 @@
+"""The merge driver ``sync`` gives git for the KB's files: counters and sessions merged as what
+they are, not as lines of text.
+
+git merges a file both sides changed line by line, and takes a line both sides changed alike
+without a conflict. For a topic-key memory that loses revisions: two clones each revise it from
+``revision_count: 5`` to ``6``, and the merge says 6 where 7 saves were made (a rebase replaying
+several revisions meets this on every one after the first). So during ``sync``'s rebase git calls
+this module for every memory and session file both sides changed (``python -I -m
+slayer_kb.store.mergedriver BASE CURRENT OTHER PATH``, git's ``%O %A %B %P``):
+
+- a session file: both versions merged (``core/merging.merge_sessions``);
+- a memory both sides hold under one topic key: the newer content, both sides' revisions and
+  duplicates counted (``core/merging.merge_topic_revisions``);
+- anything else: ``git merge-file``, git's own line merge, conflicts and all.
+
+The result is written over CURRENT; the exit status is git's: 0 merged, else conflicts remain.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..core.children import python_child
+from ..core.errors import KBError
+from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.memory import dumps, loads
+from ..core.merging import merge_sessions, merge_topic_revisions
+from ..core.session import SESSIONS_DIR, id_of_file
+from ..core.session import dumps as dump_session
+from ..core.session import loads as load_session
+
+NAME = "slayer-kb"
+
+
+def git_config(prefix: str) -> tuple[list[str], dict[str, str] | None, Path]:
+    """The ``-c`` options that make git merge the KB's files (under ``prefix``, the KB's folder
+    in the repository) with this driver, the environment to run git with, and the attributes file
+    those options name (the caller removes it)."""
+    argv, env = python_child(__name__)
+    command = " ".join(shlex.quote(part) for part in argv) + " %O %A %B %P"
+    handle, name = tempfile.mkstemp(prefix="slayer-kb-attributes-")
+    with open(handle, "w", encoding="utf-8") as attributes:
+        for folder in (MEMORIES_DIR, SESSIONS_DIR):
+            attributes.write(f"/{_pattern(prefix + folder)}/*.yaml merge={NAME}\n")
+    options = ["-c", f"core.attributesFile={name}", "-c", f"merge.{NAME}.name=slayer-kb's counters and sessions",
+               "-c", f"merge.{NAME}.driver={command}"]
+    return options, env, Path(name)
+
+
+def _pattern(path: str) -> str:
+    """``path`` as a gitattributes pattern: spaces and pattern characters escaped."""
+    return "".join("\\" + ch if ch in " *?[]\\#!" else ch for ch in path)
+
+
+def merged(path: str, base: str, current: str, other: str) -> str | None:
+    """The merge of a KB file's three versions, when this driver knows how (see the module doc);
+    None for git's line merge. ``path`` ends with the KB-relative ``memories/ID.yaml`` or
+    ``sessions/ID.yaml``."""
+    folder, name = Path(path).parent.name, Path(path).name
+    try:
+        if folder == SESSIONS_DIR and (session_id := id_of_file(name)) is not None:
+            return dump_session(merge_sessions(load_session(current, session_id), load_session(other, session_id)))
+        memory_id = id_of_path(f"{MEMORIES_DIR}/{name}") if folder == MEMORIES_DIR else None
+        if memory_id is not None:
+            mine, theirs = loads(current, memory_id), loads(other, memory_id)
+            if mine.topic_key and mine.topic_key == theirs.topic_key:
+                old = loads(base, memory_id) if base.strip() else None
+                return dumps(merge_topic_revisions(old, mine, theirs))
+    except KBError:
+        return None  # a version that does not parse: git's line merge shows the conflict
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    base_file, current_file, other_file, path = (argv if argv is not None else sys.argv[1:])[:4]
+    texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in (base_file, current_file, other_file)]
+    result = merged(path, *texts)
+    if result is None:
+        return subprocess.run(["git", "merge-file", "-L", "current", "-L", "base", "-L", "other",
+                               current_file, base_file, other_file], check=False).returncode
+    Path(current_file).write_text(result, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
