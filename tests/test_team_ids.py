@@ -288,3 +288,14 @@ def test_clones_racing_for_their_first_block_all_get_one(tmp_path: Path) -> None
     # Every clone leased a block of its own on the remote: none fell back to offline ids.
     assert len(set(ids)) == 6 and max(ids) < 10 * BLOCK, ids
     assert len(leased_blocks(bare)) == 6
+
+
+def test_a_remote_that_refuses_our_refs_leaves_ids_counted_as_without_one(team) -> None:
+    bare, (a, _b) = team
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nif grep -q ' refs/slayer-kb/'; then echo 'refs/slayer-kb/ is protected'; exit 1; fi\n")
+    hook.chmod(0o755)
+    kb = KnowledgeBase(a)
+    assert [kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(2)] == ["1", "2"]
+    assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["refused"] is True
+    assert leased_blocks(bare) == []

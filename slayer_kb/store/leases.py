@@ -20,6 +20,11 @@ unregistered; the next ``sync`` creates its ref on the remote. Two offline clone
 block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen, ``sync`` renumbers as it does for
 ids allocated before leases existed, and says so.
 
+A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
+cannot lease: this clone then counts as a KB without a remote does (its work reaches the team by
+pull request, where ``validate --against`` and ``renumber`` handle any collision) until a ``sync``
+finds the remote willing.
+
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
 the current branch's remote, else ``origin``).
@@ -79,6 +84,9 @@ class Leases:
     blocks: list[list[int]] = field(default_factory=list)
     unregistered: list[int] = field(default_factory=list)
     highest: int = -1
+    # The remote answers but will not take our refs (a read-only clone, a hook, a protected
+    # namespace): ids are counted here as without a remote until a ``sync`` tries again.
+    refused: bool = False
 
     def left(self) -> int:
         """Ids still in hand (some may turn out to be taken by files and be skipped)."""
@@ -86,7 +94,7 @@ class Leases:
 
     def to_json(self) -> dict[str, object]:
         return {"remote": self.remote_url, "blocks": self.blocks, "unregistered": self.unregistered,
-                "highest": self.highest}
+                "highest": self.highest, "refused": self.refused}
 
 
 @dataclass(frozen=True)
@@ -169,14 +177,15 @@ class IdLeases:
     def take(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
         """``count`` fresh ids from this clone's blocks, leasing blocks above ``floor`` (the highest
         auto id the branch has seen) as needed; ids for which ``taken`` is true (a file already
-        has the name) are skipped. None when this KB does not lease ids (no remote)."""
+        has the name) are skipped. None when this KB does not lease ids: no remote, or one that
+        refuses our refs (the caller counts as without a remote)."""
         remote = self.remote()
         if remote is None:
             return None
         with self._locked():
             held = self._load(remote)
             ids: list[int] = []
-            while len(ids) < count:
+            while len(ids) < count and not held.refused:
                 n = self._next_in_hand(held)
                 if n is None:
                     self._lease(remote, held, floor, blocks=-(-(count - len(ids)) // BLOCK))
@@ -184,7 +193,7 @@ class IdLeases:
                 if not taken(n):
                     ids.append(n)
             self._save(held)
-        return [str(i) for i in ids]
+        return None if held.refused else [str(i) for i in ids]
 
     def top_up(self, floor: int) -> Leases | None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
@@ -195,9 +204,10 @@ class IdLeases:
             return None
         with self._locked():
             held = self._load(remote)
+            held.refused = False  # try again: the remote may take our refs now
             if held.unregistered:
-                created, reached = self._create(remote, held.unregistered)
-                if reached:
+                created, status = self._create(remote, held.unregistered)
+                if status == "answered":
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
                     held.blocks = [b for b in held.blocks if b[0] not in held.unregistered or b[0] in created]
@@ -234,8 +244,11 @@ class IdLeases:
             if taken is None:
                 break
             first = max([start, *(k + 1 for k in taken if k < OFFLINE_FIRST)])
-            created, reached = self._create(remote, list(range(first, first + blocks)))
-            if not reached:
+            created, status = self._create(remote, list(range(first, first + blocks)))
+            if status == "refused":
+                held.refused = True
+                return
+            if status == "unreachable":
                 break
             held.blocks += [[k, max(first_of(k), floor + 1)] for k in created]
             held.highest = max([held.highest, *created])
@@ -263,9 +276,10 @@ class IdLeases:
                 blocks.add(int(tail))
         return blocks
 
-    def _create(self, remote: Remote, blocks: list[int]) -> tuple[list[int], bool]:
+    def _create(self, remote: Remote, blocks: list[int]) -> tuple[list[int], str]:
         """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
-        created, and whether the remote answered at all."""
+        created, and "answered" (created, or beaten to it by another clone), "refused" (the remote
+        answered no: a hook, a protected namespace, no right to push) or "unreachable"."""
         commit = self._lease_commit(blocks)
         refs = [f"{NAMESPACE}{k}" for k in blocks]
         proc = self._network(
@@ -273,7 +287,7 @@ class IdLeases:
             *[f"{commit}:{ref}" for ref in refs],
         )
         if proc is None:
-            return [], False
+            return [], "unreachable"
         created = []
         answered = False
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -287,9 +301,9 @@ class IdLeases:
                 answered = True
             elif any(race in summary for race in _RACES):
                 answered = True  # another clone holds the block (or took it just now): try the next
-            # Anything else ("remote rejected": a hook, a protected namespace) is no answer: the
-            # remote will not lease ids, and this clone works as if offline.
-        return created, answered
+        # No line for our refs: the push never got to them (no credentials to write, say); as a
+        # refusal, since the caller has just read the remote's refs.
+        return created, "answered" if answered else "refused"
 
     def _lease_commit(self, blocks: list[int]) -> str:
         """An empty commit that says who leased the blocks, for ``git log refs/slayer-kb/ids/K``."""
@@ -317,7 +331,7 @@ class IdLeases:
         try:
             data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
             held = Leases(str(data["remote"]), [[int(k), int(n)] for k, n in data["blocks"]],
-                          [int(k) for k in data["unregistered"]], int(data["highest"]))
+                          [int(k) for k in data["unregistered"]], int(data["highest"]), bool(data["refused"]))
         except (OSError, ValueError, KeyError, TypeError):
             return Leases(remote.url)
         if held.remote_url == remote.url:
