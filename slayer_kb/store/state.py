@@ -101,14 +101,8 @@ def _stamp(key: bytes, folder: Path, st: os.stat_result) -> str:
 
 
 def _read_small(path: Path) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read(256).decode("ascii", "replace").strip()
+    data = _read_regular(path, 256)
+    return None if data is None else data.decode("ascii", "replace").strip()
 
 
 def _write_small(path: Path, text: str) -> None:
@@ -313,13 +307,15 @@ def _git_copies(folder: Path, entries: Sequence[Tracked]) -> str | None:
     return None
 
 
-def _read_regular(path: Path) -> bytes | None:
+def _read_regular(path: Path, most: int = -1) -> bytes | None:
+    """At most ``most`` bytes of the regular file ``path`` (never through a symlink, never
+    waiting on a FIFO), or None."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read() if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else None
+        return handle.read(most) if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else None
 
 
 def _blob_id(data: bytes, length: int) -> str:
