@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,28 @@ def test_a_remote_that_refuses_our_refs_leaves_ids_counted_as_without_one(team) 
     assert [kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(2)] == ["1", "2"]
     assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["refused"] is True
     assert leased_blocks(bare) == []
+
+
+def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> None:
+    """Two clones fold their own memory of a key into the same upstream memory and get the very
+    same file: git takes that as one change (it never asks the driver), so sync counts again."""
+    bare, (a, b, c) = make_team(tmp_path, 3)
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis.", **key)
+    sync(KnowledgeBase(a))
+    for root in (b, c):  # their own memory of the key, before they have seen a's
+        KnowledgeBase(root).save_observation("Cache", f"Memcached, says {root.name}.", **key)
+    time.sleep(1.1)  # times have a resolution of a second: a's next save is the newest
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    # c folds against the remote as a left it (a snapshot), as if b pushed just after c fetched.
+    git(tmp_path, "clone", "-q", "--bare", str(bare), "snapshot.git")
+    sync(KnowledgeBase(b))
+    git(c, "remote", "set-url", "origin", str(tmp_path / "snapshot.git"))
+    assert sync(KnowledgeBase(c)).merged
+    git(c, "remote", "set-url", "origin", str(bare))
+    sync(KnowledgeBase(c))
+    memory = KnowledgeBase(c).get("1")
+    # a's two saves, b's and c's: four saves under the key.
+    assert (memory["learning"], memory["revision_count"]) == ("Redis, 5 min TTL.", 4)
+    assert git(c, "log", "-1", "--format=%s", "--", "memories/1.yaml").strip() == "memory: count both sides' revisions of 1"

@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.memory import Memory
+from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
+from .history import blob_at
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .validate import validate
 
@@ -163,9 +164,16 @@ def _pull(kb: KnowledgeBase, tx: Transaction, remote: str, upstream_branch: str,
         if mapping:
             store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
             compose(result.renumbered, mapping)
+        ours = store.head()
+        assert ours is not None
+        parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
+        both = _changed_on_both_sides(store, parted, upstream) if parted else []
         _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        result.resolved += [path for path in both if path not in result.resolved]
         result.action = "rebased"
         kb.index.sync()
+        if parted:
+            _recount(kb, tx, (parted, upstream, ours), both)
         _fold_topic_keys(kb, tx, upstream, result)
     result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
     kb.index.sync()
@@ -186,7 +194,6 @@ def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str,
     and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
     edits of one memory) aborts the rebase and raises."""
     store = kb.store
-    both = _changed_on_both_sides(store, upstream)
     options, env, attributes = mergedriver.git_config(store.prefix)
     try:
         proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
@@ -201,15 +208,38 @@ def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str,
             proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
     finally:
         attributes.unlink(missing_ok=True)
-    result.resolved += [path for path in both if path not in result.resolved]
 
 
-def _changed_on_both_sides(store: GitStore, upstream: str) -> list[str]:
+def _recount(kb: KnowledgeBase, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
+    """Make sure every revision of a topic-key memory both sides changed is counted: the count
+    of (where they parted, the upstream, this branch before the rebase), as ``merge_topic_revisions``
+    sums them. The driver sums each commit it replays, but git never asks it when both sides made
+    the very same file (two clones folding their memories into an upstream one alike), and takes
+    one side's count for both; one commit puts the missing revisions back."""
+    store = kb.store
+    changes: list[Change] = []
+    fixed: dict[str, Memory] = {}
+    for path in paths:
+        memory_id = id_of_path(path)
+        texts = [blob_at(store, rev, path) for rev in sides] if memory_id else []
+        if memory_id is None or any(text is None for text in texts):
+            continue
+        with contextlib.suppress(KBError):
+            parted, upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts if text is not None)
+            now = kb.read(memory_id)
+            if not (upstream.topic_key and upstream.topic_key == ours.topic_key == now.topic_key):
+                continue
+            wanted = merge_topic_revisions(parted, upstream, ours)
+            if (now.revision_count or 1) < (wanted.revision_count or 1):
+                fixed[memory_id] = now.evolve(revision_count=wanted.revision_count)
+                changes.append(memory_change(fixed[memory_id]))
+    if changes:
+        tx.commit(changes, f"memory: count both sides' revisions of {', '.join(fixed)}", fixed)
+
+
+def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[str]:
     """The KB's memory and session files (KB-relative) that both this branch and ``upstream``
-    changed since they parted: the ones git merges, with the KB's driver."""
-    base = store.git("merge-base", upstream, "HEAD", check=False).stdout.decode().strip()
-    if not base:
-        return []
+    changed since they parted at ``base``: the ones git merges, with the KB's driver."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), store.repo_path(f"{SESSIONS_DIR}/")]
 
     def changed(tip: str) -> set[str]:
