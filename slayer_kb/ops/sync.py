@@ -45,7 +45,7 @@ from .validate import validate
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-PUSH_ATTEMPTS = 12
+PUSH_ATTEMPTS = 30
 # Waits between attempts: uniform in [0, min(CAP, FIRST * 2**attempt)] ("full jitter"), so
 # clones that collided spread out instead of colliding again in step.
 BACKOFF_FIRST = 0.1
