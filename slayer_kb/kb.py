@@ -80,7 +80,7 @@ class KnowledgeBase:
         self.memories_dir = self.root / MEMORIES_DIR
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
-        self.leases = IdLeases(self.store.top)  # blocks of auto ids leased from the remote
+        self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
         self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
         self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
         self._catalog: Catalog | None = None

@@ -18,6 +18,7 @@ from slayer_kb.ops.renumber import plan
 from slayer_kb.ops.sync import compose, sync
 from slayer_kb.store.leases import BLOCK, NAMESPACE, IdLeases
 from slayer_kb.store.moves import MovedIds
+from slayer_kb.store.repo import GitStore
 from testing import git, json_of, make_team
 
 
@@ -155,7 +156,7 @@ def test_renumbered_is_a_map_from_each_original_id_to_its_final_id() -> None:
 
 def test_moves_carry_on_to_where_a_memory_is_now(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
-    moves = MovedIds(IdLeases(tmp_path))
+    moves = MovedIds(IdLeases(GitStore(tmp_path)))
     moves.record({"27": "28"}, "renumbered")
     moves.record({"28": "29"}, "renumbered")
     assert moves.get("27").new == "29"

@@ -7,7 +7,8 @@
   newest content wins, as it would have had the saves come one after the other, and the
   revisions and duplicates both sides counted are added up, so none is lost.
 
-Pure functions over records; ``ops/sync.py`` reads the versions from git and writes the result.
+Pure functions over records; git hands the versions to ``store/mergedriver.py`` during ``sync``'s
+rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 """
 
 from __future__ import annotations

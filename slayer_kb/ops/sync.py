@@ -250,11 +250,8 @@ def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[st
 
 
 def _rebasing(store: GitStore) -> bool:
-    for name in ("rebase-merge", "rebase-apply"):
-        git_path = store.git("rev-parse", "--git-path", name).stdout.decode().strip()
-        if (store.top / git_path).exists():
-            return True
-    return False
+    git_dir = store.git_dirs()[0]
+    return any((git_dir / name).exists() for name in ("rebase-merge", "rebase-apply"))
 
 
 def _unmerged(store: GitStore) -> list[str]:

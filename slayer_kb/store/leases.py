@@ -47,7 +47,7 @@ from pathlib import Path
 import filelock
 
 from ..core.errors import StoreError
-from .repo import run_git
+from .repo import GitStore
 
 BLOCK = 100
 NAMESPACE = "refs/slayer-kb/ids/"
@@ -104,12 +104,10 @@ class Remote:
 
 
 class IdLeases:
-    """The leases of the repository holding ``top`` (see the module doc)."""
+    """The leases of the repository of ``store`` (see the module doc)."""
 
-    def __init__(self, top: Path) -> None:
-        self.top = top
-        self._common: Path | None = None
-        self._git_dir: Path | None = None
+    def __init__(self, store: GitStore) -> None:
+        self.store = store
         self._config_seen: tuple[int, int, int] | None = None
         self._config: dict[str, str] = {}
 
@@ -118,19 +116,7 @@ class IdLeases:
     @property
     def common_dir(self) -> Path:
         """The git folder the clone's worktrees share (where leases are kept)."""
-        return self._git_dirs()[1]
-
-    @property
-    def git_dir(self) -> Path:
-        """This worktree's git folder (its HEAD)."""
-        return self._git_dirs()[0]
-
-    def _git_dirs(self) -> tuple[Path, Path]:
-        if self._git_dir is None or self._common is None:
-            out = self._git("rev-parse", "--git-dir", "--git-common-dir").stdout.decode("utf-8", "surrogateescape")
-            git_dir, common = out.splitlines()
-            self._git_dir, self._common = (self.top / git_dir).resolve(), (self.top / common).resolve()
-        return self._git_dir, self._common
+        return self.store.git_dirs()[1]
 
     def _settings(self) -> dict[str, str]:
         """The repository's config keys leases depend on, read again only when the file changed."""
@@ -167,7 +153,7 @@ class IdLeases:
 
     def _branch(self) -> str | None:
         try:
-            head = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            head = (self.store.git_dirs()[0] / "HEAD").read_text(encoding="utf-8").strip()
         except OSError:
             return None
         return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
@@ -195,13 +181,13 @@ class IdLeases:
             self._save(held)
         return None if held.refused else [str(i) for i in ids]
 
-    def top_up(self, floor: int) -> Leases | None:
+    def top_up(self, floor: int) -> None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
         than ``SPARE`` ids are left, so the saves that follow need no network. Never raises for
         a remote that cannot be reached: the ids in hand still serve."""
         remote = self.remote()
         if remote is None:
-            return None
+            return
         with self._locked():
             held = self._load(remote)
             held.refused = False  # try again: the remote may take our refs now
@@ -216,7 +202,6 @@ class IdLeases:
                 with contextlib.suppress(StoreError):
                     self._lease(remote, held, floor, blocks=1, offline_ok=False)
             self._save(held)
-            return held
 
     def _next_in_hand(self, held: Leases) -> int | None:
         """The next id of the first block with ids left (used up blocks are dropped)."""
@@ -309,7 +294,7 @@ class IdLeases:
         """An empty commit that says who leased the blocks, for ``git log refs/slayer-kb/ids/K``."""
         empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", input=b"").stdout.decode().strip()
         spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
-        message = f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.top.name}.\n"
+        message = f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.store.top.name}.\n"
         env = {"GIT_AUTHOR_NAME": "slayer-kb", "GIT_AUTHOR_EMAIL": "slayer-kb@localhost",
                "GIT_COMMITTER_NAME": "slayer-kb", "GIT_COMMITTER_EMAIL": "slayer-kb@localhost"}
         return self._git("commit-tree", empty, "-F", "-", input=message.encode(), env=env).stdout.decode().strip()
@@ -352,14 +337,14 @@ class IdLeases:
 
     def _git(self, *args: str, check: bool = True, input: bytes | None = None,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-        return run_git(list(args), self.top, input=input, env=env, check=check)
+        return self.store.git(*args, check=check, input=input, env=env)
 
     def _network(self, *args: str) -> subprocess.CompletedProcess[bytes] | None:
         """``git ARGS`` that talks to the remote: never waiting on a password prompt, at most
         ``NETWORK_SECONDS``; None when it timed out (a lease then falls back to offline ids)."""
         try:
             return subprocess.run(
-                ["git", *args], cwd=self.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+                ["git", *args], cwd=self.store.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
                 stdin=subprocess.DEVNULL, capture_output=True, timeout=NETWORK_SECONDS, check=False,
             )
         except subprocess.TimeoutExpired:
