@@ -1,8 +1,9 @@
-"""``KnowledgeBase``: every operation on a knowledge base. The CLI and the MCP server call these
-methods and only parse arguments and format results.
+"""``KnowledgeBase``: every operation on a knowledge base. The CLI and the MCP server call its
+methods and the objects it holds (``kb.history``, ``kb.team``, ``kb.interchange``: api/) and
+only parse arguments and format results; each returns a typed result of ``core/results.py``.
 
-Data flows one way: ids and records (``ids``, ``memory``) -> catalog and resolution (``catalog``,
-``query``) -> git store (``repo``) -> index (``index``, ``search``) -> this module.
+Data flows one way: records (``core``) -> catalog and resolution (``catalog``) -> git store
+(``store``) -> index (``search``) -> transaction -> operations (``ops``) -> ``api`` -> this module.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .api.cascades import Cascades
+from .api.engram import EngramTools
+from .api.history import History
+from .api.interchange import Interchange
+from .api.team import Team
 from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
 from .catalog.refs import flatten_refs
 from .catalog.resolve import Resolver
@@ -31,9 +37,11 @@ from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
-from .core.results import MaintenanceResult, SaveResult, SyncReport
-from .ops import capture, changes, finding, observations, sessions
-from .ops.finding import deleted_error
+from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
+from .ops import finding
+from .ops.finding import DEFAULT_LIMIT, deleted_error
+from .ops.sessions import EMPTY_CONTEXT
+from .search import FUSED
 from .search.index import Index
 from .search.schema import NONE
 
@@ -54,12 +62,13 @@ Indexed = tuple[str | None, dict[str, Any]]
 DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
 DEFAULT_MAX_CONTENT = 64 * 1024
 MAX_ENGRAM_LIMIT = 20
-CONTEXT_BUDGET = 6000
-CONTEXT_MEMORIES = 20
 GITIGNORE = f"{STATE_DIR}/\n"
 
 
-class KnowledgeBase:
+__all__ = ["DEFAULT_LIMIT", "EMPTY_CONTEXT", "KnowledgeBase"]  # DEFAULT_LIMIT, EMPTY_CONTEXT: for the MCP tools
+
+
+class KnowledgeBase(EngramTools, Cascades):
     """A knowledge base folder inside a git repository."""
 
     def __init__(
@@ -91,6 +100,9 @@ class KnowledgeBase:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
+        self.history = History(self)
+        self.team = Team(self)
+        self.interchange = Interchange(self)
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -348,16 +360,14 @@ class KnowledgeBase:
         with self.store.locked():
             return self.read_with_text(memory_id)[0]
 
-    def get(self, memory_id: str, *, include_deleted: bool = False) -> dict[str, Any]:
+    def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
+        """The memory, its duplicate count with the duplicates saved since its last commit."""
         self.check_not_moved(memory_id)
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
             raise deleted_error(memory)
-        data = memory.to_dict()
         pending = self.pending.count(memory_id)
-        if pending:
-            data["duplicate_count"] = (memory.duplicate_count or 1) + pending
-        return data
+        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both
@@ -482,96 +492,32 @@ class KnowledgeBase:
         commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
-    # Engram's ``mem_save`` (ops/observations.py).
-    save_observation = observations.save
-
-    # Changing and forgetting memories (ops/changes.py).
-    update = changes.update
-    forget = changes.forget
-    restore = changes.restore
-
     def projects(self) -> list[str]:
         names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
         return sorted(name for name in names if name != NONE)
 
     # -- searching --------------------------------------------------------------------------
 
-    # Words, meaning and entities fused (ops/finding.py, search/).
-    search = finding.search
+    def search(
+        self, question: str | None = None, entities: list[str] | str | None = None,
+        query: dict[str, Any] | None = None, *, datasource: str | None = None, type: str | None = None,
+        project: str | None = None, scope: str | None = None, limit: int = DEFAULT_LIMIT,
+        match: str = FUSED, full: bool = False,
+    ) -> SearchResult:
+        """Words, meaning and entities fused (ops/finding.py, search/)."""
+        return finding.search(self, question, entities, query, datasource=datasource, type=type, project=project,
+                              scope=scope, limit=limit, match=match, full=full)
 
-    list = finding.newest
-    skipped = finding.skipped
+    def newest(
+        self, *, type: str | None = None, project: str | None = None, scope: str | None = None,
+        limit: int | None = 20,
+    ) -> list[Hit]:
+        """Live memories, newest first."""
+        return finding.newest(self, type=type, project=project, scope=scope, limit=limit)
 
-    # -- catalog cascades (one commit each; see cascade.py) ---------------------------------
-
-    def delete_model(self, model: str, datasource: str | None = None, *, force: bool = False) -> Any:
-        from .ops import cascade
-
-        return cascade.delete_model(self, model, datasource, force=force)
-
-    def delete_datasource(self, datasource: str, *, force: bool = False) -> Any:
-        from .ops import cascade
-
-        return cascade.delete_datasource(self, datasource, force=force)
-
-    def delete_leaf(self, leaf: str, *, force: bool = False) -> Any:
-        from .ops import cascade
-
-        return cascade.delete_leaf(self, leaf, force=force)
-
-    def prune(self, dry_run: bool = False, *, force: bool = False) -> Any:
-        from .ops import cascade
-
-        return cascade.prune(self, dry_run=dry_run, force=force)
-
-    # -- Engram's other tools ---------------------------------------------------------------
-
-    def suggest_topic_key(
-        self, type: str | None = None, title: str | None = None, content: str | None = None
-    ) -> str:
-        return engram.suggest_topic_key(type, title, content)
-
-    timeline = finding.timeline
-    stats = finding.stats
-
-    def session_summary(
-        self, content: str, project: str | None = None, session_id: str | None = None
-    ) -> SaveResult:
-        return self.save_observation(
-            title=engram.session_summary_title(engram.normalize_project(project)),
-            content=content,
-            type="session_summary",
-            project=project,
-            session_id=session_id,
-        )
-
-    # Engram's session tools: the work is in sessions.py, each write one commit.
-
-    def session_start(self, session_id: str, project: str | None = None, directory: str | None = None) -> dict[str, Any]:
-        return sessions.start(self, session_id, project, directory)
-
-    def session_end(self, session_id: str, summary: str | None = None) -> dict[str, Any]:
-        return sessions.end(self, session_id, summary)
-
-    def save_prompt(self, content: str, session_id: str | None = None, project: str | None = None) -> dict[str, Any]:
-        return sessions.save_prompt(self, content, session_id, project)
-
-    def capture_passive(
-        self, content: str, session_id: str | None = None, project: str | None = None, source: str | None = None
-    ) -> dict[str, Any]:
-        return capture.capture_passive(self, content, session_id, project, source)
-
-    def session_timeline(self, session_id: str) -> dict[str, Any]:
-        return sessions.timeline(self, session_id)
-
-    def context(
-        self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,
-        limit: int = CONTEXT_MEMORIES,
-    ) -> str:
-        """A compact markdown digest for the start of an agent's session: recent sessions and
-        prompts, and the ``limit`` newest memories (``sessions.digest``)."""
-        self.ensure_fresh()
-        return sessions.digest(self, engram.normalize_project(project), scope, limit, budget)
+    def skipped(self) -> list[str]:
+        """The memory files the last read skipped, as warnings."""
+        return finding.skipped(self)
 
 
 def _example_changes(root: Path) -> list[Change]:

@@ -5,6 +5,10 @@ GitPython and subprocesses kept to the packages whose job they are (docs/archite
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
+import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "slayer_kb"
 # Lower layers never import higher ones. The interfaces (last) may use one another: the server
 # runs CLI commands, the CLI starts and stops the server.
 LAYERS = [
-    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction"}, {"ops"}, {"kb"},
+    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction"}, {"ops"}, {"api"}, {"kb"},
     {"cli", "mcp", "daemon", "entry", "__init__", "__main__"},
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
@@ -150,6 +154,101 @@ def test_no_module_takes_another_modules_private_names() -> None:
         for name in names if target.startswith("slayer_kb") and name.startswith("_") and not name.startswith("__")
     ]
     assert taken == []
+
+
+def test_the_interfaces_reach_the_operations_only_through_the_library() -> None:
+    """The CLI and the MCP server call ``KnowledgeBase`` and its objects (api/), never ``ops``."""
+    reaching = {
+        (m, target) for m in MODULES if _part(m) in {"cli", "mcp"}
+        for target, _names in _imports(PATHS[m]) + _typing_imports(PATHS[m]) if target.startswith("slayer_kb.ops")
+    }
+    assert reaching == set()
+
+
+def _typing_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """The modules a file imports under ``if TYPE_CHECKING:`` (relative imports only)."""
+    module = _name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and inner.level:
+                    base = package.split(".")[: len(package.split(".")) - inner.level + 1]
+                    found.append((".".join(base + ([inner.module] if inner.module else [])), []))
+    return found
+
+
+def _public_methods() -> list[tuple[str, object]]:
+    from slayer_kb import kb
+    from slayer_kb.api import history, interchange, team
+
+    classes = [kb.KnowledgeBase, history.History, team.Team, interchange.Interchange]
+    return [
+        (f"{cls.__name__}.{name}", member) for cls in classes for name, member in inspect.getmembers(cls)
+        if not name.startswith("_") and inspect.isfunction(member)
+    ]
+
+
+def _handles() -> tuple[type, ...]:
+    from slayer_kb.catalog.resolve import Resolver
+    from slayer_kb.transaction import Transaction
+
+    return Resolver, Transaction
+
+
+# Objects the library hands out to work with, not results of an operation.
+HANDLES = _handles()
+
+
+def _untyped(hint: object) -> list[str]:
+    """The parts of a return annotation that are not a typed result: ``Any``, a plain ``dict``,
+    a class that is neither a dataclass nor a ``TypedDict`` of ``core``."""
+    if hint is typing.Any:
+        return ["Any"]
+    origin = typing.get_origin(hint)
+    if origin is dict:
+        return [str(hint)]
+    if origin is not None:
+        return [part for arg in typing.get_args(hint) for part in _untyped(arg)]
+    if hint in (type(None), str, int, bool, float, Path, *HANDLES) or not isinstance(hint, type):
+        return []
+    typed = dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)
+    return [] if typed and hint.__module__.startswith("slayer_kb.core.") else [hint.__qualname__]
+
+
+def _returns(method: object) -> object:
+    """The method's return annotation, evaluated in its module (its parameters' may name types
+    imported only for the type checker)."""
+    annotation = getattr(method, "__annotations__", {}).get("return", "Any")
+    module = vars(sys.modules[method.__module__])  # type: ignore[attr-defined]
+    return eval(annotation, {"Any": typing.Any, **module}) if isinstance(annotation, str) else annotation
+
+
+def test_every_public_method_of_the_library_returns_a_typed_result() -> None:
+    untyped = {
+        name: found for name, method in _public_methods()
+        if (found := _untyped(_returns(method)))
+    }
+    assert untyped == {}
+
+
+def test_the_library_binds_no_function_as_a_class_attribute() -> None:
+    """A method is defined in its class (``search = finding.search`` would hide its signature
+    from the class and make ``list`` shadow the builtin)."""
+    bound = [
+        name for name, member in _public_methods()
+        if member.__qualname__.split(".")[0] != name.split(".")[0]  # type: ignore[attr-defined]
+        and not any(member.__qualname__.startswith(base.__name__ + ".")  # type: ignore[attr-defined]
+                    for base in _bases(name))
+    ]
+    assert bound == []
+
+
+def _bases(qualified: str) -> list[type]:
+    from slayer_kb import kb
+
+    return list(kb.KnowledgeBase.__mro__) if qualified.startswith("KnowledgeBase.") else []
 
 
 def test_every_part_has_a_layer() -> None:

@@ -154,7 +154,7 @@ def test_delete_model_removes_only_its_file(cascade_kb: KnowledgeBase) -> None:
     # A memory left with no entities stays, without an entities key.
     assert "2" in result.rewritten
     assert (root / "memories/2.yaml").read_text() == "learning: Orders, one row each.\n" + CREATED
-    assert cascade_kb.get("2")["entities"] == []
+    assert cascade_kb.get("2").to_dict()["entities"] == []
 
 
 def test_delete_datasource_removes_its_files_and_priority_entry(cascade_kb: KnowledgeBase) -> None:

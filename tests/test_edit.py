@@ -56,7 +56,7 @@ def commits(kb: KnowledgeBase) -> int:
 def test_valid_edit_is_committed_in_canonical_form(catalog_kb: KnowledgeBase, editor) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
-    created = kb.get(mid)["created_at"]
+    created = kb.get(mid).to_dict()["created_at"]
     folder = editor(
         f"created_at: '{created}'\nentities: [orders.amount, status]\nlearning: Amount is EUR incl. VAT\n"
     )
@@ -86,7 +86,7 @@ def test_noop_edit_commits_nothing(catalog_kb: KnowledgeBase, editor) -> None:
 def test_problem_reopens_then_commits(catalog_kb: KnowledgeBase, editor) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
-    created = kb.get(mid)["created_at"]
+    created = kb.get(mid).to_dict()["created_at"]
     folder = editor(
         f"learning: fixed?\nentities:\n- orders.nope\ncreated_at: '{created}'\n",
         f"learning: fixed\nid: 3\ncreated_at: '{created}'\n",
@@ -99,7 +99,7 @@ def test_problem_reopens_then_commits(catalog_kb: KnowledgeBase, editor) -> None
     assert problems[1].startswith(f"memories/{mid}.yaml:2: unknown key 'id'")
     # Each reopen showed the text as left, not the original.
     assert "orders.nope" in (folder / "seen-1.txt").read_text()
-    assert kb.get(mid)["learning"] == "fixed" and kb.get(mid)["entities"] == []
+    assert kb.get(mid).to_dict()["learning"] == "fixed" and kb.get(mid).to_dict()["entities"] == []
 
 
 def test_declined_reopen_commits_nothing_and_keeps_the_draft(catalog_kb: KnowledgeBase, editor) -> None:
@@ -111,13 +111,13 @@ def test_declined_reopen_commits_nothing_and_keeps_the_draft(catalog_kb: Knowled
         edit(kb, mid, reopen=lambda _p: False)
     assert "invalid YAML" in str(exc.value) and "kept in" in str(exc.value)
     assert commits(kb) == before
-    assert kb.get(mid)["learning"] == "Amount is EUR"
+    assert kb.get(mid).to_dict()["learning"] == "Amount is EUR"
 
 
 def test_cli_edit(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
-    created = kb.get(mid)["created_at"]
+    created = kb.get(mid).to_dict()["created_at"]
     editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
     before = commits(kb)
     # No answer on stdin: the problem is shown, nothing committed, exit 1.
@@ -130,12 +130,12 @@ def test_cli_edit(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
 def test_cli_edit_reopens_on_yes(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
-    created = kb.get(mid)["created_at"]
+    created = kb.get(mid).to_dict()["created_at"]
     editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
     proc = run_cli("--kb", kb.root, "edit", mid, "--json", input="y\n")
     assert proc.returncode == 0, proc.stderr
     assert json_of(proc)["changed"] is True
-    assert KnowledgeBase(kb.root).get(mid)["learning"] == "Amount is EUR, checked"
+    assert KnowledgeBase(kb.root).get(mid).to_dict()["learning"] == "Amount is EUR, checked"
 
 
 def test_cli_edit_noop_says_so(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
@@ -163,7 +163,7 @@ def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor
     before = commits(kb)
     message = "memories/link.yaml: is a symlink; refusing to follow it"
     with pytest.raises(MemoryFileError) as info:
-        kb.get("link")
+        kb.get("link").to_dict()
     assert str(info.value) == message
     with pytest.raises(MemoryFileError) as info:
         edit(kb, "link", reopen=lambda _p: pytest.fail("nothing to reopen"))

@@ -21,18 +21,18 @@ def test_new_observation_reply_and_defaults(empty_kb: KnowledgeBase) -> None:
     result = save(empty_kb, type="decision", project="  My-API ")
     assert result.action == "created"
     assert result.message == 'Memory saved: "JWT auth middleware" (decision)\nSuggested topic_key: decision/jwt-auth-middleware'
-    data = empty_kb.get(result.memory_id)
+    data = empty_kb.get(result.memory_id).to_dict()
     assert {k: data[k] for k in ("type", "project", "scope", "session_id", "revision_count", "duplicate_count")} == {
         "type": "decision", "project": "my-api", "scope": "project", "session_id": "manual-save-my-api",
         "revision_count": 1, "duplicate_count": 1,
     }
     assert save(empty_kb, title="Other", content="x").message == 'Memory saved: "Other" (manual)\nSuggested topic_key: topic/other'
-    assert empty_kb.get("2")["session_id"] == "manual-save"
+    assert empty_kb.get("2").to_dict()["session_id"] == "manual-save"
 
 
 def test_private_text_is_redacted_before_anything_else(empty_kb: KnowledgeBase) -> None:
     result = save(empty_kb, title="Key <private>sk-123</private>", content="use <PRIVATE>\nhunter2\n</Private> here ")
-    data = empty_kb.get(result.memory_id)
+    data = empty_kb.get(result.memory_id).to_dict()
     assert (data["title"], data["learning"]) == ("Key [REDACTED]", "use [REDACTED] here")
     assert "hunter2" not in git(empty_kb.root, "log", "-p")
 
@@ -42,7 +42,7 @@ def test_topic_key_upsert_revises_in_place(empty_kb: KnowledgeBase) -> None:
     assert first.message == 'Memory saved: "JWT auth middleware" (architecture)'
     second = save(empty_kb, title="Auth model v2", content="v2", topic_key="architecture/auth model", type="decision")
     assert (second.action, second.memory_id) == ("revised", first.memory_id)
-    data = empty_kb.get(first.memory_id)
+    data = empty_kb.get(first.memory_id).to_dict()
     assert (data["topic_key"], data["learning"], data["title"], data["type"], data["revision_count"]) == (
         "architecture/auth-model", "v2", "Auth model v2", "decision", 2
     )
@@ -62,13 +62,13 @@ def test_duplicates_within_window_count_without_commits(empty_kb: KnowledgeBase)
     for _ in range(99):
         result = save(empty_kb, content="same content")
         assert (result.action, result.memory_id) == ("duplicate", first.memory_id)
-    assert empty_kb.get(first.memory_id)["duplicate_count"] == 100
+    assert empty_kb.get(first.memory_id).to_dict()["duplicate_count"] == 100
     assert git(empty_kb.root, "rev-list", "--count", "HEAD") == commits_before
     assert len(empty_kb.memory_ids()) == 1
     # The count is folded into the memory's next real change.
     empty_kb.update(first.memory_id, title="Renamed")
     assert "duplicate_count: 100\n" in (empty_kb.root / f"memories/{first.memory_id}.yaml").read_text()
-    assert empty_kb.get(first.memory_id)["duplicate_count"] == 100
+    assert empty_kb.get(first.memory_id).to_dict()["duplicate_count"] == 100
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_content_limit(empty_kb: KnowledgeBase) -> None:
         save(empty_kb, content="x" * 65537)
     big = "word " * 13000
     result = save(empty_kb, content=big.strip())
-    assert empty_kb.get(result.memory_id)["learning"] == big.strip()
+    assert empty_kb.get(result.memory_id).to_dict()["learning"] == big.strip()
 
 
 def test_update_partial_and_errors(empty_kb: KnowledgeBase) -> None:
@@ -123,7 +123,7 @@ def test_soft_delete_hides_from_every_read_and_hard_delete_removes(empty_kb: Kno
     assert (empty_kb.root / f"memories/{a}.yaml").exists()
     assert "deleted_at: '" in (empty_kb.root / f"memories/{a}.yaml").read_text()
     assert empty_kb.search("alpha").memories == []
-    assert [h["id"] for h in empty_kb.list()] == [b]
+    assert [h["id"] for h in empty_kb.newest()] == [b]
     assert empty_kb.stats()["memories"] == 1
     assert "Alpha" not in empty_kb.context()
     empty_kb.forget(b)
@@ -166,7 +166,7 @@ def test_close_project_name_warns(empty_kb: KnowledgeBase) -> None:
 
 def test_observation_may_carry_entities_and_slayer_memory_a_title(catalog_kb: KnowledgeBase) -> None:
     obs = catalog_kb.save_observation(title="Refund rows", content="negative rows", entities=["orders.amount"])
-    assert catalog_kb.get(obs.memory_id)["entities"] == ["shop.orders.amount"]
+    assert catalog_kb.get(obs.memory_id).to_dict()["entities"] == ["shop.orders.amount"]
     mem = catalog_kb.save_memory("plain", ["orders"], title="Titled", type="pattern")
     hits = catalog_kb.search(entities=["orders.amount"]).memories + catalog_kb.search("Titled").memories
     assert [h["id"] for h in hits] == [obs.memory_id, mem.memory_id]

@@ -332,7 +332,7 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
             assert lost <= ({op["id"]} if op["kind"] == "forget" and not op["soft"] else set())
             # The index agrees with the files.
             with KnowledgeBase(root) as kb:
-                listed = sorted(m["id"] for m in kb.list(limit=None))
+                listed = sorted(m["id"] for m in kb.newest(limit=None))
             assert listed == sorted([*after.live(), PROBE])
 
             stats.trials += 1
@@ -378,7 +378,7 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
 def answers(kb: KnowledgeBase) -> tuple[list[str], list[str], list[str]]:
     by_entity = sorted(m["id"] for m in kb.search(entities=["orders.amount"], limit=100).memories)
     by_word = sorted(m["id"] for m in kb.search("refunds", limit=100).memories)
-    listed = sorted(m["id"] for m in kb.list(limit=None))
+    listed = sorted(m["id"] for m in kb.newest(limit=None))
     return by_entity, by_word, listed
 
 
@@ -495,7 +495,7 @@ def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, run_cli: An
         assert_one_error_line(
             proc, f"Cannot create {state}: Read-only file system. Is the knowledge base writable?"
         )
-    assert KnowledgeBase(root).get("kept")["learning"] == "Refunds are negative amounts"
+    assert KnowledgeBase(root).get("kept").to_dict()["learning"] == "Refunds are negative amounts"
 
 
 def snapshot_files(root: Path) -> dict[str, bytes]:
@@ -536,8 +536,8 @@ def assert_consistent_after_freeing(root: Path, saved: dict[str, str]) -> None:
     with KnowledgeBase(root) as kb:
         kb.save_memory("after freeing space", ["orders.amount"], id="after")
         for mid, learning in saved.items():
-            assert kb.get(mid)["learning"] == learning
-        assert sorted(m["id"] for m in kb.list(limit=None)) == sorted([*saved, "after"])
+            assert kb.get(mid).to_dict()["learning"] == learning
+        assert sorted(m["id"] for m in kb.newest(limit=None)) == sorted([*saved, "after"])
     assert git(root, "status", "--porcelain") == ""
     assert list((root / ".slayer-kb" / "tmp").iterdir()) == []
     assert fsck(root).returncode == 0

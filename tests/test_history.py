@@ -65,14 +65,14 @@ def test_restore_revision_brings_back_old_and_deleted_versions(catalog_kb: Knowl
     v1 = head(kb)
     kb.update(mid, learning="Version two")
     result = restore_revision(kb, mid, v1)
-    assert kb.get(mid)["learning"] == "Version one"
+    assert kb.get(mid).to_dict()["learning"] == "Version one"
     assert result.commit == head(kb)
     assert git(kb.root, "log", "-1", "--format=%s").startswith(f"memory: restore {mid} as of {v1[:12]}")
     # A deleted memory comes back; its reference to a memory forgotten since is dropped.
     kb.forget(mid)
     kb.forget(target)
     result = restore_revision(kb, mid, v1)
-    assert kb.get(mid)["entities"] == ["shop.orders.amount"]
+    assert kb.get(mid).to_dict()["entities"] == ["shop.orders.amount"]
     assert any(f"memory:{target}" in w for w in result.warnings)
     # Restoring what is already there commits nothing.
     before = head(kb)
@@ -85,7 +85,7 @@ def test_soft_deleted_version_restores_live(catalog_kb: KnowledgeBase) -> None:
     mid = kb.save_memory("Soft", ["orders.amount"]).memory_id
     kb.forget(mid, soft=True)
     restore_revision(kb, mid, "HEAD")
-    assert kb.get(mid)["deleted_at"] is None
+    assert kb.get(mid).to_dict()["deleted_at"] is None
 
 
 def test_word_diff() -> None:

@@ -60,7 +60,7 @@ def with_bystander(kb: KnowledgeBase) -> None:
 
 def assert_bystander_intact(kb: KnowledgeBase) -> None:
     assert (kb.root / "memories" / "keep.yaml").read_text(encoding="utf-8") == KEEP
-    assert KnowledgeBase(kb.root).get("keep")["learning"] == "An innocent bystander."
+    assert KnowledgeBase(kb.root).get("keep").to_dict()["learning"] == "An innocent bystander."
 
 
 def head(root: Path) -> str:
@@ -194,7 +194,7 @@ def test_ids_that_collide_on_macos_or_windows_are_refused(
     (root / "memories" / f"{nfd}.yaml").write_text(KEEP, encoding="utf-8")
     commit_all(root, "a decomposed id from a Mac")
     kb = KnowledgeBase(root)
-    assert kb.get(nfd)["learning"] == "An innocent bystander."
+    assert kb.get(nfd).to_dict()["learning"] == "An innocent bystander."
     with pytest.raises(InvalidIdError) as info:
         kb.save_memory("x", ["orders.amount"], id=nfc)
     assert str(info.value) == (
@@ -236,11 +236,11 @@ def test_odd_learnings_round_trip_exactly(catalog_kb: KnowledgeBase, tmp_path: P
     monkeypatch.chdir(tmp_path)
     for n, learning in enumerate(ODD_LEARNINGS):
         result = catalog_kb.save_memory(learning, ["orders.amount"], id=f"odd-{n}")
-        assert catalog_kb.get(result.memory_id)["learning"] == learning
+        assert catalog_kb.get(result.memory_id).to_dict()["learning"] == learning
         # A fresh process-independent read of the committed file gives the same text.
         committed = git(catalog_kb.root, "show", f"HEAD:memories/odd-{n}.yaml")
         assert committed == (catalog_kb.root / "memories" / f"odd-{n}.yaml").read_text(encoding="utf-8")
-        assert KnowledgeBase(catalog_kb.root).get(f"odd-{n}")["learning"] == learning
+        assert KnowledgeBase(catalog_kb.root).get(f"odd-{n}").to_dict()["learning"] == learning
     assert not marker.exists()
     assert git(catalog_kb.root, "status", "--porcelain") == ""
     assert catalog_kb.ensure_fresh() is None or not catalog_kb.problems
@@ -321,7 +321,7 @@ def test_any_learning_is_saved_exactly_or_refused(catalog_kb: KnowledgeBase, lea
     except KBError as exc:
         assert not learning.strip(), exc  # only a blank learning may be refused
         return
-    assert catalog_kb.get(result.memory_id)["learning"] == learning
+    assert catalog_kb.get(result.memory_id).to_dict()["learning"] == learning
 
 
 # -- entity references and SlayerQuery shapes ---------------------------------------------------
@@ -350,7 +350,7 @@ def test_wrong_linked_entities_give_kb_errors_only(catalog_kb: KnowledgeBase, li
         result = catalog_kb.save_memory("shape test", linked, id="shape")
     except KBError:
         return
-    assert catalog_kb.get(result.memory_id)["entities"] == result.resolved_entities
+    assert catalog_kb.get(result.memory_id).to_dict()["entities"] == result.resolved_entities
 
 
 @HYPO
@@ -577,11 +577,11 @@ def test_hand_edited_files_are_skipped_with_a_warning(catalog_kb: KnowledgeBase,
     assert len(skipped) == 1 and skipped[0].endswith("(skipped)"), result.warnings
     assert expected.lower() in skipped[0].lower(), result.warnings
     with pytest.raises(MemoryFileError) as info:
-        kb.get(name)
+        kb.get(name).to_dict()
     assert str(info.value).startswith(f"memories/{name}.yaml") and expected.lower() in str(info.value).lower()
     # Saving over it with a given id repairs it; other memories are untouched.
     kb.save_memory("repaired", ["orders.amount"], id=name)
-    assert kb.get(name)["learning"] == "repaired"
+    assert kb.get(name).to_dict()["learning"] == "repaired"
     # A generous bound: an alias bomb expanded would take hours (and gigabytes), not seconds.
     assert time.monotonic() - started < 120
     assert not marker.exists()
@@ -654,13 +654,13 @@ def test_symlinked_memory_is_never_followed(catalog_kb: KnowledgeBase, tmp_path:
     assert result.memories == []
     assert "memories/link.yaml: is a symlink, not a regular file, or unreadable; skipped (skipped)" in result.warnings
     with pytest.raises(MemoryFileError, match="^memories/link.yaml: is a symlink; refusing to follow it$"):
-        kb.get("link")
-    assert "link" not in [m["id"] for m in kb.list(limit=None)]
+        kb.get("link").to_dict()
+    assert "link" not in [m["id"] for m in kb.newest(limit=None)]
     # A save to that id replaces the link itself and never writes through it.
     kb.save_memory("a regular memory now", ["orders.amount"], id="link")
     assert outside.read_text() == secret
     assert not link.is_symlink()
-    assert kb.get("link")["learning"] == "a regular memory now"
+    assert kb.get("link").to_dict()["learning"] == "a regular memory now"
     kb.forget("link")
     assert outside.read_text() == secret
     assert git(catalog_kb.root, "status", "--porcelain") == ""

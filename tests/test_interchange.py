@@ -69,9 +69,9 @@ def test_slayer_round_trip_is_byte_identical(catalog_kb: KnowledgeBase, tmp_path
     result = import_slayer(kb, source)
     assert sorted(result.imported) == ["1", "7", "kb.paid-revenue"] and not result.warnings
     assert int(git(kb.root, "rev-list", "--count", "HEAD")) == before + 1
-    assert kb.get("1")["created_at"] == "2026-10-01T09:14:22Z"
-    assert kb.get("1")["learning"] == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."
-    assert kb.get("kb.paid-revenue")["query"]["source_model"] == "orders"
+    assert kb.get("1").to_dict()["created_at"] == "2026-10-01T09:14:22Z"
+    assert kb.get("1").to_dict()["learning"] == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."
+    assert kb.get("kb.paid-revenue").to_dict()["query"]["source_model"] == "orders"
     exported = export_slayer(kb, target)
     assert sorted(exported.written) == ["1", "7", "kb.paid-revenue"]
     for memory_id, text in SLAYER_FILES.items():
@@ -90,8 +90,8 @@ def test_import_slayer_drops_unresolvable_entities_and_replaces(catalog_kb: Know
     })
     result = import_slayer(kb, tmp_path / "s")
     assert result.replaced == ["x"]
-    assert kb.get("x")["entities"] == ["shop.orders.status"]
-    assert kb.get("x")["learning"] == "new text"
+    assert kb.get("x").to_dict()["entities"] == ["shop.orders.status"]
+    assert kb.get("x").to_dict()["learning"] == "new text"
     assert any("shop.orders.nope" in w for w in result.warnings)
     assert any("colour" in w for w in result.warnings)
 
@@ -122,7 +122,7 @@ def test_import_slayer_reads_memories_yaml(catalog_kb: KnowledgeBase, tmp_path: 
     )
     result = import_slayer(catalog_kb, folder)
     assert result.imported == ["3"]
-    assert catalog_kb.get("3")["learning"] == "From the list"
+    assert catalog_kb.get("3").to_dict()["learning"] == "From the list"
 
 
 def test_engram_time() -> None:
@@ -150,10 +150,10 @@ def test_import_engram_skips_duplicates(empty_kb: KnowledgeBase, tmp_path: Path)
     result = import_engram(kb, path)
     assert result.imported == ["2", "3"] and result.skipped == 3 and result.sessions == 1
     assert int(git(kb.root, "rev-list", "--count", "HEAD")) == before + 1
-    cache = kb.get("2")
+    cache = kb.get("2").to_dict()
     assert cache["title"] == "Cache" and cache["project"] == "api" and cache["topic_key"] == "architecture/cache"
     assert cache["created_at"] == "2026-03-01T10:20:30Z" and cache["revision_count"] == 2
-    assert kb.get("3", include_deleted=True)["deleted_at"] == "2026-03-03T00:00:00Z"
+    assert kb.get("3", include_deleted=True).to_dict()["deleted_at"] == "2026-03-03T00:00:00Z"
     # A bare list works too; everything is a duplicate now.
     path.write_text(json.dumps([observation, new]))
     again = import_engram(kb, path)

@@ -197,7 +197,7 @@ def test_eight_processes_hundred_mixed_operations(tmp_path: Path) -> None:
     # The index agrees with the files (a fresh process-independent open).
     with KnowledgeBase(root) as kb:
         live = sorted(mid for mid, (_, _, deleted) in expected.items() if not deleted)
-        assert sorted(m["id"] for m in kb.list(limit=None)) == live
+        assert sorted(m["id"] for m in kb.newest(limit=None)) == live
         for w in range(PROCESSES):
             hits = kb.search(f"w{w}", limit=1000, full=True).memories + kb.search(
                 f"w{w}", limit=1000, full=True
@@ -207,5 +207,5 @@ def test_eight_processes_hundred_mixed_operations(tmp_path: Path) -> None:
             for hit in hits:
                 assert hit["learning"] == expected[hit["id"]][0]
         for mid, (learning, _entities, deleted) in expected.items():
-            assert kb.get(mid, include_deleted=True)["learning"] == learning
-            assert (kb.get(mid, include_deleted=True)["deleted_at"] is not None) == deleted
+            assert kb.get(mid, include_deleted=True).to_dict()["learning"] == learning
+            assert (kb.get(mid, include_deleted=True).to_dict()["deleted_at"] is not None) == deleted

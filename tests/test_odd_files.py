@@ -150,7 +150,7 @@ def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: Knowledge
     assert proc.stdout.startswith("Memories:\n  [keep] A bystander.\n")
     assert f"warning: memories/\\xff.yaml: {NOT_UTF8} (skipped)\n" in proc.stdout
     kb = KnowledgeBase(clone)
-    assert [m["id"] for m in kb.list()] == ["other", "keep"]
+    assert [m["id"] for m in kb.newest()] == ["other", "keep"]
     assert kb.stats()["memories"] == 2
     assert kb.update("other", title="Other").memory["title"] == "Other"
     assert kb.forget("other").stripped_from == ["keep"]
@@ -199,7 +199,7 @@ def test_a_fifo_is_never_opened(catalog_kb: KnowledgeBase) -> None:
     assert (saved.returncode, saved.stdout.splitlines()[0]) == (0, "Saved memory ff (replaced)"), saved.stderr
     assert (root / "memories" / "ff.yaml").is_file()
     assert git(root, "log", "-1", "--format=%s").strip() == "memory: save ff"
-    assert KnowledgeBase(root).get("ff")["learning"] == "Now a memory."
+    assert KnowledgeBase(root).get("ff").to_dict()["learning"] == "Now a memory."
 
 
 def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> None:
@@ -209,7 +209,7 @@ def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> No
     before = head(root)
     kb = KnowledgeBase(root)
     with pytest.raises(MemoryFileError) as info:
-        kb.get("dd")
+        kb.get("dd").to_dict()
     assert str(info.value) == "memories/dd.yaml: is a folder, not a regular file; refusing to open it"
     # Saving there used to commit, then fail to write the file, and break every later command.
     with pytest.raises(StoreError) as info:
@@ -217,5 +217,5 @@ def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> No
     assert str(info.value) == ("Refusing to write memories/dd.yaml: it is a folder, not a file. Move it "
                                "out of the way and retry; nothing was saved.")
     assert head(root) == before
-    assert kb.list() == []
+    assert kb.newest() == []
     assert (root / "memories" / "dd.yaml" / "inside.txt").read_text() == "not a memory\n"

@@ -27,7 +27,7 @@ def memories(root: Path) -> set[str]:
 
 
 def learning(root: Path, memory_id: str) -> str:
-    return KnowledgeBase(root).get(memory_id)["learning"]
+    return KnowledgeBase(root).get(memory_id).to_dict()["learning"]
 
 
 @pytest.fixture
@@ -59,8 +59,8 @@ def test_renumber_then_merge_keeps_both_memories(diverged: tuple[KnowledgeBase, 
     result = renumber(kb, main)
     assert result.mapping == {"2": "4"} and result.rewritten == ["3"]
     assert git(kb.root, "log", "-1", "--format=%s").strip() == f"memory: renumber 2 -> 4 (onto {main})"
-    assert kb.get("3")["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
-    assert kb.get("4")["learning"] == "Feature: status values"
+    assert kb.get("3").to_dict()["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
+    assert kb.get("4").to_dict()["learning"] == "Feature: status values"
     git(kb.root, "merge", "-q", "--no-edit", main)  # raises on a conflict
     assert memories(kb.root) == {"1", "2", "3", "4"}
     assert learning(kb.root, "2") == "Main: refunds"
@@ -91,7 +91,7 @@ def test_renumber_rewrite_makes_a_rebase_clean(diverged: tuple[KnowledgeBase, st
     assert "Renumbered-by: slayer-kb (2 -> 4)" in git(kb.root, "log", "--format=%B", f"{main}..HEAD")
     git(kb.root, "rebase", "-q", main)  # raises on a conflict
     assert memories(kb.root) == {"1", "2", "3", "4"}
-    assert KnowledgeBase(kb.root).get("3")["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
+    assert KnowledgeBase(kb.root).get("3").to_dict()["entities"] == ["shop.orders.qty", "memory:4", "memory:1"]
 
 
 def test_renumber_refuses_uncommitted_changes(diverged: tuple[KnowledgeBase, str]) -> None:
@@ -157,15 +157,15 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run
         "already used 1 for another memory; '1' now names another memory: \"A one\". Use 3 for the "
         "memory saved here; to mean what '1' names now, run 'slayer-kb renumber --accept 1' first."
     )
-    assert KnowledgeBase(a).get("1")["learning"] == "A one"  # A's clone moved nothing
+    assert KnowledgeBase(a).get("1").to_dict()["learning"] == "A one"  # A's clone moved nothing
     proc = run_cli("--kb", b, "renumber", "--accept", "1")
     assert proc.returncode == 0 and proc.stdout == "'1' now means the memory it names; the one saved here as 1 is 3.\n"
-    assert KnowledgeBase(b).get("1")["learning"] == "A one"
+    assert KnowledgeBase(b).get("1").to_dict()["learning"] == "A one"
 
     expected = ["A one", "A two", "B one", "B two links B one"]
     assert all_learnings(a) == all_learnings(b) == expected
     assert memories(a) == {"1", "2", "3", "4"}
-    assert KnowledgeBase(a).get("4")["entities"] == ["shop.orders.cost", "memory:3"]
+    assert KnowledgeBase(a).get("4").to_dict()["entities"] == ["shop.orders.cost", "memory:3"]
     assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
     # History is linear (a rebase, not a merge) and the index answers at once.
     assert git(a, "rev-list", "--merges", "HEAD") == ""
@@ -201,7 +201,7 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
     assert git(b, "rev-parse", "HEAD") == head
     assert git(b, "status", "--porcelain") == status
     assert not (b / ".git" / "rebase-merge").exists()
-    assert KnowledgeBase(b).get("shared")["learning"] == "B's version"
+    assert KnowledgeBase(b).get("shared").to_dict()["learning"] == "B's version"
     # The steps work as written.
     git(b, "fetch", "-q", "origin")
     assert subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True).returncode == 1
@@ -215,7 +215,7 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
     subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
                    env={**os.environ, "GIT_EDITOR": "true"})
     assert sync(KnowledgeBase(b)).action == "pushed"
-    assert KnowledgeBase(b).get("shared")["learning"] == "Both versions"
+    assert KnowledgeBase(b).get("shared").to_dict()["learning"] == "Both versions"
 
 
 def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, Path]) -> None:
@@ -295,7 +295,7 @@ def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, P
     rebase = subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True, text=True)
     assert rebase.returncode == 1
     assert git(b, "diff", "--name-only", "--diff-filter=U").split() == ["memories/shared.yaml"]
-    merged = KnowledgeBase(a).get("shared")
+    merged = KnowledgeBase(a).get("shared").to_dict()
     (b / "memories" / "shared.yaml").write_text(dumps(Memory(**{**merged, "learning": "Both versions"})))
     git(b, "add", "memories/shared.yaml")
     assert run_cli("--kb", b, "validate").returncode == 0

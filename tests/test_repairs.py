@@ -75,7 +75,7 @@ def test_restore_rev_over_a_hand_edit_commits_the_old_version(catalog_kb: Knowle
         f"memories/{mid}.yaml had changes that were never committed; they are discarded and the "
         "file holds the version at HEAD~1."
     ]
-    assert KnowledgeBase(kb.root).get(mid)["learning"] == "Version one."
+    assert KnowledgeBase(kb.root).get(mid).to_dict()["learning"] == "Version one."
     assert git(kb.root, "status", "--porcelain") == ""
 
 
@@ -152,7 +152,7 @@ def test_forget_deletes_a_broken_memory_file(catalog_kb: KnowledgeBase, run_cli)
     assert proc.stdout == f"Forgot memory {mid}\n  stripped memory:{mid} from {other}\n"
     assert not (root / "memories" / f"{mid}.yaml").exists()
     assert subjects(root)[0] == f"memory: forget {mid}"
-    assert KnowledgeBase(root).get(other)["entities"] == ["shop.orders.qty"]
+    assert KnowledgeBase(root).get(other).to_dict()["entities"] == ["shop.orders.qty"]
     assert git(root, "status", "--porcelain") == ""
     # What is no regular file is not deleted through slayer-kb.
     (root / "memories" / "link.yaml").symlink_to(root / "memories" / f"{other}.yaml")

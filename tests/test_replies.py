@@ -159,7 +159,7 @@ def test_every_write_tool_says_the_id_and_the_action(catalog_kb: KnowledgeBase) 
 def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: KnowledgeBase, run_cli) -> None:
     memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
     catalog_kb.forget(memory_id, soft=True)
-    deleted_at = catalog_kb.get(memory_id, include_deleted=True)["deleted_at"]
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
 
     async def script(session: ClientSession) -> list[str]:
         return [await error(session, "mem_get_observation", id=memory_id),

@@ -44,7 +44,7 @@ def files_of(root: Path, rev: str = "HEAD") -> list[str]:
 
 
 def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
-    result = empty_kb.session_start("ses-1", "  Analytics ", "/work/analytics")
+    result = empty_kb.session_start("ses-1", "  Analytics ", "/work/analytics").to_json()
     started = result["session"]["started_at"]
     assert re.fullmatch(TIME, started)
     assert result == {"session": {"id": "ses-1", "project": "analytics", "directory": "/work/analytics",
@@ -56,10 +56,10 @@ def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
     assert subjects(empty_kb.root)[0] == "session: start ses-1"
     assert files_of(empty_kb.root) == ["sessions/ses-1.yaml"]
     # Starting it again keeps it, filling only what was empty; nothing to change is no commit.
-    again = empty_kb.session_start("ses-1", "other", "/elsewhere")
+    again = empty_kb.session_start("ses-1", "other", "/elsewhere").to_json()
     assert (again["action"], again["commit"], again["session"]["project"]) == ("unchanged", None, "analytics")
-    bare = empty_kb.session_start("ses-2", None)
-    filled = empty_kb.session_start("ses-2", "api", "/work/api")
+    bare = empty_kb.session_start("ses-2", None).to_json()
+    filled = empty_kb.session_start("ses-2", "api", "/work/api").to_json()
     assert (filled["action"], filled["session"]["project"], filled["session"]["directory"]) == ("started", "api", "/work/api")
     assert filled["session"]["started_at"] == bare["session"]["started_at"]
     assert len(subjects(empty_kb.root)) == 4  # init, start ses-1, start ses-2, fill ses-2
@@ -109,10 +109,10 @@ def test_every_error_names_the_parameter(empty_kb: KnowledgeBase, call, message:
 
 def test_prompts_go_into_their_session_file(empty_kb: KnowledgeBase) -> None:
     empty_kb.session_start("ses-1", "analytics")
-    first = empty_kb.save_prompt("Why does net revenue\ngo negative in <private>ACME</private> March?", "ses-1")
+    first = empty_kb.save_prompt("Why does net revenue\ngo negative in <private>ACME</private> March?", "ses-1").to_json()
     assert first["message"] == 'Prompt saved: "Why does net revenue\\ngo negative in [REDACTED] March?"'
     long = "Show revenue by month " + "and by region " * 10
-    second = empty_kb.save_prompt(long, "ses-1", project="finance")
+    second = empty_kb.save_prompt(long, "ses-1", project="finance").to_json()
     assert second["message"] == f'Prompt saved: "{long[:80]}..."'
     text = (empty_kb.root / "sessions/ses-1.yaml").read_text()
     times = re.findall(rf"created_at: '({TIME})'", text)
@@ -141,15 +141,15 @@ def test_a_long_prompt_is_cut_at_the_content_limit(empty_kb: KnowledgeBase) -> N
 
 def test_end_stamps_time_and_summary(empty_kb: KnowledgeBase) -> None:
     empty_kb.session_start("ses-1", "analytics")
-    ended = empty_kb.session_end("ses-1", "Found the <private>x</private> double count")
+    ended = empty_kb.session_end("ses-1", "Found the <private>x</private> double count").to_json()
     assert re.fullmatch(TIME, ended["session"]["ended_at"])
     assert ended["session"]["summary"] == "Found the [REDACTED] double count"
     assert subjects(empty_kb.root)[0] == "session: end ses-1"
-    again = empty_kb.session_end("ses-1")
+    again = empty_kb.session_end("ses-1").to_json()
     assert again["session"]["summary"] == "Found the [REDACTED] double count"  # kept
     # A session never started is made and ended, as Engram's mem_save_prompt makes it and its
     # mem_session_end accepts it: the summary is kept, with a warning.
-    unknown = empty_kb.session_end("ses-2", "Wrapped up")
+    unknown = empty_kb.session_end("ses-2", "Wrapped up").to_json()
     assert unknown["warnings"] == ["session 'ses-2' was never started; it is recorded as started and ended now"]
     assert unknown["session"]["started_at"] == unknown["session"]["ended_at"]
     assert unknown["session"]["summary"] == "Wrapped up"
@@ -213,25 +213,25 @@ def test_extract_learnings_as_engram_does() -> None:
 
 
 def test_capture_saves_new_learnings_in_one_commit(empty_kb: KnowledgeBase) -> None:
-    result = empty_kb.capture_passive(LEARNINGS, "ses-7", "Analytics", "session-end")
+    result = empty_kb.capture_passive(LEARNINGS, "ses-7", "Analytics", "session-end").to_json()
     assert result["message"] == "Passive capture complete: extracted=2 saved=2 duplicates=0"
     assert result["memory_ids"] == ["1", "2"]
     assert subjects(empty_kb.root)[0] == "memory: capture 1, 2 (passive, from session-end)"
     assert sorted(files_of(empty_kb.root)) == ["memories/1.yaml", "memories/2.yaml", "sessions/ses-7.yaml"]
-    second = empty_kb.get("2")
+    second = empty_kb.get("2").to_dict()
     assert (second["title"], second["type"], second["project"], second["scope"], second["session_id"]) == (
         "The warehouse is rebuilt nightly at 02:00 UTC, so today is m...", "passive", "analytics", "project", "ses-7")
     assert second["learning"] == "The warehouse is rebuilt nightly at 02:00 UTC, so today is missing from wh"
     # Safe to repeat: every item is a duplicate, and nothing is committed.
     head = git(empty_kb.root, "rev-parse", "HEAD")
-    again = empty_kb.capture_passive(LEARNINGS, "ses-7", "analytics")
+    again = empty_kb.capture_passive(LEARNINGS, "ses-7", "analytics").to_json()
     assert again["message"] == "Passive capture complete: extracted=2 saved=0 duplicates=2"
     assert git(empty_kb.root, "rev-parse", "HEAD") == head
     # Another project has its own memories; an item twice in one text is saved once.
     twice = "## Key Learnings:\n- the same learning, written twice\n- the same learning,  written twice\n"
-    other = empty_kb.capture_passive(twice, project="billing")
+    other = empty_kb.capture_passive(twice, project="billing").to_json()
     assert other["message"] == "Passive capture complete: extracted=2 saved=1 duplicates=1"
-    nothing = empty_kb.capture_passive("just prose, no learnings section")
+    nothing = empty_kb.capture_passive("just prose, no learnings section").to_json()
     assert nothing["message"] == "Passive capture complete: extracted=0 saved=0 duplicates=0"
 
 

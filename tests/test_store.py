@@ -38,7 +38,7 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
         "created",
     )
     text = (catalog_kb.root / "memories/1.yaml").read_text()
-    created = catalog_kb.get("1")["created_at"]
+    created = catalog_kb.get("1").to_dict()["created_at"]
     assert text == (
         "learning: NULL means not returned\nentities:\n- shop.orders.amount\n- shop.customers\n"
         f"created_at: '{created}'\n"
@@ -67,10 +67,10 @@ def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None
 
 def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("first", ["orders"], id="kb.x", description="old")
-    created = catalog_kb.get("kb.x")["created_at"]
+    created = catalog_kb.get("kb.x").to_dict()["created_at"]
     result = catalog_kb.save_memory("second", ["customers"], id="kb.x")
     assert result.action == "replaced"
-    data = catalog_kb.get("kb.x")
+    data = catalog_kb.get("kb.x").to_dict()
     assert (data["learning"], data["description"], data["entities"], data["created_at"]) == (
         "second",
         None,
@@ -115,7 +115,7 @@ def test_bad_saves_write_nothing(catalog_kb: KnowledgeBase, learning, linked, kw
 
 def test_blank_description_means_none(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("x", ["orders"], description="   ")
-    assert catalog_kb.get("1")["description"] is None
+    assert catalog_kb.get("1").to_dict()["description"] is None
     assert "description" not in (catalog_kb.root / "memories/1.yaml").read_text()
 
 
@@ -196,9 +196,9 @@ def test_forget_strips_exact_references_in_one_commit(catalog_kb: KnowledgeBase)
     assert result.to_json() == {"deleted_id": "X", "action": "forgotten", "stripped_from": ["a", "b"], "soft": False}
     assert len(commits(catalog_kb.root)) == before + 1
     assert not (catalog_kb.root / "memories/X.yaml").exists()
-    assert catalog_kb.get("a")["entities"] == ["memory:X1", "shop.orders"]
+    assert catalog_kb.get("a").to_dict()["entities"] == ["memory:X1", "shop.orders"]
     # A memory left with no entities stays.
-    assert catalog_kb.get("b")["entities"] == []
+    assert catalog_kb.get("b").to_dict()["entities"] == []
     assert git(catalog_kb.root, "status", "--porcelain") == ""
 
 
@@ -213,8 +213,8 @@ def test_soft_forget_hides_and_restore_brings_back(catalog_kb: KnowledgeBase) ->
     with pytest.raises(
         NotFoundError, match="Memory 's' was deleted at .*; bring it back with 'slayer-kb restore s'."
     ):
-        catalog_kb.get("s")
-    assert catalog_kb.get("s", include_deleted=True)["deleted_at"] is not None
+        catalog_kb.get("s").to_dict()
+    assert catalog_kb.get("s", include_deleted=True).to_dict()["deleted_at"] is not None
     assert catalog_kb.search("hidden").memories == []
     catalog_kb.restore("s")
     assert [h["id"] for h in catalog_kb.search("hidden").memories] == ["s"]
@@ -263,8 +263,8 @@ def test_list_newest_first(catalog_kb: KnowledgeBase) -> None:
         (catalog_kb.root / f"memories/m{n}.yaml").write_text(
             f"learning: memory {n}\ncreated_at: '2026-11-{day}T10:00:00Z'\n"
         )
-    assert [h["id"] for h in catalog_kb.list()] == ["m0", "m2", "m1"]
-    assert [h["id"] for h in catalog_kb.list(limit=1)] == ["m0"]
+    assert [h["id"] for h in catalog_kb.newest()] == ["m0", "m2", "m1"]
+    assert [h["id"] for h in catalog_kb.newest(limit=1)] == ["m0"]
 
 
 NEW_B = b"learning: b\ncreated_at: '2026-11-29T20:42:40Z'\n"
@@ -320,7 +320,7 @@ def test_a_reader_that_meets_a_half_written_file_waits_for_the_commit(catalog_kb
     torn = NEW_C[:10] + old_bytes["c"][10:]
     (root / "memories/c.yaml").write_bytes(torn)
     assert KnowledgeBase(root).read_with_text("c")[1].encode() == torn
-    assert KnowledgeBase(root).get("c")["learning"] == "c, shorter"
+    assert KnowledgeBase(root).get("c").to_dict()["learning"] == "c, shorter"
     assert (root / "memories/c.yaml").read_bytes() == NEW_C
 
 
@@ -384,7 +384,7 @@ def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: Knowle
     new = store._commit_tree(tree, old, "x", None)
     store._write_journal({"old": old, "new": new, "changes": {"memories/a.yaml": [None, blob]}})
     KnowledgeBase(root).save_memory("memory e", ["orders"], id="e")
-    assert KnowledgeBase(root).get("a")["learning"] == "memory a"
+    assert KnowledgeBase(root).get("a").to_dict()["learning"] == "memory a"
     assert git(root, "rev-parse", "HEAD~1").strip() == old
     assert not (root / ".slayer-kb/journal.json").exists()
     assert git(root, "status", "--porcelain") == ""

@@ -47,7 +47,7 @@ def test_an_id_an_agent_holds_never_changes_meaning(team, run_cli) -> None:
     run_cli("--kb", y, "sync", check=True)
     run_cli("--kb", x, "sync", check=True)
     for root in (x, y):
-        assert KnowledgeBase(root).get("1")["learning"] == "X: keep this"
+        assert KnowledgeBase(root).get("1").to_dict()["learning"] == "X: keep this"
         assert not (root / "memories" / f"{BLOCK + 1}.yaml").exists()
     assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
     # Whoever holds a block is on record, for an audit.
@@ -77,7 +77,7 @@ def test_ids_run_on_into_a_new_block_when_one_is_used_up(team) -> None:
     kb = KnowledgeBase(a)
     result = kb.capture_passive("## Key Learnings:\n" + "\n".join(f"- learned fact number {n} about orders" for n in range(BLOCK + 5)),
                                 session_id="s1")
-    ids = [int(i) for i in result["memory_ids"]]
+    ids = [int(i) for i in result.memory_ids]
     assert ids == list(range(1, BLOCK + 6))
     assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
 
@@ -178,7 +178,7 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, run_cli) -> 
     assert result.merged == {str(BLOCK + 1): "1"}
     sync(kb_a)
     for root in (a, b):
-        memory = KnowledgeBase(root).get("1")
+        memory = KnowledgeBase(root).get("1").to_dict()
         # The newest content; three saves under the key in all, none lost.
         assert memory["learning"] == "Five retries, exponential backoff."
         assert (memory["revision_count"], memory["duplicate_count"]) == (3, 1)
@@ -241,7 +241,7 @@ def test_a_topic_key_memory_revised_on_both_clones_merges(team) -> None:
     KnowledgeBase(b).save_observation("Cache", "Redis, 1 min TTL for carts.", project="api", topic_key="arch/cache")
     result = sync(KnowledgeBase(b))
     assert result.resolved == ["memories/1.yaml"]
-    memory = KnowledgeBase(b).get("1")
+    memory = KnowledgeBase(b).get("1").to_dict()
     assert memory["learning"] == "Redis, 1 min TTL for carts." and memory["revision_count"] == 3
 
 
@@ -273,7 +273,7 @@ def test_no_revision_is_lost_when_a_rebase_replays_several(team) -> None:
         assert KnowledgeBase(b).save_observation("Queue", text, **key).action == "revised"
     result = sync(KnowledgeBase(b))
     assert "memories/1.yaml" in result.resolved
-    memory = KnowledgeBase(b).get("1")
+    memory = KnowledgeBase(b).get("1").to_dict()
     # One save and four revisions on the two clones: five saves under the key.
     assert (memory["revision_count"], memory["learning"]) == (5, "RabbitMQ, quorum queues, lazy mode.")
 
@@ -322,7 +322,7 @@ def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> 
     assert sync(KnowledgeBase(c)).merged
     git(c, "remote", "set-url", "origin", str(bare))
     sync(KnowledgeBase(c))
-    memory = KnowledgeBase(c).get("1")
+    memory = KnowledgeBase(c).get("1").to_dict()
     # a's two saves, b's and c's: four saves under the key.
     assert (memory["learning"], memory["revision_count"]) == ("Redis, 5 min TTL.", 4)
     assert git(c, "log", "-1", "--format=%s", "--", "memories/1.yaml").strip() == "memory: count both sides' revisions of 1"

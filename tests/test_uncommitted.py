@@ -142,7 +142,7 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert (root / "memories" / "7.yaml").read_text() == "learning: Seven.\n" + CREATED
     assert (root / "memories" / "7.yaml.orig").read_text() == memory("Seven. WIP", "memory:3")
     assert kb.update("1", title="T", force=True).kept == ["memories/1.yaml.orig"]
-    assert (kb.get("1")["title"], kb.get("1")["learning"]) == ("T", "One.")
+    assert (kb.get("1").to_dict()["title"], kb.get("1").to_dict()["learning"]) == ("T", "One.")
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
 
 

@@ -48,7 +48,7 @@ def test_commits_are_packed_in_the_background(tmp_path: Path) -> None:
     packs = list((kb.root / ".git" / "objects" / "pack").glob("*.pack"))
     assert packs
     assert subprocess.run(["git", "fsck", "--connectivity-only"], cwd=kb.root, capture_output=True).returncode == 0
-    assert KnowledgeBase(kb.root).get("1")["learning"] == "upkeep note number 0"
+    assert KnowledgeBase(kb.root).get("1").to_dict()["learning"] == "upkeep note number 0"
     assert git(kb.root, "status", "--porcelain") == ""
 
 
@@ -248,7 +248,7 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     kb = KnowledgeBase(kb.root)
     kb.save_observation(title="after", content="saved after the kill")
     assert found(kb, "upkeep note") == sorted(str(n) for n in range(1, 11))
-    assert kb.get("11")["learning"] == "saved after the kill"
+    assert kb.get("11").to_dict()["learning"] == "saved after the kill"
     assert fsck(kb.root).returncode == 0
 
 

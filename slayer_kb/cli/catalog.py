@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from ..api import checks
+from ..core.results import CascadeResult, Report
 from ..core.text import counted
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 
-if TYPE_CHECKING:
-    from ..ops import cascade
-    from ..ops.validate import Report
 
-
-def _emit_cascade(settings: Settings, result: cascade.CascadeResult, what: str) -> None:
+def _emit_cascade(settings: Settings, result: CascadeResult, what: str) -> None:
     emit(settings, result.to_json(), lambda: deleted_text(result, what))
 
 
-def deleted_text(result: cascade.CascadeResult, what: str) -> str:
+def deleted_text(result: CascadeResult, what: str) -> str:
     head = f"Deleted {what} {result.deleted}"
     if result.commit:
         head += f" (commit {result.commit[:12]})"
@@ -99,7 +95,7 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
     emit(settings, result.to_json(), lambda: pruned_text(result))
 
 
-def pruned_text(result: cascade.CascadeResult) -> str:
+def pruned_text(result: CascadeResult) -> str:
     if not result.stripped:
         return "Nothing to prune: every reference resolves."
     verb = "Would strip" if result.dry_run else "Stripped"
@@ -110,19 +106,11 @@ def pruned_text(result: cascade.CascadeResult) -> str:
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
-    from ..ops.validate import MEMORIES
-
-    return [Path(p) for p in paths] if paths else [settings.kb().root / MEMORIES]
+    return [Path(p) for p in paths] if paths else [settings.kb().memories_dir]
 
 
 def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> None:
-    data = {
-        "ok": not failed,
-        "checked": report.checked,
-        "problems": [p.to_json() for p in report.problems],
-        "reformatted": report.reformatted,
-    }
-    emit(settings, data, lambda: "\n".join([*map(str, report.problems), summary]))
+    emit(settings, report.to_json(failed), lambda: "\n".join([*map(str, report.problems), summary]))
     if failed:
         sys.exit(1)
 
@@ -147,9 +135,7 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
       slayer-kb validate kb/memories/12.yaml
       slayer-kb --kb kb validate --against origin/main
     """
-    from ..ops.validate import validate
-
-    report = validate(_paths(settings, paths), against)
+    report = checks.validate(_paths(settings, paths), against)
     count = len(report.problems)
     checked = counted(report.checked, "file")
     summary = (f"{counted(count, 'problem')} in {counted(len({p.path for p in report.problems}), 'file')} "
@@ -172,9 +158,7 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
       slayer-kb --kb kb fmt
       slayer-kb fmt --check kb/memories/*.yaml
     """
-    from ..ops.fmt import fmt
-
-    report = fmt(_paths(settings, paths), check=check)
+    report = checks.fmt(_paths(settings, paths), check=check)
     lines = [f"{'would reformat' if check else 'reformatted'} {name}" for name in report.reformatted]
     summary = "\n".join([*lines, f"{len(report.reformatted)} of {report.checked} files "
                          f"{'need' if check else 'needed'} formatting"])
@@ -192,7 +176,4 @@ def schema_cmd(settings: Settings, session: bool) -> None:
       slayer-kb schema > .vscode/slayer-kb-memory.schema.json
       slayer-kb schema --session > .vscode/slayer-kb-session.schema.json
     """
-    from ..ops.validate import SCHEMA_PATH, SESSION_SCHEMA_PATH
-
-    path = SESSION_SCHEMA_PATH if session else SCHEMA_PATH
-    click.echo(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2))
+    click.echo(checks.schema(session))

@@ -1,20 +1,18 @@
 """CLI commands for editing, history, review, renumber/sync and SLayer/Engram interchange.
 
-Argument parsing and output formatting only; the work is in ``editing``, ``history``,
-``renumber`` and ``interchange``.
+Argument parsing and output formatting only; the work is in ``kb.history``, ``kb.team`` and
+``kb.interchange`` (api/).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from ..core.results import ImportResult
 from ..core.text import warning_lines
 from .common import Settings, emit, json_option, memory_text, pass_settings
-
-if TYPE_CHECKING:
-    from ..ops import interchange
 
 
 def _ask_reopen(problem: str) -> bool:
@@ -40,8 +38,7 @@ def edit(settings: Settings, memory_id: str) -> None:
     Example:
       EDITOR=nano slayer-kb edit 12
     """
-    from ..ops import editing  # imported on use: keeps every command's start-up short
-    result = editing.edit(settings.kb(), memory_id, reopen=_ask_reopen)
+    result = settings.kb().history.edit(memory_id, _ask_reopen)
 
     def human() -> str:
         if not result.changed:
@@ -62,8 +59,7 @@ def log(settings: Settings, memory_id: str) -> None:
     Example:
       slayer-kb log 12
     """
-    from ..ops import history  # imported on use: keeps every command's start-up short
-    entries = history.log(settings.kb(), memory_id)
+    entries = settings.kb().history.log(memory_id)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
         for e in entries
@@ -83,8 +79,7 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
       slayer-kb show 12 --rev HEAD~3
       slayer-kb show 12 --json
     """
-    from ..ops import history  # imported on use: keeps every command's start-up short
-    shown = history.show(settings.kb(), memory_id, rev)
+    shown = settings.kb().history.show(memory_id, rev)
 
     def human() -> str:
         head = ""
@@ -115,8 +110,7 @@ def review(settings: Settings, base: str, head: str) -> None:
       slayer-kb review origin/main
       slayer-kb review main feature-branch --json
     """
-    from ..ops import history  # imported on use: keeps every command's start-up short
-    result = history.review(settings.kb(), base, head)
+    result = settings.kb().history.review(base, head)
     emit(settings, result.to_json(), lambda: result.markdown().rstrip("\n"))
 
 
@@ -139,18 +133,15 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
       slayer-kb renumber --accept 27
     """
     if accept is not None:
-        kb = settings.kb()
-        moved = kb.moves.get(accept)
-        if not kb.moves.accept(accept):
+        accepted = settings.kb().team.accept(accept)
+        if accepted is None:
             raise click.UsageError(f"sync moved no memory with id '{accept}' on this clone; nothing to accept.")
-        assert moved is not None
-        emit(settings, {"accepted": accept, "moved_to": moved.new},
-             lambda: f"'{accept}' now means the memory it names; the one saved here as {accept} is {moved.new}.")
+        emit(settings, accepted.to_json(),
+             lambda: f"'{accept}' now means the memory it names; the one saved here as {accept} is {accepted.moved_to}.")
         return
     if onto is None:
         raise click.UsageError("Give --onto REF (the branch you will merge into) or --accept ID.")
-    from ..ops import renumber  # imported on use: keeps every command's start-up short
-    result = renumber.renumber(settings.kb(), onto, rewrite=rewrite)
+    result = settings.kb().team.renumber(onto, rewrite=rewrite)
 
     def human() -> str:
         if not result.mapping:
@@ -181,8 +172,7 @@ def sync_cmd(settings: Settings, remote: str) -> None:
     Example:
       slayer-kb sync --remote origin
     """
-    from ..ops import sync  # imported on use: keeps every command's start-up short
-    result = sync.sync(settings.kb(), remote)
+    result = settings.kb().team.sync(remote)
 
     def human() -> str:
         text = f"Synced {result.branch} with {remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
@@ -197,7 +187,7 @@ def sync_cmd(settings: Settings, remote: str) -> None:
     emit(settings, result.to_json(), human)
 
 
-def _import_text(result: interchange.ImportResult) -> str:
+def _import_text(result: ImportResult) -> str:
     return result.summary() + warning_lines(result.warnings)
 
 
@@ -214,8 +204,7 @@ def import_slayer(settings: Settings, directory: str) -> None:
     Example:
       slayer-kb import-slayer ~/.slayer
     """
-    from ..ops import interchange  # imported on use: keeps every command's start-up short
-    result = interchange.import_slayer(settings.kb(), directory)
+    result = settings.kb().interchange.import_slayer(directory)
     emit(settings, result.to_json(), lambda: _import_text(result))
 
 
@@ -230,8 +219,7 @@ def export_slayer(settings: Settings, directory: str) -> None:
     Example:
       slayer-kb export-slayer ./slayer-storage
     """
-    from ..ops import interchange  # imported on use: keeps every command's start-up short
-    result = interchange.export_slayer(settings.kb(), directory)
+    result = settings.kb().interchange.export_slayer(directory)
     data: dict[str, Any] = result.to_json()
     emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warning_lines(result.problems))
 
@@ -247,6 +235,5 @@ def import_engram(settings: Settings, file: str) -> None:
     Example:
       engram export > engram.json && slayer-kb import-engram engram.json
     """
-    from ..ops import interchange  # imported on use: keeps every command's start-up short
-    result = interchange.import_engram(settings.kb(), file)
+    result = settings.kb().interchange.import_engram(file)
     emit(settings, result.to_json(), lambda: _import_text(result))

@@ -1,5 +1,5 @@
 """What a command prints when its commit landed but the server that ran it died before it
-answered (daemon/settle.py): the same output, from the result ``ops.landed`` reads back from
+answered (daemon/settle.py): the same output, from the result ``kb.history.landed`` reads back from
 the commit, so the command is never run a second time."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..ops.landed import result_of
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, SaveResult
 from . import cli
 from .catalog import deleted_text, pruned_text
 from .common import Settings, emit
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[str], landing: Landing) -> bool:
     """Print what ``slayer-kb ARGV`` (``command`` with its arguments ``rest``) prints for its
     commit ``landing``; False, having printed nothing, for a commit it cannot read back."""
-    landed = result_of(kb, landing)
+    landed = kb.history.landed(landing)
     if landed is None:
         return False
     settings = Settings(None, "--json" in argv[: len(argv) - len(rest) - 1], None)
@@ -34,22 +34,21 @@ def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[st
         with contextlib.suppress(click.ClickException):
             found.make_context(command, list(rest), parent=ctx)
     result = landed.result
-    if landed.kind == "save":
-        emit(settings, result.to_json(), lambda: save_text(result))
-    elif landed.kind == "update":
-        emit(settings, result, lambda: updated_text(landed.subject, result))
-    elif landed.kind == "restore":
-        emit(settings, result, f"Restored memory {landed.subject}")
-    elif landed.kind == "forget":
-        emit(settings, result.to_json(), lambda: forgot_text(result))
-    elif landed.kind == "delete":
-        emit(settings, result.to_json(), lambda: deleted_text(result, command.removeprefix("delete-")))
-    elif landed.kind == "prune":
-        emit(settings, result.to_json(), lambda: pruned_text(result))
+    data = result.to_json()
+    if isinstance(result, SaveResult):
+        emit(settings, data, lambda: save_text(result))
+    elif isinstance(result, ChangeResult):
+        emit(settings, data, lambda: updated_text(landed.subject, data) if landed.kind == "update"
+             else f"Restored memory {landed.subject}")
+    elif isinstance(result, ForgetResult):
+        emit(settings, data, lambda: forgot_text(result))
+    elif isinstance(result, CascadeResult):
+        emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-")) if landed.kind == "delete"
+             else pruned_text(result))
     elif landed.kind == "session-start":
-        emit(settings, result, lambda: started_text(result))
+        emit(settings, data, lambda: started_text(result))
     elif landed.kind == "session-end":
-        emit(settings, result, lambda: ended_text(result))
+        emit(settings, data, lambda: ended_text(result))
     else:  # save-prompt
-        emit(settings, result, result["message"])
+        emit(settings, data, result.message or "")
     return True

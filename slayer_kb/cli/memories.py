@@ -183,7 +183,7 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
     Example:
       slayer-kb get kb.paid-revenue
     """
-    data = settings.kb().get(memory_id, include_deleted=deleted)
+    data = settings.kb().get(memory_id, include_deleted=deleted).to_dict()
     emit(settings, data, lambda: memory_text(data))
 
 
@@ -277,9 +277,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
       slayer-kb restore 12 --rev HEAD~3
     """
     if rev is not None:
-        from ..ops.history import restore_revision
-
-        result = restore_revision(settings.kb(), memory_id, rev)
+        result = settings.kb().history.restore(memory_id, rev)
         emit(
             settings,
             result.to_json(),

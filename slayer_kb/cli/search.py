@@ -139,7 +139,7 @@ def list_cmd(
       slayer-kb list --type decision --limit 5
     """
     kb = settings.kb()
-    hits = kb.list(type=type_, project=project, scope=scope, limit=limit)
+    hits = kb.newest(type=type_, project=project, scope=scope, limit=limit)
     warnings = kb.skipped()
     emit(
         settings,

@@ -2,24 +2,21 @@
 ``save-prompt``, ``capture-passive`` and ``sessions``; ``timeline --session`` prints with
 :func:`session_timeline_text`.
 
-Argument parsing and output formatting only; the work is in ``sessions`` (through the thin
-``KnowledgeBase`` methods).
+Argument parsing and output formatting only; the work is in ``KnowledgeBase``'s Engram
+methods (api/engram.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from ..core.text import warning_lines
+from ..core.results import SessionResult, SessionTimeline
+from ..core.text import quoted, warning_lines
 from .common import PROJECT_HELP, Settings, emit, json_option, pass_settings, read_text_arg
 
 
-def started_text(result: dict[str, Any]) -> str:
-    from ..ops.sessions import quoted
-
-    session = result["session"]
+def started_text(result: SessionResult) -> str:
+    session = result.session
     return f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
 
 
@@ -38,7 +35,7 @@ def session_start(settings: Settings, session_id: str, project: str, directory: 
       slayer-kb session-start ses-2026-11-29-auth --project analytics --directory "$PWD"
     """
     result = settings.kb().session_start(session_id, project, directory)
-    emit(settings, result, lambda: started_text(result))
+    emit(settings, result.to_json(), lambda: started_text(result))
 
 
 @click.command("session-end")
@@ -54,13 +51,11 @@ def session_end(settings: Settings, session_id: str, summary: str | None) -> Non
       slayer-kb session-end ses-2026-11-29-auth --summary "Found why refunds were counted twice"
     """
     result = settings.kb().session_end(session_id, read_text_arg(summary))
-    emit(settings, result, lambda: ended_text(result))
+    emit(settings, result.to_json(), lambda: ended_text(result))
 
 
-def ended_text(result: dict[str, Any]) -> str:
-    from ..ops.sessions import quoted
-
-    return f"Session {quoted(result['session']['id'])} completed" + warning_lines(result.get("warnings", []))
+def ended_text(result: SessionResult) -> str:
+    return f"Session {quoted(result.session['id'])} completed" + warning_lines(result.warnings or [])
 
 
 @click.command("save-prompt")
@@ -77,7 +72,7 @@ def save_prompt(settings: Settings, content: str, session_id: str | None, projec
       slayer-kb save-prompt "Why does net revenue go negative in March?" --session ses-1
     """
     result = settings.kb().save_prompt(read_text_arg(content), session_id, project)
-    emit(settings, result, result["message"])
+    emit(settings, result.to_json(), result.message or "")
 
 
 @click.command("capture-passive")
@@ -99,10 +94,10 @@ def capture_passive(settings: Settings, content: str, session_id: str | None, pr
     result = settings.kb().capture_passive(read_text_arg(content), session_id, project, source)
 
     def human() -> str:
-        ids = f" (memories {', '.join(result['memory_ids'])})" if result["memory_ids"] else ""
-        return result["message"] + ids
+        ids = f" (memories {', '.join(result.memory_ids)})" if result.memory_ids else ""
+        return result.message + ids
 
-    emit(settings, result, human)
+    emit(settings, result.to_json(), human)
 
 
 @click.command("sessions")
@@ -117,11 +112,7 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
     Example:
       slayer-kb sessions --project analytics
     """
-    from ..core import engram
-    from ..ops import sessions
-
-    found = sessions.of_project(sessions.load_all(settings.kb()), engram.normalize_project(project))[:limit]
-    data = [s.to_dict() for s in found]
+    data = [s.to_dict() for s in settings.kb().recent_sessions(project, limit)]
 
     def human() -> str:
         if not data:
@@ -136,7 +127,7 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
     emit(settings, data, human)
 
 
-def session_timeline_text(data: dict[str, Any]) -> str:
+def session_timeline_text(data: SessionTimeline) -> str:
     """``timeline --session``'s human output: the session's line, then its entries oldest first."""
     session = data["session"]
     head = session["id"]

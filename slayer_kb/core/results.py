@@ -13,6 +13,8 @@ from typing import Any, TypedDict
 
 from . import engram
 from .errors import MemoryFileError
+from .memory import Memory
+from .problems import Problem
 
 
 @dataclass
@@ -154,3 +156,229 @@ class SyncReport:
     catalog_changed: bool = False
     rebuilt: bool = False
     problems: list[MemoryFileError] = field(default_factory=list)
+
+
+@dataclass
+class CascadeResult:
+    """What a catalog cascade (``delete_*``) or ``prune`` did."""
+
+    deleted: str | None
+    commit: str | None
+    rewritten: list[str]
+    stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
+    dry_run: bool = False
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
+        if self.deleted is None:
+            data.update(stripped=self.stripped, dry_run=self.dry_run)
+        else:
+            data = {"deleted": self.deleted, **data}
+        if self.kept:
+            data["kept"] = self.kept
+        return data
+
+
+@dataclass
+class SessionResult:
+    """What ``session_start``, ``session_end`` or ``save_prompt`` did to a session file."""
+
+    session: dict[str, Any]  # Session.to_dict()
+    action: str  # started | ended | prompt saved
+    commit: str | None
+    warnings: list[str] | None = None  # session_end only
+    prompt: dict[str, Any] | None = None  # save_prompt only: Prompt.to_dict()
+    message: str | None = None  # save_prompt only: Engram's reply text
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"session": self.session, "action": self.action, "commit": self.commit}
+        if self.warnings is not None:
+            data["warnings"] = self.warnings
+        if self.prompt is not None:
+            data.update(prompt=self.prompt, message=self.message)
+        return data
+
+
+@dataclass
+class CaptureResult:
+    """What ``capture_passive`` saved from a text's ``## Key Learnings:`` section."""
+
+    session_id: str
+    source: str
+    extracted: int = 0
+    saved: int = 0
+    duplicates: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    @property
+    def message(self) -> str:
+        return (f"Passive capture complete: extracted={self.extracted} saved={self.saved} "
+                f"duplicates={self.duplicates}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"extracted": self.extracted, "saved": self.saved, "duplicates": self.duplicates,
+                "memory_ids": self.memory_ids, "session_id": self.session_id, "source": self.source,
+                "commit": self.commit, "message": self.message}
+
+
+class SessionTimeline(TypedDict):
+    """A session as one timeline, oldest first: ``entries`` of kind start, prompt, memory, end."""
+
+    session: dict[str, Any]  # the session file, or only its id when there is none
+    entries: list[dict[str, Any]]
+
+
+class LogEntry(TypedDict):
+    """A commit that touched a memory (``GitStore.describe_commits``)."""
+
+    commit: str
+    date: str
+    author: str
+    message: str
+
+
+@dataclass
+class EditResult:
+    memory_id: str
+    changed: bool
+    commit: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memory_id": self.memory_id, "changed": self.changed, "commit": self.commit,
+                "warnings": self.warnings}
+
+
+@dataclass
+class Shown:
+    """A memory as it was at a revision (``show``)."""
+
+    memory: Memory
+    text: str
+    rev: str | None  # None: the work tree
+    deleted_in: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in}
+
+
+@dataclass
+class RestoreResult:
+    memory_id: str
+    rev: str
+    warnings: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memory_id": self.memory_id, "rev": self.rev, "warnings": self.warnings, "commit": self.commit}
+
+
+@dataclass
+class RenumberResult:
+    onto: str
+    mapping: dict[str, str] = field(default_factory=dict)
+    rewritten: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"onto": self.onto, "renumbered": self.mapping, "references_rewritten_in": self.rewritten,
+                "commit": self.commit}
+
+
+@dataclass
+class AcceptResult:
+    """``renumber --accept``: an id sync moved now means the memory it names."""
+
+    accepted: str
+    moved_to: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "moved_to": self.moved_to}
+
+
+@dataclass
+class SyncResult:
+    remote: str
+    branch: str
+    pulled: int = 0
+    pushed: int = 0
+    renumbered: dict[str, str] = field(default_factory=dict)
+    merged: dict[str, str] = field(default_factory=dict)
+    resolved: list[str] = field(default_factory=list)
+    action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
+    head: str | None = None
+    attempts: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
+                "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
+                "resolved": self.resolved, "attempts": self.attempts, "head": self.head}
+
+
+@dataclass
+class ImportResult:
+    source: str
+    imported: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: int = 0
+    sessions: int = 0
+    prompts: int = 0  # import-engram: the prompts added to session files
+    warnings: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "imported": self.imported, "replaced": self.replaced,
+                "unchanged": self.unchanged, "skipped": self.skipped, "sessions": self.sessions,
+                "prompts": self.prompts, "warnings": self.warnings, "commit": self.commit}
+
+    def summary(self) -> str:
+        parts = [f"{len(self.imported)} imported"]
+        if self.replaced:
+            parts.append(f"{len(self.replaced)} replaced")
+        if self.unchanged:
+            parts.append(f"{len(self.unchanged)} unchanged")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        if self.sessions or self.prompts:
+            parts.append(f"{self.sessions} new sessions, {self.prompts} prompts")
+        return f"From {self.source}: " + ", ".join(parts) + "."
+
+
+@dataclass
+class ExportResult:
+    folder: str
+    written: list[str] = field(default_factory=list)
+    skipped_deleted: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"folder": self.folder, "written": self.written, "skipped_deleted": self.skipped_deleted,
+                "problems": self.problems}
+
+
+@dataclass
+class Report:
+    """What ``validate`` or ``fmt`` found."""
+
+    checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    # fmt only: files rewritten (or, with --check, that would be)
+    reformatted: list[str] = field(default_factory=list)
+
+    def to_json(self, failed: bool) -> dict[str, Any]:
+        return {"ok": not failed, "checked": self.checked, "problems": [p.to_json() for p in self.problems],
+                "reformatted": self.reformatted}
+
+
+@dataclass
+class Landed:
+    """The result of the operation a commit made: ``kind`` names the operation (``save``,
+    ``update``, ``restore``, ``forget``, ``delete``, ``prune``, ``session-start``,
+    ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
+
+    kind: str
+    result: SaveResult | ChangeResult | ForgetResult | CascadeResult | SessionResult
+    subject: str = ""  # the id or entity the command was given

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 
@@ -26,3 +27,13 @@ def listed(paths: Sequence[str], limit: int = 5) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 3 more``: paths named in one line of a message."""
     shown = ", ".join(paths[:limit])
     return shown if len(paths) <= limit else f"{shown} and {len(paths) - limit} more"
+
+
+def clip(text: str, limit: int) -> str:
+    """Engram's ``truncate``: the first ``limit`` characters and ``...`` when longer."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def quoted(text: str) -> str:
+    """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
+    return json.dumps(text, ensure_ascii=False)

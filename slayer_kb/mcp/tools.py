@@ -22,10 +22,8 @@ import yaml
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError
 from ..core.results import ChangeResult, Hit, Stats, Timeline
-from ..core.text import warning_lines
-from ..kb import MAX_ENGRAM_LIMIT, KnowledgeBase
-from ..ops import sessions
-from ..ops.finding import DEFAULT_LIMIT
+from ..core.text import clip, quoted, warning_lines
+from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .schema import Handler, Reply, ToolSpec, check_arguments
 
 logger = logging.getLogger(__name__)
@@ -196,7 +194,7 @@ def _mem_delete(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 
 def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    data = kb.get(_id_arg(a["id"]))
+    data = kb.get(_id_arg(a["id"])).to_dict()
     lines = [f"#{data['id']} [{_type(data)}] {_label(data)}", data["learning"].rstrip("\n")]
     # Engram's metadata lines, then what only slayer-kb memories carry.
     fields = [
@@ -229,7 +227,7 @@ def _stats_line(stats: Stats) -> str:
 
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = kb.context(a.get("project"), a.get("scope"), limit=a["limit"])
-    if text == sessions.EMPTY_CONTEXT:
+    if text == EMPTY_CONTEXT:
         # Engram's reply, without stats, when there is nothing
         return Reply(text.rstrip("\n"), {"text": text, "stats": None})
     stats = kb.stats()
@@ -284,7 +282,7 @@ def _session_line(data: Timeline) -> str:
         return data["session_id"] or "(none)"
     line = f"{session['id']} ({session['project'] or 'no project'}, started {session['started_at']})"
     if session["summary"]:
-        line += f" \u2014 {sessions.clip(' '.join(session['summary'].split()), 100)}"
+        line += f" \u2014 {clip(' '.join(session['summary'].split()), 100)}"
     return line
 
 
@@ -293,25 +291,25 @@ def _session_line(data: Timeline) -> str:
 
 def _mem_session_start(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_start(a["id"], a["project"], a.get("directory"))
-    session = result["session"]
-    text = f"Session {sessions.quoted(session['id'])} started for project {sessions.quoted(session['project'] or '')}"
-    return Reply(text, result)
+    session = result.session
+    text = f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
+    return Reply(text, result.to_json())
 
 
 def _mem_session_end(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_end(a["id"], a.get("summary"))
-    text = f"Session {sessions.quoted(result['session']['id'])} completed"
-    return Reply(_with_warnings(text, result["warnings"]), result)
+    text = f"Session {quoted(result.session['id'])} completed"
+    return Reply(_with_warnings(text, result.warnings or []), result.to_json())
 
 
 def _mem_save_prompt(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.save_prompt(a["content"], a.get("session_id"), a.get("project"))
-    return Reply(result["message"], result)
+    return Reply(result.message or "", result.to_json())
 
 
 def _mem_capture_passive(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.capture_passive(a["content"], a.get("session_id"), a.get("project"), a.get("source"))
-    return Reply(result["message"], result)
+    return Reply(result.message, result.to_json())
 
 
 # -- the table -------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode
 from ..core.memory import Memory, utc_now
+from ..core.results import CaptureResult
 from ..transaction import memory_change
 from . import sessions
 
@@ -54,7 +55,7 @@ def _clean(text: str) -> str:
 
 
 def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None,
-                    source: Any = None) -> dict[str, Any]:
+                    source: Any = None) -> CaptureResult:
     """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
     section becomes a memory of type ``passive`` unless a live memory of the project already has
     the same text. All of them and the session, when it is new, in one commit."""
@@ -65,17 +66,16 @@ def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, pro
     session_id = sessions.session_or_default(session_id, project)
     source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
     learnings = extract_learnings(engram.redact_private(content))
-    result: dict[str, Any] = {"extracted": len(learnings), "saved": 0, "duplicates": 0, "memory_ids": [],
-                              "session_id": session_id, "source": source, "commit": None}
+    result = CaptureResult(session_id, source, extracted=len(learnings))
     if not learnings:
-        return _with_message(result)
+        return result
     with kb.transaction() as tx:
         seen: set[str] = set()
         fresh: list[str] = []
         for learning in learnings:
             digest = engram.content_hash(learning)
             if digest in seen or tx.live(limit=1, content_hash=digest, project=project):
-                result["duplicates"] += 1
+                result.duplicates += 1
             else:
                 fresh.append(learning)
             seen.add(digest)
@@ -86,10 +86,10 @@ def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, pro
             _, session_changes = sessions.ensure(tx, session_id, project, now=now)
             changes = [memory_change(m) for m in memories.values()] + session_changes
             ids = ", ".join(memories)
-            result["commit"] = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
-            result["saved"] = len(memories)
-            result["memory_ids"] = list(memories)
-    return _with_message(result)
+            result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
+            result.saved = len(memories)
+            result.memory_ids = list(memories)
+    return result
 
 
 def _passive_memory(memory_id: str, learning: str, project: str | None, session_id: str, now: str) -> Memory:
@@ -97,8 +97,3 @@ def _passive_memory(memory_id: str, learning: str, project: str | None, session_
     return Memory(id=memory_id, learning=learning, created_at=now, title=title, type="passive",
                   project=project, scope="project", session_id=session_id, revision_count=1, duplicate_count=1)
 
-
-def _with_message(result: dict[str, Any]) -> dict[str, Any]:
-    result["message"] = (f"Passive capture complete: extracted={result['extracted']} saved={result['saved']} "
-                         f"duplicates={result['duplicates']}")
-    return result

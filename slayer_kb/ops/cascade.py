@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError,
 from ..core.fileio import read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, with_entities
+from ..core.results import CascadeResult
 from ..search import lookups
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
@@ -55,24 +55,6 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 MESSAGE_IDS = 50
 
 
-@dataclass
-class CascadeResult:
-    deleted: str | None
-    commit: str | None
-    rewritten: list[str]
-    stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
-    dry_run: bool = False
-    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
-        if self.deleted is None:
-            data.update(stripped=self.stripped, dry_run=self.dry_run)
-        else:
-            data = {"deleted": self.deleted, **data}
-        if self.kept:
-            data["kept"] = self.kept
-        return data
 
 
 # -- the deletes -------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: 
         planned, (changes, warnings), kept = tx.rewrite(plan, force)
         tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
         kb.pending.clear(memory_id)
-    return ChangeResult(kb.get(memory_id), "updated", warnings, kept)
+    return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
 def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
@@ -135,7 +135,7 @@ def restore(kb: KnowledgeBase, memory_id: str) -> ChangeResult:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))
         tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
-    return ChangeResult(kb.get(memory_id), "restored")
+    return ChangeResult(kb.get(memory_id).to_dict(), "restored")
 
 
 def _is_regular(path: Path) -> bool:

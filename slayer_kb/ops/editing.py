@@ -18,13 +18,13 @@ import stat
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError
 from ..core.ids import check_id
 from ..core.memory import Memory, dumps, key_line, loads
+from ..core.results import EditResult
 from ..transaction import memory_change
 
 if TYPE_CHECKING:
@@ -33,16 +33,6 @@ if TYPE_CHECKING:
 DEFAULT_EDITOR = "vi"
 
 
-@dataclass
-class EditResult:
-    memory_id: str
-    changed: bool
-    commit: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"memory_id": self.memory_id, "changed": self.changed, "commit": self.commit,
-                "warnings": self.warnings}
 
 
 def check_memory_text(

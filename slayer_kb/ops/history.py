@@ -31,9 +31,8 @@ import re
 import tempfile
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..catalog.catalog import Catalog, load_catalog
 from ..core.errors import MemoryFileError, NotFoundError
@@ -41,6 +40,8 @@ from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
+from ..core.results import LogEntry, RestoreResult, Shown
+from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.repo import GitStore
@@ -107,7 +108,7 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
 # log, show, restore
 
 
-def log(kb: KnowledgeBase, memory_id: str) -> list[dict[str, str]]:
+def log(kb: KnowledgeBase, memory_id: str) -> list[LogEntry]:
     """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
     check_id(memory_id)
     store = kb.store
@@ -148,15 +149,6 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
         rev, path = f"{oldest}^", renamed_from
 
 
-@dataclass
-class Shown:
-    memory: Memory
-    text: str
-    rev: str | None  # None: the work tree
-    deleted_in: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in}
 
 
 def show(kb: KnowledgeBase, memory_id: str, rev: str | None = None) -> Shown:
@@ -194,15 +186,6 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
     return proc.stdout.decode().strip() or None
 
 
-@dataclass
-class RestoreResult:
-    memory_id: str
-    rev: str
-    warnings: list[str] = field(default_factory=list)
-    commit: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"memory_id": self.memory_id, "rev": self.rev, "warnings": self.warnings, "commit": self.commit}
 
 
 def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResult:
@@ -257,60 +240,6 @@ def _work_tree_bytes(kb: KnowledgeBase, kb_path: str) -> bytes | None:
 # review
 
 
-@dataclass
-class MemoryChange:
-    id: str
-    status: str  # added | changed | relinked | removed | renamed
-    label: str = ""
-    entities: list[str] = field(default_factory=list)
-    fields: list[str] = field(default_factory=list)
-    entities_added: list[str] = field(default_factory=list)
-    entities_removed: list[str] = field(default_factory=list)
-    learning_diff: str | None = None
-    old_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "label": self.label}
-        if self.status in ("added", "removed"):
-            data["entities"] = self.entities
-        else:
-            data.update(fields=self.fields, entities_added=self.entities_added,
-                        entities_removed=self.entities_removed, learning_diff=self.learning_diff)
-        if self.old_id is not None:
-            data["old_id"] = self.old_id
-        return data
-
-
-@dataclass
-class Review:
-    base: str
-    head: str
-    merge_base: str = ""
-    added: list[MemoryChange] = field(default_factory=list)
-    changed: list[MemoryChange] = field(default_factory=list)
-    relinked: list[MemoryChange] = field(default_factory=list)
-    removed: list[MemoryChange] = field(default_factory=list)
-    renamed: list[MemoryChange] = field(default_factory=list)
-    catalog: dict[str, list[str]] = field(default_factory=dict)
-    catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
-    sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
-    problems: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "base": self.base,
-            "head": self.head,
-            "merge_base": self.merge_base,
-            **{name: [c.to_json() for c in getattr(self, name)]
-               for name in ("added", "changed", "relinked", "removed", "renamed")},
-            "catalog": self.catalog,
-            "catalog_files": self.catalog_files,
-            "sessions": self.sessions,
-            "problems": self.problems,
-        }
-
-    def markdown(self) -> str:
-        return render_review(self)
 
 
 def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
@@ -489,70 +418,4 @@ def catalog_diff(before: Catalog, after: Catalog) -> dict[str, list[str]]:
     if before.priority != after.priority:
         diff["priority"] = [" > ".join(before.priority) or "(none)", " > ".join(after.priority) or "(none)"]
     return diff
-
-
-def render_review(r: Review) -> str:
-    total = len(r.added) + len(r.changed) + len(r.relinked) + len(r.removed) + len(r.renamed)
-    lines = [f"## Knowledge base changes ({r.base}...{r.head})", ""]
-    counts = [f"{len(r.added)} added", f"{len(r.changed)} changed", f"{len(r.relinked)} re-linked",
-              f"{len(r.removed)} removed"]
-    if r.renamed:
-        counts.append(f"{len(r.renamed)} renamed")
-    lines.append(("Memories: " + ", ".join(counts) + ".") if total else "No memory changed.")
-    if r.sessions:
-        kinds = [k for k in ("added", "changed", "renamed", "removed") if any(e["status"] == k for e in r.sessions)]
-        prompts = sum(len(e["prompts_added"]) for e in r.sessions)
-        lines.append("Sessions: " + ", ".join(f"{sum(e['status'] == k for e in r.sessions)} {k}" for k in kinds)
-                     + f"; {prompts} prompt{'' if prompts == 1 else 's'} added.")
-
-    def section(title: str, items: list[str]) -> None:
-        if items:
-            lines.extend(["", f"### {title}", "", *items])
-
-    def entity_list(entities: list[str]) -> str:
-        return "entities: " + ", ".join(f"`{e}`" for e in entities) if entities else "no entities"
-
-    section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
-    changed_lines: list[str] = []
-    for c in r.changed + r.renamed:
-        head = f"- **{c.id}**" + (f" (was {c.old_id})" if c.old_id else "") + f": {_md(c.label)}"
-        if c.fields:
-            head += f" (changed: {', '.join(c.fields)})"
-        changed_lines.append(head)
-        changed_lines.extend(_entity_moves(c))
-        if c.learning_diff is not None:
-            changed_lines.extend(["", "  ```diff", *("  " + line for line in c.learning_diff.splitlines()), "  ```"])
-    section("Changed", changed_lines)
-    relinked_lines: list[str] = []
-    for c in r.relinked:
-        relinked_lines.append(f"- **{c.id}**: {_md(c.label)}")
-        relinked_lines.extend(_entity_moves(c))
-    section("Re-linked", relinked_lines)
-    section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
-    catalog_lines = [
-        f"- {f['status']} `{f['path']}`" + (f" (was `{f['old_path']}`)" if "old_path" in f else "")
-        for f in r.catalog_files
-    ]
-    for key, values in r.catalog.items():
-        if key == "priority":
-            catalog_lines.append(f"- priority: {values[0]} -> {values[1]}")
-        else:
-            catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(f"`{v}`" for v in values))
-    section("Catalog", catalog_lines)
-    section("Sessions", sessions.review_lines(r.sessions))
-    section("Problems", [f"- {_md(p)}" for p in r.problems])
-    return "\n".join(lines) + "\n"
-
-
-def _entity_moves(c: MemoryChange) -> list[str]:
-    out = []
-    if c.entities_added:
-        out.append("  - entities added: " + ", ".join(f"`{e}`" for e in c.entities_added))
-    if c.entities_removed:
-        out.append("  - entities removed: " + ", ".join(f"`{e}`" for e in c.entities_removed))
-    return out
-
-
-def _md(text: str) -> str:
-    return text.replace("\n", " ")
 

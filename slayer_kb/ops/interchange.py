@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +53,7 @@ from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError
 from ..core.ids import case_conflict, check_id, check_new_id
 from ..core.memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
+from ..core.results import ExportResult, ImportResult
 from ..search import lookups
 from ..store.repo import Change
 from ..transaction import memory_change
@@ -67,34 +67,6 @@ SLAYER_KEYS = ("id", "description", "entities", "query", "created_at")
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-@dataclass
-class ImportResult:
-    source: str
-    imported: list[str] = field(default_factory=list)
-    replaced: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    skipped: int = 0
-    sessions: int = 0
-    prompts: int = 0  # import-engram: the prompts added to session files
-    warnings: list[str] = field(default_factory=list)
-    commit: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "imported": self.imported, "replaced": self.replaced,
-                "unchanged": self.unchanged, "skipped": self.skipped, "sessions": self.sessions,
-                "prompts": self.prompts, "warnings": self.warnings, "commit": self.commit}
-
-    def summary(self) -> str:
-        parts = [f"{len(self.imported)} imported"]
-        if self.replaced:
-            parts.append(f"{len(self.replaced)} replaced")
-        if self.unchanged:
-            parts.append(f"{len(self.unchanged)} unchanged")
-        if self.skipped:
-            parts.append(f"{self.skipped} skipped")
-        if self.sessions or self.prompts:
-            parts.append(f"{self.sessions} new sessions, {self.prompts} prompts")
-        return f"From {self.source}: " + ", ".join(parts) + "."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,16 +194,6 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
     return result
 
 
-@dataclass
-class ExportResult:
-    folder: str
-    written: list[str] = field(default_factory=list)
-    skipped_deleted: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"folder": self.folder, "written": self.written, "skipped_deleted": self.skipped_deleted,
-                "problems": self.problems}
 
 
 def export_slayer(kb: KnowledgeBase, folder: str | Path) -> ExportResult:

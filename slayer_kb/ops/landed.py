@@ -10,19 +10,17 @@ the rest. Warnings the command printed are not in the commit, so they are not re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core import engram
 from ..core.ids import id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
-from ..core.results import ForgetResult, SaveResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, SaveResult, SessionResult
 from ..core.session import Session, session_path
 from ..core.session import loads as load_session
 from ..store.requests import Landing
 from . import sessions
-from .cascade import CascadeResult
 from .history import text_at
 
 if TYPE_CHECKING:
@@ -36,16 +34,6 @@ _DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
 _PRUNE = re.compile(r"catalog: prune \d+ dangling references")
 _SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
 
-
-@dataclass
-class Landed:
-    """The result of the operation a commit made: ``kind`` names the operation (``save``,
-    ``update``, ``restore``, ``forget``, ``delete``, ``prune``, ``session-start``,
-    ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
-
-    kind: str
-    result: Any
-    subject: str = ""  # the id or entity the command was given
 
 
 def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
@@ -66,9 +54,8 @@ def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
         return Landed("save", SaveResult(memory_id, memory.entities, [], action, memory.title, memory.type,
                                          suggestion, commit), memory_id)
     if match := _UPDATE.fullmatch(first):
-        # As ChangeResult.to_json has it.
         action = "updated" if match["verb"] == "update" else "restored"
-        return Landed(match["verb"], {**kb.get(match["id"]), "action": action, "warnings": []}, match["id"])
+        return Landed(match["verb"], ChangeResult(kb.get(match["id"]).to_dict(), action), match["id"])
     if match := _FORGET.fullmatch(first):
         memory_id = match["id"]
         stripped = [] if match["soft"] else [mid for mid in _changed_memories(landing) if mid != memory_id]
@@ -90,13 +77,10 @@ def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
 def _session_result(kb: KnowledgeBase, landing: Landing, verb: str, session_id: str) -> Landed:
     session = _session_at(kb, landing.commit, session_id)
     if verb == "start":
-        return Landed("session-start", sessions.result(session, landing.commit, "started"), session_id)
+        return Landed("session-start", SessionResult(session.to_dict(), "started", landing.commit), session_id)
     if verb == "end":
-        return Landed("session-end", {**sessions.result(session, landing.commit, "ended"), "warnings": []}, session_id)
-    prompt = session.prompts[-1]
-    reply = f"Prompt saved: {sessions.quoted(sessions.clip(prompt.content, sessions.PROMPT_REPLY_CHARS))}"
-    return Landed("save-prompt", {**sessions.result(session, landing.commit, "prompt saved"),
-                                  "prompt": prompt.to_dict(), "message": reply}, session_id)
+        return Landed("session-end", SessionResult(session.to_dict(), "ended", landing.commit, []), session_id)
+    return Landed("save-prompt", sessions.prompt_result(session, landing.commit), session_id)
 
 
 def _changed_memories(landing: Landing) -> list[str]:

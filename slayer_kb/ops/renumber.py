@@ -22,13 +22,13 @@ subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
+from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
 from .history import blob_at, memory_ids_at, resolve_rev
@@ -39,16 +39,6 @@ if TYPE_CHECKING:
 TRAILER = "Renumbered-by: slayer-kb"
 
 
-@dataclass
-class RenumberResult:
-    onto: str
-    mapping: dict[str, str] = field(default_factory=dict)
-    rewritten: list[str] = field(default_factory=list)
-    commit: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"onto": self.onto, "renumbered": self.mapping, "references_rewritten_in": self.rewritten,
-                "commit": self.commit}
 
 
 def merge_base(store: GitStore, a: str, b: str) -> str | None:

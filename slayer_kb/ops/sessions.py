@@ -30,6 +30,7 @@ from ..core.inputs import check_unicode
 from ..core.memory import (
     utc_now,
 )
+from ..core.results import SessionResult, SessionTimeline
 from ..core.session import (
     MAX_SUMMARY,
     SESSION_KEYS,
@@ -43,7 +44,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import counted
+from ..core.text import clip, counted, quoted
 from ..store.repo import Change
 from ..transaction import Transaction
 
@@ -209,7 +210,7 @@ def _check_no_case_twin(kb: KnowledgeBase, session_id: str) -> None:
             )
 
 
-def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: Any = None) -> dict[str, Any]:
+def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: Any = None) -> SessionResult:
     """Engram's ``mem_session_start``: register a session (an existing one is kept, only an
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
@@ -218,10 +219,10 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
     with kb.transaction(sync=False) as tx:
         session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
-    return result(session, commit, "started" if changes else "unchanged")
+    return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit)
 
 
-def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, Any]:
+def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> SessionResult:
     """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
     redacted; none given keeps an earlier one). One commit. An id never started is made and
     ended, with a warning, as Engram's ``mem_save_prompt`` makes it and its ``mem_session_end``
@@ -244,10 +245,10 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> dict[str, An
         tx.require_committed(session.path)
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
-    return {**result(ended, commit, "ended"), "warnings": warnings}
+    return SessionResult(ended.to_dict(), "ended", commit, warnings)
 
 
-def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> dict[str, Any]:
+def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> SessionResult:
     """Engram's ``mem_save_prompt``: the user's prompt, private parts redacted and cut at the KB's
     content limit, added to its session's file (made when missing). One commit."""
     content = _required_text(content, "content")
@@ -262,8 +263,14 @@ def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
         commit = tx.commit([change(session)], f"session: prompt in {session_id}")
-    return {**result(session, commit, "prompt saved"), "prompt": prompt.to_dict(),
-            "message": f"Prompt saved: {quoted(clip(content, PROMPT_REPLY_CHARS))}"}
+    return prompt_result(session, commit)
+
+
+def prompt_result(session: Session, commit: str | None) -> SessionResult:
+    """``save_prompt``'s result for the session its last prompt went into, and Engram's reply."""
+    prompt = session.prompts[-1]
+    return SessionResult(session.to_dict(), "prompt saved", commit, prompt=prompt.to_dict(),
+                         message=f"Prompt saved: {quoted(clip(prompt.content, PROMPT_REPLY_CHARS))}")
 
 
 def _cut(text: str, limit: int) -> str:
@@ -295,18 +302,7 @@ def optional_text(value: Any, name: str) -> str | None:
     return value.strip() or None
 
 
-def result(session: Session, commit: str | None, action: str) -> dict[str, Any]:
-    return {"session": session.to_dict(), "action": action, "commit": commit}
 
-
-def clip(text: str, limit: int) -> str:
-    """Engram's ``truncate``: the first ``limit`` characters and ``...`` when longer."""
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def quoted(text: str) -> str:
-    """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 # -- reading for context, stats and timeline -----------------------------------------------------
@@ -324,7 +320,7 @@ def of_project(sessions: list[Session], project: str | None) -> list[Session]:
     return [s for s in sessions if project is None or s.project == project]
 
 
-def timeline(kb: KnowledgeBase, session_id: Any) -> dict[str, Any]:
+def timeline(kb: KnowledgeBase, session_id: Any) -> SessionTimeline:
     """A session as one timeline: its start, prompts, memories (live ones, by creation) and end,
     oldest first."""
     session_id = check_session_id(session_id, "session")
@@ -433,32 +429,6 @@ def review_entry(status: str, path: str, before: Session | None, after: Session 
     entry["summary"] = after.summary if after else None
     return entry
 
-
-def review_lines(entries: list[dict[str, Any]]) -> list[str]:
-    """The review's markdown lines for its sessions."""
-    lines = []
-    for e in entries:
-        what = []
-        if e["status"] == "added":
-            what.append("started" + (f" in {e['project']}" if e["project"] else ""))
-        elif e["status"] == "removed":
-            what.append("removed")
-        elif e.get("old_id"):
-            what.append(f"renamed from {e['old_id']}")
-        if e["prompts_added"]:
-            what.append(counted(len(e["prompts_added"]), "prompt") + " added")
-        if e["prompts_removed"]:
-            what.append(counted(len(e["prompts_removed"]), "prompt") + " removed")
-        if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
-            what.append("ended")
-        other = [f for f in e["fields"] if f != "ended_at"]
-        if other:
-            what.append("changed: " + ", ".join(other))
-        lines.append(f"- **{e['id']}**: {'; '.join(what) or 'reformatted'}")
-        lines.extend(f"  - prompt: {clip(' '.join(text.split()), 200)}" for text in e["prompts_added"])
-        if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
-            lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
-    return lines
 
 
 # -- import from Engram --------------------------------------------------------------------------

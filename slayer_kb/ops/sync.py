@@ -27,13 +27,13 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
+from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
 from ..store.repo import Change, GitStore
@@ -52,23 +52,6 @@ BACKOFF_FIRST = 0.1
 BACKOFF_CAP = 3.0
 
 
-@dataclass
-class SyncResult:
-    remote: str
-    branch: str
-    pulled: int = 0
-    pushed: int = 0
-    renumbered: dict[str, str] = field(default_factory=dict)
-    merged: dict[str, str] = field(default_factory=dict)
-    resolved: list[str] = field(default_factory=list)
-    action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
-    head: str | None = None
-    attempts: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
-                "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
-                "resolved": self.resolved, "attempts": self.attempts, "head": self.head}
 
 
 def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.ids import is_auto_id
+from ..core.problems import Problem, shown
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev
-from .problems import Problem, shown
 
 MEMORIES = "memories"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)

@@ -60,10 +60,11 @@ from ..core.memory import (
     too_deep_for_parser,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
+from ..core.problems import Problem, shown
+from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
-from .problems import Problem, shown
 from .teamchecks import id_collisions, topic_key_twins
 
 # The record schemas live with the records (core/).
@@ -72,12 +73,6 @@ SESSION_SCHEMA_PATH = SCHEMA_PATH.with_name("session.schema.json")
 MEMORIES = "memories"
 
 
-@dataclass
-class Report:
-    checked: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    # fmt only: files rewritten (or, with --check, that would be)
-    reformatted: list[str] = field(default_factory=list)
 
 
 @lru_cache(maxsize=1)

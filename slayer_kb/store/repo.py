@@ -29,6 +29,7 @@ from typing import Literal
 import filelock
 
 from ..core.errors import ConflictError, StoreError, WorkTreeError
+from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
@@ -427,7 +428,7 @@ class GitStore:
                 break
         return checked(args, proc).stdout.decode().strip()
 
-    def describe_commits(self, shas: list[str]) -> list[dict[str, str]]:
+    def describe_commits(self, shas: list[str]) -> list[LogEntry]:
         """Each commit's sha, author, ISO date and message, in the order given.
 
         GitPython reads them: parsing authors, dates and multi-line messages is what it is good

@@ -1,0 +1,18 @@
+"""The base of the mixins that make up ``KnowledgeBase`` (api/engram.py, api/cascades.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+class Part:
+    """A part of ``KnowledgeBase``, which is its only subclass."""
+
+    @property
+    def _kb(self) -> KnowledgeBase:
+        """This object as the KnowledgeBase the operations take (a mixin cannot name its
+        subclass as its own type)."""
+        return cast("KnowledgeBase", self)

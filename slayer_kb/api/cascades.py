@@ -1,0 +1,34 @@
+"""The catalog cascades as ``KnowledgeBase`` methods (a mixin): each deletes a catalog entity
+and strips it from every memory, or prunes dangling references, in one commit (ops/cascade.py,
+imported on use)."""
+
+from __future__ import annotations
+
+from ..core.results import CascadeResult
+from .base import Part
+
+
+class Cascades(Part):
+    """``delete_model``, ``delete_datasource``, ``delete_leaf`` and ``prune``."""
+
+    def delete_model(
+        self, model: str, datasource: str | None = None, *, force: bool = False
+    ) -> CascadeResult:
+        from ..ops import cascade
+
+        return cascade.delete_model(self._kb, model, datasource, force=force)
+
+    def delete_datasource(self, datasource: str, *, force: bool = False) -> CascadeResult:
+        from ..ops import cascade
+
+        return cascade.delete_datasource(self._kb, datasource, force=force)
+
+    def delete_leaf(self, leaf: str, *, force: bool = False) -> CascadeResult:
+        from ..ops import cascade
+
+        return cascade.delete_leaf(self._kb, leaf, force=force)
+
+    def prune(self, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
+        from ..ops import cascade
+
+        return cascade.prune(self._kb, dry_run=dry_run, force=force)

@@ -1,0 +1,34 @@
+"""``validate`` and ``fmt`` of memory and session files, and their JSON Schemas. They read files
+given by path, of one KB or several, so they are functions rather than ``KnowledgeBase``
+methods."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.results import Report
+
+
+def validate(paths: Sequence[Path], against: str | None = None) -> Report:
+    """Check memory and session files (a file, a folder, a KB, a catalog file standing for its
+    KB's memories); with ``against``, also the auto ids this branch added that it uses."""
+    from ..ops.validate import validate as check
+
+    return check(paths, against)
+
+
+def fmt(paths: Sequence[Path], check: bool = False) -> Report:
+    """Rewrite the files into canonical form; with ``check``, only report those that are not."""
+    from ..ops.fmt import fmt as rewrite
+
+    return rewrite(paths, check=check)
+
+
+def schema(session: bool = False) -> str:
+    """The JSON Schema of memory files (of session files with ``session``), indented."""
+    from ..ops.validate import SCHEMA_PATH, SESSION_SCHEMA_PATH
+
+    path = SESSION_SCHEMA_PATH if session else SCHEMA_PATH
+    return json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2)

@@ -1,0 +1,109 @@
+"""Engram's tools as ``KnowledgeBase`` methods (a mixin, so kb.py holds the KB's own work):
+observations, changing and forgetting memories, sessions and prompts, the timeline, stats and
+the context digest. The work is in ``ops`` (observations, changes, sessions, capture, finding)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import engram
+from ..core.results import (
+    CaptureResult,
+    ChangeResult,
+    ForgetResult,
+    SaveResult,
+    SessionResult,
+    SessionTimeline,
+    Stats,
+    Timeline,
+)
+from ..core.session import Session
+from ..ops import capture, changes, finding, observations, sessions
+from .base import Part
+
+CONTEXT_BUDGET = 6000
+CONTEXT_MEMORIES = 20
+
+
+class EngramTools(Part):
+    """Engram's ``mem_*`` tools (and ``update``/``forget``/``restore``, which SLayer's tools
+    share); a base of ``KnowledgeBase``, whose methods they call."""
+
+    def save_observation(
+        self, title: str, content: str, type: str | None = None, project: str | None = None,
+        scope: str | None = None, topic_key: str | None = None, session_id: str | None = None,
+        entities: Any = None, description: str | None = None,
+    ) -> SaveResult:
+        """Engram's ``mem_save``: redaction, topic-key upsert, de-duplication, else a new memory."""
+        return observations.save(self._kb, title, content, type, project, scope, topic_key, session_id, entities,
+                                 description)
+
+    def update(self, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
+        """Engram's ``mem_update``: change only the given fields of a live memory."""
+        return changes.update(self._kb, memory_id, force=force, **fields)
+
+    def forget(self, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
+        """Delete a memory (hard: strip ``memory:<id>`` from every other one; soft: hide it)."""
+        return changes.forget(self._kb, memory_id, soft=soft, force=force)
+
+    def restore(self, memory_id: str) -> ChangeResult:
+        """Bring back a soft-deleted memory."""
+        return changes.restore(self._kb, memory_id)
+
+    def suggest_topic_key(self, type: str | None = None, title: str | None = None, content: str | None = None) -> str:
+        return engram.suggest_topic_key(type, title, content)
+
+    def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
+        """The memories saved just before and after one, in its session."""
+        return finding.timeline(self._kb, memory_id, before, after)
+
+    def stats(self) -> Stats:
+        return finding.stats(self._kb)
+
+    def session_summary(
+        self, content: str, project: str | None = None, session_id: str | None = None
+    ) -> SaveResult:
+        return self.save_observation(
+            title=engram.session_summary_title(engram.normalize_project(project)),
+            content=content,
+            type="session_summary",
+            project=project,
+            session_id=session_id,
+        )
+
+    # Engram's session tools: the work is in sessions.py, each write one commit.
+
+    def session_start(
+        self, session_id: str, project: str | None = None, directory: str | None = None
+    ) -> SessionResult:
+        return sessions.start(self._kb, session_id, project, directory)
+
+    def session_end(self, session_id: str, summary: str | None = None) -> SessionResult:
+        return sessions.end(self._kb, session_id, summary)
+
+    def save_prompt(
+        self, content: str, session_id: str | None = None, project: str | None = None
+    ) -> SessionResult:
+        return sessions.save_prompt(self._kb, content, session_id, project)
+
+    def capture_passive(
+        self, content: str, session_id: str | None = None, project: str | None = None,
+        source: str | None = None,
+    ) -> CaptureResult:
+        return capture.capture_passive(self._kb, content, session_id, project, source)
+
+    def session_timeline(self, session_id: str) -> SessionTimeline:
+        return sessions.timeline(self._kb, session_id)
+
+    def recent_sessions(self, project: str | None = None, limit: int = 20) -> list[Session]:
+        """The sessions active last, newest first (of ``project``, when given)."""
+        return sessions.of_project(sessions.load_all(self._kb), engram.normalize_project(project))[:limit]
+
+    def context(
+        self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,
+        limit: int = CONTEXT_MEMORIES,
+    ) -> str:
+        """A compact markdown digest for the start of an agent's session: recent sessions and
+        prompts, and the ``limit`` newest memories (``sessions.digest``)."""
+        self._kb.ensure_fresh()
+        return sessions.digest(self._kb, engram.normalize_project(project), scope, limit, budget)

@@ -1,0 +1,36 @@
+"""``kb.interchange``: SLayer's storage folder and Engram's JSON export, in and out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.results import ExportResult, ImportResult
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+class Interchange:
+    """Imports and exports of one KB (the ops module is imported on use)."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self._kb = kb
+
+    def import_slayer(self, folder: str | Path) -> ImportResult:
+        """A SLayer storage folder's memories (``memories/<id>.md``), as one commit."""
+        from ..ops import interchange
+
+        return interchange.import_slayer(self._kb, folder)
+
+    def export_slayer(self, folder: str | Path) -> ExportResult:
+        """Every live memory as ``FOLDER/memories/<id>.md`` (SLayer's format)."""
+        from ..ops import interchange
+
+        return interchange.export_slayer(self._kb, folder)
+
+    def import_engram(self, file: str | Path) -> ImportResult:
+        """Engram's JSON export (observations, sessions, prompts), as one commit."""
+        from ..ops import interchange
+
+        return interchange.import_engram(self._kb, file)

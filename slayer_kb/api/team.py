@@ -1,0 +1,38 @@
+"""``kb.team``: work with other clones of the KB: ``sync`` with a remote, ``renumber`` a branch's
+colliding auto ids, and accepting an id that sync moved on this clone."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.results import AcceptResult, RenumberResult, SyncResult
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+
+class Team:
+    """One clone's side of the team's work (the ops modules are imported on use)."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self._kb = kb
+
+    def sync(self, remote: str = "origin") -> SyncResult:
+        """Pull (rebase), merge what git cannot, revalidate, reindex and push."""
+        from ..ops import sync
+
+        return sync.sync(self._kb, remote)
+
+    def renumber(self, onto: str, *, rewrite: bool = False) -> RenumberResult:
+        """Give this branch's new auto-id memories fresh ids where ``onto`` used the same ids."""
+        from ..ops import renumber
+
+        return renumber.renumber(self._kb, onto, rewrite=rewrite)
+
+    def accept(self, memory_id: str) -> AcceptResult | None:
+        """Let ``memory_id``, which sync moved on this clone, mean the memory it names now;
+        None when sync moved no memory with that id."""
+        moved = self._kb.moves.get(memory_id)
+        if moved is None or not self._kb.moves.accept(memory_id):
+            return None
+        return AcceptResult(memory_id, moved.new)

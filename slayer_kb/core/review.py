@@ -1,0 +1,157 @@
+"""What ``slayer-kb review`` reports: the memories, catalog files and sessions a branch changed,
+and its markdown for a pull request (ops/history.py makes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .text import clip, counted
+
+
+@dataclass
+class MemoryChange:
+    id: str
+    status: str  # added | changed | relinked | removed | renamed
+    label: str = ""
+    entities: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    entities_added: list[str] = field(default_factory=list)
+    entities_removed: list[str] = field(default_factory=list)
+    learning_diff: str | None = None
+    old_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "label": self.label}
+        if self.status in ("added", "removed"):
+            data["entities"] = self.entities
+        else:
+            data.update(fields=self.fields, entities_added=self.entities_added,
+                        entities_removed=self.entities_removed, learning_diff=self.learning_diff)
+        if self.old_id is not None:
+            data["old_id"] = self.old_id
+        return data
+
+
+@dataclass
+class Review:
+    base: str
+    head: str
+    merge_base: str = ""
+    added: list[MemoryChange] = field(default_factory=list)
+    changed: list[MemoryChange] = field(default_factory=list)
+    relinked: list[MemoryChange] = field(default_factory=list)
+    removed: list[MemoryChange] = field(default_factory=list)
+    renamed: list[MemoryChange] = field(default_factory=list)
+    catalog: dict[str, list[str]] = field(default_factory=dict)
+    catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "head": self.head,
+            "merge_base": self.merge_base,
+            **{name: [c.to_json() for c in getattr(self, name)]
+               for name in ("added", "changed", "relinked", "removed", "renamed")},
+            "catalog": self.catalog,
+            "catalog_files": self.catalog_files,
+            "sessions": self.sessions,
+            "problems": self.problems,
+        }
+
+    def markdown(self) -> str:
+        return render_review(self)
+
+def render_review(r: Review) -> str:
+    total = len(r.added) + len(r.changed) + len(r.relinked) + len(r.removed) + len(r.renamed)
+    lines = [f"## Knowledge base changes ({r.base}...{r.head})", ""]
+    counts = [f"{len(r.added)} added", f"{len(r.changed)} changed", f"{len(r.relinked)} re-linked",
+              f"{len(r.removed)} removed"]
+    if r.renamed:
+        counts.append(f"{len(r.renamed)} renamed")
+    lines.append(("Memories: " + ", ".join(counts) + ".") if total else "No memory changed.")
+    if r.sessions:
+        kinds = [k for k in ("added", "changed", "renamed", "removed") if any(e["status"] == k for e in r.sessions)]
+        prompts = sum(len(e["prompts_added"]) for e in r.sessions)
+        lines.append("Sessions: " + ", ".join(f"{sum(e['status'] == k for e in r.sessions)} {k}" for k in kinds)
+                     + f"; {prompts} prompt{'' if prompts == 1 else 's'} added.")
+
+    def section(title: str, items: list[str]) -> None:
+        if items:
+            lines.extend(["", f"### {title}", "", *items])
+
+    def entity_list(entities: list[str]) -> str:
+        return "entities: " + ", ".join(f"`{e}`" for e in entities) if entities else "no entities"
+
+    section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
+    changed_lines: list[str] = []
+    for c in r.changed + r.renamed:
+        head = f"- **{c.id}**" + (f" (was {c.old_id})" if c.old_id else "") + f": {_md(c.label)}"
+        if c.fields:
+            head += f" (changed: {', '.join(c.fields)})"
+        changed_lines.append(head)
+        changed_lines.extend(_entity_moves(c))
+        if c.learning_diff is not None:
+            changed_lines.extend(["", "  ```diff", *("  " + line for line in c.learning_diff.splitlines()), "  ```"])
+    section("Changed", changed_lines)
+    relinked_lines: list[str] = []
+    for c in r.relinked:
+        relinked_lines.append(f"- **{c.id}**: {_md(c.label)}")
+        relinked_lines.extend(_entity_moves(c))
+    section("Re-linked", relinked_lines)
+    section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
+    catalog_lines = [
+        f"- {f['status']} `{f['path']}`" + (f" (was `{f['old_path']}`)" if "old_path" in f else "")
+        for f in r.catalog_files
+    ]
+    for key, values in r.catalog.items():
+        if key == "priority":
+            catalog_lines.append(f"- priority: {values[0]} -> {values[1]}")
+        else:
+            catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(f"`{v}`" for v in values))
+    section("Catalog", catalog_lines)
+    section("Sessions", review_lines(r.sessions))
+    section("Problems", [f"- {_md(p)}" for p in r.problems])
+    return "\n".join(lines) + "\n"
+
+
+def _entity_moves(c: MemoryChange) -> list[str]:
+    out = []
+    if c.entities_added:
+        out.append("  - entities added: " + ", ".join(f"`{e}`" for e in c.entities_added))
+    if c.entities_removed:
+        out.append("  - entities removed: " + ", ".join(f"`{e}`" for e in c.entities_removed))
+    return out
+
+
+def _md(text: str) -> str:
+    return text.replace("\n", " ")
+
+
+def review_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The review's markdown lines for its sessions."""
+    lines = []
+    for e in entries:
+        what = []
+        if e["status"] == "added":
+            what.append("started" + (f" in {e['project']}" if e["project"] else ""))
+        elif e["status"] == "removed":
+            what.append("removed")
+        elif e.get("old_id"):
+            what.append(f"renamed from {e['old_id']}")
+        if e["prompts_added"]:
+            what.append(counted(len(e["prompts_added"]), "prompt") + " added")
+        if e["prompts_removed"]:
+            what.append(counted(len(e["prompts_removed"]), "prompt") + " removed")
+        if "ended_at" in e["fields"] or (e["status"] == "added" and e["ended_at"]):
+            what.append("ended")
+        other = [f for f in e["fields"] if f != "ended_at"]
+        if other:
+            what.append("changed: " + ", ".join(other))
+        lines.append(f"- **{e['id']}**: {'; '.join(what) or 'reformatted'}")
+        lines.extend(f"  - prompt: {clip(' '.join(text.split()), 200)}" for text in e["prompts_added"])
+        if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
+            lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
+    return lines
