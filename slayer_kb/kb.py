@@ -3,103 +3,53 @@ methods and the objects it holds (``kb.history``, ``kb.team``, ``kb.interchange`
 only parse arguments and format results; each returns a typed result of ``core/results.py``.
 
 Data flows one way: records (``core``) -> catalog and resolution (``catalog``) -> git store
-(``store``) -> index (``search``) -> transaction -> operations (``ops``) -> ``api`` -> this module.
+(``store``) -> index (``search``) -> ``transaction`` -> ``context`` (a KB's parts and shared
+reads, which the operations take) -> operations (``ops``) -> ``api`` -> this module.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from .api.cascades import Cascades
 from .api.engram import EngramTools
 from .api.history import History
 from .api.interchange import Interchange
 from .api.team import Team
-from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
-from .catalog.refs import flatten_refs
-from .catalog.resolve import Resolver
+from .catalog.refs import clean_query, flatten_refs, query_entities, split_references
+from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
-from .core.errors import (
-    ConflictError,
-    InvalidInputError,
-    KBError,
-    MemoryFileError,
-    NotFoundError,
-    ResolutionError,
-)
-from .core.fileio import NotRegularFile, read_regular
-from .core.ids import check_id, id_sort_key
+from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
 from .core.inputs import check_description, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
+from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
 from .ops import finding
-from .ops.finding import DEFAULT_LIMIT, deleted_error
+from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
-from .search.index import Index
-from .search.schema import NONE
-
-if TYPE_CHECKING:
-    from .search.monitor import ChangeMonitor
-from .catalog.refs import clean_query, query_entities, split_references
-from .core.memory import Memory, loads, utc_now
-from .store.leases import IdLeases
-from .store.moves import MovedIds, refusal
-from .store.repo import STATE_DIR, Change, GitStore, find_toplevel, init_repository
-from .store.statefiles import IdCache, PendingDuplicates
+from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .transaction import Transaction, memory_change
 
-T = TypeVar("T")
-Indexed = tuple[str | None, dict[str, Any]]
-"""What the index holds for a memory file: its content hash and its stored memory."""
-
-DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
-DEFAULT_MAX_CONTENT = 64 * 1024
 MAX_ENGRAM_LIMIT = 20
 GITIGNORE = f"{STATE_DIR}/\n"
 
+__all__ = ["DEFAULT_LIMIT", "DEFAULT_MAX_CONTENT", "EMPTY_CONTEXT", "KnowledgeBase"]  # re-exported for the CLI and MCP
 
-__all__ = ["DEFAULT_LIMIT", "EMPTY_CONTEXT", "KnowledgeBase"]  # DEFAULT_LIMIT, EMPTY_CONTEXT: for the MCP tools
 
-
-class KnowledgeBase(EngramTools, Cascades):
-    """A knowledge base folder inside a git repository."""
+class KnowledgeBase(Context, EngramTools, Cascades):
+    """A knowledge base folder inside a git repository, with every operation on it."""
 
     def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        author: str | None = None,
-        dedup_window: timedelta = DEFAULT_DEDUP_WINDOW,
-        max_content: int = DEFAULT_MAX_CONTENT,
+        self, path: str | os.PathLike[str], *, author: str | None = None,
+        dedup_window: timedelta = DEFAULT_DEDUP_WINDOW, max_content: int = DEFAULT_MAX_CONTENT,
     ) -> None:
-        self.root = Path(path).resolve()
-        if not self.root.is_dir():
-            raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
-        self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
-        self.dedup_window = dedup_window
-        self.max_content = max_content
-        self.store = GitStore(self.root)
-        self.memories_dir = self.root / MEMORIES_DIR
-        self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
-        self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
-        self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
-        self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
-        self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
-        self._catalog: Catalog | None = None
-        self._catalog_sig: Any = None
-        self._catalog_checked = False
-        # HEAD as the auto-id scan read it under the lock, so the commit that follows needs no
-        # second 'git rev-parse' (False: not read in this locked section).
-        self.problems: list[MemoryFileError] = []
-        # Set by keep_warm(): a long-running process's file monitor.
-        self.monitor: ChangeMonitor | None = None
+        super().__init__(path, author=author, dedup_window=dedup_window, max_content=max_content)
         self.history = History(self)
         self.team = Team(self)
         self.interchange = Interchange(self)
@@ -151,11 +101,6 @@ class KnowledgeBase(EngramTools, Cascades):
             self.store.objects.warm_up(head, self.store.repo_path(MEMORIES_DIR))
         self.highest_auto_id()
 
-    def highest_auto_id(self) -> int:
-        """The highest auto id among the memory files (``Index.highest_auto_id``); a process with
-        a file monitor lists the folder only after a file came or went."""
-        return self.index.highest_auto_id(self.monitor.generation() if self.monitor else None)
-
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.stop()
@@ -169,44 +114,6 @@ class KnowledgeBase(EngramTools, Cascades):
         self.close()
 
     # -- catalog and resolution -------------------------------------------------------------
-
-    @property
-    def catalog(self) -> Catalog:
-        # The catalog's files are stat-ed once per operation (ensure_fresh / transaction reset the
-        # check), not on every look-up: a search consults it for every hit's every entity.
-        if not self._catalog_checked:
-            sig = self.index.catalog_signature()
-            if self._catalog is None or not same_signature(sig, self._catalog_sig):
-                if self.store.state.is_dir():
-                    self._catalog = load_catalog_cached(self.root, self.store.state / "catalog.json", sig)
-                else:
-                    self._catalog = load_catalog(self.root)
-                self._catalog_sig = sig
-            self._catalog_checked = True
-        assert self._catalog is not None
-        return self._catalog
-
-    def _catalog_for_index(self) -> Catalog:
-        return self.catalog
-
-    def memory_exists(self, memory_id: str) -> bool:
-        return (self.memories_dir / f"{memory_id}.yaml").is_file()
-
-    def resolver(self) -> Resolver:
-        return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=check_id)
-
-    def resolve_entities(self, refs: list[str] | str) -> tuple[list[str], list[str]]:
-        """Resolve references strictly: every one must resolve, or ``ResolutionError``."""
-        items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
-        resolver = self.resolver()
-        entities: list[str] = []
-        warnings: list[str] = []
-        for ref in items:
-            resolution = resolver.resolve(ref)
-            warnings.extend(resolution.warnings)
-            if resolution.entity not in entities:
-                entities.append(resolution.entity)
-        return entities, warnings
 
     def _link(self, linked_entities: Any) -> tuple[list[str], list[str], dict[str, Any] | None]:
         """SLayer's ``linked_entities``: a list of references, or a SlayerQuery mapping."""
@@ -239,41 +146,6 @@ class KnowledgeBase(EngramTools, Cascades):
         )
 
     # -- reading ----------------------------------------------------------------------------
-
-    def ensure_fresh(
-        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True
-    ) -> SyncReport | None:
-        """Bring the index up to date with the files if anything changed them. ``trust_monitor``
-        False checks the files even when this process's file monitor saw no change (a watcher's
-        periodic check, for changes a network file system reports no event for)."""
-        if trust_monitor and self._monitor_says_fresh():
-            # A warm process whose file monitor saw nothing relevant: no per-file scan, and the
-            # catalog it holds is still the catalog on disk.
-            return None
-        self._catalog_checked = False
-        # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
-        # finishes that commit, before trusting the index.
-        damaged = False
-        if not self.store.committing() and self.index.stale_files() == []:
-            try:
-                self.index.searcher()  # cached: the search that follows pays nothing more
-                self.problems = self.index.known_problems()
-                return None
-            except Exception:  # noqa: BLE001 - damaged derived state: rebuild it below
-                self.index.close()
-                damaged = True
-        # Checked again under the lock: taking it may have finished an interrupted commit.
-        with self.store.locked():
-            report = self.index.sync(progress=progress) if damaged else self.index.catch_up(progress=progress)
-        self.problems = report.problems
-        return report
-
-    def refresh(self, memory_ids: list[str]) -> SyncReport:
-        """Re-index just these memory files, found changed by a file watcher: no full scan."""
-        with self.store.locked():
-            report = self.index.update(memory_ids)
-        self.problems = report.problems
-        return report
 
     def maintain(self) -> MaintenanceResult:
         """Compact what saves leave behind, where no one waits for it: merge the index's
@@ -312,117 +184,7 @@ class KnowledgeBase(EngramTools, Cascades):
         self.problems = report.problems
         return report
 
-    def path_of(self, memory_id: str) -> Path:
-        """The memory's file."""
-        return self.memories_dir / f"{memory_id}.yaml"
-
-    def read_with_text(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
-        """A memory and its file's exact text, read once as the file is now: unlike ``read``, it
-        neither takes the lock nor waits for a commit that is writing files. ``indexed`` is what the index holds for the file (its
-        content hash, its stored memory): when the bytes still hash the same, that memory is
-        used instead of parsing the YAML again (a cascade reads thousands)."""
-        check_id(memory_id)
-        path = self.path_of(memory_id)
-        try:
-            # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
-            data = read_regular(path)
-            text = data.decode("utf-8")
-        except FileNotFoundError:
-            raise NotFoundError(f"No memory with id '{memory_id}'.") from None
-        except NotRegularFile as exc:
-            reason = "refusing to follow it" if exc.kind == "a symlink" else "refusing to open it"
-            shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror
-            raise MemoryFileError(memory_path(memory_id), None, f"{shown}; {reason}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryFileError(
-                memory_path(memory_id), None, f"cannot be read: {exc}"
-            ) from None
-        if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
-            return Memory(**indexed[1]), text
-        return loads(text, memory_id), text
-
-    def read(self, memory_id: str) -> Memory:
-        if self.store.holding:
-            return self.read_with_text(memory_id)[0]
-        if not self.store.committing():
-            try:
-                memory = self.read_with_text(memory_id)[0]
-            except (MemoryFileError, NotFoundError):
-                if not self.store.committing():
-                    raise
-            else:
-                if not self.store.committing():
-                    return memory
-        # A commit is writing files over in place (or a crash left one unfinished), so what was
-        # read may be half of one write. The lock waits for that writer, or finishes its work.
-        # (A read that caught a file half-written finds the journal still there: it outlives
-        # the writes by a git subprocess at least.)
-        with self.store.locked():
-            return self.read_with_text(memory_id)[0]
-
-    def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
-        """The memory, its duplicate count with the duplicates saved since its last commit."""
-        self.check_not_moved(memory_id)
-        memory = self.read(memory_id)
-        if memory.is_deleted and not include_deleted:
-            raise deleted_error(memory)
-        pending = self.pending.count(memory_id)
-        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
-
-    def check_not_moved(self, memory_id: str) -> None:
-        """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both
-        memories, until the user accepts the move (``moves.accept``)."""
-        move = self.moves.get(memory_id)
-        if move is not None:
-            try:
-                now: Memory | None = self.read(memory_id)
-            except KBError:
-                now = None
-            raise ConflictError(refusal(move, now))
-
-    def memory_ids(self) -> list[str]:
-        return sorted(self.index.ids(), key=id_sort_key)
-
     # -- writing ----------------------------------------------------------------------------
-
-    def _monitor_says_fresh(self) -> bool:
-        """A warm process whose file monitor saw nothing relevant since its last check (its own
-        commits' files aside): the index it holds describes the files, no per-file scan needed."""
-        return self.monitor is not None and not self.monitor.changed() and self.index.has_searcher()
-
-    @contextlib.contextmanager
-    def transaction(self, sync: bool = True) -> Iterator[Transaction]:
-        """A unit of work under the KB lock (``transaction.py``), refused while a merge, rebase,
-        cherry-pick, revert or bisect is not concluded (store/gitstate.py); with ``sync``, the
-        index is first brought up to date with the files, for an operation that looks memories up."""
-        self._catalog_checked = False
-        with self.store.locked():
-            self.store.refuse_during_git_operation()
-            if sync and not self._monitor_says_fresh():
-                self.problems = self.index.catch_up().problems
-            tx = Transaction(self)
-            try:
-                yield tx
-            finally:
-                tx.close()
-
-    def recheck_catalog(self) -> None:
-        """The catalog files may have changed under the lock (a write set some aside): the next
-        look-up checks them again."""
-        self._catalog_checked = False
-
-    def check_learning(self, learning: Any, name: str = "learning") -> str:
-        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
-        if not isinstance(learning, str) or not learning.strip():
-            raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
-        check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
-        size = len(learning.encode("utf-8"))
-        if size > self.max_content:
-            raise InvalidInputError(
-                f"{name} is {size} bytes; the limit is {self.max_content} bytes. Split it into "
-                "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."
-            )
-        return learning
 
     def save_memory(
         self,
@@ -491,10 +253,6 @@ class KnowledgeBase(EngramTools, Cascades):
         self.pending.clear(memory_id)
         commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
-
-    def projects(self) -> list[str]:
-        names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
-        return sorted(name for name in names if name != NONE)
 
     # -- searching --------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@
         changes = [memory_change(memory), *more]
         commit = tx.commit(changes, f"memory: save {memory.id}")
 
-``KnowledgeBase.transaction`` holds the KB's cross-process lock for the whole block (taking it
+``Context.transaction`` holds the KB's cross-process lock for the whole block (taking it
 finishes a commit a crash interrupted) and, with ``sync`` (the default), first brings the index up
 to date with the files, for an operation that looks memories up; one that looks nothing up passes
 ``sync=False``. Inside, the methods here read what the operation needs, check that it may rewrite
@@ -18,7 +18,7 @@ commit would touch before anything is written.
 
 Every write goes through one: ``KnowledgeBase``'s own save, update and forget as much as the
 operation modules (cascade, editing, history, interchange, renumber, sessions), which use only
-this and ``KnowledgeBase``'s public methods. A transaction is over when its block ends: its
+this and the ``Context``'s public methods. A transaction is over when its block ends: its
 methods refuse to run after that.
 """
 
@@ -28,7 +28,8 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Literal, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from .core.children import python_child
 from .core.errors import ConflictError, KBError, StoreError, WorkTreeError
@@ -41,7 +42,11 @@ from .search.lookups import Lookup
 from .store.repo import Change
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
+    from .search.index import Index
+    from .search.monitor import ChangeMonitor
+    from .store.leases import IdLeases
+    from .store.repo import GitStore
+    from .store.statefiles import IdCache
 
 T = TypeVar("T")
 
@@ -56,17 +61,41 @@ def memory_change(memory: Memory, text: str | None = None) -> Change:
     return Change(memory_path(memory.id), data.encode("utf-8"))
 
 
+class Workspace(Protocol):
+    """The parts of a KB a transaction works on (``context.Context`` has them), named here so
+    that this module imports nothing above it."""
+
+    root: Path
+    author: str | None
+    max_content: int
+    memories_dir: Path
+    store: GitStore
+    index: Index
+    id_cache: IdCache
+    leases: IdLeases
+    monitor: ChangeMonitor | None
+
+    def read(self, memory_id: str) -> Memory: ...
+
+    def read_with_text(self, memory_id: str, indexed: tuple[str | None, dict[str, Any]] | None = None
+                       ) -> tuple[Memory, str]: ...
+
+    def highest_auto_id(self) -> int: ...
+
+    def recheck_catalog(self) -> None: ...
+
+
 class Transaction:
     """What an operation may do while it holds the KB lock (see the module doc)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
-        self._kb: KnowledgeBase | None = kb
+    def __init__(self, kb: Workspace) -> None:
+        self._kb: Workspace | None = kb
         # HEAD as read under this lock (False: not read yet), so a commit needs not read it again.
         self._head: str | None | Literal[False] = False
 
     @property
-    def kb(self) -> KnowledgeBase:
-        """The knowledge base, for its public methods (``read``, ``resolver``, ``catalog``...)."""
+    def kb(self) -> Workspace:
+        """The knowledge base's parts, while the transaction lasts."""
         if self._kb is None:
             raise RuntimeError("This transaction is over: use it only inside its 'with' block.")
         return self._kb

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "slayer_kb"
 # Lower layers never import higher ones. The interfaces (last) may use one another: the server
 # runs CLI commands, the CLI starts and stops the server.
 LAYERS = [
-    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction"}, {"ops"}, {"api"}, {"kb"},
+    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction"}, {"context"}, {"ops"}, {"api"}, {"kb"},
     {"cli", "mcp", "daemon", "entry", "__init__", "__main__"},
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
@@ -226,8 +226,12 @@ def _returns(method: object) -> object:
 
 
 def test_every_public_method_of_the_library_returns_a_typed_result() -> None:
+    from slayer_kb.api import checks
+
+    functions = [(f"checks.{name}", f) for name, f in inspect.getmembers(checks, inspect.isfunction)
+                 if f.__module__ == checks.__name__]
     untyped = {
-        name: found for name, method in _public_methods()
+        name: found for name, method in _public_methods() + functions
         if (found := _untyped(_returns(method)))
     }
     assert untyped == {}
@@ -249,6 +253,43 @@ def _bases(qualified: str) -> list[type]:
     from slayer_kb import kb
 
     return list(kb.KnowledgeBase.__mro__) if qualified.startswith("KnowledgeBase.") else []
+
+
+def _started_modules(module: str) -> list[str]:
+    """The modules ``module`` starts as background Python processes (``python_child(MODULE)``)."""
+    tree = ast.parse(PATHS[module].read_text(encoding="utf-8"))
+    constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) for target in node.targets if isinstance(target, ast.Name)}
+    started = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "python_child":
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                started.append(arg.value)
+            elif isinstance(arg, ast.Name):
+                started.append(module if arg.id == "__name__" else constants.get(arg.id, arg.id))
+    return started
+
+
+def test_background_jobs_are_modules_started_with_python_m() -> None:
+    """A child Python process runs a module's ``main`` (``python -I -m``, core/children.py),
+    never a ``python -c`` string the architecture test cannot see."""
+    uses_executable = {
+        m for m in MODULES for node in ast.walk(ast.parse(PATHS[m].read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "executable"
+        and isinstance(node.value, ast.Name) and node.value.id == "sys"
+    }
+    assert uses_executable == {"slayer_kb.core.children"}
+    started = {m: found for m in MODULES if (found := _started_modules(m))}
+    assert started == {
+        "slayer_kb.daemon.relay": ["slayer_kb.daemon.server"],
+        "slayer_kb.store.mergedriver": ["slayer_kb.store.mergedriver"],
+        "slayer_kb.store.upkeep": ["slayer_kb.store.upkeep"],
+        "slayer_kb.transaction": ["slayer_kb.daemon.compact"],
+    }
+    for target in {t for found in started.values() for t in found}:
+        tree = ast.parse(PATHS[target].read_text(encoding="utf-8"))
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), target
 
 
 def test_every_part_has_a_layer() -> None:

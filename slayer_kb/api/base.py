@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 
 class Part:
     """A part of ``KnowledgeBase``, which is its only subclass."""
 
     @property
-    def _kb(self) -> KnowledgeBase:
-        """This object as the KnowledgeBase the operations take (a mixin cannot name its
-        subclass as its own type)."""
-        return cast("KnowledgeBase", self)
+    def _kb(self) -> Context:
+        """This object as the Context the operations take (a mixin cannot name its subclass
+        as its own type)."""
+        return cast("Context", self)

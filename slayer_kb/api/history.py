@@ -10,7 +10,7 @@ from ..core.results import EditResult, Landed, LogEntry, RestoreResult, Shown
 from ..core.review import Review
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
     from ..store.requests import Landing
 
 
@@ -18,7 +18,7 @@ class History:
     """The history of one KB's memories. (The ops modules are imported on use: every command
     builds a KnowledgeBase, few read history.)"""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: Context) -> None:
         self._kb = kb
 
     def log(self, memory_id: str) -> list[LogEntry]:

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from ..core.results import ExportResult, ImportResult
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 
 class Interchange:
     """Imports and exports of one KB (the ops module is imported on use)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: Context) -> None:
         self._kb = kb
 
     def import_slayer(self, folder: str | Path) -> ImportResult:

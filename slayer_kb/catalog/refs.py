@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.errors import InvalidInputError, KBError, ResolutionError
 from ..core.nesting import check_depth
@@ -34,7 +34,7 @@ from .querychecks import kind_of
 from .slayerquery import Item, check_query
 
 if TYPE_CHECKING:
-    from .resolve import Resolver
+    from .catalog import Model
 
 SOURCE_MODEL = "*"
 """What :func:`formula_references` / :func:`filter_references` return for ``count(*)``."""
@@ -310,7 +310,24 @@ def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
-def query_entities(query: Any, resolver: Resolver) -> tuple[list[str], list[str]]:
+@dataclass
+class Resolution:
+    """The canonical entity a reference names, and the warnings of its resolution."""
+
+    entity: str
+    warnings: list[str]
+
+
+class Resolves(Protocol):
+    """What :func:`query_entities` asks of a resolver (``resolve.Resolver``, which imports
+    this module)."""
+
+    def query_source(self, name: str) -> Model: ...
+
+    def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution: ...
+
+
+def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]]:
     """The canonical entities a SlayerQuery touches (source model first) and resolution warnings.
 
     The query is checked first by :func:`slayerquery.check_query` (SLayer 1.4.1's SlayerQuery:

@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
 from . import suggest
 from .catalog import Catalog, Datasource, Model
-from .refs import kind_of, parse_reference
+from .refs import Resolution, kind_of, parse_reference
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50
-
-
-@dataclass
-class Resolution:
-    entity: str
-    warnings: list[str]
 
 
 class Resolver:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from watchdog.observers import Observer
 
@@ -41,7 +41,6 @@ from ..search.monitor import EVENT_TYPES, EventHandler
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
-    from .server import Server
 
 # A steady stream of events (a long checkout) must not postpone the sync forever.
 MAX_DELAY = 0.5
@@ -131,6 +130,18 @@ class _Watches:
             self._folders[folder] = (recursive, now, watch)
 
 
+class Hosted(Protocol):
+    """What the watcher asks of the server it hosts (server.py's ``Server``, which imports
+    this module)."""
+
+    busy: threading.Lock
+    warm: threading.Event
+
+    def ready(self, kb: KnowledgeBase) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def run_watcher(
     kb: KnowledgeBase,
     *,
@@ -138,7 +149,7 @@ def run_watcher(
     on_sync: Callable[[SyncReport], None] | None = None,
     stop: threading.Event | None = None,
     out: TextIO | None = None,
-    server: Server | None = None,
+    server: Hosted | None = None,
 ) -> None:
     """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
 

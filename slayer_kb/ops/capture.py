@@ -15,7 +15,7 @@ from ..transaction import memory_change
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 PASSIVE_TITLE_CHARS = 60
 MIN_LEARNING_CHARS = 20
@@ -54,7 +54,7 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
-def capture_passive(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None,
+def capture_passive(kb: Context, content: Any, session_id: Any = None, project: Any = None,
                     source: Any = None) -> CaptureResult:
     """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
     section becomes a memory of type ``passive`` unless a live memory of the project already has

@@ -48,7 +48,7 @@ from ..store.repo import Change
 from ..transaction import Transaction, memory_change
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # A commit message names this many rewritten memories; --json names them all.
@@ -61,7 +61,7 @@ MESSAGE_IDS = 50
 
 
 def delete_model(
-    kb: KnowledgeBase, model: str, datasource: str | None = None, *, force: bool = False
+    kb: Context, model: str, datasource: str | None = None, *, force: bool = False
 ) -> CascadeResult:
     """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
     ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
@@ -74,7 +74,7 @@ def delete_model(
         return _cascade(tx, catalog_changes, force)
 
 
-def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> CascadeResult:
+def delete_datasource(kb: Context, name: str, *, force: bool = False) -> CascadeResult:
     """Delete a datasource, its models and its place in ``priority.yaml``."""
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
@@ -93,7 +93,7 @@ def delete_datasource(kb: KnowledgeBase, name: str, *, force: bool = False) -> C
         return result
 
 
-def delete_leaf(kb: KnowledgeBase, ref: str, *, force: bool = False) -> CascadeResult:
+def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
     """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
     parts = ref.strip().split(".")
     if len(parts) != 3 or not all(parts):
@@ -118,7 +118,7 @@ def delete_leaf(kb: KnowledgeBase, ref: str, *, force: bool = False) -> CascadeR
         return _cascade(tx, catalog_changes, force)
 
 
-def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
+def _find_datasource(kb: Context, name: str) -> Datasource:
     datasource = kb.catalog.datasources.get(name)
     if datasource is None:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
@@ -126,7 +126,7 @@ def _find_datasource(kb: KnowledgeBase, name: str) -> Datasource:
     return datasource
 
 
-def _find_model(kb: KnowledgeBase, model: str, datasource: str | None) -> Model:
+def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
     name = model.strip()
     if "." in name:
         given, _, name = name.partition(".")
@@ -154,7 +154,7 @@ def _find_model(kb: KnowledgeBase, model: str, datasource: str | None) -> Model:
     return candidates[0]
 
 
-def _datasource_files(kb: KnowledgeBase, datasource: Datasource) -> list[Path]:
+def _datasource_files(kb: Context, datasource: Datasource) -> list[Path]:
     """The datasource file and every model file of its folder, unreadable ones included."""
     files = [datasource.path] if datasource.path is not None else []
     folder = kb.root / "models" / datasource.name
@@ -162,7 +162,7 @@ def _datasource_files(kb: KnowledgeBase, datasource: Datasource) -> list[Path]:
     return files
 
 
-def _kb_path(kb: KnowledgeBase, path: Path, verb: str) -> str:
+def _kb_path(kb: Context, path: Path, verb: str) -> str:
     """``path`` relative to the KB, refusing a catalog file that is a symlink or lies in a
     symlinked folder: to delete or rewrite it would act on the link's target, which may be
     another model's file or a file outside the KB."""
@@ -250,7 +250,7 @@ def _some(ids: list[str]) -> str:
 # -- prune ---------------------------------------------------------------------------------------
 
 
-def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
+def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
     """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none).
     ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
 
@@ -285,14 +285,14 @@ def prune(kb: KnowledgeBase, dry_run: bool = False, *, force: bool = False) -> C
         return CascadeResult(None, commit, rewritten, stripped, dry_run, kept)
 
 
-def _stored_entities(kb: KnowledgeBase) -> set[str]:
+def _stored_entities(kb: Context) -> set[str]:
     """Every entity string some indexed document holds (terms of deleted documents may linger;
     they simply match no memory)."""
     terms = kb.index.searcher().lexicon("entities")
     return {t.decode("utf-8") if isinstance(t, bytes) else t for t in terms}
 
 
-def _live(kb: KnowledgeBase, entity: str) -> bool:
+def _live(kb: Context, entity: str) -> bool:
     if entity.startswith("memory:"):
         target = entity[len("memory:"):]
         try:

@@ -20,10 +20,10 @@ from . import observations
 from .finding import deleted_error
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 
-def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
+def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
     """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
     rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
     kb.check_not_moved(memory_id)
@@ -79,7 +79,7 @@ def update(kb: KnowledgeBase, memory_id: str, *, force: bool = False, **fields: 
         kb.pending.clear(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
-def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
+def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
     memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
     ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
@@ -126,7 +126,7 @@ def forget(kb: KnowledgeBase, memory_id: str, *, soft: bool = False, force: bool
         kb.pending.clear(memory_id)
         return ForgetResult(memory_id, stripped, False, commit, kept)
 
-def restore(kb: KnowledgeBase, memory_id: str) -> ChangeResult:
+def restore(kb: Context, memory_id: str) -> ChangeResult:
     """Bring back a soft-deleted memory."""
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:

@@ -28,7 +28,7 @@ from ..core.results import EditResult
 from ..transaction import memory_change
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 DEFAULT_EDITOR = "vi"
 
@@ -36,7 +36,7 @@ DEFAULT_EDITOR = "vi"
 
 
 def check_memory_text(
-    kb: KnowledgeBase, memory_id: str, text: str, path: str | None = None
+    kb: Context, memory_id: str, text: str, path: str | None = None
 ) -> tuple[Memory, list[str]]:
     """Parse ``text`` and resolve its entities against the KB as it is now.
 
@@ -62,7 +62,7 @@ def editor_command() -> list[str]:
 
 
 def edit(
-    kb: KnowledgeBase,
+    kb: Context,
     memory_id: str,
     reopen: Callable[[str], bool],
     run_editor: Callable[[Path], None] | None = None,
@@ -101,7 +101,7 @@ def edit(
             draft.unlink(missing_ok=True)
 
 
-def _commit_edit(kb: KnowledgeBase, memory: Memory, original: bytes, warnings: list[str]) -> EditResult:
+def _commit_edit(kb: Context, memory: Memory, original: bytes, warnings: list[str]) -> EditResult:
     path = kb.memories_dir / f"{memory.id}.yaml"
     canonical = dumps(memory)
     with kb.transaction() as tx:

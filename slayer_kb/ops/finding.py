@@ -9,24 +9,25 @@ from typing import TYPE_CHECKING, Any
 
 from .. import search as channels
 from ..catalog.refs import flatten_refs, query_entities, split_references
+from ..context import deleted_error
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import id_sort_key
 from ..core.inputs import readable
-from ..core.memory import MAX_DESCRIPTION, Memory
+from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 # Hits a search returns in each bucket unless asked for another number.
 DEFAULT_LIMIT = 10
 
 
 def search(
-    kb: KnowledgeBase,
+    kb: Context,
     question: str | None = None,
     entities: list[str] | str | None = None,
     query: dict[str, Any] | None = None,
@@ -76,28 +77,28 @@ def search(
 
 
 def newest(
-    kb: KnowledgeBase,
+    kb: Context,
     *,
     type: str | None = None,
     project: str | None = None,
     scope: str | None = None,
     limit: int | None = 20,
 ) -> list[Hit]:
-    """Live memories, newest first (``KnowledgeBase.list``)."""
+    """Live memories, newest first (``KnowledgeBase.newest``)."""
     kb.ensure_fresh()
     restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
     docs = kb.index.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
 
-def skipped(kb: KnowledgeBase) -> list[str]:
+def skipped(kb: Context) -> list[str]:
     """A warning for each memory file the last look-up could not read and skipped (broken YAML,
     a conflict git left, ...): what ``search`` and ``list`` show after their results."""
     return [f"{problem} (skipped)" for problem in kb.problems]
 
 
 def _lenient_entities(
-    kb: KnowledgeBase, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+    kb: Context, entities: Any, query: Any, warnings: list[str]) -> list[str]:
     resolver = kb.resolver()
     refs: list[str] = []
     if entities:
@@ -114,7 +115,7 @@ def _lenient_entities(
 
 
 def hit(
-    kb: KnowledgeBase, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
+    kb: Context, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
 ) -> Hit:
     """A stored document as a search hit: its live entities, those matching the inputs, and a
     warning when an example query's references went stale."""
@@ -146,14 +147,14 @@ def hit(
 
 
 def _entity_live(
-    kb: KnowledgeBase, entity: str) -> bool:
+    kb: Context, entity: str) -> bool:
     if entity.startswith("memory:"):
         return kb.memory_exists(entity[len("memory:") :])
     return kb.catalog.entity_exists(entity)
 
 
 def _stale_query(
-    kb: KnowledgeBase, query: dict[str, Any]) -> str | None:
+    kb: Context, query: dict[str, Any]) -> str | None:
     try:
         query_entities(query, kb.resolver())
     except KBError as exc:
@@ -161,7 +162,7 @@ def _stale_query(
     return None
 
 
-def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
+def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
     """The memories saved just before and after one, in the same session, oldest first."""
     kb.ensure_fresh()
     focus = kb.read(memory_id)
@@ -184,7 +185,7 @@ def timeline(kb: KnowledgeBase, memory_id: str, before: int = 5, after: int = 5)
     }
 
 
-def stats(kb: KnowledgeBase) -> Stats:
+def stats(kb: Context) -> Stats:
     """Counts of memories, sessions, prompts, projects and types, and the meaning channel's state."""
     kb.ensure_fresh()
     docs = kb.index.documents(None, channels.restrict(), limit=None)
@@ -204,11 +205,3 @@ def stats(kb: KnowledgeBase) -> Stats:
         "types": dict(sorted(types.items())),
         "search_by_meaning": kb.index.meaning_status(),
     }
-
-
-def deleted_error(memory: Memory) -> NotFoundError:
-    """Why a soft-deleted memory is not shown, and how to bring it back: with the command, or for
-    an MCP client, which has no shell, with the tool."""
-    said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
-    return NotFoundError(f"{said} 'slayer-kb restore {memory.id}'.",
-                         tool_message=f"{said} mem_restore(id: {memory.id}).")

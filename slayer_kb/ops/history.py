@@ -50,7 +50,7 @@ from ..transaction import memory_change
 from . import sessions, validate
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 CATALOG_DIRS = ("datasources", "models")
 PRIORITY_FILE = "priority.yaml"
@@ -108,7 +108,7 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
 # log, show, restore
 
 
-def log(kb: KnowledgeBase, memory_id: str) -> list[LogEntry]:
+def log(kb: Context, memory_id: str) -> list[LogEntry]:
     """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
     check_id(memory_id)
     store = kb.store
@@ -151,7 +151,7 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
 
 
 
-def show(kb: KnowledgeBase, memory_id: str, rev: str | None = None) -> Shown:
+def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     """The memory at ``rev``; without ``rev`` the file now, else its last committed version."""
     check_id(memory_id)
     store = kb.store
@@ -188,7 +188,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 
 
 
-def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResult:
+def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
     check_id(memory_id)
     with kb.transaction() as tx:
@@ -226,7 +226,7 @@ def restore_revision(kb: KnowledgeBase, memory_id: str, rev: str) -> RestoreResu
         return RestoreResult(memory_id, shown.rev, warnings, commit)
 
 
-def _work_tree_bytes(kb: KnowledgeBase, kb_path: str) -> bytes | None:
+def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
     """The bytes of the work tree's file, or None when there is no regular file to read there."""
     try:
         return read_regular(kb.root / kb_path)
@@ -242,7 +242,7 @@ def _work_tree_bytes(kb: KnowledgeBase, kb_path: str) -> bytes | None:
 
 
 
-def review(kb: KnowledgeBase, base: str, head: str = "HEAD") -> Review:
+def review(kb: Context, base: str, head: str = "HEAD") -> Review:
     """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
     ``git diff base...head``), for a pull request."""
     store = kb.store

@@ -60,7 +60,7 @@ from ..transaction import memory_change
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 FRONT = "---\n"
 SLAYER_KEYS = ("id", "description", "entities", "query", "created_at")
@@ -150,7 +150,7 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
     return memory
 
 
-def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
+def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     """A SLayer storage folder's memories into the KB as one commit (see the module doc)."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -196,7 +196,7 @@ def import_slayer(kb: KnowledgeBase, folder: str | Path) -> ImportResult:
 
 
 
-def export_slayer(kb: KnowledgeBase, folder: str | Path) -> ExportResult:
+def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
     target = Path(folder) / "memories"
     target.mkdir(parents=True, exist_ok=True)
@@ -251,7 +251,7 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
-def import_engram(kb: KnowledgeBase, file: str | Path) -> ImportResult:
+def import_engram(kb: Context, file: str | Path) -> ImportResult:
     """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
     path = Path(file)
     try:

@@ -24,7 +24,7 @@ from . import sessions
 from .history import text_at
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 # The first line of each commit message an operation writes (the ops modules' ``tx.commit``).
 _SAVE = re.compile(r"memory: (?P<verb>save|revise) (?P<id>\S+)(?P<observation> \(.*\))?")
@@ -36,7 +36,7 @@ _SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
 
 
 
-def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
+def result_of(kb: Context, landing: Landing) -> Landed | None:
     """What the operation that made ``landing`` returned (its warnings aside); None for a
     commit this module cannot read back (an import, a renumbering...)."""
     first = landing.message.split("\n", 1)[0]
@@ -74,7 +74,7 @@ def result_of(kb: KnowledgeBase, landing: Landing) -> Landed | None:
     return None
 
 
-def _session_result(kb: KnowledgeBase, landing: Landing, verb: str, session_id: str) -> Landed:
+def _session_result(kb: Context, landing: Landing, verb: str, session_id: str) -> Landed:
     session = _session_at(kb, landing.commit, session_id)
     if verb == "start":
         return Landed("session-start", SessionResult(session.to_dict(), "started", landing.commit), session_id)
@@ -89,11 +89,11 @@ def _changed_memories(landing: Landing) -> list[str]:
     return sorted(found, key=id_sort_key)
 
 
-def _memory_at(kb: KnowledgeBase, commit: str, memory_id: str) -> Memory:
+def _memory_at(kb: Context, commit: str, memory_id: str) -> Memory:
     path = memory_path(memory_id)
     return loads(text_at(kb.store, commit, path) or "", memory_id, path)
 
 
-def _session_at(kb: KnowledgeBase, commit: str, session_id: str) -> Session:
+def _session_at(kb: Context, commit: str, session_id: str) -> Session:
     path = session_path(session_id)
     return load_session(text_at(kb.store, commit, path) or "", session_id, path)

@@ -16,11 +16,11 @@ from ..transaction import Transaction, memory_change
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 
 def save(
-    kb: KnowledgeBase,
+    kb: Context,
     title: str,
     content: str,
     type: str | None = None,
@@ -88,7 +88,7 @@ def save(
 
 
 def _revise(
-    kb: KnowledgeBase, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
+    kb: Context, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
 ) -> SaveResult:
     tx.require_committed(memory_path(memory.id))
     changed = memory.evolve(
@@ -108,7 +108,7 @@ def _revise(
 
 
 def _find_duplicate(
-    kb: KnowledgeBase, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
+    kb: Context, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
 ) -> Memory | None:
     cutoff = parse_time(utc_now()) - kb.dedup_window
     for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
@@ -117,7 +117,7 @@ def _find_duplicate(
     return None
 
 
-def project_warnings(kb: KnowledgeBase, project: str | None) -> list[str]:
+def project_warnings(kb: Context, project: str | None) -> list[str]:
     """A warning when a new project's name is close to an existing one (a likely typo)."""
     if not project:
         return []
@@ -135,7 +135,7 @@ def project_warnings(kb: KnowledgeBase, project: str | None) -> list[str]:
 
 # Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the
 # memory's next real commit.
-def folded_duplicates(kb: KnowledgeBase, memory: Memory) -> int | None:
+def folded_duplicates(kb: Context, memory: Memory) -> int | None:
     """The duplicate count the memory's next commit records: its own and the pending ones."""
     pending = kb.pending.count(memory.id)
     if memory.duplicate_count is None and not pending:

@@ -2,7 +2,7 @@
 ``core/session.py``).
 
 Each write is one git commit through the KB's crash-safe commit path (``Transaction.commit``,
-in ``KnowledgeBase.transaction``): starting a session, ending it, a prompt, a passive capture (its memories and
+in ``Context.transaction``): starting a session, ending it, a prompt, a passive capture (its memories and
 the session together). A prompt goes into its session's file, so a pull request shows the prompt
 beside the session it belongs to; a passive capture's memories are ordinary memory files.
 
@@ -46,10 +46,10 @@ from ..core.session import (
 )
 from ..core.text import clip, counted, quoted
 from ..store.repo import Change
-from ..transaction import Transaction
+from ..transaction import Transaction, Workspace
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 PROMPT_REPLY_CHARS = 80  # Engram's `Prompt saved: "<first 80 chars>"`
 CONTEXT_SESSIONS = 5
@@ -63,10 +63,10 @@ _RACY_NS = 2_000_000_000
 # -- reading -------------------------------------------------------------------------------------
 
 
-def read(kb: KnowledgeBase, session_id: str) -> Session | None:
+def read(kb: Workspace, session_id: str) -> Session | None:
     """The session, or None when it has no file; a broken file is an error naming it.
 
-    As ``KnowledgeBase.read`` does: while a commit writes its files in place (or a crash left
+    As ``Context.read`` does: while a commit writes its files in place (or a crash left
     one unfinished), what is read may be half of a write, so the read waits for the KB lock,
     whose taking finishes an interrupted commit."""
     store = kb.store
@@ -85,7 +85,7 @@ def read(kb: KnowledgeBase, session_id: str) -> Session | None:
         return _read(kb, session_id)
 
 
-def _read(kb: KnowledgeBase, session_id: str) -> Session | None:
+def _read(kb: Workspace, session_id: str) -> Session | None:
     path = session_path(session_id)
     try:
         text = read_regular(kb.root / path).decode("utf-8")
@@ -98,7 +98,7 @@ def _read(kb: KnowledgeBase, session_id: str) -> Session | None:
     return loads(text, session_id, path)
 
 
-def load_all(kb: KnowledgeBase) -> list[Session]:
+def load_all(kb: Context) -> list[Session]:
     """Every readable session, newest activity first. Broken files are skipped here
     (``slayer-kb validate`` reports them); unchanged files come from the cache. While a commit
     writes files (see ``read``), the scan waits for it under the KB lock."""
@@ -113,7 +113,7 @@ def load_all(kb: KnowledgeBase) -> list[Session]:
     return found
 
 
-def _load_all(kb: KnowledgeBase) -> list[Session]:
+def _load_all(kb: Context) -> list[Session]:
     folder = kb.root / SESSIONS_DIR
     try:
         with os.scandir(folder) as scan:
@@ -196,7 +196,7 @@ def change(session: Session) -> Change:
     return Change(session.path, dumps(session).encode("utf-8"))
 
 
-def _check_no_case_twin(kb: KnowledgeBase, session_id: str) -> None:
+def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
     folder = kb.root / SESSIONS_DIR
     if not folder.is_dir():
         return
@@ -210,7 +210,7 @@ def _check_no_case_twin(kb: KnowledgeBase, session_id: str) -> None:
             )
 
 
-def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: Any = None) -> SessionResult:
+def start(kb: Context, session_id: Any, project: Any = None, directory: Any = None) -> SessionResult:
     """Engram's ``mem_session_start``: register a session (an existing one is kept, only an
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
@@ -222,7 +222,7 @@ def start(kb: KnowledgeBase, session_id: Any, project: Any = None, directory: An
     return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit)
 
 
-def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> SessionResult:
+def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
     """Engram's ``mem_session_end``: stamp the end time and the summary (private parts
     redacted; none given keeps an earlier one). One commit. An id never started is made and
     ended, with a warning, as Engram's ``mem_save_prompt`` makes it and its ``mem_session_end``
@@ -248,7 +248,7 @@ def end(kb: KnowledgeBase, session_id: Any, summary: Any = None) -> SessionResul
     return SessionResult(ended.to_dict(), "ended", commit, warnings)
 
 
-def save_prompt(kb: KnowledgeBase, content: Any, session_id: Any = None, project: Any = None) -> SessionResult:
+def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any = None) -> SessionResult:
     """Engram's ``mem_save_prompt``: the user's prompt, private parts redacted and cut at the KB's
     content limit, added to its session's file (made when missing). One commit."""
     content = _required_text(content, "content")
@@ -320,7 +320,7 @@ def of_project(sessions: list[Session], project: str | None) -> list[Session]:
     return [s for s in sessions if project is None or s.project == project]
 
 
-def timeline(kb: KnowledgeBase, session_id: Any) -> SessionTimeline:
+def timeline(kb: Context, session_id: Any) -> SessionTimeline:
     """A session as one timeline: its start, prompts, memories (live ones, by creation) and end,
     oldest first."""
     session_id = check_session_id(session_id, "session")
@@ -349,7 +349,7 @@ def timeline(kb: KnowledgeBase, session_id: Any) -> SessionTimeline:
 EMPTY_CONTEXT = "No previous session memories found.\n"
 
 
-def digest(kb: KnowledgeBase, project: str | None, scope: str | None, limit: int, budget: int) -> str:
+def digest(kb: Context, project: str | None, scope: str | None, limit: int, budget: int) -> str:
     """``mem_context``'s markdown: the 5 sessions of ``project`` active last (from their files,
     with their live memories and prompts counted), its 10 newest prompts, its ``limit`` newest
     memories; cut at ``budget`` characters. Engram's empty reply when there is nothing at all."""

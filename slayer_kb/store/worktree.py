@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads
@@ -15,7 +15,31 @@ from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file
 
 if TYPE_CHECKING:
-    from .repo import GitStore
+    import subprocess
+    from pathlib import Path
+
+    from .objects import ObjectStore
+
+
+class Repository(Protocol):
+    """What this module asks of the store (repo.py's ``GitStore``, which imports this module)."""
+
+    root: Path
+    top: Path
+    prefix: str
+
+    @property
+    def objects(self) -> ObjectStore: ...
+
+    def repo_path(self, kb_path: str) -> str: ...
+
+    def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]: ...
+
+    def head(self) -> str | None: ...
+
+    def check_inside(self, kb_path: str) -> None: ...
+
+    def stage(self, kb_paths: list[str]) -> None: ...
 
 # A git status names at most this many paths one by one: git matches every file against every
 # pathspec, so a hundred of them cost 0.4 s at 100,000 files (measured). More paths are asked
@@ -29,7 +53,7 @@ _SHOWN = 5
 STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> spaces before the path
 
 
-def uncommitted(store: GitStore, kb_paths: Sequence[str] | None = None) -> dict[str, str | None]:
+def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dict[str, str | None]:
     """The paths among ``kb_paths`` (KB-relative files, or folders ending in '/'; None: the
     whole repository) that hold work HEAD does not: changed in the work tree or staged in
     git's index, and, of the files named, one in the work tree that HEAD does not have
@@ -79,7 +103,7 @@ def uncommitted(store: GitStore, kb_paths: Sequence[str] | None = None) -> dict[
         found.update((p, None) for p in unlisted if in_head[store.repo_path(p)] is None)
     return found
 
-def set_aside(store: GitStore, paths: Mapping[str, str | None]) -> list[str]:
+def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     """``--force``: keep the user's version of each of these files beside it, and put HEAD's
     version back in the work tree and git's index (a file HEAD lacks is removed from both).
     The work tree's file is copied to ``<file>.orig`` (or ``<file>.orig.2``, ...); a staged
@@ -115,7 +139,7 @@ def set_aside(store: GitStore, paths: Mapping[str, str | None]) -> list[str]:
     return kept
 
 
-def write_files(store: GitStore, contents: Mapping[str, bytes | None]) -> dict[str, OSError]:
+def write_files(store: Repository, contents: Mapping[str, bytes | None]) -> dict[str, OSError]:
     """Make each path hold its bytes (None: not exist), on a few threads (fileio.py); the paths
     that could not be written, each with why."""
     failed: dict[str, OSError] = {}
@@ -135,7 +159,7 @@ def write_files(store: GitStore, contents: Mapping[str, bytes | None]) -> dict[s
     return failed
 
 
-def stage_blobs(store: GitStore, blobs: Mapping[str, str | None]) -> None:
+def stage_blobs(store: Repository, blobs: Mapping[str, str | None]) -> None:
     """Put these blobs (None: no file) in git's index at their paths, whatever the work tree
     holds."""
     null = "0" * len(store.head() or "")  # git's null id, as long as this repository's ids
@@ -144,7 +168,7 @@ def stage_blobs(store: GitStore, blobs: Mapping[str, str | None]) -> None:
     store.git("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
 
 
-def not_written(store: GitStore, commit: str, blobs: Mapping[str, str | None],
+def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
                 failed: Mapping[str, OSError]) -> WorkTreeError:
     """The truth about a published ``commit`` whose ``failed`` files the work tree did not
     take, and how to finish it by hand."""
