@@ -100,6 +100,26 @@ class Transaction:
             raise RuntimeError("This transaction is over: use it only inside its 'with' block.")
         return self._kb
 
+    # The parts an operation works on inside the transaction, as ``tx.store`` and ``tx.index``
+    # rather than through the KB; like ``kb``, each refuses once the transaction is over.
+
+    @property
+    def store(self) -> GitStore:
+        return self.kb.store
+
+    @property
+    def index(self) -> Index:
+        return self.kb.index
+
+    @property
+    def ids(self) -> IdCache:
+        """The auto-id cache (``.slayer-kb/ids.json``)."""
+        return self.kb.id_cache
+
+    @property
+    def leases(self) -> IdLeases:
+        return self.kb.leases
+
     def close(self) -> None:
         self._kb = None
 
@@ -111,8 +131,8 @@ class Transaction:
         parsed copy is used where the file still hashes the same, so reading thousands parses
         only what changed."""
         kb = self.kb
-        docs = sorted(kb.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
-        hashes = kb.index.file_hashes([d["id"] for d in docs])
+        docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
+        hashes = self.index.file_hashes([d["id"] for d in docs])
         for doc in docs:
             with contextlib.suppress(KBError):
                 yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
@@ -127,7 +147,7 @@ class Transaction:
         """The memories whose indexed fields equal ``terms`` (None: no value), newest first."""
         kb = self.kb
         out = []
-        for doc in kb.index.documents(None, restrict(exact=terms), limit=limit, sort_newest=True):
+        for doc in self.index.documents(None, restrict(exact=terms), limit=limit, sort_newest=True):
             with contextlib.suppress(KBError):
                 out.append(kb.read(doc["id"]))
         return out
@@ -148,22 +168,22 @@ class Transaction:
         every auto id this branch's history and work tree have ever held, consecutive."""
         top = self._highest_auto_id(count)
         kb = self.kb
-        leased = kb.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
+        leased = self.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
         return leased if leased is not None else [str(top + n) for n in range(1, count + 1)]
 
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
-        cached_head, cached_max = kb.id_cache.load()
-        head = self._head = kb.store.head()
+        cached_head, cached_max = self.ids.load()
+        head = self._head = self.store.head()
         if head is None or cached_head == head:
             history = cached_max
         else:
             # Commits since the cached head suffice even when it is not an ancestor (another
             # branch): the cached maximum already covers everything reachable from it.
             try:
-                added = kb.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
+                added = self.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
             except StoreError:  # the cached commit is gone (a reset, then gc): read all history
-                added = kb.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
+                added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
             history = max(cached_max, highest_auto_id(memory_ids_of(added)))
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
@@ -171,13 +191,13 @@ class Transaction:
         if kb.monitor is not None and any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
             # A file no event told the monitor of (a network file system, a watch lost): the
             # folder decides. Whatever the cache says, an id never names an existing file.
-            top = max(history, kb.index.highest_auto_id())
-        kb.id_cache.save(head, top)
+            top = max(history, self.index.highest_auto_id())
+        self.ids.save(head, top)
         return top
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse an id a new memory may not take (``ids.check_new_id`` against the KB's ids)."""
-        check_new_id(memory_id, self.kb.index.ids())
+        check_new_id(memory_id, self.index.ids())
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -185,7 +205,7 @@ class Transaction:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
         holds work that is not committed, for an operation that has no ``--force``."""
         kb = self.kb
-        if os.path.lexists(kb.root / path) and kb.store.uncommitted([path]):
+        if os.path.lexists(kb.root / path) and self.store.uncommitted([path]):
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
@@ -199,15 +219,15 @@ class Transaction:
         what ``plan`` gave, the names kept)."""
         kb = self.kb
         changes, extra = plan()
-        dirty = kb.store.uncommitted([c.path for c in changes])
+        dirty = self.store.uncommitted([c.path for c in changes])
         kept: list[str] = []
         if dirty and force:
-            kept = kb.store.set_aside(dirty)
-            kb.index.update(memory_ids_of(list(dirty)))
+            kept = self.store.set_aside(dirty)
+            self.index.update(memory_ids_of(list(dirty)))
             kb.recheck_catalog()
             self._head = False
             changes, extra = plan()
-            dirty = kb.store.uncommitted([c.path for c in changes])
+            dirty = self.store.uncommitted([c.path for c in changes])
         if dirty:
             # An MCP tool has no --force: its client hears the rest of the advice.
             raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
@@ -221,33 +241,33 @@ class Transaction:
         them; ``memories`` are parsed memories some of them hold, so indexing needs not parse
         those again. The new commit's id, or None when the changes change nothing."""
         kb = self.kb
-        old = kb.store.head() if self._head is False else self._head
+        old = self.store.head() if self._head is False else self._head
         self._head = False
         unwritten: WorkTreeError | None = None
         try:
-            commit: str | None = kb.store.commit(changes, message, kb.author, parent=old)
+            commit: str | None = self.store.commit(changes, message, kb.author, parent=old)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.
             commit, unwritten = exc.commit, exc
         if commit is not None:
-            kb.id_cache.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
+            self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         parsed = memories or {}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
-            kb.index.update(ids, written)
+            self.index.update(ids, written)
             if kb.monitor is not None:
                 # Our own files, indexed just now: the next look-up needs no full check for them.
                 kb.monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})
-            if kb.index.wants_compaction():
+            if self.index.wants_compaction():
                 # Off the save path: a detached, niced, isolated process merges the segments
                 # saves left (daemon/compact.py; nothing in the KB is imported).
-                kb.store.start_upkeep([python_child(COMPACTION_JOB, str(kb.root))[0]])
+                self.store.start_upkeep([python_child(COMPACTION_JOB, str(kb.root))[0]])
         except Exception as exc:  # noqa: BLE001 - whatever the index does, the commit stands
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.
-            kb.index.invalidate()
+            self.index.invalidate()
             print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
                   "the next command updates it.", file=sys.stderr)
         if unwritten is not None:

@@ -205,9 +205,9 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         tx.check_new_id(memory_id)
         change = memory_change(memory, text)
         assert change.data is not None
-        head = kb.store.head()
+        head = tx.store.head()
         before = _work_tree_bytes(kb, change.path)
-        edited = before is not None and before != (blob_at(kb.store, head, change.path) if head else None)
+        edited = before is not None and before != (blob_at(tx.store, head, change.path) if head else None)
         commit = tx.commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
         if edited and before != change.data:
             # Like 'git checkout REV -- file', the edit is discarded: the user asked for REV's.
@@ -219,8 +219,8 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
             if before != change.data:
                 # HEAD already has this version, the work tree does not (a file broken or edited
                 # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
-                kb.store.apply_committed({change.path: change.data})
-                kb.index.update([memory_id])
+                tx.store.apply_committed({change.path: change.data})
+                tx.index.update([memory_id])
             else:
                 warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
         return RestoreResult(memory_id, shown.rev, warnings, commit)
