@@ -85,7 +85,10 @@ def test_no_module_imports_a_higher_layer(module: str) -> None:
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: set(_internal(m)) - {m} for m in MODULES}
+    """Not even through imports for the type checker only: a module that names another's types
+    depends on it as much (a narrow interface is a ``Protocol`` of its own)."""
+    graph = {m: (set(_internal(m)) | {t for t, _n in _typing_imports(PATHS[m]) if t in MODULES}) - {m}
+             for m in MODULES}
     visiting: list[str] = []
     done: set[str] = set()
 

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from ..core.results import AcceptResult, RenumberResult, SyncResult
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 
 class Team:
     """One clone's side of the team's work (the ops modules are imported on use)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: Context) -> None:
         self._kb = kb
 
     def sync(self, remote: str = "origin") -> SyncResult:

@@ -34,7 +34,7 @@ from ..store.repo import Change, GitStore
 from .history import blob_at, memory_ids_at, resolve_rev
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 TRAILER = "Renumbered-by: slayer-kb"
 
@@ -50,7 +50,7 @@ def _ids(paths: list[str]) -> set[str]:
     return {i for i in map(id_of_path, paths) if i}
 
 
-def plan(kb: KnowledgeBase, onto: str) -> tuple[str | None, dict[str, str]]:
+def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used."""
     store = kb.store
     head = store.head()
@@ -94,7 +94,7 @@ def _mapped(entity: str, mapping: dict[str, str]) -> str:
     return entity
 
 
-def renumber(kb: KnowledgeBase, onto: str, *, rewrite: bool = False) -> RenumberResult:
+def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult:
     """Give the branch's colliding auto-id memories fresh ids (see the module doc)."""
     with kb.transaction() as tx:
         require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")

@@ -43,7 +43,7 @@ from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .validate import validate
 
 if TYPE_CHECKING:
-    from ..kb import KnowledgeBase
+    from ..context import Context
 
 PUSH_ATTEMPTS = 30
 # Waits between attempts: uniform in [0, min(CAP, FIRST * 2**attempt)] ("full jitter"), so
@@ -54,7 +54,7 @@ BACKOFF_CAP = 3.0
 
 
 
-def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
+def sync(kb: Context, remote: str = "origin") -> SyncResult:
     """Pull (rebase), merge, revalidate, reindex and push (see the module doc)."""
     store = kb.store
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
@@ -105,7 +105,7 @@ def sync(kb: KnowledgeBase, remote: str = "origin") -> SyncResult:
     return result
 
 
-def _top_up(kb: KnowledgeBase) -> None:
+def _top_up(kb: Context) -> None:
     """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
     with contextlib.suppress(KBError):
         kb.leases.top_up(kb.highest_auto_id())
@@ -127,7 +127,7 @@ def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
     return branch
 
 
-def _pull(kb: KnowledgeBase, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
+def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
           result: SyncResult) -> None:
     """Bring the fetched upstream in (nothing to do when the remote has no such branch yet)."""
     store = kb.store
@@ -171,7 +171,7 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
         known[chained.get(old, old)] = new
 
 
-def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
+def _rebase(kb: Context, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
             result: SyncResult) -> None:
     """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
     and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
@@ -193,7 +193,7 @@ def _rebase(kb: KnowledgeBase, remote: str, upstream_branch: str, upstream: str,
         attributes.unlink(missing_ok=True)
 
 
-def _recount(kb: KnowledgeBase, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
+def _recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
     """Make sure every revision of a topic-key memory both sides changed is counted: the count
     of (where they parted, the upstream, this branch before the rebase), as ``merge_topic_revisions``
     sums them. The driver sums each commit it replays, but git never asks it when both sides made
@@ -256,7 +256,7 @@ def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_b
             "it was. To merge by hand: " + "; ".join(steps) + ".")
 
 
-def _fold_topic_keys(kb: KnowledgeBase, tx: Transaction, upstream: str, result: SyncResult) -> None:
+def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncResult) -> None:
     """One memory per topic key: a key this branch saved first while the upstream saved it too
     is folded into the upstream's memory, in one commit (see the module doc)."""
     store = kb.store
@@ -294,7 +294,7 @@ def _fold_topic_keys(kb: KnowledgeBase, tx: Transaction, upstream: str, result: 
     result.merged.update(mapping)
 
 
-def _revalidate(kb: KnowledgeBase, upstream: str) -> None:
+def _revalidate(kb: Context, upstream: str) -> None:
     """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
     store = kb.store
     head = store.head()
