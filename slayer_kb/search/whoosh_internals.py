@@ -50,7 +50,8 @@ LENGTH_OF_BYTE: tuple[int, ...] = tuple(byte_to_length(b) if b else 0 for b in r
 class Codec(W3Codec):
     """Whoosh's W3 codec with ``_PerDocReader``. Assumes W3PerDocReader keeps its document count
     in ``_doccount`` and each field's lengths in a column named ``_lenfield(field)`` of
-    LENGTHS_COLUMN bytes; segments it writes are byte for byte W3Codec's."""
+    LENGTHS_COLUMN bytes; segments it writes are byte for byte W3Codec's. Indexes name it by
+    its subclass ``codec.Codec`` (see there)."""
 
     def per_document_reader(self, storage: Any, segment: Any) -> W3PerDocReader:
         return _PerDocReader(storage, segment)
