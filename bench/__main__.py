@@ -4,6 +4,7 @@
     python -m bench                    # 1,000, 10,000 and 100,000 memories
     python -m bench --sizes 1000,10000
     python -m bench --team [--quick]   # many agents, one remote: bench/team.py, docs/teams.md
+    python -m bench --write-docs       # also put the tables in docs/performance.md
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from . import corpus as corpus_mod
 from . import relevance as relevance_mod
 from . import team
 from .measure import Plan, Runner
-from .report import table
+from .report import doc_tables, write_docs
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+PERFORMANCE_DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 
 
 def log(message: str) -> None:
@@ -43,6 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"replace the tables the run measured in {PERFORMANCE_DOC.name}, between its markers")
     parser.add_argument("--team", action="store_true",
                         help="run the team bench instead (python -m bench.team; --quick, --seed and --results-dir apply)")
     args = parser.parse_args(argv)
@@ -52,7 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def machine() -> dict[str, Any]:
+def machine(load_at_start: float) -> dict[str, Any]:
+    """The machine, and its 1-minute load average at the run's start and end: other work on a
+    shared machine inflates every figure."""
     import whoosh
 
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
@@ -63,6 +69,7 @@ def machine() -> dict[str, Any]:
         "git": git_version,
         "whoosh": whoosh.versionstring(),
         "sqlite": sqlite3.sqlite_version,
+        "load": [load_at_start, os.getloadavg()[0]],
     }
 
 
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("SLAYER_KB", None)
     os.environ.pop("SLAYER_KB_AUTHOR", None)
     started = dt.datetime.now(dt.timezone.utc)
+    load_at_start = os.getloadavg()[0]
     runs = {str(size): run_size(size, args) for size in args.size_list}
     log("relevance set ...")
     relevance_table, relevance = relevance_mod.measure()
@@ -94,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv),
         "seed": args.seed,
-        "machine": machine(),
+        "machine": machine(load_at_start),
         "runs": runs,
         "relevance": relevance,
     }
@@ -102,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(document, indent=1)
     (args.results_dir / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(text)
     (args.results_dir / "latest.json").write_text(text)
-    print(table(runs))
-    print()
+    for body in doc_tables(runs).values():
+        print(body)
+        print()
     print(relevance_table)
+    if args.write_docs:
+        log(f"wrote the {' and '.join(write_docs(PERFORMANCE_DOC, document))} tables of {PERFORMANCE_DOC}")
     return 0
 
 

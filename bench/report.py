@@ -1,11 +1,17 @@
-"""The markdown table: one row per figure, one column per corpus size, and the issues' targets."""
+"""The markdown tables: one row per figure, one column per corpus size, and the issues' targets;
+and ``write_docs``, which puts them in docs/performance.md between its ``<!-- bench:NAME -->``
+and ``<!-- /bench:NAME -->`` markers (tests/test_bench_report.py checks their form there)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
-# (label, result key, statistic, display unit, target from the issues)
-ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+Row = tuple[str, str, str, str, str]
+"""(label, result key, statistic, display unit, target from the issues)"""
+
+ROWS: tuple[Row, ...] = (
     ("save in-process, in a row (commit + index update)", "save", "median", "ms", "<= git add+commit (10k)"),
     ("git plumbing commit of one file", "git_plumbing", "median", "ms", ""),
     ("git add + git commit of one file", "git_add_commit", "median", "ms", ""),
@@ -43,12 +49,6 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("relayed search process peak RSS", "server_search_rss", "median", "MiB", "<= 150 MiB"),
     ("relayed save process peak RSS", "server_save_rss", "median", "MiB", "<= 150 MiB"),
     ("the server's peak RSS", "server_rss", "median", "MiB", "<= 600 MiB (100k)"),
-    ("basic-memory: `bm tool search-notes` process", "peer_search", "median", "ms", ""),
-    ("beside it, `slayer-kb search` process, server off", "peer_ours_search", "median", "ms", ""),
-    ("basic-memory search / slayer-kb search", "peer_search_vs_ours", "median", "x", "(1k, 10k)"),
-    ("basic-memory: `bm tool write-note` process", "peer_write", "median", "ms", ""),
-    ("beside it, `slayer-kb save` process, server off", "peer_ours_save", "median", "ms", ""),
-    ("basic-memory write / slayer-kb save", "peer_write_vs_ours", "median", "x", "(1k, 10k)"),
     ("search p50 (200 queries, in-process), each call checking freshness", "search", "median", "ms", ""),
     ("search p95, each call checking freshness", "search", "p95", "ms", ""),
     ("search p50, warm process (keep_warm), every channel", "search_warm", "median", "ms", "<= 10 ms (100k)"),
@@ -86,22 +86,85 @@ def _cell(figure: dict[str, Any] | None, stat: str, unit: str) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
-def table(runs: dict[str, dict[str, Any]]) -> str:
+# basic-memory, measured only up to peer.MAX_SIZE memories and only by its own step.
+PEER_ROWS: tuple[Row, ...] = (
+    ("basic-memory: `bm tool search-notes` process", "peer_search", "median", "ms", ""),
+    ("beside it, `slayer-kb search` process, server off", "peer_ours_search", "median", "ms", ""),
+    ("basic-memory search / slayer-kb search", "peer_search_vs_ours", "median", "x", ""),
+    ("basic-memory: `bm tool write-note` process", "peer_write", "median", "ms", ""),
+    ("beside it, `slayer-kb save` process, server off", "peer_ours_save", "median", "ms", ""),
+    ("basic-memory write / slayer-kb save", "peer_write_vs_ours", "median", "x", ""),
+)
+CORPUS_ROW = "| corpus generation + git commit | s |"
+# The tables of docs/performance.md, by marker name.
+DOC_TABLES = {"main": ROWS, "basic-memory": PEER_ROWS}
+
+
+def table(runs: dict[str, dict[str, Any]], rows: tuple[Row, ...] = ROWS) -> str:
+    """The table of ``rows`` over every size of ``runs``; the main one (ROWS) ends with the
+    corpus generation row and the runs' notes (a step that failed or was skipped)."""
     sizes = list(runs)
     head = "| figure | unit | " + " | ".join(f"{int(s):,} memories" for s in sizes) + " | target |"
     lines = [head, "|" + "---|" * (len(sizes) + 3)]
-    for label, key, stat, unit, target in ROWS:
+    for label, key, stat, unit, target in rows:
         cells = [_cell(runs[s]["metrics"].get(key), stat, unit) for s in sizes]
         lines.append(f"| {label} | {unit} | " + " | ".join(cells) + f" | {target} |")
+    if rows is not ROWS:
+        return "\n".join(lines)
     generated = [
         _cell({"v": runs[s]["corpus"].get("generate_seconds")}, "v", "s") if runs[s]["corpus"].get("generate_seconds")
         else "cached" for s in sizes
     ]
-    lines.append("| corpus generation + git commit | s | " + " | ".join(generated) + " | |")
+    lines.append(CORPUS_ROW + " " + " | ".join(generated) + " | |")
     notes = _notes(runs)
     if notes:
         lines += ["", *notes]
     return "\n".join(lines)
+
+
+def _measured(run: dict[str, Any], rows: tuple[Row, ...]) -> bool:
+    return any((run["metrics"].get(key) or {}).get(stat) is not None for _label, key, stat, _unit, _target in rows)
+
+
+def doc_tables(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The tables of docs/performance.md a run measured, by marker name: each over the sizes
+    where the run measured at least one of its figures (basic-memory: up to 10,000)."""
+    tables = {}
+    for name, rows in DOC_TABLES.items():
+        sizes = {size: run for size, run in runs.items() if _measured(run, rows)}
+        if sizes:
+            tables[name] = table(sizes, rows)
+    return tables
+
+
+def caption(document: dict[str, Any]) -> str:
+    """Which command made the tables, on what machine, under what load."""
+    machine = document["machine"]
+    load = machine.get("load")
+    under = f"load average {load[0]:.2f} at the start, {load[1]:.2f} at the end" if load else "load average not recorded"
+    return (f"`{document['command']}` on {machine['cpus']} CPUs (Python {machine['python']}, Whoosh "
+            f"{machine['whoosh']}, {machine['git']}), {under}:")
+
+
+def marked(name: str) -> re.Pattern[str]:
+    """What docs/performance.md holds between the markers of table ``name``."""
+    return re.compile(rf"(<!-- bench:{re.escape(name)} -->\n)(.*?)(\n<!-- /bench:{re.escape(name)} -->)", re.S)
+
+
+def write_docs(path: Path, document: dict[str, Any]) -> list[str]:
+    """Replace the tables between ``path``'s markers by those ``document`` (a run, as written to
+    bench/results/) measured; the others stay. The names of the tables written."""
+    text = path.read_text(encoding="utf-8")
+    written = []
+    for name, body in doc_tables(document["runs"]).items():
+        found = marked(name).search(text)
+        if found is None:
+            raise ValueError(f"{path} has no <!-- bench:{name} --> ... <!-- /bench:{name} --> markers: "
+                             "put them around the place its table goes")
+        text = text[: found.start(2)] + f"{caption(document)}\n\n{body}" + text[found.end(2) :]
+        written.append(name)
+    path.write_text(text, encoding="utf-8")
+    return written
 
 
 def _notes(runs: dict[str, dict[str, Any]]) -> list[str]:

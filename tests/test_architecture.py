@@ -159,6 +159,75 @@ def test_no_module_takes_another_modules_private_names() -> None:
     assert taken == []
 
 
+# The only module that reaches into Whoosh's private structures; tests/test_whoosh_contract.py
+# checks each of its assumptions.
+WHOOSH_DOOR = "slayer_kb.search.whoosh_internals"
+# Whoosh's public API as the rest of the package uses it. A name to add here must be public in
+# Whoosh's documentation; anything else goes through WHOOSH_DOOR, with a contract test.
+WHOOSH_PUBLIC = {
+    "whoosh": {"index", "query"},
+    "whoosh.analysis": {"STOP_WORDS", "Analyzer", "StemmingAnalyzer", "Token"},
+    "whoosh.analysis.tokenizers": {"default_pattern"},
+    "whoosh.fields": {"ID", "KEYWORD", "STORED", "TEXT", "Schema"},
+    "whoosh.idsets": {"BitSet"},
+    "whoosh.index": {"LockError"},
+    "whoosh.lang.porter": {"stem"},
+    "whoosh.reading": {"SegmentReader"},
+    "whoosh.scoring": {"BM25F", "BM25FScorer", "WeightScorer"},
+    "whoosh.searching": {"Searcher"},
+    "whoosh.writing": {"MERGE_SMALL"},
+}
+
+
+def test_only_the_whoosh_door_imports_whoosh_internals() -> None:
+    taken = {
+        (m, target, name) for m, found in MODULES.items() if m != WHOOSH_DOOR for target, names in found
+        if target.split(".")[0] == "whoosh"
+        for name in names or ["(the module)"] if name not in WHOOSH_PUBLIC.get(target, set())
+    }
+    assert taken == set(), f"use Whoosh's public API, or add a function to {WHOOSH_DOOR} with a contract test"
+
+
+# Private names of the standard library that are its documented API.
+PUBLIC_UNDERSCORED = {"_exit"}
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """The names a module defines: its functions, classes and variables, attributes it sets on
+    ``self`` or ``cls``, and names it spells out (``__slots__``, ``getattr``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    return names
+
+
+def _private_reaches(source: str) -> list[str]:
+    """Each ``x._name`` of ``source`` whose ``_name`` it does not define."""
+    tree = ast.parse(source)
+    own = _defined(tree) | PUBLIC_UNDERSCORED
+    return sorted({
+        ast.unparse(node) for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+        and node.attr not in own
+    })
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - {WHOOSH_DOOR}))
+def test_no_module_reaches_into_private_names_it_does_not_define(module: str) -> None:
+    """``x._name`` only where this module defines ``_name``: not another slayer_kb module's
+    private name (give it a public one), not Whoosh's (go through WHOOSH_DOOR), not one a
+    superclass in another module defines."""
+    assert _private_reaches(PATHS[module].read_text(encoding="utf-8")) == []
+
+
 def test_the_interfaces_reach_the_operations_only_through_the_library() -> None:
     """The CLI and the MCP server call ``KnowledgeBase`` and its objects (api/), never ``ops``."""
     reaching = {
@@ -297,3 +366,11 @@ def test_background_jobs_are_modules_started_with_python_m() -> None:
 
 def test_every_part_has_a_layer() -> None:
     assert {_part(m) for m in MODULES} <= set(RANK)
+
+
+def test_the_private_name_check_sees_reaches() -> None:
+    source = (
+        "import relay\nclass A:\n    __slots__ = ('_slot',)\n    def f(self, ix):\n        self._mine = 1\n"
+        "        return self._mine, self._slot, relay._LENGTH, ix._read_toc(), self._inherited, os._exit\n"
+    )
+    assert _private_reaches(source) == ["ix._read_toc", "relay._LENGTH", "self._inherited"]

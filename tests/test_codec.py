@@ -1,4 +1,4 @@
-"""codec.py: the index's segments are byte for byte what Whoosh's own codec writes, and the
+"""whoosh_internals.Codec: the index's segments are byte for byte what Whoosh's own codec writes, and the
 lengths its reader gives are Whoosh's."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from whoosh.filedb.structfile import BufferFile
 from slayer_kb.core.errors import StoreError
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import schema, writing
-from slayer_kb.search.codec import Codec, _ViewReader
+from slayer_kb.search.whoosh_internals import Codec, _ViewReader
 
 
 def documents() -> list[dict[str, object]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.search import whoosh_internals
 from slayer_kb.search.schema import FORMAT
 from testing import CliRunner, commit_all, git, json_of
 
@@ -421,13 +422,13 @@ def test_updates_never_merge_big_segments(tmp_path: Path, monkeypatch: pytest.Mo
     for n in range(25):
         writer.add_document(id=f"big-{n}", kind="memory", text="big segment")
     writer.commit()
-    big = ix._segments()[0].segment_id()
+    big = whoosh_internals.segments(ix)[0].segment_id()
     for n in range(5):
         writer = ix.writer()
         writer.add_document(id=f"small-{n}", kind="memory", text="small segment")
         merge = compaction.on_bulk if policy == "ours" else MERGE_SMALL
         writer.commit(mergetype=merge)
-    ids = [seg.segment_id() for seg in ix._segments()]
+    ids = [seg.segment_id() for seg in whoosh_internals.segments(ix)]
     assert (big in ids) is (policy == "ours")  # Whoosh's policy rewrote the 25-document segment
     with ix.searcher() as searcher:
         assert searcher.doc_count() == 30

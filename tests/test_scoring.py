@@ -183,7 +183,7 @@ def test_other_queries_are_left_to_whoosh(searcher) -> None:  # noqa: ANN001
 
 def test_the_relevance_set_gives_the_same_results_from_either_scorer(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     def results() -> list[dict[str, object]]:
-        example_kb.index._close_searcher()
+        example_kb.index.close_searcher()
         out = []
         for kind, text, _expected in RELEVANCE:
             for match in ("fused", "all"):

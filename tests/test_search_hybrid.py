@@ -366,8 +366,8 @@ OPS = st.lists(
 @given(ops=OPS)
 def test_a_warm_searcher_reopened_after_writes_answers_as_a_fresh_one(tmp_path_factory: pytest.TempPathFactory,
                                                                       ops: list[tuple[str, int, list[str]]]) -> None:
-    """A searcher reopened after a write keeps its readers of unchanged segments (codec.py);
-    whatever the writes were, it answers as a process that opened every segment afresh."""
+    """A searcher reopened after a write keeps its readers of unchanged segments
+    (whoosh_internals.reader_reusing); whatever the writes were, it answers as a process that opened every segment afresh."""
     kb = KnowledgeBase.init(tmp_path_factory.mktemp("warm") / "kb")
     live: list[str] = []
     for step, (op, n, words) in enumerate(ops):

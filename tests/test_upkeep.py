@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import compaction
+from slayer_kb.search import compaction, whoosh_internals
 from slayer_kb.search.schema import CODEC
 from slayer_kb.store import upkeep
 from testing import commit_all, fsck, git
@@ -65,7 +65,7 @@ def segment_sizes(kb: KnowledgeBase) -> dict[str, int]:
     from whoosh import index as windex
 
     ix = windex.open_dir(str(kb.root / ".slayer-kb" / "index"))
-    return {segment.segment_id(): segment.doc_count_all() for segment in ix._segments()}
+    return {segment.segment_id(): segment.doc_count_all() for segment in whoosh_internals.segments(ix)}
 
 
 def found(kb: KnowledgeBase, words: str) -> list[str]:
@@ -284,7 +284,7 @@ def test_a_compaction_whose_segments_another_replaced_builds_nothing(tmp_path: P
     kb = KnowledgeBase.init(tmp_path / "kb")
     hand_batches(kb, 3, 5)
     ix = windex.open_dir(str(kb.root / ".slayer-kb" / "index"))
-    stale = ix._segments()
+    stale = whoosh_internals.segments(ix)
     kb.compact_index(everything=True)  # the other compaction: merges and deletes their files
     assert compaction.build(ix, stale, kb.root / ".slayer-kb", CODEC) is None
     assert not list((kb.root / ".slayer-kb").glob("merging-*"))

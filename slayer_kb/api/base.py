@@ -12,7 +12,7 @@ class Part:
     """A part of ``KnowledgeBase``, which is its only subclass."""
 
     @property
-    def _kb(self) -> Context:
+    def as_context(self) -> Context:
         """This object as the Context the operations take (a mixin cannot name its subclass
         as its own type)."""
         return cast("Context", self)

@@ -16,19 +16,19 @@ class Cascades(Part):
     ) -> CascadeResult:
         from ..ops import cascade
 
-        return cascade.delete_model(self._kb, model, datasource, force=force)
+        return cascade.delete_model(self.as_context, model, datasource, force=force)
 
     def delete_datasource(self, datasource: str, *, force: bool = False) -> CascadeResult:
         from ..ops import cascade
 
-        return cascade.delete_datasource(self._kb, datasource, force=force)
+        return cascade.delete_datasource(self.as_context, datasource, force=force)
 
     def delete_leaf(self, leaf: str, *, force: bool = False) -> CascadeResult:
         from ..ops import cascade
 
-        return cascade.delete_leaf(self._kb, leaf, force=force)
+        return cascade.delete_leaf(self.as_context, leaf, force=force)
 
     def prune(self, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
         from ..ops import cascade
 
-        return cascade.prune(self._kb, dry_run=dry_run, force=force)
+        return cascade.prune(self.as_context, dry_run=dry_run, force=force)

@@ -35,30 +35,30 @@ class EngramTools(Part):
         entities: Any = None, description: str | None = None,
     ) -> SaveResult:
         """Engram's ``mem_save``: redaction, topic-key upsert, de-duplication, else a new memory."""
-        return observations.save(self._kb, title, content, type, project, scope, topic_key, session_id, entities,
+        return observations.save(self.as_context, title, content, type, project, scope, topic_key, session_id, entities,
                                  description)
 
     def update(self, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
         """Engram's ``mem_update``: change only the given fields of a live memory."""
-        return changes.update(self._kb, memory_id, force=force, **fields)
+        return changes.update(self.as_context, memory_id, force=force, **fields)
 
     def forget(self, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
         """Delete a memory (hard: strip ``memory:<id>`` from every other one; soft: hide it)."""
-        return changes.forget(self._kb, memory_id, soft=soft, force=force)
+        return changes.forget(self.as_context, memory_id, soft=soft, force=force)
 
     def restore(self, memory_id: str) -> ChangeResult:
         """Bring back a soft-deleted memory."""
-        return changes.restore(self._kb, memory_id)
+        return changes.restore(self.as_context, memory_id)
 
     def suggest_topic_key(self, type: str | None = None, title: str | None = None, content: str | None = None) -> str:
         return engram.suggest_topic_key(type, title, content)
 
     def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
         """The memories saved just before and after one, in its session."""
-        return finding.timeline(self._kb, memory_id, before, after)
+        return finding.timeline(self.as_context, memory_id, before, after)
 
     def stats(self) -> Stats:
-        return finding.stats(self._kb)
+        return finding.stats(self.as_context)
 
     def session_summary(
         self, content: str, project: str | None = None, session_id: str | None = None
@@ -76,28 +76,28 @@ class EngramTools(Part):
     def session_start(
         self, session_id: str, project: str | None = None, directory: str | None = None
     ) -> SessionResult:
-        return sessions.start(self._kb, session_id, project, directory)
+        return sessions.start(self.as_context, session_id, project, directory)
 
     def session_end(self, session_id: str, summary: str | None = None) -> SessionResult:
-        return sessions.end(self._kb, session_id, summary)
+        return sessions.end(self.as_context, session_id, summary)
 
     def save_prompt(
         self, content: str, session_id: str | None = None, project: str | None = None
     ) -> SessionResult:
-        return sessions.save_prompt(self._kb, content, session_id, project)
+        return sessions.save_prompt(self.as_context, content, session_id, project)
 
     def capture_passive(
         self, content: str, session_id: str | None = None, project: str | None = None,
         source: str | None = None,
     ) -> CaptureResult:
-        return capture.capture_passive(self._kb, content, session_id, project, source)
+        return capture.capture_passive(self.as_context, content, session_id, project, source)
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
-        return sessions.timeline(self._kb, session_id)
+        return sessions.timeline(self.as_context, session_id)
 
     def recent_sessions(self, project: str | None = None, limit: int = 20) -> list[Session]:
         """The sessions active last, newest first (of ``project``, when given)."""
-        return sessions.of_project(sessions.load_all(self._kb), engram.normalize_project(project))[:limit]
+        return sessions.of_project(sessions.load_all(self.as_context), engram.normalize_project(project))[:limit]
 
     def context(
         self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,
@@ -105,5 +105,5 @@ class EngramTools(Part):
     ) -> str:
         """A compact markdown digest for the start of an agent's session: recent sessions and
         prompts, and the ``limit`` newest memories (``sessions.digest``)."""
-        self._kb.ensure_fresh()
-        return sessions.digest(self._kb, engram.normalize_project(project), scope, limit, budget)
+        self.as_context.ensure_fresh()
+        return sessions.digest(self.as_context, engram.normalize_project(project), scope, limit, budget)

@@ -223,8 +223,13 @@ def loads(data: bytes) -> object:
     return marshal.loads(data)  # noqa: S302 - from this user's own process (peer credentials checked)
 
 
+def frame(data: bytes) -> bytes:
+    """``data`` as a frame on the wire: its length, then itself."""
+    return _LENGTH.pack(len(data)) + data
+
+
 def send_frame(conn: socket.socket, data: bytes) -> None:
-    conn.sendall(_LENGTH.pack(len(data)) + data)
+    conn.sendall(frame(data))
 
 
 def recv_frame(conn: socket.socket, limit: int = 1 << 30) -> bytes:

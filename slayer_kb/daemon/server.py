@@ -262,7 +262,7 @@ class Server:
             if self.sentences is not None:
                 self.sentences.wake()
             data = relay.dumps({"code": code, "chunks": chunks})
-            beat.finish(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+            beat.finish(relay.RESULT + relay.frame(data))
             if _writes(request):  # answered: its client needs the record no more
                 requests.drop(self._runner.kb.store.state, request["request"])
         finally:
@@ -295,7 +295,7 @@ class Server:
             conn.sendall(relay.REFUSED)
             return
         data = relay.dumps(answer)
-        conn.sendall(relay.RESULT + relay._LENGTH.pack(len(data)) + data)
+        conn.sendall(relay.RESULT + relay.frame(data))
 
 
 def _writes(request: dict[str, Any]) -> bool:

@@ -12,6 +12,8 @@ from typing import Any
 
 from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
 
+from .whoosh_internals import field_b
+
 
 class LiveBM25F(BM25F):
     """Whoosh's BM25F with ``scoring.Statistics``: the weighting of every searcher the index
@@ -26,7 +28,7 @@ class LiveBM25F(BM25F):
     def scorer(self, searcher: Any, fieldname: str, text: bytes, qf: int = 1) -> Any:
         if not searcher.schema[fieldname].scorable:
             return WeightScorer.for_(searcher, fieldname, text)
-        return _LiveScorer(searcher, fieldname, text, self._field_B.get(fieldname, self.B), self.K1, qf)
+        return _LiveScorer(searcher, fieldname, text, field_b(self, fieldname), self.K1, qf)
 
 
 class _LiveScorer(BM25FScorer):

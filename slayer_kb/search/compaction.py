@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from whoosh import index as windex
-from whoosh.index import TOC, clean_files
 from whoosh.reading import SegmentReader
-from whoosh.writing import MERGE_SMALL, SegmentWriter
+from whoosh.writing import MERGE_SMALL
+
+from . import whoosh_internals as internals
 
 # Segments with more documents than this are merged only by a reindex.
 MERGE_LIMIT = 10_000
@@ -131,26 +131,11 @@ def build(ix: Any, chosen: list[Any], state_dir: Path, codec: Any) -> Built | No
     folder = state_dir / f"{_FOLDER_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     folder.mkdir()
     try:
-        private = windex.create_in(str(folder), ix.schema, indexname=ix.indexname)
-        writer = SegmentWriter(private, codec=codec)
-        sources = []
-        try:
-            fieldnames = set(ix.schema.names())
-            for segment in chosen:
-                reader = SegmentReader(ix.storage, ix.schema, segment)
-                try:
-                    start = writer.docnum
-                    docmap = writer.write_per_doc(fieldnames, reader)
-                    writer.add_postings_to_pool(reader, start, docmap)
-                    live = docmap if docmap is not None else {n: start + n for n in range(segment.doc_count_all())}
-                finally:
-                    reader.close()
-                deleted = frozenset(segment.deleted_docs()) if segment.has_deletions() else frozenset()
-                sources.append(_Source(segment.segment_id(), deleted, live))
-            writer._added = True
-            new = writer._finalize_segment()
-        finally:
-            writer._finish()
+        new, docmaps = internals.copy_segments(ix, chosen, folder, codec)
+        sources = [
+            _Source(segment.segment_id(), frozenset(segment.deleted_docs()) if segment.has_deletions() else frozenset(), live)
+            for segment, live in zip(chosen, docmaps, strict=True)
+        ]
         return Built(folder, new, sources)
     except FileNotFoundError:
         shutil.rmtree(folder, ignore_errors=True)
@@ -168,7 +153,7 @@ def publish(ix: Any, built: Built) -> bool:
         if not _acquire(lock):
             return False
         try:
-            toc = ix._read_toc()
+            toc = internals.table_of_contents(ix)
             current = {s.segment_id(): s for s in toc.segments}
             if any(source.segment_id not in current for source in built.sources):
                 return False
@@ -177,14 +162,10 @@ def publish(ix: Any, built: Built) -> bool:
                 later = (set(segment.deleted_docs()) if segment.has_deletions() else set()) - source.deleted
                 for docnum in later:
                     built.segment.delete_document(source.newdocs[docnum])
-            for name in os.listdir(built.folder):
-                if name.startswith(f"{ix.indexname}_{built.segment.segid}"):
-                    os.replace(built.folder / name, os.path.join(ix.storage.folder, name))
+            internals.move_segment_files(built.segment, built.folder, ix)
             gone = {source.segment_id for source in built.sources}
             segments = [s for s in toc.segments if s.segment_id() not in gone] + [built.segment]
-            generation = toc.generation + 1
-            TOC(toc.schema, segments, generation).write(ix.storage, ix.indexname)
-            clean_files(ix.storage, ix.indexname, generation, segments)
+            internals.write_table_of_contents(ix, toc, segments)
             return True
         finally:
             lock.release()

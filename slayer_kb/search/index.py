@@ -45,7 +45,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, vectors, writing
+from . import compaction, embedding, vectors, whoosh_internals, writing
 from .meaning import Meaning, state_key
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
@@ -338,7 +338,7 @@ class Index(Reads, Meaning):
         listing: Listing | None = None
         vectors_changed = state.get("vectors") != self.vector_key()
         if vectors_changed:
-            self._refill_vectors(ix, db)
+            self.refill_vectors(ix, db)
             state["vectors"] = self.vector_key()
         if only is None:
             listing = take_listing(self.memories)
@@ -519,7 +519,7 @@ class Index(Reads, Meaning):
         return ix
 
     def _create(self) -> windex.Index:
-        self._close_searcher()
+        self.close_searcher()
         self._ix = None
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -531,13 +531,13 @@ class Index(Reads, Meaning):
     def segments(self) -> int:
         """How many segments the index is split into (0 before the first sync)."""
         ix = self._open_existing()
-        return len(ix._segments()) if ix is not None else 0
+        return len(whoosh_internals.segments(ix)) if ix is not None else 0
 
     def wants_compaction(self) -> bool:
         """Whether segments that saves no longer merge have piled up (``compaction.wanted``):
         time for a compaction, in the background."""
         ix = self._open_existing()
-        return ix is not None and bool(compaction.wanted(ix._segments()))
+        return ix is not None and bool(compaction.wanted(whoosh_internals.segments(ix)))
 
     def build_compaction(self, everything: bool = False) -> compaction.Built | None:
         """Step 1 of a compaction, with no lock (see compaction.py): the merged segment of the
@@ -546,7 +546,7 @@ class Index(Reads, Meaning):
         ix = self._open_existing()
         if ix is None:
             return None
-        chosen = compaction.wanted(ix._segments(), everything)
+        chosen = compaction.wanted(whoosh_internals.segments(ix), everything)
         return compaction.build(ix, chosen, self.dir.parent, CODEC) if chosen else None
 
     def publish_compaction(self, built: compaction.Built) -> bool:

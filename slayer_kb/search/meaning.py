@@ -142,7 +142,7 @@ class Meaning:
                 progress(at + len(chunk), len(missing))
         return done
 
-    def _refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
+    def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""
         with ix.searcher() as searcher:
             memories = [

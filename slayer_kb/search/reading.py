@@ -15,7 +15,7 @@ from whoosh.idsets import BitSet
 from whoosh.searching import Searcher
 
 from .bm25 import LiveBM25F
-from .codec import reader_reusing
+from .whoosh_internals import reader_reusing
 
 if TYPE_CHECKING:
     from .filters import Restriction
@@ -71,7 +71,7 @@ class Reads:
             found = self._docsets[key] = BitSet(searcher.docs_for_query(query), size=searcher.doc_count_all())
         return found
 
-    def _close_searcher(self) -> None:
+    def close_searcher(self) -> None:
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
@@ -86,7 +86,7 @@ class Reads:
         self._docnums = {}
 
     def close(self) -> None:
-        self._close_searcher()
+        self.close_searcher()
         self._ix = None
 
     def documents(

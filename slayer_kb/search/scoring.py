@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 from whoosh import query as Q
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
-from whoosh.util.numeric import byte_to_length
+
+from .whoosh_internals import LENGTH_OF_BYTE, field_b, length_bytes, posting_blocks, postings_of
 
 _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
 # Decoded posting lists kept per searcher, up to this many postings in all (16 bytes each): a warm
@@ -29,7 +29,7 @@ _CACHED_POSTINGS = 4_000_000
 # What an entry costs beside its postings (its key and the cache's node: about 250 bytes, as much
 # as 16 postings), so that words absent from the index count too.
 _ENTRY_COST = 16
-_LENGTH_OF_BYTE = np.array([byte_to_length(b) or 0 for b in range(256)], dtype=np.float64)
+_LENGTH_OF_BYTE = np.array(LENGTH_OF_BYTE, dtype=np.float64)
 
 Scored = tuple[np.ndarray, np.ndarray]
 """Matching docnums in ascending order, and their scores."""
@@ -92,7 +92,7 @@ class Statistics:
         for segment, offset in self.leaves:
             if (fieldname, text) not in segment:
                 continue
-            ids, weights = _leaf_postings(segment._terms.matcher(fieldname, text, fmt))
+            ids, weights = _leaf_postings(postings_of(segment, fieldname, text, fmt))
             ids_parts.append(ids + offset)
             weight_parts.append(weights)
         return (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
@@ -205,7 +205,7 @@ class VectorSearcher:
     def _bm25(self, fieldname: str, text: bytes, ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
         # whoosh.scoring.bm25, operation for operation, so the floats come out the same.
         w = self.weighting
-        b = w._field_B.get(fieldname, w.B)
+        b = field_b(w, fieldname)
         k1 = w.K1
         idf = self.stats.idf(ids)
         avgfl = self.stats.average_length(fieldname)
@@ -250,7 +250,8 @@ def _intersect(a: Scored, b: Scored) -> Scored:
 
 def _leaf_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     """A segment's posting list of one term as (docnums, weights)."""
-    if type(matcher) is not W3LeafMatcher or matcher._byteids:
+    blocks = posting_blocks(matcher)
+    if blocks is None:
         ids, weights = [], []
         while matcher.is_active():
             ids.append(matcher.id())
@@ -258,10 +259,7 @@ def _leaf_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
             matcher.next()
         return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
     id_blocks, weight_blocks = [], []
-    while not matcher._atend:
-        matcher._read_data()
-        raw_ids, raw_weights = matcher._data[0], matcher._data[1]
-        count = matcher._blocklength
+    for raw_ids, raw_weights, count in blocks:
         # A block holds its docnums as deltas (whoosh.util.delta_decode is this cumsum).
         id_blocks.append(np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
         if raw_weights is None:
@@ -270,16 +268,15 @@ def _leaf_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
             weight_blocks.append(np.full(count, raw_weights, dtype=np.float64))
         else:
             weight_blocks.append(np.asarray(raw_weights, dtype=np.float64))
-        matcher._next_block()
     return np.concatenate(id_blocks), np.concatenate(weight_blocks)
 
 
 def _segment_lengths(segment: Any, fieldname: str, count: int) -> np.ndarray:
     """A segment's one-byte field lengths, decoded as Whoosh's doc_field_length decodes them."""
-    column = segment._perdoc._cached_reader(f"_{fieldname}_len", LENGTHS_COLUMN)
-    if column is None:
+    data = length_bytes(segment, fieldname)
+    if data is None:
         return np.ones(count, dtype=np.float64)
-    raw = np.frombuffer(column._dbfile.get(column._basepos, column._count), dtype=np.uint8)
+    raw = np.frombuffer(data, dtype=np.uint8)
     out = np.zeros(count, dtype=np.float64)
     out[: len(raw)] = _LENGTH_OF_BYTE[raw]
     return out

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from whoosh.multiproc import MpWriter, SubWriterTask
+from .whoosh_internals import BulkWriter, unblock_jobs
 
 _PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.1
@@ -38,24 +38,9 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-class _Worker(SubWriterTask):  # type: ignore[misc]
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.parent = os.getpid()
-
-    def run(self) -> None:
-        _die_with_parent(self.parent)
-        super().run()
-
-
-class BulkWriter(MpWriter):  # type: ignore[misc]
-    """Whoosh's MpWriter with workers that die with this process."""
-
-    def _new_task(self) -> Any:
-        task = _Worker(self.storage, self.indexname, self.jobqueue, self.resultqueue, self.subargs, self.multisegment)
-        self.tasks.append(task)
-        task.start()
-        return task
+def bulk_writer(ix: Any, **kwargs: Any) -> Any:
+    """Whoosh's MpWriter (``kwargs`` are its) with workers that die with this process."""
+    return BulkWriter(ix, on_worker_start=_die_with_parent, **kwargs)
 
 
 def dead(writer: Any) -> list[int]:
@@ -79,7 +64,7 @@ def watched(writer: Any) -> Iterator[None]:
                         task.kill()
             # Nobody reads the job queue any more: let the parent's puts through.
             with contextlib.suppress(Exception):
-                writer.jobqueue._sem.release()
+                unblock_jobs(writer)
 
     thread = threading.Thread(target=watch, name="slayer-kb index watchdog", daemon=True)
     thread.start()

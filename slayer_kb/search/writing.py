@@ -31,8 +31,8 @@ def writer(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], list[
     nearly halves it), with Python's cyclic garbage collector paused: a worker holds millions of
     posting tuples, and each full collection walks them all, while Whoosh's writers leave no
     cycles worth collecting. Forked workers inherit the pause (Linux up to Python 3.13);
-    workers started otherwise only run slower. With the pool of ``pool_mb()`` and codec.py, a
-    rebuild at 100,000 memories took 55 s instead of 98 s (measured).
+    workers started otherwise only run slower. With the pool of ``pool_mb()`` and
+    ``whoosh_internals.Codec``, a rebuild at 100,000 memories took 55 s instead of 98 s (measured).
     """
     paused = bulk and gc.isenabled()
     if paused:
@@ -40,7 +40,7 @@ def writer(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], list[
     try:
         try:
             if bulk:
-                writer = workers.BulkWriter(ix, procs=2, multisegment=True, limitmb=pool_mb(), codec=CODEC)
+                writer = workers.bulk_writer(ix, procs=2, multisegment=True, limitmb=pool_mb(), codec=CODEC)
             else:
                 writer = ix.writer(codec=CODEC)
         except LockError:
