@@ -21,8 +21,9 @@ the catalog (after a cascade the query keeps its text, SLayer's rule, and search
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so is a topic
-key held by more than one live memory (teamchecks.py). Every problem of
-every file is reported in one run.
+key held by more than one live memory (teamchecks.py); validating the whole KB then checks only
+the files the branch changed since it parted from REF, unless a catalog file changed or a memory
+was removed. Every problem of every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from .problems import Problem, shown
-from .teamchecks import id_collisions, topic_key_twins
+from .teamchecks import branch_files, id_collisions, topic_key_holders, topic_key_twins
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -200,6 +201,10 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     auto ids added on this branch that the revision uses for another memory."""
     report = Report()
     for target in targets(paths, report.problems).values():
+        changed = branch_files(target.root, against) if against is not None and target.everything else None
+        if changed is not None:
+            # Only the branch's own files: the others were checked where they came from.
+            target.files, target.everything = changed, False
         expand(target)
         context = KBContext.of(target.root)
         report.problems.extend(
@@ -209,7 +214,9 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         for path, name in sorted(target.files.items()):
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
-        report.problems.extend(topic_key_twins(target.files))
+        # A key held twice needs every holder, not just the branch's files.
+        holders = target.files if changed is None else {**topic_key_holders(target.root), **target.files}
+        report.problems.extend(topic_key_twins(holders))
         if against is not None:
             report.problems.extend(id_collisions(target.root, target.files, against))
     report.problems.sort(key=lambda p: (p.path, p.line))
