@@ -34,13 +34,18 @@ def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Prob
     if base_proc.returncode != 0:
         raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
     base = base_proc.stdout.decode().strip()
-    at_base = set(_tree_blobs(store, base, memories))
-    theirs = _tree_blobs(store, against_sha, memories)
     ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
+    auto = [i for i in ours if is_auto_id(i)]
+    if not auto:
+        return []
+    # A few files (a branch's changes): list just those at both revisions, not every memory.
+    only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
+    at_base = set(_tree_blobs(store, base, memories, only))
+    theirs = _tree_blobs(store, against_sha, memories, only)
     kb_shown = shown(root)
     command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
                + f" renumber --onto {shlex.quote(against)}")
-    candidates = [i for i in ours if is_auto_id(i) and i not in at_base and i in theirs]
+    candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
     # Only what REF added in commits HEAD lacks is another memory: one both sides have from one
@@ -144,9 +149,9 @@ def _store(root: Path) -> GitStore:
     return GitStore(root)
 
 
-def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
-    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
-    proc = store.git("ls-tree", "-z", rev, "--", folder)
+def _tree_blobs(store: GitStore, rev: str, folder: str, only: list[str]) -> dict[str, str]:
+    """``{id: blob}`` of ``memories/*.yaml`` at ``rev`` (of just the paths ``only``, if any)."""
+    proc = store.git("ls-tree", "-z", rev, "--", *(only or [folder]))
     out = {}
     for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not entry:

@@ -10,7 +10,8 @@ whole).
 
 Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a datasource, a
 model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
-any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
+any memory's references dangling. The index is not used (validation runs on a fresh CI checkout),
+but the parsed catalog the KB's commands cache is, while the catalog files are as it says.
 
 A session file (``sessions/<id>.yaml``, sessions.py) is checked against its own schema
 (``session.schema.json``), for a file name that spells its id, and for the canonical form.
@@ -42,7 +43,7 @@ from urllib.parse import unquote
 import jsonschema
 import yaml
 
-from ..catalog.catalog import Catalog, load_catalog
+from ..catalog.catalog import Catalog, catalog_signature, load_catalog, load_catalog_cached
 from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
@@ -64,6 +65,8 @@ from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from ..store.listing import RACY_SECONDS
+from ..store.repo import STATE_DIR
 from .problems import Problem, shown
 from .teamchecks import branch_files, id_collisions, topic_key_holders, topic_key_twins
 
@@ -193,7 +196,17 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(load_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+
+
+def _catalog(root: Path) -> Catalog:
+    """The KB's catalog: the parse its commands keep in the state folder while the files are as
+    it says (parsing hundreds of model files is most of a validate at 10,000 memories); parsed
+    where there is none (a fresh CI checkout)."""
+    state = root / STATE_DIR
+    if not state.is_dir():
+        return load_catalog(root)
+    return load_catalog_cached(root, state / "catalog.json", catalog_signature(root, RACY_SECONDS))
 
 
 def validate(paths: Sequence[Path], against: str | None = None) -> Report:
