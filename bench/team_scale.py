@@ -64,6 +64,16 @@ def timed_cli(clone: Path, *args: str, env: dict[str, str]) -> float:
     return reply.seconds
 
 
+def wait_warm(clone: Path, env: dict[str, str], bound: float = 300.0) -> None:
+    """Until the clone's server has opened the KB and warmed up (a command relayed before then
+    waits for it, which is no figure of a sync)."""
+    deadline = time.monotonic() + bound
+    while not cli(clone, "server", "status", env=env).out.get("warm"):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the server of {clone} did not warm up in {bound:.0f} s")
+        time.sleep(0.5)
+
+
 def save_many(clone: Path, count: int, tag: str) -> None:
     with KnowledgeBase(clone) as kb:
         entity = kb.read(kb.memory_ids()[0]).entities[0]
@@ -93,7 +103,8 @@ def run(size: int, seed: int, repeat: int, renumber: int, work: Path) -> dict[st
         figures["validate_whole_kb"].append(timed_cli(x, "validate", env=cold))
         git(x, "switch", "-q", branch)
         figures["sync_nothing_to_do"].append(timed_cli(y, "sync", env=cold))
-        timed_cli(y, "sync", env=warm)  # starts y's server (the first relayed command waits for it)
+        timed_cli(y, "sync", env=warm)  # runs here and starts y's server
+        wait_warm(y, warm)
         figures["sync_nothing_to_do_relayed"].append(timed_cli(y, "sync", env=warm))
         stop_servers([y])
         for clone in (x, y):  # ids as before leases, which collide
