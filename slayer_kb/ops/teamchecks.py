@@ -15,12 +15,12 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.ids import is_auto_id
+from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev
 from .problems import Problem, shown
 
 MEMORIES = "memories"
-SESSIONS = "sessions"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
@@ -90,7 +90,7 @@ def branch_files(root: Path, against: str) -> dict[Path, str] | None:
     files: dict[Path, str] = {}
     for status, path in changed:
         folder, _, name = path[len(store.prefix):].partition("/")
-        if folder not in (MEMORIES, SESSIONS) or "/" in name:
+        if folder not in (MEMORIES, SESSIONS_DIR) or "/" in name:
             if path.endswith(".yaml"):
                 return None  # a catalog file (or a YAML file validate would reject anyway)
             continue
