@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from slayer_kb.ops.sync import PUSH_ATTEMPTS
+
 from . import team_branches
 from .team_kit import (
     ENTITIES,
@@ -231,6 +233,7 @@ def team_sync(clone: Path, env: dict[str, str], emit: Emit, attempts: int = 2) -
         else:
             kind = "error"
         emit({"op": "sync", "kind": kind, "seconds": reply.seconds, "action": reply.out.get("action"),
+              "attempts": reply.out.get("attempts") or 0,
               "renumbered": reply.out.get("renumbered") or {}, "files": conflict_files(message),
               "message": message[:400]})
         if kind != "conflict":
@@ -274,6 +277,7 @@ class SharedResult:
     sync_p50: float | None = None
     sync_p95: float | None = None
     sync_max: float | None = None
+    push_attempts_max: int = 0
     converged: bool = False
     convergence_rounds: int = 0
     validate_clean: bool = False
@@ -302,6 +306,7 @@ class SharedResult:
             ("topic-key upserts missing from main's revision counts", self.topic_revisions_missing, "0"),
             ("sync p50 / p95 / max (s)", f"{fmt(self.sync_p50)} / {fmt(self.sync_p95)} / {fmt(self.sync_max)}",
              "p95 <= 5 s"),
+            ("most push attempts in one sync", self.push_attempts_max, f"< {PUSH_ATTEMPTS}"),
             ("clones converged (final sync rounds)", f"{self.converged} ({self.convergence_rounds})", "True"),
             ("validate clean on the converged main", self.validate_clean, "True"),
             ("memories on main", self.memories_on_main, ""),
@@ -394,6 +399,7 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
         elif op == "sync":
             result.syncs += 1
             sync_seconds.append(event["seconds"])
+            result.push_attempts_max = max(result.push_attempts_max, int(event.get("attempts") or 0))
             result.renumbered_ids += len(event["renumbered"])
             if event["kind"] != "ok":
                 result.sync_failures += 1

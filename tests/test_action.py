@@ -173,7 +173,7 @@ FIRST_COMMENT = REVIEW + """
 memories/3.yaml:1: auto id '3' was added on this branch, but origin/main already uses it for \
 another memory; run 'slayer-kb renumber --onto origin/main' to give this branch's memory a fresh \
 id and rewrite its memory:3 references, in one commit
-1 problem in 1 file (3 files checked)
+1 problem in 1 file (2 files checked)
 ```
 """
 
@@ -197,7 +197,7 @@ Memories: 1 added, 1 changed, 0 re-linked, 0 removed.
 
 ### Validation
 
-`slayer-kb validate --against origin/main`: Checked 3 files: no problems.
+`slayer-kb validate --against origin/main`: Checked 2 files: no problems.
 """
 
 

@@ -255,6 +255,12 @@ def test_a_reindex_that_draws_a_progress_bar_runs_in_the_process() -> None:
     assert relay.relayable(["reindex"], stderr_tty=True) is None
 
 
+def test_a_sync_is_relayed_unless_a_terminal_may_have_to_answer_git() -> None:
+    assert relay.relayable(["sync", "--remote", "up"]) == (None, "sync", ["--remote", "up"])
+    assert relay.relayable(["sync"], stdin_tty=True) is None
+    assert relay.relayable(["sync"], stderr_tty=True) is None
+
+
 def _click_reads(argv: list[str]) -> tuple[str | None, list[str]]:
     """What the CLI's click group makes of ``argv``: the --kb value, and the command with its
     arguments (what is left after the group's own options)."""

@@ -153,7 +153,7 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
         "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
         "another memory; run 'slayer-kb renumber --onto main' to give this branch's memory a "
         "fresh id and rewrite its memory:2 references, in one commit",
-        "1 problem in 1 file (4 files checked)",
+        "1 problem in 1 file (3 files checked)",
     ]
     # From outside the KB, the command names it.
     proc = run_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
@@ -165,12 +165,47 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     # Doing what it says leaves nothing to report.
     run_cli("renumber", "--onto", "main", cwd=root, check=True)
     proc = run_cli("validate", "--against", "main", cwd=root)
-    assert (proc.returncode, proc.stdout) == (0, "Checked 4 files: no problems.\n")
+    assert (proc.returncode, proc.stdout) == (0, "Checked 3 files: no problems.\n")
     # An unknown revision is named as such, as review and renumber name it.
     for command in (["validate", "--against", "nope"], ["review", "nope"], ["renumber", "--onto", "nope"]):
         bad = run_cli(*command, cwd=root)
         assert (bad.returncode, bad.stderr) == (
             1, "Error: Unknown revision 'nope': give a commit, branch or tag (see 'git log').\n")
+
+
+def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, run_cli) -> None:
+    """With --against, a whole-KB validate checks the files the branch changed (committed or not)
+    and every holder of a topic key; a catalog change or a removed memory checks every file."""
+    root = catalog_kb.root
+    write(catalog_kb, "1.yaml", GOOD)
+    write(catalog_kb, "2.yaml", "learning: Broken on main.\nentities:\n- shop.orders.nope\n" + CREATED)
+    write(catalog_kb, "3.yaml", f"learning: Keyed.\ntopic_key: decision/retry\n{CREATED}")
+    commit_all(root, "base")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(catalog_kb, "4.yaml", GOOD)
+    commit_all(root, "feature")
+    write(catalog_kb, "5.yaml", f"learning: Keyed again.\ntopic_key: decision/retry\n{CREATED}")  # untracked
+    twice = ("topic_key 'decision/retry' is held by 2 memories (3, 5); a save under the key revises only the "
+             "newest. Keep one: merge their learnings into it and forget the others ('slayer-kb forget ID'), "
+             "or give each its own topic_key")
+    proc = run_cli("validate", "--against", "main", cwd=root)
+    # 2.yaml's problem came from main, where it was checked; the key held twice needs 3.yaml too.
+    assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        f"memories/3.yaml:1: {twice}", f"memories/5.yaml:1: {twice}", "2 problems in 2 files (2 files checked)"])
+    (root / "memories" / "5.yaml").unlink()
+    everything = run_cli("validate", cwd=root)
+    assert everything.stdout.splitlines()[-1] == "1 problem in 1 file (4 files checked)"
+    # A removed memory may leave references dangling: every file is checked again.
+    git(root, "rm", "-q", "memories/1.yaml")
+    assert run_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
+        "1 problem in 1 file (3 files checked)")
+    git(root, "checkout", "-q", "HEAD", "--", "memories/1.yaml")
+    # So does a changed catalog file, committed or not.
+    model = next((root / "models").rglob("*.yaml"))
+    model.write_text(model.read_text() + "\n", encoding="utf-8")
+    assert run_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
+        "1 problem in 1 file (4 files checked)")
 
 
 def test_against_main_where_the_branch_is_master(catalog_kb: KnowledgeBase, run_cli) -> None:

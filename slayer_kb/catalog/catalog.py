@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +206,22 @@ def same_signature(a: Any, b: Any) -> bool:
         if x[:4] != y[:4] or (len(x) > 4 and len(y) > 4 and x[4] != y[4]):
             return False
     return True
+
+
+def catalog_signature(root: Path, racy_seconds: float) -> list[list[Any]]:
+    """What the catalog's files look like now. A file changed within the timestamp granularity
+    (``racy_seconds``) could change again without its stat changing, so its bytes count too."""
+    sig = []
+    young_after = time.time_ns() - racy_seconds * 1e9
+    for rel in catalog_files(root):
+        path = os.path.join(root, rel)
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
+            if st.st_mtime_ns > young_after:
+                entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True), usedforsecurity=False).hexdigest())
+            sig.append(entry)
+    return sig
 
 
 def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:

@@ -118,7 +118,8 @@ def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> N
 @click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
 @click.option("--against", metavar="REF",
-              help="Also report auto ids this branch added that REF uses for another memory.")
+              help="Check what this branch changed since REF (every file after a catalog change) and "
+                   "report auto ids it added that REF uses for another memory.")
 @json_option
 @pass_settings
 def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None) -> None:

@@ -15,8 +15,8 @@ own process.
 The server runs the same click command, in the client's current folder, environment and umask,
 with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
-that talk to the terminal (``edit``, ``sync``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
-progress bar) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
+that talk to the terminal (``edit``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
+progress bar, a ``sync`` run from a terminal, where git may ask for credentials) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
 process can read). Any failure to get an answer runs the command here, except when the server
 went away after it began a command that writes: each request carries a random id under which the
 server notes its commits before it publishes them, and settle.py looks the id up and prints the
@@ -72,10 +72,16 @@ DEFAULT_IDLE = 300.0
 GLOBAL_WITH_VALUE = ("--kb", "--author")
 GLOBAL_FLAGS = ("--json",)
 # Run here, never relayed: they talk to the terminal, run for long, or make the KB.
-LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "sync", "completion"})
+LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "completion"})
+# Run here when a person may have to answer at the terminal (git asking for credentials); an
+# agent's sync is relayed, which spares it the cold start (imports, index, model: ~1 s of CPU).
+LOCAL_AT_A_TERMINAL = frozenset({"sync"})
 # Only read: after a server vanished mid-command they are run again without a word.
 READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
                    "log", "show", "review", "schema", "validate", "sessions"})
+# Also run again here after a server vanished mid-command: a sync converges on whatever the
+# server left (it pushes what was committed, pulls what is new), so running it twice is safe.
+AGAIN = READS | LOCAL_AT_A_TERMINAL
 
 
 _OFF = ("off", "0", "no", "false", "never")
@@ -295,7 +301,8 @@ def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
     return None
 
 
-def relayable(argv: list[str], stderr_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
+def relayable(argv: list[str], stderr_tty: bool = False,
+              stdin_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
     """``parse(argv)`` when a server can run the command: not one that talks to the terminal,
     no help."""
     found = parse(argv)
@@ -303,6 +310,8 @@ def relayable(argv: list[str], stderr_tty: bool = False) -> tuple[str | None, st
         return None
     _kb_path, command, rest = found
     if command in LOCAL or (command == "reindex" and stderr_tty):
+        return None
+    if command in LOCAL_AT_A_TERMINAL and (stdin_tty or stderr_tty):
         return None
     if any(token in ("-h", "--help", "--version") for token in rest):
         return None
@@ -379,7 +388,7 @@ def forward(argv: list[str]) -> Outcome:
     if not SUPPORTED or mode() == "off":
         return Outcome(None)
     stderr_tty = _isatty(sys.stderr)
-    found = relayable(argv, stderr_tty)
+    found = relayable(argv, stderr_tty, _isatty(sys.stdin))
     if found is None or not files_readable_elsewhere(found[2]):
         return Outcome(None)
     root = kb_root(found[0])
@@ -449,7 +458,7 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
             else:  # refused (before it began): another install's foreground watcher, another KB's request
                 return Outcome(None)
     except (OSError, ValueError, EOFError, TypeError, KeyError):
-        if began and command not in READS:
+        if began and command not in AGAIN:
             # It may have committed: settle.py finds out before anything runs again.
             return Outcome(None, start, (root, str(request["request"])))
         return Outcome(None, start)

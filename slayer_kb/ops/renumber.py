@@ -61,7 +61,7 @@ def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
     under = f"{MEMORIES_DIR}/"
     # The branch's new memories: at HEAD but not at the merge base (after a merge of REF, REF's
     # memories are in the merge base, so they never count as the branch's).
-    ours = memory_ids_at(store, head) - (memory_ids_at(store, base) if base else set())
+    ours = _added_since(store, base, head) if base else memory_ids_at(store, head)
     # What REF added in commits this branch does not have: a memory both sides have from one
     # commit is the same memory, whatever merge base git picks (criss-cross merges).
     theirs = _ids(store.added_paths(head, onto_sha, under))
@@ -74,6 +74,14 @@ def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
         kb.index.highest_auto_id(),
     )
     return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+
+
+def _added_since(store: GitStore, base: str, head: str) -> set[str]:
+    """The memory ids at ``head`` that are not at ``base``: one diff, not two listings of every
+    memory (sync asks on every push attempt)."""
+    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base, head, "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    return _ids([p[len(store.prefix):] for p in out.split("\0") if p])
 
 
 def renumbered_text(memory_id: str, text: str, mapping: dict[str, str]) -> str | None:

@@ -142,6 +142,7 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
     if store.is_ancestor(head, upstream):
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
+        _reindex(kb, before)
     else:
         base, mapping = plan(kb, upstream)
         if mapping:
@@ -154,13 +155,27 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
         _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
         result.resolved += [path for path in both if path not in result.resolved]
         result.action = "rebased"
-        kb.index.sync()
+        _reindex(kb, before)
         if parted:
             _recount(kb, tx, (parted, upstream, ours), both)
         _fold_topic_keys(kb, tx, upstream, result)
     result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
-    kb.index.sync()
     _revalidate(kb, upstream)
+
+
+def _reindex(kb: Context, before: str) -> None:
+    """Bring the index, which described the files at ``before``, to HEAD: only the memory files
+    that changed in between are re-read (a full freshness pass stats every file, on every push
+    attempt). A changed catalog file (anything else but sessions, which the index does not hold)
+    takes the full pass, which also re-reads the catalog."""
+    store = kb.store
+    out = store.git("diff", "--name-only", "-z", "--no-renames", before, "HEAD", "--", store.prefix or ".").stdout
+    changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
+    ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
+    if None in ids:
+        kb.index.sync()
+    else:
+        kb.index.update([i for i in ids if i is not None])
 
 
 def compose(known: dict[str, str], mapping: dict[str, str]) -> None:

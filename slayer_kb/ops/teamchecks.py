@@ -1,5 +1,7 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), and topic keys held by more than one memory.
+With ``--against REF`` only the files the branch changed need the per-file checks
+(``branch_files``), the rest having been checked where they came from.
 
 Each check returns problems of a whole file (line 1).
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 from ..core.errors import StoreError
 from ..core.ids import is_auto_id
 from ..core.problems import Problem, shown
+from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev
 
@@ -31,13 +34,18 @@ def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Prob
     if base_proc.returncode != 0:
         raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
     base = base_proc.stdout.decode().strip()
-    at_base = set(_tree_blobs(store, base, memories))
-    theirs = _tree_blobs(store, against_sha, memories)
     ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
+    auto = [i for i in ours if is_auto_id(i)]
+    if not auto:
+        return []
+    # A few files (a branch's changes): list just those at both revisions, not every memory.
+    only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
+    at_base = set(_tree_blobs(store, base, memories, only))
+    theirs = _tree_blobs(store, against_sha, memories, only)
     kb_shown = shown(root)
     command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
                + f" renumber --onto {shlex.quote(against)}")
-    candidates = [i for i in ours if is_auto_id(i) and i not in at_base and i in theirs]
+    candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
     # Only what REF added in commits HEAD lacks is another memory: one both sides have from one
@@ -59,6 +67,49 @@ def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Prob
             f"rewrite its memory:{memory_id} references, in one commit",
         ))
     return problems
+
+
+def branch_files(root: Path, against: str) -> dict[Path, str] | None:
+    """The memory and session files (path -> shown name) of the KB at ``root`` that differ from
+    where HEAD parted from ``against``, committed or not: the only files whose own checks can
+    have changed. None when every file must be checked: a catalog file changed (any memory's
+    references may dangle now), a memory file was removed (others may point at it), or there is
+    no merge base (``id_collisions`` then says so)."""
+    store = _store(root)
+    against_sha = resolve_rev(store, against)
+    base = store.git("merge-base", against_sha, "HEAD", check=False)
+    if base.returncode != 0:
+        return None
+    kb = store.prefix or "."
+    # The merge base against the work tree: committed and uncommitted changes of tracked files.
+    tracked = store.git("diff", "--name-status", "-z", "--no-renames", base.stdout.decode().strip(), "--", kb).stdout
+    fields = tracked.decode("utf-8", "surrogateescape").split("\0")
+    changed = [(status, path) for status, path in zip(fields[0::2], fields[1::2], strict=False) if path]
+    untracked = store.git("ls-files", "-z", "--others", "--exclude-standard", "--", kb).stdout
+    changed += [("A", p) for p in untracked.decode("utf-8", "surrogateescape").split("\0") if p]
+    files: dict[Path, str] = {}
+    for status, path in changed:
+        folder, _, name = path[len(store.prefix):].partition("/")
+        if folder not in (MEMORIES, SESSIONS_DIR) or "/" in name:
+            if path.endswith(".yaml"):
+                return None  # a catalog file (or a YAML file validate would reject anyway)
+            continue
+        if status == "D":
+            if folder == MEMORIES:
+                return None
+            continue
+        files[root / folder / name] = shown(root / folder / name)
+    return files
+
+
+def topic_key_holders(root: Path) -> dict[Path, str]:
+    """The memory files of the KB at ``root`` whose text names a topic key, found by ``git grep``
+    (tracked files as they are in the work tree) without reading 10,000 files in Python; the
+    caller adds the untracked ones."""
+    store = _store(root)
+    out = store.git("grep", "-l", "-z", "-F", "topic_key:", "--", store.repo_path(MEMORIES + "/"), check=False).stdout
+    paths = (root / p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+    return {path: shown(path) for path in paths}
 
 
 def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
@@ -98,9 +149,9 @@ def _store(root: Path) -> GitStore:
     return GitStore(root)
 
 
-def _tree_blobs(store: GitStore, rev: str, folder: str) -> dict[str, str]:
-    """``{id: blob}`` of ``memories/*.yaml`` at ``rev``."""
-    proc = store.git("ls-tree", "-z", rev, "--", folder)
+def _tree_blobs(store: GitStore, rev: str, folder: str, only: list[str]) -> dict[str, str]:
+    """``{id: blob}`` of ``memories/*.yaml`` at ``rev`` (of just the paths ``only``, if any)."""
+    proc = store.git("ls-tree", "-z", rev, "--", *(only or [folder]))
     out = {}
     for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not entry:

@@ -10,7 +10,8 @@ whole).
 
 Paths name memory files, ``memories/`` folders or KB folders. A catalog file (a datasource, a
 model, ``priority.yaml``) stands for every memory of its KB, since changing the catalog can leave
-any memory's references dangling. The index is not used: validation runs on a fresh CI checkout.
+any memory's references dangling. The index is not used (validation runs on a fresh CI checkout),
+but the parsed catalog the KB's commands cache is, while the catalog files are as it says.
 
 A session file (``sessions/<id>.yaml``, sessions.py) is checked against its own schema
 (``session.schema.json``), for a file name that spells its id, and for the canonical form.
@@ -21,8 +22,9 @@ the catalog (after a cascade the query keeps its text, SLayer's rule, and search
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so is a topic
-key held by more than one live memory (teamchecks.py). Every problem of
-every file is reported in one run.
+key held by more than one live memory (teamchecks.py); validating the whole KB then checks only
+the files the branch changed since it parted from REF, unless a catalog file changed or a memory
+was removed. Every problem of every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from urllib.parse import unquote
 import jsonschema
 import yaml
 
-from ..catalog.catalog import Catalog, load_catalog
+from ..catalog.catalog import Catalog, catalog_signature, load_catalog, load_catalog_cached
 from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
@@ -65,7 +67,9 @@ from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
-from .teamchecks import id_collisions, topic_key_twins
+from ..store.listing import RACY_SECONDS
+from ..store.repo import STATE_DIR
+from .teamchecks import branch_files, id_collisions, topic_key_holders, topic_key_twins
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -187,7 +191,17 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(load_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+
+
+def _catalog(root: Path) -> Catalog:
+    """The KB's catalog: the parse its commands keep in the state folder while the files are as
+    it says (parsing hundreds of model files is most of a validate at 10,000 memories); parsed
+    where there is none (a fresh CI checkout)."""
+    state = root / STATE_DIR
+    if not state.is_dir():
+        return load_catalog(root)
+    return load_catalog_cached(root, state / "catalog.json", catalog_signature(root, RACY_SECONDS))
 
 
 def validate(paths: Sequence[Path], against: str | None = None) -> Report:
@@ -195,6 +209,10 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     auto ids added on this branch that the revision uses for another memory."""
     report = Report()
     for target in targets(paths, report.problems).values():
+        changed = branch_files(target.root, against) if against is not None and target.everything else None
+        if changed is not None:
+            # Only the branch's own files: the others were checked where they came from.
+            target.files, target.everything = changed, False
         expand(target)
         context = KBContext.of(target.root)
         report.problems.extend(
@@ -204,7 +222,9 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         for path, name in sorted(target.files.items()):
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
-        report.problems.extend(topic_key_twins(target.files))
+        # A key held twice needs every holder, not just the branch's files.
+        holders = target.files if changed is None else {**topic_key_holders(target.root), **target.files}
+        report.problems.extend(topic_key_twins(holders))
         if against is not None:
             report.problems.extend(id_collisions(target.root, target.files, against))
     report.problems.sort(key=lambda p: (p.path, p.line))

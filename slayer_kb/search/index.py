@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from whoosh import index as windex
 
-from ..catalog.catalog import Catalog, catalog_files, same_signature
+from ..catalog.catalog import Catalog, catalog_signature, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
@@ -117,19 +117,8 @@ class Index(Reads, Meaning):
         return top
 
     def catalog_signature(self) -> list[list[Any]]:
-        """What the catalog's files look like now. A file changed within the timestamp
-        granularity could change again without its stat changing, so its bytes count too."""
-        sig = []
-        young_after = time.time_ns() - RACY_SECONDS * 1e9
-        for rel in catalog_files(self.root):
-            path = os.path.join(self.root, rel)
-            with contextlib.suppress(OSError):
-                st = os.stat(path)
-                entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
-                if st.st_mtime_ns > young_after:
-                    entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True), usedforsecurity=False).hexdigest())
-                sig.append(entry)
-        return sig
+        """What the catalog's files look like now (``catalog.catalog_signature``)."""
+        return catalog_signature(self.root, RACY_SECONDS)
 
     # The manifest is two files: manifest.json, a small state (format, file count, a digest of all
     # signatures, the catalog's signature, the young files) read by every freshness check; and
