@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -153,7 +154,7 @@ def run_watcher(
     watches = _Watches(observer, EventHandler(str(kb.root), pending.note), kb.root)
     watches.refresh()
     reporter = _Reporter(log)
-    busy = server.busy if server is not None else threading.Lock()
+    busy: AbstractContextManager[Any] = server.busy if server is not None else threading.Lock()
     with _stop_on_signals(stop):
         try:
             observer.start()
@@ -192,7 +193,7 @@ def _loop(
     debounce: float,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
-    busy: threading.Lock,
+    busy: AbstractContextManager[Any],
     rewatch: Callable[[], None],
     warm: threading.Event | None = None,
 ) -> None:
@@ -265,7 +266,7 @@ def _sync(
     kb: KnowledgeBase,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
-    busy: threading.Lock,
+    busy: AbstractContextManager[Any],
     quiet: bool = False,
     named: set[str] | None = None,
 ) -> tuple[bool, bool]:
