@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb.daemon import relay
+from slayer_kb.search.monitor import ChangeMonitor
+from slayer_kb.store.view import View
 from testing import Watcher
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
@@ -158,3 +161,57 @@ def test_an_update_held_is_read_as_before_and_a_hand_edit_meanwhile_is_not_misse
     assert [hit["id"] for hit in json.loads(out)["example_queries"]] == ["5"]  # 5 holds a query
     got = relayed(root, no_whoosh, "--json", "get", "2")
     assert json.loads(got.stdout)["learning"] == "zebrafish replace the old text"
+
+
+def test_the_view_goes_to_a_waiting_write_before_a_read_and_is_given_away_while_released() -> None:
+    view = View()
+    order: list[str] = []
+
+    def take(name: str, write: bool) -> None:
+        assert view.acquire(write=write, timeout=60)
+        order.append(name)
+        view.release()
+
+    assert view.acquire() and view.acquire()  # reentrant
+    reader = threading.Thread(target=take, args=("read", False))
+    reader.start()
+    with view.released():  # a write letting go while git works: the read goes
+        reader.join(60)
+    assert order == ["read"]
+    writer = threading.Thread(target=take, args=("write", True))
+    writer.start()
+    _until(lambda: view._waiting_writes == 1, "the write waiting")
+    second = threading.Thread(target=take, args=("second read", False))
+    second.start()  # a read waits while a write waits, so the write goes first
+    view.release()
+    view.release()
+    writer.join(60)
+    second.join(60)
+    assert order == ["read", "write", "second read"]
+    with pytest.raises(RuntimeError, match="does not hold it"):
+        view.release()
+
+
+def test_a_peek_keeps_other_events_and_settles_the_writes_own(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    (root / "memories").mkdir(parents=True)
+    monitor = ChangeMonitor.create(root)
+    if monitor is None:
+        pytest.skip("no inotify here")
+    try:
+        monitor.changed()
+        assert monitor.changed() is False
+        (root / "memories" / "2.yaml").write_text("learning: own\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is True  # only the write's own file
+        monitor.absorb({"2.yaml"})
+        monitor.settle()
+        assert monitor.changed() is False  # absorbed: nothing left to check
+        (root / "memories" / "2.yaml").write_text("learning: own again\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is True
+        monitor.settle()  # the write ended without absorbing it (it failed): a change
+        assert monitor.changed() is True
+        (root / "memories" / "3.yaml").write_text("learning: by hand\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is False  # a hand edit beside the write
+        assert monitor.changed() is True and monitor.changed() is False
+    finally:
+        monitor.stop()
