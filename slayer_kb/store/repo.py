@@ -132,7 +132,8 @@ class GitStore:
         return self.prefix + kb_path
 
     def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-        return run_git(list(args), self.top, **kwargs)  # type: ignore[arg-type]
+        with self.view.released(reads_too=False):  # git changes nothing a read sees in memory
+            return run_git(list(args), self.top, **kwargs)  # type: ignore[arg-type]
 
     @property
     def objects(self) -> ObjectStore:
