@@ -132,8 +132,7 @@ class GitStore:
         return self.prefix + kb_path
 
     def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-        with self.view.released(reads_too=False):  # git changes nothing a read sees in memory
-            return run_git(list(args), self.top, **kwargs)  # type: ignore[arg-type]
+        return run_git(list(args), self.top, **kwargs)  # type: ignore[arg-type]
 
     @property
     def objects(self) -> ObjectStore:

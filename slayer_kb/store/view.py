@@ -5,10 +5,9 @@ writes").
 
 One thread at a time holds the view: Whoosh's readers seek and read shared files, so they are
 not for two threads at once. A write holds it (``hold``) while it reads and updates that state,
-and lets go (``released``) while it only waits or works in git: for the KB lock, during each git
-command, and while its commit writes objects, files and the ref, with ``writing`` naming the
-files it commits (no in-memory state changes across a git command: the index never runs one).
-A read (``reading``) holds it for its whole command, and yields to a write that waits for it.
+and lets go (``released``) while it only waits or works in git: for the KB lock, and while its
+commit writes objects, files and the ref, with ``writing`` naming the files it is committing. A
+read (``reading``) holds it for its whole command, and yields to a write that waits for it.
 """
 
 from __future__ import annotations
@@ -73,14 +72,11 @@ class View:
             self.release()
 
     @contextlib.contextmanager
-    def released(self, reads_too: bool = True) -> Iterator[None]:
-        """Let go of the view for the block, if this thread holds it, and take it back after.
-        ``reads_too`` False keeps it on a read's thread: a read lets go only to wait for the KB
-        lock (which a write holding it would otherwise wait for it), never halfway through
-        for a git command, after which it would see another state than before."""
+    def released(self) -> Iterator[None]:
+        """Let go of the view for the block, if this thread holds it, and take it back after."""
         me = threading.get_ident()
         with self._cond:
-            depth = self._depth if self._owner == me and (reads_too or self.catalog() is None) else 0
+            depth = self._depth if self._owner == me else 0
             if depth:
                 self._owner, self._depth = None, 0
                 self._cond.notify_all()
