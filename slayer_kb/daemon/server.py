@@ -1,6 +1,7 @@
 """The warm server of one KB (docs/server.md): it keeps the KB open (index searcher, meaning model,
 catalog, parsed trees) with the file monitor of ``slayer-kb watch``, and runs the commands that
-``slayer-kb`` processes hand it (relay.py) one at a time, exactly as they would have run.
+``slayer-kb`` processes hand it (relay.py) exactly as they would have run: one at a time, some
+reads beside them.
 
 ``python -I -m slayer_kb.daemon.server ROOT --idle SECONDS``, in ``/`` (``core.children``), is what a
 client starts in the background when it finds none; ``slayer-kb watch`` runs the same in the
@@ -10,8 +11,10 @@ second server.
 
 Each relayed command runs under the server's one lock (the watcher's syncs take it too), in the
 client's folder, environment and umask, with stdin, stdout and stderr replaced by buffers that
-encode as the client's streams do; the command itself takes the KB's cross-process lock for a
-write, as in any process. A client of another install (its version stamp differs) is told the
+encode as the client's streams do (running.py); the command itself takes the KB's cross-process
+lock for a write, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
+state in memory can answer them: while a write waits for the KB lock or git writes its commit
+(store/view.py; docs/server.md, "Reads beside writes"). A client of another install (its version stamp differs) is told the
 server retires, and the server exits; so does a server that sees its own files change, or that
 got no command for its idle time.
 """
