@@ -91,6 +91,8 @@ class Context:
     def catalog(self) -> Catalog:
         # The catalog's files are stat-ed once per operation (ensure_fresh / transaction reset the
         # check), not on every look-up: a search consults it for every hit's every entity.
+        if (published := self.store.view.catalog()) is not None:  # a read beside a write (view.py)
+            return published  # type: ignore[no-any-return]
         if not self._catalog_checked:
             sig = self.index.catalog_signature()
             if self._catalog is None or not same_signature(sig, self._catalog_sig):
@@ -131,9 +133,9 @@ class Context:
         """Bring the index up to date with the files if anything changed them. ``trust_monitor``
         False checks the files even when this process's file monitor saw no change (a watcher's
         periodic check, for changes a network file system reports no event for)."""
-        if trust_monitor and self._monitor_says_fresh():
-            # A warm process whose file monitor saw nothing relevant: no per-file scan, and the
-            # catalog it holds is still the catalog on disk.
+        if self.store.view.catalog() is not None or (trust_monitor and self._monitor_says_fresh()):
+            # A warm process whose file monitor saw nothing relevant (for a read beside a write,
+            # nothing but that write's files): no per-file scan, and its catalog is current.
             return None
         self._catalog_checked = False
         # A journal left by an interrupted commit means files may lag HEAD: take the lock, which
@@ -190,7 +192,11 @@ class Context:
         return loads(text, memory_id), text
 
     def read(self, memory_id: str) -> Memory:
-        if self.store.holding:
+        if self.store.view.unpublished(memory_path(memory_id)):  # a read beside a write of it
+            if (stored := self.index.stored([memory_id]).get(memory_id)) is None:
+                raise NotFoundError(f"No memory with id '{memory_id}'.")
+            return Memory(**stored["data"])
+        if self.store.holding or self.store.view.catalog() is not None:
             return self.read_with_text(memory_id)[0]
         if not self.store.committing():
             try:

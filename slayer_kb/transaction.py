@@ -239,13 +239,28 @@ class Transaction:
     ) -> str | None:
         """Commit ``changes`` as one commit with ``message`` and re-index the memory files among
         them; ``memories`` are parsed memories some of them hold, so indexing needs not parse
-        those again. The new commit's id, or None when the changes change nothing."""
+        those again. The new commit's id, or None when the changes change nothing.
+
+        While git writes the commit, this thread lets go of the in-memory state (store/view.py)
+        and names the files it writes: a read of the warm server answers meanwhile from the
+        index as the last write left it, then waits only for the index to be updated."""
+        kb = self.kb
+        self.store.view.writing = frozenset(c.path for c in changes)
+        try:
+            return self._commit(changes, message, memories or {})
+        finally:
+            self.store.view.writing = frozenset()
+            if kb.monitor is not None:
+                kb.monitor.settle()
+
+    def _commit(self, changes: list[Change], message: str, parsed: Mapping[str, Memory]) -> str | None:
         kb = self.kb
         old = self.store.head() if self._head is False else self._head
         self._head = False
         unwritten: WorkTreeError | None = None
         try:
-            commit: str | None = self.store.commit(changes, message, kb.author, parent=old)
+            with self.store.view.released():
+                commit: str | None = self.store.commit(changes, message, kb.author, parent=old)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.
@@ -253,7 +268,6 @@ class Transaction:
         if commit is not None:
             self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
-        parsed = memories or {}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
             self.index.update(ids, written)

@@ -26,11 +26,13 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 @dataclass
 class Preset:
-    """What the server running a relayed command (server.py) hands it: its warm KB, and the
-    width of the terminal the command was typed in."""
+    """What the server running a relayed command (server.py) hands it: its warm KB, the width
+    of the terminal the command was typed in, and whether it is a read run beside a write
+    (daemon/running.py), which leaves the KB's settings to the write."""
 
     kb: KnowledgeBase
     width: int
+    beside: bool = False
 
 
 class Settings:
@@ -47,7 +49,7 @@ class Settings:
         return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
-        if self.preset is not None:
+        if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None

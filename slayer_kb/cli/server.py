@@ -29,6 +29,9 @@ def _status_text(data: dict[str, Any]) -> str:
     ]
     if data.get("log"):
         lines.append(f"log: {data['log']}")
+    if data.get("current"):
+        lines.append(f"running: {data['current']}")
+    lines.extend(f"reading beside it: {read}" for read in data.get("reading") or [])
     vectors = data.get("sentence_vectors") or {}
     if vectors.get("memories") is not None:
         making = vectors["building"] and vectors["pass_total"]

@@ -1,6 +1,7 @@
 """The warm server of one KB (docs/server.md): it keeps the KB open (index searcher, meaning model,
 catalog, parsed trees) with the file monitor of ``slayer-kb watch``, and runs the commands that
-``slayer-kb`` processes hand it (relay.py) one at a time, exactly as they would have run.
+``slayer-kb`` processes hand it (relay.py) exactly as they would have run: one at a time, some
+reads beside them.
 
 ``python -I -m slayer_kb.daemon.server ROOT --idle SECONDS``, in ``/`` (``core.children``), is what a
 client starts in the background when it finds none; ``slayer-kb watch`` runs the same in the
@@ -10,8 +11,10 @@ second server.
 
 Each relayed command runs under the server's one lock (the watcher's syncs take it too), in the
 client's folder, environment and umask, with stdin, stdout and stderr replaced by buffers that
-encode as the client's streams do; the command itself takes the KB's cross-process lock for a
-write, as in any process. A client of another install (its version stamp differs) is told the
+encode as the client's streams do (running.py); the command itself takes the KB's cross-process
+lock for a write, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
+state in memory can answer them: while a write waits for the KB lock or git writes its commit
+(store/view.py; docs/server.md, "Reads beside writes"). A client of another install (its version stamp differs) is told the
 server retires, and the server exits; so does a server that sees its own files change, or that
 got no command for its idle time.
 """
@@ -19,21 +22,21 @@ got no command for its idle time.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..store import requests
 from . import relay
+from .running import Runner, goes_beside, writes
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
     from ..search.background import SentenceFiller
+    from ..store.view import View
 
 LOG_FILE = "server.log"
 LOCK_FILE = "server.lock"
@@ -41,6 +44,8 @@ MAX_LOG = 1 << 20
 # How often the server checks its idle time and its own files.
 CHECK_SECONDS = 0.5
 STAMP_SECONDS = 5.0
+# A command's exit code and what it printed, in order (running.py).
+Result = tuple[int, list[tuple[int, bytes]]]
 # A command still running when the server is told to stop is given this long to finish.
 FINISH_SECONDS = 60.0
 # How long a foreground watch waits for a background server it asked to stop.
@@ -49,20 +54,52 @@ TAKE_OVER_SECONDS = 20.0
 PARENT_SECONDS = 5.0
 
 
+class Turn:
+    """The server's turn lock: one command, sync or sentence pass at a time, and with it the
+    KB's view (store/view.py), which reads beside a write take between the write's steps."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.view: View | None = None  # set once the KB is open (Server.ready)
+        self._holds: list[View] = []
+
+    def acquire(self, timeout: float = -1) -> bool:
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        if self.view is not None:
+            self.view.acquire()
+            self._holds.append(self.view)
+        return True
+
+    def release(self) -> None:
+        if self._holds:
+            self._holds.pop().release()
+        self._lock.release()
+
+    def __enter__(self) -> Turn:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class Server:
     """Listens on the KB's channel and answers clients, until ``stop`` is set. Commands wait
-    until ``ready(runner)`` is called (the KB is open), then run one at a time under ``busy``."""
+    until ``ready(runner)`` is called (the KB is open), then run one at a time under ``busy``,
+    except the reads that go beside them (``_beside``)."""
 
     def __init__(self, root: str | Path, *, stop: threading.Event, idle: float | None, log: TextIO) -> None:
         self.root = os.path.realpath(root)
         self.stop = stop
         self.idle = idle
         self.log = log
-        self.busy = threading.Lock()
+        self.busy = Turn()
         self.stamp = relay.version_stamp()
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
+        self.reading: dict[int, str] = {}  # the reads running beside it, by thread
         self._runner: Any = None
         self.sentences: SentenceFiller | None = None
         self._ready = threading.Event()
@@ -137,6 +174,7 @@ class Server:
 
         kb.keep_warm()
         requests.drop_stale(kb.store.state)
+        self.busy.view = kb.store.view
         self._runner = Runner(kb)
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
@@ -237,39 +275,78 @@ class Server:
                 if self.stop.is_set():
                     beat.send(self._leaving())
                     return
-            while not self.busy.acquire(timeout=0.1):
-                if self.stop.is_set():
-                    beat.send(self._leaving())
-                    return
-            try:
-                if self.stop.is_set():
-                    beat.send(self._leaving())
-                    return
-                if not _runnable(request):
-                    beat.send(relay.REFUSED)
-                    return
-                beat.send(relay.START)
-                if relay.recv_exactly(conn, 1) != relay.GO:
-                    return
-                self.running = " ".join(request["argv"])[:200]
-                try:
-                    code, chunks = self._runner(request)
-                finally:
-                    self.running = None
+            handled, result = self._beside(conn, beat, request) if goes_beside(request) else (False, None)
+            if not handled:
+                result = self._in_turn(conn, beat, request)
+            if result is None:
+                return  # refused, or the client went away: it was told, or it is gone
+            with self._count:
                 self.served += 1
-            finally:
-                self.busy.release()
             if self.sentences is not None:
                 self.sentences.wake()
-            data = relay.dumps({"code": code, "chunks": chunks})
+            data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))
-            if _writes(request):  # answered: its client needs the record no more
+            if writes(request):  # answered: its client needs the record no more
                 requests.drop(self._runner.kb.store.state, request["request"])
         finally:
             beat.finish(b"")
             with self._count:
                 self._active -= 1
                 self._last = time.monotonic()
+
+    def _start(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> bool:
+        """Tell the client its command starts, and hear it confirm; False when it cannot (the
+        server stops, the request cannot run here) or the client went away."""
+        if self.stop.is_set():
+            beat.send(self._leaving())
+            return False
+        if not _runnable(request):
+            beat.send(relay.REFUSED)
+            return False
+        beat.send(relay.START)
+        return relay.recv_exactly(conn, 1) == relay.GO
+
+    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> Result | None:
+        """Run ``request`` in its turn: after every command before it, never beside a write."""
+        while not self.busy.acquire(timeout=0.1):
+            if self.stop.is_set():
+                beat.send(self._leaving())
+                return None
+        try:
+            if not self._start(conn, beat, request):
+                return None
+            self.running = " ".join(request["argv"])[:200]
+            try:
+                return self._runner(request)  # type: ignore[no-any-return]
+            finally:
+                self.running = None
+        finally:
+            self.busy.release()
+
+    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None]:
+        """Run the read ``request`` without waiting for its turn, when the KB's state in memory
+        can answer it (``Runner.ready_beside``): it waits only while a write reads or updates
+        that state, not while the write waits for the KB lock or git writes its commit. (False,
+        None): it cannot, and waits for its turn."""
+        view = self.busy.view
+        assert view is not None  # set by ready(), which _run waited for
+        while not view.acquire(write=False, timeout=0.1):
+            if self.stop.is_set():
+                beat.send(self._leaving())
+                return True, None
+        try:
+            if not self._runner.ready_beside():
+                return False, None
+            if not self._start(conn, beat, request):
+                return True, None
+            me = threading.get_ident()
+            self.reading[me] = " ".join(request["argv"])[:200]
+            try:
+                return True, self._runner.beside(request)
+            finally:
+                del self.reading[me]
+        finally:
+            view.release()
 
     def _leaving(self) -> bytes:
         """What a client is told when this server is stopping: a background server retires (the
@@ -281,7 +358,8 @@ class Server:
             answer: dict[str, Any] = {
                 "pid": os.getpid(), "root": self.root, "started": self.started,
                 "uptime": round(time.time() - self.started, 1), "idle_exit": self.idle,
-                "served": self.served, "current": self.running, "stamp": self.stamp,
+                "served": self.served, "current": self.running, "reading": sorted(self.reading.values()),
+                "stamp": self.stamp,
                 "ready": self._ready.is_set(), "warm": self.warm.is_set(), "stopping": self.stop.is_set(),
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
@@ -296,13 +374,6 @@ class Server:
             return
         data = relay.dumps(answer)
         conn.sendall(relay.RESULT + relay.frame(data))
-
-
-def _writes(request: dict[str, Any]) -> bool:
-    """Whether ``request`` is a command that may commit, with an id its commits are noted under
-    (``store/requests.py``)."""
-    found = relay.parse(request["argv"])
-    return found is not None and found[1] not in relay.READS and requests.valid(request.get("request"))
 
 
 def _runnable(request: dict[str, Any]) -> bool:
@@ -347,121 +418,6 @@ class _Heartbeat:
             self._done.set()
             if data:
                 self._conn.sendall(data)
-
-
-# -- running a relayed command -----------------------------------------------------------------
-
-
-class _Recorder(io.BytesIO):
-    """The bytes a command writes to stdout (1) or stderr (2), in one list in the order of the
-    writes, so the client replays them interleaved as they happened."""
-
-    def __init__(self, fd: int, chunks: list[tuple[int, bytes]]) -> None:
-        super().__init__()
-        self.fd = fd
-        self.chunks = chunks
-
-    def write(self, data: Any) -> int:
-        data = bytes(data)
-        if data:
-            self.chunks.append((self.fd, data))
-        return len(data)
-
-
-def _merged(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-    """Consecutive writes to one stream as one."""
-    merged: list[tuple[int, list[bytes]]] = []
-    for fd, data in chunks:
-        if merged and merged[-1][0] == fd:
-            merged[-1][1].append(data)
-        else:
-            merged.append((fd, [data]))
-    return [(fd, b"".join(parts)) for fd, parts in merged]
-
-
-# What git reads its identity from, besides the GIT_* variables.
-_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
-
-
-class Runner:
-    """Runs relayed commands on a warm KB, each as the client's process would have."""
-
-    def __init__(self, kb: KnowledgeBase) -> None:
-        self.kb = kb
-        self._last_env: dict[str, str] | None = None
-
-    def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
-        from ..cli import Preset, cli
-
-        env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
-        streams = request.get("streams") or [["utf-8", "strict"]] * 3
-        (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
-        chunks: list[tuple[int, bytes]] = []
-        out_buf, err_buf = _Recorder(1, chunks), _Recorder(2, chunks)
-        stdin_bytes = request.get("stdin")
-        stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes if isinstance(stdin_bytes, bytes) else b""),
-                                 encoding=in_enc, errors=in_err, newline="\n")
-        terminal = request.get("terminal")
-        # Buffered as the client's streams are: stdout by the line on a terminal, else by the
-        # block (click flushes every echo); stderr by the line.
-        stdout = io.TextIOWrapper(out_buf, encoding=out_enc, errors=out_err, newline="\n",
-                                  line_buffering=bool(terminal))
-        stderr = io.TextIOWrapper(err_buf, encoding=err_enc, errors=err_err, newline="\n", line_buffering=True)
-        if terminal:
-            env.setdefault("COLUMNS", str(terminal[0]))
-            env.setdefault("LINES", str(terminal[1]))
-        identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
-        if identity != self._last_env:
-            # git's identity is read once per store; another environment may name another one
-            self.kb.store.forget_identity()
-            self._last_env = identity
-        saved_env = dict(os.environ)
-        saved_cwd = os.getcwd()
-        saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdout__)
-        saved_umask = os.umask(int(request.get("umask", 0o022)))
-        tz = os.environ.get("TZ")
-        try:
-            os.environ.clear()
-            os.environ.update(env)
-            if os.environ.get("TZ") != tz:
-                time.tzset()
-            os.chdir(request["cwd"])
-            sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
-            if not terminal:
-                sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
-            if _writes(request):
-                self.kb.store.request = request["request"]
-            try:
-                import shutil
-
-                width = shutil.get_terminal_size((100, 24)).columns
-                cli.main(args=list(request["argv"]), prog_name="slayer-kb", obj=Preset(self.kb, width))
-                code = 0
-            except SystemExit as exc:
-                code = relay.exit_code(exc)
-                if exc.code is not None and not isinstance(exc.code, int):
-                    print(exc.code, file=sys.stderr)
-            except Exception:  # noqa: BLE001 - printed as the process would have printed it
-                traceback.print_exc()
-                code = 1
-            with contextlib.suppress(Exception):
-                stdout.flush()
-                stderr.flush()
-        finally:
-            self.kb.store.request = None
-            sys.stdin, sys.stdout, sys.stderr, sys.__stdout__ = saved_streams  # type: ignore[misc]
-            os.environ.clear()
-            os.environ.update(saved_env)
-            if os.environ.get("TZ") != env.get("TZ"):
-                time.tzset()
-            os.umask(saved_umask)
-            with contextlib.suppress(OSError):
-                os.chdir(saved_cwd)
-        if _writes(request):
-            # Should the server die before its client has the answer, the client prints this.
-            with contextlib.suppress(OSError):
-                requests.finish(self.kb.store.state, request["request"], code, _merged(chunks))
-        return code, _merged(chunks)
 
 
 # -- the process -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
@@ -134,7 +135,8 @@ class Hosted(Protocol):
     """What the watcher asks of the server it hosts (server.py's ``Server``, which imports
     this module)."""
 
-    busy: threading.Lock
+    @property
+    def busy(self) -> AbstractContextManager[Any]: ...  # the server's turn: commands, syncs
     warm: threading.Event
 
     def ready(self, kb: KnowledgeBase) -> None: ...
@@ -164,7 +166,7 @@ def run_watcher(
     watches = _Watches(observer, EventHandler(str(kb.root), pending.note), kb.root)
     watches.refresh()
     reporter = _Reporter(log)
-    busy = server.busy if server is not None else threading.Lock()
+    busy: AbstractContextManager[Any] = server.busy if server is not None else threading.Lock()
     with _stop_on_signals(stop):
         try:
             observer.start()
@@ -203,7 +205,7 @@ def _loop(
     debounce: float,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
-    busy: threading.Lock,
+    busy: AbstractContextManager[Any],
     rewatch: Callable[[], None],
     warm: threading.Event | None = None,
 ) -> None:
@@ -276,7 +278,7 @@ def _sync(
     kb: KnowledgeBase,
     on_sync: Callable[[SyncReport], None] | None,
     reporter: _Reporter,
-    busy: threading.Lock,
+    busy: AbstractContextManager[Any],
     quiet: bool = False,
     named: set[str] | None = None,
 ) -> tuple[bool, bool]:

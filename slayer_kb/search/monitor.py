@@ -126,6 +126,7 @@ class ChangeMonitor:
         self._fd = fd
         self._watched: dict[Path, tuple[int, int]] = {}  # folder -> the (device, inode) watched
         self._pending = False
+        self._peeked: set[str] = set()  # a write's own files whose events a read took (peek)
         self._generation = 0  # counts the reads that found a relevant event, and new watches
         self._root_wd = -1  # the root's watch: of its entries, only _ROOT_NAMES count
         self._watch_folders()
@@ -198,26 +199,54 @@ class ChangeMonitor:
         folders: a folder coming or going always counts), which it has just written and indexed
         under the KB lock. Any other event stays, for the next ``changed``: a writer's next
         look-up needs no full check after its own commit, and still sees an edit made beside it."""
+        self._peeked -= own
         if self._read(frozenset(own)):
             self._pending = True
             self._rewatch()
 
+    def peek(self, own: frozenset[str]) -> bool:
+        """For a read beside a write that commits the files named ``own``: True when nothing but
+        those changed since the last look (the index the write has not updated yet still
+        describes every other file). Any other event stays for the next ``changed``; the
+        write's own are kept until it absorbs them (``settle``)."""
+        seen = self._names()
+        foreign = {name for name in seen if not name or name not in own}
+        self._peeked |= seen - foreign
+        if foreign:
+            self._pending = True
+            self._generation += 1
+            self._rewatch()
+        return not self._pending
+
+    def settle(self) -> None:
+        """A write is over: own events a read took (``peek``) that it did not absorb (it failed
+        before indexing) count as changes, for the next ``changed``."""
+        if self._peeked:
+            self._peeked.clear()
+            self._pending = True
+            self._generation += 1
+
     def _read(self, own: frozenset[str]) -> bool:
         """Read the queued events: whether one could change the index and is not in ``own``."""
-        readable, _, _ = select.select([self._fd], [], [], 0)
-        if not readable:
-            return False
-        relevant = False
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while data := os.read(self._fd, 65536):
-                relevant = relevant or any(
-                    not name.startswith(".") and (not name or name not in own)
-                    and (wd != self._root_wd or not name or name in _ROOT_NAMES)
-                    for wd, name in _events(data)
-                )
+        relevant = any(not name or name not in own for name in self._names())
         if relevant:
             self._generation += 1
         return relevant
+
+    def _names(self) -> set[str]:
+        """The names of the queued events that could change the index ("": a folder's own
+        event or a queue overflow, which always count)."""
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        names: set[str] = set()
+        if not readable:
+            return names
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while data := os.read(self._fd, 65536):
+                names.update(
+                    name for wd, name in _events(data)
+                    if not name.startswith(".") and (wd != self._root_wd or not name or name in _ROOT_NAMES)
+                )
+        return names
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):

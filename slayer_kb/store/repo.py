@@ -33,6 +33,7 @@ from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
+from .view import View
 
 STATE_DIR = state.STATE_DIR
 LOCK_TIMEOUT = 60.0
@@ -121,6 +122,7 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
+        self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         folder = self.repo_path(STATE_DIR)
         state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
@@ -184,7 +186,8 @@ class GitStore:
         try:
             # filelock polls (default every 50 ms): a save queued behind another writer or a
             # compaction's swap would sleep up to 50 ms after the lock was free.
-            lock.acquire(poll_interval=LOCK_POLL)
+            with self.view.released():  # a read of the warm server goes on meanwhile (view.py)
+                lock.acquire(poll_interval=LOCK_POLL)
         except filelock.Timeout:
             raise StoreError(
                 f"Another slayer-kb process has held the lock on {self.root} for {timeout:.0f} s; "

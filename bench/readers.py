@@ -1,0 +1,167 @@
+"""``python -m bench.readers``: relayed searches alone, then with agents saving beside them.
+
+    python -m bench.readers                          # 5,000 memories, 4 searchers, 2 savers
+    python -m bench.readers --size 1000 --seconds 10 --pauses 0
+    python -m bench.readers --rounds 3 --seconds 20    # the figures in docs/performance.md
+
+A warm server is started for the corpus (bench/corpus.py) and waited for. Then SEARCHERS
+processes at a time run relayed ``slayer-kb search`` for SECONDS: first alone, then while SAVERS
+more run relayed ``slayer-kb save``, once for each of PAUSES (seconds each saver waits between
+two saves: 0 saves one after another, 1 is an agent's pace); ROUNDS times, then alone again (how
+much the machine's load moved). Printed as JSON: searches per second and the p50 / p99 latency of
+each phase, the saves made, the load average around it, each saving phase's ratios to the alone
+phase of its round, and their medians over the rounds (the target: p50 at most 1.3x, p99 at most
+2x; docs/server.md, "Reads beside writes"). With ``PYTHONPATH`` set to another checkout (run
+from a folder holding links to its ``slayer_kb`` and to this ``bench``) it measures that code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import corpus as corpus_mod
+
+
+def slayer_kb(root: Path, *args: str) -> tuple[float, int]:
+    """Seconds and exit code of one relayed command."""
+    env = {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "600"}
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - began, proc.returncode
+
+
+def wait_warm(root: Path, timeout: float = 600.0) -> None:
+    """Until the server has warmed up (its searcher and vectors loaded)."""
+    from slayer_kb.daemon import relay
+
+    deadline = time.monotonic() + timeout
+    slayer_kb(root, "list", "--limit", "1")
+    while not ((status := relay.control(root, "status")) and status.get("warm")):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the server of {root} did not warm up within {timeout:g} s")
+        time.sleep(0.2)
+
+
+def queries(root: Path, count: int = 50, seed: int = 7) -> list[str]:
+    """Two words of the learning of ``count`` memories."""
+    rng = random.Random(seed)
+    files = sorted((root / "memories").glob("*.yaml"))
+    found = []
+    for path in rng.sample(files, min(count, len(files))):
+        words = [w for w in path.read_text().split() if w.isalpha() and len(w) > 4]
+        if len(words) >= 2:
+            found.append(" ".join(rng.sample(words, 2)))
+    return found
+
+
+def phase(root: Path, asked: list[str], searchers: int, savers: int, entity: str, seconds: float,
+          pause: float = 0.0) -> dict[str, Any]:
+    stop = threading.Event()
+    latencies: list[float] = []
+    saves: list[float] = []
+    failed = [0]
+
+    def search(worker: int) -> None:
+        at = worker
+        while not stop.is_set():
+            took, code = slayer_kb(root, "search", asked[at % len(asked)])
+            at += searchers
+            if stop.is_set():
+                return
+            if code == 0:
+                latencies.append(took)
+            else:
+                failed[0] += 1
+
+    def save(worker: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            took, code = slayer_kb(root, "save", f"bench saver {worker} note {n}", "-e", entity)
+            if code == 0:
+                saves.append(took)
+            else:
+                failed[0] += 1
+            stop.wait(pause)
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(searchers)]
+    threads += [threading.Thread(target=save, args=(i,)) for i in range(savers)]
+    load_before = os.getloadavg()[0]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    ordered = sorted(latencies)
+    return {
+        "searches": len(ordered), "per_second": round(len(ordered) / seconds, 1),
+        "p50_ms": round(statistics.median(ordered) * 1000, 1),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1),
+        "saves": len(saves), "save_p50_ms": round(statistics.median(saves) * 1000, 1) if saves else None,
+        "failed": failed[0], "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.readers", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--searchers", type=int, default=4)
+    parser.add_argument("--savers", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of (alone, each pause), ratios within a round")
+    parser.add_argument("--pauses", default="0,1",
+                        help="comma-separated seconds each saver waits between saves, a phase each (0: one after another)")
+    args = parser.parse_args(argv)
+    pauses = [float(p) for p in args.pauses.split(",") if p.strip()]
+    corpus = corpus_mod.cached(args.size, args.seed)
+    root = corpus.root
+    from slayer_kb.daemon import relay
+
+    relay.control(root, "stop")
+    time.sleep(1.0)
+    wait_warm(root)
+    asked = queries(root)
+    slayer_kb(root, "search", asked[0])
+    result: dict[str, Any] = {
+        "code": os.environ.get("PYTHONPATH") or "this checkout", "size": args.size, "searchers": args.searchers,
+        "savers": args.savers, "seconds": args.seconds, "rounds": [],
+    }
+    ratios: dict[str, list[tuple[float, float]]] = {f"pause_{pause:g}": [] for pause in pauses}
+    for _ in range(args.rounds):
+        # Each round measures the searches alone right before the saving phases it is compared
+        # with: on a shared machine the load moves more between rounds than within one.
+        alone = phase(root, asked, args.searchers, 0, corpus.hot_model, args.seconds)
+        one: dict[str, Any] = {"alone": alone}
+        for pause in pauses:
+            name = f"pause_{pause:g}"
+            found = one[f"with_savers_{name}"] = phase(root, asked, args.searchers, args.savers, corpus.hot_model,
+                                                        args.seconds, pause)
+            ratios[name].append((found["p50_ms"] / alone["p50_ms"], found["p99_ms"] / alone["p99_ms"]))
+            one[f"ratios_{name}"] = {"p50": round(ratios[name][-1][0], 2), "p99": round(ratios[name][-1][1], 2)}
+        result["rounds"].append(one)
+    result["alone_after"] = phase(root, asked, args.searchers, 0, corpus.hot_model, args.seconds)
+    result["median_ratios"] = {name: {"p50": round(statistics.median(r[0] for r in found), 2),
+                                      "p99": round(statistics.median(r[1] for r in found), 2)}
+                               for name, found in ratios.items()}
+    relay.control(root, "stop")
+    corpus_mod.reset(root, corpus.base)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""Running one relayed command in the warm server (server.py) as the client's process would have:
+its arguments, standard streams, folder, environment and umask (docs/server.md).
+
+Two ways. A command in its turn (``Runner.__call__``; writes, and reads that cannot go beside)
+runs under the server's turn lock, in the client's folder, environment and umask, which are the
+process's own. A read beside a write (``Runner.beside``; ``search``, ``get``, ``list``) runs on
+its own thread while a write may be running: it changes nothing of the process (no folder, no
+environment, no umask; it needs none of them), and sees the KB through ``store/view.py``.
+
+Either way the command's stdin, stdout and stderr are this thread's own: ``sys.stdin``,
+``sys.stdout`` and ``sys.stderr`` are replaced once by ``_PerThread`` proxies, which send each
+thread to the streams made for its command, and every other thread to the process's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from ..store import requests
+from . import relay
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+# Reads answered beside a running write: they read only the index, the memory files and the
+# catalog, which view.py publishes; the other reads (git's history, sessions, validation) wait
+# for their turn as before.
+BESIDE = frozenset({"search", "get", "list"})
+
+# What git reads its identity from, besides the GIT_* variables.
+_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
+
+_STREAMS = threading.local()
+
+
+class _PerThread:
+    """``sys.stdin``/``stdout``/``stderr`` for every thread: this thread's command's stream, or
+    the process's. No ``__weakref__``: click caches the text stream it made for a stream object,
+    and this one object stands for a different stream on each thread."""
+
+    __slots__ = ("_name", "_default")
+
+    def __init__(self, name: str, default: Any) -> None:
+        self._name = name
+        self._default = default
+
+    def _stream(self) -> Any:
+        stream = getattr(_STREAMS, self._name, None)
+        return self._default if stream is None else stream
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._stream(), attribute)
+
+    def __iter__(self) -> Any:
+        return iter(self._stream())
+
+
+def _install_streams() -> None:
+    for name in ("stdin", "stdout", "stderr"):
+        if not isinstance(getattr(sys, name), _PerThread):
+            setattr(sys, name, _PerThread(name, getattr(sys, name)))
+
+
+@contextlib.contextmanager
+def _thread_streams(stdin: Any, stdout: Any, stderr: Any) -> Any:
+    _STREAMS.stdin, _STREAMS.stdout, _STREAMS.stderr = stdin, stdout, stderr
+    try:
+        yield
+    finally:
+        _STREAMS.stdin = _STREAMS.stdout = _STREAMS.stderr = None
+
+
+def writes(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is a command that may commit, with an id its commits are noted under
+    (``store/requests.py``)."""
+    found = relay.parse(request["argv"])
+    return found is not None and found[1] not in relay.READS and requests.valid(request.get("request"))
+
+
+def goes_beside(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is a read that may run beside a write (``BESIDE``), with no
+    ``@FILE`` argument, which names a file in the client's folder."""
+    found = relay.parse(request["argv"])
+    return found is not None and found[1] in BESIDE and not any(
+        arg.startswith("@") or "=@" in arg for arg in request["argv"])
+
+
+class _Recorder(io.BytesIO):
+    """The bytes a command writes to stdout (1) or stderr (2), in one list in the order of the
+    writes, so the client replays them interleaved as they happened."""
+
+    def __init__(self, fd: int, chunks: list[tuple[int, bytes]]) -> None:
+        super().__init__()
+        self.fd = fd
+        self.chunks = chunks
+
+    def write(self, data: Any) -> int:
+        data = bytes(data)
+        if data:
+            self.chunks.append((self.fd, data))
+        return len(data)
+
+
+def _merged(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Consecutive writes to one stream as one."""
+    merged: list[tuple[int, list[bytes]]] = []
+    for fd, data in chunks:
+        if merged and merged[-1][0] == fd:
+            merged[-1][1].append(data)
+        else:
+            merged.append((fd, [data]))
+    return [(fd, b"".join(parts)) for fd, parts in merged]
+
+
+class _Command:
+    """One request's environment and standard streams, as its client has them."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
+        streams = request.get("streams") or [["utf-8", "strict"]] * 3
+        (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
+        self.chunks: list[tuple[int, bytes]] = []
+        stdin_bytes = request.get("stdin")
+        self.stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes if isinstance(stdin_bytes, bytes) else b""),
+                                      encoding=in_enc, errors=in_err, newline="\n")
+        self.terminal = request.get("terminal")
+        # Buffered as the client's streams are: stdout by the line on a terminal, else by the
+        # block (click flushes every echo); stderr by the line.
+        self.stdout = io.TextIOWrapper(_Recorder(1, self.chunks), encoding=out_enc, errors=out_err, newline="\n",
+                                       line_buffering=bool(self.terminal))
+        self.stderr = io.TextIOWrapper(_Recorder(2, self.chunks), encoding=err_enc, errors=err_err, newline="\n",
+                                       line_buffering=True)
+        if self.terminal:
+            self.env.setdefault("COLUMNS", str(self.terminal[0]))
+            self.env.setdefault("LINES", str(self.terminal[1]))
+
+    def width(self) -> int:
+        """The terminal's columns as ``shutil.get_terminal_size((100, 24))`` finds them in the
+        client: ``COLUMNS`` (the terminal's, when there is one), else 100."""
+        try:
+            columns = int(self.env.get("COLUMNS", ""))
+        except ValueError:
+            columns = 0
+        return columns if columns > 0 else 100
+
+    def run(self, kb: KnowledgeBase, beside: bool = False) -> int:
+        """The click command's exit code; what it printed is in ``chunks``."""
+        from ..cli import Preset, cli
+
+        try:
+            cli.main(args=list(self.request["argv"]), prog_name="slayer-kb", obj=Preset(kb, self.width(), beside))
+            code = 0
+        except SystemExit as exc:
+            code = relay.exit_code(exc)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+        except Exception:  # noqa: BLE001 - printed as the process would have printed it
+            traceback.print_exc()
+            code = 1
+        with contextlib.suppress(Exception):
+            self.stdout.flush()
+            self.stderr.flush()
+        return code
+
+
+class Runner:
+    """Runs relayed commands on a warm KB, each as the client's process would have."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._last_env: dict[str, str] | None = None
+        _install_streams()
+
+    def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
+        """Run ``request`` in its turn (the server's turn lock held), in the client's folder,
+        environment and umask."""
+        command = _Command(request)
+        env = command.env
+        identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
+        if identity != self._last_env:
+            # git's identity is read once per store; another environment may name another one
+            self.kb.store.forget_identity()
+            self._last_env = identity
+        saved_env = dict(os.environ)
+        saved_cwd = os.getcwd()
+        saved_stdout = sys.__stdout__
+        saved_umask = os.umask(int(request.get("umask", 0o022)))
+        tz = os.environ.get("TZ")
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            if os.environ.get("TZ") != tz:
+                time.tzset()
+            os.chdir(request["cwd"])
+            if not command.terminal:
+                sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
+            if writes(request):
+                self.kb.store.request = request["request"]
+            with _thread_streams(command.stdin, command.stdout, command.stderr):
+                code = command.run(self.kb)
+        finally:
+            self.kb.store.request = None
+            sys.__stdout__ = saved_stdout  # type: ignore[misc]
+            os.environ.clear()
+            os.environ.update(saved_env)
+            if os.environ.get("TZ") != env.get("TZ"):
+                time.tzset()
+            os.umask(saved_umask)
+            with contextlib.suppress(OSError):
+                os.chdir(saved_cwd)
+        if writes(request):
+            # Should the server die before its client has the answer, the client prints this.
+            with contextlib.suppress(OSError):
+                requests.finish(self.kb.store.state, request["request"], code, _merged(command.chunks))
+        return code, _merged(command.chunks)
+
+    def beside(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
+        """Run the read ``request`` beside whatever runs in its turn; the caller holds the view
+        (``ready_beside`` said yes). Its own streams; the process's folder, environment and umask
+        untouched (a read resolves nothing against them: the KB is the server's)."""
+        command = _Command(request)
+        with self.kb.store.view.reading(self.kb.catalog), \
+                _thread_streams(command.stdin, command.stdout, command.stderr):
+            code = command.run(self.kb, beside=True)
+        return code, _merged(command.chunks)
+
+    def ready_beside(self) -> bool:
+        """With the view held: whether a read may run now from the state in memory. Not while a
+        commit writes catalog files (the catalog is loaded from them), nor when anything but
+        the files a commit writes changed since the index was last brought up to date (an edit
+        by hand, another process's commit): that read waits for its turn, and brings the index
+        up to date first, as before."""
+        kb = self.kb
+        writing = kb.store.view.writing
+        if kb.monitor is None or not kb.index.has_searcher() or kb.store.committing() and not writing:
+            return False
+        if not all(path.startswith("memories/") for path in writing):
+            return False
+        return kb.monitor.peek(frozenset(path.rsplit("/", 1)[-1] for path in writing))

@@ -1,0 +1,217 @@
+"""Reads answered beside a running write (docs/server.md, "Reads beside writes"): a relayed
+``search``, ``get`` or ``list`` is answered while a write is held inside the server, from the
+state before that write, never half of it; an edit by hand made meanwhile is not missed.
+
+A ``post-index-change`` hook holds the write at the latest moment git gives one: its commit is
+published and its files are in the work tree (git's index is being staged), while the search
+index does not have it yet. The reads run under a PYTHONPATH that blocks Whoosh, so only the
+server can have answered them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from slayer_kb.daemon import relay
+from slayer_kb.search.monitor import ChangeMonitor
+from slayer_kb.store.view import View
+from testing import Watcher
+
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+
+# Holds (once) the first index write after the work tree's memories/ holds the text in .git/hold,
+# until .git/release exists (at most 120 s, so a failed test never wedges its server).
+HOOK = """#!/bin/sh
+dir="$(git rev-parse --git-dir)"
+[ -f "$dir/hold" ] || exit 0
+grep -qr -- "$(cat "$dir/hold")" "$(git rev-parse --show-toplevel)/memories" || exit 0
+rm -f "$dir/hold"
+touch "$dir/held"
+n=0
+while [ ! -f "$dir/release" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n+1)); done
+exit 0
+"""
+
+
+def _until(check: Callable[[], object], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
+
+
+def _env(blocked: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ, COLUMNS="80")
+    if blocked is not None:
+        env["PYTHONPATH"] = str(blocked)
+    return env
+
+
+def relayed(root: Path, blocked: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command that only the server can answer (Whoosh is blocked in this process)."""
+    return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
+                          text=True, env=_env(blocked), timeout=120)
+
+
+def start(root: Path, *args: str, blocked: Path | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(blocked))
+
+
+@pytest.fixture
+def no_whoosh(tmp_path: Path) -> Path:
+    blocker = tmp_path / "blocker" / "whoosh"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
+    return blocker.parent
+
+
+@pytest.fixture
+def held(watcher: Watcher) -> Iterator[Callable[[str, list[str]], subprocess.Popen[str]]]:
+    """``hold(text, argv)``: runs the relayed write ``argv`` and returns once the server holds
+    it, its commit published and its files (holding ``text``) written; released at the end."""
+    git_dir = watcher.root / ".git"
+    hook = git_dir / "hooks" / "post-index-change"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    _until(lambda: (relay.control(watcher.root, "status") or {}).get("warm"), "the server warming up")
+    procs: list[subprocess.Popen[str]] = []
+
+    def hold(text: str, argv: list[str]) -> subprocess.Popen[str]:
+        (git_dir / "hold").write_text(text)
+        proc = start(watcher.root, *argv)
+        procs.append(proc)
+        _until(lambda: (git_dir / "held").exists(), "the write held by the hook")
+        return proc
+
+    try:
+        yield hold
+    finally:
+        (git_dir / "release").touch()
+        for proc in procs:
+            proc.wait(timeout=120)
+
+
+def ids(listed: subprocess.CompletedProcess[str]) -> list[str]:
+    assert listed.returncode == 0, listed.stderr
+    return [hit["id"] for hit in json.loads(listed.stdout)["memories"]]
+
+
+def test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it(
+    watcher: Watcher, no_whoosh: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
+) -> None:
+    root = watcher.root
+    before = ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100"))
+    assert "27" not in before
+    save = held("axolotl beside a read", ["save", "axolotl beside a read", "-e", "shop.orders.amount"])
+    # Half done: the commit is in git and its file in the work tree; the index lags.
+    assert "axolotl beside a read" in (root / "memories" / "27.yaml").read_text()
+    status = relay.control(root, "status")
+    assert status is not None and status["current"] == f"--kb {root} save axolotl beside a read -e shop.orders.amount"
+
+    found = relayed(root, no_whoosh, "--json", "search", "axolotl", "--all")
+    assert (found.returncode, json.loads(found.stdout)["memories"]) == (0, []), found.stderr
+    got = relayed(root, no_whoosh, "get", "27")
+    assert (got.returncode, got.stdout, got.stderr) == (1, "", "Error: No memory with id '27'.\n")
+    assert ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100")) == before
+    assert save.poll() is None  # the reads were answered while the write is still held
+
+    (root / ".git" / "release").touch()
+    out, err = save.communicate(timeout=120)
+    assert (save.returncode, out) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n"), err
+    found = relayed(root, no_whoosh, "--json", "search", "axolotl", "--all")
+    assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["27"]
+    assert ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100")) == ["27", *before]
+
+
+def test_an_update_held_is_read_as_before_and_a_hand_edit_meanwhile_is_not_missed(
+    watcher: Watcher, no_whoosh: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
+) -> None:
+    root = watcher.root
+    old = json.loads(relayed(root, no_whoosh, "--json", "get", "2").stdout)
+    update = held("zebrafish", ["update", "2", "--learning", "zebrafish replace the old text"])
+    assert "zebrafish" in (root / "memories" / "2.yaml").read_text()
+
+    got = relayed(root, no_whoosh, "--json", "get", "2")
+    assert (got.returncode, json.loads(got.stdout)) == (0, old), got.stderr
+    found = relayed(root, no_whoosh, "--json", "search", "zebrafish", "--all")
+    assert (found.returncode, json.loads(found.stdout)["memories"]) == (0, []), found.stderr
+
+    # An edit by hand beside the write: a read that comes after it must see it, so it waits for
+    # its turn (after the write) and brings the index up to date first.
+    hand = root / "memories" / "5.yaml"
+    hand.write_text(hand.read_text().replace("learning: |\n", "learning: |\n  quokka by hand.\n", 1))
+    search = start(root, "--json", "search", "quokka", "--all", blocked=no_whoosh)
+    assert update.poll() is None
+
+    (root / ".git" / "release").touch()
+    out, err = update.communicate(timeout=120)
+    assert update.returncode == 0 and out.startswith("Updated memory 2"), err
+    out, err = search.communicate(timeout=120)
+    assert search.returncode == 0, err
+    assert [hit["id"] for hit in json.loads(out)["example_queries"]] == ["5"]  # 5 holds a query
+    got = relayed(root, no_whoosh, "--json", "get", "2")
+    assert json.loads(got.stdout)["learning"] == "zebrafish replace the old text"
+
+
+def test_the_view_goes_to_a_waiting_write_before_a_read_and_is_given_away_while_released() -> None:
+    view = View()
+    order: list[str] = []
+
+    def take(name: str, write: bool) -> None:
+        assert view.acquire(write=write, timeout=60)
+        order.append(name)
+        view.release()
+
+    assert view.acquire() and view.acquire()  # reentrant
+    reader = threading.Thread(target=take, args=("read", False))
+    reader.start()
+    with view.released():  # a write letting go while git works: the read goes
+        reader.join(60)
+    assert order == ["read"]
+    writer = threading.Thread(target=take, args=("write", True))
+    writer.start()
+    _until(lambda: view._waiting_writes == 1, "the write waiting")
+    second = threading.Thread(target=take, args=("second read", False))
+    second.start()  # a read waits while a write waits, so the write goes first
+    view.release()
+    view.release()
+    writer.join(60)
+    second.join(60)
+    assert order == ["read", "write", "second read"]
+    with pytest.raises(RuntimeError, match="does not hold it"):
+        view.release()
+
+
+def test_a_peek_keeps_other_events_and_settles_the_writes_own(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    (root / "memories").mkdir(parents=True)
+    monitor = ChangeMonitor.create(root)
+    if monitor is None:
+        pytest.skip("no inotify here")
+    try:
+        monitor.changed()
+        assert monitor.changed() is False
+        (root / "memories" / "2.yaml").write_text("learning: own\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is True  # only the write's own file
+        monitor.absorb({"2.yaml"})
+        monitor.settle()
+        assert monitor.changed() is False  # absorbed: nothing left to check
+        (root / "memories" / "2.yaml").write_text("learning: own again\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is True
+        monitor.settle()  # the write ended without absorbing it (it failed): a change
+        assert monitor.changed() is True
+        (root / "memories" / "3.yaml").write_text("learning: by hand\n")
+        assert monitor.peek(frozenset({"2.yaml"})) is False  # a hand edit beside the write
+        assert monitor.changed() is True and monitor.changed() is False
+    finally:
+        monitor.stop()
