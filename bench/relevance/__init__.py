@@ -65,6 +65,7 @@ def build(root: Path, folder: Path = HERE, sentences: bool = True) -> KnowledgeB
     subprocess.run(["git", "add", "-A", "."], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "commit", "-q", "-m", "relevance set"], cwd=root, check=True, capture_output=True)
     kb = KnowledgeBase(root)
+    kb.index.background_vectors = False  # made here, or left missing on purpose
     kb.ensure_fresh()
     if sentences:
         kb.index.fill_sentences()  # what the warm server does after the first sync

@@ -128,21 +128,23 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
 
 def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
     """The question's sentence vector, when some memories have one (else the encoder, a second
-    to load in a cold process, would buy nothing), and whether every memory has one."""
+    to load in a cold process, would buy nothing), and whether every memory has one. While some
+    lack one, the answer says how many have one, and a process is making the others."""
     if not encoder.installed():
         return None, False
     covered, total = index.sentence_coverage()
+    if covered < total:
+        index.want_sentences()
+        notes.append(
+            f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
+            "static vectors until theirs are made, in the background."
+        )
     if not covered:
         return None, False
     model = encoder.load()
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False
-    if covered < total:
-        notes.append(
-            f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
-            "static vectors until the server makes theirs."
-        )
     return model.encode([request.question.strip()])[0], covered == total
 
 
