@@ -221,6 +221,8 @@ def _ranked(
         else:
             scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
+    if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and (named := W.details(words)):
+        fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)]))
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
@@ -249,6 +251,17 @@ def _ranked(
                 "or close in meaning."
             )
     return buckets
+
+
+def _detail_scores(index: Index, details: W.Words, memory_ids: list[str]) -> dict[str, float]:
+    """The words channel's score of the question's details alone (``W.details``), for these
+    memories only: a number common in a large KB must not push them out of a top list."""
+    if len(memory_ids) < 2:
+        return {}
+    only = E.id_query(memory_ids)
+    assert only is not None
+    only.boost = 0.0  # selects, adds nothing to the score
+    return index.scores(Q.And([only, W.any_query(details)]), limit=len(memory_ids))
 
 
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
