@@ -397,6 +397,22 @@ def test_a_search_while_vectors_are_missing_starts_the_filler(notes_kb: Knowledg
                 os.kill(pid, signal.SIGTERM)
 
 
+def test_a_process_holding_the_vectors_takes_in_those_another_made(notes_kb: KnowledgeBase) -> None:
+    """A library's process that loaded the table of vectors (its second scan) sees the sentence
+    vectors a filler in another process wrote since, without a reindex."""
+    notes_kb.search(K8S)
+    notes_kb.search(K8S)
+    assert notes_kb.index.vectors_loaded() and notes_kb.index.sentence_coverage() == (0, 4)
+    other = KnowledgeBase(notes_kb.root)
+    try:
+        other.index.background_vectors = False
+        assert other.index.fill_sentences() == 4
+    finally:
+        other.close()
+    assert notes_kb.index.sentence_coverage() == (4, 4)
+    assert ids(notes_kb.search(K8S))[0] == "1"
+
+
 def test_reindex_makes_the_missing_vectors_with_a_progress_bar_on_a_terminal(notes_kb: KnowledgeBase) -> None:
     """On a terminal, a bar for the index and one for the sentence vectors; on a pipe or with
     --json, no bar at all. Vectors made once come from the cache the second time."""

@@ -88,9 +88,9 @@ class Meaning:
         """(live memories with a sentence vector, live memories)."""
         if self.warm or self.vectors_loaded():
             covered, total = self.meaning().coverage()
-            # No thread of this process makes them (a library's, the MCP server's): the detached
-            # filler may have made some since this process loaded the table.
-            if covered < total and self.background_vectors and self._from_manifest(vectors.sentence_coverage, (0, 0))[0] > covered:
+            # Another process (the detached filler) may have made some since this one loaded
+            # the table; the warm server's thread takes in its own.
+            if covered < total and (self.background_vectors or not self.warm) and self._from_manifest(vectors.sentence_coverage, (0, 0))[0] > covered:
                 self.absorb_sentences()
                 covered, total = self.meaning().coverage()
             return covered, total
