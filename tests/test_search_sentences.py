@@ -344,9 +344,9 @@ def _coverage(root: Path) -> tuple[int, int]:
         return kb.index.sentence_coverage()
 
 
-def _cli(root: Path, *args: str) -> dict:
+def _cli(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args, "--json"], capture_output=True,
-                          text=True, env=_env(SLAYER_KB_SERVER="off"), timeout=120)
+                          text=True, env=env or _env(SLAYER_KB_SERVER="off"), timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -386,6 +386,9 @@ def test_a_search_while_vectors_are_missing_starts_the_filler(notes_kb: Knowledg
     vectors cover, and starts the filler; its vectors reach the next search."""
     root = notes_kb.root
     notes_kb.close()
+    # Told not to: none is started (a started one's argv is in /proc once Popen returns).
+    quiet = _cli(root, "search", K8S, env=_env(SLAYER_KB_SERVER="off", SLAYER_KB_NO_FILLER="1"))
+    assert COVERAGE_NOTE.format(0, 4) in quiet["notes"] and _fillers(root) == []
     first = _cli(root, "search", K8S)
     assert first["memories"][0]["id"] == "2" and COVERAGE_NOTE.format(0, 4) in first["notes"]
     try:

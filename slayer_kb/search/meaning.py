@@ -6,6 +6,7 @@ index.py, in the same SQLite transaction as the file rows."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -80,8 +81,9 @@ class Meaning:
 
     def want_sentences(self) -> None:
         """Some memories lack a sentence vector: have a detached process make them, unless this
-        process makes them itself or another process already does."""
-        if self.background_vectors and encoder.installed():
+        process makes them itself, another process already does, or ``SLAYER_KB_NO_FILLER`` is
+        set (then only the warm server and ``reindex`` make them)."""
+        if self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed():
             filler.start(self.root)
 
     def sentence_coverage(self) -> tuple[int, int]:
