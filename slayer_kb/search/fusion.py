@@ -102,8 +102,8 @@ def contested(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 def settle_details(ranked: list[tuple[str, float]], details: Mapping[str, float]) -> list[tuple[str, float]]:
     """Near-duplicates decided by the details the question names: the ``contested`` head put
-    in order of ``details`` (the words channel's score of the question's numbers, versions and
-    years alone), the fused order breaking ties. They keep the head's scores, in order, so
+    in order of ``details`` (how many of the question's numbers, versions and years each holds,
+    its title counting most), the fused order breaking ties. They keep the head's scores, in order, so
     scores still sort the ranking."""
     close = contested(ranked)
     if len(close) < 2 or not details:

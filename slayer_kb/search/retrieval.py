@@ -27,8 +27,10 @@ from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
 from . import words as W
+from .analysis import symbols
 from .filters import Restriction, restrict
 from .index import Index
+from .schema import text_terms
 from .vectors import embedding_text
 
 # The memories closest in meaning join the candidates whatever the words found: in a large KB the
@@ -254,14 +256,24 @@ def _ranked(
 
 
 def _detail_scores(index: Index, details: W.Words, memory_ids: list[str]) -> dict[str, float]:
-    """The words channel's score of the question's details alone (``W.details``), for these
-    memories only: a number common in a large KB must not push them out of a top list."""
+    """How many of the question's details (``W.details``) each memory holds, one in its title
+    counting twice: read from its text, so the order is a function of the files alone (no
+    index statistics, which a warm index and a fresh one keep apart until a compaction)."""
     if len(memory_ids) < 2:
         return {}
-    only = E.id_query(memory_ids)
-    assert only is not None
-    only.boost = 0.0  # selects, adds nothing to the score
-    return index.scores(Q.And([only, W.any_query(details)]), limit=len(memory_ids))
+    out: dict[str, float] = {}
+    for memory_id, doc in index.stored(memory_ids).items():
+        data = doc["data"]
+        body = f"{data.get('learning') or ''} {data.get('description') or ''}"
+        out[memory_id] = 2.0 * _held(details, data.get("title") or "") + _held(details, body)
+    return out
+
+
+def _held(details: W.Words, text: str) -> int:
+    terms = text_terms(text)
+    words, tokens = {tuple(t) for t in terms}, {token for t in terms for token in t}
+    held = sum(1 for w in details.words if w in words or all(token in tokens for token in w))
+    return held + len(set(details.symbols) & set(symbols(text)))
 
 
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
