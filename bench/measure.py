@@ -168,6 +168,9 @@ class Runner:
         # Processes are cold unless a step says otherwise: none starts a warm server on its own
         # (they still relay to a `slayer-kb watch` a step runs). The "server" step turns it on.
         os.environ["SLAYER_KB_SERVER"] = "manual"
+        # Nor a sentence-vector filler running beside the steps it would slow (bench/sentences.py
+        # measures the encoder).
+        os.environ["SLAYER_KB_NO_FILLER"] = "1"
 
     def run(self, only: set[str] | None = None) -> dict[str, Any]:
         """Every step, or those named in ``only`` (by the first word of their name)."""

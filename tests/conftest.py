@@ -63,7 +63,9 @@ def run_cli() -> CliRunner:
 
 @pytest.fixture
 def watcher(example_kb: KnowledgeBase) -> Iterator[Watcher]:
-    # Build the index first so the watcher's initial sync is incremental and quick.
+    # Build the index first so the watcher's initial sync is incremental and quick; the server
+    # makes the sentence vectors (where the encoder is on), not a filler this process starts.
+    example_kb.index.background_vectors = False
     example_kb.ensure_fresh()
     example_kb.close()
     w = Watcher(example_kb.root)

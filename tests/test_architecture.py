@@ -328,18 +328,22 @@ def _bases(qualified: str) -> list[type]:
 
 
 def _started_modules(module: str) -> list[str]:
-    """The modules ``module`` starts as background Python processes (``python_child(MODULE)``)."""
+    """The modules ``module`` starts as background Python processes (``python_child(MODULE)``,
+    or ``upkeep.detach(MODULE)``, which passes its argument on)."""
     tree = ast.parse(PATHS[module].read_text(encoding="utf-8"))
     constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
                  and isinstance(node.value, ast.Constant) for target in node.targets if isinstance(target, ast.Name)}
     started = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "python_child":
+        called = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
+            node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None)
+        if called in ("python_child", "detach") and isinstance(node, ast.Call):
             arg = node.args[0]
             if isinstance(arg, ast.Constant):
                 started.append(arg.value)
-            elif isinstance(arg, ast.Name):
-                started.append(module if arg.id == "__name__" else constants.get(arg.id, arg.id))
+            elif isinstance(arg, ast.Name) and (arg.id == "__name__" or arg.id in constants):
+                started.append(module if arg.id == "__name__" else constants[arg.id])
+            # else a parameter passed on (upkeep.detach's own): its callers are checked
     return started
 
 
@@ -356,6 +360,7 @@ def test_background_jobs_are_modules_started_with_python_m() -> None:
     assert started == {
         "slayer_kb.daemon.relay": ["slayer_kb.daemon.server"],
         "slayer_kb.store.mergedriver": ["slayer_kb.store.mergedriver"],
+        "slayer_kb.search.filler": ["slayer_kb.daemon.sentences"],
         "slayer_kb.store.upkeep": ["slayer_kb.store.upkeep"],
         "slayer_kb.transaction": ["slayer_kb.daemon.compact"],
     }

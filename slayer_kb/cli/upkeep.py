@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +15,9 @@ from .common import (
     json_option,
     pass_settings,
 )
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 
 @click.command()
@@ -39,29 +44,66 @@ def maintenance(settings: Settings) -> None:
     ]))
 
 
+class _Bars:
+    """Progress bars on stderr, one per stage, fed (done, total) as ``kb.reindex`` reports it:
+    a stage's bar appears at its first report (none when it has nothing to do) and ends when the
+    next stage's appears."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def stage(self, label: str) -> Callable[[int, int], None]:
+        last = 0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            if last == 0 and (self._bar is None or self._bar.label != label):
+                self.close()
+                self._bar = click.progressbar(length=max(total, 1), label=label, file=sys.stderr)
+                self._bar.__enter__()
+            self._bar.update(done - last)
+            last = done
+
+        return progress
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def _fill_sentences(kb: KnowledgeBase, progress: Callable[[int, int], None] | None) -> None:
+    """The sentence vectors the memories lack, made now (from the cache when it has them),
+    unless a thread of this process makes them: the warm server's, whose status shows its
+    progress. A detached filler the rebuild started shares the batches (search/filler.py)."""
+    if kb.index.background_vectors:
+        kb.index.fill_sentences(progress)
+
+
 @click.command()
 @json_option
 @pass_settings
 def reindex(settings: Settings) -> None:
-    """Rebuild the search index from the files (with a progress bar on a terminal).
+    """Rebuild the search index from the files, and make the sentence vectors memories lack.
+
+    With a progress bar for each on a terminal; sentence vectors made before on this machine
+    come from the vector cache.
 
     \b
     Example:
       slayer-kb reindex
     """
     kb = settings.kb()
-    show = sys.stderr.isatty() and not settings.json
-    if show:
-        with click.progressbar(length=max(len(kb.index.ids()), 1), label="Indexing", file=sys.stderr) as bar:
-            last = [0]
-
-            def progress(done: int, _total: int) -> None:
-                bar.update(done - last[0])
-                last[0] = done
-
-            report = kb.reindex(progress)
+    if sys.stderr.isatty() and not settings.json:
+        bars = _Bars()
+        try:
+            report = kb.reindex(bars.stage("Indexing"))
+            _fill_sentences(kb, bars.stage("Sentence vectors"))
+        finally:
+            bars.close()
     else:
         report = kb.reindex()
+        _fill_sentences(kb, None)
     problems = [str(p) for p in report.problems]
     data = {"indexed": report.updated, "problems": problems}
     emit(settings, data, lambda: f"Indexed {report.updated} memories" + warning_lines(problems))

@@ -1,16 +1,19 @@
 """The warm server's sentence vectors, made off the save path: a thread that wakes after each
 command (and once at start) and makes the vectors the memories lack (``Index.fill_sentences``),
 holding the server's command lock only while it reads or writes the index. Its progress is what
-``slayer-kb server status`` shows under ``sentence_vectors``."""
+``slayer-kb server status`` shows under ``sentence_vectors``. It holds ``filler.LOCK`` once it
+has it, so no command starts a detached filler beside it; while one started before the server
+still runs, the thread leaves the work to it and looks again at its next wake."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from . import encoder
+from . import encoder, filler
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -22,6 +25,8 @@ class SentenceFiller:
         self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None
     ) -> None:
         self._index = index
+        index.background_vectors = False  # this thread makes them
+        self._claim: int | None = None  # filler.LOCK, held from the first pass on
         self._after = after  # the server's first sync and warm-up: the first pass waits for them
         self._guard = guard
         self._wake = threading.Event()
@@ -66,7 +71,14 @@ class SentenceFiller:
             self._wake.wait(RECHECK_SECONDS)
             self._wake.clear()
             if self._stop.is_set():
-                return
+                break
+            if self._claim is None:
+                self._claim = filler.hold(self._index.root)
+                if self._claim is None:
+                    # A detached filler started before this server is at work: take its vectors.
+                    self._absorb()
+                    continue
+                self._absorb()  # it may have finished since
             with self._lock:
                 self._running, self._progress = True, (0, 0)
             try:
@@ -78,6 +90,13 @@ class SentenceFiller:
                 self._measure()
                 with self._lock:
                     self._running = False
+        if self._claim is not None:
+            os.close(self._claim)
+
+    def _absorb(self) -> None:
+        with self._guard():
+            self._index.absorb_sentences()
+        self._measure()
 
     def _measure(self) -> None:
         with self._guard():

@@ -83,6 +83,35 @@ def blend(
     }
 
 
+# How close to the first answer a candidate must score for the question's details to decide
+# between them (a share of the first's score; docs/search.md has the measurements).
+DETAIL_MARGIN = 0.2
+# How far down the ranking a candidate may be and still be settled by the details.
+DETAIL_DEPTH = 10
+
+
+def contested(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The head of a ranking whose order the question's details may change: the candidates
+    scoring within ``DETAIL_MARGIN`` of the first (notes alike in meaning that differ in a
+    version, a year or a number score close)."""
+    if not ranked:
+        return []
+    floor = ranked[0][1] * (1.0 - DETAIL_MARGIN)
+    return [hit for hit in ranked[:DETAIL_DEPTH] if hit[1] >= floor]
+
+
+def settle_details(ranked: list[tuple[str, float]], details: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Near-duplicates decided by the details the question names: the ``contested`` head put
+    in order of ``details`` (how many of the question's numbers, versions and years each holds,
+    its title counting most), the fused order breaking ties. They keep the head's scores, in order, so
+    scores still sort the ranking."""
+    close = contested(ranked)
+    if len(close) < 2 or not details:
+        return ranked
+    settled = sorted(close, key=lambda hit: -details.get(hit[0], 0.0))  # stable: fused order breaks ties
+    return [(m, score) for (m, _s), (_m, score) in zip(settled, close, strict=True)] + ranked[len(close):]
+
+
 def ordered(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Best first; ties by id, so the order is a function of the files alone."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -6,6 +6,7 @@ index.py, in the same SQLite transaction as the file rows."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from whoosh import index as windex
 
 from ..core.memory import Memory
-from . import embedding, encoder, sentences, vectors
+from . import embedding, encoder, filler, sentences, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,8 +32,12 @@ DAMAGED = (sqlite3.Error, ValueError, TypeError)
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
 
+    root: Path
     dir: Path
     warm: bool
+    # Whether a memory indexed or searched without a sentence vector starts the detached filler
+    # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
+    background_vectors = True
     _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
@@ -64,15 +69,44 @@ class Meaning:
             texts = [vectors.embedding_text(m) for m in chunk]
             # Sentence vectors made before for the same texts (here, in another clone, before a
             # branch switch or a renumbering): never made twice. The rest are made off this path.
-            known = sentences.lookup(encoder.MODEL_KEY, map(sentences.text_hash, texts)) if encoder.installed() else {}
+            if encoder.installed():
+                hashes = [sentences.text_hash(t) for t in texts]
+                known = sentences.lookup(encoder.MODEL_KEY, hashes)
+                if len(known) < len(set(hashes)):
+                    self.want_sentences()
+            else:
+                known = {}
             out.extend(vectors.rows(chunk, model.embed(texts), known))
         return out
+
+    def want_sentences(self) -> None:
+        """Some memories lack a sentence vector: have a detached process make them, unless this
+        process makes them itself, another process already does, or ``SLAYER_KB_NO_FILLER`` is
+        set (then only the warm server and ``reindex`` make them)."""
+        if self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed():
+            filler.start(self.root)
 
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories)."""
         if self.warm or self.vectors_loaded():
-            return self.meaning().coverage()
+            covered, total = self.meaning().coverage()
+            # Another process (the detached filler) may have made some since this one loaded
+            # the table; the warm server's thread takes in its own.
+            if covered < total and (self.background_vectors or not self.warm) and self._from_manifest(vectors.sentence_coverage, (0, 0))[0] > covered:
+                self.absorb_sentences()
+                covered, total = self.meaning().coverage()
+            return covered, total
         return self._from_manifest(vectors.sentence_coverage, (0, 0))
+
+    def absorb_sentences(self) -> None:
+        """Take into the table this process holds the sentence vectors another process wrote."""
+        if self._meaning is None:
+            return
+        none: list[tuple[str, bytes]] = []
+        made = self._from_manifest(
+            lambda db: db.execute("SELECT id, svec FROM vectors WHERE svec IS NOT NULL AND deleted = 0").fetchall(), none
+        )
+        self._meaning.set_sentences(made)
 
     def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """``cosines`` by the sentence vectors, for the memories that have one."""
@@ -109,38 +143,58 @@ class Meaning:
         for at in range(0, len(missing), batch):
             if stop():
                 break
-            chunk = missing[at : at + batch]
-            known = sentences.lookup(encoder.MODEL_KEY, (digest for _id, digest in chunk))
-            wanted = [(m, digest) for m, digest in chunk if digest not in known]
-            if wanted:
-                model = model or encoder.load()
-                if not isinstance(model, encoder.Encoder):
-                    break
-                with guard():
-                    docs = self.stored([m for m, _digest in wanted])
-                texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
-                # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
-                fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
-                made = model.encode([texts[m] for m, _digest in fresh])
-                new = {digest: sentences.pack(vector) for (_m, digest), vector in zip(fresh, made, strict=True)}
-                sentences.store(encoder.MODEL_KEY, new)
-                known.update(new)
-            rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
-            with guard():
+            # One batch at a time across processes (filler.py): rows another process made while
+            # this one waited are skipped, so no vector is made twice.
+            with filler.batch(self.root):
                 try:
-                    db = self._db()
-                    try:
-                        written = set(vectors.write_sentences(db, rows))
-                    finally:
-                        db.close()
+                    made = self._fill_batch(missing[at : at + batch], guard, model)
                 except sqlite3.Error:
                     break  # the index is being rebuilt: the next pass starts again
-                if self._meaning is not None:
-                    self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
-            done += len(written)
+            if made is None:
+                break
+            model, written = made
+            done += written
             if progress is not None:
-                progress(at + len(chunk), len(missing))
+                progress(min(at + batch, len(missing)), len(missing))
         return done
+
+    def _fill_batch(
+        self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]],
+        model: encoder.Encoder | encoder.Unavailable | None,
+    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, int] | None:
+        """Make and write one batch's vectors; (the model, if loaded, and how many rows were
+        written), or None when the encoder cannot be loaded."""
+        with guard():
+            db = self._db()
+            try:
+                chunk = vectors.still_missing(db, [m for m, _digest in chunk])
+            finally:
+                db.close()
+        known = sentences.lookup(encoder.MODEL_KEY, (digest for _id, digest in chunk))
+        wanted = [(m, digest) for m, digest in chunk if digest not in known]
+        if wanted:
+            model = model or encoder.load()
+            if not isinstance(model, encoder.Encoder):
+                return None
+            with guard():
+                docs = self.stored([m for m, _digest in wanted])
+            texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
+            # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
+            fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
+            made = model.encode([texts[m] for m, _digest in fresh])
+            new = {digest: sentences.pack(vector) for (_m, digest), vector in zip(fresh, made, strict=True)}
+            sentences.store(encoder.MODEL_KEY, new)
+            known.update(new)
+        rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
+        with guard():
+            db = self._db()
+            try:
+                written = set(vectors.write_sentences(db, rows))
+            finally:
+                db.close()
+            if self._meaning is not None:
+                self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
+        return model, len(written)
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""

@@ -27,8 +27,10 @@ from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
 from . import words as W
+from .analysis import symbols
 from .filters import Restriction, restrict
 from .index import Index
+from .schema import text_terms
 from .vectors import embedding_text
 
 # The memories closest in meaning join the candidates whatever the words found: in a large KB the
@@ -128,21 +130,23 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
 
 def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
     """The question's sentence vector, when some memories have one (else the encoder, a second
-    to load in a cold process, would buy nothing), and whether every memory has one."""
+    to load in a cold process, would buy nothing), and whether every memory has one. While some
+    lack one, the answer says how many have one, and a process is making the others."""
     if not encoder.installed():
         return None, False
     covered, total = index.sentence_coverage()
+    if covered < total:
+        index.want_sentences()
+        notes.append(
+            f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
+            "static vectors until theirs are made, in the background."
+        )
     if not covered:
         return None, False
     model = encoder.load()
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False
-    if covered < total:
-        notes.append(
-            f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
-            "static vectors until the server makes theirs."
-        )
     return model.encode([request.question.strip()])[0], covered == total
 
 
@@ -219,6 +223,8 @@ def _ranked(
         else:
             scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
+    if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and (named := W.details(words)):
+        fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)]))
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
@@ -247,6 +253,27 @@ def _ranked(
                 "or close in meaning."
             )
     return buckets
+
+
+def _detail_scores(index: Index, details: W.Words, memory_ids: list[str]) -> dict[str, float]:
+    """How many of the question's details (``W.details``) each memory holds, one in its title
+    counting twice: read from its text, so the order is a function of the files alone (no
+    index statistics, which a warm index and a fresh one keep apart until a compaction)."""
+    if len(memory_ids) < 2:
+        return {}
+    out: dict[str, float] = {}
+    for memory_id, doc in index.stored(memory_ids).items():
+        data = doc["data"]
+        body = f"{data.get('learning') or ''} {data.get('description') or ''}"
+        out[memory_id] = 2.0 * _held(details, data.get("title") or "") + _held(details, body)
+    return out
+
+
+def _held(details: W.Words, text: str) -> int:
+    terms = text_terms(text)
+    words, tokens = {tuple(t) for t in terms}, {token for t in terms for token in t}
+    held = sum(1 for w in details.words if w in words or all(token in tokens for token in w))
+    return held + len(set(details.symbols) & set(symbols(text)))
 
 
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:

@@ -88,6 +88,15 @@ def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
     return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
 
 
+def still_missing(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[str, str]]:
+    """(id, text hash) of these memories whose sentence vector is not made yet, by id."""
+    found = db.execute(
+        f"SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 AND id IN ({', '.join('?' * len(memory_ids))}) "  # noqa: S608 - placeholders only
+        "ORDER BY id", memory_ids,
+    ).fetchall() if memory_ids else []
+    return [(m, digest) for m, digest in found]
+
+
 def sentence_coverage(db: sqlite3.Connection) -> tuple[int, int]:
     """(live memories with a sentence vector, live memories)."""
     covered, total = db.execute("SELECT count(svec), count(*) FROM vectors WHERE deleted = 0").fetchone()

@@ -40,6 +40,13 @@ def parse(question: str) -> Words:
     return Words(tuple(seen), tuple(symbols(question)))
 
 
+def details(words: Words) -> Words:
+    """The question's numbers, versions, years and model names (the words and symbols holding a
+    digit): what tells apart notes that are otherwise alike."""
+    return Words(tuple(w for w in words.words if any(c.isdigit() for t in w for c in t)),
+                 tuple(s for s in words.symbols if any(c.isdigit() for c in s)))
+
+
 def _word(field: str, tokens: tuple[str, ...], boost: float = 1.0) -> Q.Query:
     parts = [Q.Term(field, token) for token in tokens]
     query = parts[0] if len(parts) == 1 else Q.And(parts)

@@ -98,13 +98,24 @@ def start(top: Path, state: Path, commands: list[list[str]] | None = None) -> No
     process (``children.python_child``): nothing in the KB is ever imported."""
     if running(state):
         return
-    argv, env = python_child("slayer_kb.store.upkeep", str(top), json.dumps(commands or [REPACK, GC]))
-    with contextlib.suppress(OSError):
+    pid = detach("slayer_kb.store.upkeep", str(top), json.dumps(commands or [REPACK, GC]))
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            (state / PID).write_text(str(pid))
+
+
+def detach(module: str, *args: str) -> int | None:
+    """Start ``python -m module args`` (``children.python_child``) in ``NEUTRAL_CWD``, detached
+    from this process and its terminal; its pid, or None when it could not start."""
+    argv, env = python_child(module, *args)
+    try:
         proc = subprocess.Popen(
             argv, cwd=NEUTRAL_CWD, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
-        (state / PID).write_text(str(proc.pid))
+    except OSError:
+        return None
+    return proc.pid
 
 
 def main(argv: list[str] | None = None) -> int:

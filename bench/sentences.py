@@ -1,0 +1,215 @@
+"""``python -m bench.sentences [--size 10000] [--seed 7] [--questions 100]``: what the sentence
+encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JSON:
+
+- the cold build of the sentence vectors (every memory's, as the background filler makes them),
+  its rate a memory, and that rate carried to 100,000 memories (an extrapolation, said so);
+- ``reindex`` with the vector cache warm (a one-shot CLI process, no server);
+- a warm search (a process kept warm as the server keeps it), p50 / p95, the question's
+  encoding included, for natural-language questions and for keyword queries;
+- a memory saved through the warm server and found by meaning: the time from the save's return
+  until its sentence vector is made, and whether a paraphrase then finds it first;
+- the warm server's peak RSS, and whether a relayed CLI search process ever loaded onnxruntime.
+
+The corpus's sentence vectors go to a cache of the bench's own (bench/.cache/sentences), so a
+second run finds them there, as a second clone of a KB would. Timings on a shared machine are
+inflated by its other work: the load average is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.daemon import relay
+from slayer_kb.search import encoder
+
+from . import corpus as corpus_mod
+from .measure import QUESTION_TEMPLATES, _peak_rss_mib, _percentile
+
+SENTENCE_CACHE = corpus_mod.CACHE_DIR / "sentences"
+# Notes in plain English, saved through the server, and a paraphrase of each that shares no
+# content word with it: found first only by meaning.
+SAVED = [
+    ("Robots report full battery but die early in the freezer aisle",
+     "Lithium cells lose a third of their capacity below -10 C, but the battery board reports the charge measured "
+     "at room temperature. Robots in the freezer zone now return to dock at 55% instead of 20%.",
+     "machines in the frozen-goods section run out of juice sooner than the gauge says"),
+    ("Nomad chosen over Kubernetes for the card-authorisation services",
+     "Decided to schedule the card-authorisation services on HashiCorp Nomad rather than Kubernetes: four people, "
+     "a dozen static binaries, and a PCI audit of a Kubernetes control plane would have taken a quarter.",
+     "why don't we orchestrate our containers with k8s?"),
+    ("Cardholders can dispute a payment for up to 120 days",
+     "Visa and Mastercard let a cardholder raise a chargeback up to 120 days after the transaction. Keep "
+     "authorisation evidence for at least 18 months.",
+     "how long after buying can a shopper contest it with their bank?"),
+]
+WAIT_SECONDS = 120.0
+
+
+def _stats(samples: list[float], unit: str = "ms") -> dict[str, Any]:
+    """Median, p95 (nearest rank) and count, in ``unit`` (samples are seconds)."""
+    scale = 1000.0 if unit == "ms" else 1.0
+    ordered = sorted(samples)
+    return {"p50": round(scale * ordered[len(ordered) // 2], 2), "p95": round(scale * _percentile(ordered, 95), 2),
+            "max": round(scale * ordered[-1], 2), "n": len(ordered), "unit": unit}
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "SLAYER_KB_CACHE": str(SENTENCE_CACHE), **extra}
+    env.pop("SLAYER_KB_NO_ENCODER", None)
+    return env
+
+
+def _cli(root: Path, env: dict[str, str], *args: str) -> tuple[float, dict[str, Any]]:
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args, "--json"],
+                          capture_output=True, text=True, env=env, timeout=3600)
+    took = time.perf_counter() - began
+    if proc.returncode != 0:
+        raise RuntimeError(f"slayer-kb {' '.join(args)} failed: {proc.stderr}")
+    return took, json.loads(proc.stdout)
+
+
+def cold_build(kb: KnowledgeBase) -> dict[str, Any]:
+    """Every memory's sentence vector, made as the filler makes them; the rate a memory."""
+    marks: list[tuple[float, int]] = []
+    began = time.perf_counter()
+    cpu = time.process_time()
+
+    def progress(done: int, _total: int) -> None:
+        marks.append((time.perf_counter() - began, done))
+
+    made = kb.index.fill_sentences(progress)
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    covered, total = kb.index.sentence_coverage()
+    out: dict[str, Any] = {"made": made, "covered": covered, "memories": total, "seconds": round(wall, 1),
+                           "cpu_seconds": round(cpu, 1), "load": _load()}
+    if made:
+        out["ms_per_memory"] = round(1000 * wall / made, 2)
+        out["cpu_ms_per_memory"] = round(1000 * cpu / made, 2)
+        out["extrapolated_100k_minutes"] = round(100_000 * wall / made / 60, 1)
+    return out
+
+
+def warm_searches(kb: KnowledgeBase, seed: int, count: int) -> dict[str, Any]:
+    """A process kept warm as the server keeps it: each search's wall time, the question's
+    sentence vector included; and that encoding alone."""
+    kb.keep_warm()
+    kb.warm_up()
+    rng = random.Random(f"{seed}-sentences")
+    domain = list(corpus_mod.DOMAIN_WORDS)
+    questions = [rng.choice(QUESTION_TEMPLATES).format(a=rng.choice(domain), b=rng.choice(domain), c=rng.choice(domain))
+                 for _ in range(count)]
+    keywords = [" ".join(rng.sample(domain, 2)) for _ in range(count)]
+    model = encoder.load()
+    assert isinstance(model, encoder.Encoder), model
+    for q in questions[:5]:
+        kb.search(q)  # the first searches load what a warm server loads at start
+    out: dict[str, Any] = {}
+    for name, queries in (("question", questions), ("keywords", keywords)):
+        times = []
+        for q in queries:
+            began = time.perf_counter()
+            result = kb.search(q)
+            times.append(time.perf_counter() - began)
+            assert not any(n.startswith("Sentence vectors cover") for n in result.notes), result.notes
+        out[name] = _stats(times)
+    encoding = []
+    for q in questions:
+        began = time.perf_counter()
+        model.encode([q])
+        encoding.append(time.perf_counter() - began)
+    out["question_encoding"] = _stats(encoding)
+    out["load"] = _load()
+    return out
+
+
+def served(root: Path) -> dict[str, Any]:
+    """Through a warm server: saves, the time until each saved memory has its sentence vector,
+    a paraphrase's first answer, whether a relayed CLI search loaded onnxruntime, peak RSS."""
+    env = _env(SLAYER_KB_SERVER="on")
+    subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "server", "start"], env=env, check=True,
+                   capture_output=True, timeout=600)
+    try:
+        status = _wait(root, lambda s: s["memories"] and s["covered"] == s["memories"] and not s["building"])
+        pid = relay.control(str(root), "status")["pid"]  # type: ignore[index]
+        saves, made, first = [], [], []
+        for title, learning, question in SAVED:
+            before = status["covered"]
+            took, saved = _cli(root, env, "save", "--title", title, learning)
+            returned = time.perf_counter()
+            status = _wait(root, lambda s, b=before: s["covered"] > b and not s["building"])
+            made.append(time.perf_counter() - returned)
+            saves.append(took)
+            _took, found = _cli(root, env, "search", question)
+            first.append(found["memories"][0]["id"] == saved["memory_id"])
+        probe = ("import runpy, sys; sys.argv = ['slayer-kb', '--kb', sys.argv[1], 'search', 'nomad kubernetes']; "
+                 "import io, contextlib\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+                 "    try: runpy.run_module('slayer_kb', run_name='__main__')\n    except SystemExit: pass\n"
+                 "print('onnxruntime' in sys.modules)")
+        lean = subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True, text=True, env=env,
+                              timeout=300).stdout.strip()
+        return {"save_ms": _stats(saves), "vector_after_save_ms": _stats(made),
+                "paraphrase_finds_the_saved_memory_first": first, "client_loaded_onnxruntime": lean,
+                "server_peak_rss_mib": _peak_rss_mib(pid), "load": _load()}
+    finally:
+        subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "server", "stop"], env=env,
+                       capture_output=True, timeout=120)
+
+
+def _wait(root: Path, done: Any) -> dict[str, Any]:
+    deadline = time.monotonic() + max(WAIT_SECONDS, 3600.0)
+    while time.monotonic() < deadline:
+        answer = relay.control(str(root), "status")
+        vectors = (answer or {}).get("sentence_vectors")
+        if vectors and done(vectors):
+            return vectors
+        time.sleep(0.02)
+    raise TimeoutError("the server's sentence vectors did not reach the expected state")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sentences")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--questions", type=int, default=100)
+    args = parser.parse_args(argv)
+    os.environ.update(_env(SLAYER_KB_SERVER="off"))
+    SENTENCE_CACHE.mkdir(parents=True, exist_ok=True)
+    corpus = corpus_mod.cached(args.size, args.seed)
+    results: dict[str, Any] = {"size": args.size, "seed": args.seed}
+    kb = KnowledgeBase(corpus.root)
+    kb.index.background_vectors = False  # this process makes them, and times it
+    began = time.perf_counter()
+    kb.ensure_fresh()
+    results["index_seconds"] = round(time.perf_counter() - began, 1)
+    results["cold_build"] = cold_build(kb)
+    print(json.dumps(results), flush=True)
+    kb.close()
+    took, data = _cli(corpus.root, _env(SLAYER_KB_SERVER="off"), "reindex")
+    results["reindex_warm_cache"] = {"seconds": round(took, 1), "indexed": data["indexed"], "load": _load()}
+    print(json.dumps(results), flush=True)
+    kb = KnowledgeBase(corpus.root)
+    kb.index.background_vectors = False
+    results["warm_search"] = warm_searches(kb, args.seed, args.questions)
+    kb.close()
+    print(json.dumps(results), flush=True)
+    results["server"] = served(corpus.root)
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

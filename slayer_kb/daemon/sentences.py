@@ -1,0 +1,76 @@
+"""``python -m slayer_kb.daemon.sentences ROOT``: the detached process that makes the sentence
+vectors a KB's memories lack when no warm server does (search/filler.py starts it). One per KB
+(``filler.LOCK``); niced, so the commands beside it keep their speed. It makes every missing
+vector, then stays a while for the memories the next saves add, and exits once nothing changed
+for ``LINGER_SECONDS``; a KB whose folder is gone ends it at once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.errors import StoreError
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+# How long a filler with nothing left to do waits for more saves before it exits: a burst of
+# one-shot saves keeps one process (and one loaded model) rather than starting one per save.
+LINGER_SECONDS = 30.0
+POLL_SECONDS = 0.5
+NICENESS = 10
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..kb import KnowledgeBase
+    from ..search import filler
+
+    (root,) = argv if argv is not None else sys.argv[1:]
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    kb = KnowledgeBase(root)
+    kb.index.background_vectors = False  # this process is the background
+    try:
+        while True:
+            with filler.claimed(kb.root) as mine:
+                if not mine:
+                    return 0  # another process fills this KB
+                _fill_while_saves_come(kb)
+            # A save between our last look and the release saw the lock held and started none.
+            covered, total = kb.index.sentence_coverage()
+            if covered >= total:
+                return 0
+    finally:
+        kb.close()
+
+
+def _fill_while_saves_come(kb: KnowledgeBase) -> None:
+    manifest = kb.index.dir / "manifest.json"
+    seen: tuple[int, int] | None = None
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < LINGER_SECONDS:
+        try:
+            st = manifest.stat()
+        except FileNotFoundError:
+            if not Path(kb.root).is_dir():
+                return  # the KB is gone
+            st = None
+        now = (st.st_mtime_ns, st.st_size) if st is not None else None
+        if now != seen:
+            seen = now
+            try:
+                covered, total = kb.index.sentence_coverage()
+                if covered < total and kb.index.fill_sentences(guard=kb.store.locked) == 0:
+                    return  # nothing to make (another process made them) or the encoder failed
+            except StoreError:
+                seen = None  # the KB lock was held too long (a long reindex): look again
+            quiet_since = time.monotonic()
+        time.sleep(POLL_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
