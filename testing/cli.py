@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 
 from click import formatting
 from click.testing import CliRunner as ClickRunner
+
+from .wait import WAIT_SECONDS, eventually
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -134,16 +135,17 @@ class Watcher:
         for line in self.proc.stderr:
             self.lines.append(line.rstrip("\n"))
 
-    def wait_for_line(self, prefix: str, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(line.startswith(prefix) for line in self.lines):
-                return
+    def wait_for_line(self, prefix: str, timeout: float = WAIT_SECONDS) -> None:
+        def seen() -> bool:
             assert self.proc.poll() is None, f"watcher died: {self.lines}"
-            time.sleep(0.02)
-        raise AssertionError(f"no line starting with {prefix!r} in {self.lines}")
+            return any(line.startswith(prefix) for line in self.lines)
+
+        try:
+            eventually(seen, f"a line starting with {prefix!r}", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the watcher's lines: {self.lines}") from None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait(timeout=5)
+        self.proc.wait(timeout=60)

@@ -18,20 +18,11 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.search import compaction
 from slayer_kb.search.schema import CODEC
 from slayer_kb.store import upkeep
-from testing import commit_all, fsck, git
+from testing import commit_all, eventually, fsck, git
 
 
 def loose(root: Path) -> int:
     return upkeep.loose_objects(root / ".git" / "objects")
-
-
-def wait_until(condition, seconds: float = 60.0) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
 
 
 def saves(kb: KnowledgeBase, count: int) -> None:
@@ -44,7 +35,7 @@ def test_commits_are_packed_in_the_background(tmp_path: Path) -> None:
     saves(kb, 3 * upkeep.EVERY)
     # Each save leaves four loose objects (blob, two trees, commit): well past the threshold,
     # so a repack ran after every EVERY commits and the store holds a pack now.
-    assert wait_until(lambda: loose(kb.root) < upkeep.LOOSE)
+    eventually(lambda: loose(kb.root) < upkeep.LOOSE, "a background repack")
     packs = list((kb.root / ".git" / "objects" / "pack").glob("*.pack"))
     assert packs
     assert subprocess.run(["git", "fsck", "--connectivity-only"], cwd=kb.root, capture_output=True).returncode == 0
@@ -56,7 +47,7 @@ def test_gc_auto_zero_turns_it_off(tmp_path: Path) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
     git(kb.root, "config", "gc.auto", "0")
     saves(kb, 2 * upkeep.EVERY)
-    time.sleep(1)
+    assert upkeep.wait(kb.root / ".slayer-kb", 60)  # a repack started after all would be done now
     assert loose(kb.root) >= 4 * 2 * upkeep.EVERY
     assert not list((kb.root / ".git" / "objects" / "pack").glob("*.pack"))
 
@@ -243,7 +234,7 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     time.sleep(delay)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)  # the repack and its git children
-    assert upkeep.wait(state, 30)
+    assert upkeep.wait(state, 60)
     assert fsck(kb.root).returncode == 0
     kb = KnowledgeBase(kb.root)
     kb.save_observation(title="after", content="saved after the kill")
@@ -266,7 +257,7 @@ def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: 
     time.sleep(delay)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    assert upkeep.wait(state, 30)
+    assert upkeep.wait(state, 60)
     kb = KnowledgeBase(kb.root)
     assert found(kb, "hand batch") == before
     saved = kb.save_memory("hand batch after the kill", ["memory:hand-0-0"]).memory_id
