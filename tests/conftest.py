@@ -1,4 +1,4 @@
-"""Shared fixtures: real git repositories in tmp_path and real subprocess runs of the CLI."""
+"""Shared fixtures: real git repositories in tmp_path, and the CLI run in process or as a process."""
 
 from __future__ import annotations
 
