@@ -185,7 +185,7 @@ def test_edit_refuses_a_fifo_or_a_folder_without_waiting(catalog_kb: KnowledgeBa
     # A subprocess with a bound: reading a FIFO with no writer would wait forever.
     proc = subprocess.run(
         [sys.executable, "-m", "slayer_kb", "--kb", str(kb.root), "edit", "ff"],
-        input="", capture_output=True, text=True, timeout=30,
+        input="", capture_output=True, text=True, timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (
         1, "Error: memories/ff.yaml: is a FIFO, not a regular file; refusing to open it\n",

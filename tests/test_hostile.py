@@ -11,7 +11,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -557,6 +556,8 @@ HAND_EDITED = {
 }
 
 
+# An alias bomb expanded would take hours (and gigabytes): a generous limit, not a measurement.
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", sorted(HAND_EDITED))
 def test_hand_edited_files_are_skipped_with_a_warning(catalog_kb: KnowledgeBase, tmp_path: Path, name: str) -> None:
     with_bystander(catalog_kb)
@@ -569,7 +570,6 @@ def test_hand_edited_files_are_skipped_with_a_warning(catalog_kb: KnowledgeBase,
         path.write_text(text.replace("{marker}", str(marker)), encoding="utf-8")
     commit_all(catalog_kb.root, f"hand edit {name}")
     old = head(catalog_kb.root)
-    started = time.monotonic()
     kb = KnowledgeBase(catalog_kb.root)
     result = kb.search(entities=["orders.amount"])
     assert [hit["id"] for hit in result.memories] == ["keep"]
@@ -582,21 +582,20 @@ def test_hand_edited_files_are_skipped_with_a_warning(catalog_kb: KnowledgeBase,
     # Saving over it with a given id repairs it; other memories are untouched.
     kb.save_memory("repaired", ["orders.amount"], id=name)
     assert kb.get(name)["learning"] == "repaired"
-    # A generous bound: an alias bomb expanded would take hours (and gigabytes), not seconds.
-    assert time.monotonic() - started < 120
     assert not marker.exists()
     assert git(catalog_kb.root, "rev-list", "--count", f"{old}..HEAD").strip() == "1"
     assert git(catalog_kb.root, "status", "--porcelain") == ""
     assert_bystander_intact(catalog_kb)
 
 
+# An alias bomb expanded would take hours (and gigabytes): a generous limit, not a measurement.
+@pytest.mark.timeout(120)
 def test_hand_edited_files_on_the_cli(catalog_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
     with_bystander(catalog_kb)
     marker = tmp_path / "PWNED"
     memories = catalog_kb.root / "memories"
     (memories / "bomb.yaml").write_text(bomb() + "learning: x\n" + CREATED, encoding="utf-8")
     (memories / "evil.yaml").write_text(f"learning: !!python/object/apply:os.system ['touch {marker}']\n" + CREATED)
-    started = time.monotonic()
     proc = invoke_cli("--kb", catalog_kb.root, "search", "-e", "orders.amount")
     assert proc.returncode == 0, proc.stderr
     assert "keep" in proc.stdout
@@ -604,7 +603,6 @@ def test_hand_edited_files_on_the_cli(catalog_kb: KnowledgeBase, invoke_cli: Cli
     assert "warning: memories/evil.yaml:1: invalid YAML: could not determine a constructor" in proc.stdout
     get = invoke_cli("--kb", catalog_kb.root, "get", "evil")
     assert_clear_cli_error(get, "Error: memories/evil.yaml:1: invalid YAML: could not determine a constructor")
-    assert time.monotonic() - started < 120  # a bomb expanded would take hours
     assert not marker.exists()
     assert_bystander_intact(catalog_kb)
 
@@ -616,7 +614,7 @@ def test_validate_survives_an_alias_bomb(catalog_kb: KnowledgeBase) -> None:
             [sys.executable, "-m", "slayer_kb", "--kb", str(catalog_kb.root), "validate"],
             capture_output=True,
             text=True,
-            timeout=4,
+            timeout=120,  # generous for a loaded machine; a bomb expanded would take hours
         )
     except subprocess.TimeoutExpired:
         pytest.fail("validate hung on a YAML alias bomb")

@@ -95,7 +95,7 @@ def test_mcp_server_opens_no_socket(example_kb: KnowledgeBase) -> None:
         assert not sockets & network
     finally:
         proc.kill()
-        proc.wait(timeout=5)
+        proc.wait(timeout=60)
 
 
 def test_dependencies_are_past_their_known_vulnerabilities() -> None:

@@ -225,7 +225,7 @@ def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
         saves(kb, 30)
     finally:
         os.killpg(loop.pid, signal.SIGTERM)
-        loop.wait(timeout=30)
+        loop.wait(timeout=60)
     assert fsck(kb.root).returncode == 0
     assert git(kb.root, "rev-list", "--count", "HEAD").strip() == str(30 + 1)
     assert found(kb, "upkeep note") == sorted(str(n) for n in range(1, 31))
