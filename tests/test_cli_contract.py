@@ -1,8 +1,8 @@
 """The CLI contract of CLI.md: every command with ``--json``, run in this process (``invoke_cli``).
 
-``test_in_process_runs_print_what_a_process_prints`` checks that a sample of runs prints, byte for
-byte, what the ``slayer-kb`` process prints; the exit codes of the program itself, its help and
-completion are checked on real processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
+test_in_process.py checks that a sample of runs prints, byte for byte, what the ``slayer-kb``
+process prints; the exit codes of the program itself, its help and completion are checked here on
+real processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
 that only read share one copy of the example KB (``shared_kb``); commands that write get their own
 ``example_kb``. Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
 """
@@ -454,63 +454,6 @@ def test_watch_and_mcp_help(invoke_cli: CliRunner) -> None:
     for command in ("watch", "mcp"):
         proc = invoke_cli(command, "--help")
         assert proc.returncode == 0 and "Example" in proc.stdout
-
-
-# -- in this process as in a process -----------------------------------------------------------
-
-# What only reads: the runs of the example KB shared by both runners.
-READS: list[tuple[str, ...]] = [
-    ("get", "1"), ("get", "kb.paid-revenue", "--json"), ("get", "nope"), ("--json", "get", "nope"),
-    ("search", "refunds", "--limit", "3"), ("search", "-e", "shop.orders.amount", "--json"),
-    ("list", "--limit", "5"), ("stats",), ("timeline", "2"), ("context", "--project", "analytics"),
-    ("validate",), ("fmt", "--check", "--json"), ("get", "1", "--bogus"), ("nosuch-command",), ("get",),
-    ("--help",), ("save", "--help"), ("--version",),
-]  # fmt: skip
-# What writes: run in order on each of two copies of one repository.
-WRITES: list[tuple[tuple[str, ...], str | None]] = [
-    (("save", "NULL means not returned", "-e", "shop.orders.is_returned"), None),
-    (("save", "-", "--title", "Piped", "--json"), "Piped observation\n"),
-    (("save", "JWT", "--title", "Auth", "--id", "auth-model"), None),
-    (("update", "1", "--title", "Order amount"), None),
-    (("forget", "3", "--soft", "--json"), None),
-    (("restore", "3"), None),
-    (("forget", "kb.paid-revenue"), None),
-]  # fmt: skip
-
-
-def outcome(proc: subprocess.CompletedProcess[str]) -> tuple[int, str, str]:
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def test_in_process_runs_print_what_a_process_prints(
-    run_cli: CliRunner, invoke_cli: CliRunner, shared_kb: Path, kb: Path, tmp_path: Path
-) -> None:
-    for args in READS:
-        assert outcome(invoke_cli("--kb", shared_kb, *args)) == outcome(run_cli("--kb", shared_kb, *args)), args
-    # Found from the working folder, and from $SLAYER_KB, as a process finds it.
-    where = outcome(run_cli("get", "2", cwd=shared_kb / "memories"))
-    assert where[0] == 0 and outcome(invoke_cli("get", "2", cwd=shared_kb / "memories")) == where
-    named = outcome(run_cli("stats", env={"SLAYER_KB": str(shared_kb)}))
-    assert named[0] == 0 and outcome(invoke_cli("stats", env={"SLAYER_KB": str(shared_kb)})) == named
-    twin = tmp_path / "twin"
-    shutil.copytree(kb, twin)
-    for args, stdin in WRITES:
-        here, there = invoke_cli("--kb", kb, *args, input=stdin), run_cli("--kb", twin, *args, input=stdin)
-        assert outcome(here) == outcome(there), args
-    assert git(kb, "log", "--format=%s%n%b") == git(twin, "log", "--format=%s%n%b")
-    assert sorted(p.name for p in (kb / "memories").iterdir()) == sorted(p.name for p in (twin / "memories").iterdir())
-
-
-def test_in_process_runs_leave_this_process_as_it_was(invoke_cli: CliRunner, shared_kb: Path) -> None:
-    def state() -> tuple[dict[str, str], str, int, Any]:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return dict(os.environ), os.getcwd(), umask, (sys.stdin, sys.stdout, sys.stderr, sys.__stdout__)
-
-    before = state()
-    invoke_cli("stats", cwd=shared_kb / "memories", env={"SLAYER_KB_AUTHOR": "A <a@example.com>"}, check=True)
-    assert invoke_cli("--kb", shared_kb, "get", "nope").returncode == 1
-    assert state() == before
 
 
 # -- the error contract -------------------------------------------------------------------------
