@@ -109,7 +109,7 @@ def in_process_runner() -> CliRunner:
         stderr = result.stderr
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             # What the interpreter prints for an exception nothing caught, before it exits 1.
-            stderr += "".join(traceback.format_exception(*result.exc_info))
+            stderr += "".join(traceback.format_exception(result.exception))
         proc = subprocess.CompletedProcess(["slayer-kb", *argv], result.exit_code, result.stdout, stderr)
         return _checked(proc, check)
 
