@@ -1,17 +1,31 @@
-"""Running slayer-kb as real processes: the CLI, and ``slayer-kb watch`` in the background."""
+"""Running slayer-kb: the CLI as a real process or in this process, and ``slayer-kb watch`` in
+the background."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+from click import formatting
+from click.testing import CliRunner as ClickRunner
+
+from .wait import WAIT_SECONDS, eventually
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _checked(proc: subprocess.CompletedProcess[str], check: bool) -> subprocess.CompletedProcess[str]:
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{proc.args} exited {proc.returncode}: {proc.stderr}")
+    return proc
 
 
 def cli_runner() -> CliRunner:
@@ -35,9 +49,69 @@ def cli_runner() -> CliRunner:
             env=full_env,
             timeout=120,
         )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"slayer-kb {args} exited {proc.returncode}: {proc.stderr}")
-        return proc
+        return _checked(proc, check)
+
+    return run
+
+
+class _AsAProcess(ClickRunner):
+    """click's test runner with the terminal a process whose output is piped has: none."""
+
+    @contextlib.contextmanager
+    def isolation(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        saved_stdout = sys.__stdout__
+        with super().isolation(*args, **kwargs) as streams:
+            # click's runner forces 80 columns; a process finds no terminal and takes the default.
+            formatting.FORCED_WIDTH = None
+            sys.__stdout__ = None  # type: ignore[misc]  # so shutil finds no terminal size either
+            try:
+                yield streams
+            finally:
+                sys.__stdout__ = saved_stdout  # type: ignore[misc]
+
+
+def in_process_runner() -> CliRunner:
+    """Run ``slayer-kb`` in this process through click's test runner, as ``cli_runner`` runs it
+    as a process, with the same arguments, and the same exit code, stdout and stderr as a result:
+    a fraction of a second less a run (no interpreter start, no imports).
+
+    What a process would not share with the next one is put back after each run: os.environ,
+    the working folder, the umask, the standard streams. The warm server is never asked (the
+    relay is ``slayer_kb.entry``'s, before the CLI), and the KB a command opens is closed with it.
+    What a process loads once and keeps is shared, as a warm server shares it: the word
+    embedder (search/embedding.py) stays loaded whatever ``SLAYER_KB_NO_MEANING`` says next, so
+    a test of what the environment turns off at start runs as a process (``cli_runner``).
+    """
+
+    def run(
+        *args: str | Path,
+        input: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        from slayer_kb.cli import cli
+
+        argv = [str(arg) for arg in args]
+        saved_env = dict(os.environ)
+        saved_cwd = os.getcwd()
+        saved_umask = os.umask(0o022)
+        os.umask(saved_umask)
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            result = _AsAProcess().invoke(cli, argv, input=input, env=env, prog_name="slayer-kb")
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            os.umask(saved_umask)
+        stderr = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            # What the interpreter prints for an exception nothing caught, before it exits 1.
+            stderr += "".join(traceback.format_exception(result.exception))
+        proc = subprocess.CompletedProcess(["slayer-kb", *argv], result.exit_code, result.stdout, stderr)
+        return _checked(proc, check)
 
     return run
 
@@ -64,16 +138,17 @@ class Watcher:
         for line in self.proc.stderr:
             self.lines.append(line.rstrip("\n"))
 
-    def wait_for_line(self, prefix: str, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(line.startswith(prefix) for line in self.lines):
-                return
+    def wait_for_line(self, prefix: str, timeout: float = WAIT_SECONDS) -> None:
+        def seen() -> bool:
             assert self.proc.poll() is None, f"watcher died: {self.lines}"
-            time.sleep(0.02)
-        raise AssertionError(f"no line starting with {prefix!r} in {self.lines}")
+            return any(line.startswith(prefix) for line in self.lines)
+
+        try:
+            eventually(seen, f"a line starting with {prefix!r}", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the watcher's lines: {self.lines}") from None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait(timeout=5)
+        self.proc.wait(timeout=60)

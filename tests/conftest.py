@@ -1,4 +1,4 @@
-"""Shared fixtures: real git repositories in tmp_path and real subprocess runs of the CLI."""
+"""Shared fixtures: real git repositories in tmp_path, and the CLI run in process or as a process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import EXAMPLE_KB, GIT_ENV, CliRunner, Watcher, cli_runner, commit_all, git, make_catalog_kb
+from testing import (
+    EXAMPLE_KB,
+    GIT_ENV,
+    CliRunner,
+    Watcher,
+    cli_runner,
+    commit_all,
+    git,
+    in_process_runner,
+    make_catalog_kb,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +69,13 @@ def example_kb(tmp_path: Path) -> KnowledgeBase:
 def run_cli() -> CliRunner:
     """Run ``slayer-kb`` as a real subprocess: ``run_cli("--kb", dir, "get", "1", input=...)``."""
     return cli_runner()
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Run ``slayer-kb`` in this process, as ``run_cli`` would run it as a process (same
+    arguments, same result): for tests of what a command does, not of the process around it."""
+    return in_process_runner()
 
 
 @pytest.fixture

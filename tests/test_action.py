@@ -309,7 +309,7 @@ class FakeGitLab:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=60)
 
 
 def run_gitlab_job(repo: Path, tmp_path: Path, api: str) -> subprocess.CompletedProcess[str]:

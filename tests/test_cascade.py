@@ -120,11 +120,11 @@ TRIGGERS = [
 
 @pytest.mark.parametrize(("args", "deleted", "stripped", "kind"), TRIGGERS)
 def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
-    cascade_kb: KnowledgeBase, run_cli, args: list[str], deleted: str, stripped: set[str], kind: str
+    cascade_kb: KnowledgeBase, invoke_cli, args: list[str], deleted: str, stripped: set[str], kind: str
 ) -> None:
     root = cascade_kb.root
     before = head_count(root)
-    proc = run_cli("--kb", root, *args, "--json")
+    proc = invoke_cli("--kb", root, *args, "--json")
     assert proc.returncode == 0, proc.stderr
     out = json_of(proc)
     expected = rewritten_by(stripped)
@@ -191,15 +191,15 @@ def test_emptying_a_flow_list_rewrites_the_file(cascade_kb: KnowledgeBase) -> No
     assert (root / "priority.yaml").read_text() == "priority: [wh]\n"
 
 
-def test_forget_strips_exactly_memory_x(cascade_kb: KnowledgeBase, run_cli) -> None:
+def test_forget_strips_exactly_memory_x(cascade_kb: KnowledgeBase, invoke_cli) -> None:
     root = cascade_kb.root
-    proc = run_cli("--kb", root, "forget", "X", "--json")
+    proc = invoke_cli("--kb", root, "forget", "X", "--json")
     assert json_of(proc) == {"deleted_id": "X", "action": "forgotten", "stripped_from": ["links"], "soft": False}
     assert_memories(root, {"memory:X"}, forgotten="X")
     committed_clean(root)
 
 
-def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, run_cli) -> None:
+def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, invoke_cli) -> None:
     root = cascade_kb.root
     before = head_count(root)
     cases = [
@@ -216,31 +216,31 @@ def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, ru
          "'refunds', 'status']."),
     ]
     for args, error in cases:
-        proc = run_cli("--kb", root, *args)
+        proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stderr.strip()) == (1, error)
     assert head_count(root) == before
     assert_memories(root, set())
 
 
-def test_human_output(cascade_kb: KnowledgeBase, run_cli) -> None:
-    proc = run_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.aov")
+def test_human_output(cascade_kb: KnowledgeBase, invoke_cli) -> None:
+    proc = invoke_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.aov")
     sha = git(cascade_kb.root, "rev-parse", "HEAD").strip()
     assert proc.stdout == f"Deleted leaf shop.orders.aov (commit {sha[:12]}); stripped it from 1 memories: 4\n"
-    proc = run_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.qty")
+    proc = invoke_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.qty")
     assert proc.stdout.endswith("; no memory referred to it.\n")
 
 
 # -- prune ---------------------------------------------------------------------------------------
 
 
-def test_prune_strips_what_was_deleted_outside_slayer_kb(cascade_kb: KnowledgeBase, run_cli) -> None:
+def test_prune_strips_what_was_deleted_outside_slayer_kb(cascade_kb: KnowledgeBase, invoke_cli) -> None:
     root = cascade_kb.root
     # A model file deleted by hand and a memory removed with git, as a merge might do.
     git(root, "rm", "-q", "models/shop/orders_archive.yaml", "memories/X1.yaml")
     git(root, "commit", "-q", "-m", "by hand")
     gone = {"shop.orders_archive", "shop.orders_archive.amount", "shop.orders_archive.id",
             "memory:X1"}
-    dry = run_cli("--kb", root, "prune", "--dry-run", "--json")
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--json")
     assert json_of(dry) == {
         "commit": None,
         "rewritten": ["3", "6", "kb.hand", "links"],
@@ -251,7 +251,7 @@ def test_prune_strips_what_was_deleted_outside_slayer_kb(cascade_kb: KnowledgeBa
     }
     assert git(root, "status", "--porcelain") == ""
     before = head_count(root)
-    proc = run_cli("--kb", root, "prune")
+    proc = invoke_cli("--kb", root, "prune")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(
         "Stripped from memory 3: shop.orders_archive.amount\n"
@@ -262,7 +262,7 @@ def test_prune_strips_what_was_deleted_outside_slayer_kb(cascade_kb: KnowledgeBa
         if memory_id != "X1":
             text = (root / "memories" / f"{memory_id}.yaml").read_text()
             assert text == memory_text(memory_id, frozenset(gone)), memory_id
-    again = run_cli("--kb", root, "prune")
+    again = invoke_cli("--kb", root, "prune")
     assert again.stdout == "Nothing to prune: every reference resolves.\n"
     assert head_count(root) == before + 1
 

@@ -1,6 +1,8 @@
-"""The CLI contract of CLI.md: every command with ``--json`` as a real subprocess.
+"""The CLI contract of CLI.md: every command with ``--json``, run in this process (``invoke_cli``).
 
-Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
+test_in_process.py checks that a sample of runs prints, byte for byte, what the ``slayer-kb``
+process prints; the exit codes of the program itself, its help and completion are checked here on
+real processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
 that only read share one copy of the example KB (``shared_kb``); commands that write get their own
 ``example_kb``. Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
 """
@@ -56,9 +58,9 @@ def doc(proc: subprocess.CompletedProcess[str], code: int = 0) -> Any:
     return data
 
 
-def ok(run_cli: CliRunner, kb: Path, *args: str | Path, input: str | None = None, **kw: Any) -> Any:
+def ok(invoke_cli: CliRunner, kb: Path, *args: str | Path, input: str | None = None, **kw: Any) -> Any:
     """``slayer-kb --kb KB ARGS... --json``: exit 0, one JSON document; returns it."""
-    return doc(run_cli("--kb", kb, *args, "--json", input=input, **kw))
+    return doc(invoke_cli("--kb", kb, *args, "--json", input=input, **kw))
 
 
 def assert_keys(data: dict[str, Any], documented: set[str], exact: bool = False) -> None:
@@ -105,8 +107,8 @@ def kb(example_kb: KnowledgeBase) -> Iterator[Path]:
 # -- memories ------------------------------------------------------------------------------
 
 
-def test_get_has_the_sixteen_keys_with_nulls(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "get", "1")
+def test_get_has_the_sixteen_keys_with_nulls(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "get", "1")
     assert set(data) == MEMORY_KEYS
     assert data["id"] == "1"
     assert data["entities"] == [
@@ -115,7 +117,7 @@ def test_get_has_the_sixteen_keys_with_nulls(run_cli: CliRunner, shared_kb: Path
     assert data["created_at"] == "2026-10-01T09:14:22Z"
     absent = MEMORY_KEYS - {"id", "learning", "entities", "created_at"}
     assert {key: data[key] for key in absent} == dict.fromkeys(absent)
-    full = ok(run_cli, shared_kb, "get", "kb.paid-revenue")
+    full = ok(invoke_cli, shared_kb, "get", "kb.paid-revenue")
     assert set(full) == MEMORY_KEYS
     assert full["query"]["source_model"] == "orders"
     assert (full["title"], full["type"], full["project"], full["scope"]) == (
@@ -124,56 +126,56 @@ def test_get_has_the_sixteen_keys_with_nulls(run_cli: CliRunner, shared_kb: Path
     assert (full["revision_count"], full["duplicate_count"], full["deleted_at"]) == (2, 1, None)
 
 
-def test_json_before_and_after_the_command(run_cli: CliRunner, shared_kb: Path) -> None:
-    before = run_cli("--kb", shared_kb, "--json", "get", "1")
-    after = run_cli("--kb", shared_kb, "get", "1", "--json")
+def test_json_before_and_after_the_command(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    before = invoke_cli("--kb", shared_kb, "--json", "get", "1")
+    after = invoke_cli("--kb", shared_kb, "get", "1", "--json")
     assert doc(before) == doc(after)
     assert before.stdout == after.stdout
 
 
-def test_save_actions(run_cli: CliRunner, kb: Path) -> None:
-    first = ok(run_cli, kb, "save", "NULL means not returned", "-e", "shop.orders.is_returned")
+def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
+    first = ok(invoke_cli, kb, "save", "NULL means not returned", "-e", "shop.orders.is_returned")
     assert_keys(first, SAVE_KEYS)
     assert first == first | {
         "memory_id": "27", "resolved_entities": ["shop.orders.is_returned"], "warnings": [], "action": "created",
     }  # fmt: skip
     assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip()
     # Comma-separated references; a comma inside parentheses belongs to the reference.
-    comma = ok(run_cli, kb, "save", "Weighted price", "-e", "shop.orders.amount,shop.orders.status")
+    comma = ok(invoke_cli, kb, "save", "Weighted price", "-e", "shop.orders.amount,shop.orders.status")
     assert comma["resolved_entities"] == ["shop.orders.amount", "shop.orders.status"]
-    replaced = ok(run_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
+    replaced = ok(invoke_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
     assert (replaced["memory_id"], replaced["action"]) == ("27", "replaced")
-    assert ok(run_cli, kb, "get", "27")["learning"] == "Replaced text"
+    assert ok(invoke_cli, kb, "get", "27")["learning"] == "Replaced text"
 
 
-def test_save_engram_style_created_duplicate_revised(run_cli: CliRunner, kb: Path) -> None:
+def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: Path) -> None:
     args = ("save", "JWT over sessions", "--title", "Auth decision", "--type", "decision", "--project", "API")
-    created = ok(run_cli, kb, *args)
+    created = ok(invoke_cli, kb, *args)
     assert_keys(created, SAVE_KEYS)
     assert (created["memory_id"], created["resolved_entities"], created["action"]) == ("27", [], "created")
-    assert ok(run_cli, kb, *args)["action"] == "duplicate"
-    assert ok(run_cli, kb, "get", "27")["duplicate_count"] == 2
+    assert ok(invoke_cli, kb, *args)["action"] == "duplicate"
+    assert ok(invoke_cli, kb, "get", "27")["duplicate_count"] == 2
 
 
-def test_save_topic_key_revises_only_its_own_memory(run_cli: CliRunner, kb: Path) -> None:
+def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: Path) -> None:
     """A new topic key matches nothing: Whoosh once read that empty filter as no filter at all."""
     topic = ("--topic-key", "architecture/auth")
-    first = ok(run_cli, kb, "save", "JWT v1", "--title", "Auth", "--project", "api", *topic)
-    revised = ok(run_cli, kb, "save", "JWT v2", "--title", "Auth", "--project", "api", *topic)
+    first = ok(invoke_cli, kb, "save", "JWT v1", "--title", "Auth", "--project", "api", *topic)
+    revised = ok(invoke_cli, kb, "save", "JWT v2", "--title", "Auth", "--project", "api", *topic)
     assert (revised["memory_id"], revised["action"]) == (first["memory_id"], "revised")
-    memory = ok(run_cli, kb, "get", first["memory_id"])
+    memory = ok(invoke_cli, kb, "get", first["memory_id"])
     assert (memory["learning"], memory["project"], memory["topic_key"]) == ("JWT v2", "api", "architecture/auth")
     assert first == first | {"memory_id": "27", "action": "created"}
-    assert ok(run_cli, kb, "get", "26")["title"] is None  # the newest memory before is untouched
+    assert ok(invoke_cli, kb, "get", "26")["title"] is None  # the newest memory before is untouched
     # Same title, other content: not a duplicate (the content-hash filter matches nothing).
-    other = ok(run_cli, kb, "save", "Sessions after all", "--title", "Auth", "--project", "api")
+    other = ok(invoke_cli, kb, "save", "Sessions after all", "--title", "Auth", "--project", "api")
     assert other == other | {"memory_id": "28", "action": "created"}
 
 
-def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(run_cli: CliRunner, kb: Path) -> None:
+def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:
     """--id was silently dropped with --title (the memory got the next auto id), ../x too."""
     before = head(kb)
-    proc = run_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "auth-model", "--json")
+    proc = invoke_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "auth-model", "--json")
     message = (
         "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
         "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
@@ -182,7 +184,7 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(run_cl
     )
     assert proc.stderr == f"Error: {message}\n"
     assert doc(proc, 1) == {"error": {"type": "invalid_input", "message": message}}
-    bad = run_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "../x")
+    bad = invoke_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "../x")
     assert (bad.returncode, bad.stdout, bad.stderr) == (
         1, "", "Error: Memory id '../x' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
         "Use letters, digits, '.', '_' or '-'.\n",
@@ -191,52 +193,52 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(run_cl
     assert not (kb / "memories" / "27.yaml").exists()
 
 
-def test_filters_that_match_nothing_return_nothing(run_cli: CliRunner, shared_kb: Path) -> None:
-    assert ok(run_cli, shared_kb, "list", "--project", "nosuch")["memories"] == []
-    found = ok(run_cli, shared_kb, "search", "-e", "shop.orders.amount", "--type", "nosuch")
+def test_filters_that_match_nothing_return_nothing(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    assert ok(invoke_cli, shared_kb, "list", "--project", "nosuch")["memories"] == []
+    found = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--type", "nosuch")
     assert (found["memories"], found["example_queries"]) == ([], [])
 
 
-def test_save_and_update_read_stdin(run_cli: CliRunner, kb: Path) -> None:
-    saved = ok(run_cli, kb, "save", "-", "-e", "shop.orders.amount", input="From stdin\n\nSecond paragraph\n")
-    assert ok(run_cli, kb, "get", saved["memory_id"])["learning"] == "From stdin\n\nSecond paragraph\n"
-    titled = ok(run_cli, kb, "save", "-", "--title", "Piped", input="Piped observation\n")
-    assert ok(run_cli, kb, "get", titled["memory_id"])["learning"] == "Piped observation"
-    updated = ok(run_cli, kb, "update", "1", "--learning", "-", input="Rewritten from stdin\n")
+def test_save_and_update_read_stdin(invoke_cli: CliRunner, kb: Path) -> None:
+    saved = ok(invoke_cli, kb, "save", "-", "-e", "shop.orders.amount", input="From stdin\n\nSecond paragraph\n")
+    assert ok(invoke_cli, kb, "get", saved["memory_id"])["learning"] == "From stdin\n\nSecond paragraph\n"
+    titled = ok(invoke_cli, kb, "save", "-", "--title", "Piped", input="Piped observation\n")
+    assert ok(invoke_cli, kb, "get", titled["memory_id"])["learning"] == "Piped observation"
+    updated = ok(invoke_cli, kb, "update", "1", "--learning", "-", input="Rewritten from stdin\n")
     assert set(updated) >= MEMORY_KEYS
     assert updated["learning"] == "Rewritten from stdin"
 
 
-def test_update_returns_the_memory(run_cli: CliRunner, kb: Path) -> None:
-    data = ok(run_cli, kb, "update", "1", "--title", "Order amount", "--type", "discovery", "-e", "shop.orders.amount")
+def test_update_returns_the_memory(invoke_cli: CliRunner, kb: Path) -> None:
+    data = ok(invoke_cli, kb, "update", "1", "--title", "Order amount", "--type", "discovery", "-e", "shop.orders.amount")
     assert_memory(data, "1")
     assert set(data) - MEMORY_KEYS == {"action", "warnings"} and data["action"] == "updated"
     assert (data["title"], data["type"], data["entities"]) == ("Order amount", "discovery", ["shop.orders.amount"])
-    assert data == ok(run_cli, kb, "get", "1") | {"action": "updated", "warnings": data["warnings"]}
+    assert data == ok(invoke_cli, kb, "get", "1") | {"action": "updated", "warnings": data["warnings"]}
 
 
-def test_forget_strips_references(run_cli: CliRunner, kb: Path) -> None:
-    data = ok(run_cli, kb, "forget", "kb.paid-revenue")
+def test_forget_strips_references(invoke_cli: CliRunner, kb: Path) -> None:
+    data = ok(invoke_cli, kb, "forget", "kb.paid-revenue")
     assert_keys(data, {"deleted_id", "stripped_from"})
     assert (data["deleted_id"], data["stripped_from"]) == ("kb.paid-revenue", ["kb.refund-policy"])
-    assert "memory:kb.paid-revenue" not in ok(run_cli, kb, "get", "kb.refund-policy")["entities"]
+    assert "memory:kb.paid-revenue" not in ok(invoke_cli, kb, "get", "kb.refund-policy")["entities"]
     assert not (kb / "memories" / "kb.paid-revenue.yaml").exists()
-    assert doc(run_cli("--kb", kb, "get", "kb.paid-revenue", "--json"), 1)["error"]["type"] == "not_found"
+    assert doc(invoke_cli("--kb", kb, "get", "kb.paid-revenue", "--json"), 1)["error"]["type"] == "not_found"
 
 
-def test_forget_soft_and_restore(run_cli: CliRunner, kb: Path) -> None:
-    data = ok(run_cli, kb, "forget", "3", "--soft")
+def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
+    data = ok(invoke_cli, kb, "forget", "3", "--soft")
     assert_keys(data, {"deleted_id", "stripped_from"})
     assert (data["deleted_id"], data["stripped_from"]) == ("3", [])
-    assert run_cli("--kb", kb, "get", "3").returncode == 1
-    hidden = ok(run_cli, kb, "get", "3", "--deleted")
+    assert invoke_cli("--kb", kb, "get", "3").returncode == 1
+    hidden = ok(invoke_cli, kb, "get", "3", "--deleted")
     assert hidden["deleted_at"] is not None
-    restored = ok(run_cli, kb, "restore", "3")
+    restored = ok(invoke_cli, kb, "restore", "3")
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
 
 
-def test_history_log_show_restore_rev_review_edit(run_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
+def test_history_log_show_restore_rev_review_edit(invoke_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
     original = head(kb)
     script = tmp_path / "editor.py"
     script.write_text(
@@ -244,29 +246,29 @@ def test_history_log_show_restore_rev_review_edit(run_cli: CliRunner, kb: Path, 
         "p.write_text(p.read_text().replace('timestamptz stored in UTC', 'timestamptz kept in UTC'))\n"
     )
     editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-    edited = ok(run_cli, kb, "edit", "2", env={"EDITOR": editor, "VISUAL": editor})
+    edited = ok(invoke_cli, kb, "edit", "2", env={"EDITOR": editor, "VISUAL": editor})
     assert edited == edited | {"memory_id": "2", "changed": True, "commit": head(kb)}
-    assert "timestamptz kept in UTC" in ok(run_cli, kb, "get", "2")["learning"]
+    assert "timestamptz kept in UTC" in ok(invoke_cli, kb, "get", "2")["learning"]
 
-    log = ok(run_cli, kb, "log", "2")
+    log = ok(invoke_cli, kb, "log", "2")
     assert isinstance(log, list)
     assert [entry["commit"] for entry in log] == [head(kb), original]
     assert set(log[0]) >= {"commit", "author", "date", "message"}
 
-    shown = ok(run_cli, kb, "show", "2", "--rev", original)
+    shown = ok(invoke_cli, kb, "show", "2", "--rev", original)
     assert_memory(shown, "2")
     assert "timestamptz stored in UTC" in shown["learning"]
 
-    review = ok(run_cli, kb, "review", original)
+    review = ok(invoke_cli, kb, "review", original)
     assert [item["id"] for item in review["changed"]] == ["2"]
     assert (review["added"], review["removed"]) == ([], [])
 
-    restored = ok(run_cli, kb, "restore", "2", "--rev", original)
+    restored = ok(invoke_cli, kb, "restore", "2", "--rev", original)
     assert restored == restored | {"memory_id": "2", "commit": head(kb)}
-    assert "timestamptz stored in UTC" in ok(run_cli, kb, "get", "2")["learning"]
+    assert "timestamptz stored in UTC" in ok(invoke_cli, kb, "get", "2")["learning"]
 
 
-def test_edit_reopens_on_a_problem(run_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
+def test_edit_reopens_on_a_problem(invoke_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
     """The first close leaves an unknown key; answering y reopens; the second close fixes it."""
     script = tmp_path / "editor.py"
     script.write_text(
@@ -277,17 +279,17 @@ def test_edit_reopens_on_a_problem(run_cli: CliRunner, kb: Path, tmp_path: Path)
     editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
     env = {"EDITOR": editor, "VISUAL": editor}
     before = head(kb)
-    refused = run_cli("--kb", kb, "edit", "2", "--json", env=env, input="n\n")
+    refused = invoke_cli("--kb", kb, "edit", "2", "--json", env=env, input="n\n")
     assert doc(refused, 1)["error"]["message"].startswith("memories/2.yaml:9: unknown key 'entitys'")
     assert "Nothing was committed; your edit is kept in " in refused.stderr
     assert head(kb) == before
-    reopened = ok(run_cli, kb, "edit", "2", env=env, input="y\n")
+    reopened = ok(invoke_cli, kb, "edit", "2", env=env, input="y\n")
     assert reopened == reopened | {"memory_id": "2", "changed": True, "commit": head(kb)}
-    assert "in UTC (checked)." in ok(run_cli, kb, "get", "2")["learning"]
+    assert "in UTC (checked)." in ok(invoke_cli, kb, "get", "2")["learning"]
 
 
-def test_search_keys_and_hits(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "search", "refunds", "-e", "orders.amount", "-e", "nosuch.x", "--any")
+def test_search_keys_and_hits(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "search", "refunds", "-e", "orders.amount", "-e", "nosuch.x", "--any")
     assert set(data) == SEARCH_KEYS
     assert data["resolved_input_entities"] == ["shop.orders.amount"]
     assert data["warnings"] == [
@@ -304,20 +306,20 @@ def test_search_keys_and_hits(run_cli: CliRunner, shared_kb: Path) -> None:
     assert all(len(hit["description"]) <= 500 for hit in data["memories"] + data["example_queries"])
 
 
-def test_search_full_limit_and_stdin(run_cli: CliRunner, shared_kb: Path) -> None:
-    full = ok(run_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
+def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    full = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
     assert set(full) == SEARCH_KEYS
     assert len(full["memories"]) == 2
     for hit in full["memories"]:
         assert_hit(hit, "learning")
     for hit in full["example_queries"]:
         assert_hit(hit, "query", "learning")
-    piped = ok(run_cli, shared_kb, "search", "-", "--limit", "3", input="refunds")
-    assert piped == ok(run_cli, shared_kb, "search", "refunds", "--limit", "3")
+    piped = ok(invoke_cli, shared_kb, "search", "-", "--limit", "3", input="refunds")
+    assert piped == ok(invoke_cli, shared_kb, "search", "refunds", "--limit", "3")
 
 
-def test_list_newest_first(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "list", "--limit", "50")
+def test_list_newest_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "list", "--limit", "50")
     assert set(data) == {"memories"}
     hits = data["memories"]
     assert len(hits) == EXAMPLE_MEMORIES
@@ -326,7 +328,7 @@ def test_list_newest_first(run_cli: CliRunner, shared_kb: Path) -> None:
     assert sum("query" in hit for hit in hits) == 8
     stamps = [hit["created_at"] for hit in hits]
     assert stamps == sorted(stamps, reverse=True)
-    assert [h["id"] for h in ok(run_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
+    assert [h["id"] for h in ok(invoke_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
 
 
 # -- the catalog and cascades ----------------------------------------------------------------
@@ -342,9 +344,9 @@ def test_list_newest_first(run_cli: CliRunner, shared_kb: Path) -> None:
     ids=["delete-model", "delete-leaf", "delete-datasource"],
 )
 def test_cascades(
-    run_cli: CliRunner, kb: Path, args: tuple[str, ...], deleted: str, rewritten: list[str] | None
+    invoke_cli: CliRunner, kb: Path, args: tuple[str, ...], deleted: str, rewritten: list[str] | None
 ) -> None:
-    data = ok(run_cli, kb, *args)
+    data = ok(invoke_cli, kb, *args)
     assert_keys(data, CASCADE_KEYS)
     assert (data["deleted"], data["commit"]) == (deleted, head(kb))
     if rewritten is not None:
@@ -354,13 +356,13 @@ def test_cascades(
     assert git(kb, "status", "--porcelain") == ""
 
 
-def test_prune(run_cli: CliRunner, kb: Path) -> None:
-    clean = ok(run_cli, kb, "prune")
+def test_prune(invoke_cli: CliRunner, kb: Path) -> None:
+    clean = ok(invoke_cli, kb, "prune")
     assert_keys(clean, {"commit", "rewritten"})
     assert (clean["commit"], clean["rewritten"]) == (None, [])
     git(kb, "rm", "-q", "models/shop/regions.yaml")
     git(kb, "commit", "-q", "-m", "drop regions by hand")
-    data = ok(run_cli, kb, "prune")
+    data = ok(invoke_cli, kb, "prune")
     assert (data["commit"], data["rewritten"]) == (
         head(kb),
         ["2", "5", "20", "kb.currency-conversion", "kb.guest-checkout"],
@@ -370,13 +372,13 @@ def test_prune(run_cli: CliRunner, kb: Path) -> None:
 # -- Engram tools ----------------------------------------------------------------------------
 
 
-def test_suggest_topic_key(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "suggest-topic-key", "--type", "architecture", "--title", "Auth model")
+def test_suggest_topic_key(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "suggest-topic-key", "--type", "architecture", "--title", "Auth model")
     assert data == {"topic_key": "architecture/auth-model"}
 
 
-def test_timeline(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "timeline", "2", "--before", "1", "--after", "1")
+def test_timeline(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "timeline", "2", "--before", "1", "--after", "1")
     assert_keys(data, {"before", "focus", "after"})
     assert_hit(data["focus"])
     for hit in data["before"] + data["after"]:
@@ -386,22 +388,22 @@ def test_timeline(run_cli: CliRunner, shared_kb: Path) -> None:
     )  # fmt: skip
 
 
-def test_context(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "context", "--project", "analytics")
+def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "context", "--project", "analytics")
     assert set(data) == {"text"}
     assert data["text"].startswith("# Memory context: analytics\n")
 
 
-def test_session_summary(run_cli: CliRunner, kb: Path) -> None:
-    data = ok(run_cli, kb, "session-summary", "Fixed the refund double count", "--project", "analytics")
+def test_session_summary(invoke_cli: CliRunner, kb: Path) -> None:
+    data = ok(invoke_cli, kb, "session-summary", "Fixed the refund double count", "--project", "analytics")
     assert_keys(data, SAVE_KEYS)
     assert (data["memory_id"], data["action"]) == ("27", "created")
-    memory = ok(run_cli, kb, "get", "27")
+    memory = ok(invoke_cli, kb, "get", "27")
     assert (memory["type"], memory["project"]) == ("session_summary", "analytics")
 
 
-def test_stats(run_cli: CliRunner, shared_kb: Path) -> None:
-    data = ok(run_cli, shared_kb, "stats")
+def test_stats(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    data = ok(invoke_cli, shared_kb, "stats")
     assert_keys(data, {"memories", "sessions", "projects", "types"})
     assert (data["memories"], data["sessions"], data["projects"]) == (EXAMPLE_MEMORIES, EXAMPLE_SESSIONS, ["analytics"])
     assert sum(data["types"].values()) == EXAMPLE_MEMORIES
@@ -411,46 +413,46 @@ def test_stats(run_cli: CliRunner, shared_kb: Path) -> None:
 # -- review, editing and upkeep ----------------------------------------------------------------
 
 
-def test_init(run_cli: CliRunner, tmp_path: Path) -> None:
-    data = doc(run_cli("init", tmp_path / "new", "--json"))
+def test_init(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    data = doc(invoke_cli("init", tmp_path / "new", "--json"))
     assert data == {"kb": str((tmp_path / "new").resolve())}
     assert (tmp_path / "new" / "memories").is_dir()
     assert git(tmp_path / "new", "log", "--format=%s") == "kb: initialise knowledge base\n"
 
 
-def test_init_example(run_cli: CliRunner, tmp_path: Path) -> None:
-    doc(run_cli("init", tmp_path / "new", "--example", "--json"))
+def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    doc(invoke_cli("init", tmp_path / "new", "--example", "--json"))
     assert len(list((tmp_path / "new" / "memories").glob("*.yaml"))) == EXAMPLE_MEMORIES
 
 
-def test_validate_fmt_reindex(run_cli: CliRunner, shared_kb: Path) -> None:
-    assert ok(run_cli, shared_kb, "validate") == {
+def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    assert ok(invoke_cli, shared_kb, "validate") == {
         "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [],
     }  # fmt: skip
-    assert ok(run_cli, shared_kb, "fmt", "--check")["reformatted"] == []
-    assert ok(run_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": []}
+    assert ok(invoke_cli, shared_kb, "fmt", "--check")["reformatted"] == []
+    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": []}
 
 
-def test_validate_and_fmt_report_problems(run_cli: CliRunner, kb: Path) -> None:
+def test_validate_and_fmt_report_problems(invoke_cli: CliRunner, kb: Path) -> None:
     path = kb / "memories" / "2.yaml"
     path.write_text(path.read_text().replace("entities:", "entitys:"))
-    proc = run_cli("--kb", kb, "validate")
+    proc = invoke_cli("--kb", kb, "validate")
     assert proc.returncode == 1
     assert proc.stdout.startswith(f"{path}:9: unknown key 'entitys' (allowed keys: title, type, learning, ")
     assert proc.stdout.endswith("\n1 problem in 1 file (40 files checked)\n")
-    data = doc(run_cli("--kb", kb, "validate", "--json"), 1)
+    data = doc(invoke_cli("--kb", kb, "validate", "--json"), 1)
     assert data["ok"] is False and len(data["problems"]) >= 1
     path.write_text(path.read_text().replace("entitys:", "entities:").replace("created_at: '", 'created_at: "'))
     path.write_text(path.read_text().replace("Z'\n", 'Z"\n'))
-    assert doc(run_cli("--kb", kb, "fmt", "--check", "--json"), 1)["reformatted"] != []
-    fixed = ok(run_cli, kb, "fmt")
+    assert doc(invoke_cli("--kb", kb, "fmt", "--check", "--json"), 1)["reformatted"] != []
+    fixed = ok(invoke_cli, kb, "fmt")
     assert fixed["ok"] is True and len(fixed["reformatted"]) == 1
     assert git(kb, "status", "--porcelain") == ""
 
 
-def test_watch_and_mcp_help(run_cli: CliRunner) -> None:
+def test_watch_and_mcp_help(invoke_cli: CliRunner) -> None:
     for command in ("watch", "mcp"):
-        proc = run_cli(command, "--help")
+        proc = invoke_cli(command, "--help")
         assert proc.returncode == 0 and "Example" in proc.stdout
 
 
@@ -458,9 +460,9 @@ def test_watch_and_mcp_help(run_cli: CliRunner) -> None:
 
 
 @pytest.mark.parametrize("json_first", [False, True], ids=["json-after", "json-before"])
-def test_unknown_id(run_cli: CliRunner, shared_kb: Path, json_first: bool) -> None:
+def test_unknown_id(invoke_cli: CliRunner, shared_kb: Path, json_first: bool) -> None:
     args = ["--json", "get", "nope"] if json_first else ["get", "nope", "--json"]
-    proc = run_cli("--kb", shared_kb, *args)
+    proc = invoke_cli("--kb", shared_kb, *args)
     assert proc.returncode == 1
     assert proc.stderr == "Error: No memory with id 'nope'.\n"
     assert doc(proc, 1) == {"error": {"type": "not_found", "message": "No memory with id 'nope'."}}
@@ -471,8 +473,8 @@ def test_unknown_id_human(run_cli: CliRunner, shared_kb: Path) -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Error: No memory with id 'nope'.\n")
 
 
-def test_unknown_entity_is_an_error(run_cli: CliRunner, shared_kb: Path) -> None:
-    proc = run_cli("--kb", shared_kb, "save", "x", "-e", "nosuch.thing", "--json")
+def test_unknown_entity_is_an_error(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    proc = invoke_cli("--kb", shared_kb, "save", "x", "-e", "nosuch.thing", "--json")
     message = "'nosuch' is neither a known datasource nor a saved model. (segment of 'nosuch.thing')."
     assert proc.stderr == f"Error: {message}\n"
     assert doc(proc, 1)["error"]["message"] == message
@@ -520,8 +522,8 @@ def test_every_entry_point_lists_every_command() -> None:
     assert listed == set(COMMANDS) and len(listed) == 40
 
 
-def test_a_mistyped_command_gets_the_close_names(run_cli: CliRunner) -> None:
-    proc = run_cli("sear", "x")
+def test_a_mistyped_command_gets_the_close_names(invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("sear", "x")
     assert proc.returncode == 2
     assert "Error: No such command 'sear'. (Did you mean one of: 'schema', 'search', 'server'?)" in proc.stderr
 
@@ -568,10 +570,10 @@ def test_completion_protocol_subprocess(run_cli: CliRunner) -> None:
     assert run_cli(env=env).stdout.split() == ["plain,delete-datasource", "plain,delete-leaf", "plain,delete-model"]
 
 
-def test_plain_save_without_links_says_what_to_give(run_cli: CliRunner, tmp_path: Path) -> None:
+def test_plain_save_without_links_says_what_to_give(invoke_cli: CliRunner, tmp_path: Path) -> None:
     root = tmp_path / "kb"
-    run_cli("init", root, check=True)
-    proc = run_cli("--kb", root, "save", "a note")
+    invoke_cli("init", root, check=True)
+    proc = invoke_cli("--kb", root, "save", "a note")
     assert (proc.returncode, proc.stderr) == (
         1,
         "Error: Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a --query, "

@@ -114,42 +114,42 @@ def test_declined_reopen_commits_nothing_and_keeps_the_draft(catalog_kb: Knowled
     assert kb.get(mid).to_dict()["learning"] == "Amount is EUR"
 
 
-def test_cli_edit(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+def test_cli_edit(catalog_kb: KnowledgeBase, editor, invoke_cli) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
     created = kb.get(mid).to_dict()["created_at"]
     editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
     before = commits(kb)
     # No answer on stdin: the problem is shown, nothing committed, exit 1.
-    proc = run_cli("--kb", kb.root, "edit", mid, input="")
+    proc = invoke_cli("--kb", kb.root, "edit", mid, input="")
     assert proc.returncode == 1
     assert f"memories/{mid}.yaml:2: invalid YAML" in proc.stderr and "Reopen the editor?" in proc.stderr
     assert commits(kb) == before
 
 
-def test_cli_edit_reopens_on_yes(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+def test_cli_edit_reopens_on_yes(catalog_kb: KnowledgeBase, editor, invoke_cli) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
     created = kb.get(mid).to_dict()["created_at"]
     editor("learning: [broken\n", f"learning: Amount is EUR, checked\ncreated_at: '{created}'\n")
-    proc = run_cli("--kb", kb.root, "edit", mid, "--json", input="y\n")
+    proc = invoke_cli("--kb", kb.root, "edit", mid, "--json", input="y\n")
     assert proc.returncode == 0, proc.stderr
     assert json_of(proc)["changed"] is True
     assert KnowledgeBase(kb.root).get(mid).to_dict()["learning"] == "Amount is EUR, checked"
 
 
-def test_cli_edit_noop_says_so(catalog_kb: KnowledgeBase, editor, run_cli) -> None:
+def test_cli_edit_noop_says_so(catalog_kb: KnowledgeBase, editor, invoke_cli) -> None:
     kb = catalog_kb
     mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
     editor()
-    proc = run_cli("--kb", kb.root, "edit", mid, check=True)
+    proc = invoke_cli("--kb", kb.root, "edit", mid, check=True)
     assert "nothing committed" in proc.stdout
 
 
 # -- what edit refuses to open (issue 16, item 9) -------------------------------------------------
 
 
-def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor, run_cli, tmp_path: Path) -> None:
+def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor, invoke_cli, tmp_path: Path) -> None:
     """A committed link to a file outside the KB (/etc/passwd in the report) went into the editor,
     and a save would then have written its contents into the KB; get already refused it."""
     kb = catalog_kb
@@ -168,7 +168,7 @@ def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor
     with pytest.raises(MemoryFileError) as info:
         edit(kb, "link", reopen=lambda _p: pytest.fail("nothing to reopen"))
     assert str(info.value) == message
-    proc = run_cli("--kb", kb.root, "edit", "link", input="")
+    proc = invoke_cli("--kb", kb.root, "edit", "link", input="")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
     assert not (folder / "count").exists()  # the editor never ran
     assert commits(kb) == before
@@ -185,7 +185,7 @@ def test_edit_refuses_a_fifo_or_a_folder_without_waiting(catalog_kb: KnowledgeBa
     # A subprocess with a bound: reading a FIFO with no writer would wait forever.
     proc = subprocess.run(
         [sys.executable, "-m", "slayer_kb", "--kb", str(kb.root), "edit", "ff"],
-        input="", capture_output=True, text=True, timeout=30,
+        input="", capture_output=True, text=True, timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (
         1, "Error: memories/ff.yaml: is a FIFO, not a regular file; refusing to open it\n",

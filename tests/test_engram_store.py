@@ -185,12 +185,12 @@ def test_mem_search_semantics(empty_kb: KnowledgeBase) -> None:
     assert [h["id"] for h in empty_kb.search("bug/fts5").memories][0] == "1"
 
 
-def test_every_tool_through_the_cli(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_every_tool_through_the_cli(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     root = tmp_path / "kb"
-    assert run_cli("init", root).returncode == 0
-    proc = run_cli("--kb", root, "save", "-", "--title", "Chose JWT", "--type", "decision", input="JWT over sessions")
+    assert invoke_cli("init", root).returncode == 0
+    proc = invoke_cli("--kb", root, "save", "-", "--title", "Chose JWT", "--type", "decision", input="JWT over sessions")
     assert proc.stdout == 'Memory saved: "Chose JWT" (decision)\nSuggested topic_key: decision/chose-jwt\n(memory 1)\n'
-    proc = run_cli("--kb", root, "suggest-topic-key", "--type", "architecture", "--title", "  Auth Model  ", "--json")
+    proc = invoke_cli("--kb", root, "suggest-topic-key", "--type", "architecture", "--title", "  Auth Model  ", "--json")
     assert proc.stdout.strip() == '{\n  "topic_key": "architecture/auth-model"\n}'
 
 

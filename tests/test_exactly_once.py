@@ -109,7 +109,7 @@ def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, 
     start = commits(root)
     arm(root, "committed", watcher.proc.pid)
     got = run(root, *argv, server=True)
-    assert watcher.proc.wait(timeout=30) == -9  # the server was killed as the commit landed
+    assert watcher.proc.wait(timeout=60) == -9  # the server was killed as the commit landed
     assert not (root / ".git" / "kill-at-committed").exists()
     assert (got.returncode, masked(got.stdout)) == (0, masked(want.stdout)), got.stderr
     assert "Traceback" not in got.stderr and "running it in this process" not in got.stderr
@@ -126,7 +126,7 @@ def test_a_server_killed_before_its_commit_lands_leaves_the_command_to_the_clien
     start, files = commits(root), memory_files(root)
     arm(root, "prepared", watcher.proc.pid)  # killed, and the update-ref refused: nothing landed
     got = run(root, "save", "saved once after all", "-e", "shop.orders.amount", server=True)
-    assert watcher.proc.wait(timeout=30) == -9
+    assert watcher.proc.wait(timeout=60) == -9
     assert got.returncode == 0, got.stderr
     assert got.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
     assert got.stderr == ("slayer-kb: the server stopped while running this command, before it committed "

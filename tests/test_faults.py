@@ -342,7 +342,7 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
             stats.by_kind[op["kind"]] = stats.by_kind.get(op["kind"], 0) + 1
         assert worker.stdin is not None
         worker.stdin.write(b"null\n")
-        assert worker.wait(timeout=30) == 0
+        assert worker.wait(timeout=60) == 0
     assert "Traceback" not in errpath.read_text(errors="replace")
     assert fsck(root).returncode == 0
 

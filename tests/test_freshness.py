@@ -46,7 +46,7 @@ def index_dir(kb: KnowledgeBase) -> Path:
 # -- memory files changed behind the tool's back ------------------------------------------------
 
 
-def test_hand_edit_is_seen_by_the_next_search(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_hand_edit_is_seen_by_the_next_search(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     assert hit_ids(kb, "quokkafresh") == set()
     original = (kb.root / "memories" / "2.yaml").read_text(encoding="utf-8")
@@ -55,21 +55,21 @@ def test_hand_edit_is_seen_by_the_next_search(example_kb: KnowledgeBase, run_cli
     (kb.root / "memories" / "2.yaml").write_text(edited, encoding="utf-8")
 
     assert hit_ids(kb, "quokkafresh") == {"2"}
-    proc = run_cli("--kb", kb.root, "search", "quokkafresh", "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "search", "quokkafresh", "--json", check=True)
     data = json_of(proc)
     assert [h["id"] for h in data["memories"] + data["example_queries"]] == ["2"]
 
 
-def test_new_file_is_found(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_new_file_is_found(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     assert hit_ids(kb, "wombatnew") == set()
     write_memory(kb.root, "kb.fresh-note", "The wombatnew rule applies to every order.")
     assert hit_ids(kb, "wombatnew") == {"kb.fresh-note"}
-    data = json_of(run_cli("--kb", kb.root, "search", "wombatnew", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "search", "wombatnew", "--json", check=True))
     assert [h["id"] for h in data["memories"]] == ["kb.fresh-note"]
 
 
-def test_deleted_file_disappears(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_deleted_file_disappears(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     write_memory(kb.root, "kb.doomed", "A numbatgone note that will be deleted.")
     assert hit_ids(kb, "numbatgone") == {"kb.doomed"}
@@ -81,7 +81,7 @@ def test_deleted_file_disappears(example_kb: KnowledgeBase, run_cli: CliRunner) 
 
     assert hit_ids(kb, "numbatgone") == set()
     assert hit_ids(kb, "refunds") == before - {"kb.refund-policy"}
-    data = json_of(run_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
     assert {h["id"] for h in data["memories"] + data["example_queries"]} == before - {"kb.refund-policy"}
     # a delete only drops the memory from the index: no file is written back
     assert not (kb.root / "memories" / "kb.doomed.yaml").exists()
@@ -187,7 +187,7 @@ def test_broken_file_is_skipped_and_reported_then_fixed(example_kb: KnowledgeBas
 # -- git checkout ------------------------------------------------------------------------------
 
 
-def test_git_checkout_of_another_branch(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_git_checkout_of_another_branch(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     root = kb.root
     main_branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -210,14 +210,14 @@ def test_git_checkout_of_another_branch(example_kb: KnowledgeBase, run_cli: CliR
     assert hit_ids(kb, "lemurbranch") == {"kb.branch-only", "2"}
     assert "kb.refund-policy" not in hit_ids(kb, "refunds")
     assert len(kb.search("tapirbulk", limit=500).memories) == 100
-    data = json_of(run_cli("--kb", root, "search", "lemurbranch", "--json", check=True))
+    data = json_of(invoke_cli("--kb", root, "search", "lemurbranch", "--json", check=True))
     assert {h["id"] for h in data["memories"]} == {"kb.branch-only", "2"}
 
     git(root, "checkout", "-q", main_branch)
     assert hit_ids(kb, "lemurbranch") == set()
     assert "kb.refund-policy" in hit_ids(kb, "refunds")
     assert kb.search("tapirbulk", limit=500).memories == []
-    data = json_of(run_cli("--kb", root, "search", "lemurbranch", "--json", check=True))
+    data = json_of(invoke_cli("--kb", root, "search", "lemurbranch", "--json", check=True))
     assert data["memories"] == []
 
 
@@ -227,7 +227,7 @@ def test_git_checkout_of_another_branch(example_kb: KnowledgeBase, run_cli: CliR
 REFUNDS = Path("models/shop/refunds.yaml")
 
 
-def test_model_column_removed_and_added(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_model_column_removed_and_added(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     assert entity_hits(kb, entities=["shop.refunds.processed_at"]) == ["shop.refunds.processed_at"]
     assert entity_hits(kb, "quuxolant") == []
@@ -243,7 +243,7 @@ def test_model_column_removed_and_added(example_kb: KnowledgeBase, run_cli: CliR
     result = kb.search(entities=["shop.refunds.processed_at"])
     assert result.entities == []
     assert result.resolved_input_entities == []
-    data = json_of(run_cli("--kb", kb.root, "search", "quuxolant", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "search", "quuxolant", "--json", check=True))
     assert [e["entity"] for e in data["entities"]] == ["shop.refunds.zorbfield"]
 
 
@@ -276,7 +276,7 @@ def test_catalog_same_size_rewrite_within_the_timestamp_granularity(example_kb: 
 # -- a damaged or foreign index is rebuilt by itself -------------------------------------------
 
 
-def test_deleted_index_is_rebuilt(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_deleted_index_is_rebuilt(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     kb = example_kb
     expected = hit_ids(kb, "refunds")
     assert "kb.refund-policy" in expected
@@ -284,7 +284,7 @@ def test_deleted_index_is_rebuilt(example_kb: KnowledgeBase, run_cli: CliRunner)
     shutil.rmtree(index_dir(kb))
     assert hit_ids(kb, "refunds") == expected
     shutil.rmtree(index_dir(kb))
-    data = json_of(run_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
     assert {h["id"] for h in data["memories"] + data["example_queries"]} == expected
 
 
@@ -293,7 +293,7 @@ def test_deleted_index_is_rebuilt(example_kb: KnowledgeBase, run_cli: CliRunner)
     "whoosh",
     "manifest",
 ])
-def test_truncated_index_is_rebuilt(example_kb: KnowledgeBase, run_cli: CliRunner, which: str) -> None:
+def test_truncated_index_is_rebuilt(example_kb: KnowledgeBase, invoke_cli: CliRunner, which: str) -> None:
     kb = example_kb
     expected = hit_ids(kb, "refunds")
     kb.close()
@@ -307,7 +307,7 @@ def test_truncated_index_is_rebuilt(example_kb: KnowledgeBase, run_cli: CliRunne
     fresh = KnowledgeBase(kb.root)
     assert hit_ids(fresh, "refunds") == expected
     fresh.close()
-    data = json_of(run_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "search", "refunds", "--json", check=True))
     assert {h["id"] for h in data["memories"] + data["example_queries"]} == expected
 
 

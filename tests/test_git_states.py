@@ -93,7 +93,7 @@ WRITES = {
 
 @pytest.mark.parametrize("state", sorted(STATES))
 def test_writes_refuse_while_a_git_operation_is_not_concluded(
-    example_kb: KnowledgeBase, run_cli: CliRunner, state: str
+    example_kb: KnowledgeBase, invoke_cli: CliRunner, state: str
 ) -> None:
     root = example_kb.root
     start, message = STATES[state]
@@ -101,56 +101,56 @@ def test_writes_refuse_while_a_git_operation_is_not_concluded(
     head = git(root, "rev-parse", "HEAD")
     status = git(root, "status", "--porcelain")
     for name, command in WRITES.items():
-        proc = run_cli("--kb", root, *command)
+        proc = invoke_cli("--kb", root, *command)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), name
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == status
     # Reads keep working.
-    assert run_cli("--kb", root, "get", "1", check=True).stdout.startswith("id: 1\n")
-    assert "[1]" in run_cli("--kb", root, "search", "order total", "--limit", "30", check=True).stdout
-    assert run_cli("--kb", root, "list", check=True).returncode == 0
+    assert invoke_cli("--kb", root, "get", "1", check=True).stdout.startswith("id: 1\n")
+    assert "[1]" in invoke_cli("--kb", root, "search", "order total", "--limit", "30", check=True).stdout
+    assert invoke_cli("--kb", root, "list", check=True).returncode == 0
 
 
-def test_writes_refuse_in_a_linked_worktree_in_a_merge(example_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path) -> None:
+def test_writes_refuse_in_a_linked_worktree_in_a_merge(example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
     """The markers are looked up in the work tree's own git dir (`git rev-parse --git-path`)."""
     root = example_kb.root
     other = tmp_path / "other"
     git(root, "worktree", "add", "-q", str(other), "-b", "other")
     merge(other)
-    proc = run_cli("--kb", other, *WRITES["save"])
+    proc = invoke_cli("--kb", other, *WRITES["save"])
     assert (proc.returncode, proc.stderr) == (1, f"Error: {STATES['merge'][1]}\n")
     # The main work tree is in no merge: it saves.
-    assert run_cli("--kb", root, *WRITES["save"], check=True).stdout.startswith("Saved memory 27")
+    assert invoke_cli("--kb", root, *WRITES["save"], check=True).stdout.startswith("Saved memory 27")
 
 
-def test_conflict_markers_are_reported_alike_by_every_command(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_conflict_markers_are_reported_alike_by_every_command(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
-    run_cli("--kb", root, "list", check=True)
+    invoke_cli("--kb", root, "list", check=True)
     merge(root)
     assert (root / CONFLICTED).read_text().splitlines()[6].startswith("<<<<<<< ")
-    proc = run_cli("--kb", root, "list", "--limit", "30")
+    proc = invoke_cli("--kb", root, "list", "--limit", "30")
     assert proc.returncode == 0
     assert proc.stdout.endswith(f"\nwarning: {CONFLICT} (skipped)\n")
     assert "[13]" not in proc.stdout
     # Every later look-up warns too, not only the one that read the file first.
     for _ in range(2):
-        proc = run_cli("--kb", root, "search", "conversion rate")
+        proc = invoke_cli("--kb", root, "search", "conversion rate")
         assert proc.returncode == 0
         assert f"warning: {CONFLICT} (skipped)" in proc.stdout.splitlines()
-    assert run_cli("--kb", root, "list", "--limit", "30").stdout.endswith(f"\nwarning: {CONFLICT} (skipped)\n")
-    assert json_of(run_cli("--kb", root, "--json", "list"))["warnings"] == [f"{CONFLICT} (skipped)"]
-    proc = run_cli("--kb", root, "get", "13")
+    assert invoke_cli("--kb", root, "list", "--limit", "30").stdout.endswith(f"\nwarning: {CONFLICT} (skipped)\n")
+    assert json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"] == [f"{CONFLICT} (skipped)"]
+    proc = invoke_cli("--kb", root, "get", "13")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {CONFLICT}\n")
-    proc = run_cli("validate", cwd=root)
+    proc = invoke_cli("validate", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, f"{CONFLICT}\n1 problem in 1 file (40 files checked)\n")
 
 
-def test_conflict_markers_in_a_session_file_are_reported_alike(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_conflict_markers_in_a_session_file_are_reported_alike(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     session = next((root / "sessions").glob("*.yaml"))
     name = f"sessions/{session.name}"
     session.write_text("<<<<<<< HEAD\nproject: a\n=======\nproject: b\n>>>>>>> side\n" + session.read_text())
-    proc = run_cli("validate", cwd=root)
+    proc = invoke_cli("validate", cwd=root)
     expected = f"{name}:1: unresolved merge conflict in {name}: resolve it, then `git add {name}`"
     assert proc.returncode == 1
     assert expected in proc.stdout.splitlines()

@@ -150,20 +150,20 @@ def test_review_shows_a_renumber_as_rename(catalog_kb: KnowledgeBase) -> None:
     assert "(was 1)" in r.markdown()
 
 
-def test_cli_log_show_review(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+def test_cli_log_show_review(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
     kb = catalog_kb
     base = head(kb)
     mid = kb.save_memory("Version one", ["orders.amount"]).memory_id
     kb.update(mid, learning="Version two")
-    proc = run_cli("--kb", kb.root, "log", mid, "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "log", mid, "--json", check=True)
     assert [e["message"] for e in json_of(proc)] == [f"memory: update {mid} (learning)", f"memory: save {mid}"]
-    proc = run_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", "--json", check=True)
     assert json_of(proc)["learning"] == "Version one"
-    proc = run_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", check=True)
+    proc = invoke_cli("--kb", kb.root, "show", mid, "--rev", "HEAD~1", check=True)
     assert "Version one" in proc.stdout
-    proc = run_cli("--kb", kb.root, "review", base, check=True)
+    proc = invoke_cli("--kb", kb.root, "review", base, check=True)
     assert proc.stdout.startswith("## Knowledge base changes") and "### Added" in proc.stdout
-    proc = run_cli("--kb", kb.root, "review", base, "HEAD", "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "review", base, "HEAD", "--json", check=True)
     assert json_of(proc)["added"][0]["id"] == mid
-    proc = run_cli("--kb", kb.root, "show", "nope", "--rev", "HEAD", "--json")
+    proc = invoke_cli("--kb", kb.root, "show", "nope", "--rev", "HEAD", "--json")
     assert proc.returncode == 1 and json_of(proc)["error"]["type"] == "not_found"

@@ -160,16 +160,16 @@ def test_import_engram_skips_duplicates(empty_kb: KnowledgeBase, tmp_path: Path)
     assert again.imported == [] and again.skipped == 2 and again.commit is None
 
 
-def test_cli_interchange(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+def test_cli_interchange(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
     kb = catalog_kb
     write_slayer_folder(tmp_path / "in", SLAYER_FILES)
-    proc = run_cli("--kb", kb.root, "import-slayer", tmp_path / "in", "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "import-slayer", tmp_path / "in", "--json", check=True)
     assert sorted(json_of(proc)["imported"]) == ["1", "7", "kb.paid-revenue"]
-    proc = run_cli("--kb", kb.root, "export-slayer", tmp_path / "out", check=True)
+    proc = invoke_cli("--kb", kb.root, "export-slayer", tmp_path / "out", check=True)
     assert "Wrote 3 memories" in proc.stdout
     assert (tmp_path / "out" / "memories" / "7.md").read_text() == SLAYER_FILES["7"]
     (tmp_path / "e.json").write_text(json.dumps([{"title": "T", "content": "C", "type": "bugfix"}]))
-    proc = run_cli("--kb", kb.root, "import-engram", tmp_path / "e.json", check=True)
+    proc = invoke_cli("--kb", kb.root, "import-engram", tmp_path / "e.json", check=True)
     assert "1 imported" in proc.stdout
-    proc = run_cli("--kb", kb.root, "import-slayer", tmp_path / "e.json")
+    proc = invoke_cli("--kb", kb.root, "import-slayer", tmp_path / "e.json")
     assert proc.returncode == 2  # not a folder: a usage error

@@ -10,8 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +20,10 @@ from slayer_kb.core import children
 from slayer_kb.daemon import relay
 from slayer_kb.search import compaction
 from slayer_kb.store import upkeep
-from testing import commit_all, git
+from testing import WAIT_SECONDS, commit_all, eventually, git
 
 # Each writes a marker file named for where it was planted when it is imported.
 PLANTED = ("slayer_kb/__init__.py", "socket.py", "json.py", "yaml.py")
-UP_SECONDS = 60.0
 
 
 def plant(folder: Path, markers: Path, where: str) -> None:
@@ -41,14 +39,6 @@ def program() -> list[str]:
     the only one it puts on its path)."""
     script = Path(sys.executable).parent / "slayer-kb"
     return [str(script)] if script.exists() else [*children.python_child("slayer_kb")[0]]
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = UP_SECONDS) -> object:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
-    return found
 
 
 def loose_objects(root: Path) -> int:
@@ -96,10 +86,10 @@ class HostileClone:
         if answer is None:
             return
         relay.control(self.root, "stop")
-        wait_for(lambda: not os.path.exists(f"/proc/{answer['pid']}"), "the server exiting")
+        eventually(lambda: not os.path.exists(f"/proc/{answer['pid']}"), "the server exiting")
 
     def background_done(self) -> None:
-        assert upkeep.wait(self.root / ".slayer-kb", UP_SECONDS), "the background job did not finish"
+        assert upkeep.wait(self.root / ".slayer-kb", WAIT_SECONDS), "the background job did not finish"
 
 
 @pytest.fixture
@@ -117,7 +107,7 @@ def every_command_family(clone: HostileClone, server: str) -> None:
     index compaction started in the background by a save, as they start in real use."""
     assert "Refunds" in clone.ok("search", "refunds", server=server)
     if server == "on":
-        up = wait_for(lambda: (s := relay.control(clone.root, "status")) and s.get("ready") and s, "a server")
+        up = eventually(lambda: (s := relay.control(clone.root, "status")) and s.get("ready") and s, "a server")
         assert isinstance(up, dict)
         if os.path.isdir(f"/proc/{up['pid']}"):
             # isolated, out of the KB: the commands it runs later change folder, not its import path

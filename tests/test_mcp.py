@@ -343,11 +343,11 @@ class RawClient:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         try:
-            return self.proc.wait(timeout=30)
+            return self.proc.wait(timeout=60)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=60)
 
 
 def tool_call(request_id: int, name: str, arguments: bytes) -> bytes:
@@ -484,7 +484,7 @@ def test_an_agent_session_makes_one_commit_per_write(empty_kb: KnowledgeBase) ->
     assert replies["no_project"] == "mem_session_start needs the parameter 'project'."
 
     log = subprocess.run(["git", "log", "--format=%s", "--name-only"], cwd=root, capture_output=True, text=True,
-                         check=True, timeout=30).stdout
+                         check=True, timeout=60).stdout
     assert [(c[0], sorted(c[1:])) for c in _pairs(log)] == [
         ("session: end ses-1", ["sessions/ses-1.yaml"]),
         ("memory: capture 2, 3 (passive, from session-end)", ["memories/2.yaml", "memories/3.yaml"]),

@@ -3,16 +3,18 @@ the MCP server only on stdio, dependencies past their known vulnerabilities."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import subprocess
 import sys
-import time
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
+from testing import WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
 UNSAFE = {
@@ -42,7 +44,10 @@ def test_every_path_given_to_git_comes_after_a_double_dash(empty_kb: KnowledgeBa
     env = {**os.environ, "GIT_TRACE": str(trace), "SLAYER_KB": str(empty_kb.root)}
     script = """
 from slayer_kb import KnowledgeBase
+from testing import WAIT_SECONDS
+import json
 import os
+import select
 kb = KnowledgeBase(os.environ["SLAYER_KB"])
 kb.save_observation(title="A", content="alpha", topic_key="a/b")
 kb.save_observation(title="A", content="beta", topic_key="a/b")
@@ -69,7 +74,15 @@ def test_mcp_server_opens_no_socket(example_kb: KnowledgeBase) -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(2.0)  # long enough to import the SDK and start serving
+        # Serving once it answers the handshake: the SDK is imported and every socket it opens is open.
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+        }).encode() + b"\n")
+        proc.stdin.flush()
+        assert select.select([proc.stdout], [], [], WAIT_SECONDS)[0], "no answer to the MCP handshake"
+        assert json.loads(proc.stdout.readline())["id"] == 1
         assert proc.poll() is None
         fds = Path(f"/proc/{proc.pid}/fd")
         sockets = {os.readlink(fd)[len("socket:["):-1] for fd in fds.iterdir() if os.readlink(fd).startswith("socket:")}
@@ -82,7 +95,7 @@ def test_mcp_server_opens_no_socket(example_kb: KnowledgeBase) -> None:
         assert not sockets & network
     finally:
         proc.kill()
-        proc.wait(timeout=5)
+        proc.wait(timeout=60)
 
 
 def test_dependencies_are_past_their_known_vulnerabilities() -> None:

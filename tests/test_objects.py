@@ -133,7 +133,7 @@ def test_a_folder_removed_by_a_concurrent_prune_is_made_again(tmp_path: Path) ->
         blobs = {objects.write("blob", b"object %d\n" % n): n for n in range(3000)}
     finally:
         stop.set()
-        pruner.join(timeout=30)
+        pruner.join(timeout=60)
     for blob, n in list(blobs.items())[:: 100]:
         assert git(tmp_path, "cat-file", "blob", blob) == f"object {n}"
     git(tmp_path, "fsck", "--strict")

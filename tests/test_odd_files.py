@@ -32,7 +32,7 @@ def assert_refused(proc, error: str) -> None:
 # -- symlinked catalog files (issue 16, item 3) ----------------------------------------------------
 
 
-def test_delete_model_never_deletes_through_a_symlinked_model_file(catalog_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_delete_model_never_deletes_through_a_symlinked_model_file(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = catalog_kb.root
     (root / "models" / "shop" / "alias.yaml").symlink_to("../wh/orders.yaml")
     (root / "memories" / "1.yaml").write_text("learning: Net amounts.\nentities:\n- wh.orders.amount\n" + CREATED)
@@ -41,7 +41,7 @@ def test_delete_model_never_deletes_through_a_symlinked_model_file(catalog_kb: K
     before = head(root)
     # shop's "orders" is now read from alias.yaml (sorted before orders.yaml): deleting it used
     # to remove wh/orders.yaml, the link's target, and leave wh.orders's references behind.
-    proc = run_cli("--kb", root, "delete-model", "orders", "--datasource", "shop")
+    proc = invoke_cli("--kb", root, "delete-model", "orders", "--datasource", "shop")
     assert_refused(
         proc,
         "Refusing to delete models/shop/alias.yaml: it is a symlink (to ../wh/orders.yaml), and "
@@ -134,7 +134,7 @@ def bad_name(folder: Path, raw: bytes) -> bytes:
     return os.fsencode(folder / "memories") + b"/" + raw + b".yaml"
 
 
-def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path) -> None:
+def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
     origin = catalog_kb.root
     (origin / "memories" / "keep.yaml").write_text("learning: A bystander.\nentities:\n- memory:other\n" + CREATED)
     (origin / "memories" / "other.yaml").write_text("learning: Another.\n" + CREATED)
@@ -145,7 +145,7 @@ def test_a_name_that_is_not_utf8_is_skipped_with_a_warning(catalog_kb: Knowledge
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     assert os.path.isfile(bad_name(clone, b"\xff"))
     # search, list, stats, update and forget all crashed (UnicodeEncodeError) in a fresh clone.
-    proc = run_cli("--kb", clone, "search", "bystander")
+    proc = invoke_cli("--kb", clone, "search", "bystander")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Memories:\n  [keep] A bystander.\n")
     assert f"warning: memories/\\xff.yaml: {NOT_UTF8} (skipped)\n" in proc.stdout

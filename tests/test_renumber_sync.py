@@ -101,11 +101,11 @@ def test_renumber_refuses_uncommitted_changes(diverged: tuple[KnowledgeBase, str
         renumber(kb, main)
 
 
-def test_cli_renumber(diverged: tuple[KnowledgeBase, str], run_cli) -> None:
+def test_cli_renumber(diverged: tuple[KnowledgeBase, str], invoke_cli) -> None:
     kb, main = diverged
-    proc = run_cli("--kb", kb.root, "renumber", "--onto", main, "--json", check=True)
+    proc = invoke_cli("--kb", kb.root, "renumber", "--onto", main, "--json", check=True)
     assert json_of(proc)["renumbered"] == {"2": "4"}
-    proc = run_cli("--kb", kb.root, "renumber", "--onto", main, check=True)
+    proc = invoke_cli("--kb", kb.root, "renumber", "--onto", main, check=True)
     assert "nothing to renumber" in proc.stdout
 
 
@@ -134,7 +134,7 @@ def all_learnings(root: Path) -> list[str]:
     return sorted(kb.read(i).learning for i in memories(root))
 
 
-def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run_cli) -> None:
+def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], invoke_cli) -> None:
     _bare, a, b = clones
     kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
     kb_a.save_memory("A one", ["orders.amount"])
@@ -158,7 +158,7 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run
         "memory saved here; to mean what '1' names now, run 'slayer-kb renumber --accept 1' first."
     )
     assert KnowledgeBase(a).get("1").to_dict()["learning"] == "A one"  # A's clone moved nothing
-    proc = run_cli("--kb", b, "renumber", "--accept", "1")
+    proc = invoke_cli("--kb", b, "renumber", "--accept", "1")
     assert proc.returncode == 0 and proc.stdout == "'1' now means the memory it names; the one saved here as 1 is 3.\n"
     assert KnowledgeBase(b).get("1").to_dict()["learning"] == "A one"
 
@@ -171,7 +171,7 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], run
     assert git(a, "rev-list", "--merges", "HEAD") == ""
     assert KnowledgeBase(b).search("B one").memories
     for root in (a, b):
-        proc = run_cli("--kb", root, "validate")
+        proc = invoke_cli("--kb", root, "validate")
         assert proc.returncode == 0, proc.stdout + proc.stderr
     # New saves go above every id either side used.
     assert KnowledgeBase(b).save_memory("next", ["orders.amount"]).memory_id == "5"
@@ -235,28 +235,28 @@ def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, 
     assert git(b, "rev-parse", "HEAD") == head
 
 
-def test_cli_sync(clones: tuple[Path, Path, Path], run_cli) -> None:
+def test_cli_sync(clones: tuple[Path, Path, Path], invoke_cli) -> None:
     _bare, a, b = clones
     KnowledgeBase(a).save_memory("A one", ["orders.amount"])
     KnowledgeBase(b).save_memory("B one", ["orders.qty"])
-    run_cli("--kb", a, "sync", check=True)
-    proc = run_cli("--kb", b, "sync", "--json", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    proc = invoke_cli("--kb", b, "sync", "--json", check=True)
     assert json_of(proc)["renumbered"] == {"1": "2"}
-    proc = run_cli("--kb", b, "sync", "--remote", "nope")
+    proc = invoke_cli("--kb", b, "sync", "--remote", "nope")
     assert proc.returncode == 1 and "No git remote named 'nope'" in proc.stderr
 
 
-def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path], run_cli) -> None:
+def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path], invoke_cli) -> None:
     _bare, a, b = clones
     assert KnowledgeBase(a).save_memory("A's note", ["orders.amount"]).memory_id == "1"
     sync(KnowledgeBase(a))
     kb_b = KnowledgeBase(b)
     assert kb_b.save_memory("B's note", ["orders.qty"]).memory_id == "1"
     kb_b.update("1", learning="B's note, revised")
-    proc = run_cli("--kb", b, "sync", check=True)
+    proc = invoke_cli("--kb", b, "sync", check=True)
     assert proc.stdout.endswith("\n  renumbered: 1 -> 2\n")
     # B's memory was 1 until the sync: its rewritten commits say so in their subjects.
-    entries = json_of(run_cli("--kb", b, "log", "2", "--json", check=True))
+    entries = json_of(invoke_cli("--kb", b, "log", "2", "--json", check=True))
     assert [e["message"].splitlines()[0] for e in entries] == [
         "memory: update 2 (learning) (renumber 1 -> 2)",
         "memory: save 2 (renumber 1 -> 2)",
@@ -264,11 +264,11 @@ def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path
     assert entries[0]["message"].endswith("\n\nRenumbered-by: slayer-kb (1 -> 2)")
     # A's memory 1 keeps its own history (git log --follow would add it to 2's: the two small
     # files are half alike, a "copy").
-    entries = json_of(run_cli("--kb", b, "log", "1", "--json", check=True))
+    entries = json_of(invoke_cli("--kb", b, "log", "1", "--json", check=True))
     assert [e["message"] for e in entries] == ["memory: save 1"]
 
 
-def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], run_cli) -> None:
+def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], invoke_cli) -> None:
     """With a collision as well as a real conflict, 'git pull --rebase' would stop on two different
     memories 1; the steps sync gives renumber first, and followed as written they finish."""
     _bare, a, b = clones
@@ -291,14 +291,14 @@ def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, P
         "memories/shared.yaml; slayer-kb validate; git rebase --continue; slayer-kb sync."
     )
     git(b, "fetch", "-q", "origin")
-    run_cli("--kb", b, "renumber", "--onto", "origin/master", "--rewrite", check=True)
+    invoke_cli("--kb", b, "renumber", "--onto", "origin/master", "--rewrite", check=True)
     rebase = subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True, text=True)
     assert rebase.returncode == 1
     assert git(b, "diff", "--name-only", "--diff-filter=U").split() == ["memories/shared.yaml"]
     merged = KnowledgeBase(a).get("shared").to_dict()
     (b / "memories" / "shared.yaml").write_text(dumps(Memory(**{**merged, "learning": "Both versions"})))
     git(b, "add", "memories/shared.yaml")
-    assert run_cli("--kb", b, "validate").returncode == 0
+    assert invoke_cli("--kb", b, "validate").returncode == 0
     subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
                    env={**os.environ, "GIT_EDITOR": "true"})
     assert sync(KnowledgeBase(b)).action == "pushed"

@@ -25,36 +25,36 @@ NOT_IN_SHOP = (
 )
 
 
-def test_save_names_where_it_looked_and_what_exists(catalog_kb: KnowledgeBase, run_cli) -> None:
-    proc = run_cli("--kb", catalog_kb.root, "save", "Order dates are UTC", "-e", "orders.order_date")
+def test_save_names_where_it_looked_and_what_exists(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    proc = invoke_cli("--kb", catalog_kb.root, "save", "Order dates are UTC", "-e", "orders.order_date")
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == f"Error: {NOT_IN_SHOP}\n"
-    proc = run_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "shop.orders.amout")
+    proc = invoke_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "shop.orders.amout")
     assert proc.returncode == 1
     assert proc.stderr == (
         "Error: 'amout' is not a join target on model 'orders'. Looked in datasource 'shop', model "
         "'orders': it has no column, measure or aggregation 'amout', and no join to a model 'amout'. "
         "Did you mean: shop.orders.amount, shop.orders.amount_wavg?\n"
     )
-    proc = run_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "ordrs.amount")
+    proc = invoke_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "ordrs.amount")
     assert proc.stderr == (
         "Error: 'ordrs' is neither a known datasource nor a saved model. (segment of 'ordrs.amount'). "
         "Did you mean: shop.orders, wh.orders?\n"
     )
 
 
-def test_save_of_an_empty_learning_says_so(catalog_kb: KnowledgeBase, run_cli) -> None:
-    proc = run_cli("--kb", catalog_kb.root, "save", "")
+def test_save_of_an_empty_learning_says_so(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    proc = invoke_cli("--kb", catalog_kb.root, "save", "")
     assert (proc.returncode, proc.stderr) == (
         1, "Error: learning is empty: write what was learned (it is required and must not be blank).\n"
     )
 
 
-def test_validate_gives_saves_words_and_no_prune_for_a_typo(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_validate_gives_saves_words_and_no_prune_for_a_typo(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     (catalog_kb.root / "memories" / "7.yaml").write_text(
         f"learning: Order dates are UTC.\nentities:\n- orders.order_date\n{CREATED}"
     )
-    proc = run_cli("validate", "memories/7.yaml", cwd=catalog_kb.root)
+    proc = invoke_cli("validate", "memories/7.yaml", cwd=catalog_kb.root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         f"memories/7.yaml:3: entity 'orders.order_date' does not resolve: {NOT_IN_SHOP} "
@@ -64,14 +64,14 @@ def test_validate_gives_saves_words_and_no_prune_for_a_typo(catalog_kb: Knowledg
 
 
 def test_validate_reports_schema_entity_and_query_problems_in_one_run(
-    catalog_kb: KnowledgeBase, run_cli
+    catalog_kb: KnowledgeBase, invoke_cli
 ) -> None:
     # An unknown key, no created_at, an entity that does not resolve and a stale query: all at once.
     (catalog_kb.root / "memories" / "8.yaml").write_text(
         "learning: Paid revenue.\ncolour: red\nentities:\n- shop.orders.nope\n"
         "query:\n  source_model: orders\n  measures: [sum(ghost)]\n"
     )
-    proc = run_cli("validate", "memories/8.yaml", cwd=catalog_kb.root)
+    proc = invoke_cli("validate", "memories/8.yaml", cwd=catalog_kb.root)
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert lines[0] == "memories/8.yaml:1: missing required key: 'created_at' is a required property"
@@ -81,12 +81,12 @@ def test_validate_reports_schema_entity_and_query_problems_in_one_run(
     assert lines[4:] == ["4 problems in 1 file (1 file checked)"]
 
 
-def test_a_clean_run_counts_in_the_singular(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_a_clean_run_counts_in_the_singular(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     (catalog_kb.root / "memories" / "9.yaml").write_text(
         f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"
     )
     commit_all(catalog_kb.root)
-    proc = run_cli("validate", "memories/9.yaml", cwd=catalog_kb.root)
+    proc = invoke_cli("validate", "memories/9.yaml", cwd=catalog_kb.root)
     assert (proc.returncode, proc.stdout) == (0, "Checked 1 file: no problems.\n")
 
 
@@ -156,7 +156,7 @@ def test_every_write_tool_says_the_id_and_the_action(catalog_kb: KnowledgeBase) 
     assert out["forget_memory"][1] == {"deleted_id": "1", "action": "forgotten", "stripped_from": [], "soft": False}
 
 
-def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
     catalog_kb.forget(memory_id, soft=True)
     deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
@@ -167,7 +167,7 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
 
     said = f"Memory '{memory_id}' was deleted at {deleted_at}; bring it back with"
     assert with_server(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
-    proc = run_cli("--kb", catalog_kb.root, "get", memory_id)
+    proc = invoke_cli("--kb", catalog_kb.root, "get", memory_id)
     assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
 
 
@@ -231,8 +231,8 @@ def test_every_parameter_of_every_tool_has_a_description() -> None:
         assert spec.output_schema["required"], spec.name
 
 
-def test_search_help_lists_any_type_and_project(run_cli) -> None:
-    text = " ".join(run_cli("search", "--help", check=True).stdout.split())
+def test_search_help_lists_any_type_and_project(invoke_cli) -> None:
+    text = " ".join(invoke_cli("search", "--help", check=True).stdout.split())
     assert "--any Memories holding any word of QUESTION" in text
     assert "--type TYPE Only memories of this observation type" in text
     assert "--project TEXT Only memories of this project" in text

@@ -66,14 +66,14 @@ Memories: 1 added, 1 changed, 1 re-linked, 0 removed.
 
 
 def test_review_lists_only_what_the_branch_changed(
-    diverged: tuple[KnowledgeBase, KnowledgeBase], run_cli
+    diverged: tuple[KnowledgeBase, KnowledgeBase], invoke_cli
 ) -> None:
     kb, _main_kb = diverged
     # main since the split added its own 4, forgot 2, rewrote 3 and dropped a column: none of
     # that is the branch's doing, and none of it is listed.
-    proc = run_cli("--kb", kb.root, "review", "master", check=True)
+    proc = invoke_cli("--kb", kb.root, "review", "master", check=True)
     assert proc.stdout == FEATURE_REVIEW + "\n"
-    data = json_of(run_cli("--kb", kb.root, "review", "master", "--json", check=True))
+    data = json_of(invoke_cli("--kb", kb.root, "review", "master", "--json", check=True))
     assert data["merge_base"] == git(kb.root, "merge-base", "master", "HEAD").strip()
     assert [c["id"] for c in data["added"]] == ["4"]
     assert [c["id"] for c in data["changed"]] == ["1"]
@@ -125,10 +125,10 @@ def test_a_file_broken_on_main_is_not_the_branch_problem(catalog_kb: KnowledgeBa
     assert [c.id for c in r.added] == ["2"] and r.changed == [] and r.problems == []
 
 
-def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, run_cli, tmp_path: Path) -> None:
+def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
     kb = catalog_kb
     kb.save_memory("Amount is in EUR.", ["orders.amount"])
-    proc = run_cli("--kb", kb.root, "review", "main")
+    proc = invoke_cli("--kb", kb.root, "review", "main")
     assert proc.returncode == 1
     assert proc.stderr == "Error: Unknown revision 'main': give a commit, branch or tag (see 'git log').\n"
     git(kb.root, "switch", "-q", "--orphan", "elsewhere")

@@ -98,8 +98,8 @@ def test_catalog_hits(example_kb: KnowledgeBase) -> None:
     assert result.entities[0].keys() == {"entity", "kind", "description", "score"}
 
 
-def test_cli_search_json_keys(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
-    proc = run_cli("--kb", example_kb.root, "search", "refunds", "-e", "orders.amount", "--json")
+def test_cli_search_json_keys(example_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    proc = invoke_cli("--kb", example_kb.root, "search", "refunds", "-e", "orders.amount", "--json")
     data = json_of(proc)
     assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings", "notes"}
     hit = (data["memories"] + data["example_queries"])[0]

@@ -123,20 +123,20 @@ def test_the_all_words_note_names_the_bucket_that_fell_back(example_kb: Knowledg
     assert not any(n.startswith("No memory has all the words") for n in finance.notes)
 
 
-def test_strict_all_words(payments_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+def test_strict_all_words(payments_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
     assert ids(payments_kb.search("refund seconds", match="all").memories) == ["1"]
     none = payments_kb.search("refund giraffe", match="all")
     assert none.memories == [] and none.warnings == [] and none.notes == []
-    proc = run_cli("--kb", payments_kb.root, "search", "refund seconds", "--all", "--json")
+    proc = invoke_cli("--kb", payments_kb.root, "search", "refund seconds", "--all", "--json")
     assert ids(json_of(proc)["memories"]) == ["1"]
 
 
-def test_dropped_inputs_give_nothing_with_the_reason(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+def test_dropped_inputs_give_nothing_with_the_reason(example_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
     result = example_kb.search(query={"source_model": "nope"})
     assert (result.memories, result.example_queries, result.entities) == ([], [], [])
     assert result.warnings[0].startswith("query dropped: ")
     assert result.warnings[-1] == "Every input entity was dropped: nothing left to search for."
-    proc = run_cli("--kb", example_kb.root, "search", "-e", "nosuch", "--json")
+    proc = invoke_cli("--kb", example_kb.root, "search", "-e", "nosuch", "--json")
     data = json_of(proc)
     assert (data["memories"], data["example_queries"]) == ([], [])
     assert data["warnings"][0].startswith("entity 'nosuch' dropped: ")
@@ -245,6 +245,7 @@ def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(
 
 
 def test_search_works_without_the_meaning_channel(payments_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+    # As processes: the embedder is loaded once per process, whatever the environment says next.
     env = {"SLAYER_KB_NO_MEANING": "1"}
     proc = run_cli("--kb", payments_kb.root, "search", "refund seconds", "--json", env=env)
     data = json_of(proc)
@@ -340,11 +341,11 @@ def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb:
     assert hits and hits[0]["title"].startswith("Parrot")
 
 
-def test_an_empty_kb_answers_every_kind_of_search(empty_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+def test_an_empty_kb_answers_every_kind_of_search(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
     assert empty_kb.search("anything at all").memories == []
     assert empty_kb.search("N+1 %w").memories == []
     assert empty_kb.search().warnings == ["No entities, query or question given: showing the newest memories."]
-    proc = run_cli("--kb", empty_kb.root, "search", "refund timeout")
+    proc = invoke_cli("--kb", empty_kb.root, "search", "refund timeout")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
 
 

@@ -359,16 +359,16 @@ def test_a_journal_in_the_format_of_earlier_versions_is_finished(catalog_kb: Kno
     assert git(root, "status", "--porcelain") == ""
 
 
-def test_a_journal_that_cannot_be_finished_names_the_path(catalog_kb: KnowledgeBase, run_cli: Any) -> None:
+def test_a_journal_that_cannot_be_finished_names_the_path(catalog_kb: KnowledgeBase, invoke_cli: Any) -> None:
     root = catalog_kb.root
     publish_by_hand(catalog_kb)
     (root / "memories/b.yaml").mkdir()  # something in the way of a file the commit wrote
-    proc = run_cli("--kb", root, "save", "x", "-e", "orders")
+    proc = invoke_cli("--kb", root, "save", "x", "-e", "orders")
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: Cannot finish the commit ")
     assert "memories/b.yaml: Is a directory. Fix that path" in proc.stderr
     (root / "memories/b.yaml").rmdir()
-    assert run_cli("--kb", root, "save", "x", "-e", "orders").returncode == 0
+    assert invoke_cli("--kb", root, "save", "x", "-e", "orders").returncode == 0
     assert (root / "memories/b.yaml").read_bytes() == NEW_B
     assert git(root, "status", "--porcelain") == ""
 

@@ -59,20 +59,20 @@ def assert_untouched(root: Path, before: str) -> None:
     assert git(root, "status", "--porcelain") == " M memories/1.yaml\nM  memories/2.yaml\n?? memories/4.yaml\n"
 
 
-def test_a_cascade_refuses_to_commit_unfinished_work(unfinished: Path, run_cli: CliRunner) -> None:
+def test_a_cascade_refuses_to_commit_unfinished_work(unfinished: Path, invoke_cli: CliRunner) -> None:
     root = unfinished
     before = head(root)
     # It used to commit 1's WIP line under "catalog: delete model", 2's staged text, and 4.
-    proc = run_cli("--kb", root, "delete-model", "shop.refunds")
+    proc = invoke_cli("--kb", root, "delete-model", "shop.refunds")
     assert (proc.returncode, proc.stderr) == (1, f"Error: memories/1.yaml, memories/2.yaml, memories/4.yaml {HOW}\n")
     assert_untouched(root, before)
     assert (root / "models" / "shop" / "refunds.yaml").exists()
 
 
-def test_force_rewrites_from_head_and_keeps_the_unfinished_work_beside_it(unfinished: Path, run_cli: CliRunner) -> None:
+def test_force_rewrites_from_head_and_keeps_the_unfinished_work_beside_it(unfinished: Path, invoke_cli: CliRunner) -> None:
     root = unfinished
     (root / "memories" / "2.yaml").write_text(STAGED.replace("staged", "staged, then edited again"))
-    proc = run_cli("--kb", root, "delete-model", "shop.refunds", "--force")
+    proc = invoke_cli("--kb", root, "delete-model", "shop.refunds", "--force")
     assert proc.returncode == 0, proc.stderr
     sha = head(root)
     assert proc.stdout == (

@@ -44,15 +44,15 @@ def tamper(kb: KnowledgeBase, ids: list[str]) -> None:
         db.close()
 
 
-def test_a_tampered_row_is_rebuilt_by_the_search_that_meets_it(example_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+def test_a_tampered_row_is_rebuilt_by_the_search_that_meets_it(example_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
     root = example_kb.root
-    before = run_cli("--kb", root, "search", QUESTION, "--json")
+    before = invoke_cli("--kb", root, "search", QUESTION, "--json")
     assert before.returncode == 0, before.stderr
     ranked = [m["id"] for m in json_of(before)["memories"]]
     good = rows(example_kb, ranked[:3])
     tamper(example_kb, ranked[:3])
     assert rows(example_kb, ranked[:3]) != good
-    after = run_cli("--kb", root, "search", QUESTION, "--json", env={"PYTHONWARNINGS": "error"})
+    after = invoke_cli("--kb", root, "search", QUESTION, "--json", env={"PYTHONWARNINGS": "error"})
     assert (after.returncode, after.stdout) == (0, before.stdout), after.stderr
     assert "Warning" not in after.stderr
     assert rows(example_kb, ranked[:3]) == good

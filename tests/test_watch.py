@@ -1,7 +1,9 @@
 """``slayer-kb watch`` in a real subprocess keeps the index current by itself.
 
 The index is polled read-only, straight from Whoosh: never through ``KnowledgeBase.search``,
-which syncs on its own and would hide a watcher that does nothing.
+which syncs on its own and would hide a watcher that does nothing. How soon a change is seen is
+a figure of the benchmark (bench/measure.py, "watcher"), not of a test: every wait here is
+``testing.eventually``'s, generous enough for a loaded machine.
 """
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
-from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from slayer_kb.core.results import SyncReport
 from slayer_kb.daemon.watch import run_watcher
 from slayer_kb.search.monitor import is_relevant
 from slayer_kb.search.schema import text_terms
-from testing import Watcher, commit_all, git
+from testing import Watcher, commit_all, eventually, git
 
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
 
@@ -34,34 +34,24 @@ def memory_text(learning: str) -> str:
 
 def indexed(root: Path, field: str, value: str) -> set[str]:
     """Ids of the documents whose ``field`` holds ``value``, read from the index without syncing."""
-    for _attempt in range(20):
+
+    def read() -> tuple[set[str]] | None:
         try:
             ix = windex.open_dir(str(root / ".slayer-kb" / "index"))
             try:
                 with ix.searcher() as searcher:
-                    hits = searcher.search(Q.Term(field, value), limit=None)
-                    return {hit["id"] for hit in hits}
+                    return ({hit["id"] for hit in searcher.search(Q.Term(field, value), limit=None)},)
             finally:
                 ix.close()
         except Exception:  # noqa: BLE001 - a commit may be replacing segments right now
-            time.sleep(0.01)
-    raise AssertionError("the index could not be read")
+            return None
+
+    return eventually(read, "a read of the index")[0]
 
 
 def with_word(root: Path, word: str) -> set[str]:
     (term,) = text_terms(word)[0]
     return indexed(root, "text", term)
-
-
-def eventually(check: Callable[[], bool], bound: float = 60.0) -> None:
-    """Poll until ``check()`` holds, failing after a generous ``bound`` (seconds). How soon a
-    change is seen is a figure of the benchmark (bench/measure.py, "watcher"), not of a test: a
-    loaded machine must not fail it."""
-    deadline = time.monotonic() + bound
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not seen within {bound} s")
-        time.sleep(0.01)
 
 
 # -- changes seen by the watcher ---------------------------------------------------------------
@@ -104,8 +94,10 @@ def test_vim_style_save(watcher: Watcher) -> None:
     (mem / "5.yaml~").unlink()
     eventually(lambda: with_word(root, "takahewatch") == {"5"})
     (mem / ".5.yaml.swp").unlink()
-    # the swap file never became a memory, and 5 is there exactly once
-    time.sleep(0.4)
+    # A later change seen means the ones before it were handled: the swap file never became a
+    # memory, and 5 is there exactly once.
+    (mem / "kb.after-vim.yaml").write_text(memory_text("Written after the swap file: ruruwatch."), encoding="utf-8")
+    eventually(lambda: with_word(root, "ruruwatch") == {"kb.after-vim"})
     ids = indexed(root, "kind", "memory")
     assert "5" in ids
     assert not {i for i in ids if "swp" in i or "~" in i or i == "4913"}
@@ -168,10 +160,12 @@ def test_broken_file_reported_once(watcher: Watcher) -> None:
     # another change elsewhere syncs again; the broken file is not reported a second time
     (root / "memories" / "kb.other.yaml").write_text(memory_text("An ibiswatch note."), encoding="utf-8")
     eventually(lambda: with_word(root, "ibiswatch") == {"kb.other"})
-    time.sleep(0.3)
+    # A third file broken: its line comes after all that the second sync printed.
+    (root / "memories" / "kb.broken-too.yaml").write_text("learning: [unclosed\n", encoding="utf-8")
+    watcher.wait_for_line("memories/kb.broken-too.yaml:", timeout=60)
     assert len([line for line in watcher.lines if line.startswith("memories/kb.broken.yaml:")]) == 1
     watcher.proc.send_signal(signal.SIGINT)
-    assert watcher.proc.wait(timeout=5) == 0
+    assert watcher.proc.wait(timeout=60) == 0
 
 
 def test_git_checkout(example_kb: KnowledgeBase) -> None:
@@ -190,9 +184,7 @@ def test_git_checkout(example_kb: KnowledgeBase) -> None:
     w = Watcher(root)
     try:
         w.wait_for_line("Watching")
-        time.sleep(0.3)  # let the initial sync finish so only the checkout is measured
         expected = {f"kb.branch-{n}" for n in range(100)}
-        # measured from the end of the checkout: that is when the change is complete
         git(root, "checkout", "-q", "other")
         eventually(lambda: with_word(root, "keaswitch") == expected)
         eventually(lambda: "1" not in indexed(root, "kind", "memory"))
@@ -203,7 +195,7 @@ def test_git_checkout(example_kb: KnowledgeBase) -> None:
         # the watcher changed no file: the work tree is exactly the checked-out commit
         assert git(root, "status", "--porcelain") == ""
         w.proc.send_signal(signal.SIGINT)
-        assert w.proc.wait(timeout=5) == 0
+        assert w.proc.wait(timeout=60) == 0
     finally:
         w.stop()
 
@@ -235,7 +227,7 @@ def test_in_process_with_stop_event(example_kb: KnowledgeBase) -> None:
         eventually(lambda: any(r.updated >= 1 for r in reports[1:]))
     finally:
         stop.set()
-        runner.join(timeout=5)
+        runner.join(timeout=60)
     assert not runner.is_alive()
     assert threads == {"watcher-loop"}
     log = out.getvalue().splitlines()
@@ -301,6 +293,6 @@ def test_a_server_whose_warm_up_fails_goes_on_serving(example_kb: KnowledgeBase,
         assert runner.is_alive()
     finally:
         stop.set()
-        runner.join(timeout=10)
+        runner.join(timeout=60)
     assert not runner.is_alive()
     assert "Could not warm up (git object abc is missing); the first commands load what they need." in out.getvalue()

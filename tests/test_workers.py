@@ -15,7 +15,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import Memory, dumps
-from testing import commit_all, git
+from testing import WAIT_SECONDS, commit_all, eventually, git
 
 MEMORIES = 1500  # above BULK_THRESHOLD: a rebuild goes to Whoosh's worker processes
 
@@ -57,16 +57,14 @@ def kill_during_rebuild(root: Path) -> list[int]:
         [sys.executable, "-c", f"from slayer_kb import KnowledgeBase; KnowledgeBase({str(root)!r}).reindex()"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    workers: list[int] = []
-    while time.monotonic() < deadline and proc.poll() is None:
+    def started() -> list[int] | bool:
         workers = children(proc.pid)
-        if len(workers) >= 2:
-            break
-        time.sleep(0.01)
+        return workers if len(workers) >= 2 else proc.poll() is not None
+
+    found = eventually(started, "the rebuild's workers, or its end")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-    return workers
+    proc.wait(timeout=60)
+    return found if isinstance(found, list) else []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -74,10 +72,7 @@ def test_workers_die_with_a_killed_parent_and_the_next_write_works(tmp_path: Pat
     root = big_kb(tmp_path / "kb")
     workers = kill_during_rebuild(root)
     assert len(workers) >= 2, "the rebuild never started its workers"
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(alive(pid) for pid in workers):
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in workers)
+    eventually(lambda: not any(alive(pid) for pid in workers), "the workers dying with their parent")
     kb = KnowledgeBase(root)
     assert kb.save_observation(title="after", content="word1 after the kill").memory_id
     assert [h["id"] for h in kb.search("word1 after the kill", match="all").memories] == [str(MEMORIES + 1)]
@@ -90,7 +85,7 @@ def test_a_hundred_kills_leave_no_worker_and_no_lock(tmp_path: Path) -> None:
     orphans = 0
     for _ in range(100):
         workers = kill_during_rebuild(root)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + WAIT_SECONDS
         while time.monotonic() < deadline and any(alive(pid) for pid in workers):
             time.sleep(0.05)
         orphans += sum(alive(pid) for pid in workers)
@@ -100,7 +95,7 @@ def test_a_hundred_kills_leave_no_worker_and_no_lock(tmp_path: Path) -> None:
     assert len(kb.search("after a hundred kills", match="all").memories) == 1
 
 
-def test_a_commit_stands_when_the_index_cannot_be_written(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_a_commit_stands_when_the_index_cannot_be_written(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     kb = KnowledgeBase.init(tmp_path / "kb")
     kb.save_observation(title="first", content="the first memory")
     # A file written within the timestamp granularity is re-read (a write) once it is old enough:
@@ -113,7 +108,7 @@ def test_a_commit_stands_when_the_index_cannot_be_written(tmp_path: Path, run_cl
     lock = kb.root / ".slayer-kb" / "index" / "MAIN_WRITELOCK"
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as another writer holds it
-        proc = run_cli("--kb", kb.root, "save", "the second memory", "--title", "second")
+        proc = invoke_cli("--kb", kb.root, "save", "the second memory", "--title", "second")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Memory saved")
     assert "is committed, but the search index was not updated" in proc.stderr

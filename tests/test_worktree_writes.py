@@ -70,13 +70,13 @@ def _status(root: Path) -> str:
 
 
 def test_a_save_into_a_folder_that_takes_no_file_commits_nothing(
-    example_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path
+    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
 ) -> None:
     root = example_kb.root
-    run_cli("--kb", root, "list", check=True)  # the state folder exists: only memories/ is locked
+    invoke_cli("--kb", root, "list", check=True)  # the state folder exists: only memories/ is locked
     before = git(root, "rev-parse", "HEAD")
     with not_writable(root / "memories", tmp_path):
-        proc = run_cli("--kb", root, *SAVE)
+        proc = invoke_cli("--kb", root, *SAVE)
     reason = "Operation not permitted" if os.geteuid() == 0 else "Permission denied"
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
@@ -87,19 +87,19 @@ def test_a_save_into_a_folder_that_takes_no_file_commits_nothing(
     assert _status(root) == ""
     assert not (root / "memories" / "27.yaml").exists()
     # Once the folder is writable, the same save works and takes the same id.
-    assert run_cli("--kb", root, *SAVE, check=True).stdout.startswith("Saved memory 27 (created)")
+    assert invoke_cli("--kb", root, *SAVE, check=True).stdout.startswith("Saved memory 27 (created)")
     assert _status(root) == ""
 
 
 def test_an_update_of_a_file_that_cannot_change_commits_nothing(
-    example_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path
+    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
 ) -> None:
     root = example_kb.root
-    run_cli("--kb", root, "list", check=True)
+    invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD")
     text = (root / "memories" / "1.yaml").read_bytes()
     with not_writable(root / "memories" / "1.yaml", tmp_path):
-        proc = run_cli("--kb", root, *UPDATE)
+        proc = invoke_cli("--kb", root, *UPDATE)
     assert (proc.returncode, proc.stdout) == (1, "")
     if os.geteuid() == 0:  # immutable: the file itself refuses
         expected = "the file cannot be changed (Operation not permitted). Make it writable and retry"
@@ -111,10 +111,10 @@ def test_an_update_of_a_file_that_cannot_change_commits_nothing(
     assert _status(root) == ""
     assert (root / "memories" / "1.yaml").read_bytes() == text
     # The next command finds nothing to finish: it works as if nothing had happened.
-    assert run_cli("--kb", root, "get", "1", check=True).stdout.startswith("id: 1\n")
+    assert invoke_cli("--kb", root, "get", "1", check=True).stdout.startswith("id: 1\n")
 
 
-def test_a_file_in_place_of_a_folder_commits_nothing(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_file_in_place_of_a_folder_commits_nothing(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """What stops root too: a file where the path needs a folder."""
     root = example_kb.root
     (root / "notes").write_text("not a folder\n")
@@ -145,19 +145,19 @@ rm -f "$target"; mkdir "$target"
     ids=["save", "update"],
 )
 def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
-    example_kb: KnowledgeBase, run_cli: CliRunner, tmp_path: Path, command: tuple[str, ...], path: str, subject: str
+    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, command: tuple[str, ...], path: str, subject: str
 ) -> None:
     """Root-proof: a reference-transaction hook puts a folder where the file goes, right after the
     commit is published, so the write fails whoever runs it."""
     root = example_kb.root
-    run_cli("--kb", root, "list", check=True)
+    invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD").strip()
     hook = root / ".git" / "hooks" / "reference-transaction"
     hook.write_text(HOOK)
     hook.chmod(0o755)
     sabotage = tmp_path / "sabotage"
     sabotage.write_text(path)
-    proc = run_cli("--kb", root, *command, env={"SABOTAGE": str(sabotage)})
+    proc = invoke_cli("--kb", root, *command, env={"SABOTAGE": str(sabotage)})
     head = git(root, "rev-parse", "HEAD").strip()
     short = git(root, "rev-parse", "--short", "HEAD").strip()
     assert git(root, "rev-parse", "HEAD~1").strip() == before
@@ -172,12 +172,12 @@ def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
     assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""
     assert not (root / ".slayer-kb" / "journal.json").exists()
     # Reads go on (the memory the work tree lacks is simply not there yet).
-    assert run_cli("--kb", root, "list", check=True).returncode == 0
+    assert invoke_cli("--kb", root, "list", check=True).returncode == 0
     # The way out the message gives works.
     (root / path).rmdir()
     git(root, "checkout", "HEAD", "--", path)
     assert _status(root) == ""
-    shown = run_cli("--kb", root, "get", Path(path).stem, check=True).stdout
+    shown = invoke_cli("--kb", root, "get", Path(path).stem, check=True).stdout
     committed = git(root, "show", f"{head}:{path}")
     assert (root / path).read_text() == committed
     assert shown.startswith(f"id: {Path(path).stem}\n")
@@ -193,11 +193,11 @@ def _mount_namespaces_work() -> bool:
 
 
 @pytest.mark.skipif(not _mount_namespaces_work(), reason="needs root and `unshare -m` for a read-only bind mount")
-def test_a_save_onto_a_read_only_mount_commits_nothing(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_save_onto_a_read_only_mount_commits_nothing(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """The case as reported: memories/ on a read-only mount (a bind mount in a private mount
     namespace, so that nothing outside the test sees it)."""
     root = example_kb.root
-    run_cli("--kb", root, "list", check=True)
+    invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD")
     memories = root / "memories"
     proc = subprocess.run(

@@ -67,6 +67,11 @@ class Settings:
             if max_content:
                 kwargs["max_content"] = int(max_content)
             self._kb = KnowledgeBase(root, **kwargs)
+            # Closed with the command, not left to the process's exit: the CLI also runs inside
+            # a longer-lived process (the tests' in-process runner, testing/cli.py).
+            context = click.get_current_context(silent=True)
+            if context is not None:
+                context.find_root().call_on_close(self._kb.close)
         return self._kb
 
 
