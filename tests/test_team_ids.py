@@ -32,20 +32,20 @@ def leased_blocks(bare: Path) -> list[str]:
     return sorted(refs.split(), key=lambda r: int(r.rsplit("/", 1)[1]))
 
 
-def test_an_id_an_agent_holds_never_changes_meaning(team, run_cli) -> None:
+def test_an_id_an_agent_holds_never_changes_meaning(team, invoke_cli) -> None:
     """The issue's example: X and Y save before syncing; Y forgets what it saved."""
     bare, (x, y) = team
-    saved_x = run_cli("--kb", x, "save", "X: keep this", "-e", "shop.orders.amount", check=True)
+    saved_x = invoke_cli("--kb", x, "save", "X: keep this", "-e", "shop.orders.amount", check=True)
     assert saved_x.stdout.splitlines()[0] == "Saved memory 1 (created)"
-    run_cli("--kb", x, "sync", check=True)
-    saved_y = run_cli("--kb", y, "save", "Y: obsolete", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", x, "sync", check=True)
+    saved_y = invoke_cli("--kb", y, "save", "Y: obsolete", "-e", "shop.orders.amount", check=True)
     # Y's clone leased the next block: its first id can never be one X's clone hands out.
     assert saved_y.stdout.splitlines()[0] == f"Saved memory {BLOCK + 1} (created)"
-    synced = run_cli("--kb", y, "sync", check=True)
+    synced = invoke_cli("--kb", y, "sync", check=True)
     assert synced.stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
-    run_cli("--kb", y, "forget", str(BLOCK + 1), check=True)
-    run_cli("--kb", y, "sync", check=True)
-    run_cli("--kb", x, "sync", check=True)
+    invoke_cli("--kb", y, "forget", str(BLOCK + 1), check=True)
+    invoke_cli("--kb", y, "sync", check=True)
+    invoke_cli("--kb", x, "sync", check=True)
     for root in (x, y):
         assert KnowledgeBase(root).get("1").to_dict()["learning"] == "X: keep this"
         assert not (root / "memories" / f"{BLOCK + 1}.yaml").exists()
@@ -99,7 +99,7 @@ def test_offline_saves_get_ids_no_online_clone_hands_out(team) -> None:
     assert f"{NAMESPACE}{block}" in leased_blocks(bare)
 
 
-def test_validate_against_main_passes_for_every_agent_branch(team, run_cli) -> None:
+def test_validate_against_main_passes_for_every_agent_branch(team, invoke_cli) -> None:
     """Branch per agent: after one branch is merged, the others still pass with no renumbering."""
     bare, (a, b) = team
     for root, name in ((a, "agent-a"), (b, "agent-b")):
@@ -111,7 +111,7 @@ def test_validate_against_main_passes_for_every_agent_branch(team, run_cli) -> N
     for name in ("agent-a", "agent-b"):
         git(reviewer, "fetch", "-q", "origin", name)
         git(reviewer, "switch", "-q", "--detach", f"origin/{name}")
-        proc = run_cli("--kb", reviewer, "validate", "--against", "origin/main")
+        proc = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         git(reviewer, "switch", "-q", "main")
         git(reviewer, "merge", "-q", "--no-edit", f"origin/{name}")
@@ -119,7 +119,7 @@ def test_validate_against_main_passes_for_every_agent_branch(team, run_cli) -> N
     assert sorted(p.stem for p in (reviewer / "memories").glob("*.yaml")) == ["1", str(BLOCK + 1)]
 
 
-def test_a_criss_cross_merge_is_not_a_collision(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_a_criss_cross_merge_is_not_a_collision(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     root = catalog_kb.root
     main = git(root, "symbolic-ref", "--short", "HEAD").strip()
     git(root, "switch", "-q", "-c", "x")
@@ -135,10 +135,10 @@ def test_a_criss_cross_merge_is_not_a_collision(catalog_kb: KnowledgeBase, run_c
     # Two merge bases (x1 and y1): whichever git picks, both memories are the same on both sides.
     assert len(git(root, "merge-base", "--all", "x", "y").split()) == 2
     assert plan(KnowledgeBase(root), "y")[1] == {}
-    proc = run_cli("--kb", root, "validate", "--against", "y")
+    proc = invoke_cli("--kb", root, "validate", "--against", "y")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # review shows what git's three-dot diff shows (from the merge base git picks), nothing renumbered.
-    review = json_of(run_cli("--kb", root, "review", "y", "--json", check=True))
+    review = json_of(invoke_cli("--kb", root, "review", "y", "--json", check=True))
     status = {"A": "added", "M": "changed", "D": "removed"}
     expected: dict[str, list[str]] = {"added": [], "changed": [], "removed": []}
     for line in git(root, "diff", "--name-status", "--no-renames", "y...HEAD", "--", "memories").splitlines():
@@ -163,7 +163,7 @@ def test_moves_carry_on_to_where_a_memory_is_now(tmp_path: Path) -> None:
     assert json.loads((tmp_path / ".git" / "slayer-kb-moves.json").read_text())["27"] == {"to": "29", "why": "renumbered"}
 
 
-def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, run_cli) -> None:
+def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) -> None:
     _bare, (a, b) = team
     kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
     first = kb_a.save_observation("Retry budget", "Three retries, then give up.", type="decision",
@@ -194,17 +194,17 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, run_cli) -> 
     again = KnowledgeBase(b).save_observation("Retry budget", "Four retries.", type="decision", project="api",
                                               topic_key="decision/retry-budget")
     assert (again.memory_id, again.action) == ("1", "revised")
-    proc = run_cli("--kb", b, "validate")
+    proc = invoke_cli("--kb", b, "validate")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     kb = catalog_kb
     kb.save_observation("Retry budget", "Three retries.", project="api", topic_key="decision/retry")
     kb.save_observation("Other", "Something else.", project="api")
     text = (kb.root / "memories" / "2.yaml").read_text()
     (kb.root / "memories" / "2.yaml").write_text(text.replace("project: api\n", "project: api\ntopic_key: decision/retry\n"))
-    proc = run_cli("--kb", kb.root, "validate")
+    proc = invoke_cli("--kb", kb.root, "validate")
     assert proc.returncode == 1
     message = ("topic_key 'decision/retry' in project 'api' is held by 2 memories (1, 2); a save under the key "
                "revises only the newest. Keep one: merge their learnings into it and forget the others "

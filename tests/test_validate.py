@@ -26,16 +26,16 @@ def write(kb: KnowledgeBase, name: str, text: str) -> Path:
     return path
 
 
-def test_the_example_kb_is_valid_and_canonical(example_kb: KnowledgeBase, run_cli) -> None:
-    proc = run_cli("--kb", example_kb.root, "validate")
+def test_the_example_kb_is_valid_and_canonical(example_kb: KnowledgeBase, invoke_cli) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "validate")
     count = len(list((example_kb.root / "memories").glob("*.yaml")))
     count += len(list((example_kb.root / "sessions").glob("*.yaml")))  # sessions.py's files
     assert (proc.returncode, proc.stdout) == (0, f"Checked {count} files: no problems.\n")
-    proc = run_cli("--kb", example_kb.root, "fmt", "--check")
+    proc = invoke_cli("--kb", example_kb.root, "fmt", "--check")
     assert (proc.returncode, proc.stdout) == (0, f"0 of {count} files need formatting\n")
 
 
-def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     write(catalog_kb, "ok.yaml", GOOD)
     write(catalog_kb, "bad-yaml.yaml", "learning: [unclosed\n" + CREATED)
     write(catalog_kb, "schema.yaml",
@@ -51,7 +51,7 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     write(catalog_kb, "Ok.yaml", GOOD)
     write(catalog_kb, "-dash.yaml", GOOD)
     write(catalog_kb, "note.yml", GOOD)
-    proc = run_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
+    proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/-dash.yaml:1: the file name is the id: Memory id '-dash' starts with '-', which "
@@ -82,7 +82,7 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "memories/time.yaml:2: not in canonical form; run 'slayer-kb fmt memories/time.yaml'",
         "16 problems in 11 files (11 files checked)",
     ]
-    out = json_of(run_cli("--kb", catalog_kb.root, "validate", "--json", "memories/refs2.yaml",
+    out = json_of(invoke_cli("--kb", catalog_kb.root, "validate", "--json", "memories/refs2.yaml",
                           cwd=catalog_kb.root))
     assert out["ok"] is False and out["checked"] == 1
     assert out["problems"][0] == {
@@ -93,11 +93,11 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     }
 
 
-def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     write(catalog_kb, "a.yaml", GOOD)
     (catalog_kb.root / "models/shop/orders.yaml").unlink()
     (catalog_kb.root / "models/shop/regions.yaml").write_text("columns: 3\n")
-    proc = run_cli("validate", "models/shop/customers.yaml", cwd=catalog_kb.root)
+    proc = invoke_cli("validate", "models/shop/customers.yaml", cwd=catalog_kb.root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: No model 'orders' in "
@@ -109,11 +109,11 @@ def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeB
     ]
 
 
-def test_fmt_rewrites_into_canonical_form_and_check_reports(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_fmt_rewrites_into_canonical_form_and_check_reports(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     path = write(catalog_kb, "a.yaml",
                  "created_at: 2026-01-01T00:00:00Z\nentities: [shop.orders]\nlearning: |-\n  two\n  lines\n")
     broken = write(catalog_kb, "b.yaml", "learning: x\n")
-    check = run_cli("fmt", "--check", "memories", cwd=catalog_kb.root)
+    check = invoke_cli("fmt", "--check", "memories", cwd=catalog_kb.root)
     assert check.returncode == 1
     assert check.stdout.splitlines() == [
         "memories/b.yaml:1: missing required key 'created_at' (add created_at: "
@@ -122,14 +122,14 @@ def test_fmt_rewrites_into_canonical_form_and_check_reports(catalog_kb: Knowledg
         "1 of 2 files need formatting",
     ]
     assert path.read_text().startswith("created_at: 2026")
-    run_cli("fmt", "memories/a.yaml", cwd=catalog_kb.root, check=True)
+    invoke_cli("fmt", "memories/a.yaml", cwd=catalog_kb.root, check=True)
     assert path.read_text() == "learning: |-\n  two\n  lines\nentities:\n- shop.orders\n" + CREATED
     assert broken.read_text() == "learning: x\n"
-    again = run_cli("fmt", "--check", "memories/a.yaml", cwd=catalog_kb.root)
+    again = invoke_cli("fmt", "--check", "memories/a.yaml", cwd=catalog_kb.root)
     assert (again.returncode, again.stdout) == (0, "0 of 1 files need formatting\n")
 
 
-def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     root = catalog_kb.root
     write(catalog_kb, "1.yaml", GOOD)
     commit_all(root, "base")
@@ -145,9 +145,9 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     write(catalog_kb, "kb.named.yaml", "learning: Other named.\n" + CREATED)
     commit_all(root, "main moved on")
     git(root, "checkout", "-q", "feature")
-    plain = run_cli("validate", cwd=root)
+    plain = invoke_cli("validate", cwd=root)
     assert plain.returncode == 0, plain.stdout
-    proc = run_cli("validate", "--against", "main", cwd=root)
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
@@ -156,24 +156,24 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
         "1 problem in 1 file (3 files checked)",
     ]
     # From outside the KB, the command names it.
-    proc = run_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
+    proc = invoke_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
     assert proc.stdout.splitlines()[0] == (
         "kb/memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
         "another memory; run 'slayer-kb --kb kb renumber --onto main' to give this branch's "
         "memory a fresh id and rewrite its memory:2 references, in one commit"
     )
     # Doing what it says leaves nothing to report.
-    run_cli("renumber", "--onto", "main", cwd=root, check=True)
-    proc = run_cli("validate", "--against", "main", cwd=root)
+    invoke_cli("renumber", "--onto", "main", cwd=root, check=True)
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
     assert (proc.returncode, proc.stdout) == (0, "Checked 3 files: no problems.\n")
     # An unknown revision is named as such, as review and renumber name it.
     for command in (["validate", "--against", "nope"], ["review", "nope"], ["renumber", "--onto", "nope"]):
-        bad = run_cli(*command, cwd=root)
+        bad = invoke_cli(*command, cwd=root)
         assert (bad.returncode, bad.stderr) == (
             1, "Error: Unknown revision 'nope': give a commit, branch or tag (see 'git log').\n")
 
 
-def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """With --against, a whole-KB validate checks the files the branch changed (committed or not)
     and every holder of a topic key; a catalog change or a removed memory checks every file."""
     root = catalog_kb.root
@@ -189,37 +189,37 @@ def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, 
     twice = ("topic_key 'decision/retry' is held by 2 memories (3, 5); a save under the key revises only the "
              "newest. Keep one: merge their learnings into it and forget the others ('slayer-kb forget ID'), "
              "or give each its own topic_key")
-    proc = run_cli("validate", "--against", "main", cwd=root)
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
     # 2.yaml's problem came from main, where it was checked; the key held twice needs 3.yaml too.
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
         f"memories/3.yaml:1: {twice}", f"memories/5.yaml:1: {twice}", "2 problems in 2 files (2 files checked)"])
     (root / "memories" / "5.yaml").unlink()
-    everything = run_cli("validate", cwd=root)
+    everything = invoke_cli("validate", cwd=root)
     assert everything.stdout.splitlines()[-1] == "1 problem in 1 file (4 files checked)"
     # A removed memory may leave references dangling: every file is checked again.
     git(root, "rm", "-q", "memories/1.yaml")
-    assert run_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
+    assert invoke_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
         "1 problem in 1 file (3 files checked)")
     git(root, "checkout", "-q", "HEAD", "--", "memories/1.yaml")
     # So does a changed catalog file, committed or not.
     model = next((root / "models").rglob("*.yaml"))
     model.write_text(model.read_text() + "\n", encoding="utf-8")
-    assert run_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
+    assert invoke_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
         "1 problem in 1 file (4 files checked)")
 
 
-def test_against_main_where_the_branch_is_master(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_against_main_where_the_branch_is_master(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     root = catalog_kb.root
     write(catalog_kb, "1.yaml", GOOD)
     commit_all(root, "one")
     assert git(root, "symbolic-ref", "--short", "HEAD") == "master\n"
     for command in (["validate", "--against", "main"], ["review", "main"]):
-        proc = run_cli(*command, cwd=root)
+        proc = invoke_cli(*command, cwd=root)
         assert (proc.returncode, proc.stdout, proc.stderr) == (
             1, "", "Error: Unknown revision 'main': give a commit, branch or tag (see 'git log').\n")
 
 
-def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, run_cli) -> None:
+def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """Stale example queries (after a cascade, or a priority list gone), tags that no longer
     resolve and ids --against REF uses: every file's every problem, in one run."""
     kb, root = catalog_kb, catalog_kb.root
@@ -256,7 +256,7 @@ def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, run_
     with pytest.raises(KBError) as misspelt:
         check_query({"source_model": "shop.orders", "measurez": ["sum(amount)"]})
     assert "measurez" in str(misspelt.value) and "'measures'" in str(misspelt.value)
-    proc = run_cli("validate", "--against", "master", cwd=root)
+    proc = invoke_cli("validate", "--against", "master", cwd=root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "memories/2.yaml:1: auto id '2' was added on this branch, but master already uses it for "
@@ -274,9 +274,9 @@ def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, run_
     ]
 
 
-def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
+def test_paths_that_are_not_memories(tmp_path: Path, invoke_cli) -> None:
     (tmp_path / "notes.yaml").write_text("a: 1\n")
-    proc = run_cli("validate", "notes.yaml", "missing.yaml", cwd=tmp_path)
+    proc = invoke_cli("validate", "notes.yaml", "missing.yaml", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "missing.yaml:1: no such file",
@@ -286,13 +286,13 @@ def test_paths_that_are_not_memories(tmp_path: Path, run_cli) -> None:
     ]
 
 
-def test_schema_is_valid_and_agrees_with_the_files(run_cli) -> None:
+def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.validators.validator_for(schema).check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     for path in sorted((EXAMPLE_KB / "memories").glob("*.yaml")):
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
-    assert json.loads(run_cli("schema", check=True).stdout) == schema
+    assert json.loads(invoke_cli("schema", check=True).stdout) == schema
 
 
 @pytest.mark.slow
