@@ -25,7 +25,7 @@ import filelock
 import pytest
 
 from slayer_kb.daemon import relay
-from testing import EXAMPLE_KB, commit_all, git
+from testing import EXAMPLE_KB, commit_all, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 
@@ -312,9 +312,13 @@ def masked(text: str, root: Path) -> str:
     return _VOLATILE.sub("<*>", text.replace(str(root), "<KB>"))
 
 
-# 70-odd processes: past the suite's 300 s per test on a loaded 2-core machine (seen at load 16-20).
+# 40-odd processes: past the suite's 300 s per test on a loaded 2-core machine (seen at load 16-20).
 @pytest.mark.timeout(900)
 def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp_path: Path) -> None:
+    """Each relayed command (a real process, answered by the server) prints what the command
+    prints with the server off. That side runs in this process (``in_process_runner``, with the
+    same arguments, folder, environment and stdin): tests/test_in_process.py shows it prints what
+    a process prints."""
     relayed_kb = example_copy(tmp_path / "a" / "kb")
     local_kb = example_copy(tmp_path / "b" / "kb")
     assert git(relayed_kb, "rev-parse", "HEAD") == git(local_kb, "rev-parse", "HEAD")
@@ -324,15 +328,17 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     assert servers.run(relayed_kb, "server", "start").returncode == 0
     pid = servers.wait_up(relayed_kb)["pid"]
     off = servers.env(SLAYER_KB_SERVER="off")
+    local = in_process_runner()
+    codes = []
     for argv, stdin in FAMILIES:
         got = servers.run(relayed_kb, *argv, input=stdin, blocked=True)
-        want = servers.run(local_kb, *argv, input=stdin, env=off)
+        want = local("--kb", local_kb, *argv, input=stdin, cwd=local_kb, env=off)
         assert "whoosh is blocked" not in got.stderr, (argv, got.stderr)
         assert got.returncode == want.returncode, (argv, got.stderr, want.stderr)
         assert masked(got.stdout, relayed_kb) == masked(want.stdout, local_kb), argv
         assert masked(got.stderr, relayed_kb) == masked(want.stderr, local_kb), argv
-    codes = [servers.run(local_kb, *argv, input=stdin, env=off).returncode for argv, stdin in FAMILIES[:13]]
-    assert codes == [0, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 2]
+        codes.append(got.returncode)
+    assert codes[:13] == [0, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 2]
     assert servers.status(relayed_kb)["pid"] == pid  # one server answered them all
     # the same files and history on both sides
     for name in ("memories", "models"):
