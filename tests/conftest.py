@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from slayer_kb import KnowledgeBase
 from testing import (
@@ -20,6 +21,12 @@ from testing import (
     in_process_runner,
     make_catalog_kb,
 )
+
+# Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
+# machine, not on a defect; the examples each test runs are unchanged. Loaded before the test
+# modules, so their own @settings start from it.
+settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("slayer-kb")
 
 
 @pytest.fixture(autouse=True)

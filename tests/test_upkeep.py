@@ -270,6 +270,9 @@ def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: 
     kb = KnowledgeBase(kb.root)
     assert found(kb, "hand batch") == before
     saved = kb.save_memory("hand batch after the kill", ["memory:hand-0-0"]).memory_id
+    # Where the kill came before the swap, the save starts a compaction of its own: let it end,
+    # or the one below may find its segments replaced and (rightly) drop its work.
+    assert upkeep.wait(state, 60)
     kb.compact_index(everything=True)
     assert found(kb, "hand batch") == sorted([*before, saved])
     assert len(segment_sizes(kb)) == 1
