@@ -28,6 +28,20 @@ from testing import (
 settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("slayer-kb")
 
+# The modules that hold the longest tests (2 to 12 s each on an idle machine), longest first:
+# xdist hands tests out in collection order, and one of them coming last keeps a worker busy
+# while the other has nothing left to do.
+LONGEST_FIRST = (
+    "test_server.py", "test_in_process.py", "test_search_hybrid.py", "test_upkeep.py", "test_isolation.py",
+    "test_faults.py", "test_action.py", "test_mcp.py", "test_exactly_once.py", "test_relay.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Whole modules move (a stable sort), so a module's tests stay together with its fixtures.
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
+
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The CLI contract of CLI.md: every command with ``--json``, run in this process (``invoke_cli``).
 
-test_in_process.py checks that a sample of runs prints, byte for byte, what the ``slayer-kb``
-process prints; the exit codes of the program itself, its help and completion are checked here on
-real processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
+test_in_process.py checks that a sample of runs (usage errors among them) prints, byte for byte,
+what the ``slayer-kb`` process prints; the program's help and completion are checked here on real
+processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
 that only read share one copy of the example KB (``shared_kb``); commands that write get their own
 ``example_kb``. Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
 """
@@ -468,8 +468,8 @@ def test_unknown_id(invoke_cli: CliRunner, shared_kb: Path, json_first: bool) ->
     assert doc(proc, 1) == {"error": {"type": "not_found", "message": "No memory with id 'nope'."}}
 
 
-def test_unknown_id_human(run_cli: CliRunner, shared_kb: Path) -> None:
-    proc = run_cli("--kb", shared_kb, "get", "nope")
+def test_unknown_id_human(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    proc = invoke_cli("--kb", shared_kb, "get", "nope")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Error: No memory with id 'nope'.\n")
 
 
@@ -484,8 +484,8 @@ def test_unknown_entity_is_an_error(invoke_cli: CliRunner, shared_kb: Path) -> N
     "args", [("get", "1", "--bogus"), ("--bogus", "stats"), ("nosuch-command",), ("get",)],
     ids=["unknown-option", "unknown-global-option", "unknown-command", "missing-argument"],
 )  # fmt: skip
-def test_usage_errors_exit_2(run_cli: CliRunner, shared_kb: Path, args: tuple[str, ...]) -> None:
-    proc = run_cli("--kb", shared_kb, *args)
+def test_usage_errors_exit_2(invoke_cli: CliRunner, shared_kb: Path, args: tuple[str, ...]) -> None:
+    proc = invoke_cli("--kb", shared_kb, *args)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "Usage: slayer-kb" in proc.stderr and "Error: " in proc.stderr

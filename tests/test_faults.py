@@ -382,7 +382,7 @@ def answers(kb: KnowledgeBase) -> tuple[list[str], list[str], list[str]]:
     return by_entity, by_word, listed
 
 
-def test_index_survives_truncation_and_deletion(catalog_kb: KnowledgeBase, run_cli: Any) -> None:
+def test_index_survives_truncation_and_deletion(catalog_kb: KnowledgeBase, invoke_cli: Any) -> None:
     root = catalog_kb.root
     for n in range(6):
         catalog_kb.save_memory(f"refunds note {n}" if n % 2 else f"plain note {n}", ["orders.amount"], id=f"n{n}")
@@ -420,7 +420,7 @@ def test_index_survives_truncation_and_deletion(catalog_kb: KnowledgeBase, run_c
     for path in index.iterdir():
         if path.is_file():
             path.write_bytes(path.read_bytes()[:7])
-    proc = run_cli("--kb", root, "--json", "search", "refunds")
+    proc = invoke_cli("--kb", root, "--json", "search", "refunds")
     assert proc.returncode == 0, proc.stderr
     assert sorted(m["id"] for m in json.loads(proc.stdout)["memories"]) == expected[1]
     assert git(root, "status", "--porcelain") == ""
@@ -458,7 +458,7 @@ def assert_one_error_line(proc: subprocess.CompletedProcess[str], expected: str)
     assert proc.stderr == f"Error: {expected}\n"
 
 
-def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, run_cli: Any) -> None:
+def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, invoke_cli: Any) -> None:
     root = catalog_kb.root
     catalog_kb.save_memory("Refunds are negative amounts", ["orders.amount"], id="kept")
     # Files older than the index's two-second racy window: the index is current without a write.
@@ -475,14 +475,14 @@ def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, run_cli: An
             ("reindex",),
             ("delete-model", "shop.refunds"),
         ):
-            proc = run_cli("--kb", root, *args)
+            proc = invoke_cli("--kb", root, *args)
             assert_one_error_line(proc, f"Cannot take the lock in {state}: Read-only file system.")
-        json_proc = run_cli("--kb", root, "--json", "save", "new", "-e", "orders.amount")
+        json_proc = invoke_cli("--kb", root, "--json", "save", "new", "-e", "orders.amount")
         assert json.loads(json_proc.stdout) == {
             "error": {"type": "store", "message": f"Cannot take the lock in {state}: Read-only file system."}
         }
         # Reading needs no write while the index is current.
-        proc = run_cli("--kb", root, "--json", "search", "refunds")
+        proc = invoke_cli("--kb", root, "--json", "search", "refunds")
         assert proc.returncode == 0, proc.stderr
         assert [m["id"] for m in json.loads(proc.stdout)["memories"]] == ["kept"]
         with pytest.raises(KBError, match="Read-only file system"):
@@ -491,7 +491,7 @@ def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, run_cli: An
     # A fresh clone on read-only media has no .slayer-kb at all.
     shutil.rmtree(state)
     with read_only(root):
-        proc = run_cli("--kb", root, "save", "new", "-e", "orders.amount")
+        proc = invoke_cli("--kb", root, "save", "new", "-e", "orders.amount")
         assert_one_error_line(
             proc, f"Cannot create {state}: Read-only file system. Is the knowledge base writable?"
         )
@@ -543,7 +543,7 @@ def assert_consistent_after_freeing(root: Path, saved: dict[str, str]) -> None:
     assert fsck(root).returncode == 0
 
 
-def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) -> None:
+def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, invoke_cli: Any) -> None:
     with small_disk(tmp_path) as disk:
         root = disk_kb(disk)
         saved = {"kept": "kept before the disk filled"}
@@ -551,7 +551,7 @@ def test_full_disk_gives_a_clear_error_on_the_cli(tmp_path: Path, run_cli: Any) 
         for leave in (0, 8, 16, 32, 64):
             filler = fill(disk, leave)
             learning = f"saved with {leave} KiB free " + "x" * 3000
-            proc = run_cli("--kb", root, "--json", "save", learning, "--id", f"f{leave}", "-e", "orders.amount")
+            proc = invoke_cli("--kb", root, "--json", "save", learning, "--id", f"f{leave}", "-e", "orders.amount")
             filler.unlink()
             assert "Traceback" not in proc.stderr, proc.stderr
             if proc.returncode == 0:

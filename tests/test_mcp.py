@@ -95,7 +95,7 @@ def test_every_tool_and_parameter_is_documented(example_kb: KnowledgeBase) -> No
     assert "500" in tools["save_memory"].input_schema["properties"]["description"]["description"]
 
 
-def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, run_cli: Any) -> None:
+def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, invoke_cli: Any) -> None:
     root = example_kb.root
 
     async def script(session: ClientSession) -> None:
@@ -183,7 +183,7 @@ def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, run_cli: 
         (("forget", "a/b"), BAD_ID),
         (("save", "x", "-e", "id"), AMBIGUOUS_ID),
     ):
-        proc = run_cli("--kb", root, *args)
+        proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
 
 

@@ -41,13 +41,13 @@ def hostile_repo(tmp_path: Path, proof: Path) -> Path:
     return origin
 
 
-def test_a_cloned_pickle_is_never_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     proof = tmp_path / "pwned"
     origin = hostile_repo(tmp_path, proof)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").exists()
-    proc = run_cli("--kb", clone, "search", "refunds", "--json")
+    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
     assert json_of(proc)["memories"][0]["id"] == "1"
@@ -58,26 +58,26 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, run_cli) -> None:  # no
     assert (clone / aside[0] / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
 
 
-def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     proof = tmp_path / "pwned"
     clean = tmp_path / "clean"
     KnowledgeBase.init(clean).save_observation(title="Refunds", content="refunds are counted once")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(clean), str(clone))
-    assert run_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
+    assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
     hostile = clean / ".slayer-kb" / "index" / "_MAIN_9.toc"
     hostile.parent.mkdir(parents=True, exist_ok=True)
     hostile.write_bytes(pickle.dumps(Payload(proof)))
     git(clean, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(clean, "commit", "-q", "-m", "hostile")
     git(clone, "pull", "-q", "--no-rebase")
-    proc = run_cli("--kb", clone, "search", "refunds")
+    proc = invoke_cli("--kb", clone, "search", "refunds")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
     assert "git tracks files in it (force-added to the repository)" in proc.stderr
 
 
-def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     outside = tmp_path / "outside"
     (outside / "index").mkdir(parents=True)
     (outside / "index" / "keep.txt").write_text("mine")
@@ -90,7 +90,7 @@ def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, run_cli) -> No
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     assert (clone / ".slayer-kb").is_symlink()
-    proc = run_cli("--kb", clone, "search", "refunds")
+    proc = invoke_cli("--kb", clone, "search", "refunds")
     assert proc.returncode == 0, proc.stderr
     assert "it is a symbolic link" in proc.stderr
     assert sorted(p.name for p in outside.rglob("*")) == ["index", "keep.txt"]
@@ -212,11 +212,11 @@ def tracking_clone(tmp_path: Path, how: str) -> Path:
 
 
 @pytest.mark.parametrize("how", ["file", "link"])
-def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, run_cli, how: str) -> None:  # noqa: ANN001
+def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, invoke_cli, how: str) -> None:  # noqa: ANN001
     """Five commands in a row: the clone's folder is set aside once, with the way to stop
     tracking it; the folder slayer-kb then makes stays, and its index is not built again."""
     clone = tracking_clone(tmp_path, how)
-    first = run_cli("--kb", clone, "search", "refunds")
+    first = invoke_cli("--kb", clone, "search", "refunds")
     assert first.returncode == 0 and "Refunds" in first.stdout, first.stderr
     assert "Stop tracking it with 'git rm -r --cached .slayer-kb' and commit" in first.stderr
     aside = set_aside(clone)
@@ -224,7 +224,7 @@ def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, 
     built = index_files(clone)
     folder = (clone / ".slayer-kb").stat().st_ino
     for command in (["search", "refunds"], ["list"], ["get", "1"], ["search", "counted once"]):
-        proc = run_cli("--kb", clone, *command)
+        proc = invoke_cli("--kb", clone, *command)
         assert proc.returncode == 0, proc.stderr
         assert "set aside" not in proc.stderr
     assert set_aside(clone) == aside
@@ -232,19 +232,19 @@ def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, 
     assert index_files(clone) == built
 
 
-def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     """The clone's folder was set aside, and ours made; ``git checkout -- .slayer-kb`` (HEAD
     stays) writes git's pickle into our folder again: it is set aside unread."""
     proof = tmp_path / "pwned"
     origin = hostile_repo(tmp_path, proof)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    assert run_cli("--kb", clone, "search", "refunds").returncode == 0
-    assert run_cli("--kb", clone, "search", "refunds").returncode == 0
+    assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
+    assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
     assert len(set_aside(clone)) == 1
     git(clone, "checkout", "--", ".slayer-kb")
     assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
-    proc = run_cli("--kb", clone, "search", "refunds", "--json")
+    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
     assert json_of(proc)["memories"][0]["id"] == "1"
