@@ -25,7 +25,7 @@ from slayer_kb.daemon import relay
 from slayer_kb.daemon.settle import settle
 from slayer_kb.store import requests
 from slayer_kb.store.repo import Change
-from testing import Watcher, git
+from testing import Watcher, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -63,7 +63,11 @@ CASES = {
 
 
 def run(root: Path, *args: str, server: bool) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="80", SLAYER_KB_SERVER="manual" if server else "off")
+    """``slayer-kb --kb root args``: relayed to the server from a process, or with no server in
+    this process (``in_process_runner``, which prints what a process prints)."""
+    if not server:
+        return in_process_runner()("--kb", root, *args, cwd=root, env={"COLUMNS": "80", "SLAYER_KB_SERVER": "off"})
+    env = dict(os.environ, COLUMNS="80", SLAYER_KB_SERVER="manual")
     return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
                           text=True, env=env, cwd=root, timeout=120)
 
