@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import relay
-from testing import Watcher
+from testing import Watcher, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -61,8 +61,9 @@ def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, 
     helped = cli(root, "search", "--help", blocked=no_whoosh)
     assert helped.returncode == 1 and "whoosh is blocked by the test" in helped.stderr
     relayed = [cli(root, *args, blocked=no_whoosh) for args in SEARCHES]
-    watcher.stop()  # now every search runs in its own process
-    direct = [cli(root, *args) for args in SEARCHES]
+    watcher.stop()
+    # What each prints with no server, in this process (in_process_runner prints what a process prints).
+    direct = [in_process_runner()("--kb", root, *args, env={"COLUMNS": "80"}) for args in SEARCHES]
     for args, got, want in zip(SEARCHES, relayed, direct, strict=True):
         assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), args
     assert [p.returncode for p in direct] == [0, 0, 0, 0, 1, 2, 0]
