@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,8 +38,23 @@ def commit_all(repo: Path, message: str = "test setup") -> None:
     git(repo, "commit", "-q", "-m", message)
 
 
-def make_catalog_kb(root: Path) -> Path:
-    """A committed KB at ``root`` with the test catalog of testing/catalog.py (priority: shop)."""
+_TEMPLATES: dict[str, Path] = {}
+
+
+def _copy_of(name: str, build: Callable[[Path], None], root: Path) -> Path:
+    """``root`` as a copy of the repository ``build`` makes, made once a process: git init and a
+    commit are four git processes (~0.1 s), and hundreds of tests start from the same two KBs.
+    Files are copied as written now (new mtimes, as a fresh checkout has), the repository whole."""
+    if name not in _TEMPLATES:
+        where = Path(tempfile.mkdtemp(prefix=f"slayer-kb-{name}-"))
+        atexit.register(shutil.rmtree, where, ignore_errors=True)
+        build(where / "kb")
+        _TEMPLATES[name] = where / "kb"
+    shutil.copytree(_TEMPLATES[name], root, symlinks=True, copy_function=shutil.copy)
+    return root
+
+
+def _build_catalog_kb(root: Path) -> None:
     from .catalog import write_test_catalog
 
     root.mkdir()
@@ -44,7 +63,22 @@ def make_catalog_kb(root: Path) -> Path:
     (root / "memories").mkdir()
     (root / ".gitignore").write_text(".slayer-kb/\n")
     commit_all(root)
-    return root
+
+
+def _build_example_kb(root: Path) -> None:
+    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".slayer-kb"))
+    git(root, "init", "-q")
+    commit_all(root)
+
+
+def make_catalog_kb(root: Path) -> Path:
+    """A committed KB at ``root`` with the test catalog of testing/catalog.py (priority: shop)."""
+    return _copy_of("catalog", _build_catalog_kb, root)
+
+
+def make_example_kb(root: Path) -> Path:
+    """A copy of the shipped example KB at ``root``, committed to a fresh repository."""
+    return _copy_of("example", _build_example_kb, root)
 
 
 def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:

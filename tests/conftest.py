@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,15 +10,13 @@ from hypothesis import HealthCheck, settings
 
 from slayer_kb import KnowledgeBase
 from testing import (
-    EXAMPLE_KB,
     GIT_ENV,
     CliRunner,
     Watcher,
     cli_runner,
-    commit_all,
-    git,
     in_process_runner,
     make_catalog_kb,
+    make_example_kb,
 )
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
@@ -79,11 +76,7 @@ def catalog_kb(tmp_path: Path) -> KnowledgeBase:
 @pytest.fixture
 def example_kb(tmp_path: Path) -> KnowledgeBase:
     """A copy of the shipped example KB in kb/, committed to a fresh repository."""
-    root = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".slayer-kb"))
-    git(root, "init", "-q")
-    commit_all(root)
-    return KnowledgeBase(root)
+    return KnowledgeBase(make_example_kb(tmp_path / "kb"))
 
 
 @pytest.fixture
