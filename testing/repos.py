@@ -41,16 +41,17 @@ def commit_all(repo: Path, message: str = "test setup") -> None:
 _TEMPLATES: dict[str, Path] = {}
 
 
-def _copy_of(name: str, build: Callable[[Path], None], root: Path) -> Path:
+def _copy_of(name: str, build: Callable[[Path], None], root: Path, *, keep_mtimes: bool) -> Path:
     """``root`` as a copy of the repository ``build`` makes, made once a process: git init and a
     commit are four git processes (~0.1 s), and hundreds of tests start from the same two KBs.
-    Files are copied as written now (new mtimes, as a fresh checkout has), the repository whole."""
+    The files' mtimes are what ``build`` would give them in ``root`` (the index's freshness
+    checks read them): kept, or now."""
     if name not in _TEMPLATES:
         where = Path(tempfile.mkdtemp(prefix=f"slayer-kb-{name}-"))
         atexit.register(shutil.rmtree, where, ignore_errors=True)
         build(where / "kb")
         _TEMPLATES[name] = where / "kb"
-    shutil.copytree(_TEMPLATES[name], root, symlinks=True, copy_function=shutil.copy)
+    shutil.copytree(_TEMPLATES[name], root, symlinks=True, copy_function=shutil.copy2 if keep_mtimes else shutil.copy)
     return root
 
 
@@ -73,12 +74,12 @@ def _build_example_kb(root: Path) -> None:
 
 def make_catalog_kb(root: Path) -> Path:
     """A committed KB at ``root`` with the test catalog of testing/catalog.py (priority: shop)."""
-    return _copy_of("catalog", _build_catalog_kb, root)
+    return _copy_of("catalog", _build_catalog_kb, root, keep_mtimes=False)  # written now
 
 
 def make_example_kb(root: Path) -> Path:
     """A copy of the shipped example KB at ``root``, committed to a fresh repository."""
-    return _copy_of("example", _build_example_kb, root)
+    return _copy_of("example", _build_example_kb, root, keep_mtimes=True)  # the checkout's, as copytree keeps them
 
 
 def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:
