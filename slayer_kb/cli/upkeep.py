@@ -77,7 +77,7 @@ def _fill_sentences(kb: KnowledgeBase, progress: Callable[[int, int], None] | No
     unless a thread of this process makes them: the warm server's, whose status shows its
     progress. A detached filler the rebuild started shares the batches (search/filler.py)."""
     if kb.index.background_vectors:
-        kb.index.fill_sentences(progress)
+        kb.fill_sentences(progress)
 
 
 @click.command()

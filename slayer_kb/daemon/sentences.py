@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 0  # another process fills this KB
                 _fill_while_saves_come(kb)
             # A save between our last look and the release saw the lock held and started none.
-            covered, total = kb.index.sentence_coverage()
+            covered, total = kb.sentence_coverage()
             if covered >= total:
                 return 0
     finally:
@@ -63,8 +63,8 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
         if now != seen:
             seen = now
             try:
-                covered, total = kb.index.sentence_coverage()
-                if covered < total and kb.index.fill_sentences(guard=kb.store.locked) == 0:
+                covered, total = kb.sentence_coverage()
+                if covered < total and kb.fill_sentences(locked=True) == 0:
                     return  # nothing to make (another process made them) or the encoder failed
             except StoreError:
                 seen = None  # the KB lock was held too long (a long reindex): look again

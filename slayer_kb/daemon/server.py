@@ -447,12 +447,11 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
 
     kb = KnowledgeBase(root)
     if background:
-        kb.store.ensure_state_dir()
-        out = _open_log(kb.store.state / LOG_FILE)
+        out = _open_log(kb.state_dir() / LOG_FILE)
         if server is not None:
             server.log = out
     if relay.SUPPORTED and not bound_early:
-        kb.store.ensure_state_dir()
+        kb.state_dir()
         server = _bind(root, stop, idle, out)
         if server is None and background:
             kb.close()
