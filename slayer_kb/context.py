@@ -72,6 +72,7 @@ class Context:
         self.max_content = max_content
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
+        self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
@@ -268,7 +269,7 @@ class Context:
     def state_dir(self) -> Path:
         """The KB's ``.slayer-kb/`` folder, made when missing (``StoreError`` if it cannot be)."""
         self.store.ensure_state_dir()
-        return self.store.state
+        return self.state
 
     def duplicates_pending(self, memory_id: str) -> int:
         """Duplicates of the memory saved since its last commit (``.slayer-kb/duplicates.json``)."""

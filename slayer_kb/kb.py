@@ -182,6 +182,16 @@ class KnowledgeBase(Context, EngramTools, Cascades):
                 self.index.publish_compaction(built)
         return segments, self.index.segments()
 
+    @property
+    def sentences_in_background(self) -> bool:
+        """Whether a save leaves the sentence vectors it lacks to a detached filler (daemon/
+        sentences.py); False in that filler and in a process with a thread that makes them."""
+        return self.index.background_vectors
+
+    @sentences_in_background.setter
+    def sentences_in_background(self, value: bool) -> None:
+        self.index.background_vectors = value
+
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories)."""
         return self.index.sentence_coverage()

@@ -399,10 +399,10 @@ def test_the_private_name_check_sees_reaches() -> None:
 HANDLE_NAMES = {"kb", "ctx", "tx"}
 HANDLE_ATTRIBUTES = {"kb", "_kb"}
 HANDLE_TYPES = {"KnowledgeBase", "Context", "Transaction", "Workspace"}
-# What a handle holds that is no part with state of its own, so a call on it reaches through
+# What a handle holds that is no part with state of its own, so using it reaches through
 # nothing: values (its paths, the catalog's records as loaded) and the library's public objects
 # (``kb.history``, ``kb.team``, ``kb.interchange``: the API the CLI and MCP call).
-NOT_PARTS = {"root", "memories_dir", "catalog", "history", "team", "interchange"}
+NOT_PARTS = {"root", "memories_dir", "state", "catalog", "history", "team", "interchange"}
 
 
 def _chain(node: ast.expr) -> list[str]:
@@ -415,27 +415,29 @@ def _chain(node: ast.expr) -> list[str]:
 
 
 def _reach_throughs(source: str) -> list[str]:
-    """Each call of a method on a handle's part: ``kb.index.documents(...)``,
-    ``tx.store.head()``, ``self.kb.store.view.reading(...)``. The part's owner gives it a method
-    (``ctx.documents(...)``), or the code takes the part itself as its object (``store =
-    ctx.store`` in a function that works on the store). The owner's own code (``self.store.head()``
-    in Context) and a handle's own methods (``kb.search(...)``, ``self.kb.close()``) are no
-    reach-through."""
+    """Each use of what a handle's part holds, to call, read or set: ``kb.index.documents(...)``,
+    ``tx.store.head()``, ``self.kb.store.view.reading(...)``, ``kb.index.warm = True``. The
+    part's owner gives it a method (``ctx.documents(...)``), or the code takes the part itself as
+    its object (``store = ctx.store`` in a function that works on the store). The owner's own
+    code (``self.store.head()`` in Context) and a handle's own methods and attributes
+    (``kb.search(...)``, ``self.kb.close()``) are no reach-through."""
+    tree = ast.parse(source)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     found = set()
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        chain = _chain(node.func)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in inner:
+            continue  # a chain is judged whole, from its last attribute
+        chain = _chain(node)
         for at, name in enumerate(chain[:-2]):
             if name in (HANDLE_ATTRIBUTES if at else HANDLE_NAMES):
                 if chain[at + 1] not in NOT_PARTS:
-                    found.add(ast.unparse(node.func))
+                    found.add(ast.unparse(node))
                 break
     return sorted(found)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_call_reaches_through_a_knowledge_base_to_its_parts(module: str) -> None:
+def test_nothing_reaches_through_a_knowledge_base_to_its_parts(module: str) -> None:
     assert _reach_throughs(PATHS[module].read_text(encoding="utf-8")) == []
 
 
@@ -446,10 +448,11 @@ def test_the_reach_through_check_sees_chains() -> None:
         "    self.kb.store.view.reading(kb.catalog); self._runner.kb.store.head()\n"
         "    kb.search('q'); self.kb.close(); kb.history.log('1'); kb.root.joinpath('a')\n"
         "    self.store.head(); other.index.documents(None); store = kb.store; store.head()\n"
+        "    kb.index.warm = True; open(kb.store.lock_path); kb.state / 'x'; f(kb.store)\n"
     )
     assert _reach_throughs(source) == [
-        "kb.index.documents", "kb.index.searcher", "self._runner.kb.store.head", "self.kb.store.view.reading",
-        "tx.store.head",
+        "kb.index.documents", "kb.index.searcher", "kb.index.warm", "kb.store.lock_path", "self._runner.kb.store.head",
+        "self.kb.store.view.reading", "tx.store.head",
     ]
 
 

@@ -28,6 +28,7 @@ from . import relay
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
+    from ..store.view import View
 
 # Reads answered beside a running write: they read only the index, the memory files and the
 # catalog, which view.py publishes; the other reads (git's history, sessions, validation) wait
@@ -180,6 +181,11 @@ class Runner:
         self._store = kb.store
         self._last_env: dict[str, str] | None = None
         _install_streams()
+
+    @property
+    def view(self) -> View:
+        """Which thread may use the KB's state in memory (store/view.py)."""
+        return self._store.view
 
     def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
         """Run ``request`` in its turn (the server's turn lock held), in the client's folder,

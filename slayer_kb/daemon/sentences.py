@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     kb = KnowledgeBase(root)
-    kb.index.background_vectors = False  # this process is the background
+    kb.sentences_in_background = False  # this process is the background
     try:
         while True:
             with filler.claimed(kb.root) as mine:
@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
-    manifest = kb.index.dir / "manifest.json"
+    index = kb.index  # saves show as changes to its manifest
+    manifest = index.dir / "manifest.json"
     seen: tuple[int, int] | None = None
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < LINGER_SECONDS:

@@ -173,9 +173,9 @@ class Server:
         from ..search.background import SentenceFiller
 
         kb.keep_warm()
-        requests.drop_stale(kb.store.state)
-        self.busy.view = kb.store.view
+        requests.drop_stale(kb.state)
         self._runner = Runner(kb)
+        self.busy.view = self._runner.view
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
         self.sentences.start()
@@ -287,7 +287,7 @@ class Server:
             data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))
             if writes(request):  # answered: its client needs the record no more
-                requests.drop(self._runner.kb.store.state, request["request"])
+                requests.drop(self._runner.kb.state, request["request"])
         finally:
             beat.finish(b"")
             with self._count:

@@ -120,7 +120,7 @@ def _load_all(kb: Context) -> list[Session]:
             entries = [(e.name, e.stat(follow_symlinks=False)) for e in scan]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    cache_path = kb.store.state / "sessions.json"
+    cache_path = kb.state / "sessions.json"
     try:
         cached = json.loads(cache_path.read_text(encoding="utf-8"))
         if not isinstance(cached, dict):
