@@ -395,9 +395,10 @@ def test_the_private_name_check_sees_reaches() -> None:
 
 
 # What a KnowledgeBase, a Context or a Transaction goes by: a variable ``kb``, ``ctx`` or ``tx``,
-# an attribute ``kb`` or ``_kb`` (test_the_handles_go_by_their_names keeps it so).
+# an attribute ``kb`` or ``_kb``, or the CLI's ``settings.kb()`` (test_the_handles_go_by_their_names
+# keeps it so).
 HANDLE_NAMES = {"kb", "ctx", "tx"}
-HANDLE_ATTRIBUTES = {"kb", "_kb"}
+HANDLE_ATTRIBUTES = {"kb", "_kb", "kb()"}
 HANDLE_TYPES = {"KnowledgeBase", "Context", "Transaction", "Workspace"}
 # What a handle holds that is no part with state of its own, so using it reaches through
 # nothing: values (its paths, the catalog's records as loaded) and the library's public objects
@@ -406,12 +407,19 @@ NOT_PARTS = {"root", "memories_dir", "state", "catalog", "history", "team", "int
 
 
 def _chain(node: ast.expr) -> list[str]:
-    """``a.b.c`` as ["a", "b", "c"]; [] when it does not start at a name (a call's result...)."""
+    """``a.b().c`` as ["a", "b()", "c"]; [] when it does not start at a name."""
     names: list[str] = []
-    while isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        node = node.value
-    return [node.id, *reversed(names)] if isinstance(node, ast.Name) else []
+    call = ""
+    while True:
+        if isinstance(node, ast.Call):
+            node, call = node.func, "()"
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr + call)
+            node, call = node.value, ""
+        elif isinstance(node, ast.Name):
+            return [node.id + call, *reversed(names)]
+        else:
+            return []
 
 
 def _reach_throughs(source: str) -> list[str]:
@@ -423,6 +431,7 @@ def _reach_throughs(source: str) -> list[str]:
     (``kb.search(...)``, ``self.kb.close()``) are no reach-through."""
     tree = ast.parse(source)
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    inner |= {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and id(node) in inner}
     found = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or id(node) in inner:
@@ -430,7 +439,8 @@ def _reach_throughs(source: str) -> list[str]:
         chain = _chain(node)
         for at, name in enumerate(chain[:-2]):
             if name in (HANDLE_ATTRIBUTES if at else HANDLE_NAMES):
-                if chain[at + 1] not in NOT_PARTS:
+                # (what the handle's own method returns is a result, not a part)
+                if chain[at + 1] not in NOT_PARTS and not chain[at + 1].endswith("()"):
                     found.add(ast.unparse(node))
                 break
     return sorted(found)
@@ -449,10 +459,11 @@ def test_the_reach_through_check_sees_chains() -> None:
         "    kb.search('q'); self.kb.close(); kb.history.log('1'); kb.root.joinpath('a')\n"
         "    self.store.head(); other.index.documents(None); store = kb.store; store.head()\n"
         "    kb.index.warm = True; open(kb.store.lock_path); kb.state / 'x'; f(kb.store)\n"
+        "    settings.kb().index.ids(); settings.kb().get('1').to_dict(); KnowledgeBase(root).index.dir\n"
     )
     assert _reach_throughs(source) == [
-        "kb.index.documents", "kb.index.searcher", "kb.index.warm", "kb.store.lock_path", "self._runner.kb.store.head",
-        "self.kb.store.view.reading", "tx.store.head",
+        "kb.index.documents", "kb.index.searcher().lexicon", "kb.index.warm", "kb.store.lock_path",
+        "self._runner.kb.store.head", "self.kb.store.view.reading", "settings.kb().index.ids", "tx.store.head",
     ]
 
 
