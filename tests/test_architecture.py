@@ -586,7 +586,10 @@ def test_the_library_call_check_sees_calls() -> None:
     assert sorted(_library_calls(command)) == ["checks.validate", "history.log", "kb.search"]
 
 
-DOCS = sorted((PACKAGE.parent / "docs").glob("*.md")) + [PACKAGE.parent / "README.md"]
+# (not CHANGELOG.md: it names what modules were, as history)
+DOCS = sorted((PACKAGE.parent / "docs").glob("*.md")) + [
+    PACKAGE.parent / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md")
+]
 PACKAGES = "|".join(sorted({_part(m) for m in MODULES if "." in m.removeprefix("slayer_kb.")}))
 # A file of the package as the docs name it: ``slayer_kb/daemon/relay.py``, ``store/view.py``
 # (not another project's ``slayer/core/...``), or a module or name as ``slayer_kb.daemon.compact``.
