@@ -469,21 +469,32 @@ def test_the_reach_through_check_sees_chains() -> None:
 
 def _handle_names(tree: ast.Module) -> list[str]:
     """The names that hold a handle, read from parameters annotated with its type, values built
-    by its class, and ``with ... .transaction() as NAME``."""
+    by its class or copied from a handle's name, and ``with ... .transaction() as NAME``."""
     names = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
             names += [a.arg for a in args if a.annotation is not None
                       and HANDLE_TYPES & set(ast.unparse(a.annotation).strip("'\"").replace("|", " ").split())]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Name) and node.value.func.id in HANDLE_TYPES:
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in HANDLE_TYPES
+                or isinstance(node.value, ast.Name) and node.value.id in HANDLE_NAMES):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 names.append(target.attr if isinstance(target, ast.Attribute) else ast.unparse(target))
         elif isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call) \
                 and _chain(node.context_expr.func)[-1:] == ["transaction"] and node.optional_vars is not None:
             names.append(ast.unparse(node.optional_vars))
     return names
+
+
+def test_the_handle_name_check_sees_handles() -> None:
+    source = (
+        "def f(base: KnowledgeBase, ctx: 'Context | None', n: int):\n"
+        "    other = KnowledgeBase(root); self.held = ctx; store = ctx.store\n"
+        "    with base.transaction() as work: pass\n"
+    )
+    assert _handle_names(ast.parse(source)) == ["base", "ctx", "other", "held", "work"]
 
 
 def test_the_handles_go_by_their_names() -> None:
