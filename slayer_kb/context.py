@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
 from .catalog.refs import flatten_refs, split_references
@@ -32,7 +32,7 @@ from .core.ids import check_id, id_sort_key
 from .core.inputs import check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, loads
-from .core.results import SyncReport
+from .core.results import Document, SyncReport
 from .search.index import Index
 from .search.schema import NONE
 from .store.leases import IdLeases
@@ -42,6 +42,8 @@ from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction
 
 if TYPE_CHECKING:
+    from .search.filters import Restriction
+    from .search.lookups import Lookup
     from .search.monitor import ChangeMonitor
 
 Indexed = tuple[str | None, dict[str, Any]]
@@ -70,6 +72,7 @@ class Context:
         self.max_content = max_content
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
+        self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
         self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
@@ -82,10 +85,10 @@ class Context:
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
 
-    def highest_auto_id(self) -> int:
+    def highest_auto_id(self, listed: bool = False) -> int:
         """The highest auto id among the memory files (``Index.highest_auto_id``); a process with
-        a file monitor lists the folder only after a file came or went."""
-        return self.index.highest_auto_id(self.monitor.generation() if self.monitor else None)
+        a file monitor lists the folder only after a file came or went, unless ``listed``."""
+        return self.index.highest_auto_id(self.monitor.generation() if self.monitor and not listed else None)
 
     @property
     def catalog(self) -> Catalog:
@@ -220,7 +223,7 @@ class Context:
         memory = self.read(memory_id)
         if memory.is_deleted and not include_deleted:
             raise deleted_error(memory)
-        pending = self.pending.count(memory_id)
+        pending = self.duplicates_pending(memory_id)
         return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
     def check_not_moved(self, memory_id: str) -> None:
@@ -237,10 +240,73 @@ class Context:
     def memory_ids(self) -> list[str]:
         return sorted(self.index.ids(), key=id_sort_key)
 
+    # -- the parts' work an operation asks for (it calls these, not ``ctx.index.documents``) ----
+
+    def documents(
+        self, query: Lookup | None, restriction: Restriction | None = None, *, limit: int | None = None,
+        sort_newest: bool = False,
+    ) -> list[Document]:
+        """The index's stored documents matching ``query`` and ``restriction``
+        (``Index.documents``)."""
+        return cast("list[Document]", self.index.documents(query, restriction, limit=limit, sort_newest=sort_newest))
+
+    def indexed_terms(self, field: str) -> set[str]:
+        """Every term the index holds in ``field`` (terms of deleted documents may linger)."""
+        return {t.decode("utf-8") if isinstance(t, bytes) else t for t in self.index.searcher().lexicon(field)}
+
+    def meaning_status(self) -> str:
+        return self.index.meaning_status()
+
+    def young_files(self) -> list[str]:
+        """Memories changed within the timestamp granularity, which wait for a re-read."""
+        return self.index.young_files()
+
+    def reread(self, memory_ids: list[str] | None = None) -> SyncReport:
+        """Re-index these memory files (None: every file whose signature changed), after a
+        change the index did not see (a sync's pull, a rewritten branch). Call under the lock."""
+        return self.index.sync() if memory_ids is None else self.index.update(memory_ids)
+
+    def state_dir(self) -> Path:
+        """The KB's ``.slayer-kb/`` folder, made when missing (``StoreError`` if it cannot be)."""
+        self.store.ensure_state_dir()
+        return self.state
+
+    def duplicates_pending(self, memory_id: str) -> int:
+        """Duplicates of the memory saved since its last commit (``.slayer-kb/duplicates.json``)."""
+        return self.pending.count(memory_id)
+
+    def add_duplicate(self, memory_id: str) -> None:
+        self.pending.add(memory_id)
+
+    def fold_duplicates(self, memory_id: str) -> None:
+        """The memory's commit recorded its pending duplicates: forget them."""
+        self.pending.clear(memory_id)
+
+    def record_moves(self, moves: dict[str, str], why: str) -> None:
+        """Ids ``sync`` moved on this clone (``store/moves.py``), refused until accepted."""
+        self.moves.record(moves, why)
+
+    def top_up_leases(self) -> None:
+        """Lease more auto ids from the remote when this clone runs low (``IdLeases.top_up``)."""
+        self.leases.top_up(self.highest_auto_id())
+
     def _monitor_says_fresh(self) -> bool:
         """A warm process whose file monitor saw nothing relevant since its last check (its own
         commits' files aside): the index it holds describes the files, no per-file scan needed."""
         return self.monitor is not None and not self.monitor.changed() and self.index.has_searcher()
+
+    def ready_beside(self) -> bool:
+        """For a warm process, with its view held (store/view.py): whether a read may run now,
+        beside a write, from the state in memory. Not while a commit writes catalog files (the
+        catalog is loaded from them), nor when anything but the files a commit writes changed
+        since the index was last brought up to date (an edit by hand, another process's
+        commit): that read waits for its turn, and brings the index up to date first."""
+        writing = self.store.view.writing
+        if self.monitor is None or not self.index.has_searcher() or self.store.committing() and not writing:
+            return False
+        if not all(path.startswith(f"{MEMORIES_DIR}/") for path in writing):
+            return False
+        return self.monitor.peek(frozenset(path.rsplit("/", 1)[-1] for path in writing))
 
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
@@ -277,8 +343,7 @@ class Context:
         return learning
 
     def projects(self) -> list[str]:
-        names = (t.decode() if isinstance(t, bytes) else t for t in self.index.searcher().lexicon("project"))
-        return sorted(name for name in names if name != NONE)
+        return sorted(name for name in self.indexed_terms("project") if name != NONE)
 
 
 def deleted_error(memory: Memory) -> NotFoundError:

@@ -65,18 +65,22 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if find_toplevel(root) is None:
             init_repository(root)
         kb = cls(root, author=author)
-        with kb.store.locked():
+        kb._create(example)
+        return kb
+
+    def _create(self, example: bool) -> None:
+        """``init``'s commit: the KB's ``.gitignore`` and ``memories/`` (or the example's files)."""
+        with self.store.locked():
             changes = []
-            if not (root / ".gitignore").exists():
+            if not (self.root / ".gitignore").exists():
                 changes.append(Change(".gitignore", GITIGNORE.encode()))
             if example:
-                changes.extend(_example_changes(root))
-            elif not kb.memories_dir.is_dir():
+                changes.extend(_example_changes(self.root))
+            elif not self.memories_dir.is_dir():
                 changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
             message = "kb: initialise knowledge base" + (" from the example" if example else "")
-            kb.store.commit(changes, message, kb.author)
-            kb.index.sync()
-        return kb
+            self.store.commit(changes, message, self.author)
+            self.index.sync()
 
     def keep_warm(self) -> None:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
@@ -177,6 +181,30 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             with self.store.locked():
                 self.index.publish_compaction(built)
         return segments, self.index.segments()
+
+    @property
+    def sentences_in_background(self) -> bool:
+        """Whether a save leaves the sentence vectors it lacks to a detached filler (daemon/
+        sentences.py); False in that filler and in a process with a thread that makes them."""
+        return self.index.background_vectors
+
+    @sentences_in_background.setter
+    def sentences_in_background(self, value: bool) -> None:
+        self.index.background_vectors = value
+
+    def sentence_coverage(self) -> tuple[int, int]:
+        """(live memories with a sentence vector, live memories)."""
+        return self.index.sentence_coverage()
+
+    def fill_sentences(
+        self, progress: Callable[[int, int], None] | None = None, *, locked: bool = False
+    ) -> int:
+        """Make the sentence vectors the memories lack (``Index.fill_sentences``), holding the
+        KB lock while the index is read or written when ``locked`` (a detached filler, beside
+        saves); how many were made."""
+        if locked:
+            return self.index.fill_sentences(progress, guard=self.store.locked)
+        return self.index.fill_sentences(progress)
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         with self.store.locked():

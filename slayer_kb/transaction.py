@@ -90,6 +90,7 @@ class Transaction:
 
     def __init__(self, kb: Workspace) -> None:
         self._kb: Workspace | None = kb
+        self._monitor = kb.monitor
         # HEAD as read under this lock (False: not read yet), so a commit needs not read it again.
         self._head: str | None | Literal[False] = False
 
@@ -100,8 +101,9 @@ class Transaction:
             raise RuntimeError("This transaction is over: use it only inside its 'with' block.")
         return self._kb
 
-    # The parts an operation works on inside the transaction, as ``tx.store`` and ``tx.index``
-    # rather than through the KB; like ``kb``, each refuses once the transaction is over.
+    # The parts this class works on, and that a function taking one as its object is handed
+    # (``blob_at(tx.store, ...)``); an operation calls the transaction's methods, not theirs.
+    # Like ``kb``, each refuses once the transaction is over.
 
     @property
     def store(self) -> GitStore:
@@ -156,6 +158,10 @@ class Transaction:
         found = self.live(limit=1, **terms)
         return found[0] if found else None
 
+    def head(self) -> str | None:
+        """HEAD's commit (None before the first)."""
+        return self.store.head()
+
     # -- ids -------------------------------------------------------------------------------------
 
     def next_auto_id(self) -> str:
@@ -188,7 +194,7 @@ class Transaction:
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
-        if kb.monitor is not None and any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
+        if self._monitor is not None and any(os.path.lexists(kb.memories_dir / f"{top + n}.yaml") for n in range(1, count + 1)):
             # A file no event told the monitor of (a network file system, a watch lost): the
             # folder decides. Whatever the cache says, an id never names an existing file.
             top = max(history, self.index.highest_auto_id())
@@ -200,6 +206,12 @@ class Transaction:
         check_new_id(memory_id, self.index.ids())
 
     # -- writing ---------------------------------------------------------------------------------
+
+    def put_back(self, path: str, data: bytes) -> None:
+        """Write HEAD's version ``data`` of the memory file ``path`` back into the work tree (a
+        file broken, edited or deleted by hand) and re-index it."""
+        self.store.apply_committed({path: data})
+        self.index.update(memory_ids_of([path]))
 
     def require_committed(self, path: str) -> None:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
@@ -244,14 +256,13 @@ class Transaction:
         While git writes the commit, this thread lets go of the in-memory state (store/view.py)
         and names the files it writes: a read of the warm server answers meanwhile from the
         index as the last write left it, then waits only for the index to be updated."""
-        kb = self.kb
         self.store.view.writing = frozenset(c.path for c in changes)
         try:
             return self._commit(changes, message, memories or {})
         finally:
             self.store.view.writing = frozenset()
-            if kb.monitor is not None:
-                kb.monitor.settle()
+            if self._monitor is not None:
+                self._monitor.settle()
 
     def _commit(self, changes: list[Change], message: str, parsed: Mapping[str, Memory]) -> str | None:
         kb = self.kb
@@ -271,9 +282,9 @@ class Transaction:
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
             self.index.update(ids, written)
-            if kb.monitor is not None:
+            if self._monitor is not None:
                 # Our own files, indexed just now: the next look-up needs no full check for them.
-                kb.monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})
+                self._monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})
             if self.index.wants_compaction():
                 # Off the save path: a detached, niced, isolated process merges the segments
                 # saves left (daemon/compact.py; nothing in the KB is imported).

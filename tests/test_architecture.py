@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 import sys
+import textwrap
 import typing
 from pathlib import Path
 
@@ -89,25 +91,35 @@ def test_no_import_cycle() -> None:
     depends on it as much (a narrow interface is a ``Protocol`` of its own)."""
     graph = {m: (set(_internal(m)) | {t for t, _n in _typing_imports(PATHS[m]) if t in MODULES}) - {m}
              for m in MODULES}
+    assert _cycle(graph) == []
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """A circle of imports in ``graph`` (module -> the modules it imports), [] if none; between
+    packages or inside one (a package's ``__init__`` is a module like any other)."""
     visiting: list[str] = []
     done: set[str] = set()
 
-    def visit(module: str) -> None:
+    def visit(module: str) -> list[str]:
         if module in visiting:
-            cycle = visiting[visiting.index(module):] + [module]
-            raise AssertionError("import cycle: " + " -> ".join(cycle))
+            return visiting[visiting.index(module):] + [module]
         if module in done:
-            return
+            return []
         visiting.append(module)
         for target in sorted(graph[module]):
-            # A package's __init__ importing its own modules is how a package is made.
-            if not module.startswith(target + "."):
-                visit(target)
+            if found := visit(target):
+                return found
         visiting.pop()
         done.add(module)
+        return []
 
-    for module in sorted(graph):
-        visit(module)
+    return next((found for module in sorted(graph) if (found := visit(module))), [])
+
+
+def test_the_cycle_check_sees_circles_inside_a_package() -> None:
+    assert _cycle({"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "q": {"p.a"}}) == ["p.a", "p.b", "p.c", "p.a"]
+    assert _cycle({"p": {"p.a"}, "p.a": {"p"}}) == ["p", "p.a", "p"]
+    assert _cycle({"p": {"p.a"}, "p.a": {"q"}, "q": set()}) == []
 
 
 def _users(top_level: str) -> set[str]:
@@ -258,15 +270,16 @@ def _public_methods() -> list[tuple[str, object]]:
     classes = [kb.KnowledgeBase, history.History, team.Team, interchange.Interchange]
     return [
         (f"{cls.__name__}.{name}", member) for cls in classes for name, member in inspect.getmembers(cls)
-        if not name.startswith("_") and inspect.isfunction(member)
+        if not name.startswith("_") and (inspect.isfunction(member) or inspect.ismethod(member))  # classmethods too
     ]
 
 
 def _handles() -> tuple[type, ...]:
     from slayer_kb.catalog.resolve import Resolver
+    from slayer_kb.kb import KnowledgeBase
     from slayer_kb.transaction import Transaction
 
-    return Resolver, Transaction
+    return KnowledgeBase, Resolver, Transaction
 
 
 # Objects the library hands out to work with, not results of an operation.
@@ -379,3 +392,269 @@ def test_the_private_name_check_sees_reaches() -> None:
         "        return self._mine, self._slot, relay._LENGTH, ix._read_toc(), self._inherited, os._exit\n"
     )
     assert _private_reaches(source) == ["ix._read_toc", "relay._LENGTH", "self._inherited"]
+
+
+# What a KnowledgeBase, a Context or a Transaction goes by: a variable ``kb``, ``ctx`` or ``tx``,
+# an attribute ``kb`` or ``_kb``, or the CLI's ``settings.kb()`` (test_the_handles_go_by_their_names
+# keeps it so).
+HANDLE_NAMES = {"kb", "ctx", "tx"}
+HANDLE_ATTRIBUTES = {"kb", "_kb", "kb()"}
+HANDLE_TYPES = {"KnowledgeBase", "Context", "Transaction", "Workspace"}
+# What a handle holds that is no part with state of its own, so using it reaches through
+# nothing: values (its paths, the catalog's records as loaded) and the library's public objects
+# (``kb.history``, ``kb.team``, ``kb.interchange``: the API the CLI and MCP call).
+NOT_PARTS = {"root", "memories_dir", "state", "catalog", "history", "team", "interchange"}
+
+
+def _chain(node: ast.expr) -> list[str]:
+    """``a.b().c`` as ["a", "b()", "c"]; [] when it does not start at a name."""
+    names: list[str] = []
+    call = ""
+    while True:
+        if isinstance(node, ast.Call):
+            node, call = node.func, "()"
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr + call)
+            node, call = node.value, ""
+        elif isinstance(node, ast.Name):
+            return [node.id + call, *reversed(names)]
+        else:
+            return []
+
+
+def _reach_throughs(source: str) -> list[str]:
+    """Each use of what a handle's part holds, to call, read or set: ``kb.index.documents(...)``,
+    ``tx.store.head()``, ``self.kb.store.view.reading(...)``, ``kb.index.warm = True``. The
+    part's owner gives it a method (``ctx.documents(...)``), or the code takes the part itself as
+    its object (``store = ctx.store`` in a function that works on the store). The owner's own
+    code (``self.store.head()`` in Context) and a handle's own methods and attributes
+    (``kb.search(...)``, ``self.kb.close()``) are no reach-through."""
+    tree = ast.parse(source)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    inner |= {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and id(node) in inner}
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in inner:
+            continue  # a chain is judged whole, from its last attribute
+        chain = _chain(node)
+        for at, name in enumerate(chain[:-2]):
+            if name in (HANDLE_ATTRIBUTES if at else HANDLE_NAMES):
+                # (what the handle's own method returns is a result, not a part)
+                if chain[at + 1] not in NOT_PARTS and not chain[at + 1].endswith("()"):
+                    found.add(ast.unparse(node))
+                break
+    return sorted(found)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_nothing_reaches_through_a_knowledge_base_to_its_parts(module: str) -> None:
+    assert _reach_throughs(PATHS[module].read_text(encoding="utf-8")) == []
+
+
+def test_the_reach_through_check_sees_chains() -> None:
+    source = (
+        "def f(kb, tx, other):\n"
+        "    kb.index.documents(None); tx.store.head(); kb.index.searcher().lexicon('x')\n"
+        "    self.kb.store.view.reading(kb.catalog); self._runner.kb.store.head()\n"
+        "    kb.search('q'); self.kb.close(); kb.history.log('1'); kb.root.joinpath('a')\n"
+        "    self.store.head(); other.index.documents(None); store = kb.store; store.head()\n"
+        "    kb.index.warm = True; open(kb.store.lock_path); kb.state / 'x'; f(kb.store)\n"
+        "    settings.kb().index.ids(); settings.kb().get('1').to_dict(); KnowledgeBase(root).index.dir\n"
+    )
+    assert _reach_throughs(source) == [
+        "kb.index.documents", "kb.index.searcher().lexicon", "kb.index.warm", "kb.store.lock_path",
+        "self._runner.kb.store.head", "self.kb.store.view.reading", "settings.kb().index.ids", "tx.store.head",
+    ]
+
+
+def _handle_names(tree: ast.Module) -> list[str]:
+    """The names that hold a handle, read from parameters annotated with its type, values built
+    by its class or copied from a handle's name, and ``with ... .transaction() as NAME``."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            names += [a.arg for a in args if a.annotation is not None
+                      and HANDLE_TYPES & set(ast.unparse(a.annotation).strip("'\"").replace("|", " ").split())]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in HANDLE_TYPES
+                or isinstance(node.value, ast.Name) and node.value.id in HANDLE_NAMES):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.append(target.attr if isinstance(target, ast.Attribute) else ast.unparse(target))
+        elif isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call) \
+                and _chain(node.context_expr.func)[-1:] == ["transaction"] and node.optional_vars is not None:
+            names.append(ast.unparse(node.optional_vars))
+    return names
+
+
+def test_the_handle_name_check_sees_handles() -> None:
+    source = (
+        "def f(base: KnowledgeBase, ctx: 'Context | None', n: int):\n"
+        "    other = KnowledgeBase(root); self.held = ctx; store = ctx.store\n"
+        "    with base.transaction() as work: pass\n"
+    )
+    assert _handle_names(ast.parse(source)) == ["base", "ctx", "other", "held", "work"]
+
+
+def test_the_handles_go_by_their_names() -> None:
+    """The reach-through check knows a handle by its name, so a handle goes by no other."""
+    other = {
+        (m, name) for m, path in PATHS.items() for name in _handle_names(ast.parse(path.read_text(encoding="utf-8")))
+        if name not in HANDLE_NAMES | HANDLE_ATTRIBUTES
+    }
+    assert other == set()
+
+
+# Commands that run an interface rather than an operation: the warm server (``server start``,
+# ``status``, ``stop``, and ``watch``, the server in the foreground), the MCP server (``mcp``,
+# whose tools are checked one by one below), and the shell's completion script.
+INTERFACE_COMMANDS = {"server start", "server status", "server stop", "watch", "mcp", "completion"}
+
+
+# KnowledgeBase's methods that manage the object rather than run an operation.
+LIFECYCLE = {"close", "keep_warm", "warm_up"}
+
+
+def _library() -> dict[str, set[str]]:
+    """The library's public methods, by the object that holds them: ``kb`` (KnowledgeBase),
+    its objects ``history``, ``team``, ``interchange``, and the ``checks`` functions."""
+    methods: dict[str, set[str]] = {}
+    for qualified, _member in _public_methods():
+        cls, name = qualified.split(".")
+        methods.setdefault({"KnowledgeBase": "kb"}.get(cls, cls.lower()), set()).add(name)
+    from slayer_kb.api import checks
+
+    methods["checks"] = {name for name, f in inspect.getmembers(checks, inspect.isfunction)
+                         if f.__module__ == checks.__name__}
+    return methods
+
+
+def _library_calls(function: typing.Callable[..., object]) -> list[str]:
+    """The library methods ``function`` calls, as ``holder.method``: ``kb.search(...)``,
+    ``settings.kb().history.log(...)``, ``KnowledgeBase.init(...)``, ``checks.validate(...)``."""
+    library = _library()
+    tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function))))
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            on = ast.unparse(node.func.value)
+            holder = next((h for h in ("history", "team", "interchange") if on.endswith(f".{h}")), None)
+            if holder is None:
+                holder = {"kb": "kb", "settings.kb()": "kb", "KnowledgeBase": "kb", "checks": "checks"}.get(on)
+            if holder is not None and node.func.attr in library[holder] - LIFECYCLE:
+                calls.append(f"{holder}.{node.func.attr}")
+    return calls
+
+
+def _commands() -> dict[str, typing.Callable[..., object]]:
+    """Every command of the CLI, walked from the root group (``server start``...), by its callback."""
+    import click
+
+    from slayer_kb.cli import cli
+
+    found: dict[str, typing.Callable[..., object]] = {}
+    pending: list[tuple[str, click.Command]] = [("", cli)]
+    while pending:
+        prefix, group = pending.pop()
+        assert isinstance(group, click.Group)
+        context = click.Context(group)
+        for name in group.list_commands(context):
+            command = group.get_command(context, name)
+            assert command is not None
+            if isinstance(command, click.Group):
+                pending.append((f"{prefix}{name} ", command))
+            else:
+                assert command.callback is not None
+                found[prefix + name] = command.callback
+    return found
+
+
+def test_every_command_calls_the_library() -> None:
+    """A command parses its arguments, calls the library (KnowledgeBase, its objects, ``checks``)
+    and prints the result: one with no library call does the work itself."""
+    commands = _commands()
+    assert INTERFACE_COMMANDS <= set(commands)
+    alone = sorted(name for name, callback in commands.items()
+                   if name not in INTERFACE_COMMANDS and not _library_calls(callback))
+    assert alone == []
+
+
+def test_every_mcp_tool_calls_the_library() -> None:
+    from slayer_kb.mcp import tools
+
+    listed = {spec.name: spec.handler for spec in tools.tools()}
+    assert listed and set(listed) == set(tools.HANDLERS)
+    alone = sorted(name for name, handler in listed.items() if not _library_calls(handler))
+    assert alone == []
+
+
+def test_the_library_call_check_sees_calls() -> None:
+    def command(settings: typing.Any, kb: typing.Any, checks: typing.Any) -> None:
+        settings.kb().history.log("1"), kb.search("q"), checks.validate([]), kb.index.documents(None)
+        settings.kb().close(), kb.team.nothing()
+
+    assert sorted(_library_calls(command)) == ["checks.validate", "history.log", "kb.search"]
+
+
+# (not CHANGELOG.md: it names what modules were, as history)
+DOCS = sorted((PACKAGE.parent / "docs").glob("*.md")) + [
+    PACKAGE.parent / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md")
+]
+PACKAGES = "|".join(sorted({_part(m) for m in MODULES if "." in m.removeprefix("slayer_kb.")}))
+# A file of the package as the docs name it: ``slayer_kb/daemon/relay.py``, ``store/view.py``
+# (not another project's ``slayer/core/...``), or a module or name as ``slayer_kb.daemon.compact``.
+NAMED_FILE = re.compile(rf"(?<![\w/.])(?:slayer_kb/)?(?:{PACKAGES})/\w+\.(?:py|c|yaml)\b")
+NAMED_MODULE = re.compile(r"(?<![\w/.])slayer_kb(?:\.\w+)+")
+
+
+def _resolves(dotted: str) -> bool:
+    """``dotted`` is a module of the package, or a name one defines."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in MODULES:
+            target: object = importlib.import_module(module)
+            for name in parts[cut:]:
+                if not hasattr(target, name):
+                    return False
+                target = getattr(target, name)
+            return True
+    return False
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_every_module_the_docs_name_exists(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    files = {f for f in NAMED_FILE.findall(text) if not (PACKAGE / f.removeprefix("slayer_kb/")).is_file()}
+    modules = {m for m in NAMED_MODULE.findall(text) if not _resolves(m)}
+    assert (files, modules) == (set(), set())
+
+
+def _module_map() -> set[str]:
+    """The files architecture.md's module map names, relative to the package."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    named: set[str] = set()
+    package = ""
+    for row in re.findall(r"^\| *([^|]*?) *\| *([^|]*?) *\|", section, re.MULTILINE):
+        if row[0].startswith("`"):
+            package = row[0].strip("`")
+        elif row[0] == "(top)":
+            package = ""
+        named |= {package + name for name in re.findall(r"`(\w+\.(?:py|c|yaml))`", row[1])}
+    return named
+
+
+def test_the_module_map_names_every_module_and_only_modules() -> None:
+    """docs/architecture.md's table describes the code as it is: each module (a package's
+    ``__init__`` and ``__main__`` aside) is in it, and nothing that is gone."""
+    modules = {
+        str(path.relative_to(PACKAGE)) for path in PATHS.values()
+        if path.name not in ("__init__.py", "__main__.py")
+    }
+    named = _module_map()
+    assert modules - named == set(), "add these to docs/architecture.md's module map"
+    assert {n for n in named if not (PACKAGE / n).is_file()} == set()

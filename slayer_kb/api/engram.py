@@ -50,7 +50,9 @@ class EngramTools(Part):
         """Bring back a soft-deleted memory."""
         return changes.restore(self.as_context, memory_id)
 
-    def suggest_topic_key(self, type: str | None = None, title: str | None = None, content: str | None = None) -> str:
+    @staticmethod
+    def suggest_topic_key(type: str | None = None, title: str | None = None, content: str | None = None) -> str:
+        """A stable topic key (family/segment) for topic-key upserts; it needs no KB."""
         return engram.suggest_topic_key(type, title, content)
 
     def timeline(self, memory_id: str, before: int = 5, after: int = 5) -> Timeline:

@@ -16,6 +16,7 @@ class Team:
 
     def __init__(self, kb: Context) -> None:
         self._kb = kb
+        self._moves = kb.moves
 
     def sync(self, remote: str = "origin") -> SyncResult:
         """Pull (rebase), merge what git cannot, revalidate, reindex and push."""
@@ -32,7 +33,7 @@ class Team:
     def accept(self, memory_id: str) -> AcceptResult | None:
         """Let ``memory_id``, which sync moved on this clone, mean the memory it names now;
         None when sync moved no memory with that id."""
-        moved = self._kb.moves.get(memory_id)
-        if moved is None or not self._kb.moves.accept(memory_id):
+        moved = self._moves.get(memory_id)
+        if moved is None or not self._moves.accept(memory_id):
             return None
         return AcceptResult(memory_id, moved.new)

@@ -36,8 +36,8 @@ class Preset:
 
 
 class Settings:
-    def __init__(self, kb: str | None, json_out: bool, author: str | None, preset: Preset | None = None) -> None:
-        self.kb_path = kb
+    def __init__(self, kb_path: str | None, json_out: bool, author: str | None, preset: Preset | None = None) -> None:
+        self.kb_path = kb_path
         self.json = json_out
         self.author = author
         self.preset = preset

@@ -301,7 +301,7 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
     Example:
       slayer-kb suggest-topic-key --type architecture --title "Auth model"
     """
-    key = engram.suggest_topic_key(type_, title, content)
+    key = KnowledgeBase.suggest_topic_key(type_, title, content)
     emit(settings, {"topic_key": key}, key)
 
 

@@ -76,8 +76,8 @@ def _fill_sentences(kb: KnowledgeBase, progress: Callable[[int, int], None] | No
     """The sentence vectors the memories lack, made now (from the cache when it has them),
     unless a thread of this process makes them: the warm server's, whose status shows its
     progress. A detached filler the rebuild started shares the batches (search/filler.py)."""
-    if kb.index.background_vectors:
-        kb.index.fill_sentences(progress)
+    if kb.sentences_in_background:
+        kb.fill_sentences(progress)
 
 
 @click.command()

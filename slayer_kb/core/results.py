@@ -78,6 +78,16 @@ class ChangeResult:
         return {**data, "kept": self.kept} if self.kept else data
 
 
+class Document(TypedDict):
+    """A memory as the index stores it (search/schema.py): its id, its kind, its parsed form
+    (``Memory.to_dict``) and, from a ranked look-up, its score."""
+
+    id: str
+    kind: str
+    data: dict[str, Any]
+    score: float | None
+
+
 class _Hit(TypedDict):
     id: str
     score: float

@@ -28,6 +28,7 @@ from . import relay
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
+    from ..store.view import View
 
 # Reads answered beside a running write: they read only the index, the memory files and the
 # catalog, which view.py publishes; the other reads (git's history, sessions, validation) wait
@@ -176,8 +177,15 @@ class Runner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
+        # The store holds what a relayed write is (its request id) and the view a read beside it uses.
+        self._store = kb.store
         self._last_env: dict[str, str] | None = None
         _install_streams()
+
+    @property
+    def view(self) -> View:
+        """Which thread may use the KB's state in memory (store/view.py)."""
+        return self._store.view
 
     def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
         """Run ``request`` in its turn (the server's turn lock held), in the client's folder,
@@ -187,7 +195,7 @@ class Runner:
         identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
         if identity != self._last_env:
             # git's identity is read once per store; another environment may name another one
-            self.kb.store.forget_identity()
+            self._store.forget_identity()
             self._last_env = identity
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
@@ -203,11 +211,11 @@ class Runner:
             if not command.terminal:
                 sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
             if writes(request):
-                self.kb.store.request = request["request"]
+                self._store.request = request["request"]
             with _thread_streams(command.stdin, command.stdout, command.stderr):
                 code = command.run(self.kb)
         finally:
-            self.kb.store.request = None
+            self._store.request = None
             sys.__stdout__ = saved_stdout  # type: ignore[misc]
             os.environ.clear()
             os.environ.update(saved_env)
@@ -219,7 +227,7 @@ class Runner:
         if writes(request):
             # Should the server die before its client has the answer, the client prints this.
             with contextlib.suppress(OSError):
-                requests.finish(self.kb.store.state, request["request"], code, _merged(command.chunks))
+                requests.finish(self._store.state, request["request"], code, _merged(command.chunks))
         return code, _merged(command.chunks)
 
     def beside(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
@@ -227,21 +235,12 @@ class Runner:
         (``ready_beside`` said yes). Its own streams; the process's folder, environment and umask
         untouched (a read resolves nothing against them: the KB is the server's)."""
         command = _Command(request)
-        with self.kb.store.view.reading(self.kb.catalog), \
+        with self._store.view.reading(self.kb.catalog), \
                 _thread_streams(command.stdin, command.stdout, command.stderr):
             code = command.run(self.kb, beside=True)
         return code, _merged(command.chunks)
 
     def ready_beside(self) -> bool:
-        """With the view held: whether a read may run now from the state in memory. Not while a
-        commit writes catalog files (the catalog is loaded from them), nor when anything but
-        the files a commit writes changed since the index was last brought up to date (an edit
-        by hand, another process's commit): that read waits for its turn, and brings the index
-        up to date first, as before."""
-        kb = self.kb
-        writing = kb.store.view.writing
-        if kb.monitor is None or not kb.index.has_searcher() or kb.store.committing() and not writing:
-            return False
-        if not all(path.startswith("memories/") for path in writing):
-            return False
-        return kb.monitor.peek(frozenset(path.rsplit("/", 1)[-1] for path in writing))
+        """With the view held: whether a read may run now from the state in memory
+        (``Context.ready_beside``)."""
+        return self.kb.ready_beside()

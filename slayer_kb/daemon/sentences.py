@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     kb = KnowledgeBase(root)
-    kb.index.background_vectors = False  # this process is the background
+    kb.sentences_in_background = False  # this process is the background
     try:
         while True:
             with filler.claimed(kb.root) as mine:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 0  # another process fills this KB
                 _fill_while_saves_come(kb)
             # A save between our last look and the release saw the lock held and started none.
-            covered, total = kb.index.sentence_coverage()
+            covered, total = kb.sentence_coverage()
             if covered >= total:
                 return 0
     finally:
@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
-    manifest = kb.index.dir / "manifest.json"
+    index = kb.index  # saves show as changes to its manifest
+    manifest = index.dir / "manifest.json"
     seen: tuple[int, int] | None = None
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < LINGER_SECONDS:
@@ -63,8 +64,8 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
         if now != seen:
             seen = now
             try:
-                covered, total = kb.index.sentence_coverage()
-                if covered < total and kb.index.fill_sentences(guard=kb.store.locked) == 0:
+                covered, total = kb.sentence_coverage()
+                if covered < total and kb.fill_sentences(locked=True) == 0:
                     return  # nothing to make (another process made them) or the encoder failed
             except StoreError:
                 seen = None  # the KB lock was held too long (a long reindex): look again

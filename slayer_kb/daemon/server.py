@@ -173,9 +173,9 @@ class Server:
         from ..search.background import SentenceFiller
 
         kb.keep_warm()
-        requests.drop_stale(kb.store.state)
-        self.busy.view = kb.store.view
+        requests.drop_stale(kb.state)
         self._runner = Runner(kb)
+        self.busy.view = self._runner.view
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
         self.sentences.start()
@@ -287,7 +287,7 @@ class Server:
             data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))
             if writes(request):  # answered: its client needs the record no more
-                requests.drop(self._runner.kb.store.state, request["request"])
+                requests.drop(self._runner.kb.state, request["request"])
         finally:
             beat.finish(b"")
             with self._count:
@@ -447,12 +447,11 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
 
     kb = KnowledgeBase(root)
     if background:
-        kb.store.ensure_state_dir()
-        out = _open_log(kb.store.state / LOG_FILE)
+        out = _open_log(kb.state_dir() / LOG_FILE)
         if server is not None:
             server.log = out
     if relay.SUPPORTED and not bound_early:
-        kb.store.ensure_state_dir()
+        kb.state_dir()
         server = _bind(root, stop, idle, out)
         if server is None and background:
             kb.close()

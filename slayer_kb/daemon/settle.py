@@ -31,24 +31,25 @@ def settle(where: tuple[str, str], argv: list[str]) -> int | None:
         kb = KnowledgeBase(root)
     except KBError:
         return None  # the command, run here, says what is wrong
+    store = kb.store  # the request's record and the commits it names
     try:
         try:
-            with kb.store.locked():
-                record = requests.read(kb.store.state, request)
-                head = kb.store.head()
-                landed = [c for c in record.commits if head and kb.store.is_ancestor(c.commit, head)] if record else []
+            with store.locked():
+                record = requests.read(store.state, request)
+                head = store.head()
+                landed = [c for c in record.commits if head and store.is_ancestor(c.commit, head)] if record else []
         except KBError as exc:
             print(f"slayer-kb: the server stopped while running this command, and whether it committed "
                   f"cannot be told: {exc} Check 'git log' before running it again.", file=sys.stderr)
             return 1
         if not landed:
-            requests.drop(kb.store.state, request)
+            requests.drop(store.state, request)
             print("slayer-kb: the server stopped while running this command, before it committed "
                   "anything; running it in this process.", file=sys.stderr, flush=True)
             return None
         assert record is not None
         code = _printed(kb, record, landed, argv)
-        requests.drop(kb.store.state, request)
+        requests.drop(store.state, request)
         return code
     finally:
         kb.close()

@@ -242,7 +242,7 @@ def _loop(
             next_check = now
         if next_check is not None and next_check <= now:
             # A settling pass only re-reads the young files (by name, no scan), quietly.
-            named = set(kb.index.young_files()) if settling and initialised else None
+            named = set(kb.young_files()) if settling and initialised else None
             if named is None:
                 rewatch()
             ok, racy = _sync(kb, on_sync, reporter, busy, quiet=settling, named=named)
@@ -295,7 +295,7 @@ def _sync(
                 if on_sync is not None and changed:
                     on_sync(report)
         reporter.ok()
-        return True, bool(kb.index.young_files())
+        return True, bool(kb.young_files())
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync

@@ -253,7 +253,7 @@ async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
 # -- the server ----------------------------------------------------------------------------------
 
 
-def serve(knowledge_base: KnowledgeBase) -> None:
+def serve(kb: KnowledgeBase) -> None:
     """Serve the tools on stdin/stdout until the client closes the connection."""
     try:
         import anyio
@@ -264,7 +264,7 @@ def serve(knowledge_base: KnowledgeBase) -> None:
 
     # One KnowledgeBase for the whole session keeps the Whoosh searcher and the catalog warm; a
     # file monitor tells its reads when edits made behind the server's back need a rescan.
-    knowledge_base.keep_warm()
+    kb.keep_warm()
 
     listed = [
         types.Tool(
@@ -290,7 +290,7 @@ def serve(knowledge_base: KnowledgeBase) -> None:
     async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # Run inline rather than in a worker thread: calls are then strictly one at a time, and
         # GitPython and the Whoosh searcher are never touched from two threads.
-        reply = tools.call_tool(knowledge_base, params.name, params.arguments)
+        reply = tools.call_tool(kb, params.name, params.arguments)
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
         if reply.data is None:
             return types.CallToolResult(content=content, is_error=reply.is_error)
@@ -308,4 +308,4 @@ def serve(knowledge_base: KnowledgeBase) -> None:
     try:
         anyio.run(main)
     finally:
-        knowledge_base.close()
+        kb.close()

@@ -288,8 +288,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
 def _stored_entities(kb: Context) -> set[str]:
     """Every entity string some indexed document holds (terms of deleted documents may linger;
     they simply match no memory)."""
-    terms = kb.index.searcher().lexicon("entities")
-    return {t.decode("utf-8") if isinstance(t, bytes) else t for t in terms}
+    return kb.indexed_terms("entities")
 
 
 def _live(kb: Context, entity: str) -> bool:

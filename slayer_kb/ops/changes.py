@@ -76,7 +76,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
 
         planned, (changes, warnings), kept = tx.rewrite(plan, force)
         tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
-        kb.pending.clear(memory_id)
+        kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
 def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
@@ -123,7 +123,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
                 f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
             )
         commit = tx.commit(changes, message, rewritten)
-        kb.pending.clear(memory_id)
+        kb.fold_duplicates(memory_id)
         return ForgetResult(memory_id, stripped, False, commit, kept)
 
 def restore(kb: Context, memory_id: str) -> ChangeResult:

@@ -76,8 +76,7 @@ def edit(
             f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {memory_id}'."
         )
     run = run_editor or _run_editor
-    kb.store.ensure_state_dir()
-    draft = kb.store.state / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
+    draft = kb.state_dir() / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
     draft.write_bytes(original)
     keep_draft = False
     try:

@@ -5,6 +5,7 @@ stale."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import search as channels
@@ -87,7 +88,7 @@ def newest(
     """Live memories, newest first (``KnowledgeBase.newest``)."""
     kb.ensure_fresh()
     restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
-    docs = kb.index.documents(None, restriction, limit=limit, sort_newest=True)
+    docs = kb.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
 
@@ -115,7 +116,7 @@ def _lenient_entities(
 
 
 def hit(
-    kb: Context, doc: dict[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
+    kb: Context, doc: Mapping[str, Any], inputs: list[str], full: bool, warnings: list[str], has_query: bool
 ) -> Hit:
     """A stored document as a search hit: its live entities, those matching the inputs, and a
     warning when an example query's references went stale."""
@@ -170,7 +171,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
         raise deleted_error(focus)
     session = focus.session_id
     found = None
-    docs = kb.index.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
+    docs = kb.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
     ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
     position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
     shown = lambda d: hit(kb, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
@@ -188,7 +189,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
 def stats(kb: Context) -> Stats:
     """Counts of memories, sessions, prompts, projects and types, and the meaning channel's state."""
     kb.ensure_fresh()
-    docs = kb.index.documents(None, channels.restrict(), limit=None)
+    docs = kb.documents(None, channels.restrict(), limit=None)
     types: dict[str, int] = {}
     projects = set()
     for doc in docs:
@@ -203,5 +204,5 @@ def stats(kb: Context) -> Stats:
         "prompts": sum(len(s.prompts) for s in known),
         "projects": sorted(projects),
         "types": dict(sorted(types.items())),
-        "search_by_meaning": kb.index.meaning_status(),
+        "search_by_meaning": kb.meaning_status(),
     }

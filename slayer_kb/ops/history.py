@@ -205,7 +205,7 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         tx.check_new_id(memory_id)
         change = memory_change(memory, text)
         assert change.data is not None
-        head = tx.store.head()
+        head = tx.head()
         before = _work_tree_bytes(kb, change.path)
         edited = before is not None and before != (blob_at(tx.store, head, change.path) if head else None)
         commit = tx.commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
@@ -219,8 +219,7 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
             if before != change.data:
                 # HEAD already has this version, the work tree does not (a file broken or edited
                 # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
-                tx.store.apply_committed({change.path: change.data})
-                tx.index.update([memory_id])
+                tx.put_back(change.path, change.data)
             else:
                 warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
         return RestoreResult(memory_id, shown.rev, warnings, commit)

@@ -165,7 +165,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
             result.warnings.append(f"{exc} (skipped)")
     incoming = {m.id for m in parsed}
     with kb.transaction() as tx:
-        existing = set(tx.index.ids())
+        existing = set(kb.memory_ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
                             check_id=check_id)
         changes: list[Change] = []
@@ -272,7 +272,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     with kb.transaction() as tx:
         seen = {
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
-            for d in (doc["data"] for doc in tx.index.documents(lookups.memories(), limit=None))
+            for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
         }
         # More ids than memories when some are skipped: the unused ones are simply never handed out.
         fresh_ids = iter(tx.next_auto_ids(len(observations)))

@@ -60,7 +60,7 @@ def save(
                 return _revise(kb, tx, existing, fields, linked, warnings)
         duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title)
         if duplicate is not None:
-            kb.pending.add(duplicate.id)
+            kb.add_duplicate(duplicate.id)
             return SaveResult(
                 duplicate.id, duplicate.entities, warnings, "duplicate", title, type, suggestion
             )
@@ -101,7 +101,7 @@ def _revise(
     commit = tx.commit(
         [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
     )
-    kb.pending.clear(memory.id)
+    kb.fold_duplicates(memory.id)
     return SaveResult(
         memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
     )
@@ -137,7 +137,7 @@ def project_warnings(kb: Context, project: str | None) -> list[str]:
 # memory's next real commit.
 def folded_duplicates(kb: Context, memory: Memory) -> int | None:
     """The duplicate count the memory's next commit records: its own and the pending ones."""
-    pending = kb.pending.count(memory.id)
+    pending = kb.duplicates_pending(memory.id)
     if memory.duplicate_count is None and not pending:
         return None
     return (memory.duplicate_count or 1) + pending

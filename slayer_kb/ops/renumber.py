@@ -71,7 +71,7 @@ def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
     top = max(
         highest_auto_id(theirs),
         highest_auto_id(_ids(store.added_paths(None, head, under))),
-        kb.index.highest_auto_id(),
+        kb.highest_auto_id(listed=True),
     )
     return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
 
@@ -113,10 +113,10 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
         if rewrite:
             tip = rewrite_commits(kb.store, base, mapping)
             _reset_keep(kb.store, tip)
-            kb.index.sync()
+            kb.reread()
             result.commit = tip
             return result
-        head = kb.store.head()
+        head = tx.head()
         assert head is not None
         changes: list[Change] = []
         targets = [f"memory:{old}" for old in mapping]

@@ -120,7 +120,7 @@ def _load_all(kb: Context) -> list[Session]:
             entries = [(e.name, e.stat(follow_symlinks=False)) for e in scan]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    cache_path = kb.store.state / "sessions.json"
+    cache_path = kb.state / "sessions.json"
     try:
         cached = json.loads(cache_path.read_text(encoding="utf-8"))
         if not isinstance(cached, dict):
@@ -150,7 +150,7 @@ def _load_all(kb: Context) -> list[Session]:
             fresh[name] = [key, session.to_dict()]
     if fresh != cached:
         with contextlib.suppress(OSError):
-            kb.store.ensure_state_dir()
+            kb.state_dir()
             tmp = cache_path.with_name(f"sessions.{os.getpid()}.tmp")  # each writer its own
             tmp.write_text(json.dumps(fresh), encoding="utf-8")
             os.replace(tmp, cache_path)
@@ -328,7 +328,7 @@ def timeline(kb: Context, session_id: Any) -> SessionTimeline:
 
     kb.ensure_fresh()
     session = read(kb, session_id)
-    docs = kb.index.documents(None, search.restrict(exact={"session_id": session_id}), limit=None)
+    docs = kb.documents(None, search.restrict(exact={"session_id": session_id}), limit=None)
     if session is None and not docs:
         raise NotFoundError(f"No session with id '{session_id}': no session file and no memory saved in it.")
     entries: list[dict[str, Any]] = []
@@ -356,7 +356,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     from .. import search
 
     restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
-    docs = [d["data"] for d in kb.index.documents(None, restriction, limit=None)]
+    docs = [d["data"] for d in kb.documents(None, restriction, limit=None)]
     docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
     known = of_project(load_all(kb), project)
     counts: dict[str, int] = {}

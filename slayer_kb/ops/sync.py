@@ -96,11 +96,11 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                 )
         except BaseException:
             _put_back(store, start)
-            kb.index.sync()
+            kb.reread()
             raise
         result.head = store.head()
-        kb.moves.record(result.renumbered, "renumbered")
-        kb.moves.record(result.merged, "merged")
+        kb.record_moves(result.renumbered, "renumbered")
+        kb.record_moves(result.merged, "merged")
     _top_up(kb)
     return result
 
@@ -108,7 +108,7 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
 def _top_up(kb: Context) -> None:
     """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
     with contextlib.suppress(KBError):
-        kb.leases.top_up(kb.highest_auto_id())
+        kb.top_up_leases()
 
 
 def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> None:
@@ -172,10 +172,7 @@ def _reindex(kb: Context, before: str) -> None:
     out = store.git("diff", "--name-only", "-z", "--no-renames", before, "HEAD", "--", store.prefix or ".").stdout
     changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
     ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
-    if None in ids:
-        kb.index.sync()
-    else:
-        kb.index.update([i for i in ids if i is not None])
+    kb.reread(None if None in ids else [i for i in ids if i is not None])
 
 
 def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
