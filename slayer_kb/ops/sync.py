@@ -36,6 +36,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
+from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .history import blob_at
@@ -152,7 +153,11 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
         assert ours is not None
         parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
         both = _changed_on_both_sides(store, parted, upstream) if parted else []
-        _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        tip = replay(store, upstream, ours)
+        if tip is None:
+            _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        else:
+            store.git("reset", "-q", "--keep", tip)
         result.resolved += [path for path in both if path not in result.resolved]
         result.action = "rebased"
         _reindex(kb, before)
