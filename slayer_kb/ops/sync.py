@@ -47,12 +47,17 @@ if TYPE_CHECKING:
     from ..context import Context
 
 PUSH_ATTEMPTS = 30
-# Waits between attempts: uniform in [0, min(CAP, FIRST * 2**attempt)] ("full jitter"), so
-# clones that collided spread out instead of colliding again in step.
-BACKOFF_FIRST = 0.1
-BACKOFF_CAP = 3.0
+# The wait after the n-th refused push (n from 1): uniform in [0, BACKOFF_WINDOW / n]. Random,
+# so clones that collided spread out instead of colliding again in step; shorter the more often
+# this sync was refused, so the clone that has waited longest is the first back at the remote
+# (a growing wait would favour the newcomers, which push without waiting, and starve it).
+BACKOFF_WINDOW = 0.6
+_JITTER = random.Random()  # noqa: S311 (spreads clones out; nothing secret)
 
 
+def backoff(refused: int, rng: random.Random) -> float:
+    """Seconds to wait after this sync's ``refused``-th refused push."""
+    return rng.uniform(0, BACKOFF_WINDOW / refused)
 
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
@@ -89,7 +94,7 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                 _pull(kb, tx, remote, upstream_branch, tracking, result)
                 if _push(store, remote, upstream_branch, tracking, result):
                     break
-                time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** attempt)))  # noqa: S311
+                time.sleep(backoff(attempt + 1, _JITTER))
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
