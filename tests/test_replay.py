@@ -15,6 +15,7 @@ from slayer_kb.core.memory import Memory
 from slayer_kb.core.memory import dumps as dump_memory
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.core.session import dumps as dump_session
+from slayer_kb.ops.history import blobs_at
 from slayer_kb.store import mergedriver
 from slayer_kb.store.replay import replay
 from slayer_kb.store.repo import GitStore
@@ -147,3 +148,11 @@ def test_records_both_sides_changed_are_merged_in_process(repo: Path) -> None:
     assert git(repo, "show", f"{tip}:{SESSION}") + "\n" == session("base", "up", "ours").replace(
         "2026-11-29T20:02:00Z", "2026-11-29T20:01:00Z")
     assert history(repo, f"up..{tip}") == history(repo, "ours~..ours")
+
+
+def test_blobs_at_reads_many_files_of_many_commits_at_once(repo: Path) -> None:
+    branch(repo, "ours", "main")
+    commit(repo, {TOPIC: topic(3, 1, "later"), PLAIN: None}, "later", "later")
+    store = GitStore(repo)
+    assert blobs_at(store, [("main", TOPIC), ("ours", TOPIC), ("ours", PLAIN), ("main", PLAIN), ("main", "memories")]) == [
+        BASE[TOPIC].encode(), topic(3, 1, "later").encode(), None, BASE[PLAIN].encode(), None]

@@ -39,7 +39,7 @@ from ..store import mergedriver
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .history import blob_at
+from .history import blobs_at
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .validate import validate
 
@@ -227,10 +227,11 @@ def _recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: l
     store = kb.store
     changes: list[Change] = []
     fixed: dict[str, Memory] = {}
-    for path in paths:
-        memory_id = id_of_path(path)
-        texts = [blob_at(store, rev, path) for rev in sides] if memory_id else []
-        if memory_id is None or any(text is None for text in texts):
+    memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
+    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    for _path, memory_id in memories:
+        texts = [next(found) for _ in sides]
+        if any(text is None for text in texts):
             continue
         with contextlib.suppress(KBError):
             parted, upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts if text is not None)
