@@ -66,11 +66,14 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
         raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
-    if store.git("remote", "get-url", "--", remote, check=False).returncode != 0:
+    # The config as the leases keep it (read again only when the file changed): a long-lived
+    # server's sync asks git nothing before the fetch.
+    config = kb.leases.settings()
+    if f"remote.{remote}.url" not in config:
         raise InvalidInputError(
             f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
         )
-    upstream_branch = _upstream_branch(store, branch, remote)
+    upstream_branch = _upstream_branch(config, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
     store.refuse_during_git_operation()
@@ -125,9 +128,8 @@ def _tip(store: GitStore, ref: str) -> str:
     return store.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).stdout.decode().strip()
 
 
-def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
-    configured_remote = store.git("config", "--get", f"branch.{branch}.remote", check=False).stdout.decode().strip()
-    merge = store.git("config", "--get", f"branch.{branch}.merge", check=False).stdout.decode().strip()
+def _upstream_branch(config: dict[str, str], branch: str, remote: str) -> str:
+    configured_remote, merge = config.get(f"branch.{branch}.remote"), config.get(f"branch.{branch}.merge", "")
     if configured_remote == remote and merge.startswith("refs/heads/"):
         return merge[len("refs/heads/"):]
     return branch
@@ -142,10 +144,12 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
         return
     head = store.head()
     assert head is not None
-    if store.is_ancestor(upstream, head):
+    # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
+    parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
+    if parted == upstream:
         return
     before = head
-    if store.is_ancestor(head, upstream):
+    if parted == head:
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         _reindex(kb, before)
@@ -156,7 +160,8 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
             compose(result.renumbered, mapping)
         ours = store.head()
         assert ours is not None
-        parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
+        if mapping:  # renumbered commits: where they part from the upstream, asked again
+            parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
         both = _changed_on_both_sides(store, parted, upstream) if parted else []
         tip = replay(store, upstream, ours)
         if tip is None:
