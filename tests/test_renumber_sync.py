@@ -5,6 +5,7 @@ collide, are tested in test_team.py."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
 from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
-from slayer_kb.ops.sync import sync
+from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
 from testing import commit_all, git, json_of, write_test_catalog
 
 
@@ -303,3 +304,13 @@ def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, P
                    env={**os.environ, "GIT_EDITOR": "true"})
     assert sync(KnowledgeBase(b)).action == "pushed"
     assert all_learnings(b) == sorted(["A's auto", "B's auto", "Both versions"])
+
+
+def test_the_longest_refused_sync_waits_least() -> None:
+    """After each refused push a random wait, shorter the more often this sync was refused: the
+    clone that has waited longest gets back to the remote first, and none is starved."""
+    rng = random.Random(7)
+    longest = [max(backoff(refused, rng) for _ in range(200)) for refused in (1, 2, 5, 29)]
+    assert [round(BACKOFF_WINDOW / n, 3) for n in (1, 2, 5, 29)] == [0.6, 0.3, 0.12, 0.021]
+    for bound, seen in zip((0.6, 0.3, 0.12, BACKOFF_WINDOW / 29), longest, strict=True):
+        assert bound * 0.9 < seen <= bound

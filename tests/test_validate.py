@@ -208,6 +208,26 @@ def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, 
         "1 problem in 1 file (4 files checked)")
 
 
+def test_against_looks_for_twins_only_of_the_branchs_keys(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A key held twice where the branch parted was checked there: --against reports twins
+    only of keys the branch's own files hold (and reads no other file for them)."""
+    root = catalog_kb.root
+    for name in ("1.yaml", "2.yaml"):
+        write(catalog_kb, name, f"learning: Keyed {name}.\ntopic_key: decision/retry\n{CREATED}")
+    commit_all(root, "twins on main")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(catalog_kb, "3.yaml", GOOD)
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout) == (0, "Checked 1 file: no problems.\n")
+    assert invoke_cli("validate", cwd=root).stdout.splitlines()[-1] == "2 problems in 2 files (3 files checked)"
+    write(catalog_kb, "3.yaml", f"learning: Keyed too.\ntopic_key: decision/other\n{CREATED}")
+    write(catalog_kb, "4.yaml", f"learning: Keyed again.\ntopic_key: decision/other\n{CREATED}")
+    twice = invoke_cli("validate", "--against", "main", cwd=root).stdout.splitlines()
+    assert [line.split(":")[0] for line in twice] == [
+        "memories/1.yaml", "memories/2.yaml", "memories/3.yaml", "memories/4.yaml", "4 problems in 4 files (2 files checked)"]
+
+
 def test_against_main_where_the_branch_is_master(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     root = catalog_kb.root
     write(catalog_kb, "1.yaml", GOOD)

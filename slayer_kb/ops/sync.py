@@ -36,9 +36,10 @@ from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
+from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .history import blob_at
+from .history import blobs_at
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .validate import validate
 
@@ -46,12 +47,17 @@ if TYPE_CHECKING:
     from ..context import Context
 
 PUSH_ATTEMPTS = 30
-# Waits between attempts: uniform in [0, min(CAP, FIRST * 2**attempt)] ("full jitter"), so
-# clones that collided spread out instead of colliding again in step.
-BACKOFF_FIRST = 0.1
-BACKOFF_CAP = 3.0
+# The wait after the n-th refused push (n from 1): uniform in [0, BACKOFF_WINDOW / n]. Random,
+# so clones that collided spread out instead of colliding again in step; shorter the more often
+# this sync was refused, so the clone that has waited longest is the first back at the remote
+# (a growing wait would favour the newcomers, which push without waiting, and starve it).
+BACKOFF_WINDOW = 0.6
+_JITTER = random.Random()  # noqa: S311 (spreads clones out; nothing secret)
 
 
+def backoff(refused: int, rng: random.Random) -> float:
+    """Seconds to wait after this sync's ``refused``-th refused push."""
+    return rng.uniform(0, BACKOFF_WINDOW / refused)
 
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
@@ -60,11 +66,14 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
         raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
-    if store.git("remote", "get-url", "--", remote, check=False).returncode != 0:
+    # The config as the leases keep it (read again only when the file changed): a long-lived
+    # server's sync asks git nothing before the fetch.
+    config = kb.leases.settings()
+    if f"remote.{remote}.url" not in config:
         raise InvalidInputError(
             f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
         )
-    upstream_branch = _upstream_branch(store, branch, remote)
+    upstream_branch = _upstream_branch(config, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
     store.refuse_during_git_operation()
@@ -88,7 +97,7 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                 _pull(kb, tx, remote, upstream_branch, tracking, result)
                 if _push(store, remote, upstream_branch, tracking, result):
                     break
-                time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** attempt)))  # noqa: S311
+                time.sleep(backoff(attempt + 1, _JITTER))
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
@@ -119,9 +128,8 @@ def _tip(store: GitStore, ref: str) -> str:
     return store.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).stdout.decode().strip()
 
 
-def _upstream_branch(store: GitStore, branch: str, remote: str) -> str:
-    configured_remote = store.git("config", "--get", f"branch.{branch}.remote", check=False).stdout.decode().strip()
-    merge = store.git("config", "--get", f"branch.{branch}.merge", check=False).stdout.decode().strip()
+def _upstream_branch(config: dict[str, str], branch: str, remote: str) -> str:
+    configured_remote, merge = config.get(f"branch.{branch}.remote"), config.get(f"branch.{branch}.merge", "")
     if configured_remote == remote and merge.startswith("refs/heads/"):
         return merge[len("refs/heads/"):]
     return branch
@@ -136,10 +144,12 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
         return
     head = store.head()
     assert head is not None
-    if store.is_ancestor(upstream, head):
+    # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
+    parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
+    if parted == upstream:
         return
     before = head
-    if store.is_ancestor(head, upstream):
+    if parted == head:
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         _reindex(kb, before)
@@ -150,9 +160,14 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
             compose(result.renumbered, mapping)
         ours = store.head()
         assert ours is not None
-        parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
+        if mapping:  # renumbered commits: where they part from the upstream, asked again
+            parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
         both = _changed_on_both_sides(store, parted, upstream) if parted else []
-        _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        tip = replay(store, upstream, ours)
+        if tip is None:
+            _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        else:
+            store.git("reset", "-q", "--keep", tip)
         result.resolved += [path for path in both if path not in result.resolved]
         result.action = "rebased"
         _reindex(kb, before)
@@ -214,10 +229,11 @@ def _recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: l
     store = kb.store
     changes: list[Change] = []
     fixed: dict[str, Memory] = {}
-    for path in paths:
-        memory_id = id_of_path(path)
-        texts = [blob_at(store, rev, path) for rev in sides] if memory_id else []
-        if memory_id is None or any(text is None for text in texts):
+    memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
+    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    for _path, memory_id in memories:
+        texts = [next(found) for _ in sides]
+        if any(text is None for text in texts):
             continue
         with contextlib.suppress(KBError):
             parted, upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts if text is not None)

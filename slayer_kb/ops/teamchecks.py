@@ -8,9 +8,9 @@ Each check returns problems of a whole file (line 1).
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import StoreError
@@ -24,16 +24,35 @@ MEMORIES = "memories"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
-def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Problem]:
-    """Auto ids this branch added (among ``files``, path -> shown name, of the KB at ``root``) that
-    ``against`` used for another memory."""
-    store = _store(root)
-    memories = store.repo_path(MEMORIES + "/")
+@dataclass(frozen=True)
+class Branch:
+    """HEAD of the KB at ``root`` compared with the revision ``against``: asked of git once for
+    all the checks of one ``validate --against`` (a git process is tens of ms on a busy machine)."""
+
+    root: Path
+    store: GitStore
+    against: str
+    against_sha: str
+    base: str | None  # where HEAD parted from ``against``; None: no common ancestor
+
+
+def branch(root: Path, against: str) -> Branch:
+    if find_toplevel(root) is None:
+        raise StoreError(f"--against needs a git repository; {root} is not in one.")
+    store = GitStore(root)
     against_sha = resolve_rev(store, against)
-    base_proc = store.git("merge-base", against_sha, "HEAD", check=False)
-    if base_proc.returncode != 0:
+    proc = store.git("merge-base", against_sha, "HEAD", check=False)
+    return Branch(root, store, against, against_sha, proc.stdout.decode().strip() if proc.returncode == 0 else None)
+
+
+def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
+    """Auto ids this branch added (among ``files``, path -> shown name) that the revision it is
+    compared with used for another memory."""
+    root, store, against, against_sha, base = (compared.root, compared.store, compared.against,
+                                                 compared.against_sha, compared.base)
+    memories = store.repo_path(MEMORIES + "/")
+    if base is None:
         raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
-    base = base_proc.stdout.decode().strip()
     ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
     auto = [i for i in ours if is_auto_id(i)]
     if not auto:
@@ -69,20 +88,18 @@ def id_collisions(root: Path, files: dict[Path, str], against: str) -> list[Prob
     return problems
 
 
-def branch_files(root: Path, against: str) -> dict[Path, str] | None:
-    """The memory and session files (path -> shown name) of the KB at ``root`` that differ from
-    where HEAD parted from ``against``, committed or not: the only files whose own checks can
-    have changed. None when every file must be checked: a catalog file changed (any memory's
-    references may dangle now), a memory file was removed (others may point at it), or there is
-    no merge base (``id_collisions`` then says so)."""
-    store = _store(root)
-    against_sha = resolve_rev(store, against)
-    base = store.git("merge-base", against_sha, "HEAD", check=False)
-    if base.returncode != 0:
+def branch_files(compared: Branch) -> dict[Path, str] | None:
+    """The memory and session files (path -> shown name) of the KB that differ from where HEAD
+    parted from the revision it is compared with, committed or not: the only files whose own
+    checks can have changed. None when every file must be checked: a catalog file changed (any
+    memory's references may dangle now), a memory file was removed (others may point at it), or
+    there is no merge base (``id_collisions`` then says so)."""
+    root, store = compared.root, compared.store
+    if compared.base is None:
         return None
     kb = store.prefix or "."
     # The merge base against the work tree: committed and uncommitted changes of tracked files.
-    tracked = store.git("diff", "--name-status", "-z", "--no-renames", base.stdout.decode().strip(), "--", kb).stdout
+    tracked = store.git("diff", "--name-status", "-z", "--no-renames", compared.base, "--", kb).stdout
     fields = tracked.decode("utf-8", "surrogateescape").split("\0")
     changed = [(status, path) for status, path in zip(fields[0::2], fields[1::2], strict=False) if path]
     untracked = store.git("ls-files", "-z", "--others", "--exclude-standard", "--", kb).stdout
@@ -102,11 +119,11 @@ def branch_files(root: Path, against: str) -> dict[Path, str] | None:
     return files
 
 
-def topic_key_holders(root: Path) -> dict[Path, str]:
-    """The memory files of the KB at ``root`` whose text names a topic key, found by ``git grep``
-    (tracked files as they are in the work tree) without reading 10,000 files in Python; the
-    caller adds the untracked ones."""
-    store = _store(root)
+def topic_key_holders(compared: Branch) -> dict[Path, str]:
+    """The memory files of the KB whose text names a topic key, found by ``git grep`` (tracked
+    files as they are in the work tree) without reading 10,000 files in Python; the caller adds
+    the untracked ones."""
+    root, store = compared.root, compared.store
     out = store.git("grep", "-l", "-z", "-F", "topic_key:", "--", store.repo_path(MEMORIES + "/"), check=False).stdout
     paths = (root / p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
     return {path: shown(path) for path in paths}
@@ -118,16 +135,9 @@ def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
     canonical form writes them top-level) so that a large KB is not parsed twice."""
     holders: dict[tuple[str, str, str], list[str]] = {}
     for path, name in files.items():
-        if path.suffix != ".yaml" or path.parent.name != MEMORIES:
-            continue
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = path.read_text(encoding="utf-8")
-            if "topic_key:" not in text:
-                continue
-            found = {key: value.strip().strip("'\"") for key, value in _TOPIC_FIELDS.findall(text)}
-            if found.get("topic_key") and "deleted_at" not in found:
-                where = (found["topic_key"], found.get("project", ""), found.get("scope", "project"))
-                holders.setdefault(where, []).append(name)
+        where = _topic_of(path)
+        if where is not None:
+            holders.setdefault(where, []).append(name)
     problems = []
     for (key, project, _scope), names in sorted(holders.items()):
         if len(names) < 2:
@@ -143,10 +153,29 @@ def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
     return problems
 
 
-def _store(root: Path) -> GitStore:
-    if find_toplevel(root) is None:
-        raise StoreError(f"--against needs a git repository; {root} is not in one.")
-    return GitStore(root)
+def holds_a_topic_key(files: dict[Path, str]) -> bool:
+    """Whether a live memory among ``files`` holds a topic key: only then can a branch compared
+    with its upstream have made a key held twice (a key twice in files it left alone was so
+    where it parted, and was checked there)."""
+    return any(_topic_of(path) is not None for path in files)
+
+
+def _topic_of(path: Path) -> tuple[str, str, str] | None:
+    """(topic key, project, scope) of the live memory file ``path``, None without a key. Read
+    from the keys' lines (the canonical form writes them top-level): a large KB is not parsed
+    twice."""
+    if path.suffix != ".yaml" or path.parent.name != MEMORIES:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "topic_key:" not in text:
+        return None
+    found = {key: value.strip().strip("'\"") for key, value in _TOPIC_FIELDS.findall(text)}
+    if not found.get("topic_key") or "deleted_at" in found:
+        return None
+    return found["topic_key"], found.get("project", ""), found.get("scope", "project")
 
 
 def _tree_blobs(store: GitStore, rev: str, folder: str, only: list[str]) -> dict[str, str]:

@@ -24,7 +24,9 @@ search never shows, are not checked for it. With ``--against REF``, auto ids thi
 that REF already uses are reported too, with the command that renumbers them, and so is a topic
 key held by more than one live memory (teamchecks.py); validating the whole KB then checks only
 the files the branch changed since it parted from REF, unless a catalog file changed or a memory
-was removed. Every problem of every file is reported in one run.
+was removed (and looks for a key's other holders only when those files hold one: a key held
+twice among files the branch left alone was checked where they came from). Every problem of
+every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR
-from .teamchecks import branch_files, id_collisions, topic_key_holders, topic_key_twins
+from .teamchecks import branch, branch_files, holds_a_topic_key, id_collisions, topic_key_holders, topic_key_twins
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -209,7 +211,8 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     auto ids added on this branch that the revision uses for another memory."""
     report = Report()
     for target in targets(paths, report.problems).values():
-        changed = branch_files(target.root, against) if against is not None and target.everything else None
+        compared = branch(target.root, against) if against is not None else None
+        changed = branch_files(compared) if compared is not None and target.everything else None
         if changed is not None:
             # Only the branch's own files: the others were checked where they came from.
             target.files, target.everything = changed, False
@@ -223,10 +226,12 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
         # A key held twice needs every holder, not just the branch's files.
-        holders = target.files if changed is None else {**topic_key_holders(target.root), **target.files}
+        holders = target.files
+        if changed is not None and compared is not None and holds_a_topic_key(changed):
+            holders = {**topic_key_holders(compared), **target.files}
         report.problems.extend(topic_key_twins(holders))
-        if against is not None:
-            report.problems.extend(id_collisions(target.root, target.files, against))
+        if compared is not None:
+            report.problems.extend(id_collisions(compared, target.files))
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 

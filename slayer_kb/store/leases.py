@@ -118,15 +118,16 @@ class IdLeases:
         """The git folder the clone's worktrees share (where leases are kept)."""
         return self.store.git_dirs()[1]
 
-    def _settings(self) -> dict[str, str]:
-        """The repository's config keys leases depend on, read again only when the file changed."""
+    def settings(self) -> dict[str, str]:
+        """The repository's config keys leases and ``sync`` depend on (the remotes' urls, each
+        branch's upstream), read again only when the file changed."""
         try:
             st = os.stat(self.common_dir / "config")
             seen = (st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError:
             seen = None
         if seen is None or seen != self._config_seen:
-            proc = self._git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.remote)$", check=False)
+            proc = self._git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge))$", check=False)
             config: dict[str, str] = {}
             for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
                 key, _, value = item.partition("\n")
@@ -137,7 +138,7 @@ class IdLeases:
 
     def remote(self) -> Remote | None:
         """The remote ids are leased from, or None when this KB counts on its own."""
-        config = self._settings()
+        config = self.settings()
         if config.get("slayer-kb.ids", "").strip().lower() == "sequential":
             return None
         if not any(key.startswith("remote.") for key in config):

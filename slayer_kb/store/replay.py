@@ -1,0 +1,146 @@
+"""``sync``'s rebase in this process: this branch's commits replayed onto the upstream with git's
+plumbing and the KB's merge driver called as a function.
+
+``git rebase`` with the KB's merge driver (``mergedriver.py``) starts a Python process for every
+file both sides changed (hundreds of ms each on a busy machine), checks the upstream out and
+replays each commit in the work tree. Here each commit's changes (one ``git diff-tree --stdin``
+for them all) are applied to the upstream's tree in git's object database (``objects.py``):
+
+- a file the upstream left as the commit found it takes the commit's version;
+- a file the upstream already changed the same way stays;
+- a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
+  and topic-key memories), exactly as git would have asked the driver to.
+
+A commit that changes nothing any more is dropped, as ``git rebase`` drops it. The new commits
+keep their author, date and message; the committer is whoever runs the sync, now, as with
+``git rebase``. Anything else - a line merge, a file one side deleted and the other changed, a
+merge commit, a mode other than a plain file - answers None, and ``git rebase`` does the whole
+replay as before (its conflicts and messages unchanged). Nothing here touches a ref, the index
+or the work tree: the caller moves the branch to the tip it gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.locate import MEMORIES_DIR
+from ..core.session import SESSIONS_DIR
+from . import mergedriver
+from .repo import GitStore
+
+_FILE = "100644"
+_ABSENT = "000000"
+
+
+@dataclass(frozen=True)
+class _Change:
+    path: str  # repository-relative
+    old: str | None  # blob id in the commit's parent, None: no file
+    new: str | None  # blob id in the commit, None: deleted
+
+
+def replay(store: GitStore, upstream: str, head: str) -> str | None:
+    """The tip of ``upstream..head`` replayed onto ``upstream`` (``upstream`` itself when every
+    commit became empty), or None when only ``git rebase`` can do it (see the module doc)."""
+    rows = store.git("rev-list", "--reverse", "--parents", head, f"^{upstream}").stdout.decode().split("\n")
+    commits = [row.split() for row in rows if row]
+    if any(len(parents) != 1 for _commit, *parents in commits):
+        return None  # a merge commit (rebase flattens it) or a root: git's business
+    if not commits:
+        return upstream
+    changes = _changes(store, [commit for commit, *_ in commits])
+    objects = store.objects
+    raw = objects.read_many("commit", [commit for commit, *_ in commits])
+    committer = store.git("var", "GIT_COMMITTER_IDENT", env=store.identity()).stdout.strip()
+    tip, tree = upstream, objects.tree_of(upstream)
+    for commit, _parent in commits:
+        updates = _applied(store, tree, changes.get(commit, []))
+        if updates is None:
+            return None
+        new_tree = objects.update_tree(tree, updates) if updates else tree
+        if new_tree == tree:
+            continue  # the upstream has this commit's change already: dropped, as git rebase does
+        tip, tree = objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer)), new_tree
+    return tip
+
+
+def _changes(store: GitStore, commits: list[str]) -> dict[str, list[_Change]]:
+    """Each commit's changes against its parent, from one ``git diff-tree --stdin``; a change of
+    anything but a plain file is recorded with both ids None (``_applied`` gives up on it)."""
+    out = store.git("diff-tree", "--stdin", "-r", "-z", "--no-renames",
+                    input="".join(c + "\n" for c in commits).encode()).stdout
+    tokens = out.decode("utf-8", "surrogateescape").split("\0")
+    found: dict[str, list[_Change]] = {}
+    current: list[_Change] = []
+    at = 0
+    while at < len(tokens):
+        token = tokens[at]
+        if token.startswith(":"):
+            old_mode, new_mode, old, new, _status = token[1:].split(" ")
+            plain = {old_mode, new_mode} <= {_FILE, _ABSENT}
+            current.append(_Change(tokens[at + 1], _blob(old, old_mode) if plain else "?",
+                                   _blob(new, new_mode) if plain else "?"))
+            at += 2
+            continue
+        if token:
+            current = found.setdefault(token, [])
+        at += 1
+    return found
+
+
+def _blob(oid: str, mode: str) -> str | None:
+    return None if mode == _ABSENT else oid
+
+
+def _applied(store: GitStore, tree: str, changes: list[_Change]) -> dict[str, str | None] | None:
+    """The blob each changed path takes in ``tree`` once the changes are applied; None when a
+    path needs more than the KB's merge driver."""
+    objects = store.objects
+    now = objects.blobs_at(tree, [c.path for c in changes])
+    updates: dict[str, str | None] = {}
+    for change in changes:
+        current = now[change.path]
+        if "?" in (change.old, change.new):
+            return None
+        if current == change.old:
+            updates[change.path] = change.new
+        elif current == change.new:
+            continue
+        elif current is None or change.new is None or not _driven(store, change.path):
+            return None  # deleted on one side and changed on the other, or git's line merge
+        else:
+            merged = _merged(store, change, current)
+            if merged is None:
+                return None
+            updates[change.path] = objects.write("blob", merged.encode("utf-8"))
+    return updates
+
+
+def _driven(store: GitStore, path: str) -> bool:
+    """Whether git would hand ``path`` to the KB's merge driver (its attributes: a ``.yaml``
+    directly in the KB's memories/ or sessions/ folder)."""
+    if not path.startswith(store.prefix):
+        return False
+    folder, slash, name = path[len(store.prefix):].partition("/")
+    return folder in (MEMORIES_DIR, SESSIONS_DIR) and "/" not in name and name.endswith(".yaml")
+
+
+def _merged(store: GitStore, change: _Change, current: str) -> str | None:
+    """The driver's merge of (the commit's parent, the upstream's, the commit's) versions."""
+    assert change.new is not None
+    wanted = [oid for oid in (change.old, current, change.new) if oid is not None]
+    blobs = store.objects.read_many("blob", wanted)
+    # As git hands them to the driver: an empty base when both sides added the file.
+    base, ours, theirs = ("" if oid is None else blobs[oid].decode("utf-8", "replace")
+                          for oid in (change.old, current, change.new))
+    return mergedriver.merged(change.path, base, ours, theirs)
+
+
+def _recommitted(raw: bytes, tree: str, parent: str, committer: bytes) -> bytes:
+    """Commit object ``raw`` on ``tree`` and ``parent``, committed by ``committer`` (git's ident
+    line); other headers but the encoding (a signature of the old commit) are dropped."""
+    header, _, message = raw.partition(b"\n\n")
+    kept = [line for line in header.split(b"\n") if line.startswith((b"author ", b"encoding "))]
+    lines = [b"tree " + tree.encode(), b"parent " + parent.encode(), *kept[:1], b"committer " + committer,
+             *kept[1:]]
+    return b"\n".join(lines) + b"\n\n" + message
