@@ -1,0 +1,83 @@
+"""Long memories embedded whole: a text longer than the sentence encoder reads at once (256 word
+pieces) is embedded as passages under its title and its vector is the mean of theirs, so a
+question about its second half finds it; the cache never hands back a vector made by cutting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import Request, encoder, run, sentences
+
+TITLE = "Mobile release runbook"
+# 21 sentences, about 390 word pieces: the last ones are past what one run of the model reads.
+STEPS = [f"Step {n}: the release captain checks item {n} of the store checklist and signs it off." for n in range(1, 18)] + [
+    "Source maps of every build are kept in Sentry for ninety days.",
+    "Crashes from technicians who never update can then still be read.",
+    "Symbol files for the native code are uploaded with each store build.",
+    "Nobody deletes them by hand.",
+]
+LONG = f"{TITLE}\n" + " ".join(STEPS)
+OTHERS = [
+    ("Feature flags for the mobile app", "Flags are read at start-up from the config service; a flag changed mid-session applies at the next start."),
+    ("Store screenshots", "Screenshots for both stores are made by a script on the simulator in four languages."),
+    ("Beta testers", "Fifty technicians get every build a week early through the internal distribution channel."),
+]
+QUESTION = "how long do we retain the debugging files that decode crash traces of old app versions?"
+
+
+@pytest.fixture(autouse=True)
+def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
+
+
+def model() -> encoder.Encoder:
+    loaded = encoder.load()
+    assert isinstance(loaded, encoder.Encoder), loaded
+    return loaded
+
+
+def test_a_long_text_is_embedded_in_passages_none_of_it_cut() -> None:
+    enc = model()
+    assert enc.fits([OTHERS[0][1], LONG]) == [True, False]
+    assert enc.passages(OTHERS[0][1]) == [OTHERS[0][1]]
+    found = enc.passages(LONG)
+    assert len(found) == 4
+    assert all(p.startswith(f"{TITLE}\n") for p in found)
+    assert all(len(enc._tokenizer.encode(p).ids) <= encoder.PASSAGE_TOKENS for p in found)  # noqa: SLF001 - the model's own count
+    assert " ".join(p.removeprefix(f"{TITLE}\n") for p in found) == " ".join(STEPS)  # every sentence, in order, once
+    mean = enc.encode(found).sum(axis=0)
+    assert np.allclose(enc.encode([LONG])[0], mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_a_question_about_the_end_of_a_long_memory_finds_it(empty_kb: KnowledgeBase) -> None:
+    """By meaning alone: cut at 256 word pieces, the runbook's vector knew nothing of source maps
+    and came second, after the note on feature flags."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    kb.save_observation(title=TITLE, content=LONG.removeprefix(f"{TITLE}\n"), project="field-app")
+    for title, learning in OTHERS:
+        kb.save_observation(title=title, content=learning, project="field-app")
+    assert kb.index.fill_sentences() == 4
+    found = run(kb.index, Request(question=QUESTION, limit=4, channels=frozenset({"meaning"})))
+    assert [h["id"] for h in found.memories][0] == "1"
+
+
+def test_an_old_cache_gives_no_cut_vector_and_keeps_the_whole_ones(empty_kb: KnowledgeBase) -> None:
+    """Vectors cached under the key of the time before passages: right for a text that fits in one
+    run (taken, not made again), wrong for a longer one (made again)."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    kb.save_observation(title=TITLE, content=LONG.removeprefix(f"{TITLE}\n"))
+    kb.save_observation(title=OTHERS[0][0], content=OTHERS[0][1])
+    long_text, short_text = LONG, f"{OTHERS[0][0]}\n{OTHERS[0][1]}"
+    marker = np.zeros(encoder.DIMENSIONS, dtype=np.float32)
+    marker[7] = 1.0  # no model makes this vector: finding it proves the cache served it
+    sentences.store(encoder.FITTING_KEY, {sentences.text_hash(t): sentences.pack(marker) for t in (long_text, short_text)})
+    assert kb.index.fill_sentences() == 2
+    made = kb.index.meaning()
+    cosines = made.sentence_cosines(marker, ["1", "2"])
+    assert cosines["2"] == pytest.approx(1.0)
+    assert cosines["1"] == pytest.approx(float(model().encode([long_text])[0] @ marker), abs=0.01)
+    assert sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(long_text)]) != {}
