@@ -81,3 +81,15 @@ def test_an_old_cache_gives_no_cut_vector_and_keeps_the_whole_ones(empty_kb: Kno
     assert cosines["2"] == pytest.approx(1.0)
     assert cosines["1"] == pytest.approx(float(model().encode([long_text])[0] @ marker), abs=0.01)
     assert sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(long_text)]) != {}
+
+
+def test_a_sentence_longer_than_a_passage_is_split_between_words() -> None:
+    """A pasted log line or a paragraph without a full stop: every word still reaches a passage."""
+    enc = model()
+    words = [f"worker{n}" for n in range(300)]
+    text = "Queue stall\n" + " ".join(words)
+    found = enc.passages(text)
+    assert len(found) > 2
+    assert all(p.startswith("Queue stall\n") for p in found)
+    assert all(len(enc._tokenizer.encode(p).ids) <= encoder.PASSAGE_TOKENS for p in found)  # noqa: SLF001 - the model's own count
+    assert " ".join(p.removeprefix("Queue stall\n") for p in found).split() == words

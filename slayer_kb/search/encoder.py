@@ -82,26 +82,37 @@ class Encoder:
     def passages(self, text: str) -> list[str]:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
         order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first
-        line. A sentence longer than that is a passage of its own (the model reads its first
-        256 word pieces, ``MAX_CHARS`` characters at most)."""
+        line (a sentence longer than that is split between words)."""
         if self.fits([text])[0]:
             return [text]
         first, _, rest = text.partition("\n")
         head, body = (first, rest) if rest and len(first) <= MAX_HEAD_CHARS else ("", text)
-        parts = [p[:MAX_CHARS] for p in _SENTENCE_END.split(body) if p.strip()]
-        sizes = [len(e.ids) for e in self._tokenizer.encode_batch([head, *parts], add_special_tokens=False)]
-        budget = max(PASSAGE_TOKENS - 2 - sizes[0], PASSAGE_TOKENS // 2)  # [CLS], [SEP] and the head
+        head_size = len(self._tokenizer.encode(head, add_special_tokens=False).ids) if head else 0
+        budget = max(PASSAGE_TOKENS - 2 - head_size, PASSAGE_TOKENS // 2)  # [CLS], [SEP] and the head
         out: list[str] = []
         group: list[str] = []
         used = 0
-        for part, size in zip(parts, sizes[1:], strict=True):
+        for unit, size in self._units(body, budget):
             if group and used + size > budget:
                 out.append(" ".join(group))
                 group, used = [], 0
-            group.append(part)
+            group.append(unit)
             used += size
         out.append(" ".join(group))
         return [f"{head}\n{p}" if head else p for p in out]
+
+    def _units(self, body: str, budget: int) -> list[tuple[str, int]]:
+        """(piece, word pieces) in order: the sentences of ``body``, and the words of one longer
+        than ``budget``, so that a passage never ends inside a word."""
+        sentences = [p for p in _SENTENCE_END.split(body) if p.strip()]
+        out: list[tuple[str, int]] = []
+        for sentence, encoding in zip(sentences, self._tokenizer.encode_batch(sentences, add_special_tokens=False), strict=True):
+            if len(encoding.ids) <= budget:
+                out.append((sentence, len(encoding.ids)))
+                continue
+            words = sentence.split()
+            out += [(w, len(e.ids)) for w, e in zip(words, self._tokenizer.encode_batch(words, add_special_tokens=False), strict=True)]
+        return out
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text, in order: a text that does not fit in one run is
