@@ -93,3 +93,21 @@ def test_a_sentence_longer_than_a_passage_is_split_between_words() -> None:
     assert all(p.startswith("Queue stall\n") for p in found)
     assert all(len(enc._tokenizer.encode(p).ids) <= encoder.PASSAGE_TOKENS for p in found)  # noqa: SLF001 - the model's own count
     assert " ".join(p.removeprefix("Queue stall\n") for p in found).split() == words
+
+
+def test_the_static_vectors_and_the_token_match_read_a_long_text_to_its_end() -> None:
+    """wordllama's side read the first 2,048 characters: a word at the end of a long note never
+    reached the token match, which compares the question's tokens with every token of a text."""
+    from slayer_kb.search import embedding
+
+    static = embedding.load()
+    assert isinstance(static, embedding.Embedder), static
+    filler = " ".join(f"Step {n} is checked and signed off." for n in range(120))  # 4,000 characters
+    long_text = f"{filler} Afterwards the hovercraft is refuelled."
+    plain = static.embed([filler, long_text])
+    assert float(plain[0] @ plain[1]) < 0.9999  # the last sentence moved the mean
+    match = static.token_match("hovercraft", [filler, long_text])
+    assert match[1] == pytest.approx(1.0, abs=1e-3) and match[0] < 0.9
+    short = "Title\nsome learning text.\n  more\n"
+    assert embedding._slices(short) == [short]  # noqa: SLF001 - a text under the limit is tokenized as it is
+    assert len(embedding._slices("a" * 60_000)) == 1  # noqa: SLF001 - a run of letters is cut, not tokenized for a minute
