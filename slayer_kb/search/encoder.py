@@ -6,9 +6,10 @@ ships in this package (data/minilm-tokenizer.json, Apache-2.0, see data/NOTICE).
 downloaded at run time. Vectors are mean-pooled over the real tokens and normalised, as
 sentence-transformers makes them. A text longer than the model reads at once (256 word pieces) is
 embedded as passages of at most 128 (the length the model was trained on), each under the text's
-first line (a memory's title), and its vector is the normalised mean of theirs: none of it is cut. Loading costs about a second and 100 MB, so only a warm process,
-``reindex`` and a search over memories that already have sentence vectors load it; without it
-the static vectors of embedding.py stand in.
+first line (a memory's title), and its vector is the normalised mean of theirs: none of it is
+cut. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
+over memories that already have sentence vectors load it; without it the static vectors of
+embedding.py stand in.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ DIMENSIONS = 384
 MAX_TOKENS = 256
 # A longer text: passages of at most this many word pieces, the length the model was trained on.
 PASSAGE_TOKENS = 128
-# Characters handed to the tokenizer at once: WordPiece is slow on one very long word.
+# A text of more characters is never one run (256 word pieces rarely take more), and no more
+# than this is handed to the tokenizer for one run.
 MAX_CHARS = 8 * MAX_TOKENS
 # A passage's head: the text's first line, when it is a title (not a paragraph).
 MAX_HEAD_CHARS = 200
