@@ -4,11 +4,16 @@ question about its second half finds it; the cache never hands back a vector mad
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import Request, encoder, run, sentences
+from slayer_kb.search import Request, embedding, encoder, run, sentences
 
 TITLE = "Mobile release runbook"
 # 21 sentences, about 390 word pieces: the last ones are past what one run of the model reads.
@@ -98,8 +103,6 @@ def test_a_sentence_longer_than_a_passage_is_split_between_words() -> None:
 def test_the_static_vectors_and_the_token_match_read_a_long_text_to_its_end() -> None:
     """wordllama's side read the first 2,048 characters: a word at the end of a long note never
     reached the token match, which compares the question's tokens with every token of a text."""
-    from slayer_kb.search import embedding
-
     static = embedding.load()
     assert isinstance(static, embedding.Embedder), static
     filler = " ".join(f"Step {n} is checked and signed off." for n in range(120))  # 4,000 characters
@@ -111,3 +114,34 @@ def test_the_static_vectors_and_the_token_match_read_a_long_text_to_its_end() ->
     short = "Title\nsome learning text.\n  more\n"
     assert embedding._slices(short) == [short]  # noqa: SLF001 - a text under the limit is tokenized as it is
     assert len(embedding._slices("a" * 60_000)) == 1  # noqa: SLF001 - a run of letters is cut, not tokenized for a minute
+
+
+def test_an_index_made_before_makes_its_sentence_vectors_again(empty_kb: KnowledgeBase, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index and a cache as the version that cut long texts left them: the manifest names the
+    old keys and holds the cut vector. The next command drops every sentence vector; the filler
+    takes the old cache's vector for the text that fits and makes the long one again."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    kb.save_observation(title=TITLE, content=LONG.removeprefix(f"{TITLE}\n"))
+    kb.save_observation(title=OTHERS[0][0], content=OTHERS[0][1])
+    marker = np.zeros(encoder.DIMENSIONS, dtype=np.float32)
+    marker[7] = 1.0
+    texts = (LONG, f"{OTHERS[0][0]}\n{OTHERS[0][1]}")
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db, db:
+        db.execute("UPDATE vectors SET svec = ?", (sentences.pack(marker),))
+    state = json.loads((kb.index.dir / "manifest.json").read_text(encoding="utf-8"))
+    state["vectors"] = embedding.key().replace("-mean-v2", "-mean-v1")  # type: ignore[union-attr]
+    (kb.index.dir / "manifest.json").write_text(json.dumps(state), encoding="utf-8")
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "old-cache"))
+    sentences.store(encoder.FITTING_KEY, {sentences.text_hash(t): sentences.pack(marker) for t in texts})
+
+    again = KnowledgeBase(kb.root)
+    again.index.background_vectors = False
+    again.ensure_fresh()
+    assert again.index.sentence_coverage() == (0, 2)
+    assert again.index.fill_sentences() == 2
+    cosines = again.index.meaning().sentence_cosines(marker, ["1", "2"])
+    assert cosines["2"] == pytest.approx(1.0)
+    assert cosines["1"] == pytest.approx(float(model().encode([LONG])[0] @ marker), abs=0.01)
+    again.close()
