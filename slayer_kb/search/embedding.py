@@ -37,6 +37,7 @@ MAX_CHARS = 2048
 MAX_WORD_CHARS = 256
 # A word with the spaces before it (or the spaces that end a text).
 _WORDS = re.compile(r"\s*\S+|\s+\Z")
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
 # Question tokens that say nothing about the subject, left out of the token-level match.
 _FILLER = frozenset(
     "a an and are as at be by can for from have if in is it may not of on or that the this to us we "
@@ -129,12 +130,14 @@ class Embedder:
         """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
         pieces = [_slices(t) for t in texts]
         encoded = iter(self._tokenizer.encode_batch([p for ps in pieces for p in ps], add_special_tokens=False))
-        return [[i for _p in ps for i in next(encoded).ids] for ps in pieces]
+        return [next(encoded).ids if len(ps) == 1 else [i for _p in ps for i in next(encoded).ids] for ps in pieces]
 
 
 def _slices(text: str) -> list[str]:
     """``text`` in pieces of at most ``MAX_CHARS`` characters, cut before a word, each word cut at
     ``MAX_WORD_CHARS``: a text of no more characters and no longer word is one piece, itself."""
+    if len(text) <= MAX_CHARS and not _LONG_WORD.search(text):
+        return [text]  # nearly every text: no pass over its words
     out: list[str] = []
     for piece in _WORDS.findall(text):
         word = piece.lstrip()
