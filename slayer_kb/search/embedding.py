@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,14 +26,18 @@ if TYPE_CHECKING:
 PACKAGE = "wordllama"
 TOKENIZER_FILE = os.path.join("tokenizers", "l2_supercat_tokenizer_config.json")
 WEIGHTS_FILE = os.path.join("weights", "l2_supercat_256.safetensors")
-# What the stored vectors were made with: a change re-embeds every memory.
-MODEL_KEY = "wordllama-l2_supercat_256-mean-v1"
+# What the stored vectors were made with: a change re-embeds every memory. v2: every token of a
+# text (v1 read the first 2,048 characters, 512 tokens at most, so a long note's end was lost).
+MODEL_KEY = "wordllama-l2_supercat_256-mean-v2"
 DIMENSIONS = 256
-# Long learnings: the first tokens carry the subject; the mean over thousands adds little.
-MAX_TOKENS = 512
-# And the characters handed to the tokenizer, which is slow on one very long word (BPE over 60,000
-# letters took a minute and gigabytes): 512 tokens are rarely more than 3,000 characters.
-MAX_CHARS = 4 * MAX_TOKENS
+# Characters handed to the tokenizer at once, cut between words: BPE is slow on one very long
+# word (60,000 letters took a minute and gigabytes), so a word longer than MAX_WORD_CHARS is cut
+# there (no word of a language is that long; a longer run of letters is noise, not meaning).
+MAX_CHARS = 2048
+MAX_WORD_CHARS = 256
+# A word with the spaces before it (or the spaces that end a text).
+_WORDS = re.compile(r"\s*\S+|\s+\Z")
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
 # Question tokens that say nothing about the subject, left out of the token-level match.
 _FILLER = frozenset(
     "a an and are as at be by can for from have if in is it may not of on or that the this to us we "
@@ -74,8 +79,7 @@ class Embedder:
         # page through the memory map for every text.
         # (as float32: numpy sums float16 in software, ten times slower).
         weights = np.asarray(self._weights) if len(texts) < 100 else np.array(self._weights, dtype=np.float32)
-        for row, encoding in enumerate(self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)):
-            ids = encoding.ids[:MAX_TOKENS]
+        for row, ids in enumerate(self._ids(texts)):
             if not ids:
                 continue
             vector = weights[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float32)
@@ -92,8 +96,8 @@ class Embedder:
         import numpy as np
 
         out = np.zeros(len(texts), dtype=np.float32)
-        asked = self._tokenizer.encode(question[:MAX_CHARS], add_special_tokens=False)
-        wanted = sorted({i for i, piece in zip(asked.ids, asked.tokens, strict=True) if _content(piece)})
+        asked = self._tokenizer.encode_batch(_slices(question), add_special_tokens=False)
+        wanted = sorted({i for e in asked for i, piece in zip(e.ids, e.tokens, strict=True) if _content(piece)})
         if not wanted or not texts:
             return out
         per_text = self._token_ids(texts)
@@ -118,10 +122,31 @@ class Embedder:
         if missing:
             if len(cache) > 50_000:
                 cache.clear()
-            encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in missing], add_special_tokens=False)
-            for text, encoding in zip(missing, encoded, strict=True):
-                cache[text] = np.unique(np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64))
+            for text, ids in zip(missing, self._ids(missing), strict=True):
+                cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
         return [cache[t] for t in texts]
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
+        pieces = [_slices(t) for t in texts]
+        encoded = iter(self._tokenizer.encode_batch([p for ps in pieces for p in ps], add_special_tokens=False))
+        return [next(encoded).ids if len(ps) == 1 else [i for _p in ps for i in next(encoded).ids] for ps in pieces]
+
+
+def _slices(text: str) -> list[str]:
+    """``text`` in pieces of at most ``MAX_CHARS`` characters, cut before a word, each word cut at
+    ``MAX_WORD_CHARS``: a text of no more characters and no longer word is one piece, itself."""
+    if len(text) <= MAX_CHARS and not _LONG_WORD.search(text):
+        return [text]  # nearly every text: no pass over its words
+    out: list[str] = []
+    for piece in _WORDS.findall(text):
+        word = piece.lstrip()
+        piece = piece[: len(piece) - len(word) + MAX_WORD_CHARS]
+        if out and len(out[-1]) + len(piece) <= MAX_CHARS:
+            out[-1] += piece
+        else:
+            out.append(piece)
+    return out
 
 
 def _content(piece: str) -> bool:

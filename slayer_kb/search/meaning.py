@@ -55,8 +55,11 @@ class Meaning:
         return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
 
     def vector_key(self) -> str | None:
-        """What the stored vectors were made with; None when meaning search is off."""
-        return embedding.key()
+        """What the stored vectors were made with, the static ones and the sentence ones (a
+        manifest's sentence vectors made another way are made again); None when meaning search
+        is off."""
+        key = embedding.key()
+        return f"{key} + {encoder.MODEL_KEY}" if key else None
 
     def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
         """The vectors table's rows for these memories ([] when search by meaning is off)."""
@@ -181,8 +184,10 @@ class Meaning:
             texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
             # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
             fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
-            made = model.encode([texts[m] for m, _digest in fresh])
-            new = {digest: sentences.pack(vector) for (_m, digest), vector in zip(fresh, made, strict=True)}
+            new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
+            rest = [(m, digest) for m, digest in fresh if digest not in new]
+            made = model.encode([texts[m] for m, _digest in rest])
+            new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
             sentences.store(encoder.MODEL_KEY, new)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
@@ -195,6 +200,13 @@ class Meaning:
             if self._meaning is not None:
                 self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
         return model, len(written)
+
+    @staticmethod
+    def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
+        """Vectors the cache holds under ``encoder.FITTING_KEY`` for these (hash, text) that
+        fit in one run of the model: made the same way then, so not made again."""
+        fit = [digest for (digest, _t), fits in zip(texts, model.fits([t for _d, t in texts]), strict=True) if fits]
+        return sentences.lookup(encoder.FITTING_KEY, fit)
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""
