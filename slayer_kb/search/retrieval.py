@@ -131,8 +131,12 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
 def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
     """The question's sentence vector, when some memories have one (else the encoder, a second
     to load in a cold process, would buy nothing), and whether every memory has one. While some
-    lack one, the answer says how many have one, and a process is making the others."""
-    if not encoder.installed():
+    lack one, the answer says how many have one, and a process is making the others. A model
+    file known to fail its check (``encoder.model_file``) is said at once, and nothing tries it."""
+    present = encoder.model_file()
+    if isinstance(present, encoder.Unavailable):
+        if present.damaged:
+            warnings.append(str(present))  # a damaged or changed install: the user can mend it
         return None, False
     covered, total = index.sentence_coverage()
     if covered < total:
