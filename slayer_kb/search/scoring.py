@@ -30,6 +30,8 @@ _CACHED_POSTINGS = 4_000_000
 # as 16 postings), so that words absent from the index count too.
 _ENTRY_COST = 16
 _LENGTH_OF_BYTE = np.array(LENGTH_OF_BYTE, dtype=np.float64)
+# A union of fewer postings than a third of the documents is summed over its own docnums.
+_SPARSE_UNION = 3
 
 Scored = tuple[np.ndarray, np.ndarray]
 """Matching docnums in ascending order, and their scores."""
@@ -236,8 +238,15 @@ def _union(parts: list[Scored], size: int) -> Scored:
     ids = np.concatenate([found for found, _ in parts])
     if not len(ids):
         return _EMPTY  # (bincount of nothing is an int array, whatever the weights)
+    weights = np.concatenate([scores for _, scores in parts])
+    if len(ids) * _SPARSE_UNION < size:
+        # Few postings: sorting them costs less than three passes over every document (a
+        # question's words took 13 of its 29 ms at 100,000 memories that way). bincount adds
+        # each posting's score in the same order either way: the same sums, to the bit.
+        found, where = np.unique(ids, return_inverse=True)
+        return found, np.bincount(where, weights=weights, minlength=len(found))
     counts = np.bincount(ids, minlength=size)
-    sums = np.bincount(ids, weights=np.concatenate([scores for _, scores in parts]), minlength=size)
+    sums = np.bincount(ids, weights=weights, minlength=size)
     found = np.flatnonzero(counts)
     return found, sums[found]
 
