@@ -162,12 +162,15 @@ def _stale_query(
     queries again and again, and resolving one took about a millisecond. A query naming a
     memory depends on the memories too, and is resolved every time."""
     global _stale_known
-    key = json.dumps(query, sort_keys=True, default=str)
+    try:
+        key: str | None = json.dumps(query, sort_keys=True, default=str)
+    except (TypeError, ValueError):  # keys of mixed types: resolved every time (and found stale)
+        key = None
     catalog = kb.catalog
     if _stale_known[0] is not catalog or len(_stale_known[1]) > _STALE_KEPT:
         _stale_known = (catalog, {})
     known = _stale_known[1]
-    if key in known:
+    if key is not None and key in known:
         return known[key]
     try:
         query_entities(query, kb.resolver())
@@ -175,7 +178,7 @@ def _stale_query(
         stale: str | None = str(exc)
     else:
         stale = None
-    if "memory:" not in key:
+    if key is not None and "memory:" not in key:
         known[key] = stale
     return stale
 
