@@ -68,7 +68,8 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
         raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
-    config = kb.leases.settings()
+    leases = kb.leases
+    config = leases.settings()
     if f"remote.{remote}.url" not in config:
         raise InvalidInputError(
             f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
