@@ -286,6 +286,11 @@ class Context:
         """Ids ``sync`` moved on this clone (``store/moves.py``), refused until accepted."""
         self.moves.record(moves, why)
 
+    def git_setting(self, key: str) -> str | None:
+        """One key of the clone's git config as the leases cache it (``IdLeases.settings``: the
+        remotes' urls and the branches' upstreams), or None when it is not set."""
+        return self.leases.settings().get(key)
+
     def top_up_leases(self) -> None:
         """Lease more auto ids from the remote when this clone runs low (``IdLeases.top_up``)."""
         self.leases.top_up(self.highest_auto_id())

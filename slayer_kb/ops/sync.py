@@ -68,13 +68,11 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
         raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
-    leases = kb.leases
-    config = leases.settings()
-    if f"remote.{remote}.url" not in config:
+    if kb.git_setting(f"remote.{remote}.url") is None:
         raise InvalidInputError(
             f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
         )
-    upstream_branch = _upstream_branch(config, branch, remote)
+    upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
     store.refuse_during_git_operation()
@@ -129,8 +127,8 @@ def _tip(store: GitStore, ref: str) -> str:
     return store.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).stdout.decode().strip()
 
 
-def _upstream_branch(config: dict[str, str], branch: str, remote: str) -> str:
-    configured_remote, merge = config.get(f"branch.{branch}.remote"), config.get(f"branch.{branch}.merge", "")
+def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
+    configured_remote, merge = kb.git_setting(f"branch.{branch}.remote"), kb.git_setting(f"branch.{branch}.merge") or ""
     if configured_remote == remote and merge.startswith("refs/heads/"):
         return merge[len("refs/heads/"):]
     return branch
