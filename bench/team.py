@@ -234,7 +234,8 @@ def team_sync(clone: Path, env: dict[str, str], emit: Emit, attempts: int = 2) -
             kind = "error"
         emit({"op": "sync", "kind": kind, "seconds": reply.seconds, "action": reply.out.get("action"),
               "attempts": reply.out.get("attempts") or 0,
-              "renumbered": reply.out.get("renumbered") or {}, "files": conflict_files(message),
+              "renumbered": reply.out.get("renumbered") or {}, "timings": reply.out.get("timings") or [],
+              "files": conflict_files(message),
               "message": message[:400]})
         if kind != "conflict":
             return kind == "ok"
@@ -278,6 +279,9 @@ class SharedResult:
     sync_p95: float | None = None
     sync_max: float | None = None
     push_attempts_max: int = 0
+    # The slowest 5% of syncs: how many, their push attempts (median, max) and where their time
+    # went, in seconds per sync (``outside``: the client's start, the relay, the server's turn).
+    slowest: dict[str, float] = field(default_factory=dict)
     converged: bool = False
     convergence_rounds: int = 0
     validate_clean: bool = False
@@ -307,6 +311,7 @@ class SharedResult:
             ("sync p50 / p95 / max (s)", f"{fmt(self.sync_p50)} / {fmt(self.sync_p95)} / {fmt(self.sync_max)}",
              "p95 <= 5 s"),
             ("most push attempts in one sync", self.push_attempts_max, f"< {PUSH_ATTEMPTS}"),
+            ("slowest 5% of syncs: where the time goes (s per sync)", slowest_text(self.slowest), ""),
             ("clones converged (final sync rounds)", f"{self.converged} ({self.convergence_rounds})", "True"),
             ("validate clean on the converged main", self.validate_clean, "True"),
             ("memories on main", self.memories_on_main, ""),
@@ -375,6 +380,7 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
     forgotten: set[str] = set()
     changed: set[str] = set()
     sync_seconds = []
+    syncs: list[dict[str, Any]] = []
     upserts = 0
     for event in events:
         op, ok = event.get("op"), event.get("rc") == 0
@@ -399,6 +405,7 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
         elif op == "sync":
             result.syncs += 1
             sync_seconds.append(event["seconds"])
+            syncs.append(event)
             result.push_attempts_max = max(result.push_attempts_max, int(event.get("attempts") or 0))
             result.renumbered_ids += len(event["renumbered"])
             if event["kind"] != "ok":
@@ -433,7 +440,39 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
     result.topic_revisions_missing = upserts - revisions
     result.sync_p50, result.sync_p95 = percentile(sync_seconds, 50), percentile(sync_seconds, 95)
     result.sync_max = max(sync_seconds, default=None)
+    result.slowest = slowest(syncs, result.sync_p95)
     result.memories_on_main = len(remote)
+
+
+PHASES = ("outside", "lock", "fetch", "pull", "push", "wait", "finish")
+
+
+def slowest(syncs: list[dict[str, Any]], p95: float | None) -> dict[str, float]:
+    """Where the syncs at or above ``p95`` spent their time: the seconds of each phase the syncs
+    reported (sync's ``timings``), per sync, and ``outside`` them (the CLI's own wall time)."""
+    tail = [event for event in syncs if p95 is not None and event["seconds"] >= p95]
+    if not tail:
+        return {}
+    totals = dict.fromkeys(PHASES, 0.0)
+    for event in tail:
+        inside = 0.0
+        for attempt in event.get("timings") or []:
+            for phase, seconds in attempt.items():
+                totals[phase] = totals.get(phase, 0.0) + seconds
+                inside += seconds
+        totals["outside"] += event["seconds"] - inside
+    attempts = sorted(int(event.get("attempts") or 0) for event in tail)
+    return {"syncs": len(tail), "attempts_median": attempts[len(attempts) // 2], "attempts_max": attempts[-1],
+            "seconds": sum(event["seconds"] for event in tail) / len(tail),
+            **{phase: seconds / len(tail) for phase, seconds in totals.items()}}
+
+
+def slowest_text(figures: dict[str, float]) -> str:
+    if not figures:
+        return "-"
+    phases = ", ".join(f"{phase} {figures[phase]:.2f}" for phase in PHASES if phase in figures)
+    return (f"{int(figures['syncs'])} syncs of {figures['seconds']:.2f} s, attempts {int(figures['attempts_median'])} "
+            f"(max {int(figures['attempts_max'])}): {phases}")
 
 
 def table(rows: list[tuple[str, Any, str]]) -> str:

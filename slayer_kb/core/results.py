@@ -320,11 +320,15 @@ class SyncResult:
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
+    # Seconds per phase, one dict per push attempt: lock (the first), fetch, pull, push, wait
+    # (after a refused push), finish (the last: re-index, bookkeeping). docs/teams.md.
+    timings: list[dict[str, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
-                "resolved": self.resolved, "attempts": self.attempts, "head": self.head}
+                "resolved": self.resolved, "attempts": self.attempts, "head": self.head,
+                "timings": self.timings}
 
 
 @dataclass

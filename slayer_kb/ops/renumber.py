@@ -50,14 +50,16 @@ def _ids(paths: list[str]) -> set[str]:
     return {i for i in map(id_of_path, paths) if i}
 
 
-def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
-    """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used."""
+def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None, dict[str, str]]:
+    """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used. With
+    ``parted``, ``onto`` is a commit id and ``parted`` its merge base with HEAD, already known
+    (sync asks on every push attempt)."""
     store = kb.store
     head = store.head()
     if head is None:
         return None, {}
-    onto_sha = resolve_rev(store, onto)
-    base = merge_base(store, onto_sha, head)
+    onto_sha = onto if parted else resolve_rev(store, onto)
+    base = parted or merge_base(store, onto_sha, head)
     under = f"{MEMORIES_DIR}/"
     # The branch's new memories: at HEAD but not at the merge base (after a merge of REF, REF's
     # memories are in the merge base, so they never count as the branch's).

@@ -1,4 +1,4 @@
-"""``sync``: pull, merge what git cannot, revalidate, reindex, push; retried under contention.
+"""``sync``: pull, merge what git cannot, revalidate, push, reindex; retried under contention.
 
 fetch, then a rebase of this branch's commits onto the upstream. With leased ids
 (``store/leases.py``) two clones never add the same file, so the rebase meets only files both
@@ -17,9 +17,13 @@ history). Ids allocated before leases (or with ``slayer-kb.ids sequential``) tha
 used for other memories are renumbered first (``renumber.py``). Both kinds of move are recorded
 (``store/moves.py``): a command on a moved id refuses and names both memories.
 
-A push refused because others pushed first is retried (pull again, push again) with jittered,
-growing waits. Whenever sync cannot finish it puts the branch, index and work tree back exactly
-where they were and says how to go on.
+A push refused because others pushed first is retried (pull again, push again) after a jittered
+wait, shorter the more often this sync was refused. The race with the other clones, from the
+fetch to the push, holds only what must be in it: the lock and the check of the work tree come
+before the fetch, and the re-index of the pulled memories (unless a topic key to fold needs it)
+and the counting after the push. Each attempt's phases are timed (``SyncResult.timings``).
+Whenever sync cannot finish it puts the branch, index and work tree back exactly where they
+were and says how to go on.
 """
 
 from __future__ import annotations
@@ -61,11 +65,14 @@ def backoff(refused: int, rng: random.Random) -> float:
 
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
-    """Pull (rebase), merge, revalidate, reindex and push (see the module doc)."""
+    """Pull (rebase), merge, revalidate, push and reindex (see the module doc)."""
     store = kb.store
+    result = SyncResult(remote, "")
+    laps = _Laps(result.timings)
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
         raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+    result.branch = branch
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
     if kb.git_setting(f"remote.{remote}.url") is None:
@@ -74,34 +81,53 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
-    result = SyncResult(remote, branch)
     store.refuse_during_git_operation()
-    _fetch(store, remote, upstream_branch, tracking)
     head = store.head()
-    if head is not None and head == _tip(store, tracking):
-        # Nothing to pull or push: no lock, no index check (a team syncs often).
-        result.head = head
-        _top_up(kb)
-        return result
+    fetched = head is not None and head == _tip(store, tracking)
+    if fetched:
+        # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
+        # either, no lock and no index check (a team syncs often).
+        laps.lap("lock")
+        _fetch(store, remote, upstream_branch, tracking)
+        laps.lap("fetch")
+        if head == _tip(store, tracking):
+            result.head = head
+            _top_up(kb)
+            return result
+    # The lock and the check of the work tree come before the fetch, and the re-index after the
+    # push: the race with other clones (from the fetch to the push) holds only what must be in it.
     with kb.transaction() as tx:
         require_clean(store)
         start = store.head()
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
+        index = _Index(kb, start)
+        upstream = ""
+        laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
                 result.attempts = attempt + 1
                 if attempt:
+                    laps.next()
+                if attempt or not fetched:
                     _fetch(store, remote, upstream_branch, tracking)
-                _pull(kb, tx, remote, upstream_branch, tracking, result)
-                if _push(store, remote, upstream_branch, tracking, result):
+                    laps.lap("fetch")
+                upstream = _pull(kb, tx, remote, upstream_branch, tracking, result, index)
+                laps.lap("pull")
+                pushed = _push(store, remote, upstream_branch, upstream, result)
+                laps.lap("push")
+                if pushed:
                     break
                 time.sleep(backoff(attempt + 1, _JITTER))
+                laps.lap("wait")
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
                     "the repository is back as it was. Run 'slayer-kb sync' again."
                 )
+            index.catch_up()
+            if upstream:
+                result.pulled = _count(store, upstream, start)
         except BaseException:
             _put_back(store, start)
             kb.reread()
@@ -110,7 +136,43 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
     _top_up(kb)
+    laps.lap("finish")
     return result
+
+
+class _Laps:
+    """Where a sync's time goes (``SyncResult.timings``): the seconds of each phase, one dict per
+    push attempt (the first also holds the lock, the last the finish)."""
+
+    def __init__(self, timings: list[dict[str, float]]) -> None:
+        self.timings = timings
+        self.timings.append({})
+        self._mark = time.perf_counter()
+
+    def next(self) -> None:
+        self.timings.append({})
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        here = self.timings[-1]
+        here[phase] = round(here.get(phase, 0.0) + now - self._mark, 4)
+        self._mark = now
+
+
+class _Index:
+    """The commit the index describes, brought to HEAD only when a step needs it (a topic key
+    to fold) and once after the push: re-indexing pulled memories on every push attempt would
+    hold the race with other clones open."""
+
+    def __init__(self, kb: Context, at: str) -> None:
+        self.kb = kb
+        self.at = at
+
+    def catch_up(self) -> None:
+        head = self.kb.store.head()
+        if head is not None and head != self.at:
+            _reindex(self.kb, self.at)
+            self.at = head
 
 
 def _top_up(kb: Context) -> None:
@@ -120,7 +182,10 @@ def _top_up(kb: Context) -> None:
 
 
 def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> None:
-    store.git("fetch", "-q", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
+    # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
+    # forced updates, no automatic gc (the KB's own upkeep packs the repository).
+    store.git("-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch", "-q",
+              "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
 
 
 def _tip(store: GitStore, ref: str) -> str:
@@ -135,46 +200,50 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 
 
 def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
-          result: SyncResult) -> None:
-    """Bring the fetched upstream in (nothing to do when the remote has no such branch yet)."""
+          result: SyncResult, index: _Index) -> str:
+    """Bring the fetched upstream in; its commit ("" when the remote has no such branch yet)."""
     store = kb.store
     upstream = _tip(store, tracking)
     if not upstream:
-        return
+        return upstream
     head = store.head()
     assert head is not None
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
     if parted == upstream:
-        return
-    before = head
+        return upstream
     if parted == head:
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
-        _reindex(kb, before)
+        return upstream
+    base, mapping = plan(kb, upstream, parted=parted or None)
+    if mapping:
+        store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
+        compose(result.renumbered, mapping)
+    ours = store.head()
+    assert ours is not None
+    if mapping:  # renumbered commits: where they part from the upstream, asked again
+        parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
+    both = _changed_on_both_sides(store, parted, upstream) if parted else []
+    tip = replay(store, upstream, ours)
+    if tip is None:
+        _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
     else:
-        base, mapping = plan(kb, upstream)
-        if mapping:
-            store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
-            compose(result.renumbered, mapping)
-        ours = store.head()
-        assert ours is not None
-        if mapping:  # renumbered commits: where they part from the upstream, asked again
-            parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
-        both = _changed_on_both_sides(store, parted, upstream) if parted else []
-        tip = replay(store, upstream, ours)
-        if tip is None:
-            _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
-        else:
-            store.git("reset", "-q", "--keep", tip)
-        result.resolved += [path for path in both if path not in result.resolved]
-        result.action = "rebased"
-        _reindex(kb, before)
-        if parted:
-            _recount(kb, tx, (parted, upstream, ours), both)
-        _fold_topic_keys(kb, tx, upstream, result)
-    result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
-    _revalidate(kb, upstream)
+        store.git("reset", "-q", "--keep", tip)
+    result.resolved += [path for path in both if path not in result.resolved]
+    result.action = "rebased"
+    if parted:
+        _recount(kb, tx, (parted, upstream, ours), both)
+    on_top = _on_top(store, upstream)
+    if _fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result, index):
+        on_top = _on_top(store, upstream)
+    _revalidate(kb, on_top)
+    return upstream
+
+
+def _count(store: GitStore, tip: str, exclude: str) -> int:
+    """The commits ``tip`` has that ``exclude`` has not."""
+    return int(store.git("rev-list", "--count", tip, *([f"^{exclude}"] if exclude else [])).stdout.decode().strip() or 0)
 
 
 def _reindex(kb: Context, before: str) -> None:
@@ -283,15 +352,23 @@ def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_b
             "it was. To merge by hand: " + "; ".join(steps) + ".")
 
 
-def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncResult) -> None:
-    """One memory per topic key: a key this branch saved first while the upstream saved it too
-    is folded into the upstream's memory, in one commit (see the module doc)."""
-    store = kb.store
-    head = store.head()
-    assert head is not None
-    changed = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", upstream, head, "--",
-                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
-    ours = [i for i in (id_of_path(p[len(store.prefix):]) for p in filter(None, changed.split("\0"))) if i]
+def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
+    """The memories this branch adds (``A``) or changes (``M``) on top of ``upstream``, by id."""
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=AM", upstream, "HEAD", "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    found = {}
+    for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
+        memory_id = id_of_path(path[len(store.prefix):])
+        if memory_id is not None:
+            found[memory_id] = status
+    return found
+
+
+def _fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], result: SyncResult, index: _Index) -> bool:
+    """One memory per topic key: a key this branch saved first (``ours``: the memories it adds)
+    while the upstream saved it too is folded into the upstream's memory, in one commit (see the
+    module doc); True when it made one. The index, which finds the upstream's holders of a key,
+    is brought up to date only for a memory that has one."""
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
     for memory_id in ours:
@@ -299,6 +376,7 @@ def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncRe
             mine = kb.read(memory_id)
             if not mine.topic_key or mine.is_deleted:
                 continue
+            index.catch_up()
             theirs = [m for m in tx.live(topic_key=mine.topic_key, project=mine.project, scope=mine.scope)
                       if m.id != memory_id and m.id not in ours]
             if not theirs:
@@ -308,7 +386,7 @@ def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncRe
             folds[memory_id] = merged
             changes += [memory_change(merged), Change(memory_path(memory_id), None)]
     if not folds:
-        return
+        return False
     mapping = {old: m.id for old, m in folds.items()}
     for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
         if other_id not in mapping:
@@ -319,22 +397,13 @@ def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncRe
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     tx.commit(changes, f"memory: merge {moves} (topic {keys})", {m.id: m for m in folds.values()})
     result.merged.update(mapping)
+    return True
 
 
-def _revalidate(kb: Context, upstream: str) -> None:
-    """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
-    store = kb.store
-    head = store.head()
-    assert head is not None
-    changed = store.git(
-        "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", upstream, head, "--",
-        store.repo_path(f"{MEMORIES_DIR}/"),
-    ).stdout
-    paths = []
-    for raw in filter(None, changed.split(b"\0")):
-        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
-        if id_of_path(kb_path) is not None:
-            paths.append(kb.root / kb_path)
+def _revalidate(kb: Context, on_top: dict[str, str]) -> None:
+    """The memories this branch adds or changes on top of the upstream (``on_top``) must pass
+    ``validate``."""
+    paths = [kb.root / memory_path(memory_id) for memory_id in sorted(on_top)]
     problems = [str(p) for p in validate(paths).problems] if paths else []
     if problems:
         raise ConflictError(
@@ -344,25 +413,25 @@ def _revalidate(kb: Context, upstream: str) -> None:
         )
 
 
-def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, result: SyncResult) -> bool:
+def _push(store: GitStore, remote: str, upstream_branch: str, upstream: str, result: SyncResult) -> bool:
+    """Push HEAD onto ``upstream`` (the fetched tip, "" for none); False when the remote refused it
+    because others pushed first. The bookkeeping waits until the push is done."""
     head = store.head()
     assert head is not None
-    known = _tip(store, tracking)
-    if known == head:
+    if upstream == head:
         return True
-    ahead = store.git("rev-list", "--count", head, *([f"^{known}"] if known else [])).stdout.decode().strip()
     proc = store.git("push", "-q", "--porcelain", remote, f"{head}:refs/heads/{upstream_branch}", check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
             return False
         raise StoreError(f"git push to {remote} failed: {text.strip()}")
-    store.git("update-ref", tracking, head)
-    if not known:
+    store.git("update-ref", f"refs/remotes/{remote}/{upstream_branch}", head)
+    if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
     if result.action == "up to date":
         result.action = "pushed"
-    result.pushed = int(ahead or 0)
+    result.pushed = _count(store, head, upstream)
     return True
 
 

@@ -1,0 +1,110 @@
+"""sync under contention: the race with other clones (from the fetch to the push) holds only
+what must be in it, every attempt says where its time went, and a sync that gives up leaves the
+repository as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import ConflictError
+from slayer_kb.ops.sync import PUSH_ATTEMPTS, sync
+from testing import git, make_team
+
+# A pre-receive hook that refuses the first N pushes to a branch (refs/slayer-kb/ ones pass, so
+# id leases still work), as a remote others keep pushing to would.
+REFUSE = ("#!/bin/sh\nn=$(cat \"$GIT_DIR/refused\" 2>/dev/null || echo 0)\n"
+          "grep -q ' refs/heads/' || exit 0\n"
+          "if [ \"$n\" -lt {times} ]; then echo $((n+1)) > \"$GIT_DIR/refused\"; exit 1; fi\n")
+
+
+def refuse(bare: Path, times: int) -> None:
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(REFUSE.replace("{times}", str(times)))
+    hook.chmod(0o755)
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every memory file of the work tree, by name."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "memories").glob("*.yaml"))}
+
+
+@pytest.fixture
+def diverged(tmp_path: Path) -> tuple[Path, Path, Path, str, str]:
+    """Clone ``a`` pushed a memory; clone ``b`` saved one of its own and has not synced yet:
+    (remote, a, b, a's id, b's id)."""
+    bare, (a, b) = make_team(tmp_path, 2)
+    a_id = KnowledgeBase(a).save_memory("Refunds are booked on the day they are paid", ["orders.amount"]).memory_id
+    sync(KnowledgeBase(a))
+    b_id = KnowledgeBase(b).save_memory("Order amounts exclude shipping", ["orders.amount"]).memory_id
+    return bare, a, b, a_id, b_id
+
+
+def test_every_attempt_says_where_its_time_went(diverged) -> None:
+    bare, a, b, a_id, b_id = diverged
+    refuse(bare, 2)
+    kb = KnowledgeBase(b)
+    result = sync(kb)
+    assert (result.action, result.attempts, result.pulled, result.pushed) == ("rebased", 3, 1, 1)
+    assert [list(t) for t in result.timings] == [
+        ["lock", "fetch", "pull", "push", "wait"], ["fetch", "pull", "push", "wait"], ["fetch", "pull", "push", "finish"],
+    ]
+    assert all(seconds >= 0 for t in result.timings for seconds in t.values())
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    # The index learnt the pulled memory once the push was done, without a freshness pass.
+    assert sorted(kb.index.stored([a_id, b_id])) == sorted([a_id, b_id])
+
+
+def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> None:
+    bare, _a, b, a_id, b_id = diverged
+    refuse(bare, PUSH_ATTEMPTS)
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    kb = KnowledgeBase(b)
+    with pytest.raises(ConflictError) as refused:
+        sync(kb)
+    assert str(refused.value) == (f"The push to origin was refused {PUSH_ATTEMPTS} times (others keep pushing); "
+                                  "the repository is back as it was. Run 'slayer-kb sync' again.")
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    assert f"{a_id}.yaml" not in before[1]
+    assert sorted(kb.index.stored([a_id, b_id])) == [b_id]
+    # The remote is willing again: the next sync pushes, once.
+    (bare / "hooks" / "pre-receive").unlink()
+    assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
+
+
+def test_clones_syncing_at_once_all_land_once_in_a_linear_history(tmp_path: Path) -> None:
+    """A real race: four clones' syncs as processes at the same time. Every memory reaches the
+    remote once, no merge commit is made, and every clone ends at the remote's main."""
+    bare, roots = make_team(tmp_path, 4)
+    saved: dict[str, str] = {}
+    for root in roots:
+        kb = KnowledgeBase(root)
+        for n in range(2):
+            text = f"{root.name} note {n}"
+            saved[kb.save_memory(text, ["orders.amount"]).memory_id] = text
+    env = {**os.environ, "SLAYER_KB_SERVER": "off"}
+    procs = [subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "--json", "sync"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for root in roots]
+    replies = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 4, replies
+    for out, _err in replies:
+        reply = json.loads(out)
+        assert reply["action"] in ("pushed", "rebased") and len(reply["timings"]) == reply["attempts"] >= 1
+    for root in roots:
+        sync(KnowledgeBase(root))
+    main = git(bare, "rev-parse", "main")
+    assert [git(root, "rev-parse", "HEAD") for root in roots] == [main] * 4
+    assert git(bare, "rev-list", "--merges", "main") == ""
+    on_main = {name[len("memories/"):-len(".yaml")]
+               for name in git(bare, "ls-tree", "-r", "--name-only", "main", "--", "memories/").split()}
+    assert on_main == set(saved)
+    for memory_id, text in saved.items():
+        assert text in git(bare, "show", f"main:memories/{memory_id}.yaml")
+    assert sorted(KnowledgeBase(roots[0]).index.stored(sorted(saved))) == sorted(saved)
