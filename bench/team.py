@@ -444,7 +444,7 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
     result.memories_on_main = len(remote)
 
 
-PHASES = ("outside", "lock", "fetch", "pull", "push", "wait", "finish")
+PHASES = ("outside", "lock", "queue", "fetch", "pull", "push", "turn", "wait", "finish")
 
 
 def slowest(syncs: list[dict[str, Any]], p95: float | None) -> dict[str, float]:

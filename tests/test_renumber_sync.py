@@ -314,3 +314,8 @@ def test_the_longest_refused_sync_waits_least() -> None:
     assert [round(BACKOFF_WINDOW / n, 3) for n in (1, 2, 5, 29)] == [0.6, 0.3, 0.12, 0.021]
     for bound, seen in zip((0.6, 0.3, 0.12, BACKOFF_WINDOW / 29), longest, strict=True):
         assert bound * 0.9 < seen <= bound
+    # The waits spread over about the time the refused attempt took, never more than the window.
+    quick = [max(backoff(refused, rng, 0.2) for _ in range(200)) for refused in (1, 2, 5)]
+    for bound, seen in zip((0.2, 0.1, 0.04), quick, strict=True):
+        assert bound * 0.9 < seen <= bound
+    assert max(backoff(1, rng, 5.0) for _ in range(200)) <= BACKOFF_WINDOW

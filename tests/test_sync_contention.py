@@ -1,6 +1,6 @@
 """sync under contention: the race with other clones (from the fetch to the push) holds only
-what must be in it, every attempt says where its time went, and a sync that gives up leaves the
-repository as it was."""
+what must be in it, a refused sync takes the turn that the others respect (ops/turn.py), every
+attempt says where its time went, and a sync that gives up leaves the repository as it was."""
 
 from __future__ import annotations
 
@@ -8,26 +8,47 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
+from slayer_kb.core.results import SyncResult
+from slayer_kb.ops import turn
 from slayer_kb.ops.sync import PUSH_ATTEMPTS, sync
-from testing import git, make_team
+from testing import eventually, git, make_team
 
-# A pre-receive hook that refuses the first N pushes to a branch (refs/slayer-kb/ ones pass, so
-# id leases still work), as a remote others keep pushing to would.
-REFUSE = ("#!/bin/sh\nn=$(cat \"$GIT_DIR/refused\" 2>/dev/null || echo 0)\n"
-          "grep -q ' refs/heads/' || exit 0\n"
-          "if [ \"$n\" -lt {times} ]; then echo $((n+1)) > \"$GIT_DIR/refused\"; exit 1; fi\n")
+# A pre-receive hook that logs every push (one line per ref, "--" after each) and refuses the
+# first N that move a branch (refs/slayer-kb/ ones pass: id leases, turns), as a remote others
+# keep pushing to would.
+REFUSE = """#!/bin/sh
+input=$(cat)
+printf '%s\n--\n' "$input" >> "$GIT_DIR/pushes"
+n=$(cat "$GIT_DIR/refused" 2>/dev/null || echo 0)
+echo "$input" | grep -q ' refs/heads/' || exit 0
+if [ "$n" -lt {times} ]; then echo $((n+1)) > "$GIT_DIR/refused"; exit 1; fi
+"""
+TURN = "refs/slayer-kb/turn/main"
 
 
 def refuse(bare: Path, times: int) -> None:
     hook = bare / "hooks" / "pre-receive"
     hook.write_text(REFUSE.replace("{times}", str(times)))
     hook.chmod(0o755)
+
+
+def pushes(bare: Path) -> list[list[str]]:
+    """The refs each push to ``bare`` named (branches and turns; id leases left out), in order."""
+    logged = (bare / "pushes").read_text().split("--\n")
+    found = [[line.split()[2] for line in push.splitlines() if " refs/heads/" in line or f" {TURN}" in line]
+             for push in logged]
+    return [refs for refs in found if refs]
+
+
+def turns(bare: Path) -> str:
+    return git(bare, "for-each-ref", "--format=%(refname)", turn.NAMESPACE)
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -53,10 +74,14 @@ def test_every_attempt_says_where_its_time_went(diverged) -> None:
     result = sync(kb)
     assert (result.action, result.attempts, result.pulled, result.pushed) == ("rebased", 3, 1, 1)
     assert [list(t) for t in result.timings] == [
-        ["lock", "fetch", "pull", "push", "wait"], ["fetch", "pull", "push", "wait"], ["fetch", "pull", "push", "finish"],
+        ["lock", "fetch", "pull", "push", "turn"], ["fetch", "pull", "push", "turn"], ["fetch", "pull", "push", "finish"],
     ]
     assert all(seconds >= 0 for t in result.timings for seconds in t.values())
     assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    # Refused once, it took the turn; each later push moved the branch and gave the turn back
+    # in one atomic push, the last one accepted.
+    assert pushes(bare) == [["refs/heads/main"], [TURN], ["refs/heads/main", TURN], ["refs/heads/main", TURN]]
+    assert turns(bare) == ""
     # The index learnt the pulled memory once the push was done, without a freshness pass.
     assert sorted(kb.index.stored([a_id, b_id])) == sorted([a_id, b_id])
 
@@ -73,9 +98,38 @@ def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> 
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert f"{a_id}.yaml" not in before[1]
     assert sorted(kb.index.stored([a_id, b_id])) == [b_id]
+    assert turns(bare) == ""  # the turn it took is given back
     # The remote is willing again: the next sync pushes, once.
     (bare / "hooks" / "pre-receive").unlink()
     assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
+
+
+def test_a_sync_waits_while_another_clone_has_the_turn(diverged, monkeypatch) -> None:
+    bare, _a, b, _a_id, _b_id = diverged
+    monkeypatch.setattr(turn, "TURN_SECONDS", 600.0)  # a live holder: never taken over here
+    main = git(bare, "rev-parse", "main").strip()
+    git(bare, "update-ref", TURN, main)  # another clone's turn
+    done: list[SyncResult] = []
+    worker = threading.Thread(target=lambda: done.append(sync(KnowledgeBase(b))))
+    worker.start()
+    # b fetched the turn and waits: it has not pushed.
+    eventually(lambda: git(b, "for-each-ref", "refs/slayer-kb/seen-turn/origin/main").strip() != "")
+    assert git(bare, "rev-parse", "main").strip() == main
+    git(bare, "update-ref", "-d", TURN)  # the other clone pushed and gave it back
+    worker.join(timeout=120)
+    assert done and done[0].action == "rebased" and "queue" in done[0].timings[0]
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    assert git(b, "for-each-ref", "refs/slayer-kb/seen-turn/") == ""  # pruned with the next fetch
+
+
+def test_a_turn_that_stood_too_long_is_taken_over(diverged, monkeypatch) -> None:
+    bare, _a, b, _a_id, _b_id = diverged
+    monkeypatch.setattr(turn, "TURN_SECONDS", 0.5)
+    git(bare, "update-ref", TURN, git(bare, "rev-parse", "main").strip())  # its holder died
+    result = sync(KnowledgeBase(b))
+    assert result.action == "rebased" and "queue" in result.timings[0]
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    assert turns(bare) == ""
 
 
 def test_clones_syncing_at_once_all_land_once_in_a_linear_history(tmp_path: Path) -> None:

@@ -320,8 +320,9 @@ class SyncResult:
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
-    # Seconds per phase, one dict per push attempt: lock (the first), fetch, pull, push, wait
-    # (after a refused push), finish (the last: re-index, bookkeeping). docs/teams.md.
+    # Seconds per phase, one dict per push attempt: lock (the first), queue (for another clone's
+    # turn), fetch, pull, push, turn (taking it), wait (after a refused push), finish (the last:
+    # re-index, bookkeeping). docs/teams.md.
     timings: list[dict[str, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

@@ -45,23 +45,26 @@ from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .history import blobs_at
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
+from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .validate import validate
 
 if TYPE_CHECKING:
     from ..context import Context
 
 PUSH_ATTEMPTS = 30
-# The wait after the n-th refused push (n from 1): uniform in [0, BACKOFF_WINDOW / n]. Random,
-# so clones that collided spread out instead of colliding again in step; shorter the more often
-# this sync was refused, so the clone that has waited longest is the first back at the remote
-# (a growing wait would favour the newcomers, which push without waiting, and starve it).
+# The wait after the n-th refused push (n from 1): uniform in [0, W / n], W the time the refused
+# attempt took (at most BACKOFF_WINDOW). Random, so clones that collided spread out instead of
+# colliding again in step, over about the time one attempt holds the remote; shorter the more
+# often this sync was refused, so the clone that has waited longest is the first back at the
+# remote (a growing wait would favour the newcomers, which push without waiting, and starve it).
 BACKOFF_WINDOW = 0.6
 _JITTER = random.Random()  # noqa: S311 (spreads clones out; nothing secret)
 
 
-def backoff(refused: int, rng: random.Random) -> float:
-    """Seconds to wait after this sync's ``refused``-th refused push."""
-    return rng.uniform(0, BACKOFF_WINDOW / refused)
+def backoff(refused: int, rng: random.Random, attempt: float = BACKOFF_WINDOW) -> float:
+    """Seconds to wait after this sync's ``refused``-th refused push, whose attempt took
+    ``attempt`` seconds."""
+    return rng.uniform(0, min(attempt, BACKOFF_WINDOW) / refused)
 
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
@@ -82,18 +85,21 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     store.refuse_during_git_operation()
+    turn = Turn(store, remote, upstream_branch)
     head = store.head()
+    upstream = ""
     fetched = head is not None and head == _tip(store, tracking)
     if fetched:
         # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
         # either, no lock and no index check (a team syncs often).
         laps.lap("lock")
-        _fetch(store, remote, upstream_branch, tracking)
+        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
         laps.lap("fetch")
-        if head == _tip(store, tracking):
+        if head == upstream:
             result.head = head
             _top_up(kb)
             return result
+        fetched = turn.free(holder)  # else the first attempt waits for the other clone's turn
     # The lock and the check of the work tree come before the fetch, and the re-index after the
     # push: the race with other clones (from the fetch to the push) holds only what must be in it.
     with kb.transaction() as tx:
@@ -102,7 +108,6 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, start)
-        upstream = ""
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -110,25 +115,30 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                 if attempt:
                     laps.next()
                 if attempt or not fetched:
-                    _fetch(store, remote, upstream_branch, tracking)
-                    laps.lap("fetch")
-                upstream = _pull(kb, tx, remote, upstream_branch, tracking, result, index)
+                    upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
+                _pull(kb, tx, remote, upstream_branch, upstream, result, index)
                 laps.lap("pull")
-                pushed = _push(store, remote, upstream_branch, upstream, result)
+                pushed = _push(store, remote, upstream_branch, upstream, result, turn)
                 laps.lap("push")
                 if pushed:
                     break
-                time.sleep(backoff(attempt + 1, _JITTER))
-                laps.lap("wait")
+                race = laps.race()
+                turn.take()
+                laps.lap("turn")
+                if turn.mine is None:  # another clone has the turn (the next fetch waits), or none can
+                    time.sleep(backoff(attempt + 1, _JITTER, race))
+                    laps.lap("wait")
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
                     "the repository is back as it was. Run 'slayer-kb sync' again."
                 )
+            turn.give_back()
             index.catch_up()
             if upstream:
                 result.pulled = _count(store, upstream, start)
         except BaseException:
+            turn.give_back()
             _put_back(store, start)
             kb.reread()
             raise
@@ -151,6 +161,10 @@ class _Laps:
 
     def next(self) -> None:
         self.timings.append({})
+
+    def race(self) -> float:
+        """The seconds this attempt held the race with other clones: its fetch, pull and push."""
+        return sum(self.timings[-1].get(phase, 0.0) for phase in ("fetch", "pull", "push"))
 
     def lap(self, phase: str) -> None:
         now = time.perf_counter()
@@ -181,11 +195,31 @@ def _top_up(kb: Context) -> None:
         kb.top_up_leases()
 
 
-def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> None:
+def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> tuple[str, str]:
+    """Fetch the upstream branch and the remote's turns (``turn.py``): (the upstream's tip, ""
+    when the remote has no such branch; the turn's holder, "" for none)."""
     # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
-    # forced updates, no automatic gc (the KB's own upkeep packs the repository).
-    store.git("-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch", "-q",
-              "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}", check=False)
+    # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
+    # the copy of a turn given back (only refs the refspecs name are pruned).
+    store.git("-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch", "-q", "--prune",
+              "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec(), check=False)
+    out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
+    tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
+    return tips.get(tracking, ""), tips.get(turn.seen, "")
+
+
+def _fetch_in_turn(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn,
+                   laps: _Laps) -> str:
+    """Fetch (``_fetch``); while another clone has the turn, wait and fetch again, for at most
+    ``QUEUE_SECONDS`` (then race as without turns). The upstream's tip."""
+    deadline = time.monotonic() + QUEUE_SECONDS
+    while True:
+        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
+        laps.lap("fetch")
+        if turn.free(holder) or time.monotonic() > deadline:
+            return upstream
+        time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
+        laps.lap("queue")
 
 
 def _tip(store: GitStore, ref: str) -> str:
@@ -199,23 +233,22 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
     return branch
 
 
-def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
-          result: SyncResult, index: _Index) -> str:
-    """Bring the fetched upstream in; its commit ("" when the remote has no such branch yet)."""
+def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
+          result: SyncResult, index: _Index) -> None:
+    """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet)."""
     store = kb.store
-    upstream = _tip(store, tracking)
     if not upstream:
-        return upstream
+        return
     head = store.head()
     assert head is not None
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
     if parted == upstream:
-        return upstream
+        return
     if parted == head:
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
-        return upstream
+        return
     base, mapping = plan(kb, upstream, parted=parted or None)
     if mapping:
         store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
@@ -238,7 +271,6 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, track
     if _fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result, index):
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
-    return upstream
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
@@ -413,19 +445,24 @@ def _revalidate(kb: Context, on_top: dict[str, str]) -> None:
         )
 
 
-def _push(store: GitStore, remote: str, upstream_branch: str, upstream: str, result: SyncResult) -> bool:
-    """Push HEAD onto ``upstream`` (the fetched tip, "" for none); False when the remote refused it
-    because others pushed first. The bookkeeping waits until the push is done."""
+def _push(store: GitStore, remote: str, upstream_branch: str, upstream: str, result: SyncResult,
+          turn: Turn) -> bool:
+    """Push HEAD onto ``upstream`` (the fetched tip, "" for none), giving back the turn this sync
+    holds in the same push; False when the remote refused it because others pushed first. The
+    bookkeeping waits until the push is done."""
     head = store.head()
     assert head is not None
     if upstream == head:
         return True
-    proc = store.git("push", "-q", "--porcelain", remote, f"{head}:refs/heads/{upstream_branch}", check=False)
+    options, refspecs = turn.handed_back()
+    proc = store.git("push", "-q", "--porcelain", *options, remote, f"{head}:refs/heads/{upstream_branch}",
+                     *refspecs, check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
             return False
         raise StoreError(f"git push to {remote} failed: {text.strip()}")
+    turn.pushed()
     store.git("update-ref", f"refs/remotes/{remote}/{upstream_branch}", head)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
