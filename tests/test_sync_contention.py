@@ -104,6 +104,24 @@ def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> 
     assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
 
 
+def test_a_remote_that_refuses_turns_is_asked_once_per_sync(diverged) -> None:
+    bare, _a, b, _a_id, _b_id = diverged
+    refuse(bare, 2)
+    hook = bare / "hooks" / "pre-receive"
+    # A protected namespace: no turn can be taken, and the sync waits between tries instead.
+    hook.write_text(hook.read_text().replace("echo \"$input\" | grep -q ' refs/heads/' || exit 0",
+                                             "echo \"$input\" | grep -q ' refs/slayer-kb/' && exit 1\n"
+                                             "echo \"$input\" | grep -q ' refs/heads/' || exit 0"))
+    result = sync(KnowledgeBase(b))
+    assert (result.action, result.attempts) == ("rebased", 3)
+    assert [list(t) for t in result.timings] == [
+        ["lock", "fetch", "pull", "push", "turn", "wait"], ["fetch", "pull", "push", "turn", "wait"],
+        ["fetch", "pull", "push", "finish"],
+    ]
+    assert pushes(bare) == [["refs/heads/main"], [TURN], ["refs/heads/main"], ["refs/heads/main"]]
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD") and turns(bare) == ""
+
+
 def test_a_sync_waits_while_another_clone_has_the_turn(diverged, monkeypatch) -> None:
     bare, _a, b, _a_id, _b_id = diverged
     monkeypatch.setattr(turn, "TURN_SECONDS", 600.0)  # a live holder: never taken over here

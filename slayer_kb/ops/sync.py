@@ -180,10 +180,11 @@ class _Index:
 
     def __init__(self, kb: Context, at: str) -> None:
         self.kb = kb
+        self.store = kb.store
         self.at = at
 
     def catch_up(self) -> None:
-        head = self.kb.store.head()
+        head = self.store.head()
         if head is not None and head != self.at:
             _reindex(self.kb, self.at)
             self.at = head

@@ -26,6 +26,9 @@ SEEN = "refs/slayer-kb/seen-turn/"
 # A turn no push released for this long is taken over: far above what one attempt takes under
 # load (seconds), so a live holder never loses it.
 TURN_SECONDS = 20.0
+# How a push says another clone has the turn (its ref exists, or changed): any other refusal (a
+# hook, a protected namespace) means this remote takes no turns.
+_TAKEN = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
 # How often a sync waiting for another clone's turn looks again (each look is one fetch), and
 # how long it waits in all before it races as without turns (a bound, never reached in practice).
 POLL_SECONDS = 0.25
@@ -41,6 +44,7 @@ class Turn:
         self.ref = NAMESPACE + branch
         self.seen = f"{SEEN}{remote}/{branch}"
         self.mine: str | None = None  # the object of the turn this sync holds
+        self.refused = False  # the remote refuses turns: none is asked for again
         self._other: tuple[str, float] | None = None  # another's turn, and when first seen
 
     def refspec(self) -> str:
@@ -65,7 +69,7 @@ class Turn:
     def take(self) -> None:
         """Ask for the turn after a refused push (another clone may have taken it first: the
         next fetch tells)."""
-        if self.mine is None:
+        if self.mine is None and not self.refused:
             self._claim("")
 
     def handed_back(self) -> tuple[list[str], list[str]]:
@@ -99,4 +103,6 @@ class Turn:
         if proc.returncode == 0:
             self.mine = turn
             self._other = None
+        elif not any(word in (proc.stdout + proc.stderr).decode("utf-8", "replace") for word in _TAKEN):
+            self.refused = True
         return proc.returncode == 0
