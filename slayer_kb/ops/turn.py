@@ -30,7 +30,7 @@ TURN_SECONDS = 20.0
 # hook, a protected namespace) means this remote takes no turns.
 _TAKEN = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
 # How often a sync waiting for another clone's turn looks again (each look is one fetch), and
-# how long it waits in all before it races as without turns (a bound, never reached in practice).
+# how long it waits in all before it races as without turns (a bound on a run of others' turns).
 POLL_SECONDS = 0.25
 QUEUE_SECONDS = 120.0
 
