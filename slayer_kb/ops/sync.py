@@ -62,10 +62,7 @@ def backoff(refused: int, rng: random.Random) -> float:
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
     """Pull (rebase), merge, revalidate, reindex and push (see the module doc)."""
-    store = kb.store
-    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
-    if not branch:
-        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+    branch = _branch(kb.store)
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
     if kb.git_setting(f"remote.{remote}.url") is None:
@@ -75,26 +72,24 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     result = SyncResult(remote, branch)
-    store.refuse_during_git_operation()
-    _fetch(store, remote, upstream_branch, tracking)
-    head = store.head()
-    if head is not None and head == _tip(store, tracking):
+    head = _fetched(kb.store, remote, upstream_branch, tracking)
+    if head is not None and head == _tip(kb.store, tracking):
         # Nothing to pull or push: no lock, no index check (a team syncs often).
         result.head = head
         _top_up(kb)
         return result
     with kb.transaction() as tx:
-        require_clean(store)
-        start = store.head()
+        require_clean(tx.store)
+        start = tx.head()
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         try:
             for attempt in range(PUSH_ATTEMPTS):
                 result.attempts = attempt + 1
                 if attempt:
-                    _fetch(store, remote, upstream_branch, tracking)
+                    _fetch(tx.store, remote, upstream_branch, tracking)
                 _pull(kb, tx, remote, upstream_branch, tracking, result)
-                if _push(store, remote, upstream_branch, tracking, result):
+                if _push(tx.store, remote, upstream_branch, tracking, result):
                     break
                 time.sleep(backoff(attempt + 1, _JITTER))
             else:
@@ -103,10 +98,10 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                     "the repository is back as it was. Run 'slayer-kb sync' again."
                 )
         except BaseException:
-            _put_back(store, start)
+            _put_back(tx.store, start)
             kb.reread()
             raise
-        result.head = store.head()
+        result.head = tx.head()
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
     _top_up(kb)
@@ -117,6 +112,21 @@ def _top_up(kb: Context) -> None:
     """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
     with contextlib.suppress(KBError):
         kb.top_up_leases()
+
+
+def _branch(store: GitStore) -> str:
+    """The branch checked out (refused when HEAD is detached)."""
+    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    if not branch:
+        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+    return branch
+
+
+def _fetched(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> str | None:
+    """HEAD, once the upstream is fetched (refused while a rebase or merge is not concluded)."""
+    store.refuse_during_git_operation()
+    _fetch(store, remote, upstream_branch, tracking)
+    return store.head()
 
 
 def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str) -> None:
@@ -137,44 +147,61 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, tracking: str,
           result: SyncResult) -> None:
     """Bring the fetched upstream in (nothing to do when the remote has no such branch yet)."""
-    store = kb.store
-    upstream = _tip(store, tracking)
+    upstream = _tip(tx.store, tracking)
     if not upstream:
         return
-    head = store.head()
+    head = tx.head()
     assert head is not None
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
-    parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
+    parted = _merge_base(tx.store, upstream, head)
     if parted == upstream:
         return
     before = head
     if parted == head:
-        store.git("merge", "-q", "--ff-only", upstream)
+        _fast_forward(tx.store, upstream)
         result.action = "fast-forward"
         _reindex(kb, before)
     else:
         base, mapping = plan(kb, upstream)
         if mapping:
-            store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
+            _move_to(tx.store, rewrite_commits(tx.store, base, mapping))
             compose(result.renumbered, mapping)
-        ours = store.head()
+        ours = tx.head()
         assert ours is not None
         if mapping:  # renumbered commits: where they part from the upstream, asked again
-            parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
-        both = _changed_on_both_sides(store, parted, upstream) if parted else []
-        tip = replay(store, upstream, ours)
+            parted = _merge_base(tx.store, upstream, ours)
+        both = _changed_on_both_sides(tx.store, parted, upstream) if parted else []
+        tip = replay(tx.store, upstream, ours)
         if tip is None:
-            _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+            _rebase(tx.store, remote, upstream_branch, upstream, bool(mapping))
         else:
-            store.git("reset", "-q", "--keep", tip)
+            _move_to(tx.store, tip)
         result.resolved += [path for path in both if path not in result.resolved]
         result.action = "rebased"
         _reindex(kb, before)
         if parted:
             _recount(kb, tx, (parted, upstream, ours), both)
         _fold_topic_keys(kb, tx, upstream, result)
-    result.pulled += int(store.git("rev-list", "--count", f"{before}..{upstream}").stdout.decode().strip() or 0)
+    result.pulled += _commits_between(tx.store, before, upstream)
     _revalidate(kb, upstream)
+
+
+def _merge_base(store: GitStore, one: str, other: str) -> str:
+    """Where the two commits parted ("" when they share no history)."""
+    return store.git("merge-base", one, other, check=False).stdout.decode().strip()
+
+
+def _move_to(store: GitStore, commit: str) -> None:
+    """The branch and its files to ``commit`` (a reset that keeps uncommitted changes)."""
+    store.git("reset", "-q", "--keep", commit)
+
+
+def _fast_forward(store: GitStore, commit: str) -> None:
+    store.git("merge", "-q", "--ff-only", commit)
+
+
+def _commits_between(store: GitStore, before: str, after: str) -> int:
+    return int(store.git("rev-list", "--count", f"{before}..{after}").stdout.decode().strip() or 0)
 
 
 def _reindex(kb: Context, before: str) -> None:
@@ -182,11 +209,16 @@ def _reindex(kb: Context, before: str) -> None:
     that changed in between are re-read (a full freshness pass stats every file, on every push
     attempt). A changed catalog file (anything else but sessions, which the index does not hold)
     takes the full pass, which also re-reads the catalog."""
-    store = kb.store
-    out = store.git("diff", "--name-only", "-z", "--no-renames", before, "HEAD", "--", store.prefix or ".").stdout
-    changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
-    ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
+    ids = [id_of_path(path) for path in _changed(kb.store, before, "HEAD") if not path.startswith(f"{SESSIONS_DIR}/")]
     kb.reread(None if None in ids else [i for i in ids if i is not None])
+
+
+def _changed(store: GitStore, before: str, after: str, folder: str = "", only: str | None = None) -> list[str]:
+    """The KB's files (KB-relative) that changed from ``before`` to ``after``, under ``folder``;
+    with ``only``, just those git's ``--diff-filter`` letters take (``A``: added)."""
+    out = store.git("diff", "--name-only", "-z", "--no-renames", *([f"--diff-filter={only}"] if only else []),
+                    before, after, "--", store.repo_path(folder) if folder else store.prefix or ".").stdout
+    return [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
 
 
 def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
@@ -197,12 +229,10 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
         known[chained.get(old, old)] = new
 
 
-def _rebase(kb: Context, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
-            result: SyncResult) -> None:
+def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool) -> None:
     """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
     and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
     edits of one memory) aborts the rebase and raises."""
-    store = kb.store
     options, env, attributes = mergedriver.git_config(store.prefix)
     try:
         proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
@@ -225,11 +255,10 @@ def _recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: l
     sums them. The driver sums each commit it replays, but git never asks it when both sides made
     the very same file (two clones folding their memories into an upstream one alike), and takes
     one side's count for both; one commit puts the missing revisions back."""
-    store = kb.store
     changes: list[Change] = []
     fixed: dict[str, Memory] = {}
     memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
-    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    found = iter(blobs_at(tx.store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
     for _path, memory_id in memories:
         texts = [next(found) for _ in sides]
         if any(text is None for text in texts):
@@ -286,12 +315,7 @@ def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_b
 def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncResult) -> None:
     """One memory per topic key: a key this branch saved first while the upstream saved it too
     is folded into the upstream's memory, in one commit (see the module doc)."""
-    store = kb.store
-    head = store.head()
-    assert head is not None
-    changed = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", upstream, head, "--",
-                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
-    ours = [i for i in (id_of_path(p[len(store.prefix):]) for p in filter(None, changed.split("\0"))) if i]
+    ours = [i for i in map(id_of_path, _changed(tx.store, upstream, "HEAD", f"{MEMORIES_DIR}/", only="A")) if i]
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
     for memory_id in ours:
@@ -323,18 +347,8 @@ def _fold_topic_keys(kb: Context, tx: Transaction, upstream: str, result: SyncRe
 
 def _revalidate(kb: Context, upstream: str) -> None:
     """The memories this branch adds or changes on top of the upstream must pass ``validate``."""
-    store = kb.store
-    head = store.head()
-    assert head is not None
-    changed = store.git(
-        "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", upstream, head, "--",
-        store.repo_path(f"{MEMORIES_DIR}/"),
-    ).stdout
-    paths = []
-    for raw in filter(None, changed.split(b"\0")):
-        kb_path = raw.decode("utf-8", "surrogateescape")[len(store.prefix):]
-        if id_of_path(kb_path) is not None:
-            paths.append(kb.root / kb_path)
+    changed = _changed(kb.store, upstream, "HEAD", f"{MEMORIES_DIR}/", only="AM")
+    paths = [kb.root / kb_path for kb_path in changed if id_of_path(kb_path) is not None]
     problems = [str(p) for p in validate(paths).problems] if paths else []
     if problems:
         raise ConflictError(
