@@ -52,10 +52,19 @@ def _ids(paths: list[str]) -> set[str]:
 
 def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used."""
-    store = kb.store
+    base, colliding, top = _collisions(kb.store, onto)
+    if not colliding:
+        return base, {}
+    top = max(top, kb.highest_auto_id(listed=True))
+    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+
+
+def _collisions(store: GitStore, onto: str) -> tuple[str | None, list[str], int]:
+    """(merge base, the branch's auto ids that REF has ever used, the highest auto id either side
+    ever committed)."""
     head = store.head()
     if head is None:
-        return None, {}
+        return None, [], 0
     onto_sha = resolve_rev(store, onto)
     base = merge_base(store, onto_sha, head)
     under = f"{MEMORIES_DIR}/"
@@ -67,13 +76,8 @@ def plan(kb: Context, onto: str) -> tuple[str | None, dict[str, str]]:
     theirs = _ids(store.added_paths(head, onto_sha, under))
     colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
     if not colliding:
-        return base, {}
-    top = max(
-        highest_auto_id(theirs),
-        highest_auto_id(_ids(store.added_paths(None, head, under))),
-        kb.highest_auto_id(listed=True),
-    )
-    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+        return base, [], 0
+    return base, colliding, max(highest_auto_id(theirs), highest_auto_id(_ids(store.added_paths(None, head, under))))
 
 
 def _added_since(store: GitStore, base: str, head: str) -> set[str]:
