@@ -8,6 +8,7 @@ have succeeded in the server.
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import json
 import os
@@ -127,7 +128,10 @@ def started_servers(root: Path) -> list[str]:
 
 
 def copy_package(where: Path) -> Path:
-    shutil.copytree(Path(relay.__file__).parent.parent, where / "slayer_kb", ignore=shutil.ignore_patterns("__pycache__"))
+    # With its bytecode (conftest.py writes it), which copy2's mtimes keep valid: each server and
+    # client process run from the copy would otherwise compile the package again.
+    shutil.copytree(Path(relay.__file__).parent.parent, where / "slayer_kb")
+    compileall.compile_dir(where / "slayer_kb", quiet=1)  # (only what the checkout had not compiled)
     return where
 
 
