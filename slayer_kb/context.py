@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
 from .catalog.refs import flatten_refs, split_references
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .search.filters import Restriction
     from .search.lookups import Lookup
     from .search.monitor import ChangeMonitor
+
+T = TypeVar("T")
 
 Indexed = tuple[str | None, dict[str, Any]]
 """What the index holds for a memory file: its content hash and its stored memory."""
@@ -199,23 +201,29 @@ class Context:
             if (stored := self.index.stored([memory_id]).get(memory_id)) is None:
                 raise NotFoundError(f"No memory with id '{memory_id}'.")
             return Memory(**stored["data"])
-        if self.store.holding or self.store.view.catalog() is not None:
+        if self.store.view.catalog() is not None:  # beside a write, which holds the lock for it
             return self.read_with_text(memory_id)[0]
+        return self.read_settled(lambda: self.read_with_text(memory_id)[0])
+
+    def read_settled(self, read: Callable[[], T]) -> T:
+        """``read()`` of files no commit is halfway through writing. A commit writes files over
+        in place (or a crash left one unfinished), so what was read may be half of one write:
+        then ``read`` runs again under the lock, which waits for that writer or finishes its
+        work. (A read that caught a file half-written finds the journal still there: it outlives
+        the writes by a git subprocess at least.)"""
+        if self.store.holding:
+            return read()
         if not self.store.committing():
             try:
-                memory = self.read_with_text(memory_id)[0]
+                found = read()
             except (MemoryFileError, NotFoundError):
                 if not self.store.committing():
                     raise
             else:
                 if not self.store.committing():
-                    return memory
-        # A commit is writing files over in place (or a crash left one unfinished), so what was
-        # read may be half of one write. The lock waits for that writer, or finishes its work.
-        # (A read that caught a file half-written finds the journal still there: it outlives
-        # the writes by a git subprocess at least.)
+                    return found
         with self.store.locked():
-            return self.read_with_text(memory_id)[0]
+            return read()
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
         """The memory, its duplicate count with the duplicates saved since its last commit."""

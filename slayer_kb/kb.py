@@ -196,6 +196,15 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """(live memories with a sentence vector, live memories)."""
         return self.index.sentence_coverage()
 
+    def index_saved(self) -> tuple[int, int] | None:
+        """Which save of the index is on disk, as its manifest's (mtime in ns, size), which
+        every save rewrites; None while it has none. A filler waiting for saves to stop polls it."""
+        try:
+            st = (self.index.dir / "manifest.json").stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
     def fill_sentences(
         self, progress: Callable[[int, int], None] | None = None, *, locked: bool = False
     ) -> int:

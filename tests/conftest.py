@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from slayer_kb import KnowledgeBase
 from testing import (
     GIT_ENV,
+    ROOT,
     CliRunner,
     Watcher,
     cli_runner,
@@ -32,6 +34,16 @@ LONGEST_FIRST = (
     "test_server.py", "test_in_process.py", "test_search_hybrid.py", "test_upkeep.py", "test_isolation.py",
     "test_faults.py", "test_action.py", "test_mcp.py", "test_exactly_once.py", "test_relay.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The tests start hundreds of Python processes (the CLI, servers, git's merge driver,
+    # background jobs), each importing the package. Where PYTHONDONTWRITEBYTECODE is set no
+    # import writes its bytecode, and each process compiled every module again (0.15 s of CPU
+    # each); written here once, in the controller before the workers start, every process
+    # reads it. A changed source file is compiled again on import, as always.
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(ROOT / "slayer_kb", quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -11,6 +11,7 @@ import re
 import sys
 import textwrap
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -422,27 +423,80 @@ def _chain(node: ast.expr) -> list[str]:
             return []
 
 
+def _part_at(chain: list[str]) -> int | None:
+    """Where ``chain`` names a handle's part (the place after the handle), None where it names
+    none: ``kb.store.head`` -> 1, ``self.kb.store`` -> 2, ``kb.search`` or ``kb.root.name`` -> None."""
+    for at, name in enumerate(chain[:-1]):
+        if name in (HANDLE_ATTRIBUTES if at else HANDLE_NAMES):
+            # (what the handle's own method returns is a result, not a part)
+            part = chain[at + 1]
+            return at + 1 if part not in NOT_PARTS and not part.endswith("()") else None
+    return None
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a module or function, not those of the functions defined in it."""
+    own, pending = [], list(ast.iter_child_nodes(scope))
+    while pending:
+        own.append(node := pending.pop())
+        if not isinstance(node, FUNCTIONS):
+            pending.extend(ast.iter_child_nodes(node))
+    return own
+
+
+def _scopes(scope: ast.AST, outer: dict[str, str]) -> Iterator[tuple[list[ast.AST], dict[str, str]]]:
+    """Each module or function's own nodes, with the locals it sees that hold a copy of a handle's
+    part (``store = kb.store``: {"store": "kb.store"}); a function sees its caller's (a closure)
+    unless its parameters take the name."""
+    own = _own_nodes(scope)
+    taken = {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)} if isinstance(scope, FUNCTIONS) else set()
+    copies = {name: part for name, part in outer.items() if name not in taken}
+    for node in own:
+        pairs: list[tuple[ast.expr, ast.expr | None]] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                value = node.value
+                if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+                    pairs += zip(target.elts, value.elts, strict=True)  # store, index = kb.store, kb.index
+                else:
+                    pairs.append((target, value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+            pairs.append((node.target, node.value))
+        for target, value in pairs:
+            chain = _chain(value) if isinstance(value, ast.Attribute) else []
+            # (a handle copied to a handle's name is judged as a handle)
+            if isinstance(target, ast.Name) and target.id not in HANDLE_NAMES and _part_at(chain) == len(chain) - 1:
+                copies[target.id] = ast.unparse(value)
+    yield own, copies
+    for node in own:
+        if isinstance(node, FUNCTIONS):
+            yield from _scopes(node, copies)
+
+
 def _reach_throughs(source: str) -> list[str]:
     """Each use of what a handle's part holds, to call, read or set: ``kb.index.documents(...)``,
-    ``tx.store.head()``, ``self.kb.store.view.reading(...)``, ``kb.index.warm = True``. The
-    part's owner gives it a method (``ctx.documents(...)``), or the code takes the part itself as
-    its object (``store = ctx.store`` in a function that works on the store). The owner's own
-    code (``self.store.head()`` in Context) and a handle's own methods and attributes
+    ``tx.store.head()``, ``self.kb.store.view.reading(...)``, ``kb.index.warm = True``, and the
+    same through a local that copies the part (``store = kb.store`` then ``store.head()``). The
+    part's owner gives it a method (``ctx.documents(...)``), or the code that works on the part
+    takes it as a parameter (``history.log(kb.store, ...)``). The owner's own code
+    (``self.store.head()`` in Context) and a handle's own methods and attributes
     (``kb.search(...)``, ``self.kb.close()``) are no reach-through."""
     tree = ast.parse(source)
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     inner |= {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and id(node) in inner}
     found = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or id(node) in inner:
-            continue  # a chain is judged whole, from its last attribute
-        chain = _chain(node)
-        for at, name in enumerate(chain[:-2]):
-            if name in (HANDLE_ATTRIBUTES if at else HANDLE_NAMES):
-                # (what the handle's own method returns is a result, not a part)
-                if chain[at + 1] not in NOT_PARTS and not chain[at + 1].endswith("()"):
-                    found.add(ast.unparse(node))
-                break
+    for own, copies in _scopes(tree, {}):
+        for node in own:
+            if not isinstance(node, ast.Attribute) or id(node) in inner:
+                continue  # a chain is judged whole, from its last attribute
+            chain = _chain(node)
+            if chain and chain[0] in copies:
+                found.add(f"{chain[0]}.{chain[1].removesuffix('()')} ({chain[0]} = {copies[chain[0]]})")
+            elif (at := _part_at(chain)) is not None and at < len(chain) - 1:
+                found.add(ast.unparse(node))
     return sorted(found)
 
 
@@ -457,13 +511,32 @@ def test_the_reach_through_check_sees_chains() -> None:
         "    kb.index.documents(None); tx.store.head(); kb.index.searcher().lexicon('x')\n"
         "    self.kb.store.view.reading(kb.catalog); self._runner.kb.store.head()\n"
         "    kb.search('q'); self.kb.close(); kb.history.log('1'); kb.root.joinpath('a')\n"
-        "    self.store.head(); other.index.documents(None); store = kb.store; store.head()\n"
+        "    self.store.head(); other.index.documents(None)\n"
         "    kb.index.warm = True; open(kb.store.lock_path); kb.state / 'x'; f(kb.store)\n"
         "    settings.kb().index.ids(); settings.kb().get('1').to_dict(); KnowledgeBase(root).index.dir\n"
     )
     assert _reach_throughs(source) == [
         "kb.index.documents", "kb.index.searcher().lexicon", "kb.index.warm", "kb.store.lock_path",
         "self._runner.kb.store.head", "self.kb.store.view.reading", "settings.kb().index.ids", "tx.store.head",
+    ]
+
+
+def test_the_reach_through_check_sees_copies_of_a_part() -> None:
+    """A local that copies a handle's part is the part: using what it holds reaches through."""
+    source = (
+        "def f(kb, ctx, tx):\n"
+        "    leases = kb.leases; leases.settings(); idx = ctx.index; idx.x.y()\n"
+        "    store, index = self.kb.store, tx.index; store.view.reading(); index.warm = True\n"
+        "    g(store); root = kb.root; root.name; kb = tx.kb; kb.search('q'); answer = kb.get('1'); answer.id\n"
+        "    def inner(moves):\n"
+        "        leases.top_up(); moves.get('1')\n"
+        "    moves = kb.moves\n"
+        "def other(store):\n"
+        "    store.head()\n"
+    )
+    assert _reach_throughs(source) == [
+        "idx.x (idx = ctx.index)", "index.warm (index = tx.index)", "leases.settings (leases = kb.leases)",
+        "leases.top_up (leases = kb.leases)", "store.view (store = self.kb.store)",
     ]
 
 

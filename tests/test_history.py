@@ -8,7 +8,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import NotFoundError
-from slayer_kb.ops.history import log, restore_revision, review, show, word_diff
+from slayer_kb.ops.history import restore_revision, show, word_diff
 from testing import commit_all, git, json_of
 
 
@@ -21,7 +21,7 @@ def test_log_lists_every_commit_of_one_memory(catalog_kb: KnowledgeBase) -> None
     first = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
     kb.save_memory("Something else", ["orders.status"])
     kb.update(first, learning="Amount is EUR incl. VAT")
-    entries = log(kb, first)
+    entries = kb.history.log(first)
     assert [e["message"] for e in entries] == [f"memory: update {first} (learning)", f"memory: save {first}"]
     assert entries[0]["author"] == "Test Author <author@example.com>"
     assert entries[0]["date"][:2] == "20"
@@ -32,13 +32,13 @@ def test_log_follows_a_rename(catalog_kb: KnowledgeBase) -> None:
     kb.save_memory("Amount is EUR", ["orders.amount"], id="old-name")
     git(kb.root, "mv", "memories/old-name.yaml", "memories/new-name.yaml")
     git(kb.root, "commit", "-q", "-m", "rename")
-    assert [e["message"] for e in log(kb, "new-name")] == ["rename", "memory: save old-name"]
+    assert [e["message"] for e in kb.history.log("new-name")] == ["rename", "memory: save old-name"]
 
 
 def test_log_of_unknown_memory(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("x", ["orders.amount"])
     with pytest.raises(NotFoundError):
-        log(catalog_kb, "nope")
+        catalog_kb.history.log("nope")
 
 
 def test_show_rev_and_deleted_memory(catalog_kb: KnowledgeBase) -> None:
@@ -108,7 +108,7 @@ def test_review_reports_every_kind_of_change(catalog_kb: KnowledgeBase) -> None:
     model.write_text(model.read_text().replace("- {name: qty, sql: qty, type: INT, description: Items in the order}\n", ""))
     (kb.root / "memories" / "broken.yaml").write_text("learning: [unclosed\n")
     commit_all(kb.root, "hand edits")
-    r = review(kb, base)
+    r = kb.history.review(base)
     assert [c.id for c in r.added] == [added]  # broken.yaml does not parse: a problem instead
     assert r.added[0].label == "Auth decision"
     assert [c.id for c in r.changed] == [changed]
@@ -133,7 +133,7 @@ def test_review_flags_entities_that_do_not_resolve_at_head(catalog_kb: Knowledge
         "learning: hand written\nentities:\n- shop.orders.nope\ncreated_at: '2026-01-01T00:00:00Z'\n"
     )
     commit_all(kb.root, "hand")
-    r = review(kb, base)
+    r = kb.history.review(base)
     assert [c.id for c in r.added] == ["9"]
     assert any("shop.orders.nope" in p for p in r.problems)
     assert base_mid not in {c.id for c in r.changed}
@@ -145,7 +145,7 @@ def test_review_shows_a_renumber_as_rename(catalog_kb: KnowledgeBase) -> None:
     base = head(kb)
     git(kb.root, "mv", "memories/1.yaml", "memories/7.yaml")
     git(kb.root, "commit", "-q", "-m", "renumber")
-    r = review(kb, base)
+    r = kb.history.review(base)
     assert [(c.old_id, c.id) for c in r.renamed] == [("1", "7")]
     assert "(was 1)" in r.markdown()
 

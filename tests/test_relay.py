@@ -139,7 +139,7 @@ def test_another_user_gets_no_answer(watcher: Watcher) -> None:
         "    print('answered' if s.recv(100) else 'closed')\n"
         "except (BrokenPipeError, ConnectionResetError):\n    print('closed')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "closed", proc.stderr
 
 
@@ -180,7 +180,7 @@ def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: Knowledge
         proc = cli(root, "search", "fiscal year")
         assert (proc.returncode, proc.stdout) == (0, "FAKE ANSWER")
     finally:
-        same.wait(timeout=10)
+        same.wait(timeout=60)
     if os.geteuid() != 0:
         pytest.skip("needs root to pose as another user")
     other = fake_watcher(root, "as-nobody")
@@ -188,7 +188,7 @@ def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: Knowledge
         assert relay.forward(["--kb", str(root), "search", "fiscal year"]).code is None
     finally:
         other.kill()
-        other.wait(timeout=10)
+        other.wait(timeout=60)
 
 
 def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: KnowledgeBase) -> None:
@@ -198,7 +198,7 @@ def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: Knowledg
         assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout  # answered here instead
     finally:
         wedged.kill()
-        wedged.wait(timeout=10)
+        wedged.wait(timeout=60)
 
 
 def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> None:

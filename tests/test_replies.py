@@ -12,7 +12,6 @@ from mcp import ClientSession
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli
 from slayer_kb.mcp import tools
-from slayer_kb.ops.history import review as kb_review
 from testing import commit_all, git
 from testing.mcp import error, with_server
 
@@ -98,12 +97,12 @@ def test_the_review_comment_lists_every_problem_of_a_file(catalog_kb: KnowledgeB
         "learning: hand written\ncolour: red\nentities:\n- shop.orders.nope\n"
     )
     commit_all(kb.root, "hand")
-    problems = kb_review(kb, base).problems
+    problems = kb.history.review(base).problems
     assert problems[0] == "memories/9.yaml:1: missing required key: 'created_at' is a required property"
     assert problems[1].startswith("memories/9.yaml:2: unknown key 'colour' (allowed keys: ")
     assert problems[2].startswith("memories/9.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' ")
     assert len(problems) == 3
-    markdown = kb_review(kb, base).markdown()
+    markdown = kb.history.review(base).markdown()
     assert all(f"- {p[:40]}" in markdown.replace("\\", "") for p in problems)
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import NotFoundError
-from slayer_kb.ops.history import review
 from slayer_kb.ops.renumber import renumber
 from testing import commit_all, git, json_of
 
@@ -87,7 +86,7 @@ def test_review_the_other_way_lists_what_main_changed(
     diverged: tuple[KnowledgeBase, KnowledgeBase]
 ) -> None:
     kb, _main_kb = diverged
-    r = review(kb, "feature", "master")
+    r = kb.history.review("feature", "master")
     assert [c.id for c in r.added] == ["4"] and r.added[0].label == "Main: cost excludes shipping."
     assert [c.id for c in r.changed] == ["3"] and r.changed[0].fields == ["learning", "updated_at"]
     assert [c.id for c in r.removed] == ["2"]
@@ -104,12 +103,12 @@ def test_review_the_other_way_lists_what_main_changed(
 def test_review_of_a_renumber_shows_a_rename(diverged: tuple[KnowledgeBase, KnowledgeBase]) -> None:
     kb, _main_kb = diverged
     assert renumber(kb, "master").mapping == {"4": "5"}
-    r = review(kb, "HEAD~1")
+    r = kb.history.review("HEAD~1")
     assert [(c.old_id, c.id) for c in r.renamed] == [("4", "5")]
     assert r.added == [] and r.removed == []
     assert "- **5** (was 4): Feature: refunds are net of fees." in r.markdown()
     # Against master, the branch added 5: its own memory, whatever id it had on the way.
-    r = review(kb, "master")
+    r = kb.history.review("master")
     assert [c.id for c in r.added] == ["5"] and r.removed == [] and r.renamed == []
 
 
@@ -121,7 +120,7 @@ def test_a_file_broken_on_main_is_not_the_branch_problem(catalog_kb: KnowledgeBa
     git(kb.root, "switch", "-q", "master")
     (kb.root / "memories" / "1.yaml").write_text("learning: [unclosed\n")
     commit_all(kb.root, "break 1 on master")
-    r = review(kb, "master", "feature")
+    r = kb.history.review("master", "feature")
     assert [c.id for c in r.added] == ["2"] and r.changed == [] and r.problems == []
 
 
@@ -137,7 +136,7 @@ def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, i
     git(kb.root, "add", "memories/9.yaml")
     git(kb.root, "commit", "-q", "-m", "unrelated")
     with pytest.raises(NotFoundError) as caught:
-        review(kb, "master")
+        kb.history.review("master")
     assert str(caught.value) == (
         "'master' and 'HEAD' have no common ancestor, so there is no change of 'HEAD' since it "
         "left 'master' to report; give a revision that 'HEAD' was branched from."
@@ -157,7 +156,7 @@ def test_review_lists_catalog_files_the_branch_changed(catalog_kb: KnowledgeBase
     (kb.root / "priority.yaml").unlink()
     (kb.root / "memories" / ".gitkeep").write_text("")
     commit_all(kb.root, "catalog by hand")
-    r = review(kb, base)
+    r = kb.history.review(base)
     assert r.catalog_files == [
         {"status": "changed", "path": "models/shop/orders.yaml"},
         {"status": "renamed", "path": "models/wh/depots.yaml", "old_path": "models/wh/warehouses.yaml"},

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay
 from slayer_kb.search import Request, encoder, run
-from testing import Watcher, git
+from testing import Watcher, eventually, git
 
 NOTES = [
     ("Nomad chosen over Kubernetes for the card-authorisation services",
@@ -44,7 +43,6 @@ NOTES = [
 K8S = "why don't we orchestrate our containers with k8s?"
 COVERAGE_NOTE = ("Sentence vectors cover {} of {} memories; the others are ranked by their static vectors until "
                  "theirs are made, in the background.")
-WAIT_SECONDS = 60.0
 
 
 @pytest.fixture(autouse=True)
@@ -54,16 +52,6 @@ def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def ids(result: object) -> list[str]:
     return [h["id"] for h in result.memories]  # type: ignore[attr-defined]
-
-
-def wait_for(check, timeout: float = WAIT_SECONDS, what: str = "a condition"):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -226,8 +214,8 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
         assert answer is not None
         return answer["sentence_vectors"]
 
-    first = wait_for(lambda: (s := status()) and s["memories"] and s["covered"] == s["memories"] and not s["building"] and s,
-                     what="the first build")
+    first = eventually(lambda: (s := status()) and s["memories"] and s["covered"] == s["memories"] and not s["building"] and s,
+                       "the first build")
     total = first["memories"]
     assert first == {"model": encoder.MODEL_KEY, "covered": total, "memories": total, "building": False,
                      "pass_done": total, "pass_total": total}
@@ -242,7 +230,7 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
                             "return to dock at 55%."], capture_output=True, text=True, env=env, timeout=60)
     assert saved.returncode == 0, saved.stderr
     new_id = json.loads(saved.stdout)["memory_id"]
-    after = wait_for(lambda: (s := status()) and s["covered"] == total + 1 and s, what="the saved memory's vector")
+    after = eventually(lambda: (s := status()) and s["covered"] == total + 1 and s, "the saved memory's vector")
     assert after["memories"] == total + 1
     found = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "search", "--json",
                             "Machines in the frozen-goods section run out of juice sooner than the gauge says"],
@@ -369,7 +357,7 @@ def test_with_the_server_off_the_kb_gets_its_sentence_vectors(empty_kb: Knowledg
         return _coverage(root) == (4, 4)
 
     try:
-        wait_for(covered, timeout=120, what="the detached filler to make the 4 sentence vectors")
+        eventually(covered, "the detached filler to make the 4 sentence vectors", 120)
         assert max(seen) <= 1, seen
         found = _cli(root, "search", K8S)
         assert found["memories"][0]["id"] == "1" and found["warnings"] == []
@@ -392,7 +380,7 @@ def test_a_search_while_vectors_are_missing_starts_the_filler(notes_kb: Knowledg
     first = _cli(root, "search", K8S)
     assert first["memories"][0]["id"] == "2" and COVERAGE_NOTE.format(0, 4) in first["notes"]
     try:
-        wait_for(lambda: _coverage(root) == (4, 4), timeout=120, what="the sentence vectors the search asked for")
+        eventually(lambda: _coverage(root) == (4, 4), "the sentence vectors the search asked for", 120)
         assert _cli(root, "search", K8S)["memories"][0]["id"] == "1"
     finally:
         for pid in _fillers(root):

@@ -8,6 +8,7 @@ have succeeded in the server.
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import json
 import os
@@ -18,31 +19,18 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
 import pytest
 
 from slayer_kb.daemon import relay
-from testing import EXAMPLE_KB, commit_all, git, in_process_runner
+from testing import EXAMPLE_KB, WAIT_SECONDS, commit_all, eventually, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 
-UP_SECONDS = 30.0
-DOWN_SECONDS = 15.0
 FIXED_DATES = {"GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z"}
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:
@@ -94,15 +82,15 @@ class Servers:
     def status(self, root: Path) -> dict | None:
         return relay.control(root, "status")
 
-    def wait_up(self, root: Path, timeout: float = UP_SECONDS) -> dict:
+    def wait_up(self, root: Path) -> dict:
         self.roots.add(root)
-        found = wait_for(lambda: (s := self.status(root)) and s.get("ready") and s, timeout, f"a server for {root}")
+        found = eventually(lambda: (s := self.status(root)) and s.get("ready") and s, f"a server for {root}")
         assert isinstance(found, dict)
         self.pids.add(found["pid"])
         return found
 
-    def wait_down(self, pid: int, timeout: float = DOWN_SECONDS) -> None:
-        wait_for(lambda: not alive(pid), timeout, f"server {pid} exiting")
+    def wait_down(self, pid: int) -> None:
+        eventually(lambda: not alive(pid), f"server {pid} exiting")
 
     def stop_all(self) -> None:
         for root in self.roots:
@@ -110,7 +98,7 @@ class Servers:
             if answer is not None:
                 self.pids.add(answer["pid"])
                 relay.control(root, "stop")
-        deadline = time.monotonic() + DOWN_SECONDS
+        deadline = time.monotonic() + WAIT_SECONDS
         for pid in self.pids:
             while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -127,7 +115,10 @@ def started_servers(root: Path) -> list[str]:
 
 
 def copy_package(where: Path) -> Path:
-    shutil.copytree(Path(relay.__file__).parent.parent, where / "slayer_kb", ignore=shutil.ignore_patterns("__pycache__"))
+    # With its bytecode (conftest.py writes it), which copy2's mtimes keep valid: each server and
+    # client process run from the copy would otherwise compile the package again.
+    shutil.copytree(Path(relay.__file__).parent.parent, where / "slayer_kb")
+    compileall.compile_dir(where / "slayer_kb", quiet=1)  # (only what the checkout had not compiled)
     return where
 
 
@@ -174,7 +165,7 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     up = servers.wait_up(root)
     assert up["root"] == os.path.realpath(root) and up["idle_exit"] == 120
     # Once its first sync is done, it loads the searcher and the vectors before any command asks.
-    wait_for(lambda: (s := servers.status(root)) and s["warm"], UP_SECONDS, "the server warming up")
+    eventually(lambda: (s := servers.status(root)) and s["warm"], "the server warming up")
     second = servers.run(root, "search", "fiscal year", blocked=True)
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr), (
         second.stderr + (root / ".slayer-kb" / "server.log").read_text())
@@ -422,9 +413,9 @@ def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
     servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="1"))
     # Its log says it, not a status request: on a loaded machine a second can pass before one.
     log = root / ".slayer-kb" / "server.log"
-    said = wait_for(lambda: log.exists() and re.search(
+    said = eventually(lambda: log.exists() and re.search(
         r"server (\d+) for .* \(idle exit after 1 s\)\n(?:.*\n)*.* no command for 1 s: exiting\n", log.read_text()),
-        UP_SECONDS, "the server's idle exit in its log")
+        "the server's idle exit in its log")
     assert isinstance(said, re.Match)
     servers.wait_down(int(said.group(1)))
     assert servers.status(root) is None
@@ -446,8 +437,8 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     servers.run(root, "list", "--limit", "1")
     up = servers.wait_up(root)
     # the server may write in the folder while it goes (its log, the index): remove until gone
-    wait_for(lambda: shutil.rmtree(root, ignore_errors=True) or not root.exists(), 10, "the KB deleted")
-    servers.wait_down(up["pid"], timeout=DOWN_SECONDS + 10)
+    eventually(lambda: shutil.rmtree(root, ignore_errors=True) or not root.exists(), "the KB deleted")
+    servers.wait_down(up["pid"])
 
 
 def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
@@ -542,7 +533,7 @@ def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Serve
         assert len(saved) == 1
     finally:
         watch.terminate()
-        watch.wait(timeout=DOWN_SECONDS)
+        watch.wait(timeout=WAIT_SECONDS)
 
 
 def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
@@ -558,15 +549,15 @@ def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers
     assert servers.run(root, "list", blocked=True).returncode == 0  # after the server's first sync
     # The test holds the KB lock: the relayed save waits for it inside the server.
     lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
-    lock.acquire(timeout=30)
+    lock.acquire(timeout=60)
     try:
         client = subprocess.Popen(
             [sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "saved once", "-e", "shop.orders.amount"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=servers.env(), cwd=root,
         )
         try:
-            wait_for(lambda: (s := servers.status(root)) and (s.get("current") or "").startswith("--kb"), 30,
-                     "the server running the save")
+            eventually(lambda: (s := servers.status(root)) and (s.get("current") or "").startswith("--kb"),
+                       "the server running the save")
             os.kill(pid, signal.SIGKILL)
             servers.wait_down(pid)
         finally:
@@ -600,8 +591,8 @@ def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_p
     )
     try:
         # (or the save already done: on a busy machine a poll can miss the moment it ran)
-        wait_for(lambda: client.poll() is not None or (s := servers.status(root)) is None
-                 or (s.get("current") or "").startswith("--kb"), 30, "the server running the save")
+        eventually(lambda: client.poll() is not None or (s := servers.status(root)) is None
+                   or (s.get("current") or "").startswith("--kb"), "the server running the save")
         time.sleep(delay)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -657,7 +648,7 @@ def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, mon
                  "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(10)\n"
                  f"try:\n    s.connect({str(sock)!r}); print('connected', s.recv(1))\n"
                  "except PermissionError:\n    print('refused')\n")
-        other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+        other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
         assert other.stdout.strip() == "refused", other.stdout + other.stderr
     # a second server of the same KB exits at once (the lock file), the first keeps the socket
     second = subprocess.run([sys.executable, "-m", "slayer_kb.daemon.server", str(root), "--idle", "30"],
@@ -723,11 +714,11 @@ def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: P
                              env=servers.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         servers.wait_down(background["pid"])
-        up = wait_for(lambda: (s := servers.status(root)) and s["pid"] == watch.pid and s["ready"] and s,
-                      UP_SECONDS, "the watch answering")
+        up = eventually(lambda: (s := servers.status(root)) and s["pid"] == watch.pid and s["ready"] and s,
+                        "the watch answering")
         assert isinstance(up, dict) and up["idle_exit"] is None
         relayed = servers.run(root, "search", "fiscal year", blocked=True)
         assert relayed.returncode == 0 and "kb.fiscal-calendar" in relayed.stdout, relayed.stderr
     finally:
         watch.terminate()
-        watch.wait(timeout=DOWN_SECONDS)
+        watch.wait(timeout=WAIT_SECONDS)

@@ -14,7 +14,6 @@ from slayer_kb.core import session as session_file
 from slayer_kb.core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from slayer_kb.ops import capture, sessions
 from slayer_kb.ops.fmt import fmt
-from slayer_kb.ops.history import review
 from slayer_kb.ops.validate import validate
 from testing import CliRunner, git, json_of
 
@@ -313,7 +312,7 @@ def test_review_lists_session_changes(example_kb: KnowledgeBase) -> None:
     example_kb.save_prompt("Why are refunds double counted?", "ses-new")
     example_kb.save_prompt("And in March?", "ses-20261120-quarterly-deck")
     example_kb.session_end("ses-20261120-quarterly-deck", "Used the warehouse")
-    r = review(example_kb, "base")
+    r = example_kb.history.review("base")
     assert [(e["id"], e["status"], e["prompts_added"], e["fields"]) for e in r.sessions] == [
         ("ses-20261120-quarterly-deck", "changed", ["And in March?"], ["ended_at", "summary"]),
         ("ses-new", "added", ["Why are refunds double counted?"], []),

@@ -25,7 +25,7 @@ class History:
         """Every commit that touched the memory, newest first (renames followed)."""
         from ..ops import history
 
-        return history.log(self._kb, memory_id)
+        return history.log(self._kb.store, memory_id)
 
     def show(self, memory_id: str, rev: str | None = None) -> Shown:
         """The memory at ``rev``; without it the file now, or a deleted memory's last version."""
@@ -43,7 +43,7 @@ class History:
         """What ``head`` changed since it left ``base`` (as ``git diff base...head``)."""
         from ..ops import history
 
-        return history.review(self._kb, base, head)
+        return history.review(self._kb.store, base, head)
 
     def edit(self, memory_id: str, reopen: Callable[[str], bool]) -> EditResult:
         """Edit the memory in the user's editor; ``reopen`` is asked, with the problem, whether

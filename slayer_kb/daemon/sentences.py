@@ -49,18 +49,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
-    index = kb.index  # saves show as changes to its manifest
-    manifest = index.dir / "manifest.json"
     seen: tuple[int, int] | None = None
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < LINGER_SECONDS:
-        try:
-            st = manifest.stat()
-        except FileNotFoundError:
-            if not Path(kb.root).is_dir():
-                return  # the KB is gone
-            st = None
-        now = (st.st_mtime_ns, st.st_size) if st is not None else None
+        now = kb.index_saved()
+        if now is None and not Path(kb.root).is_dir():
+            return  # the KB is gone
         if now != seen:
             seen = now
             try:

@@ -179,6 +179,8 @@ class Server:
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
         self.sentences.start()
+        with self._count:
+            self._last = time.monotonic()  # the idle time counts from here
         self._ready.set()
 
     def close(self) -> None:
@@ -216,7 +218,9 @@ class Server:
         while not self._closed.wait(CHECK_SECONDS):
             now = time.monotonic()
             with self._count:
-                idle_for = now - self._last if self._active == 0 else 0.0
+                # Idle only once ready: before, the KB is still opening (a loaded machine takes
+                # seconds) and this process's log is not open yet, so an exit would go unsaid.
+                idle_for = now - self._last if self._active == 0 and self._ready.is_set() else 0.0
             if self.idle is not None and idle_for >= self.idle:
                 self._say(f"no command for {self.idle:g} s: exiting")
                 self.stop.set()

@@ -19,6 +19,7 @@ import sys
 from ..core.errors import KBError
 from ..kb import KnowledgeBase
 from ..store import requests
+from ..store.repo import GitStore
 from . import relay
 
 
@@ -31,28 +32,32 @@ def settle(where: tuple[str, str], argv: list[str]) -> int | None:
         kb = KnowledgeBase(root)
     except KBError:
         return None  # the command, run here, says what is wrong
-    store = kb.store  # the request's record and the commits it names
     try:
         try:
-            with store.locked():
-                record = requests.read(store.state, request)
-                head = store.head()
-                landed = [c for c in record.commits if head and store.is_ancestor(c.commit, head)] if record else []
+            record, landed = _landed(kb.store, request)
         except KBError as exc:
             print(f"slayer-kb: the server stopped while running this command, and whether it committed "
                   f"cannot be told: {exc} Check 'git log' before running it again.", file=sys.stderr)
             return 1
         if not landed:
-            requests.drop(store.state, request)
+            requests.drop(kb.state, request)
             print("slayer-kb: the server stopped while running this command, before it committed "
                   "anything; running it in this process.", file=sys.stderr, flush=True)
             return None
         assert record is not None
         code = _printed(kb, record, landed, argv)
-        requests.drop(store.state, request)
+        requests.drop(kb.state, request)
         return code
     finally:
         kb.close()
+
+
+def _landed(store: GitStore, request: str) -> tuple[requests.Record | None, list[requests.Landing]]:
+    """The request's record, and those of the commits it names that are in HEAD's history."""
+    with store.locked():
+        record = requests.read(store.state, request)
+        head = store.head()
+        return record, [c for c in record.commits if head and store.is_ancestor(c.commit, head)] if record else []
 
 
 def _printed(kb: KnowledgeBase, record: requests.Record, landed: list[requests.Landing], argv: list[str]) -> int:

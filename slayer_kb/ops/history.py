@@ -128,10 +128,9 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
 # log, show, restore
 
 
-def log(kb: Context, memory_id: str) -> list[LogEntry]:
+def log(store: GitStore, memory_id: str) -> list[LogEntry]:
     """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
     check_id(memory_id)
-    store = kb.store
     if store.head() is None:
         return []
     entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
@@ -174,11 +173,10 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
 def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     """The memory at ``rev``; without ``rev`` the file now, else its last committed version."""
     check_id(memory_id)
-    store = kb.store
     path = memory_path(memory_id)
     if rev is not None:
-        sha = resolve_rev(store, rev)
-        text = text_at(store, sha, path)
+        sha = resolve_rev(kb.store, rev)
+        text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
                 f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {memory_id}' "
@@ -188,10 +186,10 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     if (kb.memories_dir / f"{memory_id}.yaml").is_file():
         memory, text = kb.read_with_text(memory_id)
         return Shown(memory, text, None)
-    deleting = last_deletion(store, memory_id)
+    deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         raise NotFoundError(f"No memory with id '{memory_id}', now or in the history.")
-    text = text_at(store, f"{deleting}^", path)
+    text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
 
@@ -261,10 +259,9 @@ def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
 
 
 
-def review(kb: Context, base: str, head: str = "HEAD") -> Review:
+def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
     ``git diff base...head``), for a pull request."""
-    store = kb.store
     base_sha = merge_base_of(store, base, head)
     head_sha = resolve_rev(store, head)
     result = Review(base, head, base_sha)

@@ -54,10 +54,19 @@ def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None,
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used. With
     ``parted``, ``onto`` is a commit id and ``parted`` its merge base with HEAD, already known
     (sync asks on every push attempt)."""
-    store = kb.store
+    base, colliding, top = _collisions(kb.store, onto, parted)
+    if not colliding:
+        return base, {}
+    top = max(top, kb.highest_auto_id(listed=True))
+    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+
+
+def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | None, list[str], int]:
+    """(merge base, the branch's auto ids that REF has ever used, the highest auto id either side
+    ever committed)."""
     head = store.head()
     if head is None:
-        return None, {}
+        return None, [], 0
     onto_sha = onto if parted else resolve_rev(store, onto)
     base = parted or merge_base(store, onto_sha, head)
     under = f"{MEMORIES_DIR}/"
@@ -69,13 +78,8 @@ def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None,
     theirs = _ids(store.added_paths(head, onto_sha, under))
     colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
     if not colliding:
-        return base, {}
-    top = max(
-        highest_auto_id(theirs),
-        highest_auto_id(_ids(store.added_paths(None, head, under))),
-        kb.highest_auto_id(listed=True),
-    )
-    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+        return base, [], 0
+    return base, colliding, max(highest_auto_id(theirs), highest_auto_id(_ids(store.added_paths(None, head, under))))
 
 
 def _added_since(store: GitStore, base: str, head: str) -> set[str]:

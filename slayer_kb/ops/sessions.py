@@ -64,25 +64,9 @@ _RACY_NS = 2_000_000_000
 
 
 def read(kb: Workspace, session_id: str) -> Session | None:
-    """The session, or None when it has no file; a broken file is an error naming it.
-
-    As ``Context.read`` does: while a commit writes its files in place (or a crash left
-    one unfinished), what is read may be half of a write, so the read waits for the KB lock,
-    whose taking finishes an interrupted commit."""
-    store = kb.store
-    if store.holding:
-        return _read(kb, session_id)
-    if not store.committing():
-        try:
-            found = _read(kb, session_id)
-        except MemoryFileError:
-            if not store.committing():
-                raise
-        else:
-            if not store.committing():
-                return found
-    with store.locked():
-        return _read(kb, session_id)
+    """The session, or None when it has no file; a broken file is an error naming it. Read as
+    ``Context.read`` reads a memory: never half of a commit's writes (``read_settled``)."""
+    return kb.read_settled(lambda: _read(kb, session_id))
 
 
 def _read(kb: Workspace, session_id: str) -> Session | None:
@@ -100,17 +84,9 @@ def _read(kb: Workspace, session_id: str) -> Session | None:
 
 def load_all(kb: Context) -> list[Session]:
     """Every readable session, newest activity first. Broken files are skipped here
-    (``slayer-kb validate`` reports them); unchanged files come from the cache. While a commit
-    writes files (see ``read``), the scan waits for it under the KB lock."""
-    store = kb.store
-    if not store.holding and store.committing():
-        with store.locked():
-            return _load_all(kb)
-    found = _load_all(kb)
-    if not store.holding and store.committing():  # a commit began during the scan
-        with store.locked():
-            return _load_all(kb)
-    return found
+    (``slayer-kb validate`` reports them); unchanged files come from the cache. Never half of
+    a commit's writes (``read_settled``)."""
+    return kb.read_settled(lambda: _load_all(kb))
 
 
 def _load_all(kb: Context) -> list[Session]:
