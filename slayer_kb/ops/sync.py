@@ -69,7 +69,10 @@ def backoff(refused: int, rng: random.Random, attempt: float = BACKOFF_WINDOW) -
 
 def sync(kb: Context, remote: str = "origin") -> SyncResult:
     """Pull (rebase), merge, revalidate, push and reindex (see the module doc)."""
-    store = kb.store
+    return _sync(kb, kb.store, remote)
+
+
+def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     result = SyncResult(remote, "")
     laps = _Laps(result.timings)
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
@@ -116,7 +119,7 @@ def sync(kb: Context, remote: str = "origin") -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
-                _pull(kb, tx, remote, upstream_branch, upstream, result, index)
+                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index)
                 laps.lap("pull")
                 pushed = _push(store, remote, upstream_branch, upstream, result, turn)
                 laps.lap("push")
@@ -186,7 +189,7 @@ class _Index:
     def catch_up(self) -> None:
         head = self.store.head()
         if head is not None and head != self.at:
-            _reindex(self.kb, self.at)
+            _reindex(self.kb, self.store, self.at)
             self.at = head
 
 
@@ -234,10 +237,9 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
     return branch
 
 
-def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
+def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
           result: SyncResult, index: _Index) -> None:
     """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet)."""
-    store = kb.store
     if not upstream:
         return
     head = store.head()
@@ -261,13 +263,13 @@ def _pull(kb: Context, tx: Transaction, remote: str, upstream_branch: str, upstr
     both = _changed_on_both_sides(store, parted, upstream) if parted else []
     tip = replay(store, upstream, ours)
     if tip is None:
-        _rebase(kb, remote, upstream_branch, upstream, bool(mapping), result)
+        _rebase(kb, store, remote, upstream_branch, upstream, bool(mapping), result)
     else:
         store.git("reset", "-q", "--keep", tip)
     result.resolved += [path for path in both if path not in result.resolved]
     result.action = "rebased"
     if parted:
-        _recount(kb, tx, (parted, upstream, ours), both)
+        _recount(kb, store, tx, (parted, upstream, ours), both)
     on_top = _on_top(store, upstream)
     if _fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result, index):
         on_top = _on_top(store, upstream)
@@ -279,12 +281,11 @@ def _count(store: GitStore, tip: str, exclude: str) -> int:
     return int(store.git("rev-list", "--count", tip, *([f"^{exclude}"] if exclude else [])).stdout.decode().strip() or 0)
 
 
-def _reindex(kb: Context, before: str) -> None:
+def _reindex(kb: Context, store: GitStore, before: str) -> None:
     """Bring the index, which described the files at ``before``, to HEAD: only the memory files
     that changed in between are re-read (a full freshness pass stats every file, on every push
     attempt). A changed catalog file (anything else but sessions, which the index does not hold)
     takes the full pass, which also re-reads the catalog."""
-    store = kb.store
     out = store.git("diff", "--name-only", "-z", "--no-renames", before, "HEAD", "--", store.prefix or ".").stdout
     changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
     ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
@@ -299,12 +300,11 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
         known[chained.get(old, old)] = new
 
 
-def _rebase(kb: Context, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
+def _rebase(kb: Context, store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
             result: SyncResult) -> None:
     """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
     and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
     edits of one memory) aborts the rebase and raises."""
-    store = kb.store
     options, env, attributes = mergedriver.git_config(store.prefix)
     try:
         proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
@@ -321,13 +321,12 @@ def _rebase(kb: Context, remote: str, upstream_branch: str, upstream: str, renum
         attributes.unlink(missing_ok=True)
 
 
-def _recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
+def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
     """Make sure every revision of a topic-key memory both sides changed is counted: the count
     of (where they parted, the upstream, this branch before the rebase), as ``merge_topic_revisions``
     sums them. The driver sums each commit it replays, but git never asks it when both sides made
     the very same file (two clones folding their memories into an upstream one alike), and takes
     one side's count for both; one commit puts the missing revisions back."""
-    store = kb.store
     changes: list[Change] = []
     fixed: dict[str, Memory] = {}
     memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
