@@ -1,9 +1,10 @@
 """The warm server's sentence vectors, made off the save path: a thread that wakes after each
-command (and once at start) and makes the vectors the memories lack (``Index.fill_sentences``),
-holding the server's command lock only while it reads or writes the index. Its progress is what
-``slayer-kb server status`` shows under ``sentence_vectors``. It holds ``filler.LOCK`` once it
-has it, so no command starts a detached filler beside it; while one started before the server
-still runs, the thread leaves the work to it and looks again at its next wake."""
+command run in its turn (and once at start; a read beside a write indexes nothing) and makes the
+vectors the memories lack (``Index.fill_sentences``), holding the server's command lock only
+while it reads or writes the index. Its progress is what ``slayer-kb server status`` shows under
+``sentence_vectors``. It holds ``filler.LOCK`` once it has it, so no command starts a detached
+filler beside it; while one started before the server still runs, the thread leaves the work to
+it and looks again at its next wake."""
 
 from __future__ import annotations
 
