@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.results import SyncReport
 from slayer_kb.daemon import relay, watch
 from slayer_kb.daemon.server import Server
+from slayer_kb.search.background import SentenceFiller
 from testing import eventually
 
 
@@ -55,7 +58,37 @@ def test_as_indexed_names_only_what_this_process_wrote_as_it_is(example_kb: Know
     assert kb.as_indexed({saved}) is False
 
 
-@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+@contextmanager
+def serving(root: Path, blocked: Path) -> Iterator[tuple[Server, KnowledgeBase, Callable[..., str]]]:
+    """A warm server with its watcher on this thread's KB, and ``relayed(*argv)``: a command only
+    that server can answer (Whoosh is blocked in the client), its stdout."""
+    (blocked / "whoosh").mkdir(parents=True)
+    (blocked / "whoosh" / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
+    env = dict(os.environ, PYTHONPATH=str(blocked))
+    stop = threading.Event()
+    server = Server(root, stop=stop, idle=None, log=StringIO())
+    kb = KnowledgeBase(root)
+    runner = threading.Thread(target=watch.run_watcher, args=(kb,), kwargs={"stop": stop, "out": StringIO(), "server": server})
+    runner.start()
+
+    def relayed(*argv: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *argv],
+                              capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert (proc.returncode, proc.stderr) == (0, "")
+        return proc.stdout
+
+    try:
+        eventually(server.warm.is_set, "the server warmed up", 120)
+        yield server, kb, relayed
+    finally:
+        stop.set()
+        runner.join(timeout=60)
+    assert not runner.is_alive()
+
+
+pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+
+
 def test_the_watcher_leaves_the_servers_own_saves_alone(example_kb: KnowledgeBase, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A relayed save's files reach the watcher as events: it takes no turn for them (before, it
@@ -76,31 +109,28 @@ def test_the_watcher_leaves_the_servers_own_saves_alone(example_kb: KnowledgeBas
 
     monkeypatch.setattr(watch, "_sync", recorded_sync)
     monkeypatch.setattr(KnowledgeBase, "refresh", recorded_refresh)
-    blocker = tmp_path / "blocker" / "whoosh"
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
     root = example_kb.root
-    stop = threading.Event()
-    server = Server(root, stop=stop, idle=None, log=StringIO())
-    kb = KnowledgeBase(root)
-    runner = threading.Thread(target=watch.run_watcher, args=(kb,), kwargs={"stop": stop, "out": StringIO(), "server": server})
-    runner.start()
-    try:
-        eventually(server.warm.is_set, "the server warmed up", 120)
-        env = dict(os.environ, PYTHONPATH=str(blocker.parent))  # only the server can save
-        saves = []
-        for n in range(3):
-            proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", f"zantelope note {n}", "-e", "orders.amount"],
-                                  capture_output=True, text=True, env=env, timeout=120, check=False)
-            assert (proc.returncode, proc.stderr) == (0, "")
-            saves.append(proc.stdout.split()[2])
+    with serving(root, tmp_path / "blocked") as (server, kb, relayed):
+        saves = [relayed("save", f"zantelope note {n}", "-e", "orders.amount").split()[2] for n in range(3)]
         assert server.served == 3
         eventually(lambda: kb.as_indexed(set(saves)) and not kb.young_files(), "the saves settled", 120)
         assert [ids for quiet, ids in refreshes if not quiet and ids & set(saves)] == []
         path = root / "memories" / f"{saves[0]}.yaml"
         path.write_text(path.read_text(encoding="utf-8").replace("zantelope", "zantelope handmade"), encoding="utf-8")
         eventually(lambda: (False, {saves[0]}) in refreshes, "the hand edit synced", 120)
-    finally:
-        stop.set()
-        runner.join(timeout=60)
-    assert not runner.is_alive()
+
+
+def test_only_a_command_in_its_turn_wakes_the_sentence_filler(example_kb: KnowledgeBase, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read beside a write indexes nothing, so it leaves no sentence vector to make: it used to
+    start a pass of the filler, which takes the server's turn several times, after every search."""
+    wakes: list[str] = []
+    monkeypatch.setattr(SentenceFiller, "wake", lambda self: wakes.append("woken"))
+    with serving(example_kb.root, tmp_path / "blocked") as (server, _kb, relayed):
+        assert "zantelope" not in relayed("search", "refunds")
+        relayed("get", "1")
+        assert (server.served, wakes) == (2, [])
+        relayed("save", "zantelope note", "-e", "orders.amount")
+        assert (server.served, wakes) == (3, ["woken"])
+        assert "zantelope note" in relayed("search", "zantelope")
+        assert (server.served, wakes) == (4, ["woken"])
