@@ -83,7 +83,8 @@ class SentenceFiller:
             with self._lock:
                 self._running, self._progress = True, (0, 0)
             try:
-                self._measure()
+                if self._coverage is None:  # else the last pass's end measured it
+                    self._measure()
                 self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
@@ -106,6 +107,9 @@ class SentenceFiller:
             self._coverage = coverage
 
     def _report(self, done: int, total: int) -> None:
-        self._measure()
+        # Each measure takes the server's turn from reads and saves: the pass's end is measured
+        # once, after it, and a pass of one batch (a save's new memory) measures nothing more.
+        if done < total:
+            self._measure()
         with self._lock:
             self._progress = (done, total)
