@@ -284,11 +284,11 @@ def _sync(
     unless_indexed: bool = False,
 ) -> tuple[bool, bool]:
     """One freshness pass (of the ``named`` memories only, when given). Returns (succeeded,
-    files still awaiting a racy re-read). ``unless_indexed``: none when the named files are as
-    this process's last update of them read them (``as_indexed``): the events of a server's own
-    commit, which indexed its files before its turn ended. The events come before that update,
-    so the files are looked at again once the turn is taken; the turn is not taken at all when
-    they are already as indexed. Their young files still get their re-read (``quiet``)."""
+    files still awaiting a racy re-read). ``unless_indexed``: no pass when the named files are
+    as this process's last update of them read them (``as_indexed``), as for the events of a
+    server's own commit, which indexes its files before its turn ends. The events come before
+    that update, so the files are looked at again once the turn is taken; the turn is not taken
+    at all when they are as indexed already. Young files still get their settling re-read."""
     if unless_indexed and named is not None and kb.as_indexed(named):
         return True, bool(kb.young_files())
     try:
