@@ -265,6 +265,11 @@ class Context:
     def meaning_status(self) -> str:
         return self.index.meaning_status()
 
+    def as_indexed(self, memory_ids: set[str]) -> bool:
+        """Whether these memory files are as this process's last write of them left them and
+        indexed them: a file watcher has nothing to re-read for their events."""
+        return self.index.as_indexed(memory_ids)
+
     def young_files(self) -> list[str]:
         """Memories changed within the timestamp granularity, which wait for a re-read."""
         return self.index.young_files()

@@ -286,7 +286,9 @@ class Server:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
                 self.served += 1
-            if self.sentences is not None:
+            if self.sentences is not None and not handled:
+                # A read beside a write indexes nothing, so it leaves no vector to make: a pass
+                # after each would take the turn from reads and saves several times for nothing.
                 self.sentences.wake()
             data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))

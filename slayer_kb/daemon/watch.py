@@ -228,7 +228,7 @@ def _loop(
             settling = False
             if named is not None and initialised:
                 # Only memory files changed, and we know which: re-read just those, no scan.
-                ok, racy = _sync(kb, on_sync, reporter, busy, named=named)
+                ok, racy = _sync(kb, on_sync, reporter, busy, named=named, unless_indexed=True)
                 last_sync = time.monotonic()
                 if not ok:
                     next_check = last_sync + RETRY_SECONDS
@@ -281,14 +281,26 @@ def _sync(
     busy: AbstractContextManager[Any],
     quiet: bool = False,
     named: set[str] | None = None,
+    unless_indexed: bool = False,
 ) -> tuple[bool, bool]:
     """One freshness pass (of the ``named`` memories only, when given). Returns (succeeded,
-    files still awaiting a racy re-read)."""
+    files still awaiting a racy re-read). ``unless_indexed``: no pass when the named files are
+    as this process's last update of them read them (``as_indexed``), as for the events of a
+    server's own commit, which indexes its files before its turn ends. The events come before
+    that update, so the files are looked at again once the turn is taken; the turn is not taken
+    at all when they are as indexed already. Young files still get their settling re-read."""
+    if unless_indexed and named is not None and kb.as_indexed(named):
+        return True, bool(kb.young_files())
     try:
         with busy:
-            # A full check looks at the files even if the monitor of relayed searches saw no
-            # event: a network file system reports none for changes made on another machine.
-            report = kb.ensure_fresh(trust_monitor=False) if named is None else kb.refresh(sorted(named))
+            if unless_indexed and named is not None and kb.as_indexed(named):
+                report = None
+            elif named is None:
+                # A full check looks at the files even if the monitor of relayed searches saw no
+                # event: a network file system reports none for changes made on another machine.
+                report = kb.ensure_fresh(trust_monitor=False)
+            else:
+                report = kb.refresh(sorted(named))
             if report is not None:
                 reporter.report(report, kb, summary=not quiet)
                 changed = report.updated or report.removed or report.catalog_changed or report.rebuilt

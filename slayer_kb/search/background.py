@@ -1,9 +1,10 @@
 """The warm server's sentence vectors, made off the save path: a thread that wakes after each
-command (and once at start) and makes the vectors the memories lack (``Index.fill_sentences``),
-holding the server's command lock only while it reads or writes the index. Its progress is what
-``slayer-kb server status`` shows under ``sentence_vectors``. It holds ``filler.LOCK`` once it
-has it, so no command starts a detached filler beside it; while one started before the server
-still runs, the thread leaves the work to it and looks again at its next wake."""
+command run in its turn (and once at start; a read beside a write indexes nothing) and makes the
+vectors the memories lack (``Index.fill_sentences``), holding the server's command lock only
+while it reads or writes the index. Its progress is what ``slayer-kb server status`` shows under
+``sentence_vectors``. It holds ``filler.LOCK`` once it has it, so no command starts a detached
+filler beside it; while one started before the server still runs, the thread leaves the work to
+it and looks again at its next wake."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ class SentenceFiller:
             with self._lock:
                 self._running, self._progress = True, (0, 0)
             try:
-                self._measure()
+                if self._coverage is None:  # else the last pass's end measured it
+                    self._measure()
                 self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
@@ -105,6 +107,9 @@ class SentenceFiller:
             self._coverage = coverage
 
     def _report(self, done: int, total: int) -> None:
-        self._measure()
+        # Each measure takes the server's turn from reads and saves: the pass's end is measured
+        # once, after it, and a pass of one batch (a save's new memory) measures nothing more.
+        if done < total:
+            self._measure()
         with self._lock:
             self._progress = (done, total)

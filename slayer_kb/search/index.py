@@ -15,7 +15,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from whoosh import index as windex
 
@@ -53,9 +53,6 @@ from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
 
-if TYPE_CHECKING:
-    pass
-
 
 class Index(Reads, Meaning):
     """The index of one KB. Writes happen only under the KB lock (see ``KnowledgeBase``)."""
@@ -85,6 +82,7 @@ class Index(Reads, Meaning):
         # before the count), for known_problems.
         self._broken: int | None = 0
         self._state_read: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # (stat, parsed)
+        self._indexed: dict[str, Sig] = {}  # the files this process's targeted updates read (as_indexed)
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
 
@@ -372,7 +370,8 @@ class Index(Reads, Meaning):
         fixed: list[str] = []
         embedded: list[Memory] = []
         digest = state["digest"]
-        with writing.writer(ix, bulk=len(changed) > writing.BULK_THRESHOLD) as writer:
+        # No segment when every file re-read holds the bytes it held (a young file, a watcher's event).
+        with writing.OnDemand(ix, bulk=len(changed) > writing.BULK_THRESHOLD) as writer:
             # Old documents are deleted after the loop (a writer's deletions apply to the segments
             # it started from, never to the documents it adds). One term per id: an Or of a
             # thousand ids costs Whoosh far more than a thousand single-term deletions.
@@ -391,7 +390,7 @@ class Index(Reads, Meaning):
                 if old is None or old[3] != content or content is None:
                     if old is not None or mid in state["young"]:
                         stale.append(mid)
-                    indexed = self._index_file(writer, mid, data, written.get(mid))
+                    indexed = self._index_file(writer(), mid, data, written.get(mid))
                     report.updated += 1
                     if isinstance(indexed, Memory):
                         fixed.append(mid)
@@ -408,11 +407,12 @@ class Index(Reads, Meaning):
                     young.pop(mid, None)
                 if progress is not None:
                     progress(done, total)
-            writing.delete_ids(writer, stale)
+            if stale:
+                writing.delete_ids(writer(), stale)
             if catalog_changed:
-                writer.delete_by_term("kind", "catalog")
+                writer().delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
-                    writer.add_document(**doc)
+                    writer().add_document(**doc)
             # Before the commit: in a rebuild, the worker processes index while this one embeds.
             vector_rows = self.vector_rows(embedded)
         db.execute("BEGIN")
@@ -434,6 +434,9 @@ class Index(Reads, Meaning):
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)
             self._meaning_key = state_key(new_state)
+        if only is not None:
+            kept = self._indexed if len(self._indexed) < 4096 else {}  # bounded: past it, some extra re-reads
+            self._indexed = {**kept, **{row[0]: tuple(row[1:4]) for row in file_rows}}
         if listing is None:
             # A targeted update: the listing cached for the state it started from, with these
             # files' new signatures, describes the new state (if every file was in it).
@@ -570,6 +573,11 @@ class Index(Reads, Meaning):
         except OSError:
             with contextlib.suppress(OSError):
                 (self.dir / "manifest.json").unlink()
+
+    def as_indexed(self, memory_ids: Iterable[str]) -> bool:
+        """Whether each of these files is as a targeted update of this process last read it (a
+        watcher's event for a file a save wrote and indexed: nothing to read again)."""
+        return all(self._indexed.get(mid, False) == self._stat(mid) for mid in memory_ids)
 
     def young_files(self) -> list[str]:
         """Memories changed within the timestamp granularity: they wait for a re-read by content."""

@@ -80,6 +80,28 @@ def writer(ix: windex.Index, bulk: bool, merge: Callable[[Any, list[Any]], list[
             gc.enable()
 
 
+class OnDemand:
+    """A ``writer`` opened at its first call and committed (or cancelled) when the block ends: a
+    pass that finds nothing to write opens no writer, so Whoosh writes no segment and no table of
+    contents, and readers have nothing to reopen."""
+
+    def __init__(self, ix: windex.Index, bulk: bool) -> None:
+        self._ix, self._bulk = ix, bulk
+        self._stack = contextlib.ExitStack()
+        self._writer: Any = None
+
+    def __enter__(self) -> OnDemand:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return bool(self._stack.__exit__(*exc))
+
+    def __call__(self) -> Any:
+        if self._writer is None:
+            self._writer = self._stack.enter_context(writer(self._ix, self._bulk))
+        return self._writer
+
+
 def pool_mb() -> int:
     """Megabytes of postings each of Whoosh's workers sorts in memory before it spills a sorted
     run to disk. Spilling (pickling every posting, then merging the runs) cost a third of a
