@@ -16,10 +16,8 @@ of one or two words) never reads it.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +25,7 @@ from ..core.memory import Memory
 from . import sentences
 from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
+from .helper import helper as _helper
 
 if TYPE_CHECKING:
     import numpy as np
@@ -516,26 +515,6 @@ class Table:
         best = np.argpartition(-scores, depth - 1)[:depth]
         best = best[np.lexsort((best, -scores[best]))]
         return [(self.ids[i], float(scores[i])) for i in best if scores[i] >= max(floor, -1.0)]
-
-
-_scan_helper: ThreadPoolExecutor | None = None
-
-
-def _helper() -> ThreadPoolExecutor:
-    """The thread that scores the first half of a large scan, started once per process:
-    starting one for each scan cost more than its half of the scan on a busy machine."""
-    global _scan_helper
-    if _scan_helper is None:
-        _scan_helper = ThreadPoolExecutor(1, thread_name_prefix="slayer-kb-scan")
-    return _scan_helper
-
-
-def _forget_helper() -> None:
-    global _scan_helper
-    _scan_helper = None  # a forked child has none of its parent's threads
-
-
-os.register_at_fork(after_in_child=_forget_helper)
 
 
 def _inverse_norms(matrix: np.ndarray) -> np.ndarray:
