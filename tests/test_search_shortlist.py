@@ -113,3 +113,18 @@ def test_a_warm_table_holds_the_sentence_vectors_as_signed_bytes() -> None:
     # The same cosine as the fusion's (float32) to float32's precision.
     assert abs(found[0][1] - table.sentence_cosines(question, ["m00029"])["m00029"]) < 1e-6
     assert found[0][1] > 0.999
+
+
+def test_a_large_scan_in_two_halves_gives_the_same_products(monkeypatch: Any) -> None:
+    """Past ``SPLIT_ROWS`` rows the int8 scan runs in two halves, one in the helper thread: the
+    same integers as one run."""
+    rng = np.random.default_rng(4)
+    matrix = rng.integers(-127, 128, size=(1001, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
+    inverse = rng.random(1001, dtype=np.float32)
+    products = shortlist.Products(_clustered(rng, 1, 1, 0.0)[0])
+    whole = products.scores(matrix, inverse)
+    monkeypatch.setattr(shortlist, "SPLIT_ROWS", 100)
+    halves = products.scores(matrix, inverse)
+    assert halves.tobytes() == whole.tobytes()
+    expected = (matrix.astype(np.int64) @ products.rounded.astype(np.int64)) * (products.scale * inverse.astype(np.float64))
+    assert np.array_equal(whole, expected)
