@@ -1,8 +1,8 @@
 """The helper thread of a process's searches, started once per process (starting one for each
 search cost more than the work it took off the search on a busy machine). It makes a question's
-sentence vector while the words are scored (retrieval.py), and scores half of a large scan of
-the static vectors (vectors.py); onnxruntime and numpy's products release the GIL, so the two
-run on two cores."""
+sentence vector while the words are scored (retrieval.py), and takes half of a large scan: of
+the sentence vectors (shortlist.py) or of the static ones (vectors.py). onnxruntime and numpy's
+products release the GIL, so the two threads run on two cores. Nothing it runs waits for it."""
 
 from __future__ import annotations
 
