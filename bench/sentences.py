@@ -9,7 +9,9 @@ encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JS
   in CPU time;
 - a memory saved through the warm server and found by meaning: the time from the save's return
   until its sentence vector is made, and whether a paraphrase then finds it first;
-- the warm server's peak RSS, and whether a relayed CLI search process ever loaded onnxruntime.
+- the warm server's peak RSS, and whether a relayed CLI search process ever loaded onnxruntime;
+- last, issue 29's targets beside the figures measured (``targets``), with the load average
+  printed beside each step: an idle machine's figures are the ones to hold against them.
 
 The corpus's sentence vectors go to a cache of the bench's own (bench/.cache/sentences), so a
 second run finds them there, as a second clone of a KB would.
@@ -206,6 +208,25 @@ def _wait(root: Path, done: Any) -> dict[str, Any]:
     raise TimeoutError("the server's sentence vectors did not reach the expected state")
 
 
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 29's speed and memory targets beside what this run measured (those it measured)."""
+    rows: list[tuple[str, Any, float]] = []
+    warm = results.get("warm_search", {})
+    for kind, label in (("question", "questions"), ("keywords", "two keywords")):
+        if kind in warm:
+            rows += [(f"warm search p50, {label}, encoding included (ms)", warm[kind]["p50"], 15.0),
+                     (f"warm search p95, {label}, encoding included (ms)", warm[kind]["p95"], 40.0)]
+    server = results.get("server", {})
+    if server:
+        rows += [("relayed save p50 (ms)", server["save_ms"]["p50"], 150.0),
+                 ("a saved memory's sentence vector made after the save, slowest (ms)", server["vector_after_save_ms"]["max"], 1000.0),
+                 ("warm server peak RSS (MiB)", round(server["server_peak_rss_mib"], 1), 800.0)]
+    if "reindex_warm_cache" in results:
+        rows.append(("reindex with the vector cache warm (s)", results["reindex_warm_cache"]["seconds"], 90.0))
+    return [{"figure": name, "measured": measured, "target": target, "met": measured <= target}
+            for name, measured, target in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.sentences")
     parser.add_argument("--size", type=int, default=10_000)
@@ -245,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     kb.close()
     print(json.dumps(results), flush=True)
     results["server"] = served(corpus.root)
+    results["targets"] = targets(results)
     print(json.dumps(results, indent=1))
     return 0
 

@@ -110,3 +110,23 @@ def test_write_docs_names_missing_markers(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"has no <!-- bench:main --> \.\.\. <!-- /bench:main --> markers"):
         report.write_docs(page, document({"1000": run({"save": {"median": 0.01}})}))
     assert page.read_text(encoding="utf-8") == "# Performance\n"
+
+
+def test_the_sentence_bench_prints_issue_29s_targets_beside_its_figures() -> None:
+    from bench.sentences import targets
+
+    stats = {"p50": 12.5, "p95": 41.0, "max": 50.0, "n": 100, "unit": "ms"}
+    results = {"warm_search": {"question": stats, "keywords": {**stats, "p95": 20.0}},
+               "server": {"save_ms": {**stats, "p50": 151.0}, "vector_after_save_ms": {**stats, "max": 900.0},
+                          "server_peak_rss_mib": 612.345}}
+    assert [(t["figure"], t["measured"], t["target"], t["met"]) for t in targets(results)] == [
+        ("warm search p50, questions, encoding included (ms)", 12.5, 15.0, True),
+        ("warm search p95, questions, encoding included (ms)", 41.0, 40.0, False),
+        ("warm search p50, two keywords, encoding included (ms)", 12.5, 15.0, True),
+        ("warm search p95, two keywords, encoding included (ms)", 20.0, 40.0, True),
+        ("relayed save p50 (ms)", 151.0, 150.0, False),
+        ("a saved memory's sentence vector made after the save, slowest (ms)", 900.0, 1000.0, True),
+        ("warm server peak RSS (MiB)", 612.3, 800.0, True),
+    ]
+    assert targets({"reindex_warm_cache": {"seconds": 91.2}}) == [
+        {"figure": "reindex with the vector cache warm (s)", "measured": 91.2, "target": 90.0, "met": False}]

@@ -473,20 +473,21 @@ def test_a_large_table_is_scanned_in_two_halves_with_the_same_scores(monkeypatch
     process); every score is the one a single pass gives, to the bit, stored and expanded alike."""
     import numpy as np
 
+    from slayer_kb.search import helper as helper_module
     from slayer_kb.search import vectors
 
     db, unit = _random_vectors(2 * vectors._SCORE_CHUNK + 300, seed=11)
     question = unit[5] + 0.2 * unit[9000]
     question /= np.linalg.norm(question)
     threads: list[str] = []
-    real = vectors.ThreadPoolExecutor
+    real = helper_module.ThreadPoolExecutor
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         threads.append(kwargs.get("thread_name_prefix", ""))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(vectors, "ThreadPoolExecutor", counted)
-    monkeypatch.setattr(vectors, "_scan_helper", None)  # as in a new process
+    monkeypatch.setattr(helper_module, "ThreadPoolExecutor", counted)
+    monkeypatch.setattr(helper_module, "_helper", None)  # as in a new process
     real_helper = vectors._helper
     helped: list[int] = []
 
@@ -506,7 +507,7 @@ def test_a_large_table_is_scanned_in_two_halves_with_the_same_scores(monkeypatch
         assert halves.tobytes() == whole.tobytes() and len(halves) == table.size
         assert table.top(question, vectors.Filter(), 2, -1.0)[0][0] == "m00005"
     assert len(helped) == 4  # each split scan (two a table: halves, and top's)
-    assert threads == ["slayer-kb-scan"]  # one thread for all of them
+    assert threads == ["slayer-kb-search"]  # one thread for all of them
 
 
 def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:

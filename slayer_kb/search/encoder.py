@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import sentences
 from .embedding import Unavailable as _Unavailable
+from .helper import helper
 
 if TYPE_CHECKING:
     import numpy as np
@@ -127,6 +129,11 @@ class Encoder:
             out += [(w, len(e.ids)) for w, e in zip(words, self._tokenizer.encode_batch(words, add_special_tokens=False), strict=True)]
         return out
 
+    def encode_later(self, text: str) -> Future[np.ndarray]:
+        """``text``'s vector, made in the search helper thread: a search scores the words
+        meanwhile (the model's run releases the GIL), and takes the vector when it needs it."""
+        return helper().submit(lambda: self.encode([text])[0])
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text, in order: a text that does not fit in one run is
         the normalised mean of its ``passages``' vectors."""
@@ -180,7 +187,7 @@ class Encoder:
 def model_file() -> Path | Unavailable:
     """The installed model file, or why there is none: never hashed here, but a file that failed
     the check before, unchanged since, is refused."""
-    if os.environ.get("SLAYER_KB_NO_MEANING") or os.environ.get("SLAYER_KB_NO_ENCODER"):
+    if _turned_off():
         return Unavailable("the sentence encoder is turned off by the environment")
     try:
         spec = importlib.util.find_spec(PACKAGE)
@@ -196,6 +203,19 @@ def model_file() -> Path | Unavailable:
     if isinstance(found, dict) and found.get("stamp") == _stamp(path) and found.get("pinned") == MODEL_SHA256:
         return _mismatch(path, str(found.get("sha256")))
     return path
+
+
+def ready() -> Encoder | None:
+    """The encoder when this process has loaded it and the environment has not turned it off
+    since: a warm process's question skips ``model_file``'s look-ups (most of a millisecond)."""
+    if _turned_off() or not load.cache_info().currsize:
+        return None
+    model = load()
+    return model if isinstance(model, Encoder) else None
+
+
+def _turned_off() -> bool:
+    return bool(os.environ.get("SLAYER_KB_NO_MEANING") or os.environ.get("SLAYER_KB_NO_ENCODER"))
 
 
 def _mismatch(path: Path, found: str) -> Unavailable:

@@ -17,6 +17,7 @@ warnings that say why, never unrelated memories.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,16 +129,19 @@ def _question_vector(index: Index, words: W.Words, request: Request, warnings: l
     return model.embed([request.question.strip()])[0]
 
 
-def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Any, bool]:
-    """The question's sentence vector, when some memories have one (else the encoder, a second
-    to load in a cold process, would buy nothing), and whether every memory has one. While some
-    lack one, the answer says how many have one, and a process is making the others. A model
-    file known to fail its check (``encoder.model_file``) is said at once, and nothing tries it."""
-    present = encoder.model_file()
-    if isinstance(present, encoder.Unavailable):
-        if present.damaged:
-            warnings.append(str(present))  # a damaged or changed install: the user can mend it
-        return None, False
+def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Future[Any] | None, bool]:
+    """The question's sentence vector, being made in the helper thread while the words are
+    scored, when some memories have one (else the encoder, a second to load in a cold process,
+    would buy nothing), and whether every memory has one. While some lack one, the answer says
+    how many have one, and a process is making the others. A model file known to fail its check
+    (``encoder.model_file``) is said at once, and nothing tries it."""
+    model: encoder.Encoder | encoder.Unavailable | None = encoder.ready()
+    if model is None:
+        present = encoder.model_file()
+        if isinstance(present, encoder.Unavailable):
+            if present.damaged:
+                warnings.append(str(present))  # a damaged or changed install: the user can mend it
+            return None, False
     covered, total = index.sentence_coverage()
     if covered < total:
         index.want_sentences()
@@ -147,22 +151,22 @@ def _sentence_vector(index: Index, request: Request, warnings: list[str], notes:
         )
     if not covered:
         return None, False
-    model = encoder.load()
+    model = model or encoder.load()
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False
-    return model.encode([request.question.strip()])[0], covered == total
+    return model.encode_later(request.question.strip()), covered == total
 
 
 def _ranked(
-    index: Index, request: Request, words: W.Words, topic: Q.Query | None, vectors: tuple[Any, Any, bool],
-    notes: list[str],
+    index: Index, request: Request, words: W.Words, topic: Q.Query | None,
+    vectors: tuple[Any, Future[Any] | None, bool], notes: list[str],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ranking over all memories, then split into the two buckets, so that scores compare
     across buckets (as mem_search, which merges them, needs). ``vectors``: the question's static
-    and sentence vectors (None: not made), and whether every memory has a sentence vector (then
-    the static vectors need no scan)."""
-    vector, sentence, covered = vectors
+    vector and its sentence vector being made (None: not made), and whether every memory has a
+    sentence vector (then the static vectors need no scan)."""
+    vector, pending, covered = vectors
     restriction = _restriction(request, None)
     depth = max(MIN_DEPTH, 4 * request.limit)
     docs: dict[str, dict[str, Any]] = {}
@@ -183,6 +187,7 @@ def _ranked(
             some = every if single else index.scores(W.any_query(words), restriction, limit=depth)
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
+    sentence = pending.result() if pending is not None else None  # made while the words were scored
 
     weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None)
     if request.match == ALL:

@@ -8,18 +8,17 @@ same SQLite transaction as the file rows, so the vectors are as fresh as the ind
 
 A search needs the vectors of its candidates, which ``cosines_by_id`` reads by id, and for a
 question of three words or more a scan of every vector. A warm process (the server, MCP) loads
-the table once (``Table``) and holds it as float32. Any other process scans the manifest a chunk
-of rows at a time (``top_by_scan``), keeping only the best, so it never holds the whole table
+the table once (``Table``) and holds the static vectors as float32, the sentence vectors as
+signed bytes (shortlist.py scans them). Any other process scans the manifest a chunk of rows at
+a time (``top_by_scan``), keeping only the best, so it never holds the whole table
 (26 MB of signed bytes at 100,000 memories); one that never scans (a save, a ``get``, a search
 of one or two words) never reads it.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,8 @@ from ..core.memory import Memory
 from . import sentences
 from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
+from .helper import helper as _helper
+from .shortlist import Products
 
 if TYPE_CHECKING:
     import numpy as np
@@ -238,6 +239,9 @@ class Table:
     covered: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] | None = None
+    # A warm process's table (``expand``): its sentence cosines are those of the rows as
+    # float32 unit vectors, as a loaded table's are those of the rows as stored, scaled after.
+    expanded: bool = False
 
     @property
     def size(self) -> int:
@@ -357,13 +361,8 @@ class Table:
             self.covered[row] = False
             return
         packed = np.frombuffer(blob, dtype=np.int8)
-        inverse = _inverse_norms(packed[None, :])[0]
-        if self.sentence.dtype == np.int8:
-            self.sentence[row] = packed
-            self.inverse[row] = inverse
-        else:  # expanded
-            self.sentence[row] = packed.astype(np.float32) * inverse
-            self.inverse[row] = 1.0
+        self.sentence[row] = packed
+        self.inverse[row] = _inverse_norms(packed[None, :])[0]
         self.covered[row] = True
 
     def coverage(self) -> tuple[int, int]:
@@ -427,10 +426,10 @@ class Table:
         if self.matrix.dtype != np.float32:
             self.matrix = self.matrix.astype(np.float32) * self.scales[:, None]
             self.scales = np.ones_like(self.scales)
-            # The sentence vectors too (154 MB at 100,000): converting them on each scan took
-            # longer than the scan.
-            self.sentence = self.sentence.astype(np.float32) * self.inverse[:, None]
-            self.inverse = self.covered.astype(np.float32)
+            # The sentence vectors stay signed bytes (38 MB at 100,000, not 154 as float32):
+            # their scan reads the bytes (shortlist.py), and the few rows it keeps, and the
+            # candidates', are made float32 unit vectors when scored.
+            self.expanded = True
             # What its first own save would make (50 ms at 100,000): room to grow, rows by id.
             self._grow(len(self.live) + 1)
             self._row_index()
@@ -452,15 +451,15 @@ class Table:
         scores = self.unit_vectors([row for _m, row in rows]) @ vector
         return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
 
-    def _scan(self, vector: np.ndarray, sentence: bool = False) -> np.ndarray:
-        """The cosine of ``vector`` with every row in use, by the static vectors or the sentence
-        ones. Scored a chunk of rows at a time (float32: 8 MB a chunk, not 100 MB); a large table
-        in two halves, one in a thread of its own, since reading every row is bound by memory and
-        two cores read it faster than one (3.9 ms against 6 at 100,000 memories). The halves end
-        on chunk boundaries: the same sums."""
+    def _scan(self, vector: np.ndarray) -> np.ndarray:
+        """The cosine of ``vector`` with every row in use, by the static vectors. Scored a chunk
+        of rows at a time (float32: 8 MB a chunk, not 100 MB); a large table in two halves, one
+        in a thread of its own, since reading every row is bound by memory and two cores read it
+        faster than one (3.9 ms against 6 at 100,000 memories). The halves end on chunk
+        boundaries: the same sums."""
         import numpy as np
 
-        matrix, scales = (self.sentence, self.inverse) if sentence else (self.matrix, self.scales)
+        matrix, scales = self.matrix, self.scales
         scores = np.empty(self.size, dtype=np.float32)
 
         def score(start: int, end: int) -> None:
@@ -499,43 +498,50 @@ class Table:
         rows = [(m, index[m]) for m in memory_ids if m in index and self.covered[index[m]]]
         if not rows:
             return {}
-        picked = [row for _m, row in rows]
-        scores = (self.sentence[picked].astype(np.float32, copy=False) @ vector) * self.inverse[picked]
+        scores = self._sentence_scores(np.array([row for _m, row in rows], dtype=np.int64), vector)
         return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
 
+    def _sentence_scores(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        picked = self.sentence[rows].astype(np.float32)
+        if self.expanded:
+            # The float32 unit vectors an expanded table once held, made from the same bytes
+            # by the same product: the same cosines, to the bit.
+            return (picked * self.inverse[rows][:, None]) @ vector
+        return (picked @ vector) * self.inverse[rows]
+
+    def closeness(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """These rows' sentence cosines in float64, each summed on its own: a row's score does
+        not depend on which rows are scored beside it (a float32 matrix product's last bit
+        does), so the scan keeps the same memories however many it scores, and memories with
+        the same vector tie exactly."""
+        import numpy as np
+
+        return (self.sentence[rows] * vector.astype(np.float64)).sum(axis=1) * self.inverse[rows].astype(np.float64)
+
     def sentence_top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
-        """``top`` over the sentence vectors (memories without one are left out)."""
+        """``top`` over the sentence vectors (memories without one are left out), by their
+        ``closeness``, ties to the lower row. Every row is scanned in int8 (shortlist.py); only
+        the rows whose approximate cosine is within twice its bound of the ``depth``-th best
+        (and of ``floor``) can be among the best, and only they are scored."""
         import numpy as np
 
         if not self.ids:
             return []
         n = self.size
-        scores = self._scan(vector.astype(np.float32, copy=False), sentence=True)
-        scores[~(self.mask(wanted) & self.covered[:n])] = -2.0
+        floor = max(floor, -1.0)
+        question = vector.astype(np.float32, copy=False)
+        products = Products(question)
+        approximate = products.scores(self.sentence[:n], self.inverse[:n])
+        approximate[~(self.mask(wanted) & self.covered[:n])] = -np.inf
         depth = min(depth, n)
-        best = np.argpartition(-scores, depth - 1)[:depth]
-        best = best[np.lexsort((best, -scores[best]))]
-        return [(self.ids[i], float(scores[i])) for i in best if scores[i] >= max(floor, -1.0)]
-
-
-_scan_helper: ThreadPoolExecutor | None = None
-
-
-def _helper() -> ThreadPoolExecutor:
-    """The thread that scores the first half of a large scan, started once per process:
-    starting one for each scan cost more than its half of the scan on a busy machine."""
-    global _scan_helper
-    if _scan_helper is None:
-        _scan_helper = ThreadPoolExecutor(1, thread_name_prefix="slayer-kb-scan")
-    return _scan_helper
-
-
-def _forget_helper() -> None:
-    global _scan_helper
-    _scan_helper = None  # a forked child has none of its parent's threads
-
-
-os.register_at_fork(after_in_child=_forget_helper)
+        # At least ``depth`` rows score at least the depth-th best approximation less the slack.
+        cut = -np.partition(-approximate, depth - 1)[depth - 1] - 2 * products.slack
+        pool = np.flatnonzero(approximate >= max(cut, floor - products.slack))
+        scores = self.closeness(pool, question)
+        best = np.lexsort((pool, -scores))[:depth]
+        return [(self.ids[pool[i]], float(scores[i])) for i in best if scores[i] >= floor]
 
 
 def _inverse_norms(matrix: np.ndarray) -> np.ndarray:

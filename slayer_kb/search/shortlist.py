@@ -1,0 +1,113 @@
+"""The scan of every sentence vector, in whole numbers first (``Table.sentence_top``).
+
+Reading 100,000 float32 vectors (154 MB) was a third of a question's time at 100,000 memories,
+bound by memory. The vectors are stored as signed bytes with a scale (sentences.pack), so a scan
+multiplies those bytes with the question's vector rounded to signed bytes too, in exact int32
+arithmetic (onnxruntime's MatMulInteger: 38 MB read, in int8 SIMD). That product is not the
+cosine, but it is within a bound of it that is known before the scan (``Products.slack``):
+every memory whose cosine could reach the best ``depth`` is within twice that bound of the
+depth-th best approximation, and only those (a few dozen) are scored as before, in float32.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from .helper import helper
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# What float32 arithmetic can add to a cosine of unit vectors of 384 dimensions, whatever the
+# order of its sums (n * 2**-24 = 2.3e-5), with room to spare.
+ROUNDING = 1e-4
+# From this many rows a scan runs in two halves, one in the helper thread.
+SPLIT_ROWS = 32_768
+# An int8 product over 384 dimensions: the largest is 384 * 127 * 127, within int32.
+_INT8, _INT32 = 3, 6  # onnx.TensorProto's data types
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes | int) -> bytes:
+    """A protobuf field: a varint (int) or a length-delimited one (bytes)."""
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _tensor(name: str, elem_type: int, dims: tuple[int | str, ...]) -> bytes:
+    """An ONNX ValueInfoProto: a tensor's name, type and shape (a str dimension is symbolic)."""
+    shape = b"".join(_field(1, _field(2, d.encode()) if isinstance(d, str) else _field(1, d)) for d in dims)
+    return _field(1, name.encode()) + _field(2, _field(1, _field(1, elem_type) + _field(2, shape)))
+
+
+def model_bytes(dimensions: int) -> bytes:
+    """An ONNX model of one node, Y = MatMulInteger(A, B): A int8 [rows, dimensions], B int8
+    [dimensions, 1], Y int32 [rows, 1]. Written by hand, so the ``onnx`` package is not needed."""
+    node = _field(1, b"A") + _field(1, b"B") + _field(2, b"Y") + _field(4, b"MatMulInteger")
+    graph = (_field(1, node) + _field(2, b"int8-scan") + _field(11, _tensor("A", _INT8, ("rows", dimensions)))
+             + _field(11, _tensor("B", _INT8, (dimensions, 1))) + _field(12, _tensor("Y", _INT32, ("rows", 1))))
+    return _field(1, 7) + _field(8, _field(1, b"") + _field(2, 13)) + _field(7, graph)
+
+
+@lru_cache(maxsize=4)
+def _session(dimensions: int) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    # One thread: the scan is bound by memory, and the machine has other work.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(model_bytes(dimensions), options, providers=["CPUExecutionProvider"])
+
+
+class Products:
+    """A question's vector rounded to signed bytes: ``scores`` approximates each row's cosine
+    within ``slack``."""
+
+    def __init__(self, vector: np.ndarray) -> None:
+        import numpy as np
+
+        exact = vector.astype(np.float64)
+        peak = float(np.abs(exact).max()) if len(exact) else 0.0
+        self.scale = peak / 127.0 if peak > 0 else 1.0
+        self.rounded = np.rint(exact / self.scale).astype(np.int8)
+        # |cos - approximation| <= |row| * |vector - its rounding| (Cauchy-Schwarz; a stored row,
+        # scaled by its inverse norm, has length 1 to float precision) plus float rounding.
+        self.slack = float(np.linalg.norm(exact - self.scale * self.rounded)) * (1 + 1e-6) + ROUNDING
+
+    def scores(self, matrix: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+        """Each row's approximate cosine (float64): its int8 product with the rounded vector,
+        times the two scales. ``matrix``: int8 rows (C-contiguous), ``inverse``: 1 / their length."""
+        import numpy as np
+
+        if not len(matrix):
+            return np.zeros(0, dtype=np.float64)
+        products = np.empty(len(matrix), dtype=np.int32)
+        column = self.rounded[:, None]
+
+        def run(start: int, end: int) -> None:
+            (found,) = _session(matrix.shape[1]).run(None, {"A": matrix[start:end], "B": column})
+            products[start:end] = found[:, 0]
+
+        # A large table in two halves, one in the helper thread (onnxruntime releases the GIL):
+        # half the wall time on two cores. Exact integers: the same products either way.
+        half = len(matrix) // 2 if len(matrix) >= SPLIT_ROWS else 0
+        first = helper().submit(run, 0, half) if half else None
+        run(half, len(matrix))
+        if first is not None:
+            first.result()
+        return products.astype(np.float64) * (self.scale * inverse.astype(np.float64))

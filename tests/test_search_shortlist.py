@@ -1,0 +1,130 @@
+"""The int8 scan of the sentence vectors (shortlist.py) keeps exactly the memories that scoring
+every row in float32 keeps, with the same cosines, in a cold table and an expanded one."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slayer_kb.core.memory import Memory
+from slayer_kb.search import sentences, shortlist, vectors
+
+
+def _table(packed: list[bytes | None], has_query: list[bool]) -> sqlite3.Connection:
+    """A vectors table whose memories m00000... have these sentence vectors (None: not made)."""
+    count = len(packed)
+    static = np.eye(count, vectors.DIMENSIONS, dtype=np.float32)
+    memories = [Memory(id=f"m{n:05d}", learning=f"note {n}", created_at="2026-11-01T09:00:00Z",
+                       query={"source_model": "orders"} if has_query[n] else None) for n in range(count)]
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.execute(vectors.SCHEMA_SQL)
+    vectors.write(db, (), vectors.rows(memories, static))
+    hashes = dict(db.execute("SELECT id, hash FROM vectors").fetchall())
+    vectors.write_sentences(db, [(f"m{n:05d}", hashes[f"m{n:05d}"], blob) for n, blob in enumerate(packed) if blob])
+    return db
+
+
+def _every_row(table: vectors.Table, question: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+    """What the scan must find: every allowed row's ``closeness``, best first, ties to the lower
+    row, the best ``depth`` of them at or above ``floor``."""
+    rows = np.flatnonzero(table.mask(wanted) & table.covered[: table.size])
+    scores = table.closeness(rows, question)
+    best = np.lexsort((rows, -scores))[:depth]
+    return [(table.ids[rows[i]], float(scores[i])) for i in best if scores[i] >= max(floor, -1.0)]
+
+
+def _clustered(rng: np.random.Generator, count: int, clusters: int, spread: float) -> np.ndarray:
+    """Unit vectors around a few centres: near-ties, and exact copies (a spread of 0)."""
+    centres = rng.normal(size=(clusters, vectors.SENTENCE_DIMENSIONS))
+    out = centres[rng.integers(clusters, size=count)] + spread * rng.normal(size=(count, vectors.SENTENCE_DIMENSIONS))
+    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(1, 400),
+    clusters=st.integers(1, 6),
+    spread=st.sampled_from([0.0, 0.01, 0.1, 1.0]),
+    depth=st.sampled_from([1, 3, 10, 60]),
+    floor=st.sampled_from([-1.0, 0.2, 0.6, 0.95]),
+    has_query=st.sampled_from([None, True, False]),
+)
+def test_the_int8_scan_keeps_what_scoring_every_row_keeps(
+    seed: int, count: int, clusters: int, spread: float, depth: int, floor: float, has_query: bool | None
+) -> None:
+    rng = np.random.default_rng(seed)
+    unit = _clustered(rng, count, clusters, spread)
+    packed: list[bytes | None] = [sentences.pack(v) if rng.random() < 0.9 else None for v in unit]
+    db = _table(packed, [bool(rng.random() < 0.3) for _ in range(count)])
+    # A question near one memory: the closest ones are near-ties; or one near none.
+    question = unit[int(rng.integers(count))] + (0.05 if seed % 2 else 3.0) * rng.normal(size=vectors.SENTENCE_DIMENSIONS)
+    question = (question / np.linalg.norm(question)).astype(np.float32)
+    wanted = vectors.Filter(has_query=has_query)
+    for expand in (False, True):
+        table = vectors.Table.load(db)
+        if expand:
+            table.expand()
+        assert table.sentence_top(question, wanted, depth, floor) == _every_row(table, question, wanted, depth, floor)
+    # A process that does not hold the table scans the manifest a chunk at a time: the same.
+    cold = vectors.Table.load(db)
+    assert vectors.top_by_scan(db, question, wanted, depth, floor, sentence=True) == _every_row(cold, question, wanted, depth, floor)
+
+
+def test_the_approximation_is_within_its_slack_and_the_shortlist_is_short() -> None:
+    """Each row's int8 product, scaled, is within ``slack`` of its float32 cosine, and the slack
+    is small enough that a scan of random vectors keeps a few rows of thousands for its best 10."""
+    rng = np.random.default_rng(5)
+    unit = _clustered(rng, 5000, 50, 1.0)
+    db = _table([sentences.pack(v) for v in unit], [False] * len(unit))
+    table = vectors.Table.load(db)
+    table.expand()
+    question = unit[17] + 0.5 * unit[99]
+    question = (question / np.linalg.norm(question)).astype(np.float32)
+    products = shortlist.Products(question)
+    approximate = products.scores(table.sentence[: table.size], table.inverse[: table.size])
+    exact = table._sentence_scores(np.arange(table.size), question)  # the cosines a search fuses
+    error = np.abs(approximate - exact)
+    assert float(error.max()) <= products.slack < 0.02
+    tenth = np.sort(approximate)[-10]
+    kept = int((approximate >= tenth - 2 * products.slack).sum())
+    assert 10 <= kept < 200, kept
+    assert table.sentence_top(question, vectors.Filter(), 10, -1.0)[0][0] == "m00017"
+
+
+def test_a_warm_table_holds_the_sentence_vectors_as_signed_bytes() -> None:
+    """Expanding a table for a warm process keeps the sentence vectors as stored (38 MB at
+    100,000 memories, not 154 as float32), and a save's vector lands in them as stored."""
+    rng = np.random.default_rng(9)
+    unit = _clustered(rng, 30, 3, 0.1)
+    db = _table([sentences.pack(v) for v in unit[:29]] + [None], [False] * 30)
+    table = vectors.Table.load(db)
+    table.expand()
+    assert table.sentence.dtype == np.int8 and table.expanded
+    table.set_sentences([("m00029", sentences.pack(unit[29]))])
+    assert table.sentence[29].tobytes() == sentences.pack(unit[29]) and table.covered[29]
+    question = unit[29]
+    found: Any = table.sentence_top(question, vectors.Filter(), 1, -1.0)
+    assert [m for m, _s in found] == ["m00029"]
+    # The same cosine as the fusion's (float32) to float32's precision.
+    assert abs(found[0][1] - table.sentence_cosines(question, ["m00029"])["m00029"]) < 1e-6
+    assert found[0][1] > 0.999
+
+
+def test_a_large_scan_in_two_halves_gives_the_same_products(monkeypatch: Any) -> None:
+    """Past ``SPLIT_ROWS`` rows the int8 scan runs in two halves, one in the helper thread: the
+    same integers as one run."""
+    rng = np.random.default_rng(4)
+    matrix = rng.integers(-127, 128, size=(1001, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
+    inverse = rng.random(1001, dtype=np.float32)
+    products = shortlist.Products(_clustered(rng, 1, 1, 0.0)[0])
+    whole = products.scores(matrix, inverse)
+    monkeypatch.setattr(shortlist, "SPLIT_ROWS", 100)
+    halves = products.scores(matrix, inverse)
+    assert halves.tobytes() == whole.tobytes()
+    expected = (matrix.astype(np.int64) @ products.rounded.astype(np.int64)) * (products.scale * inverse.astype(np.float64))
+    assert np.array_equal(whole, expected)
