@@ -184,10 +184,12 @@ class Meaning:
             texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
             # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
             fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
-            new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
+            new = self._reused([(digest, texts[m]) for m, digest in fresh], model)
             rest = [(m, digest) for m, digest in fresh if digest not in new]
             made = model.encode([texts[m] for m, _digest in rest])
             new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
+            # The texts' sentences first: a whole vector under MODEL_KEY means its units are cached.
+            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, _digest in fresh], model))
             sentences.store(encoder.MODEL_KEY, new)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
@@ -202,11 +204,40 @@ class Meaning:
         return model, len(written)
 
     @staticmethod
-    def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
-        """Vectors the cache holds under ``encoder.FITTING_KEY`` for these (hash, text) that
-        fit in one run of the model: made the same way then, so not made again."""
-        fit = [digest for (digest, _t), fits in zip(texts, model.fits([t for _d, t in texts]), strict=True) if fits]
-        return sentences.lookup(encoder.FITTING_KEY, fit)
+    def _reused(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
+        """Whole-text vectors the cache holds for these (hash, text), made the same way then:
+        under ``encoder.WHOLE_KEY`` (before units were made too), or ``encoder.FITTING_KEY`` for a
+        text that fits in one run of the model."""
+        found = sentences.lookup(encoder.WHOLE_KEY, (digest for digest, _t in texts))
+        rest = [(digest, t) for digest, t in texts if digest not in found]
+        fit = [digest for (digest, _t), fits in zip(rest, model.fits([t for _d, t in rest]), strict=True) if fits]
+        return {**sentences.lookup(encoder.FITTING_KEY, fit), **found}
+
+    @staticmethod
+    def _units(texts: list[str], model: encoder.Encoder) -> dict[str, bytes]:
+        """The vectors of these texts' ``encoder.units`` that the cache lacks (hash -> packed)."""
+        wanted = {sentences.text_hash(u): u for t in texts for u in encoder.units(t)}
+        known = sentences.lookup(encoder.MODEL_KEY, wanted)
+        missing = [(digest, u) for digest, u in wanted.items() if digest not in known]
+        if not missing:
+            return {}
+        made = model.encode([u for _d, u in missing])
+        return {digest: sentences.pack(vector) for (digest, _u), vector in zip(missing, made, strict=True)}
+
+    def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
+        """Memory id -> the best cosine between ``vector`` and one of its text's ``encoder.units``,
+        for the memories whose units are all in the sentence cache (none: a text of one sentence,
+        or units not made on this machine yet)."""
+        import numpy as np
+
+        split = {m: [sentences.text_hash(u) for u in encoder.units(t)] for m, t in texts.items()}
+        known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
+        out: dict[str, float] = {}
+        for memory_id, hashes in split.items():
+            if hashes and all(h in known for h in hashes):
+                rows = sentences.unpack([known[h] for h in hashes], encoder.DIMENSIONS)
+                out[memory_id] = float(np.max(rows @ vector))
+        return out
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""
