@@ -5,6 +5,7 @@ with the best sentence's (``fusion.with_units``), and without them uses the whol
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import Request, encoder, fusion, run, sentences
+from slayer_kb.search import Request, encoder, fusion, meaning, run, sentences
 
 NOTES = [
     ("Retry budget for payment calls", "Calls to the PSP are retried twice on a 5xx. A timeout is never retried, "
@@ -66,8 +67,10 @@ def test_filling_makes_the_units_and_a_search_reads_them(empty_kb: KnowledgeBase
     assert [h["id"] for h in run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?",
                                                    channels=frozenset({"meaning"}), limit=3)).memories][0] == "1"
 
-    # A machine whose cache lacks the units (another user, a cleared cache): the whole vectors alone.
+    # A process on a machine whose cache lacks the units (another user, a cleared cache): the
+    # whole vectors alone.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
     assert kb.index.unit_cosines(question, texts) == {}
     assert run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?", limit=3)).memories
 

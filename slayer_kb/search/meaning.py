@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -27,6 +28,11 @@ T = TypeVar("T")
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
 DAMAGED = (sqlite3.Error, ValueError, TypeError)
+# The units' packed vectors of the texts searched lately, by the text's hash: a warm process
+# meets the same memories again and need not split, hash and look up their sentences each time
+# (about 1.7 KB a memory).
+_UNITS_KEPT = 10_000
+_units_seen: OrderedDict[str, bytes] = OrderedDict()
 
 
 class Meaning:
@@ -230,13 +236,22 @@ class Meaning:
         or units not made on this machine yet)."""
         import numpy as np
 
-        split = {m: [sentences.text_hash(u) for u in encoder.units(t)] for m, t in texts.items()}
+        digests = {m: sentences.text_hash(t) for m, t in texts.items()}
+        split = {m: [sentences.text_hash(u) for u in encoder.units(texts[m])] for m, d in digests.items() if d not in _units_seen}
         known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
-        out: dict[str, float] = {}
         for memory_id, hashes in split.items():
             if hashes and all(h in known for h in hashes):
-                rows = sentences.unpack([known[h] for h in hashes], encoder.DIMENSIONS)
+                _units_seen[digests[memory_id]] = b"".join(known[h] for h in hashes)
+        out: dict[str, float] = {}
+        size = encoder.DIMENSIONS
+        for memory_id, digest in digests.items():
+            blob = _units_seen.get(digest)
+            if blob is not None:
+                _units_seen.move_to_end(digest)
+                rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
                 out[memory_id] = float(np.max(rows @ vector))
+        while len(_units_seen) > _UNITS_KEPT:
+            _units_seen.popitem(last=False)
         return out
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
