@@ -102,3 +102,32 @@ def test_the_first_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
     assert fused.questions == 184
     assert fused.top1 >= 0.87 and fused.top3 >= 0.97, (fused.top1, fused.top3)
     assert fused.by_kind["paraphrase"][2] >= 0.95, fused.by_kind
+
+
+def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Units cost more than the whole texts and only refine a ranking: every memory gets its
+    sentence vector first. A pass stopped before the units leaves them to the next process,
+    which checks every memory's units once."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    for title, learning in NOTES:
+        kb.save_observation(title=title, content=learning, project="ops")
+    asked: list[int] = []
+
+    def stop() -> bool:  # the whole texts' one batch goes on; the units' first batch stops
+        asked.append(1)
+        return len(asked) > 1
+
+    assert kb.index.fill_sentences(stop=stop) == 3
+    assert kb.index.sentence_coverage() == (3, 3)
+    units = [sentences.text_hash(u) for title, learning in NOTES for u in encoder.units(f"{title}\n{learning}")]
+    assert sentences.lookup(encoder.MODEL_KEY, units) == {}
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    assert kb.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"}) == {}
+
+    again = KnowledgeBase(kb.root)
+    again.index.background_vectors = False
+    assert again.index.fill_sentences() == 0
+    assert len(sentences.lookup(encoder.MODEL_KEY, units)) == 5
+    assert set(again.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"})) == {"1"}
+    again.close()

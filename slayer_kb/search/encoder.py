@@ -39,9 +39,11 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # What the sentence vectors were made with (the model and how a text becomes its input): a
 # change makes every cached vector a miss.
+# A text's vector is kept under it once the vectors of the text's sentences (``units``, each
+# under its own hash and this key) are kept too.
 MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-units-v3"
-# The key before a memory's sentences (``units``) were embedded too: its whole-text vectors are
-# made the same way as now, so they are reused, and only the units are made.
+# A text's whole vector alone, made as under MODEL_KEY (the key of the version before units):
+# the filler keeps it here first, so meaning covers a KB before the units are made.
 WHOLE_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"
 # The key before long texts were embedded in passages: its vectors are right for a text that fits
 # in one run of the model (``fits``), and wrong (cut at 256 word pieces) for a longer one.

@@ -44,6 +44,8 @@ class Meaning:
     # Whether a memory indexed or searched without a sentence vector starts the detached filler
     # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
     background_vectors = True
+    # Whether this process checked every memory's units (``fill_sentences``).
+    _units_checked = False
     _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
@@ -137,10 +139,12 @@ class Meaning:
         batch: int = 32,
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
-        at a time, each batch written as it is made, so a search meanwhile uses what is there.
-        ``guard`` is held while the index is read or written, never while the model runs (the
-        warm server's command lock); ``stop`` ends it between batches. Returns how many of the
-        memories that lacked one have it now (0 when the encoder is not available)."""
+        at a time, each batch written as it is made, so a search meanwhile uses what is there;
+        then the vectors of their sentences (``encoder.units``) the cache lacks, which cost more
+        and only refine a ranking, so meaning covers the KB first. ``guard`` is held while the
+        index is read or written, never while the model runs (the warm server's command lock);
+        ``stop`` ends it between batches. Returns how many of the memories that lacked a
+        sentence vector have one now (0 when the encoder is not available)."""
         if not encoder.installed():
             return 0
         with guard():
@@ -148,55 +152,59 @@ class Meaning:
             none: list[tuple[str, str]] = []
             missing = self._from_manifest(vectors.missing_sentences, none) if covered < total else none
         model: encoder.Encoder | encoder.Unavailable | None = None
-        done = 0
+        written: list[tuple[str, str]] = []
         for at in range(0, len(missing), batch):
             if stop():
-                break
+                return len(written)
             # One batch at a time across processes (filler.py): rows another process made while
             # this one waited are skipped, so no vector is made twice.
             with filler.batch(self.root):
                 try:
                     made = self._fill_batch(missing[at : at + batch], guard, model)
                 except sqlite3.Error:
-                    break  # the index is being rebuilt: the next pass starts again
+                    return len(written)  # the index is being rebuilt: the next pass starts again
             if made is None:
-                break
-            model, written = made
-            done += written
+                return len(written)
+            model, rows = made
+            written += rows
             if progress is not None:
                 progress(min(at + batch, len(missing)), len(missing))
-        return done
+        # Every memory's units once per process (one stopped before may have left some), then
+        # those of the memories this pass gave a vector.
+        units = written
+        if not self._units_checked:
+            with guard():
+                units = self._from_manifest(vectors.made_sentences, none)
+        if self._fill_units(units, guard, stop, model, batch):
+            self._units_checked = True
+        return len(written)
 
     def _fill_batch(
         self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]],
         model: encoder.Encoder | encoder.Unavailable | None,
-    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, int] | None:
-        """Make and write one batch's vectors; (the model, if loaded, and how many rows were
-        written), or None when the encoder cannot be loaded."""
+    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, list[tuple[str, str]]] | None:
+        """Make and write one batch's vectors; (the model, if loaded, and the (id, hash) of the
+        rows written), or None when the encoder cannot be loaded."""
         with guard():
             db = self._db()
             try:
                 chunk = vectors.still_missing(db, [m for m, _digest in chunk])
             finally:
                 db.close()
-        known = sentences.lookup(encoder.MODEL_KEY, (digest for _id, digest in chunk))
+        digests = [digest for _id, digest in chunk]
+        known = {**sentences.lookup(encoder.WHOLE_KEY, digests), **sentences.lookup(encoder.MODEL_KEY, digests)}
         wanted = [(m, digest) for m, digest in chunk if digest not in known]
         if wanted:
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return None
-            with guard():
-                docs = self.stored([m for m, _digest in wanted])
-            texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
-            # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
-            fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
-            new = self._reused([(digest, texts[m]) for m, digest in fresh], model)
+            texts = self._texts(wanted, guard)
+            fresh = [(m, digest) for m, digest in wanted if m in texts]
+            new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
             rest = [(m, digest) for m, digest in fresh if digest not in new]
             made = model.encode([texts[m] for m, _digest in rest])
             new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
-            # The texts' sentences first: a whole vector under MODEL_KEY means its units are cached.
-            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, _digest in fresh], model))
-            sentences.store(encoder.MODEL_KEY, new)
+            sentences.store(encoder.WHOLE_KEY, new)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
         with guard():
@@ -207,17 +215,43 @@ class Meaning:
                 db.close()
             if self._meaning is not None:
                 self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
-        return model, len(written)
+        return model, [(m, digest) for m, digest, _blob in rows if m in written]
+
+    def _fill_units(
+        self, made: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]], stop: Callable[[], bool],
+        model: encoder.Encoder | encoder.Unavailable | None, batch: int,
+    ) -> bool:
+        """Make the units of these (id, text hash) whose text is not yet under
+        ``encoder.MODEL_KEY`` in the cache, then put its whole vector there: a whole vector under
+        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
+        wanted = [(m, digest) for m, digest in made if digest not in sentences.lookup(encoder.MODEL_KEY, [d for _m, d in made])]
+        for at in range(0, len(wanted), batch):
+            if stop():
+                return False
+            chunk = wanted[at : at + batch]
+            model = model or encoder.load()
+            if not isinstance(model, encoder.Encoder):
+                return False
+            texts = self._texts(chunk, guard)
+            whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
+            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, digest in chunk if digest in whole], model))
+            sentences.store(encoder.MODEL_KEY, whole)
+        return True
+
+    def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:
+        """The embedding text of each of these (id, text hash) whose text still has that hash:
+        one edited meanwhile waits for the next pass."""
+        with guard():
+            docs = self.stored([m for m, _digest in chunk])
+        texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in chunk if m in docs}
+        return {m: texts[m] for m, digest in chunk if m in texts and sentences.text_hash(texts[m]) == digest}
 
     @staticmethod
-    def _reused(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
-        """Whole-text vectors the cache holds for these (hash, text), made the same way then:
-        under ``encoder.WHOLE_KEY`` (before units were made too), or ``encoder.FITTING_KEY`` for a
-        text that fits in one run of the model."""
-        found = sentences.lookup(encoder.WHOLE_KEY, (digest for digest, _t in texts))
-        rest = [(digest, t) for digest, t in texts if digest not in found]
-        fit = [digest for (digest, _t), fits in zip(rest, model.fits([t for _d, t in rest]), strict=True) if fits]
-        return {**sentences.lookup(encoder.FITTING_KEY, fit), **found}
+    def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
+        """Vectors the cache holds under ``encoder.FITTING_KEY`` for these (hash, text) that
+        fit in one run of the model: made the same way then, so not made again."""
+        fit = [digest for (digest, _t), fits in zip(texts, model.fits([t for _d, t in texts]), strict=True) if fits]
+        return sentences.lookup(encoder.FITTING_KEY, fit)
 
     @staticmethod
     def _units(texts: list[str], model: encoder.Encoder) -> dict[str, bytes]:
