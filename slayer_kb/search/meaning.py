@@ -224,7 +224,8 @@ class Meaning:
         """Make the units of these (id, text hash) whose text is not yet under
         ``encoder.MODEL_KEY`` in the cache, then put its whole vector there: a whole vector under
         MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
-        wanted = [(m, digest) for m, digest in made if digest not in sentences.lookup(encoder.MODEL_KEY, [d for _m, d in made])]
+        done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
+        wanted = [(m, digest) for m, digest in made if digest not in done]
         for at in range(0, len(wanted), batch):
             if stop():
                 return False
