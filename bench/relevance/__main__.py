@@ -1,5 +1,5 @@
 """``python -m bench.relevance [--misses]``: the relevance table for each channel alone and
-fused, on both sets, and with ``--misses`` the questions the fused search does not answer first."""
+fused, on every set, and with ``--misses`` the questions the fused search does not answer first."""
 
 from __future__ import annotations
 

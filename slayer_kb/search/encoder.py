@@ -41,7 +41,12 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # What the sentence vectors were made with (the model and how a text becomes its input): a
 # change makes every cached vector a miss.
-MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"
+# A text's vector is kept under it once the vectors of the text's sentences (``units``, each
+# under its own hash and this key) are kept too.
+MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-units-v3"
+# A text's whole vector alone, made as under MODEL_KEY (the key of the version before units):
+# the filler keeps it here first, so meaning covers a KB before the units are made.
+WHOLE_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"
 # The key before long texts were embedded in passages: its vectors are right for a text that fits
 # in one run of the model (``fits``), and wrong (cut at 256 word pieces) for a longer one.
 FITTING_KEY = "all-MiniLM-L6-v2-int8-mean-v1"
@@ -57,6 +62,8 @@ MAX_CHARS = 8 * MAX_TOKENS
 MAX_HEAD_CHARS = 200
 # Where a passage may end: after a sentence, or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+# Where a memory's text is split into the sentences a search reads one by one (``units``).
+_UNIT_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 # Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
 BATCH = 32
 TOKEN_BUDGET = 1024
@@ -182,6 +189,18 @@ class Encoder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+
+def units(text: str) -> list[str]:
+    """The sentences of a text, each under its first line (a memory's title), embedded one by one
+    so that a search can score a memory by its sentence closest to the question (retrieval.py):
+    none for a text of one sentence, whose whole vector says the same."""
+    first, _, rest = text.partition("\n")
+    head, body = (first, rest) if rest and len(first) <= MAX_HEAD_CHARS else ("", text)
+    found = [p.strip() for p in _UNIT_END.split(body) if p.strip()]
+    if len(found) < 2:
+        return []
+    return [f"{head}\n{p}" if head else p for p in found]
 
 
 def model_file() -> Path | Unavailable:

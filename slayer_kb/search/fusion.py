@@ -83,6 +83,16 @@ def blend(
     }
 
 
+# The share of a memory's sentence score that its best sentence makes (the rest: its whole
+# text's cosine), chosen on the three tuned relevance sets (docs/search.md).
+UNIT_WEIGHT = 0.25
+
+
+def with_units(sentence: Mapping[str, float], units: Mapping[str, float]) -> dict[str, float]:
+    """Each memory's sentence cosine, blended with its best sentence's (``units``) where known."""
+    return {m: (1.0 - UNIT_WEIGHT) * c + UNIT_WEIGHT * units[m] if m in units else c for m, c in sentence.items()}
+
+
 # How close to the first answer a candidate must score for the question's details to decide
 # between them (a share of the first's score; docs/search.md has the measurements).
 DETAIL_MARGIN = 0.2

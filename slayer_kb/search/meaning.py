@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -27,6 +28,11 @@ T = TypeVar("T")
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
 DAMAGED = (sqlite3.Error, ValueError, TypeError)
+# The units' packed vectors of the texts searched lately, by the text's hash: a warm process
+# meets the same memories again and need not split, hash and look up their sentences each time
+# (about 1.7 KB a memory).
+_UNITS_KEPT = 10_000
+_units_seen: OrderedDict[str, bytes] = OrderedDict()
 
 
 class Meaning:
@@ -38,6 +44,8 @@ class Meaning:
     # Whether a memory indexed or searched without a sentence vector starts the detached filler
     # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
     background_vectors = True
+    # Whether this process checked every memory's units (``fill_sentences``).
+    _units_checked = False
     _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
@@ -131,10 +139,12 @@ class Meaning:
         batch: int = 32,
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
-        at a time, each batch written as it is made, so a search meanwhile uses what is there.
-        ``guard`` is held while the index is read or written, never while the model runs (the
-        warm server's command lock); ``stop`` ends it between batches. Returns how many of the
-        memories that lacked one have it now (0 when the encoder is not available)."""
+        at a time, each batch written as it is made, so a search meanwhile uses what is there;
+        then the vectors of their sentences (``encoder.units``) the cache lacks, which cost more
+        and only refine a ranking, so meaning covers the KB first. ``guard`` is held while the
+        index is read or written, never while the model runs (the warm server's command lock);
+        ``stop`` ends it between batches. Returns how many of the memories that lacked a
+        sentence vector have one now (0 when the encoder is not available)."""
         if not encoder.installed():
             return 0
         with guard():
@@ -142,53 +152,59 @@ class Meaning:
             none: list[tuple[str, str]] = []
             missing = self._from_manifest(vectors.missing_sentences, none) if covered < total else none
         model: encoder.Encoder | encoder.Unavailable | None = None
-        done = 0
+        written: list[tuple[str, str]] = []
         for at in range(0, len(missing), batch):
             if stop():
-                break
+                return len(written)
             # One batch at a time across processes (filler.py): rows another process made while
             # this one waited are skipped, so no vector is made twice.
             with filler.batch(self.root):
                 try:
                     made = self._fill_batch(missing[at : at + batch], guard, model)
                 except sqlite3.Error:
-                    break  # the index is being rebuilt: the next pass starts again
+                    return len(written)  # the index is being rebuilt: the next pass starts again
             if made is None:
-                break
-            model, written = made
-            done += written
+                return len(written)
+            model, rows = made
+            written += rows
             if progress is not None:
                 progress(min(at + batch, len(missing)), len(missing))
-        return done
+        # Every memory's units once per process (one stopped before may have left some), then
+        # those of the memories this pass gave a vector.
+        units = written
+        if not self._units_checked:
+            with guard():
+                units = self._from_manifest(vectors.made_sentences, none)
+        if self._fill_units(units, guard, stop, model, batch):
+            self._units_checked = True
+        return len(written)
 
     def _fill_batch(
         self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]],
         model: encoder.Encoder | encoder.Unavailable | None,
-    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, int] | None:
-        """Make and write one batch's vectors; (the model, if loaded, and how many rows were
-        written), or None when the encoder cannot be loaded."""
+    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, list[tuple[str, str]]] | None:
+        """Make and write one batch's vectors; (the model, if loaded, and the (id, hash) of the
+        rows written), or None when the encoder cannot be loaded."""
         with guard():
             db = self._db()
             try:
                 chunk = vectors.still_missing(db, [m for m, _digest in chunk])
             finally:
                 db.close()
-        known = sentences.lookup(encoder.MODEL_KEY, (digest for _id, digest in chunk))
+        digests = [digest for _id, digest in chunk]
+        known = {**sentences.lookup(encoder.WHOLE_KEY, digests), **sentences.lookup(encoder.MODEL_KEY, digests)}
         wanted = [(m, digest) for m, digest in chunk if digest not in known]
         if wanted:
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return None
-            with guard():
-                docs = self.stored([m for m, _digest in wanted])
-            texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in wanted if m in docs}
-            # Only a text whose hash is still the row's: one edited meanwhile waits for the next pass.
-            fresh = [(m, digest) for m, digest in wanted if m in texts and sentences.text_hash(texts[m]) == digest]
+            texts = self._texts(wanted, guard)
+            fresh = [(m, digest) for m, digest in wanted if m in texts]
             new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
             rest = [(m, digest) for m, digest in fresh if digest not in new]
             made = model.encode([texts[m] for m, _digest in rest])
             new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
-            sentences.store(encoder.MODEL_KEY, new)
+            sentences.store(encoder.WHOLE_KEY, new)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
         with guard():
@@ -199,7 +215,37 @@ class Meaning:
                 db.close()
             if self._meaning is not None:
                 self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
-        return model, len(written)
+        return model, [(m, digest) for m, digest, _blob in rows if m in written]
+
+    def _fill_units(
+        self, made: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]], stop: Callable[[], bool],
+        model: encoder.Encoder | encoder.Unavailable | None, batch: int,
+    ) -> bool:
+        """Make the units of these (id, text hash) whose text is not yet under
+        ``encoder.MODEL_KEY`` in the cache, then put its whole vector there: a whole vector under
+        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
+        done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
+        wanted = [(m, digest) for m, digest in made if digest not in done]
+        for at in range(0, len(wanted), batch):
+            if stop():
+                return False
+            chunk = wanted[at : at + batch]
+            model = model or encoder.load()
+            if not isinstance(model, encoder.Encoder):
+                return False
+            texts = self._texts(chunk, guard)
+            whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
+            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, digest in chunk if digest in whole], model))
+            sentences.store(encoder.MODEL_KEY, whole)
+        return True
+
+    def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:
+        """The embedding text of each of these (id, text hash) whose text still has that hash:
+        one edited meanwhile waits for the next pass."""
+        with guard():
+            docs = self.stored([m for m, _digest in chunk])
+        texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in chunk if m in docs}
+        return {m: texts[m] for m, digest in chunk if m in texts and sentences.text_hash(texts[m]) == digest}
 
     @staticmethod
     def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
@@ -207,6 +253,41 @@ class Meaning:
         fit in one run of the model: made the same way then, so not made again."""
         fit = [digest for (digest, _t), fits in zip(texts, model.fits([t for _d, t in texts]), strict=True) if fits]
         return sentences.lookup(encoder.FITTING_KEY, fit)
+
+    @staticmethod
+    def _units(texts: list[str], model: encoder.Encoder) -> dict[str, bytes]:
+        """The vectors of these texts' ``encoder.units`` that the cache lacks (hash -> packed)."""
+        wanted = {sentences.text_hash(u): u for t in texts for u in encoder.units(t)}
+        known = sentences.lookup(encoder.MODEL_KEY, wanted)
+        missing = [(digest, u) for digest, u in wanted.items() if digest not in known]
+        if not missing:
+            return {}
+        made = model.encode([u for _d, u in missing])
+        return {digest: sentences.pack(vector) for (digest, _u), vector in zip(missing, made, strict=True)}
+
+    def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
+        """Memory id -> the best cosine between ``vector`` and one of its text's ``encoder.units``,
+        for the memories whose units are all in the sentence cache (none: a text of one sentence,
+        or units not made on this machine yet)."""
+        import numpy as np
+
+        digests = {m: sentences.text_hash(t) for m, t in texts.items()}
+        split = {m: [sentences.text_hash(u) for u in encoder.units(texts[m])] for m, d in digests.items() if d not in _units_seen}
+        known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
+        for memory_id, hashes in split.items():
+            if hashes and all(h in known for h in hashes):
+                _units_seen[digests[memory_id]] = b"".join(known[h] for h in hashes)
+        out: dict[str, float] = {}
+        size = encoder.DIMENSIONS
+        for memory_id, digest in digests.items():
+            blob = _units_seen.get(digest)
+            if blob is not None:
+                _units_seen.move_to_end(digest)
+                rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
+                out[memory_id] = float(np.max(rows @ vector))
+        while len(_units_seen) > _UNITS_KEPT:
+            _units_seen.popitem(last=False)
+        return out
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""

@@ -222,6 +222,10 @@ def _ranked(
             embedder = index.embedder()
             if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
                 tokens = dict(zip(head, embedder.token_match(request.question, texts).tolist(), strict=True))
+            if sentence is not None:
+                # A memory is read by its sentence closest to the question too: the mean of a
+                # note's sentences blurs the one the question is about (docs/search.md).
+                sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
         if request.fusion == "rrf":
             held = set(every)
             scores = F.rrf([

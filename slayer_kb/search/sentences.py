@@ -17,7 +17,7 @@ import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,18 +56,27 @@ def _open() -> sqlite3.Connection | None:
 
 def lookup(model: str, hashes: Iterable[str]) -> dict[str, bytes]:
     """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache holds."""
+    return dict(_select("hash, vec", model, hashes))
+
+
+def held(model: str, hashes: Iterable[str]) -> set[str]:
+    """The hashes the cache holds a vector for (without reading the vectors)."""
+    return {digest for (digest,) in _select("hash", model, hashes)}
+
+
+def _select(columns: str, model: str, hashes: Iterable[str]) -> list[tuple[Any, ...]]:
     wanted = list(dict.fromkeys(hashes))
     db = _open() if wanted else None
     if db is None:
-        return {}
-    out: dict[str, bytes] = {}
+        return []
+    out: list[tuple[Any, ...]] = []
     try:
         for at in range(0, len(wanted), _CHUNK):
             chunk = wanted[at : at + _CHUNK]
-            out.update(db.execute(
-                f"SELECT hash, vec FROM sentences WHERE model = ? AND hash IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - placeholders only
+            out += db.execute(
+                f"SELECT {columns} FROM sentences WHERE model = ? AND hash IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - constants and placeholders only
                 [model, *chunk],
-            ).fetchall())
+            ).fetchall()
     except sqlite3.Error:
         return out
     finally:

@@ -90,6 +90,11 @@ def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
     return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
 
 
+def made_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(id, text hash) of the live memories whose sentence vector is made, by id."""
+    return db.execute("SELECT id, hash FROM vectors WHERE svec IS NOT NULL AND deleted = 0 ORDER BY id").fetchall()
+
+
 def still_missing(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[str, str]]:
     """(id, text hash) of these memories whose sentence vector is not made yet, by id."""
     found = db.execute(

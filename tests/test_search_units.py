@@ -1,0 +1,133 @@
+"""A memory read by its sentence closest to the question: each sentence of a memory's text is
+embedded under its title (``encoder.units``), off the save path with the whole text's vector and
+only in the sentence cache; a search blends, for the head of its ranking, the whole text's cosine
+with the best sentence's (``fusion.with_units``), and without them uses the whole text's alone."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.relevance import CONFIGS, SETS, build, evaluate
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import Request, encoder, fusion, meaning, run, sentences
+
+NOTES = [
+    ("Retry budget for payment calls", "Calls to the PSP are retried twice on a 5xx. A timeout is never retried, "
+     "because the charge may have gone through. The budget resets at midnight."),
+    ("Image sizes in the newsletter", "Images are resized to 600 pixels wide. Animated GIFs are replaced by their first frame."),
+    ("Reminder texts before appointments", "One text the day before."),
+]
+
+
+@pytest.fixture(autouse=True)
+def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
+
+
+def model() -> encoder.Encoder:
+    loaded = encoder.load()
+    assert isinstance(loaded, encoder.Encoder), loaded
+    return loaded
+
+
+def test_a_text_is_split_into_its_sentences_under_its_title() -> None:
+    assert encoder.units("Title\nFirst one. Second one!\nThird; fourth") == [
+        "Title\nFirst one.", "Title\nSecond one!", "Title\nThird;", "Title\nfourth",
+    ]
+    assert encoder.units("Title\nOnly one sentence.") == []  # the whole text's vector says the same
+    assert encoder.units("No title here. Two sentences.") == ["No title here.", "Two sentences."]
+
+
+def test_a_sentence_blends_into_its_memory_score_only_where_known() -> None:
+    assert fusion.with_units({"a": 0.4, "b": 0.3}, {"a": 0.8}) == pytest.approx({"a": 0.5, "b": 0.3})
+
+
+def test_filling_makes_the_units_and_a_search_reads_them(empty_kb: KnowledgeBase, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = empty_kb
+    kb.index.background_vectors = False
+    for title, learning in NOTES:
+        kb.save_observation(title=title, content=learning, project="ops")
+    assert kb.index.fill_sentences() == 3
+    texts = {str(n): f"{title}\n{learning}" for n, (title, learning) in enumerate(NOTES, start=1)}
+    made = [u for t in texts.values() for u in encoder.units(t)]
+    assert len(made) == 5  # 3 + 2 sentences; the one-sentence note has none
+    assert set(sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(u) for u in made])) == {sentences.text_hash(u) for u in made}
+
+    question = model().encode(["is a charge attempted again when the provider is slow to answer?"])[0]
+    best = kb.index.unit_cosines(question, texts)
+    assert set(best) == {"1", "2"}
+    expected = float(np.max(model().encode(encoder.units(texts["1"])) @ question))
+    assert best["1"] == pytest.approx(expected, abs=0.01)  # stored as int8: within 0.01 of float32
+    kb.ensure_fresh()
+    assert [h["id"] for h in run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?",
+                                                   channels=frozenset({"meaning"}), limit=3)).memories][0] == "1"
+
+    # A process on a machine whose cache lacks the units (another user, a cleared cache): the
+    # whole vectors alone.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    assert kb.index.unit_cosines(question, texts) == {}
+    assert run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?", limit=3)).memories
+
+
+def test_whole_vectors_cached_before_units_are_taken_not_made_again(empty_kb: KnowledgeBase) -> None:
+    """The cache of the version before units: its whole-text vectors are made the same way, so
+    only the units are made."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    title, learning = NOTES[0]
+    kb.save_observation(title=title, content=learning)
+    text = f"{title}\n{learning}"
+    marker = np.zeros(encoder.DIMENSIONS, dtype=np.float32)
+    marker[7] = 1.0  # no model makes this vector: finding it proves the cache served it
+    sentences.store(encoder.WHOLE_KEY, {sentences.text_hash(text): sentences.pack(marker)})
+    assert kb.index.fill_sentences() == 1
+    assert kb.index.meaning().sentence_cosines(marker, ["1"])["1"] == pytest.approx(1.0)
+    assert len(sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(u) for u in encoder.units(text)])) == 3
+
+
+def test_the_first_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
+    """With sentence vectors and their units: fused 87.5% / 97.8% (top-1 / top-3), 85.9% / 95.1%
+    with the whole texts' vectors alone; paraphrases 79% / 96%."""
+    kb = build(tmp_path / "kb", SETS["first"])
+    try:
+        fused = evaluate(kb, CONFIGS["fused"], folder=SETS["first"])
+    finally:
+        kb.close()
+    assert fused.questions == 184
+    assert fused.top1 >= 0.87 and fused.top3 >= 0.97, (fused.top1, fused.top3)
+    assert fused.by_kind["paraphrase"][2] >= 0.95, fused.by_kind
+
+
+def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Units cost more than the whole texts and only refine a ranking: every memory gets its
+    sentence vector first. A pass stopped before the units leaves them to the next process,
+    which checks every memory's units once."""
+    kb = empty_kb
+    kb.index.background_vectors = False
+    for title, learning in NOTES:
+        kb.save_observation(title=title, content=learning, project="ops")
+    asked: list[int] = []
+
+    def stop() -> bool:  # the whole texts' one batch goes on; the units' first batch stops
+        asked.append(1)
+        return len(asked) > 1
+
+    assert kb.index.fill_sentences(stop=stop) == 3
+    assert kb.index.sentence_coverage() == (3, 3)
+    units = [sentences.text_hash(u) for title, learning in NOTES for u in encoder.units(f"{title}\n{learning}")]
+    assert sentences.lookup(encoder.MODEL_KEY, units) == {}
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    assert kb.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"}) == {}
+
+    again = KnowledgeBase(kb.root)
+    again.index.background_vectors = False
+    assert again.index.fill_sentences() == 0
+    assert len(sentences.lookup(encoder.MODEL_KEY, units)) == 5
+    assert set(again.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"})) == {"1"}
+    again.close()
