@@ -75,6 +75,12 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
+def encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sentence encoder back on, for the tests about it."""
+    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)
+
+
+@pytest.fixture
 def empty_kb(tmp_path: Path) -> KnowledgeBase:
     """A new KB (``slayer-kb init``) at the root of a fresh repository."""
     return KnowledgeBase.init(tmp_path / "kb")

@@ -14,6 +14,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import Request, embedding, encoder, run, sentences
+from testing.encoding import loaded_encoder
 
 TITLE = "Mobile release runbook"
 # 21 sentences, about 390 word pieces: the last ones are past what one run of the model reads.
@@ -32,19 +33,11 @@ OTHERS = [
 QUESTION = "how long do we retain the debugging files that decode crash traces of old app versions?"
 
 
-@pytest.fixture(autouse=True)
-def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
-
-
-def model() -> encoder.Encoder:
-    loaded = encoder.load()
-    assert isinstance(loaded, encoder.Encoder), loaded
-    return loaded
+pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
 
 def test_a_long_text_is_embedded_in_passages_none_of_it_cut() -> None:
-    enc = model()
+    enc = loaded_encoder()
     assert enc.fits([OTHERS[0][1], LONG]) == [True, False]
     assert enc.passages(OTHERS[0][1]) == [OTHERS[0][1]]
     found = enc.passages(LONG)
@@ -84,13 +77,13 @@ def test_an_old_cache_gives_no_cut_vector_and_keeps_the_whole_ones(empty_kb: Kno
     made = kb.index.meaning()
     cosines = made.sentence_cosines(marker, ["1", "2"])
     assert cosines["2"] == pytest.approx(1.0)
-    assert cosines["1"] == pytest.approx(float(model().encode([long_text])[0] @ marker), abs=0.01)
+    assert cosines["1"] == pytest.approx(float(loaded_encoder().encode([long_text])[0] @ marker), abs=0.01)
     assert sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(long_text)]) != {}
 
 
 def test_a_sentence_longer_than_a_passage_is_split_between_words() -> None:
     """A pasted log line or a paragraph without a full stop: every word still reaches a passage."""
-    enc = model()
+    enc = loaded_encoder()
     words = [f"worker{n}" for n in range(300)]
     text = "Queue stall\n" + " ".join(words)
     found = enc.passages(text)
@@ -143,5 +136,5 @@ def test_an_index_made_before_makes_its_sentence_vectors_again(empty_kb: Knowled
     assert again.index.fill_sentences() == 2
     cosines = again.index.meaning().sentence_cosines(marker, ["1", "2"])
     assert cosines["2"] == pytest.approx(1.0)
-    assert cosines["1"] == pytest.approx(float(model().encode([LONG])[0] @ marker), abs=0.01)
+    assert cosines["1"] == pytest.approx(float(loaded_encoder().encode([LONG])[0] @ marker), abs=0.01)
     again.close()

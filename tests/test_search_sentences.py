@@ -45,9 +45,7 @@ COVERAGE_NOTE = ("Sentence vectors cover {} of {} memories; the others are ranke
                  "theirs are made, in the background.")
 
 
-@pytest.fixture(autouse=True)
-def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
+pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
 
 def ids(result: object) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import Request, encoder, fusion, meaning, run, sentences
+from testing.encoding import loaded_encoder
 
 NOTES = [
     ("Retry budget for payment calls", "Calls to the PSP are retried twice on a 5xx. A timeout is never retried, "
@@ -23,15 +24,7 @@ NOTES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)  # conftest.py turns it off elsewhere
-
-
-def model() -> encoder.Encoder:
-    loaded = encoder.load()
-    assert isinstance(loaded, encoder.Encoder), loaded
-    return loaded
+pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
 
 def test_a_text_is_split_into_its_sentences_under_its_title() -> None:
@@ -58,10 +51,10 @@ def test_filling_makes_the_units_and_a_search_reads_them(empty_kb: KnowledgeBase
     assert len(made) == 5  # 3 + 2 sentences; the one-sentence note has none
     assert set(sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(u) for u in made])) == {sentences.text_hash(u) for u in made}
 
-    question = model().encode(["is a charge attempted again when the provider is slow to answer?"])[0]
+    question = loaded_encoder().encode(["is a charge attempted again when the provider is slow to answer?"])[0]
     best = kb.index.unit_cosines(question, texts)
     assert set(best) == {"1", "2"}
-    expected = float(np.max(model().encode(encoder.units(texts["1"])) @ question))
+    expected = float(np.max(loaded_encoder().encode(encoder.units(texts["1"])) @ question))
     assert best["1"] == pytest.approx(expected, abs=0.01)  # stored as int8: within 0.01 of float32
     kb.ensure_fresh()
     assert [h["id"] for h in run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?",
@@ -123,11 +116,11 @@ def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase
     units = [sentences.text_hash(u) for title, learning in NOTES for u in encoder.units(f"{title}\n{learning}")]
     assert sentences.lookup(encoder.MODEL_KEY, units) == {}
     monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
-    assert kb.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"}) == {}
+    assert kb.index.unit_cosines(loaded_encoder().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"}) == {}
 
     again = KnowledgeBase(kb.root)
     again.index.background_vectors = False
     assert again.index.fill_sentences() == 0
     assert len(sentences.lookup(encoder.MODEL_KEY, units)) == 5
-    assert set(again.index.unit_cosines(model().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"})) == {"1"}
+    assert set(again.index.unit_cosines(loaded_encoder().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"})) == {"1"}
     again.close()
