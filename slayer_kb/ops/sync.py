@@ -110,7 +110,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         start = store.head()
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
-        index = _Index(kb, start)
+        index = _Index(kb, store, start)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -121,7 +121,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
                 _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index)
                 laps.lap("pull")
-                pushed = _push(store, remote, upstream_branch, upstream, result, turn)
+                pushed = _push(store, remote, upstream_branch, tracking, upstream, result, turn)
                 laps.lap("push")
                 if pushed:
                     break
@@ -181,9 +181,9 @@ class _Index:
     to fold) and once after the push: re-indexing pulled memories on every push attempt would
     hold the race with other clones open."""
 
-    def __init__(self, kb: Context, at: str) -> None:
+    def __init__(self, kb: Context, store: GitStore, at: str) -> None:
         self.kb = kb
-        self.store = kb.store
+        self.store = store
         self.at = at
 
     def catch_up(self) -> None:
@@ -445,8 +445,8 @@ def _revalidate(kb: Context, on_top: dict[str, str]) -> None:
         )
 
 
-def _push(store: GitStore, remote: str, upstream_branch: str, upstream: str, result: SyncResult,
-          turn: Turn) -> bool:
+def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upstream: str,
+          result: SyncResult, turn: Turn) -> bool:
     """Push HEAD onto ``upstream`` (the fetched tip, "" for none), giving back the turn this sync
     holds in the same push; False when the remote refused it because others pushed first. The
     bookkeeping waits until the push is done."""
@@ -463,7 +463,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, upstream: str, res
             return False
         raise StoreError(f"git push to {remote} failed: {text.strip()}")
     turn.pushed()
-    store.git("update-ref", f"refs/remotes/{remote}/{upstream_branch}", head)
+    store.git("update-ref", tracking, head)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
     if result.action == "up to date":
