@@ -17,6 +17,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 K = 60
 
@@ -48,12 +52,24 @@ WEIGHTS = Weights()
 SENTENCE_WEIGHTS = Weights(words=0.1, sentence=2.0, sentence_tokens=0.5)
 
 
-def weights_for(words: int, sentence: bool = False) -> Weights:
+# With sentence vectors, the words count for this share of their weight when the memory they
+# score best holds at most one in WEAK_WORDS_ONE_IN of the question's words: then the question is
+# in other words than its answer, and the few it shares with a memory are incidental
+# (docs/search.md).
+WEAK_WORDS_ONE_IN = 3
+WEAK_WORDS_FACTOR = 0.25
+
+
+def weights_for(words: int, sentence: bool = False, held: int | None = None) -> Weights:
     """The weights for a question of this many words: the fewer the words, the more they say
     (two typed keywords are a keyword search; a sentence is a paraphrase). ``sentence``: the
-    question has a sentence vector."""
+    question has a sentence vector; ``held``: how many of the question's words the memory the
+    words score best holds (None: no memory holds any)."""
     base = SENTENCE_WEIGHTS if sentence else WEIGHTS
-    return dataclasses.replace(base, words=max(base.words, 1.0 / max(words, 1)))
+    weight = max(base.words, 1.0 / max(words, 1))
+    if sentence and held is not None and WEAK_WORDS_ONE_IN * held <= words:
+        weight *= WEAK_WORDS_FACTOR
+    return dataclasses.replace(base, words=weight)
 
 
 def blend(
@@ -91,6 +107,35 @@ UNIT_WEIGHT = 0.25
 def with_units(sentence: Mapping[str, float], units: Mapping[str, float]) -> dict[str, float]:
     """Each memory's sentence cosine, blended with its best sentence's (``units``) where known."""
     return {m: (1.0 - UNIT_WEIGHT) * c + UNIT_WEIGHT * units[m] if m in units else c for m, c in sentence.items()}
+
+
+# A memory close in meaning to many of the others at the head of a ranking (a note on a crowded
+# neighbourhood's common ground) matches every question about that neighbourhood a little; the
+# one a question is about stands out from its neighbours. So the sentence cosine of each of the
+# first CROWD_HEAD memories of the head loses CROWD_WEIGHT times its mean cosine with its
+# CROWD_NEIGHBOURS closest among them (docs/search.md).
+CROWD_WEIGHT = 0.1
+CROWD_HEAD = 10
+CROWD_NEIGHBOURS = 3
+
+
+def uncrowded(sentence: Mapping[str, float], head: Sequence[str], vectors: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Each memory's sentence cosine, less its crowding among the first ``CROWD_HEAD`` of
+    ``head`` that have one (``vectors``: their unit sentence vectors)."""
+    import numpy as np
+
+    near = [m for m in head if m in sentence and m in vectors][:CROWD_HEAD]
+    out = dict(sentence)
+    if len(near) < 3:
+        return out  # one or two memories are no neighbourhood
+    rows = np.stack([vectors[m] for m in near]).astype(np.float64)
+    closeness = rows @ rows.T
+    np.fill_diagonal(closeness, -np.inf)
+    neighbours = min(CROWD_NEIGHBOURS, len(near) - 1)
+    crowding = np.sort(closeness, axis=1)[:, -neighbours:].mean(axis=1)
+    for memory_id, crowd in zip(near, crowding.tolist(), strict=True):
+        out[memory_id] -= CROWD_WEIGHT * crowd
+    return out
 
 
 # How close to the first answer a candidate must score for the question's details to decide

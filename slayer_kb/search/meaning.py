@@ -125,6 +125,12 @@ class Meaning:
             return self.meaning().sentence_cosines(vector, memory_ids)
         return self._from_manifest(lambda db: vectors.sentence_cosines_by_id(db, vector, memory_ids), {})
 
+    def sentence_vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        """The unit sentence vectors (float32) of these memories that have one."""
+        if self.warm or self.vectors_loaded():
+            return self.meaning().sentence_vectors(memory_ids)
+        return self._from_manifest(lambda db: vectors.sentence_vectors_by_id(db, memory_ids), {})
+
     def sentence_nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """``nearest`` by the sentence vectors, among the memories that have one."""
         if self.warm or self.vectors_loaded():

@@ -189,7 +189,9 @@ def _ranked(
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
     sentence = pending.result() if pending is not None else None  # made while the words were scored
 
-    weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None)
+    found_by_words = some or every
+    words_held = _best_held(index, words, found_by_words, docs) if sentence is not None and found_by_words else None
+    weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None, held=words_held)
     if request.match == ALL:
         candidates = list(every) + [m for m in tagged if m not in every]
         scores = F.blend(candidates, every, {}, {}, tagged)
@@ -223,8 +225,12 @@ def _ranked(
             if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
                 tokens = dict(zip(head, embedder.token_match(request.question, texts).tolist(), strict=True))
             if sentence is not None:
-                # A memory is read by its sentence closest to the question too: the mean of a
-                # note's sentences blurs the one the question is about (docs/search.md).
+                # A note on a crowded neighbourhood's common ground stands back for the one the
+                # question is about; and a memory is read by its sentence closest to the question
+                # too: the mean of a note's sentences blurs the one the question is about
+                # (docs/search.md).
+                crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
+                sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
         if request.fusion == "rrf":
             held = set(every)
@@ -272,6 +278,19 @@ def _ranked(
                 "or close in meaning."
             )
     return buckets
+
+
+def _best_held(index: Index, words: W.Words, scores: dict[str, float], docs: dict[str, dict[str, Any]]) -> int | None:
+    """How many of the question's words and symbols the memory they score best holds (ties by
+    id), read from its text. ``docs``: the stored documents loaded so far; it is added."""
+    best = min(scores.items(), key=lambda hit: (-hit[1], hit[0]))[0]
+    if best not in docs:
+        docs.update(index.stored([best]))
+    doc = docs.get(best)
+    if doc is None:
+        return None
+    data = doc["data"]
+    return _held(words, f"{data.get('title') or ''} {data.get('learning') or ''} {data.get('description') or ''}")
 
 
 def _detail_scores(index: Index, details: W.Words, memory_ids: list[str], docs: dict[str, dict[str, Any]]) -> dict[str, float]:

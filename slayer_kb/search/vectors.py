@@ -136,6 +136,19 @@ def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_id
     return out
 
 
+def sentence_vectors_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> dict[str, np.ndarray]:
+    """The unit sentence vector of each of these memories that has one, read by id."""
+    out: dict[str, np.ndarray] = {}
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found = db.execute(
+            f"SELECT id, svec FROM vectors WHERE svec IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
+        ).fetchall()
+        if found:
+            out.update(zip((r[0] for r in found), sentences.unpack([r[1] for r in found], SENTENCE_DIMENSIONS), strict=True))
+    return out
+
+
 # Given the rows that are not ``sound``, rows made again for them (those it can make).
 Repair = Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]
 
@@ -505,6 +518,16 @@ class Table:
             return {}
         scores = self._sentence_scores(np.array([row for _m, row in rows], dtype=np.int64), vector)
         return {m: float(score) for (m, _row), score in zip(rows, scores, strict=True)}
+
+    def sentence_vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        """The unit sentence vector of each of these memories that has one: the stored bytes
+        made unit vectors as ``sentence_vectors_by_id`` makes them."""
+        index = self._row_index()
+        rows = [(m, index[m]) for m in memory_ids if m in index and self.covered[index[m]]]
+        if not rows:
+            return {}
+        unit = sentences.unpack([self.sentence[row].tobytes() for _m, row in rows], SENTENCE_DIMENSIONS)
+        return {m: unit[n] for n, (m, _row) in enumerate(rows)}
 
     def _sentence_scores(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         import numpy as np
