@@ -259,9 +259,9 @@ def test_the_paraphrases_share_no_content_word_with_their_answer(set_name: str, 
 def test_the_third_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
     """Written for this round: paraphrases sharing no content word with their answer, and
     near-duplicate clusters (enlarged to 42 questions over 14 clusters). Measured with sentence
-    vectors: fused 88.5% / 92.3% (top-1 / top-3), near-duplicates 100% / 100%, paraphrases
-    62.5% / 75.0% (the second pass of clusters put notes in their way); with the static vectors
-    alone, 70.5% / 78.2%."""
+    vectors: fused 89.7% / 96.2% (top-1 / top-3), near-duplicates 100% / 100%, paraphrases
+    66.7% / 87.5% (62.5% / 75.0% before the fusion's rules for them, docs/search.md); with the
+    static vectors alone, 70.5% / 78.2%."""
     kb = build(tmp_path / "kb", SETS["third"])
     try:
         fused = evaluate(kb, CONFIGS["fused"], folder=SETS["third"])
@@ -269,9 +269,9 @@ def test_the_third_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
     finally:
         kb.close()
     assert fused.questions == 78 and fused.by_kind["near-duplicate"][0] == 42
-    assert fused.top1 >= 0.85 and fused.top3 >= 0.92, (fused.top1, fused.top3)
+    assert fused.top1 >= 0.85 and fused.top3 >= 0.95, (fused.top1, fused.top3)
     assert fused.by_kind["near-duplicate"][1] >= 0.95 and fused.by_kind["near-duplicate"][2] == 1.0, fused.by_kind
-    assert fused.by_kind["paraphrase"][2] >= 0.75, fused.by_kind
+    assert fused.by_kind["paraphrase"][2] >= 0.8, fused.by_kind
     assert fused.top3 >= static.top3 + 0.1
 
 

@@ -1,0 +1,105 @@
+"""The fusion's two rules for questions in other words than their answer (docs/search.md,
+"Fusion"): the words count a quarter as much when the memory they score best holds at most one
+in three of the question's words, and a note on a crowded neighbourhood's common ground stands
+back (``fusion.uncrowded``). Exact rankings on the third relevance set's real KB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.relevance import SETS, build
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import Request, fusion, run
+
+pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
+
+# A paraphrase aimed into the third set's crowded newsroom notes: "image" is the only word it
+# shares with a memory, three notes on newsletter images, all close in meaning to one another.
+QUESTION = "How do we avoid shipping a bad software image to all machines at once?"
+
+
+def test_the_words_weigh_less_when_their_best_memory_holds_few_of_the_question_words() -> None:
+    full = fusion.weights_for(9, sentence=True)
+    assert full.words == pytest.approx(1 / 9)
+    assert fusion.weights_for(9, sentence=True, held=3).words == pytest.approx(0.25 / 9)  # one in three
+    assert fusion.weights_for(9, sentence=True, held=4).words == pytest.approx(1 / 9)
+    assert fusion.weights_for(2, sentence=True, held=0).words == pytest.approx(0.125)
+    assert fusion.weights_for(20, sentence=True, held=1).words == pytest.approx(0.025)  # the floor, then the share
+    # Without a sentence vector the static blend is as it was; with no memory holding a word, too.
+    assert fusion.weights_for(9, sentence=False, held=1).words == pytest.approx(0.2)
+    assert fusion.weights_for(9, sentence=True, held=None).words == pytest.approx(1 / 9)
+
+
+def test_a_memory_close_to_its_neighbours_in_the_head_loses_a_share_of_its_closeness() -> None:
+    a, b, c, d = np.eye(4)
+    hub = np.array([1.0, 1.0, 1.0, 0.0]) / np.sqrt(3)
+    vectors = {"a": a, "b": b, "c": c, "d": d, "hub": hub}
+    sentence = {"hub": 0.5, "a": 0.5, "b": 0.4, "c": 0.3, "d": 0.2}
+    out = fusion.uncrowded(sentence, ["hub", "a", "b", "c", "d"], vectors)
+    # hub's three closest are a, b, c (cosine 1/sqrt(3) each); a's are hub (1/sqrt(3)) and two at 0.
+    s3 = 1 / np.sqrt(3)
+    assert out == pytest.approx({"hub": 0.5 - 0.1 * s3, "a": 0.5 - 0.1 * s3 / 3, "b": 0.4 - 0.1 * s3 / 3,
+                                 "c": 0.3 - 0.1 * s3 / 3, "d": 0.2})
+    # Only the first CROWD_HEAD memories with a vector, and at least three of them.
+    assert fusion.uncrowded(sentence, ["a", "b"], vectors) == sentence
+    assert fusion.uncrowded({"a": 0.5, "b": 0.4}, ["a", "b", "c"], vectors) == {"a": 0.5, "b": 0.4}
+    head = [f"m{n}" for n in range(fusion.CROWD_HEAD + 1)]
+    many = {m: np.eye(fusion.CROWD_HEAD + 1)[n] for n, m in enumerate(head)}
+    many[head[-1]] = many[head[0]]  # the 11th is a copy of the first, but beyond the head
+    scores = {m: 0.5 for m in head}
+    out = fusion.uncrowded(scores, head, many)
+    assert out[head[0]] == pytest.approx(0.5) and out[head[-1]] == 0.5
+
+
+@pytest.fixture(scope="module")
+def third_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("SLAYER_KB_NO_ENCODER", raising=False)
+        kb = build(Path(tmp_path_factory.mktemp("third")) / "kb", SETS["third"])
+    yield kb
+    kb.close()
+
+
+def _ranked(kb: KnowledgeBase) -> list[str]:
+    kb.ensure_fresh()
+    return [h["id"] for h in run(kb.index, Request(question=QUESTION, limit=10)).memories]
+
+
+def test_a_paraphrase_into_a_crowded_neighbourhood_finds_its_answer(third_kb: KnowledgeBase,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _ranked(third_kb)[:3] == ["rf-ota-staged", "nr-images-free", "nr-photo-rights"]
+    # Each rule alone lifts the answer to second; without either it is fourth, below the three
+    # notes on newsletter images (which score within a hair of one another).
+    with monkeypatch.context() as patch:
+        patch.setattr(fusion, "CROWD_WEIGHT", 0.0)
+        assert _ranked(third_kb).index("rf-ota-staged") == 1
+    with monkeypatch.context() as patch:
+        patch.setattr(fusion, "WEAK_WORDS_FACTOR", 1.0)
+        assert _ranked(third_kb).index("rf-ota-staged") == 1
+    monkeypatch.setattr(fusion, "CROWD_WEIGHT", 0.0)
+    monkeypatch.setattr(fusion, "WEAK_WORDS_FACTOR", 1.0)
+    before = _ranked(third_kb)
+    assert set(before[:3]) == {"nr-images-free", "nr-images-subscriber", "nr-images-premium"}
+    assert before.index("rf-ota-staged") == 3
+
+
+def test_the_head_vectors_read_from_the_manifest_and_from_the_table_agree(third_kb: KnowledgeBase) -> None:
+    ids = ["rf-ota-staged", "nr-images-free", "nr-images-subscriber", "no-such-memory"]
+    cold = KnowledgeBase(third_kb.root)
+    try:
+        cold.index.background_vectors = False
+        assert not cold.index.vectors_loaded()
+        from_manifest = cold.index.sentence_vectors(ids)
+        cold.index.meaning()  # the table a warm process holds
+        assert cold.index.vectors_loaded()
+        from_table = cold.index.sentence_vectors(ids)
+    finally:
+        cold.close()
+    assert set(from_manifest) == set(from_table) == set(ids[:3])
+    for m in ids[:3]:
+        assert np.array_equal(from_manifest[m], from_table[m])
+        assert float(np.linalg.norm(from_table[m])) == pytest.approx(1.0, abs=1e-5)
