@@ -33,6 +33,7 @@ import struct
 import sys
 import time
 
+from ..core import priority
 from ..core.locate import find_root
 from ..store.config import setting
 
@@ -449,6 +450,9 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
             if tag == START:
                 conn.sendall(GO)
                 began = True
+                if command not in READS:
+                    # From here it only waits and prints: searches beside it go first (priority.py).
+                    priority.lower_process(priority.niceness())
             elif tag == RESULT:
                 result = loads(recv_frame(conn))
                 code, chunks = result["code"], result["chunks"]  # type: ignore[index]

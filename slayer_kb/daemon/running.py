@@ -23,6 +23,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from ..core import priority
 from ..store import requests
 from . import relay
 
@@ -212,10 +213,12 @@ class Runner:
                 sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
             if writes(request):
                 self._store.request = request["request"]
+                self._store.niceness = priority.niceness()  # the client's setting (its environment)
             with _thread_streams(command.stdin, command.stdout, command.stderr):
                 code = command.run(self.kb)
         finally:
             self._store.request = None
+            self._store.niceness = 0
             sys.__stdout__ = saved_stdout  # type: ignore[misc]
             os.environ.clear()
             os.environ.update(saved_env)

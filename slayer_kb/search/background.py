@@ -2,18 +2,21 @@
 command run in its turn (and once at start; a read beside a write indexes nothing) and makes the
 vectors the memories lack (``Index.fill_sentences``), holding the server's command lock only
 while it reads or writes the index. Its progress is what ``slayer-kb server status`` shows under
-``sentence_vectors``. It holds ``filler.LOCK`` once it has it, so no command starts a detached
-filler beside it; while one started before the server still runs, the thread leaves the work to
-it and looks again at its next wake."""
+``sentence_vectors``. The model's runs are made on a thread of lower priority (core/priority.py).
+It holds ``filler.LOCK`` once it has it, so no command starts a detached filler beside it; while
+one started before the server still runs, the thread leaves the work to it and looks again at
+its next wake."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..core import priority
 from . import encoder, filler
 from .index import Index
 
@@ -37,6 +40,11 @@ class SentenceFiller:
         self._coverage: tuple[int, int] | None = None
         self._running = False
         self._thread = threading.Thread(target=self._loop, name="slayer-kb sentences", daemon=True)
+        # The model's runs, on a thread of lower priority (core/priority.py): this one holds the
+        # server's turn and view while it reads and writes the index, which a thread that waits
+        # for the CPU must not, as searches wait for them.
+        steps = priority.niceness()
+        self._encoding = ThreadPoolExecutor(1, "slayer-kb encoder", priority.lower_thread, (steps,)) if steps else None
 
     def start(self) -> None:
         if encoder.installed():
@@ -85,7 +93,8 @@ class SentenceFiller:
             try:
                 if self._coverage is None:  # else the last pass's end measured it
                     self._measure()
-                self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                with encoder.runs_on(self._encoding):
+                    self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
             finally:
@@ -94,6 +103,8 @@ class SentenceFiller:
                     self._running = False
         if self._claim is not None:
             os.close(self._claim)
+        if self._encoding is not None:
+            self._encoding.shutdown(wait=False)
 
     def _absorb(self) -> None:
         with self._guard():

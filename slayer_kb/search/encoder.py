@@ -20,7 +20,9 @@ import importlib.util
 import json
 import os
 import re
-from concurrent.futures import Future
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -143,7 +145,14 @@ class Encoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text, in order: a text that does not fit in one run is
-        the normalised mean of its ``passages``' vectors."""
+        the normalised mean of its ``passages``' vectors. Made on the thread ``runs_on`` names
+        for the calling thread, if any."""
+        pool: Executor | None = getattr(_runs_on, "pool", None)
+        if pool is not None:
+            return pool.submit(self._encode, texts).result()
+        return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
         inputs: list[str] = []
@@ -189,6 +198,21 @@ class Encoder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+
+_runs_on = threading.local()
+
+
+@contextlib.contextmanager
+def runs_on(pool: Executor | None) -> Iterator[None]:
+    """For the block, the model runs (``Encoder.encode``) this thread asks for are made on
+    ``pool`` (None: here): the warm server's filler makes them on a thread of lower priority
+    (core/priority.py) while it reads and writes the index on its own."""
+    _runs_on.pool = pool
+    try:
+        yield
+    finally:
+        _runs_on.pool = None
 
 
 def units(text: str) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Literal
 
 import filelock
 
+from ..core import priority
 from ..core.errors import ConflictError, StoreError, WorkTreeError
 from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
@@ -53,15 +54,13 @@ def run_git(
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    niceness: int = 0,
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = None
-    if env:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    full_env = {**os.environ, **env} if env else None
     try:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, input=input, env=full_env, capture_output=True, check=False
-        )
+            priority.command(["git", *args], niceness), cwd=cwd, input=input, env=full_env, capture_output=True,
+            check=False)
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
@@ -86,9 +85,7 @@ def _explain(message: str) -> str:
 
 def find_toplevel(path: Path) -> Path | None:
     proc = run_git(["rev-parse", "--show-toplevel"], path, check=False)
-    if proc.returncode != 0:
-        return None
-    return Path(proc.stdout.decode().strip())
+    return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
 
 def parse_author(author: str) -> tuple[str, str]:
@@ -124,6 +121,7 @@ class GitStore:
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
+        self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         folder = self.repo_path(STATE_DIR)
         state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
 
@@ -133,7 +131,9 @@ class GitStore:
         return self.prefix + kb_path
 
     def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-        return run_git(list(args), self.top, **kwargs)  # type: ignore[arg-type]
+        # Not while this thread holds the view: reads beside would wait for a git held back for them.
+        niceness = 0 if self.view.held() else self.niceness
+        return run_git(list(args), self.top, niceness=niceness, **kwargs)  # type: ignore[arg-type]
 
     @property
     def objects(self) -> ObjectStore:

@@ -63,6 +63,10 @@ class View:
                 self._owner = None
                 self._cond.notify_all()
 
+    def held(self) -> bool:
+        """Whether this thread holds the view."""
+        return self._owner == threading.get_ident()
+
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
         self.acquire()

@@ -1,0 +1,81 @@
+"""The lower CPU priority of a write's work that no read waits for (docs/server.md, "Reads beside
+writes"): reads never wait for writes, so on a machine whose cores are all busy a write's spare
+work yields to them. Three parts of a relayed write run ``niceness()`` steps lower than the
+process that starts them:
+
+- the relayed client of a write, once the server has begun its command (relay.py): it only
+  waits for the result and prints it;
+- the git processes a write runs in the warm server while reads go on beside it (the commit's
+  ``commit-tree``, ``update-ref`` with its hooks, ``update-index``: ``GitStore.git``), started
+  through ``nice`` so that git's own children inherit it;
+- the sentence model's runs of the server's filler (search/background.py), on a thread of their
+  own.
+
+Never the server's threads that run a command or hold the KB's state in memory (the view): they
+hold Python's GIL and the view, which the searches need, and a thread that waits for the CPU
+while holding them would make every search wait with it.
+
+``SLAYER_KB_WRITE_NICENESS`` (0-19, default 10) says how many steps; 0 turns it off. Standard
+library only, imported on use: the relayed client imports this.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cache  # already imported by socket's enum: costs the client nothing
+
+VARIABLE = "SLAYER_KB_WRITE_NICENESS"
+DEFAULT = 10
+MAX = 19
+
+
+def niceness() -> int:
+    """How many steps lower a write's spare work runs (``SLAYER_KB_WRITE_NICENESS``; 0: as
+    the rest)."""
+    value = os.environ.get(VARIABLE, "").strip()
+    try:
+        steps = int(value) if value else DEFAULT
+    except ValueError:
+        steps = DEFAULT
+    return max(0, min(MAX, steps))
+
+
+def lower_process(steps: int) -> None:
+    """This process (its calling thread, on Linux) ``steps`` lower."""
+    if steps > 0 and hasattr(os, "nice"):
+        try:
+            os.nice(steps)
+        except OSError:
+            pass
+
+
+def lower_thread(steps: int) -> None:
+    """The calling thread ``steps`` lower than it runs now. On Linux only, where a priority
+    belongs to a thread; elsewhere nothing changes."""
+    if steps <= 0 or not sys.platform.startswith("linux"):
+        return
+    import threading
+
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(MAX, os.getpriority(os.PRIO_PROCESS, tid) + steps))
+    except OSError:
+        pass
+
+
+def command(argv: list[str], steps: int) -> list[str]:
+    """``argv`` run ``steps`` lower (through ``nice``, which its children inherit), or as it is
+    when ``steps`` is 0 or there is no ``nice``."""
+    if steps <= 0:
+        return argv
+    program = _nice()
+    return argv if program is None else [program, "-n", str(steps), *argv]
+
+
+@cache
+def _nice() -> str | None:
+    """The ``nice`` program, looked up once per process."""
+    import shutil
+
+    return shutil.which("nice")

@@ -1,0 +1,125 @@
+"""A write's spare work yields the CPU to reads (core/priority.py; docs/server.md, "Reads beside
+writes"): the relayed client of a write once its command began, the git processes a write runs
+in the server while reads go on beside it (and their hooks), and the server's sentence model
+runs, each ``SLAYER_KB_WRITE_NICENESS`` steps lower, read back from /proc; never the server's
+threads that run commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import filelock
+import pytest
+
+from slayer_kb.core import priority
+from slayer_kb.daemon import relay
+from testing import Watcher, eventually
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
+
+# Each `committed` ref transaction appends the hook's own niceness (inherited from git) to
+# .git/nice-seen.
+HOOK = """#!/bin/sh
+cat >/dev/null
+[ "$1" = committed ] || exit 0
+"{python}" -c 'import os; print(os.nice(0))' >> "$(git rev-parse --git-dir)/nice-seen"
+"""
+
+
+@pytest.fixture(autouse=True)
+def default_niceness(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(priority.VARIABLE, raising=False)
+    yield
+
+
+def nice_of(stat: Path) -> int:
+    """The niceness in a /proc .../stat file (field 19; the name before it may hold spaces)."""
+    return int(stat.read_text().rsplit(")", 1)[1].split()[16])
+
+
+BASE = os.nice(0)  # what this process and its children start from
+LOWER = min(priority.MAX, BASE + priority.DEFAULT)
+
+
+@pytest.mark.parametrize(("value", "steps"), [(None, 10), ("0", 0), ("3", 3), ("25", 19), ("-4", 0), ("ten", 10)])
+def test_the_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch, value: str | None,
+                                                   steps: int) -> None:
+    if value is not None:
+        monkeypatch.setenv(priority.VARIABLE, value)
+    assert priority.niceness() == steps
+
+
+def test_a_command_runs_lower_and_zero_steps_leave_it_as_it_is() -> None:
+    argv = [sys.executable, "-c", "import os; print(os.nice(0))"]
+    assert priority.command(argv, 0) == argv
+    assert subprocess.run(priority.command(argv, 7), capture_output=True, text=True, check=True).stdout == (
+        f"{min(priority.MAX, BASE + 7)}\n")
+
+
+def test_a_thread_runs_lower_and_the_others_do_not() -> None:
+    seen: dict[str, int] = {}
+
+    def lowered() -> None:
+        priority.lower_thread(4)
+        seen["thread"] = nice_of(Path(f"/proc/self/task/{threading.get_native_id()}/stat"))
+
+    thread = threading.Thread(target=lowered)
+    thread.start()
+    thread.join()
+    assert seen == {"thread": min(priority.MAX, BASE + 4)}
+    assert nice_of(Path(f"/proc/self/task/{threading.get_native_id()}/stat")) == BASE
+
+
+def _save(root: Path, text: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", text, "-e",
+                             "shop.orders.amount"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env))
+
+
+def _server_threads(pid: int) -> list[int]:
+    return sorted(nice_of(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir())
+
+
+@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+@pytest.mark.skipif(LOWER == BASE, reason="this process runs at the lowest priority already")
+def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, watcher: Watcher) -> None:
+    root = watcher.root
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HOOK.format(python=sys.executable))
+    hook.chmod(0o755)
+    seen = root / ".git" / "nice-seen"
+
+    # The save waits for the KB lock this test holds, its command begun: its client waits lower.
+    lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
+    lock.acquire()
+    try:
+        saving = _save(root, "Refunds are netted against the order amount")
+        eventually(lambda: saving.poll() is not None or nice_of(Path(f"/proc/{saving.pid}/stat")) == LOWER,
+                   "the client of a begun write at the lower priority")
+        assert saving.poll() is None, saving.communicate()
+    finally:
+        lock.release()
+    out, err = saving.communicate(timeout=120)
+    assert (saving.returncode, err) == (0, ""), out
+    assert seen.read_text() == f"{LOWER}\n"  # update-ref, and the hook it ran
+
+    # Off: the next write's git runs as the server does.
+    again = _save(root, "Chargebacks are netted too", **{priority.VARIABLE: "0"})
+    assert again.communicate(timeout=120)[1] == "" and again.returncode == 0
+    assert seen.read_text() == f"{LOWER}\n{BASE}\n"
+
+    # Every thread of the server at its priority but the one the sentence model runs on, once
+    # the model made the saved memories' vectors.
+    def covered() -> bool:
+        status = relay.control(root, "status")
+        vectors = status and status["sentence_vectors"]
+        return bool(vectors and vectors["covered"] == vectors["memories"] and not vectors["building"])
+
+    eventually(covered, "the saved memories' sentence vectors")
+    threads = _server_threads(watcher.proc.pid)
+    assert threads.count(LOWER) == 1 and threads.count(BASE) == len(threads) - 1, threads
