@@ -10,6 +10,8 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import scoring
+from slayer_kb.search import words as W
+from slayer_kb.search.filters import restrict
 
 
 def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,6 +28,20 @@ def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -
     assert len(dense[0]) == len(np.unique(np.concatenate([p[0] for p in parts])))
 
 
+
+@pytest.mark.parametrize("sizes", [(300, 2000), (2000, 300), (0, 50), (50, 0), (1, 1), (5000, 5000), (40, 40_000)])
+def test_an_intersection_is_intersect1d_to_the_bit(sizes: tuple[int, int]) -> None:
+    rng = np.random.default_rng(sum(sizes))
+    size = 50_000
+    a, b = ((np.sort(rng.choice(size, n, replace=False)), rng.random(n) * 10) for n in sizes)
+    found, here, there = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
+    mine = scoring._intersect(a, b)
+    assert mine[0].tobytes() == found.tobytes() and mine[0].dtype == found.dtype
+    assert mine[1].tobytes() == (a[1][here] + b[1][there]).tobytes()
+    assert [x.tobytes() for x in scoring._common(a[0], b[0])] == [here.tobytes(), there.tobytes()]
+    same = scoring._intersect(a, a)  # every docnum in both
+    assert same[0].tobytes() == a[0].tobytes() and same[1].tobytes() == (a[1] + a[1]).tobytes()
+
 def test_each_bucket_is_the_head_of_the_same_ranking(example_kb: KnowledgeBase) -> None:
     """Memories and example queries each take the first hits of their kind in the one fused
     ranking: a smaller limit gives the head of a larger one's buckets (both rank the same
@@ -37,3 +53,32 @@ def test_each_bucket_is_the_head_of_the_same_ranking(example_kb: KnowledgeBase) 
     assert [h["id"] for h in narrow.example_queries] == [h["id"] for h in wide.example_queries][:2]
     assert all("query" in h for h in wide.example_queries)
     assert not any("query" in h for h in wide.memories)
+
+
+def test_a_query_asked_again_is_remembered_and_filtered_as_a_fresh_one(example_kb: KnowledgeBase) -> None:
+    """A search asks its every-word query again under each bucket's filter: the matches are
+    remembered for that query object, and filtered exactly as a fresh query's."""
+    example_kb.ensure_fresh()
+    index = example_kb.index
+    words = W.parse("revenue paid orders")
+    asked = W.all_query(words)
+    everywhere = index.scores(asked, restrict(), limit=60)
+    assert len(everywhere) > 2
+    searcher = index._vector
+    assert searcher._matches(asked) is searcher._matches(asked)
+    again = W.all_query(words)  # equal, not the same object: evaluated anew
+    assert searcher._matches(again) is not searcher._matches(asked)
+    buckets = [index.scores(asked, restrict(has_query=has_query), limit=60) for has_query in (False, True)]
+    assert buckets == [index.scores(W.all_query(words), restrict(has_query=has_query), limit=60) for has_query in (False, True)]
+    assert all(buckets) and sorted(buckets[0] | buckets[1]) == sorted(everywhere)
+
+
+def test_the_catalog_and_warnings_come_in_their_order_with_the_encoding_beside(example_kb: KnowledgeBase) -> None:
+    """The catalog is read while the question's sentence vector is made; its warnings still
+    follow the ranking's."""
+    result = example_kb.search("paid revenue amount", entities=["memory:kb.paid-revenue", "orders.amount"], datasource="wh")
+    assert result.warnings == [
+        "memory:kb.paid-revenue is not rooted at datasource 'wh'; dropped.",
+        "entity 'shop.orders.amount' is not rooted at datasource 'wh'; dropped from entities bucket.",
+    ]
+    assert result.entities and all(e["entity"].startswith("wh.") for e in result.entities)
