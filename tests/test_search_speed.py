@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import scoring
+from slayer_kb.search import embedding, scoring
 from slayer_kb.search import words as W
 from slayer_kb.search.filters import restrict
 
@@ -82,3 +82,46 @@ def test_the_catalog_and_warnings_come_in_their_order_with_the_encoding_beside(e
         "entity 'shop.orders.amount' is not rooted at datasource 'wh'; dropped from entities bucket.",
     ]
     assert result.entities and all(e["entity"].startswith("wh.") for e in result.entities)
+
+
+def test_the_token_match_keeps_its_token_vectors_to_the_bit() -> None:
+    """Each token's unit vector is made once and kept: made alone, among others or from the
+    kept rows, the token match is the same to the bit."""
+    model = embedding.load()
+    assert isinstance(model, embedding.Embedder), model
+    texts = ["Refunds are counted on the day the payment provider settles them.",
+             "The nightly export gives up after 30 seconds and retries at midnight UTC.",
+             "Churn is measured per monthly cohort, net of reactivated customers."]
+    question = "when does the export stop waiting for the provider?"
+    warm = embedding.Embedder(model._tokenizer, model._weights)
+    warm.token_match("cohort churn", texts[2:])  # some rows made before, in another batch
+    kept = warm.token_match(question, texts)
+    fresh = embedding.Embedder(model._tokenizer, model._weights).token_match(question, texts)
+    assert kept.tobytes() == fresh.tobytes() and kept.min() > 0
+    ids = np.unique(np.concatenate(warm._token_ids(texts)))
+    assert warm._unit_rows(ids).tobytes() == embedding._unit_rows(model._weights[ids]).tobytes()
+
+
+def test_a_texts_unit_hashes_are_kept_and_its_units_found_once_made(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hashes of a text's sentences are made once; units the cache lacked at one search
+    and holds at the next are read then, scored as if looked up afresh."""
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_unit_hashes", OrderedDict())
+    text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
+    units = encoder.units(text)
+    assert len(units) == 2
+    rng = np.random.default_rng(3)
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    assert example_kb.index.unit_cosines(vector, {"m": text}) == {}
+    digest = sentences.text_hash(text)
+    assert meaning._unit_hashes[digest] == "".join(sentences.text_hash(u) for u in units)
+    packed = {sentences.text_hash(u): sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for u in units}
+    sentences.store(encoder.MODEL_KEY, packed)
+    found = example_kb.index.unit_cosines(vector, {"m": text})
+    expected = float(np.max(sentences.unpack(list(packed.values()), encoder.DIMENSIONS) @ vector))
+    assert found == {"m": expected}
+    assert digest in meaning._units_seen and digest not in meaning._unit_hashes
