@@ -5,6 +5,9 @@ top 10, scores included, before and after a change made for speed.)"""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -125,3 +128,24 @@ def test_a_texts_unit_hashes_are_kept_and_its_units_found_once_made(example_kb: 
     expected = float(np.max(sentences.unpack(list(packed.values()), encoder.DIMENSIONS) @ vector))
     assert found == {"m": expected}
     assert digest in meaning._units_seen and digest not in meaning._unit_hashes
+
+
+def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Look-ups keep their connection to the vector cache: they still find a vector another
+    connection stored since, and nothing once the file is removed or the cache is elsewhere."""
+    from slayer_kb.search import sentences
+
+    first = sentences.pack(np.arange(4, dtype=np.float32))
+    assert sentences.lookup("m", ["a"]) == {}
+    sentences.store("m", {"a": first})  # its own connection, as another process's
+    kept = sentences._reader()
+    assert sentences.lookup("m", ["a", "b"]) == {"a": first}
+    assert sentences._reader() is kept
+    shutil.rmtree(sentences.folder())  # the cache cleared
+    assert sentences.lookup("m", ["a"]) == {}
+    assert sentences._reader() is not kept
+    sentences.store("m", {"b": first})
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "elsewhere"))
+    assert sentences.lookup("m", ["b"]) == {} and sentences.held("m", ["b"]) == set()
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
+    assert sentences.held("m", ["a", "b"]) == {"b"}
