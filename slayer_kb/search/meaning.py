@@ -34,8 +34,8 @@ DAMAGED = (sqlite3.Error, ValueError, TypeError)
 _UNITS_KEPT = 10_000
 _units_seen: OrderedDict[str, bytes] = OrderedDict()
 # The hashes of the units of texts searched lately whose units the cache lacked, by the text's
-# hash, joined: a text's split and its sentences' hashes are a function of the text, and making
-# them again was most of a question's look-up (about 400 hashes when the cache lacks them).
+# hash, joined: a text's split and its sentences' hashes are a function of the text, not made
+# again at each search (about 400 hashes a question when the cache lacks its head's sentences).
 _unit_hashes: OrderedDict[str, str] = OrderedDict()
 _HASH_CHARS = 64
 
