@@ -13,8 +13,10 @@ encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JS
 - last, issue 29's targets beside the figures measured (``targets``), with the load average
   printed beside each step: an idle machine's figures are the ones to hold against them.
 
-The corpus's sentence vectors go to a cache of the bench's own (bench/.cache/sentences), so a
-second run finds them there, as a second clone of a KB would.
+The corpus's sentence vectors go to a cache of the bench's own (``sentences`` beside the corpora,
+bench/.cache/sentences unless ``--cache-dir`` says), so a second run finds them there, as a second
+clone of a KB would. ``--steps warm`` runs the warm searches alone (no server), ``--steps server``
+the server alone.
 
 ``--borrow-vectors 10000`` (say, with ``--size 100000``) skips the cold build and the reindex:
 each memory gets a sentence vector the encoder made for the smaller corpus's memories (built
@@ -45,7 +47,8 @@ from slayer_kb.search import encoder, vectors
 from . import corpus as corpus_mod
 from .measure import QUESTION_TEMPLATES, _peak_rss_mib, _percentile
 
-SENTENCE_CACHE = corpus_mod.CACHE_DIR / "sentences"
+SENTENCES = "sentences"  # the sentence cache's folder, beside the corpora
+STEPS = ("warm", "server")
 # Notes in plain English, saved through the server, and a paraphrase of each that shares no
 # content word with it: found first only by meaning.
 SAVED = [
@@ -78,7 +81,7 @@ def _load() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "SLAYER_KB_CACHE": str(SENTENCE_CACHE), **extra}
+    env = {**os.environ, **extra}
     env.pop("SLAYER_KB_NO_ENCODER", None)
     return env
 
@@ -234,10 +237,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--borrow-vectors", type=int, metavar="SIZE",
                         help="no cold build or reindex: lend each memory a vector of the SIZE corpus's (see above)")
-    parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR, help="where the corpora are kept")
+    parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR,
+                        help="where the corpora and their sentence vectors are kept")
+    parser.add_argument("--steps", default=",".join(STEPS), help=f"which of {', '.join(STEPS)} to run (comma-separated)")
     args = parser.parse_args(argv)
-    os.environ.update(_env(SLAYER_KB_SERVER="off"))
-    SENTENCE_CACHE.mkdir(parents=True, exist_ok=True)
+    steps = set(args.steps.split(","))
+    if not steps <= set(STEPS):
+        parser.error(f"--steps takes {', '.join(STEPS)}; got {args.steps!r}")
+    cache = args.cache_dir / SENTENCES
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ.update(_env(SLAYER_KB_SERVER="off", SLAYER_KB_CACHE=str(cache)))
     corpus = corpus_mod.cached(args.size, args.seed, args.cache_dir)
     results: dict[str, Any] = {"size": args.size, "seed": args.seed, "load_at_start": _load()}
     kb = KnowledgeBase(corpus.root)
@@ -260,12 +269,14 @@ def main(argv: list[str] | None = None) -> int:
         took, data = _cli(corpus.root, _env(SLAYER_KB_SERVER="off"), "reindex")
         results["reindex_warm_cache"] = {"seconds": round(took, 1), "indexed": data["indexed"], "load": _load()}
     print(json.dumps(results), flush=True)
-    kb = KnowledgeBase(corpus.root)
-    kb.index.background_vectors = False
-    results["warm_search"] = warm_searches(kb, args.seed, args.questions)
-    kb.close()
-    print(json.dumps(results), flush=True)
-    results["server"] = served(corpus.root)
+    if "warm" in steps:
+        kb = KnowledgeBase(corpus.root)
+        kb.index.background_vectors = False
+        results["warm_search"] = warm_searches(kb, args.seed, args.questions)
+        kb.close()
+        print(json.dumps(results), flush=True)
+    if "server" in steps:
+        results["server"] = served(corpus.root)
     results["targets"] = targets(results)
     print(json.dumps(results, indent=1))
     return 0

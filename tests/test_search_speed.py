@@ -5,11 +5,16 @@ top 10, scores included, before and after a change made for speed.)"""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import scoring
+from slayer_kb.search import embedding, scoring
+from slayer_kb.search import words as W
+from slayer_kb.search.filters import restrict
 
 
 def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,6 +31,20 @@ def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -
     assert len(dense[0]) == len(np.unique(np.concatenate([p[0] for p in parts])))
 
 
+
+@pytest.mark.parametrize("sizes", [(300, 2000), (2000, 300), (0, 50), (50, 0), (1, 1), (5000, 5000), (40, 40_000)])
+def test_an_intersection_is_intersect1d_to_the_bit(sizes: tuple[int, int]) -> None:
+    rng = np.random.default_rng(sum(sizes))
+    size = 50_000
+    a, b = ((np.sort(rng.choice(size, n, replace=False)), rng.random(n) * 10) for n in sizes)
+    found, here, there = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
+    mine = scoring._intersect(a, b)
+    assert mine[0].tobytes() == found.tobytes() and mine[0].dtype == found.dtype
+    assert mine[1].tobytes() == (a[1][here] + b[1][there]).tobytes()
+    assert [x.tobytes() for x in scoring._common(a[0], b[0])] == [here.tobytes(), there.tobytes()]
+    same = scoring._intersect(a, a)  # every docnum in both
+    assert same[0].tobytes() == a[0].tobytes() and same[1].tobytes() == (a[1] + a[1]).tobytes()
+
 def test_each_bucket_is_the_head_of_the_same_ranking(example_kb: KnowledgeBase) -> None:
     """Memories and example queries each take the first hits of their kind in the one fused
     ranking: a smaller limit gives the head of a larger one's buckets (both rank the same
@@ -37,3 +56,96 @@ def test_each_bucket_is_the_head_of_the_same_ranking(example_kb: KnowledgeBase) 
     assert [h["id"] for h in narrow.example_queries] == [h["id"] for h in wide.example_queries][:2]
     assert all("query" in h for h in wide.example_queries)
     assert not any("query" in h for h in wide.memories)
+
+
+def test_a_query_asked_again_is_remembered_and_filtered_as_a_fresh_one(example_kb: KnowledgeBase) -> None:
+    """A search asks its every-word query again under each bucket's filter: the matches are
+    remembered for that query object, and filtered exactly as a fresh query's."""
+    example_kb.ensure_fresh()
+    index = example_kb.index
+    words = W.parse("revenue paid orders")
+    asked = W.all_query(words)
+    everywhere = index.scores(asked, restrict(), limit=60)
+    assert len(everywhere) > 2
+    searcher = index._vector
+    assert searcher._matches(asked) is searcher._matches(asked)
+    again = W.all_query(words)  # equal, not the same object: evaluated anew
+    assert searcher._matches(again) is not searcher._matches(asked)
+    buckets = [index.scores(asked, restrict(has_query=has_query), limit=60) for has_query in (False, True)]
+    assert buckets == [index.scores(W.all_query(words), restrict(has_query=has_query), limit=60) for has_query in (False, True)]
+    assert all(buckets) and sorted(buckets[0] | buckets[1]) == sorted(everywhere)
+
+
+def test_the_catalog_and_warnings_come_in_their_order_with_the_encoding_beside(example_kb: KnowledgeBase) -> None:
+    """The catalog is read while the question's sentence vector is made; its warnings still
+    follow the ranking's."""
+    result = example_kb.search("paid revenue amount", entities=["memory:kb.paid-revenue", "orders.amount"], datasource="wh")
+    assert result.warnings == [
+        "memory:kb.paid-revenue is not rooted at datasource 'wh'; dropped.",
+        "entity 'shop.orders.amount' is not rooted at datasource 'wh'; dropped from entities bucket.",
+    ]
+    assert result.entities and all(e["entity"].startswith("wh.") for e in result.entities)
+
+
+def test_the_token_match_keeps_its_token_vectors_to_the_bit() -> None:
+    """Each token's unit vector is made once and kept: made alone, among others or from the
+    kept rows, the token match is the same to the bit."""
+    model = embedding.load()
+    assert isinstance(model, embedding.Embedder), model
+    texts = ["Refunds are counted on the day the payment provider settles them.",
+             "The nightly export gives up after 30 seconds and retries at midnight UTC.",
+             "Churn is measured per monthly cohort, net of reactivated customers."]
+    question = "when does the export stop waiting for the provider?"
+    warm = embedding.Embedder(model._tokenizer, model._weights)
+    warm.token_match("cohort churn", texts[2:])  # some rows made before, in another batch
+    kept = warm.token_match(question, texts)
+    fresh = embedding.Embedder(model._tokenizer, model._weights).token_match(question, texts)
+    assert kept.tobytes() == fresh.tobytes() and kept.min() > 0
+    ids = np.unique(np.concatenate(warm._token_ids(texts)))
+    assert warm._unit_rows(ids).tobytes() == embedding._unit_rows(model._weights[ids]).tobytes()
+
+
+def test_a_texts_unit_hashes_are_kept_and_its_units_found_once_made(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hashes of a text's sentences are made once; units the cache lacked at one search
+    and holds at the next are read then, scored as if looked up afresh."""
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_unit_hashes", OrderedDict())
+    text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
+    units = encoder.units(text)
+    assert len(units) == 2
+    rng = np.random.default_rng(3)
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    assert example_kb.index.unit_cosines(vector, {"m": text}) == {}
+    digest = sentences.text_hash(text)
+    assert meaning._unit_hashes[digest] == "".join(sentences.text_hash(u) for u in units)
+    packed = {sentences.text_hash(u): sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for u in units}
+    sentences.store(encoder.MODEL_KEY, packed)
+    found = example_kb.index.unit_cosines(vector, {"m": text})
+    expected = float(np.max(sentences.unpack(list(packed.values()), encoder.DIMENSIONS) @ vector))
+    assert found == {"m": expected}
+    assert digest in meaning._units_seen and digest not in meaning._unit_hashes
+
+
+def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Look-ups keep their connection to the vector cache: they still find a vector another
+    connection stored since, and nothing once the file is removed or the cache is elsewhere."""
+    from slayer_kb.search import sentences
+
+    first = sentences.pack(np.arange(4, dtype=np.float32))
+    assert sentences.lookup("m", ["a"]) == {}
+    sentences.store("m", {"a": first})  # its own connection, as another process's
+    kept = sentences._reader()
+    assert sentences.lookup("m", ["a", "b"]) == {"a": first}
+    assert sentences._reader() is kept
+    shutil.rmtree(sentences.folder())  # the cache cleared
+    assert sentences.lookup("m", ["a"]) == {}
+    assert sentences._reader() is not kept
+    sentences.store("m", {"b": first})
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "elsewhere"))
+    assert sentences.lookup("m", ["b"]) == {} and sentences.held("m", ["b"]) == set()
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
+    assert sentences.held("m", ["a", "b"]) == {"b"}

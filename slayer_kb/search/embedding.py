@@ -67,6 +67,11 @@ class Embedder:
         self._tokenizer = tokenizer
         self._weights = weights
         self._cache: dict[str, np.ndarray] = {}
+        # The token match's unit-length token vectors, made once per token: a question made
+        # them again for the 1,000-2,000 distinct tokens of its head. Zero-filled lazily by the
+        # system (a row takes memory once made: 1 KB, 32 MB if every token were).
+        self._units: np.ndarray | None = None
+        self._made: np.ndarray | None = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text (a zero vector for a text with no tokens)."""
@@ -106,11 +111,25 @@ class Embedder:
             return out
         distinct, where = np.unique(np.concatenate(per_text), return_inverse=True)
         # One product for all texts, then the best match of each question token per text.
-        sims = (_unit_rows(self._weights[np.asarray(wanted)]) @ _unit_rows(self._weights[distinct]).T)[:, where]
+        sims = (self._unit_rows(np.asarray(wanted)) @ self._unit_rows(distinct).T)[:, where]
         filled = sizes > 0
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
         out[filled] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
         return out
+
+    def _unit_rows(self, ids: np.ndarray) -> np.ndarray:
+        """``_unit_rows`` of these tokens' vectors (distinct ids), each made once: a row is
+        normalised on its own, so it is the same made alone or among others."""
+        import numpy as np
+
+        if self._units is None or self._made is None:
+            self._units = np.zeros(self._weights.shape, dtype=np.float32)
+            self._made = np.zeros(len(self._weights), dtype=bool)
+        new = ids[~self._made[ids]]
+        if len(new):
+            self._units[new] = _unit_rows(self._weights[new])
+            self._made[new] = True
+        return self._units[ids]
 
     def _token_ids(self, texts: list[str]) -> list[np.ndarray]:
         """Each text's distinct token ids, remembered: a warm process sees the same memories

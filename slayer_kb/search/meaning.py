@@ -33,6 +33,11 @@ DAMAGED = (sqlite3.Error, ValueError, TypeError)
 # (about 1.7 KB a memory).
 _UNITS_KEPT = 10_000
 _units_seen: OrderedDict[str, bytes] = OrderedDict()
+# The hashes of the units of texts searched lately whose units the cache lacked, by the text's
+# hash, joined: a text's split and its sentences' hashes are a function of the text, not made
+# again at each search (about 400 hashes a question when the cache lacks its head's sentences).
+_unit_hashes: OrderedDict[str, str] = OrderedDict()
+_HASH_CHARS = 64
 
 
 class Meaning:
@@ -278,11 +283,12 @@ class Meaning:
         import numpy as np
 
         digests = {m: sentences.text_hash(t) for m, t in texts.items()}
-        split = {m: [sentences.text_hash(u) for u in encoder.units(texts[m])] for m, d in digests.items() if d not in _units_seen}
+        split = {m: _hashes_of_units(d, texts[m]) for m, d in digests.items() if d not in _units_seen}
         known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
         for memory_id, hashes in split.items():
             if hashes and all(h in known for h in hashes):
                 _units_seen[digests[memory_id]] = b"".join(known[h] for h in hashes)
+                _unit_hashes.pop(digests[memory_id], None)  # not needed while its vectors are kept
         out: dict[str, float] = {}
         size = encoder.DIMENSIONS
         for memory_id, digest in digests.items():
@@ -291,8 +297,9 @@ class Meaning:
                 _units_seen.move_to_end(digest)
                 rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
                 out[memory_id] = float(np.max(rows @ vector))
-        while len(_units_seen) > _UNITS_KEPT:
-            _units_seen.popitem(last=False)
+        for kept in (_units_seen, _unit_hashes):
+            while len(kept) > _UNITS_KEPT:
+                kept.popitem(last=False)
         return out
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
@@ -378,6 +385,16 @@ class Meaning:
                 self._meaning, key = vectors.Table.empty(), None
             self._meaning_key = key
         return self._meaning
+
+
+def _hashes_of_units(digest: str, text: str) -> list[str]:
+    """The hashes of ``text``'s ``encoder.units`` (``digest``: the text's hash), remembered."""
+    joined = _unit_hashes.get(digest)
+    if joined is None:
+        joined = _unit_hashes[digest] = "".join(sentences.text_hash(u) for u in encoder.units(text))
+    else:
+        _unit_hashes.move_to_end(digest)
+    return [joined[at : at + _HASH_CHARS] for at in range(0, len(joined), _HASH_CHARS)]
 
 
 def state_key(state: dict[str, Any] | None) -> Any:

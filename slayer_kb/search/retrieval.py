@@ -17,6 +17,7 @@ warnings that say why, never unrelated memories.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,14 +102,21 @@ def run(index: Index, request: Request) -> Found:
         elif request.inputs_given and not question:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
         return found
-    vector = _question_vector(index, words, request, found.warnings)
-    sentence, covered = _sentence_vector(index, request, found.warnings, found.notes) if vector is not None else (None, False)
-    found.memories, found.example_queries = _ranked(index, request, words, topic, (vector, sentence, covered), found.notes)
+    embedder = _embedder(index, words, request, found.warnings)
+    # The sentence vector first: the helper thread makes it while this one does the rest.
+    sentence, covered = _sentence_vector(index, request, found.warnings, found.notes) if embedder is not None else (None, False)
+    vector = embedder.embed([question])[0] if embedder is not None else None
+    catalog_warnings: list[str] = []
+
+    def catalog() -> None:
+        found.catalog = _catalog(index, words, request, catalog_warnings)
+
+    found.memories, found.example_queries = _ranked(index, request, words, topic, (vector, sentence, covered), found.notes, catalog)
     if request.datasource:
         _warn_off_datasource(index, request, found.warnings)
     if words and not found.memories and not found.example_queries:
         _warn_filtered_out(index, request, words, found.warnings)
-    found.catalog = _catalog(index, words, request, found.warnings)
+    found.warnings += catalog_warnings
     return found
 
 
@@ -119,14 +127,16 @@ def _restriction(request: Request, has_query: bool | None) -> Restriction:
     )
 
 
-def _question_vector(index: Index, words: W.Words, request: Request, warnings: list[str]) -> Any:
+def _embedder(index: Index, words: W.Words, request: Request, warnings: list[str]) -> embedding.Embedder | None:
+    """The static model when the question is scored by meaning (its vectors and the token
+    match), else None."""
     if not words or request.match == ALL or "meaning" not in request.channels:
         return None
     model = index.embedder()
     if isinstance(model, embedding.Unavailable):
         warnings.append(str(model))
         return None
-    return model.embed([request.question.strip()])[0]
+    return model
 
 
 def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Future[Any] | None, bool]:
@@ -160,12 +170,13 @@ def _sentence_vector(index: Index, request: Request, warnings: list[str], notes:
 
 def _ranked(
     index: Index, request: Request, words: W.Words, topic: Q.Query | None,
-    vectors: tuple[Any, Future[Any] | None, bool], notes: list[str],
+    vectors: tuple[Any, Future[Any] | None, bool], notes: list[str], meanwhile: Callable[[], None],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ranking over all memories, then split into the two buckets, so that scores compare
     across buckets (as mem_search, which merges them, needs). ``vectors``: the question's static
     vector and its sentence vector being made (None: not made), and whether every memory has a
-    sentence vector (then the static vectors need no scan)."""
+    sentence vector (then the static vectors need no scan). ``meanwhile``: work that needs no
+    ranking, done once the words are scored, while the sentence vector may still be made."""
     vector, pending, covered = vectors
     restriction = _restriction(request, None)
     depth = max(MIN_DEPTH, 4 * request.limit)
@@ -178,8 +189,10 @@ def _ranked(
 
     every: dict[str, float] = {}
     some: dict[str, float] = {}
-    if words and "words" in request.channels:
-        every = index.scores(W.all_query(words), restriction, limit=depth)
+    # One query object: the buckets' notes below ask it again, and its matches are remembered.
+    everything = W.all_query(words) if words else None
+    if everything is not None and "words" in request.channels:
+        every = index.scores(everything, restriction, limit=depth)
         if request.match != ALL:
             # One word: holding any word is holding every word (the same memories, scored the
             # same but for the description's lower weight).
@@ -187,6 +200,7 @@ def _ranked(
             some = every if single else index.scores(W.any_query(words), restriction, limit=depth)
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
+    meanwhile()
     sentence = pending.result() if pending is not None else None  # made while the words were scored
 
     found_by_words = some or every
@@ -269,9 +283,9 @@ def _ranked(
     for memory_id, score, has_query in chosen:
         if memory_id in docs:
             buckets[has_query].append(dict(docs[memory_id], score=round(score, 4)))
-    if words and "words" in request.channels:
+    if everything is not None and "words" in request.channels:
         for has_query, one, many in BUCKETS:
-            if not buckets[has_query] or (every and index.scores(W.all_query(words), _restriction(request, has_query), limit=1)):
+            if not buckets[has_query] or (every and index.scores(everything, _restriction(request, has_query), limit=1)):
                 continue
             notes.append(
                 f"No {one} has all the words of the question; showing {many} with some of them "
