@@ -14,7 +14,9 @@ encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JS
   printed beside each step: an idle machine's figures are the ones to hold against them.
 
 The corpus's sentence vectors go to a cache of the bench's own (bench/.cache/sentences), so a
-second run finds them there, as a second clone of a KB would.
+second run finds them there, as a second clone of a KB would; ``--vector-cache`` names another
+(an empty folder: the build is cold again). The cold build makes two model runs at once on a
+machine of two cores or more, as the filler does; ``--workers 1`` times it on one.
 
 ``--borrow-vectors 10000`` (say, with ``--size 100000``) skips the cold build and the reindex:
 each memory gets a sentence vector the encoder made for the smaller corpus's memories (built
@@ -78,7 +80,8 @@ def _load() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "SLAYER_KB_CACHE": str(SENTENCE_CACHE), **extra}
+    # The sentence-vector cache is the one main put in this process's environment.
+    env = {**os.environ, **extra}
     env.pop("SLAYER_KB_NO_ENCODER", None)
     return env
 
@@ -93,8 +96,10 @@ def _cli(root: Path, env: dict[str, str], *args: str) -> tuple[float, dict[str, 
     return took, json.loads(proc.stdout)
 
 
-def cold_build(kb: KnowledgeBase) -> dict[str, Any]:
-    """Every memory's sentence vector, made as the filler makes them; the rate a memory."""
+def cold_build(kb: KnowledgeBase, workers: int) -> dict[str, Any]:
+    """Every memory's sentence vector, made as the filler makes them with ``workers`` model runs
+    at once; the rate a memory, and when meaning covered the KB (every whole-text vector made,
+    before the units)."""
     marks: list[tuple[float, int]] = []
     began = time.perf_counter()
     cpu = time.process_time()
@@ -102,11 +107,12 @@ def cold_build(kb: KnowledgeBase) -> dict[str, Any]:
     def progress(done: int, _total: int) -> None:
         marks.append((time.perf_counter() - began, done))
 
-    made = kb.index.fill_sentences(progress)
+    made = kb.index.fill_sentences(progress, workers=workers)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     covered, total = kb.index.sentence_coverage()
-    out: dict[str, Any] = {"made": made, "covered": covered, "memories": total, "seconds": round(wall, 1),
-                           "cpu_seconds": round(cpu, 1), "load": _load()}
+    out: dict[str, Any] = {"workers": workers, "made": made, "covered": covered, "memories": total,
+                           "whole_vectors_seconds": round(marks[-1][0], 1) if marks else None,
+                           "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "load": _load()}
     if made:
         out["ms_per_memory"] = round(1000 * wall / made, 2)
         out["cpu_ms_per_memory"] = round(1000 * cpu / made, 2)
@@ -235,9 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--borrow-vectors", type=int, metavar="SIZE",
                         help="no cold build or reindex: lend each memory a vector of the SIZE corpus's (see above)")
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR, help="where the corpora are kept")
+    parser.add_argument("--workers", type=int, default=encoder.build_workers(),
+                        help="model runs at once in the cold build (default: one a core, at most two)")
+    parser.add_argument("--vector-cache", type=Path, default=SENTENCE_CACHE,
+                        help="the sentence-vector cache (an empty folder: a cold build even on a second run)")
     args = parser.parse_args(argv)
-    os.environ.update(_env(SLAYER_KB_SERVER="off"))
-    SENTENCE_CACHE.mkdir(parents=True, exist_ok=True)
+    os.environ.update(_env(SLAYER_KB_SERVER="off", SLAYER_KB_CACHE=str(args.vector_cache)))
+    args.vector_cache.mkdir(parents=True, exist_ok=True)
     corpus = corpus_mod.cached(args.size, args.seed, args.cache_dir)
     results: dict[str, Any] = {"size": args.size, "seed": args.seed, "load_at_start": _load()}
     kb = KnowledgeBase(corpus.root)
@@ -254,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         lender.close()
         results["borrowed_vectors"] = borrow_vectors(corpus.root, lender.root)
     else:
-        results["cold_build"] = cold_build(kb)
+        results["cold_build"] = cold_build(kb, args.workers)
         print(json.dumps(results), flush=True)
         kb.close()
         took, data = _cli(corpus.root, _env(SLAYER_KB_SERVER="off"), "reindex")
