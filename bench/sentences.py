@@ -15,8 +15,10 @@ encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JS
 
 The corpus's sentence vectors go to a cache of the bench's own (``sentences`` beside the corpora,
 bench/.cache/sentences unless ``--cache-dir`` says), so a second run finds them there, as a second
-clone of a KB would. ``--steps warm`` runs the warm searches alone (no server), ``--steps server``
-the server alone.
+clone of a KB would; ``--vector-cache`` names another (an empty folder: the build is cold again).
+The cold build makes two model runs at once on a machine of two cores or more, as the filler
+does; ``--workers 1`` times it on one. ``--steps warm`` runs the warm searches alone (no server),
+``--steps server`` the server alone.
 
 ``--borrow-vectors 10000`` (say, with ``--size 100000``) skips the cold build and the reindex:
 each memory gets a sentence vector the encoder made for the smaller corpus's memories (built
@@ -81,6 +83,7 @@ def _load() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
+    # The sentence-vector cache is the one main put in this process's environment.
     env = {**os.environ, **extra}
     env.pop("SLAYER_KB_NO_ENCODER", None)
     return env
@@ -96,8 +99,10 @@ def _cli(root: Path, env: dict[str, str], *args: str) -> tuple[float, dict[str, 
     return took, json.loads(proc.stdout)
 
 
-def cold_build(kb: KnowledgeBase) -> dict[str, Any]:
-    """Every memory's sentence vector, made as the filler makes them; the rate a memory."""
+def cold_build(kb: KnowledgeBase, workers: int) -> dict[str, Any]:
+    """Every memory's sentence vector, made as the filler makes them with ``workers`` model runs
+    at once; the rate a memory, and when meaning covered the KB (every whole-text vector made,
+    before the units)."""
     marks: list[tuple[float, int]] = []
     began = time.perf_counter()
     cpu = time.process_time()
@@ -105,11 +110,12 @@ def cold_build(kb: KnowledgeBase) -> dict[str, Any]:
     def progress(done: int, _total: int) -> None:
         marks.append((time.perf_counter() - began, done))
 
-    made = kb.index.fill_sentences(progress)
+    made = kb.index.fill_sentences(progress, workers=workers)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     covered, total = kb.index.sentence_coverage()
-    out: dict[str, Any] = {"made": made, "covered": covered, "memories": total, "seconds": round(wall, 1),
-                           "cpu_seconds": round(cpu, 1), "load": _load()}
+    out: dict[str, Any] = {"workers": workers, "made": made, "covered": covered, "memories": total,
+                           "whole_vectors_seconds": round(marks[-1][0], 1) if marks else None,
+                           "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "load": _load()}
     if made:
         out["ms_per_memory"] = round(1000 * wall / made, 2)
         out["cpu_ms_per_memory"] = round(1000 * cpu / made, 2)
@@ -240,11 +246,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=corpus_mod.CACHE_DIR,
                         help="where the corpora and their sentence vectors are kept")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"which of {', '.join(STEPS)} to run (comma-separated)")
+    parser.add_argument("--workers", type=int, default=encoder.build_workers(),
+                        help="model runs at once in the cold build (default: one a core, at most two)")
+    parser.add_argument("--vector-cache", type=Path,
+                        help="the sentence-vector cache (default: sentences/ under --cache-dir; an empty folder: a cold build)")
     args = parser.parse_args(argv)
     steps = set(args.steps.split(","))
     if not steps <= set(STEPS):
         parser.error(f"--steps takes {', '.join(STEPS)}; got {args.steps!r}")
-    cache = args.cache_dir / SENTENCES
+    cache = args.vector_cache or args.cache_dir / SENTENCES
     cache.mkdir(parents=True, exist_ok=True)
     os.environ.update(_env(SLAYER_KB_SERVER="off", SLAYER_KB_CACHE=str(cache)))
     corpus = corpus_mod.cached(args.size, args.seed, args.cache_dir)
@@ -263,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         lender.close()
         results["borrowed_vectors"] = borrow_vectors(corpus.root, lender.root)
     else:
-        results["cold_build"] = cold_build(kb)
+        results["cold_build"] = cold_build(kb, args.workers)
         print(json.dumps(results), flush=True)
         kb.close()
         took, data = _cli(corpus.root, _env(SLAYER_KB_SERVER="off"), "reindex")

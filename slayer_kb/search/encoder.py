@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,6 +76,10 @@ TOKEN_BUDGET = 1024
 FAILED_CHECKS = "failed-model-checks.json"
 # Threads of one model run: the machine has other work (the save path, other searches).
 THREADS = int(os.environ.get("SLAYER_KB_ENCODER_THREADS", "1") or 1)
+# Model runs at once when vectors are built (``workers``): each run on one thread, so two
+# runs of different batches use two cores (a second thread inside one run costs more than it
+# gives on these short texts).
+BUILD_WORKERS = int(os.environ.get("SLAYER_KB_BUILD_WORKERS", "2") or 2)
 
 
 @dataclass(frozen=True)
@@ -143,16 +147,17 @@ class Encoder:
         meanwhile (the model's run releases the GIL), and takes the vector when it needs it."""
         return helper().submit(lambda: self.encode([text])[0])
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], workers: int = 1) -> np.ndarray:
         """One float32 unit vector per text, in order: a text that does not fit in one run is
-        the normalised mean of its ``passages``' vectors. Made on the thread ``runs_on`` names
-        for the calling thread, if any."""
+        the normalised mean of its ``passages``' vectors. ``workers``: model runs at once
+        (``_run``); the vectors are the same, bit for bit, however many. Made on the thread
+        ``runs_on`` names for the calling thread, if any (its helpers inherit its priority)."""
         pool: Executor | None = getattr(_runs_on, "pool", None)
         if pool is not None:
-            return pool.submit(self._encode, texts).result()
-        return self._encode(texts)
+            return pool.submit(self._encode, texts, workers).result()
+        return self._encode(texts, workers)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], workers: int) -> np.ndarray:
         import numpy as np
 
         inputs: list[str] = []
@@ -161,43 +166,73 @@ class Encoder:
             found = self.passages(text)
             inputs.extend(found)
             owner.extend([n] * len(found))
-        made = self._run(inputs)
+        made = self._run(inputs, workers)
         if len(inputs) == len(texts):
             return made
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         np.add.at(out, np.asarray(owner), made)
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    def _run(self, texts: list[str], workers: int = 1) -> np.ndarray:
         """One float32 unit vector per model input. Inputs of similar length run together, at
         most ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the
-        square of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower."""
+        square of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower.
+        The runs are made by ``workers`` threads (this one and the rest), each taking the next
+        run, longest first so that none is left alone at the end; which inputs run together
+        does not depend on it, so neither do the vectors."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         encoded = [e.ids for e in self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        runs: list[list[int]] = []
         at = 0
         while at < len(order):
             end = at + 1
             while end < len(order) and end - at < BATCH and (end - at + 1) * len(encoded[order[end]]) <= TOKEN_BUDGET:
                 end += 1
-            rows = order[at:end]
+            runs.append(order[at:end])
             at = end
-            width = max(len(encoded[i]) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for n, i in enumerate(rows):
-                ids[n, : len(encoded[i])] = encoded[i]
-                mask[n, : len(encoded[i])] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        pending = iter(reversed(runs))
+        taking = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with taking:
+                    rows = next(pending, None)
+                if rows is None:
+                    return
+                out[rows] = self._pooled([encoded[i] for i in rows])
+
+        helpers = min(workers, len(runs)) - 1
+        if helpers <= 0:
+            work()
+            return out
+        # Threads made for this call inherit the calling thread's priority (a niced filler's).
+        with ThreadPoolExecutor(helpers, thread_name_prefix="slayer-kb encoder") as pool:
+            started = [pool.submit(work) for _ in range(helpers)]
+            work()
+            for future in started:
+                future.result()
         return out
+
+    def _pooled(self, encoded: list[list[int]]) -> np.ndarray:
+        """One run of the model over these inputs (word-piece ids): their unit vectors."""
+        import numpy as np
+
+        width = max(len(ids) for ids in encoded)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros((len(encoded), width), dtype=np.int64)
+        for n, found in enumerate(encoded):
+            ids[n, : len(found)] = found
+            mask[n, : len(found)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
 _runs_on = threading.local()
@@ -225,6 +260,15 @@ def units(text: str) -> list[str]:
     if len(found) < 2:
         return []
     return [f"{head}\n{p}" if head else p for p in found]
+
+
+def build_workers() -> int:
+    """``BUILD_WORKERS``, at most one for each core this process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cores = os.cpu_count() or 1
+    return max(1, min(BUILD_WORKERS, cores))
 
 
 def model_file() -> Path | Unavailable:

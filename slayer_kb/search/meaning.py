@@ -148,30 +148,35 @@ class Meaning:
         guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
         stop: Callable[[], bool] = lambda: False,
         batch: int = 32,
+        workers: int | None = None,
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
         at a time, each batch written as it is made, so a search meanwhile uses what is there;
         then the vectors of their sentences (``encoder.units``) the cache lacks, which cost more
         and only refine a ranking, so meaning covers the KB first. ``guard`` is held while the
         index is read or written, never while the model runs (the warm server's command lock);
-        ``stop`` ends it between batches. Returns how many of the memories that lacked a
-        sentence vector have one now (0 when the encoder is not available)."""
+        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode``;
+        default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
+        every worker has runs to make. Returns how many of the memories that lacked a sentence
+        vector have one now (0 when the encoder is not available)."""
         if not encoder.installed():
             return 0
+        workers = workers or encoder.build_workers()
         with guard():
             covered, total = self.sentence_coverage()
             none: list[tuple[str, str]] = []
             missing = self._from_manifest(vectors.missing_sentences, none) if covered < total else none
         model: encoder.Encoder | encoder.Unavailable | None = None
         written: list[tuple[str, str]] = []
-        for at in range(0, len(missing), batch):
+        step = batch * workers
+        for at in range(0, len(missing), step):
             if stop():
                 return len(written)
             # One batch at a time across processes (filler.py): rows another process made while
             # this one waited are skipped, so no vector is made twice.
             with filler.batch(self.root):
                 try:
-                    made = self._fill_batch(missing[at : at + batch], guard, model)
+                    made = self._fill_batch(missing[at : at + step], guard, model, workers)
                 except sqlite3.Error:
                     return len(written)  # the index is being rebuilt: the next pass starts again
             if made is None:
@@ -179,20 +184,20 @@ class Meaning:
             model, rows = made
             written += rows
             if progress is not None:
-                progress(min(at + batch, len(missing)), len(missing))
+                progress(min(at + step, len(missing)), len(missing))
         # Every memory's units once per process (one stopped before may have left some), then
         # those of the memories this pass gave a vector.
         units = written
         if not self._units_checked:
             with guard():
                 units = self._from_manifest(vectors.made_sentences, none)
-        if self._fill_units(units, guard, stop, model, batch):
+        if self._fill_units(units, guard, stop, model, batch, workers):
             self._units_checked = True
         return len(written)
 
     def _fill_batch(
         self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]],
-        model: encoder.Encoder | encoder.Unavailable | None,
+        model: encoder.Encoder | encoder.Unavailable | None, workers: int,
     ) -> tuple[encoder.Encoder | encoder.Unavailable | None, list[tuple[str, str]]] | None:
         """Make and write one batch's vectors; (the model, if loaded, and the (id, hash) of the
         rows written), or None when the encoder cannot be loaded."""
@@ -213,7 +218,7 @@ class Meaning:
             fresh = [(m, digest) for m, digest in wanted if m in texts]
             new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
             rest = [(m, digest) for m, digest in fresh if digest not in new]
-            made = model.encode([texts[m] for m, _digest in rest])
+            made = model.encode([texts[m] for m, _digest in rest], workers)
             new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
             sentences.store(encoder.WHOLE_KEY, new)
             known.update(new)
@@ -230,7 +235,7 @@ class Meaning:
 
     def _fill_units(
         self, made: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]], stop: Callable[[], bool],
-        model: encoder.Encoder | encoder.Unavailable | None, batch: int,
+        model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
     ) -> bool:
         """Make the units of these (id, text hash) whose text is not yet under
         ``encoder.MODEL_KEY`` in the cache, then put its whole vector there: a whole vector under
@@ -246,7 +251,7 @@ class Meaning:
                 return False
             texts = self._texts(chunk, guard)
             whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
-            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, digest in chunk if digest in whole], model))
+            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, digest in chunk if digest in whole], model, workers))
             sentences.store(encoder.MODEL_KEY, whole)
         return True
 
@@ -261,19 +266,22 @@ class Meaning:
     @staticmethod
     def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
         """Vectors the cache holds under ``encoder.FITTING_KEY`` for these (hash, text) that
-        fit in one run of the model: made the same way then, so not made again."""
-        fit = [digest for (digest, _t), fits in zip(texts, model.fits([t for _d, t in texts]), strict=True) if fits]
-        return sentences.lookup(encoder.FITTING_KEY, fit)
+        fit in one run of the model: made the same way then, so not made again. Looked up
+        before they are tokenized: a cache without them (most) costs no tokenizing."""
+        found = sentences.lookup(encoder.FITTING_KEY, [digest for digest, _t in texts])
+        held = [(digest, t) for digest, t in texts if digest in found]
+        fits = model.fits([t for _d, t in held]) if held else []
+        return {digest: found[digest] for (digest, _t), ok in zip(held, fits, strict=True) if ok}
 
     @staticmethod
-    def _units(texts: list[str], model: encoder.Encoder) -> dict[str, bytes]:
+    def _units(texts: list[str], model: encoder.Encoder, workers: int) -> dict[str, bytes]:
         """The vectors of these texts' ``encoder.units`` that the cache lacks (hash -> packed)."""
         wanted = {sentences.text_hash(u): u for t in texts for u in encoder.units(t)}
         known = sentences.lookup(encoder.MODEL_KEY, wanted)
         missing = [(digest, u) for digest, u in wanted.items() if digest not in known]
         if not missing:
             return {}
-        made = model.encode([u for _d, u in missing])
+        made = model.encode([u for _d, u in missing], workers)
         return {digest: sentences.pack(vector) for (digest, _u), vector in zip(missing, made, strict=True)}
 
     def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
