@@ -8,8 +8,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,34 @@ def test_as_indexed_names_only_what_this_process_wrote_as_it_is(example_kb: Know
     assert kb.as_indexed({saved}) is True
     path.unlink()
     assert kb.as_indexed({saved}) is False
+
+
+def test_after_an_invalidate_the_watcher_syncs_a_file_it_had_as_indexed(example_kb: KnowledgeBase) -> None:
+    """``Index.invalidate`` (a save's index update failed) leaves nothing as indexed: the
+    watcher's event for a file this process indexed is synced, even with the file's size, inode
+    and mtime as that update read them (rewritten in place, its mtime put back)."""
+    kb = example_kb
+    kb.ensure_fresh()
+    saved = kb.save_memory("A quorvex note about refunds.", ["orders.amount"]).memory_id
+    path = kb.root / "memories" / f"{saved}.yaml"
+    # An mtime ahead of the clock: the index takes the file as young (re-read by its bytes on
+    # every pass) however long this machine takes between the steps.
+    ahead = time.time_ns() + 3600 * 10**9
+    os.utime(path, ns=(ahead, ahead))
+    kb.refresh([saved])
+    with path.open("r+b") as handle:  # the same inode and size
+        text = handle.read()
+        handle.seek(0)
+        handle.write(text.replace(b"quorvex", b"zintaro"))
+    os.utime(path, ns=(ahead, ahead))
+    assert kb.as_indexed({saved}) is True  # a signature cannot tell this edit
+    kb.index.invalidate()
+    assert kb.as_indexed({saved}) is False
+    synced: list[SyncReport] = []
+    result = watch._sync(kb, synced.append, watch._Reporter(StringIO()), nullcontext(), named={saved},
+                         unless_indexed=True)
+    assert (result, [report.updated for report in synced]) == ((True, True), [1])
+    assert [h["id"] for h in kb.search("zintaro").memories] == [saved]
 
 
 @contextmanager

@@ -363,7 +363,9 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 10 examples (each a new KB and up to 14 writes): the reuse of unchanged segments' readers it
+# rests on has its own test (test_whoosh_contract.py, reader_reusing).
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_a_warm_searcher_reopened_after_writes_answers_as_a_fresh_one(tmp_path_factory: pytest.TempPathFactory,
                                                                       ops: list[tuple[str, int, list[str]]]) -> None:

@@ -84,6 +84,9 @@ def test_whole_vectors_cached_before_units_are_taken_not_made_again(empty_kb: Kn
     assert len(sentences.lookup(encoder.MODEL_KEY, [sentences.text_hash(u) for u in encoder.units(text)])) == 3
 
 
+# The encoder makes ~800 vectors (15 s of CPU, the default run's most): in the slow suite. The
+# default run keeps a floor with sentence vectors and units on the third set (test_search_sentences).
+@pytest.mark.slow
 def test_the_first_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
     """With sentence vectors and their units: fused 87.5% / 97.8% (top-1 / top-3), 85.9% / 95.1%
     with the whole texts' vectors alone; paraphrases 79% / 96%."""

@@ -33,19 +33,23 @@ pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this s
 FIXED_DATES = {"GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z"}
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie nobody reaped yet counts as gone)."""
+def started(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/PID/stat); None when it is gone (a zombie
+    nobody reaped yet counts as gone). Two test runs side by side wrap pid_max (32,768) within
+    minutes: a pid of a server that exited soon names another process, which has another start,
+    so no test waits for it or kills it."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return None if fields[0] == "Z" else fields[19]
     except FileNotFoundError:
-        return False
-    except OSError:
+        return None
+    except OSError:  # no /proc: whatever process has the pid
         try:
             os.kill(pid, 0)
         except OSError:
-            return False
-        return True
+            return None
+        return "?"
 
 
 class Servers:
@@ -58,7 +62,7 @@ class Servers:
         self.tmp_path = tmp_path
         self.install = str(install)
         self.roots: set[Path] = set()
-        self.pids: set[int] = set()
+        self.pids: dict[int, str | None] = {}  # each server seen, with its start (started())
         blocker = tmp_path / "blocker" / "whoosh"
         blocker.mkdir(parents=True)
         (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
@@ -86,24 +90,42 @@ class Servers:
         self.roots.add(root)
         found = eventually(lambda: (s := self.status(root)) and s.get("ready") and s, f"a server for {root}")
         assert isinstance(found, dict)
-        self.pids.add(found["pid"])
+        self.seen(found["pid"])
         return found
 
+    def seen(self, pid: int) -> str | None:
+        return self.pids.setdefault(pid, started(pid))
+
+    def alive(self, pid: int) -> bool:
+        born = self.seen(pid)
+        return born is not None and started(pid) == born
+
     def wait_down(self, pid: int) -> None:
-        eventually(lambda: not alive(pid), f"server {pid} exiting")
+        eventually(lambda: not self.alive(pid), f"server {pid} exiting")
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL the server ``pid``, if it is still that server."""
+        if self.alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def stop_all(self) -> None:
         for root in self.roots:
             answer = relay.control(root, "status")
             if answer is not None:
-                self.pids.add(answer["pid"])
+                self.seen(answer["pid"])
                 relay.control(root, "stop")
+        for pid in self.pids:
+            if self.alive(pid):
+                # As Ctrl-C would: a server that a loaded machine kept from answering the stop
+                # above stops too (it finishes a command first), instead of being waited for.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + WAIT_SECONDS
         for pid in self.pids:
-            while alive(pid) and time.monotonic() < deadline:
+            while self.alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            self.kill(pid)
 
 
 def started_servers(root: Path) -> list[str]:
@@ -558,7 +580,7 @@ def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers
         try:
             eventually(lambda: (s := servers.status(root)) and (s.get("current") or "").startswith("--kb"),
                        "the server running the save")
-            os.kill(pid, signal.SIGKILL)
+            servers.kill(pid)
             servers.wait_down(pid)
         finally:
             lock.release()
@@ -594,8 +616,7 @@ def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_p
         eventually(lambda: client.poll() is not None or (s := servers.status(root)) is None
                    or (s.get("current") or "").startswith("--kb"), "the server running the save")
         time.sleep(delay)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+        servers.kill(pid)
         out, err = client.communicate(timeout=120)
     finally:
         if client.poll() is None:

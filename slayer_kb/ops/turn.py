@@ -18,6 +18,7 @@ import secrets
 import socket
 import time
 
+from ..store import claims
 from ..store.repo import GitStore
 
 NAMESPACE = "refs/slayer-kb/turn/"
@@ -26,9 +27,6 @@ SEEN = "refs/slayer-kb/seen-turn/"
 # A turn no push released for this long is taken over: far above what one attempt takes under
 # load (seconds), so a live holder never loses it.
 TURN_SECONDS = 20.0
-# How a push says another clone has the turn (its ref exists, or changed): any other refusal (a
-# hook, a protected namespace) means this remote takes no turns.
-_TAKEN = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
 # How often a sync waiting for another clone's turn looks again (each look is one fetch), and
 # how long it waits in all before it races as without turns (a bound on a run of others' turns).
 POLL_SECONDS = 0.25
@@ -91,18 +89,13 @@ class Turn:
 
     def _claim(self, expected: str) -> bool:
         """Create the turn (``expected`` "") or take over ``expected``'s; whether it is ours."""
-        objects = self.store.objects
-        stamp = int(time.time())
-        body = (f"tree {objects.write('tree', b'')}\n"
-                f"author slayer-kb <slayer-kb@localhost> {stamp} +0000\n"
-                f"committer slayer-kb <slayer-kb@localhost> {stamp} +0000\n\n"
-                f"sync turn of {socket.gethostname()} pid {os.getpid()} {secrets.token_hex(4)}\n")
-        turn = objects.write("commit", body.encode())
-        proc = self.store.git("push", "--porcelain", self.remote, f"--force-with-lease={self.ref}:{expected}",
-                              f"{turn}:{self.ref}", check=False)
-        if proc.returncode == 0:
+        turn = claims.holder_commit(
+            self.store, f"sync turn of {socket.gethostname()} pid {os.getpid()} {secrets.token_hex(4)}\n")
+        # Unreachable now, just after a fetch: as a refusal, the sync races as without turns.
+        outcome = (claims.claim(self.store, self.remote, turn, {self.ref: expected}) or {}).get(self.ref, claims.REFUSED)
+        if outcome == claims.CREATED:
             self.mine = turn
             self._other = None
-        elif not any(word in (proc.stdout + proc.stderr).decode("utf-8", "replace") for word in _TAKEN):
+        elif outcome == claims.REFUSED:
             self.refused = True
-        return proc.returncode == 0
+        return outcome == claims.CREATED

@@ -564,6 +564,7 @@ class Index(Reads, Meaning):
         """Make the next freshness check fail, so the next command brings the index up to date;
         with ``vectors``, it also makes every memory's vector again (the table was damaged)."""
         self.close()
+        self._indexed = {}  # nothing is as indexed now: a watcher's event for any file is synced
         state = self._read_state()
         try:
             if state is None:
@@ -583,7 +584,6 @@ class Index(Reads, Meaning):
         """Memories changed within the timestamp granularity: they wait for a re-read by content."""
         state = self._read_state()
         return sorted(state["young"]) if state else []
-
 
 
 def _note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:

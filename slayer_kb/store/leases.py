@@ -38,7 +38,6 @@ import os
 import random
 import secrets
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from pathlib import Path
 import filelock
 
 from ..core.errors import StoreError
+from . import claims
 from .repo import GitStore
 
 BLOCK = 100
@@ -58,10 +58,6 @@ OFFLINE_BLOCKS = 80_000_000
 SPARE = BLOCK // 2
 # A lease that races another clone for the same block tries the next free one this many times.
 ATTEMPTS = 12
-NETWORK_SECONDS = 30.0
-# How a push says another clone created the ref first: known to the client ("stale info"), or found
-# by the remote while it updated the ref ("failed to update ref": "reference already exists").
-_RACES = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
 STATE_FILE = "slayer-kb-ids.json"
 LOCK_FILE = "slayer-kb-ids.lock"
 
@@ -127,7 +123,7 @@ class IdLeases:
         except OSError:
             seen = None
         if seen is None or seen != self._config_seen:
-            proc = self._git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge))$", check=False)
+            proc = self.store.git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge))$", check=False)
             config: dict[str, str] = {}
             for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
                 key, _, value = item.partition("\n")
@@ -251,7 +247,7 @@ class IdLeases:
 
     def _remote_blocks(self, remote: Remote) -> set[int] | None:
         """The blocks leased on the remote, or None when it cannot be reached."""
-        proc = self._network("ls-remote", "--refs", remote.name, f"{NAMESPACE}*")
+        proc = claims.network(self.store, "ls-remote", "--refs", remote.name, f"{NAMESPACE}*")
         if proc is None or proc.returncode != 0:
             return None
         blocks = set()
@@ -266,39 +262,16 @@ class IdLeases:
         """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
         created, and "answered" (created, or beaten to it by another clone), "refused" (the remote
         answered no: a hook, a protected namespace, no right to push) or "unreachable"."""
-        commit = self._lease_commit(blocks)
-        refs = [f"{NAMESPACE}{k}" for k in blocks]
-        proc = self._network(
-            "push", "--porcelain", *[f"--force-with-lease={ref}:" for ref in refs], remote.name,
-            *[f"{commit}:{ref}" for ref in refs],
-        )
-        if proc is None:
-            return [], "unreachable"
-        created = []
-        answered = False
-        for line in proc.stdout.decode("utf-8", "replace").splitlines():
-            flag, _, rest = line.partition("\t")
-            target, _, summary = rest.partition("\t")
-            target = target.partition(":")[2]
-            if not target.startswith(NAMESPACE):
-                continue
-            if flag in ("*", " ", "+"):
-                created.append(int(target[len(NAMESPACE):]))
-                answered = True
-            elif any(race in summary for race in _RACES):
-                answered = True  # another clone holds the block (or took it just now): try the next
-        # No line for our refs: the push never got to them (no credentials to write, say); as a
-        # refusal, since the caller has just read the remote's refs.
-        return created, "answered" if answered else "refused"
-
-    def _lease_commit(self, blocks: list[int]) -> str:
-        """An empty commit that says who leased the blocks, for ``git log refs/slayer-kb/ids/K``."""
-        empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", input=b"").stdout.decode().strip()
         spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
-        message = f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.store.top.name}.\n"
-        env = {"GIT_AUTHOR_NAME": "slayer-kb", "GIT_AUTHOR_EMAIL": "slayer-kb@localhost",
-               "GIT_COMMITTER_NAME": "slayer-kb", "GIT_COMMITTER_EMAIL": "slayer-kb@localhost"}
-        return self._git("commit-tree", empty, "-F", "-", input=message.encode(), env=env).stdout.decode().strip()
+        # For ``git log refs/slayer-kb/ids/K``: who leased the block.
+        commit = claims.holder_commit(
+            self.store, f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.store.top.name}.\n")
+        outcome = claims.claim(self.store, remote.name, commit, {f"{NAMESPACE}{k}": "" for k in blocks})
+        if outcome is None:
+            return [], "unreachable"
+        created = [int(ref[len(NAMESPACE):]) for ref, said in outcome.items() if said == claims.CREATED]
+        # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
+        return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
 
     # -- the state file ------------------------------------------------------------------------
 
@@ -335,20 +308,3 @@ class IdLeases:
             os.replace(tmp, path)
         except OSError as exc:
             raise StoreError(f"Cannot write {path}: {exc.strerror}; is the repository writable?") from None
-
-    def _git(self, *args: str, check: bool = True, input: bytes | None = None,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-        return self.store.git(*args, check=check, input=input, env=env)
-
-    def _network(self, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-        """``git ARGS`` that talks to the remote: never waiting on a password prompt, at most
-        ``NETWORK_SECONDS``; None when it timed out (a lease then falls back to offline ids)."""
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=self.store.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=NETWORK_SECONDS, check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        except FileNotFoundError:
-            raise StoreError("git is not installed or not on PATH; install git first.") from None

@@ -1,0 +1,72 @@
+"""Refs a clone claims on a remote: "this clone holds it", said by creating a ref there.
+
+Id leases (leases.py) and a sync's turn (ops/turn.py) push a small commit that says who holds a
+block of ids or the turn to a ref under ``refs/slayer-kb/``, only if the remote's ref is what this
+clone expects: absent (``--force-with-lease=<ref>:``, git's atomic "create only if it does not
+exist"), or the holder a takeover replaces. git refuses the push of a ref another clone created
+or moved first, so no two clones ever hold the same one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping
+
+from ..core.errors import StoreError
+from .repo import GitStore
+
+CREATED, TAKEN, REFUSED = "created", "taken", "refused"
+# How a push says another clone holds the ref: known to the client ("stale info"), or found by
+# the remote while it updated the ref ("failed to update ref": "reference already exists").
+_TAKEN = ("stale info", "already exists", "fetch first", "failed to update ref", "failed to lock", "cannot lock")
+NETWORK_SECONDS = 30.0
+_WHO = "slayer-kb <slayer-kb@localhost>"
+
+
+def holder_commit(store: GitStore, message: str) -> str:
+    """An empty commit by slayer-kb whose message says who holds a ref (``git log REF``)."""
+    objects = store.objects
+    stamp = int(time.time())
+    body = (f"tree {objects.write('tree', b'')}\nauthor {_WHO} {stamp} +0000\ncommitter {_WHO} {stamp} +0000\n\n"
+            f"{message}")
+    return objects.write("commit", body.encode())
+
+
+def claim(store: GitStore, remote: str, commit: str, expected: Mapping[str, str]) -> dict[str, str] | None:
+    """Point each ref of ``expected`` at ``commit`` on ``remote`` in one push, each only if the
+    remote's ref is the object ``expected`` maps it to ("": only if it does not exist). Each
+    ref's outcome: CREATED; TAKEN, another clone holds it (created or moved it first); or
+    REFUSED, the remote answered no (a hook, a protected namespace, no right to push) or the
+    push never got to the ref. None when the remote cannot be reached."""
+    proc = network(store, "push", "--porcelain", *[f"--force-with-lease={ref}:{old}" for ref, old in expected.items()],
+                   remote, *[f"{commit}:{ref}" for ref in expected])
+    if proc is None:
+        return None
+    outcome = dict.fromkeys(expected, REFUSED)
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        flag, _, rest = line.partition("\t")
+        target, _, summary = rest.partition("\t")
+        ref = target.partition(":")[2]
+        if ref not in outcome:
+            continue
+        if flag in ("*", " ", "+"):
+            outcome[ref] = CREATED
+        elif any(word in summary for word in _TAKEN):
+            outcome[ref] = TAKEN
+    return outcome
+
+
+def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """``git ARGS`` that talks to the remote: never waiting on a password prompt, at most
+    ``NETWORK_SECONDS``; None when it timed out."""
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=store.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=NETWORK_SECONDS, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    except FileNotFoundError:
+        raise StoreError("git is not installed or not on PATH; install git first.") from None
