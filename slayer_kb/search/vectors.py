@@ -124,16 +124,13 @@ def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]]) 
 
 def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
     """The sentence cosine of each of these memories that has a sentence vector, read by id."""
-    out: dict[str, float] = {}
-    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
-        chunk = memory_ids[at : at + _BY_ID_CHUNK]
-        found = db.execute(
-            f"SELECT id, svec FROM vectors WHERE svec IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
-        ).fetchall()
-        if found:
-            scores = sentences.unpack([r[1] for r in found], SENTENCE_DIMENSIONS) @ vector
-            out.update(zip((r[0] for r in found), scores.tolist(), strict=True))
-    return out
+    found = sentence_vectors_by_id(db, memory_ids)
+    if not found:
+        return {}
+    import numpy as np
+
+    scores = np.stack(list(found.values())) @ vector
+    return dict(zip(found, scores.tolist(), strict=True))
 
 
 def sentence_vectors_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> dict[str, np.ndarray]:
