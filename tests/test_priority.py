@@ -7,6 +7,7 @@ threads that run commands."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -59,6 +60,17 @@ def test_a_command_runs_lower_and_zero_steps_leave_it_as_it_is() -> None:
     assert priority.command(argv, 0) == argv
     assert subprocess.run(priority.command(argv, 7), capture_output=True, text=True, check=True).stdout == (
         f"{min(priority.MAX, BASE + 7)}\n")
+
+
+def test_a_missing_git_run_lower_still_says_git_is_not_installed(tmp_path: Path) -> None:
+    # A PATH holding `nice` but no git: the error is slayer-kb's, not nice's own words.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nice").symlink_to(shutil.which("nice") or "/usr/bin/nice")
+    script = ("from pathlib import Path; from slayer_kb.store.repo import run_git\n"
+              "try: run_git(['--version'], Path('.'), niceness=5)\nexcept Exception as exc: print(exc)")
+    out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PATH": str(tmp_path / "bin")},
+                         capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout == "git is not installed or not on PATH; install git first.\n"
 
 
 def test_a_thread_runs_lower_and_the_others_do_not() -> None:

@@ -69,13 +69,15 @@ def command(argv: list[str], steps: int) -> list[str]:
     when ``steps`` is 0 or there is no ``nice``."""
     if steps <= 0:
         return argv
-    program = _nice()
-    return argv if program is None else [program, "-n", str(steps), *argv]
+    program, target = _which("nice"), _which(argv[0])
+    # A missing program is run as it is, so that its caller's own "not installed" error holds
+    # (``nice`` would report it in words of its own).
+    return argv if program is None or target is None else [program, "-n", str(steps), target, *argv[1:]]
 
 
 @cache
-def _nice() -> str | None:
-    """The ``nice`` program, looked up once per process."""
+def _which(name: str) -> str | None:
+    """A program's path, looked up once per process."""
     import shutil
 
-    return shutil.which("nice")
+    return shutil.which(name)
