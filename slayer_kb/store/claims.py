@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 
 from ..core.errors import StoreError
-from .repo import GitStore
+from .repo import GIT_MISSING, GitStore
 
 CREATED, TAKEN, REFUSED = "created", "taken", "refused"
 # How a push says another clone holds the ref: known to the client ("stale info"), or found by
@@ -69,4 +69,4 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
     except subprocess.TimeoutExpired:
         return None
     except FileNotFoundError:
-        raise StoreError("git is not installed or not on PATH; install git first.") from None
+        raise StoreError(GIT_MISSING) from None

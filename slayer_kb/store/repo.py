@@ -45,6 +45,7 @@ _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
+GIT_MISSING = "git is not installed or not on PATH; install git first."  # run_git's, claims.network's
 
 
 def run_git(
@@ -62,7 +63,7 @@ def run_git(
             priority.command(["git", *args], niceness), cwd=cwd, input=input, env=full_env, capture_output=True,
             check=False)
     except FileNotFoundError:
-        raise StoreError("git is not installed or not on PATH; install git first.") from None
+        raise StoreError(GIT_MISSING) from None
     return checked(args, proc) if check else proc
 
 
