@@ -12,7 +12,9 @@ after every change. The first (heldout/: 37 memories, 69 questions) has six long
 encoder's 256 word pieces; the second (heldout2/: 54 memories in 4 projects, 70 questions) puts
 its paraphrases into crowded neighbourhoods of notes on neighbouring topics; the third
 (heldout3/: 51 memories in 4 projects, 74 questions) aims them into near-duplicate clusters too,
-without naming the detail that tells the notes apart.
+without naming the detail that tells the notes apart; the fourth (heldout4/: 60 memories in 4
+projects, 86 questions) is mostly long notes as agents write them, and asks about one fact
+inside them.
 
     python -m bench.relevance          # prints the tables: by set and channel, then by kind
 """
@@ -36,10 +38,11 @@ from slayer_kb.search import Request, run
 
 HERE = Path(__file__).resolve().parent
 # The held-out sets come last and are never tuned on (their questions.yaml say how they were written).
-HELD_OUT = ("held-out", "held-out 2", "held-out 3")
+HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4")
 SETS = {
     "first": HERE, "second": HERE / "second", "third": HERE / "third",
     HELD_OUT[0]: HERE / "heldout", HELD_OUT[1]: HERE / "heldout2", HELD_OUT[2]: HERE / "heldout3",
+    HELD_OUT[3]: HERE / "heldout4",
 }
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"
