@@ -1,0 +1,47 @@
+"""What a careless or hostile user does that the other suites did not: a setting in the
+environment that is no number, a knowledge base on a read-only file system. Each gets one
+``Error: ...`` line that names the problem and the fix, exit 1, no traceback, and nothing
+written."""
+
+from __future__ import annotations
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, Watcher, git, json_of
+
+LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
+               "above 0 (the default is 65536) or unset it.\n")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e6", "６５５３６"])
+def test_a_size_limit_that_is_no_number_is_an_error(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                     value: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    env = {"SLAYER_KB_MAX_CONTENT": value}
+    saved = invoke_cli("--kb", root, "save", "Refunds are netted", "-e", "shop.orders.amount", env=env)
+    assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", LIMIT_ERROR.format(value=value))
+    found = invoke_cli("--kb", root, "--json", "search", "refunds", env=env)
+    assert (found.returncode, json_of(found)) == (1, {"error": {
+        "type": "invalid_input", "message": LIMIT_ERROR.format(value=value).removeprefix("Error: ").strip()}})
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_size_limit_in_bytes_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    proc = invoke_cli("--kb", root, "save", "twelve bytes", "-e", "shop.orders.amount",
+                      env={"SLAYER_KB_MAX_CONTENT": " 11 "})
+    assert (proc.returncode, proc.stderr) == (1, "Error: learning is 12 bytes; the limit is 11 bytes. Split it into "
+                                                 "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n")
+
+
+def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher: Watcher, run_cli: CliRunner) -> None:
+    # A write runs in its turn, in its client's environment. (A read the server runs beside a
+    # write uses no limit and reads none of its client's environment.)
+    head = git(watcher.root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", watcher.root, "save", "Refunds are netted", "-e", "shop.orders.amount",
+                   env={"SLAYER_KB_MAX_CONTENT": "abc"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", LIMIT_ERROR.format(value="abc"))
+    assert git(watcher.root, "rev-parse", "HEAD") == head
+    assert '"served": 1' in run_cli("--kb", watcher.root, "--json", "server", "status").stdout  # relayed
