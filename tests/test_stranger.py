@@ -5,6 +5,8 @@ written."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -45,3 +47,16 @@ def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher: Watcher, run
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", LIMIT_ERROR.format(value="abc"))
     assert git(watcher.root, "rev-parse", "HEAD") == head
     assert '"served": 1' in run_cli("--kb", watcher.root, "--json", "server", "status").stdout  # relayed
+
+
+@pytest.mark.parametrize("remote", ["--upload-pack=touch pwned", "", "two words", "origin:main"])
+def test_sync_refuses_what_is_no_remote_name(example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path,
+                                             remote: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, "sync", "--remote", remote, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {remote!r} is not a git remote's name (empty, starting with '-', or holding a space or one "
+        "of ~^:?*[\\); pass --remote with one that 'git remote -v' lists.\n"))
+    assert not (tmp_path / "pwned").exists() and not (root / "pwned").exists()
+    assert git(root, "rev-parse", "HEAD") == head
