@@ -113,9 +113,21 @@ def kept_line(kept: list[str]) -> str:
     return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
 
 
+# C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)}
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as ``\\xNN``:
+    memories are written by agents and read by people, and an escape sequence in one must not
+    retitle, clear or recolour the reader's terminal, or write its clipboard (OSC 52); a lone
+    carriage return must not overwrite the line it is on. ``--json`` keeps the exact text."""
+    return text.replace("\r\n", "\n").translate(_CONTROLS)
+
+
 def fail(settings: Settings | None, error: KBError) -> NoReturn:
     message = str(error)
-    click.echo(f"Error: {message}", err=True)
+    click.echo(f"Error: {for_terminal(message)}", err=True)
     if settings is not None and settings.json:
         click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
     sys.exit(1)
@@ -138,7 +150,7 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     else:
         text = human() if callable(human) else human
         if text:
-            click.echo(text)
+            click.echo(for_terminal(text))
 
 
 @overload

@@ -12,11 +12,11 @@ import click
 
 from ..core.results import ImportResult
 from ..core.text import warning_lines
-from .common import Settings, emit, json_option, memory_text, pass_settings
+from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
 def _ask_reopen(problem: str) -> bool:
-    click.echo(problem, err=True)
+    click.echo(for_terminal(problem), err=True)
     try:
         return click.confirm("Reopen the editor?", default=True, err=True)
     except click.Abort:  # no terminal and no answer on stdin: do not loop
