@@ -90,3 +90,18 @@ def test_control_characters_in_an_error_never_reach_the_terminal(example_kb: Kno
     proc = invoke_cli("--kb", example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
     assert (proc.returncode, proc.stderr) == (1, "Error: Unknown revision 'HEAD\\x1b]0;pwned\\x07': give a commit, "
                                                  "branch or tag (see 'git log').\n")
+
+
+def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, "edit", "5")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
+        "Set EDITOR to a command that edits the file it is given, or change the memory with "
+        "'slayer-kb update ID' (MCP: mem_update).\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    assert list((root / ".slayer-kb" / "tmp").iterdir()) == []  # no draft left behind
