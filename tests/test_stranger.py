@@ -105,3 +105,20 @@ def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(example_kb: Kno
         "'slayer-kb update ID' (MCP: mem_update).\n"))
     assert git(root, "rev-parse", "HEAD") == head
     assert list((root / ".slayer-kb" / "tmp").iterdir()) == []  # no draft left behind
+
+
+@pytest.mark.parametrize("inside", [".", "memories", "sessions/deeper", ".slayer-kb"])
+def test_an_export_into_the_kb_itself_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                 inside: str) -> None:
+    root = example_kb.root
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".git" not in p.parts)
+    proc = invoke_cli("--kb", root, "export-slayer", root / inside)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {root / inside} is the knowledge base's own folder (or inside its memories, sessions, datasources, "
+        "models, .slayer-kb): the export would write its memories/<id>.md files among the KB's. Export to another "
+        "folder, e.g. ./slayer-storage.\n"))
+    after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".git" not in p.parts)
+    assert after == before
+    # beside the KB's folders, in a folder of its own, it writes
+    written = invoke_cli("--kb", root, "export-slayer", root / "slayer-storage", check=True)
+    assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
