@@ -126,3 +126,20 @@ def test_docs_index_lists_every_page():
         if page.name != "README.md":
             assert page.name in linked, f"docs/README.md does not link {page.name}"
     assert index.startswith("# ")
+
+
+SERVER_VARIABLES = ("SLAYER_KB_SERVER=", "SLAYER_KB_SERVER_IDLE=", "SLAYER_KB_WRITE_NICENESS=",
+                    "SLAYER_KB_BUILD_WORKERS=")
+
+
+def test_the_server_help_and_page_name_every_setting_of_the_server():
+    from click.testing import CliRunner
+
+    from slayer_kb.cli import cli
+
+    result = CliRunner().invoke(cli, ["server", "--help"])
+    assert result.exit_code == 0, result.output
+    page = (DOCS / "server.md").read_text(encoding="utf-8")
+    for variable in SERVER_VARIABLES:
+        assert variable in result.output, f"`slayer-kb server --help` does not name {variable}"
+        assert f"`{variable[:-1]}`" in page, f"docs/server.md does not name {variable}"

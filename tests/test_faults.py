@@ -452,6 +452,11 @@ def read_only(path: Path) -> contextlib.AbstractContextManager[None]:
     )
 
 
+# What a refusal to write adds: why slayer-kb writes there and the fix.
+UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
+              "or clone it somewhere writable")
+
+
 def assert_one_error_line(proc: subprocess.CompletedProcess[str], expected: str) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1
@@ -476,10 +481,10 @@ def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, invoke_cli:
             ("delete-model", "shop.refunds"),
         ):
             proc = invoke_cli("--kb", root, *args)
-            assert_one_error_line(proc, f"Cannot take the lock in {state}: Read-only file system.")
+            assert_one_error_line(proc, f"Cannot take the lock in {state}: Read-only file system; {UNWRITABLE}.")
         json_proc = invoke_cli("--kb", root, "--json", "save", "new", "-e", "orders.amount")
         assert json.loads(json_proc.stdout) == {
-            "error": {"type": "store", "message": f"Cannot take the lock in {state}: Read-only file system."}
+            "error": {"type": "store", "message": f"Cannot take the lock in {state}: Read-only file system; {UNWRITABLE}."}
         }
         # Reading needs no write while the index is current.
         proc = invoke_cli("--kb", root, "--json", "search", "refunds")
@@ -492,9 +497,7 @@ def test_read_only_kb_gives_a_clear_error(catalog_kb: KnowledgeBase, invoke_cli:
     shutil.rmtree(state)
     with read_only(root):
         proc = invoke_cli("--kb", root, "save", "new", "-e", "orders.amount")
-        assert_one_error_line(
-            proc, f"Cannot create {state}: Read-only file system. Is the knowledge base writable?"
-        )
+        assert_one_error_line(proc, f"Cannot create {state}: Read-only file system; {UNWRITABLE}.")
     assert KnowledgeBase(root).get("kept").to_dict()["learning"] == "Refunds are negative amounts"
 
 

@@ -51,9 +51,8 @@ class Settings:
     def kb(self) -> KnowledgeBase:
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
-            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
-            self.preset.kb.max_content = int(max_content) if max_content else DEFAULT_MAX_CONTENT
+            self.preset.kb.max_content = max_content()
         if self._kb is None:
             path = self.kb_path or os.environ.get("SLAYER_KB")
             root = Path(path) if path else find_kb_root(Path.cwd())
@@ -62,17 +61,26 @@ class Settings:
                     "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
                     "(a folder with memories/). Create one with 'slayer-kb init DIR'."
                 )
-            max_content = os.environ.get("SLAYER_KB_MAX_CONTENT")
-            kwargs: dict[str, Any] = {"author": self.author}
-            if max_content:
-                kwargs["max_content"] = int(max_content)
-            self._kb = KnowledgeBase(root, **kwargs)
+            self._kb = KnowledgeBase(root, author=self.author, max_content=max_content())
             # Closed with the command, not left to the process's exit: the CLI also runs inside
             # a longer-lived process (the tests' in-process runner, testing/cli.py).
             context = click.get_current_context(silent=True)
             if context is not None:
                 context.find_root().call_on_close(self._kb.close)
         return self._kb
+
+
+def max_content() -> int:
+    """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
+    value = os.environ.get("SLAYER_KB_MAX_CONTENT", "").strip()
+    if not value:
+        return DEFAULT_MAX_CONTENT
+    limit = int(value) if value.isascii() and value.isdigit() else 0
+    if limit < 1:
+        raise InvalidInputError(
+            f"SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
+            f"above 0 (the default is {DEFAULT_MAX_CONTENT}) or unset it.")
+    return limit
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -105,9 +113,21 @@ def kept_line(kept: list[str]) -> str:
     return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
 
 
+# C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)}
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as ``\\xNN``:
+    memories are written by agents and read by people, and an escape sequence in one must not
+    retitle, clear or recolour the reader's terminal, or write its clipboard (OSC 52); a lone
+    carriage return must not overwrite the line it is on. ``--json`` keeps the exact text."""
+    return text.replace("\r\n", "\n").translate(_CONTROLS)
+
+
 def fail(settings: Settings | None, error: KBError) -> NoReturn:
     message = str(error)
-    click.echo(f"Error: {message}", err=True)
+    click.echo(f"Error: {for_terminal(message)}", err=True)
     if settings is not None and settings.json:
         click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
     sys.exit(1)
@@ -130,7 +150,7 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     else:
         text = human() if callable(human) else human
         if text:
-            click.echo(text)
+            click.echo(for_terminal(text))
 
 
 @overload

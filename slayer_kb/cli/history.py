@@ -12,11 +12,11 @@ import click
 
 from ..core.results import ImportResult
 from ..core.text import warning_lines
-from .common import Settings, emit, json_option, memory_text, pass_settings
+from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
 def _ask_reopen(problem: str) -> bool:
-    click.echo(problem, err=True)
+    click.echo(for_terminal(problem), err=True)
     try:
         return click.confirm("Reopen the editor?", default=True, err=True)
     except click.Abort:  # no terminal and no answer on stdin: do not loop
@@ -32,7 +32,7 @@ def edit(settings: Settings, memory_id: str) -> None:
 
     On a problem (bad YAML, an unknown key, an entity that does not resolve) the problem is shown
     and the editor can be reopened; nothing is committed until the file is valid. Closing the
-    editor without a change commits nothing.
+    editor without a change commits nothing. With neither variable set, vi, on a terminal only.
 
     \b
     Example:

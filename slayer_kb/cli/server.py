@@ -47,7 +47,11 @@ def server() -> None:
     \b
     SLAYER_KB_SERVER=off runs every command in its own process; manual relays to a running
     server but starts none; on (the default, except where CI is set) starts one on demand.
-    SLAYER_KB_SERVER_IDLE=SECONDS sets its idle exit (default 300). See docs/server.md.
+    SLAYER_KB_SERVER_IDLE=SECONDS sets its idle exit (default 300).
+    SLAYER_KB_WRITE_NICENESS=STEPS runs a write's spare work (its git processes, the server's
+    sentence model) that many steps lower, so reads go first (0-19, default 10; 0: off).
+    SLAYER_KB_BUILD_WORKERS=N makes N sentence model runs at once while vectors are built
+    (default 2, at most one for each core). See docs/server.md.
 
     \b
     Examples:

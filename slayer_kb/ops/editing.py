@@ -16,6 +16,7 @@ import os
 import shlex
 import stat
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -54,8 +55,14 @@ def check_memory_text(
 
 
 def editor_command() -> list[str]:
-    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or DEFAULT_EDITOR
-    parts = shlex.split(command)
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if command is None and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+        # An agent's call: vi with no terminal would print its screen codes as output, or wait.
+        raise InvalidInputError(
+            "No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
+            "Set EDITOR to a command that edits the file it is given, or change the memory with "
+            "'slayer-kb update ID' (MCP: mem_update).")
+    parts = shlex.split(command or DEFAULT_EDITOR)
     if not parts:
         raise InvalidInputError("$VISUAL / $EDITOR is blank; set it to your editor, e.g. EDITOR=nano.")
     return parts

@@ -52,10 +52,13 @@ from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError
 from ..core.ids import case_conflict, check_id, check_new_id
+from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
+from ..core.session import SESSIONS_DIR
 from ..search import lookups
 from ..store.repo import Change
+from ..store.state import STATE_DIR
 from ..transaction import memory_change
 from . import sessions
 
@@ -196,8 +199,20 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
 
 
 
+# The folders of a KB that an export must not write into.
+_OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
+
+
 def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
+    where = Path(folder).resolve()
+    if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
+        # The KB's memories/ would hold a .md beside each .yaml, which validate would then ask
+        # to rename over it.
+        raise InvalidInputError(
+            f"{folder} is the knowledge base's own folder (or inside its {', '.join(_OWN_FOLDERS)}): the "
+            "export would write its memories/<id>.md files among the KB's. Export to another folder, "
+            "e.g. ./slayer-storage.")
     target = Path(folder) / "memories"
     target.mkdir(parents=True, exist_ok=True)
     kb.ensure_fresh()

@@ -58,6 +58,8 @@ PUSH_ATTEMPTS = 30
 # often this sync was refused, so the clone that has waited longest is the first back at the
 # remote (a growing wait would favour the newcomers, which push without waiting, and starve it).
 BACKOFF_WINDOW = 0.6
+# Characters git refuses in a ref name, and so in a remote's (git check-ref-format).
+_NOT_IN_NAMES = "~^:?*[\\"
 _JITTER = random.Random()  # noqa: S311 (spreads clones out; nothing secret)
 
 
@@ -81,6 +83,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     result.branch = branch
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
+    if not remote or remote[0] == "-" or any(ch.isspace() or ch in _NOT_IN_NAMES for ch in remote):
+        raise InvalidInputError(
+            f"{remote!r} is not a git remote's name (empty, starting with '-', or holding a space or one of "
+            f"{_NOT_IN_NAMES}); pass --remote with one that 'git remote -v' lists."
+        )
     if kb.git_setting(f"remote.{remote}.url") is None:
         raise InvalidInputError(
             f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."

@@ -242,12 +242,14 @@ _runs_on = threading.local()
 def runs_on(pool: Executor | None) -> Iterator[None]:
     """For the block, the model runs (``Encoder.encode``) this thread asks for are made on
     ``pool`` (None: here): the warm server's filler makes them on a thread of lower priority
-    (core/priority.py) while it reads and writes the index on its own."""
+    (core/priority.py) while it reads and writes the index on its own. A block inside another
+    gives the outer one's pool back when it ends."""
+    outer: Executor | None = getattr(_runs_on, "pool", None)
     _runs_on.pool = pool
     try:
         yield
     finally:
-        _runs_on.pool = None
+        _runs_on.pool = outer
 
 
 def units(text: str) -> list[str]:

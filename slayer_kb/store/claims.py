@@ -9,13 +9,11 @@ or moved first, so no two clones ever hold the same one.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Mapping
 
-from ..core.errors import StoreError
-from .repo import GIT_MISSING, GitStore
+from .repo import GitStore
 
 CREATED, TAKEN, REFUSED = "created", "taken", "refused"
 # How a push says another clone holds the ref: known to the client ("stale info"), or found by
@@ -59,14 +57,10 @@ def claim(store: GitStore, remote: str, commit: str, expected: Mapping[str, str]
 
 
 def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    """``git ARGS`` that talks to the remote: never waiting on a password prompt, at most
+    """``git ARGS`` that talks to the remote, through the store's ``git`` (a write's niceness
+    included): never waiting on a password prompt or reading stdin (empty input), at most
     ``NETWORK_SECONDS``; None when it timed out."""
     try:
-        return subprocess.run(
-            ["git", *args], cwd=store.top, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=NETWORK_SECONDS, check=False,
-        )
+        return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False, timeout=NETWORK_SECONDS)
     except subprocess.TimeoutExpired:
         return None
-    except FileNotFoundError:
-        raise StoreError(GIT_MISSING) from None

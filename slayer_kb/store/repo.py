@@ -45,23 +45,20 @@ _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
-GIT_MISSING = "git is not installed or not on PATH; install git first."  # run_git's, claims.network's
+GIT_MISSING = "git is not installed or not on PATH; install git first."
+UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
+              "or clone it somewhere writable")
 
 
-def run_git(
-    args: list[str],
-    cwd: Path,
-    *,
-    input: bytes | None = None,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-    niceness: int = 0,
-) -> subprocess.CompletedProcess[bytes]:
+def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
+            check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); ``subprocess.TimeoutExpired``
+    when it runs longer than ``timeout`` seconds (git is killed)."""
     full_env = {**os.environ, **env} if env else None
     try:
         proc = subprocess.run(
             priority.command(["git", *args], niceness), cwd=cwd, input=input, env=full_env, capture_output=True,
-            check=False)
+            check=False, timeout=timeout)
     except FileNotFoundError:
         raise StoreError(GIT_MISSING) from None
     return checked(args, proc) if check else proc
@@ -195,7 +192,7 @@ class GitStore:
                 "wait for it to finish and retry."
             ) from None
         except OSError as exc:
-            raise StoreError(f"Cannot take the lock in {self.state}: {exc.strerror}.") from None
+            raise StoreError(f"Cannot take the lock in {self.state}: {exc.strerror}; {UNWRITABLE}.") from None
         self.holding = True
         try:
             self.recover()
@@ -209,9 +206,7 @@ class GitStore:
             state.make(self.state)
             (self.state / "tmp").mkdir(exist_ok=True)
         except OSError as exc:
-            raise StoreError(
-                f"Cannot create {self.state}: {exc.strerror}. Is the knowledge base writable?"
-            ) from None
+            raise StoreError(f"Cannot create {self.state}: {exc.strerror}; {UNWRITABLE}.") from None
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""What a careless or hostile user does that the other suites did not: a setting in the
+environment that is no number, a knowledge base on a read-only file system. Each gets one
+``Error: ...`` line that names the problem and the fix, exit 1, no traceback, and nothing
+written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, Watcher, git, json_of
+
+LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
+               "above 0 (the default is 65536) or unset it.\n")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e6", "６５５３６"])
+def test_a_size_limit_that_is_no_number_is_an_error(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                     value: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    env = {"SLAYER_KB_MAX_CONTENT": value}
+    saved = invoke_cli("--kb", root, "save", "Refunds are netted", "-e", "shop.orders.amount", env=env)
+    assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", LIMIT_ERROR.format(value=value))
+    found = invoke_cli("--kb", root, "--json", "search", "refunds", env=env)
+    assert (found.returncode, json_of(found)) == (1, {"error": {
+        "type": "invalid_input", "message": LIMIT_ERROR.format(value=value).removeprefix("Error: ").strip()}})
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_size_limit_in_bytes_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    proc = invoke_cli("--kb", root, "save", "twelve bytes", "-e", "shop.orders.amount",
+                      env={"SLAYER_KB_MAX_CONTENT": " 11 "})
+    assert (proc.returncode, proc.stderr) == (1, "Error: learning is 12 bytes; the limit is 11 bytes. Split it into "
+                                                 "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n")
+
+
+def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher: Watcher, run_cli: CliRunner) -> None:
+    # A write runs in its turn, in its client's environment. (A read the server runs beside a
+    # write uses no limit and reads none of its client's environment.)
+    head = git(watcher.root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", watcher.root, "save", "Refunds are netted", "-e", "shop.orders.amount",
+                   env={"SLAYER_KB_MAX_CONTENT": "abc"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", LIMIT_ERROR.format(value="abc"))
+    assert git(watcher.root, "rev-parse", "HEAD") == head
+    assert '"served": 1' in run_cli("--kb", watcher.root, "--json", "server", "status").stdout  # relayed
+
+
+@pytest.mark.parametrize("remote", ["--upload-pack=touch pwned", "", "two words", "origin:main"])
+def test_sync_refuses_what_is_no_remote_name(example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path,
+                                             remote: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, "sync", "--remote", remote, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {remote!r} is not a git remote's name (empty, starting with '-', or holding a space or one "
+        "of ~^:?*[\\); pass --remote with one that 'git remote -v' lists.\n"))
+    assert not (tmp_path / "pwned").exists() and not (root / "pwned").exists()
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+# A memory an agent wrote, read by a person at a terminal: an OSC sequence that retitles the
+# window (OSC 52 would write the clipboard), a CSI that clears the screen, a bell, a backspace
+# and a lone carriage return that would overwrite what the line showed.
+HOSTILE_TEXT = "Refunds \x1b]0;pwned\x07are \x1b[2Jnetted\x08 \rfake line\x7f\x9b\r\nsecond line\tok"
+SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \\x0dfake line\\x7f\\x9b\nsecond line\tok"
+
+
+def test_control_characters_in_a_memory_never_reach_the_terminal(example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    invoke_cli("--kb", root, "save", HOSTILE_TEXT, "-e", "shop.orders.amount", "--id", "kb.hostile", check=True)
+    got = invoke_cli("--kb", root, "get", "kb.hostile", check=True)
+    assert got.stdout.endswith(f"\n\n{SHOWN_TEXT}\n"), got.stdout
+    found = invoke_cli("--kb", root, "search", "netted", "-e", "shop.orders.amount", check=True)
+    # a hit's summary is one line: the whitespace (tab, newlines, the carriage return) made single spaces
+    assert "[kb.hostile] Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 fake line\\x7f\\x9b second line ok\n" in (
+        found.stdout)
+    for proc in (got, found):
+        assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 for ch in proc.stdout)
+    # --json keeps the text exactly (JSON escapes the controls itself).
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "kb.hostile", check=True))["learning"] == HOSTILE_TEXT
+
+
+def test_control_characters_in_an_error_never_reach_the_terminal(example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
+    assert (proc.returncode, proc.stderr) == (1, "Error: Unknown revision 'HEAD\\x1b]0;pwned\\x07': give a commit, "
+                                                 "branch or tag (see 'git log').\n")
+
+
+def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, "edit", "5")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
+        "Set EDITOR to a command that edits the file it is given, or change the memory with "
+        "'slayer-kb update ID' (MCP: mem_update).\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    assert list((root / ".slayer-kb" / "tmp").iterdir()) == []  # no draft left behind
+
+
+@pytest.mark.parametrize("inside", [".", "memories", "sessions/deeper", ".slayer-kb"])
+def test_an_export_into_the_kb_itself_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                 inside: str) -> None:
+    root = example_kb.root
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".git" not in p.parts)
+    proc = invoke_cli("--kb", root, "export-slayer", root / inside)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {root / inside} is the knowledge base's own folder (or inside its memories, sessions, datasources, "
+        "models, .slayer-kb): the export would write its memories/<id>.md files among the KB's. Export to another "
+        "folder, e.g. ./slayer-storage.\n"))
+    after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".git" not in p.parts)
+    assert after == before
+    # beside the KB's folders, in a folder of its own, it writes
+    written = invoke_cli("--kb", root, "export-slayer", root / "slayer-storage", check=True)
+    assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
