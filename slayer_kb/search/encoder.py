@@ -72,9 +72,11 @@ _UNIT_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORD = re.compile(r"\S+")
 # A run of text in a passage: (offset in the passage, offset in the text, length).
 Span = tuple[int, int, int]
-# Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
+# Texts per run of the model, and tokens (texts x the longest's length): see ``_run``. Runs of
+# 384 tokens cost 5% less CPU than runs of 1,024 (a run's working set stays in the core's cache)
+# and make the same vectors, bit for bit (docs/performance.md).
 BATCH = 32
-TOKEN_BUDGET = 1024
+TOKEN_BUDGET = 384
 # Model files that failed the sha256 check, by path, with the size and mtime they had then and the
 # pin they failed (in the sentence cache's folder): a later process neither hashes such a file
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
@@ -231,7 +233,7 @@ class Encoder:
         ``units`` (``traces``: the text's labels and the input's spans) the sums of its token
         rows for each unit and how many. Inputs of similar length run together, at most
         ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the square
-        of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower. The
+        of its length (32 texts of 256 tokens took 1.1 GB), and short runs are faster. The
         runs are made by ``workers`` threads (this one and the rest), each taking the next run,
         longest first so that none is left alone at the end; which inputs run together does not
         depend on it, so neither do the vectors."""
