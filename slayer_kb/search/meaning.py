@@ -145,11 +145,12 @@ class Meaning:
         workers: int | None = None,
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
-        at a time, each batch written as it is made, so a search meanwhile uses what is there;
-        then the vectors of their sentences (``encoder.units``) the cache lacks, which cost more
-        and only refine a ranking, so meaning covers the KB first. ``guard`` is held while the
+        at a time, each batch written as it is made, so a search meanwhile uses what is there,
+        with their sentences' (``encoder.units``, pooled from the same runs); then the units the
+        cache lacks for texts whose whole vectors it held (they only refine a ranking, so
+        meaning covers the KB first). ``guard`` is held while the
         index is read or written, never while the model runs (the warm server's command lock);
-        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode``;
+        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode_with_units``;
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
