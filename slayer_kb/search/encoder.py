@@ -242,11 +242,6 @@ class Encoder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         encodings = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
         encoded = [e.ids for e in encodings]
-        # Each input's text's number of units, and the token positions of each in the input.
-        members: list[tuple[int, list[tuple[int, np.ndarray]]]] = [
-            (labels[1], _members(labels, spans, e.offsets, e.special_tokens_mask)) if labels is not None else (0, [])
-            for (labels, spans), e in zip(traces or [(None, [])] * len(texts), encodings, strict=True)
-        ]
         pooled: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         runs: list[list[int]] = []
@@ -268,8 +263,13 @@ class Encoder:
                     return
                 hidden, out[rows] = self._pooled([encoded[i] for i in rows])
                 for n, i in enumerate(rows):
-                    if members[i][1]:
-                        pooled[i] = _unit_sums(hidden[n], members[i][1], members[i][0])
+                    # Traced here, not before the runs: while this thread pools, another's run goes on.
+                    labels, spans = traces[i] if traces else (None, [])
+                    if labels is None:
+                        continue
+                    found = _members(labels, spans, encodings[i].offsets, encodings[i].special_tokens_mask)
+                    if found:
+                        pooled[i] = _unit_sums(hidden[n], found, labels[1])
 
         helpers = min(workers, len(runs)) - 1
         if helpers <= 0:
