@@ -188,3 +188,15 @@ def test_units_another_builder_made_while_this_one_waited_are_not_made_again(emp
     assert sentences.lookup(encoder.MODEL_KEY, digests) == theirs
     assert sentences.lookup(encoder.UNITS_KEY, digests) == {d: b"" for d in digests}
     again.close()
+
+
+def test_the_units_of_the_version_before_are_dropped_from_the_cache(empty_kb: KnowledgeBase) -> None:
+    """Nothing reads the units each read alone under the title (about 16 entries a memory): the
+    first fill of a process drops them, a chunk of rows at a time, and keeps every other key's."""
+    sentences.store(encoder.RETIRED_KEY, {f"{n:064x}": bytes(encoder.DIMENSIONS) for n in range(12_000)})
+    sentences.store(encoder.FITTING_KEY, {"f" * 64: bytes(encoder.DIMENSIONS)})
+    _kb_of_notes(empty_kb)
+    with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE)) as db:
+        kept = dict(db.execute("SELECT model, count(*) FROM sentences GROUP BY model").fetchall())
+    assert kept == {encoder.FITTING_KEY: 1, encoder.WHOLE_KEY: 2, encoder.MODEL_KEY: 2, encoder.UNITS_KEY: 2}
+    assert sentences.drop(encoder.RETIRED_KEY) == 0

@@ -49,6 +49,9 @@ TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # too, all of them in one entry under UNITS_KEY and the text's hash.
 MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4"
 UNITS_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4-units"
+# The key of the version whose units were each read alone under the title: nothing reads its
+# entries now (16 or so a memory, 0.7 GB at 100,000), so the filler drops them (meaning.py).
+RETIRED_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-units-v3"
 # A text's whole vector alone, made as under MODEL_KEY (the key of the version before units):
 # the filler keeps it here first, so meaning covers a KB before the units are made.
 WHOLE_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"

@@ -186,6 +186,7 @@ class Meaning:
         if not self._units_checked:
             with guard():
                 units = self._from_manifest(vectors.made_sentences, none)
+            sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
         if self._fill_units(units, guard, stop, model, batch, workers):
             self._units_checked = True
         return len(written)
