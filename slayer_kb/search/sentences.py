@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 FILE = "sentence-vectors.db"
 _CHUNK = 500
+# Rows ``drop`` removes a transaction.
+_DROP_CHUNK = 5000
 # Each thread's connection for look-ups, kept while the cache's file is the same one: a new
 # connection starts with an empty page cache, and reading its pages again tripled a search's
 # look-up of its head's sentences (400 hashes: 3.1 ms, 1.0 kept). SQLite reads every commit
@@ -136,6 +138,23 @@ def store(model: str, found: dict[str, bytes]) -> None:
         db.execute("BEGIN")
         db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", [(model, h, v) for h, v in found.items()])
         db.execute("COMMIT")
+
+
+def drop(model: str) -> int:
+    """Remove every vector kept under ``model`` (a key nothing reads any more), a few thousand
+    rows a transaction so that a process storing meanwhile never waits long; how many were
+    removed. A cache that cannot be written is left as it is."""
+    db = _open()
+    if db is None:
+        return 0
+    removed = 0
+    with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
+        while changed := db.execute(
+            "DELETE FROM sentences WHERE model = ? AND hash IN (SELECT hash FROM sentences WHERE model = ? LIMIT ?)",
+            (model, model, _DROP_CHUNK),
+        ).rowcount:
+            removed += changed
+    return removed
 
 
 def pack(vector: np.ndarray) -> bytes:
