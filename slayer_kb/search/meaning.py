@@ -292,7 +292,11 @@ class Meaning:
 
         digests = {m: sentences.text_hash(t) for m, t in texts.items()}
         split = {m: _hashes_of_units(d, texts[m]) for m, d in digests.items() if d not in _units_seen}
-        known = sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() for h in hashes))
+        # Only a text whose every unit is cached counts, so its first unit is looked up first and
+        # the others only when that one is there: while a KB's units are not made yet, one
+        # look-up a text rather than a dozen (about 500 a question at 100,000 memories).
+        known = sentences.lookup(encoder.MODEL_KEY, (hashes[0] for hashes in split.values() if hashes))
+        known.update(sentences.lookup(encoder.MODEL_KEY, (h for hashes in split.values() if hashes and hashes[0] in known for h in hashes[1:])))
         for memory_id, hashes in split.items():
             if hashes and all(h in known for h in hashes):
                 _units_seen[digests[memory_id]] = b"".join(known[h] for h in hashes)

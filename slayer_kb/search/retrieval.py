@@ -31,6 +31,7 @@ from . import fusion as F
 from . import words as W
 from .analysis import symbols
 from .filters import Restriction, restrict
+from .helper import helper
 from .index import Index
 from .schema import text_terms
 from .vectors import embedding_text
@@ -236,8 +237,11 @@ def _ranked(
             docs.update(index.stored([m for m in head if m not in docs]))
             texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
             embedder = index.embedder()
+            matching = None
             if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
-                tokens = dict(zip(head, embedder.token_match(request.question, texts).tolist(), strict=True))
+                # Beside the look-up of the head's sentences below: tokenizing the texts and the
+                # cache's look-ups both release the GIL (a few milliseconds each at 100,000).
+                matching = helper().submit(embedder.token_match, request.question, texts)
             if sentence is not None:
                 # A note on a crowded neighbourhood's common ground stands back for the one the
                 # question is about; and a memory is read by its sentence closest to the question
@@ -246,6 +250,8 @@ def _ranked(
                 crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
                 sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
+            if matching is not None:
+                tokens = dict(zip(head, matching.result().tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
             scores = F.rrf([
