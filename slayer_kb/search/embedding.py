@@ -137,13 +137,20 @@ class Embedder:
         import numpy as np
 
         cache = self._cache
-        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        # Read into a dict of its own: another thread's search may clear the cache meanwhile.
+        found = {t: ids for t in dict.fromkeys(texts) if (ids := cache.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             if len(cache) > 50_000:
                 cache.clear()
             for text, ids in zip(missing, self._ids(missing), strict=True):
-                cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
-        return [cache[t] for t in texts]
+                found[text] = cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
+        return [found[t] for t in texts]
+
+    def prepare(self, text: str) -> None:
+        """Tokenize ``text`` for a later ``token_match`` (kept as ``_token_ids`` keeps it): a
+        search does it while the question's sentence vector is made (retrieval.py)."""
+        self._token_ids([text])
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
