@@ -149,3 +149,64 @@ def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, mon
     assert sentences.lookup("m", ["b"]) == {} and sentences.held("m", ["b"]) == set()
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
     assert sentences.held("m", ["a", "b"]) == {"b"}
+
+
+NOTES = [
+    ("Retry budget for payment calls", "Calls to the PSP are retried twice on a 5xx. A timeout is never retried, "
+     "because the charge may have gone through. The budget resets at midnight."),
+    ("Payment provider timeouts", "The PSP answers within 2 seconds at the 99th percentile. Calls give up after 10 seconds."),
+    ("Export retries", "The nightly export retries three times. It gives up after 30 seconds and pages the on-call."),
+    ("Image sizes in the newsletter", "Images are resized to 600 pixels wide. Animated GIFs are replaced by their first frame."),
+    ("Refund timing", "Refunds are counted on the day the payment provider settles them, not when they are asked for."),
+]
+
+
+QUESTIONS = ("is a payment call retried after a timeout?", "payment retries", "when does the export give up")
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_the_head_read_while_the_vector_is_made_changes_no_answer(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the question's sentence vector is made, the best candidates by the words have
+    their stored fields loaded and their texts tokenized, until the vector is made: a search
+    answers the same, scores included, whether all of them, or none, were read then."""
+    from concurrent.futures import Future
+
+    from slayer_kb.search import retrieval
+
+    kb = empty_kb
+    kb.index.background_vectors = False
+    for title, learning in NOTES:
+        kb.save_observation(title=title, content=learning, project="ops")
+    assert kb.index.fill_sentences() == len(NOTES)
+    kb.keep_warm()
+    model = kb.index.embedder()
+    assert isinstance(model, embedding.Embedder)
+    original = retrieval._prepare
+    prepared: list[list[str]] = []
+
+    def every(index: object, pending: object, ranked: list[str], docs: dict) -> None:
+        prepared.append(ranked)
+        original(kb.index, Future(), ranked, docs)  # never made: every candidate is read
+
+    def answers(prepare: object) -> list[tuple[list[tuple[str, float]], list[str], list[str]]]:
+        monkeypatch.setattr(retrieval, "_prepare", prepare)
+        model._cache.clear()
+        out = []
+        for question in QUESTIONS:
+            found = kb.search(question)
+            out.append(([(h["id"], h["score"]) for h in found.memories], found.notes, found.warnings))
+        return out
+
+    assert answers(every) == answers(lambda *_args: None)
+    # The candidates by the words, best first.
+    by_words = [list(kb.index.scores(W.any_query(W.parse(q)), restrict(), limit=60)) for q in QUESTIONS]
+    assert prepared == by_words and all(len(r) >= 2 for r in by_words)
+    docs: dict[str, dict] = {}
+    made: Future[None] = Future()
+    made.set_result(None)
+    original(kb.index, made, prepared[0], docs)
+    assert docs == {}  # the vector made: nothing more is read
+    model._cache.clear()
+    original(kb.index, Future(), prepared[0], docs)
+    texts = {retrieval.embedding_text(retrieval.Memory(**d["data"])) for d in docs.values()}
+    assert sorted(docs) == sorted(prepared[0]) and set(model._cache) == texts

@@ -138,7 +138,7 @@ class Embedder:
 
         cache = self._cache
         # Read into a dict of its own: another thread's search may clear the cache meanwhile.
-        found = {t: ids for t in dict.fromkeys(texts) if (ids := cache.get(t)) is not None}
+        found = {t: kept for t in dict.fromkeys(texts) if (kept := cache.get(t)) is not None}
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             if len(cache) > 50_000:
