@@ -130,6 +130,37 @@ def test_a_texts_unit_hashes_are_kept_and_its_units_found_once_made(example_kb: 
     assert digest in meaning._units_seen and digest not in meaning._unit_hashes
 
 
+def test_a_text_counts_by_its_units_only_when_every_one_is_cached(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text's first unit is looked up first, the others only when it is cached: the same
+    memories get a unit cosine as when every unit was looked up at once."""
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    texts = {"a": "Exports\nThe export stops after 30 seconds. It retries at midnight. Then it pages.",
+             "b": "Refunds\nRefunds are counted when settled. Not when asked for."}
+    units = {m: [sentences.text_hash(u) for u in encoder.units(t)] for m, t in texts.items()}
+    rng = np.random.default_rng(5)
+    packed = {h: sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for hashes in units.values() for h in hashes}
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    asked: list[list[str]] = []
+    lookup = sentences.lookup
+
+    def recorded(model: str, hashes: object) -> dict[str, bytes]:
+        wanted = list(hashes)  # type: ignore[call-overload]
+        asked.append(wanted)
+        return lookup(model, wanted)
+
+    monkeypatch.setattr(sentences, "lookup", recorded)
+    sentences.store(encoder.MODEL_KEY, {h: packed[h] for h in units["a"][1:] + units["b"][:1]})
+    assert example_kb.index.unit_cosines(vector, texts) == {}  # a lacks its first unit, b its second
+    assert asked == [[units["a"][0], units["b"][0]], units["b"][1:]]
+    sentences.store(encoder.MODEL_KEY, {units["a"][0]: packed[units["a"][0]]})
+    best = float(np.max(sentences.unpack([packed[h] for h in units["a"]], encoder.DIMENSIONS) @ vector))
+    assert example_kb.index.unit_cosines(vector, texts) == {"a": best}
+
+
 def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Look-ups keep their connection to the vector cache: they still find a vector another
     connection stored since, and nothing once the file is removed or the cache is elsewhere."""
