@@ -200,9 +200,10 @@ def test_the_head_read_while_the_vector_is_made_changes_no_answer(empty_kb: Know
     """While the question's sentence vector is made, the best candidates by the words have
     their stored fields loaded and their texts tokenized, until the vector is made: a search
     answers the same, scores included, whether all of them, or none, were read then."""
+    from collections import OrderedDict
     from concurrent.futures import Future
 
-    from slayer_kb.search import retrieval
+    from slayer_kb.search import encoder, meaning, retrieval, sentences
 
     kb = empty_kb
     kb.index.background_vectors = False
@@ -238,6 +239,9 @@ def test_the_head_read_while_the_vector_is_made_changes_no_answer(empty_kb: Know
     original(kb.index, made, prepared[0], docs)
     assert docs == {}  # the vector made: nothing more is read
     model._cache.clear()
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_unit_hashes", OrderedDict())
     original(kb.index, Future(), prepared[0], docs)
     texts = {retrieval.embedding_text(retrieval.Memory(**d["data"])) for d in docs.values()}
     assert sorted(docs) == sorted(prepared[0]) and set(model._cache) == texts
+    assert dict(meaning._unit_hashes) == {sentences.text_hash(t): "".join(map(sentences.text_hash, encoder.units(t))) for t in texts}

@@ -33,6 +33,7 @@ from .analysis import symbols
 from .filters import Restriction, restrict
 from .helper import helper
 from .index import Index
+from .meaning import prepare_units
 from .schema import text_terms
 from .vectors import embedding_text
 
@@ -305,8 +306,8 @@ def _ranked(
 def _prepare(index: Index, pending: Future[Any], ranked: list[str], docs: dict[str, dict[str, Any]]) -> None:
     """While the helper thread still makes the question's sentence vector, do for the best
     candidates by the words, in turn, what the head of the ranking will need: load the stored
-    fields (into ``docs``) and tokenize the text for the token match. Stops once the vector is
-    made. The head is mostly among them (two keywords: 30 of its 30 at 100,000 memories; a
+    fields (into ``docs``), tokenize the text for the token match and hash its sentences for
+    their look-up. Stops once the vector is made. The head is mostly among them (two keywords: 30 of its 30 at 100,000 memories; a
     question, whose head has memories close in meaning too: 20), and the answer is the same
     whether or not this ran: the documents and tokens are the same."""
     embedder = index.embedder()
@@ -318,7 +319,9 @@ def _prepare(index: Index, pending: Future[Any], ranked: list[str], docs: dict[s
         if memory_id not in docs:
             docs.update(index.stored([memory_id]))
         if memory_id in docs:
-            embedder.prepare(embedding_text(Memory(**docs[memory_id]["data"])))
+            text = embedding_text(Memory(**docs[memory_id]["data"]))
+            embedder.prepare(text)
+            prepare_units(text)
 
 
 def _best_held(index: Index, words: W.Words, scores: dict[str, float], docs: dict[str, dict[str, Any]]) -> int | None:
