@@ -245,3 +245,34 @@ def test_the_head_read_while_the_vector_is_made_changes_no_answer(empty_kb: Know
     texts = {retrieval.embedding_text(retrieval.Memory(**d["data"])) for d in docs.values()}
     assert sorted(docs) == sorted(prepared[0]) and set(model._cache) == texts
     assert dict(meaning._unit_hashes) == {sentences.text_hash(t): "".join(map(sentences.text_hash, encoder.units(t))) for t in texts}
+
+
+def test_a_search_reads_one_version_of_the_index(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search asks once whether the index changed (a listing of its folder), not at each
+    look-up; within it the searcher stays the one it began with; the next one sees a write."""
+    from whoosh.searching import Searcher
+
+    from slayer_kb.search import Request, run
+
+    example_kb.ensure_fresh()
+    index = example_kb.index
+    index.searcher()  # open: a search then asks whether it is still current
+    asked: list[object] = []
+    up_to_date = Searcher.up_to_date
+
+    def counted(self: Searcher) -> bool:
+        asked.append(self)
+        return bool(up_to_date(self))
+
+    monkeypatch.setattr(Searcher, "up_to_date", counted)
+    found = run(index, Request(question="revenue paid orders"))
+    assert found.memories and len(asked) == 1
+    with index.one_searcher():
+        first = index.searcher()
+        other = KnowledgeBase(example_kb.root)
+        other.save_observation(title="Paid orders exclude test accounts", content="Revenue counts paid orders of real customers only.")
+        other.close()
+        with index.one_searcher():  # nested: the outer block's searcher
+            assert index.searcher() is first
+        assert index.searcher() is first and first.up_to_date() is False
+    assert index.searcher() is not first  # the write is seen once the block ends

@@ -88,6 +88,11 @@ class Found:
 
 
 def run(index: Index, request: Request) -> Found:
+    with index.one_searcher():
+        return _run(index, request)
+
+
+def _run(index: Index, request: Request) -> Found:
     found = Found()
     question = request.question.strip()
     words = W.parse(question)
