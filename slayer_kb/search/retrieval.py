@@ -245,11 +245,10 @@ def _ranked(
             docs.update(index.stored([m for m in head if m not in docs]))
             texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
             embedder = index.embedder()
-            matching = None
-            if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
-                # Beside the look-up of the head's sentences below: tokenizing the texts and the
-                # cache's look-ups both release the GIL (a few milliseconds each at 100,000).
-                matching = helper().submit(embedder.token_match, request.question, texts)
+            matcher = embedder if isinstance(embedder, embedding.Embedder) else None  # a question vector means it loaded
+            # Beside the look-up of the head's sentences below: tokenizing the texts and the
+            # cache's look-ups both release the GIL (a few milliseconds each at 100,000).
+            matching = helper().submit(matcher.token_match, request.question, texts) if matcher is not None and sentence is not None else None
             if sentence is not None:
                 # A note on a crowded neighbourhood's common ground stands back for the one the
                 # question is about; and a memory is read by its sentence closest to the question
@@ -258,8 +257,9 @@ def _ranked(
                 crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
                 sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
-            if matching is not None:
-                tokens = dict(zip(head, matching.result().tolist(), strict=True))
+            if matcher is not None:
+                matched = matching.result() if matching is not None else matcher.token_match(request.question, texts)
+                tokens = dict(zip(head, matched.tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
             scores = F.rrf([
@@ -312,9 +312,9 @@ def _prepare(index: Index, pending: Future[Any], ranked: list[str], docs: dict[s
     """While the helper thread still makes the question's sentence vector, do for the best
     candidates by the words, in turn, what the head of the ranking will need: load the stored
     fields (into ``docs``), tokenize the text for the token match and hash its sentences for
-    their look-up. Stops once the vector is made. The head is mostly among them (two keywords: 30 of its 30 at 100,000 memories; a
-    question, whose head has memories close in meaning too: 20), and the answer is the same
-    whether or not this ran: the documents and tokens are the same."""
+    their look-up. Stops once the vector is made. The head is mostly among them (at 100,000
+    memories, two keywords: 30 of its 30; a question, whose head holds memories close in
+    meaning too: 20), and the answer is the same whether or not this ran."""
     embedder = index.embedder()
     if not isinstance(embedder, embedding.Embedder):
         return
