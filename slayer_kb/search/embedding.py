@@ -147,11 +147,6 @@ class Embedder:
                 found[text] = cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
         return [found[t] for t in texts]
 
-    def prepare(self, text: str) -> None:
-        """Tokenize ``text`` for a later ``token_match`` (kept as ``_token_ids`` keeps it): a
-        search does it while the question's sentence vector is made (retrieval.py)."""
-        self._token_ids([text])
-
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
         pieces = [_slices(t) for t in texts]

@@ -399,14 +399,6 @@ class Meaning:
         return self._meaning
 
 
-def prepare_units(text: str) -> None:
-    """Split ``text`` into its units and hash them for a later ``unit_cosines``, which keeps
-    them so: a search does it while the question's sentence vector is made (retrieval.py)."""
-    digest = sentences.text_hash(text)
-    if digest not in _units_seen:
-        _hashes_of_units(digest, text)
-
-
 def _hashes_of_units(digest: str, text: str) -> list[str]:
     """The hashes of ``text``'s ``encoder.units`` (``digest``: the text's hash), remembered."""
     joined = _unit_hashes.get(digest)

@@ -33,7 +33,6 @@ from .analysis import symbols
 from .filters import Restriction, restrict
 from .helper import helper
 from .index import Index
-from .meaning import prepare_units
 from .schema import text_terms
 from .vectors import embedding_text
 
@@ -211,8 +210,6 @@ def _ranked(
     found_by_words = some or every
     # Needs only the words' best: read while the sentence vector may still be made.
     words_held = _best_held(index, words, found_by_words, docs) if pending is not None and found_by_words else None
-    if pending is not None and vector is not None:
-        _prepare(index, pending, list(found_by_words)[: 2 * TOKEN_POOL], docs)
     sentence = pending.result() if pending is not None else None  # made while the words were scored
     weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None, held=words_held)
     if request.match == ALL:
@@ -306,27 +303,6 @@ def _ranked(
                 "or close in meaning."
             )
     return buckets
-
-
-def _prepare(index: Index, pending: Future[Any], ranked: list[str], docs: dict[str, dict[str, Any]]) -> None:
-    """While the helper thread still makes the question's sentence vector, do for the best
-    candidates by the words, in turn, what the head of the ranking will need: load the stored
-    fields (into ``docs``), tokenize the text for the token match and hash its sentences for
-    their look-up. Stops once the vector is made. The head is mostly among them (at 100,000
-    memories, two keywords: 30 of its 30; a question, whose head holds memories close in
-    meaning too: 20), and the answer is the same whether or not this ran."""
-    embedder = index.embedder()
-    if not isinstance(embedder, embedding.Embedder):
-        return
-    for memory_id in ranked:
-        if pending.done():
-            return
-        if memory_id not in docs:
-            docs.update(index.stored([memory_id]))
-        if memory_id in docs:
-            text = embedding_text(Memory(**docs[memory_id]["data"]))
-            embedder.prepare(text)
-            prepare_units(text)
 
 
 def _best_held(index: Index, words: W.Words, scores: dict[str, float], docs: dict[str, dict[str, Any]]) -> int | None:
