@@ -146,6 +146,22 @@ def test_segment_parts_are_read_in_place(tmp_path: Path) -> None:
     assert isinstance(BufferFile(b"bytes").file, io.BytesIO)  # a copy made on purpose stays one
 
 
+@given(objects=st.lists(st.recursive(st.none() | st.integers() | st.floats(allow_nan=False) | st.binary(max_size=40),
+                                     lambda inner: st.tuples(inner, inner) | st.lists(inner, max_size=4)), min_size=1, max_size=4),
+       protocol=st.sampled_from([0, 2, pickle.HIGHEST_PROTOCOL]), tail=st.binary(max_size=20))
+def test_pickles_load_in_place_as_from_a_copy(objects: list[object], protocol: int, tail: bytes) -> None:
+    """pickle.load reads a posting block's header from what ``peek`` shows (no copy, one call
+    instead of one a part): each pickle loads as from a copy, and the reading goes on from the
+    same place."""
+    data = b"".join(pickle.dumps(o, protocol=protocol) for o in objects) + tail
+    ours, copy = _ViewReader(memoryview(data)), io.BytesIO(data)
+    assert bytes(ours.peek(5)) == data[:5] and ours.tell() == 0
+    for obj in objects:
+        assert pickle.load(ours) == pickle.load(copy) == obj
+        assert ours.tell() == copy.tell()
+    assert ours.read() == copy.read() == tail
+
+
 def test_opening_a_segment_copies_no_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Opening a reader makes no BytesIO copy of a memory-mapped part: such a copy reads every
     page of the segment file (at 100,000 memories a search process held 90 MB of them, and

@@ -147,3 +147,35 @@ def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, mon
     assert sentences.lookup("m", ["b"]) == {} and sentences.held("m", ["b"]) == set()
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
     assert sentences.held("m", ["a", "b"]) == {"b"}
+
+
+
+def test_a_search_reads_one_version_of_the_index(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search asks once whether the index changed (a listing of its folder), not at each
+    look-up; within it the searcher stays the one it began with; the next one sees a write."""
+    from whoosh.searching import Searcher
+
+    from slayer_kb.search import Request, run
+
+    example_kb.ensure_fresh()
+    index = example_kb.index
+    index.searcher()  # open: a search then asks whether it is still current
+    asked: list[object] = []
+    up_to_date = Searcher.up_to_date
+
+    def counted(self: Searcher) -> bool:
+        asked.append(self)
+        return bool(up_to_date(self))
+
+    monkeypatch.setattr(Searcher, "up_to_date", counted)
+    found = run(index, Request(question="revenue paid orders"))
+    assert found.memories and len(asked) == 1
+    with index.one_searcher():
+        first = index.searcher()
+        other = KnowledgeBase(example_kb.root)
+        other.save_observation(title="Paid orders exclude test accounts", content="Revenue counts paid orders of real customers only.")
+        other.close()
+        with index.one_searcher():  # nested: the outer block's searcher
+            assert index.searcher() is first
+        assert index.searcher() is first and first.up_to_date() is False
+    assert index.searcher() is not first  # the write is seen once the block ends

@@ -137,13 +137,15 @@ class Embedder:
         import numpy as np
 
         cache = self._cache
-        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        # Read into a dict of its own: another thread's search may clear the cache meanwhile.
+        found = {t: kept for t in dict.fromkeys(texts) if (kept := cache.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             if len(cache) > 50_000:
                 cache.clear()
             for text, ids in zip(missing, self._ids(missing), strict=True):
-                cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
-        return [cache[t] for t in texts]
+                found[text] = cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
+        return [found[t] for t in texts]
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""

@@ -5,7 +5,8 @@ as a mixin; writing and freshness stay in index.py."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 VECTOR_DOCS = 0
 # Up to this many documents found by exact field values are sorted from their stored fields.
 EXACT_SORT_LIMIT = 256
+# The searchers each thread's searches hold (``one_searcher``).
+_pins = threading.local()
 
 
 class Reads:
@@ -43,7 +46,26 @@ class Reads:
     def has_searcher(self) -> bool:
         return self._searcher is not None
 
+    @contextlib.contextmanager
+    def one_searcher(self) -> Iterator[None]:
+        """For the block, this thread's ``searcher()`` is the first one it gave, unless another
+        thread replaced it: a search reads one version of the index, and does not list the
+        index's folder (Whoosh's ``up_to_date``) at each of its look-ups (8 a search, and one
+        for each document read beside the encoding)."""
+        pins: dict[int, Any] = _pins.__dict__.setdefault("held", {})
+        outer = id(self) in pins
+        if not outer:
+            pins[id(self)] = None
+        try:
+            yield
+        finally:
+            if not outer:
+                del pins[id(self)]
+
     def searcher(self) -> Any:
+        pins: dict[int, Any] | None = getattr(_pins, "held", None)
+        if pins and self._searcher is not None and pins.get(id(self)) is self._searcher:
+            return self._searcher
         if self._searcher is not None and not self._searcher.up_to_date():
             old = self._searcher
             self._forget_searcher()
@@ -58,6 +80,8 @@ class Reads:
             if self._ix is None:
                 self._ix = windex.open_dir(str(self.dir))
             self._searcher = self._ix.searcher(weighting=LiveBM25F())
+        if pins is not None and id(self) in pins:
+            pins[id(self)] = self._searcher
         return self._searcher
 
     def _docset(self, searcher: Any, query: Q.Query | None) -> Any:

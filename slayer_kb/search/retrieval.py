@@ -31,6 +31,7 @@ from . import fusion as F
 from . import words as W
 from .analysis import symbols
 from .filters import Restriction, restrict
+from .helper import helper
 from .index import Index
 from .schema import text_terms
 from .vectors import embedding_text
@@ -86,6 +87,11 @@ class Found:
 
 
 def run(index: Index, request: Request) -> Found:
+    with index.one_searcher():
+        return _run(index, request)
+
+
+def _run(index: Index, request: Request) -> Found:
     found = Found()
     question = request.question.strip()
     words = W.parse(question)
@@ -201,10 +207,10 @@ def _ranked(
     wanted = E.entity_query(request.entities) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
     meanwhile()
-    sentence = pending.result() if pending is not None else None  # made while the words were scored
-
     found_by_words = some or every
-    words_held = _best_held(index, words, found_by_words, docs) if sentence is not None and found_by_words else None
+    # Needs only the words' best: read while the sentence vector may still be made.
+    words_held = _best_held(index, words, found_by_words, docs) if pending is not None and found_by_words else None
+    sentence = pending.result() if pending is not None else None  # made while the words were scored
     weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None, held=words_held)
     if request.match == ALL:
         candidates = list(every) + [m for m in tagged if m not in every]
@@ -236,8 +242,10 @@ def _ranked(
             docs.update(index.stored([m for m in head if m not in docs]))
             texts = [embedding_text(Memory(**docs[m]["data"])) if m in docs else "" for m in head]
             embedder = index.embedder()
-            if isinstance(embedder, embedding.Embedder):  # a question vector means it loaded
-                tokens = dict(zip(head, embedder.token_match(request.question, texts).tolist(), strict=True))
+            matcher = embedder if isinstance(embedder, embedding.Embedder) else None  # a question vector means it loaded
+            # Beside the look-up of the head's sentences below: tokenizing the texts and the
+            # cache's look-ups both release the GIL (a few milliseconds each at 100,000).
+            matching = helper().submit(matcher.token_match, request.question, texts) if matcher is not None and sentence is not None else None
             if sentence is not None:
                 # A note on a crowded neighbourhood's common ground stands back for the one the
                 # question is about; and a memory is read by its sentence closest to the question
@@ -246,6 +254,9 @@ def _ranked(
                 crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
                 sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
+            if matcher is not None:
+                matched = matching.result() if matching is not None else matcher.token_match(request.question, texts)
+                tokens = dict(zip(head, matched.tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
             scores = F.rrf([
