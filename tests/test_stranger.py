@@ -122,3 +122,40 @@ def test_an_export_into_the_kb_itself_is_refused(example_kb: KnowledgeBase, invo
     # beside the KB's folders, in a folder of its own, it writes
     written = invoke_cli("--kb", root, "export-slayer", root / "slayer-storage", check=True)
     assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
+
+
+LIMIT_USAGE = ("Invalid value for '--limit' / '--max-results': 'abc' is not a valid integer range. "
+               "Try 'slayer-kb search --help' for help.")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("search", "--limit", "abc", "--json"), LIMIT_USAGE),
+    (("--json", "search", "--limit", "abc"), LIMIT_USAGE),
+    (("search", "--bogus", "--json"), "No such option '--bogus'. Try 'slayer-kb search --help' for help."),
+    (("--json", "--bogus", "search"), "No such option '--bogus'. Try 'slayer-kb --help' for help."),
+    (("--json", "nosuch"), "No such command 'nosuch'. Try 'slayer-kb --help' for help."),
+    (("get", "--json"), "Missing argument 'ID'. Try 'slayer-kb get --help' for help."),
+])  # fmt: skip
+def test_a_usage_error_with_json_prints_the_error_document(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                           args: tuple[str, ...], message: str) -> None:
+    proc = invoke_cli("--kb", example_kb.root, *args)
+    assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": message}})
+    # stderr as without --json: click's usage text, its hint and the error
+    plain = invoke_cli("--kb", example_kb.root, *(arg for arg in args if arg != "--json"))
+    assert (plain.returncode, plain.stdout) == (2, "")
+    assert proc.stderr == plain.stderr
+    assert proc.stderr.startswith("Usage: slayer-kb") and f"\nError: {message.split(' Try ')[0]}\n" in proc.stderr
+
+
+def test_json_after_a_double_dash_is_no_json_option(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "search", "--limit", "abc", "--", "--json")
+    assert (proc.returncode, proc.stdout) == (2, "")
+
+
+def test_a_relayed_usage_error_with_json_prints_the_error_document(watcher: Watcher, run_cli: CliRunner) -> None:
+    root = watcher.root
+    proc = run_cli("--kb", root, "search", "--limit", "abc", "--json")
+    assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": LIMIT_USAGE}})
+    assert proc.stderr.endswith("\nError: Invalid value for '--limit' / '--max-results': 'abc' is not a valid "
+                                "integer range.\n")
+    assert '"served": 1' in run_cli("--kb", root, "--json", "server", "status").stdout  # relayed

@@ -133,10 +133,46 @@ def fail(settings: Settings | None, error: KBError) -> NoReturn:
     sys.exit(1)
 
 
+def _asks_json(args: list[str]) -> bool:
+    """Whether the command line asks for ``--json``, before or after the command name: what a
+    usage error goes by, as it may come before click has read ``--json`` (or read anything)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def _print_usage_json(error: click.UsageError) -> None:
+    """A usage error as every other error prints under ``--json``, for an agent that reads only
+    stdout; click then prints its usage text on stderr and exits 2, as without ``--json``."""
+    message = error.format_message()
+    if error.ctx is not None:
+        option = max(error.ctx.help_option_names, key=len)  # as click names it on stderr
+        message += f" Try '{error.ctx.command_path} {option}' for help."
+    click.echo(json.dumps({"error": {"type": "usage", "message": message}}))
+
+
 class KBGroup(click.Group):
+    _JSON_ASKED = "slayer_kb.json_asked"
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        asked = _asks_json(args)
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # among the options before the command name
+            if asked:
+                _print_usage_json(exc)
+            raise
+        ctx.meta[self._JSON_ASKED] = asked
+        return ctx
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # the command's name, options or arguments
+            settings = ctx.find_object(Settings)
+            if ctx.meta.get(self._JSON_ASKED) or (settings is not None and settings.json):
+                _print_usage_json(exc)
+            raise
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
