@@ -159,3 +159,20 @@ def test_a_relayed_usage_error_with_json_prints_the_error_document(watcher: Watc
     assert proc.stderr.endswith("\nError: Invalid value for '--limit' / '--max-results': 'abc' is not a valid "
                                 "integer range.\n")
     assert '"served": 1' in run_cli("--kb", root, "--json", "server", "status").stdout  # relayed
+
+
+def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_server(watcher: Watcher, run_cli: CliRunner) -> None:
+    # The server's file monitor sees nothing of its own commit: what it warns of after one comes
+    # from the index's report of that commit's files.
+    root = watcher.root
+    for name in ("901", "902"):
+        (root / "memories" / f"{name}.yaml").write_text("learning: [unclosed\n")
+    git(root, "add", "memories")
+    git(root, "commit", "-q", "-m", "two broken files")
+    before = json_of(run_cli("--kb", root, "--json", "list"))["warnings"]
+    assert [w.split(":")[0] for w in before] == ["memories/901.yaml", "memories/902.yaml"]
+    forgot = run_cli("--kb", root, "--json", "forget", "901")
+    assert (forgot.returncode, json_of(forgot)["deleted_id"]) == (0, "901"), forgot.stderr
+    assert json_of(run_cli("--kb", root, "--json", "list"))["warnings"] == before[1:]
+    assert run_cli("--kb", root, "list").stdout.endswith(f"\nwarning: {before[1]}\n")
+    assert '"served": 4' in run_cli("--kb", root, "--json", "server", "status").stdout  # all relayed
