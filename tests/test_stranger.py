@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, Watcher, git, json_of
+from testing.mcp import call, call_json, with_server
 
 LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
                "above 0 (the default is 65536) or unset it.\n")
@@ -176,3 +178,21 @@ def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_server(watcher: W
     assert json_of(run_cli("--kb", root, "--json", "list"))["warnings"] == before[1:]
     assert run_cli("--kb", root, "list").stdout.endswith(f"\nwarning: {before[1]}\n")
     assert '"served": 4' in run_cli("--kb", root, "--json", "server", "status").stdout  # all relayed
+
+
+def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(example_kb: KnowledgeBase) -> None:
+    root = example_kb.root
+    for name in ("901", "902"):
+        (root / "memories" / f"{name}.yaml").write_text("learning: [unclosed\n")
+    git(root, "add", "memories")
+    git(root, "commit", "-q", "-m", "two broken files")
+
+    async def script(session: ClientSession) -> None:
+        before = (await call_json(session, "search", question="refunds"))["warnings"]
+        skipped = [w for w in before if w.endswith("(skipped)")]
+        assert [w.split(":")[0] for w in skipped] == ["memories/901.yaml", "memories/902.yaml"]
+        await call(session, "forget_memory", id="901")
+        after = (await call_json(session, "search", question="refunds"))["warnings"]
+        assert [w for w in after if w.endswith("(skipped)")] == skipped[1:]
+
+    with_server(root, script)
