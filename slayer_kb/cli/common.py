@@ -17,6 +17,7 @@ import yaml
 
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.inputs import whole_number
 from ..core.locate import find_kb_root
 from ..core.text import warning_lines
 from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
@@ -72,15 +73,7 @@ class Settings:
 
 def max_content() -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
-    value = os.environ.get("SLAYER_KB_MAX_CONTENT", "").strip()
-    if not value:
-        return DEFAULT_MAX_CONTENT
-    limit = int(value) if value.isascii() and value.isdigit() else 0
-    if limit < 1:
-        raise InvalidInputError(
-            f"SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
-            f"above 0 (the default is {DEFAULT_MAX_CONTENT}) or unset it.")
-    return limit
+    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
