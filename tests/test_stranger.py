@@ -212,3 +212,30 @@ def test_an_encoder_setting_that_is_no_number_is_an_error(example_kb: KnowledgeB
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
     proc = invoke_cli("--kb", root, "--json", "reindex", env=env)
     assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+
+
+CACHE_ERROR = ("SLAYER_KB_CACHE is 'abc', a relative path: set it to an absolute path (such as {home}/.cache/"
+               "slayer-kb) or unset it (the default is $XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
+
+
+def test_a_relative_vector_cache_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # It made abc/ in the folder the command ran in: here, the KB's work tree.
+    root = example_kb.root
+    message = CACHE_ERROR.format(home=Path("~").expanduser())
+    head = git(root, "rev-parse", "HEAD")
+    for args in (("search", "refunds"), ("save", "Refunds are netted", "-e", "shop.orders.amount")):
+        proc = invoke_cli("--kb", root, *args, cwd=root, env={"SLAYER_KB_CACHE": "abc"})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    proc = invoke_cli("--kb", root, "--json", "get", "1", cwd=root, env={"SLAYER_KB_CACHE": "abc"})
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+    assert not (root / "abc").exists() and git(root, "status", "--porcelain") == ""
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_vector_cache_under_home_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                            tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "SLAYER_KB_CACHE": "~/vectors", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
+    proc = invoke_cli("--kb", example_kb.root, "--json", "reindex", env=env)
+    assert (proc.returncode, json_of(proc)["indexed"]) == (0, 34), proc.stderr
+    assert (home / "vectors" / "sentence-vectors.db").is_file()

@@ -21,6 +21,7 @@ from ..core.inputs import whole_number
 from ..core.locate import find_kb_root
 from ..core.text import warning_lines
 from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
+from ..search import sentences
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -50,6 +51,8 @@ class Settings:
         return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
+        # Refused before anything runs, rather than half-way through by whatever reads the cache.
+        sentences.folder()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
