@@ -239,3 +239,16 @@ def test_a_vector_cache_under_home_is_taken(example_kb: KnowledgeBase, invoke_cl
     proc = invoke_cli("--kb", example_kb.root, "--json", "reindex", env=env)
     assert (proc.returncode, json_of(proc)["indexed"]) == (0, 34), proc.stderr
     assert (home / "vectors" / "sentence-vectors.db").is_file()
+
+
+def test_list_with_a_filter_no_memory_matches_says_so(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    proc = invoke_cli("--kb", root, "list", "--type", "bogus")
+    assert (proc.returncode, proc.stdout) == (
+        0, "No memories.\nwarning: No memory has type 'bogus'; check the name, or list without it.\n")
+    proc = invoke_cli("--kb", root, "--json", "list", "--type", "bogus", "--project", "Nope ")
+    assert (proc.returncode, json_of(proc)) == (0, {"memories": [], "warnings": [
+        "No memory has type 'bogus' or project 'nope'; check the name, or list without it."]})
+    # A filter some memories match, with none left after the others, is an answer, not a mistake.
+    proc = invoke_cli("--kb", root, "--json", "list", "--type", "decision", "--scope", "personal")
+    assert (proc.returncode, json_of(proc)) == (0, {"memories": []})
