@@ -252,3 +252,20 @@ def test_list_with_a_filter_no_memory_matches_says_so(example_kb: KnowledgeBase,
     # A filter some memories match, with none left after the others, is an answer, not a mistake.
     proc = invoke_cli("--kb", root, "--json", "list", "--type", "decision", "--scope", "personal")
     assert (proc.returncode, json_of(proc)) == (0, {"memories": []})
+
+
+def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    (root / "memories" / "901.yaml").write_text("learning: [unclosed\n")
+    (root / "memories" / "902.yaml").write_text("title: no learning\n")
+    proc = invoke_cli("--kb", root, "get", "901")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: memories/901.yaml:2: invalid YAML: did not find expected ',' or ']'. Edit memories/901.yaml to fix "
+        "it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit 901', which checks it on close).\n"))
+    proc = invoke_cli("--kb", root, "--json", "get", "902")
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_file", "message": (
+        "memories/902.yaml:1: missing required key 'learning'. Edit memories/902.yaml to fix it, then check it "
+        "with 'slayer-kb validate' (or run 'slayer-kb edit 902', which checks it on close).")}})
+    # The check it names finds the problem.
+    checked = invoke_cli("--kb", root, "validate")
+    assert checked.returncode == 1 and "memories/901.yaml:2: invalid YAML" in checked.stdout + checked.stderr
