@@ -232,7 +232,7 @@ class Context:
             memory = self.read(memory_id)
         except MemoryFileError as exc:
             path = self.path_of(memory_id)
-            if path.is_symlink() or not path.is_file():  # not a file to edit: its message says so
+            if exc.names_fix or path.is_symlink() or not path.is_file():  # no file to edit, or its own fix
                 raise
             problem = exc.message.rstrip(".")
             fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
