@@ -146,8 +146,14 @@ def _print_usage_json(error: click.UsageError) -> None:
     click.echo(json.dumps({"error": {"type": "usage", "message": message}}))
 
 
+class KBContext(click.Context):
+    """The root context, which knows whether the command line asks for ``--json`` (_asks_json)."""
+
+    json_asked = False
+
+
 class KBGroup(click.Group):
-    _JSON_ASKED = "slayer_kb.json_asked"
+    context_class = KBContext
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
@@ -158,7 +164,8 @@ class KBGroup(click.Group):
             if asked:
                 _print_usage_json(exc)
             raise
-        ctx.meta[self._JSON_ASKED] = asked
+        if isinstance(ctx, KBContext):
+            ctx.json_asked = asked
         return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -166,7 +173,7 @@ class KBGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
             settings = ctx.find_object(Settings)
-            if ctx.meta.get(self._JSON_ASKED) or (settings is not None and settings.json):
+            if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
                 _print_usage_json(exc)
             raise
         except KBError as exc:
