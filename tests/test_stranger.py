@@ -270,3 +270,14 @@ def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cl
     # The check it names finds the problem.
     checked = invoke_cli("--kb", root, "validate")
     assert checked.returncode == 1 and "memories/901.yaml:2: invalid YAML" in checked.stdout + checked.stderr
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from slayer_kb.search import sentences
+
+    monkeypatch.delenv("SLAYER_KB_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    assert sentences.folder() == tmp_path / ".cache" / "slayer-kb"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert sentences.folder() == tmp_path / "xdg" / "slayer-kb"
