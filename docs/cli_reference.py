@@ -30,7 +30,8 @@ HEADER = """\
 `--kb` defaults to `$SLAYER_KB`, else the nearest enclosing KB of the current directory (a folder
 with `memories/` or a SLayer catalog). With `--json` (before or after the command) stdout is one
 JSON document; an error exits 1 with `Error: ...` on stderr and
-`{"error": {"type": ..., "message": ...}}` on stdout; a usage error exits 2. `-` reads a text
+`{"error": {"type": ..., "message": ...}}` on stdout; a usage error exits 2 with click's usage text
+on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout). `-` reads a text
 argument from stdin. Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
@@ -45,7 +46,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |
 | `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings` |
-| `list` | `memories` |
+| `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |
 
 When the server is on, commands are relayed to the KB's warm server with the same output

@@ -228,7 +228,17 @@ class Context:
     def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
         self.check_not_moved(memory_id)
-        memory = self.read(memory_id)
+        try:
+            memory = self.read(memory_id)
+        except MemoryFileError as exc:
+            path = self.path_of(memory_id)
+            if exc.names_fix or path.is_symlink() or not path.is_file():  # no file to edit, or its own fix
+                raise
+            problem = exc.message.rstrip(".")
+            fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
+            edit = f"(or run 'slayer-kb edit {memory_id}', which checks it on close)"
+            raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
+                                  tool_message=f"{problem}. {fix}.") from None
         if memory.is_deleted and not include_deleted:
             raise deleted_error(memory)
         pending = self.duplicates_pending(memory_id)

@@ -27,12 +27,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from .core.children import python_child
-from .core.errors import ConflictError, KBError, StoreError, WorkTreeError
+from .core.errors import ConflictError, KBError, MemoryFileError, StoreError, WorkTreeError
 from .core.ids import check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
@@ -42,7 +42,7 @@ from .search.lookups import Lookup
 from .store.repo import Change
 
 if TYPE_CHECKING:
-    from .search.index import Index
+    from .search.index import Index, Written
     from .search.monitor import ChangeMonitor
     from .store.leases import IdLeases
     from .store.repo import GitStore
@@ -74,6 +74,7 @@ class Workspace(Protocol):
     id_cache: IdCache
     leases: IdLeases
     monitor: ChangeMonitor | None
+    problems: list[MemoryFileError]
 
     def read(self, memory_id: str) -> Memory: ...
 
@@ -213,7 +214,7 @@ class Transaction:
         """Write HEAD's version ``data`` of the memory file ``path`` back into the work tree (a
         file broken, edited or deleted by hand) and re-index it."""
         self.store.apply_committed({path: data})
-        self.index.update(memory_ids_of([path]))
+        self._reindex(memory_ids_of([path]))
 
     def require_committed(self, path: str) -> None:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
@@ -237,7 +238,7 @@ class Transaction:
         kept: list[str] = []
         if dirty and force:
             kept = self.store.set_aside(dirty)
-            self.index.update(memory_ids_of(list(dirty)))
+            self._reindex(memory_ids_of(list(dirty)))
             kb.recheck_catalog()
             self._head = False
             changes, extra = plan()
@@ -247,6 +248,12 @@ class Transaction:
             raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
                                 tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
         return changes, extra, kept
+
+    def _reindex(self, memory_ids: Iterable[str], written: Mapping[str, Written] | None = None) -> None:
+        """Re-index these memory files, and take the index's report of the broken ones as the
+        KB's: a warm process's next command trusts its file monitor, which has seen nothing
+        (these are its own writes), and would otherwise still warn of a file now fixed or gone."""
+        self.kb.problems = self.index.update(memory_ids, written).problems
 
     def commit(
         self, changes: list[Change], message: str, memories: Mapping[str, Memory] | None = None
@@ -283,7 +290,7 @@ class Transaction:
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
-            self.index.update(ids, written)
+            self._reindex(ids, written)
             if self._monitor is not None:
                 # Our own files, indexed just now: the next look-up needs no full check for them.
                 self._monitor.absorb({c.path.rsplit("/", 1)[-1] for c in changes})

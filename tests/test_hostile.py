@@ -650,7 +650,7 @@ def test_symlinked_memory_is_never_followed(catalog_kb: KnowledgeBase, tmp_path:
     kb = KnowledgeBase(catalog_kb.root)
     result = kb.search("secret")
     assert result.memories == []
-    assert "memories/link.yaml: is a symlink, not a regular file, or unreadable; skipped (skipped)" in result.warnings
+    assert "memories/link.yaml: is a symlink, not a regular file, or unreadable (skipped)" in result.warnings
     with pytest.raises(MemoryFileError, match="^memories/link.yaml: is a symlink; refusing to follow it$"):
         kb.get("link").to_dict()
     assert "link" not in [m["id"] for m in kb.newest(limit=None)]

@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, Watcher, git, json_of
+from testing.mcp import call, call_json, with_server
 
 LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
                "above 0 (the default is 65536) or unset it.\n")
@@ -122,3 +124,160 @@ def test_an_export_into_the_kb_itself_is_refused(example_kb: KnowledgeBase, invo
     # beside the KB's folders, in a folder of its own, it writes
     written = invoke_cli("--kb", root, "export-slayer", root / "slayer-storage", check=True)
     assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
+
+
+LIMIT_USAGE = ("Invalid value for '--limit' / '--max-results': 'abc' is not a valid integer range. "
+               "Try 'slayer-kb search --help' for help.")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("search", "--limit", "abc", "--json"), LIMIT_USAGE),
+    (("--json", "search", "--limit", "abc"), LIMIT_USAGE),
+    (("search", "--bogus", "--json"), "No such option '--bogus'. Try 'slayer-kb search --help' for help."),
+    (("--json", "--bogus", "search"), "No such option '--bogus'. Try 'slayer-kb --help' for help."),
+    (("--json", "nosuch"), "No such command 'nosuch'. Try 'slayer-kb --help' for help."),
+    (("get", "--json"), "Missing argument 'ID'. Try 'slayer-kb get --help' for help."),
+])  # fmt: skip
+def test_a_usage_error_with_json_prints_the_error_document(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                           args: tuple[str, ...], message: str) -> None:
+    proc = invoke_cli("--kb", example_kb.root, *args)
+    assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": message}})
+    # stderr as without --json: click's usage text, its hint and the error
+    plain = invoke_cli("--kb", example_kb.root, *(arg for arg in args if arg != "--json"))
+    assert (plain.returncode, plain.stdout) == (2, "")
+    assert proc.stderr == plain.stderr
+    assert proc.stderr.startswith("Usage: slayer-kb") and f"\nError: {message.split(' Try ')[0]}\n" in proc.stderr
+
+
+def test_json_after_a_double_dash_is_no_json_option(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "search", "--limit", "abc", "--", "--json")
+    assert (proc.returncode, proc.stdout) == (2, "")
+
+
+def test_a_relayed_usage_error_with_json_prints_the_error_document(watcher: Watcher, run_cli: CliRunner) -> None:
+    root = watcher.root
+    proc = run_cli("--kb", root, "search", "--limit", "abc", "--json")
+    assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": LIMIT_USAGE}})
+    assert proc.stderr.endswith("\nError: Invalid value for '--limit' / '--max-results': 'abc' is not a valid "
+                                "integer range.\n")
+    assert '"served": 1' in run_cli("--kb", root, "--json", "server", "status").stdout  # relayed
+
+
+def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_server(watcher: Watcher, run_cli: CliRunner) -> None:
+    # The server's file monitor sees nothing of its own commit: what it warns of after one comes
+    # from the index's report of that commit's files.
+    root = watcher.root
+    for name in ("901", "902"):
+        (root / "memories" / f"{name}.yaml").write_text("learning: [unclosed\n")
+    git(root, "add", "memories")
+    git(root, "commit", "-q", "-m", "two broken files")
+    before = json_of(run_cli("--kb", root, "--json", "list"))["warnings"]
+    assert [w.split(":")[0] for w in before] == ["memories/901.yaml", "memories/902.yaml"]
+    forgot = run_cli("--kb", root, "--json", "forget", "901")
+    assert (forgot.returncode, json_of(forgot)["deleted_id"]) == (0, "901"), forgot.stderr
+    assert json_of(run_cli("--kb", root, "--json", "list"))["warnings"] == before[1:]
+    assert run_cli("--kb", root, "list").stdout.endswith(f"\nwarning: {before[1]}\n")
+    assert '"served": 4' in run_cli("--kb", root, "--json", "server", "status").stdout  # all relayed
+
+
+def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(example_kb: KnowledgeBase) -> None:
+    root = example_kb.root
+    for name in ("901", "902"):
+        (root / "memories" / f"{name}.yaml").write_text("learning: [unclosed\n")
+    git(root, "add", "memories")
+    git(root, "commit", "-q", "-m", "two broken files")
+
+    async def script(session: ClientSession) -> None:
+        before = (await call_json(session, "search", question="refunds"))["warnings"]
+        skipped = [w for w in before if w.endswith("(skipped)")]
+        assert [w.split(":")[0] for w in skipped] == ["memories/901.yaml", "memories/902.yaml"]
+        await call(session, "forget_memory", id="901")
+        after = (await call_json(session, "search", question="refunds"))["warnings"]
+        assert [w for w in after if w.endswith("(skipped)")] == skipped[1:]
+
+    with_server(root, script)
+
+
+@pytest.mark.parametrize("variable, default, unit", [
+    ("SLAYER_KB_BUILD_WORKERS", 2, "model runs"), ("SLAYER_KB_ENCODER_THREADS", 1, "threads")])
+def test_an_encoder_setting_that_is_no_number_is_an_error(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                          variable: str, default: int, unit: str) -> None:
+    # Read where the sentence model is run or loaded: a command that runs none is untouched. In
+    # processes of their own: this one may hold an encoder an earlier test loaded.
+    root = example_kb.root
+    message = (f"{variable} is 'abc', not a number of {unit}; set it to a whole number above 0 "
+               f"(the default is {default}) or unset it.")
+    env = {variable: "abc", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
+    assert run_cli("--kb", root, "get", "1", env=env).returncode == 0
+    proc = run_cli("--kb", root, "reindex", env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    proc = run_cli("--kb", root, "--json", "reindex", env=env)
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+
+
+CACHE_ERROR = ("SLAYER_KB_CACHE is 'abc', a relative path: set it to an absolute path (such as {home}/.cache/"
+               "slayer-kb) or unset it (the default is $XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
+
+
+def test_a_relative_vector_cache_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # It made abc/ in the folder the command ran in: here, the KB's work tree.
+    root = example_kb.root
+    message = CACHE_ERROR.format(home=Path("~").expanduser())
+    head = git(root, "rev-parse", "HEAD")
+    for args in (("search", "refunds"), ("save", "Refunds are netted", "-e", "shop.orders.amount")):
+        proc = invoke_cli("--kb", root, *args, cwd=root, env={"SLAYER_KB_CACHE": "abc"})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    proc = invoke_cli("--kb", root, "--json", "get", "1", cwd=root, env={"SLAYER_KB_CACHE": "abc"})
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+    assert not (root / "abc").exists() and git(root, "status", "--porcelain") == ""
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_vector_cache_under_home_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                            tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "SLAYER_KB_CACHE": "~/vectors", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
+    proc = invoke_cli("--kb", example_kb.root, "--json", "reindex", env=env)
+    assert (proc.returncode, json_of(proc)["indexed"]) == (0, 34), proc.stderr
+    assert (home / "vectors" / "sentence-vectors.db").is_file()
+
+
+def test_list_with_a_filter_no_memory_matches_says_so(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    proc = invoke_cli("--kb", root, "list", "--type", "bogus")
+    assert (proc.returncode, proc.stdout) == (
+        0, "No memories.\nwarning: No memory has type 'bogus'; check the name, or list without it.\n")
+    proc = invoke_cli("--kb", root, "--json", "list", "--type", "bogus", "--project", "Nope ")
+    assert (proc.returncode, json_of(proc)) == (0, {"memories": [], "warnings": [
+        "No memory has type 'bogus' or project 'nope'; check the name, or list without it."]})
+    # A filter some memories match, with none left after the others, is an answer, not a mistake.
+    proc = invoke_cli("--kb", root, "--json", "list", "--type", "decision", "--scope", "personal")
+    assert (proc.returncode, json_of(proc)) == (0, {"memories": []})
+
+
+def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    (root / "memories" / "901.yaml").write_text("learning: [unclosed\n")
+    (root / "memories" / "902.yaml").write_text("title: no learning\n")
+    proc = invoke_cli("--kb", root, "get", "901")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: memories/901.yaml:2: invalid YAML: did not find expected ',' or ']'. Edit memories/901.yaml to fix "
+        "it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit 901', which checks it on close).\n"))
+    proc = invoke_cli("--kb", root, "--json", "get", "902")
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_file", "message": (
+        "memories/902.yaml:1: missing required key 'learning'. Edit memories/902.yaml to fix it, then check it "
+        "with 'slayer-kb validate' (or run 'slayer-kb edit 902', which checks it on close).")}})
+    # The check it names finds the problem.
+    checked = invoke_cli("--kb", root, "validate")
+    assert checked.returncode == 1 and "memories/901.yaml:2: invalid YAML" in checked.stdout + checked.stderr
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from slayer_kb.search import sentences
+
+    monkeypatch.delenv("SLAYER_KB_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    assert sentences.folder() == tmp_path / ".cache" / "slayer-kb"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert sentences.folder() == tmp_path / "xdg" / "slayer-kb"

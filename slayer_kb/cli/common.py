@@ -17,9 +17,11 @@ import yaml
 
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.inputs import whole_number
 from ..core.locate import find_kb_root
 from ..core.text import warning_lines
 from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
+from ..search import sentences
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -49,6 +51,8 @@ class Settings:
         return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
+        # Refused before anything runs, rather than half-way through by whatever reads the cache.
+        sentences.folder()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
@@ -72,15 +76,7 @@ class Settings:
 
 def max_content() -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
-    value = os.environ.get("SLAYER_KB_MAX_CONTENT", "").strip()
-    if not value:
-        return DEFAULT_MAX_CONTENT
-    limit = int(value) if value.isascii() and value.isdigit() else 0
-    if limit < 1:
-        raise InvalidInputError(
-            f"SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
-            f"above 0 (the default is {DEFAULT_MAX_CONTENT}) or unset it.")
-    return limit
+    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -133,10 +129,53 @@ def fail(settings: Settings | None, error: KBError) -> NoReturn:
     sys.exit(1)
 
 
+def _asks_json(args: list[str]) -> bool:
+    """Whether the command line asks for ``--json``, before or after the command name: what a
+    usage error goes by, as it may come before click has read ``--json`` (or read anything)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def _print_usage_json(error: click.UsageError) -> None:
+    """A usage error as every other error prints under ``--json``, for an agent that reads only
+    stdout; click then prints its usage text on stderr and exits 2, as without ``--json``."""
+    message = error.format_message()
+    if error.ctx is not None:
+        option = max(error.ctx.help_option_names, key=len)  # as click names it on stderr
+        message += f" Try '{error.ctx.command_path} {option}' for help."
+    click.echo(json.dumps({"error": {"type": "usage", "message": message}}))
+
+
+class KBContext(click.Context):
+    """The root context, which knows whether the command line asks for ``--json`` (_asks_json)."""
+
+    json_asked = False
+
+
 class KBGroup(click.Group):
+    context_class = KBContext
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        asked = _asks_json(args)
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # among the options before the command name
+            if asked:
+                _print_usage_json(exc)
+            raise
+        if isinstance(ctx, KBContext):
+            ctx.json_asked = asked
+        return ctx
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # the command's name, options or arguments
+            settings = ctx.find_object(Settings)
+            if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
+                _print_usage_json(exc)
+            raise
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:

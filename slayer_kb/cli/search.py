@@ -140,7 +140,7 @@ def list_cmd(
     """
     kb = settings.kb()
     hits = kb.newest(type=type_, project=project, scope=scope, limit=limit)
-    warnings = kb.skipped()
+    warnings = kb.skipped() + ([] if hits else kb.unmatched(type=type_, project=project, scope=scope))
     emit(
         settings,
         {"memories": hits, **({"warnings": warnings} if warnings else {})},

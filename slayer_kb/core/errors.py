@@ -52,10 +52,12 @@ class MemoryFileError(KBError):
 
     type_name = "invalid_file"
 
-    def __init__(self, path: str, line: int | None, message: str, *, tool_message: str | None = None) -> None:
+    def __init__(self, path: str, line: int | None, message: str, *, tool_message: str | None = None,
+                 names_fix: bool = False) -> None:
         self.path = path
         self.line = line
         self.message = message
+        self.names_fix = names_fix  # the message says what to do (else ``Context.get`` adds it)
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}", tool_message=tool_message and f"{where}: {tool_message}")
 

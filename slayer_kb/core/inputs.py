@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .errors import InvalidInputError
@@ -49,3 +50,18 @@ def check_description(description: Any) -> str | None:
             "Put the detail in the learning."
         )
     return description or None
+
+
+def whole_number(variable: str, default: int, unit: str) -> int:
+    """The environment variable ``variable``, a whole number of ``unit`` above 0, or ``default``
+    when it is unset or blank; anything else is an error that names it, its default and the fix
+    (``int()`` of it was a traceback on every command)."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    number = int(value) if value.isascii() and value.isdigit() else 0
+    if number < 1:
+        raise InvalidInputError(
+            f"{variable} is {value!r}, not a number of {unit}; set it to a whole number above 0 "
+            f"(the default is {default}) or unset it.")
+    return number

@@ -272,7 +272,8 @@ def check_conflict_markers(text: str, where: str) -> None:
     match = _CONFLICT_START.search(text)
     if match is not None:
         raise MemoryFileError(where, text.count("\n", 0, match.start()) + 1,
-                              f"unresolved merge conflict in {where}: resolve it, then `git add {where}`")
+                              f"unresolved merge conflict in {where}: resolve it, then `git add {where}`",
+                              names_fix=True)
 
 
 _TOP_KEY = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)")

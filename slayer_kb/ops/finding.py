@@ -94,6 +94,14 @@ def newest(
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
 
+def unmatched(kb: Context, *, type: str | None = None, project: str | None = None,
+              scope: str | None = None) -> list[str]:
+    """A warning when a filter of ``newest`` matches no memory at all (a misspelt type, say),
+    as ``search`` gives: a list that is empty for it is a mistake the agent can fix."""
+    unknown = channels.unmatched_filters(kb.index, type, engram.normalize_project(project), scope)
+    return [f"No memory has {' or '.join(unknown)}; check the name, or list without it."] if unknown else []
+
+
 def skipped(kb: Context) -> list[str]:
     """A warning for each memory file the last look-up could not read and skipped (broken YAML,
     a conflict git left, ...): what ``search`` and ``list`` show after their results."""

@@ -4,6 +4,7 @@ rank (see docs/search.md). Nothing outside this package builds a Whoosh query fo
 from __future__ import annotations
 
 from .filters import Restriction, restrict
-from .retrieval import ALL, ALL_FIRST, FUSED, MATCHES, Found, Request, run
+from .retrieval import ALL, ALL_FIRST, FUSED, MATCHES, Found, Request, run, unmatched_filters
 
-__all__ = ["ALL", "ALL_FIRST", "FUSED", "MATCHES", "Found", "Request", "Restriction", "restrict", "run"]
+__all__ = ["ALL", "ALL_FIRST", "FUSED", "MATCHES", "Found", "Request", "Restriction", "restrict", "run",
+           "unmatched_filters"]

@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..core.inputs import whole_number
 from . import sentences
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
@@ -86,11 +87,12 @@ TOKEN_BUDGET = 384
 # upgrade the pin: the file is checked again.
 FAILED_CHECKS = "failed-model-checks.json"
 # Threads of one model run: the machine has other work (the save path, other searches).
-THREADS = int(os.environ.get("SLAYER_KB_ENCODER_THREADS", "1") or 1)
+# SLAYER_KB_ENCODER_THREADS sets it, read on use (core/inputs.py whole_number).
+THREADS = 1
 # Model runs at once when vectors are built (``workers``): each run on one thread, so two
 # runs of different batches use two cores (a second thread inside one run costs more than it
-# gives on these short texts).
-BUILD_WORKERS = int(os.environ.get("SLAYER_KB_BUILD_WORKERS", "2") or 2)
+# gives on these short texts). SLAYER_KB_BUILD_WORKERS sets it, read on use.
+BUILD_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -418,12 +420,14 @@ def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tu
 
 
 def build_workers() -> int:
-    """``BUILD_WORKERS``, at most one for each core this process may run on."""
+    """``SLAYER_KB_BUILD_WORKERS`` (``BUILD_WORKERS``), at most one for each core this process
+    may run on."""
+    wanted = whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
         cores = os.cpu_count() or 1
-    return max(1, min(BUILD_WORKERS, cores))
+    return max(1, min(wanted, cores))
 
 
 def model_file() -> Path | Unavailable:
@@ -519,6 +523,7 @@ def load() -> Encoder | Unavailable:
     if found != MODEL_SHA256:
         _remember_failed(path, stamp, found)
         return _mismatch(path, found)
+    threads = whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
     try:
         import onnxruntime
         from tokenizers import Tokenizer
@@ -527,7 +532,7 @@ def load() -> Encoder | Unavailable:
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()  # encode pads each run to its own longest text
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = THREADS
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -493,7 +493,7 @@ class Index(Reads, Meaning):
     ) -> Memory | MemoryFileError:
         rel = memory_path(memory_id)
         if data is None:
-            return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable; skipped")
+            return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable")
         if written is not None and written[0] == data:
             memory = written[1]
         else:

@@ -344,13 +344,18 @@ def _held(details: W.Words, text: str) -> int:
     return held + len(set(details.symbols) & set(symbols(text)))
 
 
+def unmatched_filters(index: Index, type: str | None, project: str | None, scope: str | None) -> list[str]:
+    """Each filter given that no memory matches at all, as "type 'x'" (a misspelt name, say)."""
+    given = (("type", type, restrict(type=type)), ("project", project, restrict(project=project)),
+             ("scope", scope, restrict(scope=scope)))
+    return [f"{name} {value!r}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
+
+
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
     """Say so when a filter that no memory matches at all (a misspelt project, say) removed every
     memory the question finds: the agent can fix it. A filter that some memories match but none
     about the question is an answer, not a mistake."""
-    given = (("type", request.type, restrict(type=request.type)), ("project", request.project, restrict(project=request.project)),
-             ("scope", request.scope, restrict(scope=request.scope)))
-    unknown = [f"{name} {value!r}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
+    unknown = unmatched_filters(index, request.type, request.project, request.scope)
     if unknown and index.scores(W.any_query(words), restrict(), limit=1):
         warnings.append(
             f"No memory has {' or '.join(unknown)}, so the filter removed every memory the question finds; "
