@@ -326,6 +326,37 @@ class Context:
             return False
         return self.monitor.peek(frozenset(path.rsplit("/", 1)[-1] for path in writing))
 
+    # -- a write another process runs for this warm one (daemon/writer.py) ----------------------
+
+    def index_key(self) -> Any:
+        """What identifies the index's content now (``Meaning.content_key``)."""
+        return self.index.content_key()
+
+    def indexed_as(self, memory_ids: list[str]) -> dict[str, Any]:
+        """The signatures this process last indexed these memory files at (``Meaning.indexed_as``)."""
+        return self.index.indexed_as(memory_ids)
+
+    def write_elsewhere(self, paths: frozenset[str]) -> None:
+        """With the view held: another process's commit is writing ``paths`` (relative to the KB)
+        for this warm process, which takes it in after (``took_in``). Reads meanwhile answer as
+        beside a write of this process's own: those files from the index, the vectors as held."""
+        self.store.view.writing = self.store.view.writing | paths
+        self.index.hold_table = True
+
+    def took_in(self, before: Any, after: Any, indexed: dict[str, Any]) -> None:
+        """With the view held: the other process's write is over. It indexed the memory files
+        ``indexed`` (their signatures as it read them), taking the index from content ``before``
+        to ``after`` (None: unknown); their file events are this process's own, as after a
+        commit of its own; any other file it wrote counts as changed (a full check follows)."""
+        written = self.store.view.writing
+        self.store.view.writing = frozenset()
+        self.index.take_in(before, after, indexed)
+        if self.monitor is not None:
+            self.monitor.absorb({f"{mid}.yaml" for mid in indexed})
+            self.monitor.settle()
+        if any(not path.startswith(f"{MEMORIES_DIR}/") for path in written):
+            self._catalog_checked = False
+
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
         """A unit of work under the KB lock (``transaction.py``), refused while a merge, rebase,

@@ -243,6 +243,16 @@ class Runner:
             code = command.run(self.kb, beside=True)
         return code, _merged(command.chunks)
 
+    def write_elsewhere(self, paths: frozenset[str]) -> None:
+        """With the view held: the write process is about to commit ``paths`` (writer.py)."""
+        self.kb.write_elsewhere(paths)
+
+    def took_in(self, done: dict[str, Any] | None) -> None:
+        """With the view held: the write process's command is over (None: it died), and what
+        it indexed is taken in (``Context.took_in``)."""
+        done = done or {}
+        self.kb.took_in(done.get("before"), done.get("after"), done.get("indexed") or {})
+
     def ready_beside(self) -> bool:
         """With the view held: whether a read may run now from the state in memory
         (``Context.ready_beside``)."""
