@@ -140,6 +140,30 @@ def test_a_server_killed_before_its_commit_lands_leaves_the_command_to_the_clien
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_a_write_process_killed_as_its_commit_lands_is_started_again_and_its_command_settled(
+    watcher: Watcher,
+) -> None:
+    root = watcher.root
+    assert run(root, "save", "starts the write process", "-e", "shop.orders.amount", server=True).returncode == 0
+    first = relay.control(root, "status")["writer"]  # type: ignore[index]
+    start, files = commits(root), memory_files(root)
+    arm(root, "committed", first["pid"])
+    got = run(root, "save", "saved exactly once", "-e", "shop.orders.amount", server=True)
+    assert not (root / ".git" / "kill-at-committed").exists()
+    assert (got.returncode, got.stdout) == (0, "Saved memory 28 (created)\n  entities: shop.orders.amount\n")
+    assert "Traceback" not in got.stderr and "running it in this process" not in got.stderr
+    assert commits(root) == start + 1
+    # The server lives on; the next write starts another write process, and is found at once.
+    again = run(root, "save", "Chargebacks are netted daily", "-e", "shop.orders.amount", server=True)
+    assert (again.returncode, again.stderr) == (0, "")
+    status = relay.control(root, "status")
+    assert status is not None and status["pid"] == watcher.proc.pid
+    assert status["writer"]["starts"] == 2 and status["writer"]["pid"] != first["pid"]
+    assert "[29] " in run(root, "search", "chargebacks netted daily", server=True).stdout
+    assert memory_files(root) == sorted([*files, "28.yaml", "29.yaml"])
+    assert git(root, "status", "--porcelain") == ""
+
+
 def _saved_under(kb: KnowledgeBase, request: str, *texts: str) -> list[str]:
     """Save ``texts`` as a relayed request would (its commits noted under ``request``)."""
     kb.store.request = request

@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     kb.sentences_in_background = False  # the server's filler makes them
     with contextlib.suppress(Exception):  # only a head start: the first write checks again
         kb.ensure_fresh()
-    runner = Runner(kb)
+    runner = Runner(kb, lower_git=False)  # this process runs lower already
     commits = _Commits(kb, conn)
     runner.view.notify = commits.note
     relay.send_frame(conn, relay.dumps({"ready": os.getpid()}))
