@@ -32,7 +32,7 @@ from .core.ids import check_id, id_sort_key
 from .core.inputs import check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, loads
-from .core.results import Document, SyncReport
+from .core.results import Document, IndexWritten, SyncReport
 from .search.index import Index
 from .search.schema import NONE
 from .store.leases import IdLeases
@@ -328,13 +328,10 @@ class Context:
 
     # -- a write another process runs for this warm one (daemon/writer.py) ----------------------
 
-    def index_key(self) -> Any:
-        """What identifies the index's content now (``Meaning.content_key``)."""
-        return self.index.content_key()
-
-    def indexed_as(self, memory_ids: list[str]) -> dict[str, Any]:
-        """The signatures this process last indexed these memory files at (``Meaning.indexed_as``)."""
-        return self.index.indexed_as(memory_ids)
+    def index_written(self, memory_ids: list[str]) -> IndexWritten:
+        """The index's content now (``Meaning.content_key``) and the signatures at which this
+        process last indexed these memory files (``Meaning.indexed_as``), for its server."""
+        return IndexWritten(self.index.content_key(), self.index.indexed_as(memory_ids))
 
     def write_elsewhere(self, paths: frozenset[str]) -> None:
         """With the view held: another process's commit is writing ``paths`` (relative to the KB)

@@ -172,7 +172,7 @@ class _Commits:
         self._chained = True
 
     def note(self, paths: frozenset[str]) -> None:
-        key = self._kb.index_key()
+        key = self._kb.index_written([]).key
         if not paths:  # the commit and its index update are over
             self._after = key
             return
@@ -189,7 +189,7 @@ class _Commits:
         ids = [path[len(MEMORIES_DIR) + 1 : -5] for path in self._paths
                if path.startswith(f"{MEMORIES_DIR}/") and path.endswith(".yaml")]
         return {"before": self._before if self._chained else None, "after": self._after,
-                "indexed": self._kb.indexed_as(ids)}
+                "indexed": self._kb.index_written(ids).indexed}
 
 
 def main(argv: list[str] | None = None) -> int:
