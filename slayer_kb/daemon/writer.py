@@ -100,9 +100,9 @@ class WriteProcess:
                 return None
 
     def stop(self) -> None:
-        """Close the child's input and wait for it to exit (killed past EXIT_SECONDS)."""
-        with self._lock:
-            self._end(kill=False)
+        """Close the child's input and wait for it to exit (killed past EXIT_SECONDS). Not under
+        the lock: a write still running (the server gave it FINISH_SECONDS) ends with it."""
+        self._end(kill=False)
 
     def _pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
