@@ -11,8 +11,8 @@ second server.
 
 Each relayed command runs under the server's one lock (the watcher's syncs take it too), in the
 client's folder, environment and umask, with stdin, stdout and stderr replaced by buffers that
-encode as the client's streams do (running.py); the command itself takes the KB's cross-process
-lock for a write, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
+encode as the client's streams do (running.py); a write runs in the server's write process, at a
+lower priority (writer.py), and takes the KB's cross-process lock, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
 state in memory can answer them: while a write waits for the KB lock or git writes its commit
 (store/view.py; docs/server.md, "Reads beside writes"). A client of another install (its version stamp differs) is told the
 server retires, and the server exits; so does a server that sees its own files change, or that
