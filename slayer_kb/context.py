@@ -351,6 +351,10 @@ class Context:
         if self.monitor is not None:
             self.monitor.absorb({f"{mid}.yaml" for mid in indexed})
             self.monitor.settle()
+            # An edit by hand since the write process indexed one of them: its event went with
+            # the write's own, its signature tells it apart (an edit after this look keeps its event).
+            if not self.index.as_indexed(indexed):
+                self.monitor.note_change()
         if any(not path.startswith(f"{MEMORIES_DIR}/") for path in written):
             self._catalog_checked = False
 

@@ -66,3 +66,21 @@ def test_a_table_older_than_the_write_is_loaded_again(example_kb: KnowledgeBase)
     server.took_in(before, written.key, written.indexed)
     again = server.index.meaning()
     assert again is not table and {"27", "28"} <= set(again.ids)
+
+
+def test_a_file_edited_by_hand_before_the_write_is_taken_in_is_indexed_again(example_kb: KnowledgeBase) -> None:
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    before = server.index_written([]).key
+    server.write_elsewhere(frozenset({"memories/27.yaml"}))
+    writer.save_memory("Refunds post a day after the order", ["shop.orders.amount"])
+    written = writer.index_written(["27"])
+    # Edited by hand after the write process indexed it, before its server took the write in:
+    # the edit's event is queued with the write's own, which the server drops as its own.
+    path = example_kb.root / "memories" / "27.yaml"
+    path.write_text(path.read_text().replace("Refunds post a day after the order", "Quokkas audit refunds"))
+    server.took_in(before, written.key, written.indexed)
+    assert not server.as_indexed({"27"})
+    assert not server.ready_beside()  # a read waits for its turn, and brings the index up to date
+    assert server.ensure_fresh() is not None
+    assert [h["id"] for h in server.search("quokkas audit refunds", limit=1).memories] == ["27"]
