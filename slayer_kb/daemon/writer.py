@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +50,9 @@ MODULE = "slayer_kb.daemon.writer"
 READY_SECONDS = 120.0
 # How long a stopping server waits for its child to exit after closing its end, then kills it.
 EXIT_SECONDS = 10.0
+# How long the git a child left running (it died, or was killed) may take to end: a slow hook on
+# a loaded machine takes seconds; past it, it is killed (a hook that hangs).
+GIT_SECONDS = 60.0
 ACK = b"k"
 # What ``WriteProcess.run`` returns when there is no child to run the write: the server runs it.
 UNAVAILABLE: dict[str, Any] = {}
@@ -115,8 +120,10 @@ class WriteProcess:
         parent, child = socket.socketpair()
         argv, env = python_child(MODULE, self.root, str(child.fileno()))
         try:
+            # A process group of its own: the git it runs is found (and ended) with it (_end).
             self._proc = subprocess.Popen(priority.command(argv, self.steps), cwd=NEUTRAL_CWD, env=env,
-                                          pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+                                          pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
         except OSError as exc:
             parent.close()
             self._say(f"cannot start the write process ({exc}): the server runs writes itself")
@@ -154,6 +161,25 @@ class WriteProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        _wait_for_group(proc.pid)
+
+
+def _wait_for_group(group: int) -> None:
+    """Wait for what is left of a write process's group (its git, its hooks) to end, then kill
+    it past GIT_SECONDS. A git left running after its write process died could still publish
+    the commit; its client settles the command by its id only once this returns, so it finds
+    the commit landed or never landing, not landing later (docs/server.md, "Exactly once")."""
+    deadline = time.monotonic() + GIT_SECONDS
+    while True:
+        try:
+            os.killpg(group, 0)
+        except OSError:  # no process is left in the group
+            return
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
+            return
+        time.sleep(0.02)
 
 
 class _Commits:
