@@ -163,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     result["median_ratios"] = {name: {"p50": round(statistics.median(r[0] for r in found), 2),
                                       "p99": round(statistics.median(r[1] for r in found), 2)}
                                for name, found in ratios.items()}
+    # What the searches' gain costs the writes: the savers' rate beside the searches, and a
+    # relayed save's own time (issue 29: p50 at most 150 ms on a quiet machine).
+    result["saves_a_round"] = {name: [one[f"with_savers_{name}"]["saves"] for one in result["rounds"]]
+                               for name in ratios}
+    result["save_alone_p50_ms"] = result["saves_alone"]["save_p50_ms"]
     relay.control(root, "stop")
     corpus_mod.reset(root, corpus.base)
     print(json.dumps(result, indent=1))

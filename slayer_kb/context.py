@@ -32,7 +32,7 @@ from .core.ids import check_id, id_sort_key
 from .core.inputs import check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, loads
-from .core.results import Document, SyncReport
+from .core.results import Document, IndexWritten, SyncReport
 from .search.index import Index
 from .search.schema import NONE
 from .store.leases import IdLeases
@@ -335,6 +335,38 @@ class Context:
         if not all(path.startswith(f"{MEMORIES_DIR}/") for path in writing):
             return False
         return self.monitor.peek(frozenset(path.rsplit("/", 1)[-1] for path in writing))
+
+    # -- a write another process runs for this warm one (daemon/writer.py) ----------------------
+
+    def index_written(self, memory_ids: list[str]) -> IndexWritten:
+        """The index's content now (``Meaning.content_key``) and the signatures at which this
+        process last indexed these memory files (``Meaning.indexed_as``), for its server."""
+        return IndexWritten(self.index.content_key(), self.index.indexed_as(memory_ids))
+
+    def write_elsewhere(self, paths: frozenset[str]) -> None:
+        """With the view held: another process's commit is writing ``paths`` (relative to the KB)
+        for this warm process, which takes it in after (``took_in``). Reads meanwhile answer as
+        beside a write of this process's own: those files from the index, the vectors as held."""
+        self.store.view.writing = self.store.view.writing | paths
+        self.index.hold_table = True
+
+    def took_in(self, before: Any, after: Any, indexed: dict[str, Any]) -> None:
+        """With the view held: the other process's write is over. It indexed the memory files
+        ``indexed`` (their signatures as it read them), taking the index from content ``before``
+        to ``after`` (None: unknown); their file events are this process's own, as after a
+        commit of its own; any other file it wrote counts as changed (a full check follows)."""
+        written = self.store.view.writing
+        self.store.view.writing = frozenset()
+        self.index.take_in(before, after, indexed)
+        if self.monitor is not None:
+            self.monitor.absorb({f"{mid}.yaml" for mid in indexed})
+            self.monitor.settle()
+            # An edit by hand since the write process indexed one of them: its event went with
+            # the write's own, its signature tells it apart (an edit after this look keeps its event).
+            if not self.index.as_indexed(indexed):
+                self.monitor.note_change()
+        if any(not path.startswith(f"{MEMORIES_DIR}/") for path in written):
+            self._catalog_checked = False
 
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:

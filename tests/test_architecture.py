@@ -136,9 +136,10 @@ def test_gitpython_is_imported_only_by_the_store() -> None:
 
 
 def test_subprocesses_are_run_only_where_that_is_the_job() -> None:
-    # the store runs git; edit runs the user's editor; the client starts the server.
+    # the store runs git; edit runs the user's editor; the client starts the server, and the
+    # server its write process.
     assert _users("subprocess") - {m for m in MODULES if _part(m) == "store"} == {
-        "slayer_kb.ops.editing", "slayer_kb.daemon.relay",
+        "slayer_kb.ops.editing", "slayer_kb.daemon.relay", "slayer_kb.daemon.writer",
     }
 
 
@@ -373,6 +374,7 @@ def test_background_jobs_are_modules_started_with_python_m() -> None:
     started = {m: found for m in MODULES if (found := _started_modules(m))}
     assert started == {
         "slayer_kb.daemon.relay": ["slayer_kb.daemon.server"],
+        "slayer_kb.daemon.writer": ["slayer_kb.daemon.writer"],
         "slayer_kb.store.mergedriver": ["slayer_kb.store.mergedriver"],
         "slayer_kb.search.filler": ["slayer_kb.daemon.sentences"],
         "slayer_kb.store.upkeep": ["slayer_kb.store.upkeep"],

@@ -25,7 +25,7 @@ from slayer_kb.daemon import relay
 from slayer_kb.daemon.settle import settle
 from slayer_kb.store import requests
 from slayer_kb.store.repo import Change
-from testing import Watcher, git, in_process_runner
+from testing import Watcher, eventually, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -99,21 +99,45 @@ def arm(root: Path, state: str, pid: int) -> None:
     (root / ".git" / f"kill-at-{state}").write_text(str(pid))
 
 
+# Whom a test kills: the server, or the write process it runs writes in (started by a first write).
+KILLED = ["server", "write process"]
+
+
+def _victim(watcher: Watcher, killed: str) -> int:
+    if killed == "server":
+        return watcher.proc.pid
+    status = relay.control(watcher.root, "status")
+    assert status is not None and status["writer"] is not None
+    return int(status["writer"]["pid"])
+
+
+def _killed(watcher: Watcher, killed: str, pid: int) -> None:
+    """Wait for ``pid`` to be gone: the server's exit status; the write process, with its server
+    living on (which reaps it: no zombie is left either)."""
+    if killed == "server":
+        assert watcher.proc.wait(timeout=60) == -9
+        return
+    eventually(lambda: not Path(f"/proc/{pid}").exists(), "the write process reaped")
+    assert watcher.proc.poll() is None
+
+
+@pytest.mark.parametrize("killed", KILLED)
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, case: str) -> None:
+def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, case: str, killed: str) -> None:
     root = watcher.root
     twin = twin_of(root)
     before, argv = CASES[case]
-    for args in before:
+    for args in [["save", "starts the write process", "-e", "shop.orders.amount"], *before]:
         assert run(root, *args, server=True).returncode == 0
         assert run(twin, *args, server=False).returncode == 0
     twin_start = commits(twin)
     want = run(twin, *argv, server=False)
     assert want.returncode == 0, want.stderr
     start = commits(root)
-    arm(root, "committed", watcher.proc.pid)
+    pid = _victim(watcher, killed)
+    arm(root, "committed", pid)
     got = run(root, *argv, server=True)
-    assert watcher.proc.wait(timeout=60) == -9  # the server was killed as the commit landed
+    _killed(watcher, killed, pid)  # killed as the commit landed
     assert not (root / ".git" / "kill-at-committed").exists()
     assert (got.returncode, masked(got.stdout)) == (0, masked(want.stdout)), got.stderr
     assert "Traceback" not in got.stderr and "running it in this process" not in got.stderr
@@ -125,18 +149,47 @@ def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, 
 
 
 
-def test_a_server_killed_before_its_commit_lands_leaves_the_command_to_the_client(watcher: Watcher) -> None:
+@pytest.mark.parametrize("killed", KILLED)
+def test_a_server_killed_before_its_commit_lands_leaves_the_command_to_the_client(
+    watcher: Watcher, killed: str
+) -> None:
     root = watcher.root
+    assert run(root, "save", "starts the write process", "-e", "shop.orders.amount", server=True).returncode == 0
     start, files = commits(root), memory_files(root)
-    arm(root, "prepared", watcher.proc.pid)  # killed, and the update-ref refused: nothing landed
+    pid = _victim(watcher, killed)
+    arm(root, "prepared", pid)  # killed, and the update-ref refused: nothing landed
     got = run(root, "save", "saved once after all", "-e", "shop.orders.amount", server=True)
-    assert watcher.proc.wait(timeout=60) == -9
+    _killed(watcher, killed, pid)
     assert got.returncode == 0, got.stderr
-    assert got.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
+    assert got.stdout == "Saved memory 28 (created)\n  entities: shop.orders.amount\n"
     assert got.stderr == ("slayer-kb: the server stopped while running this command, before it committed "
                           "anything; running it in this process.\n")
     assert commits(root) == start + 1
-    assert memory_files(root) == sorted([*files, "27.yaml"])
+    assert memory_files(root) == sorted([*files, "28.yaml"])
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_write_process_killed_as_its_commit_lands_is_started_again_and_its_command_settled(
+    watcher: Watcher,
+) -> None:
+    root = watcher.root
+    assert run(root, "save", "starts the write process", "-e", "shop.orders.amount", server=True).returncode == 0
+    first = relay.control(root, "status")["writer"]  # type: ignore[index]
+    start, files = commits(root), memory_files(root)
+    arm(root, "committed", first["pid"])
+    got = run(root, "save", "saved exactly once", "-e", "shop.orders.amount", server=True)
+    assert not (root / ".git" / "kill-at-committed").exists()
+    assert (got.returncode, got.stdout) == (0, "Saved memory 28 (created)\n  entities: shop.orders.amount\n")
+    assert "Traceback" not in got.stderr and "running it in this process" not in got.stderr
+    assert commits(root) == start + 1
+    # The server lives on; the next write starts another write process, and is found at once.
+    again = run(root, "save", "Chargebacks are netted daily", "-e", "shop.orders.amount", server=True)
+    assert (again.returncode, again.stderr) == (0, "")
+    status = relay.control(root, "status")
+    assert status is not None and status["pid"] == watcher.proc.pid
+    assert status["writer"]["starts"] == 2 and status["writer"]["pid"] != first["pid"]
+    assert "[29] " in run(root, "search", "chargebacks netted daily", server=True).stdout
+    assert memory_files(root) == sorted([*files, "28.yaml", "29.yaml"])
     assert git(root, "status", "--porcelain") == ""
 
 
@@ -187,3 +240,36 @@ def test_a_commit_that_cannot_be_read_back_is_named(example_kb: KnowledgeBase, c
     assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 0
     assert capfd.readouterr() == ("", f"slayer-kb: the server stopped after committing this command as {head[:12]} "
                                       f"(notes: a note); it is not run again: 'git show {head[:12]}' shows what it did.\n")
+
+
+# Kills the write process named in .git/kill-at-prepared as its update-ref prepares; the git it
+# ran goes on, as slow as a hook on a loaded machine, and publishes the commit.
+SLOW_HOOK = """#!/bin/sh
+cat >/dev/null
+armed="$(git rev-parse --git-dir)/kill-at-$1"
+[ -f "$armed" ] || exit 0
+pid=$(cat "$armed")
+rm -f "$armed"
+kill -9 "$pid"
+sleep 1
+exit 0
+"""
+
+
+def test_a_write_process_killed_mid_commit_is_settled_once_its_git_is_done(watcher: Watcher) -> None:
+    root = watcher.root
+    assert run(root, "save", "starts the write process", "-e", "shop.orders.amount", server=True).returncode == 0
+    start, files = commits(root), memory_files(root)
+    pid = _victim(watcher, "write process")
+    arm(root, "prepared", pid)
+    (root / ".git" / "hooks" / "reference-transaction").write_text(SLOW_HOOK)
+    got = run(root, "save", "saved once after all", "-e", "shop.orders.amount", server=True)
+    _killed(watcher, "write process", pid)
+    # Settled once that git was done: the commit it published is the command's, not run again.
+    assert (got.returncode, got.stdout) == (0, "Saved memory 28 (created)\n  entities: shop.orders.amount\n"), got.stderr
+    assert "running it in this process" not in got.stderr and "Traceback" not in got.stderr
+    again = run(root, "save", "Chargebacks are netted daily", "-e", "shop.orders.amount", server=True)
+    assert again.returncode == 0, again.stderr
+    assert commits(root) == start + 2
+    assert memory_files(root) == sorted([*files, "28.yaml", "29.yaml"])
+    assert git(root, "status", "--porcelain") == ""

@@ -1,8 +1,8 @@
 """A write's spare work yields the CPU to reads (core/priority.py; docs/server.md, "Reads beside
-writes"): the relayed client of a write once its command began, the git processes a write runs
-in the server while reads go on beside it (and their hooks), and the server's sentence model
-runs, each ``SLAYER_KB_WRITE_NICENESS`` steps lower, read back from /proc; never the server's
-threads that run commands."""
+writes"): the relayed client of a write once its command began, the server's write process with
+the git processes it runs (and their hooks), and the server's sentence model runs, each
+``SLAYER_KB_WRITE_NICENESS`` steps lower, read back from /proc; never the server's threads that
+answer reads."""
 
 from __future__ import annotations
 
@@ -118,12 +118,16 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
         lock.release()
     out, err = saving.communicate(timeout=120)
     assert (saving.returncode, err) == (0, ""), out
-    assert seen.read_text() == f"{LOWER}\n"  # update-ref, and the hook it ran
+    assert seen.read_text() == f"{LOWER}\n"  # update-ref, and the hook it ran, in the write process
+    writer = relay.control(root, "status")["writer"]  # type: ignore[index]
+    assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
+    assert {nice_of(task / "stat") for task in Path(f"/proc/{writer['pid']}/task").iterdir()} == {LOWER}
 
-    # Off: the next write's git runs as the server does.
+    # A client's own setting no longer lowers anything but itself: the write process, started
+    # with the server's setting, runs every write, and its git as low as itself, never lower.
     again = _save(root, "Chargebacks are netted too", **{priority.VARIABLE: "0"})
     assert again.communicate(timeout=120)[1] == "" and again.returncode == 0
-    assert seen.read_text() == f"{LOWER}\n{BASE}\n"
+    assert seen.read_text() == f"{LOWER}\n{LOWER}\n"
 
     # Every thread of the server at its priority but the one the sentence model runs on, once
     # the model made the saved memories' vectors.

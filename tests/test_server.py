@@ -743,3 +743,23 @@ def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: P
     finally:
         watch.terminate()
         watch.wait(timeout=WAIT_SECONDS)
+
+
+def test_writes_run_in_a_write_process_that_stops_with_its_server(servers: Servers, tmp_path: Path) -> None:
+    root = example_copy(tmp_path / "kb")
+    servers.run(root, "server", "start")
+    up = servers.wait_up(root)
+    assert up["writer"] is None  # started by the first write, not before
+    saved = servers.run(root, "save", "Refunds post a day late", "-e", "shop.orders.amount", blocked=True)
+    assert (saved.returncode, saved.stdout) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n")
+    writer = servers.status(root)["writer"]  # type: ignore[index]
+    assert (writer["writes"], writer["starts"]) == (1, 1)
+    assert started(writer["pid"]) is not None and writer["pid"] != up["pid"]
+    assert f"write process: {writer['pid']}, 10 steps lower, 1 writes, started 1 times" in servers.run(
+        root, "server", "status").stdout.splitlines()
+    # Found by its words as soon as the save returned (the server took the write in).
+    found = servers.run(root, "search", "refunds post a day late", blocked=True)
+    assert "[27] " in found.stdout, found.stdout
+    assert servers.run(root, "server", "stop").returncode == 0
+    servers.wait_down(up["pid"])
+    assert started(writer["pid"]) is None  # no orphan: the server waited for it

@@ -32,6 +32,9 @@ def _status_text(data: dict[str, Any]) -> str:
     if data.get("current"):
         lines.append(f"running: {data['current']}")
     lines.extend(f"reading beside it: {read}" for read in data.get("reading") or [])
+    if writer := data.get("writer"):
+        lines.append(f"write process: {writer['pid']}, {writer['niceness']} steps lower, "
+                     f"{writer['writes']} writes, started {writer['starts']} times")
     vectors = data.get("sentence_vectors") or {}
     if vectors.get("memories") is not None:
         making = vectors["building"] and vectors["pass_total"]

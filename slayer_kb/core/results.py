@@ -397,3 +397,13 @@ class Landed:
     kind: str
     result: SaveResult | ChangeResult | ForgetResult | CascadeResult | SessionResult
     subject: str = ""  # the id or entity the command was given
+
+
+@dataclass
+class IndexWritten:
+    """What a write process tells its warm server of the index (daemon/writer.py): ``key``
+    identifies the index's content now (None: unknown), and ``indexed`` holds the signatures
+    (mtime in ns, size, inode) at which it indexed the memory files it was asked about."""
+
+    key: Any
+    indexed: dict[str, tuple[int, int, int]] = field(default_factory=dict)

@@ -176,8 +176,11 @@ class _Command:
 class Runner:
     """Runs relayed commands on a warm KB, each as the client's process would have."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: KnowledgeBase, lower_git: bool = True) -> None:
         self.kb = kb
+        # Whether a write's git processes run lower than this process (in the server); the
+        # write process (writer.py) runs lower as a whole, and its git processes with it.
+        self._lower_git = lower_git
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
         self._last_env: dict[str, str] | None = None
@@ -213,7 +216,8 @@ class Runner:
                 sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
             if writes(request):
                 self._store.request = request["request"]
-                self._store.niceness = priority.niceness()  # the client's setting (its environment)
+                if self._lower_git:
+                    self._store.niceness = priority.niceness()  # the client's setting (its environment)
             with _thread_streams(command.stdin, command.stdout, command.stderr):
                 code = command.run(self.kb)
         finally:
@@ -242,6 +246,16 @@ class Runner:
                 _thread_streams(command.stdin, command.stdout, command.stderr):
             code = command.run(self.kb, beside=True)
         return code, _merged(command.chunks)
+
+    def write_elsewhere(self, paths: frozenset[str]) -> None:
+        """With the view held: the write process is about to commit ``paths`` (writer.py)."""
+        self.kb.write_elsewhere(paths)
+
+    def took_in(self, done: dict[str, Any] | None) -> None:
+        """With the view held: the write process's command is over (None: it died), and what
+        it indexed is taken in (``Context.took_in``)."""
+        done = done or {}
+        self.kb.took_in(done.get("before"), done.get("after"), done.get("indexed") or {})
 
     def ready_beside(self) -> bool:
         """With the view held: whether a read may run now from the state in memory

@@ -11,8 +11,8 @@ second server.
 
 Each relayed command runs under the server's one lock (the watcher's syncs take it too), in the
 client's folder, environment and umask, with stdin, stdout and stderr replaced by buffers that
-encode as the client's streams do (running.py); the command itself takes the KB's cross-process
-lock for a write, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
+encode as the client's streams do (running.py); a write runs in the server's write process, at a
+lower priority (writer.py), and takes the KB's cross-process lock, as in any process. ``search``, ``get`` and ``list`` go beside it when the KB's
 state in memory can answer them: while a write waits for the KB lock or git writes its commit
 (store/view.py; docs/server.md, "Reads beside writes"). A client of another install (its version stamp differs) is told the
 server retires, and the server exits; so does a server that sees its own files change, or that
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..store import requests
 from . import relay
 from .running import Runner, goes_beside, writes
+from .writer import UNAVAILABLE, WriteProcess
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -61,19 +62,23 @@ class Turn:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.view: View | None = None  # set once the KB is open (Server.ready)
-        self._holds: list[View] = []
+        self._holds: list[View | None] = []
 
-    def acquire(self, timeout: float = -1) -> bool:
+    def acquire(self, timeout: float = -1, view: bool = True) -> bool:
+        """The turn, and with it the view unless ``view`` is False (a write handed to the
+        write process takes the view only for what it changes in memory)."""
         if not self._lock.acquire(timeout=timeout):
             return False
-        if self.view is not None:
-            self.view.acquire()
-            self._holds.append(self.view)
+        held = self.view if view else None
+        if held is not None:
+            held.acquire()
+        self._holds.append(held)
         return True
 
     def release(self) -> None:
-        if self._holds:
-            self._holds.pop().release()
+        held = self._holds.pop()
+        if held is not None:
+            held.release()
         self._lock.release()
 
     def __enter__(self) -> Turn:
@@ -102,6 +107,7 @@ class Server:
         self.reading: dict[int, str] = {}  # the reads running beside it, by thread
         self._runner: Any = None
         self.sentences: SentenceFiller | None = None
+        self.writer: WriteProcess | None = None  # runs the writes, once the KB is open (ready)
         self._ready = threading.Event()
         self.warm = threading.Event()  # the first sync is done and the searcher and vectors loaded
         self._count = threading.Lock()
@@ -176,6 +182,7 @@ class Server:
         requests.drop_stale(kb.state)
         self._runner = Runner(kb)
         self.busy.view = self._runner.view
+        self.writer = WriteProcess(self.root, self._say)
         # Sentence vectors are made off the save path, between and after commands.
         self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
         self.sentences.start()
@@ -201,6 +208,8 @@ class Server:
         deadline = time.monotonic() + FINISH_SECONDS
         while self._active and time.monotonic() < deadline:
             time.sleep(0.05)
+        if self.writer is not None:
+            self.writer.stop()
         self._release_lock()
 
     def _accept(self) -> None:
@@ -313,8 +322,10 @@ class Server:
         return relay.recv_exactly(conn, 1) == relay.GO
 
     def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> Result | None:
-        """Run ``request`` in its turn: after every command before it, never beside a write."""
-        while not self.busy.acquire(timeout=0.1):
+        """Run ``request`` in its turn: after every command before it, never beside a write. A
+        write runs in the write process (writer.py), and holds the view only to take it in."""
+        elsewhere = self.writer is not None and writes(request)
+        while not self.busy.acquire(timeout=0.1, view=not elsewhere):
             if self.stop.is_set():
                 beat.send(self._leaving())
                 return None
@@ -323,11 +334,30 @@ class Server:
                 return None
             self.running = " ".join(request["argv"])[:200]
             try:
+                if elsewhere:
+                    return self._write_elsewhere(request)
                 return self._runner(request)  # type: ignore[no-any-return]
             finally:
                 self.running = None
         finally:
             self.busy.release()
+
+    def _write_elsewhere(self, request: dict[str, Any]) -> Result | None:
+        """Run the write ``request`` in the write process, and take in what it changed; None
+        when that process died meanwhile (the client settles the command by its id)."""
+        view = self.busy.view
+        assert view is not None and self.writer is not None
+
+        def begun(paths: frozenset[str]) -> None:
+            with view.hold():
+                self._runner.write_elsewhere(paths)
+
+        done = self.writer.run(request, begun)
+        with view.hold():
+            if done is UNAVAILABLE:
+                return self._runner(request)  # type: ignore[no-any-return]
+            self._runner.took_in(done)
+        return None if done is None else (done["code"], done["chunks"])
 
     def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
@@ -370,6 +400,7 @@ class Server:
                 "channel": self.where if isinstance(self.where, str) else "abstract socket",
                 "log": os.path.join(self.root, relay.STATE_DIR, LOG_FILE) if self.idle is not None else None,
                 "sentence_vectors": self.sentences.status() if self.sentences is not None else None,
+                "writer": self.writer.status() if self.writer is not None else None,
             }
         elif op == "stop":
             self._say("asked to stop")

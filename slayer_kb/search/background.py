@@ -39,6 +39,7 @@ class SentenceFiller:
         self._progress: tuple[int, int] = (0, 0)
         self._coverage: tuple[int, int] | None = None
         self._running = False
+        self._warmed = False
         self._thread = threading.Thread(target=self._loop, name="slayer-kb sentences", daemon=True)
         # The model's runs, on a thread of lower priority (core/priority.py): this one holds the
         # server's turn and view while it reads and writes the index, which a thread that waits
@@ -93,6 +94,14 @@ class SentenceFiller:
             try:
                 if self._coverage is None:  # else the last pass's end measured it
                     self._measure()
+                if not self._warmed:
+                    # A first run here, at the server's priority: the model and its tokenizer
+                    # make their own threads on first use, with their maker's priority, and a
+                    # search's question runs on them too.
+                    model = encoder.load()
+                    if isinstance(model, encoder.Encoder):
+                        model.encode(["warm"])
+                    self._warmed = True
                 with encoder.runs_on(self._encoding):
                     self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries

@@ -9,7 +9,7 @@ import contextlib
 import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from whoosh import index as windex
 
 from ..core.memory import Memory
+from ..store.listing import Sig
 from . import embedding, encoder, filler, sentences, vectors
 
 if TYPE_CHECKING:
@@ -45,6 +46,10 @@ class Meaning:
     background_vectors = True
     # Whether this process checked every memory's units (``fill_sentences``).
     _units_checked = False
+    # A warm server while its write process commits (daemon/writer.py): reads use the table as
+    # it is, not one loaded again from the index the write is changing; ``take_in`` ends it.
+    hold_table = False
+    _indexed: dict[str, Sig]
     _scanned: bool
     _meaning: vectors.Table | None
     _meaning_key: Any
@@ -368,6 +373,8 @@ class Meaning:
     def meaning(self) -> vectors.Table:
         """The vectors of every memory, loaded once and then kept in step with this process's
         own updates; loaded again when another process changed the index."""
+        if self.hold_table and self._meaning is not None:
+            return self._meaning
         key = state_key(self._read_state())
         if self._meaning is None or key is None or self._meaning_key != key:
             try:
@@ -384,6 +391,45 @@ class Meaning:
                 self._meaning, key = vectors.Table.empty(), None
             self._meaning_key = key
         return self._meaning
+
+    def content_key(self) -> Any:
+        """What identifies the index's content now (``state_key``): a write process's, compared by
+        the server that takes its write in."""
+        return state_key(self._read_state())
+
+    def indexed_as(self, memory_ids: Iterable[str]) -> dict[str, Sig]:
+        """The signatures this process's targeted updates last read of these files (``as_indexed``)."""
+        return {mid: self._indexed[mid] for mid in memory_ids if mid in self._indexed}
+
+    def take_in(self, before: Any, after: Any, indexed: dict[str, Sig]) -> None:
+        """Take in another process's targeted update of the ``indexed`` files (their signatures as
+        it read them), which took the index from content ``before`` to ``after``: their vector
+        rows into the table this process holds, if it held ``before``'s (else the table is loaded
+        again when next used), and the files counted as indexed (``as_indexed``)."""
+        self.hold_table = False
+        kept = self._indexed if len(self._indexed) < 4096 else {}  # bounded, as index.py's own
+        self._indexed = {**kept, **indexed}
+        if self._meaning is None or before is None or after is None or self._meaning_key != before:
+            return
+        ids = sorted(indexed)
+        none: list[tuple[Any, ...]] | None = None
+        found = self._from_manifest(lambda db: _rows_by_id(db, ids), none)
+        if found is None:
+            return
+        rows = {row[0] for row in found}
+        self._meaning.apply([mid for mid in ids if mid not in rows], found)
+        self._meaning_key = after
+
+
+def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The vectors table's rows of these memories, as ``vectors.write`` takes them."""
+    found: list[tuple[Any, ...]] = []
+    for at in range(0, len(memory_ids), 500):  # SQLite's old limit of 999 parameters
+        chunk = memory_ids[at : at + 500]
+        found += db.execute(
+            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608
+            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return found
 
 
 def _packed(rows: np.ndarray) -> bytes:

@@ -204,6 +204,12 @@ class ChangeMonitor:
             self._pending = True
             self._rewatch()
 
+    def note_change(self) -> None:
+        """Count a change this process learned of otherwise, for the next ``changed``: a file
+        a write process indexed, edited since by hand (its event went with the write's own)."""
+        self._pending = True
+        self._generation += 1
+
     def peek(self, own: frozenset[str]) -> bool:
         """For a read beside a write that commits the files named ``own``: True when nothing but
         those changed since the last look (the index the write has not updated yet still

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -30,7 +30,19 @@ class View:
         self._local = threading.local()
         # The KB-relative paths a commit is writing while it let go of the view: a read finds
         # their last published version in the index, not in the work tree.
-        self.writing: frozenset[str] = frozenset()
+        self._writing: frozenset[str] = frozenset()
+        # Told of each new ``writing``: a write process tells its server (daemon/writer.py).
+        self.notify: Callable[[frozenset[str]], None] | None = None
+
+    @property
+    def writing(self) -> frozenset[str]:
+        return self._writing
+
+    @writing.setter
+    def writing(self, paths: frozenset[str]) -> None:
+        self._writing = paths
+        if self.notify is not None:
+            self.notify(paths)
 
     def acquire(self, write: bool = True, timeout: float | None = None) -> bool:
         """Take the view (again, for its holder); a read waits while a write waits too, so that

@@ -1,0 +1,86 @@
+"""What a warm process takes in of a write another process made for it (daemon/writer.py,
+``Context.write_elsewhere`` and ``Context.took_in``; docs/server.md, "The write process"), with
+two real ``KnowledgeBase`` objects on one KB: the server's, warm, and the write process's.
+
+The server-level behaviour (the write process's priority, its restart after a kill, no orphan
+after ``server stop``, a command settled when it dies) is in test_priority.py, test_exactly_once.py
+and test_server.py; reads beside a held write in test_beside.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from slayer_kb import KnowledgeBase
+
+
+def _warm(root: Path) -> KnowledgeBase:
+    kb = KnowledgeBase(root)
+    kb.keep_warm()
+    kb.ensure_fresh()  # as the server's first sync, before it warms up
+    kb.warm_up()
+    return kb
+
+
+def _row(kb: KnowledgeBase, memory_id: str) -> np.ndarray:
+    table = kb.index.meaning()
+    return np.asarray(table.matrix[table.ids.index(memory_id)])
+
+
+def test_a_write_elsewhere_is_taken_in_without_loading_the_vectors_again(example_kb: KnowledgeBase) -> None:
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    table = server.index.meaning()
+    before = server.index_written([]).key
+    assert "27" not in table.ids
+
+    server.write_elsewhere(frozenset({"memories/27.yaml"}))
+    saved = writer.save_memory("Refunds post a day after the order", ["shop.orders.amount"])
+    assert saved.memory_id == "27"
+    written = writer.index_written(["27"])
+    assert written.key != before and set(written.indexed) == {"27"}
+    # While the write is not taken in, reads use the table they had, though the index changed.
+    assert server.index.meaning() is table and "27" not in table.ids
+    assert server.store.view.writing == frozenset({"memories/27.yaml"})
+
+    server.took_in(before, written.key, written.indexed)
+    assert server.store.view.writing == frozenset()
+    assert server.index.meaning() is table  # its row applied, not the table loaded again
+    assert server.index_written([]).key == written.key
+    fresh = _warm(example_kb.root)  # the table as a server started now loads it
+    assert np.array_equal(_row(server, "27"), _row(fresh, "27"))
+    assert server.as_indexed({"27"})  # the watcher's events for it take no turn
+    assert [h["id"] for h in server.search("refunds post a day after the order", limit=1).memories] == ["27"]
+
+
+def test_a_table_older_than_the_write_is_loaded_again(example_kb: KnowledgeBase) -> None:
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    table = server.index.meaning()
+    writer.save_memory("A change the server never took in", ["shop.orders.amount"])  # 27
+    before = writer.index_written([]).key
+    server.write_elsewhere(frozenset({"memories/28.yaml"}))
+    writer.save_memory("Chargebacks are netted daily", ["shop.orders.amount"])  # 28
+    written = writer.index_written(["28"])
+    server.took_in(before, written.key, written.indexed)
+    again = server.index.meaning()
+    assert again is not table and {"27", "28"} <= set(again.ids)
+
+
+def test_a_file_edited_by_hand_before_the_write_is_taken_in_is_indexed_again(example_kb: KnowledgeBase) -> None:
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    before = server.index_written([]).key
+    server.write_elsewhere(frozenset({"memories/27.yaml"}))
+    writer.save_memory("Refunds post a day after the order", ["shop.orders.amount"])
+    written = writer.index_written(["27"])
+    # Edited by hand after the write process indexed it, before its server took the write in:
+    # the edit's event is queued with the write's own, which the server drops as its own.
+    path = example_kb.root / "memories" / "27.yaml"
+    path.write_text(path.read_text().replace("Refunds post a day after the order", "Quokkas audit refunds"))
+    server.took_in(before, written.key, written.indexed)
+    assert not server.as_indexed({"27"})
+    assert not server.ready_beside()  # a read waits for its turn, and brings the index up to date
+    assert server.ensure_fresh() is not None
+    assert [h["id"] for h in server.search("quokkas audit refunds", limit=1).memories] == ["27"]
