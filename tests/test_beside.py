@@ -215,3 +215,43 @@ def test_a_peek_keeps_other_events_and_settles_the_writes_own(tmp_path: Path) ->
         assert monitor.changed() is True and monitor.changed() is False
     finally:
         monitor.stop()
+
+
+# Stands in for git-upload-pack: holds a fetch until .git/release exists (at most 120 s).
+UPLOAD_PACK = """#!/bin/sh
+touch "{git_dir}/held"
+n=0
+while [ ! -f "{git_dir}/release" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n+1)); done
+exec git-upload-pack "$@"
+"""
+
+
+def test_a_read_waits_for_a_sync_in_the_write_process(watcher: Watcher, no_whoosh: Path, tmp_path: Path) -> None:
+    """A sync changes files by git's own merges, beyond the commits it names to the server: a
+    read waits for all of it (running.WHOLE), where it goes beside a save."""
+    root, git_dir = watcher.root, watcher.root / ".git"
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    branch = subprocess.run(["git", "-C", str(root), "branch", "--show-current"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", str(bare)], check=True)
+    subprocess.run(["git", "-C", str(root), "push", "-q", "-u", "origin", branch], check=True)
+    script = tmp_path / "upload-pack"
+    script.write_text(UPLOAD_PACK.format(git_dir=git_dir))
+    script.chmod(0o755)
+    subprocess.run(["git", "-C", str(root), "config", "remote.origin.uploadpack", str(script)], check=True)
+    _until(lambda: (relay.control(root, "status") or {}).get("warm"), "the server warming up")
+    sync = start(root, "sync")
+    try:
+        _until(lambda: (git_dir / "held").exists(), "the sync's fetch held")
+        status = relay.control(root, "status")
+        assert status is not None and status["current"] == f"--kb {root} sync"
+        search = start(root, "--json", "search", "orders", blocked=no_whoosh)
+        time.sleep(2)  # not a synchronisation: a read going beside the sync would be answered by now
+        assert search.poll() is None and relay.control(root, "status")["reading"] == []  # type: ignore[index]
+    finally:
+        (git_dir / "release").touch()
+    out, err = sync.communicate(timeout=120)
+    assert sync.returncode == 0, err
+    found, err = search.communicate(timeout=120)
+    assert search.returncode == 0 and json.loads(found)["memories"], err

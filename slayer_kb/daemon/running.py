@@ -86,6 +86,18 @@ def writes(request: dict[str, Any]) -> bool:
     return found is not None and found[1] not in relay.READS and requests.valid(request.get("request"))
 
 
+# Writes that change files or the index beyond the commits they name to the server (git's own
+# merges and resets, the index rebuilt or compacted): reads wait for the whole of them.
+WHOLE = frozenset({"sync", "renumber", "reindex", "maintenance"})
+
+
+def holds_the_view(request: dict[str, Any]) -> bool:
+    """Whether the write ``request``, run in the write process, keeps reads waiting until it
+    ends (``WHOLE``) rather than only while its changes are taken in."""
+    found = relay.parse(request["argv"])
+    return found is None or found[1] in WHOLE
+
+
 def goes_beside(request: dict[str, Any]) -> bool:
     """Whether ``request`` is a read that may run beside a write (``BESIDE``), with no
     ``@FILE`` argument, which names a file in the client's folder."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..store import requests
 from . import relay
-from .running import Runner, goes_beside, writes
+from .running import Runner, goes_beside, holds_the_view, writes
 from .writer import UNAVAILABLE, WriteProcess
 
 if TYPE_CHECKING:
@@ -323,9 +323,10 @@ class Server:
 
     def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
-        write runs in the write process (writer.py), and holds the view only to take it in."""
+        write runs in the write process (writer.py), and holds the view only to take it in, or
+        for all of it when it changes more than its commits name (``holds_the_view``)."""
         elsewhere = self.writer is not None and writes(request)
-        while not self.busy.acquire(timeout=0.1, view=not elsewhere):
+        while not self.busy.acquire(timeout=0.1, view=not elsewhere or holds_the_view(request)):
             if self.stop.is_set():
                 beat.send(self._leaving())
                 return None
