@@ -121,8 +121,14 @@ def _killed(watcher: Watcher, killed: str, pid: int) -> None:
     assert watcher.proc.poll() is None
 
 
-@pytest.mark.parametrize("killed", KILLED)
-@pytest.mark.parametrize("case", list(CASES))
+# Every command with the server killed; with the write process killed, one of each way a
+# command commits (a new file, a cascade over files, a catalog file, a topic-key upsert, a
+# session file): settling is the same code for all, and each case costs a server's start.
+BY_WRITE_PROCESS = ("save", "forget", "delete-model", "observation --json", "session-end")
+
+
+@pytest.mark.parametrize(("case", "killed"), [(case, "server") for case in CASES]
+                         + [(case, "write process") for case in BY_WRITE_PROCESS])
 def test_a_server_killed_as_its_commit_lands_is_not_run_again(watcher: Watcher, case: str, killed: str) -> None:
     root = watcher.root
     twin = twin_of(root)
