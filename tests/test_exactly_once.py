@@ -31,14 +31,15 @@ pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relaye
 
 # Kills the pid named in .git/kill-at-<state> (one shot: the file goes) when a ref transaction
 # reaches that state; at "prepared" it also aborts the transaction, as a kill before update-ref.
-HOOK = """#!/bin/sh
+KILL = """#!/bin/sh
 cat >/dev/null
 armed="$(git rev-parse --git-dir)/kill-at-$1"
 [ -f "$armed" ] || exit 0
 pid=$(cat "$armed")
 rm -f "$armed"
 kill -9 "$pid"
-[ "$1" = prepared ] && exit 1
+"""
+HOOK = KILL + """[ "$1" = prepared ] && exit 1
 exit 0
 """
 
@@ -250,14 +251,7 @@ def test_a_commit_that_cannot_be_read_back_is_named(example_kb: KnowledgeBase, c
 
 # Kills the write process named in .git/kill-at-prepared as its update-ref prepares; the git it
 # ran goes on, as slow as a hook on a loaded machine, and publishes the commit.
-SLOW_HOOK = """#!/bin/sh
-cat >/dev/null
-armed="$(git rev-parse --git-dir)/kill-at-$1"
-[ -f "$armed" ] || exit 0
-pid=$(cat "$armed")
-rm -f "$armed"
-kill -9 "$pid"
-sleep 1
+SLOW_HOOK = KILL + """sleep 1
 exit 0
 """
 
