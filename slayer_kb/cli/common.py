@@ -129,11 +129,31 @@ def fail(settings: Settings | None, error: KBError) -> NoReturn:
     sys.exit(1)
 
 
-def _asks_json(args: list[str]) -> bool:
+def _asks_json(command: click.Command, args: list[str]) -> bool:
     """Whether the command line asks for ``--json``, before or after the command name: what a
-    usage error goes by, as it may come before click has read ``--json`` (or read anything)."""
-    options = args[: args.index("--")] if "--" in args else args
-    return "--json" in options
+    usage error goes by, as it may come before click has read ``--json`` (or read anything).
+
+    The arguments are walked as click reads them, so that a ``--json`` that is an option's value
+    (``save --title --json``) or follows ``--`` is text, not the flag: a usage error then prints
+    as the user asked, without JSON."""
+    valued = {name for param in command.params if isinstance(param, click.Option)
+              and not param.is_flag and not param.count for name in param.opts}
+    at = 0
+    while at < len(args):
+        arg = args[at]
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+        if arg in valued:
+            at += 2
+            continue
+        if isinstance(command, click.Group) and not arg.startswith("-"):
+            # An unknown command's options are unknown: any --json before a '--' counts.
+            sub = command.get_command(click.Context(command), arg) or click.Command(arg)
+            return _asks_json(sub, args[at + 1:])
+        at += 1
+    return False
 
 
 def _print_usage_json(error: click.UsageError) -> None:
@@ -157,7 +177,7 @@ class KBGroup(click.Group):
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        asked = _asks_json(args)
+        asked = _asks_json(self, args)
         try:
             ctx = super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:  # among the options before the command name
