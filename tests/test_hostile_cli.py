@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, json_of
+from testing import CliRunner, git, json_of
 
 
 @pytest.mark.parametrize("args", [
@@ -31,3 +31,52 @@ def test_json_as_a_titles_value_saves_that_title(example_kb: KnowledgeBase, run_
     assert proc.stdout.startswith('Memory saved: "--json" (manual)\n'), proc.stdout
     memory_id = proc.stdout.rsplit("(memory ", 1)[1].removesuffix(")\n")
     assert json_of(run_cli("--kb", root, "--json", "get", memory_id, check=True))["title"] == "--json"
+
+
+LOOK_ALIKES = [
+    ("１２", "Memory id '１２' is made of non-ASCII digits that read as the id '12' (auto ids are ASCII digits): "
+             "use '12', or omit the id to get an auto id."),
+    ("٣٥", "Memory id '٣٥' is made of non-ASCII digits that read as the id '35' (auto ids are ASCII digits): "
+           "use '35', or omit the id to get an auto id."),
+    ("ｋｂ.x", "Memory id 'ｋｂ.x' contains U+FF4B FULLWIDTH LATIN SMALL LETTER K, a compatibility form (fullwidth, "
+              "ligature, superscript...) that reads as 'kb.x'; use the plain spelling 'kb.x'."),
+    ("x／y", "Memory id 'x／y' contains U+FF0F FULLWIDTH SOLIDUS, a compatibility form (fullwidth, ligature, "
+            "superscript...) that reads as 'x/y'; use plain letters and digits."),
+    ("kb.оrders", "Memory id 'kb.оrders' mixes the letters of Cyrillic (U+043E CYRILLIC SMALL LETTER O) and Latin "
+                  "(U+0072 LATIN SMALL LETTER R) in the word 'оrders': it looks like a word of one script but "
+                  "names another file. Spell each word in one script."),
+]
+
+
+@pytest.mark.parametrize("memory_id, message", LOOK_ALIKES)
+def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                         memory_id: str, message: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", memory_id)
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("memory_id", ["007", "0", "kb.заметка", "заметка", "café", "kb.αβ", "kb.12"])
+def test_ids_of_one_script_and_leading_zeros_are_taken(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                        memory_id: str) -> None:
+    saved = run_cli("--kb", example_kb.root, "--json", "save", "a note", "-e", "shop.orders.amount",
+                    "--id", memory_id, check=True)
+    assert json_of(saved)["memory_id"] == memory_id
+    # an explicit id that is not int-shaped leaves the auto ids alone
+    auto = run_cli("--kb", example_kb.root, "--json", "save", "another", "-e", "shop.orders.amount", check=True)
+    assert json_of(auto)["memory_id"] == "27"
+
+
+def test_a_hand_made_look_alike_file_is_reported_by_validate(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    (root / "memories" / "１２.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
+                                                encoding="utf-8")
+    proc = run_cli("--kb", root, "validate", "memories/１２.yaml", cwd=root)
+    assert (proc.returncode, proc.stdout) == (1, f"memories/１２.yaml:1: the file name is the id: {LOOK_ALIKES[0][1]}\n"
+                                                 "1 problem in 1 file (1 file checked)\n")
+    # still readable, so that it can be fixed or forgotten
+    assert json_of(run_cli("--kb", root, "--json", "get", "１２", check=True))["learning"] == "a note"

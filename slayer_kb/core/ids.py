@@ -117,6 +117,7 @@ def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
             "COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file cannot "
             f"exist on Windows. Choose another id, e.g. 'kb.{memory_id}'."
         )
+    check_look_alike(memory_id)
     other = case_conflict(memory_id, existing)
     if other is not None:
         # an existing id passed no check: a decomposed or invisible one is shown with escapes
@@ -133,6 +134,54 @@ def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
             "on macOS and Windows checkouts. Use the existing id or another name."
         )
     return memory_id
+
+
+# The scripts whose letters look alike (Latin a, Cyrillic а, Greek α): one word mixing them
+# reads as another word of one script.
+_CONFUSABLE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def check_look_alike(memory_id: str) -> None:
+    """Refuse a new id that reads as another one: digits of other scripts or widths that read as
+    an auto id (``１２``, ``١٢`` beside ``12``), compatibility forms (fullwidth letters, ligatures,
+    superscripts) and words mixing Latin, Cyrillic and Greek letters (``kb.оrders`` with a
+    Cyrillic ``о``). An agent told the one would type the other, and find nothing or a
+    neighbour's memory. The error names the plain spelling when there is one."""
+    if memory_id.isascii():
+        return
+    if memory_id.isdecimal():
+        plain = "".join(str(unicodedata.decimal(ch)) for ch in memory_id)
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' is made of non-ASCII digits that read as the id '{plain}' "
+            f"(auto ids are ASCII digits): use '{plain}', or omit the id to get an auto id."
+        )
+    compatible = unicodedata.normalize("NFKC", memory_id)
+    if compatible != memory_id:
+        odd = next(ch for ch in memory_id if unicodedata.normalize("NFKC", ch) != ch)
+        try:
+            fix = f"use the plain spelling '{check_id(compatible)}'"
+        except InvalidIdError:
+            fix = "use plain letters and digits"
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' contains {_named(odd)}, a compatibility form (fullwidth, "
+            f"ligature, superscript...) that reads as '{compatible}'; {fix}."
+        )
+    for word in re.findall(r"[^\W\d_]+", memory_id):
+        scripts: dict[str, str] = {}  # script -> its first letter in the word
+        for ch in word:
+            script = unicodedata.name(ch, "").split(" ", 1)[0]
+            if script in _CONFUSABLE_SCRIPTS:
+                scripts.setdefault(script, ch)
+        if len(scripts) > 1:
+            mixed = " and ".join(f"{script.title()} ({_named(ch)})" for script, ch in sorted(scripts.items()))
+            raise InvalidIdError(
+                f"Memory id '{memory_id}' mixes the letters of {mixed} in the word '{word}': it looks "
+                "like a word of one script but names another file. Spell each word in one script."
+            )
+
+
+def _named(ch: str) -> str:
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '?')}"
 
 
 def fold_id(memory_id: str) -> str:
