@@ -244,9 +244,11 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         description = check_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
         if "project" in engram_fields:
-            engram_fields["project"] = engram.normalize_project(engram_fields["project"])
+            engram_fields["project"] = engram.given_project(engram_fields["project"])
         if "topic_key" in engram_fields:
-            engram_fields["topic_key"] = engram.normalize_topic_key(engram_fields["topic_key"])
+            engram_fields["topic_key"] = engram.given_topic_key(engram_fields["topic_key"])
+        if isinstance(engram_fields.get("type"), str):
+            engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
         # A plain save looks nothing up in the index, so it skips the freshness scan.
         with self.transaction(sync=False) as tx:
             entities, warnings, query = self._link(linked_entities)

@@ -80,3 +80,29 @@ def test_a_hand_made_look_alike_file_is_reported_by_validate(example_kb: Knowled
                                                  "1 problem in 1 file (1 file checked)\n")
     # still readable, so that it can be fixed or forgotten
     assert json_of(run_cli("--kb", root, "--json", "get", "１２", check=True))["learning"] == "a note"
+
+
+def _printable_error(name: str, code: int) -> str:
+    return (f"{name} contains U+{code:04X}, a control or invisible character; write it as printable text "
+            "(e.g. 'my-api'), without the character.")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("save", "a note", "--title", "T", "--project", "\u202eevil"), _printable_error("project", 0x202E)),
+    (("save", "a note", "-e", "shop.orders.amount", "--project", "x\u200b"), _printable_error("project", 0x200B)),
+    (("save", "a note", "--title", "T", "--topic-key", "a\u200bb"), _printable_error("topic_key", 0x200B)),
+    (("save", "a note", "-e", "shop.orders.amount", "--topic-key", "a\u2066b"), _printable_error("topic_key", 0x2066)),
+    (("save", "a note", "--title", "T", "--type", "bug\u200e"), _printable_error("type", 0x200E)),
+    (("update", "1", "--project", "x\x1b[31m"), _printable_error("project", 0x1B)),
+    (("update", "1", "--topic-key", "a\u202eb"), _printable_error("topic_key", 0x202E)),
+    (("save-prompt", "a prompt", "--project", "x\u200e"), _printable_error("project", 0x200E)),
+    (("session-start", "s-1", "--project", "x\u200e"), _printable_error("project", 0x200E)),
+])  # fmt: skip
+def test_invisible_characters_in_keys_are_refused_by_name(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                          args: tuple[str, ...], message: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, *args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""

@@ -88,6 +88,30 @@ def normalize_project(project: str | None) -> str | None:
     return normalised or None
 
 
+def given_project(project: str | None) -> str | None:
+    """A project a write stores (``normalize_project``), refused when it holds an invisible or
+    control character: a right-to-left mark or zero-width space would make two projects that
+    read alike, and would reorder the lines that show it."""
+    return check_printable(normalize_project(project), "project")
+
+
+def given_topic_key(key: str | None) -> str | None:
+    """A topic key a write stores (``normalize_topic_key``), refused as ``given_project`` is."""
+    return check_printable(normalize_topic_key(key), "topic_key")
+
+
+def check_printable(value: str | None, name: str) -> str | None:
+    """``value`` (the field ``name``: a project, topic key or type), refused when it holds a
+    character that is not printable text (a space aside)."""
+    bad = next((ch for ch in value or "" if not ch.isprintable() and ch != " "), None)
+    if bad is not None:
+        raise InvalidInputError(
+            f"{name} contains U+{ord(bad):04X}, a control or invisible character; write it as "
+            "printable text (e.g. 'my-api'), without the character."
+        )
+    return value
+
+
 # A type names its family outright; no type appears twice, so lookup order is irrelevant.
 _TYPE_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("architecture", "design", "adr", "refactor"), "architecture"),

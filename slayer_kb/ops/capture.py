@@ -62,7 +62,7 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
     check_unicode(content, "content")
-    project = engram.normalize_project(sessions.optional_text(project, "project"))
+    project = engram.given_project(sessions.optional_text(project, "project"))
     session_id = sessions.session_or_default(session_id, project)
     source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
     learnings = extract_learnings(engram.redact_private(content))

@@ -54,16 +54,16 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "title" in given:
                 changes["title"] = engram.redact_private(given["title"]) or None
             if "type" in given:
-                changes["type"] = given["type"].strip() or None
+                changes["type"] = engram.check_printable(given["type"].strip(), "type") or None
             if "description" in given:
                 changes["description"] = check_description(given["description"])
             if "project" in given:
-                changes["project"] = engram.normalize_project(given["project"])
+                changes["project"] = engram.given_project(given["project"])
                 warnings.extend(observations.project_warnings(kb, changes["project"]))
             if "scope" in given:
                 changes["scope"] = engram.normalize_scope(given["scope"])
             if "topic_key" in given:
-                changes["topic_key"] = engram.normalize_topic_key(given["topic_key"])
+                changes["topic_key"] = engram.given_topic_key(given["topic_key"])
             if "entities" in given:
                 changes["entities"], more = kb.resolve_entities(given["entities"])
                 warnings.extend(more)

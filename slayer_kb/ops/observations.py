@@ -44,9 +44,9 @@ def save(
     kb.check_learning(content, "content")
     scope = engram.normalize_scope(scope)
     digest = engram.content_hash(content)
-    key = engram.normalize_topic_key(topic_key)
-    project = engram.normalize_project(project)
-    type = (type or "manual").strip() or "manual"
+    key = engram.given_topic_key(topic_key)
+    project = engram.given_project(project)
+    type = engram.check_printable((type or "manual").strip(), "type") or "manual"
     session_id = (session_id or "").strip() or engram.default_session_id(project)
     description = check_description(description)
     with kb.transaction() as tx:

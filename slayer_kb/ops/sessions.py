@@ -193,7 +193,7 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     project = optional_text(project, "project")
     directory = optional_text(directory, "directory")
     with kb.transaction(sync=False) as tx:
-        session, changes = ensure(tx, session_id, engram.normalize_project(project), directory)
+        session, changes = ensure(tx, session_id, engram.given_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
     return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit)
 
@@ -228,7 +228,7 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     """Engram's ``mem_save_prompt``: the user's prompt, private parts redacted and cut at the KB's
     content limit, added to its session's file (made when missing). One commit."""
     content = _required_text(content, "content")
-    project = engram.normalize_project(optional_text(project, "project"))
+    project = engram.given_project(optional_text(project, "project"))
     session_id = session_or_default(session_id, project)
     content = engram.redact_private(content)
     content = _cut(content, kb.max_content)
