@@ -31,7 +31,7 @@ from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
-from .core.memory import Memory, loads
+from .core.memory import MAX_CONTENT_CEILING, Memory, loads
 from .core.results import Document, IndexWritten, SyncReport
 from .search.index import Index
 from .search.schema import NONE
@@ -71,7 +71,7 @@ class Context:
             raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window
-        self.max_content = max_content
+        self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
         self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)

@@ -249,6 +249,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             engram_fields["topic_key"] = engram.given_topic_key(engram_fields["topic_key"])
         if isinstance(engram_fields.get("type"), str):
             engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
+        if isinstance(engram_fields.get("title"), str):
+            engram_fields["title"] = engram.check_title(engram_fields["title"])
         # A plain save looks nothing up in the index, so it skips the freshness scan.
         with self.transaction(sync=False) as tx:
             entities, warnings, query = self._link(linked_entities)

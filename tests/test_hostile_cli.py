@@ -106,3 +106,52 @@ def test_invisible_characters_in_keys_are_refused_by_name(example_kb: KnowledgeB
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    size = 17 * 1024 * 1024
+    body = "learning: " + "a" * (size - 45) + "\ncreated_at: '2026-01-01T00:00:00Z'\n"
+    (root / "memories" / "90.yaml").write_text(body, encoding="utf-8")
+    problem = (f"memories/90.yaml: is {len(body)} bytes; a memory file may hold at most 16777216 bytes (16 MiB): "
+               "split it into several memories")
+    listed = run_cli("--kb", root, "--json", "list", "--limit", "100", check=True)
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    assert "90" not in [hit["id"] for hit in json_of(listed)["memories"]]
+    assert len(json_of(listed)["memories"]) == 34  # every other memory still answers
+    got = run_cli("--kb", root, "get", "90")
+    assert (got.returncode, got.stdout) == (1, "")
+    assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
+    checked = run_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
+
+
+@pytest.mark.parametrize("args, message", [
+    (("save", "a note", "--title", "t" * 1001),
+     "title is 1001 characters long; the limit is 1000. Keep the title short and put the detail in the content."),
+    (("update", "1", "--title", "t" * 1001),
+     "title is 1001 characters long; the limit is 1000. Keep the title short and put the detail in the content."),
+    (("save", "a note", "--title", "T", "--project", "p" * 201),
+     "project is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+    (("save", "a note", "-e", "shop.orders.amount", "--type", "t" * 201),
+     "type is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+])  # fmt: skip
+def test_huge_titles_projects_and_types_are_refused(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                    args: tuple[str, ...], message: str) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, *args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    proc = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
+                   env={"SLAYER_KB_MAX_CONTENT": "2097153"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: SLAYER_KB_MAX_CONTENT is '2097153'; the most it may be is 2097152 bytes. Set it to at most "
+        "2097152 (the default is 65536) or unset it.\n"))
+    taken = run_cli("--kb", root, "--json", "save", "a" * 70_000, "-e", "shop.orders.amount",
+                    env={"SLAYER_KB_MAX_CONTENT": "2097152"}, check=True)
+    assert json_of(taken)["action"] == "created"

@@ -19,6 +19,7 @@ from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.inputs import whole_number
 from ..core.locate import find_kb_root
+from ..core.memory import MAX_CONTENT_CEILING
 from ..core.text import warning_lines
 from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
 from ..search import sentences
@@ -76,7 +77,7 @@ class Settings:
 
 def max_content() -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
-    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes")
+    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING)
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,6 +25,9 @@ RECOGNISED_TYPES: tuple[str, ...] = (
 )
 
 DEFAULT_TYPE = "manual"
+# The longest project or type, and the longest title (a title is shown on one line).
+MAX_KEY = 200
+MAX_TITLE = 1000
 
 # Wording taken from the mem_save documentation, so help texts match what agents were taught.
 TYPE_HELP: dict[str, str] = {
@@ -102,7 +105,13 @@ def given_topic_key(key: str | None) -> str | None:
 
 def check_printable(value: str | None, name: str) -> str | None:
     """``value`` (the field ``name``: a project, topic key or type), refused when it holds a
-    character that is not printable text (a space aside)."""
+    character that is not printable text (a space aside), or is longer than MAX_KEY: a key names
+    something, the detail goes in the content."""
+    if value is not None and len(value) > MAX_KEY:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters long; the limit is {MAX_KEY}. Use a short name; "
+            "put the detail in the content."
+        )
     bad = next((ch for ch in value or "" if not ch.isprintable() and ch != " "), None)
     if bad is not None:
         raise InvalidInputError(
@@ -110,6 +119,17 @@ def check_printable(value: str | None, name: str) -> str | None:
             "printable text (e.g. 'my-api'), without the character."
         )
     return value
+
+
+def check_title(title: str) -> str:
+    """``title``, refused when longer than MAX_TITLE (it is one line of every listing and the
+    subject of the save's commit)."""
+    if len(title) > MAX_TITLE:
+        raise InvalidInputError(
+            f"title is {len(title)} characters long; the limit is {MAX_TITLE}. Keep the title short "
+            "and put the detail in the content."
+        )
+    return title
 
 
 # A type names its family outright; no type appears twice, so lookup order is irrelevant.

@@ -52,10 +52,10 @@ def check_description(description: Any) -> str | None:
     return description or None
 
 
-def whole_number(variable: str, default: int, unit: str) -> int:
-    """The environment variable ``variable``, a whole number of ``unit`` above 0, or ``default``
-    when it is unset or blank; anything else is an error that names it, its default and the fix
-    (``int()`` of it was a traceback on every command)."""
+def whole_number(variable: str, default: int, unit: str, most: int | None = None) -> int:
+    """The environment variable ``variable``, a whole number of ``unit`` above 0 (and at most
+    ``most``), or ``default`` when it is unset or blank; anything else is an error that names it,
+    its default and the fix (``int()`` of it was a traceback on every command)."""
     value = os.environ.get(variable, "").strip()
     if not value:
         return default
@@ -63,5 +63,9 @@ def whole_number(variable: str, default: int, unit: str) -> int:
     if number < 1:
         raise InvalidInputError(
             f"{variable} is {value!r}, not a number of {unit}; set it to a whole number above 0 "
+            f"(the default is {default}) or unset it.")
+    if most is not None and number > most:
+        raise InvalidInputError(
+            f"{variable} is {value!r}; the most it may be is {most} {unit}. Set it to at most {most} "
             f"(the default is {default}) or unset it.")
     return number

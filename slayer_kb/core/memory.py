@@ -45,6 +45,12 @@ COUNT_KEYS = frozenset({"revision_count", "duplicate_count"})
 TIME_KEYS = frozenset({"created_at", "updated_at", "deleted_at"})
 SCOPES = ("project", "personal")
 MAX_DESCRIPTION = 500
+# A memory file larger than this is reported and skipped, never parsed or indexed (a hand-made
+# 50 MB file cost a minute of every command that indexed it). A save writes far less: its
+# content is capped by the KB's limit (SLAYER_KB_MAX_CONTENT), at most MAX_CONTENT_CEILING,
+# and YAML's escapes at most quadruple it.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_CONTENT_CEILING = 2 * 1024 * 1024
 # A hand-made alias bomb expands into shared references; walking it counts each visit, so a
 # budget stops it long before memory runs out.
 MAX_QUERY_NODES = 10_000
@@ -201,6 +207,12 @@ def _too_deep(where: str) -> MemoryFileError:
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
+    # A character is at most 4 bytes: only a long text needs encoding to be measured.
+    if len(text) * 4 > MAX_FILE_BYTES and (size := len(text.encode("utf-8", "surrogatepass"))) > MAX_FILE_BYTES:
+        raise MemoryFileError(
+            where, None, f"is {size} bytes; a memory file may hold at most {MAX_FILE_BYTES} bytes "
+            "(16 MiB): split it into several memories"
+        )
     check_conflict_markers(text, where)
     check_duplicate_keys(text, where)
     line = alias_line(text)

@@ -52,7 +52,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "learning" in given:
                 changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]))
             if "title" in given:
-                changes["title"] = engram.redact_private(given["title"]) or None
+                changes["title"] = engram.check_title(engram.redact_private(given["title"])) or None
             if "type" in given:
                 changes["type"] = engram.check_printable(given["type"].strip(), "type") or None
             if "description" in given:

@@ -37,7 +37,7 @@ def save(
                         ("scope", scope), ("topic_key", topic_key), ("session_id", session_id),
                         ("entities", entities), ("description", description)):
         check_unicode(value, name)
-    title = engram.redact_private(title or "")
+    title = engram.check_title(engram.redact_private(title or ""))
     content = engram.redact_private(content or "")
     if not title:
         raise InvalidInputError("title is required and must not be blank.")
