@@ -155,3 +155,33 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: Knowledg
     taken = run_cli("--kb", root, "--json", "save", "a" * 70_000, "-e", "shop.orders.amount",
                     env={"SLAYER_KB_MAX_CONTENT": "2097152"}, check=True)
     assert json_of(taken)["action"] == "created"
+
+
+@pytest.mark.parametrize("args, name, option", [
+    (("save", "-1 is the sentinel", "-e", "shop.orders.amount"), "LEARNING", "-1"),
+    (("get", "-1"), "ID", "-1"),
+    (("search", "-x"), "QUESTION", "-x"),
+])  # fmt: skip
+def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: KnowledgeBase, run_cli: CliRunner,
+                                                                   args: tuple[str, ...], name: str,
+                                                                   option: str) -> None:
+    root = example_kb.root
+    proc = run_cli("--kb", root, *args)
+    hint = (f"No such option '{option}'. If '{option}' begins the {name} rather than naming an option, put the "
+            f"{name} after '--': slayer-kb {args[0]} [OPTIONS] -- {name}.")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.endswith(f"\nError: {hint}\n")
+    asked = run_cli("--kb", root, "--json", *args)
+    assert (asked.returncode, json_of(asked)) == (2, {"error": {"type": "usage", "message": (
+        f"{hint} Try 'slayer-kb {args[0]} --help' for help.")}})
+    # the advice works
+    if args[0] == "save":
+        saved = run_cli("--kb", root, "--json", "save", "-e", "shop.orders.amount", "--", args[1], check=True)
+        got = run_cli("--kb", root, "--json", "get", json_of(saved)["memory_id"], check=True)
+        assert json_of(got)["learning"] == "-1 is the sentinel"
+
+
+def test_a_misspelt_long_option_gets_no_double_dash_advice(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    proc = run_cli("--kb", example_kb.root, "search", "refunds", "--limt", "3")
+    assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
+        2, "Error: No such option '--limt'. Did you mean '--limit'?")
