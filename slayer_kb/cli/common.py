@@ -167,17 +167,19 @@ def _print_usage_json(error: click.UsageError) -> None:
     click.echo(json.dumps({"error": {"type": "usage", "message": message}}))
 
 
-def _hint_dash_argument(error: click.NoSuchOption) -> None:
-    """Add to "No such option '-1'" how to give an argument that starts with '-' (an id, a
+def _with_dash_hint(error: click.UsageError) -> click.UsageError:
+    """"No such option '-1'." with how to give an argument that starts with '-' (an id, a
     learning, a question): after '--', where click reads no options. A misspelt long option
-    (``--limt``) gets click's own suggestion only."""
-    command = error.ctx.command if error.ctx is not None else None
-    argument = next((p for p in command.params if isinstance(p, click.Argument)), None) if command else None
+    (``--limt``) keeps click's own suggestion only."""
+    if not isinstance(error, click.NoSuchOption) or error.ctx is None:
+        return error
+    argument = next((p for p in error.ctx.command.params if isinstance(p, click.Argument)), None)
     if argument is None or error.option_name.startswith("--") or error.possibilities:
-        return
+        return error
     name = argument.human_readable_name
-    error.message += (f" If '{error.option_name}' begins the {name} rather than naming an option, put the "
-                      f"{name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}.")  # type: ignore[union-attr]
+    return click.NoSuchOption(error.option_name, ctx=error.ctx, message=(
+        f"{error.message} If '{error.option_name}' begins the {name} rather than naming an option, put "
+        f"the {name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}."))
 
 
 class KBContext(click.Context):
@@ -206,12 +208,11 @@ class KBGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
-            if isinstance(exc, click.NoSuchOption):
-                _hint_dash_argument(exc)
+            error = _with_dash_hint(exc)
             settings = ctx.find_object(Settings)
             if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
-                _print_usage_json(exc)
-            raise
+                _print_usage_json(error)
+            raise error from None
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
