@@ -185,3 +185,13 @@ def test_a_misspelt_long_option_gets_no_double_dash_advice(example_kb: Knowledge
     proc = run_cli("--kb", example_kb.root, "search", "refunds", "--limt", "3")
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
         2, "Error: No such option '--limt'. Did you mean '--limit'?")
+
+
+def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")
+    proc = run_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
+    assert (proc.returncode, proc.stdout) == (1, (
+        "memories/91.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n"
+        "memories/nothere.yaml:1: no such file\n"
+        "2 problems in 2 files (2 files checked)\n"))

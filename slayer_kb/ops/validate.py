@@ -437,6 +437,9 @@ def _text_to_check(path: Path, name: str, add: Any) -> str | None:
 
 
 def read_text(path: Path, add: Any) -> str | None:
+    if not path.is_symlink() and not path.exists():
+        add(1, "no such file")
+        return None
     if path.is_symlink() or not path.is_file():
         add(1, "is a symlink or not a regular file; slayer-kb skips it")
         return None
