@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from .core.children import python_child
-from .core.errors import ConflictError, KBError, MemoryFileError, StoreError, WorkTreeError
-from .core.ids import check_new_id, highest_auto_id, id_sort_key
+from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError, StoreError, WorkTreeError
+from .core.ids import MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
 from .core.text import listed
@@ -178,7 +178,15 @@ class Transaction:
         top = self._highest_auto_id(count)
         kb = self.kb
         leased = self.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
-        return leased if leased is not None else [str(top + n) for n in range(1, count + 1)]
+        ids = leased if leased is not None else [str(top + n) for n in range(1, count + 1)]
+        if len(ids[-1]) > MAX_ID_BYTES:  # only after a hand-made or old id of ~200 digits
+            raise InvalidIdError(
+                f"The next auto id would be {len(ids[-1])} digits long, over the {MAX_ID_BYTES}-byte limit "
+                f"of an id: this branch holds an id that is a number of {len(str(top))} digits, and auto "
+                "ids count on from it. Rename that memory to a name if it is still there, or give this "
+                "memory an id (--id NAME)."
+            )
+        return ids
 
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb

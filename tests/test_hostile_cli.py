@@ -195,3 +195,36 @@ def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: Knowled
         "memories/91.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n"
         "memories/nothere.yaml:1: no such file\n"
         "2 problems in 2 files (2 files checked)\n"))
+
+
+def test_a_long_number_as_id_is_refused_before_it_moves_the_auto_ids(example_kb: KnowledgeBase,
+                                                                      run_cli: CliRunner) -> None:
+    root = example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    refused = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "1234567890123456")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Memory id '1234567890123456' is a number of 16 digits: every later auto id would count on from "
+        "it. Use a number of at most 15 digits, a name such as 'kb.orders-total', or omit the id to get an auto "
+        "id.\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "999999999999999", check=True)
+    after = run_cli("--kb", root, "--json", "save", "next", "-e", "shop.orders.amount", check=True)
+    assert json_of(after)["memory_id"] == "1000000000000000"
+
+
+def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    huge = "9" * 200  # made by hand (or before the digit limit): the next number has 201 digits
+    (root / "memories" / f"{huge}.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
+                                                     encoding="utf-8")
+    git(root, "add", "memories")
+    git(root, "commit", "-qm", "a long number")
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: The next auto id would be 201 digits long, over the 200-byte limit of an id: this branch holds an "
+        "id that is a number of 200 digits, and auto ids count on from it. Rename that memory to a name if it is "
+        "still there, or give this memory an id (--id NAME).\n"))
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    named = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "kb.named", check=True)
+    assert json_of(named)["memory_id"] == "kb.named"

@@ -20,6 +20,10 @@ from collections.abc import Iterable
 from .errors import InvalidIdError
 
 MAX_ID_BYTES = 200
+# A given int-shaped id makes every later auto id count on from it, so a long one would make
+# them all as long (and, at 200 digits, too long to be ids at all); past 15 digits JSON readers
+# that hold numbers as doubles lose digits too.
+MAX_AUTO_DIGITS = 15
 # ':' '/' '?' '#' '\' are the seed's; '<' '>' '"' '|' '*' cannot appear in Windows file names.
 FORBIDDEN_CHARS = frozenset(':/?#\\<>"|*')
 # Cc control, Cf format (right-to-left marks, zero-width joiners: they disguise a name),
@@ -118,6 +122,12 @@ def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
             f"exist on Windows. Choose another id, e.g. 'kb.{memory_id}'."
         )
     check_look_alike(memory_id)
+    if len(memory_id) > MAX_AUTO_DIGITS and is_auto_id(memory_id):
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' is a number of {len(memory_id)} digits: every later auto id "
+            f"would count on from it. Use a number of at most {MAX_AUTO_DIGITS} digits, a name such as "
+            "'kb.orders-total', or omit the id to get an auto id."
+        )
     other = case_conflict(memory_id, existing)
     if other is not None:
         # an existing id passed no check: a decomposed or invisible one is shown with escapes
