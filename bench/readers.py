@@ -23,7 +23,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -31,27 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import corpus as corpus_mod
-
-
-def slayer_kb(root: Path, *args: str) -> tuple[float, int]:
-    """Seconds and exit code of one relayed command."""
-    env = {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "600"}
-    began = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - began, proc.returncode
-
-
-def wait_warm(root: Path, timeout: float = 600.0) -> None:
-    """Until the server has warmed up (its searcher and vectors loaded)."""
-    from slayer_kb.daemon import relay
-
-    deadline = time.monotonic() + timeout
-    slayer_kb(root, "list", "--limit", "1")
-    while not ((status := relay.control(root, "status")) and status.get("warm")):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"the server of {root} did not warm up within {timeout:g} s")
-        time.sleep(0.2)
+from .warm import corpus_options, fresh_server, put_back, slayer_kb
 
 
 def queries(root: Path, count: int = 50, seed: int = 7) -> list[str]:
@@ -118,8 +97,7 @@ def phase(root: Path, asked: list[str], searchers: int, savers: int, entity: str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=5000)
-    parser.add_argument("--seed", type=int, default=1)
+    corpus_options(parser)
     parser.add_argument("--searchers", type=int, default=4)
     parser.add_argument("--savers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=30.0)
@@ -131,11 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = corpus_mod.cached(args.size, args.seed)
     root = corpus.root
     from slayer_kb.core import priority
-    from slayer_kb.daemon import relay
 
-    relay.control(root, "stop")
-    time.sleep(1.0)
-    wait_warm(root)
+    fresh_server(root)
     asked = queries(root)
     slayer_kb(root, "search", asked[0])
     result: dict[str, Any] = {
@@ -168,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     result["saves_a_round"] = {name: [one[f"with_savers_{name}"]["saves"] for one in result["rounds"]]
                                for name in ratios}
     result["save_alone_p50_ms"] = result["saves_alone"]["save_p50_ms"]
-    relay.control(root, "stop")
-    corpus_mod.reset(root, corpus.base)
+    put_back(corpus)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import corpus as corpus_mod
-from .readers import slayer_kb, wait_warm
+from .warm import corpus_options, fresh_server, put_back, slayer_kb
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
@@ -58,17 +58,14 @@ def children_ms() -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.savecpu", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=5000)
-    parser.add_argument("--seed", type=int, default=1)
+    corpus_options(parser)
     parser.add_argument("--saves", type=int, default=60)
     args = parser.parse_args(argv)
     from slayer_kb.daemon import relay
 
     corpus = corpus_mod.cached(args.size, args.seed)
     root = corpus.root
-    relay.control(root, "stop")
-    time.sleep(1.0)
-    wait_warm(root)
+    fresh_server(root)
     slayer_kb(root, "save", "the first save starts the write process", "-e", corpus.hot_model)
     time.sleep(3.0)
     status: Any = relay.control(root, "status")
@@ -95,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients_ms": round((clients - clients_before) / per, 1),
         "save_p50_ms": round(statistics.median(took) * 1000, 1), "load": [round(x, 2) for x in os.getloadavg()],
     }, indent=1))
-    relay.control(root, "stop")
-    corpus_mod.reset(root, corpus.base)
+    put_back(corpus)
     return 0
 
 
