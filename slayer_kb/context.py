@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +27,7 @@ from .core.errors import (
     KBError,
     MemoryFileError,
     NotFoundError,
+    ResolutionError,
 )
 from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
@@ -126,7 +128,20 @@ class Context:
         entities: list[str] = []
         warnings: list[str] = []
         for ref in items:
-            resolution = resolver.resolve(ref)
+            try:
+                resolution = resolver.resolve(ref)
+            except ResolutionError as exc:
+                broken = self.catalog.problems
+                if not broken:
+                    raise
+                # The name may be in a catalog file that was skipped: say so, or the fix is hidden.
+                names = set(re.split(r"\W+", ref))
+                named = next((p for p in broken if p.path.stem in names), broken[0])
+                raise ResolutionError(
+                    f"{exc} The catalog skipped {len(broken)} file(s) it could not use, such as "
+                    f"{named.shown(self.root)}; fix it ('slayer-kb validate' lists every problem).",
+                    exc.suggestions,
+                ) from None
             warnings.extend(resolution.warnings)
             if resolution.entity not in entities:
                 entities.append(resolution.entity)

@@ -217,3 +217,24 @@ def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: Knowled
     assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
     named = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "kb.named", check=True)
     assert json_of(named)["memory_id"] == "kb.named"
+
+
+def test_a_broken_catalog_file_is_named_where_its_names_are_missed(example_kb: KnowledgeBase,
+                                                                   run_cli: CliRunner) -> None:
+    root = example_kb.root
+    (root / "models" / "shop" / "evil.yaml").write_text(
+        "name: evil\ncolumns: !!python/object/apply:os.system ['touch pwned']\n", encoding="utf-8")
+    problem = ("models/shop/evil.yaml:2: invalid YAML: could not determine a constructor for the tag "
+               "'tag:yaml.org,2002:python/object/apply:os.system'")
+    head = git(root, "rev-parse", "HEAD")
+    saved = run_cli("--kb", root, "save", "a note", "-e", "shop.evil.amount")
+    assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", (
+        "Error: No model 'evil' in datasource 'shop'. Its models: ['customers', 'order_items', 'orders', 'payments', "
+        f"'products', 'refunds', 'regions']. The catalog skipped 1 file(s) it could not use, such as {problem}; fix it "
+        "('slayer-kb validate' lists every problem).\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    assert not (root / "pwned").exists()
+    found = run_cli("--kb", root, "--json", "search", "-e", "shop.orders.amount", check=True)
+    assert json_of(found)["warnings"] == [f"{problem} (skipped)"]
+    listed = run_cli("--kb", root, "--json", "list", check=True)
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]

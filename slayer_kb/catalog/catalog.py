@@ -103,6 +103,11 @@ class CatalogProblem:
             else f"{self.path}: {self.message}"
         )
 
+    def shown(self, root: Path) -> str:
+        """The problem with its path relative to the KB's ``root``, as memory files' are shown."""
+        path = self.path.relative_to(root).as_posix() if self.path.is_relative_to(root) else str(self.path)
+        return f"{path}:{self.line}: {self.message}" if self.line else f"{path}: {self.message}"
+
 
 @dataclass
 class Catalog:

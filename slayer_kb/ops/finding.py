@@ -104,8 +104,10 @@ def unmatched(kb: Context, *, type: str | None = None, project: str | None = Non
 
 def skipped(kb: Context) -> list[str]:
     """A warning for each memory file the last look-up could not read and skipped (broken YAML,
-    a conflict git left, ...): what ``search`` and ``list`` show after their results."""
-    return [f"{problem} (skipped)" for problem in kb.problems]
+    a conflict git left, ...), and each catalog file that could not be used: what ``search`` and
+    ``list`` show after their results."""
+    return [f"{problem} (skipped)" for problem in kb.problems] + [
+        f"{problem.shown(kb.root)} (skipped)" for problem in kb.catalog.problems]
 
 
 def _lenient_entities(
