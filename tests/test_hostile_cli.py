@@ -150,6 +150,7 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: Knowledg
     (("save", "-1 is the sentinel", "-e", "shop.orders.amount"), "LEARNING", "-1"),
     (("get", "-1"), "ID", "-1"),
     (("search", "-x"), "QUESTION", "-x"),
+    (("timeline", "-1"), "ID", "-1"),  # an optional argument: its metavar is "[ID]"
 ])  # fmt: skip
 def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: KnowledgeBase, run_cli: CliRunner,
                                                                    args: tuple[str, ...], name: str,
@@ -238,3 +239,9 @@ def test_a_broken_catalog_file_is_named_where_its_names_are_missed(example_kb: K
     assert json_of(found)["warnings"] == [f"{problem} (skipped)"]
     listed = run_cli("--kb", root, "--json", "list", check=True)
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+
+
+def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    proc = run_cli("--kb", example_kb.root, "review")
+    assert (proc.returncode, proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]) == (
+        2, "Usage: slayer-kb review [OPTIONS] BASE [HEAD]", "Error: Missing argument 'BASE'.")

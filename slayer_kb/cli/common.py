@@ -176,7 +176,7 @@ def _with_dash_hint(error: click.UsageError) -> click.UsageError:
     argument = next((p for p in error.ctx.command.params if isinstance(p, click.Argument)), None)
     if argument is None or error.option_name.startswith("--") or error.possibilities:
         return error
-    name = argument.human_readable_name
+    name = argument.human_readable_name.strip("[].")  # "[ID]", "[PATH]...": the name alone
     return click.NoSuchOption(error.option_name, ctx=error.ctx, message=(
         f"{error.message} If '{error.option_name}' begins the {name} rather than naming an option, put "
         f"the {name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}."))

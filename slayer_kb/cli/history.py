@@ -94,7 +94,7 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
 
 @click.command()
 @click.argument("base", metavar="BASE")
-@click.argument("head", metavar="HEAD", default="HEAD")
+@click.argument("head", metavar="[HEAD]", default="HEAD")
 @json_option
 @pass_settings
 def review(settings: Settings, base: str, head: str) -> None:
