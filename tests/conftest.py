@@ -17,6 +17,7 @@ from testing import (
     CliRunner,
     Watcher,
     cli_runner,
+    cpu,
     in_process_runner,
     make_catalog_kb,
     make_example_kb,
@@ -50,6 +51,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # 3,400 asserts: seconds of CPU in each worker) and caches the result only where bytecode is
     # written. The cache is checked against each file's mtime and size, as any bytecode is.
     sys.dont_write_bytecode = False
+    shown = config.getoption("cpu_durations")
+    if shown is not None:
+        config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    cpu.add_option(parser)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
