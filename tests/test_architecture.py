@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import re
 import sys
 import textwrap
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,31 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 
 PATHS = {_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "example" not in path.parts}
-MODULES = {name: _imports(path) for name, path in PATHS.items()}
+
+
+class _Imports(Mapping[str, list[tuple[str, list[str]]]]):
+    """Each module's imports (``_imports``), read when a test first asks: collecting the tests
+    needs the names only, and every worker collects every test (parsing it all took a second)."""
+
+    def __getitem__(self, module: str) -> list[tuple[str, list[str]]]:
+        return _imports_of(module)
+
+    def __contains__(self, module: object) -> bool:
+        return module in PATHS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PATHS)
+
+    def __len__(self) -> int:
+        return len(PATHS)
+
+
+@functools.cache
+def _imports_of(module: str) -> list[tuple[str, list[str]]]:
+    return _imports(PATHS[module])
+
+
+MODULES = _Imports()
 
 
 def _internal(module: str) -> list[str]:
