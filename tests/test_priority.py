@@ -38,9 +38,14 @@ def default_niceness(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def _fields(stat: Path) -> list[str]:
+    """A /proc .../stat file's fields from the state on (the name before it may hold spaces)."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
 def nice_of(stat: Path) -> int:
-    """The niceness in a /proc .../stat file (field 19; the name before it may hold spaces)."""
-    return int(stat.read_text().rsplit(")", 1)[1].split()[16])
+    """The niceness in a /proc .../stat file (field 19)."""
+    return int(_fields(stat)[16])
 
 
 BASE = os.nice(0)  # what this process and its children start from
@@ -122,6 +127,11 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     writer = relay.control(root, "status")["writer"]  # type: ignore[index]
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
     assert {nice_of(task / "stat") for task in Path(f"/proc/{writer['pid']}/task").iterdir()} == {LOWER}
+    if sys.version_info >= (3, 11):
+        # In the server's session (Linux's autogroup: a niceness counts within its session's
+        # group only), in a process group of its own (its git is ended with it).
+        (_, _, group, session) = _fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
+        assert (int(group), session) == (writer["pid"], _fields(Path(f"/proc/{watcher.proc.pid}/stat"))[3])
 
     # A client's own setting no longer lowers anything but itself: the write process, started
     # with the server's setting, runs every write, and its git as low as itself, never lower.
