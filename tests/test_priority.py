@@ -179,4 +179,4 @@ def test_the_upkeep_runs_its_commands_in_a_lowered_session_of_its_own(tmp_path: 
                                    f"os.replace({str(seen)!r} + '.tmp', {str(seen)!r})"]
     assert upkeep.detach("slayer_kb.store.upkeep", str(tmp_path), json.dumps([probe])) is not None
     eventually(seen.exists, "the upkeep's command run")
-    assert seen.read_text() == "True 19"
+    assert seen.read_text() == f"True {priority.DEFAULT}"
