@@ -14,7 +14,7 @@ def main() -> None:
     if outcome.settle is not None:
         from .daemon.settle import settle
 
-        outcome.code = settle(outcome.settle, sys.argv[1:])
+        outcome.code = settle(outcome.settle, sys.argv[1:], outcome.stopped)
     try:
         if outcome.code is not None:
             sys.exit(outcome.code)

@@ -6,6 +6,7 @@ answer reads."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,9 +39,14 @@ def default_niceness(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def _fields(stat: Path) -> list[str]:
+    """A /proc .../stat file's fields from the state on (the name before it may hold spaces)."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
 def nice_of(stat: Path) -> int:
-    """The niceness in a /proc .../stat file (field 19; the name before it may hold spaces)."""
-    return int(stat.read_text().rsplit(")", 1)[1].split()[16])
+    """The niceness in a /proc .../stat file (field 19)."""
+    return int(_fields(stat)[16])
 
 
 BASE = os.nice(0)  # what this process and its children start from
@@ -122,6 +128,11 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     writer = relay.control(root, "status")["writer"]  # type: ignore[index]
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
     assert {nice_of(task / "stat") for task in Path(f"/proc/{writer['pid']}/task").iterdir()} == {LOWER}
+    if sys.version_info >= (3, 11):
+        # In the server's session (Linux's autogroup: a niceness counts within its session's
+        # group only), in a process group of its own (its git is ended with it).
+        (_, _, group, session) = _fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
+        assert (int(group), session) == (writer["pid"], _fields(Path(f"/proc/{watcher.proc.pid}/stat"))[3])
 
     # A client's own setting no longer lowers anything but itself: the write process, started
     # with the server's setting, runs every write, and its git as low as itself, never lower.
@@ -139,3 +150,33 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     eventually(covered, "the saved memories' sentence vectors")
     threads = _server_threads(watcher.proc.pid)
     assert threads.count(LOWER) == 1 and threads.count(BASE) == len(threads) - 1, threads
+
+
+AUTOGROUP = Path("/proc/self/autogroup")
+SHOW_AUTOGROUP = "from slayer_kb.core import priority; priority.lower_session(7); print(open('/proc/self/autogroup').read().split()[-1])"
+
+
+@pytest.mark.skipif(not AUTOGROUP.exists(), reason="a kernel without autogroup")
+def test_a_session_leader_lowers_its_session_and_no_other_process_does() -> None:
+    # A niceness counts only within its session's scheduling group: a detached job lowers the
+    # group it leads; a process of someone's session (a terminal's) leaves that group alone.
+    led = subprocess.run([sys.executable, "-c", SHOW_AUTOGROUP], capture_output=True, text=True, check=True,
+                         start_new_session=True, timeout=120)
+    assert led.stdout == "7\n"
+    member = subprocess.run([sys.executable, "-c", SHOW_AUTOGROUP], capture_output=True, text=True, check=True,
+                            timeout=120)
+    assert member.stdout == f"{AUTOGROUP.read_text().split()[-1]}\n"
+
+
+@pytest.mark.skipif(not AUTOGROUP.exists(), reason="a kernel without autogroup")
+def test_the_upkeep_runs_its_commands_in_a_lowered_session_of_its_own(tmp_path: Path) -> None:
+    from slayer_kb.store import upkeep
+
+    seen = tmp_path / "seen"
+    # The command says whether its session is another than this test's, and its group's niceness.
+    probe = [sys.executable, "-c", f"import os; open({str(seen)!r} + '.tmp', 'w').write("
+                                   f"str(os.getsid(0) != {os.getsid(0)}) + ' ' + open('/proc/self/autogroup').read().split()[-1]); "
+                                   f"os.replace({str(seen)!r} + '.tmp', {str(seen)!r})"]
+    assert upkeep.detach("slayer_kb.store.upkeep", str(tmp_path), json.dumps([probe])) is not None
+    eventually(seen.exists, "the upkeep's command run")
+    assert seen.read_text() == f"True {priority.DEFAULT}"

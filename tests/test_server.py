@@ -26,6 +26,7 @@ import filelock
 import pytest
 
 from slayer_kb.daemon import relay
+from slayer_kb.store import upkeep
 from testing import EXAMPLE_KB, WAIT_SECONDS, commit_all, eventually, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
@@ -526,6 +527,8 @@ def test_the_server_does_not_watch_gits_own_folders(servers: Servers, tmp_path: 
         proc = servers.run(root, "save", f"note {n} saved through the server", "--title", f"Note {n}")
         assert proc.returncode == 0, proc.stderr
     assert servers.status(root)["pid"] == up["pid"]
+    # A repack the saves started packs (and removes) object folders: walk them once it is done.
+    assert upkeep.wait(root / ".slayer-kb", 120)
     inside = {(st.st_dev, st.st_ino) for folder in (root / ".git", root / ".slayer-kb")
               for path in (folder, *folder.rglob("*")) if path.is_dir() and (st := path.stat())}
     watched = watched_folders(up["pid"])

@@ -51,8 +51,10 @@ def server() -> None:
     SLAYER_KB_SERVER=off runs every command in its own process; manual relays to a running
     server but starts none; on (the default, except where CI is set) starts one on demand.
     SLAYER_KB_SERVER_IDLE=SECONDS sets its idle exit (default 300).
-    SLAYER_KB_WRITE_NICENESS=STEPS runs a write's spare work (its git processes, the server's
-    sentence model) that many steps lower, so reads go first (0-19, default 10; 0: off).
+    SLAYER_KB_WRITE_NICENESS=STEPS runs a write's spare work (the write process with its git,
+    the server's sentence model) that many steps lower, so reads go first (0-19, default 10;
+    0: off). The server's setting, as it was when the server started, counts for these; a
+    client's lowers only the client itself.
     SLAYER_KB_BUILD_WORKERS=N makes N sentence model runs at once while vectors are built
     (default 2, at most one for each core). See docs/server.md.
 

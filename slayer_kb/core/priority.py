@@ -15,6 +15,13 @@ Never the server's threads that run a command or hold the KB's state in memory (
 hold Python's GIL and the view, which the searches need, and a thread that waits for the CPU
 while holding them would make every search wait with it.
 
+Linux schedules each session's processes as one group (autogroup) and shares the cores between
+the groups first: a niceness counts only against the threads of its own group. So the write
+process stays in the server's session (daemon/writer.py), and a job detached in a session of
+its own (the repository's upkeep, index compaction, the detached sentence filler) lowers its
+whole session as well (``lower_session``), by ``niceness()`` steps; not 19, as a group 19 steps
+lower gets a twentieth of a group at 0, and on a busy machine next to nothing.
+
 ``SLAYER_KB_WRITE_NICENESS`` (0-19, default 10) says how many steps; 0 turns it off. Standard
 library only, imported on use: the relayed client imports this.
 """
@@ -48,6 +55,26 @@ def lower_process(steps: int) -> None:
             os.nice(steps)
         except OSError:
             pass
+
+
+def lower_session(steps: int) -> None:
+    """The whole session of this process ``steps`` lower against the others (its autogroup's
+    niceness), when this process leads a session of its own, as a detached job does; never a
+    session it only belongs to (an agent's terminal). Linux only; elsewhere, or with autogroup
+    off, nothing changes."""
+    if steps <= 0 or not sys.platform.startswith("linux") or os.getsid(0) != os.getpid():
+        return
+    import time
+
+    for _attempt in range(5):
+        try:
+            with open("/proc/self/autogroup", "w", encoding="ascii") as autogroup:
+                autogroup.write(str(min(MAX, steps)))
+            return
+        except BlockingIOError:  # the kernel takes one such change a tenth of a second, machine-wide
+            time.sleep(0.11)
+        except OSError:  # no autogroup here
+            return
 
 
 def lower_thread(steps: int) -> None:

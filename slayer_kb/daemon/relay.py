@@ -57,8 +57,11 @@ HEARTBEAT = 0.5
 SILENT_SECONDS = 10.0
 # Waiting for a turn behind other commands (a big sync): past this the command runs here.
 QUEUE_SECONDS = 120.0
-# Frames the server sends after the acknowledgement.
-BEAT, START, RESULT, REFUSED, RETIRING = b".", b"S", b"R", b"F", b"U"
+# Frames the server sends after the acknowledgement. LOST: the write process running the command
+# died (the server lives on); the client settles the command by its id (settle.py).
+BEAT, START, RESULT, REFUSED, RETIRING, LOST = b".", b"S", b"R", b"F", b"U", b"L"
+# Who stopped, in what a client whose command was cut short says.
+SERVER, WRITE_PROCESS = "the server", "the server's write process"
 GO = b"G"
 _LENGTH = struct.Struct(">I")
 _CREDENTIALS = struct.Struct("3i")
@@ -374,12 +377,15 @@ def _streams() -> list[list[str]] | None:
 class Outcome:
     """What ``forward`` found: the exit code to exit with, or None to run the command here;
     whether to start a server for the KB once it is done; and ``settle``, (the KB's root, the
-    request's id) of a write whose server died after it began it (settle.py decides)."""
+    request's id) of a write whose server died after it began it (settle.py decides), with
+    ``stopped``: which process died (``SERVER``, or the server's ``WRITE_PROCESS``)."""
 
-    def __init__(self, code: int | None, start: str | None = None, settle: tuple[str, str] | None = None) -> None:
+    def __init__(self, code: int | None, start: str | None = None, settle: tuple[str, str] | None = None,
+                 stopped: str = SERVER) -> None:
         self.code = code
         self.start = start
         self.settle = settle
+        self.stopped = stopped
 
 
 def forward(argv: list[str]) -> Outcome:
@@ -459,6 +465,8 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
                 break
             elif tag == RETIRING:
                 return Outcome(None, start)  # another install's server: it exits, start ours
+            elif tag == LOST and began:
+                return Outcome(None, start, (root, str(request["request"])), WRITE_PROCESS)
             else:  # refused (before it began): another install's foreground watcher, another KB's request
                 return Outcome(None)
     except (OSError, ValueError, EOFError, TypeError, KeyError):

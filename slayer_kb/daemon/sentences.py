@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import priority
 from ..core.errors import StoreError
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     (root,) = argv if argv is not None else sys.argv[1:]
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
+    priority.lower_session(NICENESS)  # a session of its own (upkeep.detach): niceness alone counts only in it
     kb = KnowledgeBase(root)
     kb.sentences_in_background = False  # this process is the background
     try:

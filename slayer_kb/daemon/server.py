@@ -336,7 +336,10 @@ class Server:
             self.running = " ".join(request["argv"])[:200]
             try:
                 if elsewhere:
-                    return self._write_elsewhere(request)
+                    result = self._write_elsewhere(request)
+                    if result is None:  # the write process died: its client is told so
+                        beat.send(relay.LOST)
+                    return result
                 return self._runner(request)  # type: ignore[no-any-return]
             finally:
                 self.running = None

@@ -23,10 +23,11 @@ from ..store.repo import GitStore
 from . import relay
 
 
-def settle(where: tuple[str, str], argv: list[str]) -> int | None:
-    """The exit code of the command ``argv`` whose server died after it began it for this
-    client (``where``: the KB's root and the request's id), having printed its output; None
-    when it made no commit, to run it here."""
+def settle(where: tuple[str, str], argv: list[str], stopped: str = relay.SERVER) -> int | None:
+    """The exit code of the command ``argv`` whose server (or the server's write process:
+    ``stopped`` says which, as the messages name it) died after it began it for this client
+    (``where``: the KB's root and the request's id), having printed its output; None when it
+    made no commit, to run it here."""
     root, request = where
     try:
         kb = KnowledgeBase(root)
@@ -36,16 +37,16 @@ def settle(where: tuple[str, str], argv: list[str]) -> int | None:
         try:
             record, landed = _landed(kb.store, request)
         except KBError as exc:
-            print(f"slayer-kb: the server stopped while running this command, and whether it committed "
+            print(f"slayer-kb: {stopped} stopped while running this command, and whether it committed "
                   f"cannot be told: {exc} Check 'git log' before running it again.", file=sys.stderr)
             return 1
         if not landed:
             requests.drop(kb.state, request)
-            print("slayer-kb: the server stopped while running this command, before it committed "
+            print(f"slayer-kb: {stopped} stopped while running this command, before it committed "
                   "anything; running it in this process.", file=sys.stderr, flush=True)
             return None
         assert record is not None
-        code = _printed(kb, record, landed, argv)
+        code = _printed(kb, record, landed, argv, stopped)
         requests.drop(kb.state, request)
         return code
     finally:
@@ -60,7 +61,8 @@ def _landed(store: GitStore, request: str) -> tuple[requests.Record | None, list
         return record, [c for c in record.commits if head and store.is_ancestor(c.commit, head)] if record else []
 
 
-def _printed(kb: KnowledgeBase, record: requests.Record, landed: list[requests.Landing], argv: list[str]) -> int:
+def _printed(kb: KnowledgeBase, record: requests.Record, landed: list[requests.Landing], argv: list[str],
+             stopped: str) -> int:
     if len(landed) == len(record.commits) and record.code is not None and record.chunks is not None:
         for fd, data in record.chunks:
             relay.write(sys.stdout if fd == 1 else sys.stderr, data)
@@ -74,12 +76,12 @@ def _printed(kb: KnowledgeBase, record: requests.Record, landed: list[requests.L
             if print_landed(kb, argv, command, rest, landed[0]):
                 return 0
         commit = landed[0]
-        print(f"slayer-kb: the server stopped after committing this command as {commit.commit[:12]} "
+        print(f"slayer-kb: {stopped} stopped after committing this command as {commit.commit[:12]} "
               f"({_subject(commit)}); it is not run again: 'git show {commit.commit[:12]}' shows what it did.",
               file=sys.stderr)
         return 0
     done = "; ".join(f"{c.commit[:12]} ({_subject(c)})" for c in landed)
-    print(f"slayer-kb: the server stopped while running this command, after it had made {len(landed)} "
+    print(f"slayer-kb: {stopped} stopped while running this command, after it had made {len(landed)} "
           f"commits: {done}. It is not run again, since that part is done: check 'git log' and finish "
           "the rest by hand.", file=sys.stderr)
     return 1

@@ -56,6 +56,11 @@ GIT_SECONDS = 60.0
 ACK = b"k"
 # What ``WriteProcess.run`` returns when there is no child to run the write: the server runs it.
 UNAVAILABLE: dict[str, Any] = {}
+# A process group of its own, so that the git it runs is found (and ended) with it (_end), in the
+# server's session: Linux schedules each session as one group (autogroup), and a niceness counts
+# only against the threads of its group, here the server's searches. Python 3.10 makes a group
+# only with a preexec_fn, unsafe in a threaded server: there it gets a session of its own.
+_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
 
 
 class WriteProcess:
@@ -120,10 +125,8 @@ class WriteProcess:
         parent, child = socket.socketpair()
         argv, env = python_child(MODULE, self.root, str(child.fileno()))
         try:
-            # A process group of its own: the git it runs is found (and ended) with it (_end).
             self._proc = subprocess.Popen(priority.command(argv, self.steps), cwd=NEUTRAL_CWD, env=env,
-                                          pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
+                                          pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, **_GROUP)
         except OSError as exc:
             parent.close()
             self._say(f"cannot start the write process ({exc}): the server runs writes itself")

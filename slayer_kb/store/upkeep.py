@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import priority
 from ..core.children import NEUTRAL_CWD, python_child
 from ..core.errors import StoreError
 
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     top, commands = argv if argv is not None else sys.argv[1:]
     with contextlib.suppress(OSError):
         os.nice(19)
+    # Its session (detach) as low as a write's spare work: a niceness alone counts only within
+    # the session; lower still, a busy machine would starve the job, which may hold the KB lock.
+    priority.lower_session(priority.niceness())
     for command in json.loads(commands):
         subprocess.run(command, cwd=top if command[0] == "git" else NEUTRAL_CWD, stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
