@@ -7,7 +7,8 @@ downloaded at run time. Vectors are mean-pooled over the real tokens and normali
 sentence-transformers makes them. A text longer than the model reads at once (256 word pieces) is
 embedded as passages of at most 128 (the length the model was trained on), each under the text's
 first line (a memory's title), and its vector is the normalised mean of theirs: none of it is
-cut. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
+cut. What onnxruntime runs is the checked file's graph rewritten in memory (rewrite.py, pinned by
+``REWRITTEN_SHA256``): the same function in fewer passes. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
 over memories that already have sentence vectors load it; without it the static vectors of
 embedding.py stand in.
 """
@@ -45,7 +46,9 @@ MODEL_FILE = "model.onnx"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # What the sentence vectors were made with (the model and how a text becomes its input): a
-# change makes every cached vector a miss.
+# change makes every cached vector a miss. A change of how the same model is run that moves no
+# vector by more than float32 rounding (at most one int8 step as the cache stores it, as the
+# rewritten graph: tests/test_encoder_rewrite.py) keeps the keys, and the vectors cached.
 # A text's vector is kept under it once the vectors of the text's sentences (``units``) are kept
 # too, all of them in one entry under UNITS_KEY and the text's hash.
 MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4"
