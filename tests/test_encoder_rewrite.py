@@ -38,7 +38,7 @@ def _as_installed(model: encoder.Encoder, options: dict[str, list[str]]) -> enco
     path = encoder.model_file()
     assert isinstance(path, Path)
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"], **options)
-    return encoder.Encoder(model._tokenizer, session)  # noqa: SLF001 - the same tokenizer, another session
+    return encoder.Encoder(model._tokenizer, session)  # the same tokenizer, another session
 
 
 @pytest.fixture

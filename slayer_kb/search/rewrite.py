@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# (field number, wire type, payload: the varint's value, or the bytes of a fixed or
-# length-delimited field) of one protobuf message, in file order.
-# Payloads are views into the file's bytes: the weights are never copied until written.
+# (field number, wire type, payload: the varint's value, or a view of the bytes of a fixed or
+# length-delimited field) of one protobuf message, in file order: views, so the weights are
+# copied once, when the rewritten model is joined.
 Field = tuple[int, int, "int | memoryview"]
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 # onnx.proto's field numbers, of the messages read here.
@@ -207,7 +207,8 @@ class Graph:
 
 
 def _drop_nan_guards(graph: Graph) -> int:
-    """``Where(IsNaN(p), 0, p)`` after a Softmax: its readers read ``p``."""
+    """``Where(IsNaN(p), 0, p)`` after a Softmax: its readers read ``p`` (a row is NaN only when
+    the mask hides every key, and [CLS] is never hidden)."""
     count = 0
     for node in list(graph.nodes):
         if node.op != "IsNaN" or len(node.inputs) != 1:
