@@ -10,9 +10,10 @@ update when memories are saved, forgotten, edited or reindexed; a write adds a s
 as its words are met, and a compaction's new segment is decoded likewise.
 
 A warm process decodes every word of the word fields once, at warm-up (``load``): at 100,000
-memories 7.5 million postings, held as int32 docnums and float32 weights (60 MB), about 2.5 s of
-one core. The scores are computed from them as before, per searcher (scoring.py): the lists
-handed out are the arrays Whoosh's blocks decode to, to the bit.
+memories 7.5 million postings, about 2.5 s of one core, held as int32 docnums and weights in the
+narrowest type that holds them exactly (a byte for a word's count in a field). The scores are
+computed from them as before, per searcher (scoring.py): the lists handed out are the arrays
+Whoosh's blocks decode to, to the bit.
 """
 
 from __future__ import annotations
@@ -76,13 +77,16 @@ class Store:
         name = segment_id(segment)
         if name is None or (name, fieldname) in self._complete:
             return 0
-        words = {text: decode(segment, fieldname, text, fmt) for text in segment.lexicon(fieldname)}
+        # Each word made compact as it is decoded: the whole field decoded first would double
+        # the process's peak (the text field of 100,000 memories: 56 MB more).
+        words: dict[tuple[str, bytes], Postings] = {}
+        for text in segment.lexicon(fieldname):
+            found = decode(segment, fieldname, text, fmt)
+            words[(fieldname, text)] = _compact(found) if found is not None else _EMPTY
         with self._lock:
-            held = self._segments.setdefault(name, {})
-            for text, found in words.items():
-                held[(fieldname, text)] = _compact(found) if found is not None else _EMPTY
+            self._segments.setdefault(name, {}).update(words)
             self._complete.add((name, fieldname))
-        return sum(len(found[0]) for found in words.values() if found is not None)
+        return sum(len(ids) for ids, _weights in words.values())
 
 
 _stores: weakref.WeakKeyDictionary[Any, Store] = weakref.WeakKeyDictionary()
@@ -151,11 +155,17 @@ def widened(found: Postings, offset: int) -> Postings:
 
 
 def _compact(found: Postings) -> Postings:
-    """Half the bytes, losing nothing: docnums of a segment fit int32, and a weight (a word's
-    count, or a boost's multiple) is kept as float32 only when it is exactly that float32."""
+    """A third of the bytes, losing nothing: docnums of a segment fit int32, and weights (a
+    word's count in a field) are kept in the narrowest type that holds each exactly: a byte,
+    else float32, else as they are."""
     ids, weights = found
-    narrow = weights.astype(np.float32)
-    return ids.astype(np.int32), narrow if np.array_equal(narrow, weights) else weights
+    # (A float out of a byte's range would not cast cleanly: it is not tried.)
+    bounded = bool(len(weights)) and 0 <= weights.min() and weights.max() <= 255
+    for narrow in (np.uint8, np.float32) if bounded else (np.float32,):
+        held = weights.astype(narrow)
+        if np.array_equal(held, weights):
+            return ids.astype(np.int32), held
+    return ids.astype(np.int32), weights
 
 
 def segment_id(segment: Any) -> str | None:
