@@ -156,14 +156,15 @@ def widened(found: Postings, offset: int) -> Postings:
 
 def _compact(found: Postings) -> Postings:
     """A third of the bytes, losing nothing: docnums of a segment fit int32, and weights (a
-    word's count in a field) are kept in the narrowest type that holds each exactly: a byte,
-    else float32, else as they are."""
+    word's count in a field) are kept in the narrowest type they come back from to the bit: a
+    byte, else float32, else as they are."""
     ids, weights = found
-    # (A float out of a byte's range would not cast cleanly: it is not tried.)
+    # (A float out of a byte's range does not cast cleanly: a byte is not tried for it.)
     bounded = bool(len(weights)) and 0 <= weights.min() and weights.max() <= 255
     for narrow in (np.uint8, np.float32) if bounded else (np.float32,):
-        held = weights.astype(narrow)
-        if np.array_equal(held, weights):
+        with np.errstate(over="ignore", invalid="ignore"):
+            held = weights.astype(narrow)
+        if held.astype(weights.dtype).tobytes() == weights.tobytes():
             return ids.astype(np.int32), held
     return ids.astype(np.int32), weights
 
