@@ -92,6 +92,7 @@ def test_a_warm_process_holds_the_common_words_as_decoded(example_kb: KnowledgeB
     every = {(P.segment_id(s), (f, t)) for s, _o in segments for f in P.WORD_FIELDS for t in s.lexicon(f)}
     assert 50 < len(common) < len(every) / 2
     assert {(name, key) for name, held in store._segments.items() for key in held} == common  # the common words, before any search
+    assert P.load(searcher) == 0  # a second warm-up decodes nothing again
     stats = scoring.statistics(searcher)
     counted = 0
     for fieldname in P.WORD_FIELDS:

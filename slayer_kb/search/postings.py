@@ -79,8 +79,9 @@ class Store:
         # Each word made compact as it is decoded: the whole field decoded first would double
         # the process's peak (the text field of 100,000 memories: 56 MB more).
         words: dict[tuple[str, bytes], Postings] = {}
+        held = self._segments.get(name, {})
         for text, info in segment.iter_field(fieldname):
-            if info.doc_frequency() >= EAGER_POSTINGS:
+            if info.doc_frequency() >= EAGER_POSTINGS and (fieldname, text) not in held:
                 found = decode(segment, fieldname, text, fmt)
                 if found is not None:
                     words[(fieldname, text)] = _compact(found)
@@ -106,8 +107,8 @@ def store_of(searcher: Any) -> Store | None:
 
 
 def load(searcher: Any, fields: Iterable[str] = WORD_FIELDS) -> int:
-    """Decode every word of ``fields`` in every segment ``searcher`` reads (those already held
-    are skipped); how many postings were decoded."""
+    """Decode the common words (``Store.load``) of ``fields`` in every segment ``searcher``
+    reads, those already held skipped; how many postings were decoded."""
     store = store_of(searcher)
     if store is None:
         return 0
