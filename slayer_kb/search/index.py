@@ -97,9 +97,9 @@ class Index(Reads, Meaning):
         self._auto_top = None  # the next monitor counts its generations from the start again
 
     def warm_up(self) -> None:
-        """Open the searcher and, in a warm process with a model, load the vectors: 0.9 s at
-        100,000 memories that a server's first search would otherwise wait for."""
-        self.searcher()
+        """Open the searcher (``warm_searcher``) and, in a warm process with a model, load the
+        vectors: 0.9 s at 100,000 memories that a server's first search would otherwise wait for."""
+        self.warm_searcher()
         if self.warm and not isinstance(self.embedder(), embedding.Unavailable):
             self.meaning()
 

@@ -15,6 +15,7 @@ from whoosh import query as Q
 from whoosh.idsets import BitSet
 from whoosh.searching import Searcher
 
+from . import postings
 from .bm25 import LiveBM25F
 from .whoosh_internals import reader_reusing
 
@@ -42,6 +43,7 @@ class Reads:
     _ids: Any
     _docnums: dict[str, int]
     _read_state: Callable[[], dict[str, Any] | None]
+    warm: bool
 
     def has_searcher(self) -> bool:
         return self._searcher is not None
@@ -83,6 +85,14 @@ class Reads:
         if pins is not None and id(self) in pins:
             pins[id(self)] = self._searcher
         return self._searcher
+
+    def warm_searcher(self) -> None:
+        """Open the searcher and, in a warm process, decode every word of the word fields: 2.5 s
+        of one core at 100,000 memories (7.5 million postings, 60 MB) that the searches would
+        otherwise pay a word at a time, a few milliseconds a question (postings.py)."""
+        searcher = self.searcher()
+        if self.warm:
+            postings.load(searcher)
 
     def _docset(self, searcher: Any, query: Q.Query | None) -> Any:
         """The documents a filter matches, kept for as long as the searcher: Whoosh would

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 from whoosh import query as Q
 
-from .whoosh_internals import LENGTH_OF_BYTE, field_b, length_bytes, posting_blocks, postings_of
+from . import postings as P
+from .whoosh_internals import LENGTH_OF_BYTE, field_b, length_bytes
 
 _COMPOUNDS = (Q.And, Q.Or, Q.AndMaybe)
 # Decoded posting lists, scored, kept per searcher, up to this many postings in all (16 bytes
@@ -57,6 +58,10 @@ class Statistics:
         self.schema = searcher.schema
         self.size = searcher.doc_count_all()
         self.leaves = searcher.reader().leaf_readers()
+        # The decoded postings of the index's segments, kept across searchers (postings.py).
+        self.store = P.store_of(searcher)
+        if self.store is not None:
+            self.store.keep(P.segment_id(segment) for segment, _offset in self.leaves)
         self.alive = np.ones(self.size, dtype=bool)
         for segment, offset in self.leaves:
             deleted = segment.deleted_docs_set if hasattr(segment, "deleted_docs_set") else None
@@ -91,15 +96,15 @@ class Statistics:
         return lengths
 
     def postings(self, fieldname: str, text: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """The docnums (deleted ones too) and weights of a word's postings, read block by block."""
+        """The docnums (deleted ones too) and weights of a word's postings."""
         ids_parts, weight_parts = [], []
         fmt = self.schema[fieldname].format
         for segment, offset in self.leaves:
-            if (fieldname, text) not in segment:
-                continue
-            ids, weights = _leaf_postings(postings_of(segment, fieldname, text, fmt))
-            ids_parts.append(ids + offset)
-            weight_parts.append(weights)
+            found = self.store.postings(segment, fieldname, text, fmt) if self.store is not None else P.decode(segment, fieldname, text, fmt)
+            if found is not None:
+                ids, weights = P.widened(found, offset)
+                ids_parts.append(ids)
+                weight_parts.append(weights)
         return (np.concatenate(ids_parts), np.concatenate(weight_parts)) if ids_parts else _EMPTY
 
 
@@ -287,29 +292,6 @@ def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     at = np.minimum(np.searchsorted(long, short), len(long) - 1)
     hit = np.flatnonzero(long[at] == short)
     return (hit, at[hit]) if short is a else (at[hit], hit)
-
-
-def _leaf_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A segment's posting list of one term as (docnums, weights)."""
-    blocks = posting_blocks(matcher)
-    if blocks is None:
-        ids, weights = [], []
-        while matcher.is_active():
-            ids.append(matcher.id())
-            weights.append(matcher.weight())
-            matcher.next()
-        return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
-    id_blocks, weight_blocks = [], []
-    for raw_ids, raw_weights, count in blocks:
-        # A block holds its docnums as deltas (whoosh.util.delta_decode is this cumsum).
-        id_blocks.append(np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
-        if raw_weights is None:
-            weight_blocks.append(np.ones(count, dtype=np.float64))
-        elif isinstance(raw_weights, float):
-            weight_blocks.append(np.full(count, raw_weights, dtype=np.float64))
-        else:
-            weight_blocks.append(np.asarray(raw_weights, dtype=np.float64))
-    return np.concatenate(id_blocks), np.concatenate(weight_blocks)
 
 
 def _segment_lengths(segment: Any, fieldname: str, count: int) -> np.ndarray:

@@ -13,7 +13,8 @@ What relies on what:
 - ``segments``, ``copy_segments``, ``table_of_contents``, ``move_segment_files``,
   ``write_table_of_contents``: merges of segments outside Whoosh's writer (compaction.py);
 - ``postings_of``, ``posting_blocks``, ``length_bytes``, ``LENGTH_OF_BYTE``, ``field_b``: BM25F
-  scored with numpy over whole posting lists (scoring.py, bm25.py);
+  scored with numpy over whole posting lists (scoring.py, bm25.py); ``index_of``: decoded
+  postings kept by index (postings.py);
 - ``BulkWriter``, ``unblock_jobs``: the multi-process writer made safe to kill (workers.py).
 """
 
@@ -278,6 +279,12 @@ def _blocks(matcher: Any) -> Iterator[tuple[Sequence[int], Any, int]]:
         matcher._read_data()
         yield matcher._data[0], matcher._data[1], matcher._blocklength
         matcher._next_block()
+
+
+def index_of(searcher: Any) -> Any:
+    """The index a searcher was opened from, or None (one made from a bare reader). Assumes
+    Searcher keeps it in ``_ix``."""
+    return getattr(searcher, "_ix", None)
 
 
 def length_bytes(segment: Any, fieldname: str) -> bytes | None:
