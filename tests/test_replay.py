@@ -54,7 +54,7 @@ def edits(side: str) -> st.SearchStrategy[dict[str, str | None]]:
         PLAIN: st.sampled_from([plain(side), plain("same"), None]),
         BOTH_NEW: st.integers(0, 59).map(lambda s: topic(1, s, f"{side} new", "3")),
         f"memories/{side}.yaml": st.just(plain(f"{side} only")),
-    }).filter(bool)  # the KB makes no empty commit (git rebase would keep one)
+    })  # none: an empty commit (the KB makes none, a person may), kept by git rebase and the replay
 
 
 def commit(root: Path, files: Mapping[str, str | None], message: str, author: str) -> None:
@@ -124,6 +124,27 @@ def test_replay_makes_what_git_rebase_makes(repo: Path, upstream: dict[str, str 
     assert git(repo, "rev-parse", f"{tip}^{{tree}}") == git(repo, "rev-parse", "HEAD^{tree}")
     assert history(repo, f"up..{tip}") == history(repo, "up..HEAD")
     assert git(repo, "log", "-1", "--format=%cn", tip) == git(repo, "log", "-1", "--format=%cn", "HEAD")
+
+
+def test_a_commit_that_started_empty_is_kept_as_git_rebase_keeps_it(repo: Path) -> None:
+    # Hypothesis's find: our second commit deletes the memory our first already deleted (the
+    # replay dropped it, as it drops a commit the upstream made empty; git rebase keeps it).
+    branch(repo, "up", "main")
+    commit(repo, {SESSION: session("base", "up")}, "upstream's change", "up")
+    branch(repo, "ours", "main")
+    commit(repo, {SESSION: session("base", "ours"), TOPIC: topic(3, 0, "ours revision"),
+                  BOTH_NEW: topic(1, 0, "ours new", "3"), PLAIN: None}, "our first change", "first")
+    commit(repo, {PLAIN: None}, "our second change", "second")
+    up = git(repo, "rev-parse", "up")
+    tip = replay(GitStore(repo), up, git(repo, "rev-parse", "ours"))
+    assert tip is not None and git(repo, "rev-parse", f"{tip}~2") == up
+    assert history(repo, f"up..{tip}") == history(repo, "main..ours")
+    assert git(repo, "rev-parse", f"{tip}^{{tree}}") == git(repo, "rev-parse", f"{tip}~^{{tree}}")
+    assert git(repo, "ls-tree", "-r", "--name-only", tip).splitlines() == [TOPIC, BOTH_NEW, SESSION]
+    assert git(repo, "show", f"{tip}:{TOPIC}") + "\n" == topic(3, 0, "ours revision")
+    assert git(repo, "show", f"{tip}:{BOTH_NEW}") + "\n" == topic(1, 0, "ours new", "3")
+    assert git(repo, "show", f"{tip}:{SESSION}") + "\n" == session("base", "up", "ours").replace(
+        "2026-11-29T20:02:00Z", "2026-11-29T20:01:00Z")
 
 
 def test_a_merge_commit_is_left_to_git(repo: Path) -> None:

@@ -11,9 +11,10 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to.
 
-A commit that changes nothing any more is dropped, as ``git rebase`` drops it. The new commits
-keep their author, date and message; the committer is whoever runs the sync, now, as with
-``git rebase``. Anything else - a line merge, a file one side deleted and the other changed, a
+A commit that changes nothing any more is dropped, as ``git rebase`` drops it; one that changed
+nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` keeps it. The new
+commits keep their author, date and message; the committer is whoever runs the sync, now, as
+with ``git rebase``. Anything else - a line merge, a file one side deleted and the other changed, a
 merge commit, a mode other than a plain file - answers None, and ``git rebase`` does the whole
 replay as before (its conflicts and messages unchanged). Nothing here touches a ref, the index
 or the work tree: the caller moves the branch to the tip it gets.
@@ -54,11 +55,12 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     committer = store.git("var", "GIT_COMMITTER_IDENT", env=store.identity()).stdout.strip()
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
-        updates = _applied(store, tree, changes.get(commit, []))
+        made = changes.get(commit, [])
+        updates = _applied(store, tree, made)
         if updates is None:
             return None
         new_tree = objects.update_tree(tree, updates) if updates else tree
-        if new_tree == tree:
+        if new_tree == tree and made:
             continue  # the upstream has this commit's change already: dropped, as git rebase does
         tip, tree = objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer)), new_tree
     return tip
