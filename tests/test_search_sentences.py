@@ -431,4 +431,6 @@ def test_reindex_makes_the_missing_vectors_with_a_progress_bar_on_a_terminal(not
     assert again.returncode == 0 and again.stderr == ""
     assert json.loads(again.stdout) == {"indexed": 4, "problems": []}
     assert _coverage(root) == (4, 4)
-    assert _fillers(root) == []
+    # The filler the first rebuild started to share its batches finds nothing left and exits
+    # (lowered, it may take a while on a busy machine); none lingers.
+    eventually(lambda: _fillers(root) == [], "the rebuild's filler to exit")
