@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from slayer_kb.search import encoder
 
 
@@ -10,3 +14,16 @@ def loaded_encoder() -> encoder.Encoder:
     loaded = encoder.load()
     assert isinstance(loaded, encoder.Encoder), loaded
     return loaded
+
+
+def model_package(site: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An importable package ``name`` under ``site`` that the encoder takes for its model's,
+    holding a ``model.onnx`` that is not the pinned file; its path."""
+    package = site / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    model = package / encoder.MODEL_FILE
+    model.write_bytes(b"not the model")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(encoder, "PACKAGE", name)
+    return model

@@ -15,19 +15,14 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, filler
 from slayer_kb.search.background import SentenceFiller
+from testing.encoding import model_package
 
 
 @pytest.fixture
 def bad_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An installed model package whose ``model.onnx`` is not the pinned file."""
     monkeypatch.delenv("SLAYER_KB_NO_ENCODER", raising=False)
-    package = tmp_path / "site" / "fake_minilm_package"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    model = package / encoder.MODEL_FILE
-    model.write_bytes(b"not the model")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.setattr(encoder, "PACKAGE", "fake_minilm_package")
+    model = model_package(tmp_path / "site", "fake_minilm_package", monkeypatch)
     encoder.load.cache_clear()
     yield model
     monkeypatch.undo()

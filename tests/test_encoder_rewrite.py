@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from slayer_kb.search import encoder, rewrite, sentences
+from testing.encoding import model_package
 
 TEXTS = [
     "Nomad chosen over Kubernetes",
@@ -90,13 +91,7 @@ def test_a_rewrite_not_pinned_runs_the_file_itself(unpinned_rewrite: None) -> No
 
 
 def test_a_file_changed_after_its_check_is_not_run(encoder_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    package = tmp_path / "site" / "swapped_minilm_package"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    model = package / encoder.MODEL_FILE
-    model.write_bytes(b"not the model")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.setattr(encoder, "PACKAGE", "swapped_minilm_package")
+    model = model_package(tmp_path / "site", "swapped_minilm_package", monkeypatch)
     checks: list[Path] = []
     real_sha256 = encoder.sha256
 
