@@ -40,15 +40,14 @@ PROBE = "probe"
 # -- SIGKILL trials ---------------------------------------------------------------------------
 
 # A worker is first "the next command" after the previous trial's kill: it saves the probe memory
-# (which takes the lock and recovers), reports how long that took, then waits for one operation.
+# (which takes the lock and recovers), says it is ready, then waits for one operation.
 WORKER = r"""
 import json, sys, time
-t0 = time.monotonic()
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import KBError
 kb = KnowledgeBase(sys.argv[1])
 kb.save_memory("probe " + sys.argv[2], ["orders.amount"], id="probe")
-print(json.dumps({"ready": time.monotonic() - t0}), flush=True)
+print(json.dumps({"ready": True}), flush=True)
 op = json.loads(sys.stdin.readline() or "null")
 if op is None:
     sys.exit(0)
@@ -258,7 +257,6 @@ class FaultStats:
     committed: int = 0
     rolled_back: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
-    max_next_command: float = 0.0
 
 
 def spawn(root: Path, n: int, errlog: Any) -> subprocess.Popen[bytes]:
@@ -300,12 +298,11 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
             lock.acquire()
             lock.release()
 
-            # The next command: a fresh process, which must succeed within a few seconds.
+            # The next command: a fresh process, which must recover and succeed. The bound is
+            # a poll's, generous for a loaded machine: no wall-clock target in a test (bench/).
             worker = spawn(root, trial + 1, errlog)
-            ready = read_line(worker, 30)
-            assert ready is not None, errpath.read_text()[-3000:]
-            assert ready["ready"] < 5.0
-            stats.max_next_command = max(stats.max_next_command, ready["ready"])
+            ready = read_line(worker, 120)
+            assert ready == {"ready": True}, errpath.read_text()[-3000:]
 
             after = snapshot(root)
             assert git(root, "status", "--porcelain") == ""
