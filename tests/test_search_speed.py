@@ -113,6 +113,7 @@ def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, m
     from slayer_kb.search import encoder, meaning, sentences
 
     monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_units_absent", (None, set()))
     text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
     assert len(encoder.units(text)) == 2
     rng = np.random.default_rng(3)
@@ -126,6 +127,51 @@ def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, m
     expected = float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))
     assert found == {"m": expected}
     assert meaning._units_seen[digest] == b"".join(rows)
+
+
+def test_units_the_cache_lacks_are_asked_once_until_the_cache_changes(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hash the cache had no units for is not looked up again by the next search, nor is a
+    text of one sentence (its empty entry); units another process stores are found by the next
+    search, scored as a fresh look-up scores them."""
+    import subprocess
+    import sys
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_units_absent", (None, set()))
+    asked: list[list[str]] = []
+    lookup = sentences.lookup
+
+    def counted(model: str, hashes: list[str]) -> dict[str, bytes]:
+        asked.append(list(hashes))
+        return lookup(model, hashes)
+
+    monkeypatch.setattr(sentences, "lookup", counted)
+    two, one = "Exports\nThe export stops after 30 seconds. It retries at midnight.", "Exports stop."
+    sentences.store(encoder.UNITS_KEY, {sentences.text_hash(one): b""})
+    texts = {"a": two, "b": one}
+    rng = np.random.default_rng(5)
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    assert example_kb.index.unit_cosines(vector, texts) == {}
+    assert example_kb.index.unit_cosines(vector, texts) == {}
+    assert asked == [[sentences.text_hash(two), sentences.text_hash(one)], []]
+    assert meaning._units_seen[sentences.text_hash(one)] == b""
+    stamp = sentences.version()
+    assert stamp is not None and sentences.version() == stamp  # no write: the same stamp
+    rows = [sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for _ in range(2)]
+    script = (
+        "import sys; from slayer_kb.search import encoder, sentences; "
+        "sentences.store(encoder.UNITS_KEY, {sys.argv[1]: bytes.fromhex(sys.argv[2])})"
+    )
+    subprocess.run([sys.executable, "-c", script, sentences.text_hash(two), b"".join(rows).hex()], check=True)
+    assert sentences.version() != stamp
+    found = example_kb.index.unit_cosines(vector, texts)
+    assert asked[2:] == [[sentences.text_hash(two)]]
+    assert found == {"a": float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))}
 
 
 def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
