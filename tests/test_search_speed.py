@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import embedding, scoring
@@ -225,3 +227,26 @@ def test_a_search_reads_one_version_of_the_index(example_kb: KnowledgeBase, monk
             assert index.searcher() is first
         assert index.searcher() is first and first.up_to_date() is False
     assert index.searcher() is not first  # the write is seen once the block ends
+
+
+class _IdsAndOffsets:
+    """A tokenizer with only ``encode_batch`` (ids, tokens and offsets): what an older tokenizers
+    offers, and what the ids were read from before."""
+
+    def __init__(self, tokenizer: object) -> None:
+        self.encode_batch = tokenizer.encode_batch  # type: ignore[attr-defined]
+
+
+@given(st.lists(st.text(st.sampled_from("ab é日😀-_.,:'\n\t") | st.characters(exclude_categories=["Cs"]), max_size=80), max_size=6),
+       st.sampled_from(["", "x" * 300, "word " * 500]))
+@settings(max_examples=150, deadline=None)
+def test_the_ids_read_without_offsets_are_the_ids_read_with_them(texts: list[str], long: str) -> None:
+    """The token match and the static vectors read a text's ids without the offsets (faster):
+    the same ids, text by text, as read with them, and so the same vectors."""
+    model = embedding.load()
+    assert isinstance(model, embedding.Embedder), model
+    assert hasattr(model._tokenizer, "encode_batch_fast")  # the faster path is the one tested
+    texts = [*texts, long]
+    plain = embedding.Embedder(_IdsAndOffsets(model._tokenizer), model._weights)
+    assert model._ids(texts) == plain._ids(texts)
+    assert model.embed(texts).tobytes() == plain.embed(texts).tobytes()
