@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import embedding, scoring
@@ -113,6 +115,7 @@ def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, m
     from slayer_kb.search import encoder, meaning, sentences
 
     monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_units_absent", (None, set()))
     text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
     assert len(encoder.units(text)) == 2
     rng = np.random.default_rng(3)
@@ -126,6 +129,51 @@ def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, m
     expected = float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))
     assert found == {"m": expected}
     assert meaning._units_seen[digest] == b"".join(rows)
+
+
+def test_units_the_cache_lacks_are_asked_once_until_the_cache_changes(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hash the cache had no units for is not looked up again by the next search, nor is a
+    text of one sentence (its empty entry); units another process stores are found by the next
+    search, scored as a fresh look-up scores them."""
+    import subprocess
+    import sys
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_units_absent", (None, set()))
+    asked: list[list[str]] = []
+    lookup = sentences.lookup
+
+    def counted(model: str, hashes: list[str]) -> dict[str, bytes]:
+        asked.append(list(hashes))
+        return lookup(model, hashes)
+
+    monkeypatch.setattr(sentences, "lookup", counted)
+    two, one = "Exports\nThe export stops after 30 seconds. It retries at midnight.", "Exports stop."
+    sentences.store(encoder.UNITS_KEY, {sentences.text_hash(one): b""})
+    texts = {"a": two, "b": one}
+    rng = np.random.default_rng(5)
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    assert example_kb.index.unit_cosines(vector, texts) == {}
+    assert example_kb.index.unit_cosines(vector, texts) == {}
+    assert asked == [[sentences.text_hash(two), sentences.text_hash(one)], []]
+    assert meaning._units_seen[sentences.text_hash(one)] == b""
+    stamp = sentences.version()
+    assert stamp is not None and sentences.version() == stamp  # no write: the same stamp
+    rows = [sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for _ in range(2)]
+    script = (
+        "import sys; from slayer_kb.search import encoder, sentences; "
+        "sentences.store(encoder.UNITS_KEY, {sys.argv[1]: bytes.fromhex(sys.argv[2])})"
+    )
+    subprocess.run([sys.executable, "-c", script, sentences.text_hash(two), b"".join(rows).hex()], check=True)
+    assert sentences.version() != stamp
+    found = example_kb.index.unit_cosines(vector, texts)
+    assert asked[2:] == [[sentences.text_hash(two)]]
+    assert found == {"a": float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))}
 
 
 def test_the_kept_cache_connection_sees_what_a_new_one_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +227,26 @@ def test_a_search_reads_one_version_of_the_index(example_kb: KnowledgeBase, monk
             assert index.searcher() is first
         assert index.searcher() is first and first.up_to_date() is False
     assert index.searcher() is not first  # the write is seen once the block ends
+
+
+class _IdsAndOffsets:
+    """A tokenizer with only ``encode_batch`` (ids, tokens and offsets): what an older tokenizers
+    offers, and what the ids were read from before."""
+
+    def __init__(self, tokenizer: object) -> None:
+        self.encode_batch = tokenizer.encode_batch  # type: ignore[attr-defined]
+
+
+@given(st.lists(st.text(st.sampled_from("ab é日😀-_.,:'\n\t") | st.characters(exclude_categories=["Cs"]), max_size=80), max_size=6),
+       st.sampled_from(["", "x" * 300, "word " * 500]))
+@settings(max_examples=150, deadline=None)
+def test_the_ids_read_without_offsets_are_the_ids_read_with_them(texts: list[str], long: str) -> None:
+    """The token match and the static vectors read a text's ids without the offsets (faster):
+    the same ids, text by text, as read with them, and so the same vectors."""
+    model = embedding.load()
+    assert isinstance(model, embedding.Embedder), model
+    assert hasattr(model._tokenizer, "encode_batch_fast")  # the faster path is the one tested
+    texts = [*texts, long]
+    plain = embedding.Embedder(_IdsAndOffsets(model._tokenizer), model._weights)
+    assert model._ids(texts) == plain._ids(texts)
+    assert model.embed(texts).tobytes() == plain.embed(texts).tobytes()

@@ -150,7 +150,10 @@ class Embedder:
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
         pieces = [_slices(t) for t in texts]
-        encoded = iter(self._tokenizer.encode_batch([p for ps in pieces for p in ps], add_special_tokens=False))
+        # Ids alone: without the offsets, a quarter less CPU for the same ids (a search's 30
+        # texts of ~300 tokens took 10-20 ms of CPU on a busy machine). An older tokenizers lacks it.
+        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+        encoded = iter(encode([p for ps in pieces for p in ps], add_special_tokens=False))
         return [next(encoded).ids if len(ps) == 1 else [i for _p in ps for i in next(encoded).ids] for ps in pieces]
 
 

@@ -34,6 +34,11 @@ DAMAGED = (sqlite3.Error, ValueError, TypeError)
 # (about 1.7 KB a memory).
 _UNITS_KEPT = 10_000
 _units_seen: OrderedDict[str, bytes] = OrderedDict()
+# The hashes the cache held no units for, under the cache's stamp then (``sentences.version``):
+# a memory whose units are not made (yet) was looked up again by every search that ranked it
+# (30 hashes at 100,000 memories: an SQLite query on the request's thread each time). Any write
+# to the cache changes the stamp, and the misses are forgotten.
+_units_absent: tuple[Any, set[str]] = (None, set())
 
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
@@ -291,15 +296,27 @@ class Meaning:
         or units not made on this machine yet)."""
         import numpy as np
 
+        global _units_absent
         digests = {m: sentences.text_hash(t) for m, t in texts.items()}
-        found = sentences.lookup(encoder.UNITS_KEY, [d for d in digests.values() if d not in _units_seen])
-        _units_seen.update((digest, blob) for digest, blob in found.items() if blob)
+        stamp = sentences.version()
+        held, absent = _units_absent
+        if held != stamp or stamp is None or len(absent) > _UNITS_KEPT:
+            absent = set()
+            _units_absent = (stamp, absent)
+        wanted = [d for d in dict.fromkeys(digests.values()) if d not in _units_seen and d not in absent]
+        found = sentences.lookup(encoder.UNITS_KEY, wanted)
+        # An empty entry is a text of one sentence: no units, for good (the text is the key).
+        _units_seen.update(found)
+        if stamp is not None:
+            absent.update(d for d in wanted if d not in found)
         out: dict[str, float] = {}
         size = encoder.DIMENSIONS
         for memory_id, digest in digests.items():
             blob = _units_seen.get(digest)
             if blob is not None:
                 _units_seen.move_to_end(digest)
+                if not blob:
+                    continue
                 rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
                 out[memory_id] = float(np.max(rows @ vector))
         while len(_units_seen) > _UNITS_KEPT:

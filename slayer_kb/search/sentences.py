@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import sqlite3
 import threading
@@ -34,6 +35,8 @@ _DROP_CHUNK = 5000
 # look-up of its head's sentences (400 hashes: 3.1 ms, 1.0 kept). SQLite reads every commit
 # since at the next query, so a kept connection sees what a new one would.
 _readers = threading.local()
+# Numbers each reader opened, so that a stamp (``version``) names one connection.
+_opened = itertools.count()
 
 
 def text_hash(text: str) -> str:
@@ -115,8 +118,26 @@ def _reader() -> sqlite3.Connection | None:
     _drop_reader()
     db = _open()
     if db is not None:
-        _readers.held = (_identity(path), db)
+        _readers.held = (_identity(path), db, next(_opened))
     return db
+
+
+def version() -> tuple[Any, ...] | None:
+    """A stamp that changes whenever the cache may have changed since it was taken: the file's
+    identity, this thread's reader, and SQLite's ``data_version`` through it (a commit by any
+    other connection, in this process or another, changes it; ``store`` writes through one of
+    its own). None: no cache. What a look-up did not find stays absent while the stamp is the
+    same, so a caller may remember misses under it."""
+    db = _reader()
+    if db is None:
+        return None
+    try:
+        (changes,) = db.execute("PRAGMA data_version").fetchone()
+    except sqlite3.Error:
+        _drop_reader()
+        return None
+    held = _readers.held
+    return held[0], held[2], changes
 
 
 def _identity(path: Path) -> tuple[str, int, int] | None:
