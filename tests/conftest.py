@@ -18,6 +18,7 @@ from testing import (
     Watcher,
     cli_runner,
     cpu,
+    git,
     in_process_runner,
     make_catalog_kb,
     make_example_kb,
@@ -68,6 +69,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate(monkeypatch, tmp_path)
+
+
+def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What every test runs with; also for a module-scoped fixture, set up before the tests' own."""
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     # Tests never read the developer's own git configuration or SLAYER_KB.
@@ -109,6 +115,22 @@ def catalog_kb(tmp_path: Path) -> KnowledgeBase:
 def example_kb(tmp_path: Path) -> KnowledgeBase:
     """A copy of the shipped example KB in kb/, committed to a fresh repository."""
     return KnowledgeBase(make_example_kb(tmp_path / "kb"))
+
+
+@pytest.fixture(scope="module")
+def example_kb_read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """One example KB for a module's tests that only read it: its index is built once, not for
+    each test (a tenth of a second of CPU each). A test that writes takes ``example_kb``."""
+    folder = tmp_path_factory.mktemp("example-read-only")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, folder)
+        kb = KnowledgeBase(make_example_kb(folder / "kb"))
+        kb.ensure_fresh()
+        head = git(kb.root, "rev-parse", "HEAD")
+        yield kb
+        kb.close()
+        # Read only, as promised: a test that wrote would have changed what the next one read.
+        assert (git(kb.root, "rev-parse", "HEAD"), git(kb.root, "status", "--porcelain")) == (head, "")
 
 
 @pytest.fixture

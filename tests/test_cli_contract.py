@@ -540,6 +540,33 @@ def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
     assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common']"
 
 
+def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path) -> None:
+    # The KB's modules (the index's Whoosh and numpy, GitPython) are most of a process's start:
+    # a command that opens no KB answers without them.
+    probe = (
+        "import json, sys\n"
+        "from slayer_kb.cli import cli\n"
+        "codes = []\n"
+        "for argv in (['--help'], ['save', '--help'], ['get', '1', '--bogus'], ['get'], ['completion', 'bash'], ['nosuch']):\n"
+        "    try:\n"
+        "        cli.main(argv, prog_name='slayer-kb')\n"
+        "    except SystemExit as exc:\n"
+        "        codes.append(exc.code)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('whoosh', 'numpy', 'git', 'jsonschema', 'mcp')\n"
+        "               or m in ('slayer_kb.kb', 'slayer_kb.search', 'slayer_kb.transaction'))\n"
+        "open('out.json', 'w').write(json.dumps([codes, heavy]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.split("\n\n") == [
+        "Usage: slayer-kb get [OPTIONS] ID\nTry 'slayer-kb get --help' for help.",
+        "Error: No such option '--bogus'.\nUsage: slayer-kb get [OPTIONS] ID\nTry 'slayer-kb get --help' for help.",
+        "Error: Missing argument 'ID'.\nUsage: slayer-kb [OPTIONS] COMMAND [ARGS]...\nTry 'slayer-kb --help' for help.",
+        "Error: No such command 'nosuch'.\n",
+    ]
+    assert json.loads((tmp_path / "out.json").read_text()) == [[0, 0, 2, 2, 0, 2], []]
+
+
 def test_completion_in_process() -> None:
     runner = ClickRunner()
     for shell in ("bash", "zsh", "fish"):

@@ -10,58 +10,59 @@ from testing import RELEVANCE, json_of
 
 
 @pytest.mark.parametrize(("kind", "text", "expected"), RELEVANCE, ids=[r[1] for r in RELEVANCE])
-def test_relevance(example_kb: KnowledgeBase, kind: str, text: str, expected: str) -> None:
-    result = example_kb.search(text) if kind == "q" else example_kb.search(entities=[text])
+def test_relevance(example_kb_read_only: KnowledgeBase, kind: str, text: str, expected: str) -> None:
+    kb = example_kb_read_only
+    result = kb.search(text) if kind == "q" else kb.search(entities=[text])
     hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])
     assert hits and hits[0]["id"] == expected, [h["id"] for h in hits[:3]]
 
 
-def test_query_memories_come_back_as_example_queries(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search(entities=["shop.orders.status"], limit=20)
+def test_query_memories_come_back_as_example_queries(example_kb_read_only: KnowledgeBase) -> None:
+    result = example_kb_read_only.search(entities=["shop.orders.status"], limit=20)
     assert "kb.paid-revenue" in [h["id"] for h in result.example_queries]
     assert all("query" in h for h in result.example_queries)
     assert all("query" not in h for h in result.memories)
     assert "kb.paid-revenue" not in [h["id"] for h in result.memories]
 
 
-def test_bad_references_are_warnings(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search(entities=["nope.nothing", "orders.amount"])
+def test_bad_references_are_warnings(example_kb_read_only: KnowledgeBase) -> None:
+    result = example_kb_read_only.search(entities=["nope.nothing", "orders.amount"])
     assert result.resolved_input_entities == ["shop.orders.amount"]
     assert result.warnings[0].startswith("entity 'nope.nothing' dropped: ")
     assert result.memories
 
 
-def test_search_with_a_query_input(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search(query={"source_model": "orders", "measures": ["sum(amount)"]})
+def test_search_with_a_query_input(example_kb_read_only: KnowledgeBase) -> None:
+    result = example_kb_read_only.search(query={"source_model": "orders", "measures": ["sum(amount)"]})
     assert result.resolved_input_entities == ["shop.orders", "shop.orders.amount"]
     assert result.memories[0]["matched_entities"]
 
 
-def test_unknown_datasource_is_an_error(example_kb: KnowledgeBase) -> None:
+def test_unknown_datasource_is_an_error(example_kb_read_only: KnowledgeBase) -> None:
     with pytest.raises(NotFoundError, match=r"^Unknown datasource 'nope'. Known datasources: shop, wh.$"):
-        example_kb.search("revenue", datasource="nope")
+        example_kb_read_only.search("revenue", datasource="nope")
 
 
-def test_datasource_filter(example_kb: KnowledgeBase) -> None:
-    hits = example_kb.search("revenue", datasource="wh", limit=50)
+def test_datasource_filter(example_kb_read_only: KnowledgeBase) -> None:
+    hits = example_kb_read_only.search("revenue", datasource="wh", limit=50)
     for hit in hits.memories + hits.example_queries:
         assert any(e.startswith("wh.") or e == "wh" for e in hit["entities"])
 
 
-def test_no_input_gives_newest_with_warning(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search(limit=3)
+def test_no_input_gives_newest_with_warning(example_kb_read_only: KnowledgeBase) -> None:
+    result = example_kb_read_only.search(limit=3)
     assert result.warnings == ["No entities, query or question given: showing the newest memories."]
     stamps = [h["created_at"] for h in result.memories]
     assert stamps == sorted(stamps, reverse=True) and len(stamps) == 3
 
 
-def test_max_results_and_compact(example_kb: KnowledgeBase) -> None:
-    assert len(example_kb.search("orders", limit=2).memories) == 2
+def test_max_results_and_compact(example_kb_read_only: KnowledgeBase) -> None:
+    assert len(example_kb_read_only.search("orders", limit=2).memories) == 2
     with pytest.raises(InvalidInputError, match="at least 1"):
-        example_kb.search("orders", limit=0)
-    compact = example_kb.search("fiscal year").memories[0]
+        example_kb_read_only.search("orders", limit=0)
+    compact = example_kb_read_only.search("fiscal year").memories[0]
     assert "learning" not in compact and len(compact["description"]) <= 500
-    full = example_kb.search("fiscal year", full=True).memories[0]
+    full = example_kb_read_only.search("fiscal year", full=True).memories[0]
     assert full["learning"].startswith("The company's fiscal year runs from 1 February")
 
 
@@ -87,19 +88,19 @@ def test_stale_example_query_is_warned(example_kb: KnowledgeBase) -> None:
 
 
 @pytest.mark.parametrize("words", ['"unbalanced', "AND OR NOT", "a* ?b [c TO d] {x}", "field:value ~2 ^3", "(((", "\\", "-"])
-def test_query_syntax_is_never_an_error(example_kb: KnowledgeBase, words: str) -> None:
-    example_kb.search(words)
-    example_kb.search(words)
+def test_query_syntax_is_never_an_error(example_kb_read_only: KnowledgeBase, words: str) -> None:
+    example_kb_read_only.search(words)
+    example_kb_read_only.search(words)
 
 
-def test_catalog_hits(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search("refund reason")
+def test_catalog_hits(example_kb_read_only: KnowledgeBase) -> None:
+    result = example_kb_read_only.search("refund reason")
     assert "shop.refunds.reason" in [e["entity"] for e in result.entities]
     assert result.entities[0].keys() == {"entity", "kind", "description", "score"}
 
 
-def test_cli_search_json_keys(example_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
-    proc = invoke_cli("--kb", example_kb.root, "search", "refunds", "-e", "orders.amount", "--json")
+def test_cli_search_json_keys(example_kb_read_only: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "refunds", "-e", "orders.amount", "--json")
     data = json_of(proc)
     assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings", "notes"}
     hit = (data["memories"] + data["example_queries"])[0]

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, overload
+from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 import click
 import yaml
@@ -21,8 +21,9 @@ from ..core.inputs import whole_number
 from ..core.locate import find_kb_root
 from ..core.memory import MAX_CONTENT_CEILING
 from ..core.text import warning_lines
-from ..kb import DEFAULT_MAX_CONTENT, KnowledgeBase
-from ..search import sentences
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -52,6 +53,11 @@ class Settings:
         return max(60, min(columns, 120))
 
     def kb(self) -> KnowledgeBase:
+        # Imported here, not above: help, usage errors and the commands that open no KB
+        # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
+        from ..kb import KnowledgeBase
+        from ..search import sentences
+
         # Refused before anything runs, rather than half-way through by whatever reads the cache.
         sentences.folder()
         if self.preset is not None and not self.preset.beside:
@@ -77,6 +83,8 @@ class Settings:
 
 def max_content() -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
+    from ..kb import DEFAULT_MAX_CONTENT
+
     return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING)
 
 

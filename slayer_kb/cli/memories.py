@@ -12,7 +12,6 @@ from ..core.errors import InvalidInputError
 from ..core.ids import check_id
 from ..core.results import ForgetResult
 from ..core.text import warning_lines
-from ..kb import KnowledgeBase
 from .common import (
     ENTITY_HELP,
     ONLY_PROJECT_HELP,
@@ -44,6 +43,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
       slayer-kb init ./team-kb
       slayer-kb init ./demo --example
     """
+    from ..kb import KnowledgeBase  # here: the other commands' usage errors and help start without it
+
     kb = KnowledgeBase.init(directory, author=settings.author, example=example)
     emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
 
@@ -301,6 +302,8 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
     Example:
       slayer-kb suggest-topic-key --type architecture --title "Auth model"
     """
+    from ..kb import KnowledgeBase
+
     key = KnowledgeBase.suggest_topic_key(type_, title, content)
     emit(settings, {"topic_key": key}, key)
 
