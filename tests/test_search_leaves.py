@@ -12,6 +12,7 @@ from whoosh import query as Q
 from whoosh.idsets import BitSet
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.search import leaves
 from slayer_kb.search.filters import restrict
 
 # The restrictions a search makes: every one has "exclude", some an "only".
@@ -94,3 +95,17 @@ def test_the_first_search_after_a_save_answers_as_a_fresh_process(example_kb: Kn
     warm = kb.search(question, **filters).to_json()
     assert warm == KnowledgeBase(kb.root).search(question, **filters).to_json()
     assert (saved in [hit["id"] for hit in warm["memories"]]) == (filters.get("type") != "decision")
+
+
+def test_the_parts_kept_are_bounded_and_the_docsets_stay_right(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server asked for many filters keeps at most KEPT parts; one dropped is made again."""
+    monkeypatch.setattr(leaves, "KEPT", 3)
+    example_kb.ensure_fresh()
+    kb = KnowledgeBase(example_kb.root)
+    kb.keep_warm()
+    kb.save_memory("The zeppelin orders table is refreshed hourly in UTC.", ["orders.amount"])
+    for _ in range(2):
+        kb.index._docsets = {}  # made again from the parts, as after a reopen
+        _check(kb)
+        assert len(kb.index._leaves._kept) == 3
+    assert len(kb.index.searcher().reader().leaf_readers()) > 1

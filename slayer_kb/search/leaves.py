@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# At most this many parts kept: each distinct filter (a type, a project...) adds one per segment,
+# and a segment that is never merged would keep them for the server's life.
+KEPT = 256
+
 
 class Leaves:
     """Per-segment results, each kept beside the reader it was made from (so its ``id`` is never
@@ -35,6 +39,8 @@ class Leaves:
     def _get(self, reader: Any, key: str, make: Callable[[], T]) -> T:
         found = self._kept.get((id(reader), key))
         if found is None or found[0] is not reader:
+            if len(self._kept) >= KEPT:
+                del self._kept[next(iter(self._kept))]  # the oldest made
             found = self._kept[(id(reader), key)] = (reader, make())
         return found[1]  # type: ignore[no-any-return]
 
