@@ -11,12 +11,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from whoosh import index as windex
 from whoosh.codec.whoosh3 import W3PerDocReader
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import BufferFile
+from whoosh.idsets import BitSet
 from whoosh.reading import SegmentReader
 from whoosh.scoring import BM25F
 from whoosh.writing import NO_MERGE
@@ -113,6 +117,44 @@ def test_buffer_file_sets_the_attributes_it_did() -> None:
     with assumption("BufferFile.__init__ sets exactly BUFFER_FILE_ATTRIBUTES"):
         assert set(vars(BufferFile(b"abc", name="part"))) == internals.BUFFER_FILE_ATTRIBUTES
         assert set(vars(BufferFile(memoryview(b"abc"), name="part"))) == internals.BUFFER_FILE_ATTRIBUTES
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 70).flatmap(lambda size: st.tuples(st.just(size), st.sets(st.integers(0, max(size - 1, 0)), max_size=size))))
+def test_a_docset_is_the_bitset_whoosh_builds_a_document_at_a_time(case: tuple[int, set[int]]) -> None:
+    """Docset: BitSet keeps its bytes in ``bits``, sized by bytes_for_bits, bit n at
+    1 << (n & 7) of byte n >> 3."""
+    size, docnums = case
+    docnums = {d for d in docnums if d < size}
+    want = BitSet(iter(sorted(docnums)), size=size)  # a generator, as docs_for_query gives
+    with assumption("BitSet.bits: bytes_for_bits(size) bytes, bit n at 1 << (n & 7) of byte n >> 3"):
+        got = internals.Docset(np.array(sorted(docnums), dtype=np.int64), size)
+    assert got.bits.tobytes() == want.bits.tobytes()
+    assert list(got) == list(want) == sorted(docnums)
+    assert len(got) == len(want) and bool(got) == bool(docnums)
+    assert all((n in got) == (n in want) for n in range(size + 9))
+    copied = got.copy()
+    assert type(copied) is BitSet and list(copied) == sorted(docnums)
+
+
+def test_a_column_over_segments_is_the_multireaders(tmp_path: Path) -> None:
+    """multi_column: columns.MultiColumnReader(readers, offsets) is what MultiReader.column_reader
+    builds from its segments' column readers."""
+    folder = tmp_path / "ix"
+    folder.mkdir()
+    ix = windex.create_in(str(folder), Schema(id=ID(stored=True, unique=True, sortable=True)))
+    for part in (range(0, 7), range(7, 12), range(12, 13)):
+        writer = ix.writer()
+        for n in part:
+            writer.add_document(id=f"m{n}")
+        writer.commit(mergetype=NO_MERGE)
+    with ix.reader() as reader:
+        leaves = reader.leaf_readers()
+        assert len(leaves) == 3
+        with assumption("columns.MultiColumnReader(readers, offsets)"):
+            got = internals.multi_column([leaf.column_reader("id") for leaf, _o in leaves], [o for _l, o in leaves])
+            assert list(got) == list(reader.column_reader("id")) == [f"m{n}" for n in range(13)]
+            assert got[7] == "m7" and got[12] == "m12"
 
 
 def test_the_table_of_contents_is_read_afresh(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
 from . import compaction, embedding, vectors, whoosh_internals, writing
+from .leaves import Leaves
 from .meaning import Meaning, state_key
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
@@ -69,14 +70,11 @@ class Index(Reads, Meaning):
         self._content_hash = content_hash
         self._load_catalog = load_catalog
         self._ix: windex.Index | None = None
-        self._searcher: Any = None
-        self._docsets: dict[str, Any] = {}
-        self._vector: Any = None
+        self.forget_searcher()  # none yet: what a searcher caches starts empty
+        self._leaves = Leaves()
         self._meaning: vectors.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them
-        self._ids: Any = None
-        self._docnums: dict[str, int] = {}
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
         # How many broken files the manifest stale_files read last counts (None: a manifest from
         # before the count), for known_problems.

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from whoosh import index as windex
 from whoosh import query as Q
-from whoosh.idsets import BitSet
 from whoosh.searching import Searcher
 
 from . import postings
 from .bm25 import LiveBM25F
+from .leaves import Leaves
 from .whoosh_internals import reader_reusing
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class Reads:
     _vector: Any
     _ids: Any
     _docnums: dict[str, int]
+    _leaves: Leaves
     _read_state: Callable[[], dict[str, Any] | None]
     warm: bool
 
@@ -68,9 +69,10 @@ class Reads:
         pins: dict[int, Any] | None = getattr(_pins, "held", None)
         if pins and self._searcher is not None and pins.get(id(self)) is self._searcher:
             return self._searcher
+        was = self._searcher
         if self._searcher is not None and not self._searcher.up_to_date():
             old = self._searcher
-            self._forget_searcher()
+            self.forget_searcher()
             try:
                 reader = reader_reusing(self._ix, old.reader())
             except Exception:  # noqa: BLE001 - a damaged or vanished segment: open afresh below
@@ -82,6 +84,8 @@ class Reads:
             if self._ix is None:
                 self._ix = windex.open_dir(str(self.dir))
             self._searcher = self._ix.searcher(weighting=LiveBM25F())
+        if self._searcher is not was:
+            self._leaves.keep_only(self._searcher)
         if pins is not None and id(self) in pins:
             pins[id(self)] = self._searcher
         return self._searcher
@@ -102,16 +106,16 @@ class Reads:
         key = repr(query)
         found = self._docsets.get(key)
         if found is None:
-            found = self._docsets[key] = BitSet(searcher.docs_for_query(query), size=searcher.doc_count_all())
+            found = self._docsets[key] = self._leaves.docset(searcher, query)
         return found
 
     def close_searcher(self) -> None:
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
-        self._forget_searcher()
+        self.forget_searcher()
 
-    def _forget_searcher(self) -> None:
+    def forget_searcher(self) -> None:
         """Drop the searcher and what was cached for it, without closing its readers."""
         self._searcher = None
         self._docsets = {}
@@ -148,7 +152,7 @@ class Reads:
         if searcher.doc_count_all() == 0:
             return {}  # an empty index has no column to read (Whoosh's EmptyReader)
         if self._ids is None:
-            self._ids = searcher.reader().column_reader("id")
+            self._ids = self._leaves.column(searcher, "id")
         ids = self._ids
         out: dict[str, float] = {}
         for score, docnum in self._top(searcher, query, restriction, limit, False):

@@ -9,7 +9,9 @@ uses Whoosh's public API and this module's names only (tests/test_architecture.p
 What relies on what:
 
 - the codec (``Codec``): field lengths read once per segment, segment files read in place;
-- ``reader_reusing``: searchers reopened with the segments that did not change;
+- ``reader_reusing``: searchers reopened with the segments that did not change; ``Docset``,
+  ``multi_column``: what a searcher derives from its segments, put together from kept parts
+  (leaves.py);
 - ``segments``, ``copy_segments``, ``table_of_contents``, ``move_segment_files``,
   ``write_table_of_contents``: merges of segments outside Whoosh's writer (compaction.py);
 - ``postings_of``, ``posting_blocks``, ``length_bytes``, ``LENGTH_OF_BYTE``, ``field_b``: BM25F
@@ -21,18 +23,24 @@ What relies on what:
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from whoosh import columns
 from whoosh import index as windex
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec, W3LeafMatcher, W3PerDocReader, _lenfield
 from whoosh.filedb.structfile import BufferFile
+from whoosh.idsets import BitSet
 from whoosh.index import TOC, clean_files
 from whoosh.multiproc import MpWriter, SubWriterTask
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.util.numeric import byte_to_length
 from whoosh.writing import SegmentWriter
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # -- the codec ---------------------------------------------------------------------------------
 #
@@ -186,6 +194,43 @@ def reader_reusing(ix: Any, old: Any) -> Any:
     if not readers:
         return EmptyReader(info.schema)
     return readers[0] if len(readers) == 1 else MultiReader(readers, generation=info.generation)
+
+
+class Docset(BitSet):  # type: ignore[misc]  # Whoosh has no type hints
+    """A ``BitSet`` made from document numbers, never changed after: the same bytes as
+    ``BitSet(docnums, size)`` built a document at a time, and iterated from a list (numpy's
+    ``fromiter`` reads it in C where a ``BitSet`` yields its bits one by one in Python). Assumes
+    BitSet's bytes are its ``bits`` array, sized by ``bytes_for_bits``."""
+
+    def __init__(self, docnums: np.ndarray, size: int) -> None:
+        import numpy as np  # not at import: a process that never searches need not load it
+
+        # BitSet sizes its bytes for size + 1 bits (bytes_for_bits), and keeps bit n in byte
+        # n >> 3 at 1 << (n & 7): numpy's little bit order.
+        marks = np.zeros(size + 1, dtype=bool)
+        marks[docnums] = True
+        self.bits = array("B", np.packbits(marks, bitorder="little").tobytes())
+        self._docnums: list[int] = np.flatnonzero(marks).tolist()
+
+    def copy(self) -> BitSet:
+        """A plain ``BitSet`` of the same documents, for whoever would change it."""
+        return BitSet.from_bytes(self.bits)
+
+    def __iter__(self) -> Any:
+        return iter(self._docnums)
+
+    def __len__(self) -> int:
+        return len(self._docnums)
+
+    def __bool__(self) -> bool:
+        return bool(self._docnums)
+
+
+def multi_column(readers: list[Any], offsets: list[int]) -> Any:
+    """The column reader over segments whose column readers are ``readers``, their documents
+    numbered from ``offsets``: what ``MultiReader.column_reader`` builds from its segments'.
+    Assumes ``whoosh.columns.MultiColumnReader(readers, offsets)``."""
+    return columns.MultiColumnReader(readers, offsets)
 
 
 # -- segments and their merges -----------------------------------------------------------------
