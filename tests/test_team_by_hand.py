@@ -73,3 +73,15 @@ def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: P
     assert not (a / "memories").exists()
     proc = run_cli("--kb", a, "validate")
     assert (proc.returncode, proc.stdout) == (0, "Checked 0 files: no problems.\n")
+
+
+def test_a_branchs_first_sync_counts_only_its_own_commits(tmp_path: Path, run_cli: CliRunner) -> None:
+    # docs/teams.md, branch per agent: an agent branches off main, saves, and syncs its branch.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    run_cli("--kb", a, "save", "On main", "-e", "shop.orders.amount", check=True)
+    run_cli("--kb", a, "sync", check=True)
+    git(a, "switch", "-q", "-c", "agent-a")
+    run_cli("--kb", a, "save", "Shipping fees are in EUR including VAT", "-e", "shop.orders.amount", check=True)
+    synced = run_cli("--kb", a, "sync", check=True)
+    assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(a, "rev-parse", "origin/agent-a") == git(a, "rev-parse", "HEAD")

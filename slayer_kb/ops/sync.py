@@ -284,8 +284,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
-    """The commits ``tip`` has that ``exclude`` has not."""
-    return int(store.git("rev-list", "--count", tip, *([f"^{exclude}"] if exclude else [])).stdout.decode().strip() or 0)
+    """The commits ``tip`` has that ``exclude`` (a commit, or ``--remotes=NAME``) has not."""
+    return int(store.git("rev-list", "--count", tip, *(["--not", exclude] if exclude else [])).stdout.decode().strip() or 0)
 
 
 def _reindex(kb: Context, store: GitStore, before: str) -> None:
@@ -494,6 +494,9 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     if upstream == head:
         return True
     options, refspecs = turn.handed_back()
+    # A branch's first push counts what no branch of the remote has, not its whole history
+    # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
+    first = None if upstream else _count(store, head, f"--remotes={remote}")
     proc = store.git("push", "-q", "--porcelain", *options, remote, f"{head}:refs/heads/{upstream_branch}",
                      *refspecs, check=False)
     if proc.returncode != 0:
@@ -502,12 +505,12 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
             return False
         raise StoreError(f"git push to {remote} failed: {text.strip()}")
     turn.pushed()
+    result.pushed = _count(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
     if result.action == "up to date":
         result.action = "pushed"
-    result.pushed = _count(store, head, upstream)
     return True
 
 
