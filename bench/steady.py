@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         result = {"size": args.size, "minutes": args.minutes, "savers": args.savers, "searchers": args.searchers,
                   "saves": len(mix.saves), "edits": mix.edits, "forgets": mix.forgets, "syncs": len(mix.syncs),
                   "failures": len(mix.failures), "failure_examples": mix.failures[:10],
+                  # More than one: the server exited mid-run (its log says why), and the
+                  # figures after it are a fresh process's.
+                  "server_pids": sorted({s["server_pid"] for s in samples if s.get("server_pid")}),
                   "drift": drift(samples), "after_the_mix": settled, "samples": samples}
         subprocess.run(["git", "-C", str(root), "remote", "remove", REMOTE], check=False)
         put_back(corpus)
