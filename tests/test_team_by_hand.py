@@ -85,3 +85,23 @@ def test_a_branchs_first_sync_counts_only_its_own_commits(tmp_path: Path, run_cl
     synced = run_cli("--kb", a, "sync", check=True)
     assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
     assert git(a, "rev-parse", "origin/agent-a") == git(a, "rev-parse", "HEAD")
+
+
+def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_path: Path, run_cli: CliRunner) -> None:
+    bare, (a,) = make_team(tmp_path, clones=1)
+    git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    saved = json_of(run_cli("--kb", a, "--json", "save", "Saved on a train", "-e", "shop.orders.amount", check=True))
+    assert len(saved["memory_id"]) == 10  # an offline block's id
+    head = git(a, "rev-parse", "HEAD")
+    stopped = run_cli("--kb", a, "--json", "sync")
+    assert stopped.returncode == 1
+    message = json_of(stopped)["error"]["message"]
+    assert message.startswith(f"git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert message.endswith(
+        "Nothing was sent and this clone is as it was: its saves stay here and the next sync sends them. "
+        "Check the remote's url (git remote get-url origin) and the network, then run slayer-kb sync again."
+    )
+    assert git(a, "rev-parse", "HEAD") == head
+    git(a, "remote", "set-url", "origin", str(bare))
+    assert run_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(a, "ls-tree", "--name-only", "origin/main", "memories/").split() == [f"memories/{saved['memory_id']}.yaml"]

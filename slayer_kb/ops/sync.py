@@ -503,7 +503,13 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
             return False
-        raise StoreError(f"git push to {remote} failed: {text.strip()}")
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        # An offline clone's saves are safe (offline ids); say so, and how to go on.
+        raise StoreError(
+            f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
+            "its saves stay here and the next sync sends them. Check the remote's url (git remote get-url "
+            f"{remote}) and the network, then run slayer-kb sync again."
+        )
     turn.pushed()
     result.pushed = _count(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
