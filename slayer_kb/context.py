@@ -31,7 +31,7 @@ from .core.errors import (
 )
 from .core.fileio import NotRegularFile, read_regular
 from .core.ids import check_id, id_sort_key
-from .core.inputs import check_unicode
+from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import MAX_CONTENT_CEILING, Memory, loads
 from .core.results import Document, IndexWritten, SyncReport
@@ -406,7 +406,7 @@ class Context:
 
     def check_learning(self, learning: Any, name: str = "learning") -> str:
         """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
-        if not isinstance(learning, str) or not learning.strip():
+        if blank(learning):
             raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
         check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
         size = len(learning.encode("utf-8"))

@@ -106,7 +106,12 @@ def pruned_text(result: CascadeResult) -> str:
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
-    return [Path(p) for p in paths] if paths else [settings.kb().memories_dir]
+    if paths:
+        return [Path(p) for p in paths]
+    kb = settings.kb()
+    # git drops a folder once its last file goes (the last memory forgotten, a clone of a KB
+    # that has none yet): the KB is then checked whole, not reported missing.
+    return [kb.memories_dir if kb.memories_dir.is_dir() else kb.root]
 
 
 def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> None:

@@ -278,6 +278,8 @@ pass_settings = click.make_pass_decorator(Settings)
 PROJECT_HELP = "Project name (trimmed, lower-cased)."
 ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...)."
 ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
+# Any case, as MCP's scope (Engram's) takes it: 'PERSONAL' is personal on both.
+SCOPE_CHOICE = click.Choice(["project", "personal"], case_sensitive=False)
 ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
 SCOPE_HELP = "project (default) or personal."
 

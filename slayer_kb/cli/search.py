@@ -13,6 +13,7 @@ from .common import (
     ONLY_PROJECT_HELP,
     ONLY_SCOPE_HELP,
     ONLY_TYPE_HELP,
+    SCOPE_CHOICE,
     Settings,
     emit,
     json_option,
@@ -54,7 +55,7 @@ def _hits_text(title: str, hits: list[Hit], width: int) -> list[str]:
 @click.option("--datasource", help="Only memories with an entity in this datasource.")
 @click.option("--type", "type_", metavar="TYPE", help=ONLY_TYPE_HELP)
 @click.option("--project", help=ONLY_PROJECT_HELP)
-@click.option("--scope", type=click.Choice(["project", "personal"]), help=ONLY_SCOPE_HELP)
+@click.option("--scope", type=SCOPE_CHOICE, help=ONLY_SCOPE_HELP)
 @click.option(
     "--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True,
     help="At most this many memories, and as many example queries and catalog entities.",
@@ -125,7 +126,7 @@ def search_cmd(
 @click.command("list")
 @click.option("--type", "type_", metavar="TYPE", help=ONLY_TYPE_HELP)
 @click.option("--project", help=ONLY_PROJECT_HELP)
-@click.option("--scope", type=click.Choice(["project", "personal"]), help=ONLY_SCOPE_HELP)
+@click.option("--scope", type=SCOPE_CHOICE, help=ONLY_SCOPE_HELP)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Memories to list.")
 @json_option
 @pass_settings

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from typing import Any
 
 from .errors import InvalidInputError
@@ -35,6 +36,17 @@ def check_unicode(value: Any, name: str) -> None:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+
+
+# Spaces, line breaks and the characters that print as nothing (zero-width space, joiners,
+# direction marks, the byte-order mark): a text of only these says nothing.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs"})
+
+
+def blank(value: Any) -> bool:
+    """True for what is not text, or text with nothing visible in it (``str.strip`` keeps a
+    zero-width space, so ``"\u200b"`` passed as a learning)."""
+    return not isinstance(value, str) or all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value)
 
 
 def check_description(description: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import InvalidInputError
-from ..core.inputs import check_description, check_unicode
+from ..core.inputs import blank, check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
@@ -39,7 +39,7 @@ def save(
         check_unicode(value, name)
     title = engram.check_title(engram.redact_private(title or ""))
     content = engram.redact_private(content or "")
-    if not title:
+    if blank(title):
         raise InvalidInputError("title is required and must not be blank.")
     kb.check_learning(content, "content")
     scope = engram.normalize_scope(scope)

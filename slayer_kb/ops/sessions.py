@@ -26,7 +26,7 @@ from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import fold_id, id_sort_key
-from ..core.inputs import check_unicode
+from ..core.inputs import blank, check_unicode
 from ..core.memory import (
     utc_now,
 )
@@ -263,7 +263,7 @@ def session_or_default(session_id: Any, project: str | None) -> str:
 
 
 def _required_text(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if blank(value):
         raise InvalidInputError(f"{name} is required and must not be blank.")
     check_unicode(value, name)
     return value

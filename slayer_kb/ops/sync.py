@@ -284,8 +284,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
-    """The commits ``tip`` has that ``exclude`` has not."""
-    return int(store.git("rev-list", "--count", tip, *([f"^{exclude}"] if exclude else [])).stdout.decode().strip() or 0)
+    """The commits ``tip`` has that ``exclude`` (a commit, or ``--remotes=NAME``) has not."""
+    return int(store.git("rev-list", "--count", tip, *(["--not", exclude] if exclude else [])).stdout.decode().strip() or 0)
 
 
 def _reindex(kb: Context, store: GitStore, before: str) -> None:
@@ -318,8 +318,9 @@ def _rebase(kb: Context, store: GitStore, remote: str, upstream_branch: str, ups
         while proc.returncode != 0:
             unmerged = _unmerged(store)
             if unmerged:
+                held = _held(store)  # read before the abort drops the conflict's stages
                 store.git("rebase", "--abort", check=False)
-                raise ConflictError(_conflict_message(store, unmerged, remote, upstream_branch, renumbered))
+                raise ConflictError(_conflict_message(store, unmerged, held, remote, upstream_branch, renumbered))
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not _rebasing(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
@@ -378,17 +379,48 @@ def _unmerged(store: GitStore) -> list[str]:
     return sorted(set(filter(None, out.split("\0"))))
 
 
-def _conflict_message(store: GitStore, paths: list[str], remote: str, upstream_branch: str, renumbered: bool) -> str:
-    files = ", ".join(p[len(store.prefix):] for p in paths)
-    steps = [f"git fetch {remote}"]
+def _held(store: GitStore) -> dict[str, set[int]]:
+    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
+    (in a rebase); a side missing deleted the file (a ``forget``)."""
+    held: dict[str, set[int]] = {}
+    for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            held.setdefault(path, set()).add(int(info.split()[2]))
+    return held
+
+
+def _conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], remote: str,
+                      upstream_branch: str, renumbered: bool) -> str:
+    upstream = f"{remote}/{upstream_branch}"
+
+    def files(group: list[str]) -> str:
+        return ", ".join(p[len(store.prefix):] for p in group)
+
+    # A forget on one side and an edit on the other is no edit to merge: the steps say which
+    # command keeps which side.
+    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
+    forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
+    forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
+    what, steps = [], [f"git fetch {remote}"]
     if renumbered:
         # A plain 'git pull --rebase' would skip the renumbering and stop on two different
         # memories with one id; renumbering first makes the rebase meet only the real conflict.
-        steps.append(f"slayer-kb renumber --onto {remote}/{upstream_branch} --rewrite")
-    steps += [f"git rebase {remote}/{upstream_branch}", f"edit {files} to keep what both sides meant",
-              f"git add {' '.join(paths)}", "slayer-kb validate", "git rebase --continue", "slayer-kb sync"]
-    return (f"Your commits and {remote}/{upstream_branch} both edited {files}; the repository is back as "
-            "it was. To merge by hand: " + "; ".join(steps) + ".")
+        steps.append(f"slayer-kb renumber --onto {upstream} --rewrite")
+    steps.append(f"git rebase {upstream}")
+    if edited:
+        what.append(f"Your commits and {upstream} both edited {files(edited)}")
+        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
+    if forgot_here:
+        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
+        steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
+                     f"to keep {upstream}'s edit)")
+    if forgot_there:
+        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
+        steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
+                     "to let it go)")
+    steps += ["slayer-kb validate", "git rebase --continue", "slayer-kb sync"]
+    return "; ".join(what) + "; the repository is back as it was. To merge by hand: " + "; ".join(steps) + "."
 
 
 def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
@@ -462,20 +494,29 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     if upstream == head:
         return True
     options, refspecs = turn.handed_back()
+    # A branch's first push counts what no branch of the remote has, not its whole history
+    # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
+    first = None if upstream else _count(store, head, f"--remotes={remote}")
     proc = store.git("push", "-q", "--porcelain", *options, remote, f"{head}:refs/heads/{upstream_branch}",
                      *refspecs, check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
             return False
-        raise StoreError(f"git push to {remote} failed: {text.strip()}")
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        # An offline clone's saves are safe (offline ids); say so, and how to go on.
+        raise StoreError(
+            f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
+            "its saves stay here and the next sync sends them. Check the remote's url (git remote get-url "
+            f"{remote}) and the network, then run slayer-kb sync again."
+        )
     turn.pushed()
+    result.pushed = _count(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
     if result.action == "up to date":
         result.action = "pushed"
-    result.pushed = _count(store, head, upstream)
     return True
 
 

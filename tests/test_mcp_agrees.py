@@ -1,0 +1,64 @@
+"""What an agent sends through MCP and what a person types on the CLI are taken or refused alike:
+each input through a real ``slayer-kb mcp`` process and a real ``slayer-kb`` process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, json_of
+
+pytest.importorskip("mcp")
+from mcp import ClientSession  # noqa: E402
+from mcp.types import TextContent  # noqa: E402
+
+from testing.mcp import with_server  # noqa: E402
+
+BLANK = "learning is empty: write what was learned (it is required and must not be blank)."
+# (CLI arguments, MCP tool and arguments, the error both give, or the CLI's and MCP's when each
+# names the field as its own arguments do; None: both save)
+CASES: list[tuple[list[str], str, dict[str, Any], str | tuple[str, str] | None]] = [
+    (["save", "\u200b", "-e", "orders.amount"], "save_memory",
+     {"learning": "\u200b", "linked_entities": ["orders.amount"]}, BLANK),
+    (["save", "\u200d\ufeff \u2060", "-e", "orders.amount"], "save_memory",
+     {"learning": "\u200d\ufeff \u2060", "linked_entities": ["orders.amount"]}, BLANK),
+    (["save", "body", "--title", "\u200b"], "mem_save", {"title": "\u200b", "content": "body"},
+     "title is required and must not be blank."),
+    (["save", "\u200b", "--title", "t"], "mem_save", {"title": "t", "content": "\u200b"},
+     (BLANK, BLANK.replace("learning", "content", 1))),
+    (["save-prompt", "\u2060", "--session", "s1"], "mem_save_prompt", {"content": "\u2060", "session_id": "s1"},
+     "content is required and must not be blank."),
+    (["save", "Tips for every project", "--title", "Shell tip", "--scope", "PERSONAL"], "mem_save",
+     {"title": "Shell tip", "content": "Tips for every project", "scope": "PERSONAL"}, None),
+]
+
+
+@pytest.mark.parametrize(("argv", "tool", "arguments", "refused"), CASES)
+def test_the_cli_and_mcp_take_or_refuse_alike(example_kb: KnowledgeBase, run_cli: CliRunner, argv: list[str],
+                                              tool: str, arguments: dict[str, Any],
+                                              refused: str | tuple[str, str] | None) -> None:
+    head = example_kb.store.head()
+    by_cli = run_cli("--kb", example_kb.root, "--json", *argv)
+
+    async def script(session: ClientSession) -> tuple[bool, str, Any]:
+        result = await session.call_tool(tool, arguments)
+        reply = result.content[0]
+        assert isinstance(reply, TextContent)
+        return result.is_error, reply.text, result.structured_content
+
+    if refused is not None:
+        cli_says, mcp_says = (refused, refused) if isinstance(refused, str) else refused
+        assert (by_cli.returncode, json_of(by_cli)["error"]["message"]) == (1, cli_says)
+        assert example_kb.store.head() == head  # nothing committed
+        assert with_server(example_kb.root, script)[:2] == (True, mcp_says)
+        assert example_kb.store.head() == head
+        return
+    assert by_cli.returncode == 0, by_cli.stdout + by_cli.stderr
+    saved = json_of(run_cli("--kb", example_kb.root, "--json", "get", json_of(by_cli)["memory_id"], check=True))
+    assert saved["scope"] == "personal"
+    is_error, _text, structured = with_server(example_kb.root, script)
+    assert not is_error
+    # The same observation again: counted on the CLI's memory, scope and all.
+    assert structured["memory_id"] == saved["id"] and structured["action"] == "duplicate"

@@ -1,0 +1,107 @@
+"""The team workflow of docs/teams.md typed as a new user would: clones of one bare remote,
+every command a real ``slayer-kb`` process, and the steps an error gives followed as written."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from testing import CliRunner, git, json_of, make_team
+
+
+def conflicting_forget(tmp_path: Path, run_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
+    """Clone a saves memory 1 and both clones hold it; then one clone edits it and syncs first
+    while the clone named ``forgets`` forgets it. Returns (the clone that edited, the clone whose
+    sync stopped, its sync's error message)."""
+    _bare, (a, b) = make_team(tmp_path)
+    run_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    run_cli("--kb", a, "sync", check=True)
+    run_cli("--kb", b, "sync", check=True)
+    forgetter, editor = (a, b) if forgets == "a" else (b, a)
+    first, second = (editor, forgetter) if forgets == "a" else (forgetter, editor)
+    run_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    run_cli("--kb", forgetter, "forget", "1", check=True)
+    run_cli("--kb", first, "sync", check=True)
+    stopped = run_cli("--kb", second, "--json", "sync")
+    assert stopped.returncode == 1
+    return first, second, json_of(stopped)["error"]["message"]
+
+
+def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path: Path, run_cli: CliRunner) -> None:
+    _editor, here, message = conflicting_forget(tmp_path, run_cli, forgets="a")
+    assert message == (
+        "Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
+        "To merge by hand: git fetch origin; git rebase origin/main; git rm memories/1.yaml to keep it "
+        "forgotten (or git add memories/1.yaml to keep origin/main's edit); slayer-kb validate; git rebase "
+        "--continue; slayer-kb sync."
+    )
+    # The steps work as written, keeping the forget.
+    git(here, "fetch", "-q", "origin")
+    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
+    git(here, "rm", "-q", "memories/1.yaml")
+    run_cli("--kb", here, "validate", check=True)
+    git(here, "-c", "core.editor=true", "rebase", "--continue")
+    assert "pushed" in run_cli("--kb", here, "sync", check=True).stdout
+    assert not (here / "memories" / "1.yaml").exists()
+    assert git(here, "ls-tree", "--name-only", "origin/main", "memories/") == ""
+
+
+def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, run_cli: CliRunner) -> None:
+    _forgetter, here, message = conflicting_forget(tmp_path, run_cli, forgets="b")
+    assert message == (
+        "origin/main forgot memories/1.yaml, which your commits edited; the repository is back as it was. "
+        "To merge by hand: git fetch origin; git rebase origin/main; git add memories/1.yaml to keep your "
+        "edit (or git rm memories/1.yaml to let it go); slayer-kb validate; git rebase --continue; "
+        "slayer-kb sync."
+    )
+    # The steps work as written, keeping the edit.
+    git(here, "fetch", "-q", "origin")
+    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
+    git(here, "add", "memories/1.yaml")
+    run_cli("--kb", here, "validate", check=True)
+    git(here, "-c", "core.editor=true", "rebase", "--continue")
+    run_cli("--kb", here, "sync", check=True)
+    shown = json_of(run_cli("--kb", here, "--json", "get", "1", check=True))
+    assert shown["learning"] == "Refund reasons: free text, grouped by hand"
+    assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
+
+
+def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, run_cli: CliRunner) -> None:
+    # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
+    # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    assert not (a / "memories").exists()
+    proc = run_cli("--kb", a, "validate")
+    assert (proc.returncode, proc.stdout) == (0, "Checked 0 files: no problems.\n")
+
+
+def test_a_branchs_first_sync_counts_only_its_own_commits(tmp_path: Path, run_cli: CliRunner) -> None:
+    # docs/teams.md, branch per agent: an agent branches off main, saves, and syncs its branch.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    run_cli("--kb", a, "save", "On main", "-e", "shop.orders.amount", check=True)
+    run_cli("--kb", a, "sync", check=True)
+    git(a, "switch", "-q", "-c", "agent-a")
+    run_cli("--kb", a, "save", "Shipping fees are in EUR including VAT", "-e", "shop.orders.amount", check=True)
+    synced = run_cli("--kb", a, "sync", check=True)
+    assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(a, "rev-parse", "origin/agent-a") == git(a, "rev-parse", "HEAD")
+
+
+def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_path: Path, run_cli: CliRunner) -> None:
+    bare, (a,) = make_team(tmp_path, clones=1)
+    git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    saved = json_of(run_cli("--kb", a, "--json", "save", "Saved on a train", "-e", "shop.orders.amount", check=True))
+    assert len(saved["memory_id"]) == 10  # an offline block's id
+    head = git(a, "rev-parse", "HEAD")
+    stopped = run_cli("--kb", a, "--json", "sync")
+    assert stopped.returncode == 1
+    message = json_of(stopped)["error"]["message"]
+    assert message.startswith(f"git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert message.endswith(
+        "Nothing was sent and this clone is as it was: its saves stay here and the next sync sends them. "
+        "Check the remote's url (git remote get-url origin) and the network, then run slayer-kb sync again."
+    )
+    assert git(a, "rev-parse", "HEAD") == head
+    git(a, "remote", "set-url", "origin", str(bare))
+    assert run_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(a, "ls-tree", "--name-only", "origin/main", "memories/").split() == [f"memories/{saved['memory_id']}.yaml"]
