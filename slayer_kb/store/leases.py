@@ -15,7 +15,7 @@ within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``B
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
 
 Offline (the remote cannot be reached), a save still gets an id: from a block chosen at random
-among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ids around a billion), recorded as
+among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, from 1,000,000,001 to 9,000,000,000), recorded as
 unregistered; the next ``sync`` creates its ref on the remote. Two offline clones pick the same
 block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen, ``sync`` renumbers as it does for
 ids allocated before leases existed, and says so.
@@ -216,7 +216,7 @@ class IdLeases:
         """Create ``blocks`` new block refs on the remote, above every block leased there, above
         this clone's and above ``floor`` (ids allocated before leases); offline, blocks chosen
         at random (see the module doc)."""
-        # Offline ids (around a billion) say nothing about where online blocks are.
+        # Offline ids (ten digits) say nothing about where online blocks are.
         floor = floor if floor < first_of(OFFLINE_FIRST) else 0
         start = max(block_of(floor + 1), held.highest + 1)
         for attempt in range(ATTEMPTS):
