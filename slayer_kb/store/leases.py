@@ -15,10 +15,10 @@ within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``B
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
 
 Offline (the remote cannot be reached), a save still gets an id: from a block chosen at random
-among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, from 1,000,000,001 to 9,000,000,000), recorded as
-unregistered; the next ``sync`` creates its ref on the remote. Two offline clones pick the same
-block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen, ``sync`` renumbers as it does for
-ids allocated before leases existed, and says so.
+among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, 1,000,000,001 to
+9,000,000,000), recorded as unregistered; the next ``sync`` creates its ref on the remote. Two
+offline clones pick the same block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen,
+``sync`` renumbers as it does for ids allocated before leases existed, and says so.
 
 A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
 cannot lease: this clone then counts as a KB without a remote does (its work reaches the team by
