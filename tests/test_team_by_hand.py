@@ -27,6 +27,16 @@ def conflicting_forget(tmp_path: Path, run_cli: CliRunner, forgets: str) -> tupl
     return first, second, json_of(stopped)["error"]["message"]
 
 
+def follow_the_steps(here: Path, run_cli: CliRunner, keep: list[str]) -> None:
+    """The message's steps up to the sync: fetch, a rebase that stops on the file, the git
+    command that keeps one side, validate, and the rebase continued."""
+    git(here, "fetch", "-q", "origin")
+    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
+    git(here, *keep)
+    run_cli("--kb", here, "validate", check=True)
+    git(here, "-c", "core.editor=true", "rebase", "--continue")
+
+
 def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path: Path, run_cli: CliRunner) -> None:
     _editor, here, message = conflicting_forget(tmp_path, run_cli, forgets="a")
     assert message == (
@@ -36,11 +46,7 @@ def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path
         "--continue; slayer-kb sync."
     )
     # The steps work as written, keeping the forget.
-    git(here, "fetch", "-q", "origin")
-    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
-    git(here, "rm", "-q", "memories/1.yaml")
-    run_cli("--kb", here, "validate", check=True)
-    git(here, "-c", "core.editor=true", "rebase", "--continue")
+    follow_the_steps(here, run_cli, ["rm", "-q", "memories/1.yaml"])
     assert "pushed" in run_cli("--kb", here, "sync", check=True).stdout
     assert not (here / "memories" / "1.yaml").exists()
     assert git(here, "ls-tree", "--name-only", "origin/main", "memories/") == ""
@@ -55,11 +61,7 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, run_
         "slayer-kb sync."
     )
     # The steps work as written, keeping the edit.
-    git(here, "fetch", "-q", "origin")
-    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
-    git(here, "add", "memories/1.yaml")
-    run_cli("--kb", here, "validate", check=True)
-    git(here, "-c", "core.editor=true", "rebase", "--continue")
+    follow_the_steps(here, run_cli, ["add", "memories/1.yaml"])
     run_cli("--kb", here, "sync", check=True)
     shown = json_of(run_cli("--kb", here, "--json", "get", "1", check=True))
     assert shown["learning"] == "Refund reasons: free text, grouped by hand"
