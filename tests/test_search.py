@@ -6,7 +6,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError, NotFoundError
-from testing import RELEVANCE, json_of
+from testing import RELEVANCE, CliRunner, json_of
 
 
 @pytest.mark.parametrize(("kind", "text", "expected"), RELEVANCE, ids=[r[1] for r in RELEVANCE])
@@ -105,3 +105,14 @@ def test_cli_search_json_keys(example_kb_read_only: KnowledgeBase, invoke_cli) -
     assert set(data) == {"memories", "example_queries", "entities", "resolved_input_entities", "warnings", "notes"}
     hit = (data["memories"] + data["example_queries"])[0]
     assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)
+
+
+def test_a_listing_a_misspelt_filter_emptied_says_so(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    # No question: the newest memories, unless a filter no memory matches removed them all.
+    listed = run_cli("--kb", example_kb.root, "search", "--project", "nosuch", "--type", "decision")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert listed.stdout == "No matches.\nwarning: No memory has project 'nosuch'; check the name, or list without it.\n"
+    # A filter some memories match lists them, with the usual warning.
+    typed = run_cli("--kb", example_kb.root, "search", "--type", "decision")
+    assert typed.stdout.startswith("Memories:\n  [kb.paid-revenue]")
+    assert typed.stdout.endswith("\nwarning: No entities, query or question given: showing the newest memories.\n")

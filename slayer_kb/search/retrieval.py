@@ -101,10 +101,15 @@ def _run(index: Index, request: Request) -> Found:
     searched = bool(words) or topic is not None or bool(request.entities)
     if not searched:
         if not question and not request.inputs_given:
-            found.warnings.append("No entities, query or question given: showing the newest memories.")
             for has_query, _one, _many in BUCKETS:
                 bucket = found.example_queries if has_query else found.memories
                 bucket.extend(index.documents(None, _restriction(request, has_query), limit=request.limit, sort_newest=True))
+            # A listing that a misspelt filter emptied says so, not "showing the newest".
+            unknown = [] if found.memories or found.example_queries else unmatched_filters(
+                index, request.type, request.project, request.scope)
+            found.warnings.append(
+                f"No memory has {' or '.join(unknown)}; check the name, or list without it."
+                if unknown else "No entities, query or question given: showing the newest memories.")
         elif request.inputs_given and not question:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
         return found
