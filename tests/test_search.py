@@ -111,7 +111,7 @@ def test_a_listing_a_misspelt_filter_emptied_says_so(example_kb: KnowledgeBase, 
     # No question: the newest memories, unless a filter no memory matches removed them all.
     listed = run_cli("--kb", example_kb.root, "search", "--project", "nosuch", "--type", "decision")
     assert (listed.returncode, listed.stderr) == (0, "")
-    assert listed.stdout == "No matches.\nwarning: No memory has project 'nosuch'; check the name, or list without it.\n"
+    assert listed.stdout == "No matches.\nwarning: No memory has project 'nosuch'; check the name, or search without it.\n"
     # A filter some memories match lists them, with the usual warning.
     typed = run_cli("--kb", example_kb.root, "search", "--type", "decision")
     assert typed.stdout.startswith("Memories:\n  [kb.paid-revenue]")

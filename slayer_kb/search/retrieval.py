@@ -108,7 +108,7 @@ def _run(index: Index, request: Request) -> Found:
             unknown = [] if found.memories or found.example_queries else unmatched_filters(
                 index, request.type, request.project, request.scope)
             found.warnings.append(
-                f"No memory has {' or '.join(unknown)}; check the name, or list without it."
+                f"No memory has {' or '.join(unknown)}; check the name, or search without it."
                 if unknown else "No entities, query or question given: showing the newest memories.")
         elif request.inputs_given and not question:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
