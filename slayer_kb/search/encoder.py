@@ -36,6 +36,7 @@ from .helper import helper
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Encoding
 
 T = TypeVar("T")
 
@@ -128,7 +129,7 @@ class Encoder:
     def fits(self, texts: list[str]) -> list[bool]:
         """Whether each text is one run of the model (at most ``MAX_TOKENS`` word pieces)."""
         encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
-        return [len(t) <= MAX_CHARS and not e.overflowing for t, e in zip(texts, encoded, strict=True)]
+        return [_fits(t, e) for t, e in zip(texts, encoded, strict=True)]
 
     def passages(self, text: str) -> list[str]:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
@@ -136,10 +137,11 @@ class Encoder:
         line (a sentence longer than that is split between words)."""
         return [passage for passage, _spans in self._layout(text)]
 
-    def _layout(self, text: str) -> list[tuple[str, list[Span]]]:
+    def _layout(self, text: str, fitting: bool | None = None) -> list[tuple[str, list[Span]]]:
         """``passages``, each with where its pieces come from in ``text``: (offset in the
-        passage, offset in the text, length), so a token of a run is traced to its sentence."""
-        if self.fits([text])[0]:
+        passage, offset in the text, length), so a token of a run is traced to its sentence.
+        ``fitting``: whether the text ``fits``, when the caller knows."""
+        if self.fits([text])[0] if fitting is None else fitting:
             return [(text, [(0, 0, len(text))])]
         first, _, rest = text.partition("\n")
         titled = bool(rest) and len(first) <= MAX_HEAD_CHARS
@@ -213,13 +215,17 @@ class Encoder:
         inputs: list[str] = []
         owner: list[int] = []
         traced: list[list[Span]] = []
-        for n, text in enumerate(texts):
-            found = self._layout(text)
+        # Every text tokenized at once: a text that fits is its own input, tokenized as it runs.
+        tokenized: list[Encoding | None] = []
+        for n, (text, encoding) in enumerate(zip(texts, self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts]), strict=True)):
+            fitting = _fits(text, encoding)
+            found = self._layout(text, fitting)
             inputs.extend(passage for passage, _spans in found)
             traced.extend(spans for _passage, spans in found)
             owner.extend([n] * len(found))
+            tokenized.extend([encoding] if fitting else [None] * len(found))
         labels = [_labels(text) if with_units else None for text in texts]
-        made, pooled = self._run(inputs, workers, [(labels[n], traced[i]) for i, n in enumerate(owner)])
+        made, pooled = self._run(inputs, workers, [(labels[n], traced[i]) for i, n in enumerate(owner)], tokenized)
         if len(inputs) == len(texts):
             whole = made
         else:
@@ -243,6 +249,7 @@ class Encoder:
 
     def _run(
         self, texts: list[str], workers: int = 1, traces: list[tuple[Labels | None, list[Span]]] | None = None,
+        tokenized: list[Encoding | None] | None = None,
     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """One float32 unit vector per model input, and for each input traced to its text's
         ``units`` (``traces``: the text's labels and the input's spans) the sums of its token
@@ -251,11 +258,14 @@ class Encoder:
         of its length (32 texts of 256 tokens took 1.1 GB), and short runs are faster. The
         runs are made by ``workers`` threads (this one and the rest), each taking the next run,
         longest first so that none is left alone at the end; which inputs run together does not
-        depend on it, so neither do the vectors."""
+        depend on it, so neither do the vectors. ``tokenized``: the inputs' encodings already
+        made (None for those to make here)."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
+        known = tokenized or [None] * len(texts)
+        fresh = iter(self._tokenizer.encode_batch([t[:MAX_CHARS] for t, e in zip(texts, known, strict=True) if e is None]))
+        encodings = [next(fresh) if e is None else e for e in known]
         encoded = [e.ids for e in encodings]
         pooled: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
@@ -316,6 +326,11 @@ class Encoder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return hidden, pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+def _fits(text: str, encoding: Encoding) -> bool:
+    """Whether ``text``, tokenized (at most ``MAX_CHARS`` of it) as ``encoding``, is one run."""
+    return len(text) <= MAX_CHARS and not encoding.overflowing
 
 
 # A text's labels (``_labels``): the number of its units, and for each character the unit it
