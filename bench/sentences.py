@@ -39,6 +39,7 @@ import json
 import os
 import random
 import resource
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -73,6 +74,8 @@ SAVED = [
      "how long after buying can a shopper contest it with their bank?"),
 ]
 WAIT_SECONDS = 120.0
+# A search's note while no memory has a sentence vector yet (search/retrieval.py).
+NONE_COVERED = "Sentence vectors cover 0 of"
 
 
 def _stats(samples: list[float], unit: str = "ms") -> dict[str, Any]:
@@ -214,8 +217,9 @@ def served(root: Path) -> dict[str, Any]:
 def first_command(corpus: corpus_mod.Corpus) -> dict[str, Any]:
     """A new clone of the KB, with no index and an empty vector cache of its own, the server on
     (the machine has never seen these texts): the first command (a search by words), a search
-    by entity after it, and a search by words once the server's cold build is under way, each
-    timed from the first command's start, with how much of the KB meaning covered then. The
+    by entity after it, and a search by words once the cold build (the server's or a filler's)
+    has made some sentence vectors, each timed from the first command's start, with its notes
+    (how much of the KB meaning covered then). The
     first command's CPU time (its process and the index's workers) is given beside its wall
     time: on a loaded machine it says what the command would take with a core free."""
     words = " ".join(sorted(corpus_mod.DOMAIN_WORDS)[:2])
@@ -227,25 +231,41 @@ def first_command(corpus: corpus_mod.Corpus) -> dict[str, Any]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out: dict[str, Any] = {"memories": corpus.size}
 
-        def ask(name: str, *args: str) -> None:
+        def ask(name: str, *args: str) -> list[str]:
             _took, found = _cli(clone, env, "search", *args)
-            status = (relay.control(str(clone), "status") or {}).get("sentence_vectors") or {}
             out[name] = {"seconds_since_first_command": round(time.perf_counter() - began, 1),
-                         "memories_found": len(found["memories"]), "meaning_covers": status.get("covered"),
-                         "notes": found.get("notes", [])}
+                         "memories_found": len(found["memories"]), "notes": found.get("notes", [])}
+            return list(out[name]["notes"])
 
         try:
             ask("words", words)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             out["words"]["cpu_seconds"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
             ask("entity", "-e", corpus.hot_model)
-            _wait(clone, lambda s: s["covered"] is not None and (s["building"] or s["covered"] == s["memories"]))
-            ask("words_during_the_build", words)
+            deadline = time.monotonic() + 3600
+            # Until meaning covers some of the KB (the build under way, whoever makes it).
+            while any(n.startswith(NONE_COVERED) for n in ask("words_during_the_build", words)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("no sentence vector was made within an hour of the first command")
+                time.sleep(5)
             out["load"] = _load()
             return out
         finally:
             subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(clone), "server", "stop"], env=env,
                            capture_output=True, timeout=600)
+            _end_fillers(clone)
+
+
+def _end_fillers(clone: Path) -> None:
+    """End the detached fillers (search/filler.py) a command started for ``clone``, by their
+    ids: the scratch folder goes, and the build need not go on."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"slayer_kb.daemon.sentences" in args and str(clone).encode() in args:
+                os.kill(int(entry.name), signal.SIGTERM)
 
 
 def _wait(root: Path, done: Any) -> dict[str, Any]:
