@@ -12,7 +12,8 @@ encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JS
 - the warm server's peak RSS, and whether a relayed CLI search process ever loaded onnxruntime;
 - a first command on a new clone of the KB (no index, no sentence vector on the machine, the
   server on): how long until words and entities answer, and how much of the KB meaning covers
-  then, while the cold build goes on in the server (``first``);
+  then, while the cold build goes on (the server's, or a filler's the first command started)
+  (``first``);
 - last, issue 29's targets beside the figures measured (``targets``), with the load average
   printed beside each step: an idle machine's figures are the ones to hold against them.
 
@@ -219,9 +220,9 @@ def first_command(corpus: corpus_mod.Corpus) -> dict[str, Any]:
     (the machine has never seen these texts): the first command (a search by words), a search
     by entity after it, and a search by words once the cold build (the server's or a filler's)
     has made some sentence vectors, each timed from the first command's start, with its notes
-    (how much of the KB meaning covered then). The
-    first command's CPU time (its process and the index's workers) is given beside its wall
-    time: on a loaded machine it says what the command would take with a core free."""
+    (how much of the KB meaning covered then). The first command's CPU time (its process and
+    the index's workers) is given beside its wall time: on a loaded machine it says what the
+    command would take with a core free."""
     words = " ".join(sorted(corpus_mod.DOMAIN_WORDS)[:2])
     with tempfile.TemporaryDirectory(prefix="slayer-kb-first-") as scratch:
         clone = Path(scratch) / "kb"
