@@ -35,8 +35,6 @@ from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import MAX_CONTENT_CEILING, Memory, loads
 from .core.results import Document, IndexWritten, SyncReport
-from .search.index import Index
-from .search.schema import NONE
 from .store.leases import IdLeases
 from .store.moves import MovedIds, refusal
 from .store.repo import GitStore
@@ -45,6 +43,7 @@ from .transaction import Transaction
 
 if TYPE_CHECKING:
     from .search.filters import Restriction
+    from .search.index import Index
     from .search.lookups import Lookup
     from .search.monitor import ChangeMonitor
 
@@ -77,7 +76,7 @@ class Context:
         self.store = GitStore(self.root)
         self.memories_dir = self.root / MEMORIES_DIR
         self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
-        self.index = Index(self.root, engram.content_hash, self._catalog_for_index)
+        self._index: Index | None = None  # made on first use (``index``)
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
         self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
@@ -88,6 +87,21 @@ class Context:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
+
+    @property
+    def index(self) -> Index:
+        """The search index, made on first use: a command that only reads files (``get``,
+        ``log``, ``validate``) starts without Whoosh and numpy, most of a process's start."""
+        if self._index is None:
+            from .search.index import Index
+
+            self._index = Index(self.root, engram.content_hash, self._catalog_for_index)
+        return self._index
+
+    def close_index(self) -> None:
+        """Let go of the index's searcher and files, if this process opened them."""
+        if self._index is not None:
+            self._index.close()
 
     def highest_auto_id(self, listed: bool = False) -> int:
         """The highest auto id among the memory files (``Index.highest_auto_id``); a process with
@@ -418,6 +432,8 @@ class Context:
         return learning
 
     def projects(self) -> list[str]:
+        from .search.schema import NONE
+
         return sorted(name for name in self.indexed_terms("project") if name != NONE)
 
 

@@ -109,7 +109,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
-        self.index.close()
+        self.close_index()
 
     def __enter__(self) -> KnowledgeBase:
         return self

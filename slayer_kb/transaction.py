@@ -37,12 +37,11 @@ from .core.ids import MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
 from .core.text import listed
-from .search import lookups, restrict
-from .search.lookups import Lookup
 from .store.repo import Change
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
+    from .search.lookups import Lookup
     from .search.monitor import ChangeMonitor
     from .store.leases import IdLeases
     from .store.repo import GitStore
@@ -70,11 +69,13 @@ class Workspace(Protocol):
     max_content: int
     memories_dir: Path
     store: GitStore
-    index: Index
     id_cache: IdCache
     leases: IdLeases
     monitor: ChangeMonitor | None
     problems: list[MemoryFileError]
+
+    @property
+    def index(self) -> Index: ...
 
     def read(self, memory_id: str) -> Memory: ...
 
@@ -145,11 +146,15 @@ class Transaction:
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list
         holds any of ``entities``."""
+        from .search import lookups  # with the index it queries: see Context.index
+
         for memory, text in self.read_matching(lookups.tagged(entities)):
             yield memory.id, memory, text
 
     def live(self, limit: int | None = None, **terms: str | None) -> list[Memory]:
         """The memories whose indexed fields equal ``terms`` (None: no value), newest first."""
+        from .search.filters import restrict  # with the index it queries: see Context.index
+
         kb = self.kb
         out = []
         for doc in self.index.documents(None, restrict(exact=terms), limit=limit, sort_newest=True):

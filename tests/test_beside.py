@@ -24,7 +24,7 @@ import pytest
 from slayer_kb.daemon import relay
 from slayer_kb.search.monitor import ChangeMonitor
 from slayer_kb.store.view import View
-from testing import Watcher
+from testing import Watcher, blocker
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -57,7 +57,7 @@ def _env(blocked: Path | None = None) -> dict[str, str]:
 
 
 def relayed(root: Path, blocked: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A command that only the server can answer (Whoosh is blocked in this process)."""
+    """A command that only the server can answer (``testing.blocker``)."""
     return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
                           text=True, env=_env(blocked), timeout=120)
 
@@ -68,11 +68,9 @@ def start(root: Path, *args: str, blocked: Path | None = None) -> subprocess.Pop
 
 
 @pytest.fixture
-def no_whoosh(tmp_path: Path) -> Path:
-    blocker = tmp_path / "blocker" / "whoosh"
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
-    return blocker.parent
+def blocked_here(tmp_path: Path) -> Path:
+    """A PYTHONPATH under which a process that runs a command itself fails (``testing.blocker``)."""
+    return blocker(tmp_path / "blocker")
 
 
 @pytest.fixture
@@ -107,10 +105,10 @@ def ids(listed: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it(
-    watcher: Watcher, no_whoosh: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
+    watcher: Watcher, blocked_here: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
 ) -> None:
     root = watcher.root
-    before = ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100"))
+    before = ids(relayed(root, blocked_here, "--json", "list", "--limit", "100"))
     assert "27" not in before
     save = held("axolotl beside a read", ["save", "axolotl beside a read", "-e", "shop.orders.amount"])
     # Half done: the commit is in git and its file in the work tree; the index lags.
@@ -118,39 +116,39 @@ def test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it(
     status = relay.control(root, "status")
     assert status is not None and status["current"] == f"--kb {root} save axolotl beside a read -e shop.orders.amount"
 
-    found = relayed(root, no_whoosh, "--json", "search", "axolotl", "--all")
+    found = relayed(root, blocked_here, "--json", "search", "axolotl", "--all")
     assert (found.returncode, json.loads(found.stdout)["memories"]) == (0, []), found.stderr
-    got = relayed(root, no_whoosh, "get", "27")
+    got = relayed(root, blocked_here, "get", "27")
     assert (got.returncode, got.stdout, got.stderr) == (1, "", "Error: No memory with id '27'.\n")
-    assert ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100")) == before
+    assert ids(relayed(root, blocked_here, "--json", "list", "--limit", "100")) == before
     assert save.poll() is None  # the reads were answered while the write is still held
 
     (root / ".git" / "release").touch()
     out, err = save.communicate(timeout=120)
     assert (save.returncode, out) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n"), err
-    found = relayed(root, no_whoosh, "--json", "search", "axolotl", "--all")
+    found = relayed(root, blocked_here, "--json", "search", "axolotl", "--all")
     assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["27"]
-    assert ids(relayed(root, no_whoosh, "--json", "list", "--limit", "100")) == ["27", *before]
+    assert ids(relayed(root, blocked_here, "--json", "list", "--limit", "100")) == ["27", *before]
 
 
 def test_an_update_held_is_read_as_before_and_a_hand_edit_meanwhile_is_not_missed(
-    watcher: Watcher, no_whoosh: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
+    watcher: Watcher, blocked_here: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
 ) -> None:
     root = watcher.root
-    old = json.loads(relayed(root, no_whoosh, "--json", "get", "2").stdout)
+    old = json.loads(relayed(root, blocked_here, "--json", "get", "2").stdout)
     update = held("zebrafish", ["update", "2", "--learning", "zebrafish replace the old text"])
     assert "zebrafish" in (root / "memories" / "2.yaml").read_text()
 
-    got = relayed(root, no_whoosh, "--json", "get", "2")
+    got = relayed(root, blocked_here, "--json", "get", "2")
     assert (got.returncode, json.loads(got.stdout)) == (0, old), got.stderr
-    found = relayed(root, no_whoosh, "--json", "search", "zebrafish", "--all")
+    found = relayed(root, blocked_here, "--json", "search", "zebrafish", "--all")
     assert (found.returncode, json.loads(found.stdout)["memories"]) == (0, []), found.stderr
 
     # An edit by hand beside the write: a read that comes after it must see it, so it waits for
     # its turn (after the write) and brings the index up to date first.
     hand = root / "memories" / "5.yaml"
     hand.write_text(hand.read_text().replace("learning: |\n", "learning: |\n  quokka by hand.\n", 1))
-    search = start(root, "--json", "search", "quokka", "--all", blocked=no_whoosh)
+    search = start(root, "--json", "search", "quokka", "--all", blocked=blocked_here)
     assert update.poll() is None
 
     (root / ".git" / "release").touch()
@@ -159,7 +157,7 @@ def test_an_update_held_is_read_as_before_and_a_hand_edit_meanwhile_is_not_misse
     out, err = search.communicate(timeout=120)
     assert search.returncode == 0, err
     assert [hit["id"] for hit in json.loads(out)["example_queries"]] == ["5"]  # 5 holds a query
-    got = relayed(root, no_whoosh, "--json", "get", "2")
+    got = relayed(root, blocked_here, "--json", "get", "2")
     assert json.loads(got.stdout)["learning"] == "zebrafish replace the old text"
 
 
@@ -226,7 +224,7 @@ exec git-upload-pack "$@"
 """
 
 
-def test_a_read_waits_for_a_sync_in_the_write_process(watcher: Watcher, no_whoosh: Path, tmp_path: Path) -> None:
+def test_a_read_waits_for_a_sync_in_the_write_process(watcher: Watcher, blocked_here: Path, tmp_path: Path) -> None:
     """A sync changes files by git's own merges, beyond the commits it names to the server: a
     read waits for all of it (running.WHOLE), where it goes beside a save."""
     root, git_dir = watcher.root, watcher.root / ".git"
@@ -246,7 +244,7 @@ def test_a_read_waits_for_a_sync_in_the_write_process(watcher: Watcher, no_whoos
         _until(lambda: (git_dir / "held").exists(), "the sync's fetch held")
         status = relay.control(root, "status")
         assert status is not None and status["current"] == f"--kb {root} sync"
-        search = start(root, "--json", "search", "orders", blocked=no_whoosh)
+        search = start(root, "--json", "search", "orders", blocked=blocked_here)
         time.sleep(2)  # not a synchronisation: a read going beside the sync would be answered by now
         assert search.poll() is None and relay.control(root, "status")["reading"] == []  # type: ignore[index]
     finally:

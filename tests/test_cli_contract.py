@@ -24,7 +24,7 @@ from click.testing import CliRunner as ClickRunner
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import COMMANDS, cli
-from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git
+from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git, make_example_kb
 
 MEMORY_KEYS = {
     "id", "learning", "title", "type", "description", "entities", "query", "project", "scope",
@@ -565,6 +565,31 @@ def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path
         "Error: No such command 'nosuch'.\n",
     ]
     assert json.loads((tmp_path / "out.json").read_text()) == [[0, 0, 2, 2, 0, 2], []]
+
+
+def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) -> None:
+    # The index (Whoosh, numpy) is made on first use (Context.index): a command that reads the
+    # files answers without it, in a third of the CPU time; the first search imports it.
+    kb = make_example_kb(tmp_path / "kb")
+    probe = (
+        "import json, sys\n"
+        "from slayer_kb.cli import cli\n"
+        "ran = []\n"
+        "for argv in (['get', '1'], ['show', '1'], ['log', '1'], ['validate'], ['sessions'], ['search', 'refunds']):\n"
+        "    try:\n"
+        f"        cli.main(['--kb', {str(kb)!r}, '--json', *argv], prog_name='slayer-kb')\n"
+        "    except SystemExit as exc:\n"
+        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy'})])\n"
+        "open('out.json', 'w').write(json.dumps(ran))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) == [
+        ["get", 0, []], ["show", 0, []], ["log", 0, []], ["validate", 0, []], ["sessions", 0, []],
+        ["search", 0, ["numpy", "whoosh"]],
+    ]
+    first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
+    assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")
 
 
 def test_completion_in_process() -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import relay
-from testing import Watcher, in_process_runner
+from testing import BLOCKED, Watcher, blocker, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -46,24 +46,20 @@ def cli(root: Path, *args: str, blocked: Path | None = None, cwd: Path | None = 
 
 
 @pytest.fixture
-def no_whoosh(tmp_path: Path) -> Path:
-    """A PYTHONPATH under which Whoosh cannot be imported: a process that answers a search
-    itself fails, so a search that succeeds under it was answered by the watcher."""
-    blocker = tmp_path / "blocker" / "whoosh"
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
-    return blocker.parent
+def blocked_here(tmp_path: Path) -> Path:
+    """A PYTHONPATH under which a process that runs a command itself fails (``testing.blocker``)."""
+    return blocker(tmp_path / "blocker")
 
 
-def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, no_whoosh: Path) -> None:
+def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, blocked_here: Path) -> None:
     root = watcher.root
     # The blocker works: a search this process answers itself (nothing is relayed with the
-    # server off) fails under it. (Help no longer shows it: it imports no KB, hence no Whoosh.)
+    # server off) fails under it.
     here = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "search", "fiscal year"],
                           capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=str(no_whoosh), SLAYER_KB_SERVER="off"))
-    assert here.returncode == 1 and "whoosh is blocked by the test" in here.stderr
-    relayed = [cli(root, *args, blocked=no_whoosh) for args in SEARCHES]
+                          env=dict(os.environ, PYTHONPATH=str(blocked_here), SLAYER_KB_SERVER="off"))
+    assert here.returncode == 1 and BLOCKED in here.stderr
+    relayed = [cli(root, *args, blocked=blocked_here) for args in SEARCHES]
     watcher.stop()
     # What each prints with no server, in this process (in_process_runner prints what a process prints).
     direct = [in_process_runner()("--kb", root, *args, env={"COLUMNS": "80"}) for args in SEARCHES]
@@ -74,45 +70,45 @@ def test_relayed_searches_print_exactly_what_a_process_prints(watcher: Watcher, 
     assert json.loads(direct[1].stdout)["memories"]
 
 
-def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, no_whoosh: Path) -> None:
+def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, blocked_here: Path) -> None:
     path = watcher.root / "memories" / "2.yaml"
     path.write_text(path.read_text().replace("Time zones:", "Time zones axolotlrelay:"))
-    found = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    found = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=blocked_here)
     assert found.returncode == 0, found.stderr
     assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["2"]
     path.unlink()
-    gone = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=no_whoosh)
+    gone = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=blocked_here)
     assert json.loads(gone.stdout)["memories"] == []
 
 
-def test_the_kb_is_found_as_the_cli_finds_it(watcher: Watcher, no_whoosh: Path) -> None:
+def test_the_kb_is_found_as_the_cli_finds_it(watcher: Watcher, blocked_here: Path) -> None:
     inside = watcher.root / "models"
-    by_cwd = cli(watcher.root, "search", "fiscal year", blocked=no_whoosh, cwd=inside, kb_option=False)
+    by_cwd = cli(watcher.root, "search", "fiscal year", blocked=blocked_here, cwd=inside, kb_option=False)
     assert by_cwd.returncode == 0 and "kb.fiscal-calendar" in by_cwd.stdout
     by_env = subprocess.run([sys.executable, "-m", "slayer_kb", "search", "fiscal year"], capture_output=True,
-                            text=True, env=dict(os.environ, SLAYER_KB=str(watcher.root), PYTHONPATH=str(no_whoosh)),
+                            text=True, env=dict(os.environ, SLAYER_KB=str(watcher.root), PYTHONPATH=str(blocked_here)),
                             cwd=watcher.root.parent, timeout=60)
     assert by_env.returncode == 0 and "kb.fiscal-calendar" in by_env.stdout
 
 
-def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher: Watcher, no_whoosh: Path) -> None:
+def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher: Watcher, blocked_here: Path) -> None:
     query = watcher.root.parent / "q.json"
     query.write_text('{"source_model": "shop.orders", "measures": ["sum(amount)"]}')
     for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"]):
-        relayed = cli(watcher.root, *args, blocked=no_whoosh)
-        assert relayed.returncode == 0 and "whoosh is blocked" not in relayed.stderr, args
+        relayed = cli(watcher.root, *args, blocked=blocked_here)
+        assert relayed.returncode == 0 and BLOCKED not in relayed.stderr, args
         assert relayed.stdout == cli(watcher.root, *args).stdout
     # relative to the client's folder, as in its own process
-    by_cwd = cli(watcher.root, "search", "--query", "@q.json", blocked=no_whoosh, cwd=query.parent)
+    by_cwd = cli(watcher.root, "search", "--query", "@q.json", blocked=blocked_here, cwd=query.parent)
     assert by_cwd.returncode == 0, by_cwd.stderr
     # a missing file, a pipe: read here (the blocked import shows it ran here)
     for args in (["search", "--query", "@nope.json"], ["search", "--query", "@/dev/stdin"]):
-        proc = cli(watcher.root, *args, blocked=no_whoosh)
-        assert proc.returncode == 1 and "whoosh is blocked by the test" in proc.stderr, args
+        proc = cli(watcher.root, *args, blocked=blocked_here)
+        assert proc.returncode == 1 and BLOCKED in proc.stderr, args
 
 
-def test_stdin_is_sent_to_the_server(watcher: Watcher, no_whoosh: Path) -> None:
-    env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(no_whoosh))
+def test_stdin_is_sent_to_the_server(watcher: Watcher, blocked_here: Path) -> None:
+    env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
     proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(watcher.root), "search", "-"],
                           input="fiscal year", capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr

@@ -27,7 +27,7 @@ import pytest
 
 from slayer_kb.daemon import relay
 from slayer_kb.store import upkeep
-from testing import EXAMPLE_KB, WAIT_SECONDS, commit_all, eventually, git, in_process_runner
+from testing import BLOCKED, EXAMPLE_KB, WAIT_SECONDS, blocker, commit_all, eventually, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 
@@ -64,10 +64,7 @@ class Servers:
         self.install = str(install)
         self.roots: set[Path] = set()
         self.pids: dict[int, str | None] = {}  # each server seen, with its start (started())
-        blocker = tmp_path / "blocker" / "whoosh"
-        blocker.mkdir(parents=True)
-        (blocker / "__init__.py").write_text("raise ImportError('whoosh is blocked by the test')\n")
-        self.blocked = str(blocker.parent)
+        self.blocked = str(blocker(tmp_path / "blocker"))
 
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "120", "COLUMNS": "80",
@@ -202,7 +199,7 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     assert "No server for" in servers.run(root, "server", "status").stdout
     # with no server, the command runs in its process again
     again = servers.run(root, "search", "fiscal year", blocked=True, env=servers.env(SLAYER_KB_SERVER="manual"))
-    assert again.returncode == 1 and "whoosh is blocked by the test" in again.stderr
+    assert again.returncode == 1 and BLOCKED in again.stderr
 
 
 def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
@@ -218,7 +215,7 @@ def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> Non
     pid = servers.wait_up(root)["pid"]
     # off: nothing is relayed even to a running server
     off = servers.run(root, "list", blocked=True, env=servers.env(SLAYER_KB_SERVER="off"))
-    assert off.returncode == 1 and "whoosh is blocked by the test" in off.stderr
+    assert off.returncode == 1 and BLOCKED in off.stderr
     assert servers.status(root)["pid"] == pid
 
 
@@ -235,7 +232,7 @@ def test_the_kb_setting_turns_it_off_unless_the_environment_says_otherwise(serve
     servers.run(root, "list", "--limit", "1")
     servers.wait_up(root)
     off = servers.run(root, "list", blocked=True, env={**unset, "PYTHONPATH": servers.install})
-    assert off.returncode == 1 and "whoosh is blocked by the test" in off.stderr
+    assert off.returncode == 1 and BLOCKED in off.stderr
 
 
 @pytest.mark.parametrize(
@@ -354,7 +351,7 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     for argv, stdin in FAMILIES:
         got = servers.run(relayed_kb, *argv, input=stdin, blocked=True)
         want = local("--kb", local_kb, *argv, input=stdin, cwd=local_kb, env=off)
-        assert "whoosh is blocked" not in got.stderr, (argv, got.stderr)
+        assert BLOCKED not in got.stderr, (argv, got.stderr)
         assert got.returncode == want.returncode, (argv, got.stderr, want.stderr)
         assert masked(got.stdout, relayed_kb) == masked(want.stdout, local_kb), argv
         assert masked(got.stderr, relayed_kb) == masked(want.stderr, local_kb), argv
@@ -381,7 +378,7 @@ def test_stdout_and_stderr_interleave_as_in_a_process(servers: Servers, tmp_path
         both = [subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(kb), *argv], cwd=kb, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
                 for kb, env in ((relayed_kb, relayed_env), (local_kb, local_env))]
-        assert "whoosh is blocked" not in both[0].stdout.decode(errors="replace")
+        assert BLOCKED not in both[0].stdout.decode(errors="replace")
         assert both[0].returncode == both[1].returncode, argv
         assert masked(both[0].stdout.decode(), relayed_kb) == masked(both[1].stdout.decode(), local_kb), argv
 
@@ -665,7 +662,7 @@ def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, mon
     # a socket others could open is not trusted: the command runs in the process
     os.chmod(sock, 0o666)
     refused = servers.run(root, "search", "fiscal year", blocked=True)
-    assert refused.returncode == 1 and "whoosh is blocked by the test" in refused.stderr
+    assert refused.returncode == 1 and BLOCKED in refused.stderr
     os.chmod(sock, 0o600)
     if os.geteuid() == 0:  # another user cannot even reach the socket: its folder is private
         probe = ("import os, socket\nos.setgid(65534); os.setuid(65534)\n"

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 K = 60
 
+# How a search matches its words (``retrieval.Request.match``): every channel fused; the same,
+# with the memories holding every word first (Engram's mem_search); only those, ranked by words.
+FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
+MATCHES = (FUSED, ALL_FIRST, ALL)
+
 
 def rrf(rankings: Sequence[tuple[float, Sequence[str]]]) -> dict[str, float]:
     """``(weight, ids best first)`` per channel -> score per id."""

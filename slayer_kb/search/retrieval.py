@@ -31,6 +31,7 @@ from . import fusion as F
 from . import words as W
 from .analysis import symbols
 from .filters import Restriction, restrict
+from .fusion import ALL, ALL_FIRST, FUSED
 from .helper import helper
 from .index import Index
 from .schema import text_terms
@@ -51,8 +52,6 @@ MEANING_ONLY_WORDS = 3
 MIN_DEPTH = 60
 # The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
 TOKEN_POOL = 30
-FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
-MATCHES = (FUSED, ALL_FIRST, ALL)
 CHANNELS = frozenset({"words", "meaning", "entities"})
 BUCKETS = ((False, "memory", "memories"), (True, "example query", "example queries"))
 
@@ -67,9 +66,7 @@ class Request:
     scope: str | None = None
     datasource: str | None = None
     limit: int = 10
-    # FUSED: every channel fused; ALL_FIRST: the same, memories holding every word first (Engram's
-    # mem_search); ALL: only memories holding every word, ranked by words alone.
-    match: str = FUSED
+    match: str = FUSED  # FUSED, ALL_FIRST or ALL (fusion.py)
     # Which channels run (the benchmark measures each alone); filters and pins apply to all.
     channels: frozenset[str] = CHANNELS
     fusion: str = "blend"  # or "rrf" (fusion.py): the benchmark compares them
