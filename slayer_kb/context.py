@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -77,6 +78,7 @@ class Context:
         self.memories_dir = self.root / MEMORIES_DIR
         self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
         self._index: Index | None = None  # made on first use (``index``)
+        self._index_lock = threading.Lock()  # the server's threads may be first to use it together
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
         self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
@@ -93,9 +95,11 @@ class Context:
         """The search index, made on first use: a command that only reads files (``get``,
         ``log``, ``validate``) starts without Whoosh and numpy, most of a process's start."""
         if self._index is None:
-            from .search.index import Index
+            with self._index_lock:
+                if self._index is None:
+                    from .search.index import Index
 
-            self._index = Index(self.root, engram.content_hash, self._catalog_for_index)
+                    self._index = Index(self.root, engram.content_hash, self._catalog_for_index)
         return self._index
 
     def close_index(self) -> None:
