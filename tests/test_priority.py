@@ -195,7 +195,7 @@ def test_a_write_client_lowers_its_relay_before_importing_it_and_a_read_does_not
     assert (err, code) == (f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
     assert out.startswith("Memories:\n  [27] Refunds are netted\n"), out
     assert client("forget", "27", **{priority.VARIABLE: "0"}) == (
-        "Forgot memory 27.\n", f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
+        "Forgot memory 27\n", f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
 
 
 AUTOGROUP = Path("/proc/self/autogroup")
