@@ -27,8 +27,12 @@ def main() -> None:
         try:
             outcome = beneath(_forward, argv)
         except KeyboardInterrupt:  # as click says it; a command the server had begun is finished there
-            print("\nAborted!", file=sys.stderr)
-            sys.exit(1)
+            print("\nAborted!", file=sys.stderr, flush=True)
+            # At once: an exit would wait for the relaying thread (the one that imported
+            # threading, for subprocess, counts as the main thread to Python's shutdown).
+            import os
+
+            os._exit(1)
     else:
         outcome = _forward(argv)
     if outcome.settle is not None:

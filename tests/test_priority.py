@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ import pytest
 
 from slayer_kb.core import priority
 from slayer_kb.daemon import relay
-from testing import Watcher, eventually
+from testing import WAIT_SECONDS, Watcher, eventually
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
 
@@ -196,6 +197,21 @@ def test_a_write_client_lowers_its_relay_before_importing_it_and_a_read_does_not
     assert out.startswith("Memories:\n  [27] Refunds are netted\n"), out
     assert client("forget", "27", **{priority.VARIABLE: "0"}) == (
         "Forgot memory 27\n", f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
+
+
+@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+@pytest.mark.skipif(LOWER == BASE, reason="this process runs at the lowest priority already")
+def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watcher) -> None:
+    # The save waits for the KB lock this test holds; Ctrl-C reaches the client's main thread,
+    # which says so and exits then, not when the relaying thread is done.
+    lock = filelock.FileLock(str(watcher.root / ".slayer-kb" / "lock"))
+    with lock:
+        saving = _save(watcher.root, "Refunds are netted against the order amount")
+        eventually(lambda: saving.poll() is not None or _threads(saving.pid) == [BASE, LOWER],
+                   "the client of a write relaying from a lower thread")
+        saving.send_signal(signal.SIGINT)
+        out, err = saving.communicate(timeout=WAIT_SECONDS)
+        assert (saving.returncode, out, err) == (1, "", "\nAborted!\n")
 
 
 AUTOGROUP = Path("/proc/self/autogroup")

@@ -107,11 +107,12 @@ def beneath(call: Callable[..., T], *args: object) -> T:
     """``call(*args)`` on a thread of its own ``niceness()`` steps lower, its result or its
     exception, while the calling thread waits at its own priority: what it does afterwards, and
     the processes it starts, are not lowered (a process cannot raise its priority again). Run
-    here, unlowered, where a thread's priority cannot be set or the setting is 0. A signal
-    (Ctrl-C) interrupts the waiting thread, not the call."""
+    here, unlowered, where a thread's priority cannot be set or the setting is 0. Signals go to
+    the waiting thread (Ctrl-C interrupts the wait, not the call): the call's thread blocks them."""
     steps = niceness()
     if steps <= 0 or not PER_THREAD:
         return call(*args)
+    import _signal  # built in and loaded at start, unlike signal
     import _thread
 
     done = _thread.allocate_lock()
@@ -120,6 +121,9 @@ def beneath(call: Callable[..., T], *args: object) -> T:
 
     def run() -> None:
         try:
+            # A signal the kernel gave this thread would wait for the other to run its handler,
+            # and that thread waits for this one.
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
             lower_thread(steps)
             outcome.append((True, call(*args)))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
