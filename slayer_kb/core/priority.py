@@ -112,7 +112,7 @@ def beneath(call: Callable[..., T], *args: object) -> T:
     steps = niceness()
     if steps <= 0 or not PER_THREAD:
         return call(*args)
-    import _signal  # built in and loaded at start, unlike signal
+    import _signal  # type: ignore[import-not-found]  # built in, loaded at start, unlike signal
     import _thread
 
     done = _thread.allocate_lock()
