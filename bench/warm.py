@@ -1,5 +1,6 @@
-"""What the benchmarks of a warm server share (readers.py, savecpu.py): a relayed command timed,
-the cached corpus's server started afresh and waited for, and the corpus put back afterwards."""
+"""What the benchmarks of a warm server share (readers.py, savecpu.py, clientcpu.py): a relayed
+command timed, the cached corpus's server started afresh and waited for, and the corpus put back
+afterwards."""
 
 from __future__ import annotations
 

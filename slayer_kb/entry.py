@@ -1,16 +1,40 @@
 """The ``slayer-kb`` program: a command goes to the KB's warm server (relay.py, server.py) before
 anything heavy is imported; when there is none, it runs here, and then (SLAYER_KB_SERVER=on, the
-default) a server is started in the background for the commands that follow."""
+default) a server is started in the background for the commands that follow.
+
+The client of a write relays from a thread at the lower priority of a write's spare work
+(core/priority.py), lowered before it imports the relay: it only waits for the server, and
+searches beside it go first. This thread keeps its priority, for the command run here and the
+server started afterwards."""
 
 from __future__ import annotations
 
 import sys
 
+from .daemon.commands import writes
+
+TYPE_CHECKING = False  # typing is not imported: the client needs none of it
+
+if TYPE_CHECKING:
+    from .daemon.relay import Outcome
+
 
 def main() -> None:
-    from .daemon.relay import forward
+    argv = sys.argv[1:]
+    if writes(argv):
+        from .core.priority import beneath
 
-    outcome = forward(sys.argv[1:])
+        try:
+            outcome = beneath(_forward, argv)
+        except KeyboardInterrupt:  # as click says it; a command the server had begun is finished there
+            print("\nAborted!", file=sys.stderr, flush=True)
+            # At once: an exit would wait for the relaying thread (the one that imported
+            # threading, for subprocess, counts as the main thread to Python's shutdown).
+            import os
+
+            os._exit(1)
+    else:
+        outcome = _forward(argv)
     if outcome.settle is not None:
         from .daemon.settle import settle
 
@@ -26,3 +50,9 @@ def main() -> None:
             from .daemon.relay import spawn
 
             spawn(outcome.start)
+
+
+def _forward(argv: list[str]) -> Outcome:
+    from .daemon.relay import forward
+
+    return forward(argv)

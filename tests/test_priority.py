@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ import pytest
 
 from slayer_kb.core import priority
 from slayer_kb.daemon import relay
-from testing import Watcher, eventually
+from testing import WAIT_SECONDS, Watcher, eventually
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
 
@@ -99,7 +100,8 @@ def _save(root: Path, text: str, **env: str) -> subprocess.Popen[str]:
                             env=dict(os.environ, **env))
 
 
-def _server_threads(pid: int) -> list[int]:
+def _threads(pid: int) -> list[int]:
+    """The niceness of each thread of process ``pid``, lowest first."""
     return sorted(nice_of(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir())
 
 
@@ -112,13 +114,14 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     hook.chmod(0o755)
     seen = root / ".git" / "nice-seen"
 
-    # The save waits for the KB lock this test holds, its command begun: its client waits lower.
+    # The save waits for the KB lock this test holds, its command begun: its client waits on a
+    # lower thread, its main thread at the caller's priority.
     lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
     lock.acquire()
     try:
         saving = _save(root, "Refunds are netted against the order amount")
-        eventually(lambda: saving.poll() is not None or nice_of(Path(f"/proc/{saving.pid}/stat")) == LOWER,
-                   "the client of a begun write at the lower priority")
+        eventually(lambda: saving.poll() is not None or _threads(saving.pid) == [BASE, LOWER],
+                   "the client of a begun write relaying from a lower thread")
         assert saving.poll() is None, saving.communicate()
     finally:
         lock.release()
@@ -148,8 +151,67 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
         return bool(vectors and vectors["covered"] == vectors["memories"] and not vectors["building"])
 
     eventually(covered, "the saved memories' sentence vectors")
-    threads = _server_threads(watcher.proc.pid)
+    threads = _threads(watcher.proc.pid)
     assert threads.count(LOWER) == 1 and threads.count(BASE) == len(threads) - 1, threads
+
+
+# ``slayer-kb`` ARGS with a look-out in the import system: when the relay is imported, it says
+# which thread imports it, at what niceness, and the main thread's.
+SPY = """
+import os, sys, _thread
+
+def nice(tid):
+    return open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()[16]
+
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "slayer_kb.daemon.relay":
+            tid = _thread.get_native_id()
+            who = "the main thread" if tid == os.getpid() else "another thread"
+            print(f"the relay imported by {who} at {nice(tid)}, the main thread at {nice(os.getpid())}", file=sys.stderr)
+
+sys.meta_path.insert(0, Spy())
+sys.argv[0] = "slayer-kb"
+from slayer_kb.entry import main
+main()
+"""
+
+
+@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+@pytest.mark.skipif(LOWER == BASE, reason="this process runs at the lowest priority already")
+def test_a_write_client_lowers_its_relay_before_importing_it_and_a_read_does_not(watcher: Watcher) -> None:
+    root = str(watcher.root)
+
+    def client(*args: str, **env: str) -> tuple[str, str, int]:
+        done = subprocess.run([sys.executable, "-c", SPY, "--kb", root, *args], capture_output=True, text=True,
+                              env=dict(os.environ, **env), timeout=120)
+        return done.stdout, done.stderr, done.returncode
+
+    # Lowered before the relay's sockets are imported, on a thread of its own: the main thread,
+    # which would run the command itself and start a server when there is none, keeps its own.
+    assert client("save", "Refunds are netted", "-e", "shop.orders.amount") == (
+        "Saved memory 27 (created)\n  entities: shop.orders.amount\n",
+        f"the relay imported by another thread at {LOWER}, the main thread at {BASE}\n", 0)
+    out, err, code = client("search", "refunds netted")
+    assert (err, code) == (f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
+    assert out.startswith("Memories:\n  [27] Refunds are netted\n"), out
+    assert client("forget", "27", **{priority.VARIABLE: "0"}) == (
+        "Forgot memory 27\n", f"the relay imported by the main thread at {BASE}, the main thread at {BASE}\n", 0)
+
+
+@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+@pytest.mark.skipif(LOWER == BASE, reason="this process runs at the lowest priority already")
+def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watcher) -> None:
+    # The save waits for the KB lock this test holds; Ctrl-C reaches the client's main thread,
+    # which says so and exits then, not when the relaying thread is done.
+    lock = filelock.FileLock(str(watcher.root / ".slayer-kb" / "lock"))
+    with lock:
+        saving = _save(watcher.root, "Refunds are netted against the order amount")
+        eventually(lambda: saving.poll() is not None or _threads(saving.pid) == [BASE, LOWER],
+                   "the client of a write relaying from a lower thread")
+        saving.send_signal(signal.SIGINT)
+        out, err = saving.communicate(timeout=WAIT_SECONDS)
+        assert (saving.returncode, out, err) == (1, "", "\nAborted!\n")
 
 
 AUTOGROUP = Path("/proc/self/autogroup")

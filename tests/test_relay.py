@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
-from slayer_kb.daemon import relay
+from slayer_kb.daemon import commands, relay
 from testing import BLOCKED, Watcher, blocker, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
@@ -276,7 +276,17 @@ def test_the_relay_knows_every_option_of_the_cli_group() -> None:
     options = [p for p in cli_group.params if isinstance(p, click.Option) and not p.is_eager]
     flags = {name for p in options if p.is_flag for name in p.opts}
     valued = {name for p in options if not p.is_flag for name in p.opts}
-    assert (flags, valued) == (set(relay.GLOBAL_FLAGS), set(relay.GLOBAL_WITH_VALUE))
+    assert (flags, valued) == (set(commands.GLOBAL_FLAGS), set(commands.GLOBAL_WITH_VALUE))
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["save", "x", "-e", "y"], True), (["--kb", "d", "--json", "forget", "1"], True), (["sync"], True),
+    (["search", "x"], False), (["--kb", "d", "list"], False), (["watch"], False), (["server", "stop"], False),
+    (["--help"], False), ([], False),
+])
+def test_which_commands_write(argv: list[str], expected: bool) -> None:
+    # Their clients relay at the lower priority of a write's spare work (entry.py).
+    assert commands.writes(argv) is expected
 
 
 _GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--kb=", "--author", "A", "--author=B", "--json"]
@@ -286,7 +296,7 @@ _GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--kb=", "--author", "A", "--author=B",
                                   "--json=1"]),
                 max_size=8))
 def test_the_relay_reads_argv_as_click_does(argv: list[str]) -> None:
-    found = relay.parse(argv)
+    found = commands.parse(argv)
     if found is not None:
         kb_path, command, rest = found
         assert _click_reads(argv) == (kb_path, [command, *rest])
@@ -298,7 +308,7 @@ def test_the_relay_finds_the_command_after_any_global_options(globals_: list[str
     argv = [*globals_, command, *rest]
     kb_path, click_rest = _click_reads(argv)
     if click_rest[:1] == [command]:  # a trailing "--kb" or "--author" took the command as its value otherwise
-        assert relay.parse(argv) == (kb_path, command, click_rest[1:])
+        assert commands.parse(argv) == (kb_path, command, click_rest[1:])
 
 
 @given(st.lists(st.sampled_from(["search", "list", "--kb", "d", "--json", "-", "@f", "-e", "x", "--any", "--help"]),

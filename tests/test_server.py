@@ -202,6 +202,18 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     assert again.returncode == 1 and BLOCKED in again.stderr
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
+def test_a_write_that_starts_the_server_leaves_it_at_the_callers_priority(servers: Servers, tmp_path: Path) -> None:
+    # The client of a write relays from a lower thread (entry.py); with no server, its main
+    # thread runs the save and starts one, which must answer searches at the caller's priority.
+    root = example_copy(tmp_path / "kb")
+    saved = servers.run(root, "save", "Refunds are netted", "-e", "shop.orders.amount")
+    assert (saved.returncode, saved.stdout, saved.stderr) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n", "")
+    pid = servers.wait_up(root)["pid"]
+    tasks = Path(f"/proc/{pid}/task")
+    assert {(task / "stat").read_text().rsplit(")", 1)[1].split()[16] for task in tasks.iterdir()} == {str(os.nice(0))}
+
+
 def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
     root = example_copy(tmp_path / "kb")
     for env in (servers.env(SLAYER_KB_SERVER="off"), servers.env(SLAYER_KB_SERVER="manual")):

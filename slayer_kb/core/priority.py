@@ -3,8 +3,11 @@ writes"): reads never wait for writes, so on a machine whose cores are all busy 
 work yields to them. Three parts of a relayed write run ``niceness()`` steps lower than the
 process that starts them:
 
-- the relayed client of a write, once the server has begun its command (relay.py): it only
-  waits for the result and prints it;
+- the relayed client of a write (entry.py): it only waits for the result and prints it, so it
+  relays from a thread of its own at the lower priority, from before it imports the relay
+  (``beneath``), and its main thread, which runs the command itself when no server does and
+  then starts one, keeps the caller's priority; where a thread's priority cannot be set (not
+  Linux), the client lowers itself once the server has begun its command (relay.py);
 - the git processes a write runs in the warm server while reads go on beside it (the commit's
   ``commit-tree``, ``update-ref`` with its hooks, ``update-index``: ``GitStore.git``), started
   through ``nice`` so that git's own children inherit it;
@@ -30,11 +33,20 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import cache  # already imported by socket's enum: costs the client nothing
+
+TYPE_CHECKING = False  # typing is not imported: the client of a write imports this first
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 VARIABLE = "SLAYER_KB_WRITE_NICENESS"
 DEFAULT = 10
 MAX = 19
+# Linux gives each thread a priority of its own (setpriority on a thread's id).
+PER_THREAD = sys.platform.startswith("linux")
 
 
 def niceness() -> int:
@@ -80,15 +92,51 @@ def lower_session(steps: int) -> None:
 def lower_thread(steps: int) -> None:
     """The calling thread ``steps`` lower than it runs now. On Linux only, where a priority
     belongs to a thread; elsewhere nothing changes."""
-    if steps <= 0 or not sys.platform.startswith("linux"):
+    if steps <= 0 or not PER_THREAD:
         return
-    import threading
+    import _thread  # built in and loaded at start, unlike threading
 
-    tid = threading.get_native_id()
+    tid = _thread.get_native_id()
     try:
         os.setpriority(os.PRIO_PROCESS, tid, min(MAX, os.getpriority(os.PRIO_PROCESS, tid) + steps))
     except OSError:
         pass
+
+
+def beneath(call: Callable[..., T], *args: object) -> T:
+    """``call(*args)`` on a thread of its own ``niceness()`` steps lower, its result or its
+    exception, while the calling thread waits at its own priority: what it does afterwards, and
+    the processes it starts, are not lowered (a process cannot raise its priority again). Run
+    here, unlowered, where a thread's priority cannot be set or the setting is 0. Signals go to
+    the waiting thread (Ctrl-C interrupts the wait, not the call): the call's thread blocks them."""
+    steps = niceness()
+    if steps <= 0 or not PER_THREAD:
+        return call(*args)
+    import _signal  # type: ignore[import-not-found]  # built in, loaded at start, unlike signal
+    import _thread
+
+    done = _thread.allocate_lock()
+    done.acquire()
+    outcome: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            # A signal the kernel gave this thread would wait for the other to run its handler,
+            # and that thread waits for this one.
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+            lower_thread(steps)
+            outcome.append((True, call(*args)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            done.release()
+
+    _thread.start_new_thread(run, ())
+    done.acquire()
+    ok, value = outcome[0]
+    if not ok:
+        raise value  # type: ignore[misc]
+    return value  # type: ignore[return-value]
 
 
 def command(argv: list[str], steps: int) -> list[str]:
@@ -102,9 +150,14 @@ def command(argv: list[str], steps: int) -> list[str]:
     return argv if program is None or target is None else [program, "-n", str(steps), target, *argv[1:]]
 
 
-@cache
-def _which(name: str) -> str | None:
-    """A program's path, looked up once per process."""
-    import shutil
+_FOUND: dict[str, str | None] = {}
 
-    return shutil.which(name)
+
+def _which(name: str) -> str | None:
+    """A program's path, looked up once per process (no functools: the client of a write
+    imports this module before anything else)."""
+    if name not in _FOUND:
+        import shutil
+
+        _FOUND[name] = shutil.which(name)
+    return _FOUND[name]

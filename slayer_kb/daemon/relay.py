@@ -36,6 +36,7 @@ import time
 from ..core import priority
 from ..core.locate import find_root
 from ..store.config import setting
+from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, READS, parse
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -70,23 +71,6 @@ STATE_DIR = ".slayer-kb"
 # AF_UNIX path limits: 108 bytes on Linux, 104 on macOS (with the terminating NUL).
 MAX_SOCKET_PATH = 100
 DEFAULT_IDLE = 300.0
-
-# The CLI group's own options, which may come before the command (tests/test_relay.py holds them
-# to click's: the relay reads argv itself because importing click costs as much as relaying).
-GLOBAL_WITH_VALUE = ("--kb", "--author")
-GLOBAL_FLAGS = ("--json",)
-# Run here, never relayed: they talk to the terminal, run for long, or make the KB.
-LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "completion"})
-# Run here when a person may have to answer at the terminal (git asking for credentials); an
-# agent's sync is relayed, which spares it the cold start (imports, index, model: ~1 s of CPU).
-LOCAL_AT_A_TERMINAL = frozenset({"sync"})
-# Only read: after a server vanished mid-command they are run again without a word.
-READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
-                   "log", "show", "review", "schema", "validate", "sessions"})
-# Also run again here after a server vanished mid-command: a sync converges on whatever the
-# server left (it pushes what was committed, pulls what is new), so running it twice is safe.
-AGAIN = READS | LOCAL_AT_A_TERMINAL
-
 
 _OFF = ("off", "0", "no", "false", "never")
 _ON = ("on", "1", "yes", "true", "auto")
@@ -282,29 +266,6 @@ def control(root: os.PathLike[str] | str, op: str) -> dict | None:
 # -- which commands, and where -----------------------------------------------------------------
 
 
-def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
-    """(the --kb value or None, the command, its arguments) when ``argv`` names a command after
-    nothing but the global options; None otherwise (help, version, an unknown option)."""
-    kb_path = None
-    at = 0
-    while at < len(argv):
-        arg = argv[at]
-        name, equals, value = arg.partition("=")
-        if arg in GLOBAL_WITH_VALUE and at + 1 < len(argv):
-            kb_path = argv[at + 1] if arg == "--kb" else kb_path
-            at += 2
-        elif equals and name in GLOBAL_WITH_VALUE:
-            kb_path = value if name == "--kb" else kb_path
-            at += 1
-        elif arg in GLOBAL_FLAGS:
-            at += 1
-        elif arg.startswith("-"):
-            return None
-        else:
-            return kb_path, arg, argv[at + 1:]
-    return None
-
-
 def relayable(argv: list[str], stderr_tty: bool = False,
               stdin_tty: bool = False) -> tuple[str | None, str, list[str]] | None:
     """``parse(argv)`` when a server can run the command: not one that talks to the terminal,
@@ -456,8 +417,9 @@ def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, sta
             if tag == START:
                 conn.sendall(GO)
                 began = True
-                if command not in READS:
-                    # From here it only waits and prints: searches beside it go first (priority.py).
+                if command not in READS and not priority.PER_THREAD:
+                    # From here it only waits and prints: searches beside it go first (priority.py;
+                    # on Linux the whole relay runs lower, entry.py).
                     priority.lower_process(priority.niceness())
             elif tag == RESULT:
                 result = loads(recv_frame(conn))

@@ -1,0 +1,52 @@
+"""Which command a ``slayer-kb`` argv names, read without click (importing it costs as much as
+relaying): where it runs (relay.py) and whether it writes, which decides its client's priority
+from its first step (entry.py, core/priority.py). Nothing imported: the client reads this before
+anything else."""
+
+from __future__ import annotations
+
+# The CLI group's own options, which may come before the command (tests/test_relay.py holds them
+# to click's: the relay reads argv itself because importing click costs as much as relaying).
+GLOBAL_WITH_VALUE = ("--kb", "--author")
+GLOBAL_FLAGS = ("--json",)
+# Run here, never relayed: they talk to the terminal, run for long, or make the KB.
+LOCAL = frozenset({"init", "watch", "mcp", "server", "edit", "completion"})
+# Run here when a person may have to answer at the terminal (git asking for credentials); an
+# agent's sync is relayed, which spares it the cold start (imports, index, model: ~1 s of CPU).
+LOCAL_AT_A_TERMINAL = frozenset({"sync"})
+# Only read: after a server vanished mid-command they are run again without a word.
+READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
+                   "log", "show", "review", "schema", "validate", "sessions"})
+# Also run again here after a server vanished mid-command: a sync converges on whatever the
+# server left (it pushes what was committed, pulls what is new), so running it twice is safe.
+AGAIN = READS | LOCAL_AT_A_TERMINAL
+
+
+def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
+    """(the --kb value or None, the command, its arguments) when ``argv`` names a command after
+    nothing but the global options; None otherwise (help, version, an unknown option)."""
+    kb_path = None
+    at = 0
+    while at < len(argv):
+        arg = argv[at]
+        name, equals, value = arg.partition("=")
+        if arg in GLOBAL_WITH_VALUE and at + 1 < len(argv):
+            kb_path = argv[at + 1] if arg == "--kb" else kb_path
+            at += 2
+        elif equals and name in GLOBAL_WITH_VALUE:
+            kb_path = value if name == "--kb" else kb_path
+            at += 1
+        elif arg in GLOBAL_FLAGS:
+            at += 1
+        elif arg.startswith("-"):
+            return None
+        else:
+            return kb_path, arg, argv[at + 1:]
+    return None
+
+
+def writes(argv: list[str]) -> bool:
+    """Whether ``argv`` names a command a server would relay that is not only a read: its client
+    only waits for the server and prints, so it yields to the searches beside it."""
+    found = parse(argv)
+    return found is not None and found[1] not in READS and found[1] not in LOCAL
