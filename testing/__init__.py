@@ -7,8 +7,18 @@
 from .catalog import write_test_catalog
 from .cli import CliRunner, Watcher, cli_runner, in_process_runner, json_of
 from .example import RELEVANCE
-from .repos import (EXAMPLE_KB, GIT_ENV, ROOT, commit_all, fsck, git, lose_races, make_catalog_kb, make_example_kb,
-                    make_team)
+from .repos import (
+    EXAMPLE_KB,
+    GIT_ENV,
+    ROOT,
+    commit_all,
+    fsck,
+    git,
+    lose_races,
+    make_catalog_kb,
+    make_example_kb,
+    make_team,
+)
 from .wait import WAIT_SECONDS, eventually
 
 __all__ = [
