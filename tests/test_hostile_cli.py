@@ -4,6 +4,8 @@ real program as a process and checks the exit code, both streams and what was co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -131,6 +133,33 @@ def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: Knowledge
     assert (got.returncode, got.stdout) == (1, "")
     assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
     checked = run_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
+
+
+def _bytes_read() -> int:
+    """What this process has read so far, in bytes (Linux's count of every read call)."""
+    counts = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    return int(counts["rchar"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
+def test_a_50_mib_file_is_refused_by_its_size_unread(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    size = 50 * 1024 * 1024
+    with open(root / "memories" / "90.yaml", "w", encoding="utf-8") as handle:
+        handle.write("learning: a note\n")
+        handle.truncate(size)  # sparse: 50 MiB that take no disk
+    problem = (f"memories/90.yaml: is {size} bytes; a memory file may hold at most 16777216 bytes (16 MiB): "
+               "split it into several memories")
+    before = _bytes_read()
+    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1", check=True)
+    got = invoke_cli("--kb", root, "get", "90")
+    checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    # Every reader (the index, get, validate) refused it by its size: not one read it whole.
+    assert _bytes_read() - before < size // 2
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    assert (got.returncode, got.stdout) == (1, "")
+    assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
