@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of
+from testing import CliRunner, eventually, git, json_of
 
 
 @pytest.mark.parametrize("args", [
@@ -274,3 +274,27 @@ def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, run_cli: C
     proc = run_cli("--kb", example_kb.root, "review")
     assert (proc.returncode, proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]) == (
         2, "Usage: slayer-kb review [OPTIONS] BASE [HEAD]", "Error: Missing argument 'BASE'.")
+
+
+def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    # git runs it inside the save's update-ref, holding HEAD's lock; it never returns.
+    hook.write_text('#!/bin/sh\n[ "$1" = prepared ] || exit 0\necho $$ > .git/hook.pid\nexec sleep 600\n')
+    hook.chmod(0o755)
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount",
+                   env={"SLAYER_KB_GIT_TIMEOUT": "2"})
+    message = ("git update-ref did not finish within 2 s and was stopped: it runs this repository's "
+               f"reference-transaction hook ({hook}), which must be waiting for something. Nothing was saved. Make "
+               "the hook finish (or remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take.")
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    # The hook was stopped with git, and git's lock went with them: the next save is taken.
+    pid = int((root / ".git" / "hook.pid").read_text())
+    eventually(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
+               "the hook's process to end")
+    hook.unlink()
+    saved = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
+    assert saved.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
