@@ -479,16 +479,14 @@ class Index(Reads, Meaning):
         return [MemoryFileError(path, line, message) for path, line, message in rows]
 
     def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
-        """The file's bytes, or why it cannot be indexed (a file too large is not read)."""
-        rel = memory_path(memory_id)
-        try:
+        try:  # the file's bytes, or why it cannot be indexed (a file too large is not read)
             if sig != SYMLINK:
                 return read_regular(self.memories / f"{memory_id}.yaml", limit=MAX_FILE_BYTES)
         except TooLarge as exc:
-            return MemoryFileError(rel, None, too_large(exc.size))
+            return MemoryFileError(memory_path(memory_id), None, too_large(exc.size))
         except OSError:
             pass
-        return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable")
+        return MemoryFileError(memory_path(memory_id), None, "is a symlink, not a regular file, or unreadable")
 
     def _index_file(
         self, writer: Any, memory_id: str, data: bytes | MemoryFileError, written: Written | None = None

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,9 +30,9 @@ import filelock
 
 from ..core import priority
 from ..core.errors import ConflictError, StoreError, WorkTreeError
-from ..core.inputs import whole_number
 from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
+from .bounded import git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 from .view import View
@@ -46,57 +45,20 @@ _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
-# The git commands of a commit that run the repository's hooks (update-ref runs
-# reference-transaction, update-index post-index-change) are stopped past this many seconds
-# (SLAYER_KB_GIT_TIMEOUT), so a hook that hangs cannot hold the KB's lock for ever.
-GIT_TIMEOUT = 60
-_STOP_SECONDS = 5.0  # how long a stopped git has to exit on SIGTERM before SIGKILL
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
-GIT_MISSING = "git is not installed or not on PATH; install git first."
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
 
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); ``subprocess.TimeoutExpired``
-    when it runs longer than ``timeout`` seconds (git is stopped with the hooks it started)."""
-    full_env = {**os.environ, **env} if env else None
-    command = priority.command(["git", *args], niceness)
+    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py)."""
     try:
-        if timeout is None:
-            proc = subprocess.run(command, cwd=cwd, input=input, env=full_env, capture_output=True, check=False)
-        else:
-            proc = _run_bounded(command, cwd, input, full_env, timeout)
+        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input,
+                           {**os.environ, **env} if env else None, timeout)
     except FileNotFoundError:
-        raise StoreError(GIT_MISSING) from None
+        raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
-
-
-def git_timeout() -> int:
-    """How many seconds a git command that runs the repository's hooks may take (``GIT_TIMEOUT``)."""
-    return whole_number("SLAYER_KB_GIT_TIMEOUT", GIT_TIMEOUT, "seconds")
-
-
-def _run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping[str, str] | None,
-                 timeout: float) -> subprocess.CompletedProcess[bytes]:
-    """``command`` in a process group of its own, stopped whole past ``timeout`` seconds: the
-    group gets SIGTERM (git removes its ``.lock`` files on it, where SIGKILL would leave them to
-    block every later git), then SIGKILL. A hook git started is in the group, so it cannot
-    outlive git holding its pipes."""
-    with subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else None,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as proc:
-        try:
-            out, err = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=_STOP_SECONDS)
-                    break
-            raise
-    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
@@ -369,19 +331,17 @@ class GitStore:
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
-            try:
-                proc: subprocess.CompletedProcess[bytes] | None = self.git(
-                    "update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
+            try:  # stopped past the bound: published or not, HEAD says
+                proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
             except subprocess.TimeoutExpired:
-                proc = None  # published or not: HEAD says
-            head = self.head() if proc is None or proc.returncode != 0 else new
+                proc = subprocess.CompletedProcess([], -1, b"", b"")
+            head = self.head() if proc.returncode != 0 else new
             if head != new:
                 self._clear_journal()
-                if head == old and proc is None:
-                    raise StoreError(self._hung("update-ref", "reference-transaction", "Nothing was saved."))
-                if head == old and proc is not None:
+                if head == old:
                     reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
-                    raise StoreError(f"git update-ref failed: {reason}; nothing was saved.")
+                    raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
+                                     if proc.returncode == -1 else f"git update-ref failed: {reason}; nothing was saved.")
                 raise StoreError(
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
@@ -549,18 +509,8 @@ class GitStore:
         try:
             self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload, timeout=git_timeout())
         except subprocess.TimeoutExpired:
-            raise StoreError(self._hung(
-                "update-index", "post-index-change",
-                f"The commit is made; git's index does not show it yet ({', '.join(kb_paths)}).")) from None
-
-    def _hung(self, command: str, hook: str, outcome: str) -> str:
-        """Why ``git COMMAND`` was stopped past the bound: the repository's ``hook`` it runs."""
-        path = self.git("rev-parse", "--git-path", f"hooks/{hook}", check=False).stdout.decode("utf-8", "replace")
-        return (
-            f"git {command} did not finish within {git_timeout()} s and was stopped: it runs this repository's "
-            f"{hook} hook ({self.top / path.strip()}), which must be waiting for something. {outcome} Make the hook "
-            "finish (or remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take."
-        )
+            raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
+                                  f"does not show it yet ({', '.join(kb_paths)}).")) from None
 
     def recover(self) -> None:
         """Finish a commit that a crash interrupted after its update-ref: every file it changed
