@@ -30,11 +30,11 @@ from .core.errors import (
     NotFoundError,
     ResolutionError,
 )
-from .core.fileio import NotRegularFile, read_regular
+from .core.fileio import NotRegularFile, TooLarge, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
-from .core.memory import MAX_CONTENT_CEILING, Memory, loads
+from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
 from .core.results import Document, IndexWritten, SyncReport
 from .store.leases import IdLeases
 from .store.moves import MovedIds, refusal
@@ -213,10 +213,12 @@ class Context:
         path = self.path_of(memory_id)
         try:
             # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
-            data = read_regular(path)
+            data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
             raise NotFoundError(f"No memory with id '{memory_id}'.") from None
+        except TooLarge as exc:
+            raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:
             reason = "refusing to follow it" if exc.kind == "a symlink" else "refusing to open it"
             shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror

@@ -7,10 +7,22 @@
 from .catalog import write_test_catalog
 from .cli import BLOCKED, CliRunner, Watcher, blocker, cli_runner, in_process_runner, json_of
 from .example import RELEVANCE
-from .repos import EXAMPLE_KB, GIT_ENV, ROOT, commit_all, fsck, git, make_catalog_kb, make_example_kb, make_team
+from .repos import (
+    EXAMPLE_KB,
+    GIT_ENV,
+    ROOT,
+    commit_all,
+    fsck,
+    git,
+    lose_races,
+    make_catalog_kb,
+    make_example_kb,
+    make_team,
+)
 from .wait import WAIT_SECONDS, eventually
 
 __all__ = [
-    "BLOCKED", "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "Watcher", "blocker", "cli_runner",
-    "commit_all", "eventually", "fsck", "git", "in_process_runner", "json_of", "make_catalog_kb", "make_example_kb", "make_team", "write_test_catalog",
+    "BLOCKED", "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "Watcher", "blocker",
+    "cli_runner", "commit_all", "eventually", "fsck", "git", "in_process_runner", "json_of", "lose_races",
+    "make_catalog_kb", "make_example_kb", "make_team", "write_test_catalog",
 ]

@@ -4,6 +4,8 @@ real program as a process and checks the exit code, both streams and what was co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -134,6 +136,33 @@ def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: Knowledge
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
+def _bytes_read() -> int:
+    """What this process has read so far, in bytes (Linux's count of every read call)."""
+    counts = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    return int(counts["rchar"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
+def test_a_50_mib_file_is_refused_by_its_size_unread(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    size = 50 * 1024 * 1024
+    with open(root / "memories" / "90.yaml", "w", encoding="utf-8") as handle:
+        handle.write("learning: a note\n")
+        handle.truncate(size)  # sparse: 50 MiB that take no disk
+    problem = (f"memories/90.yaml: is {size} bytes; a memory file may hold at most 16777216 bytes (16 MiB): "
+               "split it into several memories")
+    before = _bytes_read()
+    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1", check=True)
+    got = invoke_cli("--kb", root, "get", "90")
+    checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    # Every reader (the index, get, validate) refused it by its size: not one read it whole.
+    assert _bytes_read() - before < size // 2
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    assert (got.returncode, got.stdout) == (1, "")
+    assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
+
+
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
     root = example_kb.root
     proc = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
@@ -245,3 +274,24 @@ def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, run_cli: C
     proc = run_cli("--kb", example_kb.root, "review")
     assert (proc.returncode, proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]) == (
         2, "Usage: slayer-kb review [OPTIONS] BASE [HEAD]", "Error: Missing argument 'BASE'.")
+
+
+def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    root = example_kb.root
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    # git runs it inside the save's update-ref, holding HEAD's lock; it never returns.
+    hook.write_text('#!/bin/sh\n[ "$1" = prepared ] || exit 0\nexec sleep 600 >/dev/null 2>&1\n')
+    hook.chmod(0o755)
+    head = git(root, "rev-parse", "HEAD")
+    proc = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount",
+                   env={"SLAYER_KB_GIT_TIMEOUT": "2"})
+    message = ("git update-ref did not finish within 2 s and was stopped: it runs this repository's "
+               f"reference-transaction hook ({hook}), which must be waiting for something. Nothing was saved. Make "
+               "the hook finish (or remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take.")
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    # git was stopped, and its lock went with it: the next save is taken.
+    hook.unlink()
+    saved = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
+    assert saved.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"

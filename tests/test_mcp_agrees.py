@@ -62,3 +62,27 @@ def test_the_cli_and_mcp_take_or_refuse_alike(example_kb: KnowledgeBase, run_cli
     assert not is_error
     # The same observation again: counted on the CLI's memory, scope and all.
     assert structured["memory_id"] == saved["id"] and structured["action"] == "duplicate"
+
+
+SCOPE_WARNING = ("scope 'bogus' is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
+                 "knowledge that holds across projects, or 'project' (the default).")
+
+
+def test_a_scope_neither_project_nor_personal_is_saved_as_project_and_said(example_kb: KnowledgeBase,
+                                                                           run_cli: CliRunner) -> None:
+    """Engram takes any scope but 'personal' as 'project'; both adapters do, and both say so."""
+    by_cli = run_cli("--kb", example_kb.root, "--json", "save", "Use make for builds", "--title", "Builds",
+                     "--scope", "bogus", check=True)
+    assert json_of(by_cli)["warnings"] == [SCOPE_WARNING]
+
+    async def script(session: ClientSession) -> tuple[bool, str, Any]:
+        result = await session.call_tool("mem_save", {"title": "Deploys", "content": "Deploy with make deploy",
+                                                      "scope": "bogus"})
+        reply = result.content[0]
+        assert isinstance(reply, TextContent)
+        return result.is_error, reply.text, result.structured_content
+
+    is_error, text, structured = with_server(example_kb.root, script)
+    assert not is_error and text.endswith(f"\nwarning: {SCOPE_WARNING}") and structured["warnings"] == [SCOPE_WARNING]
+    for memory_id in (json_of(by_cli)["memory_id"], structured["memory_id"]):
+        assert json_of(run_cli("--kb", example_kb.root, "--json", "get", memory_id, check=True))["scope"] == "project"

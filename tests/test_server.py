@@ -189,14 +189,16 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     second = servers.run(root, "search", "fiscal year", blocked=True)
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr), (
         second.stderr + (root / ".slayer-kb" / "server.log").read_text())
-    shown = json.loads(servers.run(root, "server", "status", "--json").stdout)
+    # The status is the server's answer: the client opens no KB (no Whoosh, no index).
+    shown = json.loads(servers.run(root, "server", "status", "--json", blocked=True).stdout)
     assert shown["running"] is True and shown["pid"] == up["pid"] and shown["served"] >= 1
     log = (root / ".slayer-kb" / "server.log").read_text()
     assert f"server {up['pid']} for {os.path.realpath(root)}" in log
     stopped = servers.run(root, "server", "stop")
     assert stopped.returncode == 0 and f"Stopped the server {up['pid']}." in stopped.stdout
     servers.wait_down(up["pid"])
-    assert "No server for" in servers.run(root, "server", "status").stdout
+    assert servers.run(root, "server", "status", blocked=True).stdout == (
+        f"No server for {os.path.realpath(root)}; mode: on.\n")
     # with no server, the command runs in its process again
     again = servers.run(root, "search", "fiscal year", blocked=True, env=servers.env(SLAYER_KB_SERVER="manual"))
     assert again.returncode == 1 and BLOCKED in again.stderr

@@ -18,25 +18,9 @@ from slayer_kb.core.errors import ConflictError
 from slayer_kb.core.results import SyncResult
 from slayer_kb.ops import turn
 from slayer_kb.ops.sync import PUSH_ATTEMPTS, sync
-from testing import eventually, git, make_team
+from testing import eventually, git, lose_races, make_team
 
-# A pre-receive hook that logs every push (one line per ref, "--" after each) and refuses the
-# first N that move a branch (refs/slayer-kb/ ones pass: id leases, turns), as a remote others
-# keep pushing to would.
-REFUSE = """#!/bin/sh
-input=$(cat)
-printf '%s\n--\n' "$input" >> "$GIT_DIR/pushes"
-n=$(cat "$GIT_DIR/refused" 2>/dev/null || echo 0)
-echo "$input" | grep -q ' refs/heads/' || exit 0
-if [ "$n" -lt {times} ]; then echo $((n+1)) > "$GIT_DIR/refused"; exit 1; fi
-"""
 TURN = "refs/slayer-kb/turn/main"
-
-
-def refuse(bare: Path, times: int) -> None:
-    hook = bare / "hooks" / "pre-receive"
-    hook.write_text(REFUSE.replace("{times}", str(times)))
-    hook.chmod(0o755)
 
 
 def pushes(bare: Path) -> list[list[str]]:
@@ -69,10 +53,11 @@ def diverged(tmp_path: Path) -> tuple[Path, Path, Path, str, str]:
 
 def test_every_attempt_says_where_its_time_went(diverged) -> None:
     bare, a, b, a_id, b_id = diverged
-    refuse(bare, 2)
+    lose_races(bare, 2)
     kb = KnowledgeBase(b)
     result = sync(kb)
-    assert (result.action, result.attempts, result.pulled, result.pushed) == ("rebased", 3, 1, 1)
+    # Pulled: a's memory and the two commits that won the races.
+    assert (result.action, result.attempts, result.pulled, result.pushed) == ("rebased", 3, 3, 1)
     assert [list(t) for t in result.timings] == [
         ["lock", "fetch", "pull", "push", "turn"], ["fetch", "pull", "push", "turn"], ["fetch", "pull", "push", "finish"],
     ]
@@ -88,7 +73,7 @@ def test_every_attempt_says_where_its_time_went(diverged) -> None:
 
 def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> None:
     bare, _a, b, a_id, b_id = diverged
-    refuse(bare, PUSH_ATTEMPTS)
+    lose_races(bare, PUSH_ATTEMPTS)
     before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
     kb = KnowledgeBase(b)
     with pytest.raises(ConflictError) as refused:
@@ -104,14 +89,35 @@ def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> 
     assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
 
 
+def test_a_push_a_remote_hook_declines_stops_at_once_with_its_message(diverged) -> None:
+    bare, _a, b, a_id, b_id = diverged
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ninput=$(cat)\nprintf '%s\\n--\\n' \"$input\" >> \"$GIT_DIR/pushes\"\n"
+                    "echo \"$input\" | grep -q ' refs/heads/' || exit 0\n"
+                    "echo 'main is protected: open a pull request (ABC-123)' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(b), "--json", "sync"], capture_output=True,
+                          text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"}, timeout=300)
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": (
+        f"The remote origin ({bare}) refused the push: pre-receive hook declined, saying:\n"
+        "  main is protected: open a pull request (ABC-123)\n"
+        "This is the remote's rule, not a race with other clones, so sync stopped without retrying. Nothing was "
+        "sent and this clone is as it was: its saves stay here. Do what the hook's message asks (or ask whoever "
+        f"runs {bare}), then run slayer-kb sync again.")}})
+    assert pushes(bare) == [["refs/heads/main"]]  # asked once, never again
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    assert sorted(KnowledgeBase(b).index.stored([a_id, b_id])) == [b_id]
+    assert turns(bare) == ""
+
+
 def test_a_remote_that_refuses_turns_is_asked_once_per_sync(diverged) -> None:
     bare, _a, b, _a_id, _b_id = diverged
-    refuse(bare, 2)
-    hook = bare / "hooks" / "pre-receive"
+    hook = lose_races(bare, 2)
     # A protected namespace: no turn can be taken, and the sync waits between tries instead.
-    hook.write_text(hook.read_text().replace("echo \"$input\" | grep -q ' refs/heads/' || exit 0",
+    hook.write_text(hook.read_text().replace('[ -n "$ref" ] || exit 0',
                                              "echo \"$input\" | grep -q ' refs/slayer-kb/' && exit 1\n"
-                                             "echo \"$input\" | grep -q ' refs/heads/' || exit 0"))
+                                             '[ -n "$ref" ] || exit 0'))
     result = sync(KnowledgeBase(b))
     assert (result.action, result.attempts) == ("rebased", 3)
     assert [list(t) for t in result.timings] == [

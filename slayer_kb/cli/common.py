@@ -52,6 +52,22 @@ class Settings:
         columns = self.preset.width if self.preset is not None else shutil.get_terminal_size((100, 24)).columns
         return max(60, min(columns, 120))
 
+    def root(self) -> Path:
+        """The KB's folder, found without opening the KB (no index, no git, no heavy import): what
+        the commands about its server need, which answer from the server itself."""
+        if self._kb is not None:
+            return self._kb.root
+        path = self.kb_path or os.environ.get("SLAYER_KB")
+        root = Path(path).resolve() if path else find_kb_root(Path.cwd())
+        if root is None:
+            raise NotFoundError(
+                "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
+                "(a folder with memories/). Create one with 'slayer-kb init DIR'."
+            )
+        if not root.is_dir():
+            raise NotFoundError(f"No knowledge base at {root}; create one with 'slayer-kb init'.")
+        return root
+
     def kb(self) -> KnowledgeBase:
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
@@ -65,14 +81,7 @@ class Settings:
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
             self.preset.kb.max_content = max_content()
         if self._kb is None:
-            path = self.kb_path or os.environ.get("SLAYER_KB")
-            root = Path(path) if path else find_kb_root(Path.cwd())
-            if root is None:
-                raise NotFoundError(
-                    "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
-                    "(a folder with memories/). Create one with 'slayer-kb init DIR'."
-                )
-            self._kb = KnowledgeBase(root, author=self.author, max_content=max_content())
+            self._kb = KnowledgeBase(self.root(), author=self.author, max_content=max_content())
             # Closed with the command, not left to the process's exit: the CLI also runs inside
             # a longer-lived process (the tests' in-process runner, testing/cli.py).
             context = click.get_current_context(silent=True)
@@ -281,7 +290,7 @@ ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
 # Any case, as MCP's scope (Engram's) takes it: 'PERSONAL' is personal on both.
 SCOPE_CHOICE = click.Choice(["project", "personal"], case_sensitive=False)
 ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
-SCOPE_HELP = "project (default) or personal."
+SCOPE_HELP = "project (default) or personal; any other value is saved as project, with a warning (as MCP's)."
 
 ENTITY_HELP = (
     "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."

@@ -15,7 +15,8 @@ WAIT_SECONDS = 20.0
 
 
 def _root(settings: Settings) -> str:
-    return str(settings.kb().root)
+    # Not settings.kb(): opening the KB (its index, its git) is most of a status's time.
+    return str(settings.root())
 
 
 def _status_text(data: dict[str, Any]) -> str:
@@ -114,7 +115,7 @@ def start(settings: Settings) -> None:
     Example:
       slayer-kb server start
     """
-    root = _root(settings)
+    root = str(settings.kb().root)  # opened here, so that a folder that is no KB is refused now
     if not relay.SUPPORTED:
         raise click.ClickException("no server on this system: commands run in their own process")
     answer = relay.control(root, "status")

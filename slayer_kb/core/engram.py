@@ -64,6 +64,15 @@ def normalize_scope(scope: str | None) -> str:
     return "project"
 
 
+def scope_warnings(scope: str | None) -> list[str]:
+    """What a save or update says of a scope that is neither ``project`` nor ``personal``: Engram
+    takes it as ``project`` (``normalize_scope``), and the agent hears so instead of finding out."""
+    if scope is None or scope.strip().lower() in ("project", "personal"):
+        return []
+    return [f"scope {scope!r} is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
+            "knowledge that holds across projects, or 'project' (the default)."]
+
+
 def content_hash(content: str) -> str:
     """sha256 hex of the content lower-cased, whitespace runs collapsed to one space, ends stripped.
 

@@ -50,8 +50,17 @@ class NotRegularFile(OSError):
         self.kind = kind
 
 
-def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False) -> bytes:
-    """The bytes of the regular file at ``path``.
+class TooLarge(OSError):
+    """The regular file at a path holds more bytes than the reader takes; ``size`` says how many."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int) -> None:
+        super().__init__(errno.EFBIG, f"is {size} bytes", os.fspath(path))
+        self.size = size
+
+
+def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path``; with ``limit``, :class:`TooLarge` instead
+    when the open file holds more bytes than that, before any is read.
 
     Anything else raises :class:`NotRegularFile` without being opened: a FIFO would block the
     reader forever (a ``save`` while holding the KB's lock), a device may never end, and a
@@ -73,6 +82,8 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False) ->
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(path, _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file"))
+        if limit is not None and st.st_size > limit:
+            raise TooLarge(path, st.st_size)
         chunks = []
         size = st.st_size + 1  # the whole file in one read, unless it is growing
         while chunk := os.read(fd, size):

@@ -204,15 +204,20 @@ def _too_deep(where: str) -> MemoryFileError:
     )
 
 
+def too_large(size: int) -> str:
+    """What is wrong with a memory file of ``size`` bytes, over :data:`MAX_FILE_BYTES`, and the fix.
+    Readers of files ask for at most that many bytes (``fileio.read_regular``'s ``limit``), so a
+    larger file is refused by its size, never read whole."""
+    return (f"is {size} bytes; a memory file may hold at most {MAX_FILE_BYTES} bytes (16 MiB): "
+            "split it into several memories")
+
+
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
     # A character is at most 4 bytes: only a long text needs encoding to be measured.
     if len(text) * 4 > MAX_FILE_BYTES and (size := len(text.encode("utf-8", "surrogatepass"))) > MAX_FILE_BYTES:
-        raise MemoryFileError(
-            where, None, f"is {size} bytes; a memory file may hold at most {MAX_FILE_BYTES} bytes "
-            "(16 MiB): split it into several memories"
-        )
+        raise MemoryFileError(where, None, too_large(size))
     check_conflict_markers(text, where)
     check_duplicate_keys(text, where)
     line = alias_line(text)

@@ -62,6 +62,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 warnings.extend(observations.project_warnings(kb, changes["project"]))
             if "scope" in given:
                 changes["scope"] = engram.normalize_scope(given["scope"])
+                warnings.extend(engram.scope_warnings(given["scope"]))
             if "topic_key" in given:
                 changes["topic_key"] = engram.given_topic_key(given["topic_key"])
             if "entities" in given:

@@ -42,6 +42,7 @@ def save(
     if blank(title):
         raise InvalidInputError("title is required and must not be blank.")
     kb.check_learning(content, "content")
+    scope_notes = engram.scope_warnings(scope)
     scope = engram.normalize_scope(scope)
     digest = engram.content_hash(content)
     key = engram.given_topic_key(topic_key)
@@ -52,6 +53,7 @@ def save(
     with kb.transaction() as tx:
         linked, warnings = kb.resolve_entities(entities) if entities else ([], [])
         warnings.extend(project_warnings(kb, project))
+        warnings.extend(scope_notes)
         suggestion = None if key else engram.suggest_topic_key(type, title, content)
         fields = dict(title=title, type=type, learning=content)
         if key:

@@ -18,7 +18,8 @@ used for other memories are renumbered first (``renumber.py``). Both kinds of mo
 (``store/moves.py``): a command on a moved id refuses and names both memories.
 
 A push refused because others pushed first is retried (pull again, push again) after a jittered
-wait, shorter the more often this sync was refused. The race with the other clones, from the
+wait, shorter the more often this sync was refused; one a hook of the remote declined is not (the
+remote's rule would refuse it again): sync stops at once with the hook's message. The race with the other clones, from the
 fetch to the push, holds only what must be in it: the lock and the check of the work tree come
 before the fetch, and the re-index of the pulled memories (unless a topic key to fold needs it)
 and the counting after the push. Each attempt's phases are timed (``SyncResult.timings``).
@@ -501,9 +502,20 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                      *refspecs, check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
+        if declined is not None:
+            # A hook's verdict, not a race: the next attempt would be refused alike.
+            said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]
+            raise StoreError(
+                f"The remote {remote} ({url}) refused the push: {declined}, saying:\n"
+                + "".join(f"  {line}\n" for line in said)
+                + "This is the remote's rule, not a race with other clones, so sync stopped without retrying. "
+                "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
+                f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
+            )
         if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
             return False
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
         # An offline clone's saves are safe (offline ids); say so, and how to go on.
         raise StoreError(
             f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
@@ -518,6 +530,24 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     if result.action == "up to date":
         result.action = "pushed"
     return True
+
+
+def _declined_by_hook(porcelain: str) -> str | None:
+    """The reason a remote's hook gave for refusing a ref of the push (``pre-receive hook
+    declined``), from ``git push --porcelain``'s lines (``!<TAB>from:to<TAB>[remote rejected]
+    (reason)``); None when no hook refused one (a ref others moved first, a lock lost to them)."""
+    for line in porcelain.splitlines():
+        status, _, rest = line.partition("\t")
+        reason = rest.rpartition("\t")[2]
+        if status == "!" and reason.startswith("[remote rejected] (") and reason.endswith("hook declined)"):
+            return reason.removeprefix("[remote rejected] (").removesuffix(")")
+    return None
+
+
+def _remote_lines(stderr: str) -> list[str]:
+    """What the remote printed while it refused (git's ``remote:`` lines, padding trimmed)."""
+    return [line[len("remote:"):].strip() for line in stderr.splitlines() if line.startswith("remote:")
+            and line[len("remote:"):].strip()]
 
 
 def _put_back(store: GitStore, start: str) -> None:

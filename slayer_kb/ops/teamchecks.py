@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.fileio import read_regular
 from ..core.ids import is_auto_id
+from ..core.memory import MAX_FILE_BYTES
 from ..core.problems import Problem, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
@@ -167,7 +169,8 @@ def _topic_of(path: Path) -> tuple[str, str, str] | None:
     if path.suffix != ".yaml" or path.parent.name != MEMORIES:
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        # Only a regular file, and not one too large to be a memory (check_file reports both).
+        text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     if "topic_key:" not in text:

@@ -51,9 +51,11 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
+from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     KEY_ORDER,
+    MAX_FILE_BYTES,
     TIME_KEYS,
     Memory,
     alias_line,
@@ -62,6 +64,7 @@ from ..core.memory import (
     key_line,
     loads,
     too_deep_for_parser,
+    too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.problems import Problem, shown
@@ -258,7 +261,7 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
                else "letter case or Unicode normalisation")
         add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
                "they collide on macOS and Windows checkouts; rename one")
-    text = read_text(path, add)
+    text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
         problems.extend(check_memory_text(text, memory_id, name, context))
     return problems
@@ -436,7 +439,9 @@ def _text_to_check(path: Path, name: str, add: Any) -> str | None:
     return text
 
 
-def read_text(path: Path, add: Any) -> str | None:
+def read_text(path: Path, add: Any, limit: int | None = None) -> str | None:
+    """The file's text, or None (said with ``add``); a memory file over ``limit`` bytes is
+    refused by its size, unread."""
     if not path.is_symlink() and not path.exists():
         add(1, "no such file")
         return None
@@ -444,7 +449,11 @@ def read_text(path: Path, add: Any) -> str | None:
         add(1, "is a symlink or not a regular file; slayer-kb skips it")
         return None
     try:
-        return path.read_bytes().decode("utf-8")
+        return read_regular(path, limit=limit).decode("utf-8")
+    except TooLarge as exc:
+        add(1, too_large(exc.size))
+    except NotRegularFile:  # made a link or a FIFO since the checks above
+        add(1, "is a symlink or not a regular file; slayer-kb skips it")
     except UnicodeDecodeError as exc:
         add(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     except OSError as exc:

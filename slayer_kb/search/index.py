@@ -21,10 +21,10 @@ from whoosh import index as windex
 
 from ..catalog.catalog import Catalog, catalog_signature, same_signature
 from ..core.errors import MemoryFileError, StoreError
-from ..core.fileio import read_regular
+from ..core.fileio import TooLarge, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
 from ..core.locate import MEMORIES_DIR, memory_path
-from ..core.memory import Memory, loads
+from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.results import SyncReport
 from ..store.listing import (
     DIGEST_MOD,
@@ -186,7 +186,7 @@ class Index(Reads, Meaning):
         for memory_id, digest in state["young"].items():
             sig = self._stat(memory_id) or SYMLINK
             data = self._read_bytes(memory_id, sig)
-            if (hashlib.sha1(data, usedforsecurity=False).hexdigest() if data is not None else None) != digest:
+            if (hashlib.sha1(data, usedforsecurity=False).hexdigest() if isinstance(data, bytes) else None) != digest:
                 return None
             if sig != SYMLINK and sig[0] <= young_after:
                 settled.append(memory_id)
@@ -381,7 +381,7 @@ class Index(Reads, Meaning):
             for done, mid in enumerate(changed, 1):
                 sig = scanned[mid]
                 data = self._read_bytes(mid, sig)
-                content = hashlib.sha1(data, usedforsecurity=False).hexdigest() if data is not None else None
+                content = hashlib.sha1(data, usedforsecurity=False).hexdigest() if isinstance(data, bytes) else None
                 old = known.get(mid)
                 # When the bytes did not change (a young file re-read, a touched file), only the
                 # signature is updated: no index write.
@@ -478,20 +478,22 @@ class Index(Reads, Meaning):
         rows = db.execute("SELECT path, line, message FROM problems ORDER BY path")
         return [MemoryFileError(path, line, message) for path, line, message in rows]
 
-    def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | None:
-        if sig == SYMLINK:
-            return None
-        try:
-            return read_regular(self.memories / f"{memory_id}.yaml")
+    def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
+        try:  # the file's bytes, or why it cannot be indexed (a file too large is not read)
+            if sig != SYMLINK:
+                return read_regular(self.memories / f"{memory_id}.yaml", limit=MAX_FILE_BYTES)
+        except TooLarge as exc:
+            return MemoryFileError(memory_path(memory_id), None, too_large(exc.size))
         except OSError:
-            return None
+            pass
+        return MemoryFileError(memory_path(memory_id), None, "is a symlink, not a regular file, or unreadable")
 
     def _index_file(
-        self, writer: Any, memory_id: str, data: bytes | None, written: Written | None = None
+        self, writer: Any, memory_id: str, data: bytes | MemoryFileError, written: Written | None = None
     ) -> Memory | MemoryFileError:
         rel = memory_path(memory_id)
-        if data is None:
-            return MemoryFileError(rel, None, "is a symlink, not a regular file, or unreadable")
+        if isinstance(data, MemoryFileError):
+            return data
         if written is not None and written[0] == data:
             memory = written[1]
         else:

@@ -32,6 +32,7 @@ from ..core import priority
 from ..core.errors import ConflictError, StoreError, WorkTreeError
 from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
+from .bounded import git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 from .view import View
@@ -45,22 +46,18 @@ _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
-GIT_MISSING = "git is not installed or not on PATH; install git first."
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
 
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); ``subprocess.TimeoutExpired``
-    when it runs longer than ``timeout`` seconds (git is killed)."""
-    full_env = {**os.environ, **env} if env else None
+    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py)."""
     try:
-        proc = subprocess.run(
-            priority.command(["git", *args], niceness), cwd=cwd, input=input, env=full_env, capture_output=True,
-            check=False, timeout=timeout)
+        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input,
+                           {**os.environ, **env} if env else None, timeout)
     except FileNotFoundError:
-        raise StoreError(GIT_MISSING) from None
+        raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
 
 
@@ -334,13 +331,17 @@ class GitStore:
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             self._write_journal(journal)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
-            proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False)
+            try:  # stopped past the bound: published or not, HEAD says
+                proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
+            except subprocess.TimeoutExpired:
+                proc = subprocess.CompletedProcess([], -1, b"", b"")
             head = self.head() if proc.returncode != 0 else new
             if head != new:
                 self._clear_journal()
                 if head == old:
                     reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
-                    raise StoreError(f"git update-ref failed: {reason}; nothing was saved.")
+                    raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
+                                     if proc.returncode == -1 else f"git update-ref failed: {reason}; nothing was saved.")
                 raise StoreError(
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
@@ -505,7 +506,11 @@ class GitStore:
     def stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
-        self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload)
+        try:
+            self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload, timeout=git_timeout())
+        except subprocess.TimeoutExpired:
+            raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
+                                  f"does not show it yet ({', '.join(kb_paths)}).")) from None
 
     def recover(self) -> None:
         """Finish a commit that a crash interrupted after its update-ref: every file it changed

@@ -1,0 +1,53 @@
+"""git commands that may not run for ever: stopped past a bound with the hooks they started.
+
+The git commands of a commit that run the repository's hooks (``update-ref`` runs
+``reference-transaction``, ``update-index`` ``post-index-change``) are bounded, so a hook that
+hangs cannot hold the KB's lock for ever; the error names the hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..core.inputs import whole_number
+
+GIT_TIMEOUT = 60  # seconds (SLAYER_KB_GIT_TIMEOUT)
+_STOP_SECONDS = 5.0  # how long a stopped git has to exit on SIGTERM before SIGKILL
+
+
+def git_timeout() -> int:
+    """How many seconds a git command that runs the repository's hooks may take (``GIT_TIMEOUT``)."""
+    return whole_number("SLAYER_KB_GIT_TIMEOUT", GIT_TIMEOUT, "seconds")
+
+
+def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping[str, str] | None,
+                timeout: float | None) -> subprocess.CompletedProcess[bytes]:
+    """``command``, stopped past ``timeout`` seconds (if any) with SIGTERM (git removes its ``.lock`` files
+    on it, where SIGKILL would leave them to block every later git), then SIGKILL. It stays in
+    the caller's process group, where the warm server looks for a dead write process's git."""
+    with subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for stop in (proc.terminate, proc.kill):
+                stop()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=_STOP_SECONDS)
+                    break
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def hung(top: Path, command: str, hook: str, outcome: str) -> str:
+    """Why ``git COMMAND`` (run in ``top``) was stopped past the bound: the repository's ``hook`` it runs."""
+    where = subprocess.run(["git", "rev-parse", "--git-path", f"hooks/{hook}"], cwd=top, capture_output=True,
+                           text=True, check=False, timeout=10).stdout.strip()
+    return (
+        f"git {command} did not finish within {git_timeout()} s and was stopped: it runs this repository's "
+        f"{hook} hook ({top / where}), which must be waiting for something. {outcome} Make the hook finish (or "
+        "remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take."
+    )
