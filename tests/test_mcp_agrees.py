@@ -68,12 +68,15 @@ SCOPE_WARNING = ("scope 'bogus' is neither 'project' nor 'personal': saved as 'p
                  "knowledge that holds across projects, or 'project' (the default).")
 
 
-def test_a_scope_neither_project_nor_personal_is_saved_as_project_and_said(example_kb: KnowledgeBase,
-                                                                           run_cli: CliRunner) -> None:
-    """Engram takes any scope but 'personal' as 'project'; both adapters do, and both say so."""
-    by_cli = run_cli("--kb", example_kb.root, "--json", "save", "Use make for builds", "--title", "Builds",
-                     "--scope", "bogus", check=True)
-    assert json_of(by_cli)["warnings"] == [SCOPE_WARNING]
+def test_a_scope_neither_project_nor_personal(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    """The CLI's --scope is a choice (project|personal, as its help says) and refuses a typo before anything is
+    written; MCP keeps Engram's rule (any scope but 'personal' is 'project') and says so."""
+    refused = run_cli("--kb", example_kb.root, "--json", "save", "Use make for builds", "--title", "Builds",
+                      "--scope", "bogus")
+    assert refused.returncode == 2 and json_of(refused)["error"] == {
+        "type": "usage", "message": "Invalid value for '--scope': 'bogus' is not one of 'project', 'personal'. "
+                                    "Try 'slayer-kb save --help' for help."}
+    assert json_of(run_cli("--kb", example_kb.root, "--json", "list", check=True))["memories"][0]["title"] != "Builds"
 
     async def script(session: ClientSession) -> tuple[bool, str, Any]:
         result = await session.call_tool("mem_save", {"title": "Deploys", "content": "Deploy with make deploy",
@@ -84,5 +87,4 @@ def test_a_scope_neither_project_nor_personal_is_saved_as_project_and_said(examp
 
     is_error, text, structured = with_server(example_kb.root, script)
     assert not is_error and text.endswith(f"\nwarning: {SCOPE_WARNING}") and structured["warnings"] == [SCOPE_WARNING]
-    for memory_id in (json_of(by_cli)["memory_id"], structured["memory_id"]):
-        assert json_of(run_cli("--kb", example_kb.root, "--json", "get", memory_id, check=True))["scope"] == "project"
+    assert json_of(run_cli("--kb", example_kb.root, "--json", "get", structured["memory_id"], check=True))["scope"] == "project"

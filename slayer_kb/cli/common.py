@@ -290,7 +290,7 @@ ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
 # Any case, as MCP's scope (Engram's) takes it: 'PERSONAL' is personal on both.
 SCOPE_CHOICE = click.Choice(["project", "personal"], case_sensitive=False)
 ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
-SCOPE_HELP = "project (default) or personal; any other value is saved as project, with a warning (as MCP's)."
+SCOPE_HELP = "project (default) or personal."
 
 ENTITY_HELP = (
     "An entity reference (repeatable, or comma-separated): orders.amount, shop.orders, sum(amount), memory:12."

@@ -76,7 +76,7 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     help="Observation type: " + ", ".join(engram.RECOGNISED_TYPES) + " (default manual).",
 )
 @click.option("--project", help=PROJECT_HELP)
-@click.option("--scope", help=SCOPE_HELP)
+@click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
 @click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
 @click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
 @json_option
@@ -196,7 +196,7 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
 @click.option("--type", "type_", metavar="TYPE", help="A new observation type (decision, bugfix, ...).")
 @click.option("--description", help="A new one-line summary, at most 500 characters.")
 @click.option("--project", help=PROJECT_HELP)
-@click.option("--scope", help=SCOPE_HELP)
+@click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
 @click.option("--topic-key", help="A new upsert key, e.g. architecture/auth-model.")
 @click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
 @force_option
