@@ -155,6 +155,7 @@ class Index(Reads, Meaning):
         )
         db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
         db.execute(vectors.SCHEMA_SQL)
+        db.execute(vectors.TOKENS_SQL)
         return db
 
     def stale_files(self) -> list[str] | None:
