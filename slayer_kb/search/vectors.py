@@ -62,6 +62,12 @@ TOKENS_SQL = "CREATE TABLE IF NOT EXISTS tokens (id TEXT PRIMARY KEY, hash TEXT,
 _VECTOR_COLUMNS = 11
 
 
+def create(db: sqlite3.Connection) -> None:
+    """The two tables, if they are not there yet."""
+    db.execute(SCHEMA_SQL)
+    db.execute(TOKENS_SQL)
+
+
 def embedding_text(memory: Memory) -> str:
     """What a memory means: its title, learning and description."""
     return "\n".join(filter(None, (memory.title, memory.learning, memory.description)))
