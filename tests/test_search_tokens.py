@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import Memory
-from slayer_kb.search import embedding, sentences, vectors
+from slayer_kb.search import embedding, sentences, tokens, vectors
 from testing.repos import git
 
 QUESTION = "how are refunds of paid orders counted in net revenue"
@@ -110,7 +110,7 @@ def test_an_edited_memory_has_its_new_texts_ids_and_ids_of_another_text_are_neve
     assert after != before and tokenized == [after]  # the edited text alone, as its vector is made
     (fresh,) = _tokenized_afresh([after])
     assert kb.index.token_ids({REFUNDS: after})[REFUNDS].tobytes() == fresh.tobytes()
-    assert set(fresh.tolist()) - set(vectors.unpack_tokens(old[1]).tolist())  # "zeppelin"'s ids are new
+    assert set(fresh.tolist()) - set(tokens.unpack(old[1]).tolist())  # "zeppelin"'s ids are new
     assert old[0] == sentences.text_hash(before)
 
     # The text's old ids put back (a row that no longer matches its text): never read for it.
@@ -152,11 +152,11 @@ def test_the_ids_are_there_after_a_reindex_and_across_branch_switches(example_kb
 @given(st.lists(st.integers(0, 65_535), unique=True).map(sorted))
 def test_token_ids_pack_and_unpack_to_the_same_ids(ids: list[int]) -> None:
     array = np.asarray(ids, dtype=np.int64)
-    packed = vectors.pack_tokens(array)
+    packed = tokens.pack(array)
     assert packed is not None and len(packed) == 2 * len(ids)
-    assert vectors.unpack_tokens(packed).tobytes() == array.tobytes()
+    assert tokens.unpack(packed).tobytes() == array.tobytes()
 
 
 def test_ids_past_two_bytes_are_not_kept_and_the_models_are_within_them() -> None:
-    assert vectors.pack_tokens(np.asarray([3, 65_536], dtype=np.int64)) is None
+    assert tokens.pack(np.asarray([3, 65_536], dtype=np.int64)) is None
     assert _model()._tokenizer.get_vocab_size() <= 65_536

@@ -18,7 +18,7 @@ from whoosh import index as windex
 
 from ..core.memory import Memory
 from ..store.listing import Sig
-from . import embedding, encoder, filler, sentences, vectors
+from . import embedding, encoder, filler, sentences, tokens, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -329,8 +329,8 @@ class Meaning:
         text (``Embedder.embed_with_tokens``), for each of these (id -> text) whose kept ids are
         of this very text (by its hash): the token match reads them rather than tokenize again."""
         none: dict[str, tuple[str, bytes]] = {}
-        kept = self._from_manifest(lambda db: vectors.tokens_by_id(db, list(texts)), none)
-        return {m: vectors.unpack_tokens(blob) for m, (digest, blob) in kept.items()
+        kept = self._from_manifest(lambda db: tokens.by_id(db, list(texts)), none)
+        return {m: tokens.unpack(blob) for m, (digest, blob) in kept.items()
                 if digest == sentences.text_hash(texts[m])}
 
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:

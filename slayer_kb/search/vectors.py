@@ -13,11 +13,7 @@ signed bytes (shortlist.py scans them). Any other process scans the manifest a c
 a time (``top_by_scan``), keeping only the best, so it never holds the whole table
 (26 MB of signed bytes at 100,000 memories); one that never scans (a save, a ``get``, a search
 of one or two words) never reads it.
-
-Beside the vectors, in a table of its own (``tokens``: the scan of ``vectors`` never reads it),
-each memory's distinct token ids as the static model's tokenizer made them for its vector, with
-the hash of the text: the token match of a search reads its head's there (46 MB on disk at 100,000
-memories) instead of tokenizing their texts again, the largest part of a question's CPU.
+Each memory's token ids are written beside its row, in a table of their own (tokens.py).
 """
 
 from __future__ import annotations
@@ -33,6 +29,8 @@ from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 from .helper import helper as _helper
 from .shortlist import Products
+from .tokens import SCHEMA_SQL as TOKENS_SQL
+from .tokens import pack as pack_tokens
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,8 +54,6 @@ SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
     "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER, hash TEXT, svec BLOB)"
 )
-# id -> the hash of its text (as ``vectors.hash``) and that text's distinct token ids (``pack_tokens``).
-TOKENS_SQL = "CREATE TABLE IF NOT EXISTS tokens (id TEXT PRIMARY KEY, hash TEXT, ids BLOB) WITHOUT ROWID"
 # How many columns of a row ``rows`` makes are the vectors table's; the last is the token ids.
 _VECTOR_COLUMNS = 11
 
@@ -110,32 +106,6 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
     db.executemany("DELETE FROM tokens WHERE id = ?", [(row[0],) for row in new_rows if row[_VECTOR_COLUMNS] is None])
     db.executemany("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)",
                    [(row[0], row[9], row[_VECTOR_COLUMNS]) for row in new_rows if row[_VECTOR_COLUMNS] is not None])
-
-
-def pack_tokens(ids: np.ndarray) -> bytes | None:
-    """Sorted distinct token ids as two-byte integers (the static model's vocabulary has 32,000);
-    None for an id past them, which a vocabulary of another model could hold."""
-    import numpy as np
-
-    return ids.astype("<u2").tobytes() if not len(ids) or ids[-1] <= np.iinfo(np.uint16).max else None
-
-
-def unpack_tokens(blob: bytes) -> np.ndarray:
-    """``pack_tokens``'s ids as the token match reads them (int64)."""
-    import numpy as np
-
-    return np.frombuffer(blob, dtype="<u2").astype(np.int64)
-
-
-def tokens_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> dict[str, tuple[str, bytes]]:
-    """id -> (text hash, packed token ids) of these memories, those the table holds."""
-    out: dict[str, tuple[str, bytes]] = {}
-    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
-        chunk = memory_ids[at : at + _BY_ID_CHUNK]
-        out.update((m, (digest, blob)) for m, digest, blob in db.execute(
-            f"SELECT id, hash, ids FROM tokens WHERE id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
-        ))
-    return out
 
 
 def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
