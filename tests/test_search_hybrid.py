@@ -410,10 +410,10 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
     raw = rng.integers(-127, 128, size=(count, vectors.DIMENSIONS), dtype=np.int8)
     scales = rng.random(count, dtype=np.float32)
     db = sqlite3.connect(":memory:")
-    db.execute(vectors.SCHEMA_SQL)
+    vectors.create(db)
     rows = [(f"m{n:05d}", raw[n].tobytes(), float(scales[n]), ("bug", "decision")[n % 2], None, "project",
              "shop wh" if n % 3 == 0 else "shop", n % 5 == 0, n % 7 == 0, f"h{n}",
-             raw[n, :1].tobytes() * 384 if n % 2 else None) for n in range(count)]
+             raw[n, :1].tobytes() * 384 if n % 2 else None, None) for n in range(count)]
     vectors.write(db, (), rows)
     table = vectors.Table.load(db)
     assert table.ids == [r[0] for r in rows]
@@ -440,7 +440,7 @@ def _random_vectors(count: int, seed: int) -> tuple[sqlite3.Connection, Any]:
     unit /= np.linalg.norm(unit, axis=1, keepdims=True)
     memories = [Memory(id=f"m{n:05d}", learning="x", created_at="2026-11-01T09:00:00Z") for n in range(count)]
     db = sqlite3.connect(":memory:")
-    db.execute(vectors.SCHEMA_SQL)
+    vectors.create(db)
     vectors.write(db, (), vectors.rows(memories, unit))
     return db, unit
 
@@ -566,7 +566,7 @@ def test_a_scan_chunk_by_chunk_finds_what_the_loaded_table_finds(
         for n in range(count)
     ]
     db = sqlite3.connect(":memory:")
-    db.execute(vectors.SCHEMA_SQL)
+    vectors.create(db)
     vectors.write(db, (), vectors.rows(memories, unit))
     monkeypatch.setattr(vectors, "_LOAD_CHUNK", 97)
     question = unit[3]

@@ -21,7 +21,7 @@ def _table(packed: list[bytes | None], has_query: list[bool]) -> sqlite3.Connect
     memories = [Memory(id=f"m{n:05d}", learning=f"note {n}", created_at="2026-11-01T09:00:00Z",
                        query={"source_model": "orders"} if has_query[n] else None) for n in range(count)]
     db = sqlite3.connect(":memory:", isolation_level=None)
-    db.execute(vectors.SCHEMA_SQL)
+    vectors.create(db)
     vectors.write(db, (), vectors.rows(memories, static))
     hashes = dict(db.execute("SELECT id, hash FROM vectors").fetchall())
     vectors.write_sentences(db, [(f"m{n:05d}", hashes[f"m{n:05d}"], blob) for n, blob in enumerate(packed) if blob])

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -75,16 +76,29 @@ class Embedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 unit vector per text (a zero vector for a text with no tokens)."""
+        return self._vectors(self._ids(texts))
+
+    def embed_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``embed``, and each text's distinct token ids (sorted, as the token match reads them),
+        from the same tokenizing: what an index keeps so that a search need not tokenize the
+        text again (``token_match``'s ``known``)."""
         import numpy as np
 
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        if not texts:
+        ids = self._ids(texts)
+        return self._vectors(ids), [np.unique(np.asarray(each, dtype=np.int64)) for each in ids]
+
+    def _vectors(self, per_text: list[list[int]]) -> np.ndarray:
+        """The unit mean of each text's token vectors (a zero vector for a text with no tokens)."""
+        import numpy as np
+
+        out = np.zeros((len(per_text), DIMENSIONS), dtype=np.float32)
+        if not per_text:
             return out
         # Many texts (a rebuild): read the 16 MB table into memory once, rather than page by
         # page through the memory map for every text.
         # (as float32: numpy sums float16 in software, ten times slower).
-        weights = np.asarray(self._weights) if len(texts) < 100 else np.array(self._weights, dtype=np.float32)
-        for row, ids in enumerate(self._ids(texts)):
+        weights = np.asarray(self._weights) if len(per_text) < 100 else np.array(self._weights, dtype=np.float32)
+        for row, ids in enumerate(per_text):
             if not ids:
                 continue
             vector = weights[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float32)
@@ -93,11 +107,13 @@ class Embedder:
                 out[row] = vector / norm
         return out
 
-    def token_match(self, question: str, texts: list[str]) -> np.ndarray:
+    def token_match(self, question: str, texts: list[str], known: Sequence[np.ndarray | None] = ()) -> np.ndarray:
         """For each text, how well its tokens cover the question's: the mean over the
         question's content tokens of the best cosine with any token of the text (MaxSim, as in
         late-interaction retrievers, over static token vectors). Catches a paraphrase whose
-        words have near neighbours in the text that the mean vector blurs."""
+        words have near neighbours in the text that the mean vector blurs. ``known``: each
+        text's distinct token ids as ``embed_with_tokens`` made them when it was indexed (None,
+        or past its end: tokenized here), the same ids without the tokenizer's work."""
         import numpy as np
 
         out = np.zeros(len(texts), dtype=np.float32)
@@ -105,7 +121,7 @@ class Embedder:
         wanted = sorted({i for e in asked for i, piece in zip(e.ids, e.tokens, strict=True) if _content(piece)})
         if not wanted or not texts:
             return out
-        per_text = self._token_ids(texts)
+        per_text = self._token_ids(texts, known)
         sizes = np.fromiter((len(ids) for ids in per_text), dtype=np.int64, count=len(texts))
         if not sizes.sum():
             return out
@@ -131,14 +147,15 @@ class Embedder:
             self._made[new] = True
         return self._units[ids]
 
-    def _token_ids(self, texts: list[str]) -> list[np.ndarray]:
-        """Each text's distinct token ids, remembered: a warm process sees the same memories
-        again and again."""
+    def _token_ids(self, texts: list[str], known: Sequence[np.ndarray | None] = ()) -> list[np.ndarray]:
+        """Each text's distinct token ids: ``known``'s, else remembered (a warm process sees the
+        same memories again and again), else tokenized."""
         import numpy as np
 
+        given = {t: ids for t, ids in zip(texts, known, strict=False) if ids is not None}
         cache = self._cache
         # Read into a dict of its own: another thread's search may clear the cache meanwhile.
-        found = {t: kept for t in dict.fromkeys(texts) if (kept := cache.get(t)) is not None}
+        found = {t: kept for t in dict.fromkeys(texts) if (kept := given.get(t, cache.get(t))) is not None}
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             if len(cache) > 50_000:

@@ -154,7 +154,7 @@ class Index(Reads, Meaning):
             "ino INTEGER, hash TEXT)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
-        db.execute(vectors.SCHEMA_SQL)
+        vectors.create(db)
         return db
 
     def stale_files(self) -> list[str] | None:

@@ -18,7 +18,7 @@ from whoosh import index as windex
 
 from ..core.memory import Memory
 from ..store.listing import Sig
-from . import embedding, encoder, filler, sentences, vectors
+from . import embedding, encoder, filler, sentences, tokens, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,7 +96,8 @@ class Meaning:
                     self.want_sentences()
             else:
                 known = {}
-            out.extend(vectors.rows(chunk, model.embed(texts), known))
+            made, tokens = model.embed_with_tokens(texts)
+            out.extend(vectors.rows(chunk, made, known, tokens))
         return out
 
     def want_sentences(self) -> None:
@@ -323,6 +324,15 @@ class Meaning:
             _units_seen.popitem(last=False)
         return out
 
+    def token_ids(self, texts: dict[str, str]) -> dict[str, np.ndarray]:
+        """Memory id -> its text's distinct token ids as the index kept them when it embedded the
+        text (``Embedder.embed_with_tokens``), for each of these (id -> text) whose kept ids are
+        of this very text (by its hash): the token match reads them rather than tokenize again."""
+        none: dict[str, tuple[str, bytes]] = {}
+        kept = self._from_manifest(lambda db: tokens.by_id(db, list(texts)), none)
+        return {m: tokens.unpack(blob) for m, (digest, blob) in kept.items()
+                if digest == sentences.text_hash(texts[m])}
+
     def refill_vectors(self, ix: windex.Index, db: sqlite3.Connection) -> None:
         """Every indexed memory's vector made again (the model changed, or became available)."""
         with ix.searcher() as searcher:
@@ -332,6 +342,7 @@ class Meaning:
         new_rows = self.vector_rows(memories)
         db.execute("BEGIN")
         db.execute("DELETE FROM vectors")
+        db.execute("DELETE FROM tokens")
         vectors.write(db, (), new_rows)
         db.execute("COMMIT")
 

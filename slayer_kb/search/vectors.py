@@ -13,6 +13,7 @@ signed bytes (shortlist.py scans them). Any other process scans the manifest a c
 a time (``top_by_scan``), keeping only the best, so it never holds the whole table
 (26 MB of signed bytes at 100,000 memories); one that never scans (a save, a ``get``, a search
 of one or two words) never reads it.
+Each memory's token ids are written beside its row, in a table of their own (tokens.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 from .helper import helper as _helper
 from .shortlist import Products
+from .tokens import SCHEMA_SQL as TOKENS_SQL
+from .tokens import pack as pack_tokens
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,6 +54,14 @@ SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
     "project TEXT, scope TEXT, datasources TEXT, has_query INTEGER, deleted INTEGER, hash TEXT, svec BLOB)"
 )
+# How many columns of a row ``rows`` makes are the vectors table's; the last is the token ids.
+_VECTOR_COLUMNS = 11
+
+
+def create(db: sqlite3.Connection) -> None:
+    """The two tables, if they are not there yet."""
+    db.execute(SCHEMA_SQL)
+    db.execute(TOKENS_SQL)
 
 
 def embedding_text(memory: Memory) -> str:
@@ -58,31 +69,43 @@ def embedding_text(memory: Memory) -> str:
     return "\n".join(filter(None, (memory.title, memory.learning, memory.description)))
 
 
-def rows(memories: list[Memory], vectors: np.ndarray, known: dict[str, bytes] | None = None) -> list[tuple[Any, ...]]:
+def rows(
+    memories: list[Memory], vectors: np.ndarray, known: dict[str, bytes] | None = None,
+    tokens: list[np.ndarray] | None = None,
+) -> list[tuple[Any, ...]]:
     """Table rows for these memories and their unit vectors (one per memory, same order), with
-    the sentence vectors ``known`` holds (text hash -> packed vector)."""
+    the sentence vectors ``known`` holds (text hash -> packed vector), each ending with its
+    text's distinct token ids (``tokens``, same order; packed, None when not given)."""
     import numpy as np
 
     known = known or {}
+    packed = [pack_tokens(ids) for ids in tokens] if tokens is not None else [None] * len(memories)
 
     peaks = np.abs(vectors).max(axis=1)
     scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
     quantised = np.rint(vectors / scales[:, None]).astype(np.int8)
     out = []
-    for memory, vector, scale in zip(memories, quantised, scales, strict=True):
+    for memory, vector, scale, ids in zip(memories, quantised, scales, packed, strict=True):
         datasources = sorted({e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")})
         out.append((
             memory.id, vector.tobytes(), float(scale), memory.type, memory.project,
             memory.scope or "project", " ".join(datasources), int(memory.query is not None),
-            int(memory.is_deleted), (digest := sentences.text_hash(embedding_text(memory))), known.get(digest),
+            int(memory.is_deleted), (digest := sentences.text_hash(embedding_text(memory))), known.get(digest), ids,
         ))
     return out
 
 
 def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
-    """Delete the rows of ``gone``, then add ``new_rows``; inside the caller's transaction."""
-    db.executemany("DELETE FROM vectors WHERE id = ?", [(m,) for m in gone])
-    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+    """Delete the rows of ``gone``, then add ``new_rows`` (as ``rows`` makes them) and their
+    token ids; inside the caller's transaction."""
+    removed = [(m,) for m in gone]
+    db.executemany("DELETE FROM vectors WHERE id = ?", removed)
+    db.executemany("DELETE FROM tokens WHERE id = ?", removed)
+    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [row[:_VECTOR_COLUMNS] for row in new_rows])
+    db.executemany("DELETE FROM tokens WHERE id = ?", [(row[0],) for row in new_rows if row[_VECTOR_COLUMNS] is None])
+    db.executemany("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)",
+                   [(row[0], row[9], row[_VECTOR_COLUMNS]) for row in new_rows if row[_VECTOR_COLUMNS] is not None])
 
 
 def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -164,8 +187,8 @@ def checked(found: list[tuple[Any, ...]], repair: Repair | None) -> list[tuple[A
     bad = [row for row in found if not sound(row)]
     if not bad:
         return found
-    # ``repair`` makes rows as ``rows`` writes them: without the text hash, as _SELECT_ALL reads them.
-    made = {row[0]: (*row[:9], *row[10:]) for row in (repair(bad) if repair is not None else [])}
+    # ``repair`` makes rows as ``rows`` does: without the text hash and the token ids, as _SELECT_ALL reads them.
+    made = {row[0]: (*row[:9], row[10]) for row in (repair(bad) if repair is not None else [])}
     return [row if sound(row) else made[row[0]] for row in found if sound(row) or row[0] in made]
 
 
@@ -180,7 +203,7 @@ def replace(db: sqlite3.Connection, bad: list[tuple[Any, ...]], made: list[tuple
             db.execute(
                 "UPDATE vectors SET vec = ?, scale = ?, type = ?, project = ?, scope = ?, datasources = ?, "
                 "has_query = ?, deleted = ?, hash = ?, svec = ? WHERE id = ? AND vec IS ? AND scale IS ?",
-                (*new[1:], new[0], row[1], row[2]),
+                (*new[1:_VECTOR_COLUMNS], new[0], row[1], row[2]),
             )
     db.execute("COMMIT")
 
@@ -339,7 +362,7 @@ class Table:
         for memory_id in gone:
             if memory_id in rows:
                 self.live[rows[memory_id]] = False
-        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted, _hash, svec in new_rows:
+        for memory_id, vec, scale, type_, project, scope, datasources, has_query, deleted, _hash, svec, *_ids in new_rows:
             row = rows.get(memory_id)
             if row is None:
                 row = rows[memory_id] = self.size
