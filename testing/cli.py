@@ -119,12 +119,13 @@ def in_process_runner() -> CliRunner:
 BLOCKED = "is blocked by the test"
 
 
-def blocker(folder: Path) -> Path:
+def blocker(folder: Path, names: tuple[str, ...] = ("click", "whoosh")) -> Path:
     """A folder for PYTHONPATH under which a process cannot run a command itself: importing
     click or Whoosh raises ImportError (``BLOCKED``). A command relayed to a warm server needs
     neither (test_relay checks the client's imports), so one that succeeds under it was answered
-    by the server; one that opens no index (``get``) still needs click to run here."""
-    for name in ("click", "whoosh"):
+    by the server; one that opens no index (``get``) still needs click to run here. With ``names``
+    ("whoosh", "numpy"): a command run here that must not open the index."""
+    for name in names:
         (folder / name).mkdir(parents=True)
         (folder / name / "__init__.py").write_text(f"raise ImportError({f'{name} {BLOCKED}'!r})\n")
     return folder

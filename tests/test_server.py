@@ -65,18 +65,22 @@ class Servers:
         self.roots: set[Path] = set()
         self.pids: dict[int, str | None] = {}  # each server seen, with its start (started())
         self.blocked = str(blocker(tmp_path / "blocker"))
+        self.no_index = str(blocker(tmp_path / "no-index", ("whoosh", "numpy")))
 
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "120", "COLUMNS": "80",
                 "PYTHONPATH": self.install, **FIXED_DATES, **extra}
 
-    def run(self, root: Path, *args: str, input: str | None = None, blocked: bool = False,
+    def run(self, root: Path, *args: str, input: str | None = None, blocked: bool = False, no_index: bool = False,
             env: dict[str, str] | None = None, kb_option: bool = True) -> subprocess.CompletedProcess[str]:
+        """``blocked``: the command must be answered by the server; ``no_index``: it may run here,
+        without the search stack."""
         self.roots.add(root)
         full = dict(env if env is not None else self.env())
         full.setdefault("PYTHONPATH", self.install)
-        if blocked:
-            full["PYTHONPATH"] = os.pathsep.join(p for p in (self.blocked, full.get("PYTHONPATH")) if p)
+        for block, folder in ((blocked, self.blocked), (no_index, self.no_index)):
+            if block:
+                full["PYTHONPATH"] = os.pathsep.join(p for p in (folder, full.get("PYTHONPATH")) if p)
         argv = ["--kb", str(root), *args] if kb_option else list(args)
         return subprocess.run([sys.executable, "-m", "slayer_kb", *argv], input=input, capture_output=True,
                               text=True, env=full, cwd=root, timeout=120)
@@ -190,14 +194,14 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr), (
         second.stderr + (root / ".slayer-kb" / "server.log").read_text())
     # The status is the server's answer: the client opens no KB (no Whoosh, no index).
-    shown = json.loads(servers.run(root, "server", "status", "--json", blocked=True).stdout)
+    shown = json.loads(servers.run(root, "server", "status", "--json", no_index=True).stdout)
     assert shown["running"] is True and shown["pid"] == up["pid"] and shown["served"] >= 1
     log = (root / ".slayer-kb" / "server.log").read_text()
     assert f"server {up['pid']} for {os.path.realpath(root)}" in log
     stopped = servers.run(root, "server", "stop")
     assert stopped.returncode == 0 and f"Stopped the server {up['pid']}." in stopped.stdout
     servers.wait_down(up["pid"])
-    assert servers.run(root, "server", "status", blocked=True).stdout == (
+    assert servers.run(root, "server", "status", no_index=True).stdout == (
         f"No server for {os.path.realpath(root)}; mode: on.\n")
     # with no server, the command runs in its process again
     again = servers.run(root, "search", "fiscal year", blocked=True, env=servers.env(SLAYER_KB_SERVER="manual"))
