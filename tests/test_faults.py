@@ -345,6 +345,7 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 220 trials take 4-6 minutes beside the other slow tests: a bound for a hang
 def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     """220 trials on two small KBs at once (one per core)."""
     stats = FaultStats()
