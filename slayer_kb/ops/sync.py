@@ -502,8 +502,10 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                      *refspecs, check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
+        if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
+            return False  # a race lost to other clones: retried, no url to name
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
         if declined is not None:
             # A hook's verdict, not a race: the next attempt would be refused alike.
             said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]
@@ -514,8 +516,6 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
             )
-        if "rejected" in text or "non-fast-forward" in text or "fetch first" in text:
-            return False
         # An offline clone's saves are safe (offline ids); say so, and how to go on.
         raise StoreError(
             f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
