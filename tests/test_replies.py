@@ -73,7 +73,7 @@ def test_validate_reports_schema_entity_and_query_problems_in_one_run(
     proc = invoke_cli("validate", "memories/8.yaml", cwd=catalog_kb.root)
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert lines[0] == "memories/8.yaml:1: missing required key: 'created_at' is a required property"
+    assert lines[0] == "memories/8.yaml:1: missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"
     assert lines[1].startswith("memories/8.yaml:2: unknown key 'colour' (allowed keys: ")
     assert lines[2].startswith("memories/8.yaml:4: entity 'shop.orders.nope' does not resolve: ")
     assert lines[3].startswith("memories/8.yaml:5: attached query has stale references (measures[0] ")
@@ -98,7 +98,7 @@ def test_the_review_comment_lists_every_problem_of_a_file(catalog_kb: KnowledgeB
     )
     commit_all(kb.root, "hand")
     problems = kb.history.review(base).problems
-    assert problems[0] == "memories/9.yaml:1: missing required key: 'created_at' is a required property"
+    assert problems[0] == "memories/9.yaml:1: missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"
     assert problems[1].startswith("memories/9.yaml:2: unknown key 'colour' (allowed keys: ")
     assert problems[2].startswith("memories/9.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' ")
     assert len(problems) == 3

@@ -51,6 +51,8 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     write(catalog_kb, "Ok.yaml", GOOD)
     write(catalog_kb, "-dash.yaml", GOOD)
     write(catalog_kb, "note.yml", GOOD)
+    write(catalog_kb, "list.yaml", "- learning: x\n")
+    write(catalog_kb, "types.yaml", f"learning: x\nentities: shop.orders\ntitle: [1]\n{CREATED}")
     proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
@@ -60,6 +62,7 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "memories/Ok.yaml:1: id 'Ok' differs only in letter case from ok: they collide on macOS "
         "and Windows checkouts; rename one",
         "memories/bad-yaml.yaml:2: invalid YAML: did not find expected ',' or ']'",
+        "memories/list.yaml:1: a memory file must be a mapping of keys (learning:, entities:, ...)",
         "memories/note.yml:1: slayer-kb reads only .yaml files in memories/; rename it to note.yaml",
         "memories/ok.yaml:1: id 'ok' differs only in letter case from Ok: they collide on macOS "
         "and Windows checkouts; rename one",
@@ -76,11 +79,13 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "join target on model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
         "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "memories/refs2.yaml:6: entity 'shop' is listed twice; keep one",
-        "memories/schema.yaml:2: 'scope' 'team' is not one of ['project', 'personal', None]",
+        "memories/schema.yaml:2: 'scope' must be project or personal, not 'team'",
         "memories/schema.yaml:3: unknown key 'id' (the file name is the id; remove the id key)",
-        "memories/schema.yaml:4: 'revision_count' 0 is less than the minimum of 1",
+        "memories/schema.yaml:4: 'revision_count' must be at least 1, not 0",
         "memories/time.yaml:2: not in canonical form; run 'slayer-kb fmt memories/time.yaml'",
-        "16 problems in 11 files (11 files checked)",
+        "memories/types.yaml:2: 'entities' must be a list, not a string",
+        "memories/types.yaml:3: 'title' must be a string, not a list",
+        "19 problems in 13 files (13 files checked)",
     ]
     out = json_of(invoke_cli("--kb", catalog_kb.root, "validate", "--json", "memories/refs2.yaml",
                           cwd=catalog_kb.root))

@@ -212,6 +212,11 @@ def too_large(size: int) -> str:
             "split it into several memories")
 
 
+def missing_key(key: str) -> str:
+    """How a reader and ``validate`` say that a memory file lacks a required key."""
+    return f"missing required key {key!r}" + (" (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')" if key == "created_at" else "")
+
+
 def loads(text: str, memory_id: str, path: str = "") -> Memory:
     """Parse a memory file, raising :class:`MemoryFileError` with the line of the problem."""
     where = path or f"memories/{memory_id}.yaml"
@@ -258,12 +263,9 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
             values[key] = _check_value(key, value)
         except (ValueError, OverflowError) as exc:  # OverflowError: a date beyond year 1..9999
             raise MemoryFileError(where, key_line(text, key), f"'{key}' {exc}") from None
-    if "learning" not in values:
-        raise MemoryFileError(where, 1, "missing required key 'learning'")
-    if "created_at" not in values:
-        raise MemoryFileError(
-            where, 1, "missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"
-        )
+    for required in ("learning", "created_at"):
+        if required not in values:
+            raise MemoryFileError(where, 1, missing_key(required))
     values["entities"] = values.get("entities") or []
     return Memory(id=memory_id, **values)
 

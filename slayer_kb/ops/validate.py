@@ -63,6 +63,7 @@ from ..core.memory import (
     dumps,
     key_line,
     loads,
+    missing_key,
     too_deep_for_parser,
     too_large,
 )
@@ -305,6 +306,12 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> 
         except MemoryFileError as exc:
             add(exc.line, exc.message)
         return problems
+    if not isinstance(data, dict):  # a list or a scalar: said as every reader says it
+        try:
+            loads(text, memory_id, name)
+        except MemoryFileError as exc:
+            add(exc.line, exc.message)
+        return problems
     schema_problems = list(_schema_problems(text, data))
     for line, message in schema_problems:
         add(line, message)
@@ -393,7 +400,8 @@ def _session_schema_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[
                 yield at, f"{label + ': ' if label else ''}unknown key {key_name!r} ({hint})"
             continue
         if error.validator == "required":
-            yield line if where else 1, f"{label + ': ' if label else ''}missing required key: {error.message}"
+            for missing in _missing(error):
+                yield line if where else 1, f"{label + ': ' if label else ''}missing required key {missing!r}"
             continue
         if error.validator in ("pattern", "anyOf", "$ref") and str(where[-1] if where else "").endswith("_at"):
             message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
@@ -402,14 +410,26 @@ def _session_schema_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[
         elif error.validator == "type" and "object" in error.validator_value:
             message = "must be a mapping with created_at and content"
         elif error.validator == "type":
-            wanted = [t for t in error.validator_value if t != "null"] if isinstance(error.validator_value, list) else [error.validator_value]
-            message = f"must be {' or '.join(_ARTICLES.get(t, t) for t in wanted)}, not {_article(error.instance)}"
+            message = _type_message(error)
         else:
             message = error.message
         yield line, f"'{label}' {message}" if label else message
 
 
-_ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping"}
+_ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",
+             "boolean": "true or false", "number": "a number"}
+
+
+def _missing(error: jsonschema.ValidationError) -> list[str]:
+    """The keys a ``required`` error found missing, in the schema's order."""
+    present = error.instance if isinstance(error.instance, dict) else {}
+    return [key for key in error.validator_value if key not in present]
+
+
+def _type_message(error: jsonschema.ValidationError) -> str:
+    """A schema's type error in the file's words: "must be a list, not a string"."""
+    wanted = [t for t in error.validator_value if t != "null"] if isinstance(error.validator_value, list) else [error.validator_value]
+    return f"must be {' or '.join(_ARTICLES.get(t, t) for t in wanted)}, not {_article(error.instance)}"
 
 
 def _article(value: Any) -> str:
@@ -472,7 +492,8 @@ def _schema_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
                 yield key_line(text, extra), f"unknown key {extra!r} ({hint})"
             continue
         if error.validator == "required":
-            yield 1, f"missing required key: {error.message}"
+            for missing in _missing(error):
+                yield 1, missing_key(missing)
             continue
         if key == "entities" and len(where) == 2:
             yield (_item_line(text, "entities", where[1]),
@@ -485,6 +506,13 @@ def _schema_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
             message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
         elif key == "learning" and error.validator == "pattern":
             message = "must not be blank"
+        elif error.validator == "type":
+            message = _type_message(error)
+        elif error.validator == "enum":
+            allowed = [v for v in error.validator_value if v is not None]
+            message = f"must be {' or '.join(map(str, allowed))}, not {error.instance!r}"
+        elif error.validator == "minimum":
+            message = f"must be at least {error.validator_value}, not {error.instance!r}"
         else:
             message = error.message
         yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
