@@ -1,6 +1,7 @@
 """A stranger's pass over the command line with hostile arguments: ``--json`` as an option's
 value, look-alike ids, invisible characters in keys, oversized hand-made files. Each case runs the
-real program as a process and checks the exit code, both streams and what was committed."""
+command in this process (``invoke_cli``: the exit code and both streams a process gives, which
+test_in_process.py checks) and checks them and what was committed."""
 
 from __future__ import annotations
 
@@ -18,21 +19,21 @@ from testing import CliRunner, git, json_of
     ("--author", "--json", "list", "--bogus"),
     ("search", "--bogus", "--", "--json"),
 ])  # fmt: skip
-def test_json_as_an_options_value_is_no_json_flag(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_json_as_an_options_value_is_no_json_flag(example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                     args: tuple[str, ...]) -> None:
-    proc = run_cli("--kb", example_kb.root, *args)
+    proc = invoke_cli("--kb", example_kb.root, *args)
     command = next(arg for arg in args if arg in ("save", "search", "list"))
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.startswith(f"Usage: slayer-kb {command} [OPTIONS]")
     assert proc.stderr.endswith("\nError: No such option '--bogus'.\n")
 
 
-def test_json_as_a_titles_value_saves_that_title(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_json_as_a_titles_value_saves_that_title(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
-    proc = run_cli("--kb", root, "save", "a note", "--title", "--json", check=True)
+    proc = invoke_cli("--kb", root, "save", "a note", "--title", "--json", check=True)
     assert proc.stdout.startswith('Memory saved: "--json" (manual)\n'), proc.stdout
     memory_id = proc.stdout.rsplit("(memory ", 1)[1].removesuffix(")\n")
-    assert json_of(run_cli("--kb", root, "--json", "get", memory_id, check=True))["title"] == "--json"
+    assert json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True))["title"] == "--json"
 
 
 LOOK_ALIKES = [
@@ -51,11 +52,11 @@ LOOK_ALIKES = [
 
 
 @pytest.mark.parametrize("memory_id, message", LOOK_ALIKES)
-def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                          memory_id: str, message: str) -> None:
     root = example_kb.root
     head = git(root, "rev-parse", "HEAD")
-    proc = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", memory_id)
+    proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", memory_id)
     assert (proc.returncode, json_of(proc), proc.stderr) == (
         1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
@@ -63,25 +64,25 @@ def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBas
 
 
 @pytest.mark.parametrize("memory_id", ["007", "0", "kb.заметка", "заметка", "café", "kb.αβ", "kb.12"])
-def test_ids_of_one_script_and_leading_zeros_are_taken(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_ids_of_one_script_and_leading_zeros_are_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                         memory_id: str) -> None:
-    saved = run_cli("--kb", example_kb.root, "--json", "save", "a note", "-e", "shop.orders.amount",
+    saved = invoke_cli("--kb", example_kb.root, "--json", "save", "a note", "-e", "shop.orders.amount",
                     "--id", memory_id, check=True)
     assert json_of(saved)["memory_id"] == memory_id
     # an explicit id that is not int-shaped leaves the auto ids alone
-    auto = run_cli("--kb", example_kb.root, "--json", "save", "another", "-e", "shop.orders.amount", check=True)
+    auto = invoke_cli("--kb", example_kb.root, "--json", "save", "another", "-e", "shop.orders.amount", check=True)
     assert json_of(auto)["memory_id"] == "27"
 
 
-def test_a_hand_made_look_alike_file_is_reported_by_validate(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_hand_made_look_alike_file_is_reported_by_validate(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     (root / "memories" / "１２.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
                                                 encoding="utf-8")
-    proc = run_cli("--kb", root, "validate", "memories/１２.yaml", cwd=root)
+    proc = invoke_cli("--kb", root, "validate", "memories/１２.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, f"memories/１２.yaml:1: the file name is the id: {LOOK_ALIKES[0][1]}\n"
                                                  "1 problem in 1 file (1 file checked)\n")
     # still readable, so that it can be fixed or forgotten
-    assert json_of(run_cli("--kb", root, "--json", "get", "１２", check=True))["learning"] == "a note"
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "１２", check=True))["learning"] == "a note"
 
 
 def _printable_error(name: str, code: int) -> str:
@@ -108,31 +109,31 @@ def _printable_error(name: str, code: int) -> str:
     (("save", "a note", "-e", "shop.orders.amount", "--type", "t" * 201),
      "type is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
 ])  # fmt: skip
-def test_invisible_characters_and_huge_keys_are_refused_by_name(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_invisible_characters_and_huge_keys_are_refused_by_name(example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                           args: tuple[str, ...], message: str) -> None:
     root = example_kb.root
     head = git(root, "rev-parse", "HEAD")
-    proc = run_cli("--kb", root, *args)
+    proc = invoke_cli("--kb", root, *args)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
 
 
-def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     size = 17 * 1024 * 1024
     body = "learning: " + "a" * (size - 45) + "\ncreated_at: '2026-01-01T00:00:00Z'\n"
     (root / "memories" / "90.yaml").write_text(body, encoding="utf-8")
     problem = (f"memories/90.yaml: is {len(body)} bytes; a memory file may hold at most 16777216 bytes (16 MiB): "
                "split it into several memories")
-    listed = run_cli("--kb", root, "--json", "list", "--limit", "100", check=True)
+    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "100", check=True)
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
     assert "90" not in [hit["id"] for hit in json_of(listed)["memories"]]
     assert len(json_of(listed)["memories"]) == 34  # every other memory still answers
-    got = run_cli("--kb", root, "get", "90")
+    got = invoke_cli("--kb", root, "get", "90")
     assert (got.returncode, got.stdout) == (1, "")
     assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
-    checked = run_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
@@ -163,14 +164,14 @@ def test_a_50_mib_file_is_refused_by_its_size_unread(example_kb: KnowledgeBase, 
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
-def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
-    proc = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
+    proc = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
                    env={"SLAYER_KB_MAX_CONTENT": "2097153"})
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: SLAYER_KB_MAX_CONTENT is '2097153'; the most it may be is 2097152 bytes. Set it to at most "
         "2097152 (the default is 65536) or unset it.\n"))
-    taken = run_cli("--kb", root, "--json", "save", "a" * 70_000, "-e", "shop.orders.amount",
+    taken = invoke_cli("--kb", root, "--json", "save", "a" * 70_000, "-e", "shop.orders.amount",
                     env={"SLAYER_KB_MAX_CONTENT": "2097152"}, check=True)
     assert json_of(taken)["action"] == "created"
 
@@ -181,35 +182,35 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: Knowledg
     (("search", "-x"), "QUESTION", "-x"),
     (("timeline", "-1"), "ID", "-1"),  # an optional argument: its metavar is "[ID]"
 ])  # fmt: skip
-def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                                    args: tuple[str, ...], name: str,
                                                                    option: str) -> None:
     root = example_kb.root
-    proc = run_cli("--kb", root, *args)
+    proc = invoke_cli("--kb", root, *args)
     hint = (f"No such option '{option}'. If '{option}' begins the {name} rather than naming an option, put the "
             f"{name} after '--': slayer-kb {args[0]} [OPTIONS] -- {name}.")
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.endswith(f"\nError: {hint}\n")
-    asked = run_cli("--kb", root, "--json", *args)
+    asked = invoke_cli("--kb", root, "--json", *args)
     assert (asked.returncode, json_of(asked)) == (2, {"error": {"type": "usage", "message": (
         f"{hint} Try 'slayer-kb {args[0]} --help' for help.")}})
     # the advice works
     if args[0] == "save":
-        saved = run_cli("--kb", root, "--json", "save", "-e", "shop.orders.amount", "--", args[1], check=True)
-        got = run_cli("--kb", root, "--json", "get", json_of(saved)["memory_id"], check=True)
+        saved = invoke_cli("--kb", root, "--json", "save", "-e", "shop.orders.amount", "--", args[1], check=True)
+        got = invoke_cli("--kb", root, "--json", "get", json_of(saved)["memory_id"], check=True)
         assert json_of(got)["learning"] == "-1 is the sentinel"
 
 
-def test_a_misspelt_long_option_gets_no_double_dash_advice(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
-    proc = run_cli("--kb", example_kb.root, "search", "refunds", "--limt", "3")
+def test_a_misspelt_long_option_gets_no_double_dash_advice(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "search", "refunds", "--limt", "3")
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
         2, "Error: No such option '--limt'. Did you mean '--limit'?")
 
 
-def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")
-    proc = run_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
+    proc = invoke_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, (
         "memories/91.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n"
         "memories/nothere.yaml:1: no such file\n"
@@ -217,21 +218,21 @@ def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: Knowled
 
 
 def test_a_long_number_as_id_is_refused_before_it_moves_the_auto_ids(example_kb: KnowledgeBase,
-                                                                      run_cli: CliRunner) -> None:
+                                                                      invoke_cli: CliRunner) -> None:
     root = example_kb.root
     head = git(root, "rev-parse", "HEAD")
-    refused = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "1234567890123456")
+    refused = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "1234567890123456")
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: Memory id '1234567890123456' is a number of 16 digits: every later auto id would count on from "
         "it. Use a number of at most 15 digits, a name such as 'kb.orders-total', or omit the id to get an auto "
         "id.\n"))
     assert git(root, "rev-parse", "HEAD") == head
-    run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "999999999999999", check=True)
-    after = run_cli("--kb", root, "--json", "save", "next", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "999999999999999", check=True)
+    after = invoke_cli("--kb", root, "--json", "save", "next", "-e", "shop.orders.amount", check=True)
     assert json_of(after)["memory_id"] == "1000000000000000"
 
 
-def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     huge = "9" * 200  # made by hand (or before the digit limit): the next number has 201 digits
     (root / "memories" / f"{huge}.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
@@ -239,51 +240,51 @@ def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: Knowled
     git(root, "add", "memories")
     git(root, "commit", "-qm", "a long number")
     head = git(root, "rev-parse", "HEAD")
-    proc = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount")
+    proc = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: The next auto id would be 201 digits long, over the 200-byte limit of an id: this branch holds an "
         "id that is a number of 200 digits, and auto ids count on from it. Rename that memory to a name if it is "
         "still there, or give this memory an id (--id NAME).\n"))
     assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
-    named = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "kb.named", check=True)
+    named = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "kb.named", check=True)
     assert json_of(named)["memory_id"] == "kb.named"
 
 
 def test_a_broken_catalog_file_is_named_where_its_names_are_missed(example_kb: KnowledgeBase,
-                                                                   run_cli: CliRunner) -> None:
+                                                                   invoke_cli: CliRunner) -> None:
     root = example_kb.root
     (root / "models" / "shop" / "evil.yaml").write_text(
         "name: evil\ncolumns: !!python/object/apply:os.system ['touch pwned']\n", encoding="utf-8")
     problem = ("models/shop/evil.yaml:2: invalid YAML: could not determine a constructor for the tag "
                "'tag:yaml.org,2002:python/object/apply:os.system'")
     head = git(root, "rev-parse", "HEAD")
-    saved = run_cli("--kb", root, "save", "a note", "-e", "shop.evil.amount")
+    saved = invoke_cli("--kb", root, "save", "a note", "-e", "shop.evil.amount")
     assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", (
         "Error: No model 'evil' in datasource 'shop'. Its models: ['customers', 'order_items', 'orders', 'payments', "
         f"'products', 'refunds', 'regions']. The catalog skipped 1 file(s) it could not use, such as {problem}; fix it "
         "('slayer-kb validate' lists every problem).\n"))
     assert git(root, "rev-parse", "HEAD") == head
     assert not (root / "pwned").exists()
-    found = run_cli("--kb", root, "--json", "search", "-e", "shop.orders.amount", check=True)
+    found = invoke_cli("--kb", root, "--json", "search", "-e", "shop.orders.amount", check=True)
     assert json_of(found)["warnings"] == [f"{problem} (skipped)"]
-    listed = run_cli("--kb", root, "--json", "list", check=True)
+    listed = invoke_cli("--kb", root, "--json", "list", check=True)
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
 
 
-def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
-    proc = run_cli("--kb", example_kb.root, "review")
+def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", example_kb.root, "review")
     assert (proc.returncode, proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]) == (
         2, "Usage: slayer-kb review [OPTIONS] BASE [HEAD]", "Error: Missing argument 'BASE'.")
 
 
-def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb.root
     hook = root / ".git" / "hooks" / "reference-transaction"
     # git runs it inside the save's update-ref, holding HEAD's lock; it never returns.
     hook.write_text('#!/bin/sh\n[ "$1" = prepared ] || exit 0\nexec sleep 600 >/dev/null 2>&1\n')
     hook.chmod(0o755)
     head = git(root, "rev-parse", "HEAD")
-    proc = run_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount",
+    proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount",
                    env={"SLAYER_KB_GIT_TIMEOUT": "2"})
     message = ("git update-ref did not finish within 2 s and was stopped: it runs this repository's "
                f"reference-transaction hook ({hook}), which must be waiting for something. Nothing was saved. Make "
@@ -293,5 +294,5 @@ def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, r
     assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
     # git was stopped, and its lock went with it: the next save is taken.
     hook.unlink()
-    saved = run_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
+    saved = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
     assert saved.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"

@@ -1,5 +1,6 @@
 """What an agent sends through MCP and what a person types on the CLI are taken or refused alike:
-each input through a real ``slayer-kb mcp`` process and a real ``slayer-kb`` process."""
+each input through a real ``slayer-kb mcp`` process and the CLI run in this process
+(``invoke_cli``, which prints what a process prints: test_in_process.py)."""
 
 from __future__ import annotations
 
@@ -35,29 +36,54 @@ CASES: list[tuple[list[str], str, dict[str, Any], str | tuple[str, str] | None]]
 ]
 
 
-@pytest.mark.parametrize(("argv", "tool", "arguments", "refused"), CASES)
-def test_the_cli_and_mcp_take_or_refuse_alike(example_kb: KnowledgeBase, run_cli: CliRunner, argv: list[str],
-                                              tool: str, arguments: dict[str, Any],
-                                              refused: str | tuple[str, str] | None) -> None:
-    head = example_kb.store.head()
-    by_cli = run_cli("--kb", example_kb.root, "--json", *argv)
+REFUSED = [case for case in CASES if case[3] is not None]
+(TAKEN,) = [case for case in CASES if case[3] is None]
+
+
+async def reply_of(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[bool, str, Any]:
+    result = await session.call_tool(tool, arguments)
+    reply = result.content[0]
+    assert isinstance(reply, TextContent)
+    return result.is_error, reply.text, result.structured_content
+
+
+@pytest.fixture(scope="module")
+def mcp_refusals(example_kb_read_only: KnowledgeBase) -> list[tuple[bool, str]]:
+    """What one ``slayer-kb mcp`` process answers to each refused input, in REFUSED's order: a
+    refusal writes nothing, so each answer is what a server of its own would give (a server
+    starts in a second of CPU)."""
+    head = example_kb_read_only.store.head()
+
+    async def script(session: ClientSession) -> list[tuple[bool, str]]:
+        return [(await reply_of(session, tool, arguments))[:2] for _argv, tool, arguments, _refused in REFUSED]
+
+    replies = with_server(example_kb_read_only.root, script)
+    assert example_kb_read_only.store.head() == head  # nothing committed
+    return replies
+
+
+@pytest.mark.parametrize("case", range(len(REFUSED)))
+def test_the_cli_and_mcp_refuse_alike(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner,
+                                      mcp_refusals: list[tuple[bool, str]], case: int) -> None:
+    # example_kb_read_only fails the module if any of them committed or left a file behind.
+    argv, _tool, _arguments, refused = REFUSED[case]
+    assert refused is not None
+    cli_says, mcp_says = (refused, refused) if isinstance(refused, str) else refused
+    by_cli = invoke_cli("--kb", example_kb_read_only.root, "--json", *argv)
+    assert (by_cli.returncode, json_of(by_cli)["error"]["message"]) == (1, cli_says)
+    assert mcp_refusals[case] == (True, mcp_says)
+
+
+def test_the_cli_and_mcp_take_alike(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    argv, tool, arguments, _refused = TAKEN
+    by_cli = invoke_cli("--kb", example_kb.root, "--json", *argv)
+    assert by_cli.returncode == 0, by_cli.stdout + by_cli.stderr
+    saved = json_of(invoke_cli("--kb", example_kb.root, "--json", "get", json_of(by_cli)["memory_id"], check=True))
+    assert saved["scope"] == "personal"
 
     async def script(session: ClientSession) -> tuple[bool, str, Any]:
-        result = await session.call_tool(tool, arguments)
-        reply = result.content[0]
-        assert isinstance(reply, TextContent)
-        return result.is_error, reply.text, result.structured_content
+        return await reply_of(session, tool, arguments)
 
-    if refused is not None:
-        cli_says, mcp_says = (refused, refused) if isinstance(refused, str) else refused
-        assert (by_cli.returncode, json_of(by_cli)["error"]["message"]) == (1, cli_says)
-        assert example_kb.store.head() == head  # nothing committed
-        assert with_server(example_kb.root, script)[:2] == (True, mcp_says)
-        assert example_kb.store.head() == head
-        return
-    assert by_cli.returncode == 0, by_cli.stdout + by_cli.stderr
-    saved = json_of(run_cli("--kb", example_kb.root, "--json", "get", json_of(by_cli)["memory_id"], check=True))
-    assert saved["scope"] == "personal"
     is_error, _text, structured = with_server(example_kb.root, script)
     assert not is_error
     # The same observation again: counted on the CLI's memory, scope and all.
@@ -68,23 +94,20 @@ SCOPE_WARNING = ("scope 'bogus' is neither 'project' nor 'personal': saved as 'p
                  "knowledge that holds across projects, or 'project' (the default).")
 
 
-def test_a_scope_neither_project_nor_personal(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_scope_neither_project_nor_personal(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """The CLI's --scope is a choice (project|personal, as its help says) and refuses a typo before anything is
     written; MCP keeps Engram's rule (any scope but 'personal' is 'project') and says so."""
-    refused = run_cli("--kb", example_kb.root, "--json", "save", "Use make for builds", "--title", "Builds",
+    refused = invoke_cli("--kb", example_kb.root, "--json", "save", "Use make for builds", "--title", "Builds",
                       "--scope", "bogus")
     assert refused.returncode == 2 and json_of(refused)["error"] == {
         "type": "usage", "message": "Invalid value for '--scope': 'bogus' is not one of 'project', 'personal'. "
                                     "Try 'slayer-kb save --help' for help."}
-    assert json_of(run_cli("--kb", example_kb.root, "--json", "list", check=True))["memories"][0]["title"] != "Builds"
+    assert json_of(invoke_cli("--kb", example_kb.root, "--json", "list", check=True))["memories"][0]["title"] != "Builds"
 
     async def script(session: ClientSession) -> tuple[bool, str, Any]:
-        result = await session.call_tool("mem_save", {"title": "Deploys", "content": "Deploy with make deploy",
-                                                      "scope": "bogus"})
-        reply = result.content[0]
-        assert isinstance(reply, TextContent)
-        return result.is_error, reply.text, result.structured_content
+        return await reply_of(session, "mem_save", {"title": "Deploys", "content": "Deploy with make deploy",
+                                                    "scope": "bogus"})
 
     is_error, text, structured = with_server(example_kb.root, script)
     assert not is_error and text.endswith(f"\nwarning: {SCOPE_WARNING}") and structured["warnings"] == [SCOPE_WARNING]
-    assert json_of(run_cli("--kb", example_kb.root, "--json", "get", structured["memory_id"], check=True))["scope"] == "project"
+    assert json_of(invoke_cli("--kb", example_kb.root, "--json", "get", structured["memory_id"], check=True))["scope"] == "project"

@@ -1,5 +1,6 @@
 """The team workflow of docs/teams.md typed as a new user would: clones of one bare remote,
-every command a real ``slayer-kb`` process, and the steps an error gives followed as written."""
+every ``slayer-kb`` command run in this process (``invoke_cli``: what a process prints, as
+test_in_process.py checks), git as git, and the steps an error gives followed as written."""
 
 from __future__ import annotations
 
@@ -9,36 +10,36 @@ from pathlib import Path
 from testing import CliRunner, git, json_of, make_team
 
 
-def conflicting_forget(tmp_path: Path, run_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
+def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
     """Clone a saves memory 1 and both clones hold it; then one clone edits it and syncs first
     while the clone named ``forgets`` forgets it. Returns (the clone that edited, the clone whose
     sync stopped, its sync's error message)."""
     _bare, (a, b) = make_team(tmp_path)
-    run_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    run_cli("--kb", a, "sync", check=True)
-    run_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
     forgetter, editor = (a, b) if forgets == "a" else (b, a)
     first, second = (editor, forgetter) if forgets == "a" else (forgetter, editor)
-    run_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
-    run_cli("--kb", forgetter, "forget", "1", check=True)
-    run_cli("--kb", first, "sync", check=True)
-    stopped = run_cli("--kb", second, "--json", "sync")
+    invoke_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", forgetter, "forget", "1", check=True)
+    invoke_cli("--kb", first, "sync", check=True)
+    stopped = invoke_cli("--kb", second, "--json", "sync")
     assert stopped.returncode == 1
     return first, second, json_of(stopped)["error"]["message"]
 
 
-def follow_the_steps(here: Path, run_cli: CliRunner, keep: list[str]) -> None:
+def follow_the_steps(here: Path, invoke_cli: CliRunner, keep: list[str]) -> None:
     """The message's steps up to the sync: fetch, a rebase that stops on the file, the git
     command that keeps one side, validate, and the rebase continued."""
     git(here, "fetch", "-q", "origin")
     assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
     git(here, *keep)
-    run_cli("--kb", here, "validate", check=True)
+    invoke_cli("--kb", here, "validate", check=True)
     git(here, "-c", "core.editor=true", "rebase", "--continue")
 
 
-def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path: Path, run_cli: CliRunner) -> None:
-    _editor, here, message = conflicting_forget(tmp_path, run_cli, forgets="a")
+def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _editor, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="a")
     assert message == (
         "Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
         "To merge by hand: git fetch origin; git rebase origin/main; git rm memories/1.yaml to keep it "
@@ -46,14 +47,14 @@ def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path
         "--continue; slayer-kb sync."
     )
     # The steps work as written, keeping the forget.
-    follow_the_steps(here, run_cli, ["rm", "-q", "memories/1.yaml"])
-    assert "pushed" in run_cli("--kb", here, "sync", check=True).stdout
+    follow_the_steps(here, invoke_cli, ["rm", "-q", "memories/1.yaml"])
+    assert "pushed" in invoke_cli("--kb", here, "sync", check=True).stdout
     assert not (here / "memories" / "1.yaml").exists()
     assert git(here, "ls-tree", "--name-only", "origin/main", "memories/") == ""
 
 
-def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, run_cli: CliRunner) -> None:
-    _forgetter, here, message = conflicting_forget(tmp_path, run_cli, forgets="b")
+def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _forgetter, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="b")
     assert message == (
         "origin/main forgot memories/1.yaml, which your commits edited; the repository is back as it was. "
         "To merge by hand: git fetch origin; git rebase origin/main; git add memories/1.yaml to keep your "
@@ -61,41 +62,41 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, run_
         "slayer-kb sync."
     )
     # The steps work as written, keeping the edit.
-    follow_the_steps(here, run_cli, ["add", "memories/1.yaml"])
-    run_cli("--kb", here, "sync", check=True)
-    shown = json_of(run_cli("--kb", here, "--json", "get", "1", check=True))
+    follow_the_steps(here, invoke_cli, ["add", "memories/1.yaml"])
+    invoke_cli("--kb", here, "sync", check=True)
+    shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", check=True))
     assert shown["learning"] == "Refund reasons: free text, grouped by hand"
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
 
 
-def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, run_cli: CliRunner) -> None:
+def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.
     _bare, (a,) = make_team(tmp_path, clones=1)
     assert not (a / "memories").exists()
-    proc = run_cli("--kb", a, "validate")
+    proc = invoke_cli("--kb", a, "validate")
     assert (proc.returncode, proc.stdout) == (0, "Checked 0 files: no problems.\n")
 
 
-def test_a_branchs_first_sync_counts_only_its_own_commits(tmp_path: Path, run_cli: CliRunner) -> None:
+def test_a_branchs_first_sync_counts_only_its_own_commits(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # docs/teams.md, branch per agent: an agent branches off main, saves, and syncs its branch.
     _bare, (a,) = make_team(tmp_path, clones=1)
-    run_cli("--kb", a, "save", "On main", "-e", "shop.orders.amount", check=True)
-    run_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", a, "save", "On main", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
     git(a, "switch", "-q", "-c", "agent-a")
-    run_cli("--kb", a, "save", "Shipping fees are in EUR including VAT", "-e", "shop.orders.amount", check=True)
-    synced = run_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Shipping fees are in EUR including VAT", "-e", "shop.orders.amount", check=True)
+    synced = invoke_cli("--kb", a, "sync", check=True)
     assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
     assert git(a, "rev-parse", "origin/agent-a") == git(a, "rev-parse", "HEAD")
 
 
-def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_path: Path, run_cli: CliRunner) -> None:
+def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_path: Path, invoke_cli: CliRunner) -> None:
     bare, (a,) = make_team(tmp_path, clones=1)
     git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
-    saved = json_of(run_cli("--kb", a, "--json", "save", "Saved on a train", "-e", "shop.orders.amount", check=True))
+    saved = json_of(invoke_cli("--kb", a, "--json", "save", "Saved on a train", "-e", "shop.orders.amount", check=True))
     assert len(saved["memory_id"]) == 10  # an offline block's id
     head = git(a, "rev-parse", "HEAD")
-    stopped = run_cli("--kb", a, "--json", "sync")
+    stopped = invoke_cli("--kb", a, "--json", "sync")
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
     assert message.startswith(f"git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
@@ -105,5 +106,5 @@ def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_p
     )
     assert git(a, "rev-parse", "HEAD") == head
     git(a, "remote", "set-url", "origin", str(bare))
-    assert run_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
     assert git(a, "ls-tree", "--name-only", "origin/main", "memories/").split() == [f"memories/{saved['memory_id']}.yaml"]

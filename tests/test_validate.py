@@ -321,7 +321,6 @@ def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_ten_thousand_files_in_one_run(catalog_kb: KnowledgeBase) -> None:
     # How fast is a figure of the benchmark; here, that 10,001 files are all read and pass.
     folder = catalog_kb.root / "memories"
