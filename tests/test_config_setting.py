@@ -71,6 +71,7 @@ def test_an_unset_setting_is_read_without_running_git(noted: Path, tmp_path: Pat
         ("global", "[slayer-kb]\n\tserver = off\n", "off"),  # GIT_CONFIG_GLOBAL, as the tests set it
         ("home", "[slayer-kb]\n\tserver = manual\n", "manual"),
         ("xdg", "[slayer-kb]\n\tserver = off\n", "off"),
+        ("system", "[slayer-kb]\n\tserver = manual\n", "manual"),  # GIT_CONFIG_SYSTEM, NOSYSTEM unset
         ("global", "[include]\n\tpath = {included}\n", "off"),
         ("repo", '[includeIf "gitdir:{root}/"]\n\tpath = {included}\n', "off"),
     ],
@@ -83,10 +84,13 @@ def test_a_setting_any_config_file_may_hold_is_git_s_answer(
     included.write_text("[slayer-kb]\n\tserver = off\n")
     home = tmp_path / "home"
     files = {"repo": root / ".git" / "config", "global": tmp_path / "gitconfig", "home": home / ".gitconfig",
-             "xdg": tmp_path / "xdg" / "git" / "config"}
+             "xdg": tmp_path / "xdg" / "git" / "config", "system": tmp_path / "system"}
     if where in ("home", "xdg"):
         monkeypatch.delenv("GIT_CONFIG_GLOBAL")  # git then reads ~/.gitconfig and the XDG file
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    if where == "system":
+        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(files["system"]))
     path = files[where]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as config:

@@ -48,14 +48,16 @@ def _surely_unset(root: str, section: str) -> bool:
             os.path.join(dotgit, "HEAD")):
         return False
     files = [os.path.join(dotgit, "config"), os.path.join(dotgit, "config.worktree"),
-             os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git", "config"), "/etc/gitconfig",
+             os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git", "config"),
              *(os.path.join(os.environ[name], "git", "config") for name in ("XDG_CONFIG_HOME",) if os.environ.get(name)),
-             *(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG")
-               if os.environ.get(name))]
+             *(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG") if os.environ.get(name))]
     git = _program("git")
     if git is None:
         return False
-    files.append(os.path.join(os.path.dirname(os.path.dirname(git)), "etc", "gitconfig"))  # $(prefix)/etc
+    # The system's file, unless GIT_CONFIG_NOSYSTEM says true as git reads a boolean.
+    if os.environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        files += ["/etc/gitconfig", os.path.join(os.path.dirname(os.path.dirname(git)), "etc", "gitconfig"),
+                  *(os.environ[name] for name in ("GIT_CONFIG_SYSTEM",) if os.environ.get(name))]
     wanted = section.lower().encode()
     for path in files:
         try:
