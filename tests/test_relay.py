@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import commands, relay
-from testing import BLOCKED, Watcher, blocker, in_process_runner
+from testing import BLOCKED, Watcher, blocker, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -329,19 +329,25 @@ def test_the_client_imports_nothing_heavy_to_find_a_watcher() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-def test_the_client_imports_not_even_json_pathlib_or_typing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("server", ["on", None])  # None: unset, the KB's git setting (unset too) read
+def test_the_client_imports_not_even_json_pathlib_or_typing(tmp_path: Path, server: str | None) -> None:
     # Without site (-S), which imports some of them for an editable install; a run in the
-    # process that follows imports what it needs then.
+    # process that follows imports what it needs then. Nor socket.py (its enums and selectors:
+    # the built-in _socket serves) nor subprocess (no git run to read an unset setting).
     root = Path(relay.__file__).resolve().parent.parent.parent
+    git(tmp_path, "init", "-q")
     (tmp_path / "memories").mkdir()  # a KB with no server: the client looks for one, then gives up
     probe = (
         f"import sys; sys.path.insert(0, {str(root)!r}); import os; os.chdir({str(tmp_path)!r})\n"
         "from slayer_kb.daemon import relay\n"
         "assert relay.forward(['search', 'x']).start == relay.forward(['--kb', '.', 'list']).start == os.getcwd()\n"
-        "print(sorted(m for m in ('json', 'pathlib', 'typing', 'hashlib', 'subprocess', 're') if m in sys.modules))"
+        "print(sorted(m for m in ('json', 'pathlib', 'typing', 'hashlib', 'subprocess', 're', 'socket', 'selectors',"
+        " 'enum') if m in sys.modules))"
     )
+    env = {k: v for k, v in os.environ.items() if k not in ("SLAYER_KB_SERVER", "CI", "XDG_CONFIG_HOME")}
+    env["HOME"] = str(tmp_path)  # no config file of the developer's own (the system's is off: conftest.py)
     proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60, check=True,
-                          env=dict(os.environ, SLAYER_KB_SERVER="on"))
+                          env=env if server is None else {**env, "SLAYER_KB_SERVER": server})
     assert proc.stdout.strip() == "[]", proc.stderr
 
 

@@ -4,7 +4,9 @@ to the server of its KB, which runs it on its warm index and catalog, and print 
 A new process otherwise spends most of its time importing Whoosh, numpy and click, opening the
 index and checking every file's signature (0.4-0.6 s, against tens of milliseconds relayed). So
 this module imports nothing heavy: sockets, marshal and os from the standard library (not even
-json, pathlib or typing, which cost more than the rest of the client together).
+json, pathlib or typing, which cost more than the rest of the client together). Its sockets are
+the built-in ``_socket``'s: ``socket.py`` adds only enums and wrappers, and importing it (enum,
+selectors) took about 8 ms of every relayed command's start.
 
 The channel is a Linux abstract socket named for the KB's real path and the user (nothing left on
 disk, no path length limit; each side checks the other's user with SO_PEERCRED), or elsewhere a
@@ -25,9 +27,9 @@ command's result instead of running it again when its commit landed.
 
 from __future__ import annotations
 
+import _socket
 import marshal
 import os
-import socket
 import stat
 import struct
 import sys
@@ -46,8 +48,8 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
     except ImportError:
         from hashlib import sha256  # type: ignore[assignment]
 
-LINUX = sys.platform.startswith("linux") and hasattr(socket, "SO_PEERCRED")
-SUPPORTED = hasattr(socket, "AF_UNIX") and os.name == "posix"
+LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
+SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
 # The server acknowledges a connection at once, from a thread that never waits for the index:
 # one that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
 ACK_SECONDS = 2.0
@@ -171,30 +173,30 @@ def private_socket(path: str) -> bool:
             and stat.S_ISSOCK(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077)
 
 
-def peer_uid(conn: socket.socket) -> int | None:
+def peer_uid(conn: _socket.socket) -> int | None:
     """The user at the other end of ``conn``, where the system says (None elsewhere)."""
     if LINUX:
-        _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+        _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size))
         return uid
-    peercred = getattr(socket, "LOCAL_PEERCRED", None)
+    peercred = getattr(_socket, "LOCAL_PEERCRED", None)
     if peercred is not None:  # macOS and the BSDs: struct xucred {u_int version; uid_t uid; ...}
         raw = conn.getsockopt(0, peercred, 76)
         return struct.unpack_from("=Ii", raw)[1]
     return None
 
 
-def same_user(conn: socket.socket) -> bool:
+def same_user(conn: _socket.socket) -> bool:
     uid = peer_uid(conn)
     return uid is None or uid == os.getuid()
 
 
-def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> socket.socket | None:
+def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> _socket.socket | None:
     """A connection to the server of ``root``, acknowledged; None when there is none (or it is
     not this user's, or does not answer)."""
     where = address(root)
     if where is None or (isinstance(where, str) and not private_socket(where)):
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(timeout)
         conn.connect(where)
@@ -222,18 +224,18 @@ def frame(data: bytes) -> bytes:
     return _LENGTH.pack(len(data)) + data
 
 
-def send_frame(conn: socket.socket, data: bytes) -> None:
+def send_frame(conn: _socket.socket, data: bytes) -> None:
     conn.sendall(frame(data))
 
 
-def recv_frame(conn: socket.socket, limit: int = 1 << 30) -> bytes:
+def recv_frame(conn: _socket.socket, limit: int = 1 << 30) -> bytes:
     (size,) = _LENGTH.unpack(recv_exactly(conn, _LENGTH.size))
     if size > limit:
         raise ValueError("frame too large")
     return recv_exactly(conn, size)
 
 
-def recv_exactly(conn: socket.socket, size: int) -> bytes:
+def recv_exactly(conn: _socket.socket, size: int) -> bytes:
     chunks = []
     while size:
         chunk = conn.recv(min(size, 1 << 20))
@@ -249,17 +251,18 @@ def control(root: os.PathLike[str] | str, op: str) -> dict | None:
     conn = connect(root)
     if conn is None:
         return None
-    with conn:
-        try:
-            conn.settimeout(SILENT_SECONDS)
-            send_frame(conn, dumps({"op": op, "root": os.path.realpath(root)}))
-            while (tag := recv_exactly(conn, 1)) == BEAT:
-                pass
-            if tag != RESULT:
-                return None
-            answer = loads(recv_frame(conn))
-        except (OSError, ValueError, EOFError, TypeError):
+    try:  # (a built-in socket is no context manager)
+        conn.settimeout(SILENT_SECONDS)
+        send_frame(conn, dumps({"op": op, "root": os.path.realpath(root)}))
+        while (tag := recv_exactly(conn, 1)) == BEAT:
+            pass
+        if tag != RESULT:
             return None
+        answer = loads(recv_frame(conn))
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    finally:
+        conn.close()
     return answer if isinstance(answer, dict) else None
 
 
@@ -369,11 +372,13 @@ def forward(argv: list[str]) -> Outcome:
     conn = connect(root)
     if conn is None:
         return Outcome(None, start)
-    with conn:
+    try:
         return _relay(conn, argv, root, found[1], start)
+    finally:
+        conn.close()
 
 
-def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
+def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
     stdin = None
     if "-" in argv:
         if _isatty(sys.stdin) or sys.stdin is None:
@@ -390,7 +395,7 @@ def _relay(conn: socket.socket, argv: list[str], root: str, command: str, start:
     return outcome
 
 
-def _exchange(conn: socket.socket, argv: list[str], root: str, command: str, start: str | None,
+def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None,
               stdin: bytes | None) -> Outcome:
     umask = os.umask(0o077)
     os.umask(umask)

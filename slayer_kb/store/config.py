@@ -1,12 +1,27 @@
 """One git setting read with nothing heavy imported: the ``slayer-kb`` client asks for
-``slayer-kb.server`` before it knows whether a warm server answers (daemon/relay.py)."""
+``slayer-kb.server`` before it knows whether a warm server answers (daemon/relay.py).
+
+Most KBs never set it, and asking ``git config`` costs every relayed command a process (and the
+import of ``subprocess``). So the files git would read are looked at first: when none of them
+names the setting's section, nor includes another file, the setting is unset, as git would say;
+otherwise, or whenever it is unsure which files git reads, git is asked."""
 
 from __future__ import annotations
+
+import os
+import sys
+
+# What makes git read config from somewhere these files do not say: given on its command line
+# (``git -c``, ``GIT_CONFIG_COUNT``) or another repository.
+_OTHER_SOURCES = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_COMMON_DIR",
+                  "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CEILING_DIRECTORIES")
 
 
 def setting(root: str, key: str) -> str:
     """The value of ``key`` in git's config as seen from ``root`` (the repository's, then the
     user's), or "" when it is not set or git cannot say."""
+    if _surely_unset(root, key.rpartition(".")[0]):
+        return ""
     import subprocess  # here: most commands never need it, and the client starts lean
 
     try:
@@ -15,3 +30,53 @@ def setting(root: str, key: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return found.stdout
+
+
+def _surely_unset(root: str, section: str) -> bool:
+    """True when no config file git may read from ``root`` mentions ``section`` or an include:
+    then ``git config --get`` would print nothing. Every file that could count is read (more
+    than git reads is harmless: it only sends the question to git); False wherever that set is
+    not known (not Linux, no HOME, another repository named by the environment, ``root`` not a
+    repository's top folder)."""
+    home = os.environ.get("HOME")
+    if not sys.platform.startswith("linux") or not home or not section or any(
+            os.environ.get(name) is not None for name in _OTHER_SOURCES):
+        return False
+    dotgit = os.path.join(root, ".git")
+    # git takes .git for a repository when these are there; else it looks further up.
+    if not all(os.path.isdir(os.path.join(dotgit, part)) for part in ("objects", "refs")) or not os.path.isfile(
+            os.path.join(dotgit, "HEAD")):
+        return False
+    files = [os.path.join(dotgit, "config"), os.path.join(dotgit, "config.worktree"),
+             os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git", "config"),
+             *(os.path.join(os.environ[name], "git", "config") for name in ("XDG_CONFIG_HOME",) if os.environ.get(name)),
+             *(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG") if os.environ.get(name))]
+    git = _program("git")
+    if git is None:
+        return False
+    # The system's file, unless GIT_CONFIG_NOSYSTEM says true as git reads a boolean.
+    if os.environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        files += ["/etc/gitconfig", os.path.join(os.path.dirname(os.path.dirname(git)), "etc", "gitconfig"),
+                  *(os.environ[name] for name in ("GIT_CONFIG_SYSTEM",) if os.environ.get(name))]
+    wanted = section.lower().encode()
+    for path in files:
+        try:
+            with open(path, "rb") as config:
+                text = config.read().lower()
+        except FileNotFoundError:
+            continue
+        except OSError:  # unreadable, a folder: git decides
+            return False
+        if wanted in text or b"include" in text:
+            return False
+    return True
+
+
+def _program(name: str) -> str | None:
+    """The real path of the program ``name`` that PATH finds, as git is run (no shutil: the client
+    starts lean)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    return None
