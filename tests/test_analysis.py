@@ -1,12 +1,19 @@
-"""analysis.py gives the terms Whoosh's StemmingAnalyzer gives, token for token."""
+"""analysis.py gives the terms Whoosh's StemmingAnalyzer gives, token for token, and schema.Words the
+postings Whoosh's TEXT field makes of them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from whoosh import index as windex
 from whoosh.analysis import STOP_WORDS, StemmingAnalyzer
+from whoosh.fields import TEXT, Schema
 
-from slayer_kb.search.analysis import WordAnalyzer
+from slayer_kb.search.analysis import WordAnalyzer, symbols
+from slayer_kb.search.schema import CODEC, SCHEMA, Words
 
 WHOOSH = StemmingAnalyzer()
 OURS = WordAnalyzer()
@@ -76,3 +83,50 @@ def test_symbols_match_the_token_by_token_reading(text: str) -> None:
     from slayer_kb.search.analysis import symbols
 
     assert symbols(text) == _symbols_reference(text)
+
+
+PLAIN = TEXT(analyzer=WordAnalyzer(), phrase=False)  # the field schema.Words stands in for
+
+
+@settings(max_examples=300)
+@given(st.one_of(texts, st.text(max_size=80)))
+def test_a_words_field_makes_whooshs_postings(text: str) -> None:
+    assert sorted(Words().index(text)) == sorted(PLAIN.index(text))
+
+
+def test_an_index_of_words_fields_holds_what_whooshs_holds(tmp_path: Path) -> None:
+    """Every field's terms, postings (document, weight, stored value) and lengths, and each
+    document's stored fields, the same in an index built with Whoosh's TEXT fields."""
+    plain = Schema(**{name: (PLAIN if isinstance(field, Words) else field) for name, field in SCHEMA.items()})
+    seeds = Path(__file__).resolve().parents[1] / "slayer_kb" / "example"
+    texts = [p.read_text(encoding="utf-8") for p in sorted(seeds.rglob("*.yaml"))]
+    assert len(texts) > 10
+    docs = [{"id": str(n), "kind": "memory", "text": t, "title": t[:80], "description": t[-200:],
+             "catalog_text": t[:300], "catalog_title": t[:40], "symbols": " ".join(symbols(t)), "data": {"n": n}}
+            for n, t in enumerate([*texts, "", "the a of", "İstanbul straße N+1 e.g x.y 3.14 0*"])]
+    built = []
+    for name, schema in (("ours", SCHEMA), ("whooshs", plain)):
+        (tmp_path / name).mkdir()
+        ix = windex.create_in(str(tmp_path / name), schema)
+        with ix.writer(codec=CODEC) as writer:
+            for doc in docs:
+                writer.add_document(**doc)
+        built.append(ix)
+    ours, whooshs = (contents(ix) for ix in built)
+    assert ours == whooshs
+    assert ours["postings"]["text"]  # the comparison saw words
+
+
+def contents(ix: Any) -> dict[str, Any]:
+    with ix.searcher() as searcher:
+        reader = searcher.reader()
+        postings: dict[str, list[Any]] = {}
+        for fieldname, term in reader.all_terms():
+            matcher, found = reader.postings(fieldname, term), []
+            while matcher.is_active():
+                found.append((matcher.id(), matcher.weight(), matcher.value()))
+                matcher.next()
+            postings.setdefault(fieldname, []).append((term, found))
+        lengths = {name: [reader.doc_field_length(n, name) for n in range(reader.doc_count_all())]
+                   for name in ix.schema.scorable_names()}
+        return {"postings": postings, "lengths": lengths, "stored": list(reader.all_stored_fields())}

@@ -19,7 +19,8 @@ from whoosh.lang.porter import stem
 
 # StemmingAnalyzer's defaults: RegexTokenizer's pattern (words, and * for Whoosh's wildcards),
 # StopFilter's list and minimum size, StemFilter's cache size.
-_WORDS: re.Pattern[str] = default_pattern
+# (Without its capturing group, so that ``findall`` gives whole words.)
+_WORDS = re.compile(default_pattern.pattern.replace("(", "(?:"), default_pattern.flags)
 _STOP_WORDS = frozenset(STOP_WORDS)
 _MIN_SIZE = 2
 
@@ -54,12 +55,19 @@ class WordAnalyzer(Analyzer):
             )
             return
         token = Token(boost=1.0, stopped=False, **kwargs)
-        for match in _WORDS.finditer(value):
-            word = match.group().lower()
-            if len(word) < _MIN_SIZE or word in _STOP_WORDS:
-                continue
-            token.text = _stem(word)
+        for text in self.words(value):
+            token.text = text
             yield token
+
+    @staticmethod
+    def words(value: str) -> list[str]:
+        """The terms of ``value``, in order, as the analyzer yields them."""
+        out = []
+        for word in _WORDS.findall(value):
+            word = word.lower()
+            if len(word) >= _MIN_SIZE and word not in _STOP_WORDS:
+                out.append(_stem(word))
+        return out
 
 
 _WHOOSH = StemmingAnalyzer()
