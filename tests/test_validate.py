@@ -13,7 +13,8 @@ import yaml
 from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.slayerquery import check_query
 from slayer_kb.core.errors import KBError
-from slayer_kb.ops.validate import SCHEMA_PATH, validate
+from slayer_kb.ops.schema_words import SCHEMA_PATH
+from slayer_kb.ops.validate import validate
 from testing import EXAMPLE_KB, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"

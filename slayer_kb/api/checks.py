@@ -28,7 +28,7 @@ def fmt(paths: Sequence[Path], check: bool = False) -> Report:
 
 def schema(session: bool = False) -> str:
     """The JSON Schema of memory files (of session files with ``session``), indented."""
-    from ..ops.validate import SCHEMA_PATH, SESSION_SCHEMA_PATH
+    from ..ops.schema_words import SCHEMA_PATH, SESSION_SCHEMA_PATH
 
     path = SESSION_SCHEMA_PATH if session else SCHEMA_PATH
     return json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2)

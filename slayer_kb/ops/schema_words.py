@@ -1,0 +1,161 @@
+"""The JSON Schemas of memory and session files, and their errors said in a file's words, as
+the readers say them ("'entities' must be a list, not a string"), each at its line."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from ..core import yamlio
+from ..core.memory import KEY_ORDER, TIME_KEYS, key_line, missing_key
+
+# The record schemas live with the records (core/).
+SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
+SESSION_SCHEMA_PATH = SCHEMA_PATH.with_name("session.schema.json")
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+@lru_cache(maxsize=1)
+def _session_validator() -> jsonschema.protocols.Validator:
+    session_schema = json.loads(SESSION_SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(session_schema)
+    cls.check_schema(session_schema)
+    return cls(session_schema)
+
+
+def memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        if error.validator == "additionalProperties":
+            for extra in sorted(set(data) - set(schema()["properties"]), key=str):
+                hint = ("the file name is the id; remove the id key" if extra == "id"
+                        else f"allowed keys: {', '.join(KEY_ORDER)}")
+                yield key_line(text, extra), f"unknown key {extra!r} ({hint})"
+            continue
+        if error.validator == "required":
+            for missing in _missing(error):
+                yield 1, missing_key(missing)
+            continue
+        if key == "entities" and len(where) == 2:
+            yield (item_line(text, "entities", where[1]),
+                   f"entities[{where[1]}]: {error.instance!r} is not an entity reference "
+                   "(<ds>, <ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)")
+            continue
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+                        for i, p in enumerate(where)) or "file"
+        if key in TIME_KEYS and error.validator in ("pattern", "type"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif key == "learning" and error.validator == "pattern":
+            message = "must not be blank"
+        elif error.validator == "type":
+            message = _type_message(error)
+        elif error.validator == "enum":
+            allowed = [v for v in error.validator_value if v is not None]
+            message = f"must be {' or '.join(map(str, allowed))}, not {error.instance!r}"
+        elif error.validator == "minimum":
+            message = f"must be at least {error.validator_value}, not {error.instance!r}"
+        else:
+            message = error.message
+        yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
+
+
+def _json_like(data: Any) -> Any:
+    """YAML timestamps as the strings a canonical file holds; the canonical-form check reports
+    the missing quotes separately, with the fix."""
+    if isinstance(data, dict):
+        return {k: _json_like(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_json_like(v) for v in data]
+    if isinstance(data, _dt.datetime):
+        if data.tzinfo is not None:
+            data = data.astimezone(_dt.timezone.utc)
+        return data.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(data, _dt.date):
+        return data.isoformat()
+    return data
+
+
+def session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    for error in sorted(_session_validator().iter_errors(_json_like(data)), key=lambda e: [str(p) for p in e.path]):
+        where = list(error.absolute_path)
+        key = where[0] if where else None
+        line = item_line(text, "prompts", where[1]) if key == "prompts" and len(where) > 1 else key_line(text, key)
+        label = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(where))
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+            allowed = ", ".join(error.schema.get("properties", {}))
+            hint = "the file name is the id; remove the id key" if extra == ["id"] and not where else f"allowed keys: {allowed}"
+            for key_name in extra:
+                at = key_line(text, key_name) if not where else line
+                yield at, f"{label + ': ' if label else ''}unknown key {key_name!r} ({hint})"
+            continue
+        if error.validator == "required":
+            for missing in _missing(error):
+                yield line if where else 1, f"{label + ': ' if label else ''}missing required key {missing!r}"
+            continue
+        if error.validator in ("pattern", "anyOf", "$ref") and str(where[-1] if where else "").endswith("_at"):
+            message = "must be a UTC time, quoted: '2026-11-29T20:42:40Z'"
+        elif error.validator == "pattern":
+            message = "must not be blank"
+        elif error.validator == "type" and "object" in error.validator_value:
+            message = "must be a mapping with created_at and content"
+        elif error.validator == "type":
+            message = _type_message(error)
+        else:
+            message = error.message
+        yield line, f"'{label}' {message}" if label else message
+
+
+_ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",
+             "boolean": "true or false", "number": "a number"}
+
+
+def _missing(error: jsonschema.ValidationError) -> list[str]:
+    """The keys a ``required`` error found missing, in the schema's order."""
+    present = error.instance if isinstance(error.instance, dict) else {}
+    return [key for key in error.validator_value if key not in present]
+
+
+def _type_message(error: jsonschema.ValidationError) -> str:
+    """A schema's type error in the file's words: "must be a list, not a string"."""
+    wanted = [t for t in error.validator_value if t != "null"] if isinstance(error.validator_value, list) else [error.validator_value]
+    return f"must be {' or '.join(_ARTICLES.get(t, t) for t in wanted)}, not {_article(error.instance)}"
+
+
+def _article(value: Any) -> str:
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+                       (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, kind):
+            return name
+    return "empty" if value is None else type(value).__name__
+
+
+def item_line(text: str, key: str, index: int) -> int | None:
+    """Line of item ``index`` of the top-level list ``key``; composing runs only for problems."""
+    with contextlib.suppress(yaml.YAMLError):
+        node = yamlio.compose(text)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                if key_node.value == key and isinstance(value, yaml.SequenceNode):
+                    if index < len(value.value):
+                        return value.value[index].start_mark.line + 1
+    return key_line(text, key)
