@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -75,6 +76,7 @@ class Index(Reads, Meaning):
         self._meaning: vectors.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them
+        self._readers = threading.local()  # each thread's kept manifest connection (meaning.py)
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
         # How many broken files the manifest stale_files read last counts (None: a manifest from
         # before the count), for known_problems.
@@ -92,6 +94,7 @@ class Index(Reads, Meaning):
 
     def close(self) -> None:
         super().close()
+        self.drop_manifest_reader()
         self._auto_top = None  # the next monitor counts its generations from the start again
 
     def warm_up(self) -> None:
