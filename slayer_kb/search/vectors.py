@@ -28,7 +28,7 @@ from . import sentences
 from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 from .helper import helper as _helper
-from .shortlist import Products
+from .shortlist import Blocks, Products
 from .tokens import SCHEMA_SQL as TOKENS_SQL
 from .tokens import pack as pack_tokens
 
@@ -277,6 +277,8 @@ class Table:
     covered: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] | None = None
+    # The sentence rows as the int8 scan reads them (shortlist.py), kept while no row changes.
+    _blocks: Blocks = field(default_factory=Blocks)
     # A warm process's table (``expand``): its sentence cosines are those of the rows as
     # float32 unit vectors, as a loaded table's are those of the rows as stored, scaled after.
     expanded: bool = False
@@ -393,6 +395,7 @@ class Table:
     def _set_sentence(self, row: int, blob: bytes | None) -> None:
         import numpy as np
 
+        self._blocks.forget(row)
         if blob is None:
             self.sentence[row] = 0
             self.inverse[row] = 0.0
@@ -581,7 +584,7 @@ class Table:
         floor = max(floor, -1.0)
         question = vector.astype(np.float32, copy=False)
         products = Products(question)
-        approximate = products.scores(self.sentence[:n], self.inverse[:n])
+        approximate = products.scores(self.sentence[:n], self.inverse[:n], self._blocks)
         approximate[~(self.mask(wanted) & self.covered[:n])] = -np.inf
         depth = min(depth, n)
         # At least ``depth`` rows score at least the depth-th best approximation less the slack.
