@@ -313,20 +313,20 @@ class Meaning:
         _units_seen.update(found)
         if stamp is not None:
             absent.update(d for d in wanted if d not in found)
-        held: list[tuple[str, bytes]] = []
+        units: list[tuple[str, bytes]] = []
         for memory_id, digest in digests.items():
             blob = _units_seen.get(digest)
             if blob is not None:
                 _units_seen.move_to_end(digest)
                 if blob:  # (an empty entry: no units)
-                    held.append((memory_id, blob))
+                    units.append((memory_id, blob))
         # Every text's units made unit vectors at once (a row's doing does not depend on the rows
         # beside it), each text's then multiplied alone, as before: the same products, to the bit.
         size = encoder.DIMENSIONS
-        rows = sentences.unpack([blob for _m, blob in held], size)
+        rows = sentences.unpack([blob for _m, blob in units], size)
         out: dict[str, float] = {}
         at = 0
-        for memory_id, blob in held:
+        for memory_id, blob in units:
             count = len(blob) // size
             out[memory_id] = float(np.max(rows[at : at + count] @ vector))
             at += count

@@ -101,6 +101,12 @@ class Blocks:
         """Row ``row`` changed: its block is made again when next scanned."""
         self._made.pop(row // BLOCK_ROWS, None)
 
+    def fill(self, matrix: np.ndarray) -> None:
+        """Make every block of ``matrix`` now (a warm process, as it loads its table), so that
+        its first scan does not (about 40 ms at 100,000 memories)."""
+        for number in range(-(-len(matrix) // BLOCK_ROWS)):
+            self.block(matrix, number)
+
     def block(self, matrix: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray]:
         """Block ``number`` of ``matrix`` (the rows in use): its columns and its rows' sums."""
         import numpy as np
@@ -139,7 +145,7 @@ class Products:
             return np.zeros(0, dtype=np.float64)
         blocks = blocks if blocks is not None else Blocks()
         products = np.empty(len(matrix), dtype=np.int32)
-        count = -(-len(matrix) // BLOCK_ROWS)
+        count = -(-len(matrix) // BLOCK_ROWS)  # blocks
 
         def run(first: int, end: int) -> None:
             session = _session(matrix.shape[1])

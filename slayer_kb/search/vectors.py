@@ -471,9 +471,11 @@ class Table:
             # their scan reads the bytes (shortlist.py), and the few rows it keeps, and the
             # candidates', are made float32 unit vectors when scored.
             self.expanded = True
-            # What its first own save would make (50 ms at 100,000): room to grow, rows by id.
+            # What its first own save would make (50 ms at 100,000): room to grow, rows by id;
+            # and what its first scan would (shortlist.Blocks).
             self._grow(len(self.live) + 1)
             self._row_index()
+            self._blocks.fill(self.sentence[: self.size])
 
     def unit_vectors(self, rows: list[int] | None = None) -> np.ndarray:
         """These rows' vectors (None: every row in use) as float32."""
