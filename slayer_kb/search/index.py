@@ -12,7 +12,6 @@ import os
 import shutil
 import sqlite3
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -76,7 +75,6 @@ class Index(Reads, Meaning):
         self._meaning: vectors.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them
-        self._readers = threading.local()  # each thread's kept manifest connection (meaning.py)
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
         # How many broken files the manifest stale_files read last counts (None: a manifest from
         # before the count), for known_problems.
@@ -446,8 +444,7 @@ class Index(Reads, Meaning):
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
-        # The searcher stays: the next search finds it out of date and reopens only the new
-        # segments (searcher()).
+        # The searcher stays: the next search finds it out of date and reopens only the new segments (searcher()).
         return report
 
     def _listing_for(self, digest: int | None, scanned: dict[str, Sig], gone: list[str]) -> Listing | None:
