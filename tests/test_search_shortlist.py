@@ -128,3 +128,62 @@ def test_a_large_scan_in_two_halves_gives_the_same_products(monkeypatch: Any) ->
     assert halves.tobytes() == whole.tobytes()
     expected = (matrix.astype(np.int64) @ products.rounded.astype(np.int64)) * (products.scale * inverse.astype(np.float64))
     assert np.array_equal(whole, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(1, 120),
+    block=st.sampled_from([1, 7, 32, shortlist.BLOCK_ROWS]),
+    split=st.booleans(),
+    extreme=st.booleans(),
+)
+def test_the_scan_in_blocks_of_columns_gives_the_exact_products(seed: int, count: int, block: int, split: bool, extreme: bool) -> None:
+    """Whatever the block size and the halves, each row's product is the exact integer product of
+    the row with the rounded question, however large its byte products (rows and questions of
+    extreme bytes, where a kernel summing pairs in 16 bits would saturate)."""
+    from unittest import mock
+
+    rng = np.random.default_rng(seed)
+    if extreme:
+        matrix = np.where(rng.random((count, vectors.SENTENCE_DIMENSIONS)) < 0.5, -128, 127).astype(np.int8)
+        question = np.where(rng.random(vectors.SENTENCE_DIMENSIONS) < 0.5, -1.0, 1.0).astype(np.float32)
+    else:
+        matrix = rng.integers(-127, 128, size=(count, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
+        question = rng.standard_normal(vectors.SENTENCE_DIMENSIONS).astype(np.float32)
+    inverse = rng.random(count, dtype=np.float32)
+    with mock.patch.object(shortlist, "BLOCK_ROWS", block), mock.patch.object(shortlist, "SPLIT_ROWS", 1 if split else 10**9):
+        products = shortlist.Products(question)
+        found = products.scores(matrix, inverse)
+    assert int(np.abs(products.rounded).max()) <= shortlist.LEVELS
+    exact = matrix.astype(np.int64) @ products.rounded.astype(np.int64)
+    assert np.array_equal(found, exact * (products.scale * inverse.astype(np.float64)))
+
+
+def test_a_tables_blocks_follow_its_changed_rows(monkeypatch: Any) -> None:
+    """A table keeps its rows' blocks between scans; a sentence vector made, replaced or added
+    since (a save, the filler's) makes its block again: the scan finds what a table loaded
+    afresh finds, and what scoring every row finds."""
+    monkeypatch.setattr(shortlist, "BLOCK_ROWS", 16)
+    rng = np.random.default_rng(11)
+    unit = _clustered(rng, 60, 4, 0.1)
+    db = _table([sentences.pack(v) if n % 5 else None for n, v in enumerate(unit)], [False] * 60)
+    table = vectors.Table.load(db)
+    table.expand()
+    wanted = vectors.Filter()
+    for question in unit[:3]:
+        assert table.sentence_top(question, wanted, 10, -1.0) == _every_row(table, question, wanted, 10, -1.0)
+    # The question's own vector lands in rows of three blocks (one not covered before), one new.
+    made = [(f"m{n:05d}", sentences.pack(unit[0])) for n in (5, 21, 40)]
+    table.set_sentences(made)
+    extra = Memory(id="m00060", learning="note 60", created_at="2026-11-01T09:00:00Z")
+    (row,) = vectors.rows([extra], np.eye(1, vectors.DIMENSIONS, dtype=np.float32))
+    table.apply([], [(*row[:10], sentences.pack(unit[0]), *row[11:])])  # a save's row, as a warm process takes it
+    vectors.write(db, (), [row])
+    hashes = dict(db.execute("SELECT id, hash FROM vectors").fetchall())
+    vectors.write_sentences(db, [(m, hashes[m], blob) for m, blob in [*made, ("m00060", sentences.pack(unit[0]))]])
+    fresh = vectors.Table.load(db)
+    found = table.sentence_top(unit[0], wanted, 10, -1.0)
+    assert {m for m, _s in found[:4]} == {"m00005", "m00021", "m00040", "m00060"}  # (m00000 has none)
+    assert found == _every_row(table, unit[0], wanted, 10, -1.0)
+    assert [m for m, _s in found] == [m for m, _s in fresh.sentence_top(unit[0], wanted, 10, -1.0)]

@@ -250,3 +250,65 @@ def test_the_ids_read_without_offsets_are_the_ids_read_with_them(texts: list[str
     plain = embedding.Embedder(_IdsAndOffsets(model._tokenizer), model._weights)
     assert model._ids(texts) == plain._ids(texts)
     assert model.embed(texts).tobytes() == plain.embed(texts).tobytes()
+
+
+def test_the_kept_manifest_connection_sees_what_a_new_one_would(example_kb: KnowledgeBase) -> None:
+    """The index reads the manifest through one connection a thread, kept: it still sees what
+    another connection commits, a rebuilt manifest is read through a new one, another thread
+    has its own, and closing the index closes it."""
+    import sqlite3
+    import threading
+
+    from slayer_kb.core.memory import Memory
+    from slayer_kb.search import vectors
+
+    kb = example_kb
+    kb.ensure_fresh()
+    memory_id = "kb.refund-policy"
+    text = vectors.embedding_text(Memory(**kb.index.stored([memory_id])[memory_id]["data"]))
+    first = kb.index.token_ids({memory_id: text})[memory_id]
+    kept = kb.index._manifest_reader()
+    assert kb.index.token_ids({memory_id: text})[memory_id].tobytes() == first.tobytes()
+    assert kb.index._manifest_reader() is kept
+    elsewhere: list[object] = []
+    thread = threading.Thread(target=lambda: elsewhere.append(kb.index._manifest_reader()))
+    thread.start()
+    thread.join()
+    assert elsewhere and elsewhere[0] is not kept
+    with sqlite3.connect(kb.root / ".slayer-kb" / "index" / "manifest.db") as db:
+        db.execute("DELETE FROM tokens WHERE id = ?", (memory_id,))
+    assert kb.index.token_ids({memory_id: text}) == {}  # another connection's commit, seen
+    kb.reindex()
+    assert kb.index.token_ids({memory_id: text})[memory_id].tobytes() == first.tobytes()
+    assert kb.index._manifest_reader() is not kept
+    kb.index.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        kept.execute("SELECT 1")  # closed when the manifest was replaced
+    reopened = kb.index._manifest_reader()
+    kb.index.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        reopened.execute("SELECT 1")
+
+
+def test_a_heads_units_unpacked_together_score_as_each_texts_alone(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's units are made unit vectors in one call; each text's best cosine is the one
+    its own rows alone give, to the bit, whatever the number of units a text has."""
+    from collections import OrderedDict
+
+    from slayer_kb.search import encoder, meaning, sentences
+
+    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    monkeypatch.setattr(meaning, "_units_absent", (None, set()))
+    rng = np.random.default_rng(8)
+    texts, expected, stored = {}, {}, {}
+    vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
+    for n in range(30):
+        text = f"Note {n}\nThe export {n} stops after {n} seconds. It retries at midnight."
+        rows = [sentences.pack(rng.standard_normal(encoder.DIMENSIONS)) for _ in range(int(rng.integers(0, 7)))]
+        texts[f"m{n}"] = text
+        stored[sentences.text_hash(text)] = b"".join(rows)  # none: a text of one sentence
+        if rows:
+            expected[f"m{n}"] = float(np.max(sentences.unpack(rows, encoder.DIMENSIONS) @ vector))
+    sentences.store(encoder.UNITS_KEY, stored)
+    assert example_kb.index.unit_cosines(vector, texts) == expected
+    assert example_kb.index.unit_cosines(vector, texts) == expected  # from the units kept

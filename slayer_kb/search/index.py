@@ -92,6 +92,7 @@ class Index(Reads, Meaning):
 
     def close(self) -> None:
         super().close()
+        self.drop_manifest_reader()
         self._auto_top = None  # the next monitor counts its generations from the start again
 
     def warm_up(self) -> None:
@@ -443,8 +444,7 @@ class Index(Reads, Meaning):
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
-        # The searcher stays: the next search finds it out of date and reopens only the new
-        # segments (searcher()).
+        # The searcher stays: the next search finds it out of date and reopens only the new segments (searcher()).
         return report
 
     def _listing_for(self, digest: int | None, scanned: dict[str, Sig], gone: list[str]) -> Listing | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -310,16 +311,23 @@ class Meaning:
         _units_seen.update(found)
         if stamp is not None:
             absent.update(d for d in wanted if d not in found)
-        out: dict[str, float] = {}
-        size = encoder.DIMENSIONS
+        units: list[tuple[str, bytes]] = []
         for memory_id, digest in digests.items():
             blob = _units_seen.get(digest)
             if blob is not None:
                 _units_seen.move_to_end(digest)
-                if not blob:
-                    continue
-                rows = sentences.unpack([blob[at : at + size] for at in range(0, len(blob), size)], size)
-                out[memory_id] = float(np.max(rows @ vector))
+                if blob:  # (an empty entry: no units)
+                    units.append((memory_id, blob))
+        # Every text's units made unit vectors at once (a row's doing does not depend on the rows
+        # beside it), each text's then multiplied alone, as before: the same products, to the bit.
+        size = encoder.DIMENSIONS
+        rows = sentences.unpack([blob for _m, blob in units], size)
+        out: dict[str, float] = {}
+        at = 0
+        for memory_id, blob in units:
+            count = len(blob) // size
+            out[memory_id] = float(np.max(rows[at : at + count] @ vector))
+            at += count
         while len(_units_seen) > _UNITS_KEPT:
             _units_seen.popitem(last=False)
         return out
@@ -385,14 +393,39 @@ class Meaning:
         """What ``read`` finds in the vectors table, or ``damaged`` when the table is damaged:
         no meaning this once, and the next command makes the vectors again."""
         try:
-            db = self._db()
-            try:
-                return read(db)
-            finally:
-                db.close()
+            return read(self._manifest_reader())
         except DAMAGED:
-            self.invalidate(vectors=True)
+            self.invalidate(vectors=True)  # closes this thread's kept connection too
             return damaged
+
+    def _manifest_reader(self) -> sqlite3.Connection:
+        """This thread's kept connection to the manifest, opened again when the manifest is
+        another file (a rebuild makes a new one) or in a forked child. Why: a new connection per
+        read set up the file (``_db``'s pragmas and tables) and started with an empty page cache,
+        1.5-2 ms of a warm search's thread for its head's token ids (docs/search.md). SQLite
+        reads every commit since at the next query, so a kept connection sees what a new one
+        would; each read runs to its end, holding no snapshot between searches."""
+        path = self.dir / "manifest.db"
+        held = getattr(self._readers(), "held", None)
+        if held is not None and held[0] == _identity(path):
+            return held[1]
+        self.drop_manifest_reader()
+        db = self._db()
+        self._readers().held = (_identity(path), db)
+        return db
+
+    def _readers(self) -> threading.local:
+        """Each thread's kept manifest connection, as ``held``: made on first use (setdefault:
+        one for every thread)."""
+        return self.__dict__.setdefault("_manifest_readers", threading.local())
+
+    def drop_manifest_reader(self) -> None:
+        """Close this thread's kept manifest connection (``_manifest_reader``), if any."""
+        held = getattr(self._readers(), "held", None)
+        self._readers().held = None
+        if held is not None:
+            with contextlib.suppress(sqlite3.Error):
+                held[1].close()
 
     def vectors_loaded(self) -> bool:
         """Whether this process holds the current table of vectors (``meaning``)."""
@@ -447,6 +480,15 @@ class Meaning:
         rows = {row[0] for row in found}
         self._meaning.apply([mid for mid in ids if mid not in rows], found)
         self._meaning_key = after
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """The file ``path`` names now, and this process (a forked child opens its own)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return os.getpid(), st.st_dev, st.st_ino
 
 
 def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:

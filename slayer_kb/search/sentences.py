@@ -202,8 +202,9 @@ def pack(vector: np.ndarray) -> bytes:
 
 
 def unpack(blobs: list[bytes], dimensions: int) -> np.ndarray:
-    """Packed vectors as float32 rows, normalised again (quantising moved them off unit length)."""
+    """Packed vectors as float32 rows, normalised again (quantising moved them off unit length),
+    in order: a blob may hold several, one after another (a text's units)."""
     import numpy as np
 
-    rows = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), dimensions).astype(np.float32)
+    rows = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, dimensions).astype(np.float32)
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)

@@ -28,7 +28,7 @@ from . import sentences
 from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 from .helper import helper as _helper
-from .shortlist import Products
+from .shortlist import Blocks, Products
 from .tokens import SCHEMA_SQL as TOKENS_SQL
 from .tokens import pack as pack_tokens
 
@@ -47,8 +47,7 @@ _COLUMNS = "id, vec, scale, type, project, scope, datasources, has_query, delete
 _SELECT_ALL = f"SELECT {_COLUMNS} FROM vectors ORDER BY id"  # noqa: S608 - constants only
 # hash: the sha256 of the text embedded (sentences.text_hash); svec: its sentence vector
 # (sentences.pack), NULL until it is made (the static vector stands in meanwhile).
-# The largest scale ``rows`` writes: a unit vector's peak over 127 is at most 1/127, a zero vector's
-# scale is 1.
+# The largest scale ``rows`` writes: a unit vector's peak over 127 is at most 1/127, a zero vector's scale is 1.
 MAX_SCALE = 1.0
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, vec BLOB, scale REAL, type TEXT, "
@@ -277,6 +276,7 @@ class Table:
     covered: np.ndarray
     _by_datasource: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] | None = None
+    _blocks: Blocks = field(default_factory=Blocks)  # the sentence rows as the int8 scan reads them
     # A warm process's table (``expand``): its sentence cosines are those of the rows as
     # float32 unit vectors, as a loaded table's are those of the rows as stored, scaled after.
     expanded: bool = False
@@ -393,10 +393,9 @@ class Table:
     def _set_sentence(self, row: int, blob: bytes | None) -> None:
         import numpy as np
 
+        self._blocks.forget(row)
         if blob is None:
-            self.sentence[row] = 0
-            self.inverse[row] = 0.0
-            self.covered[row] = False
+            self.sentence[row], self.inverse[row], self.covered[row] = 0, 0.0, False
             return
         packed = np.frombuffer(blob, dtype=np.int8)
         self.sentence[row] = packed
@@ -468,9 +467,10 @@ class Table:
             # their scan reads the bytes (shortlist.py), and the few rows it keeps, and the
             # candidates', are made float32 unit vectors when scored.
             self.expanded = True
-            # What its first own save would make (50 ms at 100,000): room to grow, rows by id.
+            # What its first own save (50 ms at 100,000) and scan would make: room, rows by id, blocks.
             self._grow(len(self.live) + 1)
             self._row_index()
+            self._blocks.fill(self.sentence[: self.size])
 
     def unit_vectors(self, rows: list[int] | None = None) -> np.ndarray:
         """These rows' vectors (None: every row in use) as float32."""
@@ -581,7 +581,7 @@ class Table:
         floor = max(floor, -1.0)
         question = vector.astype(np.float32, copy=False)
         products = Products(question)
-        approximate = products.scores(self.sentence[:n], self.inverse[:n])
+        approximate = products.scores(self.sentence[:n], self.inverse[:n], self._blocks)
         approximate[~(self.mask(wanted) & self.covered[:n])] = -np.inf
         depth = min(depth, n)
         # At least ``depth`` rows score at least the depth-th best approximation less the slack.
