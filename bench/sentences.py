@@ -160,7 +160,9 @@ def handwritten_build(workers: int) -> dict[str, Any]:
                 run = cold_build(kb, workers)
                 kb.close()
             finally:
-                if previous is not None:
+                if previous is None:
+                    os.environ.pop("SLAYER_KB_CACHE", None)
+                else:
                     os.environ["SLAYER_KB_CACHE"] = previous
             made += run["made"]
             wall += run["seconds"]
