@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.core.errors import ConflictError
+from slayer_kb.core.errors import ConflictError, StoreError
 from slayer_kb.core.results import SyncResult
 from slayer_kb.ops import turn
 from slayer_kb.ops.sync import PUSH_ATTEMPTS, sync
@@ -186,3 +186,40 @@ def test_clones_syncing_at_once_all_land_once_in_a_linear_history(tmp_path: Path
     for memory_id, text in saved.items():
         assert text in git(bare, "show", f"main:memories/{memory_id}.yaml")
     assert sorted(KnowledgeBase(roots[0]).index.stored(sorted(saved))) == sorted(saved)
+
+
+def test_a_push_whose_pre_push_hook_hangs_is_stopped_and_the_clone_put_back(diverged, monkeypatch) -> None:
+    bare, _a, b, a_id, b_id = diverged
+    hook = b / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\nexec sleep 60 >/dev/null 2>&1\n")
+    hook.chmod(0o755)
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", "2")
+    with pytest.raises(StoreError) as stopped:
+        sync(KnowledgeBase(b))
+    assert str(stopped.value) == (
+        f"The sync's git push (origin: {bare}) did not finish within 2 s and was stopped: the remote stopped "
+        "answering or this repository's pre-push hook is waiting for something. This clone is as it was before "
+        "the sync: its saves stay here and the next sync sends what the remote lacks. Check the remote (git "
+        "ls-remote origin), then run slayer-kb sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's "
+        "fetch or push may take.")
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    assert sorted(KnowledgeBase(b).index.stored([a_id, b_id])) == [b_id]
+    hook.unlink()
+    assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
+
+
+def test_a_fetch_from_a_remote_that_stops_answering_is_stopped(diverged, monkeypatch) -> None:
+    bare, _a, b, _a_id, _b_id = diverged
+    # The remote's side of the fetch never answers; its shell keeps none of git's pipes open.
+    git(b, "config", "remote.origin.uploadpack", "exec 2>/dev/null; sleep 60 >/dev/null; exec git-upload-pack")
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", "2")
+    with pytest.raises(StoreError) as stopped:
+        sync(KnowledgeBase(b))
+    assert str(stopped.value).startswith(
+        f"The sync's git fetch (origin: {bare}) did not finish within 2 s and was stopped: the remote stopped "
+        "answering. This clone is as it was before the sync:")
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    git(b, "config", "--unset", "remote.origin.uploadpack")
+    assert sync(KnowledgeBase(b)).action == "rebased"

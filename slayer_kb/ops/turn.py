@@ -83,8 +83,8 @@ class Turn:
     def give_back(self) -> None:
         """A sync that stops without pushing gives its turn back (never fails)."""
         if self.mine is not None:
-            self.store.git("push", "-q", self.remote, f"--force-with-lease={self.ref}:{self.mine}", f":{self.ref}",
-                           check=False)
+            claims.network(self.store, "push", "-q", self.remote, f"--force-with-lease={self.ref}:{self.mine}",
+                           f":{self.ref}")
             self.mine = None
 
     def _claim(self, expected: str) -> bool:

@@ -15,12 +15,20 @@ from pathlib import Path
 from ..core.inputs import whole_number
 
 GIT_TIMEOUT = 60  # seconds (SLAYER_KB_GIT_TIMEOUT)
+# A sync's fetch and push carry the team's new history, so they get longer; still bounded, since
+# a remote that stops answering (or a pre-push hook that waits) would hold the KB's lock for ever.
+SYNC_TIMEOUT = 300  # seconds (SLAYER_KB_SYNC_TIMEOUT)
 _STOP_SECONDS = 5.0  # how long a stopped git has to exit on SIGTERM before SIGKILL
 
 
 def git_timeout() -> int:
     """How many seconds a git command that runs the repository's hooks may take (``GIT_TIMEOUT``)."""
     return whole_number("SLAYER_KB_GIT_TIMEOUT", GIT_TIMEOUT, "seconds")
+
+
+def sync_timeout() -> int:
+    """How many seconds a sync's ``git fetch`` or ``git push`` may take (``SYNC_TIMEOUT``)."""
+    return whole_number("SLAYER_KB_SYNC_TIMEOUT", SYNC_TIMEOUT, "seconds")
 
 
 def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping[str, str] | None,
