@@ -17,6 +17,7 @@ from .repos import (
     lose_races,
     make_catalog_kb,
     make_example_kb,
+    make_indexed_example_kb,
     make_team,
 )
 from .wait import WAIT_SECONDS, eventually
@@ -24,5 +25,6 @@ from .wait import WAIT_SECONDS, eventually
 __all__ = [
     "BLOCKED", "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "Watcher", "blocker",
     "cli_runner", "commit_all", "eventually", "fsck", "git", "in_process_runner", "json_of", "lose_races",
-    "make_catalog_kb", "make_example_kb", "make_team", "write_test_catalog",
+    "make_catalog_kb", "make_example_kb", "make_indexed_example_kb",
+    "make_team", "write_test_catalog",
 ]

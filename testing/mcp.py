@@ -1,4 +1,5 @@
-"""Talking to ``slayer-kb mcp`` through the MCP SDK's own stdio client, as an agent does."""
+"""Talking to the MCP server through the MCP SDK's own client: to a ``slayer-kb mcp`` process over
+stdio, as an agent does, or to the same server in the test's process."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.memory import create_client_server_memory_streams
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.server import tool_server
 
 T = TypeVar("T")
 
@@ -27,8 +33,34 @@ def with_server(root: Path, script: Callable[[ClientSession], Awaitable[T]]) -> 
             await session.initialize()
             return await script(session)
 
+    return _run(main())
+
+
+def with_server_in_process(root: Path, script: Callable[[ClientSession], Awaitable[T]]) -> T:
+    """``with_server`` with the server in this process, over the SDK's memory streams: the same
+    tools, replies and protocol, without the process and its stdio (2 s of CPU to start), for
+    tests of what the tools answer rather than of the server process."""
+    kb = KnowledgeBase(root)
+    server = tool_server(kb)
+
+    async def main() -> T:
+        async with create_client_server_memory_streams() as (client, served), anyio.create_task_group() as group:
+            group.start_soon(server.run, *served, server.create_initialization_options())
+            async with ClientSession(*client) as session:
+                await session.initialize()
+                result = await script(session)
+            group.cancel_scope.cancel()
+            return result
+
     try:
-        return asyncio.run(asyncio.wait_for(main(), timeout=60))
+        return _run(main())
+    finally:
+        kb.close()
+
+
+def _run(main: Awaitable[T]) -> T:
+    try:
+        return asyncio.run(asyncio.wait_for(main, timeout=60))
     except Exception as exc:
         # The SDK's task groups wrap a failed assertion several levels deep; show it plainly.
         inner: BaseException = exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import subprocess
 import tempfile
@@ -80,6 +81,38 @@ def make_catalog_kb(root: Path) -> Path:
 def make_example_kb(root: Path) -> Path:
     """A copy of the shipped example KB at ``root``, committed to a fresh repository."""
     return _copy_of("example", _build_example_kb, root, keep_mtimes=True)  # the checkout's, as copytree keeps them
+
+
+def _build_indexed_example_kb(root: Path) -> None:
+    from slayer_kb import KnowledgeBase
+
+    make_example_kb(root)
+    # Indexed as every test starts (conftest's isolate): the sentence encoder off, so no
+    # background process makes vectors in the template while it is being copied.
+    saved = os.environ.get("SLAYER_KB_NO_ENCODER")
+    os.environ["SLAYER_KB_NO_ENCODER"] = "1"
+    try:
+        kb = KnowledgeBase(root)
+        kb.ensure_fresh()
+        kb.close()
+    finally:
+        if saved is None:
+            del os.environ["SLAYER_KB_NO_ENCODER"]
+        else:
+            os.environ["SLAYER_KB_NO_ENCODER"] = saved
+
+
+def make_indexed_example_kb(root: Path) -> Path:
+    """``make_example_kb`` with its index already built, as the KB is after its first command:
+    for tests of what a command does on a KB, not of how a new KB is indexed. The copy's state
+    folder is stamped again through ``state.make`` (the stamp names the folder's inode, and a
+    copy has a new one); its memory files have new inodes too, so the copy's first freshness
+    check re-reads them, finds the bytes unchanged and writes nothing but the catalog's rows."""
+    from slayer_kb.store import state
+
+    _copy_of("example-indexed", _build_indexed_example_kb, root, keep_mtimes=True)
+    state.make(root / state.STATE_DIR)
+    return root
 
 
 def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:

@@ -93,9 +93,9 @@ WRITES = {
 
 @pytest.mark.parametrize("state", sorted(STATES))
 def test_writes_refuse_while_a_git_operation_is_not_concluded(
-    example_kb: KnowledgeBase, invoke_cli: CliRunner, state: str
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, state: str
 ) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     start, message = STATES[state]
     start(root)
     head = git(root, "rev-parse", "HEAD")
@@ -111,9 +111,9 @@ def test_writes_refuse_while_a_git_operation_is_not_concluded(
     assert invoke_cli("--kb", root, "list", check=True).returncode == 0
 
 
-def test_writes_refuse_in_a_linked_worktree_in_a_merge(example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
+def test_writes_refuse_in_a_linked_worktree_in_a_merge(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
     """The markers are looked up in the work tree's own git dir (`git rev-parse --git-path`)."""
-    root = example_kb.root
+    root = indexed_example_kb.root
     other = tmp_path / "other"
     git(root, "worktree", "add", "-q", str(other), "-b", "other")
     merge(other)
@@ -123,8 +123,8 @@ def test_writes_refuse_in_a_linked_worktree_in_a_merge(example_kb: KnowledgeBase
     assert invoke_cli("--kb", root, *WRITES["save"], check=True).stdout.startswith("Saved memory 27")
 
 
-def test_conflict_markers_are_reported_alike_by_every_command(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_conflict_markers_are_reported_alike_by_every_command(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "list", check=True)
     merge(root)
     assert (root / CONFLICTED).read_text().splitlines()[6].startswith("<<<<<<< ")
@@ -145,8 +145,8 @@ def test_conflict_markers_are_reported_alike_by_every_command(example_kb: Knowle
     assert (proc.returncode, proc.stdout) == (1, f"{CONFLICT}\n1 problem in 1 file (40 files checked)\n")
 
 
-def test_conflict_markers_in_a_session_file_are_reported_alike(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_conflict_markers_in_a_session_file_are_reported_alike(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     session = next((root / "sessions").glob("*.yaml"))
     name = f"sessions/{session.name}"
     session.write_text("<<<<<<< HEAD\nproject: a\n=======\nproject: b\n>>>>>>> side\n" + session.read_text())
@@ -156,12 +156,12 @@ def test_conflict_markers_in_a_session_file_are_reported_alike(example_kb: Knowl
     assert expected in proc.stdout.splitlines()
 
 
-def test_mcp_writes_refuse_during_a_merge_and_reads_go_on(example_kb: KnowledgeBase) -> None:
+def test_mcp_writes_refuse_during_a_merge_and_reads_go_on(indexed_example_kb: KnowledgeBase) -> None:
     from mcp import ClientSession
 
     from testing.mcp import call_json, error, with_server
 
-    root = example_kb.root
+    root = indexed_example_kb.root
     merge(root)
     head = git(root, "rev-parse", "HEAD")
     message = STATES["merge"][1]

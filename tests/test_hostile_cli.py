@@ -19,17 +19,17 @@ from testing import CliRunner, git, json_of
     ("--author", "--json", "list", "--bogus"),
     ("search", "--bogus", "--", "--json"),
 ])  # fmt: skip
-def test_json_as_an_options_value_is_no_json_flag(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_json_as_an_options_value_is_no_json_flag(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                     args: tuple[str, ...]) -> None:
-    proc = invoke_cli("--kb", example_kb.root, *args)
+    proc = invoke_cli("--kb", indexed_example_kb.root, *args)
     command = next(arg for arg in args if arg in ("save", "search", "list"))
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.startswith(f"Usage: slayer-kb {command} [OPTIONS]")
     assert proc.stderr.endswith("\nError: No such option '--bogus'.\n")
 
 
-def test_json_as_a_titles_value_saves_that_title(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_json_as_a_titles_value_saves_that_title(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "save", "a note", "--title", "--json", check=True)
     assert proc.stdout.startswith('Memory saved: "--json" (manual)\n'), proc.stdout
     memory_id = proc.stdout.rsplit("(memory ", 1)[1].removesuffix(")\n")
@@ -52,9 +52,9 @@ LOOK_ALIKES = [
 
 
 @pytest.mark.parametrize("memory_id, message", LOOK_ALIKES)
-def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_look_alike_ids_are_refused_with_the_plain_form(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                          memory_id: str, message: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", memory_id)
     assert (proc.returncode, json_of(proc), proc.stderr) == (
@@ -64,18 +64,18 @@ def test_look_alike_ids_are_refused_with_the_plain_form(example_kb: KnowledgeBas
 
 
 @pytest.mark.parametrize("memory_id", ["007", "0", "kb.заметка", "заметка", "café", "kb.αβ", "kb.12"])
-def test_ids_of_one_script_and_leading_zeros_are_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_ids_of_one_script_and_leading_zeros_are_taken(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                         memory_id: str) -> None:
-    saved = invoke_cli("--kb", example_kb.root, "--json", "save", "a note", "-e", "shop.orders.amount",
+    saved = invoke_cli("--kb", indexed_example_kb.root, "--json", "save", "a note", "-e", "shop.orders.amount",
                     "--id", memory_id, check=True)
     assert json_of(saved)["memory_id"] == memory_id
     # an explicit id that is not int-shaped leaves the auto ids alone
-    auto = invoke_cli("--kb", example_kb.root, "--json", "save", "another", "-e", "shop.orders.amount", check=True)
+    auto = invoke_cli("--kb", indexed_example_kb.root, "--json", "save", "another", "-e", "shop.orders.amount", check=True)
     assert json_of(auto)["memory_id"] == "27"
 
 
-def test_a_hand_made_look_alike_file_is_reported_by_validate(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_hand_made_look_alike_file_is_reported_by_validate(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     (root / "memories" / "１２.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
                                                 encoding="utf-8")
     proc = invoke_cli("--kb", root, "validate", "memories/１２.yaml", cwd=root)
@@ -109,9 +109,9 @@ def _printable_error(name: str, code: int) -> str:
     (("save", "a note", "-e", "shop.orders.amount", "--type", "t" * 201),
      "type is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
 ])  # fmt: skip
-def test_invisible_characters_and_huge_keys_are_refused_by_name(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_invisible_characters_and_huge_keys_are_refused_by_name(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                           args: tuple[str, ...], message: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", root, *args)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
@@ -119,8 +119,8 @@ def test_invisible_characters_and_huge_keys_are_refused_by_name(example_kb: Know
     assert git(root, "status", "--porcelain") == ""
 
 
-def test_a_hand_made_file_over_16_mib_is_skipped_and_named(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_hand_made_file_over_16_mib_is_skipped_and_named(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     size = 17 * 1024 * 1024
     body = "learning: " + "a" * (size - 45) + "\ncreated_at: '2026-01-01T00:00:00Z'\n"
     (root / "memories" / "90.yaml").write_text(body, encoding="utf-8")
@@ -144,8 +144,8 @@ def _bytes_read() -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
-def test_a_50_mib_file_is_refused_by_its_size_unread(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_50_mib_file_is_refused_by_its_size_unread(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     size = 50 * 1024 * 1024
     with open(root / "memories" / "90.yaml", "w", encoding="utf-8") as handle:
         handle.write("learning: a note\n")
@@ -164,8 +164,8 @@ def test_a_50_mib_file_is_refused_by_its_size_unread(example_kb: KnowledgeBase, 
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
-def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
                    env={"SLAYER_KB_MAX_CONTENT": "2097153"})
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
@@ -182,10 +182,10 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(example_kb: Knowledg
     (("search", "-x"), "QUESTION", "-x"),
     (("timeline", "-1"), "ID", "-1"),  # an optional argument: its metavar is "[ID]"
 ])  # fmt: skip
-def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_an_argument_starting_with_a_dash_hears_about_double_dash(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                                    args: tuple[str, ...], name: str,
                                                                    option: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, *args)
     hint = (f"No such option '{option}'. If '{option}' begins the {name} rather than naming an option, put the "
             f"{name} after '--': slayer-kb {args[0]} [OPTIONS] -- {name}.")
@@ -201,14 +201,14 @@ def test_an_argument_starting_with_a_dash_hears_about_double_dash(example_kb: Kn
         assert json_of(got)["learning"] == "-1 is the sentinel"
 
 
-def test_a_misspelt_long_option_gets_no_double_dash_advice(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    proc = invoke_cli("--kb", example_kb.root, "search", "refunds", "--limt", "3")
+def test_a_misspelt_long_option_gets_no_double_dash_advice(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", indexed_example_kb.root, "search", "refunds", "--limt", "3")
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
         2, "Error: No such option '--limt'. Did you mean '--limit'?")
 
 
-def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_validate_of_a_missing_memory_file_says_no_such_file(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")
     proc = invoke_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, (
@@ -217,9 +217,9 @@ def test_validate_of_a_missing_memory_file_says_no_such_file(example_kb: Knowled
         "2 problems in 2 files (2 files checked)\n"))
 
 
-def test_a_long_number_as_id_is_refused_before_it_moves_the_auto_ids(example_kb: KnowledgeBase,
+def test_a_long_number_as_id_is_refused_before_it_moves_the_auto_ids(indexed_example_kb: KnowledgeBase,
                                                                       invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     refused = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", "--id", "1234567890123456")
     assert (refused.returncode, refused.stderr) == (1, (
@@ -232,8 +232,8 @@ def test_a_long_number_as_id_is_refused_before_it_moves_the_auto_ids(example_kb:
     assert json_of(after)["memory_id"] == "1000000000000000"
 
 
-def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     huge = "9" * 200  # made by hand (or before the digit limit): the next number has 201 digits
     (root / "memories" / f"{huge}.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
                                                      encoding="utf-8")
@@ -250,9 +250,9 @@ def test_an_auto_id_too_long_to_be_an_id_is_never_handed_out(example_kb: Knowled
     assert json_of(named)["memory_id"] == "kb.named"
 
 
-def test_a_broken_catalog_file_is_named_where_its_names_are_missed(example_kb: KnowledgeBase,
+def test_a_broken_catalog_file_is_named_where_its_names_are_missed(indexed_example_kb: KnowledgeBase,
                                                                    invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     (root / "models" / "shop" / "evil.yaml").write_text(
         "name: evil\ncolumns: !!python/object/apply:os.system ['touch pwned']\n", encoding="utf-8")
     problem = ("models/shop/evil.yaml:2: invalid YAML: could not determine a constructor for the tag "
@@ -271,14 +271,14 @@ def test_a_broken_catalog_file_is_named_where_its_names_are_missed(example_kb: K
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
 
 
-def test_review_shows_its_head_as_optional(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    proc = invoke_cli("--kb", example_kb.root, "review")
+def test_review_shows_its_head_as_optional(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", indexed_example_kb.root, "review")
     assert (proc.returncode, proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]) == (
         2, "Usage: slayer-kb review [OPTIONS] BASE [HEAD]", "Error: Missing argument 'BASE'.")
 
 
-def test_a_git_hook_that_hangs_is_stopped_and_named(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_git_hook_that_hangs_is_stopped_and_named(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     hook = root / ".git" / "hooks" / "reference-transaction"
     # git runs it inside the save's update-ref, holding HEAD's lock; it never returns.
     hook.write_text('#!/bin/sh\n[ "$1" = prepared ] || exit 0\nexec sleep 600 >/dev/null 2>&1\n')

@@ -63,11 +63,11 @@ BAD_ID = (
 )
 
 
-def test_every_tool_and_parameter_is_documented(example_kb: KnowledgeBase) -> None:
+def test_every_tool_and_parameter_is_documented(indexed_example_kb: KnowledgeBase) -> None:
     async def script(session: ClientSession) -> list[Any]:
         return (await session.list_tools()).tools
 
-    tools = {tool.name: tool for tool in with_server(example_kb.root, script)}
+    tools = {tool.name: tool for tool in with_server(indexed_example_kb.root, script)}
     expected = {**SLAYER_PARAMS, **ENGRAM_PARAMS}
     assert set(tools) == set(expected)
     for name, tool in tools.items():
@@ -95,8 +95,8 @@ def test_every_tool_and_parameter_is_documented(example_kb: KnowledgeBase) -> No
     assert "500" in tools["save_memory"].input_schema["properties"]["description"]["description"]
 
 
-def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, invoke_cli: Any) -> None:
-    root = example_kb.root
+def test_slayer_tools_round_trip_and_errors(indexed_example_kb: KnowledgeBase, invoke_cli: Any) -> None:
+    root = indexed_example_kb.root
 
     async def script(session: ClientSession) -> None:
         saved = await call_json(
@@ -187,7 +187,7 @@ def test_slayer_tools_round_trip_and_errors(example_kb: KnowledgeBase, invoke_cl
         assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
 
 
-def test_slayer_queries_and_ids_as_slayer_takes_them(example_kb: KnowledgeBase) -> None:
+def test_slayer_queries_and_ids_as_slayer_takes_them(indexed_example_kb: KnowledgeBase) -> None:
     """Issue 18's cases through the SDK client: SlayerQuery as SLayer 1.4.1 defines it, joins
     walked against their direction, an integer id, an empty item, an empty Engram search."""
 
@@ -232,10 +232,10 @@ def test_slayer_queries_and_ids_as_slayer_takes_them(example_kb: KnowledgeBase) 
                 "mem_context lists the most recent memories."
             )
 
-    with_server(example_kb.root, script)
+    with_server(indexed_example_kb.root, script)
 
 
-def test_engram_tools(example_kb: KnowledgeBase) -> None:
+def test_engram_tools(indexed_example_kb: KnowledgeBase) -> None:
     async def script(session: ClientSession) -> None:
         content = "**What**: weeks start on Monday (ISO 8601)\n**Why**: finance reports by ISO week"
         reply = await call(session, "mem_save", title="Chose ISO weeks for reporting", content=content,
@@ -288,9 +288,9 @@ def test_engram_tools(example_kb: KnowledgeBase) -> None:
             "mem_search: 'match_mode' must be one of 'all', 'any', 'strict', not 'some'."
         )
 
-    with_server(example_kb.root, script)
-    assert not (example_kb.root / "memories" / "kb.refund-policy.yaml").exists()
-    assert "memory:kb.refund-policy" not in (example_kb.root / "memories" / "11.yaml").read_text()
+    with_server(indexed_example_kb.root, script)
+    assert not (indexed_example_kb.root / "memories" / "kb.refund-policy.yaml").exists()
+    assert "memory:kb.refund-policy" not in (indexed_example_kb.root / "memories" / "11.yaml").read_text()
 
 
 def test_missing_kb_is_reported_before_serving(tmp_path: Path) -> None:
@@ -361,8 +361,8 @@ DEEP_QUERY = (
 )
 
 
-def test_every_line_gets_an_answer_and_the_server_keeps_serving(example_kb: KnowledgeBase) -> None:
-    client = RawClient(example_kb.root)
+def test_every_line_gets_an_answer_and_the_server_keeps_serving(indexed_example_kb: KnowledgeBase) -> None:
+    client = RawClient(indexed_example_kb.root)
     try:
         init = client.ask(json.dumps({
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -527,23 +527,23 @@ def _pairs(log: str) -> list[list[str]]:
     ("mem_context", {"limit": 0}, "mem_context: 'limit' must be at least 1, not 0."),
     ("mem_session_end", {"id": "ses-x", "summary": 3}, "mem_session_end: 'summary' must be a string, not an integer."),
 ])
-def test_every_error_names_its_item(example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
-    reply = call_tool(example_kb, tool, arguments)
+def test_every_error_names_its_item(indexed_example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
+    reply = call_tool(indexed_example_kb, tool, arguments)
     assert (reply.is_error, reply.text) == (True, message)
 
 
-def test_integer_ids_are_taken_wherever_engram_or_slayer_take_them(example_kb: KnowledgeBase) -> None:
+def test_integer_ids_are_taken_wherever_engram_or_slayer_take_them(indexed_example_kb: KnowledgeBase) -> None:
     """Engram's ids are numbers, SLayer's forget_memory takes a legacy integer: 12 means "12"."""
-    assert call_tool(example_kb, "mem_get_observation", {"id": 7}).text.startswith(
+    assert call_tool(indexed_example_kb, "mem_get_observation", {"id": 7}).text.startswith(
         "#7 [discovery] Klarna payments are captured at shipment\n")
-    assert call_tool(example_kb, "mem_timeline", {"observation_id": 7, "before": 0, "after": 0}).text.startswith(
+    assert call_tool(indexed_example_kb, "mem_timeline", {"observation_id": 7, "before": 0, "after": 0}).text.startswith(
         "Session: ses-20261009-payments-recon (analytics, started 2026-10-09T15:12:04Z) \u2014 Reconciled September "
         "payments against orders: the gap is Klarna, captured at shipment, not at checko...\n")  # Engram cuts at 100
-    assert call_tool(example_kb, "mem_update", {"id": 7, "type": "pattern"}).text == (
+    assert call_tool(indexed_example_kb, "mem_update", {"id": 7, "type": "pattern"}).text == (
         'Memory updated: #7 "Klarna payments are captured at shipment" (pattern, scope=project)')
-    assert call_tool(example_kb, "mem_delete", {"id": 7}).text == "Memory #7 soft-deleted"
-    assert call_tool(example_kb, "mem_delete", {"id": 7.0, "hard_delete": True}).text == "Memory #7 permanently deleted"
-    assert json.loads(call_tool(example_kb, "forget_memory", {"id": 8}).text) == {"deleted_id": "8", "stripped_from": []}
+    assert call_tool(indexed_example_kb, "mem_delete", {"id": 7}).text == "Memory #7 soft-deleted"
+    assert call_tool(indexed_example_kb, "mem_delete", {"id": 7.0, "hard_delete": True}).text == "Memory #7 permanently deleted"
+    assert json.loads(call_tool(indexed_example_kb, "forget_memory", {"id": 8}).text) == {"deleted_id": "8", "stripped_from": []}
 
 
 def test_the_tool_prose_is_filled_in_from_the_code() -> None:

@@ -13,7 +13,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli
 from slayer_kb.mcp import tools
 from testing import commit_all, git
-from testing.mcp import error, with_server
+from testing.mcp import error, with_server_in_process
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 # Bare `orders` means shop.orders (first on the priority list); order_date is a column of wh.orders.
@@ -119,7 +119,7 @@ def test_an_agent_reads_what_mem_save_did_from_structured_content(catalog_kb: Kn
         again = await session.call_tool("mem_save", {"title": "Cache TTL", "content": "One hour", "type": "config"})
         return [first, revised, other, again]
 
-    first, revised, other, again = with_server(catalog_kb.root, saves)
+    first, revised, other, again = with_server_in_process(catalog_kb.root, saves)
     # The text is Engram's, unchanged; the id and the action are in the structured content.
     assert first.content[0].text == 'Memory saved: "Retry budget" (decision)'
     assert revised.content[0].text == 'Memory saved: "Retry budget" (decision)'
@@ -143,7 +143,7 @@ def test_every_write_tool_says_the_id_and_the_action(catalog_kb: KnowledgeBase) 
             out[name] = (result.content[0].text, result.structured_content)
         return out
 
-    out = with_server(catalog_kb.root, script)
+    out = with_server_in_process(catalog_kb.root, script)
     assert out["save_memory"][1]["memory_id"] == "1" and out["save_memory"][1]["action"] == "created"
     assert out["mem_update"][0] == 'Memory updated: #1 "Cents" (none, scope=project)'
     assert (out["mem_update"][1]["id"], out["mem_update"][1]["action"], out["mem_update"][1]["title"]) == (
@@ -165,7 +165,7 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
                 await error(session, "mem_update", id=memory_id, title="x")]
 
     said = f"Memory '{memory_id}' was deleted at {deleted_at}; bring it back with"
-    assert with_server(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
+    assert with_server_in_process(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
     proc = invoke_cli("--kb", catalog_kb.root, "get", memory_id)
     assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
 
@@ -178,7 +178,7 @@ def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: Kn
         end = await session.call_tool("mem_session_end", {"id": "ses-b", "summary": "Done"})
         return [prompt, end]
 
-    prompt, end = with_server(catalog_kb.root, script)
+    prompt, end = with_server_in_process(catalog_kb.root, script)
     assert not prompt.is_error and prompt.structured_content["session"]["id"] == "ses-a"
     assert not end.is_error
     assert end.content[0].text == (
@@ -248,7 +248,7 @@ def test_mcp_errors_offer_no_command_or_flag_the_client_lacks(catalog_kb: Knowle
     async def script(session: ClientSession) -> list[str]:
         return [await error(session, "mem_delete", id=first), await error(session, "mem_update", id=second, title="x")]
 
-    broken, dirty = with_server(catalog_kb.root, script)
+    broken, dirty = with_server_in_process(catalog_kb.root, script)
     assert broken.endswith(
         "a soft forget rewrites the file, so it must be a valid memory: repair it first, or delete it "
         f"for good with mem_delete(id: {first}, hard_delete: true)"

@@ -70,9 +70,9 @@ def _status(root: Path) -> str:
 
 
 def test_a_save_into_a_folder_that_takes_no_file_commits_nothing(
-    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
 ) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "list", check=True)  # the state folder exists: only memories/ is locked
     before = git(root, "rev-parse", "HEAD")
     with not_writable(root / "memories", tmp_path):
@@ -92,9 +92,9 @@ def test_a_save_into_a_folder_that_takes_no_file_commits_nothing(
 
 
 def test_an_update_of_a_file_that_cannot_change_commits_nothing(
-    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
 ) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD")
     text = (root / "memories" / "1.yaml").read_bytes()
@@ -114,9 +114,9 @@ def test_an_update_of_a_file_that_cannot_change_commits_nothing(
     assert invoke_cli("--kb", root, "get", "1", check=True).stdout.startswith("id: 1\n")
 
 
-def test_a_file_in_place_of_a_folder_commits_nothing(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def test_a_file_in_place_of_a_folder_commits_nothing(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """What stops root too: a file where the path needs a folder."""
-    root = example_kb.root
+    root = indexed_example_kb.root
     (root / "notes").write_text("not a folder\n")
     git(root, "add", "notes")
     git(root, "commit", "-qm", "a file named notes")
@@ -145,11 +145,11 @@ rm -f "$target"; mkdir "$target"
     ids=["save", "update"],
 )
 def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
-    example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, command: tuple[str, ...], path: str, subject: str
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, command: tuple[str, ...], path: str, subject: str
 ) -> None:
     """Root-proof: a reference-transaction hook puts a folder where the file goes, right after the
     commit is published, so the write fails whoever runs it."""
-    root = example_kb.root
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD").strip()
     hook = root / ".git" / "hooks" / "reference-transaction"
@@ -193,10 +193,10 @@ def _mount_namespaces_work() -> bool:
 
 
 @pytest.mark.skipif(not _mount_namespaces_work(), reason="needs root and `unshare -m` for a read-only bind mount")
-def test_a_save_onto_a_read_only_mount_commits_nothing(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def test_a_save_onto_a_read_only_mount_commits_nothing(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """The case as reported: memories/ on a read-only mount (a bind mount in a private mount
     namespace, so that nothing outside the test sees it)."""
-    root = example_kb.root
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "list", check=True)
     before = git(root, "rev-parse", "HEAD")
     memories = root / "memories"

@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import __version__
 from ..core.errors import KBError
@@ -26,6 +26,9 @@ from ..core.nesting import MAX_DEPTH, cut_deep, text_depth, too_deep
 from ..kb import KnowledgeBase
 from . import tools
 from .schema import DEEP_ARGUMENT_FIX
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 logger = logging.getLogger(__name__)
 
@@ -255,8 +258,23 @@ async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
 
 def serve(kb: KnowledgeBase) -> None:
     """Serve the tools on stdin/stdout until the client closes the connection."""
+    server = tool_server(kb)
+    import anyio
+
+    async def main() -> None:
+        async with stdio_transport() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
     try:
-        import anyio
+        anyio.run(main)
+    finally:
+        kb.close()
+
+
+def tool_server(kb: KnowledgeBase) -> Server[Any]:
+    """The MCP SDK's server of the tools on ``kb``, to run on any transport (``serve``: stdio).
+    The caller closes ``kb`` once done."""
+    try:
         import mcp.types as types
         from mcp.server.lowlevel import Server
     except ImportError:
@@ -300,12 +318,4 @@ def serve(kb: KnowledgeBase) -> None:
         "slayer-kb", version=__version__, instructions=INSTRUCTIONS,
         on_list_tools=list_tools, on_call_tool=run_tool,
     )
-
-    async def main() -> None:
-        async with stdio_transport() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    try:
-        anyio.run(main)
-    finally:
-        kb.close()
+    return server
