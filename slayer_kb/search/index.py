@@ -45,7 +45,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, vectors, whoosh_internals, writing
+from . import compaction, embedding, table, vectors, whoosh_internals, writing
 from .leaves import Leaves
 from .meaning import Meaning, state_key
 from .reading import Reads
@@ -72,7 +72,7 @@ class Index(Reads, Meaning):
         self._ix: windex.Index | None = None
         self.forget_searcher()  # none yet: what a searcher caches starts empty
         self._leaves = Leaves()
-        self._meaning: vectors.Table | None = None
+        self._meaning: table.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
