@@ -59,6 +59,8 @@ class Meaning:
     _scanned: bool
     _meaning: table.Table | None
     _meaning_key: Any
+    # Each thread's kept connection for ``_from_manifest``'s reads (``_manifest_reader``).
+    _readers: threading.local
     stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
@@ -406,23 +408,18 @@ class Meaning:
         reads every commit since at the next query, so a kept connection sees what a new one
         would; each read runs to its end, holding no snapshot between searches."""
         path = self.dir / "manifest.db"
-        held = getattr(self._readers(), "held", None)
+        held = getattr(self._readers, "held", None)
         if held is not None and held[0] == _identity(path):
             return held[1]
         self.drop_manifest_reader()
         db = self._db()
-        self._readers().held = (_identity(path), db)
+        self._readers.held = (_identity(path), db)
         return db
-
-    def _readers(self) -> threading.local:
-        """Each thread's kept manifest connection, as ``held``: made on first use (setdefault:
-        one for every thread)."""
-        return self.__dict__.setdefault("_manifest_readers", threading.local())
 
     def drop_manifest_reader(self) -> None:
         """Close this thread's kept manifest connection (``_manifest_reader``), if any."""
-        held = getattr(self._readers(), "held", None)
-        self._readers().held = None
+        held = getattr(self._readers, "held", None)
+        self._readers.held = None
         if held is not None:
             with contextlib.suppress(sqlite3.Error):
                 held[1].close()
