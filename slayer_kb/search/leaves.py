@@ -77,10 +77,10 @@ class Leaves:
 
     def docnum(self, searcher: Any, memory_id: str) -> int | None:
         """``searcher.document_number(id=memory_id)``: the first live document with that id, in
-        segment order. Each segment's ids are mapped once (about 0.3 s at 100,000 memories, once
-        per process; a save's segment in a millisecond), where Whoosh decodes the id's posting
-        list at each look-up (0.2-0.4 ms): for a warm process, whose searches look up ids the
-        ranking did not score (the meaning channel's)."""
+        segment order. Each segment's ids are mapped once (0.29 s of CPU at 100,000 memories,
+        once per process; a save's new segment, of its few documents, when first met), where
+        Whoosh decodes the id's posting list at each look-up (0.09 ms of CPU there): for a warm
+        process, whose searches look up ids the ranking did not score (the meaning channel's)."""
         for leaf, offset in searcher.reader().leaf_readers():
             found = self._get(leaf, "docnums id", partial(_live_ids, leaf)).get(memory_id)
             if found is not None:
