@@ -86,7 +86,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
         that a read skips the per-file freshness scan while nothing changed. An edit made behind
         the process's back is seen by the next read, as without it. (Off where inotify is not.)
-        It also loads the meaning model now, and holds the vectors as float32 (vectors.Table.expand)."""
+        It also loads the meaning model now, and holds the vectors as float32 (table.Table.expand)."""
         from .search.monitor import ChangeMonitor
 
         if self.monitor is None:

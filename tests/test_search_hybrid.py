@@ -319,7 +319,7 @@ def test_the_untuned_set_keeps_its_figures(tmp_path: Path) -> None:
 def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb: KnowledgeBase) -> None:
     import numpy as np
 
-    from slayer_kb.search.vectors import Table
+    from slayer_kb.search.table import Table
 
     payments_kb.search("refund timeout")
     table = payments_kb.index.meaning()
@@ -403,10 +403,11 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
     gives the matrix, ids and filter codes that the rows say."""
     import numpy as np
 
+    from slayer_kb.search import table as tables
     from slayer_kb.search import vectors
 
     rng = np.random.default_rng(7)
-    count = 2 * vectors._LOAD_CHUNK + 5
+    count = 2 * tables._LOAD_CHUNK + 5
     raw = rng.integers(-127, 128, size=(count, vectors.DIMENSIONS), dtype=np.int8)
     scales = rng.random(count, dtype=np.float32)
     db = sqlite3.connect(":memory:")
@@ -415,7 +416,7 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
              "shop wh" if n % 3 == 0 else "shop", n % 5 == 0, n % 7 == 0, f"h{n}",
              raw[n, :1].tobytes() * 384 if n % 2 else None, None) for n in range(count)]
     vectors.write(db, (), rows)
-    table = vectors.Table.load(db)
+    table = tables.Table.load(db)
     assert table.ids == [r[0] for r in rows]
     expected = raw.astype(np.float32) * scales.astype(np.float32)[:, None]
     assert np.array_equal(table.unit_vectors(), expected)
@@ -425,7 +426,7 @@ def test_the_vectors_table_loads_in_chunks_as_it_was_written() -> None:
     # Sentence vectors where a row has one (every other row here), none elsewhere.
     assert table.covered.tolist() == [n % 2 == 1 for n in range(count)]
     assert table.sentence[1].tolist() == [int(raw[1, 0])] * 384 and not table.sentence[0].any()
-    assert table.mask(vectors.Filter(type="bug", datasource="wh")).sum() == sum(
+    assert table.mask(tables.Filter(type="bug", datasource="wh")).sum() == sum(
         1 for n in range(count) if n % 2 == 0 and n % 3 == 0 and n % 7 != 0
     )
 
@@ -451,15 +452,16 @@ def test_a_warm_table_scores_as_the_stored_one() -> None:
     save's rows alike."""
     import numpy as np
 
+    from slayer_kb.search import table as tables
     from slayer_kb.search import vectors
 
-    db, unit = _random_vectors(vectors._SCORE_CHUNK + 100, seed=3)
-    cold, warm = vectors.Table.load(db), vectors.Table.load(db)
+    db, unit = _random_vectors(tables._SCORE_CHUNK + 100, seed=3)
+    cold, warm = tables.Table.load(db), tables.Table.load(db)
     warm.expand()
     assert cold.matrix.dtype == np.int8 and warm.matrix.dtype == np.float32
     question = unit[42] + 0.1 * unit[7]
     question /= np.linalg.norm(question)
-    wanted = vectors.Filter()
+    wanted = tables.Filter()
     top_cold, top_warm = cold.top(question, wanted, 20, -1.0), warm.top(question, wanted, 20, -1.0)
     assert [m for m, _s in top_cold] == [m for m, _s in top_warm] and top_cold[0][0] == "m00042"
     assert np.allclose([s for _m, s in top_cold], [s for _m, s in top_warm], atol=1e-5)
@@ -476,9 +478,9 @@ def test_a_large_table_is_scanned_in_two_halves_with_the_same_scores(monkeypatch
     import numpy as np
 
     from slayer_kb.search import helper as helper_module
-    from slayer_kb.search import vectors
+    from slayer_kb.search import table as tables
 
-    db, unit = _random_vectors(2 * vectors._SCORE_CHUNK + 300, seed=11)
+    db, unit = _random_vectors(2 * tables._SCORE_CHUNK + 300, seed=11)
     question = unit[5] + 0.2 * unit[9000]
     question /= np.linalg.norm(question)
     threads: list[str] = []
@@ -490,24 +492,24 @@ def test_a_large_table_is_scanned_in_two_halves_with_the_same_scores(monkeypatch
 
     monkeypatch.setattr(helper_module, "ThreadPoolExecutor", counted)
     monkeypatch.setattr(helper_module, "_helper", None)  # as in a new process
-    real_helper = vectors._helper
+    real_helper = tables._helper
     helped: list[int] = []
 
     def helper() -> Any:
         helped.append(1)
         return real_helper()
 
-    monkeypatch.setattr(vectors, "_helper", helper)
+    monkeypatch.setattr(tables, "_helper", helper)
     for expand in (False, True):
-        table = vectors.Table.load(db)
+        table = tables.Table.load(db)
         if expand:
             table.expand()
-        monkeypatch.setattr(vectors, "_SPLIT_ROWS", 10**9)
+        monkeypatch.setattr(tables, "_SPLIT_ROWS", 10**9)
         whole = table._scan(question)
-        monkeypatch.setattr(vectors, "_SPLIT_ROWS", 2 * vectors._SCORE_CHUNK)
+        monkeypatch.setattr(tables, "_SPLIT_ROWS", 2 * tables._SCORE_CHUNK)
         halves = table._scan(question)
         assert halves.tobytes() == whole.tobytes() and len(halves) == table.size
-        assert table.top(question, vectors.Filter(), 2, -1.0)[0][0] == "m00005"
+        assert table.top(question, tables.Filter(), 2, -1.0)[0][0] == "m00005"
     assert len(helped) == 4  # each split scan (two a table: halves, and top's)
     assert threads == ["slayer-kb-search"]  # one thread for all of them
 
@@ -516,13 +518,14 @@ def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
     """A process that has not loaded the table reads its candidates' rows by id (more of them
     than one look-up takes) and gets the cosines the table gives; unknown ids have none."""
 
+    from slayer_kb.search import table as tables
     from slayer_kb.search import vectors
 
     count = 2 * vectors._BY_ID_CHUNK + 50
     db, unit = _random_vectors(count, seed=5)
     wanted = [f"m{n:05d}" for n in range(count - 1, -1, -2)] + ["nope"]
     by_id = vectors.cosines_by_id(db, unit[3], wanted)
-    loaded = vectors.Table.load(db).cosines(unit[3], wanted)
+    loaded = tables.Table.load(db).cosines(unit[3], wanted)
     assert by_id.keys() == loaded.keys() and "nope" not in by_id and len(by_id) == len(wanted) - 1
     assert by_id == pytest.approx(loaded, abs=1e-6)  # the same rows, summed in another order
 
@@ -554,6 +557,7 @@ def test_a_scan_chunk_by_chunk_finds_what_the_loaded_table_finds(
     as the whole table's ``top``, filters and ties included."""
     import numpy as np
 
+    from slayer_kb.search import table as tables
     from slayer_kb.search import vectors
 
     count = 1000
@@ -568,10 +572,10 @@ def test_a_scan_chunk_by_chunk_finds_what_the_loaded_table_finds(
     db = sqlite3.connect(":memory:")
     vectors.create(db)
     vectors.write(db, (), vectors.rows(memories, unit))
-    monkeypatch.setattr(vectors, "_LOAD_CHUNK", 97)
+    monkeypatch.setattr(tables, "_LOAD_CHUNK", 97)
     question = unit[3]
-    loaded = vectors.Table.load(db).top(question, vectors.Filter(**wanted), 25, -1.0)
-    assert vectors.top_by_scan(db, question, vectors.Filter(**wanted), 25, -1.0) == loaded
+    loaded = tables.Table.load(db).top(question, tables.Filter(**wanted), 25, -1.0)
+    assert tables.top_by_scan(db, question, tables.Filter(**wanted), 25, -1.0) == loaded
     assert len(loaded) == 25
 
 
@@ -579,7 +583,7 @@ def test_a_warmed_up_process_searches_without_loading_anything(
     payments_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A server warms up after its first sync: the first command it runs loads no vectors."""
-    from slayer_kb.search import vectors
+    from slayer_kb.search import table as tables
 
     cold = payments_kb.search("how long before we give up waiting on the payment provider").memories
     warm = KnowledgeBase(payments_kb.root)
@@ -593,7 +597,7 @@ def test_a_warmed_up_process_searches_without_loading_anything(
         def no_load(db: object) -> None:
             raise AssertionError("a warmed-up process loaded the vectors again")
 
-        monkeypatch.setattr(vectors.Table, "load", staticmethod(no_load))
+        monkeypatch.setattr(tables.Table, "load", staticmethod(no_load))
         assert warm.search("how long before we give up waiting on the payment provider").memories == cold
     finally:
         warm.close()

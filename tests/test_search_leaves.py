@@ -1,4 +1,4 @@
-"""Filter docsets and the id column kept by segment across searchers (search/leaves.py): after
+"""Filter docsets, the id column and the ids' document numbers kept by segment across searchers (search/leaves.py): after
 every kind of change a warm process's are exactly what Whoosh makes anew over the whole index,
 only the changed segments' parts are made again, and the first search after a save answers as a
 fresh process does."""
@@ -44,7 +44,12 @@ def _check(kb: KnowledgeBase) -> None:
     kb.ensure_fresh()
     with kb.index.one_searcher():
         assert _kept_docsets(kb) == _whoosh_docsets(kb)
-        _ids(kb)
+        ids = _ids(kb)
+        # A warm process's ids mapped by segment: each the document Whoosh's look-up finds (a
+        # forgotten memory's none), and no number for an id the index lacks.
+        searcher = kb.index.searcher()
+        for memory_id in [*ids, "absent", "catalog:absent"]:
+            assert kb.index._leaves.docnum(searcher, memory_id) == searcher.document_number(id=memory_id)
         readers = {id(reader) for reader, _offset in kb.index.searcher().reader().leaf_readers()}
     assert {key[0] for key in kb.index._leaves._kept} <= readers  # nothing kept of a reader gone
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import sentences, shortlist, vectors
+from slayer_kb.search import table as tables
 
 
 def _table(packed: list[bytes | None], has_query: list[bool]) -> sqlite3.Connection:
@@ -28,7 +29,7 @@ def _table(packed: list[bytes | None], has_query: list[bool]) -> sqlite3.Connect
     return db
 
 
-def _every_row(table: vectors.Table, question: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+def _every_row(table: tables.Table, question: np.ndarray, wanted: tables.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
     """What the scan must find: every allowed row's ``closeness``, best first, ties to the lower
     row, the best ``depth`` of them at or above ``floor``."""
     rows = np.flatnonzero(table.mask(wanted) & table.covered[: table.size])
@@ -64,15 +65,15 @@ def test_the_int8_scan_keeps_what_scoring_every_row_keeps(
     # A question near one memory: the closest ones are near-ties; or one near none.
     question = unit[int(rng.integers(count))] + (0.05 if seed % 2 else 3.0) * rng.normal(size=vectors.SENTENCE_DIMENSIONS)
     question = (question / np.linalg.norm(question)).astype(np.float32)
-    wanted = vectors.Filter(has_query=has_query)
+    wanted = tables.Filter(has_query=has_query)
     for expand in (False, True):
-        table = vectors.Table.load(db)
+        table = tables.Table.load(db)
         if expand:
             table.expand()
         assert table.sentence_top(question, wanted, depth, floor) == _every_row(table, question, wanted, depth, floor)
     # A process that does not hold the table scans the manifest a chunk at a time: the same.
-    cold = vectors.Table.load(db)
-    assert vectors.top_by_scan(db, question, wanted, depth, floor, sentence=True) == _every_row(cold, question, wanted, depth, floor)
+    cold = tables.Table.load(db)
+    assert tables.top_by_scan(db, question, wanted, depth, floor, sentence=True) == _every_row(cold, question, wanted, depth, floor)
 
 
 def test_the_approximation_is_within_its_slack_and_the_shortlist_is_short() -> None:
@@ -81,7 +82,7 @@ def test_the_approximation_is_within_its_slack_and_the_shortlist_is_short() -> N
     rng = np.random.default_rng(5)
     unit = _clustered(rng, 5000, 50, 1.0)
     db = _table([sentences.pack(v) for v in unit], [False] * len(unit))
-    table = vectors.Table.load(db)
+    table = tables.Table.load(db)
     table.expand()
     question = unit[17] + 0.5 * unit[99]
     question = (question / np.linalg.norm(question)).astype(np.float32)
@@ -93,7 +94,7 @@ def test_the_approximation_is_within_its_slack_and_the_shortlist_is_short() -> N
     tenth = np.sort(approximate)[-10]
     kept = int((approximate >= tenth - 2 * products.slack).sum())
     assert 10 <= kept < 200, kept
-    assert table.sentence_top(question, vectors.Filter(), 10, -1.0)[0][0] == "m00017"
+    assert table.sentence_top(question, tables.Filter(), 10, -1.0)[0][0] == "m00017"
 
 
 def test_a_warm_table_holds_the_sentence_vectors_as_signed_bytes() -> None:
@@ -102,13 +103,13 @@ def test_a_warm_table_holds_the_sentence_vectors_as_signed_bytes() -> None:
     rng = np.random.default_rng(9)
     unit = _clustered(rng, 30, 3, 0.1)
     db = _table([sentences.pack(v) for v in unit[:29]] + [None], [False] * 30)
-    table = vectors.Table.load(db)
+    table = tables.Table.load(db)
     table.expand()
     assert table.sentence.dtype == np.int8 and table.expanded
     table.set_sentences([("m00029", sentences.pack(unit[29]))])
     assert table.sentence[29].tobytes() == sentences.pack(unit[29]) and table.covered[29]
     question = unit[29]
-    found: Any = table.sentence_top(question, vectors.Filter(), 1, -1.0)
+    found: Any = table.sentence_top(question, tables.Filter(), 1, -1.0)
     assert [m for m, _s in found] == ["m00029"]
     # The same cosine as the fusion's (float32) to float32's precision.
     assert abs(found[0][1] - table.sentence_cosines(question, ["m00029"])["m00029"]) < 1e-6
@@ -161,18 +162,19 @@ def test_the_scan_in_blocks_of_columns_gives_the_exact_products(seed: int, count
 
 
 def test_a_tables_blocks_follow_its_changed_rows(monkeypatch: Any) -> None:
-    """A table keeps its rows' blocks between scans; a sentence vector made, replaced or added
-    since (a save, the filler's) makes its block again: the scan finds what a table loaded
-    afresh finds, and what scoring every row finds."""
+    """A table keeps its rows' blocks and its coverage between scans; a sentence vector made,
+    replaced or added since (a save, the filler's) makes its block again: the scan finds what a
+    table loaded afresh finds, and what scoring every row finds."""
     monkeypatch.setattr(shortlist, "BLOCK_ROWS", 16)
     rng = np.random.default_rng(11)
     unit = _clustered(rng, 60, 4, 0.1)
     db = _table([sentences.pack(v) if n % 5 else None for n, v in enumerate(unit)], [False] * 60)
-    table = vectors.Table.load(db)
+    table = tables.Table.load(db)
     table.expand()
-    wanted = vectors.Filter()
+    wanted = tables.Filter()
     for question in unit[:3]:
         assert table.sentence_top(question, wanted, 10, -1.0) == _every_row(table, question, wanted, 10, -1.0)
+    assert table.coverage() == (48, 60)  # every fifth row has no sentence vector
     # The question's own vector lands in rows of three blocks (one not covered before), one new.
     made = [(f"m{n:05d}", sentences.pack(unit[0])) for n in (5, 21, 40)]
     table.set_sentences(made)
@@ -182,7 +184,10 @@ def test_a_tables_blocks_follow_its_changed_rows(monkeypatch: Any) -> None:
     vectors.write(db, (), [row])
     hashes = dict(db.execute("SELECT id, hash FROM vectors").fetchall())
     vectors.write_sentences(db, [(m, hashes[m], blob) for m, blob in [*made, ("m00060", sentences.pack(unit[0]))]])
-    fresh = vectors.Table.load(db)
+    fresh = tables.Table.load(db)
+    assert table.coverage() == fresh.coverage() == (51, 61)  # the kept count follows the changes
+    table.apply(["m00001"], [])  # a memory gone
+    assert table.coverage() == (50, 60)
     found = table.sentence_top(unit[0], wanted, 10, -1.0)
     assert {m for m, _s in found[:4]} == {"m00005", "m00021", "m00040", "m00060"}  # (m00000 has none)
     assert found == _every_row(table, unit[0], wanted, 10, -1.0)

@@ -1,6 +1,6 @@
 """Which memories a search may return, said once and applied the same way by every channel:
 as Whoosh filter and mask sets by the words and entities channels, as value masks by the
-meaning channel (vectors.Filter)."""
+meaning channel (table.Filter)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from whoosh import query as Q
 
 from .schema import value_or_none
-from .vectors import Filter
+from .table import Filter
 
 
 @dataclass(frozen=True)

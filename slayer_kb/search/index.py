@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
 import shutil
 import sqlite3
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -36,7 +35,6 @@ from ..store.listing import (
     file_names,
     memory_names,
     readable,
-    shown,
     signatures_digest,
 )
 from ..store.listing import compare as compare_listing
@@ -45,7 +43,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, vectors, whoosh_internals, writing
+from . import compaction, embedding, manifest, table, vectors, whoosh_internals, writing
 from .leaves import Leaves
 from .meaning import Meaning, state_key
 from .reading import Reads
@@ -72,14 +70,15 @@ class Index(Reads, Meaning):
         self._ix: windex.Index | None = None
         self.forget_searcher()  # none yet: what a searcher caches starts empty
         self._leaves = Leaves()
-        self._meaning: vectors.Table | None = None
+        self._meaning: table.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them
+        self._readers = threading.local()  # each thread's kept manifest connection (meaning.py)
         self._auto_top: tuple[int, int] | None = None  # (monitor generation, highest_auto_id)
         # How many broken files the manifest stale_files read last counts (None: a manifest from
         # before the count), for known_problems.
         self._broken: int | None = 0
-        self._state_read: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # (stat, parsed)
+        self._state = manifest.StateFile(self.dir / "manifest.json")
         self._indexed: dict[str, Sig] = {}  # the files this process's targeted updates read (as_indexed)
         # A long-running process (KnowledgeBase.keep_warm) holds the vectors as float32.
         self.warm = False
@@ -118,45 +117,16 @@ class Index(Reads, Meaning):
         """What the catalog's files look like now (``catalog.catalog_signature``)."""
         return catalog_signature(self.root, RACY_SECONDS)
 
-    # The manifest is two files: manifest.json, a small state (format, file count, a digest of all
-    # signatures, the catalog's signature, the young files) read by every freshness check; and
-    # manifest.db, one SQLite row per file, read only when something changed. A check with
-    # nothing changed therefore costs one stat per file and no parsing of 100,000 entries.
+    # The manifest (manifest.py): its state, read by every freshness check, and its database.
 
     def _read_state(self) -> dict[str, Any] | None:
-        """The state, parsed again only when the file changed: a warm search asks for it several
-        times (the vectors' key), and parsing 20 KB of JSON took a millisecond each time. The
-        file is always replaced whole (a new inode), so its stat tells a new version apart."""
-        path = self.dir / "manifest.json"
-        try:
-            st = path.stat()
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-            if self._state_read is not None and self._state_read[0] == stamp:
-                return dict(self._state_read[1])  # a copy: a sync changes its own
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(state, dict) or state.get("format") != FORMAT:
-            return None
-        self._state_read = (stamp, state)
-        return dict(state)
+        return self._state.read()
 
     def _write_state(self, state: dict[str, Any]) -> None:
-        tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, self.dir / "manifest.json")
+        self._state.write(state)
 
     def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.dir / "manifest.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (id TEXT PRIMARY KEY, mtime INTEGER, size INTEGER, "
-            "ino INTEGER, hash TEXT)"
-        )
-        db.execute("CREATE TABLE IF NOT EXISTS problems (id TEXT PRIMARY KEY, path TEXT, line INTEGER, message TEXT)")
-        vectors.create(db)
-        return db
+        return manifest.connect(self.dir)
 
     def stale_files(self) -> list[str] | None:
         """Cheap check, no lock: [] when the index describes the files as they are now; the ids
@@ -229,7 +199,7 @@ class Index(Reads, Meaning):
             report = SyncReport()
             db = self._db()
             try:
-                report.problems = self._problems(db)
+                report.problems = manifest.problems(db)
             finally:
                 db.close()
             return report
@@ -278,7 +248,7 @@ class Index(Reads, Meaning):
         if ix is not None:
             try:
                 db = self._db()
-                known = self._known(db, only)
+                known = manifest.known_files(db, only)
             except sqlite3.Error:
                 ix = None
         if ix is None:
@@ -296,28 +266,11 @@ class Index(Reads, Meaning):
 
     def file_hashes(self, memory_ids: list[str]) -> dict[str, str]:
         """The content hash (sha1 of the bytes) the index last read for each of these files."""
-        out: dict[str, str] = {}
         db = self._db()
         try:
-            for at in range(0, len(memory_ids), 900):  # SQLite's limit on bound parameters
-                chunk = memory_ids[at : at + 900]
-                marks = ",".join("?" * len(chunk))
-                query = f"SELECT id, hash FROM files WHERE id IN ({marks})"  # noqa: S608 - marks are "?"
-                out.update(db.execute(query, chunk).fetchall())
+            return manifest.file_hashes(db, memory_ids)
         finally:
             db.close()
-        return {mid: h for mid, h in out.items() if h is not None}
-
-    def _known(self, db: sqlite3.Connection, only: list[str] | None) -> dict[str, tuple[Any, ...]]:
-        if only is None:
-            return {row[0]: row[1:] for row in db.execute("SELECT id, mtime, size, ino, hash FROM files")}
-        out: dict[str, tuple[Any, ...]] = {}
-        for at in range(0, len(only), 900):  # SQLite's limit on bound parameters (999 before 3.32)
-            chunk = only[at : at + 900]
-            marks = ",".join("?" * len(chunk))
-            rows = db.execute(f"SELECT id, mtime, size, ino, hash FROM files WHERE id IN ({marks})", chunk)  # noqa: S608 - marks are "?"
-            out.update((row[0], row[1:]) for row in rows)
-        return out
 
     def _apply_changes(
         self,
@@ -340,7 +293,7 @@ class Index(Reads, Meaning):
             listing = take_listing(self.memories)
             scanned = listing.signatures()
             removed = [mid for mid in known if mid not in scanned]
-            _note_unreadable(db, listing.unreadable())
+            manifest.note_unreadable(db, listing.unreadable())
         else:
             scanned = {mid: sig for mid in only if (sig := self._stat(mid)) is not None}
             removed = [mid for mid in only if mid not in scanned and mid in known]
@@ -356,7 +309,7 @@ class Index(Reads, Meaning):
             # Every file is as its row says. A state whose digest disagrees (a crash between the
             # rows' commit and the state's) would send every check here again: mend it.
             digest = signatures_digest(scanned)
-            report.problems = self._problems(db)
+            report.problems = manifest.problems(db)
             if (digest != state["digest"] or len(scanned) != state["count"] or vectors_changed
                     or state.get("problems") != len(report.problems)):
                 self._write_state({**state, "count": len(scanned), "digest": digest, "problems": len(report.problems)})
@@ -424,7 +377,7 @@ class Index(Reads, Meaning):
         count = db.execute("SELECT count(*) FROM files").fetchone()[0]
         if only is None:
             digest = signatures_digest(scanned)  # a full pass recomputes it rather than trust the old one
-        report.problems = self._problems(db)
+        report.problems = manifest.problems(db)
         # How many files are broken, so that a look-up that finds the index fresh knows whether
         # to read their problems again (known_problems) without opening the database.
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
@@ -444,7 +397,8 @@ class Index(Reads, Meaning):
             save_listing(self.dir / "listing", listing, digest)
         report.removed = len(removed)
         report.catalog_changed = catalog_changed
-        # The searcher stays: the next search finds it out of date and reopens only the new segments (searcher()).
+        # The searcher stays: the next search finds it out of date and reopens only the new
+        # segments (searcher()).
         return report
 
     def _listing_for(self, digest: int | None, scanned: dict[str, Sig], gone: list[str]) -> Listing | None:
@@ -469,14 +423,9 @@ class Index(Reads, Meaning):
             return []
         db = self._db()
         try:
-            return self._problems(db)
+            return manifest.problems(db)
         finally:
             db.close()
-
-    @staticmethod
-    def _problems(db: sqlite3.Connection) -> list[MemoryFileError]:
-        rows = db.execute("SELECT path, line, message FROM problems ORDER BY path")
-        return [MemoryFileError(path, line, message) for path, line, message in rows]
 
     def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
         try:  # the file's bytes, or why it cannot be indexed (a file too large is not read)
@@ -585,16 +534,3 @@ class Index(Reads, Meaning):
         state = self._read_state()
         return sorted(state["young"]) if state else []
 
-
-def _note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:
-    """Keep the problems rows of the memory file names that are not UTF-8 (which the listing
-    skips) as they are now. Their rows' ids start with '/', which no file name holds."""
-    rows = sorted((f"/{shown(n)}", f"{MEMORIES_DIR}/{shown(n)}", None,
-                   "its name is not UTF-8, so no memory id can name it; rename it (git mv) to a UTF-8 name")
-                  for n in names)
-    where = "FROM problems WHERE id >= '/' AND id < '0'"
-    if db.execute(f"SELECT id, path, line, message {where} ORDER BY id").fetchall() != rows:
-        db.execute("BEGIN")
-        db.execute(f"DELETE {where}")
-        db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", rows)
-        db.execute("COMMIT")

@@ -1,6 +1,6 @@
-"""The meaning vectors as the index keeps them (vectors.py holds the table itself): the model
-that makes them, a memory's rows, the cosines a search asks for, read by id or from the table a
-process loaded. ``Index`` has these as a mixin; the rows are written with the documents in
+"""The meaning vectors as the index keeps them (vectors.py holds their rows, table.py a
+process's table of them in memory): the model that makes them, a memory's rows, the cosines a
+search asks for, read by id or from the table a process loaded. ``Index`` has these as a mixin; the rows are written with the documents in
 index.py, in the same SQLite transaction as the file rows."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from whoosh import index as windex
 
 from ..core.memory import Memory
 from ..store.listing import Sig
-from . import embedding, encoder, filler, sentences, tokens, vectors
+from . import embedding, encoder, filler, sentences, table, tokens, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,8 +57,10 @@ class Meaning:
     hold_table = False
     _indexed: dict[str, Sig]
     _scanned: bool
-    _meaning: vectors.Table | None
+    _meaning: table.Table | None
     _meaning_key: Any
+    # Each thread's kept connection for ``_from_manifest``'s reads (``_manifest_reader``).
+    _readers: threading.local
     stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
@@ -142,11 +144,11 @@ class Meaning:
             return self.meaning().sentence_vectors(memory_ids)
         return self._from_manifest(lambda db: vectors.sentence_vectors_by_id(db, memory_ids), {})
 
-    def sentence_nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+    def sentence_nearest(self, vector: np.ndarray, wanted: table.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """``nearest`` by the sentence vectors, among the memories that have one."""
         if self.warm or self.vectors_loaded():
             return self.meaning().sentence_top(vector, wanted, depth, floor)
-        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, sentence=True, repair=self._repaired), [])
+        return self._from_manifest(lambda db: table.top_by_scan(db, vector, wanted, depth, floor, sentence=True, repair=self._repaired), [])
 
     def fill_sentences(
         self,
@@ -361,7 +363,7 @@ class Meaning:
             return self.meaning().cosines(vector, memory_ids)
         return self._from_manifest(lambda db: vectors.cosines_by_id(db, vector, memory_ids, self._repaired), {})
 
-    def nearest(self, vector: np.ndarray, wanted: vectors.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+    def nearest(self, vector: np.ndarray, wanted: table.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
         """The ``depth`` memories closest in meaning to ``vector`` that ``wanted`` allows (cosine
         at least ``floor``), best first. The first time in a process that does not hold the
         table, scanned from the manifest a chunk at a time: a `slayer-kb search` process never
@@ -371,7 +373,7 @@ class Meaning:
         if self.warm or self._scanned or self.vectors_loaded():
             return self.meaning().top(vector, wanted, depth, floor)
         self._scanned = True
-        return self._from_manifest(lambda db: vectors.top_by_scan(db, vector, wanted, depth, floor, repair=self._repaired), [])
+        return self._from_manifest(lambda db: table.top_by_scan(db, vector, wanted, depth, floor, repair=self._repaired), [])
 
     def _repaired(self, bad: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """The rows of the memories whose rows are not ``vectors.sound`` (a tampered or damaged
@@ -406,23 +408,18 @@ class Meaning:
         reads every commit since at the next query, so a kept connection sees what a new one
         would; each read runs to its end, holding no snapshot between searches."""
         path = self.dir / "manifest.db"
-        held = getattr(self._readers(), "held", None)
+        held = getattr(self._readers, "held", None)
         if held is not None and held[0] == _identity(path):
             return held[1]
         self.drop_manifest_reader()
         db = self._db()
-        self._readers().held = (_identity(path), db)
+        self._readers.held = (_identity(path), db)
         return db
-
-    def _readers(self) -> threading.local:
-        """Each thread's kept manifest connection, as ``held``: made on first use (setdefault:
-        one for every thread)."""
-        return self.__dict__.setdefault("_manifest_readers", threading.local())
 
     def drop_manifest_reader(self) -> None:
         """Close this thread's kept manifest connection (``_manifest_reader``), if any."""
-        held = getattr(self._readers(), "held", None)
-        self._readers().held = None
+        held = getattr(self._readers, "held", None)
+        self._readers.held = None
         if held is not None:
             with contextlib.suppress(sqlite3.Error):
                 held[1].close()
@@ -431,7 +428,7 @@ class Meaning:
         """Whether this process holds the current table of vectors (``meaning``)."""
         return self._meaning is not None and self._meaning_key is not None and self._meaning_key == state_key(self._read_state())
 
-    def meaning(self) -> vectors.Table:
+    def meaning(self) -> table.Table:
         """The vectors of every memory, loaded once and then kept in step with this process's
         own updates; loaded again when another process changed the index."""
         if self.hold_table and self._meaning is not None:
@@ -441,7 +438,7 @@ class Meaning:
             try:
                 db = self._db()
                 try:
-                    self._meaning = vectors.Table.load(db, self._repaired)
+                    self._meaning = table.Table.load(db, self._repaired)
                 finally:
                     db.close()
                 if self.warm:
@@ -449,7 +446,7 @@ class Meaning:
             except DAMAGED:
                 # Damaged derived state: no meaning this once; the next command remakes the vectors.
                 self.invalidate(vectors=True)
-                self._meaning, key = vectors.Table.empty(), None
+                self._meaning, key = table.Table.empty(), None
             self._meaning_key = key
         return self._meaning
 

@@ -12,6 +12,7 @@ are kept, never the text. A cache that cannot be opened is no cache: vectors are
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
@@ -39,7 +40,10 @@ _readers = threading.local()
 _opened = itertools.count()
 
 
+@functools.lru_cache(maxsize=1024)
 def text_hash(text: str) -> str:
+    """The sha256 of ``text``, the key of its vectors. Kept for the last texts hashed: a search
+    hashes each of its head's 30 texts twice (their sentences' look-up, their token ids')."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
