@@ -40,6 +40,11 @@ _units_seen: OrderedDict[str, bytes] = OrderedDict()
 # (30 hashes at 100,000 memories: an SQLite query on the request's thread each time). Any write
 # to the cache changes the stamp, and the misses are forgotten.
 _units_absent: tuple[Any, set[str]] = (None, set())
+# The manifest state's flag of a bulk write that left its memories' vectors to ``fill_static``.
+PENDING = "pending"
+# Memories whose vectors ``fill_static`` makes at a time, under the guard (the KB lock): about
+# 0.2 s of CPU, which a save beside it waits for at most.
+_STATIC_BATCH = 256
 
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
@@ -61,6 +66,7 @@ class Meaning:
     _meaning_key: Any
     stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _read_state: Callable[[], dict[str, Any] | None]
+    _write_state: Callable[[dict[str, Any]], None]
     _db: Callable[[], sqlite3.Connection]
     invalidate: Callable[..., None]
 
@@ -108,8 +114,61 @@ class Meaning:
         if self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed():
             filler.start(self.root)
 
+    def defers_vectors(self) -> bool:
+        """Whether a bulk write leaves its memories' vectors (static, sentence, token ids) to
+        the background filler that makes the sentence vectors (``fill_static``): when
+        ``want_sentences`` would start one."""
+        return self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
+
+    def static_pending(self) -> int:
+        """How many indexed memories have no vectors row yet (a bulk write left them to
+        ``fill_static``); 0 at the cost of reading the state when none was left."""
+        state = self._read_state()
+        if not state or not state.get(PENDING):
+            return 0
+        return self._from_manifest(vectors.pending_count, 0)
+
+    def fill_static(
+        self, guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> int:
+        """Make the vectors rows a bulk write left out (``static_pending``), from the indexed
+        documents, a batch at a time under ``guard``: each batch is read, made and written in one
+        hold, so no save changes a memory between its read and its row. The rows are those the
+        write would have made. How many rows were made."""
+        made = 0
+        while not stop():
+            with guard():
+                state = self._read_state()
+                if not state or not state.get(PENDING):
+                    return made
+                db = self._db()
+                try:
+                    ids = vectors.pending(db, _STATIC_BATCH)
+                    if not ids:
+                        self._write_state({k: v for k, v in state.items() if k != PENDING})
+                        return made
+                    docs = self.stored(ids)
+                    rows = self.vector_rows([Memory(**docs[m]["data"]) for m in ids if m in docs])
+                    if not rows:
+                        return made  # meaning is off: nothing to make them with
+                    db.execute("BEGIN")
+                    vectors.write(db, (), rows)
+                    db.execute("COMMIT")
+                finally:
+                    db.close()
+                if self._meaning is not None and self._meaning_key == state_key(state):
+                    self._meaning.apply((), rows)
+                made += len(rows)
+        return made
+
     def sentence_coverage(self) -> tuple[int, int]:
-        """(live memories with a sentence vector, live memories)."""
+        """(live memories with a sentence vector, live memories): those whose vectors a bulk
+        write left to ``fill_static`` count as memories without one."""
+        covered, total = self._sentence_coverage()
+        return covered, total + self.static_pending()
+
+    def _sentence_coverage(self) -> tuple[int, int]:
         if self.warm or self.vectors_loaded():
             covered, total = self.meaning().coverage()
             # Another process (the detached filler) may have made some since this one loaded
@@ -166,6 +225,9 @@ class Meaning:
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
+        # The rows a bulk write left out first: they also carry the sentence vectors the
+        # cache already holds, and the rest are then made below.
+        self.fill_static(guard, stop)
         if not encoder.installed():
             return 0
         workers = workers or encoder.build_workers()
