@@ -16,9 +16,9 @@ import pytest
 from bench import corpus
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import filler
+from slayer_kb.search.writing import BULK_THRESHOLD
 from slayer_kb.store import state
 from slayer_kb.store.state import STATE_DIR
-from slayer_kb.search.writing import BULK_THRESHOLD
 from testing import CliRunner, cli_runner, eventually, git
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
