@@ -94,6 +94,10 @@ def test_words_and_entities_answer_before_the_vectors_which_then_match_an_inline
                                "are found by their words and entities until their vectors are made, in the background."]
         # An entity's memories are found by the entity index alone: the same answer as inline.
         assert _answer(kb, entities=[source.hot_model]) == by_entity
+        # A warm process (the server) holds the table as it was: no vectors yet.
+        warm = KnowledgeBase(root)
+        warm.keep_warm()
+        assert _answer(warm, WORDS) == _answer(kb, WORDS) != by_words
 
         # A fill stopped after its first batch (as a killed filler leaves it: each batch is one
         # transaction), then finished by another process's fill, once.
@@ -110,6 +114,9 @@ def test_words_and_entities_answer_before_the_vectors_which_then_match_an_inline
         assert _tables(later) == expected  # every row and token id as the inline sync made them
         assert _answer(later, WORDS) == by_words
         later.close()
+        # The warm process takes in the rows the other made: its answer is the inline one too.
+        assert _answer(warm, WORDS) == by_words
+        warm.close()
     finally:
         os.close(fd)
 

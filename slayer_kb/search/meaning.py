@@ -55,6 +55,8 @@ class Meaning:
     # Whether a memory indexed or searched without a sentence vector starts the detached filler
     # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
     background_vectors = True
+    # How many memories had no vectors row when this process last looked (``_absorb_static``).
+    _pending_seen = 0
     # Whether this process checked every memory's units (``fill_sentences``).
     _units_checked = False
     # A warm server while its write process commits (daemon/writer.py): reads use the table as
@@ -165,8 +167,25 @@ class Meaning:
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories): those whose vectors a bulk
         write left to ``fill_static`` count as memories without one."""
+        pending = self.static_pending()
+        if pending != self._pending_seen:
+            self._absorb_static(pending)
         covered, total = self._sentence_coverage()
-        return covered, total + self.static_pending()
+        return covered, total + pending
+
+    def _absorb_static(self, pending: int) -> None:
+        """Take into the table this process holds the rows ``fill_static`` made in another
+        process (the detached filler beside a warm server) since it looked last: the index's
+        state does not change with them, so the table would not be loaded again."""
+        self._pending_seen = pending
+        if self._meaning is None or not (self.warm or self.vectors_loaded()):
+            return
+        held = set(self._meaning.ids)
+        none: list[str] = []
+        ids = self._from_manifest(lambda db: [m for (m,) in db.execute("SELECT id FROM vectors")], none)
+        new = [m for m in ids if m not in held]
+        if new:
+            self._meaning.apply((), self._from_manifest(lambda db: _rows_by_id(db, new), []))
 
     def _sentence_coverage(self) -> tuple[int, int]:
         if self.warm or self.vectors_loaded():
