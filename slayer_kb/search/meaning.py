@@ -139,6 +139,7 @@ class Meaning:
         hold, so no save changes a memory between its read and its row. The rows are those the
         write would have made. How many rows were made."""
         made = 0
+        after = ""  # the ids come in order: each batch looks past the last, not from the start
         while not stop():
             with guard():
                 state = self._read_state()
@@ -146,10 +147,14 @@ class Meaning:
                     return made
                 db = self._db()
                 try:
-                    ids = vectors.pending(db, _STATIC_BATCH)
+                    ids = vectors.pending(db, _STATIC_BATCH, after)
+                    if not ids and after:
+                        after = ""  # once more from the start: a write meanwhile may have left some
+                        continue
                     if not ids:
                         self._write_state({k: v for k, v in state.items() if k != PENDING})
                         return made
+                    after = ids[-1]
                     docs = self.stored(ids)
                     rows = self.vector_rows([Memory(**docs[m]["data"]) for m in ids if m in docs])
                     if not rows:

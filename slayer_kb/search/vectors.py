@@ -131,10 +131,10 @@ _PENDING = ("FROM files f WHERE f.hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
             "AND NOT EXISTS (SELECT 1 FROM problems p WHERE p.id = f.id)")
 
 
-def pending(db: sqlite3.Connection, limit: int) -> list[str]:
-    """The first ``limit`` ids, in order, of the indexed memories that have no row yet (a bulk
-    write left their vectors to the background)."""
-    return [m for (m,) in db.execute(f"SELECT f.id {_PENDING} ORDER BY f.id LIMIT ?", (limit,))]  # noqa: S608 - constants only
+def pending(db: sqlite3.Connection, limit: int, after: str = "") -> list[str]:
+    """The first ``limit`` ids after ``after``, in order, of the indexed memories that have no
+    row yet (a bulk write left their vectors to the background)."""
+    return [m for (m,) in db.execute(f"SELECT f.id {_PENDING} AND f.id > ? ORDER BY f.id LIMIT ?", (after, limit))]  # noqa: S608 - constants only
 
 
 def pending_count(db: sqlite3.Connection) -> int:
