@@ -47,7 +47,7 @@ from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
 from . import compaction, embedding, vectors, whoosh_internals, writing
 from .leaves import Leaves
-from .meaning import PENDING, Meaning, state_key
+from .meaning import Meaning, state_key
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 
@@ -412,11 +412,8 @@ class Index(Reads, Meaning):
                 writer().delete_by_term("kind", "catalog")
                 for doc in catalog_documents(self._load_catalog()):
                     writer().add_document(**doc)
-            # A bulk write whose vectors a background filler can make leaves them to it, so that
-            # words and entities answer sooner (``fill_static``); else, before the commit: in a
-            # rebuild, the worker processes index while this one embeds.
-            deferred = bool(embedded) and len(changed) > writing.BULK_THRESHOLD and self.defers_vectors()
-            vector_rows = [] if deferred else self.vector_rows(embedded)
+            # Before the commit: in a rebuild, the worker processes index while this one embeds.
+            vector_rows = [] if (deferred := self.defer(embedded, len(changed))) else self.vector_rows(embedded)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -431,12 +428,8 @@ class Index(Reads, Meaning):
         # How many files are broken, so that a look-up that finds the index fresh knows whether
         # to read their problems again (known_problems) without opening the database.
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
-                     "vectors": state["vectors"], "problems": len(report.problems)}
-        if deferred or state.get(PENDING):
-            new_state[PENDING] = True  # some memories' vectors are still to be made (fill_static)
+                     "vectors": state["vectors"], "problems": len(report.problems), **self.pending_flag(state, deferred)}
         self._write_state(new_state)
-        if deferred:
-            self.want_sentences()
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)
             self._meaning_key = state_key(new_state)

@@ -20,6 +20,7 @@ from whoosh import index as windex
 from ..core.memory import Memory
 from ..store.listing import Sig
 from . import embedding, encoder, filler, sentences, tokens, vectors
+from .deferred import Deferred, rows_by_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,13 +41,8 @@ _units_seen: OrderedDict[str, bytes] = OrderedDict()
 # (30 hashes at 100,000 memories: an SQLite query on the request's thread each time). Any write
 # to the cache changes the stamp, and the misses are forgotten.
 _units_absent: tuple[Any, set[str]] = (None, set())
-# The manifest state's flag of a bulk write that left its memories' vectors to ``fill_static``.
-PENDING = "pending"
-# Memories whose vectors ``fill_static`` makes at a time, under the guard (the KB lock): about
-# 0.2 s of CPU, which a save beside it waits for at most.
-_STATIC_BATCH = 256
 
-class Meaning:
+class Meaning(Deferred):
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
 
     root: Path
@@ -55,8 +51,6 @@ class Meaning:
     # Whether a memory indexed or searched without a sentence vector starts the detached filler
     # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
     background_vectors = True
-    # How many memories had no vectors row when this process last looked (``_absorb_static``).
-    _pending_seen = 0
     # Whether this process checked every memory's units (``fill_sentences``).
     _units_checked = False
     # A warm server while its write process commits (daemon/writer.py): reads use the table as
@@ -116,81 +110,12 @@ class Meaning:
         if self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed():
             filler.start(self.root)
 
-    def defers_vectors(self) -> bool:
-        """Whether a bulk write leaves its memories' vectors (static, sentence, token ids) to
-        the background filler that makes the sentence vectors (``fill_static``): when
-        ``want_sentences`` would start one."""
-        return self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
-
-    def static_pending(self) -> int:
-        """How many indexed memories have no vectors row yet (a bulk write left them to
-        ``fill_static``); 0 at the cost of reading the state when none was left."""
-        state = self._read_state()
-        if not state or not state.get(PENDING):
-            return 0
-        return self._from_manifest(vectors.pending_count, 0)
-
-    def fill_static(
-        self, guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-        stop: Callable[[], bool] = lambda: False,
-    ) -> int:
-        """Make the vectors rows a bulk write left out (``static_pending``), from the indexed
-        documents, a batch at a time under ``guard``: each batch is read, made and written in one
-        hold, so no save changes a memory between its read and its row. The rows are those the
-        write would have made. How many rows were made."""
-        made = 0
-        after = ""  # the ids come in order: each batch looks past the last, not from the start
-        while not stop():
-            with guard():
-                state = self._read_state()
-                if not state or not state.get(PENDING):
-                    return made
-                db = self._db()
-                try:
-                    ids = vectors.pending(db, _STATIC_BATCH, after)
-                    if not ids and after:
-                        after = ""  # once more from the start: a write meanwhile may have left some
-                        continue
-                    if not ids:
-                        self._write_state({k: v for k, v in state.items() if k != PENDING})
-                        return made
-                    after = ids[-1]
-                    docs = self.stored(ids)
-                    rows = self.vector_rows([Memory(**docs[m]["data"]) for m in ids if m in docs])
-                    if not rows:
-                        return made  # meaning is off: nothing to make them with
-                    db.execute("BEGIN")
-                    vectors.write(db, (), rows)
-                    db.execute("COMMIT")
-                finally:
-                    db.close()
-                if self._meaning is not None and self._meaning_key == state_key(state):
-                    self._meaning.apply((), rows)
-                made += len(rows)
-        return made
-
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories): those whose vectors a bulk
         write left to ``fill_static`` count as memories without one."""
-        pending = self.static_pending()
-        if pending != self._pending_seen:
-            self._absorb_static(pending)
+        pending = self.pending_now()
         covered, total = self._sentence_coverage()
         return covered, total + pending
-
-    def _absorb_static(self, pending: int) -> None:
-        """Take into the table this process holds the rows ``fill_static`` made in another
-        process (the detached filler beside a warm server) since it looked last: the index's
-        state does not change with them, so the table would not be loaded again."""
-        self._pending_seen = pending
-        if self._meaning is None or not (self.warm or self.vectors_loaded()):
-            return
-        held = set(self._meaning.ids)
-        none: list[str] = []
-        ids = self._from_manifest(lambda db: [m for (m,) in db.execute("SELECT id FROM vectors")], none)
-        new = [m for m in ids if m not in held]
-        if new:
-            self._meaning.apply((), self._from_manifest(lambda db: _rows_by_id(db, new), []))
 
     def _sentence_coverage(self) -> tuple[int, int]:
         if self.warm or self.vectors_loaded():
@@ -560,7 +485,7 @@ class Meaning:
             return
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
-        found = self._from_manifest(lambda db: _rows_by_id(db, ids), none)
+        found = self._from_manifest(lambda db: rows_by_id(db, ids), none)
         if found is None:
             return
         rows = {row[0] for row in found}
@@ -575,17 +500,6 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return os.getpid(), st.st_dev, st.st_ino
-
-
-def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
-    """The vectors table's rows of these memories, as ``vectors.write`` takes them."""
-    found: list[tuple[Any, ...]] = []
-    for at in range(0, len(memory_ids), 500):  # SQLite's old limit of 999 parameters
-        chunk = memory_ids[at : at + 500]
-        found += db.execute(
-            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608
-            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-    return found
 
 
 def _packed(rows: np.ndarray) -> bytes:

@@ -126,22 +126,6 @@ def still_missing(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[s
     return [(m, digest) for m, digest in found]
 
 
-# The indexed memories (a file row read, no problem row) without a vectors row.
-_PENDING = ("FROM files f WHERE f.hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.id = f.id) "
-            "AND NOT EXISTS (SELECT 1 FROM problems p WHERE p.id = f.id)")
-
-
-def pending(db: sqlite3.Connection, limit: int, after: str = "") -> list[str]:
-    """The first ``limit`` ids after ``after``, in order, of the indexed memories that have no
-    row yet (a bulk write left their vectors to the background)."""
-    return [m for (m,) in db.execute(f"SELECT f.id {_PENDING} AND f.id > ? ORDER BY f.id LIMIT ?", (after, limit))]  # noqa: S608 - constants only
-
-
-def pending_count(db: sqlite3.Connection) -> int:
-    """How many indexed memories have no row yet."""
-    return int(db.execute(f"SELECT count(*) {_PENDING}").fetchone()[0])  # noqa: S608 - constants only
-
-
 def sentence_coverage(db: sqlite3.Connection) -> tuple[int, int]:
     """(live memories with a sentence vector, live memories)."""
     covered, total = db.execute("SELECT count(svec), count(*) FROM vectors WHERE deleted = 0").fetchone()
