@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import subprocess
 import time
 from typing import TYPE_CHECKING
 
@@ -42,7 +41,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
-from ..store.bounded import sync_timeout
+from ..store.claims import talk
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
@@ -215,28 +214,11 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
     # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
     # the copy of a turn given back (only refs the refspecs name are pruned).
-    _talk(store, remote, "fetch", "-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch",
+    talk(store, remote, "fetch", "-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch",
           "-q", "--prune", "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec())
     out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
     tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
     return tips.get(tracking, ""), tips.get(turn.seen, "")
-
-
-def _talk(store: GitStore, remote: str, command: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` (a ``command`` that talks to ``remote``), stopped past ``sync_timeout()``
-    seconds: a remote that stops answering, or a pre-push hook that waits, must not hold the KB's
-    lock for ever. The caller puts the clone back as it was when this raises."""
-    try:
-        return store.git(*args, check=False, timeout=sync_timeout())
-    except subprocess.TimeoutExpired:
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
-        hook = " or this repository's pre-push hook is waiting for something" if command == "push" else ""
-        raise StoreError(
-            f"The sync's git {command} ({remote}: {url}) did not finish within {sync_timeout()} s and was stopped: "
-            f"the remote stopped answering{hook}. This clone is as it was before the sync: its saves stay here and "
-            f"the next sync sends what the remote lacks. Check the remote (git ls-remote {remote}), then run "
-            "slayer-kb sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's fetch or push may take."
-        ) from None
 
 
 def _fetch_in_turn(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn,
@@ -517,7 +499,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     # A branch's first push counts what no branch of the remote has, not its whole history
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
     first = None if upstream else _count(store, head, f"--remotes={remote}")
-    proc = _talk(store, remote, "push", "push", "-q", "--porcelain", *options, remote,
+    proc = talk(store, remote, "push", "push", "-q", "--porcelain", *options, remote,
                  f"{head}:refs/heads/{upstream_branch}", *refspecs)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")

@@ -4,7 +4,8 @@ Id leases (leases.py) and a sync's turn (ops/turn.py) push a small commit that s
 block of ids or the turn to a ref under ``refs/slayer-kb/``, only if the remote's ref is what this
 clone expects: absent (``--force-with-lease=<ref>:``, git's atomic "create only if it does not
 exist"), or the holder a takeover replaces. git refuses the push of a ref another clone created
-or moved first, so no two clones ever hold the same one.
+or moved first, so no two clones ever hold the same one. Every git run here that talks to a
+remote is bounded in time (``network`` for the claims, ``talk`` for a sync's fetch and push).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import subprocess
 import time
 from collections.abc import Mapping
 
+from ..core.errors import StoreError
+from .bounded import sync_timeout
 from .repo import GitStore
 
 CREATED, TAKEN, REFUSED = "created", "taken", "refused"
@@ -64,3 +67,20 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
         return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False, timeout=NETWORK_SECONDS)
     except subprocess.TimeoutExpired:
         return None
+
+
+def talk(store: GitStore, remote: str, command: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` (a ``command`` that talks to ``remote``), stopped past ``sync_timeout()``
+    seconds: a remote that stops answering, or a pre-push hook that waits, must not hold the KB's
+    lock for ever. The sync puts the clone back as it was when this raises."""
+    try:
+        return store.git(*args, check=False, timeout=sync_timeout())
+    except subprocess.TimeoutExpired:
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        hook = " or this repository's pre-push hook is waiting for something" if command == "push" else ""
+        raise StoreError(
+            f"The sync's git {command} ({remote}: {url}) did not finish within {sync_timeout()} s and was stopped: "
+            f"the remote stopped answering{hook}. This clone is as it was before the sync: its saves stay here and "
+            f"the next sync sends what the remote lacks. Check the remote (git ls-remote {remote}), then run "
+            "slayer-kb sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's fetch or push may take."
+        ) from None
