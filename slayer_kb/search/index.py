@@ -366,7 +366,7 @@ class Index(Reads, Meaning):
                 for doc in catalog_documents(self._load_catalog()):
                     writer().add_document(**doc)
             # Before the commit: in a rebuild, the worker processes index while this one embeds.
-            vector_rows = [] if (deferred := self.defer(embedded, len(changed))) else self.vector_rows(embedded)
+            vector_rows = self.vector_rows(embedded)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -381,7 +381,7 @@ class Index(Reads, Meaning):
         # How many files are broken, so that a look-up that finds the index fresh knows whether
         # to read their problems again (known_problems) without opening the database.
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
-                     "vectors": state["vectors"], "problems": len(report.problems), **self.pending_flag(state, deferred)}
+                     "vectors": state["vectors"], "problems": len(report.problems)}
         self._write_state(new_state)
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)

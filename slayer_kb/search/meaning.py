@@ -20,7 +20,6 @@ from whoosh import index as windex
 from ..core.memory import Memory
 from ..store.listing import Sig
 from . import embedding, encoder, filler, sentences, table, tokens, vectors
-from .deferred import Deferred, rows_by_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,7 +41,7 @@ _units_seen: OrderedDict[str, bytes] = OrderedDict()
 # to the cache changes the stamp, and the misses are forgotten.
 _units_absent: tuple[Any, set[str]] = (None, set())
 
-class Meaning(Deferred):
+class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
 
     root: Path
@@ -64,7 +63,6 @@ class Meaning(Deferred):
     _readers: threading.local
     stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _read_state: Callable[[], dict[str, Any] | None]
-    _write_state: Callable[[dict[str, Any]], None]
     _db: Callable[[], sqlite3.Connection]
     invalidate: Callable[..., None]
 
@@ -113,13 +111,7 @@ class Meaning(Deferred):
             filler.start(self.root)
 
     def sentence_coverage(self) -> tuple[int, int]:
-        """(live memories with a sentence vector, live memories): those whose vectors a bulk
-        write left to ``fill_static`` count as memories without one."""
-        pending = self.pending_now()
-        covered, total = self._sentence_coverage()
-        return covered, total + pending
-
-    def _sentence_coverage(self) -> tuple[int, int]:
+        """(live memories with a sentence vector, live memories)."""
         if self.warm or self.vectors_loaded():
             covered, total = self.meaning().coverage()
             # Another process (the detached filler) may have made some since this one loaded
@@ -176,9 +168,6 @@ class Meaning(Deferred):
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
-        # The rows a bulk write left out first: they also carry the sentence vectors the
-        # cache already holds, and the rest are then made below.
-        self.fill_static(guard, stop)
         if not encoder.installed():
             return 0
         workers = workers or encoder.build_workers()
@@ -482,7 +471,7 @@ class Meaning(Deferred):
             return
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
-        found = self._from_manifest(lambda db: rows_by_id(db, ids), none)
+        found = self._from_manifest(lambda db: _rows_by_id(db, ids), none)
         if found is None:
             return
         rows = {row[0] for row in found}
@@ -497,6 +486,17 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return os.getpid(), st.st_dev, st.st_ino
+
+
+def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The vectors table's rows of these memories, as ``vectors.write`` takes them."""
+    found: list[tuple[Any, ...]] = []
+    for at in range(0, len(memory_ids), 500):  # SQLite's old limit of 999 parameters
+        chunk = memory_ids[at : at + 500]
+        found += db.execute(
+            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608
+            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return found
 
 
 def _packed(rows: np.ndarray) -> bytes:

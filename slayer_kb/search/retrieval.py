@@ -163,13 +163,9 @@ def _sentence_vector(index: Index, request: Request, warnings: list[str], notes:
     covered, total = index.sentence_coverage()
     if covered < total:
         index.want_sentences()
-        pending = index.static_pending()
         notes.append(
             f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
             "static vectors until theirs are made, in the background."
-            if not pending else
-            f"Sentence vectors cover {covered} of {total} memories, and {pending} have no vectors yet: "
-            "those are found by their words and entities until their vectors are made, in the background."
         )
     if not covered:
         return None, False
