@@ -94,10 +94,17 @@ def test_a_thread_runs_lower_and_the_others_do_not() -> None:
     assert nice_of(Path(f"/proc/self/task/{threading.get_native_id()}/stat")) == BASE
 
 
+def _as_a_shell_starts_it() -> None:
+    """Ctrl-C unblocked and at its default, as a shell starts a command, whatever the test
+    worker's own state (a child inherits both, and Python ignores SIGINT that starts ignored)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _save(root: Path, text: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", text, "-e",
                              "shop.orders.amount"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **env))
+                            env=dict(os.environ, **env), preexec_fn=_as_a_shell_starts_it)  # noqa: PLW1509
 
 
 def _states(pid: int) -> set[str]:
@@ -217,8 +224,14 @@ def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watc
         eventually(lambda: saving.poll() is not None or (_threads(saving.pid) == [BASE, LOWER]
                                                          and _states(saving.pid) == {"S"}),
                    "the client of a write waiting on a lower relaying thread")
+        status = Path(f"/proc/{saving.pid}/status").read_text()
+        signals = [line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
         saving.send_signal(signal.SIGINT)
-        out, err = saving.communicate(timeout=WAIT_SECONDS)
+        try:
+            out, err = saving.communicate(timeout=WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            saving.kill()
+            raise AssertionError(f"the client outlived Ctrl-C; its signals before it: {signals}") from None
         assert (saving.returncode, out, err) == (1, "", "\nAborted!\n")
 
 
