@@ -219,8 +219,7 @@ def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watc
     lock = filelock.FileLock(str(watcher.root / ".slayer-kb" / "lock"))
     with lock:
         saving = _save(watcher.root, "Refunds are netted against the order amount")
-        # Waiting, not still starting: a lowered thread that runs Python holds the GIL, which the
-        # main thread needs to raise KeyboardInterrupt, and under load it gets the CPU last.
+        # While it waits (both threads asleep, the relay on the server), as the test's name says.
         eventually(lambda: saving.poll() is not None or (_threads(saving.pid) == [BASE, LOWER]
                                                          and _states(saving.pid) == {"S"}),
                    "the client of a write waiting on a lower relaying thread")

@@ -82,10 +82,18 @@ class Leaves:
         Whoosh decodes the id's posting list at each look-up (0.09 ms of CPU there): for a warm
         process, whose searches look up ids the ranking did not score (the meaning channel's)."""
         for leaf, offset in searcher.reader().leaf_readers():
-            found = self._get(leaf, "docnums id", partial(_live_ids, leaf)).get(memory_id)
+            found = self._ids(leaf).get(memory_id)
             if found is not None:
                 return int(found) + offset
         return None
+
+    def map_ids(self, searcher: Any) -> None:
+        """Map every segment's ids now (a warm process's warm-up), not at a first search."""
+        for leaf, _offset in searcher.reader().leaf_readers():
+            self._ids(leaf)
+
+    def _ids(self, leaf: Any) -> dict[str, int]:
+        return self._get(leaf, "docnums id", partial(_live_ids, leaf))
 
 
 def _live_ids(reader: Any) -> dict[str, int]:

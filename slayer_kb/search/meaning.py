@@ -1,7 +1,8 @@
 """The meaning vectors as the index keeps them (vectors.py holds their rows, table.py a
 process's table of them in memory): the model that makes them, a memory's rows, the cosines a
-search asks for, read by id or from the table a process loaded. ``Index`` has these as a mixin; the rows are written with the documents in
-index.py, in the same SQLite transaction as the file rows."""
+search asks for, read by id or from the table a process loaded. ``Index`` has these as a mixin;
+the rows are written with the documents in index.py, in the same SQLite transaction as the file
+rows."""
 
 from __future__ import annotations
 

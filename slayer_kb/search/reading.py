@@ -97,7 +97,7 @@ class Reads:
         searcher = self.searcher()
         if self.warm:
             postings.load(searcher)
-            self._leaves.docnum(searcher, "")  # each segment's ids mapped now, not at a first search
+            self._leaves.map_ids(searcher)
 
     def _docset(self, searcher: Any, query: Q.Query | None) -> Any:
         """The documents a filter matches, kept for as long as the searcher: Whoosh would
