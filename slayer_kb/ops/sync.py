@@ -214,8 +214,8 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
     # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
     # the copy of a turn given back (only refs the refspecs name are pruned).
-    talk(store, remote, "fetch", "-c", "fetch.writeFetchHEAD=false", "-c", "fetch.showForcedUpdates=false", "fetch",
-          "-q", "--prune", "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec())
+    talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}",
+         turn.refspec(), config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
     out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
     tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
     return tips.get(tracking, ""), tips.get(turn.seen, "")
@@ -499,8 +499,8 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     # A branch's first push counts what no branch of the remote has, not its whole history
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
     first = None if upstream else _count(store, head, f"--remotes={remote}")
-    proc = talk(store, remote, "push", "push", "-q", "--porcelain", *options, remote,
-                 f"{head}:refs/heads/{upstream_branch}", *refspecs)
+    proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
+                f"{head}:refs/heads/{upstream_branch}", *refspecs)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))

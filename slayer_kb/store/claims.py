@@ -69,12 +69,14 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
         return None
 
 
-def talk(store: GitStore, remote: str, command: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` (a ``command`` that talks to ``remote``), stopped past ``sync_timeout()``
-    seconds: a remote that stops answering, or a pre-push hook that waits, must not hold the KB's
-    lock for ever. The sync puts the clone back as it was when this raises."""
+def talk(store: GitStore, remote: str, command: str, *args: str,
+         config: tuple[str, ...] = ()) -> subprocess.CompletedProcess[bytes]:
+    """``git -c CONFIG... COMMAND ARGS`` (a command that talks to ``remote``), stopped past
+    ``sync_timeout()`` seconds: a remote that stops answering, or a pre-push hook that waits, must
+    not hold the KB's lock for ever. The sync puts the clone back as it was when this raises."""
+    settings = [part for setting in config for part in ("-c", setting)]
     try:
-        return store.git(*args, check=False, timeout=sync_timeout())
+        return store.git(*settings, command, *args, check=False, timeout=sync_timeout())
     except subprocess.TimeoutExpired:
         url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
         hook = " or this repository's pre-push hook is waiting for something" if command == "push" else ""
