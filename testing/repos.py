@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from unittest.mock import patch
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_KB = ROOT / "kb"
@@ -89,17 +90,10 @@ def _build_indexed_example_kb(root: Path) -> None:
     make_example_kb(root)
     # Indexed as every test starts (conftest's isolate): the sentence encoder off, so no
     # background process makes vectors in the template while it is being copied.
-    saved = os.environ.get("SLAYER_KB_NO_ENCODER")
-    os.environ["SLAYER_KB_NO_ENCODER"] = "1"
-    try:
+    with patch.dict(os.environ, {"SLAYER_KB_NO_ENCODER": "1"}):
         kb = KnowledgeBase(root)
         kb.ensure_fresh()
         kb.close()
-    finally:
-        if saved is None:
-            del os.environ["SLAYER_KB_NO_ENCODER"]
-        else:
-            os.environ["SLAYER_KB_NO_ENCODER"] = saved
 
 
 def make_indexed_example_kb(root: Path) -> Path:
