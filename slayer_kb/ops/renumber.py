@@ -121,6 +121,8 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
             _reset_keep(kb.store, tip)
             kb.reread()
             result.commit = tip
+            # An agent of this clone may still hold an old id: it refuses, as after sync.
+            kb.record_moves(mapping, "renumber")
             return result
         head = tx.head()
         assert head is not None
@@ -144,6 +146,7 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
         if result.rewritten:
             message += f"\n\nRewrote memory: references in {', '.join(sorted(result.rewritten))}"
         result.commit = tx.commit(changes, message)
+        kb.record_moves(mapping, "renumber")
         return result
 
 
