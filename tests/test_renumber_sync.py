@@ -272,6 +272,27 @@ def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, 
     assert git(b, "rev-parse", "HEAD") == head
 
 
+def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, Path, Path], invoke_cli) -> None:
+    """A hand-resolved conflict committed broken (a key twice), with nothing to pull: sync checks
+    what it would push, as it does after a rebase, and the remote keeps its valid main."""
+    bare, a, _b = clones
+    kb_a = KnowledgeBase(a)
+    kb_a.save_memory("Good", ["orders.amount"])
+    sync(kb_a)
+    remote_head = git(bare, "rev-parse", branch(a))
+    path = a / "memories" / "1.yaml"
+    path.write_text(path.read_text() + "learning: Twice\n")
+    commit_all(a, "hand merge")
+    head = git(a, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", a, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
+        f"{a}/memories/1.yaml:5: duplicate key 'learning' (first on line 1); keep one\n"
+        "Fix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again.\n"))
+    assert git(bare, "rev-parse", branch(a)) == remote_head
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
+
+
 def test_cli_sync(clones: tuple[Path, Path, Path], invoke_cli) -> None:
     _bare, a, b = clones
     KnowledgeBase(a).save_memory("A one", ["orders.amount"])
