@@ -71,9 +71,10 @@ def backoff(refused: int, rng: random.Random, attempt: float = BACKOFF_WINDOW) -
     return rng.uniform(0, min(attempt, BACKOFF_WINDOW) / refused)
 
 
-def sync(kb: Context, remote: str = "origin") -> SyncResult:
-    """Pull (rebase), merge, revalidate, push and reindex (see the module doc)."""
-    return _sync(kb, kb.store, remote)
+def sync(kb: Context, remote: str | None = None) -> SyncResult:
+    """Pull (rebase), merge, revalidate, push and reindex (see the module doc); ``remote``
+    defaults to the one ids are leased from (``IdLeases.remote_name``)."""
+    return _sync(kb, kb.store, kb.leases.remote_name() if remote is None else remote)
 
 
 def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
