@@ -341,3 +341,25 @@ def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) ->
     proc = invoke_cli("--kb", u, "sync", "--remote", "origin")
     assert (proc.returncode, proc.stderr) == (
         1, "Error: No git remote named 'origin'; add one (git remote add origin URL) or pass --remote.\n")
+
+
+def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) -> None:
+    """A clone counting on its own (sequential) published 1 first; the leased clone that also
+    saved 1 is renumbered. Its fresh id comes from its own blocks: one above every id in sight
+    (102) is in another clone's block, and would renumber that clone's next save in turn."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    git(b, "config", "slayer-kb.ids", "sequential")
+    kb_a, kb_b, kb_c = KnowledgeBase(a), KnowledgeBase(b), KnowledgeBase(c)
+    assert kb_a.save_memory("A: leased", ["orders.amount"]).memory_id == "1"
+    assert kb_c.save_memory("C: leased", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_b.save_memory("B: on its own", ["orders.amount"]).memory_id == "1"
+    assert kb_b.save_memory("B: two", ["orders.qty"]).memory_id == "2"
+    sync(kb_b)
+    sync(kb_c)
+    # 2 is in A's block but B used it: skipped.
+    assert sync(kb_a).renumbered == {"1": "3"}
+    assert KnowledgeBase(a).read("3").learning == "A: leased"
+    assert KnowledgeBase(a).read("2").learning == "B: two"
+    assert kb_c.save_memory("C: next", ["orders.qty"]).memory_id == str(BLOCK + 2)
+    assert sync(kb_c).renumbered == {}
+    assert KnowledgeBase(c).read(str(BLOCK + 2)).learning == "C: next"
