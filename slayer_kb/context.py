@@ -341,7 +341,7 @@ class Context:
         self.pending.clear(memory_id)
 
     def record_moves(self, moves: dict[str, str], why: str) -> None:
-        """Ids ``sync`` moved on this clone (``store/moves.py``), refused until accepted."""
+        """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until accepted."""
         self.moves.record(moves, why)
 
     def git_setting(self, key: str) -> str | None:

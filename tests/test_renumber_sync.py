@@ -64,12 +64,48 @@ def test_renumber_then_merge_keeps_both_memories(diverged: tuple[KnowledgeBase, 
     assert kb.get("4").to_dict()["learning"] == "Feature: status values"
     git(kb.root, "merge", "-q", "--no-edit", main)  # raises on a conflict
     assert memories(kb.root) == {"1", "2", "3", "4"}
+    KnowledgeBase(kb.root).team.accept("2")  # renumber recorded the move (see below)
     assert learning(kb.root, "2") == "Main: refunds"
     assert learning(kb.root, "4") == "Feature: status values"
     assert "3" in {m["id"] for m in KnowledgeBase(kb.root).search(entities=["memory:4"]).memories}
     # Nothing more to renumber, and the next auto id is above both sides'.
     assert renumber(kb, main).mapping == {}
     assert kb.save_memory("after merge", ["orders.amount"]).memory_id == "5"
+
+
+def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[KnowledgeBase, str],
+                                                              invoke_cli) -> None:
+    """An agent of this clone still holds 2 from its save's reply; after 'renumber' (the step a
+    sync conflict's message gives) and the merge, 2 names main's memory: commands refuse, as after
+    a sync that renumbered, rather than act on another agent's memory."""
+    kb, main = diverged
+    main_head = git(kb.root, "rev-parse", main).strip()
+    invoke_cli("--kb", kb.root, "renumber", "--onto", main, check=True)
+    git(kb.root, "merge", "-q", "--no-edit", main)
+    said = (
+        "Error: Memory id '2' moved: 'slayer-kb renumber' gave this clone's memory 2 the id 4, because the "
+        "branch it was renumbered onto had already used 2 for another memory; '2' now names another memory: "
+        "\"Main: refunds\". Use 4 for the memory saved here; to mean what '2' names now, run 'slayer-kb "
+        "renumber --accept 2' first.\n"
+    )
+    head = git(kb.root, "rev-parse", "HEAD")
+    for command in (["get", "2"], ["forget", "2"], ["update", "2", "--learning", "x"],
+                    ["restore", "2", "--rev", main_head]):
+        proc = invoke_cli("--kb", kb.root, *command)
+        assert (proc.returncode, proc.stderr) == (1, said), command
+    assert git(kb.root, "rev-parse", "HEAD") == head
+    assert invoke_cli("--kb", kb.root, "renumber", "--accept", "2", check=True).stdout == (
+        "'2' now means the memory it names; the one saved here as 2 is 4.\n")
+    assert learning(kb.root, "2") == "Main: refunds"
+
+
+def test_renumber_rewrite_records_the_move_too(diverged: tuple[KnowledgeBase, str]) -> None:
+    kb, main = diverged
+    renumber(kb, main, rewrite=True)
+    git(kb.root, "rebase", "-q", main)
+    with pytest.raises(ConflictError) as exc:
+        KnowledgeBase(kb.root).get("2")
+    assert "'slayer-kb renumber' gave this clone's memory 2 the id 4" in str(exc.value)
 
 
 def test_without_renumber_the_merge_conflicts(diverged: tuple[KnowledgeBase, str]) -> None:
@@ -234,6 +270,27 @@ def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, 
         sync(kb_b)
     assert "memory:target" in str(exc.value) or "target" in str(exc.value)
     assert git(b, "rev-parse", "HEAD") == head
+
+
+def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, Path, Path], invoke_cli) -> None:
+    """A hand-resolved conflict committed broken (a key twice), with nothing to pull: sync checks
+    what it would push, as it does after a rebase, and the remote keeps its valid main."""
+    bare, a, _b = clones
+    kb_a = KnowledgeBase(a)
+    kb_a.save_memory("Good", ["orders.amount"])
+    sync(kb_a)
+    remote_head = git(bare, "rev-parse", branch(a))
+    path = a / "memories" / "1.yaml"
+    path.write_text(path.read_text() + "learning: Twice\n")
+    commit_all(a, "hand merge")
+    head = git(a, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", a, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
+        f"{a}/memories/1.yaml:5: duplicate key 'learning' (first on line 1); keep one\n"
+        "Fix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again.\n"))
+    assert git(bare, "rev-parse", branch(a)) == remote_head
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
 
 
 def test_cli_sync(clones: tuple[Path, Path, Path], invoke_cli) -> None:

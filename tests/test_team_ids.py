@@ -322,3 +322,44 @@ def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> 
     # a's two saves, b's and c's: four saves under the key.
     assert (memory["learning"], memory["revision_count"]) == ("Redis, 5 min TTL.", 4)
     assert git(c, "log", "-1", "--format=%s", "--", "memories/1.yaml").strip() == "memory: count both sides' revisions of 1"
+
+
+def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) -> None:
+    """A clone whose only remote is not named origin (git clone -o upstream): sync, like the
+    id leases, takes the branch's remote, with no --remote to give."""
+    bare, _ = make_team(tmp_path, clones=0)
+    git(tmp_path, "clone", "-q", "-o", "upstream", str(bare), "u")
+    u = tmp_path / "u"
+    saved = invoke_cli("--kb", u, "save", "U: one", "-e", "shop.orders.amount", check=True)
+    assert saved.stdout.splitlines()[0] == "Saved memory 1 (created)"
+    assert leased_blocks(bare) == [f"{NAMESPACE}0"]
+    synced = invoke_cli("--kb", u, "sync", check=True)
+    assert synced.stdout == "Synced main with upstream: pushed, 0 pulled, 1 pushed.\n"
+    assert git(bare, "show", "main:memories/1.yaml").startswith("learning: 'U: one'\n")
+    assert json_of(invoke_cli("--kb", u, "sync", "--json", check=True))["remote"] == "upstream"
+    # A remote given by name still wins; one that does not exist is named.
+    proc = invoke_cli("--kb", u, "sync", "--remote", "origin")
+    assert (proc.returncode, proc.stderr) == (
+        1, "Error: No git remote named 'origin'; add one (git remote add origin URL) or pass --remote.\n")
+
+
+def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) -> None:
+    """A clone counting on its own (sequential) published 1 first; the leased clone that also
+    saved 1 is renumbered. Its fresh id comes from its own blocks: one above every id in sight
+    (102) is in another clone's block, and would renumber that clone's next save in turn."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    git(b, "config", "slayer-kb.ids", "sequential")
+    kb_a, kb_b, kb_c = KnowledgeBase(a), KnowledgeBase(b), KnowledgeBase(c)
+    assert kb_a.save_memory("A: leased", ["orders.amount"]).memory_id == "1"
+    assert kb_c.save_memory("C: leased", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_b.save_memory("B: on its own", ["orders.amount"]).memory_id == "1"
+    assert kb_b.save_memory("B: two", ["orders.qty"]).memory_id == "2"
+    sync(kb_b)
+    sync(kb_c)
+    # 2 is in A's block but B used it: skipped.
+    assert sync(kb_a).renumbered == {"1": "3"}
+    assert KnowledgeBase(a).read("3").learning == "A: leased"
+    assert KnowledgeBase(a).read("2").learning == "B: two"
+    assert kb_c.save_memory("C: next", ["orders.qty"]).memory_id == str(BLOCK + 2)
+    assert sync(kb_c).renumbered == {}
+    assert KnowledgeBase(c).read(str(BLOCK + 2)).learning == "C: next"

@@ -18,8 +18,9 @@ class Team:
         self._kb = kb
         self._moves = kb.moves
 
-    def sync(self, remote: str = "origin") -> SyncResult:
-        """Pull (rebase), merge what git cannot, revalidate, reindex and push."""
+    def sync(self, remote: str | None = None) -> SyncResult:
+        """Pull (rebase), merge what git cannot, revalidate, reindex and push (``remote``: by
+        default ``slayer-kb.remote``, else the branch's remote, else ``origin``)."""
         from ..ops import sync
 
         return sync.sync(self._kb, remote)

@@ -156,10 +156,12 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
 
 
 @click.command("sync")
-@click.option("--remote", default="origin", show_default=True, help="The git remote to pull from and push to.")
+@click.option("--remote", default=None,
+              help="The git remote to pull from and push to (default: git config slayer-kb.remote, else the "
+                   "branch's remote, else origin).")
 @json_option
 @pass_settings
-def sync_cmd(settings: Settings, remote: str) -> None:
+def sync_cmd(settings: Settings, remote: str | None) -> None:
     """Pull (rebase), merge what git cannot, revalidate, reindex and push.
 
     Session files both sides wrote and topic-key memories both sides revised are merged; a topic
@@ -175,7 +177,7 @@ def sync_cmd(settings: Settings, remote: str) -> None:
     result = settings.kb().team.sync(remote)
 
     def human() -> str:
-        text = f"Synced {result.branch} with {remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
+        text = f"Synced {result.branch} with {result.remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
         if result.merged:

@@ -209,6 +209,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
     check_id(memory_id)
+    kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
         shown = show(kb, memory_id, rev)
         assert shown.rev is not None

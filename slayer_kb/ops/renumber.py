@@ -7,7 +7,8 @@ The collision is detected from history alone: an auto-id memory at HEAD but not 
 with REF collides when a commit reachable from REF and not from HEAD added ``memories/<same
 id>.yaml`` (even one REF later deleted: auto ids are never reused). A memory both sides have
 from one commit is one memory, whatever merge base git picks after criss-cross merges. Each
-colliding memory gets a fresh id above every auto id REF or this branch has ever used, and every
+colliding memory gets a fresh id (with leases, from this clone's blocks; else above every auto id
+REF or this branch has ever used), and every
 ``memory:<old>`` reference in the branch's memories is rewritten to it. Only the entity lists
 change; a ``memory:42`` written in the prose of a learning is left alone (it may mean anything).
 
@@ -21,6 +22,7 @@ subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -54,19 +56,26 @@ def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None,
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used. With
     ``parted``, ``onto`` is a commit id and ``parted`` its merge base with HEAD, already known
     (sync asks on every push attempt)."""
-    base, colliding, top = _collisions(kb.store, onto, parted)
+    base, colliding, used = _collisions(kb.store, onto, parted)
     if not colliding:
         return base, {}
-    top = max(top, kb.highest_auto_id(listed=True))
-    return base, {old: str(top + n) for n, old in enumerate(colliding, 1)}
+    top = max(highest_auto_id(used), kb.highest_auto_id(listed=True))
+    # With leases, from this clone's blocks: one above every id in sight may be in another
+    # clone's block, whose next save would then be renumbered in turn. An id either side ever
+    # used (a clone counting on its own may have) is skipped.
+    fresh = kb.leases.take(len(colliding), top,
+                           lambda n: str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml"))
+    if fresh is None:
+        fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
+    return base, dict(zip(colliding, fresh, strict=True))
 
 
-def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | None, list[str], int]:
-    """(merge base, the branch's auto ids that REF has ever used, the highest auto id either side
-    ever committed)."""
+def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | None, list[str], set[str]]:
+    """(merge base, the branch's auto ids that REF has ever used, the ids either side ever
+    committed; empty when nothing collides)."""
     head = store.head()
     if head is None:
-        return None, [], 0
+        return None, [], set()
     onto_sha = onto if parted else resolve_rev(store, onto)
     base = parted or merge_base(store, onto_sha, head)
     under = f"{MEMORIES_DIR}/"
@@ -78,8 +87,8 @@ def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | N
     theirs = _ids(store.added_paths(head, onto_sha, under))
     colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
     if not colliding:
-        return base, [], 0
-    return base, colliding, max(highest_auto_id(theirs), highest_auto_id(_ids(store.added_paths(None, head, under))))
+        return base, [], set()
+    return base, colliding, theirs | _ids(store.added_paths(None, head, under))
 
 
 def _added_since(store: GitStore, base: str, head: str) -> set[str]:
@@ -121,6 +130,8 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
             _reset_keep(kb.store, tip)
             kb.reread()
             result.commit = tip
+            # An agent of this clone may still hold an old id: it refuses, as after sync.
+            kb.record_moves(mapping, "renumber")
             return result
         head = tx.head()
         assert head is not None
@@ -144,6 +155,7 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
         if result.rewritten:
             message += f"\n\nRewrote memory: references in {', '.join(sorted(result.rewritten))}"
         result.commit = tx.commit(changes, message)
+        kb.record_moves(mapping, "renumber")
         return result
 
 

@@ -71,9 +71,10 @@ def backoff(refused: int, rng: random.Random, attempt: float = BACKOFF_WINDOW) -
     return rng.uniform(0, min(attempt, BACKOFF_WINDOW) / refused)
 
 
-def sync(kb: Context, remote: str = "origin") -> SyncResult:
-    """Pull (rebase), merge, revalidate, push and reindex (see the module doc)."""
-    return _sync(kb, kb.store, remote)
+def sync(kb: Context, remote: str | None = None) -> SyncResult:
+    """Pull (rebase), merge, revalidate, push and reindex (see the module doc); ``remote``
+    defaults to the one ids are leased from (``IdLeases.remote_name``)."""
+    return _sync(kb, kb.store, kb.leases.remote_name() if remote is None else remote)
 
 
 def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
@@ -256,6 +257,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
     if parted == upstream:
+        # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
+        if head != upstream:
+            _revalidate(kb, _on_top(store, upstream), merged=False)
         return
     if parted == head:
         store.git("merge", "-q", "--ff-only", upstream)
@@ -473,15 +477,15 @@ def _fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], result: Sync
     return True
 
 
-def _revalidate(kb: Context, on_top: dict[str, str]) -> None:
+def _revalidate(kb: Context, on_top: dict[str, str], merged: bool = True) -> None:
     """The memories this branch adds or changes on top of the upstream (``on_top``) must pass
     ``validate``."""
     paths = [kb.root / memory_path(memory_id) for memory_id in sorted(on_top)]
     problems = [str(p) for p in validate(paths).problems] if paths else []
     if problems:
         raise ConflictError(
-            "After merging the upstream these memories do not validate, so nothing was pushed and "
-            "the repository is back as it was:\n" + "\n".join(problems)
+            f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
+            "was pushed and the repository is back as it was:\n" + "\n".join(problems)
             + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
         )
 

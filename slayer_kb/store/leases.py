@@ -139,14 +139,21 @@ class IdLeases:
             return None
         if not any(key.startswith("remote.") for key in config):
             return None
+        name = self.remote_name()
+        url = config.get(f"remote.{name}.url")
+        return Remote(name, url) if url else None
+
+    def remote_name(self) -> str:
+        """The remote this clone shares with (``sync``'s too): ``slayer-kb.remote``, else the
+        current branch's remote, else ``origin``."""
+        config = self.settings()
         name = config.get("slayer-kb.remote", "").strip()
         if not name:
             branch = self._branch()
             name = config.get(f"branch.{branch}.remote", "") if branch else ""
             if not name or name == ".":
                 name = "origin"
-        url = config.get(f"remote.{name}.url")
-        return Remote(name, url) if url else None
+        return name
 
     def _branch(self) -> str | None:
         try:
