@@ -99,12 +99,24 @@ def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_p
     stopped = invoke_cli("--kb", a, "--json", "sync")
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
-    assert message.startswith(f"git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert message.startswith(f"git fetch from origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
     assert message.endswith(
-        "Nothing was sent and this clone is as it was: its saves stay here and the next sync sends them. "
+        "Nothing was pulled or sent and this clone is as it was: its saves stay here and the next sync sends them. "
         "Check the remote's url (git remote get-url origin) and the network, then run slayer-kb sync again."
     )
     assert git(a, "rev-parse", "HEAD") == head
     git(a, "remote", "set-url", "origin", str(bare))
     assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
     assert git(a, "ls-tree", "--name-only", "origin/main", "memories/").split() == [f"memories/{saved['memory_id']}.yaml"]
+
+
+def test_a_sync_with_nothing_to_push_says_when_the_remote_cannot_be_read(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Never "up to date" from the last fetch's tracking ref when this fetch could not reach the remote.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "On main", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    stopped = invoke_cli("--kb", a, "sync")
+    assert (stopped.returncode, stopped.stdout) == (1, "")
+    assert stopped.stderr.startswith(f"Error: git fetch from origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert "up to date" not in stopped.stderr

@@ -215,8 +215,18 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
     # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
     # the copy of a turn given back (only refs the refspecs name are pruned).
-    talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote, f"+refs/heads/{upstream_branch}:{tracking}",
-         turn.refspec(), config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
+    proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
+                f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec(),
+                config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
+    # A remote without the branch yet (the first push) fails the fetch too: only a remote that
+    # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
+    if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
+        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        raise StoreError(
+            f"git fetch from {remote} ({url}) failed: {proc.stderr.decode('utf-8', 'replace').strip()} "
+            "Nothing was pulled or sent and this clone is as it was: its saves stay here and the next sync sends "
+            f"them. Check the remote's url (git remote get-url {remote}) and the network, then run slayer-kb sync again."
+        )
     out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
     tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
     return tips.get(tracking, ""), tips.get(turn.seen, "")
