@@ -120,3 +120,26 @@ def test_a_sync_with_nothing_to_push_says_when_the_remote_cannot_be_read(tmp_pat
     assert (stopped.returncode, stopped.stdout) == (1, "")
     assert stopped.stderr.startswith(f"Error: git fetch from origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
     assert "up to date" not in stopped.stderr
+
+
+def test_a_sync_stopped_by_an_untracked_file_in_the_way_says_what_to_do(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path, clones=2)
+    invoke_cli("--kb", a, "save", "From a", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)  # b has main's history, and then a memory of its own
+    invoke_cli("--kb", b, "save", "From b", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "From a again", "-e", "shop.orders.amount", check=True)
+    again = json_of(invoke_cli("--kb", a, "--json", "save", "And again", "-e", "shop.orders.amount", check=True))
+    invoke_cli("--kb", a, "sync", check=True)
+    in_the_way = b / "memories" / f"{again['memory_id']}.yaml"
+    in_the_way.write_text("hand-written, never added\n")
+    head = git(b, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.returncode == 1
+    assert f"Untracked working tree file 'memories/{again['memory_id']}.yaml' would be overwritten" in stopped.stderr
+    assert stopped.stderr.rstrip().endswith(
+        "(a file git does not track is where the command must write one: move it aside, or commit it with git add "
+        "and git commit, then run the command again)"
+    )
+    assert git(b, "rev-parse", "HEAD") == head
+    assert in_the_way.read_text() == "hand-written, never added\n"

@@ -75,6 +75,9 @@ def _explain(message: str) -> str:
         return f"{message} (the disk is full: free some space and retry)"
     if "permission denied" in lowered or "read-only" in lowered:
         return f"{message} (the knowledge base is not writable by this user)"
+    if "untracked working tree file" in lowered:
+        return (f"{message} (a file git does not track is where the command must write one: move it aside, or "
+                "commit it with git add and git commit, then run the command again)")
     return message
 
 
