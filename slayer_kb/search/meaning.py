@@ -71,9 +71,17 @@ class Meaning:
         return embedding.load()
 
     def meaning_status(self) -> str:
-        """"on (<model>)", or why search by meaning is off."""
+        """"on (<model>)" and how much of the KB the sentence vectors cover, or why the sentence
+        encoder is off when its model is damaged; or why search by meaning is off."""
         model = self.embedder()
-        return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
+        if not isinstance(model, embedding.Embedder):
+            return str(model)
+        status = f"on ({model.key})"
+        present = encoder.model_file()  # never hashed here: a failed check is remembered
+        if isinstance(present, encoder.Unavailable):
+            return f"{status}; {present}" if present.damaged else status
+        covered, total = self.sentence_coverage()
+        return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories"
 
     def sentence_problem(self) -> str | None:
         """Why the sentence vectors some memories lack cannot be made, in words with the fix,
