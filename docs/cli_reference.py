@@ -45,7 +45,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `update`, `restore` | the memory, `action` (`updated`, `restored`), `warnings` |
 | `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |
 | `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
-| `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings` |
+| `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |
 

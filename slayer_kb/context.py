@@ -310,6 +310,10 @@ class Context:
     def meaning_status(self) -> str:
         return self.index.meaning_status()
 
+    def sentence_problem(self) -> str | None:
+        """Why the sentence vectors memories lack cannot be made (a damaged model), or None."""
+        return self.index.sentence_problem()
+
     def as_indexed(self, memory_ids: set[str]) -> bool:
         """Whether these memory files are as this process's last write of them left them and
         indexed them: a file watcher has nothing to re-read for their events."""

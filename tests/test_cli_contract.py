@@ -430,7 +430,7 @@ def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
         "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [],
     }  # fmt: skip
     assert ok(invoke_cli, shared_kb, "fmt", "--check")["reformatted"] == []
-    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": []}
+    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": [], "warnings": []}
 
 
 def test_validate_and_fmt_report_problems(invoke_cli: CliRunner, kb: Path) -> None:

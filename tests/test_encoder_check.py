@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +96,50 @@ def test_a_failure_against_another_pin_is_checked_again(bad_model: Path, monkeyp
     assert encoder.model_file() == bad_model
     assert encoder.installed()
 
+
+
+def test_reindex_says_why_it_made_no_sentence_vectors(bad_model: Path, example_kb: KnowledgeBase,
+                                                      invoke_cli: Any) -> None:
+    """``reindex`` makes the sentence vectors memories lack; when the model file is not the
+    pinned one it makes none, and says so with the fix, rather than "Indexed" alone."""
+    reason = _reason(bad_model, b"not the model")
+    for fresh in (True, False):  # the first check, then the failure remembered
+        if fresh:
+            encoder.load.cache_clear()
+        proc = invoke_cli("--kb", example_kb.root, "reindex")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"Indexed 34 memories\nwarning: {reason}\n", "")
+    data = json.loads(invoke_cli("--kb", example_kb.root, "reindex", "--json").stdout)
+    assert data == {"indexed": 34, "problems": [], "warnings": [reason]}
+
+
+def test_reindex_with_the_encoder_turned_off_warns_of_nothing(example_kb: KnowledgeBase, invoke_cli: Any) -> None:
+    """Turned off by the environment (as here) or not installed is a choice, not a warning."""
+    data = json.loads(invoke_cli("--kb", example_kb.root, "reindex", "--json").stdout)
+    assert data == {"indexed": 34, "problems": [], "warnings": []}
+
+
+def test_stats_says_the_sentence_encoder_is_off_when_its_model_was_refused(bad_model: Path, example_kb: KnowledgeBase,
+                                                                           invoke_cli: Any) -> None:
+    """``stats`` answers "whether search by meaning is on": the static vectors alone are not
+    all of it, and a refused model file is said there as a search says it."""
+    assert invoke_cli("--kb", example_kb.root, "reindex").returncode == 0  # the check fails, remembered
+    data = json.loads(invoke_cli("--kb", example_kb.root, "stats", "--json").stdout)
+    assert data["search_by_meaning"] == (
+        f"on (wordllama-l2_supercat_256-mean-v2); {_reason(bad_model, b'not the model')}"
+    )
+
+
+def test_stats_says_how_much_of_the_kb_the_sentence_vectors_cover(example_kb: KnowledgeBase, invoke_cli: Any,
+                                                                  encoder_on: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")  # reindex alone makes them, so the count is known
+    data = json.loads(invoke_cli("--kb", example_kb.root, "stats", "--json").stdout)
+    assert data["search_by_meaning"] == (
+        "on (wordllama-l2_supercat_256-mean-v2); sentence vectors "
+        f"({encoder.MODEL_KEY}) cover 0 of 34 memories"
+    )
+    assert invoke_cli("--kb", example_kb.root, "reindex").returncode == 0
+    data = json.loads(invoke_cli("--kb", example_kb.root, "stats", "--json").stdout)
+    assert data["search_by_meaning"] == (
+        f"on (wordllama-l2_supercat_256-mean-v2); sentence vectors ({encoder.MODEL_KEY}) cover 34 of 34 memories"
+    )

@@ -10,6 +10,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError, NotFoundError
+from slayer_kb.mcp.tools import call_tool
 from testing import git
 
 
@@ -183,6 +184,23 @@ def test_mem_search_semantics(empty_kb: KnowledgeBase) -> None:
     )
     assert [h["id"] for h in empty_kb.search("quotes JWT").memories] in (["1", "2"], ["2", "1"])
     assert [h["id"] for h in empty_kb.search("bug/fts5").memories][0] == "1"
+
+
+def test_mem_search_carries_the_notes_of_its_merged_list(catalog_kb: KnowledgeBase) -> None:
+    """mem_search merges the two buckets, so its structured content says how the answer was made
+    as ``search`` does: no hit holding every word, how much of the KB meaning covers."""
+    save(catalog_kb, title="FTS5 sanitization", content="wrap each term in quotes")
+    save(catalog_kb, title="Auth", content="JWT over sessions")
+    catalog_kb.save_memory("Paid orders total JWT", {"source_model": "orders", "measures": ["sum(amount)"]})
+    fell_back = call_tool(catalog_kb, "mem_search", {"query": "quotes JWT"}).data
+    assert fell_back is not None and {h["id"] for h in fell_back["results"]} == {"1", "2", "3"}
+    assert fell_back["notes"] == [
+        "No memory has all the words of the question; showing memories with some of them or close in meaning."
+    ]
+    # The example query holds both words: the merged list has a hit with every word.
+    both = call_tool(catalog_kb, "mem_search", {"query": "total JWT"}).data
+    assert both is not None and both["results"][0]["id"] == "3" and both["notes"] == []
+    assert call_tool(catalog_kb, "mem_search", {"query": "quotes term"}).data["notes"] == []  # type: ignore[index]
 
 
 def test_every_tool_through_the_cli(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001

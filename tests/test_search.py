@@ -116,3 +116,15 @@ def test_a_listing_a_misspelt_filter_emptied_says_so(example_kb: KnowledgeBase, 
     typed = run_cli("--kb", example_kb.root, "search", "--type", "decision")
     assert typed.stdout.startswith("Memories:\n  [kb.paid-revenue]")
     assert typed.stdout.endswith("\nwarning: No entities, query or question given: showing the newest memories.\n")
+
+
+def test_all_and_any_together_are_a_usage_error(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """The two match modes contradict each other: one was silently taken (--all) before."""
+    for order in (("--all", "--any"), ("--any", "--all")):
+        proc = invoke_cli("--kb", example_kb_read_only.root, "search", "refunds", *order)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.endswith("\nError: --all and --any cannot be used together; give one (--any is the default).\n")
+        as_json = invoke_cli("--kb", example_kb_read_only.root, "--json", "search", "refunds", *order)
+        assert as_json.returncode == 2
+        assert json_of(as_json)["error"]["type"] == "usage"
+    assert invoke_cli("--kb", example_kb_read_only.root, "search", "refunds", "--any").returncode == 0

@@ -93,6 +93,8 @@ def search_cmd(
       slayer-kb search -e shop.orders.amount
       slayer-kb search decision/paid-revenue
     """
+    if all_words and any_word:
+        raise click.UsageError("--all and --any cannot be used together; give one (--any is the default).")
     result = settings.kb().search(
         read_text_arg(question),
         list(entities),

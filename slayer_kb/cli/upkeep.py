@@ -87,7 +87,8 @@ def reindex(settings: Settings) -> None:
     """Rebuild the search index from the files, and make the sentence vectors memories lack.
 
     With a progress bar for each on a terminal; sentence vectors made before on this machine
-    come from the vector cache.
+    come from the vector cache. A model file that is not the pinned one makes none: a warning
+    says so, with the fix.
 
     \b
     Example:
@@ -105,5 +106,6 @@ def reindex(settings: Settings) -> None:
         report = kb.reindex()
         _fill_sentences(kb, None)
     problems = [str(p) for p in report.problems]
-    data = {"indexed": report.updated, "problems": problems}
-    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warning_lines(problems))
+    warnings = [w for w in [kb.sentence_problem()] if w]
+    data = {"indexed": report.updated, "problems": problems, "warnings": warnings}
+    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warning_lines(problems + warnings))

@@ -129,6 +129,11 @@ class Stats(TypedDict):
     search_by_meaning: str
 
 
+def fell_back_note(one: str, many: str) -> str:
+    """The note of a bucket that holds hits but none with every word of the question."""
+    return f"No {one} has all the words of the question; showing {many} with some of them or close in meaning."
+
+
 @dataclass
 class SearchResult:
     memories: list[Hit]
@@ -142,6 +147,19 @@ class SearchResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def merged(self, limit: int) -> tuple[list[Hit], list[str]]:
+        """Both buckets as one list, best first (Engram has no example queries), and the notes
+        of that list: it fell back to some of the words only when every bucket it draws on did."""
+        hits = sorted(self.memories + self.example_queries, key=lambda h: -h["score"])[:limit]
+        shown = {id(h) for h in hits}
+        buckets = {fell_back_note("memory", "memories"): self.memories,
+                   fell_back_note("example query", "example queries"): self.example_queries}
+        notes = [n for n in self.notes if n not in buckets]
+        drawn = [note for note, bucket in buckets.items() if any(id(h) in shown for h in bucket)]
+        if drawn and all(note in self.notes for note in drawn):
+            notes.append(fell_back_note("memory", "memories"))
+        return hits, notes
 
 
 @dataclass

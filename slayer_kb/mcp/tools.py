@@ -136,8 +136,8 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         limit=limit, match=MATCH_MODES[a["match_mode"]], full=True,
     )
     # Engram has no example queries: they are memories like any other, ranked together.
-    hits = sorted(result.memories + result.example_queries, key=lambda h: -h["score"])[:limit]
-    data = {"results": hits, "warnings": result.warnings}
+    hits, notes = result.merged(limit)
+    data = {"results": hits, "warnings": result.warnings, "notes": notes}
     if not hits:
         text = f"No memories found for: {json.dumps(a['query'], ensure_ascii=False)}"
         return Reply(_with_warnings(text, result.warnings), data)

@@ -71,9 +71,31 @@ class Meaning:
         return embedding.load()
 
     def meaning_status(self) -> str:
-        """"on (<model>)", or why search by meaning is off."""
+        """"on (<model>)" and how much of the KB the sentence vectors cover, or why the sentence
+        encoder is off when its model is damaged; or why search by meaning is off."""
         model = self.embedder()
-        return f"on ({model.key})" if isinstance(model, embedding.Embedder) else str(model)
+        if not isinstance(model, embedding.Embedder):
+            return str(model)
+        status = f"on ({model.key})"
+        present = encoder.model_file()  # never hashed here: a failed check is remembered
+        if isinstance(present, encoder.Unavailable):
+            return f"{status}; {present}" if present.damaged else status
+        covered, total = self.sentence_coverage()
+        return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories"
+
+    def sentence_problem(self) -> str | None:
+        """Why the sentence vectors some memories lack cannot be made, in words with the fix,
+        as a search says it (retrieval.py): a model file that is not the pinned one, or that
+        does not load. None when every memory has one, when they can be made, or when the
+        encoder is off by choice (not installed, turned off by the environment)."""
+        covered, total = self.sentence_coverage()
+        if covered == total:
+            return None
+        present = encoder.model_file()
+        if isinstance(present, encoder.Unavailable):
+            return str(present) if present.damaged else None
+        model = encoder.load()  # loaded, or refused, already by the pass that lacked them
+        return str(model) if isinstance(model, encoder.Unavailable) else None
 
     def vector_key(self) -> str | None:
         """What the stored vectors were made with, the static ones and the sentence ones (a

@@ -25,6 +25,7 @@ from typing import Any
 from whoosh import query as Q
 
 from ..core.memory import Memory
+from ..core.results import fell_back_note
 from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
@@ -304,10 +305,7 @@ def _ranked(
         for has_query, one, many in BUCKETS:
             if not buckets[has_query] or (every and index.scores(everything, _restriction(request, has_query), limit=1)):
                 continue
-            notes.append(
-                f"No {one} has all the words of the question; showing {many} with some of them "
-                "or close in meaning."
-            )
+            notes.append(fell_back_note(one, many))
     return buckets
 
 
