@@ -23,6 +23,7 @@ from slayer_kb.core.errors import InvalidIdError, InvalidInputError, KBError, Me
 from slayer_kb.core.ids import check_id, check_new_id
 from slayer_kb.core.inputs import blank
 from slayer_kb.core.nesting import cut_deep, text_depth, value_depth
+from slayer_kb.ops.finding import MAX_QUESTION
 from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -269,6 +270,25 @@ def test_ten_megabyte_learning_is_refused_with_the_limit(catalog_kb: KnowledgeBa
         catalog_kb.save_observation(title="big", content="x" * 10_000_000)
     assert list((catalog_kb.root / "memories").iterdir()) == []
 
+
+
+def test_a_question_over_the_limit_is_refused_whole_and_one_under_it_answered(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    saved = catalog_kb.save_memory("Refunds are booked as negative amounts", ["orders.amount"])
+    # Just under the limit: answered, and a word in its middle still finds the memory.
+    filler = "lorem ipsum " * 5_000
+    long_question = filler + "negative" + " " + filler
+    assert len(long_question.encode()) < MAX_QUESTION
+    assert [h["id"] for h in catalog_kb.search(long_question).memories][:1] == [saved.memory_id]
+    over = "word " * (MAX_QUESTION // 5 + 1)
+    with pytest.raises(KBError, match=rf"^The question is {len(over)} bytes; the limit is {MAX_QUESTION} bytes\. "):
+        catalog_kb.search(over)
+    proc = invoke_cli("--kb", catalog_kb.root, "search", over)
+    assert proc.stderr == (
+        f"Error: The question is {len(over)} bytes; the limit is {MAX_QUESTION} bytes. Ask with the words that "
+        "matter, or split it into several searches.\n"
+    )
+    assert_clear_cli_error(proc)
 
 
 def test_lone_surrogates_are_a_clear_error_in_the_api(catalog_kb: KnowledgeBase) -> None:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 # Hits a search returns in each bucket unless asked for another number.
 DEFAULT_LIMIT = 10
+# A question's size limit in bytes (four memories at the default content limit): every word is
+# looked up in every field, so a megabyte of question held a search, and the searches queued
+# behind it in the warm server, for minutes. Refused rather than cut: no part is dropped unsaid.
+MAX_QUESTION = 262_144
 
 
 def search(
@@ -55,6 +59,11 @@ def search(
     question, type, project, scope, datasource = (
         readable(v) for v in (question, type, project, scope, datasource)
     )
+    if question is not None and (size := len(question.encode("utf-8", "replace"))) > MAX_QUESTION:
+        raise InvalidInputError(
+            f"The question is {size} bytes; the limit is {MAX_QUESTION} bytes. Ask with the words that matter, "
+            "or split it into several searches."
+        )
     kb.ensure_fresh()
     warnings = skipped(kb)
     if datasource is not None and datasource not in kb.catalog.datasources:
