@@ -23,6 +23,7 @@ from testing import (
     make_catalog_kb,
     make_example_kb,
     make_indexed_example_kb,
+    signals,
 )
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
@@ -66,6 +67,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Whole modules move (a stable sort), so a module's tests stay together with its fixtures.
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
+
+
+@pytest.fixture(autouse=True)
+def _signals_kept() -> Iterator[None]:
+    """A test that leaves this worker's signal mask or a handler changed fails, and the state
+    is put back: every later test's processes would inherit it (testing/signals.py)."""
+    before = signals.state()
+    yield
+    after = signals.state()
+    if after != before:
+        signals.restore(before)
+        pytest.fail(f"the test changed this process's signals: {'; '.join(signals.changes(before, after))}")
 
 
 @pytest.fixture(autouse=True)

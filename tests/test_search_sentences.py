@@ -393,7 +393,6 @@ def test_a_save_starts_the_filler_once_its_rows_are_committed(
     """A filler that finishes lets go of its lock, then looks at the index once more: a save
     that found the lock held is seen only if its memory was committed before it looked for a
     filler. Each save asks for one with its memory already in the index another process reads."""
-    root = empty_kb.root
     asked: list[tuple[int, int]] = []
 
     def start(at: Path) -> bool:
