@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
     shown = config.getoption("cpu_durations")
     if shown is not None:
         config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")
+
+
+def pytest_report_header() -> str | None:
+    # Every process the tests start inherits it; the tests that send Ctrl-C reset it in theirs.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return "SIGINT is ignored in this run (started in the background?): the tests' processes inherit it"
+    return None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
