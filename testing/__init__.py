@@ -4,6 +4,7 @@
 ``conftest`` or from one another. ``testing.mcp`` needs the ``mcp`` SDK (the dev extra).
 """
 
+from . import signals
 from .catalog import write_test_catalog
 from .cli import BLOCKED, CliRunner, Watcher, blocker, cli_runner, in_process_runner, json_of
 from .example import RELEVANCE
@@ -26,5 +27,5 @@ __all__ = [
     "BLOCKED", "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "Watcher", "blocker",
     "cli_runner", "commit_all", "eventually", "fsck", "git", "in_process_runner", "json_of", "lose_races",
     "make_catalog_kb", "make_example_kb", "make_indexed_example_kb",
-    "make_team", "write_test_catalog",
+    "make_team", "signals", "write_test_catalog",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from testing import (
     make_catalog_kb,
     make_example_kb,
     make_indexed_example_kb,
+    signals,
 )
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
@@ -58,6 +60,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")
 
 
+def pytest_report_header() -> str | None:
+    # Every process the tests start inherits it; the tests that send Ctrl-C reset it in theirs.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return "SIGINT is ignored in this run (started in the background?): the tests' processes inherit it"
+    return None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     cpu.add_option(parser)
 
@@ -66,6 +75,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Whole modules move (a stable sort), so a module's tests stay together with its fixtures.
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
+
+
+@pytest.fixture(autouse=True)
+def _signals_kept() -> Iterator[None]:
+    """A test that leaves this worker's signal mask or a handler changed fails, and the state
+    is put back: every later test's processes would inherit it (testing/signals.py)."""
+    before = signals.state()
+    yield
+    after = signals.state()
+    if after != before:
+        signals.restore(before)
+        pytest.fail(f"the test changed this process's signals: {'; '.join(signals.changes(before, after))}")
 
 
 @pytest.fixture(autouse=True)

@@ -96,7 +96,9 @@ def test_a_thread_runs_lower_and_the_others_do_not() -> None:
 
 def _as_a_shell_starts_it() -> None:
     """Ctrl-C unblocked and at its default, as a shell starts a command, whatever the test
-    worker's own state (a child inherits both, and Python ignores SIGINT that starts ignored)."""
+    worker's own state (a child inherits both, and Python ignores SIGINT that starts ignored):
+    a run started in the background by a non-interactive shell (``pytest > log &``) has SIGINT
+    ignored in every worker, and the client outlived Ctrl-C there."""
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

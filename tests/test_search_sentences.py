@@ -20,7 +20,7 @@ import pytest
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay
-from slayer_kb.search import Request, encoder, run
+from slayer_kb.search import Request, encoder, filler, run
 from testing import Watcher, eventually, git
 
 NOTES = [
@@ -367,6 +367,42 @@ def test_with_the_server_off_the_kb_gets_its_sentence_vectors(empty_kb: Knowledg
         for pid in _fillers(root):  # it would linger for the next saves; the test is over
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+
+
+def test_two_commands_at_once_start_one_filler(notes_kb: KnowledgeBase) -> None:
+    """Two saves in a row, the second before the first's filler has even started: the first
+    command took the filler's lock for it, so the second starts none, and the one filler makes
+    every vector."""
+    root = notes_kb.root
+    notes_kb.close()
+    try:
+        assert [filler.start(root), filler.start(root)] == [True, False]
+        assert filler.filling(root)  # held from the start, not once the process got going
+        assert len(_fillers(root)) == 1
+        eventually(lambda: _coverage(root) == (4, 4), "the one filler to make the 4 sentence vectors", 120)
+        assert len(_fillers(root)) == 1
+    finally:
+        for pid in _fillers(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def test_a_save_starts_the_filler_once_its_rows_are_committed(
+    empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filler that finishes lets go of its lock, then looks at the index once more: a save
+    that found the lock held is seen only if its memory was committed before it looked for a
+    filler. Each save asks for one with its memory already in the index another process reads."""
+    asked: list[tuple[int, int]] = []
+
+    def start(at: Path) -> bool:
+        asked.append(_coverage(at))
+        return False
+
+    monkeypatch.setattr(filler, "start", start)
+    for title, learning in NOTES[:2]:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert asked == [(0, 1), (0, 2)]
 
 
 def test_a_search_while_vectors_are_missing_starts_the_filler(notes_kb: KnowledgeBase) -> None:

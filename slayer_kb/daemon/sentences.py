@@ -1,6 +1,6 @@
-"""``python -m slayer_kb.daemon.sentences ROOT``: the detached process that makes the sentence
-vectors a KB's memories lack when no warm server does (search/filler.py starts it). One per KB
-(``filler.LOCK``); niced, so the commands beside it keep their speed. It makes every missing
+"""``python -m slayer_kb.daemon.sentences ROOT [FD]``: the detached process that makes the
+sentence vectors a KB's memories lack when no warm server does (search/filler.py starts it,
+handing over ``filler.LOCK`` already held as file descriptor FD). One per KB; niced, so the commands beside it keep their speed. It makes every missing
 vector, then stays a while for the memories the next saves add, and exits once nothing changed
 for ``LINGER_SECONDS``; a KB whose folder is gone ends it at once."""
 
@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..kb import KnowledgeBase
     from ..search import filler
 
-    (root,) = argv if argv is not None else sys.argv[1:]
+    root, *handed = argv if argv is not None else sys.argv[1:]
+    # The lock ``filler.start`` took for this process: held from before it started.
+    claim = filler.adopt(Path(root), int(handed[0])) if handed else None
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     priority.lower_session(NICENESS)  # a session of its own (upkeep.detach): niceness alone counts only in it
@@ -38,11 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     kb.sentences_in_background = False  # this process is the background
     try:
         while True:
-            with filler.claimed(kb.root) as mine:
+            with filler.claimed(kb.root, claim) as mine:
+                claim = None  # released at the block's end: claimed again, if ever
                 if not mine:
                     return 0  # another process fills this KB
                 _fill_while_saves_come(kb)
-            # A save between our last look and the release saw the lock held and started none.
+            # A save between our last look and the release saw the lock held and started none
+            # (it committed its rows before it tried: Meaning.rows_committed).
             covered, total = kb.sentence_coverage()
             if covered >= total:
                 return 0

@@ -7,7 +7,10 @@ without anyone asking, and never on the save path.
 Two lock files in the KB's state folder keep the work single:
 
 - ``sentences.lock`` is held for the life of the process that fills (the detached one, or the
-  warm server's filler): a command starts a filler only when nobody holds it.
+  warm server's filler): a command starts a filler only when nobody holds it. The command takes
+  it before it starts the process and hands it over (the process inherits the locked file), so
+  two commands at once never start two fillers: the second finds it held, even while the
+  first's process is still starting.
 - ``sentences-batch.lock`` is held while one batch is made: whoever else fills meanwhile
   (``reindex``, the benchmark) waits for it, then finds those rows done and moves on, so no
   vector is made twice by two processes.
@@ -51,10 +54,26 @@ def hold(root: Path) -> int | None:
     return fd
 
 
+def adopt(root: Path, fd: int) -> int | None:
+    """``fd``, when it is ``LOCK``'s file handed over by ``start`` (this process holds the lock
+    through it from its start); else None. Never waits."""
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(root / STATE_DIR / LOCK))
+        # On the open file ``start`` locked, this succeeds: the lock is already that file's.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return None
+    if not same:
+        return None
+    os.set_inheritable(fd, False)  # nothing this process starts shares the lock
+    return fd
+
+
 @contextlib.contextmanager
-def claimed(root: Path) -> Iterator[bool]:
-    """Whether this process now holds ``LOCK`` (False: another filler does), until the block ends."""
-    fd = hold(root)
+def claimed(root: Path, handed: int | None = None) -> Iterator[bool]:
+    """Whether this process now holds ``LOCK`` (False: another filler does), until the block
+    ends; through ``handed`` when it holds it already (``adopt``)."""
+    fd = hold(root) if handed is None else handed
     try:
         yield fd is not None
     finally:
@@ -69,10 +88,16 @@ def filling(root: Path) -> bool:
 
 
 def start(root: Path) -> bool:
-    """Start a detached filler unless one runs; True when one was started."""
-    if filling(root):
+    """Start a detached filler unless one runs; True when one was started. The lock is taken
+    here, before the process exists, and the process inherits it: checking and starting are one
+    step, so a second command never starts a second filler while the first one starts."""
+    fd = hold(root)
+    if fd is None:
         return False
-    return upkeep.detach(JOB, str(root)) is not None
+    try:
+        return upkeep.detach(JOB, str(root), str(fd), keep=(fd,)) is not None
+    finally:
+        os.close(fd)  # the filler's copy keeps the lock (or none started: released)
 
 
 @contextlib.contextmanager

@@ -383,6 +383,7 @@ class Index(Reads, Meaning):
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
                      "vectors": state["vectors"], "problems": len(report.problems)}
         self._write_state(new_state)
+        self.rows_committed()
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
             self._meaning.apply(stale, vector_rows)
             self._meaning_key = state_key(new_state)

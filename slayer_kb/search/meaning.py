@@ -51,6 +51,9 @@ class Meaning:
     # Whether a memory indexed or searched without a sentence vector starts the detached filler
     # (filler.py). Off in a process that makes them itself: the warm server, the filler, reindex.
     background_vectors = True
+    # ``vector_rows`` made rows lacking a sentence vector: the filler is started once they are
+    # committed (``rows_committed``), not before.
+    _lacking = False
     # Whether this process checked every memory's units (``fill_sentences``).
     _units_checked = False
     # A warm server while its write process commits (daemon/writer.py): reads use the table as
@@ -119,12 +122,21 @@ class Meaning:
                 hashes = [sentences.text_hash(t) for t in texts]
                 known = sentences.lookup(encoder.MODEL_KEY, hashes)
                 if len(known) < len(set(hashes)):
-                    self.want_sentences()
+                    self._lacking = True
             else:
                 known = {}
             made, tokens = model.embed_with_tokens(texts)
             out.extend(vectors.rows(chunk, made, known, tokens))
         return out
+
+    def rows_committed(self) -> None:
+        """The rows ``vector_rows`` made are committed: start the filler if some lack a sentence
+        vector. Only now: a filler that finishes looks at the index once more after it lets go
+        of its lock, and a save that found the lock held must have committed its rows by then,
+        or they would wait for the next command."""
+        if self._lacking:
+            self._lacking = False
+            self.want_sentences()
 
     def want_sentences(self) -> None:
         """Some memories lack a sentence vector: have a detached process make them, unless this
@@ -378,6 +390,7 @@ class Meaning:
         db.execute("DELETE FROM tokens")
         vectors.write(db, (), new_rows)
         db.execute("COMMIT")
+        self.rows_committed()
 
     def cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """The cosine between ``vector`` and each of these memories that has a vector: from the
@@ -412,6 +425,7 @@ class Meaning:
                 vectors.replace(db, bad, made)
             finally:
                 db.close()
+        self.rows_committed()  # their rows were committed before, damaged
         return made
 
     def _from_manifest(self, read: Callable[[sqlite3.Connection], T], damaged: T) -> T:

@@ -105,14 +105,15 @@ def start(top: Path, state: Path, commands: list[list[str]] | None = None) -> No
             (state / PID).write_text(str(pid))
 
 
-def detach(module: str, *args: str) -> int | None:
+def detach(module: str, *args: str, keep: tuple[int, ...] = ()) -> int | None:
     """Start ``python -m module args`` (``children.python_child``) in ``NEUTRAL_CWD``, detached
-    from this process and its terminal; its pid, or None when it could not start."""
+    from this process and its terminal, with the file descriptors ``keep`` open under the same
+    numbers; its pid, or None when it could not start."""
     argv, env = python_child(module, *args)
     try:
         proc = subprocess.Popen(
             argv, cwd=NEUTRAL_CWD, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, pass_fds=keep,
         )
     except OSError:
         return None
