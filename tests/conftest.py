@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import compileall
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,6 @@ from hypothesis import HealthCheck, settings
 from slayer_kb import KnowledgeBase
 from testing import (
     GIT_ENV,
-    ROOT,
     CliRunner,
     Watcher,
     cli_runner,
@@ -43,18 +40,8 @@ LONGEST_FIRST = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The tests start hundreds of Python processes (the CLI, servers, git's merge driver,
-    # background jobs), each importing the package. Where PYTHONDONTWRITEBYTECODE is set no
-    # import writes its bytecode, and each process compiled every module again (0.15 s of CPU
-    # each); written here once, in the controller before the workers start, every process
-    # reads it. A changed source file is compiled again on import, as always.
-    if not hasattr(config, "workerinput"):
-        compileall.compile_dir(ROOT / "slayer_kb", quiet=1)
-        compileall.compile_dir(ROOT / "testing", quiet=1)
-    # The same for the test modules: pytest rewrites their asserts on import (200-odd modules,
-    # 3,400 asserts: seconds of CPU in each worker) and caches the result only where bytecode is
-    # written. The cache is checked against each file's mtime and size, as any bytecode is.
-    sys.dont_write_bytecode = False
+    # Bytecode, the package's and the plugins' rewritten modules: testing/bytecode.py, loaded
+    # before every other plugin.
     shown = config.getoption("cpu_durations")
     if shown is not None:
         config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")

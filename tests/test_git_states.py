@@ -159,7 +159,7 @@ def test_conflict_markers_in_a_session_file_are_reported_alike(indexed_example_k
 def test_mcp_writes_refuse_during_a_merge_and_reads_go_on(indexed_example_kb: KnowledgeBase) -> None:
     from mcp import ClientSession
 
-    from testing.mcp import call_json, error, with_server
+    from testing.mcp import call_json, error, with_server_in_process
 
     root = indexed_example_kb.root
     merge(root)
@@ -180,5 +180,5 @@ def test_mcp_writes_refuse_during_a_merge_and_reads_go_on(indexed_example_kb: Kn
         found = await call_json(session, "search", question="order total", max_results=30)
         assert "1" in [m["id"] for m in found["memories"]]
 
-    with_server(root, script)
+    with_server_in_process(root, script)
     assert git(root, "rev-parse", "HEAD") == head

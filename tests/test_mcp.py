@@ -1,5 +1,8 @@
-"""The MCP server as a client sees it: ``slayer-kb mcp`` started as a real subprocess and driven
-over stdio by the ``mcp`` SDK's own client, against a committed copy of the example KB."""
+"""The MCP server as a client sees it, driven by the ``mcp`` SDK's own client against a committed
+copy of the example KB: ``slayer-kb mcp`` started as a real subprocess over stdio where the
+process is what is tested (a session's errors and writes, every line answered, a missing KB),
+and the same server in this process (``with_server_in_process``) for what the tools list and
+answer."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from slayer_kb.mcp.tools import call_tool
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
 
-from testing.mcp import call, call_json, error, with_server  # noqa: E402
+from testing.mcp import call, call_json, error, with_server, with_server_in_process  # noqa: E402
 
 T = TypeVar("T")
 
@@ -67,7 +70,7 @@ def test_every_tool_and_parameter_is_documented(indexed_example_kb: KnowledgeBas
     async def script(session: ClientSession) -> list[Any]:
         return (await session.list_tools()).tools
 
-    tools = {tool.name: tool for tool in with_server(indexed_example_kb.root, script)}
+    tools = {tool.name: tool for tool in with_server_in_process(indexed_example_kb.root, script)}
     expected = {**SLAYER_PARAMS, **ENGRAM_PARAMS}
     assert set(tools) == set(expected)
     for name, tool in tools.items():
@@ -232,7 +235,7 @@ def test_slayer_queries_and_ids_as_slayer_takes_them(indexed_example_kb: Knowled
                 "mem_context lists the most recent memories."
             )
 
-    with_server(indexed_example_kb.root, script)
+    with_server_in_process(indexed_example_kb.root, script)
 
 
 def test_engram_tools(indexed_example_kb: KnowledgeBase) -> None:
@@ -288,7 +291,7 @@ def test_engram_tools(indexed_example_kb: KnowledgeBase) -> None:
             "mem_search: 'match_mode' must be one of 'all', 'any', 'strict', not 'some'."
         )
 
-    with_server(indexed_example_kb.root, script)
+    with_server_in_process(indexed_example_kb.root, script)
     assert not (indexed_example_kb.root / "memories" / "kb.refund-policy.yaml").exists()
     assert "memory:kb.refund-policy" not in (indexed_example_kb.root / "memories" / "11.yaml").read_text()
 

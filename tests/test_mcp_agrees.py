@@ -1,5 +1,6 @@
 """What an agent sends through MCP and what a person types on the CLI are taken or refused alike:
-each input through a real ``slayer-kb mcp`` process and the CLI run in this process
+each input through the MCP server ``slayer-kb mcp`` runs, here in this process over the SDK's
+memory streams (the stdio process is test_mcp.py's), and the CLI run in this process
 (``invoke_cli``, which prints what a process prints: test_in_process.py)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
 from mcp.types import TextContent  # noqa: E402
 
-from testing.mcp import with_server  # noqa: E402
+from testing.mcp import with_server_in_process  # noqa: E402
 
 BLANK = "learning is empty: write what was learned (it is required and must not be blank)."
 # (CLI arguments, MCP tool and arguments, the error both give, or the CLI's and MCP's when each
@@ -49,15 +50,14 @@ async def reply_of(session: ClientSession, tool: str, arguments: dict[str, Any])
 
 @pytest.fixture(scope="module")
 def mcp_refusals(example_kb_read_only: KnowledgeBase) -> list[tuple[bool, str]]:
-    """What one ``slayer-kb mcp`` process answers to each refused input, in REFUSED's order: a
-    refusal writes nothing, so each answer is what a server of its own would give (a server
-    starts in a second of CPU)."""
+    """What one MCP server answers to each refused input, in REFUSED's order: a refusal writes
+    nothing, so each answer is what a server of its own would give."""
     head = example_kb_read_only.store.head()
 
     async def script(session: ClientSession) -> list[tuple[bool, str]]:
         return [(await reply_of(session, tool, arguments))[:2] for _argv, tool, arguments, _refused in REFUSED]
 
-    replies = with_server(example_kb_read_only.root, script)
+    replies = with_server_in_process(example_kb_read_only.root, script)
     assert example_kb_read_only.store.head() == head  # nothing committed
     return replies
 
@@ -84,7 +84,7 @@ def test_the_cli_and_mcp_take_alike(example_kb: KnowledgeBase, invoke_cli: CliRu
     async def script(session: ClientSession) -> tuple[bool, str, Any]:
         return await reply_of(session, tool, arguments)
 
-    is_error, _text, structured = with_server(example_kb.root, script)
+    is_error, _text, structured = with_server_in_process(example_kb.root, script)
     assert not is_error
     # The same observation again: counted on the CLI's memory, scope and all.
     assert structured["memory_id"] == saved["id"] and structured["action"] == "duplicate"
@@ -108,6 +108,6 @@ def test_a_scope_neither_project_nor_personal(example_kb: KnowledgeBase, invoke_
         return await reply_of(session, "mem_save", {"title": "Deploys", "content": "Deploy with make deploy",
                                                     "scope": "bogus"})
 
-    is_error, text, structured = with_server(example_kb.root, script)
+    is_error, text, structured = with_server_in_process(example_kb.root, script)
     assert not is_error and text.endswith(f"\nwarning: {SCOPE_WARNING}") and structured["warnings"] == [SCOPE_WARNING]
     assert json_of(invoke_cli("--kb", example_kb.root, "--json", "get", structured["memory_id"], check=True))["scope"] == "project"

@@ -107,13 +107,14 @@ def test_cli_search_json_keys(example_kb_read_only: KnowledgeBase, invoke_cli) -
     assert {"id", "score", "title", "type", "description", "entities", "matched_entities", "project", "scope", "created_at"} <= set(hit)
 
 
-def test_a_listing_a_misspelt_filter_emptied_says_so(example_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+def test_a_listing_a_misspelt_filter_emptied_says_so(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
     # No question: the newest memories, unless a filter no memory matches removed them all.
-    listed = run_cli("--kb", example_kb.root, "search", "--project", "nosuch", "--type", "decision")
+    root = example_kb_read_only.root
+    listed = invoke_cli("--kb", root, "search", "--project", "nosuch", "--type", "decision")
     assert (listed.returncode, listed.stderr) == (0, "")
     assert listed.stdout == "No matches.\nwarning: No memory has project 'nosuch'; check the name, or search without it.\n"
     # A filter some memories match lists them, with the usual warning.
-    typed = run_cli("--kb", example_kb.root, "search", "--type", "decision")
+    typed = invoke_cli("--kb", root, "search", "--type", "decision")
     assert typed.stdout.startswith("Memories:\n  [kb.paid-revenue]")
     assert typed.stdout.endswith("\nwarning: No entities, query or question given: showing the newest memories.\n")
 

@@ -19,7 +19,7 @@ from slayer_kb.core.memory import Memory
 from slayer_kb.search import words as W
 from slayer_kb.search.analysis import symbols
 from testing import commit_all, json_of
-from testing.mcp import call, with_server
+from testing.mcp import call, with_server_in_process
 
 
 def ids(hits: list[dict[str, Any]]) -> list[str]:
@@ -283,7 +283,7 @@ def test_mem_search_puts_memories_with_every_word_first(payments_kb: KnowledgeBa
             await call(session, "mem_search", query="refund giraffe", match_mode="strict"),
         ]
 
-    symbol, exact, strict = with_server(payments_kb.root, script)
+    symbol, exact, strict = with_server_in_process(payments_kb.root, script)
     assert symbol.splitlines()[2] == "[1] #5 (manual) \u2014 Fixed N+1 in user list"
     assert exact.splitlines()[2] == "[1] #1 (manual) \u2014 Payment provider refund API times out after 30 s"
     assert strict.startswith('No memories found for: "refund giraffe"')

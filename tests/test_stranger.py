@@ -12,7 +12,7 @@ from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, Watcher, git, json_of
-from testing.mcp import call, call_json, with_server
+from testing.mcp import call, call_json, with_server_in_process
 
 LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes; set it to a whole number "
                "above 0 (the default is 65536) or unset it.\n")
@@ -195,7 +195,7 @@ def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(exampl
         after = (await call_json(session, "search", question="refunds"))["warnings"]
         assert [w for w in after if w.endswith("(skipped)")] == skipped[1:]
 
-    with_server(root, script)
+    with_server_in_process(root, script)
 
 
 @pytest.mark.parametrize("variable, default, unit", [
