@@ -357,6 +357,15 @@ class Context:
         """Lease more auto ids from the remote when this clone runs low (``IdLeases.top_up``)."""
         self.leases.top_up(self.highest_auto_id())
 
+    def leased_ids(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
+        """``count`` fresh ids from this clone's leased blocks, skipping those ``taken`` says are
+        used (``IdLeases.take``); None when this KB does not lease ids."""
+        return self.leases.take(count, floor, taken)
+
+    def shared_remote(self) -> str:
+        """The remote this clone leases ids from and syncs with (``IdLeases.remote_name``)."""
+        return self.leases.remote_name()
+
     def _monitor_says_fresh(self) -> bool:
         """A warm process whose file monitor saw nothing relevant since its last check (its own
         commits' files aside): the index it holds describes the files, no per-file scan needed."""

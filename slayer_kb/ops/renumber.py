@@ -63,8 +63,8 @@ def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None,
     # With leases, from this clone's blocks: one above every id in sight may be in another
     # clone's block, whose next save would then be renumbered in turn. An id either side ever
     # used (a clone counting on its own may have) is skipped.
-    fresh = kb.leases.take(len(colliding), top,
-                           lambda n: str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml"))
+    fresh = kb.leased_ids(len(colliding), top,
+                          lambda n: str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml"))
     if fresh is None:
         fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
     return base, dict(zip(colliding, fresh, strict=True))

@@ -73,8 +73,8 @@ def backoff(refused: int, rng: random.Random, attempt: float = BACKOFF_WINDOW) -
 
 def sync(kb: Context, remote: str | None = None) -> SyncResult:
     """Pull (rebase), merge, revalidate, push and reindex (see the module doc); ``remote``
-    defaults to the one ids are leased from (``IdLeases.remote_name``)."""
-    return _sync(kb, kb.store, kb.leases.remote_name() if remote is None else remote)
+    defaults to the one ids are leased from (``Context.shared_remote``)."""
+    return _sync(kb, kb.store, kb.shared_remote() if remote is None else remote)
 
 
 def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:

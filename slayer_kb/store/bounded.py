@@ -1,4 +1,5 @@
-"""git commands that may not run for ever: stopped past a bound with the hooks they started.
+"""git commands that may not run for ever: stopped past a bound with the hooks they started; and
+what a git failure's message means for the user (``explain``).
 
 The git commands of a commit that run the repository's hooks (``update-ref`` runs
 ``reference-transaction``, ``update-index`` ``post-index-change``) are bounded, so a hook that
@@ -59,3 +60,16 @@ def hung(top: Path, command: str, hook: str, outcome: str) -> str:
         f"{hook} hook ({top / where}), which must be waiting for something. {outcome} Make the hook finish (or "
         "remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take."
     )
+
+
+def explain(message: str) -> str:
+    """git's failure ``message``, with what to do when the cause is a common one."""
+    lowered = message.lower()
+    if "no space left" in lowered:
+        return f"{message} (the disk is full: free some space and retry)"
+    if "permission denied" in lowered or "read-only" in lowered:
+        return f"{message} (the knowledge base is not writable by this user)"
+    if "untracked working tree file" in lowered:
+        return (f"{message} (a file git does not track is where the command must write one: move it aside, or "
+                "commit it with git add and git commit, then run the command again)")
+    return message

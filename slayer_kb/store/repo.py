@@ -32,7 +32,7 @@ from ..core import priority
 from ..core.errors import ConflictError, StoreError, WorkTreeError
 from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
-from .bounded import git_timeout, hung, run_bounded
+from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
 from .view import View
@@ -65,20 +65,8 @@ def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subpro
     """``proc``, or a StoreError that says why ``git ARGS`` failed."""
     if proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip()
-        raise StoreError(f"git {args[0]} failed: {_explain(message)}")
+        raise StoreError(f"git {args[0]} failed: {explain(message)}")
     return proc
-
-
-def _explain(message: str) -> str:
-    lowered = message.lower()
-    if "no space left" in lowered:
-        return f"{message} (the disk is full: free some space and retry)"
-    if "permission denied" in lowered or "read-only" in lowered:
-        return f"{message} (the knowledge base is not writable by this user)"
-    if "untracked working tree file" in lowered:
-        return (f"{message} (a file git does not track is where the command must write one: move it aside, or "
-                "commit it with git add and git commit, then run the command again)")
-    return message
 
 
 def find_toplevel(path: Path) -> Path | None:
@@ -342,7 +330,7 @@ class GitStore:
             if head != new:
                 self._clear_journal()
                 if head == old:
-                    reason = _explain(proc.stderr.decode("utf-8", "replace").strip())
+                    reason = explain(proc.stderr.decode("utf-8", "replace").strip())
                     raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
                                      if proc.returncode == -1 else f"git update-ref failed: {reason}; nothing was saved.")
                 raise StoreError(
@@ -487,7 +475,7 @@ class GitStore:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise StoreError(f"Cannot write {path}: {_explain(exc.strerror or str(exc))}; nothing was saved.") from None
+            raise StoreError(f"Cannot write {path}: {explain(exc.strerror or str(exc))}; nothing was saved.") from None
 
     def committing(self) -> bool:
         """Is a commit writing its files (or did a crash interrupt one)? Its journal exists
