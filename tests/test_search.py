@@ -38,6 +38,23 @@ def test_search_with_a_query_input(example_kb_read_only: KnowledgeBase) -> None:
     assert result.memories[0]["matched_entities"]
 
 
+def test_a_dotted_name_in_the_question_finds_the_memories_that_write_it_in_full(
+        example_kb_read_only: KnowledgeBase) -> None:
+    kb = example_kb_read_only
+    # Memory 1 writes shop.orders.amount; memories 4 and kb.currency-conversion write orders.amount.
+    assert "shop.orders.amount is the order total" in kb.get("1").learning
+    found = kb.search("orders.amount")
+    assert [m["id"] for m in found.memories] == ["4", "1", "kb.currency-conversion"]
+    assert (found.warnings, found.notes) == ([], [])
+    assert [m["id"] for m in kb.search("Orders.Amount").memories] == ["4", "1", "kb.currency-conversion"]
+    # The full name is searched as typed; a dotted name the catalog does not know is too.
+    assert [m["id"] for m in kb.search("shop.orders.amount").memories] == ["1"]
+    assert kb.search("nothing.here").memories == []
+    # Every word still counts: with another word, the two memories holding both (one of them
+    # through the full name) rank first.
+    assert set([m["id"] for m in kb.search("orders.amount refunds").memories][:2]) == {"1", "kb.refund-policy"}
+
+
 def test_unknown_datasource_is_an_error(example_kb_read_only: KnowledgeBase) -> None:
     with pytest.raises(NotFoundError, match=r"^Unknown datasource 'nope'. Known datasources: shop, wh.$"):
         example_kb_read_only.search("revenue", datasource="nope")

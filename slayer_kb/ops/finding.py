@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph
+from ..search.analysis import symbols
 from . import sessions
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ DEFAULT_LIMIT = 10
 # looked up in every field, so a megabyte of question held a search, and the searches queued
 # behind it in the warm server, for minutes. Refused rather than cut: no part is dropped unsaid.
 MAX_QUESTION = 262_144
+# A name such as orders.amount or shop.orders.amount: identifiers joined by dots.
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 def search(
@@ -70,6 +74,7 @@ def search(
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
     inputs = _lenient_entities(kb, entities, query, warnings)
+    full_names = _full_names(kb, question or "")
     found = channels.run(kb.index, channels.Request(
         question=question or "",
         entities=inputs,
@@ -79,6 +84,7 @@ def search(
         scope=engram.normalize_scope(scope) if scope else None,
         datasource=datasource,
         limit=limit,
+        full_names=full_names,
         match=match,
     ))
     warnings += found.warnings
@@ -117,6 +123,25 @@ def skipped(kb: Context) -> list[str]:
     ``list`` show after their results."""
     return [f"{problem} (skipped)" for problem in kb.problems] + [
         f"{problem.shown(kb.root)} (skipped)" for problem in kb.catalog.problems]
+
+
+def _full_names(kb: Context, question: str) -> dict[str, str]:
+    """Each dotted name in ``question`` that the catalog completes to a longer name of which it
+    is the end (``orders.amount`` -> ``shop.orders.amount``), as typed and lower-cased as the
+    words are: a memory that writes the full name holds what was asked for. Names that do not
+    resolve, or resolve to something else (a walk of joins), are searched as typed only."""
+    dotted = [name for name in symbols(question) if _DOTTED.fullmatch(name)]
+    if not dotted:
+        return {}
+    resolver = kb.resolver()
+    names: dict[str, str] = {}
+    for name in dotted:
+        unheard: list[str] = []  # the question is searched as typed whatever this finds
+        resolved = resolver.resolve_leniently([name], unheard)
+        if resolved and resolved[0].lower().endswith("." + name.lower()):
+            names[name] = resolved[0]
+            names[name.lower()] = resolved[0].lower()
+    return names
 
 
 def _lenient_entities(

@@ -71,6 +71,7 @@ class Request:
     # Which channels run (the benchmark measures each alone); filters and pins apply to all.
     channels: frozenset[str] = CHANNELS
     fusion: str = "blend"  # or "rrf" (fusion.py): the benchmark compares them
+    full_names: dict[str, str] = field(default_factory=dict)  # words.parse's: the catalog's full names
 
 
 @dataclass
@@ -92,7 +93,7 @@ def run(index: Index, request: Request) -> Found:
 def _run(index: Index, request: Request) -> Found:
     found = Found()
     question = request.question.strip()
-    words = W.parse(question)
+    words = W.parse(question, request.full_names)
     topic = E.topic_query(question) if question else None
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words.")

@@ -8,6 +8,7 @@ field. Memories holding every word rank above those holding some; no word is eve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from whoosh import query as Q
@@ -28,27 +29,40 @@ class Words:
 
     words: tuple[tuple[str, ...], ...]
     symbols: tuple[str, ...]
+    # A dotted name of the question and the catalog's full name for it (``orders.amount``,
+    # ``shop.orders.amount``): a memory that writes the full name holds the one asked for.
+    full_names: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.words or self.symbols)
 
 
-def parse(question: str) -> Words:
+def parse(question: str, full_names: Mapping[str, str] | None = None) -> Words:
+    """The question's words and symbols; ``full_names`` maps a dotted name of it to the name the
+    catalog gives it in full, which a memory may write instead (either one counts)."""
     seen: dict[tuple[str, ...], None] = {}
     for tokens in text_terms(question):
         seen.setdefault(tuple(tokens), None)
-    return Words(tuple(seen), tuple(symbols(question)))
+    return Words(tuple(seen), tuple(symbols(question)), tuple((full_names or {}).items()))
 
 
 def details(words: Words) -> Words:
     """The question's numbers, versions, years and model names (the words and symbols holding a
     digit): what tells apart notes that are otherwise alike."""
     return Words(tuple(w for w in words.words if any(c.isdigit() for t in w for c in t)),
-                 tuple(s for s in words.symbols if any(c.isdigit() for c in s)))
+                 tuple(s for s in words.symbols if any(c.isdigit() for c in s)), words.full_names)
 
 
-def _word(field: str, tokens: tuple[str, ...], boost: float = 1.0) -> Q.Query:
-    parts = [Q.Term(field, token) for token in tokens]
+def _term(field: str, token: str, words: Words, boost: float = 1.0) -> Q.Query:
+    """``token`` in ``field``, or its full name where the question's dotted name has one."""
+    full = dict(words.full_names).get(token)
+    if full is None:
+        return Q.Term(field, token, boost=boost)
+    return Q.Or([Q.Term(field, token), Q.Term(field, full)], boost=boost)
+
+
+def _word(field: str, tokens: tuple[str, ...], words: Words, boost: float = 1.0) -> Q.Query:
+    parts = [_term(field, token, words) for token in tokens]
     query = parts[0] if len(parts) == 1 else Q.And(parts)
     query.boost = boost
     return query
@@ -57,20 +71,21 @@ def _word(field: str, tokens: tuple[str, ...], boost: float = 1.0) -> Q.Query:
 def all_query(words: Words) -> Q.Query:
     """Memories holding every word (in the title, learning or description) and every symbol,
     scored higher when the words are in the title."""
-    required: list[Q.Query] = [Q.Or([_word("text", w), _word("description", w)]) for w in words.words]
-    required += [Q.Term("symbols", s) for s in words.symbols]
+    required: list[Q.Query] = [Q.Or([_word("text", w, words), _word("description", w, words)]) for w in words.words]
+    required += [_term("symbols", s, words) for s in words.symbols]
     must = required[0] if len(required) == 1 else Q.And(required)
     if not words.words:
         return must
-    return Q.AndMaybe(must, Q.Or([_word("title", w, TITLE_BOOST) for w in words.words]))
+    return Q.AndMaybe(must, Q.Or([_word("title", w, words, TITLE_BOOST) for w in words.words]))
 
 
 def any_query(words: Words) -> Q.Query:
     """Memories holding any of the words or symbols, each scored by BM25F."""
     clauses: list[Q.Query] = []
     for w in words.words:
-        clauses += [_word("text", w), _word("title", w, TITLE_BOOST), _word("description", w, DESCRIPTION_BOOST)]
-    clauses += [Q.Term("symbols", s, boost=SYMBOL_BOOST) for s in words.symbols]
+        clauses += [_word("text", w, words), _word("title", w, words, TITLE_BOOST),
+                    _word("description", w, words, DESCRIPTION_BOOST)]
+    clauses += [_term("symbols", s, words, SYMBOL_BOOST) for s in words.symbols]
     return Q.Or(clauses)
 
 
@@ -78,5 +93,5 @@ def catalog_query(words: Words) -> Q.Query:
     """Catalog entities whose name or description holds any of the words."""
     clauses: list[Q.Query] = []
     for w in words.words:
-        clauses += [_word("catalog_text", w), _word("catalog_title", w, TITLE_BOOST)]
+        clauses += [_word("catalog_text", w, words), _word("catalog_title", w, words, TITLE_BOOST)]
     return Q.Or(clauses)
