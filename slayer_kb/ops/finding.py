@@ -21,7 +21,6 @@ from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph
-from ..search.analysis import symbols
 from . import sessions
 
 if TYPE_CHECKING:
@@ -130,6 +129,8 @@ def _full_names(kb: Context, question: str) -> dict[str, str]:
     is the end (``orders.amount`` -> ``shop.orders.amount``), as typed and lower-cased as the
     words are: a memory that writes the full name holds what was asked for. Names that do not
     resolve, or resolve to something else (a walk of joins), are searched as typed only."""
+    from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
+
     dotted = [name for name in symbols(question) if _DOTTED.fullmatch(name)]
     if not dotted:
         return {}
