@@ -62,11 +62,9 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
         if now is None and not Path(kb.root).is_dir():
             return  # the KB is gone
         if now != seen:
-            first, seen = seen is None, now
+            seen = now
             try:
                 covered, total = kb.sentence_coverage()
-                if covered >= total and first:
-                    return  # started for rows another process (a reindex) has made since: no saves to wait for
                 if covered < total and kb.fill_sentences(locked=True) == 0:
                     return  # nothing to make (another process made them) or the encoder failed
             except StoreError:
