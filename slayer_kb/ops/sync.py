@@ -41,7 +41,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store import mergedriver
-from ..store.claims import talk
+from ..store.claims import remote_url, talk
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
@@ -221,7 +221,7 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # A remote without the branch yet (the first push) fails the fetch too: only a remote that
     # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
     if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        url = remote_url(store, remote)
         raise StoreError(
             f"git fetch from {remote} ({url}) failed: {proc.stderr.decode('utf-8', 'replace').strip()} "
             "Nothing was pulled or sent and this clone is as it was: its saves stay here and the next sync sends "
@@ -520,7 +520,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
         if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
             return False  # a race lost to other clones: retried, no url to name
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        url = remote_url(store, remote)
         if declined is not None:
             # A hook's verdict, not a race: the next attempt would be refused alike.
             said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]

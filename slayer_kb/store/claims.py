@@ -69,6 +69,11 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
         return None
 
 
+def remote_url(store: GitStore, remote: str) -> str:
+    """``remote``'s url, for an error that names it ("" when it has none)."""
+    return store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+
+
 def talk(store: GitStore, remote: str, command: str, *args: str,
          config: tuple[str, ...] = ()) -> subprocess.CompletedProcess[bytes]:
     """``git -c CONFIG... COMMAND ARGS`` (a command that talks to ``remote``), stopped past
@@ -78,7 +83,7 @@ def talk(store: GitStore, remote: str, command: str, *args: str,
     try:
         return store.git(*settings, command, *args, check=False, timeout=sync_timeout())
     except subprocess.TimeoutExpired:
-        url = store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+        url = remote_url(store, remote)
         hook = " or this repository's pre-push hook is waiting for something" if command == "push" else ""
         raise StoreError(
             f"The sync's git {command} ({remote}: {url}) did not finish within {sync_timeout()} s and was stopped: "
