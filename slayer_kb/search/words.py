@@ -55,7 +55,7 @@ def details(words: Words) -> Words:
 
 def _term(field: str, token: str, words: Words, boost: float = 1.0) -> Q.Query:
     """``token`` in ``field``, or its full name where the question's dotted name has one."""
-    full = dict(words.full_names).get(token)
+    full = dict(words.full_names).get(token) if words.full_names else None  # most questions have none
     if full is None:
         return Q.Term(field, token, boost=boost)
     return Q.Or([Q.Term(field, token), Q.Term(field, full)], boost=boost)
