@@ -2,7 +2,8 @@
 sentence vectors a KB's memories lack when no warm server does (search/filler.py starts it,
 handing over ``filler.LOCK`` already held as file descriptor FD). One per KB; niced, so the commands beside it keep their speed. It makes every missing
 vector, then stays a while for the memories the next saves add, and exits once nothing changed
-for ``LINGER_SECONDS``; a KB whose folder is gone ends it at once."""
+for ``LINGER_SECONDS``; one that finds every vector made before it made any (a reindex made
+them) exits at once, as does one whose KB folder is gone."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
     seen: tuple[int, int] | None = None
+    # Only a filler that made vectors waits for more: it was started by a burst of saves. One
+    # that finds every vector made (a reindex made them while it started) has no saves coming.
+    made = False
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < LINGER_SECONDS:
         now = kb.index_saved()
@@ -65,8 +69,12 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
             seen = now
             try:
                 covered, total = kb.sentence_coverage()
-                if covered < total and kb.fill_sentences(locked=True) == 0:
-                    return  # nothing to make (another process made them) or the encoder failed
+                if covered >= total and not made:
+                    return
+                if covered < total:
+                    if kb.fill_sentences(locked=True) == 0:
+                        return  # nothing to make (another process made them) or the encoder failed
+                    made = True
             except StoreError:
                 seen = None  # the KB lock was held too long (a long reindex): look again
             quiet_since = time.monotonic()
