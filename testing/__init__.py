@@ -17,6 +17,7 @@ from .repos import (
     git,
     lose_races,
     make_catalog_kb,
+    make_empty_kb,
     make_example_kb,
     make_indexed_example_kb,
     make_team,
@@ -26,6 +27,6 @@ from .wait import WAIT_SECONDS, eventually
 __all__ = [
     "BLOCKED", "EXAMPLE_KB", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "Watcher", "blocker",
     "cli_runner", "commit_all", "eventually", "fsck", "git", "in_process_runner", "json_of", "lose_races",
-    "make_catalog_kb", "make_example_kb", "make_indexed_example_kb",
+    "make_catalog_kb", "make_empty_kb", "make_example_kb", "make_indexed_example_kb",
     "make_team", "signals", "write_test_catalog",
 ]

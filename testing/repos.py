@@ -74,6 +74,26 @@ def _build_example_kb(root: Path) -> None:
     commit_all(root)
 
 
+def _build_empty_kb(root: Path) -> None:
+    from slayer_kb import KnowledgeBase
+
+    # The encoder off, as for every test (conftest's isolate): nothing starts in the background.
+    with patch.dict(os.environ, {"SLAYER_KB_NO_ENCODER": "1"}):
+        KnowledgeBase.init(root).close()
+
+
+def make_empty_kb(root: Path) -> Path:
+    """A new KB at ``root``, as ``slayer-kb init`` makes it (its commit and its index), copied:
+    the init costs a tenth of a second of CPU (git init, the commit, the index made), and a
+    quarter of the tests start from it. The copy's state folder is stamped again as in
+    ``make_indexed_example_kb``."""
+    from slayer_kb.store import state
+
+    _copy_of("empty", _build_empty_kb, root, keep_mtimes=True)
+    state.make(root / state.STATE_DIR)
+    return root
+
+
 def make_catalog_kb(root: Path) -> Path:
     """A committed KB at ``root`` with the test catalog of testing/catalog.py (priority: shop)."""
     return _copy_of("catalog", _build_catalog_kb, root, keep_mtimes=False)  # written now

@@ -19,6 +19,7 @@ from testing import (
     git,
     in_process_runner,
     make_catalog_kb,
+    make_empty_kb,
     make_example_kb,
     make_indexed_example_kb,
     signals,
@@ -111,8 +112,9 @@ def encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def empty_kb(tmp_path: Path) -> KnowledgeBase:
-    """A new KB (``slayer-kb init``) at the root of a fresh repository."""
-    return KnowledgeBase.init(tmp_path / "kb")
+    """A new KB (``slayer-kb init``) at the root of a fresh repository (a copy of one made once
+    a process; the tests of ``init`` itself call it)."""
+    return KnowledgeBase(make_empty_kb(tmp_path / "kb"))
 
 
 @pytest.fixture
