@@ -317,16 +317,43 @@ def test_settling_details_reorders_only_the_close_head() -> None:
 
 
 def _fillers(root: Path) -> list[int]:
-    """The pids of the detached fillers (daemon/sentences.py) working on the KB at ``root``."""
-    found = []
+    """The pids of the detached fillers (daemon/sentences.py) working on the KB at ``root``. A
+    process a filler starts has the filler's command line from its fork until its exec (or its
+    exit, when it never gets there): counted, it would be a second filler."""
+    found: dict[int, int] = {}  # pid: parent's pid
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            if b"slayer_kb.daemon.sentences" in argv and str(root).encode() in argv:
+                found[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
             continue
-        if b"slayer_kb.daemon.sentences" in argv and str(root).encode() in argv:
-            found.append(int(proc.name))
-    return found
+    return [pid for pid, parent in found.items() if parent not in found]
+
+
+FORKS = """
+import os, sys, time
+child = os.fork()
+if child == 0:
+    time.sleep(60)  # as a filler's child between its fork and its exec, for as long as the test looks
+    os._exit(0)
+print(child, flush=True)
+sys.stdin.read()
+os.kill(child, 9)
+"""
+
+
+def test_a_process_a_filler_starts_is_not_counted_as_a_filler(tmp_path: Path) -> None:
+    """The count the tests below rely on: a filler's child, forked and not yet exec'd (git, or a
+    look-up an import makes), has the filler's command line; it is no second filler."""
+    proc = subprocess.Popen([sys.executable, "-c", FORKS, "slayer_kb.daemon.sentences", str(tmp_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        assert _fillers(tmp_path) == [proc.pid], child
+    finally:
+        proc.communicate("", timeout=60)
 
 
 def _coverage(root: Path) -> tuple[int, int]:
