@@ -436,7 +436,9 @@ def test_a_filler_started_for_vectors_already_made_exits_at_once(
         raise AssertionError(f"the filler waited {seconds} s for saves with every vector made")
 
     monkeypatch.setattr(sentences, "time", SimpleNamespace(monotonic=time.monotonic, sleep=waits))
-    monkeypatch.setattr(os, "nice", lambda increment: 0)  # the test's process keeps its priority
+    # The test's process keeps its priority, and its session's (when it leads one).
+    monkeypatch.setattr(os, "nice", lambda increment: 0)
+    monkeypatch.setattr(sentences.priority, "lower_session", lambda steps: None)
     assert sentences.main([str(notes_kb.root)]) == 0
     assert not filler.filling(notes_kb.root)  # and it let go of the lock
 
