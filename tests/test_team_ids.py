@@ -288,15 +288,39 @@ def test_clones_racing_for_their_first_block_all_get_one(tmp_path: Path) -> None
     assert len(leased_blocks(bare)) == 6
 
 
-def test_a_remote_that_refuses_our_refs_leaves_ids_counted_as_without_one(team) -> None:
-    bare, (a, _b) = team
-    hook = bare / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nif grep -q ' refs/slayer-kb/'; then echo 'refs/slayer-kb/ is protected'; exit 1; fi\n")
-    hook.chmod(0o755)
-    kb = KnowledgeBase(a)
-    assert [kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(2)] == ["1", "2"]
-    assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["refused"] is True
-    assert leased_blocks(bare) == []
+# Hooks of a remote that takes branches but protects refs/slayer-kb/ (the ids' namespace).
+PROTECTING_HOOKS = {
+    "pre-receive": "#!/bin/sh\nif grep -q ' refs/slayer-kb/'; then echo 'refs/slayer-kb/ is protected'; exit 1; fi\n",
+    "update": "#!/bin/sh\ncase \"$1\" in refs/slayer-kb/*) echo 'refs/slayer-kb/ is protected'; exit 1;; esac\n",
+}
+
+
+@pytest.mark.parametrize("hook", sorted(PROTECTING_HOOKS))
+def test_a_remote_that_refuses_our_refs_gets_ids_no_leased_block_holds(team, hook: str) -> None:
+    """A clone that cannot lease draws an offline block, as an unreachable one does: counting 1,
+    2, 3 would hand out ids of the blocks the team's clones leased before the hook came."""
+    bare, (a, b) = team
+    kb_b = KnowledgeBase(b)
+    assert kb_b.save_memory("B: leased", ["orders.amount"]).memory_id == "1"
+    sync(kb_b)
+    path = bare / "hooks" / hook
+    path.write_text(PROTECTING_HOOKS[hook])
+    path.chmod(0o755)
+    kb_a = KnowledgeBase(a)
+    ids = [kb_a.save_memory(f"A: note {n}", ["orders.amount"]).memory_id for n in range(2)]
+    assert int(ids[0]) > 10**9 and int(ids[1]) == int(ids[0]) + 1, ids
+    held = json.loads((a / ".git" / "slayer-kb-ids.json").read_text())
+    assert (held["refused"], held["unregistered"]) == (True, [(int(ids[0]) - 1) // BLOCK])
+    assert kb_b.save_memory("B: next", ["orders.qty"]).memory_id == "2"
+    # Branches still go through: both clones' memories arrive under the ids their saves returned.
+    assert sync(kb_a).renumbered == {}
+    assert sync(kb_b).renumbered == {}
+    assert sorted(p.stem for p in (b / "memories").glob("*.yaml")) == sorted(["1", "2", *ids], key=int)
+    # The next sync once the remote takes the refs registers the block, as for an offline one.
+    path.unlink()
+    sync(KnowledgeBase(a))
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}{(int(ids[0]) - 1) // BLOCK}"]
+    assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["unregistered"] == []
 
 
 def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> None:
