@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -387,3 +388,22 @@ def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) ->
     assert kb_c.save_memory("C: next", ["orders.qty"]).memory_id == str(BLOCK + 2)
     assert sync(kb_c).renumbered == {}
     assert KnowledgeBase(c).read(str(BLOCK + 2)).learning == "C: next"
+
+
+def test_a_copied_clone_leases_afresh_and_the_original_keeps_its_block(team) -> None:
+    """``cp -r`` of a clone copies its lease file: both copies would hand out the same ids."""
+    bare, (a, _b) = team
+    assert KnowledgeBase(a).save_memory("A: before the copy", ["orders.amount"]).memory_id == "1"
+    copy = a.parent / "a-copy"
+    shutil.copytree(a, copy, symlinks=True)
+    kb_a, kb_copy = KnowledgeBase(a), KnowledgeBase(copy)
+    assert kb_a.save_memory("A: the original's", ["orders.amount"]).memory_id == "2"
+    assert kb_copy.save_memory("A: the copy's", ["orders.qty"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: the original's next", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_a).renumbered == {}
+    assert sync(kb_copy).renumbered == {}
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+    on_main = {name: git(bare, "show", f"main:memories/{name}.yaml").splitlines()[0]
+               for name in ("1", "2", "3", str(BLOCK + 1))}
+    assert on_main == {"1": "learning: 'A: before the copy'", "2": "learning: 'A: the original''s'",
+                       "3": "learning: 'A: the original''s next'", str(BLOCK + 1): "learning: 'A: the copy''s'"}

@@ -10,6 +10,9 @@ branches they work on: nothing is renumbered when their work meets.
 
 Each clone keeps its leases in its git folder (``slayer-kb-ids.json`` beside ``config``, shared by
 its worktrees, under a lock of its own), so every branch of one clone draws from the same blocks.
+The file names the git folder it belongs to (its device and inode, which a move keeps and a copy
+never has): a copy of the clone (``cp -r``) finds another folder's file and leases afresh, since
+the original goes on drawing from those blocks.
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
@@ -76,6 +79,8 @@ class Leases:
     they are used), the offline blocks whose refs the remote does not have yet, and the highest
     block it ever leased online (the next lease goes above it)."""
 
+    # The git folder that holds the blocks, as (device, inode): see ``IdLeases._home``.
+    home: list[int]
     remote_url: str = ""
     blocks: list[list[int]] = field(default_factory=list)
     unregistered: list[int] = field(default_factory=list)
@@ -89,8 +94,8 @@ class Leases:
         return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
 
     def to_json(self) -> dict[str, object]:
-        return {"remote": self.remote_url, "blocks": self.blocks, "unregistered": self.unregistered,
-                "highest": self.highest, "refused": self.refused}
+        return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
+                "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused}
 
 
 @dataclass(frozen=True)
@@ -296,19 +301,32 @@ class IdLeases:
                 f"Another slayer-kb process has held {self.common_dir / LOCK_FILE} for 120 s; wait and retry."
             ) from None
 
+    def _home(self) -> list[int]:
+        """This git folder's (device, inode): a copy of the folder (``cp -r`` of a clone) has
+        others, a move on one file system keeps them."""
+        st = os.stat(self.common_dir)
+        return [st.st_dev, st.st_ino]
+
     def _load(self, remote: Remote) -> Leases:
+        home = self._home()
         try:
             data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
-            held = Leases(str(data["remote"]), [[int(k), int(n)] for k, n in data["blocks"]],
-                          [int(k) for k in data["unregistered"]], int(data["highest"]), bool(data["refused"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return Leases(remote.url)
+            held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
+                          [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
+                          int(data["highest"]), bool(data["refused"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return Leases(home, remote.url)
+        if held.home != home:
+            # A copy of another clone's git folder: its blocks are the original's, which goes on
+            # drawing from them. The copy leases its own; it registers the original's offline
+            # blocks too (their memories are in both), drawing no ids from them.
+            return Leases(home, remote.url, unregistered=held.unregistered)
         if held.remote_url == remote.url:
             return held
         # Blocks leased on another remote mean nothing on this one; offline blocks, which no
         # remote has yet, keep their ids and are registered on this one.
         offline = [b for b in held.blocks if b[0] in held.unregistered]
-        return Leases(remote.url, offline, [b[0] for b in offline])
+        return Leases(home, remote.url, offline, [b[0] for b in offline])
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
