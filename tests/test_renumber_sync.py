@@ -94,9 +94,23 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
         proc = invoke_cli("--kb", kb.root, *command)
         assert (proc.returncode, proc.stderr) == (1, said), command
     assert git(kb.root, "rev-parse", "HEAD") == head
+    # What reads history answers about what 2 names here, and says so, naming both memories.
+    note = said[len("Error: "):-1].replace(
+        "to mean what '2' names now, run 'slayer-kb renumber --accept 2' first.", "'slayer-kb renumber --accept 2' ends this note.")
+    for command in (["show", "2"], ["log", "2"], ["timeline", "2"]):
+        text = invoke_cli("--kb", kb.root, *command, check=True).stdout
+        assert text.endswith(f"\nwarning: {note}\n"), command
+        proc = invoke_cli("--kb", kb.root, "--json", *command, check=True)
+        data = json_of(proc)
+        if command[0] == "log":  # the document is the list of commits: the note on stderr
+            assert isinstance(data, list) and proc.stderr == f"warning: {note}\n", proc.stderr
+        else:
+            assert data["warnings"] == [note] and data["id" if command[0] == "show" else "focus"]
+    assert "Main: refunds" in invoke_cli("--kb", kb.root, "show", "2", check=True).stdout
     assert invoke_cli("--kb", kb.root, "renumber", "--accept", "2", check=True).stdout == (
         "'2' now means the memory it names; the one saved here as 2 is 4.\n")
     assert learning(kb.root, "2") == "Main: refunds"
+    assert json_of(invoke_cli("--kb", kb.root, "--json", "show", "2", check=True))["warnings"] == []
 
 
 def test_renumber_rewrite_records_the_move_too(diverged: tuple[KnowledgeBase, str]) -> None:

@@ -191,6 +191,15 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
         f"Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
         f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now. Use 1"
     )
+    # show reads history: the version saved here, before the fold, with the move named.
+    shown = KnowledgeBase(b).history.show(str(BLOCK + 1))
+    assert (shown.memory.learning, shown.deleted_in is not None) == ("Five retries, exponential backoff.", True)
+    assert shown.warnings == [str(exc.value).replace(
+        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb renumber --accept {BLOCK + 1}' first.",
+        f"'slayer-kb renumber --accept {BLOCK + 1}' ends this note.")]
+    with pytest.raises(ConflictError) as no_timeline:  # nothing to centre on: where it went
+        KnowledgeBase(b).timeline(str(BLOCK + 1))
+    assert str(no_timeline.value) == str(exc.value)
     # The next upsert under the key, on either clone, revises the one memory.
     again = KnowledgeBase(b).save_observation("Retry budget", "Four retries.", type="decision", project="api",
                                               topic_key="decision/retry-budget")

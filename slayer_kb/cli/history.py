@@ -59,11 +59,16 @@ def log(settings: Settings, memory_id: str) -> None:
     Example:
       slayer-kb log 12
     """
-    entries = settings.kb().history.log(memory_id)
+    kb = settings.kb()
+    entries = kb.history.log(memory_id)
+    notes = kb.history.moved_notes(memory_id)
+    if settings.json:  # the document is the list of commits: the note goes beside it
+        for line in notes:
+            click.echo(for_terminal(f"warning: {line}"), err=True)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
         for e in entries
-    ))
+    ) + warning_lines(notes))
 
 
 @click.command()
@@ -87,7 +92,7 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
             head = f"(deleted in {shown.deleted_in[:12]}; the last version)\n"
         elif shown.rev:
             head = f"(as of {shown.rev[:12]})\n"
-        return head + memory_text(shown.memory.to_dict())
+        return head + memory_text({**shown.memory.to_dict(), "warnings": shown.warnings})
 
     emit(settings, shown.to_json(), human)
 

@@ -116,6 +116,7 @@ class Timeline(TypedDict):
     before: list[Hit]
     focus: Hit
     after: list[Hit]
+    warnings: list[str]  # the id moved on this clone (store/moves.py)
 
 
 class Stats(TypedDict):
@@ -287,9 +288,10 @@ class Shown:
     text: str
     rev: str | None  # None: the work tree
     deleted_in: str | None = None
+    warnings: list[str] = field(default_factory=list)  # the id moved on this clone (store/moves.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in}
+        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in, "warnings": self.warnings}
 
 
 @dataclass
