@@ -143,3 +143,22 @@ def test_a_sync_stopped_by_an_untracked_file_in_the_way_says_what_to_do(tmp_path
     )
     assert git(b, "rev-parse", "HEAD") == head
     assert in_the_way.read_text() == "hand-written, never added\n"
+
+
+def test_a_push_that_cannot_reach_the_remote_names_the_url_it_went_to(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The fetch works, the push goes to a ``pushurl`` that does not: the error names that url."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "Saved at the office", "-e", "shop.orders.amount", check=True)
+    git(a, "config", "remote.origin.pushurl", str(tmp_path / "unreachable.git"))
+    head = git(a, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", a, "sync")
+    assert (stopped.returncode, stopped.stdout) == (1, "")
+    assert stopped.stderr.startswith(f"Error: git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert stopped.stderr.endswith(
+        "Nothing was sent and this clone is as it was: its saves stay here and the next sync sends them. "
+        "Check the remote's url (git remote get-url --push origin) and the network, then run slayer-kb sync again.\n"
+    )
+    assert git(a, "rev-parse", "HEAD") == head
+    git(a, "config", "--unset", "remote.origin.pushurl")
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(bare, "show", "main:memories/1.yaml").startswith("learning: Saved at the office\n")

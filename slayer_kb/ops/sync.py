@@ -221,12 +221,7 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # A remote without the branch yet (the first push) fails the fetch too: only a remote that
     # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
     if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-        url = remote_url(store, remote)
-        raise StoreError(
-            f"git fetch from {remote} ({url}) failed: {proc.stderr.decode('utf-8', 'replace').strip()} "
-            "Nothing was pulled or sent and this clone is as it was: its saves stay here and the next sync sends "
-            f"them. Check the remote's url (git remote get-url {remote}) and the network, then run slayer-kb sync again."
-        )
+        raise _unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
     out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
     tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
     return tips.get(tracking, ""), tips.get(turn.seen, "")
@@ -520,8 +515,8 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
         if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
             return False  # a race lost to other clones: retried, no url to name
-        url = remote_url(store, remote)
         if declined is not None:
+            url = remote_url(store, remote, push=True)
             # A hook's verdict, not a race: the next attempt would be refused alike.
             said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]
             raise StoreError(
@@ -531,12 +526,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
             )
-        # An offline clone's saves are safe (offline ids); say so, and how to go on.
-        raise StoreError(
-            f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
-            "its saves stay here and the next sync sends them. Check the remote's url (git remote get-url "
-            f"{remote}) and the network, then run slayer-kb sync again."
-        )
+        raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
     result.pushed = _count(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
@@ -545,6 +535,20 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     if result.action == "up to date":
         result.action = "pushed"
     return True
+
+
+def _unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: str) -> StoreError:
+    """A fetch or push that failed for another reason than a race or a hook (a wrong url, no
+    network): git's words, and that an offline clone's saves are safe (offline ids) with how to
+    go on. ``what`` is "fetch from" or "push to" (which names the url a push goes to: a remote's
+    ``pushurl`` may differ); ``nothing`` says what was not done."""
+    push = "--push " if what == "push to" else ""
+    return StoreError(
+        f"git {what} {remote} ({remote_url(store, remote, push=bool(push))}) failed: "
+        f"{said.decode('utf-8', 'replace').strip()} {nothing} and this clone is as it was: its saves stay here and "
+        f"the next sync sends them. Check the remote's url (git remote get-url {push}{remote}) and the network, "
+        "then run slayer-kb sync again."
+    )
 
 
 def _declined_by_hook(porcelain: str) -> str | None:
