@@ -329,6 +329,18 @@ class AcceptResult:
 
 
 @dataclass
+class RebaseResult:
+    """``slayer-kb rebase``: the rebase (with the KB's merge driver) finished or was aborted."""
+
+    onto: str
+    action: str  # rebased | aborted
+    head: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"onto": self.onto, "action": self.action, "head": self.head}
+
+
+@dataclass
 class SyncResult:
     remote: str
     branch: str

@@ -40,12 +40,12 @@ from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
-from ..store import mergedriver
 from ..store.claims import remote_url, talk
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .history import blobs_at
+from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .validate import validate
@@ -281,7 +281,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     both = _changed_on_both_sides(store, parted, upstream) if parted else []
     tip = replay(store, upstream, ours)
     if tip is None:
-        _rebase(kb, store, remote, upstream_branch, upstream, bool(mapping), result)
+        _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         store.git("reset", "-q", "--keep", tip)
     result.resolved += [path for path in both if path not in result.resolved]
@@ -318,26 +318,23 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
         known[chained.get(old, old)] = new
 
 
-def _rebase(kb: Context, store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
-            result: SyncResult) -> None:
-    """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
-    and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
-    edits of one memory) aborts the rebase and raises."""
-    options, env, attributes = mergedriver.git_config(store.prefix)
-    try:
-        proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
-        while proc.returncode != 0:
-            unmerged = _unmerged(store)
-            if unmerged:
-                held = _held(store)  # read before the abort drops the conflict's stages
-                store.git("rebase", "--abort", check=False)
-                raise ConflictError(_conflict_message(store, unmerged, held, remote, upstream_branch, renumbered))
-            if store.git("diff", "--cached", "--quiet", check=False).returncode or not _rebasing(store):
-                raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-            # Our commit became empty once merged (the upstream had the same change): drop it.
-            proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
-    finally:
-        attributes.unlink(missing_ok=True)
+def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool) -> None:
+    """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
+    topic-key memories both sides wrote are merged as records); a conflict it leaves (two edits of
+    one memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
+    hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
+    stop on the files the driver merges)."""
+    stopped = run(store, ["-q", upstream])
+    if stopped is not None:
+        store.git("rebase", "--abort", check=False)
+        name = f"{remote}/{upstream_branch}"
+        first = [f"git fetch {remote}"]
+        if renumbered:
+            # A rebase of the ids as they are would stop on two different memories with one
+            # id; renumbering first makes it meet only the real conflict.
+            first.append(f"slayer-kb renumber --onto {name} --rewrite")
+        first.append(f"slayer-kb rebase {name} (it stops on the conflict)")
+        raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
 def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
@@ -377,61 +374,6 @@ def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[st
         return {p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p}
 
     return sorted(changed(upstream) & changed("HEAD"))
-
-
-def _rebasing(store: GitStore) -> bool:
-    git_dir = store.git_dirs()[0]
-    return any((git_dir / name).exists() for name in ("rebase-merge", "rebase-apply"))
-
-
-def _unmerged(store: GitStore) -> list[str]:
-    """The unmerged paths (repository-relative)."""
-    out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
-    return sorted(set(filter(None, out.split("\0"))))
-
-
-def _held(store: GitStore) -> dict[str, set[int]]:
-    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``)."""
-    held: dict[str, set[int]] = {}
-    for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
-        if entry:
-            info, path = entry.split("\t", 1)
-            held.setdefault(path, set()).add(int(info.split()[2]))
-    return held
-
-
-def _conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], remote: str,
-                      upstream_branch: str, renumbered: bool) -> str:
-    upstream = f"{remote}/{upstream_branch}"
-
-    def files(group: list[str]) -> str:
-        return ", ".join(p[len(store.prefix):] for p in group)
-
-    # A forget on one side and an edit on the other is no edit to merge: the steps say which
-    # command keeps which side.
-    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
-    forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
-    forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
-    what, steps = [], [f"git fetch {remote}"]
-    if renumbered:
-        # A plain 'git pull --rebase' would skip the renumbering and stop on two different
-        # memories with one id; renumbering first makes the rebase meet only the real conflict.
-        steps.append(f"slayer-kb renumber --onto {upstream} --rewrite")
-    steps.append(f"git rebase {upstream}")
-    if edited:
-        what.append(f"Your commits and {upstream} both edited {files(edited)}")
-        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
-    if forgot_here:
-        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
-        steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
-                     f"to keep {upstream}'s edit)")
-    if forgot_there:
-        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
-        steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
-                     "to let it go)")
-    steps += ["slayer-kb validate", "git rebase --continue", "slayer-kb sync"]
-    return "; ".join(what) + "; the repository is back as it was. To merge by hand: " + "; ".join(steps) + "."
 
 
 def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
@@ -571,7 +513,7 @@ def _remote_lines(stderr: str) -> list[str]:
 
 def _put_back(store: GitStore, start: str) -> None:
     """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
-    if _rebasing(store):
+    if in_progress(store):
         store.git("rebase", "--abort", check=False)
     if store.head() != start:
         store.git("reset", "-q", "--keep", start, check=False)
