@@ -30,7 +30,10 @@ CONTINUE, ABORT = "continue", "abort"
 def rebase(kb: Context, upstream: str | None = None, action: str | None = None) -> RebaseResult:
     """Rebase onto ``upstream``, or go on with the rebase in progress (``action``: ``continue``
     or ``abort``), with the KB's merge driver (see the module doc)."""
-    store = kb.store
+    return _rebase(kb, kb.store, upstream, action)
+
+
+def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None) -> RebaseResult:
     with store.locked():
         if action is None:
             if upstream is None:
