@@ -325,7 +325,7 @@ def test_a_remote_that_refuses_our_refs_gets_ids_no_leased_block_holds(team, hoo
     # Branches still go through: both clones' memories arrive under the ids their saves returned.
     assert sync(kb_a).renumbered == {}
     assert sync(kb_b).renumbered == {}
-    assert sorted(p.stem for p in (b / "memories").glob("*.yaml")) == sorted(["1", "2", *ids], key=int)
+    assert sorted((p.stem for p in (b / "memories").glob("*.yaml")), key=int) == sorted(["1", "2", *ids], key=int)
     # The next sync once the remote takes the refs registers the block, as for an offline one.
     path.unlink()
     sync(KnowledgeBase(a))
