@@ -37,7 +37,7 @@ from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
 from .core.results import Document, IndexWritten, SyncReport
 from .store.leases import IdLeases
-from .store.moves import MovedIds, refusal
+from .store.moves import MovedIds, note, refusal
 from .store.repo import GitStore
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction
@@ -284,11 +284,20 @@ class Context:
         memories, until the user accepts the move (``moves.accept``)."""
         move = self.moves.get(memory_id)
         if move is not None:
-            try:
-                now: Memory | None = self.read(memory_id)
-            except KBError:
-                now = None
-            raise ConflictError(refusal(move, now))
+            raise ConflictError(refusal(move, self._named_now(memory_id)))
+
+    def moved_notes(self, memory_id: str) -> list[str]:
+        """For a command that reads an id's history (``show``, ``log``, ``timeline``) and so
+        answers about what the id names here: the move ``check_not_moved`` would refuse, said
+        as a note (``store/moves.py``); none when the id never moved on this clone."""
+        move = self.moves.get(memory_id)
+        return [] if move is None else [note(move, self._named_now(memory_id))]
+
+    def _named_now(self, memory_id: str) -> Memory | None:
+        try:
+            return self.read(memory_id)
+        except KBError:
+            return None
 
     def memory_ids(self) -> list[str]:
         return sorted(self.index.ids(), key=id_sort_key)

@@ -72,7 +72,8 @@ STATES: dict[str, tuple[Callable[[Path], None], str]] = {
     "merge": (merge, "You have not concluded your merge (MERGE_HEAD exists). Conclude it with `git commit` "
                      "or abort it with `git merge --abort`, then run the command again."),
     "rebase": (rebase, "You are in the middle of a rebase (rebase-merge exists). Conclude it with "
-                       "`git rebase --continue` or abort it with `git rebase --abort`, then run the command again."),
+                       "`slayer-kb rebase --continue` (git's, with the KB's merge driver) or abort it with "
+                       "`slayer-kb rebase --abort`, then run the command again."),
     "cherry-pick": (cherry_pick, "You have not concluded your cherry-pick (CHERRY_PICK_HEAD exists). Conclude it "
                                  "with `git cherry-pick --continue` or abort it with `git cherry-pick --abort`, then "
                                  "run the command again."),

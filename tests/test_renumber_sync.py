@@ -4,7 +4,6 @@ collide, are tested in test_team.py."""
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 from pathlib import Path
@@ -94,9 +93,23 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
         proc = invoke_cli("--kb", kb.root, *command)
         assert (proc.returncode, proc.stderr) == (1, said), command
     assert git(kb.root, "rev-parse", "HEAD") == head
+    # What reads history answers about what 2 names here, and says so, naming both memories.
+    note = said[len("Error: "):-1].replace(
+        "to mean what '2' names now, run 'slayer-kb renumber --accept 2' first.", "'slayer-kb renumber --accept 2' ends this note.")
+    for command in (["show", "2"], ["log", "2"], ["timeline", "2"]):
+        text = invoke_cli("--kb", kb.root, *command, check=True).stdout
+        assert text.endswith(f"\nwarning: {note}\n"), command
+        proc = invoke_cli("--kb", kb.root, "--json", *command, check=True)
+        data = json_of(proc)
+        if command[0] == "log":  # the document is the list of commits: the note on stderr
+            assert isinstance(data, list) and proc.stderr == f"warning: {note}\n", proc.stderr
+        else:
+            assert data["warnings"] == [note] and data["id" if command[0] == "show" else "focus"]
+    assert "Main: refunds" in invoke_cli("--kb", kb.root, "show", "2", check=True).stdout
     assert invoke_cli("--kb", kb.root, "renumber", "--accept", "2", check=True).stdout == (
         "'2' now means the memory it names; the one saved here as 2 is 4.\n")
     assert learning(kb.root, "2") == "Main: refunds"
+    assert json_of(invoke_cli("--kb", kb.root, "--json", "show", "2", check=True))["warnings"] == []
 
 
 def test_renumber_rewrite_records_the_move_too(diverged: tuple[KnowledgeBase, str]) -> None:
@@ -231,9 +244,9 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
         sync(kb_b)
     assert str(exc.value) == (
         "Your commits and origin/master both edited memories/shared.yaml; the repository is back as it "
-        "was. To merge by hand: git fetch origin; git rebase origin/master; edit memories/shared.yaml "
-        "to keep what both sides meant; git add memories/shared.yaml; slayer-kb validate; git rebase "
-        "--continue; slayer-kb sync."
+        "was. To merge by hand: git fetch origin; slayer-kb rebase origin/master (it stops on the conflict); "
+        "edit memories/shared.yaml to keep what both sides meant; git add memories/shared.yaml; slayer-kb "
+        "validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
     )
     assert git(b, "rev-parse", "HEAD") == head
     assert git(b, "status", "--porcelain") == status
@@ -241,7 +254,8 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
     assert KnowledgeBase(b).get("shared").to_dict()["learning"] == "B's version"
     # The steps work as written.
     git(b, "fetch", "-q", "origin")
-    assert subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True).returncode == 1
+    with pytest.raises(ConflictError, match="both edited memories/shared.yaml; the rebase stopped at commit 1 of 2"):
+        KnowledgeBase(b).team.rebase("origin/master")
     kept, side = [], "both"
     for line in (b / "memories" / "shared.yaml").read_text().splitlines(keepends=True):
         side = {"<<<<<<<": "first", "=======": "second", ">>>>>>>": "both"}.get(line[:7], side)
@@ -249,8 +263,7 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
             kept.append(line)  # the upstream's side of each conflict, without the markers
     (b / "memories" / "shared.yaml").write_text("".join(kept).replace("A's version", "Both versions"))
     git(b, "add", "memories/shared.yaml")
-    subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
-                   env={**os.environ, "GIT_EDITOR": "true"})
+    assert KnowledgeBase(b).team.rebase(action="continue").action == "rebased"
     assert sync(KnowledgeBase(b)).action == "pushed"
     assert KnowledgeBase(b).get("shared").to_dict()["learning"] == "Both versions"
 
@@ -344,21 +357,20 @@ def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, P
         sync(kb_b)
     assert str(exc.value) == (
         "Your commits and origin/master both edited memories/shared.yaml; the repository is back as it "
-        "was. To merge by hand: git fetch origin; slayer-kb renumber --onto origin/master --rewrite; git "
-        "rebase origin/master; edit memories/shared.yaml to keep what both sides meant; git add "
-        "memories/shared.yaml; slayer-kb validate; git rebase --continue; slayer-kb sync."
+        "was. To merge by hand: git fetch origin; slayer-kb renumber --onto origin/master --rewrite; slayer-kb "
+        "rebase origin/master (it stops on the conflict); edit memories/shared.yaml to keep what both sides meant; "
+        "git add memories/shared.yaml; slayer-kb validate; slayer-kb rebase --continue (a later commit that stops "
+        "says so again); slayer-kb sync."
     )
     git(b, "fetch", "-q", "origin")
     invoke_cli("--kb", b, "renumber", "--onto", "origin/master", "--rewrite", check=True)
-    rebase = subprocess.run(["git", "rebase", "origin/master"], cwd=b, capture_output=True, text=True)
-    assert rebase.returncode == 1
+    assert invoke_cli("--kb", b, "rebase", "origin/master").returncode == 1
     assert git(b, "diff", "--name-only", "--diff-filter=U").split() == ["memories/shared.yaml"]
     merged = KnowledgeBase(a).get("shared").to_dict()
     (b / "memories" / "shared.yaml").write_text(dumps(Memory(**{**merged, "learning": "Both versions"})))
     git(b, "add", "memories/shared.yaml")
     assert invoke_cli("--kb", b, "validate").returncode == 0
-    subprocess.run(["git", "rebase", "--continue"], cwd=b, check=True, capture_output=True,
-                   env={**os.environ, "GIT_EDITOR": "true"})
+    invoke_cli("--kb", b, "rebase", "--continue", check=True)
     assert sync(KnowledgeBase(b)).action == "pushed"
     assert all_learnings(b) == sorted(["A's auto", "B's auto", "Both versions"])
 

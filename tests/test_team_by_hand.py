@@ -4,7 +4,6 @@ test_in_process.py checks), git as git, and the steps an error gives followed as
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from testing import CliRunner, git, json_of, make_team
@@ -28,26 +27,38 @@ def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> t
     return first, second, json_of(stopped)["error"]["message"]
 
 
-def follow_the_steps(here: Path, invoke_cli: CliRunner, keep: list[str]) -> None:
-    """The message's steps up to the sync: fetch, a rebase that stops on the file, the git
-    command that keeps one side, validate, and the rebase continued."""
-    git(here, "fetch", "-q", "origin")
-    assert subprocess.run(["git", "rebase", "origin/main"], cwd=here, capture_output=True).returncode == 1
-    git(here, *keep)
-    invoke_cli("--kb", here, "validate", check=True)
-    git(here, "-c", "core.editor=true", "rebase", "--continue")
+def follow(here: Path, invoke_cli: CliRunner, message: str, resolve: dict[str, str],
+           stops: list[str]) -> None:
+    """Run the steps of ``message`` as written, up to the sync: ``git ...`` and ``slayer-kb ...``
+    (the words before ' to keep' or ' (' are the command), an 'edit FILE' step writing
+    ``resolve[FILE]``. A slayer-kb step that stops gives a message of its own, whose steps are
+    followed instead; ``stops`` gets each stop's message."""
+    for step in message.split(" To merge by hand: ", 1)[1].removesuffix(".").split("; "):
+        command = step.split(" (")[0].split(" to keep")[0]
+        if command.startswith("edit "):
+            (here / command.split()[1]).write_text(resolve[command.split()[1]])
+        elif command.startswith("git "):
+            git(here, *command.split()[1:])
+        elif command != "slayer-kb sync":
+            proc = invoke_cli("--kb", here, "--json", *command.split()[1:])
+            if proc.returncode:
+                stops.append(json_of(proc)["error"]["message"])
+                return follow(here, invoke_cli, stops[-1], resolve, stops)
+    return None
 
 
 def test_a_forget_against_an_edit_names_the_forget_and_its_two_ways_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
     _editor, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="a")
     assert message == (
         "Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
-        "To merge by hand: git fetch origin; git rebase origin/main; git rm memories/1.yaml to keep it "
-        "forgotten (or git add memories/1.yaml to keep origin/main's edit); slayer-kb validate; git rebase "
-        "--continue; slayer-kb sync."
+        "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); git rm "
+        "memories/1.yaml to keep it forgotten (or git add memories/1.yaml to keep origin/main's edit); slayer-kb "
+        "validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
     )
     # The steps work as written, keeping the forget.
-    follow_the_steps(here, invoke_cli, ["rm", "-q", "memories/1.yaml"])
+    stops: list[str] = []
+    follow(here, invoke_cli, message, {}, stops)
+    assert len(stops) == 1
     assert "pushed" in invoke_cli("--kb", here, "sync", check=True).stdout
     assert not (here / "memories" / "1.yaml").exists()
     assert git(here, "ls-tree", "--name-only", "origin/main", "memories/") == ""
@@ -57,12 +68,14 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     _forgetter, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="b")
     assert message == (
         "origin/main forgot memories/1.yaml, which your commits edited; the repository is back as it was. "
-        "To merge by hand: git fetch origin; git rebase origin/main; git add memories/1.yaml to keep your "
-        "edit (or git rm memories/1.yaml to let it go); slayer-kb validate; git rebase --continue; "
-        "slayer-kb sync."
+        "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); git add "
+        "memories/1.yaml to keep your edit (or git rm memories/1.yaml to let it go); slayer-kb validate; "
+        "slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
     )
     # The steps work as written, keeping the edit.
-    follow_the_steps(here, invoke_cli, ["add", "memories/1.yaml"])
+    stops: list[str] = []
+    follow(here, invoke_cli, message, {}, stops)
+    assert len(stops) == 1
     invoke_cli("--kb", here, "sync", check=True)
     shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", check=True))
     assert shown["learning"] == "Refund reasons: free text, grouped by hand"
@@ -143,3 +156,95 @@ def test_a_sync_stopped_by_an_untracked_file_in_the_way_says_what_to_do(tmp_path
     )
     assert git(b, "rev-parse", "HEAD") == head
     assert in_the_way.read_text() == "hand-written, never added\n"
+
+
+def test_a_push_that_cannot_reach_the_remote_names_the_url_it_went_to(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The fetch works, the push goes to a ``pushurl`` that does not: the error names that url."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "Saved at the office", "-e", "shop.orders.amount", check=True)
+    git(a, "config", "remote.origin.pushurl", str(tmp_path / "unreachable.git"))
+    head = git(a, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", a, "sync")
+    assert (stopped.returncode, stopped.stdout) == (1, "")
+    assert stopped.stderr.startswith(f"Error: git push to origin ({tmp_path / 'unreachable.git'}) failed: fatal: ")
+    assert stopped.stderr.endswith(
+        "Nothing was sent and this clone is as it was: its saves stay here and the next sync sends them. "
+        "Check the remote's url (git remote get-url --push origin) and the network, then run slayer-kb sync again.\n"
+    )
+    assert git(a, "rev-parse", "HEAD") == head
+    git(a, "config", "--unset", "remote.origin.pushurl")
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert git(bare, "show", "main:memories/1.yaml").startswith("learning: Saved at the office\n")
+
+
+def test_a_conflicts_steps_merge_what_sync_merges_and_every_stop_says_what_next(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Issue 28: a forget against an update, beside a topic key and a session both clones wrote.
+    # A plain 'git rebase' stopped first on the topic-key memory (sync's merge driver is not
+    # git's), and on the second conflicting commit with no steps at all.
+    _bare, (a, b) = make_team(tmp_path)
+    topic = ("--title", "Shipping", "--type", "decision", "--project", "shop", "--topic-key", "shipping/days")
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Orders ship in 2 days", "-e", "shop.orders.amount", *topic, check=True)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", a, "save", "Orders ship in 3 days", "-e", "shop.orders.amount", *topic, check=True)
+    invoke_cli("--kb", a, "save-prompt", "A: which carriers?", "--project", "shop", check=True)
+    invoke_cli("--kb", a, "update", "3", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", b, "save", "Orders ship in 4 days", "-e", "shop.orders.amount", *topic, check=True)
+    invoke_cli("--kb", b, "save-prompt", "B: which fees?", "--project", "shop", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "update", "3", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "--json", "sync")
+    assert stopped.returncode == 1
+    message = json_of(stopped)["error"]["message"]
+    assert message == (
+        "Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
+        "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); git rm "
+        "memories/1.yaml to keep it forgotten (or git add memories/1.yaml to keep origin/main's edit); "
+        "slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
+    )
+    three = (a / "memories" / "3.yaml").read_text().replace("(A)", "(A and B)")
+    stops: list[str] = []
+    follow(b, invoke_cli, message, {"memories/3.yaml": three}, stops)
+    # Two stops, each naming the file of a true conflict (never the topic key's or the session's)
+    # and its steps, the first as sync's message says.
+    assert stops == [
+        "Your commits forgot memories/1.yaml, which origin/main edited; the rebase stopped at commit 3 of 4 "
+        "('memory: forget 1'), and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: git rm "
+        "memories/1.yaml to keep it forgotten (or git add memories/1.yaml to keep origin/main's edit); "
+        "slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync.",
+        "Your commits and origin/main both edited memories/3.yaml; the rebase stopped at commit 4 of 4 "
+        "('memory: update 3 (learning)'), and slayer-kb rebase --abort would put the branch back as it was. To merge "
+        "by hand: "
+        "edit memories/3.yaml to keep what both sides meant; git add memories/3.yaml; slayer-kb validate; "
+        "slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync.",
+    ]
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+    invoke_cli("--kb", a, "sync", check=True)
+    shown = json_of(invoke_cli("--kb", a, "--json", "get", "2", check=True))
+    assert (shown["learning"], shown["revision_count"]) == ("Orders ship in 4 days", 3)  # 1 + A's + B's
+    assert json_of(invoke_cli("--kb", a, "--json", "get", "3", check=True))["learning"] == "Amounts are in cents (A and B)"
+    assert git(a, "ls-tree", "--name-only", "origin/main", "memories/1.yaml") == ""
+    prompts = git(a, "show", "origin/main:sessions/manual-save-shop.yaml")
+    assert "A: which carriers?" in prompts and "B: which fees?" in prompts
+
+
+def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _editor, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="a")
+    head = git(here, "rev-parse", "HEAD")
+    git(here, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", here, "rebase", "origin/main")
+    assert stopped.returncode == 1 and "the rebase stopped at commit 1 of 1 ('memory: forget 1')" in stopped.stderr
+    again = invoke_cli("--kb", here, "rebase", "origin/main")
+    assert again.stderr == ("Error: A rebase is already in progress; go on with 'slayer-kb rebase --continue' or "
+                            "put the branch back with 'slayer-kb rebase --abort'.\n")
+    aborted = invoke_cli("--kb", here, "rebase", "--abort", check=True)
+    assert aborted.stdout == "Rebase aborted; the branch is back as it was.\n"
+    assert git(here, "rev-parse", "HEAD") == head
+    none = invoke_cli("--kb", here, "rebase", "--continue")
+    assert (none.returncode, none.stderr) == (1, "Error: No rebase is in progress, so there is nothing to continue; "
+                                              "start one with 'slayer-kb rebase UPSTREAM'.\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -190,6 +191,15 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
         f"Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
         f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now. Use 1"
     )
+    # show reads history: the version saved here, before the fold, with the move named.
+    shown = KnowledgeBase(b).history.show(str(BLOCK + 1))
+    assert (shown.memory.learning, shown.deleted_in is not None) == ("Five retries, exponential backoff.", True)
+    assert shown.warnings == [str(exc.value).replace(
+        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb renumber --accept {BLOCK + 1}' first.",
+        f"'slayer-kb renumber --accept {BLOCK + 1}' ends this note.")]
+    with pytest.raises(ConflictError) as no_timeline:  # nothing to centre on: where it went
+        KnowledgeBase(b).timeline(str(BLOCK + 1))
+    assert str(no_timeline.value) == str(exc.value)
     # The next upsert under the key, on either clone, revises the one memory.
     again = KnowledgeBase(b).save_observation("Retry budget", "Four retries.", type="decision", project="api",
                                               topic_key="decision/retry-budget")
@@ -288,15 +298,39 @@ def test_clones_racing_for_their_first_block_all_get_one(tmp_path: Path) -> None
     assert len(leased_blocks(bare)) == 6
 
 
-def test_a_remote_that_refuses_our_refs_leaves_ids_counted_as_without_one(team) -> None:
-    bare, (a, _b) = team
-    hook = bare / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nif grep -q ' refs/slayer-kb/'; then echo 'refs/slayer-kb/ is protected'; exit 1; fi\n")
-    hook.chmod(0o755)
-    kb = KnowledgeBase(a)
-    assert [kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(2)] == ["1", "2"]
-    assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["refused"] is True
-    assert leased_blocks(bare) == []
+# Hooks of a remote that takes branches but protects refs/slayer-kb/ (the ids' namespace).
+PROTECTING_HOOKS = {
+    "pre-receive": "#!/bin/sh\nif grep -q ' refs/slayer-kb/'; then echo 'refs/slayer-kb/ is protected'; exit 1; fi\n",
+    "update": "#!/bin/sh\ncase \"$1\" in refs/slayer-kb/*) echo 'refs/slayer-kb/ is protected'; exit 1;; esac\n",
+}
+
+
+@pytest.mark.parametrize("hook", sorted(PROTECTING_HOOKS))
+def test_a_remote_that_refuses_our_refs_gets_ids_no_leased_block_holds(team, hook: str) -> None:
+    """A clone that cannot lease draws an offline block, as an unreachable one does: counting 1,
+    2, 3 would hand out ids of the blocks the team's clones leased before the hook came."""
+    bare, (a, b) = team
+    kb_b = KnowledgeBase(b)
+    assert kb_b.save_memory("B: leased", ["orders.amount"]).memory_id == "1"
+    sync(kb_b)
+    path = bare / "hooks" / hook
+    path.write_text(PROTECTING_HOOKS[hook])
+    path.chmod(0o755)
+    kb_a = KnowledgeBase(a)
+    ids = [kb_a.save_memory(f"A: note {n}", ["orders.amount"]).memory_id for n in range(2)]
+    assert int(ids[0]) > 10**9 and int(ids[1]) == int(ids[0]) + 1, ids
+    held = json.loads((a / ".git" / "slayer-kb-ids.json").read_text())
+    assert (held["refused"], held["unregistered"]) == (True, [(int(ids[0]) - 1) // BLOCK])
+    assert kb_b.save_memory("B: next", ["orders.qty"]).memory_id == "2"
+    # Branches still go through: both clones' memories arrive under the ids their saves returned.
+    assert sync(kb_a).renumbered == {}
+    assert sync(kb_b).renumbered == {}
+    assert sorted((p.stem for p in (b / "memories").glob("*.yaml")), key=int) == sorted(["1", "2", *ids], key=int)
+    # The next sync once the remote takes the refs registers the block, as for an offline one.
+    path.unlink()
+    sync(KnowledgeBase(a))
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}{(int(ids[0]) - 1) // BLOCK}"]
+    assert json.loads((a / ".git" / "slayer-kb-ids.json").read_text())["unregistered"] == []
 
 
 def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> None:
@@ -363,3 +397,22 @@ def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) ->
     assert kb_c.save_memory("C: next", ["orders.qty"]).memory_id == str(BLOCK + 2)
     assert sync(kb_c).renumbered == {}
     assert KnowledgeBase(c).read(str(BLOCK + 2)).learning == "C: next"
+
+
+def test_a_copied_clone_leases_afresh_and_the_original_keeps_its_block(team) -> None:
+    """``cp -r`` of a clone copies its lease file: both copies would hand out the same ids."""
+    bare, (a, _b) = team
+    assert KnowledgeBase(a).save_memory("A: before the copy", ["orders.amount"]).memory_id == "1"
+    copy = a.parent / "a-copy"
+    shutil.copytree(a, copy, symlinks=True)
+    kb_a, kb_copy = KnowledgeBase(a), KnowledgeBase(copy)
+    assert kb_a.save_memory("A: the original's", ["orders.amount"]).memory_id == "2"
+    assert kb_copy.save_memory("A: the copy's", ["orders.qty"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: the original's next", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_a).renumbered == {}
+    assert sync(kb_copy).renumbered == {}
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+    on_main = {name: git(bare, "show", f"main:memories/{name}.yaml").splitlines()[0]
+               for name in ("1", "2", "3", str(BLOCK + 1))}
+    assert on_main == {"1": "learning: 'A: before the copy'", "2": "learning: 'A: the original''s'",
+                       "3": "learning: 'A: the original''s next'", str(BLOCK + 1): "learning: 'A: the copy''s'"}

@@ -27,6 +27,11 @@ class History:
 
         return history.log(self._kb.store, memory_id)
 
+    def moved_notes(self, memory_id: str) -> list[str]:
+        """The note that goes with ``log``'s answer when the id moved on this clone (``show``'s
+        and ``timeline``'s answers carry theirs as ``warnings``)."""
+        return self._kb.moved_notes(memory_id)
+
     def show(self, memory_id: str, rev: str | None = None) -> Shown:
         """The memory at ``rev``; without it the file now, or a deleted memory's last version."""
         from ..ops import history

@@ -1,11 +1,11 @@
-"""``kb.team``: work with other clones of the KB: ``sync`` with a remote, ``renumber`` a branch's
-colliding auto ids, and accepting an id that sync moved on this clone."""
+"""``kb.team``: work with other clones of the KB: ``sync`` with a remote, ``rebase`` by hand
+with the KB's merge driver, ``renumber`` a branch's colliding auto ids, and accepting an id that sync moved on this clone."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.results import AcceptResult, RenumberResult, SyncResult
+from ..core.results import AcceptResult, RebaseResult, RenumberResult, SyncResult
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -30,6 +30,13 @@ class Team:
         from ..ops import renumber
 
         return renumber.renumber(self._kb, onto, rewrite=rewrite)
+
+    def rebase(self, upstream: str | None = None, action: str | None = None) -> RebaseResult:
+        """Rebase onto ``upstream``, or go on with the rebase in progress (``action``:
+        ``continue`` or ``abort``), with the KB's merge driver; a conflict raises with the steps."""
+        from ..ops import rebase
+
+        return rebase.rebase(self._kb, upstream, action)
 
     def accept(self, memory_id: str) -> AcceptResult | None:
         """Let ``memory_id``, which sync moved on this clone, mean the memory it names now;

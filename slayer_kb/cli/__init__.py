@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("history", "review"),
     "renumber": ("history", "renumber_cmd"),
     "sync": ("history", "sync_cmd"),
+    "rebase": ("history", "rebase_cmd"),
     "import-slayer": ("history", "import_slayer"),
     "export-slayer": ("history", "export_slayer"),
     "import-engram": ("history", "import_engram"),

@@ -59,11 +59,16 @@ def log(settings: Settings, memory_id: str) -> None:
     Example:
       slayer-kb log 12
     """
-    entries = settings.kb().history.log(memory_id)
+    kb = settings.kb()
+    entries = kb.history.log(memory_id)
+    notes = kb.history.moved_notes(memory_id)
+    if settings.json:  # the document is the list of commits: the note goes beside it
+        for line in notes:
+            click.echo(for_terminal(f"warning: {line}"), err=True)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
         for e in entries
-    ))
+    ) + warning_lines(notes))
 
 
 @click.command()
@@ -87,7 +92,7 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
             head = f"(deleted in {shown.deleted_in[:12]}; the last version)\n"
         elif shown.rev:
             head = f"(as of {shown.rev[:12]})\n"
-        return head + memory_text(shown.memory.to_dict())
+        return head + memory_text({**shown.memory.to_dict(), "warnings": shown.warnings})
 
     emit(settings, shown.to_json(), human)
 
@@ -187,6 +192,34 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         return text
 
     emit(settings, result.to_json(), human)
+
+
+@click.command("rebase")
+@click.argument("upstream", required=False, metavar="UPSTREAM")
+@click.option("--continue", "action", flag_value="continue", help="Go on after resolving the conflict (git add / git rm).")
+@click.option("--abort", "action", flag_value="abort", help="Stop the rebase and put the branch back as it was.")
+@json_option
+@pass_settings
+def rebase_cmd(settings: Settings, upstream: str | None, action: str | None) -> None:
+    """git rebase UPSTREAM, with the merge driver sync uses: the steps of a sync conflict.
+
+    Session files and topic-key memories both sides wrote are merged as sync merges them (a plain
+    'git rebase' would stop on them); a commit that became empty is dropped. On a true conflict
+    (two edits of one memory, a forget against an edit) it stops, names the files and gives the
+    next steps. Nothing is written to your git config.
+
+    \b
+    Examples:
+      slayer-kb rebase origin/main
+      slayer-kb rebase --continue
+      slayer-kb rebase --abort
+    """
+    if upstream is not None and action is not None:
+        raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
+    result = settings.kb().team.rebase(upstream, action)
+    emit(settings, result.to_json(), lambda: (
+        f"Rebased onto {result.onto}; run slayer-kb sync to push." if result.action == "rebased"
+        else "Rebase aborted; the branch is back as it was."))
 
 
 def _import_text(result: ImportResult) -> str:

@@ -343,7 +343,7 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
         return "\n".join(
             f"{'>' if r['id'] == memory_id else ' '} {r['created_at']} [{r['id']}] {r['title'] or r['description']}"
             for r in rows
-        )
+        ) + warning_lines(data["warnings"])
 
     emit(settings, data, human)
 

@@ -116,6 +116,7 @@ class Timeline(TypedDict):
     before: list[Hit]
     focus: Hit
     after: list[Hit]
+    warnings: list[str]  # the id moved on this clone (store/moves.py)
 
 
 class Stats(TypedDict):
@@ -287,9 +288,10 @@ class Shown:
     text: str
     rev: str | None  # None: the work tree
     deleted_in: str | None = None
+    warnings: list[str] = field(default_factory=list)  # the id moved on this clone (store/moves.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in}
+        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in, "warnings": self.warnings}
 
 
 @dataclass
@@ -324,6 +326,18 @@ class AcceptResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"accepted": self.accepted, "moved_to": self.moved_to}
+
+
+@dataclass
+class RebaseResult:
+    """``slayer-kb rebase``: the rebase (with the KB's merge driver) finished or was aborted."""
+
+    onto: str
+    action: str  # rebased | aborted
+    head: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"onto": self.onto, "action": self.action, "head": self.head}
 
 
 @dataclass

@@ -258,7 +258,7 @@ def _mem_timeline(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         lines.append("")
         lines.append("\u2500\u2500\u2500 After \u2500\u2500\u2500")
         lines.extend(neighbour(h) for h in data["after"])
-    return Reply("\n".join(lines), dict(data))
+    return Reply("\n".join(lines) + warning_lines(data["warnings"]), dict(data))
 
 
 def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:

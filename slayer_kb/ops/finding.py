@@ -235,9 +235,14 @@ _stale_known: tuple[Catalog | None, dict[str, str | None]] = (None, {})
 
 
 def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
-    """The memories saved just before and after one, in the same session, oldest first."""
+    """The memories saved just before and after one, in the same session, oldest first; with a
+    note when the id moved on this clone (``Context.moved_notes``)."""
     kb.ensure_fresh()
-    focus = kb.read(memory_id)
+    try:
+        focus = kb.read(memory_id)
+    except NotFoundError:
+        kb.check_not_moved(memory_id)  # merged away: say where the memory went
+        raise
     if focus.is_deleted:
         raise deleted_error(focus)
     session = focus.session_id
@@ -254,6 +259,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
         "before": [shown(d) for d in ordered[max(0, position - before) : position]],
         "focus": shown(ordered[position]),
         "after": [shown(d) for d in ordered[position + 1 : position + 1 + after]],
+        "warnings": kb.moved_notes(memory_id),
     }
 
 

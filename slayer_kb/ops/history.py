@@ -171,7 +171,14 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
 
 
 def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
-    """The memory at ``rev``; without ``rev`` the file now, else its last committed version."""
+    """The memory at ``rev``; without ``rev`` the file now, else its last committed version;
+    with a note when the id moved on this clone (``Context.moved_notes``)."""
+    shown = _show(kb, memory_id, rev)
+    shown.warnings = kb.moved_notes(memory_id)
+    return shown
+
+
+def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     check_id(memory_id)
     path = memory_path(memory_id)
     if rev is not None:

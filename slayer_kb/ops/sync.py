@@ -40,12 +40,12 @@ from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
-from ..store import mergedriver
 from ..store.claims import remote_url, talk
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .history import blobs_at
+from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumbered_text, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .validate import validate
@@ -221,12 +221,7 @@ def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, tu
     # A remote without the branch yet (the first push) fails the fetch too: only a remote that
     # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
     if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-        url = remote_url(store, remote)
-        raise StoreError(
-            f"git fetch from {remote} ({url}) failed: {proc.stderr.decode('utf-8', 'replace').strip()} "
-            "Nothing was pulled or sent and this clone is as it was: its saves stay here and the next sync sends "
-            f"them. Check the remote's url (git remote get-url {remote}) and the network, then run slayer-kb sync again."
-        )
+        raise _unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
     out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
     tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
     return tips.get(tracking, ""), tips.get(turn.seen, "")
@@ -286,7 +281,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     both = _changed_on_both_sides(store, parted, upstream) if parted else []
     tip = replay(store, upstream, ours)
     if tip is None:
-        _rebase(kb, store, remote, upstream_branch, upstream, bool(mapping), result)
+        _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         store.git("reset", "-q", "--keep", tip)
     result.resolved += [path for path in both if path not in result.resolved]
@@ -323,26 +318,23 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
         known[chained.get(old, old)] = new
 
 
-def _rebase(kb: Context, store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
-            result: SyncResult) -> None:
-    """Rebase onto ``upstream`` with the KB's merge driver (``store/mergedriver.py``: session files
-    and topic-key memories both sides wrote are merged as records); a conflict it leaves (two
-    edits of one memory) aborts the rebase and raises."""
-    options, env, attributes = mergedriver.git_config(store.prefix)
-    try:
-        proc = store.git(*options, "-c", "core.editor=true", "rebase", "-q", upstream, check=False, env=env)
-        while proc.returncode != 0:
-            unmerged = _unmerged(store)
-            if unmerged:
-                held = _held(store)  # read before the abort drops the conflict's stages
-                store.git("rebase", "--abort", check=False)
-                raise ConflictError(_conflict_message(store, unmerged, held, remote, upstream_branch, renumbered))
-            if store.git("diff", "--cached", "--quiet", check=False).returncode or not _rebasing(store):
-                raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-            # Our commit became empty once merged (the upstream had the same change): drop it.
-            proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
-    finally:
-        attributes.unlink(missing_ok=True)
+def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool) -> None:
+    """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
+    topic-key memories both sides wrote are merged as records); a conflict it leaves (two edits of
+    one memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
+    hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
+    stop on the files the driver merges)."""
+    stopped = run(store, ["-q", upstream])
+    if stopped is not None:
+        store.git("rebase", "--abort", check=False)
+        name = f"{remote}/{upstream_branch}"
+        first = [f"git fetch {remote}"]
+        if renumbered:
+            # A rebase of the ids as they are would stop on two different memories with one
+            # id; renumbering first makes it meet only the real conflict.
+            first.append(f"slayer-kb renumber --onto {name} --rewrite")
+        first.append(f"slayer-kb rebase {name} (it stops on the conflict)")
+        raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
 def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
@@ -382,61 +374,6 @@ def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[st
         return {p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p}
 
     return sorted(changed(upstream) & changed("HEAD"))
-
-
-def _rebasing(store: GitStore) -> bool:
-    git_dir = store.git_dirs()[0]
-    return any((git_dir / name).exists() for name in ("rebase-merge", "rebase-apply"))
-
-
-def _unmerged(store: GitStore) -> list[str]:
-    """The unmerged paths (repository-relative)."""
-    out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
-    return sorted(set(filter(None, out.split("\0"))))
-
-
-def _held(store: GitStore) -> dict[str, set[int]]:
-    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``)."""
-    held: dict[str, set[int]] = {}
-    for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
-        if entry:
-            info, path = entry.split("\t", 1)
-            held.setdefault(path, set()).add(int(info.split()[2]))
-    return held
-
-
-def _conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], remote: str,
-                      upstream_branch: str, renumbered: bool) -> str:
-    upstream = f"{remote}/{upstream_branch}"
-
-    def files(group: list[str]) -> str:
-        return ", ".join(p[len(store.prefix):] for p in group)
-
-    # A forget on one side and an edit on the other is no edit to merge: the steps say which
-    # command keeps which side.
-    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
-    forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
-    forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
-    what, steps = [], [f"git fetch {remote}"]
-    if renumbered:
-        # A plain 'git pull --rebase' would skip the renumbering and stop on two different
-        # memories with one id; renumbering first makes the rebase meet only the real conflict.
-        steps.append(f"slayer-kb renumber --onto {upstream} --rewrite")
-    steps.append(f"git rebase {upstream}")
-    if edited:
-        what.append(f"Your commits and {upstream} both edited {files(edited)}")
-        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
-    if forgot_here:
-        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
-        steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
-                     f"to keep {upstream}'s edit)")
-    if forgot_there:
-        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
-        steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
-                     "to let it go)")
-    steps += ["slayer-kb validate", "git rebase --continue", "slayer-kb sync"]
-    return "; ".join(what) + "; the repository is back as it was. To merge by hand: " + "; ".join(steps) + "."
 
 
 def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
@@ -520,8 +457,8 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
         if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
             return False  # a race lost to other clones: retried, no url to name
-        url = remote_url(store, remote)
         if declined is not None:
+            url = remote_url(store, remote, push=True)
             # A hook's verdict, not a race: the next attempt would be refused alike.
             said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]
             raise StoreError(
@@ -531,12 +468,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
             )
-        # An offline clone's saves are safe (offline ids); say so, and how to go on.
-        raise StoreError(
-            f"git push to {remote} ({url}) failed: {text.strip()} Nothing was sent and this clone is as it was: "
-            "its saves stay here and the next sync sends them. Check the remote's url (git remote get-url "
-            f"{remote}) and the network, then run slayer-kb sync again."
-        )
+        raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
     result.pushed = _count(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
@@ -545,6 +477,20 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     if result.action == "up to date":
         result.action = "pushed"
     return True
+
+
+def _unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: str) -> StoreError:
+    """A fetch or push that failed for another reason than a race or a hook (a wrong url, no
+    network): git's words, and that an offline clone's saves are safe (offline ids) with how to
+    go on. ``what`` is "fetch from" or "push to" (which names the url a push goes to: a remote's
+    ``pushurl`` may differ); ``nothing`` says what was not done."""
+    push = "--push " if what == "push to" else ""
+    return StoreError(
+        f"git {what} {remote} ({remote_url(store, remote, push=bool(push))}) failed: "
+        f"{said.decode('utf-8', 'replace').strip()} {nothing} and this clone is as it was: its saves stay here and "
+        f"the next sync sends them. Check the remote's url (git remote get-url {push}{remote}) and the network, "
+        "then run slayer-kb sync again."
+    )
 
 
 def _declined_by_hook(porcelain: str) -> str | None:
@@ -567,7 +513,7 @@ def _remote_lines(stderr: str) -> list[str]:
 
 def _put_back(store: GitStore, start: str) -> None:
     """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
-    if _rebasing(store):
+    if in_progress(store):
         store.git("rebase", "--abort", check=False)
     if store.head() != start:
         store.git("reset", "-q", "--keep", start, check=False)

@@ -69,9 +69,11 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
         return None
 
 
-def remote_url(store: GitStore, remote: str) -> str:
-    """``remote``'s url, for an error that names it ("" when it has none)."""
-    return store.git("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip()
+def remote_url(store: GitStore, remote: str, push: bool = False) -> str:
+    """``remote``'s url (with ``push``, the one a push goes to: its ``pushurl`` when set), for an
+    error that names it ("" when it has none)."""
+    proc = store.git("remote", "get-url", *(["--push"] if push else []), remote, check=False)
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 def talk(store: GitStore, remote: str, command: str, *args: str,
@@ -83,7 +85,7 @@ def talk(store: GitStore, remote: str, command: str, *args: str,
     try:
         return store.git(*settings, command, *args, check=False, timeout=sync_timeout())
     except subprocess.TimeoutExpired:
-        url = remote_url(store, remote)
+        url = remote_url(store, remote, push=command == "push")
         hook = " or this repository's pre-push hook is waiting for something" if command == "push" else ""
         raise StoreError(
             f"The sync's git {command} ({remote}: {url}) did not finish within {sync_timeout()} s and was stopped: "

@@ -15,14 +15,17 @@ import os
 from pathlib import Path
 
 # (marker in the git dir, what git calls the state, the way out), in the order checked: a rebase
-# stopped on a conflict may hold other markers too, and names the command to run.
+# stopped on a conflict may hold other markers too, and names the command to run (a rebase's goes
+# on with the KB's merge driver, which a plain `git rebase --continue` would not use).
 _OPERATIONS = (
     ("rebase-merge", "You are in the middle of a rebase (rebase-merge exists).",
-     "Conclude it with `git rebase --continue` or abort it with `git rebase --abort`"),
+     "Conclude it with `slayer-kb rebase --continue` (git's, with the KB's merge driver) or abort it "
+     "with `slayer-kb rebase --abort`"),
     ("rebase-apply/applying", "You are in the middle of an am session (rebase-apply exists).",
      "Conclude it with `git am --continue` or abort it with `git am --abort`"),
     ("rebase-apply", "You are in the middle of a rebase (rebase-apply exists).",
-     "Conclude it with `git rebase --continue` or abort it with `git rebase --abort`"),
+     "Conclude it with `slayer-kb rebase --continue` (git's, with the KB's merge driver) or abort it "
+     "with `slayer-kb rebase --abort`"),
     ("MERGE_HEAD", "You have not concluded your merge (MERGE_HEAD exists).",
      "Conclude it with `git commit` or abort it with `git merge --abort`"),
     ("CHERRY_PICK_HEAD", "You have not concluded your cherry-pick (CHERRY_PICK_HEAD exists).",

@@ -10,6 +10,9 @@ branches they work on: nothing is renumbered when their work meets.
 
 Each clone keeps its leases in its git folder (``slayer-kb-ids.json`` beside ``config``, shared by
 its worktrees, under a lock of its own), so every branch of one clone draws from the same blocks.
+The file names the git folder it belongs to (its device and inode, which a move keeps and a copy
+never has): a copy of the clone (``cp -r``) finds another folder's file and leases afresh, since
+the original goes on drawing from those blocks.
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
@@ -21,9 +24,9 @@ offline clones pick the same block with odds of 1 in ``OFFLINE_BLOCKS``; should 
 ``sync`` renumbers as it does for ids allocated before leases existed, and says so.
 
 A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
-cannot lease: this clone then counts as a KB without a remote does (its work reaches the team by
-pull request, where ``validate --against`` and ``renumber`` handle any collision) until a ``sync``
-finds the remote willing.
+cannot lease either: this clone draws offline blocks as above, without asking the remote again
+on each save, and every ``sync`` asks it again (to register them, and to lease). Counting 1, 2, 3
+as a KB without a remote does would hand out the ids of other clones' leased blocks.
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
@@ -76,12 +79,14 @@ class Leases:
     they are used), the offline blocks whose refs the remote does not have yet, and the highest
     block it ever leased online (the next lease goes above it)."""
 
+    # The git folder that holds the blocks, as (device, inode): see ``IdLeases._home``.
+    home: list[int]
     remote_url: str = ""
     blocks: list[list[int]] = field(default_factory=list)
     unregistered: list[int] = field(default_factory=list)
     highest: int = -1
     # The remote answers but will not take our refs (a read-only clone, a hook, a protected
-    # namespace): ids are counted here as without a remote until a ``sync`` tries again.
+    # namespace): blocks are drawn as offline, without asking it, until a ``sync`` tries again.
     refused: bool = False
 
     def left(self) -> int:
@@ -89,8 +94,8 @@ class Leases:
         return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
 
     def to_json(self) -> dict[str, object]:
-        return {"remote": self.remote_url, "blocks": self.blocks, "unregistered": self.unregistered,
-                "highest": self.highest, "refused": self.refused}
+        return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
+                "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused}
 
 
 @dataclass(frozen=True)
@@ -167,15 +172,15 @@ class IdLeases:
     def take(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
         """``count`` fresh ids from this clone's blocks, leasing blocks above ``floor`` (the highest
         auto id the branch has seen) as needed; ids for which ``taken`` is true (a file already
-        has the name) are skipped. None when this KB does not lease ids: no remote, or one that
-        refuses our refs (the caller counts as without a remote)."""
+        has the name) are skipped. None when this KB does not lease ids (no remote, or
+        ``slayer-kb.ids sequential``): the caller counts as without a remote."""
         remote = self.remote()
         if remote is None:
             return None
         with self._locked():
             held = self._load(remote)
             ids: list[int] = []
-            while len(ids) < count and not held.refused:
+            while len(ids) < count:
                 n = self._next_in_hand(held)
                 if n is None:
                     self._lease(remote, held, floor, blocks=-(-(count - len(ids)) // BLOCK))
@@ -183,7 +188,7 @@ class IdLeases:
                 if not taken(n):
                     ids.append(n)
             self._save(held)
-        return None if held.refused else [str(i) for i in ids]
+        return [str(i) for i in ids]
 
     def top_up(self, floor: int) -> None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
@@ -197,6 +202,7 @@ class IdLeases:
             held.refused = False  # try again: the remote may take our refs now
             if held.unregistered:
                 created, status = self._create(remote, held.unregistered)
+                held.refused = status == "refused"  # then no lease either: kept for the next sync
                 if status == "answered":
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
@@ -222,11 +228,12 @@ class IdLeases:
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
         """Create ``blocks`` new block refs on the remote, above every block leased there, above
         this clone's and above ``floor`` (ids allocated before leases); offline, blocks chosen
-        at random (see the module doc)."""
+        at random (see the module doc), as when the remote refuses our refs (asked again only
+        by ``top_up``)."""
         # Offline ids (ten digits) say nothing about where online blocks are.
         floor = floor if floor < first_of(OFFLINE_FIRST) else 0
         start = max(block_of(floor + 1), held.highest + 1)
-        for attempt in range(ATTEMPTS):
+        for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2 ** attempt)))  # noqa: S311
             taken = self._remote_blocks(remote)
@@ -236,7 +243,7 @@ class IdLeases:
             created, status = self._create(remote, list(range(first, first + blocks)))
             if status == "refused":
                 held.refused = True
-                return
+                break
             if status == "unreachable":
                 break
             held.blocks += [[k, max(first_of(k), floor + 1)] for k in created]
@@ -244,9 +251,10 @@ class IdLeases:
             blocks -= len(created)
             if blocks <= 0:
                 return
-        # Not reached, or beaten to every block tried: ids from an offline block serve meanwhile.
+        # Not reached, refused, or beaten to every block tried: ids from an offline block serve
+        # meanwhile; they can never be in a block another clone leased.
         if not offline_ok:
-            raise StoreError(f"The remote {remote.name} cannot be reached to lease ids.")
+            raise StoreError(f"The remote {remote.name} cannot be reached to lease ids, or refuses {NAMESPACE}*.")
         for _ in range(blocks):
             k = OFFLINE_FIRST + secrets.randbelow(OFFLINE_BLOCKS)
             held.blocks.append([k, first_of(k)])
@@ -293,19 +301,32 @@ class IdLeases:
                 f"Another slayer-kb process has held {self.common_dir / LOCK_FILE} for 120 s; wait and retry."
             ) from None
 
+    def _home(self) -> list[int]:
+        """This git folder's (device, inode): a copy of the folder (``cp -r`` of a clone) has
+        others, a move on one file system keeps them."""
+        st = os.stat(self.common_dir)
+        return [st.st_dev, st.st_ino]
+
     def _load(self, remote: Remote) -> Leases:
+        home = self._home()
         try:
             data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
-            held = Leases(str(data["remote"]), [[int(k), int(n)] for k, n in data["blocks"]],
-                          [int(k) for k in data["unregistered"]], int(data["highest"]), bool(data["refused"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return Leases(remote.url)
+            held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
+                          [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
+                          int(data["highest"]), bool(data["refused"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return Leases(home, remote.url)
+        if held.home != home:
+            # A copy of another clone's git folder: its blocks are the original's, which goes on
+            # drawing from them. The copy leases its own; it registers the original's offline
+            # blocks too (their memories are in both), drawing no ids from them.
+            return Leases(home, remote.url, unregistered=held.unregistered)
         if held.remote_url == remote.url:
             return held
         # Blocks leased on another remote mean nothing on this one; offline blocks, which no
         # remote has yet, keep their ids and are registered on this one.
         offline = [b for b in held.blocks if b[0] in held.unregistered]
-        return Leases(remote.url, offline, [b[0] for b in offline])
+        return Leases(home, remote.url, offline, [b[0] for b in offline])
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE

@@ -90,8 +90,22 @@ class MovedIds:
 
 
 def refusal(move: Move, now: Memory | None) -> str:
-    """What a command on a moved id says: where the memory saved here went, what the id names
-    ``now``, and how to go on."""
+    """What a command on a moved id says as it refuses: where the memory saved here went, what
+    the id names ``now``, and how to go on."""
+    old = move.old
+    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {old}' first."
+
+
+def note(move: Move, now: Memory | None) -> str:
+    """What a command that reads a moved id's history (``show``, ``log``, ``timeline``) says
+    beside its answer, which is about what the id names here: the refusal's account of both
+    memories."""
+    old = move.old
+    return f"{_account(move, now)}; 'slayer-kb renumber --accept {old}' ends this note."
+
+
+def _account(move: Move, now: Memory | None) -> str:
+    """Where the memory saved here as ``move.old`` went, and what that id names ``now``."""
     old = move.old
     if move.why == "merged":
         how = (f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved "
@@ -107,5 +121,4 @@ def refusal(move: Move, now: Memory | None) -> str:
     else:
         text = now.title or " ".join(now.learning.split())
         named = f"'{old}' now names another memory: \"{text[:60]}{'...' if len(text) > 60 else ''}\""
-    return (f"Memory id '{old}' moved: {how}; {named}. Use {move.new} for the memory saved here; "
-            f"to mean what '{old}' names now, run 'slayer-kb renumber --accept {old}' first.")
+    return f"Memory id '{old}' moved: {how}; {named}. Use {move.new} for the memory saved here"

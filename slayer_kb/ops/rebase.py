@@ -1,0 +1,163 @@
+"""``slayer-kb rebase``: git's rebase with the KB's merge driver, for the person finishing by hand
+what ``sync`` could not (two edits of one memory, or a forget against an edit).
+
+The driver (``store/mergedriver.py``) merges the session files and topic-key memories both sides
+wrote; git only uses it when it is named in the run's own ``-c`` options, which ``sync`` passes
+and a plain ``git rebase`` typed by a person does not. So the steps of a conflict's message run
+this command: every run (the start, ``--continue``, ``--abort``) passes the driver again, and
+nothing is written to the user's git config. A run that stops on a conflict raises
+``ConflictError`` naming the files and the next steps (``conflict_message``, which also builds
+sync's message); a commit that became empty once merged (the upstream had the same change, or
+the person kept the upstream's side) is dropped, as ``sync`` drops it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.errors import ConflictError, InvalidInputError, StoreError
+from ..core.results import RebaseResult
+from ..store import mergedriver
+from ..store.repo import GitStore
+from .renumber import require_clean
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+CONTINUE, ABORT = "continue", "abort"
+
+
+def rebase(kb: Context, upstream: str | None = None, action: str | None = None) -> RebaseResult:
+    """Rebase onto ``upstream``, or go on with the rebase in progress (``action``: ``continue``
+    or ``abort``), with the KB's merge driver (see the module doc)."""
+    return _rebase(kb, kb.store, upstream, action)
+
+
+def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None) -> RebaseResult:
+    with store.locked():
+        if action is None:
+            if upstream is None:
+                raise InvalidInputError("Give the branch to rebase onto (slayer-kb rebase origin/main), "
+                                        "or --continue or --abort for the rebase in progress.")
+            if in_progress(store):
+                raise ConflictError("A rebase is already in progress; go on with 'slayer-kb rebase --continue' "
+                                    "or put the branch back with 'slayer-kb rebase --abort'.")
+            require_clean(store)
+            if store.git("rev-parse", "-q", "--verify", f"{upstream}^{{commit}}", check=False).returncode:
+                raise InvalidInputError(f"'{upstream}' names no commit; give a branch such as origin/main "
+                                        "(git fetch first for a remote's).")
+            args = ["-q", upstream]
+        elif not in_progress(store):
+            raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
+                                    "start one with 'slayer-kb rebase UPSTREAM'.")
+        else:
+            args = [f"--{action}"]
+        onto = _onto_name(store) if action is not None else upstream
+        assert onto is not None
+        stopped = run(store, args)
+        if stopped is not None:
+            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store)))
+        kb.reread()
+        head = store.head()
+        assert head is not None
+        return RebaseResult(onto, "aborted" if action == ABORT else "rebased", head)
+
+
+def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]]] | None:
+    """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
+    merged; None when it finished, else the unmerged paths and the stages git holds for each
+    (``held``), with the rebase stopped on them."""
+    options, env, attributes = mergedriver.git_config(store.prefix)
+    try:
+        proc = store.git(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
+        while proc.returncode != 0:
+            unmerged = _unmerged(store)
+            if unmerged:
+                return unmerged, _held(store)
+            if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
+                raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            # Our commit became empty once merged (the upstream had the same change): drop it.
+            proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
+    finally:
+        attributes.unlink(missing_ok=True)
+    return None
+
+
+def in_progress(store: GitStore) -> bool:
+    git_dir = store.git_dirs()[0]
+    return any((git_dir / name).exists() for name in ("rebase-merge", "rebase-apply"))
+
+
+def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
+                     first: tuple[str, ...] = (), stopped_at: str | None = None) -> str:
+    """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
+    version, 3 this branch's, a side missing having deleted the file) and the steps to merge them:
+    after ``first`` (sync's fetch and its rebase's start) when sync put the repository back, or
+    from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
+
+    def files(group: list[str]) -> str:
+        return ", ".join(p[len(store.prefix):] for p in group)
+
+    # A forget on one side and an edit on the other is no edit to merge: the steps say which
+    # command keeps which side.
+    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
+    forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
+    forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
+    what, steps = [], list(first)
+    if edited:
+        what.append(f"Your commits and {upstream} both edited {files(edited)}")
+        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
+    if forgot_here:
+        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
+        steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
+                     f"to keep {upstream}'s edit)")
+    if forgot_there:
+        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
+        steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
+                     "to let it go)")
+    steps += ["slayer-kb validate", "slayer-kb rebase --continue (a later commit that stops says so again)",
+              "slayer-kb sync"]
+    where = ("the repository is back as it was" if stopped_at is None else
+             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
+    return "; ".join(what) + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
+
+
+def _onto_name(store: GitStore) -> str:
+    """The branch the rebase in progress goes onto, by name where one points at it (git keeps
+    only the commit)."""
+    git_dir = store.git_dirs()[0]
+    for folder in ("rebase-merge", "rebase-apply"):
+        onto = git_dir / folder / "onto"
+        if onto.exists():
+            oid = onto.read_text().strip()
+            names = store.git("for-each-ref", f"--points-at={oid}", "--format=%(refname:short)",
+                              "refs/remotes", "refs/heads").stdout.decode().split()
+            names = [name for name in names if not name.endswith("/HEAD")]  # origin/HEAD: say origin/main
+            return names[0] if names else oid[:12]
+    return "the upstream"
+
+
+def _stop(store: GitStore) -> str:
+    """The commit the rebase stopped at: its subject, and which of how many it is."""
+    subject = store.git("log", "-1", "--format=%s", "REBASE_HEAD", check=False).stdout.decode().strip()
+    folder = store.git_dirs()[0] / "rebase-merge"
+    counts = [(folder / name).read_text().strip() for name in ("msgnum", "end") if (folder / name).exists()]
+    return (f"commit {counts[0]} of {counts[1]} " if len(counts) == 2 else "") + f"('{subject}')"
+
+
+def _unmerged(store: GitStore) -> list[str]:
+    """The unmerged paths (repository-relative)."""
+    out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
+    return sorted(set(filter(None, out.split("\0"))))
+
+
+def _held(store: GitStore) -> dict[str, set[int]]:
+    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
+    (in a rebase); a side missing deleted the file (a ``forget``)."""
+    held: dict[str, set[int]] = {}
+    for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            held.setdefault(path, set()).add(int(info.split()[2]))
+    return held
+
