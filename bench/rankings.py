@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from slayer_kb.search import Request, run
+from slayer_kb.search import run
 
-from .relevance import CONFIGS, SETS, build, load
+from .relevance import CONFIGS, SETS, build, load, request_for
 
 TOP = 10
 
@@ -33,11 +33,7 @@ def _lists(kb: Any, folder: Path, config: tuple[frozenset[str], str, bool]) -> l
     out: list[list[tuple[str, float]]] = []
     try:
         for question in load("questions.yaml", folder):
-            entities, _warnings = kb.resolve_entities(question["entities"]) if question.get("entities") else ([], [])
-            request = Request(question=question.get("q", ""), entities=entities, inputs_given=bool(entities),
-                              type=question.get("type"), project=question.get("project"), limit=TOP,
-                              channels=config[0], fusion=config[1])
-            found = run(kb.index, request)
+            found = run(kb.index, request_for(kb, question, TOP, config))
             hits = sorted(found.memories + found.example_queries, key=lambda d: (-d["score"], d["id"]))
             out.append([(d["id"], d["score"]) for d in hits[:TOP]])
     finally:

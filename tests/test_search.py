@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError, NotFoundError
+from slayer_kb.core.results import SearchResult
+from slayer_kb.mcp.tools import call_tool
 from testing import RELEVANCE, CliRunner, json_of
 
 
@@ -44,15 +48,123 @@ def test_a_dotted_name_in_the_question_finds_the_memories_that_write_it_in_full(
     # Memory 1 writes shop.orders.amount; memories 4 and kb.currency-conversion write orders.amount.
     assert "shop.orders.amount is the order total" in kb.get("1").learning
     found = kb.search("orders.amount")
-    assert [m["id"] for m in found.memories] == ["4", "1", "kb.currency-conversion"]
-    assert (found.warnings, found.notes) == ([], [])
-    assert [m["id"] for m in kb.search("Orders.Amount").memories] == ["4", "1", "kb.currency-conversion"]
-    # The full name is searched as typed; a dotted name the catalog does not know is too.
-    assert [m["id"] for m in kb.search("shop.orders.amount").memories] == ["1"]
-    assert kb.search("nothing.here").memories == []
+    # All four link shop.orders.amount; memory 1, about it alone, first (4 is about payments).
+    assert [m["id"] for m in found.memories] == ["1", "4", "kb.currency-conversion", "kb.refund-policy"]
+    assert found.warnings == []
+    assert found.notes[0] == "'orders.amount' names shop.orders.amount; memories linked to it are found too."
+    # Read whatever its case; the meaning channel reads the capitals, and 1 and 4 are close.
+    capitals = kb.search("Orders.Amount")
+    assert sorted(m["id"] for m in capitals.memories) == ["1", "4", "kb.currency-conversion", "kb.refund-policy"]
+    assert capitals.notes[0] == "'Orders.Amount' names shop.orders.amount; memories linked to it are found too."
     # Every word still counts: with another word, the two memories holding both (one of them
     # through the full name) rank first.
     assert set([m["id"] for m in kb.search("orders.amount refunds").memories][:2]) == {"1", "kb.refund-policy"}
+
+
+def _summary(result: SearchResult) -> tuple[list[tuple[str, list[str]]], list[str], list[str], list[str]]:
+    """What a search answered: (memory id, matched entities) pairs, example query ids, catalog entities, notes."""
+    return ([(m["id"], m["matched_entities"]) for m in result.memories], [q["id"] for q in result.example_queries],
+            [e["entity"] for e in result.entities], result.notes)
+
+
+def test_a_name_the_catalog_completes_finds_the_memories_linked_to_it(example_kb_read_only: KnowledgeBase) -> None:
+    """No memory writes customers.email, and the question has no other word: the entity's tags
+    find the two memories linked to it, and the entity heads the catalog bucket."""
+    kb = example_kb_read_only
+    assert not any("customers.email" in kb.get(m).learning for m in ("6", "kb.soft-deletes"))
+    linked = ([("6", ["shop.customers.email"]), ("kb.soft-deletes", ["shop.customers.email"])], [],
+              ["shop.customers.email"],
+              ["'customers.email' names shop.customers.email; memories linked to it are found too.",
+               "No memory has all the words of the question; showing memories with some of them or close in meaning."])
+    found = kb.search("customers.email")
+    assert _summary(found) == linked
+    assert (found.warnings, found.resolved_input_entities) == ([], [])
+    # The full name, a walk of joins to it: the same memories, the same catalog entity.
+    full = _summary(kb.search("shop.customers.email"))
+    assert (sorted(full[0]), full[1:3]) == (sorted(linked[0]), linked[1:3])
+    assert full[3][0] == "'shop.customers.email' names shop.customers.email; memories linked to it are found too."
+    walked = _summary(kb.search("orders.customers.email"))
+    assert (sorted(walked[0]), walked[1:3]) == (sorted(linked[0]), linked[1:3])
+    assert walked[3][0] == "'orders.customers.email' names shop.customers.email; memories linked to it are found too."
+
+
+def test_a_name_with_words_ranks_the_memories_about_it_first(example_kb_read_only: KnowledgeBase) -> None:
+    found = example_kb_read_only.search("customers.email dashboards")
+    memories, queries, catalog, notes = _summary(found)
+    # The two linked memories first; then memories holding one of the words, matching no entity.
+    assert memories[:2] == [("6", ["shop.customers.email"]), ("kb.soft-deletes", ["shop.customers.email"])]
+    assert all(matched == [] for _id, matched in memories[2:]) and len(memories) > 2
+    assert catalog[0] == "shop.customers.email"
+    assert notes[0] == "'customers.email' names shop.customers.email; memories linked to it are found too."
+
+
+def test_an_ambiguous_name_finds_every_entity_it_may_mean(example_kb: KnowledgeBase) -> None:
+    # Without the priority list, orders is a model in shop and in wh: orders.status names two columns.
+    (example_kb.root / "priority.yaml").unlink()
+    found = example_kb.search("orders.status", limit=3)
+    memories, _queries, catalog, notes = _summary(found)
+    assert memories == [("7", ["shop.orders.status"]), ("23", ["wh.orders.status"]),
+                        ("kb.refund-policy", ["shop.orders.status"])]
+    assert sorted(catalog) == ["shop.orders.status", "wh.orders.status"]
+    assert notes[0] == ("'orders.status' names shop.orders.status or wh.orders.status; memories linked to them "
+                        "are found too.")
+    # No entity input was given: nothing dropped, nothing to warn about but the stale example queries.
+    assert found.resolved_input_entities == []
+    assert not [w for w in found.warnings if not w.startswith("example_query memory:")]
+
+
+def test_a_name_the_catalog_does_not_know_is_searched_by_its_words(example_kb_read_only: KnowledgeBase,
+                                                                   invoke_cli: CliRunner) -> None:
+    kb = example_kb_read_only
+    # customer.email (singular) is no entity: memories writing customer and e-mail, no entity
+    # matched, no note on names; the catalog bucket by the words.
+    memories, _queries, catalog, notes = _summary(kb.search("customer.email"))
+    assert {"6", "kb.soft-deletes", "kb.active-customer"} <= {m for m, _matched in memories}
+    assert all(matched == [] for _m, matched in memories)
+    assert catalog[0] == "shop.customers.email"
+    assert not [n for n in notes if "names" in n]
+    # Its words found nothing: no matches, and nothing dropped or warned about.
+    proc = invoke_cli("--kb", kb.root, "search", "zzz.qqq")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
+    # With a word that matches, the answer is that word's.
+    assert [m for m, _matched in _summary(kb.search("nothing.zzz refunds"))[0]][:2] == ["kb.refund-policy", "11"]
+
+
+def test_a_name_in_the_question_on_the_command_line_and_in_json(example_kb_read_only: KnowledgeBase,
+                                                                 invoke_cli: CliRunner) -> None:
+    root = example_kb_read_only.root
+    # The hits wrap at the terminal's width: a fixed one, whatever runs the tests.
+    proc = invoke_cli("--kb", root, "search", "customers.email", env={"COLUMNS": "100"})
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == (
+        "Memories:\n"
+        "  [6] Test orders: QA places real orders in production with customers whose e-mail ...\n"
+        "      entities: shop.orders.is_test, shop.customers.email, shop.orders.aov, shop.orders.order_count\n"
+        "  [kb.soft-deletes] Soft deletes, two different mechanisms:\n"
+        "      entities: shop.orders.deleted_at, shop.customers.is_deleted, shop.customers.email, wh.orders,\n"
+        "                wh.customers_dim\n"
+        "Catalog:\n"
+        "  shop.customers.email (column): Lower-cased login e-mail; PII, never show in shared dashboards; NULL after "
+        "GDPR erasure\n"
+    )
+    data = json_of(invoke_cli("--kb", root, "search", "customers.email", "--json"))
+    assert [(m["id"], m["matched_entities"]) for m in data["memories"]] == [
+        ("6", ["shop.customers.email"]), ("kb.soft-deletes", ["shop.customers.email"])]
+    assert [e["entity"] for e in data["entities"]] == ["shop.customers.email"]
+    assert (data["example_queries"], data["resolved_input_entities"], data["warnings"]) == ([], [], [])
+    assert data["notes"] == [
+        "'customers.email' names shop.customers.email; memories linked to it are found too.",
+        "No memory has all the words of the question; showing memories with some of them or close in meaning."]
+
+
+def test_the_mcp_tools_read_a_name_in_the_question_as_search_does(example_kb_read_only: KnowledgeBase) -> None:
+    kb = example_kb_read_only
+    answer = json.loads(call_tool(kb, "search", {"question": "customers.email"}).text)
+    expected = kb.search("customers.email").to_json()
+    assert answer == expected and [m["id"] for m in answer["memories"]] == ["6", "kb.soft-deletes"]
+    listing = call_tool(kb, "mem_search", {"query": "customers.email"}).text
+    assert listing.startswith("Found 2 memories:\n\n[1] #6 (none) \u2014 Test orders: ")
+    assert "\n[2] #kb.soft-deletes (none) \u2014 Soft deletes, two different mechanisms:\n" in listing
 
 
 def test_unknown_datasource_is_an_error(example_kb_read_only: KnowledgeBase) -> None:

@@ -81,6 +81,32 @@ class Resolver:
                 kept.append(entity)
         return kept
 
+    def candidates(self, name: str) -> list[str]:
+        """The catalog entities a dotted name written in free text may mean: the one it resolves
+        to, or, when it is ambiguous (a model in several datasources that no priority orders),
+        each datasource's reading that resolves; none when it names nothing. A name whose first
+        part is neither a datasource nor a model is not looked up further (prose holds many
+        dotted words: ``e.g``, ``node.js``, ``config.yaml``), so no spelling suggestion is
+        computed for it."""
+        head = name.split(".", 1)[0]
+        if head not in self.catalog.datasources and not self.catalog.models_named(head):
+            return []
+        try:
+            return [self.resolve(name).entity]
+        except AmbiguousEntityError:
+            pass
+        except KBError:
+            return []
+        found: list[str] = []
+        for datasource in self._order:
+            try:
+                entity = self.resolve(f"{datasource}.{name}").entity
+            except KBError:
+                continue
+            if entity not in found:
+                found.append(entity)
+        return found
+
     def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
         """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
         if not isinstance(ref, str):

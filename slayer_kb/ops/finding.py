@@ -8,6 +8,7 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import search as channels
@@ -24,6 +25,7 @@ from ..core.text import first_paragraph
 from . import sessions
 
 if TYPE_CHECKING:
+    from ..catalog.resolve import Resolver
     from ..context import Context
 
 # Hits a search returns in each bucket unless asked for another number.
@@ -72,8 +74,9 @@ def search(
     if datasource is not None and datasource not in kb.catalog.datasources:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
-    inputs = _lenient_entities(kb, entities, query, warnings)
-    full_names = _full_names(kb, question or "")
+    resolver = kb.resolver()
+    inputs = _lenient_entities(resolver, entities, query, warnings)
+    named = question_names(kb, question or "", resolver)
     found = channels.run(kb.index, channels.Request(
         question=question or "",
         entities=inputs,
@@ -83,13 +86,17 @@ def search(
         scope=engram.normalize_scope(scope) if scope else None,
         datasource=datasource,
         limit=limit,
-        full_names=full_names,
+        full_names=named.full_names,
+        named=named.entities,
+        unknown_names=named.unknown,
         match=match,
     ))
     warnings += found.warnings
-    result = SearchResult([], [], found.catalog, inputs, warnings, found.notes)
-    result.memories = [hit(kb, doc, inputs, full, warnings, False) for doc in found.memories]
-    result.example_queries = [hit(kb, doc, inputs, full, warnings, True) for doc in found.example_queries]
+    result = SearchResult([], [], found.catalog, inputs, warnings, named.notes + found.notes)
+    # A hit's tags that the inputs or the question's names matched.
+    matching = inputs + [e for e in named.entities if e not in inputs]
+    result.memories = [hit(kb, doc, matching, full, warnings, False) for doc in found.memories]
+    result.example_queries = [hit(kb, doc, matching, full, warnings, True) for doc in found.example_queries]
     return result
 
 
@@ -124,30 +131,52 @@ def skipped(kb: Context) -> list[str]:
         f"{problem.shown(kb.root)} (skipped)" for problem in kb.catalog.problems]
 
 
-def _full_names(kb: Context, question: str) -> dict[str, str]:
-    """Each dotted name in ``question`` that the catalog completes to a longer name of which it
-    is the end (``orders.amount`` -> ``shop.orders.amount``), as typed and lower-cased as the
-    words are: a memory that writes the full name holds what was asked for. Names that do not
-    resolve, or resolve to something else (a walk of joins), are searched as typed only."""
+@dataclass(frozen=True)
+class QuestionNames:
+    """What the catalog makes of the dotted names in a question (``orders.amount``)."""
+
+    # A name (lower-cased, as the words are) -> the full name it is the end of
+    # (``shop.orders.amount``): a memory that writes the full name holds what was asked for.
+    full_names: dict[str, str] = field(default_factory=dict)
+    # The entities the names mean, each once: memories linked to them are found by their tags.
+    entities: list[str] = field(default_factory=list)
+    # How each name was read, for the answer's notes.
+    notes: list[str] = field(default_factory=list)
+    # The names that mean nothing: searched as typed, and by their words.
+    unknown: tuple[str, ...] = ()
+
+
+def question_names(kb: Context, question: str, resolver: Resolver | None = None) -> QuestionNames:
+    """The catalog entities the question's dotted names mean, as a search reads them: a full
+    name, a shorter one the catalog completes (``customers.email`` -> ``shop.customers.email``),
+    a walk of joins, or, when the name is ambiguous, every reading that resolves. A name that
+    means nothing is searched as typed and by its words. Public for the benchmark, which builds its
+    requests as ``search`` does."""
     from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
 
-    dotted = [name for name in symbols(question) if _DOTTED.fullmatch(name)]
+    dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
     if not dotted:
-        return {}
-    resolver = kb.resolver()
-    names: dict[str, str] = {}
+        return QuestionNames()
+    resolver = resolver or kb.resolver()
+    full_names: dict[str, str] = {}
+    entities: list[str] = []
+    notes: list[str] = []
+    unknown: list[str] = []
     for name in dotted:
-        unheard: list[str] = []  # the question is searched as typed whatever this finds
-        resolved = resolver.resolve_leniently([name], unheard)
-        if resolved and resolved[0].lower().endswith("." + name.lower()):
-            names[name] = resolved[0]
-            names[name.lower()] = resolved[0].lower()
-    return names
+        found = resolver.candidates(name) or (resolver.candidates(name.lower()) if name != name.lower() else [])
+        if not found:
+            unknown.append(name)
+            continue
+        if len(found) == 1 and found[0].lower().endswith("." + name.lower()):
+            full_names[name.lower()] = found[0].lower()  # as the index holds words and symbols
+        entities.extend(e for e in found if e not in entities)
+        notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
+                     f"{'it' if len(found) == 1 else 'them'} are found too.")
+    return QuestionNames(full_names, entities, notes, tuple(unknown))
 
 
 def _lenient_entities(
-    kb: Context, entities: Any, query: Any, warnings: list[str]) -> list[str]:
-    resolver = kb.resolver()
+    resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)

@@ -88,18 +88,19 @@ _SYMBOL_STOPS = _STOP_WORDS | {"i"}
 MAX_SYMBOL = 64
 
 
-def symbols(text: str) -> list[str]:
-    """The distinct symbol tokens of ``text``, in order of first appearance."""
+def symbols(text: str, as_typed: bool = False) -> list[str]:
+    """The distinct symbol tokens of ``text``, in order of first appearance: lower-cased, as
+    indexed, or ``as_typed`` (a name to look up in a catalog whose names have capitals)."""
     out: dict[str, None] = {}
     for match in _RAW.finditer(text):
-        token = match.group().lstrip(_OPENING).rstrip(_CLOSING)
-        if not _ALNUM.search(token):
+        typed = match.group().lstrip(_OPENING).rstrip(_CLOSING)
+        if not _ALNUM.search(typed):
             continue  # punctuation alone (an arrow, a dash) names nothing
-        token = token.lower()
+        token = typed.lower()
         if token in _SYMBOL_STOPS or len(token) > MAX_SYMBOL:
             continue
         plain = all(c.isalnum() or c == "_" for c in token.replace("'", ""))
         if plain and len(token) > 1:
             continue  # an ordinary word: the word analysis has it
-        out[token] = None
+        out[typed if as_typed else token] = None
     return list(out)

@@ -72,6 +72,10 @@ class Request:
     channels: frozenset[str] = CHANNELS
     fusion: str = "blend"  # or "rrf" (fusion.py): the benchmark compares them
     full_names: dict[str, str] = field(default_factory=dict)  # words.parse's: the catalog's full names
+    # The catalog entities the question's dotted names mean (ops/finding.question_names): searched
+    # by their tags as the input entities are, and heading the catalog bucket, but never warned about.
+    named: list[str] = field(default_factory=list)
+    unknown_names: tuple[str, ...] = ()  # its dotted names that mean nothing: their words are searched too
 
 
 @dataclass
@@ -93,11 +97,11 @@ def run(index: Index, request: Request) -> Found:
 def _run(index: Index, request: Request) -> Found:
     found = Found()
     question = request.question.strip()
-    words = W.parse(question, request.full_names)
+    words = W.parse(question, request.full_names, request.unknown_names)
     topic = E.topic_query(question) if question else None
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words.")
-    searched = bool(words) or topic is not None or bool(request.entities)
+    searched = bool(words) or topic is not None or bool(request.entities) or bool(request.named)
     if not searched:
         if not question and not request.inputs_given:
             for has_query, _one, _many in BUCKETS:
@@ -208,7 +212,7 @@ def _ranked(
             # same but for the description's lower weight).
             single = len(words.words) + len(words.symbols) == 1
             some = every if single else index.scores(W.any_query(words), restriction, limit=depth)
-    wanted = E.entity_query(request.entities) if "entities" in request.channels else None
+    wanted = E.entity_query(_tags(request)) if "entities" in request.channels else None
     tagged = index.scores(wanted, restriction, limit=depth) if wanted is not None else {}
     meanwhile()
     found_by_words = some or every
@@ -310,6 +314,11 @@ def _ranked(
     return buckets
 
 
+def _tags(request: Request) -> list[str]:
+    """The entities the entities channel looks for: the inputs, then the question's names."""
+    return request.entities + [e for e in request.named if e not in request.entities]
+
+
 def _best_held(index: Index, words: W.Words, scores: dict[str, float], docs: dict[str, dict[str, Any]]) -> int | None:
     """How many of the question's words and symbols the memory they score best holds (ties by
     id), read from its text. ``docs``: the stored documents loaded so far; it is added."""
@@ -389,7 +398,10 @@ def _catalog(index: Index, words: W.Words, request: Request, warnings: list[str]
                     f"entity {entity!r} is not rooted at datasource {request.datasource!r}; dropped from entities bucket."
                 )
         inputs = [e for e in inputs if E.rooted_at(e, request.datasource)]
-    clauses = ([W.catalog_query(words)] if words.words else []) + E.catalog_input_query(inputs, boost=10.0)
+    # The question's names head the bucket as input entities do; one outside the datasource asked
+    # for is left out unsaid (the question names it, the agent did not ask for it).
+    named = [e for e in request.named if e not in inputs and (not request.datasource or E.rooted_at(e, request.datasource))]
+    clauses = ([W.catalog_query(words)] if words.words else []) + E.catalog_input_query(inputs + named, boost=10.0)
     if not clauses:
         return []
     required: list[Q.Query] = [Q.Term("kind", "catalog"), Q.Or(clauses)]

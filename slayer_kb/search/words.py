@@ -32,25 +32,35 @@ class Words:
     # A dotted name of the question and the catalog's full name for it (``orders.amount``,
     # ``shop.orders.amount``): a memory that writes the full name holds the one asked for.
     full_names: tuple[tuple[str, str], ...] = ()
+    # The words of each dotted name the catalog does not know (``customer.email``: customer,
+    # email), which a memory may write apart: matched by any_query and catalog_query only, as
+    # a memory that writes the name whole holds none of them (it is one word there).
+    parts: tuple[tuple[str, ...], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.words or self.symbols)
 
 
-def parse(question: str, full_names: Mapping[str, str] | None = None) -> Words:
+def parse(question: str, full_names: Mapping[str, str] | None = None, unknown: tuple[str, ...] = ()) -> Words:
     """The question's words and symbols; ``full_names`` maps a dotted name of it to the name the
-    catalog gives it in full, which a memory may write instead (either one counts)."""
+    catalog gives it in full, which a memory may write instead (either one counts); the words of
+    the ``unknown`` dotted names are searched apart too."""
     seen: dict[tuple[str, ...], None] = {}
     for tokens in text_terms(question):
         seen.setdefault(tuple(tokens), None)
-    return Words(tuple(seen), tuple(symbols(question)), tuple((full_names or {}).items()))
+    parts: dict[tuple[str, ...], None] = {}
+    for name in unknown:
+        for tokens in text_terms(name.replace(".", " ")):
+            if tuple(tokens) not in seen:
+                parts.setdefault(tuple(tokens), None)
+    return Words(tuple(seen), tuple(symbols(question)), tuple((full_names or {}).items()), tuple(parts))
 
 
 def details(words: Words) -> Words:
     """The question's numbers, versions, years and model names (the words and symbols holding a
     digit): what tells apart notes that are otherwise alike."""
     return Words(tuple(w for w in words.words if any(c.isdigit() for t in w for c in t)),
-                 tuple(s for s in words.symbols if any(c.isdigit() for c in s)), words.full_names)
+                 tuple(s for s in words.symbols if any(c.isdigit() for c in s)), words.full_names, words.parts)
 
 
 def _term(field: str, token: str, words: Words, boost: float = 1.0) -> Q.Query:
@@ -82,7 +92,7 @@ def all_query(words: Words) -> Q.Query:
 def any_query(words: Words) -> Q.Query:
     """Memories holding any of the words or symbols, each scored by BM25F."""
     clauses: list[Q.Query] = []
-    for w in words.words:
+    for w in words.words + words.parts:
         clauses += [_word("text", w, words), _word("title", w, words, TITLE_BOOST),
                     _word("description", w, words, DESCRIPTION_BOOST)]
     clauses += [_term("symbols", s, words, SYMBOL_BOOST) for s in words.symbols]
@@ -92,6 +102,6 @@ def any_query(words: Words) -> Q.Query:
 def catalog_query(words: Words) -> Q.Query:
     """Catalog entities whose name or description holds any of the words."""
     clauses: list[Q.Query] = []
-    for w in words.words:
+    for w in words.words + words.parts:
         clauses += [_word("catalog_text", w, words), _word("catalog_title", w, words, TITLE_BOOST)]
     return Q.Or(clauses)
