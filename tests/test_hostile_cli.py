@@ -164,6 +164,23 @@ def test_a_50_mib_file_is_refused_by_its_size_unread(indexed_example_kb: Knowled
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
+def test_a_catalog_file_over_16_mib_is_skipped_unread(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    size = 50 * 1024 * 1024
+    with open(root / "models" / "wh" / "huge.yaml", "w", encoding="utf-8") as handle:
+        handle.write("name: huge\ncolumns:\n- {name: a}\n")
+        handle.truncate(size)  # sparse; a clone's real one made every command take minutes
+    problem = (f"models/wh/huge.yaml: is {size} bytes; a catalog file may hold at most 16777216 bytes (16 MiB), "
+               "so it is not read: keep one model per file, with shorter descriptions")
+    before = _bytes_read()
+    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1", check=True)
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert _bytes_read() - before < size // 2
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1: catalog:", 1))
+
+
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
