@@ -241,7 +241,8 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
                 tx.put_back(change.path, change.data)
             else:
                 warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
-        return RestoreResult(memory_id, shown.rev, warnings, commit)
+        restored = loads(text, memory_id, change.path).to_dict()
+        return RestoreResult(memory_id, shown.rev, warnings, commit, restored)
 
 
 def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
