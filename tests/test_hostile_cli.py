@@ -5,12 +5,14 @@ test_in_process.py checks) and checks them and what was committed."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of
+from testing import WAIT_SECONDS, CliRunner, git, json_of
 
 
 @pytest.mark.parametrize("args", [
@@ -179,6 +181,32 @@ def test_a_catalog_file_over_16_mib_is_skipped_unread(indexed_example_kb: Knowle
     assert _bytes_read() - before < size // 2
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1: catalog:", 1))
+
+
+@pytest.mark.parametrize("args, what, fix", [
+    (("save", "a note", "-e", "shop.orders.amount", "--query", "@{}"), "the query file",
+     "give a regular file, or --query - to read the query from standard input"),
+    (("search", "--query", "@{}"), "the query file",
+     "give a regular file, or --query - to read the query from standard input"),
+    (("import-engram", "{}"), "the export", "give a regular file"),
+])  # fmt: skip
+def test_a_fifo_or_a_device_named_as_a_file_to_read_is_refused_unopened(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, args: tuple[str, ...], what: str,
+        fix: str) -> None:
+    root = indexed_example_kb.root
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # A writer that opens and closes at once: the old reader waited on the FIFO until then, read
+    # nothing and said "not valid JSON" (with none, it waited for ever; @/dev/zero took 10 GB).
+    writer = threading.Thread(target=lambda: open(fifo, "w").close(), daemon=True)  # noqa: SIM115
+    writer.start()
+    for path, kind in ((fifo, "a FIFO"), ("/dev/null", "a device")):
+        proc = invoke_cli("--kb", root, "--json", *(arg.format(path) for arg in args))
+        message = f"Cannot read {what} {path}: it is {kind}, not a regular file; {fix}."
+        assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer's open return
+    writer.join(WAIT_SECONDS)
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
