@@ -209,6 +209,15 @@ def test_a_fifo_or_a_device_named_as_a_file_to_read_is_refused_unopened(
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_a_query_file_that_is_not_utf8_says_so(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                               tmp_path: Path) -> None:
+    (tmp_path / "q.json").write_bytes(b'{"source_model": "orders\xff"}')
+    proc = invoke_cli("--kb", indexed_example_kb.root, "search", "--query", f"@{tmp_path / 'q.json'}")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: The query file {tmp_path / 'q.json'} is not UTF-8 text (invalid start byte at byte 24); "
+        "save it as UTF-8.\n"))
+
+
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount",
