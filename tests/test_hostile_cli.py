@@ -6,6 +6,8 @@ test_in_process.py checks) and checks them and what was committed."""
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -216,6 +218,34 @@ def test_a_query_file_that_is_not_utf8_says_so(indexed_example_kb: KnowledgeBase
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         f"Error: The query file {tmp_path / 'q.json'} is not UTF-8 text (invalid start byte at byte 24); "
         "save it as UTF-8.\n"))
+
+
+def test_a_crafted_tree_never_writes_outside_the_temporary_catalog(indexed_example_kb: KnowledgeBase,
+                                                                   invoke_cli: CliRunner, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    root = indexed_example_kb.root
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where catalog_at unpacks a revision
+
+    def mktree(entry: str) -> str:
+        return subprocess.run(["git", "mktree"], cwd=root, input=entry, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="name: x\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # models/../../PWNED.yaml: git mktree takes '..' entries, and a fetch does not check them.
+    tree = mktree(f"100644 blob {blob}\tPWNED.yaml")
+    for _ in range(2):
+        tree = mktree(f"040000 tree {tree}\t..")
+    top = git(root, "ls-tree", "HEAD").replace("\tmodels\n", "\tmodels-old\n") + f"040000 tree {tree}\tmodels\n"
+    evil = git(root, "commit-tree", mktree(top), "-p", "HEAD", "-m", "a pull request").strip()
+    assert "models/../../PWNED.yaml" in git(root, "ls-tree", "-r", "--name-only", evil)
+    reviewed = invoke_cli("--kb", root, "review", "HEAD", evil)
+    checked = invoke_cli("--kb", root, "validate", "--against", evil)
+    # Reviewing it used to write temp/PWNED.yaml: with more '..', ~/.bashrc.
+    assert sorted(p.name for p in temp.rglob("*")) == []
+    assert (reviewed.returncode, checked.returncode) == (0, 0)
 
 
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

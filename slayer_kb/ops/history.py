@@ -110,7 +110,11 @@ def memory_ids_at(store: GitStore, rev: str) -> set[str]:
 
 def catalog_at(store: GitStore, rev: str) -> Catalog:
     """The SLayer catalog as it is at ``rev``, read from git into a temporary folder."""
-    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")]
+    # A crafted tree can hold '..' entries (git mktree takes them, a fetch does not check), and
+    # writing models/../../x would write outside the temporary folder: a PR under review could
+    # replace ~/.bashrc. Such a path is no catalog file; git checks none of them out either.
+    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")
+             if not {"", ".", ".."} & set(p.split("/"))]
     paths.append(PRIORITY_FILE)
     with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
         root = Path(tmp)
