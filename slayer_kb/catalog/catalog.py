@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -167,8 +168,8 @@ def catalog_files(root: Path) -> list[tuple[str, bool]]:
     Listed with scandir: every command checks them, and pathlib's glob costs 5x as much.
     """
 
-    def yaml_files(folder: str) -> list[tuple[str, bool]]:
-        if os.path.islink(root / folder) and outside(root, root / folder):
+    def yaml_files(folder: str, link: bool) -> list[tuple[str, bool]]:
+        if link and outside(root, root / folder):
             return [(folder, True)]
         try:
             with os.scandir(root / folder) as entries:
@@ -177,20 +178,21 @@ def catalog_files(root: Path) -> list[tuple[str, bool]]:
         except OSError:
             return []
 
-    files = yaml_files("datasources")
+    files = yaml_files("datasources", os.path.islink(root / "datasources"))
     if os.path.islink(root / "models") and outside(root, root / "models"):
         files.append(("models", True))
     else:
         try:
             with os.scandir(root / "models") as entries:
-                folders = [e.name for e in entries if e.name[0] != "." and e.is_dir()]
+                folders = [(e.name, e.is_symlink()) for e in entries if e.name[0] != "." and e.is_dir()]
         except OSError:
             folders = []
-        for folder in folders:
-            files.extend(yaml_files(f"models/{folder}"))
+        for folder, link in folders:
+            files.extend(yaml_files(f"models/{folder}", link))
     priority = root / "priority.yaml"
-    if os.path.lexists(priority):
-        files.append(("priority.yaml", os.path.islink(priority) and outside(root, priority) is not None))
+    with contextlib.suppress(OSError):
+        link = stat.S_ISLNK(os.lstat(priority).st_mode)
+        files.append(("priority.yaml", link and outside(root, priority) is not None))
     return sorted(files)
 
 
