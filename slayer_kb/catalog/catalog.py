@@ -37,8 +37,7 @@ from .querychecks import kind_of
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
-# Every command reads the catalog: a clone's 1 GB model file would make each one take minutes.
-# A model with thousands of columns is a few hundred KB.
+# Every command reads the catalog: a clone's 1 GB model file made each one take minutes.
 MAX_CATALOG_BYTES = 16 * 1024 * 1024
 
 
@@ -321,17 +320,11 @@ def _from_json(data: dict[str, Any], root: Path) -> Catalog:
 
 
 def _yaml_files(root: Path, folder: Path, problems: list[CatalogProblem]) -> list[Path]:
-    """The catalog files in the KB ``root``'s ``folder``; a link out of the KB (the folder's or a
-    file's) is a problem, never listed or read."""
-    if _leads_out(root, folder, problems):
-        return []
+    """The catalog files in the KB ``root``'s ``folder``; a link out of the KB is a problem, never read."""
     try:
         with os.scandir(folder) as entries:
-            found = [
-                (e.name, e.is_symlink())
-                for e in entries
-                if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()
-            ]
+            found = [(e.name, e.is_symlink()) for e in entries
+                     if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()]
     except OSError:
         return []
     return [folder / name for name, link in sorted(found)
@@ -343,11 +336,9 @@ def _leads_out(root: Path, path: Path, problems: list[CatalogProblem]) -> bool:
     target = os.path.islink(path) and outside(root, path)
     if target:
         rel = path.relative_to(root).as_posix()
-        problems.append(CatalogProblem(path, None, (
-            f"is a symlink to {target}, outside the knowledge base, and slayer-kb never reads "
-            f"outside it. Replace the link with a copy of what it points to, or remove it with "
-            f"'git rm {rel}'"
-        )))
+        problems.append(CatalogProblem(path, None, f"is a symlink to {target}, outside the knowledge base, and "
+                                       "slayer-kb never reads outside it. Replace the link with a copy of what "
+                                       f"it points to, or remove it with 'git rm {rel}'"))
     return bool(target)
 
 
@@ -432,6 +423,8 @@ def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
 
 def _load_datasource_files(root: Path, problems: list[CatalogProblem]) -> dict[str, tuple[str | None, Path]]:
     found: dict[str, tuple[str | None, Path]] = {}
+    if _leads_out(root, root / "datasources", problems):
+        return found
     for path in _yaml_files(root, root / "datasources", problems):
         parsed = _load_file(path, functools.partial(_parse_datasource, path=path), problems)
         if parsed is None:
