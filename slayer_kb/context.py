@@ -29,13 +29,15 @@ from .core.errors import (
     MemoryFileError,
     NotFoundError,
     ResolutionError,
+    StoreError,
 )
-from .core.fileio import NotRegularFile, TooLarge, read_regular
+from .core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
 from .core.ids import check_id, id_sort_key
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
 from .core.results import Document, IndexWritten, SyncReport
+from .core.session import SESSIONS_DIR
 from .store.leases import IdLeases
 from .store.moves import MovedIds, note, refusal
 from .store.repo import GitStore
@@ -71,6 +73,10 @@ class Context:
         self.root = Path(path).resolve()
         if not self.root.is_dir():
             raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
+        # A clone can carry memories/ as a link to ~/.ssh: every command would read through it.
+        for folder in (MEMORIES_DIR, SESSIONS_DIR):
+            if (why := folder_out(self.root, folder)) is not None:
+                raise StoreError(why)
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window
         self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold

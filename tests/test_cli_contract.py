@@ -264,8 +264,10 @@ def test_history_log_show_restore_rev_review_edit(invoke_cli: CliRunner, kb: Pat
     assert (review["added"], review["removed"]) == ([], [])
 
     restored = ok(invoke_cli, kb, "restore", "2", "--rev", original)
-    assert restored == restored | {"memory_id": "2", "commit": head(kb)}
-    assert "timestamptz stored in UTC" in ok(invoke_cli, kb, "get", "2")["learning"]
+    # docs/cli.md: restore gives the memory, action and warnings (--rev gave only its own keys).
+    assert restored == ok(invoke_cli, kb, "get", "2") | {
+        "action": "restored", "warnings": [], "memory_id": "2", "rev": original, "commit": head(kb)}
+    assert "timestamptz stored in UTC" in restored["learning"]
 
 
 def test_edit_reopens_on_a_problem(invoke_cli: CliRunner, kb: Path, tmp_path: Path) -> None:

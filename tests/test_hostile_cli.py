@@ -5,12 +5,16 @@ test_in_process.py checks) and checks them and what was committed."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of
+from testing import WAIT_SECONDS, CliRunner, git, json_of
 
 
 @pytest.mark.parametrize("args", [
@@ -162,6 +166,86 @@ def test_a_50_mib_file_is_refused_by_its_size_unread(indexed_example_kb: Knowled
     assert (got.returncode, got.stdout) == (1, "")
     assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
+def test_a_catalog_file_over_16_mib_is_skipped_unread(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    size = 50 * 1024 * 1024
+    with open(root / "models" / "wh" / "huge.yaml", "w", encoding="utf-8") as handle:
+        handle.write("name: huge\ncolumns:\n- {name: a}\n")
+        handle.truncate(size)  # sparse; a clone's real one made every command take minutes
+    problem = (f"models/wh/huge.yaml: is {size} bytes; a catalog file may hold at most 16777216 bytes (16 MiB), "
+               "so it is not read: keep one model per file, with shorter descriptions")
+    before = _bytes_read()
+    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1", check=True)
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert _bytes_read() - before < size // 2
+    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1: catalog:", 1))
+
+
+@pytest.mark.parametrize("args, what, fix", [
+    (("save", "a note", "-e", "shop.orders.amount", "--query", "@{}"), "the query file",
+     "give a regular file, or --query - to read the query from standard input"),
+    (("search", "--query", "@{}"), "the query file",
+     "give a regular file, or --query - to read the query from standard input"),
+    (("import-engram", "{}"), "the export", "give a regular file"),
+])  # fmt: skip
+def test_a_fifo_or_a_device_named_as_a_file_to_read_is_refused_unopened(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, args: tuple[str, ...], what: str,
+        fix: str) -> None:
+    root = indexed_example_kb.root
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # A writer that opens and closes at once: the old reader waited on the FIFO until then, read
+    # nothing and said "not valid JSON" (with none, it waited for ever; @/dev/zero took 10 GB).
+    writer = threading.Thread(target=lambda: open(fifo, "w").close(), daemon=True)  # noqa: SIM115
+    writer.start()
+    for path, kind in ((fifo, "a FIFO"), ("/dev/null", "a device")):
+        proc = invoke_cli("--kb", root, "--json", *(arg.format(path) for arg in args))
+        message = f"Cannot read {what} {path}: it is {kind}, not a regular file; {fix}."
+        assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer's open return
+    writer.join(WAIT_SECONDS)
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_query_file_that_is_not_utf8_says_so(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                               tmp_path: Path) -> None:
+    (tmp_path / "q.json").write_bytes(b'{"source_model": "orders\xff"}')
+    proc = invoke_cli("--kb", indexed_example_kb.root, "search", "--query", f"@{tmp_path / 'q.json'}")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: The query file {tmp_path / 'q.json'} is not UTF-8 text (invalid start byte at byte 24); "
+        "save it as UTF-8.\n"))
+
+
+def test_a_crafted_tree_never_writes_outside_the_temporary_catalog(indexed_example_kb: KnowledgeBase,
+                                                                   invoke_cli: CliRunner, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    root = indexed_example_kb.root
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where catalog_at unpacks a revision
+
+    def mktree(entry: str) -> str:
+        return subprocess.run(["git", "mktree"], cwd=root, input=entry, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="name: x\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # models/../../PWNED.yaml: git mktree takes '..' entries, and a fetch does not check them.
+    tree = mktree(f"100644 blob {blob}\tPWNED.yaml")
+    for _ in range(2):
+        tree = mktree(f"040000 tree {tree}\t..")
+    top = git(root, "ls-tree", "HEAD").replace("\tmodels\n", "\tmodels-old\n") + f"040000 tree {tree}\tmodels\n"
+    evil = git(root, "commit-tree", mktree(top), "-p", "HEAD", "-m", "a pull request").strip()
+    assert "models/../../PWNED.yaml" in git(root, "ls-tree", "-r", "--name-only", evil)
+    reviewed = invoke_cli("--kb", root, "review", "HEAD", evil)
+    checked = invoke_cli("--kb", root, "validate", "--against", evil)
+    # Reviewing it used to write temp/PWNED.yaml: with more '..', ~/.bashrc.
+    assert sorted(p.name for p in temp.rglob("*")) == []
+    assert (reviewed.returncode, checked.returncode) == (0, 0)
 
 
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import InvalidInputError
 from slayer_kb.ops.interchange import engram_time, export_slayer, import_engram, import_slayer
 from testing import git, json_of
 
@@ -173,3 +176,25 @@ def test_cli_interchange(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) 
     assert "1 imported" in proc.stdout
     proc = invoke_cli("--kb", kb.root, "import-slayer", tmp_path / "e.json")
     assert proc.returncode == 2  # not a folder: a usage error
+
+
+def test_import_slayer_never_reads_through_a_link_out_of_the_folder(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("---\nid: key\nentities: []\ncreated_at: '2026-10-03T11:00:00Z'\n---\n\nPRIVATE KEY\n")
+    write_slayer_folder(tmp_path / "s", {"1": "---\nid: '1'\nentities: []\ncreated_at: '2026-10-03T11:00:00Z'\n---\n\nnote\n"})
+    (tmp_path / "s" / "memories" / "2.md").symlink_to(secret)
+    (tmp_path / "s" / "kept").mkdir()
+    (tmp_path / "s" / "kept" / "3.md").write_text("---\nid: '3'\nentities: []\ncreated_at: '2026-10-03T11:00:00Z'\n---\n\nkept\n")
+    (tmp_path / "s" / "memories" / "3.md").symlink_to("../kept/3.md")  # inside the folder: followed
+    before = git(catalog_kb.root, "rev-parse", "HEAD")
+    # The import used to commit the key as memory 'key', for the next push to publish.
+    link = tmp_path / "s" / "memories" / "2.md"
+    with pytest.raises(InvalidInputError) as info:
+        import_slayer(catalog_kb, tmp_path / "s")
+    assert str(info.value) == (
+        f"{link} is a symlink to {secret}, outside {tmp_path / 's'}: slayer-kb imports only the folder's own "
+        "files. Replace the link with a copy of the file, or remove it, then retry.")
+    assert git(catalog_kb.root, "rev-parse", "HEAD") == before
+    link.unlink()
+    result = import_slayer(catalog_kb, tmp_path / "s")
+    assert result.imported == ["1", "3"], result

@@ -5,6 +5,7 @@ link, nothing but a regular file is ever opened, and none of them crashes or han
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.core.errors import CatalogError, MemoryFileError, StoreError
+from slayer_kb.core.errors import CatalogError, MemoryFileError, NotFoundError, StoreError
 from testing import CliRunner, commit_all, git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -64,31 +65,58 @@ def refused(call, error: str) -> None:
 LINK_RULE = "and slayer-kb never deletes or rewrites a file through a link."
 
 
-def test_links_out_of_the_kb_are_refused_with_a_message(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+def test_catalog_links_out_of_the_kb_are_never_read(catalog_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                   tmp_path: Path) -> None:
     root = catalog_kb.root
     outside = tmp_path / "outside"
     (outside / "far").mkdir(parents=True)
-    model = "name: ext\ncolumns:\n- {name: a, type: INT}\n- {name: b, type: INT}\n"
+    model = "name: ext\ndescription: SECRET-MODEL\ncolumns:\n- {name: a, type: INT}\n"
     (outside / "ext.yaml").write_text(model)
-    (outside / "far" / "m.yaml").write_text("name: m\ncolumns:\n- {name: a, type: INT}\n")
+    (outside / "far" / "m.yaml").write_text("name: m\ndescription: SECRET-FOLDER\n")
+    (outside / "ds.yaml").write_text("name: leak\ndescription: SECRET-DATASOURCE\n")
     (root / "models" / "wh" / "ext.yaml").symlink_to(outside / "ext.yaml")
     (root / "models" / "far").symlink_to(outside / "far", target_is_directory=True)
+    (root / "datasources" / "leak.yaml").symlink_to(outside / "ds.yaml")
     commit_all(root, "links out of the KB")
     before = head(root)
+    # A clone's link to ~/.ssh or /etc used to be read, and its descriptions searched and shown.
+    proc = invoke_cli("--kb", root, "search", "SECRET", "--json")
+    assert proc.returncode == 0 and "SECRET-" not in proc.stdout.replace("'SECRET'", "")
+    rule = "outside the knowledge base, and slayer-kb never reads outside it. Replace the link with a copy of what it points to, or remove it with"
+    assert [w for w in json.loads(proc.stdout)["warnings"] if "symlink" in w] == [
+        f"datasources/leak.yaml: is a symlink to {outside / 'ds.yaml'}, {rule} 'git rm datasources/leak.yaml' (skipped)",
+        f"models/far: is a symlink to {outside / 'far'}, {rule} 'git rm models/far' (skipped)",
+        f"models/wh/ext.yaml: is a symlink to {outside / 'ext.yaml'}, {rule} 'git rm models/wh/ext.yaml' (skipped)",
+    ]
     kb = KnowledgeBase(root)
-    # A link out of the KB used to be a "ValueError ... is not in the subpath" traceback.
-    fix = "Replace the link with a copy of the file it points to, or remove it with 'git rm models/wh/ext.yaml', then retry."
-    refused(lambda: kb.delete_model("wh.ext"),
-            f"Refusing to delete models/wh/ext.yaml: it is a symlink (to {outside / 'ext.yaml'}), {LINK_RULE} {fix}")
-    refused(lambda: kb.delete_leaf("wh.ext.a"),
-            f"Refusing to rewrite models/wh/ext.yaml: it is a symlink (to {outside / 'ext.yaml'}), {LINK_RULE} {fix}")
-    folder = (f"folder models/far is a symlink (to {outside / 'far'}), {LINK_RULE} Replace models/far with a "
-              "real folder, then retry.")
-    refused(lambda: kb.delete_model("far.m"), f"Refusing to delete models/far/m.yaml: {folder}")
-    refused(lambda: kb.delete_datasource("far"), f"Refusing to delete models/far/m.yaml: {folder}")
+    assert not kb.catalog.entity_exists("wh.ext") and "far" not in kb.catalog.datasources
+    with pytest.raises(NotFoundError):
+        kb.delete_model("wh.ext")
+    assert sorted(p.name for p in outside.rglob("*")) == ["ds.yaml", "ext.yaml", "far", "m.yaml"]
     assert (outside / "ext.yaml").read_text() == model
-    assert sorted(p.name for p in outside.rglob("*")) == ["ext.yaml", "far", "m.yaml"]
     assert head(root) == before
+
+
+@pytest.mark.parametrize("folder", ["memories", "sessions"])
+def test_a_memories_or_sessions_folder_linked_out_of_the_kb_is_refused(catalog_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner, tmp_path: Path,
+                                                                       folder: str) -> None:
+    root = catalog_kb.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "7.yaml").write_text("learning: SECRET-TEXT\nproject: secret\n" + CREATED)
+    shutil.rmtree(root / folder, ignore_errors=True)
+    (root / folder).symlink_to(outside, target_is_directory=True)
+    commit_all(root, f"{folder} is a link")
+    error = (f"{folder}/ is a symlink to {outside}, outside the knowledge base, and slayer-kb never reads or "
+             f"writes outside it. Replace the link with a real folder holding the files ('git rm {folder}', "
+             f"then 'mkdir {folder}' and copy them in), then retry.")
+    # search used to show a linked memories/ folder's files, and sessions a linked sessions/.
+    for args in (["search", "SECRET"], ["list"], ["get", "7"], ["sessions"], ["validate"]):
+        assert_refused(invoke_cli("--kb", root, *args), error)
+    proc = invoke_cli("--kb", root, "--json", "save", "x", "--title", "t")
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": error}})
+    assert sorted(p.name for p in outside.iterdir()) == ["7.yaml"]
 
 
 def test_a_symlinked_priority_file_is_not_rewritten(catalog_kb: KnowledgeBase) -> None:

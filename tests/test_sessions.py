@@ -98,6 +98,12 @@ def test_file_names_spell_every_id_portably(empty_kb: KnowledgeBase) -> None:
     (lambda kb: kb.capture_passive(""), "content is required — include text with a '## Key Learnings:' section"),
     (lambda kb: kb.save_observation(title="t", content="c", session_id="x" * 201),
      "session_id is 201 characters long; the limit is 200. Use a shorter session id."),
+    # 200 characters, but 1,205 bytes as a file name: it said "sessions/%C3%A9...yaml: cannot be
+    # read: [Errno 36] File name too long", which names neither the id nor the fix.
+    (lambda kb: kb.session_start("é" * 200, "p"),
+     "id makes a file name of 1205 bytes (each character but ASCII letters, digits, '_', '.' and '-' is "
+     "written as %XX for each of its bytes); the limit is 255. Use a shorter session id, or one in ASCII "
+     "letters and digits."),
 ])
 def test_every_error_names_the_parameter(empty_kb: KnowledgeBase, call, message: str) -> None:  # noqa: ANN001
     with pytest.raises((InvalidInputError, NotFoundError)) as caught:

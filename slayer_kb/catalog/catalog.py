@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,11 +32,13 @@ from typing import Any
 import yaml
 
 from ..core import yamlio
-from ..core.fileio import read_regular
+from ..core.fileio import TooLarge, outside, read_regular
 from .querychecks import kind_of
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
+# Every command reads the catalog: a clone's 1 GB model file made each one take minutes.
+MAX_CATALOG_BYTES = 16 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,29 +159,39 @@ class _Broken(Exception):
         self.line = line
 
 
-def catalog_files(root: Path) -> list[str]:
-    """The KB-relative paths of the catalog's files (what ``load_catalog`` reads), sorted.
+def catalog_files(root: Path) -> list[tuple[str, bool]]:
+    """The KB-relative paths of the catalog's files (what ``load_catalog`` reads), sorted, each
+    with whether it is a link out of the KB (a file, or a whole models/<ds> or datasources
+    folder), which is never read or listed (``outside``).
 
     Listed with scandir: every command checks them, and pathlib's glob costs 5x as much.
     """
 
-    def yaml_files(folder: str) -> list[str]:
+    def yaml_files(folder: str, link: bool) -> list[tuple[str, bool]]:
+        if link and outside(root, root / folder):
+            return [(folder, True)]
         try:
             with os.scandir(root / folder) as entries:
-                return [f"{folder}/{e.name}" for e in entries if e.name.endswith(".yaml") and e.name[0] != "."]
+                return [(f"{folder}/{e.name}", e.is_symlink() and outside(root, e.path) is not None)
+                        for e in entries if e.name.endswith(".yaml") and e.name[0] != "."]
         except OSError:
             return []
 
-    files = yaml_files("datasources")
-    try:
-        with os.scandir(root / "models") as entries:
-            folders = [e.name for e in entries if e.name[0] != "." and e.is_dir()]
-    except OSError:
-        folders = []
-    for folder in folders:
-        files.extend(yaml_files(f"models/{folder}"))
-    if (root / "priority.yaml").exists():
-        files.append("priority.yaml")
+    files = yaml_files("datasources", os.path.islink(root / "datasources"))
+    if os.path.islink(root / "models") and outside(root, root / "models"):
+        files.append(("models", True))
+    else:
+        try:
+            with os.scandir(root / "models") as entries:
+                folders = [(e.name, e.is_symlink()) for e in entries if e.name[0] != "." and e.is_dir()]
+        except OSError:
+            folders = []
+        for folder, link in folders:
+            files.extend(yaml_files(f"models/{folder}", link))
+    priority = root / "priority.yaml"
+    with contextlib.suppress(OSError):
+        link = stat.S_ISLNK(os.lstat(priority).st_mode)
+        files.append(("priority.yaml", link and outside(root, priority) is not None))
     return sorted(files)
 
 
@@ -186,13 +199,13 @@ def load_catalog(root: Path) -> Catalog:
     """Read the catalog under the KB folder ``root``; missing folders give an empty catalog."""
     root = Path(root)
     problems: list[CatalogProblem] = []
-    ds_files = _load_datasource_files(root / "datasources", problems)
-    models = _load_model_folders(root / "models", problems)
+    ds_files = _load_datasource_files(root, problems)
+    models = _load_model_folders(root, problems)
     datasources: dict[str, Datasource] = {}
     for name in sorted(set(ds_files) | set(models)):
         description, path = ds_files.get(name, (None, None))
         datasources[name] = Datasource(name, description, path, models.get(name, {}))
-    priority = _load_priority(root / "priority.yaml", problems)
+    priority = _load_priority(root, problems)
     return Catalog(datasources, priority, problems)
 
 
@@ -218,13 +231,16 @@ def catalog_signature(root: Path, racy_seconds: float) -> list[list[Any]]:
     (``racy_seconds``) could change again without its stat changing, so its bytes count too."""
     sig = []
     young_after = time.time_ns() - racy_seconds * 1e9
-    for rel in catalog_files(root):
+    for rel, leads_out in catalog_files(root):
         path = os.path.join(root, rel)
         with contextlib.suppress(OSError):
-            st = os.stat(path)
+            # A link out of the KB counts as the link itself: its target is never read.
+            st = os.lstat(path) if leads_out else os.stat(path)
             entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
-            if st.st_mtime_ns > young_after:
-                entry.append(hashlib.sha1(read_regular(path, follow_symlinks=True), usedforsecurity=False).hexdigest())
+            if st.st_mtime_ns > young_after and not leads_out:
+                with contextlib.suppress(TooLarge):  # never read: its size is its signature
+                    data = read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES)
+                    entry.append(hashlib.sha1(data, usedforsecurity=False).hexdigest())
             sig.append(entry)
     return sig
 
@@ -303,22 +319,35 @@ def _from_json(data: dict[str, Any], root: Path) -> Catalog:
     return Catalog(datasources, list(data["priority"]), problems)
 
 
-def _yaml_files(folder: Path) -> list[Path]:
+def _yaml_files(root: Path, folder: Path, problems: list[CatalogProblem]) -> list[Path]:
+    """The catalog files in the KB ``root``'s ``folder``; a link out of the KB is a problem, never read."""
     try:
         with os.scandir(folder) as entries:
-            names = [
-                e.name
-                for e in entries
-                if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()
-            ]
+            found = [(e.name, e.is_symlink()) for e in entries
+                     if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()]
     except OSError:
         return []
-    return [folder / name for name in sorted(names)]
+    return [folder / name for name, link in sorted(found)
+            if not (link and _leads_out(root, folder / name, problems))]
+
+
+def _leads_out(root: Path, path: Path, problems: list[CatalogProblem]) -> bool:
+    """Whether ``path`` is a symlink out of the KB ``root`` (see ``outside``), recorded as a problem."""
+    target = os.path.islink(path) and outside(root, path)
+    if target:
+        rel = path.relative_to(root).as_posix()
+        problems.append(CatalogProblem(path, None, f"is a symlink to {target}, outside the knowledge base, and "
+                                       "slayer-kb never reads outside it. Replace the link with a copy of what "
+                                       f"it points to, or remove it with 'git rm {rel}'"))
+    return bool(target)
 
 
 def _read_text(path: Path) -> str:
     try:
-        return read_regular(path, follow_symlinks=True).decode("utf-8")
+        return read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES).decode("utf-8")
+    except TooLarge as exc:
+        raise _Broken(f"is {exc.size} bytes; a catalog file may hold at most {MAX_CATALOG_BYTES} bytes "
+                      "(16 MiB), so it is not read: keep one model per file, with shorter descriptions") from None
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
@@ -392,11 +421,11 @@ def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
     return line
 
 
-def _load_datasource_files(
-    folder: Path, problems: list[CatalogProblem]
-) -> dict[str, tuple[str | None, Path]]:
+def _load_datasource_files(root: Path, problems: list[CatalogProblem]) -> dict[str, tuple[str | None, Path]]:
     found: dict[str, tuple[str | None, Path]] = {}
-    for path in _yaml_files(folder):
+    if _leads_out(root, root / "datasources", problems):
+        return found
+    for path in _yaml_files(root, root / "datasources", problems):
         parsed = _load_file(path, functools.partial(_parse_datasource, path=path), problems)
         if parsed is None:
             continue
@@ -418,9 +447,10 @@ def _parse_datasource(data: Any, path: Path) -> tuple[str, str | None]:
     return name, _optional_text(data, "description", ())
 
 
-def _load_model_folders(
-    folder: Path, problems: list[CatalogProblem]
-) -> dict[str, dict[str, Model]]:
+def _load_model_folders(root: Path, problems: list[CatalogProblem]) -> dict[str, dict[str, Model]]:
+    folder = root / "models"
+    if _leads_out(root, folder, problems):
+        return {}
     try:
         with os.scandir(folder) as entries:
             names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
@@ -428,18 +458,20 @@ def _load_model_folders(
         return {}
     found: dict[str, dict[str, Model]] = {}
     for ds_name in names:
+        if _leads_out(root, folder / ds_name, problems):
+            continue
         if not SEGMENT_RE.fullmatch(ds_name):
             problems.append(
                 CatalogProblem(folder / ds_name, None, _bad_name_message("datasource", ds_name))
             )
             continue
-        found[ds_name] = _load_models(folder / ds_name, ds_name, problems)
+        found[ds_name] = _load_models(root, folder / ds_name, ds_name, problems)
     return found
 
 
-def _load_models(folder: Path, ds_name: str, problems: list[CatalogProblem]) -> dict[str, Model]:
+def _load_models(root: Path, folder: Path, ds_name: str, problems: list[CatalogProblem]) -> dict[str, Model]:
     models: dict[str, Model] = {}
-    for path in _yaml_files(folder):
+    for path in _yaml_files(root, folder, problems):
         model = _load_file(path, functools.partial(_parse_model, ds_name=ds_name, path=path), problems)
         if model is None:
             continue
@@ -549,8 +581,9 @@ def _where(keys: tuple[Any, ...]) -> str:
     return f"{section}[{index}]: "
 
 
-def _load_priority(path: Path, problems: list[CatalogProblem]) -> list[str]:
-    if not path.is_file():
+def _load_priority(root: Path, problems: list[CatalogProblem]) -> list[str]:
+    path = root / "priority.yaml"
+    if not path.is_file() or _leads_out(root, path, problems):
         return []
     priority = _load_file(path, _parse_priority, problems)
     return priority if priority is not None else []

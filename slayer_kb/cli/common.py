@@ -17,9 +17,9 @@ import yaml
 
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError
-from ..core.inputs import whole_number
+from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root
-from ..core.memory import MAX_CONTENT_CEILING
+from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import warning_lines
 
 if TYPE_CHECKING:
@@ -262,10 +262,13 @@ def read_query(value: str | None) -> dict[str, Any] | None:
         return None
     source = value
     if value.startswith("@"):
+        data = read_given_file(value[1:], "the query file", MAX_FILE_BYTES,
+                               "give a regular file, or --query - to read the query from standard input")
         try:
-            source = Path(value[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInputError(f"Cannot read the query file {value[1:]}: {exc.strerror}.") from None
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"The query file {value[1:]} is not UTF-8 text ({exc.reason} at byte "
+                                    f"{exc.start}); save it as UTF-8.") from None
     elif value == "-":
         source = sys.stdin.read()
     query = nesting.loads(

@@ -92,3 +92,23 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, li
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def outside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """Where ``path`` really leads when a symlink takes it out of the KB folder ``root``, else
+    None. Links are followed only inside the KB: a clone can carry one to ~/.ssh or /etc, and
+    what a KB's files hold shows in search results."""
+    real, inside = os.path.realpath(path), os.path.realpath(root)
+    return None if real == inside or real.startswith(inside.rstrip(os.sep) + os.sep) else real
+
+
+def folder_out(root: str | os.PathLike[str], folder: str) -> str | None:
+    """Why the KB ``root``'s ``folder`` (memories, sessions) cannot be used, when it is a
+    symlink out of the KB, with the fix; else None."""
+    path = os.path.join(root, folder)
+    target = os.path.islink(path) and outside(root, path)
+    if not target:
+        return None
+    return (f"{folder}/ is a symlink to {target}, outside the knowledge base, and slayer-kb never "
+            f"reads or writes outside it. Replace the link with a real folder holding the files "
+            f"('git rm {folder}', then 'mkdir {folder}' and copy them in), then retry.")

@@ -8,6 +8,7 @@ import unicodedata
 from typing import Any
 
 from .errors import InvalidInputError
+from .fileio import NotRegularFile, TooLarge, read_regular
 from .memory import MAX_DESCRIPTION
 
 
@@ -81,3 +82,20 @@ def whole_number(variable: str, default: int, unit: str, most: int | None = None
             f"{variable} is {value!r}; the most it may be is {most} {unit}. Set it to at most {most} "
             f"(the default is {default}) or unset it.")
     return number
+
+
+def read_given_file(path: str | os.PathLike[str], what: str, limit: int | None = None,
+                    fix: str = "give a regular file") -> bytes:
+    """The bytes of a file a person or an agent named (``--query @FILE``, an export to import):
+    a link is followed (they chose it), but only a regular file is read: a FIFO would block the
+    command for ever and ``/dev/zero`` never ends (it took 10 GB of memory). With ``limit``, a
+    larger file is refused by its size, unread. ``fix`` ends the message for anything else."""
+    try:
+        return read_regular(path, follow_symlinks=True, limit=limit)
+    except NotRegularFile as exc:
+        raise InvalidInputError(f"Cannot read {what} {os.fspath(path)}: it {exc.strerror}; {fix}.") from None
+    except TooLarge as exc:
+        raise InvalidInputError(f"Cannot read {what} {os.fspath(path)}: it is {exc.size} bytes, and the most "
+                                f"slayer-kb reads is {limit} bytes; give a smaller file.") from None
+    except OSError as exc:
+        raise InvalidInputError(f"Cannot read {what} {os.fspath(path)}: {exc.strerror}.") from None

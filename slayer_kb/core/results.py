@@ -296,13 +296,18 @@ class Shown:
 
 @dataclass
 class RestoreResult:
+    """``restore --rev``: the memory as it now is, as ``update`` and a soft-delete's ``restore``
+    give it (``ChangeResult``), with the revision it came from and the commit."""
+
     memory_id: str
     rev: str
     warnings: list[str] = field(default_factory=list)
     commit: str | None = None
+    memory: dict[str, Any] = field(default_factory=dict)  # Memory.to_dict()
 
     def to_json(self) -> dict[str, Any]:
-        return {"memory_id": self.memory_id, "rev": self.rev, "warnings": self.warnings, "commit": self.commit}
+        return {**self.memory, "action": "restored", "warnings": self.warnings,
+                "memory_id": self.memory_id, "rev": self.rev, "commit": self.commit}
 
 
 @dataclass

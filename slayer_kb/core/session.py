@@ -44,7 +44,10 @@ from .memory import (
 SESSIONS_DIR = "sessions"
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
 PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
-MAX_SESSION_ID = 200  # characters; encoded, a file name stays within what file systems take
+MAX_SESSION_ID = 200  # characters
+# Bytes in a file name (NAME_MAX on Linux and macOS): an id of 200 characters outside ASCII is
+# written as %XX per byte, up to 12 bytes a character, and the file could not be made.
+MAX_FILE_NAME = 255
 MAX_SUMMARY = 64 * 1024
 
 
@@ -114,6 +117,13 @@ def check_session_id(value: Any, name: str = "id") -> str:
             "printable text such as 'ses-2026-11-29-auth'."
         )
     check_unicode(session_id, name)
+    size = len(file_name(session_id).encode("utf-8"))
+    if size > MAX_FILE_NAME:
+        raise InvalidInputError(
+            f"{name} makes a file name of {size} bytes (each character but ASCII letters, digits, '_', "
+            f"'.' and '-' is written as %XX for each of its bytes); the limit is {MAX_FILE_NAME}. "
+            "Use a shorter session id, or one in ASCII letters and digits."
+        )
     return session_id
 
 

@@ -110,7 +110,11 @@ def memory_ids_at(store: GitStore, rev: str) -> set[str]:
 
 def catalog_at(store: GitStore, rev: str) -> Catalog:
     """The SLayer catalog as it is at ``rev``, read from git into a temporary folder."""
-    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")]
+    # A crafted tree can hold '..' entries (git mktree takes them, a fetch does not check), and
+    # writing models/../../x would write outside the temporary folder: a PR under review could
+    # replace ~/.bashrc. Such a path is no catalog file; git checks none of them out either.
+    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")
+             if not {"", ".", ".."} & set(p.split("/"))]
     paths.append(PRIORITY_FILE)
     with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
         root = Path(tmp)
@@ -248,7 +252,8 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
                 tx.put_back(change.path, change.data)
             else:
                 warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
-        return RestoreResult(memory_id, shown.rev, warnings, commit)
+        restored = loads(text, memory_id, change.path).to_dict()
+        return RestoreResult(memory_id, shown.rev, warnings, commit, restored)
 
 
 def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:

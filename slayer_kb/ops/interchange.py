@@ -41,6 +41,7 @@ Decisions:
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,9 +52,11 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError
+from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
+from ..core.inputs import read_given_file
 from ..core.locate import MEMORIES_DIR
-from ..core.memory import FIELD_NAMES, KEY_ORDER, Memory, dumps, loads, utc_now
+from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
 from ..search import lookups
@@ -109,18 +112,31 @@ def format_slayer_file(memory: Memory) -> str:
     return f"{FRONT}{front}{FRONT}\n{memory.learning}\n"
 
 
+def _slayer_text(folder: Path, path: Path) -> str:
+    """A file of the SLayer storage ``folder``: a link is followed only inside the folder (a
+    storage folder from elsewhere could link memories/1.md to ~/.ssh/id_rsa, and the import
+    would commit the key)."""
+    if os.path.islink(path) and (target := outside(folder, path)):
+        raise InvalidInputError(f"{path} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
+                                "folder's own files. Replace the link with a copy of the file, or remove it, then retry.")
+    try:
+        return read_given_file(path, "the SLayer file", MAX_FILE_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+
+
 def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     rows: list[tuple[str, dict[str, Any]]] = []
     memories = folder / "memories"
     if memories.is_dir():
         for path in sorted(memories.glob("*.md")):
-            data = parse_slayer_file(path.read_text(encoding="utf-8"), str(path))
+            data = parse_slayer_file(_slayer_text(folder, path), str(path))
             data.setdefault("id", path.stem)
             rows.append((str(path), data))
     listing = folder / "memories.yaml"
     if listing.is_file():
         try:
-            items = yamlio.load(listing.read_text(encoding="utf-8")) or []
+            items = yamlio.load(_slayer_text(folder, listing)) or []
         except yaml.YAMLError as exc:
             raise InvalidInputError(f"{listing}: invalid YAML: {exc}") from None
         if not isinstance(items, list):
@@ -270,9 +286,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
     path = Path(file)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"Cannot read {path}: {exc.strerror}.") from None
+        text = read_given_file(path, "the export").decode("utf-8")
     except ValueError as exc:  # not UTF-8
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")

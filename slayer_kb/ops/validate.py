@@ -46,7 +46,7 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
-from ..core.fileio import NotRegularFile, TooLarge, read_regular
+from ..core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     MAX_FILE_BYTES,
@@ -131,7 +131,10 @@ def _catalog_root(path: Path) -> Path | None:
 
 
 def _listing(memories: Path) -> list[str]:
-    """File names in ``memories/`` that are meant as memories (dot-files are not)."""
+    """File names in ``memories/`` that are meant as memories (dot-files are not); none in a
+    folder that is a link out of the KB (``folder_out``, reported by ``validate``)."""
+    if folder_out(memories.parent, memories.name) is not None:
+        return []
     try:
         with os.scandir(memories) as entries:
             return sorted(e.name for e in entries if not e.name.startswith(".") and not e.is_dir())
@@ -189,6 +192,8 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             # Only the branch's own files: the others were checked where they came from.
             target.files, target.everything = changed, False
         expand(target)
+        report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
+                               if (why := folder_out(target.root, folder)) is not None)
         context = KBContext.of(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
