@@ -416,3 +416,39 @@ def test_a_copied_clone_leases_afresh_and_the_original_keeps_its_block(team) -> 
                for name in ("1", "2", "3", str(BLOCK + 1))}
     assert on_main == {"1": "learning: 'A: before the copy'", "2": "learning: 'A: the original''s'",
                        "3": "learning: 'A: the original''s next'", str(BLOCK + 1): "learning: 'A: the copy''s'"}
+
+
+def test_a_copy_holding_a_save_the_original_pushed_after_a_rebase_adds_it_once(team) -> None:
+    """The copy (``cp -r``) holds the original's unpushed save; the original's sync replays it
+    onto what another clone pushed first, as a new commit. The copy's sync then meets the same
+    memory under another commit: it is one memory, not two to renumber apart."""
+    bare, (a, b) = team
+    assert KnowledgeBase(a).save_memory("A: saved before the copy", ["orders.amount"]).memory_id == "1"
+    copy = a.parent / "a-copy"
+    shutil.copytree(a, copy, symlinks=True)
+    assert KnowledgeBase(b).save_memory("B: first to push", ["orders.qty"]).memory_id == str(BLOCK + 1)
+    sync(KnowledgeBase(b))
+    assert sync(KnowledgeBase(a)).renumbered == {}
+    kb_copy = KnowledgeBase(copy)
+    assert kb_copy.save_memory("A: the copy's own", ["orders.qty"]).memory_id == str(2 * BLOCK + 1)
+    assert sync(kb_copy).renumbered == {}
+    on_main = sorted(git(bare, "ls-tree", "--name-only", "main", "memories/").split(), key=lambda p: int(Path(p).stem))
+    assert on_main == [f"memories/{n}.yaml" for n in (1, BLOCK + 1, 2 * BLOCK + 1)]
+    assert git(bare, "log", "--format=%s", "main").splitlines()[:3] == [
+        f"memory: save {2 * BLOCK + 1}", "memory: save 1", f"memory: save {BLOCK + 1}"]
+
+
+def test_a_memory_squash_merged_and_edited_on_main_is_no_collision(team, invoke_cli) -> None:
+    """A pull request merged by squash or rebase puts the branch's memory on main under another
+    commit, and main may edit it before the branch is compared again: one memory, not two."""
+    _bare, (a, _b) = team
+    git(a, "switch", "-q", "-c", "agent")
+    assert KnowledgeBase(a).save_memory("A: on the agent's branch", ["orders.amount"]).memory_id == "1"
+    git(a, "switch", "-q", "main")
+    KnowledgeBase(a).save_memory("A: on main first", ["orders.qty"])
+    git(a, "cherry-pick", "agent")
+    KnowledgeBase(a).save_memory("A: on the agent's branch, edited on main", ["orders.amount"], id="1")
+    git(a, "switch", "-q", "agent")
+    checked = invoke_cli("--kb", a, "validate", "--against", "main")
+    assert (checked.returncode, checked.stdout.splitlines()[-1][-13:]) == (0, " no problems."), checked.stdout
+    assert plan(KnowledgeBase(a), "main")[1] == {}

@@ -33,6 +33,8 @@ from ..core.memory import loads, with_entities
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
+from ..store.revisions import same_memory
+from ..store.worktree import reset_keep
 from .history import blob_at, memory_ids_at, resolve_rev
 
 if TYPE_CHECKING:
@@ -85,7 +87,10 @@ def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | N
     # What REF added in commits this branch does not have: a memory both sides have from one
     # commit is the same memory, whatever merge base git picks (criss-cross merges).
     theirs = _ids(store.added_paths(head, onto_sha, under))
-    colliding = sorted((i for i in ours & theirs if is_auto_id(i)), key=int)
+    # A memory both sides first added as one blob is one memory under two commits (a rebase
+    # replayed it, or it was cherry-picked or squash-merged), not two to tell apart.
+    colliding = sorted((i for i in ours & theirs if is_auto_id(i)
+                        and not same_memory(store, f"{MEMORIES_DIR}/{i}.yaml", base, head, onto_sha)), key=int)
     if not colliding:
         return base, [], set()
     return base, colliding, theirs | _ids(store.added_paths(None, head, under))
@@ -127,7 +132,7 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
             return result
         if rewrite:
             tip = rewrite_commits(kb.store, base, mapping)
-            _reset_keep(kb.store, tip)
+            reset_keep(kb.store, tip)
             kb.reread()
             result.commit = tip
             # An agent of this clone may still hold an old id: it refuses, as after sync.
@@ -244,7 +249,3 @@ def require_clean(store: GitStore, under: str | None = None) -> None:
             f"The repository has uncommitted changes to tracked files ({listed(dirty)}); commit or "
             "stash them (git stash) and run the command again."
         )
-
-
-def _reset_keep(store: GitStore, target: str) -> None:
-    store.git("reset", "-q", "--keep", target)

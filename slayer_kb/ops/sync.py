@@ -43,6 +43,7 @@ from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
 from ..store.replay import replay
 from ..store.repo import Change, GitStore
+from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .history import blobs_at
 from .rebase import conflict_message, in_progress, run
@@ -272,7 +273,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         return
     base, mapping = plan(kb, upstream, parted=parted or None)
     if mapping:
-        store.git("reset", "-q", "--keep", rewrite_commits(store, base, mapping))
+        reset_keep(store, rewrite_commits(store, base, mapping))
         compose(result.renumbered, mapping)
     ours = store.head()
     assert ours is not None
@@ -283,7 +284,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if tip is None:
         _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
-        store.git("reset", "-q", "--keep", tip)
+        reset_keep(store, tip)
     result.resolved += [path for path in both if path not in result.resolved]
     result.action = "rebased"
     if parted:
@@ -516,4 +517,4 @@ def _put_back(store: GitStore, start: str) -> None:
     if in_progress(store):
         store.git("rebase", "--abort", check=False)
     if store.head() != start:
-        store.git("reset", "-q", "--keep", start, check=False)
+        reset_keep(store, start, check=False)

@@ -20,7 +20,7 @@ from ..core.memory import MAX_FILE_BYTES
 from ..core.problems import Problem, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev
+from ..store.revisions import resolve_rev, same_memory
 
 MEMORIES = "memories"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
@@ -79,8 +79,9 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         if memory_id not in added:
             continue
         local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
-        if local == theirs[memory_id]:
-            continue  # the same memory on both sides (merged or cherry-picked)
+        if local == theirs[memory_id] or (
+                head is not None and same_memory(store, f"{MEMORIES}/{memory_id}.yaml", base, head, against_sha)):
+            continue  # the same memory on both sides (merged, cherry-picked or replayed)
         problems.append(Problem(
             name, 1,
             f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "

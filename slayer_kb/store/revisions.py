@@ -1,6 +1,6 @@
 """A revision the user named (``--rev``, ``review BASE``, ``--against``, ``--onto``): one check,
 and one message when it names no commit, for every command. Kept free of heavy imports, since
-``validate`` (a pre-commit hook) needs it."""
+``validate`` (a pre-commit hook) needs it. And whether two histories added one memory."""
 
 from __future__ import annotations
 
@@ -21,3 +21,23 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     if proc.returncode != 0 or not sha:
         raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see 'git log').")
     return sha
+
+
+def same_memory(store: GitStore, kb_path: str, base: str | None, ours: str, theirs: str) -> bool:
+    """Whether the file ``kb_path`` that commit ``ours`` added since ``base`` (None: in all its
+    history) and the one ``theirs`` added in commits ``ours`` lacks are one memory: both histories
+    first added the very same blob (a commit replayed by a rebase, cherry-picked or squash-merged
+    under another hash), whatever either side changed since."""
+    mine = _first_added(store, [ours] if base is None else [ours, f"^{base}"], kb_path)
+    return mine is not None and mine == _first_added(store, [theirs, f"^{ours}"], kb_path)
+
+
+def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
+    """The blob the oldest commit among ``revs`` that added ``kb_path`` gave it."""
+    proc = store.git("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A",
+                     "--full-history", "--reverse", *revs, "--", store.repo_path(kb_path), check=False)
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        fields = line.split()
+        if line.startswith(":") and len(fields) > 3:
+            return fields[3]
+    return None

@@ -41,6 +41,15 @@ class Repository(Protocol):
 
     def stage(self, kb_paths: list[str]) -> None: ...
 
+def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Move the branch to ``target`` as ``git reset --keep`` does (files HEAD and ``target`` agree
+    on, and local changes to others, kept), after refreshing the index's stat data: in a copied
+    clone (``cp -r``) no entry's stat data matches its file, and ``--keep`` refuses each such
+    entry as "not uptodate" until git has looked again."""
+    store.git("update-index", "-q", "--refresh", check=False)  # exit 1 names changed files: --keep decides
+    return store.git("reset", "-q", "--keep", target, check=check)
+
+
 # A git status names at most this many paths one by one: git matches every file against every
 # pathspec, so a hundred of them cost 0.4 s at 100,000 files (measured). More paths are asked
 # about by their folders, and picked out of the answer here.
