@@ -62,7 +62,8 @@ class CpuTimes:
     def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if report.when == "teardown":  # the last report, which xdist sends on with its properties
-            report.user_properties.append((KEY, list(item.stash.get(_SPENT, (0.0, 0.0)))))
+            total, kernel = item.stash.get(_SPENT, (0.0, 0.0))
+            report.user_properties.append((KEY, [total, kernel]))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
