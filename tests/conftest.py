@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,11 +165,10 @@ def invoke_cli() -> CliRunner:
     return in_process_runner()
 
 
-@pytest.fixture
-def watcher(indexed_example_kb: KnowledgeBase) -> Iterator[Watcher]:
+@contextlib.contextmanager
+def watching(kb: KnowledgeBase) -> Iterator[Watcher]:
     # The index built first so the watcher's initial sync is incremental and quick; the server
     # makes the sentence vectors (where the encoder is on), not a filler this process starts.
-    kb = indexed_example_kb
     kb.index.background_vectors = False
     kb.ensure_fresh()
     kb.close()
@@ -178,3 +178,28 @@ def watcher(indexed_example_kb: KnowledgeBase) -> Iterator[Watcher]:
         yield w
     finally:
         w.stop()
+
+
+@pytest.fixture
+def watcher(indexed_example_kb: KnowledgeBase) -> Iterator[Watcher]:
+    """``slayer-kb watch`` started on a fresh indexed example KB, stopped after the test."""
+    with watching(indexed_example_kb) as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def watcher_read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watcher]:
+    """One ``watcher`` for a module's tests that only ask it (relayed reads, refused requests):
+    a warm server started and warmed is about a second of CPU. The module fails if a test
+    stopped the server, committed or changed the KB's files; a test that writes, or counts what
+    the server served, takes ``watcher``."""
+    folder = tmp_path_factory.mktemp("watcher-read-only")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, folder)
+        kb = KnowledgeBase(make_indexed_example_kb(folder / "kb"))
+        with watching(kb) as w:
+            head = git(kb.root, "rev-parse", "HEAD")
+            yield w
+            # As promised: a test that wrote, or stopped the server, would change the next one's.
+            assert w.proc.poll() is None, f"the shared watcher exited: {w.lines}"
+            assert (git(kb.root, "rev-parse", "HEAD"), git(kb.root, "status", "--porcelain")) == (head, "")

@@ -571,7 +571,9 @@ def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path
 
 def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) -> None:
     # The index (Whoosh, numpy) is made on first use (Context.index): a command that reads the
-    # files answers without it, in a third of the CPU time; the first search imports it.
+    # files answers without it, in a third of the CPU time; the first search imports it. A
+    # command that only reads takes no lock, so imports no filelock (about 15 ms of a start);
+    # the first search builds the index under the lock.
     kb = make_example_kb(tmp_path / "kb")
     probe = (
         "import json, sys\n"
@@ -581,14 +583,14 @@ def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) ->
         "    try:\n"
         f"        cli.main(['--kb', {str(kb)!r}, '--json', *argv], prog_name='slayer-kb')\n"
         "    except SystemExit as exc:\n"
-        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy'})])\n"
+        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy', 'filelock'})])\n"
         "open('out.json', 'w').write(json.dumps(ran))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out.json").read_text()) == [
         ["get", 0, []], ["show", 0, []], ["log", 0, []], ["validate", 0, []], ["sessions", 0, []],
-        ["search", 0, ["numpy", "whoosh"]],
+        ["search", 0, ["filelock", "numpy", "whoosh"]],
     ]
     first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
     assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")

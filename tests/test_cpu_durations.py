@@ -23,11 +23,14 @@ def test_each_tests_cpu_time_is_reported_most_first(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     [header] = [n for n, line in enumerate(lines) if "CPU time:" in line]
-    total = re.fullmatch(r"=+ CPU time: (\d+\.\d) s over 2 tests =+", lines[header])
+    total = re.fullmatch(r"=+ CPU time: (\d+\.\d) s \((\d+\.\d) s sys\) over 2 tests =+", lines[header])
     assert total, lines[header]
-    rows = [re.fullmatch(r" *(\d+\.\d\d)s (\S+)", line) for line in lines[header + 1: header + 3]]
+    rows = [re.fullmatch(r" *(\d+\.\d\d)s +(\d+\.\d\d)s sys (\S+)", line) for line in lines[header + 1: header + 3]]
     assert all(rows), lines[header:]
     seconds = [float(row[1]) for row in rows if row]
-    assert sorted(row[2] for row in rows if row) == sorted(TESTS)
+    kernel = [float(row[2]) for row in rows if row]
+    assert sorted(row[3] for row in rows if row) == sorted(TESTS)
     assert seconds == sorted(seconds, reverse=True) and seconds[0] > 0  # hypothesis's 100 examples take some
     assert abs(sum(seconds) - float(total[1])) <= 0.06  # rounding of two figures
+    assert abs(sum(kernel) - float(total[2])) <= 0.06
+    assert all(part <= whole for part, whole in zip(kernel, seconds, strict=True))  # sys is part of the time

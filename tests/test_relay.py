@@ -81,35 +81,35 @@ def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, blo
     assert json.loads(gone.stdout)["memories"] == []
 
 
-def test_the_kb_is_found_as_the_cli_finds_it(watcher: Watcher, blocked_here: Path) -> None:
-    inside = watcher.root / "models"
-    by_cwd = cli(watcher.root, "search", "fiscal year", blocked=blocked_here, cwd=inside, kb_option=False)
+def test_the_kb_is_found_as_the_cli_finds_it(watcher_read_only: Watcher, blocked_here: Path) -> None:
+    inside = watcher_read_only.root / "models"
+    by_cwd = cli(watcher_read_only.root, "search", "fiscal year", blocked=blocked_here, cwd=inside, kb_option=False)
     assert by_cwd.returncode == 0 and "kb.fiscal-calendar" in by_cwd.stdout
     by_env = subprocess.run([sys.executable, "-m", "slayer_kb", "search", "fiscal year"], capture_output=True,
-                            text=True, env=dict(os.environ, SLAYER_KB=str(watcher.root), PYTHONPATH=str(blocked_here)),
-                            cwd=watcher.root.parent, timeout=60)
+                            text=True, env=dict(os.environ, SLAYER_KB=str(watcher_read_only.root), PYTHONPATH=str(blocked_here)),
+                            cwd=watcher_read_only.root.parent, timeout=60)
     assert by_env.returncode == 0 and "kb.fiscal-calendar" in by_env.stdout
 
 
-def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher: Watcher, blocked_here: Path) -> None:
-    query = watcher.root.parent / "q.json"
+def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher_read_only: Watcher, blocked_here: Path) -> None:
+    query = watcher_read_only.root.parent / "q.json"
     query.write_text('{"source_model": "shop.orders", "measures": ["sum(amount)"]}')
     for args in (["search", "--query", f"@{query}"], ["search", f"--query=@{query}"]):
-        relayed = cli(watcher.root, *args, blocked=blocked_here)
+        relayed = cli(watcher_read_only.root, *args, blocked=blocked_here)
         assert relayed.returncode == 0 and BLOCKED not in relayed.stderr, args
-        assert relayed.stdout == cli(watcher.root, *args).stdout
+        assert relayed.stdout == cli(watcher_read_only.root, *args).stdout
     # relative to the client's folder, as in its own process
-    by_cwd = cli(watcher.root, "search", "--query", "@q.json", blocked=blocked_here, cwd=query.parent)
+    by_cwd = cli(watcher_read_only.root, "search", "--query", "@q.json", blocked=blocked_here, cwd=query.parent)
     assert by_cwd.returncode == 0, by_cwd.stderr
     # a missing file, a pipe: read here (the blocked import shows it ran here)
     for args in (["search", "--query", "@nope.json"], ["search", "--query", "@/dev/stdin"]):
-        proc = cli(watcher.root, *args, blocked=blocked_here)
+        proc = cli(watcher_read_only.root, *args, blocked=blocked_here)
         assert proc.returncode == 1 and BLOCKED in proc.stderr, args
 
 
-def test_stdin_is_sent_to_the_server(watcher: Watcher, blocked_here: Path) -> None:
+def test_stdin_is_sent_to_the_server(watcher_read_only: Watcher, blocked_here: Path) -> None:
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
-    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(watcher.root), "search", "-"],
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(watcher_read_only.root), "search", "-"],
                           input="fiscal year", capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout, proc.stderr
 
@@ -124,8 +124,8 @@ def test_a_second_watcher_keeps_the_index_but_leaves_the_searches(watcher: Watch
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
-def test_another_user_gets_no_answer(watcher: Watcher) -> None:
-    address = relay.address(watcher.root)
+def test_another_user_gets_no_answer(watcher_read_only: Watcher) -> None:
+    address = relay.address(watcher_read_only.root)
     probe = (
         "import os, socket\n"
         "os.setgid(65534); os.setuid(65534)\n"
@@ -200,8 +200,8 @@ def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: Knowledg
         wedged.wait(timeout=60)
 
 
-def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> None:
-    real = os.path.realpath(watcher.root)
+def test_a_request_for_another_kb_or_command_is_refused(watcher_read_only: Watcher) -> None:
+    real = os.path.realpath(watcher_read_only.root)
     for request in (
         {"argv": ["search", "x"], "root": "/elsewhere"},
         {"argv": ["watch"], "root": real},
@@ -212,11 +212,11 @@ def test_a_request_for_another_kb_or_command_is_refused(watcher: Watcher) -> Non
     ):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(10)
-            conn.connect(relay.address(watcher.root))
+            conn.connect(relay.address(watcher_read_only.root))
             assert conn.recv(1) == relay.ACK
             relay.send_frame(conn, relay.dumps(request))
             assert relay.recv_exactly(conn, 1) == relay.REFUSED, request
-    assert (watcher.root / "memories" / "1.yaml").exists()
+    assert (watcher_read_only.root / "memories" / "1.yaml").exists()
 
 
 def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:

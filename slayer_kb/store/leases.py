@@ -46,8 +46,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import filelock
-
 from ..core.errors import StoreError
 from . import claims
 from .repo import GitStore
@@ -292,6 +290,8 @@ class IdLeases:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        import filelock  # imported on first use, as in GitStore.locked
+
         lock = filelock.FileLock(str(self.common_dir / LOCK_FILE), timeout=120)
         try:
             with lock:

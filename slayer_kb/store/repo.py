@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import filelock
-
 from ..core import priority
 from ..core.errors import ConflictError, StoreError, WorkTreeError
 from ..core.results import LogEntry
@@ -167,6 +165,10 @@ class GitStore:
     @contextlib.contextmanager
     def locked(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         """Serialise writers across processes; finish or discard a change a crash interrupted."""
+        # Imported here: a command that only reads takes no lock, and filelock's import is over a
+        # tenth of the interpreter's start (tests/test_cli_contract.py).
+        import filelock
+
         self.ensure_state_dir()
         lock = filelock.FileLock(str(self.state / "lock"), timeout=timeout)
         try:
