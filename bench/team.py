@@ -8,9 +8,9 @@ Shared main: N clones of one bare remote, each driven by its own scripted agent 
 the ``slayer-kb`` CLI with the clone's warm server on. An agent saves (remembering the id of the
 reply and a unique marker in the text), updates and forgets its own memories, upserts a few
 topic keys every agent shares, makes the first save into a new project, and syncs every few
-operations; a conflict sync cannot resolve is resolved the way a person would
-(``team_kit.resolve_by_hand``) and counted. At the end every clone syncs until all converge, and
-the remote's ``main`` is checked marker by marker. Branch per agent: bench/team_branches.py.
+operations; a conflict sync cannot resolve is resolved the way a person would, following the
+steps of sync's message (``team_kit.resolve_by_hand``), and counted. At the end every clone
+syncs until all converge, and the remote's ``main`` is checked marker by marker. Branch per agent: bench/team_branches.py.
 docs/teams.md says what each figure means. Prints a table; writes bench/results/team-*.json.
 """
 
@@ -239,7 +239,7 @@ def team_sync(clone: Path, env: dict[str, str], emit: Emit, attempts: int = 2) -
               "message": message[:400]})
         if kind != "conflict":
             return kind == "ok"
-        done: ByHand = resolve_by_hand(clone, env)
+        done: ByHand = resolve_by_hand(clone, env, message)
         emit({"op": "by_hand", **asdict(done)})
     return False
 
@@ -266,6 +266,8 @@ class SharedResult:
     session_file_conflicts: int = 0
     memory_conflicts: int = 0
     other_conflicts: int = 0
+    rebase_stops: int = 0
+    hand_resolutions_given_up: int = 0
     files_taken_from_main: int = 0
     renumbered_ids: int = 0
     lost: list[str] = field(default_factory=list)
@@ -299,6 +301,8 @@ class SharedResult:
             ("  of which on a session file", self.session_file_conflicts, "0"),
             ("  of which on a memory file", self.memory_conflicts, ""),
             ("  of which naming no file", self.other_conflicts, ""),
+            ("slayer-kb rebase stops a person resolved", self.rebase_stops, ""),
+            ("hand resolutions given up (rebase aborted)", self.hand_resolutions_given_up, "0"),
             ("files a person took from main", self.files_taken_from_main, ""),
             ("ids renumbered by sync or renumber", self.renumbered_ids, ""),
             ("lost memories", len(self.lost), "0"),
@@ -400,6 +404,8 @@ def analyse(result: SharedResult, events: list[dict[str, Any]], remote: dict[str
         elif op == "id_changed":
             changed.add(event["marker"])
         elif op == "by_hand":
+            result.rebase_stops += event["stops"]
+            result.hand_resolutions_given_up += not event["ok"]
             result.files_taken_from_main += len(event["taken_from_main"])
             result.renumbered_ids += len(event["renumbered"])
         elif op == "sync":

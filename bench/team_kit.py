@@ -120,28 +120,37 @@ def stop_servers(clones: list[Path]) -> None:
 
 @dataclass
 class ByHand:
-    """What a person did about a conflict sync could not resolve: which files they took from
-    main (dropping this clone's side) and which ids ``renumber`` moved first."""
+    """What a person did about a conflict sync could not resolve: which ids ``renumber`` moved
+    first, how often ``slayer-kb rebase`` stopped on a conflict, and which files they took from
+    main (dropping this clone's side); ``ok`` is false when they gave up (the rebase aborted)."""
 
     renumbered: dict[str, str] = field(default_factory=dict)
+    stops: int = 0
     taken_from_main: list[str] = field(default_factory=list)
     ok: bool = True
 
 
-def resolve_by_hand(clone: Path, env: dict[str, str], branch: str = "main") -> ByHand:
-    """A person's way out that loses no memory and keeps history linear (as docs/review.md
-    describes for a rebase): give this clone's unpushed colliding ids fresh ones (``renumber
-    --onto --rewrite``), rebase onto the remote branch, and take the remote's side of each file
-    that still conflicts. The next ``sync`` then pushes."""
+def resolve_by_hand(clone: Path, env: dict[str, str], message: str) -> ByHand:
+    """Follow the steps of sync's conflict ``message`` as a person would (docs/teams.md): the
+    fetch, a ``renumber`` when it names one, ``slayer-kb rebase UPSTREAM``; at each stop take the
+    upstream's side of every conflicting file (which loses no memory: the agent's edit or forget
+    of its own memory gives way), ``slayer-kb validate``, ``slayer-kb rebase --continue``. The
+    next ``sync`` then pushes."""
     done = ByHand()
-    upstream = f"origin/{branch}"
-    git(clone, "fetch", "-q", "origin", f"+refs/heads/{branch}:refs/remotes/{upstream}", check=False)
-    moved = cli(clone, "renumber", "--onto", upstream, "--rewrite", env=env)
-    done.renumbered = dict(moved.out.get("renumbered") or {})
-    step = git(clone, "-c", "core.editor=true", "rebase", "-q", upstream, check=False)
-    for _commit in range(MAX_REPLAYED):
-        if step.returncode == 0 or not rebasing(clone):
-            return done
+    reply = None
+    for step in merge_steps(message):
+        words = step.split()
+        if words[:2] == ["git", "fetch"]:
+            git(clone, "fetch", "-q", *words[2:], check=False)
+        elif words[:2] == ["slayer-kb", "renumber"]:
+            done.renumbered = dict(cli(clone, *words[1:], env=env).out.get("renumbered") or {})
+        elif words[:2] == ["slayer-kb", "rebase"]:
+            reply = cli(clone, *words[1:], env=env)
+            break
+    for _stop in range(MAX_REPLAYED):
+        if reply is None or reply.error_type != "conflict" or not rebasing(clone):
+            break
+        done.stops += 1
         unmerged = git(clone, "diff", "--name-only", "--diff-filter=U").stdout.split()
         for path in unmerged:  # in a rebase "ours" is the upstream the commits are replayed on
             if git(clone, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
@@ -150,12 +159,22 @@ def resolve_by_hand(clone: Path, env: dict[str, str], branch: str = "main") -> B
             else:
                 git(clone, "rm", "-q", "--", path)
         done.taken_from_main += unmerged
-        step = git(clone, "-c", "core.editor=true", "rebase", "--continue", check=False)
-        if step.returncode != 0 and rebasing(clone) and not git(clone, "diff", "--name-only", "--diff-filter=U").stdout:
-            step = git(clone, "rebase", "--skip", check=False)  # the commit had nothing left of its own
-    git(clone, "rebase", "--abort", check=False)
+        if cli(clone, "validate", env=env).rc != 0:
+            break
+        reply = cli(clone, "rebase", "--continue", env=env)
+    if reply is not None and reply.rc == 0:
+        return done
+    if rebasing(clone):
+        cli(clone, "rebase", "--abort", env=env)
     done.ok = False
     return done
+
+
+def merge_steps(message: str) -> list[str]:
+    """The commands of a conflict message's "To merge by hand: a; b (why); c." part, in order,
+    without their explanations."""
+    steps = message.partition("To merge by hand: ")[2].removesuffix(".")
+    return [re.sub(r" \(.*\)$", "", step) for step in steps.split("; ") if step]
 
 
 def rebasing(clone: Path) -> bool:

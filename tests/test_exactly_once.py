@@ -49,6 +49,7 @@ CASES = {
     "save --json": ([], ["--json", "save", "saved exactly once", "-e", "shop.orders.amount"]),
     "save --id (replaced)": ([], ["save", "replaced once", "--id", "2", "-e", "shop.orders.amount"]),
     "update": ([], ["update", "2", "--title", "Renamed once", "--json"]),
+    "restore --rev": ([["update", "2", "--title", "Renamed, then restored"]], ["restore", "2", "--rev", "HEAD~1"]),
     "forget": ([["save", "points at 3", "-e", "memory:3"]], ["forget", "3"]),
     "forget --soft --json": ([], ["forget", "4", "--soft", "--json"]),
     "delete-model": ([], ["delete-model", "shop.refunds"]),
@@ -127,10 +128,15 @@ def _killed(watcher: Watcher, killed: str, pid: int) -> None:
 # session file): settling is the same code for all, and each case costs a server's start.
 # The default run kills the write process under a save; the other ways run with -m slow
 # (.ci/run), their output settled by the same code in the server cases above.
-BY_WRITE_PROCESS = ("save", "forget", "delete-model", "observation --json", "session-end")
+BY_WRITE_PROCESS = ("save", "forget", "delete-model", "observation --json", "session-end", "restore --rev")
+# Their server cases print the output the write process recorded, as every other case does: -m slow.
+SLOW_WITH_THE_SERVER = ("restore --rev",)
 
 
-@pytest.mark.parametrize(("case", "killed"), [(case, "server") for case in CASES] + [
+@pytest.mark.parametrize(("case", "killed"), [
+    pytest.param(case, "server", marks=pytest.mark.slow if case in SLOW_WITH_THE_SERVER else ())
+    for case in CASES
+] + [
     pytest.param(case, "write process", marks=() if case == "save" else pytest.mark.slow)
     for case in BY_WRITE_PROCESS
 ])
@@ -253,6 +259,29 @@ def test_a_commit_that_cannot_be_read_back_is_named(example_kb: KnowledgeBase, c
     assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 0
     assert capfd.readouterr() == ("", f"slayer-kb: the server stopped after committing this command as {head[:12]} "
                                       f"(notes: a note); it is not run again: 'git show {head[:12]}' shows what it did.\n")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_restore_of_a_revision_is_printed_as_the_command_prints_it(
+    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """``restore --rev`` commits "memory: restore ID as of REV": read back like the rest, its
+    output is the command's, not a note naming the commit."""
+    example_kb.update("2", title="Renamed, then restored")
+    request = "d" * 32
+    example_kb.store.request = request
+    try:
+        done = example_kb.history.restore("2", "HEAD~1")
+    finally:
+        example_kb.store.request = None
+    argv = ["restore", "2", "--rev", "HEAD~1", *(["--json"] if as_json else [])]
+    assert settle((str(example_kb.root), request), argv) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    if as_json:
+        assert json.loads(out) == done.to_json()
+    else:
+        assert out == f"Restored memory 2 as of {done.rev[:12]}\n"
 
 
 # Kills the write process named in .git/kill-at-prepared as its update-ref prepares; the git it

@@ -23,7 +23,7 @@ import pytest
 
 from bench.team import SHARED_KEYS, SharedResult, analyse, run_shared
 from bench.team_branches import BranchResult, run_branches
-from bench.team_kit import conflict_files, marker, percentile
+from bench.team_kit import conflict_files, marker, merge_steps, percentile
 
 AGENTS = 4
 OPS = 10
@@ -152,7 +152,9 @@ def test_analyse_counts_lost_duplicated_changed_and_shared_keys() -> None:
         {"op": "sync", "kind": "ok", "seconds": 1.0, "renumbered": {"2": "3"}, "files": []},
         {"op": "sync", "kind": "conflict", "seconds": 3.0, "renumbered": {},
          "files": ["sessions/manual-save-newproj-1.yaml"]},
-        {"op": "by_hand", "renumbered": {}, "taken_from_main": ["sessions/manual-save-newproj-1.yaml"], "ok": True},
+        {"op": "by_hand", "renumbered": {}, "stops": 2, "taken_from_main": ["sessions/manual-save-newproj-1.yaml"],
+         "ok": True},
+        {"op": "by_hand", "renumbered": {"9": "10"}, "stops": 1, "taken_from_main": [], "ok": False},
         {"op": "sync", "kind": "refused", "seconds": 2.0, "renumbered": {}, "files": []},
     ]
     remote = {
@@ -169,7 +171,8 @@ def test_analyse_counts_lost_duplicated_changed_and_shared_keys() -> None:
     assert result.topic_revisions_missing == 1
     assert (result.syncs, result.sync_failures, result.syncs_refused) == (3, 2, 1)
     assert (result.conflicts_needing_a_person, result.session_file_conflicts, result.memory_conflicts) == (1, 1, 0)
-    assert (result.renumbered_ids, result.files_taken_from_main) == (1, 1)
+    assert (result.renumbered_ids, result.files_taken_from_main) == (2, 1)
+    assert (result.rebase_stops, result.hand_resolutions_given_up) == (3, 1)
     assert (result.sync_p50, result.sync_p95, result.sync_max) == (2.0, 3.0, 3.0)
 
 
@@ -178,5 +181,15 @@ def test_conflict_files_and_percentiles() -> None:
                "sessions/manual-save-x.yaml); the repository is back as it was.")
     assert conflict_files(message) == ["kb/memories/27.yaml", "sessions/manual-save-x.yaml"]
     assert conflict_files("The push to origin was refused 3 times") == []
+    # The agent runs the steps of sync's message (ops/sync.py), as docs/teams.md shows one.
+    message = ("Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
+               "To merge by hand: git fetch origin; slayer-kb renumber --onto origin/main --rewrite; slayer-kb rebase "
+               "origin/main (it stops on the conflict); git rm memories/1.yaml to keep it forgotten (or git add "
+               "memories/1.yaml to keep origin/main's edit); slayer-kb validate; slayer-kb rebase --continue (a later "
+               "commit that stops says so again); slayer-kb sync.")
+    assert merge_steps(message) == [
+        "git fetch origin", "slayer-kb renumber --onto origin/main --rewrite", "slayer-kb rebase origin/main",
+        "git rm memories/1.yaml to keep it forgotten", "slayer-kb validate", "slayer-kb rebase --continue",
+        "slayer-kb sync"]
     assert percentile([], 50) is None
     assert [percentile([5.0, 1.0, 3.0, 2.0, 4.0], q) for q in (50, 95, 100)] == [3.0, 5.0, 5.0]

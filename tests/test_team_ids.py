@@ -452,3 +452,20 @@ def test_a_memory_squash_merged_and_edited_on_main_is_no_collision(team, invoke_
     checked = invoke_cli("--kb", a, "validate", "--against", "main")
     assert (checked.returncode, checked.stdout.splitlines()[-1][-13:]) == (0, " no problems."), checked.stdout
     assert plan(KnowledgeBase(a), "main")[1] == {}
+
+
+def test_an_offline_block_used_up_before_a_sync_is_still_registered(team) -> None:
+    """A used-up offline block draws no more ids, but its ids are in memories: the remote must
+    hold its ref, or another clone could choose that block offline and collide."""
+    bare, (a, _b) = team
+    git(a, "remote", "set-url", "origin", str(bare.parent / "unreachable.git"))
+    # One take of BLOCK + 1 ids uses up one offline block and draws the first id of a second.
+    ids = [int(i) for i in IdLeases(GitStore(a)).take(BLOCK + 1, 0, lambda n: False) or []]
+    used_up, current = (ids[0] - 1) // BLOCK, (ids[-1] - 1) // BLOCK
+    assert ids[:BLOCK] == list(range(ids[0], ids[0] + BLOCK)) and used_up != current
+    git(a, "remote", "set-url", "origin", str(bare))
+    sync(KnowledgeBase(a))
+    assert leased_blocks(bare) == sorted([f"{NAMESPACE}{used_up}", f"{NAMESPACE}{current}"], key=lambda r: int(r.rsplit("/", 1)[1]))
+    held = json.loads((a / ".git" / "slayer-kb-ids.json").read_text())
+    # No ids are drawn from the used-up block again.
+    assert (held["unregistered"], [k for k, _n in held["blocks"]]) == ([], [current])

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..core.results import CascadeResult, ChangeResult, ForgetResult, SaveResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, RestoreResult, SaveResult
 from . import cli
 from .catalog import deleted_text, pruned_text
 from .common import Settings, emit
-from .memories import forgot_text, save_text, updated_text
+from .memories import forgot_text, restored_text, save_text, updated_text
 from .sessions import ended_text, started_text
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[st
     elif isinstance(result, ChangeResult):
         emit(settings, data, lambda: updated_text(landed.subject, data) if landed.kind == "update"
              else f"Restored memory {landed.subject}")
+    elif isinstance(result, RestoreResult):
+        emit(settings, data, lambda: restored_text(result))
     elif isinstance(result, ForgetResult):
         emit(settings, data, lambda: forgot_text(result))
     elif isinstance(result, CascadeResult):

@@ -10,7 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
-from ..core.results import ForgetResult
+from ..core.results import ForgetResult, RestoreResult
 from ..core.text import warning_lines
 from .common import (
     ENTITY_HELP,
@@ -258,6 +258,10 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     emit(settings, result.to_json(), lambda: forgot_text(result))
 
 
+def restored_text(result: RestoreResult) -> str:
+    return f"Restored memory {result.memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings)
+
+
 def forgot_text(result: ForgetResult) -> str:
     text = f"Forgot memory {result.deleted_id}" + (" (soft; restore with 'slayer-kb restore')" if result.soft else "")
     if result.stripped_from:
@@ -280,11 +284,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     """
     if rev is not None:
         result = settings.kb().history.restore(memory_id, rev)
-        emit(
-            settings,
-            result.to_json(),
-            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings),
-        )
+        emit(settings, result.to_json(), lambda: restored_text(result))
         return
     restored = settings.kb().restore(memory_id)
     emit(settings, restored.to_json(), f"Restored memory {memory_id}")

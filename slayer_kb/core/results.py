@@ -428,11 +428,11 @@ class Report:
 @dataclass
 class Landed:
     """The result of the operation a commit made: ``kind`` names the operation (``save``,
-    ``update``, ``restore``, ``forget``, ``delete``, ``prune``, ``session-start``,
+    ``update``, ``restore``, ``restore-rev``, ``forget``, ``delete``, ``prune``, ``session-start``,
     ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
 
     kind: str
-    result: SaveResult | ChangeResult | ForgetResult | CascadeResult | SessionResult
+    result: SaveResult | ChangeResult | RestoreResult | ForgetResult | CascadeResult | SessionResult
     subject: str = ""  # the id or entity the command was given
 
 

@@ -3,8 +3,8 @@
 A client whose server died after the commit of its command and before the answer
 (daemon/settle.py) prints this instead of running the command a second time. The commit's own
 message names the operation and its id (``memory: save 28``, ``memory: forget 12 (soft)``,
-``session: start ses-1``...); the files it added, changed and deleted (store/requests.py) say
-the rest. Warnings the command printed are not in the commit, so they are not repeated.
+``memory: restore 5 as of 0123456789ab``, ``session: start ses-1``...); the files it added,
+changed and deleted (store/requests.py) say the rest. Warnings the command printed are not in the commit, so they are not repeated.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from ..core import engram
 from ..core.ids import id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
-from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, SaveResult, SessionResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, RestoreResult, SaveResult, SessionResult
 from ..core.session import Session, session_path
 from ..core.session import loads as load_session
 from ..store.requests import Landing
+from ..store.revisions import resolve_rev
 from . import sessions
 from .history import text_at
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 # The first line of each commit message an operation writes (the ops modules' ``tx.commit``).
 _SAVE = re.compile(r"memory: (?P<verb>save|revise) (?P<id>\S+)(?P<observation> \(.*\))?")
 _UPDATE = re.compile(r"memory: (?P<verb>update|restore) (?P<id>\S+)(?: \(.*\))?")
+# ``restore --rev``: the revision abbreviated (ops/history.py).
+_RESTORE_REV = re.compile(r"memory: restore (?P<id>\S+) as of (?P<rev>[0-9a-f]+)")
 _FORGET = re.compile(r"memory: forget (?P<id>\S+)(?P<soft> \(soft\))?")
 _DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
 _PRUNE = re.compile(r"catalog: prune \d+ dangling references")
@@ -56,6 +59,11 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
     if match := _UPDATE.fullmatch(first):
         action = "updated" if match["verb"] == "update" else "restored"
         return Landed(match["verb"], ChangeResult(kb.get(match["id"]).to_dict(), action), match["id"])
+    if match := _RESTORE_REV.fullmatch(first):
+        memory_id = match["id"]
+        restored = _memory_at(kb, commit, memory_id).to_dict()
+        return Landed("restore-rev", RestoreResult(memory_id, resolve_rev(kb.store, match["rev"]), [], commit, restored),
+                      memory_id)
     if match := _FORGET.fullmatch(first):
         memory_id = match["id"]
         stripped = [] if match["soft"] else [mid for mid in _changed_memories(landing) if mid != memory_id]

@@ -212,15 +212,15 @@ class IdLeases:
             self._save(held)
 
     def _next_in_hand(self, held: Leases) -> int | None:
-        """The next id of the first block with ids left (used up blocks are dropped)."""
+        """The next id of the first block with ids left (used up blocks are dropped; an offline
+        one stays in ``unregistered``: its ids are in memories, so the remote must learn it is
+        taken)."""
         while held.blocks:
             k, n = held.blocks[0]
             if n < first_of(k) + BLOCK:
                 held.blocks[0][1] = n + 1
                 return n
             held.blocks.pop(0)
-            if k in held.unregistered:
-                held.unregistered.remove(k)
         return None
 
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
@@ -324,9 +324,9 @@ class IdLeases:
         if held.remote_url == remote.url:
             return held
         # Blocks leased on another remote mean nothing on this one; offline blocks, which no
-        # remote has yet, keep their ids and are registered on this one.
+        # remote has yet, keep their ids (used-up ones too) and are registered on this one.
         offline = [b for b in held.blocks if b[0] in held.unregistered]
-        return Leases(home, remote.url, offline, [b[0] for b in offline])
+        return Leases(home, remote.url, offline, held.unregistered)
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
