@@ -380,3 +380,30 @@ def test_a_git_hook_that_hangs_is_stopped_and_named(indexed_example_kb: Knowledg
     hook.unlink()
     saved = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
     assert saved.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
+
+
+@pytest.mark.parametrize("args", [("--json", "--version"), ("--version", "--json"), ("--version", "list", "--json")])
+def test_version_under_json_is_a_json_document(invoke_cli: CliRunner, args: tuple[str, ...]) -> None:
+    from importlib.metadata import version
+
+    proc = invoke_cli(*args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f'{{\n  "version": "{version("slayer-kb")}"\n}}\n', "")
+    assert invoke_cli("--version").stdout == f"slayer-kb, version {version('slayer-kb')}\n"
+
+
+def test_a_folder_that_cannot_be_made_is_named_with_its_cause_and_fix(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    in_the_way = ("is a file, not a folder; move that file aside or give another path.")
+    cases = [
+        (("init", "/proc/x"), "Cannot create the knowledge base's folder /proc/x: /proc refuses new folders (No such "
+                               "file or directory); give a path in a folder you can write to."),
+        (("init", tmp_path / "afile" / "kb"), f"Cannot create the knowledge base's folder {tmp_path}/afile/kb: "
+                                               f"{tmp_path}/afile {in_the_way}"),
+        (("--kb", indexed_example_kb.root, "export-slayer", tmp_path / "afile" / "out"),
+         f"Cannot create the export's folder {tmp_path}/afile/out/memories: {tmp_path}/afile {in_the_way}"),
+    ]
+    for args, message in cases:
+        proc = invoke_cli("--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")

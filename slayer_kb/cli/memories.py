@@ -280,11 +280,11 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     """
     if rev is not None:
         result = settings.kb().history.restore(memory_id, rev)
-        emit(
-            settings,
-            result.to_json(),
-            lambda: f"Restored memory {memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings),
-        )
+        if result.action == "unchanged":
+            head = f"Memory {memory_id} is already as it was at {rev} ({result.rev[:12]}); nothing to commit."
+        else:
+            head = f"Restored memory {memory_id} as of {result.rev[:12]}"
+        emit(settings, result.to_json(), lambda: head + warning_lines(result.warnings))
         return
     restored = settings.kb().restore(memory_id)
     emit(settings, restored.to_json(), f"Restored memory {memory_id}")

@@ -245,15 +245,14 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
                 f"{change.path} had changes that were never committed; they are discarded and "
                 f"the file holds the version at {rev}."
             )
-        if commit is None:
-            if before != change.data:
-                # HEAD already has this version, the work tree does not (a file broken or edited
-                # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
-                tx.put_back(change.path, change.data)
-            else:
-                warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
+        unchanged = commit is None and before == change.data
+        if commit is None and not unchanged:
+            # HEAD already has this version, the work tree does not (a file broken or edited
+            # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
+            tx.put_back(change.path, change.data)
         restored = loads(text, memory_id, change.path).to_dict()
-        return RestoreResult(memory_id, shown.rev, warnings, commit, restored)
+        return RestoreResult(memory_id, shown.rev, warnings, commit, restored,
+                             "unchanged" if unchanged else "restored")
 
 
 def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
