@@ -407,3 +407,20 @@ def test_a_folder_that_cannot_be_made_is_named_with_its_cause_and_fix(
         proc = invoke_cli("--json", *args)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+
+
+def test_a_project_too_long_for_its_default_session_is_named_not_the_session(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    project = "p" * 195
+    message = ("project is too long to name its default session 'manual-save-PROJECT' (195 characters): a project may "
+               "have at most 188 characters for it (fewer when they are not ASCII letters and digits, as the session's "
+               "file name holds at most 255 bytes). Use a shorter project (--project), or name the session "
+               "(--session; session_id over MCP).")
+    for args in (("save", "a note", "--title", "t", "--project", project), ("save-prompt", "hi", "--project", project)):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    invoke_cli("--kb", root, "save", "a note", "--title", "t", "--project", project, "--session", "s1", check=True)
