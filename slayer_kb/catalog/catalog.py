@@ -342,12 +342,17 @@ def _leads_out(root: Path, path: Path, problems: list[CatalogProblem]) -> bool:
     return bool(target)
 
 
+def oversized(size: int) -> str:
+    """The problem of a catalog file over MAX_CATALOG_BYTES, in the work tree or at a revision."""
+    return (f"is {size} bytes; a catalog file may hold at most {MAX_CATALOG_BYTES} bytes (16 MiB), so it is not "
+            "read: keep one model per file, with shorter descriptions")
+
+
 def _read_text(path: Path) -> str:
     try:
         return read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES).decode("utf-8")
     except TooLarge as exc:
-        raise _Broken(f"is {exc.size} bytes; a catalog file may hold at most {MAX_CATALOG_BYTES} bytes "
-                      "(16 MiB), so it is not read: keep one model per file, with shorter descriptions") from None
+        raise _Broken(oversized(exc.size)) from None
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
