@@ -149,8 +149,8 @@ def _message(spec: ToolSpec, given: dict[str, Any], error: ValidationError) -> s
         # 0, 1.5 and 1e308 alike: the one message says which numbers are taken.
         most = schema.get("maximum", MAX_INTEGER)
         numbers = f"from {schema['minimum']} to {most}" if "minimum" in schema else f"up to {most}"
-        wanted = [_ARTICLE[t] for t in _types(schema) if t != "integer"] + [f"a whole number {numbers}"]
-        return f"{spec.name}: '{name}' must be {' or '.join(wanted)}, not {value}."
+        kinds = [_ARTICLE[t] for t in _types(schema) if t != "integer"] + [f"a whole number {numbers}"]
+        return f"{spec.name}: '{name}' must be {' or '.join(kinds)}, not {value}."
     if error.validator == "type":
         wanted = " or ".join(_ARTICLE[t] for t in _types(schema))
         return f"{spec.name}: '{name}' must be {wanted}, not {_json_type_name(value)}."
