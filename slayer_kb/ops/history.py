@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, CatalogProblem, load_catalog, oversized
+from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
@@ -127,7 +127,7 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
             problems.append(CatalogProblem(Path(path), None, "has a '.' or '..' entry in its path (a crafted tree): "
                                            "git never checks it out and slayer-kb never reads it; remove it"))
         elif size > MAX_CATALOG_BYTES:  # as the work tree's catalog: refused by its size, unread
-            problems.append(CatalogProblem(Path(path), None, oversized(size)))
+            problems.append(CatalogProblem(Path(path), None, OVERSIZED.format(size=size)))
         else:
             paths.append(path)
     with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
