@@ -73,10 +73,7 @@ class Context:
         self.root = Path(path).resolve()
         if not self.root.is_dir():
             raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
-        # A clone can carry memories/ as a link to ~/.ssh: every command would read through it.
-        for folder in (MEMORIES_DIR, SESSIONS_DIR):
-            if (why := folder_out(self.root, folder)) is not None:
-                raise StoreError(why)
+        self.check_folders()
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window
         self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold
@@ -95,6 +92,15 @@ class Context:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
+
+    def check_folders(self) -> None:
+        """Refuse the KB while its memories/ or sessions/ is a link out of it: a clone can carry
+        memories/ as a link to ~/.ssh, and every command would read through it. Checked when the
+        KB is opened and again wherever it is re-read (ensure_fresh, refresh, transaction, get),
+        since a pull can make one a link while a server holds the KB open: an lstat a folder."""
+        for folder in (MEMORIES_DIR, SESSIONS_DIR):
+            if (why := folder_out(self.root, folder)) is not None:
+                raise StoreError(why)
 
     @property
     def index(self) -> Index:
@@ -177,6 +183,7 @@ class Context:
         """Bring the index up to date with the files if anything changed them. ``trust_monitor``
         False checks the files even when this process's file monitor saw no change (a watcher's
         periodic check, for changes a network file system reports no event for)."""
+        self.check_folders()
         if self.store.view.catalog() is not None or (trust_monitor and self._monitor_says_fresh()):
             # A warm process whose file monitor saw nothing relevant (for a read beside a write,
             # nothing but that write's files): no per-file scan, and its catalog is current.
@@ -201,6 +208,7 @@ class Context:
 
     def refresh(self, memory_ids: list[str]) -> SyncReport:
         """Re-index just these memory files, found changed by a file watcher: no full scan."""
+        self.check_folders()
         with self.store.locked():
             report = self.index.update(memory_ids)
         self.problems = report.problems
@@ -268,6 +276,7 @@ class Context:
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
+        self.check_folders()
         self.check_not_moved(memory_id)
         try:
             memory = self.read(memory_id)
@@ -437,6 +446,7 @@ class Context:
         cherry-pick, revert or bisect is not concluded (store/gitstate.py); with ``sync``, the
         index is first brought up to date with the files, for an operation that looks memories up."""
         self._catalog_checked = False
+        self.check_folders()
         with self.store.locked():
             self.store.refuse_during_git_operation()
             if sync and not self._monitor_says_fresh():

@@ -25,7 +25,7 @@ from .catalog.refs import clean_query, flatten_refs, query_entities, split_refer
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
 from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
-from .core.inputs import check_description, check_unicode
+from .core.inputs import check_description, check_unicode, make_given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
@@ -61,7 +61,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         root = Path(path).resolve()
-        root.mkdir(parents=True, exist_ok=True)
+        make_given_folder(root, "the knowledge base's folder")
         if find_toplevel(root) is None:
             init_repository(root)
         kb = cls(root, author=author)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import WAIT_SECONDS, CliRunner, git, json_of
+from testing import WAIT_SECONDS, CliRunner, commit_all, git, json_of
 
 
 @pytest.mark.parametrize("args", [
@@ -241,11 +241,36 @@ def test_a_crafted_tree_never_writes_outside_the_temporary_catalog(indexed_examp
     top = git(root, "ls-tree", "HEAD").replace("\tmodels\n", "\tmodels-old\n") + f"040000 tree {tree}\tmodels\n"
     evil = git(root, "commit-tree", mktree(top), "-p", "HEAD", "-m", "a pull request").strip()
     assert "models/../../PWNED.yaml" in git(root, "ls-tree", "-r", "--name-only", evil)
-    reviewed = invoke_cli("--kb", root, "review", "HEAD", evil)
+    reviewed = invoke_cli("--kb", root, "--json", "review", "HEAD", evil)
     checked = invoke_cli("--kb", root, "validate", "--against", evil)
     # Reviewing it used to write temp/PWNED.yaml: with more '..', ~/.bashrc.
     assert sorted(p.name for p in temp.rglob("*")) == []
     assert (reviewed.returncode, checked.returncode) == (0, 0)
+    # It is no catalog file (it used to be listed as one, added): the review names it as a problem.
+    assert "models/../../PWNED.yaml" not in {f["path"] for f in json_of(reviewed)["catalog_files"]}
+    assert json_of(reviewed)["problems"] == [
+        "models/../../PWNED.yaml: has a '.' or '..' entry in its path (a crafted tree): git never checks it out "
+        "and slayer-kb never reads it; remove it"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts the bytes this process read in /proc")
+def test_review_names_catalog_problems_by_path_and_skips_a_huge_file_unread(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    size = 17 * 1024 * 1024
+    with open(root / "models" / "wh" / "huge.yaml", "w", encoding="utf-8") as handle:
+        handle.write("name: huge\ncolumns:\n- {name: a}\n")
+        handle.truncate(size)
+    (root / "models" / "shop" / "deep.yaml").write_text("name: deep\ncolumns: [\n", encoding="utf-8")
+    commit_all(root, "a pull request")
+    before = _bytes_read()
+    proc = invoke_cli("--kb", root, "--json", "review", base, check=True)
+    assert _bytes_read() - before < size // 2
+    problems = json_of(proc)["problems"]
+    assert problems[0] == (f"models/wh/huge.yaml: is {size} bytes; a catalog file may hold at most 16777216 bytes "
+                           "(16 MiB), so it is not read: keep one model per file, with shorter descriptions")
+    assert [p.split(": ", 1)[0] for p in problems[1:]] == ["models/shop/deep.yaml:3"]
 
 
 def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
@@ -380,3 +405,47 @@ def test_a_git_hook_that_hangs_is_stopped_and_named(indexed_example_kb: Knowledg
     hook.unlink()
     saved = invoke_cli("--kb", root, "save", "a note", "-e", "shop.orders.amount", check=True)
     assert saved.stdout == "Saved memory 27 (created)\n  entities: shop.orders.amount\n"
+
+
+@pytest.mark.parametrize("args", [("--json", "--version"), ("--version", "--json"), ("--version", "list", "--json")])
+def test_version_under_json_is_a_json_document(invoke_cli: CliRunner, args: tuple[str, ...]) -> None:
+    from importlib.metadata import version
+
+    proc = invoke_cli(*args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f'{{\n  "version": "{version("slayer-kb")}"\n}}\n', "")
+    assert invoke_cli("--version").stdout == f"slayer-kb, version {version('slayer-kb')}\n"
+
+
+def test_a_folder_that_cannot_be_made_is_named_with_its_cause_and_fix(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    in_the_way = ("is a file, not a folder; move that file aside or give another path.")
+    cases = [
+        (("init", "/proc/x"), "Cannot create the knowledge base's folder /proc/x: /proc refuses new folders (No such "
+                               "file or directory); give a path in a folder you can write to."),
+        (("init", tmp_path / "afile" / "kb"), f"Cannot create the knowledge base's folder {tmp_path}/afile/kb: "
+                                               f"{tmp_path}/afile {in_the_way}"),
+        (("--kb", indexed_example_kb.root, "export-slayer", tmp_path / "afile" / "out"),
+         f"Cannot create the export's folder {tmp_path}/afile/out/memories: {tmp_path}/afile {in_the_way}"),
+    ]
+    for args, message in cases:
+        proc = invoke_cli("--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+
+
+def test_a_project_too_long_for_its_default_session_is_named_not_the_session(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    project = "p" * 195
+    message = ("project is too long to name its default session 'manual-save-PROJECT' (195 characters): a project may "
+               "have at most 188 characters for it (fewer when they are not ASCII letters and digits, as the session's "
+               "file name holds at most 255 bytes). Use a shorter project (--project), or name the session "
+               "(--session; session_id over MCP).")
+    for args in (("save", "a note", "--title", "t", "--project", project), ("save-prompt", "hi", "--project", project)):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    invoke_cli("--kb", root, "save", "a note", "--title", "t", "--project", project, "--session", "s1", check=True)

@@ -527,7 +527,7 @@ def _pairs(log: str) -> list[list[str]]:
      "session_id is 201 characters long; the limit is 200. Use a shorter session id."),
     ("mem_capture_passive", {"content": "  "},
      "content is required — include text with a '## Key Learnings:' section"),
-    ("mem_context", {"limit": 0}, "mem_context: 'limit' must be at least 1, not 0."),
+    ("mem_context", {"limit": 0}, "mem_context: 'limit' must be a whole number from 1 to 9007199254740991, not 0."),
     ("mem_session_end", {"id": "ses-x", "summary": 3}, "mem_session_end: 'summary' must be a string, not an integer."),
 ])
 def test_every_error_names_its_item(indexed_example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
@@ -585,6 +585,14 @@ def test_an_integral_float_is_an_integer_and_a_null_is_not_given() -> None:
     assert check_arguments(spec, {"query": "x", "limit": 3.0, "project": None}) == {
         "query": "x", "limit": 3, "match_mode": "all",
     }
-    assert call_tool(None, "mem_search", {"query": "x", "limit": 2.5}).text == (  # type: ignore[arg-type]
-        "mem_search: 'limit' must be an integer, not a number."
-    )
+    # A fraction and a number too large for any JSON reader to hold exactly are refused alike,
+    # naming the range the schema declares.
+    for limit in (2.5, 1e308):
+        assert call_tool(None, "mem_search", {"query": "x", "limit": limit}).text == (  # type: ignore[arg-type]
+            f"mem_search: 'limit' must be a whole number from 1 to 9007199254740991, not {limit}."
+        )
+    assert spec.input_schema()["properties"]["limit"]["maximum"] == 2**53 - 1
+    for id in (7.5, 1e308):
+        assert call_tool(None, "mem_delete", {"id": id}).text == (  # type: ignore[arg-type]
+            f"mem_delete: 'id' must be a string or a whole number up to 9007199254740991, not {id}."
+        )

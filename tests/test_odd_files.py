@@ -119,6 +119,34 @@ def test_a_memories_or_sessions_folder_linked_out_of_the_kb_is_refused(catalog_k
     assert sorted(p.name for p in outside.iterdir()) == ["7.yaml"]
 
 
+def test_a_memories_folder_linked_out_after_the_kb_was_opened_is_refused(catalog_kb: KnowledgeBase,
+                                                                       tmp_path: Path) -> None:
+    """As the MCP and warm servers hold the KB: opened (and kept warm) before a pull makes
+    memories/ a link out of the KB. Every later read or write refuses it, without a restart."""
+    from slayer_kb.mcp.tools import call_tool
+
+    kb, root = catalog_kb, catalog_kb.root
+    saved = kb.save_memory("Amount is in EUR.", ["orders.amount"]).memory_id
+    kb.keep_warm()
+    assert [h["id"] for h in kb.search("EUR").memories] == [saved]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f"{saved}.yaml").write_text("learning: SECRET-TEXT\n" + CREATED)
+    (root / "memories").rename(root / "memories-old")
+    (root / "memories").symlink_to(outside, target_is_directory=True)
+    error = (f"memories/ is a symlink to {outside}, outside the knowledge base, and slayer-kb never reads or "
+             "writes outside it. Replace the link with a real folder holding the files ('git rm memories', "
+             "then 'mkdir memories' and copy them in), then retry.")
+    for call in (lambda: kb.search("SECRET"), lambda: kb.get(saved), lambda: kb.newest(),
+                 lambda: kb.save_memory("x", ["orders.amount"])):
+        with pytest.raises(StoreError) as info:
+            call()
+        assert str(info.value) == error
+    reply = call_tool(kb, "mem_search", {"query": "SECRET"})
+    assert (reply.is_error, reply.text) == (True, error)
+    assert sorted(p.name for p in outside.iterdir()) == [f"{saved}.yaml"]
+
+
 def test_a_symlinked_priority_file_is_not_rewritten(catalog_kb: KnowledgeBase) -> None:
     root = catalog_kb.root
     (root / "shared").mkdir()

@@ -42,10 +42,10 @@ def test_restore_rev_head_repairs_a_file_broken_by_hand(catalog_kb: KnowledgeBas
     assert json_of(proc)["learning"] == "Amount is in EUR."
     # Once repaired, a second restore has nothing to do, and says so.
     proc = invoke_cli("--kb", kb.root, "restore", mid, "--rev", "HEAD", check=True)
-    assert proc.stdout == (
-        f"Restored memory {mid} as of {before[:12]}\n"
-        f"warning: Memory '{mid}' is already as it was at HEAD; nothing to commit.\n"
-    )
+    assert proc.stdout == f"Memory {mid} is already as it was at HEAD ({before[:12]}); nothing to commit.\n"
+    proc = invoke_cli("--kb", kb.root, "--json", "restore", mid, "--rev", "HEAD", check=True)
+    assert (json_of(proc)["action"], json_of(proc)["commit"], json_of(proc)["warnings"]) == ("unchanged", None, [])
+    assert head(kb.root) == before
 
 
 def test_restore_rev_repairs_a_broken_file_that_was_committed(catalog_kb: KnowledgeBase, invoke_cli) -> None:

@@ -37,8 +37,11 @@ from .querychecks import kind_of
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
-# Every command reads the catalog: a clone's 1 GB model file made each one take minutes.
+# Every command reads the catalog: a clone's 1 GB model file made each one take minutes. The
+# problem of a larger file, in the work tree or at a revision (OVERSIZED.format(size=...)):
 MAX_CATALOG_BYTES = 16 * 1024 * 1024
+OVERSIZED = ("is {size} bytes; a catalog file may hold at most 16777216 bytes (16 MiB), so it is not read: keep one "
+             "model per file, with shorter descriptions")
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,11 +103,7 @@ class CatalogProblem:
     message: str
 
     def __str__(self) -> str:
-        return (
-            f"{self.path}:{self.line}: {self.message}"
-            if self.line
-            else f"{self.path}: {self.message}"
-        )
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
 
     def shown(self, root: Path) -> str:
         """The problem with its path relative to the KB's ``root``, as memory files' are shown."""
@@ -346,8 +345,7 @@ def _read_text(path: Path) -> str:
     try:
         return read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES).decode("utf-8")
     except TooLarge as exc:
-        raise _Broken(f"is {exc.size} bytes; a catalog file may hold at most {MAX_CATALOG_BYTES} bytes "
-                      "(16 MiB), so it is not read: keep one model per file, with shorter descriptions") from None
+        raise _Broken(OVERSIZED.format(size=exc.size)) from None
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

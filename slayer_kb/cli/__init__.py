@@ -15,7 +15,7 @@ import importlib
 
 import click
 
-from .common import CONTEXT_SETTINGS, KBGroup, Preset, Settings
+from .common import CONTEXT_SETTINGS, KBGroup, Preset, Settings, version_option
 
 # command name -> (module of this package, function)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -98,7 +98,7 @@ class LazyGroup(KBGroup):
     metavar="'NAME <EMAIL>'",
     help="Commit author (default: $SLAYER_KB_AUTHOR, else git's config).",
 )
-@click.version_option(package_name="slayer-kb")
+@version_option
 @click.pass_context
 def cli(ctx: click.Context, kb_path: str | None, json_out: bool, author: str | None) -> None:
     """slayer-kb: agent memories as YAML files in git, searchable, reviewable, shareable.

@@ -200,9 +200,29 @@ def _with_dash_hint(error: click.UsageError) -> click.UsageError:
 
 
 class KBContext(click.Context):
-    """The root context, which knows whether the command line asks for ``--json`` (_asks_json)."""
+    """The root context, which knows whether the command line asks for ``--json`` (_asks_json)
+    from before its options are read: the eager ``--version`` runs before ``--json`` is."""
 
-    json_asked = False
+    def __init__(self, *args: Any, json_asked: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.json_asked = json_asked
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    number = version("slayer-kb")
+    asked = isinstance(ctx, KBContext) and ctx.json_asked
+    click.echo(json.dumps({"version": number}, indent=2) if asked else f"slayer-kb, version {number}")
+    ctx.exit()
+
+
+version_option = click.option(
+    "--version", is_flag=True, is_eager=True, expose_value=False, callback=_print_version,
+    help="Show the version and exit.",
+)
 
 
 class KBGroup(click.Group):
@@ -212,14 +232,11 @@ class KBGroup(click.Group):
                      **extra: Any) -> click.Context:
         asked = _asks_json(self, args)
         try:
-            ctx = super().make_context(info_name, args, parent=parent, **extra)
+            return super().make_context(info_name, args, parent=parent, json_asked=asked, **extra)
         except click.UsageError as exc:  # among the options before the command name
             if asked:
                 _print_usage_json(exc)
             raise
-        if isinstance(ctx, KBContext):
-            ctx.json_asked = asked
-        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

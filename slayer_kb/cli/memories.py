@@ -258,7 +258,11 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     emit(settings, result.to_json(), lambda: forgot_text(result))
 
 
-def restored_text(result: RestoreResult) -> str:
+def restored_text(result: RestoreResult, typed: str | None = None) -> str:
+    """``restore --rev``'s reply; ``typed``: the revision as the user gave it, when known."""
+    if result.action == "unchanged":
+        at = f"{typed} ({result.rev[:12]})" if typed else result.rev[:12]
+        return f"Memory {result.memory_id} is already as it was at {at}; nothing to commit." + warning_lines(result.warnings)
     return f"Restored memory {result.memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings)
 
 
@@ -284,7 +288,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     """
     if rev is not None:
         result = settings.kb().history.restore(memory_id, rev)
-        emit(settings, result.to_json(), lambda: restored_text(result))
+        emit(settings, result.to_json(), lambda: restored_text(result, rev))
         return
     restored = settings.kb().restore(memory_id)
     emit(settings, restored.to_json(), f"Restored memory {memory_id}")

@@ -222,9 +222,24 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
 
 
 def default_session_id(project: str | None) -> str:
-    """`manual-save-{project}` (project normalised), or `manual-save` without a project."""
+    """`manual-save-{project}` (project normalised), or `manual-save` without a project. A
+    project too long for it is refused here, by its own name: the user gave no session id."""
+    from .session import MAX_SESSION_ID, check_session_id
+
     normalised = normalize_project(project)
-    return f"manual-save-{normalised}" if normalised else "manual-save"
+    if not normalised:
+        return "manual-save"
+    session_id = f"manual-save-{normalised}"
+    try:
+        return check_session_id(session_id, "session")
+    except InvalidInputError:
+        most = MAX_SESSION_ID - len("manual-save-")
+        raise InvalidInputError(
+            f"project is too long to name its default session 'manual-save-PROJECT' ({len(normalised)} "
+            f"characters): a project may have at most {most} characters for it (fewer when they are not ASCII "
+            "letters and digits, as the session's file name holds at most 255 bytes). Use a shorter "
+            "project (--project), or name the session (--session; session_id over MCP)."
+        ) from None
 
 
 def _squash(name: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError
@@ -99,3 +100,19 @@ def read_given_file(path: str | os.PathLike[str], what: str, limit: int | None =
                                 f"slayer-kb reads is {limit} bytes; give a smaller file.") from None
     except OSError as exc:
         raise InvalidInputError(f"Cannot read {what} {os.fspath(path)}: {exc.strerror}.") from None
+
+
+def make_given_folder(path: Path, what: str) -> None:
+    """Create (with its parents) a folder a person or an agent named to write into (``init DIR``,
+    ``export-slayer DIR``), or say which path refused it, why, and what to give instead: the OS's
+    own error names neither the folder in the way nor the fix."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # The nearest part of the path that exists is the one that refused.
+        at = next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), path)
+        if at.is_dir():
+            why = f"{at} refuses new folders ({exc.strerror}); give a path in a folder you can write to"
+        else:
+            why = f"{at} is a file, not a folder; move that file aside or give another path"
+        raise InvalidInputError(f"Cannot create {what} {path}: {why}.") from None

@@ -297,16 +297,18 @@ class Shown:
 @dataclass
 class RestoreResult:
     """``restore --rev``: the memory as it now is, as ``update`` and a soft-delete's ``restore``
-    give it (``ChangeResult``), with the revision it came from and the commit."""
+    give it (``ChangeResult``), with the revision it came from and the commit. ``action`` is
+    ``unchanged`` when the memory was already as it was at the revision (no commit, no file written)."""
 
     memory_id: str
     rev: str
     warnings: list[str] = field(default_factory=list)
     commit: str | None = None
     memory: dict[str, Any] = field(default_factory=dict)  # Memory.to_dict()
+    action: str = "restored"
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.memory, "action": "restored", "warnings": self.warnings,
+        return {**self.memory, "action": self.action, "warnings": self.warnings,
                 "memory_id": self.memory_id, "rev": self.rev, "commit": self.commit}
 
 

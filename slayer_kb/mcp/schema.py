@@ -20,6 +20,11 @@ from ..core.nesting import MAX_DEPTH, too_deep, value_depth
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
+# The largest integer every JSON reader holds exactly (JavaScript's Number.MAX_SAFE_INTEGER):
+# the schemas' maximum of an integer parameter, so that 1e308 is refused as 1.5 is, rather than
+# read as a 309-digit number.
+MAX_INTEGER = 2**53 - 1
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -52,6 +57,8 @@ class ToolSpec:
         properties = {}
         for name, schema in self.properties.items():
             prop = dict(schema)
+            if "integer" in _types(prop):
+                prop.setdefault("maximum", MAX_INTEGER)
             if name in self.defaults:
                 prop["default"] = self.defaults[name]
             properties[name] = prop
@@ -70,7 +77,7 @@ class ToolSpec:
 _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
             "array": "a list", "object": "an object"}
 # Which of one parameter's failures is told: its type before its value.
-_ORDER = {"type": 0, "enum": 1, "minimum": 2}
+_ORDER = {"type": 0, "enum": 1, "minimum": 2, "maximum": 2}
 DEEP_ARGUMENT_FIX = "send a flatter value (a SlayerQuery needs a few levels, entity references one)"
 
 
@@ -98,7 +105,8 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
     given = {k: v for k, v in arguments.items() if v is not None}
     for name, value in given.items():
         # JSON has one number type; a client that sends 10.0 for an integer means 10.
-        if isinstance(value, float) and value.is_integer() and "integer" in _types(spec.properties.get(name, {})):
+        if (isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER
+                and "integer" in _types(spec.properties.get(name, {}))):
             given[name] = int(value)
     order = list(given)
     errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
@@ -137,11 +145,15 @@ def _message(spec: ToolSpec, given: dict[str, Any], error: ValidationError) -> s
         return f"{spec.name} needs the parameter '{missing}'."
     name = str(error.path[0])
     value, schema = given[name], spec.properties[name]
+    if "integer" in _types(schema) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # 0, 1.5 and 1e308 alike: the one message says which numbers are taken.
+        most = schema.get("maximum", MAX_INTEGER)
+        numbers = f"from {schema['minimum']} to {most}" if "minimum" in schema else f"up to {most}"
+        kinds = [_ARTICLE[t] for t in _types(schema) if t != "integer"] + [f"a whole number {numbers}"]
+        return f"{spec.name}: '{name}' must be {' or '.join(kinds)}, not {value}."
     if error.validator == "type":
         wanted = " or ".join(_ARTICLE[t] for t in _types(schema))
         return f"{spec.name}: '{name}' must be {wanted}, not {_json_type_name(value)}."
     if error.validator == "enum":
         return f"{spec.name}: '{name}' must be one of {', '.join(repr(e) for e in schema['enum'])}, not {value!r}."
-    if error.validator == "minimum":
-        return f"{spec.name}: '{name}' must be at least {schema['minimum']}, not {value}."
     return f"{spec.name}: '{name}': {error.message}."

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..catalog.catalog import Catalog, load_catalog
+from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
@@ -108,14 +108,28 @@ def memory_ids_at(store: GitStore, rev: str) -> set[str]:
     return {i for i in map(id_of_path, files_at(store, rev, f"{MEMORIES_DIR}/")) if i}
 
 
+def crafted(kb_path: str) -> bool:
+    """Whether a path from a tree has an empty, '.' or '..' entry: a crafted tree's (git mktree
+    takes them, a fetch does not check them), which git never checks out."""
+    return bool({"", ".", ".."} & set(kb_path.split("/")))
+
+
 def catalog_at(store: GitStore, rev: str) -> Catalog:
-    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder."""
-    # A crafted tree can hold '..' entries (git mktree takes them, a fetch does not check), and
-    # writing models/../../x would write outside the temporary folder: a PR under review could
-    # replace ~/.bashrc. Such a path is no catalog file; git checks none of them out either.
-    paths = [p for d in CATALOG_DIRS for p in files_at(store, rev, f"{d}/")
-             if not {"", ".", ".."} & set(p.split("/"))]
-    paths.append(PRIORITY_FILE)
+    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder. Its
+    problems name their files relative to the KB (``models/shop/orders.yaml``), as the work
+    tree's are shown."""
+    problems: list[CatalogProblem] = []
+    paths = []
+    for path, size in _catalog_blobs_at(store, rev):
+        if crafted(path):
+            # Writing models/../../x would write outside the temporary folder: a PR under review
+            # could replace ~/.bashrc.
+            problems.append(CatalogProblem(Path(path), None, "has a '.' or '..' entry in its path (a crafted tree): "
+                                           "git never checks it out and slayer-kb never reads it; remove it"))
+        elif size > MAX_CATALOG_BYTES:  # as the work tree's catalog: refused by its size, unread
+            problems.append(CatalogProblem(Path(path), None, OVERSIZED.format(size=size)))
+        else:
+            paths.append(path)
     with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
         root = Path(tmp)
         for path in paths:
@@ -125,7 +139,26 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        return load_catalog(root)
+        catalog = load_catalog(root)
+    catalog.problems[:0] = problems
+    for problem in catalog.problems:
+        if problem.path.is_relative_to(root):
+            problem.path = problem.path.relative_to(root)
+    return catalog
+
+
+def _catalog_blobs_at(store: GitStore, rev: str) -> list[tuple[str, int]]:
+    """The KB-relative path and size of each file of the catalog at ``rev``."""
+    wanted = [store.repo_path(p) for p in (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
+    proc = store.git("ls-tree", "-r", "-z", "-l", rev, "--", *wanted, check=False)
+    found = []
+    for row in proc.stdout.split(b"\0"):
+        info, _, raw = row.partition(b"\t")
+        name = raw.decode("utf-8", "surrogateescape")
+        fields = info.split()
+        if name.startswith(store.prefix) and len(fields) == 4 and fields[1] == b"blob":
+            found.append((name[len(store.prefix):], int(fields[3])))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,15 +278,14 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
                 f"{change.path} had changes that were never committed; they are discarded and "
                 f"the file holds the version at {rev}."
             )
-        if commit is None:
-            if before != change.data:
-                # HEAD already has this version, the work tree does not (a file broken or edited
-                # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
-                tx.put_back(change.path, change.data)
-            else:
-                warnings.append(f"Memory '{memory_id}' is already as it was at {rev}; nothing to commit.")
+        unchanged = commit is None and before == change.data
+        if commit is None and not unchanged:
+            # HEAD already has this version, the work tree does not (a file broken or edited
+            # by hand, or deleted): put HEAD's version back, as 'git checkout' would.
+            tx.put_back(change.path, change.data)
         restored = loads(text, memory_id, change.path).to_dict()
-        return RestoreResult(memory_id, shown.rev, warnings, commit, restored)
+        return RestoreResult(memory_id, shown.rev, warnings, commit, restored,
+                             "unchanged" if unchanged else "restored")
 
 
 def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
@@ -286,6 +318,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
             _review_session(store, base_sha, head_sha, status, old, new, result)
             continue
+        if crafted(new):
+            continue  # no catalog file: the head's catalog names it among the problems
         old_id, new_id = id_of_path(old), id_of_path(new)
         if old_id is None and new_id is None:
             if new != PRIORITY_FILE and not new.startswith(tuple(f"{d}/" for d in CATALOG_DIRS)):
@@ -316,7 +350,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 result.relinked.append(change)
             elif change.fields:
                 result.changed.append(change)
-    result.problems.extend(f"{p.path.name if p.path else ''}: {p.message}" for p in head_catalog.problems)
+    result.problems.extend(map(str, head_catalog.problems))
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
     return result

@@ -54,7 +54,7 @@ from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import read_given_file
+from ..core.inputs import make_given_folder, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
@@ -230,7 +230,7 @@ def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
             "export would write its memories/<id>.md files among the KB's. Export to another folder, "
             "e.g. ./slayer-storage.")
     target = Path(folder) / "memories"
-    target.mkdir(parents=True, exist_ok=True)
+    make_given_folder(target, "the export's folder")
     kb.ensure_fresh()
     result = ExportResult(str(folder))
     for memory_id in kb.memory_ids():
