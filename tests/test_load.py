@@ -125,6 +125,9 @@ def expected_state(logs: list[list[dict[str, Any]]]) -> dict[str, tuple[str, tup
 
 
 @pytest.mark.slow
+# Eight processes, a hundred operations each: 45 s on a quiet machine, over 300 s beside two other full test
+# runs (load 20). The bound is for a hang, not a speed.
+@pytest.mark.timeout(900)
 def test_eight_processes_hundred_mixed_operations(tmp_path: Path) -> None:
     root = tmp_path / "kb"
     make_load_kb(root)
