@@ -248,3 +248,8 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
     none = invoke_cli("--kb", here, "rebase", "--continue")
     assert (none.returncode, none.stderr) == (1, "Error: No rebase is in progress, so there is nothing to continue; "
                                               "start one with 'slayer-kb rebase UPSTREAM'.\n")
+    for given, said in (("origin/nosuch", "Unknown revision 'origin/nosuch': give a commit, branch or tag (see 'git log')."),
+                        ("-x", "'-x' is not a revision; give a commit, branch or tag (e.g. HEAD~1).")):
+        wrong = invoke_cli("--kb", here, "rebase", "--", given)
+        assert (wrong.returncode, wrong.stderr) == (1, f"Error: {said}\n")
+    assert git(here, "rev-parse", "HEAD") == head

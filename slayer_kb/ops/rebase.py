@@ -19,6 +19,7 @@ from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.repo import GitStore
+from ..store.revisions import resolve_rev
 from .renumber import require_clean
 
 if TYPE_CHECKING:
@@ -43,10 +44,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError("A rebase is already in progress; go on with 'slayer-kb rebase --continue' "
                                     "or put the branch back with 'slayer-kb rebase --abort'.")
             require_clean(store)
-            if store.git("rev-parse", "-q", "--verify", f"{upstream}^{{commit}}", check=False).returncode:
-                raise InvalidInputError(f"'{upstream}' names no commit; give a branch such as origin/main "
-                                        "(git fetch first for a remote's).")
-            args = ["-q", upstream]
+            # By its commit: a name git would read as an option (-x) is refused, not passed on.
+            args = ["-q", resolve_rev(store, upstream)]
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     "start one with 'slayer-kb rebase UPSTREAM'.")
