@@ -258,3 +258,97 @@ def test_all_and_any_together_are_a_usage_error(example_kb_read_only: KnowledgeB
         assert as_json.returncode == 2
         assert json_of(as_json)["error"]["type"] == "usage"
     assert invoke_cli("--kb", example_kb_read_only.root, "search", "refunds", "--any").returncode == 0
+
+
+def test_a_bare_column_name_finds_the_memories_linked_to_it(example_kb_read_only: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """``spend_eur`` is a column of one model, and neither memory linked to it writes it: the
+    tags find them, the column heads the catalog bucket, and a note says how the word was read."""
+    kb = example_kb_read_only
+    assert not any("spend_eur" in kb.get(m).learning for m in ("15", "16"))
+    note = "'spend_eur' names wh.marketing_spend.spend_eur; memories linked to it are found too."
+    found = kb.search("spend_eur")
+    memories, queries, catalog, notes = _summary(found)
+    assert (memories, queries, catalog[0], notes[0]) == (
+        [("16", ["wh.marketing_spend.spend_eur"])], ["15"], "wh.marketing_spend.spend_eur", note)
+    assert (found.example_queries[0]["matched_entities"], found.warnings) == (["wh.marketing_spend.spend_eur"], [])
+    data = json_of(invoke_cli("--kb", kb.root, "search", "spend_eur", "--json"))
+    assert [(m["id"], m["matched_entities"]) for m in data["memories"] + data["example_queries"]] == [
+        ("16", ["wh.marketing_spend.spend_eur"]), ("15", ["wh.marketing_spend.spend_eur"])]
+    assert (data["entities"][0]["entity"], data["notes"][0], data["warnings"]) == (catalog[0], note, [])
+    proc = invoke_cli("--kb", kb.root, "search", "spend_eur", "--limit", "1", env={"COLUMNS": "100"})
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == (
+        "Memories:\n"
+        "  [16] Affiliate commissions are booked once a month, on the 1st, for the whole ...\n"
+        "      entities: wh.marketing_spend.spend_eur, wh.marketing_spend.spend_date,\n"
+        "                wh.marketing_spend.channel, memory:15\n"
+        "Example queries:\n"
+        "  [15] Monthly marketing cost per channel with cost per click and click-through ...\n"
+        "      entities: wh.marketing_spend, wh.marketing_spend.channel, wh.marketing_spend.spend_date,\n"
+        "                wh.marketing_spend.spend_eur, wh.marketing_spend.cpc, wh.marketing_spend.ctr\n"
+        "Catalog:\n"
+        "  wh.marketing_spend.spend_eur (column): Cost in EUR excl. VAT; affiliate commissions booked monthly on "
+        "the 1st\n"
+    )
+    assert json.loads(call_tool(kb, "search", {"question": "spend_eur"}).text) == found.to_json()
+    listing = call_tool(kb, "mem_search", {"query": "spend_eur", "limit": 2}).text
+    assert listing.startswith("Found 2 memories:\n\n[1] #16 (none) \u2014 Affiliate commissions are booked ")
+    assert "\n[2] #15 (none) \u2014 Monthly marketing cost per channel" in listing
+
+
+def test_an_ambiguous_bare_name_finds_every_entity_it_may_mean(example_kb_read_only: KnowledgeBase) -> None:
+    # net_revenue_eur is a column of wh.daily_revenue and of wh.orders: both are read.
+    memories, _queries, catalog, notes = _summary(example_kb_read_only.search("net_revenue_eur", limit=3))
+    assert memories == [("9", ["wh.orders.net_revenue_eur"]), ("11", []), ("1", ["wh.orders.net_revenue_eur"])]
+    assert sorted(catalog[:2]) == ["wh.daily_revenue.net_revenue_eur", "wh.orders.net_revenue_eur"]
+    assert notes[0] == ("'net_revenue_eur' names wh.daily_revenue.net_revenue_eur or wh.orders.net_revenue_eur; "
+                        "memories linked to them are found too.")
+    # A column of five models says too little: it is searched as a word, and a note says how to name one.
+    created = example_kb_read_only.search("created_at")
+    assert not any(m["matched_entities"] for m in created.memories)
+    assert created.notes[0] == (
+        "'created_at' may be any of 5 entities (shop.customers.created_at, shop.order_items.created_at, "
+        "shop.orders.created_at and 2 more); searched as a word only. Write <model>.created_at to find the "
+        "memories linked to one.")
+
+
+def test_a_table_name_is_read_alone_or_quoted_never_as_a_word_of_english(example_kb: KnowledgeBase) -> None:
+    kb = example_kb
+    # Alone, "orders" is the table: the priority list makes it shop.orders, as -e does.
+    alone = kb.search("orders", limit=3)
+    assert alone.notes[0] == "'orders' names shop.orders; memories linked to it are found too."
+    assert [e["entity"] for e in alone.entities][0] == "shop.orders"
+    # Inside an English question it is a word: no entity read, nothing matched, no note on names.
+    english = kb.search("why are orders late", limit=5)
+    assert [(m["id"], m["matched_entities"]) for m in english.memories] == [
+        ("2", []), ("6", []), ("23", []), ("9", []), ("kb.guest-checkout", [])]
+    assert not [n for n in english.notes if "names" in n]
+    # In backquotes it is the table again; without the priority list, both datasources' tables.
+    (kb.root / "priority.yaml").unlink()
+    quoted = kb.search("why are `orders` late", limit=3)
+    assert quoted.notes[0] == "'orders' names shop.orders or wh.orders; memories linked to them are found too."
+    assert [(m["id"], m["matched_entities"]) for m in quoted.memories] == [
+        ("9", ["shop.orders", "wh.orders", "wh.orders.gross_revenue_eur", "wh.orders.net_revenue_eur"]),
+        ("21", ["shop.orders", "wh.orders"]),
+        ("2", ["shop.orders.created_at", "wh.orders.order_date", "wh.orders.ordered_at_utc"])]
+
+
+def test_a_bare_name_that_names_nothing_is_only_a_word(example_kb_read_only: KnowledgeBase,
+                                                      invoke_cli: CliRunner) -> None:
+    kb = example_kb_read_only
+    found = kb.search("is_refunded refunds", limit=3)
+    assert [(m["id"], m["matched_entities"]) for m in found.memories] == [
+        ("kb.refund-policy", []), ("11", []), ("1", [])]
+    assert not [n for n in found.notes if "names" in n] and found.warnings == []
+    proc = invoke_cli("--kb", kb.root, "search", "zzz_qqq")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
+
+
+def test_a_bare_name_also_finds_a_memory_that_writes_its_full_name(example_kb: KnowledgeBase) -> None:
+    """Word analysis makes is_deleted the word is_delet and the full name shop.customers.is_delet:
+    the full name counts as the bare one, as it does for a dotted name."""
+    saved = example_kb.save_memory("Erased accounts: filter on shop.customers.is_deleted before counting.", ["shop.regions"])
+    found = example_kb.search("is_deleted", match="all")
+    assert saved.memory_id in [m["id"] for m in found.memories]
+    assert found.notes[0] == "'is_deleted' names shop.customers.is_deleted; memories linked to it are found too."

@@ -82,13 +82,16 @@ class Resolver:
         return kept
 
     def candidates(self, name: str) -> list[str]:
-        """The catalog entities a dotted name written in free text may mean: the one it resolves
-        to, or, when it is ambiguous (a model in several datasources that no priority orders),
-        each datasource's reading that resolves; none when it names nothing. A name whose first
-        part is neither a datasource nor a model is not looked up further (prose holds many
-        dotted words: ``e.g``, ``node.js``, ``config.yaml``), so no spelling suggestion is
-        computed for it."""
-        head = name.split(".", 1)[0]
+        """The catalog entities a name written in free text may mean: the one it resolves to, or,
+        when it is ambiguous, every reading that resolves (a model in several datasources that
+        no priority orders: each datasource's; a bare leaf: each model holding it); none when it
+        names nothing. A dotted name whose first part is neither a datasource nor a model, and a
+        bare name that is no model's or leaf's, are not looked up further (prose holds many
+        such words: ``e.g``, ``node.js``, ``config.yaml``, ``snake_case``), so no spelling
+        suggestion is computed for them."""
+        head, dot, _rest = name.partition(".")
+        if not dot:
+            return self._bare_candidates(name)
         if head not in self.catalog.datasources and not self.catalog.models_named(head):
             return []
         try:
@@ -106,6 +109,17 @@ class Resolver:
             if entity not in found:
                 found.append(entity)
         return found
+
+    def _bare_candidates(self, name: str) -> list[str]:
+        if not REFERENCE_SEGMENT_RE.fullmatch(name):
+            return []
+        models = self.catalog.models_named(name)
+        if models:
+            try:
+                return [self._pick_model(name, models, None).entity]
+            except AmbiguousEntityError:
+                return [model.entity for model in models]
+        return [f"{model.entity}.{name}" for _ds, holders in self._leaf_holders(name, None) for model in holders]
 
     def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
         """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
@@ -318,7 +332,9 @@ class Resolver:
             )
         return model
 
-    def _find_leaf(self, name: str, source: Model | None) -> str:
+    def _leaf_holders(self, name: str, source: Model | None) -> list[tuple[str, list[Model]]]:
+        """The models holding a leaf ``name``, by datasource: the first preferred datasource that
+        has one (the source's, then priority), else every datasource that has one."""
         order = self._order
         if source is not None:
             order = [source.datasource] + [ds for ds in order if ds != source.datasource]
@@ -330,6 +346,10 @@ class Resolver:
                 # A preferred datasource decides on its own; otherwise keep looking for rivals.
                 if ds_name in self._priority or (source and ds_name == source.datasource):
                     break
+        return matches
+
+    def _find_leaf(self, name: str, source: Model | None) -> str:
+        matches = self._leaf_holders(name, source)
         if not matches:
             raise suggest.unresolved(
                 f"Entity '{name}' not found in any datasource (checked all known datasources).",

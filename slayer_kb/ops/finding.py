@@ -36,6 +36,15 @@ DEFAULT_LIMIT = 10
 MAX_QUESTION = 262_144
 # A name such as orders.amount or shop.orders.amount: identifiers joined by dots.
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# A bare name as agents write one: snake_case (is_returned, gross_revenue_eur), not inside a
+# dotted name. An ordinary word is read as a name only when it is the whole question or in
+# backquotes: "orders" in "why are orders late" is English, `orders` or orders alone is a table.
+_SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w]|\.\w)")
+_QUOTED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+_ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
+# A bare name with more readings than this (created_at, status: a column of most models) says
+# too little to search by its links; a note asks for the model.
+MAX_READINGS = 3
 
 
 def search(
@@ -147,25 +156,35 @@ class QuestionNames:
 
 
 def question_names(kb: Context, question: str, resolver: Resolver | None = None) -> QuestionNames:
-    """The catalog entities the question's dotted names mean, as a search reads them: a full
-    name, a shorter one the catalog completes (``customers.email`` -> ``shop.customers.email``),
-    a walk of joins, or, when the name is ambiguous, every reading that resolves. A name that
-    means nothing is searched as typed and by its words. Public for the benchmark, which builds its
+    """The catalog entities the question's names mean, as a search reads them: a dotted name
+    (a full name, a shorter one the catalog completes, ``customers.email`` ->
+    ``shop.customers.email``, a walk of joins) or a bare one (``is_returned``; an ordinary word
+    only alone or in backquotes), or, when the name is ambiguous, every reading that resolves (a
+    bare name with more than ``MAX_READINGS`` is left to the words, with a note). A dotted name
+    that means nothing is searched as typed and by its words. Public for the benchmark, which builds its
     requests as ``search`` does."""
     from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
-    if not dotted:
+    alone = _ALONE.fullmatch(question)
+    bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
+    if not dotted and not bare:
         return QuestionNames()
     resolver = resolver or kb.resolver()
     full_names: dict[str, str] = {}
     entities: list[str] = []
     notes: list[str] = []
     unknown: list[str] = []
-    for name in dotted:
+    for name in dotted + bare:
         found = resolver.candidates(name) or (resolver.candidates(name.lower()) if name != name.lower() else [])
+        if not found and "." in name:
+            unknown.append(name)  # its words are searched too; a bare name is one word already
         if not found:
-            unknown.append(name)
+            continue
+        if len(found) > MAX_READINGS and "." not in name:
+            shown = ", ".join(found[:MAX_READINGS]) + f" and {len(found) - MAX_READINGS} more"
+            notes.append(f"{name!r} may be any of {len(found)} entities ({shown}); searched as a word only. "
+                         f"Write <model>.{name} to find the memories linked to one.")
             continue
         if len(found) == 1 and found[0].lower().endswith("." + name.lower()):
             full_names[name.lower()] = found[0].lower()  # as the index holds words and symbols

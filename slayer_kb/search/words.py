@@ -53,7 +53,19 @@ def parse(question: str, full_names: Mapping[str, str] | None = None, unknown: t
         for tokens in text_terms(name.replace(".", " ")):
             if tuple(tokens) not in seen:
                 parts.setdefault(tuple(tokens), None)
-    return Words(tuple(seen), tuple(symbols(question)), tuple((full_names or {}).items()), tuple(parts))
+    return Words(tuple(seen), tuple(symbols(question)), _full_names(full_names or {}), tuple(parts))
+
+
+def _full_names(full_names: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Each name and its full name as typed (the symbols field holds them so) and as the word
+    analysis makes them (``is_returned`` is the word ``is_return``, its full name
+    ``shop.orders.is_return``)."""
+    pairs = dict(full_names)
+    for name, full in full_names.items():
+        name_tokens, full_tokens = text_terms(name), text_terms(full)
+        if len(name_tokens) == len(full_tokens) == 1 and len(name_tokens[0]) == len(full_tokens[0]) == 1:
+            pairs.setdefault(name_tokens[0][0], full_tokens[0][0])
+    return tuple(pairs.items())
 
 
 def details(words: Words) -> Words:
