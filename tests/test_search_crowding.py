@@ -64,9 +64,9 @@ def third_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase
     kb.close()
 
 
-def _ranked(kb: KnowledgeBase, question: str = QUESTION) -> list[str]:
+def _ranked(kb: KnowledgeBase) -> list[str]:
     kb.ensure_fresh()
-    return [h["id"] for h in run(kb.index, Request(question=question, limit=10)).memories]
+    return [h["id"] for h in run(kb.index, Request(question=QUESTION, limit=10)).memories]
 
 
 def test_a_paraphrase_into_a_crowded_neighbourhood_finds_its_answer(third_kb: KnowledgeBase,
@@ -82,7 +82,6 @@ def test_a_paraphrase_into_a_crowded_neighbourhood_finds_its_answer(third_kb: Kn
         assert _ranked(third_kb).index("rf-ota-staged") == 1
     monkeypatch.setattr(fusion, "CROWD_WEIGHT", 0.0)
     monkeypatch.setattr(fusion, "WEAK_WORDS_FACTOR", 1.0)
-    monkeypatch.setattr(fusion, "NEAR_DUPLICATE", 1.1)  # the three image notes are near-duplicates too
     before = _ranked(third_kb)
     assert set(before[:3]) == {"nr-images-free", "nr-images-subscriber", "nr-images-premium"}
     assert before.index("rf-ota-staged") == 3
@@ -104,32 +103,3 @@ def test_the_head_vectors_read_from_the_manifest_and_from_the_table_agree(third_
     for m in ids[:3]:
         assert np.array_equal(from_manifest[m], from_table[m])
         assert float(np.linalg.norm(from_table[m])) == pytest.approx(1.0, abs=1e-5)
-
-
-def test_near_duplicates_of_a_memory_above_them_yield_their_places_in_the_head() -> None:
-    a, b, c = np.eye(3)
-    near_a = (a + 0.5 * b) / np.linalg.norm(a + 0.5 * b)  # cosine 0.894 with a: a near-duplicate
-    vectors = {"a": a, "a2": near_a, "b": b, "c": c}
-    ranked = [("a", 0.9), ("a2", 0.8), ("b", 0.7), ("c", 0.6), ("none", 0.5)]
-    # a2 goes after the head's others; the scores stay in order, so they still sort the ranking.
-    assert fusion.distinct(ranked, vectors) == [("a", 0.9), ("b", 0.8), ("c", 0.7), ("none", 0.6), ("a2", 0.5)]
-    # Close to a memory below it only, or beyond the head: it keeps its place.
-    assert fusion.distinct([("b", 0.9), ("a2", 0.8), ("a", 0.7)], {"b": b, "a2": near_a}) == [
-        ("b", 0.9), ("a2", 0.8), ("a", 0.7)]
-    head = [(f"m{n}", 1.0 - n / 100) for n in range(fusion.DISTINCT_HEAD)] + [("copy", 0.1)]
-    many = {m: np.eye(fusion.DISTINCT_HEAD)[n] for n, (m, _s) in enumerate(head[:-1])} | {"copy": np.eye(fusion.DISTINCT_HEAD)[0]}
-    assert fusion.distinct(head, many) == head
-
-
-def test_a_cluster_of_near_duplicates_takes_one_place_of_the_head(third_kb: KnowledgeBase,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """A paraphrase about the embargo note, which names no year: the three notes on the
-    newsletter's send time (2021 / 2023 / 2025) are closer in meaning, and two of them ranked above
-    it (all three in the relevance bench, whose vectors come from the user's cache)."""
-    question = "How did pieces meant for tomorrow end up on Google early?"
-    assert _ranked(third_kb, question)[:2] == ["nr-newsletter-2023", "nr-embargo"]
-    monkeypatch.setattr(fusion, "NEAR_DUPLICATE", 1.1)
-    before = _ranked(third_kb, question)
-    assert before[:3] == ["nr-newsletter-2023", "nr-newsletter-2025", "nr-embargo"]
-    # A question naming the year is settled by it, as before.
-    assert _ranked(third_kb, "newsletter send time 2021")[0] == "nr-newsletter-2021"

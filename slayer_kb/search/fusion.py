@@ -173,40 +173,6 @@ def settle_details(ranked: list[tuple[str, float]], details: Mapping[str, float]
     return [(m, score) for (m, _s), (_m, score) in zip(settled, close, strict=True)] + ranked[len(close):]
 
 
-# Notes alike in all but a version, a year or a number (a cluster of near-duplicates) score alike
-# for a question that names none of those details, and a cluster of three filled a top 3 the
-# note asked about was just below. So a memory whose sentence vector is at least NEAR_DUPLICATE
-# close to one ranked above it in the first DISTINCT_HEAD yields its place to the head's other
-# memories (docs/search.md). On the third set the clusters' members are 0.69-0.90 apart and other
-# pairs at most 0.67.
-NEAR_DUPLICATE = 0.72
-DISTINCT_HEAD = 10
-
-
-def distinct(ranked: list[tuple[str, float]], vectors: Mapping[str, np.ndarray]) -> list[tuple[str, float]]:
-    """The head of a ranking with each near-duplicate of a memory above it moved after the
-    head's other memories, in their order (``vectors``: the head's unit sentence vectors). They
-    keep the head's scores, in order, so scores still sort the ranking."""
-    import numpy as np
-
-    head = ranked[:DISTINCT_HEAD]
-    known = [m for m, _s in head if m in vectors]
-    if len(known) < 2:
-        return ranked
-    rows = np.stack([vectors[m] for m in known]).astype(np.float64)
-    closeness = dict(zip(known, (rows @ rows.T).tolist(), strict=True))
-    place = {m: n for n, m in enumerate(known)}
-    kept: list[tuple[str, float]] = []
-    later: list[tuple[str, float]] = []
-    for hit in head:
-        row = closeness.get(hit[0])
-        alike = row is not None and any(m in place and row[place[m]] >= NEAR_DUPLICATE for m, _s in kept)
-        (later if alike else kept).append(hit)
-    if not later:
-        return ranked
-    return [(m, score) for (m, _s), (_m, score) in zip(kept + later, head, strict=True)] + ranked[len(head):]
-
-
 def ordered(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Best first; ties by id, so the order is a function of the files alone."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

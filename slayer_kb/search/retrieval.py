@@ -279,12 +279,8 @@ def _ranked(
         else:
             scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
-    named = W.details(words) if request.fusion != "rrf" and request.match != ALL else None
-    if named and "words" in request.channels:
+    if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and (named := W.details(words)):
         fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)], docs))
-    elif named is not None and not named and sentences:
-        # No detail to tell them apart: a cluster of near-duplicates takes one place of the head.
-        fused = F.distinct(fused, index.sentence_vectors([m for m, _s in fused[: F.DISTINCT_HEAD]]))
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
