@@ -253,3 +253,28 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
         wrong = invoke_cli("--kb", here, "rebase", "--", given)
         assert (wrong.returncode, wrong.stderr) == (1, f"Error: {said}\n")
     assert git(here, "rev-parse", "HEAD") == head
+
+
+def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A pull request merged by squash, then memory 1 edited on main: both histories added memory 1
+    # as one blob, under two commits, so git's merge base lacks it and a rebase stopped on an add/add.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
+    git(agent, "fetch", "-q", "origin")
+    rebased = invoke_cli("--kb", agent, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stdout) == (0, "Rebased onto origin/main; run slayer-kb sync to push.\n")
+    # The branch is main plus its one new memory: main's edit kept, nothing lost, duplicated or renumbered.
+    assert git(agent, "log", "--format=%s", "origin/main..HEAD").splitlines() == ["memory: save 3"]
+    assert json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))["learning"] == (
+        "Refund reasons: free text, grouped by hand")
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/2.yaml", "memories/3.yaml"]
+    assert git(agent, "status", "--porcelain") == ""

@@ -8,7 +8,9 @@ this command: every run (the start, ``--continue``, ``--abort``) passes the driv
 nothing is written to the user's git config. A run that stops on a conflict raises
 ``ConflictError`` naming the files and the next steps (``conflict_message``, which also builds
 sync's message); a commit that became empty once merged (the upstream had the same change, or
-the person kept the upstream's side) is dropped, as ``sync`` drops it.
+the person kept the upstream's side) is dropped, as ``sync`` drops it. A memory both sides
+added alike under two commits (a pull request merged by squash or rebase) is merged from that
+version, which git's merge base lacks (``_settle``): main's later edit is no add/add conflict.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev
+from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
 
 if TYPE_CHECKING:
@@ -71,8 +73,11 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
         proc = store.git(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
         while proc.returncode != 0:
             unmerged = _unmerged(store)
-            if unmerged:
+            if unmerged and not _settle(store, unmerged):
                 return unmerged, _held(store)
+            if unmerged:
+                proc = store.git(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
+                continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
@@ -150,13 +155,43 @@ def _unmerged(store: GitStore) -> list[str]:
     return sorted(set(filter(None, out.split("\0"))))
 
 
-def _held(store: GitStore) -> dict[str, set[int]]:
-    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``)."""
-    held: dict[str, set[int]] = {}
+def _settle(store: GitStore, paths: list[str]) -> bool:
+    """Merge each of ``paths`` that both sides added as one memory (a pull request merged into the
+    upstream by squash or rebase, then edited there, or here) from the version both added, which
+    git's merge base lacks, so it stopped on an add/add; whether every path was settled. Edits on
+    both sides stay a conflict, unless the KB's merge driver merges them (a topic key)."""
+    settled = 0
+    for path, blobs in _stages(store).items():
+        base = added_alike(store, path, "HEAD", "REBASE_HEAD") if path in paths and set(blobs) == {2, 3} else None
+        if base is None:
+            continue
+        (_, ours), (mode, theirs) = blobs[2], blobs[3]
+        take: str | None = ours if theirs == base else theirs if ours == base else None
+        if take is None:
+            texts = store.objects.read_many("blob", {base, ours, theirs})
+            merged = mergedriver.merged(path, *(texts[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)))
+            if merged is None:
+                continue
+            take = store.objects.write("blob", merged.encode("utf-8"))
+        store.git("update-index", "--cacheinfo", f"{mode},{take},{path}")
+        store.git("checkout", "--", path)
+        settled += 1
+    return settled == len(paths)
+
+
+def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
+    """The (mode, blob) git holds at each stage of each unmerged path."""
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
     for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
         if entry:
             info, path = entry.split("\t", 1)
-            held.setdefault(path, set()).add(int(info.split()[2]))
-    return held
+            mode, blob, stage = info.split()
+            stages.setdefault(path, {})[int(stage)] = (mode, blob)
+    return stages
+
+
+def _held(store: GitStore) -> dict[str, set[int]]:
+    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
+    (in a rebase); a side missing deleted the file (a ``forget``)."""
+    return {path: set(blobs) for path, blobs in _stages(store).items()}
 
