@@ -278,3 +278,31 @@ def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_pa
         "Refund reasons: free text, grouped by hand")
     assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/2.yaml", "memories/3.yaml"]
     assert git(agent, "status", "--porcelain") == ""
+
+
+def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Ids counted per clone collide; 'validate --against' says to run 'renumber --onto', which adds
+    # a commit moving 1 to 2. sync's replay then met 'save 1' on the upstream's other memory 1 and
+    # stopped, telling the user to edit the two memories into one file.
+    _bare, (a, b) = make_team(tmp_path)
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    invoke_cli("--kb", a, "save", "Main's one", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "B's one", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "B's one, revised", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert "renumber --onto origin/main' to give this branch's memory a fresh id" in invoke_cli("--kb", b, "validate", "--against", "origin/main").stdout
+    invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    synced = invoke_cli("--kb", b, "sync")
+    assert (synced.returncode, synced.stdout) == (0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+                                                     "  renumbered: 1 -> 2\n")
+    # As if 2 had been allocated from the start; 'log 1' is main's memory only, 'log 2' B's.
+    assert git(b, "log", "--format=%s", "origin/main").splitlines() == [
+        "memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)", "memory: save 1",
+        "test setup"]
+    logged = {i: [e["message"].split("\n")[0] for e in json_of(invoke_cli("--kb", b, "--json", "log", i, check=True))] for i in "12"}
+    assert logged == {"1": ["memory: save 1"],
+                      "2": ["memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)"]}
+    shown = {i: json_of(invoke_cli("--kb", b, "--json", "show", i, check=True))["learning"] for i in "12"}
+    assert shown == {"1": "Main's one", "2": "B's one, revised"}

@@ -271,7 +271,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         return
-    base, mapping = plan(kb, upstream, parted=parted or None)
+    base, mapping = plan(kb, upstream, parted=parted or None, replayed=True)
     if mapping:
         reset_keep(store, rewrite_commits(store, base, mapping))
         compose(result.renumbered, mapping)
