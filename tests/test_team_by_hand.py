@@ -306,3 +306,42 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
                       "2": ["memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)"]}
     shown = {i: json_of(invoke_cli("--kb", b, "--json", "show", i, check=True))["learning"] for i in "12"}
     assert shown == {"1": "Main's one", "2": "B's one, revised"}
+
+
+def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_two_edits(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Branch per agent: main squash-merged the agent's memories 1 and 2, then edited both; the
+    # agent edited 2 as well. A plain 'git merge origin/main' stops on an add/add of each.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents (main)", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents (agent)", check=True)
+    git(agent, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", agent, "--json", "merge", "origin/main")
+    assert stopped.returncode == 1
+    message = json_of(stopped)["error"]["message"]
+    assert message == (
+        "This branch and origin/main both changed memories/2.yaml (two edits of one memory, or a forget against an "
+        "edit); the merge stopped, and git merge --abort would put the branch back as it was. To merge by hand: "
+        "edit memories/2.yaml to keep what both sides meant (or git rm it to keep it forgotten); git add "
+        "memories/2.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
+    two = git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)")
+    stops: list[str] = []
+    follow(agent, invoke_cli, message, {"memories/2.yaml": two}, stops)
+    assert stops == []
+    assert invoke_cli("--kb", agent, "sync", check=True).stdout.startswith("Synced agent-a with origin: pushed")
+    learned = {i: json_of(invoke_cli("--kb", agent, "--json", "get", i, check=True))["learning"] for i in "12"}
+    assert learned == {"1": "Refund reasons: free text, grouped by hand", "2": "Amounts are in cents (main and agent)"}
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+    assert ([m["id"] for m in review["added"]], [m["id"] for m in review["changed"]]) == ([], ["2"])
+    # Nothing more to take in.
+    again = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert again.stdout == "Already up to date with origin/main.\n"

@@ -336,6 +336,18 @@ class AcceptResult:
 
 
 @dataclass
+class MergeResult:
+    """``slayer-kb merge``: REF merged into the branch (with the KB's merge driver)."""
+
+    ref: str
+    action: str  # merged | fast-forward | up to date
+    head: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "action": self.action, "head": self.head}
+
+
+@dataclass
 class RebaseResult:
     """``slayer-kb rebase``: the rebase (with the KB's merge driver) finished or was aborted."""
 

@@ -10,7 +10,7 @@ nothing is written to the user's git config. A run that stops on a conflict rais
 sync's message); a commit that became empty once merged (the upstream had the same change, or
 the person kept the upstream's side) is dropped, as ``sync`` drops it. A memory both sides
 added alike under two commits (a pull request merged by squash or rebase) is merged from that
-version, which git's merge base lacks (``_settle``): main's later edit is no add/add conflict.
+version, which git's merge base lacks (``settle``): main's later edit is no add/add conflict.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
     try:
         proc = store.git(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
         while proc.returncode != 0:
-            unmerged = _unmerged(store)
-            if unmerged and not _settle(store, unmerged):
-                return unmerged, _held(store)
-            if unmerged:
+            stopped = unmerged(store)
+            if stopped and not settle(store, stopped, "REBASE_HEAD"):
+                return stopped, _held(store)
+            if stopped:
                 proc = store.git(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
                 continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
@@ -149,23 +149,24 @@ def _stop(store: GitStore) -> str:
     return (f"commit {counts[0]} of {counts[1]} " if len(counts) == 2 else "") + f"('{subject}')"
 
 
-def _unmerged(store: GitStore) -> list[str]:
+def unmerged(store: GitStore) -> list[str]:
     """The unmerged paths (repository-relative)."""
     out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
     return sorted(set(filter(None, out.split("\0"))))
 
 
-def _settle(store: GitStore, paths: list[str]) -> bool:
-    """Merge each of ``paths`` that both sides added as one memory (a pull request merged into the
-    upstream by squash or rebase, then edited there, or here) from the version both added, which
-    git's merge base lacks, so it stopped on an add/add; whether every path was settled. Edits on
-    both sides stay a conflict, unless the KB's merge driver merges them (a topic key)."""
+def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
+    """Merge each of ``paths`` that HEAD and ``incoming`` (``REBASE_HEAD``, ``MERGE_HEAD``) added
+    as one memory (a pull request merged by squash or rebase, then edited on one side) from the
+    version both added, which git's merge base lacks, so it stopped on an add/add; whether every
+    path was settled. Edits on both sides stay a conflict, unless the KB's merge driver merges
+    them (a topic key)."""
     settled = 0
     for path, blobs in _stages(store).items():
-        base = added_alike(store, path, "HEAD", "REBASE_HEAD") if path in paths and set(blobs) == {2, 3} else None
+        base = added_alike(store, path, "HEAD", incoming) if path in paths and set(blobs) == {2, 3} else None
         if base is None:
             continue
-        (_, ours), (mode, theirs) = blobs[2], blobs[3]
+        (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
         take: str | None = ours if theirs == base else theirs if ours == base else None
         if take is None:
             texts = store.objects.read_many("blob", {base, ours, theirs})

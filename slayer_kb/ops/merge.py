@@ -1,0 +1,66 @@
+"""``slayer-kb merge REF``: git's merge with the KB's merge driver, for an agent's branch taking
+in ``main`` (branch per agent, docs/teams.md).
+
+A plain ``git merge origin/main`` knows neither the driver (``store/mergedriver.py``: session
+files and topic-key memories both sides wrote) nor that a memory both sides added alike is one
+memory: after ``main`` merged the agent's pull request by squash or rebase (each memory added again
+under a commit of its own) and then edited one, git's merge base predates both adds and the merge
+stopped on an add/add of ``memories/N.yaml``. Here such a path is merged from the version both
+added (``rebase.settle``), and the driver is passed to git for this run only (nothing is written
+to the git config). What still conflicts (two edits of one memory, a forget against an edit)
+stops the merge, names the files and gives the steps.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.errors import ConflictError
+from ..core.results import MergeResult
+from ..store import mergedriver
+from ..store.revisions import resolve_rev
+from .rebase import settle, unmerged
+from .renumber import require_clean
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ..store.repo import GitStore
+
+
+def merge(kb: Context, ref: str) -> MergeResult:
+    """Merge ``ref`` into the branch (see the module doc); a conflict raises with the steps."""
+    return _merge(kb, kb.store, ref)
+
+
+def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
+    with store.locked():
+        store.refuse_during_git_operation()
+        require_clean(store)
+        sha = resolve_rev(store, ref)
+        before = store.head()
+        options, env, attributes = mergedriver.git_config(store.prefix)
+        try:
+            proc = store.git(*options, "merge", "--no-edit", "-q", "--end-of-options", ref, check=False, env=env)
+        finally:
+            attributes.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            stopped = unmerged(store)
+            if not stopped:
+                store.git("merge", "--abort", check=False)
+                raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            if not settle(store, stopped, "MERGE_HEAD"):
+                raise ConflictError(_conflict_message(store, unmerged(store), ref))
+            store.git("commit", "--no-edit", "-q")
+        kb.reread()
+        head = store.head()
+        assert head is not None
+        action = "up to date" if head == before else "fast-forward" if head == sha else "merged"
+        return MergeResult(ref, action, head)
+
+
+def _conflict_message(store: GitStore, paths: list[str], ref: str) -> str:
+    files = ", ".join(p[len(store.prefix):] for p in paths)
+    return (f"This branch and {ref} both changed {files} (two edits of one memory, or a forget against an "
+            "edit); the merge stopped, and git merge --abort would put the branch back as it was. To merge by "
+            f"hand: edit {files} to keep what both sides meant (or git rm it to keep it forgotten); git add "
+            f"{' '.join(paths)}; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
