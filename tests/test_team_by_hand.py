@@ -345,3 +345,23 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     # Nothing more to take in.
     again = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert again.stdout == "Already up to date with origin/main.\n"
+
+
+def test_a_branch_made_from_origin_main_never_syncs_into_main(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # 'git switch -c agent-a origin/main' makes agent-a track main: its sync pushed the agent's
+    # work to main, past the reviewer, and said "Synced agent-a".
+    bare, (a,) = make_team(tmp_path, clones=1)
+    main = git(bare, "rev-parse", "main")
+    git(a, "switch", "-q", "-c", "agent-a", "origin/main")
+    invoke_cli("--kb", a, "save", "For review first", "-e", "shop.orders.amount", check=True)
+    refused = invoke_cli("--kb", a, "sync")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Branch 'agent-a' tracks origin/main, a branch of another name, so a sync would push its commits to "
+        "main. To sync it with a branch of its own on origin (origin/agent-a), run 'git branch --unset-upstream' and "
+        "sync again; to take main in, run 'git fetch origin' and 'slayer-kb merge origin/main'; to work on main "
+        "itself, 'git switch main'.\n"))
+    assert git(bare, "rev-parse", "main") == main
+    git(a, "branch", "--unset-upstream")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert (git(bare, "rev-parse", "main"), git(bare, "rev-parse", "agent-a")) == (main, git(a, "rev-parse", "HEAD"))

@@ -247,9 +247,18 @@ def _tip(store: GitStore, ref: str) -> str:
 
 
 def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
+    """The remote's branch ``branch`` syncs with: its own name. A branch made from another
+    (``git switch -c agent-a origin/main`` tracks ``main``) is refused, as git's ``push.default``
+    ``simple`` refuses it: its sync would push an agent's work to ``main``, past the review."""
     configured_remote, merge = kb.git_setting(f"branch.{branch}.remote"), kb.git_setting(f"branch.{branch}.merge") or ""
-    if configured_remote == remote and merge.startswith("refs/heads/"):
-        return merge[len("refs/heads/"):]
+    if configured_remote == remote and merge.startswith("refs/heads/") and merge != f"refs/heads/{branch}":
+        other = merge[len("refs/heads/"):]
+        raise InvalidInputError(
+            f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
+            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run 'git branch "
+            f"--unset-upstream' and sync again; to take {other} in, run 'git fetch {remote}' and 'slayer-kb merge "
+            f"{remote}/{other}'; to work on {other} itself, 'git switch {other}'."
+        )
     return branch
 
 
