@@ -365,3 +365,33 @@ def test_a_branch_made_from_origin_main_never_syncs_into_main(tmp_path: Path, in
     synced = invoke_cli("--kb", a, "sync", check=True)
     assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
     assert (git(bare, "rev-parse", "main"), git(bare, "rev-parse", "agent-a")) == (main, git(a, "rev-parse", "HEAD"))
+
+
+def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Branch per agent: both agents start project api (its default session file) and save one
+    # new topic key. Once agent-a is merged, GitHub's merge of agent-b stopped on the session file
+    # and main then held the key twice; 'slayer-kb merge origin/main' on agent-b folds it first.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    for root, name in ((a, "agent-a"), (b, "agent-b")):
+        git(root, "switch", "-q", "-c", name)
+        invoke_cli("--kb", root, "save", f"Cache TTL from {name}", *topic, check=True)
+        invoke_cli("--kb", root, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    git(b, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  merged (same topic key): 101 into 1\n")
+    moved = invoke_cli("--kb", b, "get", "101")
+    assert moved.stderr.startswith("Error: Memory id '101' moved: 'slayer-kb merge' merged this clone's memory 101 into "
+                                   "1, which the branch it merged had saved first under the same topic key; ")
+    invoke_cli("--kb", b, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-b")  # raises on a conflict
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+    shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", "1", check=True))
+    assert (shown["learning"], shown["revision_count"]) == ("Cache TTL from agent-b", 2)
+    assert invoke_cli("--kb", reviewer, "validate").stdout == "Checked 2 files: no problems.\n"

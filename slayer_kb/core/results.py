@@ -342,9 +342,10 @@ class MergeResult:
     ref: str
     action: str  # merged | fast-forward | up to date
     head: str
+    folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
 
     def to_json(self) -> dict[str, Any]:
-        return {"ref": self.ref, "action": self.action, "head": self.head}
+        return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded}
 
 
 @dataclass

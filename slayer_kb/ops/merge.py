@@ -7,8 +7,9 @@ memory: after ``main`` merged the agent's pull request by squash or rebase (each
 under a commit of its own) and then edited one, git's merge base predates both adds and the merge
 stopped on an add/add of ``memories/N.yaml``. Here such a path is merged from the version both
 added (``rebase.settle``), and the driver is passed to git for this run only (nothing is written
-to the git config). What still conflicts (two edits of one memory, a forget against an edit)
-stops the merge, names the files and gives the steps.
+to the git config). A topic key the branch saved first while REF saved it too is then folded
+into REF's memory, as ``sync`` folds it (``folds.py``). What still conflicts (two edits of one
+memory, a forget against an edit) stops the merge, names the files and gives the steps.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.revisions import resolve_rev
+from .folds import fold_topic_keys
 from .rebase import settle, unmerged
 from .renumber import require_clean
 
@@ -33,11 +36,11 @@ def merge(kb: Context, ref: str) -> MergeResult:
 
 
 def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
-    with store.locked():
-        store.refuse_during_git_operation()
+    with kb.transaction() as tx:
         require_clean(store)
         sha = resolve_rev(store, ref)
         before = store.head()
+        assert before is not None
         options, env, attributes = mergedriver.git_config(store.prefix)
         try:
             proc = store.git(*options, "merge", "--no-edit", "-q", "--end-of-options", ref, check=False, env=env)
@@ -54,8 +57,20 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         kb.reread()
         head = store.head()
         assert head is not None
-        action = "up to date" if head == before else "fast-forward" if head == sha else "merged"
-        return MergeResult(ref, action, head)
+        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head)
+        if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, before, sha), result.folded, lambda: None):
+            kb.reread()
+            kb.record_moves(result.folded, "merge")
+            result.head = store.head() or head
+        return result
+
+
+def _added(store: GitStore, ours: str, theirs: str) -> list[str]:
+    """The memories ``ours`` added since it parted from ``theirs``."""
+    parted = store.git("merge-base", ours, theirs).stdout.decode().strip()
+    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, ours, "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
 
 
 def _conflict_message(store: GitStore, paths: list[str], ref: str) -> str:
