@@ -382,12 +382,20 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-a")
     git(reviewer, "push", "-q", "origin", "main")
     git(b, "fetch", "-q", "origin")
+    # The review of agent-b says so before the merge (it passed, and main then held the key twice).
+    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
+    assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
+        "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
+        f"this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb {b} merge "
+        "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
+        "1 problem in 1 file (2 files checked)\n"))
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
                              "  merged (same topic key): 101 into 1\n")
     moved = invoke_cli("--kb", b, "get", "101")
     assert moved.stderr.startswith("Error: Memory id '101' moved: 'slayer-kb merge' merged this clone's memory 101 into "
                                    "1, which the branch it merged had saved first under the same topic key; ")
+    assert invoke_cli("--kb", b, "validate", "--against", "origin/main").returncode == 0
     invoke_cli("--kb", b, "sync", check=True)
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-b")  # raises on a conflict
