@@ -329,9 +329,8 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
     assert message == (
-        "This branch and origin/main both changed memories/2.yaml (two edits of one memory, or a forget against an "
-        "edit); the merge stopped, and git merge --abort would put the branch back as it was. To merge by hand: "
-        "edit memories/2.yaml to keep what both sides meant (or git rm it to keep it forgotten); git add "
+        "This branch and origin/main both edited memories/2.yaml; the merge stopped, and git merge --abort would put "
+        "the branch back as it was. To merge by hand: edit memories/2.yaml to keep what both sides meant; git add "
         "memories/2.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
     two = git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)")
     stops: list[str] = []

@@ -22,7 +22,7 @@ from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.revisions import resolve_rev
 from .folds import fold_topic_keys
-from .rebase import settle, unmerged
+from .rebase import conflict_steps, held_stages, settle, unmerged
 from .renumber import require_clean
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                 store.git("merge", "--abort", check=False)
                 raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             if not settle(store, stopped, "MERGE_HEAD"):
-                raise ConflictError(_conflict_message(store, unmerged(store), ref))
+                raise ConflictError(_conflict_message(store, ref))
             store.git("commit", "--no-edit", "-q")
         kb.reread()
         head = store.head()
@@ -73,9 +73,11 @@ def _added(store: GitStore, ours: str, theirs: str) -> list[str]:
     return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
 
 
-def _conflict_message(store: GitStore, paths: list[str], ref: str) -> str:
-    files = ", ".join(p[len(store.prefix):] for p in paths)
-    return (f"This branch and {ref} both changed {files} (two edits of one memory, or a forget against an "
-            "edit); the merge stopped, and git merge --abort would put the branch back as it was. To merge by "
-            f"hand: edit {files} to keep what both sides meant (or git rm it to keep it forgotten); git add "
-            f"{' '.join(paths)}; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
+def _conflict_message(store: GitStore, ref: str) -> str:
+    # In a merge git holds this branch's version at stage 2 and REF's at 3, the other way round
+    # from a rebase's.
+    held = {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
+    what, steps = conflict_steps(store, unmerged(store), held, ref, "This branch")
+    steps += ["slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    return (f"{what}; the merge stopped, and git merge --abort would put the branch back as it was. To merge by "
+            "hand: " + "; ".join(steps) + ".")

@@ -74,7 +74,7 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
         while proc.returncode != 0:
             stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD"):
-                return stopped, _held(store)
+                return stopped, held_stages(store)
             if stopped:
                 proc = store.git(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
                 continue
@@ -98,6 +98,18 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them:
     after ``first`` (sync's fetch and its rebase's start) when sync put the repository back, or
     from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
+    what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
+    steps = [*first, *steps, "slayer-kb validate",
+             "slayer-kb rebase --continue (a later commit that stops says so again)", "slayer-kb sync"]
+    where = ("the repository is back as it was" if stopped_at is None else
+             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
+    return what + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
+
+
+def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
+                   ours: str) -> tuple[str, list[str]]:
+    """What conflicts on ``paths`` (``held``: their stages, 2 ``other``'s version, 3 ``ours``, a
+    side missing having deleted the file), and the steps that resolve each file."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
@@ -107,23 +119,19 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
     forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
     forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
-    what, steps = [], list(first)
+    what, steps = [], []
     if edited:
-        what.append(f"Your commits and {upstream} both edited {files(edited)}")
+        what.append(f"{ours} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
     if forgot_here:
-        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
+        what.append(f"{ours} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
-                     f"to keep {upstream}'s edit)")
+                     f"to keep {other}'s edit)")
     if forgot_there:
-        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
+        what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
         steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
                      "to let it go)")
-    steps += ["slayer-kb validate", "slayer-kb rebase --continue (a later commit that stops says so again)",
-              "slayer-kb sync"]
-    where = ("the repository is back as it was" if stopped_at is None else
-             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
-    return "; ".join(what) + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return "; ".join(what), steps
 
 
 def _onto_name(store: GitStore) -> str:
@@ -191,7 +199,7 @@ def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
     return stages
 
 
-def _held(store: GitStore) -> dict[str, set[int]]:
+def held_stages(store: GitStore) -> dict[str, set[int]]:
     """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
     (in a rebase); a side missing deleted the file (a ``forget``)."""
     return {path: set(blobs) for path, blobs in _stages(store).items()}
