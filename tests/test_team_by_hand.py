@@ -310,28 +310,34 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
 
 def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_two_edits(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
-    # Branch per agent: main squash-merged the agent's memories 1 and 2, then edited both; the
-    # agent edited 2 as well. A plain 'git merge origin/main' stops on an add/add of each.
+    # Branch per agent: main squash-merged the agent's memories 1-4 and edited 1, 2 and 4; the
+    # agent edited 2 and forgot 3 and 4. A plain 'git merge origin/main' stops on an add/add of 1
+    # and 2, and brings 3 and 4 back (its merge base predates their adds).
     _bare, (agent, reviewer) = make_team(tmp_path)
     git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    for text in ("Refund reasons are free text", "Amounts are in cents", "Stale note", "Disputed note"):
+        invoke_cli("--kb", agent, "save", text, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
     git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
-    invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents (main)", check=True)
+    for memory_id, text in (("1", "Refund reasons: free text, grouped by hand"), ("2", "Amounts are in cents (main)"),
+                            ("4", "Disputed note, kept on main")):
+        invoke_cli("--kb", reviewer, "update", memory_id, "--content", text, check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents (agent)", check=True)
+    invoke_cli("--kb", agent, "forget", "3", check=True)
+    invoke_cli("--kb", agent, "forget", "4", check=True)
     git(agent, "fetch", "-q", "origin")
     stopped = invoke_cli("--kb", agent, "--json", "merge", "origin/main")
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
     assert message == (
-        "This branch and origin/main both edited memories/2.yaml; the merge stopped, and git merge --abort would put "
-        "the branch back as it was. To merge by hand: edit memories/2.yaml to keep what both sides meant; git add "
-        "memories/2.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
+        "This branch and origin/main both edited memories/2.yaml; This branch forgot memories/4.yaml, which "
+        "origin/main edited; the merge stopped, and git merge --abort would put the branch back as it was. To merge "
+        "by hand: edit memories/2.yaml to keep what both sides meant; git add memories/2.yaml; git rm memories/4.yaml "
+        "to keep it forgotten (or git add memories/4.yaml to keep origin/main's edit); slayer-kb validate; git commit "
+        "--no-edit; slayer-kb sync.")
     two = git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)")
     stops: list[str] = []
     follow(agent, invoke_cli, message, {"memories/2.yaml": two}, stops)
@@ -339,8 +345,10 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     assert invoke_cli("--kb", agent, "sync", check=True).stdout.startswith("Synced agent-a with origin: pushed")
     learned = {i: json_of(invoke_cli("--kb", agent, "--json", "get", i, check=True))["learning"] for i in "12"}
     assert learned == {"1": "Refund reasons: free text, grouped by hand", "2": "Amounts are in cents (main and agent)"}
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/2.yaml"]
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
-    assert ([m["id"] for m in review["added"]], [m["id"] for m in review["changed"]]) == ([], ["2"])
+    assert ([m["id"] for m in review["added"]], [m["id"] for m in review["changed"]],
+            [m["id"] for m in review["removed"]]) == ([], ["2"], ["3", "4"])
     # Nothing more to take in.
     again = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert again.stdout == "Already up to date with origin/main.\n"
