@@ -105,7 +105,7 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     moved: dict[str, str] = {}
     if replayed and base:
         gone = collides(_ids(store.added_paths(base, head, under)) - ours)
-        moved = {old: new for old, new in _renames(store, base, head).items() if old in gone}
+        moved = {old: new for old, new in _renames(store, base, head).items() if old in gone} if gone else {}
         colliding += [i for i in gone if i not in moved]
     if not colliding:
         return base, [], set(), moved
