@@ -7,11 +7,12 @@ memory: after ``main`` merged the agent's pull request by squash or rebase (each
 under a commit of its own) and then edited one, git's merge base predates both adds and the merge
 stopped on an add/add of ``memories/N.yaml``. Here such a path is merged from the version both
 added (``rebase.settle``), and the driver is passed to git for this run only (nothing is written
-to the git config). A topic key the branch saved first while REF saved it too is then folded
-into REF's memory, as ``sync`` folds it (``folds.py``). A memory the branch forgot after REF took
-it in that way is one git's merge would bring back (the merge base predates it): it stays
-forgotten, or, when REF edited it since, is held as a forget against an edit. What still conflicts (two edits of one
-memory, a forget against an edit) stops the merge, names the files and gives the steps.
+to the git config). A memory the branch forgot after REF took it in that way is one git's merge
+would bring back (the merge base predates it): it stays forgotten, or, when REF edited it since,
+is held as a forget against an edit. What still conflicts (two edits of one memory, a forget
+against an edit) stops the merge, names the files and gives the steps. After the merge, a topic
+key the branch saved first while REF saved it too is folded into REF's memory, as ``sync`` folds
+it (``folds.py``).
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                 store.git("merge", "--abort", check=False)
                 raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             settle(store, stopped, "MERGE_HEAD")
+        parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
         if store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0:
-            forget, edited = _forgotten_here(store, before, sha)
+            forget, edited = _forgotten_here(store, parted, before, sha)
             if forget:
                 store.git("rm", "-q", "-f", "--", *forget)
             if edited:
@@ -75,28 +77,27 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         head = store.head()
         assert head is not None
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head)
-        if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, before, sha), result.folded, lambda: None):
+        if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, parted, before), result.folded,
+                                                         lambda: None):
             kb.reread()
             kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
         return result
 
 
-def _added(store: GitStore, ours: str, theirs: str) -> list[str]:
-    """The memories ``ours`` added since it parted from ``theirs``."""
-    parted = store.git("merge-base", ours, theirs).stdout.decode().strip()
+def _added(store: GitStore, parted: str, ours: str) -> list[str]:
+    """The memories ``ours`` added since ``parted``."""
     out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, ours, "--",
                     store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
     return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
 
 
-def _forgotten_here(store: GitStore, ours: str, theirs: str) -> tuple[list[str], dict[str, str]]:
-    """The memories ``ours`` added and then forgot since it parted from ``theirs``, which
+def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tuple[list[str], dict[str, str]]:
+    """The memories ``ours`` added and then forgot since it parted from ``theirs`` (at ``parted``), which
     ``theirs`` holds as one memory with them (a pull request merged by squash or rebase before the
     forget): git's merge base predates the add, so the merge brings them back. Returns (those
     ``theirs`` left as added, whose forget stands; those it edited, a forget against an edit,
     with their blobs there), repository-relative."""
-    parted = store.git("merge-base", ours, theirs).stdout.decode().strip()
     paths = [store.repo_path(p) for p in store.added_paths(parted, ours, f"{MEMORIES_DIR}/")]
     objects = store.objects
     here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
