@@ -66,6 +66,10 @@ def test_renumber_then_merge_keeps_both_memories(diverged: tuple[KnowledgeBase, 
     KnowledgeBase(kb.root).team.accept("2")  # renumber recorded the move (see below)
     assert learning(kb.root, "2") == "Main: refunds"
     assert learning(kb.root, "4") == "Feature: status values"
+    # Each id's log is one memory's: 2 main's save (the feature's 2 went with the move), 4 the move
+    # and the feature's save of 2.
+    subjects = {i: [e["message"].split("\n")[0] for e in KnowledgeBase(kb.root).history.log(i)] for i in "24"}
+    assert subjects == {"2": ["memory: save 2"], "4": [f"memory: renumber 2 -> 4 (onto {main})", "memory: save 2"]}
     assert "3" in {m["id"] for m in KnowledgeBase(kb.root).search(entities=["memory:4"]).memories}
     # Nothing more to renumber, and the next auto id is above both sides'.
     assert renumber(kb, main).mapping == {}

@@ -253,3 +253,160 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
         wrong = invoke_cli("--kb", here, "rebase", "--", given)
         assert (wrong.returncode, wrong.stderr) == (1, f"Error: {said}\n")
     assert git(here, "rev-parse", "HEAD") == head
+
+
+def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A pull request merged by squash, then memory 1 edited on main: both histories added memory 1
+    # as one blob, under two commits, so git's merge base lacks it and a rebase stopped on an add/add.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
+    git(agent, "fetch", "-q", "origin")
+    rebased = invoke_cli("--kb", agent, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stdout) == (0, "Rebased onto origin/main; run slayer-kb sync to push.\n")
+    # The branch is main plus its one new memory: main's edit kept, nothing lost, duplicated or renumbered.
+    assert git(agent, "log", "--format=%s", "origin/main..HEAD").splitlines() == ["memory: save 3"]
+    assert json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))["learning"] == (
+        "Refund reasons: free text, grouped by hand")
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/2.yaml", "memories/3.yaml"]
+    assert git(agent, "status", "--porcelain") == ""
+
+
+def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Ids counted per clone collide; 'validate --against' says to run 'renumber --onto', which adds
+    # a commit moving 1 to 2. sync's replay then met 'save 1' on the upstream's other memory 1 and
+    # stopped, telling the user to edit the two memories into one file.
+    _bare, (a, b) = make_team(tmp_path)
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    invoke_cli("--kb", a, "save", "Main's one", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "B's one", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "B's one, revised", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert "renumber --onto origin/main' to give this branch's memory a fresh id" in invoke_cli("--kb", b, "validate", "--against", "origin/main").stdout
+    invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    synced = invoke_cli("--kb", b, "sync")
+    assert (synced.returncode, synced.stdout) == (0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+                                                     "  renumbered: 1 -> 2\n")
+    # As if 2 had been allocated from the start; 'log 1' is main's memory only, 'log 2' B's.
+    assert git(b, "log", "--format=%s", "origin/main").splitlines() == [
+        "memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)", "memory: save 1",
+        "test setup"]
+    logged = {i: [e["message"].split("\n")[0] for e in json_of(invoke_cli("--kb", b, "--json", "log", i, check=True))] for i in "12"}
+    assert logged == {"1": ["memory: save 1"],
+                      "2": ["memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)"]}
+    shown = {i: json_of(invoke_cli("--kb", b, "--json", "show", i, check=True))["learning"] for i in "12"}
+    assert shown == {"1": "Main's one", "2": "B's one, revised"}
+
+
+def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_two_edits(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Branch per agent: main squash-merged the agent's memories 1-4 and edited 1, 2 and 4; the
+    # agent edited 2 and forgot 3 and 4. A plain 'git merge origin/main' stops on an add/add of 1
+    # and 2, and brings 3 and 4 back (its merge base predates their adds).
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    for text in ("Refund reasons are free text", "Amounts are in cents", "Stale note", "Disputed note"):
+        invoke_cli("--kb", agent, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    for memory_id, text in (("1", "Refund reasons: free text, grouped by hand"), ("2", "Amounts are in cents (main)"),
+                            ("4", "Disputed note, kept on main")):
+        invoke_cli("--kb", reviewer, "update", memory_id, "--content", text, check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents (agent)", check=True)
+    invoke_cli("--kb", agent, "forget", "3", check=True)
+    invoke_cli("--kb", agent, "forget", "4", check=True)
+    git(agent, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", agent, "--json", "merge", "origin/main")
+    assert stopped.returncode == 1
+    message = json_of(stopped)["error"]["message"]
+    assert message == (
+        "This branch and origin/main both edited memories/2.yaml; This branch forgot memories/4.yaml, which "
+        "origin/main edited; the merge stopped, and git merge --abort would put the branch back as it was. To merge "
+        "by hand: edit memories/2.yaml to keep what both sides meant; git add memories/2.yaml; git rm memories/4.yaml "
+        "to keep it forgotten (or git add memories/4.yaml to keep origin/main's edit); slayer-kb validate; git commit "
+        "--no-edit; slayer-kb sync.")
+    two = git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)")
+    stops: list[str] = []
+    follow(agent, invoke_cli, message, {"memories/2.yaml": two}, stops)
+    assert stops == []
+    assert invoke_cli("--kb", agent, "sync", check=True).stdout.startswith("Synced agent-a with origin: pushed")
+    learned = {i: json_of(invoke_cli("--kb", agent, "--json", "get", i, check=True))["learning"] for i in "12"}
+    assert learned == {"1": "Refund reasons: free text, grouped by hand", "2": "Amounts are in cents (main and agent)"}
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/2.yaml"]
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+    assert ([m["id"] for m in review["added"]], [m["id"] for m in review["changed"]],
+            [m["id"] for m in review["removed"]]) == ([], ["2"], ["3", "4"])
+    # Nothing more to take in.
+    again = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert again.stdout == "Already up to date with origin/main.\n"
+
+
+def test_a_branch_made_from_origin_main_never_syncs_into_main(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # 'git switch -c agent-a origin/main' makes agent-a track main: its sync pushed the agent's
+    # work to main, past the reviewer, and said "Synced agent-a".
+    bare, (a,) = make_team(tmp_path, clones=1)
+    main = git(bare, "rev-parse", "main")
+    git(a, "switch", "-q", "-c", "agent-a", "origin/main")
+    invoke_cli("--kb", a, "save", "For review first", "-e", "shop.orders.amount", check=True)
+    refused = invoke_cli("--kb", a, "sync")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Branch 'agent-a' tracks origin/main, a branch of another name, so a sync would push its commits to "
+        "main. To sync it with a branch of its own on origin (origin/agent-a), run 'git branch --unset-upstream' and "
+        "sync again; to take main in, run 'git fetch origin' and 'slayer-kb merge origin/main'; to work on main "
+        "itself, 'git switch main'.\n"))
+    assert git(bare, "rev-parse", "main") == main
+    git(a, "branch", "--unset-upstream")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout == "Synced agent-a with origin: pushed, 0 pulled, 1 pushed.\n"
+    assert (git(bare, "rev-parse", "main"), git(bare, "rev-parse", "agent-a")) == (main, git(a, "rev-parse", "HEAD"))
+
+
+def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Branch per agent: both agents start project api (its default session file) and save one
+    # new topic key. Once agent-a is merged, GitHub's merge of agent-b stopped on the session file
+    # and main then held the key twice; 'slayer-kb merge origin/main' on agent-b folds it first.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    for root, name in ((a, "agent-a"), (b, "agent-b")):
+        git(root, "switch", "-q", "-c", name)
+        invoke_cli("--kb", root, "save", f"Cache TTL from {name}", *topic, check=True)
+        invoke_cli("--kb", root, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    git(b, "fetch", "-q", "origin")
+    # The review of agent-b says so before the merge (it passed, and main then held the key twice).
+    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
+    assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
+        "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
+        f"this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb {b} merge "
+        "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
+        "1 problem in 1 file (2 files checked)\n"))
+    merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  merged (same topic key): 101 into 1\n")
+    moved = invoke_cli("--kb", b, "get", "101")
+    assert moved.stderr.startswith("Error: Memory id '101' moved: 'slayer-kb merge' merged this clone's memory 101 into "
+                                   "1, which the branch it merged had saved first under the same topic key; ")
+    assert invoke_cli("--kb", b, "validate", "--against", "origin/main").returncode == 0
+    invoke_cli("--kb", b, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "--no-edit", "origin/agent-b")  # raises on a conflict
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+    shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", "1", check=True))
+    assert (shown["learning"], shown["revision_count"]) == ("Cache TTL from agent-b", 2)
+    assert invoke_cli("--kb", reviewer, "validate").stdout == "Checked 2 files: no problems.\n"

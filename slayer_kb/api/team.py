@@ -1,11 +1,11 @@
-"""``kb.team``: work with other clones of the KB: ``sync`` with a remote, ``rebase`` by hand
-with the KB's merge driver, ``renumber`` a branch's colliding auto ids, and accepting an id that sync moved on this clone."""
+"""``kb.team``: work with other clones of the KB: ``sync`` with a remote, ``rebase`` and
+``merge`` by hand with the KB's merge driver, ``renumber`` a branch's colliding auto ids, and accepting an id that sync moved on this clone."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.results import AcceptResult, RebaseResult, RenumberResult, SyncResult
+from ..core.results import AcceptResult, MergeResult, RebaseResult, RenumberResult, SyncResult
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -37,6 +37,13 @@ class Team:
         from ..ops import rebase
 
         return rebase.rebase(self._kb, upstream, action)
+
+    def merge(self, ref: str) -> MergeResult:
+        """Merge ``ref`` into this branch with the KB's merge driver, a memory both sides added
+        alike merged from that version; a conflict raises with the steps."""
+        from ..ops import merge
+
+        return merge.merge(self._kb, ref)
 
     def accept(self, memory_id: str) -> AcceptResult | None:
         """Let ``memory_id``, which sync moved on this clone, mean the memory it names now;

@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "renumber": ("history", "renumber_cmd"),
     "sync": ("history", "sync_cmd"),
     "rebase": ("history", "rebase_cmd"),
+    "merge": ("history", "merge_cmd"),
     "import-slayer": ("history", "import_slayer"),
     "export-slayer": ("history", "export_slayer"),
     "import-engram": ("history", "import_engram"),

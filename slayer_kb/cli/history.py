@@ -222,6 +222,37 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None) -> 
         else "Rebase aborted; the branch is back as it was."))
 
 
+@click.command("merge")
+@click.argument("ref", metavar="REF")
+@json_option
+@pass_settings
+def merge_cmd(settings: Settings, ref: str) -> None:
+    """git merge REF, with the merge driver sync uses: main into an agent's branch.
+
+    Session files and topic-key memories both sides wrote are merged as sync merges them, and a
+    memory both sides added alike (a pull request merged by squash or rebase, then edited) from
+    that version: a plain 'git merge' stops on them. A topic key saved on both sides ends as one
+    memory, REF's, as after a sync. On a true conflict (two edits of one memory,
+    a forget against an edit) it stops, names the files and gives the next steps. Nothing is
+    written to your git config.
+
+    \b
+    Example:
+      git fetch origin && slayer-kb merge origin/main && slayer-kb sync
+    """
+    result = settings.kb().team.merge(ref)
+
+    def human() -> str:
+        if result.action == "up to date":
+            return f"Already up to date with {ref}."
+        text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run slayer-kb sync to push."
+        if result.folded:
+            text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.folded.items())
+        return text
+
+    emit(settings, result.to_json(), human)
+
+
 def _import_text(result: ImportResult) -> str:
     return result.summary() + warning_lines(result.warnings)
 

@@ -336,6 +336,19 @@ class AcceptResult:
 
 
 @dataclass
+class MergeResult:
+    """``slayer-kb merge``: REF merged into the branch (with the KB's merge driver)."""
+
+    ref: str
+    action: str  # merged | fast-forward | up to date
+    head: str
+    folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded}
+
+
+@dataclass
 class RebaseResult:
     """``slayer-kb rebase``: the rebase (with the KB's merge driver) finished or was aborted."""
 

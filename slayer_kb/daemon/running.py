@@ -88,7 +88,7 @@ def writes(request: dict[str, Any]) -> bool:
 
 # Writes that change files or the index beyond the commits they name to the server (git's own
 # merges, rebases and resets, the index rebuilt or compacted): reads wait for the whole of them.
-WHOLE = frozenset({"sync", "rebase", "renumber", "reindex", "maintenance"})
+WHOLE = frozenset({"sync", "rebase", "merge", "renumber", "reindex", "maintenance"})
 
 
 def holds_the_view(request: dict[str, Any]) -> bool:

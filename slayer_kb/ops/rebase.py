@@ -8,7 +8,9 @@ this command: every run (the start, ``--continue``, ``--abort``) passes the driv
 nothing is written to the user's git config. A run that stops on a conflict raises
 ``ConflictError`` naming the files and the next steps (``conflict_message``, which also builds
 sync's message); a commit that became empty once merged (the upstream had the same change, or
-the person kept the upstream's side) is dropped, as ``sync`` drops it.
+the person kept the upstream's side) is dropped, as ``sync`` drops it. A memory both sides
+added alike under two commits (a pull request merged by squash or rebase) is merged from that
+version, which git's merge base lacks (``settle``): main's later edit is no add/add conflict.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev
+from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
 
 if TYPE_CHECKING:
@@ -70,9 +72,12 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
     try:
         proc = store.git(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
         while proc.returncode != 0:
-            unmerged = _unmerged(store)
-            if unmerged:
-                return unmerged, _held(store)
+            stopped = unmerged(store)
+            if stopped and not settle(store, stopped, "REBASE_HEAD"):
+                return stopped, held_stages(store)
+            if stopped:
+                proc = store.git(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
+                continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
@@ -93,6 +98,18 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them:
     after ``first`` (sync's fetch and its rebase's start) when sync put the repository back, or
     from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
+    what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
+    steps = [*first, *steps, "slayer-kb validate",
+             "slayer-kb rebase --continue (a later commit that stops says so again)", "slayer-kb sync"]
+    where = ("the repository is back as it was" if stopped_at is None else
+             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
+    return what + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
+
+
+def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
+                   ours: str) -> tuple[str, list[str]]:
+    """What conflicts on ``paths`` (``held``: their stages, 2 ``other``'s version, 3 ``ours``, a
+    side missing having deleted the file), and the steps that resolve each file."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
@@ -102,23 +119,19 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
     forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
     forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
-    what, steps = [], list(first)
+    what, steps = [], []
     if edited:
-        what.append(f"Your commits and {upstream} both edited {files(edited)}")
+        what.append(f"{ours} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
     if forgot_here:
-        what.append(f"Your commits forgot {files(forgot_here)}, which {upstream} edited")
+        what.append(f"{ours} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
-                     f"to keep {upstream}'s edit)")
+                     f"to keep {other}'s edit)")
     if forgot_there:
-        what.append(f"{upstream} forgot {files(forgot_there)}, which your commits edited")
+        what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
         steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
                      "to let it go)")
-    steps += ["slayer-kb validate", "slayer-kb rebase --continue (a later commit that stops says so again)",
-              "slayer-kb sync"]
-    where = ("the repository is back as it was" if stopped_at is None else
-             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
-    return "; ".join(what) + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return "; ".join(what), steps
 
 
 def _onto_name(store: GitStore) -> str:
@@ -144,19 +157,50 @@ def _stop(store: GitStore) -> str:
     return (f"commit {counts[0]} of {counts[1]} " if len(counts) == 2 else "") + f"('{subject}')"
 
 
-def _unmerged(store: GitStore) -> list[str]:
+def unmerged(store: GitStore) -> list[str]:
     """The unmerged paths (repository-relative)."""
     out = store.git("diff", "--name-only", "-z", "--diff-filter=U").stdout.decode("utf-8", "surrogateescape")
     return sorted(set(filter(None, out.split("\0"))))
 
 
-def _held(store: GitStore) -> dict[str, set[int]]:
-    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``)."""
-    held: dict[str, set[int]] = {}
+def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
+    """Merge each of ``paths`` that HEAD and ``incoming`` (``REBASE_HEAD``, ``MERGE_HEAD``) added
+    as one memory (a pull request merged by squash or rebase, then edited on one side) from the
+    version both added, which git's merge base lacks, so it stopped on an add/add; whether every
+    path was settled. Edits on both sides stay a conflict, unless the KB's merge driver merges
+    them (a topic key)."""
+    settled = 0
+    for path, blobs in _stages(store).items():
+        base = added_alike(store, path, "HEAD", incoming) if path in paths and set(blobs) == {2, 3} else None
+        if base is None:
+            continue
+        (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
+        take: str | None = ours if theirs == base else theirs if ours == base else None
+        if take is None:
+            texts = store.objects.read_many("blob", {base, ours, theirs})
+            merged = mergedriver.merged(path, *(texts[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)))
+            if merged is None:
+                continue
+            take = store.objects.write("blob", merged.encode("utf-8"))
+        store.git("update-index", "--cacheinfo", f"{mode},{take},{path}")
+        store.git("checkout", "--", path)
+        settled += 1
+    return settled == len(paths)
+
+
+def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
+    """The (mode, blob) git holds at each stage of each unmerged path."""
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
     for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
         if entry:
             info, path = entry.split("\t", 1)
-            held.setdefault(path, set()).add(int(info.split()[2]))
-    return held
+            mode, blob, stage = info.split()
+            stages.setdefault(path, {})[int(stage)] = (mode, blob)
+    return stages
+
+
+def held_stages(store: GitStore) -> dict[str, set[int]]:
+    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
+    (in a rebase); a side missing deleted the file (a ``forget``)."""
+    return {path: set(blobs) for path, blobs in _stages(store).items()}
 

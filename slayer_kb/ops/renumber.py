@@ -18,6 +18,9 @@ adds ``42.yaml``; for a rebase, ``renumber --rewrite`` (and ``sync``) instead re
 own unpushed commits as if the fresh ids had been allocated from the start, keeping each commit's
 author, date and message; a message that names a renumbered id gets the new id and the move in its
 subject (``memory: save 36 (renumber 35 -> 36)``) and a ``Renumbered-by: slayer-kb`` trailer.
+A branch that ran ``renumber`` (one commit) and then rebases (``sync``, ``--rewrite``) has its
+history rewritten the same way, each moved id to where that commit put it, the commit itself
+dropped: replayed as it was, its first commits would add ``42.yaml`` over the upstream's.
 """
 
 from __future__ import annotations
@@ -54,13 +57,16 @@ def _ids(paths: list[str]) -> set[str]:
     return {i for i in map(id_of_path, paths) if i}
 
 
-def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None, dict[str, str]]:
+def plan(kb: Context, onto: str, parted: str | None = None, *,
+         replayed: bool = False) -> tuple[str | None, dict[str, str]]:
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used. With
     ``parted``, ``onto`` is a commit id and ``parted`` its merge base with HEAD, already known
-    (sync asks on every push attempt)."""
-    base, colliding, used = _collisions(kb.store, onto, parted)
+    (sync asks on every push attempt). ``replayed`` (a rebase: sync, ``--rewrite``): also the ids
+    that REF used and the branch's commits added and then moved away (a ``renumber`` commit),
+    which a replay meets commit by commit, each to where it went (else to a fresh id)."""
+    base, colliding, used, moved = _collisions(kb.store, onto, parted, replayed)
     if not colliding:
-        return base, {}
+        return base, moved
     top = max(highest_auto_id(used), kb.highest_auto_id(listed=True))
     # With leases, from this clone's blocks: one above every id in sight may be in another
     # clone's block, whose next save would then be renumbered in turn. An id either side ever
@@ -69,15 +75,17 @@ def plan(kb: Context, onto: str, parted: str | None = None) -> tuple[str | None,
                           lambda n: str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml"))
     if fresh is None:
         fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
-    return base, dict(zip(colliding, fresh, strict=True))
+    return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 
-def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | None, list[str], set[str]]:
+def _collisions(store: GitStore, onto: str, parted: str | None,
+                replayed: bool) -> tuple[str | None, list[str], set[str], dict[str, str]]:
     """(merge base, the branch's auto ids that REF has ever used, the ids either side ever
-    committed; empty when nothing collides)."""
+    committed (empty when nothing collides), and with ``replayed`` the ids moved away to where
+    they went)."""
     head = store.head()
     if head is None:
-        return None, [], set()
+        return None, [], set(), {}
     onto_sha = onto if parted else resolve_rev(store, onto)
     base = parted or merge_base(store, onto_sha, head)
     under = f"{MEMORIES_DIR}/"
@@ -89,11 +97,33 @@ def _collisions(store: GitStore, onto: str, parted: str | None) -> tuple[str | N
     theirs = _ids(store.added_paths(head, onto_sha, under))
     # A memory both sides first added as one blob is one memory under two commits (a rebase
     # replayed it, or it was cherry-picked or squash-merged), not two to tell apart.
-    colliding = sorted((i for i in ours & theirs if is_auto_id(i)
-                        and not same_memory(store, f"{MEMORIES_DIR}/{i}.yaml", base, head, onto_sha)), key=int)
+    def collides(ids: set[str]) -> list[str]:
+        return sorted((i for i in ids & theirs if is_auto_id(i)
+                       and not same_memory(store, f"{MEMORIES_DIR}/{i}.yaml", base, head, onto_sha)), key=int)
+
+    colliding = collides(ours)
+    moved: dict[str, str] = {}
+    if replayed and base:
+        gone = collides(_ids(store.added_paths(base, head, under)) - ours)
+        moved = {old: new for old, new in _renames(store, base, head).items() if old in gone} if gone else {}
+        colliding += [i for i in gone if i not in moved]
     if not colliding:
-        return base, [], set()
-    return base, colliding, theirs | _ids(store.added_paths(None, head, under))
+        return base, [], set(), moved
+    return base, colliding, theirs | _ids(store.added_paths(None, head, under)), moved
+
+
+def _renames(store: GitStore, base: str, head: str) -> dict[str, str]:
+    """{old id: new id} for the memory files the commits ``base..head`` renamed (``renumber``)."""
+    out = store.git("log", "--format=", "-M", "--name-status", "-z", "--diff-filter=R", head, f"^{base}", "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    tokens = [t.strip("\n") for t in out.split("\0")]
+    found: dict[str, str] = {}
+    for at, token in enumerate(tokens):
+        if token.startswith("R") and at + 2 < len(tokens):
+            old, new = (id_of_path(t[len(store.prefix):]) for t in tokens[at + 1:at + 3])
+            if old and new:
+                found.setdefault(old, new)  # newest first: the last move
+    return found
 
 
 def _added_since(store: GitStore, base: str, head: str) -> set[str]:
@@ -126,7 +156,7 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
     """Give the branch's colliding auto-id memories fresh ids (see the module doc)."""
     with kb.transaction() as tx:
         require_clean(kb.store, None if rewrite else f"{MEMORIES_DIR}/")
-        base, mapping = plan(kb, onto)
+        base, mapping = plan(kb, onto, replayed=rewrite)
         result = RenumberResult(onto, mapping)
         if not mapping:
             return result
@@ -180,6 +210,8 @@ def rewrite_commits(store: GitStore, base: str | None, mapping: dict[str, str]) 
                 "commit) and 'git merge REF' instead."
             )
         tree = _renumbered_tree(store, base, commit, mapping)
+        if parent is not None and tree == store.objects.tree_of(parent) != store.objects.tree_of(parents[0]):
+            continue  # its change was the move itself (a renumber commit), now made from the start
         parent = _recommit(store, commit, tree, parent, mapping)
     assert parent is not None
     return parent

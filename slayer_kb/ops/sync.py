@@ -45,9 +45,10 @@ from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
+from .folds import fold_topic_keys
 from .history import blobs_at
 from .rebase import conflict_message, in_progress, run
-from .renumber import plan, renumbered_text, require_clean, rewrite_commits
+from .renumber import plan, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .validate import validate
 
@@ -247,9 +248,18 @@ def _tip(store: GitStore, ref: str) -> str:
 
 
 def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
+    """The remote's branch ``branch`` syncs with: its own name. A branch made from another
+    (``git switch -c agent-a origin/main`` tracks ``main``) is refused, as git's ``push.default``
+    ``simple`` refuses it: its sync would push an agent's work to ``main``, past the review."""
     configured_remote, merge = kb.git_setting(f"branch.{branch}.remote"), kb.git_setting(f"branch.{branch}.merge") or ""
-    if configured_remote == remote and merge.startswith("refs/heads/"):
-        return merge[len("refs/heads/"):]
+    if configured_remote == remote and merge.startswith("refs/heads/") and merge != f"refs/heads/{branch}":
+        other = merge[len("refs/heads/"):]
+        raise InvalidInputError(
+            f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
+            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run 'git branch "
+            f"--unset-upstream' and sync again; to take {other} in, run 'git fetch {remote}' and 'slayer-kb merge "
+            f"{remote}/{other}'; to work on {other} itself, 'git switch {other}'."
+        )
     return branch
 
 
@@ -271,7 +281,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         return
-    base, mapping = plan(kb, upstream, parted=parted or None)
+    base, mapping = plan(kb, upstream, parted=parted or None, replayed=True)
     if mapping:
         reset_keep(store, rewrite_commits(store, base, mapping))
         compose(result.renumbered, mapping)
@@ -290,7 +300,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     on_top = _on_top(store, upstream)
-    if _fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result, index):
+    if fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged, index.catch_up):
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
 
@@ -387,42 +397,6 @@ def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
         if memory_id is not None:
             found[memory_id] = status
     return found
-
-
-def _fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], result: SyncResult, index: _Index) -> bool:
-    """One memory per topic key: a key this branch saved first (``ours``: the memories it adds)
-    while the upstream saved it too is folded into the upstream's memory, in one commit (see the
-    module doc); True when it made one. The index, which finds the upstream's holders of a key,
-    is brought up to date only for a memory that has one."""
-    folds: dict[str, Memory] = {}
-    changes: list[Change] = []
-    for memory_id in ours:
-        with contextlib.suppress(KBError):
-            mine = kb.read(memory_id)
-            if not mine.topic_key or mine.is_deleted:
-                continue
-            index.catch_up()
-            theirs = [m for m in tx.live(topic_key=mine.topic_key, project=mine.project, scope=mine.scope)
-                      if m.id != memory_id and m.id not in ours]
-            if not theirs:
-                continue
-            keeper = min(theirs, key=lambda m: m.created_at)
-            merged = merge_topic_revisions(None, keeper, mine)
-            folds[memory_id] = merged
-            changes += [memory_change(merged), Change(memory_path(memory_id), None)]
-    if not folds:
-        return False
-    mapping = {old: m.id for old, m in folds.items()}
-    for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
-        if other_id not in mapping:
-            new_text = renumbered_text(other_id, text, mapping)
-            if new_text is not None:
-                changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
-    moves = ", ".join(f"{old} into {new}" for old, new in mapping.items())
-    keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
-    tx.commit(changes, f"memory: merge {moves} (topic {keys})", {m.id: m for m in folds.values()})
-    result.merged.update(mapping)
-    return True
 
 
 def _revalidate(kb: Context, on_top: dict[str, str], merged: bool = True) -> None:

@@ -156,6 +156,46 @@ def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
     return problems
 
 
+def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
+    """Topic keys this branch's new memories (among ``files``) hold that a memory the revision
+    compared with added since they parted holds too: merged as they are, the key would be held
+    twice (two agents' branches upserting one new key). ``slayer-kb merge REF`` folds them."""
+    store, base = compared.store, compared.base
+    head = store.head()
+    if base is None or head is None:
+        return []
+    mine = {path.stem: (where, name) for path, name in files.items() if (where := _topic_of(path)) is not None}
+    at_base = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine]) if mine else {}
+    mine = {i: found for i, found in mine.items() if i not in at_base}
+    if not mine:
+        return []
+    added = [store.repo_path(p) for p in store.added_paths(head, compared.against_sha, MEMORIES + "/")
+             if Path(p).stem not in mine]
+    theirs = _tree_blobs(store, compared.against_sha, "", added) if added else {}
+    texts = store.objects.read_many("blob", theirs.values())
+    holders: dict[tuple[str, str, str], list[str]] = {}
+    for memory_id, blob in theirs.items():
+        where = _topic_in(texts[blob].decode("utf-8", "replace"))
+        if where is not None:
+            holders.setdefault(where, []).append(memory_id)
+    kb_shown = shown(compared.root)
+    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
+               + f" merge {shlex.quote(compared.against)}")
+    problems = []
+    for _memory_id, (where, name) in sorted(mine.items()):
+        if where in holders:
+            key, project, _scope = where
+            in_project = f" in project '{project}'" if project else ""
+            other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
+            problems.append(Problem(
+                name, 1,
+                f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
+                f"this branch parted from it; merged, the key would be held twice. Run '{command}': it folds this "
+                f"memory into {other} (one memory, both sides' revisions)",
+            ))
+    return problems
+
+
 def holds_a_topic_key(files: dict[Path, str]) -> bool:
     """Whether a live memory among ``files`` holds a topic key: only then can a branch compared
     with its upstream have made a key held twice (a key twice in files it left alone was so
@@ -174,6 +214,11 @@ def _topic_of(path: Path) -> tuple[str, str, str] | None:
         text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    return _topic_in(text)
+
+
+def _topic_in(text: str) -> tuple[str, str, str] | None:
+    """(topic key, project, scope) of a live memory's text, None without a key."""
     if "topic_key:" not in text:
         return None
     found = {key: value.strip().strip("'\"") for key, value in _TOPIC_FIELDS.findall(text)}

@@ -68,7 +68,15 @@ from ..core.session import loads as load_session
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR
 from .schema_words import item_line, memory_problems, session_problems
-from .teamchecks import branch, branch_files, holds_a_topic_key, id_collisions, topic_key_holders, topic_key_twins
+from .teamchecks import (
+    branch,
+    branch_files,
+    holds_a_topic_key,
+    id_collisions,
+    topic_key_holders,
+    topic_key_twins,
+    topic_keys_taken,
+)
 
 MEMORIES = "memories"
 
@@ -206,6 +214,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         holders = target.files
         if changed is not None and compared is not None and holds_a_topic_key(changed):
             holders = {**topic_key_holders(compared), **target.files}
+            report.problems.extend(topic_keys_taken(compared, changed))
         report.problems.extend(topic_key_twins(holders))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))

@@ -31,7 +31,7 @@ MOVES_FILE = "slayer-kb-moves.json"
 class Move:
     old: str
     new: str
-    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged"
+    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge"
 
 
 class MovedIds:
@@ -110,6 +110,9 @@ def _account(move: Move, now: Memory | None) -> str:
     if move.why == "merged":
         how = (f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved "
                "first under the same topic key")
+    elif move.why == "merge":
+        how = (f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it "
+               "merged had saved first under the same topic key")
     elif move.why == "renumber":
         how = (f"'slayer-kb renumber' gave this clone's memory {old} the id {move.new}, because the branch "
                f"it was renumbered onto had already used {old} for another memory")

@@ -32,10 +32,22 @@ def same_memory(store: GitStore, kb_path: str, base: str | None, ours: str, thei
     return mine is not None and mine == _first_added(store, [theirs, f"^{ours}"], kb_path)
 
 
+def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | None:
+    """The blob both ``ours`` and ``theirs`` first added at ``path`` (repository-relative) in
+    commits the other lacks, when they added the same one: the version both sides' edits start
+    from, which git's merge base (from before either added it) does not hold. None otherwise."""
+    mine = _added_first(store, [ours, f"^{theirs}"], path)
+    return mine if mine is not None and mine == _added_first(store, [theirs, f"^{ours}"], path) else None
+
+
 def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
     """The blob the oldest commit among ``revs`` that added ``kb_path`` gave it."""
+    return _added_first(store, revs, store.repo_path(kb_path))
+
+
+def _added_first(store: GitStore, revs: list[str], path: str) -> str | None:
     proc = store.git("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A",
-                     "--full-history", "--reverse", *revs, "--", store.repo_path(kb_path), check=False)
+                     "--full-history", "--reverse", *revs, "--", path, check=False)
     for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
         fields = line.split()
         if line.startswith(":") and len(fields) > 3:

@@ -1,0 +1,121 @@
+"""``slayer-kb merge REF``: git's merge with the KB's merge driver, for an agent's branch taking
+in ``main`` (branch per agent, docs/teams.md).
+
+A plain ``git merge origin/main`` knows neither the driver (``store/mergedriver.py``: session
+files and topic-key memories both sides wrote) nor that a memory both sides added alike is one
+memory: after ``main`` merged the agent's pull request by squash or rebase (each memory added again
+under a commit of its own) and then edited one, git's merge base predates both adds and the merge
+stopped on an add/add of ``memories/N.yaml``. Here such a path is merged from the version both
+added (``rebase.settle``), and the driver is passed to git for this run only (nothing is written
+to the git config). A memory the branch forgot after REF took it in that way is one git's merge
+would bring back (the merge base predates it): it stays forgotten, or, when REF edited it since,
+is held as a forget against an edit. What still conflicts (two edits of one memory, a forget
+against an edit) stops the merge, names the files and gives the steps. After the merge, a topic
+key the branch saved first while REF saved it too is folded into REF's memory, as ``sync`` folds
+it (``folds.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.errors import ConflictError
+from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.results import MergeResult
+from ..store import mergedriver
+from ..store.revisions import added_alike, resolve_rev
+from .folds import fold_topic_keys
+from .rebase import conflict_steps, held_stages, settle, unmerged
+from .renumber import require_clean
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ..store.repo import GitStore
+
+
+def merge(kb: Context, ref: str) -> MergeResult:
+    """Merge ``ref`` into the branch (see the module doc); a conflict raises with the steps."""
+    return _merge(kb, kb.store, ref)
+
+
+def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
+    with kb.transaction() as tx:
+        require_clean(store)
+        sha = resolve_rev(store, ref)
+        before = store.head()
+        assert before is not None
+        options, env, attributes = mergedriver.git_config(store.prefix)
+        try:
+            proc = store.git(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
+                             check=False, env=env)
+        finally:
+            attributes.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            stopped = unmerged(store)
+            if not stopped:
+                store.git("merge", "--abort", check=False)
+                raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            settle(store, stopped, "MERGE_HEAD")
+        parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
+        if store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0:
+            forget, edited = _forgotten_here(store, parted, before, sha)
+            if forget:
+                store.git("rm", "-q", "-f", "--", *forget)
+            if edited:
+                # Held as git holds a file deleted here and changed there: REF's version alone, at
+                # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
+                store.git("update-index", "--index-info", input="".join(
+                    f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
+            stopped = unmerged(store)
+            if stopped:
+                # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
+                # way round from a rebase's.
+                held = {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
+                raise ConflictError(_conflict_message(store, ref, stopped, held))
+            store.git("commit", "--no-edit", "-q")
+        kb.reread()
+        head = store.head()
+        assert head is not None
+        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head)
+        if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, parted, before), result.folded,
+                                                         lambda: None):
+            kb.reread()
+            kb.record_moves(result.folded, "merge")
+            result.head = store.head() or head
+        return result
+
+
+def _added(store: GitStore, parted: str, ours: str) -> list[str]:
+    """The memories ``ours`` added since ``parted``."""
+    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, ours, "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
+
+
+def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tuple[list[str], dict[str, str]]:
+    """The memories ``ours`` added and then forgot since it parted from ``theirs`` (at ``parted``), which
+    ``theirs`` holds as one memory with them (a pull request merged by squash or rebase before the
+    forget): git's merge base predates the add, so the merge brings them back. Returns (those
+    ``theirs`` left as added, whose forget stands; those it edited, a forget against an edit,
+    with their blobs there), repository-relative."""
+    paths = [store.repo_path(p) for p in store.added_paths(parted, ours, f"{MEMORIES_DIR}/")]
+    objects = store.objects
+    here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
+    forget: list[str] = []
+    edited: dict[str, str] = {}
+    for path in paths:
+        blob = there[path]
+        if here[path] is None and blob is not None and (first := added_alike(store, path, ours, theirs)) is not None:
+            if blob == first:
+                forget.append(path)
+            else:
+                edited[path] = blob
+    return forget, edited
+
+
+def _conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]]) -> str:
+    """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads them)."""
+    what, steps = conflict_steps(store, paths, held, ref, "This branch")
+    steps += ["slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    return (f"{what}; the merge stopped, and git merge --abort would put the branch back as it was. To merge by "
+            "hand: " + "; ".join(steps) + ".")
