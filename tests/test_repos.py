@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
-from testing import fsck, git, make_empty_kb, make_indexed_example_kb
+from slayer_kb.ops.sync import sync
+from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_team
 
 
 def test_a_copied_kb_is_a_sound_repository_of_few_files(tmp_path: Path) -> None:
@@ -20,3 +21,23 @@ def test_a_copied_kb_is_a_sound_repository_of_few_files(tmp_path: Path) -> None:
         assert fsck(root).returncode == 0
     assert sum(1 for _ in example.rglob("*")) < 120  # 247 with the objects loose and the samples
     assert KnowledgeBase(example).get("1").to_dict()["id"] == "1"
+
+
+def test_a_copied_team_pushes_to_its_own_remote(tmp_path: Path) -> None:
+    # make_team copies a remote and one clone made once a process: each copied clone's origin
+    # must be this team's remote (a push to the template's would reach every later test's team).
+    bare, (a, b) = make_team(tmp_path, 2)
+    for root in (bare, a, b):
+        objects = dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())
+        assert (objects["count"], objects["packs"]) == ("0", "1"), (root, objects)
+        assert fsck(root).returncode == 0
+    assert [git(root, "remote", "get-url", "origin").strip() for root in (a, b)] == [str(bare)] * 2
+    assert list((bare / "hooks").iterdir()) == []
+    assert KnowledgeBase(a).save_memory("A: shared", ["orders.amount"]).memory_id == "1"
+    assert sync(KnowledgeBase(a)).pushed == 1
+    sync(KnowledgeBase(b))
+    assert KnowledgeBase(b).get("1").to_dict()["learning"] == "A: shared"
+    # The next team copied starts as the first did: nothing of this team's pushes or leases.
+    other_bare, (other,) = make_team(tmp_path / "next", 1)
+    assert git(other_bare, "for-each-ref", "--format=%(refname)") == "refs/heads/main\n"
+    assert KnowledgeBase(other).save_memory("Next: its own", ["orders.amount"]).memory_id == "1"

@@ -72,10 +72,10 @@ class Settings:
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
         from ..kb import KnowledgeBase
-        from ..search import sentences
+        from ..search import cachedir
 
         # Refused before anything runs, rather than half-way through by whatever reads the cache.
-        sentences.folder()
+        cachedir.folder()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None

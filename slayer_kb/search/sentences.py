@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidInputError
+from .cachedir import folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,26 +45,6 @@ def text_hash(text: str) -> str:
     """The sha256 of ``text``, the key of its vectors. Kept for the last texts hashed: a search
     hashes each of its head's 30 texts twice (their sentences' look-up, their token ids')."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def folder() -> Path:
-    """The cache's folder: ``SLAYER_KB_CACHE``, else ``$XDG_CACHE_HOME/slayer-kb``, else
-    ``~/.cache/slayer-kb``. A relative ``SLAYER_KB_CACHE`` is refused: it named another folder
-    in each folder a command ran in (a server runs each in its client's), one inside the KB's
-    work tree among them. A relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says."""
-    chosen = os.environ.get("SLAYER_KB_CACHE")
-    if chosen:
-        path = Path(chosen).expanduser()
-        if not path.is_absolute():
-            raise InvalidInputError(
-                f"SLAYER_KB_CACHE is {chosen!r}, a relative path: set it to an absolute path (such as "
-                f"{os.path.expanduser('~/.cache/slayer-kb')}) or unset it (the default is "
-                "$XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
-        return path
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "slayer-kb"
 
 
 def _open() -> sqlite3.Connection | None:

@@ -40,7 +40,6 @@ import json
 import os
 import random
 import secrets
-import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -276,7 +275,10 @@ class IdLeases:
         created, and "answered" (created, or beaten to it by another clone), "refused" (the remote
         answered no: a hook, a protected namespace, no right to push) or "unreachable"."""
         spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
-        # For ``git log refs/slayer-kb/ids/K``: who leased the block.
+        # For ``git log refs/slayer-kb/ids/K``: who leased the block. socket is imported here,
+        # where a block is leased, not by every command that opens a KB.
+        import socket
+
         commit = claims.holder_commit(
             self.store, f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.store.top.name}.\n")
         outcome = claims.claim(self.store, remote.name, commit, {f"{NAMESPACE}{k}": "" for k in blocks})

@@ -1,0 +1,30 @@
+"""Where the per-user cache of sentence vectors lives (``sentences.py``), apart from the cache
+itself: every command that opens a KB checks the setting first, and most never open the cache
+(a ``get`` or ``show`` would otherwise import sqlite3 for nothing)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..core.errors import InvalidInputError
+
+
+def folder() -> Path:
+    """The cache's folder: ``SLAYER_KB_CACHE``, else ``$XDG_CACHE_HOME/slayer-kb``, else
+    ``~/.cache/slayer-kb``. A relative ``SLAYER_KB_CACHE`` is refused: it named another folder
+    in each folder a command ran in (a server runs each in its client's), one inside the KB's
+    work tree among them. A relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says."""
+    chosen = os.environ.get("SLAYER_KB_CACHE")
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_absolute():
+            raise InvalidInputError(
+                f"SLAYER_KB_CACHE is {chosen!r}, a relative path: set it to an absolute path (such as "
+                f"{os.path.expanduser('~/.cache/slayer-kb')}) or unset it (the default is "
+                "$XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
+        return path
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "slayer-kb"
