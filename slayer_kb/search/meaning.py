@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# Pending static vectors made at a time by ``fill_static`` (as ``vector_rows`` makes them).
+_STATIC_CHUNK = 2000
+
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
 DAMAGED = (sqlite3.Error, ValueError, TypeError)
@@ -107,8 +110,19 @@ class Meaning:
         key = embedding.key()
         return f"{key} + {encoder.MODEL_KEY}" if key else None
 
-    def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
-        """The vectors table's rows for these memories ([] when search by meaning is off)."""
+    def defers_static(self) -> bool:
+        """Whether a bulk write here leaves the static vectors to the background (``vector_rows``
+        with ``static`` off): only where a filler will make them, as it makes the sentence
+        vectors (``want_sentences``); elsewhere (the warm server, ``reindex``, no encoder, no
+        filler) they are made with the words."""
+        return (self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
+                and isinstance(self.embedder(), embedding.Embedder))
+
+    def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
+        """The vectors table's rows for these memories ([] when search by meaning is off);
+        without ``static``, rows whose static vector and token ids are pending, made by the
+        background's ``fill_static``: a first build of a large KB answers by its words sooner
+        (a quarter of its CPU was the static vectors and their tokenizing)."""
         model = self.embedder()
         if not memories or not isinstance(model, embedding.Embedder):
             return []
@@ -125,9 +139,46 @@ class Meaning:
                     self._lacking = True
             else:
                 known = {}
+            if not static:
+                self._lacking = True
+                out.extend(vectors.rows(chunk, None, known))
+                continue
             made, tokens = model.embed_with_tokens(texts)
             out.extend(vectors.rows(chunk, made, known, tokens))
         return out
+
+    def fill_static(self, guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+                    stop: Callable[[], bool] = lambda: False) -> int:
+        """Make the static vectors and token ids a bulk write left pending (``vector_rows``),
+        a chunk at a time, each written as it is made where the row's text is still the one
+        embedded; the same rows, to the bit, as the write would have made. ``guard`` is held
+        while the index is read or written. Returns how many were written."""
+        model = self.embedder()
+        if not isinstance(model, embedding.Embedder):
+            return 0
+        none: list[tuple[str, str]] = []
+        with guard():
+            missing = self._from_manifest(vectors.missing_static, none)
+        written = 0
+        for at in range(0, len(missing), _STATIC_CHUNK):
+            if stop():
+                break
+            chunk = missing[at : at + _STATIC_CHUNK]
+            texts = self._texts(chunk, guard)
+            fresh = [(m, digest) for m, digest in chunk if m in texts]
+            made, tokens_made = model.embed_with_tokens([texts[m] for m, _digest in fresh])
+            rows = [(m, digest, vec, scale, tokens.pack(ids))
+                    for (m, digest), (vec, scale), ids in zip(fresh, vectors.quantised(made), tokens_made, strict=True)]
+            with guard():
+                db = self._db()
+                try:
+                    written += len(vectors.write_static(db, rows))
+                except sqlite3.Error:
+                    break  # the index is being rebuilt: the next pass starts again
+                finally:
+                    db.close()
+                self._meaning_key = None  # a table this process holds is loaded again, with them
+        return written
 
     def rows_committed(self) -> None:
         """The rows ``vector_rows`` made are committed: start the filler if some lack a sentence
@@ -147,15 +198,27 @@ class Meaning:
 
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories)."""
+        covered, total, _pending = self.coverage()
+        return covered, total
+
+    def coverage(self) -> tuple[int, int, int]:
+        """(live memories with a sentence vector, live memories, those of them whose static
+        vector is pending: not found by meaning at all yet)."""
         if self.warm or self.vectors_loaded():
-            covered, total = self.meaning().coverage()
+            table = self.meaning()
+            covered, total = table.coverage()
             # Another process (the detached filler) may have made some since this one loaded
             # the table; the warm server's thread takes in its own.
-            if covered < total and (self.background_vectors or not self.warm) and self._from_manifest(vectors.sentence_coverage, (0, 0))[0] > covered:
-                self.absorb_sentences()
-                covered, total = self.meaning().coverage()
-            return covered, total
-        return self._from_manifest(vectors.sentence_coverage, (0, 0))
+            if (covered < total or table.pending) and (self.background_vectors or not self.warm):
+                now = self._from_manifest(vectors.coverage, (0, 0, 0))
+                if now[2] < table.pending:
+                    self._meaning_key = None  # static vectors made: the table is loaded again
+                elif now[0] > covered:
+                    self.absorb_sentences()
+                table = self.meaning()
+                covered, total = table.coverage()
+            return covered, total + table.pending, table.pending
+        return self._from_manifest(vectors.coverage, (0, 0, 0))
 
     def absorb_sentences(self) -> None:
         """Take into the table this process holds the sentence vectors another process wrote."""
@@ -203,8 +266,11 @@ class Meaning:
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
+        # The static vectors first: until its static vector is made, a memory is not found by
+        # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
+        static = self.fill_static(guard, stop)
         if not encoder.installed():
-            return 0
+            return static
         workers = workers or encoder.build_workers()
         with guard():
             covered, total = self.sentence_coverage()
