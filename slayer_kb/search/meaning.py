@@ -163,21 +163,32 @@ class Meaning:
         for at in range(0, len(missing), _STATIC_CHUNK):
             if stop():
                 break
-            chunk = missing[at : at + _STATIC_CHUNK]
-            texts = self._texts(chunk, guard)
-            fresh = [(m, digest) for m, digest in chunk if m in texts]
-            made, tokens_made = model.embed_with_tokens([texts[m] for m, _digest in fresh])
-            rows = [(m, digest, vec, scale, tokens.pack(ids))
-                    for (m, digest), (vec, scale), ids in zip(fresh, vectors.quantised(made), tokens_made, strict=True)]
-            with guard():
-                db = self._db()
+            # One chunk at a time across processes, as the sentence vectors' batches: rows
+            # another filler made while this one waited are skipped, so none is made twice.
+            with filler.batch(self.root):
                 try:
-                    written += len(vectors.write_static(db, rows))
+                    with guard():
+                        db = self._db()
+                        try:
+                            chunk = vectors.missing_static(db, [m for m, _digest in missing[at : at + _STATIC_CHUNK]])
+                        finally:
+                            db.close()
+                    texts = self._texts(chunk, guard)
+                    fresh = [(m, digest) for m, digest in chunk if m in texts]
+                    if not fresh:
+                        continue
+                    made, tokens_made = model.embed_with_tokens([texts[m] for m, _digest in fresh])
+                    rows = [(m, digest, vec, scale, tokens.pack(ids))
+                            for (m, digest), (vec, scale), ids in zip(fresh, vectors.quantised(made), tokens_made, strict=True)]
+                    with guard():
+                        db = self._db()
+                        try:
+                            written += len(vectors.write_static(db, rows))
+                        finally:
+                            db.close()
+                        self._meaning_key = None  # a table this process holds is loaded again, with them
                 except sqlite3.Error:
                     break  # the index is being rebuilt: the next pass starts again
-                finally:
-                    db.close()
-                self._meaning_key = None  # a table this process holds is loaded again, with them
         return written
 
     def rows_committed(self) -> None:

@@ -114,9 +114,17 @@ def pending(row: tuple[Any, ...]) -> bool:
     return row[1] is None and row[2] is None
 
 
-def missing_static(db: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(id, text hash) of the rows whose static vector is ``pending``, by id."""
-    return db.execute("SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL ORDER BY id").fetchall()
+def missing_static(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> list[tuple[str, str]]:
+    """(id, text hash) of the rows (of these memories, or all) whose static vector is ``pending``, by id."""
+    if memory_ids is None:
+        return db.execute("SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL ORDER BY id").fetchall()
+    found: list[tuple[str, str]] = []
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found += db.execute(
+            f"SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL AND id IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - placeholders only
+            chunk).fetchall()
+    return sorted(found)
 
 
 def write_static(db: sqlite3.Connection, made: list[tuple[str, str, bytes, float, bytes | None]]) -> list[str]:
