@@ -222,9 +222,7 @@ class Meaning:
             # the table; the warm server's thread takes in its own.
             if (covered < total or table.pending) and (self.background_vectors or not self.warm):
                 now = self._from_manifest(vectors.coverage, (0, 0, 0))
-                if now[2] < table.pending:
-                    self._meaning_key = None  # static vectors made: the table is loaded again
-                elif now[0] > covered:
+                if now[0] > covered or now[2] < table.pending:
                     self.absorb_sentences()
                 table = self.meaning()
                 covered, total = table.coverage()
@@ -232,8 +230,12 @@ class Meaning:
         return self._from_manifest(vectors.coverage, (0, 0, 0))
 
     def absorb_sentences(self) -> None:
-        """Take into the table this process holds the sentence vectors another process wrote."""
+        """Take into the table this process holds the sentence vectors another process wrote,
+        and the static vectors it made (``fill_static``): the table is loaded again with them."""
         if self._meaning is None:
+            return
+        if self._meaning.pending and self._from_manifest(vectors.coverage, (0, 0, 0))[2] < self._meaning.pending:
+            self._meaning, self._meaning_key = None, None
             return
         none: list[tuple[str, bytes]] = []
         made = self._from_manifest(
