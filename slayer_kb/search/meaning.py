@@ -113,8 +113,9 @@ class Meaning:
     def defers_static(self) -> bool:
         """Whether a bulk write here leaves the static vectors to the background (``vector_rows``
         with ``static`` off): only where a filler will make them, as it makes the sentence
-        vectors (``want_sentences``); elsewhere (the warm server, ``reindex``, no encoder, no
-        filler) they are made with the words."""
+        vectors (``want_sentences``); elsewhere (the warm server and its write process, no
+        encoder, no filler) they are made with the words. A one-shot ``reindex`` makes them
+        itself after the rebuild (``fill_sentences`` begins with them)."""
         return (self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
                 and isinstance(self.embedder(), embedding.Embedder))
 
@@ -122,7 +123,7 @@ class Meaning:
         """The vectors table's rows for these memories ([] when search by meaning is off);
         without ``static``, rows whose static vector and token ids are pending, made by the
         background's ``fill_static``: a first build of a large KB answers by its words sooner
-        (a quarter of its CPU was the static vectors and their tokenizing)."""
+        (the static vectors and their tokenizing were half of its process's CPU)."""
         model = self.embedder()
         if not memories or not isinstance(model, embedding.Embedder):
             return []

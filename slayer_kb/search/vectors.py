@@ -65,7 +65,7 @@ def rows(
     """Table rows for these memories and their unit vectors (one per memory, same order), with
     the sentence vectors ``known`` holds (text hash -> packed vector), each ending with its
     text's distinct token ids (``tokens``, same order; packed, None when not given). ``vectors``
-    None: rows whose static vector is ``pending`` (made later by ``static``, in the background)."""
+    None: rows whose static vector is ``pending`` (made later, in the background: ``Meaning.fill_static``)."""
     known = known or {}
     packed = [pack_tokens(ids) for ids in tokens] if tokens is not None else [None] * len(memories)
     made = quantised(vectors) if vectors is not None else [(None, None)] * len(memories)
