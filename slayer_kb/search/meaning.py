@@ -111,19 +111,15 @@ class Meaning:
         return f"{key} + {encoder.MODEL_KEY}" if key else None
 
     def defers_static(self) -> bool:
-        """Whether a bulk write here leaves the static vectors to the background (``vector_rows``
-        with ``static`` off): only where a filler will make them, as it makes the sentence
-        vectors (``want_sentences``); elsewhere (the warm server and its write process, no
-        encoder, no filler) they are made with the words. A one-shot ``reindex`` makes them
-        itself after the rebuild (``fill_sentences`` begins with them)."""
+        """Whether a bulk write here leaves the static vectors to the filler that makes the
+        sentence vectors (``want_sentences``), where one will follow; the warm server and its
+        write process make them with the words (a one-shot ``reindex`` after the rebuild)."""
         return (self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
                 and isinstance(self.embedder(), embedding.Embedder))
 
     def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
         """The vectors table's rows for these memories ([] when search by meaning is off);
-        without ``static``, rows whose static vector and token ids are pending, made by the
-        background's ``fill_static``: a first build of a large KB answers by its words sooner
-        (the static vectors and their tokenizing were half of its process's CPU)."""
+        without ``static``, their static vectors and token ids pending (``fill_static``)."""
         model = self.embedder()
         if not memories or not isinstance(model, embedding.Embedder):
             return []
@@ -169,18 +165,10 @@ class Meaning:
             with filler.batch(self.root):
                 try:
                     with guard():
-                        db = self._db()
-                        try:
-                            chunk = vectors.missing_static(db, [m for m, _digest in missing[at : at + _STATIC_CHUNK]])
-                        finally:
-                            db.close()
+                        ids = [m for m, _digest in missing[at : at + _STATIC_CHUNK]]
+                        chunk = self._from_manifest(lambda db: vectors.missing_static(db, ids), none)  # noqa: B023 - called at once
                     texts = self._texts(chunk, guard)
-                    fresh = [(m, digest) for m, digest in chunk if m in texts]
-                    if not fresh:
-                        continue
-                    made, tokens_made = model.embed_with_tokens([texts[m] for m, _digest in fresh])
-                    rows = [(m, digest, vec, scale, tokens.pack(ids))
-                            for (m, digest), (vec, scale), ids in zip(fresh, vectors.quantised(made), tokens_made, strict=True)]
+                    rows = vectors.static_rows(model, [(m, digest, texts[m]) for m, digest in chunk if m in texts])
                     with guard():
                         db = self._db()
                         try:
@@ -348,7 +336,7 @@ class Meaning:
             new.update(whole)
             sentences.store(encoder.WHOLE_KEY, new)
             # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
-            sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
+            sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
             sentences.store(encoder.MODEL_KEY, whole)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
@@ -387,7 +375,7 @@ class Meaning:
                 whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
                 fresh = [(digest, texts[m]) for m, digest in chunk if digest in whole]
                 _made, units = model.encode_with_units([text for _digest, text in fresh], workers)
-                sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
+                sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
                 sentences.store(encoder.MODEL_KEY, whole)
         return True
 
@@ -588,7 +576,7 @@ class Meaning:
             return
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
-        found = self._from_manifest(lambda db: _rows_by_id(db, ids), none)
+        found = self._from_manifest(lambda db: vectors.rows_by_id(db, ids), none)
         if found is None:
             return
         rows = {row[0] for row in found}
@@ -603,22 +591,6 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return os.getpid(), st.st_dev, st.st_ino
-
-
-def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
-    """The vectors table's rows of these memories, as ``vectors.write`` takes them."""
-    found: list[tuple[Any, ...]] = []
-    for at in range(0, len(memory_ids), 500):  # SQLite's old limit of 999 parameters
-        chunk = memory_ids[at : at + 500]
-        found += db.execute(
-            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608
-            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-    return found
-
-
-def _packed(rows: np.ndarray) -> bytes:
-    """A text's unit vectors as one cache entry: their packed vectors end to end (none: b"")."""
-    return b"".join(sentences.pack(row) for row in rows)
 
 
 def state_key(state: dict[str, Any] | None) -> Any:

@@ -28,6 +28,8 @@ from .tokens import pack as pack_tokens
 if TYPE_CHECKING:
     import numpy as np
 
+    from .embedding import Embedder
+
 # Ids looked up at a time (SQLite allows 999 parameters in old builds).
 _BY_ID_CHUNK = 500
 
@@ -125,6 +127,16 @@ def missing_static(db: sqlite3.Connection, memory_ids: list[str] | None = None) 
             f"SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL AND id IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - placeholders only
             chunk).fetchall()
     return sorted(found)
+
+
+def static_rows(model: Embedder, texts: list[tuple[str, str, str]]) -> list[tuple[str, str, bytes, float, bytes | None]]:
+    """(id, text hash, vector, scale, token ids) of these (id, text hash, text), as ``rows``
+    makes them, for ``write_static``."""
+    if not texts:
+        return []
+    made, ids = model.embed_with_tokens([text for _m, _digest, text in texts])
+    return [(m, digest, vec, scale, pack_tokens(each))
+            for (m, digest, _t), (vec, scale), each in zip(texts, quantised(made), ids, strict=True)]
 
 
 def write_static(db: sqlite3.Connection, made: list[tuple[str, str, bytes, float, bytes | None]]) -> list[str]:
@@ -264,3 +276,14 @@ def cosines_by_id(
             scores = (matrix.astype(np.float32) * scales[:, None]) @ vector
             out.update(zip((r[0] for r in found), scores.tolist(), strict=True))
     return out
+
+
+def rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The table's rows of these memories, as ``write`` takes them."""
+    found: list[tuple[Any, ...]] = []
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found += db.execute(
+            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608 - placeholders only
+            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return found
