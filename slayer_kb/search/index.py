@@ -366,7 +366,9 @@ class Index(Reads, Meaning):
                 for doc in catalog_documents(self._load_catalog()):
                     writer().add_document(**doc)
             # Before the commit: in a rebuild, the worker processes index while this one embeds.
-            vector_rows = self.vector_rows(embedded)
+            # A bulk write where a filler will make them leaves the static vectors to it.
+            deferred = writer.bulk and self.defers_static()
+            vector_rows = self.vector_rows(embedded, static=not deferred)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -384,7 +386,7 @@ class Index(Reads, Meaning):
                      "vectors": state["vectors"], "problems": len(report.problems)}
         self._write_state(new_state)
         self.rows_committed()
-        if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed:
+        if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed and not deferred:
             self._meaning.apply(stale, vector_rows)
             self._meaning_key = state_key(new_state)
         if only is not None:

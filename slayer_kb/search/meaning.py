@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# Pending static vectors made at a time by ``fill_static`` (as ``vector_rows`` makes them).
+_STATIC_CHUNK = 2000
+
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
 DAMAGED = (sqlite3.Error, ValueError, TypeError)
@@ -107,8 +110,16 @@ class Meaning:
         key = embedding.key()
         return f"{key} + {encoder.MODEL_KEY}" if key else None
 
-    def vector_rows(self, memories: list[Memory]) -> list[tuple[Any, ...]]:
-        """The vectors table's rows for these memories ([] when search by meaning is off)."""
+    def defers_static(self) -> bool:
+        """Whether a bulk write here leaves the static vectors to the filler that makes the
+        sentence vectors (``want_sentences``), where one will follow; the warm server and its
+        write process make them with the words (a one-shot ``reindex`` after the rebuild)."""
+        return (self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
+                and isinstance(self.embedder(), embedding.Embedder))
+
+    def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
+        """The vectors table's rows for these memories ([] when search by meaning is off);
+        without ``static``, their static vectors and token ids pending (``fill_static``)."""
         model = self.embedder()
         if not memories or not isinstance(model, embedding.Embedder):
             return []
@@ -125,9 +136,49 @@ class Meaning:
                     self._lacking = True
             else:
                 known = {}
+            if not static:
+                self._lacking = True
+                out.extend(vectors.rows(chunk, None, known))
+                continue
             made, tokens = model.embed_with_tokens(texts)
             out.extend(vectors.rows(chunk, made, known, tokens))
         return out
+
+    def fill_static(self, guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+                    stop: Callable[[], bool] = lambda: False) -> int:
+        """Make the static vectors and token ids a bulk write left pending (``vector_rows``),
+        a chunk at a time, each written as it is made where the row's text is still the one
+        embedded; the same rows, to the bit, as the write would have made. ``guard`` is held
+        while the index is read or written. Returns how many were written."""
+        model = self.embedder()
+        if not isinstance(model, embedding.Embedder):
+            return 0
+        none: list[tuple[str, str]] = []
+        with guard():
+            missing = self._from_manifest(vectors.missing_static, none)
+        written = 0
+        for at in range(0, len(missing), _STATIC_CHUNK):
+            if stop():
+                break
+            # One chunk at a time across processes, as the sentence vectors' batches: rows
+            # another filler made while this one waited are skipped, so none is made twice.
+            with filler.batch(self.root):
+                try:
+                    with guard():
+                        ids = [m for m, _digest in missing[at : at + _STATIC_CHUNK]]
+                        chunk = self._from_manifest(lambda db: vectors.missing_static(db, ids), none)  # noqa: B023 - called at once
+                    texts = self._texts(chunk, guard)
+                    rows = vectors.static_rows(model, [(m, digest, texts[m]) for m, digest in chunk if m in texts])
+                    with guard():
+                        db = self._db()
+                        try:
+                            written += len(vectors.write_static(db, rows))
+                        finally:
+                            db.close()
+                        self._meaning_key = None  # a table this process holds is loaded again, with them
+                except sqlite3.Error:
+                    break  # the index is being rebuilt: the next pass starts again
+        return written
 
     def rows_committed(self) -> None:
         """The rows ``vector_rows`` made are committed: start the filler if some lack a sentence
@@ -147,19 +198,33 @@ class Meaning:
 
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a sentence vector, live memories)."""
+        covered, total, _pending = self.coverage()
+        return covered, total
+
+    def coverage(self) -> tuple[int, int, int]:
+        """(live memories with a sentence vector, live memories, those of them whose static
+        vector is pending: not found by meaning at all yet)."""
         if self.warm or self.vectors_loaded():
-            covered, total = self.meaning().coverage()
+            table = self.meaning()
+            covered, total = table.coverage()
             # Another process (the detached filler) may have made some since this one loaded
             # the table; the warm server's thread takes in its own.
-            if covered < total and (self.background_vectors or not self.warm) and self._from_manifest(vectors.sentence_coverage, (0, 0))[0] > covered:
-                self.absorb_sentences()
-                covered, total = self.meaning().coverage()
-            return covered, total
-        return self._from_manifest(vectors.sentence_coverage, (0, 0))
+            if (covered < total or table.pending) and (self.background_vectors or not self.warm):
+                now = self._from_manifest(vectors.coverage, (0, 0, 0))
+                if now[0] > covered or now[2] < table.pending:
+                    self.absorb_sentences()
+                table = self.meaning()
+                covered, total = table.coverage()
+            return covered, total + table.pending, table.pending
+        return self._from_manifest(vectors.coverage, (0, 0, 0))
 
     def absorb_sentences(self) -> None:
-        """Take into the table this process holds the sentence vectors another process wrote."""
+        """Take into the table this process holds the sentence vectors another process wrote,
+        and the static vectors it made (``fill_static``): the table is loaded again with them."""
         if self._meaning is None:
+            return
+        if self._meaning.pending and self._from_manifest(vectors.coverage, (0, 0, 0))[2] < self._meaning.pending:
+            self._meaning, self._meaning_key = None, None
             return
         none: list[tuple[str, bytes]] = []
         made = self._from_manifest(
@@ -203,8 +268,11 @@ class Meaning:
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
         every worker has runs to make. Returns how many of the memories that lacked a sentence
         vector have one now (0 when the encoder is not available)."""
+        # The static vectors first: until its static vector is made, a memory is not found by
+        # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
+        static = self.fill_static(guard, stop)
         if not encoder.installed():
-            return 0
+            return static
         workers = workers or encoder.build_workers()
         with guard():
             covered, total = self.sentence_coverage()
@@ -268,7 +336,7 @@ class Meaning:
             new.update(whole)
             sentences.store(encoder.WHOLE_KEY, new)
             # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
-            sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
+            sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
             sentences.store(encoder.MODEL_KEY, whole)
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
@@ -307,7 +375,7 @@ class Meaning:
                 whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
                 fresh = [(digest, texts[m]) for m, digest in chunk if digest in whole]
                 _made, units = model.encode_with_units([text for _digest, text in fresh], workers)
-                sentences.store(encoder.UNITS_KEY, {digest: _packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
+                sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
                 sentences.store(encoder.MODEL_KEY, whole)
         return True
 
@@ -508,7 +576,7 @@ class Meaning:
             return
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
-        found = self._from_manifest(lambda db: _rows_by_id(db, ids), none)
+        found = self._from_manifest(lambda db: vectors.rows_by_id(db, ids), none)
         if found is None:
             return
         rows = {row[0] for row in found}
@@ -523,22 +591,6 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return os.getpid(), st.st_dev, st.st_ino
-
-
-def _rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
-    """The vectors table's rows of these memories, as ``vectors.write`` takes them."""
-    found: list[tuple[Any, ...]] = []
-    for at in range(0, len(memory_ids), 500):  # SQLite's old limit of 999 parameters
-        chunk = memory_ids[at : at + 500]
-        found += db.execute(
-            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608
-            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-    return found
-
-
-def _packed(rows: np.ndarray) -> bytes:
-    """A text's unit vectors as one cache entry: their packed vectors end to end (none: b"")."""
-    return b"".join(sentences.pack(row) for row in rows)
 
 
 def state_key(state: dict[str, Any] | None) -> Any:

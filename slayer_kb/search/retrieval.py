@@ -166,7 +166,12 @@ def _sentence_vector(index: Index, request: Request, warnings: list[str], notes:
             if present.damaged:
                 warnings.append(str(present))  # a damaged or changed install: the user can mend it
             return None, False
-    covered, total = index.sentence_coverage()
+    covered, total, waiting = index.coverage()
+    if waiting:
+        notes.append(
+            f"Meaning covers {total - waiting} of {total} memories; the others are found by their words "
+            "until their vectors are made, in the background."
+        )
     if covered < total:
         index.want_sentences()
         notes.append(

@@ -185,6 +185,11 @@ def pack(vector: np.ndarray) -> bytes:
     return np.rint(vector * (127.0 / peak)).astype(np.int8).tobytes()
 
 
+def packed(rows: np.ndarray) -> bytes:
+    """A text's unit vectors as one cache entry: their packed vectors end to end (none: b"")."""
+    return b"".join(pack(row) for row in rows)
+
+
 def unpack(blobs: list[bytes], dimensions: int) -> np.ndarray:
     """Packed vectors as float32 rows, normalised again (quantising moved them off unit length),
     in order: a blob may hold several, one after another (a text's units)."""

@@ -86,6 +86,9 @@ class Table:
     # A warm process's table (``expand``): its sentence cosines are those of the rows as
     # float32 unit vectors, as a loaded table's are those of the rows as stored, scaled after.
     expanded: bool = False
+    # Live rows left out because their static vector is pending (``vectors.pending``): they
+    # count in the KB's size, not in what meaning covers.
+    pending: int = 0
 
     @property
     def size(self) -> int:
@@ -96,7 +99,9 @@ class Table:
         """Every row of the manifest's table (``vectors.checked``)."""
         (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
         cursor = db.execute(vectors.SELECT_ALL)
-        return cls.from_chunks((vectors.checked(rows, repair) for rows in iter(lambda: cursor.fetchmany(_LOAD_CHUNK), [])), count)
+        table = cls.from_chunks((vectors.checked(rows, repair) for rows in iter(lambda: cursor.fetchmany(_LOAD_CHUNK), [])), count)
+        table.pending = vectors.coverage(db)[2]
+        return table
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[list[Any]], count: int) -> Table:

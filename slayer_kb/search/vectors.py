@@ -28,6 +28,8 @@ from .tokens import pack as pack_tokens
 if TYPE_CHECKING:
     import numpy as np
 
+    from .embedding import Embedder
+
 # Ids looked up at a time (SQLite allows 999 parameters in old builds).
 _BY_ID_CHUNK = 500
 
@@ -59,29 +61,35 @@ def embedding_text(memory: Memory) -> str:
 
 
 def rows(
-    memories: list[Memory], vectors: np.ndarray, known: dict[str, bytes] | None = None,
+    memories: list[Memory], vectors: np.ndarray | None, known: dict[str, bytes] | None = None,
     tokens: list[np.ndarray] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Table rows for these memories and their unit vectors (one per memory, same order), with
     the sentence vectors ``known`` holds (text hash -> packed vector), each ending with its
-    text's distinct token ids (``tokens``, same order; packed, None when not given)."""
-    import numpy as np
-
+    text's distinct token ids (``tokens``, same order; packed, None when not given). ``vectors``
+    None: rows whose static vector is ``pending`` (made later, in the background: ``Meaning.fill_static``)."""
     known = known or {}
     packed = [pack_tokens(ids) for ids in tokens] if tokens is not None else [None] * len(memories)
-
-    peaks = np.abs(vectors).max(axis=1)
-    scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
-    quantised = np.rint(vectors / scales[:, None]).astype(np.int8)
+    made = quantised(vectors) if vectors is not None else [(None, None)] * len(memories)
     out = []
-    for memory, vector, scale, ids in zip(memories, quantised, scales, packed, strict=True):
+    for memory, (vector, scale), ids in zip(memories, made, packed, strict=True):
         datasources = sorted({e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")})
         out.append((
-            memory.id, vector.tobytes(), float(scale), memory.type, memory.project,
+            memory.id, vector, scale, memory.type, memory.project,
             memory.scope or "project", " ".join(datasources), int(memory.query is not None),
             int(memory.is_deleted), (digest := sentences.text_hash(embedding_text(memory))), known.get(digest), ids,
         ))
     return out
+
+
+def quantised(vectors: np.ndarray) -> list[tuple[bytes, float]]:
+    """Each unit vector as the table keeps it: signed bytes and the scale they are multiplied by."""
+    import numpy as np
+
+    peaks = np.abs(vectors).max(axis=1)
+    scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
+    quantised = np.rint(vectors / scales[:, None]).astype(np.int8)
+    return [(vector.tobytes(), float(scale)) for vector, scale in zip(quantised, scales, strict=True)]
 
 
 def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
@@ -102,6 +110,50 @@ def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
     return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
 
 
+def pending(row: tuple[Any, ...]) -> bool:
+    """Whether a row's static vector is still to be made (``rows`` without vectors): neither
+    vector nor scale, where a damaged row has one of them wrong."""
+    return row[1] is None and row[2] is None
+
+
+def missing_static(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> list[tuple[str, str]]:
+    """(id, text hash) of the rows (of these memories, or all) whose static vector is ``pending``, by id."""
+    if memory_ids is None:
+        return db.execute("SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL ORDER BY id").fetchall()
+    found: list[tuple[str, str]] = []
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found += db.execute(
+            f"SELECT id, hash FROM vectors WHERE vec IS NULL AND scale IS NULL AND id IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - placeholders only
+            chunk).fetchall()
+    return sorted(found)
+
+
+def static_rows(model: Embedder, texts: list[tuple[str, str, str]]) -> list[tuple[str, str, bytes, float, bytes | None]]:
+    """(id, text hash, vector, scale, token ids) of these (id, text hash, text), as ``rows``
+    makes them, for ``write_static``."""
+    if not texts:
+        return []
+    made, ids = model.embed_with_tokens([text for _m, _digest, text in texts])
+    return [(m, digest, vec, scale, pack_tokens(each))
+            for (m, digest, _t), (vec, scale), each in zip(texts, quantised(made), ids, strict=True)]
+
+
+def write_static(db: sqlite3.Connection, made: list[tuple[str, str, bytes, float, bytes | None]]) -> list[str]:
+    """Store (id, text hash, vector, scale, token ids) in the pending rows whose text is still the
+    one embedded, with their token ids; the ids written."""
+    written = []
+    db.execute("BEGIN")
+    for memory_id, digest, vec, scale, ids in made:
+        if db.execute("UPDATE vectors SET vec = ?, scale = ? WHERE id = ? AND hash = ? AND vec IS NULL AND scale IS NULL",
+                      (vec, scale, memory_id, digest)).rowcount:
+            written.append(memory_id)
+            if ids is not None:
+                db.execute("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)", (memory_id, digest, ids))
+    db.execute("COMMIT")
+    return written
+
+
 def made_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
     """(id, text hash) of the live memories whose sentence vector is made, by id."""
     return db.execute("SELECT id, hash FROM vectors WHERE svec IS NOT NULL AND deleted = 0 ORDER BY id").fetchall()
@@ -116,10 +168,14 @@ def still_missing(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[s
     return [(m, digest) for m, digest in found]
 
 
-def sentence_coverage(db: sqlite3.Connection) -> tuple[int, int]:
-    """(live memories with a sentence vector, live memories)."""
-    covered, total = db.execute("SELECT count(svec), count(*) FROM vectors WHERE deleted = 0").fetchone()
-    return int(covered), int(total)
+def coverage(db: sqlite3.Connection) -> tuple[int, int, int]:
+    """(live memories with a sentence vector, live memories, those of them whose static vector is
+    ``pending``). A pending row's sentence vector (from the cache) counts once the row is whole:
+    until then meaning does not see the row."""
+    covered, total, waiting = db.execute(
+        "SELECT count(vec IS NOT NULL AND svec IS NOT NULL OR NULL), count(*), count(*) - count(vec) "
+        "FROM vectors WHERE deleted = 0").fetchone()
+    return int(covered), int(total), int(waiting)
 
 
 def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]]) -> list[str]:
@@ -172,7 +228,10 @@ def sound(row: tuple[Any, ...]) -> bool:
 
 def checked(found: list[tuple[Any, ...]], repair: Repair | None) -> list[tuple[Any, ...]]:
     """``found`` (rows as ``SELECT_ALL`` reads them) with each row that is not ``sound``
-    replaced by the one ``repair`` makes for it, or left out when it makes none."""
+    replaced by the one ``repair`` makes for it, or left out when it makes none; a ``pending``
+    row is left out (its static vector is being made in the background), never made here."""
+    if any(pending(row) for row in found):
+        found = [row for row in found if not pending(row)]
     bad = [row for row in found if not sound(row)]
     if not bad:
         return found
@@ -217,3 +276,14 @@ def cosines_by_id(
             scores = (matrix.astype(np.float32) * scales[:, None]) @ vector
             out.update(zip((r[0] for r in found), scores.tolist(), strict=True))
     return out
+
+
+def rows_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The table's rows of these memories, as ``write`` takes them."""
+    found: list[tuple[Any, ...]] = []
+    for at in range(0, len(memory_ids), _BY_ID_CHUNK):
+        chunk = memory_ids[at : at + _BY_ID_CHUNK]
+        found += db.execute(
+            "SELECT id, vec, scale, type, project, scope, datasources, has_query, deleted, hash, svec "  # noqa: S608 - placeholders only
+            f"FROM vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return found

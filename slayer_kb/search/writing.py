@@ -86,7 +86,7 @@ class OnDemand:
     contents, and readers have nothing to reopen."""
 
     def __init__(self, ix: windex.Index, bulk: bool) -> None:
-        self._ix, self._bulk = ix, bulk
+        self._ix, self.bulk = ix, bulk
         self._stack = contextlib.ExitStack()
         self._writer: Any = None
 
@@ -98,7 +98,7 @@ class OnDemand:
 
     def __call__(self) -> Any:
         if self._writer is None:
-            self._writer = self._stack.enter_context(writer(self._ix, self._bulk))
+            self._writer = self._stack.enter_context(writer(self._ix, self.bulk))
         return self._writer
 
 
