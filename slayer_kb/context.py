@@ -30,6 +30,7 @@ from .core.errors import (
     NotFoundError,
     ResolutionError,
     StoreError,
+    unreadable,
 )
 from .core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
 from .core.ids import check_id, id_sort_key
@@ -238,9 +239,7 @@ class Context:
             shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror
             raise MemoryFileError(memory_path(memory_id), None, f"{shown}; {reason}") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryFileError(
-                memory_path(memory_id), None, f"cannot be read: {exc}"
-            ) from None
+            raise unreadable(memory_path(memory_id), exc) from None
         if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text

@@ -25,7 +25,7 @@ from .catalog.refs import clean_query, flatten_refs, query_entities, split_refer
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
 from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
-from .core.inputs import check_description, check_unicode, make_given_folder
+from .core.inputs import check_description, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
@@ -61,11 +61,19 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         root = Path(path).resolve()
-        make_given_folder(root, "the knowledge base's folder")
-        if find_toplevel(root) is None:
-            init_repository(root)
-        kb = cls(root, author=author)
-        kb._create(example)
+        with given_folder(root, "the knowledge base's folder") as undo:
+            enclosing = find_toplevel(root)
+            if enclosing is None:
+                init_repository(root)
+            kb = cls(root, author=author)
+            before = kb.store.head()
+            try:
+                kb._create(example)
+            except BaseException:
+                # A commit published into the person's own repository stays, with its files.
+                undo.wanted = enclosing is None or kb.store.head() == before
+                kb.close()
+                raise
         return kb
 
     def _create(self, example: bool) -> None:

@@ -16,7 +16,7 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, StoreError
 from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
@@ -250,8 +250,7 @@ class KBGroup(click.Group):
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}{where}."))
+            fail(ctx.find_object(Settings), StoreError.from_os(exc))
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:

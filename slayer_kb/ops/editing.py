@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError
+from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
 from ..core.ids import check_id
 from ..core.memory import Memory, dumps, key_line, loads
 from ..core.results import EditResult
@@ -146,7 +146,7 @@ def read_memory_file(path: Path, memory_id: str) -> bytes | None:
     except OSError as exc:
         if path.is_symlink():  # made a link since the check: O_NOFOLLOW refused it
             raise symlink from None
-        raise MemoryFileError(where, None, f"cannot be read: {exc.strerror or exc}") from None
+        raise unreadable(where, exc) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
