@@ -277,8 +277,17 @@ class Context:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
         self.check_folders()
         self.check_not_moved(memory_id)
+        memory = self.read_with_fix(memory_id)
+        if memory.is_deleted and not include_deleted:
+            raise deleted_error(memory)
+        pending = self.duplicates_pending(memory_id)
+        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
+
+    def read_with_fix(self, memory_id: str) -> Memory:
+        """``read`` for a command a person runs on this memory (get, update): a file that cannot
+        be read says how to fix it."""
         try:
-            memory = self.read(memory_id)
+            return self.read(memory_id)
         except MemoryFileError as exc:
             path = self.path_of(memory_id)
             if exc.names_fix or path.is_symlink() or not path.is_file():  # no file to edit, or its own fix
@@ -288,10 +297,6 @@ class Context:
             edit = f"(or run 'slayer-kb edit {memory_id}', which checks it on close)"
             raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
                                   tool_message=f"{problem}. {fix}.") from None
-        if memory.is_deleted and not include_deleted:
-            raise deleted_error(memory)
-        pending = self.duplicates_pending(memory_id)
-        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both
