@@ -5,6 +5,7 @@ is, with the way to finish, and git's index never stages the undoing of the comm
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -18,6 +19,9 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
+from slayer_kb.mcp.schema import Reply
+from slayer_kb.mcp.tools import call_tool
+from slayer_kb.store.bounded import explain
 from slayer_kb.store.repo import Change
 from testing import CliRunner, git
 
@@ -235,18 +239,52 @@ CHATTR_FIX = ("the knowledge base is not writable by this user: make it writable
 
 
 def test_a_refusal_no_message_foresaw_names_the_path_the_cause_and_the_fix(
-    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI's last resort for an OSError (here export-slayer's file write): one line with the
-    path, the cause and the fix, exit 1, the same message under --json; never a traceback."""
-    target = tmp_path / "export" / "memories"
-    target.mkdir(parents=True)
-    with immutable(target, tmp_path):
-        proc = invoke_cli("--kb", indexed_example_kb.root, "--json", "export-slayer", target.parent)
-    message = (f"Cannot use {target}/1.md: Operation not permitted; give this user access to it (chmod, chown; "
-               "chattr -i if it is immutable), then retry.")
+    """The last resort for an OSError in the CLI and in MCP tools: one line with the path, the
+    cause and the fix (exit 1, the same message under --json), never a traceback or an
+    "Internal error". (Every refusal found so far has a message of its own: a stand-in raises it.)"""
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", "/srv/kb/memories/1.yaml")
+
+    monkeypatch.setattr(KnowledgeBase, "stats", refused)
+    message = ("Cannot use /srv/kb/memories/1.yaml: Permission denied; give this user access to it (chmod, chown), "
+               "or use a copy of the knowledge base this user owns, then retry.")
+    proc = invoke_cli("--kb", indexed_example_kb.root, "--json", "stats")
     assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
     assert json.loads(proc.stdout) == {"error": {"type": "store", "message": message}}
+    assert call_tool(indexed_example_kb, "mem_stats", {}) == Reply(message, is_error=True)
+
+
+def test_an_export_into_a_folder_that_takes_no_file_adds_nothing(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    target = tmp_path / "export" / "memories"
+    target.mkdir(parents=True)
+    (target / "old.md").write_text("an earlier export\n")
+    with immutable(target, tmp_path):
+        proc = invoke_cli("--kb", indexed_example_kb.root, "export-slayer", target.parent)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Cannot write {target}/1.md: Operation not permitted; give this user access to it (chmod, chown; "
+        "chattr -i if it is immutable), then retry. The files this export added were removed.\n")
+    assert [p.name for p in target.iterdir()] == ["old.md"]
+
+
+def test_fmt_of_a_file_that_cannot_change_reports_it_and_leaves_no_temporary_file(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    root = indexed_example_kb.root
+    memory = root / "memories" / "1.yaml"
+    text = "# not canonical\n" + memory.read_text()
+    memory.write_text(text)
+    with immutable(memory, tmp_path):
+        proc = invoke_cli("--kb", root, "fmt")
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"{memory}:1: cannot be rewritten: Operation not permitted; give this user access to it (chmod, chown; "
+        "chattr -i if it is immutable), then retry\n0 of 40 files needed formatting\n"))
+    assert memory.read_text() == text
+    assert sorted(p.name for p in memory.parent.iterdir() if not p.name.endswith(".yaml")) == []
 
 
 def test_a_session_file_behind_a_file_says_how_to_fix_the_path(
@@ -311,3 +349,9 @@ def test_init_that_cannot_commit_leaves_nothing_behind(
         f"create '{repo}/.git/HEAD.lock': Operation not permitted ({CHATTR_FIX}); nothing was saved.\n")
     assert sorted(p.name for p in repo.iterdir()) == before
     assert (repo / "notes.txt").read_text() == "mine\n"
+
+
+def test_gits_own_words_for_a_full_disk_get_the_fix() -> None:
+    """git's pack writer (maintenance's repack) says "Out of diskspace", not ENOSPC's words."""
+    said = "fatal: sha1 file '.git/objects/pack/tmp_pack_bND3Ck' write error. Out of diskspace"
+    assert explain(said) == f"{said} (the disk is full: free some space and retry)"

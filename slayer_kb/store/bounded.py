@@ -65,7 +65,7 @@ def hung(top: Path, command: str, hook: str, outcome: str) -> str:
 def explain(message: str) -> str:
     """git's failure ``message``, with what to do when the cause is a common one."""
     lowered = message.lower()
-    if "no space left" in lowered:
+    if "no space left" in lowered or "out of diskspace" in lowered:  # the latter: git's pack writer
         return f"{message} (the disk is full: free some space and retry)"
     if "unable to write new index file" in lowered:  # git names neither the file nor the cause
         return (f"{message} (git could not replace its index file, .git/index: make .git/ and .git/index writable "
