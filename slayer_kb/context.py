@@ -290,8 +290,11 @@ class Context:
             return self.read(memory_id)
         except MemoryFileError as exc:
             path = self.path_of(memory_id)
-            if exc.names_fix or path.is_symlink() or not path.is_file():  # no file to edit, or its own fix
+            if exc.names_fix:
                 raise
+            if path.is_symlink() or not path.is_file():  # a link, a FIFO, a folder: nothing to edit
+                raise MemoryFileError(exc.path, exc.line, f"{exc.message}; move it out of {MEMORIES_DIR}/ by hand, "
+                                      "then retry", names_fix=True) from None
             problem = exc.message.rstrip(".")
             fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
             edit = f"(or run 'slayer-kb edit {memory_id}', which checks it on close)"
