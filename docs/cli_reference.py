@@ -30,7 +30,8 @@ HEADER = """\
 `--kb` defaults to `$SLAYER_KB`, else the nearest enclosing KB of the current directory (a folder
 with `memories/` or a SLayer catalog). With `--json` (before or after the command) stdout is one
 JSON document; an error exits 1 with `Error: ...` on stderr and
-`{"error": {"type": ..., "message": ...}}` on stdout; a usage error exits 2 with click's usage text
+`{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
+`Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error exits 2 with click's usage text
 on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout). `-` reads a text
 argument from stdin. Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.

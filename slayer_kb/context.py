@@ -30,6 +30,7 @@ from .core.errors import (
     NotFoundError,
     ResolutionError,
     StoreError,
+    unreadable,
 )
 from .core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
 from .core.ids import check_id, id_sort_key
@@ -238,9 +239,7 @@ class Context:
             shown = "is a symlink" if exc.kind == "a symlink" else exc.strerror
             raise MemoryFileError(memory_path(memory_id), None, f"{shown}; {reason}") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryFileError(
-                memory_path(memory_id), None, f"cannot be read: {exc}"
-            ) from None
+            raise unreadable(memory_path(memory_id), exc) from None
         if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
@@ -278,21 +277,29 @@ class Context:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
         self.check_folders()
         self.check_not_moved(memory_id)
+        memory = self.read_with_fix(memory_id)
+        if memory.is_deleted and not include_deleted:
+            raise deleted_error(memory)
+        pending = self.duplicates_pending(memory_id)
+        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
+
+    def read_with_fix(self, memory_id: str) -> Memory:
+        """``read`` for a command a person runs on this memory (get, update): a file that cannot
+        be read says how to fix it."""
         try:
-            memory = self.read(memory_id)
+            return self.read(memory_id)
         except MemoryFileError as exc:
             path = self.path_of(memory_id)
-            if exc.names_fix or path.is_symlink() or not path.is_file():  # no file to edit, or its own fix
+            if exc.names_fix:
                 raise
+            if path.is_symlink() or not path.is_file():  # a link, a FIFO, a folder: nothing to edit
+                raise MemoryFileError(exc.path, exc.line, f"{exc.message}; move it out of {MEMORIES_DIR}/ by hand, "
+                                      "then retry", names_fix=True) from None
             problem = exc.message.rstrip(".")
             fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
             edit = f"(or run 'slayer-kb edit {memory_id}', which checks it on close)"
             raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
                                   tool_message=f"{problem}. {fix}.") from None
-        if memory.is_deleted and not include_deleted:
-            raise deleted_error(memory)
-        pending = self.duplicates_pending(memory_id)
-        return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both

@@ -25,7 +25,7 @@ from .catalog.refs import clean_query, flatten_refs, query_entities, split_refer
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
 from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
-from .core.inputs import check_description, check_unicode, make_given_folder
+from .core.inputs import Undo, check_description, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
@@ -61,15 +61,27 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         root = Path(path).resolve()
-        make_given_folder(root, "the knowledge base's folder")
-        if find_toplevel(root) is None:
-            init_repository(root)
-        kb = cls(root, author=author)
-        kb._create(example)
+        with given_folder(root, "the knowledge base's folder") as undo:
+            own = find_toplevel(root) is None
+            if own:
+                init_repository(root)
+            kb = cls(root, author=author)
+            kb._create(example, undo, own)
         return kb
 
-    def _create(self, example: bool) -> None:
-        """``init``'s commit: the KB's ``.gitignore`` and ``memories/`` (or the example's files)."""
+    def _create(self, example: bool, undo: Undo, own: bool) -> None:
+        """``init``'s commit: the KB's ``.gitignore`` and ``memories/`` (or the example's files).
+        On failure ``undo`` says whether what init added goes: not a commit published into the
+        person's own repository (``own``: init made it), which stays with its files."""
+        before = self.store.head()
+        try:
+            self._commit_first(example)
+        except BaseException:
+            undo.wanted = own or self.store.head() == before
+            self.close()
+            raise
+
+    def _commit_first(self, example: bool) -> None:
         with self.store.locked():
             changes = []
             if not (self.root / ".gitignore").exists():

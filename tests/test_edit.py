@@ -161,7 +161,7 @@ def test_edit_never_follows_a_symlinked_memory(catalog_kb: KnowledgeBase, editor
     git(kb.root, "commit", "-q", "-m", "a committed symlink")
     folder = editor("learning: stolen\ncreated_at: '2026-01-01T00:00:00Z'\n")
     before = commits(kb)
-    message = "memories/link.yaml: is a symlink; refusing to follow it"
+    message = "memories/link.yaml: is a symlink; refusing to follow it; move it out of memories/ by hand, then retry"
     with pytest.raises(MemoryFileError) as info:
         kb.get("link").to_dict()
     assert str(info.value) == message
@@ -188,9 +188,9 @@ def test_edit_refuses_a_fifo_or_a_folder_without_waiting(catalog_kb: KnowledgeBa
         input="", capture_output=True, text=True, timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (
-        1, "Error: memories/ff.yaml: is a FIFO, not a regular file; refusing to open it\n",
+        1, "Error: memories/ff.yaml: is a FIFO, not a regular file; refusing to open it; move it out of memories/ by hand, then retry\n",
     )  # fmt: skip
     with pytest.raises(MemoryFileError) as info:
         edit(kb, "dir", reopen=lambda _p: pytest.fail("nothing to reopen"))
-    assert str(info.value) == "memories/dir.yaml: is a folder, not a regular file; refusing to open it"
+    assert str(info.value) == "memories/dir.yaml: is a folder, not a regular file; refusing to open it; move it out of memories/ by hand, then retry"
     assert not (folder / "count").exists()

@@ -324,9 +324,14 @@ def test_a_type_named_general_keeps_the_general_segment() -> None:
     ("title", "content"), [("", ""), (None, None), ("  ", "\n\t"), (None, " ")]
 )
 def test_empty_title_and_content_is_an_error(title: str | None, content: str | None) -> None:
-    with pytest.raises(InvalidInputError, match="needs a title or content") as info:
+    with pytest.raises(InvalidInputError) as info:
         suggest_topic_key("architecture", title, content)
     assert isinstance(info.value, KBError)
+    # Each in its own terms: the command's options, the MCP tool's parameters.
+    assert str(info.value) == ("A topic key needs a title or content, and both are empty: pass --title (preferred) "
+                               "or --content to derive the key from.")
+    assert info.value.for_tools() == ("suggest_topic_key needs a title or content, and both are empty: pass the "
+                                      "memory's title (preferred) or its content to derive the key from.")
 
 
 def test_private_text_never_reaches_the_key() -> None:

@@ -449,3 +449,19 @@ def test_a_project_too_long_for_its_default_session_is_named_not_the_session(
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     invoke_cli("--kb", root, "save", "a note", "--title", "t", "--project", project, "--session", "s1", check=True)
+
+
+def test_update_and_restore_of_a_hand_broken_file_say_how_to_fix_it(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """As get does: the problem, then the edit that fixes it; the file stays as it was."""
+    root = indexed_example_kb.root
+    broken = "learning: 42\nentities: [shop.orders]\ncreated_at: '2026-01-01T00:00:00Z'\n"
+    (root / "memories" / "1.yaml").write_text(broken)
+    commit_all(root, "a hand edit")
+    expected = ("Error: memories/1.yaml:1: 'learning' must be a string, not a number (quote it). Edit memories/1.yaml "
+                "to fix it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit 1', which checks it on "
+                "close).\n")
+    for args in (("update", "1", "--title", "x"), ("restore", "1"), ("get", "1")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", expected), args
+    assert (root / "memories" / "1.yaml").read_text() == broken

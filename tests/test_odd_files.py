@@ -244,7 +244,7 @@ def test_a_fifo_is_never_opened(catalog_kb: KnowledgeBase) -> None:
     os.mkfifo(root / "datasources" / "pipe.yaml")  # young: its bytes would be hashed for freshness
     before = head(root)
     assert_refused(run_bounded(root, "get", "ff"),
-                   "memories/ff.yaml: is a FIFO, not a regular file; refusing to open it")
+                   "memories/ff.yaml: is a FIFO, not a regular file; refusing to open it; move it out of memories/ by hand, then retry")
     listed = run_bounded(root, "search", "bystander")
     assert listed.returncode == 0, listed.stderr
     assert "[keep] A bystander." in listed.stdout
@@ -266,7 +266,7 @@ def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> No
     kb = KnowledgeBase(root)
     with pytest.raises(MemoryFileError) as info:
         kb.get("dd").to_dict()
-    assert str(info.value) == "memories/dd.yaml: is a folder, not a regular file; refusing to open it"
+    assert str(info.value) == "memories/dd.yaml: is a folder, not a regular file; refusing to open it; move it out of memories/ by hand, then retry"
     # Saving there used to commit, then fail to write the file, and break every later command.
     with pytest.raises(StoreError) as info:
         kb.save_memory("x", ["shop"], id="dd")

@@ -66,9 +66,10 @@ def test_sync_refuses_what_is_no_remote_name(example_kb: KnowledgeBase, invoke_c
 
 # A memory an agent wrote, read by a person at a terminal: an OSC sequence that retitles the
 # window (OSC 52 would write the clipboard), a CSI that clears the screen, a bell, a backspace
-# and a lone carriage return that would overwrite what the line showed.
-HOSTILE_TEXT = "Refunds \x1b]0;pwned\x07are \x1b[2Jnetted\x08 \rfake line\x7f\x9b\r\nsecond line\tok"
-SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \\x0dfake line\\x7f\\x9b\nsecond line\tok"
+# and a lone carriage return that would overwrite what the line showed; a bidi override that
+# would show the rest of the line reversed.
+HOSTILE_TEXT = "Refunds \x1b]0;pwned\x07are \x1b[2Jnetted\x08 \rfake\x7f\x9b\r\n2nd \u202eline\tok"
+SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \\x0dfake\\x7f\\x9b\n2nd \\u202eline\tok"
 
 
 def test_control_characters_in_a_memory_never_reach_the_terminal(example_kb: KnowledgeBase,
@@ -79,10 +80,11 @@ def test_control_characters_in_a_memory_never_reach_the_terminal(example_kb: Kno
     assert got.stdout.endswith(f"\n\n{SHOWN_TEXT}\n"), got.stdout
     found = invoke_cli("--kb", root, "search", "netted", "-e", "shop.orders.amount", check=True)
     # a hit's summary is one line: the whitespace (tab, newlines, the carriage return) made single spaces
-    assert "[kb.hostile] Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 fake line\\x7f\\x9b second line ok\n" in (
+    assert "[kb.hostile] Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 fake\\x7f\\x9b 2nd \\u202eline ok\n" in (
         found.stdout)
     for proc in (got, found):
-        assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 for ch in proc.stdout)
+        assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e"
+                       for ch in proc.stdout)
     # --json keeps the text exactly (JSON escapes the controls itself).
     assert json_of(invoke_cli("--kb", root, "--json", "get", "kb.hostile", check=True))["learning"] == HOSTILE_TEXT
 

@@ -5,6 +5,8 @@ is, with the way to finish, and git's index never stages the undoing of the comm
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import shutil
 import stat
@@ -17,6 +19,9 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
+from slayer_kb.mcp.schema import Reply
+from slayer_kb.mcp.tools import call_tool
+from slayer_kb.store.bounded import explain
 from slayer_kb.store.repo import Change
 from testing import CliRunner, git
 
@@ -212,3 +217,141 @@ def test_a_save_onto_a_read_only_mount_commits_nothing(indexed_example_kb: Knowl
     )
     assert git(root, "rev-parse", "HEAD") == before
     assert _status(root) == ""
+
+
+# -- refusals the commands did not foresee, and init's leftovers (issues 28/29) ---------------
+
+
+@contextlib.contextmanager
+def immutable(path: Path, tmp_path: Path) -> Iterator[None]:
+    """``path`` refused to everyone, root too (EPERM): the immutable flag."""
+    if not _chattr_works(tmp_path):
+        pytest.skip("chattr +i is not allowed here")
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+CHATTR_FIX = ("the knowledge base is not writable by this user: make it writable (chmod, chown; chattr -i if "
+              "immutable, or mount it read-write), or use a copy somewhere writable, then retry")
+
+
+def test_a_refusal_no_message_foresaw_names_the_path_the_cause_and_the_fix(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last resort for an OSError in the CLI and in MCP tools: one line with the path, the
+    cause and the fix (exit 1, the same message under --json), never a traceback or an
+    "Internal error". (Every refusal found so far has a message of its own: a stand-in raises it.)"""
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", "/srv/kb/memories/1.yaml")
+
+    monkeypatch.setattr(KnowledgeBase, "stats", refused)
+    message = ("Cannot use /srv/kb/memories/1.yaml: Permission denied; give this user access to it (chmod, chown), "
+               "or use a copy of the knowledge base this user owns, then retry.")
+    proc = invoke_cli("--kb", indexed_example_kb.root, "--json", "stats")
+    assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
+    assert json.loads(proc.stdout) == {"error": {"type": "store", "message": message}}
+    assert call_tool(indexed_example_kb, "mem_stats", {}) == Reply(message, is_error=True)
+
+
+def test_an_export_into_a_folder_that_takes_no_file_adds_nothing(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    target = tmp_path / "export" / "memories"
+    target.mkdir(parents=True)
+    (target / "old.md").write_text("an earlier export\n")
+    with immutable(target, tmp_path):
+        proc = invoke_cli("--kb", indexed_example_kb.root, "export-slayer", target.parent)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Cannot write {target}/1.md: Operation not permitted; give this user access to it (chmod, chown; "
+        "chattr -i if it is immutable), then retry. The files this export added were removed.\n")
+    assert [p.name for p in target.iterdir()] == ["old.md"]
+
+
+def test_fmt_of_a_file_that_cannot_change_reports_it_and_leaves_no_temporary_file(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    root = indexed_example_kb.root
+    memory = root / "memories" / "1.yaml"
+    text = "# not canonical\n" + memory.read_text()
+    memory.write_text(text)
+    with immutable(memory, tmp_path):
+        proc = invoke_cli("--kb", root, "fmt")
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"{memory}:1: cannot be rewritten: Operation not permitted; give this user access to it (chmod, chown; "
+        "chattr -i if it is immutable), then retry\n0 of 40 files needed formatting\n"))
+    assert memory.read_text() == text
+    assert sorted(p.name for p in memory.parent.iterdir() if not p.name.endswith(".yaml")) == []
+
+
+def test_a_session_file_behind_a_file_says_how_to_fix_the_path(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    root = indexed_example_kb.root
+    shutil.rmtree(root / "sessions")
+    (root / "sessions").write_text("not a folder\n")
+    proc = invoke_cli("--kb", root, "save-prompt", "hello")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("Error: sessions/manual-save.yaml: cannot be read: Not a directory; a file is where the "
+                           "path needs a folder: move that file aside, then retry.\n")
+
+
+def test_an_untrusted_state_folder_in_a_kb_that_cannot_move_it(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    root = indexed_example_kb.root
+    state = root / ".slayer-kb"
+    os.chown(state, 65534, 65534)  # another user's: set aside before anything in it is read
+    with immutable(root, tmp_path):
+        proc = invoke_cli("--kb", root, "list")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Cannot set {state} aside (it belongs to another user): Operation not permitted. Move or delete it "
+        f"yourself (nothing in it is needed), or make {root} writable by this user, then retry.\n")
+
+
+def test_a_git_index_that_cannot_be_replaced_is_named_with_the_fix(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
+) -> None:
+    root = indexed_example_kb.root
+    with immutable(root / ".git" / "index", tmp_path):
+        proc = invoke_cli("--kb", root, *UPDATE)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "Error: git update-index failed: fatal: Unable to write new index file (git could not replace its index "
+        "file, .git/index: make .git/ and .git/index writable by this user (chmod, chown; chattr -i if immutable) "
+        "and free disk space, then retry)\n")
+    # Once it can, the next command finishes the commit: git's index shows it, nothing else changed.
+    invoke_cli("--kb", root, "get", "1", check=True)
+    assert _status(root) == ""
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["into-the-folder", "into-a-new-folder"])
+def test_init_that_cannot_commit_leaves_nothing_behind(
+    invoke_cli: CliRunner, tmp_path: Path, inside: bool
+) -> None:
+    """init in a repository whose .git refuses the commit: an error naming the fix, and neither
+    the folder it made nor the .slayer-kb it made is left; what was there stays."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "notes.txt").write_text("mine\n")
+    before = sorted(p.name for p in repo.iterdir())
+    target = repo / "kb" if inside else repo
+    with immutable(repo / ".git", tmp_path):
+        proc = invoke_cli("init", target)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "Error: git update-ref failed: fatal: update_ref failed for ref 'HEAD': cannot lock ref 'HEAD': Unable to "
+        f"create '{repo}/.git/HEAD.lock': Operation not permitted ({CHATTR_FIX}); nothing was saved.\n")
+    assert sorted(p.name for p in repo.iterdir()) == before
+    assert (repo / "notes.txt").read_text() == "mine\n"
+
+
+def test_gits_own_words_for_a_full_disk_get_the_fix() -> None:
+    """git's pack writer (maintenance's repack) says "Out of diskspace", not ENOSPC's words."""
+    said = "fatal: sha1 file '.git/objects/pack/tmp_pack_bND3Ck' write error. Out of diskspace"
+    assert explain(said) == f"{said} (the disk is full: free some space and retry)"

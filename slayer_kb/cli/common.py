@@ -16,7 +16,7 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, StoreError
 from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
@@ -128,14 +128,20 @@ def kept_line(kept: list[str]) -> str:
 
 
 # C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)}
+# And the bidi embeddings, overrides and isolates, with which a terminal that lays out
+# right-to-left text shows the line in another order than it is (Trojan Source, CVE-2021-42574).
+_CONTROLS = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)},
+    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
 
 
 def for_terminal(text: str) -> str:
-    """``text`` with every control character a terminal would act on shown as ``\\xNN``:
-    memories are written by agents and read by people, and an escape sequence in one must not
-    retitle, clear or recolour the reader's terminal, or write its clipboard (OSC 52); a lone
-    carriage return must not overwrite the line it is on. ``--json`` keeps the exact text."""
+    """``text`` with every control character a terminal would act on shown as ``\\xNN`` (a bidi
+    control as ``\\uNNNN``): memories are written by agents and read by people, and an escape
+    sequence in one must not retitle, clear or recolour the reader's terminal, or write its
+    clipboard (OSC 52); a lone carriage return must not overwrite the line it is on. ``--json``
+    keeps the exact text."""
     return text.replace("\r\n", "\n").translate(_CONTROLS)
 
 
@@ -250,8 +256,7 @@ class KBGroup(click.Group):
         except KBError as exc:
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            fail(ctx.find_object(Settings), KBError(f"{exc.strerror or exc}{where}."))
+            fail(ctx.find_object(Settings), StoreError.from_os(exc))
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:

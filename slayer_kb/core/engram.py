@@ -201,8 +201,10 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
     raw_content = content or ""
     if not raw_title.strip() and not raw_content.strip():
         raise InvalidInputError(
-            "suggest_topic_key needs a title or content, and both are empty: "
-            "pass the memory's title (preferred) or its content to derive the key from."
+            "A topic key needs a title or content, and both are empty: pass --title (preferred) or --content "
+            "to derive the key from.",
+            tool_message="suggest_topic_key needs a title or content, and both are empty: pass the memory's title "
+                         "(preferred) or its content to derive the key from.",
         )
     clean_title = _strip_private(raw_title)
     clean_content = _strip_private(raw_content)

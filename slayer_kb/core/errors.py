@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class KBError(Exception):
     """Base of every error a user can act on; the CLI prints it and exits 1. Advice that names a
@@ -62,14 +65,56 @@ class MemoryFileError(KBError):
         super().__init__(f"{where}: {message}", tool_message=tool_message and f"{where}: {tool_message}")
 
 
+def unreadable(path: str, exc: OSError | UnicodeDecodeError) -> MemoryFileError:
+    """A memory or session file the OS refuses to read (the fix is about the file's access, not
+    its text), or that is not UTF-8 (the fix is an edit)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return MemoryFileError(path, None, f"cannot be read: it is not UTF-8 text ({exc.reason} at byte {exc.start})")
+    return MemoryFileError(path, None, f"cannot be read: {exc.strerror or exc}; {os_fix(exc)}.", names_fix=True)
+
+
 class CatalogError(KBError):
     type_name = "catalog"
+
+
+# What to do about a file system refusal, by errno (os_fix).
+_OS_FIXES = {
+    errno.EACCES: "give this user access to it (chmod, chown), or use a copy of the knowledge base this user "
+                  "owns, then retry",
+    errno.EPERM: "give this user access to it (chmod, chown; chattr -i if it is immutable), then retry",
+    errno.EROFS: "the file system is mounted read-only: mount it read-write, or use a copy of the knowledge "
+                 "base somewhere writable, then retry",
+    errno.ENOSPC: "the disk is full: free some space, then retry",
+    errno.EDQUOT: "the disk quota is used up: free some space, then retry",
+    errno.ENOENT: "check the path (a folder in it may have been moved or deleted), then retry",
+    errno.ENOTDIR: "a file is where the path needs a folder: move that file aside, then retry",
+    errno.EISDIR: "a folder is where a file belongs: move that folder aside, then retry",
+    errno.EEXIST: "something is already there: move it aside, then retry",
+    errno.ELOOP: "it is a symbolic link (or a loop of them): put the real file or folder there, then retry",
+    errno.EMFILE: "this process has too many open files: raise the limit (ulimit -n), then retry",
+    errno.ENFILE: "the system has too many open files: close some programs, then retry",
+    errno.EIO: "the device reported an I/O error: check the disk, then retry",
+}
 
 
 class StoreError(KBError):
     """git or the file system refused: not a repository, read-only, disk full, lock timeout."""
 
     type_name = "store"
+
+    @classmethod
+    def from_os(cls, exc: OSError) -> StoreError:
+        """The error a refusal the code did not foresee becomes: the path, the cause and the fix in
+        one line, never a traceback (the refusals it foresees have messages of their own)."""
+        paths = [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
+        where = f" {' -> '.join(paths)}" if paths else ""
+        cause = exc.strerror or str(exc) or type(exc).__name__
+        return cls(f"Cannot use{where}: {cause}; {os_fix(exc)}.")
+
+
+def os_fix(exc: OSError) -> str:
+    """What to do about the file system's refusal ``exc``, as a clause."""
+    return _OS_FIXES.get(exc.errno or 0, "fix that path, then retry")
 
 
 class WorkTreeError(StoreError):

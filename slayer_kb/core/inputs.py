@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +106,13 @@ def read_given_file(path: str | os.PathLike[str], what: str, limit: int | None =
         raise InvalidInputError(f"Cannot read {what} {os.fspath(path)}: {exc.strerror}.") from None
 
 
-def make_given_folder(path: Path, what: str) -> None:
+def make_given_folder(path: Path, what: str) -> Path | None:
     """Create (with its parents) a folder a person or an agent named to write into (``init DIR``,
     ``export-slayer DIR``), or say which path refused it, why, and what to give instead: the OS's
-    own error names neither the folder in the way nor the fix."""
+    own error names neither the folder in the way nor the fix. Returns the outermost folder it
+    created (None: the folder was there), which a caller that fails later removes; a failure
+    here removes the parents it made."""
+    missing = [p for p in (path, *path.parents) if not (p.exists() or p.is_symlink())]
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -115,4 +122,39 @@ def make_given_folder(path: Path, what: str) -> None:
             why = f"{at} refuses new folders ({exc.strerror}); give a path in a folder you can write to"
         else:
             why = f"{at} is a file, not a folder; move that file aside or give another path"
+        for made in missing:  # innermost first; one that someone else filled meanwhile stays
+            with contextlib.suppress(OSError):
+                made.rmdir()
         raise InvalidInputError(f"Cannot create {what} {path}: {why}.") from None
+    return missing[-1] if missing else None
+
+
+@dataclass
+class Undo:
+    """Whether a failed ``given_folder`` block's additions are removed (a block that published
+    them, as a commit into a repository it did not make, says no)."""
+
+    wanted: bool = True
+
+
+@contextlib.contextmanager
+def given_folder(path: Path, what: str) -> Iterator[Undo]:
+    """``make_given_folder``, and when the block fails, nothing left behind: the folders made
+    here, or else what the block added to the folder (``init``'s .git, .slayer-kb and first
+    commit's files), never what was there before."""
+    made = make_given_folder(path, what)
+    there = set(os.listdir(path))
+    undo = Undo()
+    try:
+        yield undo
+    except BaseException:
+        if not undo.wanted:
+            raise
+        added = [made] if made is not None else [path / name for name in set(os.listdir(path)) - there]
+        for entry in added:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+        raise

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..core import engram
-from ..core.errors import InvalidInputError, KBError
+from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.results import ChangeResult, Hit, Stats, Timeline
 from ..core.text import clip, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
@@ -47,6 +47,8 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
     except KBError as exc:
         # The message the CLI prints after "Error: ", its advice naming tools instead of commands.
         return Reply(exc.for_tools(), is_error=True)
+    except OSError as exc:  # a refusal no message foresaw: the path, the cause and the fix
+        return Reply(str(StoreError.from_os(exc)), is_error=True)
     except Exception as exc:  # noqa: BLE001 - a bug must not take the whole session down
         logger.exception("Tool %s failed", name)
         return Reply(f"Internal error in {name}: {type(exc).__name__}: {exc}", is_error=True)

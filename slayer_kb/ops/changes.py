@@ -44,7 +44,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
     with kb.transaction() as tx:
 
         def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
-            memory = kb.read(memory_id)
+            memory = kb.read_with_fix(memory_id)
             if memory.is_deleted:
                 raise deleted_error(memory)
             changes: dict[str, Any] = {}
@@ -131,7 +131,7 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     """Bring back a soft-deleted memory."""
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
-        memory = kb.read(memory_id)
+        memory = kb.read_with_fix(memory_id)
         if not memory.is_deleted:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))

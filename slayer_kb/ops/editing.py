@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError
+from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
 from ..core.ids import check_id
 from ..core.memory import Memory, dumps, key_line, loads
 from ..core.results import EditResult
@@ -136,7 +136,8 @@ def read_memory_file(path: Path, memory_id: str) -> bytes | None:
     them) and a FIFO is never waited on, so what the editor gets is the file and only the file."""
     where = f"memories/{memory_id}.yaml"
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    symlink = MemoryFileError(where, None, "is a symlink; refusing to follow it")
+    by_hand = "; move it out of memories/ by hand, then retry"
+    symlink = MemoryFileError(where, None, f"is a symlink; refusing to follow it{by_hand}", names_fix=True)
     if path.is_symlink():
         raise symlink
     try:
@@ -146,12 +147,13 @@ def read_memory_file(path: Path, memory_id: str) -> bytes | None:
     except OSError as exc:
         if path.is_symlink():  # made a link since the check: O_NOFOLLOW refused it
             raise symlink from None
-        raise MemoryFileError(where, None, f"cannot be read: {exc.strerror or exc}") from None
+        raise unreadable(where, exc) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-            raise MemoryFileError(where, None, f"is {kind}, not a regular file; refusing to open it")
+            raise MemoryFileError(where, None, f"is {kind}, not a regular file; refusing to open it{by_hand}",
+                                  names_fix=True)
         with os.fdopen(os.dup(fd), "rb") as handle:
             return handle.read()
     finally:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
-from ..core.errors import MemoryFileError
+from ..core.errors import MemoryFileError, os_fix
 from ..core.memory import dumps, loads
 from ..core.session import SESSIONS_DIR
 from ..core.session import dumps as dump_session
@@ -49,12 +49,27 @@ def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
             problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
         else:
             if canonical != text:
-                report.reformatted.append(name)
-                if not check:
-                    tmp = path.with_name(f".{path.name}.fmt-tmp")
-                    tmp.write_text(canonical, encoding="utf-8", newline="")
-                    os.replace(tmp, path)
+                if check:
+                    report.reformatted.append(name)
+                elif (refused := _rewrite(path, canonical)) is None:
+                    report.reformatted.append(name)
+                else:
+                    problems.append(Problem(name, 1, f"cannot be rewritten: {refused.strerror}; {os_fix(refused)}"))
     report.problems.extend(problems)
+
+
+def _rewrite(path: Path, canonical: str) -> OSError | None:
+    """Put ``canonical`` in place of ``path`` whole, or leave it as it was (and no temporary file)
+    and return why not."""
+    tmp = path.with_name(f".{path.name}.fmt-tmp")
+    try:
+        tmp.write_text(canonical, encoding="utf-8", newline="")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return exc
+    return None
 
 
 @contextlib.contextmanager

@@ -51,10 +51,10 @@ import yaml
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
-from ..core.errors import InvalidInputError, KBError
+from ..core.errors import InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import make_given_folder, read_given_file
+from ..core.inputs import given_folder, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
@@ -230,20 +230,29 @@ def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
             "export would write its memories/<id>.md files among the KB's. Export to another folder, "
             "e.g. ./slayer-storage.")
     target = Path(folder) / "memories"
-    make_given_folder(target, "the export's folder")
-    kb.ensure_fresh()
+    kb.ensure_fresh()  # before the folder is made: an index that cannot update leaves no folder
     result = ExportResult(str(folder))
-    for memory_id in kb.memory_ids():
-        try:
-            memory = kb.read(memory_id)
-        except KBError as exc:
-            result.problems.append(f"{exc} (not exported)")
-            continue
-        if memory.is_deleted:
-            result.skipped_deleted.append(memory_id)
-            continue
-        (target / f"{memory_id}.md").write_text(format_slayer_file(memory), encoding="utf-8")
-        result.written.append(memory_id)
+    # A write that fails (a full disk, a folder that takes no file) leaves no half export: the
+    # folders and files it added go (given_folder), the failing file with them.
+    with given_folder(target, "the export's folder"):
+        for memory_id in kb.memory_ids():
+            try:
+                memory = kb.read(memory_id)
+            except KBError as exc:
+                result.problems.append(f"{exc} (not exported)")
+                continue
+            if memory.is_deleted:
+                result.skipped_deleted.append(memory_id)
+                continue
+            path = target / f"{memory_id}.md"
+            partial = target / f".{memory_id}.md.partial"  # an earlier export's file stays whole
+            try:
+                partial.write_text(format_slayer_file(memory), encoding="utf-8")
+                os.replace(partial, path)
+            except OSError as exc:
+                raise StoreError(f"Cannot write {path}: {exc.strerror or exc}; {os_fix(exc)}. The files this export "
+                                 "added were removed.") from None
+            result.written.append(memory_id)
     return result
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError, unreadable
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import fold_id, id_sort_key
 from ..core.inputs import blank, check_unicode
@@ -78,7 +78,7 @@ def _read(kb: Workspace, session_id: str) -> Session | None:
     except NotRegularFile as exc:
         raise MemoryFileError(path, None, f"is {exc.kind}, not a regular file; move it out of {SESSIONS_DIR}/") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise MemoryFileError(path, None, f"cannot be read: {exc}") from None
+        raise unreadable(path, exc) from None
     return loads(text, session_id, path)
 
 

@@ -65,10 +65,14 @@ def hung(top: Path, command: str, hook: str, outcome: str) -> str:
 def explain(message: str) -> str:
     """git's failure ``message``, with what to do when the cause is a common one."""
     lowered = message.lower()
-    if "no space left" in lowered:
+    if "no space left" in lowered or "out of diskspace" in lowered:  # the latter: git's pack writer
         return f"{message} (the disk is full: free some space and retry)"
-    if "permission denied" in lowered or "read-only" in lowered:
-        return f"{message} (the knowledge base is not writable by this user)"
+    if "unable to write new index file" in lowered:  # git names neither the file nor the cause
+        return (f"{message} (git could not replace its index file, .git/index: make .git/ and .git/index writable "
+                "by this user (chmod, chown; chattr -i if immutable) and free disk space, then retry)")
+    if "permission denied" in lowered or "read-only" in lowered or "operation not permitted" in lowered:
+        return (f"{message} (the knowledge base is not writable by this user: make it writable (chmod, chown; "
+                "chattr -i if immutable, or mount it read-write), or use a copy somewhere writable, then retry)")
     if "untracked working tree file" in lowered:
         return (f"{message} (a file git does not track is where the command must write one: move it aside, or "
                 "commit it with git add and git commit, then run the command again)")

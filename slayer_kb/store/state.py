@@ -42,6 +42,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..core.errors import StoreError
+
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
 CHECKED_HEAD = "checked-head"
@@ -142,6 +144,10 @@ def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[
         os.rename(folder, aside)  # renames a link itself, never what it points to
     except FileNotFoundError:
         return
+    except OSError as exc:  # a read-only KB: the untrusted folder can be neither used nor moved
+        raise StoreError(
+            f"Cannot set {folder} aside ({reason}): {exc.strerror}. Move or delete it yourself (nothing in it is "
+            f"needed), or make {folder.parent} writable by this user, then retry.") from None
     warn(
         f"{folder} was set aside as {aside.name} and will be rebuilt: {reason}. Nothing in it was "
         f"read; delete it once you have looked.{advice}"
