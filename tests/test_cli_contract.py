@@ -71,11 +71,9 @@ def assert_keys(data: dict[str, Any], documented: set[str], exact: bool = False)
         assert documented <= set(data), f"missing {documented - set(data)} in {sorted(data)}"
 
 
-def assert_hit(hit: dict[str, Any], *extra: str, ranked: bool = True) -> None:
-    """``ranked``: a search's hit, with a score; else a listing's, which ranks nothing (null)."""
+def assert_hit(hit: dict[str, Any], *extra: str) -> None:
     assert set(hit) == HIT_KEYS | set(extra), sorted(hit)
-    assert isinstance(hit["id"], str)
-    assert isinstance(hit["score"], float) if ranked else hit["score"] is None
+    assert isinstance(hit["id"], str) and isinstance(hit["score"], float)
     assert isinstance(hit["entities"], list) and isinstance(hit["matched_entities"], list)
 
 
@@ -322,25 +320,13 @@ def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> 
     assert piped == ok(invoke_cli, shared_kb, "search", "refunds", "--limit", "3")
 
 
-def test_a_search_with_no_input_lists_the_newest_unranked(invoke_cli: CliRunner, shared_kb: Path) -> None:
-    """SLayer's search with no input: the newest memories with a warning, and no made-up score."""
-    data = ok(invoke_cli, shared_kb, "search", "--limit", "2")
-    assert data["warnings"] == ["No entities, query or question given: showing the newest memories."]
-    assert [len(data["memories"]), len(data["example_queries"])] == [2, 2]
-    for hit in data["memories"]:
-        assert_hit(hit, ranked=False)
-    for hit in data["example_queries"]:
-        assert_hit(hit, "query", ranked=False)
-    assert ok(invoke_cli, shared_kb, "search", "  ", "--limit", "2") == data
-
-
 def test_list_newest_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "list", "--limit", "50")
     assert set(data) == {"memories"}
     hits = data["memories"]
     assert len(hits) == EXAMPLE_MEMORIES
     for hit in hits:  # list adds "query" to the hits of memories saved with one
-        assert_hit(hit, *(["query"] if hit.get("query") else []), ranked=False)
+        assert_hit(hit, *(["query"] if hit.get("query") else []))
     assert sum("query" in hit for hit in hits) == 8
     stamps = [hit["created_at"] for hit in hits]
     assert stamps == sorted(stamps, reverse=True)
@@ -396,9 +382,9 @@ def test_suggest_topic_key(invoke_cli: CliRunner, shared_kb: Path) -> None:
 def test_timeline(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "timeline", "2", "--before", "1", "--after", "1")
     assert_keys(data, {"before", "focus", "after"})
-    assert_hit(data["focus"], ranked=False)
+    assert_hit(data["focus"])
     for hit in data["before"] + data["after"]:
-        assert_hit(hit, ranked=False)
+        assert_hit(hit)
     assert ([h["id"] for h in data["before"]], data["focus"]["id"], [h["id"] for h in data["after"]]) == (
         ["1"], "2", ["3"],
     )  # fmt: skip

@@ -86,7 +86,7 @@ def search_cmd(
     holding every word) and by its meaning (local embeddings), fused with the entity ranking.
     Memories saved with a query come back under example queries, the others under memories;
     catalog entities that match come back too. With no question, entity or query (filters
-    aside) it lists the newest memories, unranked (score null), with a warning saying so, as
+    aside) it lists the newest memories, unranked (score 0), with a warning saying so, as
     SLayer's search does; 'slayer-kb list' lists without the warning.
 
     \b

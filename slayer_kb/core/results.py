@@ -90,7 +90,7 @@ class Document(TypedDict):
 
 class _Hit(TypedDict):
     id: str
-    score: float | None  # None: a listing, which ranks nothing
+    score: float
     title: str | None
     type: str | None
     description: str
@@ -152,8 +152,7 @@ class SearchResult:
     def merged(self, limit: int) -> tuple[list[Hit], list[str]]:
         """Both buckets as one list, best first (Engram has no example queries), and the notes
         of that list: it fell back to some of the words only when every bucket it draws on did."""
-        # A listing's hits have no score: each bucket keeps its order (newest first).
-        hits = sorted(self.memories + self.example_queries, key=lambda h: -(h["score"] or 0.0))[:limit]
+        hits = sorted(self.memories + self.example_queries, key=lambda h: -h["score"])[:limit]
         shown = {id(h) for h in hits}
         buckets = {fell_back_note("memory", "memories"): self.memories,
                    fell_back_note("example query", "example queries"): self.example_queries}

@@ -219,8 +219,7 @@ def hit(
     live = [e for e in data["entities"] if _entity_live(kb, e)]
     hit: Hit = {
         "id": data["id"],
-        # A listing (no input, ``list``, a timeline) ranks nothing: no score rather than a fake 0.
-        "score": None if doc.get("score") is None else round(float(doc["score"]), 4),
+        "score": round(float(doc.get("score") or 0.0), 4),
         "title": data["title"],
         "type": data["type"],
         "description": data["description"] or first_paragraph(data["learning"], MAX_DESCRIPTION),
@@ -299,7 +298,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
     docs = kb.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
     ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
     position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
-    shown = lambda d: hit(kb, {"data": d, "score": None}, [], False, [], False)  # noqa: E731
+    shown = lambda d: hit(kb, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
     with contextlib.suppress(KBError):  # a broken session file: the memories still show
         found = sessions.read(kb, session) if session else None
     return {

@@ -139,13 +139,12 @@ class Reads:
         hits = [(searcher.stored_fields(docnum), score) for score, docnum in self._top(searcher, query, restriction, limit, sort_newest)]
         seen: set[str] = set()
         out = []
-        ranked = query is not None and not sort_newest  # else nothing was scored: no score
         for fields, score in hits:
             # A crash between a Whoosh commit and the manifest's can leave a document twice.
             if fields["id"] in seen:
                 continue
             seen.add(fields["id"])
-            out.append(dict(fields, score=score if ranked else None))
+            out.append(dict(fields, score=score))
         return out
 
     def scores(self, query: Q.Query, restriction: Restriction | None = None, limit: int | None = None) -> dict[str, float]:
