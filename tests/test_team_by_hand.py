@@ -333,7 +333,7 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
     assert message == (
-        "This branch and origin/main both edited memories/2.yaml; This branch forgot memories/4.yaml, which "
+        "This branch and origin/main both edited memories/2.yaml; this branch forgot memories/4.yaml, which "
         "origin/main edited; the merge stopped, and git merge --abort would put the branch back as it was. To merge "
         "by hand: edit memories/2.yaml to keep what both sides meant; git add memories/2.yaml; git rm memories/4.yaml "
         "to keep it forgotten (or git add memories/4.yaml to keep origin/main's edit); slayer-kb validate; git commit "

@@ -51,13 +51,8 @@ def not_writable(path: Path, tmp_path: Path) -> Iterator[None]:
     who ignores mode bits, the immutable flag; for others, mode bits (a file's folder too, or
     put_file would replace the file)."""
     if os.geteuid() == 0:
-        if not _chattr_works(tmp_path):
-            pytest.skip("running as root, where mode bits stop no write, and chattr +i is not allowed here")
-        subprocess.run(["chattr", "+i", str(path)], check=True)
-        try:
+        with immutable(path, tmp_path):
             yield
-        finally:
-            subprocess.run(["chattr", "-i", str(path)], check=True)
         return
     targets = [path] if path.is_dir() else [path, path.parent]
     modes = {target: stat.S_IMODE(target.stat().st_mode) for target in targets}

@@ -119,12 +119,18 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
     forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
     forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
-    what, steps = [], []
+    what: list[str] = []
+    steps: list[str] = []
+
+    def subject() -> str:
+        # A clause after the first goes on with the sentence: "...; this branch forgot ...".
+        return ours if not what else ours[:1].lower() + ours[1:]
+
     if edited:
-        what.append(f"{ours} and {other} both edited {files(edited)}")
+        what.append(f"{subject()} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
     if forgot_here:
-        what.append(f"{ours} forgot {files(forgot_here)}, which {other} edited")
+        what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
                      f"to keep {other}'s edit)")
     if forgot_there:
