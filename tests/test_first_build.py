@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import filler, writing
+from slayer_kb.search import filler, index, writing
 from testing import make_example_kb
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
@@ -42,6 +42,13 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     monkeypatch.setattr(writing, "BULK_THRESHOLD", 5)
     started: list[Path] = []
     monkeypatch.setattr(filler, "start", started.append)  # the detached filler is tested elsewhere
+
+    # A bulk write smaller than a large KB's makes them with the words, filler or not.
+    small = KnowledgeBase(make_example_kb(tmp_path / "small"))
+    small.index.sync()
+    assert (small.index.coverage(), started) == ((0, 34, 0), [small.root])
+    started.clear()
+    monkeypatch.setattr(index, "DEFER_STATIC_AT", 30)
 
     # Where no filler would make them, a bulk write makes the static vectors with the words.
     monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")

@@ -52,6 +52,12 @@ from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
 
+# A bulk write of at least this many memories leaves their static vectors to the background
+# (``defers_static``): on a large KB they hold back the first answer by words (a quarter of the
+# first command's CPU); below it they take about two seconds at most, and a search right after
+# the first command keeps its meaning channel whole.
+DEFER_STATIC_AT = 5000
+
 
 class Index(Reads, Meaning):
     """The index of one KB. Writes happen only under the KB lock (see ``KnowledgeBase``)."""
@@ -366,8 +372,8 @@ class Index(Reads, Meaning):
                 for doc in catalog_documents(self._load_catalog()):
                     writer().add_document(**doc)
             # Before the commit: in a rebuild, the worker processes index while this one embeds.
-            # A bulk write where a filler will make them leaves the static vectors to it.
-            deferred = writer.bulk and self.defers_static()
+            # A large bulk write where a filler will make them leaves the static vectors to it.
+            deferred = writer.bulk and len(embedded) >= DEFER_STATIC_AT and self.defers_static()
             vector_rows = self.vector_rows(embedded, static=not deferred)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
