@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testing import CliRunner, git, json_of, make_team
+from testing import CliRunner, git, json_of, lose_races, make_team
 
 
 def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
@@ -410,3 +410,31 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", "1", check=True))
     assert (shown["learning"], shown["revision_count"]) == ("Cache TTL from agent-b", 2)
     assert invoke_cli("--kb", reviewer, "validate").stdout == "Checked 2 files: no problems.\n"
+
+
+def test_a_sync_keeps_a_local_merge_and_the_merged_branch_stays_merged(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # An agent merges a branch of its own into main and syncs while another clone pushed first:
+    # sync's rebase replayed the merge as the branch's commits, one after the other, so git no
+    # longer counted the branch as merged (nothing lost, but 'git branch --merged' lied).
+    bare, (a, b) = make_team(tmp_path)
+    git(a, "switch", "-q", "-c", "topic")
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    git(a, "switch", "-q", "main")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    merged = invoke_cli("--kb", a, "merge", "topic", check=True)
+    assert merged.stdout == "Merged topic; run slayer-kb sync to push.\n"
+    invoke_cli("--kb", b, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    lose_races(bare, 1)  # the retry merges the new upstream into the branch as it was, once
+    synced = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))
+    assert (synced["action"], synced["pulled"], synced["pushed"], synced["attempts"]) == ("merged", 2, 4, 2)
+    # The merge and the branch's commits kept as they were, the upstream merged in once on top.
+    assert git(a, "branch", "--merged", "origin/main", "--format=%(refname:short)").split() == ["main", "topic"]
+    assert git(a, "log", "--format=%s", "--first-parent", "origin/main").splitlines() == [
+        "Merge remote-tracking branch 'origin/main'", "Merge branch 'topic'", "memory: save 2", "test setup"]
+    assert git(a, "log", "--format=%s", "origin/main^2").splitlines()[:2] == ["another clone's push", "memory: save 101"]
+    assert git(a, "ls-files", "memories").split() == ["memories/1.yaml", "memories/101.yaml", "memories/2.yaml"]
+    assert git(a, "status", "--porcelain") == ""
+    invoke_cli("--kb", b, "sync", check=True)
+    learned = {m["id"] for m in json_of(invoke_cli("--kb", b, "--json", "list", check=True))["memories"]}
+    assert learned == {"1", "2", "101"}

@@ -44,35 +44,10 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
-        options, env, attributes = mergedriver.git_config(store.prefix)
-        try:
-            proc = store.git(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
-                             check=False, env=env)
-        finally:
-            attributes.unlink(missing_ok=True)
-        if proc.returncode != 0:
-            stopped = unmerged(store)
-            if not stopped:
-                store.git("merge", "--abort", check=False)
-                raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-            settle(store, stopped, "MERGE_HEAD")
         parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
-        if store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0:
-            forget, edited = _forgotten_here(store, parted, before, sha)
-            if forget:
-                store.git("rm", "-q", "-f", "--", *forget)
-            if edited:
-                # Held as git holds a file deleted here and changed there: REF's version alone, at
-                # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
-                store.git("update-index", "--index-info", input="".join(
-                    f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
-            stopped = unmerged(store)
-            if stopped:
-                # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
-                # way round from a rebase's.
-                held = {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
-                raise ConflictError(_conflict_message(store, ref, stopped, held))
-            store.git("commit", "--no-edit", "-q")
+        stopped = merge_in(store, ref, sha)
+        if stopped is not None:
+            raise ConflictError(merge_conflict_message(store, ref, *stopped))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -83,6 +58,49 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
         return result
+
+
+def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, set[int]]] | None:
+    """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
+    module doc); None when it finished, else the unmerged paths and their stages as
+    ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it)."""
+    before = store.head()
+    assert before is not None
+    options, env, attributes = mergedriver.git_config(store.prefix)
+    try:
+        proc = store.git(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
+                         check=False, env=env)
+    finally:
+        attributes.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        stopped = unmerged(store)
+        if not stopped:
+            store.git("merge", "--abort", check=False)
+            raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+        settle(store, stopped, "MERGE_HEAD")
+    if not merging(store):
+        return None
+    parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
+    forget, edited = _forgotten_here(store, parted, before, sha)
+    if forget:
+        store.git("rm", "-q", "-f", "--", *forget)
+    if edited:
+        # Held as git holds a file deleted here and changed there: REF's version alone, at
+        # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
+        store.git("update-index", "--index-info", input="".join(
+            f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
+    stopped = unmerged(store)
+    if stopped:
+        # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
+        # way round from a rebase's.
+        return stopped, {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
+    store.git("commit", "--no-edit", "-q")
+    return None
+
+
+def merging(store: GitStore) -> bool:
+    """Whether a merge is in progress (git holds ``MERGE_HEAD``)."""
+    return store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
 
 
 def _added(store: GitStore, parted: str, ours: str) -> list[str]:
@@ -113,9 +131,13 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tup
     return forget, edited
 
 
-def _conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]]) -> str:
-    """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads them)."""
+def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],
+                           first: tuple[str, ...] = ()) -> str:
+    """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
+    them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
+    else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch")
-    steps += ["slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
-    return (f"{what}; the merge stopped, and git merge --abort would put the branch back as it was. To merge by "
-            "hand: " + "; ".join(steps) + ".")
+    steps = [*first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    where = ("the repository is back as it was" if first else
+             "the merge stopped, and git merge --abort would put the branch back as it was")
+    return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

@@ -42,6 +42,7 @@ from .history import blob_at, memory_ids_at, resolve_rev
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..transaction import Transaction
 
 TRAILER = "Renumbered-by: slayer-kb"
 
@@ -168,28 +169,7 @@ def renumber(kb: Context, onto: str, *, rewrite: bool = False) -> RenumberResult
             # An agent of this clone may still hold an old id: it refuses, as after sync.
             kb.record_moves(mapping, "renumber")
             return result
-        head = tx.head()
-        assert head is not None
-        changes: list[Change] = []
-        targets = [f"memory:{old}" for old in mapping]
-        for other_id, _memory, text in tx.referrers(targets):
-            if other_id in mapping:
-                continue
-            new_text = renumbered_text(other_id, text, mapping)
-            if new_text is not None:
-                changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
-                result.rewritten.append(other_id)
-        for old, new in mapping.items():
-            data = blob_at(kb.store, head, memory_path(old))
-            assert data is not None
-            text = data.decode("utf-8")
-            data = (renumbered_text(old, text, mapping) or text).encode("utf-8")
-            changes += [Change(memory_path(old), None), Change(memory_path(new), data)]
-        moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
-        message = f"memory: renumber {moves} (onto {onto})"
-        if result.rewritten:
-            message += f"\n\nRewrote memory: references in {', '.join(sorted(result.rewritten))}"
-        result.commit = tx.commit(changes, message)
+        result.commit, result.rewritten = renumber_commit(kb, tx, mapping, onto)
         kb.record_moves(mapping, "renumber")
         return result
 
@@ -281,3 +261,31 @@ def require_clean(store: GitStore, under: str | None = None) -> None:
             f"The repository has uncommitted changes to tracked files ({listed(dirty)}); commit or "
             "stash them (git stash) and run the command again."
         )
+
+
+def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
+                    onto: str) -> tuple[str | None, list[str]]:
+    """One commit moving each of ``mapping``'s memories to its new id, the ``memory:``
+    references to them rewritten: (the commit, the memories whose references it rewrote)."""
+    head = tx.head()
+    assert head is not None
+    changes: list[Change] = []
+    rewritten: list[str] = []
+    for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
+        if other_id in mapping:
+            continue
+        new_text = renumbered_text(other_id, text, mapping)
+        if new_text is not None:
+            changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
+            rewritten.append(other_id)
+    for old, new in mapping.items():
+        data = blob_at(kb.store, head, memory_path(old))
+        assert data is not None
+        text = data.decode("utf-8")
+        data = (renumbered_text(old, text, mapping) or text).encode("utf-8")
+        changes += [Change(memory_path(old), None), Change(memory_path(new), data)]
+    moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
+    message = f"memory: renumber {moves} (onto {onto})"
+    if rewritten:
+        message += f"\n\nRewrote memory: references in {', '.join(sorted(rewritten))}"
+    return tx.commit(changes, message), rewritten

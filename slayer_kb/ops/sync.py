@@ -11,6 +11,10 @@ sides changed, which git merges with the KB's merge driver (``store/mergedriver.
 - **two edits of one memory**: git's line merge; a conflict is a true one, which a person
   resolves (the error names the files and steps that work as written).
 
+A branch whose unpushed commits include a merge is not rebased (a rebase would flatten it, and
+git would no longer count the merged branch as merged): the upstream is merged in instead, as
+``slayer-kb merge`` merges it (``merge.py``: the same driver).
+
 After the rebase, a topic key this branch saved first while the upstream saved it too is folded
 into the upstream's memory (one memory per key, the revisions summed, the other kept in git's
 history). Ids allocated before leases (or with ``slayer-kb.ids sequential``) that the upstream
@@ -47,8 +51,9 @@ from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .folds import fold_topic_keys
 from .history import blobs_at
+from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
-from .renumber import plan, require_clean, rewrite_commits
+from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .validate import validate
 
@@ -131,7 +136,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
-                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index)
+                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start)
                 laps.lap("pull")
                 pushed = _push(store, remote, upstream_branch, tracking, upstream, result, turn)
                 laps.lap("push")
@@ -264,8 +269,9 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 
 
 def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
-          result: SyncResult, index: _Index) -> None:
-    """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet)."""
+          result: SyncResult, index: _Index, start: str) -> None:
+    """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet);
+    ``start``: where the branch was when the sync began."""
     if not upstream:
         return
     head = store.head()
@@ -281,22 +287,33 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         store.git("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         return
-    base, mapping = plan(kb, upstream, parted=parted or None, replayed=True)
-    if mapping:
+    name = f"{remote}/{upstream_branch}"
+    # A merge among this branch's own commits: a rebase would replay it as a line of commits, and
+    # git would no longer count the merged branch as merged. So the upstream is merged in instead,
+    # into the branch as the sync found it (a retry's merge is made again, not stacked on the last).
+    merges = bool(store.git("rev-list", "-1", "--min-parents=2", start, f"^{upstream}").stdout.strip())
+    if merges and head != start:
+        reset_keep(store, start)
+        parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
+    base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
+    if mapping and merges:
+        renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
+    elif mapping:
         reset_keep(store, rewrite_commits(store, base, mapping))
-        compose(result.renumbered, mapping)
+    compose(result.renumbered, mapping)
     ours = store.head()
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
         parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
     both = _changed_on_both_sides(store, parted, upstream) if parted else []
-    tip = replay(store, upstream, ours)
-    if tip is None:
+    if merges:
+        _merge(store, remote, name, upstream, bool(mapping))
+    elif (tip := replay(store, upstream, ours)) is None:
         _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         reset_keep(store, tip)
     result.resolved += [path for path in both if path not in result.resolved]
-    result.action = "rebased"
+    result.action = "merged" if merges else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     on_top = _on_top(store, upstream)
@@ -346,6 +363,20 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
             first.append(f"slayer-kb renumber --onto {name} --rewrite")
         first.append(f"slayer-kb rebase {name} (it stops on the conflict)")
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
+
+
+def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool) -> None:
+    """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
+    as ``slayer-kb merge``); a conflict it leaves aborts the merge and raises, with the steps to
+    merge by hand through ``slayer-kb merge``."""
+    stopped = merge_in(store, name, upstream)
+    if stopped is not None:
+        store.git("merge", "--abort", check=False)
+        first = [f"git fetch {remote}"]
+        if renumbered:
+            first.append(f"slayer-kb renumber --onto {name}")
+        first.append(f"slayer-kb merge {name} (it stops on the conflict)")
+        raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first)))
 
 
 def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
@@ -490,5 +521,7 @@ def _put_back(store: GitStore, start: str) -> None:
     """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
     if in_progress(store):
         store.git("rebase", "--abort", check=False)
+    if merging(store):
+        store.git("merge", "--abort", check=False)
     if store.head() != start:
         reset_keep(store, start, check=False)
