@@ -67,15 +67,19 @@ def _hook_samples(folder: str, names: list[str]) -> list[str]:
     return [name for name in names if name.endswith(".sample")] if folder.endswith(".git/hooks") else []
 
 
-def _build_catalog_kb(root: Path) -> None:
+def _build_catalog_kb(root: Path, commit: bool = True) -> None:
+    """The catalog KB at ``root``, a repository of its own (``commit``) or a folder of the one
+    around it, left for the caller to commit."""
     from .catalog import write_test_catalog
 
     root.mkdir()
-    git(root, "init", "-q")
+    if commit:
+        git(root, "init", "-q")
     write_test_catalog(root, priority=["shop"])
     (root / "memories").mkdir()
     (root / ".gitignore").write_text(".slayer-kb/\n")
-    commit_all(root)
+    if commit:
+        commit_all(root)
 
 
 def _build_example_kb(root: Path) -> None:
@@ -139,12 +143,21 @@ def make_indexed_example_kb(root: Path) -> Path:
     return root
 
 
-def _build_team(where: Path) -> None:
-    """A bare remote holding a catalog KB, and one clone of it (``a``): every clone of a team
-    is the same but for where its origin is, so a team's clones are copies of this one."""
+def _build_team(where: Path, folder: str) -> None:
+    """A bare remote holding a catalog KB (in ``folder`` of the repository, "" for its top), and
+    one clone of it (``a``): every clone of a team is the same but for where its origin is, so a
+    team's clones are copies of this one."""
     bare = where / "remote.git"
     git(where, "init", "-q", "--bare", "-b", "main", str(bare))
-    seed = make_catalog_kb(where / "seed")
+    seed = where / "seed"
+    if folder:
+        seed.mkdir()
+        git(seed, "init", "-q")
+        (seed / "README.md").write_text("The code; the knowledge base is in a folder of its own.\n")
+        _build_catalog_kb(seed / folder, commit=False)
+        commit_all(seed)
+    else:
+        make_catalog_kb(seed)
     git(seed, "branch", "-M", "main")
     git(seed, "push", "-q", str(bare), "main")
     git(where, "clone", "-q", str(bare), "a")
@@ -152,17 +165,20 @@ def _build_team(where: Path) -> None:
         git(repo, "repack", "-a", "-d", "-q")
 
 
-def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:
+def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, list[Path]]:
     """A bare remote holding a catalog KB, and ``clones`` clones of it (``a``, ``b``, ...), each
-    leasing its auto ids from the remote (the default for a KB with a remote). Copied from a team
-    made once a process: made, a team is 5 git processes and one more a clone (0.23 s of CPU for
-    two clones); copied, it is its files, and each clone's origin is set to the copied remote."""
-    if "team" not in _TEMPLATES:
+    leasing its auto ids from the remote (the default for a KB with a remote); the KBs' folders.
+    With ``folder``, the KB is that folder of the repository (``a/kb``), not its top. Copied from
+    a team made once a process: made, a team is 5 git processes and one more a clone (0.23 s of
+    CPU for two clones); copied, it is its files, and each clone's origin is set to the copied
+    remote."""
+    name = f"team-{folder}"
+    if name not in _TEMPLATES:
         where = Path(tempfile.mkdtemp(prefix="slayer-kb-team-"))
         atexit.register(shutil.rmtree, where, ignore_errors=True)
-        _build_team(where)
-        _TEMPLATES["team"] = where
-    template = _TEMPLATES["team"]
+        _build_team(where, folder)
+        _TEMPLATES[name] = where
+    template = _TEMPLATES[name]
     bare = tmp_path / "remote.git"
     shutil.copytree(template / "remote.git", bare, symlinks=True, ignore=_hook_samples)
     # The clone's origin, as git clone wrote it: the one place a clone names its remote's path.
@@ -174,7 +190,7 @@ def make_team(tmp_path: Path, clones: int = 2) -> tuple[Path, list[Path]]:
         root = tmp_path / "abcdefgh"[n]
         shutil.copytree(template / "a", root, symlinks=True, ignore=_hook_samples)
         (root / ".git" / "config").write_text(config.replace(origin, f"\turl = {bare}\n"))
-        roots.append(root)
+        roots.append(root / folder if folder else root)
     return bare, roots
 
 

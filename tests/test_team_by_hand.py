@@ -438,3 +438,68 @@ def test_a_sync_keeps_a_local_merge_and_the_merged_branch_stays_merged(tmp_path:
     invoke_cli("--kb", b, "sync", check=True)
     learned = {m["id"] for m in json_of(invoke_cli("--kb", b, "--json", "list", check=True))["memories"]}
     assert learned == {"1", "2", "101"}
+
+
+def test_a_kb_in_a_subfolder_gets_steps_that_work_there(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The KB is repo/kb/: slayer-kb runs in that folder, where git takes paths from it too. The
+    # steps told 'git rm kb/memories/1.yaml' (from the repository's top), which git, run there,
+    # reads as kb/kb/memories/1.yaml and refuses.
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    for text in ("Refund reasons are free text", "Amounts are in cents"):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", a, "update", "2", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "update", "2", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "--json", "sync")
+    message = json_of(stopped)["error"]["message"]
+    assert message == (
+        "Your commits forgot memories/1.yaml, which origin/main edited; the repository is back as it was. "
+        "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); git rm "
+        "memories/1.yaml to keep it forgotten (or git add memories/1.yaml to keep origin/main's edit); "
+        "slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
+    )
+    stops: list[str] = []
+    two = (a / "memories" / "2.yaml").read_text().replace("(A)", "(A and B)")
+    follow(b, invoke_cli, message, {"memories/2.yaml": two}, stops)
+    assert [stop.split(";")[0] for stop in stops] == [
+        "Your commits forgot memories/1.yaml, which origin/main edited",
+        "Your commits and origin/main both edited memories/2.yaml"]
+    assert "git add memories/2.yaml; slayer-kb validate" in stops[1]
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+    assert git(b, "ls-tree", "-r", "--name-only", "--full-name", "origin/main", "memories").split() == [
+        "kb/memories/2.yaml"]
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "2", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_a_sync_that_merges_stops_on_two_edits_with_steps_that_work(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A clone that merged a branch of its own keeps that merge: sync merges the upstream in, and
+    # two edits of one memory stop it with slayer-kb merge's steps (paths from the KB's folder).
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(b, "switch", "-q", "-c", "topic")
+    invoke_cli("--kb", b, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    git(b, "switch", "-q", "main")
+    git(b, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
+    assert message == (
+        "This branch and origin/main both edited memories/1.yaml; the repository is back as it was. To merge by "
+        "hand: git fetch origin; slayer-kb merge origin/main (it stops on the conflict); edit memories/1.yaml to keep "
+        "what both sides meant; git add memories/1.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync.")
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    stops: list[str] = []
+    one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
+    follow(b, invoke_cli, message, {"memories/1.yaml": one}, stops)
+    assert [stop.split(";")[0] for stop in stops] == ["This branch and origin/main both edited memories/1.yaml"]
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+    assert "topic" in git(b, "branch", "--merged", "origin/main", "--format=%(refname:short)").split()
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"

@@ -108,11 +108,16 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
                    ours: str) -> tuple[str, list[str]]:
-    """What conflicts on ``paths`` (``held``: their stages, 2 ``other``'s version, 3 ``ours``, a
-    side missing having deleted the file), and the steps that resolve each file."""
+    """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 ``other``'s
+    version, 3 ``ours``, a side missing having deleted the file), and the steps that resolve each
+    file. Every path is the KB's own: slayer-kb runs in the KB's folder, which may be a folder of
+    the repository (``repo/kb/``), and git there reads paths from that folder too."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
+
+    def args(group: list[str]) -> str:
+        return " ".join(p[len(store.prefix):] for p in group)
 
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
     # command keeps which side.
@@ -128,14 +133,14 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
 
     if edited:
         what.append(f"{subject()} and {other} both edited {files(edited)}")
-        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {' '.join(edited)}"]
+        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {args(edited)}"]
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
-        steps.append(f"git rm {' '.join(forgot_here)} to keep it forgotten (or git add {' '.join(forgot_here)} "
+        steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
                      f"to keep {other}'s edit)")
     if forgot_there:
         what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
-        steps.append(f"git add {' '.join(forgot_there)} to keep your edit (or git rm {' '.join(forgot_there)} "
+        steps.append(f"git add {args(forgot_there)} to keep your edit (or git rm {args(forgot_there)} "
                      "to let it go)")
     return "; ".join(what), steps
 
