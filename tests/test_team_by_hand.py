@@ -503,3 +503,28 @@ def test_a_sync_that_merges_stops_on_two_edits_with_steps_that_work(tmp_path: Pa
     assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
     assert "topic" in git(b, "branch", "--merged", "origin/main", "--format=%(refname:short)").split()
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_a_topic_key_squash_merged_then_revised_on_both_sides_counts_each_revision_once(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The reviewer squash-merged the agent's topic key; main and the agent each revised it. git's
+    # merge base predates both adds, so the driver merged the two revisions from an empty base and
+    # counted the save twice: revision_count 4 for a save and two revisions.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Cache TTL is 60 s", *topic, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    invoke_cli("--kb", reviewer, "save", "Cache TTL is 90 s", *topic, check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "save", "Cache TTL is 120 s", *topic, check=True)
+    git(agent, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", agent, "merge", "origin/main", check=True).stdout == (
+        "Merged origin/main; run slayer-kb sync to push.\n")
+    # The newest content (saves in one second tie, and main's wins), every revision counted once.
+    shown = json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))
+    assert (shown["learning"] in ("Cache TTL is 120 s", "Cache TTL is 90 s"), shown["revision_count"]) == (True, 3)
+    assert git(agent, "status", "--porcelain") == ""

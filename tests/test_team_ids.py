@@ -469,3 +469,27 @@ def test_an_offline_block_used_up_before_a_sync_is_still_registered(team) -> Non
     held = json.loads((a / ".git" / "slayer-kb-ids.json").read_text())
     # No ids are drawn from the used-up block again.
     assert (held["unregistered"], [k for k, _n in held["blocks"]]) == ([], [current])
+
+
+def test_a_topic_key_pushed_by_a_copys_original_and_revised_on_both_counts_each_revision_once(
+        team, invoke_cli) -> None:
+    """The copy holds the original's unpushed save of a topic key, which the original pushed
+    under another commit (its sync replayed it) and then revised; the copy revised it too. The
+    copy's sync merged the save against the original's revision from an empty base, counting
+    the save twice (4 revisions for 3 saves), and pushed the save a second time."""
+    _bare, (a, b) = team
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    invoke_cli("--kb", a, "save", "Cache TTL is 60 s", *topic, check=True)
+    copy = a.parent / "a-copy"
+    shutil.copytree(a, copy, symlinks=True)
+    invoke_cli("--kb", b, "save", "B: first to push", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for root, text in ((a, "Cache TTL is 90 s"), (copy, "Cache TTL is 120 s")):
+        invoke_cli("--kb", root, "save", text, *topic, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    synced = invoke_cli("--kb", copy, "sync", check=True)
+    assert synced.stdout.startswith("Synced main with origin: rebased, 3 pulled, 1 pushed.\n")
+    shown = json_of(invoke_cli("--kb", copy, "--json", "get", "1", check=True))
+    assert (shown["learning"], shown["revision_count"]) == ("Cache TTL is 120 s", 3)
+    assert git(copy, "log", "--format=%s", "origin/main").count("memory: save 1 (decision: Cache TTL)") == 1

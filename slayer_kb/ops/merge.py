@@ -6,8 +6,9 @@ files and topic-key memories both sides wrote) nor that a memory both sides adde
 memory: after ``main`` merged the agent's pull request by squash or rebase (each memory added again
 under a commit of its own) and then edited one, git's merge base predates both adds and the merge
 stopped on an add/add of ``memories/N.yaml``. Here such a path is merged from the version both
-added (``rebase.settle``), and the driver is passed to git for this run only (nothing is written
-to the git config). A memory the branch forgot after REF took it in that way is one git's merge
+added (``rebase.settle``; one the driver merged from git's empty base is merged again from it, so
+a topic key's revisions count the add once), and the driver is passed to git for this run only
+(nothing is written to the git config). A memory the branch forgot after REF took it in that way is one git's merge
 would bring back (the merge base predates it): it stays forgotten, or, when REF edited it since,
 is held as a forget against an edit. What still conflicts (two edits of one memory, a forget
 against an edit) stops the merge, names the files and gives the steps. After the merge, a topic
@@ -25,7 +26,7 @@ from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
-from .rebase import conflict_steps, held_stages, settle, unmerged
+from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
 from .renumber import require_clean
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     if not merging(store):
         return None
     parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
+    _merge_added_alike(store, parted, before, sha)
     forget, edited = _forgotten_here(store, parted, before, sha)
     if forget:
         store.git("rm", "-q", "-f", "--", *forget)
@@ -108,6 +110,24 @@ def _added(store: GitStore, parted: str, ours: str) -> list[str]:
     out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, ours, "--",
                     store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
     return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
+
+
+def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str) -> None:
+    """Merge again, from the version both added, each memory both sides added alike since
+    ``parted`` (a pull request merged by squash or rebase) and then changed: git's merge base
+    predates the add, so git handed the driver an empty base, and it counted the revision both
+    sides hold twice (a topic key squash-merged, then revised on both sides)."""
+    unresolved = set(unmerged(store))
+    both = set(store.added_paths(parted, ours, f"{MEMORIES_DIR}/")) & set(store.added_paths(parted, theirs, f"{MEMORIES_DIR}/"))
+    paths = sorted(rp for rp in map(store.repo_path, both) if rp not in unresolved)
+    objects = store.objects
+    here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
+    for path in paths:
+        mine, other = here[path], there[path]
+        if mine is not None and other is not None and mine != other:
+            base = added_alike(store, path, ours, theirs)
+            if base is not None:
+                merge_from(store, path, "100644", (base, mine, other))
 
 
 def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tuple[list[str], dict[str, str]]:

@@ -183,20 +183,27 @@ def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
     settled = 0
     for path, blobs in _stages(store).items():
         base = added_alike(store, path, "HEAD", incoming) if path in paths and set(blobs) == {2, 3} else None
-        if base is None:
-            continue
-        (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
-        take: str | None = ours if theirs == base else theirs if ours == base else None
-        if take is None:
-            texts = store.objects.read_many("blob", {base, ours, theirs})
-            merged = mergedriver.merged(path, *(texts[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)))
-            if merged is None:
-                continue
-            take = store.objects.write("blob", merged.encode("utf-8"))
-        store.git("update-index", "--cacheinfo", f"{mode},{take},{path}")
-        store.git("checkout", "--", path)
-        settled += 1
+        if base is not None:
+            (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
+            settled += merge_from(store, path, mode, (base, ours, theirs))
     return settled == len(paths)
+
+
+def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:
+    """Put in git's index and the work tree the merge of ``path``'s (base, ours, theirs)
+    ``blobs``: one side's when the other left the base as it was, else the KB's merge driver's
+    (a topic key); whether it could."""
+    base, ours, theirs = blobs
+    take: str | None = ours if theirs == base else theirs if ours == base else None
+    if take is None:
+        texts = store.objects.read_many("blob", {base, ours, theirs})
+        merged = mergedriver.merged(path, *(texts[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)))
+        if merged is None:
+            return False
+        take = store.objects.write("blob", merged.encode("utf-8"))
+    store.git("update-index", "--cacheinfo", f"{mode},{take},{path}")
+    store.git("checkout", "--", path)
+    return True
 
 
 def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:

@@ -8,6 +8,8 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 
 - a file the upstream left as the commit found it takes the commit's version;
 - a file the upstream already changed the same way stays;
+- a file the commit adds that the upstream added too, that very version, under a commit of its
+  own, stays: merged again, a topic key's later revisions would count the add twice;
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to.
 
@@ -28,6 +30,7 @@ from ..core.locate import MEMORIES_DIR
 from ..core.session import SESSIONS_DIR
 from . import mergedriver
 from .repo import GitStore
+from .revisions import added_alike
 
 _FILE = "100644"
 _ABSENT = "000000"
@@ -56,7 +59,7 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
-        updates = _applied(store, tree, made)
+        updates = _applied(store, tree, made, (head, upstream))
         if updates is None:
             return None
         new_tree = objects.update_tree(tree, updates) if updates else tree
@@ -94,9 +97,9 @@ def _blob(oid: str, mode: str) -> str | None:
     return None if mode == _ABSENT else oid
 
 
-def _applied(store: GitStore, tree: str, changes: list[_Change]) -> dict[str, str | None] | None:
+def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str]) -> dict[str, str | None] | None:
     """The blob each changed path takes in ``tree`` once the changes are applied; None when a
-    path needs more than the KB's merge driver."""
+    path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
     objects = store.objects
     now = objects.blobs_at(tree, [c.path for c in changes])
     updates: dict[str, str | None] = {}
@@ -107,6 +110,12 @@ def _applied(store: GitStore, tree: str, changes: list[_Change]) -> dict[str, st
         if current == change.old:
             updates[change.path] = change.new
         elif current == change.new:
+            continue
+        elif change.old is None and current is not None and added_alike(store, change.path, *sides) == change.new:
+            # The upstream added this very file too, under a commit of its own (a copied clone's
+            # save pushed by the original, a squash merge), and changed it since: that change
+            # already counts the add, which merged again would count twice (a topic key's
+            # revisions).
             continue
         elif current is None or change.new is None or not _driven(store, change.path):
             return None  # deleted on one side and changed on the other, or git's line merge
