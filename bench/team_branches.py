@@ -2,8 +2,9 @@
 remote, and a reviewer clone that takes each branch as a pull request.
 
 Each round every agent saves a few memories (auto ids) and revises one of its own, then pushes
-its branch; half-way every agent merges main into its branch (criss-cross merges: the reviewer
-has merged agent branches into main meanwhile). An agent whose last review was blocked runs
+its branch (``slayer-kb sync``); half-way every agent merges main into its branch with
+``slayer-kb merge`` (criss-cross merges: the reviewer has merged agent branches into main
+meanwhile). An agent whose last review was blocked runs
 ``slayer-kb renumber --onto origin/main`` first, as it is told to. The reviewer, for every branch
 with work main lacks, runs ``slayer-kb validate --against main`` and ``slayer-kb review main``,
 compares review's lists with ``git diff --name-status -M main...BRANCH``, and merges (git merge,
@@ -135,17 +136,20 @@ def work_on(agent: BranchAgent, round_: int, rounds: int, rng: random.Random, re
         if held and cli(agent.clone, "update", held[0], "--learning",
                         f"Agent {agent.index} revised in round {round_} ({mark})", env=agent.env).rc == 0:
             result.updates += 1
-    git(agent.clone, "push", "-q", "origin", agent.branch)
+    pushed = cli(agent.clone, "sync", env=agent.env)  # to the remote's branch of the same name
+    if pushed.rc != 0:  # as a failed git push would: the scenario cannot go on without it
+        raise RuntimeError(f"slayer-kb sync of {agent.branch} failed: {pushed.message}")
 
 
 def merge_main(agent: BranchAgent, result: BranchResult) -> None:
-    """Merge main into the agent's branch, giving colliding ids fresh ones first (else git stops
-    on an add/add conflict of two different memories)."""
+    """Merge main into the agent's branch with ``slayer-kb merge`` (the documented way: git's merge
+    with the KB's merge driver, a memory main squash-merged taken as one), giving colliding ids
+    fresh ones first (else the merge stops on an add/add conflict of two different memories)."""
     if cli(agent.clone, "validate", "--against", "origin/main", env=agent.env).rc != 0:
         cli(agent.clone, "renumber", "--onto", "origin/main", env=agent.env)
         result.renumber_runs += 1
     result.criss_cross_merges += 1
-    if git(agent.clone, "merge", "-q", "--no-edit", "origin/main", check=False).returncode != 0:
+    if cli(agent.clone, "merge", "origin/main", env=agent.env).rc != 0:
         result.agent_merge_conflicts += 1
         git(agent.clone, "merge", "--abort", check=False)
 
