@@ -270,8 +270,20 @@ def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_pa
     invoke_cli("--kb", reviewer, "sync", check=True)
     invoke_cli("--kb", agent, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
     git(agent, "fetch", "-q", "origin")
-    rebased = invoke_cli("--kb", agent, "rebase", "origin/main")
-    assert (rebased.returncode, rebased.stdout) == (0, "Rebased onto origin/main; run slayer-kb sync to push.\n")
+    # Its memories 1 and 2 are pushed to origin/agent-a: rewritten, the next sync would put
+    # main's commits on top of them again as copies. Refused, with 'slayer-kb merge' as the fix.
+    head = git(agent, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", agent, "rebase", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Branch 'agent-a' has 2 commits already pushed to origin/agent-a that a rebase onto origin/main would "
+        "rewrite, and its next sync would put the rewritten commits, origin/main's among them, on top of the pushed "
+        "ones as copies. Take origin/main in with 'slayer-kb merge origin/main' instead (it keeps what was pushed); "
+        "to rewrite the branch anyway, run 'slayer-kb rebase --rewrite-pushed origin/main' and push it with 'git push "
+        "--force-with-lease origin agent-a' (not slayer-kb sync).\n"))
+    assert (git(agent, "rev-parse", "HEAD"), git(agent, "status", "--porcelain")) == (head, "")
+    rebased = invoke_cli("--kb", agent, "rebase", "--rewrite-pushed", "origin/main")
+    assert (rebased.returncode, rebased.stdout) == (
+        0, "Rebased onto origin/main; run git push --force-with-lease origin agent-a to push.\n")
     # The branch is main plus its one new memory: main's edit kept, nothing lost, duplicated or renumbered.
     assert git(agent, "log", "--format=%s", "origin/main..HEAD").splitlines() == ["memory: save 3"]
     assert json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))["learning"] == (

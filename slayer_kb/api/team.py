@@ -31,12 +31,15 @@ class Team:
 
         return renumber.renumber(self._kb, onto, rewrite=rewrite)
 
-    def rebase(self, upstream: str | None = None, action: str | None = None) -> RebaseResult:
+    def rebase(self, upstream: str | None = None, action: str | None = None, *,
+               rewrite_pushed: bool = False) -> RebaseResult:
         """Rebase onto ``upstream``, or go on with the rebase in progress (``action``:
-        ``continue`` or ``abort``), with the KB's merge driver; a conflict raises with the steps."""
+        ``continue`` or ``abort``), with the KB's merge driver; a conflict raises with the steps.
+        Commits already pushed to the branch's remote branch are rewritten only with
+        ``rewrite_pushed``."""
         from ..ops import rebase
 
-        return rebase.rebase(self._kb, upstream, action)
+        return rebase.rebase(self._kb, upstream, action, rewrite_pushed=rewrite_pushed)
 
     def merge(self, ref: str) -> MergeResult:
         """Merge ``ref`` into this branch with the KB's merge driver, a memory both sides added

@@ -198,15 +198,18 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
 @click.argument("upstream", required=False, metavar="UPSTREAM")
 @click.option("--continue", "action", flag_value="continue", help="Go on after resolving the conflict (git add / git rm).")
 @click.option("--abort", "action", flag_value="abort", help="Stop the rebase and put the branch back as it was.")
+@click.option("--rewrite-pushed", is_flag=True,
+              help="Rewrite commits already pushed to the branch's remote branch (then git push --force-with-lease).")
 @json_option
 @pass_settings
-def rebase_cmd(settings: Settings, upstream: str | None, action: str | None) -> None:
+def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rewrite_pushed: bool) -> None:
     """git rebase UPSTREAM, with the merge driver sync uses: the steps of a sync conflict.
 
     Session files and topic-key memories both sides wrote are merged as sync merges them (a plain
     'git rebase' would stop on them); a commit that became empty is dropped. On a true conflict
     (two edits of one memory, a forget against an edit) it stops, names the files and gives the
-    next steps. Nothing is written to your git config.
+    next steps. Nothing is written to your git config. A branch whose commits are already on
+    its remote branch is refused: 'slayer-kb merge UPSTREAM' takes UPSTREAM in and keeps them.
 
     \b
     Examples:
@@ -216,9 +219,9 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None) -> 
     """
     if upstream is not None and action is not None:
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
-    result = settings.kb().team.rebase(upstream, action)
+    result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run slayer-kb sync to push." if result.action == "rebased"
+        f"Rebased onto {result.onto}; run {result.push} to push." if result.action == "rebased"
         else "Rebase aborted; the branch is back as it was."))
 
 

@@ -355,9 +355,10 @@ class RebaseResult:
     onto: str
     action: str  # rebased | aborted
     head: str
+    push: str = "slayer-kb sync"  # what sends the branch: a force push once pushed commits were rewritten
 
     def to_json(self) -> dict[str, Any]:
-        return {"onto": self.onto, "action": self.action, "head": self.head}
+        return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push}
 
 
 @dataclass

@@ -30,13 +30,17 @@ if TYPE_CHECKING:
 CONTINUE, ABORT = "continue", "abort"
 
 
-def rebase(kb: Context, upstream: str | None = None, action: str | None = None) -> RebaseResult:
+def rebase(kb: Context, upstream: str | None = None, action: str | None = None, *,
+           rewrite_pushed: bool = False) -> RebaseResult:
     """Rebase onto ``upstream``, or go on with the rebase in progress (``action``: ``continue``
-    or ``abort``), with the KB's merge driver (see the module doc)."""
-    return _rebase(kb, kb.store, upstream, action)
+    or ``abort``), with the KB's merge driver (see the module doc). A branch whose commits to
+    rebase are already on its remote branch is refused unless ``rewrite_pushed``."""
+    return _rebase(kb, kb.store, upstream, action, rewrite_pushed)
 
 
-def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None) -> RebaseResult:
+def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
+            rewrite_pushed: bool) -> RebaseResult:
+    push = "slayer-kb sync"
     with store.locked():
         if action is None:
             if upstream is None:
@@ -48,6 +52,12 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             require_clean(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             args = ["-q", resolve_rev(store, upstream)]
+            remote = kb.shared_remote()
+            pushed = _pushed(store, remote, args[1])
+            if pushed is not None and not rewrite_pushed:
+                raise ConflictError(_pushed_message(remote, upstream, *pushed))
+            if pushed is not None:  # rewritten: sync would replay it onto the pushed commits
+                push = f"git push --force-with-lease {remote} {pushed[0]}"
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     "start one with 'slayer-kb rebase UPSTREAM'.")
@@ -61,7 +71,31 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         kb.reread()
         head = store.head()
         assert head is not None
-        return RebaseResult(onto, "aborted" if action == ABORT else "rebased", head)
+        return RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, push)
+
+
+def _pushed(store: GitStore, remote: str, onto: str) -> tuple[str, int] | None:
+    """(the branch, how many of the commits a rebase onto ``onto`` would rewrite it already
+    pushed to its remote branch, the one ``sync`` pushes to, of the same name); None for none."""
+    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    tracking = f"refs/remotes/{remote}/{branch}"
+    if not branch or store.git("rev-parse", "-q", "--verify", tracking, check=False).returncode:
+        return None
+    tip = store.git("merge-base", "HEAD", tracking, check=False).stdout.decode().strip()
+    count = int(store.git("rev-list", "--count", tip, f"^{onto}").stdout.decode().strip() or 0) if tip else 0
+    return (branch, count) if count else None
+
+
+def _pushed_message(remote: str, upstream: str, branch: str, count: int) -> str:
+    """Why a rebase of pushed commits is refused: the next sync would replay the rewritten commits
+    onto the pushed ones, ``upstream``'s among them, each again under another commit."""
+    return (
+        f"Branch '{branch}' has {count} commit{'s' if count != 1 else ''} already pushed to {remote}/{branch} that a "
+        f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
+        f"among them, on top of the pushed ones as copies. Take {upstream} in with 'slayer-kb merge {upstream}' "
+        f"instead (it keeps what was pushed); to rewrite the branch anyway, run 'slayer-kb rebase --rewrite-pushed "
+        f"{upstream}' and push it with 'git push --force-with-lease {remote} {branch}' (not slayer-kb sync)."
+    )
 
 
 def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]]] | None:
