@@ -508,3 +508,29 @@ def test_a_topic_key_squash_merged_then_revised_on_both_sides_counts_each_revisi
     shown = json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))
     assert (shown["learning"] in ("Cache TTL is 120 s", "Cache TTL is 90 s"), shown["revision_count"]) == (True, 3)
     assert git(agent, "status", "--porcelain") == ""
+
+
+def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", b, "rebase", "origin/main").returncode == 1
+    marked = (b / "memories" / "1.yaml").read_text()
+    assert "<<<<<<< " in marked
+    git(b, "add", "memories/1.yaml")  # the step before it, the edit, skipped
+    refused = invoke_cli("--kb", b, "rebase", "--continue")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: memories/1.yaml still holds git's conflict markers (<<<<<<<, =======, >>>>>>>), so continuing "
+        "would commit them as they are; edit memories/1.yaml to keep what both sides meant, then git add "
+        "memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue.\n"))
+    assert (b / "memories" / "1.yaml").read_text() == marked
+    (b / "memories" / "1.yaml").write_text(marked.split("<<<<<<< ")[0] + "learning: Refund reasons (A and B)\n"
+                                           + marked.split(">>>>>>> ")[1].split("\n", 1)[1])
+    git(b, "add", "memories/1.yaml")
+    invoke_cli("--kb", b, "rebase", "--continue", check=True)
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Refund reasons (A and B)"

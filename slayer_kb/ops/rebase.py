@@ -62,6 +62,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     "start one with 'slayer-kb rebase UPSTREAM'.")
         else:
+            if action == CONTINUE and (marked := _still_marked(store)):
+                raise ConflictError(_marked_message(marked))
             args = [f"--{action}"]
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
@@ -72,6 +74,30 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         head = store.head()
         assert head is not None
         return RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, push)
+
+
+# The lines git's merge writes around each side of a conflict, at a line's start: a memory file
+# holding one is no YAML a person meant (YAML's own text is indented under its key).
+_MARKERS = (b"<<<<<<< ", b">>>>>>> ")
+
+
+def _still_marked(store: GitStore) -> list[str]:
+    """The KB's files staged (``git add``) with a conflict's markers still in them, KB-relative:
+    ``--continue`` would commit them as they are."""
+    out = store.git("diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=AM", "HEAD",
+                    "--", store.prefix or ".").stdout.decode("utf-8", "surrogateescape").split("\0")
+    staged = {path: meta.split()[3] for meta, path in zip(out[0::2], out[1::2], strict=False) if path}
+    texts = store.objects.read_many("blob", set(staged.values()))
+    return sorted(path[len(store.prefix):] for path, blob in staged.items()
+                  if any(line.startswith(_MARKERS) for line in texts[blob].splitlines()))
+
+
+def _marked_message(paths: list[str]) -> str:
+    """Why ``--continue`` refuses: files staged with a conflict's markers in them."""
+    names = ", ".join(paths)
+    return (f"{names} still {'holds' if len(paths) == 1 else 'hold'} git's conflict markers (<<<<<<<, =======, "
+            f">>>>>>>), so continuing would commit them as they are; edit {names} to keep what both sides meant, "
+            f"then git add {' '.join(paths)}; slayer-kb validate; slayer-kb rebase --continue.")
 
 
 def _pushed(store: GitStore, remote: str, onto: str) -> tuple[str, int] | None:
