@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core import priority
-from ..core.errors import ConflictError, StoreError, WorkTreeError
+from ..core.errors import ConflictError, StoreError
 from ..core.results import LogEntry
 from . import gitstate, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
@@ -102,6 +102,7 @@ class GitStore:
         self._identity_env: dict[str, str] | None = None
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
+        self._index_file = self.top / ".git" / "index"
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
@@ -135,10 +136,12 @@ class GitStore:
     def _locate(self) -> None:
         """Ask git once where this repository keeps its objects and refs."""
         out = self.git(
-            "rev-parse", "--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir"
+            "rev-parse", "--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir",
+            "--git-path", "index",
         ).stdout
-        objects_dir, hash_name, git_dir, common_dir = out.decode("utf-8", "surrogateescape").splitlines()
+        objects_dir, hash_name, git_dir, common_dir, index = out.decode("utf-8", "surrogateescape").splitlines()
         self._git_dirs = (self.top / git_dir, self.top / common_dir)
+        self._index_file = self.top / index
         self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_files, self._index_pack)
 
     def _cat_files(self, oids: list[str]) -> list[tuple[str, bytes]]:
@@ -308,6 +311,15 @@ class GitStore:
                 verb = "delete" if change.data is None else "write"
                 raise StoreError(f"Refusing to {verb} {change.path}: {problem}; nothing was saved.")
         objects = self.objects
+        # git's index takes the commit's files after it is published: one it cannot take them (held
+        # by another git command, immutable, in a folder that takes no file) would leave the commit
+        # standing while the index shows the files as before, staged to be undone.
+        index = self._index_file
+        if (problem := self.index_locked()) is not None:
+            raise StoreError(f"{problem}; nothing was saved.")
+        # Asked from the folder above git's, so that a refusal names that folder (.git/).
+        if (problem := why_unwritable(index.parent.parent, f"{index.parent.name}/{index.name}", False, {})) is not None:
+            raise StoreError(f"Refusing to commit: git's index, {index}, cannot be updated: {problem}; nothing was saved.")
         written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
         blobs = {c.path: None if c.data is None else next(written) for c in changes}
         # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
@@ -341,12 +353,6 @@ class GitStore:
                 )
         try:
             self._finish(new, {c.path: c.data for c in changes}, blobs)
-        except WorkTreeError:
-            raise
-        except StoreError:
-            # The commit is made and the journal still lists it: the next command finishes
-            # staging the files (a full disk can refuse git's index write).
-            pass
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
@@ -357,7 +363,11 @@ class GitStore:
         WorkTreeError says which files could not be written and how to finish."""
         failed = worktree.write_files(self, contents)
         if not failed:
-            self.stage(list(blobs))
+            try:
+                self.stage(list(blobs))
+            except StoreError as exc:
+                # The journal stays: the next command stages them once git's index takes them.
+                raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
             self._clear_journal()
             return
         with contextlib.suppress(StoreError):
@@ -366,6 +376,17 @@ class GitStore:
             worktree.stage_blobs(self, blobs)
             self._clear_journal()
         raise worktree.not_written(self, new, blobs, failed)
+
+    def index_locked(self) -> str | None:
+        """Why git's index cannot take a change now, ending with the fix, or None: another git
+        command holds its lock (index.lock), or one that crashed left it behind."""
+        self.git_dirs()  # where the index is, asked of git once
+        lock = self._index_file.with_name(self._index_file.name + ".lock")
+        if not os.path.lexists(lock):
+            return None
+        return (f"git's index is locked: {lock} exists, so another git command is running in this repository "
+                "(or one that crashed left the file behind). Wait for it to finish, or delete that file if no "
+                "git command is running, then retry")
 
     def object_store(self) -> upkeep.Objects:
         """How many loose objects and packs the repository holds, and the packs' bytes."""
@@ -499,8 +520,12 @@ class GitStore:
     def stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
+        args = ["update-index", "--add", "--remove", "-z", "--stdin"]
         try:
-            self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload, timeout=git_timeout())
+            proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
+            if proc.returncode != 0 and (locked := self.index_locked()) is not None:
+                raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
+            checked(args, proc)
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None
@@ -544,7 +569,11 @@ class GitStore:
                     with contextlib.suppress(StoreError):
                         worktree.stage_blobs(self, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
                     raise next(iter(failed.values()))
-                self.stage(paths)
+                try:
+                    self.stage(paths)
+                except StoreError as exc:
+                    raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
+                                     f"git's index could not take its files: {exc}") from None
                 self._clear_journal()
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)

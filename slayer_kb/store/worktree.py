@@ -177,6 +177,19 @@ def stage_blobs(store: Repository, blobs: Mapping[str, str | None]) -> None:
     store.git("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
 
 
+def not_staged(store: Repository, commit: str, paths: Sequence[str], reason: str) -> WorkTreeError:
+    """The truth about a published ``commit`` whose files are in the work tree but that git's
+    index could not take (``reason``), and how to finish."""
+    short, subject = store.git("show", "-s", "--format=%h%n%s", commit).stdout.decode().splitlines()[:2]
+    return WorkTreeError(
+        f"Committed as {short} ({subject}), but git's index could not take {listed(sorted(paths), _SHOWN)}: "
+        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `git reset -q -- "
+        f"{' '.join(sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'}`) to finish; until then `git status` "
+        "shows the change undone in git's index, and `git commit` would undo it.",
+        commit,
+    )
+
+
 def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
                 failed: Mapping[str, OSError]) -> WorkTreeError:
     """The truth about a published ``commit`` whose ``failed`` files the work tree did not
