@@ -32,7 +32,7 @@ from .core.errors import (
     StoreError,
     unreadable,
 )
-from .core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
+from .core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
 from .core.ids import check_id, id_sort_key
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path
@@ -95,12 +95,12 @@ class Context:
         self.monitor: ChangeMonitor | None = None
 
     def check_folders(self) -> None:
-        """Refuse the KB while its memories/ or sessions/ is a link out of it: a clone can carry
-        memories/ as a link to ~/.ssh, and every command would read through it. Checked when the
+        """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry
+        memories/ as a link to ~/.ssh, and every command would read through it) or a file. Checked when the
         KB is opened and again wherever it is re-read (ensure_fresh, refresh, transaction, get),
         since a pull can make one a link while a server holds the KB open: an lstat a folder."""
         for folder in (MEMORIES_DIR, SESSIONS_DIR):
-            if (why := folder_out(self.root, folder)) is not None:
+            if (why := unusable_folder(self.root, folder)) is not None:
                 raise StoreError(why)
 
     @property

@@ -286,8 +286,9 @@ def test_a_session_file_behind_a_file_says_how_to_fix_the_path(
     (root / "sessions").write_text("not a folder\n")
     proc = invoke_cli("--kb", root, "save-prompt", "hello")
     assert (proc.returncode, proc.stdout) == (1, "")
-    assert proc.stderr == ("Error: sessions/manual-save.yaml: cannot be read: Not a directory; a file is where the "
-                           "path needs a folder: move that file aside, then retry.\n")
+    assert proc.stderr == ("Error: sessions is a file, where the knowledge base keeps its sessions/ folder. Move it "
+                           "out of the way, and commit that if git tracks it ('git mv sessions sessions.txt', then "
+                           "'git commit'), then retry.\n")
 
 
 def test_an_untrusted_state_folder_in_a_kb_that_cannot_move_it(

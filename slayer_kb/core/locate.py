@@ -29,13 +29,16 @@ def id_of_path(kb_path: str) -> str | None:
 
 def find_root(start: str) -> str | None:
     """The nearest enclosing folder of ``start`` (resolved) that looks like a KB: it has
-    memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top."""
+    memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top,
+    which is taken when it has a file named memories (the KB then says what is wrong)."""
     candidate = os.path.realpath(start)
     while True:
         if os.path.isdir(os.path.join(candidate, MEMORIES_DIR)) or os.path.isdir(os.path.join(candidate, "datasources")):
             return candidate
         if os.path.exists(os.path.join(candidate, ".git")):
-            return None
+            # A file in memories/' place at the repository's top is a KB gone wrong: opening it
+            # says so, where "no knowledge base here" would send the user looking elsewhere.
+            return candidate if os.path.lexists(os.path.join(candidate, MEMORIES_DIR)) else None
         parent = os.path.dirname(candidate)
         if parent == candidate:
             return None

@@ -17,7 +17,6 @@ argument list (no shell) and ``--`` before paths.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import subprocess
@@ -29,7 +28,7 @@ from typing import Literal
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.results import LogEntry
-from . import gitstate, requests, state, upkeep, worktree
+from . import gitstate, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
@@ -326,15 +325,24 @@ class GitStore:
         # update-ref checks it anyway.
         old = self.head() if parent is False else parent
         old_tree = objects.tree_of(old) if old is not None else None
+        clashes = objects.clashes(old_tree, [self.repo_path(c.path) for c in changes if c.data is not None])
+        for change in changes:
+            if (obstacle := clashes.get(self.repo_path(change.path))) is None:
+                continue
+            # A commit of ours must never carry a deletion the user did not commit.
+            raise StoreError(
+                f"Refusing to write {change.path}: the last commit has {obstacle} there, which this commit would "
+                "delete. Move it out of the way and commit that yourself (git mv, then git commit), then retry; "
+                "nothing was saved.")
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
-        journal = {"old": old, "new": new, "changes": blobs, "request": self.request}
+        record = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / _RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
-            self._write_journal(journal)
+            journal.write(self.state, record)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             try:  # stopped past the bound: published or not, HEAD says
                 proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
@@ -342,7 +350,7 @@ class GitStore:
                 proc = subprocess.CompletedProcess([], -1, b"", b"")
             head = self.head() if proc.returncode != 0 else new
             if head != new:
-                self._clear_journal()
+                journal.clear(self.state)
                 if head == old:
                     reason = explain(proc.stderr.decode("utf-8", "replace").strip())
                     raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
@@ -368,13 +376,13 @@ class GitStore:
             except StoreError as exc:
                 # The journal stays: the next command stages them once git's index takes them.
                 raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
-            self._clear_journal()
+            journal.clear(self.state)
             return
         with contextlib.suppress(StoreError):
             # git's index gets the commit's version all the same: left as it was, it would
             # stage the undoing of the change for the person's next `git commit`.
             worktree.stage_blobs(self, blobs)
-            self._clear_journal()
+            journal.clear(self.state)
         raise worktree.not_written(self, new, blobs, failed)
 
     def index_locked(self) -> str | None:
@@ -486,28 +494,10 @@ class GitStore:
 
     # -- journal and recovery ---------------------------------------------------------------
 
-    def _write_journal(self, journal: Mapping[str, object]) -> None:
-        path = self.state / "journal.json"
-        tmp = self.state / "journal.json.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(journal, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise StoreError(f"Cannot write {path}: {explain(exc.strerror or str(exc))}; nothing was saved.") from None
-
     def committing(self) -> bool:
         """Is a commit writing its files (or did a crash interrupt one)? Its journal exists
         from before the update-ref until every file is written and staged."""
-        return (self.state / "journal.json").exists()
-
-    def _clear_journal(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            (self.state / "journal.json").unlink()
+        return journal.exists(self.state)
 
     def apply_committed(self, contents: Mapping[str, bytes | None]) -> None:
         """Put HEAD's version of these files (None: no file) back in the work tree and stage them."""
@@ -541,13 +531,13 @@ class GitStore:
         """
         with contextlib.suppress(FileNotFoundError):
             (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
-        journal = self._read_journal()
-        if journal is None:
+        unfinished = journal.read(self.state)
+        if unfinished is None:
             return
-        old, new, paths = journal
+        old, new, paths = unfinished
         head = self.head()
         if head == old:
-            self._clear_journal()  # the update-ref never happened
+            journal.clear(self.state)  # the update-ref never happened
             return
         objects = self.objects
         try:
@@ -574,7 +564,7 @@ class GitStore:
                 except StoreError as exc:
                     raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
                                      f"git's index could not take its files: {exc}") from None
-                self._clear_journal()
+                journal.clear(self.state)
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
             ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
@@ -590,32 +580,9 @@ class GitStore:
             raise StoreError(
                 f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
                 f"{exc.filename or ''}: {exc.strerror}. Fix that path (or run 'git status' and "
-                f"restore it), then retry; {self.state / 'journal.json'} lists the files."
+                f"restore it), then retry; {journal.path(self.state)} lists the files."
             ) from None
-        self._clear_journal()
-
-    def _read_journal(self) -> tuple[str | None, str, list[str]] | None:
-        """(old commit, new commit, the paths it changes) of an unfinished commit, if any. The
-        blobs come from the two commits' trees, so journals of every version read alike."""
-        try:
-            journal = json.loads((self.state / "journal.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            journal = None
-        try:
-            assert isinstance(journal, dict)
-            old, new, changes = journal["old"], journal["new"], journal["changes"]
-            # {path: blob id} (the blobs themselves are read from the trees); earlier versions
-            # wrote {path: [blob before, blob after]} and [[path, temporary file], ...].
-            paths = list(changes) if isinstance(changes, dict) else [change[0] for change in changes]
-            assert isinstance(new, str) and (old is None or isinstance(old, str))
-            assert all(isinstance(path, str) for path in paths)
-        except (AssertionError, KeyError, TypeError, IndexError):
-            # Unreadable: a crash while it was written, before the update-ref could run.
-            self._clear_journal()
-            return None
-        return old, new, paths
+        journal.clear(self.state)
 
 
 def init_repository(path: Path) -> None:
