@@ -35,7 +35,7 @@ from .core.errors import (
 from .core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
 from .core.ids import check_id, id_sort_key
 from .core.inputs import blank, check_unicode
-from .core.locate import MEMORIES_DIR, memory_path
+from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
 from .core.results import Document, IndexWritten, SyncReport
 from .core.session import SESSIONS_DIR
@@ -71,9 +71,9 @@ class Context:
         dedup_window: timedelta = DEFAULT_DEDUP_WINDOW,
         max_content: int = DEFAULT_MAX_CONTENT,
     ) -> None:
-        self.root = Path(path).resolve()
+        self.root = Path(os.path.realpath(path))  # a symlink loop: no folder, said below
         if not self.root.is_dir():
-            raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
+            raise NotFoundError(not_a_kb(str(self.root)))
         self.check_folders()
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window

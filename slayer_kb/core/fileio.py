@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -118,3 +119,15 @@ def unusable_folder(root: str | os.PathLike[str], folder: str) -> str | None:
         return None
     return (f"{folder} is a file, where the knowledge base keeps its {folder}/ folder. Move it out of the way, "
             f"and commit that if git tracks it ('git mv {folder} {folder}.txt', then 'git commit'), then retry.")
+
+
+def refuses_folders(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder`` takes no new folder (the system's words), or None: asked by making one and
+    removing it, since ``access`` says yes for root where the kernel still says no (/proc)."""
+    probe = os.path.join(folder, f".slayer-kb-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        os.mkdir(probe, 0o700)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.rmdir(probe)
+    return None

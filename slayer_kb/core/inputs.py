@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import unicodedata
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError
-from .fileio import NotRegularFile, TooLarge, read_regular
+from .fileio import NotRegularFile, TooLarge, read_regular, refuses_folders
 from .memory import MAX_DESCRIPTION
 
 
@@ -115,11 +116,16 @@ def make_given_folder(path: Path, what: str) -> Path | None:
     missing = [p for p in (path, *path.parents) if not (p.exists() or p.is_symlink())]
     try:
         path.mkdir(parents=True, exist_ok=True)
+        # A folder that is there may still take nothing (/proc): git would say only "No such file".
+        if not missing and (why := refuses_folders(path)) is not None:
+            raise OSError(errno.EACCES, why)
     except OSError as exc:
         # The nearest part of the path that exists is the one that refused.
         at = next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), path)
         if at.is_dir():
             why = f"{at} refuses new folders ({exc.strerror}); give a path in a folder you can write to"
+        elif at.is_symlink() and not at.exists():
+            why = f"{at} is a symlink to nothing that exists, or a loop; give another path"
         else:
             why = f"{at} is a file, not a folder; move that file aside or give another path"
         for made in missing:  # innermost first; one that someone else filled meanwhile stays

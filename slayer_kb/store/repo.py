@@ -27,6 +27,7 @@ from typing import Literal
 
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
+from ..core.fileio import refuses_folders
 from ..core.results import LogEntry
 from . import gitstate, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
@@ -93,6 +94,10 @@ class GitStore:
         self.root = root.resolve()
         top = find_toplevel(self.root)
         if top is None:
+            if (why := refuses_folders(self.root)) is not None:  # init could not make .git there
+                raise StoreError(f"{self.root} is not inside a git repository, and cannot hold a knowledge base: it "
+                                 f"takes no new folder ({why}). Give the folder of a knowledge base, or create one "
+                                 "in a folder you can write to ('slayer-kb init DIR').")
             raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {self.root}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
