@@ -425,8 +425,8 @@ def test_a_folder_that_cannot_be_made_is_named_with_its_cause_and_fix(
         (("init", "/proc/x"), "Cannot create the knowledge base's folder /proc/x: /proc refuses new folders (No such "
                                "file or directory); give a path in a folder you can write to."),
         # There, but taking nothing: git init used to fail saying only "/proc/.git: No such file or directory".
-        (("init", "/proc"), "Cannot create the knowledge base's folder /proc: /proc refuses new folders (No such "
-                             "file or directory); give a path in a folder you can write to."),
+        (("init", "/proc"), "Cannot use the knowledge base's folder /proc: it takes no new folder (No such file or "
+                             "directory); give a path in a folder you can write to."),
         (("init", tmp_path / "loop"), f"Cannot create the knowledge base's folder {tmp_path}/loop: {tmp_path}/loop "
                                       "is a symlink to nothing that exists, or a loop; give another path."),
         (("init", tmp_path / "afile" / "kb"), f"Cannot create the knowledge base's folder {tmp_path}/afile/kb: "

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import unicodedata
@@ -114,11 +113,12 @@ def make_given_folder(path: Path, what: str) -> Path | None:
     created (None: the folder was there), which a caller that fails later removes; a failure
     here removes the parents it made."""
     missing = [p for p in (path, *path.parents) if not (p.exists() or p.is_symlink())]
+    # A folder that is there may still take nothing (/proc): git would say only "No such file".
+    if not missing and path.is_dir() and (refused := refuses_folders(path)) is not None:
+        raise InvalidInputError(f"Cannot use {what} {path}: it takes no new folder ({refused}); give a path in a "
+                                "folder you can write to.")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        # A folder that is there may still take nothing (/proc): git would say only "No such file".
-        if not missing and (why := refuses_folders(path)) is not None:
-            raise OSError(errno.EACCES, why)
     except OSError as exc:
         # The nearest part of the path that exists is the one that refused.
         at = next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), path)
