@@ -257,8 +257,8 @@ def test_an_export_into_a_folder_that_takes_no_file_adds_nothing(
         proc = invoke_cli("--kb", indexed_example_kb.root, "export-slayer", target.parent)
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
-        f"Error: Cannot write {target}/1.md: Operation not permitted; give this user access to it (chmod, chown; "
-        "chattr -i if it is immutable), then retry. The files this export added were removed.\n")
+        f"Error: Cannot use the export's folder {target}: it takes no new folder (Operation not permitted); give a "
+        "path in a folder you can write to.\n")
     assert [p.name for p in target.iterdir()] == ["old.md"]
 
 
@@ -403,3 +403,30 @@ def test_gits_own_words_for_a_full_disk_get_the_fix() -> None:
     """git's pack writer (maintenance's repack) says "Out of diskspace", not ENOSPC's words."""
     said = "fatal: sha1 file '.git/objects/pack/tmp_pack_bND3Ck' write error. Out of diskspace"
     assert explain(said) == f"{said} (the disk is full: free some space and retry)"
+
+
+def test_git_attributes_that_convert_the_kbs_files_refuse_the_save(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    """A clone's .gitattributes can make git read a work-tree file as other bytes than the blob
+    slayer-kb writes (working-tree-encoding, a filter git has a command for): the save used to be
+    committed, then git's index refused the file (or staged something else) and ``git status``
+    showed it deleted and untracked. A filter git has no command for is ignored, by git too."""
+    root = indexed_example_kb.root
+    for attributes, refused in [("memories/*.yaml working-tree-encoding=UTF-16", "27"),
+                                ("*.yaml filter=rot13", None), ("*.yaml filter=rot13", "28")]:
+        (root / ".gitattributes").write_text(attributes + "\n")
+        git(root, "add", ".gitattributes")
+        git(root, "commit", "-q", "--allow-empty", "-m", "attributes")
+        before = git(root, "rev-parse", "HEAD"), _status(root)
+        proc = invoke_cli("--kb", root, *SAVE)
+        if refused is None:
+            assert (proc.returncode, _status(root)) == (0, ""), proc.stderr
+            git(root, "config", "filter.rot13.clean", "tr a-z n-za-m")  # the user's own git now has the filter
+        else:
+            assert (proc.returncode, proc.stderr) == (1, (
+                f"Error: Refusing to write memories/{refused}.yaml: git's attributes give it {attributes.split()[1]}, "
+                "so git would read the file slayer-kb writes as other bytes and show it changed. Take that attribute "
+                "off the knowledge base's memories/ and sessions/ (in .gitattributes, then commit), then retry; "
+                "nothing was saved.\n"))
+            assert (git(root, "rev-parse", "HEAD"), _status(root)) == before

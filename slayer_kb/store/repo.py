@@ -315,30 +315,15 @@ class GitStore:
                 verb = "delete" if change.data is None else "write"
                 raise StoreError(f"Refusing to {verb} {change.path}: {problem}; nothing was saved.")
         objects = self.objects
-        # git's index takes the commit's files after it is published: one it cannot take them (held
-        # by another git command, immutable, in a folder that takes no file) would leave the commit
-        # standing while the index shows the files as before, staged to be undone.
-        index = self._index_file
-        if (problem := self.index_locked()) is not None:
-            raise StoreError(f"{problem}; nothing was saved.")
-        # Asked from the folder above git's, so that a refusal names that folder (.git/).
-        if (problem := why_unwritable(index.parent.parent, f"{index.parent.name}/{index.name}", False, {})) is not None:
-            raise StoreError(f"Refusing to commit: git's index, {index}, cannot be updated: {problem}; nothing was saved.")
         written = iter(objects.write_blobs([c.data for c in changes if c.data is not None]))
         blobs = {c.path: None if c.data is None else next(written) for c in changes}
         # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
         # update-ref checks it anyway.
         old = self.head() if parent is False else parent
         old_tree = objects.tree_of(old) if old is not None else None
-        clashes = objects.clashes(old_tree, [self.repo_path(c.path) for c in changes if c.data is not None])
-        for change in changes:
-            if (obstacle := clashes.get(self.repo_path(change.path))) is None:
-                continue
-            # A commit of ours must never carry a deletion the user did not commit.
-            raise StoreError(
-                f"Refusing to write {change.path}: the last commit has {obstacle} there, which this commit would "
-                "delete. Move it out of the way and commit that yourself (git mv, then git commit), then retry; "
-                "nothing was saved.")
+        problem = worktree.unpublishable(self, [c.path for c in changes if c.data is not None], old_tree)
+        if problem is not None:
+            raise StoreError(f"{problem}; nothing was saved.")
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
@@ -390,11 +375,16 @@ class GitStore:
             journal.clear(self.state)
         raise worktree.not_written(self, new, blobs, failed)
 
+    @property
+    def index_file(self) -> Path:
+        """git's index (``--git-path index``: GIT_INDEX_FILE, a linked worktree's own)."""
+        self.git_dirs()  # asked of git once
+        return self._index_file
+
     def index_locked(self) -> str | None:
         """Why git's index cannot take a change now, ending with the fix, or None: another git
         command holds its lock (index.lock), or one that crashed left it behind."""
-        self.git_dirs()  # where the index is, asked of git once
-        lock = self._index_file.with_name(self._index_file.name + ".lock")
+        lock = self.index_file.with_name(self.index_file.name + ".lock")
         if not os.path.lexists(lock):
             return None
         return (f"git's index is locked: {lock} exists, so another git command is running in this repository "
