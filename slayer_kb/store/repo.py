@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
+# Seconds a commit waits for another git command's index.lock to go: `git status` (an editor runs
+# it every few seconds) holds it for milliseconds; `git commit` waiting for its editor, or a crash, longer.
+INDEX_LOCK_WAIT = 2.0
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
@@ -381,11 +385,19 @@ class GitStore:
         self.git_dirs()  # asked of git once
         return self._index_file
 
+    def _index_lock(self) -> Path:
+        return self.index_file.with_name(f"{self.index_file.name}.lock")
+
     def index_locked(self) -> str | None:
         """Why git's index cannot take a change now, ending with the fix, or None: another git
-        command holds its lock (index.lock), or one that crashed left it behind."""
-        lock = self.index_file.with_name(self.index_file.name + ".lock")
-        if not os.path.lexists(lock):
+        command holds its lock (index.lock) past ``INDEX_LOCK_WAIT``, or one that crashed left it."""
+        lock = self._index_lock()
+        deadline = time.monotonic() + INDEX_LOCK_WAIT
+        while os.path.lexists(lock):
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(LOCK_POLL * 5)
+        else:
             return None
         return (f"git's index is locked: {lock} exists, so another git command is running in this repository "
                 "(or one that crashed left the file behind). Wait for it to finish, or delete that file if no "
@@ -508,8 +520,10 @@ class GitStore:
         args = ["update-index", "--add", "--remove", "-z", "--stdin"]
         try:
             proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
-            if proc.returncode != 0 and (locked := self.index_locked()) is not None:
-                raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
+            if proc.returncode != 0 and os.path.lexists(self._index_lock()):
+                if (locked := self.index_locked()) is not None:
+                    raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
+                proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)  # it went: once more
             checked(args, proc)
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
