@@ -32,10 +32,10 @@ from .core.errors import (
     StoreError,
     unreadable,
 )
-from .core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
+from .core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
 from .core.ids import check_id, id_sort_key
 from .core.inputs import blank, check_unicode
-from .core.locate import MEMORIES_DIR, memory_path
+from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
 from .core.results import Document, IndexWritten, SyncReport
 from .core.session import SESSIONS_DIR
@@ -71,9 +71,9 @@ class Context:
         dedup_window: timedelta = DEFAULT_DEDUP_WINDOW,
         max_content: int = DEFAULT_MAX_CONTENT,
     ) -> None:
-        self.root = Path(path).resolve()
+        self.root = Path(os.path.realpath(path))  # a symlink loop: no folder, said below
         if not self.root.is_dir():
-            raise NotFoundError(f"No knowledge base at {self.root}; create one with 'slayer-kb init'.")
+            raise NotFoundError(not_a_kb(str(self.root)))
         self.check_folders()
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window
@@ -95,12 +95,12 @@ class Context:
         self.monitor: ChangeMonitor | None = None
 
     def check_folders(self) -> None:
-        """Refuse the KB while its memories/ or sessions/ is a link out of it: a clone can carry
-        memories/ as a link to ~/.ssh, and every command would read through it. Checked when the
+        """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry
+        memories/ as a link to ~/.ssh, and every command would read through it) or a file. Checked when the
         KB is opened and again wherever it is re-read (ensure_fresh, refresh, transaction, get),
         since a pull can make one a link while a server holds the KB open: an lstat a folder."""
         for folder in (MEMORIES_DIR, SESSIONS_DIR):
-            if (why := folder_out(self.root, folder)) is not None:
+            if (why := unusable_folder(self.root, folder)) is not None:
                 raise StoreError(why)
 
     @property

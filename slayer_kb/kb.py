@@ -60,7 +60,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
-        root = Path(path).resolve()
+        root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
         with given_folder(root, "the knowledge base's folder") as undo:
             own = find_toplevel(root) is None
             if own:

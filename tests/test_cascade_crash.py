@@ -44,10 +44,10 @@ def make_kb(root: Path) -> None:
 # sleeps before that step, and the work itself is unchanged.
 SLOWED = """
 import sys, time
-from slayer_kb.store import repo, worktree
+from slayer_kb.store import journal, repo, worktree
 from slayer_kb.cli import main
 step, delay = sys.argv.pop(1), float(sys.argv.pop(1))
-owner = repo.GitStore if hasattr(repo.GitStore, step) else worktree
+owner = next(o for o in (repo.GitStore, worktree, journal) if hasattr(o, step))
 real = getattr(owner, step)
 def slowed(*args, **kwargs):
     time.sleep(delay)
@@ -86,7 +86,7 @@ def _head(root: Path) -> str:
         # The blobs are in git's objects, the commit not yet made.
         ("before-commit", ("_commit_tree", 3.0), False),
         # The commit is made and the disk space for its files reserved; HEAD has not moved.
-        ("space-reserved", ("_write_journal", 3.0), False),
+        ("space-reserved", ("write", 3.0), False),
         # HEAD moved, no file written yet.
         ("after-update-ref", ("put_file", 0.05), True),
         # Some files written over in place, the others not yet.

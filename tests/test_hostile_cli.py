@@ -419,10 +419,16 @@ def test_version_under_json_is_a_json_document(invoke_cli: CliRunner, args: tupl
 def test_a_folder_that_cannot_be_made_is_named_with_its_cause_and_fix(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("in the way")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     in_the_way = ("is a file, not a folder; move that file aside or give another path.")
     cases = [
         (("init", "/proc/x"), "Cannot create the knowledge base's folder /proc/x: /proc refuses new folders (No such "
                                "file or directory); give a path in a folder you can write to."),
+        # There, but taking nothing: git init used to fail saying only "/proc/.git: No such file or directory".
+        (("init", "/proc"), "Cannot use the knowledge base's folder /proc: it takes no new folder (No such file or "
+                             "directory); give a path in a folder you can write to."),
+        (("init", tmp_path / "loop"), f"Cannot create the knowledge base's folder {tmp_path}/loop: {tmp_path}/loop "
+                                      "is a symlink to nothing that exists, or a loop; give another path."),
         (("init", tmp_path / "afile" / "kb"), f"Cannot create the knowledge base's folder {tmp_path}/afile/kb: "
                                                f"{tmp_path}/afile {in_the_way}"),
         (("--kb", indexed_example_kb.root, "export-slayer", tmp_path / "afile" / "out"),
@@ -465,3 +471,29 @@ def test_update_and_restore_of_a_hand_broken_file_say_how_to_fix_it(indexed_exam
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", expected), args
     assert (root / "memories" / "1.yaml").read_text() == broken
+
+
+def test_a_kb_path_that_is_no_kb_gets_only_advice_that_can_work(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """--kb a file, a symlink loop (a traceback before), a folder that cannot hold a KB (which was
+    told to run init there), a missing folder (init it, named) and one under a folder taking none."""
+    (tmp_path / "afile").write_text("not a kb")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    cases = [
+        (tmp_path / "afile", "not_found", f"No knowledge base at {tmp_path}/afile: it is a file, not a folder; "
+                                           "give the folder of a knowledge base (it holds memories/)."),
+        (tmp_path / "loop", "not_found", f"No knowledge base at {tmp_path}/loop: Too many levels of symbolic links; "
+                                          "give the folder of a knowledge base (it holds memories/)."),
+        (tmp_path / "new", "not_found", f"No knowledge base at {tmp_path}/new: no such folder; create one with "
+                                         f"'slayer-kb init {tmp_path}/new'."),
+        ("/proc/kb", "not_found", "No knowledge base at /proc/kb: no such folder, and /proc takes none; give the "
+                                  "folder of a knowledge base."),
+        ("/proc", "store", "/proc is not inside a git repository, and cannot hold a knowledge base: it takes no new "
+                           "folder (No such file or directory). Give the folder of a knowledge base, or create one in "
+                           "a folder you can write to ('slayer-kb init DIR')."),
+    ]
+    for kb, kind, message in cases:
+        proc = invoke_cli("--json", "--kb", kb, "list")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n"), kb
+        assert invoke_cli("--kb", kb, "list").stderr == f"Error: {message}\n"
+    assert not (tmp_path / "new").exists()

@@ -275,3 +275,47 @@ def test_a_folder_where_a_memory_file_should_be(catalog_kb: KnowledgeBase) -> No
     assert head(root) == before
     assert kb.newest() == []
     assert (root / "memories" / "dd.yaml" / "inside.txt").read_text() == "not a memory\n"
+
+
+def test_a_committed_file_in_place_of_memories_is_named_and_never_deleted_by_a_save(
+    empty_kb: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    """A file named memories committed where the folder should be: every command names it and the
+    fix (inside the KB it used to say there is no knowledge base here); moved aside but not
+    committed, a save refuses to commit its deletion for the user."""
+    root = empty_kb.root
+    shutil.rmtree(root / "memories")
+    (root / "memories").write_text("my notes\n")
+    commit_all(root, "memories as a file")
+    named = ("memories is a file, where the knowledge base keeps its memories/ folder. Move it out of the way, and "
+             "commit that if git tracks it ('git mv memories memories.txt', then 'git commit'), then retry.")
+    assert_refused(invoke_cli("list", cwd=root), named)
+    proc = invoke_cli("--kb", root, "--json", "save", "x", "--title", "x")
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": named}})
+    (root / "memories").rename(root / "notes.txt")
+    (root / "memories").mkdir()
+    before = head(root)
+    assert_refused(invoke_cli("--kb", root, "save", "x", "--title", "x"), (
+        "Refusing to write memories/1.yaml: the last commit has the file memories there, which this commit would "
+        "delete. Move it out of the way and commit that yourself (git mv, then git commit), then retry; nothing was "
+        "saved."))
+    assert (head(root), git(root, "status", "--porcelain")) == (before, " D memories\n?? notes.txt\n")
+    commit_all(root, "memories moved aside")
+    invoke_cli("--kb", root, "save", "x", "--title", "x", check=True)
+    assert git(root, "show", "HEAD:notes.txt") == "my notes\n"
+
+
+def test_a_save_never_commits_the_deletion_of_a_folder_the_user_removed(catalog_kb: KnowledgeBase) -> None:
+    root = catalog_kb.root
+    (root / "memories" / "dd.yaml").mkdir()
+    (root / "memories" / "dd.yaml" / "inside.txt").write_text("not a memory\n")
+    commit_all(root, "a folder named like a memory")
+    shutil.rmtree(root / "memories" / "dd.yaml")
+    before = head(root)
+    with pytest.raises(StoreError) as info:
+        catalog_kb.save_memory("x", ["shop"], id="dd")
+    assert str(info.value) == (
+        "Refusing to write memories/dd.yaml: the last commit has the folder memories/dd.yaml/ there, which this "
+        "commit would delete. Move it out of the way and commit that yourself (git mv, then git commit), then "
+        "retry; nothing was saved.")
+    assert (head(root), git(root, "status", "--porcelain")) == (before, " D memories/dd.yaml/inside.txt\n")

@@ -19,7 +19,7 @@ from slayer_kb.core.errors import (
     NotFoundError,
     ResolutionError,
 )
-from slayer_kb.store import files
+from slayer_kb.store import files, journal
 from slayer_kb.store.files import holds, put_file
 from testing import commit_all, fsck, git
 
@@ -286,7 +286,7 @@ def publish_by_hand(kb: KnowledgeBase) -> tuple[str, str, dict[str, bytes]]:
     old_tree = objects.tree_of(old)
     before = objects.blobs_at(old_tree, list(after))
     new = store._commit_tree(objects.update_tree(old_tree, after), old, "memory: by hand", None)
-    store._write_journal({"old": old, "new": new, "changes": {p: [before[p], after[p]] for p in after}})
+    journal.write(store.state, {"old": old, "new": new, "changes": {p: [before[p], after[p]] for p in after}})
     store.git("update-ref", "HEAD", new, old)
     return old, new, {name: (root / f"memories/{name}.yaml").read_bytes() for name in ("c", "d")}
 
@@ -350,7 +350,7 @@ def test_a_journal_in_the_format_of_earlier_versions_is_finished(catalog_kb: Kno
     root = catalog_kb.root
     old, new, _ = publish_by_hand(catalog_kb)
     tmp = "/nowhere/0.tmp"
-    catalog_kb.store._write_journal({"old": old, "new": new, "changes": [["memories/b.yaml", tmp],
+    journal.write(catalog_kb.store.state, {"old": old, "new": new, "changes": [["memories/b.yaml", tmp],
                                      ["memories/c.yaml", tmp], ["memories/d.yaml", None]]})
     KnowledgeBase(root).search("anything")
     assert (root / "memories/b.yaml").read_bytes() == NEW_B
@@ -382,7 +382,7 @@ def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: Knowle
     blob = store.objects.write("blob", b"learning: never published\n")
     tree = store.objects.update_tree(store.objects.tree_of(old), {"memories/a.yaml": blob})
     new = store._commit_tree(tree, old, "x", None)
-    store._write_journal({"old": old, "new": new, "changes": {"memories/a.yaml": [None, blob]}})
+    journal.write(store.state, {"old": old, "new": new, "changes": {"memories/a.yaml": [None, blob]}})
     KnowledgeBase(root).save_memory("memory e", ["orders"], id="e")
     assert KnowledgeBase(root).get("a").to_dict()["learning"] == "memory a"
     assert git(root, "rev-parse", "HEAD~1").strip() == old

@@ -274,6 +274,20 @@ def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cl
     assert checked.returncode == 1 and "memories/901.yaml:2: invalid YAML" in checked.stdout + checked.stderr
 
 
+def test_a_session_file_edited_into_a_list_names_the_fix(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A command that needs a hand-broken session file says how to fix it, as ``get`` does of a
+    memory; it used to name the problem alone. Nothing is written."""
+    root = example_kb.root
+    path = "sessions/ses-20261009-payments-recon.yaml"
+    (root / path).write_text("- a list\n")
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, "--json", "save-prompt", "a prompt", "--session", "ses-20261009-payments-recon")
+    assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_file", "message": (
+        f"{path}:1: a session file must be a mapping of keys (project:, started_at:, ...). Edit {path} to fix it, "
+        f"then check it with 'slayer-kb validate' (or put back its committed version: git checkout -- {path}).")}})
+    assert (git(root, "rev-parse", "HEAD"), (root / path).read_text()) == (head, "- a list\n")
+
+
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from slayer_kb.search import sentences
 

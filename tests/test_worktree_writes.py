@@ -12,6 +12,8 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.mcp.schema import Reply
 from slayer_kb.mcp.tools import call_tool
+from slayer_kb.store import repo
 from slayer_kb.store.bounded import explain
 from slayer_kb.store.repo import Change
 from testing import CliRunner, git
@@ -229,10 +232,6 @@ def immutable(path: Path, tmp_path: Path) -> Iterator[None]:
         subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
-CHATTR_FIX = ("the knowledge base is not writable by this user: make it writable (chmod, chown; chattr -i if "
-              "immutable, or mount it read-write), or use a copy somewhere writable, then retry")
-
-
 def test_a_refusal_no_message_foresaw_names_the_path_the_cause_and_the_fix(
     indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -261,8 +260,8 @@ def test_an_export_into_a_folder_that_takes_no_file_adds_nothing(
         proc = invoke_cli("--kb", indexed_example_kb.root, "export-slayer", target.parent)
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
-        f"Error: Cannot write {target}/1.md: Operation not permitted; give this user access to it (chmod, chown; "
-        "chattr -i if it is immutable), then retry. The files this export added were removed.\n")
+        f"Error: Cannot use the export's folder {target}: it takes no new folder (Operation not permitted); give a "
+        "path in a folder you can write to.\n")
     assert [p.name for p in target.iterdir()] == ["old.md"]
 
 
@@ -290,8 +289,9 @@ def test_a_session_file_behind_a_file_says_how_to_fix_the_path(
     (root / "sessions").write_text("not a folder\n")
     proc = invoke_cli("--kb", root, "save-prompt", "hello")
     assert (proc.returncode, proc.stdout) == (1, "")
-    assert proc.stderr == ("Error: sessions/manual-save.yaml: cannot be read: Not a directory; a file is where the "
-                           "path needs a folder: move that file aside, then retry.\n")
+    assert proc.stderr == ("Error: sessions is a file, where the knowledge base keeps its sessions/ folder. Move it "
+                           "out of the way, and commit that if git tracks it ('git mv sessions sessions.txt', then "
+                           "'git commit'), then retry.\n")
 
 
 def test_an_untrusted_state_folder_in_a_kb_that_cannot_move_it(
@@ -311,17 +311,91 @@ def test_an_untrusted_state_folder_in_a_kb_that_cannot_move_it(
 def test_a_git_index_that_cannot_be_replaced_is_named_with_the_fix(
     indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path
 ) -> None:
+    """Refused before the commit: one published while git's index cannot take it would stand with
+    the index staging its undoing (it used to, with this very message but a commit made)."""
     root = indexed_example_kb.root
+    before = git(root, "rev-parse", "HEAD")
     with immutable(root / ".git" / "index", tmp_path):
         proc = invoke_cli("--kb", root, *UPDATE)
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
-        "Error: git update-index failed: fatal: Unable to write new index file (git could not replace its index "
-        "file, .git/index: make .git/ and .git/index writable by this user (chmod, chown; chattr -i if immutable) "
-        "and free disk space, then retry)\n")
-    # Once it can, the next command finishes the commit: git's index shows it, nothing else changed.
-    invoke_cli("--kb", root, "get", "1", check=True)
+        f"Error: Refusing to commit: git's index, {root / '.git' / 'index'}, cannot be updated: the file cannot be "
+        "changed (Operation not permitted). Make it writable and retry; nothing was saved.\n")
+    assert (git(root, "rev-parse", "HEAD"), _status(root)) == (before, "")
+    invoke_cli("--kb", root, *UPDATE, check=True)
     assert _status(root) == ""
+
+
+def test_a_save_while_git_holds_its_index_is_refused_and_a_read_only_index_file_is_no_obstacle(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """.git/index.lock: another git command (``git commit`` waiting for its editor) or a crashed one.
+    A save used to commit anyway and leave ``git status`` showing its file deleted and untracked."""
+    monkeypatch.setattr(repo, "INDEX_LOCK_WAIT", 0.05)  # the lock stays: no need to wait the 2 s
+    root = indexed_example_kb.root
+    before = git(root, "rev-parse", "HEAD")
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    proc = invoke_cli("--kb", root, "--json", *SAVE)
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": (
+        f"git's index is locked: {lock} exists, so another git command is running in this repository (or one that "
+        "crashed left the file behind). Wait for it to finish, or delete that file if no git command is running, "
+        "then retry; nothing was saved.")}})
+    assert (git(root, "rev-parse", "HEAD"), _status(root)) == (before, "")
+    lock.unlink()
+    # git replaces its index by a rename: a read-only .git/index stops neither git nor a save.
+    (root / ".git" / "index").chmod(0o444)
+    saved = json.loads(invoke_cli("--kb", root, "--json", *SAVE, check=True).stdout)
+    assert git(root, "show", "--stat", "--format=%s", "HEAD").splitlines()[0] == f"memory: save {saved['memory_id']}"
+    assert _status(root) == ""
+
+
+def test_a_save_waits_for_a_git_command_that_holds_the_index_briefly(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git status` (an editor runs it every few seconds) takes index.lock for milliseconds: a save
+    that meets it waits for it to go, as a bound allows, rather than being refused. Here the
+    other git command finishes when the save first waits (the store's clock is the test's)."""
+    root = indexed_example_kb.root
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    monkeypatch.setattr(repo, "time", types.SimpleNamespace(monotonic=time.monotonic,
+                                                            sleep=lambda _seconds: lock.unlink(missing_ok=True)),
+                        raising=False)
+    saved = json.loads(invoke_cli("--kb", root, "--json", *SAVE, check=True).stdout)
+    assert git(root, "log", "-1", "--format=%s") == f"memory: save {saved['memory_id']}\n"
+    assert _status(root) == ""
+
+
+def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's index taken by another git command between the check and the staging (here: by a
+    hook the update-ref runs): the commit stands and the error says so and how to finish; it used
+    to be reported as saved, with ``git status`` showing the file deleted and untracked."""
+    monkeypatch.setattr(repo, "INDEX_LOCK_WAIT", 0.05)
+    root = indexed_example_kb.root
+    lock = root / ".git" / "index.lock"
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f'#!/bin/sh\n[ "$1" = committed ] && touch "{lock}"\nexit 0\n')
+    hook.chmod(0o755)
+    proc = invoke_cli("--kb", root, *SAVE)
+    hook.unlink()
+    short, subject = git(root, "show", "-s", "--format=%h%n%s", "HEAD").splitlines()
+    memory = subject.removeprefix("memory: save ")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Committed as {short} ({subject}), but git's index could not take memories/{memory}.yaml: git's "
+        f"index is locked: {lock} exists, so another git command is running in this repository (or one that "
+        "crashed left the file behind). Wait for it to finish, or delete that file if no git command is running, "
+        f"then retry. Once it can, run any slayer-kb command that writes (or `git reset -q -- memories/{memory}.yaml`) "
+        "to finish; until then `git status` shows the change undone in git's index, and `git commit` would undo "
+        "it.\n")
+    lock.unlink()
+    invoke_cli("--kb", root, *UPDATE, check=True)  # finishes the staging first
+    assert _status(root) == ""
+    assert git(root, "log", "-2", "--format=%s").splitlines() == ["memory: update 1 (description)", subject]
 
 
 @pytest.mark.parametrize("inside", [False, True], ids=["into-the-folder", "into-a-new-folder"])
@@ -340,8 +414,9 @@ def test_init_that_cannot_commit_leaves_nothing_behind(
         proc = invoke_cli("init", target)
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
-        "Error: git update-ref failed: fatal: update_ref failed for ref 'HEAD': cannot lock ref 'HEAD': Unable to "
-        f"create '{repo}/.git/HEAD.lock': Operation not permitted ({CHATTR_FIX}); nothing was saved.\n")
+        f"Error: Refusing to commit: git's index, {repo}/.git/index, cannot be updated: the folder .git/ does not take "
+        "new files (Operation not permitted). Make it writable for this user (or mount it read-write) and retry; "
+        "nothing was saved.\n")
     assert sorted(p.name for p in repo.iterdir()) == before
     assert (repo / "notes.txt").read_text() == "mine\n"
 
@@ -350,3 +425,30 @@ def test_gits_own_words_for_a_full_disk_get_the_fix() -> None:
     """git's pack writer (maintenance's repack) says "Out of diskspace", not ENOSPC's words."""
     said = "fatal: sha1 file '.git/objects/pack/tmp_pack_bND3Ck' write error. Out of diskspace"
     assert explain(said) == f"{said} (the disk is full: free some space and retry)"
+
+
+def test_git_attributes_that_convert_the_kbs_files_refuse_the_save(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    """A clone's .gitattributes can make git read a work-tree file as other bytes than the blob
+    slayer-kb writes (working-tree-encoding, a filter git has a command for): the save used to be
+    committed, then git's index refused the file (or staged something else) and ``git status``
+    showed it deleted and untracked. A filter git has no command for is ignored, by git too."""
+    root = indexed_example_kb.root
+    for attributes, refused in [("memories/*.yaml working-tree-encoding=UTF-16", "27"),
+                                ("*.yaml filter=rot13", None), ("*.yaml filter=rot13", "28")]:
+        (root / ".gitattributes").write_text(attributes + "\n")
+        git(root, "add", ".gitattributes")
+        git(root, "commit", "-q", "--allow-empty", "-m", "attributes")
+        before = git(root, "rev-parse", "HEAD"), _status(root)
+        proc = invoke_cli("--kb", root, *SAVE)
+        if refused is None:
+            assert (proc.returncode, _status(root)) == (0, ""), proc.stderr
+            git(root, "config", "filter.rot13.clean", "tr a-z n-za-m")  # the user's own git now has the filter
+        else:
+            assert (proc.returncode, proc.stderr) == (1, (
+                f"Error: Refusing to write memories/{refused}.yaml: git's attributes give it {attributes.split()[1]}, "
+                "so git would read the file slayer-kb writes as other bytes and show it changed. Take that attribute "
+                "off the knowledge base's memories/ and sessions/ (in .gitattributes, then commit), then retry; "
+                "nothing was saved.\n"))
+            assert (git(root, "rev-parse", "HEAD"), _status(root)) == before

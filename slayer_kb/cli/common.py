@@ -18,7 +18,7 @@ import yaml
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError, StoreError
 from ..core.inputs import read_given_file, whole_number
-from ..core.locate import find_kb_root
+from ..core.locate import find_kb_root, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import warning_lines
 
@@ -58,14 +58,15 @@ class Settings:
         if self._kb is not None:
             return self._kb.root
         path = self.kb_path or os.environ.get("SLAYER_KB")
-        root = Path(path).resolve() if path else find_kb_root(Path.cwd())
+        # realpath, not resolve(): a symlink loop is then refused as no folder, not a traceback.
+        root = Path(os.path.realpath(path)) if path else find_kb_root(Path.cwd())
         if root is None:
             raise NotFoundError(
                 "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
                 "(a folder with memories/). Create one with 'slayer-kb init DIR'."
             )
         if not root.is_dir():
-            raise NotFoundError(f"No knowledge base at {root}; create one with 'slayer-kb init'.")
+            raise NotFoundError(not_a_kb(str(root)))
         return root
 
     def kb(self) -> KnowledgeBase:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -102,13 +103,31 @@ def outside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str |
     return None if real == inside or real.startswith(inside.rstrip(os.sep) + os.sep) else real
 
 
-def folder_out(root: str | os.PathLike[str], folder: str) -> str | None:
-    """Why the KB ``root``'s ``folder`` (memories, sessions) cannot be used, when it is a
-    symlink out of the KB, with the fix; else None."""
+def unusable_folder(root: str | os.PathLike[str], folder: str) -> str | None:
+    """Why the KB ``root``'s ``folder`` (memories, sessions) cannot be used, with the fix: a
+    symlink out of the KB, or no folder at all (a file in its place); else None. One lstat."""
     path = os.path.join(root, folder)
-    target = os.path.islink(path) and outside(root, path)
-    if not target:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # missing: made when needed
+    if stat.S_ISLNK(mode) and (target := outside(root, path)):
+        return (f"{folder}/ is a symlink to {target}, outside the knowledge base, and slayer-kb never "
+                f"reads or writes outside it. Replace the link with a real folder holding the files "
+                f"('git rm {folder}', then 'mkdir {folder}' and copy them in), then retry.")
+    if stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and os.path.isdir(path)):
         return None
-    return (f"{folder}/ is a symlink to {target}, outside the knowledge base, and slayer-kb never "
-            f"reads or writes outside it. Replace the link with a real folder holding the files "
-            f"('git rm {folder}', then 'mkdir {folder}' and copy them in), then retry.")
+    return (f"{folder} is a file, where the knowledge base keeps its {folder}/ folder. Move it out of the way, "
+            f"and commit that if git tracks it ('git mv {folder} {folder}.txt', then 'git commit'), then retry.")
+
+
+def refuses_folders(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder`` takes no new folder (the system's words), or None: asked by making one and
+    removing it, since ``access`` says yes for root where the kernel still says no (/proc)."""
+    probe = os.path.join(folder, f".slayer-kb-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        os.mkdir(probe, 0o700)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.rmdir(probe)
+    return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError
-from .fileio import NotRegularFile, TooLarge, read_regular
+from .fileio import NotRegularFile, TooLarge, read_regular, refuses_folders
 from .memory import MAX_DESCRIPTION
 
 
@@ -113,6 +113,10 @@ def make_given_folder(path: Path, what: str) -> Path | None:
     created (None: the folder was there), which a caller that fails later removes; a failure
     here removes the parents it made."""
     missing = [p for p in (path, *path.parents) if not (p.exists() or p.is_symlink())]
+    # A folder that is there may still take nothing (/proc): git would say only "No such file".
+    if not missing and path.is_dir() and (refused := refuses_folders(path)) is not None:
+        raise InvalidInputError(f"Cannot use {what} {path}: it takes no new folder ({refused}); give a path in a "
+                                "folder you can write to.")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -120,6 +124,8 @@ def make_given_folder(path: Path, what: str) -> Path | None:
         at = next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), path)
         if at.is_dir():
             why = f"{at} refuses new folders ({exc.strerror}); give a path in a folder you can write to"
+        elif at.is_symlink() and not at.exists():
+            why = f"{at} is a symlink to nothing that exists, or a loop; give another path"
         else:
             why = f"{at} is a file, not a folder; move that file aside or give another path"
         for made in missing:  # innermost first; one that someone else filled meanwhile stays

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 TYPE_CHECKING = False  # no typing import on the client's path
@@ -29,13 +30,16 @@ def id_of_path(kb_path: str) -> str | None:
 
 def find_root(start: str) -> str | None:
     """The nearest enclosing folder of ``start`` (resolved) that looks like a KB: it has
-    memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top."""
+    memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top,
+    which is taken when it has a file named memories (the KB then says what is wrong)."""
     candidate = os.path.realpath(start)
     while True:
         if os.path.isdir(os.path.join(candidate, MEMORIES_DIR)) or os.path.isdir(os.path.join(candidate, "datasources")):
             return candidate
         if os.path.exists(os.path.join(candidate, ".git")):
-            return None
+            # A file in memories/' place at the repository's top is a KB gone wrong: opening it
+            # says so, where "no knowledge base here" would send the user looking elsewhere.
+            return candidate if os.path.lexists(os.path.join(candidate, MEMORIES_DIR)) else None
         parent = os.path.dirname(candidate)
         if parent == candidate:
             return None
@@ -48,3 +52,23 @@ def find_kb_root(start: Path) -> Path | None:
 
     found = find_root(os.fspath(start))
     return Path(found) if found is not None else None
+
+
+def not_a_kb(path: str) -> str:
+    """Why ``path``, given as a KB's folder, is none (a file, a symlink loop, missing), with only
+    the advice that can work: ``init`` where the folder could be made."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            return f"No knowledge base at {path}: {exc.strerror}; give the folder of a knowledge base (it holds memories/)."
+    else:
+        return f"No knowledge base at {path}: it is a file, not a folder; give the folder of a knowledge base (it holds memories/)."
+    from .fileio import refuses_folders
+
+    parent = os.path.dirname(path)
+    while parent != os.path.dirname(parent) and not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    if refuses_folders(parent) is None:
+        return f"No knowledge base at {path}: no such folder; create one with 'slayer-kb init {path}'."
+    return f"No knowledge base at {path}: no such folder, and {parent} takes none; give the folder of a knowledge base."

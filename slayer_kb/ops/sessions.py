@@ -79,7 +79,13 @@ def _read(kb: Workspace, session_id: str) -> Session | None:
         raise MemoryFileError(path, None, f"is {exc.kind}, not a regular file; move it out of {SESSIONS_DIR}/") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
-    return loads(text, session_id, path)
+    try:
+        return loads(text, session_id, path)
+    except MemoryFileError as exc:
+        # What a command that needs the session says, as ``Context.read_with_fix`` says it of a memory.
+        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. Edit {path} to fix it, then check it "
+                              f"with 'slayer-kb validate' (or put back its committed version: git checkout -- {path}).",
+                              names_fix=True) from None
 
 
 def load_all(kb: Context) -> list[Session]:

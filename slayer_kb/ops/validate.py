@@ -46,7 +46,7 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
-from ..core.fileio import NotRegularFile, TooLarge, folder_out, read_regular
+from ..core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     MAX_FILE_BYTES,
@@ -140,8 +140,8 @@ def _catalog_root(path: Path) -> Path | None:
 
 def _listing(memories: Path) -> list[str]:
     """File names in ``memories/`` that are meant as memories (dot-files are not); none in a
-    folder that is a link out of the KB (``folder_out``, reported by ``validate``)."""
-    if folder_out(memories.parent, memories.name) is not None:
+    folder that is a link out of the KB or no folder (``unusable_folder``, reported by ``validate``)."""
+    if unusable_folder(memories.parent, memories.name) is not None:
         return []
     try:
         with os.scandir(memories) as entries:
@@ -201,7 +201,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             target.files, target.everything = changed, False
         expand(target)
         report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
-                               if (why := folder_out(target.root, folder)) is not None)
+                               if (why := unusable_folder(target.root, folder)) is not None)
         context = KBContext.of(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")

@@ -191,6 +191,26 @@ class ObjectStore:
             out[path] = None if parent is None else self.tree(parent).blob(name.encode("utf-8", "surrogateescape"))
         return out
 
+    def clashes(self, tree: str | None, paths: Iterable[str]) -> dict[str, str]:
+        """``{path: what is in the way}`` for the files ``paths`` that setting in ``tree`` would
+        delete something else: a file where a folder of the path must be (``update_tree``
+        replaces it), or a folder where the file must be (with all it holds)."""
+        found: dict[str, str] = {}
+        for path in paths:
+            current, parts = tree, path.split("/")
+            for depth, part in enumerate(parts[:-1]):
+                if current is None:
+                    break
+                parsed = self.tree(current)
+                if parsed.blob(part.encode("utf-8", "surrogateescape")) is not None:
+                    found[path] = f"the file {'/'.join(parts[:depth + 1])}"
+                    break
+                current = parsed.subtree(part.encode("utf-8", "surrogateescape"))
+            else:
+                if current is not None and self.tree(current).subtree(parts[-1].encode("utf-8", "surrogateescape")):
+                    found[path] = f"the folder {path}/"
+        return found
+
     def warm_up(self, commit: str, folder: str) -> None:
         """Parse the trees from ``commit``'s root down to ``folder`` and compress their runs now:
         a long-lived process's first commit then costs what its next ones do."""

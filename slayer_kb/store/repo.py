@@ -17,19 +17,20 @@ argument list (no shell) and ``--`` before paths.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..core import priority
-from ..core.errors import ConflictError, StoreError, WorkTreeError
+from ..core.errors import ConflictError, StoreError
+from ..core.fileio import refuses_folders
 from ..core.results import LogEntry
-from . import gitstate, requests, state, upkeep, worktree
+from . import gitstate, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
@@ -43,6 +44,9 @@ _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
+# Seconds a commit waits for another git command's index.lock to go: `git status` (an editor runs
+# it every few seconds) holds it for milliseconds; `git commit` waiting for its editor, or a crash, longer.
+INDEX_LOCK_WAIT = 2.0
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
@@ -94,6 +98,10 @@ class GitStore:
         self.root = root.resolve()
         top = find_toplevel(self.root)
         if top is None:
+            if (why := refuses_folders(self.root)) is not None:  # init could not make .git there
+                raise StoreError(f"{self.root} is not inside a git repository, and cannot hold a knowledge base: it "
+                                 f"takes no new folder ({why}). Give the folder of a knowledge base, or create one "
+                                 "in a folder you can write to ('slayer-kb init DIR').")
             raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {self.root}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
@@ -102,6 +110,7 @@ class GitStore:
         self._identity_env: dict[str, str] | None = None
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
+        self._index_file = self.top / ".git" / "index"
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
@@ -135,10 +144,12 @@ class GitStore:
     def _locate(self) -> None:
         """Ask git once where this repository keeps its objects and refs."""
         out = self.git(
-            "rev-parse", "--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir"
+            "rev-parse", "--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir",
+            "--git-path", "index",
         ).stdout
-        objects_dir, hash_name, git_dir, common_dir = out.decode("utf-8", "surrogateescape").splitlines()
+        objects_dir, hash_name, git_dir, common_dir, index = out.decode("utf-8", "surrogateescape").splitlines()
         self._git_dirs = (self.top / git_dir, self.top / common_dir)
+        self._index_file = self.top / index
         self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_files, self._index_pack)
 
     def _cat_files(self, oids: list[str]) -> list[tuple[str, bytes]]:
@@ -314,15 +325,18 @@ class GitStore:
         # update-ref checks it anyway.
         old = self.head() if parent is False else parent
         old_tree = objects.tree_of(old) if old is not None else None
+        problem = worktree.unpublishable(self, [c.path for c in changes if c.data is not None], old_tree)
+        if problem is not None:
+            raise StoreError(f"{problem}; nothing was saved.")
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
         new = self._commit_tree(tree, old, message, author)
-        journal = {"old": old, "new": new, "changes": blobs, "request": self.request}
+        record = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / _RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
-            self._write_journal(journal)
+            journal.write(self.state, record)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             try:  # stopped past the bound: published or not, HEAD says
                 proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
@@ -330,7 +344,7 @@ class GitStore:
                 proc = subprocess.CompletedProcess([], -1, b"", b"")
             head = self.head() if proc.returncode != 0 else new
             if head != new:
-                self._clear_journal()
+                journal.clear(self.state)
                 if head == old:
                     reason = explain(proc.stderr.decode("utf-8", "replace").strip())
                     raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
@@ -341,12 +355,6 @@ class GitStore:
                 )
         try:
             self._finish(new, {c.path: c.data for c in changes}, blobs)
-        except WorkTreeError:
-            raise
-        except StoreError:
-            # The commit is made and the journal still lists it: the next command finishes
-            # staging the files (a full disk can refuse git's index write).
-            pass
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
@@ -357,15 +365,43 @@ class GitStore:
         WorkTreeError says which files could not be written and how to finish."""
         failed = worktree.write_files(self, contents)
         if not failed:
-            self.stage(list(blobs))
-            self._clear_journal()
+            try:
+                self.stage(list(blobs))
+            except StoreError as exc:
+                # The journal stays: the next command stages them once git's index takes them.
+                raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
+            journal.clear(self.state)
             return
         with contextlib.suppress(StoreError):
             # git's index gets the commit's version all the same: left as it was, it would
             # stage the undoing of the change for the person's next `git commit`.
             worktree.stage_blobs(self, blobs)
-            self._clear_journal()
+            journal.clear(self.state)
         raise worktree.not_written(self, new, blobs, failed)
+
+    @property
+    def index_file(self) -> Path:
+        """git's index (``--git-path index``: GIT_INDEX_FILE, a linked worktree's own)."""
+        self.git_dirs()  # asked of git once
+        return self._index_file
+
+    def _index_lock(self) -> Path:
+        return self.index_file.with_name(f"{self.index_file.name}.lock")
+
+    def index_locked(self) -> str | None:
+        """Why git's index cannot take a change now, ending with the fix, or None: another git
+        command holds its lock (index.lock) past ``INDEX_LOCK_WAIT``, or one that crashed left it."""
+        lock = self._index_lock()
+        deadline = time.monotonic() + INDEX_LOCK_WAIT
+        while os.path.lexists(lock):
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(LOCK_POLL * 5)
+        else:
+            return None
+        return (f"git's index is locked: {lock} exists, so another git command is running in this repository "
+                "(or one that crashed left the file behind). Wait for it to finish, or delete that file if no "
+                "git command is running, then retry")
 
     def object_store(self) -> upkeep.Objects:
         """How many loose objects and packs the repository holds, and the packs' bytes."""
@@ -465,28 +501,10 @@ class GitStore:
 
     # -- journal and recovery ---------------------------------------------------------------
 
-    def _write_journal(self, journal: Mapping[str, object]) -> None:
-        path = self.state / "journal.json"
-        tmp = self.state / "journal.json.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(journal, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise StoreError(f"Cannot write {path}: {explain(exc.strerror or str(exc))}; nothing was saved.") from None
-
     def committing(self) -> bool:
         """Is a commit writing its files (or did a crash interrupt one)? Its journal exists
         from before the update-ref until every file is written and staged."""
-        return (self.state / "journal.json").exists()
-
-    def _clear_journal(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            (self.state / "journal.json").unlink()
+        return journal.exists(self.state)
 
     def apply_committed(self, contents: Mapping[str, bytes | None]) -> None:
         """Put HEAD's version of these files (None: no file) back in the work tree and stage them."""
@@ -499,8 +517,14 @@ class GitStore:
     def stage(self, kb_paths: list[str]) -> None:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
+        args = ["update-index", "--add", "--remove", "-z", "--stdin"]
         try:
-            self.git("update-index", "--add", "--remove", "-z", "--stdin", input=payload, timeout=git_timeout())
+            proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
+            if proc.returncode != 0 and os.path.lexists(self._index_lock()):
+                if (locked := self.index_locked()) is not None:
+                    raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
+                proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)  # it went: once more
+            checked(args, proc)
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None
@@ -516,13 +540,13 @@ class GitStore:
         """
         with contextlib.suppress(FileNotFoundError):
             (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
-        journal = self._read_journal()
-        if journal is None:
+        unfinished = journal.read(self.state)
+        if unfinished is None:
             return
-        old, new, paths = journal
+        old, new, paths = unfinished
         head = self.head()
         if head == old:
-            self._clear_journal()  # the update-ref never happened
+            journal.clear(self.state)  # the update-ref never happened
             return
         objects = self.objects
         try:
@@ -544,8 +568,12 @@ class GitStore:
                     with contextlib.suppress(StoreError):
                         worktree.stage_blobs(self, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
                     raise next(iter(failed.values()))
-                self.stage(paths)
-                self._clear_journal()
+                try:
+                    self.stage(paths)
+                except StoreError as exc:
+                    raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
+                                     f"git's index could not take its files: {exc}") from None
+                journal.clear(self.state)
                 return
             before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
             ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
@@ -561,32 +589,9 @@ class GitStore:
             raise StoreError(
                 f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
                 f"{exc.filename or ''}: {exc.strerror}. Fix that path (or run 'git status' and "
-                f"restore it), then retry; {self.state / 'journal.json'} lists the files."
+                f"restore it), then retry; {journal.path(self.state)} lists the files."
             ) from None
-        self._clear_journal()
-
-    def _read_journal(self) -> tuple[str | None, str, list[str]] | None:
-        """(old commit, new commit, the paths it changes) of an unfinished commit, if any. The
-        blobs come from the two commits' trees, so journals of every version read alike."""
-        try:
-            journal = json.loads((self.state / "journal.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            journal = None
-        try:
-            assert isinstance(journal, dict)
-            old, new, changes = journal["old"], journal["new"], journal["changes"]
-            # {path: blob id} (the blobs themselves are read from the trees); earlier versions
-            # wrote {path: [blob before, blob after]} and [[path, temporary file], ...].
-            paths = list(changes) if isinstance(changes, dict) else [change[0] for change in changes]
-            assert isinstance(new, str) and (old is None or isinstance(old, str))
-            assert all(isinstance(path, str) for path in paths)
-        except (AssertionError, KeyError, TypeError, IndexError):
-            # Unreadable: a crash while it was written, before the update-ref could run.
-            self._clear_journal()
-            return None
-        return old, new, paths
+        journal.clear(self.state)
 
 
 def init_repository(path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads
 from ..core.text import listed
-from .files import free_name, is_file_or_link, keep_copy, put_file
+from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 
 if TYPE_CHECKING:
     import subprocess
@@ -40,6 +40,13 @@ class Repository(Protocol):
     def check_inside(self, kb_path: str) -> None: ...
 
     def stage(self, kb_paths: list[str]) -> None: ...
+
+    @property
+    def index_file(self) -> Path: ...
+
+    def index_locked(self) -> str | None: ...
+
+    def git_dirs(self) -> tuple[Path, Path]: ...
 
 def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Move the branch to ``target`` as ``git reset --keep`` does (files HEAD and ``target`` agree
@@ -175,6 +182,74 @@ def stage_blobs(store: Repository, blobs: Mapping[str, str | None]) -> None:
     records = "".join(f"100644 {oid}\t{store.repo_path(path)}\0" if oid else f"0 {null}\t{store.repo_path(path)}\0"
                       for path, oid in blobs.items())
     store.git("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
+
+
+# Attributes under which git reads a work-tree file as other bytes than slayer-kb writes (the
+# blob's own): its index would then show the file changed, or refuse it.
+_CONVERSIONS = ("working-tree-encoding", "filter")
+
+
+def unpublishable(store: Repository, written: Sequence[str], old_tree: str | None) -> str | None:
+    """Why a commit writing the files ``written`` (KB-relative) on top of ``old_tree`` must not be
+    published, ending with the fix, or None: git's index cannot take it (locked, not replaceable),
+    it would delete what HEAD holds of the other kind (a file where its folder must be, a folder
+    where the file must be), or git would read the files it writes as something else."""
+    if (problem := store.index_locked()) is not None:
+        return problem
+    index = store.index_file
+    # Asked from the folder above git's, so that a refusal names that folder (.git/).
+    if (problem := why_unwritable(index.parent.parent, f"{index.parent.name}/{index.name}", False, {})) is not None:
+        return f"Refusing to commit: git's index, {index}, cannot be updated: {problem}"
+    clashes = store.objects.clashes(old_tree, [store.repo_path(path) for path in written])
+    for path in written:
+        if (obstacle := clashes.get(store.repo_path(path))) is not None:
+            # A commit of ours must never carry a deletion the user did not commit.
+            return (f"Refusing to write {path}: the last commit has {obstacle} there, which this commit would "
+                    "delete. Move it out of the way and commit that yourself (git mv, then git commit), then retry")
+    return _converted(store, written)
+
+
+def _converted(store: Repository, written: Sequence[str]) -> str | None:
+    """``unpublishable``'s last check: a conversion git's attributes apply to one of ``written``.
+    Asked of git only where an attributes file is (most KBs have none: no process per save)."""
+    top = os.fspath(store.top)
+    folders = {top}
+    for folder in {os.path.join(store.root, os.path.dirname(path)) for path in written}:
+        while len(folder) > len(top) and folder not in folders:  # up to the repository's top
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    if not any(os.path.lexists(os.path.join(folder, ".gitattributes")) for folder in folders) and not os.path.lexists(
+            store.git_dirs()[1] / "info" / "attributes"):
+        return None
+    payload = "".join(store.repo_path(path) + "\0" for path in written).encode("utf-8", "surrogateescape")
+    out = store.git("check-attr", "-z", "--stdin", *_CONVERSIONS, input=payload).stdout.split(b"\0")
+    for at in range(0, len(out) - 2, 3):
+        value = out[at + 2].decode("utf-8", "replace")
+        if value in ("unspecified", "unset"):
+            continue
+        name = out[at + 1].decode()
+        # A filter git has no command for is ignored by git as well (an LFS repository without git-lfs).
+        if name == "filter" and not any(store.git("config", "--get", f"filter.{value}.{key}", check=False).stdout
+                                        for key in ("clean", "process")):
+            continue
+        path = out[at].decode("utf-8", "surrogateescape")
+        return (f"Refusing to write {path}: git's attributes give it {name}={value}, so git would read the file "
+                "slayer-kb writes as other bytes and show it changed. Take that attribute off the knowledge base's "
+                "memories/ and sessions/ (in .gitattributes, then commit), then retry")
+    return None
+
+
+def not_staged(store: Repository, commit: str, paths: Sequence[str], reason: str) -> WorkTreeError:
+    """The truth about a published ``commit`` whose files are in the work tree but that git's
+    index could not take (``reason``), and how to finish."""
+    short, subject = store.git("show", "-s", "--format=%h%n%s", commit).stdout.decode().splitlines()[:2]
+    return WorkTreeError(
+        f"Committed as {short} ({subject}), but git's index could not take {listed(sorted(paths), _SHOWN)}: "
+        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `git reset -q -- "
+        f"{' '.join(sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'}`) to finish; until then `git status` "
+        "shows the change undone in git's index, and `git commit` would undo it.",
+        commit,
+    )
 
 
 def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
