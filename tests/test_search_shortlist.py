@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -201,3 +202,49 @@ def test_a_tables_blocks_follow_its_changed_rows(monkeypatch: Any) -> None:
     assert {m for m, _s in found[:4]} == {"m00005", "m00021", "m00040", "m00060"}  # (m00000 has none)
     assert found == _every_row(table, unit[0], wanted, 10, -1.0)
     assert [m for m, _s in found] == [m for m, _s in fresh.sentence_top(unit[0], wanted, 10, -1.0)]
+
+
+def test_a_scan_shared_with_the_helper_gives_what_one_thread_gives(monkeypatch: Any) -> None:
+    """A search's helper thread begins the scan once the question is encoded and its own thread
+    takes the blocks left: the same approximations, to the bit, and the same depth-th best as a
+    partition of every row; a block that fails raises in the thread that waits, not a hang."""
+    import threading
+
+    from slayer_kb.search.helper import helper
+
+    monkeypatch.setattr(shortlist, "BLOCK_ROWS", 16)
+    rng = np.random.default_rng(12)
+    matrix = rng.integers(-127, 128, size=(200, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
+    inverse = rng.random(200, dtype=np.float32)
+    allowed = rng.random(200) < 0.7
+    question = rng.standard_normal(vectors.SENTENCE_DIMENSIONS).astype(np.float32)
+    alone = shortlist.Scan(matrix, inverse, allowed, 10)
+    alone.start(shortlist.Products(question))
+    approximate, best = alone.finish()
+    whole = (matrix.astype(np.int64) @ alone.products.rounded.astype(np.int64)) * (alone.products.scale * inverse.astype(np.float64))  # type: ignore[union-attr]
+    assert np.array_equal(approximate, np.where(allowed, whole, -np.inf))
+    assert best == -np.partition(-approximate, 9)[9]
+    made_by: list[str] = []
+    make = shortlist.Scan._make
+
+    def recorded(scan: shortlist.Scan, number: int) -> None:
+        made_by.append(threading.current_thread().name)
+        make(scan, number)
+
+    monkeypatch.setattr(shortlist.Scan, "_make", recorded)
+    shared = shortlist.Scan(matrix, inverse, allowed, 10)
+    helper().submit(shared.begin, question).result()  # the helper made every block before this thread asked
+    shared.start(shortlist.Products(question))
+    found, found_best = shared.finish()
+    assert found.tobytes() == approximate.tobytes() and found_best == best
+    assert len(made_by) == 13 and all(name.startswith("slayer-kb-search") for name in made_by)
+
+    def broken(scan: shortlist.Scan, number: int) -> None:
+        raise RuntimeError(f"block {number} failed")
+
+    monkeypatch.setattr(shortlist.Scan, "_make", broken)
+    failing = shortlist.Scan(matrix, inverse, allowed, 10)
+    with pytest.raises(RuntimeError, match="block 0 failed"):
+        helper().submit(failing.begin, question).result()
+    with pytest.raises(RuntimeError, match="block 0 failed"):
+        failing.finish()  # the helper's failure, raised here too: the rows it left are not guessed

@@ -164,7 +164,7 @@ class Scan:
         self.products: Products | None = None
         self._bests: list[np.ndarray] = [np.zeros(0)] * self.count
         self._next = 0
-        self._done = 0
+        self._busy = 0  # blocks being made
         self._failed: BaseException | None = None
         self._lock = threading.Condition()
 
@@ -187,12 +187,14 @@ class Scan:
             helper().submit(self.work)
 
     def work(self) -> None:
-        """Make the blocks no thread has taken yet, until none are left."""
+        """Make the blocks no thread has taken yet, until none are left (or one failed)."""
         while True:
             with self._lock:
-                number, self._next = self._next, self._next + 1
-            if number >= self.count:
-                return
+                if self._next >= self.count or self._failed is not None:
+                    return
+                number = self._next
+                self._next += 1
+                self._busy += 1
             try:
                 self._make(number)
             except BaseException as exc:
@@ -201,17 +203,18 @@ class Scan:
                 raise
             finally:
                 with self._lock:
-                    self._done += 1
+                    self._busy -= 1
                     self._lock.notify_all()
 
     def finish(self) -> tuple[np.ndarray, float]:
-        """Every row's approximation, once every block is made (this thread makes those left),
-        and the depth-th best of them (-inf when fewer rows are allowed)."""
+        """Every row's approximation, once every block is made (this thread makes those left,
+        then waits for those other threads are making), and the depth-th best of them (-inf
+        when fewer rows are allowed). A block that failed in any thread raises here."""
         import numpy as np
 
         self.work()
         with self._lock:
-            self._lock.wait_for(lambda: self._done >= self.count)
+            self._lock.wait_for(lambda: self._busy == 0)
             if self._failed is not None:
                 raise self._failed
         bests = np.concatenate(self._bests) if self.count else np.zeros(0)
