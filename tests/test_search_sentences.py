@@ -74,6 +74,35 @@ def test_the_sentence_vectors_find_the_paraphrase_the_static_ones_miss(notes_kb:
     assert result.notes == ["No memory has all the words of the question; showing memories with some of them or close in meaning."]
 
 
+def test_a_warm_search_begins_the_sentence_scan_in_the_helper_thread(notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper thread goes on from the question's sentence vector to the scan of every
+    sentence vector, while the request's thread scores the words: the same answer, scores
+    included, as a scan made wholly when the ranking asks for it."""
+    import threading
+
+    from slayer_kb.search import shortlist
+
+    assert notes_kb.index.fill_sentences() == 4
+    notes_kb.keep_warm()
+    began: list[str] = []
+    begin = shortlist.Scan.begin
+
+    def recorded(scan: shortlist.Scan, vector: object) -> None:
+        began.append(threading.current_thread().name)
+        begin(scan, vector)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shortlist.Scan, "begin", recorded)
+    shared = notes_kb.search(K8S)
+    assert len(began) == 1 and began[0].startswith("slayer-kb-search")
+    notes_kb.search("k8s")  # two words or fewer: no scan of every vector, none begun
+    assert len(began) == 1
+    monkeypatch.setattr(type(notes_kb.index), "sentence_scan", lambda *_args: None)
+    alone = notes_kb.search(K8S)
+    assert len(began) == 1
+    assert ids(shared)[0] == "1"
+    assert [(h["id"], h["score"]) for h in shared.memories] == [(h["id"], h["score"]) for h in alone.memories]
+
+
 def test_vectors_are_never_made_twice(notes_kb: KnowledgeBase, tmp_path: Path) -> None:
     """Keyed by the text embedded: a rebuild, a branch switch and back, a memory renumbered, and a
     second clone of the same content all find theirs in the cache (full coverage before any

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,15 @@ def _every_row(table: tables.Table, question: np.ndarray, wanted: tables.Filter,
     scores = table.closeness(rows, question)
     best = np.lexsort((rows, -scores))[:depth]
     return [(table.ids[rows[i]], float(scores[i])) for i in best if scores[i] >= max(floor, -1.0)]
+
+
+def _approximate(products: shortlist.Products, matrix: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """Every row's approximation, by a scan this thread makes (and the helper, when ``split``
+    asks it): no row masked."""
+    scan = shortlist.Scan(matrix, inverse, np.ones(len(matrix), dtype=bool), 1)
+    scan.start(products)
+    scan.split()
+    return scan.finish()[0]
 
 
 def _clustered(rng: np.random.Generator, count: int, clusters: int, spread: float) -> np.ndarray:
@@ -87,7 +97,7 @@ def test_the_approximation_is_within_its_slack_and_the_shortlist_is_short() -> N
     question = unit[17] + 0.5 * unit[99]
     question = (question / np.linalg.norm(question)).astype(np.float32)
     products = shortlist.Products(question)
-    approximate = products.scores(table.sentence[: table.size], table.inverse[: table.size])
+    approximate = _approximate(products, table.sentence[: table.size], table.inverse[: table.size])
     exact = table._sentence_scores(np.arange(table.size), question)  # the cosines a search fuses
     error = np.abs(approximate - exact)
     assert float(error.max()) <= products.slack < 0.02
@@ -123,9 +133,9 @@ def test_a_large_scan_in_two_halves_gives_the_same_products(monkeypatch: Any) ->
     matrix = rng.integers(-127, 128, size=(1001, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
     inverse = rng.random(1001, dtype=np.float32)
     products = shortlist.Products(_clustered(rng, 1, 1, 0.0)[0])
-    whole = products.scores(matrix, inverse)
+    whole = _approximate(products, matrix, inverse)
     monkeypatch.setattr(shortlist, "SPLIT_ROWS", 100)
-    halves = products.scores(matrix, inverse)
+    halves = _approximate(products, matrix, inverse)
     assert halves.tobytes() == whole.tobytes()
     expected = (matrix.astype(np.int64) @ products.rounded.astype(np.int64)) * (products.scale * inverse.astype(np.float64))
     assert np.array_equal(whole, expected)
@@ -155,7 +165,7 @@ def test_the_scan_in_blocks_of_columns_gives_the_exact_products(seed: int, count
     inverse = rng.random(count, dtype=np.float32)
     with mock.patch.object(shortlist, "BLOCK_ROWS", block), mock.patch.object(shortlist, "SPLIT_ROWS", 1 if split else 10**9):
         products = shortlist.Products(question)
-        found = products.scores(matrix, inverse)
+        found = _approximate(products, matrix, inverse)
     assert int(np.abs(products.rounded).max()) <= shortlist.LEVELS
     exact = matrix.astype(np.int64) @ products.rounded.astype(np.int64)
     assert np.array_equal(found, exact * (products.scale * inverse.astype(np.float64)))
@@ -192,3 +202,49 @@ def test_a_tables_blocks_follow_its_changed_rows(monkeypatch: Any) -> None:
     assert {m for m, _s in found[:4]} == {"m00005", "m00021", "m00040", "m00060"}  # (m00000 has none)
     assert found == _every_row(table, unit[0], wanted, 10, -1.0)
     assert [m for m, _s in found] == [m for m, _s in fresh.sentence_top(unit[0], wanted, 10, -1.0)]
+
+
+def test_a_scan_shared_with_the_helper_gives_what_one_thread_gives(monkeypatch: Any) -> None:
+    """A search's helper thread begins the scan once the question is encoded and its own thread
+    takes the blocks left: the same approximations, to the bit, and the same depth-th best as a
+    partition of every row; a block that fails raises in the thread that waits, not a hang."""
+    import threading
+
+    from slayer_kb.search.helper import helper
+
+    monkeypatch.setattr(shortlist, "BLOCK_ROWS", 16)
+    rng = np.random.default_rng(12)
+    matrix = rng.integers(-127, 128, size=(200, vectors.SENTENCE_DIMENSIONS), dtype=np.int8)
+    inverse = rng.random(200, dtype=np.float32)
+    allowed = rng.random(200) < 0.7
+    question = rng.standard_normal(vectors.SENTENCE_DIMENSIONS).astype(np.float32)
+    alone = shortlist.Scan(matrix, inverse, allowed, 10)
+    alone.start(shortlist.Products(question))
+    approximate, best = alone.finish()
+    whole = (matrix.astype(np.int64) @ alone.products.rounded.astype(np.int64)) * (alone.products.scale * inverse.astype(np.float64))  # type: ignore[union-attr]
+    assert np.array_equal(approximate, np.where(allowed, whole, -np.inf))
+    assert best == -np.partition(-approximate, 9)[9]
+    made_by: list[str] = []
+    make = shortlist.Scan._make
+
+    def recorded(scan: shortlist.Scan, number: int) -> None:
+        made_by.append(threading.current_thread().name)
+        make(scan, number)
+
+    monkeypatch.setattr(shortlist.Scan, "_make", recorded)
+    shared = shortlist.Scan(matrix, inverse, allowed, 10)
+    helper().submit(shared.begin, question).result()  # the helper made every block before this thread asked
+    shared.start(shortlist.Products(question))
+    found, found_best = shared.finish()
+    assert found.tobytes() == approximate.tobytes() and found_best == best
+    assert len(made_by) == 13 and all(name.startswith("slayer-kb-search") for name in made_by)
+
+    def broken(scan: shortlist.Scan, number: int) -> None:
+        raise RuntimeError(f"block {number} failed")
+
+    monkeypatch.setattr(shortlist.Scan, "_make", broken)
+    failing = shortlist.Scan(matrix, inverse, allowed, 10)
+    with pytest.raises(RuntimeError, match="block 0 failed"):
+        helper().submit(failing.begin, question).result()
+    with pytest.raises(RuntimeError, match="block 0 failed"):
+        failing.finish()  # the helper's failure, raised here too: the rows it left are not guessed

@@ -184,10 +184,24 @@ class Encoder:
             out += [(w, len(e.ids), a) for (w, a), e in zip(words, sizes, strict=True)]
         return out
 
-    def encode_later(self, text: str) -> Future[np.ndarray]:
+    def encode_later(self, text: str, then: Callable[[np.ndarray], object] | None = None) -> Future[np.ndarray]:
         """``text``'s vector, made in the search helper thread: a search scores the words
-        meanwhile (the model's run releases the GIL), and takes the vector when it needs it."""
-        return helper().submit(lambda: self.encode([text])[0])
+        meanwhile (the model's run releases the GIL), and takes the vector when it needs it.
+        ``then``: the helper's next work with the vector, once it is handed over."""
+        made: Future[np.ndarray] = Future()
+
+        def job() -> None:
+            try:
+                vector = self.encode([text])[0]
+            except BaseException as exc:  # noqa: BLE001 - the search that waits for it raises it
+                made.set_exception(exc)
+                return
+            made.set_result(vector)
+            if then is not None:
+                then(vector)
+
+        helper().submit(job)
+        return made
 
     def encode(self, texts: list[str], workers: int = 1) -> np.ndarray:
         """One float32 unit vector per text, in order: a text that does not fit in one run is

@@ -107,6 +107,12 @@ class Index(Reads, Meaning):
         if self.warm and not isinstance(self.embedder(), embedding.Unavailable):
             self.meaning()
 
+    def sentence_scan(self, wanted: table.Filter, depth: int) -> table.Scan | None:
+        """The int8 scan ``sentence_nearest`` reads (``Table.sentence_scan``), for a search's
+        helper thread to begin once the question is encoded; None in a process that holds no
+        table (it scans the manifest instead)."""
+        return self.meaning().sentence_scan(wanted, depth) if self.warm or self.vectors_loaded() else None
+
     def highest_auto_id(self, generation: int | None = None) -> int:
         """The highest auto id among the memory files (0: none), without a stat per file.
 

@@ -244,10 +244,10 @@ class Meaning:
             return self.meaning().sentence_vectors(memory_ids)
         return self._from_manifest(lambda db: vectors.sentence_vectors_by_id(db, memory_ids), {})
 
-    def sentence_nearest(self, vector: np.ndarray, wanted: table.Filter, depth: int, floor: float) -> list[tuple[str, float]]:
-        """``nearest`` by the sentence vectors, among the memories that have one."""
+    def sentence_nearest(self, vector: np.ndarray, wanted: table.Filter, depth: int, floor: float, scan: table.Scan | None = None) -> list[tuple[str, float]]:
+        """``nearest`` by the sentence vectors, among the memories that have one (``scan``: ``Index.sentence_scan``'s)."""
         if self.warm or self.vectors_loaded():
-            return self.meaning().sentence_top(vector, wanted, depth, floor)
+            return self.meaning().sentence_top(vector, wanted, depth, floor, scan)
         return self._from_manifest(lambda db: table.top_by_scan(db, vector, wanted, depth, floor, sentence=True, repair=self._repaired), [])
 
     def fill_sentences(

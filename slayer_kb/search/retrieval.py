@@ -36,6 +36,7 @@ from .fusion import ALL, ALL_FIRST, FUSED
 from .helper import helper
 from .index import Index
 from .schema import text_terms
+from .shortlist import Scan
 from .vectors import embedding_text
 
 # The memories closest in meaning join the candidates whatever the words found: in a large KB the
@@ -118,14 +119,16 @@ def _run(index: Index, request: Request) -> Found:
         return found
     embedder = _embedder(index, words, request, found.warnings)
     # The sentence vector first: the helper thread makes it while this one does the rest.
-    sentence, covered = _sentence_vector(index, request, found.warnings, found.notes) if embedder is not None else (None, False)
+    sentence, covered, scan = (_sentence_vector(index, request, found.warnings, found.notes, _scanned(request, words))
+                               if embedder is not None else (None, False, None))
     vector = embedder.embed([question])[0] if embedder is not None else None
     catalog_warnings: list[str] = []
 
     def catalog() -> None:
         found.catalog = _catalog(index, words, request, catalog_warnings)
 
-    found.memories, found.example_queries = _ranked(index, request, words, topic, (vector, sentence, covered), found.notes, catalog)
+    found.memories, found.example_queries = _ranked(
+        index, request, words, topic, (vector, sentence, covered, scan), found.notes, catalog)
     if request.datasource:
         _warn_off_datasource(index, request, found.warnings)
     if words and not found.memories and not found.example_queries:
@@ -153,19 +156,36 @@ def _embedder(index: Index, words: W.Words, request: Request, warnings: list[str
     return model
 
 
-def _sentence_vector(index: Index, request: Request, warnings: list[str], notes: list[str]) -> tuple[Future[Any] | None, bool]:
+def _scanned(request: Request, words: W.Words) -> int | None:
+    """How many of the memories closest in meaning join the candidates when the ranking scans
+    every vector for them (a question of three words or more; the benchmark's meaning channel
+    alone ranks every memory); else None."""
+    if request.match == ALL:
+        return None
+    if "words" not in request.channels:
+        return max(MIN_DEPTH, 4 * request.limit)
+    if len(words.words) + len(words.symbols) < MEANING_ONLY_WORDS:
+        return None
+    return max(MEANING_ONLY_DEPTH, request.limit)
+
+
+def _sentence_vector(
+    index: Index, request: Request, warnings: list[str], notes: list[str], closest: int | None,
+) -> tuple[Future[Any] | None, bool, Scan | None]:
     """The question's sentence vector, being made in the helper thread while the words are
     scored, when some memories have one (else the encoder, a second to load in a cold process,
     would buy nothing), and whether every memory has one. While some lack one, the answer says
     how many have one, and a process is making the others. A model file known to fail its check
-    (``encoder.model_file``) is said at once, and nothing tries it."""
+    (``encoder.model_file``) is said at once, and nothing tries it. ``closest``: ``_scanned``'s;
+    then the helper goes on to the scan of every sentence vector (returned; None: none, or a
+    process that holds no table) once the vector is made, while this thread scores the words."""
     model: encoder.Encoder | encoder.Unavailable | None = encoder.ready()
     if model is None:
         present = encoder.model_file()
         if isinstance(present, encoder.Unavailable):
             if present.damaged:
                 warnings.append(str(present))  # a damaged or changed install: the user can mend it
-            return None, False
+            return None, False, None
     covered, total, waiting = index.coverage()
     if waiting:
         notes.append(
@@ -179,24 +199,26 @@ def _sentence_vector(index: Index, request: Request, warnings: list[str], notes:
             "static vectors until theirs are made, in the background."
         )
     if not covered:
-        return None, False
+        return None, False, None
     model = model or encoder.load()
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
-        return None, False
-    return model.encode_later(request.question.strip()), covered == total
+        return None, False, None
+    scan = index.sentence_scan(_restriction(request, None).values, closest) if closest is not None else None
+    return model.encode_later(request.question.strip(), scan.begin if scan is not None else None), covered == total, scan
 
 
 def _ranked(
     index: Index, request: Request, words: W.Words, topic: Q.Query | None,
-    vectors: tuple[Any, Future[Any] | None, bool], notes: list[str], meanwhile: Callable[[], None],
+    vectors: tuple[Any, Future[Any] | None, bool, Scan | None], notes: list[str], meanwhile: Callable[[], None],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ranking over all memories, then split into the two buckets, so that scores compare
     across buckets (as mem_search, which merges them, needs). ``vectors``: the question's static
     vector and its sentence vector being made (None: not made), and whether every memory has a
-    sentence vector (then the static vectors need no scan). ``meanwhile``: work that needs no
+    sentence vector (then the static vectors need no scan), and the scan of the sentence vectors
+    the helper thread began (None: none, or made here). ``meanwhile``: work that needs no
     ranking, done once the words are scored, while the sentence vector may still be made."""
-    vector, pending, covered = vectors
+    vector, pending, covered, scan = vectors
     restriction = _restriction(request, None)
     depth = max(MIN_DEPTH, 4 * request.limit)
     docs: dict[str, dict[str, Any]] = {}
@@ -236,13 +258,12 @@ def _ranked(
         if vector is not None:
             # Close in meaning, whether or not they share a word: a product with every vector.
             near: list[tuple[str, float]] = []
-            scan = "words" not in request.channels or len(words.words) + len(words.symbols) >= MEANING_ONLY_WORDS
+            closest = _scanned(request, words)
             wide = "words" not in request.channels  # the benchmark's meaning channel alone: every memory ranked
-            closest = depth if wide else max(MEANING_ONLY_DEPTH, request.limit)
-            if scan and not covered:
+            if closest is not None and not covered:
                 near = index.nearest(vector, restriction.values, closest, -1.0 if wide else MEANING_ONLY_FLOOR)
-            if scan and sentence is not None:
-                near += index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else SENTENCE_FLOOR)
+            if closest is not None and sentence is not None:
+                near += index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else SENTENCE_FLOOR, scan)
             held = set(candidates)
             candidates += [m for m in dict.fromkeys(m for m, _score in near) if m not in held]
             if sentence is not None:

@@ -18,6 +18,7 @@ off again: the exact products.
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +92,7 @@ def _session(dimensions: int) -> Any:
 
 class Blocks:
     """A matrix's int8 rows in blocks of ``BLOCK_ROWS``, each laid out as columns (transposed,
-    contiguous) with each row's sum: what ``Products.scores`` multiplies. A block is made when a
+    contiguous) with each row's sum: what ``Scan`` multiplies. A block is made when a
     scan first needs it and again after a row in it changed (``forget``), so a table holds them
     beside its rows (38 MB more at 100,000 memories) and a save remakes one block."""
 
@@ -127,8 +128,8 @@ class Blocks:
 
 
 class Products:
-    """A question's vector rounded to signed bytes: ``scores`` approximates each row's cosine
-    within ``slack``."""
+    """A question's vector rounded to signed bytes: a ``Scan`` with it approximates each row's
+    cosine within ``slack``."""
 
     def __init__(self, vector: np.ndarray) -> None:
         import numpy as np
@@ -142,31 +143,96 @@ class Products:
         # scaled by its inverse norm, has length 1 to float precision) plus float rounding.
         self.slack = float(np.linalg.norm(exact - self.scale * self.rounded)) * (1 + 1e-6) + ROUNDING
 
-    def scores(self, matrix: np.ndarray, inverse: np.ndarray, blocks: Blocks | None = None) -> np.ndarray:
-        """Each row's approximate cosine (float64): its int8 product with the rounded vector,
-        times the two scales. ``matrix``: int8 rows, ``inverse``: 1 / their length, ``blocks``:
-        the matrix's ``Blocks`` as kept so far (None: made for this scan alone)."""
+
+class Scan:
+    """One question's approximate cosines with every row (its int8 product with the rounded
+    question, times the two scales), made a block at a time by whichever thread asks
+    (``work``): a search begins it in the helper thread as soon as the question is encoded,
+    while its own thread still scores the words, and joins in when it needs the result
+    (``finish``). Each block's products are exact integers and each row's float operations its
+    own, so the result does not depend on which thread made which block. Rows not ``allowed``
+    approximate to -inf; each block keeps its best ``depth`` approximations, so the depth-th
+    best of all is found among a few dozen values (a partition of every row took 1-2 ms)."""
+
+    def __init__(self, matrix: np.ndarray, inverse: np.ndarray, allowed: np.ndarray, depth: int, blocks: Blocks | None = None) -> None:
         import numpy as np
 
-        if not len(matrix):
-            return np.zeros(0, dtype=np.float64)
-        blocks = blocks if blocks is not None else Blocks()
-        products = np.empty(len(matrix), dtype=np.int32)
-        count = -(-len(matrix) // BLOCK_ROWS)  # blocks
+        self.matrix, self.inverse, self.allowed, self.depth = matrix, inverse, allowed, depth
+        self.blocks = blocks if blocks is not None else Blocks()
+        self.count = -(-len(matrix) // BLOCK_ROWS)
+        self.approximate = np.empty(len(matrix), dtype=np.float64)
+        self.products: Products | None = None
+        self._bests: list[np.ndarray] = [np.zeros(0)] * self.count
+        self._next = 0
+        self._busy = 0  # blocks being made
+        self._failed: BaseException | None = None
+        self._lock = threading.Condition()
 
-        def run(first: int, end: int) -> None:
-            session = _session(matrix.shape[1])
-            for number in range(first, end):
-                columns, sums = blocks.block(matrix, number)
-                (found,) = session.run(None, {"A": self.shifted, "B": columns})
-                start = number * BLOCK_ROWS
-                products[start : start + len(sums)] = found[0] - SHIFT * sums
+    def start(self, products: Products) -> None:
+        """The question's rounding, made by whichever thread has the question's vector first."""
+        with self._lock:
+            if self.products is None:
+                self.products = products
 
-        # A large table in two halves, one in the helper thread (onnxruntime releases the GIL):
-        # half the wall time on two cores. Exact integers: the same products either way.
-        half = count // 2 if len(matrix) >= SPLIT_ROWS else 0
-        first = helper().submit(run, 0, half) if half else None
-        run(half, count)
-        if first is not None:
-            first.result()
-        return products.astype(np.float64) * (self.scale * inverse.astype(np.float64))
+    def begin(self, vector: np.ndarray) -> None:
+        """Start the scan with the question's vector and make blocks (the helper thread, as
+        soon as the question is encoded)."""
+        self.start(Products(vector))
+        self.work()
+
+    def split(self) -> None:
+        """A large matrix in two threads, the helper taking blocks too: half the wall time on
+        two cores (onnxruntime releases the GIL)."""
+        if len(self.matrix) >= SPLIT_ROWS:
+            helper().submit(self.work)
+
+    def work(self) -> None:
+        """Make the blocks no thread has taken yet, until none are left (or one failed)."""
+        while True:
+            with self._lock:
+                if self._next >= self.count or self._failed is not None:
+                    return
+                number = self._next
+                self._next += 1
+                self._busy += 1
+            try:
+                self._make(number)
+            except BaseException as exc:
+                with self._lock:
+                    self._failed = self._failed or exc
+                raise
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._lock.notify_all()
+
+    def finish(self) -> tuple[np.ndarray, float]:
+        """Every row's approximation, once every block is made (this thread makes those left,
+        then waits for those other threads are making), and the depth-th best of them (-inf
+        when fewer rows are allowed). A block that failed in any thread raises here."""
+        import numpy as np
+
+        self.work()
+        with self._lock:
+            self._lock.wait_for(lambda: self._busy == 0)
+            if self._failed is not None:
+                raise self._failed
+        bests = np.concatenate(self._bests) if self.count else np.zeros(0)
+        depth = min(self.depth, len(bests))
+        return self.approximate, float(-np.partition(-bests, depth - 1)[depth - 1]) if depth else -np.inf
+
+    def _make(self, number: int) -> None:
+        import numpy as np
+
+        products = self.products
+        assert products is not None, "a scan works once started"
+        columns, sums = self.blocks.block(self.matrix, number)
+        (found,) = _session(self.matrix.shape[1]).run(None, {"A": products.shifted, "B": columns})
+        start = number * BLOCK_ROWS
+        end = start + len(sums)
+        # Row by row the same operations as over the whole matrix at once: the same floats.
+        block = (found[0] - SHIFT * sums).astype(np.float64) * (products.scale * self.inverse[start:end].astype(np.float64))
+        block[~self.allowed[start:end]] = -np.inf
+        self.approximate[start:end] = block
+        keep = min(self.depth, len(block))
+        self._bests[number] = -np.partition(-block, keep - 1)[:keep]

@@ -19,7 +19,7 @@ from . import sentences, vectors
 from .embedding import DIMENSIONS
 from .encoder import DIMENSIONS as SENTENCE_DIMENSIONS
 from .helper import helper as _helper
-from .shortlist import Blocks, Products
+from .shortlist import Blocks, Products, Scan
 
 if TYPE_CHECKING:
     import numpy as np
@@ -386,28 +386,37 @@ class Table:
 
         return (self.sentence[rows] * vector.astype(np.float64)).sum(axis=1) * self.inverse[rows].astype(np.float64)
 
-    def sentence_top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float) -> list[tuple[str, float]]:
+    def sentence_scan(self, wanted: Filter, depth: int) -> Scan:
+        """The int8 scan of ``sentence_top`` over the rows ``wanted`` allows, not started: a
+        search hands it to the helper thread with the question's encoding (retrieval.py)."""
+        n = self.size
+        return Scan(self.sentence[:n], self.inverse[:n], self.mask(wanted) & self.covered[:n], min(depth, n), self._blocks)
+
+    def sentence_top(self, vector: np.ndarray, wanted: Filter, depth: int, floor: float, scan: Scan | None = None) -> list[tuple[str, float]]:
         """``top`` over the sentence vectors (memories without one are left out), by their
         ``closeness``, ties to the lower row. Every row is scanned in int8 (shortlist.py); only
         the rows whose approximate cosine is within twice its bound of the ``depth``-th best
-        (and of ``floor``) can be among the best, and only they are scored."""
+        (and of ``floor``) can be among the best, and only they are scored. ``scan``: this
+        table's ``sentence_scan`` for ``wanted`` and ``depth``, perhaps begun in another thread."""
         import numpy as np
 
         if not self.ids:
             return []
-        n = self.size
         floor = max(floor, -1.0)
         question = vector.astype(np.float32, copy=False)
         products = Products(question)
-        approximate = products.scores(self.sentence[:n], self.inverse[:n], self._blocks)
-        approximate[~(self.mask(wanted) & self.covered[:n])] = -np.inf
-        depth = min(depth, n)
+        fresh = scan is None or len(scan.matrix) != self.size or scan.blocks is not self._blocks
+        if fresh or scan is None:
+            scan = self.sentence_scan(wanted, depth)
+        scan.start(products)  # (kept as it is when the thread that shared it started it)
+        if fresh:
+            scan.split()
+        approximate, best = scan.finish()
         # At least ``depth`` rows score at least the depth-th best approximation less the slack.
-        cut = -np.partition(-approximate, depth - 1)[depth - 1] - 2 * products.slack
-        pool = np.flatnonzero(approximate >= max(cut, floor - products.slack))
+        pool = np.flatnonzero(approximate >= max(best - 2 * products.slack, floor - products.slack))
         scores = self.closeness(pool, question)
-        best = np.lexsort((pool, -scores))[:depth]
-        return [(self.ids[pool[i]], float(scores[i])) for i in best if scores[i] >= floor]
+        best_rows = np.lexsort((pool, -scores))[: min(depth, self.size)]
+        return [(self.ids[pool[i]], float(scores[i])) for i in best_rows if scores[i] >= floor]
 
 
 def _inverse_norms(matrix: np.ndarray) -> np.ndarray:
