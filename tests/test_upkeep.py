@@ -213,6 +213,9 @@ def test_a_compaction_overtaken_by_a_reindex_changes_nothing(tmp_path: Path) -> 
     assert not built.folder.exists()
 
 
+# A stress run (-m slow): the default run's background repacks race saves too
+# (test_commits_are_packed_in_the_background), and a repack killed mid-way loses nothing below.
+@pytest.mark.slow
 def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
     """git repack runs in another process, again and again, while slayer-kb commits."""
     kb = KnowledgeBase.init(tmp_path / "kb")
@@ -232,7 +235,13 @@ def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
     assert git(kb.root, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2])
+def slow_but(default: float, *delays: float) -> list[object]:
+    """A kill's moments: one in the default run, the others with -m slow (fault injection; each
+    a new KB, its saves and a repack or compaction, for the same code at another moment)."""
+    return [pytest.param(delay, marks=() if delay == default else pytest.mark.slow) for delay in delays]
+
+
+@pytest.mark.parametrize("delay", slow_but(0.05, 0.0, 0.05, 0.2))
 def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
     git(kb.root, "config", "gc.auto", "0")
@@ -252,7 +261,7 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     assert fsck(kb.root).returncode == 0
 
 
-@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6, 1.0])
+@pytest.mark.parametrize("delay", slow_but(0.3, 0.1, 0.3, 0.6, 1.0))
 def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: float) -> None:
     """SIGKILL while the job imports, builds its segment, or swaps it in: the index answers as
     before, the next compaction clears the private folder left behind, and saves go on."""
