@@ -129,12 +129,14 @@ def _killed(watcher: Watcher, killed: str, pid: int) -> None:
 # process recorded (requests.finish) for the commit that landed, whatever the command, and
 # each case costs a server's start and kill. The default run kills each under a save; the
 # other commands run with -m slow (.ci/run). What settling prints for a command's recorded
-# output, or for its commits alone, is checked in process below (settle() on a real KB).
+# output, or for its commits alone, is checked in process below (settle() on a real KB). The
+# write process killed under a save, with its exact output and its restart, is the default run's
+# test_a_write_process_killed_as_its_commit_lands_is_started_again_and_its_command_settled.
 BY_WRITE_PROCESS = ("save", "forget", "delete-model", "observation --json", "session-end", "restore --rev")
 
 
 @pytest.mark.parametrize(("case", "killed"), [
-    pytest.param(case, killed, marks=() if case == "save" else pytest.mark.slow)
+    pytest.param(case, killed, marks=() if (case, killed) == ("save", "server") else pytest.mark.slow)
     for killed, cases in (("server", CASES), ("write process", BY_WRITE_PROCESS))
     for case in cases
 ])
