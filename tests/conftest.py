@@ -12,17 +12,18 @@ from hypothesis import HealthCheck, settings
 
 from slayer_kb import KnowledgeBase
 from testing import (
-    GIT_ENV,
     CliRunner,
     Watcher,
     cli_runner,
     cpu,
     git,
     in_process_runner,
+    isolate,
     make_catalog_kb,
     make_empty_kb,
     make_example_kb,
     make_indexed_example_kb,
+    read_only,
     signals,
 )
 
@@ -83,28 +84,6 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate(monkeypatch, tmp_path)
 
 
-def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """What every test runs with; also for a module-scoped fixture, set up before the tests' own."""
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    # Tests never read the developer's own git configuration or SLAYER_KB.
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("SLAYER_KB", raising=False)
-    monkeypatch.delenv("SLAYER_KB_AUTHOR", raising=False)
-    # No test starts a warm server by accident (docs/server.md): commands relay to a server a
-    # test started itself (``slayer-kb watch``), and the server tests turn ``on`` explicitly.
-    monkeypatch.setenv("SLAYER_KB_SERVER", "manual")
-    monkeypatch.delenv("SLAYER_KB_SERVER_IDLE", raising=False)
-    monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
-    # Each test has its own sentence-vector cache: vectors one test made never serve another.
-    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
-    # The sentence encoder (a second to load, tens of ms a memory) runs only in the tests that
-    # are about it (test_search_sentences.py turns it back on): elsewhere a warm server making
-    # vectors in the background would change rankings while a test compares two answers.
-    monkeypatch.setenv("SLAYER_KB_NO_ENCODER", "1")
-
-
 @pytest.fixture
 def encoder_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sentence encoder back on, for the tests about it."""
@@ -140,16 +119,9 @@ def indexed_example_kb(tmp_path: Path) -> KnowledgeBase:
 def example_kb_read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     """One example KB for a module's tests that only read it: its index is built once, not for
     each test (a tenth of a second of CPU each). A test that writes takes ``example_kb``."""
-    folder = tmp_path_factory.mktemp("example-read-only")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        isolate(monkeypatch, folder)
-        kb = KnowledgeBase(make_indexed_example_kb(folder / "kb"))
-        kb.ensure_fresh()
-        head = git(kb.root, "rev-parse", "HEAD")
+    with read_only(tmp_path_factory.mktemp("example-read-only"),
+                   lambda root: KnowledgeBase(make_indexed_example_kb(root))) as kb:
         yield kb
-        kb.close()
-        # Read only, as promised: a test that wrote would have changed what the next one read.
-        assert (git(kb.root, "rev-parse", "HEAD"), git(kb.root, "status", "--porcelain")) == (head, "")
 
 
 @pytest.fixture

@@ -121,6 +121,31 @@ def test_objects_are_valid_loose_objects_and_read_back_once_packed(tmp_path: Pat
     git(tmp_path, "fsck", "--strict")
 
 
+def test_a_folder_removed_between_mkdir_and_open_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of the stress run below, on cue: a prune-packed removes the fan-out folder just
+    after our mkdir made it, so the open finds no folder; the write makes it again."""
+    git(tmp_path, "init", "-q")
+    objects = GitStore(tmp_path).objects
+    data = b"pruned under us\n"
+    oid = hashlib.sha1(b"blob %d\0%s" % (len(data), data)).hexdigest()
+    real_mkdir = Path.mkdir
+    pruned = []
+
+    def mkdir(path: Path, *args: object, **kwargs: object) -> None:
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+        if path.name == oid[:2] and not pruned:
+            pruned.append(path)
+            path.rmdir()
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    assert objects.write("blob", data) == oid
+    monkeypatch.undo()
+    assert pruned and git(tmp_path, "cat-file", "blob", oid) == "pruned under us"
+
+
+# A stress run (-m slow): the default run lands the prune in each window on cue (the tests
+# beside this one).
+@pytest.mark.slow
 def test_a_folder_removed_by_a_concurrent_prune_is_made_again(tmp_path: Path) -> None:
     """``git prune-packed`` removes the fan-out folders it empties, perhaps between our mkdir
     and open; here a thread does the same as fast as it can while objects are written."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import words as W
 from slayer_kb.search.analysis import symbols
-from testing import commit_all, json_of
+from testing import commit_all, json_of, make_empty_kb, read_only
 from testing.mcp import call, with_server_in_process
 
 
@@ -26,25 +27,51 @@ def ids(hits: list[dict[str, Any]]) -> list[str]:
     return [h["id"] for h in hits]
 
 
+PAYMENTS = [
+    ("Payment provider refund API times out after 30 s", "The PSP's refund endpoint gives up after 30 seconds; we retry twice with backoff, then alert."),
+    ("Refunds are counted on the processing day", "Finance books a refund on the day the money goes back, not the order day."),
+    ("Checkout page cache", "The checkout page is cached for 60 seconds at the CDN."),
+    ("Invoice numbering", "Invoice numbers are sequential per country and never reused."),
+    ("Fixed N+1 in user list", "The user list loaded each user's roles one query at a time; now one join."),
+    ("Go errors", "Wrap errors with %w so callers can use errors.Is; %v loses the chain."),
+    ("Build flags for C", "The C extension builds with -O2; C++ parts need -std=c++17."),
+    ("Encoding of exports", "CSV exports are utf-8 with a BOM for Excel; the API speaks UTF-16 nowhere."),
+]
+
+
+def save_payments(kb: KnowledgeBase) -> KnowledgeBase:
+    for title, learning in PAYMENTS:
+        kb.save_observation(title=title, content=learning, project="shop")
+    return kb
+
+
 @pytest.fixture
 def payments_kb(empty_kb: KnowledgeBase) -> KnowledgeBase:
-    notes = [
-        ("Payment provider refund API times out after 30 s", "The PSP's refund endpoint gives up after 30 seconds; we retry twice with backoff, then alert."),
-        ("Refunds are counted on the processing day", "Finance books a refund on the day the money goes back, not the order day."),
-        ("Checkout page cache", "The checkout page is cached for 60 seconds at the CDN."),
-        ("Invoice numbering", "Invoice numbers are sequential per country and never reused."),
-        ("Fixed N+1 in user list", "The user list loaded each user's roles one query at a time; now one join."),
-        ("Go errors", "Wrap errors with %w so callers can use errors.Is; %v loses the chain."),
-        ("Build flags for C", "The C extension builds with -O2; C++ parts need -std=c++17."),
-        ("Encoding of exports", "CSV exports are utf-8 with a BOM for Excel; the API speaks UTF-16 nowhere."),
-    ]
-    for title, learning in notes:
-        empty_kb.save_observation(title=title, content=learning, project="shop")
-    return empty_kb
+    """Eight notes saved to a new KB, for a test that writes."""
+    return save_payments(empty_kb)
 
 
-def test_a_paraphrased_question_finds_the_memory(payments_kb: KnowledgeBase) -> None:
-    result = payments_kb.search("How long do we wait before giving up on a refund call?")
+@pytest.fixture(scope="module")
+def payments_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with read_only(tmp_path_factory.mktemp("payments-read-only"),
+                   lambda root: save_payments(KnowledgeBase(make_empty_kb(root)))) as kb:
+        yield kb.root
+
+
+@pytest.fixture
+def payments_read(payments_root: Path) -> Iterator[KnowledgeBase]:
+    """``payments_kb`` for the module's tests that only read it, its saves made once (a quarter
+    of a second each), opened afresh for each test: what a KB object loads (its vectors, warm or
+    cold) is each test's own."""
+    kb = KnowledgeBase(payments_root)
+    try:
+        yield kb
+    finally:
+        kb.close()
+
+
+def test_a_paraphrased_question_finds_the_memory(payments_read: KnowledgeBase) -> None:
+    result = payments_read.search("How long do we wait before giving up on a refund call?")
     assert result.memories[0]["title"] == "Payment provider refund API times out after 30 s"
 
 
@@ -84,8 +111,8 @@ def test_an_answer_sharing_no_word_is_found_among_many_that_share_some(empty_kb:
         ("utf-8", "Encoding of exports"),
     ],
 )
-def test_symbols_are_found_as_typed(payments_kb: KnowledgeBase, question: str, title: str) -> None:
-    result = payments_kb.search(question, match="all-first")
+def test_symbols_are_found_as_typed(payments_read: KnowledgeBase, question: str, title: str) -> None:
+    result = payments_read.search(question, match="all-first")
     assert result.memories[0]["title"] == title
     assert not any("no searchable words" in w for w in result.warnings)
 
@@ -123,11 +150,11 @@ def test_the_all_words_note_names_the_bucket_that_fell_back(example_kb: Knowledg
     assert not any(n.startswith("No memory has all the words") for n in finance.notes)
 
 
-def test_strict_all_words(payments_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
-    assert ids(payments_kb.search("refund seconds", match="all").memories) == ["1"]
-    none = payments_kb.search("refund giraffe", match="all")
+def test_strict_all_words(payments_read: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    assert ids(payments_read.search("refund seconds", match="all").memories) == ["1"]
+    none = payments_read.search("refund giraffe", match="all")
     assert none.memories == [] and none.warnings == [] and none.notes == []
-    proc = invoke_cli("--kb", payments_kb.root, "search", "refund seconds", "--all", "--json")
+    proc = invoke_cli("--kb", payments_read.root, "search", "refund seconds", "--all", "--json")
     assert ids(json_of(proc)["memories"]) == ["1"]
 
 
@@ -244,27 +271,27 @@ def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(
         again.close()
 
 
-def test_search_works_without_the_meaning_channel(payments_kb: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
+def test_search_works_without_the_meaning_channel(payments_read: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
     # As processes: the embedder is loaded once per process, whatever the environment says next.
     env = {"SLAYER_KB_NO_MEANING": "1"}
-    proc = run_cli("--kb", payments_kb.root, "search", "refund seconds", "--json", env=env)
+    proc = run_cli("--kb", payments_read.root, "search", "refund seconds", "--json", env=env)
     data = json_of(proc)
     assert data["memories"][0]["id"] == "1"
     off = "Search by meaning is off (SLAYER_KB_NO_MEANING is set); words and entities still work."
     assert data["warnings"].count(off) == 1
-    stats = run_cli("--kb", payments_kb.root, "stats", env=env)
+    stats = run_cli("--kb", payments_read.root, "stats", env=env)
     assert stats.stdout.splitlines()[-1] == f"search by meaning: {off}"
-    assert run_cli("--kb", payments_kb.root, "stats").stdout.splitlines()[-1].startswith("search by meaning: on (wordllama-")
+    assert run_cli("--kb", payments_read.root, "stats").stdout.splitlines()[-1].startswith("search by meaning: on (wordllama-")
 
 
-def test_a_missing_embedding_package_is_said_not_raised(payments_kb: KnowledgeBase, tmp_path: Path) -> None:
+def test_a_missing_embedding_package_is_said_not_raised(payments_read: KnowledgeBase, tmp_path: Path) -> None:
     # A real interpreter in which the wordllama package cannot be found.
     blocker = tmp_path / "site" / "wordllama"
     blocker.mkdir(parents=True)
     code = (
         "import sys, importlib.util; sys.modules.pop('wordllama', None);"
         "importlib.util.find_spec = (lambda f: (lambda name, *a: None if name == 'wordllama' else f(name, *a)))(importlib.util.find_spec);"
-        f"from slayer_kb import KnowledgeBase; r = KnowledgeBase({str(payments_kb.root)!r}).search('refund seconds');"
+        f"from slayer_kb import KnowledgeBase; r = KnowledgeBase({str(payments_read.root)!r}).search('refund seconds');"
         "print(r.memories[0]['id']); print(r.warnings[0])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
@@ -275,7 +302,7 @@ def test_a_missing_embedding_package_is_said_not_raised(payments_kb: KnowledgeBa
     ]
 
 
-def test_mem_search_puts_memories_with_every_word_first(payments_kb: KnowledgeBase) -> None:
+def test_mem_search_puts_memories_with_every_word_first(payments_read: KnowledgeBase) -> None:
     async def script(session: Any) -> list[str]:
         return [
             await call(session, "mem_search", query="N+1"),
@@ -283,7 +310,7 @@ def test_mem_search_puts_memories_with_every_word_first(payments_kb: KnowledgeBa
             await call(session, "mem_search", query="refund giraffe", match_mode="strict"),
         ]
 
-    symbol, exact, strict = with_server_in_process(payments_kb.root, script)
+    symbol, exact, strict = with_server_in_process(payments_read.root, script)
     assert symbol.splitlines()[2] == "[1] #5 (manual) \u2014 Fixed N+1 in user list"
     assert exact.splitlines()[2] == "[1] #1 (manual) \u2014 Payment provider refund API times out after 30 s"
     assert strict.startswith('No memories found for: "refund giraffe"')
@@ -353,10 +380,10 @@ def test_an_empty_kb_answers_every_kind_of_search(empty_kb: KnowledgeBase, invok
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "No matches.\n", "")
 
 
-def test_a_keyword_search_shows_only_memories_with_the_words(payments_kb: KnowledgeBase) -> None:
+def test_a_keyword_search_shows_only_memories_with_the_words(payments_read: KnowledgeBase) -> None:
     """One or two words are a keyword search: no memory without them comes back by meaning."""
-    assert payments_kb.search("reimbursement").memories == []
-    assert sorted(ids(payments_kb.search("refund").memories)) == ["1", "2"]
+    assert payments_read.search("reimbursement").memories == []
+    assert sorted(ids(payments_read.search("refund").memories)) == ["1", "2"]
 
 
 WORDS = ["refund", "ledger", "cache", "timeout", "invoice", "export"]
@@ -534,17 +561,17 @@ def test_the_vectors_read_by_id_score_as_the_loaded_table() -> None:
     assert by_id == pytest.approx(loaded, abs=1e-6)  # the same rows, summed in another order
 
 
-def test_a_search_process_never_holds_the_whole_vector_table(payments_kb: KnowledgeBase) -> None:
+def test_a_search_process_never_holds_the_whole_vector_table(payments_read: KnowledgeBase) -> None:
     """A process that is not kept warm reads its candidates' vectors by id and, the first time,
     scans the rest a chunk at a time (a `slayer-kb search` process); a second scan loads the
     table, as a warm process does from the start. All answer alike."""
     questions = ["refund timeout", "how long before we give up waiting on the payment provider"]
-    cold = [payments_kb.search(q).memories for q in questions]
-    assert not payments_kb.index.vectors_loaded()
-    assert payments_kb.search("what does the checkout page cache hold").memories
-    assert payments_kb.index.vectors_loaded()
-    assert [payments_kb.search(q).memories for q in questions] == cold
-    warm = KnowledgeBase(payments_kb.root)
+    cold = [payments_read.search(q).memories for q in questions]
+    assert not payments_read.index.vectors_loaded()
+    assert payments_read.search("what does the checkout page cache hold").memories
+    assert payments_read.index.vectors_loaded()
+    assert [payments_read.search(q).memories for q in questions] == cold
+    warm = KnowledgeBase(payments_read.root)
     warm.keep_warm()
     try:
         assert [warm.search(q).memories for q in questions] == cold

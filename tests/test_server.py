@@ -616,7 +616,11 @@ def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers
     assert servers.wait_up(root)["pid"] != pid
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.01, 0.03])
+# Each moment is a server started and killed: the default run kills one a moment into the save
+# (test_a_server_killed_during_a_write_leaves_it_to_the_client kills one before it commits, and
+# test_exactly_once.py as its commit lands); the others are fault injection, run with -m slow.
+@pytest.mark.parametrize("delay", [pytest.param(0.0, marks=pytest.mark.slow), 0.01,
+                                   pytest.param(0.03, marks=pytest.mark.slow)])
 def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_path: Path, delay: float) -> None:
     """Killed a moment after it began the save: before, during or after its commit. The client
     runs the save itself when the commit did not land, else prints its result; the KB is whole,

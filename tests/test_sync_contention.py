@@ -16,8 +16,9 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError, StoreError
 from slayer_kb.core.results import SyncResult
+from slayer_kb.ops import sync as syncing
 from slayer_kb.ops import turn
-from slayer_kb.ops.sync import PUSH_ATTEMPTS, sync
+from slayer_kb.ops.sync import sync
 from testing import eventually, git, lose_races, make_team
 
 TURN = "refs/slayer-kb/turn/main"
@@ -71,14 +72,17 @@ def test_every_attempt_says_where_its_time_went(diverged) -> None:
     assert sorted(kb.index.stored([a_id, b_id])) == sorted([a_id, b_id])
 
 
-def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged) -> None:
+def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged, monkeypatch) -> None:
     bare, _a, b, a_id, b_id = diverged
-    lose_races(bare, PUSH_ATTEMPTS)
+    # Three refusals take the same path as the product's 30 (a fetch, a rebase and a push each).
+    attempts = 3
+    monkeypatch.setattr(syncing, "PUSH_ATTEMPTS", attempts)
+    lose_races(bare, attempts)
     before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
     kb = KnowledgeBase(b)
     with pytest.raises(ConflictError) as refused:
         sync(kb)
-    assert str(refused.value) == (f"The push to origin was refused {PUSH_ATTEMPTS} times (others keep pushing); "
+    assert str(refused.value) == (f"The push to origin was refused {attempts} times (others keep pushing); "
                                   "the repository is back as it was. Run 'slayer-kb sync' again.")
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert f"{a_id}.yaml" not in before[1]
@@ -156,6 +160,9 @@ def test_a_turn_that_stood_too_long_is_taken_over(diverged, monkeypatch) -> None
     assert turns(bare) == ""
 
 
+# A load run (-m slow): the default run loses the same races on cue (lose_races) and checks
+# each attempt, the turn and the linear history (test_every_attempt_says_where_its_time_went).
+@pytest.mark.slow
 def test_clones_syncing_at_once_all_land_once_in_a_linear_history(tmp_path: Path) -> None:
     """A real race: four clones' syncs as processes at the same time. Every memory reaches the
     remote once, no merge commit is made, and every clone ends at the remote's main."""

@@ -284,6 +284,25 @@ def test_no_revision_is_lost_when_a_rebase_replays_several(team) -> None:
     assert (memory["revision_count"], memory["learning"]) == (5, "RabbitMQ, quorum queues, lazy mode.")
 
 
+def test_a_clone_beaten_to_a_block_leases_the_next(team) -> None:
+    """The race of the test below, on cue: b's first look at the remote misses the block a has
+    just leased (upload-pack hides refs/slayer-kb/ once), so b's lease of that block is beaten
+    and b looks again and takes the next one, not an offline block."""
+    bare, (a, b) = team
+    assert KnowledgeBase(a).save_memory("from a", ["orders.amount"]).memory_id == "1"
+    once = b.parent / "hide-leases-once"
+    once.touch()
+    git(b, "config", "remote.origin.uploadpack",
+        f'f() {{ if rm "{once}" 2>/dev/null; then exec git -c uploadpack.hideRefs=refs/slayer-kb/ upload-pack "$@"; fi; '
+        'exec git upload-pack "$@"; }; f')
+    assert KnowledgeBase(b).save_memory("from b", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert not once.exists()  # b's first look missed block 0
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+
+
+# A load run (-m slow): six processes leasing at once. The default run loses the same race on
+# cue (test_a_clone_beaten_to_a_block_leases_the_next).
+@pytest.mark.slow
 def test_clones_racing_for_their_first_block_all_get_one(tmp_path: Path) -> None:
     bare, roots = make_team(tmp_path, 6)
     env = {**os.environ, "SLAYER_KB_SERVER": "off"}

@@ -18,6 +18,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.search import compaction, whoosh_internals
 from slayer_kb.search.schema import CODEC
 from slayer_kb.store import upkeep
+from slayer_kb.store.repo import Change
 from testing import commit_all, fsck, git
 
 
@@ -28,6 +29,14 @@ def loose(root: Path) -> int:
 def saves(kb: KnowledgeBase, count: int) -> None:
     for n in range(count):
         kb.save_observation(title=f"note {n}", content=f"upkeep note number {n}")
+
+
+def commits(kb: KnowledgeBase, count: int) -> None:
+    """``count`` commits of a new memory file each, by the store that commits every save (which
+    counts them for upkeep), without a save's index work: for tests of git's side alone."""
+    for n in range(count):
+        with kb.store.locked():
+            kb.store.commit([Change(f"memories/c{n}.yaml", f"learning: note {n}\n".encode())], f"memory: save c{n}")
 
 
 def test_commits_are_packed_in_the_background(tmp_path: Path) -> None:
@@ -52,13 +61,14 @@ def test_commits_are_packed_in_the_background(tmp_path: Path) -> None:
     assert git(kb.root, "status", "--porcelain") == ""
 
 
-def test_gc_auto_zero_turns_it_off(tmp_path: Path) -> None:
-    kb = KnowledgeBase.init(tmp_path / "kb")
+def test_gc_auto_zero_turns_it_off(empty_kb: KnowledgeBase) -> None:
+    kb = empty_kb
     git(kb.root, "config", "gc.auto", "0")
-    saves(kb, 2 * upkeep.EVERY)
+    packs = sorted((kb.root / ".git" / "objects" / "pack").glob("*.pack"))  # the new KB's, as cloned
+    commits(kb, 2 * upkeep.EVERY)
     assert upkeep.wait(kb.root / ".slayer-kb", 60)  # a repack started after all would be done now
     assert loose(kb.root) >= 4 * 2 * upkeep.EVERY
-    assert not list((kb.root / ".git" / "objects" / "pack").glob("*.pack"))
+    assert sorted((kb.root / ".git" / "objects" / "pack").glob("*.pack")) == packs
 
 
 def segment_sizes(kb: KnowledgeBase) -> dict[str, int]:
@@ -135,17 +145,17 @@ def whole_memories_trees(root: Path, larger_than: int) -> int:
     return whole
 
 
-def test_a_repack_stores_one_whole_memories_tree_and_deltas_of_it(tmp_path: Path) -> None:
+def test_a_repack_stores_one_whole_memories_tree_and_deltas_of_it(empty_kb: KnowledgeBase) -> None:
     """Successive saves' memories/ trees differ by an entry: packed, one is stored whole and the
     others as deltas. Git's threaded delta search starts each thread's share with a whole object;
     at 10,000 memories that was three or four whole trees a pack, 16 KB a save instead of 9."""
-    kb = KnowledgeBase.init(tmp_path / "kb")
+    kb = empty_kb
     git(kb.root, "config", "gc.auto", "0")  # only the repack below
     for n in range(1500):  # a tree of 1,500 entries, 63 KB
         (kb.root / "memories" / f"hand-{n:04d}.yaml").write_text(
             f"learning: hand note {n}\ncreated_at: '2026-01-01T00:00:00Z'\n", encoding="utf-8")
     commit_all(kb.root, "many notes")
-    saves(kb, 40)
+    commits(kb, 40)  # no index of 1,500 memories built
     upkeep.repack(kb.root)
     assert loose(kb.root) == 0
     assert whole_memories_trees(kb.root, larger_than=50_000) == 1  # of the 41 trees since "many notes"
@@ -213,6 +223,9 @@ def test_a_compaction_overtaken_by_a_reindex_changes_nothing(tmp_path: Path) -> 
     assert not built.folder.exists()
 
 
+# A stress run (-m slow): the default run's background repacks race saves too
+# (test_commits_are_packed_in_the_background), and a repack killed mid-way loses nothing below.
+@pytest.mark.slow
 def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
     """git repack runs in another process, again and again, while slayer-kb commits."""
     kb = KnowledgeBase.init(tmp_path / "kb")
@@ -232,7 +245,13 @@ def test_commits_racing_a_repack_lose_nothing(tmp_path: Path) -> None:
     assert git(kb.root, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2])
+def slow_but(default: float, *delays: float) -> list[object]:
+    """A kill's moments: one in the default run, the others with -m slow (fault injection; each
+    a new KB, its saves and a repack or compaction, for the same code at another moment)."""
+    return [pytest.param(delay, marks=() if delay == default else pytest.mark.slow) for delay in delays]
+
+
+@pytest.mark.parametrize("delay", slow_but(0.05, 0.0, 0.05, 0.2))
 def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
     git(kb.root, "config", "gc.auto", "0")
@@ -252,7 +271,7 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     assert fsck(kb.root).returncode == 0
 
 
-@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6, 1.0])
+@pytest.mark.parametrize("delay", slow_but(0.3, 0.1, 0.3, 0.6, 1.0))
 def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: float) -> None:
     """SIGKILL while the job imports, builds its segment, or swaps it in: the index answers as
     before, the next compaction clears the private folder left behind, and saves go on."""

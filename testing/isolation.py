@@ -1,0 +1,53 @@
+"""What every test runs with (conftest's autouse fixture), and a KB that a module's tests share
+because they only read it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .repos import GIT_ENV, git
+
+if TYPE_CHECKING:  # the package is imported once the bytecode plugin has compiled it
+    from slayer_kb import KnowledgeBase
+
+
+def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What every test runs with; also for a module-scoped fixture, set up before the tests' own."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    # Tests never read the developer's own git configuration or SLAYER_KB.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("SLAYER_KB", raising=False)
+    monkeypatch.delenv("SLAYER_KB_AUTHOR", raising=False)
+    # No test starts a warm server by accident (docs/server.md): commands relay to a server a
+    # test started itself (``slayer-kb watch``), and the server tests turn ``on`` explicitly.
+    monkeypatch.setenv("SLAYER_KB_SERVER", "manual")
+    monkeypatch.delenv("SLAYER_KB_SERVER_IDLE", raising=False)
+    monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
+    # Each test has its own sentence-vector cache: vectors one test made never serve another.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
+    # The sentence encoder (a second to load, tens of ms a memory) runs only in the tests that
+    # are about it (test_search_sentences.py turns it back on): elsewhere a warm server making
+    # vectors in the background would change rankings while a test compares two answers.
+    monkeypatch.setenv("SLAYER_KB_NO_ENCODER", "1")
+
+
+@contextlib.contextmanager
+def read_only(folder: Path, make: Callable[[Path], KnowledgeBase]) -> Iterator[KnowledgeBase]:
+    """The KB ``make`` makes at ``folder``/kb (isolated as a test is), indexed, for a module's
+    tests that only read it: made once, not for each test. Fails the module if a test committed
+    or changed a file: the next test would read what it left."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, folder)
+        kb = make(folder / "kb")
+        kb.ensure_fresh()
+        head = git(kb.root, "rev-parse", "HEAD")
+        yield kb
+        kb.close()
+        assert (git(kb.root, "rev-parse", "HEAD"), git(kb.root, "status", "--porcelain")) == (head, "")
