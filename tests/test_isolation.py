@@ -138,7 +138,10 @@ def every_command_family(clone: HostileClone, server: str) -> None:
     clone.background_done()
     assert loose_objects(clone.root) < upkeep.LOOSE
 
-    # An index compaction: segments of hand-made memories piled up, then a save.
+    # An index compaction: segments of hand-made memories piled up, then a save. A server's
+    # watcher would index a batch's files as they appear, in segments of any size, which may
+    # leave no tier of COMPACT_AT: the save below starts it again.
+    clone.stop_server()
     for batch in range(compaction.COMPACT_AT):
         for n in range(compaction.TINY + 4):
             (clone.root / "memories" / f"hand-{server}-{batch}-{n}.yaml").write_text(
