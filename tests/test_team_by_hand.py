@@ -518,6 +518,11 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
     invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
+    # The same commit adds a note whose own text shows conflict markers: no file to refuse.
+    note = "A conflict reads:\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> theirs\n"
+    (b / "CONFLICTS.md").write_text(note)
+    git(b, "add", "CONFLICTS.md")
+    git(b, "commit", "-q", "--amend", "--no-edit")
     git(b, "fetch", "-q", "origin")
     assert invoke_cli("--kb", b, "rebase", "origin/main").returncode == 1
     marked = (b / "memories" / "1.yaml").read_text()
@@ -534,3 +539,4 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
     git(b, "add", "memories/1.yaml")
     invoke_cli("--kb", b, "rebase", "--continue", check=True)
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Refund reasons (A and B)"
+    assert git(b, "show", "HEAD:CONFLICTS.md") == note

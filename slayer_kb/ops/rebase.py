@@ -81,15 +81,29 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
 
+def _marker_lines(text: bytes | None) -> set[bytes]:
+    return {line for line in (text or b"").splitlines() if line.startswith(_MARKERS)}
+
+
 def _still_marked(store: GitStore) -> list[str]:
     """The KB's files staged (``git add``) with a conflict's markers still in them, KB-relative:
-    ``--continue`` would commit them as they are."""
+    ``--continue`` would commit them as they are. A marker line that HEAD's or the stopped
+    commit's own version of the file holds is the file's text (a note on reading conflicts), not
+    one the merge wrote."""
     out = store.git("diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=AM", "HEAD",
                     "--", store.prefix or ".").stdout.decode("utf-8", "surrogateescape").split("\0")
     staged = {path: meta.split()[3] for meta, path in zip(out[0::2], out[1::2], strict=False) if path}
-    texts = store.objects.read_many("blob", set(staged.values()))
-    return sorted(path[len(store.prefix):] for path, blob in staged.items()
-                  if any(line.startswith(_MARKERS) for line in texts[blob].splitlines()))
+    objects = store.objects
+    texts = objects.read_many("blob", set(staged.values()))
+    marked = {path: lines for path, blob in staged.items() if (lines := _marker_lines(texts[blob]))}
+    if not marked:
+        return []
+    commits = store.git("rev-parse", "-q", "--verify", "HEAD^{commit}").stdout.split()
+    commits += store.git("rev-parse", "-q", "--verify", "REBASE_HEAD^{commit}", check=False).stdout.split()
+    sides = [objects.blobs_at(objects.tree_of(commit.decode()), marked) for commit in commits]
+    own = objects.read_many("blob", {blob for side in sides for blob in side.values() if blob is not None})
+    return sorted(path[len(store.prefix):] for path, lines in marked.items()
+                  if lines - set().union(*(_marker_lines(own.get(side[path] or "")) for side in sides)))
 
 
 def _marked_message(paths: list[str]) -> str:
