@@ -540,8 +540,8 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
         "would commit them as they are; edit memories/1.yaml to keep what both sides meant, then git add "
         "memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue.\n"))
     assert (b / "memories" / "1.yaml").read_text() == marked
-    (b / "memories" / "1.yaml").write_text(marked.split("<<<<<<< ")[0] + "learning: Refund reasons (A and B)\n"
-                                           + marked.split(">>>>>>> ")[1].split("\n", 1)[1])
+    # Resolved from A's file: git joins nearby hunks, so a conflict may span updated_at and created_at too.
+    (b / "memories" / "1.yaml").write_text((a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)"))
     git(b, "add", "memories/1.yaml")
     assert invoke_cli("--kb", b, "rebase", "--continue", check=True).stdout == (
         "Rebased onto origin/main; run git push --force-with-lease origin agent-b to push.\n")
