@@ -256,6 +256,9 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
         wrong = invoke_cli("--kb", here, "rebase", "--", given)
         assert (wrong.returncode, wrong.stderr) == (1, f"Error: {said}\n")
     assert git(here, "rev-parse", "HEAD") == head
+    git(here, "checkout", "-q", "--detach")  # sync refuses a detached HEAD: the step names the branch first
+    detached = invoke_cli("--kb", here, "rebase", "HEAD~1", check=True)
+    assert detached.stdout == "Rebased onto HEAD~1; run git switch -c BRANCH, then slayer-kb sync to push.\n"
 
 
 def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -517,9 +520,17 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
+    # The same commit adds a note whose own text shows conflict markers: no file to refuse.
+    note = "A conflict reads:\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> theirs\n"
+    (b / "CONFLICTS.md").write_text(note)
+    git(b, "add", "CONFLICTS.md")
+    git(b, "commit", "-q", "--amend", "--no-edit")
+    invoke_cli("--kb", b, "sync", check=True)  # pushed to origin/agent-b: every step ends with a force push
     git(b, "fetch", "-q", "origin")
-    assert invoke_cli("--kb", b, "rebase", "origin/main").returncode == 1
+    stopped = invoke_cli("--kb", b, "rebase", "--rewrite-pushed", "origin/main")
+    assert (stopped.returncode, stopped.stderr.rsplit("; ", 1)[1]) == (1, "git push --force-with-lease origin agent-b.\n")
     marked = (b / "memories" / "1.yaml").read_text()
     assert "<<<<<<< " in marked
     git(b, "add", "memories/1.yaml")  # the step before it, the edit, skipped
@@ -529,8 +540,10 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
         "would commit them as they are; edit memories/1.yaml to keep what both sides meant, then git add "
         "memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue.\n"))
     assert (b / "memories" / "1.yaml").read_text() == marked
-    (b / "memories" / "1.yaml").write_text(marked.split("<<<<<<< ")[0] + "learning: Refund reasons (A and B)\n"
-                                           + marked.split(">>>>>>> ")[1].split("\n", 1)[1])
+    # Resolved from A's file: git joins nearby hunks, so a conflict may span updated_at and created_at too.
+    (b / "memories" / "1.yaml").write_text((a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)"))
     git(b, "add", "memories/1.yaml")
-    invoke_cli("--kb", b, "rebase", "--continue", check=True)
+    assert invoke_cli("--kb", b, "rebase", "--continue", check=True).stdout == (
+        "Rebased onto origin/main; run git push --force-with-lease origin agent-b to push.\n")
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Refund reasons (A and B)"
+    assert git(b, "show", "HEAD:CONFLICTS.md") == note

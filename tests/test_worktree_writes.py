@@ -367,6 +367,28 @@ def test_a_save_waits_for_a_git_command_that_holds_the_index_briefly(
     assert _status(root) == ""
 
 
+def test_a_save_whose_staging_meets_a_git_command_that_is_gone_by_its_check_retries(
+    indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`git status` run in a loop (an editor's) took index.lock while the save's staging ran and let
+    it go before the save looked for it: the save was reported failed ("Committed as ..., but git's
+    index could not take ..."). Here git on PATH is real git, run while another command holds the
+    lock, which goes as that git exits."""
+    root = indexed_example_kb.root
+    lock, once = root / ".git" / "index.lock", tmp_path / "held-once"
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nif [ "$1 $2" = "update-index --add" ] && [ ! -e "{once}" ]; then\n'
+                    f'  touch "{once}" "{lock}"; "{shutil.which("git")}" "$@"; rc=$?; rm -f "{lock}"; exit $rc\nfi\n'
+                    f'exec "{shutil.which("git")}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    saved = json.loads(invoke_cli("--kb", root, "--json", *SAVE, check=True).stdout)
+    assert once.exists()
+    assert git(root, "log", "-1", "--format=%s") == f"memory: save {saved['memory_id']}\n"
+    assert _status(root) == ""
+
+
 def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
     indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:

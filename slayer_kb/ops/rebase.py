@@ -40,7 +40,7 @@ def rebase(kb: Context, upstream: str | None = None, action: str | None = None, 
 
 def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
             rewrite_pushed: bool) -> RebaseResult:
-    push = "slayer-kb sync"
+    remote, pushed, branch = kb.shared_remote(), 0, ""
     with store.locked():
         if action is None:
             if upstream is None:
@@ -52,12 +52,10 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             require_clean(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             args = ["-q", resolve_rev(store, upstream)]
-            remote = kb.shared_remote()
-            pushed = _pushed(store, remote, args[1])
-            if pushed is not None and not rewrite_pushed:
-                raise ConflictError(_pushed_message(remote, upstream, *pushed))
-            if pushed is not None:  # rewritten: sync would replay it onto the pushed commits
-                push = f"git push --force-with-lease {remote} {pushed[0]}"
+            branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+            pushed = _pushed(store, remote, branch, "HEAD", args[1])
+            if pushed and not rewrite_pushed:
+                raise ConflictError(_pushed_message(remote, upstream, branch, pushed))
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     "start one with 'slayer-kb rebase UPSTREAM'.")
@@ -65,11 +63,17 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             if action == CONTINUE and (marked := _still_marked(store)):
                 raise ConflictError(_marked_message(marked))
             args = [f"--{action}"]
+            if action == CONTINUE:  # pushed commits it rewrites still need the force push
+                branch, started, onto_commit = _rebasing(store)
+                pushed = _pushed(store, remote, branch, started, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
+        # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
+        push = (f"git push --force-with-lease {remote} {branch}" if pushed else "slayer-kb sync" if branch
+                else "git switch -c BRANCH, then slayer-kb sync")
         stopped = run(store, args)
         if stopped is not None:
-            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store)))
+            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -81,15 +85,29 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
 
+def _marker_lines(text: bytes | None) -> set[bytes]:
+    return {line for line in (text or b"").splitlines() if line.startswith(_MARKERS)}
+
+
 def _still_marked(store: GitStore) -> list[str]:
     """The KB's files staged (``git add``) with a conflict's markers still in them, KB-relative:
-    ``--continue`` would commit them as they are."""
+    ``--continue`` would commit them as they are. A marker line that HEAD's or the stopped
+    commit's own version of the file holds is the file's text (a note on reading conflicts), not
+    one the merge wrote."""
     out = store.git("diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=AM", "HEAD",
                     "--", store.prefix or ".").stdout.decode("utf-8", "surrogateescape").split("\0")
     staged = {path: meta.split()[3] for meta, path in zip(out[0::2], out[1::2], strict=False) if path}
-    texts = store.objects.read_many("blob", set(staged.values()))
-    return sorted(path[len(store.prefix):] for path, blob in staged.items()
-                  if any(line.startswith(_MARKERS) for line in texts[blob].splitlines()))
+    objects = store.objects
+    texts = objects.read_many("blob", set(staged.values()))
+    marked = {path: lines for path, blob in staged.items() if (lines := _marker_lines(texts[blob]))}
+    if not marked:
+        return []
+    commits = store.git("rev-parse", "-q", "--verify", "HEAD^{commit}").stdout.split()
+    commits += store.git("rev-parse", "-q", "--verify", "REBASE_HEAD^{commit}", check=False).stdout.split()
+    sides = [objects.blobs_at(objects.tree_of(commit.decode()), marked) for commit in commits]
+    own = objects.read_many("blob", {blob for side in sides for blob in side.values() if blob is not None})
+    return sorted(path[len(store.prefix):] for path, lines in marked.items()
+                  if lines - set().union(*(_marker_lines(own.get(side[path] or "")) for side in sides)))
 
 
 def _marked_message(paths: list[str]) -> str:
@@ -100,16 +118,24 @@ def _marked_message(paths: list[str]) -> str:
             f"then git add {' '.join(paths)}; slayer-kb validate; slayer-kb rebase --continue.")
 
 
-def _pushed(store: GitStore, remote: str, onto: str) -> tuple[str, int] | None:
-    """(the branch, how many of the commits a rebase onto ``onto`` would rewrite it already
-    pushed to its remote branch, the one ``sync`` pushes to, of the same name); None for none."""
-    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+def _pushed(store: GitStore, remote: str, branch: str, head: str, onto: str) -> int:
+    """How many of the commits a rebase of ``branch`` (at ``head``) onto ``onto`` rewrites are
+    already on its remote branch, the one ``sync`` pushes to, of the same name; 0 for a detached HEAD."""
     tracking = f"refs/remotes/{remote}/{branch}"
     if not branch or store.git("rev-parse", "-q", "--verify", tracking, check=False).returncode:
-        return None
-    tip = store.git("merge-base", "HEAD", tracking, check=False).stdout.decode().strip()
-    count = int(store.git("rev-list", "--count", tip, f"^{onto}").stdout.decode().strip() or 0) if tip else 0
-    return (branch, count) if count else None
+        return 0
+    tip = store.git("merge-base", head, tracking, check=False).stdout.decode().strip()
+    return int(store.git("rev-list", "--count", tip, f"^{onto}").stdout.decode().strip() or 0) if tip else 0
+
+
+def _rebasing(store: GitStore) -> tuple[str, str, str]:
+    """(the branch, "" for a detached HEAD; its commit when it began; the commit it goes onto)
+    of the rebase in progress, as git keeps them."""
+    git_dir = store.git_dirs()[0]
+    folder = next(git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists())
+    head_name, started, onto = ((folder / name).read_text(encoding="utf-8").strip()
+                                for name in ("head-name", "orig-head", "onto"))
+    return head_name.removeprefix("refs/heads/") if head_name.startswith("refs/heads/") else "", started, onto
 
 
 def _pushed_message(remote: str, upstream: str, branch: str, count: int) -> str:
@@ -153,14 +179,14 @@ def in_progress(store: GitStore) -> bool:
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
-                     first: tuple[str, ...] = (), stopped_at: str | None = None) -> str:
+                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str = "slayer-kb sync") -> str:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
-    version, 3 this branch's, a side missing having deleted the file) and the steps to merge them:
-    after ``first`` (sync's fetch and its rebase's start) when sync put the repository back, or
-    from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
+    version, 3 this branch's, a side missing having deleted the file) and the steps to merge them,
+    ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
+    repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
     what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
     steps = [*first, *steps, "slayer-kb validate",
-             "slayer-kb rebase --continue (a later commit that stops says so again)", "slayer-kb sync"]
+             "slayer-kb rebase --continue (a later commit that stops says so again)", push]
     where = ("the repository is back as it was" if stopped_at is None else
              f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
     return what + f"; {where}. To merge by hand: " + "; ".join(steps) + "."

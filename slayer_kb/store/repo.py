@@ -388,11 +388,11 @@ class GitStore:
     def _index_lock(self) -> Path:
         return self.index_file.with_name(f"{self.index_file.name}.lock")
 
-    def index_locked(self) -> str | None:
+    def index_locked(self, deadline: float | None = None) -> str | None:
         """Why git's index cannot take a change now, ending with the fix, or None: another git
-        command holds its lock (index.lock) past ``INDEX_LOCK_WAIT``, or one that crashed left it."""
-        lock = self._index_lock()
-        deadline = time.monotonic() + INDEX_LOCK_WAIT
+        command holds its lock (index.lock) past ``deadline`` (``time.monotonic``, by default
+        ``INDEX_LOCK_WAIT`` from now), or one that crashed left it."""
+        lock, deadline = self._index_lock(), deadline or time.monotonic() + INDEX_LOCK_WAIT
         while os.path.lexists(lock):
             if time.monotonic() >= deadline:
                 break
@@ -518,12 +518,14 @@ class GitStore:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
         args = ["update-index", "--add", "--remove", "-z", "--stdin"]
+        lock, deadline = self._index_lock().name.encode(), time.monotonic() + INDEX_LOCK_WAIT
         try:
             proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
-            if proc.returncode != 0 and os.path.lexists(self._index_lock()):
-                if (locked := self.index_locked()) is not None:
+            # Another git command's index.lock (`git status` in a loop): told by git's words, as it may be gone.
+            while proc.returncode != 0 and lock in proc.stderr and time.monotonic() < deadline:
+                if (locked := self.index_locked(deadline)) is not None:
                     raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
-                proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)  # it went: once more
+                proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
             checked(args, proc)
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
