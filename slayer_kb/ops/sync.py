@@ -294,6 +294,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     merges = bool(store.git("rev-list", "-1", "--min-parents=2", start, f"^{upstream}").stdout.strip())
     if merges and head != start:
         reset_keep(store, start)
+        result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
     if mapping and merges:
