@@ -20,7 +20,7 @@ from slayer_kb.core import children
 from slayer_kb.daemon import relay
 from slayer_kb.search import compaction
 from slayer_kb.store import upkeep
-from testing import WAIT_SECONDS, commit_all, eventually, git
+from testing import WAIT_SECONDS, commit_all, eventually, git, make_empty_kb
 
 # Each writes a marker file named for where it was planted when it is imported.
 PLANTED = ("slayer_kb/__init__.py", "socket.py", "json.py", "yaml.py")
@@ -57,7 +57,7 @@ class HostileClone:
         self.markers = tmp_path / "markers"
         self.markers.mkdir()
         work = tmp_path / "work"
-        kb = KnowledgeBase.init(work)
+        kb = KnowledgeBase(make_empty_kb(work))
         kb.save_observation(title="Refunds", content="refunds are counted once, as negative rows")
         kb.save_observation(title="Fiscal year", content="the fiscal year starts in February")
         plant(work, self.markers, "kb")

@@ -394,7 +394,7 @@ OPS = st.lists(
 )
 
 
-# 10 examples (each a new KB and up to 14 writes): the reuse of unchanged segments' readers it
+# 10 examples (each a new KB, copied, and up to 14 writes): the reuse of unchanged segments' readers it
 # rests on has its own test (test_whoosh_contract.py, reader_reusing).
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
@@ -402,7 +402,7 @@ def test_a_warm_searcher_reopened_after_writes_answers_as_a_fresh_one(tmp_path_f
                                                                       ops: list[tuple[str, int, list[str]]]) -> None:
     """A searcher reopened after a write keeps its readers of unchanged segments
     (whoosh_internals.reader_reusing); whatever the writes were, it answers as a process that opened every segment afresh."""
-    kb = KnowledgeBase.init(tmp_path_factory.mktemp("warm") / "kb")
+    kb = KnowledgeBase(make_empty_kb(tmp_path_factory.mktemp("warm") / "kb"))
     live: list[str] = []
     for step, (op, n, words) in enumerate(ops):
         text = " ".join(words)

@@ -27,7 +27,17 @@ import pytest
 
 from slayer_kb.daemon import relay
 from slayer_kb.store import upkeep
-from testing import BLOCKED, EXAMPLE_KB, WAIT_SECONDS, blocker, commit_all, eventually, git, in_process_runner
+from testing import (
+    BLOCKED,
+    EXAMPLE_KB,
+    WAIT_SECONDS,
+    blocker,
+    commit_all,
+    eventually,
+    git,
+    in_process_runner,
+    isolate,
+)
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 
@@ -158,6 +168,33 @@ def servers(tmp_path: Path, install: Path) -> Iterator[Servers]:
         yield found
     finally:
         found.stop_all()
+
+
+@pytest.fixture(scope="module")
+def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iterator[tuple[Servers, Path, Path]]:
+    """For the tests that only read through a server: the example KB with its server started
+    (a second of CPU or more, and a client process) and its twin, which the tests run with the
+    server off, shared by the module. The module fails if a test stopped the server, committed
+    or changed a file in either KB; a test that writes, or starts and stops a server, takes
+    ``servers``."""
+    folder = tmp_path_factory.mktemp("served-pair")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, folder)
+        found = Servers(folder, install)
+        try:
+            relayed_kb, local_kb = example_copy(folder / "a" / "kb"), example_copy(folder / "b" / "kb")
+            # Not idle between its tests however long the others in between take: stopped below.
+            idle = found.env(SLAYER_KB_SERVER_IDLE="3600")
+            assert found.run(relayed_kb, "server", "start", env=idle).returncode == 0
+            pid = found.wait_up(relayed_kb)["pid"]
+            head = git(relayed_kb, "rev-parse", "HEAD")
+            yield found, relayed_kb, local_kb
+            # As promised: a test that wrote, or stopped the server, would change the next one's.
+            assert (found.status(relayed_kb) or {}).get("pid") == pid, "the shared server stopped"
+            for kb in (relayed_kb, local_kb):
+                assert (git(kb, "rev-parse", "HEAD"), git(kb, "status", "--porcelain")) == (head, "")
+        finally:
+            found.stop_all()
 
 
 def example_copy(where: Path) -> Path:
@@ -384,11 +421,9 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     assert git(relayed_kb, "log", "-1", "--format=%an <%ae>") == "Other <other@example.com>\n", git(relayed_kb, "log", "-5", "--format=%an %s")
 
 
-def test_stdout_and_stderr_interleave_as_in_a_process(servers: Servers, tmp_path: Path) -> None:
+def test_stdout_and_stderr_interleave_as_in_a_process(served_pair: tuple[Servers, Path, Path]) -> None:
     """One pipe for both (``2>&1``): the relayed command's writes come in the order it made them."""
-    relayed_kb, local_kb = example_copy(tmp_path / "a" / "kb"), example_copy(tmp_path / "b" / "kb")
-    servers.run(relayed_kb, "server", "start")
-    servers.wait_up(relayed_kb)
+    servers, relayed_kb, local_kb = served_pair
     relayed_env = servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")
     local_env = servers.env(SLAYER_KB_SERVER="off")
     for argv in (["--json", "get", "nope"], ["--json", "search", "--datasource", "nope", "x"],
@@ -418,10 +453,8 @@ def modes(folder: Path) -> list[tuple[str, str]]:
     return sorted((str(p.relative_to(folder)), oct(p.stat().st_mode & 0o777)) for p in [folder, *folder.rglob("*")])
 
 
-def test_relative_paths_umask_and_the_current_folder(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
-    servers.run(root, "server", "start")
-    servers.wait_up(root)
+def test_relative_paths_umask_and_the_current_folder(served_pair: tuple[Servers, Path, Path], tmp_path: Path) -> None:
+    servers, root, _ = served_pair
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     runs = []
@@ -728,10 +761,8 @@ def on_a_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int)
     return proc.wait(timeout=60), b"".join(chunks)
 
 
-def test_the_terminal_width_is_the_clients(servers: Servers, tmp_path: Path) -> None:
-    relayed_kb, local_kb = example_copy(tmp_path / "a" / "kb"), example_copy(tmp_path / "b" / "kb")
-    servers.run(relayed_kb, "server", "start")
-    servers.wait_up(relayed_kb)
+def test_the_terminal_width_is_the_clients(served_pair: tuple[Servers, Path, Path]) -> None:
+    servers, relayed_kb, local_kb = served_pair
     base = {k: v for k, v in servers.env().items() if k not in ("COLUMNS", "LINES")}
     relayed_env = {**base, "PYTHONPATH": f"{servers.blocked}{os.pathsep}{servers.install}"}
     local_env = {**base, "SLAYER_KB_SERVER": "off"}
