@@ -25,6 +25,8 @@ from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..context import Context
 
 CONTINUE, ABORT = "continue", "abort"
@@ -131,8 +133,8 @@ def _pushed(store: GitStore, remote: str, branch: str, head: str, onto: str) -> 
 def _rebasing(store: GitStore) -> tuple[str, str, str]:
     """(the branch, "" for a detached HEAD; its commit when it began; the commit it goes onto)
     of the rebase in progress, as git keeps them."""
-    git_dir = store.git_dirs()[0]
-    folder = next(git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists())
+    folder = _state_folder(store)
+    assert folder is not None, "asked only while a rebase is in progress"
     head_name, started, onto = ((folder / name).read_text(encoding="utf-8").strip()
                                 for name in ("head-name", "orig-head", "onto"))
     return head_name.removeprefix("refs/heads/") if head_name.startswith("refs/heads/") else "", started, onto
@@ -174,8 +176,13 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
 
 
 def in_progress(store: GitStore) -> bool:
+    return _state_folder(store) is not None
+
+
+def _state_folder(store: GitStore) -> Path | None:
+    """The folder where git keeps the rebase in progress (its merge or apply backend's), or None."""
     git_dir = store.git_dirs()[0]
-    return any((git_dir / name).exists() for name in ("rebase-merge", "rebase-apply"))
+    return next((git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists()), None)
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
