@@ -16,7 +16,9 @@ without naming the detail that tells the notes apart; the fourth (heldout4/: 60 
 projects, 86 questions) is mostly long notes as agents write them, and asks about one fact
 inside them; the fifth (heldout5/: 60 terse memories in 4 projects, 80 questions) asks as agents
 ask of a semantic layer: bare column and table names (`is_returned`, `refunds`), dotted names,
-and English questions whose ordinary words name a table ("why are orders late").
+and English questions whose ordinary words name a table ("why are orders late"); the sixth
+(heldout6/: 64 memories in 4 projects, 73 questions) weighs paraphrases sharing no content word
+with their answer, aimed into crowded neighbourhoods, beside "why" and "what do we use" questions.
 
     python -m bench.relevance          # prints the tables: by set and channel, then by kind
 """
@@ -41,11 +43,11 @@ from slayer_kb.search import Request, run
 
 HERE = Path(__file__).resolve().parent
 # The held-out sets come last and are never tuned on (their questions.yaml say how they were written).
-HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5")
+HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5", "held-out 6")
 SETS = {
     "first": HERE, "second": HERE / "second", "third": HERE / "third",
     HELD_OUT[0]: HERE / "heldout", HELD_OUT[1]: HERE / "heldout2", HELD_OUT[2]: HERE / "heldout3",
-    HELD_OUT[3]: HERE / "heldout4", HELD_OUT[4]: HERE / "heldout5",
+    HELD_OUT[3]: HERE / "heldout4", HELD_OUT[4]: HERE / "heldout5", HELD_OUT[5]: HERE / "heldout6",
 }
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"
