@@ -13,7 +13,7 @@ import pytest
 
 from bench.relevance import SETS, build
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import Request, fusion, run
+from slayer_kb.search import Request, embedding, fusion, run
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
@@ -53,6 +53,25 @@ def test_a_memory_close_to_its_neighbours_in_the_head_loses_a_share_of_its_close
     scores = {m: 0.5 for m in head}
     out = fusion.uncrowded(scores, head, many)
     assert out[head[0]] == pytest.approx(0.5) and out[head[-1]] == 0.5
+
+
+def test_the_token_match_reads_how_much_of_a_memory_the_question_covers() -> None:
+    """A long note holds a near neighbour of almost any word, so the token match one way (each
+    question token's best cosine in the text) ties it with the short note the question is
+    about; the share read the other way (each of the text's tokens' best cosine in the
+    question) tells them apart. Only beside the sentence cosine: the static blend keeps the one
+    way it was tuned with."""
+    model = embedding.load()
+    assert isinstance(model, embedding.Embedder), model
+    question = "refund call timeout"
+    texts = [question, f"{question} while the nightly export of warehouse stock levels runs at two and the "
+                       "marketing team reads it before lunch"]
+    assert model.token_match(question, texts).tolist() == pytest.approx([1.0, 1.0])
+    assert fusion.SENTENCE_WEIGHTS.token_coverage == 0.3 and fusion.WEIGHTS.token_coverage == 0.0
+    other_way = model.token_match(question, texts, covered=1.0)
+    assert other_way[0] == pytest.approx(1.0) and 0.1 < other_way[1] < 0.3
+    both = model.token_match(question, texts, covered=0.3)
+    assert both.tolist() == pytest.approx([1.0, 0.7 + 0.3 * float(other_way[1])])
 
 
 @pytest.fixture(scope="module")

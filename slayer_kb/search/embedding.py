@@ -107,13 +107,19 @@ class Embedder:
                 out[row] = vector / norm
         return out
 
-    def token_match(self, question: str, texts: list[str], known: Sequence[np.ndarray | None] = ()) -> np.ndarray:
+    def token_match(
+        self, question: str, texts: list[str], known: Sequence[np.ndarray | None] = (), covered: float = 0.0,
+    ) -> np.ndarray:
         """For each text, how well its tokens cover the question's: the mean over the
         question's content tokens of the best cosine with any token of the text (MaxSim, as in
         late-interaction retrievers, over static token vectors). Catches a paraphrase whose
         words have near neighbours in the text that the mean vector blurs. ``known``: each
         text's distinct token ids as ``embed_with_tokens`` made them when it was indexed (None,
-        or past its end: tokenized here), the same ids without the tokenizer's work."""
+        or past its end: tokenized here), the same ids without the tokenizer's work.
+        ``covered``: the share of the score that is the other way round, how well the
+        question's tokens cover the text's (the mean over the text's distinct tokens of the
+        best cosine with a question token): a long text holds a near neighbour of almost any
+        word, so the one way alone favours it (docs/search.md)."""
         import numpy as np
 
         out = np.zeros(len(texts), dtype=np.float32)
@@ -127,10 +133,15 @@ class Embedder:
             return out
         distinct, where = np.unique(np.concatenate(per_text), return_inverse=True)
         # One product for all texts, then the best match of each question token per text.
-        sims = (self._unit_rows(np.asarray(wanted)) @ self._unit_rows(distinct).T)[:, where]
+        product = self._unit_rows(np.asarray(wanted)) @ self._unit_rows(distinct).T
+        sims = product[:, where]
         filled = sizes > 0
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
         out[filled] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
+        if covered:
+            # Each distinct token's best question token once, then summed over each text's tokens.
+            reverse = np.add.reduceat(product.max(axis=0)[where], starts) / sizes[filled]
+            out[filled] = (1.0 - covered) * out[filled] + covered * reverse
         return out
 
     def _unit_rows(self, ids: np.ndarray) -> np.ndarray:

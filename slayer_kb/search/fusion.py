@@ -49,12 +49,16 @@ class Weights:
     # (the encoder reads the tokens in context, so the token match counts for less).
     sentence: float = 1.0
     sentence_tokens: float = 1.0
+    # The token match's share that reads how much of a memory the question covers
+    # (embedding.Embedder.token_match's ``covered``): beside the sentence cosine, a long note's
+    # near neighbour of every word was pulling it above the note a question is about.
+    token_coverage: float = 0.0
 
 
 # Static vectors only (no sentence vectors yet, or no encoder).
 WEIGHTS = Weights()
 # With the question's sentence vector: chosen on the three relevance sets (docs/search.md).
-SENTENCE_WEIGHTS = Weights(words=0.1, sentence=2.0, sentence_tokens=0.5)
+SENTENCE_WEIGHTS = Weights(words=0.1, sentence=2.0, sentence_tokens=0.5, token_coverage=0.3)
 
 
 # With sentence vectors, the words count for this share of their weight when the memory they

@@ -283,7 +283,8 @@ def _ranked(
             # the largest part of a question's CPU (7-9 ms at 100,000 memories).
             kept = index.token_ids({m: t for m, t in zip(head, texts, strict=True) if m in docs}) if matcher is not None else {}
             known = [kept.get(m) for m in head]
-            matching = helper().submit(matcher.token_match, request.question, texts, known) if matcher is not None and sentence is not None else None
+            matching = (helper().submit(matcher.token_match, request.question, texts, known, weights.token_coverage)
+                        if matcher is not None and sentence is not None else None)
             if sentence is not None:
                 # A note on a crowded neighbourhood's common ground stands back for the one the
                 # question is about; and a memory is read by its sentence closest to the question
@@ -293,7 +294,8 @@ def _ranked(
                 sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
             if matcher is not None:
-                matched = matching.result() if matching is not None else matcher.token_match(request.question, texts, known)
+                matched = (matching.result() if matching is not None
+                           else matcher.token_match(request.question, texts, known, weights.token_coverage))
                 tokens = dict(zip(head, matched.tolist(), strict=True))
         if request.fusion == "rrf":
             held = set(every)
