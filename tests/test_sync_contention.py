@@ -9,16 +9,19 @@ import os
 import subprocess
 import sys
 import threading
+import time
+import types
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.core.errors import ConflictError, StoreError
+from slayer_kb.core.errors import ConflictError, IndexLockedError, StoreError
 from slayer_kb.core.results import SyncResult
 from slayer_kb.ops import sync as syncing
 from slayer_kb.ops import turn
 from slayer_kb.ops.sync import sync
+from slayer_kb.store import indexlock
 from testing import eventually, git, lose_races, make_team
 
 TURN = "refs/slayer-kb/turn/main"
@@ -230,3 +233,63 @@ def test_a_fetch_from_a_remote_that_stops_answering_is_stopped(diverged, monkeyp
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     git(b, "config", "--unset", "remote.origin.uploadpack")
     assert sync(KnowledgeBase(b)).action == "rebased"
+
+
+def _merge_a_branch(b: Path) -> None:
+    """Give ``b`` a merge among its unpushed commits, so that its sync merges (``git merge``)
+    instead of replaying."""
+    git(b, "switch", "-q", "-c", "topic")
+    KnowledgeBase(b).save_memory("Refunds over 500 EUR need a second approver", ["orders.amount"])
+    git(b, "switch", "-q", "main")
+    git(b, "-c", "user.name=B", "-c", "user.email=b@example.com", "merge", "-q", "--no-ff", "--no-edit", "topic")
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
+def test_a_sync_waits_for_a_git_command_that_holds_the_index_briefly(diverged, monkeypatch, merges) -> None:
+    """An editor's `git status` holds .git/index.lock for milliseconds: the sync's `git reset
+    --keep` (or `git merge`) that met it failed the sync, and the merge left MERGE_HEAD behind.
+    Here the lock is real and goes once the sync first waits for it (the store's clock is the test's)."""
+    bare, _a, b, _a_id, _b_id = diverged
+    if merges:
+        _merge_a_branch(b)
+    lock = b / ".git" / "index.lock"
+    lock.touch()
+    waits: list[float] = []
+
+    def other_git_exits(seconds: float) -> None:
+        waits.append(seconds)
+        lock.unlink(missing_ok=True)
+
+    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
+                        raising=False)
+    result = sync(KnowledgeBase(b))
+    assert waits and not lock.exists()
+    assert result.action == ("merged" if merges else "rebased")
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    assert git(b, "status", "--porcelain") == ""
+    assert not (b / ".git" / "MERGE_HEAD").exists()
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
+def test_a_sync_whose_index_stays_locked_leaves_the_repository_as_it_was(diverged, monkeypatch, merges) -> None:
+    """git's index held past the wait (`git commit` waiting for its editor, a crashed git): the
+    sync says so, with the fix, and leaves the branch, files and index as they were (the merge
+    used to leave MERGE_HEAD, and a message of git's that named no lock)."""
+    bare, _a, b, _a_id, _b_id = diverged
+    if merges:
+        _merge_a_branch(b)
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)  # the lock stays: no need to wait the 2 s
+    remote_main = git(bare, "rev-parse", "main")
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    lock = b / ".git" / "index.lock"
+    lock.touch()
+    with pytest.raises(IndexLockedError) as locked:
+        sync(KnowledgeBase(b))
+    assert str(locked.value) == (
+        f"git's index is locked: {lock} exists, so another git command is running in this repository (or one that "
+        "crashed left the file behind). Wait for it to finish, or delete that file if no git command is running, "
+        "then retry; nothing was pushed, and the repository is back as it was.")
+    lock.unlink()
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    assert not (b / ".git" / "MERGE_HEAD").exists() and git(bare, "rev-parse", "main") == remote_main
+    assert sync(KnowledgeBase(b)).action == ("merged" if merges else "rebased")
