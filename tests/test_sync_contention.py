@@ -293,3 +293,61 @@ def test_a_sync_whose_index_stays_locked_leaves_the_repository_as_it_was(diverge
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert not (b / ".git" / "MERGE_HEAD").exists() and git(bare, "rev-parse", "main") == remote_main
     assert sync(KnowledgeBase(b)).action == ("merged" if merges else "rebased")
+
+
+# The first push of a branch to the remote: a colleague's push (refs/colleague/main) wins the race.
+_COLLEAGUE = """#!/bin/sh
+input=$(cat)
+echo "$input" | grep -q ' refs/heads/main$' || exit 0
+[ -e "$GIT_DIR/raced" ] && exit 0
+touch "$GIT_DIR/raced"
+(unset GIT_QUARANTINE_PATH; git update-ref refs/heads/main refs/colleague/main)
+"""
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
+def test_a_retried_sync_maps_each_original_id_to_its_final_one(tmp_path: Path, monkeypatch, merges) -> None:
+    """Ids counted before leases collide; the first push is refused because a colleague pushed a
+    memory under the very id the first attempt gave this clone's memory. The retry renumbers again
+    (from the rewritten commits, or, on the merge path, from the branch as the sync found it, the
+    first attempt's renumber commit undone): ``renumbered`` maps the original id to the final one,
+    and the memories and their links end there."""
+    bare, (a, b, c) = make_team(tmp_path, 3)
+    for root in (a, b, c):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    assert KnowledgeBase(a).save_memory("A: refunds are booked when paid", ["orders.amount"]).memory_id == "1"
+    sync(KnowledgeBase(a))
+    git(c, "pull", "-q")
+    KnowledgeBase(c).save_memory("C: shipping is billed apart", ["orders.amount"], id="3")
+    git(c, "push", "-q", "origin", "HEAD:refs/colleague/main")
+    if merges:
+        _merge_a_branch(b)  # its memory 1, saved on a branch merged in
+    else:
+        KnowledgeBase(b).save_memory("Refunds over 500 EUR need a second approver", ["orders.amount"])
+    assert KnowledgeBase(b).save_memory("B: see the approver rule", ["orders.status", "memory:1"]).memory_id == "2"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(_COLLEAGUE)
+    hook.chmod(0o755)
+    before = git(b, "log", "--format=%s", "--first-parent", "HEAD").splitlines()
+
+    result = sync(KnowledgeBase(b))
+
+    assert (result.action, result.attempts) == ("merged" if merges else "rebased", 2)
+    assert result.renumbered == {"1": "4"}
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    kb = KnowledgeBase(b)
+    assert {i: kb.read(i).learning for i in ("1", "2", "3", "4")} == {
+        "1": "A: refunds are booked when paid", "2": "B: see the approver rule", "3": "C: shipping is billed apart",
+        "4": "Refunds over 500 EUR need a second approver"}
+    assert kb.read("2").entities == ["shop.orders.status", "memory:4"]
+    # One note from the original id to the final one (it said "save 4 (renumber 1 -> 4) (renumber
+    # 3 -> 4)": 3 is the colleague's memory); on the merge path the branch's own history is kept.
+    if merges:
+        assert git(b, "log", "--format=%s", "--first-parent", "HEAD").splitlines() == [
+            "Merge remote-tracking branch 'origin/main'", "memory: renumber 1 -> 4 (onto origin/main)", *before]
+    else:
+        assert git(b, "log", "--format=%B", "-1", "HEAD~").strip() == (
+            "memory: save 4 (renumber 1 -> 4)\n\nRenumbered-by: slayer-kb (1 -> 4)")
+        assert git(b, "log", "--format=%s", "HEAD").splitlines() == [
+            "memory: save 2", "memory: save 4 (renumber 1 -> 4)", "memory: save 3", *before[1:]]
+    assert git(b, "status", "--porcelain") == ""

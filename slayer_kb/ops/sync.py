@@ -299,6 +299,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if merges and head != start:
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
+        # The index learnt that commit's files (a link to a moved id rewritten): the plan's rewrite
+        # finds the links to rewrite there, so it must describe the files again.
+        _reindex(kb, store, head)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
     if mapping and merges:
