@@ -82,6 +82,30 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
 
 
+def test_two_forgets_stripping_their_links_from_one_memory_need_no_person(tmp_path: Path,
+                                                                         invoke_cli: CliRunner) -> None:
+    """Memory 3 links 1 and 2; one clone forgets 1, another 2, each forget stripping its link from
+    3: adjacent lines of its entity list, so git's line merge stopped the second sync on "both
+    edited memories/3.yaml", a conflict no one made. Merged field by field, 3 links neither."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text, entities in (("Tax is VAT-inclusive", ["-e", "shop.orders.amount"]),
+                           ("Shipping fees are in EUR", ["-e", "shop.orders.amount"]),
+                           ("Order totals: see tax and shipping", ["-e", "shop.orders.status", "-e", "memory:1",
+                                                                   "-e", "memory:2"])):
+        invoke_cli("--kb", a, "save", text, *entities, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+                             "  merged both sides of: memories/3.yaml\n")
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "3", check=True))["entities"] == ["shop.orders.status"]
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/3.yaml\n"
+    assert git(b, "status", "--porcelain") == ""
+
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.
