@@ -340,6 +340,7 @@ def test_a_retried_sync_maps_each_original_id_to_its_final_one(tmp_path: Path, m
         "1": "A: refunds are booked when paid", "2": "B: see the approver rule", "3": "C: shipping is billed apart",
         "4": "Refunds over 500 EUR need a second approver"}
     assert kb.read("2").entities == ["shop.orders.status", "memory:4"]
+    assert sorted(kb.index.stored(["1", "2", "3", "4"])) == ["1", "2", "3", "4"]
     # One note from the original id to the final one (it said "save 4 (renumber 1 -> 4) (renumber
     # 3 -> 4)": 3 is the colleague's memory); on the merge path the branch's own history is kept.
     if merges:

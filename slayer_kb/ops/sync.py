@@ -207,6 +207,13 @@ class _Index:
         self.store = store
         self.at = at
 
+    def back_to(self, was: str, now: str) -> None:
+        """The branch went back from ``was`` to ``now`` (a retry's reset): the index, which learnt
+        ``was``'s commits (a renumber commit's rewritten links, which the next renumbering looks
+        up there), describes ``now`` again."""
+        _reindex(self.kb, self.store, was)
+        self.at = now
+
     def catch_up(self) -> None:
         head = self.store.head()
         if head is not None and head != self.at:
@@ -299,9 +306,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if merges and head != start:
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
-        # The index learnt that commit's files (a link to a moved id rewritten): the plan's rewrite
-        # finds the links to rewrite there, so it must describe the files again.
-        _reindex(kb, store, head)
+        index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
     if mapping and merges:
