@@ -69,3 +69,7 @@ def test_two_sides_edits_of_one_memory_merge_by_field_unless_one_field_changed_t
         learning="Order totals", entities=["shop.orders.status", "shop.orders.amount"],
         updated_at="2026-11-29T20:06:00Z")
     assert merge_edits(base, ours, theirs.evolve(learning="Totals per order")) is None
+    forgot = base.evolve(deleted_at="2026-11-29T20:07:00Z", updated_at="2026-11-29T20:07:00Z")
+    assert merge_edits(base, forgot, ours) is None  # a forget against an edit: a person decides
+    assert merge_edits(base, theirs.evolve(learning=base.learning), forgot) == forgot.evolve(
+        entities=["shop.orders.amount", "shop.orders.status", "memory:2"])

@@ -78,7 +78,10 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     """One memory from two sides' changes since ``base``: each field from the side that changed it
     (``updated_at`` the later of two), the entities merged entry by entry (what either side
     removed is gone, what either added is there); None when both changed another field in two
-    ways: two edits of one memory, which a person merges."""
+    ways (two edits of one memory) or one side forgot it (``forget --soft``) while the other edited
+    more than its links: a person merges those, as a forget against an edit."""
+    if _forgot_against_edit(base, ours, theirs) or _forgot_against_edit(base, theirs, ours):
+        return None
     changed: dict[str, object] = {}
     for name in FIELD_NAMES:
         was, mine, other = getattr(base, name), getattr(ours, name), getattr(theirs, name)
@@ -95,3 +98,12 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
         else:
             return None
     return ours.evolve(**changed)
+
+
+def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
+    """``forgot`` soft-deleted the memory while ``edited`` changed more than its links."""
+    return (base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
+            and any(getattr(edited, name) != getattr(base, name) for name in FIELD_NAMES - _LINKS))
+
+
+_LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
