@@ -55,6 +55,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
+from .unlinks import strip_forgotten
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -306,6 +307,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if merges and head != start:
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
+        result.unlinked.clear()  # and its strip of links to forgotten memories
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
@@ -330,7 +332,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     on_top = _on_top(store, upstream)
-    if fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged, index.catch_up):
+    folded = fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged,
+                             index.catch_up)
+    if (parted and strip_forgotten(kb, store, tx, parted, result.unlinked)) or folded:
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
 
