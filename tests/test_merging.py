@@ -73,3 +73,5 @@ def test_two_sides_edits_of_one_memory_merge_by_field_unless_one_field_changed_t
     assert merge_edits(base, forgot, ours) is None  # a forget against an edit: a person decides
     assert merge_edits(base, theirs.evolve(learning=base.learning), forgot) == forgot.evolve(
         entities=["shop.orders.amount", "shop.orders.status", "memory:2"])
+    assert merge_edits(base, forgot, base.evolve(deleted_at="2026-11-29T20:06:00Z")) == forgot.evolve(
+        deleted_at="2026-11-29T20:06:00Z")  # both forgot it (soft): since the first

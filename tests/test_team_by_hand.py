@@ -82,7 +82,7 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
 
 
-def test_two_forgets_stripping_their_links_from_one_memory_need_no_person(tmp_path: Path,
+def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: Path,
                                                                          invoke_cli: CliRunner) -> None:
     """Memory 3 links 1 and 2; one clone forgets 1, another 2, each forget stripping its link from
     3: adjacent lines of its entity list, so git's line merge stopped the second sync on "both
@@ -104,6 +104,15 @@ def test_two_forgets_stripping_their_links_from_one_memory_need_no_person(tmp_pa
     assert json_of(invoke_cli("--kb", b, "--json", "get", "3", check=True))["entities"] == ["shop.orders.status"]
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/3.yaml\n"
     assert git(b, "status", "--porcelain") == ""
+    # A soft forget (MCP's mem_delete) against a forget: both forgot it, so it goes ("Your commits
+    # forgot memories/3.yaml, which origin/main edited" stopped the sync).
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "--soft", "3", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "3", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/3.yaml\n")
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == ""
 
 
 def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_strips(

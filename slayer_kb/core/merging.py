@@ -95,6 +95,8 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
             changed[name] = kept + [entity for entity in other if entity not in gone and entity not in kept]
         elif name == "updated_at":
             changed[name] = max(mine or "", other or "")
+        elif name == "deleted_at" and mine and other:  # both forgot it (soft): since the first
+            changed[name] = min(mine, other)
         else:
             return None
     return ours.evolve(**changed)

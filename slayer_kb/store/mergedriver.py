@@ -91,6 +91,18 @@ def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
     return None if memory is None else dumps(memory)
 
 
+def soft_forgotten(path: str, base: str, text: str) -> bool:
+    """Whether ``text`` is the memory ``base`` with only ``deleted_at`` set (``forget --soft``)."""
+    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    if memory_id is None:
+        return False
+    try:
+        was, now = loads(base, memory_id), loads(text, memory_id)
+    except KBError:
+        return False
+    return was.deleted_at is None and now.deleted_at is not None and now.evolve(deleted_at=None) == was
+
+
 def main(argv: list[str] | None = None) -> int:
     base_file, current_file, other_file, path = (argv if argv is not None else sys.argv[1:])[:4]
     texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in (base_file, current_file, other_file)]
