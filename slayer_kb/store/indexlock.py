@@ -18,7 +18,7 @@ from ..core.errors import IndexLockedError
 # milliseconds; `git commit` waiting for its editor, or a crash, longer.
 INDEX_LOCK_WAIT = 2.0
 POLL = 0.01
-# What git merge says when another git command holds index.lock: it names no lock.
+# What git merge says when another git command holds index.lock.
 _UNWRITTEN = b"Unable to write index"
 
 
@@ -43,13 +43,15 @@ def held(lock: Path, deadline: float | None = None) -> str | None:
 
 def run(git: Callable[[], subprocess.CompletedProcess[bytes]], lock: Path,
         undo: Callable[[], object] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git()``, run again while another git command's ``lock`` refused it; ``undo`` first clears
-    what a refused run left (git merge writes MERGE_HEAD before it finds the index locked). An
-    IndexLockedError when the lock outlasts the wait (the command did not run)."""
+    """``git()``, run again while another git command's ``lock`` refused it. ``undo`` is for git
+    merge, which names no lock ("Unable to write index") and writes MERGE_HEAD before it finds the
+    index locked: it clears that before the next run. An IndexLockedError when the lock outlasts
+    the wait (the command did not run)."""
     deadline = None
     while True:
         proc = git()
-        if proc.returncode == 0 or not (lock.name.encode() in proc.stderr or _UNWRITTEN in proc.stderr):
+        refused = lock.name.encode() in proc.stderr or (undo is not None and _UNWRITTEN in proc.stderr)
+        if proc.returncode == 0 or not refused:
             return proc
         if undo is not None:
             undo()
