@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory
-from slayer_kb.core.merging import merge_sessions, merge_topic_revisions
+from slayer_kb.core.merging import merge_edits, merge_sessions, merge_topic_revisions
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.store.leases import BLOCK, block_of, first_of
 
@@ -56,3 +56,22 @@ def test_two_new_memories_of_one_key_count_both_first_saves() -> None:
 def test_every_id_is_in_exactly_one_block(memory_id: int) -> None:
     block = block_of(memory_id)
     assert first_of(block) <= memory_id < first_of(block) + BLOCK
+
+
+def test_two_sides_edits_of_one_memory_merge_by_field_unless_one_field_changed_two_ways() -> None:
+    base = Memory(id="3", learning="Totals", created_at="2026-11-29T20:00:00Z",
+                  entities=["shop.orders.status", "memory:1", "memory:2"])
+    ours = base.evolve(entities=["shop.orders.status", "memory:1"], learning="Order totals",
+                       updated_at="2026-11-29T20:05:00Z")
+    theirs = base.evolve(entities=["shop.orders.amount", "shop.orders.status", "memory:2"],
+                         updated_at="2026-11-29T20:06:00Z")
+    assert merge_edits(base, ours, theirs) == base.evolve(
+        learning="Order totals", entities=["shop.orders.status", "shop.orders.amount"],
+        updated_at="2026-11-29T20:06:00Z")
+    assert merge_edits(base, ours, theirs.evolve(learning="Totals per order")) is None
+    forgot = base.evolve(deleted_at="2026-11-29T20:07:00Z", updated_at="2026-11-29T20:07:00Z")
+    assert merge_edits(base, forgot, ours) is None  # a forget against an edit: a person decides
+    assert merge_edits(base, theirs.evolve(learning=base.learning), forgot) == forgot.evolve(
+        entities=["shop.orders.amount", "shop.orders.status", "memory:2"])
+    assert merge_edits(base, forgot, base.evolve(deleted_at="2026-11-29T20:06:00Z")) == forgot.evolve(
+        deleted_at="2026-11-29T20:06:00Z")  # both forgot it (soft): since the first

@@ -9,16 +9,19 @@ import os
 import subprocess
 import sys
 import threading
+import time
+import types
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.core.errors import ConflictError, StoreError
+from slayer_kb.core.errors import ConflictError, IndexLockedError, StoreError
 from slayer_kb.core.results import SyncResult
 from slayer_kb.ops import sync as syncing
 from slayer_kb.ops import turn
 from slayer_kb.ops.sync import sync
+from slayer_kb.store import indexlock
 from testing import eventually, git, lose_races, make_team
 
 TURN = "refs/slayer-kb/turn/main"
@@ -230,3 +233,120 @@ def test_a_fetch_from_a_remote_that_stops_answering_is_stopped(diverged, monkeyp
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     git(b, "config", "--unset", "remote.origin.uploadpack")
     assert sync(KnowledgeBase(b)).action == "rebased"
+
+
+def _merge_a_branch(b: Path) -> None:
+    """Give ``b`` a merge among its unpushed commits, so that its sync merges (``git merge``)
+    instead of replaying."""
+    git(b, "switch", "-q", "-c", "topic")
+    KnowledgeBase(b).save_memory("Refunds over 500 EUR need a second approver", ["orders.amount"])
+    git(b, "switch", "-q", "main")
+    git(b, "-c", "user.name=B", "-c", "user.email=b@example.com", "merge", "-q", "--no-ff", "--no-edit", "topic")
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
+def test_a_sync_waits_for_a_git_command_that_holds_the_index_briefly(diverged, monkeypatch, merges) -> None:
+    """An editor's `git status` holds .git/index.lock for milliseconds: the sync's `git reset
+    --keep` (or `git merge`) that met it failed the sync, and the merge left MERGE_HEAD behind.
+    Here the lock is real and goes once the sync first waits for it (the store's clock is the test's)."""
+    bare, _a, b, _a_id, _b_id = diverged
+    if merges:
+        _merge_a_branch(b)
+    lock = b / ".git" / "index.lock"
+    lock.touch()
+    waits: list[float] = []
+
+    def other_git_exits(seconds: float) -> None:
+        waits.append(seconds)
+        lock.unlink(missing_ok=True)
+
+    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
+                        raising=False)
+    result = sync(KnowledgeBase(b))
+    assert waits and not lock.exists()
+    assert result.action == ("merged" if merges else "rebased")
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    assert git(b, "status", "--porcelain") == ""
+    assert not (b / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_sync_whose_index_stays_locked_leaves_the_repository_as_it_was(diverged, monkeypatch) -> None:
+    """git's index held past the wait (`git commit` waiting for its editor, a crashed git): the
+    sync says so, with the fix, and leaves the branch, files and index as they were. On the merge
+    path (here), whose `git merge` names no lock, it used to leave MERGE_HEAD behind too."""
+    bare, _a, b, _a_id, _b_id = diverged
+    _merge_a_branch(b)
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)  # the lock stays: no need to wait the 2 s
+    remote_main = git(bare, "rev-parse", "main")
+    before = (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain"))
+    lock = b / ".git" / "index.lock"
+    lock.touch()
+    with pytest.raises(IndexLockedError) as locked:
+        sync(KnowledgeBase(b))
+    assert str(locked.value) == (
+        f"git's index is locked: {lock} exists, so another git command is running in this repository (or one that "
+        "crashed left the file behind). Wait for it to finish, or delete that file if no git command is running, "
+        "then retry; nothing was pushed, and the repository is back as it was.")
+    lock.unlink()
+    assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
+    assert not (b / ".git" / "MERGE_HEAD").exists() and git(bare, "rev-parse", "main") == remote_main
+    assert sync(KnowledgeBase(b)).action == "merged"
+
+
+# The first push of a branch to the remote: a colleague's push (refs/colleague/main) wins the race.
+_COLLEAGUE = """#!/bin/sh
+input=$(cat)
+echo "$input" | grep -q ' refs/heads/main$' || exit 0
+[ -e "$GIT_DIR/raced" ] && exit 0
+touch "$GIT_DIR/raced"
+(unset GIT_QUARANTINE_PATH; git update-ref refs/heads/main refs/colleague/main)
+"""
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
+def test_a_retried_sync_maps_each_original_id_to_its_final_one(tmp_path: Path, monkeypatch, merges) -> None:
+    """Ids counted before leases collide; the first push is refused because a colleague pushed a
+    memory under the very id the first attempt gave this clone's memory. The retry renumbers again
+    (from the rewritten commits, or, on the merge path, from the branch as the sync found it, the
+    first attempt's renumber commit undone): ``renumbered`` maps the original id to the final one,
+    and the memories and their links end there."""
+    bare, (a, b, c) = make_team(tmp_path, 3)
+    for root in (a, b, c):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    assert KnowledgeBase(a).save_memory("A: refunds are booked when paid", ["orders.amount"]).memory_id == "1"
+    sync(KnowledgeBase(a))
+    git(c, "pull", "-q")
+    KnowledgeBase(c).save_memory("C: shipping is billed apart", ["orders.amount"], id="3")
+    git(c, "push", "-q", "origin", "HEAD:refs/colleague/main")
+    if merges:
+        _merge_a_branch(b)  # its memory 1, saved on a branch merged in
+    else:
+        KnowledgeBase(b).save_memory("Refunds over 500 EUR need a second approver", ["orders.amount"])
+    assert KnowledgeBase(b).save_memory("B: see the approver rule", ["orders.status", "memory:1"]).memory_id == "2"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(_COLLEAGUE)
+    hook.chmod(0o755)
+    before = git(b, "log", "--format=%s", "--first-parent", "HEAD").splitlines()
+
+    result = sync(KnowledgeBase(b))
+
+    assert (result.action, result.attempts) == ("merged" if merges else "rebased", 2)
+    assert result.renumbered == {"1": "4"}
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
+    kb = KnowledgeBase(b)
+    assert {i: kb.read(i).learning for i in ("1", "2", "3", "4")} == {
+        "1": "A: refunds are booked when paid", "2": "B: see the approver rule", "3": "C: shipping is billed apart",
+        "4": "Refunds over 500 EUR need a second approver"}
+    assert kb.read("2").entities == ["shop.orders.status", "memory:4"]
+    assert sorted(kb.index.stored(["1", "2", "3", "4"])) == ["1", "2", "3", "4"]
+    # One note from the original id to the final one (it said "save 4 (renumber 1 -> 4) (renumber
+    # 3 -> 4)": 3 is the colleague's memory); on the merge path the branch's own history is kept.
+    if merges:
+        assert git(b, "log", "--format=%s", "--first-parent", "HEAD").splitlines() == [
+            "Merge remote-tracking branch 'origin/main'", "memory: renumber 1 -> 4 (onto origin/main)", *before]
+    else:
+        assert git(b, "log", "--format=%B", "-1", "HEAD~").strip() == (
+            "memory: save 4 (renumber 1 -> 4)\n\nRenumbered-by: slayer-kb (1 -> 4)")
+        assert git(b, "log", "--format=%s", "HEAD").splitlines() == [
+            "memory: save 2", "memory: save 4 (renumber 1 -> 4)", "memory: save 3", *before[1:]]
+    assert git(b, "status", "--porcelain") == ""

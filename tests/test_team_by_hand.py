@@ -82,6 +82,70 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
 
 
+def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: Path,
+                                                                         invoke_cli: CliRunner) -> None:
+    """Memory 3 links 1 and 2; one clone forgets 1, another 2, each forget stripping its link from
+    3: adjacent lines of its entity list, so git's line merge stopped the second sync on "both
+    edited memories/3.yaml", a conflict no one made. Merged field by field, 3 links neither."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text, entities in (("Tax is VAT-inclusive", ["-e", "shop.orders.amount"]),
+                           ("Shipping fees are in EUR", ["-e", "shop.orders.amount"]),
+                           ("Order totals: see tax and shipping", ["-e", "shop.orders.status", "-e", "memory:1",
+                                                                   "-e", "memory:2"])):
+        invoke_cli("--kb", a, "save", text, *entities, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+                             "  merged both sides of: memories/3.yaml\n")
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "3", check=True))["entities"] == ["shop.orders.status"]
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/3.yaml\n"
+    assert git(b, "status", "--porcelain") == ""
+    # A soft forget (MCP's mem_delete) against a forget: both forgot it, so it goes ("Your commits
+    # forgot memories/3.yaml, which origin/main edited" stopped the sync).
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "--soft", "3", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "3", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/3.yaml\n")
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == ""
+
+
+def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_strips(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A forget strips its links only from the memories its clone holds. A new link to it from the
+    other clone stopped that clone's sync ("do not validate ... 'memory:1' refers to a memory that
+    does not exist"), or, when the link was pushed first, the forgetting clone's sync pushed a main
+    that did not validate. Both ways the sync strips the link, in one commit, and says so."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    # Its forget is on the remote first.
+    invoke_cli("--kb", a, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+        "  stripped links to forgotten memories: memory:1 from 3\n")
+    assert git(a, "log", "-1", "--format=%s") == "memory: strip links to forgotten 1 from 3\n"
+    # The link is on the remote first.
+    invoke_cli("--kb", a, "save", "Fees: see the shipping rule", "-e", "shop.orders.status", "-e", "memory:2", check=True)
+    invoke_cli("--kb", b, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
+    assert (synced["action"], synced["unlinked"]) == ("rebased", {"4": ["2"]})
+    for memory_id in ("3", "4"):
+        assert json_of(invoke_cli("--kb", b, "--json", "get", memory_id, check=True))["entities"] == [
+            "shop.orders.status"]
+    assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.

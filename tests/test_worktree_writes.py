@@ -23,7 +23,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.mcp.schema import Reply
 from slayer_kb.mcp.tools import call_tool
-from slayer_kb.store import repo
+from slayer_kb.store import indexlock
 from slayer_kb.store.bounded import explain
 from slayer_kb.store.repo import Change
 from testing import CliRunner, git
@@ -331,7 +331,7 @@ def test_a_save_while_git_holds_its_index_is_refused_and_a_read_only_index_file_
 ) -> None:
     """.git/index.lock: another git command (``git commit`` waiting for its editor) or a crashed one.
     A save used to commit anyway and leave ``git status`` showing its file deleted and untracked."""
-    monkeypatch.setattr(repo, "INDEX_LOCK_WAIT", 0.05)  # the lock stays: no need to wait the 2 s
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)  # the lock stays: no need to wait the 2 s
     root = indexed_example_kb.root
     before = git(root, "rev-parse", "HEAD")
     lock = root / ".git" / "index.lock"
@@ -359,7 +359,7 @@ def test_a_save_waits_for_a_git_command_that_holds_the_index_briefly(
     root = indexed_example_kb.root
     lock = root / ".git" / "index.lock"
     lock.touch()
-    monkeypatch.setattr(repo, "time", types.SimpleNamespace(monotonic=time.monotonic,
+    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic,
                                                             sleep=lambda _seconds: lock.unlink(missing_ok=True)),
                         raising=False)
     saved = json.loads(invoke_cli("--kb", root, "--json", *SAVE, check=True).stdout)
@@ -395,7 +395,7 @@ def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
     """git's index taken by another git command between the check and the staging (here: by a
     hook the update-ref runs): the commit stands and the error says so and how to finish; it used
     to be reported as saved, with ``git status`` showing the file deleted and untracked."""
-    monkeypatch.setattr(repo, "INDEX_LOCK_WAIT", 0.05)
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
     root = indexed_example_kb.root
     lock = root / ".git" / "index.lock"
     hook = root / ".git" / "hooks" / "reference-transaction"

@@ -189,7 +189,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.merged.items())
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
-        return text
+        return text + _unlinked(result.unlinked)
 
     emit(settings, result.to_json(), human)
 
@@ -251,9 +251,17 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run slayer-kb sync to push."
         if result.folded:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.folded.items())
-        return text
+        return text + _unlinked(result.unlinked)
 
     emit(settings, result.to_json(), human)
+
+
+def _unlinked(stripped: dict[str, list[str]]) -> str:
+    """The line saying which links to memories the other side forgot were stripped (unlinks.py)."""
+    if not stripped:
+        return ""
+    return "\n  stripped links to forgotten memories: " + ", ".join(
+        f"{', '.join('memory:' + i for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
 
 
 def _import_text(result: ImportResult) -> str:

@@ -126,5 +126,9 @@ class WorkTreeError(StoreError):
         self.commit = commit
 
 
+class IndexLockedError(StoreError):
+    """Another git command held git's index (index.lock) for longer than a write waits for it."""
+
+
 class ConflictError(KBError):
     type_name = "conflict"

@@ -6,6 +6,9 @@
 - A **topic-key memory** (Engram's upsert: each save under the key revises the memory): the
   newest content wins, as it would have had the saves come one after the other, and the
   revisions and duplicates both sides counted are added up, so none is lost.
+- Any other **memory whose lines conflict** though no field was changed two ways (two forgets
+  on two clones each stripping their ``memory:`` link from one memory, the lines adjacent):
+  each field from the side that changed it, the entity lists merged entry by entry.
 
 Pure functions over records; git hands the versions to ``store/mergedriver.py`` during ``sync``'s
 rebase, and ``ops/sync.py`` folds and re-counts with them after it.
@@ -14,7 +17,7 @@ rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 from __future__ import annotations
 
 from .engram import content_hash
-from .memory import Memory
+from .memory import FIELD_NAMES, Memory
 from .session import Prompt, Session
 
 
@@ -69,3 +72,40 @@ def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str) -> int
         return None
     start = (getattr(base, name) or 1) if base is not None else 0
     return (mine or 1) + (other or 1) - start
+
+
+def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
+    """One memory from two sides' changes since ``base``: each field from the side that changed it
+    (``updated_at`` the later of two), the entities merged entry by entry (what either side
+    removed is gone, what either added is there); None when both changed another field in two
+    ways (two edits of one memory) or one side forgot it (``forget --soft``) while the other edited
+    more than its links: a person merges those, as a forget against an edit."""
+    if _forgot_against_edit(base, ours, theirs) or _forgot_against_edit(base, theirs, ours):
+        return None
+    changed: dict[str, object] = {}
+    for name in FIELD_NAMES:
+        was, mine, other = getattr(base, name), getattr(ours, name), getattr(theirs, name)
+        if mine == other or other == was:
+            continue
+        if mine == was:
+            changed[name] = other
+        elif name == "entities":
+            gone = (set(was) - set(mine)) | (set(was) - set(other))
+            kept = [entity for entity in mine if entity not in gone]
+            changed[name] = kept + [entity for entity in other if entity not in gone and entity not in kept]
+        elif name == "updated_at":
+            changed[name] = max(mine or "", other or "")
+        elif name == "deleted_at" and mine and other:  # both forgot it (soft): since the first
+            changed[name] = min(mine, other)
+        else:
+            return None
+    return ours.evolve(**changed)
+
+
+def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
+    """``forgot`` soft-deleted the memory while ``edited`` changed more than its links."""
+    return (base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
+            and any(getattr(edited, name) != getattr(base, name) for name in FIELD_NAMES - _LINKS))
+
+
+_LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it

@@ -343,9 +343,11 @@ class MergeResult:
     action: str  # merged | fast-forward | up to date
     head: str
     folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
+    unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded}
+        return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded,
+                "unlinked": self.unlinked}
 
 
 @dataclass
@@ -370,6 +372,7 @@ class SyncResult:
     renumbered: dict[str, str] = field(default_factory=dict)
     merged: dict[str, str] = field(default_factory=dict)
     resolved: list[str] = field(default_factory=list)
+    unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
@@ -381,7 +384,7 @@ class SyncResult:
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
-                "resolved": self.resolved, "attempts": self.attempts, "head": self.head,
+                "resolved": self.resolved, "unlinked": self.unlinked, "attempts": self.attempts, "head": self.head,
                 "timings": self.timings}
 
 

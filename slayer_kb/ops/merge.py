@@ -28,6 +28,7 @@ from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
 from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
 from .renumber import require_clean
+from .unlinks import strip_forgotten
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -58,6 +59,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             kb.reread()
             kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
+        if result.action == "merged" and parted and strip_forgotten(kb, store, tx, parted, result.unlinked):
+            result.head = store.head() or head
         return result
 
 
@@ -69,14 +72,14 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     assert before is not None
     options, env, attributes = mergedriver.git_config(store.prefix)
     try:
-        proc = store.git(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
-                         check=False, env=env)
+        proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
+                                       check=False, env=env, undo=("merge", "--quit"))
     finally:
         attributes.unlink(missing_ok=True)
     if proc.returncode != 0:
         stopped = unmerged(store)
         if not stopped:
-            store.git("merge", "--abort", check=False)
+            store.git_writing_index("merge", "--abort", check=False)
             raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
         settle(store, stopped, "MERGE_HEAD")
     if not merging(store):
@@ -85,18 +88,18 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     _merge_added_alike(store, parted, before, sha)
     forget, edited = _forgotten_here(store, parted, before, sha)
     if forget:
-        store.git("rm", "-q", "-f", "--", *forget)
+        store.git_writing_index("rm", "-q", "-f", "--", *forget)
     if edited:
         # Held as git holds a file deleted here and changed there: REF's version alone, at
         # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
-        store.git("update-index", "--index-info", input="".join(
+        store.git_writing_index("update-index", "--index-info", input="".join(
             f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
     stopped = unmerged(store)
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
         # way round from a rebase's.
         return stopped, {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
-    store.git("commit", "--no-edit", "-q")
+    store.git_writing_index("commit", "--no-edit", "-q")
     return None
 
 

@@ -158,18 +158,18 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
     (``held``), with the rebase stopped on them."""
     options, env, attributes = mergedriver.git_config(store.prefix)
     try:
-        proc = store.git(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
+        proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
         while proc.returncode != 0:
             stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD"):
                 return stopped, held_stages(store)
             if stopped:
-                proc = store.git(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
+                proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
                 continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
-            proc = store.git(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
+            proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
     finally:
         attributes.unlink(missing_ok=True)
     return None
@@ -294,8 +294,8 @@ def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str
         if merged is None:
             return False
         take = store.objects.write("blob", merged.encode("utf-8"))
-    store.git("update-index", "--cacheinfo", f"{mode},{take},{path}")
-    store.git("checkout", "--", path)
+    store.git_writing_index("update-index", "--cacheinfo", f"{mode},{take},{path}")
+    store.git_writing_index("checkout", "--", path)
     return True
 
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from ..transaction import Transaction
 
 TRAILER = "Renumbered-by: slayer-kb"
+# The note a rewritten commit's subject ends with: ' (renumber 35 -> 36, 40 -> 41)'.
+_NOTE = re.compile(r" \(renumber ((?:[^\s,()]+ -> [^\s,()]+)(?:, [^\s,()]+ -> [^\s,()]+)*)\)$")
 
 
 
@@ -227,16 +229,26 @@ def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: di
 def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mapping: dict[str, str]) -> str:
     meta = store.git("log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit).stdout.decode("utf-8", "replace")
     name, email, date, message = meta.split("\0", 3)
-    touched = [old for old in mapping if re.search(_id_token(old), message)]
     message = message.rstrip("\n")
+    subject, newline, body = message.partition("\n")
+    # A commit renumbered before (a sync's earlier attempt): its note is composed with this move,
+    # from each original id to its final one, not a second note naming an id it held for a moment.
+    note = _NOTE.search(subject)
+    earlier = dict(move.split(" -> ") for move in note.group(1).split(", ")) if note else {}
+    bare = subject[:note.start()] if note else subject
+    touched = [old for old in mapping if re.search(_id_token(old), f"{bare}\n{body}")]
     if touched:
-        moves = ", ".join(f"{old} -> {mapping[old]}" for old in touched)
+        original = {new: old for old, new in earlier.items()}
+        moves = {**{old: new for old, new in earlier.items() if new not in touched},
+                 **{original.get(old, old): mapping[old] for old in touched}}
+        said = ", ".join(f"{old} -> {new}" for old, new in moves.items())
         # The subject names the ids as they are now, and the move ('memory: save 36 (renumber
         # 35 -> 36)'), so that 'log 36' tells what happened; the body is kept as written.
-        subject, newline, body = message.partition("\n")
         pattern = "|".join(_id_token(old) for old in sorted(touched, key=len, reverse=True))
-        subject = re.sub(pattern, lambda m: mapping[m.group(0)], subject)
-        message = f"{subject} (renumber {moves}){newline}{body}\n\n{TRAILER} ({moves})"
+        bare = re.sub(pattern, lambda m: mapping[m.group(0)], bare)
+        body = "\n".join(line for line in body.split("\n") if not line.startswith(TRAILER)).rstrip("\n")
+        newline = newline if body.strip() else ""
+        message = f"{bare} (renumber {said}){newline}{body}\n\n{TRAILER} ({said})"
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store.identity()}
     args = ["commit-tree", tree, "-F", "-"]
     if parent is not None:

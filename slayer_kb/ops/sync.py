@@ -38,7 +38,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, InvalidInputError, KBError, StoreError
+from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
@@ -55,6 +55,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
+from .unlinks import strip_forgotten
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -157,10 +158,14 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             index.catch_up()
             if upstream:
                 result.pulled = _count(store, upstream, start)
-        except BaseException:
+        except BaseException as exc:
             turn.give_back()
-            _put_back(store, start)
+            stuck = _put_back(store, start)
             kb.reread()
+            if stuck is not None:
+                raise StoreError(f"{exc}\n{stuck}") from exc
+            if isinstance(exc, IndexLockedError):  # before the push: nothing left this clone
+                raise IndexLockedError(f"{exc}; nothing was pushed, and the repository is back as it was.") from None
             raise
         result.head = store.head()
         kb.record_moves(result.renumbered, "renumbered")
@@ -202,6 +207,13 @@ class _Index:
         self.kb = kb
         self.store = store
         self.at = at
+
+    def back_to(self, was: str, now: str) -> None:
+        """The branch went back from ``was`` to ``now`` (a retry's reset): the index, which learnt
+        ``was``'s commits (a renumber commit's rewritten links, which the next renumbering looks
+        up there), describes ``now`` again."""
+        _reindex(self.kb, self.store, was)
+        self.at = now
 
     def catch_up(self) -> None:
         head = self.store.head()
@@ -284,7 +296,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             _revalidate(kb, _on_top(store, upstream), merged=False)
         return
     if parted == head:
-        store.git("merge", "-q", "--ff-only", upstream)
+        store.git_writing_index("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         return
     name = f"{remote}/{upstream_branch}"
@@ -295,6 +307,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if merges and head != start:
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
+        result.unlinked.clear()  # and its strip of links to forgotten memories
+        index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
     if mapping and merges:
@@ -318,7 +332,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     on_top = _on_top(store, upstream)
-    if fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged, index.catch_up):
+    folded = fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged,
+                             index.catch_up)
+    if (parted and strip_forgotten(kb, store, tx, parted, result.unlinked)) or folded:
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
 
@@ -355,7 +371,7 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
     stop on the files the driver merges)."""
     stopped = run(store, ["-q", upstream])
     if stopped is not None:
-        store.git("rebase", "--abort", check=False)
+        store.git_writing_index("rebase", "--abort", check=False)
         name = f"{remote}/{upstream_branch}"
         first = [f"git fetch {remote}"]
         if renumbered:
@@ -372,7 +388,7 @@ def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: b
     merge by hand through ``slayer-kb merge``."""
     stopped = merge_in(store, name, upstream)
     if stopped is not None:
-        store.git("merge", "--abort", check=False)
+        store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
         if renumbered:
             first.append(f"slayer-kb renumber --onto {name}")
@@ -518,11 +534,19 @@ def _remote_lines(stderr: str) -> list[str]:
             and line[len("remote:"):].strip()]
 
 
-def _put_back(store: GitStore, start: str) -> None:
-    """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``."""
-    if in_progress(store):
-        store.git("rebase", "--abort", check=False)
-    if merging(store):
-        store.git("merge", "--abort", check=False)
-    if store.head() != start:
-        reset_keep(store, start, check=False)
+def _put_back(store: GitStore, start: str) -> str | None:
+    """Undo a sync that could not finish: no rebase in progress, branch and files at ``start``;
+    None when done, else why not and the steps that finish it (git's index stayed locked)."""
+    try:
+        if in_progress(store):
+            store.git_writing_index("rebase", "--abort", check=False)
+        if merging(store):
+            store.git_writing_index("merge", "--abort", check=False)
+        if store.head() != start:
+            reset_keep(store, start, check=False)
+        return None
+    except IndexLockedError as exc:
+        steps = [*(["git rebase --abort"] if in_progress(store) else []),
+                 *(["git merge --abort"] if merging(store) else []), f"git reset --keep {start}"]
+        return (f"Nor could sync put the branch back where it was: {exc}. Once it can, run {'; '.join(steps)}; "
+                "then slayer-kb sync.")

@@ -11,7 +11,10 @@ slayer_kb.store.mergedriver BASE CURRENT OTHER PATH``, git's ``%O %A %B %P``):
 - a session file: both versions merged (``core/merging.merge_sessions``);
 - a memory both sides hold under one topic key: the newer content, both sides' revisions and
   duplicates counted (``core/merging.merge_topic_revisions``);
-- anything else: ``git merge-file``, git's own line merge, conflicts and all.
+- anything else: ``git merge-file``, git's own line merge; a memory whose lines conflict though
+  no field was changed two ways (two forgets each stripping its link from one memory) is then
+  merged field by field (``core/merging.merge_edits``), and what still conflicts is left as git
+  leaves it.
 
 The result is written over CURRENT; the exit status is git's: 0 merged, else conflicts remain.
 """
@@ -28,7 +31,7 @@ from ..core.children import python_child
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import dumps, loads
-from ..core.merging import merge_sessions, merge_topic_revisions
+from ..core.merging import merge_edits, merge_sessions, merge_topic_revisions
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
@@ -75,13 +78,41 @@ def merged(path: str, base: str, current: str, other: str) -> str | None:
     return None
 
 
+def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
+    """The field-by-field merge of an ordinary memory's three versions whose lines conflict
+    (``merge_edits``); None when two edits of it conflict, or a version does not parse."""
+    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    if memory_id is None or not base.strip():
+        return None
+    try:
+        memory = merge_edits(*(loads(text, memory_id) for text in (base, current, other)))
+    except KBError:
+        return None
+    return None if memory is None else dumps(memory)
+
+
+def soft_forgotten(path: str, base: str, text: str) -> bool:
+    """Whether ``text`` is the memory ``base`` with only ``deleted_at`` set (``forget --soft``)."""
+    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    if memory_id is None:
+        return False
+    try:
+        was, now = loads(base, memory_id), loads(text, memory_id)
+    except KBError:
+        return False
+    return was.deleted_at is None and now.deleted_at is not None and now.evolve(deleted_at=None) == was
+
+
 def main(argv: list[str] | None = None) -> int:
     base_file, current_file, other_file, path = (argv if argv is not None else sys.argv[1:])[:4]
     texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in (base_file, current_file, other_file)]
     result = merged(path, *texts)
     if result is None:
-        return subprocess.run(["git", "merge-file", "-L", "current", "-L", "base", "-L", "other",
+        # git's line merge first: a clean one keeps the file as written (its layout, comments).
+        code = subprocess.run(["git", "merge-file", "-L", "current", "-L", "base", "-L", "other",
                                current_file, base_file, other_file], check=False).returncode
+        if code == 0 or (result := edits_merged(path, *texts)) is None:
+            return code
     Path(current_file).write_text(result, encoding="utf-8")
     return 0
 

@@ -11,7 +11,8 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 - a file the commit adds that the upstream added too, that very version, under a commit of its
   own, stays: merged again, a topic key's later revisions would count the add twice;
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
-  and topic-key memories), exactly as git would have asked the driver to.
+  and topic-key memories), exactly as git would have asked the driver to;
+- a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it.
 
 A commit that changes nothing any more is dropped, as ``git rebase`` drops it; one that changed
 nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` keeps it. The new
@@ -117,6 +118,9 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
             # already counts the add, which merged again would count twice (a topic key's
             # revisions).
             continue
+        elif (current is None or change.new is None) and _forgotten_both_ways(store, change, current):
+            if current is not None:  # one side forgot it, the other only soft-forgot it: it goes
+                updates[change.path] = None
         elif current is None or change.new is None or not _driven(store, change.path):
             return None  # deleted on one side and changed on the other, or git's line merge
         else:
@@ -125,6 +129,17 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
                 return None
             updates[change.path] = objects.write("blob", merged.encode("utf-8"))
     return updates
+
+
+def _forgotten_both_ways(store: GitStore, change: _Change, current: str | None) -> bool:
+    """One side deleted the memory (``forget``) while the other only set its ``deleted_at``
+    (``forget --soft``, MCP's ``mem_delete``): both forgot it, no person needed."""
+    kept = current if change.new is None else change.new
+    if change.old is None or kept is None or not _driven(store, change.path):
+        return False
+    texts = store.objects.read_many("blob", {change.old, kept})
+    return mergedriver.soft_forgotten(change.path, texts[change.old].decode("utf-8", "replace"),
+                                      texts[kept].decode("utf-8", "replace"))
 
 
 def _driven(store: GitStore, path: str) -> bool:

@@ -20,7 +20,6 @@ import contextlib
 import os
 import re
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import refuses_folders
 from ..core.results import LogEntry
-from . import gitstate, journal, requests, state, upkeep, worktree
+from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .objects import ObjectStore
@@ -44,9 +43,6 @@ _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
-# Seconds a commit waits for another git command's index.lock to go: `git status` (an editor runs
-# it every few seconds) holds it for milliseconds; `git commit` waiting for its editor, or a crash, longer.
-INDEX_LOCK_WAIT = 2.0
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
@@ -390,18 +386,18 @@ class GitStore:
 
     def index_locked(self, deadline: float | None = None) -> str | None:
         """Why git's index cannot take a change now, ending with the fix, or None: another git
-        command holds its lock (index.lock) past ``deadline`` (``time.monotonic``, by default
-        ``INDEX_LOCK_WAIT`` from now), or one that crashed left it."""
-        lock, deadline = self._index_lock(), deadline or time.monotonic() + INDEX_LOCK_WAIT
-        while os.path.lexists(lock):
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(LOCK_POLL * 5)
-        else:
-            return None
-        return (f"git's index is locked: {lock} exists, so another git command is running in this repository "
-                "(or one that crashed left the file behind). Wait for it to finish, or delete that file if no "
-                "git command is running, then retry")
+        command holds its lock past ``deadline`` (``indexlock.held``), or one that crashed left it."""
+        return indexlock.held(self._index_lock(), deadline)
+
+    def git_writing_index(self, *args: str, check: bool = True, undo: tuple[str, ...] = (),
+                          **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+        """``git ARGS`` for a command that writes git's index (``reset``, ``merge``, ``rebase``,
+        ``checkout``, ``commit``, ``update-index``), run again while another git command holds the
+        index (``indexlock.run``; ``undo``: ``merge --quit``); an IndexLockedError, ``check`` or
+        not, when the lock stays."""
+        proc = indexlock.run(lambda: self.git(*args, check=False, **kwargs), self._index_lock(),
+                             (lambda: self.git(*undo, check=False)) if undo else None)
+        return checked(list(args), proc) if check else proc
 
     def object_store(self) -> upkeep.Objects:
         """How many loose objects and packs the repository holds, and the packs' bytes."""
@@ -518,15 +514,8 @@ class GitStore:
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
         args = ["update-index", "--add", "--remove", "-z", "--stdin"]
-        lock, deadline = self._index_lock().name.encode(), time.monotonic() + INDEX_LOCK_WAIT
         try:
-            proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
-            # Another git command's index.lock (`git status` in a loop): told by git's words, as it may be gone.
-            while proc.returncode != 0 and lock in proc.stderr and time.monotonic() < deadline:
-                if (locked := self.index_locked(deadline)) is not None:
-                    raise StoreError(locked)  # git's own words name neither the cause's fix nor ours
-                proc = self.git(*args, input=payload, timeout=git_timeout(), check=False)
-            checked(args, proc)
+            self.git_writing_index(*args, input=payload, timeout=git_timeout())
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None

@@ -35,6 +35,9 @@ class Repository(Protocol):
 
     def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]: ...
 
+    def git_writing_index(self, *args: str, check: bool = True, undo: tuple[str, ...] = (),
+                          **kwargs: object) -> subprocess.CompletedProcess[bytes]: ...
+
     def head(self) -> str | None: ...
 
     def check_inside(self, kb_path: str) -> None: ...
@@ -53,8 +56,8 @@ def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess
     on, and local changes to others, kept), after refreshing the index's stat data: in a copied
     clone (``cp -r``) no entry's stat data matches its file, and ``--keep`` refuses each such
     entry as "not uptodate" until git has looked again."""
-    store.git("update-index", "-q", "--refresh", check=False)  # exit 1 names changed files: --keep decides
-    return store.git("reset", "-q", "--keep", target, check=check)
+    store.git_writing_index("update-index", "-q", "--refresh", check=False)  # exit 1 names changed files: --keep decides
+    return store.git_writing_index("reset", "-q", "--keep", target, check=check)
 
 
 # A git status names at most this many paths one by one: git matches every file against every
@@ -145,8 +148,8 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     restore = [rp for rp in repo_paths.values() if in_head[rp] is not None]
     if restore:
         payload = "".join(rp + "\0" for rp in restore).encode("utf-8", "surrogateescape")
-        store.git("checkout", "-q", head or "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
-                 input=payload, env=STATUS_ENV)
+        store.git_writing_index("checkout", "-q", head or "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
+                                input=payload, env=STATUS_ENV)
     absent = [path for path, rp in repo_paths.items() if in_head[rp] is None]
     for path in absent:
         with contextlib.suppress(FileNotFoundError):
@@ -181,7 +184,7 @@ def stage_blobs(store: Repository, blobs: Mapping[str, str | None]) -> None:
     null = "0" * len(store.head() or "")  # git's null id, as long as this repository's ids
     records = "".join(f"100644 {oid}\t{store.repo_path(path)}\0" if oid else f"0 {null}\t{store.repo_path(path)}\0"
                       for path, oid in blobs.items())
-    store.git("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
+    store.git_writing_index("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
 
 
 # Attributes under which git reads a work-tree file as other bytes than slayer-kb writes (the
