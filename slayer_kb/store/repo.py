@@ -33,6 +33,7 @@ from ..core.results import LogEntry
 from . import gitstate, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
+from .gitenv import git_env
 from .objects import ObjectStore
 from .view import View
 
@@ -54,10 +55,10 @@ UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowled
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py)."""
+    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py).
+    The repository is the one holding ``cwd``, whatever GIT_DIR and the like say (gitenv.py)."""
     try:
-        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input,
-                           {**os.environ, **env} if env else None, timeout)
+        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout)
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
