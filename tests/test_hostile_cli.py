@@ -497,3 +497,23 @@ def test_a_kb_path_that_is_no_kb_gets_only_advice_that_can_work(invoke_cli: CliR
             1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n"), kb
         assert invoke_cli("--kb", kb, "list").stderr == f"Error: {message}\n"
     assert not (tmp_path / "new").exists()
+
+
+def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    """A title is kept exactly, but the commit message names it on one line of printable text:
+    a NUL made git refuse the commit ("git commit-tree failed"), an escape sequence went into
+    every `git log` of the KB, and a blank line started a body of forged trailers."""
+    root = indexed_example_kb.root
+    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\n\nSigned-off-by: someone else"
+    saved = invoke_cli("--kb", root, "--json", "save", "the learning", "--title", title)
+    assert (saved.returncode, json_of(saved)["memory_id"], saved.stderr) == (0, "27", "")
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "27", check=True))["title"] == title
+    assert git(root, "log", "-1", "--format=%B") == (
+        "memory: save 27 (manual: a\\x00b \\x1b]0;pwned\\x07 \\u202eevil Signed-off-by: someone else)\n")
+    text = "## Key Learnings:\n1. The warehouse is rebuilt nightly at 02:00 UTC\n"
+    captured = invoke_cli("--kb", root, "capture-passive", text, "--source", "hook\n\nSigned-off-by: x\x1b[2J")
+    assert captured.returncode == 0, captured.stderr
+    assert git(root, "log", "-1", "--format=%B") == (
+        "memory: capture 28 (passive, from hook Signed-off-by: x\\x1b[2J)\n")
+    assert git(root, "status", "--porcelain") == ""

@@ -59,6 +59,7 @@ from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
+from ..core.text import one_line
 from ..search import lookups
 from ..store.repo import Change
 from ..store.state import STATE_DIR
@@ -209,7 +210,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
             changes.append(memory_change(memory, text))
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {folder.name}")
+            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {one_line(folder.name)}")
     return result
 
 
@@ -340,7 +341,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(
-                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({path.name})")
+                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({one_line(path.name)})")
     return result
 
 

@@ -30,6 +30,7 @@ from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import refuses_folders
 from ..core.results import LogEntry
+from ..core.text import shown_controls
 from . import gitstate, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
@@ -55,8 +56,7 @@ UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowled
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py).
-    The repository is the one holding ``cwd``, whatever GIT_DIR and the like say (gitenv.py)."""
+    """``git ARGS`` in ``cwd``'s repository (gitenv.py), ``niceness`` steps lower; past ``timeout`` s, stopped."""
     try:
         proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout)
     except FileNotFoundError:
@@ -303,11 +303,10 @@ class GitStore:
         self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
-
-        Returns the new commit, or None when the changes leave the tree as it was.
-        """
+        Returns the new commit, or None when the changes leave the tree as it was."""
         if not changes:
             return None
+        message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
         # One change per path, the last one winning as in the tree: the work tree's writes run
         # in parallel, and two of one path would race.
         changes = list({change.path: change for change in changes}.values())
