@@ -180,6 +180,8 @@ class Transaction:
         """``count`` fresh auto ids, ascending. With a remote, from the blocks this clone leased
         there (``store/leases.py``: no other clone is ever handed them); without one, one above
         every auto id this branch's history and work tree have ever held, consecutive."""
+        if count == 0:
+            return []
         top = self._highest_auto_id(count)
         kb = self.kb
         leased = self.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))

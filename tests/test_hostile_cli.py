@@ -517,3 +517,31 @@ def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_k
     assert git(root, "log", "-1", "--format=%B") == (
         "memory: capture 28 (passive, from hook Signed-off-by: x\\x1b[2J)\n")
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_an_engram_export_without_observations_or_of_the_wrong_shape(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """An export with no observations (an empty list, only sessions) raised IndexError; a key of
+    the wrong type was read character by character or dropped without a word."""
+    root = indexed_example_kb.root
+    export = tmp_path / "engram.json"
+    head = git(root, "rev-parse", "HEAD")
+    for text in ("[]", '{"observations": null}', "{}"):
+        export.write_text(text)
+        proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+        assert (proc.returncode, json_of(proc)["imported"], json_of(proc)["commit"], proc.stderr) == (0, [], None, "")
+    assert git(root, "rev-parse", "HEAD") == head
+    export.write_text('{"sessions": [{"id": "ses-only", "project": "p"}]}')
+    proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+    assert (proc.returncode, json_of(proc)["sessions"], proc.stderr) == (0, 1, "")
+    assert git(root, "log", "-1", "--format=%s") == "memory: import 0 observations, 1 new sessions, 0 prompts from Engram (engram.json)\n"
+    head = git(root, "rev-parse", "HEAD")
+    for key, value, kind in (("observations", '"abc"', "a string"), ("sessions", "{}", "a mapping"),
+                             ("prompts", "5", "a number")):
+        export.write_text(f'{{"{key}": {value}}}')
+        proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+        message = f"{export}: '{key}' must be a list, as in Engram's export, not {kind}."
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
