@@ -302,10 +302,10 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")
     if isinstance(data, dict):
-        for key in ("observations", "sessions", "prompts"):
-            if data.get(key) is not None and not isinstance(data[key], list):
-                raise InvalidInputError(f"{path}: '{key}' must be a list, as in Engram's export, not "
-                                        f"{kind_of(data[key])}.")
+        for name in ("observations", "sessions", "prompts"):
+            if data.get(name) is not None and not isinstance(data[name], list):
+                raise InvalidInputError(f"{path}: '{name}' must be a list, as in Engram's export, not "
+                                        f"{kind_of(data[name])}.")
         observations, session_rows = data.get("observations") or [], data.get("sessions") or []
         prompt_rows = data.get("prompts") or []
     elif isinstance(data, list):
