@@ -545,3 +545,20 @@ def test_an_engram_export_without_observations_or_of_the_wrong_shape(indexed_exa
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("refs", [("",), ("shop.orders.amount", "  "), (" , ",)])
+def test_update_with_an_empty_entity_is_refused_not_an_unlinking(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner, refs: tuple[str, ...]) -> None:
+    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    before = (root / "memories" / "1.yaml").read_bytes()
+    index = refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
+    message = (f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop the "
+               "item; to unlink every entity, delete them with 'slayer-kb edit 1'.")
+    proc = invoke_cli("--kb", root, "--json", "update", "1", *(arg for ref in refs for arg in ("-e", ref)))
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n")
+    assert (root / "memories" / "1.yaml").read_bytes() == before
+    assert git(root, "rev-parse", "HEAD") == head
