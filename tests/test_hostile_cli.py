@@ -562,3 +562,18 @@ def test_update_with_an_empty_entity_is_refused_not_an_unlinking(indexed_example
         1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n")
     assert (root / "memories" / "1.yaml").read_bytes() == before
     assert git(root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>"])
+def test_an_author_with_control_characters_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                      author: str) -> None:
+    """Each went into the commit's author line as it was, for every `git log` to print raw."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    message = f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible characters)."
+    for args, env in (((["--author", author]), None), ([], {"SLAYER_KB_AUTHOR": author})):
+        proc = invoke_cli("--kb", root, *args, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""

@@ -79,8 +79,9 @@ def find_toplevel(path: Path) -> Path | None:
 
 def parse_author(author: str) -> tuple[str, str]:
     match = _AUTHOR.match(author)
-    if not match or not match.group("name"):
-        raise StoreError(f"Author {author!r} is not of the form 'Name <email>'.")
+    if not match or not match.group("name") or not author.isprintable():  # git log would print a control raw
+        raise StoreError(f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or "
+                         "invisible characters).")
     return match.group("name"), match.group("email")
 
 
@@ -488,10 +489,8 @@ class GitStore:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
             env: dict[str, str] = {}
-            for key, var, fallback in (
-                ("user.name", "NAME", _FALLBACK_IDENTITY[0]),
-                ("user.email", "EMAIL", _FALLBACK_IDENTITY[1]),
-            ):
+            for key, var, fallback in (("user.name", "NAME", _FALLBACK_IDENTITY[0]),
+                                       ("user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
                 configured = self.git("config", key, check=False).stdout.strip()
                 for role in ("AUTHOR", "COMMITTER"):
                     if not configured and f"GIT_{role}_{var}" not in os.environ:
