@@ -577,3 +577,21 @@ def test_an_author_with_control_characters_is_refused(indexed_example_kb: Knowle
             1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("folder", ["", " ", "\t\n"])
+def test_a_blank_folder_is_refused_not_taken_for_the_current_one(indexed_example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner, tmp_path: Path,
+                                                                 folder: str) -> None:
+    """`init "$DIR"` with DIR unset made a git repository and a KB of the current folder (a
+    blank one, a folder named ' '); `export-slayer ""` wrote its memories/ there."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for args, what, example in ((("init",), "the knowledge base's folder", "slayer-kb init kb"),
+                                (("--kb", indexed_example_kb.root, "export-slayer"), "the export's folder",
+                                 "slayer-kb export-slayer ./slayer-storage")):
+        proc = invoke_cli(*args, "--json", folder, cwd=work)
+        message = (f"{what} is blank ({folder!r}): give a folder, e.g. '{example}' ('.' for the current one).")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert list(work.iterdir()) == []

@@ -55,7 +55,7 @@ from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import given_folder, read_given_file
+from ..core.inputs import check_folder_named, given_folder, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
@@ -223,6 +223,7 @@ _OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
 
 def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
+    check_folder_named(folder, "the export's folder", "slayer-kb export-slayer ./slayer-storage")
     where = Path(folder).resolve()
     if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
         # The KB's memories/ would hold a .md beside each .yaml, which validate would then ask
