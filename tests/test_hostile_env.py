@@ -27,7 +27,6 @@ def other_repo(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("variables", [
     {"GIT_DIR": "{other}/.git"},
     {"GIT_WORK_TREE": "{other}"},
-    {"GIT_DIR": "{other}/.git", "GIT_WORK_TREE": "{other}"},
     # What git gives a pre-commit hook of `git commit -a` in the other repository.
     {"GIT_INDEX_FILE": "{other}/.git/index.lock"},
     {"GIT_OBJECT_DIRECTORY": "{other}/.git/objects"},
