@@ -25,7 +25,7 @@ from .catalog.refs import clean_query, flatten_refs, query_entities, split_refer
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
 from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
-from .core.inputs import Undo, check_description, check_unicode, given_folder
+from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
@@ -60,6 +60,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
+        check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
         with given_folder(root, "the knowledge base's folder") as undo:
             own = find_toplevel(root) is None

@@ -180,6 +180,8 @@ class Transaction:
         """``count`` fresh auto ids, ascending. With a remote, from the blocks this clone leased
         there (``store/leases.py``: no other clone is ever handed them); without one, one above
         every auto id this branch's history and work tree have ever held, consecutive."""
+        if count == 0:
+            return []
         top = self._highest_auto_id(count)
         kb = self.kb
         leased = self.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
@@ -232,8 +234,18 @@ class Transaction:
     def require_committed(self, path: str) -> None:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
         holds work that is not committed, for an operation that has no ``--force``."""
-        kb = self.kb
-        if os.path.lexists(kb.root / path) and self.store.uncommitted([path]):
+        if not os.path.lexists(self.kb.root / path):
+            # Gone from the work tree but not from HEAD: a deletion (or a move) not committed.
+            head = self.store.head()
+            objects = self.store.objects
+            repo_path = self.store.repo_path(path)
+            if head is not None and objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] is not None:
+                raise ConflictError(
+                    f"{path} is deleted in the work tree, and HEAD still has it: a deletion that is not committed, "
+                    "which this command would undo; slayer-kb never commits work you have not committed, so nothing "
+                    f"was done. Commit the deletion (git rm {path}, then git commit), or bring the file back (git "
+                    f"checkout -- {path}), and retry.")
+        elif self.store.uncommitted([path]):
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(

@@ -194,3 +194,36 @@ def test_edit_refuses_a_fifo_or_a_folder_without_waiting(catalog_kb: KnowledgeBa
         edit(kb, "dir", reopen=lambda _p: pytest.fail("nothing to reopen"))
     assert str(info.value) == "memories/dir.yaml: is a folder, not a regular file; refusing to open it; move it out of memories/ by hand, then retry"
     assert not (folder / "count").exists()
+
+
+def test_an_editor_setting_that_cannot_run_is_named(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """An empty EDITOR ran vi with no terminal all the same (its screen codes in --json's output);
+    an unbalanced quote was a traceback; a file that is no program said to chmod the KB."""
+    root = catalog_kb.root
+    catalog_kb.save_memory("A note.", ["orders.amount"], id="n")
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    fake_vi = bin_folder / "vi"  # what the old code ran: it leaves a mark
+    fake_vi.write_text(f"#!/bin/sh\ntouch {tmp_path / 'vi-ran'}\n")
+    fake_vi.chmod(0o755)
+    not_a_program = tmp_path / "notes.txt"
+    not_a_program.write_text("not a program\n")
+    path = f"{bin_folder}{os.pathsep}{os.environ['PATH']}"
+    no_editor = ("No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. Set "
+                 "EDITOR to a command that edits the file it is given, or change the memory with 'slayer-kb update ID' "
+                 "(MCP: mem_update).")
+    cases = [
+        ({"EDITOR": "", "VISUAL": ""}, no_editor),
+        ({"EDITOR": 'vi "notes'}, "$VISUAL / $EDITOR ('vi \"notes') cannot be split into a command: No closing "
+                                  "quotation; quote it as a shell would, e.g. EDITOR='code --wait'."),
+        ({"EDITOR": str(not_a_program)}, f"The editor '{not_a_program}' cannot be run (Permission denied); set "
+                                         "$VISUAL or $EDITOR to an installed editor."),
+    ]
+    head = git(root, "rev-parse", "HEAD")
+    for env, message in cases:
+        proc = invoke_cli("--kb", root, "--json", "edit", "n", env={"VISUAL": None, "PATH": path, **env})
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), env
+    assert not (tmp_path / "vi-ran").exists()
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""

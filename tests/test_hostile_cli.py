@@ -497,3 +497,101 @@ def test_a_kb_path_that_is_no_kb_gets_only_advice_that_can_work(invoke_cli: CliR
             1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n"), kb
         assert invoke_cli("--kb", kb, "list").stderr == f"Error: {message}\n"
     assert not (tmp_path / "new").exists()
+
+
+def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    """A title is kept exactly, but the commit message names it on one line of printable text:
+    a NUL made git refuse the commit ("git commit-tree failed"), an escape sequence went into
+    every `git log` of the KB, and a blank line started a body of forged trailers."""
+    root = indexed_example_kb.root
+    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\n\nSigned-off-by: someone else"
+    saved = invoke_cli("--kb", root, "--json", "save", "the learning", "--title", title)
+    assert (saved.returncode, json_of(saved)["memory_id"], saved.stderr) == (0, "27", "")
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "27", check=True))["title"] == title
+    assert git(root, "log", "-1", "--format=%B") == (
+        "memory: save 27 (manual: a\\x00b \\x1b]0;pwned\\x07 \\u202eevil Signed-off-by: someone else)\n")
+    text = "## Key Learnings:\n1. The warehouse is rebuilt nightly at 02:00 UTC\n"
+    captured = invoke_cli("--kb", root, "capture-passive", text, "--source", "hook\n\nSigned-off-by: x\x1b[2J")
+    assert captured.returncode == 0, captured.stderr
+    assert git(root, "log", "-1", "--format=%B") == (
+        "memory: capture 28 (passive, from hook Signed-off-by: x\\x1b[2J)\n")
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_an_engram_export_without_observations_or_of_the_wrong_shape(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """An export with no observations (an empty list, only sessions) raised IndexError; a key of
+    the wrong type was read character by character or dropped without a word."""
+    root = indexed_example_kb.root
+    export = tmp_path / "engram.json"
+    head = git(root, "rev-parse", "HEAD")
+    for text in ("[]", '{"observations": null}', "{}"):
+        export.write_text(text)
+        proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+        assert (proc.returncode, json_of(proc)["imported"], json_of(proc)["commit"], proc.stderr) == (0, [], None, "")
+    assert git(root, "rev-parse", "HEAD") == head
+    export.write_text('{"sessions": [{"id": "ses-only", "project": "p"}]}')
+    proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+    assert (proc.returncode, json_of(proc)["sessions"], proc.stderr) == (0, 1, "")
+    assert git(root, "log", "-1", "--format=%s") == "memory: import 0 observations, 1 new sessions, 0 prompts from Engram (engram.json)\n"
+    head = git(root, "rev-parse", "HEAD")
+    for key, value, kind in (("observations", '"abc"', "a string"), ("sessions", "{}", "a mapping"),
+                             ("prompts", "5", "a number")):
+        export.write_text(f'{{"{key}": {value}}}')
+        proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+        message = f"{export}: '{key}' must be a list, as in Engram's export, not {kind}."
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("refs", [("",), ("shop.orders.amount", "  "), (" , ",)])
+def test_update_with_an_empty_entity_is_refused_not_an_unlinking(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner, refs: tuple[str, ...]) -> None:
+    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    before = (root / "memories" / "1.yaml").read_bytes()
+    index = refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
+    message = (f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop the "
+               "item; to unlink every entity, delete them with 'slayer-kb edit 1'.")
+    proc = invoke_cli("--kb", root, "--json", "update", "1", *(arg for ref in refs for arg in ("-e", ref)))
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n")
+    assert (root / "memories" / "1.yaml").read_bytes() == before
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>"])
+def test_an_author_with_control_characters_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                      author: str) -> None:
+    """Each went into the commit's author line as it was, for every `git log` to print raw."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    message = f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible characters)."
+    for args, env in (((["--author", author]), None), ([], {"SLAYER_KB_AUTHOR": author})):
+        proc = invoke_cli("--kb", root, *args, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("folder", ["", " ", "\t\n"])
+def test_a_blank_folder_is_refused_not_taken_for_the_current_one(indexed_example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner, tmp_path: Path,
+                                                                 folder: str) -> None:
+    """`init "$DIR"` with DIR unset made a git repository and a KB of the current folder (a
+    blank one, a folder named ' '); `export-slayer ""` wrote its memories/ there."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for args, what, example in ((("init",), "the knowledge base's folder", "slayer-kb init kb"),
+                                (("--kb", indexed_example_kb.root, "export-slayer"), "the export's folder",
+                                 "slayer-kb export-slayer ./slayer-storage")):
+        proc = invoke_cli(*args, "--json", folder, cwd=work)
+        message = (f"{what} is blank ({folder!r}): give a folder, e.g. '{example}' ('.' for the current one).")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+    assert list(work.iterdir()) == []

@@ -144,6 +144,18 @@ def test_a_long_prompt_is_cut_at_the_content_limit(empty_kb: KnowledgeBase) -> N
     assert len(content.encode()) <= 100
 
 
+def test_a_cut_prompt_says_so(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A 5 MB prompt was cut to the limit with nothing said but the marker in the file."""
+    warning = ("content is 200000 bytes, over the limit of 65536: only its first 65521 bytes were kept, then "
+               "'... [truncated]'. Save the rest as memories (mem_save), or raise the limit with "
+               "SLAYER_KB_MAX_CONTENT (bytes).")
+    proc = invoke_cli("--kb", empty_kb.root, "--json", "save-prompt", "-", input="p" * 200_000)
+    assert (proc.returncode, json_of(proc)["warnings"], proc.stderr) == (0, [warning], "")
+    assert json_of(proc)["message"] == f'Prompt saved: "{"p" * 80}..."\nwarning: {warning}'
+    short = invoke_cli("--kb", empty_kb.root, "--json", "save-prompt", "a short one", check=True)
+    assert "warnings" not in json_of(short)
+
+
 def test_end_stamps_time_and_summary(empty_kb: KnowledgeBase) -> None:
     empty_kb.session_start("ses-1", "analytics")
     ended = empty_kb.session_end("ses-1", "Found the <private>x</private> double count").to_json()

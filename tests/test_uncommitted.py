@@ -15,7 +15,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from testing import CliRunner, commit_all, git
+from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -197,3 +197,25 @@ def test_renumber_names_the_uncommitted_files_it_refuses(unfinished: Path) -> No
         "The repository has uncommitted changes to tracked files (memories/1.yaml, memories/2.yaml); "
         "commit or stash them (git stash) and run the command again."
     )
+
+
+def test_a_save_over_a_memory_deleted_or_moved_by_hand_is_refused(indexed_example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    """HEAD has memories/5.yaml, the work tree not (moved aside, not committed): a save to id 5 used
+    to commit over HEAD's memory 5 and call it "created"."""
+    root = indexed_example_kb.root
+    (root / "memories" / "5.yaml").rename(root / "memories" / "kb.five.yaml")
+    head = git(root, "rev-parse", "HEAD")
+    message = ("memories/5.yaml is deleted in the work tree, and HEAD still has it: a deletion that is not "
+               "committed, which this command would undo; slayer-kb never commits work you have not committed, "
+               "so nothing was done. Commit the deletion (git rm memories/5.yaml, then git commit), or bring the "
+               "file back (git checkout -- memories/5.yaml), and retry.")
+    proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "5")
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "conflict", "message": message}}, f"Error: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == " D memories/5.yaml\n?? memories/kb.five.yaml\n"
+    git(root, "rm", "-q", "memories/5.yaml")
+    git(root, "commit", "-q", "-m", "drop 5")
+    saved = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "5", check=True)
+    assert json_of(saved)["action"] == "created"

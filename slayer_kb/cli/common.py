@@ -20,7 +20,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError, StoreError
 from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import warning_lines
+from ..core.text import shown_controls, warning_lines
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -128,22 +128,13 @@ def kept_line(kept: list[str]) -> str:
     return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
 
 
-# C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
-# And the bidi embeddings, overrides and isolates, with which a terminal that lays out
-# right-to-left text shows the line in another order than it is (Trojan Source, CVE-2021-42574).
-_CONTROLS = {
-    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)},
-    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
-}
-
-
 def for_terminal(text: str) -> str:
     """``text`` with every control character a terminal would act on shown as ``\\xNN`` (a bidi
     control as ``\\uNNNN``): memories are written by agents and read by people, and an escape
     sequence in one must not retitle, clear or recolour the reader's terminal, or write its
     clipboard (OSC 52); a lone carriage return must not overwrite the line it is on. ``--json``
     keeps the exact text."""
-    return text.replace("\r\n", "\n").translate(_CONTROLS)
+    return shown_controls(text.replace("\r\n", "\n"))
 
 
 def fail(settings: Settings | None, error: KBError) -> NoReturn:

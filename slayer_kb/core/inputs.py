@@ -55,6 +55,14 @@ def blank(value: Any) -> bool:
     return not isinstance(value, str) or all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value)
 
 
+def check_folder_named(folder: str | os.PathLike[str], what: str, example: str) -> None:
+    """Refuse a blank folder name: an unset shell variable (``init "$DIR"``) would otherwise mean
+    the current folder, or make a folder named ' '."""
+    if not os.fspath(folder).strip():
+        raise InvalidInputError(f"{what} is blank ({os.fspath(folder)!r}): give a folder, e.g. '{example}' ('.' for "
+                                "the current one).")
+
+
 def check_description(description: Any) -> str | None:
     """A description, trimmed, refused when it is not text or longer than MAX_DESCRIPTION."""
     if description is None:

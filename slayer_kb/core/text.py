@@ -34,6 +34,27 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+# C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
+# And the bidi embeddings, overrides and isolates, with which a terminal that lays out
+# right-to-left text shows the line in another order than it is (Trojan Source, CVE-2021-42574).
+_CONTROLS = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)},
+    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
+
+
+def shown_controls(text: str) -> str:
+    """``text`` with each control character a terminal acts on shown as ``\\xNN``, each bidi
+    control as ``\\uNNNN``; tabs and newlines kept (the human output, commit messages)."""
+    return text.translate(_CONTROLS)
+
+
+def one_line(text: str) -> str:
+    """``text`` with each run of whitespace, line breaks included, as one space: a user's text in
+    a commit's subject, which a line break would end (and a blank line follow with a body)."""
+    return " ".join(text.split())
+
+
 def quoted(text: str) -> str:
     """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
     return json.dumps(text, ensure_ascii=False)

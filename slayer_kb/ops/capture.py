@@ -11,6 +11,7 @@ from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode
 from ..core.memory import Memory, utc_now
 from ..core.results import CaptureResult
+from ..core.text import one_line
 from ..transaction import memory_change
 from . import sessions
 
@@ -86,7 +87,7 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
             _, session_changes = sessions.ensure(tx, session_id, project, now=now)
             changes = [memory_change(m) for m in memories.values()] + session_changes
             ids = ", ".join(memories)
-            result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {source})", memories)
+            result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {one_line(source)})", memories)
             result.saved = len(memories)
             result.memory_ids = list(memories)
     return result

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError, MemoryFileError
+from ..core.errors import InvalidInputError, MemoryFileError, ResolutionError
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
@@ -41,6 +41,14 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             "Nothing to update: give at least one field (title, learning/content, type, "
             "description, project, scope, topic_key, entities)."
         )
+    refs = given.get("entities", ())
+    for index, ref in enumerate([refs] if isinstance(refs, str) else refs):
+        # A blank reference (an empty shell variable) would unlink every entity, unasked.
+        if isinstance(ref, str) and not ref.replace(",", "").strip():
+            raise ResolutionError(
+                f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop "
+                f"the item; to unlink every entity, delete them with 'slayer-kb edit {memory_id}'."
+            )
     with kb.transaction() as tx:
 
         def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:

@@ -55,14 +55,18 @@ def check_memory_text(
 
 
 def editor_command() -> list[str]:
-    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if command is None and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")  # one set empty counts as unset
+    if not command and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
         # An agent's call: vi with no terminal would print its screen codes as output, or wait.
         raise InvalidInputError(
             "No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
             "Set EDITOR to a command that edits the file it is given, or change the memory with "
             "'slayer-kb update ID' (MCP: mem_update).")
-    parts = shlex.split(command or DEFAULT_EDITOR)
+    try:
+        parts = shlex.split(command or DEFAULT_EDITOR)
+    except ValueError as exc:  # an unbalanced quote
+        raise InvalidInputError(f"$VISUAL / $EDITOR ({command!r}) cannot be split into a command: {exc}; quote it "
+                                "as a shell would, e.g. EDITOR='code --wait'.") from None
     if not parts:
         raise InvalidInputError("$VISUAL / $EDITOR is blank; set it to your editor, e.g. EDITOR=nano.")
     return parts
@@ -168,6 +172,9 @@ def _run_editor(draft: Path) -> None:
         raise InvalidInputError(
             f"Editor '{command[0]}' not found; set $VISUAL or $EDITOR to an installed editor."
         ) from None
+    except OSError as exc:  # not a program: no execute permission, a folder, no interpreter
+        raise InvalidInputError(f"The editor '{command[0]}' cannot be run ({exc.strerror}); set $VISUAL or $EDITOR "
+                                "to an installed editor.") from None
     if proc.returncode != 0:
         raise InvalidInputError(
             f"The editor '{command[0]}' exited with status {proc.returncode}; nothing was committed."

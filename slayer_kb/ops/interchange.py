@@ -48,17 +48,19 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..catalog.querychecks import kind_of
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import given_folder, read_given_file
+from ..core.inputs import check_folder_named, given_folder, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
+from ..core.text import one_line
 from ..search import lookups
 from ..store.repo import Change
 from ..store.state import STATE_DIR
@@ -209,7 +211,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
             changes.append(memory_change(memory, text))
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {folder.name}")
+            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {one_line(folder.name)}")
     return result
 
 
@@ -221,6 +223,7 @@ _OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
 
 def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
+    check_folder_named(folder, "the export's folder", "slayer-kb export-slayer ./slayer-storage")
     where = Path(folder).resolve()
     if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
         # The KB's memories/ would hold a .md beside each .yaml, which validate would then ask
@@ -300,6 +303,10 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")
     if isinstance(data, dict):
+        for name in ("observations", "sessions", "prompts"):
+            if data.get(name) is not None and not isinstance(data[name], list):
+                raise InvalidInputError(f"{path}: '{name}' must be a list, as in Engram's export, not "
+                                        f"{kind_of(data[name])}.")
         observations, session_rows = data.get("observations") or [], data.get("sessions") or []
         prompt_rows = data.get("prompts") or []
     elif isinstance(data, list):
@@ -340,7 +347,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(
-                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({path.name})")
+                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({one_line(path.name)})")
     return result
 
 

@@ -12,6 +12,7 @@ from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
 from ..core.session import check_session_id
+from ..core.text import one_line
 from ..transaction import Transaction, memory_change
 from . import sessions
 
@@ -85,7 +86,7 @@ def save(
         )
         # Engram makes the session when it saves into one: both in the one commit.
         session = sessions.for_save(tx, check_session_id(session_id, "session_id"), project, now)
-        commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {title})")
+        commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id} ({type}: {one_line(title)})")
         return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
 

@@ -44,7 +44,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import clip, counted, quoted
+from ..core.text import clip, counted, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 
@@ -237,7 +237,11 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     project = engram.given_project(optional_text(project, "project"))
     session_id = session_or_default(session_id, project)
     content = engram.redact_private(content)
-    content = _cut(content, kb.max_content)
+    size, content = len(content.encode("utf-8")), _cut(content, kb.max_content)
+    warnings = [] if size <= kb.max_content else [
+        f"content is {size} bytes, over the limit of {kb.max_content}: only its first "
+        f"{len(content.encode('utf-8')) - len(TRUNCATED)} bytes were kept, then {TRUNCATED!r}. Save the rest as "
+        "memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."]
     with kb.transaction(sync=False) as tx:
         now = utc_now()
         session, _ = ensure(tx, session_id, project, now=now)
@@ -245,14 +249,15 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
         commit = tx.commit([change(session)], f"session: prompt in {session_id}")
-    return prompt_result(session, commit)
+    return prompt_result(session, commit, warnings)
 
 
-def prompt_result(session: Session, commit: str | None) -> SessionResult:
-    """``save_prompt``'s result for the session its last prompt went into, and Engram's reply."""
+def prompt_result(session: Session, commit: str | None, warnings: list[str] | None = None) -> SessionResult:
+    """``save_prompt``'s result for the session its last prompt went into, and Engram's reply
+    (with the ``warnings``, if any)."""
     prompt = session.prompts[-1]
-    return SessionResult(session.to_dict(), "prompt saved", commit, prompt=prompt.to_dict(),
-                         message=f"Prompt saved: {quoted(clip(prompt.content, PROMPT_REPLY_CHARS))}")
+    message = f"Prompt saved: {quoted(clip(prompt.content, PROMPT_REPLY_CHARS))}" + warning_lines(warnings or [])
+    return SessionResult(session.to_dict(), "prompt saved", commit, warnings or None, prompt.to_dict(), message)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.inputs import whole_number
+from .gitenv import git_env
 
 GIT_TIMEOUT = 60  # seconds (SLAYER_KB_GIT_TIMEOUT)
 # A sync's fetch and push carry the team's new history, so they get longer; still bounded, since
@@ -53,7 +54,7 @@ def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping
 
 def hung(top: Path, command: str, hook: str, outcome: str) -> str:
     """Why ``git COMMAND`` (run in ``top``) was stopped past the bound: the repository's ``hook`` it runs."""
-    where = subprocess.run(["git", "rev-parse", "--git-path", f"hooks/{hook}"], cwd=top, capture_output=True,
+    where = subprocess.run(["git", "rev-parse", "--git-path", f"hooks/{hook}"], cwd=top, env=git_env(), capture_output=True,
                            text=True, check=False, timeout=10).stdout.strip()
     return (
         f"git {command} did not finish within {git_timeout()} s and was stopped: it runs this repository's "

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import sys
 
+from .gitenv import git_env
+
 # What makes git read config from somewhere these files do not say: given on its command line
-# (``git -c``, ``GIT_CONFIG_COUNT``) or another repository.
-_OTHER_SOURCES = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_COMMON_DIR",
-                  "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CEILING_DIRECTORIES")
+# (``git -c``, ``GIT_CONFIG_COUNT``) or a repository found otherwise. GIT_DIR and the like are
+# not: git is asked without them (gitenv.py).
+_OTHER_SOURCES = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+                  "GIT_CEILING_DIRECTORIES")
 
 
 def setting(root: str, key: str) -> str:
@@ -25,7 +28,7 @@ def setting(root: str, key: str) -> str:
     import subprocess  # here: most commands never need it, and the client starts lean
 
     try:
-        found = subprocess.run(["git", "config", "--get", key], cwd=root,
+        found = subprocess.run(["git", "config", "--get", key], cwd=root, env=git_env(),
                                capture_output=True, text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return ""

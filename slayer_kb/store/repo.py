@@ -29,9 +29,11 @@ from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import refuses_folders
 from ..core.results import LogEntry
+from ..core.text import shown_controls
 from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
+from .gitenv import git_env
 from .objects import ObjectStore
 from .view import View
 
@@ -50,10 +52,9 @@ UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowled
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``, ``niceness`` steps lower (priority.py); past ``timeout`` s, stopped (bounded.py)."""
+    """``git ARGS`` in ``cwd``'s repository (gitenv.py), ``niceness`` steps lower; past ``timeout`` s, stopped."""
     try:
-        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input,
-                           {**os.environ, **env} if env else None, timeout)
+        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout)
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
@@ -74,8 +75,9 @@ def find_toplevel(path: Path) -> Path | None:
 
 def parse_author(author: str) -> tuple[str, str]:
     match = _AUTHOR.match(author)
-    if not match or not match.group("name"):
-        raise StoreError(f"Author {author!r} is not of the form 'Name <email>'.")
+    if not match or not match.group("name") or not author.isprintable():  # git log would print a control raw
+        raise StoreError(f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or "
+                         "invisible characters).")
     return match.group("name"), match.group("email")
 
 
@@ -298,11 +300,10 @@ class GitStore:
         self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
-
-        Returns the new commit, or None when the changes leave the tree as it was.
-        """
+        Returns the new commit, or None when the changes leave the tree as it was."""
         if not changes:
             return None
+        message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
         # One change per path, the last one winning as in the tree: the work tree's writes run
         # in parallel, and two of one path would race.
         changes = list({change.path: change for change in changes}.values())
@@ -484,10 +485,8 @@ class GitStore:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
             env: dict[str, str] = {}
-            for key, var, fallback in (
-                ("user.name", "NAME", _FALLBACK_IDENTITY[0]),
-                ("user.email", "EMAIL", _FALLBACK_IDENTITY[1]),
-            ):
+            for key, var, fallback in (("user.name", "NAME", _FALLBACK_IDENTITY[0]),
+                                       ("user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
                 configured = self.git("config", key, check=False).stdout.strip()
                 for role in ("AUTHOR", "COMMITTER"):
                     if not configured and f"GIT_{role}_{var}" not in os.environ:

@@ -29,6 +29,7 @@ from pathlib import Path
 from ..core import priority
 from ..core.children import NEUTRAL_CWD, python_child
 from ..core.errors import StoreError
+from .gitenv import git_env
 
 EVERY = 20
 LOOSE = 60
@@ -46,7 +47,8 @@ def loose_objects(objects_dir: Path) -> int:
 
 def turned_off(top: Path) -> bool:
     def setting(name: str) -> str:
-        proc = subprocess.run(["git", "config", "--get", name], cwd=top, capture_output=True, text=True, check=False)
+        proc = subprocess.run(["git", "config", "--get", name], cwd=top, env=git_env(), capture_output=True, text=True,
+                              check=False)
         return proc.stdout.strip().lower()
 
     return setting("gc.auto") == "0" or setting("maintenance.auto") in ("false", "no", "off", "0")
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     # the session; lower still, a busy machine would starve the job, which may hold the KB lock.
     priority.lower_session(priority.niceness())
     for command in json.loads(commands):
-        subprocess.run(command, cwd=top if command[0] == "git" else NEUTRAL_CWD, stdin=subprocess.DEVNULL,
+        subprocess.run(command, cwd=top if command[0] == "git" else NEUTRAL_CWD, env=git_env(), stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return 0
 
@@ -160,7 +162,8 @@ def run(top: Path, state: Path, timeout: float = 600.0) -> None:
 def repack(top: Path, timeout: float = 600.0) -> None:
     """``REPACK`` then ``GC``, now, in this process."""
     for command in (REPACK, GC):
-        proc = subprocess.run(command, cwd=top, capture_output=True, text=True, check=False, timeout=timeout)
+        proc = subprocess.run(command, cwd=top, env=git_env(), capture_output=True, text=True, check=False,
+                              timeout=timeout)
         if proc.returncode != 0:
             raise StoreError(f"{' '.join(command)} failed: {proc.stderr.strip() or proc.returncode}")
 

@@ -1,0 +1,30 @@
+"""The environment git runs in for a KB: the user's, without the variables that point git at a
+repository. A KB's repository is the one holding its folder (``--kb``, ``$SLAYER_KB``, the
+enclosing KB); a GIT_DIR, GIT_WORK_TREE or GIT_INDEX_FILE left in the environment (a git hook
+sets GIT_INDEX_FILE, `git commit -a` to the other repository's ``index.lock``) would send the
+KB's commit, index or objects to another repository. Imports only ``os``: the lean client
+reads git's config through it (config.py)."""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+# `git rev-parse --local-env-vars` (what git itself clears on entering a submodule), less the
+# config variables: settings given that way (`git -c`, GIT_CONFIG_COUNT) are the user's, wherever.
+REPOSITORY_VARIABLES = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH",
+)
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` without ``REPOSITORY_VARIABLES``, then ``extra`` (slayer-kb's own settings)."""
+    env = {name: value for name, value in os.environ.items() if name not in REPOSITORY_VARIABLES}
+    if extra:
+        env.update(extra)
+    return env

@@ -1,0 +1,51 @@
+"""Hostile surroundings rather than hostile arguments: git's own variables left in the
+environment (a git hook runs slayer-kb with GIT_INDEX_FILE set to the other repository's
+index.lock), which must never send a KB's commit, index or objects to another repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, git, json_of
+
+
+@pytest.fixture
+def other_repo(tmp_path: Path) -> Path:
+    """A repository beside the KB, with one commit and its own index."""
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    (other / "code.txt").write_text("code\n")
+    git(other, "add", "code.txt")
+    git(other, "commit", "-q", "-m", "code")
+    return other
+
+
+@pytest.mark.parametrize("variables", [
+    {"GIT_DIR": "{other}/.git"},
+    {"GIT_WORK_TREE": "{other}"},
+    # What git gives a pre-commit hook of `git commit -a` in the other repository.
+    {"GIT_INDEX_FILE": "{other}/.git/index.lock"},
+    {"GIT_OBJECT_DIRECTORY": "{other}/.git/objects"},
+])  # fmt: skip
+def test_gits_repository_variables_never_redirect_a_kbs_commit(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, other_repo: Path, variables: dict[str, str]) -> None:
+    root = indexed_example_kb.root
+    env = {name: value.format(other=other_repo) for name, value in variables.items()}
+    before = {"head": git(other_repo, "rev-parse", "HEAD"), "index": (other_repo / ".git" / "index").read_bytes(),
+              "files": sorted(p.name for p in other_repo.iterdir()), "objects": git(other_repo, "count-objects")}
+    kb_head = git(root, "rev-parse", "HEAD").strip()
+    proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
+    assert (proc.returncode, json_of(proc)["memory_id"], proc.stderr) == (0, "27", "")
+    # The KB's own repository has the commit, its index agrees with it, and nothing else moved.
+    assert git(root, "log", "-1", "--format=%s%n%P", "--name-only").split("\n") == [
+        "memory: save 27", kb_head, "", "memories/27.yaml", ""]
+    assert git(root, "status", "--porcelain") == ""
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "27", env=env, check=True))["learning"] == "a note"
+    after = {"head": git(other_repo, "rev-parse", "HEAD"), "index": (other_repo / ".git" / "index").read_bytes(),
+             "files": sorted(p.name for p in other_repo.iterdir()), "objects": git(other_repo, "count-objects")}
+    assert after == before
+    assert not (other_repo / ".git" / "index.lock").exists()
