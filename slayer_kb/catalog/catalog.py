@@ -244,26 +244,6 @@ def catalog_signature(root: Path, racy_seconds: float) -> list[list[Any]]:
     return sig
 
 
-def catalog_bytes_digest(root: Path) -> str | None:
-    """A hash of the catalog's bytes (a link out of the KB by its own stat, its target never
-    read): a copy, a checkout or a restore gives every file a new stat and keeps this. None
-    when a file could not be read."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    for rel, leads_out in catalog_files(root):
-        path = os.path.join(root, rel)
-        try:
-            if leads_out:
-                st = os.lstat(path)
-                part = f"{st.st_mtime_ns} {st.st_size} {st.st_ino}".encode()
-            else:
-                part = hashlib.sha1(read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES),
-                                    usedforsecurity=False).digest()
-        except (OSError, TooLarge):
-            return None
-        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + part + b"\0")
-    return digest.hexdigest()
-
-
 def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
     """``load_catalog``, reusing the parsed catalog saved in ``cache`` while the files' signature
     is unchanged: parsing hundreds of model files costs a short command most of its run time."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import sqlite3
 import stat
@@ -18,7 +19,7 @@ from typing import Any
 
 from whoosh import index as windex
 
-from ..catalog.catalog import Catalog, catalog_bytes_digest, catalog_signature, same_signature
+from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files, catalog_signature, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import TooLarge, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
@@ -322,7 +323,7 @@ class Index(Reads, Meaning):
             # New stats with the same bytes (a copy, a checkout that came back, a restore): as a
             # memory file's, only the signature is updated. Hashed before the catalog is loaded,
             # so a file changed in between is found changed at the next check.
-            now_bytes = catalog_bytes_digest(self.root)
+            now_bytes = _catalog_bytes(self.root)
             catalog_changed = now_bytes is None or now_bytes != catalog_bytes
             catalog_bytes = now_bytes
         if not changed and not removed and not catalog_changed and only is None:
@@ -559,3 +560,22 @@ class Index(Reads, Meaning):
         state = self._read_state()
         return sorted(state["young"]) if state else []
 
+
+def _catalog_bytes(root: Path) -> str | None:
+    """A hash of the catalog's bytes (a link out of the KB by its own stat, its target never
+    read): a copy, a checkout or a restore gives every file a new stat and keeps this. None
+    when a file could not be read."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for rel, leads_out in catalog_files(root):
+        path = os.path.join(root, rel)
+        try:
+            if leads_out:
+                st = os.lstat(path)
+                part = f"{st.st_mtime_ns} {st.st_size} {st.st_ino}".encode()
+            else:
+                part = hashlib.sha1(read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES),
+                                    usedforsecurity=False).digest()
+        except (OSError, TooLarge):
+            return None
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + part + b"\0")
+    return digest.hexdigest()
