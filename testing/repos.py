@@ -83,7 +83,7 @@ def _build_catalog_kb(root: Path, commit: bool = True) -> None:
 
 
 def _build_example_kb(root: Path) -> None:
-    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".slayer-kb"))
+    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".slayer-kb", "__pycache__"))
     git(root, "init", "-q")
     commit_all(root)
 

@@ -276,6 +276,22 @@ def test_catalog_same_size_rewrite_within_the_timestamp_granularity(example_kb: 
     assert entity_hits(kb, "zzquests") == ["shop.refunds.refund_count"]
 
 
+def test_a_copied_kb_indexes_nothing_again_until_a_catalog_byte_changes(indexed_example_kb: KnowledgeBase) -> None:
+    """A copy (``cp -r``, a restore, a checkout that came back) gives every file a new inode and
+    keeps its bytes: the catalog's documents stay as they are, as the memories' do."""
+    kb = indexed_example_kb  # a copy of an indexed KB: every file's inode is new
+    segments = kb.index.segments()
+    report = kb.ensure_fresh()
+    assert report is not None and (report.rebuilt, report.updated, report.catalog_changed) == (False, 0, False)
+    assert kb.index.segments() == segments
+    again = kb.ensure_fresh()  # the new signature was kept: no second look at the bytes' hash
+    assert again is None or not again.catalog_changed
+    # a byte of the catalog changed after the copy is still found
+    path = kb.root / REFUNDS
+    path.write_text(path.read_text(encoding="utf-8").replace("Refund requests", "Refund zzquests"), encoding="utf-8")
+    assert entity_hits(kb, "zzquests") == ["shop.refunds.refund_count"]
+
+
 # -- a damaged or foreign index is rebuilt by itself -------------------------------------------
 
 

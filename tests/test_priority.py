@@ -6,6 +6,7 @@ answer reads."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import filelock
@@ -109,14 +110,32 @@ def _save(root: Path, text: str, **env: str) -> subprocess.Popen[str]:
                             env=dict(os.environ, **env), preexec_fn=_as_a_shell_starts_it)  # noqa: PLW1509
 
 
+def _stats(tasks: Iterable[Path]) -> list[list[str]]:
+    """The stat fields of each thread in ``tasks`` (a process's /proc/PID/task folders) that is
+    still there when read: a thread that exited after the folder was listed (a server's thread
+    that answered a status request) is not one of the process's threads any more."""
+    found = []
+    for task in tasks:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            found.append(_fields(task / "stat"))
+    return found
+
+
 def _states(pid: int) -> set[str]:
     """The scheduler states of process ``pid``'s threads (R running, S sleeping, ...)."""
-    return {_fields(task / "stat")[0] for task in Path(f"/proc/{pid}/task").iterdir()}
+    return {fields[0] for fields in _stats(Path(f"/proc/{pid}/task").iterdir())}
 
 
 def _threads(pid: int) -> list[int]:
     """The niceness of each thread of process ``pid``, lowest first."""
-    return sorted(nice_of(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir())
+    return sorted(int(fields[16]) for fields in _stats(Path(f"/proc/{pid}/task").iterdir()))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
+def test_a_thread_gone_between_listing_and_reading_is_not_counted() -> None:
+    tasks = sorted(Path("/proc/self/task").iterdir())
+    gone = Path("/proc/self/task/2147483647")  # above pid_max: never a thread
+    assert _stats([*tasks, gone]) == _stats(tasks) != []
 
 
 @pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
@@ -144,7 +163,7 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     assert seen.read_text() == f"{LOWER}\n"  # update-ref, and the hook it ran, in the write process
     writer = relay.control(root, "status")["writer"]  # type: ignore[index]
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
-    assert {nice_of(task / "stat") for task in Path(f"/proc/{writer['pid']}/task").iterdir()} == {LOWER}
+    assert set(_threads(writer["pid"])) == {LOWER}
     if sys.version_info >= (3, 11):
         # In the server's session (Linux's autogroup: a niceness counts within its session's
         # group only), in a process group of its own (its git is ended with it).

@@ -29,7 +29,6 @@ from slayer_kb.daemon import relay
 from slayer_kb.store import upkeep
 from testing import (
     BLOCKED,
-    EXAMPLE_KB,
     WAIT_SECONDS,
     blocker,
     commit_all,
@@ -37,6 +36,7 @@ from testing import (
     git,
     in_process_runner,
     isolate,
+    make_indexed_example_kb,
 )
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
@@ -182,7 +182,7 @@ def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iter
         isolate(monkeypatch, folder)
         found = Servers(folder, install)
         try:
-            relayed_kb, local_kb = example_copy(folder / "a" / "kb"), example_copy(folder / "b" / "kb")
+            relayed_kb, local_kb = make_indexed_example_kb(folder / "a" / "kb"), make_indexed_example_kb(folder / "b" / "kb")
             # Not idle between its tests however long the others in between take: stopped below.
             idle = found.env(SLAYER_KB_SERVER_IDLE="3600")
             assert found.run(relayed_kb, "server", "start", env=idle).returncode == 0
@@ -197,19 +197,6 @@ def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iter
             found.stop_all()
 
 
-def example_copy(where: Path) -> Path:
-    """The example KB committed at fixed dates: two copies have the same commits."""
-    shutil.copytree(EXAMPLE_KB, where, ignore=shutil.ignore_patterns(".slayer-kb", "__pycache__"))
-    git(where, "init", "-q")
-    os.environ.update(FIXED_DATES)
-    try:
-        commit_all(where)
-    finally:
-        for key in FIXED_DATES:
-            del os.environ[key]
-    return where
-
-
 # -- starting, relaying, stopping ----------------------------------------------------------------
 
 
@@ -219,7 +206,7 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
 ) -> None:
     if channel == "file":  # the socket file of macOS and the BSDs, on any system
         monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     assert servers.status(root) is None
     first = servers.run(root, "search", "fiscal year")
     assert first.returncode == 0 and "kb.fiscal-calendar" in first.stdout, first.stderr
@@ -249,7 +236,7 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
 def test_a_write_that_starts_the_server_leaves_it_at_the_callers_priority(servers: Servers, tmp_path: Path) -> None:
     # The client of a write relays from a lower thread (entry.py); with no server, its main
     # thread runs the save and starts one, which must answer searches at the caller's priority.
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     saved = servers.run(root, "save", "Refunds are netted", "-e", "shop.orders.amount")
     assert (saved.returncode, saved.stdout, saved.stderr) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n", "")
     pid = servers.wait_up(root)["pid"]
@@ -258,7 +245,7 @@ def test_a_write_that_starts_the_server_leaves_it_at_the_callers_priority(server
 
 
 def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     for env in (servers.env(SLAYER_KB_SERVER="off"), servers.env(SLAYER_KB_SERVER="manual")):
         assert servers.run(root, "list", "--limit", "1", env=env).returncode == 0
     off_ci = {k: v for k, v in servers.env(CI="true").items() if k != "SLAYER_KB_SERVER"}
@@ -275,7 +262,7 @@ def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> Non
 
 
 def test_the_kb_setting_turns_it_off_unless_the_environment_says_otherwise(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     git(root, "config", "slayer-kb.server", "off")
     unset = {k: v for k, v in servers.env().items() if k != "SLAYER_KB_SERVER"}
     assert servers.run(root, "list", "--limit", "1", env=unset).returncode == 0
@@ -392,8 +379,8 @@ def test_every_command_family_prints_what_a_process_prints(servers: Servers, tmp
     prints with the server off. That side runs in this process (``in_process_runner``, with the
     same arguments, folder, environment and stdin): tests/test_in_process.py shows it prints what
     a process prints."""
-    relayed_kb = example_copy(tmp_path / "a" / "kb")
-    local_kb = example_copy(tmp_path / "b" / "kb")
+    relayed_kb = make_indexed_example_kb(tmp_path / "a" / "kb")
+    local_kb = make_indexed_example_kb(tmp_path / "b" / "kb")
     assert git(relayed_kb, "rev-parse", "HEAD") == git(local_kb, "rev-parse", "HEAD")
     for kb in (relayed_kb, local_kb):  # @FILE arguments, next to each KB
         (kb.parent / "q.json").write_text('{"source_model": "shop.orders", "measures": ["amount:sum"]}')
@@ -437,7 +424,7 @@ def test_stdout_and_stderr_interleave_as_in_a_process(served_pair: tuple[Servers
 
 
 def test_each_command_commits_as_its_own_environment_says(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     servers.wait_up(root)
     for name in ("First Agent", "Second Agent"):
@@ -480,7 +467,7 @@ def test_relative_paths_umask_and_the_current_folder(served_pair: tuple[Servers,
 
 
 def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="1"))
     # Its log says it, not a status request: on a loaded machine a second can pass before one.
     log = root / ".slayer-kb" / "server.log"
@@ -493,7 +480,7 @@ def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
 
 
 def test_a_command_that_meets_a_stopping_server_starts_the_next(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     old = servers.wait_up(root)["pid"]
     assert relay.control(root, "stop") == {"stopping": old}
@@ -504,7 +491,7 @@ def test_a_command_that_meets_a_stopping_server_starts_the_next(servers: Servers
 
 
 def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1")
     up = servers.wait_up(root)
     # the server may write in the folder while it goes (its log, the index): remove until gone
@@ -515,7 +502,7 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
 def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
     package = copy_package(tmp_path / "install")
     env = servers.env(PYTHONPATH=str(package))
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1", env=env)
     first = servers.wait_up(root)
     # an upgrade: a file of the installed package changes
@@ -535,7 +522,7 @@ def test_an_upgrade_that_keeps_sizes_and_mtimes_restarts_the_server(servers: Ser
     that preserves times does): the stamp still changes, and the old server retires."""
     package = copy_package(tmp_path / "install")
     env = servers.env(PYTHONPATH=str(package))
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1", env=env)
     first = servers.wait_up(root)
     target = package / "slayer_kb" / "kb.py"
@@ -568,7 +555,7 @@ def test_the_server_does_not_watch_gits_own_folders(servers: Servers, tmp_path: 
     """30 saves through a warm server: git makes object folders and packs all along; the server
     watches none of .git/ nor its own state folder, and its log holds none of watchdog's warnings
     about watching them ("Callback with id ... already exists")."""
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1")
     up = servers.wait_up(root)
     for n in range(30):
@@ -593,7 +580,7 @@ def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Serve
     # retire), after the client has read stdin to send it: the client runs it with those bytes.
     package = copy_package(tmp_path / "install")
     env = servers.env(PYTHONPATH=str(package), SLAYER_KB_SERVER="manual")
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     watch = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"], cwd=root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -610,7 +597,7 @@ def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Serve
 
 
 def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     # Files old enough to trust and an index built: the server's own syncs never take the lock.
     old = time.time() - 3600
     for path in root.rglob("*"):
@@ -658,7 +645,7 @@ def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_p
     """Killed a moment after it began the save: before, during or after its commit. The client
     runs the save itself when the commit did not land, else prints its result; the KB is whole,
     and the memory is there once."""
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     pid = servers.wait_up(root)["pid"]
     assert servers.run(root, "list", blocked=True).returncode == 0  # after the server's first sync
@@ -687,7 +674,7 @@ def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_p
 
 
 def test_two_kbs_have_two_servers(servers: Servers, tmp_path: Path) -> None:
-    first, second = example_copy(tmp_path / "one"), example_copy(tmp_path / "two")
+    first, second = make_indexed_example_kb(tmp_path / "one"), make_indexed_example_kb(tmp_path / "two")
     (second / "memories" / "1.yaml").write_text("learning: the axolotl word lives only here\n"
                                                 "created_at: '2026-11-01T10:00:00Z'\n")
     commit_all(second, "an own memory")
@@ -705,7 +692,7 @@ def test_two_kbs_have_two_servers(servers: Servers, tmp_path: Path) -> None:
 
 def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     first = servers.run(root, "search", "fiscal year")
     up = servers.wait_up(root)
     sock = root / ".slayer-kb" / "server.sock"
@@ -781,7 +768,7 @@ def test_the_terminal_width_is_the_clients(served_pair: tuple[Servers, Path, Pat
 
 
 def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     background = servers.wait_up(root)
     watch = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "watch"], cwd=root,
@@ -799,7 +786,7 @@ def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: P
 
 
 def test_writes_run_in_a_write_process_that_stops_with_its_server(servers: Servers, tmp_path: Path) -> None:
-    root = example_copy(tmp_path / "kb")
+    root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     up = servers.wait_up(root)
     assert up["writer"] is None  # started by the first write, not before

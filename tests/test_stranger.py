@@ -11,6 +11,7 @@ import pytest
 from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.daemon import relay
 from testing import CliRunner, Watcher, git, json_of
 from testing.mcp import call, call_json, with_server_in_process
 
@@ -40,15 +41,28 @@ def test_a_size_limit_in_bytes_is_taken(example_kb: KnowledgeBase, invoke_cli: C
                                                  "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n")
 
 
-def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher: Watcher, run_cli: CliRunner) -> None:
+def served(watcher: Watcher) -> int:
+    """How many commands the server answered (its status, as ``server status`` asks for it)."""
+    status = relay.control(watcher.root, "status")
+    assert status is not None, watcher.lines
+    return int(status["served"])
+
+
+# The two tests below write nothing (the module's watcher_read_only fails the module if one
+# did) and count the commands the server answered from before theirs.
+
+
+def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher_read_only: Watcher, run_cli: CliRunner) -> None:
     # A write runs in its turn, in its client's environment. (A read the server runs beside a
     # write uses no limit and reads none of its client's environment.)
+    watcher = watcher_read_only
+    before = served(watcher)
     head = git(watcher.root, "rev-parse", "HEAD")
     proc = run_cli("--kb", watcher.root, "save", "Refunds are netted", "-e", "shop.orders.amount",
                    env={"SLAYER_KB_MAX_CONTENT": "abc"})
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", LIMIT_ERROR.format(value="abc"))
     assert git(watcher.root, "rev-parse", "HEAD") == head
-    assert '"served": 1' in run_cli("--kb", watcher.root, "--json", "server", "status").stdout  # relayed
+    assert served(watcher) == before + 1  # relayed
 
 
 @pytest.mark.parametrize("remote", ["--upload-pack=touch pwned", "", "two words", "origin:main"])
@@ -156,13 +170,15 @@ def test_json_after_a_double_dash_is_no_json_option(example_kb: KnowledgeBase, i
     assert (proc.returncode, proc.stdout) == (2, "")
 
 
-def test_a_relayed_usage_error_with_json_prints_the_error_document(watcher: Watcher, run_cli: CliRunner) -> None:
-    root = watcher.root
+def test_a_relayed_usage_error_with_json_prints_the_error_document(watcher_read_only: Watcher,
+                                                                    run_cli: CliRunner) -> None:
+    root = watcher_read_only.root
+    before = served(watcher_read_only)
     proc = run_cli("--kb", root, "search", "--limit", "abc", "--json")
     assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": LIMIT_USAGE}})
     assert proc.stderr.endswith("\nError: Invalid value for '--limit' / '--max-results': 'abc' is not a valid "
                                 "integer range.\n")
-    assert '"served": 1' in run_cli("--kb", root, "--json", "server", "status").stdout  # relayed
+    assert served(watcher_read_only) == before + 1  # relayed
 
 
 def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_server(watcher: Watcher, run_cli: CliRunner) -> None:

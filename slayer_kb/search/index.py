@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import sqlite3
 import stat
@@ -18,7 +19,7 @@ from typing import Any
 
 from whoosh import index as windex
 
-from ..catalog.catalog import Catalog, catalog_signature, same_signature
+from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files, catalog_signature, same_signature
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import TooLarge, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
@@ -316,15 +317,24 @@ class Index(Reads, Meaning):
             self._auto_top = (self._auto_top[0], max(self._auto_top[1], highest_auto_id(scanned)))
         # A targeted update leaves the catalog to the next freshness check.
         catalog_sig = self.catalog_signature() if only is None else state["catalog"]
-        catalog_changed = not same_signature(state["catalog"], catalog_sig)
+        catalog_bytes = state.get("catalog_bytes")
+        catalog_changed = False
+        if not same_signature(state["catalog"], catalog_sig):
+            # New stats with the same bytes (a copy, a checkout that came back, a restore): as a
+            # memory file's, only the signature is updated. Hashed before the catalog is loaded,
+            # so a file changed in between is found changed at the next check.
+            now_bytes = _catalog_bytes(self.root)
+            catalog_changed = now_bytes is None or now_bytes != catalog_bytes
+            catalog_bytes = now_bytes
         if not changed and not removed and not catalog_changed and only is None:
             # Every file is as its row says. A state whose digest disagrees (a crash between the
             # rows' commit and the state's) would send every check here again: mend it.
             digest = signatures_digest(scanned)
             report.problems = manifest.problems(db)
             if (digest != state["digest"] or len(scanned) != state["count"] or vectors_changed
-                    or state.get("problems") != len(report.problems)):
-                self._write_state({**state, "count": len(scanned), "digest": digest, "problems": len(report.problems)})
+                    or state.get("problems") != len(report.problems) or catalog_sig != state["catalog"]):
+                self._write_state({**state, "count": len(scanned), "digest": digest, "problems": len(report.problems),
+                                   "catalog": catalog_sig, "catalog_bytes": catalog_bytes})
             if listing is not None:
                 save_listing(self.dir / "listing", listing, digest)
             return report
@@ -394,8 +404,9 @@ class Index(Reads, Meaning):
         report.problems = manifest.problems(db)
         # How many files are broken, so that a look-up that finds the index fresh knows whether
         # to read their problems again (known_problems) without opening the database.
-        new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig, "young": young,
-                     "vectors": state["vectors"], "problems": len(report.problems)}
+        new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig,
+                     "catalog_bytes": catalog_bytes, "young": young, "vectors": state["vectors"],
+                     "problems": len(report.problems)}
         self._write_state(new_state)
         self.rows_committed()
         if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed and not deferred:
@@ -549,3 +560,22 @@ class Index(Reads, Meaning):
         state = self._read_state()
         return sorted(state["young"]) if state else []
 
+
+def _catalog_bytes(root: Path) -> str | None:
+    """A hash of the catalog's bytes (a link out of the KB by its own stat, its target never
+    read): a copy, a checkout or a restore gives every file a new stat and keeps this. None
+    when a file could not be read."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for rel, leads_out in catalog_files(root):
+        path = os.path.join(root, rel)
+        try:
+            if leads_out:
+                st = os.lstat(path)
+                part = f"{st.st_mtime_ns} {st.st_size} {st.st_ino}".encode()
+            else:
+                part = hashlib.sha1(read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES),
+                                    usedforsecurity=False).digest()
+        except (OSError, TooLarge):
+            return None
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + part + b"\0")
+    return digest.hexdigest()
