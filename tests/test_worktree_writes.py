@@ -25,7 +25,7 @@ from slayer_kb.mcp.schema import Reply
 from slayer_kb.mcp.tools import call_tool
 from slayer_kb.store import indexlock
 from slayer_kb.store.bounded import explain
-from slayer_kb.store.repo import Change
+from slayer_kb.store.repo import Change, GitStore
 from testing import CliRunner, git
 
 SAVE = ("save", "Refunds are negative rows", "-e", "shop.orders.amount")
@@ -474,3 +474,22 @@ def test_git_attributes_that_convert_the_kbs_files_refuse_the_save(
                 "off the knowledge base's memories/ and sessions/ (in .gitattributes, then commit), then retry; "
                 "nothing was saved.\n"))
             assert (git(root, "rev-parse", "HEAD"), _status(root)) == before
+
+
+def test_git_refused_index_lock_that_is_not_there_gets_gits_own_words(
+    indexed_example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """git could not create index.lock for another cause than another git command (here .git
+    refuses new files): the error was "index.lock exists ... delete that file", a file that is not
+    there. git's own words name the cause; the retries while the bound lasts stay."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = indexed_example_kb.root
+    store = GitStore(root)
+    with immutable(root / ".git", tmp_path), pytest.raises(StoreError) as refused:
+        store.git_writing_index("reset", "-q", "--keep", "HEAD")
+    assert type(refused.value) is StoreError
+    assert str(refused.value) == (
+        f"git reset failed: fatal: Unable to create '{root / '.git' / 'index.lock'}': Operation not permitted (the "
+        "knowledge base is not writable by this user: make it writable (chmod, chown; chattr -i if immutable, or "
+        "mount it read-write), or use a copy somewhere writable, then retry)")
+    assert not (root / ".git" / "index.lock").exists()

@@ -56,6 +56,8 @@ def run(git: Callable[[], subprocess.CompletedProcess[bytes]], lock: Path,
         if undo is not None:
             undo()
         if deadline is not None and time.monotonic() >= deadline:  # taken again and again: a git loop
+            if not os.path.lexists(lock):  # or refused for another cause (EPERM, a full disk): git's words say it
+                return proc
             raise IndexLockedError(locked_message(lock))
         deadline = deadline or time.monotonic() + INDEX_LOCK_WAIT  # from the first refusal: a rebase runs long
         if (message := held(lock, deadline)) is not None:
