@@ -436,6 +436,28 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     assert again.stdout == "Already up to date with origin/main.\n"
 
 
+def test_a_squash_merged_memory_edited_in_two_fields_merges_field_by_field(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory added alike on both sides (a squash merge), then main changed its content and the
+    agent its description: each field from the side that changed it, as for a memory both sides
+    held all along; the add/add git stops on was left for a person."""
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    invoke_cli("--kb", reviewer, "update", "1", "--content", "Amounts are in cents (main)", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "1", "--description", "the unit of amounts", check=True)
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    got = json_of(invoke_cli("--kb", agent, "--json", "get", "1", check=True))
+    assert (got["learning"], got["description"]) == ("Amounts are in cents (main)", "the unit of amounts")
+    assert git(agent, "status", "--porcelain") == ""
+
+
 def test_a_branch_made_from_origin_main_never_syncs_into_main(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # 'git switch -c agent-a origin/main' makes agent-a track main: its sync pushed the agent's
     # work to main, past the reviewer, and said "Synced agent-a".

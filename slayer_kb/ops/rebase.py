@@ -285,12 +285,14 @@ def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
 def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:
     """Put in git's index and the work tree the merge of ``path``'s (base, ours, theirs)
     ``blobs``: one side's when the other left the base as it was, else the KB's merge driver's
-    (a topic key); whether it could."""
+    (a topic key; else field by field, as the driver falls back to when git's line merge stops);
+    whether it could."""
     base, ours, theirs = blobs
     take: str | None = ours if theirs == base else theirs if ours == base else None
     if take is None:
-        texts = store.objects.read_many("blob", {base, ours, theirs})
-        merged = mergedriver.merged(path, *(texts[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)))
+        got = store.objects.read_many("blob", {base, ours, theirs})
+        texts = [got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)]
+        merged = mergedriver.merged(path, *texts) or mergedriver.edits_merged(path, *texts)
         if merged is None:
             return False
         take = store.objects.write("blob", merged.encode("utf-8"))
