@@ -80,3 +80,33 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     assert _answers(clone) == _answers(eager)
     assert not any(note.startswith("Meaning covers") for note in clone.search("refunds").notes)
     assert clone.index.fill_static() == 0
+
+
+def test_a_warm_table_takes_in_only_the_sentence_vectors_it_lacks(
+    indexed_example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a detached filler makes the vectors, the warm server takes in what it wrote after
+    each save: only the rows it lacks, not every row again (50 ms a save at 5,000 memories,
+    under the server's turn and view, and every shortlist block made again)."""
+    import numpy as np
+
+    from slayer_kb.search import sentences, table, vectors
+
+    kb = indexed_example_kb
+    db = sqlite3.connect(kb.index.dir / "manifest.db", isolation_level=None)
+    try:
+        rows = vectors.missing_sentences(db)
+        blobs = {m: sentences.pack(np.eye(vectors.SENTENCE_DIMENSIONS, dtype=np.float32)[n]) for n, (m, _h) in enumerate(rows)}
+        *before, (last, digest) = rows
+        vectors.write_sentences(db, [(m, h, blobs[m]) for m, h in before])
+        held = kb.index.meaning()  # the server's table, loaded before the filler's last batch
+        assert held.lacking() == [last]
+        vectors.write_sentences(db, [(last, digest, blobs[last])])  # the filler's last batch
+    finally:
+        db.close()
+    set_rows: list[int] = []
+    real = table.Table._set_sentence  # noqa: SLF001 - counts the rows set again
+    monkeypatch.setattr(table.Table, "_set_sentence", lambda self, row, blob: (set_rows.append(row), real(self, row, blob)))
+    kb.index.absorb_sentences()
+    assert set_rows == [held.ids.index(last)]
+    assert held.lacking() == [] and kb.sentence_coverage() == (len(rows), len(rows))

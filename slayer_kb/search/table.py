@@ -202,6 +202,13 @@ class Table:
             if memory_id in rows:
                 self._set_sentence(rows[memory_id], blob)
 
+    def lacking(self) -> list[str]:
+        """The live memories without a sentence vector in this table."""
+        import numpy as np
+
+        rows = np.flatnonzero(self.live[: self.size] & ~self.covered[: self.size])
+        return [self.ids[row] for row in rows.tolist()]
+
     def _set_sentence(self, row: int, blob: bytes | None) -> None:
         import numpy as np
 

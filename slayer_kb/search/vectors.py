@@ -201,17 +201,23 @@ def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_id
     return dict(zip(found, scores.tolist(), strict=True))
 
 
-def sentence_vectors_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> dict[str, np.ndarray]:
-    """The unit sentence vector of each of these memories that has one, read by id."""
-    out: dict[str, np.ndarray] = {}
+def sentence_blobs_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[str, bytes]]:
+    """(id, packed sentence vector) of these memories that have one, read by id."""
+    found: list[tuple[str, bytes]] = []
     for at in range(0, len(memory_ids), _BY_ID_CHUNK):
         chunk = memory_ids[at : at + _BY_ID_CHUNK]
-        found = db.execute(
+        found += db.execute(
             f"SELECT id, svec FROM vectors WHERE svec IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})", chunk  # noqa: S608 - placeholders only
         ).fetchall()
-        if found:
-            out.update(zip((r[0] for r in found), sentences.unpack([r[1] for r in found], SENTENCE_DIMENSIONS), strict=True))
-    return out
+    return found
+
+
+def sentence_vectors_by_id(db: sqlite3.Connection, memory_ids: list[str]) -> dict[str, np.ndarray]:
+    """The unit sentence vector of each of these memories that has one, read by id."""
+    found = sentence_blobs_by_id(db, memory_ids)
+    if not found:
+        return {}
+    return dict(zip((r[0] for r in found), sentences.unpack([r[1] for r in found], SENTENCE_DIMENSIONS), strict=True))
 
 
 # Given the rows that are not ``sound``, rows made again for them (those it can make).
