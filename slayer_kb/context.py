@@ -437,6 +437,7 @@ class Context:
         written = self.store.view.writing
         self.store.view.writing = frozenset()
         self.index.take_in(before, after, indexed)
+        self.index.reopen()  # the first search after the write reopens nothing
         if self.monitor is not None:
             self.monitor.absorb({f"{mid}.yaml" for mid in indexed})
             self.monitor.settle()

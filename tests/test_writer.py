@@ -11,8 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.search import reading
+from slayer_kb.search.leaves import Leaves
 
 
 def _warm(root: Path) -> KnowledgeBase:
@@ -52,6 +55,26 @@ def test_a_write_elsewhere_is_taken_in_without_loading_the_vectors_again(example
     assert np.array_equal(_row(server, "27"), _row(fresh, "27"))
     assert server.as_indexed({"27"})  # the watcher's events for it take no turn
     assert [h["id"] for h in server.search("refunds post a day after the order", limit=1).memories] == ["27"]
+
+
+def test_the_first_search_after_a_write_elsewhere_reopens_nothing(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Taking the write in reopens the searcher and makes the filters' docsets of its new
+    segment: the search after it does no refresh work, as the search after it a warm one."""
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    server.search("refunds")  # the filters a search uses (the catalog's, the deleted left out)
+    before = server.index_written([]).key
+    server.write_elsewhere(frozenset({"memories/27.yaml"}))
+    writer.save_memory("Refunds post a day after the order", ["shop.orders.amount"])
+    written = writer.index_written(["27"])
+    server.took_in(before, written.key, written.indexed)
+
+    refreshed: list[str] = []
+    reuse, docset = reading.reader_reusing, Leaves.docset
+    monkeypatch.setattr(reading, "reader_reusing", lambda *a: (refreshed.append("searcher reopened"), reuse(*a))[1])
+    monkeypatch.setattr(Leaves, "docset", lambda *a: (refreshed.append("docset made"), docset(*a))[1])
+    assert [h["id"] for h in server.search("refunds post a day after the order", limit=1).memories] == ["27"]
+    assert refreshed == []
 
 
 def test_a_table_older_than_the_write_is_loaded_again(example_kb: KnowledgeBase) -> None:

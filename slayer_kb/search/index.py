@@ -77,6 +77,7 @@ class Index(Reads, Meaning):
         self._ix: windex.Index | None = None
         self.forget_searcher()  # none yet: what a searcher caches starts empty
         self._leaves = Leaves()
+        self._filters = {}  # the filters searches used, by their repr (``Reads.reopen``)
         self._meaning: table.Table | None = None
         self._meaning_key: Any = None
         self._scanned = False  # this process scanned the vectors without loading them

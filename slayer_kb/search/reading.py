@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 VECTOR_DOCS = 0
 # Up to this many documents found by exact field values are sorted from their stored fields.
 EXACT_SORT_LIMIT = 256
+# At most this many filters remembered for ``reopen``: the searches' filters are few (a type, a
+# project, the catalog and the deleted left out).
+FILTERS_KEPT = 32
 # The searchers each thread's searches hold (``one_searcher``).
 _pins = threading.local()
 
@@ -39,6 +42,7 @@ class Reads:
     _ix: windex.Index | None
     _searcher: Any
     _docsets: dict[str, Any]
+    _filters: dict[str, Q.Query]
     _vector: Any
     _ids: Any
     _docnums: dict[str, int]
@@ -90,6 +94,17 @@ class Reads:
             pins[id(self)] = self._searcher
         return self._searcher
 
+    def reopen(self) -> None:
+        """Reopen the searcher on the index as it is now, and make the docsets of the filters
+        searches used (only the new segments' parts are made, leaves.py): a warm server does
+        this as it takes in another process's write, with the view held, so that the first
+        search after the write finds the state the write published ready, as a warm one does."""
+        if self._searcher is None:
+            return
+        searcher = self.searcher()
+        for query in list(self._filters.values()):
+            self._docset(searcher, query)
+
     def warm_searcher(self) -> None:
         """Open the searcher and, in a warm process, decode every word of the word fields: 2.5 s
         of one core at 100,000 memories (7.5 million postings, 60 MB) that the searches would
@@ -108,6 +123,9 @@ class Reads:
         found = self._docsets.get(key)
         if found is None:
             found = self._docsets[key] = self._leaves.docset(searcher, query)
+            if key not in self._filters and len(self._filters) >= FILTERS_KEPT:
+                del self._filters[next(iter(self._filters))]  # the oldest
+            self._filters[key] = query
         return found
 
     def close_searcher(self) -> None:
