@@ -46,7 +46,7 @@ from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
 from . import compaction, embedding, manifest, table, vectors, whoosh_internals, writing
 from .leaves import Leaves
-from .meaning import Meaning, state_key
+from .meaning import Meaning
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 
@@ -410,9 +410,9 @@ class Index(Reads, Meaning):
                      "problems": len(report.problems)}
         self._write_state(new_state)
         self.rows_committed()
-        if self._meaning is not None and self._meaning_key == state_key(state) and not vectors_changed and not deferred:
+        if self._meaning is not None and self._meaning_key == manifest.state_key(state) and not vectors_changed and not deferred:
             self._meaning.apply(stale, vector_rows)
-            self._meaning_key = state_key(new_state)
+            self._meaning_key = manifest.state_key(new_state)
         if only is not None:
             kept = self._indexed if len(self._indexed) < 4096 else {}  # bounded: past it, some extra re-reads
             self._indexed = {**kept, **{row[0]: tuple(row[1:4]) for row in file_rows}}

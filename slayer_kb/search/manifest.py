@@ -113,3 +113,19 @@ def note_unreadable(db: sqlite3.Connection, names: list[str]) -> None:
         db.execute(f"DELETE {where}")
         db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", rows)
         db.execute("COMMIT")
+
+
+def identity(path: Path) -> tuple[int, int, int] | None:
+    """The file ``path`` names now, and this process (a forked child opens its own)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return os.getpid(), st.st_dev, st.st_ino
+
+
+def state_key(state: dict[str, Any] | None) -> Any:
+    """What identifies the index's content, for caches kept beside it (None: unknown)."""
+    if state is None or state.get("digest") is None:
+        return None
+    return (state["digest"], state["count"], state.get("vectors"))

@@ -20,7 +20,7 @@ from whoosh import index as windex
 
 from ..core.memory import Memory
 from ..store.listing import Sig
-from . import embedding, encoder, filler, sentences, table, tokens, vectors
+from . import embedding, encoder, filler, manifest, sentences, table, tokens, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -518,11 +518,11 @@ class Meaning:
         would; each read runs to its end, holding no snapshot between searches."""
         path = self.dir / "manifest.db"
         held = getattr(self._readers, "held", None)
-        if held is not None and held[0] == _identity(path):
+        if held is not None and held[0] == manifest.identity(path):
             return held[1]
         self.drop_manifest_reader()
         db = self._db()
-        self._readers.held = (_identity(path), db)
+        self._readers.held = (manifest.identity(path), db)
         return db
 
     def drop_manifest_reader(self) -> None:
@@ -535,14 +535,14 @@ class Meaning:
 
     def vectors_loaded(self) -> bool:
         """Whether this process holds the current table of vectors (``meaning``)."""
-        return self._meaning is not None and self._meaning_key is not None and self._meaning_key == state_key(self._read_state())
+        return self._meaning is not None and self._meaning_key is not None and self._meaning_key == manifest.state_key(self._read_state())
 
     def meaning(self) -> table.Table:
         """The vectors of every memory, loaded once and then kept in step with this process's
         own updates; loaded again when another process changed the index."""
         if self.hold_table and self._meaning is not None:
             return self._meaning
-        key = state_key(self._read_state())
+        key = manifest.state_key(self._read_state())
         if self._meaning is None or key is None or self._meaning_key != key:
             try:
                 db = self._db()
@@ -562,7 +562,7 @@ class Meaning:
     def content_key(self) -> Any:
         """What identifies the index's content now (``state_key``): a write process's, compared by
         the server that takes its write in."""
-        return state_key(self._read_state())
+        return manifest.state_key(self._read_state())
 
     def indexed_as(self, memory_ids: Iterable[str]) -> dict[str, Sig]:
         """The signatures this process's targeted updates last read of these files (``as_indexed``)."""
@@ -586,19 +586,3 @@ class Meaning:
         rows = {row[0] for row in found}
         self._meaning.apply([mid for mid in ids if mid not in rows], found)
         self._meaning_key = after
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    """The file ``path`` names now, and this process (a forked child opens its own)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return os.getpid(), st.st_dev, st.st_ino
-
-
-def state_key(state: dict[str, Any] | None) -> Any:
-    """What identifies the index's content, for caches kept beside it (None: unknown)."""
-    if state is None or state.get("digest") is None:
-        return None
-    return (state["digest"], state["count"], state.get("vectors"))
