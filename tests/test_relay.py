@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -101,6 +102,12 @@ def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher_read_only:
     # relative to the client's folder, as in its own process
     by_cwd = cli(watcher_read_only.root, "search", "--query", "@q.json", blocked=blocked_here, cwd=query.parent)
     assert by_cwd.returncode == 0, by_cwd.stderr
+    if os.path.isdir("/dev/shm"):  # an ordinary file under /dev: the server reads it too
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir="/dev/shm") as shared:
+            shared.write(query.read_text())
+            shared.flush()
+            relayed = cli(watcher_read_only.root, "search", "--query", f"@{shared.name}", blocked=blocked_here)
+            assert relayed.returncode == 0 and BLOCKED not in relayed.stderr, relayed.stderr
     # a missing file, a pipe: read here (the blocked import shows it ran here)
     for args in (["search", "--query", "@nope.json"], ["search", "--query", "@/dev/stdin"]):
         proc = cli(watcher_read_only.root, *args, blocked=blocked_here)

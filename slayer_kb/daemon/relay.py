@@ -299,7 +299,8 @@ def files_readable_elsewhere(rest: list[str]) -> bool:
         else:
             continue
         real = os.path.realpath(path)
-        if not os.path.isfile(real) or real.startswith(("/proc/", "/dev/", "/sys/")):
+        # /proc and /dev name this process's own files; /dev/shm holds ordinary shared files.
+        if not os.path.isfile(real) or (real.startswith(("/proc/", "/dev/", "/sys/")) and not real.startswith("/dev/shm/")):  # noqa: S108 (a prefix test, not a file made)
             return False
     return True
 
