@@ -23,6 +23,7 @@ from testing import (
     make_empty_kb,
     make_example_kb,
     make_indexed_example_kb,
+    ramdisk,
     read_only,
     signals,
 )
@@ -44,7 +45,8 @@ LONGEST_FIRST = (
 
 def pytest_configure(config: pytest.Config) -> None:
     # Bytecode, the package's and the plugins' rewritten modules: testing/bytecode.py, loaded
-    # before every other plugin.
+    # before every other plugin. tmp_path in memory where it can be: testing/ramdisk.py.
+    ramdisk.use_for_tmp_path(config)
     shown = config.getoption("cpu_durations")
     if shown is not None:
         config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")
