@@ -325,19 +325,28 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
     assert detached.stdout == "Rebased onto HEAD~1; run git switch -c BRANCH, then slayer-kb sync to push.\n"
 
 
-def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    # A pull request merged by squash, then memory 1 edited on main: both histories added memory 1
-    # as one blob, under two commits, so git's merge base lacks it and a rebase stopped on an add/add.
+def _squash_merged(tmp_path: Path, invoke_cli: CliRunner, saves: list[tuple[str, str]], main_content: str) -> Path:
+    """An agent's branch of ``saves`` (learning, entity) pushed and squash-merged into main by the
+    reviewer, who then sets memory 1's content to ``main_content`` and syncs: the agent's clone."""
     _bare, (agent, reviewer) = make_team(tmp_path)
     git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    for learning, entity in saves:
+        invoke_cli("--kb", agent, "save", learning, "-e", entity, check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
     git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", reviewer, "update", "1", "--content", main_content, check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
+    return agent
+
+
+def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A pull request merged by squash, then memory 1 edited on main: both histories added memory 1
+    # as one blob, under two commits, so git's merge base lacks it and a rebase stopped on an add/add.
+    agent = _squash_merged(tmp_path, invoke_cli, [("Refund reasons are free text", "shop.refunds.amount"),
+                                                   ("Amounts are in cents", "shop.orders.amount")],
+                           "Refund reasons: free text, grouped by hand")
     invoke_cli("--kb", agent, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
     git(agent, "fetch", "-q", "origin")
     # Its memories 1 and 2 are pushed to origin/agent-a: rewritten, the next sync would put
@@ -441,15 +450,8 @@ def test_a_squash_merged_memory_edited_in_two_fields_merges_field_by_field(
     """A memory added alike on both sides (a squash merge), then main changed its content and the
     agent its description: each field from the side that changed it, as for a memory both sides
     held all along; the add/add git stops on was left for a person."""
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    invoke_cli("--kb", reviewer, "update", "1", "--content", "Amounts are in cents (main)", check=True)
-    invoke_cli("--kb", reviewer, "sync", check=True)
+    agent = _squash_merged(tmp_path, invoke_cli, [("Amounts are in cents", "shop.orders.amount")],
+                           "Amounts are in cents (main)")
     invoke_cli("--kb", agent, "update", "1", "--description", "the unit of amounts", check=True)
     git(agent, "fetch", "-q", "origin")
     invoke_cli("--kb", agent, "merge", "origin/main", check=True)
