@@ -18,6 +18,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +171,19 @@ def servers(tmp_path: Path, install: Path) -> Iterator[Servers]:
         found.stop_all()
 
 
+@pytest.fixture
+def short_folder() -> Iterator[Path]:
+    """A folder with a short path for a KB whose server listens on a socket file in it: such a
+    path is limited to about 100 bytes (``relay.MAX_SOCKET_PATH``; the KB then runs with no
+    server), which tmp_path's (pytest's numbered folders, the worker's, the test's name) can
+    pass. Listed before ``servers``, it is removed after they are stopped."""
+    folder = Path(tempfile.mkdtemp(prefix="kb-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iterator[tuple[Servers, Path, Path]]:
     """For the tests that only read through a server: the example KB with its server started
@@ -202,11 +216,11 @@ def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iter
 
 @pytest.mark.parametrize("channel", ["default", "file"])
 def test_the_first_command_starts_a_server_and_the_next_are_relayed(
-    servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
+    short_folder: Path, servers: Servers, monkeypatch: pytest.MonkeyPatch, channel: str
 ) -> None:
     if channel == "file":  # the socket file of macOS and the BSDs, on any system
         monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
-    root = make_indexed_example_kb(tmp_path / "kb")
+    root = make_indexed_example_kb(short_folder / "kb")
     assert servers.status(root) is None
     first = servers.run(root, "search", "fiscal year")
     assert first.returncode == 0 and "kb.fiscal-calendar" in first.stdout, first.stderr
@@ -690,9 +704,9 @@ def test_two_kbs_have_two_servers(servers: Servers, tmp_path: Path) -> None:
 # -- the socket file (where abstract sockets do not exist) ----------------------------------------
 
 
-def test_a_socket_file_in_the_state_folder(servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_socket_file_in_the_state_folder(short_folder: Path, servers: Servers, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
-    root = make_indexed_example_kb(tmp_path / "kb")
+    root = make_indexed_example_kb(short_folder / "kb")
     first = servers.run(root, "search", "fiscal year")
     up = servers.wait_up(root)
     sock = root / ".slayer-kb" / "server.sock"
