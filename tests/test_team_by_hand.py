@@ -635,3 +635,38 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
         "Rebased onto origin/main; run git push --force-with-lease origin agent-b to push.\n")
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Refund reasons (A and B)"
     assert git(b, "show", "HEAD:CONFLICTS.md") == note
+
+
+def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """An agent's branch links memory 1, which main forgot since: every file checks on the branch,
+    but a reviewer's plain 'git merge' made a main that failed validate. validate --against and
+    review name the link and the fix, 'slayer-kb merge origin/main', which strips it."""
+    _bare, (reviewer, agent) = make_team(tmp_path)
+    invoke_cli("--kb", reviewer, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-b")
+    invoke_cli("--kb", agent, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
+               "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
+               "forgotten memories, in one commit")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, f"{agent}/memories/101.yaml:1: {problem.format(f' --kb {agent}')}\n"
+                                                       "1 problem in 1 file (1 file checked)\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
+    # What it warns of: merged as it is, main fails validate.
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
+    assert "'memory:1' refers to a memory that does not exist" in invoke_cli("--kb", reviewer, "validate").stdout
+    # The fix works as written.
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert "stripped links to forgotten memories: memory:1 from 101" in merged.stdout
+    assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
+        "Checked 1 file: no problems.\n")
