@@ -172,19 +172,25 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
     merged; None when it finished, else the unmerged paths and the stages git holds for each
     (``held``), with the rebase stopped on them."""
     options, env, attributes = mergedriver.git_config(store.prefix)
+    # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
+    # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
+    # finds nothing staged, and only --skip, which drops the commit, goes on).
+    options += ["-c", "rebase.backend=merge", "-c", "core.editor=true"]
+    going_on = (*options, "rebase", "--continue")
     try:
-        proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
+        proc = store.git_writing_index(*options, "rebase", *args, check=False, env=env,
+                                       resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:
             stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD"):
                 return stopped, held_stages(store)
             if stopped:
-                proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
+                proc = store.git_writing_index(*going_on, check=False, env=env)
                 continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
-            proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
+            proc = store.git_writing_index(*options, "rebase", "--skip", check=False, env=env, resume=going_on)
     finally:
         attributes.unlink(missing_ok=True)
     return None
