@@ -350,3 +350,49 @@ def test_a_retried_sync_maps_each_original_id_to_its_final_one(tmp_path: Path, m
         assert git(b, "log", "--format=%s", "HEAD").splitlines() == [
             "memory: save 2", "memory: save 4 (renumber 1 -> 4)", "memory: save 3", *before[1:]]
     assert git(b, "status", "--porcelain") == ""
+
+
+# A hook that takes git's index lock once, as an editor's `git status` would between two picks of
+# a rebase: post-commit (the merge backend runs it for each commit it picks) and post-applypatch
+# (the apply backend's).
+_TAKES_THE_LOCK_ONCE = """#!/bin/sh
+d=$(git rev-parse --git-dir)
+[ -e "$d/held-once" ] && exit 0
+touch "$d/held-once" "$d/index.lock"
+"""
+
+
+def test_a_rebase_stopped_part_way_by_the_index_lock_goes_on_where_it_stopped(tmp_path: Path, monkeypatch) -> None:
+    """git stops a rebase whose next pick met index.lock, part-way; running 'git rebase UPSTREAM'
+    again was refused ("already a rebase-... directory"), and slayer-kb rebase took that for a
+    commit become empty and ran --skip: with the merge backend that happened to go on from the pick
+    (put back on the to-do list), but with the apply backend (git config rebase.backend apply) it
+    dropped the commit, and memory 102 with it. The rebase now takes the merge backend and goes on
+    with 'git rebase --continue'."""
+    bare, (a, b) = make_team(tmp_path)
+    KnowledgeBase(a).save_memory("Tax is VAT-inclusive", ["orders.amount"])
+    syncing.sync(KnowledgeBase(a))
+    for text in ("Refunds are net of fees", "Shipping fees are in EUR", "Totals exclude test orders"):
+        KnowledgeBase(b).save_memory(text, ["orders.amount"])
+    git(b, "fetch", "-q", "origin")
+    git(b, "config", "rebase.backend", "apply")
+    for name in ("post-commit", "post-applypatch"):
+        hook = b / ".git" / "hooks" / name
+        hook.write_text(_TAKES_THE_LOCK_ONCE)
+        hook.chmod(0o755)
+    lock = b / ".git" / "index.lock"
+    waits: list[float] = []
+
+    def other_git_exits(seconds: float) -> None:
+        waits.append(seconds)
+        lock.unlink(missing_ok=True)
+
+    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
+                        raising=False)
+    result = KnowledgeBase(b).team.rebase("origin/main")
+    assert waits and (b / ".git" / "held-once").exists() and not lock.exists()
+    assert result.action == "rebased"
+    assert git(b, "log", "--format=%s", "origin/main..HEAD").splitlines() == [
+        "memory: save 103", "memory: save 102", "memory: save 101"]
+    assert git(b, "status", "--porcelain") == ""
+    assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD~3")

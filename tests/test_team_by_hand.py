@@ -635,3 +635,101 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
         "Rebased onto origin/main; run git push --force-with-lease origin agent-b to push.\n")
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Refund reasons (A and B)"
     assert git(b, "show", "HEAD:CONFLICTS.md") == note
+
+
+def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """An agent's branch links memory 1, which main forgot since: every file checks on the branch,
+    but a reviewer's plain 'git merge' made a main that failed validate. validate --against and
+    review name the link and the fix, 'slayer-kb merge origin/main', which strips it."""
+    _bare, (reviewer, agent) = make_team(tmp_path)
+    invoke_cli("--kb", reviewer, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-b")
+    invoke_cli("--kb", agent, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
+               "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
+               "forgotten memories, in one commit")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, f"{agent}/memories/101.yaml:1: {problem.format(f' --kb {agent}')}\n"
+                                                       "1 problem in 1 file (1 file checked)\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
+    # What it warns of: merged as it is, main fails validate.
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
+    assert "'memory:1' refers to a memory that does not exist" in invoke_cli("--kb", reviewer, "validate").stdout
+    # The fix works as written.
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert "stripped links to forgotten memories: memory:1 from 101" in merged.stdout
+    assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
+        "Checked 1 file: no problems.\n")
+
+
+def test_a_rebase_continued_by_hand_strips_links_to_what_the_other_side_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone b forgot memory 1 while clone a linked it from a new memory 3 and edited 2 as b did:
+    sync stopped on the two edits, and the rebase finished by hand left 3 linking nothing (only
+    sync's automatic paths stripped such links). rebase --continue strips it, and says so."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "update", "2", "--content", "Shipping fees are in EUR (b)", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "2", "--content", "Shipping fees are in EUR (a)", check=True)
+    invoke_cli("--kb", a, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
+    assert invoke_cli("--kb", a, "sync").returncode == 1
+    git(a, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", a, "rebase", "origin/main").returncode == 1
+    (a / "memories" / "2.yaml").write_text(git(a, "show", "origin/main:memories/2.yaml").replace("(b)", "(a and b)"))
+    git(a, "add", "memories/2.yaml")
+    continued = invoke_cli("--kb", a, "rebase", "--continue", check=True)
+    assert continued.stdout == ("Rebased onto origin/main; run slayer-kb sync to push.\n"
+                                "  stripped links to forgotten memories: memory:1 from 3\n")
+    assert git(a, "log", "-1", "--format=%s") == "memory: strip links to forgotten 1 from 3\n"
+    assert json_of(invoke_cli("--kb", a, "--json", "get", "3", check=True))["entities"] == ["shop.orders.status"]
+    assert invoke_cli("--kb", a, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+    assert git(a, "status", "--porcelain") == ""
+
+
+def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """main forgot memory 1 and edited 2 while an agent's branch linked 1 from its new memory 3 and
+    edited 2: 'slayer-kb merge origin/main' stopped on 2, and the merge committed by hand ('git
+    commit --no-edit', as its steps say) kept 3's link to nothing, which the sync pushed (3 was
+    already on the remote branch, so its revalidation did not look at it). The sync strips it, as
+    the finished merge would have, and says so."""
+    _bare, (reviewer, agent) = make_team(tmp_path)
+    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
+        invoke_cli("--kb", reviewer, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-b")
+    invoke_cli("--kb", agent, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Shipping fees are in EUR (agent)", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    invoke_cli("--kb", reviewer, "update", "2", "--content", "Shipping fees are in EUR (main)", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", agent, "merge", "origin/main").returncode == 1
+    (agent / "memories" / "2.yaml").write_text(
+        git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)"))
+    git(agent, "add", "memories/2.yaml")
+    git(agent, "commit", "-q", "--no-edit")
+    assert invoke_cli("--kb", agent, "sync", check=True).stdout == (
+        "Synced agent-b with origin: pushed, 0 pulled, 4 pushed.\n"
+        "  stripped links to forgotten memories: memory:1 from 101\n")
+    assert git(agent, "log", "-1", "--format=%s", "origin/agent-b") == "memory: strip links to forgotten 1 from 101\n"
+    assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout.endswith(
+        "no problems.\n")

@@ -221,8 +221,8 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run {result.push} to push." if result.action == "rebased"
-        else "Rebase aborted; the branch is back as it was."))
+        f"Rebased onto {result.onto}; run {result.push} to push.{_unlinked(result.unlinked)}"
+        if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
 @click.command("merge")

@@ -358,9 +358,11 @@ class RebaseResult:
     action: str  # rebased | aborted
     head: str
     push: str = "slayer-kb sync"  # what sends the branch: a force push once pushed commits were rewritten
+    unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push}
+        return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push,
+                "unlinked": self.unlinked}
 
 
 @dataclass

@@ -48,6 +48,7 @@ from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
 from . import sessions, validate
+from .teamchecks import forgotten_links
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -314,6 +315,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
     context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha))
+    links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, the ids it links), of memories at head
     for status, old, new in _name_status(proc.stdout, store.prefix):
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
             _review_session(store, base_sha, head_sha, status, old, new, result)
@@ -336,6 +338,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             text = text_at(store, head_sha, new)
             if text is not None:
                 result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context)))
+        if after is not None:
+            links[after.id] = (new, {e[len("memory:"):] for e in after.entities if e.startswith("memory:")})
         if status == "A" and after is not None:
             result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
         elif status == "D" and before is not None:
@@ -350,6 +354,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 result.relinked.append(change)
             elif change.fields:
                 result.changed.append(change)
+    # Links to what base forgot since head left it: each file checks at head, not once merged.
+    result.problems.extend(map(str, forgotten_links(store, base_sha, base, resolve_rev(store, base), links,
+                                                    context.ids.__contains__)))
     result.problems.extend(map(str, head_catalog.problems))
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)

@@ -23,6 +23,7 @@ from ..store import mergedriver
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
+from .unlinks import strip_forgotten
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -42,7 +43,7 @@ def rebase(kb: Context, upstream: str | None = None, action: str | None = None, 
 
 def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
             rewrite_pushed: bool) -> RebaseResult:
-    remote, pushed, branch = kb.shared_remote(), 0, ""
+    remote, pushed, branch, parted = kb.shared_remote(), 0, "", ""
     with store.locked():
         if action is None:
             if upstream is None:
@@ -56,6 +57,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             args = ["-q", resolve_rev(store, upstream)]
             branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
             pushed = _pushed(store, remote, branch, "HEAD", args[1])
+            parted = _parted(store, "HEAD", args[1])
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(remote, upstream, branch, pushed))
         elif not in_progress(store):
@@ -68,6 +70,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             if action == CONTINUE:  # pushed commits it rewrites still need the force push
                 branch, started, onto_commit = _rebasing(store)
                 pushed = _pushed(store, remote, branch, started, onto_commit)
+                parted = _parted(store, started, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
@@ -79,7 +82,19 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         kb.reread()
         head = store.head()
         assert head is not None
-        return RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, push)
+        result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, push)
+    if parted:
+        # The forget's cascade across the two sides, as sync finishes it: a conflict resolved by
+        # hand must not leave a link to a memory the other side forgot (unlinks.py).
+        with kb.transaction() as tx:
+            if strip_forgotten(kb, store, tx, parted, result.unlinked):
+                result.head = store.head() or head
+    return result
+
+
+def _parted(store: GitStore, ours: str, onto: str) -> str:
+    """Where ``ours`` parted from ``onto`` (git's merge base), "" with no common ancestor."""
+    return store.git("merge-base", ours, onto, check=False).stdout.decode().strip()
 
 
 # The lines git's merge writes around each side of a conflict, at a line's start: a memory file
@@ -157,19 +172,25 @@ def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]
     merged; None when it finished, else the unmerged paths and the stages git holds for each
     (``held``), with the rebase stopped on them."""
     options, env, attributes = mergedriver.git_config(store.prefix)
+    # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
+    # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
+    # finds nothing staged, and only --skip, which drops the commit, goes on).
+    options += ["-c", "rebase.backend=merge", "-c", "core.editor=true"]
+    going_on = (*options, "rebase", "--continue")
     try:
-        proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", *args, check=False, env=env)
+        proc = store.git_writing_index(*options, "rebase", *args, check=False, env=env,
+                                       resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:
             stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD"):
                 return stopped, held_stages(store)
             if stopped:
-                proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--continue", check=False, env=env)
+                proc = store.git_writing_index(*going_on, check=False, env=env)
                 continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
                 raise StoreError(f"git rebase failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
             # Our commit became empty once merged (the upstream had the same change): drop it.
-            proc = store.git_writing_index(*options, "-c", "core.editor=true", "rebase", "--skip", check=False, env=env)
+            proc = store.git_writing_index(*options, "rebase", "--skip", check=False, env=env, resume=going_on)
     finally:
         attributes.unlink(missing_ok=True)
     return None

@@ -293,6 +293,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted == upstream:
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
         if head != upstream:
+            _finish_merge_by_hand(kb, store, tx, upstream, result)
             _revalidate(kb, _on_top(store, upstream), merged=False)
         return
     if parted == head:
@@ -337,6 +338,18 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if (parted and strip_forgotten(kb, store, tx, parted, result.unlinked)) or folded:
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
+
+
+def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
+    """A merge among the commits to push, committed by hand (``git commit`` after a stopped
+    ``slayer-kb merge``), left the links to memories the other side forgot that the merge, had it
+    finished, would have stripped: strip them now, as it would have (none left after one that did)."""
+    merge = store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}").stdout.decode().strip()
+    if not merge:
+        return
+    parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
+    if parted:
+        strip_forgotten(kb, store, tx, parted, result.unlinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:

@@ -1,5 +1,6 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
-allocated for different memories (``--against REF``), and topic keys held by more than one memory.
+allocated for different memories (``--against REF``), links a branch added to memories REF forgot
+since (``--against REF``), and topic keys held by more than one memory.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import StoreError
+from ..core.errors import KBError, StoreError
 from ..core.fileio import read_regular
 from ..core.ids import is_auto_id
-from ..core.memory import MAX_FILE_BYTES
+from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
@@ -194,6 +196,73 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
                 f"memory into {other} (one memory, both sides' revisions)",
             ))
     return problems
+
+
+def links_to_forgotten(compared: Branch, files: dict[Path, str]) -> list[Problem]:
+    """Links (``memory:<id>``) that this branch's memories (among ``files``) gained since it parted
+    from the revision compared with, to memories that revision forgot since: each file checks on the
+    branch, but a plain ``git merge`` into that revision links nothing (and fails ``validate``).
+    ``slayer-kb merge REF`` strips them, as sync does (unlinks.py)."""
+    if compared.base is None:
+        return []
+    mine = {path.stem: (name, ids) for path, name in files.items() if (ids := _links_of(path))}
+    return forgotten_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
+                           lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), shown(compared.root))
+
+
+def forgotten_links(store: GitStore, base: str, against: str, against_sha: str,
+                    mine: dict[str, tuple[str, set[str]]], present: Callable[[str], bool],
+                    kb_shown: str = ".") -> list[Problem]:
+    """``links_to_forgotten`` of the memories ``mine`` (id -> shown name, ids it links) on a branch
+    that parted from ``against`` at ``base``; ``present`` says whether the branch holds an id."""
+    mine = {memory_id: found for memory_id, found in mine.items() if found[1]}
+    if not mine:
+        return []
+    wanted = sorted({i for _name, ids in mine.values() for i in ids})
+    paths = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in wanted]
+    theirs = _tree_blobs(store, against_sha, "", paths)
+    # Still on the branch: a link to a memory the branch forgot too is the file's own problem.
+    gone = {i for i in set(_tree_blobs(store, base, "", paths)) - set(theirs) if present(i)}
+    if not gone:
+        return []
+    # A link the file held where the branch parted is REF's to strip, which its forget did.
+    before = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine])
+    texts = store.objects.read_many("blob", before.values())
+    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
+               + f" merge {shlex.quote(against)}")
+    problems = []
+    for memory_id, (name, ids) in sorted(mine.items()):
+        old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
+        problems += [Problem(
+            name, 1,
+            f"memory {memory_id} links 'memory:{linked}', which {against} forgot since this branch parted from "
+            f"it; merged as it is, the link would point at nothing. Run '{command}': it strips links to "
+            "forgotten memories, in one commit",
+        ) for linked in sorted(ids & gone - old, key=lambda i: (len(i), i))]
+    return problems
+
+
+def _links_of(path: Path) -> set[str]:
+    """The memory ids the memory file ``path`` links; none for a file that does not parse
+    (check_file names it)."""
+    if path.suffix != ".yaml" or path.parent.name != MEMORIES:
+        return set()
+    try:
+        text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return _links_in(text, path.stem)
+
+
+def _links_in(text: str, memory_id: str) -> set[str]:
+    """The memory ids a memory's text links; none for text that does not parse."""
+    if "memory:" not in text:
+        return set()
+    try:
+        memory = loads(text, memory_id)
+    except KBError:
+        return set()
+    return {e[len("memory:"):] for e in memory.entities if e.startswith("memory:")}
 
 
 def holds_a_topic_key(files: dict[Path, str]) -> bool:

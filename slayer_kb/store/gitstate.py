@@ -46,3 +46,18 @@ def unfinished_operation(git_dir: Path) -> str | None:
         if os.path.lexists(os.path.join(folder, marker)):
             return f"{state} {way_out}, then run the command again."
     return None
+
+
+def rebase_step(git_dir: Path) -> tuple[tuple[int, int] | None, ...]:
+    """How far git's rebase (its merge backend) has got, as the identity of the files it rewrites
+    at each step (its to-do list and the list done; each rewrite is a new file): it changes when a
+    run started the rebase or picked a commit, and not when a run failed before either."""
+    marks: list[tuple[int, int] | None] = []
+    for name in ("git-rebase-todo", "done"):
+        try:
+            status = os.stat(os.path.join(os.fspath(git_dir), "rebase-merge", name))
+        except OSError:
+            marks.append(None)
+        else:
+            marks.append((status.st_ino, status.st_mtime_ns))
+    return tuple(marks)

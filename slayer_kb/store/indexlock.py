@@ -42,12 +42,19 @@ def held(lock: Path, deadline: float | None = None) -> str | None:
 
 
 def run(git: Callable[[], subprocess.CompletedProcess[bytes]], lock: Path,
-        undo: Callable[[], object] | None = None) -> subprocess.CompletedProcess[bytes]:
+        undo: Callable[[], object] | None = None,
+        resume: tuple[Callable[[], object], Callable[[], subprocess.CompletedProcess[bytes]]] | None = None,
+        ) -> subprocess.CompletedProcess[bytes]:
     """``git()``, run again while another git command's ``lock`` refused it. ``undo`` is for git
     merge, which names no lock ("Unable to write index") and writes MERGE_HEAD before it finds the
-    index locked: it clears that before the next run. An IndexLockedError when the lock outlasts
-    the wait (the command did not run)."""
+    index locked: it clears that before the next run. ``resume`` is for git rebase, which stops
+    part-way when a pick meets the lock (the pick put back on its to-do list): (how far it has got,
+    the command that goes on from there, ``rebase --continue``), run instead once a run got further
+    (``rebase UPSTREAM`` again is refused: "already a rebase-merge directory"; ``--skip`` again would
+    skip the next commit too). An IndexLockedError when the lock outlasts the wait (the command did
+    not run)."""
     deadline = None
+    step = resume[0]() if resume is not None else None
     while True:
         proc = git()
         refused = lock.name.encode() in proc.stderr or (undo is not None and _UNWRITTEN in proc.stderr)
@@ -55,6 +62,8 @@ def run(git: Callable[[], subprocess.CompletedProcess[bytes]], lock: Path,
             return proc
         if undo is not None:
             undo()
+        if resume is not None and resume[0]() != step:
+            git, resume = resume[1], None
         if deadline is not None and time.monotonic() >= deadline:  # taken again and again: a git loop
             if not os.path.lexists(lock):  # or refused for another cause (EPERM, a full disk): git's words say it
                 return proc

@@ -391,13 +391,17 @@ class GitStore:
         return indexlock.held(self._index_lock(), deadline)
 
     def git_writing_index(self, *args: str, check: bool = True, undo: tuple[str, ...] = (),
-                          **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+                          resume: tuple[str, ...] = (), **kwargs: object) -> subprocess.CompletedProcess[bytes]:
         """``git ARGS`` for a command that writes git's index (``reset``, ``merge``, ``rebase``,
         ``checkout``, ``commit``, ``update-index``), run again while another git command holds the
-        index (``indexlock.run``; ``undo``: ``merge --quit``); an IndexLockedError, ``check`` or
-        not, when the lock stays."""
+        index (``indexlock.run``; ``undo``: ``merge --quit``; ``resume``: ``rebase --continue``, run
+        instead once the rebase got further); an IndexLockedError, ``check`` or not, when the lock
+        stays."""
+        git_dir = self.git_dirs()[0]
         proc = indexlock.run(lambda: self.git(*args, check=False, **kwargs), self._index_lock(),
-                             (lambda: self.git(*undo, check=False)) if undo else None)
+                             (lambda: self.git(*undo, check=False)) if undo else None,
+                             (lambda: gitstate.rebase_step(git_dir), lambda: self.git(*resume, check=False, **kwargs))
+                             if resume else None)
         return checked(list(args), proc) if check else proc
 
     def object_store(self) -> upkeep.Objects:
