@@ -595,3 +595,19 @@ def test_a_blank_folder_is_refused_not_taken_for_the_current_one(indexed_example
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert list(work.iterdir()) == []
+
+
+def test_a_type_filter_is_trimmed_and_a_blank_one_ignored_as_a_project(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb_read_only.root
+
+    def ids(*args: str) -> tuple[list[str], str]:
+        proc = invoke_cli("--kb", root, "--json", *args, check=True)
+        return [hit["id"] for hit in json_of(proc)["memories"]], proc.stderr
+
+    every, learning = ids("list"), ids("list", "--type", "learning")
+    assert len(learning[0]) == 1
+    assert ids("list", "--type", " learning ") == learning
+    assert ids("list", "--type", "   ") == ids("list", "--project", "   ") == every
+    searched = ids("search", "refunds")
+    assert ids("search", "refunds", "--type", " \t") == ids("search", "refunds", "--project", " ") == searched

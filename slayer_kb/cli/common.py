@@ -302,8 +302,8 @@ pass_settings = click.make_pass_decorator(Settings)
 
 # Options several commands share, each with its help in one place.
 PROJECT_HELP = "Project name (trimmed, lower-cased)."
-ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...)."
-ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
+ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...; trimmed, blank: any)."
+ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased; blank: any)."
 # Any case, as MCP's scope (Engram's) takes it: 'PERSONAL' is personal on both.
 SCOPE_CHOICE = click.Choice(["project", "personal"], case_sensitive=False)
 ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
