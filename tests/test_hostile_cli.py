@@ -547,17 +547,20 @@ def test_an_engram_export_without_observations_or_of_the_wrong_shape(indexed_exa
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("command", ["save", "update"])
 @pytest.mark.parametrize("refs", [("",), ("shop.orders.amount", "  "), (" , ",)])
-def test_update_with_an_empty_entity_is_refused_not_an_unlinking(indexed_example_kb: KnowledgeBase,
-                                                                invoke_cli: CliRunner, refs: tuple[str, ...]) -> None:
-    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it."""
+def test_an_empty_entity_option_is_refused_by_its_name(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                       command: str, refs: tuple[str, ...]) -> None:
+    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it;
+    each named it by its API field (linked_entities[0], entities[0]), not the -e typed."""
     root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     before = (root / "memories" / "1.yaml").read_bytes()
-    index = refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
-    message = (f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop the "
-               "item; to unlink every entity, delete them with 'slayer-kb edit 1'.")
-    proc = invoke_cli("--kb", root, "--json", "update", "1", *(arg for ref in refs for arg in ("-e", ref)))
+    number = 1 + refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
+    message = f"-e/--entity #{number} is empty: give a reference such as -e orders.amount, or drop it"
+    message += "; to unlink every entity, delete them with 'slayer-kb edit 1'." if command == "update" else "."
+    args = ["update", "1"] if command == "update" else ["save", "a note"]
+    proc = invoke_cli("--kb", root, "--json", *args, *(arg for ref in refs for arg in ("-e", ref)))
     assert (proc.returncode, json_of(proc), proc.stderr) == (
         1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n")
     assert (root / "memories" / "1.yaml").read_bytes() == before
