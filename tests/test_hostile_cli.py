@@ -614,3 +614,25 @@ def test_a_type_filter_is_trimmed_and_a_blank_one_ignored_as_a_project(
     assert ids("list", "--type", "   ") == ids("list", "--project", "   ") == every
     searched = ids("search", "refunds")
     assert ids("search", "refunds", "--type", " \t") == ids("search", "refunds", "--project", " ") == searched
+
+
+def test_catalog_entries_it_cannot_use_are_named_by_validate(indexed_example_kb: KnowledgeBase,
+                                                             invoke_cli: CliRunner) -> None:
+    """Each was skipped or used in silence: a folder or FIFO named *.yaml was never listed, an
+    empty model file a model of nothing (valid, but named), and a misspelt key in priority.yaml no priority."""
+    root = indexed_example_kb.root
+    (root / "models" / "shop" / "folder.yaml").mkdir()
+    (root / "datasources" / "folder.yaml").mkdir()
+    os.mkfifo(root / "models" / "shop" / "fifo.yaml")
+    (root / "models" / "shop" / "empty.yaml").write_bytes(b"")
+    (root / "priority.yaml").write_text("priorty: [shop, wh]\n")
+    proc = invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root)
+    not_a_file = "not a regular file: the catalog is read from files. Remove it, or rename it without .yaml"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"datasources/folder.yaml:1: catalog: is a folder, {not_a_file}\n"
+        "models/shop/empty.yaml:1: catalog: the model file is empty (0 bytes), a model with no columns or "
+        "measures; write its definition (docs/format.md), or remove the file\n"
+        f"models/shop/fifo.yaml:1: catalog: is a FIFO, {not_a_file}\n"
+        f"models/shop/folder.yaml:1: catalog: is a folder, {not_a_file}\n"
+        "priority.yaml:1: catalog: no 'priority' key (found 'priorty'): write priority: [datasource, ...]\n"
+        "5 problems in 5 files (1 file checked)\n"))
