@@ -348,8 +348,7 @@ def _read_text(path: Path) -> str:
     except TooLarge as exc:
         raise _Broken(OVERSIZED.format(size=exc.size)) from None
     except NotRegularFile as exc:
-        raise _Broken(f"{exc.strerror}: the catalog is read from files. Remove it, or rename it "
-                      "without .yaml") from None
+        raise _Broken(f"{exc.strerror}: the catalog is read from files. Remove it, or rename it without .yaml") from None
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
@@ -433,11 +432,7 @@ def _load_datasource_files(root: Path, problems: list[CatalogProblem]) -> dict[s
             continue
         name, description = parsed
         if name in found:
-            problems.append(
-                CatalogProblem(
-                    path, None, f"datasource '{name}' is also defined in {found[name][1]}"
-                )
-            )
+            problems.append(CatalogProblem(path, None, f"datasource '{name}' is also defined in {found[name][1]}"))
             continue
         found[name] = (description, path)
     return found
@@ -478,11 +473,7 @@ def _load_models(root: Path, folder: Path, ds_name: str, problems: list[CatalogP
         if model is None:
             continue
         if model.name in models:
-            problems.append(
-                CatalogProblem(
-                    path, None, f"model '{model.name}' is also defined in {models[model.name].path}"
-                )
-            )
+            problems.append(CatalogProblem(path, None, f"model '{model.name}' is also defined in {models[model.name].path}"))
             continue
         models[model.name] = model
     return models
