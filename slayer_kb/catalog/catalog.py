@@ -209,8 +209,8 @@ def load_catalog(root: Path) -> Catalog:
 
 
 # 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
-# 3: join names.
-CACHE_FORMAT = 3
+# 3: join names. 4: problems for a folder or FIFO named *.yaml, a priority.yaml without its key.
+CACHE_FORMAT = 4
 
 
 def same_signature(a: Any, b: Any) -> bool:
