@@ -209,7 +209,22 @@ def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, in
          "Error: Unknown model 'nope': no datasource has a model of that name."),
         (["delete-datasource", "dw"], "Error: Unknown datasource 'dw'. Known datasources: shop, wh."),
         (["delete-leaf", "shop.orders"],
-         "Error: 'shop.orders' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."),
+         "Error: 'shop.orders' is not DS.MODEL.LEAF: give it as the catalog names it, e.g. shop.orders.amount."),
+        # A path, an empty or oddly dotted name is named as such (it was "Unknown datasource ''").
+        (["delete-model", "../../etc"], "Error: '../../etc' is a path, not a catalog name: give MODEL or "
+         "DS.MODEL as the catalog names it, e.g. orders or shop.orders."),
+        (["delete-model", "orders", "--datasource", "../wh"], "Error: '../wh' is a path, not a catalog name: "
+         "give --datasource DS as the catalog names it, e.g. shop."),
+        (["delete-model", " "], "Error: No name given: give MODEL or DS.MODEL, e.g. orders or shop.orders."),
+        (["delete-model", "."], "Error: '.' is not MODEL or DS.MODEL: give it as the catalog names it, "
+         "e.g. orders or shop.orders."),
+        (["delete-model", "shop..orders"], "Error: 'shop..orders' is not MODEL or DS.MODEL: give it as the "
+         "catalog names it, e.g. orders or shop.orders."),
+        (["delete-datasource", "models/shop"], "Error: 'models/shop' is a path, not a catalog name: give DS "
+         "as the catalog names it, e.g. shop."),
+        (["delete-datasource", ""], "Error: No name given: give DS, e.g. shop."),
+        (["delete-leaf", "..\\shop"], "Error: '..\\shop' is a path, not a catalog name: give DS.MODEL.LEAF "
+         "as the catalog names it, e.g. shop.orders.amount."),
         (["delete-leaf", "shop.orders.nope"],
          "Error: Model 'shop.orders' has no column, measure or aggregation 'nope'. Its leaves: "
          "['amount', 'amount_wavg', 'aov', 'cost', 'created_at', 'customer_id', 'id', 'qty', "
@@ -218,6 +233,9 @@ def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, in
     for args, error in cases:
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stderr.strip()) == (1, error)
+    proc = invoke_cli("--kb", root, "--json", "delete-model", "../../etc")
+    assert json_of(proc) == {"error": {"type": "invalid_input", "message": "'../../etc' is a path, not a catalog "
+                                       "name: give MODEL or DS.MODEL as the catalog names it, e.g. orders or shop.orders."}}
     assert head_count(root) == before
     assert_memories(root, set())
 

@@ -547,17 +547,20 @@ def test_an_engram_export_without_observations_or_of_the_wrong_shape(indexed_exa
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("command", ["save", "update"])
 @pytest.mark.parametrize("refs", [("",), ("shop.orders.amount", "  "), (" , ",)])
-def test_update_with_an_empty_entity_is_refused_not_an_unlinking(indexed_example_kb: KnowledgeBase,
-                                                                invoke_cli: CliRunner, refs: tuple[str, ...]) -> None:
-    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it."""
+def test_an_empty_entity_option_is_refused_by_its_name(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                       command: str, refs: tuple[str, ...]) -> None:
+    """`update 1 -e "$EMPTY"` silently stripped every entity from memory 1, where save refuses it;
+    each named it by its API field (linked_entities[0], entities[0]), not the -e typed."""
     root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     before = (root / "memories" / "1.yaml").read_bytes()
-    index = refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
-    message = (f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop the "
-               "item; to unlink every entity, delete them with 'slayer-kb edit 1'.")
-    proc = invoke_cli("--kb", root, "--json", "update", "1", *(arg for ref in refs for arg in ("-e", ref)))
+    number = 1 + refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
+    message = f"-e/--entity #{number} is empty: give a reference such as -e orders.amount, or drop it"
+    message += "; to unlink every entity, delete them with 'slayer-kb edit 1'." if command == "update" else "."
+    args = ["update", "1"] if command == "update" else ["save", "a note"]
+    proc = invoke_cli("--kb", root, "--json", *args, *(arg for ref in refs for arg in ("-e", ref)))
     assert (proc.returncode, json_of(proc), proc.stderr) == (
         1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n")
     assert (root / "memories" / "1.yaml").read_bytes() == before
@@ -595,3 +598,41 @@ def test_a_blank_folder_is_refused_not_taken_for_the_current_one(indexed_example
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert list(work.iterdir()) == []
+
+
+def test_a_type_filter_is_trimmed_and_a_blank_one_ignored_as_a_project(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = example_kb_read_only.root
+
+    def ids(*args: str) -> tuple[list[str], str]:
+        proc = invoke_cli("--kb", root, "--json", *args, check=True)
+        return [hit["id"] for hit in json_of(proc)["memories"]], proc.stderr
+
+    every, learning = ids("list"), ids("list", "--type", "learning")
+    assert len(learning[0]) == 1
+    assert ids("list", "--type", " learning ") == learning
+    assert ids("list", "--type", "   ") == ids("list", "--project", "   ") == every
+    searched = ids("search", "refunds")
+    assert ids("search", "refunds", "--type", " \t") == ids("search", "refunds", "--project", " ") == searched
+
+
+def test_catalog_entries_it_cannot_use_are_named_by_validate(indexed_example_kb: KnowledgeBase,
+                                                             invoke_cli: CliRunner) -> None:
+    """Each was skipped or used in silence: a folder or FIFO named *.yaml was never listed, an
+    empty model file a model of nothing (valid, but named), and a misspelt key in priority.yaml no priority."""
+    root = indexed_example_kb.root
+    (root / "models" / "shop" / "folder.yaml").mkdir()
+    (root / "datasources" / "folder.yaml").mkdir()
+    os.mkfifo(root / "models" / "shop" / "fifo.yaml")
+    (root / "models" / "shop" / "empty.yaml").write_bytes(b"")
+    (root / "priority.yaml").write_text("priorty: [shop, wh]\n")
+    proc = invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root)
+    not_a_file = "not a regular file: the catalog is read from files. Remove it, or rename it without .yaml"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"datasources/folder.yaml:1: catalog: is a folder, {not_a_file}\n"
+        "models/shop/empty.yaml:1: catalog: the model file is empty (0 bytes), a model with no columns or "
+        "measures; write its definition (docs/format.md), or remove the file\n"
+        f"models/shop/fifo.yaml:1: catalog: is a FIFO, {not_a_file}\n"
+        f"models/shop/folder.yaml:1: catalog: is a folder, {not_a_file}\n"
+        "priority.yaml:1: catalog: no 'priority' key (found 'priorty'): write priority: [datasource, ...]\n"
+        "5 problems in 5 files (1 file checked)\n"))

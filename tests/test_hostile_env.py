@@ -4,6 +4,7 @@ index.lock), which must never send a KB's commit, index or objects to another re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,21 @@ def test_gits_repository_variables_never_redirect_a_kbs_commit(
              "files": sorted(p.name for p in other_repo.iterdir()), "objects": git(other_repo, "count-objects")}
     assert after == before
     assert not (other_repo / ".git" / "index.lock").exists()
+
+
+@pytest.mark.parametrize("variables", [
+    {"GIT_DIR": "{other}/.git"},
+    {"GIT_INDEX_FILE": "{other}/.git/index"},
+    {"GIT_OBJECT_DIRECTORY": "{other}/.git/objects"},
+    {"GIT_ALTERNATE_OBJECT_DIRECTORIES": "{other}/.git/objects"},
+])  # fmt: skip
+def test_gits_repository_variables_never_redirect_a_kbs_history(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, other_repo: Path, variables: dict[str, str]) -> None:
+    # GitPython reads the history (describe_commits); its git processes get the scrubbed
+    # environment like every other git call.
+    root = example_kb_read_only.root
+    env = {name: value.format(other=other_repo) for name, value in variables.items()}
+    proc = invoke_cli("--kb", root, "--json", "log", "2", env=env)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert [entry["commit"] for entry in json.loads(proc.stdout)] == git(
+        root, "log", "--format=%H", "--", "memories/2.yaml").split()

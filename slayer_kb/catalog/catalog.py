@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from ..core import yamlio
-from ..core.fileio import TooLarge, outside, read_regular
+from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
 from .querychecks import kind_of
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -209,8 +209,8 @@ def load_catalog(root: Path) -> Catalog:
 
 
 # 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
-# 3: join names.
-CACHE_FORMAT = 3
+# 3: join names. 4: problems for a folder or FIFO named *.yaml, a priority.yaml without its key.
+CACHE_FORMAT = 4
 
 
 def same_signature(a: Any, b: Any) -> bool:
@@ -319,11 +319,12 @@ def _from_json(data: dict[str, Any], root: Path) -> Catalog:
 
 
 def _yaml_files(root: Path, folder: Path, problems: list[CatalogProblem]) -> list[Path]:
-    """The catalog files in the KB ``root``'s ``folder``; a link out of the KB is a problem, never read."""
+    """The catalog files in the KB ``root``'s ``folder``; a link out of the KB is a problem, never read.
+    A folder or FIFO named ``*.yaml`` is listed too, for ``_read_text`` to name it."""
     try:
         with os.scandir(folder) as entries:
             found = [(e.name, e.is_symlink()) for e in entries
-                     if e.name.endswith(".yaml") and not e.name.startswith(".") and e.is_file()]
+                     if e.name.endswith(".yaml") and not e.name.startswith(".")]
     except OSError:
         return []
     return [folder / name for name, link in sorted(found)
@@ -346,6 +347,8 @@ def _read_text(path: Path) -> str:
         return read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES).decode("utf-8")
     except TooLarge as exc:
         raise _Broken(OVERSIZED.format(size=exc.size)) from None
+    except NotRegularFile as exc:
+        raise _Broken(f"{exc.strerror}: the catalog is read from files. Remove it, or rename it without .yaml") from None
     except UnicodeDecodeError as exc:
         raise _Broken(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
@@ -429,11 +432,7 @@ def _load_datasource_files(root: Path, problems: list[CatalogProblem]) -> dict[s
             continue
         name, description = parsed
         if name in found:
-            problems.append(
-                CatalogProblem(
-                    path, None, f"datasource '{name}' is also defined in {found[name][1]}"
-                )
-            )
+            problems.append(CatalogProblem(path, None, f"datasource '{name}' is also defined in {found[name][1]}"))
             continue
         found[name] = (description, path)
     return found
@@ -474,11 +473,7 @@ def _load_models(root: Path, folder: Path, ds_name: str, problems: list[CatalogP
         if model is None:
             continue
         if model.name in models:
-            problems.append(
-                CatalogProblem(
-                    path, None, f"model '{model.name}' is also defined in {models[model.name].path}"
-                )
-            )
+            problems.append(CatalogProblem(path, None, f"model '{model.name}' is also defined in {models[model.name].path}"))
             continue
         models[model.name] = model
     return models
@@ -581,7 +576,7 @@ def _where(keys: tuple[Any, ...]) -> str:
 
 def _load_priority(root: Path, problems: list[CatalogProblem]) -> list[str]:
     path = root / "priority.yaml"
-    if not path.is_file() or _leads_out(root, path, problems):
+    if not os.path.lexists(path) or _leads_out(root, path, problems):
         return []
     priority = _load_file(path, _parse_priority, problems)
     return priority if priority is not None else []
@@ -590,6 +585,9 @@ def _load_priority(root: Path, problems: list[CatalogProblem]) -> list[str]:
 def _parse_priority(data: Any) -> list[str]:
     keys: tuple[str, ...] = ()
     if isinstance(data, dict):
+        if data and "priority" not in data:  # a misspelt key would leave bare names unresolved
+            found = ", ".join(repr(str(key)) for key in data)
+            raise _Broken(f"no 'priority' key (found {found}): write priority: [datasource, ...]", (next(iter(data)),))
         data, keys = data.get("priority"), ("priority",)
     if data is None:
         return []

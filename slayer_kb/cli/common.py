@@ -16,7 +16,7 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError, StoreError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError
 from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
@@ -302,8 +302,8 @@ pass_settings = click.make_pass_decorator(Settings)
 
 # Options several commands share, each with its help in one place.
 PROJECT_HELP = "Project name (trimmed, lower-cased)."
-ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...)."
-ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased)."
+ONLY_TYPE_HELP = "Only memories of this observation type (decision, bugfix, ...; trimmed, blank: any)."
+ONLY_PROJECT_HELP = "Only memories of this project (trimmed, lower-cased; blank: any)."
 # Any case, as MCP's scope (Engram's) takes it: 'PERSONAL' is personal on both.
 SCOPE_CHOICE = click.Choice(["project", "personal"], case_sensitive=False)
 ONLY_SCOPE_HELP = "Only memories of this scope: project or personal."
@@ -330,3 +330,13 @@ def memory_text(data: dict[str, Any]) -> str:
     lines.append("")
     lines.append(data["learning"].rstrip("\n"))
     return "\n".join(lines) + warning_lines(data.get("warnings", []))
+
+
+def check_entity_options(entities: tuple[str, ...], fix: str = "") -> None:
+    """Refuse an empty ``-e`` (an empty shell variable) by the option typed: the API behind it
+    would name its own field (``linked_entities[0]`` for a save, ``entities[0]`` for an update)."""
+    for number, ref in enumerate(entities, 1):
+        if not ref.replace(",", "").strip():
+            raise ResolutionError(
+                f"-e/--entity #{number} is empty: give a reference such as -e orders.amount, or drop it{fix}."
+            )

@@ -20,6 +20,7 @@ from .common import (
     SCOPE_CHOICE,
     SCOPE_HELP,
     Settings,
+    check_entity_options,
     emit,
     force_option,
     json_option,
@@ -112,6 +113,7 @@ def save(
         )
     kb = settings.kb()
     kb.check_learning(text)  # an empty learning is told first, whatever else is missing
+    check_entity_options(entities)
     parsed = read_query(query)
     if title is not None:
         if memory_id is not None:
@@ -221,6 +223,7 @@ def update(
     Example:
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
+    check_entity_options(entities, f"; to unlink every entity, delete them with 'slayer-kb edit {memory_id}'")
     result = settings.kb().update(
         memory_id,
         title=title,

@@ -100,6 +100,12 @@ def normalize_project(project: str | None) -> str | None:
     return normalised or None
 
 
+def normalize_type(type: str | None) -> str | None:
+    """A type filter trimmed, as a write trims the type it stores; blank -> None (no filter, as a
+    blank project), not a filter no memory matches."""
+    return type.strip() or None if type is not None else None
+
+
 def given_project(project: str | None) -> str | None:
     """A project a write stores (``normalize_project``), refused when it holds an invisible or
     control character: a right-to-left mark or zero-width space would make two projects that

@@ -307,7 +307,7 @@ def tool_server(kb: KnowledgeBase) -> Server[Any]:
 
     async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # Run inline rather than in a worker thread: calls are then strictly one at a time, and
-        # GitPython and the Whoosh searcher are never touched from two threads.
+        # the Whoosh searcher is never touched from two threads.
         reply = tools.call_tool(kb, params.name, params.arguments)
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
         if reply.data is None:

@@ -66,6 +66,10 @@ def delete_model(
     """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
     ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
 
+    _catalog_name(model, "MODEL or DS.MODEL", "orders or shop.orders", counts=(1, 2))
+    if datasource is not None:
+        _catalog_name(datasource, "--datasource DS", "shop", counts=(1,))
+
     def catalog_changes() -> tuple[str, str, list[Change]]:
         found = _find_model(kb, model, datasource)
         return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
@@ -76,6 +80,7 @@ def delete_model(
 
 def delete_datasource(kb: Context, name: str, *, force: bool = False) -> CascadeResult:
     """Delete a datasource, its models and its place in ``priority.yaml``."""
+    _catalog_name(name, "DS", "shop", counts=(1,))
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
         datasource = _find_datasource(kb, name)
@@ -95,12 +100,7 @@ def delete_datasource(kb: Context, name: str, *, force: bool = False) -> Cascade
 
 def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
     """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
-    parts = ref.strip().split(".")
-    if len(parts) != 3 or not all(parts):
-        raise InvalidInputError(
-            f"'{ref}' is not DS.MODEL.LEAF; name the leaf fully, e.g. shop.orders.amount."
-        )
-    ds_name, model_name, leaf = parts
+    ds_name, model_name, leaf = _catalog_name(ref, "DS.MODEL.LEAF", "shop.orders.amount", counts=(3,)).split(".")
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
         model = _find_model(kb, model_name, ds_name)
@@ -116,6 +116,23 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
 
     with kb.transaction() as tx:
         return _cascade(tx, catalog_changes, force)
+
+
+def _catalog_name(given: str, form: str, example: str, *, counts: tuple[int, ...]) -> str:
+    """``given`` stripped, refused unless it is ``form``: one of ``counts`` names joined by dots.
+    A path or an empty name would otherwise be looked up as a name (``../../etc`` was "Unknown
+    datasource ''")."""
+    name = given.strip()
+    if not name:
+        raise InvalidInputError(f"No name given: give {form}, e.g. {example}.")
+    if "/" in name or "\\" in name:
+        raise InvalidInputError(
+            f"'{given}' is a path, not a catalog name: give {form} as the catalog names it, e.g. {example}."
+        )
+    parts = name.split(".")
+    if len(parts) not in counts or not all(parts):
+        raise InvalidInputError(f"'{given}' is not {form}: give it as the catalog names it, e.g. {example}.")
+    return name
 
 
 def _find_datasource(kb: Context, name: str) -> Datasource:

@@ -90,7 +90,7 @@ def search(
         question=question or "",
         entities=inputs,
         inputs_given=bool(entities) or query is not None,
-        type=type,
+        type=engram.normalize_type(type),
         project=engram.normalize_project(project),
         scope=engram.normalize_scope(scope) if scope else None,
         datasource=datasource,
@@ -119,7 +119,8 @@ def newest(
 ) -> list[Hit]:
     """Live memories, newest first (``KnowledgeBase.newest``)."""
     kb.ensure_fresh()
-    restriction = channels.restrict(type=type, project=engram.normalize_project(project), scope=scope)
+    restriction = channels.restrict(
+        type=engram.normalize_type(type), project=engram.normalize_project(project), scope=scope)
     docs = kb.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
@@ -128,7 +129,8 @@ def unmatched(kb: Context, *, type: str | None = None, project: str | None = Non
               scope: str | None = None) -> list[str]:
     """A warning when a filter of ``newest`` matches no memory at all (a misspelt type, say),
     as ``search`` gives: a list that is empty for it is a mistake the agent can fix."""
-    unknown = channels.unmatched_filters(kb.index, type, engram.normalize_project(project), scope)
+    unknown = channels.unmatched_filters(
+        kb.index, engram.normalize_type(type), engram.normalize_project(project), scope)
     return [f"No memory has {' or '.join(unknown)}; check the name, or list without it."] if unknown else []
 
 

@@ -32,6 +32,7 @@ every file is reported in one run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -209,6 +210,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")
             for p in context.catalog.problems
         )
+        report.problems.extend(empty_model_files(context.catalog))
         for path, name in sorted(target.files.items()):
             report.checked += 1
             report.problems.extend(check_file(path, name, context))
@@ -223,6 +225,20 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             report.problems.extend(links_to_forgotten(compared, target.files))
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
+
+
+def empty_model_files(catalog: Catalog) -> list[Problem]:
+    """A 0-byte model file: the catalog takes it as a model of nothing (an empty definition is
+    valid), but it is far more often a write cut short or a stray ``touch``."""
+    problems = []
+    for datasource in catalog.datasources.values():
+        for model in datasource.models.values():
+            with contextlib.suppress(OSError):  # gone since the catalog was read: nothing to say
+                if model.path.stat().st_size == 0:
+                    problems.append(Problem(shown(model.path), 1, "catalog: the model file is empty (0 bytes), a model "
+                                            "with no columns or measures; write its definition (docs/format.md), "
+                                            "or remove the file"))
+    return problems
 
 
 def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:

@@ -461,25 +461,18 @@ class GitStore:
     def describe_commits(self, shas: list[str]) -> list[LogEntry]:
         """Each commit's sha, author, ISO date and message, in the order given.
 
-        GitPython reads them: parsing authors, dates and multi-line messages is what it is good
-        at, and a history command can afford its import (the save path cannot)."""
-        import git  # GitPython
-
-        repo = git.Repo(self.top)
-        try:
-            commits = [repo.commit(sha) for sha in shas]
-            return [
-                {
-                    "commit": commit.hexsha,
-                    "author": f"{commit.author.name} <{commit.author.email}>",
-                    "date": commit.authored_datetime.isoformat(),
-                    "message": str(commit.message).strip(),
-                }
-                for commit in commits
-            ]
-        finally:
-            # A Repo keeps `git cat-file` helper processes alive until it is closed.
-            repo.close()
+        Read by this store's git (not GitPython's, whose processes inherit a GIT_DIR or
+        GIT_OBJECT_DIRECTORY from the environment: gitenv.py); NUL-separated fields, since a
+        message has several lines."""
+        if not shas:
+            return []
+        out = self.git("-c", "log.showSignature=false", "log", "--no-walk=unsorted", "--stdin", "-z",
+                       "--format=%H%x00%an <%ae>%x00%aI%x00%B", input="".join(f"{sha}\n" for sha in shas).encode())
+        fields = out.stdout.decode("utf-8", "replace").split("\0")
+        return [
+            {"commit": sha, "author": author, "date": date, "message": message.strip()}
+            for sha, author, date, message in zip(*[iter(fields)] * 4, strict=False)
+        ]
 
     def forget_identity(self) -> None:
         """Read git's identity again on the next commit (the environment may name another)."""
