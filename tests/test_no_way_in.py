@@ -100,12 +100,11 @@ def test_mcp_server_opens_no_socket(example_kb: KnowledgeBase) -> None:
 
 def test_dependencies_are_past_their_known_vulnerabilities() -> None:
     deps = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"gitpython>=3.1.41"' in deps  # CVE-2022-24439, CVE-2023-40267, -41040, CVE-2024-22190
+    assert 'gitpython' not in deps.lower()  # nothing imports it (test_architecture): no dependency to keep patched
     assert '"pyyaml>=6.0.1"' in deps  # CVE-2020-14343 (fixed in 5.4)
     assert '"whoosh-reloaded>=2.7.5,<2.8"' in deps  # 2.7.4 hangs on some multi-field queries; 2.8 may move internals
 
     def numbers(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
 
-    assert numbers(version("gitpython")) >= (3, 1, 41)
     assert numbers(version("pyyaml")) >= (6, 0, 1)
