@@ -73,6 +73,15 @@ def some_files_written(root: Path) -> bool:
     return 0 < written < len(sample)
 
 
+def space_reserved(root: Path) -> bool:
+    """The reserve file holds its space: made empty first, then allocated (store/files.py), so
+    seeing it merely exist can be a kill between the two."""
+    try:
+        return (root / ".slayer-kb" / "reserve").stat().st_size > REFERRERS * 40
+    except FileNotFoundError:
+        return False
+
+
 def _head(root: Path) -> str:
     ref = (root / ".git" / "HEAD").read_text().split()[-1]
     path = root / ".git" / ref
@@ -104,7 +113,7 @@ def test_sigkill_mid_cascade_leaves_all_or_nothing(
     assert not new_pack(root)
     when = {
         "before-commit": new_pack,
-        "space-reserved": lambda r: (r / ".slayer-kb" / "reserve").exists(),
+        "space-reserved": space_reserved,
         "after-update-ref": head_moved(old),
         "writing-files": some_files_written,
         "indexing": lambda r: _head(r) != old and not (r / ".slayer-kb" / "journal.json").exists(),
