@@ -25,6 +25,12 @@ def other_repo(tmp_path: Path) -> Path:
     return other
 
 
+def _state(repo: Path) -> dict[str, object]:
+    """What a git command run for ``repo`` could change: HEAD, the index, the files, the objects."""
+    return {"head": git(repo, "rev-parse", "HEAD"), "index": (repo / ".git" / "index").read_bytes(),
+            "files": sorted(p.name for p in repo.iterdir()), "objects": git(repo, "count-objects")}
+
+
 @pytest.mark.parametrize("variables", [
     {"GIT_DIR": "{other}/.git"},
     {"GIT_WORK_TREE": "{other}"},
@@ -36,8 +42,7 @@ def test_gits_repository_variables_never_redirect_a_kbs_commit(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, other_repo: Path, variables: dict[str, str]) -> None:
     root = indexed_example_kb.root
     env = {name: value.format(other=other_repo) for name, value in variables.items()}
-    before = {"head": git(other_repo, "rev-parse", "HEAD"), "index": (other_repo / ".git" / "index").read_bytes(),
-              "files": sorted(p.name for p in other_repo.iterdir()), "objects": git(other_repo, "count-objects")}
+    before = _state(other_repo)
     kb_head = git(root, "rev-parse", "HEAD").strip()
     proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
     assert (proc.returncode, json_of(proc)["memory_id"], proc.stderr) == (0, "27", "")
@@ -46,9 +51,7 @@ def test_gits_repository_variables_never_redirect_a_kbs_commit(
         "memory: save 27", kb_head, "", "memories/27.yaml", ""]
     assert git(root, "status", "--porcelain") == ""
     assert json_of(invoke_cli("--kb", root, "--json", "get", "27", env=env, check=True))["learning"] == "a note"
-    after = {"head": git(other_repo, "rev-parse", "HEAD"), "index": (other_repo / ".git" / "index").read_bytes(),
-             "files": sorted(p.name for p in other_repo.iterdir()), "objects": git(other_repo, "count-objects")}
-    assert after == before
+    assert _state(other_repo) == before
     assert not (other_repo / ".git" / "index.lock").exists()
 
 
@@ -60,8 +63,8 @@ def test_gits_repository_variables_never_redirect_a_kbs_commit(
 ])  # fmt: skip
 def test_gits_repository_variables_never_redirect_a_kbs_history(
         example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, other_repo: Path, variables: dict[str, str]) -> None:
-    # GitPython reads the history (describe_commits); its git processes get the scrubbed
-    # environment like every other git call.
+    # The history is read by the store's own git (describe_commits), with the scrubbed
+    # environment of every other git call.
     root = example_kb_read_only.root
     env = {name: value.format(other=other_repo) for name, value in variables.items()}
     proc = invoke_cli("--kb", root, "--json", "log", "2", env=env)

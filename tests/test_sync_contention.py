@@ -244,6 +244,20 @@ def _merge_a_branch(b: Path) -> None:
     git(b, "-c", "user.name=B", "-c", "user.email=b@example.com", "merge", "-q", "--no-ff", "--no-edit", "topic")
 
 
+def _released_at_first_wait(monkeypatch: pytest.MonkeyPatch, lock: Path) -> list[float]:
+    """Another git command's ``lock``, gone once the store first waits for it (the store's clock
+    is the test's): the waits the store made."""
+    waits: list[float] = []
+
+    def other_git_exits(seconds: float) -> None:
+        waits.append(seconds)
+        lock.unlink(missing_ok=True)
+
+    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
+                        raising=False)
+    return waits
+
+
 @pytest.mark.parametrize("merges", [False, True], ids=["rebased", "merged"])
 def test_a_sync_waits_for_a_git_command_that_holds_the_index_briefly(diverged, monkeypatch, merges) -> None:
     """An editor's `git status` holds .git/index.lock for milliseconds: the sync's `git reset
@@ -254,14 +268,7 @@ def test_a_sync_waits_for_a_git_command_that_holds_the_index_briefly(diverged, m
         _merge_a_branch(b)
     lock = b / ".git" / "index.lock"
     lock.touch()
-    waits: list[float] = []
-
-    def other_git_exits(seconds: float) -> None:
-        waits.append(seconds)
-        lock.unlink(missing_ok=True)
-
-    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
-                        raising=False)
+    waits = _released_at_first_wait(monkeypatch, lock)
     result = sync(KnowledgeBase(b))
     assert waits and not lock.exists()
     assert result.action == ("merged" if merges else "rebased")
@@ -381,14 +388,7 @@ def test_a_rebase_stopped_part_way_by_the_index_lock_goes_on_where_it_stopped(tm
         hook.write_text(_TAKES_THE_LOCK_ONCE)
         hook.chmod(0o755)
     lock = b / ".git" / "index.lock"
-    waits: list[float] = []
-
-    def other_git_exits(seconds: float) -> None:
-        waits.append(seconds)
-        lock.unlink(missing_ok=True)
-
-    monkeypatch.setattr(indexlock, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=other_git_exits),
-                        raising=False)
+    waits = _released_at_first_wait(monkeypatch, lock)
     result = KnowledgeBase(b).team.rebase("origin/main")
     assert waits and (b / ".git" / "held-once").exists() and not lock.exists()
     assert result.action == "rebased"
