@@ -543,7 +543,7 @@ def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
 
 
 def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path) -> None:
-    # The KB's modules (the index's Whoosh and numpy, GitPython) are most of a process's start:
+    # The KB's modules (the index's Whoosh and numpy) are most of a process's start:
     # a command that opens no KB answers without them.
     probe = (
         "import json, sys\n"

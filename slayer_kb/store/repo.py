@@ -8,9 +8,9 @@ journal written before the ``update-ref`` lets the next command finish (or disca
 a crash interrupted, so the KB is always either before or after the whole commit, and a disk
 space reservation taken before it turns a full disk into "nothing was saved".
 
-Plain ``git`` subprocesses are used instead of GitPython's object model on this path: importing
-GitPython alone costs ~100 ms per command and ``Repo.index`` rewrites the whole index in Python
-(3x slower than ``git add`` + ``git commit`` at 10,000 files, measured). Every git call passes an
+Plain ``git`` subprocesses do all of it, history included (GitPython's import alone cost ~100 ms a
+command, its ``Repo.index`` was 3x slower than ``git add`` + ``git commit`` at 10,000 files, and
+its git processes kept a GIT_DIR from the environment: gitenv.py). Every git call passes an
 argument list (no shell) and ``--`` before paths.
 """
 
