@@ -317,7 +317,7 @@ def _ranked(
         # No detail named to tell a cluster's notes apart: one of them is enough in the top 3.
         if missing := [m for m, _s in fused[: F.DUPLICATE_HEAD] if m not in head_vectors]:
             head_vectors.update(index.sentence_vectors(missing))
-        fused = F.distinct_head(fused, head_vectors, some or every)
+        fused = F.distinct_head(fused, head_vectors)
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
