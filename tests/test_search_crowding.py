@@ -1,9 +1,7 @@
-"""The fusion's rules for questions in other words than their answer (docs/search.md,
+"""The fusion's two rules for questions in other words than their answer (docs/search.md,
 "Fusion"): the words count a quarter as much when the memory they score best holds at most one
-in three of the question's words, a note on a crowded neighbourhood's common ground stands
-back (``fusion.uncrowded``), and a near-duplicate of a memory ranked above it gives its place in
-the top 3 to the next distinct one (``fusion.distinct_head``). Exact rankings on the third
-relevance set's real KB."""
+in three of the question's words, and a note on a crowded neighbourhood's common ground stands
+back (``fusion.uncrowded``). Exact rankings on the third relevance set's real KB."""
 
 from __future__ import annotations
 
@@ -103,46 +101,9 @@ def test_a_paraphrase_into_a_crowded_neighbourhood_finds_its_answer(third_kb: Kn
         assert _ranked(third_kb).index("rf-ota-staged") == 1
     monkeypatch.setattr(fusion, "CROWD_WEIGHT", 0.0)
     monkeypatch.setattr(fusion, "WEAK_WORDS_FACTOR", 1.0)
-    # The near-duplicates' rule alone lifts it to second, past two of the three image notes.
-    assert _ranked(third_kb)[:3] == ["nr-images-free", "rf-ota-staged", "nr-photo-rights"]
-    monkeypatch.setattr(fusion, "DUPLICATE_COSINE", 2.0)
     before = _ranked(third_kb)
     assert set(before[:3]) == {"nr-images-free", "nr-images-subscriber", "nr-images-premium"}
     assert before.index("rf-ota-staged") == 3
-
-
-def test_a_near_duplicate_of_a_memory_above_gives_its_top_3_place_to_the_next_distinct_one() -> None:
-    a, b, c, d = np.eye(4)
-    twin = np.array([0.9, np.sqrt(1 - 0.81), 0.0, 0.0])  # cosine 0.9 with a
-    vectors = {"a": a, "twin": twin, "b": b, "c": c, "d": d}
-    ranked = [("a", 0.9), ("twin", 0.8), ("b", 0.7), ("c", 0.6), ("d", 0.5), ("e", 0.4), ("f", 0.3)]
-    # The twin waits behind the next three distinct memories; the scores stay in order; "e" has
-    # no vector and counts as distinct; a memory beyond the head is never moved up.
-    assert fusion.distinct_head(ranked, vectors) == [
-        ("a", 0.9), ("b", 0.8), ("c", 0.7), ("twin", 0.6), ("d", 0.5), ("e", 0.4), ("f", 0.3)]
-    assert fusion.distinct_head([("a", 0.9), ("twin", 0.8), *[(m, 0.1) for m in "bcdef"]], {"a": a, "twin": twin}) == [
-        ("a", 0.9), ("b", 0.8), ("c", 0.1), ("twin", 0.1), ("d", 0.1), ("e", 0.1), ("f", 0.1)]
-    # Below the cosine that makes a near-duplicate, the fused order stands.
-    apart = dict(vectors, twin=np.array([0.7, np.sqrt(1 - 0.49), 0.0, 0.0]))
-    assert fusion.distinct_head(ranked, apart) == ranked
-
-
-def test_a_question_naming_no_detail_gets_one_note_of_a_cluster_in_its_top_3(third_kb: KnowledgeBase,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The third set's three notes on the newsletter's send time (2021 / 2023 / 2025, a sentence
-    cosine of 0.74-0.86 between them) are close to any question about timing, and filled its
-    top 3 for this one."""
-    def ranked(question: str) -> list[str]:
-        third_kb.ensure_fresh()
-        return [h["id"] for h in run(third_kb.index, Request(question=question, limit=10)).memories][:3]
-
-    question = "Why was somebody woken on Easter Monday because a payout spreadsheet was missing?"
-    assert ranked(question) == ["nr-newsletter-2021", "cl-no-show-reminders", "pg-settlement-cutoff-us"]
-    # A question that names the detail keeps the cluster together, settled by the year.
-    assert ranked("When did the morning newsletter go out in 2023?") == [
-        "nr-newsletter-2023", "nr-newsletter-2025", "nr-newsletter-2021"]
-    monkeypatch.setattr(fusion, "DUPLICATE_COSINE", 2.0)
-    assert ranked(question) == ["nr-newsletter-2021", "nr-newsletter-2023", "nr-newsletter-2025"]
 
 
 def test_the_head_vectors_read_from_the_manifest_and_from_the_table_agree(third_kb: KnowledgeBase) -> None:

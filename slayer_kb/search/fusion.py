@@ -177,35 +177,6 @@ def settle_details(ranked: list[tuple[str, float]], details: Mapping[str, float]
     return [(m, score) for (m, _s), (_m, score) in zip(settled, close, strict=True)] + ranked[len(close):]
 
 
-# A memory nearly the same as one ranked above it (a sentence cosine of at least DUPLICATE_COSINE:
-# the notes of a cluster that differ in a version, a year or a number) tells a question that
-# names no such detail nothing new: it gives its place in the first DISTINCT_TOP to the next
-# distinct memory of the first DUPLICATE_HEAD (docs/search.md).
-DUPLICATE_COSINE = 0.75
-DUPLICATE_HEAD = 6
-DISTINCT_TOP = 3
-
-
-def distinct_head(ranked: list[tuple[str, float]], vectors: Mapping[str, np.ndarray]) -> list[tuple[str, float]]:
-    """The first ``DISTINCT_TOP`` places of ``ranked`` for memories that are not near-duplicates of
-    one ranked above them (``vectors``: unit sentence vectors; a memory without one is distinct),
-    the fused order kept otherwise. The head keeps its scores, in order, so scores still sort the
-    ranking."""
-    head = ranked[:DUPLICATE_HEAD]
-    kept: list[tuple[str, float]] = []
-    repeats: list[tuple[str, float]] = []
-    for hit in head:
-        vector = vectors.get(hit[0])
-        near = vector is not None and any(
-            float(vector @ vectors[m]) >= DUPLICATE_COSINE for m, _s in kept if m in vectors
-        )
-        (repeats if near else kept).append(hit)
-    if not repeats:
-        return ranked
-    order = kept[:DISTINCT_TOP] + repeats + kept[DISTINCT_TOP:]
-    return [(m, score) for (m, _s), (_m, score) in zip(order, head, strict=True)] + ranked[DUPLICATE_HEAD:]
-
-
 def ordered(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Best first; ties by id, so the order is a function of the files alone."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

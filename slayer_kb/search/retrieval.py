@@ -223,8 +223,6 @@ def _ranked(
     depth = max(MIN_DEPTH, 4 * request.limit)
     docs: dict[str, dict[str, Any]] = {}
 
-    # The head's unit sentence vectors, read for the crowding and again for the near-duplicates.
-    head_vectors: dict[str, Any] | None = None
     pinned: list[str] = []
     for exact in (E.id_query(E.named_ids(request.entities)), topic):
         if exact is not None:
@@ -293,8 +291,7 @@ def _ranked(
                 # too: the mean of a note's sentences blurs the one the question is about
                 # (docs/search.md).
                 crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
-                head_vectors = index.sentence_vectors(crowd)
-                sentences = F.uncrowded(sentences, crowd, head_vectors)
+                sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
                 sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
             if matcher is not None:
                 matched = (matching.result() if matching is not None
@@ -310,14 +307,8 @@ def _ranked(
         else:
             scores = F.blend(candidates, some or every, cosines, tokens, tagged, weights, sentences)
     fused = [(m, score) for m, score in F.ordered(scores) if m not in pinned]
-    named = W.details(words)
-    if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and named:
+    if request.fusion != "rrf" and request.match != ALL and "words" in request.channels and (named := W.details(words)):
         fused = F.settle_details(fused, _detail_scores(index, named, [m for m, _s in F.contested(fused)], docs))
-    elif request.fusion != "rrf" and head_vectors is not None and not named:
-        # No detail named to tell a cluster's notes apart: one of them is enough in the top 3.
-        if missing := [m for m, _s in fused[: F.DUPLICATE_HEAD] if m not in head_vectors]:
-            head_vectors.update(index.sentence_vectors(missing))
-        fused = F.distinct_head(fused, head_vectors)
     if request.match == ALL_FIRST and words:
         fused = [hit for hit in fused if hit[0] in every] + [hit for hit in fused if hit[0] not in every]
 
