@@ -273,12 +273,15 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
 
 
 def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, Path]) -> None:
-    """A column the other clone deleted, which a memory saved here links (a link to a memory the
-    other clone forgot is stripped instead: test_team_by_hand.py)."""
+    """A model file the other clone broke, which a memory saved here links: its entities are
+    unreadable, not deleted, so sync keeps the link and refuses (a column the other clone deleted
+    is stripped as its cascade strips it, and so is a link to a memory it forgot:
+    test_team_by_hand.py)."""
     _bare, a, b = clones
-    kb_a = KnowledgeBase(a)
-    kb_a.delete_leaf("shop.orders.qty")
-    sync(kb_a)
+    path = a / "models" / "shop" / "orders.yaml"
+    path.write_text(path.read_text().replace("columns:", "columns: [", 1))
+    commit_all(a, "a model broken by hand")
+    sync(KnowledgeBase(a))
     kb_b = KnowledgeBase(b)
     kb_b.save_memory("Links the quantity", ["orders.qty"], id="linker")
     head = git(b, "rev-parse", "HEAD")
@@ -286,6 +289,7 @@ def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, 
         sync(kb_b)
     assert "shop.orders.qty" in str(exc.value)
     assert git(b, "rev-parse", "HEAD") == head
+    assert "shop.orders.qty" in (b / "memories" / "linker.yaml").read_text()
 
 
 def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, Path, Path], invoke_cli) -> None:

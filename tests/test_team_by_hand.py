@@ -701,14 +701,12 @@ def test_a_rebase_continued_by_hand_strips_links_to_what_the_other_side_forgot(
     assert git(a, "status", "--porcelain") == ""
 
 
-def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """main forgot memory 1 and edited 2 while an agent's branch linked 1 from its new memory 3 and
-    edited 2: 'slayer-kb merge origin/main' stopped on 2, and the merge committed by hand ('git
-    commit --no-edit', as its steps say) kept 3's link to nothing, which the sync pushed (3 was
-    already on the remote branch, so its revalidation did not look at it). The sync strips it, as
-    the finished merge would have, and says so."""
-    _bare, (reviewer, agent) = make_team(tmp_path)
+def merged_by_hand_over_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """main forgot memory 1 and edited 2 while an agent's branch linked 1 from its new memory 101
+    (pushed to origin/agent-b) and edited 2: 'slayer-kb merge origin/main' stopped on 2, and the
+    merge was committed by hand ('git commit --no-edit', as its steps say), 101 still linking 1.
+    The remote and the agent's clone."""
+    bare, (reviewer, agent) = make_team(tmp_path)
     for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
         invoke_cli("--kb", reviewer, "save", text, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
@@ -727,9 +725,79 @@ def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_
         git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)"))
     git(agent, "add", "memories/2.yaml")
     git(agent, "commit", "-q", "--no-edit")
+    return bare, agent
+
+
+def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The merge committed by hand kept 101's link to nothing, which the sync pushed (101 was
+    already on the remote branch, so its revalidation did not look at it). The sync strips it, as
+    the finished merge would have, and says so."""
+    _bare, agent = merged_by_hand_over_a_forget(tmp_path, invoke_cli)
     assert invoke_cli("--kb", agent, "sync", check=True).stdout == (
         "Synced agent-b with origin: pushed, 0 pulled, 4 pushed.\n"
         "  stripped links to forgotten memories: memory:1 from 101\n")
     assert git(agent, "log", "-1", "--format=%s", "origin/agent-b") == "memory: strip links to forgotten 1 from 101\n"
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout.endswith(
         "no problems.\n")
+
+
+def test_a_retried_sync_strips_a_link_pushed_before_the_merge_committed_by_hand(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """As above, but the first push is refused: the retry merges the upstream in and stripped only
+    memories changed since the old upstream, which 101 (pushed before) was not, so origin/agent-b
+    ended linking a memory main forgot ('validate' failing there)."""
+    bare, agent = merged_by_hand_over_a_forget(tmp_path, invoke_cli)
+    lose_races(bare, 1)
+    synced = json_of(invoke_cli("--kb", agent, "--json", "sync", check=True))
+    assert (synced["action"], synced["attempts"], synced["unlinked"]) == ("merged", 2, {"101": ["1"]})
+    assert "memory:1" not in git(agent, "show", "origin/agent-b:memories/101.yaml")
+    assert invoke_cli("--kb", agent, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
+def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """delete-model strips the model and its leaves from the memories its clone holds; a memory
+    the other clone saved meanwhile with one of them stopped that clone's sync ("do not validate
+    ... Fix them on your branch"), or, saved first, made the deleting clone push a main that failed
+    validate. Both ways sync applies the delete's cascade, in one commit, and says so."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", "-e",
+               "shop.orders.refunds", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+        "  stripped entities deleted from the catalog: shop.refunds.amount from 101\n")
+    assert git(b, "log", "-1", "--format=%s") == "memory: strip deleted shop.refunds from 101\n"
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "101", check=True))["entities"] == ["shop.orders.refunds"]
+    # The link is on the remote first: the deleting clone's sync strips it before pushing.
+    invoke_cli("--kb", b, "save", "Customers' names are free text", "-e", "shop.customers.name", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "delete-model", "shop.customers", check=True)
+    synced = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))
+    assert (synced["action"], synced["cascaded"], synced["unlinked"]) == (
+        "rebased", {"102": ["shop.customers.name"]}, {})
+    assert invoke_cli("--kb", a, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+    assert git(a, "status", "--porcelain") == ""
+
+
+def test_a_sync_that_fails_after_stripping_deleted_entities_leaves_the_clone_as_it_was(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", check=True)
+    # A second memory committed by hand that no sync can fix: revalidation refuses after the strip.
+    (b / "memories" / "7.yaml").write_text((b / "memories" / "101.yaml").read_text().replace(
+        "id: '101'", "id: '7'").replace("shop.refunds.amount", "shop.nowhere"))
+    git(b, "add", "memories/7.yaml")
+    git(b, "commit", "-q", "-m", "by hand")
+    head, status, file = git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain"), (b / "memories" / "101.yaml").read_text()
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    # The strip was made (only 7 is named), then undone with the rest.
+    assert "shop.nowhere" in refused.stderr and "shop.refunds" not in refused.stderr
+    assert "the repository is back as it was" in refused.stderr
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, status)
+    assert (b / "memories" / "101.yaml").read_text() == file

@@ -28,7 +28,7 @@ from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
 from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
 from .renumber import require_clean
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -59,7 +59,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             kb.reread()
             kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
-        if result.action == "merged" and parted and strip_forgotten(kb, store, tx, parted, result.unlinked):
+        if result.action == "merged" and parted and strip_gone(kb, store, tx, parted, result.unlinked,
+                                                               result.cascaded):
             result.head = store.head() or head
         return result
 

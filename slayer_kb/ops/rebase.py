@@ -23,7 +23,7 @@ from ..store import mergedriver
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -87,7 +87,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         # The forget's cascade across the two sides, as sync finishes it: a conflict resolved by
         # hand must not leave a link to a memory the other side forgot (unlinks.py).
         with kb.transaction() as tx:
-            if strip_forgotten(kb, store, tx, parted, result.unlinked):
+            if strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded):
                 result.head = store.head() or head
     return result
 

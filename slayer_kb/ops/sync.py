@@ -55,7 +55,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -309,6 +309,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
         result.unlinked.clear()  # and its strip of links to forgotten memories
+        result.cascaded.clear()  # and to deleted entities
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
@@ -335,7 +336,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     on_top = _on_top(store, upstream)
     folded = fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged,
                              index.catch_up)
-    if (parted and strip_forgotten(kb, store, tx, parted, result.unlinked)) or folded:
+    if (parted and strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)) or folded:
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
 
@@ -349,7 +350,7 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_forgotten(kb, store, tx, parted, result.unlinked)
+        strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
