@@ -231,8 +231,10 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], inv
     assert KnowledgeBase(b).save_memory("next", ["orders.amount"]).memory_id == "5"
 
 
-def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path]) -> None:
+def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     _bare, a, b = clones
+    monkeypatch.chdir(b)  # the steps name the KB's files from its folder, where the user is
     kb_a = KnowledgeBase(a)
     kb_a.save_memory("Shared", ["orders.amount"], id="shared")
     sync(kb_a)
@@ -308,7 +310,8 @@ def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, P
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
         f"{a}/memories/1.yaml:5: duplicate key 'learning' (first on line 1); keep one\n"
-        "Fix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again.\n"))
+        # Typed elsewhere (--kb), the fix names the KB.
+        f"Fix them on your branch (slayer-kb --kb {a} edit ID) and run 'slayer-kb --kb {a} sync' again.\n"))
     assert git(bare, "rev-parse", branch(a)) == remote_head
     assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
 
@@ -346,10 +349,12 @@ def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path
     assert [e["message"] for e in entries] == ["memory: save 1"]
 
 
-def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], invoke_cli) -> None:
+def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], invoke_cli,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """With a collision as well as a real conflict, 'git pull --rebase' would stop on two different
     memories 1; the steps sync gives renumber first, and followed as written they finish."""
     _bare, a, b = clones
+    monkeypatch.chdir(b)  # the steps name the KB's files from its folder, where the user is
     kb_a = KnowledgeBase(a)
     kb_a.save_memory("Shared", ["orders.amount"], id="shared")
     sync(kb_a)

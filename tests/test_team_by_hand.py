@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testing import CliRunner, git, json_of, lose_races, make_team
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would: the steps an error gives name
+    the KB's files from there (test_steps_typed_elsewhere_name_the_kb checks them from elsewhere)."""
+    return in_the_kb(in_process_runner())
 
 
 def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
@@ -29,18 +38,21 @@ def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> t
 
 def follow(here: Path, invoke_cli: CliRunner, message: str, resolve: dict[str, str],
            stops: list[str]) -> None:
-    """Run the steps of ``message`` as written, up to the sync: ``git ...`` and ``slayer-kb ...``
-    (the words before ' to keep' or ' (' are the command), an 'edit FILE' step writing
-    ``resolve[FILE]``. A slayer-kb step that stops gives a message of its own, whose steps are
-    followed instead; ``stops`` gets each stop's message."""
+    """Run the steps of ``message`` as written from the folder ``here`` (where the command that
+    gave them ran), up to the sync: ``cd DIR``, ``git ...`` and ``slayer-kb ...`` (the words
+    before ' to keep' or ' (' are the command; slayer-kb finds the KB from the folder), an 'edit
+    FILE' step writing ``resolve[FILE]``. A slayer-kb step that stops gives a message of its own,
+    whose steps are followed instead; ``stops`` gets each stop's message."""
     for step in message.split(" To merge by hand: ", 1)[1].removesuffix(".").split("; "):
         command = step.split(" (")[0].split(" to keep")[0]
-        if command.startswith("edit "):
+        if command.startswith("cd "):
+            here = here / command.split(" ", 1)[1]
+        elif command.startswith("edit "):
             (here / command.split()[1]).write_text(resolve[command.split()[1]])
         elif command.startswith("git "):
             git(here, *command.split()[1:])
         elif command != "slayer-kb sync":
-            proc = invoke_cli("--kb", here, "--json", *command.split()[1:])
+            proc = invoke_cli("--json", *command.split()[1:], cwd=here)
             if proc.returncode:
                 stops.append(json_of(proc)["error"]["message"])
                 return follow(here, invoke_cli, stops[-1], resolve, stops)
@@ -496,10 +508,10 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     git(reviewer, "push", "-q", "origin", "main")
     git(b, "fetch", "-q", "origin")
     # The review of agent-b says so before the merge (it passed, and main then held the key twice).
-    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
+    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main", cwd=tmp_path)
     assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
         "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
-        f"this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb {b} merge "
+        "this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb b merge "
         "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
         "1 problem in 1 file (2 files checked)\n"))
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
@@ -656,9 +668,14 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
     problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
                "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
                "forgotten memories, in one commit")
-    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, f"{agent}/memories/101.yaml:1: {problem.format(f' --kb {agent}')}\n"
+    # Typed elsewhere (the KB given by --kb), the fix names the KB: review's did not.
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout) == (1, "b/memories/101.yaml:1: "
+                                                       f"{problem.format(' --kb b')}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format(' --kb b')}"]
+    # Typed in the KB, it needs none.
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
     assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
     # What it warns of: merged as it is, main fails validate.
@@ -801,3 +818,29 @@ def test_a_sync_that_fails_after_stripping_deleted_entities_leaves_the_clone_as_
     assert "the repository is back as it was" in refused.stderr
     assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, status)
     assert (b / "memories" / "101.yaml").read_text() == file
+
+
+def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sync run from another folder (the KB given by --kb, or found from a subfolder) gave steps
+    that only worked in the KB's folder ('git fetch origin' outside any repository, 'git add
+    memories/1.yaml' from memories/). They start in it now, and work as written from there."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    steps = ("git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/1.yaml to keep "
+             "what both sides meant; git add memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue (a "
+             "later commit that stops says so again); slayer-kb sync.")
+    found = json_of(invoke_cli("--json", "sync", cwd=b / "memories"))["error"]["message"]
+    assert found.endswith(f"To merge by hand: cd {b}; {steps}")
+    message = json_of(invoke_cli("--kb", "b/kb", "--json", "sync", cwd=tmp_path))["error"]["message"]
+    assert message.endswith(f"To merge by hand: cd b/kb; {steps}")
+    stops: list[str] = []
+    one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
+    follow(tmp_path, invoke_cli, message, {"memories/1.yaml": one}, stops)
+    assert [stop.split(";")[0] for stop in stops] == ["Your commits and origin/main both edited memories/1.yaml"]
+    invoke_cli("--kb", "b/kb", "sync", check=True, cwd=tmp_path)
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"

@@ -393,7 +393,7 @@ def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) ->
     # A remote given by name still wins; one that does not exist is named.
     proc = invoke_cli("--kb", u, "sync", "--remote", "origin")
     assert (proc.returncode, proc.stderr) == (
-        1, "Error: No git remote named 'origin'; add one (git remote add origin URL) or pass --remote.\n")
+        1, f"Error: No git remote named 'origin'; add one (git -C {u} remote add origin URL) or pass --remote.\n")
 
 
 def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) -> None:

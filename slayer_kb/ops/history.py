@@ -40,6 +40,7 @@ from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
+from ..core.problems import command
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -314,7 +315,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
-    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha))
+    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root))
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, the ids it links), of memories at head
     for status, old, new in _name_status(proc.stdout, store.prefix):
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
@@ -356,7 +357,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 result.changed.append(change)
     # Links to what base forgot since head left it: each file checks at head, not once merged.
     result.problems.extend(map(str, forgotten_links(store, base_sha, base, resolve_rev(store, base), links,
-                                                    context.ids.__contains__)))
+                                                    context.ids.__contains__, context.command)))
     result.problems.extend(map(str, head_catalog.problems))
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.problems import cd_step
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.revisions import added_alike, resolve_rev
@@ -161,7 +162,7 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
     else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch")
-    steps = [*first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
     where = ("the repository is back as it was" if first else
              "the merge stopped, and git merge --abort would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

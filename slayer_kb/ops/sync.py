@@ -42,6 +42,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
+from ..core.problems import cd_step, command, git_command
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
@@ -90,7 +91,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     laps = _Laps(result.timings)
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
-        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+        raise InvalidInputError(f"HEAD is detached; check out a branch ({git_command(store.root, 'switch NAME')}) "
+                                "before syncing.")
     result.branch = branch
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
@@ -101,7 +103,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         )
     if kb.git_setting(f"remote.{remote}.url") is None:
         raise InvalidInputError(
-            f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
+            f"No git remote named '{remote}'; add one ({git_command(store.root, f'remote add {remote} URL')}) or pass "
+            "--remote."
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
@@ -152,7 +155,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
-                    "the repository is back as it was. Run 'slayer-kb sync' again."
+                    f"the repository is back as it was. Run '{command(store.root)} sync' again."
                 )
             turn.give_back()
             index.catch_up()
@@ -273,9 +276,10 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
         other = merge[len("refs/heads/"):]
         raise InvalidInputError(
             f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
-            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run 'git branch "
-            f"--unset-upstream' and sync again; to take {other} in, run 'git fetch {remote}' and 'slayer-kb merge "
-            f"{remote}/{other}'; to work on {other} itself, 'git switch {other}'."
+            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run "
+            f"'{git_command(kb.root, 'branch --unset-upstream')}' and sync again; to take {other} in, run "
+            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {remote}/{other}'; to work on "
+            f"{other} itself, '{git_command(kb.root, f'switch {other}')}'."
         )
     return branch
 
@@ -470,7 +474,7 @@ def _revalidate(kb: Context, on_top: dict[str, str], merged: bool = True) -> Non
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
             "was pushed and the repository is back as it was:\n" + "\n".join(problems)
-            + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
+            + f"\nFix them on your branch ({command(kb.root)} edit ID) and run '{command(kb.root)} sync' again."
         )
 
 
@@ -503,7 +507,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                 + "".join(f"  {line}\n" for line in said)
                 + "This is the remote's rule, not a race with other clones, so sync stopped without retrying. "
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
-                f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
+                f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
             )
         raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
@@ -525,8 +529,8 @@ def _unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: 
     return StoreError(
         f"git {what} {remote} ({remote_url(store, remote, push=bool(push))}) failed: "
         f"{said.decode('utf-8', 'replace').strip()} {nothing} and this clone is as it was: its saves stay here and "
-        f"the next sync sends them. Check the remote's url (git remote get-url {push}{remote}) and the network, "
-        "then run slayer-kb sync again."
+        f"the next sync sends them. Check the remote's url ({git_command(store.root, f'remote get-url {push}{remote}')}) "
+        f"and the network, then run {command(store.root)} sync again."
     )
 
 
@@ -560,7 +564,7 @@ def _put_back(store: GitStore, start: str) -> str | None:
             reset_keep(store, start, check=False)
         return None
     except IndexLockedError as exc:
-        steps = [*(["git rebase --abort"] if in_progress(store) else []),
+        steps = [*cd_step(store.root), *(["git rebase --abort"] if in_progress(store) else []),
                  *(["git merge --abort"] if merging(store) else []), f"git reset --keep {start}"]
         return (f"Nor could sync put the branch back where it was: {exc}. Once it can, run {'; '.join(steps)}; "
                 "then slayer-kb sync.")

@@ -19,7 +19,7 @@ from ..core.errors import KBError, StoreError
 from ..core.fileio import read_regular
 from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
-from ..core.problems import Problem, shown
+from ..core.problems import Problem, command, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory
@@ -65,9 +65,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
     at_base = set(_tree_blobs(store, base, memories, only))
     theirs = _tree_blobs(store, against_sha, memories, only)
-    kb_shown = shown(root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" renumber --onto {shlex.quote(against)}")
+    fix = f"{command(root)} renumber --onto {shlex.quote(against)}"
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
@@ -87,7 +85,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         problems.append(Problem(
             name, 1,
             f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; run '{command}' to give this branch's memory a fresh id and "
+            f"another memory; run '{fix}' to give this branch's memory a fresh id and "
             f"rewrite its memory:{memory_id} references, in one commit",
         ))
     return problems
@@ -180,9 +178,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         where = _topic_in(texts[blob].decode("utf-8", "replace"))
         if where is not None:
             holders.setdefault(where, []).append(memory_id)
-    kb_shown = shown(compared.root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(compared.against)}")
+    fix = f"{command(compared.root)} merge {shlex.quote(compared.against)}"
     problems = []
     for _memory_id, (where, name) in sorted(mine.items()):
         if where in holders:
@@ -192,7 +188,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
             problems.append(Problem(
                 name, 1,
                 f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
-                f"this branch parted from it; merged, the key would be held twice. Run '{command}': it folds this "
+                f"this branch parted from it; merged, the key would be held twice. Run '{fix}': it folds this "
                 f"memory into {other} (one memory, both sides' revisions)",
             ))
     return problems
@@ -207,14 +203,15 @@ def links_to_forgotten(compared: Branch, files: dict[Path, str]) -> list[Problem
         return []
     mine = {path.stem: (name, ids) for path, name in files.items() if (ids := _links_of(path))}
     return forgotten_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
-                           lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), shown(compared.root))
+                           lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), command(compared.root))
 
 
 def forgotten_links(store: GitStore, base: str, against: str, against_sha: str,
                     mine: dict[str, tuple[str, set[str]]], present: Callable[[str], bool],
-                    kb_shown: str = ".") -> list[Problem]:
+                    kb_command: str) -> list[Problem]:
     """``links_to_forgotten`` of the memories ``mine`` (id -> shown name, ids it links) on a branch
-    that parted from ``against`` at ``base``; ``present`` says whether the branch holds an id."""
+    that parted from ``against`` at ``base``; ``present`` says whether the branch holds an id;
+    ``kb_command``: slayer-kb as the fix runs it (``problems.command``)."""
     mine = {memory_id: found for memory_id, found in mine.items() if found[1]}
     if not mine:
         return []
@@ -228,15 +225,14 @@ def forgotten_links(store: GitStore, base: str, against: str, against_sha: str,
     # A link the file held where the branch parted is REF's to strip, which its forget did.
     before = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine])
     texts = store.objects.read_many("blob", before.values())
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(against)}")
+    fix = f"{kb_command} merge {shlex.quote(against)}"
     problems = []
     for memory_id, (name, ids) in sorted(mine.items()):
         old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links 'memory:{linked}', which {against} forgot since this branch parted from "
-            f"it; merged as it is, the link would point at nothing. Run '{command}': it strips links to "
+            f"it; merged as it is, the link would point at nothing. Run '{fix}': it strips links to "
             "forgotten memories, in one commit",
         ) for linked in sorted(ids & gone - old, key=lambda i: (len(i), i))]
     return problems

@@ -62,7 +62,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import Problem, shown
+from ..core.problems import Problem, command, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
@@ -167,9 +167,10 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str]) -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb") -> None:
         self.catalog = catalog
         self.ids = ids
+        self.command = command  # slayer-kb as a fix runs it (problems.command)
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
@@ -179,7 +180,7 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root))
 
 
 def _catalog(root: Path) -> Catalog:
@@ -446,9 +447,9 @@ def _entity_problems(
             else:
                 if target not in context.ids:
                     message = (f"'{entity}' refers to a memory that does not exist "
-                               "(run 'slayer-kb prune' to strip it)")
+                               f"(run '{context.command} prune' to strip it)")
         elif not context.catalog.entity_exists(entity):
-            message = _unresolved(entity, context.resolver, memory_id)
+            message = _unresolved(entity, context, memory_id)
         seen.add(entity)
         if message is not None:
             yield item_line(text, "entities", index), message
@@ -459,7 +460,7 @@ def _query_problems(
 ) -> Iterator[tuple[int | None, str]]:
     """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
     not have, a wrong shape), or references that no longer resolve."""
-    fix = f"fix or remove the query with 'slayer-kb edit {memory_id}'"
+    fix = f"fix or remove the query with '{context.command} edit {memory_id}'"
     try:
         check_query(query)
     except KBError as exc:
@@ -471,15 +472,14 @@ def _query_problems(
         yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}"
 
 
-def _unresolved(entity: str, resolver: Resolver, memory_id: str) -> str:
+def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     """The resolver's own words (those ``save`` prints), then the fix: the reference it probably
     meant when there is one (a typo), else ``prune`` for an entity the catalog no longer has."""
     try:
-        canonical = resolver.resolve(entity).entity
+        canonical = context.resolver.resolve(entity).entity
     except ResolutionError as exc:
-        fix = (f"correct it with 'slayer-kb edit {memory_id}'" if exc.suggestions else
-               f"correct it with 'slayer-kb edit {memory_id}', or, if the catalog dropped it, strip it "
-               "with 'slayer-kb prune'")
+        edit = f"correct it with '{context.command} edit {memory_id}'"
+        fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
         return f"entity '{entity}' does not resolve: {exc} ({fix})"
     except KBError as exc:
         return f"entity '{entity}' does not resolve: {exc}"
