@@ -844,3 +844,41 @@ def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner
     assert [stop.split(";")[0] for stop in stops] == ["Your commits and origin/main both edited memories/1.yaml"]
     invoke_cli("--kb", "b/kb", "sync", check=True, cwd=tmp_path)
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """An agent's branch links shop.refunds.amount, whose model main deleted since: the file checks
+    on the branch, where the model is still there, but a plain 'git merge' made a main that failed
+    validate, and neither validate --against nor review said so. Both name the link and the fix,
+    'slayer-kb merge origin/main', which strips it as the delete would have."""
+    _bare, (reviewer, agent) = make_team(tmp_path)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-b")
+    invoke_cli("--kb", agent, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", "-e",
+               "shop.orders.refunds", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    problem = ("memory 1 links 'shop.refunds.amount', which origin/main deleted from the catalog since this branch "
+               "parted from it; merged as it is, the link would point at nothing. Run 'slayer-kb --kb b merge "
+               "origin/main': it strips links to deleted entities, as the delete would have, in one commit")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout) == (1, f"b/memories/1.yaml:1: {problem}\n"
+                                                       "1 problem in 1 file (1 file checked)\n")
+    checked = invoke_cli("--kb", agent, "--json", "validate", "--against", "origin/main", cwd=tmp_path)
+    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem}]
+    review = invoke_cli("--kb", agent, "review", "origin/main", check=True, cwd=tmp_path).stdout
+    assert review.endswith(f"### Problems\n\n- memories/1.yaml:1: {problem}\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
+    assert review["problems"] == [f"memories/1.yaml:1: {problem}"]
+    # What it warns of: merged as it is, main fails validate.
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
+    assert "shop.refunds" in invoke_cli("--kb", reviewer, "validate").stdout
+    # The fix works as written, from where it was printed.
+    merged = invoke_cli(*problem.split("'")[3].split()[1:], check=True, cwd=tmp_path)
+    assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
+    assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
+        "Checked 1 file: no problems.\n")

@@ -23,10 +23,9 @@ from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, with_entities
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .history import CATALOG_DIRS, catalog_at
+from .snapshot import CATALOG_DIRS, deleted_entities, under
 
 if TYPE_CHECKING:
-    from ..catalog.catalog import Catalog
     from ..context import Context
 
 _LINK = "memory:"
@@ -56,14 +55,11 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
             f"memory: strip links to forgotten {', '.join(sorted({e[len(_LINK):] for e in gone}, key=_order))}"))
         unlinked.update({m: [e[len(_LINK):] for e in entities] for m, entities in found.items()})
         made = bool(found)
-    after = catalog_at(store, "HEAD") if catalog_changed else None
-    # A changed file that no longer parses is no delete: its entities are unreadable, not gone,
-    # and revalidation names the file (stripping would lose the links for good).
-    if after is not None and not any(p.path.as_posix() in catalog_changed for p in after.problems):
-        deleted = _entities(catalog_at(store, parted)) - _entities(after)
+    deleted = deleted_entities(store, parted, "HEAD", catalog_changed)
+    if deleted:
         # The delete's roots (shop.orders, not each of its columns): what the commit names and grep looks for.
-        roots = sorted(e for e in deleted if not _under(e.rpartition(".")[0], deleted))
-        found = _strip(kb, store, tx, roots, lambda e: _under(e, deleted), lambda gone: (
+        roots = sorted(e for e in deleted if not under(e.rpartition(".")[0], deleted))
+        found = _strip(kb, store, tx, roots, lambda e: under(e, deleted), lambda gone: (
             f"memory: strip deleted {', '.join(r for r in roots if any(_under_root(e, r) for e in gone))}"))
         cascaded.update(found)
         made = made or bool(found)
@@ -96,17 +92,6 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
         stripped = {e for entities in found.values() for e in entities}
         tx.commit(changes, f"{subject(stripped)} from {', '.join(found)}", rewritten)
     return found
-
-
-def _entities(catalog: Catalog) -> set[str]:
-    return {entity for entity, _kind, _description in catalog.iter_entities()}
-
-
-def _under(entity: str, deleted: set[str]) -> bool:
-    """Whether ``entity`` or one above it (``shop.orders`` above ``shop.orders.amount``) is in
-    ``deleted``: the cascade strips everything under a deleted entity."""
-    parts = entity.split(".")
-    return bool(entity) and any(".".join(parts[:n]) in deleted for n in range(1, len(parts) + 1))
 
 
 def _under_root(entity: str, root: str) -> bool:

@@ -22,7 +22,8 @@ the catalog (after a cascade the query keeps its text, SLayer's rule, and search
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so are links the
-branch added to memories REF forgot since (``slayer-kb merge REF`` strips them) and a topic key
+branch added to memories REF forgot or to entities REF deleted from the catalog since
+(``slayer-kb merge REF`` strips them) and a topic key
 held by more than one live memory (teamchecks.py); validating the whole KB then checks only
 the files the branch changed since it parted from REF, unless a catalog file changed or a memory
 was removed (and looks for a key's other holders only when those files hold one: a key held
@@ -75,7 +76,7 @@ from .teamchecks import (
     branch_files,
     holds_a_topic_key,
     id_collisions,
-    links_to_forgotten,
+    links_to_gone,
     topic_key_holders,
     topic_key_twins,
     topic_keys_taken,
@@ -223,7 +224,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         report.problems.extend(topic_key_twins(holders))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
-            report.problems.extend(links_to_forgotten(compared, target.files))
+            report.problems.extend(links_to_gone(compared, target.files, context.catalog))
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 
