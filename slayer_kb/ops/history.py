@@ -38,7 +38,7 @@ from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.problems import command
+from ..core.problems import command, shown
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -232,7 +232,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             # Every problem of the file at the head, as validate reports it, in one run.
             text = text_at(store, head_sha, new)
             if text is not None:
-                result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context)))
+                # fmt's fix names the file from where the user is, not from the KB's folder.
+                result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context,
+                                                                           shown(store.root / new))))
         if after is not None:
             links[after.id] = (new, set(after.entities))
         if status == "A" and after is not None:

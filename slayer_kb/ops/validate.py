@@ -271,13 +271,15 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     return problems
 
 
-def check_memory_text(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
+                      typed: str | None = None) -> list[Problem]:
     """Every problem of one memory file's text, its name and id aside (``check_file``), by line;
-    the review of a pull request (history.py) checks the files at its head with it."""
-    return sorted(_text_problems(text, memory_id, name, context), key=lambda p: p.line)
+    the review of a pull request (history.py) checks the files at its head with it. ``typed``: the
+    file as ``fmt`` is told to take it, when not ``name`` (review names files from the KB's folder)."""
+    return sorted(_text_problems(text, memory_id, name, context, typed or name), key=lambda p: p.line)
 
 
-def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typed: str) -> list[Problem]:
     problems: list[Problem] = []
 
     def add(line: int | None, message: str) -> None:
@@ -341,7 +343,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> 
     canonical = dumps(memory)
     if canonical != text:
         add(_first_difference(text, canonical),
-            f"not in canonical form; run 'slayer-kb fmt {name}'")
+            f"not in canonical form; run 'slayer-kb fmt {typed}'")
     return problems
 
 
