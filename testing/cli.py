@@ -116,6 +116,19 @@ def in_process_runner() -> CliRunner:
     return run
 
 
+def in_the_kb(runner: CliRunner) -> CliRunner:
+    """``runner``, run from the folder ``--kb`` names (when no ``cwd`` is given), as a user types
+    there: the steps an error prints then name the KB's files from there, with no ``--kb`` or ``cd``
+    (``problems.command``), and work as written."""
+
+    def run(*args: str | Path, cwd: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if cwd is None and len(args) > 1 and args[0] == "--kb":
+            cwd = Path(args[1])
+        return runner(*args, cwd=cwd, **kwargs)
+
+    return run
+
+
 BLOCKED = "is blocked by the test"
 
 

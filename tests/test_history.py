@@ -167,3 +167,21 @@ def test_cli_log_show_review(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Pa
     assert json_of(proc)["added"][0]["id"] == mid
     proc = invoke_cli("--kb", kb.root, "show", "nope", "--rev", "HEAD", "--json")
     assert proc.returncode == 1 and json_of(proc)["error"]["type"] == "not_found"
+
+
+def test_reviews_fmt_fix_names_the_file_from_where_it_ran(catalog_kb: KnowledgeBase, invoke_cli,
+                                                           tmp_path: Path) -> None:
+    """review names a branch's files from the KB's folder (memories/1.yaml), and so did its fix for
+    a file not in canonical form: 'slayer-kb fmt memories/1.yaml', typed where review ran (the KB
+    given by --kb), named no file. The fix names it from there, and works as written."""
+    kb = catalog_kb
+    base = head(kb)
+    mid = kb.save_memory("Amount is in EUR", ["orders.amount"]).memory_id
+    path = kb.root / "memories" / f"{mid}.yaml"
+    path.write_text("# by hand\n" + path.read_text())
+    commit_all(kb.root, "hand edit")
+    problems = json_of(invoke_cli("--kb", "kb", "--json", "review", base, check=True, cwd=tmp_path))["problems"]
+    fix = f"slayer-kb fmt kb/memories/{mid}.yaml"
+    assert problems == [f"memories/{mid}.yaml:1: not in canonical form; run '{fix}'"]
+    invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
+    assert invoke_cli("--kb", kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"

@@ -231,8 +231,10 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], inv
     assert KnowledgeBase(b).save_memory("next", ["orders.amount"]).memory_id == "5"
 
 
-def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path]) -> None:
+def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     _bare, a, b = clones
+    monkeypatch.chdir(b)  # the steps name the KB's files from its folder, where the user is
     kb_a = KnowledgeBase(a)
     kb_a.save_memory("Shared", ["orders.amount"], id="shared")
     sync(kb_a)
@@ -273,12 +275,15 @@ def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path,
 
 
 def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, Path]) -> None:
-    """A column the other clone deleted, which a memory saved here links (a link to a memory the
-    other clone forgot is stripped instead: test_team_by_hand.py)."""
+    """A model file the other clone broke, which a memory saved here links: its entities are
+    unreadable, not deleted, so sync keeps the link and refuses (a column the other clone deleted
+    is stripped as its cascade strips it, and so is a link to a memory it forgot:
+    test_team_by_hand.py)."""
     _bare, a, b = clones
-    kb_a = KnowledgeBase(a)
-    kb_a.delete_leaf("shop.orders.qty")
-    sync(kb_a)
+    path = a / "models" / "shop" / "orders.yaml"
+    path.write_text(path.read_text().replace("columns:", "columns: [", 1))
+    commit_all(a, "a model broken by hand")
+    sync(KnowledgeBase(a))
     kb_b = KnowledgeBase(b)
     kb_b.save_memory("Links the quantity", ["orders.qty"], id="linker")
     head = git(b, "rev-parse", "HEAD")
@@ -286,6 +291,7 @@ def test_sync_refuses_a_result_that_does_not_validate(clones: tuple[Path, Path, 
         sync(kb_b)
     assert "shop.orders.qty" in str(exc.value)
     assert git(b, "rev-parse", "HEAD") == head
+    assert "shop.orders.qty" in (b / "memories" / "linker.yaml").read_text()
 
 
 def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, Path, Path], invoke_cli) -> None:
@@ -304,7 +310,8 @@ def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, P
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
         f"{a}/memories/1.yaml:5: duplicate key 'learning' (first on line 1); keep one\n"
-        "Fix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again.\n"))
+        # Typed elsewhere (--kb), the fix names the KB.
+        f"Fix them on your branch (slayer-kb --kb {a} edit ID) and run 'slayer-kb --kb {a} sync' again.\n"))
     assert git(bare, "rev-parse", branch(a)) == remote_head
     assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
 
@@ -342,10 +349,12 @@ def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path
     assert [e["message"] for e in entries] == ["memory: save 1"]
 
 
-def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], invoke_cli) -> None:
+def test_conflict_steps_renumber_first_and_work_as_written(clones: tuple[Path, Path, Path], invoke_cli,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """With a collision as well as a real conflict, 'git pull --rebase' would stop on two different
     memories 1; the steps sync gives renumber first, and followed as written they finish."""
     _bare, a, b = clones
+    monkeypatch.chdir(b)  # the steps name the KB's files from its folder, where the user is
     kb_a = KnowledgeBase(a)
     kb_a.save_memory("Shared", ["orders.amount"], id="shared")
     sync(kb_a)

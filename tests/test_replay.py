@@ -15,7 +15,7 @@ from slayer_kb.core.memory import Memory
 from slayer_kb.core.memory import dumps as dump_memory
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.core.session import dumps as dump_session
-from slayer_kb.ops.history import blobs_at
+from slayer_kb.ops.snapshot import blobs_at
 from slayer_kb.store import mergedriver
 from slayer_kb.store.replay import replay
 from slayer_kb.store.repo import GitStore

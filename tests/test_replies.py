@@ -60,6 +60,10 @@ def test_validate_gives_saves_words_and_no_prune_for_a_typo(catalog_kb: Knowledg
         "(correct it with 'slayer-kb edit 7')",
         "1 problem in 1 file (1 file checked)",
     ]
+    # Typed from elsewhere (the KB given by --kb), the fix names the KB, as the file does.
+    kb = catalog_kb.root.name
+    proc = invoke_cli("--kb", kb, "validate", cwd=catalog_kb.root.parent)
+    assert proc.stdout.splitlines()[0].endswith(f"(correct it with 'slayer-kb --kb {kb} edit 7')")
 
 
 def test_validate_reports_schema_entity_and_query_problems_in_one_run(

@@ -86,7 +86,7 @@ def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged, mon
     with pytest.raises(ConflictError) as refused:
         sync(kb)
     assert str(refused.value) == (f"The push to origin was refused {attempts} times (others keep pushing); "
-                                  "the repository is back as it was. Run 'slayer-kb sync' again.")
+                                  f"the repository is back as it was. Run 'slayer-kb --kb {b} sync' again.")
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert f"{a_id}.yaml" not in before[1]
     assert sorted(kb.index.stored([a_id, b_id])) == [b_id]
@@ -111,7 +111,7 @@ def test_a_push_a_remote_hook_declines_stops_at_once_with_its_message(diverged) 
         "  main is protected: open a pull request (ABC-123)\n"
         "This is the remote's rule, not a race with other clones, so sync stopped without retrying. Nothing was "
         "sent and this clone is as it was: its saves stay here. Do what the hook's message asks (or ask whoever "
-        f"runs {bare}), then run slayer-kb sync again.")}})
+        f"runs {bare}), then run slayer-kb --kb {b} sync again.")}})
     assert pushes(bare) == [["refs/heads/main"]]  # asked once, never again
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert sorted(KnowledgeBase(b).index.stored([a_id, b_id])) == [b_id]

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testing import CliRunner, git, json_of, lose_races, make_team
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would: the steps an error gives name
+    the KB's files from there (test_steps_typed_elsewhere_name_the_kb checks them from elsewhere)."""
+    return in_the_kb(in_process_runner())
 
 
 def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
@@ -29,18 +38,21 @@ def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> t
 
 def follow(here: Path, invoke_cli: CliRunner, message: str, resolve: dict[str, str],
            stops: list[str]) -> None:
-    """Run the steps of ``message`` as written, up to the sync: ``git ...`` and ``slayer-kb ...``
-    (the words before ' to keep' or ' (' are the command), an 'edit FILE' step writing
-    ``resolve[FILE]``. A slayer-kb step that stops gives a message of its own, whose steps are
-    followed instead; ``stops`` gets each stop's message."""
+    """Run the steps of ``message`` as written from the folder ``here`` (where the command that
+    gave them ran), up to the sync: ``cd DIR``, ``git ...`` and ``slayer-kb ...`` (the words
+    before ' to keep' or ' (' are the command; slayer-kb finds the KB from the folder), an 'edit
+    FILE' step writing ``resolve[FILE]``. A slayer-kb step that stops gives a message of its own,
+    whose steps are followed instead; ``stops`` gets each stop's message."""
     for step in message.split(" To merge by hand: ", 1)[1].removesuffix(".").split("; "):
         command = step.split(" (")[0].split(" to keep")[0]
-        if command.startswith("edit "):
+        if command.startswith("cd "):
+            here = here / command.split(" ", 1)[1]
+        elif command.startswith("edit "):
             (here / command.split()[1]).write_text(resolve[command.split()[1]])
         elif command.startswith("git "):
             git(here, *command.split()[1:])
         elif command != "slayer-kb sync":
-            proc = invoke_cli("--kb", here, "--json", *command.split()[1:])
+            proc = invoke_cli("--json", *command.split()[1:], cwd=here)
             if proc.returncode:
                 stops.append(json_of(proc)["error"]["message"])
                 return follow(here, invoke_cli, stops[-1], resolve, stops)
@@ -496,10 +508,10 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     git(reviewer, "push", "-q", "origin", "main")
     git(b, "fetch", "-q", "origin")
     # The review of agent-b says so before the merge (it passed, and main then held the key twice).
-    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
+    blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main", cwd=tmp_path)
     assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
         "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
-        f"this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb {b} merge "
+        "this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb b merge "
         "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
         "1 problem in 1 file (2 files checked)\n"))
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
@@ -656,9 +668,14 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
     problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
                "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
                "forgotten memories, in one commit")
-    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, f"{agent}/memories/101.yaml:1: {problem.format(f' --kb {agent}')}\n"
+    # Typed elsewhere (the KB given by --kb), the fix names the KB: review's did not.
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout) == (1, "b/memories/101.yaml:1: "
+                                                       f"{problem.format(' --kb b')}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format(' --kb b')}"]
+    # Typed in the KB, it needs none.
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
     assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
     # What it warns of: merged as it is, main fails validate.
@@ -701,14 +718,12 @@ def test_a_rebase_continued_by_hand_strips_links_to_what_the_other_side_forgot(
     assert git(a, "status", "--porcelain") == ""
 
 
-def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """main forgot memory 1 and edited 2 while an agent's branch linked 1 from its new memory 3 and
-    edited 2: 'slayer-kb merge origin/main' stopped on 2, and the merge committed by hand ('git
-    commit --no-edit', as its steps say) kept 3's link to nothing, which the sync pushed (3 was
-    already on the remote branch, so its revalidation did not look at it). The sync strips it, as
-    the finished merge would have, and says so."""
-    _bare, (reviewer, agent) = make_team(tmp_path)
+def merged_by_hand_over_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """main forgot memory 1 and edited 2 while an agent's branch linked 1 from its new memory 101
+    (pushed to origin/agent-b) and edited 2: 'slayer-kb merge origin/main' stopped on 2, and the
+    merge was committed by hand ('git commit --no-edit', as its steps say), 101 still linking 1.
+    The remote and the agent's clone."""
+    bare, (reviewer, agent) = make_team(tmp_path)
     for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
         invoke_cli("--kb", reviewer, "save", text, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
@@ -727,9 +742,143 @@ def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_
         git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)"))
     git(agent, "add", "memories/2.yaml")
     git(agent, "commit", "-q", "--no-edit")
+    return bare, agent
+
+
+def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The merge committed by hand kept 101's link to nothing, which the sync pushed (101 was
+    already on the remote branch, so its revalidation did not look at it). The sync strips it, as
+    the finished merge would have, and says so."""
+    _bare, agent = merged_by_hand_over_a_forget(tmp_path, invoke_cli)
     assert invoke_cli("--kb", agent, "sync", check=True).stdout == (
         "Synced agent-b with origin: pushed, 0 pulled, 4 pushed.\n"
         "  stripped links to forgotten memories: memory:1 from 101\n")
     assert git(agent, "log", "-1", "--format=%s", "origin/agent-b") == "memory: strip links to forgotten 1 from 101\n"
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout.endswith(
         "no problems.\n")
+
+
+def test_a_retried_sync_strips_a_link_pushed_before_the_merge_committed_by_hand(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """As above, but the first push is refused: the retry merges the upstream in and stripped only
+    memories changed since the old upstream, which 101 (pushed before) was not, so origin/agent-b
+    ended linking a memory main forgot ('validate' failing there)."""
+    bare, agent = merged_by_hand_over_a_forget(tmp_path, invoke_cli)
+    lose_races(bare, 1)
+    synced = json_of(invoke_cli("--kb", agent, "--json", "sync", check=True))
+    assert (synced["action"], synced["attempts"], synced["unlinked"]) == ("merged", 2, {"101": ["1"]})
+    assert "memory:1" not in git(agent, "show", "origin/agent-b:memories/101.yaml")
+    assert invoke_cli("--kb", agent, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
+def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """delete-model strips the model and its leaves from the memories its clone holds; a memory
+    the other clone saved meanwhile with one of them stopped that clone's sync ("do not validate
+    ... Fix them on your branch"), or, saved first, made the deleting clone push a main that failed
+    validate. Both ways sync applies the delete's cascade, in one commit, and says so."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", "-e",
+               "shop.orders.refunds", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+        "  stripped entities deleted from the catalog: shop.refunds.amount from 101\n")
+    assert git(b, "log", "-1", "--format=%s") == "memory: strip deleted shop.refunds from 101\n"
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "101", check=True))["entities"] == ["shop.orders.refunds"]
+    # The link is on the remote first: the deleting clone's sync strips it before pushing.
+    invoke_cli("--kb", b, "save", "Customers' names are free text", "-e", "shop.customers.name", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "delete-model", "shop.customers", check=True)
+    synced = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))
+    assert (synced["action"], synced["cascaded"], synced["unlinked"]) == (
+        "rebased", {"102": ["shop.customers.name"]}, {})
+    assert invoke_cli("--kb", a, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+    assert git(a, "status", "--porcelain") == ""
+
+
+def test_a_sync_that_fails_after_stripping_deleted_entities_leaves_the_clone_as_it_was(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", check=True)
+    # A second memory committed by hand that no sync can fix: revalidation refuses after the strip.
+    (b / "memories" / "7.yaml").write_text((b / "memories" / "101.yaml").read_text().replace(
+        "id: '101'", "id: '7'").replace("shop.refunds.amount", "shop.nowhere"))
+    git(b, "add", "memories/7.yaml")
+    git(b, "commit", "-q", "-m", "by hand")
+    head, status, file = git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain"), (b / "memories" / "101.yaml").read_text()
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    # The strip was made (only 7 is named), then undone with the rest.
+    assert "shop.nowhere" in refused.stderr and "shop.refunds" not in refused.stderr
+    assert "the repository is back as it was" in refused.stderr
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, status)
+    assert (b / "memories" / "101.yaml").read_text() == file
+
+
+def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sync run from another folder (the KB given by --kb, or found from a subfolder) gave steps
+    that only worked in the KB's folder ('git fetch origin' outside any repository, 'git add
+    memories/1.yaml' from memories/). They start in it now, and work as written from there."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    steps = ("git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/1.yaml to keep "
+             "what both sides meant; git add memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue (a "
+             "later commit that stops says so again); slayer-kb sync.")
+    found = json_of(invoke_cli("--json", "sync", cwd=b / "memories"))["error"]["message"]
+    assert found.endswith(f"To merge by hand: cd {b}; {steps}")
+    message = json_of(invoke_cli("--kb", "b/kb", "--json", "sync", cwd=tmp_path))["error"]["message"]
+    assert message.endswith(f"To merge by hand: cd b/kb; {steps}")
+    stops: list[str] = []
+    one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
+    follow(tmp_path, invoke_cli, message, {"memories/1.yaml": one}, stops)
+    assert [stop.split(";")[0] for stop in stops] == ["Your commits and origin/main both edited memories/1.yaml"]
+    invoke_cli("--kb", "b/kb", "sync", check=True, cwd=tmp_path)
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """An agent's branch links shop.refunds.amount, whose model main deleted since: the file checks
+    on the branch, where the model is still there, but a plain 'git merge' made a main that failed
+    validate, and neither validate --against nor review said so. Both name the link and the fix,
+    'slayer-kb merge origin/main', which strips it as the delete would have."""
+    _bare, (reviewer, agent) = make_team(tmp_path)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-b")
+    invoke_cli("--kb", agent, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", "-e",
+               "shop.orders.refunds", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    problem = ("memory 1 links 'shop.refunds.amount', which origin/main deleted from the catalog since this branch "
+               "parted from it; merged as it is, the link would point at nothing. Run 'slayer-kb --kb b merge "
+               "origin/main': it strips links to deleted entities, as the delete would have, in one commit")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout) == (1, f"b/memories/1.yaml:1: {problem}\n"
+                                                       "1 problem in 1 file (1 file checked)\n")
+    checked = invoke_cli("--kb", agent, "--json", "validate", "--against", "origin/main", cwd=tmp_path)
+    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem}]
+    review = invoke_cli("--kb", agent, "review", "origin/main", check=True, cwd=tmp_path).stdout
+    assert review.endswith(f"### Problems\n\n- memories/1.yaml:1: {problem}\n")
+    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
+    assert review["problems"] == [f"memories/1.yaml:1: {problem}"]
+    # What it warns of: merged as it is, main fails validate.
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
+    assert "shop.refunds" in invoke_cli("--kb", reviewer, "validate").stdout
+    # The fix works as written, from where it was printed.
+    merged = invoke_cli(*problem.split("'")[3].split()[1:], check=True, cwd=tmp_path)
+    assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
+    assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
+        "Checked 1 file: no problems.\n")

@@ -393,7 +393,7 @@ def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) ->
     # A remote given by name still wins; one that does not exist is named.
     proc = invoke_cli("--kb", u, "sync", "--remote", "origin")
     assert (proc.returncode, proc.stderr) == (
-        1, "Error: No git remote named 'origin'; add one (git remote add origin URL) or pass --remote.\n")
+        1, f"Error: No git remote named 'origin'; add one (git -C {u} remote add origin URL) or pass --remote.\n")
 
 
 def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) -> None:
@@ -512,3 +512,22 @@ def test_a_topic_key_pushed_by_a_copys_original_and_revised_on_both_counts_each_
     shown = json_of(invoke_cli("--kb", copy, "--json", "get", "1", check=True))
     assert (shown["learning"], shown["revision_count"]) == ("Cache TTL is 120 s", 3)
     assert git(copy, "log", "--format=%s", "origin/main").count("memory: save 1 (decision: Cache TTL)") == 1
+
+
+def test_a_remote_moved_to_a_new_url_keeps_the_clones_blocks(team) -> None:
+    """'git remote set-url' to where the same repository now is dropped the clone's blocks and
+    leased new ones (ids jumping from 2 to 201). The refs of its blocks are there, at the commits
+    it pushed: the blocks are kept. Another repository at the url is not the same remote."""
+    bare, (a, _b) = team
+    kb = KnowledgeBase(a)
+    assert kb.save_memory("before the move", ["orders.amount"]).memory_id == "1"
+    moved = bare.parent / "moved.git"
+    bare.rename(moved)
+    git(a, "remote", "set-url", "origin", str(moved))
+    assert KnowledgeBase(a).save_memory("after the move", ["orders.amount"]).memory_id == "2"
+    assert leased_blocks(moved) == [f"{NAMESPACE}0"]
+    # A repository that never held the clone's blocks: leased afresh there.
+    other, _ = make_team(bare.parent / "other", clones=0)
+    git(other, "update-ref", f"{NAMESPACE}0", git(other, "rev-parse", "main").strip())  # another clone's block 0
+    git(a, "remote", "set-url", "origin", str(other))
+    assert KnowledgeBase(a).save_memory("on another remote", ["orders.amount"]).memory_id == str(BLOCK + 1)

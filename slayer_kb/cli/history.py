@@ -189,7 +189,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.merged.items())
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
-        return text + _unlinked(result.unlinked)
+        return text + _unlinked(result.unlinked, result.cascaded)
 
     emit(settings, result.to_json(), human)
 
@@ -221,7 +221,7 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run {result.push} to push.{_unlinked(result.unlinked)}"
+        f"Rebased onto {result.onto}; run {result.push} to push.{_unlinked(result.unlinked, result.cascaded)}"
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -251,17 +251,22 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run slayer-kb sync to push."
         if result.folded:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.folded.items())
-        return text + _unlinked(result.unlinked)
+        return text + _unlinked(result.unlinked, result.cascaded)
 
     emit(settings, result.to_json(), human)
 
 
-def _unlinked(stripped: dict[str, list[str]]) -> str:
-    """The line saying which links to memories the other side forgot were stripped (unlinks.py)."""
-    if not stripped:
-        return ""
-    return "\n  stripped links to forgotten memories: " + ", ".join(
-        f"{', '.join('memory:' + i for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
+def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]]) -> str:
+    """The lines saying which links to memories the other side forgot, and to entities it deleted
+    from the catalog, were stripped (unlinks.py)."""
+    text = ""
+    if stripped:
+        text += "\n  stripped links to forgotten memories: " + ", ".join(
+            f"{', '.join('memory:' + i for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
+    if cascaded:
+        text += "\n  stripped entities deleted from the catalog: " + ", ".join(
+            f"{', '.join(entities)} from {memory_id}" for memory_id, entities in cascaded.items())
+    return text
 
 
 def _import_text(result: ImportResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,3 +27,24 @@ def shown(path: Path) -> str:
         return path.relative_to(Path.cwd()).as_posix()
     except ValueError:
         return str(path)
+
+
+def command(root: Path) -> str:
+    """``slayer-kb`` as a fix printed for the user must run it: from where they ran the command,
+    so with ``--kb`` naming the KB's folder ``root`` unless that is the working directory (a KB
+    given by --kb or $SLAYER_KB, or found from a subfolder of it)."""
+    kb = shown(root)
+    return "slayer-kb" if kb == "." else f"slayer-kb --kb {shlex.quote(kb)}"
+
+
+def git_command(root: Path, args: str) -> str:
+    """``git ARGS`` as a fix printed for the user must run it (``git -C DIR``, as ``command``)."""
+    kb = shown(root)
+    return f"git {args}" if kb == "." else f"git -C {shlex.quote(kb)} {args}"
+
+
+def cd_step(root: Path) -> list[str]:
+    """The first of several printed steps (git's and slayer-kb's, naming the KB's files from its
+    folder ``root``): into that folder, unless the user is there already."""
+    kb = shown(root)
+    return [] if kb == "." else [f"cd {shlex.quote(kb)}"]

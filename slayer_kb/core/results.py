@@ -344,10 +344,11 @@ class MergeResult:
     head: str
     folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
+    cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded,
-                "unlinked": self.unlinked}
+                "unlinked": self.unlinked, "cascaded": self.cascaded}
 
 
 @dataclass
@@ -359,10 +360,11 @@ class RebaseResult:
     head: str
     push: str = "slayer-kb sync"  # what sends the branch: a force push once pushed commits were rewritten
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
+    cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push,
-                "unlinked": self.unlinked}
+                "unlinked": self.unlinked, "cascaded": self.cascaded}
 
 
 @dataclass
@@ -375,6 +377,7 @@ class SyncResult:
     merged: dict[str, str] = field(default_factory=dict)
     resolved: list[str] = field(default_factory=list)
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
+    cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
@@ -386,7 +389,8 @@ class SyncResult:
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
-                "resolved": self.resolved, "unlinked": self.unlinked, "attempts": self.attempts, "head": self.head,
+                "resolved": self.resolved, "unlinked": self.unlinked, "cascaded": self.cascaded,
+                "attempts": self.attempts, "head": self.head,
                 "timings": self.timings}
 
 

@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import difflib
 import re
-import tempfile
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
+from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
+from ..core.problems import command, shown
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -48,118 +47,14 @@ from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
 from . import sessions, validate
-from .teamchecks import forgotten_links
+from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
+from .teamchecks import deleted_since, gone_links
 
 if TYPE_CHECKING:
     from ..context import Context
 
-CATALOG_DIRS = ("datasources", "models")
-PRIORITY_FILE = "priority.yaml"
 # Fields a save or update bumps on its own: a change of entities plus these is still a re-link.
 BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
-
-
-# ---------------------------------------------------------------------------------------------
-# git look-ups shared by history, renumber and interchange
-
-
-def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
-    """The bytes of ``kb_path`` at commit ``rev``, or None when the file is not there."""
-    proc = store.git("cat-file", "blob", f"{rev}:{store.repo_path(kb_path)}", check=False)
-    return proc.stdout if proc.returncode == 0 else None
-
-
-def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | None]:
-    """``blob_at`` of each ``(rev, kb_path)``, from one ``git cat-file --batch`` (a process per
-    file is tens of ms on a busy machine). The KB's file names hold no newline."""
-    names = [f"{rev}:{store.repo_path(kb_path)}" for rev, kb_path in wanted]
-    out = store.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
-    found: list[bytes | None] = []
-    at = 0
-    for _name in names:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        if len(header) != 3:  # "NAME missing": no such file at that commit
-            found.append(None)
-            at = end + 1
-            continue
-        size = int(header[2])
-        found.append(out[end + 1 : end + 1 + size] if header[1] == b"blob" else None)
-        at = end + 1 + size + 1
-    return found
-
-
-def text_at(store: GitStore, rev: str, kb_path: str) -> str | None:
-    data = blob_at(store, rev, kb_path)
-    return None if data is None else data.decode("utf-8", "replace")
-
-
-def files_at(store: GitStore, rev: str, under: str) -> list[str]:
-    """KB-relative paths of the files under ``under`` at ``rev``."""
-    proc = store.git("ls-tree", "-r", "-z", "--name-only", rev, "--", store.repo_path(under), check=False)
-    out = []
-    for raw in proc.stdout.split(b"\0"):
-        name = raw.decode("utf-8", "surrogateescape")
-        if name.startswith(store.prefix) and name:
-            out.append(name[len(store.prefix):])
-    return out
-
-
-def memory_ids_at(store: GitStore, rev: str) -> set[str]:
-    return {i for i in map(id_of_path, files_at(store, rev, f"{MEMORIES_DIR}/")) if i}
-
-
-def crafted(kb_path: str) -> bool:
-    """Whether a path from a tree has an empty, '.' or '..' entry: a crafted tree's (git mktree
-    takes them, a fetch does not check them), which git never checks out."""
-    return bool({"", ".", ".."} & set(kb_path.split("/")))
-
-
-def catalog_at(store: GitStore, rev: str) -> Catalog:
-    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder. Its
-    problems name their files relative to the KB (``models/shop/orders.yaml``), as the work
-    tree's are shown."""
-    problems: list[CatalogProblem] = []
-    paths = []
-    for path, size in _catalog_blobs_at(store, rev):
-        if crafted(path):
-            # Writing models/../../x would write outside the temporary folder: a PR under review
-            # could replace ~/.bashrc.
-            problems.append(CatalogProblem(Path(path), None, "has a '.' or '..' entry in its path (a crafted tree): "
-                                           "git never checks it out and slayer-kb never reads it; remove it"))
-        elif size > MAX_CATALOG_BYTES:  # as the work tree's catalog: refused by its size, unread
-            problems.append(CatalogProblem(Path(path), None, OVERSIZED.format(size=size)))
-        else:
-            paths.append(path)
-    with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
-        root = Path(tmp)
-        for path in paths:
-            data = blob_at(store, rev, path)
-            if data is None:
-                continue
-            target = root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        catalog = load_catalog(root)
-    catalog.problems[:0] = problems
-    for problem in catalog.problems:
-        if problem.path.is_relative_to(root):
-            problem.path = problem.path.relative_to(root)
-    return catalog
-
-
-def _catalog_blobs_at(store: GitStore, rev: str) -> list[tuple[str, int]]:
-    """The KB-relative path and size of each file of the catalog at ``rev``."""
-    wanted = [store.repo_path(p) for p in (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
-    proc = store.git("ls-tree", "-r", "-z", "-l", rev, "--", *wanted, check=False)
-    found = []
-    for row in proc.stdout.split(b"\0"):
-        info, _, raw = row.partition(b"\t")
-        name = raw.decode("utf-8", "surrogateescape")
-        fields = info.split()
-        if name.startswith(store.prefix) and len(fields) == 4 and fields[1] == b"blob":
-            found.append((name[len(store.prefix):], int(fields[3])))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,8 +209,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
-    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha))
-    links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, the ids it links), of memories at head
+    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root))
+    links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
     for status, old, new in _name_status(proc.stdout, store.prefix):
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
             _review_session(store, base_sha, head_sha, status, old, new, result)
@@ -337,9 +232,11 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             # Every problem of the file at the head, as validate reports it, in one run.
             text = text_at(store, head_sha, new)
             if text is not None:
-                result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context)))
+                # fmt's fix names the file from where the user is, not from the KB's folder.
+                result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context,
+                                                                           shown(store.root / new))))
         if after is not None:
-            links[after.id] = (new, {e[len("memory:"):] for e in after.entities if e.startswith("memory:")})
+            links[after.id] = (new, set(after.entities))
         if status == "A" and after is not None:
             result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
         elif status == "D" and before is not None:
@@ -354,9 +251,11 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 result.relinked.append(change)
             elif change.fields:
                 result.changed.append(change)
-    # Links to what base forgot since head left it: each file checks at head, not once merged.
-    result.problems.extend(map(str, forgotten_links(store, base_sha, base, resolve_rev(store, base), links,
-                                                    context.ids.__contains__)))
+    # Links to what base forgot or deleted since head left it: each file checks at head, not once merged.
+    against_sha = resolve_rev(store, base)
+    deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
+    result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links, context.ids.__contains__,
+                                               deleted, context.command)))
     result.problems.extend(map(str, head_catalog.problems))
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)

@@ -22,7 +22,7 @@ from ..core.session import loads as load_session
 from ..store.requests import Landing
 from ..store.revisions import resolve_rev
 from . import sessions
-from .history import text_at
+from .snapshot import text_at
 
 if TYPE_CHECKING:
     from ..context import Context

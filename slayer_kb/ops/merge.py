@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.problems import cd_step
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
 from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
 from .renumber import require_clean
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -59,7 +60,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             kb.reread()
             kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
-        if result.action == "merged" and parted and strip_forgotten(kb, store, tx, parted, result.unlinked):
+        if result.action == "merged" and parted and strip_gone(kb, store, tx, parted, result.unlinked,
+                                                               result.cascaded):
             result.head = store.head() or head
         return result
 
@@ -160,7 +162,7 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
     else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch")
-    steps = [*first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
     where = ("the repository is back as it was" if first else
              "the merge stopped, and git merge --abort would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

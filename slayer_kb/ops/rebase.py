@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
+from ..core.problems import cd_step, command, git_command
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -59,13 +60,13 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             pushed = _pushed(store, remote, branch, "HEAD", args[1])
             parted = _parted(store, "HEAD", args[1])
             if pushed and not rewrite_pushed:
-                raise ConflictError(_pushed_message(remote, upstream, branch, pushed))
+                raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     "start one with 'slayer-kb rebase UPSTREAM'.")
         else:
             if action == CONTINUE and (marked := _still_marked(store)):
-                raise ConflictError(_marked_message(marked))
+                raise ConflictError(_marked_message(store.root, marked))
             args = [f"--{action}"]
             if action == CONTINUE:  # pushed commits it rewrites still need the force push
                 branch, started, onto_commit = _rebasing(store)
@@ -73,23 +74,37 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 parted = _parted(store, started, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
-        # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
-        push = (f"git push --force-with-lease {remote} {branch}" if pushed else "slayer-kb sync" if branch
-                else "git switch -c BRANCH, then slayer-kb sync")
+        push = _push_step(remote, branch, pushed)
         stopped = run(store, args)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
         head = store.head()
         assert head is not None
-        result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, push)
+        # Printed alone, it runs from where the user is (a conflict's steps start in the KB's folder).
+        alone = _push_step(remote, branch, pushed, store.root)
+        result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if parted:
         # The forget's cascade across the two sides, as sync finishes it: a conflict resolved by
         # hand must not leave a link to a memory the other side forgot (unlinks.py).
         with kb.transaction() as tx:
-            if strip_forgotten(kb, store, tx, parted, result.unlinked):
+            if strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded):
                 result.head = store.head() or head
     return result
+
+
+def _push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -> str:
+    """What sends the rebased branch: a force push once pushed commits were rewritten; with
+    ``root``, the KB's folder, as the user runs it from where they are (``problems.command``)."""
+
+    def git(args: str) -> str:
+        return f"git {args}" if root is None else git_command(root, args)
+
+    kb = "slayer-kb" if root is None else command(root)
+    if pushed:
+        return git(f"push --force-with-lease {remote} {branch}")
+    # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
+    return f"{kb} sync" if branch else f"{git('switch -c BRANCH')}, then {kb} sync"
 
 
 def _parted(store: GitStore, ours: str, onto: str) -> str:
@@ -127,12 +142,14 @@ def _still_marked(store: GitStore) -> list[str]:
                   if lines - set().union(*(_marker_lines(own.get(side[path] or "")) for side in sides)))
 
 
-def _marked_message(paths: list[str]) -> str:
-    """Why ``--continue`` refuses: files staged with a conflict's markers in them."""
+def _marked_message(root: Path, paths: list[str]) -> str:
+    """Why ``--continue`` refuses: files staged with a conflict's markers in them (paths from the
+    KB's folder ``root``)."""
     names = ", ".join(paths)
+    steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {' '.join(paths)}",
+             "slayer-kb validate", "slayer-kb rebase --continue"]
     return (f"{names} still {'holds' if len(paths) == 1 else 'hold'} git's conflict markers (<<<<<<<, =======, "
-            f">>>>>>>), so continuing would commit them as they are; edit {names} to keep what both sides meant, "
-            f"then git add {' '.join(paths)}; slayer-kb validate; slayer-kb rebase --continue.")
+            f">>>>>>>), so continuing would commit them as they are; {'; '.join(steps)}.")
 
 
 def _pushed(store: GitStore, remote: str, branch: str, head: str, onto: str) -> int:
@@ -155,15 +172,16 @@ def _rebasing(store: GitStore) -> tuple[str, str, str]:
     return head_name.removeprefix("refs/heads/") if head_name.startswith("refs/heads/") else "", started, onto
 
 
-def _pushed_message(remote: str, upstream: str, branch: str, count: int) -> str:
+def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: int) -> str:
     """Why a rebase of pushed commits is refused: the next sync would replay the rewritten commits
     onto the pushed ones, ``upstream``'s among them, each again under another commit."""
+    kb, push = command(root), git_command(root, f"push --force-with-lease {remote} {branch}")
     return (
         f"Branch '{branch}' has {count} commit{'s' if count != 1 else ''} already pushed to {remote}/{branch} that a "
         f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
-        f"among them, on top of the pushed ones as copies. Take {upstream} in with 'slayer-kb merge {upstream}' "
-        f"instead (it keeps what was pushed); to rewrite the branch anyway, run 'slayer-kb rebase --rewrite-pushed "
-        f"{upstream}' and push it with 'git push --force-with-lease {remote} {branch}' (not slayer-kb sync)."
+        f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {upstream}' "
+        f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
+        f"{upstream}' and push it with '{push}' (not slayer-kb sync)."
     )
 
 
@@ -213,7 +231,7 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
     repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
     what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
-    steps = [*first, *steps, "slayer-kb validate",
+    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate",
              "slayer-kb rebase --continue (a later commit that stops says so again)", push]
     where = ("the repository is back as it was" if stopped_at is None else
              f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")

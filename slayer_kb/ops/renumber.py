@@ -36,9 +36,9 @@ from ..core.memory import loads, with_entities
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
-from ..store.revisions import same_memory
+from ..store.revisions import resolve_rev, same_memory
 from ..store.worktree import reset_keep
-from .history import blob_at, memory_ids_at, resolve_rev
+from .snapshot import blob_at, memory_ids_at
 
 if TYPE_CHECKING:
     from ..context import Context

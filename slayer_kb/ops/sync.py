@@ -42,6 +42,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
+from ..core.problems import cd_step, command, git_command
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
@@ -50,12 +51,12 @@ from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .folds import fold_topic_keys
-from .history import blobs_at
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
+from .snapshot import blobs_at
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
-from .unlinks import strip_forgotten
+from .unlinks import strip_gone
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     laps = _Laps(result.timings)
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
-        raise InvalidInputError("HEAD is detached; check out a branch (git switch NAME) before syncing.")
+        raise InvalidInputError(f"HEAD is detached; check out a branch ({git_command(store.root, 'switch NAME')}) "
+                                "before syncing.")
     result.branch = branch
     # The config as the leases keep it (read again only when the file changed): a long-lived
     # server's sync asks git nothing before the fetch.
@@ -101,7 +103,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         )
     if kb.git_setting(f"remote.{remote}.url") is None:
         raise InvalidInputError(
-            f"No git remote named '{remote}'; add one (git remote add {remote} URL) or pass --remote."
+            f"No git remote named '{remote}'; add one ({git_command(store.root, f'remote add {remote} URL')}) or pass "
+            "--remote."
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
@@ -152,7 +155,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             else:
                 raise ConflictError(
                     f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
-                    "the repository is back as it was. Run 'slayer-kb sync' again."
+                    f"the repository is back as it was. Run '{command(store.root)} sync' again."
                 )
             turn.give_back()
             index.catch_up()
@@ -273,9 +276,10 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
         other = merge[len("refs/heads/"):]
         raise InvalidInputError(
             f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
-            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run 'git branch "
-            f"--unset-upstream' and sync again; to take {other} in, run 'git fetch {remote}' and 'slayer-kb merge "
-            f"{remote}/{other}'; to work on {other} itself, 'git switch {other}'."
+            f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run "
+            f"'{git_command(kb.root, 'branch --unset-upstream')}' and sync again; to take {other} in, run "
+            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {remote}/{other}'; to work on "
+            f"{other} itself, '{git_command(kb.root, f'switch {other}')}'."
         )
     return branch
 
@@ -309,6 +313,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         reset_keep(store, start)
         result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
         result.unlinked.clear()  # and its strip of links to forgotten memories
+        result.cascaded.clear()  # and to deleted entities
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
@@ -335,7 +340,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     on_top = _on_top(store, upstream)
     folded = fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged,
                              index.catch_up)
-    if (parted and strip_forgotten(kb, store, tx, parted, result.unlinked)) or folded:
+    if (parted and strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)) or folded:
         on_top = _on_top(store, upstream)
     _revalidate(kb, on_top)
 
@@ -349,7 +354,7 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_forgotten(kb, store, tx, parted, result.unlinked)
+        strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
@@ -469,7 +474,7 @@ def _revalidate(kb: Context, on_top: dict[str, str], merged: bool = True) -> Non
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
             "was pushed and the repository is back as it was:\n" + "\n".join(problems)
-            + "\nFix them on your branch (slayer-kb edit ID) and run 'slayer-kb sync' again."
+            + f"\nFix them on your branch ({command(kb.root)} edit ID) and run '{command(kb.root)} sync' again."
         )
 
 
@@ -502,7 +507,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
                 + "".join(f"  {line}\n" for line in said)
                 + "This is the remote's rule, not a race with other clones, so sync stopped without retrying. "
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
-                f"asks (or ask whoever runs {url}), then run slayer-kb sync again."
+                f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
             )
         raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
@@ -524,8 +529,8 @@ def _unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: 
     return StoreError(
         f"git {what} {remote} ({remote_url(store, remote, push=bool(push))}) failed: "
         f"{said.decode('utf-8', 'replace').strip()} {nothing} and this clone is as it was: its saves stay here and "
-        f"the next sync sends them. Check the remote's url (git remote get-url {push}{remote}) and the network, "
-        "then run slayer-kb sync again."
+        f"the next sync sends them. Check the remote's url ({git_command(store.root, f'remote get-url {push}{remote}')}) "
+        f"and the network, then run {command(store.root)} sync again."
     )
 
 
@@ -559,7 +564,7 @@ def _put_back(store: GitStore, start: str) -> str | None:
             reset_keep(store, start, check=False)
         return None
     except IndexLockedError as exc:
-        steps = [*(["git rebase --abort"] if in_progress(store) else []),
+        steps = [*cd_step(store.root), *(["git rebase --abort"] if in_progress(store) else []),
                  *(["git merge --abort"] if merging(store) else []), f"git reset --keep {start}"]
         return (f"Nor could sync put the branch back where it was: {exc}. Once it can, run {'; '.join(steps)}; "
                 "then slayer-kb sync.")

@@ -1,6 +1,7 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), links a branch added to memories REF forgot
-since (``--against REF``), and topic keys held by more than one memory.
+or entities REF deleted from the catalog since (``--against REF``), and topic keys held by more
+than one memory.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -15,16 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog.catalog import Catalog
 from ..core.errors import KBError, StoreError
 from ..core.fileio import read_regular
 from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
-from ..core.problems import Problem, shown
+from ..core.problems import Problem, command, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory
+from .snapshot import catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
+_LINK = "memory:"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
@@ -65,9 +69,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
     at_base = set(_tree_blobs(store, base, memories, only))
     theirs = _tree_blobs(store, against_sha, memories, only)
-    kb_shown = shown(root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" renumber --onto {shlex.quote(against)}")
+    fix = f"{command(root)} renumber --onto {shlex.quote(against)}"
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
@@ -87,7 +89,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         problems.append(Problem(
             name, 1,
             f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; run '{command}' to give this branch's memory a fresh id and "
+            f"another memory; run '{fix}' to give this branch's memory a fresh id and "
             f"rewrite its memory:{memory_id} references, in one commit",
         ))
     return problems
@@ -180,9 +182,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         where = _topic_in(texts[blob].decode("utf-8", "replace"))
         if where is not None:
             holders.setdefault(where, []).append(memory_id)
-    kb_shown = shown(compared.root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(compared.against)}")
+    fix = f"{command(compared.root)} merge {shlex.quote(compared.against)}"
     problems = []
     for _memory_id, (where, name) in sorted(mine.items()):
         if where in holders:
@@ -192,77 +192,105 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
             problems.append(Problem(
                 name, 1,
                 f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
-                f"this branch parted from it; merged, the key would be held twice. Run '{command}': it folds this "
+                f"this branch parted from it; merged, the key would be held twice. Run '{fix}': it folds this "
                 f"memory into {other} (one memory, both sides' revisions)",
             ))
     return problems
 
 
-def links_to_forgotten(compared: Branch, files: dict[Path, str]) -> list[Problem]:
-    """Links (``memory:<id>``) that this branch's memories (among ``files``) gained since it parted
-    from the revision compared with, to memories that revision forgot since: each file checks on the
-    branch, but a plain ``git merge`` into that revision links nothing (and fails ``validate``).
-    ``slayer-kb merge REF`` strips them, as sync does (unlinks.py)."""
-    if compared.base is None:
+def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) -> list[Problem]:
+    """Links that this branch's memories (among ``files``) gained since it parted from the revision
+    compared with, to memories that revision forgot since (``memory:<id>``) or to entities it
+    deleted from the catalog since (``delete-model`` ...): each file checks on the branch (its
+    ``catalog``), but a plain ``git merge`` into that revision links nothing (and fails
+    ``validate``). ``slayer-kb merge REF`` strips them, as sync does (unlinks.py)."""
+    if compared.base is None or not files:
         return []
-    mine = {path.stem: (name, ids) for path, name in files.items() if (ids := _links_of(path))}
-    return forgotten_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
-                           lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), shown(compared.root))
+    deleted = deleted_since(compared.store, compared.base, compared.against_sha, catalog)
+    # Only files that can hold such a link are parsed: every memory, after a catalog change.
+    marks = ("memory:", *delete_roots(deleted))
+    mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
+    return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
+                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, command(compared.root))
 
 
-def forgotten_links(store: GitStore, base: str, against: str, against_sha: str,
-                    mine: dict[str, tuple[str, set[str]]], present: Callable[[str], bool],
-                    kb_shown: str = ".") -> list[Problem]:
-    """``links_to_forgotten`` of the memories ``mine`` (id -> shown name, ids it links) on a branch
-    that parted from ``against`` at ``base``; ``present`` says whether the branch holds an id."""
-    mine = {memory_id: found for memory_id, found in mine.items() if found[1]}
+def deleted_since(store: GitStore, base: str, against_sha: str, catalog: Catalog) -> set[str]:
+    """The entities ``against_sha`` deleted from the catalog since ``base`` that the branch's
+    ``catalog`` still holds (a link to one the branch deleted too is the file's own problem);
+    one ``git diff`` when no datasource or model file changed there."""
+    deleted = deleted_entities(store, base, against_sha, catalog_changed(store, base, against_sha))
+    return deleted & entities_of(catalog) if deleted else set()
+
+
+def delete_roots(deleted: set[str]) -> list[str]:
+    """The deletes' roots (``shop.orders``, not each of its columns)."""
+    return sorted(e for e in deleted if not under(e.rpartition(".")[0], deleted))
+
+
+def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine: dict[str, tuple[str, set[str]]],
+               present: Callable[[str], bool], deleted: set[str], kb_command: str) -> list[Problem]:
+    """``links_to_gone`` of the memories ``mine`` (id -> shown name, entities it links) on a branch
+    that parted from ``against`` at ``base``; ``present`` says whether the branch holds a memory
+    id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``kb_command``:
+    slayer-kb as the fix runs it (``problems.command``)."""
+    linked = {i[len(_LINK):] for _name, links in mine.values() for i in links if i.startswith(_LINK)}
+    gone = {f"{_LINK}{i}" for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
+
+    def lost(entity: str) -> bool:
+        return entity in gone or (not entity.startswith(_LINK) and under(entity, deleted))
+
+    mine = {memory_id: found for memory_id, found in mine.items() if any(map(lost, found[1]))}
     if not mine:
         return []
-    wanted = sorted({i for _name, ids in mine.values() for i in ids})
-    paths = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in wanted]
-    theirs = _tree_blobs(store, against_sha, "", paths)
-    # Still on the branch: a link to a memory the branch forgot too is the file's own problem.
-    gone = {i for i in set(_tree_blobs(store, base, "", paths)) - set(theirs) if present(i)}
-    if not gone:
-        return []
-    # A link the file held where the branch parted is REF's to strip, which its forget did.
+    # A link the file held where the branch parted is REF's to strip, which its forget or delete did.
     before = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine])
     texts = store.objects.read_many("blob", before.values())
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(against)}")
+    fix = f"{kb_command} merge {shlex.quote(against)}"
     problems = []
-    for memory_id, (name, ids) in sorted(mine.items()):
+    for memory_id, (name, links) in sorted(mine.items()):
         old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
+        new = {e for e in links - old if lost(e)}
         problems += [Problem(
             name, 1,
-            f"memory {memory_id} links 'memory:{linked}', which {against} forgot since this branch parted from "
-            f"it; merged as it is, the link would point at nothing. Run '{command}': it strips links to "
+            f"memory {memory_id} links 'memory:{i}', which {against} forgot since this branch parted from "
+            f"it; merged as it is, the link would point at nothing. Run '{fix}': it strips links to "
             "forgotten memories, in one commit",
-        ) for linked in sorted(ids & gone - old, key=lambda i: (len(i), i))]
+        ) for i in sorted((e[len(_LINK):] for e in new if e.startswith(_LINK)), key=lambda i: (len(i), i))]
+        problems += [Problem(
+            name, 1,
+            f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "
+            f"parted from it; merged as it is, the link would point at nothing. Run '{fix}': it strips links "
+            "to deleted entities, as the delete would have, in one commit",
+        ) for entity in sorted(e for e in new if not e.startswith(_LINK))]
     return problems
 
 
-def _links_of(path: Path) -> set[str]:
-    """The memory ids the memory file ``path`` links; none for a file that does not parse
-    (check_file names it)."""
+def _forgotten(store: GitStore, base: str, against_sha: str, ids: set[str]) -> set[str]:
+    """The memory ids among ``ids`` there at ``base`` and gone at ``against_sha``."""
+    paths = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in sorted(ids)]
+    return set(_tree_blobs(store, base, "", paths)) - set(_tree_blobs(store, against_sha, "", paths))
+
+
+def _links_of(path: Path, marks: tuple[str, ...]) -> set[str]:
+    """The entities the memory file ``path`` links, when its text holds one of ``marks``; none for
+    a file that does not parse (check_file names it)."""
     if path.suffix != ".yaml" or path.parent.name != MEMORIES:
         return set()
     try:
         text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return set()
-    return _links_in(text, path.stem)
+    return _links_in(text, path.stem) if any(mark in text for mark in marks) else set()
 
 
 def _links_in(text: str, memory_id: str) -> set[str]:
-    """The memory ids a memory's text links; none for text that does not parse."""
-    if "memory:" not in text:
-        return set()
+    """The entities (``memory:<id>`` among them) a memory's text links; none for text that does
+    not parse."""
     try:
         memory = loads(text, memory_id)
     except KBError:
         return set()
-    return {e[len("memory:"):] for e in memory.entities if e.startswith("memory:")}
+    return set(memory.entities)
 
 
 def holds_a_topic_key(files: dict[Path, str]) -> bool:

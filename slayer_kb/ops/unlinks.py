@@ -1,14 +1,21 @@
-"""A forget's cascade finished across two sides. ``forget`` strips ``memory:<id>`` from every
-memory that links it, but only from those its clone holds: a memory the other side added or
-changed meanwhile with a link to the forgotten id arrives linking nothing, which ``validate`` (and
-sync's revalidation) refuse, and which a sync pushed from the other side (``main`` no longer
-validating). After ``sync``'s rebase or merge, and ``slayer-kb merge``, such links are stripped
-in one commit (``memory: strip links to forgotten 5 from 6``), as the forget would have stripped
-them had the memory been there; the caller says which."""
+"""A delete's cascade finished across two sides. ``forget`` strips ``memory:<id>`` from every
+memory that links it, and a catalog delete (``delete-model``, ``delete-datasource``,
+``delete-column`` ...) strips the entity and everything under it, but only from the memories its
+clone holds: a memory the other side added or changed meanwhile arrives linking nothing, which
+``validate`` (and sync's revalidation) refuse, and which a sync pushed from the other side
+(``main`` no longer validating). After ``sync``'s rebase or merge, ``slayer-kb merge`` and
+``slayer-kb rebase``, such links are stripped, one commit for forgotten memories (``memory: strip
+links to forgotten 5 from 6``) and one for deleted entities (``memory: strip deleted shop.orders
+from 6``), as the delete would have stripped them had the memory been there; the caller says which.
+
+Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
+pushed before a merge committed by hand, or on a sync's retry, links across commits that the
+diff from where the sides parted does not hold (``git grep`` finds the few that link)."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
@@ -16,6 +23,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, with_entities
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
+from .snapshot import CATALOG_DIRS, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -23,38 +31,72 @@ if TYPE_CHECKING:
 _LINK = "memory:"
 
 
-def strip_forgotten(kb: Context, store: GitStore, tx: Transaction, parted: str, stripped: dict[str, list[str]]) -> bool:
-    """Strip from the memories either side added or changed since ``parted`` (where the sides
-    parted) their links to memories that were there and are gone at HEAD (a side forgot them);
-    True when it made the commit, ``stripped`` given each memory's forgotten ids."""
-    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
-                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
-    gone: set[str] = set()
-    changed: list[str] = []
+def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlinked: dict[str, list[str]],
+               cascaded: dict[str, list[str]]) -> bool:
+    """Strip from the memories at HEAD their links to memories that were there at ``parted``
+    (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
+    that were there and are gone (a side deleted them); True when it made a commit, ``unlinked``
+    given each memory's forgotten ids and ``cascaded`` its deleted entities."""
+    folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
+                    *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
+    forgotten: set[str] = set()
+    catalog_changed: set[str] = set()
     for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
         memory_id = id_of_path(path[len(store.prefix):])
         if memory_id is not None and status == "D":
-            gone.add(memory_id)
-        elif memory_id is not None:
-            changed.append(memory_id)
-    if not gone or not changed:
-        return False
-    links = {_LINK + memory_id for memory_id in gone}
+            forgotten.add(memory_id)
+        elif memory_id is None and path.endswith(".yaml"):
+            catalog_changed.add(path[len(store.prefix):])
+    made = False
+    if forgotten:
+        links = {_LINK + memory_id for memory_id in forgotten}
+        found = _strip(kb, store, tx, sorted(links), links.__contains__, lambda gone: (
+            f"memory: strip links to forgotten {', '.join(sorted({e[len(_LINK):] for e in gone}, key=_order))}"))
+        unlinked.update({m: [e[len(_LINK):] for e in entities] for m, entities in found.items()})
+        made = bool(found)
+    deleted = deleted_entities(store, parted, "HEAD", catalog_changed)
+    if deleted:
+        # The delete's roots (shop.orders, not each of its columns): what the commit names and grep looks for.
+        roots = sorted(e for e in deleted if not under(e.rpartition(".")[0], deleted))
+        found = _strip(kb, store, tx, roots, lambda e: under(e, deleted), lambda gone: (
+            f"memory: strip deleted {', '.join(r for r in roots if any(_under_root(e, r) for e in gone))}"))
+        cascaded.update(found)
+        made = made or bool(found)
+    return made
+
+
+def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], gone: Callable[[str], bool],
+           subject: Callable[[set[str]], str]) -> dict[str, list[str]]:
+    """One commit stripping the entities ``gone`` says from every memory at HEAD that holds one
+    (found by ``git grep`` of ``patterns``); each rewritten memory's stripped entities."""
+    if not patterns:
+        return {}
+    args = [arg for pattern in patterns for arg in ("-e", pattern)]
+    grep = store.git("grep", "-l", "-z", "-F", *args, "HEAD", "--", store.repo_path(f"{MEMORIES_DIR}/"),
+                     check=False).stdout.decode("utf-8", "surrogateescape")
+    holders = sorted({i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))},
+                     key=_order)
     changes: list[Change] = []
     rewritten: dict[str, Memory] = {}
     found: dict[str, list[str]] = {}
-    for memory_id in changed:
+    for memory_id in holders:
         with contextlib.suppress(KBError):  # a file that does not parse: revalidation names it
             memory, text = kb.read_with_text(memory_id)
-            kept = [entity for entity in memory.entities if entity not in links]
+            kept = [entity for entity in memory.entities if not gone(entity)]
             if len(kept) < len(memory.entities):
                 changes.append(memory_change(memory, with_entities(text, memory, kept)))
                 rewritten[memory_id] = memory.evolve(entities=kept)
-                found[memory_id] = [e[len(_LINK):] for e in memory.entities if e in links]
-    if not changes:
-        return False
-    forgotten = sorted({i for ids in found.values() for i in ids})
-    tx.commit(changes, f"memory: strip links to forgotten {', '.join(forgotten)} from {', '.join(found)}",
-              rewritten)
-    stripped.update(found)
-    return True
+                found[memory_id] = [e for e in memory.entities if gone(e)]
+    if changes:
+        stripped = {e for entities in found.values() for e in entities}
+        tx.commit(changes, f"{subject(stripped)} from {', '.join(found)}", rewritten)
+    return found
+
+
+def _under_root(entity: str, root: str) -> bool:
+    return entity == root or entity.startswith(root + ".")
+
+
+def _order(memory_id: str) -> tuple[int, str]:
+    return len(memory_id), memory_id

@@ -22,7 +22,8 @@ the catalog (after a cascade the query keeps its text, SLayer's rule, and search
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so are links the
-branch added to memories REF forgot since (``slayer-kb merge REF`` strips them) and a topic key
+branch added to memories REF forgot or to entities REF deleted from the catalog since
+(``slayer-kb merge REF`` strips them) and a topic key
 held by more than one live memory (teamchecks.py); validating the whole KB then checks only
 the files the branch changed since it parted from REF, unless a catalog file changed or a memory
 was removed (and looks for a key's other holders only when those files hold one: a key held
@@ -62,7 +63,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import Problem, shown
+from ..core.problems import Problem, command, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
@@ -75,7 +76,7 @@ from .teamchecks import (
     branch_files,
     holds_a_topic_key,
     id_collisions,
-    links_to_forgotten,
+    links_to_gone,
     topic_key_holders,
     topic_key_twins,
     topic_keys_taken,
@@ -167,9 +168,10 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str]) -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb") -> None:
         self.catalog = catalog
         self.ids = ids
+        self.command = command  # slayer-kb as a fix runs it (problems.command)
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
@@ -179,7 +181,7 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")})
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root))
 
 
 def _catalog(root: Path) -> Catalog:
@@ -222,7 +224,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         report.problems.extend(topic_key_twins(holders))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
-            report.problems.extend(links_to_forgotten(compared, target.files))
+            report.problems.extend(links_to_gone(compared, target.files, context.catalog))
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 
@@ -269,13 +271,15 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     return problems
 
 
-def check_memory_text(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
+                      typed: str | None = None) -> list[Problem]:
     """Every problem of one memory file's text, its name and id aside (``check_file``), by line;
-    the review of a pull request (history.py) checks the files at its head with it."""
-    return sorted(_text_problems(text, memory_id, name, context), key=lambda p: p.line)
+    the review of a pull request (history.py) checks the files at its head with it. ``typed``: the
+    file as ``fmt`` is told to take it, when not ``name`` (review names files from the KB's folder)."""
+    return sorted(_text_problems(text, memory_id, name, context, typed or name), key=lambda p: p.line)
 
 
-def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> list[Problem]:
+def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typed: str) -> list[Problem]:
     problems: list[Problem] = []
 
     def add(line: int | None, message: str) -> None:
@@ -339,7 +343,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext) -> 
     canonical = dumps(memory)
     if canonical != text:
         add(_first_difference(text, canonical),
-            f"not in canonical form; run 'slayer-kb fmt {name}'")
+            f"not in canonical form; run 'slayer-kb fmt {typed}'")
     return problems
 
 
@@ -446,9 +450,9 @@ def _entity_problems(
             else:
                 if target not in context.ids:
                     message = (f"'{entity}' refers to a memory that does not exist "
-                               "(run 'slayer-kb prune' to strip it)")
+                               f"(run '{context.command} prune' to strip it)")
         elif not context.catalog.entity_exists(entity):
-            message = _unresolved(entity, context.resolver, memory_id)
+            message = _unresolved(entity, context, memory_id)
         seen.add(entity)
         if message is not None:
             yield item_line(text, "entities", index), message
@@ -459,7 +463,7 @@ def _query_problems(
 ) -> Iterator[tuple[int | None, str]]:
     """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
     not have, a wrong shape), or references that no longer resolve."""
-    fix = f"fix or remove the query with 'slayer-kb edit {memory_id}'"
+    fix = f"fix or remove the query with '{context.command} edit {memory_id}'"
     try:
         check_query(query)
     except KBError as exc:
@@ -471,15 +475,14 @@ def _query_problems(
         yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}"
 
 
-def _unresolved(entity: str, resolver: Resolver, memory_id: str) -> str:
+def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     """The resolver's own words (those ``save`` prints), then the fix: the reference it probably
     meant when there is one (a typo), else ``prune`` for an entity the catalog no longer has."""
     try:
-        canonical = resolver.resolve(entity).entity
+        canonical = context.resolver.resolve(entity).entity
     except ResolutionError as exc:
-        fix = (f"correct it with 'slayer-kb edit {memory_id}'" if exc.suggestions else
-               f"correct it with 'slayer-kb edit {memory_id}', or, if the catalog dropped it, strip it "
-               "with 'slayer-kb prune'")
+        edit = f"correct it with '{context.command} edit {memory_id}'"
+        fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
         return f"entity '{entity}' does not resolve: {exc} ({fix})"
     except KBError as exc:
         return f"entity '{entity}' does not resolve: {exc}"

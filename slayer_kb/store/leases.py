@@ -85,14 +85,19 @@ class Leases:
     # The remote answers but will not take our refs (a read-only clone, a hook, a protected
     # namespace): blocks are drawn as offline, without asking it, until a ``sync`` tries again.
     refused: bool = False
+    # The commit each block's ref points at on the remote (block -> commit, of blocks held): a
+    # remote whose url changed (the repository moved) that holds the same refs is the same one.
+    holders: dict[str, str] = field(default_factory=dict)
 
     def left(self) -> int:
         """Ids still in hand (some may turn out to be taken by files and be skipped)."""
         return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
 
     def to_json(self) -> dict[str, object]:
+        held = {str(k) for k, _n in self.blocks}
         return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
-                "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused}
+                "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused,
+                "holders": {k: commit for k, commit in self.holders.items() if k in held}}
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,7 @@ class IdLeases:
             held = self._load(remote)
             held.refused = False  # try again: the remote may take our refs now
             if held.unregistered:
-                created, status = self._create(remote, held.unregistered)
+                created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
                 if status == "answered":
                     # A refused offline block (another clone chose it too): its ids stay with the
@@ -237,7 +242,7 @@ class IdLeases:
             if taken is None:
                 break
             first = max([start, *(k + 1 for k in taken if k < OFFLINE_FIRST)])
-            created, status = self._create(remote, list(range(first, first + blocks)))
+            created, status = self._create(remote, held, list(range(first, first + blocks)))
             if status == "refused":
                 held.refused = True
                 break
@@ -257,23 +262,36 @@ class IdLeases:
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
-    def _remote_blocks(self, remote: Remote) -> set[int] | None:
-        """The blocks leased on the remote, or None when it cannot be reached."""
+    def _remote_blocks(self, remote: Remote) -> dict[int, str] | None:
+        """The blocks leased on the remote with the commit each ref points at, or None when it
+        cannot be reached."""
         proc = claims.network(self.store, "ls-remote", "--refs", remote.name, f"{NAMESPACE}*")
         if proc is None or proc.returncode != 0:
             return None
-        blocks = set()
+        blocks = {}
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
-            name = line.partition("\t")[2]
+            commit, _, name = line.partition("\t")
             tail = name[len(NAMESPACE):]
             if name.startswith(NAMESPACE) and tail.isdigit():
-                blocks.add(int(tail))
+                blocks[int(tail)] = commit
         return blocks
 
-    def _create(self, remote: Remote, blocks: list[int]) -> tuple[list[int], str]:
+    def _moved(self, remote: Remote, held: Leases) -> bool:
+        """Whether ``remote``, whose url is not the one ``held`` was leased from, is that remote
+        moved (``git remote set-url`` to where the repository now is): it holds every block this
+        clone leased, each ref at the commit this clone pushed. Another repository (or one that
+        cannot be reached, so cannot tell) is not, and its blocks are leased afresh."""
+        leased = [str(k) for k, _n in held.blocks if k not in held.unregistered]
+        if not leased or any(k not in held.holders for k in leased):
+            return False
+        there = self._remote_blocks(remote)
+        return there is not None and all(there.get(int(k)) == held.holders[k] for k in leased)
+
+    def _create(self, remote: Remote, held: Leases, blocks: list[int]) -> tuple[list[int], str]:
         """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
-        created, and "answered" (created, or beaten to it by another clone), "refused" (the remote
-        answered no: a hook, a protected namespace, no right to push) or "unreachable"."""
+        created (their refs' commit recorded in ``held``), and "answered" (created, or beaten to it
+        by another clone), "refused" (the remote answered no: a hook, a protected namespace, no
+        right to push) or "unreachable"."""
         spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
         # For ``git log refs/slayer-kb/ids/K``: who leased the block. socket is imported here,
         # where a block is leased, not by every command that opens a KB.
@@ -285,6 +303,7 @@ class IdLeases:
         if outcome is None:
             return [], "unreachable"
         created = [int(ref[len(NAMESPACE):]) for ref, said in outcome.items() if said == claims.CREATED]
+        held.holders.update({str(k): commit for k in created})
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
 
@@ -315,7 +334,8 @@ class IdLeases:
             data = json.loads((self.common_dir / STATE_FILE).read_text(encoding="utf-8"))
             held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
                           [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
-                          int(data["highest"]), bool(data["refused"]))
+                          int(data["highest"]), bool(data["refused"]),
+                          {str(k): str(c) for k, c in data.get("holders", {}).items()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return Leases(home, remote.url)
         if held.home != home:
@@ -324,6 +344,9 @@ class IdLeases:
             # blocks too (their memories are in both), drawing no ids from them.
             return Leases(home, remote.url, unregistered=held.unregistered)
         if held.remote_url == remote.url:
+            return held
+        if self._moved(remote, held):
+            held.remote_url = remote.url
             return held
         # Blocks leased on another remote mean nothing on this one; offline blocks, which no
         # remote has yet, keep their ids (used-up ones too) and are registered on this one.

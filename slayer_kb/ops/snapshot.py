@@ -1,0 +1,147 @@
+"""The KB's files as they are at a git revision, read from git objects (never the work tree):
+a file, a folder's listing, the memory ids, the catalog; and what a side deleted from the catalog
+since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
+from ..core.locate import MEMORIES_DIR, id_of_path
+from ..store.repo import GitStore
+
+CATALOG_DIRS = ("datasources", "models")
+PRIORITY_FILE = "priority.yaml"
+
+
+def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
+    """The bytes of ``kb_path`` at commit ``rev``, or None when the file is not there."""
+    proc = store.git("cat-file", "blob", f"{rev}:{store.repo_path(kb_path)}", check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | None]:
+    """``blob_at`` of each ``(rev, kb_path)``, from one ``git cat-file --batch`` (a process per
+    file is tens of ms on a busy machine). The KB's file names hold no newline."""
+    names = [f"{rev}:{store.repo_path(kb_path)}" for rev, kb_path in wanted]
+    out = store.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
+    found: list[bytes | None] = []
+    at = 0
+    for _name in names:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # "NAME missing": no such file at that commit
+            found.append(None)
+            at = end + 1
+            continue
+        size = int(header[2])
+        found.append(out[end + 1 : end + 1 + size] if header[1] == b"blob" else None)
+        at = end + 1 + size + 1
+    return found
+
+
+def text_at(store: GitStore, rev: str, kb_path: str) -> str | None:
+    data = blob_at(store, rev, kb_path)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def files_at(store: GitStore, rev: str, under: str) -> list[str]:
+    """KB-relative paths of the files under ``under`` at ``rev``."""
+    proc = store.git("ls-tree", "-r", "-z", "--name-only", rev, "--", store.repo_path(under), check=False)
+    out = []
+    for raw in proc.stdout.split(b"\0"):
+        name = raw.decode("utf-8", "surrogateescape")
+        if name.startswith(store.prefix) and name:
+            out.append(name[len(store.prefix):])
+    return out
+
+
+def memory_ids_at(store: GitStore, rev: str) -> set[str]:
+    return {i for i in map(id_of_path, files_at(store, rev, f"{MEMORIES_DIR}/")) if i}
+
+
+def crafted(kb_path: str) -> bool:
+    """Whether a path from a tree has an empty, '.' or '..' entry: a crafted tree's (git mktree
+    takes them, a fetch does not check them), which git never checks out."""
+    return bool({"", ".", ".."} & set(kb_path.split("/")))
+
+
+def catalog_at(store: GitStore, rev: str) -> Catalog:
+    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder. Its
+    problems name their files relative to the KB (``models/shop/orders.yaml``), as the work
+    tree's are shown."""
+    problems: list[CatalogProblem] = []
+    paths = []
+    for path, size in _catalog_blobs_at(store, rev):
+        if crafted(path):
+            # Writing models/../../x would write outside the temporary folder: a PR under review
+            # could replace ~/.bashrc.
+            problems.append(CatalogProblem(Path(path), None, "has a '.' or '..' entry in its path (a crafted tree): "
+                                           "git never checks it out and slayer-kb never reads it; remove it"))
+        elif size > MAX_CATALOG_BYTES:  # as the work tree's catalog: refused by its size, unread
+            problems.append(CatalogProblem(Path(path), None, OVERSIZED.format(size=size)))
+        else:
+            paths.append(path)
+    with tempfile.TemporaryDirectory(prefix="slayer-kb-catalog-") as tmp:
+        root = Path(tmp)
+        # One git process for every file: one each was 1.5 s for a catalog of 284 models.
+        for path, data in zip(paths, blobs_at(store, [(rev, path) for path in paths]) if paths else [], strict=True):
+            if data is None:
+                continue
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        catalog = load_catalog(root)
+    catalog.problems[:0] = problems
+    for problem in catalog.problems:
+        if problem.path.is_relative_to(root):
+            problem.path = problem.path.relative_to(root)
+    return catalog
+
+
+def _catalog_blobs_at(store: GitStore, rev: str) -> list[tuple[str, int]]:
+    """The KB-relative path and size of each file of the catalog at ``rev``."""
+    wanted = [store.repo_path(p) for p in (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
+    proc = store.git("ls-tree", "-r", "-z", "-l", rev, "--", *wanted, check=False)
+    found = []
+    for row in proc.stdout.split(b"\0"):
+        info, _, raw = row.partition(b"\t")
+        name = raw.decode("utf-8", "surrogateescape")
+        fields = info.split()
+        if name.startswith(store.prefix) and len(fields) == 4 and fields[1] == b"blob":
+            found.append((name[len(store.prefix):], int(fields[3])))
+    return found
+
+
+def catalog_changed(store: GitStore, parted: str, rev: str) -> set[str]:
+    """The KB-relative paths of the datasource and model files changed or removed between
+    ``parted`` and ``rev`` (only those can delete an entity): one ``git diff``, so that parsing
+    both catalogs is skipped when they did not change."""
+    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=DM", parted, rev, "--",
+                    *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)).stdout
+    return {p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p.endswith(".yaml")}
+
+
+def deleted_entities(store: GitStore, parted: str, rev: str, changed: set[str]) -> set[str]:
+    """The catalog's entities at ``parted`` that are gone at ``rev`` (a ``delete-model``, ...), the
+    catalog files ``changed`` between the two (``catalog_changed``); none when a changed file no
+    longer parses at ``rev``: its entities are unreadable, not gone (stripping the links would
+    lose them for good, while validate names the file)."""
+    if not changed:
+        return set()
+    after = catalog_at(store, rev)
+    if any(p.path.as_posix() in changed for p in after.problems):
+        return set()
+    return entities_of(catalog_at(store, parted)) - entities_of(after)
+
+
+def entities_of(catalog: Catalog) -> set[str]:
+    return {entity for entity, _kind, _description in catalog.iter_entities()}
+
+
+def under(entity: str, deleted: set[str]) -> bool:
+    """Whether ``entity`` or one above it (``shop.orders`` above ``shop.orders.amount``) is in
+    ``deleted``: a delete's cascade takes everything under a deleted entity."""
+    parts = entity.split(".")
+    return bool(entity) and any(".".join(parts[:n]) in deleted for n in range(1, len(parts) + 1))
