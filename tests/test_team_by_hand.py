@@ -499,8 +499,8 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
     assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
         "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
-        f"this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb {b} merge "
-        "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
+        f"this branch parted from it; merged, the key would be held twice. Run 'git fetch origin && slayer-kb --kb "
+        f"{b} merge origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
         "1 problem in 1 file (2 files checked)\n"))
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
@@ -641,7 +641,8 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """An agent's branch links memory 1, which main forgot since: every file checks on the branch,
     but a reviewer's plain 'git merge' made a main that failed validate. validate --against and
-    review name the link and the fix, 'slayer-kb merge origin/main', which strips it."""
+    review, run by the reviewer, name the link and the fix, which works as written in the agent's
+    clone, whose origin/main predates the forget (without the fetch: 'Already up to date')."""
     _bare, (reviewer, agent) = make_team(tmp_path)
     invoke_cli("--kb", reviewer, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
@@ -652,21 +653,24 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
     invoke_cli("--kb", agent, "sync", check=True)
     invoke_cli("--kb", reviewer, "forget", "1", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
-    git(agent, "fetch", "-q", "origin")
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-b")
     problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
-               "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
-               "forgotten memories, in one commit")
-    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, f"{agent}/memories/101.yaml:1: {problem.format(f' --kb {agent}')}\n"
-                                                       "1 problem in 1 file (1 file checked)\n")
-    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+               "it is, the link would point at nothing. Run 'git fetch origin && slayer-kb{} merge origin/main': it "
+               "strips links to forgotten memories, in one commit")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (
+        1, f"{reviewer}/memories/101.yaml:1: {problem.format(f' --kb {reviewer}')}\n1 problem in 1 file (1 file checked)\n")
+    review = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
     assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
     # What it warns of: merged as it is, main fails validate.
-    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
     assert "'memory:1' refers to a memory that does not exist" in invoke_cli("--kb", reviewer, "validate").stdout
-    # The fix works as written.
-    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    # The fix works as written, in the agent's clone.
+    fetch, fix = review["problems"][0].split("Run '")[1].split("':")[0].split(" && ")
+    git(agent, *fetch.split()[1:])
+    merged = invoke_cli("--kb", agent, *fix.split()[1:], check=True)
     assert "stripped links to forgotten memories: memory:1 from 101" in merged.stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")

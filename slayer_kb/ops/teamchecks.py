@@ -65,9 +65,6 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
     at_base = set(_tree_blobs(store, base, memories, only))
     theirs = _tree_blobs(store, against_sha, memories, only)
-    kb_shown = shown(root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" renumber --onto {shlex.quote(against)}")
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
@@ -75,7 +72,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     # commit is the same memory, whatever merge base git picks after criss-cross merges.
     head = store.head()
     added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
-    problems = []
+    clashes = []
     for memory_id in sorted(candidates, key=lambda i: (len(i), i)):
         path, name = ours[memory_id]
         if memory_id not in added:
@@ -84,13 +81,16 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         if local == theirs[memory_id] or (
                 head is not None and same_memory(store, f"{MEMORIES}/{memory_id}.yaml", base, head, against_sha)):
             continue  # the same memory on both sides (merged, cherry-picked or replayed)
-        problems.append(Problem(
-            name, 1,
-            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; run '{command}' to give this branch's memory a fresh id and "
-            f"rewrite its memory:{memory_id} references, in one commit",
-        ))
-    return problems
+        clashes.append((memory_id, name))
+    if not clashes:
+        return []
+    command = fix_command(store, shown(root), f"renumber --onto {shlex.quote(against)}", against)
+    return [Problem(
+        name, 1,
+        f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+        f"another memory; run '{command}' to give this branch's memory a fresh id and "
+        f"rewrite its memory:{memory_id} references, in one commit",
+    ) for memory_id, name in clashes]
 
 
 def branch_files(compared: Branch) -> dict[Path, str] | None:
@@ -180,21 +180,21 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         where = _topic_in(texts[blob].decode("utf-8", "replace"))
         if where is not None:
             holders.setdefault(where, []).append(memory_id)
-    kb_shown = shown(compared.root)
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(compared.against)}")
+    taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
+    if not taken:
+        return []
+    command = fix_command(store, shown(compared.root), f"merge {shlex.quote(compared.against)}", compared.against)
     problems = []
-    for _memory_id, (where, name) in sorted(mine.items()):
-        if where in holders:
-            key, project, _scope = where
-            in_project = f" in project '{project}'" if project else ""
-            other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
-            problems.append(Problem(
-                name, 1,
-                f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
-                f"this branch parted from it; merged, the key would be held twice. Run '{command}': it folds this "
-                f"memory into {other} (one memory, both sides' revisions)",
-            ))
+    for where, name in taken:
+        key, project, _scope = where
+        in_project = f" in project '{project}'" if project else ""
+        other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
+        problems.append(Problem(
+            name, 1,
+            f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
+            f"this branch parted from it; merged, the key would be held twice. Run '{command}': it folds this "
+            f"memory into {other} (one memory, both sides' revisions)",
+        ))
     return problems
 
 
@@ -228,18 +228,40 @@ def forgotten_links(store: GitStore, base: str, against: str, against_sha: str,
     # A link the file held where the branch parted is REF's to strip, which its forget did.
     before = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine])
     texts = store.objects.read_many("blob", before.values())
-    command = ("slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}")
-               + f" merge {shlex.quote(against)}")
-    problems = []
+    dangling = []
     for memory_id, (name, ids) in sorted(mine.items()):
         old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
-        problems += [Problem(
-            name, 1,
-            f"memory {memory_id} links 'memory:{linked}', which {against} forgot since this branch parted from "
-            f"it; merged as it is, the link would point at nothing. Run '{command}': it strips links to "
-            "forgotten memories, in one commit",
-        ) for linked in sorted(ids & gone - old, key=lambda i: (len(i), i))]
-    return problems
+        dangling += [(memory_id, name, linked) for linked in sorted(ids & gone - old, key=lambda i: (len(i), i))]
+    if not dangling:
+        return []
+    command = fix_command(store, kb_shown, f"merge {shlex.quote(against)}", against)
+    return [Problem(
+        name, 1,
+        f"memory {memory_id} links 'memory:{linked}', which {against} forgot since this branch parted from "
+        f"it; merged as it is, the link would point at nothing. Run '{command}': it strips links to "
+        "forgotten memories, in one commit",
+    ) for memory_id, name, linked in dangling]
+
+
+def fix_command(store: GitStore, kb_shown: str, args: str, against: str) -> str:
+    """``slayer-kb [--kb KB] ARGS``, the fix of a problem found against the revision ``against``,
+    after ``git fetch REMOTE`` when that revision is a remote-tracking branch: whoever runs the fix
+    on the branch (an agent reading CI's review) may hold an older copy of it, against which the
+    fix finds nothing to do."""
+    command = "slayer-kb" + ("" if kb_shown == "." else f" --kb {shlex.quote(kb_shown)}") + f" {args}"
+    remote = _remote_of(store, against)
+    return command if remote is None else f"git fetch {shlex.quote(remote)} && {command}"
+
+
+def _remote_of(store: GitStore, rev: str) -> str | None:
+    """The remote whose tracking branch ``rev`` names (``origin/main``: origin), else None."""
+    full = store.git("rev-parse", "--symbolic-full-name", rev, check=False).stdout.decode().strip()
+    if not full.startswith("refs/remotes/"):
+        return None
+    remotes = store.git("remote", check=False).stdout.decode().split()
+    # The longest name first: a remote may be called 'a' beside one called 'a/b'.
+    return next((name for name in sorted(remotes, key=len, reverse=True)
+                 if full.startswith(f"refs/remotes/{name}/")), None)
 
 
 def _links_of(path: Path) -> set[str]:
