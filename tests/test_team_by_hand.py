@@ -637,6 +637,31 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
     assert git(b, "show", "HEAD:CONFLICTS.md") == note
 
 
+def test_a_conflicts_markers_name_the_sides_as_its_steps_do(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The markers said 'current' and 'other', and in a rebase the current side is the upstream:
+    an agent told to keep what both sides meant could not tell its own edit from the other's."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
+    git(b, "fetch", "-q", "origin")
+
+    def markers() -> list[str]:
+        text = (b / "memories" / "1.yaml").read_text()
+        return [line for line in text.splitlines() if line.startswith(("<<<<<<<", "=======", ">>>>>>>"))][:3]
+
+    stopped = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert stopped.stderr.startswith("Error: Your commits and origin/main both edited memories/1.yaml;")
+    assert markers() == ["<<<<<<< origin/main", "=======", ">>>>>>> your commits"]
+    invoke_cli("--kb", b, "rebase", "--abort", check=True)
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert stopped.stderr.startswith("Error: This branch and origin/main both edited memories/1.yaml;")
+    assert markers() == ["<<<<<<< this branch", "=======", ">>>>>>> origin/main"]
+
+
 def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """An agent's branch links memory 1, which main forgot since: every file checks on the branch,
