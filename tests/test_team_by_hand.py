@@ -384,7 +384,8 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
     invoke_cli("--kb", b, "update", "1", "--content", "B's one, revised", check=True)
     git(b, "fetch", "-q", "origin")
     assert "renumber --onto origin/main' to give this branch's memory a fresh id" in invoke_cli("--kb", b, "validate", "--against", "origin/main").stdout
-    invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    renumbered = invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    assert renumbered.stdout == "Renumbered 1 memory onto origin/main:\n  1 -> 2\n"
     synced = invoke_cli("--kb", b, "sync")
     assert (synced.returncode, synced.stdout) == (0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
                                                      "  renumbered: 1 -> 2\n")
