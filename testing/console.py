@@ -30,6 +30,9 @@ class Mismatch:
     shown: str
     printed: str
 
+    def __str__(self) -> str:
+        return f"$ {self.command}\n--- the page shows:\n{self.shown}\n--- it printed:\n{self.printed}"
+
 
 def steps(page: str) -> list[Step]:
     """The commands of the page's replayed console blocks, with the output shown for each."""
@@ -60,7 +63,8 @@ def replay(page: str, folder: Path, invoke_cli: CliRunner, paths: dict[str, str]
                 where = (where / args[0]).resolve()
                 continue
             if program == "slayer-kb":
-                proc = invoke_cli(*args, cwd=where)
+                # As a process with no terminal prints (no COLUMNS: pytest's workers may set it).
+                proc = invoke_cli(*args, cwd=where, env={"COLUMNS": None, "LINES": None})
             else:
                 proc = subprocess.run([program, *args], cwd=where, capture_output=True, text=True)
             printed.append(proc.stdout + proc.stderr)
