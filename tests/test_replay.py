@@ -101,7 +101,7 @@ def test_replay_makes_what_git_rebase_makes(repo: Path, upstream: dict[str, str 
     tip = replay(GitStore(repo), git(repo, "rev-parse", "up"), ours)
     assert git(repo, "rev-parse", "ours") == ours and git(repo, "status", "--porcelain") == ""
 
-    options, env, attributes = mergedriver.git_config("")
+    options, env, attributes = mergedriver.git_config("", ("up", "your commits"))
     try:
         rebase = subprocess.run(["git", *options, "rebase", "-q", "up"], cwd=repo, capture_output=True, text=True,
                                 env=env)

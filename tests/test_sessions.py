@@ -252,6 +252,17 @@ def test_capture_saves_new_learnings_in_one_commit(empty_kb: KnowledgeBase) -> N
     assert nothing["message"] == "Passive capture complete: extracted=0 saved=0 duplicates=0"
 
 
+def test_capture_passive_at_the_command_line_names_the_memories_it_saved(empty_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    one = "## Key Learnings:\n1. The warehouse is rebuilt nightly at 02:00 UTC\n"
+    assert invoke_cli("--kb", empty_kb.root, "capture-passive", one, check=True).stdout == (
+        "Passive capture complete: extracted=1 saved=1 duplicates=0 (memory 1)\n")
+    assert invoke_cli("--kb", empty_kb.root, "capture-passive", LEARNINGS, check=True).stdout == (
+        "Passive capture complete: extracted=2 saved=2 duplicates=0 (memories 2, 3)\n")
+    assert invoke_cli("--kb", empty_kb.root, "capture-passive", one, check=True).stdout == (
+        "Passive capture complete: extracted=1 saved=0 duplicates=1\n")
+
+
 # -- context, stats and timeline -----------------------------------------------------------------
 
 

@@ -396,7 +396,8 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
     invoke_cli("--kb", b, "update", "1", "--content", "B's one, revised", check=True)
     git(b, "fetch", "-q", "origin")
     assert "renumber --onto origin/main' to give this branch's memory a fresh id" in invoke_cli("--kb", b, "validate", "--against", "origin/main").stdout
-    invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    renumbered = invoke_cli("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    assert renumbered.stdout == "Renumbered 1 memory onto origin/main:\n  1 -> 2\n"
     synced = invoke_cli("--kb", b, "sync")
     assert (synced.returncode, synced.stdout) == (0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
                                                      "  renumbered: 1 -> 2\n")
@@ -511,8 +512,8 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     blocked = invoke_cli("--kb", b, "validate", "--against", "origin/main", cwd=tmp_path)
     assert (blocked.returncode, blocked.stdout.split(": ", 1)[1]) == (1, (
         "topic_key 'decision/cache-ttl' in project 'api' is also held by memory 1 that origin/main added since "
-        "this branch parted from it; merged, the key would be held twice. Run 'slayer-kb --kb b merge "
-        "origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
+        "this branch parted from it; merged, the key would be held twice. Run 'git -C b fetch origin && slayer-kb "
+        "--kb b merge origin/main': it folds this memory into 1 (one memory, both sides' revisions)\n"
         "1 problem in 1 file (2 files checked)\n"))
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
@@ -649,11 +650,37 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
     assert git(b, "show", "HEAD:CONFLICTS.md") == note
 
 
+def test_a_conflicts_markers_name_the_sides_as_its_steps_do(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The markers said 'current' and 'other', and in a rebase the current side is the upstream:
+    an agent told to keep what both sides meant could not tell its own edit from the other's."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
+    git(b, "fetch", "-q", "origin")
+
+    def markers() -> list[str]:
+        text = (b / "memories" / "1.yaml").read_text()
+        return [line for line in text.splitlines() if line.startswith(("<<<<<<<", "=======", ">>>>>>>"))][:3]
+
+    stopped = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert stopped.stderr.startswith("Error: Your commits and origin/main both edited memories/1.yaml;")
+    assert markers() == ["<<<<<<< origin/main", "=======", ">>>>>>> your commits"]
+    invoke_cli("--kb", b, "rebase", "--abort", check=True)
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert stopped.stderr.startswith("Error: This branch and origin/main both edited memories/1.yaml;")
+    assert markers() == ["<<<<<<< this branch", "=======", ">>>>>>> origin/main"]
+
+
 def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """An agent's branch links memory 1, which main forgot since: every file checks on the branch,
     but a reviewer's plain 'git merge' made a main that failed validate. validate --against and
-    review name the link and the fix, 'slayer-kb merge origin/main', which strips it."""
+    review, run by the reviewer, name the link and the fix, which works as written in the agent's
+    clone, whose origin/main predates the forget (without the fetch: 'Already up to date')."""
     _bare, (reviewer, agent) = make_team(tmp_path)
     invoke_cli("--kb", reviewer, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
@@ -664,26 +691,29 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
     invoke_cli("--kb", agent, "sync", check=True)
     invoke_cli("--kb", reviewer, "forget", "1", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
-    git(agent, "fetch", "-q", "origin")
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-b")
     problem = ("memory 101 links 'memory:1', which origin/main forgot since this branch parted from it; merged as "
-               "it is, the link would point at nothing. Run 'slayer-kb{} merge origin/main': it strips links to "
-               "forgotten memories, in one commit")
+               "it is, the link would point at nothing. Run 'git{} fetch origin && slayer-kb{} merge origin/main': it "
+               "strips links to forgotten memories, in one commit")
     # Typed elsewhere (the KB given by --kb), the fix names the KB: review's did not.
     checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
     assert (checked.returncode, checked.stdout) == (1, "b/memories/101.yaml:1: "
-                                                       f"{problem.format(' --kb b')}\n"
+                                                       f"{problem.format(' -C b', ' --kb b')}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
-    assert review["problems"] == [f"memories/101.yaml:1: {problem.format(' --kb b')}"]
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format(' -C b', ' --kb b')}"]
     # Typed in the KB, it needs none.
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
-    assert review["problems"] == [f"memories/101.yaml:1: {problem.format('')}"]
+    assert review["problems"] == [f"memories/101.yaml:1: {problem.format('', '')}"]
     # What it warns of: merged as it is, main fails validate.
-    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
     assert "'memory:1' refers to a memory that does not exist" in invoke_cli("--kb", reviewer, "validate").stdout
-    # The fix works as written.
-    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    # The fix works as written, in the agent's clone.
+    fetch, fix = review["problems"][0].split("Run '")[1].split("':")[0].split(" && ")
+    git(agent, *fetch.split()[1:])
+    merged = invoke_cli("--kb", agent, *fix.split()[1:], check=True)
     assert "stripped links to forgotten memories: memory:1 from 101" in merged.stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")
@@ -862,8 +892,8 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     invoke_cli("--kb", reviewer, "sync", check=True)
     git(agent, "fetch", "-q", "origin")
     problem = ("memory 1 links 'shop.refunds.amount', which origin/main deleted from the catalog since this branch "
-               "parted from it; merged as it is, the link would point at nothing. Run 'slayer-kb --kb b merge "
-               "origin/main': it strips links to deleted entities, as the delete would have, in one commit")
+               "parted from it; merged as it is, the link would point at nothing. Run 'git -C b fetch origin && "
+               "slayer-kb --kb b merge origin/main': it strips links to deleted entities, as the delete would have, in one commit")
     checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
     assert (checked.returncode, checked.stdout) == (1, f"b/memories/1.yaml:1: {problem}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
@@ -878,7 +908,9 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     git(reviewer, "merge", "-q", "--no-edit", "origin/agent-b")
     assert "shop.refunds" in invoke_cli("--kb", reviewer, "validate").stdout
     # The fix works as written, from where it was printed.
-    merged = invoke_cli(*problem.split("'")[3].split()[1:], check=True, cwd=tmp_path)
+    fetch, fix = problem.split("'")[3].split(" && ")
+    git(tmp_path / fetch.split()[2], *fetch.split()[3:])  # git -C b fetch origin
+    merged = invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
     assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..core.results import ImportResult
-from ..core.text import warning_lines
+from ..core.text import counted, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
@@ -151,7 +151,7 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
     def human() -> str:
         if not result.mapping:
             return f"No id of this branch collides with {onto}; nothing to renumber."
-        lines = [f"Renumbered {len(result.mapping)} memories onto {onto}:"]
+        lines = [f"Renumbered {counted(len(result.mapping), 'memory', 'memories')} onto {onto}:"]
         lines += [f"  {old} -> {new}" for old, new in result.mapping.items()]
         if result.rewritten:
             lines.append("  references rewritten in: " + ", ".join(sorted(result.rewritten)))

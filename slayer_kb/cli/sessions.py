@@ -94,8 +94,9 @@ def capture_passive(settings: Settings, content: str, session_id: str | None, pr
     result = settings.kb().capture_passive(read_text_arg(content), session_id, project, source)
 
     def human() -> str:
-        ids = f" (memories {', '.join(result.memory_ids)})" if result.memory_ids else ""
-        return result.message + ids
+        if not result.memory_ids:
+            return result.message
+        return f"{result.message} (memor{'y' if len(result.memory_ids) == 1 else 'ies'} {', '.join(result.memory_ids)})"
 
     emit(settings, result.to_json(), human)
 

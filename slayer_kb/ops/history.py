@@ -255,7 +255,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     against_sha = resolve_rev(store, base)
     deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links, context.ids.__contains__,
-                                               deleted, context.command)))
+                                               deleted, store.root)))
     result.problems.extend(map(str, head_catalog.problems))
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)

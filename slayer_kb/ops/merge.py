@@ -72,7 +72,7 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it)."""
     before = store.head()
     assert before is not None
-    options, env, attributes = mergedriver.git_config(store.prefix)
+    options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))

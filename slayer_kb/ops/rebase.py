@@ -75,7 +75,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = _push_step(remote, branch, pushed)
-        stopped = run(store, args)
+        stopped = run(store, args, onto)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
@@ -185,11 +185,11 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
     )
 
 
-def run(store: GitStore, args: list[str]) -> tuple[list[str], dict[str, set[int]]] | None:
+def run(store: GitStore, args: list[str], onto: str) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
     merged; None when it finished, else the unmerged paths and the stages git holds for each
-    (``held``), with the rebase stopped on them."""
-    options, env, attributes = mergedriver.git_config(store.prefix)
+    (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers."""
+    options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
     # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
     # finds nothing staged, and only --skip, which drops the commit, goes on).

@@ -387,10 +387,10 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
     one memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
     hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
     stop on the files the driver merges)."""
-    stopped = run(store, ["-q", upstream])
+    name = f"{remote}/{upstream_branch}"
+    stopped = run(store, ["-q", upstream], name)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
-        name = f"{remote}/{upstream_branch}"
         first = [f"git fetch {remote}"]
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one

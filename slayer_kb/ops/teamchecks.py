@@ -21,7 +21,7 @@ from ..core.errors import KBError, StoreError
 from ..core.fileio import read_regular
 from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
-from ..core.problems import Problem, command, shown
+from ..core.problems import Problem, command, git_command, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory
@@ -69,7 +69,6 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
     at_base = set(_tree_blobs(store, base, memories, only))
     theirs = _tree_blobs(store, against_sha, memories, only)
-    fix = f"{command(root)} renumber --onto {shlex.quote(against)}"
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
@@ -77,7 +76,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     # commit is the same memory, whatever merge base git picks after criss-cross merges.
     head = store.head()
     added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
-    problems = []
+    clashes = []
     for memory_id in sorted(candidates, key=lambda i: (len(i), i)):
         path, name = ours[memory_id]
         if memory_id not in added:
@@ -86,13 +85,16 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         if local == theirs[memory_id] or (
                 head is not None and same_memory(store, f"{MEMORIES}/{memory_id}.yaml", base, head, against_sha)):
             continue  # the same memory on both sides (merged, cherry-picked or replayed)
-        problems.append(Problem(
-            name, 1,
-            f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
-            f"another memory; run '{fix}' to give this branch's memory a fresh id and "
-            f"rewrite its memory:{memory_id} references, in one commit",
-        ))
-    return problems
+        clashes.append((memory_id, name))
+    if not clashes:
+        return []
+    fix = fix_command(store, root, f"renumber --onto {shlex.quote(against)}", against)
+    return [Problem(
+        name, 1,
+        f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+        f"another memory; run '{fix}' to give this branch's memory a fresh id and "
+        f"rewrite its memory:{memory_id} references, in one commit",
+    ) for memory_id, name in clashes]
 
 
 def branch_files(compared: Branch) -> dict[Path, str] | None:
@@ -182,19 +184,21 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         where = _topic_in(texts[blob].decode("utf-8", "replace"))
         if where is not None:
             holders.setdefault(where, []).append(memory_id)
-    fix = f"{command(compared.root)} merge {shlex.quote(compared.against)}"
+    taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
+    if not taken:
+        return []
+    fix = fix_command(store, compared.root, f"merge {shlex.quote(compared.against)}", compared.against)
     problems = []
-    for _memory_id, (where, name) in sorted(mine.items()):
-        if where in holders:
-            key, project, _scope = where
-            in_project = f" in project '{project}'" if project else ""
-            other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
-            problems.append(Problem(
-                name, 1,
-                f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
-                f"this branch parted from it; merged, the key would be held twice. Run '{fix}': it folds this "
-                f"memory into {other} (one memory, both sides' revisions)",
-            ))
+    for where, name in taken:
+        key, project, _scope = where
+        in_project = f" in project '{project}'" if project else ""
+        other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
+        problems.append(Problem(
+            name, 1,
+            f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
+            f"this branch parted from it; merged, the key would be held twice. Run '{fix}': it folds this "
+            f"memory into {other} (one memory, both sides' revisions)",
+        ))
     return problems
 
 
@@ -211,7 +215,7 @@ def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) ->
     marks = ("memory:", *delete_roots(deleted))
     mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
     return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
-                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, command(compared.root))
+                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, compared.root)
 
 
 def deleted_since(store: GitStore, base: str, against_sha: str, catalog: Catalog) -> set[str]:
@@ -228,11 +232,11 @@ def delete_roots(deleted: set[str]) -> list[str]:
 
 
 def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine: dict[str, tuple[str, set[str]]],
-               present: Callable[[str], bool], deleted: set[str], kb_command: str) -> list[Problem]:
+               present: Callable[[str], bool], deleted: set[str], root: Path) -> list[Problem]:
     """``links_to_gone`` of the memories ``mine`` (id -> shown name, entities it links) on a branch
     that parted from ``against`` at ``base``; ``present`` says whether the branch holds a memory
-    id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``kb_command``:
-    slayer-kb as the fix runs it (``problems.command``)."""
+    id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``root`` the KB's folder,
+    which the fix names (``fix_command``)."""
     linked = {i[len(_LINK):] for _name, links in mine.values() for i in links if i.startswith(_LINK)}
     gone = {f"{_LINK}{i}" for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
 
@@ -245,11 +249,15 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     # A link the file held where the branch parted is REF's to strip, which its forget or delete did.
     before = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine])
     texts = store.objects.read_many("blob", before.values())
-    fix = f"{kb_command} merge {shlex.quote(against)}"
-    problems = []
+    found = []  # (id, shown name, the links it gained to what is gone)
     for memory_id, (name, links) in sorted(mine.items()):
         old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
-        new = {e for e in links - old if lost(e)}
+        found.append((memory_id, name, {e for e in links - old if lost(e)}))
+    if not any(new for _i, _name, new in found):
+        return []
+    fix = fix_command(store, root, f"merge {shlex.quote(against)}", against)
+    problems = []
+    for memory_id, name, new in found:
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links 'memory:{i}', which {against} forgot since this branch parted from "
@@ -263,6 +271,27 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
             "to deleted entities, as the delete would have, in one commit",
         ) for entity in sorted(e for e in new if not e.startswith(_LINK))]
     return problems
+
+
+def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
+    """``slayer-kb [--kb KB] ARGS`` as run from where the user is (``problems.command``), the fix of
+    a problem found against the revision ``against``, after ``git fetch REMOTE`` when that revision
+    is a remote-tracking branch: whoever runs the fix on the branch (an agent reading CI's review)
+    may hold an older copy of it, against which the fix finds nothing to do."""
+    fix = f"{command(root)} {args}"
+    remote = _remote_of(store, against)
+    return fix if remote is None else f"{git_command(root, 'fetch ' + shlex.quote(remote))} && {fix}"
+
+
+def _remote_of(store: GitStore, rev: str) -> str | None:
+    """The remote whose tracking branch ``rev`` names (``origin/main``: origin), else None."""
+    full = store.git("rev-parse", "--symbolic-full-name", rev, check=False).stdout.decode().strip()
+    if not full.startswith("refs/remotes/"):
+        return None
+    remotes = store.git("remote", check=False).stdout.decode().split()
+    # The longest name first: a remote may be called 'a' beside one called 'a/b'.
+    return next((name for name in sorted(remotes, key=len, reverse=True)
+                 if full.startswith(f"refs/remotes/{name}/")), None)
 
 
 def _forgotten(store: GitStore, base: str, against_sha: str, ids: set[str]) -> set[str]:

@@ -6,7 +6,8 @@ without a conflict. For a topic-key memory that loses revisions: two clones each
 ``revision_count: 5`` to ``6``, and the merge says 6 where 7 saves were made (a rebase replaying
 several revisions meets this on every one after the first). So during ``sync``'s rebase git calls
 this module for every memory and session file both sides changed (``python -I -m
-slayer_kb.store.mergedriver BASE CURRENT OTHER PATH``, git's ``%O %A %B %P``):
+slayer_kb.store.mergedriver BASE CURRENT OTHER PATH [CURRENT_LABEL OTHER_LABEL]``, git's
+``%O %A %B %P`` and the names of the two sides, which a conflict's markers show):
 
 - a session file: both versions merged (``core/merging.merge_sessions``);
 - a memory both sides hold under one topic key: the newer content, both sides' revisions and
@@ -39,12 +40,16 @@ from ..core.session import loads as load_session
 NAME = "slayer-kb"
 
 
-def git_config(prefix: str) -> tuple[list[str], dict[str, str] | None, Path]:
+def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[str, str] | None, Path]:
     """The ``-c`` options that make git merge the KB's files (under ``prefix``, the KB's folder
     in the repository) with this driver, the environment to run git with, and the attributes file
-    those options name (the caller removes it)."""
+    those options name (the caller removes it). ``labels`` name git's current and other side for
+    the conflict markers, as the conflict's steps name them: a driver is given the files, not
+    which side each is, and in a rebase the current one is the upstream, not your commit."""
     argv, env = python_child(__name__)
-    command = " ".join(shlex.quote(part) for part in argv) + " %O %A %B %P"
+    # '%' would start one of git's placeholders in the driver's command line.
+    names = " ".join(shlex.quote(label.replace("%", "")) for label in labels)
+    command = " ".join(shlex.quote(part) for part in argv) + f" %O %A %B %P {names}"
     handle, name = tempfile.mkstemp(prefix="slayer-kb-attributes-")
     with open(handle, "w", encoding="utf-8") as attributes:
         for folder in (MEMORIES_DIR, SESSIONS_DIR):
@@ -104,12 +109,14 @@ def soft_forgotten(path: str, base: str, text: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    base_file, current_file, other_file, path = (argv if argv is not None else sys.argv[1:])[:4]
+    args = argv if argv is not None else sys.argv[1:]
+    base_file, current_file, other_file, path = args[:4]
+    current_label, other_label = args[4:6] if len(args) >= 6 else ("current", "other")
     texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in (base_file, current_file, other_file)]
     result = merged(path, *texts)
     if result is None:
         # git's line merge first: a clean one keeps the file as written (its layout, comments).
-        code = subprocess.run(["git", "merge-file", "-L", "current", "-L", "base", "-L", "other",
+        code = subprocess.run(["git", "merge-file", "-L", current_label, "-L", "base", "-L", other_label,
                                current_file, base_file, other_file], check=False).returncode
         if code == 0 or (result := edits_merged(path, *texts)) is None:
             return code
