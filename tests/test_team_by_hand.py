@@ -697,14 +697,15 @@ def test_validate_against_main_flags_a_link_to_a_memory_main_forgot_since(
                "it is, the link would point at nothing. Run 'git{} fetch origin && slayer-kb{} merge origin/main': it "
                "strips links to forgotten memories, in one commit")
     # Typed elsewhere (the KB given by --kb), the fix names the KB: review's did not.
-    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main", cwd=tmp_path)
-    assert (checked.returncode, checked.stdout) == (1, "b/memories/101.yaml:1: "
-                                                       f"{problem.format(' -C b', ' --kb b')}\n"
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout) == (1, f"{reviewer.name}/memories/101.yaml:1: "
+                                                       f"{problem.format(f' -C {reviewer.name}', f' --kb {reviewer.name}')}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
-    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
-    assert review["problems"] == [f"memories/101.yaml:1: {problem.format(' -C b', ' --kb b')}"]
+    review = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True, cwd=tmp_path))
+    assert review["problems"] == [
+        f"memories/101.yaml:1: {problem.format(f' -C {reviewer.name}', f' --kb {reviewer.name}')}"]
     # Typed in the KB, it needs none.
-    review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True))
+    review = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
     assert review["problems"] == [f"memories/101.yaml:1: {problem.format('', '')}"]
     # What it warns of: merged as it is, main fails validate.
     git(reviewer, "switch", "-q", "main")
