@@ -288,9 +288,9 @@ class Server:
                 if self.stop.is_set():
                     beat.send(self._leaving())
                     return
-            handled, result = self._beside(conn, beat, request) if goes_beside(request) else (False, None)
+            handled, result, started = self._beside(conn, beat, request) if goes_beside(request) else (False, None, False)
             if not handled:
-                result = self._in_turn(conn, beat, request)
+                result = self._in_turn(conn, beat, request, started)
             if result is None:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
@@ -321,17 +321,18 @@ class Server:
         beat.send(relay.START)
         return relay.recv_exactly(conn, 1) == relay.GO
 
-    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> Result | None:
+    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
         write runs in the write process (writer.py), and holds the view only to take it in, or
-        for all of it when it changes more than its commits name (``holds_the_view``)."""
+        for all of it when it changes more than its commits name (``holds_the_view``).
+        ``started``: its client was already told it starts (a read that could not go beside)."""
         elsewhere = self.writer is not None and writes(request)
         while not self.busy.acquire(timeout=0.1, view=not elsewhere or holds_the_view(request)):
             if self.stop.is_set():
                 beat.send(self._leaving())
                 return None
         try:
-            if not self._start(conn, beat, request):
+            if not started and not self._start(conn, beat, request):
                 return None
             self.running = " ".join(request["argv"])[:200]
             try:
@@ -363,30 +364,49 @@ class Server:
             self._runner.took_in(done)
         return None if done is None else (done["code"], done["chunks"])
 
-    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None]:
+    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
         can answer it (``Runner.ready_beside``): it waits only while a write reads or updates
-        that state, not while the write waits for the KB lock or git writes its commit. (False,
-        None): it cannot, and waits for its turn."""
+        that state, not while the write waits for the KB lock or git writes its commit.
+        (handled, its result, whether its client was told it starts); not handled: it cannot
+        go beside, and waits for its turn.
+
+        The client is told its command starts, and confirms, with the view let go: that round
+        trip waits for the client's process to be scheduled, and the view held meanwhile kept
+        every other read waiting for it too (docs/performance.md, "Reads beside writes")."""
         view = self.busy.view
         assert view is not None  # set by ready(), which _run waited for
-        while not view.acquire(write=False, timeout=0.1):
-            if self.stop.is_set():
-                beat.send(self._leaving())
-                return True, None
+        ready = self._view_ready(beat, view)
+        if not ready:
+            return ready is None, None, False
+        if not self._start(conn, beat, request):
+            return True, None, False
+        # Looked at again: a write may have begun a commit of catalog files meanwhile.
+        ready = self._view_ready(beat, view, keep=True)
+        if not ready:
+            return ready is None, None, True
         try:
-            if not self._runner.ready_beside():
-                return False, None
-            if not self._start(conn, beat, request):
-                return True, None
             me = threading.get_ident()
             self.reading[me] = " ".join(request["argv"])[:200]
             try:
-                return True, self._runner.beside(request)
+                return True, self._runner.beside(request), True
             finally:
                 del self.reading[me]
         finally:
             view.release()
+
+    def _view_ready(self, beat: _Heartbeat, view: View, keep: bool = False) -> bool | None:
+        """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view
+        held, which is kept when ``keep`` and the answer is yes; None when the server stops
+        meanwhile (its client is told so)."""
+        while not view.acquire(write=False, timeout=0.1):
+            if self.stop.is_set():
+                beat.send(self._leaving())
+                return None
+        ready = bool(self._runner.ready_beside())
+        if not (ready and keep):
+            view.release()
+        return ready
 
     def _leaving(self) -> bytes:
         """What a client is told when this server is stopping: a background server retires (the
