@@ -295,10 +295,6 @@ class Server:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
                 self.served += 1
-            if self.sentences is not None and not handled:
-                # A read beside a write indexes nothing, so it leaves no vector to make: a pass
-                # after each would take the turn from reads and saves several times for nothing.
-                self.sentences.wake()
             data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))
             if writes(request):  # answered: its client needs the record no more
@@ -341,7 +337,9 @@ class Server:
                     if result is None:  # the write process died: its client is told so
                         beat.send(relay.LOST)
                     return result
-                return self._runner(request)  # type: ignore[no-any-return]
+                result = self._runner(request)
+                self._vectors_after()
+                return result
             finally:
                 self.running = None
         finally:
@@ -360,9 +358,21 @@ class Server:
         done = self.writer.run(request, begun)
         with view.hold():
             if done is UNAVAILABLE:
-                return self._runner(request)  # type: ignore[no-any-return]
+                result: Result = self._runner(request)
+                self._vectors_after()
+                return result
             self._runner.took_in(done)
+            coverage = self._runner.held_coverage() if done is not None else None
+        self._vectors_after(coverage)
         return None if done is None else (done["code"], done["chunks"])
+
+    def _vectors_after(self, coverage: tuple[int, int] | None = None) -> None:
+        """A command run in its turn is over: the filler makes the vectors it left lacking
+        (search/background.py). Not after a read beside a write, which indexes nothing, nor after
+        a write whose take-in left ``coverage`` whole: a pass there takes the turn and the view
+        from reads and writes several times to find nothing to make."""
+        if self.sentences is not None:
+            self.sentences.after_command(coverage)
 
     def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
