@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, filler
+from . import encoder, filler, placement
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -115,7 +115,7 @@ class SentenceFiller:
                     if isinstance(model, encoder.Encoder):
                         model.encode(["warm"])
                     self._warmed = True
-                with encoder.runs_on(self._encoding):
+                with placement.runs_on(self._encoding):
                     self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
