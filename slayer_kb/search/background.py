@@ -40,6 +40,7 @@ class SentenceFiller:
         self._coverage: tuple[int, int] | None = None
         self._running = False
         self._passes = 0  # passes a command woke (not the periodic look), for ``status``
+        self._filled = 0  # memories the passes gave a sentence vector, for ``status``
         self._warmed = False
         self._thread = threading.Thread(target=self._loop, name="slayer-kb sentences", daemon=True)
         # The model's runs, on a thread of lower priority (core/priority.py): this one holds the
@@ -81,7 +82,7 @@ class SentenceFiller:
             done, todo = self._progress
             covered, total = self._coverage or (None, None)
             return {"model": encoder.MODEL_KEY, "covered": covered, "memories": total, "building": self._running,
-                    "pass_done": done, "pass_total": todo, "passes": self._passes}
+                    "pass_done": done, "pass_total": todo, "passes": self._passes, "filled": self._filled}
 
     def _loop(self) -> None:
         while self._after is not None and not self._after.wait(0.2):
@@ -116,7 +117,9 @@ class SentenceFiller:
                         model.encode(["warm"])
                     self._warmed = True
                 with placement.runs_on(self._encoding):
-                    self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                with self._lock:
+                    self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
             finally:
