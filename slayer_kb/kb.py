@@ -209,6 +209,11 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """(live memories with a sentence vector, live memories)."""
         return self.index.sentence_coverage()
 
+    def held_coverage(self) -> tuple[int, int] | None:
+        """``sentence_coverage`` of the vector table this warm process holds, None when it holds
+        none (loaded at its next use): never loads one."""
+        return self.index.sentence_coverage() if self.index.vectors_loaded() else None
+
     def index_saved(self) -> tuple[int, int] | None:
         """Which save of the index is on disk, as its manifest's (mtime in ns, size), which
         every save rewrites; None while it has none. A filler waiting for saves to stop polls it."""

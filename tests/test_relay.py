@@ -226,6 +226,48 @@ def test_a_request_for_another_kb_or_command_is_refused(watcher_read_only: Watch
     assert (watcher_read_only.root / "memories" / "1.yaml").exists()
 
 
+def _still_open(conn: socket.socket) -> bool:
+    """Whether the server has not closed ``conn`` (heartbeats read and dropped)."""
+    conn.setblocking(False)
+    try:
+        while True:
+            if not conn.recv(4096):
+                return False
+    except BlockingIOError:
+        return True
+    finally:
+        conn.settimeout(60)
+
+
+def test_a_read_told_it_starts_keeps_no_other_read_waiting_for_its_confirmation(
+    watcher_read_only: Watcher, blocked_here: Path
+) -> None:
+    # The server tells a read's client it starts and waits for it to confirm: a round trip to a
+    # process that may wait for the CPU. No other read waits for it (the view is let go).
+    root = watcher_read_only.root
+    request = {"argv": ["search", "fiscal year"], "root": os.path.realpath(root), "cwd": str(root),
+               "env": dict(os.environ, COLUMNS="80"), "umask": 0o022, "terminal": None, "streams": None,
+               "stamp": relay.version_stamp(), "stdin": None, "request": "0" * 32}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.settimeout(60)
+        slow.connect(relay.address(root))
+        assert slow.recv(1) == relay.ACK
+        relay.send_frame(slow, relay.dumps(request))
+        while (tag := relay.recv_exactly(slow, 1)) == relay.BEAT:
+            pass
+        assert tag == relay.START
+        other = cli(root, "search", "fiscal year", blocked=blocked_here)
+        assert other.returncode == 0 and "kb.fiscal-calendar" in other.stdout, other.stderr
+        assert _still_open(slow), "the other read was answered only once the server gave up on this one"
+        slow.sendall(relay.GO)
+        while (tag := relay.recv_exactly(slow, 1)) == relay.BEAT:
+            pass
+        assert tag == relay.RESULT
+        result = relay.loads(relay.recv_frame(slow))
+    assert isinstance(result, dict) and result["code"] == 0
+    assert b"kb.fiscal-calendar" in b"".join(data for _fd, data in result["chunks"])
+
+
 def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:
     outcome = relay.forward(["--kb", str(example_kb.root), "search", "x"])
     assert (outcome.code, outcome.start) == (None, None)  # SLAYER_KB_SERVER=manual: none started

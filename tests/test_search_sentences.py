@@ -247,20 +247,39 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
                        "the first build")
     total = first["memories"]
     assert first == {"model": encoder.MODEL_KEY, "covered": total, "memories": total, "building": False,
-                     "pass_done": total, "pass_total": total}
+                     "pass_done": total, "pass_total": total, "passes": 1, "filled": total}
 
     blocker = tmp_path / "blocker" / "onnxruntime"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('onnxruntime is blocked by the test')\n")
     env = _env(PYTHONPATH=str(blocker.parent), SLAYER_KB_SERVER="manual")
-    saved = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "--json", "--title",
-                            "Robots report full battery but die early in the freezer aisle",
-                            "Lithium cells lose a third of their capacity below -10 C; robots in the freezer zone "
-                            "return to dock at 55%."], capture_output=True, text=True, env=env, timeout=60)
+    robots = ["--title", "Robots report full battery but die early in the freezer aisle",
+              "Lithium cells lose a third of their capacity below -10 C; robots in the freezer zone return to dock at 55%."]
+    saved = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "--json", *robots],
+                           capture_output=True, text=True, env=env, timeout=60)
     assert saved.returncode == 0, saved.stderr
     new_id = json.loads(saved.stdout)["memory_id"]
-    after = eventually(lambda: (s := status()) and s["covered"] == total + 1 and s, "the saved memory's vector")
-    assert after["memories"] == total + 1
+    after = eventually(lambda: (s := status()) and s["covered"] == total + 1 and not s["building"] and s,
+                       "the saved memory's vector")
+    assert (after["memories"], after["passes"], after["filled"]) == (total + 1, 2, total + 1)
+
+    # Forgotten and saved again: the save finds its text's vector in the cache, and the filler
+    # is woken for neither (a pass would take the server's turn and view to find nothing to
+    # make); each counts at once. A new text's save wakes it.
+    for args in (["forget", new_id], ["save", "--json", *robots],
+                 ["save", "--title", "Forklift batteries", "Forklift batteries are swapped at the start of each shift."]):
+        done = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        if args[0] == "forget":
+            assert status()["memories"] == total
+        elif args[1] == "--json":
+            new_id = json.loads(done.stdout)["memory_id"]
+            assert (status()["covered"], status()["memories"]) == (total + 1, total + 1)
+    covered = eventually(lambda: (s := status()) and s["covered"] == total + 2 and not s["building"] and s,
+                         "the forklift memory's vector")
+    # The filler gave a vector to the new texts only: the forgotten one's came from the cache.
+    assert (covered["memories"], covered["passes"], covered["filled"]) == (total + 2, 3, total + 2)
     found = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "search", "--json",
                             "Machines in the frozen-goods section run out of juice sooner than the gauge says"],
                            capture_output=True, text=True, env=env, timeout=60)

@@ -269,6 +269,11 @@ class Runner:
         done = done or {}
         self.kb.took_in(done.get("before"), done.get("after"), done.get("indexed") or {})
 
+    def held_coverage(self) -> tuple[int, int] | None:
+        """With the view held: the sentence vectors' coverage of the table held, if one is
+        (``KnowledgeBase.held_coverage``)."""
+        return self.kb.held_coverage()
+
     def ready_beside(self) -> bool:
         """With the view held: whether a read may run now from the state in memory
         (``Context.ready_beside``)."""

@@ -288,17 +288,13 @@ class Server:
                 if self.stop.is_set():
                     beat.send(self._leaving())
                     return
-            handled, result = self._beside(conn, beat, request) if goes_beside(request) else (False, None)
+            handled, result, started = self._beside(conn, beat, request) if goes_beside(request) else (False, None, False)
             if not handled:
-                result = self._in_turn(conn, beat, request)
+                result = self._in_turn(conn, beat, request, started)
             if result is None:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
                 self.served += 1
-            if self.sentences is not None and not handled:
-                # A read beside a write indexes nothing, so it leaves no vector to make: a pass
-                # after each would take the turn from reads and saves several times for nothing.
-                self.sentences.wake()
             data = relay.dumps({"code": result[0], "chunks": result[1]})
             beat.finish(relay.RESULT + relay.frame(data))
             if writes(request):  # answered: its client needs the record no more
@@ -321,17 +317,18 @@ class Server:
         beat.send(relay.START)
         return relay.recv_exactly(conn, 1) == relay.GO
 
-    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> Result | None:
+    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
         write runs in the write process (writer.py), and holds the view only to take it in, or
-        for all of it when it changes more than its commits name (``holds_the_view``)."""
+        for all of it when it changes more than its commits name (``holds_the_view``).
+        ``started``: its client was already told it starts (a read that could not go beside)."""
         elsewhere = self.writer is not None and writes(request)
         while not self.busy.acquire(timeout=0.1, view=not elsewhere or holds_the_view(request)):
             if self.stop.is_set():
                 beat.send(self._leaving())
                 return None
         try:
-            if not self._start(conn, beat, request):
+            if not started and not self._start(conn, beat, request):
                 return None
             self.running = " ".join(request["argv"])[:200]
             try:
@@ -340,7 +337,9 @@ class Server:
                     if result is None:  # the write process died: its client is told so
                         beat.send(relay.LOST)
                     return result
-                return self._runner(request)  # type: ignore[no-any-return]
+                result = self._runner(request)
+                self._vectors_after()
+                return result
             finally:
                 self.running = None
         finally:
@@ -359,34 +358,65 @@ class Server:
         done = self.writer.run(request, begun)
         with view.hold():
             if done is UNAVAILABLE:
-                return self._runner(request)  # type: ignore[no-any-return]
+                result: Result = self._runner(request)
+                self._vectors_after()
+                return result
             self._runner.took_in(done)
+            coverage = self._runner.held_coverage() if done is not None else None
+        self._vectors_after(coverage)
         return None if done is None else (done["code"], done["chunks"])
 
-    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None]:
+    def _vectors_after(self, coverage: tuple[int, int] | None = None) -> None:
+        """A command run in its turn is over: the filler makes the vectors it left lacking
+        (search/background.py). Not after a read beside a write, which indexes nothing, nor after
+        a write whose take-in left ``coverage`` whole: a pass there takes the turn and the view
+        from reads and writes several times to find nothing to make."""
+        if self.sentences is not None:
+            self.sentences.after_command(coverage)
+
+    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
         can answer it (``Runner.ready_beside``): it waits only while a write reads or updates
-        that state, not while the write waits for the KB lock or git writes its commit. (False,
-        None): it cannot, and waits for its turn."""
+        that state, not while the write waits for the KB lock or git writes its commit.
+        (handled, its result, whether its client was told it starts); not handled: it cannot
+        go beside, and waits for its turn.
+
+        The client is told its command starts, and confirms, with the view let go: that round
+        trip waits for the client's process to be scheduled, and the view held meanwhile kept
+        every other read waiting for it too (docs/performance.md, "Reads beside writes")."""
         view = self.busy.view
         assert view is not None  # set by ready(), which _run waited for
-        while not view.acquire(write=False, timeout=0.1):
-            if self.stop.is_set():
-                beat.send(self._leaving())
-                return True, None
+        ready = self._view_ready(beat, view)
+        if not ready:
+            return ready is None, None, False
+        if not self._start(conn, beat, request):
+            return True, None, False
+        # Looked at again: a write may have begun a commit of catalog files meanwhile.
+        ready = self._view_ready(beat, view, keep=True)
+        if not ready:
+            return ready is None, None, True
         try:
-            if not self._runner.ready_beside():
-                return False, None
-            if not self._start(conn, beat, request):
-                return True, None
             me = threading.get_ident()
             self.reading[me] = " ".join(request["argv"])[:200]
             try:
-                return True, self._runner.beside(request)
+                return True, self._runner.beside(request), True
             finally:
                 del self.reading[me]
         finally:
             view.release()
+
+    def _view_ready(self, beat: _Heartbeat, view: View, keep: bool = False) -> bool | None:
+        """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view
+        held, which is kept when ``keep`` and the answer is yes; None when the server stops
+        meanwhile (its client is told so)."""
+        while not view.acquire(write=False, timeout=0.1):
+            if self.stop.is_set():
+                beat.send(self._leaving())
+                return None
+        ready = bool(self._runner.ready_beside())
+        if not (ready and keep):
+            view.release()
+        return ready
 
     def _leaving(self) -> bytes:
         """What a client is told when this server is stopping: a background server retires (the

