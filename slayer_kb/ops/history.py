@@ -30,14 +30,14 @@ import difflib
 import re
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
-from ..core.ids import check_id
+from ..core.ids import check_id, existing_id_fix, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.results import LogEntry, RestoreResult, Shown
@@ -166,14 +166,16 @@ def _catalog_blobs_at(store: GitStore, rev: str) -> list[tuple[str, int]]:
 # log, show, restore
 
 
-def log(store: GitStore, memory_id: str) -> list[LogEntry]:
-    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
-    check_id(memory_id)
+def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[LogEntry]:
+    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed;
+    ``exists`` says which ids have a memory, for the error of one that never had."""
+    check_id(memory_id, existing_id_fix("whose commits to list"))
     if store.head() is None:
         return []
     entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
     if not entries:
-        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
+        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)})"
+                            f"{meant_id(memory_id, exists)}.")
     return entries
 
 
@@ -217,7 +219,7 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
 
 
 def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
-    check_id(memory_id)
+    check_id(memory_id, existing_id_fix("to show"))
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
@@ -233,7 +235,7 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
         return Shown(memory, text, None)
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
-        raise NotFoundError(f"No memory with id '{memory_id}', now or in the history.")
+        raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
@@ -253,7 +255,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
-    check_id(memory_id)
+    check_id(memory_id, existing_id_fix("to restore"))
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
         shown = show(kb, memory_id, rev)
