@@ -210,7 +210,7 @@ def load_catalog(root: Path) -> Catalog:
 
 # 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
 # 3: join names. 4: problems for a folder or FIFO named *.yaml, a priority.yaml without its key.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5  # 5: a priority.yaml with another key beside it
 
 
 def same_signature(a: Any, b: Any) -> bool:
@@ -588,6 +588,10 @@ def _parse_priority(data: Any) -> list[str]:
         if data and "priority" not in data:  # a misspelt key would leave bare names unresolved
             found = ", ".join(repr(str(key)) for key in data)
             raise _Broken(f"no 'priority' key (found {found}): write priority: [datasource, ...]", (next(iter(data)),))
+        # Read by nothing: a setting someone believes in (a default datasource) would do nothing.
+        if extra := [key for key in data if key != "priority"]:
+            raise _Broken(f"unknown key {str(extra[0])!r} (the file holds only priority: [datasource, ...]); remove it",
+                          (extra[0],))
         data, keys = data.get("priority"), ("priority",)
     if data is None:
         return []
