@@ -114,3 +114,20 @@ def test_a_topic_keys_type_is_checked_as_a_saves(invoke_cli: CliRunner, given: s
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {error}\n")
     blank = invoke_cli("suggest-topic-key", "--type", "   ", "--title", "Auth model")
     assert (blank.returncode, blank.stdout) == (0, "topic/auth-model\n")  # as a save: no type given
+
+
+def test_a_second_yaml_document_is_named_as_such_not_as_a_duplicate_key(indexed_example_kb: KnowledgeBase,
+                                                                        invoke_cli: CliRunner) -> None:
+    """A hand edit that appended a second document (``---``) repeating a key heard "duplicate key
+    'learning' (first on line 1)" from get and search, while validate said what it is."""
+    root = indexed_example_kb.root
+    (root / "memories" / "two.yaml").write_text(
+        "learning: a\ncreated_at: '2026-10-02T08:47:10Z'\n---\nlearning: b\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    problem = "memories/two.yaml:3: invalid YAML: but found another document"
+    got = invoke_cli("--kb", root, "get", "two")
+    assert (got.returncode, got.stderr) == (1, f"Error: {problem}. Edit memories/two.yaml to fix it, then check it "
+                                               "with 'slayer-kb validate' (or run 'slayer-kb edit two', which checks "
+                                               "it on close).\n")
+    assert f"warning: {problem} (skipped)\n" in invoke_cli("--kb", root, "list").stdout
+    checked = invoke_cli("--kb", root, "validate", "memories/two.yaml", cwd=root)
+    assert checked.stdout == f"{problem}\n1 problem in 1 file (1 file checked)\n"
