@@ -131,3 +131,27 @@ def test_a_second_yaml_document_is_named_as_such_not_as_a_duplicate_key(indexed_
     assert f"warning: {problem} (skipped)\n" in invoke_cli("--kb", root, "list").stdout
     checked = invoke_cli("--kb", root, "validate", "memories/two.yaml", cwd=root)
     assert checked.stdout == f"{problem}\n1 problem in 1 file (1 file checked)\n"
+
+
+def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: KnowledgeBase,
+                                                       invoke_cli: CliRunner) -> None:
+    """'1[0-9]' is a valid id, and git took its path for a glob: its log listed the commits of
+    memories 10 to 19, and a merge that kept its forget (added on this branch, squash-merged
+    into main, forgotten here) ran git rm on memories/1[0-9].yaml, deleting memories 10 to 19."""
+    root = indexed_example_kb.root
+    main = git(root, "branch", "--show-current").strip()
+    git(root, "checkout", "-q", "-b", "agent")
+    saved = invoke_cli("--kb", root, "save", "bracketed", "-e", "shop.orders.amount", "--id", "1[0-9]")
+    assert saved.returncode == 0, saved.stderr
+    assert [e["message"] for e in json_of(invoke_cli("--kb", root, "--json", "log", "1[0-9]"))] == [
+        "memory: save 1[0-9]"]
+    git(root, "checkout", "-q", main)
+    git(root, "merge", "-q", "--squash", "agent")
+    git(root, "commit", "-q", "-m", "squash-merged")
+    git(root, "checkout", "-q", "agent")
+    assert invoke_cli("--kb", root, "forget", "1[0-9]").returncode == 0
+    merged = invoke_cli("--kb", root, "merge", main)
+    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb sync to push.\n"), merged.stderr
+    tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
+    assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
+    assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""

@@ -44,6 +44,7 @@ from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
+from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
@@ -192,7 +193,8 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
     rev, path = "HEAD", store.repo_path(kb_path)
     while True:
         # (log.follow=true in the user's configuration would turn --follow on.)
-        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path).stdout.decode().split()
+        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path,
+                          env=LITERAL_PATHS).stdout.decode().split()
         shas.extend(found)
         if not found:
             return shas
@@ -246,7 +248,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
         return None
     proc = store.git(
         "log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
-        store.repo_path(memory_path(memory_id)),
+        store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS,
     )
     return proc.stdout.decode().strip() or None
 
