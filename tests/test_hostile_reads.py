@@ -80,6 +80,16 @@ def test_an_empty_memory_link_and_an_empty_save_id_hear_their_own_fix(indexed_ex
     assert (given.returncode, given.stderr) == (1, "Error: Memory id must not be empty; omit the id to get an auto id.\n")
 
 
+def test_an_id_to_accept_is_checked_as_an_id(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """It said "sync moved no memory with id ''" (a usage error) of an empty id or one no memory can have."""
+    root = indexed_example_kb.root
+    empty = invoke_cli("--kb", root, "renumber", "--accept", "")
+    assert (empty.returncode, empty.stderr) == (1, "Error: Memory id must not be empty; give the id sync said it moved.\n")
+    path = invoke_cli("--kb", root, "renumber", "--accept", "a/b")
+    assert (path.returncode, path.stderr) == (1, "Error: Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > "
+                                                 "? \\ |. Use letters, digits, '.', '_' or '-'.\n")
+
+
 MEANT = "; did you mean '1'? An auto id is written in plain ASCII digits, without a sign, leading zeros or decimals."
 
 
