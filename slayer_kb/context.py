@@ -18,7 +18,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
+from .catalog.cache import load_catalog_cached, same_signature
+from .catalog.catalog import Catalog, load_catalog
 from .catalog.refs import flatten_refs, split_references
 from .catalog.resolve import Resolver
 from .core import engram
@@ -162,7 +163,7 @@ class Context:
             try:
                 resolution = resolver.resolve(ref)
             except ResolutionError as exc:
-                broken = self.catalog.problems
+                broken = [problem for problem in self.catalog.problems if problem.skipped]
                 if not broken:
                     raise
                 # The name may be in a catalog file that was skipped: say so, or the fix is hidden.

@@ -44,16 +44,21 @@ def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_exa
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
 
 
-def test_a_priority_file_with_a_key_nothing_reads_is_named(indexed_example_kb: KnowledgeBase,
-                                                           invoke_cli: CliRunner) -> None:
+def test_a_priority_file_with_a_key_nothing_reads_is_named_and_its_list_used(indexed_example_kb: KnowledgeBase,
+                                                                             invoke_cli: CliRunner) -> None:
+    """``default: wh`` beside the list was taken in silence: a setting someone believes in, doing
+    nothing. It is named wherever catalog problems are; the list itself still decides."""
     root = indexed_example_kb.root
     (root / "priority.yaml").write_text("priority: [shop, wh]\ndefault: wh\n")
-    problem = "priority.yaml:2: unknown key 'default' (the file holds only priority: [datasource, ...]); remove it"
+    problem = ("priority.yaml:2: unknown key 'default' is ignored (the file holds only priority: [datasource, ...]); "
+               "remove it")
     proc = invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, f"priority.yaml:2: catalog: {problem.split(': ', 1)[1]}\n"
                                                  "1 problem in 1 file (1 file checked)\n")
-    listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1")
-    assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
+    found = json_of(invoke_cli("--kb", root, "--json", "search", "-e", "orders.amount", "--limit", "1"))
+    assert (found["resolved_input_entities"], found["warnings"]) == (["shop.orders.amount"], [problem])
+    missing = invoke_cli("--kb", root, "search", "-e", "nowhere_at_all")  # no file skipped to blame
+    assert "The catalog skipped" not in missing.stderr + missing.stdout
 
 
 @pytest.mark.parametrize(("command", "purpose"), [

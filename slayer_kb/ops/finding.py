@@ -139,7 +139,7 @@ def skipped(kb: Context) -> list[str]:
     a conflict git left, ...), and each catalog file that could not be used: what ``search`` and
     ``list`` show after their results."""
     return [f"{problem} (skipped)" for problem in kb.problems] + [
-        f"{problem.shown(kb.root)} (skipped)" for problem in kb.catalog.problems]
+        problem.shown(kb.root) + " (skipped)" * problem.skipped for problem in kb.catalog.problems]
 
 
 @dataclass(frozen=True)

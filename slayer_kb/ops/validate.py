@@ -42,7 +42,8 @@ from urllib.parse import unquote
 
 import yaml
 
-from ..catalog.catalog import Catalog, catalog_signature, load_catalog, load_catalog_cached
+from ..catalog.cache import catalog_signature, load_catalog_cached
+from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
