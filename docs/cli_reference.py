@@ -50,6 +50,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
+| `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: session files skipped) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |
 | `validate` | `ok`, `checked`, `problems`, `reformatted` |
 | `review` | `base`, `head`, `merge_base`, the changes and `problems` ([review.md](review.md#what-the-review-comment-shows)) |

@@ -18,7 +18,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .catalog.catalog import Catalog, load_catalog, load_catalog_cached, same_signature
+from .catalog.cache import load_catalog_cached, same_signature
+from .catalog.catalog import Catalog, load_catalog
 from .catalog.refs import flatten_refs, split_references
 from .catalog.resolve import Resolver
 from .core import engram
@@ -33,7 +34,7 @@ from .core.errors import (
     unreadable,
 )
 from .core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
-from .core.ids import check_id, id_sort_key
+from .core.ids import check_id, existing_id_fix, id_sort_key, no_memory
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
@@ -162,7 +163,7 @@ class Context:
             try:
                 resolution = resolver.resolve(ref)
             except ResolutionError as exc:
-                broken = self.catalog.problems
+                broken = [problem for problem in self.catalog.problems if problem.skipped]
                 if not broken:
                     raise
                 # The name may be in a catalog file that was skipped: say so, or the fix is hidden.
@@ -224,14 +225,14 @@ class Context:
         neither takes the lock nor waits for a commit that is writing files. ``indexed`` is what the index holds for the file (its
         content hash, its stored memory): when the bytes still hash the same, that memory is
         used instead of parsing the YAML again (a cascade reads thousands)."""
-        check_id(memory_id)
+        check_id(memory_id, existing_id_fix("to read"))
         path = self.path_of(memory_id)
         try:
             # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
             data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
-            raise NotFoundError(f"No memory with id '{memory_id}'.") from None
+            raise no_memory(memory_id, self.memory_exists) from None
         except TooLarge as exc:
             raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:
@@ -247,7 +248,7 @@ class Context:
     def read(self, memory_id: str) -> Memory:
         if self.store.view.unpublished(memory_path(memory_id)):  # a read beside a write of it
             if (stored := self.index.stored([memory_id]).get(memory_id)) is None:
-                raise NotFoundError(f"No memory with id '{memory_id}'.")
+                raise no_memory(memory_id, self.memory_exists)
             return Memory(**stored["data"])
         if self.store.view.catalog() is not None:  # beside a write, which holds the lock for it
             return self.read_with_text(memory_id)[0]
@@ -275,6 +276,7 @@ class Context:
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
+        check_id(memory_id, existing_id_fix("to show"))
         self.check_folders()
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slayer_kb.catalog.catalog import load_catalog, load_catalog_cached
+from slayer_kb.catalog.cache import load_catalog_cached
+from slayer_kb.catalog.catalog import load_catalog
 from testing import write_test_catalog
 
 

@@ -475,6 +475,11 @@ def test_suggest_topic_key_shape(type_: str | None, title: str, content: str) ->
         with pytest.raises(InvalidInputError):
             suggest_topic_key(type_, title, content)
         return
+    given = (type_ or "").strip()
+    if len(given) > 200 or any(not ch.isprintable() and ch != " " for ch in given):  # refused as a save's type
+        with pytest.raises(InvalidInputError, match="^type "):
+            suggest_topic_key(type_, title, content)
+        return
     key = suggest_topic_key(type_, title, content)
     assert KEY_RE.match(key), key
     family, segment = key.split("/")

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import commands, relay
-from testing import BLOCKED, Watcher, blocker, git, in_process_runner
+from testing import BLOCKED, Watcher, blocker, eventually, git, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -150,17 +152,20 @@ def test_another_user_gets_no_answer(watcher_read_only: Watcher) -> None:
 
 
 FAKE_WATCHER = """
-import marshal, os, socket, struct, sys
+import marshal, os, socket, struct, sys, time
+mode = sys.argv[2]
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
-if len(sys.argv) > 2:
+if mode == "as-nobody":
     os.setgid(65534); os.setuid(65534)
-listener.listen(1)
+listener.listen(8)
 print("ready", flush=True)
 conn, _ = listener.accept()
-if len(sys.argv) > 3:
-    conn.recv(1)  # never acknowledges: a wedged watcher
+if mode == "wedged":
+    conn.recv(1)  # never acknowledges
 else:
+    if mode == "late":
+        time.sleep(3)  # a loaded machine's server: slower than the client's old 2 s bound
     conn.sendall(b"+")
     size = int.from_bytes(conn.recv(4), "big")  # the request, one frame
     while size > 0:
@@ -171,8 +176,8 @@ conn.close()
 """
 
 
-def fake_watcher(root: Path, *flags: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", FAKE_WATCHER, relay.address(root)[1:].decode("latin-1"), *flags],
+def fake_watcher(root: Path, mode: str = "answer") -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", FAKE_WATCHER, relay.address(root)[1:].decode("latin-1"), mode],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     return proc
@@ -197,9 +202,29 @@ def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: Knowledge
         other.wait(timeout=60)
 
 
-def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: KnowledgeBase) -> None:
-    wedged = fake_watcher(example_kb.root, "", "wedged")
+def test_a_server_slow_to_acknowledge_on_a_loaded_machine_is_waited_for(example_kb: KnowledgeBase) -> None:
+    # A client that gave a live server up would run the command beside it, in a second process.
+    late = fake_watcher(example_kb.root, "late")
     try:
+        proc = cli(example_kb.root, "search", "fiscal year")
+        assert (proc.returncode, proc.stdout) == (0, "FAKE ANSWER"), proc.stderr
+    finally:
+        late.wait(timeout=60)
+
+
+def test_a_watcher_that_does_not_acknowledge_is_given_up_on(example_kb: KnowledgeBase) -> None:
+    wedged = fake_watcher(example_kb.root, "wedged")
+    try:
+        assert relay.connect(example_kb.root, timeout=0.5) is None  # alive: after the bound
+        # Stopped (Ctrl-Z): given up on once seen stopped, whatever the bound.
+        wedged.send_signal(signal.SIGSTOP)
+        eventually(lambda: relay.stopped(wedged.pid), "the watcher stopped")
+        given_up: list[object] = []
+        waiting = threading.Thread(target=lambda: given_up.append(relay.connect(example_kb.root, timeout=3600)),
+                                   daemon=True)
+        waiting.start()
+        eventually(lambda: given_up, "the client giving the stopped watcher up")
+        assert given_up == [None]
         proc = cli(example_kb.root, "search", "fiscal year")
         assert proc.returncode == 0 and "kb.fiscal-calendar" in proc.stdout  # answered here instead
     finally:

@@ -12,12 +12,12 @@ from ..core.results import (
     ChangeResult,
     ForgetResult,
     SaveResult,
+    SessionFiles,
     SessionResult,
     SessionTimeline,
     Stats,
     Timeline,
 )
-from ..core.session import Session
 from ..ops import capture, changes, finding, observations, sessions
 from .base import Part
 
@@ -97,9 +97,12 @@ class EngramTools(Part):
     def session_timeline(self, session_id: str) -> SessionTimeline:
         return sessions.timeline(self.as_context, session_id)
 
-    def recent_sessions(self, project: str | None = None, limit: int = 20) -> list[Session]:
-        """The sessions active last, newest first (of ``project``, when given)."""
-        return sessions.of_project(sessions.load_all(self.as_context), engram.normalize_project(project))[:limit]
+    def recent_sessions(self, project: str | None = None, limit: int = 20) -> SessionFiles:
+        """The sessions active last, newest first (of ``project``, when given), and the session
+        files skipped."""
+        files = sessions.load_all(self.as_context)
+        return SessionFiles(sessions.of_project(files.sessions, engram.normalize_project(project))[:limit],
+                            files.warnings)
 
     def context(
         self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,

@@ -25,7 +25,7 @@ class History:
         """Every commit that touched the memory, newest first (renames followed)."""
         from ..ops import history
 
-        return history.log(self._kb.store, memory_id)
+        return history.log(self._kb.store, memory_id, self._kb.memory_exists)
 
     def moved_notes(self, memory_id: str) -> list[str]:
         """The note that goes with ``log``'s answer when the id moved on this clone (``show``'s

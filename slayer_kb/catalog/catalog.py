@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
 import re
 import stat
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +98,7 @@ class CatalogProblem:
     path: Path
     line: int | None
     message: str
+    skipped: bool = True  # the file is not used; else only the part the message names is not
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
@@ -206,116 +204,6 @@ def load_catalog(root: Path) -> Catalog:
         datasources[name] = Datasource(name, description, path, models.get(name, {}))
     priority = _load_priority(root, problems)
     return Catalog(datasources, priority, problems)
-
-
-# 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
-# 3: join names. 4: problems for a folder or FIFO named *.yaml, a priority.yaml without its key.
-CACHE_FORMAT = 4
-
-
-def same_signature(a: Any, b: Any) -> bool:
-    """Two catalog signatures (lists of [path, mtime, size, inode, content hash if young]) that
-    describe the same files: a hash counts only when both sides have one, so a file that merely
-    grew old is not a change."""
-    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if x[:4] != y[:4] or (len(x) > 4 and len(y) > 4 and x[4] != y[4]):
-            return False
-    return True
-
-
-def catalog_signature(root: Path, racy_seconds: float) -> list[list[Any]]:
-    """What the catalog's files look like now. A file changed within the timestamp granularity
-    (``racy_seconds``) could change again without its stat changing, so its bytes count too."""
-    sig = []
-    young_after = time.time_ns() - racy_seconds * 1e9
-    for rel, leads_out in catalog_files(root):
-        path = os.path.join(root, rel)
-        with contextlib.suppress(OSError):
-            # A link out of the KB counts as the link itself: its target is never read.
-            st = os.lstat(path) if leads_out else os.stat(path)
-            entry = [rel, st.st_mtime_ns, st.st_size, st.st_ino]
-            if st.st_mtime_ns > young_after and not leads_out:
-                with contextlib.suppress(TooLarge):  # never read: its size is its signature
-                    data = read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES)
-                    entry.append(hashlib.sha1(data, usedforsecurity=False).hexdigest())
-            sig.append(entry)
-    return sig
-
-
-def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
-    """``load_catalog``, reusing the parsed catalog saved in ``cache`` while the files' signature
-    is unchanged: parsing hundreds of model files costs a short command most of its run time."""
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("format") == CACHE_FORMAT and same_signature(data.get("signature"), signature):
-            return _from_json(data["catalog"], root)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    catalog = load_catalog(root)
-    with contextlib.suppress(OSError):
-        tmp = cache.with_name(cache.name + ".tmp")
-        tmp.write_text(
-            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog, root)}),
-            encoding="utf-8",
-        )
-        os.replace(tmp, cache)
-    return catalog
-
-
-def _to_json(catalog: Catalog, root: Path) -> dict[str, Any]:
-    def rel(path: Path) -> str:
-        return os.path.relpath(path, root)
-
-    return {
-        "priority": catalog.priority,
-        "problems": [[rel(p.path), p.line, p.message] for p in catalog.problems],
-        "datasources": [
-            {
-                "name": ds.name,
-                "description": ds.description,
-                "path": None if ds.path is None else rel(ds.path),
-                "models": [
-                    {
-                        "name": m.name,
-                        "description": m.description,
-                        "columns": list(m.columns.items()),
-                        "measures": list(m.measures.items()),
-                        "aggregations": list(m.aggregations.items()),
-                        "joins": list(m.joins),
-                        "join_names": list(m.join_names),
-                        "path": rel(m.path),
-                    }
-                    for m in ds.models.values()
-                ],
-            }
-            for ds in catalog.datasources.values()
-        ],
-    }
-
-
-def _from_json(data: dict[str, Any], root: Path) -> Catalog:
-    datasources = {}
-    for ds in data["datasources"]:
-        models = {
-            m["name"]: Model(
-                ds["name"],
-                m["name"],
-                m["description"],
-                dict(m["columns"]),
-                dict(m["measures"]),
-                dict(m["aggregations"]),
-                tuple(m["joins"]),
-                root / m["path"],
-                tuple(m["join_names"]),
-            )
-            for m in ds["models"]
-        }
-        path = None if ds["path"] is None else root / ds["path"]
-        datasources[ds["name"]] = Datasource(ds["name"], ds["description"], path, models)
-    problems = [CatalogProblem(root / p, line, message) for p, line, message in data["problems"]]
-    return Catalog(datasources, list(data["priority"]), problems)
 
 
 def _yaml_files(root: Path, folder: Path, problems: list[CatalogProblem]) -> list[Path]:
@@ -578,17 +466,30 @@ def _load_priority(root: Path, problems: list[CatalogProblem]) -> list[str]:
     path = root / "priority.yaml"
     if not os.path.lexists(path) or _leads_out(root, path, problems):
         return []
-    priority = _load_file(path, _parse_priority, problems)
-    return priority if priority is not None else []
+    parsed = _load_file(path, _parse_priority, problems)
+    if parsed is None:
+        return []
+    priority, extra = parsed
+    if extra is not None:  # the list is used; a key beside it (a default datasource?) would do nothing unsaid
+        with contextlib.suppress(_Broken):
+            line = _line_of(_read_text(path), (extra,))
+            problems.append(CatalogProblem(path, line, f"unknown key {str(extra)!r} is ignored (the file holds only "
+                                           "priority: [datasource, ...]); remove it", skipped=False))
+    return priority
 
 
-def _parse_priority(data: Any) -> list[str]:
-    keys: tuple[str, ...] = ()
+def _parse_priority(data: Any) -> tuple[list[str], Any]:
+    """The priority list, and a key other than ``priority`` beside it (or None)."""
     if isinstance(data, dict):
         if data and "priority" not in data:  # a misspelt key would leave bare names unresolved
             found = ", ".join(repr(str(key)) for key in data)
             raise _Broken(f"no 'priority' key (found {found}): write priority: [datasource, ...]", (next(iter(data)),))
-        data, keys = data.get("priority"), ("priority",)
+        extra = next((key for key in data if key != "priority"), None)
+        return _priority_list(data.get("priority"), ("priority",)), extra
+    return _priority_list(data, ()), None
+
+
+def _priority_list(data: Any, keys: tuple[str, ...]) -> list[str]:
     if data is None:
         return []
     if not isinstance(data, list) or not all(isinstance(item, str) for item in data):

@@ -12,7 +12,14 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, NotFoundError, ResolutionError
+from ..core.errors import (
+    AmbiguousEntityError,
+    InvalidIdError,
+    InvalidInputError,
+    KBError,
+    ResolutionError,
+)
+from ..core.ids import no_memory
 from . import suggest
 from .catalog import Catalog, Datasource, Model
 from .refs import Resolution, kind_of, parse_reference
@@ -168,9 +175,11 @@ class Resolver:
     # -- steps -------------------------------------------------------------------------------
 
     def _memory(self, memory_id: str) -> str:
+        if memory_id == "":  # a link, not a save: no auto id to fall back on
+            raise InvalidIdError("Memory id must not be empty; write memory:<id> with the id of a saved memory.")
         self.check_id(memory_id)
         if not self.memory_exists(memory_id):
-            raise NotFoundError(f"No memory with id '{memory_id}'.")
+            raise no_memory(memory_id, self.memory_exists)
         return f"memory:{memory_id}"
 
     def _find_source(self, ref: Any) -> Model:

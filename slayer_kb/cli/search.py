@@ -175,5 +175,5 @@ def stats(settings: Settings) -> None:
                 "types: " + (", ".join(f"{'(untyped)' if k == 'none' else k} {v}" for k, v in data["types"].items()) or "-"),
                 f"search by meaning: {data['search_by_meaning']}",
             ]
-        ),
+        ) + warning_lines(data.get("warnings", [])),
     )

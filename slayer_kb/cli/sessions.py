@@ -12,7 +12,7 @@ import click
 
 from ..core.results import SessionResult, SessionTimeline
 from ..core.text import quoted, warning_lines
-from .common import PROJECT_HELP, Settings, emit, json_option, pass_settings, read_text_arg
+from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pass_settings, read_text_arg
 
 
 def started_text(result: SessionResult) -> str:
@@ -113,17 +113,20 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
     Example:
       slayer-kb sessions --project analytics
     """
-    data = [s.to_dict() for s in settings.kb().recent_sessions(project, limit)]
+    found = settings.kb().recent_sessions(project, limit)
+    data = [s.to_dict() for s in found.sessions]
+    if settings.json:  # the document is the list of sessions: the warnings go beside it
+        for line in found.warnings:
+            click.echo(for_terminal(f"warning: {line}"), err=True)
 
     def human() -> str:
-        if not data:
-            return "No sessions."
-        return "\n".join(
+        listed = "\n".join(
             f"{s['id']}  {s['project'] or '-'}  {s['started_at']} to {s['ended_at'] or 'open'}  "
             f"{len(s['prompts'])} prompt{'' if len(s['prompts']) == 1 else 's'}"
             + (f"\n    {s['summary']}" if s["summary"] else "")
             for s in data
         )
+        return (listed or "No sessions.") + warning_lines(found.warnings)
 
     emit(settings, data, human)
 

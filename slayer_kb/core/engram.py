@@ -214,7 +214,8 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
         )
     clean_title = _strip_private(raw_title)
     clean_content = _strip_private(raw_content)
-    type_ = (type or "").strip().lower()
+    # Refused as a save refuses it: a family made of an escape or 300 letters is no key.
+    type_ = (check_printable((type or "").strip(), "type") or "").lower()
     family = _topic_family(type_, (clean_title + " " + clean_content).lower())
 
     segment = _slug(clean_title, TOPIC_SEGMENT_MAX)

@@ -43,6 +43,11 @@ _KINDS = {stat.S_IFLNK: "a symlink", stat.S_IFDIR: "a folder", stat.S_IFIFO: "a 
           stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
 
 
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, when it is no regular file ("a FIFO", ...)."""
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
 class NotRegularFile(OSError):
     """What is at a path is not a regular file; ``kind`` says what it is ("a FIFO", ...)."""
 
@@ -72,7 +77,7 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, li
     """
     st = os.stat(path) if follow_symlinks else os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFile(path, _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file"))
+        raise NotRegularFile(path, file_kind(st.st_mode))
     try:
         fd = os.open(path, _READ_FLAGS | (0 if follow_symlinks else _NOFOLLOW))
     except OSError as exc:
@@ -82,7 +87,7 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, li
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(path, _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file"))
+            raise NotRegularFile(path, file_kind(st.st_mode))
         if limit is not None and st.st_size > limit:
             raise TooLarge(path, st.st_size)
         chunks = []

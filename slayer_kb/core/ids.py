@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from .errors import InvalidIdError
+from .errors import InvalidIdError, NotFoundError
 
 MAX_ID_BYTES = 200
 # A given int-shaped id makes every later auto id count on from it, so a long one would make
@@ -36,14 +36,23 @@ WINDOWS_RESERVED = frozenset(
     + [f"{port}{n}" for port in ("com", "lpt") for n in "123456789\u00b9\u00b2\u00b3"]
 )
 _AUTO_ID = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+# What to do about an empty id where a new memory takes it (a save, an import).
+NEW_ID_FIX = "omit the id to get an auto id"
 
 
-def check_id(memory_id: object) -> str:
-    """Return ``memory_id`` if it is a valid id, else raise :class:`InvalidIdError` saying why."""
+def existing_id_fix(purpose: str) -> str:
+    """What to do about an empty id where a command acts on an existing memory: ``purpose`` says
+    what it does with it ("to forget")."""
+    return f"give the id of the memory {purpose} (search and list show the ids)"
+
+
+def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX) -> str:
+    """Return ``memory_id`` if it is a valid id, else raise :class:`InvalidIdError` saying why;
+    ``empty_fix`` says what to do instead of an empty id, which differs by command."""
     if not isinstance(memory_id, str):
         raise InvalidIdError(f"Memory id must be a string, not {type(memory_id).__name__}.")
     if memory_id == "":
-        raise InvalidIdError("Memory id must not be empty; omit the id to get an auto id.")
+        raise InvalidIdError(f"Memory id must not be empty; {empty_fix}.")
     shown = ascii(memory_id)[1:-1]
     for ch in memory_id:
         if ch in FORBIDDEN_CHARS:
@@ -74,6 +83,31 @@ def check_id(memory_id: object) -> str:
 def is_auto_id(memory_id: str) -> bool:
     """Int-shaped: digits, no leading zero. ``001`` and ``kb.x`` are not auto ids."""
     return _AUTO_ID.match(memory_id) is not None
+
+
+# A number as agents write one in other forms: a sign, leading zeros, decimals, other digits.
+_NUMBER_FORM = re.compile(r"\+?(\d+)(?:\.0*)?\Z")
+
+
+def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
+    """For the error of an id no memory has: ``"; did you mean '1'? ..."`` (to end with a
+    ".") when the id is another spelling of an existing auto id (``01``, ``+1``, ``1.0``, a
+    fullwidth ``１``), else ``""``. Such ids are valid ids of their own (``001`` may be saved), so they are not taken
+    for the number: the agent is told which id it probably meant."""
+    match = _NUMBER_FORM.match(unicodedata.normalize("NFKC", memory_id))
+    if match is None or len(match[1]) > MAX_ID_BYTES:
+        return ""
+    plain = str(int(match[1]))
+    if plain == memory_id or not exists(plain):
+        return ""
+    return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
+            "leading zeros or decimals")
+
+
+def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No memory with id '{}'") -> NotFoundError:
+    """The error for an id no memory has (``what`` with the id), naming the id it probably
+    meant (``meant_id``)."""
+    return NotFoundError(what.format(memory_id) + meant_id(memory_id, exists) + ".")
 
 
 def highest_auto_id(ids: Iterable[str]) -> int:

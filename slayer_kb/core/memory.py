@@ -296,6 +296,8 @@ def check_conflict_markers(text: str, where: str) -> None:
 
 
 _TOP_KEY = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]|$)")
+# A document's end or the start of another, at the start of a line.
+_DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
 _TOP_KEYS = re.compile("^" + _TOP_KEY.pattern, re.M)
 # Line breaks str.splitlines knows besides \n, which a multi-line ^ does not.
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -310,6 +312,10 @@ def check_duplicate_keys(text: str, where: str) -> None:
             return  # the common case, in one pass; the loop below finds the lines to report
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
+        if seen and _DOCUMENT_MARK.match(line):
+            # A second document repeating a key is no duplicate key: say what the YAML reader
+            # says of any second document.
+            raise MemoryFileError(where, number, "invalid YAML: but found another document")
         match = _TOP_KEY.match(line)
         if not match:
             continue

@@ -15,6 +15,7 @@ from . import engram
 from .errors import MemoryFileError
 from .memory import Memory
 from .problems import Problem
+from .session import Session
 
 
 @dataclass
@@ -119,15 +120,20 @@ class Timeline(TypedDict):
     warnings: list[str]  # the id moved on this clone (store/moves.py)
 
 
-class Stats(TypedDict):
-    """What a KB holds, and whether search by meaning is on."""
-
+class _Counts(TypedDict):
     memories: int
     sessions: int
     prompts: int
     projects: list[str]
     types: dict[str, int]
     search_by_meaning: str
+
+
+class Stats(_Counts, total=False):
+    """What a KB holds, and whether search by meaning is on; ``warnings`` name the session
+    files skipped, when there are any."""
+
+    warnings: list[str]
 
 
 def fell_back_note(one: str, many: str) -> str:
@@ -207,6 +213,15 @@ class CascadeResult:
         if self.kept:
             data["kept"] = self.kept
         return data
+
+
+@dataclass
+class SessionFiles:
+    """The sessions read from their files, newest activity first, and a warning naming each
+    session file skipped (broken, or no regular file) with its fix."""
+
+    sessions: list[Session]
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -50,9 +50,13 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
 
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
-# The server acknowledges a connection at once, from a thread that never waits for the index:
-# one that does not (stopped with Ctrl-Z, wedged) is given up on quickly.
-ACK_SECONDS = 2.0
+# The server acknowledges a connection at once, from a thread that never waits for the index;
+# on a loaded machine "at once" can take seconds, and a client that gave a live server up would
+# run the command beside it in a second process. So a server stopped with Ctrl-Z is given up on
+# as soon as it is seen stopped (polled every ACK_POLL seconds), any other only after
+# ACK_SECONDS, as long as a silent server is given (SILENT_SECONDS).
+ACK_SECONDS = 10.0
+ACK_POLL = 0.2
 ACK = b"+"
 # While it waits for its turn and while it runs a command the server sends a heartbeat every
 # HEARTBEAT seconds; silence for SILENT_SECONDS means it is gone (stopped, wedged).
@@ -173,11 +177,15 @@ def private_socket(path: str) -> bool:
             and stat.S_ISSOCK(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077)
 
 
+def _credentials(conn: _socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of ``conn`` (Linux's SO_PEERCRED)."""
+    return _CREDENTIALS.unpack(conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size))
+
+
 def peer_uid(conn: _socket.socket) -> int | None:
     """The user at the other end of ``conn``, where the system says (None elsewhere)."""
     if LINUX:
-        _pid, uid, _gid = _CREDENTIALS.unpack(conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size))
-        return uid
+        return _credentials(conn)[1]
     peercred = getattr(_socket, "LOCAL_PEERCRED", None)
     if peercred is not None:  # macOS and the BSDs: struct xucred {u_int version; uid_t uid; ...}
         raw = conn.getsockopt(0, peercred, 76)
@@ -200,13 +208,45 @@ def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> _sock
     try:
         conn.settimeout(timeout)
         conn.connect(where)
-        if not same_user(conn) or recv_exactly(conn, 1) != ACK:
+        if not same_user(conn) or not _acknowledged(conn, timeout):
             conn.close()
             return None
     except OSError:
         conn.close()
         return None
     return conn
+
+
+def _acknowledged(conn: _socket.socket, timeout: float) -> bool:
+    """Whether the server at the other end of ``conn`` acknowledges it within ``timeout``
+    seconds; False at once when it is seen stopped (Ctrl-Z), which no wait would change."""
+    pid = peer_pid(conn)
+    deadline = time.monotonic() + timeout
+    while True:
+        conn.settimeout(min(ACK_POLL, max(deadline - time.monotonic(), 0.001)))
+        try:
+            return recv_exactly(conn, 1) == ACK
+        except TimeoutError:
+            if time.monotonic() >= deadline or (pid is not None and stopped(pid)):
+                return False
+
+
+def peer_pid(conn: _socket.socket) -> int | None:
+    """The process at the other end of ``conn`` (the one that listened), on Linux; else None."""
+    if not LINUX:
+        return None
+    pid = _credentials(conn)[0]
+    return pid if pid > 0 else None
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (by a signal, as Ctrl-Z does, or by a tracer)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            state = stat_file.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
 
 
 def dumps(value: dict[str, object]) -> bytes:

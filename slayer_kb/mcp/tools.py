@@ -272,7 +272,7 @@ def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         f"- Observations: {stats['memories']}\n"
         f"- Prompts: {stats['prompts']}\n"
         f"- Projects: {', '.join(stats['projects']) or 'none yet'}\n"
-        f"- Types: {types}",
+        f"- Types: {types}" + warning_lines(stats.get("warnings", [])),
         dict(stats),
     )
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
-from ..core.ids import check_id
+from ..core.ids import check_id, existing_id_fix, meant_id
 from ..core.memory import Memory, dumps, key_line, loads
 from ..core.results import EditResult
 from ..transaction import memory_change
@@ -79,13 +79,13 @@ def edit(
     run_editor: Callable[[Path], None] | None = None,
 ) -> EditResult:
     """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
-    check_id(memory_id)
+    check_id(memory_id, existing_id_fix("to edit"))
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:
-        raise NotFoundError(
-            f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {memory_id}'."
-        )
+        meant = meant_id(memory_id, kb.memory_exists)
+        raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
+                            f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {memory_id}'.")
     run = run_editor or _run_editor
     draft = kb.state_dir() / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
     draft.write_bytes(original)

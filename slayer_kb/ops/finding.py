@@ -17,7 +17,7 @@ from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
-from ..core.ids import id_sort_key
+from ..core.ids import check_id, existing_id_fix, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
@@ -139,7 +139,7 @@ def skipped(kb: Context) -> list[str]:
     a conflict git left, ...), and each catalog file that could not be used: what ``search`` and
     ``list`` show after their results."""
     return [f"{problem} (skipped)" for problem in kb.problems] + [
-        f"{problem.shown(kb.root)} (skipped)" for problem in kb.catalog.problems]
+        problem.shown(kb.root) + " (skipped)" * problem.skipped for problem in kb.catalog.problems]
 
 
 @dataclass(frozen=True)
@@ -287,6 +287,7 @@ _stale_known: tuple[Catalog | None, dict[str, str | None]] = (None, {})
 def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
     """The memories saved just before and after one, in the same session, oldest first; with a
     note when the id moved on this clone (``Context.moved_notes``)."""
+    check_id(memory_id, existing_id_fix("whose session neighbours to show"))
     kb.ensure_fresh()
     try:
         focus = kb.read(memory_id)
@@ -324,8 +325,9 @@ def stats(kb: Context) -> Stats:
         types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
         if data["project"]:
             projects.add(data["project"])
-    known = sessions.load_all(kb)  # the session files, not the ids memories carry
-    return {
+    files = sessions.load_all(kb)  # the session files, not the ids memories carry
+    known = files.sessions
+    stats: Stats = {
         "memories": len(docs),
         "sessions": len(known),
         "prompts": sum(len(s.prompts) for s in known),
@@ -333,3 +335,6 @@ def stats(kb: Context) -> Stats:
         "types": dict(sorted(types.items())),
         "search_by_meaning": kb.meaning_status(),
     }
+    if files.warnings:
+        stats["warnings"] = files.warnings
+    return stats

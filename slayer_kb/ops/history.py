@@ -29,13 +29,13 @@ from __future__ import annotations
 import difflib
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
-from ..core.ids import check_id
+from ..core.ids import check_id, existing_id_fix, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.problems import command, shown
@@ -43,6 +43,7 @@ from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
+from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
@@ -61,14 +62,16 @@ BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
 # log, show, restore
 
 
-def log(store: GitStore, memory_id: str) -> list[LogEntry]:
-    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed."""
-    check_id(memory_id)
+def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[LogEntry]:
+    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed;
+    ``exists`` says which ids have a memory, for the error of one that never had."""
+    check_id(memory_id, existing_id_fix("whose commits to list"))
     if store.head() is None:
         return []
     entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
     if not entries:
-        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)}).")
+        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)})"
+                            f"{meant_id(memory_id, exists)}.")
     return entries
 
 
@@ -85,7 +88,8 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
     rev, path = "HEAD", store.repo_path(kb_path)
     while True:
         # (log.follow=true in the user's configuration would turn --follow on.)
-        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path).stdout.decode().split()
+        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path,
+                          env=LITERAL_PATHS).stdout.decode().split()
         shas.extend(found)
         if not found:
             return shas
@@ -112,7 +116,7 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
 
 
 def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
-    check_id(memory_id)
+    check_id(memory_id, existing_id_fix("to show"))
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
@@ -128,7 +132,7 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
         return Shown(memory, text, None)
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
-        raise NotFoundError(f"No memory with id '{memory_id}', now or in the history.")
+        raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
@@ -139,7 +143,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
         return None
     proc = store.git(
         "log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
-        store.repo_path(memory_path(memory_id)),
+        store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS,
     )
     return proc.stdout.decode().strip() or None
 
@@ -148,7 +152,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
-    check_id(memory_id)
+    check_id(memory_id, existing_id_fix("to restore"))
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
         shown = show(kb, memory_id, rev)

@@ -25,6 +25,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.problems import cd_step
 from ..core.results import MergeResult
 from ..store import mergedriver
+from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
 from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
@@ -90,7 +91,7 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     _merge_added_alike(store, parted, before, sha)
     forget, edited = _forgotten_here(store, parted, before, sha)
     if forget:
-        store.git_writing_index("rm", "-q", "-f", "--", *forget)
+        store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
     if edited:
         # Held as git holds a file deleted here and changed there: REF's version alone, at
         # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.

@@ -21,6 +21,7 @@ from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.problems import cd_step, command, git_command
 from ..core.results import RebaseResult
 from ..store import mergedriver
+from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
@@ -336,7 +337,7 @@ def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str
             return False
         take = store.objects.write("blob", merged.encode("utf-8"))
     store.git_writing_index("update-index", "--cacheinfo", f"{mode},{take},{path}")
-    store.git_writing_index("checkout", "--", path)
+    store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
     return True
 
 

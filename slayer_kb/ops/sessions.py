@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError, unreadable
-from ..core.fileio import NotRegularFile, read_regular
+from ..core.fileio import NotRegularFile, file_kind, read_regular
 from ..core.ids import fold_id, id_sort_key
 from ..core.inputs import blank, check_unicode
 from ..core.memory import (
     utc_now,
 )
-from ..core.results import SessionResult, SessionTimeline
+from ..core.results import SessionFiles, SessionResult, SessionTimeline
 from ..core.session import (
     MAX_SUMMARY,
     SESSION_KEYS,
@@ -70,38 +70,59 @@ def read(kb: Workspace, session_id: str) -> Session | None:
 
 
 def _read(kb: Workspace, session_id: str) -> Session | None:
+    try:
+        return _parse(kb, session_id)
+    except MemoryFileError as exc:
+        if exc.names_fix:
+            raise
+        # What a command that needs the session says, as ``Context.read_with_fix`` says it of a memory.
+        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. {_fix(exc.path)}.", names_fix=True) from None
+
+
+def _parse(kb: Workspace, session_id: str) -> Session | None:
+    """``_read`` without the fix added to a problem with the file's text."""
     path = session_path(session_id)
     try:
         text = read_regular(kb.root / path).decode("utf-8")
     except FileNotFoundError:
         return None
     except NotRegularFile as exc:
-        raise MemoryFileError(path, None, f"is {exc.kind}, not a regular file; move it out of {SESSIONS_DIR}/") from None
+        raise not_regular(path, exc.kind) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
-    try:
-        return loads(text, session_id, path)
-    except MemoryFileError as exc:
-        # What a command that needs the session says, as ``Context.read_with_fix`` says it of a memory.
-        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. Edit {path} to fix it, then check it "
-                              f"with 'slayer-kb validate' (or put back its committed version: git checkout -- {path}).",
-                              names_fix=True) from None
+    return loads(text, session_id, path)
 
 
-def load_all(kb: Context) -> list[Session]:
-    """Every readable session, newest activity first. Broken files are skipped here
-    (``slayer-kb validate`` reports them); unchanged files come from the cache. Never half of
-    a commit's writes (``read_settled``)."""
+def not_regular(path: str, kind: str) -> MemoryFileError:
+    return MemoryFileError(path, None, f"is {kind}, not a regular file; move it out of {SESSIONS_DIR}/", names_fix=True)
+
+
+def _fix(path: str) -> str:
+    return (f"Edit {path} to fix it, then check it with 'slayer-kb validate' (or put back its committed version: "
+            f"git checkout -- {path})")
+
+
+def _skipped(exc: MemoryFileError) -> str:
+    """The warning of a session file a listing skips: the problem, that it was skipped, the fix."""
+    if exc.names_fix:
+        return f"{str(exc).rstrip('.')} (skipped)"
+    return f"{str(exc).rstrip('.')} (skipped). {_fix(exc.path)}."
+
+
+def load_all(kb: Context) -> SessionFiles:
+    """Every readable session, newest activity first; a broken file is skipped with a warning
+    naming it and its fix (``slayer-kb validate`` reports every problem). Unchanged files come
+    from the cache. Never half of a commit's writes (``read_settled``)."""
     return kb.read_settled(lambda: _load_all(kb))
 
 
-def _load_all(kb: Context) -> list[Session]:
+def _load_all(kb: Context) -> SessionFiles:
     folder = kb.root / SESSIONS_DIR
     try:
         with os.scandir(folder) as scan:
             entries = [(e.name, e.stat(follow_symlinks=False)) for e in scan]
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        return SessionFiles([])
     cache_path = kb.state / "sessions.json"
     try:
         cached = json.loads(cache_path.read_text(encoding="utf-8"))
@@ -111,10 +132,14 @@ def _load_all(kb: Context) -> list[Session]:
         cached = {}
     fresh: dict[str, Any] = {}
     out: list[Session] = []
+    warnings: list[str] = []
     now = time.time_ns()
     for name, st in entries:
         session_id = id_of_file(name)
-        if session_id is None or not stat.S_ISREG(st.st_mode):
+        if session_id is None:
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a folder, a link, a FIFO: named, never opened
+            warnings.append(_skipped(not_regular(session_path(session_id), file_kind(st.st_mode))))
             continue
         key = [st.st_mtime_ns, st.st_size, st.st_ino]
         hit = cached.get(name)
@@ -123,8 +148,10 @@ def _load_all(kb: Context) -> list[Session]:
             with contextlib.suppress(TypeError, KeyError, ValueError):
                 session = Session.from_dict(hit[1])
         if session is None:
-            with contextlib.suppress(MemoryFileError):
-                session = _read(kb, session_id)
+            try:
+                session = _parse(kb, session_id)
+            except MemoryFileError as exc:
+                warnings.append(_skipped(exc))
         if session is None:
             continue
         out.append(session)
@@ -137,7 +164,7 @@ def _load_all(kb: Context) -> list[Session]:
             tmp.write_text(json.dumps(fresh), encoding="utf-8")
             os.replace(tmp, cache_path)
     out.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
-    return out
+    return SessionFiles(out, sorted(warnings))
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -345,7 +372,8 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
     docs = [d["data"] for d in kb.documents(None, restriction, limit=None)]
     docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
-    known = of_project(load_all(kb), project)
+    files = load_all(kb)
+    known = of_project(files.sessions, project)
     counts: dict[str, int] = {}
     newest: dict[str, str] = {}
     for data in docs:
@@ -354,8 +382,10 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
             newest[data["session_id"]] = max(newest.get(data["session_id"], ""), data["created_at"])
     known.sort(key=lambda s: (max(s.last_activity, newest.get(s.id, "")), s.id), reverse=True)
     prompts = list(recent_prompts(known, project, CONTEXT_PROMPTS))
+    # Outside the budget: a skipped file must be named, however long the digest.
+    skipped = warning_lines(files.warnings)
     if not known and not docs:
-        return EMPTY_CONTEXT
+        return EMPTY_CONTEXT + skipped.lstrip("\n") + ("\n" if skipped else "")
     lines = ["# Memory context" + (f": {project}" if project else ""), "", "## Recent sessions"]
     for session in known[:CONTEXT_SESSIONS]:
         span = f"{session.started_at} to {session.ended_at or 'now (open)'}"
@@ -384,7 +414,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
             text += "- ...\n"
             break
         text += line + "\n"
-    return text
+    return text + skipped.lstrip("\n") + ("\n" if skipped else "")
 
 
 def _first_line(text: str, limit: int) -> str:

@@ -43,7 +43,8 @@ from urllib.parse import unquote
 
 import yaml
 
-from ..catalog.catalog import Catalog, catalog_signature, load_catalog, load_catalog_cached
+from ..catalog.cache import catalog_signature, load_catalog_cached
+from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
@@ -143,13 +144,15 @@ def _catalog_root(path: Path) -> Path | None:
 
 
 def _listing(memories: Path) -> list[str]:
-    """File names in ``memories/`` that are meant as memories (dot-files are not); none in a
+    """File names in ``memories/`` that are meant as memories (dot-files are not; a folder only
+    when it is named as a memory, which every other command skips with a warning); none in a
     folder that is a link out of the KB or no folder (``unusable_folder``, reported by ``validate``)."""
     if unusable_folder(memories.parent, memories.name) is not None:
         return []
     try:
         with os.scandir(memories) as entries:
-            return sorted(e.name for e in entries if not e.name.startswith(".") and not e.is_dir())
+            return sorted(e.name for e in entries
+                          if not e.name.startswith(".") and (e.name.endswith(".yaml") or not e.is_dir()))
     except OSError:
         return []
 

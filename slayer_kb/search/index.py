@@ -19,7 +19,8 @@ from typing import Any
 
 from whoosh import index as windex
 
-from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files, catalog_signature, same_signature
+from ..catalog.cache import catalog_signature, same_signature
+from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files
 from ..core.errors import MemoryFileError, StoreError
 from ..core.fileio import TooLarge, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
@@ -128,7 +129,7 @@ class Index(Reads, Meaning):
         return top
 
     def catalog_signature(self) -> list[list[Any]]:
-        """What the catalog's files look like now (``catalog.catalog_signature``)."""
+        """What the catalog's files look like now (``catalog.cache.catalog_signature``)."""
         return catalog_signature(self.root, RACY_SECONDS)
 
     # The manifest (manifest.py): its state, read by every freshness check, and its database.

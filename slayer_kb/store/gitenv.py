@@ -2,8 +2,9 @@
 repository. A KB's repository is the one holding its folder (``--kb``, ``$SLAYER_KB``, the
 enclosing KB); a GIT_DIR, GIT_WORK_TREE or GIT_INDEX_FILE left in the environment (a git hook
 sets GIT_INDEX_FILE, `git commit -a` to the other repository's ``index.lock``) would send the
-KB's commit, index or objects to another repository. Imports only ``os``: the lean client
-reads git's config through it (config.py)."""
+KB's commit, index or objects to another repository. And how a file's path is given to git as
+itself (``LITERAL_PATHS``). Imports only ``os``: the lean client reads git's config through it
+(config.py)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,10 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+# For a git command given file paths (the env of that one command): each path is taken as it
+# is, not as a glob. An id may hold '[' and ']', and `git rm -- memories/1[0-9].yaml` would
+# remove memories 10 to 19 with it. Not for commands that run the user's hooks, which would
+# inherit it.
+LITERAL_PATHS = {"GIT_LITERAL_PATHSPECS": "1"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError, NotFoundError
+from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
     from .repo import GitStore
@@ -47,7 +48,7 @@ def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
 
 def _added_first(store: GitStore, revs: list[str], path: str) -> str | None:
     proc = store.git("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A",
-                     "--full-history", "--reverse", *revs, "--", path, check=False)
+                     "--full-history", "--reverse", *revs, "--", path, check=False, env=LITERAL_PATHS)
     for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
         fields = line.split()
         if line.startswith(":") and len(fields) > 3:

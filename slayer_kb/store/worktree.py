@@ -13,6 +13,7 @@ from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
+from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
     import subprocess
@@ -66,7 +67,7 @@ def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess
 NAMED_PATHS = 8
 # Paths are never patterns, and a status never writes the user's index (which it may otherwise
 # do to refresh its stat data, taking index.lock from under a git command of theirs).
-STATUS_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+STATUS_ENV = {**LITERAL_PATHS, "GIT_OPTIONAL_LOCKS": "0"}
 # A message names at most this many files one by one.
 _SHOWN = 5
 STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> spaces before the path

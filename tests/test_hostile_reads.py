@@ -1,0 +1,172 @@
+"""Round six of the hostile pass: what the read-back says of files it skips and of ids given in
+another form. Broken session files named by every command that lists sessions, a priority.yaml
+with a key nothing reads, an empty id told what the command wants, an id that is another
+spelling of an auto id (``01``, ``+1``, ``1.0``, a fullwidth ``１``) told the id it probably
+meant, a topic key's type checked as a save checks it. Each case runs the command in this
+process (``invoke_cli``) and checks the exit code, both streams and that nothing was committed."""
+
+from __future__ import annotations
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, commit_all, git, json_of
+
+FIX = ("Edit sessions/bad.yaml to fix it, then check it with 'slayer-kb validate' (or put back its committed "
+       "version: git checkout -- sessions/bad.yaml).")
+SKIPPED = [
+    f"sessions/bad.yaml:2: invalid YAML: did not find expected ',' or ']' (skipped). {FIX}",
+    "sessions/folder.yaml: is a folder, not a regular file; move it out of sessions/ (skipped)",
+]
+
+
+def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """``sessions``, ``stats`` and ``context`` skipped them in silence; only validate named the
+    broken YAML, and none named a folder named as a session file."""
+    root = indexed_example_kb.root
+    (root / "sessions" / "bad.yaml").write_text("started_at: [unclosed\n")
+    (root / "sessions" / "folder.yaml").mkdir()
+    commit_all(root, "hand-made session files")
+    head = git(root, "rev-parse", "HEAD")
+    warned = "".join(f"\nwarning: {line}" for line in SKIPPED)
+    for args in (("sessions",), ("stats",), ("context",)):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (0, ""), args
+        assert proc.stdout.endswith(warned + "\n"), (args, proc.stdout)
+    listed = invoke_cli("--kb", root, "--json", "sessions")  # a list: the warnings go to stderr
+    assert listed.returncode == 0 and len(json_of(listed)) == 6
+    assert listed.stderr == "".join(f"warning: {line}\n" for line in SKIPPED)
+    assert json_of(invoke_cli("--kb", root, "--json", "stats"))["warnings"] == SKIPPED
+    assert json_of(invoke_cli("--kb", root, "--json", "context"))["text"].endswith(warned + "\n")
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert "sessions/folder.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n" in checked.stdout
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_a_priority_file_with_a_key_nothing_reads_is_named_and_its_list_used(indexed_example_kb: KnowledgeBase,
+                                                                             invoke_cli: CliRunner) -> None:
+    """``default: wh`` beside the list was taken in silence: a setting someone believes in, doing
+    nothing. It is named wherever catalog problems are; the list itself still decides."""
+    root = indexed_example_kb.root
+    (root / "priority.yaml").write_text("priority: [shop, wh]\ndefault: wh\n")
+    problem = ("priority.yaml:2: unknown key 'default' is ignored (the file holds only priority: [datasource, ...]); "
+               "remove it")
+    proc = invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root)
+    assert (proc.returncode, proc.stdout) == (1, f"priority.yaml:2: catalog: {problem.split(': ', 1)[1]}\n"
+                                                 "1 problem in 1 file (1 file checked)\n")
+    found = json_of(invoke_cli("--kb", root, "--json", "search", "-e", "orders.amount", "--limit", "1"))
+    assert (found["resolved_input_entities"], found["warnings"]) == (["shop.orders.amount"], [problem])
+    missing = invoke_cli("--kb", root, "search", "-e", "nowhere_at_all")  # no file skipped to blame
+    assert "The catalog skipped" not in missing.stderr + missing.stdout
+
+
+@pytest.mark.parametrize(("command", "purpose"), [
+    ("get", "to show"), ("show", "to show"), ("log", "whose commits to list"),
+    ("timeline", "whose session neighbours to show"), ("forget", "to forget"), ("restore", "to restore"),
+    ("edit", "to edit"), ("update", "to change"),
+])  # fmt: skip
+def test_an_empty_id_hears_what_the_command_needs(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                  command: str, purpose: str) -> None:
+    """Each said "omit the id to get an auto id", which only a save can do."""
+    proc = invoke_cli("--kb", indexed_example_kb.root, command, "")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (f"Error: Memory id must not be empty; give the id of the memory {purpose} (search and "
+                           "list show the ids).\n")
+
+
+def test_an_empty_memory_link_and_an_empty_save_id_hear_their_own_fix(indexed_example_kb: KnowledgeBase,
+                                                                      invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    link = invoke_cli("--kb", root, "save", "a note", "-e", "memory:")
+    assert (link.returncode, link.stderr) == (
+        1, "Error: Memory id must not be empty; write memory:<id> with the id of a saved memory.\n")
+    given = invoke_cli("--kb", root, "save", "a note", "-e", "orders.amount", "--id", "")
+    assert (given.returncode, given.stderr) == (1, "Error: Memory id must not be empty; omit the id to get an auto id.\n")
+
+
+def test_an_id_to_accept_is_checked_as_an_id(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """It said "sync moved no memory with id ''" (a usage error) of an empty id or one no memory can have."""
+    root = indexed_example_kb.root
+    empty = invoke_cli("--kb", root, "renumber", "--accept", "")
+    assert (empty.returncode, empty.stderr) == (1, "Error: Memory id must not be empty; give the id sync said it moved.\n")
+    path = invoke_cli("--kb", root, "renumber", "--accept", "a/b")
+    assert (path.returncode, path.stderr) == (1, "Error: Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > "
+                                                 "? \\ |. Use letters, digits, '.', '_' or '-'.\n")
+
+
+MEANT = "; did you mean '1'? An auto id is written in plain ASCII digits, without a sign, leading zeros or decimals."
+
+
+@pytest.mark.parametrize("spelling", ["01", "+1", "1.0", "\uff11", "\u0661"])
+def test_another_spelling_of_an_auto_id_is_told_the_id(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                       spelling: str) -> None:
+    """Such ids are ids of their own (``001`` may be saved), so they are not taken for the number;
+    the reply said only "No memory", and an agent that had read ``1`` as ``1.0`` from JSON was stuck."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    for command in ("get", "timeline", "forget", "update --title x", "show"):
+        proc = invoke_cli("--kb", root, *command.split(), "--", spelling)
+        suffix = ", now or in the history" if command == "show" else ""
+        assert (proc.returncode, proc.stderr) == (1, f"Error: No memory with id '{spelling}'{suffix}{MEANT}\n"), command
+    log = invoke_cli("--kb", root, "log", "--", spelling)
+    assert log.stderr == f"Error: No commit ever touched memory '{spelling}' (memories/{spelling}.yaml){MEANT}\n"
+    link = invoke_cli("--kb", root, "save", "a note", "-e", f"memory:{spelling}")
+    assert link.stderr == f"Error: No memory with id '{spelling}'{MEANT}\n"
+    assert git(root, "rev-parse", "HEAD") == head
+    other = invoke_cli("--kb", root, "get", "--", "0999")  # no memory 999: nothing to point at
+    assert other.stderr == "Error: No memory with id '0999'.\n"
+
+
+@pytest.mark.parametrize(("given", "error"), [
+    ("dec\x1bision", "type contains U+001B, a control or invisible character; write it as printable text "
+                     "(e.g. 'my-api'), without the character."),
+    ("x" * 201, "type is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+])  # fmt: skip
+def test_a_topic_keys_type_is_checked_as_a_saves(invoke_cli: CliRunner, given: str, error: str) -> None:
+    """It made the family 'dec-ision', or 201 letters long, of what a save refuses."""
+    proc = invoke_cli("suggest-topic-key", "--type", given, "--title", "Auth model")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {error}\n")
+    blank = invoke_cli("suggest-topic-key", "--type", "   ", "--title", "Auth model")
+    assert (blank.returncode, blank.stdout) == (0, "topic/auth-model\n")  # as a save: no type given
+
+
+def test_a_second_yaml_document_is_named_as_such_not_as_a_duplicate_key(indexed_example_kb: KnowledgeBase,
+                                                                        invoke_cli: CliRunner) -> None:
+    """A hand edit that appended a second document (``---``) repeating a key heard "duplicate key
+    'learning' (first on line 1)" from get and search, while validate said what it is."""
+    root = indexed_example_kb.root
+    (root / "memories" / "two.yaml").write_text(
+        "learning: a\ncreated_at: '2026-10-02T08:47:10Z'\n---\nlearning: b\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    problem = "memories/two.yaml:3: invalid YAML: but found another document"
+    got = invoke_cli("--kb", root, "get", "two")
+    assert (got.returncode, got.stderr) == (1, f"Error: {problem}. Edit memories/two.yaml to fix it, then check it "
+                                               "with 'slayer-kb validate' (or run 'slayer-kb edit two', which checks "
+                                               "it on close).\n")
+    assert f"warning: {problem} (skipped)\n" in invoke_cli("--kb", root, "list").stdout
+    checked = invoke_cli("--kb", root, "validate", "memories/two.yaml", cwd=root)
+    assert checked.stdout == f"{problem}\n1 problem in 1 file (1 file checked)\n"
+
+
+def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: KnowledgeBase,
+                                                       invoke_cli: CliRunner) -> None:
+    """'1[0-9]' is a valid id, and git took its path for a glob: its log listed the commits of
+    memories 10 to 19, and a merge that kept its forget (added on this branch, squash-merged
+    into main, forgotten here) ran git rm on memories/1[0-9].yaml, deleting memories 10 to 19."""
+    root = indexed_example_kb.root
+    main = git(root, "branch", "--show-current").strip()
+    git(root, "checkout", "-q", "-b", "agent")
+    saved = invoke_cli("--kb", root, "save", "bracketed", "-e", "shop.orders.amount", "--id", "1[0-9]")
+    assert saved.returncode == 0, saved.stderr
+    assert [e["message"] for e in json_of(invoke_cli("--kb", root, "--json", "log", "1[0-9]"))] == [
+        "memory: save 1[0-9]"]
+    git(root, "checkout", "-q", main)
+    git(root, "merge", "-q", "--squash", "agent")
+    git(root, "commit", "-q", "-m", "squash-merged")
+    git(root, "checkout", "-q", "agent")
+    assert invoke_cli("--kb", root, "forget", "1[0-9]").returncode == 0
+    merged = invoke_cli("--kb", root, "merge", main)
+    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb sync to push.\n"), merged.stderr
+    tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
+    assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
+    assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""
