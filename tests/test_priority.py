@@ -164,11 +164,14 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     writer = relay.control(root, "status")["writer"]  # type: ignore[index]
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
     assert set(_threads(writer["pid"])) == {LOWER}
-    if sys.version_info >= (3, 11):
-        # In the server's session (Linux's autogroup: a niceness counts within its session's
-        # group only), in a process group of its own (its git is ended with it).
-        (_, _, group, session) = _fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
-        assert (int(group), session) == (writer["pid"], _fields(Path(f"/proc/{watcher.proc.pid}/stat"))[3])
+    # A session of its own (so a process group of its own: its git is ended with it), lowered as
+    # a whole: Linux's autogroup shares the cores between sessions first, and a niceness alone
+    # counts only within its session's group.
+    (_, _, group, session) = _fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
+    assert (int(group), int(session)) == (writer["pid"], writer["pid"])
+    if AUTOGROUP.exists():
+        autogroup = Path(f"/proc/{writer['pid']}/autogroup").read_text()
+        assert autogroup.split()[-1] == str(priority.DEFAULT), autogroup
 
     # A client's own setting no longer lowers anything but itself: the write process, started
     # with the server's setting, runs every write, and its git as low as itself, never lower.

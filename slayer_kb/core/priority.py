@@ -20,9 +20,9 @@ while holding them would make every search wait with it.
 
 Linux schedules each session's processes as one group (autogroup) and shares the cores between
 the groups first: a niceness counts only against the threads of its own group. So the write
-process stays in the server's session (daemon/writer.py), and a job detached in a session of
-its own (the repository's upkeep, index compaction, the detached sentence filler) lowers its
-whole session as well (``lower_session``), by ``niceness()`` steps; not 19, as a group 19 steps
+process (daemon/writer.py) and every job detached in a session of its own (the repository's
+upkeep, index compaction, the detached sentence filler) lower their whole session as well
+(``lower_session``), by ``niceness()`` steps; not 19, as a group 19 steps
 lower gets a twentieth of a group at 0, and on a busy machine next to nothing.
 
 ``SLAYER_KB_WRITE_NICENESS`` (0-19, default 10) says how many steps; 0 turns it off. Standard

@@ -56,11 +56,12 @@ GIT_SECONDS = 60.0
 ACK = b"k"
 # What ``WriteProcess.run`` returns when there is no child to run the write: the server runs it.
 UNAVAILABLE: dict[str, Any] = {}
-# A process group of its own, so that the git it runs is found (and ended) with it (_end), in the
-# server's session: Linux schedules each session as one group (autogroup), and a niceness counts
-# only against the threads of its group, here the server's searches. Python 3.10 makes a group
-# only with a preexec_fn, unsafe in a threaded server: there it gets a session of its own.
-_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+# A session of its own (so a process group of its own, in which the git it runs is found and
+# ended with it, _end), lowered as a whole in main(): Linux schedules each session as one group
+# (autogroup) and shares the cores between the groups first, so a niceness alone counts only
+# against its own group; lowered as a group, the write yields the CPU to the searches' clients
+# and the server's reads alike (docs/server.md, "Reads beside writes").
+_GROUP: dict[str, Any] = {"start_new_session": True}
 
 
 class WriteProcess:
@@ -223,6 +224,7 @@ class _Commits:
 
 def main(argv: list[str] | None = None) -> int:
     root, fd = argv if argv is not None else sys.argv[1:]
+    priority.lower_session(priority.niceness())
     conn = socket.socket(fileno=int(fd))
     from ..kb import KnowledgeBase
     from .running import Runner
