@@ -614,13 +614,19 @@ def test_a_topic_key_squash_merged_then_revised_on_both_sides_counts_each_revisi
     assert git(agent, "status", "--porcelain") == ""
 
 
-def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    _bare, (a, b) = make_team(tmp_path)
+def _both_hold_1_and_a_edited_it(invoke_cli: CliRunner, a: Path, b: Path) -> None:
+    """Memory 1 saved on clone a and synced to b, then edited on a and pushed: b's edit of it
+    will meet a's."""
     invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
+
+
+def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    _both_hold_1_and_a_edited_it(invoke_cli, a, b)
     git(b, "switch", "-q", "-c", "agent-b")
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
     # The same commit adds a note whose own text shows conflict markers: no file to refuse.
@@ -654,11 +660,7 @@ def test_a_conflicts_markers_name_the_sides_as_its_steps_do(tmp_path: Path, invo
     """The markers said 'current' and 'other', and in a rebase the current side is the upstream:
     an agent told to keep what both sides meant could not tell its own edit from the other's."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "update", "1", "--content", "Refund reasons (A)", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _both_hold_1_and_a_edited_it(invoke_cli, a, b)
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
     git(b, "fetch", "-q", "origin")
 
