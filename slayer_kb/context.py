@@ -34,7 +34,7 @@ from .core.errors import (
     unreadable,
 )
 from .core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
-from .core.ids import check_id, existing_id_fix, id_sort_key, no_memory
+from .core.ids import check_existing_id, check_id, id_sort_key, no_memory
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
@@ -225,7 +225,7 @@ class Context:
         neither takes the lock nor waits for a commit that is writing files. ``indexed`` is what the index holds for the file (its
         content hash, its stored memory): when the bytes still hash the same, that memory is
         used instead of parsing the YAML again (a cascade reads thousands)."""
-        check_id(memory_id, existing_id_fix("to read"))
+        check_existing_id(memory_id, "to read")
         path = self.path_of(memory_id)
         try:
             # Only a regular file is opened: a FIFO would block (a save, under the lock) forever.
@@ -276,7 +276,7 @@ class Context:
 
     def get(self, memory_id: str, *, include_deleted: bool = False) -> Memory:
         """The memory, its duplicate count with the duplicates saved since its last commit."""
-        check_id(memory_id, existing_id_fix("to show"))
+        check_existing_id(memory_id, "to show")
         self.check_folders()
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)

@@ -145,6 +145,12 @@ def test_slayer_tools_round_trip_and_errors(indexed_example_kb: KnowledgeBase, i
         assert await error(session, "save_memory", learning="x", linked_entities=["id"]) == AMBIGUOUS_ID
         assert await error(session, "forget_memory", id="nope") == "No memory with id 'nope'."
         assert await error(session, "forget_memory", id="a/b") == BAD_ID
+        # MCP has no list: an empty id is told the tools that show ids (the CLI names its commands).
+        for tool, arguments, purpose in (("forget_memory", {"id": ""}, "to forget"),
+                                         ("mem_timeline", {"observation_id": ""}, "whose session neighbours to show")):
+            assert await error(session, tool, **arguments) == (
+                f"Memory id must not be empty; give the id of the memory {purpose} (the search, mem_search and "
+                "mem_context tools show the ids).")
         assert await error(session, "save_memory", learning="x", linked_entities=["orders.amount"], id="a/b") == BAD_ID
         assert await error(session, "save_memory", learning="  ", linked_entities=["orders.amount"]) == (
             "learning is empty: write what was learned (it is required and must not be blank)."

@@ -40,19 +40,28 @@ _AUTO_ID = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 NEW_ID_FIX = "omit the id to get an auto id"
 
 
-def existing_id_fix(purpose: str) -> str:
-    """What to do about an empty id where a command acts on an existing memory: ``purpose`` says
-    what it does with it ("to forget")."""
-    return f"give the id of the memory {purpose} (search and list show the ids)"
+# Where an agent finds the id of an existing memory: the CLI's commands, or the MCP tools (MCP
+# has no list).
+_IDS_SHOWN = "search and list show the ids"
+_IDS_SHOWN_TO_TOOLS = "the search, mem_search and mem_context tools show the ids"
 
 
-def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX) -> str:
+def check_existing_id(memory_id: object, purpose: str) -> str:
+    """:func:`check_id` where a command acts on an existing memory: an empty id is told to give
+    the memory's id, ``purpose`` saying what the command does with it ("to forget")."""
+    fix = f"give the id of the memory {purpose}"
+    return check_id(memory_id, f"{fix} ({_IDS_SHOWN})", tool_fix=f"{fix} ({_IDS_SHOWN_TO_TOOLS})")
+
+
+def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | None = None) -> str:
     """Return ``memory_id`` if it is a valid id, else raise :class:`InvalidIdError` saying why;
-    ``empty_fix`` says what to do instead of an empty id, which differs by command."""
+    ``empty_fix`` says what to do instead of an empty id, which differs by command, and
+    ``tool_fix`` the same in an MCP client's terms when it names commands."""
     if not isinstance(memory_id, str):
         raise InvalidIdError(f"Memory id must be a string, not {type(memory_id).__name__}.")
     if memory_id == "":
-        raise InvalidIdError(f"Memory id must not be empty; {empty_fix}.")
+        said = "Memory id must not be empty; {}."
+        raise InvalidIdError(said.format(empty_fix), tool_message=tool_fix and said.format(tool_fix))
     shown = ascii(memory_id)[1:-1]
     for ch in memory_id:
         if ch in FORBIDDEN_CHARS:

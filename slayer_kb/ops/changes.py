@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import InvalidInputError, MemoryFileError, ResolutionError
-from ..core.ids import check_id, existing_id_fix
+from ..core.ids import check_existing_id
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -> ChangeResult:
     """Engram's ``mem_update``: change only the given fields of a live memory. ``force``:
     rewrite it from HEAD's version even if it holds uncommitted work (kept as .orig)."""
-    check_id(memory_id, existing_id_fix("to change"))
+    check_existing_id(memory_id, "to change")
     kb.check_not_moved(memory_id)
     given = {k: v for k, v in fields.items() if v is not None}
     for name, value in given.items():
@@ -94,7 +94,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
     memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
     ``force``: files holding uncommitted work are rewritten from HEAD (kept as .orig)."""
-    check_id(memory_id, existing_id_fix("to forget"))
+    check_existing_id(memory_id, "to forget")
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
 
@@ -140,7 +140,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
 
 def restore(kb: Context, memory_id: str) -> ChangeResult:
     """Bring back a soft-deleted memory."""
-    check_id(memory_id, existing_id_fix("to restore"))
+    check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
         memory = kb.read_with_fix(memory_id)

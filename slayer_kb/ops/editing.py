@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
-from ..core.ids import check_id, existing_id_fix, meant_id
+from ..core.ids import check_existing_id, meant_id
 from ..core.memory import Memory, dumps, key_line, loads
 from ..core.results import EditResult
 from ..transaction import memory_change
@@ -79,7 +79,7 @@ def edit(
     run_editor: Callable[[Path], None] | None = None,
 ) -> EditResult:
     """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
-    check_id(memory_id, existing_id_fix("to edit"))
+    check_existing_id(memory_id, "to edit")
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:

@@ -17,7 +17,7 @@ from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
-from ..core.ids import check_id, existing_id_fix, id_sort_key
+from ..core.ids import check_existing_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
@@ -287,7 +287,7 @@ _stale_known: tuple[Catalog | None, dict[str, str | None]] = (None, {})
 def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:
     """The memories saved just before and after one, in the same session, oldest first; with a
     note when the id moved on this clone (``Context.moved_notes``)."""
-    check_id(memory_id, existing_id_fix("whose session neighbours to show"))
+    check_existing_id(memory_id, "whose session neighbours to show")
     kb.ensure_fresh()
     try:
         focus = kb.read(memory_id)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
-from ..core.ids import check_id, existing_id_fix, meant_id, no_memory
+from ..core.ids import check_existing_id, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.problems import command, shown
@@ -65,7 +65,7 @@ BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
 def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[LogEntry]:
     """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed;
     ``exists`` says which ids have a memory, for the error of one that never had."""
-    check_id(memory_id, existing_id_fix("whose commits to list"))
+    check_existing_id(memory_id, "whose commits to list")
     if store.head() is None:
         return []
     entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
@@ -116,7 +116,7 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
 
 
 def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
-    check_id(memory_id, existing_id_fix("to show"))
+    check_existing_id(memory_id, "to show")
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
@@ -152,7 +152,7 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
-    check_id(memory_id, existing_id_fix("to restore"))
+    check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
         shown = show(kb, memory_id, rev)
