@@ -466,15 +466,15 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
             "shop.orders.nope",
             None,
             ResolutionError,
-            "'nope' is not a join target on model 'orders'. "
-            "Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'.",
+            "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of "
+            "that name, and 'nope' is not a join target on model 'orders'.",
         ),
         (
             "orders.nope",
             None,
             ResolutionError,
-            "'nope' is not a join target on model 'orders'. "
-            "Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'.",
+            "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of "
+            "that name, and 'nope' is not a join target on model 'orders'.",
         ),
         (
             "orders.nope.name",

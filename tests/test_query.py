@@ -463,9 +463,8 @@ def test_a_query_holds_no_memory_reference(resolver: Resolver) -> None:
         (
             {"source_model": "orders", "dimensions": ["customers.nope"]},
             ResolutionError,
-            "dimensions[0]: 'nope' is not a join target on model 'customers'. Looked in datasource "
-            "'shop', model 'customers': it has no column, measure or aggregation 'nope', and no join "
-            "to a model 'nope'.",
+            "dimensions[0]: Unknown field 'nope' on model 'customers' (datasource 'shop'): no column, measure "
+            "or aggregation of that name, and 'nope' is not a join target on model 'customers'.",
         ),
         (
             {"source_model": "orders", "measures": ["sum(name)"]},

@@ -18,9 +18,8 @@ from testing.mcp import error, with_server_in_process
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 # Bare `orders` means shop.orders (first on the priority list); order_date is a column of wh.orders.
 NOT_IN_SHOP = (
-    "'order_date' is not a join target on model 'orders'. Looked in datasource 'shop', model "
-    "'orders': it has no column, measure or aggregation 'order_date', and no join to a model "
-    "'order_date'. Did you mean: wh.orders.order_date?"
+    "Unknown field 'order_date' on model 'orders' (datasource 'shop'): no column, measure or aggregation "
+    "of that name, and 'order_date' is not a join target on model 'orders'. Did you mean: wh.orders.order_date?"
 )
 
 
@@ -31,8 +30,8 @@ def test_save_names_where_it_looked_and_what_exists(catalog_kb: KnowledgeBase, i
     proc = invoke_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "shop.orders.amout")
     assert proc.returncode == 1
     assert proc.stderr == (
-        "Error: 'amout' is not a join target on model 'orders'. Looked in datasource 'shop', model "
-        "'orders': it has no column, measure or aggregation 'amout', and no join to a model 'amout'. "
+        "Error: Unknown field 'amout' on model 'orders' (datasource 'shop'): no column, measure or "
+        "aggregation of that name, and 'amout' is not a join target on model 'orders'. "
         "Did you mean: shop.orders.amount, shop.orders.amount_wavg?\n"
     )
     proc = invoke_cli("--kb", catalog_kb.root, "save", "Amounts are in cents", "-e", "ordrs.amount")
@@ -104,7 +103,7 @@ def test_the_review_comment_lists_every_problem_of_a_file(catalog_kb: KnowledgeB
     problems = kb.history.review(base).problems
     assert problems[0] == "memories/9.yaml:1: missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"
     assert problems[1].startswith("memories/9.yaml:2: unknown key 'colour' (allowed keys: ")
-    assert problems[2].startswith("memories/9.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' ")
+    assert problems[2].startswith("memories/9.yaml:4: entity 'shop.orders.nope' does not resolve: Unknown field 'nope' ")
     assert len(problems) == 3
     markdown = kb.history.review(base).markdown()
     assert all(f"- {p[:40]}" in markdown.replace("\\", "") for p in problems)

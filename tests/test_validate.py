@@ -70,14 +70,16 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "memories/order.yaml:1: not in canonical form; run 'slayer-kb fmt memories/order.yaml'",
         "memories/pattern.yaml:4: entities[1]: 'shop..x' is not an entity reference (<ds>, "
         "<ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)",
-        "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a join "
-        "target on model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+        "memories/refs.yaml:4: entity 'shop.orders.nope' does not resolve: "
+        "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of that "
+        "name, and 'nope' is not a join target on model 'orders'. "
         "(correct it with 'slayer-kb edit refs', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "memories/refs.yaml:5: 'memory:ghost' refers to a memory that does not exist (run "
         "'slayer-kb prune' to strip it)",
         "memories/refs.yaml:6: entity 'orders.status' is not canonical; write 'shop.orders.status'",
-        "memories/refs2.yaml:4: entity 'shop.orders.nope' does not resolve: 'nope' is not a "
-        "join target on model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+        "memories/refs2.yaml:4: entity 'shop.orders.nope' does not resolve: "
+        "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of that "
+        "name, and 'nope' is not a join target on model 'orders'. "
         "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "memories/refs2.yaml:6: entity 'shop' is listed twice; keep one",
         "memories/schema.yaml:2: 'scope' must be project or personal, not 'team'",
@@ -93,8 +95,9 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     assert out["ok"] is False and out["checked"] == 1
     assert out["problems"][0] == {
         "path": "memories/refs2.yaml", "line": 4,
-        "message": "entity 'shop.orders.nope' does not resolve: 'nope' is not a join target on "
-                   "model 'orders'. Looked in datasource 'shop', model 'orders': it has no column, measure or aggregation 'nope', and no join to a model 'nope'. "
+        "message": "entity 'shop.orders.nope' does not resolve: "
+                   "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of that "
+                   "name, and 'nope' is not a join target on model 'orders'. "
                    "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
     }
 

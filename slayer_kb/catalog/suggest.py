@@ -59,12 +59,14 @@ def models_of(catalog: Catalog, datasource: str) -> dict[str, list[str]]:
 
 
 def missing_leaf(catalog: Catalog, message: str, root: Model, owner: Model, rest: list[str]) -> ResolutionError:
-    """``message`` (SLayer's words) and why ``root`` then the segments ``rest`` name nothing: the
-    last segment is no leaf and no join of ``owner``, the model the others reach. Then what exists."""
+    """Why ``root`` then the segments ``rest`` name nothing: the last segment is no leaf and no
+    join of ``owner``, the model the others reach; then what exists. SLayer's ``message`` ("not a
+    join target") is kept whole, after the words that name the segment as the field it most
+    likely is (a typo'd column reads oddly as only a join target)."""
     leaf = rest[-1]
-    message += (
-        f" Looked in datasource '{owner.datasource}', model '{owner.name}': it has no column, measure "
-        f"or aggregation '{leaf}', and no join to a model '{leaf}'."
+    message = (
+        f"Unknown field '{leaf}' on model '{owner.name}' (datasource '{owner.datasource}'): no column, "
+        f"measure or aggregation of that name, and {message}"
     )
     # The same model path in another datasource, where the leaf exists.
     path = [root.name, *rest[:-1]]
