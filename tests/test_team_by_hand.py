@@ -584,7 +584,9 @@ def test_a_sync_that_merges_stops_on_two_edits_with_steps_that_work(tmp_path: Pa
     one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
     follow(b, invoke_cli, message, {"memories/1.yaml": one}, stops)
     assert [stop.split(";")[0] for stop in stops] == ["This branch and origin/main both edited memories/1.yaml"]
-    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+    synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
+    # B's update and its merges of topic and of origin/main; topic's save came in by the merge.
+    assert (synced["action"], synced["pulled"], synced["pushed"], synced["pushed_by_merge"]) == ("pushed", 0, 4, 1)
     assert "topic" in git(b, "branch", "--merged", "origin/main", "--format=%(refname:short)").split()
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
 
@@ -785,7 +787,7 @@ def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_
     the finished merge would have, and says so."""
     _bare, agent = merged_by_hand_over_a_forget(tmp_path, invoke_cli)
     assert invoke_cli("--kb", agent, "sync", check=True).stdout == (
-        "Synced agent-b with origin: pushed, 0 pulled, 4 pushed.\n"
+        "Synced agent-b with origin: pushed, 0 pulled, 4 pushed (2 of them from another branch, taken in by a merge).\n"
         "  stripped links to forgotten memories: memory:1 from 101\n")
     assert git(agent, "log", "-1", "--format=%s", "origin/agent-b") == "memory: strip links to forgotten 1 from 101\n"
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout.endswith(

@@ -182,7 +182,10 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
     result = settings.kb().team.sync(remote)
 
     def human() -> str:
-        text = f"Synced {result.branch} with {result.remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed."
+        text = f"Synced {result.branch} with {result.remote}: {result.action}, {result.pulled} pulled, {result.pushed} pushed"
+        if result.pushed_by_merge:  # main's commits that a merge took in are pushed, but not new work
+            text += f" ({result.pushed_by_merge} of them from another branch, taken in by a merge)"
+        text += "."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
         if result.merged:

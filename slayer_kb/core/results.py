@@ -388,6 +388,7 @@ class SyncResult:
     branch: str
     pulled: int = 0
     pushed: int = 0
+    pushed_by_merge: int = 0  # of ``pushed``, the commits a merge took in from another branch (main's)
     renumbered: dict[str, str] = field(default_factory=dict)
     merged: dict[str, str] = field(default_factory=dict)
     resolved: list[str] = field(default_factory=list)
@@ -403,7 +404,7 @@ class SyncResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
-                "pushed": self.pushed, "renumbered": self.renumbered, "merged": self.merged,
+                "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "renumbered": self.renumbered, "merged": self.merged,
                 "resolved": self.resolved, "unlinked": self.unlinked, "cascaded": self.cascaded,
                 "attempts": self.attempts, "head": self.head,
                 "timings": self.timings}

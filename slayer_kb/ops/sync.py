@@ -362,6 +362,18 @@ def _count(store: GitStore, tip: str, exclude: str) -> int:
     return int(store.git("rev-list", "--count", tip, *(["--not", exclude] if exclude else [])).stdout.decode().strip() or 0)
 
 
+def _pushed(store: GitStore, tip: str, exclude: str) -> tuple[int, int]:
+    """The commits a push of ``tip`` sends (those ``exclude`` has not, as ``_count``), and how
+    many of them a merge took in from another branch (``main``'s, after ``slayer-kb merge
+    origin/main``): all but the branch's own line of first parents."""
+    out = store.git("rev-list", "--parents", tip, "--not", exclude).stdout.decode()
+    parents = {ids[0]: ids[1] if len(ids) > 1 else "" for ids in map(str.split, out.splitlines())}
+    own, commit = 0, tip
+    while commit in parents:
+        own, commit = own + 1, parents[commit]
+    return len(parents), len(parents) - own
+
+
 def _reindex(kb: Context, store: GitStore, before: str) -> None:
     """Bring the index, which described the files at ``before``, to HEAD: only the memory files
     that changed in between are re-read (a full freshness pass stats every file, on every push
@@ -490,7 +502,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
     options, refspecs = turn.handed_back()
     # A branch's first push counts what no branch of the remote has, not its whole history
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
-    first = None if upstream else _count(store, head, f"--remotes={remote}")
+    first = None if upstream else _pushed(store, head, f"--remotes={remote}")
     proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
                 f"{head}:refs/heads/{upstream_branch}", *refspecs)
     if proc.returncode != 0:
@@ -511,7 +523,7 @@ def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, ups
             )
         raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
-    result.pushed = _count(store, head, upstream) if first is None else first
+    result.pushed, result.pushed_by_merge = _pushed(store, head, upstream) if first is None else first
     store.git("update-ref", tracking, head)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
