@@ -51,10 +51,10 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
 | `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: session files skipped) |
-| `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten` |
+| `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten`; the deletes' `stale_queries` (example-query memories whose stored query names what was deleted: [format.md](format.md#entity-references)), `prune`'s `stripped`, `dry_run` |
 | `validate` | `ok`, `checked`, `problems`, `reformatted` |
 | `review` | `base`, `head`, `merge_base`, the changes and `problems` ([review.md](review.md#what-the-review-comment-shows)) |
-| `sync` | `remote`, `branch`, `action` (`up to date`, `fast-forward`, `pushed`, `rebased`, `merged`), `pulled`, `pushed`, `renumbered`, `merged`, `resolved`, `unlinked`, `attempts`, `head`, `timings` ([teams.md](teams.md#sync-that-merges-what-git-cannot)) |
+| `sync` | `remote`, `branch`, `action` (`up to date`, `fast-forward`, `pushed`, `rebased`, `merged`), `pulled`, `pushed`, `renumbered`, `merged`, `resolved`, `unlinked`, `cascaded`, `stale_queries`, `attempts`, `head`, `timings` ([teams.md](teams.md#sync-that-merges-what-git-cannot)) |
 | `merge`, `rebase` | `ref` (`onto`), `action`, `head`, `unlinked`; `merge`'s `merged`, `rebase`'s `push` |
 
 When the server is on, commands are relayed to the KB's warm server with the same output

@@ -128,8 +128,10 @@ def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
     assert proc.returncode == 0, proc.stderr
     out = json_of(proc)
     expected = rewritten_by(stripped)
+    # kb.hand's query sums shop.orders.amount: deleting either leaves it stale.
+    stale = ["kb.hand"] if deleted in ("shop.orders", "shop.orders.amount") else []
     assert out == {"deleted": deleted, "commit": git(root, "rev-parse", "HEAD").strip(),
-                   "rewritten": expected}
+                   "rewritten": expected, "stale_queries": stale}
     assert head_count(root) == before + 1
     assert_memories(root, stripped)
     committed_clean(root)
@@ -143,6 +145,19 @@ def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
     memory_files = {f"memories/{i}.yaml" for i in expected}
     assert memory_files <= changed
     assert not KnowledgeBase(root).catalog.entity_exists(deleted)
+
+
+def test_a_delete_names_the_live_example_queries_it_left_stale(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    # The query keeps its text (SLayer's rule); the reply says which now name what was deleted.
+    kb, root = catalog_kb, catalog_kb.root
+    refunds = {"source_model": "refunds", "measures": ["sum(amount)"]}
+    assert kb.save_memory("Refund totals", refunds).memory_id == "1"
+    assert kb.save_memory("Refunds are net of fees", ["shop.refunds.amount"]).memory_id == "2"
+    assert kb.save_memory("Old refund query", refunds).memory_id == "3"
+    kb.forget("3", soft=True)  # search never shows it, so never calls it stale
+    proc = invoke_cli("--kb", root, "--json", "delete-model", "shop.refunds")
+    assert json_of(proc) == {"deleted": "shop.refunds", "commit": git(root, "rev-parse", "HEAD").strip(),
+                             "rewritten": ["1", "2", "3"], "stale_queries": ["1"]}
 
 
 def test_delete_model_removes_only_its_file(cascade_kb: KnowledgeBase) -> None:

@@ -919,3 +919,31 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")
+
+
+def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # SLayer keeps an example query's text when the catalog drops what it names (search calls it
+    # stale): one delete-model stopped every sync of the clone ("do not validate ... stale references").
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    query = '{"source_model": "refunds", "measures": ["sum(amount)"]}'
+    stale = json_of(invoke_cli("--kb", a, "--json", "save", "Refund totals", "--query", query, check=True))["memory_id"]
+    tagged = json_of(invoke_cli("--kb", a, "--json", "save", "Refunds are net of fees", "-e", "shop.refunds.amount",
+                                check=True))["memory_id"]
+    deleted = invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    assert deleted.stdout == (
+        f"Deleted model shop.refunds (commit {git(a, 'rev-parse', 'HEAD')[:12]}); stripped it from 2 memories: "
+        f"{stale}, {tagged}\nstale example queries (they still name what was deleted; search warns on them): "
+        f"{stale}; rewrite each query with 'slayer-kb edit ID', or drop the memory with 'slayer-kb forget ID'\n")
+    synced = invoke_cli("--kb", a, "sync")
+    assert (synced.returncode, synced.stderr) == (0, "")
+    assert synced.stdout == (
+        "Synced main with origin: pushed, 0 pulled, 3 pushed.\n  note: stale example queries (they name what the "
+        f"catalog no longer has; search warns on them): {stale}; rewrite each with 'slayer-kb edit ID' or forget it\n")
+    assert git(a, "rev-parse", "origin/main") == git(a, "rev-parse", "HEAD")
+    # validate, a reviewer's lint, still reports it, with the fix.
+    checked = invoke_cli("--kb", a, "validate")
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[0].startswith(f"memories/{stale}.yaml:")
+    assert f"attached query has stale references (Source model not found: 'refunds'.); fix or remove the query " \
+           f"with 'slayer-kb edit {stale}'" in checked.stdout

@@ -24,7 +24,16 @@ def deleted_text(result: CascadeResult, what: str) -> str:
     if not result.rewritten:
         return head + "; no memory referred to it." + kept_line(result.kept)
     return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
-            + kept_line(result.kept))
+            + stale_line(result.stale_queries) + kept_line(result.kept))
+
+
+def stale_line(ids: list[str]) -> str:
+    """The human output's line naming the example queries a delete left stale (empty when none)."""
+    if not ids:
+        return ""
+    return (f"\nstale example queries (they still name what was deleted; search warns on them): "
+            f"{', '.join(ids)}; rewrite each query with 'slayer-kb edit ID', or drop the memory "
+            "with 'slayer-kb forget ID'")
 
 
 @click.command("delete-model")

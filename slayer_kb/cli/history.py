@@ -192,6 +192,10 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.merged.items())
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
+        if result.stale_queries:
+            text += ("\n  note: stale example queries (they name what the catalog no longer has; search warns on "
+                     "them): " + ", ".join(result.stale_queries) + "; rewrite each with 'slayer-kb edit ID' or "
+                     "forget it")
         return text + _unlinked(result.unlinked, result.cascaded)
 
     emit(settings, result.to_json(), human)

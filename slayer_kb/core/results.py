@@ -203,13 +203,15 @@ class CascadeResult:
     stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
     dry_run: bool = False
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+    # A delete: the example-query memories whose stored query references what it deleted.
+    stale_queries: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
         if self.deleted is None:
             data.update(stripped=self.stripped, dry_run=self.dry_run)
         else:
-            data = {"deleted": self.deleted, **data}
+            data = {"deleted": self.deleted, **data, "stale_queries": self.stale_queries}
         if self.kept:
             data["kept"] = self.kept
         return data
@@ -394,6 +396,8 @@ class SyncResult:
     resolved: list[str] = field(default_factory=list)
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
+    stale_queries: list[str] = field(default_factory=list)
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
@@ -406,7 +410,7 @@ class SyncResult:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "renumbered": self.renumbered, "merged": self.merged,
                 "resolved": self.resolved, "unlinked": self.unlinked, "cascaded": self.cascaded,
-                "attempts": self.attempts, "head": self.head,
+                "stale_queries": self.stale_queries, "attempts": self.attempts, "head": self.head,
                 "timings": self.timings}
 
 

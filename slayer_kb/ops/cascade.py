@@ -6,7 +6,7 @@ that entity and every entity below it (``shop.orders`` strips ``shop.orders.amou
 the catalog file or entry. Only the ``entities`` block of a memory changes (``with_entities``): its
 text, stored query, ``created_at`` and key order keep their bytes. A memory left with no entities
 is kept. The stored query of an example-query memory is not rewritten (SLayer's rule); search
-reports it as stale.
+reports it as stale, the delete's reply names it (``stale_queries``), and ``sync`` pushes it.
 
 Decisions where the seed is silent:
 
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..catalog.catalog import Datasource, Model
+from ..catalog.refs import query_entities
 from ..core import yamlio
 from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
 from ..core.fileio import read_regular
@@ -75,7 +76,7 @@ def delete_model(
         return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
 
     with kb.transaction() as tx:
-        return _cascade(tx, catalog_changes, force)
+        return _cascade(kb, tx, catalog_changes, force)
 
 
 def delete_datasource(kb: Context, name: str, *, force: bool = False) -> CascadeResult:
@@ -91,7 +92,7 @@ def delete_datasource(kb: Context, name: str, *, force: bool = False) -> Cascade
         return name, "datasource", changes
 
     with kb.transaction() as tx:
-        result = _cascade(tx, catalog_changes, force)
+        result = _cascade(kb, tx, catalog_changes, force)
         # git keeps no folders; an empty models/<ds>/ would still read as a datasource.
         with contextlib.suppress(OSError):
             (kb.root / "models" / name).rmdir()
@@ -115,7 +116,7 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
         return f"{model.entity}.{leaf}", kind, [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
 
     with kb.transaction() as tx:
-        return _cascade(tx, catalog_changes, force)
+        return _cascade(kb, tx, catalog_changes, force)
 
 
 def _catalog_name(given: str, form: str, example: str, *, counts: tuple[int, ...]) -> str:
@@ -210,20 +211,25 @@ def _kb_path(kb: Context, path: Path, verb: str) -> str:
 
 
 def _cascade(
-    tx: Transaction, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
+    kb: Context, tx: Transaction, catalog_changes: Callable[[], tuple[str, str, list[Change]]], force: bool
 ) -> CascadeResult:
     """Delete what ``catalog_changes()`` says (the entity, its kind, the catalog files' changes)
     and strip the entity from every memory, as one commit; refused when a file it would rewrite
     holds uncommitted work, unless ``force`` (see ``Transaction.rewrite``)."""
 
-    def plan() -> tuple[list[Change], tuple[str, str, dict[str, Memory], dict[str, list[str]]]]:
+    def plan() -> tuple[list[Change], tuple[str, str, dict[str, Memory], dict[str, list[str]], list[str]]]:
         entity, kind, changes = catalog_changes()
         under = lookups.tagged([entity], under=True)
         memories: dict[str, Memory] = {}
-        stripped = _strip(tx, under, lambda e: e == entity or e.startswith(entity + "."), changes, memories)
-        return changes, (entity, kind, memories, stripped)
 
-    changes, (entity, kind, memories, stripped), kept = tx.rewrite(plan, force)
+        def gone(e: str) -> bool:
+            return e == entity or e.startswith(entity + ".")
+
+        stripped = _strip(tx, under, gone, changes, memories)
+        stale = _stale_queries(kb, memories, gone)
+        return changes, (entity, kind, memories, stripped, stale)
+
+    changes, (entity, kind, memories, stripped, stale), kept = tx.rewrite(plan, force)
     rewritten = list(stripped)
     message = f"catalog: delete {kind} {entity}"
     if rewritten:
@@ -232,7 +238,24 @@ def _cascade(
             f"{_memories(len(rewritten))}: {_some(rewritten)}"
         )
     commit = tx.commit(changes, message, memories)
-    return CascadeResult(entity, commit, rewritten, stripped, kept=kept)
+    return CascadeResult(entity, commit, rewritten, stripped, kept=kept, stale_queries=stale)
+
+
+def _stale_queries(kb: Context, memories: dict[str, Memory], gone: Callable[[str], bool]) -> list[str]:
+    """The live example-query memories among ``memories`` (those the delete rewrites: ``save``
+    tags a query's entities) whose stored query references an entity ``gone`` says is deleted, resolved against the catalog before the delete. The query
+    keeps its text (SLayer's rule), so search and ``validate`` will call it stale: the reply
+    names them for the user to edit or forget. A query that did not resolve before is not this
+    delete's doing and is left out."""
+    resolver = kb.resolver()
+    stale = []
+    for memory_id, memory in memories.items():
+        if memory.query is None or memory.is_deleted:
+            continue
+        with contextlib.suppress(KBError):
+            if any(gone(e) for e in query_entities(memory.query, resolver)[0]):
+                stale.append(memory_id)
+    return stale
 
 
 def _strip(

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
@@ -57,7 +58,7 @@ from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .snapshot import blobs_at
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
-from .validate import validate
+from .validate import is_stale_query, validate
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -298,7 +299,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
         if head != upstream:
             _finish_merge_by_hand(kb, store, tx, upstream, result)
-            _revalidate(kb, _on_top(store, upstream), merged=False)
+            _revalidate(kb, _on_top(store, upstream), result, merged=False)
         return
     if parted == head:
         store.git_writing_index("merge", "-q", "--ff-only", upstream)
@@ -342,7 +343,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
                              index.catch_up)
     if (parted and strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)) or folded:
         on_top = _on_top(store, upstream)
-    _revalidate(kb, on_top)
+    _revalidate(kb, on_top, result)
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
@@ -477,11 +478,14 @@ def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
     return found
 
 
-def _revalidate(kb: Context, on_top: dict[str, str], merged: bool = True) -> None:
+def _revalidate(kb: Context, on_top: dict[str, str], result: SyncResult, merged: bool = True) -> None:
     """The memories this branch adds or changes on top of the upstream (``on_top``) must pass
-    ``validate``."""
+    ``validate``, but for a stale example query: a catalog delete leaves one (SLayer's rule), so
+    it is pushed and named in ``result.stale_queries`` instead."""
     paths = [kb.root / memory_path(memory_id) for memory_id in sorted(on_top)]
-    problems = [str(p) for p in validate(paths).problems] if paths else []
+    found = validate(paths).problems if paths else []
+    result.stale_queries = sorted({Path(p.path).stem for p in found if is_stale_query(p)})
+    problems = [str(p) for p in found if not is_stale_query(p)]
     if problems:
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
