@@ -162,7 +162,8 @@ listener.listen(8)
 print("ready", flush=True)
 conn, _ = listener.accept()
 if mode == "wedged":
-    conn.recv(1)  # never acknowledges
+    conn.recv(1)  # never acknowledges,
+    time.sleep(3600)  # nor goes away when the client does: the test stops it, then kills it
 else:
     if mode == "late":
         time.sleep(3)  # a loaded machine's server: slower than the client's old 2 s bound
