@@ -917,3 +917,22 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")
+
+
+def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Main moved shop.refunds to a new file with a YAML error in it: the model is unreadable, not
+    deleted. A merge stripped its links for good (the old file gone, the new one's problem not
+    among the files the diff changed); they stay, and validate names the file."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", check=True)
+    git(a, "mv", "models/shop/refunds.yaml", "models/shop/refund_facts.yaml")
+    with (a / "models" / "shop" / "refund_facts.yaml").open("a") as moved:
+        moved.write("  bad: [\n")
+    git(a, "commit", "-q", "-am", "move the refunds model")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "fetch", "-q", "origin")
+    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
+    assert (merged["action"], merged["cascaded"]) == ("merged", {})
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["entities"] == ["shop.refunds.amount"]
+    assert "models/shop/refund_facts.yaml:7: catalog: invalid YAML" in invoke_cli("--kb", b, "validate").stdout

@@ -125,15 +125,17 @@ def catalog_changed(store: GitStore, parted: str, rev: str) -> set[str]:
 
 def deleted_entities(store: GitStore, parted: str, rev: str, changed: set[str]) -> set[str]:
     """The catalog's entities at ``parted`` that are gone at ``rev`` (a ``delete-model``, ...), the
-    catalog files ``changed`` between the two (``catalog_changed``); none when a changed file no
-    longer parses at ``rev``: its entities are unreadable, not gone (stripping the links would
-    lose them for good, while validate names the file)."""
+    catalog files ``changed`` between the two (``catalog_changed``); none when a file has a
+    problem at ``rev`` it did not have at ``parted``: its entities are unreadable, not gone
+    (stripping the links would lose them for good, while validate names the file). That file may
+    be one the diff did not change: a model moved to a new file that does not parse."""
     if not changed:
         return set()
     after = catalog_at(store, rev)
-    if any(p.path.as_posix() in changed for p in after.problems):
+    before = catalog_at(store, parted)
+    if {p.path for p in after.problems} - {p.path for p in before.problems}:
         return set()
-    return entities_of(catalog_at(store, parted)) - entities_of(after)
+    return entities_of(before) - entities_of(after)
 
 
 def entities_of(catalog: Catalog) -> set[str]:
