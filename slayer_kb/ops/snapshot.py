@@ -125,17 +125,21 @@ def catalog_changed(store: GitStore, parted: str, rev: str) -> set[str]:
 
 def deleted_entities(store: GitStore, parted: str, rev: str, changed: set[str]) -> set[str]:
     """The catalog's entities at ``parted`` that are gone at ``rev`` (a ``delete-model``, ...), the
-    catalog files ``changed`` between the two (``catalog_changed``); none when a file has a
-    problem at ``rev`` it did not have at ``parted``: its entities are unreadable, not gone
-    (stripping the links would lose them for good, while validate names the file). That file may
-    be one the diff did not change: a model moved to a new file that does not parse."""
+    catalog files ``changed`` between the two (``catalog_changed``); none when a file is unread at
+    ``rev`` (a problem that skips it) and was not at ``parted``: its entities are unreadable, not
+    gone (stripping the links would lose them for good, while validate names the file). That
+    file may be one the diff did not change: a model moved to a new file that does not parse."""
     if not changed:
         return set()
     after = catalog_at(store, rev)
     before = catalog_at(store, parted)
-    if {p.path for p in after.problems} - {p.path for p in before.problems}:
+    if _unread(after) - _unread(before):
         return set()
     return entities_of(before) - entities_of(after)
+
+
+def _unread(catalog: Catalog) -> set[Path]:
+    return {problem.path for problem in catalog.problems if problem.skipped}
 
 
 def entities_of(catalog: Catalog) -> set[str]:
