@@ -166,7 +166,8 @@ def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: Knowl
     git(root, "checkout", "-q", "agent")
     assert invoke_cli("--kb", root, "forget", "1[0-9]").returncode == 0
     merged = invoke_cli("--kb", root, "merge", main)
-    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb sync to push.\n"), merged.stderr
+    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb --kb {root} sync to push.\n"), \
+        merged.stderr
     tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
     assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
     assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""

@@ -914,7 +914,10 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     fetch, fix = problem.split("'")[3].split(" && ")
     git(tmp_path / fetch.split()[2], *fetch.split()[3:])  # git -C b fetch origin
     merged = invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
-    assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
+    assert merged.stdout == ("Merged origin/main; run slayer-kb --kb b sync to push.\n"
+                             "  stripped entities deleted from the catalog: shop.refunds.amount from 1\n")
+    step = merged.stdout.split("; run ")[1].split(" to push")[0]
+    assert "Synced agent-b with origin" in invoke_cli(*step.split()[1:], check=True, cwd=tmp_path).stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")
 
