@@ -939,3 +939,22 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
     assert (merged["action"], merged["cascaded"]) == ("merged", {})
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["entities"] == ["shop.refunds.amount"]
     assert "models/shop/refund_facts.yaml:7: catalog: invalid YAML" in invoke_cli("--kb", b, "validate").stdout
+
+
+def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Sync reads the memories both sides changed from one 'git cat-file --batch', whose answer
+    for a file gone at a side is 'REV:team kb/memories/1.yaml missing': three words, taken for a
+    blob's header, and the second sync ended in a traceback (int('missing'))."""
+    _bare, (a, b) = make_team(tmp_path, folder="team kb")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    # B saves first: the two forgets are not one commit.
+    invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", check=True)
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
+    assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"

@@ -31,7 +31,9 @@ def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | Non
     for _name in names:
         end = out.index(b"\n", at)
         header = out[at:end].split()
-        if len(header) != 3:  # "NAME missing": no such file at that commit
+        # "SHA TYPE SIZE", else "NAME missing": no such file at that commit (a NAME with one
+        # space in it, 'team kb/memories/1.yaml', makes that three words too).
+        if len(header) != 3 or not header[2].isdigit():
             found.append(None)
             at = end + 1
             continue
