@@ -59,6 +59,11 @@ def test_a_priority_file_with_a_key_nothing_reads_is_named_and_its_list_used(ind
     assert (found["resolved_input_entities"], found["warnings"]) == (["shop.orders.amount"], [problem])
     missing = invoke_cli("--kb", root, "search", "-e", "nowhere_at_all")  # no file skipped to blame
     assert "The catalog skipped" not in missing.stderr + missing.stdout
+    # A key YAML reads as null, or as a number, is named as written, at its line.
+    for key in ("null", "1"):
+        (root / "priority.yaml").write_text(f"priority: [shop, wh]\n{key}: wh\n")
+        assert invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root).stdout.startswith(
+            f"priority.yaml:2: catalog: unknown key '{key}' is ignored")
 
 
 @pytest.mark.parametrize(("command", "purpose"), [
