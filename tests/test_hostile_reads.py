@@ -59,6 +59,11 @@ def test_a_priority_file_with_a_key_nothing_reads_is_named_and_its_list_used(ind
     assert (found["resolved_input_entities"], found["warnings"]) == (["shop.orders.amount"], [problem])
     missing = invoke_cli("--kb", root, "search", "-e", "nowhere_at_all")  # no file skipped to blame
     assert "The catalog skipped" not in missing.stderr + missing.stdout
+    # A key YAML reads as null, or as a number, is named as written, at its line.
+    for key in ("null", "1"):
+        (root / "priority.yaml").write_text(f"priority: [shop, wh]\n{key}: wh\n")
+        assert invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root).stdout.startswith(
+            f"priority.yaml:2: catalog: unknown key '{key}' is ignored")
 
 
 @pytest.mark.parametrize(("command", "purpose"), [
@@ -166,7 +171,8 @@ def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: Knowl
     git(root, "checkout", "-q", "agent")
     assert invoke_cli("--kb", root, "forget", "1[0-9]").returncode == 0
     merged = invoke_cli("--kb", root, "merge", main)
-    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb sync to push.\n"), merged.stderr
+    assert (merged.returncode, merged.stdout) == (0, f"Merged {main}; run slayer-kb --kb {root} sync to push.\n"), \
+        merged.stderr
     tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
     assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
     assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""

@@ -916,7 +916,10 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     fetch, fix = problem.split("'")[3].split(" && ")
     git(tmp_path / fetch.split()[2], *fetch.split()[3:])  # git -C b fetch origin
     merged = invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
-    assert "stripped entities deleted from the catalog: shop.refunds.amount from 1" in merged.stdout
+    assert merged.stdout == ("Merged origin/main; run slayer-kb --kb b sync to push.\n"
+                             "  stripped entities deleted from the catalog: shop.refunds.amount from 1\n")
+    step = merged.stdout.split("; run ")[1].split(" to push")[0]
+    assert "Synced agent-b with origin" in invoke_cli(*step.split()[1:], check=True, cwd=tmp_path).stdout
     assert invoke_cli("--kb", agent, "validate", "--against", "origin/main", check=True).stdout == (
         "Checked 1 file: no problems.\n")
 
@@ -947,3 +950,41 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert checked.stdout.splitlines()[0].startswith(f"memories/{stale}.yaml:")
     assert f"attached query has stale references (Source model not found: 'refunds'.); fix or remove the query " \
            f"with 'slayer-kb edit {stale}'" in checked.stdout
+
+
+def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Main moved shop.refunds to a new file with a YAML error in it: the model is unreadable, not
+    deleted. A merge stripped its links for good (the old file gone, the new one's problem not
+    among the files the diff changed); they stay, and validate names the file."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", check=True)
+    git(a, "mv", "models/shop/refunds.yaml", "models/shop/refund_facts.yaml")
+    with (a / "models" / "shop" / "refund_facts.yaml").open("a") as moved:
+        moved.write("  bad: [\n")
+    git(a, "commit", "-q", "-am", "move the refunds model")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "fetch", "-q", "origin")
+    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
+    assert (merged["action"], merged["cascaded"]) == ("merged", {})
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["entities"] == ["shop.refunds.amount"]
+    assert "models/shop/refund_facts.yaml:7: catalog: invalid YAML" in invoke_cli("--kb", b, "validate").stdout
+
+
+def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Sync reads the memories both sides changed from one 'git cat-file --batch', whose answer
+    for a file gone at a side is 'REV:team kb/memories/1.yaml missing': three words, taken for a
+    blob's header, and the second sync ended in a traceback (int('missing'))."""
+    _bare, (a, b) = make_team(tmp_path, folder="team kb")
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    # B saves first: the two forgets are not one commit.
+    invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", check=True)
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
+    assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -335,3 +336,16 @@ def test_ten_thousand_files_in_one_run(catalog_kb: KnowledgeBase) -> None:
     shutil.copy(folder / "5.yaml", folder / "kb.five.yaml")
     report = validate([folder])
     assert report.checked == 10_001 and report.problems == []
+
+
+def test_the_fmt_fix_quotes_a_file_name_a_shell_would_split(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """An id may hold '(' and ';' (a shell's syntax), and the fix 'slayer-kb fmt memories/a(1).yaml'
+    was a shell's syntax error: the name is quoted, and the fix works as a shell reads it."""
+    mid = catalog_kb.save_memory("Amount is in EUR", ["orders.amount"], id="a(1);b").memory_id
+    path = catalog_kb.root / "memories" / f"{mid}.yaml"
+    path.write_text("# by hand\n" + path.read_text())
+    proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
+    assert proc.stdout.splitlines()[0] == (
+        "memories/a(1);b.yaml:1: not in canonical form; run 'slayer-kb fmt 'memories/a(1);b.yaml''")
+    invoke_cli(*shlex.split(proc.stdout.split("; run '")[1].rsplit("'", 1)[0])[1:], check=True, cwd=catalog_kb.root)
+    assert invoke_cli("--kb", catalog_kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"

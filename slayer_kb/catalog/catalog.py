@@ -470,23 +470,32 @@ def _load_priority(root: Path, problems: list[CatalogProblem]) -> list[str]:
     if parsed is None:
         return []
     priority, extra = parsed
-    if extra is not None:  # the list is used; a key beside it (a default datasource?) would do nothing unsaid
+    if extra:  # the list is used; a key beside it (a default datasource?) would do nothing unsaid
         with contextlib.suppress(_Broken):
-            line = _line_of(_read_text(path), (extra,))
-            problems.append(CatalogProblem(path, line, f"unknown key {str(extra)!r} is ignored (the file holds only "
+            name, line = _other_key(_read_text(path))
+            problems.append(CatalogProblem(path, line, f"unknown key {name!r} is ignored (the file holds only "
                                            "priority: [datasource, ...]); remove it", skipped=False))
     return priority
 
 
-def _parse_priority(data: Any) -> tuple[list[str], Any]:
-    """The priority list, and a key other than ``priority`` beside it (or None)."""
+def _other_key(text: str) -> tuple[str, int | None]:
+    """The first top-level key of a priority.yaml but ``priority``, as written (``null``, ``1``:
+    not str() of what YAML made of them), and its line."""
+    node = yamlio.compose(text)
+    for key, _value in node.value if isinstance(node, yaml.MappingNode) else []:
+        if key.value != "priority":
+            return str(key.value), key.start_mark.line + 1
+    return "", None
+
+
+def _parse_priority(data: Any) -> tuple[list[str], bool]:
+    """The priority list, and whether a key other than ``priority`` is beside it."""
     if isinstance(data, dict):
         if data and "priority" not in data:  # a misspelt key would leave bare names unresolved
             found = ", ".join(repr(str(key)) for key in data)
             raise _Broken(f"no 'priority' key (found {found}): write priority: [datasource, ...]", (next(iter(data)),))
-        extra = next((key for key in data if key != "priority"), None)
-        return _priority_list(data.get("priority"), ("priority",)), extra
-    return _priority_list(data, ()), None
+        return _priority_list(data.get("priority"), ("priority",)), any(key != "priority" for key in data)
+    return _priority_list(data, ()), False
 
 
 def _priority_list(data: Any, keys: tuple[str, ...]) -> list[str]:

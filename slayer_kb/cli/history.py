@@ -255,7 +255,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
     def human() -> str:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
-        text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run slayer-kb sync to push."
+        text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         if result.folded:
             text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.folded.items())
         return text + _unlinked(result.unlinked, result.cascaded)

@@ -359,12 +359,13 @@ class MergeResult:
     ref: str
     action: str  # merged | fast-forward | up to date
     head: str
+    push: str = "slayer-kb sync"  # what sends the branch, run from where the user is (rebase.push_step)
     folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ref": self.ref, "action": self.action, "head": self.head, "merged": self.folded,
+        return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "unlinked": self.unlinked, "cascaded": self.cascaded}
 
 

@@ -413,9 +413,12 @@ class Server:
             if self.stop.is_set():
                 beat.send(self._leaving())
                 return None
-        ready = bool(self._runner.ready_beside())
-        if not (ready and keep):
-            view.release()
+        ready = False
+        try:
+            ready = bool(self._runner.ready_beside())
+        finally:  # held only by a read that goes on with it, even when the look raised
+            if not (ready and keep):
+                view.release()
         return ready
 
     def _leaving(self) -> bytes:

@@ -28,7 +28,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .folds import fold_topic_keys
-from .rebase import conflict_steps, held_stages, merge_from, settle, unmerged
+from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, unmerged
 from .renumber import require_clean
 from .unlinks import strip_gone
 
@@ -55,7 +55,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         kb.reread()
         head = store.head()
         assert head is not None
-        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head)
+        branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
+                             push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, parted, before), result.folded,
                                                          lambda: None):
             kb.reread()

@@ -75,7 +75,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 parted = _parted(store, started, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
-        push = _push_step(remote, branch, pushed)
+        push = push_step(remote, branch, pushed)
         stopped = run(store, args, onto)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
@@ -83,7 +83,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         head = store.head()
         assert head is not None
         # Printed alone, it runs from where the user is (a conflict's steps start in the KB's folder).
-        alone = _push_step(remote, branch, pushed, store.root)
+        alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if parted:
         # The forget's cascade across the two sides, as sync finishes it: a conflict resolved by
@@ -94,8 +94,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     return result
 
 
-def _push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -> str:
-    """What sends the rebased branch: a force push once pushed commits were rewritten; with
+def push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -> str:
+    """What sends the rebased or merged branch: a force push once pushed commits were rewritten; with
     ``root``, the KB's folder, as the user runs it from where they are (``problems.command``)."""
 
     def git(args: str) -> str:

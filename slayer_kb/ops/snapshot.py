@@ -31,7 +31,9 @@ def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | Non
     for _name in names:
         end = out.index(b"\n", at)
         header = out[at:end].split()
-        if len(header) != 3:  # "NAME missing": no such file at that commit
+        # "SHA TYPE SIZE", else "NAME missing": no such file at that commit (a NAME with one
+        # space in it, 'team kb/memories/1.yaml', makes that three words too).
+        if len(header) != 3 or not header[2].isdigit():
             found.append(None)
             at = end + 1
             continue
@@ -125,15 +127,21 @@ def catalog_changed(store: GitStore, parted: str, rev: str) -> set[str]:
 
 def deleted_entities(store: GitStore, parted: str, rev: str, changed: set[str]) -> set[str]:
     """The catalog's entities at ``parted`` that are gone at ``rev`` (a ``delete-model``, ...), the
-    catalog files ``changed`` between the two (``catalog_changed``); none when a changed file no
-    longer parses at ``rev``: its entities are unreadable, not gone (stripping the links would
-    lose them for good, while validate names the file)."""
+    catalog files ``changed`` between the two (``catalog_changed``); none when a file is unread at
+    ``rev`` (a problem that skips it) and was not at ``parted``: its entities are unreadable, not
+    gone (stripping the links would lose them for good, while validate names the file). That
+    file may be one the diff did not change: a model moved to a new file that does not parse."""
     if not changed:
         return set()
     after = catalog_at(store, rev)
-    if any(p.path.as_posix() in changed for p in after.problems):
+    before = catalog_at(store, parted)
+    if _unread(after) - _unread(before):
         return set()
-    return entities_of(catalog_at(store, parted)) - entities_of(after)
+    return entities_of(before) - entities_of(after)
+
+
+def _unread(catalog: Catalog) -> set[Path]:
+    return {problem.path for problem in catalog.problems if problem.skipped}
 
 
 def entities_of(catalog: Catalog) -> set[str]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,7 +349,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
     canonical = dumps(memory)
     if canonical != text:
         add(_first_difference(text, canonical),
-            f"not in canonical form; run 'slayer-kb fmt {typed}'")
+            f"not in canonical form; run 'slayer-kb fmt {shlex.quote(typed)}'")
     return problems
 
 
@@ -391,7 +392,7 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         return problems
     canonical = dump_session(session)
     if canonical != text:
-        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {name}'")
+        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shlex.quote(name)}'")
     return problems
 
 
@@ -468,7 +469,7 @@ def _query_problems(
 ) -> Iterator[tuple[int | None, str]]:
     """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
     not have, a wrong shape), or references that no longer resolve."""
-    fix = f"fix or remove the query with '{context.command} edit {memory_id}'"
+    fix = f"fix or remove the query with '{context.command} edit {shlex.quote(memory_id)}'"
     try:
         check_query(query)
     except KBError as exc:
@@ -493,7 +494,7 @@ def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     try:
         canonical = context.resolver.resolve(entity).entity
     except ResolutionError as exc:
-        edit = f"correct it with '{context.command} edit {memory_id}'"
+        edit = f"correct it with '{context.command} edit {shlex.quote(memory_id)}'"
         fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
         return f"entity '{entity}' does not resolve: {exc} ({fix})"
     except KBError as exc:
