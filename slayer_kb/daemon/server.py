@@ -406,9 +406,8 @@ class Server:
             view.release()
 
     def _view_ready(self, beat: _Heartbeat, view: View, keep: bool = False) -> bool | None:
-        """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view
-        held, which is kept when ``keep`` and the answer is yes; None when the server stops
-        meanwhile (its client is told so)."""
+        """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view held,
+        kept when ``keep`` and yes; None when the server stops meanwhile (its client is told so)."""
         while not view.acquire(write=False, timeout=0.1):
             if self.stop.is_set():
                 beat.send(self._leaving())
