@@ -36,6 +36,10 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # are about it (test_search_sentences.py turns it back on): elsewhere a warm server making
     # vectors in the background would change rankings while a test compares two answers.
     monkeypatch.setenv("SLAYER_KB_NO_ENCODER", "1")
+    # A write process and the upkeep jobs run at the tests' own priority (test_priority.py sets
+    # its steps): lowered 10 steps as a session, they got a tenth of a core beside the run's
+    # workers and its test waited (test_beside.py with test_exactly_once.py: 20 s, 45-55 s lowered).
+    monkeypatch.setenv("SLAYER_KB_WRITE_NICENESS", "0")
 
 
 @contextlib.contextmanager

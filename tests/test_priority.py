@@ -135,7 +135,8 @@ def _threads(pid: int) -> list[int]:
 def test_a_thread_gone_between_listing_and_reading_is_not_counted() -> None:
     tasks = sorted(Path("/proc/self/task").iterdir())
     gone = Path("/proc/self/task/2147483647")  # above pid_max: never a thread
-    assert _stats([*tasks, gone]) == _stats(tasks) != []
+    # Each thread's niceness, not its whole stat line: its fault and tick counts move between reads.
+    assert [fields[16] for fields in _stats([*tasks, gone])] == [fields[16] for fields in _stats(tasks)] != []
 
 
 @pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")

@@ -478,7 +478,8 @@ def test_a_filler_started_for_vectors_already_made_exits_at_once(
 ) -> None:
     """The filler a reindex starts to share its batches may first look once the reindex has made
     every vector: no save is coming, so it exits then and there rather than waiting
-    ``LINGER_SECONDS`` for one (run here in this process; it must never sleep)."""
+    ``LINGER_SECONDS`` for one (run here in this process; it must never sleep). It lowers itself
+    and its session by ``SLAYER_KB_WRITE_NICENESS``'s steps, as the other detached jobs do."""
     assert notes_kb.index.fill_sentences() == 4
     notes_kb.close()
 
@@ -487,10 +488,13 @@ def test_a_filler_started_for_vectors_already_made_exits_at_once(
 
     monkeypatch.setattr(sentences, "time", SimpleNamespace(monotonic=time.monotonic, sleep=waits))
     # The test's process keeps its priority, and its session's (when it leads one).
-    monkeypatch.setattr(os, "nice", lambda increment: 0)
-    monkeypatch.setattr(sentences.priority, "lower_session", lambda steps: None)
+    lowered: list[tuple[str, int]] = []
+    monkeypatch.setattr(os, "nice", lambda increment: lowered.append(("process", increment)) or 0)
+    monkeypatch.setattr(sentences.priority, "lower_session", lambda steps: lowered.append(("session", steps)))
+    monkeypatch.setenv("SLAYER_KB_WRITE_NICENESS", "3")
     assert sentences.main([str(notes_kb.root)]) == 0
     assert not filler.filling(notes_kb.root)  # and it let go of the lock
+    assert lowered == [("process", 3), ("session", 3)]
 
 
 def test_a_save_starts_the_filler_once_its_rows_are_committed(

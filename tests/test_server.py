@@ -799,7 +799,9 @@ def test_watch_takes_over_from_a_background_server(servers: Servers, tmp_path: P
         watch.wait(timeout=WAIT_SECONDS)
 
 
-def test_writes_run_in_a_write_process_that_stops_with_its_server(servers: Servers, tmp_path: Path) -> None:
+def test_writes_run_in_a_write_process_that_stops_with_its_server(servers: Servers, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLAYER_KB_WRITE_NICENESS")  # the default's steps, which the status shows
     root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "server", "start")
     up = servers.wait_up(root)

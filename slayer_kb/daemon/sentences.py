@@ -7,8 +7,6 @@ them) exits at once, as does one whose KB folder is gone."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,7 +22,6 @@ if TYPE_CHECKING:
 # one-shot saves keeps one process (and one loaded model) rather than starting one per save.
 LINGER_SECONDS = 30.0
 POLL_SECONDS = 0.5
-NICENESS = 10
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,9 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     root, *handed = argv if argv is not None else sys.argv[1:]
     # The lock ``filler.start`` took for this process: held from before it started.
     claim = filler.adopt(Path(root), int(handed[0])) if handed else None
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
-    priority.lower_session(NICENESS)  # a session of its own (upkeep.detach): niceness alone counts only in it
+    # SLAYER_KB_WRITE_NICENESS's steps, as the write process and the upkeep jobs take them.
+    steps = priority.niceness()
+    priority.lower_process(steps)
+    priority.lower_session(steps)  # a session of its own (upkeep.detach): niceness alone counts only in it
     kb = KnowledgeBase(root)
     kb.sentences_in_background = False  # this process is the background
     try:
