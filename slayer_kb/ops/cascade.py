@@ -49,6 +49,7 @@ from ..store.repo import Change
 from ..transaction import Transaction, memory_change
 
 if TYPE_CHECKING:
+    from ..catalog.resolve import Resolver
     from ..context import Context
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -226,7 +227,7 @@ def _cascade(
             return e == entity or e.startswith(entity + ".")
 
         stripped = _strip(tx, under, gone, changes, memories)
-        stale = _stale_queries(kb, memories, gone)
+        stale = stale_queries(kb.resolver(), memories, gone)
         return changes, (entity, kind, memories, stripped, stale)
 
     changes, (entity, kind, memories, stripped, stale), kept = tx.rewrite(plan, force)
@@ -241,13 +242,12 @@ def _cascade(
     return CascadeResult(entity, commit, rewritten, stripped, kept=kept, stale_queries=stale)
 
 
-def _stale_queries(kb: Context, memories: dict[str, Memory], gone: Callable[[str], bool]) -> list[str]:
+def stale_queries(resolver: Resolver, memories: dict[str, Memory], gone: Callable[[str], bool]) -> list[str]:
     """The live example-query memories among ``memories`` (those the delete rewrites: ``save``
     tags a query's entities) whose stored query references an entity ``gone`` says is deleted, resolved against the catalog before the delete. The query
     keeps its text (SLayer's rule), so search and ``validate`` will call it stale: the reply
     names them for the user to edit or forget. A query that did not resolve before is not this
-    delete's doing and is left out."""
-    resolver = kb.resolver()
+    delete's doing and is left out. ``resolver``: the catalog's before the delete."""
     stale = []
     for memory_id, memory in memories.items():
         if memory.query is None or memory.is_deleted:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..catalog.resolve import Resolver
 from ..core import engram
-from ..core.ids import id_sort_key
+from ..core.ids import check_id, id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, RestoreResult, SaveResult, SessionResult
@@ -22,7 +23,8 @@ from ..core.session import loads as load_session
 from ..store.requests import Landing
 from ..store.revisions import resolve_rev
 from . import sessions
-from .snapshot import text_at
+from .cascade import stale_queries
+from .snapshot import catalog_at, text_at
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -69,7 +71,13 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
         stripped = [] if match["soft"] else [mid for mid in _changed_memories(landing) if mid != memory_id]
         return Landed("forget", ForgetResult(memory_id, stripped, bool(match["soft"]), commit), memory_id)
     if match := _DELETE.fullmatch(first):
-        return Landed("delete", CascadeResult(match["entity"], commit, _changed_memories(landing)), match["entity"])
+        entity, rewritten = match["entity"], _changed_memories(landing)
+        stale: list[str] = []
+        if landing.parent:  # the example queries the delete left stale, as resolved before it
+            resolver = Resolver(catalog_at(kb.store, landing.parent), memory_exists=kb.memory_exists, check_id=check_id)
+            stale = stale_queries(resolver, {i: _memory_at(kb, commit, i) for i in rewritten},
+                                  lambda e: e == entity or e.startswith(entity + "."))
+        return Landed("delete", CascadeResult(entity, commit, rewritten, stale_queries=stale), entity)
     if _PRUNE.fullmatch(first):
         removed: dict[str, list[str]] = {}
         for memory_id in _changed_memories(landing):
