@@ -4,14 +4,14 @@ default) a server is started in the background for the commands that follow.
 
 The client of a write relays from a thread at the lower priority of a write's spare work
 (core/priority.py), lowered before it imports the relay: it only waits for the server, and
-searches beside it go first. This thread keeps its priority, for the command run here and the
+searches beside it go first (not a sync's, which other clones wait for). This thread keeps its priority, for the command run here and the
 server started afterwards."""
 
 from __future__ import annotations
 
 import sys
 
-from .daemon.commands import writes
+from .daemon.commands import yields
 
 TYPE_CHECKING = False  # typing is not imported: the client needs none of it
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def main() -> None:
     argv = sys.argv[1:]
-    if writes(argv):
+    if yields(argv):
         from .core.priority import beneath
 
         try:

@@ -21,17 +21,17 @@ import filelock
 import pytest
 
 from slayer_kb.core import priority
-from slayer_kb.daemon import relay
-from testing import WAIT_SECONDS, Watcher, eventually
+from slayer_kb.daemon import commands, relay
+from testing import WAIT_SECONDS, Watcher, eventually, git
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
 
-# Each `committed` ref transaction appends the hook's own niceness (inherited from git) to
-# .git/nice-seen.
+# Each `committed` ref transaction appends the hook's own niceness (inherited from git) and its
+# session's group's ("-" without autogroup) to .git/nice-seen.
 HOOK = """#!/bin/sh
 cat >/dev/null
 [ "$1" = committed ] || exit 0
-"{python}" -c 'import os; print(os.nice(0))' >> "$(git rev-parse --git-dir)/nice-seen"
+"{python}" -c 'import os; g = "/proc/self/autogroup"; print(os.nice(0), open(g).read().split()[-1] if os.path.exists(g) else "-")' >> "$(git rev-parse --git-dir)/nice-seen"
 """
 
 
@@ -161,10 +161,13 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
         lock.release()
     out, err = saving.communicate(timeout=120)
     assert (saving.returncode, err) == (0, ""), out
-    assert seen.read_text() == f"{LOWER}\n"  # update-ref, and the hook it ran, in the write process
+    lowered, raised = (f"{LOWER} {priority.DEFAULT}", f"{BASE} 0") if AUTOGROUP.exists() else (f"{LOWER} -", f"{BASE} -")
+    assert seen.read_text() == f"{lowered}\n"  # update-ref, and the hook it ran, in the write process
     writer = relay.control(root, "status")["writer"]  # type: ignore[index]
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
-    assert set(_threads(writer["pid"])) == {LOWER}
+    # The write ran on a lower thread (with the threads it started, the file monitor's): the
+    # main thread, which runs a sync (below), is not lowered.
+    assert _fields(Path(f"/proc/{writer['pid']}/stat"))[16] == str(BASE)
     # A session of its own (so a process group of its own: its git is ended with it), lowered as
     # a whole: Linux's autogroup shares the cores between sessions first, and a niceness alone
     # counts only within its session's group.
@@ -178,7 +181,20 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     # with the server's setting, runs every write, and its git as low as itself, never lower.
     again = _save(root, "Chargebacks are netted too", **{priority.VARIABLE: "0"})
     assert again.communicate(timeout=120)[1] == "" and again.returncode == 0
-    assert seen.read_text() == f"{LOWER}\n{LOWER}\n"
+    assert seen.read_text() == f"{lowered}\n{lowered}\n"
+
+    # A sync, which every other clone's sync waits for while it holds the remote's turn, runs at
+    # the server's priority, its git and their hooks with it, the group raised back for it and
+    # lowered again after it.
+    git(root.parent, "init", "-q", "--bare", "remote.git")
+    git(root, "remote", "add", "origin", str(root.parent / "remote.git"))
+    synced = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "--json", "sync"],
+                            capture_output=True, text=True, timeout=120)
+    assert (synced.returncode, json.loads(synced.stdout)["pushed"]) == (0, 3), synced.stderr
+    assert seen.read_text().splitlines()[2:] and set(seen.read_text().splitlines()[2:]) == {raised}
+    assert relay.control(root, "status")["writer"]["writes"] == 3  # type: ignore[index]
+    if AUTOGROUP.exists():
+        assert Path(f"/proc/{writer['pid']}/autogroup").read_text().split()[-1] == str(priority.DEFAULT)
 
     # Every thread of the server at its priority but the one the sentence model runs on, once
     # the model made the saved memories' vectors.
@@ -289,3 +305,16 @@ def test_the_upkeep_runs_its_commands_in_a_lowered_session_of_its_own(tmp_path: 
     assert upkeep.detach("slayer_kb.store.upkeep", str(tmp_path), json.dumps([probe])) is not None
     eventually(seen.exists, "the upkeep's command run")
     assert seen.read_text() == f"True {priority.DEFAULT}"
+
+
+@pytest.mark.parametrize(("argv", "yields"), [
+    (["save", "Refunds are netted"], True),
+    (["--kb", "kb", "--json", "forget", "27"], True),
+    (["sync"], False),  # other clones wait for it: the remote's turn
+    (["--kb", "kb", "sync", "--remote", "origin"], False),
+    (["search", "refunds"], False),  # a read: nothing of it is spare
+    (["server", "status"], False),  # run here, never relayed
+    (["--help"], False),
+])
+def test_every_write_yields_but_a_sync(argv: list[str], yields: bool) -> None:
+    assert commands.yields(argv) is yields

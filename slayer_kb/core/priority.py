@@ -25,6 +25,13 @@ upkeep, index compaction, the detached sentence filler) lower their whole sessio
 (``lower_session``), by ``niceness()`` steps; not 19, as a group 19 steps
 lower gets a twentieth of a group at 0, and on a busy machine next to nothing.
 
+Never a write other clones wait for (``daemon/commands.py`` ``SHARED``): a sync holds the
+remote's turn (ops/turn.py) from its fetch to its push, and every clone that syncs meanwhile
+queues behind it, so lowered it would hand the CPU the searches of one machine take to the
+whole team's syncs as waiting (a priority inversion: 8 agents on one remote, sync p95 from
+about 2.5 s to 7-11 s, docs/teams.md). It runs at the caller's priority throughout: its client,
+its git, and the write process's group, raised back for it (``session_at``).
+
 ``SLAYER_KB_WRITE_NICENESS`` (0-19, default 10) says how many steps; 0 turns it off. Standard
 library only, imported on use: the relayed client imports this.
 """
@@ -74,14 +81,22 @@ def lower_session(steps: int) -> None:
     niceness), when this process leads a session of its own, as a detached job does; never a
     session it only belongs to (an agent's terminal). Linux only; elsewhere, or with autogroup
     off, nothing changes."""
-    if steps <= 0 or not sys.platform.startswith("linux") or os.getsid(0) != os.getpid():
+    if steps > 0:
+        session_at(steps)
+
+
+def session_at(steps: int) -> None:
+    """This process's session ``steps`` (0 to 19) below the others, as ``lower_session`` says;
+    0 raises a lowered session back, which needs no privilege (a group's niceness may go back
+    up to 0, unlike a process's)."""
+    if not sys.platform.startswith("linux") or os.getsid(0) != os.getpid():
         return
     import time
 
     for _attempt in range(5):
         try:
             with open("/proc/self/autogroup", "w", encoding="ascii") as autogroup:
-                autogroup.write(str(min(MAX, steps)))
+                autogroup.write(str(max(0, min(MAX, steps))))
             return
         except BlockingIOError:  # the kernel takes one such change a tenth of a second, machine-wide
             time.sleep(0.11)

@@ -17,6 +17,10 @@ LOCAL_AT_A_TERMINAL = frozenset({"sync"})
 # Only read: after a server vanished mid-command they are run again without a word.
 READS = frozenset({"search", "get", "list", "timeline", "context", "stats", "suggest-topic-key",
                    "log", "show", "review", "schema", "validate", "sessions"})
+# Writes other clones wait for: a sync holds the remote's turn (ops/turn.py) from its fetch to
+# its push, and every clone's sync queues behind it meanwhile. They never yield the CPU to reads
+# as a write's spare work does (core/priority.py).
+SHARED = frozenset({"sync"})
 # Also run again here after a server vanished mid-command: a sync converges on whatever the
 # server left (it pushes what was committed, pulls what is new), so running it twice is safe.
 AGAIN = READS | LOCAL_AT_A_TERMINAL
@@ -50,3 +54,10 @@ def writes(argv: list[str]) -> bool:
     only waits for the server and prints, so it yields to the searches beside it."""
     found = parse(argv)
     return found is not None and found[1] not in READS and found[1] not in LOCAL
+
+
+def yields(argv: list[str]) -> bool:
+    """Whether ``argv``'s work yields the CPU to the searches beside it (core/priority.py): a
+    write (``writes``) that no other clone waits for (``SHARED``)."""
+    found = parse(argv)
+    return writes(argv) and found is not None and found[1] not in SHARED

@@ -38,7 +38,7 @@ import time
 from ..core import priority
 from ..core.locate import find_root
 from ..store.config import setting
-from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, READS, parse
+from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, yields
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -463,7 +463,7 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
             if tag == START:
                 conn.sendall(GO)
                 began = True
-                if command not in READS and not priority.PER_THREAD:
+                if yields(argv) and not priority.PER_THREAD:
                     # From here it only waits and prints: searches beside it go first (priority.py;
                     # on Linux the whole relay runs lower, entry.py).
                     priority.lower_process(priority.niceness())

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import priority
 from ..store import requests
 from . import relay
+from .commands import READS, yields
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -83,7 +84,7 @@ def writes(request: dict[str, Any]) -> bool:
     """Whether ``request`` is a command that may commit, with an id its commits are noted under
     (``store/requests.py``)."""
     found = relay.parse(request["argv"])
-    return found is not None and found[1] not in relay.READS and requests.valid(request.get("request"))
+    return found is not None and found[1] not in READS and requests.valid(request.get("request"))
 
 
 # Writes that change files or the index beyond the commits they name to the server (git's own
@@ -191,7 +192,7 @@ class Runner:
     def __init__(self, kb: KnowledgeBase, lower_git: bool = True) -> None:
         self.kb = kb
         # Whether a write's git processes run lower than this process (in the server); the
-        # write process (writer.py) runs lower as a whole, and its git processes with it.
+        # write process (writer.py) runs each write on a lower thread, its git processes with it.
         self._lower_git = lower_git
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
@@ -228,7 +229,7 @@ class Runner:
                 sys.__stdout__ = None  # type: ignore[misc]  # no terminal size to find, as in the client
             if writes(request):
                 self._store.request = request["request"]
-                if self._lower_git:
+                if self._lower_git and yields(request["argv"]):
                     self._store.niceness = priority.niceness()  # the client's setting (its environment)
             with _thread_streams(command.stdin, command.stdout, command.stderr):
                 code = command.run(self.kb)

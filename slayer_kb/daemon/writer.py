@@ -2,7 +2,8 @@
 that may commit run in a long-lived child process of the server, at the lower priority of a
 write's spare work (core/priority.py), so that none of a write's CPU is taken from the searches
 the server answers beside it: not its command's Python, not its index update, and not the GIL
-of the server's process, which the searches need.
+of the server's process, which the searches need. Not a sync, which other clones wait for
+(``commands.SHARED``): it runs on the main thread, the session's group raised back for it.
 
 The child, ``python -I -m slayer_kb.daemon.writer ROOT FD`` (``core.children``), opens the KB as
 any process would and runs each command it is handed as the server would have run it
@@ -40,6 +41,7 @@ from ..core import priority
 from ..core.children import NEUTRAL_CWD, python_child
 from ..core.locate import MEMORIES_DIR
 from . import relay
+from .commands import yields
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -126,7 +128,10 @@ class WriteProcess:
         parent, child = socket.socketpair()
         argv, env = python_child(MODULE, self.root, str(child.fileno()))
         try:
-            self._proc = subprocess.Popen(priority.command(argv, self.steps), cwd=NEUTRAL_CWD, env=env,
+            # Lowered by the thread of each write where a thread's priority can be set, so that a
+            # sync runs at the server's (main); elsewhere by the whole process, syncs included.
+            lowered = argv if priority.PER_THREAD else priority.command(argv, self.steps)
+            self._proc = subprocess.Popen(lowered, cwd=NEUTRAL_CWD, env=env,
                                           pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, **_GROUP)
         except OSError as exc:
             parent.close()
@@ -224,7 +229,8 @@ class _Commits:
 
 def main(argv: list[str] | None = None) -> int:
     root, fd = argv if argv is not None else sys.argv[1:]
-    priority.lower_session(priority.niceness())
+    steps = priority.niceness()
+    priority.lower_session(steps)
     conn = socket.socket(fileno=int(fd))
     from ..kb import KnowledgeBase
     from .running import Runner
@@ -234,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     kb.sentences_in_background = False  # the server's filler makes them
     with contextlib.suppress(Exception):  # only a head start: the first write checks again
         kb.ensure_fresh()
-    runner = Runner(kb, lower_git=False)  # this process runs lower already
+    runner = Runner(kb, lower_git=False)  # each write runs lower as a whole, its git with it
     commits = _Commits(kb, conn)
     runner.view.notify = commits.note
     relay.send_frame(conn, relay.dumps({"ready": os.getpid()}))
@@ -246,7 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(request, dict):
             return 1
         commits.begin()
-        code, chunks = runner(request)
+        if yields(request["argv"]):
+            code, chunks = priority.beneath(runner, request)
+        else:  # a sync, which other clones wait for: at the server's priority, its group raised back
+            priority.session_at(0)
+            try:
+                code, chunks = runner(request)
+            finally:
+                priority.lower_session(steps)
         try:
             relay.send_frame(conn, relay.dumps({"code": code, "chunks": chunks, **commits.end()}))
         except OSError:
