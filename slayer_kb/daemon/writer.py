@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..core import priority
@@ -227,6 +227,18 @@ class _Commits:
                 "indexed": self._kb.index_written(ids).indexed}
 
 
+@contextlib.contextmanager
+def _raised(steps: int) -> Iterator[None]:
+    """This process's session's group, lowered ``steps`` at the start, back at 0 for the block,
+    and lowered again after it."""
+    if steps:
+        priority.session_at(0)
+    try:
+        yield
+    finally:
+        priority.lower_session(steps)
+
+
 def main(argv: list[str] | None = None) -> int:
     root, fd = argv if argv is not None else sys.argv[1:]
     steps = priority.niceness()
@@ -254,12 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         commits.begin()
         if yields(request["argv"]):
             code, chunks = priority.beneath(runner, request)
-        else:  # a sync, which other clones wait for: at the server's priority, its group raised back
-            priority.session_at(0)
-            try:
+        else:  # a sync, which other clones wait for: at the server's priority
+            with _raised(steps):
                 code, chunks = runner(request)
-            finally:
-                priority.lower_session(steps)
         try:
             relay.send_frame(conn, relay.dumps({"code": code, "chunks": chunks, **commits.end()}))
         except OSError:
