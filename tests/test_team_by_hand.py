@@ -903,7 +903,7 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     assert (checked.returncode, checked.stdout) == (1, f"b/memories/1.yaml:1: {problem}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
     checked = invoke_cli("--kb", agent, "--json", "validate", "--against", "origin/main", cwd=tmp_path)
-    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem}]
+    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem, "kind": None}]
     review = invoke_cli("--kb", agent, "review", "origin/main", check=True, cwd=tmp_path).stdout
     assert review.endswith(f"### Problems\n\n- memories/1.yaml:1: {problem}\n")
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
@@ -950,6 +950,9 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert checked.stdout.splitlines()[0].startswith(f"memories/{stale}.yaml:")
     assert f"attached query has stale references (Source model not found: 'refunds'.); fix or remove the query " \
            f"with 'slayer-kb edit {stale}'" in checked.stdout
+    # Told apart by its kind, not its words (sync's revalidation reads the same field).
+    problems = json_of(invoke_cli("--kb", a, "--json", "validate"))["problems"]
+    assert [(p["path"], p["kind"]) for p in problems] == [(f"memories/{stale}.yaml", "stale_query")]
 
 
 def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(

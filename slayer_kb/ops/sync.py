@@ -43,7 +43,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
-from ..core.problems import cd_step, command, git_command
+from ..core.problems import STALE_QUERY, cd_step, command, git_command
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
@@ -58,7 +58,7 @@ from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .snapshot import blobs_at
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
-from .validate import is_stale_query, validate
+from .validate import validate
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -484,8 +484,8 @@ def _revalidate(kb: Context, on_top: dict[str, str], result: SyncResult, merged:
     it is pushed and named in ``result.stale_queries`` instead."""
     paths = [kb.root / memory_path(memory_id) for memory_id in sorted(on_top)]
     found = validate(paths).problems if paths else []
-    result.stale_queries = sorted({Path(p.path).stem for p in found if is_stale_query(p)})
-    problems = [str(p) for p in found if not is_stale_query(p)]
+    result.stale_queries = sorted({Path(p.path).stem for p in found if p.kind == STALE_QUERY})
+    problems = [str(p) for p in found if p.kind != STALE_QUERY]
     if problems:
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
