@@ -45,6 +45,12 @@ def command(root: Path) -> str:
     return "slayer-kb" if kb == "." else f"slayer-kb --kb {shlex.quote(kb)}"
 
 
+def words(*given: str) -> str:
+    """Words of a printed command, each quoted where a shell would split or expand it (an id
+    ``x;y`` or ``1[0-9]``, a path with a space), so that the command works when pasted."""
+    return " ".join(shlex.quote(word) for word in given)
+
+
 def git_command(root: Path, args: str) -> str:
     """``git ARGS`` as a fix printed for the user must run it (``git -C DIR``, as ``command``)."""
     kb = shown(root)

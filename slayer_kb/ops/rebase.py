@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
-from ..core.problems import cd_step, command, git_command
+from ..core.problems import cd_step, command, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -103,7 +103,7 @@ def push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -
 
     kb = "slayer-kb" if root is None else command(root)
     if pushed:
-        return git(f"push --force-with-lease {remote} {branch}")
+        return git(f"push --force-with-lease {words(remote, branch)}")
     # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
     return f"{kb} sync" if branch else f"{git('switch -c BRANCH')}, then {kb} sync"
 
@@ -147,7 +147,7 @@ def _marked_message(root: Path, paths: list[str]) -> str:
     """Why ``--continue`` refuses: files staged with a conflict's markers in them (paths from the
     KB's folder ``root``)."""
     names = ", ".join(paths)
-    steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {' '.join(paths)}",
+    steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {words(*paths)}",
              "slayer-kb validate", "slayer-kb rebase --continue"]
     return (f"{names} still {'holds' if len(paths) == 1 else 'hold'} git's conflict markers (<<<<<<<, =======, "
             f">>>>>>>), so continuing would commit them as they are; {'; '.join(steps)}.")
@@ -176,13 +176,14 @@ def _rebasing(store: GitStore) -> tuple[str, str, str]:
 def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: int) -> str:
     """Why a rebase of pushed commits is refused: the next sync would replay the rewritten commits
     onto the pushed ones, ``upstream``'s among them, each again under another commit."""
-    kb, push = command(root), git_command(root, f"push --force-with-lease {remote} {branch}")
+    kb, push = command(root), git_command(root, f"push --force-with-lease {words(remote, branch)}")
+    ref = words(upstream)
     return (
         f"Branch '{branch}' has {count} commit{'s' if count != 1 else ''} already pushed to {remote}/{branch} that a "
         f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
-        f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {upstream}' "
+        f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {ref}' "
         f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
-        f"{upstream}' and push it with '{push}' (not slayer-kb sync)."
+        f"{ref}' and push it with '{push}' (not slayer-kb sync)."
     )
 
 
@@ -250,7 +251,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         return ", ".join(p[len(store.prefix):] for p in group)
 
     def args(group: list[str]) -> str:
-        return " ".join(p[len(store.prefix):] for p in group)
+        return words(*(p[len(store.prefix):] for p in group))
 
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
     # command keeps which side.

@@ -43,7 +43,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
-from ..core.problems import STALE_QUERY, cd_step, command, git_command
+from ..core.problems import STALE_QUERY, cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
@@ -279,8 +279,8 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
             f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
             f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run "
             f"'{git_command(kb.root, 'branch --unset-upstream')}' and sync again; to take {other} in, run "
-            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {remote}/{other}'; to work on "
-            f"{other} itself, '{git_command(kb.root, f'switch {other}')}'."
+            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {words(f'{remote}/{other}')}'; to work on "
+            f"{other} itself, '{git_command(kb.root, f'switch {words(other)}')}'."
         )
     return branch
 
@@ -408,8 +408,8 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one
             # id; renumbering first makes it meet only the real conflict.
-            first.append(f"slayer-kb renumber --onto {name} --rewrite")
-        first.append(f"slayer-kb rebase {name} (it stops on the conflict)")
+            first.append(f"slayer-kb renumber --onto {words(name)} --rewrite")
+        first.append(f"slayer-kb rebase {words(name)} (it stops on the conflict)")
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
@@ -422,8 +422,8 @@ def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: b
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
         if renumbered:
-            first.append(f"slayer-kb renumber --onto {name}")
-        first.append(f"slayer-kb merge {name} (it stops on the conflict)")
+            first.append(f"slayer-kb renumber --onto {words(name)}")
+        first.append(f"slayer-kb merge {words(name)} (it stops on the conflict)")
         raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first)))
 
 

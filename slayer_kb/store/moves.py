@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.memory import Memory
+from ..core.problems import words
 from .leases import IdLeases
 
 MOVES_FILE = "slayer-kb-moves.json"
@@ -93,7 +94,7 @@ def refusal(move: Move, now: Memory | None) -> str:
     """What a command on a moved id says as it refuses: where the memory saved here went, what
     the id names ``now``, and how to go on."""
     old = move.old
-    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {old}' first."
+    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {words(old)}' first."
 
 
 def note(move: Move, now: Memory | None) -> str:
@@ -101,7 +102,7 @@ def note(move: Move, now: Memory | None) -> str:
     beside its answer, which is about what the id names here: the refusal's account of both
     memories."""
     old = move.old
-    return f"{_account(move, now)}; 'slayer-kb renumber --accept {old}' ends this note."
+    return f"{_account(move, now)}; 'slayer-kb renumber --accept {words(old)}' ends this note."
 
 
 def _account(move: Move, now: Memory | None) -> str:
