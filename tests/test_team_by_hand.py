@@ -972,6 +972,11 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
     assert (merged["action"], merged["cascaded"]) == ("merged", {})
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["entities"] == ["shop.refunds.amount"]
     assert "models/shop/refund_facts.yaml:7: catalog: invalid YAML" in invoke_cli("--kb", b, "validate").stdout
+    # The merge names what the sync after it refuses to push, as that sync does (it said nothing).
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    assert merged["problems"] == refused.stderr.splitlines()[1:-1]
+    assert [p.split(": ")[0] for p in merged["problems"]] == ["memories/1.yaml:3", "models/shop/refund_facts.yaml:7"]
 
 
 def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
@@ -991,3 +996,27 @@ def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_spac
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
     assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"
+
+
+def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Sync folds this clone's memory of a topic key the upstream saved first into the upstream's;
+    a rebase by hand (a conflict's steps) left both memories holding the key, and the sync after
+    it pushed them (its revalidation looks for a key's twins only among the files it pushes)."""
+    _bare, (a, b) = make_team(tmp_path)
+    topic = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry")
+    invoke_cli("--kb", a, "save", "Retries: 3 with backoff", *topic, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Retries: 5 with jittered backoff", *topic, check=True)
+    git(b, "fetch", "-q", "origin")
+    rebased = invoke_cli("--kb", b, "rebase", "origin/main", check=True)
+    assert rebased.stdout == ("Rebased onto origin/main; run slayer-kb sync to push.\n"
+                              "  merged (same topic key): 101 into 1\n")
+    assert git(b, "log", "-1", "--format=%s") == "memory: merge 101 into 1 (topic decision/retry)\n"
+    kept = json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))
+    assert (kept["learning"], kept["revision_count"]) == ("Retries: 5 with jittered backoff", 2)
+    # The id is refused, naming both memories, as after a sync's fold.
+    assert invoke_cli("--kb", b, "get", "101").stderr.startswith(
+        "Error: Memory id '101' moved: 'slayer-kb rebase' merged this clone's memory 101 into 1, which the branch it "
+        "was rebased onto had saved first under the same topic key; no memory has id '101' now.")
+    invoke_cli("--kb", b, "sync", check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/1.yaml\n"

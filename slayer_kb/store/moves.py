@@ -32,7 +32,7 @@ MOVES_FILE = "slayer-kb-moves.json"
 class Move:
     old: str
     new: str
-    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge"
+    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge" | "rebase"
 
 
 class MovedIds:
@@ -114,6 +114,9 @@ def _account(move: Move, now: Memory | None) -> str:
     elif move.why == "merge":
         how = (f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it "
                "merged had saved first under the same topic key")
+    elif move.why == "rebase":
+        how = (f"'slayer-kb rebase' merged this clone's memory {old} into {move.new}, which the branch it "
+               "was rebased onto had saved first under the same topic key")
     elif move.why == "renumber":
         how = (f"'slayer-kb renumber' gave this clone's memory {old} the id {move.new}, because the branch "
                f"it was renumbered onto had already used {old} for another memory")
