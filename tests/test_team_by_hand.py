@@ -807,6 +807,45 @@ def test_a_retried_sync_strips_a_link_pushed_before_the_merge_committed_by_hand(
     assert invoke_cli("--kb", agent, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """B's unpushed commits include a merge, so each attempt merges the upstream into the branch
+    as it was, the last attempt's renumbering and strips undone. Its first attempt met an upstream
+    that used B's id 2, forgot memory 1 and deleted shop.refunds, which B's memory links: all three
+    were moved or stripped. Another clone then pushed first, a main without those commits (put
+    back by force): the retry moves nothing, and the reply, and the moves the clone records (a
+    command on a moved id refuses), must not name the first attempt's."""
+    bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(b, "config", "slayer-kb.ids", "sequential")  # as before leases: B's next id is 2, as A's
+    git(b, "switch", "-q", "-c", "topic")
+    invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "costs", check=True)
+    git(b, "switch", "-q", "main")
+    invoke_cli("--kb", b, "save", "Refunds net of tax", "-e", "shop.orders.status", "-e", "shop.refunds.amount",
+               "-e", "memory:1", check=True)
+    git(b, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    parted = git(a, "rev-parse", "HEAD").strip()
+    invoke_cli("--kb", a, "save", "Shipping is in EUR", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    # What another clone pushes first, once B has fetched the above: main put back before them.
+    git(a, "switch", "-q", "-c", "put-back", parted)
+    git(a, "commit", "-q", "--allow-empty", "-m", "main put back")
+    git(a, "push", "-q", "origin", "HEAD:refs/prepared/next")
+    lose_races(bare, 1, to="refs/prepared/next")
+    synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
+    assert (synced["action"], synced["attempts"]) == ("merged", 2)
+    assert (synced["renumbered"], synced["unlinked"], synced["cascaded"]) == ({}, {}, {})
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "2", check=True))["entities"] == [
+        "shop.orders.status", "shop.refunds.amount", "memory:1"]
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
+        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml"]
+    assert git(b, "log", "-1", "--format=%s", "origin/main^1") == "Merge branch 'topic'\n"
+
+
 def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """delete-model strips the model and its leaves from the memories its clone holds; a memory
