@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, in_process_runner, in_the_kb
+from testing import CliRunner, in_process_runner, in_the_kb, make_team
 from testing.shell import as_pasted, printed_commands
 
 
@@ -64,3 +64,19 @@ def test_init_printed_for_a_folder_with_a_space_makes_that_folder(tmp_path: Path
     assert init == ["slayer-kb", "init", str(tmp_path / "team kb")]
     invoke_cli(*init[1:], cwd=tmp_path, check=True)
     assert (tmp_path / "team kb" / "memories").is_dir()
+
+
+def test_a_conflicts_git_steps_name_the_memory_file_as_one_word(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Two edits of memory x;y: the steps said 'git add memories/x;y.yaml', which a shell runs as
+    'git add memories/x' and then 'y.yaml'."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "x;y", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "update", "x;y", "--content", f"Costs are in cents ({clone.name})", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.returncode == 1
+    step = "git add " + stopped.stderr.split("; git add ", 1)[1].split("; slayer-kb validate", 1)[0]
+    assert as_pasted([step], b) == [[["git", "add", "memories/x;y.yaml"]]]
