@@ -38,6 +38,7 @@ from .core.ids import check_existing_id, check_id, id_sort_key, no_memory
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
+from .core.problems import words
 from .core.results import Document, IndexWritten, SyncReport
 from .core.session import SESSIONS_DIR
 from .store.leases import IdLeases
@@ -299,7 +300,7 @@ class Context:
                                       "then retry", names_fix=True) from None
             problem = exc.message.rstrip(".")
             fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
-            edit = f"(or run 'slayer-kb edit {memory_id}', which checks it on close)"
+            edit = f"(or run 'slayer-kb edit {words(memory_id)}', which checks it on close)"
             raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
                                   tool_message=f"{problem}. {fix}.") from None
 
@@ -495,5 +496,5 @@ def deleted_error(memory: Memory) -> NotFoundError:
     """Why a soft-deleted memory is not shown, and how to bring it back: with the command, or for
     an MCP client, which has no shell, with the tool."""
     said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
-    return NotFoundError(f"{said} 'slayer-kb restore {memory.id}'.",
+    return NotFoundError(f"{said} 'slayer-kb restore {words(memory.id)}'.",
                          tool_message=f"{said} mem_restore(id: {memory.id}).")

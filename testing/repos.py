@@ -195,9 +195,9 @@ def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, 
 
 
 # A pre-receive hook through which another clone wins the race for the first N pushes that move
-# a branch: it moves the branch first (an empty commit of its own), so the push's update of the
-# branch fails as a lost race does ("failed to update ref"), not as a hook's refusal. Every push
-# is logged to $GIT_DIR/pushes (its "old new ref" lines, "--" after each).
+# a branch: it moves the branch first (an empty commit of its own, or the commit of the ref {to}),
+# so the push's update of the branch fails as a lost race does ("failed to update ref"), not as a
+# hook's refusal. Every push is logged to $GIT_DIR/pushes (its "old new ref" lines, "--" after each).
 _RACE = """#!/bin/sh
 input=$(cat)
 printf '%s\\n--\\n' "$input" >> "$GIT_DIR/pushes"
@@ -206,15 +206,16 @@ ref=$(echo "$input" | awk '$3 ~ /^refs\\/heads\\// {print $3; exit}')
 n=$(cat "$GIT_DIR/raced" 2>/dev/null || echo 0)
 [ "$n" -lt {times} ] || exit 0
 echo $((n+1)) > "$GIT_DIR/raced"
-new=$(git commit-tree -p "$ref" -m "another clone's push" "$ref^{tree}")
+new=$(git rev-parse -q --verify "{to}^{commit}" || git commit-tree -p "$ref" -m "another clone's push" "$ref^{tree}")
 (unset GIT_QUARANTINE_PATH; git update-ref "$ref" "$new")
 """
 
 
-def lose_races(bare: Path, times: int) -> Path:
+def lose_races(bare: Path, times: int, to: str = "") -> Path:
     """Make the next ``times`` pushes to a branch of ``bare`` lose the race to another clone
-    (each adds one empty commit to the branch); the hook's path."""
+    (each adds one empty commit to the branch, or, with ``to``, moves it to that ref's commit: a
+    push the other clone made there beforehand); the hook's path."""
     hook = bare / "hooks" / "pre-receive"
-    hook.write_text(_RACE.replace("{times}", str(times)))
+    hook.write_text(_RACE.replace("{times}", str(times)).replace("{to}", to or "refs/none"))
     hook.chmod(0o755)
     return hook

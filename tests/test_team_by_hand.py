@@ -807,6 +807,45 @@ def test_a_retried_sync_strips_a_link_pushed_before_the_merge_committed_by_hand(
     assert invoke_cli("--kb", agent, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """B's unpushed commits include a merge, so each attempt merges the upstream into the branch
+    as it was, the last attempt's renumbering and strips undone. Its first attempt met an upstream
+    that used B's id 2, forgot memory 1 and deleted shop.refunds, which B's memory links: all three
+    were moved or stripped. Another clone then pushed first, a main without those commits (put
+    back by force): the retry moves nothing, and the reply, and the moves the clone records (a
+    command on a moved id refuses), must not name the first attempt's."""
+    bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(b, "config", "slayer-kb.ids", "sequential")  # as before leases: B's next id is 2, as A's
+    git(b, "switch", "-q", "-c", "topic")
+    invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "costs", check=True)
+    git(b, "switch", "-q", "main")
+    invoke_cli("--kb", b, "save", "Refunds net of tax", "-e", "shop.orders.status", "-e", "shop.refunds.amount",
+               "-e", "memory:1", check=True)
+    git(b, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    parted = git(a, "rev-parse", "HEAD").strip()
+    invoke_cli("--kb", a, "save", "Shipping is in EUR", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    # What another clone pushes first, once B has fetched the above: main put back before them.
+    git(a, "switch", "-q", "-c", "put-back", parted)
+    git(a, "commit", "-q", "--allow-empty", "-m", "main put back")
+    git(a, "push", "-q", "origin", "HEAD:refs/prepared/next")
+    lose_races(bare, 1, to="refs/prepared/next")
+    synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
+    assert (synced["action"], synced["attempts"]) == ("merged", 2)
+    assert (synced["renumbered"], synced["unlinked"], synced["cascaded"]) == ({}, {}, {})
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "2", check=True))["entities"] == [
+        "shop.orders.status", "shop.refunds.amount", "memory:1"]
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
+        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml"]
+    assert git(b, "log", "-1", "--format=%s", "origin/main^1") == "Merge branch 'topic'\n"
+
+
 def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """delete-model strips the model and its leaves from the memories its clone holds; a memory
@@ -903,7 +942,7 @@ def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
     assert (checked.returncode, checked.stdout) == (1, f"b/memories/1.yaml:1: {problem}\n"
                                                        "1 problem in 1 file (1 file checked)\n")
     checked = invoke_cli("--kb", agent, "--json", "validate", "--against", "origin/main", cwd=tmp_path)
-    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem}]
+    assert json_of(checked)["problems"] == [{"path": "b/memories/1.yaml", "line": 1, "message": problem, "kind": None}]
     review = invoke_cli("--kb", agent, "review", "origin/main", check=True, cwd=tmp_path).stdout
     assert review.endswith(f"### Problems\n\n- memories/1.yaml:1: {problem}\n")
     review = json_of(invoke_cli("--kb", agent, "--json", "review", "origin/main", check=True, cwd=tmp_path))
@@ -950,6 +989,9 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert checked.stdout.splitlines()[0].startswith(f"memories/{stale}.yaml:")
     assert f"attached query has stale references (Source model not found: 'refunds'.); fix or remove the query " \
            f"with 'slayer-kb edit {stale}'" in checked.stdout
+    # Told apart by its kind, not its words (sync's revalidation reads the same field).
+    problems = json_of(invoke_cli("--kb", a, "--json", "validate"))["problems"]
+    assert [(p["path"], p["kind"]) for p in problems] == [(f"memories/{stale}.yaml", "stale_query")]
 
 
 def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
@@ -969,6 +1011,11 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
     assert (merged["action"], merged["cascaded"]) == ("merged", {})
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["entities"] == ["shop.refunds.amount"]
     assert "models/shop/refund_facts.yaml:7: catalog: invalid YAML" in invoke_cli("--kb", b, "validate").stdout
+    # The merge names what the sync after it refuses to push, as that sync does (it said nothing).
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    assert merged["problems"] == refused.stderr.splitlines()[1:-1]
+    assert [p.split(": ")[0] for p in merged["problems"]] == ["memories/1.yaml:3", "models/shop/refund_facts.yaml:7"]
 
 
 def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
@@ -988,3 +1035,27 @@ def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_spac
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
     assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"
+
+
+def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Sync folds this clone's memory of a topic key the upstream saved first into the upstream's;
+    a rebase by hand (a conflict's steps) left both memories holding the key, and the sync after
+    it pushed them (its revalidation looks for a key's twins only among the files it pushes)."""
+    _bare, (a, b) = make_team(tmp_path)
+    topic = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry")
+    invoke_cli("--kb", a, "save", "Retries: 3 with backoff", *topic, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Retries: 5 with jittered backoff", *topic, check=True)
+    git(b, "fetch", "-q", "origin")
+    rebased = invoke_cli("--kb", b, "rebase", "origin/main", check=True)
+    assert rebased.stdout == ("Rebased onto origin/main; run slayer-kb sync to push.\n"
+                              "  merged (same topic key): 101 into 1\n")
+    assert git(b, "log", "-1", "--format=%s") == "memory: merge 101 into 1 (topic decision/retry)\n"
+    kept = json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))
+    assert (kept["learning"], kept["revision_count"]) == ("Retries: 5 with jittered backoff", 2)
+    # The id is refused, naming both memories, as after a sync's fold.
+    assert invoke_cli("--kb", b, "get", "101").stderr.startswith(
+        "Error: Memory id '101' moved: 'slayer-kb rebase' merged this clone's memory 101 into 1, which the branch it "
+        "was rebased onto had saved first under the same topic key; no memory has id '101' now.")
+    invoke_cli("--kb", b, "sync", check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/1.yaml\n"

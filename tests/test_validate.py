@@ -100,6 +100,7 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
                    "Unknown field 'nope' on model 'orders' (datasource 'shop'): no column, measure or aggregation of that "
                    "name, and 'nope' is not a join target on model 'orders'. "
                    "(correct it with 'slayer-kb edit refs2', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
+        "kind": None,
     }
 
 

@@ -188,15 +188,10 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         text += "."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
-        if result.merged:
-            text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.merged.items())
+        text += _folded(result.merged)
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
-        if result.stale_queries:
-            text += ("\n  note: stale example queries (they name what the catalog no longer has; search warns on "
-                     "them): " + ", ".join(result.stale_queries) + "; rewrite each with 'slayer-kb edit ID' or "
-                     "forget it")
-        return text + _unlinked(result.unlinked, result.cascaded)
+        return text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
 
     emit(settings, result.to_json(), human)
 
@@ -213,7 +208,8 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     """git rebase UPSTREAM, with the merge driver sync uses: the steps of a sync conflict.
 
     Session files and topic-key memories both sides wrote are merged as sync merges them (a plain
-    'git rebase' would stop on them); a commit that became empty is dropped. On a true conflict
+    'git rebase' would stop on them); a commit that became empty is dropped, and a topic key
+    saved on both sides ends as one memory, the upstream's, as after a sync. On a true conflict
     (two edits of one memory, a forget against an edit) it stops, names the files and gives the
     next steps. Nothing is written to your git config. A branch whose commits are already on
     its remote branch is refused: 'slayer-kb merge UPSTREAM' takes UPSTREAM in and keeps them.
@@ -228,7 +224,8 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run {result.push} to push.{_unlinked(result.unlinked, result.cascaded)}"
+        f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged)
+        + _unlinked(result.unlinked, result.cascaded) + _checked(result.stale_queries, result.problems)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -256,11 +253,31 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
-        if result.folded:
-            text += "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in result.folded.items())
-        return text + _unlinked(result.unlinked, result.cascaded)
+        return (text + _folded(result.folded) + _unlinked(result.unlinked, result.cascaded)
+                + _checked(result.stale_queries, result.problems))
 
     emit(settings, result.to_json(), human)
+
+
+def _folded(merged: dict[str, str]) -> str:
+    """The line saying which memories were folded into the other side's (one topic key)."""
+    return "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in merged.items()) if merged else ""
+
+
+def _stale(ids: list[str]) -> str:
+    """The note naming the memories whose example query the catalog no longer resolves."""
+    return ("\n  note: stale example queries (they name what the catalog no longer has; search warns on them): "
+            + ", ".join(ids) + "; rewrite each with 'slayer-kb edit ID' or forget it") if ids else ""
+
+
+def _checked(stale: list[str], problems: list[str]) -> str:
+    """What sync's revalidation would say of a merged or rebased branch: the stale queries it lets
+    through, and the problems it refuses to push, to fix first."""
+    text = _stale(stale)
+    if problems:
+        text += ("\n  sync will refuse to push these until they are fixed:"
+                 + "".join(f"\n    {problem}" for problem in problems))
+    return text
 
 
 def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]]) -> str:

@@ -10,6 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
+from ..core.problems import words
 from ..core.results import ForgetResult, RestoreResult
 from ..core.text import warning_lines
 from .common import (
@@ -122,7 +123,7 @@ def save(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
                 f"and link entities with -e to save under '{memory_id}'; or change an existing "
-                f"memory with 'slayer-kb update {memory_id} --title ...'."
+                f"memory with 'slayer-kb update {words(memory_id)} --title ...'."
             )
         if parsed is not None:
             raise InvalidInputError(
@@ -223,7 +224,7 @@ def update(
     Example:
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
-    check_entity_options(entities, f"; to unlink every entity, delete them with 'slayer-kb edit {memory_id}'")
+    check_entity_options(entities, f"; to unlink every entity, delete them with 'slayer-kb edit {words(memory_id)}'")
     result = settings.kb().update(
         memory_id,
         title=title,

@@ -1,4 +1,5 @@
-"""A problem ``validate`` and ``fmt`` report: ``path:line: message``, the path as typed."""
+"""A problem ``validate`` and ``fmt`` report: ``path:line: message``, the path as typed, and the
+helpers that print a fix as a command that runs when pasted."""
 
 from __future__ import annotations
 
@@ -7,18 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Problem.kind of a stored example query whose references no longer resolve: the state a
+# catalog delete leaves (SLayer keeps the query's text, search warns on it), so sync pushes it
+# while validate still reports it.
+STALE_QUERY = "stale_query"
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
     path: str
     line: int
     message: str
+    # What a program acting on the problem tells it by ("" for any other problem): STALE_QUERY.
+    kind: str = ""
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "message": self.message}
+        return {"path": self.path, "line": self.line, "message": self.message, "kind": self.kind or None}
 
 
 def shown(path: Path) -> str:
@@ -35,6 +43,12 @@ def command(root: Path) -> str:
     given by --kb or $SLAYER_KB, or found from a subfolder of it)."""
     kb = shown(root)
     return "slayer-kb" if kb == "." else f"slayer-kb --kb {shlex.quote(kb)}"
+
+
+def words(*given: str) -> str:
+    """Words of a printed command, each quoted where a shell would split or expand it (an id
+    ``x;y`` or ``1[0-9]``, a path with a space), so that the command works when pasted."""
+    return " ".join(shlex.quote(word) for word in given)
 
 
 def git_command(root: Path, args: str) -> str:

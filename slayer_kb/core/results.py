@@ -363,10 +363,15 @@ class MergeResult:
     folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
+    # the problems it refuses to push, and the stale example queries it lets through.
+    problems: list[str] = field(default_factory=list)
+    stale_queries: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
-                "unlinked": self.unlinked, "cascaded": self.cascaded}
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
+                "stale_queries": self.stale_queries}
 
 
 @dataclass
@@ -377,12 +382,16 @@ class RebaseResult:
     action: str  # rebased | aborted
     head: str
     push: str = "slayer-kb sync"  # what sends the branch: a force push once pushed commits were rewritten
+    merged: dict[str, str] = field(default_factory=dict)  # this branch's memory -> the upstream's, one topic key
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    problems: list[str] = field(default_factory=list)  # as MergeResult's
+    stale_queries: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push,
-                "unlinked": self.unlinked, "cascaded": self.cascaded}
+        return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
+                "stale_queries": self.stale_queries}
 
 
 @dataclass

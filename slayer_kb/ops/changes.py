@@ -14,6 +14,7 @@ from ..core.ids import check_existing_id
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
+from ..core.problems import words
 from ..core.results import ChangeResult, ForgetResult
 from ..store.repo import Change
 from ..transaction import memory_change
@@ -49,7 +50,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         if isinstance(ref, str) and not ref.replace(",", "").strip():
             raise ResolutionError(
                 f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop "
-                f"the item; to unlink every entity, delete them with 'slayer-kb edit {memory_id}'."
+                f"the item; to unlink every entity, delete them with 'slayer-kb edit {words(memory_id)}'."
             )
     with kb.transaction() as tx:
 
@@ -163,9 +164,10 @@ def _unforgettable(problem: str, memory_id: str, soft: bool) -> tuple[str, str]:
     and with the tools an MCP client has."""
     if soft:
         said = f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair it first"
-        return (f"{said} ('slayer-kb edit {memory_id}', or 'slayer-kb restore {memory_id} --rev REV' for a "
-                f"version 'slayer-kb log {memory_id}' lists), or delete it for good with 'slayer-kb forget "
-                f"{memory_id}'",
+        shell = words(memory_id)
+        return (f"{said} ('slayer-kb edit {shell}', or 'slayer-kb restore {shell} --rev REV' for a "
+                f"version 'slayer-kb log {shell}' lists), or delete it for good with 'slayer-kb forget "
+                f"{shell}'",
                 f"{said}, or delete it for good with mem_delete(id: {memory_id}, hard_delete: true)")
     said = f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
     return said, said

@@ -38,7 +38,7 @@ from ..core.fileio import NotRegularFile, read_regular
 from ..core.ids import check_existing_id, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.problems import command, shown
+from ..core.problems import command, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -123,7 +123,7 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
-                f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {memory_id}' "
+                f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {words(memory_id)}' "
                 "for the revisions that have it."
             )
         return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)

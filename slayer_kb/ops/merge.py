@@ -11,9 +11,11 @@ a topic key's revisions count the add once), and the driver is passed to git for
 (nothing is written to the git config). A memory the branch forgot after REF took it in that way is one git's merge
 would bring back (the merge base predates it): it stays forgotten, or, when REF edited it since,
 is held as a forget against an edit. What still conflicts (two edits of one memory, a forget
-against an edit) stops the merge, names the files and gives the steps. After the merge, a topic
-key the branch saved first while REF saved it too is folded into REF's memory, as ``sync`` folds
-it (``folds.py``).
+against an edit) stops the merge, names the files and gives the steps. After the merge, what sync
+does once the upstream is in (``revalidation.py``): a topic key the branch saved first while REF
+saved it too is folded into REF's memory, links to what REF forgot or deleted are stripped, and
+what the branch adds or changes on top of REF is validated, the problems a sync would refuse to
+push named in the reply.
 """
 
 from __future__ import annotations
@@ -21,16 +23,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR
 from ..core.problems import cd_step
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
-from .folds import fold_topic_keys
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, unmerged
 from .renumber import require_clean
-from .unlinks import strip_gone
+from .revalidation import Moves, finish
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -58,13 +59,13 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
-        if result.action == "merged" and fold_topic_keys(kb, tx, _added(store, parted, before), result.folded,
-                                                         lambda: None):
-            kb.reread()
-            kb.record_moves(result.folded, "merge")
-            result.head = store.head() or head
-        if result.action == "merged" and parted and strip_gone(kb, store, tx, parted, result.unlinked,
-                                                               result.cascaded):
+        if result.action == "merged":
+            # What sync does once the upstream is in: the same fixes, and its revalidation named.
+            checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded),
+                             lambda: None)
+            result.problems, result.stale_queries = checked.problems, checked.stale_queries
+            if result.folded:
+                kb.record_moves(result.folded, "merge")
             result.head = store.head() or head
         return result
 
@@ -111,13 +112,6 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
 def merging(store: GitStore) -> bool:
     """Whether a merge is in progress (git holds ``MERGE_HEAD``)."""
     return store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
-
-
-def _added(store: GitStore, parted: str, ours: str) -> list[str]:
-    """The memories ``ours`` added since ``parted``."""
-    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, ours, "--",
-                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
-    return [i for i in (id_of_path(p[len(store.prefix):]) for p in out.split("\0") if p) if i is not None]
 
 
 def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str) -> None:

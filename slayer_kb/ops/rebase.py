@@ -11,6 +11,8 @@ sync's message); a commit that became empty once merged (the upstream had the sa
 the person kept the upstream's side) is dropped, as ``sync`` drops it. A memory both sides
 added alike under two commits (a pull request merged by squash or rebase) is merged from that
 version, which git's merge base lacks (``settle``): main's later edit is no add/add conflict.
+Once the rebase finishes, it does what sync does once the upstream is in (``revalidation.py``:
+topic keys folded, links to what the other side forgot or deleted stripped, problems named).
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
-from ..core.problems import cd_step, command, git_command
+from ..core.problems import cd_step, command, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
-from .unlinks import strip_gone
+from .revalidation import Moves, finish
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,7 +47,7 @@ def rebase(kb: Context, upstream: str | None = None, action: str | None = None, 
 
 def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
             rewrite_pushed: bool) -> RebaseResult:
-    remote, pushed, branch, parted = kb.shared_remote(), 0, "", ""
+    remote, pushed, branch, parted, onto_commit = kb.shared_remote(), 0, "", "", ""
     with store.locked():
         if action is None:
             if upstream is None:
@@ -56,10 +58,11 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                                     "or put the branch back with 'slayer-kb rebase --abort'.")
             require_clean(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
-            args = ["-q", resolve_rev(store, upstream)]
+            onto_commit = resolve_rev(store, upstream)
+            args = ["-q", onto_commit]
             branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
-            pushed = _pushed(store, remote, branch, "HEAD", args[1])
-            parted = _parted(store, "HEAD", args[1])
+            pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
+            parted = _parted(store, "HEAD", onto_commit)
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
@@ -85,12 +88,16 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         # Printed alone, it runs from where the user is (a conflict's steps start in the KB's folder).
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
-    if parted:
-        # The forget's cascade across the two sides, as sync finishes it: a conflict resolved by
-        # hand must not leave a link to a memory the other side forgot (unlinks.py).
+    if onto_commit:
+        # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
+        # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         with kb.transaction() as tx:
-            if strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded):
-                result.head = store.head() or head
+            checked = finish(kb, store, tx, onto_commit, parted, Moves(result.merged, result.unlinked,
+                                                                      result.cascaded), lambda: None)
+        result.problems, result.stale_queries = checked.problems, checked.stale_queries
+        if result.merged:
+            kb.record_moves(result.merged, "rebase")
+        result.head = store.head() or head
     return result
 
 
@@ -103,7 +110,7 @@ def push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -
 
     kb = "slayer-kb" if root is None else command(root)
     if pushed:
-        return git(f"push --force-with-lease {remote} {branch}")
+        return git(f"push --force-with-lease {words(remote, branch)}")
     # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
     return f"{kb} sync" if branch else f"{git('switch -c BRANCH')}, then {kb} sync"
 
@@ -147,7 +154,7 @@ def _marked_message(root: Path, paths: list[str]) -> str:
     """Why ``--continue`` refuses: files staged with a conflict's markers in them (paths from the
     KB's folder ``root``)."""
     names = ", ".join(paths)
-    steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {' '.join(paths)}",
+    steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {words(*paths)}",
              "slayer-kb validate", "slayer-kb rebase --continue"]
     return (f"{names} still {'holds' if len(paths) == 1 else 'hold'} git's conflict markers (<<<<<<<, =======, "
             f">>>>>>>), so continuing would commit them as they are; {'; '.join(steps)}.")
@@ -176,13 +183,14 @@ def _rebasing(store: GitStore) -> tuple[str, str, str]:
 def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: int) -> str:
     """Why a rebase of pushed commits is refused: the next sync would replay the rewritten commits
     onto the pushed ones, ``upstream``'s among them, each again under another commit."""
-    kb, push = command(root), git_command(root, f"push --force-with-lease {remote} {branch}")
+    kb, push = command(root), git_command(root, f"push --force-with-lease {words(remote, branch)}")
+    ref = words(upstream)
     return (
         f"Branch '{branch}' has {count} commit{'s' if count != 1 else ''} already pushed to {remote}/{branch} that a "
         f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
-        f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {upstream}' "
+        f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {ref}' "
         f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
-        f"{upstream}' and push it with '{push}' (not slayer-kb sync)."
+        f"{ref}' and push it with '{push}' (not slayer-kb sync)."
     )
 
 
@@ -250,7 +258,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         return ", ".join(p[len(store.prefix):] for p in group)
 
     def args(group: list[str]) -> str:
-        return " ".join(p[len(store.prefix):] for p in group)
+        return words(*(p[len(store.prefix):] for p in group))
 
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
     # command keeps which side.

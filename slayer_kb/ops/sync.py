@@ -36,14 +36,13 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
-from ..core.problems import cd_step, command, git_command
+from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
@@ -51,14 +50,13 @@ from ..store.replay import replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .folds import fold_topic_keys
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
+from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
-from .validate import is_stale_query, validate
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -279,8 +277,8 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
             f"Branch '{branch}' tracks {remote}/{other}, a branch of another name, so a sync would push its commits "
             f"to {other}. To sync it with a branch of its own on {remote} ({remote}/{branch}), run "
             f"'{git_command(kb.root, 'branch --unset-upstream')}' and sync again; to take {other} in, run "
-            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {remote}/{other}'; to work on "
-            f"{other} itself, '{git_command(kb.root, f'switch {other}')}'."
+            f"'{git_command(kb.root, f'fetch {remote}')}' and '{command(kb.root)} merge {words(f'{remote}/{other}')}'; to work on "
+            f"{other} itself, '{git_command(kb.root, f'switch {words(other)}')}'."
         )
     return branch
 
@@ -299,7 +297,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
         if head != upstream:
             _finish_merge_by_hand(kb, store, tx, upstream, result)
-            _revalidate(kb, _on_top(store, upstream), result, merged=False)
+            _refuse(kb, revalidate(kb, on_top(store, upstream)), result, merged=False)
         return
     if parted == head:
         store.git_writing_index("merge", "-q", "--ff-only", upstream)
@@ -338,12 +336,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.action = "merged" if merges else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
-    on_top = _on_top(store, upstream)
-    folded = fold_topic_keys(kb, tx, [i for i, status in on_top.items() if status == "A"], result.merged,
-                             index.catch_up)
-    if (parted and strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)) or folded:
-        on_top = _on_top(store, upstream)
-    _revalidate(kb, on_top, result)
+    moves = Moves(result.merged, result.unlinked, result.cascaded)
+    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up), result)
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
@@ -408,8 +402,8 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one
             # id; renumbering first makes it meet only the real conflict.
-            first.append(f"slayer-kb renumber --onto {name} --rewrite")
-        first.append(f"slayer-kb rebase {name} (it stops on the conflict)")
+            first.append(f"slayer-kb renumber --onto {words(name)} --rewrite")
+        first.append(f"slayer-kb rebase {words(name)} (it stops on the conflict)")
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
@@ -422,8 +416,8 @@ def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: b
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
         if renumbered:
-            first.append(f"slayer-kb renumber --onto {name}")
-        first.append(f"slayer-kb merge {name} (it stops on the conflict)")
+            first.append(f"slayer-kb renumber --onto {words(name)}")
+        first.append(f"slayer-kb merge {words(name)} (it stops on the conflict)")
         raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first)))
 
 
@@ -466,30 +460,14 @@ def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[st
     return sorted(changed(upstream) & changed("HEAD"))
 
 
-def _on_top(store: GitStore, upstream: str) -> dict[str, str]:
-    """The memories this branch adds (``A``) or changes (``M``) on top of ``upstream``, by id."""
-    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=AM", upstream, "HEAD", "--",
-                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
-    found = {}
-    for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
-        memory_id = id_of_path(path[len(store.prefix):])
-        if memory_id is not None:
-            found[memory_id] = status
-    return found
-
-
-def _revalidate(kb: Context, on_top: dict[str, str], result: SyncResult, merged: bool = True) -> None:
-    """The memories this branch adds or changes on top of the upstream (``on_top``) must pass
-    ``validate``, but for a stale example query: a catalog delete leaves one (SLayer's rule), so
-    it is pushed and named in ``result.stale_queries`` instead."""
-    paths = [kb.root / memory_path(memory_id) for memory_id in sorted(on_top)]
-    found = validate(paths).problems if paths else []
-    result.stale_queries = sorted({Path(p.path).stem for p in found if is_stale_query(p)})
-    problems = [str(p) for p in found if not is_stale_query(p)]
-    if problems:
+def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool = True) -> None:
+    """Refuse to push what does not validate (``revalidation.py``); a stale example query, which a
+    catalog delete leaves (SLayer's rule), is pushed and named in ``result.stale_queries``."""
+    result.stale_queries = checked.stale_queries
+    if checked.problems:
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
-            "was pushed and the repository is back as it was:\n" + "\n".join(problems)
+            "was pushed and the repository is back as it was:\n" + "\n".join(checked.problems)
             + f"\nFix them on your branch ({command(kb.root)} edit ID) and run '{command(kb.root)} sync' again."
         )
 

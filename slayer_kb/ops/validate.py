@@ -65,7 +65,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import Problem, command, shown
+from ..core.problems import STALE_QUERY, Problem, command, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
@@ -85,8 +85,6 @@ from .teamchecks import (
 )
 
 MEMORIES = "memories"
-# How a problem about a stored query that no longer resolves begins (is_stale_query).
-STALE_QUERY = "attached query has stale references"
 
 
 # -- what to check -----------------------------------------------------------------------------
@@ -288,8 +286,8 @@ def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
 def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typed: str) -> list[Problem]:
     problems: list[Problem] = []
 
-    def add(line: int | None, message: str) -> None:
-        problems.append(Problem(name, line or 1, message))
+    def add(line: int | None, message: str, kind: str = "") -> None:
+        problems.append(Problem(name, line or 1, message, kind))
 
     try:
         check_conflict_markers(text, name)
@@ -342,8 +340,8 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
             if line not in told:
                 add(line, message)
     if isinstance(fields.get("query"), dict) and not fields.get("deleted_at"):
-        for line, message in _query_problems(text, fields["query"], memory_id, context):
-            add(line, message)
+        for line, message, kind in _query_problems(text, fields["query"], memory_id, context):
+            add(line, message, kind)
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
@@ -466,26 +464,20 @@ def _entity_problems(
 
 def _query_problems(
     text: str, query: dict[str, Any], memory_id: str, context: KBContext
-) -> Iterator[tuple[int | None, str]]:
-    """What search says of the attached query, with the fix: not a SlayerQuery (a key SLayer does
-    not have, a wrong shape), or references that no longer resolve."""
+) -> Iterator[tuple[int | None, str, str]]:
+    """What search says of the attached query, with the fix, and the problem's kind: not a
+    SlayerQuery (a key SLayer does not have, a wrong shape), or references that no longer resolve
+    (``STALE_QUERY``: what a catalog delete leaves, which sync pushes)."""
     fix = f"fix or remove the query with '{context.command} edit {shlex.quote(memory_id)}'"
     try:
         check_query(query)
     except KBError as exc:
-        yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}"
+        yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", ""
         return
     try:
         query_entities(query, context.resolver)
     except KBError as exc:
-        yield key_line(text, "query"), f"{STALE_QUERY} ({exc}); {fix}"
-
-
-def is_stale_query(problem: Problem) -> bool:
-    """A stored example query naming what the catalog no longer has: the state a catalog delete
-    leaves (SLayer keeps the query's text, search warns on it), so sync pushes it while
-    ``validate`` still reports it."""
-    return problem.message.startswith(STALE_QUERY)
+        yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
 
 
 def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.memory import Memory
+from ..core.problems import words
 from .leases import IdLeases
 
 MOVES_FILE = "slayer-kb-moves.json"
@@ -31,7 +32,7 @@ MOVES_FILE = "slayer-kb-moves.json"
 class Move:
     old: str
     new: str
-    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge"
+    why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge" | "rebase"
 
 
 class MovedIds:
@@ -93,7 +94,7 @@ def refusal(move: Move, now: Memory | None) -> str:
     """What a command on a moved id says as it refuses: where the memory saved here went, what
     the id names ``now``, and how to go on."""
     old = move.old
-    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {old}' first."
+    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {words(old)}' first."
 
 
 def note(move: Move, now: Memory | None) -> str:
@@ -101,7 +102,7 @@ def note(move: Move, now: Memory | None) -> str:
     beside its answer, which is about what the id names here: the refusal's account of both
     memories."""
     old = move.old
-    return f"{_account(move, now)}; 'slayer-kb renumber --accept {old}' ends this note."
+    return f"{_account(move, now)}; 'slayer-kb renumber --accept {words(old)}' ends this note."
 
 
 def _account(move: Move, now: Memory | None) -> str:
@@ -113,6 +114,9 @@ def _account(move: Move, now: Memory | None) -> str:
     elif move.why == "merge":
         how = (f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it "
                "merged had saved first under the same topic key")
+    elif move.why == "rebase":
+        how = (f"'slayer-kb rebase' merged this clone's memory {old} into {move.new}, which the branch it "
+               "was rebased onto had saved first under the same topic key")
     elif move.why == "renumber":
         how = (f"'slayer-kb renumber' gave this clone's memory {old} the id {move.new}, because the branch "
                f"it was renumbered onto had already used {old} for another memory")

@@ -28,6 +28,7 @@ from typing import Literal
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import refuses_folders
+from ..core.problems import words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
@@ -100,7 +101,7 @@ class GitStore:
                 raise StoreError(f"{self.root} is not inside a git repository, and cannot hold a knowledge base: it "
                                  f"takes no new folder ({why}). Give the folder of a knowledge base, or create one "
                                  "in a folder you can write to ('slayer-kb init DIR').")
-            raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {self.root}'.")
+            raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {words(str(self.root))}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"

@@ -1,0 +1,80 @@
+"""What ``sync`` does once the other side is in (its rebase or merge of the upstream), and
+``slayer-kb merge`` and ``slayer-kb rebase`` do the same when they finish:
+
+- fix what sync fixes: a topic key this branch saved first while the other side saved it too is
+  folded into the other side's memory (``folds.py``), and links to memories the other side forgot
+  or to entities it deleted from the catalog are stripped (``unlinks.py``), a commit each;
+- check what the branch adds or changes on top of the other side: it must pass ``validate``, but
+  for a stale example query (``problems.STALE_QUERY``: what a catalog delete leaves, SLayer's
+  rule), which is named and let through.
+
+Sync refuses to push what does not validate; merge and rebase, whose result stays on the branch
+until a sync, name it with their reply, so that the sync after them does not stop on it unwarned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.problems import STALE_QUERY, shown
+from ..store.repo import GitStore
+from ..transaction import Transaction
+from .folds import fold_topic_keys
+from .unlinks import strip_gone
+from .validate import validate
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+
+@dataclass
+class Revalidated:
+    """The memories on top of the other side as ``validate`` found them."""
+
+    problems: list[str] = field(default_factory=list)  # path:line: message, what sync refuses to push
+    stale_queries: list[str] = field(default_factory=list)  # ids whose example query is stale (let through)
+
+
+@dataclass
+class Moves:
+    """What the fixes did, each memory's (the caller's result holds the dicts)."""
+
+    folded: dict[str, str]  # this branch's memory -> the other side's, one topic key
+    unlinked: dict[str, list[str]]  # memory -> forgotten ids stripped
+    cascaded: dict[str, list[str]]  # memory -> deleted entities stripped
+
+
+def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
+           catch_up: Callable[[], None]) -> Revalidated:
+    """Fix and check the branch at HEAD, the other side's commit ``other`` in (see the module doc);
+    ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
+    brings the index, which finds a topic key's holders, to HEAD."""
+    top = on_top(store, other)
+    folded = fold_topic_keys(kb, tx, [i for i, status in top.items() if status == "A"], moves.folded, catch_up)
+    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
+        top = on_top(store, other)
+    return revalidate(kb, top)
+
+
+def on_top(store: GitStore, other: str) -> dict[str, str]:
+    """The memories HEAD adds (``A``) or changes (``M``) on top of ``other``, by id."""
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=AM", other, "HEAD", "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    found = {}
+    for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
+        memory_id = id_of_path(path[len(store.prefix):])
+        if memory_id is not None:
+            found[memory_id] = status
+    return found
+
+
+def revalidate(kb: Context, ids: dict[str, str]) -> Revalidated:
+    """``validate`` the memories ``ids`` names, each file named from where the user is."""
+    paths = [Path(shown(kb.root / memory_path(memory_id))) for memory_id in sorted(ids)]
+    found = validate(paths).problems if paths else []
+    return Revalidated([str(p) for p in found if p.kind != STALE_QUERY],
+                       sorted({Path(p.path).stem for p in found if p.kind == STALE_QUERY}))
