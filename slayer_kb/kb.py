@@ -33,6 +33,7 @@ from .ops import finding
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
+from .store.place import refuse_kb_place
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .transaction import Transaction, memory_change
 
@@ -62,6 +63,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
+        refuse_kb_place(root)
         with given_folder(root, "the knowledge base's folder") as undo:
             own = find_toplevel(root) is None
             if own:
