@@ -7,6 +7,8 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -176,3 +178,15 @@ def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: Knowl
     tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
     assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
     assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""
+
+
+def test_a_count_with_a_fraction_or_infinity_is_told_its_value(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """``revision_count: 2.5`` (or ``.inf``) heard "must be a whole number, not a number"."""
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "memories" / "counts.yaml").write_text(
+        "learning: x\nrevision_count: 2.5\nduplicate_count: .inf\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    checked = invoke_cli("validate", "memories/counts.yaml", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [
+        "memories/counts.yaml:2: 'revision_count' must be a whole number, not 2.5",
+        "memories/counts.yaml:3: 'duplicate_count' must be a whole number, not .inf",
+        "2 problems in 1 file (1 file checked)"])
