@@ -190,3 +190,22 @@ def test_a_count_with_a_fraction_or_infinity_is_told_its_value(tmp_path: Path, i
         "memories/counts.yaml:2: 'revision_count' must be a whole number, not 2.5",
         "memories/counts.yaml:3: 'duplicate_count' must be a whole number, not .inf",
         "2 problems in 1 file (1 file checked)"])
+
+
+def test_a_folder_of_memories_inside_memories_is_named_by_validate(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory moved into ``memories/team/`` vanished from every command, and validate of the
+    KB said "no problems"; a ``notes.md`` beside it was named."""
+    for folder in ("memories/team", "sessions/old"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "memories" / "team" / "a.yaml").write_text("learning: x\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    (tmp_path / "memories" / "notes.md").write_text("x\n")
+    (tmp_path / "memories" / ".git-like").mkdir()  # a dot-folder is not one of the KB's: left alone
+    checked = invoke_cli("validate", "memories", "sessions", cwd=tmp_path)  # a CI checkout: no state folder
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [
+        "memories/notes.md:1: slayer-kb reads only .yaml files in memories/; rename it to notes.yaml",
+        "memories/team:1: is a folder; slayer-kb reads only the .yaml files directly in memories/, none in a "
+        "folder: move its files up into memories/, or the folder out of memories/",
+        "sessions/old:1: is a folder; slayer-kb reads only the .yaml files directly in sessions/, none in a "
+        "folder: move its files up into sessions/, or the folder out of sessions/",
+        "3 problems in 3 files (3 files checked)"])
+    assert invoke_cli("fmt", "memories", "sessions", cwd=tmp_path).stdout == "0 of 0 files needed formatting\n"
