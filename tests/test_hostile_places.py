@@ -19,7 +19,7 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
     empty_kb.search("anything")  # its state folder made, as after any command
     head = git(root, "rev-parse", "HEAD")
     there = {name: sorted(p.name for p in (root / name).iterdir()) for name in (".git", "memories", ".slayer-kb")}
-    outside = f"Give a folder outside {root}."
+    outside = "Give that knowledge base's folder, or one outside it."
     cases = {
         root / ".git": f"{root}/.git is git's own folder of the repository at {root}, not a place for files: a "
                        f"knowledge base there would be git's data (and a repository made in it breaks 'git clone'). "
@@ -41,6 +41,16 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
         proc = invoke_cli("--json", "init", folder)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), folder
+    # Named as the KB to use: `--kb kb/memories save` committed memories/memories/1.yaml, and a
+    # search there answered "No matches." from a state folder made inside memories/.
+    for folder, kind in ((root / "memories", "not_found"), (root / ".slayer-kb", "not_found"), (root / ".git", "store")):
+        message = cases[folder] if folder.name != ".slayer-kb" else (
+            f"{folder} is the .slayer-kb/ folder of the knowledge base at {root}: a knowledge base there would mix "
+            f"its files with that one's. {outside}")
+        for command in (("search", "x"), ("save", "wrong place", "--title", "T")):
+            proc = invoke_cli("--json", "--kb", folder, *command)
+            assert (proc.returncode, json_of(proc), proc.stderr) == (
+                1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n"), (folder, command)
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain", "--ignored") == (
         "!! .slayer-kb/\n")
     assert {name: sorted(p.name for p in (root / name).iterdir()) for name in there} == there
