@@ -209,3 +209,20 @@ def test_a_folder_of_memories_inside_memories_is_named_by_validate(tmp_path: Pat
         "folder: move its files up into sessions/, or the folder out of sessions/",
         "3 problems in 3 files (3 files checked)"])
     assert invoke_cli("fmt", "memories", "sessions", cwd=tmp_path).stdout == "0 of 0 files needed formatting\n"
+
+
+def test_prune_refuses_while_the_catalog_skips_a_file(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A model file that does not parse (a typo, an edit half done, not even committed) made
+    every reference to its model dangle: prune stripped them from four memories and committed."""
+    root = indexed_example_kb.root
+    (root / "models" / "shop" / "customers.yaml").write_text("name: customers\ncolumns:\n- name\n")
+    head = git(root, "rev-parse", "HEAD")
+    message = ("prune strips the references that no longer resolve, and the catalog skipped 1 file it could not "
+               "read, whose entities would look gone: models/shop/customers.yaml:3: columns[0]: expected a mapping "
+               "with a 'name', got a string. Fix it ('slayer-kb validate' lists every problem), then prune.")
+    for args in (("prune",), ("prune", "--dry-run")):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "catalog", "message": message}}, f"Error: {message}\n"), args
+    assert git(root, "rev-parse", "HEAD") == head
+    assert "shop.customers.email" in (root / "memories" / "6.yaml").read_text()
