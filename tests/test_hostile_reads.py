@@ -7,6 +7,7 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,36 @@ def test_prune_refuses_while_the_catalog_skips_a_file(indexed_example_kb: Knowle
             1, {"error": {"type": "catalog", "message": message}}, f"Error: {message}\n"), args
     assert git(root, "rev-parse", "HEAD") == head
     assert "shop.customers.email" in (root / "memories" / "6.yaml").read_text()
+
+
+def test_an_engram_import_holds_each_observation_to_the_rules_of_a_save(indexed_example_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """Each field went in as given: a title of 5,000 characters, a bidi mark in a type, a
+    zero-width space in a project, a BEL in a topic key, a 500-character session id, 200 KB of
+    content (a save refuses each), and a list as a title written as its Python repr "['x']"."""
+    root = indexed_example_kb.root
+    observations = [
+        {"title": "T" * 5000}, {"type": "deci\u202esion"}, {"project": "a\u200bb"}, {"topic_key": "a\u0007b"},
+        {"session_id": "s" * 500}, {"content": "c" * 200_000}, {"title": ["x"]}, {"content": {"a": 1}},
+        {"title": "Fine", "content": "kept"},
+    ]
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"observations": [{"title": "t", "content": "c", **o} for o in observations]}))
+    proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+    why = [
+        "title is 5000 characters long; the limit is 1000. Keep the title short and put the detail in the content.",
+        "type contains U+202E, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "project contains U+200B, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "topic_key contains U+0007, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "session_id is 500 characters long; the limit is 200. Use a shorter session id.",
+        "content is 200000 bytes; the limit is 65536 bytes. Split it into several memories or raise the limit "
+        "with SLAYER_KB_MAX_CONTENT (bytes).",
+        "'title' must be text, not a list.", "'content' must be text, not a mapping.",
+    ]
+    data = json_of(proc)
+    assert (proc.returncode, data["warnings"], data["skipped"]) == (
+        0, [f"engram.json: observation {n + 1}: {w[:-1]}; skipped." for n, w in enumerate(why)], 8)
+    assert [invoke_cli("--kb", root, "--json", "get", i).stdout.count('"title": "Fine"') for i in data["imported"]] == [1]
