@@ -7,8 +7,15 @@ checks the exit code, both streams, and that nothing was made or committed."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+import slayer_kb.kb as kb_module
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, git, json_of
 
@@ -59,3 +66,39 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
     elsewhere = Path(root.parent / "notes" / "memories")
     proc = invoke_cli("init", elsewhere)
     assert (proc.returncode, proc.stdout) == (0, f"Initialised knowledge base in {elsewhere}\n"), proc.stderr
+
+
+def test_init_holds_its_folder_while_it_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two inits of one folder at once each took the other's files for additions of its own, and
+    the one that failed removed them (the stress run below). The folder is held (an flock of the
+    folder) from before init looks at what is there until it is done; a second init waits."""
+    folder = tmp_path / "kb"
+    tried: list[str] = []
+    copy_example = kb_module._example_changes
+
+    def while_copying(root: Path) -> list[Any]:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            tried.append("free")
+        except BlockingIOError:
+            tried.append("held")
+        finally:
+            os.close(fd)
+        return copy_example(root)
+
+    monkeypatch.setattr(kb_module, "_example_changes", while_copying)
+    KnowledgeBase.init(folder, example=True).close()
+    assert tried == ["held"]
+
+
+@pytest.mark.slow
+def test_four_inits_of_one_folder_at_once_leave_one_whole_kb(tmp_path: Path, run_cli: CliRunner) -> None:
+    for round in range(3):
+        folder = tmp_path / f"round{round}" / "kb"
+        with ThreadPoolExecutor(4) as pool:
+            runs = list(pool.map(lambda path: run_cli("init", path, "--example"), [folder] * 4))
+        assert sorted(r.returncode for r in runs) == [0, 1, 1, 1], [r.stderr for r in runs]
+        assert {r.stderr for r in runs if r.returncode} == {
+            f"Error: {folder}/README.md already exists; --example needs an empty folder.\n"}
+        assert git(folder, "status", "--porcelain") == "" and git(folder, "rev-list", "--count", "HEAD") == "1\n"
