@@ -260,3 +260,17 @@ def test_an_engram_import_holds_each_observation_to_the_rules_of_a_save(indexed_
     assert (proc.returncode, data["warnings"], data["skipped"]) == (
         0, [f"engram.json: observation {n + 1}: {w[:-1]}; skipped." for n, w in enumerate(why)], 8)
     assert [invoke_cli("--kb", root, "--json", "get", i).stdout.count('"title": "Fine"') for i in data["imported"]] == [1]
+
+
+def test_standard_input_past_its_limit_is_refused_unread(example_kb_read_only: KnowledgeBase,
+                                                         invoke_cli: CliRunner) -> None:
+    """``-`` read standard input whole before any limit: ``yes | slayer-kb save -`` never ended,
+    and 300 MB piped took 900 MB of memory before "learning is 300000000 bytes" was said."""
+    root = example_kb_read_only.root
+    most = 16 * 1024 * 1024
+    message = (f"Standard input holds more than {most} characters, the most slayer-kb reads from it; give a "
+               f"smaller text (a learning is at most {2 * 1024 * 1024} bytes, a query file {most} bytes).")
+    for args in (("save", "-", "-e", "orders.amount"), ("search", "-"), ("search", "--query", "-")):
+        proc = invoke_cli("--kb", root, "--json", *args, input="a" * (most + 1))
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args
