@@ -43,6 +43,7 @@ from .core.results import Document, IndexWritten, SyncReport
 from .core.session import SESSIONS_DIR
 from .store.leases import IdLeases
 from .store.moves import MovedIds, note, refusal
+from .store.place import kb_folder_refusal
 from .store.repo import GitStore
 from .store.statefiles import IdCache, PendingDuplicates
 from .transaction import Transaction
@@ -76,6 +77,8 @@ class Context:
         self.root = Path(os.path.realpath(path))  # a symlink loop: no folder, said below
         if not self.root.is_dir():
             raise NotFoundError(not_a_kb(str(self.root)))
+        if (why := kb_folder_refusal(self.root)) is not None:  # --kb kb/memories: not a KB of its own
+            raise NotFoundError(why)
         self.check_folders()
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window

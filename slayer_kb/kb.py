@@ -33,6 +33,7 @@ from .ops import finding
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
+from .store.place import git_dir_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .transaction import Transaction, memory_change
 
@@ -62,6 +63,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
+        if (why := git_dir_refusal(root) or kb_folder_refusal(root)) is not None:
+            raise InvalidInputError(why)
         with given_folder(root, "the knowledge base's folder") as undo:
             own = find_toplevel(root) is None
             if own:

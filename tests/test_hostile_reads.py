@@ -7,6 +7,9 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -176,3 +179,98 @@ def test_an_id_with_glob_characters_is_one_file_to_git(indexed_example_kb: Knowl
     tracked = git(root, "ls-tree", "-r", "--name-only", "HEAD", "memories/").split("\n")
     assert [f"memories/{n}.yaml" in tracked for n in range(10, 20)] == [True] * 10
     assert "memories/1[0-9].yaml" not in tracked and git(root, "status", "--porcelain") == ""
+
+
+def test_a_count_with_a_fraction_or_infinity_is_told_its_value(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """``revision_count: 2.5`` (or ``.inf``) heard "must be a whole number, not a number"."""
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "memories" / "counts.yaml").write_text(
+        "learning: x\nrevision_count: 2.5\nduplicate_count: .inf\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    checked = invoke_cli("validate", "memories/counts.yaml", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [
+        "memories/counts.yaml:2: 'revision_count' must be a whole number, not 2.5",
+        "memories/counts.yaml:3: 'duplicate_count' must be a whole number, not .inf",
+        "2 problems in 1 file (1 file checked)"])
+
+
+def test_a_folder_of_memories_inside_memories_is_named_by_validate(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory moved into ``memories/team/`` vanished from every command, and validate of the
+    KB said "no problems"; a ``notes.md`` beside it was named."""
+    for folder in ("memories/team", "sessions/old"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "memories" / "team" / "a.yaml").write_text("learning: x\ncreated_at: '2026-10-02T08:47:10Z'\n")
+    (tmp_path / "memories" / "notes.md").write_text("x\n")
+    (tmp_path / "memories" / ".git-like").mkdir()  # a dot-folder is not one of the KB's: left alone
+    checked = invoke_cli("validate", "memories", "sessions", cwd=tmp_path)  # a CI checkout: no state folder
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [
+        "memories/notes.md:1: slayer-kb reads only .yaml files in memories/; rename it to notes.yaml",
+        "memories/team:1: is a folder; slayer-kb reads only the .yaml files directly in memories/, none in a "
+        "folder: move its files up into memories/, or the folder out of memories/",
+        "sessions/old:1: is a folder; slayer-kb reads only the .yaml files directly in sessions/, none in a "
+        "folder: move its files up into sessions/, or the folder out of sessions/",
+        "3 problems in 3 files (3 files checked)"])
+    assert invoke_cli("fmt", "memories", "sessions", cwd=tmp_path).stdout == "0 of 0 files needed formatting\n"
+
+
+def test_prune_refuses_while_the_catalog_skips_a_file(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A model file that does not parse (a typo, an edit half done, not even committed) made
+    every reference to its model dangle: prune stripped them from four memories and committed."""
+    root = indexed_example_kb.root
+    (root / "models" / "shop" / "customers.yaml").write_text("name: customers\ncolumns:\n- name\n")
+    head = git(root, "rev-parse", "HEAD")
+    message = ("prune strips the references that no longer resolve, and the catalog skipped 1 file it could not "
+               "read, whose entities would look gone: models/shop/customers.yaml:3: columns[0]: expected a mapping "
+               "with a 'name', got a string. Fix it ('slayer-kb validate' lists every problem), then prune.")
+    for args in (("prune",), ("prune", "--dry-run")):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "catalog", "message": message}}, f"Error: {message}\n"), args
+    assert git(root, "rev-parse", "HEAD") == head
+    assert "shop.customers.email" in (root / "memories" / "6.yaml").read_text()
+
+
+def test_an_engram_import_holds_each_observation_to_the_rules_of_a_save(indexed_example_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """Each field went in as given: a title of 5,000 characters, a bidi mark in a type, a
+    zero-width space in a project, a BEL in a topic key, a 500-character session id, 200 KB of
+    content (a save refuses each), and a list as a title written as its Python repr "['x']"."""
+    root = indexed_example_kb.root
+    observations = [
+        {"title": "T" * 5000}, {"type": "deci\u202esion"}, {"project": "a\u200bb"}, {"topic_key": "a\u0007b"},
+        {"session_id": "s" * 500}, {"content": "c" * 200_000}, {"title": ["x"]}, {"content": {"a": 1}},
+        {"title": "Fine", "content": "kept"},
+    ]
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"observations": [{"title": "t", "content": "c", **o} for o in observations]}))
+    proc = invoke_cli("--kb", root, "--json", "import-engram", export)
+    why = [
+        "title is 5000 characters long; the limit is 1000. Keep the title short and put the detail in the content.",
+        "type contains U+202E, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "project contains U+200B, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "topic_key contains U+0007, a control or invisible character; write it as printable text (e.g. 'my-api'), "
+        "without the character.",
+        "session_id is 500 characters long; the limit is 200. Use a shorter session id.",
+        "content is 200000 bytes; the limit is 65536 bytes. Split it into several memories or raise the limit "
+        "with SLAYER_KB_MAX_CONTENT (bytes).",
+        "'title' must be text, not a list.", "'content' must be text, not a mapping.",
+    ]
+    data = json_of(proc)
+    assert (proc.returncode, data["warnings"], data["skipped"]) == (
+        0, [f"engram.json: observation {n + 1}: {w[:-1]}; skipped." for n, w in enumerate(why)], 8)
+    assert [invoke_cli("--kb", root, "--json", "get", i).stdout.count('"title": "Fine"') for i in data["imported"]] == [1]
+
+
+def test_standard_input_past_its_limit_is_refused_unread(example_kb_read_only: KnowledgeBase,
+                                                         invoke_cli: CliRunner) -> None:
+    """``-`` read standard input whole before any limit: ``yes | slayer-kb save -`` never ended,
+    and 300 MB piped took 900 MB of memory before "learning is 300000000 bytes" was said."""
+    root = example_kb_read_only.root
+    most = 16 * 1024 * 1024
+    message = (f"Standard input holds more than {most} characters, the most slayer-kb reads from it; give a "
+               f"smaller text (a learning is at most {2 * 1024 * 1024} bytes, a query file {most} bytes).")
+    for args in (("save", "-", "-e", "orders.amount"), ("search", "-"), ("search", "--query", "-")):
+        proc = invoke_cli("--kb", root, "--json", *args, input="a" * (most + 1))
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args

@@ -94,6 +94,7 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
 
     Use it after the catalog changed outside slayer-kb: a model file deleted by hand, SLayer
     rewriting its models, a merge. Until then search simply ignores the dangling references.
+    While a catalog file does not parse, prune refuses: what it defines would look gone.
 
     \b
     Examples:

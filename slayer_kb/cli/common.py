@@ -21,6 +21,7 @@ from ..core.inputs import read_given_file, whole_number
 from ..core.locate import find_kb_root, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import shown_controls, warning_lines
+from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -267,8 +268,21 @@ def read_text_arg(value: None) -> None: ...
 def read_text_arg(value: str | None) -> str | None:
     """The text of an argument that may be ``-``: standard input."""
     if value == "-":
-        return sys.stdin.read()
+        return read_stdin()
     return value
+
+
+def read_stdin() -> str:
+    """Standard input, refused past MAX_STDIN_CHARS characters unread: ``yes | slayer-kb save -``
+    read for ever, and 300 MB piped took 900 MB of memory before the size was refused."""
+    text = sys.stdin.read(MAX_STDIN_CHARS + 1)
+    if len(text) > MAX_STDIN_CHARS:
+        raise InvalidInputError(
+            f"Standard input holds more than {MAX_STDIN_CHARS} characters, the most slayer-kb reads from it; "
+            f"give a smaller text (a learning is at most {MAX_CONTENT_CEILING} bytes, a query file "
+            f"{MAX_FILE_BYTES} bytes)."
+        )
+    return text
 
 
 def read_query(value: str | None) -> dict[str, Any] | None:
@@ -284,7 +298,7 @@ def read_query(value: str | None) -> dict[str, Any] | None:
             raise InvalidInputError(f"The query file {value[1:]} is not UTF-8 text ({exc.reason} at byte "
                                     f"{exc.start}); save it as UTF-8.") from None
     elif value == "-":
-        source = sys.stdin.read()
+        source = read_stdin()
     query = nesting.loads(
         source,
         "--query",

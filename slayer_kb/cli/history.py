@@ -337,6 +337,9 @@ def export_slayer(settings: Settings, directory: str) -> None:
 def import_engram(settings: Settings, file: str) -> None:
     """Import Engram's JSON export (observations) as one commit, skipping exact duplicates.
 
+    An observation a save would refuse (a title over 1,000 characters, content over the size
+    limit, a control character in its type, project or topic key) is skipped with a warning.
+
     \b
     Example:
       engram export > engram.json && slayer-kb import-engram engram.json

@@ -41,6 +41,9 @@ from .common import (
 def init(settings: Settings, directory: str, example: bool) -> None:
     """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
 
+    DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
+    memories/, sessions/ or .slayer-kb/ folder.
+
     \b
     Examples:
       slayer-kb init ./team-kb

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import unicodedata
@@ -125,8 +126,17 @@ def make_given_folder(path: Path, what: str) -> Path | None:
     if not missing and path.is_dir() and (refused := refuses_folders(path)) is not None:
         raise InvalidInputError(f"Cannot use {what} {path}: it takes no new folder ({refused}); give a path in a "
                                 "folder you can write to.")
+    made_here: list[Path] = []
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(missing):  # outermost first
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
+                continue  # made by another process meanwhile (two inits at once): not this one's to remove
+            made_here.append(folder)
+        path.mkdir(parents=True, exist_ok=True)  # what is at ``path`` itself (a link to nothing): said below
     except OSError as exc:
         # The nearest part of the path that exists is the one that refused.
         at = next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), path)
@@ -140,7 +150,7 @@ def make_given_folder(path: Path, what: str) -> Path | None:
             with contextlib.suppress(OSError):
                 made.rmdir()
         raise InvalidInputError(f"Cannot create {what} {path}: {why}.") from None
-    return missing[-1] if missing else None
+    return made_here[0] if made_here else None
 
 
 @dataclass
@@ -157,18 +167,34 @@ def given_folder(path: Path, what: str) -> Iterator[Undo]:
     here, or else what the block added to the folder (``init``'s .git, .slayer-kb and first
     commit's files), never what was there before."""
     made = make_given_folder(path, what)
-    there = set(os.listdir(path))
-    undo = Undo()
-    try:
-        yield undo
-    except BaseException:
-        if not undo.wanted:
+    with _held(path):
+        there = set(os.listdir(path))
+        undo = Undo()
+        try:
+            yield undo
+        except BaseException:
+            if not undo.wanted:
+                raise
+            added = [made] if made is not None else [path / name for name in set(os.listdir(path)) - there]
+            for entry in added:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        entry.unlink()
             raise
-        added = [made] if made is not None else [path / name for name in set(os.listdir(path)) - there]
-        for entry in added:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    entry.unlink()
-        raise
+
+
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """The folder locked against another ``given_folder`` block on it (an flock of the folder
+    itself: no file made there). Four ``init --example`` of one folder at once each took the
+    others' files for its own additions and removed them when it failed, leaving the one that
+    committed with every file of its work tree deleted. A file system without flock: unlocked."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # which lets go of the lock

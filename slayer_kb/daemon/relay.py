@@ -55,6 +55,9 @@ SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
 # run the command beside it in a second process. So a server stopped with Ctrl-Z is given up on
 # as soon as it is seen stopped (polled every ACK_POLL seconds), any other only after
 # ACK_SECONDS, as long as a silent server is given (SILENT_SECONDS).
+# The most text a command reads from standard input (cli/common.py); the client takes at most 4
+# bytes for each character (UTF-8's most) and runs a larger input here, to be refused.
+MAX_STDIN_CHARS = 16 * 1024 * 1024
 ACK_SECONDS = 10.0
 ACK_POLL = 0.2
 ACK = b"+"
@@ -424,8 +427,9 @@ def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start
     if "-" in argv:
         if _isatty(sys.stdin) or sys.stdin is None:
             return Outcome(None)  # typed at a terminal: read by the command itself, here
-        stdin = sys.stdin.buffer.read()
-    outcome = _exchange(conn, argv, root, command, start, stdin)
+        stdin = sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1)  # `yes | slayer-kb save -` read for ever
+    too_long = stdin is not None and len(stdin) > 4 * MAX_STDIN_CHARS
+    outcome = Outcome(None, start) if too_long else _exchange(conn, argv, root, command, start, stdin)
     if outcome.code is None and stdin is not None:
         # The command runs here after all: it reads the bytes this process already took.
         import io

@@ -306,6 +306,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         return changes, (memories, stripped)
 
     with kb.transaction() as tx:
+        _refuse_a_skipped_catalog_file(kb)
         kept: list[str] = []
         if dry_run:
             changes, (memories, stripped) = plan()
@@ -323,6 +324,20 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
                 memories,
             )
         return CascadeResult(None, commit, rewritten, stripped, dry_run, kept)
+
+
+def _refuse_a_skipped_catalog_file(kb: Context) -> None:
+    """What a catalog file the catalog skipped defines looks gone, and prune would strip every
+    reference to it: a model file that did not parse (a typo, an edit half done) cost four
+    memories their links to its model."""
+    skipped = [problem for problem in kb.catalog.problems if problem.skipped]
+    if skipped:
+        count = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"
+        raise CatalogError(
+            f"prune strips the references that no longer resolve, and the catalog skipped {count} it could not "
+            f"read, whose entities would look gone: {'' if len(skipped) == 1 else 'such as '}"
+            f"{skipped[0].shown(kb.root)}. Fix it ('slayer-kb validate' lists every problem), then prune."
+        )
 
 
 def _stored_entities(kb: Context) -> set[str]:

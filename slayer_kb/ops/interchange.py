@@ -55,11 +55,11 @@ from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import check_folder_named, given_folder, read_given_file
+from ..core.inputs import check_folder_named, check_unicode, given_folder, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
-from ..core.session import SESSIONS_DIR
+from ..core.session import SESSIONS_DIR, check_session_id
 from ..core.text import one_line
 from ..search import lookups
 from ..store.repo import Change
@@ -329,7 +329,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
                 result.skipped += 1
                 result.warnings.append(f"{where} is not an object; skipped.")
                 continue
-            memory = _observation(obs, next_id, where, result.warnings)
+            memory = _observation(kb, obs, next_id, where, result.warnings)
             if memory is None:
                 result.skipped += 1
                 continue
@@ -351,14 +351,30 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     return result
 
 
-def _observation(obs: dict[str, Any], memory_id: str, where: str, warnings: list[str]) -> Memory | None:
-    content = engram.redact_private(str(obs.get("content") or ""))
+def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, warnings: list[str]) -> Memory | None:
+    """One observation as a memory, held to the rules of a save (sizes, printable keys): an export
+    is no way around them. None, said in ``warnings``, when it breaks one."""
+    for key in ("content", "title"):  # str() of a list or object wrote its Python repr as the text
+        if obs.get(key) is not None and not isinstance(obs[key], str):
+            warnings.append(f"{where}: '{key}' must be text, not {kind_of(obs[key])}; skipped.")
+            return None
+    content = engram.redact_private(obs.get("content") or "")
     if not content:
         warnings.append(f"{where} has no content; skipped.")
         return None
-    title = engram.redact_private(str(obs.get("title") or "")) or None
-    project = engram.normalize_project(obs.get("project")) if isinstance(obs.get("project"), str) else None
-    topic_key = engram.normalize_topic_key(obs.get("topic_key")) if isinstance(obs.get("topic_key"), str) else None
+    try:
+        kb.check_learning(content, "content")
+        title = engram.check_title(engram.redact_private(obs.get("title") or "")) or None
+        check_unicode(obs, "the observation")
+        project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
+        topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None
+        type = engram.check_printable(_text(obs, "type"), "type")
+        session_id = _text(obs, "session_id")
+        if session_id is not None:
+            check_session_id(session_id, "session_id")
+    except InvalidInputError as exc:
+        warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
+        return None
     created = engram_time(obs.get("created_at"))
     if obs.get("created_at") and created is None:
         warnings.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
@@ -367,11 +383,11 @@ def _observation(obs: dict[str, Any], memory_id: str, where: str, warnings: list
         learning=content,
         created_at=created or utc_now(),
         title=title,
-        type=_text(obs, "type") or engram.DEFAULT_TYPE,
+        type=type or engram.DEFAULT_TYPE,
         project=project,
         scope=engram.normalize_scope(obs.get("scope") if isinstance(obs.get("scope"), str) else None),
         topic_key=topic_key,
-        session_id=_text(obs, "session_id"),
+        session_id=session_id,
         revision_count=_count(obs.get("revision_count")),
         duplicate_count=_count(obs.get("duplicate_count")),
         updated_at=engram_time(obs.get("updated_at")),

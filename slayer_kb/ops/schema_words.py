@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -142,7 +143,9 @@ def _type_message(error: jsonschema.ValidationError) -> str:
 
 
 def _article(value: Any) -> str:
-    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+    if isinstance(value, float):  # "a whole number, not a number" said nothing: show it, as YAML spells it
+        return str(value) if math.isfinite(value) else {"inf": ".inf", "-inf": "-.inf"}.get(str(value), ".nan")
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (str, "a string"),
                        (list, "a list"), (dict, "a mapping")):
         if isinstance(value, kind):
             return name

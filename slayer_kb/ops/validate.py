@@ -145,17 +145,30 @@ def _catalog_root(path: Path) -> Path | None:
 
 
 def _listing(memories: Path) -> list[str]:
-    """File names in ``memories/`` that are meant as memories (dot-files are not; a folder only
-    when it is named as a memory, which every other command skips with a warning); none in a
-    folder that is a link out of the KB or no folder (``unusable_folder``, reported by ``validate``)."""
+    """Names in ``memories/`` to check (dot-files are not: git's and editors'), folders
+    included: every command skips them, and the files someone put in one are no memories
+    (``misplaced``); none in a folder that is a link out of the KB or no folder
+    (``unusable_folder``, reported by ``validate``)."""
     if unusable_folder(memories.parent, memories.name) is not None:
         return []
     try:
         with os.scandir(memories) as entries:
-            return sorted(e.name for e in entries
-                          if not e.name.startswith(".") and (e.name.endswith(".yaml") or not e.is_dir()))
+            return sorted(e.name for e in entries if not e.name.startswith("."))
     except OSError:
         return []
+
+
+def misplaced(path: Path) -> str | None:
+    """Why ``path`` in ``memories/`` or ``sessions/`` is no memory or session file by its kind or
+    name alone: a folder (whose files every command skips, silently: a memory moved into
+    ``memories/team/`` vanished from search while validate said nothing), or not ``.yaml``."""
+    folder = path.parent.name
+    if path.is_dir() and not path.is_symlink() and path.suffix != ".yaml":
+        return (f"is a folder; slayer-kb reads only the .yaml files directly in {folder}/, none in a folder: move "
+                f"its files up into {folder}/, or the folder out of {folder}/")
+    if path.suffix != ".yaml":
+        return f"slayer-kb reads only .yaml files in {folder}/; rename it to {path.stem}.yaml"
+    return None
 
 
 def expand(target: _Target) -> None:
@@ -255,8 +268,8 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     def add(line: int | None, message: str) -> None:
         problems.append(Problem(name, line or 1, message))
 
-    if path.suffix != ".yaml":
-        add(1, f"slayer-kb reads only .yaml files in memories/; rename it to {path.stem}.yaml")
+    if (why := misplaced(path)) is not None:
+        add(1, why)
         return problems
     memory_id = path.stem
     try:
@@ -358,8 +371,8 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
     def add(line: int | None, message: str) -> None:
         problems.append(Problem(name, line or 1, message))
 
-    if path.suffix != ".yaml":
-        add(1, f"slayer-kb reads only .yaml files in {SESSIONS_DIR}/; rename it to {path.stem}.yaml")
+    if (why := misplaced(path)) is not None:
+        add(1, why)
         return problems
     session_id = id_of_file(path.name)
     if session_id is None:

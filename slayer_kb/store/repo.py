@@ -36,6 +36,7 @@ from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .gitenv import git_env
 from .objects import ObjectStore
+from .place import git_dir_refusal
 from .view import View
 
 STATE_DIR = state.STATE_DIR
@@ -101,7 +102,8 @@ class GitStore:
                 raise StoreError(f"{self.root} is not inside a git repository, and cannot hold a knowledge base: it "
                                  f"takes no new folder ({why}). Give the folder of a knowledge base, or create one "
                                  "in a folder you can write to ('slayer-kb init DIR').")
-            raise StoreError(f"{self.root} is not inside a git repository; run 'slayer-kb init {words(str(self.root))}'.")
+            raise StoreError(git_dir_refusal(self.root)  # --kb repo/.git: init there is refused too
+                             or f"{self.root} is not inside a git repository; run 'slayer-kb init {words(str(self.root))}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"

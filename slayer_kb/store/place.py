@@ -1,0 +1,73 @@
+"""Where a knowledge base may be: not in git's own folder of a repository (``git init`` there
+makes a second repository inside the first's ``.git``, and ``git clone`` of the first then
+fails), nor inside another KB's ``memories/``, ``sessions/`` or state folder, whose files are that
+KB's (``--kb kb/memories`` committed ``memories/memories/1.yaml``; a state folder with committed
+files is set aside by every command). ``init`` refuses both; opening a KB refuses the second, and
+the first where git finds no working tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..core.locate import MEMORIES_DIR
+from ..core.session import SESSIONS_DIR
+from .bounded import run_bounded
+from .gitenv import git_env
+from .state import STATE_DIR
+
+KB_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, STATE_DIR)
+CATALOG_DIR = "datasources"
+
+
+def git_dir_refusal(root: Path) -> str | None:
+    """Why ``root`` (absolute, links resolved, perhaps not made yet) is no place for a KB, when
+    it is in git's own folder of a repository (a work tree's ``.git``, a bare repository, a linked
+    worktree's or submodule's git folder); None otherwise."""
+    probe = root
+    while not probe.is_dir():  # not made yet: git answers for the nearest folder that is
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+    try:
+        proc = run_bounded(["git", "rev-parse", "--is-inside-git-dir", "--absolute-git-dir"], probe, None, git_env(),
+                           None)
+    except FileNotFoundError:  # no git: the store says so
+        return None
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if proc.returncode != 0 or len(lines) != 2 or lines[0] != "true":
+        return None
+    git_dir = Path(lines[1])
+    where = "git's own folder" if root == git_dir else f"inside git's own folder ({git_dir})"
+    if git_dir.name == ".git":  # a working tree's: the KB belongs beside the person's files
+        owner, fix = f" of the repository at {git_dir.parent}", f"in the working tree, e.g. {git_dir.parent}/kb"
+    else:
+        owner, fix = "", f"outside {git_dir}"
+    return (f"{root} is {where}{owner}, not a place for files: a knowledge base there would be git's data "
+            f"(and a repository made in it breaks 'git clone'). Give a folder {fix}.")
+
+
+def kb_folder_refusal(root: Path) -> str | None:
+    """Why ``root`` (absolute, links resolved) is no place for a KB, when it is in another KB's
+    ``memories/``, ``sessions/`` or state folder; None otherwise. Only stats, and only of the
+    folders along ``root`` so named."""
+    for folder in (root, *root.parents):
+        if folder.name in KB_FOLDERS and _holds_a_kb(folder.parent, folder.name):
+            where = "" if folder == root else "inside "
+            return (f"{root} is {where}the {folder.name}/ folder of the knowledge base at {folder.parent}: a "
+                    f"knowledge base there would mix its files with that one's. Give that knowledge base's folder, "
+                    f"or one outside it.")
+    return None
+
+
+def _holds_a_kb(parent: Path, through: str) -> bool:
+    """Whether ``parent`` is a KB by more than the folder ``through`` (which may be the one
+    being made: a KB folder named ``memories`` in no KB is fine)."""
+    if any((parent / name).is_dir() for name in (MEMORIES_DIR, CATALOG_DIR, STATE_DIR) if name != through):
+        return True
+    if through != MEMORIES_DIR:
+        return False
+    try:  # a fresh clone of a KB: no state folder yet, but memory files or init's .gitkeep
+        return any(name == ".gitkeep" or name.endswith(".yaml") for name in os.listdir(parent / MEMORIES_DIR))
+    except OSError:
+        return False

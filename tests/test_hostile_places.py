@@ -1,0 +1,104 @@
+"""Round seven of the hostile pass: where ``init`` may make a knowledge base. Inside a
+repository's ``.git`` it made a second repository in git's own folder (after which ``git clone``
+of the person's repository failed); inside another KB's ``memories/``, ``sessions/`` or state
+folder it committed files there (a state folder git tracks is then set aside by every command,
+with advice saying slayer-kb never commits there). Each case runs ``init`` in this process and
+checks the exit code, both streams, and that nothing was made or committed."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import slayer_kb.kb as kb_module
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, git, json_of
+
+
+def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    root = empty_kb.root
+    empty_kb.search("anything")  # its state folder made, as after any command
+    head = git(root, "rev-parse", "HEAD")
+    there = {name: sorted(p.name for p in (root / name).iterdir()) for name in (".git", "memories", ".slayer-kb")}
+    outside = "Give that knowledge base's folder, or one outside it."
+    cases = {
+        root / ".git": f"{root}/.git is git's own folder of the repository at {root}, not a place for files: a "
+                       f"knowledge base there would be git's data (and a repository made in it breaks 'git clone'). "
+                       f"Give a folder in the working tree, e.g. {root}/kb.",
+        root / ".git" / "kb": f"{root}/.git/kb is inside git's own folder ({root}/.git) of the repository at {root}, "
+                              f"not a place for files: a knowledge base there would be git's data (and a repository "
+                              f"made in it breaks 'git clone'). Give a folder in the working tree, e.g. {root}/kb.",
+        root / "memories": f"{root}/memories is the memories/ folder of the knowledge base at {root}: a knowledge "
+                           f"base there would mix its files with that one's. {outside}",
+        root / "memories" / "kb": f"{root}/memories/kb is inside the memories/ folder of the knowledge base at "
+                                  f"{root}: a knowledge base there would mix its files with that one's. {outside}",
+        root / ".slayer-kb" / "kb": f"{root}/.slayer-kb/kb is inside the .slayer-kb/ folder of the knowledge base "
+                                    f"at {root}: a knowledge base there would mix its files with that one's. "
+                                    f"{outside}",
+        root / "sessions" / "kb": f"{root}/sessions/kb is inside the sessions/ folder of the knowledge base at "
+                                  f"{root}: a knowledge base there would mix its files with that one's. {outside}",
+    }
+    for folder, message in cases.items():
+        proc = invoke_cli("--json", "init", folder)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), folder
+    # Named as the KB to use: `--kb kb/memories save` committed memories/memories/1.yaml, and a
+    # search there answered "No matches." from a state folder made inside memories/.
+    for folder, kind in ((root / "memories", "not_found"), (root / ".slayer-kb", "not_found"), (root / ".git", "store")):
+        message = cases[folder] if folder.name != ".slayer-kb" else (
+            f"{folder} is the .slayer-kb/ folder of the knowledge base at {root}: a knowledge base there would mix "
+            f"its files with that one's. {outside}")
+        for command in (("search", "x"), ("save", "wrong place", "--title", "T")):
+            proc = invoke_cli("--json", "--kb", folder, *command)
+            assert (proc.returncode, json_of(proc), proc.stderr) == (
+                1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n"), (folder, command)
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain", "--ignored") == (
+        "!! .slayer-kb/\n")
+    assert {name: sorted(p.name for p in (root / name).iterdir()) for name in there} == there
+    assert not (root / "sessions").exists()
+    # A folder merely named like one, in no KB, is still a place for a KB.
+    elsewhere = Path(root.parent / "notes" / "memories")
+    proc = invoke_cli("init", elsewhere)
+    assert (proc.returncode, proc.stdout) == (0, f"Initialised knowledge base in {elsewhere}\n"), proc.stderr
+
+
+def test_init_holds_its_folder_while_it_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two inits of one folder at once each took the other's files for additions of its own, and
+    the one that failed removed them (the stress run below). The folder is held (an flock of the
+    folder) from before init looks at what is there until it is done; a second init waits."""
+    folder = tmp_path / "kb"
+    tried: list[str] = []
+    copy_example = kb_module._example_changes
+
+    def while_copying(root: Path) -> list[Any]:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            tried.append("free")
+        except BlockingIOError:
+            tried.append("held")
+        finally:
+            os.close(fd)
+        return copy_example(root)
+
+    monkeypatch.setattr(kb_module, "_example_changes", while_copying)
+    KnowledgeBase.init(folder, example=True).close()
+    assert tried == ["held"]
+
+
+@pytest.mark.slow
+def test_four_inits_of_one_folder_at_once_leave_one_whole_kb(tmp_path: Path, run_cli: CliRunner) -> None:
+    for round in range(3):
+        folder = tmp_path / f"round{round}" / "kb"
+        with ThreadPoolExecutor(4) as pool:
+            runs = list(pool.map(lambda path: run_cli("init", path, "--example"), [folder] * 4))
+        assert sorted(r.returncode for r in runs) == [0, 1, 1, 1], [r.stderr for r in runs]
+        assert {r.stderr for r in runs if r.returncode} == {
+            f"Error: {folder}/README.md already exists; --example needs an empty folder.\n"}
+        assert git(folder, "status", "--porcelain") == "" and git(folder, "rev-list", "--count", "HEAD") == "1\n"
