@@ -50,14 +50,14 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
 
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
+# The most text a command reads from standard input (cli/common.py); the client takes at most 4
+# bytes for each character (UTF-8's most) and runs a larger input here, to be refused.
+MAX_STDIN_CHARS = 16 * 1024 * 1024
 # The server acknowledges a connection at once, from a thread that never waits for the index;
 # on a loaded machine "at once" can take seconds, and a client that gave a live server up would
 # run the command beside it in a second process. So a server stopped with Ctrl-Z is given up on
 # as soon as it is seen stopped (polled every ACK_POLL seconds), any other only after
 # ACK_SECONDS, as long as a silent server is given (SILENT_SECONDS).
-# The most text a command reads from standard input (cli/common.py); the client takes at most 4
-# bytes for each character (UTF-8's most) and runs a larger input here, to be refused.
-MAX_STDIN_CHARS = 16 * 1024 * 1024
 ACK_SECONDS = 10.0
 ACK_POLL = 0.2
 ACK = b"+"
