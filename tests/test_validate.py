@@ -211,11 +211,41 @@ def test_against_checks_only_what_the_branch_changed(catalog_kb: KnowledgeBase, 
     assert invoke_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
         "1 problem in 1 file (3 files checked)")
     git(root, "checkout", "-q", "HEAD", "--", "memories/1.yaml")
-    # So does a changed catalog file, committed or not.
-    model = next((root / "models").rglob("*.yaml"))
-    model.write_text(model.read_text() + "\n", encoding="utf-8")
+    # So does a changed priority list, committed or not: any unqualified reference may move.
+    priority = root / "priority.yaml"
+    priority.write_text(priority.read_text() + "\n", encoding="utf-8")
     assert invoke_cli("validate", "--against", "main", cwd=root).stdout.splitlines()[-1] == (
         "1 problem in 1 file (4 files checked)")
+
+
+def test_against_a_changed_model_checks_the_memories_it_reaches(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A branch that changes a model file checks the memories linking an entity of that model
+    (by its name where the branch parted and now) and those holding a query, not every memory:
+    at 10,000 memories, a pull request that described one column checked them all."""
+    root = catalog_kb.root
+    write(catalog_kb, "1.yaml", GOOD)
+    write(catalog_kb, "2.yaml", "learning: Broken on main.\nentities:\n- shop.orders.nope\n" + CREATED)
+    write(catalog_kb, "3.yaml", f"learning: Billing city.\nentities:\n- shop.customers.city\n{CREATED}")
+    write(catalog_kb, "4.yaml", "learning: Orders by city.\nentities:\n- shop.orders\nquery:\n"
+                                "  source_model: orders\n  dimensions:\n  - customers.city\n" + CREATED)
+    commit_all(root, "base")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    model = root / "models" / "shop" / "customers.yaml"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("- {name: city, type: TEXT, description: Billing city}\n", ""), encoding="utf-8")
+    commit_all(root, "customers: no city")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    # 1.yaml and 2.yaml link only shop.orders, which the branch left alone (2.yaml's problem
+    # came from main, where it was checked); 4.yaml's query reaches customers through a join.
+    assert (proc.returncode, proc.stdout.splitlines()[-1]) == (1, "2 problems in 2 files (2 files checked)")
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()[:-1]] == ["memories/3.yaml", "memories/4.yaml"]
+    assert "shop.customers.city" in proc.stdout.splitlines()[0]
+    # A model renamed in its file: the memories linking its old name are reached, uncommitted too.
+    model.write_text(text.replace("name: customers\n", "name: clients\n"), encoding="utf-8")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()[:-1]] == ["memories/3.yaml", "memories/4.yaml"]
+    assert proc.stdout.splitlines()[-1] == "2 problems in 2 files (2 files checked)"
 
 
 def test_against_looks_for_twins_only_of_the_branchs_keys(catalog_kb: KnowledgeBase, invoke_cli) -> None:

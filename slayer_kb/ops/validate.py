@@ -25,10 +25,11 @@ that REF already uses are reported too, with the command that renumbers them, an
 branch added to memories REF forgot or to entities REF deleted from the catalog since
 (``slayer-kb merge REF`` strips them) and a topic key
 held by more than one live memory (teamchecks.py); validating the whole KB then checks only
-the files the branch changed since it parted from REF, unless a catalog file changed or a memory
-was removed (and looks for a key's other holders only when those files hold one: a key held
-twice among files the branch left alone was checked where they came from). Every problem of
-every file is reported in one run.
+the files the branch changed since it parted from REF and the memories a changed datasource or
+model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
+memory was removed (and looks for a key's other holders only when those files hold one: a key
+held twice among files the branch left alone was checked where they came from). Every problem
+of every file is reported in one run.
 """
 
 from __future__ import annotations
