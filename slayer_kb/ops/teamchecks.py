@@ -102,13 +102,23 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     ) for memory_id, name in clashes]
 
 
-def branch_files(compared: Branch) -> dict[Path, str] | None:
-    """The memory and session files (path -> shown name) of the KB that differ from where HEAD
-    parted from the revision it is compared with, committed or not: the only files whose own
-    checks can have changed, with the memories a changed datasource or model file can reach
-    (``catalog_reach``). None when every file must be checked: ``priority.yaml`` changed (any
-    unqualified reference may resolve elsewhere now), a memory file was removed (others may
-    point at it), or there is no merge base (``id_collisions`` then says so)."""
+@dataclass(frozen=True)
+class BranchFiles:
+    """What ``validate --against`` checks (path -> shown name): ``own``, the files the branch
+    changed, and ``reached``, the other memories a changed datasource or model file can reach
+    (``catalog_reach``), whose references alone can have changed."""
+
+    own: dict[Path, str]
+    reached: dict[Path, str]
+
+
+def branch_files(compared: Branch) -> BranchFiles | None:
+    """The memory and session files of the KB that differ from where HEAD parted from the
+    revision it is compared with, committed or not: the only files whose own checks can have
+    changed, and the memories a changed datasource or model file can reach. None when every file
+    must be checked: ``priority.yaml`` changed (any unqualified reference may resolve elsewhere
+    now), a memory file was removed (others may point at it), or there is no merge base
+    (``id_collisions`` then says so)."""
     root, store = compared.root, compared.store
     if compared.base is None:
         return None
@@ -134,9 +144,8 @@ def branch_files(compared: Branch) -> dict[Path, str] | None:
                 return None
             continue
         files[root / folder / name] = shown(root / folder / name)
-    if catalog:
-        files = {**catalog_reach(compared, catalog), **files}
-    return files
+    reached = catalog_reach(compared, catalog) if catalog else {}
+    return BranchFiles(files, {path: name for path, name in reached.items() if path not in files})
 
 
 def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str]:
