@@ -245,9 +245,13 @@ def test_against_a_changed_model_checks_the_memories_it_reaches(catalog_kb: Know
     assert "shop.customers.city" in proc.stdout.splitlines()[0]
     # A model renamed in its file: the memories linking its old name are reached, uncommitted too.
     model.write_text(text.replace("name: customers\n", "name: clients\n"), encoding="utf-8")
+    # A folder the catalog does not read (its name no datasource's), whose name would break git grep.
+    (root / "models" / "a(b").mkdir()
+    (root / "models" / "a(b" / "x.yaml").write_text("name: x\n", encoding="utf-8")
     proc = invoke_cli("validate", "--against", "main", cwd=root)
-    assert [line.split(":")[0] for line in proc.stdout.splitlines()[:-1]] == ["memories/3.yaml", "memories/4.yaml"]
-    assert proc.stdout.splitlines()[-1] == "2 problems in 2 files (2 files checked)"
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()[:-1]] == [
+        "memories/3.yaml", "memories/4.yaml", "models/a(b"]
+    assert proc.stdout.splitlines()[-1] == "3 problems in 3 files (2 files checked)"
 
 
 def test_against_looks_for_twins_only_of_the_branchs_keys(catalog_kb: KnowledgeBase, invoke_cli) -> None:

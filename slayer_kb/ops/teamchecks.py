@@ -145,16 +145,19 @@ def branch_files(compared: Branch) -> BranchFiles | None:
             continue
         files[root / folder / name] = shown(root / folder / name)
     reached = catalog_reach(compared, catalog) if catalog else {}
+    if reached is None:
+        return None
     return BranchFiles(files, {path: name for path, name in reached.items() if path not in files})
 
 
-def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str]:
+def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str] | None:
     """The memory files (path -> shown name) whose checks the datasource and model files
     ``changed`` (KB-relative) can have changed since the merge base: those whose text names an
     entity a file defines there or in the work tree (``ds.model``, the start of every entity
     under a model; a datasource's name), and every memory holding a stored query (its references
     may reach a model through a join or an unqualified name). Found by ``git grep``, so that a
-    pull request that touches one model does not check 10,000 memories."""
+    pull request that touches one model does not check 10,000 memories. None when the grep
+    fails (every memory is checked then)."""
     store, root = compared.store, compared.root
     assert compared.base is not None
     prefixes: set[str] = set()
@@ -166,12 +169,16 @@ def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str]:
         names = {stem, _defined_name(old), _defined_name(_read_or_none(root / path))}
         # An invalid name defines nothing (the catalog names the file among its problems), and
         # a valid one holds no character special to a regular expression.
+        if folder is not None and not SEGMENT_RE.fullmatch(folder):
+            continue  # not a datasource's folder: the catalog reads nothing in it
         prefixes |= {name if folder is None else f"{folder}\\.{name}" for name in names if SEGMENT_RE.fullmatch(name)}
     grep = ["grep", "-l", "-z", "-i", "-E", "-e", _QUERY_KEY]
     for prefix in sorted(prefixes):
         grep += ["-e", prefix]
-    out = store.git(*grep, "--", store.repo_path(MEMORIES + "/"), check=False).stdout
-    paths = (root / p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+    proc = store.git(*grep, "--", store.repo_path(MEMORIES + "/"), check=False)
+    if proc.returncode not in (0, 1):  # 1: no memory matched
+        return None
+    paths = (root / p[len(store.prefix):] for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
     return {path: shown(path) for path in paths if path.suffix == ".yaml"}
 
 
