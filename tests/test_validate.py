@@ -15,6 +15,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.slayerquery import check_query
 from slayer_kb.core.errors import KBError
 from slayer_kb.ops.schema_words import SCHEMA_PATH
+from slayer_kb.ops.snapshot import catalog_at, deleted_entities
 from slayer_kb.ops.validate import validate
 from testing import EXAMPLE_KB, commit_all, git, json_of
 
@@ -385,3 +386,19 @@ def test_the_fmt_fix_quotes_a_file_name_a_shell_would_split(catalog_kb: Knowledg
         "memories/a(1);b.yaml:1: not in canonical form; run 'slayer-kb fmt 'memories/a(1);b.yaml''")
     invoke_cli(*shlex.split(proc.stdout.split("; run '")[1].rsplit("'", 1)[0])[1:], check=True, cwd=catalog_kb.root)
     assert invoke_cli("--kb", catalog_kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"
+
+
+def test_a_model_deleted_on_one_side_is_told_from_its_datasources_models(catalog_kb: KnowledgeBase) -> None:
+    """What REF deleted from the catalog (validate --against, review, sync's cascade) is read from
+    the datasources whose model files changed alone: both whole catalogs cost 0.6 s of CPU at
+    the bench's 284 models, for a pull request that touched one."""
+    root = catalog_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "delete-model shop.refunds")
+    store = catalog_kb.store
+    scoped = catalog_at(store, "HEAD", ("models/shop/",))
+    assert sorted(scoped.datasources) == ["shop"]
+    assert "refunds" not in scoped.datasources["shop"].models
+    assert deleted_entities(store, base, "HEAD", {"models/shop/refunds.yaml"}) == {
+        "shop.refunds", "shop.refunds.id", "shop.refunds.order_id", "shop.refunds.amount"}
