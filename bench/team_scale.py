@@ -4,9 +4,10 @@ time of the ``slayer-kb`` processes an agent runs there:
 
 - ``validate --against origin/main`` of a branch with a few new memories (what CI runs on a pull
   request), in a clone whose commands cached the parsed catalog and with the catalog parsed (a
-  fresh checkout), beside a plain ``validate`` of the whole KB;
+  fresh checkout), beside a plain ``validate`` of the whole KB, and of the same branch once it
+  also describes a column of a model anew;
 - ``sync`` with nothing to pull or push, in its own process (the server off) and relayed to the
-  clone's warm server;
+  clone's warm server: its first write, which starts the server's write process, and the next;
 - a ``sync`` that renumbers colliding ids (``slayer-kb.ids sequential``, as before leases; with
   leased ids nothing collides): both clones save the same number of memories, one syncs, then
   the other.
@@ -88,6 +89,15 @@ def wait_warm(clone: Path, env: dict[str, str], bound: float = 300.0) -> None:
         time.sleep(0.5)
 
 
+def describe_a_column(clone: Path, round_: int) -> None:
+    """Commit a new description of the first column of the first model (a branch's model edit)."""
+    model = sorted((clone / "models").rglob("*.yaml"))[0]
+    text = model.read_text(encoding="utf-8")
+    at = text.index("  description: ", text.index("columns:")) + len("  description: ")
+    model.write_text(f"{text[:at]}Described anew in round {round_}; {text[at:]}", encoding="utf-8")
+    git(clone, "commit", "-q", "-am", f"model: describe {model.stem} anew")
+
+
 def save_many(clone: Path, count: int, tag: str) -> None:
     with KnowledgeBase(clone) as kb:
         entity = kb.read(kb.memory_ids()[0]).entities[0]
@@ -104,7 +114,8 @@ def run(size: int, seed: int, repeat: int, renumber: int, work: Path) -> dict[st
     branch = current_branch(x)
     upstream = f"origin/{branch}"
     figures: dict[str, list[float]] = {k: [] for k in (
-        "validate_against", "validate_against_catalog_parsed", "validate_whole_kb", "sync_nothing_to_do", "sync_nothing_to_do_relayed",
+        "validate_against", "validate_against_catalog_parsed", "validate_whole_kb", "validate_against_model_changed",
+        "sync_nothing_to_do", "sync_nothing_to_do_relayed", "sync_nothing_to_do_relayed_again",
         f"sync_renumbering_{renumber}")}
     renumbered = []
     for round_ in range(repeat):
@@ -117,11 +128,18 @@ def run(size: int, seed: int, repeat: int, renumber: int, work: Path) -> dict[st
         figures["validate_against"].append(
             timed_cli(x, "validate", "--against", upstream, env=cold, name="validate_against"))
         figures["validate_whole_kb"].append(timed_cli(x, "validate", env=cold, name="validate_whole_kb"))
+        # The same branch describing a column anew: a pull request that touches a model.
+        describe_a_column(x, round_)
+        timed_cli(x, "validate", "--against", upstream, env=cold)  # parses the changed catalog once
+        figures["validate_against_model_changed"].append(
+            timed_cli(x, "validate", "--against", upstream, env=cold, name="validate_against_model_changed"))
         git(x, "switch", "-q", branch)
         figures["sync_nothing_to_do"].append(timed_cli(y, "sync", env=cold, name="sync_nothing_to_do"))
         timed_cli(y, "sync", env=warm)  # runs here and starts y's server
         wait_warm(y, warm)
         figures["sync_nothing_to_do_relayed"].append(timed_cli(y, "sync", env=warm))
+        # The server's write process is started by its first write: the next sync finds it there.
+        figures["sync_nothing_to_do_relayed_again"].append(timed_cli(y, "sync", env=warm))
         stop_servers([y])
         save_many(x, renumber, f"x {round_}")
         save_many(y, renumber, f"y {round_}")

@@ -133,7 +133,7 @@ def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> N
 @click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
 @click.option("--against", metavar="REF",
-              help="Check what this branch changed since REF (every file after a catalog change) and "
+              help="Check what this branch changed since REF (and the memories a changed model can reach) and "
                    "report auto ids it added that REF uses for another memory.")
 @json_option
 @pass_settings

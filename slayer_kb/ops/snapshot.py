@@ -69,13 +69,13 @@ def crafted(kb_path: str) -> bool:
     return bool({"", ".", ".."} & set(kb_path.split("/")))
 
 
-def catalog_at(store: GitStore, rev: str) -> Catalog:
-    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder. Its
-    problems name their files relative to the KB (``models/shop/orders.yaml``), as the work
-    tree's are shown."""
+def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None) -> Catalog:
+    """The SLayer catalog as it is at ``rev``, read from git into a temporary folder; of the
+    KB-relative ``folders`` (``models/shop/``) alone when given. Its problems name their files
+    relative to the KB (``models/shop/orders.yaml``), as the work tree's are shown."""
     problems: list[CatalogProblem] = []
     paths = []
-    for path, size in _catalog_blobs_at(store, rev):
+    for path, size in _catalog_blobs_at(store, rev, folders):
         if crafted(path):
             # Writing models/../../x would write outside the temporary folder: a PR under review
             # could replace ~/.bashrc.
@@ -102,9 +102,9 @@ def catalog_at(store: GitStore, rev: str) -> Catalog:
     return catalog
 
 
-def _catalog_blobs_at(store: GitStore, rev: str) -> list[tuple[str, int]]:
-    """The KB-relative path and size of each file of the catalog at ``rev``."""
-    wanted = [store.repo_path(p) for p in (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
+def _catalog_blobs_at(store: GitStore, rev: str, folders: tuple[str, ...] | None) -> list[tuple[str, int]]:
+    """The KB-relative path and size of each file of the catalog at ``rev`` (in ``folders``)."""
+    wanted = [store.repo_path(p) for p in folders or (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("ls-tree", "-r", "-z", "-l", rev, "--", *wanted, check=False)
     found = []
     for row in proc.stdout.split(b"\0"):
@@ -133,11 +133,26 @@ def deleted_entities(store: GitStore, parted: str, rev: str, changed: set[str]) 
     file may be one the diff did not change: a model moved to a new file that does not parse."""
     if not changed:
         return set()
-    after = catalog_at(store, rev)
-    before = catalog_at(store, parted)
+    folders = _model_folders(changed)
+    after = catalog_at(store, rev, folders)
+    before = catalog_at(store, parted, folders)
     if _unread(after) - _unread(before):
         return set()
     return entities_of(before) - entities_of(after)
+
+
+def _model_folders(changed: set[str]) -> tuple[str, ...] | None:
+    """The folders of the datasources whose model files are ``changed`` (``models/shop/``), when
+    only model files are: no other datasource's entities can be gone, and reading theirs too cost
+    two catalogs' parse (0.6 s of CPU for the bench's 284 models). None (the whole catalog) when a
+    datasource file changed, which makes or ends a datasource beside its models' folder."""
+    folders = set()
+    for path in changed:
+        parts = path.split("/")
+        if len(parts) != 3 or parts[0] != "models" or crafted(path):
+            return None
+        folders.add(f"models/{parts[1]}/")
+    return tuple(sorted(folders))
 
 
 def _unread(catalog: Catalog) -> set[Path]:

@@ -16,19 +16,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog.catalog import Catalog
+import yaml
+
+from ..catalog.catalog import MAX_CATALOG_BYTES, SEGMENT_RE, Catalog
+from ..core import yamlio
 from ..core.errors import KBError, StoreError
-from ..core.fileio import read_regular
+from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory
-from .snapshot import catalog_changed, deleted_entities, entities_of, under
+from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
 _LINK = "memory:"
+# A memory's stored query, its key as any YAML writes it ('query:', '"query" :'), for git grep -E.
+_QUERY_KEY = "query[\"']?[[:space:]]*:"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
@@ -97,12 +102,23 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     ) for memory_id, name in clashes]
 
 
-def branch_files(compared: Branch) -> dict[Path, str] | None:
-    """The memory and session files (path -> shown name) of the KB that differ from where HEAD
-    parted from the revision it is compared with, committed or not: the only files whose own
-    checks can have changed. None when every file must be checked: a catalog file changed (any
-    memory's references may dangle now), a memory file was removed (others may point at it), or
-    there is no merge base (``id_collisions`` then says so)."""
+@dataclass(frozen=True)
+class BranchFiles:
+    """What ``validate --against`` checks (path -> shown name): ``own``, the files the branch
+    changed, and ``reached``, the other memories a changed datasource or model file can reach
+    (``catalog_reach``), whose references alone can have changed."""
+
+    own: dict[Path, str]
+    reached: dict[Path, str]
+
+
+def branch_files(compared: Branch) -> BranchFiles | None:
+    """The memory and session files of the KB that differ from where HEAD parted from the
+    revision it is compared with, committed or not: the only files whose own checks can have
+    changed, and the memories a changed datasource or model file can reach. None when every file
+    must be checked: ``priority.yaml`` changed (any unqualified reference may resolve elsewhere
+    now), a memory file was removed (others may point at it), or there is no merge base
+    (``id_collisions`` then says so)."""
     root, store = compared.root, compared.store
     if compared.base is None:
         return None
@@ -114,18 +130,90 @@ def branch_files(compared: Branch) -> dict[Path, str] | None:
     untracked = store.git("ls-files", "-z", "--others", "--exclude-standard", "--", kb).stdout
     changed += [("A", p) for p in untracked.decode("utf-8", "surrogateescape").split("\0") if p]
     files: dict[Path, str] = {}
+    catalog: list[str] = []  # the datasource and model files changed, KB-relative
     for status, path in changed:
         folder, _, name = path[len(store.prefix):].partition("/")
         if folder not in (MEMORIES, SESSIONS_DIR) or "/" in name:
             if path.endswith(".yaml"):
-                return None  # a catalog file (or a YAML file validate would reject anyway)
+                if _catalog_names(path[len(store.prefix):]) is None:
+                    return None  # priority.yaml (or a YAML file validate would reject anyway)
+                catalog.append(path[len(store.prefix):])
             continue
         if status == "D":
             if folder == MEMORIES:
                 return None
             continue
         files[root / folder / name] = shown(root / folder / name)
-    return files
+    reached = catalog_reach(compared, catalog) if catalog else {}
+    if reached is None:
+        return None
+    return BranchFiles(files, {path: name for path, name in reached.items() if path not in files})
+
+
+def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str] | None:
+    """The memory files (path -> shown name) whose checks the datasource and model files
+    ``changed`` (KB-relative) can have changed since the merge base: those whose text names an
+    entity a file defines there or in the work tree (``ds.model``, the start of every entity
+    under a model; a datasource's name), and every memory holding a stored query (its references
+    may reach a model through a join or an unqualified name). Found by ``git grep``, so that a
+    pull request that touches one model does not check 10,000 memories. None when the grep
+    fails (every memory is checked then)."""
+    store, root = compared.store, compared.root
+    assert compared.base is not None
+    prefixes: set[str] = set()
+    before = blobs_at(store, [(compared.base, path) for path in changed])
+    for path, old in zip(changed, before, strict=True):
+        place = _catalog_names(path)
+        assert place is not None  # branch_files passes only catalog files
+        folder, stem = place
+        names = {stem, _defined_name(old), _defined_name(_read_or_none(root / path))}
+        # An invalid name defines nothing (the catalog names the file among its problems), and
+        # a valid one holds no character special to a regular expression.
+        if folder is not None and not SEGMENT_RE.fullmatch(folder):
+            continue  # not a datasource's folder: the catalog reads nothing in it
+        prefixes |= {name if folder is None else f"{folder}\\.{name}" for name in names if SEGMENT_RE.fullmatch(name)}
+    grep = ["grep", "-l", "-z", "-i", "-E", "-e", _QUERY_KEY]
+    for prefix in sorted(prefixes):
+        grep += ["-e", prefix]
+    proc = store.git(*grep, "--", store.repo_path(MEMORIES + "/"), check=False)
+    if proc.returncode not in (0, 1):  # 1: no memory matched
+        return None
+    paths = (root / p[len(store.prefix):] for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
+    return {path: shown(path) for path in paths if path.suffix == ".yaml"}
+
+
+def _catalog_names(kb_path: str) -> tuple[str | None, str] | None:
+    """(the datasource folder, the file's stem) of a model file ``models/<ds>/<stem>.yaml``, (None,
+    stem) of a datasource file ``datasources/<stem>.yaml``; None for any other file."""
+    parts = kb_path.split("/")
+    if not parts[-1].endswith(".yaml"):
+        return None
+    stem = parts[-1][:-5]
+    if len(parts) == 3 and parts[0] == "models":
+        return parts[1], stem
+    if len(parts) == 2 and parts[0] == "datasources":
+        return None, stem
+    return None
+
+
+def _defined_name(data: bytes | None) -> str:
+    """The ``name`` a catalog file's bytes define; '' when they define none (the stem's), and for
+    a file that is absent or does not parse: it defines nothing, and its other version is read."""
+    if data is None:
+        return ""
+    try:
+        parsed = yamlio.load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return ""
+    name = parsed.get("name") if isinstance(parsed, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return read_regular(path, limit=MAX_CATALOG_BYTES)
+    except (OSError, NotRegularFile, TooLarge):
+        return None
 
 
 def topic_key_holders(compared: Branch) -> dict[Path, str]:

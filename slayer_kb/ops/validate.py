@@ -25,10 +25,11 @@ that REF already uses are reported too, with the command that renumbers them, an
 branch added to memories REF forgot or to entities REF deleted from the catalog since
 (``slayer-kb merge REF`` strips them) and a topic key
 held by more than one live memory (teamchecks.py); validating the whole KB then checks only
-the files the branch changed since it parted from REF, unless a catalog file changed or a memory
-was removed (and looks for a key's other holders only when those files hold one: a key held
-twice among files the branch left alone was checked where they came from). Every problem of
-every file is reported in one run.
+the files the branch changed since it parted from REF and the memories a changed datasource or
+model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
+memory was removed (and looks for a key's other holders only when those files hold one: a key
+held twice among files the branch left alone was checked where they came from). Every problem
+of every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -218,9 +219,11 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
     for target in targets(paths, report.problems).values():
         compared = branch(target.root, against) if against is not None else None
         changed = branch_files(compared) if compared is not None and target.everything else None
+        reached: dict[Path, str] = {}
         if changed is not None:
-            # Only the branch's own files: the others were checked where they came from.
-            target.files, target.everything = changed, False
+            # Only the branch's own files, and the references of those its catalog changes can
+            # reach: the rest was checked where they came from.
+            target.files, target.everything, reached = changed.own, False, changed.reached
         expand(target)
         report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
                                if (why := unusable_folder(target.root, folder)) is not None)
@@ -230,14 +233,15 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             for p in context.catalog.problems
         )
         report.problems.extend(empty_model_files(context.catalog))
-        for path, name in sorted(target.files.items()):
+        for path, name in sorted({**target.files, **reached}.items()):
             report.checked += 1
-            report.problems.extend(check_file(path, name, context))
+            report.problems.extend(check_file(path, name, context) if path in target.files
+                                   else reference_problems(path, name, context))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
-        if changed is not None and compared is not None and holds_a_topic_key(changed):
+        if changed is not None and compared is not None and holds_a_topic_key(changed.own):
             holders = {**topic_key_holders(compared), **target.files}
-            report.problems.extend(topic_keys_taken(compared, changed))
+            report.problems.extend(topic_keys_taken(compared, changed.own))
         report.problems.extend(topic_key_twins(holders))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
@@ -286,6 +290,26 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     if text is not None:
         problems.extend(check_memory_text(text, memory_id, name, context))
     return problems
+
+
+def reference_problems(path: Path, name: str, context: KBContext) -> list[Problem]:
+    """The problems of a memory file's entities and query, the checks a catalog change can
+    change: for a file the branch did not change (the rest was checked where it came from), at a
+    third of ``check_file``'s cost. A file that does not read or parse as a mapping has none."""
+    try:
+        text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
+        # An alias can expand to gigabytes: never parsed (check_file said so where it came from).
+        fields = yamlio.load(text) if alias_line(text) is None else None
+    except (OSError, NotRegularFile, TooLarge, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return []
+    if not isinstance(fields, dict):
+        return []
+    found: list[tuple[int | None, str]] = []
+    if isinstance(fields.get("entities"), list):
+        found += _entity_problems(text, fields["entities"], path.stem, context)
+    if isinstance(fields.get("query"), dict) and not fields.get("deleted_at"):
+        found += _query_problems(text, fields["query"], path.stem, context)
+    return sorted((Problem(name, line or 1, message) for line, message in found), key=lambda p: p.line)
 
 
 def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
