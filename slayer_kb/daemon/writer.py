@@ -242,7 +242,6 @@ def _raised(steps: int) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     root, fd = argv if argv is not None else sys.argv[1:]
     steps = priority.niceness()
-    priority.lower_session(steps)
     conn = socket.socket(fileno=int(fd))
     from ..kb import KnowledgeBase
     from .running import Runner
@@ -256,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     commits = _Commits(kb, conn)
     runner.view.notify = commits.note
     relay.send_frame(conn, relay.dumps({"ready": os.getpid()}))
+    # Lowered once it is ready: its first write, which waits for the KB to open (seconds at
+    # 10,000 memories on a busy machine), is often a sync, which other clones wait for.
+    priority.lower_session(steps)
     while True:
         try:
             request = relay.loads(relay.recv_frame(conn))
