@@ -304,12 +304,12 @@ def reference_problems(path: Path, name: str, context: KBContext) -> list[Proble
         return []
     if not isinstance(fields, dict):
         return []
-    found: list[tuple[int | None, str]] = []
+    found: list[tuple[int | None, str, str]] = []
     if isinstance(fields.get("entities"), list):
-        found += _entity_problems(text, fields["entities"], path.stem, context)
+        found += ((line, message, "") for line, message in _entity_problems(text, fields["entities"], path.stem, context))
     if isinstance(fields.get("query"), dict) and not fields.get("deleted_at"):
         found += _query_problems(text, fields["query"], path.stem, context)
-    return sorted((Problem(name, line or 1, message) for line, message in found), key=lambda p: p.line)
+    return sorted((Problem(name, line or 1, message, kind) for line, message, kind in found), key=lambda p: p.line)
 
 
 def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
