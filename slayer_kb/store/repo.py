@@ -481,10 +481,17 @@ class GitStore:
     def identity(self) -> dict[str, str]:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
+            # Both keys in one git process (every process that commits asks): the last value of
+            # each, as ``git config KEY`` answers.
+            out = self.git("config", "-z", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
+            values: dict[bytes, bytes] = {}
+            for item in out.split(b"\0"):
+                key, _, value = item.partition(b"\n")
+                values[key] = value
             env: dict[str, str] = {}
-            for key, var, fallback in (("user.name", "NAME", _FALLBACK_IDENTITY[0]),
-                                       ("user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
-                configured = self.git("config", key, check=False).stdout.strip()
+            for name, var, fallback in ((b"user.name", "NAME", _FALLBACK_IDENTITY[0]),
+                                        (b"user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
+                configured = values.get(name, b"").strip()
                 for role in ("AUTHOR", "COMMITTER"):
                     if not configured and f"GIT_{role}_{var}" not in os.environ:
                         env[f"GIT_{role}_{var}"] = fallback
