@@ -43,18 +43,30 @@ def _exists(module: str) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once a process: a dozen checks read every module, and
+    parsing it again for each was most of this file's CPU. The checks only read the trees."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of ``_tree(path)``, as ``ast.walk`` yields them (walked once a process)."""
+    return tuple(ast.walk(_tree(path)))
+
+
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module imported, names taken from it) for every import run at run time (not those
     under ``if TYPE_CHECKING:``), at module level or inside functions."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only: set[int] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             typing_only.update(id(n) for part in node.body for n in ast.walk(part))
     module = _name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: list[tuple[str, list[str]]] = []
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.Import):
@@ -175,7 +187,7 @@ def test_only_the_store_runs_git() -> None:
     runs_git = {
         m for m in MODULES if _part(m) != "store"
         and any(isinstance(node, ast.Constant) and node.value == "git"
-                for node in ast.walk(ast.parse(PATHS[m].read_text(encoding="utf-8"))))
+                for node in _nodes(PATHS[m]))
     }
     assert runs_git == set()
 
@@ -250,9 +262,8 @@ def _defined(tree: ast.Module) -> set[str]:
     return names
 
 
-def _private_reaches(source: str) -> list[str]:
-    """Each ``x._name`` of ``source`` whose ``_name`` it does not define."""
-    tree = ast.parse(source)
+def _private_reaches(tree: ast.Module) -> list[str]:
+    """Each ``x._name`` of a module's ``tree`` whose ``_name`` it does not define."""
     own = _defined(tree) | PUBLIC_UNDERSCORED
     return sorted({
         ast.unparse(node) for node in ast.walk(tree)
@@ -266,14 +277,14 @@ def test_no_module_reaches_into_private_names_it_does_not_define(module: str) ->
     """``x._name`` only where this module defines ``_name``: not another slayer_kb module's
     private name (give it a public one), not Whoosh's (go through WHOOSH_DOOR), not one a
     superclass in another module defines."""
-    assert _private_reaches(PATHS[module].read_text(encoding="utf-8")) == []
+    assert _private_reaches(_tree(PATHS[module])) == []
 
 
 def test_the_interfaces_reach_the_operations_only_through_the_library() -> None:
     """The CLI and the MCP server call ``KnowledgeBase`` and its objects (api/), never ``ops``."""
     reaching = {
         (m, target) for m in MODULES if _part(m) in {"cli", "mcp"}
-        for target, _names in _imports(PATHS[m]) + _typing_imports(PATHS[m]) if target.startswith("slayer_kb.ops")
+        for target, _names in MODULES[m] + _typing_imports(PATHS[m]) if target.startswith("slayer_kb.ops")
     }
     assert reaching == set()
 
@@ -283,7 +294,7 @@ def _typing_imports(path: Path) -> list[tuple[str, list[str]]]:
     module = _name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: list[tuple[str, list[str]]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(path):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             for inner in ast.walk(node):
                 if isinstance(inner, ast.ImportFrom) and inner.level:
@@ -372,11 +383,11 @@ def _bases(qualified: str) -> list[type]:
 def _started_modules(module: str) -> list[str]:
     """The modules ``module`` starts as background Python processes (``python_child(MODULE)``,
     or ``upkeep.detach(MODULE)``, which passes its argument on)."""
-    tree = ast.parse(PATHS[module].read_text(encoding="utf-8"))
+    tree = _tree(PATHS[module])
     constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
                  and isinstance(node.value, ast.Constant) for target in node.targets if isinstance(target, ast.Name)}
     started = []
-    for node in ast.walk(tree):
+    for node in _nodes(PATHS[module]):
         called = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
             node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None)
         if called in ("python_child", "detach") and isinstance(node, ast.Call):
@@ -393,7 +404,7 @@ def test_background_jobs_are_modules_started_with_python_m() -> None:
     """A child Python process runs a module's ``main`` (``python -I -m``, core/children.py),
     never a ``python -c`` string the architecture test cannot see."""
     uses_executable = {
-        m for m in MODULES for node in ast.walk(ast.parse(PATHS[m].read_text(encoding="utf-8")))
+        m for m in MODULES for node in _nodes(PATHS[m])
         if isinstance(node, ast.Attribute) and node.attr == "executable"
         and isinstance(node.value, ast.Name) and node.value.id == "sys"
     }
@@ -408,7 +419,7 @@ def test_background_jobs_are_modules_started_with_python_m() -> None:
         "slayer_kb.transaction": ["slayer_kb.daemon.compact"],
     }
     for target in {t for found in started.values() for t in found}:
-        tree = ast.parse(PATHS[target].read_text(encoding="utf-8"))
+        tree = _tree(PATHS[target])
         assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), target
 
 
@@ -421,7 +432,7 @@ def test_the_private_name_check_sees_reaches() -> None:
         "import relay\nclass A:\n    __slots__ = ('_slot',)\n    def f(self, ix):\n        self._mine = 1\n"
         "        return self._mine, self._slot, relay._LENGTH, ix._read_toc(), self._inherited, os._exit\n"
     )
-    assert _private_reaches(source) == ["ix._read_toc", "relay._LENGTH", "self._inherited"]
+    assert _private_reaches(ast.parse(source)) == ["ix._read_toc", "relay._LENGTH", "self._inherited"]
 
 
 # What a KnowledgeBase, a Context or a Transaction goes by: a variable ``kb``, ``ctx`` or ``tx``,
@@ -505,7 +516,7 @@ def _scopes(scope: ast.AST, outer: dict[str, str]) -> Iterator[tuple[list[ast.AS
             yield from _scopes(node, copies)
 
 
-def _reach_throughs(source: str) -> list[str]:
+def _reach_throughs(tree: ast.Module) -> list[str]:
     """Each use of what a handle's part holds, to call, read or set: ``kb.index.documents(...)``,
     ``tx.store.head()``, ``self.kb.store.view.reading(...)``, ``kb.index.warm = True``, and the
     same through a local that copies the part (``store = kb.store`` then ``store.head()``). The
@@ -513,7 +524,6 @@ def _reach_throughs(source: str) -> list[str]:
     takes it as a parameter (``history.log(kb.store, ...)``). The owner's own code
     (``self.store.head()`` in Context) and a handle's own methods and attributes
     (``kb.search(...)``, ``self.kb.close()``) are no reach-through."""
-    tree = ast.parse(source)
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     inner |= {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and id(node) in inner}
     found = set()
@@ -531,7 +541,7 @@ def _reach_throughs(source: str) -> list[str]:
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_nothing_reaches_through_a_knowledge_base_to_its_parts(module: str) -> None:
-    assert _reach_throughs(PATHS[module].read_text(encoding="utf-8")) == []
+    assert _reach_throughs(_tree(PATHS[module])) == []
 
 
 def test_the_reach_through_check_sees_chains() -> None:
@@ -544,7 +554,7 @@ def test_the_reach_through_check_sees_chains() -> None:
         "    kb.index.warm = True; open(kb.store.lock_path); kb.state / 'x'; f(kb.store)\n"
         "    settings.kb().index.ids(); settings.kb().get('1').to_dict(); KnowledgeBase(root).index.dir\n"
     )
-    assert _reach_throughs(source) == [
+    assert _reach_throughs(ast.parse(source)) == [
         "kb.index.documents", "kb.index.searcher().lexicon", "kb.index.warm", "kb.store.lock_path",
         "self._runner.kb.store.head", "self.kb.store.view.reading", "settings.kb().index.ids", "tx.store.head",
     ]
@@ -563,7 +573,7 @@ def test_the_reach_through_check_sees_copies_of_a_part() -> None:
         "def other(store):\n"
         "    store.head()\n"
     )
-    assert _reach_throughs(source) == [
+    assert _reach_throughs(ast.parse(source)) == [
         "idx.x (idx = ctx.index)", "index.warm (index = tx.index)", "leases.settings (leases = kb.leases)",
         "leases.top_up (leases = kb.leases)", "store.view (store = self.kb.store)",
     ]
@@ -602,7 +612,7 @@ def test_the_handle_name_check_sees_handles() -> None:
 def test_the_handles_go_by_their_names() -> None:
     """The reach-through check knows a handle by its name, so a handle goes by no other."""
     other = {
-        (m, name) for m, path in PATHS.items() for name in _handle_names(ast.parse(path.read_text(encoding="utf-8")))
+        (m, name) for m, path in PATHS.items() for name in _handle_names(_tree(path))
         if name not in HANDLE_NAMES | HANDLE_ATTRIBUTES
     }
     assert other == set()

@@ -4,7 +4,7 @@ test_in_process.py checks that a sample of runs (usage errors among them) prints
 what the ``slayer-kb`` process prints; the program's help and completion are checked here on real
 processes (``run_cli``). Each run checks exit code 0, exactly one JSON document on stdout and the documented keys. Commands
 that only read share one copy of the example KB (``shared_kb``); commands that write get their own
-``example_kb``. Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
+(``indexed_example_kb``). Also: the error contract, ``-`` for stdin, ``--help`` examples, shell completion.
 """
 
 from __future__ import annotations
@@ -98,10 +98,11 @@ def shared_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def kb(example_kb: KnowledgeBase) -> Iterator[Path]:
-    """A private committed copy of the example KB, for commands that write."""
-    yield example_kb.root
-    example_kb.close()
+def kb(indexed_example_kb: KnowledgeBase) -> Iterator[Path]:
+    """A private committed copy of the example KB, for commands that write: indexed, as after
+    its first command (these tests are about what a command prints, not a first index build)."""
+    yield indexed_example_kb.root
+    indexed_example_kb.close()
 
 
 # -- memories ------------------------------------------------------------------------------

@@ -222,60 +222,60 @@ def _saved_under(kb: KnowledgeBase, request: str, *texts: str) -> list[str]:
 
 
 def test_the_output_recorded_when_the_command_returned_is_printed(
-    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
+    indexed_example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
 ) -> None:
     request = "a" * 32
-    _saved_under(example_kb, request, "answered, then killed")
-    requests.finish(example_kb.store.state, request, 0, [(1, b"Saved memory 27 (created)\n"), (2, b"warning: x\n")])
-    assert settle((str(example_kb.root), request), ["save", "answered, then killed", "-e", "shop.orders.amount"]) == 0
+    _saved_under(indexed_example_kb, request, "answered, then killed")
+    requests.finish(indexed_example_kb.store.state, request, 0, [(1, b"Saved memory 27 (created)\n"), (2, b"warning: x\n")])
+    assert settle((str(indexed_example_kb.root), request), ["save", "answered, then killed", "-e", "shop.orders.amount"]) == 0
     assert capfd.readouterr() == ("Saved memory 27 (created)\n", "warning: x\n")
-    assert requests.read(example_kb.store.state, request) is None  # settled: the record goes
+    assert requests.read(indexed_example_kb.store.state, request) is None  # settled: the record goes
 
 
 def test_a_command_of_several_commits_is_reported_not_run_again(
-    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
+    indexed_example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]
 ) -> None:
     request = "b" * 32
-    made = _saved_under(example_kb, request, "first part", "second part")
-    start = commits(example_kb.root)
-    assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 1
+    made = _saved_under(indexed_example_kb, request, "first part", "second part")
+    start = commits(indexed_example_kb.root)
+    assert settle((str(indexed_example_kb.root), request), ["import", "somewhere"]) == 1
     out, err = capfd.readouterr()
     assert out == ""
     assert err == (f"slayer-kb: the server stopped while running this command, after it had made 2 commits: "
                    f"{made[0][:12]} (memory: save 27); {made[1][:12]} (memory: save 28). It is not run again, "
                    "since that part is done: check 'git log' and finish the rest by hand.\n")
-    assert commits(example_kb.root) == start
+    assert commits(indexed_example_kb.root) == start
 
 
-def test_a_commit_that_cannot_be_read_back_is_named(example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_commit_that_cannot_be_read_back_is_named(indexed_example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str]) -> None:
     request = "c" * 32
-    example_kb.store.request = request
+    indexed_example_kb.store.request = request
     try:
-        with example_kb.store.locked():
-            example_kb.store.commit([Change("notes.txt", b"a note\n")], "notes: a note")
+        with indexed_example_kb.store.locked():
+            indexed_example_kb.store.commit([Change("notes.txt", b"a note\n")], "notes: a note")
     finally:
-        example_kb.store.request = None
-    head = git(example_kb.root, "rev-parse", "HEAD").strip()
-    assert settle((str(example_kb.root), request), ["import", "somewhere"]) == 0
+        indexed_example_kb.store.request = None
+    head = git(indexed_example_kb.root, "rev-parse", "HEAD").strip()
+    assert settle((str(indexed_example_kb.root), request), ["import", "somewhere"]) == 0
     assert capfd.readouterr() == ("", f"slayer-kb: the server stopped after committing this command as {head[:12]} "
                                       f"(notes: a note); it is not run again: 'git show {head[:12]}' shows what it did.\n")
 
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_restore_of_a_revision_is_printed_as_the_command_prints_it(
-    example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str], as_json: bool
+    indexed_example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
     """``restore --rev`` commits "memory: restore ID as of REV": read back like the rest, its
     output is the command's, not a note naming the commit."""
-    example_kb.update("2", title="Renamed, then restored")
+    indexed_example_kb.update("2", title="Renamed, then restored")
     request = "d" * 32
-    example_kb.store.request = request
+    indexed_example_kb.store.request = request
     try:
-        done = example_kb.history.restore("2", "HEAD~1")
+        done = indexed_example_kb.history.restore("2", "HEAD~1")
     finally:
-        example_kb.store.request = None
+        indexed_example_kb.store.request = None
     argv = ["restore", "2", "--rev", "HEAD~1", *(["--json"] if as_json else [])]
-    assert settle((str(example_kb.root), request), argv) == 0
+    assert settle((str(indexed_example_kb.root), request), argv) == 0
     out, err = capfd.readouterr()
     assert err == ""
     if as_json:

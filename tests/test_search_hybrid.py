@@ -70,6 +70,17 @@ def payments_read(payments_root: Path) -> Iterator[KnowledgeBase]:
         kb.close()
 
 
+@pytest.fixture
+def example_read(example_kb_read_only: KnowledgeBase) -> Iterator[KnowledgeBase]:
+    """The example KB for the module's tests that only search it, indexed once a module and
+    opened afresh for each test, as ``payments_read``."""
+    kb = KnowledgeBase(example_kb_read_only.root)
+    try:
+        yield kb
+    finally:
+        kb.close()
+
+
 def test_a_paraphrased_question_finds_the_memory(payments_read: KnowledgeBase) -> None:
     result = payments_read.search("How long do we wait before giving up on a refund call?")
     assert result.memories[0]["title"] == "Payment provider refund API times out after 30 s"
@@ -138,15 +149,15 @@ def test_the_question_keeps_every_word(payments_kb: KnowledgeBase) -> None:
     assert result.memories[0]["title"] == "Checkout page cache"
 
 
-def test_the_all_words_note_names_the_bucket_that_fell_back(example_kb: KnowledgeBase) -> None:
+def test_the_all_words_note_names_the_bucket_that_fell_back(example_read: KnowledgeBase) -> None:
     """A note, not a warning: a natural-language question rarely holds every word of its answer,
     and a warning on every answer teaches agents to ignore warnings."""
-    result = example_kb.search("how are refunds counted")
+    result = example_read.search("how are refunds counted")
     assert result.memories[0]["id"] == "kb.refund-policy"
     assert not any(n.startswith("No memory has all the words") for n in result.notes)
     assert result.notes == ["No example query has all the words of the question; showing example queries with some of them or close in meaning."]
     assert result.warnings == []
-    finance = example_kb.search("finance sync")
+    finance = example_read.search("finance sync")
     assert not any(n.startswith("No memory has all the words") for n in finance.notes)
 
 
@@ -158,38 +169,38 @@ def test_strict_all_words(payments_read: KnowledgeBase, invoke_cli) -> None:  # 
     assert ids(json_of(proc)["memories"]) == ["1"]
 
 
-def test_dropped_inputs_give_nothing_with_the_reason(example_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
-    result = example_kb.search(query={"source_model": "nope"})
+def test_dropped_inputs_give_nothing_with_the_reason(example_read: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    result = example_read.search(query={"source_model": "nope"})
     assert (result.memories, result.example_queries, result.entities) == ([], [], [])
     assert result.warnings[0].startswith("query dropped: ")
     assert result.warnings[-1] == "Every input entity was dropped: nothing left to search for."
-    proc = invoke_cli("--kb", example_kb.root, "search", "-e", "nosuch", "--json")
+    proc = invoke_cli("--kb", example_read.root, "search", "-e", "nosuch", "--json")
     data = json_of(proc)
     assert (data["memories"], data["example_queries"]) == ([], [])
     assert data["warnings"][0].startswith("entity 'nosuch' dropped: ")
     assert not any("newest" in w for w in data["warnings"])
 
 
-def test_no_input_at_all_still_lists_the_newest(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search()
+def test_no_input_at_all_still_lists_the_newest(example_read: KnowledgeBase) -> None:
+    result = example_read.search()
     assert result.warnings == ["No entities, query or question given: showing the newest memories."]
     assert len(result.memories) == 10
 
 
-def test_the_datasource_filter_drops_inputs_outside_it(example_kb: KnowledgeBase) -> None:
-    result = example_kb.search(entities=["orders.amount"], datasource="wh")
+def test_the_datasource_filter_drops_inputs_outside_it(example_read: KnowledgeBase) -> None:
+    result = example_read.search(entities=["orders.amount"], datasource="wh")
     assert "shop.orders.amount" not in [e["entity"] for e in result.entities]
     assert "entity 'shop.orders.amount' is not rooted at datasource 'wh'; dropped from entities bucket." in result.warnings
-    named = example_kb.search(entities=["memory:kb.paid-revenue"], datasource="wh")
+    named = example_read.search(entities=["memory:kb.paid-revenue"], datasource="wh")
     assert "memory:kb.paid-revenue is not rooted at datasource 'wh'; dropped." in named.warnings
     assert "kb.paid-revenue" not in ids(named.memories + named.example_queries)
     for hit in result.memories + result.example_queries:
         assert any(e.startswith("wh.") for e in hit["entities"]), hit
 
 
-def test_named_memories_and_topic_keys_come_first(example_kb: KnowledgeBase) -> None:
-    assert ids(example_kb.search(entities=["memory:15"]).example_queries)[0] == "15"
-    hits = example_kb.search("decision/paid-revenue")
+def test_named_memories_and_topic_keys_come_first(example_read: KnowledgeBase) -> None:
+    assert ids(example_read.search(entities=["memory:15"]).example_queries)[0] == "15"
+    hits = example_read.search("decision/paid-revenue")
     merged = sorted(hits.memories + hits.example_queries, key=lambda h: -h["score"])
     assert merged[0]["id"] == "kb.paid-revenue"
 

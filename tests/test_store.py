@@ -21,7 +21,7 @@ from slayer_kb.core.errors import (
 )
 from slayer_kb.store import files, journal
 from slayer_kb.store.files import holds, put_file
-from testing import commit_all, fsck, git
+from testing import GIT_ENV, commit_all, fsck, git, make_catalog_kb, make_team
 
 
 def commits(root: Path) -> list[str]:
@@ -46,6 +46,49 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
     assert commits(catalog_kb.root)[0] == "memory: save 1"
     assert len(commits(catalog_kb.root)) == before + 1
     assert git(catalog_kb.root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("where", ["top", "folder", "newline"])
+def test_a_kb_asks_git_where_its_repository_is_in_one_process(where: str, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """Where the repository is, and where it keeps its objects, git folders and index: one
+    ``git rev-parse`` as the KB opens, for a KB at the top of its repository or in a folder of it.
+    A path git prints on two lines (a folder named with a newline) is asked again as before, in two, and
+    the save still lands."""
+    if where == "folder":
+        root = make_team(tmp_path, 1, folder="kb")[1][0]
+    else:
+        root = make_catalog_kb(tmp_path / ("k\nb" if where == "newline" else "kb"))
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    assert KnowledgeBase(root).save_memory("NULL means not returned", ["orders.amount"]).memory_id == "1"
+    monkeypatch.delenv("GIT_TRACE")
+    asked = [line for line in trace.read_text().splitlines()
+             if "built-in: git rev-parse" in line and ("--show-toplevel" in line or "--git-path" in line)]
+    assert len(asked) == (3 if where == "newline" else 1), asked
+    assert git(root, "log", "-1", "--format=%s").startswith("memory: ")
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """git's user.name and user.email (the last value of each, as ``git config KEY`` answers), both
+    asked of one git process, as every process that commits asks; a key not set falls back to
+    slayer-kb's neutral identity."""
+    for variable in GIT_ENV:
+        monkeypatch.delenv(variable)
+    git(catalog_kb.root, "config", "user.name", "First")
+    git(catalog_kb.root, "config", "--add", "user.name", "Ada Lovelace")
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    KnowledgeBase(catalog_kb.root).save_memory("NULL means not returned", ["orders.amount"])
+    monkeypatch.delenv("GIT_TRACE")
+    asked = [line.split("git config", 1)[1] for line in trace.read_text().splitlines()
+             if "built-in: git config" in line and "user" in line]
+    assert asked == [r" -z --get-regexp '^user\.(name|email)$'"]
+    assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae> | %cn <%ce>") == (
+        "Ada Lovelace <slayer-kb@localhost> | Ada Lovelace <slayer-kb@localhost>\n"
+    )
 
 
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:

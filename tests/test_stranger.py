@@ -20,9 +20,9 @@ LIMIT_ERROR = ("Error: SLAYER_KB_MAX_CONTENT is {value!r}, not a number of bytes
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1e6", "６５５３６"])
-def test_a_size_limit_that_is_no_number_is_an_error(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_a_size_limit_that_is_no_number_is_an_error(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                      value: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     env = {"SLAYER_KB_MAX_CONTENT": value}
     saved = invoke_cli("--kb", root, "save", "Refunds are netted", "-e", "shop.orders.amount", env=env)
@@ -33,8 +33,8 @@ def test_a_size_limit_that_is_no_number_is_an_error(example_kb: KnowledgeBase, i
     assert git(root, "rev-parse", "HEAD") == head
 
 
-def test_a_size_limit_in_bytes_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_a_size_limit_in_bytes_is_taken(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "save", "twelve bytes", "-e", "shop.orders.amount",
                       env={"SLAYER_KB_MAX_CONTENT": " 11 "})
     assert (proc.returncode, proc.stderr) == (1, "Error: learning is 12 bytes; the limit is 11 bytes. Split it into "
@@ -66,9 +66,9 @@ def test_a_relayed_write_with_a_bad_size_limit_is_an_error(watcher_read_only: Wa
 
 
 @pytest.mark.parametrize("remote", ["--upload-pack=touch pwned", "", "two words", "origin:main"])
-def test_sync_refuses_what_is_no_remote_name(example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path,
+def test_sync_refuses_what_is_no_remote_name(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path,
                                              remote: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", root, "sync", "--remote", remote, cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
@@ -86,9 +86,9 @@ HOSTILE_TEXT = "Refunds \x1b]0;pwned\x07are \x1b[2Jnetted\x08 \rfake\x7f\x9b\r\n
 SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \\x0dfake\\x7f\\x9b\n2nd \\u202eline\tok"
 
 
-def test_control_characters_in_a_memory_never_reach_the_terminal(example_kb: KnowledgeBase,
+def test_control_characters_in_a_memory_never_reach_the_terminal(indexed_example_kb: KnowledgeBase,
                                                                   invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     invoke_cli("--kb", root, "save", HOSTILE_TEXT, "-e", "shop.orders.amount", "--id", "kb.hostile", check=True)
     got = invoke_cli("--kb", root, "get", "kb.hostile", check=True)
     assert got.stdout.endswith(f"\n\n{SHOWN_TEXT}\n"), got.stdout
@@ -103,18 +103,18 @@ def test_control_characters_in_a_memory_never_reach_the_terminal(example_kb: Kno
     assert json_of(invoke_cli("--kb", root, "--json", "get", "kb.hostile", check=True))["learning"] == HOSTILE_TEXT
 
 
-def test_control_characters_in_an_error_never_reach_the_terminal(example_kb: KnowledgeBase,
+def test_control_characters_in_an_error_never_reach_the_terminal(indexed_example_kb: KnowledgeBase,
                                                                  invoke_cli: CliRunner) -> None:
-    proc = invoke_cli("--kb", example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
+    proc = invoke_cli("--kb", indexed_example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
     assert (proc.returncode, proc.stderr) == (1, "Error: Unknown revision 'HEAD\\x1b]0;pwned\\x07': give a commit, "
                                                  "branch or tag (see 'git log').\n")
 
 
-def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
-    root = example_kb.root
+    root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", root, "edit", "5")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
@@ -126,9 +126,9 @@ def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(example_kb: Kno
 
 
 @pytest.mark.parametrize("inside", [".", "memories", "sessions/deeper", ".slayer-kb"])
-def test_an_export_into_the_kb_itself_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_an_export_into_the_kb_itself_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                  inside: str) -> None:
-    root = example_kb.root
+    root = indexed_example_kb.root
     before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".git" not in p.parts)
     proc = invoke_cli("--kb", root, "export-slayer", root / inside)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
@@ -154,19 +154,19 @@ LIMIT_USAGE = ("Invalid value for '--limit' / '--max-results': 'abc' is not a va
     (("--json", "nosuch"), "No such command 'nosuch'. Try 'slayer-kb --help' for help."),
     (("get", "--json"), "Missing argument 'ID'. Try 'slayer-kb get --help' for help."),
 ])  # fmt: skip
-def test_a_usage_error_with_json_prints_the_error_document(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_a_usage_error_with_json_prints_the_error_document(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                            args: tuple[str, ...], message: str) -> None:
-    proc = invoke_cli("--kb", example_kb.root, *args)
+    proc = invoke_cli("--kb", indexed_example_kb.root, *args)
     assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": message}})
     # stderr as without --json: click's usage text, its hint and the error
-    plain = invoke_cli("--kb", example_kb.root, *(arg for arg in args if arg != "--json"))
+    plain = invoke_cli("--kb", indexed_example_kb.root, *(arg for arg in args if arg != "--json"))
     assert (plain.returncode, plain.stdout) == (2, "")
     assert proc.stderr == plain.stderr
     assert proc.stderr.startswith("Usage: slayer-kb") and f"\nError: {message.split(' Try ')[0]}\n" in proc.stderr
 
 
-def test_json_after_a_double_dash_is_no_json_option(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    proc = invoke_cli("--kb", example_kb.root, "search", "--limit", "abc", "--", "--json")
+def test_json_after_a_double_dash_is_no_json_option(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", indexed_example_kb.root, "search", "--limit", "abc", "--", "--json")
     assert (proc.returncode, proc.stdout) == (2, "")
 
 
@@ -198,8 +198,8 @@ def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_server(watcher: W
     assert '"served": 4' in run_cli("--kb", root, "--json", "server", "status").stdout  # all relayed
 
 
-def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(example_kb: KnowledgeBase) -> None:
-    root = example_kb.root
+def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(indexed_example_kb: KnowledgeBase) -> None:
+    root = indexed_example_kb.root
     for name in ("901", "902"):
         (root / "memories" / f"{name}.yaml").write_text("learning: [unclosed\n")
     git(root, "add", "memories")
@@ -218,11 +218,11 @@ def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(exampl
 
 @pytest.mark.parametrize("variable, default, unit", [
     ("SLAYER_KB_BUILD_WORKERS", 2, "model runs"), ("SLAYER_KB_ENCODER_THREADS", 1, "threads")])
-def test_an_encoder_setting_that_is_no_number_is_an_error(example_kb: KnowledgeBase, run_cli: CliRunner,
+def test_an_encoder_setting_that_is_no_number_is_an_error(indexed_example_kb: KnowledgeBase, run_cli: CliRunner,
                                                           variable: str, default: int, unit: str) -> None:
     # Read where the sentence model is run or loaded: a command that runs none is untouched. In
     # processes of their own: this one may hold an encoder an earlier test loaded.
-    root = example_kb.root
+    root = indexed_example_kb.root
     message = (f"{variable} is 'abc', not a number of {unit}; set it to a whole number above 0 "
                f"(the default is {default}) or unset it.")
     env = {variable: "abc", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
@@ -237,9 +237,9 @@ CACHE_ERROR = ("SLAYER_KB_CACHE is 'abc', a relative path: set it to an absolute
                "slayer-kb) or unset it (the default is $XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
 
 
-def test_a_relative_vector_cache_is_refused(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def test_a_relative_vector_cache_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     # It made abc/ in the folder the command ran in: here, the KB's work tree.
-    root = example_kb.root
+    root = indexed_example_kb.root
     message = CACHE_ERROR.format(home=Path("~").expanduser())
     head = git(root, "rev-parse", "HEAD")
     for args in (("search", "refunds"), ("save", "Refunds are netted", "-e", "shop.orders.amount")):
@@ -251,17 +251,17 @@ def test_a_relative_vector_cache_is_refused(example_kb: KnowledgeBase, invoke_cl
     assert git(root, "rev-parse", "HEAD") == head
 
 
-def test_a_vector_cache_under_home_is_taken(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+def test_a_vector_cache_under_home_is_taken(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                             tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {"HOME": str(home), "SLAYER_KB_CACHE": "~/vectors", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
-    proc = invoke_cli("--kb", example_kb.root, "--json", "reindex", env=env)
+    proc = invoke_cli("--kb", indexed_example_kb.root, "--json", "reindex", env=env)
     assert (proc.returncode, json_of(proc)["indexed"]) == (0, 34), proc.stderr
     assert (home / "vectors" / "sentence-vectors.db").is_file()
 
 
-def test_list_with_a_filter_no_memory_matches_says_so(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_list_with_a_filter_no_memory_matches_says_so(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     proc = invoke_cli("--kb", root, "list", "--type", "bogus")
     assert (proc.returncode, proc.stdout) == (
         0, "No memories.\nwarning: No memory has type 'bogus'; check the name, or list without it.\n")
@@ -273,8 +273,8 @@ def test_list_with_a_filter_no_memory_matches_says_so(example_kb: KnowledgeBase,
     assert (proc.returncode, json_of(proc)) == (0, {"memories": []})
 
 
-def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    root = example_kb.root
+def test_get_of_a_broken_file_names_the_fix(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
     (root / "memories" / "901.yaml").write_text("learning: [unclosed\n")
     (root / "memories" / "902.yaml").write_text("title: no learning\n")
     proc = invoke_cli("--kb", root, "get", "901")
@@ -290,10 +290,10 @@ def test_get_of_a_broken_file_names_the_fix(example_kb: KnowledgeBase, invoke_cl
     assert checked.returncode == 1 and "memories/901.yaml:2: invalid YAML" in checked.stdout + checked.stderr
 
 
-def test_a_session_file_edited_into_a_list_names_the_fix(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def test_a_session_file_edited_into_a_list_names_the_fix(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A command that needs a hand-broken session file says how to fix it, as ``get`` does of a
     memory; it used to name the problem alone. Nothing is written."""
-    root = example_kb.root
+    root = indexed_example_kb.root
     path = "sessions/ses-20261009-payments-recon.yaml"
     (root / path).write_text("- a list\n")
     head = git(root, "rev-parse", "HEAD")

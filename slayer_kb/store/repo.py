@@ -70,6 +70,10 @@ def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subpro
     return proc
 
 
+# Where a repository keeps its objects (and their hash), its git folders and its index.
+_WHERE = ("--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir", "--git-path", "index")
+
+
 def find_toplevel(path: Path) -> Path | None:
     proc = run_git(["rev-parse", "--show-toplevel"], path, check=False)
     return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
@@ -96,7 +100,10 @@ class GitStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        top = find_toplevel(self.root)
+        # Where it is and keeps its files, in one git process (an error or a newline in a path: two).
+        proc = run_git(["rev-parse", "--show-toplevel", *_WHERE], self.root, check=False)
+        located = proc.stdout.decode("utf-8", "surrogateescape").splitlines() if proc.returncode == 0 else []
+        top = Path(located[0]) if len(located) == 6 else find_toplevel(self.root)
         if top is None:
             if (why := refuses_folders(self.root)) is not None:  # init could not make .git there
                 raise StoreError(f"{self.root} is not inside a git repository, and cannot hold a knowledge base: it "
@@ -112,6 +119,8 @@ class GitStore:
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self._index_file = self.top / ".git" / "index"
+        if len(located) == 6:
+            self._use(self.root, located[1:])
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
@@ -144,14 +153,13 @@ class GitStore:
 
     def _locate(self) -> None:
         """Ask git once where this repository keeps its objects and refs."""
-        out = self.git(
-            "rev-parse", "--git-path", "objects", "--show-object-format", "--git-dir", "--git-common-dir",
-            "--git-path", "index",
-        ).stdout
-        objects_dir, hash_name, git_dir, common_dir, index = out.decode("utf-8", "surrogateescape").splitlines()
-        self._git_dirs = (self.top / git_dir, self.top / common_dir)
-        self._index_file = self.top / index
-        self._objects = ObjectStore(self.top / objects_dir, hash_name, self._cat_files, self._index_pack)
+        self._use(self.top, self.git("rev-parse", *_WHERE).stdout.decode("utf-8", "surrogateescape").splitlines())
+
+    def _use(self, ran_in: Path, where: list[str]) -> None:
+        """Take git's answer to ``_WHERE``, asked in the folder ``ran_in``."""
+        objects_dir, git_dir, common_dir, index = (Path(os.path.normpath(ran_in / p)) for p in (where[0], *where[2:]))
+        self._git_dirs, self._index_file = (git_dir, common_dir), index
+        self._objects = ObjectStore(objects_dir, where[1], self._cat_files, self._index_pack)
 
     def _cat_files(self, oids: list[str]) -> list[tuple[str, bytes]]:
         """``(kind, data)`` of each object, from one ``git cat-file --batch``."""
@@ -484,10 +492,17 @@ class GitStore:
     def identity(self) -> dict[str, str]:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
+            # Both keys in one git process (every process that commits asks): the last value of
+            # each, as ``git config KEY`` answers.
+            out = self.git("config", "-z", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
+            values: dict[bytes, bytes] = {}
+            for item in out.split(b"\0"):
+                key, _, value = item.partition(b"\n")
+                values[key] = value
             env: dict[str, str] = {}
-            for key, var, fallback in (("user.name", "NAME", _FALLBACK_IDENTITY[0]),
-                                       ("user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
-                configured = self.git("config", key, check=False).stdout.strip()
+            for name, var, fallback in ((b"user.name", "NAME", _FALLBACK_IDENTITY[0]),
+                                        (b"user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
+                configured = values.get(name, b"").strip()
                 for role in ("AUTHOR", "COMMITTER"):
                     if not configured and f"GIT_{role}_{var}" not in os.environ:
                         env[f"GIT_{role}_{var}"] = fallback
