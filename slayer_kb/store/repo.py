@@ -35,6 +35,7 @@ from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .gitenv import git_env
+from .identity import fallback_identity, parse_author
 from .objects import ObjectStore
 from .place import git_dir_refusal
 from .view import View
@@ -44,10 +45,8 @@ LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
 _RESERVE = "reserve"
 _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
-_FALLBACK_IDENTITY = ("slayer-kb", "slayer-kb@localhost")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
-_AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
 
@@ -77,14 +76,6 @@ _WHERE = ("--git-path", "objects", "--show-object-format", "--git-dir", "--git-c
 def find_toplevel(path: Path) -> Path | None:
     proc = run_git(["rev-parse", "--show-toplevel"], path, check=False)
     return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
-
-
-def parse_author(author: str) -> tuple[str, str]:
-    match = _AUTHOR.match(author)
-    if not match or not match.group("name") or not author.isprintable():  # git log would print a control raw
-        raise StoreError(f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or "
-                         "invisible characters).")
-    return match.group("name"), match.group("email")
 
 
 @dataclass
@@ -492,21 +483,9 @@ class GitStore:
     def identity(self) -> dict[str, str]:
         """git's own identity when configured; a neutral one so a fresh machine can still commit."""
         if self._identity_env is None:
-            # Both keys in one git process (every process that commits asks): the last value of
-            # each, as ``git config KEY`` answers.
+            # Both keys in one git process (every process that commits asks).
             out = self.git("config", "-z", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
-            values: dict[bytes, bytes] = {}
-            for item in out.split(b"\0"):
-                key, _, value = item.partition(b"\n")
-                values[key] = value
-            env: dict[str, str] = {}
-            for name, var, fallback in ((b"user.name", "NAME", _FALLBACK_IDENTITY[0]),
-                                        (b"user.email", "EMAIL", _FALLBACK_IDENTITY[1])):
-                configured = values.get(name, b"").strip()
-                for role in ("AUTHOR", "COMMITTER"):
-                    if not configured and f"GIT_{role}_{var}" not in os.environ:
-                        env[f"GIT_{role}_{var}"] = fallback
-            self._identity_env = env
+            self._identity_env = fallback_identity(out, os.environ)
         return self._identity_env
 
     # -- journal and recovery ---------------------------------------------------------------
