@@ -26,7 +26,9 @@ from pathlib import Path
 import filelock
 import pytest
 
+from slayer_kb.core.errors import StoreError
 from slayer_kb.daemon import relay
+from slayer_kb.kb import KnowledgeBase
 from slayer_kb.store import upkeep
 from testing import (
     BLOCKED,
@@ -511,6 +513,17 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     # the server may write in the folder while it goes (its log, the index): remove until gone
     eventually(lambda: shutil.rmtree(root, ignore_errors=True) or not root.exists(), "the KB deleted")
     servers.wait_down(up["pid"])
+
+
+def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:
+    # The server's sync of a KB being deleted (the test above): the index made again, its folders
+    # with it, kept the server up for good.
+    root = make_indexed_example_kb(tmp_path / "kb")
+    kb = KnowledgeBase(root)
+    shutil.rmtree(root)
+    with pytest.raises(StoreError, match="Cannot update the search index"):
+        kb.index.sync(full=True)
+    assert not root.exists()
 
 
 def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:

@@ -501,7 +501,10 @@ class Index(Reads, Meaning):
         self.close_searcher()
         self._ix = None
         shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        # Never the KB's folder itself: a KB deleted while its server syncs it stays deleted (the
+        # server exits once its folder is gone), not back as an empty index.
+        self.dir.parent.mkdir(exist_ok=True)
+        self.dir.mkdir(exist_ok=True)
         self._ix = windex.create_in(str(self.dir), SCHEMA)
         return self._ix
 
