@@ -6,7 +6,6 @@ answer reads."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -14,7 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
@@ -23,6 +22,7 @@ import pytest
 from slayer_kb.core import priority
 from slayer_kb.daemon import commands, relay
 from testing import WAIT_SECONDS, Watcher, eventually, git
+from testing.threads import stat_fields, thread_niceness, thread_stats
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and per-thread priorities")
 
@@ -41,14 +41,11 @@ def default_niceness(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _fields(stat: Path) -> list[str]:
-    """A /proc .../stat file's fields from the state on (the name before it may hold spaces)."""
-    return stat.read_text().rsplit(")", 1)[1].split()
 
 
 def nice_of(stat: Path) -> int:
     """The niceness in a /proc .../stat file (field 19)."""
-    return int(_fields(stat)[16])
+    return int(stat_fields(stat)[16])
 
 
 BASE = os.nice(0)  # what this process and its children start from
@@ -110,25 +107,13 @@ def _save(root: Path, text: str, **env: str) -> subprocess.Popen[str]:
                             env=dict(os.environ, **env), preexec_fn=_as_a_shell_starts_it)  # noqa: PLW1509
 
 
-def _stats(tasks: Iterable[Path]) -> list[list[str]]:
-    """The stat fields of each thread in ``tasks`` (a process's /proc/PID/task folders) that is
-    still there when read: a thread that exited after the folder was listed (a server's thread
-    that answered a status request) is not one of the process's threads any more."""
-    found = []
-    for task in tasks:
-        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            found.append(_fields(task / "stat"))
-    return found
 
 
 def _states(pid: int) -> set[str]:
     """The scheduler states of process ``pid``'s threads (R running, S sleeping, ...)."""
-    return {fields[0] for fields in _stats(Path(f"/proc/{pid}/task").iterdir())}
+    return {fields[0] for fields in thread_stats(Path(f"/proc/{pid}/task").iterdir())}
 
 
-def _threads(pid: int) -> list[int]:
-    """The niceness of each thread of process ``pid``, lowest first."""
-    return sorted(int(fields[16]) for fields in _stats(Path(f"/proc/{pid}/task").iterdir()))
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
@@ -136,7 +121,7 @@ def test_a_thread_gone_between_listing_and_reading_is_not_counted() -> None:
     tasks = sorted(Path("/proc/self/task").iterdir())
     gone = Path("/proc/self/task/2147483647")  # above pid_max: never a thread
     # Each thread's niceness, not its whole stat line: its fault and tick counts move between reads.
-    assert [fields[16] for fields in _stats([*tasks, gone])] == [fields[16] for fields in _stats(tasks)] != []
+    assert [fields[16] for fields in thread_stats([*tasks, gone])] == [fields[16] for fields in thread_stats(tasks)] != []
 
 
 @pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
@@ -154,7 +139,7 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     lock.acquire()
     try:
         saving = _save(root, "Refunds are netted against the order amount")
-        eventually(lambda: saving.poll() is not None or _threads(saving.pid) == [BASE, LOWER],
+        eventually(lambda: saving.poll() is not None or thread_niceness(saving.pid) == [BASE, LOWER],
                    "the client of a begun write relaying from a lower thread")
         assert saving.poll() is None, saving.communicate()
     finally:
@@ -167,11 +152,11 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
     assert (writer["niceness"], writer["writes"], writer["starts"]) == (priority.DEFAULT, 1, 1)
     # The write ran on a lower thread (with the threads it started, the file monitor's): the
     # main thread, which runs a sync (below), is not lowered.
-    assert _fields(Path(f"/proc/{writer['pid']}/stat"))[16] == str(BASE)
+    assert stat_fields(Path(f"/proc/{writer['pid']}/stat"))[16] == str(BASE)
     # A session of its own (so a process group of its own: its git is ended with it), lowered as
     # a whole: Linux's autogroup shares the cores between sessions first, and a niceness alone
     # counts only within its session's group.
-    (_, _, group, session) = _fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
+    (_, _, group, session) = stat_fields(Path(f"/proc/{writer['pid']}/stat"))[:4]
     assert (int(group), int(session)) == (writer["pid"], writer["pid"])
     if AUTOGROUP.exists():
         autogroup = Path(f"/proc/{writer['pid']}/autogroup").read_text()
@@ -204,7 +189,7 @@ def test_a_relayed_write_yields_and_the_server_threads_do_not(encoder_on: None, 
         return bool(vectors and vectors["covered"] == vectors["memories"] and not vectors["building"])
 
     eventually(covered, "the saved memories' sentence vectors")
-    threads = _threads(watcher.proc.pid)
+    threads = thread_niceness(watcher.proc.pid)
     assert threads.count(LOWER) == 1 and threads.count(BASE) == len(threads) - 1, threads
 
 
@@ -261,7 +246,7 @@ def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watc
     with lock:
         saving = _save(watcher.root, "Refunds are netted against the order amount")
         # While it waits (both threads asleep, the relay on the server), as the test's name says.
-        eventually(lambda: saving.poll() is not None or (_threads(saving.pid) == [BASE, LOWER]
+        eventually(lambda: saving.poll() is not None or (thread_niceness(saving.pid) == [BASE, LOWER]
                                                          and _states(saving.pid) == {"S"}),
                    "the client of a write waiting on a lower relaying thread")
         status = Path(f"/proc/{saving.pid}/status").read_text()

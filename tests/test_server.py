@@ -41,6 +41,7 @@ from testing import (
     isolate,
     make_indexed_example_kb,
 )
+from testing.threads import thread_niceness
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="no server on this system")
 
@@ -256,8 +257,7 @@ def test_a_write_that_starts_the_server_leaves_it_at_the_callers_priority(server
     saved = servers.run(root, "save", "Refunds are netted", "-e", "shop.orders.amount")
     assert (saved.returncode, saved.stdout, saved.stderr) == (0, "Saved memory 27 (created)\n  entities: shop.orders.amount\n", "")
     pid = servers.wait_up(root)["pid"]
-    tasks = Path(f"/proc/{pid}/task")
-    assert {(task / "stat").read_text().rsplit(")", 1)[1].split()[16] for task in tasks.iterdir()} == {str(os.nice(0))}
+    assert set(thread_niceness(pid)) == {os.nice(0)}
 
 
 def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
