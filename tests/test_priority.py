@@ -299,7 +299,10 @@ def test_the_upkeep_runs_its_commands_in_a_lowered_session_of_its_own(tmp_path: 
     (["--kb", "kb", "sync", "--remote", "origin"], False),
     (["search", "refunds"], False),  # a read: nothing of it is spare
     (["server", "status"], False),  # run here, never relayed
+    (["watch"], False),
+    (["--kb", "kb", "list"], False),
     (["--help"], False),
+    ([], False),
 ])
 def test_every_write_yields_but_a_sync(argv: list[str], yields: bool) -> None:
     assert commands.yields(argv) is yields

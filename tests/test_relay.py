@@ -354,16 +354,6 @@ def test_the_relay_knows_every_option_of_the_cli_group() -> None:
     assert (flags, valued) == (set(commands.GLOBAL_FLAGS), set(commands.GLOBAL_WITH_VALUE))
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["save", "x", "-e", "y"], True), (["--kb", "d", "--json", "forget", "1"], True), (["sync"], True),
-    (["search", "x"], False), (["--kb", "d", "list"], False), (["watch"], False), (["server", "stop"], False),
-    (["--help"], False), ([], False),
-])
-def test_which_commands_write(argv: list[str], expected: bool) -> None:
-    # Their clients relay at the lower priority of a write's spare work (entry.py).
-    assert commands.writes(argv) is expected
-
-
 _GLOBAL_TOKENS = ["--kb", "d", "--kb=e", "--kb=", "--author", "A", "--author=B", "--json"]
 
 

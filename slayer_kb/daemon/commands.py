@@ -49,15 +49,9 @@ def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
     return None
 
 
-def writes(argv: list[str]) -> bool:
-    """Whether ``argv`` names a command a server would relay that is not only a read: its client
-    only waits for the server and prints, so it yields to the searches beside it."""
-    found = parse(argv)
-    return found is not None and found[1] not in READS and found[1] not in LOCAL
-
-
 def yields(argv: list[str]) -> bool:
-    """Whether ``argv``'s work yields the CPU to the searches beside it (core/priority.py): a
-    write (``writes``) that no other clone waits for (``SHARED``)."""
+    """Whether ``argv`` names a command whose work yields the CPU to the searches beside it
+    (core/priority.py): a command a server would relay that is not only a read (its client only
+    waits for the server and prints) and that no other clone waits for (``SHARED``)."""
     found = parse(argv)
-    return writes(argv) and found is not None and found[1] not in SHARED
+    return found is not None and found[1] not in READS and found[1] not in LOCAL and found[1] not in SHARED
