@@ -154,13 +154,22 @@ class Context:
     def memory_exists(self, memory_id: str) -> bool:
         return (self.memories_dir / f"{memory_id}.yaml").is_file()
 
-    def resolver(self) -> Resolver:
-        return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=check_id)
+    def resolver(self, *, given: bool = False) -> Resolver:
+        """``given``: references a user or agent gives now (to save, update or search by), in
+        which ``memory:<id>`` of an id sync moved on this clone refuses as a command on that id
+        does: the link would reach the memory the id names now, not the one they mean."""
+        return Resolver(self.catalog, memory_exists=self.memory_exists,
+                        check_id=self._check_given_link if given else check_id)
 
-    def resolve_entities(self, refs: list[str] | str) -> tuple[list[str], list[str]]:
-        """Resolve references strictly: every one must resolve, or ``ResolutionError``."""
+    def _check_given_link(self, memory_id: str) -> None:
+        check_id(memory_id)
+        self.check_not_moved(memory_id)
+
+    def resolve_entities(self, refs: list[str] | str, *, given: bool = True) -> tuple[list[str], list[str]]:
+        """Resolve references strictly: every one must resolve, or ``ResolutionError``;
+        ``given`` as for ``resolver`` (False for the references a memory file holds)."""
         items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
-        resolver = self.resolver()
+        resolver = self.resolver(given=given)
         entities: list[str] = []
         warnings: list[str] = []
         for ref in items:

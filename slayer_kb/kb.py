@@ -295,6 +295,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:
+            self.check_not_moved(memory_id)  # it would replace, or make again, a memory sync moved
             tx.check_new_id(memory_id)
             tx.require_committed(memory_path(memory_id))
             if self.path_of(memory_id).exists():

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
@@ -16,6 +17,7 @@ from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
 from testing import commit_all, git, json_of, write_test_catalog
+from testing.mcp import error, with_server_in_process
 
 
 def branch(root: Path) -> str:
@@ -92,10 +94,25 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
         "renumber --accept 2' first.\n"
     )
     head = git(kb.root, "rev-parse", "HEAD")
+    # Writing to 2 by id (a save's upsert, an edit) or linking memory:2 would reach main's memory.
     for command in (["get", "2"], ["forget", "2"], ["update", "2", "--learning", "x"],
-                    ["restore", "2", "--rev", main_head]):
-        proc = invoke_cli("--kb", kb.root, *command)
+                    ["restore", "2", "--rev", main_head], ["save", "x", "--id", "2", "-e", "orders.amount"],
+                    ["save", "x", "-e", "memory:2", "-e", "orders.amount"], ["update", "3", "-e", "memory:2"],
+                    ["edit", "2"]):
+        proc = invoke_cli("--kb", kb.root, *command, env={"EDITOR": "true"})
         assert (proc.returncode, proc.stderr) == (1, said), command
+    # A search drops the link with the refusal's words rather than find what links main's 2.
+    proc = invoke_cli("--kb", kb.root, "search", "-e", "memory:2", check=True)
+    assert f"warning: entity 'memory:2' dropped: {said[len('Error: '):]}" in proc.stdout, proc.stdout
+
+    async def script(session: ClientSession) -> None:  # what an agent holding 2 calls over MCP
+        for tool, arguments in (("save_memory", {"learning": "x", "linked_entities": ["orders.amount"], "id": "2"}),
+                                ("save_memory", {"learning": "x", "linked_entities": ["memory:2"]}),
+                                ("mem_update", {"id": "2", "content": "x"}), ("mem_delete", {"id": "2"}),
+                                ("forget_memory", {"id": "2"}), ("mem_get_observation", {"id": "2"})):
+            assert said[len("Error: "):-1] in await error(session, tool, **arguments), tool
+
+    with_server_in_process(kb.root, script)
     assert git(kb.root, "rev-parse", "HEAD") == head
     # What reads history answers about what 2 names here, and says so, naming both memories.
     note = said[len("Error: "):-1].replace(

@@ -49,7 +49,7 @@ def check_memory_text(
     memory = loads(text, memory_id, where)
     kb.check_learning(memory.learning)
     try:
-        entities, warnings = kb.resolve_entities(memory.entities) if memory.entities else ([], [])
+        entities, warnings = kb.resolve_entities(memory.entities, given=False) if memory.entities else ([], [])
     except KBError as exc:
         raise MemoryFileError(where, key_line(text, "entities"), f"entities: {exc}") from None
     return memory.evolve(entities=entities), warnings
@@ -81,6 +81,7 @@ def edit(
 ) -> EditResult:
     """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
     check_existing_id(memory_id, "to edit")
+    kb.check_not_moved(memory_id)  # the file now holds what the id names here, not what was saved
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:

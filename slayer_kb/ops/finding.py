@@ -83,7 +83,7 @@ def search(
     if datasource is not None and datasource not in kb.catalog.datasources:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
-    resolver = kb.resolver()
+    resolver = kb.resolver(given=True)
     inputs = _lenient_entities(resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)
     found = channels.run(kb.index, channels.Request(
