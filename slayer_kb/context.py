@@ -390,9 +390,9 @@ class Context:
         """The memory's commit recorded its pending duplicates: forget them."""
         self.pending.clear(memory_id)
 
-    def record_moves(self, moves: dict[str, str], why: str) -> None:
+    def record_moves(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
         """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until accepted."""
-        self.moves.record(moves, why)
+        self.moves.record(moves, why, duplicate)
 
     def git_setting(self, key: str) -> str | None:
         """One key of the clone's git config as the leases cache it (``IdLeases.settings``: the

@@ -208,6 +208,41 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> None:
+    """Engram's de-duplication across clones: two agents saving the same observation (MCP's
+    mem_save) before either synced get one memory, its duplicate count theirs summed, as two
+    saves on one clone would; what differs (the text, or a SLayer note, never de-duplicated) stays."""
+    _bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    assert kb_a.save_observation("Flaky test", "test_login is flaky under load.", project="api").memory_id == "1"
+    kb_a.save_memory("Amounts are gross.", ["orders.amount"])
+    mine = kb_b.save_observation("Flaky test", "test_login is flaky  under load.\n", project="api").memory_id
+    other = kb_b.save_observation("Flaky test", "test_login fails on Mondays.", project="api").memory_id
+    note = kb_b.save_memory("Amounts are gross.", ["orders.amount"]).memory_id
+    link = kb_b.save_memory("See the flaky test.", ["orders.amount", f"memory:{mine}"]).memory_id
+    sync(kb_a)
+    proc = invoke_cli("--kb", b, "sync", check=True)
+    assert proc.stdout.endswith(f"\n  merged (same save): {mine} into 1\n"), proc.stdout
+    assert git(b, "log", "-1", "--format=%s", "--", f"memories/{mine}.yaml").strip() == (
+        f"memory: merge {mine} into 1 (same save)")
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        kb = KnowledgeBase(root)
+        assert kb.get("1").to_dict()["duplicate_count"] == 2
+        assert not (root / "memories" / f"{mine}.yaml").exists()
+        assert {other, note, "2"} <= {p.stem for p in (root / "memories").glob("*.yaml")}
+        assert kb.get(link).to_dict()["entities"] == ["shop.orders.amount", "memory:1"]
+    with pytest.raises(ConflictError) as exc:
+        KnowledgeBase(b).get(mine)
+    assert str(exc.value).startswith(
+        f"Memory id '{mine}' moved: sync merged this clone's memory {mine} into 1, which the upstream had saved "
+        f"first with the same title, type and text; no memory has id '{mine}' now. Use 1")
+    # The next such save, on either clone, counts on the one memory.
+    again = KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky under load.", project="api")
+    assert (again.memory_id, again.action) == ("1", "duplicate")
+    assert invoke_cli("--kb", b, "validate").returncode == 0
+
+
 def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     kb = catalog_kb
     kb.save_observation("Retry budget", "Three retries.", project="api", topic_key="decision/retry")

@@ -188,7 +188,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         text += "."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
-        text += _folded(result.merged)
+        text += _folded(result.merged, result.deduplicated)
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         return text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
@@ -224,7 +224,7 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged)
+        f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
         + _unlinked(result.unlinked, result.cascaded) + _checked(result.stale_queries, result.problems)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
@@ -253,15 +253,16 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
-        return (text + _folded(result.folded) + _unlinked(result.unlinked, result.cascaded)
+        return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded)
                 + _checked(result.stale_queries, result.problems))
 
     emit(settings, result.to_json(), human)
 
 
-def _folded(merged: dict[str, str]) -> str:
-    """The line saying which memories were folded into the other side's (one topic key)."""
-    return "\n  merged (same topic key): " + ", ".join(f"{o} into {n}" for o, n in merged.items()) if merged else ""
+def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
+    """The lines saying which memories were folded into the other side's (one topic key, one save)."""
+    return "".join(f"\n  merged ({why}): " + ", ".join(f"{o} into {n}" for o, n in moved.items())
+                   for why, moved in (("same topic key", merged), ("same save", deduplicated)) if moved)
 
 
 def _stale(ids: list[str]) -> str:

@@ -361,6 +361,7 @@ class MergeResult:
     head: str
     push: str = "slayer-kb sync"  # what sends the branch, run from where the user is (rebase.push_step)
     folded: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one topic key
+    deduplicated: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one save made on both
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
@@ -370,6 +371,7 @@ class MergeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
+                "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
                 "stale_queries": self.stale_queries}
 
@@ -383,6 +385,7 @@ class RebaseResult:
     head: str
     push: str = "slayer-kb sync"  # what sends the branch: a force push once pushed commits were rewritten
     merged: dict[str, str] = field(default_factory=dict)  # this branch's memory -> the upstream's, one topic key
+    deduplicated: dict[str, str] = field(default_factory=dict)  # ... the upstream's, one save made on both
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     problems: list[str] = field(default_factory=list)  # as MergeResult's
@@ -390,6 +393,7 @@ class RebaseResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
+                "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
                 "stale_queries": self.stale_queries}
 
@@ -403,6 +407,7 @@ class SyncResult:
     pushed_by_merge: int = 0  # of ``pushed``, the commits a merge took in from another branch (main's)
     renumbered: dict[str, str] = field(default_factory=dict)
     merged: dict[str, str] = field(default_factory=dict)
+    deduplicated: dict[str, str] = field(default_factory=dict)  # this clone's memory -> the upstream's, one save
     resolved: list[str] = field(default_factory=list)
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
@@ -419,6 +424,7 @@ class SyncResult:
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "renumbered": self.renumbered, "merged": self.merged,
+                "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unlinked": self.unlinked, "cascaded": self.cascaded,
                 "stale_queries": self.stale_queries, "attempts": self.attempts, "head": self.head,
                 "timings": self.timings}

@@ -2,7 +2,9 @@
 upstream, the branch ``merge`` takes in) saved it too is folded into the other side's memory, in
 one commit (``memory: merge 102 into 28 (topic decision/retry-budget)``): the newest content, the
 revision counts summed, this branch's version kept in git's history, and ``memory:`` references
-to it rewritten. The caller records the moves (``store/moves.py``)."""
+to it rewritten. Engram's de-duplication the same way: a save both sides made alike is one
+memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed. The caller
+records the moves (``store/moves.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..core.engram import content_hash
 from ..core.errors import KBError
 from ..core.locate import memory_path
-from ..core.memory import Memory
+from ..core.memory import Memory, parse_time
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
@@ -46,6 +49,60 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             changes += [memory_change(folded), Change(memory_path(memory_id), None)]
     if not folds:
         return False
+    keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
+    _commit(tx, folds, changes, f"topic {keys}", merged)
+    return True
+
+
+def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Callable[[], list[str]],
+                    deduplicated: dict[str, str]) -> bool:
+    """Fold each of ``ours`` that repeats a memory the other side added since the sides parted
+    (``theirs``, asked only for a memory that may repeat one: a save the other side held before
+    would have been counted as a duplicate here) into the oldest such memory, as one clone's save
+    would have counted a duplicate there: no topic key, the same title, type, text, project and
+    scope, saved within the de-duplication window of it. True when it made the commit, the moves
+    added to ``deduplicated``."""
+    folds: dict[str, Memory] = {}
+    kept: dict[str, Memory] = {}  # the other side's memories as folded so far, by id
+    changes: list[Change] = []
+    added: list[Memory] | None = None
+    for memory_id in ours:
+        with contextlib.suppress(KBError):
+            mine = kb.read(memory_id)
+            if mine.topic_key or mine.is_deleted or not mine.title:
+                continue  # a key is folded by key; a memory with no title is SLayer's, never de-duplicated
+            if added is None:
+                added = _live(kb, theirs())
+            made, digest = parse_time(mine.created_at), content_hash(mine.learning)
+            twins = [m for m in added if not m.topic_key and (m.title, m.type, m.project, m.scope) ==
+                     (mine.title, mine.type, mine.project, mine.scope) and content_hash(m.learning) == digest
+                     and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
+            if not twins:
+                continue
+            keeper = kept.get((oldest := min(twins, key=lambda m: m.created_at)).id, oldest)
+            kept[keeper.id] = folds[memory_id] = keeper.evolve(
+                duplicate_count=(keeper.duplicate_count or 1) + (mine.duplicate_count or 1))
+            changes.append(Change(memory_path(memory_id), None))
+    if not folds:
+        return False
+    changes += [memory_change(m) for m in kept.values()]
+    _commit(tx, {old: kept[m.id] for old, m in folds.items()}, changes, "same save", deduplicated)
+    return True
+
+
+def _live(kb: Context, ids: list[str]) -> list[Memory]:
+    out = []
+    for memory_id in ids:
+        with contextlib.suppress(KBError):
+            if not (memory := kb.read(memory_id)).is_deleted:
+                out.append(memory)
+    return out
+
+
+def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], why: str,
+            moved: dict[str, str]) -> None:
+    """One commit of ``folds`` (this branch's id -> the memory it is folded into) and ``changes``,
+    ``memory:`` references to the folded ids rewritten; the moves added to ``moved``."""
     mapping = {old: m.id for old, m in folds.items()}
     for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
         if other_id not in mapping:
@@ -53,7 +110,5 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             if new_text is not None:
                 changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
     moves = ", ".join(f"{old} into {new}" for old, new in mapping.items())
-    keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
-    tx.commit(changes, f"memory: merge {moves} (topic {keys})", {m.id: m for m in folds.values()})
-    merged.update(mapping)
-    return True
+    tx.commit(changes, f"memory: merge {moves} ({why})", {m.id: m for m in folds.values()})
+    moved.update(mapping)

@@ -61,11 +61,11 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded),
+            checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
                              lambda: None)
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
-            if result.folded:
-                kb.record_moves(result.folded, "merge")
+            kb.record_moves(result.folded, "merge")
+            kb.record_moves(result.deduplicated, "merge", duplicate=True)
             result.head = store.head() or head
         return result
 

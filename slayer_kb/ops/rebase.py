@@ -93,10 +93,10 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         with kb.transaction() as tx:
             checked = finish(kb, store, tx, onto_commit, parted, Moves(result.merged, result.unlinked,
-                                                                      result.cascaded), lambda: None)
+                                                                      result.cascaded, result.deduplicated), lambda: None)
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
-        if result.merged:
-            kb.record_moves(result.merged, "rebase")
+        kb.record_moves(result.merged, "rebase")
+        kb.record_moves(result.deduplicated, "rebase", duplicate=True)
         result.head = store.head() or head
     return result
 

@@ -2,7 +2,7 @@
 ``slayer-kb merge`` and ``slayer-kb rebase`` do the same when they finish:
 
 - fix what sync fixes: a topic key this branch saved first while the other side saved it too is
-  folded into the other side's memory (``folds.py``), and links to memories the other side forgot
+  folded into the other side's memory, and so is a save both sides made alike (``folds.py``), and links to memories the other side forgot
   or to entities it deleted from the catalog are stripped (``unlinks.py``), a commit each;
 - check what the branch adds or changes on top of the other side: it must pass ``validate``, but
   for a stale example query (``problems.STALE_QUERY``: what a catalog delete leaves, SLayer's
@@ -23,7 +23,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import STALE_QUERY, shown
 from ..store.repo import GitStore
 from ..transaction import Transaction
-from .folds import fold_topic_keys
+from .folds import fold_duplicates, fold_topic_keys
 from .unlinks import strip_gone
 from .validate import validate
 
@@ -46,6 +46,7 @@ class Moves:
     folded: dict[str, str]  # this branch's memory -> the other side's, one topic key
     unlinked: dict[str, list[str]]  # memory -> forgotten ids stripped
     cascaded: dict[str, list[str]]  # memory -> deleted entities stripped
+    deduplicated: dict[str, str]  # this branch's memory -> the other side's, one save made on both
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
@@ -54,7 +55,9 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
     brings the index, which finds a topic key's holders, to HEAD."""
     top = on_top(store, other)
-    folded = fold_topic_keys(kb, tx, [i for i, status in top.items() if status == "A"], moves.folded, catch_up)
+    added = [i for i, status in top.items() if status == "A"]
+    folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
+    folded = fold_duplicates(kb, tx, added, lambda: _added_since(store, parted, other), moves.deduplicated) or folded
     if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
         top = on_top(store, other)
     return revalidate(kb, top)
@@ -70,6 +73,15 @@ def on_top(store: GitStore, other: str) -> dict[str, str]:
         if memory_id is not None:
             found[memory_id] = status
     return found
+
+
+def _added_since(store: GitStore, parted: str, other: str) -> list[str]:
+    """The memories ``other`` added since ``parted`` (none without a common ancestor), by id."""
+    if not parted:
+        return []
+    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, other, "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [i for path in out if path and (i := id_of_path(path[len(store.prefix):])) is not None]
 
 
 def revalidate(kb: Context, ids: dict[str, str]) -> Revalidated:

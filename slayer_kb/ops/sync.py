@@ -172,6 +172,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         result.head = store.head()
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
+        kb.record_moves(result.deduplicated, "merged", duplicate=True)
     _top_up(kb)
     laps.lap("finish")
     return result
@@ -336,7 +337,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.action = "merged" if merges else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
-    moves = Moves(result.merged, result.unlinked, result.cascaded)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up), result)
 
 

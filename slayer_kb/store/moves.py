@@ -5,8 +5,8 @@ change an id an agent of this clone may still hold from a save's reply:
 
 - a **renumbered** memory: an id allocated before leases (or by ``slayer-kb.ids sequential``)
   that the upstream had used for another memory; the memory now has a fresh id;
-- a **merged** memory: a topic key saved first on two clones; this clone's memory was folded
-  into the upstream's, which keeps its id.
+- a **merged** memory: a topic key saved first on two clones (or one save made alike on both,
+  a duplicate); this clone's memory was folded into the upstream's, which keeps its id.
 
 ``sync`` records each move here (``slayer-kb-moves.json`` in the git folder, shared by the clone's
 worktrees); a command on a moved id refuses and names both memories until the user says which
@@ -33,6 +33,7 @@ class Move:
     old: str
     new: str
     why: str  # "renumbered" (by sync) | "renumber" (by 'slayer-kb renumber') | "merged" (sync) | "merge" | "rebase"
+    duplicate: bool = False  # merged as one save made on both sides, not by its topic key
 
 
 class MovedIds:
@@ -53,7 +54,7 @@ class MovedIds:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {old: Move(old, str(m["to"]), str(m["why"])) for old, m in data.items()
+        return {old: Move(old, str(m["to"]), str(m["why"]), m.get("duplicate") is True) for old, m in data.items()
                 if isinstance(m, dict) and "to" in m and "why" in m}
 
     def get(self, memory_id: str) -> Move | None:
@@ -61,7 +62,7 @@ class MovedIds:
             return None
         return self.all().get(memory_id)
 
-    def record(self, moves: dict[str, str], why: str) -> None:
+    def record(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
         """Record ``moves`` (old id -> new id); an earlier move to one of the old ids is carried
         on to the new one, so every entry names where the memory is now."""
         if not moves:
@@ -69,9 +70,9 @@ class MovedIds:
         known = self.all()
         for move in list(known.values()):
             if move.new in moves:
-                known[move.old] = Move(move.old, moves[move.new], move.why)
+                known[move.old] = Move(move.old, moves[move.new], move.why, move.duplicate)
         for old, new in moves.items():
-            known[old] = Move(old, new, why)
+            known[old] = Move(old, new, why, duplicate)
         self._write(known)
 
     def accept(self, memory_id: str) -> bool:
@@ -85,7 +86,8 @@ class MovedIds:
     def _write(self, known: dict[str, Move]) -> None:
         tmp = self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps({m.old: {"to": m.new, "why": m.why} for m in known.values()}, indent=1),
+            tmp.write_text(json.dumps({m.old: {"to": m.new, "why": m.why, **({"duplicate": True} if m.duplicate else {})}
+                                       for m in known.values()}, indent=1),
                            encoding="utf-8")
             os.replace(tmp, self.path)
 
@@ -108,15 +110,15 @@ def note(move: Move, now: Memory | None) -> str:
 def _account(move: Move, now: Memory | None) -> str:
     """Where the memory saved here as ``move.old`` went, and what that id names ``now``."""
     old = move.old
+    alike = "with the same title, type and text" if move.duplicate else "under the same topic key"
     if move.why == "merged":
-        how = (f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved "
-               "first under the same topic key")
+        how = f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved first {alike}"
     elif move.why == "merge":
         how = (f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it "
-               "merged had saved first under the same topic key")
+               f"merged had saved first {alike}")
     elif move.why == "rebase":
         how = (f"'slayer-kb rebase' merged this clone's memory {old} into {move.new}, which the branch it "
-               "was rebased onto had saved first under the same topic key")
+               f"was rebased onto had saved first {alike}")
     elif move.why == "renumber":
         how = (f"'slayer-kb renumber' gave this clone's memory {old} the id {move.new}, because the branch "
                f"it was renumbered onto had already used {old} for another memory")
