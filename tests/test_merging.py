@@ -52,6 +52,18 @@ def test_two_new_memories_of_one_key_count_both_first_saves() -> None:
     assert (merged.revision_count, merged.learning, merged.id) == (4, "b", "1")
 
 
+def test_a_forget_of_a_topic_key_memory_holds_unless_the_other_side_revised_it_later() -> None:
+    """A soft forget (MCP's mem_delete) on one clone, an upsert on the other: the later wins, as
+    the two would have one after the other on one clone; two forgets keep the first."""
+    base = memory(1, "2026-11-29T20:00:00Z", "base")
+    revised = memory(2, "2026-11-29T20:00:05Z", "revised")
+    early, late = (base.evolve(deleted_at=f"2026-11-29T20:00:0{s}Z") for s in (3, 7))
+    for forgot, deleted_at in ((late, late.deleted_at), (early, None)):
+        for merged in (merge_topic_revisions(base, forgot, revised), merge_topic_revisions(base, revised, forgot)):
+            assert (merged.deleted_at, merged.learning, merged.revision_count) == (deleted_at, "revised", 2)
+    assert merge_topic_revisions(base, late, early).deleted_at == early.deleted_at
+
+
 @given(st.integers(min_value=1, max_value=10**12))
 def test_every_id_is_in_exactly_one_block(memory_id: int) -> None:
     block = block_of(memory_id)

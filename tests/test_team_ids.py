@@ -290,6 +290,25 @@ def test_a_topic_key_memory_revised_on_both_clones_merges(team) -> None:
     assert memory["learning"] == "Redis, 1 min TTL for carts." and memory["revision_count"] == 3
 
 
+def test_a_forget_after_an_upsert_on_the_other_clone_is_not_lost(team) -> None:
+    """A pushes an upsert of a topic key; B, not synced since, forgets the memory (MCP's
+    mem_delete): B's sync keeps the forget (the upserted text in the file, for a restore) rather
+    than take A's revision for the newer and drop B's commit."""
+    _bare, (a, b) = team
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", project="api", topic_key="arch/cache")
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 10 min TTL.", project="api", topic_key="arch/cache")
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).forget("1", soft=True)
+    result = sync(KnowledgeBase(b))
+    assert (result.resolved, result.pushed) == (["memories/1.yaml"], 1)
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        memory = KnowledgeBase(root).get("1", include_deleted=True)
+        assert (memory.is_deleted, memory.learning, memory.revision_count) == (True, "Redis, 10 min TTL.", 2)
+
+
 def test_sync_retries_a_refused_push(team) -> None:
     bare, (a, _b) = team
     # Others win the race for the first four pushes to the branch, as on a busy remote.

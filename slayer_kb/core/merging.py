@@ -61,7 +61,21 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> 
         created_at=min(ours.created_at, theirs.created_at),
         revision_count=_summed(base, ours, theirs, "revision_count"),
         duplicate_count=duplicates,
+        deleted_at=_forgotten(ours, theirs),
     )
+
+
+def _forgotten(ours: Memory, theirs: Memory) -> str | None:
+    """When the merged topic-key memory was forgotten (``forget --soft``, MCP's ``mem_delete``):
+    at a side's forget that came after the other side's last revision (which the forget then
+    took with it, as one clone's saves one after the other); a revision after the forget brings
+    the key back, as the next save under it would. Two forgets keep the first."""
+    if ours.deleted_at and theirs.deleted_at:
+        return min(ours.deleted_at, theirs.deleted_at)
+    for side, other in ((ours, theirs), (theirs, ours)):
+        if side.deleted_at and side.deleted_at >= last_written(other):
+            return side.deleted_at
+    return None
 
 
 def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str) -> int | None:
