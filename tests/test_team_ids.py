@@ -162,6 +162,11 @@ def test_moves_carry_on_to_where_a_memory_is_now(tmp_path: Path) -> None:
     moves.record({"28": "29"}, "renumbered")
     assert moves.get("27").new == "29"
     assert json.loads((tmp_path / ".git" / "slayer-kb-moves.json").read_text())["27"] == {"to": "29", "why": "renumbered"}
+    # One sync renumbers 30 to 31 (sequential ids) and folds 31 into the upstream's 30 (one topic key,
+    # or one save): the agent's 30 names the memory its save went into, as if it had never moved.
+    moves.record({"30": "31"}, "renumbered")
+    moves.record({"31": "30"}, "merged", duplicate=True)
+    assert (moves.get("30"), moves.get("31").new) == (None, "30")
 
 
 def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) -> None:

@@ -73,7 +73,9 @@ class MovedIds:
                 known[move.old] = Move(move.old, moves[move.new], move.why, move.duplicate)
         for old, new in moves.items():
             known[old] = Move(old, new, why, duplicate)
-        self._write(known)
+        # A memory moved back to its own id (renumbered, then folded into the upstream's memory
+        # under that id) is where the id's holder means: no move to refuse.
+        self._write({old: move for old, move in known.items() if move.new != old})
 
     def accept(self, memory_id: str) -> bool:
         """Forget the move of ``memory_id`` (the user now means whatever it names); whether there was one."""
