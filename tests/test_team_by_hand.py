@@ -199,6 +199,24 @@ def test_an_offline_sync_keeps_the_saves_and_says_the_next_sync_sends_them(tmp_p
     assert git(a, "ls-tree", "--name-only", "origin/main", "memories/").split() == [f"memories/{saved['memory_id']}.yaml"]
 
 
+def test_commits_a_force_push_dropped_are_pushed_again_and_said(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A person force-pushes main back to a commit before this clone's pushed save: the next sync
+    keeps the save (nothing a clone holds is lost) and says it pushed it again, with the way to
+    take a memory out; a sync with no rewrite says nothing of it."""
+    bare, (a, b) = make_team(tmp_path, clones=2)
+    invoke_cli("--kb", a, "save", "Pushed, then dropped by a rewrite", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "push", "-q", "-f", "origin", "HEAD:main")  # the person's rewrite, from a clone that never pulled
+    invoke_cli("--kb", a, "save", "Saved after", "-e", "shop.orders.amount", check=True)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+        "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone had pushed; they were "
+        "pushed again (to take a memory out, forget it)\n")
+    assert git(bare, "ls-tree", "--name-only", "main", "memories/").split() == ["memories/1.yaml", "memories/2.yaml"]
+    invoke_cli("--kb", b, "save", "From b", "-e", "shop.orders.amount", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
+
+
 def test_a_sync_with_nothing_to_push_says_when_the_remote_cannot_be_read(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Never "up to date" from the last fetch's tracking ref when this fetch could not reach the remote.
     _bare, (a,) = make_team(tmp_path, clones=1)

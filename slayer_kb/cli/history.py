@@ -189,6 +189,10 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
         text += _folded(result.merged, result.deduplicated)
+        if result.pushed_again:
+            text += (f"\n  note: {result.remote}/{result.branch} was rewritten (a force push) without "
+                     f"{result.pushed_again} commit(s) this clone had pushed; they were pushed again "
+                     "(to take a memory out, forget it)")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         return text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)

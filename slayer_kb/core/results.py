@@ -405,6 +405,7 @@ class SyncResult:
     pulled: int = 0
     pushed: int = 0
     pushed_by_merge: int = 0  # of ``pushed``, the commits a merge took in from another branch (main's)
+    pushed_again: int = 0  # of ``pushed``, commits the upstream held before a rewrite (a force push) dropped them
     renumbered: dict[str, str] = field(default_factory=dict)
     merged: dict[str, str] = field(default_factory=dict)
     deduplicated: dict[str, str] = field(default_factory=dict)  # this clone's memory -> the upstream's, one save
@@ -423,7 +424,8 @@ class SyncResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
-                "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "renumbered": self.renumbered, "merged": self.merged,
+                "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "pushed_again": self.pushed_again,
+                "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unlinked": self.unlinked, "cascaded": self.cascaded,
                 "stale_queries": self.stale_queries, "attempts": self.attempts, "head": self.head,

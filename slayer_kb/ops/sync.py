@@ -111,7 +111,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     turn = Turn(store, remote, upstream_branch)
     head = store.head()
     upstream = ""
-    fetched = head is not None and head == _tip(store, tracking)
+    known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
+    fetched = bool(known) and head == known
     if fetched:
         # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
         # either, no lock and no index check (a team syncs often).
@@ -160,6 +161,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             index.catch_up()
             if upstream:
                 result.pulled = _count(store, upstream, start)
+                result.pushed_again = _pushed_again(store, known, upstream, start) if result.pushed else 0
         except BaseException as exc:
             turn.give_back()
             stuck = _put_back(store, start)
@@ -356,6 +358,17 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
 def _count(store: GitStore, tip: str, exclude: str) -> int:
     """The commits ``tip`` has that ``exclude`` (a commit, or ``--remotes=NAME``) has not."""
     return int(store.git("rev-list", "--count", tip, *(["--not", exclude] if exclude else [])).stdout.decode().strip() or 0)
+
+
+def _pushed_again(store: GitStore, known: str, upstream: str, start: str) -> int:
+    """The commits of this branch (at ``start``) that the remote's branch held when this clone
+    last fetched it (``known``) and holds no more (its history rewritten, as by a force push):
+    pushed again, since sync never drops what a clone holds, and said."""
+    if not known or known == upstream or store.git("merge-base", "--is-ancestor", known, upstream,
+                                                   check=False).returncode == 0:
+        return 0
+    base = store.git("merge-base", start, known, check=False).stdout.decode().strip()
+    return _count(store, base, upstream) if base else 0
 
 
 def _pushed(store: GitStore, tip: str, exclude: str) -> tuple[int, int]:
