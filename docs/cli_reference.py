@@ -55,8 +55,8 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten`; the deletes' `stale_queries` (example-query memories whose stored query names what was deleted: [format.md](format.md#entity-references)), `prune`'s `stripped`, `dry_run` |
 | `validate` | `ok`, `checked`, `problems` (each `path`, `line`, `message` and `kind`: `stale_query` for an example query naming what the catalog no longer has, which `sync` pushes, else `null`), `reformatted` |
 | `review` | `base`, `head`, `merge_base`, the changes and `problems` ([review.md](review.md#what-the-review-comment-shows)) |
-| `sync` | `remote`, `branch`, `action` (`up to date`, `fast-forward`, `pushed`, `rebased`, `merged`), `pulled`, `pushed`, `renumbered`, `merged`, `resolved`, `unlinked`, `cascaded`, `stale_queries`, `attempts`, `head`, `timings` ([teams.md](teams.md#sync-that-merges-what-git-cannot)) |
-| `merge`, `rebase` | `ref` (`onto`), `action`, `head`, `push` (the command that sends the branch, as run from where the user is), `merged`, `unlinked`, `cascaded`, `stale_queries`, `problems` (what `sync` would refuse to push: [teams.md](teams.md#sync-that-merges-what-git-cannot)) |
+| `sync` | `remote`, `branch`, `action` (`up to date`, `fast-forward`, `pushed`, `rebased`, `merged`), `pulled`, `pushed`, `pushed_by_merge`, `pushed_again`, `renumbered`, `merged`, `deduplicated`, `resolved`, `unlinked`, `cascaded`, `stale_queries`, `attempts`, `head`, `timings` ([teams.md](teams.md#sync-that-merges-what-git-cannot)) |
+| `merge`, `rebase` | `ref` (`onto`), `action`, `head`, `push` (the command that sends the branch, as run from where the user is), `merged`, `deduplicated`, `unlinked`, `cascaded`, `stale_queries`, `problems` (what `sync` would refuse to push: [teams.md](teams.md#sync-that-merges-what-git-cannot)) |
 
 When the server is on, commands are relayed to the KB's warm server with the same output
 ([server.md](server.md)).
