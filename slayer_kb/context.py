@@ -391,8 +391,10 @@ class Context:
         self.pending.clear(memory_id)
 
     def record_moves(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
-        """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until accepted."""
+        """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until
+        accepted; the duplicate saves counted here and not yet committed go with them."""
         self.moves.record(moves, why, duplicate)
+        self.pending.move(moves)
 
     def git_setting(self, key: str) -> str | None:
         """One key of the clone's git config as the leases cache it (``IdLeases.settings``: the

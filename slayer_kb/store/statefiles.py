@@ -87,6 +87,16 @@ class PendingDuplicates:
         pending[memory_id] = pending.get(memory_id, 0) + 1
         self._write(pending)
 
+    def move(self, moves: dict[str, str]) -> None:
+        """Carry the counts of ids ``sync`` moved (old -> new) to where each memory is now, whose
+        next commit folds them in: never into the memory the old id names now."""
+        pending = self.counts()
+        moved = {old: pending.pop(old) for old in moves if old in pending}
+        for old, count in moved.items():
+            pending[moves[old]] = pending.get(moves[old], 0) + count
+        if moved:
+            self._write(pending)
+
     def clear(self, memory_id: str) -> None:
         """Forget the count of ``memory_id``: its commit has folded it in, or it is gone."""
         pending = self.counts()
