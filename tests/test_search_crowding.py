@@ -1,7 +1,8 @@
 """The fusion's two rules for questions in other words than their answer (docs/search.md,
 "Fusion"): the words count a quarter as much when the memory they score best holds at most one
 in three of the question's words, and a note on a crowded neighbourhood's common ground stands
-back (``fusion.uncrowded``). Exact rankings on the third relevance set's real KB."""
+back (``fusion.uncrowded``); the three memories closest in meaning join the candidates above a
+lower floor (``retrieval.closest_kept``). Exact rankings on the third relevance set's real KB."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from bench.relevance import SETS, build
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import Request, embedding, fusion, run
+from slayer_kb.search import Request, embedding, fusion, retrieval, run
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
@@ -104,6 +105,23 @@ def test_a_paraphrase_into_a_crowded_neighbourhood_finds_its_answer(third_kb: Kn
     before = _ranked(third_kb)
     assert set(before[:3]) == {"nr-images-free", "nr-images-subscriber", "nr-images-premium"}
     assert before.index("rf-ota-staged") == 3
+
+
+def test_the_closest_memories_join_the_candidates_above_a_lower_floor() -> None:
+    # Best first, as the scan gives them: the first three from 0.1, the rest from 0.2.
+    found = [("a", 0.31), ("b", 0.24), ("c", 0.18), ("d", 0.2), ("e", 0.19)]
+    assert retrieval.closest_kept(found) == [("a", 0.31), ("b", 0.24), ("c", 0.18), ("d", 0.2)]
+    assert retrieval.closest_kept([("a", 0.15), ("b", 0.1), ("c", 0.09)]) == [("a", 0.15), ("b", 0.1)]
+    assert retrieval.closest_kept([]) == []
+
+
+def test_a_paraphrase_whose_answer_reads_close_by_one_sentence_only_is_a_candidate(third_kb: KnowledgeBase) -> None:
+    """The note on the waiting list is among the three closest memories, but its whole text's
+    cosine is under the floor of 0.2 (diluted by the rest of the note); its best sentence puts it
+    second. It was no candidate at all before: the question shares no word with it."""
+    third_kb.ensure_fresh()
+    found = run(third_kb.index, Request(question="Who receives a spot someone else gave up?", limit=10)).memories
+    assert [h["id"] for h in found][:3] == ["pg-chargeback-window", "cl-waiting-list", "pg-settlement-cutoff-apac"]
 
 
 def test_the_head_vectors_read_from_the_manifest_and_from_the_table_agree(third_kb: KnowledgeBase) -> None:

@@ -21,7 +21,9 @@ and English questions whose ordinary words name a table ("why are orders late");
 with their answer, aimed into crowded neighbourhoods, beside "why" and "what do we use" questions;
 the seventh (heldout7/: 60 memories in 4 projects, 74 questions) does the same in other domains,
 with long notes over several sub-topics, typos and code identifiers, and three questions whose
-answer is an example query (a memory with a ``query``, ranked with the memories).
+answer is an example query (a memory with a ``query``, ranked with the memories); the eighth
+(heldout8/: 59 memories in 4 projects, 74 questions) does the same in other domains again, and
+adds questions asked in another role's words (an owner or a manager asking about a team's note).
 
     python -m bench.relevance          # prints the tables: by set and channel, then by kind
 """
@@ -46,12 +48,12 @@ from slayer_kb.search import Request, run
 
 HERE = Path(__file__).resolve().parent
 # The held-out sets come last and are never tuned on (their questions.yaml say how they were written).
-HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5", "held-out 6", "held-out 7")
+HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5", "held-out 6", "held-out 7", "held-out 8")
 SETS = {
     "first": HERE, "second": HERE / "second", "third": HERE / "third",
     HELD_OUT[0]: HERE / "heldout", HELD_OUT[1]: HERE / "heldout2", HELD_OUT[2]: HERE / "heldout3",
     HELD_OUT[3]: HERE / "heldout4", HELD_OUT[4]: HERE / "heldout5", HELD_OUT[5]: HERE / "heldout6",
-    HELD_OUT[6]: HERE / "heldout7",
+    HELD_OUT[6]: HERE / "heldout7", HELD_OUT[7]: HERE / "heldout8",
 }
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"

@@ -47,6 +47,10 @@ from .vectors import embedding_text
 MEANING_ONLY_DEPTH = 10
 MEANING_ONLY_FLOOR = 0.2
 SENTENCE_FLOOR = 0.2
+# The first few of them join above a lower floor: a memory's sentence score reads its best
+# sentence too, which its whole text's cosine, diluted by the rest of the note, does not show.
+CLOSEST_KEPT = 3
+CLOSEST_FLOOR = 0.1
 # ... for a question of at least this many words: one or two typed words are a keyword search,
 # where a memory without them is noise.
 MEANING_ONLY_WORDS = 3
@@ -135,6 +139,13 @@ def _run(index: Index, request: Request) -> Found:
         _warn_filtered_out(index, request, words, found.warnings)
     found.warnings += catalog_warnings
     return found
+
+
+def closest_kept(found: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Of the memories closest in meaning (best first), those that join the candidates: the
+    first ``CLOSEST_KEPT`` with a cosine of at least ``CLOSEST_FLOOR``, the rest at least
+    ``SENTENCE_FLOOR``."""
+    return [(m, c) for n, (m, c) in enumerate(found) if c >= (CLOSEST_FLOOR if n < CLOSEST_KEPT else SENTENCE_FLOOR)]
 
 
 def _restriction(request: Request, has_query: bool | None) -> Restriction:
@@ -263,7 +274,8 @@ def _ranked(
             if closest is not None and not covered:
                 near = index.nearest(vector, restriction.values, closest, -1.0 if wide else MEANING_ONLY_FLOOR)
             if closest is not None and sentence is not None:
-                near += index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else SENTENCE_FLOOR, scan)
+                found = index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else CLOSEST_FLOOR, scan)
+                near += found if wide else closest_kept(found)
             held = set(candidates)
             candidates += [m for m in dict.fromkeys(m for m, _score in near) if m not in held]
             if sentence is not None:
