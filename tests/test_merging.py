@@ -62,6 +62,11 @@ def test_a_forget_of_a_topic_key_memory_holds_unless_the_other_side_revised_it_l
         for merged in (merge_topic_revisions(base, forgot, revised), merge_topic_revisions(base, revised, forgot)):
             assert (merged.deleted_at, merged.learning, merged.revision_count) == (deleted_at, "revised", 2)
     assert merge_topic_revisions(base, late, early).deleted_at == early.deleted_at
+    # A revision within the second of the save before it: the forget carries no time of writing,
+    # so the tie of times must not hand its side's older text back.
+    quick = memory(2, base.updated_at or "", "revised")
+    for merged in (merge_topic_revisions(base, quick, late), merge_topic_revisions(base, late, quick)):
+        assert (merged.deleted_at, merged.learning) == (late.deleted_at, "revised")
 
 
 @given(st.integers(min_value=1, max_value=10**12))

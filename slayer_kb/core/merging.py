@@ -49,6 +49,10 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> 
     ``theirs`` is the side applied last (the commits a rebase replays): it wins a tie, as it would
     had its save come after ``ours`` in one clone (times have a resolution of a second)."""
     newer = theirs if last_written(theirs) >= last_written(ours) else ours
+    if base is not None and _only_forgot(base, theirs) != _only_forgot(base, ours):
+        # A forget sets no updated_at: within the second of the other side's revision, the tie
+        # would hand the forgotten side's older text back.
+        newer = ours if _only_forgot(base, theirs) else theirs
 
     if base is None and content_hash(ours.learning) != content_hash(theirs.learning):
         # Two memories: each save under the key was a revision; a duplicate count (Engram's "saved
@@ -76,6 +80,11 @@ def _forgotten(ours: Memory, theirs: Memory) -> str | None:
         if side.deleted_at and side.deleted_at >= last_written(other):
             return side.deleted_at
     return None
+
+
+def _only_forgot(base: Memory, side: Memory) -> bool:
+    """Whether ``side`` changed nothing of ``base`` but its forget (or nothing at all)."""
+    return side.evolve(deleted_at=base.deleted_at) == base
 
 
 def _summed(base: Memory | None, ours: Memory, theirs: Memory, name: str) -> int | None:
