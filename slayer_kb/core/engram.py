@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.core.text import shown_value
 
 RECOGNISED_TYPES: tuple[str, ...] = (
     "decision",
@@ -69,7 +70,7 @@ def scope_warnings(scope: str | None) -> list[str]:
     takes it as ``project`` (``normalize_scope``), and the agent hears so instead of finding out."""
     if scope is None or scope.strip().lower() in ("project", "personal"):
         return []
-    return [f"scope {scope!r} is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
+    return [f"scope {shown_value(scope)} is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
             "knowledge that holds across projects, or 'project' (the default)."]
 
 

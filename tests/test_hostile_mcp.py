@@ -1,0 +1,52 @@
+"""A stranger's pass over the MCP tools with values no agent should send but some do: a field of
+hundreds of kilobytes where a word belongs, an id shaped like a path, text that is not Unicode.
+Each reply must be a short error (or warning) naming the parameter, and nothing committed."""
+
+from __future__ import annotations
+
+import json
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.tools import call_tool
+from testing import git
+
+BIG = "x" * 300_000
+SHOWN = f"'{'x' * 100}'... (300000 characters)"
+
+
+def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBase) -> None:
+    """Errors and warnings quoted the value whole: a 17 MB scope, filter or entity reference
+    came back as a 17 MB reply into the agent's context (and an entity reference or id took
+    seconds of spelling suggestions or character checks first)."""
+    kb = indexed_example_kb
+    head = git(kb.root, "rev-parse", "HEAD")
+    errors = [
+        ("mem_search", {"query": "revenue", "match_mode": BIG},
+         f"mem_search: 'match_mode' must be one of 'all', 'any', 'strict', not {SHOWN}."),
+        ("search", {"question": "revenue", "datasource": BIG}, f"Unknown datasource {SHOWN}. Known datasources: shop, wh."),
+        ("save_memory", {"learning": "l", "linked_entities": BIG},
+         f"entity reference {SHOWN} is over the limit of 1000 characters: name a datasource, model, column or "
+         "memory:<id> (e.g. 'orders.amount')."),
+        ("mem_get_observation", {"id": "a/" * 150_000}, "Memory id is 300000 bytes long; the limit is 200 bytes "
+                                                         "(UTF-8). Choose a shorter id."),
+        ("mem_get_observation", {"id": "a\ud800"}, "Memory id 'a\\ud800' contains whitespace or an invisible/control "
+                                                   "character (U+D800); use letters, digits, '.', '_' or '-'."),
+        # The title is made of the project: it was the title that was said to be too long.
+        ("mem_session_summary", {"content": "c", "project": "p" * 201},
+         "project is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+    ]
+    for tool, arguments, message in errors:
+        reply = call_tool(kb, tool, arguments)
+        assert (reply.is_error, reply.text) == (True, message), tool
+    for field in ("project", "type"):
+        reply = call_tool(kb, "mem_search", {"query": "revenue", field: BIG})
+        assert reply.text == (f'No memories found for: "revenue"\nwarning: No memory has {field} {SHOWN}, so the filter '
+                              "removed every memory the question finds; check the name, or search without it.")
+    found = json.loads(call_tool(kb, "search", {"question": "revenue", "entities": [BIG]}).text)
+    assert found["warnings"] == [f"entity {SHOWN} dropped: entity reference {SHOWN} is over the limit of 1000 "
+                                 "characters: name a datasource, model, column or memory:<id> (e.g. 'orders.amount')."]
+    assert git(kb.root, "rev-parse", "HEAD") == head
+    saved = call_tool(kb, "mem_save", {"title": "T", "content": "c", "scope": BIG})
+    assert saved.text.endswith(f"\nwarning: scope {SHOWN} is neither 'project' nor 'personal': saved as 'project'; "
+                               "give 'personal' for knowledge that holds across projects, or 'project' (the default).")
+    assert git(kb.root, "status", "--porcelain") == ""
