@@ -50,3 +50,16 @@ def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBa
     assert saved.text.endswith(f"\nwarning: scope {SHOWN} is neither 'project' nor 'personal': saved as 'project'; "
                                "give 'personal' for knowledge that holds across projects, or 'project' (the default).")
     assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase) -> None:
+    """'café' typed (é) and from a macOS file name (e and a combining accent) made two topic keys,
+    two memories where the second save should have revised the first, and two projects."""
+    composed, decomposed = "auth/caf\u00e9", "auth/cafe\u0301"
+    first = call_tool(empty_kb, "mem_save", {"title": "A", "content": "one", "topic_key": composed,
+                                             "project": composed})
+    again = call_tool(empty_kb, "mem_save", {"title": "A", "content": "two", "topic_key": decomposed,
+                                             "project": decomposed})
+    assert [(reply.data or {}).get(key) for reply in (first, again) for key in ("memory_id", "action")] == [
+        "1", "created", "1", "revised"]
+    assert "\nproject: auth/caf\u00e9\n" in (empty_kb.root / "memories" / "1.yaml").read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
@@ -85,20 +86,26 @@ def content_hash(content: str) -> str:
 
 
 def normalize_topic_key(key: str | None) -> str | None:
-    """Trim, lower-case, whitespace runs -> `-`, cut to 120 characters; blank -> None."""
+    """Trim, lower-case, whitespace runs -> `-`, Unicode NFC, cut to 120 characters; blank -> None."""
     if key is None:
         return None
     # split() with no argument both trims and finds whitespace runs, Unicode spaces included.
-    normalised = "-".join(key.lower().split())[:TOPIC_KEY_MAX]
+    normalised = "-".join(_composed(key).lower().split())[:TOPIC_KEY_MAX]
     return normalised or None
 
 
 def normalize_project(project: str | None) -> str | None:
-    """Trimmed and lower-cased so `My-API` and `my-api ` are one project; blank -> None."""
+    """Trimmed, lower-cased and NFC so `My-API` and `my-api ` are one project; blank -> None."""
     if project is None:
         return None
-    normalised = project.strip().lower()
+    normalised = _composed(project).strip().lower()
     return normalised or None
+
+
+def _composed(text: str) -> str:
+    """``text`` in Unicode NFC: 'café' typed (é) and 'café' from a macOS file name (e and a
+    combining accent) read alike, and were two topic keys (two memories) and two projects."""
+    return unicodedata.normalize("NFC", text)
 
 
 def normalize_type(type: str | None) -> str | None:
