@@ -63,3 +63,20 @@ def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase
     assert [(reply.data or {}).get(key) for reply in (first, again) for key in ("memory_id", "action")] == [
         "1", "created", "1", "revised"]
     assert "\nproject: auth/caf\u00e9\n" in (empty_kb.root / "memories" / "1.yaml").read_text()
+
+
+def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb: KnowledgeBase) -> None:
+    """A learning of 100 KB in a '## Key Learnings:' section was saved past the 64 KiB a save
+    takes; 2,000 learnings made a commit subject of 11,000 characters."""
+    root = empty_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    big = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough\n2. "
+                                                                 + "y" * 100_000})
+    assert (big.is_error, big.text) == (True, "content's learning #2 is 100000 bytes; the limit is 65536 bytes. Split "
+                                              "it into several memories or raise the limit with SLAYER_KB_MAX_CONTENT "
+                                              "(bytes).")
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    many = "\n".join(f"{n}. learning number {n} of twelve" for n in range(1, 13))
+    call_tool(empty_kb, "mem_capture_passive", {"content": f"## Key Learnings:\n{many}"})
+    assert git(root, "log", "-1", "--format=%s") == (
+        "memory: capture 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more (passive, from mcp-passive)\n")
