@@ -71,3 +71,25 @@ def test_gits_repository_variables_never_redirect_a_kbs_history(
     assert (proc.returncode, proc.stderr) == (0, "")
     assert [entry["commit"] for entry in json.loads(proc.stdout)] == git(
         root, "log", "--format=%H", "--", "memories/2.yaml").split()
+
+
+def test_a_checkout_with_crlf_line_endings_is_canonical_where_git_converts_them(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Git for Windows checks text out with CRLF (core.autocrlf=true, its default) and commits it
+    as LF: validate called every memory and session file of such a checkout not canonical, and
+    fmt --check listed them all. Where git keeps the CRLF, they still are not canonical."""
+    root = indexed_example_kb.root
+    files = ["memories/7.yaml", "sessions/ses-20261009-payments-recon.yaml"]
+    for name in files:
+        path = root / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    git(root, "config", "core.autocrlf", "true")
+    clean = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (clean.returncode, clean.stdout) == (0, "Checked 2 files: no problems.\n")
+    assert invoke_cli("--kb", root, "fmt", "--check", *files, cwd=root).returncode == 0
+    assert git(root, "diff", "--stat") == ""  # to git, as committed
+    git(root, "config", "core.autocrlf", "false")
+    flagged = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (flagged.returncode, flagged.stdout) == (1, "".join(
+        f"{name}:1: not in canonical form; run 'slayer-kb fmt {name}'\n" for name in files)
+        + "2 problems in 2 files (2 files checked)\n")
