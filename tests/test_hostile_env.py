@@ -5,6 +5,7 @@ index.lock), which must never send a KB's commit, index or objects to another re
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,23 @@ def test_a_checkout_with_crlf_line_endings_is_canonical_where_git_converts_them(
     assert (flagged.returncode, flagged.stdout) == (1, "".join(
         f"{name}:1: not in canonical form; run 'slayer-kb fmt {name}'\n" for name in files)
         + "2 problems in 2 files (2 files checked)\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the KB to another user")
+def test_a_kb_another_user_owns_is_named_with_gits_safe_directory_fix(empty_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """git refuses a repository another user owns: every command said the KB "is not inside a git
+    repository" and to run init there, which ran git init inside it and said the same."""
+    root = empty_kb.root
+    for folder, _dirs, names in os.walk(root):
+        for name in [".", *names]:
+            os.chown(os.path.join(folder, name), 65534, 65534, follow_symlinks=False)
+    message = (f"git refuses the repository at {root}: another user owns it, and git works only in repositories you "
+               f"own. If you trust it, run 'git config --global --add safe.directory {root}' and retry, or run "
+               "slayer-kb as the user who owns it.")
+    for args in (("--kb", root, "--json", "list"), ("--json", "init", root)):
+        proc = invoke_cli(*args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n"), args
+    git(root.parent, "config", "--global", "--add", "safe.directory", str(root))
+    assert invoke_cli("--kb", root, "list", check=True).stdout == "No memories.\n"
