@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError
@@ -198,3 +199,40 @@ def test_import_slayer_never_reads_through_a_link_out_of_the_folder(catalog_kb: 
     link.unlink()
     result = import_slayer(catalog_kb, tmp_path / "s")
     assert result.imported == ["1", "3"], result
+
+
+def test_import_engram_says_why_each_record_is_skipped_or_changed(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Duplicates were skipped without a word, an unknown scope became 'project' silently, a
+    session row that was no object or had no id was "not NoneType", a prompt over the size limit
+    was cut unsaid, and one with no time was added again by every re-import."""
+    kb = empty_kb
+    kb.max_content = 100
+    kb.save_observation("Auth model", "JWT over sessions", type="decision", project="api")
+    cache = {"title": "Cache", "content": "Redis for sessions", "type": "decision", "project": "api"}
+    path = tmp_path / "engram.json"
+    path.write_text(json.dumps({
+        "observations": [{"title": "Auth model", "content": "jwt over  sessions", "type": "decision",
+                          "project": "API"}, cache, dict(cache), {**cache, "title": "Odd", "scope": "galaxy"}],
+        "sessions": ["s1", {"project": "api"}],
+        "prompts": [{"session_id": "s1", "content": "x" * 150}, {"session_id": "s1", "content": "again?"}],
+    }))
+    result = import_engram(kb, path)
+    assert (result.imported, result.skipped, result.prompts) == (["2", "3"], 2, 2)
+    cut = "x" * 85
+    assert result.warnings == [
+        "engram.json: observation 1 is a duplicate of memory 1: the same content, title, type, project and scope; "
+        "skipped.",
+        "engram.json: observation 3 is a duplicate of observation 2 (imported as memory 2): the same content, title, "
+        "type, project and scope; skipped.",
+        "engram.json: observation 4: scope 'galaxy' is neither 'project' nor 'personal': saved as 'project'; give "
+        "'personal' for knowledge that holds across projects, or 'project' (the default).",
+        "engram.json: session 1 is not an object; skipped.",
+        "engram.json: session 2 has no 'id'; skipped.",
+        "engram.json: prompt 1: content is 150 bytes, over the limit of 100: only its first 85 bytes were kept, then "
+        "'... [truncated]'. Save the rest as memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT "
+        "(bytes).",
+    ]
+    prompts = yaml.safe_load((kb.root / "sessions" / "s1.yaml").read_text())["prompts"]
+    assert [p["content"] for p in prompts] == [cut + "... [truncated]", "again?"]
+    again = import_engram(kb, path)
+    assert (again.imported, again.prompts, again.commit) == ([], 0, None)

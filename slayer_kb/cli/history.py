@@ -338,7 +338,8 @@ def import_engram(settings: Settings, file: str) -> None:
     """Import Engram's JSON export (observations) as one commit, skipping exact duplicates.
 
     An observation a save would refuse (a title over 1,000 characters, content over the size
-    limit, a control character in its type, project or topic key) is skipped with a warning.
+    limit, a control character in its type, project or topic key) is skipped with a warning, as
+    is a duplicate (naming the memory it repeats); a prompt over the size limit is cut, saying so.
 
     \b
     Example:

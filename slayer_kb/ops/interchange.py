@@ -315,8 +315,9 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
     result = ImportResult(str(path))
     with kb.transaction() as tx:
+        # Each key and the memory holding it, which a duplicate's warning names.
         seen = {
-            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
+            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]): f"memory {d['id']}"
             for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
         }
         # More ids than memories when some are skipped: the unused ones are simply never handed out.
@@ -336,8 +337,10 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
             key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
             if key in seen:
                 result.skipped += 1
+                result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
+                                       "project and scope; skipped.")
                 continue
-            seen.add(key)
+            seen[key] = f"observation {n + 1} (imported as memory {memory.id})"
             changes.append(memory_change(memory))
             result.imported.append(memory.id)
             next_id = next(fresh_ids, "")
@@ -375,6 +378,8 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
     except InvalidInputError as exc:
         warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
         return None
+    scope = obs.get("scope") if isinstance(obs.get("scope"), str) else None
+    warnings.extend(f"{where}: {said}" for said in engram.scope_warnings(scope))
     created = engram_time(obs.get("created_at"))
     if obs.get("created_at") and created is None:
         warnings.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
@@ -385,7 +390,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         title=title,
         type=type or engram.DEFAULT_TYPE,
         project=project,
-        scope=engram.normalize_scope(obs.get("scope") if isinstance(obs.get("scope"), str) else None),
+        scope=engram.normalize_scope(scope),
         topic_key=topic_key,
         session_id=session_id,
         revision_count=_count(obs.get("revision_count")),

@@ -263,12 +263,8 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     content = _required_text(content, "content")
     project = engram.given_project(optional_text(project, "project"))
     session_id = session_or_default(session_id, project)
-    content = engram.redact_private(content)
-    size, content = len(content.encode("utf-8")), _cut(content, kb.max_content)
-    warnings = [] if size <= kb.max_content else [
-        f"content is {size} bytes, over the limit of {kb.max_content}: only its first "
-        f"{len(content.encode('utf-8')) - len(TRUNCATED)} bytes were kept, then {TRUNCATED!r}. Save the rest as "
-        "memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."]
+    warnings: list[str] = []
+    content = _cut_prompt(engram.redact_private(content), kb.max_content, "content", warnings)
     with kb.transaction(sync=False) as tx:
         now = utc_now()
         session, _ = ensure(tx, session_id, project, now=now)
@@ -287,11 +283,16 @@ def prompt_result(session: Session, commit: str | None, warnings: list[str] | No
     return SessionResult(session.to_dict(), "prompt saved", commit, warnings or None, prompt.to_dict(), message)
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut_prompt(text: str, limit: int, what: str, warnings: list[str]) -> str:
+    """A prompt's ``text`` cut at ``limit`` bytes, and said so in ``warnings`` (``what``: which)."""
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text
-    return data[: limit - len(TRUNCATED)].decode("utf-8", "ignore") + TRUNCATED
+    kept = data[: limit - len(TRUNCATED)].decode("utf-8", "ignore")
+    warnings.append(f"{what} is {len(data)} bytes, over the limit of {limit}: only its first "
+                    f"{len(kept.encode('utf-8'))} bytes were kept, then {TRUNCATED!r}. Save the rest as memories "
+                    "(mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
+    return kept + TRUNCATED
 
 
 def session_or_default(session_id: Any, project: str | None) -> str:
@@ -479,7 +480,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
 
     for n, row in enumerate(rows if isinstance(rows, list) else []):
         here = f"{where}: session {n + 1}"
-        session_id = _import_id(row.get("id") if isinstance(row, dict) else None, here, warnings)
+        session_id = _import_id(row, "id", here, warnings)
         if session_id is None:
             continue
         session = current(session_id, time_of(row.get("started_at")) or now)
@@ -492,18 +493,23 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         )
     for n, row in enumerate(prompt_rows if isinstance(prompt_rows, list) else []):
         here = f"{where}: prompt {n + 1}"
-        session_id = _import_id(row.get("session_id") if isinstance(row, dict) else None, here, warnings)
+        session_id = _import_id(row, "session_id", here, warnings)
         content = text(row, "content") if session_id is not None else None
         if session_id is None or content is None:
             if session_id is not None:
                 warnings.append(f"{here} has no content; skipped.")
             continue
-        at = time_of(row.get("created_at")) or now
+        timed = time_of(row.get("created_at"))
+        at = timed or now
         session = current(session_id, at)
-        if any(p.created_at == at and p.content == content for p in session.prompts):
+        cut: list[str] = []  # said only of a prompt added, not of one a re-import finds there
+        content = _cut_prompt(content, kb.max_content, f"{here}: content", cut)
+        # One with no time of its own is there already when its text is: a re-import adds none.
+        if any(p.content == content and (timed is None or p.created_at == at) for p in session.prompts):
             continue
+        warnings += cut
         project = engram.normalize_project(text(row, "project"))
-        prompt = Prompt(at, _cut(content, kb.max_content), project if project and project != session.project else None)
+        prompt = Prompt(at, content, project if project and project != session.project else None)
         touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: p.created_at))
         added += 1
     changes = []
@@ -516,7 +522,16 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     return changes, made, added
 
 
-def _import_id(value: Any, where: str, warnings: list[str]) -> str | None:
+def _import_id(row: Any, key: str, where: str, warnings: list[str]) -> str | None:
+    """The session id (``key``) of an export's ``row``, or None, said in ``warnings``, when the row
+    is no object, has none, or has one no session can take."""
+    if not isinstance(row, dict):
+        warnings.append(f"{where} is not an object; skipped.")
+        return None
+    value = row.get(key)
+    if value is None:
+        warnings.append(f"{where} has no '{key}'; skipped.")
+        return None
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     try:
