@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,25 @@ def test_import_engram_says_why_each_record_is_skipped_or_changed(empty_kb: Know
     assert [p["content"] for p in prompts] == [cut + "... [truncated]", "again?"]
     again = import_engram(kb, path)
     assert (again.imported, again.prompts, again.commit) == ([], 0, None)
+
+
+def test_import_slayer_skips_each_file_it_cannot_take_and_names_it(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """One file that was not UTF-8, had no front matter or was a FIFO refused the whole import;
+    an id no file can have was told without the file."""
+    folder = tmp_path / "s"
+    write_slayer_folder(folder, {"1": SLAYER_FILES["1"], "nofm": "just text\n", "CON": "---\nid: CON\n---\n\nx\n"})
+    memories = folder / "memories"
+    (memories / "latin1.md").write_bytes(b"---\n---\n\n\xe9t\xe9\n")
+    os.mkfifo(memories / "fifo.md")
+    result = import_slayer(catalog_kb, folder)
+    assert (result.imported, result.skipped) == (["1"], 4)
+    assert result.warnings == [
+        f"Cannot read the SLayer file {memories}/fifo.md: it is a FIFO, not a regular file; give a regular file. "
+        "(skipped)",
+        f"{memories}/latin1.md is not UTF-8 text (invalid continuation byte at byte 9). (skipped)",
+        f"{memories}/nofm.md:1: a SLayer memory file starts with '---' (YAML front matter). (skipped)",
+        f"{memories}/CON.md: Memory id 'CON' is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, "
+        "in any letter case, also before a '.' as in nul.txt): its file cannot exist on Windows. Choose another id, "
+        "e.g. 'kb.CON'. (skipped)",
+    ]
+    assert git(catalog_kb.root, "log", "-1", "--format=%s") == "memory: import 1 memories from SLayer storage s\n"

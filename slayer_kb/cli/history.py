@@ -304,7 +304,9 @@ def _import_text(result: ImportResult) -> str:
 def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
-    Ids and created_at are kept; entities that do not resolve are dropped with a warning.
+    Ids and created_at are kept; entities that do not resolve are dropped with a warning. A file
+    it cannot take (not UTF-8, no front matter, an id no file may have) is skipped with a warning
+    naming it.
 
     \b
     Example:
