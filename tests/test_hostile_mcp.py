@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.server import screen_line
 from slayer_kb.mcp.tools import call_tool
 from testing import git
 
@@ -80,3 +83,29 @@ def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb:
     call_tool(empty_kb, "mem_capture_passive", {"content": f"## Key Learnings:\n{many}"})
     assert git(root, "log", "-1", "--format=%s") == (
         "memory: capture 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more (passive, from mcp-passive)\n")
+
+
+def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:
+    """A request whose id is no string or integer was taken for a notification and never
+    answered (the client waited for ever); a tools/call whose params or arguments had the wrong
+    shape got only the SDK's "Invalid request parameters"."""
+    pytest.importorskip("mcp")
+    fix = '; send {"name": "<tool>", "arguments": {...}} (tools/list names the tools).'
+    lines = {
+        b'{"jsonrpc": "2.0", "id": [1], "method": "tools/list"}':
+            (None, -32600, "Invalid Request: 'id' must be a string or an integer, not [1]; a notification has no 'id'."),
+        b'{"jsonrpc": "2.0", "id": null, "method": "ping"}':
+            (None, -32600, "Invalid Request: 'id' must be a string or an integer, not null; a notification has no "
+                           "'id'."),
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call"}': (2, -32602, "Invalid params: tools/call has no 'params'" + fix),
+        b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}':
+            (3, -32602, "Invalid params: tools/call's params have no 'name'" + fix),
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": 5}}':
+            (4, -32602, "Invalid params: tools/call's 'name' must be a tool's name, not 5" + fix),
+        b'{"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "mem_search", "arguments": [1]}}':
+            ("a", -32602, "Invalid params: \"mem_search\"'s 'arguments' must be an object of its parameters, not [1]" + fix),
+    }
+    for line, (request_id, code, message) in lines.items():
+        assert screen_line(line) == (None, {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+    handed_on, reply = screen_line(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mem_stats"}}')
+    assert (type(handed_on).__name__, reply) == ("JSONRPCRequest", None)
