@@ -259,3 +259,18 @@ def test_import_slayer_skips_each_file_it_cannot_take_and_names_it(catalog_kb: K
         "e.g. 'kb.CON'. (skipped)",
     ]
     assert git(catalog_kb.root, "log", "-1", "--format=%s") == "memory: import 1 memories from SLayer storage s\n"
+
+
+def test_exports_saved_by_windows_tools_are_read(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A byte-order mark (Notepad, PowerShell 7's utf8BOM) or UTF-16 (Windows PowerShell's
+    ``engram export > engram.json``) made the export "not valid JSON" and the SLayer file one
+    with no front matter."""
+    observations = [{"title": "Marked", "content": "written with a byte-order mark"}]
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(observations).encode())
+    (tmp_path / "utf16.json").write_bytes(json.dumps([{"title": "Wide", "content": "written as UTF-16"}]).encode("utf-16"))
+    assert [import_engram(catalog_kb, tmp_path / name).imported for name in ("bom.json", "utf16.json")] == [["1"], ["2"]]
+    write_slayer_folder(tmp_path / "s", {})
+    (tmp_path / "s" / "memories" / "kb.bom.md").write_bytes(b"\xef\xbb\xbf" + SLAYER_FILES["1"].replace("id: '1'", "id: kb.bom").encode())
+    result = import_slayer(catalog_kb, tmp_path / "s")
+    assert (result.imported, result.warnings) == (["kb.bom"], [])
+    assert catalog_kb.get("kb.bom").learning == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."

@@ -17,7 +17,7 @@ import yaml
 
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError
-from ..core.inputs import read_given_file, whole_number
+from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import shown_controls, warning_lines
@@ -298,7 +298,7 @@ def read_query(value: str | None) -> dict[str, Any] | None:
         data = read_given_file(value[1:], "the query file", MAX_FILE_BYTES,
                                "give a regular file, or --query - to read the query from standard input")
         try:
-            source = data.decode("utf-8-sig")  # a BOM (Windows editors) is no part of the JSON
+            source = given_text(data)
         except UnicodeDecodeError as exc:
             raise InvalidInputError(f"The query file {value[1:]} is not UTF-8 text ({exc.reason} at byte "
                                     f"{exc.start}); save it as UTF-8.") from None

@@ -57,7 +57,7 @@ from ..core import engram, nesting, yamlio
 from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import check_folder_named, check_unicode, given_folder, read_given_file
+from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
@@ -128,7 +128,7 @@ def _slayer_text(folder: Path, path: Path) -> str:
         raise _OutsideLink(f"{path} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
                                 "folder's own files. Replace the link with a copy of the file, or remove it, then retry.")
     try:
-        return read_given_file(path, "the SLayer file", MAX_FILE_BYTES).decode("utf-8")
+        return given_text(read_given_file(path, "the SLayer file", MAX_FILE_BYTES))
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
 
@@ -316,7 +316,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
     path = Path(file)
     try:
-        text = read_given_file(path, "the export").decode("utf-8")
+        text = given_text(read_given_file(path, "the export"))
     except ValueError as exc:  # not UTF-8
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")
