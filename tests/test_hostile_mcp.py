@@ -57,7 +57,8 @@ def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBa
 
 def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase) -> None:
     """'café' typed (é) and from a macOS file name (e and a combining accent) made two topic keys,
-    two memories where the second save should have revised the first, and two projects."""
+    two memories where the second save should have revised the first, and two projects; a key cut
+    at 120 characters revised another memory without a word."""
     composed, decomposed = "auth/caf\u00e9", "auth/cafe\u0301"
     first = call_tool(empty_kb, "mem_save", {"title": "A", "content": "one", "topic_key": composed,
                                              "project": composed})
@@ -66,6 +67,14 @@ def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase
     assert [(reply.data or {}).get(key) for reply in (first, again) for key in ("memory_id", "action")] == [
         "1", "created", "1", "revised"]
     assert "\nproject: auth/caf\u00e9\n" in (empty_kb.root / "memories" / "1.yaml").read_text()
+    # Engram cuts a key at 120 characters: two long keys alike in those are one topic, unsaid before.
+    cut = ("topic_key is 130 characters long: only its first 120 are kept, and any key that starts with them is the "
+           "same topic; use a shorter key.")
+    for tail, action in (("a" * 10, "created"), ("b" * 10, "revised")):
+        long = call_tool(empty_kb, "mem_save", {"title": "L", "content": tail, "topic_key": "k" * 120 + tail})
+        assert (long.data or {}).get("action") == action
+        assert long.text.endswith(f"\nwarning: {cut}")
+    assert call_tool(empty_kb, "mem_update", {"id": "1", "topic_key": "u" * 130}).text.endswith(f"\nwarning: {cut}")
 
 
 def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb: KnowledgeBase) -> None:

@@ -89,9 +89,23 @@ def normalize_topic_key(key: str | None) -> str | None:
     """Trim, lower-case, whitespace runs -> `-`, Unicode NFC, cut to 120 characters; blank -> None."""
     if key is None:
         return None
+    return _whole_topic_key(key)[:TOPIC_KEY_MAX] or None
+
+
+def _whole_topic_key(key: str) -> str:
     # split() with no argument both trims and finds whitespace runs, Unicode spaces included.
-    normalised = "-".join(_composed(key).lower().split())[:TOPIC_KEY_MAX]
-    return normalised or None
+    return "-".join(_composed(key).lower().split())
+
+
+def topic_key_warnings(key: str | None) -> list[str]:
+    """What a save or update says of a topic key it cuts (``normalize_topic_key``, as Engram
+    does): two keys that share their first 120 characters are then one topic, and the second
+    save revises the first one's memory."""
+    whole = _whole_topic_key(key) if key is not None else ""
+    if len(whole) <= TOPIC_KEY_MAX:
+        return []
+    return [f"topic_key is {len(whole)} characters long: only its first {TOPIC_KEY_MAX} are kept, and any key that "
+            "starts with them is the same topic; use a shorter key."]
 
 
 def normalize_project(project: str | None) -> str | None:
