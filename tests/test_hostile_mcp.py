@@ -5,6 +5,7 @@ Each reply must be a short error (or warning) naming the parameter, and nothing 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,29 @@ def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:
         assert screen_line(line) == (None, {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
     handed_on, reply = screen_line(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mem_stats"}}')
     assert (type(handed_on).__name__, reply) == ("JSONRPCRequest", None)
+
+
+def test_a_sessions_directory_and_a_captures_source_keep_to_limits(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A session's directory of 5 MB made a 5 MB session file (a NUL in it was kept); a capture's
+    source of 100,000 characters became its commit's subject."""
+    root = empty_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    refused = [
+        ("mem_session_start", {"id": "s1", "project": "p", "directory": "/x" * 2100},
+         "directory is 4200 characters long; the limit is 4096, the longest path. Give the folder the session works in."),
+        ("mem_session_start", {"id": "s1", "project": "p", "directory": "/a\x00b"},
+         "directory contains U+0000, a control or invisible character; give the folder the session works in as "
+         "printable text."),
+        ("mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough to keep", "source": "s" * 201},
+         "source is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+    ]
+    for tool, arguments, message in refused:
+        reply = call_tool(empty_kb, tool, arguments)
+        assert (reply.is_error, reply.text) == (True, message), tool
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"sessions": [{"id": "s2", "project": "p", "directory": "/x" * 2100}]}))
+    result = empty_kb.interchange.import_engram(export)
+    assert (result.sessions, result.warnings) == (1, [
+        "engram.json: session 1: directory is 4200 characters long; the limit is 4096, the longest path. Give the "
+        "folder the session works in. It was left out."])

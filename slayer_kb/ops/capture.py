@@ -65,7 +65,8 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     check_unicode(content, "content")
     project = engram.given_project(sessions.optional_text(project, "project"))
     session_id = sessions.session_or_default(session_id, project)
-    source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
+    # A label (a tool's name) in the commit's subject: held to a project's rules.
+    source = engram.check_printable(sessions.optional_text(source, "source"), "source") or PASSIVE_SOURCE
     learnings = extract_learnings(engram.redact_private(content))
     result = CaptureResult(session_id, source, extracted=len(learnings))
     if not learnings:

@@ -224,7 +224,7 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
     project = optional_text(project, "project")
-    directory = optional_text(directory, "directory")
+    directory = given_directory(optional_text(directory, "directory"))
     with kb.transaction(sync=False) as tx:
         session, changes = ensure(tx, session_id, engram.given_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
@@ -306,6 +306,23 @@ def _required_text(value: Any, name: str) -> str:
         raise InvalidInputError(f"{name} is required and must not be blank.")
     check_unicode(value, name)
     return value
+
+
+# The longest working folder a session records: Linux's longest path.
+MAX_DIRECTORY = 4096
+
+
+def given_directory(directory: str | None) -> str | None:
+    """A session's working folder, refused when no path is so long or it holds a control
+    character: a 5 MB one made a 5 MB session file."""
+    if directory is not None and len(directory) > MAX_DIRECTORY:
+        raise InvalidInputError(f"directory is {len(directory)} characters long; the limit is {MAX_DIRECTORY}, the "
+                                "longest path. Give the folder the session works in.")
+    bad = next((ch for ch in directory or "" if not ch.isprintable() and ch != " "), None)
+    if bad is not None:
+        raise InvalidInputError(f"directory contains U+{ord(bad):04X}, a control or invisible character; give the "
+                                "folder the session works in as printable text.")
+    return directory
 
 
 def optional_text(value: Any, name: str) -> str | None:
@@ -484,10 +501,15 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         if session_id is None:
             continue
         session = current(session_id, time_of(row.get("started_at")) or now)
+        try:
+            directory = given_directory(text(row, "directory"))
+        except InvalidInputError as exc:
+            warnings.append(f"{here}: {exc} It was left out.")
+            directory = None
         touched[session_id] = replace(
             session,
             project=session.project or engram.normalize_project(text(row, "project")),
-            directory=session.directory or text(row, "directory"),
+            directory=session.directory or directory,
             ended_at=session.ended_at or time_of(row.get("ended_at")),
             summary=session.summary or text(row, "summary"),
         )
