@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of
+from testing import CliRunner, git, json_of, make_team
 
 
 @pytest.fixture
@@ -114,3 +114,22 @@ def test_a_kb_another_user_owns_is_named_with_gits_safe_directory_fix(empty_kb: 
             1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n"), args
     git(root.parent, "config", "--global", "--add", "safe.directory", str(root))
     assert invoke_cli("--kb", root, "list", check=True).stdout == "No memories.\n"
+
+
+def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A clone made with --depth lacks the history sync reads: it was told a git object is
+    missing and to run git fsck, as for a broken repository."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "one", "--title", "One", check=True)
+    git(a, "push", "-q", "origin", "main")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(shallow))
+    invoke_cli("--kb", a, "save", "two", "--title", "Two", check=True)
+    git(a, "push", "-q", "origin", "main")
+    invoke_cli("--kb", shallow, "save", "three", "--title", "Three", check=True)
+    proc = invoke_cli("--kb", shallow, "sync")
+    assert proc.returncode == 1
+    assert proc.stderr.endswith(": this clone is shallow, and the command needs history it left out; run "
+                                "'git fetch --unshallow', then retry.\n"), proc.stderr
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert invoke_cli("--kb", shallow, "sync").returncode == 0

@@ -163,6 +163,9 @@ class GitStore:
             end = out.index(b"\n", at)
             header = out[at:end].split()
             if len(header) != 3:
+                if (self._git_dirs[1] / "shallow").exists():  # not broken: left out by git clone --depth
+                    raise StoreError(f"git object {oid} is missing: this clone is shallow, and the command needs "
+                                     "history it left out; run 'git fetch --unshallow', then retry.")
                 raise StoreError(f"git object {oid} is missing; run 'git fsck' on the repository.")
             start = end + 1
             size = int(header[2])
