@@ -133,7 +133,7 @@ def test_a_sessions_directory_and_a_captures_source_keep_to_limits(empty_kb: Kno
          "directory contains U+0000, a control or invisible character; give the folder the session works in as "
          "printable text."),
         ("mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough to keep", "source": "s" * 201},
-         "source is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+         "source is 201 characters long; the limit is 200. Name the tool or hook that captured the text."),
     ]
     for tool, arguments, message in refused:
         reply = call_tool(empty_kb, tool, arguments)

@@ -65,8 +65,10 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     check_unicode(content, "content")
     project = engram.given_project(sessions.optional_text(project, "project"))
     session_id = sessions.session_or_default(session_id, project)
-    # A label (a tool's name) in the commit's subject: held to a project's rules.
-    source = engram.check_printable(sessions.optional_text(source, "source"), "source") or PASSIVE_SOURCE
+    source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
+    if len(source) > engram.MAX_KEY:  # a label in the commit's subject (its controls shown escaped there)
+        raise InvalidInputError(f"source is {len(source)} characters long; the limit is {engram.MAX_KEY}. Name the "
+                                "tool or hook that captured the text.")
     learnings = extract_learnings(engram.redact_private(content))
     result = CaptureResult(session_id, source, extracted=len(learnings))
     if not learnings:
