@@ -28,7 +28,8 @@ HEADER = """\
 `slayer-kb [--kb DIR] [--author 'NAME <EMAIL>'] COMMAND ... [--json]`
 
 `--kb` defaults to `$SLAYER_KB`, else the nearest enclosing KB of the current directory (a folder
-with `memories/` or a SLayer catalog). A `--kb` that names no KB (a file, a symlink loop, a
+with `memories/` or a SLayer catalog). A blank `--kb` or `$SLAYER_KB` (`--kb "$KB"` with `KB`
+unset) exits 1 naming it, never falling back to the enclosing KB. A `--kb` that names no KB (a file, a symlink loop, a
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another
 KB's `memories/`, `sessions/` or `.slayer-kb/`, a repository's `.git`) exits 1
 saying which, and suggests `init` only where it can work. With `--json` (before or after the command) stdout is one
@@ -36,7 +37,7 @@ JSON document; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error exits 2 with click's usage text
 on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout). `-` reads a text
-argument from stdin (at most 16 MiB characters; more is refused unread). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
+argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
 The main `--json` documents (the MCP tools return the same fields as structured content,

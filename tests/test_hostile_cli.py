@@ -636,3 +636,30 @@ def test_catalog_entries_it_cannot_use_are_named_by_validate(indexed_example_kb:
         f"models/shop/folder.yaml:1: catalog: is a folder, {not_a_file}\n"
         "priority.yaml:1: catalog: no 'priority' key (found 'priorty'): write priority: [datasource, ...]\n"
         "5 problems in 5 files (1 file checked)\n"))
+
+
+def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                             tmp_path: Path) -> None:
+    """A blank --kb fell back to the KB the command ran in (`--kb "$KB"` with KB unset) and a
+    blank $SLAYER_KB was taken as a folder ('init /path/ '); a BOM a Windows pipe puts before
+    the text stayed in the memory; `forget --soft` said to restore without saying which."""
+    root = empty_kb.root
+    kb_fix = ("give the folder of a knowledge base, e.g. '--kb ./kb', or drop --kb to use $SLAYER_KB or the KB "
+              "enclosing the current folder.")
+    env_fix = ("set it to the folder of a knowledge base, or unset it ('unset SLAYER_KB') to use the KB enclosing "
+               "the current folder.")
+    for args, env, message in ((("--kb", ""), {}, f"--kb is blank (''): {kb_fix}"),
+                               (("--kb", " "), {}, f"--kb is blank (' '): {kb_fix}"),
+                               ((), {"SLAYER_KB": " "}, f"SLAYER_KB is blank (' '): {env_fix}"),
+                               ((), {"SLAYER_KB": ""}, f"SLAYER_KB is blank (''): {env_fix}")):
+        proc = invoke_cli(*args, "--json", "list", cwd=root, env=env)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args
+    query = tmp_path / "query.json"
+    query.write_bytes(b'\xef\xbb\xbf{"source_model": "nowhere"}')
+    proc = invoke_cli("--kb", root, "save", "q", "--query", f"@{query}")
+    assert proc.stderr == "Error: Source model not found: 'nowhere'.\n"  # read as JSON, BOM and all
+    invoke_cli("--kb", root, "save", "-", "--title", "Piped", input="\ufeffpiped from PowerShell\n", check=True)
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))["learning"] == "piped from PowerShell"
+    proc = invoke_cli("--kb", root, "forget", "1", "--soft", check=True)
+    assert proc.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb restore 1')\n"

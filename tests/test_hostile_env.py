@@ -5,12 +5,13 @@ index.lock), which must never send a KB's commit, index or objects to another re
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of
+from testing import CliRunner, git, json_of, make_team
 
 
 @pytest.fixture
@@ -71,3 +72,64 @@ def test_gits_repository_variables_never_redirect_a_kbs_history(
     assert (proc.returncode, proc.stderr) == (0, "")
     assert [entry["commit"] for entry in json.loads(proc.stdout)] == git(
         root, "log", "--format=%H", "--", "memories/2.yaml").split()
+
+
+def test_a_checkout_with_crlf_line_endings_is_canonical_where_git_converts_them(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Git for Windows checks text out with CRLF (core.autocrlf=true, its default) and commits it
+    as LF: validate called every memory and session file of such a checkout not canonical, and
+    fmt --check listed them all. Where git keeps the CRLF, they still are not canonical."""
+    root = indexed_example_kb.root
+    files = ["memories/7.yaml", "sessions/ses-20261009-payments-recon.yaml"]
+    for name in files:
+        path = root / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    git(root, "config", "core.autocrlf", "true")
+    clean = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (clean.returncode, clean.stdout) == (0, "Checked 2 files: no problems.\n")
+    assert invoke_cli("--kb", root, "fmt", "--check", *files, cwd=root).returncode == 0
+    assert git(root, "diff", "--stat") == ""  # to git, as committed
+    git(root, "config", "core.autocrlf", "false")
+    flagged = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (flagged.returncode, flagged.stdout) == (1, "".join(
+        f"{name}:1: not in canonical form; run 'slayer-kb fmt {name}'\n" for name in files)
+        + "2 problems in 2 files (2 files checked)\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the KB to another user")
+def test_a_kb_another_user_owns_is_named_with_gits_safe_directory_fix(empty_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """git refuses a repository another user owns: every command said the KB "is not inside a git
+    repository" and to run init there, which ran git init inside it and said the same."""
+    root = empty_kb.root
+    for folder, _dirs, names in os.walk(root):
+        for name in [".", *names]:
+            os.chown(os.path.join(folder, name), 65534, 65534, follow_symlinks=False)
+    message = (f"git refuses the repository at {root}: another user owns it, and git works only in repositories you "
+               f"own. If you trust it, run 'git config --global --add safe.directory {root}' and retry, or run "
+               "slayer-kb as the user who owns it.")
+    for args in (("--kb", root, "--json", "list"), ("--json", "init", root)):
+        proc = invoke_cli(*args)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n"), args
+    git(root.parent, "config", "--global", "--add", "safe.directory", str(root))
+    assert invoke_cli("--kb", root, "list", check=True).stdout == "No memories.\n"
+
+
+def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A clone made with --depth lacks the history sync reads: it was told a git object is
+    missing and to run git fsck, as for a broken repository."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "one", "--title", "One", check=True)
+    git(a, "push", "-q", "origin", "main")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(shallow))
+    invoke_cli("--kb", a, "save", "two", "--title", "Two", check=True)
+    git(a, "push", "-q", "origin", "main")
+    invoke_cli("--kb", shallow, "save", "three", "--title", "Three", check=True)
+    proc = invoke_cli("--kb", shallow, "sync")
+    assert proc.returncode == 1
+    assert proc.stderr.endswith(": this clone is shallow, and the command needs history it left out; run "
+                                "'git fetch --unshallow', then retry.\n"), proc.stderr
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert invoke_cli("--kb", shallow, "sync").returncode == 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError
@@ -198,3 +200,77 @@ def test_import_slayer_never_reads_through_a_link_out_of_the_folder(catalog_kb: 
     link.unlink()
     result = import_slayer(catalog_kb, tmp_path / "s")
     assert result.imported == ["1", "3"], result
+
+
+def test_import_engram_says_why_each_record_is_skipped_or_changed(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Duplicates were skipped without a word, an unknown scope became 'project' silently, a
+    session row that was no object or had no id was "not NoneType", a prompt over the size limit
+    was cut unsaid, and one with no time was added again by every re-import."""
+    kb = empty_kb
+    kb.max_content = 100
+    kb.save_observation("Auth model", "JWT over sessions", type="decision", project="api")
+    cache = {"title": "Cache", "content": "Redis for sessions", "type": "decision", "project": "api"}
+    path = tmp_path / "engram.json"
+    path.write_text(json.dumps({
+        "observations": [{"title": "Auth model", "content": "jwt over  sessions", "type": "decision",
+                          "project": "API"}, cache, dict(cache), {**cache, "title": "Odd", "scope": "galaxy"}],
+        "sessions": ["s1", {"project": "api"}],
+        "prompts": [{"session_id": "s1", "content": "x" * 150}, {"session_id": "s1", "content": "again?"}],
+    }))
+    result = import_engram(kb, path)
+    assert (result.imported, result.skipped, result.prompts) == (["2", "3"], 2, 2)
+    cut = "x" * 85
+    assert result.warnings == [
+        "engram.json: observation 1 is a duplicate of memory 1: the same content, title, type, project and scope; "
+        "skipped.",
+        "engram.json: observation 3 is a duplicate of observation 2 (imported as memory 2): the same content, title, "
+        "type, project and scope; skipped.",
+        "engram.json: observation 4: scope 'galaxy' is neither 'project' nor 'personal': saved as 'project'; give "
+        "'personal' for knowledge that holds across projects, or 'project' (the default).",
+        "engram.json: session 1 is not an object; skipped.",
+        "engram.json: session 2 has no 'id'; skipped.",
+        "engram.json: prompt 1: content is 150 bytes, over the limit of 100: only its first 85 bytes were kept, then "
+        "'... [truncated]'. Save the rest as memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT "
+        "(bytes).",
+    ]
+    prompts = yaml.safe_load((kb.root / "sessions" / "s1.yaml").read_text())["prompts"]
+    assert [p["content"] for p in prompts] == [cut + "... [truncated]", "again?"]
+    again = import_engram(kb, path)
+    assert (again.imported, again.prompts, again.commit) == ([], 0, None)
+
+
+def test_import_slayer_skips_each_file_it_cannot_take_and_names_it(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """One file that was not UTF-8, had no front matter or was a FIFO refused the whole import;
+    an id no file can have was told without the file."""
+    folder = tmp_path / "s"
+    write_slayer_folder(folder, {"1": SLAYER_FILES["1"], "nofm": "just text\n", "CON": "---\nid: CON\n---\n\nx\n"})
+    memories = folder / "memories"
+    (memories / "latin1.md").write_bytes(b"---\n---\n\n\xe9t\xe9\n")
+    os.mkfifo(memories / "fifo.md")
+    result = import_slayer(catalog_kb, folder)
+    assert (result.imported, result.skipped) == (["1"], 4)
+    assert result.warnings == [
+        f"Cannot read the SLayer file {memories}/fifo.md: it is a FIFO, not a regular file; give a regular file. "
+        "(skipped)",
+        f"{memories}/latin1.md is not UTF-8 text (invalid continuation byte at byte 9). (skipped)",
+        f"{memories}/nofm.md:1: a SLayer memory file starts with '---' (YAML front matter). (skipped)",
+        f"{memories}/CON.md: Memory id 'CON' is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, "
+        "in any letter case, also before a '.' as in nul.txt): its file cannot exist on Windows. Choose another id, "
+        "e.g. 'kb.CON'. (skipped)",
+    ]
+    assert git(catalog_kb.root, "log", "-1", "--format=%s") == "memory: import 1 memories from SLayer storage s\n"
+
+
+def test_exports_saved_by_windows_tools_are_read(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A byte-order mark (Notepad, PowerShell 7's utf8BOM) or UTF-16 (Windows PowerShell's
+    ``engram export > engram.json``) made the export "not valid JSON" and the SLayer file one
+    with no front matter."""
+    observations = [{"title": "Marked", "content": "written with a byte-order mark"}]
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(observations).encode())
+    (tmp_path / "utf16.json").write_bytes(json.dumps([{"title": "Wide", "content": "written as UTF-16"}]).encode("utf-16"))
+    assert [import_engram(catalog_kb, tmp_path / name).imported for name in ("bom.json", "utf16.json")] == [["1"], ["2"]]
+    write_slayer_folder(tmp_path / "s", {})
+    (tmp_path / "s" / "memories" / "kb.bom.md").write_bytes(b"\xef\xbb\xbf" + SLAYER_FILES["1"].replace("id: '1'", "id: kb.bom").encode())
+    result = import_slayer(catalog_kb, tmp_path / "s")
+    assert (result.imported, result.warnings) == (["kb.bom"], [])
+    assert catalog_kb.get("kb.bom").learning == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."

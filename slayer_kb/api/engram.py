@@ -66,7 +66,9 @@ class EngramTools(Part):
         self, content: str, project: str | None = None, session_id: str | None = None
     ) -> SaveResult:
         return self.save_observation(
-            title=engram.session_summary_title(engram.normalize_project(project)),
+            # given_project: a project too long or with a control character is refused by its
+            # own name, not as the title made of it.
+            title=engram.session_summary_title(engram.given_project(project)),
             content=content,
             type="session_summary",
             project=project,

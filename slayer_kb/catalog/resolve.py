@@ -20,9 +20,10 @@ from ..core.errors import (
     ResolutionError,
 )
 from ..core.ids import no_memory
+from ..core.text import shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
-from .refs import Resolution, kind_of, parse_reference
+from .refs import Resolution, check_reference_length, kind_of, parse_reference
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50
@@ -82,7 +83,7 @@ class Resolver:
             try:
                 entity = self.resolve(ref).entity
             except KBError as exc:
-                warnings.append(f"entity {ref!r} dropped: {exc}")
+                warnings.append(f"entity {shown_value(ref)} dropped: {exc}")
                 continue
             if entity not in kept:
                 kept.append(entity)
@@ -137,6 +138,7 @@ class Resolver:
             raise ResolutionError(
                 "entity reference is empty: name a datasource, model, column or memory:<id>."
             )
+        check_reference_length(text)
         if text.startswith("memory:"):
             return Resolution(self._memory(text[len("memory:") :]), [])
         source = self.source(source_model) if isinstance(source_model, str) else source_model

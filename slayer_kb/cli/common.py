@@ -17,8 +17,8 @@ import yaml
 
 from ..core import nesting
 from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError
-from ..core.inputs import read_given_file, whole_number
-from ..core.locate import find_kb_root, not_a_kb
+from ..core.inputs import given_text, read_given_file, whole_number
+from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import shown_controls, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
@@ -58,9 +58,12 @@ class Settings:
         the commands about its server need, which answer from the server itself."""
         if self._kb is not None:
             return self._kb.root
-        path = self.kb_path or os.environ.get("SLAYER_KB")
+        try:
+            path = named_kb(self.kb_path)
+        except ValueError as exc:
+            raise InvalidInputError(str(exc)) from None
         # realpath, not resolve(): a symlink loop is then refused as no folder, not a traceback.
-        root = Path(os.path.realpath(path)) if path else find_kb_root(Path.cwd())
+        root = Path(os.path.realpath(path)) if path is not None else find_kb_root(Path.cwd())
         if root is None:
             raise NotFoundError(
                 "No knowledge base here: pass --kb DIR, set SLAYER_KB, or run inside a KB "
@@ -276,6 +279,8 @@ def read_stdin() -> str:
     """Standard input, refused past MAX_STDIN_CHARS characters unread: ``yes | slayer-kb save -``
     read for ever, and 300 MB piped took 900 MB of memory before the size was refused."""
     text = sys.stdin.read(MAX_STDIN_CHARS + 1)
+    # A byte-order mark (Windows editors and PowerShell pipes write one) is no part of the text.
+    text = text.removeprefix("\ufeff")
     if len(text) > MAX_STDIN_CHARS:
         raise InvalidInputError(
             f"Standard input holds more than {MAX_STDIN_CHARS} characters, the most slayer-kb reads from it; "
@@ -293,7 +298,7 @@ def read_query(value: str | None) -> dict[str, Any] | None:
         data = read_given_file(value[1:], "the query file", MAX_FILE_BYTES,
                                "give a regular file, or --query - to read the query from standard input")
         try:
-            source = data.decode("utf-8")
+            source = given_text(data)
         except UnicodeDecodeError as exc:
             raise InvalidInputError(f"The query file {value[1:]} is not UTF-8 text ({exc.reason} at byte "
                                     f"{exc.start}); save it as UTF-8.") from None

@@ -309,7 +309,9 @@ def _import_text(result: ImportResult) -> str:
 def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
-    Ids and created_at are kept; entities that do not resolve are dropped with a warning.
+    Ids and created_at are kept; entities that do not resolve are dropped with a warning. A file
+    it cannot take (not UTF-8, no front matter, an id no file may have) is skipped with a warning
+    naming it.
 
     \b
     Example:
@@ -343,7 +345,8 @@ def import_engram(settings: Settings, file: str) -> None:
     """Import Engram's JSON export (observations) as one commit, skipping exact duplicates.
 
     An observation a save would refuse (a title over 1,000 characters, content over the size
-    limit, a control character in its type, project or topic key) is skipped with a warning.
+    limit, a control character in its type, project or topic key) is skipped with a warning, as
+    is a duplicate (naming the memory it repeats); a prompt over the size limit is cut, saying so.
 
     \b
     Example:

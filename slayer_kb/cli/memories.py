@@ -3,6 +3,7 @@ Engram's ``suggest-topic-key``, ``timeline``, ``context`` and ``session-summary`
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -274,7 +275,9 @@ def restored_text(result: RestoreResult, typed: str | None = None) -> str:
 
 
 def forgot_text(result: ForgetResult) -> str:
-    text = f"Forgot memory {result.deleted_id}" + (" (soft; restore with 'slayer-kb restore')" if result.soft else "")
+    text = f"Forgot memory {result.deleted_id}"
+    if result.soft:
+        text += f" (soft; restore with 'slayer-kb restore {shlex.quote(result.deleted_id)}')"
     if result.stripped_from:
         text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)

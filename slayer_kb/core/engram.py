@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.core.text import shown_value
 
 RECOGNISED_TYPES: tuple[str, ...] = (
     "decision",
@@ -69,7 +71,7 @@ def scope_warnings(scope: str | None) -> list[str]:
     takes it as ``project`` (``normalize_scope``), and the agent hears so instead of finding out."""
     if scope is None or scope.strip().lower() in ("project", "personal"):
         return []
-    return [f"scope {scope!r} is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
+    return [f"scope {shown_value(scope)} is neither 'project' nor 'personal': saved as 'project'; give 'personal' for "
             "knowledge that holds across projects, or 'project' (the default)."]
 
 
@@ -84,20 +86,40 @@ def content_hash(content: str) -> str:
 
 
 def normalize_topic_key(key: str | None) -> str | None:
-    """Trim, lower-case, whitespace runs -> `-`, cut to 120 characters; blank -> None."""
+    """Trim, lower-case, whitespace runs -> `-`, Unicode NFC, cut to 120 characters; blank -> None."""
     if key is None:
         return None
+    return _whole_topic_key(key)[:TOPIC_KEY_MAX] or None
+
+
+def _whole_topic_key(key: str) -> str:
     # split() with no argument both trims and finds whitespace runs, Unicode spaces included.
-    normalised = "-".join(key.lower().split())[:TOPIC_KEY_MAX]
-    return normalised or None
+    return "-".join(_composed(key).lower().split())
+
+
+def topic_key_warnings(key: str | None) -> list[str]:
+    """What a save or update says of a topic key it cuts (``normalize_topic_key``, as Engram
+    does): two keys that share their first 120 characters are then one topic, and the second
+    save revises the first one's memory."""
+    whole = _whole_topic_key(key) if key is not None else ""
+    if len(whole) <= TOPIC_KEY_MAX:
+        return []
+    return [f"topic_key is {len(whole)} characters long: only its first {TOPIC_KEY_MAX} are kept, and any key that "
+            "starts with them is the same topic; use a shorter key."]
 
 
 def normalize_project(project: str | None) -> str | None:
-    """Trimmed and lower-cased so `My-API` and `my-api ` are one project; blank -> None."""
+    """Trimmed, lower-cased and NFC so `My-API` and `my-api ` are one project; blank -> None."""
     if project is None:
         return None
-    normalised = project.strip().lower()
+    normalised = _composed(project).strip().lower()
     return normalised or None
+
+
+def _composed(text: str) -> str:
+    """``text`` in Unicode NFC: 'café' typed (é) and 'café' from a macOS file name (e and a
+    combining accent) read alike, and were two topic keys (two memories) and two projects."""
+    return unicodedata.normalize("NFC", text)
 
 
 def normalize_type(type: str | None) -> str | None:

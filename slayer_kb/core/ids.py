@@ -62,6 +62,11 @@ def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | Non
     if memory_id == "":
         said = "Memory id must not be empty; {}."
         raise InvalidIdError(said.format(empty_fix), tool_message=tool_fix and said.format(tool_fix))
+    # Before its characters: the messages below quote the whole id, and a 17 MB one sent by an
+    # agent took seconds to look through (surrogatepass: a lone surrogate is told below).
+    size = len(memory_id.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise InvalidIdError(f"Memory id is {size} bytes long; the limit is {MAX_ID_BYTES} bytes (UTF-8). Choose a shorter id.")
     shown = ascii(memory_id)[1:-1]
     for ch in memory_id:
         if ch in FORBIDDEN_CHARS:
@@ -80,11 +85,6 @@ def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | Non
         raise InvalidIdError(
             f"Memory id '{shown}' starts with {memory_id[0]!r}, which would make a hidden file or "
             "look like a command-line option; start it with a letter or digit."
-        )
-    if len(memory_id.encode("utf-8")) > MAX_ID_BYTES:
-        raise InvalidIdError(
-            f"Memory id is {len(memory_id.encode('utf-8'))} bytes long; the limit is "
-            f"{MAX_ID_BYTES} bytes (UTF-8). Choose a shorter id."
         )
     return memory_id
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import os
@@ -96,6 +97,15 @@ def whole_number(variable: str, default: int, unit: str, most: int | None = None
             f"{variable} is {value!r}; the most it may be is {most} {unit}. Set it to at most {most} "
             f"(the default is {default}) or unset it.")
     return number
+
+
+def given_text(data: bytes) -> str:
+    """The text of a file a person or an agent named: UTF-8, a byte-order mark dropped (Windows
+    editors write one), or UTF-16 after its mark (Windows PowerShell's ``>`` writes that). Raises
+    UnicodeDecodeError for anything else."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    return data.decode("utf-8-sig")
 
 
 def read_given_file(path: str | os.PathLike[str], what: str, limit: int | None = None,

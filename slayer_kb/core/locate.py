@@ -28,6 +28,23 @@ def id_of_path(kb_path: str) -> str | None:
     return name if name and "/" not in name else None
 
 
+def named_kb(kb_path: str | None) -> str | None:
+    """The KB folder the caller named: ``--kb``, else ``$SLAYER_KB``; None when neither is set (the
+    enclosing KB is then looked for). A blank one is refused with ValueError naming it: taken as
+    unset it would quietly pick the KB the command runs in (an unset shell variable in
+    ``--kb "$KB"``), and as a path it named the current folder plus spaces."""
+    if kb_path is not None:
+        if not kb_path.strip():
+            raise ValueError(f"--kb is blank ({kb_path!r}): give the folder of a knowledge base, e.g. '--kb ./kb', "
+                             "or drop --kb to use $SLAYER_KB or the KB enclosing the current folder.")
+        return kb_path
+    env = os.environ.get("SLAYER_KB")
+    if env is not None and not env.strip():
+        raise ValueError(f"SLAYER_KB is blank ({env!r}): set it to the folder of a knowledge base, or unset it "
+                         "('unset SLAYER_KB') to use the KB enclosing the current folder.")
+    return env
+
+
 def find_root(start: str) -> str | None:
     """The nearest enclosing folder of ``start`` (resolved) that looks like a KB: it has
     memories/ or a SLayer catalog (datasources/); the search stops at a git repository's top,

@@ -18,6 +18,7 @@ import yaml
 from . import yamlio
 from .errors import MemoryFileError
 from .nesting import MAX_DEPTH, value_depth
+from .text import shown_value
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -342,7 +343,7 @@ def _check_value(key: str, value: Any) -> Any:
         if key == "description" and len(value) > MAX_DESCRIPTION:
             raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
-            raise ValueError(f"must be one of {', '.join(SCOPES)}, not {value!r}")
+            raise ValueError(f"must be one of {', '.join(SCOPES)}, not {shown_value(value)}")
         return value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

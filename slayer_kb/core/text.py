@@ -43,6 +43,19 @@ _CONTROLS = {
 }
 
 
+# The most of a value a caller gave that a message quotes back.
+MAX_SHOWN = 100
+
+
+def shown_value(value: object, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)``, a longer string cut to its first ``limit`` characters and its length: a
+    message about a 17 MB value (a scope, a filter, a datasource sent by an agent) must not carry
+    it back whole, into the agent's context or the terminal."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
 def shown_controls(text: str) -> str:
     """``text`` with each control character a terminal acts on shown as ``\\xNN``, each bidi
     control as ``\\uNNNN``; tabs and newlines kept (the human output, commit messages)."""

@@ -36,7 +36,7 @@ import sys
 import time
 
 from ..core import priority
-from ..core.locate import find_root
+from ..core.locate import find_root, named_kb
 from ..store.config import setting
 from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, yields
 
@@ -350,10 +350,10 @@ def files_readable_elsewhere(rest: list[str]) -> bool:
 
 def kb_root(kb_path: str | None) -> str | None:
     """The KB's real path as the CLI would find it (--kb, $SLAYER_KB, else the enclosing KB)."""
-    kb_path = kb_path or os.environ.get("SLAYER_KB")
     try:
-        root = kb_path if kb_path else find_root(os.getcwd())
-    except OSError:  # the current folder was deleted: the CLI says so properly
+        kb_path = named_kb(kb_path)
+        root = kb_path if kb_path is not None else find_root(os.getcwd())
+    except (ValueError, OSError):  # a blank --kb, or the current folder deleted: the CLI says so properly
         return None
     if root is None:
         return None

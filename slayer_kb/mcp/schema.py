@@ -16,6 +16,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..core.errors import InvalidInputError
 from ..core.nesting import MAX_DEPTH, too_deep, value_depth
+from ..core.text import shown_value
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -155,5 +156,5 @@ def _message(spec: ToolSpec, given: dict[str, Any], error: ValidationError) -> s
         wanted = " or ".join(_ARTICLE[t] for t in _types(schema))
         return f"{spec.name}: '{name}' must be {wanted}, not {_json_type_name(value)}."
     if error.validator == "enum":
-        return f"{spec.name}: '{name}' must be one of {', '.join(repr(e) for e in schema['enum'])}, not {value!r}."
+        return f"{spec.name}: '{name}' must be one of {', '.join(repr(e) for e in schema['enum'])}, not {shown_value(value)}."
     return f"{spec.name}: '{name}': {error.message}."

@@ -69,6 +69,7 @@ Every save is a git commit that humans review.
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 ENVELOPE_DEPTH = 3
 """A tool argument's value sits inside the message, its params and its arguments."""
 _CUT = "\0slayer-kb: nested too deep"
@@ -94,7 +95,7 @@ def screen_line(line: bytes) -> tuple[Any, dict[str, Any] | None]:
     if text_depth(text) > MAX_DEPTH + ENVELOPE_DEPTH:
         return None, _too_deep_reply(text)
     try:
-        return types.jsonrpc_message_adapter.validate_json(text, by_name=False), None
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":
@@ -108,6 +109,37 @@ def screen_line(line: bytes) -> tuple[Any, dict[str, Any] | None]:
             'Invalid Request: the line is JSON but no JSON-RPC 2.0 message ("jsonrpc": "2.0" with '
             'a "method", or an "id" with a "result" or an "error").',
         )
+    data = json.loads(text)
+    if isinstance(message, types.JSONRPCNotification) and "id" in data:
+        # The SDK takes it for a notification, which has no answer: the client would wait for ever.
+        return None, error_reply(None, INVALID_REQUEST, f"Invalid Request: 'id' must be a string or an integer, "
+                                                        f"not {_shown(data['id'])}; a notification has no 'id'.")
+    if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
+        problem = _tool_call_problem(data)
+        if problem is not None:  # the SDK said only "Invalid request parameters"
+            return None, error_reply(message.id, INVALID_PARAMS, f"Invalid params: {problem}; send "
+                                     '{"name": "<tool>", "arguments": {...}} (tools/list names the tools).')
+    return message, None
+
+
+def _shown(value: Any) -> str:
+    """A JSON value a message quotes, cut short."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "\u2026"
+
+
+def _tool_call_problem(request: dict[str, Any]) -> str | None:
+    """What is wrong with a tools/call's params before any tool reads them, if anything."""
+    params = request.get("params")
+    if not isinstance(params, dict):
+        return "tools/call has no 'params'" if params is None else f"tools/call's 'params' must be an object, not {_shown(params)}"
+    if not isinstance(params.get("name"), str):
+        if "name" not in params:
+            return "tools/call's params have no 'name'"
+        return f"tools/call's 'name' must be a tool's name, not {_shown(params['name'])}"
+    if params.get("arguments") is not None and not isinstance(params["arguments"], dict):
+        return f"{_shown(params['name'])}'s 'arguments' must be an object of its parameters, not {_shown(params['arguments'])}"
+    return None
 
 
 def error_reply(request_id: int | str | None, code: int, message: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode
 from ..core.memory import Memory, utc_now
 from ..core.results import CaptureResult
-from ..core.text import one_line
+from ..core.text import listed, one_line
 from ..transaction import memory_change
 from . import sessions
 
@@ -66,10 +66,16 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     project = engram.given_project(sessions.optional_text(project, "project"))
     session_id = sessions.session_or_default(session_id, project)
     source = sessions.optional_text(source, "source") or PASSIVE_SOURCE
+    if len(source) > engram.MAX_KEY:  # a label in the commit's subject (its controls shown escaped there)
+        raise InvalidInputError(f"source is {len(source)} characters long; the limit is {engram.MAX_KEY}. Name the "
+                                "tool or hook that captured the text.")
     learnings = extract_learnings(engram.redact_private(content))
     result = CaptureResult(session_id, source, extracted=len(learnings))
     if not learnings:
         return result
+    for number, learning in enumerate(learnings, 1):
+        # As a save refuses it, before anything is written: a capture saved one of 100 KB.
+        kb.check_learning(learning, f"content's learning #{number}")
     with kb.transaction() as tx:
         seen: set[str] = set()
         fresh: list[str] = []
@@ -86,7 +92,8 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
                         for memory_id, learning in zip(tx.next_auto_ids(len(fresh)), fresh, strict=True)}
             _, session_changes = sessions.ensure(tx, session_id, project, now=now)
             changes = [memory_change(m) for m in memories.values()] + session_changes
-            ids = ", ".join(memories)
+            # A subject, not a manifest: 2,000 learnings made one of 11,000 characters.
+            ids = listed(list(memories), 10)
             result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {one_line(source)})", memories)
             result.saved = len(memories)
             result.memory_ids = list(memories)

@@ -44,6 +44,7 @@ from ..core.fileio import read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, with_entities
 from ..core.results import CascadeResult
+from ..core.text import shown_value
 from ..search import lookups
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
@@ -141,7 +142,7 @@ def _find_datasource(kb: Context, name: str) -> Datasource:
     datasource = kb.catalog.datasources.get(name)
     if datasource is None:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
-        raise NotFoundError(f"Unknown datasource '{name}'. Known datasources: {known}.")
+        raise NotFoundError(f"Unknown datasource {shown_value(name)}. Known datasources: {known}.")
     return datasource
 
 

@@ -76,6 +76,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 warnings.extend(engram.scope_warnings(given["scope"]))
             if "topic_key" in given:
                 changes["topic_key"] = engram.given_topic_key(given["topic_key"])
+                warnings.extend(engram.topic_key_warnings(given["topic_key"]))
             if "entities" in given:
                 changes["entities"], more = kb.resolve_entities(given["entities"])
                 warnings.extend(more)

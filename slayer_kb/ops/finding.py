@@ -21,7 +21,7 @@ from ..core.ids import check_existing_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
-from ..core.text import first_paragraph
+from ..core.text import first_paragraph, shown_value
 from . import sessions
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def search(
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
     if match not in channels.MATCHES:
-        raise InvalidInputError(f"match must be one of {', '.join(channels.MATCHES)}; got {match!r}.")
+        raise InvalidInputError(f"match must be one of {', '.join(channels.MATCHES)}; got {shown_value(match)}.")
     # Search is lenient: text that is not valid Unicode is searched as what it can be read as.
     question, type, project, scope, datasource = (
         readable(v) for v in (question, type, project, scope, datasource)
@@ -82,7 +82,7 @@ def search(
     warnings = skipped(kb)
     if datasource is not None and datasource not in kb.catalog.datasources:
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
-        raise NotFoundError(f"Unknown datasource '{datasource}'. Known datasources: {known}.")
+        raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
     inputs = _lenient_entities(resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)

@@ -15,7 +15,7 @@ from ..core.session import SESSIONS_DIR
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store.repo import GitStore, find_toplevel
-from .validate import Problem, Report, expand, read_text, targets
+from .validate import Problem, Report, as_committed, converts_crlf, expand, read_text, targets
 
 
 def fmt(paths: Sequence[Path], check: bool = False) -> Report:
@@ -27,16 +27,17 @@ def fmt(paths: Sequence[Path], check: bool = False) -> Report:
     report = Report()
     for target in targets(paths, report.problems).values():
         expand(target)
+        crlf = converts_crlf(target.root)
         with _locked(target.root, enabled=not check):
             for path, name in sorted(target.files.items()):
                 if path.suffix != ".yaml":
                     continue
                 report.checked += 1
-                _format_one(path, name, check, report)
+                _format_one(path, name, check, crlf, report)
     return report
 
 
-def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
+def _format_one(path: Path, name: str, check: bool, crlf: bool, report: Report) -> None:
     problems: list[Problem] = []
     text = read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
     if text is not None:
@@ -48,7 +49,7 @@ def _format_one(path: Path, name: str, check: bool, report: Report) -> None:
         except MemoryFileError as exc:
             problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
         else:
-            if canonical != text:
+            if canonical != as_committed(text, crlf):
                 if check:
                     report.reformatted.append(name)
                 elif (refused := _rewrite(path, canonical)) is None:

@@ -27,7 +27,9 @@ Decisions:
   is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
   Unknown front matter keys are dropped with a warning. A memory whose query is not a SlayerQuery
-  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning.
+  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
+  as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
+  whose id no file may have; a link out of the folder refuses the whole import.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete) and leaves other files in
   the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
 - ``import-engram`` gives every observation the next auto id and skips an observation whose content
@@ -52,10 +54,10 @@ from ..catalog.querychecks import kind_of
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
-from ..core.errors import InvalidInputError, KBError, StoreError, os_fix
+from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
-from ..core.inputs import check_folder_named, check_unicode, given_folder, read_given_file
+from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
@@ -114,25 +116,38 @@ def format_slayer_file(memory: Memory) -> str:
     return f"{FRONT}{front}{FRONT}\n{memory.learning}\n"
 
 
+class _OutsideLink(InvalidInputError):
+    """A file of the folder is a link out of it: the whole import is refused, not the file skipped."""
+
+
 def _slayer_text(folder: Path, path: Path) -> str:
     """A file of the SLayer storage ``folder``: a link is followed only inside the folder (a
     storage folder from elsewhere could link memories/1.md to ~/.ssh/id_rsa, and the import
     would commit the key)."""
     if os.path.islink(path) and (target := outside(folder, path)):
-        raise InvalidInputError(f"{path} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
+        raise _OutsideLink(f"{path} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
                                 "folder's own files. Replace the link with a copy of the file, or remove it, then retry.")
     try:
-        return read_given_file(path, "the SLayer file", MAX_FILE_BYTES).decode("utf-8")
+        return given_text(read_given_file(path, "the SLayer file", MAX_FILE_BYTES))
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
 
 
-def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str, Any]]]:
+    """The memories of the folder's files; a file that cannot be read or parsed is skipped, said
+    in ``result``, as a memory that cannot be taken is (one such file refused the whole import)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     memories = folder / "memories"
     if memories.is_dir():
         for path in sorted(memories.glob("*.md")):
-            data = parse_slayer_file(_slayer_text(folder, path), str(path))
+            try:
+                data = parse_slayer_file(_slayer_text(folder, path), str(path))
+            except _OutsideLink:
+                raise
+            except InvalidInputError as exc:
+                result.skipped += 1
+                result.warnings.append(f"{exc} (skipped)")
+                continue
             data.setdefault("id", path.stem)
             rows.append((str(path), data))
     listing = folder / "memories.yaml"
@@ -154,7 +169,10 @@ def _slayer_rows(folder: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Memory:
     row = dict(row)
-    memory_id = check_new_id(str(row.pop("id")))
+    try:
+        memory_id = check_new_id(str(row.pop("id")))
+    except InvalidIdError as exc:
+        raise InvalidIdError(f"{where}: {exc}") from None
     unknown = [k for k in row if k not in FIELD_NAMES]
     for key in unknown:
         warnings.append(f"{where}: key {key!r} is not a memory field; dropped.")
@@ -178,7 +196,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
     parsed: list[Memory] = []
-    for where, row in _slayer_rows(folder):
+    for where, row in _slayer_rows(folder, result):
         try:
             parsed.append(_memory_from_row(where, row, result.warnings))
         except KBError as exc:
@@ -298,7 +316,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
     path = Path(file)
     try:
-        text = read_given_file(path, "the export").decode("utf-8")
+        text = given_text(read_given_file(path, "the export"))
     except ValueError as exc:  # not UTF-8
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
     data = nesting.loads(text, str(path), "give Engram's JSON export.")
@@ -315,8 +333,9 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
     result = ImportResult(str(path))
     with kb.transaction() as tx:
+        # Each key and the memory holding it, which a duplicate's warning names.
         seen = {
-            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"])
+            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]): f"memory {d['id']}"
             for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
         }
         # More ids than memories when some are skipped: the unused ones are simply never handed out.
@@ -336,8 +355,10 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
             key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
             if key in seen:
                 result.skipped += 1
+                result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
+                                       "project and scope; skipped.")
                 continue
-            seen.add(key)
+            seen[key] = f"observation {n + 1} (imported as memory {memory.id})"
             changes.append(memory_change(memory))
             result.imported.append(memory.id)
             next_id = next(fresh_ids, "")
@@ -375,6 +396,8 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
     except InvalidInputError as exc:
         warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
         return None
+    scope = obs.get("scope") if isinstance(obs.get("scope"), str) else None
+    warnings.extend(f"{where}: {said}" for said in engram.scope_warnings(scope))
     created = engram_time(obs.get("created_at"))
     if obs.get("created_at") and created is None:
         warnings.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
@@ -385,7 +408,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         title=title,
         type=type or engram.DEFAULT_TYPE,
         project=project,
-        scope=engram.normalize_scope(obs.get("scope") if isinstance(obs.get("scope"), str) else None),
+        scope=engram.normalize_scope(scope),
         topic_key=topic_key,
         session_id=session_id,
         revision_count=_count(obs.get("revision_count")),

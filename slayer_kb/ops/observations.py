@@ -55,6 +55,7 @@ def save(
         linked, warnings = kb.resolve_entities(entities) if entities else ([], [])
         warnings.extend(project_warnings(kb, project))
         warnings.extend(scope_notes)
+        warnings.extend(engram.topic_key_warnings(topic_key))
         suggestion = None if key else engram.suggest_topic_key(type, title, content)
         fields = dict(title=title, type=type, learning=content)
         if key:

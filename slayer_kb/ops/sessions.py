@@ -224,7 +224,7 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
     project = optional_text(project, "project")
-    directory = optional_text(directory, "directory")
+    directory = given_directory(optional_text(directory, "directory"))
     with kb.transaction(sync=False) as tx:
         session, changes = ensure(tx, session_id, engram.given_project(project), directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
@@ -263,12 +263,8 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     content = _required_text(content, "content")
     project = engram.given_project(optional_text(project, "project"))
     session_id = session_or_default(session_id, project)
-    content = engram.redact_private(content)
-    size, content = len(content.encode("utf-8")), _cut(content, kb.max_content)
-    warnings = [] if size <= kb.max_content else [
-        f"content is {size} bytes, over the limit of {kb.max_content}: only its first "
-        f"{len(content.encode('utf-8')) - len(TRUNCATED)} bytes were kept, then {TRUNCATED!r}. Save the rest as "
-        "memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."]
+    warnings: list[str] = []
+    content = _cut_prompt(engram.redact_private(content), kb.max_content, "content", warnings)
     with kb.transaction(sync=False) as tx:
         now = utc_now()
         session, _ = ensure(tx, session_id, project, now=now)
@@ -287,11 +283,16 @@ def prompt_result(session: Session, commit: str | None, warnings: list[str] | No
     return SessionResult(session.to_dict(), "prompt saved", commit, warnings or None, prompt.to_dict(), message)
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut_prompt(text: str, limit: int, what: str, warnings: list[str]) -> str:
+    """A prompt's ``text`` cut at ``limit`` bytes, and said so in ``warnings`` (``what``: which)."""
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text
-    return data[: limit - len(TRUNCATED)].decode("utf-8", "ignore") + TRUNCATED
+    kept = data[: limit - len(TRUNCATED)].decode("utf-8", "ignore")
+    warnings.append(f"{what} is {len(data)} bytes, over the limit of {limit}: only its first "
+                    f"{len(kept.encode('utf-8'))} bytes were kept, then {TRUNCATED!r}. Save the rest as memories "
+                    "(mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
+    return kept + TRUNCATED
 
 
 def session_or_default(session_id: Any, project: str | None) -> str:
@@ -305,6 +306,23 @@ def _required_text(value: Any, name: str) -> str:
         raise InvalidInputError(f"{name} is required and must not be blank.")
     check_unicode(value, name)
     return value
+
+
+# The longest working folder a session records: Linux's longest path.
+MAX_DIRECTORY = 4096
+
+
+def given_directory(directory: str | None) -> str | None:
+    """A session's working folder, refused when no path is so long or it holds a control
+    character: a 5 MB one made a 5 MB session file."""
+    if directory is not None and len(directory) > MAX_DIRECTORY:
+        raise InvalidInputError(f"directory is {len(directory)} characters long; the limit is {MAX_DIRECTORY}, the "
+                                "longest path. Give the folder the session works in.")
+    bad = next((ch for ch in directory or "" if not ch.isprintable() and ch != " "), None)
+    if bad is not None:
+        raise InvalidInputError(f"directory contains U+{ord(bad):04X}, a control or invisible character; give the "
+                                "folder the session works in as printable text.")
+    return directory
 
 
 def optional_text(value: Any, name: str) -> str | None:
@@ -479,31 +497,41 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
 
     for n, row in enumerate(rows if isinstance(rows, list) else []):
         here = f"{where}: session {n + 1}"
-        session_id = _import_id(row.get("id") if isinstance(row, dict) else None, here, warnings)
+        session_id = _import_id(row, "id", here, warnings)
         if session_id is None:
             continue
         session = current(session_id, time_of(row.get("started_at")) or now)
+        try:
+            directory = given_directory(text(row, "directory"))
+        except InvalidInputError as exc:
+            warnings.append(f"{here}: {exc} It was left out.")
+            directory = None
         touched[session_id] = replace(
             session,
             project=session.project or engram.normalize_project(text(row, "project")),
-            directory=session.directory or text(row, "directory"),
+            directory=session.directory or directory,
             ended_at=session.ended_at or time_of(row.get("ended_at")),
             summary=session.summary or text(row, "summary"),
         )
     for n, row in enumerate(prompt_rows if isinstance(prompt_rows, list) else []):
         here = f"{where}: prompt {n + 1}"
-        session_id = _import_id(row.get("session_id") if isinstance(row, dict) else None, here, warnings)
+        session_id = _import_id(row, "session_id", here, warnings)
         content = text(row, "content") if session_id is not None else None
         if session_id is None or content is None:
             if session_id is not None:
                 warnings.append(f"{here} has no content; skipped.")
             continue
-        at = time_of(row.get("created_at")) or now
+        timed = time_of(row.get("created_at"))
+        at = timed or now
         session = current(session_id, at)
-        if any(p.created_at == at and p.content == content for p in session.prompts):
+        cut: list[str] = []  # said only of a prompt added, not of one a re-import finds there
+        content = _cut_prompt(content, kb.max_content, f"{here}: content", cut)
+        # One with no time of its own is there already when its text is: a re-import adds none.
+        if any(p.content == content and (timed is None or p.created_at == at) for p in session.prompts):
             continue
+        warnings += cut
         project = engram.normalize_project(text(row, "project"))
-        prompt = Prompt(at, _cut(content, kb.max_content), project if project and project != session.project else None)
+        prompt = Prompt(at, content, project if project and project != session.project else None)
         touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: p.created_at))
         added += 1
     changes = []
@@ -516,7 +544,16 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     return changes, made, added
 
 
-def _import_id(value: Any, where: str, warnings: list[str]) -> str | None:
+def _import_id(row: Any, key: str, where: str, warnings: list[str]) -> str | None:
+    """The session id (``key``) of an export's ``row``, or None, said in ``warnings``, when the row
+    is no object, has none, or has one no session can take."""
+    if not isinstance(row, dict):
+        warnings.append(f"{where} is not an object; skipped.")
+        return None
+    value = row.get(key)
+    if value is None:
+        warnings.append(f"{where} has no '{key}'; skipped.")
+        return None
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     try:

@@ -71,6 +71,7 @@ from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR
 from .schema_words import item_line, memory_problems, session_problems
@@ -186,10 +187,11 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb") -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb", crlf: bool = False) -> None:
         self.catalog = catalog
         self.ids = ids
         self.command = command  # slayer-kb as a fix runs it (problems.command)
+        self.crlf = crlf  # converts_crlf
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
@@ -199,7 +201,19 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root))
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root),
+                   converts_crlf(root))
+
+
+def converts_crlf(root: Path) -> bool:
+    """Whether git commits the KB's CRLF line endings as LF (``core.autocrlf`` true or input, Git
+    for Windows' default): a checkout's CRLF files are then canonical, as git stores them."""
+    return setting(str(root), "core.autocrlf").strip().lower() in ("true", "yes", "on", "1", "input")
+
+
+def as_committed(text: str, crlf: bool) -> str:
+    """``text`` as git would commit it: its CRLF line endings as LF when git converts them."""
+    return text.replace("\r\n", "\n") if crlf else text
 
 
 def _catalog(root: Path) -> Catalog:
@@ -266,7 +280,7 @@ def empty_model_files(catalog: Catalog) -> list[Problem]:
 
 def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     if path.parent.name == SESSIONS_DIR:
-        return check_session_file(path, name)
+        return check_session_file(path, name, context)
     problems: list[Problem] = []
 
     def add(line: int | None, message: str) -> None:
@@ -382,13 +396,13 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
-    if canonical != text:
+    if canonical != as_committed(text, context.crlf):
         add(_first_difference(text, canonical),
             f"not in canonical form; run 'slayer-kb fmt {shlex.quote(typed)}'")
     return problems
 
 
-def check_session_file(path: Path, name: str) -> list[Problem]:
+def check_session_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     """A session file (sessions.py): its name, the session schema, and the canonical form."""
     problems: list[Problem] = []
 
@@ -426,7 +440,7 @@ def check_session_file(path: Path, name: str) -> list[Problem]:
         add(exc.line, exc.message)
         return problems
     canonical = dump_session(session)
-    if canonical != text:
+    if canonical != as_committed(text, context.crlf):
         add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shlex.quote(name)}'")
     return problems
 

@@ -26,6 +26,7 @@ from whoosh import query as Q
 
 from ..core.memory import Memory
 from ..core.results import fell_back_note
+from ..core.text import shown_value
 from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
@@ -402,7 +403,7 @@ def unmatched_filters(index: Index, type: str | None, project: str | None, scope
     """Each filter given that no memory matches at all, as "type 'x'" (a misspelt name, say)."""
     given = (("type", type, restrict(type=type)), ("project", project, restrict(project=project)),
              ("scope", scope, restrict(scope=scope)))
-    return [f"{name} {value!r}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
+    return [f"{name} {shown_value(value)}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
 
 
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:

@@ -8,9 +8,11 @@ the first where git finds no working tree."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..core.locate import MEMORIES_DIR
+from ..core.problems import words
 from ..core.session import SESSIONS_DIR
 from .bounded import run_bounded
 from .gitenv import git_env
@@ -71,3 +73,19 @@ def _holds_a_kb(parent: Path, through: str) -> bool:
         return any(name == ".gitkeep" or name.endswith(".yaml") for name in os.listdir(parent / MEMORIES_DIR))
     except OSError:
         return False
+
+
+# git's words when the repository is another user's and not in its safe.directory list.
+_DUBIOUS = re.compile(r"dubious ownership in repository at '(.*)'")
+
+
+def ownership_refusal(stderr: bytes) -> str | None:
+    """Why git refused the repository, when it did because another user owns it: said so with the
+    fix, where "not inside a git repository" sent the user to ``init`` over their KB."""
+    found = _DUBIOUS.search(stderr.decode("utf-8", "replace"))
+    if found is None:
+        return None
+    repository = found.group(1)
+    return (f"git refuses the repository at {repository}: another user owns it, and git works only in "
+            "repositories you own. If you trust it, run 'git config --global --add safe.directory "
+            f"{words(repository)}' and retry, or run slayer-kb as the user who owns it.")

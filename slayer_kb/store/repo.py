@@ -37,7 +37,7 @@ from .files import holds, reserved_space, torn, why_unwritable
 from .gitenv import git_env
 from .identity import fallback_identity, parse_author
 from .objects import ObjectStore
-from .place import git_dir_refusal
+from .place import git_dir_refusal, ownership_refusal
 from .view import View
 
 STATE_DIR = state.STATE_DIR
@@ -75,6 +75,8 @@ _WHERE = ("--git-path", "objects", "--show-object-format", "--git-dir", "--git-c
 
 def find_toplevel(path: Path) -> Path | None:
     proc = run_git(["rev-parse", "--show-toplevel"], path, check=False)
+    if proc.returncode != 0 and (refused := ownership_refusal(proc.stderr)) is not None:
+        raise StoreError(refused)
     return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
 
@@ -161,6 +163,9 @@ class GitStore:
             end = out.index(b"\n", at)
             header = out[at:end].split()
             if len(header) != 3:
+                if (self._git_dirs[1] / "shallow").exists():  # not broken: left out by git clone --depth
+                    raise StoreError(f"git object {oid} is missing: this clone is shallow, and the command needs "
+                                     "history it left out; run 'git fetch --unshallow', then retry.")
                 raise StoreError(f"git object {oid} is missing; run 'git fsck' on the repository.")
             start = end + 1
             size = int(header[2])

@@ -1,0 +1,147 @@
+"""A stranger's pass over the MCP tools with values no agent should send but some do: a field of
+hundreds of kilobytes where a word belongs, an id shaped like a path, text that is not Unicode.
+Each reply must be a short error (or warning) naming the parameter, and nothing committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.server import screen_line
+from slayer_kb.mcp.tools import call_tool
+from testing import git
+
+BIG = "x" * 300_000
+SHOWN = f"'{'x' * 100}'... (300000 characters)"
+
+
+def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBase) -> None:
+    """Errors and warnings quoted the value whole: a 17 MB scope, filter or entity reference
+    came back as a 17 MB reply into the agent's context (and an entity reference or id took
+    seconds of spelling suggestions or character checks first)."""
+    kb = indexed_example_kb
+    head = git(kb.root, "rev-parse", "HEAD")
+    errors = [
+        ("mem_search", {"query": "revenue", "match_mode": BIG},
+         f"mem_search: 'match_mode' must be one of 'all', 'any', 'strict', not {SHOWN}."),
+        ("search", {"question": "revenue", "datasource": BIG}, f"Unknown datasource {SHOWN}. Known datasources: shop, wh."),
+        ("save_memory", {"learning": "l", "linked_entities": BIG},
+         f"entity reference {SHOWN} is over the limit of 1000 characters: name a datasource, model, column or "
+         "memory:<id> (e.g. 'orders.amount')."),
+        ("mem_get_observation", {"id": "a/" * 150_000}, "Memory id is 300000 bytes long; the limit is 200 bytes "
+                                                         "(UTF-8). Choose a shorter id."),
+        ("mem_get_observation", {"id": "a\ud800"}, "Memory id 'a\\ud800' contains whitespace or an invisible/control "
+                                                   "character (U+D800); use letters, digits, '.', '_' or '-'."),
+        # The title is made of the project: it was the title that was said to be too long.
+        ("mem_session_summary", {"content": "c", "project": "p" * 201},
+         "project is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
+    ]
+    for tool, arguments, message in errors:
+        reply = call_tool(kb, tool, arguments)
+        assert (reply.is_error, reply.text) == (True, message), tool
+    for field in ("project", "type"):
+        reply = call_tool(kb, "mem_search", {"query": "revenue", field: BIG})
+        assert reply.text == (f'No memories found for: "revenue"\nwarning: No memory has {field} {SHOWN}, so the filter '
+                              "removed every memory the question finds; check the name, or search without it.")
+    found = json.loads(call_tool(kb, "search", {"question": "revenue", "entities": [BIG]}).text)
+    assert found["warnings"] == [f"entity {SHOWN} dropped: entity reference {SHOWN} is over the limit of 1000 "
+                                 "characters: name a datasource, model, column or memory:<id> (e.g. 'orders.amount')."]
+    assert git(kb.root, "rev-parse", "HEAD") == head
+    saved = call_tool(kb, "mem_save", {"title": "T", "content": "c", "scope": BIG})
+    assert saved.text.endswith(f"\nwarning: scope {SHOWN} is neither 'project' nor 'personal': saved as 'project'; "
+                               "give 'personal' for knowledge that holds across projects, or 'project' (the default).")
+    assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase) -> None:
+    """'café' typed (é) and from a macOS file name (e and a combining accent) made two topic keys,
+    two memories where the second save should have revised the first, and two projects; a key cut
+    at 120 characters revised another memory without a word."""
+    composed, decomposed = "auth/caf\u00e9", "auth/cafe\u0301"
+    first = call_tool(empty_kb, "mem_save", {"title": "A", "content": "one", "topic_key": composed,
+                                             "project": composed})
+    again = call_tool(empty_kb, "mem_save", {"title": "A", "content": "two", "topic_key": decomposed,
+                                             "project": decomposed})
+    assert [(reply.data or {}).get(key) for reply in (first, again) for key in ("memory_id", "action")] == [
+        "1", "created", "1", "revised"]
+    assert "\nproject: auth/caf\u00e9\n" in (empty_kb.root / "memories" / "1.yaml").read_text()
+    # Engram cuts a key at 120 characters: two long keys alike in those are one topic, unsaid before.
+    cut = ("topic_key is 130 characters long: only its first 120 are kept, and any key that starts with them is the "
+           "same topic; use a shorter key.")
+    for tail, action in (("a" * 10, "created"), ("b" * 10, "revised")):
+        long = call_tool(empty_kb, "mem_save", {"title": "L", "content": tail, "topic_key": "k" * 120 + tail})
+        assert (long.data or {}).get("action") == action
+        assert long.text.endswith(f"\nwarning: {cut}")
+    assert call_tool(empty_kb, "mem_update", {"id": "1", "topic_key": "u" * 130}).text.endswith(f"\nwarning: {cut}")
+
+
+def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb: KnowledgeBase) -> None:
+    """A learning of 100 KB in a '## Key Learnings:' section was saved past the 64 KiB a save
+    takes; 2,000 learnings made a commit subject of 11,000 characters."""
+    root = empty_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    big = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough\n2. "
+                                                                 + "y" * 100_000})
+    assert (big.is_error, big.text) == (True, "content's learning #2 is 100000 bytes; the limit is 65536 bytes. Split "
+                                              "it into several memories or raise the limit with SLAYER_KB_MAX_CONTENT "
+                                              "(bytes).")
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    many = "\n".join(f"{n}. learning number {n} of twelve" for n in range(1, 13))
+    call_tool(empty_kb, "mem_capture_passive", {"content": f"## Key Learnings:\n{many}"})
+    assert git(root, "log", "-1", "--format=%s") == (
+        "memory: capture 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more (passive, from mcp-passive)\n")
+
+
+def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:
+    """A request whose id is no string or integer was taken for a notification and never
+    answered (the client waited for ever); a tools/call whose params or arguments had the wrong
+    shape got only the SDK's "Invalid request parameters"."""
+    pytest.importorskip("mcp")
+    fix = '; send {"name": "<tool>", "arguments": {...}} (tools/list names the tools).'
+    lines = {
+        b'{"jsonrpc": "2.0", "id": [1], "method": "tools/list"}':
+            (None, -32600, "Invalid Request: 'id' must be a string or an integer, not [1]; a notification has no 'id'."),
+        b'{"jsonrpc": "2.0", "id": null, "method": "ping"}':
+            (None, -32600, "Invalid Request: 'id' must be a string or an integer, not null; a notification has no "
+                           "'id'."),
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call"}': (2, -32602, "Invalid params: tools/call has no 'params'" + fix),
+        b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}':
+            (3, -32602, "Invalid params: tools/call's params have no 'name'" + fix),
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": 5}}':
+            (4, -32602, "Invalid params: tools/call's 'name' must be a tool's name, not 5" + fix),
+        b'{"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "mem_search", "arguments": [1]}}':
+            ("a", -32602, "Invalid params: \"mem_search\"'s 'arguments' must be an object of its parameters, not [1]" + fix),
+    }
+    for line, (request_id, code, message) in lines.items():
+        assert screen_line(line) == (None, {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+    handed_on, reply = screen_line(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mem_stats"}}')
+    assert (type(handed_on).__name__, reply) == ("JSONRPCRequest", None)
+
+
+def test_a_sessions_directory_and_a_captures_source_keep_to_limits(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A session's directory of 5 MB made a 5 MB session file (a NUL in it was kept); a capture's
+    source of 100,000 characters became its commit's subject."""
+    root = empty_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    refused = [
+        ("mem_session_start", {"id": "s1", "project": "p", "directory": "/x" * 2100},
+         "directory is 4200 characters long; the limit is 4096, the longest path. Give the folder the session works in."),
+        ("mem_session_start", {"id": "s1", "project": "p", "directory": "/a\x00b"},
+         "directory contains U+0000, a control or invisible character; give the folder the session works in as "
+         "printable text."),
+        ("mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough to keep", "source": "s" * 201},
+         "source is 201 characters long; the limit is 200. Name the tool or hook that captured the text."),
+    ]
+    for tool, arguments, message in refused:
+        reply = call_tool(empty_kb, tool, arguments)
+        assert (reply.is_error, reply.text) == (True, message), tool
+    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"sessions": [{"id": "s2", "project": "p", "directory": "/x" * 2100}]}))
+    result = empty_kb.interchange.import_engram(export)
+    assert (result.sessions, result.warnings) == (1, [
+        "engram.json: session 1: directory is 4200 characters long; the limit is 4096, the longest path. Give the "
+        "folder the session works in. It was left out."])
