@@ -651,10 +651,12 @@ def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: Knowledge
     for args, env, message in ((("--kb", ""), {}, f"--kb is blank (''): {kb_fix}"),
                                (("--kb", " "), {}, f"--kb is blank (' '): {kb_fix}"),
                                ((), {"SLAYER_KB": " "}, f"SLAYER_KB is blank (' '): {env_fix}"),
-                               ((), {"SLAYER_KB": ""}, f"SLAYER_KB is blank (''): {env_fix}")):
+                               ((), {"SLAYER_KB": "\t"}, f"SLAYER_KB is blank ('\\t'): {env_fix}")):
         proc = invoke_cli(*args, "--json", "list", cwd=root, env=env)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args
+    # An empty $SLAYER_KB is unset (`SLAYER_KB= slayer-kb ...`): the KB the command runs in.
+    assert json_of(invoke_cli("--json", "list", cwd=root, env={"SLAYER_KB": ""}, check=True)) == {"memories": []}
     query = tmp_path / "query.json"
     query.write_bytes(b'\xef\xbb\xbf{"source_model": "nowhere"}')
     proc = invoke_cli("--kb", root, "save", "q", "--query", f"@{query}")

@@ -30,15 +30,17 @@ def id_of_path(kb_path: str) -> str | None:
 
 def named_kb(kb_path: str | None) -> str | None:
     """The KB folder the caller named: ``--kb``, else ``$SLAYER_KB``; None when neither is set (the
-    enclosing KB is then looked for). A blank one is refused with ValueError naming it: taken as
-    unset it would quietly pick the KB the command runs in (an unset shell variable in
-    ``--kb "$KB"``), and as a path it named the current folder plus spaces."""
+    enclosing KB is then looked for; an empty ``$SLAYER_KB`` counts as unset). A blank one is refused
+    with ValueError naming it: taken as unset, ``--kb ""`` would quietly pick the KB the command
+    runs in (an unset shell variable in ``--kb "$KB"``), and as a path it named the current folder
+    plus spaces."""
     if kb_path is not None:
         if not kb_path.strip():
             raise ValueError(f"--kb is blank ({kb_path!r}): give the folder of a knowledge base, e.g. '--kb ./kb', "
                              "or drop --kb to use $SLAYER_KB or the KB enclosing the current folder.")
         return kb_path
-    env = os.environ.get("SLAYER_KB")
+    # Empty is unset, as a shell's `SLAYER_KB= slayer-kb ...` means; blanks are a mistake.
+    env = os.environ.get("SLAYER_KB") or None
     if env is not None and not env.strip():
         raise ValueError(f"SLAYER_KB is blank ({env!r}): set it to the folder of a knowledge base, or unset it "
                          "('unset SLAYER_KB') to use the KB enclosing the current folder.")
