@@ -102,11 +102,12 @@ def test_a_commit_stands_when_the_index_cannot_be_written(tmp_path: Path, invoke
     kb = KnowledgeBase.init(tmp_path / "kb")
     kb.save_observation(title="first", content="the first memory")
     # A file written within the timestamp granularity is re-read (a write) once it is old enough:
-    # let that happen first, so that the only write left is the save's own.
-    deadline = time.monotonic() + 60
-    while kb.index.young_files() and time.monotonic() < deadline:
-        time.sleep(0.2)
-        kb.ensure_fresh()
+    # made old (an hour back, rather than waited for) and re-read first, so that the only write
+    # left is the save's own.
+    hour_ago = time.time() - 3600
+    for path in (kb.root / "memories").iterdir():
+        os.utime(path, (hour_ago, hour_ago))
+    kb.ensure_fresh()
     assert kb.index.young_files() == []
     lock = kb.root / ".slayer-kb" / "index" / "MAIN_WRITELOCK"
     with open(lock, "a") as handle:
