@@ -32,7 +32,7 @@ import yaml
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import KBError
-from testing import commit_all, fsck, git, make_catalog_kb
+from testing import commit_all, eventually, fsck, git, make_catalog_kb
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 PROBE = "probe"
@@ -378,6 +378,55 @@ def answers(kb: KnowledgeBase) -> tuple[list[str], list[str], list[str]]:
     by_word = sorted(m["id"] for m in kb.search("refunds", limit=100).memories)
     listed = sorted(m["id"] for m in kb.newest(limit=None))
     return by_entity, by_word, listed
+
+
+# Holds the commit's update-ref in its "prepared" state (HEAD.lock taken) until the test says go.
+HELD_HOOK = """#!/bin/sh
+if [ "$1" = prepared ]; then
+    touch '{root}/update-ref-started'
+    i=0
+    while [ ! -e '{root}/go' ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done
+fi
+exit 0
+"""
+
+
+def test_a_killed_writers_update_ref_is_waited_for_before_its_commit_is_judged(catalog_kb: KnowledgeBase) -> None:
+    """A writer killed while its ``git update-ref`` ran leaves that git running (and the KB's
+    lock free): the next command must wait for it before it judges the commit unpublished, or the
+    commit lands after the journal is gone, its file never written (HEAD with the new text, the
+    work tree and git's index with the old: seen once in 220 random kills)."""
+    root = catalog_kb.root
+    catalog_kb.save_memory("Redis, 5 min TTL.", ["orders.amount"], id="cache")
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HELD_HOOK.format(root=root))
+    hook.chmod(0o755)
+    code = "import sys; from slayer_kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).save_memory({!r}, ['orders.amount'], id='cache')"
+    writer = subprocess.Popen([sys.executable, "-c", code.format("Redis, 10 min TTL."), str(root)])
+    eventually(lambda: (root / "update-ref-started").exists(), "the update-ref under way")
+    writer.kill()  # its git goes on, held in the hook
+    writer.wait()
+    hook.unlink()  # the next command's own commits run no hook
+    nxt = subprocess.Popen([sys.executable, "-c", code.format("a later save"), str(root)])
+    lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"))
+
+    def waiting_or_done() -> bool:  # the next command holds the KB's lock, waiting; or it did not wait
+        if nxt.poll() is not None:
+            return True
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            return True
+        lock.release()
+        return False
+
+    eventually(waiting_or_done, "the next command to take the lock")
+    (root / "go").touch()
+    assert nxt.wait(timeout=120) == 0
+    eventually(lambda: not (root / ".git" / "HEAD.lock").exists(), "the held update-ref to end")
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+    assert_head_tree_is_work_tree(root)
+    assert KnowledgeBase(root).get("cache").learning == "a later save"
 
 
 def test_index_survives_truncation_and_deletion(catalog_kb: KnowledgeBase, invoke_cli: Any) -> None:

@@ -34,12 +34,13 @@ def sync_timeout() -> int:
 
 
 def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping[str, str] | None,
-                timeout: float | None) -> subprocess.CompletedProcess[bytes]:
+                timeout: float | None, keep: tuple[int, ...] = ()) -> subprocess.CompletedProcess[bytes]:
     """``command``, stopped past ``timeout`` seconds (if any) with SIGTERM (git removes its ``.lock`` files
     on it, where SIGKILL would leave them to block every later git), then SIGKILL. It stays in
-    the caller's process group, where the warm server looks for a dead write process's git."""
+    the caller's process group, where the warm server looks for a dead write process's git.
+    ``keep``: descriptors the command inherits (a lock it holds while it runs)."""
     with subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else None,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=keep) as proc:
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:

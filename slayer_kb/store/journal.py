@@ -1,19 +1,27 @@
 """The journal of a commit being published (repo.py): written before its update-ref, cleared
 once every file it changes is written and staged, so that the next command can finish (or
-discard) a change a crash interrupted."""
+discard) a change a crash interrupted.
+
+Its update-ref is a git process of its own, which outlives a writer killed while it runs (and
+the KB's lock with it): ``publishing`` is a lock that process holds too, so the next command
+waits for it (``wait_published``) before it decides whether the commit was published."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import StoreError
 from .bounded import explain
 
 _NAME = "journal.json"
+_PUBLISHING = "publishing.lock"
+_POLL = 0.01  # seconds between tries of a lock held by a git that publishes a commit
 
 
 def path(state: Path) -> Path:
@@ -67,3 +75,48 @@ def read(state: Path) -> tuple[str | None, str, list[str]] | None:
         clear(state)
         return None
     return old, new, paths
+
+
+@contextlib.contextmanager
+def publishing(state: Path) -> Iterator[int]:
+    """A lock on a file of its own, through the descriptor yielded: pass it to the git that
+    publishes the commit, which then holds it for as long as it runs, even past this process's
+    death. Made anew each time: a process started by a hook of that git that keeps the
+    descriptor (a daemon) holds only a file no later commit uses."""
+    target = state / _PUBLISHING
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    try:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StoreError(f"Cannot write {target}: {explain(exc.strerror or str(exc))}; nothing was saved.") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a file no one else has opened: never waits
+        yield fd
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        os.close(fd)
+
+
+def wait_published(state: Path, timeout: float) -> None:
+    """Wait until no git that a killed writer started to publish its commit still runs (at most
+    ``timeout`` seconds, the most that writer would have let it run)."""
+    try:
+        fd = os.open(state / _PUBLISHING, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return  # none (the writer finished), or none to read: nothing to wait for
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(_POLL)
+            except OSError:
+                return  # a file system without flock: as before, no waiting
+    finally:
+        os.close(fd)

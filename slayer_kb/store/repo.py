@@ -52,10 +52,12 @@ UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowled
 
 
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
-            check: bool = True, niceness: int = 0, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``'s repository (gitenv.py), ``niceness`` steps lower; past ``timeout`` s, stopped."""
+            check: bool = True, niceness: int = 0, timeout: float | None = None,
+            keep: tuple[int, ...] = ()) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` in ``cwd``'s repository (gitenv.py), ``niceness`` steps lower; past ``timeout`` s, stopped;
+    ``keep``: descriptors it inherits."""
     try:
-        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout)
+        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout, keep)
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
@@ -343,7 +345,9 @@ class GitStore:
             journal.write(self.state, record)
             # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
             try:  # stopped past the bound: published or not, HEAD says
-                proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False, timeout=git_timeout())
+                with journal.publishing(self.state) as held:
+                    proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False,
+                                    timeout=git_timeout(), keep=(held,))
             except subprocess.TimeoutExpired:
                 proc = subprocess.CompletedProcess([], -1, b"", b"")
             head = self.head() if proc.returncode != 0 else new
@@ -534,6 +538,10 @@ class GitStore:
             return
         old, new, paths = unfinished
         head = self.head()
+        if head == old:
+            # The update-ref of a writer killed while it ran may still run: HEAD says once it ends.
+            journal.wait_published(self.state, git_timeout())
+            head = self.head()
         if head == old:
             journal.clear(self.state)  # the update-ref never happened
             return
