@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -165,16 +165,20 @@ class Context:
         check_id(memory_id)
         self.check_not_moved(memory_id)
 
-    def resolve_entities(self, refs: list[str] | str, *, given: bool = True) -> tuple[list[str], list[str]]:
+    def resolve_entities(self, refs: list[str] | str, *, given: bool = True,
+                         held: Collection[str] = ()) -> tuple[list[str], list[str]]:
         """Resolve references strictly: every one must resolve, or ``ResolutionError``;
-        ``given`` as for ``resolver`` (False for the references a memory file holds)."""
+        ``given`` as for ``resolver`` (False for the references a memory file holds). ``held``:
+        the links the memory being rewritten holds already, kept as its file has them (a
+        colleague's ``memory:<id>`` whose id sync moved on this clone is still theirs)."""
         items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
         resolver = self.resolver(given=given)
+        kept = self.resolver() if given and held else resolver
         entities: list[str] = []
         warnings: list[str] = []
         for ref in items:
             try:
-                resolution = resolver.resolve(ref)
+                resolution = (kept if ref.strip() in held else resolver).resolve(ref)
             except ResolutionError as exc:
                 broken = [problem for problem in self.catalog.problems if problem.skipped]
                 if not broken:

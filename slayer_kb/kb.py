@@ -24,7 +24,8 @@ from .api.team import Team
 from .catalog.refs import clean_query, flatten_refs, query_entities, split_references
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
-from .core.errors import InvalidInputError, MemoryFileError, ResolutionError
+from .core.errors import InvalidInputError, KBError, MemoryFileError, ResolutionError
+from .core.ids import check_id
 from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
@@ -135,8 +136,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
 
     # -- catalog and resolution -------------------------------------------------------------
 
-    def _link(self, linked_entities: Any) -> tuple[list[str], list[str], dict[str, Any] | None]:
-        """SLayer's ``linked_entities``: a list of references, or a SlayerQuery mapping."""
+    def _link(self, linked_entities: Any, held: list[str]) -> tuple[list[str], list[str], dict[str, Any] | None]:
+        """SLayer's ``linked_entities``: a list of references, or a SlayerQuery mapping; ``held``:
+        the links of the memory the save replaces (``Context.resolve_entities``)."""
         if isinstance(linked_entities, dict):
             entities, warnings = query_entities(linked_entities, self.resolver())
             return entities, warnings, clean_query(linked_entities)
@@ -158,7 +160,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
                     "linked_entities is empty: give at least one entity reference "
                     "(e.g. 'orders.amount') or a SlayerQuery."
                 )
-            entities, warnings = self.resolve_entities(refs)
+            entities, warnings = self.resolve_entities(refs, held=held)
             return entities, warnings, None
         raise InvalidInputError(
             "linked_entities must be a list of entity references or a SlayerQuery object, "
@@ -274,8 +276,19 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
         # A plain save looks nothing up in the index, so it skips the freshness scan.
         with self.transaction(sync=False) as tx:
-            entities, warnings, query = self._link(linked_entities)
+            entities, warnings, query = self._link(linked_entities, self._held_links(id))
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
+
+    def _held_links(self, memory_id: str | None) -> list[str]:
+        """The links of the memory a save by id replaces; none for a new one (or a bad id, which
+        the save refuses next)."""
+        if memory_id is None:
+            return []
+        with contextlib.suppress(KBError, OSError):
+            check_id(memory_id)
+            if self.memory_exists(memory_id):
+                return self.read(memory_id).entities
+        return []
 
     def _store_memory(
         self,

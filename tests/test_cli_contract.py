@@ -237,6 +237,8 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     restored = ok(invoke_cli, kb, "restore", "3")
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
+    # Stamped, so a sync weighs it against a forget on another clone by when it came.
+    assert restored["updated_at"] is not None and restored["updated_at"] >= hidden["deleted_at"]
 
 
 def test_history_log_show_restore_rev_review_edit(invoke_cli: CliRunner, kb: Path, tmp_path: Path) -> None:

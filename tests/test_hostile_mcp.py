@@ -139,6 +139,9 @@ def test_a_sessions_directory_and_a_captures_source_keep_to_limits(empty_kb: Kno
         reply = call_tool(empty_kb, tool, arguments)
         assert (reply.is_error, reply.text) == (True, message), tool
     assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+    # Any space is a folder's to hold: U+3000 in a Japanese name, U+00A0 in "My Drive".
+    for directory in ("/Users/taro/仕事\u3000メモ", "/Volumes/My\u00a0Drive"):
+        assert not call_tool(empty_kb, "mem_session_start", {"id": "s9", "project": "p", "directory": directory}).is_error
     export = tmp_path / "engram.json"
     export.write_text(json.dumps({"sessions": [{"id": "s2", "project": "p", "directory": "/x" * 2100}]}))
     result = empty_kb.interchange.import_engram(export)

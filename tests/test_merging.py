@@ -64,6 +64,10 @@ def test_a_forget_of_a_topic_key_memory_holds_unless_the_other_side_revised_it_l
     assert merge_topic_revisions(base, late, early).deleted_at == early.deleted_at
     # A revision within the second of the save before it: the forget carries no time of writing,
     # so the tie of times must not hand its side's older text back.
+    # A restore after the other side's forget stands (it is stamped as a write).
+    restored = base.evolve(updated_at="2026-11-29T20:00:08Z")
+    for merged in (merge_topic_revisions(base, restored, late), merge_topic_revisions(base, late, restored)):
+        assert merged.deleted_at is None
     quick = memory(2, base.updated_at or "", "revised")
     for merged in (merge_topic_revisions(base, quick, late), merge_topic_revisions(base, late, quick)):
         assert (merged.deleted_at, merged.learning) == (late.deleted_at, "revised")

@@ -127,6 +127,17 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
         else:
             assert data["warnings"] == [note] and data["id" if command[0] == "show" else "focus"]
     assert "Main: refunds" in invoke_cli("--kb", kb.root, "show", "2", check=True).stdout
+    # A link a memory holds already (a colleague's, to main's 2) is theirs: kept when the memory
+    # is saved or updated with it again, where only a link given anew is refused.
+    (kb.root / "memories" / "held.yaml").write_text(
+        "learning: Links main's refunds note.\nentities:\n- shop.orders.amount\n- memory:2\n"
+        "created_at: '2026-12-01T00:00:00Z'\n")
+    commit_all(kb.root, "a colleague's link to main's 2")
+    for command in (["update", "held", "-e", "memory:2", "-e", "orders.status"],
+                    ["save", "Links it again.", "--id", "held", "-e", "memory:2", "-e", "orders.amount"]):
+        invoke_cli("--kb", kb.root, *command, check=True)
+    assert json_of(invoke_cli("--kb", kb.root, "--json", "get", "held", check=True))["entities"] == [
+        "memory:2", "shop.orders.amount"]
     assert invoke_cli("--kb", kb.root, "renumber", "--accept", "2", check=True).stdout == (
         "'2' now means the memory it names; the one saved here as 2 is 4.\n")
     assert learning(kb.root, "2") == "Main: refunds"

@@ -210,7 +210,7 @@ def test_commits_a_force_push_dropped_are_pushed_again_and_said(tmp_path: Path, 
     invoke_cli("--kb", a, "save", "Saved after", "-e", "shop.orders.amount", check=True)
     assert invoke_cli("--kb", a, "sync", check=True).stdout == (
         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
-        "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone had pushed; they were "
+        "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone held; they were "
         "pushed again (to take a memory out, forget it)\n")
     assert git(bare, "ls-tree", "--name-only", "main", "memories/").split() == ["memories/1.yaml", "memories/2.yaml"]
     invoke_cli("--kb", b, "save", "From b", "-e", "shop.orders.amount", check=True)

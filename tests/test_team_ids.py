@@ -227,6 +227,10 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
     other = kb_b.save_observation("Flaky test", "test_login fails on Mondays.", project="api").memory_id
     note = kb_b.save_memory("Amounts are gross.", ["orders.amount"]).memory_id
     link = kb_b.save_memory("See the flaky test.", ["orders.amount", f"memory:{mine}"]).memory_id
+    # The same save, then edited on B (links added): no longer that save, so never folded away.
+    kb_a.save_observation("Gross amounts", "Amounts include VAT.", project="api")
+    edited = kb_b.save_observation("Gross amounts", "Amounts include VAT.", project="api").memory_id
+    kb_b.update(edited, entities=["orders.amount"])
     sync(kb_a)
     proc = invoke_cli("--kb", b, "sync", check=True)
     assert proc.stdout.endswith(f"\n  merged (same save): {mine} into 1\n"), proc.stdout
@@ -237,7 +241,8 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
         kb = KnowledgeBase(root)
         assert kb.get("1").to_dict()["duplicate_count"] == count
         assert not (root / "memories" / f"{mine}.yaml").exists()
-        assert {other, note, "2"} <= {p.stem for p in (root / "memories").glob("*.yaml")}
+        assert {other, note, edited, "2", "3"} <= {p.stem for p in (root / "memories").glob("*.yaml")}
+        assert kb.get(edited).entities == ["shop.orders.amount"]
         assert kb.get(link).to_dict()["entities"] == ["shop.orders.amount", "memory:1"]
     with pytest.raises(ConflictError) as exc:
         KnowledgeBase(b).get(mine)

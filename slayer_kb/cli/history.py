@@ -191,7 +191,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         text += _folded(result.merged, result.deduplicated)
         if result.pushed_again:
             text += (f"\n  note: {result.remote}/{result.branch} was rewritten (a force push) without "
-                     f"{result.pushed_again} commit(s) this clone had pushed; they were pushed again "
+                     f"{result.pushed_again} commit(s) this clone held; they were pushed again "
                      "(to take a memory out, forget it)")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())

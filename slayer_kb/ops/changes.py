@@ -78,7 +78,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["topic_key"] = engram.given_topic_key(given["topic_key"])
                 warnings.extend(engram.topic_key_warnings(given["topic_key"]))
             if "entities" in given:
-                changes["entities"], more = kb.resolve_entities(given["entities"])
+                changes["entities"], more = kb.resolve_entities(given["entities"], held=memory.entities)
                 warnings.extend(more)
             updated = memory.evolve(
                 **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(kb, memory)
@@ -149,7 +149,8 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         if not memory.is_deleted:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))
-        tx.commit([memory_change(memory.evolve(deleted_at=None))], f"memory: restore {memory_id}")
+        # Stamped: a sync weighing this memory's forget on another clone against it sees when.
+        tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
     return ChangeResult(kb.get(memory_id).to_dict(), "restored")
 
 

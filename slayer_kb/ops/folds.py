@@ -59,8 +59,9 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     """Fold each of ``ours`` that repeats a memory the other side added since the sides parted
     (``theirs``, asked only for a memory that may repeat one: a save the other side held before
     would have been counted as a duplicate here) into the oldest such memory, as one clone's save
-    would have counted a duplicate there: no topic key, the same title, type, text, project and
-    scope, saved within the de-duplication window of it. True when it made the commit, the moves
+    would have counted a duplicate there: no topic key, the same title, type, text, project,
+    scope, links and description, saved within the de-duplication window of it and not edited
+    since (a fold keeps only the other side's memory). True when it made the commit, the moves
     added to ``deduplicated``."""
     folds: dict[str, Memory] = {}
     kept: dict[str, Memory] = {}  # the other side's memories as folded so far, by id
@@ -69,13 +70,16 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     for memory_id in ours:
         with contextlib.suppress(KBError):
             mine = kb.read(memory_id)
-            if mine.topic_key or mine.is_deleted or not mine.title:
-                continue  # a key is folded by key; a memory with no title is SLayer's, never de-duplicated
+            if mine.topic_key or mine.is_deleted or not mine.title or mine.updated_at:
+                # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
+                # one edited since its save is no longer that save (its edit would be dropped).
+                continue
             if added is None:
                 added = _live(kb, theirs())
             made, digest = parse_time(mine.created_at), content_hash(mine.learning)
-            twins = [m for m in added if not m.topic_key and (m.title, m.type, m.project, m.scope) ==
-                     (mine.title, mine.type, mine.project, mine.scope) and content_hash(m.learning) == digest
+            same = (mine.title, mine.type, mine.project, mine.scope, sorted(mine.entities), mine.description)
+            twins = [m for m in added if not m.topic_key and (m.title, m.type, m.project, m.scope, sorted(m.entities),
+                     m.description) == same and content_hash(m.learning) == digest
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
             if not twins:
                 continue

@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import time
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -318,7 +319,8 @@ def given_directory(directory: str | None) -> str | None:
     if directory is not None and len(directory) > MAX_DIRECTORY:
         raise InvalidInputError(f"directory is {len(directory)} characters long; the limit is {MAX_DIRECTORY}, the "
                                 "longest path. Give the folder the session works in.")
-    bad = next((ch for ch in directory or "" if not ch.isprintable() and ch != " "), None)
+    # Controls, format and line separators only: a folder may hold any space (U+3000 in Japanese).
+    bad = next((ch for ch in directory or "" if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
     if bad is not None:
         raise InvalidInputError(f"directory contains U+{ord(bad):04X}, a control or invisible character; give the "
                                 "folder the session works in as printable text.")
