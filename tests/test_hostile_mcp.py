@@ -18,6 +18,13 @@ BIG = "x" * 300_000
 SHOWN = f"'{'x' * 100}'... (300000 characters)"
 
 
+def assert_refused(kb: KnowledgeBase, cases: list[tuple[str, dict[str, object], str]]) -> None:
+    """Each tool call of ``cases`` is an error reply with exactly its message."""
+    for tool, arguments, message in cases:
+        reply = call_tool(kb, tool, arguments)
+        assert (reply.is_error, reply.text) == (True, message), tool
+
+
 def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBase) -> None:
     """Errors and warnings quoted the value whole: a 17 MB scope, filter or entity reference
     came back as a 17 MB reply into the agent's context (and an entity reference or id took
@@ -39,9 +46,7 @@ def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBa
         ("mem_session_summary", {"content": "c", "project": "p" * 201},
          "project is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),
     ]
-    for tool, arguments, message in errors:
-        reply = call_tool(kb, tool, arguments)
-        assert (reply.is_error, reply.text) == (True, message), tool
+    assert_refused(kb, errors)
     for field in ("project", "type"):
         reply = call_tool(kb, "mem_search", {"query": "revenue", field: BIG})
         assert reply.text == (f'No memories found for: "revenue"\nwarning: No memory has {field} {SHOWN}, so the filter '
@@ -135,9 +140,7 @@ def test_a_sessions_directory_and_a_captures_source_keep_to_limits(empty_kb: Kno
         ("mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough to keep", "source": "s" * 201},
          "source is 201 characters long; the limit is 200. Name the tool or hook that captured the text."),
     ]
-    for tool, arguments, message in refused:
-        reply = call_tool(empty_kb, tool, arguments)
-        assert (reply.is_error, reply.text) == (True, message), tool
+    assert_refused(empty_kb, refused)
     assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
     # Any space is a folder's to hold: U+3000 in a Japanese name, U+00A0 in "My Drive".
     for directory in ("/Users/taro/仕事\u3000メモ", "/Volumes/My\u00a0Drive"):

@@ -248,7 +248,7 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
         KnowledgeBase(b).get(mine)
     assert str(exc.value).startswith(
         f"Memory id '{mine}' moved: sync merged this clone's memory {mine} into 1, which the upstream had saved "
-        f"first with the same title, type and text; no memory has id '{mine}' now. Use 1")
+        f"first as the same save (its title, text, links, project and scope); no memory has id '{mine}' now. Use 1")
     # The next such save, on either clone, counts on the one memory.
     again = KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky under load.", project="api")
     assert (again.memory_id, again.action) == ("1", "duplicate")

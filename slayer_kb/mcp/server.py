@@ -109,13 +109,12 @@ def screen_line(line: bytes) -> tuple[Any, dict[str, Any] | None]:
             'Invalid Request: the line is JSON but no JSON-RPC 2.0 message ("jsonrpc": "2.0" with '
             'a "method", or an "id" with a "result" or an "error").',
         )
-    data = json.loads(text)
-    if isinstance(message, types.JSONRPCNotification) and "id" in data:
+    if isinstance(message, types.JSONRPCNotification) and "id" in (data := json.loads(text)):
         # The SDK takes it for a notification, which has no answer: the client would wait for ever.
         return None, error_reply(None, INVALID_REQUEST, f"Invalid Request: 'id' must be a string or an integer, "
                                                         f"not {_shown(data['id'])}; a notification has no 'id'.")
     if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
-        problem = _tool_call_problem(data)
+        problem = _tool_call_problem(message.params)
         if problem is not None:  # the SDK said only "Invalid request parameters"
             return None, error_reply(message.id, INVALID_PARAMS, f"Invalid params: {problem}; send "
                                      '{"name": "<tool>", "arguments": {...}} (tools/list names the tools).')
@@ -128,11 +127,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "\u2026"
 
 
-def _tool_call_problem(request: dict[str, Any]) -> str | None:
-    """What is wrong with a tools/call's params before any tool reads them, if anything."""
-    params = request.get("params")
-    if not isinstance(params, dict):
-        return "tools/call has no 'params'" if params is None else f"tools/call's 'params' must be an object, not {_shown(params)}"
+def _tool_call_problem(params: dict[str, Any] | None) -> str | None:
+    """What is wrong with a tools/call's params (the SDK has checked they are an object, or
+    none) before any tool reads them, if anything."""
+    if params is None:
+        return "tools/call has no 'params'"
     if not isinstance(params.get("name"), str):
         if "name" not in params:
             return "tools/call's params have no 'name'"

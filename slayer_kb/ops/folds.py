@@ -76,10 +76,8 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                 continue
             if added is None:
                 added = _live(kb, theirs())
-            made, digest = parse_time(mine.created_at), content_hash(mine.learning)
-            same = (mine.title, mine.type, mine.project, mine.scope, sorted(mine.entities), mine.description)
-            twins = [m for m in added if not m.topic_key and (m.title, m.type, m.project, m.scope, sorted(m.entities),
-                     m.description) == same and content_hash(m.learning) == digest
+            made, same = parse_time(mine.created_at), _save_of(mine)
+            twins = [m for m in added if not m.topic_key and _save_of(m) == same
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
             if not twins:
                 continue
@@ -92,6 +90,12 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     changes += [memory_change(m) for m in kept.values()]
     _commit(tx, {old: kept[m.id] for old, m in folds.items()}, changes, "same save", deduplicated)
     return True
+
+
+def _save_of(memory: Memory) -> tuple[object, ...]:
+    """What two saves share when they are one save made twice."""
+    return (memory.title, memory.type, memory.project, memory.scope, sorted(memory.entities), memory.description,
+            content_hash(memory.learning))
 
 
 def _live(kb: Context, ids: list[str]) -> list[Memory]:

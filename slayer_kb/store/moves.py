@@ -112,7 +112,7 @@ def note(move: Move, now: Memory | None) -> str:
 def _account(move: Move, now: Memory | None) -> str:
     """Where the memory saved here as ``move.old`` went, and what that id names ``now``."""
     old = move.old
-    alike = "with the same title, type and text" if move.duplicate else "under the same topic key"
+    alike = "as the same save (its title, text, links, project and scope)" if move.duplicate else "under the same topic key"
     if move.why == "merged":
         how = f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved first {alike}"
     elif move.why == "merge":
