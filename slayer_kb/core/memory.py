@@ -224,11 +224,7 @@ def loads(text: str, memory_id: str, path: str = "") -> Memory:
     # A character is at most 4 bytes: only a long text needs encoding to be measured.
     if len(text) * 4 > MAX_FILE_BYTES and (size := len(text.encode("utf-8", "surrogatepass"))) > MAX_FILE_BYTES:
         raise MemoryFileError(where, None, too_large(size))
-    check_conflict_markers(text, where)
-    check_duplicate_keys(text, where)
-    line = alias_line(text)
-    if line is not None:
-        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
+    check_yaml_shape(text, where)
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
@@ -302,6 +298,16 @@ _DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
 _TOP_KEYS = re.compile("^" + _TOP_KEY.pattern, re.M)
 # Line breaks str.splitlines knows besides \n, which a multi-line ^ does not.
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def check_yaml_shape(text: str, where: str) -> None:
+    """What every file reader refuses before the YAML is loaded: a merge conflict left in the
+    file, a top-level key written twice, an alias (``alias_line``)."""
+    check_conflict_markers(text, where)
+    check_duplicate_keys(text, where)
+    line = alias_line(text)
+    if line is not None:
+        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
 
 
 def check_duplicate_keys(text: str, where: str) -> None:

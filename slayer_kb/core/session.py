@@ -33,9 +33,7 @@ from .ids import WINDOWS_RESERVED
 from .inputs import check_unicode
 from .memory import (
     TIMESTAMP,
-    alias_line,
-    check_conflict_markers,
-    check_duplicate_keys,
+    check_yaml_shape,
     dump_key,
     key_line,
     too_deep_for_parser,
@@ -201,11 +199,7 @@ def _load(text: str) -> Any:
 def loads(text: str, session_id: str, where: str = "") -> Session:
     """Parse a session file; :class:`MemoryFileError` names the line and the key or item."""
     where = where or session_path(session_id)
-    check_conflict_markers(text, where)
-    check_duplicate_keys(text, where)
-    line = alias_line(text)
-    if line is not None:
-        raise MemoryFileError(where, line, "uses a YAML alias (*name); write the value out instead")
+    check_yaml_shape(text, where)
     try:
         data = _load(text)
     except yaml.YAMLError as exc:
