@@ -274,3 +274,28 @@ def test_standard_input_past_its_limit_is_refused_unread(example_kb_read_only: K
         proc = invoke_cli("--kb", root, "--json", *args, input="a" * (most + 1))
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args
+
+
+def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    """A file a person wrote on macOS (e and a combining accent) kept its key and project as
+    written: a save under the typed spelling made a second memory, ``list --project`` missed the
+    file, and validate said nothing. A read now takes them in NFC, and fmt rewrites the file."""
+    root = empty_kb.root
+    decomposed = "cafe\u0301"
+    (root / "memories" / "7.yaml").write_text(
+        f"title: Cafe rule\ntype: decision\nlearning: the old one\nproject: {decomposed}\nscope: project\n"
+        f"topic_key: arch/{decomposed}\ncreated_at: '2025-01-01T00:00:00Z'\n", encoding="utf-8")
+    commit_all(root, "a hand-written memory, decomposed")
+    listed = invoke_cli("--kb", root, "--json", "list", "--project", "caf\u00e9")
+    assert [hit["id"] for hit in json_of(listed)["memories"]] == ["7"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, checked.stdout) == (
+        1, "memories/7.yaml:4: not in canonical form; run 'slayer-kb fmt memories/7.yaml'\n"
+           "1 problem in 1 file (1 file checked)\n")
+    saved = invoke_cli("--kb", root, "--json", "save", "--title", "Cafe rule", "--type", "decision",
+                       "--project", "caf\u00e9", "--topic-key", "arch/caf\u00e9", "the new one")
+    assert (json_of(saved)["memory_id"], json_of(saved)["action"]) == ("7", "revised")
+    text = (root / "memories" / "7.yaml").read_text(encoding="utf-8")
+    assert "\nproject: caf\u00e9\n" in text and "\ntopic_key: arch/caf\u00e9\n" in text
+    assert sorted(p.name for p in (root / "memories").glob("*.yaml")) == ["7.yaml"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import re
+import unicodedata
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -44,6 +45,9 @@ STRING_KEYS = frozenset(
 )
 COUNT_KEYS = frozenset({"revision_count", "duplicate_count"})
 TIME_KEYS = frozenset({"created_at", "updated_at", "deleted_at"})
+# Keys that memories are looked up by: read in Unicode NFC, as a save stores them, so a file a
+# person wrote with decomposed accents (macOS) is the same topic and project (``fmt`` rewrites it).
+COMPOSED_KEYS = frozenset({"project", "topic_key"})
 SCOPES = ("project", "personal")
 MAX_DESCRIPTION = 500
 # A memory file larger than this is reported and skipped, never parsed or indexed (a hand-made
@@ -344,7 +348,7 @@ def _check_value(key: str, value: Any) -> Any:
             raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
             raise ValueError(f"must be one of {', '.join(SCOPES)}, not {shown_value(value)}")
-        return value
+        return unicodedata.normalize("NFC", value) if key in COMPOSED_KEYS else value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("must be a whole number of at least 1")

@@ -21,6 +21,7 @@ session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -231,6 +232,8 @@ def loads(text: str, session_id: str, where: str = "") -> Session:
         if problem:
             raise MemoryFileError(where, key_line(text, key), f"'{key}' {problem}")
         values[key] = _time(value) if key.endswith("_at") and value is not None else value
+        if key == "project" and value is not None:  # NFC, as memory.COMPOSED_KEYS
+            values[key] = unicodedata.normalize("NFC", value)
     if values.get("started_at") is None:
         raise MemoryFileError(where, 1, "missing required key 'started_at' (add started_at: 'YYYY-MM-DDTHH:MM:SSZ')")
     return Session(id=session_id, **values)
