@@ -46,6 +46,7 @@ from .store.moves import MovedIds, note, refusal
 from .store.place import kb_folder_refusal
 from .store.repo import GitStore
 from .store.statefiles import IdCache, PendingDuplicates
+from .store.worktree import missing_by_hand
 from .transaction import Transaction
 
 if TYPE_CHECKING:
@@ -249,7 +250,8 @@ class Context:
             data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
-            raise no_memory(memory_id, self.memory_exists) from None
+            gone = missing_by_hand(self.store, memory_path(memory_id))
+            raise (NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)) from None
         except TooLarge as exc:
             raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:

@@ -133,3 +133,32 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
                                 "'git fetch --unshallow', then retry.\n"), proc.stderr
     git(shallow, "fetch", "-q", "--unshallow")
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
+
+
+def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_example_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner) -> None:
+    """get, update and forget of a memory whose file was moved (by hand or with git mv) or deleted,
+    not committed, said only "No memory with id ...": the memory seemed lost."""
+    root = indexed_example_kb.root
+    (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
+    git(root, "mv", "memories/2.yaml", "memories/two.yaml")
+    (root / "memories" / "3.yaml").unlink()
+    head = git(root, "rev-parse", "HEAD")
+    told = {
+        "1": "memories/1.yaml was moved to memories/one.yaml (slayer-kb now reads it as memory 'one'), and HEAD still "
+             "has it at memories/1.yaml: a move that is not committed. Move it back (mv memories/one.yaml "
+             "memories/1.yaml), or commit the move (git add -A -- memories/1.yaml memories/one.yaml, then git commit).",
+        "2": "memories/2.yaml was moved to memories/two.yaml (slayer-kb now reads it as memory 'two'), and HEAD still "
+             "has it at memories/2.yaml: a move that is not committed. Move it back (git mv memories/two.yaml "
+             "memories/2.yaml), or commit the move (git add -A -- memories/2.yaml memories/two.yaml, then git commit).",
+        "3": "memories/3.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+             "committed. Bring the file back (git checkout HEAD -- memories/3.yaml), or commit the deletion (git rm "
+             "memories/3.yaml, then git commit).",
+        "999": "No memory with id '999'.",
+    }
+    for memory_id, message in told.items():
+        for args in (("get", memory_id), ("update", memory_id, "--learning", "x"), ("forget", memory_id)):
+            proc = invoke_cli("--kb", root, *args)
+            assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
+    assert git(root, "rev-parse", "HEAD") == head

@@ -274,3 +274,43 @@ def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
         f"written, {' and '.join(steps)} to finish; until then `git commit -a` would undo the change.",
         commit,
     )
+
+
+def missing_by_hand(store: Repository, kb_path: str) -> str | None:
+    """What became of the file ``kb_path`` (KB-relative), missing from the work tree while HEAD
+    has it, and the fix: moved (``git mv``, or ``mv`` to a file of HEAD's very bytes) or deleted
+    by hand, not committed. None when HEAD lacks it too: then no file was ever there."""
+    head = store.head()
+    objects = store.objects
+    repo_path = store.repo_path(kb_path)
+    blob = objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] if head else None
+    if blob is None:
+        return None
+    # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
+    proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
+                     store.prefix or ".", env=STATUS_ENV)
+    records = iter(proc.stdout.decode("utf-8", "surrogateescape").split("\0"))
+    untracked: list[str] = []
+    for record in records:
+        if record.startswith("2 "):
+            new, old = record.split(" ", 9)[-1], next(records, "")
+            if old == repo_path:
+                return _moved(kb_path, new[len(store.prefix):], f"git mv {new[len(store.prefix):]} {kb_path}")
+        elif record.startswith("? ") and "\n" not in record:  # hash-object reads a path a line
+            untracked.append(record[2:])
+    if untracked:
+        hashed = store.git("hash-object", "--stdin-paths", input="\n".join(untracked).encode("utf-8", "surrogateescape"))
+        for path, found in zip(untracked, hashed.stdout.decode("ascii").split(), strict=False):
+            if found == blob:
+                return _moved(kb_path, path[len(store.prefix):], f"mv {path[len(store.prefix):]} {kb_path}")
+    return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+            f"committed. Bring the file back (git checkout HEAD -- {kb_path}), or commit the deletion (git rm "
+            f"{kb_path}, then git commit).")
+
+
+def _moved(kb_path: str, now: str, back: str) -> str:
+    folder, _, name = now.rpartition("/")
+    named = (f" (slayer-kb now reads it as memory '{name[:-5]}')"
+             if folder == kb_path.rpartition("/")[0] and name.endswith(".yaml") else "")
+    return (f"{kb_path} was moved to {now}{named}, and HEAD still has it at {kb_path}: a move that is not "
+            f"committed. Move it back ({back}), or commit the move (git add -A -- {kb_path} {now}, then git commit).")
