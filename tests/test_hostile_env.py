@@ -162,3 +162,22 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_e
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A detached HEAD (a CI checkout, a look at an old commit) took slayer-kb's commits without a
+    word, and a `git switch` then left them on no branch. Each command warns once, and commits."""
+    root = indexed_example_kb.root
+    warning = ("warning: HEAD is detached (no branch is checked out), so this commit is on no branch and is lost from "
+               "sight once you check out another: keep it with `git switch -c <name>` (a new branch here), or `git "
+               "switch <branch>` before the next command to commit there.\n")
+    git(root, "checkout", "-q", "--detach")
+    head = git(root, "rev-parse", "HEAD").strip()
+    saved = invoke_cli("--kb", root, "save", "a learning saved while detached", "--title", "Detached")
+    assert (saved.returncode, saved.stderr) == (0, warning)
+    as_json = invoke_cli("--kb", root, "--json", "forget", "1")
+    assert (as_json.returncode, json_of(as_json)["deleted_id"], as_json.stderr) == (0, "1", warning)
+    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "2\n"
+    git(root, "switch", "-q", "-c", "kept")
+    again = invoke_cli("--kb", root, "save", "a learning saved on a branch", "--title", "Attached")
+    assert (again.returncode, again.stderr) == (0, "")
