@@ -299,3 +299,22 @@ def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_
     text = (root / "memories" / "7.yaml").read_text(encoding="utf-8")
     assert "\nproject: caf\u00e9\n" in text and "\ntopic_key: arch/caf\u00e9\n" in text
     assert sorted(p.name for p in (root / "memories").glob("*.yaml")) == ["7.yaml"]
+
+
+def test_a_value_of_the_wrong_kind_is_named_in_yaml_words(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A hand-written date or binary data was named by its Python type ("not date", "holds a
+    bytes"): the person never wrote a Python type. (test_query.py and test_sessions.py check the
+    same of a query's and an API caller's values: "got nothing (null)", "not a number".)"""
+    root = empty_kb.root
+    files = {
+        "5": ("title: 2024-01-02\nlearning: x\ncreated_at: '2025-01-01T00:00:00Z'\n",
+              "memories/5.yaml:1: 'title' must be a string, not a date (quote it)"),
+        "6": ("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\nquery: {source_model: o, x: !!binary aGVsbG8=}\n",
+              "memories/6.yaml:3: 'query' holds binary data; quote it to make it a string"),
+        "7": ("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\nsession_id: 2024-01-02 10:00:00\n",
+              "memories/7.yaml:3: 'session_id' must be a string, not a date and time (quote it)"),
+    }
+    for memory_id, (text, _) in files.items():
+        (root / "memories" / f"{memory_id}.yaml").write_text(text)
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert checked.stdout == "".join(f"{line}\n" for _, line in files.values()) + "3 problems in 3 files (3 files checked)\n"

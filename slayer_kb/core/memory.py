@@ -19,7 +19,7 @@ import yaml
 from . import yamlio
 from .errors import MemoryFileError
 from .nesting import MAX_DEPTH, value_depth
-from .text import shown_value
+from .text import kind_of, shown_value
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -341,7 +341,7 @@ def _check_value(key: str, value: Any) -> Any:
         return None
     if key in STRING_KEYS:
         if not isinstance(value, str):
-            raise ValueError(f"must be a string, not {_type_name(value)} (quote it)")
+            raise ValueError(f"must be a string, not {kind_of(value)} (quote it)")
         if key == "learning" and not value.strip():
             raise ValueError("must not be blank")
         if key == "description" and len(value) > MAX_DESCRIPTION:
@@ -388,17 +388,8 @@ def _check_plain(value: Any) -> None:
         elif isinstance(item, list):
             stack.extend(item)
         elif item is not None and not isinstance(item, (str, int, float, bool)):
-            raise ValueError(f"holds a {_type_name(item)}; quote it to make it a string")
+            raise ValueError(f"holds {kind_of(item)}; quote it to make it a string")
 
-
-def _type_name(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
 
 
 def with_entities(text: str, memory: Memory, entities: list[str]) -> str:

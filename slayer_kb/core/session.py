@@ -41,6 +41,7 @@ from .memory import (
     key_line,
     too_deep_for_parser,
 )
+from .text import kind_of
 
 SESSIONS_DIR = "sessions"
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
@@ -101,7 +102,7 @@ class Session:
 def check_session_id(value: Any, name: str = "id") -> str:
     """The session id ``value`` (the parameter ``name``), trimmed; an error names the parameter."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string (the session's id), not {type(value).__name__}.")
+        raise InvalidInputError(f"{name} must be a string (the session's id), not {kind_of(value)}.")
     session_id = value.strip()
     if not session_id:
         raise InvalidInputError(
@@ -260,15 +261,11 @@ def _value_problem(key: str, value: Any) -> str | None:
             return "must be a UTC time like '2026-11-29T20:42:40Z'"
         return None
     if not isinstance(value, str):
-        return f"must be a string, not {_kind(value)} (quote it)"
+        return f"must be a string, not {kind_of(value)} (quote it)"
     if key == "content" and not value.strip():
         return "must not be blank"
     return None
 
-
-def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
-        type(value), type(value).__name__)
 
 
 def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
@@ -283,7 +280,7 @@ def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
     out = []
     for index, item in enumerate(value):
         if not isinstance(item, dict):
-            raise fail(index, f" must be a mapping with created_at and content, not {_kind(item)}")
+            raise fail(index, f" must be a mapping with created_at and content, not {kind_of(item)}")
         for key, field_value in item.items():
             if key not in PROMPT_KEYS:
                 raise fail(index, f": unknown key {key!r} (allowed keys: {', '.join(PROMPT_KEYS)})")

@@ -45,7 +45,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import clip, counted, quoted, warning_lines
+from ..core.text import clip, counted, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 
@@ -331,7 +331,7 @@ def optional_text(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}.")
+        raise InvalidInputError(f"{name} must be a string, not {kind_of(value)}.")
     check_unicode(value, name)
     return value.strip() or None
 
