@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,23 @@ def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: Knowl
     git(root, "switch", "-q", "-c", "kept")
     again = invoke_cli("--kb", root, "save", "a learning saved on a branch", "--title", "Attached")
     assert (again.returncode, again.stderr) == (0, "")
+
+
+def test_another_home_neither_sets_the_state_aside_nor_is_made(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """The state folder's key lived under $HOME: a command run with another HOME (a CI step, sudo,
+    a test) made a second key and set .slayer-kb aside as untrusted, and again when HOME was back;
+    as root, a HOME that did not exist was made, by the key, the sentence cache and onnxruntime's
+    telemetry. The key now lives under the home the system gives the user."""
+    root = indexed_example_kb.root
+    other, missing = tmp_path / "other-home", tmp_path / "no-home"
+    other.mkdir()
+    for home in (other, missing, other):
+        for args in (("list",), ("save", f"a learning saved with HOME={home.name}", "--title", home.name)):
+            proc = invoke_cli("--kb", root, *args, env={"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""})
+            assert (proc.returncode, proc.stderr) == (0, ""), (home, args)
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb")) == [".slayer-kb"]
+    assert not missing.exists() and list(other.iterdir()) == []
+    imported = subprocess.run([sys.executable, "-I", "-c", "from slayer_kb.search import runtime; runtime.onnxruntime()"],
+                              env={**os.environ, "HOME": str(missing)}, capture_output=True, text=True, cwd="/")
+    assert (imported.returncode, imported.stderr, missing.exists()) == (0, "", False)

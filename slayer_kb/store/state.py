@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.home import account_home
 
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
@@ -59,14 +60,22 @@ _GITLINK = "160000"
 _SYMLINK = "120000"
 
 
-def _key_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "slayer-kb" / "key"
+def _key_path() -> Path | None:
+    """``$XDG_STATE_HOME/slayer-kb/key``, else under the home the system gives this user, not
+    ``$HOME`` (core/home.py); None without either."""
+    chosen = os.environ.get("XDG_STATE_HOME", "")
+    if os.path.isabs(chosen):  # a relative one is ignored, as the XDG spec says
+        return Path(chosen) / "slayer-kb" / "key"
+    where = account_home()
+    return None if where is None else where / ".local" / "state" / "slayer-kb" / "key"
 
 
 def _key() -> bytes | None:
-    """This user's secret, made on first use; None where it cannot be kept (no writable home)."""
+    """This user's secret, made on first use; None where it cannot be kept (no home, or none
+    writable)."""
     path = _key_path()
+    if path is None:
+        return None
     try:
         return _read_private(path)
     except FileNotFoundError:
