@@ -316,6 +316,28 @@ def test_a_misspelt_long_option_gets_no_double_dash_advice(indexed_example_kb: K
         2, "Error: No such option '--limt'. Did you mean '--limit'?")
 
 
+def test_words_past_the_last_argument_are_clipped_and_a_text_told_to_be_quoted(invoke_cli: CliRunner,
+                                                                              tmp_path: Path) -> None:
+    """click quoted every extra argument: 20,000 words typed unquoted made a 100 KB error, and
+    `search how are refunds counted` did not say that the question is one quoted argument."""
+    told = {
+        ("search", "how", "are", "refunds", "counted"):
+            "Got unexpected extra arguments (are refunds counted). The QUESTION is one argument: quote it (slayer-kb "
+            'search "how are refunds counted").',
+        ("save", "orders", "amount", "is", "gross", "-e", "shop.orders"):
+            'Got unexpected extra arguments (amount is gross). The LEARNING is one argument: quote it (slayer-kb save '
+            '"orders amount is gross").',
+        ("get", "1", "2"): "Got unexpected extra argument (2).",
+        ("search", *["word"] * 20_000):
+            f"Got unexpected extra arguments ({'word ' * 20}... (99994 characters)). The QUESTION is one argument: quote it.",
+    }
+    for args, message in told.items():
+        proc = invoke_cli("--kb", tmp_path, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1]) == (2, "", f"Error: {message}"), args[:5]
+        asked = invoke_cli("--kb", tmp_path, "--json", *args)
+        assert json_of(asked)["error"]["message"] == f"{message} Try 'slayer-kb {args[0]} --help' for help."
+
+
 def test_validate_of_a_missing_memory_file_says_no_such_file(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = indexed_example_kb.root
     (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")

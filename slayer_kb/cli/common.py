@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionE
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import shown_controls, warning_lines
+from ..core.text import MAX_SHOWN, shown_controls, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -201,6 +202,31 @@ def _with_dash_hint(error: click.UsageError) -> click.UsageError:
         f"the {name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}."))
 
 
+# click's words for arguments past the last one a command takes, which it quotes whole.
+_EXTRA = re.compile(r"(Got unexpected extra arguments?) \((.*)\)\Z", re.S)
+# The arguments that are a text, which a person may type unquoted, as words.
+_TEXTS = ("LEARNING", "QUESTION", "CONTENT")
+
+
+def _with_extra_hint(error: click.UsageError) -> click.UsageError:
+    """Click's "Got unexpected extra arguments (...)" quoted every one of them: 20,000 words
+    typed unquoted made a message of 100 KB. At most ``MAX_SHOWN`` characters are quoted; a text
+    argument (``search how are refunds counted``) is told to be quoted."""
+    match = _EXTRA.match(error.message)
+    if match is None or error.ctx is None:
+        return error
+    said, extra = match[1], match[2]
+    shown = extra if len(extra) <= MAX_SHOWN else f"{extra[:MAX_SHOWN]}... ({len(extra)} characters)"
+    argument = next((p for p in error.ctx.command.params if isinstance(p, click.Argument)), None)
+    name = argument.human_readable_name.strip("[].") if argument is not None else ""
+    hint = ""
+    if argument is not None and name in _TEXTS:
+        typed = f"{error.ctx.params.get(argument.name or '') or ''} {extra}".strip()
+        hint = f" The {name} is one argument: quote it" + (
+            f" ({error.ctx.command_path} \"{typed}\")." if len(typed) <= MAX_SHOWN and '"' not in typed else ".")
+    return click.UsageError(f"{said} ({shown}).{hint}", ctx=error.ctx)
+
+
 class KBContext(click.Context):
     """The root context, which knows whether the command line asks for ``--json`` (_asks_json)
     from before its options are read: the eager ``--version`` runs before ``--json`` is."""
@@ -244,7 +270,7 @@ class KBGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
-            error = _with_dash_hint(exc)
+            error = _with_extra_hint(_with_dash_hint(exc))
             settings = ctx.find_object(Settings)
             if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
                 _print_usage_json(error)
