@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -687,3 +688,21 @@ def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: Knowledge
     assert json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))["learning"] == "piped from PowerShell"
     proc = invoke_cli("--kb", root, "forget", "1", "--soft", check=True)
     assert proc.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb restore 1')\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_save_whose_output_cannot_be_written_says_it_is_saved(indexed_example_kb: KnowledgeBase) -> None:
+    """Standard output on a full disk (here /dev/full) made a save that had committed say
+    "Cannot use: No space left on device; the disk is full: free some space, then retry": a
+    retry saved the memory twice (and through the warm server it was a traceback)."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD").strip()
+    told = ("Error: Cannot write the output to standard output: No space left on device. The command itself finished "
+            "(any change it made is committed; git log -1 shows it): do not run a write again for its output.\n")
+    for args in (("save", "saved though its output is lost", "-e", "shop.orders"), ("--json", "get", "1")):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"},
+                                  timeout=120)
+        assert (proc.returncode, proc.stderr) == (1, told), args
+    assert git(root, "log", "--format=%s", f"{head}..HEAD") == "memory: save 27\n"

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
@@ -17,7 +19,7 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError, output_lost
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
@@ -146,7 +148,8 @@ def fail(settings: Settings | None, error: KBError) -> NoReturn:
     message = str(error)
     click.echo(f"Error: {for_terminal(message)}", err=True)
     if settings is not None and settings.json:
-        click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
+        with contextlib.suppress(OSError):  # stdout may be what failed (output_lost)
+            click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
     sys.exit(1)
 
 
@@ -282,6 +285,15 @@ class KBGroup(click.Group):
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    try:
+        _emit(settings, data, human)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # a reader that stopped (| head): as click ends it
+            raise
+        raise StoreError(output_lost(exc)) from None
+
+
+def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     if settings.json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
