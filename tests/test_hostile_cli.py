@@ -5,6 +5,7 @@ test_in_process.py checks) and checks them and what was committed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -706,3 +707,14 @@ def test_a_save_whose_output_cannot_be_written_says_it_is_saved(indexed_example_
                                   timeout=120)
         assert (proc.returncode, proc.stderr) == (1, told), args
     assert git(root, "log", "--format=%s", f"{head}..HEAD") == "memory: save 27\n"
+
+
+def test_a_closed_standard_stream_keeps_warnings_out_of_the_json(indexed_example_kb: KnowledgeBase) -> None:
+    """Started with stderr closed (2>&-), Python has no sys.stderr, and a warning printed to it
+    went to stdout: --json's one document began with "warning: HEAD is detached ..."."""
+    root = indexed_example_kb.root
+    git(root, "checkout", "-q", "--detach")
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "--json", "save", "saved with 2>&-",
+                           "-e", "shop.orders"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2),
+                          text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"}, timeout=120)
+    assert (proc.returncode, json.loads(proc.stdout)["memory_id"]) == (0, "27")
