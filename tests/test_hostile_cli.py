@@ -345,7 +345,7 @@ def test_validate_of_a_missing_memory_file_says_no_such_file(indexed_example_kb:
     (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")
     proc = invoke_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, (
-        "memories/91.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n"
+        "memories/91.yaml:1: is a symlink, which slayer-kb never follows; put the file itself in memories/; slayer-kb skips it\n"
         "memories/nothere.yaml:1: no such file\n"
         "2 problems in 2 files (2 files checked)\n"))
 

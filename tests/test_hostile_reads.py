@@ -43,7 +43,7 @@ def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_exa
     assert json_of(invoke_cli("--kb", root, "--json", "stats"))["warnings"] == SKIPPED
     assert json_of(invoke_cli("--kb", root, "--json", "context"))["text"].endswith(warned + "\n")
     checked = invoke_cli("--kb", root, "validate", cwd=root)
-    assert "sessions/folder.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n" in checked.stdout
+    assert "sessions/folder.yaml:1: is a folder, not a regular file; move it out of sessions/; slayer-kb skips it\n" in checked.stdout
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
 
 
@@ -318,3 +318,26 @@ def test_a_value_of_the_wrong_kind_is_named_in_yaml_words(empty_kb: KnowledgeBas
         (root / "memories" / f"{memory_id}.yaml").write_text(text)
     checked = invoke_cli("--kb", root, "validate", cwd=root)
     assert checked.stdout == "".join(f"{line}\n" for _, line in files.values()) + "3 problems in 3 files (3 files checked)\n"
+
+
+def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """`get 97` of a memories/97.yml said only "No memory with id '97'"; a folder named 99.yaml
+    was "a symlink, not a regular file, or unreadable" to list and search, and "a symlink or not
+    a regular file" to validate."""
+    root = empty_kb.root
+    memories = root / "memories"
+    for name in ("97.yml", "95.YAML"):
+        (memories / name).write_text("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\n")
+    (memories / "99.yaml").mkdir()
+    (memories / "notes.txt").write_text("not a memory\n")
+    for memory_id, name in (("97", "97.yml"), ("95", "95.YAML")):
+        proc = invoke_cli("--kb", root, "get", memory_id)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: No memory with id '{memory_id}': memories/{name} is there, but slayer-kb reads only files named "
+            f"<id>.yaml; rename it to memories/{memory_id}.yaml, then retry.\n"))
+    folder = "memories/99.yaml: is a folder, not a regular file; move it out of memories/"
+    listed = invoke_cli("--kb", root, "list")
+    assert listed.stdout == f"No memories.\nwarning: {folder} (skipped)\n"
+    checked = invoke_cli("--kb", root, "validate", cwd=root).stdout
+    assert f"{folder.replace(': ', ':1: ', 1)}; slayer-kb skips it\n" in checked
+    assert "memories/97.yml:1: slayer-kb reads only .yaml files in memories/; rename it to 97.yaml\n" in checked

@@ -52,7 +52,7 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
-from ..core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
+from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     MAX_FILE_BYTES,
@@ -470,15 +470,12 @@ def read_text(path: Path, add: Any, limit: int | None = None) -> str | None:
     if not path.is_symlink() and not path.exists():
         add(1, "no such file")
         return None
-    if path.is_symlink() or not path.is_file():
-        add(1, "is a symlink or not a regular file; slayer-kb skips it")
-        return None
     try:
         return read_regular(path, limit=limit).decode("utf-8")
     except TooLarge as exc:
         add(1, too_large(exc.size))
-    except NotRegularFile:  # made a link or a FIFO since the checks above
-        add(1, "is a symlink or not a regular file; slayer-kb skips it")
+    except NotRegularFile as exc:
+        add(1, f"{not_a_file(exc.kind, path.parent.name)}; slayer-kb skips it")
     except UnicodeDecodeError as exc:
         add(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     except OSError as exc:
