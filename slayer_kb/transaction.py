@@ -39,6 +39,7 @@ from .core.memory import Memory, dumps
 from .core.text import listed
 from .store.gitstate import detached_head
 from .store.repo import Change
+from .store.worktree import head_blob
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
@@ -238,10 +239,7 @@ class Transaction:
         holds work that is not committed, for an operation that has no ``--force``."""
         if not os.path.lexists(self.kb.root / path):
             # Gone from the work tree but not from HEAD: a deletion (or a move) not committed.
-            head = self.store.head()
-            objects = self.store.objects
-            repo_path = self.store.repo_path(path)
-            if head is not None and objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] is not None:
+            if head_blob(self.store, path) is not None:
                 raise ConflictError(
                     f"{path} is deleted in the work tree, and HEAD still has it: a deletion that is not committed, "
                     "which this command would undo; slayer-kb never commits work you have not committed, so nothing "

@@ -276,16 +276,22 @@ def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
     )
 
 
+def head_blob(store: Repository, kb_path: str) -> str | None:
+    """The blob HEAD has at ``kb_path`` (KB-relative), None when it has none (or no HEAD)."""
+    head = store.head()
+    objects = store.objects
+    repo_path = store.repo_path(kb_path)
+    return objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] if head else None
+
+
 def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     """What became of the file ``kb_path`` (KB-relative), missing from the work tree while HEAD
     has it, and the fix: moved (``git mv``, or ``mv`` to a file of HEAD's very bytes) or deleted
     by hand, not committed. None when HEAD lacks it too: then no file was ever there."""
-    head = store.head()
-    objects = store.objects
-    repo_path = store.repo_path(kb_path)
-    blob = objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] if head else None
+    blob = head_blob(store, kb_path)
     if blob is None:
         return None
+    repo_path = store.repo_path(kb_path)
     # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
     proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
                      store.prefix or ".", env=STATUS_ENV)
