@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of, make_team
+from testing import CliRunner, git, json_of, make_empty_kb, make_team
 
 
 @pytest.fixture
@@ -203,3 +203,14 @@ def test_another_home_neither_sets_the_state_aside_nor_is_made(indexed_example_k
     imported = subprocess.run([sys.executable, "-I", "-c", "from slayer_kb.search import runtime; runtime.onnxruntime()"],
                               env={**os.environ, "HOME": str(missing)}, capture_output=True, text=True, cwd="/")
     assert (imported.returncode, imported.stderr, missing.exists()) == (0, "", False)
+
+
+def test_a_non_ascii_path_without_utf8_mode_is_an_error_not_a_traceback(tmp_path: Path, run_cli: CliRunner) -> None:
+    """LANG=C and LC_ALL=POSIX hold up (Python then reads file names as UTF-8); with PYTHONUTF8=0
+    too it reads them as ASCII, and a KB in a folder named 'café' was a UnicodeEncodeError."""
+    kb = make_empty_kb(tmp_path / "caf\u00e9")
+    proc = run_cli("--kb", kb, "--json", "list", env={"LC_ALL": "C", "PYTHONUTF8": "0", "SLAYER_KB_SERVER": "off"})
+    message = ("Cannot name a path holding '\u00e9': Python reads file names as ascii here, the locale's, with its UTF-8 "
+               "mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset PYTHONUTF8, then retry.")
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": message}})
+    assert "Traceback" not in proc.stderr

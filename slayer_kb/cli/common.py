@@ -282,6 +282,16 @@ class KBGroup(click.Group):
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
             fail(ctx.find_object(Settings), StoreError.from_os(exc))
+        except UnicodeEncodeError as exc:
+            encoding = sys.getfilesystemencoding()
+            if encoding.replace("-", "").lower() == "utf8":
+                raise
+            # PYTHONUTF8=0 in the C locale: Python takes file names to be ASCII, and a path git
+            # gives in UTF-8 cannot be named to the system (a traceback).
+            fail(ctx.find_object(Settings), StoreError(
+                f"Cannot name a path holding {exc.object[exc.start:exc.end]!r}: Python reads file names as {encoding} "
+                "here, the locale's, with its UTF-8 mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset "
+                "PYTHONUTF8, then retry."))
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
