@@ -291,7 +291,8 @@ def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_
     assert [hit["id"] for hit in json_of(listed)["memories"]] == ["7"]
     checked = invoke_cli("--kb", root, "validate", cwd=root)
     assert (checked.returncode, checked.stdout) == (
-        1, "memories/7.yaml:4: not in canonical form; run 'slayer-kb fmt memories/7.yaml'\n"
+        1, "memories/7.yaml:4: not in canonical form (decomposed Unicode, as macOS writes it); run 'slayer-kb fmt "
+           "memories/7.yaml'\n"
            "1 problem in 1 file (1 file checked)\n")
     saved = invoke_cli("--kb", root, "--json", "save", "--title", "Cafe rule", "--type", "decision",
                        "--project", "caf\u00e9", "--topic-key", "arch/caf\u00e9", "the new one")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -397,8 +398,11 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
     if canonical != as_committed(text, context.crlf):
-        add(_first_difference(text, canonical),
-            f"not in canonical form; run 'slayer-kb fmt {shlex.quote(typed)}'")
+        line = _first_difference(text, canonical)
+        differs = text.splitlines()[line - 1:line]
+        # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
+        why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
+        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shlex.quote(typed)}'")
     return problems
 
 
