@@ -342,3 +342,9 @@ def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBas
     checked = invoke_cli("--kb", root, "validate", cwd=root).stdout
     assert f"{folder.replace(': ', ':1: ', 1)}; slayer-kb skips it\n" in checked
     assert "memories/97.yml:1: slayer-kb reads only .yaml files in memories/; rename it to 97.yaml\n" in checked
+    # 400 such files were 400 warnings after every search, into an agent's context: ten, then a count.
+    for n in range(12):
+        (memories / f"d{n:02}.yaml").mkdir()
+    warned = json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"]
+    assert warned[9:] == ["memories/d08.yaml: is a folder, not a regular file; move it out of memories/ (skipped)",
+                          "3 more files could not be used either; 'slayer-kb validate' names each of them."]
