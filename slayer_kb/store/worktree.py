@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
-from ..core.fileio import in_threads
+from ..core.fileio import in_threads, read_regular
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
@@ -302,12 +302,13 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
             new, old = record.split(" ", 9)[-1], next(records, "")
             if old == repo_path:
                 return _moved(kb_path, new[len(store.prefix):], f"git mv {new[len(store.prefix):]} {kb_path}")
-        elif record.startswith("? ") and "\n" not in record:  # hash-object reads a path a line
+        elif record.startswith("? "):
             untracked.append(record[2:])
-    if untracked:
-        hashed = store.git("hash-object", "--stdin-paths", input="\n".join(untracked).encode("utf-8", "surrogateescape"))
-        for path, found in zip(untracked, hashed.stdout.decode("ascii").split(), strict=False):
-            if found == blob:
+    # Only a file of the very size is read: the folder may hold thousands of others.
+    data = store.objects.read("blob", blob)
+    for path in untracked:
+        with contextlib.suppress(OSError):
+            if os.lstat(store.top / path).st_size == len(data) and read_regular(store.top / path) == data:
                 return _moved(kb_path, path[len(store.prefix):], f"mv {path[len(store.prefix):]} {kb_path}")
     return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
             f"committed. Bring the file back (git checkout HEAD -- {kb_path}), or commit the deletion (git rm "
