@@ -214,3 +214,21 @@ def test_a_non_ascii_path_without_utf8_mode_is_an_error_not_a_traceback(tmp_path
                "mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset PYTHONUTF8, then retry.")
     assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": message}})
     assert "Traceback" not in proc.stderr
+
+
+def test_the_key_is_kept_under_home_where_the_accounts_home_takes_no_file(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A container's read-only home (here a file where the folder should be) takes no key: it
+    is kept under $HOME then, and the state folder stays trusted from one command to the next."""
+    from slayer_kb.store import state
+
+    blocked, home = tmp_path / "blocked", tmp_path / "home"
+    blocked.write_text("a file where the home folder should be\n")
+    home.mkdir()
+    monkeypatch.setattr(state, "account_home", lambda: blocked)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    root = make_empty_kb(tmp_path / "kb")
+    invoke_cli("--kb", root, "list", check=True)  # the copied KB's folder was stamped under another key
+    again = invoke_cli("--kb", root, "list", check=True)
+    assert (again.stderr, (home / ".local" / "state" / "slayer-kb" / "key").stat().st_size) == ("", 32)

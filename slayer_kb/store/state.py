@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import StoreError
-from ..core.home import account_home
+from ..core.home import account_home, home
 
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
@@ -60,22 +60,24 @@ _GITLINK = "160000"
 _SYMLINK = "120000"
 
 
-def _key_path() -> Path | None:
-    """``$XDG_STATE_HOME/slayer-kb/key``, else under the home the system gives this user, not
-    ``$HOME`` (core/home.py); None without either."""
+def _key_paths() -> list[Path]:
+    """Where the key may be, in order: ``$XDG_STATE_HOME/slayer-kb/key``, else under the home the
+    system gives this user, not ``$HOME``, which a command may run with another of (core/home.py);
+    then under ``$HOME``, where that home takes no file (a read-only one in a container)."""
     chosen = os.environ.get("XDG_STATE_HOME", "")
     if os.path.isabs(chosen):  # a relative one is ignored, as the XDG spec says
-        return Path(chosen) / "slayer-kb" / "key"
-    where = account_home()
-    return None if where is None else where / ".local" / "state" / "slayer-kb" / "key"
+        return [Path(chosen) / "slayer-kb" / "key"]
+    homes = dict.fromkeys(where for where in (account_home(), home()) if where is not None)
+    return [where / ".local" / "state" / "slayer-kb" / "key" for where in homes]
 
 
 def _key() -> bytes | None:
-    """This user's secret, made on first use; None where it cannot be kept (no home, or none
-    writable)."""
-    path = _key_path()
-    if path is None:
-        return None
+    """This user's secret, made on first use in the first place that takes it; None where none
+    does (no home, or none writable)."""
+    return next((key for key in map(_key_at, _key_paths()) if key is not None), None)
+
+
+def _key_at(path: Path) -> bytes | None:
     try:
         return _read_private(path)
     except FileNotFoundError:
