@@ -37,7 +37,9 @@ saying which, and suggests `init` only where it can work. With `--json` (before 
 JSON document; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error exits 2 with click's usage text
-on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout). `-` reads a text
+on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout); words past a
+command's last argument are quoted back at most 100 characters long, and a question, learning
+or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`). `-` reads a text
 argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 

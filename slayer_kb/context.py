@@ -46,6 +46,7 @@ from .store.moves import MovedIds, note, refusal
 from .store.place import kb_folder_refusal
 from .store.repo import GitStore
 from .store.statefiles import IdCache, PendingDuplicates
+from .store.worktree import missing_by_hand
 from .transaction import Transaction
 
 if TYPE_CHECKING:
@@ -249,7 +250,8 @@ class Context:
             data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
-            raise no_memory(memory_id, self.memory_exists) from None
+            gone = missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
+            raise (NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)) from None
         except TooLarge as exc:
             raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:
@@ -261,6 +263,15 @@ class Context:
         if indexed is not None and indexed[0] == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
+
+    def _misnamed(self, memory_id: str) -> str | None:
+        """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads
+        (``validate`` names it), for the error of a look-up that found no ``50.yaml``."""
+        for suffix in (".yml", ".YAML", ".YML", ".Yaml"):
+            if os.path.lexists(self.memories_dir / f"{memory_id}{suffix}"):
+                return (f"No memory with id '{memory_id}': {MEMORIES_DIR}/{memory_id}{suffix} is there, but slayer-kb "
+                        f"reads only files named <id>.yaml; rename it to {memory_path(memory_id)}, then retry.")
+        return None
 
     def read(self, memory_id: str) -> Memory:
         if self.store.view.unpublished(memory_path(memory_id)):  # a read beside a write of it

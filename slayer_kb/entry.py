@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 
 def main() -> None:
+    _open_standard_streams()
     argv = sys.argv[1:]
     if yields(argv):
         from .core.priority import beneath
@@ -50,6 +51,21 @@ def main() -> None:
             from .daemon.relay import spawn
 
             spawn(outcome.start)
+
+
+def _open_standard_streams() -> None:
+    """``/dev/null`` on a standard stream the program was started without (``2>&-``, ``>&-``):
+    Python leaves ``sys.stderr`` None, and a warning printed to it went to stdout, into the one
+    document of ``--json``; and the next file opened (the KB's lock) took the closed number, which
+    a git or a library writing its messages would have written into."""
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest number free: this one
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
 
 
 def _forward(argv: list[str]) -> Outcome:

@@ -30,6 +30,7 @@ from .core.inputs import Undo, check_description, check_folder_named, check_unic
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
+from .core.text import kind_of
 from .ops import finding
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
@@ -164,7 +165,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             return entities, warnings, None
         raise InvalidInputError(
             "linked_entities must be a list of entity references or a SlayerQuery object, "
-            f"not {type(linked_entities).__name__}."
+            f"not {kind_of(linked_entities)}."
         )
 
     # -- reading ----------------------------------------------------------------------------

@@ -37,7 +37,9 @@ from .core.ids import MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
 from .core.text import listed
+from .store.gitstate import detached_head
 from .store.repo import Change
+from .store.worktree import head_blob
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
@@ -97,6 +99,7 @@ class Transaction:
         self._monitor = kb.monitor
         # HEAD as read under this lock (False: not read yet), so a commit needs not read it again.
         self._head: str | None | Literal[False] = False
+        self._detached_told = False  # a detached HEAD is warned of once, not at each commit
 
     @property
     def kb(self) -> Workspace:
@@ -236,10 +239,7 @@ class Transaction:
         holds work that is not committed, for an operation that has no ``--force``."""
         if not os.path.lexists(self.kb.root / path):
             # Gone from the work tree but not from HEAD: a deletion (or a move) not committed.
-            head = self.store.head()
-            objects = self.store.objects
-            repo_path = self.store.repo_path(path)
-            if head is not None and objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] is not None:
+            if head_blob(self.store, path) is not None:
                 raise ConflictError(
                     f"{path} is deleted in the work tree, and HEAD still has it: a deletion that is not committed, "
                     "which this command would undo; slayer-kb never commits work you have not committed, so nothing "
@@ -312,6 +312,7 @@ class Transaction:
             commit, unwritten = exc.commit, exc
         if commit is not None:
             self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
+            self._tell_if_detached()
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}
         try:
@@ -332,6 +333,14 @@ class Transaction:
         if unwritten is not None:
             raise unwritten
         return commit
+
+
+    def _tell_if_detached(self) -> None:
+        if not self._detached_told:
+            self._detached_told = True
+            told = detached_head(self.store.git_dirs()[0])
+            if told is not None:
+                print(f"warning: {told}", file=sys.stderr)
 
 
 def memory_ids_of(paths: list[str]) -> list[str]:

@@ -211,7 +211,7 @@ def test_bad_yaml_is_a_problem_with_its_line(catalog: Catalog, tmp_path: Path) -
         (
             "measures:\n- {formula: sum(x)}\n",
             2,
-            "measures[0]: 'name' must be a name of letters, digits, '_' and '-', got null",
+            "measures[0]: 'name' must be a name of letters, digits, '_' and '-', got nothing (null)",
         ),
         (
             "columns:\n- name: a\n  description: [x]\n",

@@ -671,7 +671,7 @@ def test_symlinked_memory_is_never_followed(catalog_kb: KnowledgeBase, tmp_path:
     kb = KnowledgeBase(catalog_kb.root)
     result = kb.search("secret")
     assert result.memories == []
-    assert "memories/link.yaml: is a symlink, not a regular file, or unreadable (skipped)" in result.warnings
+    assert "memories/link.yaml: is a symlink, which slayer-kb never follows; put the file itself in memories/ (skipped)" in result.warnings
     with pytest.raises(MemoryFileError, match="^memories/link.yaml: is a symlink; refusing to follow it; move it out of memories/ by hand, then retry$"):
         kb.get("link").to_dict()
     assert "link" not in [m["id"] for m in kb.newest(limit=None)]

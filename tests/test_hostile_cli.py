@@ -5,8 +5,10 @@ test_in_process.py checks) and checks them and what was committed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -316,12 +318,34 @@ def test_a_misspelt_long_option_gets_no_double_dash_advice(indexed_example_kb: K
         2, "Error: No such option '--limt'. Did you mean '--limit'?")
 
 
+def test_words_past_the_last_argument_are_clipped_and_a_text_told_to_be_quoted(invoke_cli: CliRunner,
+                                                                              tmp_path: Path) -> None:
+    """click quoted every extra argument: 20,000 words typed unquoted made a 100 KB error, and
+    `search how are refunds counted` did not say that the question is one quoted argument."""
+    told = {
+        ("search", "how", "are", "refunds", "counted"):
+            "Got unexpected extra arguments (are refunds counted). The QUESTION is one argument: quote it (slayer-kb "
+            'search "how are refunds counted").',
+        ("save", "orders", "amount", "is", "gross", "-e", "shop.orders"):
+            'Got unexpected extra arguments (amount is gross). The LEARNING is one argument: quote it (slayer-kb save '
+            '"orders amount is gross").',
+        ("get", "1", "2"): "Got unexpected extra argument (2).",
+        ("search", *["word"] * 20_000):
+            f"Got unexpected extra arguments ({'word ' * 20}... (99994 characters)). The QUESTION is one argument: quote it.",
+    }
+    for args, message in told.items():
+        proc = invoke_cli("--kb", tmp_path, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1]) == (2, "", f"Error: {message}"), args[:5]
+        asked = invoke_cli("--kb", tmp_path, "--json", *args)
+        assert json_of(asked)["error"]["message"] == f"{message} Try 'slayer-kb {args[0]} --help' for help."
+
+
 def test_validate_of_a_missing_memory_file_says_no_such_file(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = indexed_example_kb.root
     (root / "memories" / "91.yaml").symlink_to(root / "memories" / "1.yaml")
     proc = invoke_cli("--kb", root, "validate", "memories/nothere.yaml", "memories/91.yaml", cwd=root)
     assert (proc.returncode, proc.stdout) == (1, (
-        "memories/91.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n"
+        "memories/91.yaml:1: is a symlink, which slayer-kb never follows; put the file itself in memories/; slayer-kb skips it\n"
         "memories/nothere.yaml:1: no such file\n"
         "2 problems in 2 files (2 files checked)\n"))
 
@@ -665,3 +689,32 @@ def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: Knowledge
     assert json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))["learning"] == "piped from PowerShell"
     proc = invoke_cli("--kb", root, "forget", "1", "--soft", check=True)
     assert proc.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb restore 1')\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_save_whose_output_cannot_be_written_says_it_is_saved(indexed_example_kb: KnowledgeBase) -> None:
+    """Standard output on a full disk (here /dev/full) made a save that had committed say
+    "Cannot use: No space left on device; the disk is full: free some space, then retry": a
+    retry saved the memory twice (and through the warm server it was a traceback)."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD").strip()
+    told = ("Error: Cannot write the output to standard output: No space left on device. The command itself finished "
+            "(any change it made is committed; git log -1 shows it): do not run a write again for its output.\n")
+    for args in (("save", "saved though its output is lost", "-e", "shop.orders"), ("--json", "get", "1")):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"},
+                                  timeout=120)
+        assert (proc.returncode, proc.stderr) == (1, told), args
+    assert git(root, "log", "--format=%s", f"{head}..HEAD") == "memory: save 27\n"
+
+
+def test_a_closed_standard_stream_keeps_warnings_out_of_the_json(indexed_example_kb: KnowledgeBase) -> None:
+    """Started with stderr closed (2>&-), Python has no sys.stderr, and a warning printed to it
+    went to stdout: --json's one document began with "warning: HEAD is detached ..."."""
+    root = indexed_example_kb.root
+    git(root, "checkout", "-q", "--detach")
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "--json", "save", "saved with 2>&-",
+                           "-e", "shop.orders"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2),
+                          text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"}, timeout=120)
+    assert (proc.returncode, json.loads(proc.stdout)["memory_id"]) == (0, "27")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of, make_team
+from testing import CliRunner, git, json_of, make_empty_kb, make_team
 
 
 @pytest.fixture
@@ -133,3 +135,100 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
                                 "'git fetch --unshallow', then retry.\n"), proc.stderr
     git(shallow, "fetch", "-q", "--unshallow")
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
+
+
+def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_example_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner) -> None:
+    """get, update and forget of a memory whose file was moved (by hand or with git mv) or deleted,
+    not committed, said only "No memory with id ...": the memory seemed lost."""
+    root = indexed_example_kb.root
+    (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
+    git(root, "mv", "memories/2.yaml", "memories/two.yaml")
+    (root / "memories" / "3.yaml").unlink()
+    head = git(root, "rev-parse", "HEAD")
+    told = {
+        "1": "memories/1.yaml was moved to memories/one.yaml (slayer-kb now reads it as memory 'one'), and HEAD still "
+             "has it at memories/1.yaml: a move that is not committed. Move it back (mv memories/one.yaml "
+             "memories/1.yaml), or commit the move (git add -A -- memories/1.yaml memories/one.yaml, then git commit).",
+        "2": "memories/2.yaml was moved to memories/two.yaml (slayer-kb now reads it as memory 'two'), and HEAD still "
+             "has it at memories/2.yaml: a move that is not committed. Move it back (git mv memories/two.yaml "
+             "memories/2.yaml), or commit the move (git add -A -- memories/2.yaml memories/two.yaml, then git commit).",
+        "3": "memories/3.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+             "committed. Bring the file back (git checkout HEAD -- memories/3.yaml), or commit the deletion (git rm "
+             "memories/3.yaml, then git commit).",
+        "999": "No memory with id '999'.",
+    }
+    for memory_id, message in told.items():
+        for args in (("get", memory_id), ("update", memory_id, "--learning", "x"), ("forget", memory_id)):
+            proc = invoke_cli("--kb", root, *args)
+            assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A detached HEAD (a CI checkout, a look at an old commit) took slayer-kb's commits without a
+    word, and a `git switch` then left them on no branch. Each command warns once, and commits."""
+    root = indexed_example_kb.root
+    warning = ("warning: HEAD is detached (no branch is checked out), so this commit is on no branch and is lost from "
+               "sight once you check out another: keep it with `git switch -c <name>` (a new branch here), or `git "
+               "switch <branch>` before the next command to commit there.\n")
+    git(root, "checkout", "-q", "--detach")
+    head = git(root, "rev-parse", "HEAD").strip()
+    saved = invoke_cli("--kb", root, "save", "a learning saved while detached", "--title", "Detached")
+    assert (saved.returncode, saved.stderr) == (0, warning)
+    as_json = invoke_cli("--kb", root, "--json", "forget", "1")
+    assert (as_json.returncode, json_of(as_json)["deleted_id"], as_json.stderr) == (0, "1", warning)
+    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "2\n"
+    git(root, "switch", "-q", "-c", "kept")
+    again = invoke_cli("--kb", root, "save", "a learning saved on a branch", "--title", "Attached")
+    assert (again.returncode, again.stderr) == (0, "")
+
+
+def test_another_home_neither_sets_the_state_aside_nor_is_made(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """The state folder's key lived under $HOME: a command run with another HOME (a CI step, sudo,
+    a test) made a second key and set .slayer-kb aside as untrusted, and again when HOME was back;
+    as root, a HOME that did not exist was made, by the key, the sentence cache and onnxruntime's
+    telemetry. The key now lives under the home the system gives the user."""
+    root = indexed_example_kb.root
+    other, missing = tmp_path / "other-home", tmp_path / "no-home"
+    other.mkdir()
+    for home in (other, missing, other):
+        for args in (("list",), ("save", f"a learning saved with HOME={home.name}", "--title", home.name)):
+            proc = invoke_cli("--kb", root, *args, env={"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""})
+            assert (proc.returncode, proc.stderr) == (0, ""), (home, args)
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb")) == [".slayer-kb"]
+    assert not missing.exists() and list(other.iterdir()) == []
+    imported = subprocess.run([sys.executable, "-I", "-c", "from slayer_kb.search import runtime; runtime.onnxruntime()"],
+                              env={**os.environ, "HOME": str(missing)}, capture_output=True, text=True, cwd="/")
+    assert (imported.returncode, imported.stderr, missing.exists()) == (0, "", False)
+
+
+def test_a_non_ascii_path_without_utf8_mode_is_an_error_not_a_traceback(tmp_path: Path, run_cli: CliRunner) -> None:
+    """LANG=C and LC_ALL=POSIX hold up (Python then reads file names as UTF-8); with PYTHONUTF8=0
+    too it reads them as ASCII, and a KB in a folder named 'café' was a UnicodeEncodeError."""
+    kb = make_empty_kb(tmp_path / "caf\u00e9")
+    proc = run_cli("--kb", kb, "--json", "list", env={"LC_ALL": "C", "PYTHONUTF8": "0", "SLAYER_KB_SERVER": "off"})
+    message = ("Cannot name a path holding '\u00e9': Python reads file names as ascii here, the locale's, with its UTF-8 "
+               "mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset PYTHONUTF8, then retry.")
+    assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": message}})
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_key_is_kept_under_home_where_the_accounts_home_takes_no_file(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A container's read-only home (here a file where the folder should be) takes no key: it
+    is kept under $HOME then, and the state folder stays trusted from one command to the next."""
+    from slayer_kb.store import state
+
+    blocked, home = tmp_path / "blocked", tmp_path / "home"
+    blocked.write_text("a file where the home folder should be\n")
+    home.mkdir()
+    monkeypatch.setattr(state, "account_home", lambda: blocked)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    root = make_empty_kb(tmp_path / "kb")
+    invoke_cli("--kb", root, "list", check=True)  # the copied KB's folder was stamped under another key
+    again = invoke_cli("--kb", root, "list", check=True)
+    assert (again.stderr, (home / ".local" / "state" / "slayer-kb" / "key").stat().st_size) == ("", 32)

@@ -85,19 +85,29 @@ def test_topic_keys_and_projects_that_read_alike_are_one(empty_kb: KnowledgeBase
 
 def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb: KnowledgeBase) -> None:
     """A learning of 100 KB in a '## Key Learnings:' section was saved past the 64 KiB a save
-    takes; 2,000 learnings made a commit subject of 11,000 characters."""
+    takes, and then refused the whole capture: the learnings beside it were lost. It is skipped,
+    named by its number, and the others saved; 2,000 learnings made a commit subject of 11,000
+    characters."""
     root = empty_kb.root
-    head = git(root, "rev-parse", "HEAD")
+    head = git(root, "rev-parse", "HEAD").strip()
+    too_big = ("content's learning #2 is 100000 bytes; the limit is 65536 bytes. Split it into several memories or "
+               "raise the limit with SLAYER_KB_MAX_CONTENT (bytes). It was not saved; the others were.")
     big = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough\n2. "
-                                                                 + "y" * 100_000})
-    assert (big.is_error, big.text) == (True, "content's learning #2 is 100000 bytes; the limit is 65536 bytes. Split "
-                                              "it into several memories or raise the limit with SLAYER_KB_MAX_CONTENT "
-                                              "(bytes).")
-    assert (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == (head, "")
+                                                                 + "y" * 100_000 + "\n3. and a third one long enough"})
+    assert (big.is_error, big.text) == (False, "Passive capture complete: extracted=3 saved=2 duplicates=0\n"
+                                               f"warning: {too_big}")
+    assert {key: (big.data or {}).get(key) for key in ("memory_ids", "skipped", "warnings")} == {
+        "memory_ids": ["1", "2"], "skipped": [2], "warnings": [too_big]}
+    assert [empty_kb.get(i).learning for i in ("1", "2")] == ["a learning long enough", "and a third one long enough"]
+    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "1\n" and git(root, "status", "--porcelain") == ""
+    alone = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n- " + "z" * 70_000})
+    assert (alone.is_error, alone.text.splitlines()[0], (alone.data or {}).get("skipped")) == (
+        False, "Passive capture complete: extracted=1 saved=0 duplicates=0", [1])
+    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "1\n"
     many = "\n".join(f"{n}. learning number {n} of twelve" for n in range(1, 13))
     call_tool(empty_kb, "mem_capture_passive", {"content": f"## Key Learnings:\n{many}"})
     assert git(root, "log", "-1", "--format=%s") == (
-        "memory: capture 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more (passive, from mcp-passive)\n")
+        "memory: capture 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 2 more (passive, from mcp-passive)\n")
 
 
 def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:

@@ -43,7 +43,7 @@ def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_exa
     assert json_of(invoke_cli("--kb", root, "--json", "stats"))["warnings"] == SKIPPED
     assert json_of(invoke_cli("--kb", root, "--json", "context"))["text"].endswith(warned + "\n")
     checked = invoke_cli("--kb", root, "validate", cwd=root)
-    assert "sessions/folder.yaml:1: is a symlink or not a regular file; slayer-kb skips it\n" in checked.stdout
+    assert "sessions/folder.yaml:1: is a folder, not a regular file; move it out of sessions/; slayer-kb skips it\n" in checked.stdout
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
 
 
@@ -274,3 +274,77 @@ def test_standard_input_past_its_limit_is_refused_unread(example_kb_read_only: K
         proc = invoke_cli("--kb", root, "--json", *args, input="a" * (most + 1))
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), args
+
+
+def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    """A file a person wrote on macOS (e and a combining accent) kept its key and project as
+    written: a save under the typed spelling made a second memory, ``list --project`` missed the
+    file, and validate said nothing. A read now takes them in NFC, and fmt rewrites the file."""
+    root = empty_kb.root
+    decomposed = "cafe\u0301"
+    (root / "memories" / "7.yaml").write_text(
+        f"title: Cafe rule\ntype: decision\nlearning: the old one\nproject: {decomposed}\nscope: project\n"
+        f"topic_key: arch/{decomposed}\ncreated_at: '2025-01-01T00:00:00Z'\n", encoding="utf-8")
+    commit_all(root, "a hand-written memory, decomposed")
+    listed = invoke_cli("--kb", root, "--json", "list", "--project", "caf\u00e9")
+    assert [hit["id"] for hit in json_of(listed)["memories"]] == ["7"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, checked.stdout) == (
+        1, "memories/7.yaml:4: not in canonical form (decomposed Unicode, as macOS writes it); run 'slayer-kb fmt "
+           "memories/7.yaml'\n"
+           "1 problem in 1 file (1 file checked)\n")
+    saved = invoke_cli("--kb", root, "--json", "save", "--title", "Cafe rule", "--type", "decision",
+                       "--project", "caf\u00e9", "--topic-key", "arch/caf\u00e9", "the new one")
+    assert (json_of(saved)["memory_id"], json_of(saved)["action"]) == ("7", "revised")
+    text = (root / "memories" / "7.yaml").read_text(encoding="utf-8")
+    assert "\nproject: caf\u00e9\n" in text and "\ntopic_key: arch/caf\u00e9\n" in text
+    assert sorted(p.name for p in (root / "memories").glob("*.yaml")) == ["7.yaml"]
+
+
+def test_a_value_of_the_wrong_kind_is_named_in_yaml_words(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A hand-written date or binary data was named by its Python type ("not date", "holds a
+    bytes"): the person never wrote a Python type. (test_query.py and test_sessions.py check the
+    same of a query's and an API caller's values: "got nothing (null)", "not a number".)"""
+    root = empty_kb.root
+    files = {
+        "5": ("title: 2024-01-02\nlearning: x\ncreated_at: '2025-01-01T00:00:00Z'\n",
+              "memories/5.yaml:1: 'title' must be a string, not a date (quote it)"),
+        "6": ("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\nquery: {source_model: o, x: !!binary aGVsbG8=}\n",
+              "memories/6.yaml:3: 'query' holds binary data; quote it to make it a string"),
+        "7": ("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\nsession_id: 2024-01-02 10:00:00\n",
+              "memories/7.yaml:3: 'session_id' must be a string, not a date and time (quote it)"),
+    }
+    for memory_id, (text, _) in files.items():
+        (root / "memories" / f"{memory_id}.yaml").write_text(text)
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert checked.stdout == "".join(f"{line}\n" for _, line in files.values()) + "3 problems in 3 files (3 files checked)\n"
+
+
+def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """`get 97` of a memories/97.yml said only "No memory with id '97'"; a folder named 99.yaml
+    was "a symlink, not a regular file, or unreadable" to list and search, and "a symlink or not
+    a regular file" to validate."""
+    root = empty_kb.root
+    memories = root / "memories"
+    for name in ("97.yml", "95.YAML"):
+        (memories / name).write_text("learning: x\ncreated_at: '2025-01-01T00:00:00Z'\n")
+    (memories / "99.yaml").mkdir()
+    (memories / "notes.txt").write_text("not a memory\n")
+    for memory_id, name in (("97", "97.yml"), ("95", "95.YAML")):
+        proc = invoke_cli("--kb", root, "get", memory_id)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: No memory with id '{memory_id}': memories/{name} is there, but slayer-kb reads only files named "
+            f"<id>.yaml; rename it to memories/{memory_id}.yaml, then retry.\n"))
+    folder = "memories/99.yaml: is a folder, not a regular file; move it out of memories/"
+    listed = invoke_cli("--kb", root, "list")
+    assert listed.stdout == f"No memories.\nwarning: {folder} (skipped)\n"
+    checked = invoke_cli("--kb", root, "validate", cwd=root).stdout
+    assert f"{folder.replace(': ', ':1: ', 1)}; slayer-kb skips it\n" in checked
+    assert "memories/97.yml:1: slayer-kb reads only .yaml files in memories/; rename it to 97.yaml\n" in checked
+    # 400 such files were 400 warnings after every search, into an agent's context: ten, then a count.
+    for n in range(12):
+        (memories / f"d{n:02}.yaml").mkdir()
+    warned = json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"]
+    assert warned[9:] == ["memories/d08.yaml: is a folder, not a regular file; move it out of memories/ (skipped)",
+                          "3 more files could not be used either; 'slayer-kb validate' names each of them."]

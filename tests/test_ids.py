@@ -53,7 +53,7 @@ def test_invalid_ids_say_why(bad: str, message: str) -> None:
 
 
 def test_non_string_id() -> None:
-    with pytest.raises(InvalidIdError, match="must be a string, not int"):
+    with pytest.raises(InvalidIdError, match="must be a string, not a number"):
         check_id(42)
 
 

@@ -248,7 +248,7 @@ def test_a_fifo_is_never_opened(catalog_kb: KnowledgeBase) -> None:
     listed = run_bounded(root, "search", "bystander")
     assert listed.returncode == 0, listed.stderr
     assert "[keep] A bystander." in listed.stdout
-    assert "warning: memories/ff.yaml: is a symlink, not a regular file, or unreadable (skipped)" in listed.stdout
+    assert "warning: memories/ff.yaml: is a FIFO, not a regular file; move it out of memories/ (skipped)" in listed.stdout
     assert head(root) == before
     # A save to that id replaces the FIFO with the memory's file, as it replaces a symlink.
     saved = run_bounded(root, "save", "Now a memory.", "-e", "shop.orders.amount", "--id", "ff")

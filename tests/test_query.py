@@ -240,7 +240,7 @@ def test_sql_words_are_skipped_in_filters_only() -> None:
 def test_non_strings_are_invalid_input() -> None:
     with pytest.raises(InvalidInputError, match=r"^A filter must be a string, got a number\.$"):
         filter_references(5)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match=r"^A formula must be a string, got null\.$"):
+    with pytest.raises(InvalidInputError, match=r"^A formula must be a string, got nothing \(null\)\.$"):
         formula_references(None)  # type: ignore[arg-type]
     with pytest.raises(
         InvalidInputError, match=r"^Entity references must be a string, got a list\.$"
@@ -540,7 +540,7 @@ NO_SOURCE = (
         ),
         (
             {"source_model": "orders", "dimensions": "status"},
-            "'dimensions' must be a list, got str (write dimensions: [status, customers.regions.name])",
+            "'dimensions' must be a list, got str, a string (write dimensions: [status, customers.regions.name])",
         ),
         (
             {"source_model": "orders", "dimensions": [3]},
@@ -563,7 +563,7 @@ NO_SOURCE = (
         ),
         (
             {"source_model": "orders", "measures": {"formula": "sum(amount)"}},
-            "'measures' must be a list, got dict (write measures: ['sum(amount)', {formula: 'count(*)', "
+            "'measures' must be a list, got dict, a mapping (write measures: ['sum(amount)', {formula: 'count(*)', "
             "name: orders}])",
         ),
         ({"source_model": "orders", "measures": [{"name": "n"}]}, "measures[0].formula: Field required"),

@@ -90,7 +90,7 @@ def test_file_names_spell_every_id_portably(empty_kb: KnowledgeBase) -> None:
      "id contains U+0009, a control or invisible character; a session id is printable text such as "
      "'ses-2026-11-29-auth'."),
     (lambda kb: kb.session_start("ses", 12),
-     "project must be a string, not int."),
+     "project must be a string, not a number."),
     (lambda kb: kb.save_prompt("hi", session_id="a\nb"),
      "session_id contains U+000A, a control or invisible character; a session id is printable text such as "
      "'ses-2026-11-29-auth'."),

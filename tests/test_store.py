@@ -143,7 +143,7 @@ def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeB
             42,
             {},
             InvalidInputError,
-            "linked_entities must be a list of entity references or a SlayerQuery object, not int.",
+            "linked_entities must be a list of entity references or a SlayerQuery object, not a number.",
         ),
     ],
 )

@@ -30,7 +30,7 @@ import yaml
 
 from ..core import yamlio
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
-from .querychecks import kind_of
+from ..core.text import kind_of
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))

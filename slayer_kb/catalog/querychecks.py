@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from ..core.errors import InvalidInputError
+from ..core.text import kind_of
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -54,7 +55,7 @@ def python_list(data: Mapping[str, Any], key: str, hint: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
-        fail("", f"'{key}' must be a list, got {type(value).__name__} ({hint})")
+        fail("", f"'{key}' must be a list, got {slayer_type(value)} ({hint})")
     return list(value)
 
 
@@ -125,21 +126,11 @@ def syntax_problem(text: str) -> str | None:
     return None
 
 
+def slayer_type(value: Any) -> str:
+    """The type SLayer names in its message ("got str": its words, which a user of both finds
+    again), then what the value is in the user's words ("got str, a string")."""
+    return f"{type(value).__name__}, {kind_of(value)}"
+
+
 def fail(where: str, message: str) -> NoReturn:
     raise InvalidInputError(f"{where}: {message}" if where else message)
-
-
-def kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return f"a {type(value).__name__}"

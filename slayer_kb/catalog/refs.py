@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.errors import InvalidInputError, KBError, ResolutionError
 from ..core.nesting import check_depth
-from ..core.text import shown_value
-from .querychecks import kind_of
+from ..core.text import kind_of, shown_value
 from .slayerquery import Item, check_query
 
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ from ..core.errors import (
     ResolutionError,
 )
 from ..core.ids import no_memory
-from ..core.text import shown_value
+from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
-from .refs import Resolution, check_reference_length, kind_of, parse_reference
+from .refs import Resolution, check_reference_length, parse_reference
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..core.errors import InvalidInputError
+from ..core.text import kind_of
 from .querychecks import (
     FALSE,
     TRUE,
@@ -53,11 +54,11 @@ from .querychecks import (
     fail,
     ignored_keys,
     int_field,
-    kind_of,
     list_of,
     parses,
     python_list,
     required,
+    slayer_type,
     string,
     syntax_problem,
 )
@@ -279,7 +280,7 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
     if values is None:
         return items, moved
     if not isinstance(values, (list, tuple)):
-        fail("", f"'dimensions' must be a list, got {type(values).__name__} (write dimensions: [status, customers.regions.name])")
+        fail("", f"'dimensions' must be a list, got {slayer_type(values)} (write dimensions: [status, customers.regions.name])")
     for i, value in enumerate(values):
         where = f"dimensions[{i}]"
         if isinstance(value, str):
@@ -487,7 +488,7 @@ def _order(data: Mapping[str, Any]) -> list[Item]:
     if isinstance(values, Mapping):
         values = [values]
     elif not isinstance(values, (list, tuple)):
-        fail("", f"'order' must be a list, got {type(values).__name__} (write order: [{{column: amount, direction: desc}}])")
+        fail("", f"'order' must be a list, got {slayer_type(values)} (write order: [{{column: amount, direction: desc}}])")
     items: list[Item] = []
     for i, value in enumerate(values):
         where = f"order[{i}]"

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -16,11 +19,11 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError, output_lost
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import shown_controls, warning_lines
+from ..core.text import MAX_SHOWN, shown_controls, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -145,7 +148,8 @@ def fail(settings: Settings | None, error: KBError) -> NoReturn:
     message = str(error)
     click.echo(f"Error: {for_terminal(message)}", err=True)
     if settings is not None and settings.json:
-        click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
+        with contextlib.suppress(OSError):  # stdout may be what failed (output_lost)
+            click.echo(json.dumps({"error": {"type": error.type_name, "message": message}}))
     sys.exit(1)
 
 
@@ -201,6 +205,31 @@ def _with_dash_hint(error: click.UsageError) -> click.UsageError:
         f"the {name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}."))
 
 
+# click's words for arguments past the last one a command takes, which it quotes whole.
+_EXTRA = re.compile(r"(Got unexpected extra arguments?) \((.*)\)\Z", re.S)
+# The arguments that are a text, which a person may type unquoted, as words.
+_TEXTS = ("LEARNING", "QUESTION", "CONTENT")
+
+
+def _with_extra_hint(error: click.UsageError) -> click.UsageError:
+    """Click's "Got unexpected extra arguments (...)" quoted every one of them: 20,000 words
+    typed unquoted made a message of 100 KB. At most ``MAX_SHOWN`` characters are quoted; a text
+    argument (``search how are refunds counted``) is told to be quoted."""
+    match = _EXTRA.match(error.message)
+    if match is None or error.ctx is None:
+        return error
+    said, extra = match[1], match[2]
+    shown = extra if len(extra) <= MAX_SHOWN else f"{extra[:MAX_SHOWN]}... ({len(extra)} characters)"
+    argument = next((p for p in error.ctx.command.params if isinstance(p, click.Argument)), None)
+    name = argument.human_readable_name.strip("[].") if argument is not None else ""
+    hint = ""
+    if argument is not None and name in _TEXTS:
+        typed = f"{error.ctx.params.get(argument.name or '') or ''} {extra}".strip()
+        hint = f" The {name} is one argument: quote it" + (
+            f" ({error.ctx.command_path} \"{typed}\")." if len(typed) <= MAX_SHOWN and '"' not in typed else ".")
+    return click.UsageError(f"{said} ({shown}).{hint}", ctx=error.ctx)
+
+
 class KBContext(click.Context):
     """The root context, which knows whether the command line asks for ``--json`` (_asks_json)
     from before its options are read: the eager ``--version`` runs before ``--json`` is."""
@@ -244,7 +273,7 @@ class KBGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
-            error = _with_dash_hint(exc)
+            error = _with_extra_hint(_with_dash_hint(exc))
             settings = ctx.find_object(Settings)
             if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
                 _print_usage_json(error)
@@ -253,9 +282,28 @@ class KBGroup(click.Group):
             fail(ctx.find_object(Settings), exc)
         except OSError as exc:
             fail(ctx.find_object(Settings), StoreError.from_os(exc))
+        except UnicodeEncodeError as exc:
+            encoding = sys.getfilesystemencoding()
+            if encoding.replace("-", "").lower() == "utf8":
+                raise
+            # PYTHONUTF8=0 in the C locale: Python takes file names to be ASCII, and a path git
+            # gives in UTF-8 cannot be named to the system (a traceback).
+            fail(ctx.find_object(Settings), StoreError(
+                f"Cannot name a path holding {exc.object[exc.start:exc.end]!r}: Python reads file names as {encoding} "
+                "here, the locale's, with its UTF-8 mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset "
+                "PYTHONUTF8, then retry."))
 
 
 def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    try:
+        _emit(settings, data, human)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # a reader that stopped (| head): as click ends it
+            raise
+        raise StoreError(output_lost(exc)) from None
+
+
+def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     if settings.json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:

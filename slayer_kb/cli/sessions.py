@@ -94,9 +94,8 @@ def capture_passive(settings: Settings, content: str, session_id: str | None, pr
     result = settings.kb().capture_passive(read_text_arg(content), session_id, project, source)
 
     def human() -> str:
-        if not result.memory_ids:
-            return result.message
-        return f"{result.message} (memor{'y' if len(result.memory_ids) == 1 else 'ies'} {', '.join(result.memory_ids)})"
+        ids = f" (memor{'y' if len(result.memory_ids) == 1 else 'ies'} {', '.join(result.memory_ids)})"
+        return result.message + (ids if result.memory_ids else "") + warning_lines(result.warnings)
 
     emit(settings, result.to_json(), human)
 

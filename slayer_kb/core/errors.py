@@ -112,6 +112,14 @@ class StoreError(KBError):
         return cls(f"Cannot use{where}: {cause}; {os_fix(exc)}.")
 
 
+def output_lost(exc: OSError) -> str:
+    """What a command says when standard output refuses what it prints (a full disk, /dev/full):
+    the command itself finished, so the generic "free some space, then retry" would make a write
+    run twice."""
+    return (f"Cannot write the output to standard output: {exc.strerror or exc}. The command itself finished (any "
+            "change it made is committed; git log -1 shows it): do not run a write again for its output.")
+
+
 def os_fix(exc: OSError) -> str:
     """What to do about the file system's refusal ``exc``, as a clause."""
     return _OS_FIXES.get(exc.errno or 0, "fix that path, then retry")

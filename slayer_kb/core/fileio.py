@@ -48,6 +48,14 @@ def file_kind(mode: int) -> str:
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
+def not_a_file(kind: str, folder: str) -> str:
+    """What a reader that skips it says of ``kind`` (``file_kind``) where a file of ``folder``
+    belongs, with the fix."""
+    if kind == "a symlink":
+        return f"is a symlink, which slayer-kb never follows; put the file itself in {folder}/"
+    return f"is {kind}, not a regular file; move it out of {folder}/"
+
+
 class NotRegularFile(OSError):
     """What is at a path is not a regular file; ``kind`` says what it is ("a FIFO", ...)."""
 

@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 
 from .errors import InvalidIdError, NotFoundError
+from .text import kind_of
 
 MAX_ID_BYTES = 200
 # A given int-shaped id makes every later auto id count on from it, so a long one would make
@@ -58,7 +59,7 @@ def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | Non
     ``empty_fix`` says what to do instead of an empty id, which differs by command, and
     ``tool_fix`` the same in an MCP client's terms when it names commands."""
     if not isinstance(memory_id, str):
-        raise InvalidIdError(f"Memory id must be a string, not {type(memory_id).__name__}.")
+        raise InvalidIdError(f"Memory id must be a string, not {kind_of(memory_id)}.")
     if memory_id == "":
         said = "Memory id must not be empty; {}."
         raise InvalidIdError(said.format(empty_fix), tool_message=tool_fix and said.format(tool_fix))

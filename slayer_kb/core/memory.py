@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import re
+import unicodedata
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ import yaml
 from . import yamlio
 from .errors import MemoryFileError
 from .nesting import MAX_DEPTH, value_depth
-from .text import shown_value
+from .text import kind_of, shown_value
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -44,6 +45,9 @@ STRING_KEYS = frozenset(
 )
 COUNT_KEYS = frozenset({"revision_count", "duplicate_count"})
 TIME_KEYS = frozenset({"created_at", "updated_at", "deleted_at"})
+# Keys that memories are looked up by: read in Unicode NFC, as a save stores them, so a file a
+# person wrote with decomposed accents (macOS) is the same topic and project (``fmt`` rewrites it).
+COMPOSED_KEYS = frozenset({"project", "topic_key"})
 SCOPES = ("project", "personal")
 MAX_DESCRIPTION = 500
 # A memory file larger than this is reported and skipped, never parsed or indexed (a hand-made
@@ -343,14 +347,14 @@ def _check_value(key: str, value: Any) -> Any:
         return None
     if key in STRING_KEYS:
         if not isinstance(value, str):
-            raise ValueError(f"must be a string, not {_type_name(value)} (quote it)")
+            raise ValueError(f"must be a string, not {kind_of(value)} (quote it)")
         if key == "learning" and not value.strip():
             raise ValueError("must not be blank")
         if key == "description" and len(value) > MAX_DESCRIPTION:
             raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
             raise ValueError(f"must be one of {', '.join(SCOPES)}, not {shown_value(value)}")
-        return value
+        return unicodedata.normalize("NFC", value) if key in COMPOSED_KEYS else value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("must be a whole number of at least 1")
@@ -390,17 +394,8 @@ def _check_plain(value: Any) -> None:
         elif isinstance(item, list):
             stack.extend(item)
         elif item is not None and not isinstance(item, (str, int, float, bool)):
-            raise ValueError(f"holds a {_type_name(item)}; quote it to make it a string")
+            raise ValueError(f"holds {kind_of(item)}; quote it to make it a string")
 
-
-def _type_name(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
 
 
 def with_entities(text: str, memory: Memory, entities: list[str]) -> str:

@@ -257,6 +257,8 @@ class CaptureResult:
     duplicates: int = 0
     memory_ids: list[str] = field(default_factory=list)
     commit: str | None = None
+    skipped: list[int] = field(default_factory=list)  # the numbers (from 1) of learnings not saved
+    warnings: list[str] = field(default_factory=list)  # why each was not
 
     @property
     def message(self) -> str:
@@ -266,7 +268,8 @@ class CaptureResult:
     def to_json(self) -> dict[str, Any]:
         return {"extracted": self.extracted, "saved": self.saved, "duplicates": self.duplicates,
                 "memory_ids": self.memory_ids, "session_id": self.session_id, "source": self.source,
-                "commit": self.commit, "message": self.message}
+                "commit": self.commit, "skipped": self.skipped, "message": self.message,
+                "warnings": self.warnings}
 
 
 class SessionTimeline(TypedDict):

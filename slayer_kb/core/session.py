@@ -21,6 +21,7 @@ session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -38,6 +39,7 @@ from .memory import (
     key_line,
     too_deep_for_parser,
 )
+from .text import kind_of
 
 SESSIONS_DIR = "sessions"
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
@@ -98,7 +100,7 @@ class Session:
 def check_session_id(value: Any, name: str = "id") -> str:
     """The session id ``value`` (the parameter ``name``), trimmed; an error names the parameter."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string (the session's id), not {type(value).__name__}.")
+        raise InvalidInputError(f"{name} must be a string (the session's id), not {kind_of(value)}.")
     session_id = value.strip()
     if not session_id:
         raise InvalidInputError(
@@ -225,6 +227,8 @@ def loads(text: str, session_id: str, where: str = "") -> Session:
         if problem:
             raise MemoryFileError(where, key_line(text, key), f"'{key}' {problem}")
         values[key] = _time(value) if key.endswith("_at") and value is not None else value
+        if key == "project" and value is not None:  # NFC, as memory.COMPOSED_KEYS
+            values[key] = unicodedata.normalize("NFC", value)
     if values.get("started_at") is None:
         raise MemoryFileError(where, 1, "missing required key 'started_at' (add started_at: 'YYYY-MM-DDTHH:MM:SSZ')")
     return Session(id=session_id, **values)
@@ -251,15 +255,11 @@ def _value_problem(key: str, value: Any) -> str | None:
             return "must be a UTC time like '2026-11-29T20:42:40Z'"
         return None
     if not isinstance(value, str):
-        return f"must be a string, not {_kind(value)} (quote it)"
+        return f"must be a string, not {kind_of(value)} (quote it)"
     if key == "content" and not value.strip():
         return "must not be blank"
     return None
 
-
-def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
-        type(value), type(value).__name__)
 
 
 def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
@@ -274,7 +274,7 @@ def _prompts(value: Any, text: str, where: str) -> list[Prompt]:
     out = []
     for index, item in enumerate(value):
         if not isinstance(item, dict):
-            raise fail(index, f" must be a mapping with created_at and content, not {_kind(item)}")
+            raise fail(index, f" must be a mapping with created_at and content, not {kind_of(item)}")
         for key, field_value in item.items():
             if key not in PROMPT_KEYS:
                 raise fail(index, f": unknown key {key!r} (allowed keys: {', '.join(PROMPT_KEYS)})")

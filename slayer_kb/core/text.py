@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
 def warning_lines(warnings: Iterable[str]) -> str:
@@ -54,6 +55,32 @@ def shown_value(value: object, limit: int = MAX_SHOWN) -> str:
     if isinstance(value, str) and len(value) > limit:
         return f"{value[:limit]!r}... ({len(value)} characters)"
     return repr(value)
+
+
+def kind_of(value: object) -> str:
+    """What a given value is, in the words of the JSON or YAML it came from, never a Python type's
+    name ("not NoneType", "got dict"): a message says what the user gave."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):  # before int: True is an int to Python, not to JSON or YAML
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, datetime.datetime):  # YAML reads 2026-01-02 10:00:00 as one
+        return "a date and time"
+    if isinstance(value, datetime.date):  # and 2026-01-02 as one
+        return "a date"
+    if isinstance(value, (bytes, bytearray)):  # YAML's !!binary
+        return "binary data"
+    if isinstance(value, (set, frozenset)):  # YAML's !!set
+        return "a set"
+    return f"a Python {type(value).__name__} object"  # only a library caller passes one
 
 
 def shown_controls(text: str) -> str:

@@ -28,6 +28,7 @@ command's result instead of running it again when its commit landed.
 from __future__ import annotations
 
 import _socket
+import errno
 import marshal
 import os
 import stat
@@ -492,7 +493,15 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
         return Outcome(1)
     # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
     for fd, data in chunks:
-        write(sys.stdout if fd == 1 else sys.stderr, data)
+        try:
+            write(sys.stdout if fd == 1 else sys.stderr, data)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE or fd != 1:
+                raise
+            from ..core.errors import output_lost
+
+            print(f"Error: {output_lost(exc)}", file=sys.stderr)
+            return Outcome(1)
     return Outcome(code)
 
 

@@ -16,7 +16,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..core.errors import InvalidInputError
 from ..core.nesting import MAX_DEPTH, too_deep, value_depth
-from ..core.text import shown_value
+from ..core.text import kind_of, shown_value
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -88,7 +88,7 @@ def _json_type_name(value: Any) -> str:
                               (list, "a list"), (dict, "an object")):
         if isinstance(value, python_type):
             return name
-    return type(value).__name__
+    return kind_of(value)
 
 
 def _types(schema: dict[str, Any]) -> list[str]:

@@ -311,7 +311,7 @@ def _mem_save_prompt(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 def _mem_capture_passive(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.capture_passive(a["content"], a.get("session_id"), a.get("project"), a.get("source"))
-    return Reply(result.message, result.to_json())
+    return Reply(_with_warnings(result.message, result.warnings), result.to_json())
 
 
 # -- the table -------------------------------------------------------------------------------------

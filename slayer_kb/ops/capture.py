@@ -59,7 +59,8 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
                     source: Any = None) -> CaptureResult:
     """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
     section becomes a memory of type ``passive`` unless a live memory of the project already has
-    the same text. All of them and the session, when it is new, in one commit."""
+    the same text (one over the size limit is skipped, with a warning naming its number). All of
+    them and the session, when it is new, in one commit."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
     check_unicode(content, "content")
@@ -69,13 +70,19 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     if len(source) > engram.MAX_KEY:  # a label in the commit's subject (its controls shown escaped there)
         raise InvalidInputError(f"source is {len(source)} characters long; the limit is {engram.MAX_KEY}. Name the "
                                 "tool or hook that captured the text.")
-    learnings = extract_learnings(engram.redact_private(content))
-    result = CaptureResult(session_id, source, extracted=len(learnings))
+    extracted = extract_learnings(engram.redact_private(content))
+    result = CaptureResult(session_id, source, extracted=len(extracted))
+    learnings = []
+    for number, learning in enumerate(extracted, 1):
+        # As a save refuses it (a capture saved one of 100 KB); the others are still learnings
+        # worth keeping, so one over the limit is skipped and named by its place in the list.
+        try:
+            learnings.append(kb.check_learning(learning, f"content's learning #{number}"))
+        except InvalidInputError as exc:
+            result.skipped.append(number)
+            result.warnings.append(f"{exc} It was not saved; the others were.")
     if not learnings:
         return result
-    for number, learning in enumerate(learnings, 1):
-        # As a save refuses it, before anything is written: a capture saved one of 100 KB.
-        kb.check_learning(learning, f"content's learning #{number}")
     with kb.transaction() as tx:
         seen: set[str] = set()
         fresh: list[str] = []

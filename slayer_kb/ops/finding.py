@@ -134,12 +134,21 @@ def unmatched(kb: Context, *, type: str | None = None, project: str | None = Non
     return [f"No memory has {' or '.join(unknown)}; check the name, or list without it."] if unknown else []
 
 
+# At most this many skipped files are named one by one: a KB with thousands of broken files
+# named each after every search, into the agent's context (400 lines for 400 files).
+SKIPPED_SHOWN = 10
+
+
 def skipped(kb: Context) -> list[str]:
     """A warning for each memory file the last look-up could not read and skipped (broken YAML,
     a conflict git left, ...), and each catalog file that could not be used: what ``search`` and
-    ``list`` show after their results."""
-    return [f"{problem} (skipped)" for problem in kb.problems] + [
+    ``list`` show after their results; past ``SKIPPED_SHOWN``, one line counts the rest."""
+    said = [f"{problem} (skipped)" for problem in kb.problems] + [
         problem.shown(kb.root) + " (skipped)" * problem.skipped for problem in kb.catalog.problems]
+    if len(said) <= SKIPPED_SHOWN:
+        return said
+    return said[:SKIPPED_SHOWN] + [f"{len(said) - SKIPPED_SHOWN} more files could not be used either; "
+                                   "'slayer-kb validate' names each of them."]
 
 
 @dataclass(frozen=True)

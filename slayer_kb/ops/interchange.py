@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..catalog.querychecks import kind_of
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, yamlio
@@ -62,7 +61,7 @@ from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR, check_session_id
-from ..core.text import one_line
+from ..core.text import kind_of, one_line
 from ..search import lookups
 from ..store.repo import Change
 from ..store.state import STATE_DIR

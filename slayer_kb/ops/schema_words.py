@@ -17,6 +17,7 @@ import yaml
 
 from ..core import yamlio
 from ..core.memory import KEY_ORDER, TIME_KEYS, key_line, missing_key
+from ..core.text import kind_of
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -145,11 +146,7 @@ def _type_message(error: jsonschema.ValidationError) -> str:
 def _article(value: Any) -> str:
     if isinstance(value, float):  # "a whole number, not a number" said nothing: show it, as YAML spells it
         return str(value) if math.isfinite(value) else {"inf": ".inf", "-inf": "-.inf"}.get(str(value), ".nan")
-    for kind, name in ((bool, "a boolean"), (int, "a number"), (str, "a string"),
-                       (list, "a list"), (dict, "a mapping")):
-        if isinstance(value, kind):
-            return name
-    return "empty" if value is None else type(value).__name__
+    return kind_of(value)
 
 
 def item_line(text: str, key: str, index: int) -> int | None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError, unreadable
-from ..core.fileio import NotRegularFile, file_kind, read_regular
+from ..core.fileio import NotRegularFile, file_kind, not_a_file, read_regular
 from ..core.ids import fold_id, id_sort_key
 from ..core.inputs import blank, check_unicode
 from ..core.memory import (
@@ -45,7 +45,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import clip, counted, quoted, warning_lines
+from ..core.text import clip, counted, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 
@@ -95,7 +95,7 @@ def _parse(kb: Workspace, session_id: str) -> Session | None:
 
 
 def not_regular(path: str, kind: str) -> MemoryFileError:
-    return MemoryFileError(path, None, f"is {kind}, not a regular file; move it out of {SESSIONS_DIR}/", names_fix=True)
+    return MemoryFileError(path, None, not_a_file(kind, SESSIONS_DIR), names_fix=True)
 
 
 def _fix(path: str) -> str:
@@ -331,7 +331,7 @@ def optional_text(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}.")
+        raise InvalidInputError(f"{name} must be a string, not {kind_of(value)}.")
     check_unicode(value, name)
     return value.strip() or None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -435,7 +436,8 @@ def _topic_in(text: str) -> tuple[str, str, str] | None:
     """(topic key, project, scope) of a live memory's text, None without a key."""
     if "topic_key:" not in text:
         return None
-    found = {key: value.strip().strip("'\"") for key, value in _TOPIC_FIELDS.findall(text)}
+    # NFC as a read of the file gives them (memory.COMPOSED_KEYS): a key typed on macOS is the same key.
+    found = {key: unicodedata.normalize("NFC", value.strip().strip("'\"")) for key, value in _TOPIC_FIELDS.findall(text)}
     if not found.get("topic_key") or "deleted_at" in found:
         return None
     return found["topic_key"], found.get("project", ""), found.get("scope", "project")

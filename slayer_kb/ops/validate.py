@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
-from ..core.fileio import NotRegularFile, TooLarge, read_regular, unusable_folder
+from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     MAX_FILE_BYTES,
@@ -397,8 +398,11 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
     if canonical != as_committed(text, context.crlf):
-        add(_first_difference(text, canonical),
-            f"not in canonical form; run 'slayer-kb fmt {shlex.quote(typed)}'")
+        line = _first_difference(text, canonical)
+        differs = text.splitlines()[line - 1:line]
+        # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
+        why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
+        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shlex.quote(typed)}'")
     return problems
 
 
@@ -470,15 +474,12 @@ def read_text(path: Path, add: Any, limit: int | None = None) -> str | None:
     if not path.is_symlink() and not path.exists():
         add(1, "no such file")
         return None
-    if path.is_symlink() or not path.is_file():
-        add(1, "is a symlink or not a regular file; slayer-kb skips it")
-        return None
     try:
         return read_regular(path, limit=limit).decode("utf-8")
     except TooLarge as exc:
         add(1, too_large(exc.size))
-    except NotRegularFile:  # made a link or a FIFO since the checks above
-        add(1, "is a symlink or not a regular file; slayer-kb skips it")
+    except NotRegularFile as exc:
+        add(1, f"{not_a_file(exc.kind, path.parent.name)}; slayer-kb skips it")
     except UnicodeDecodeError as exc:
         add(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     except OSError as exc:

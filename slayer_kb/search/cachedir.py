@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
+from ..core.home import home
 
 
 def folder() -> Path:
@@ -28,3 +29,15 @@ def folder() -> Path:
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "slayer-kb"
+
+
+def made() -> Path:
+    """``folder()``, made (mode 0700) if need be, but never a home folder that does not exist
+    (core/home.py): then OSError, and the cache is not kept. A folder set by a variable is made
+    whole."""
+    where = folder()
+    chosen = os.environ.get("SLAYER_KB_CACHE") or os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(os.path.expanduser(chosen)) and home() is None:
+        raise FileNotFoundError(f"no home folder {os.path.expanduser('~')} to keep {where} in")
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return where

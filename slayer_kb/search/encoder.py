@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.inputs import whole_number
-from . import placement, rewrite, sentences
+from . import placement, rewrite, runtime, sentences
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
 
@@ -528,8 +528,7 @@ def _remember_failed(path: Path, stamp: list[int] | None, found: str) -> None:
     cannot be written only costs the next process a hash."""
     checks = {**_failed_checks(), str(path): {"stamp": stamp, "pinned": MODEL_SHA256, "sha256": found}}
     with contextlib.suppress(OSError):
-        where = sentences.folder()
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        where = sentences.made()
         temporary = where / f"{FAILED_CHECKS}.{os.getpid()}"
         temporary.write_text(json.dumps(checks), encoding="utf-8")
         os.replace(temporary, where / FAILED_CHECKS)
@@ -558,8 +557,9 @@ def load() -> Encoder | Unavailable:
         return _mismatch(path, found)
     threads = whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
     try:
-        import onnxruntime
         from tokenizers import Tokenizer
+
+        onnxruntime = runtime.onnxruntime()
 
         tokenizer = Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)

@@ -22,7 +22,7 @@ from whoosh import index as windex
 from ..catalog.cache import catalog_signature, same_signature
 from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files
 from ..core.errors import MemoryFileError, StoreError
-from ..core.fileio import TooLarge, read_regular
+from ..core.fileio import NotRegularFile, TooLarge, file_kind, not_a_file, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
@@ -456,14 +456,18 @@ class Index(Reads, Meaning):
             db.close()
 
     def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
+        path = self.memories / f"{memory_id}.yaml"
         try:  # the file's bytes, or why it cannot be indexed (a file too large is not read)
             if sig != SYMLINK:
-                return read_regular(self.memories / f"{memory_id}.yaml", limit=MAX_FILE_BYTES)
+                return read_regular(path, limit=MAX_FILE_BYTES)
+            kind = file_kind(path.lstat().st_mode)
         except TooLarge as exc:
             return MemoryFileError(memory_path(memory_id), None, too_large(exc.size))
-        except OSError:
-            pass
-        return MemoryFileError(memory_path(memory_id), None, "is a symlink, not a regular file, or unreadable")
+        except NotRegularFile as exc:
+            kind = exc.kind
+        except OSError as exc:
+            return MemoryFileError(memory_path(memory_id), None, f"cannot be read: {exc.strerror or exc}")
+        return MemoryFileError(memory_path(memory_id), None, not_a_file(kind, MEMORIES_DIR))
 
     def _index_file(
         self, writer: Any, memory_id: str, data: bytes | MemoryFileError, written: Written | None = None

@@ -17,7 +17,7 @@ from .analysis import WordAnalyzer, symbols
 from .codec import Codec
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 11
+FORMAT = 12
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 _analyzer = WordAnalyzer()
 CODEC = Codec()

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cachedir import folder
+from .cachedir import folder, made
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,8 +49,7 @@ def text_hash(text: str) -> str:
 
 def _open() -> sqlite3.Connection | None:
     try:
-        where = folder()
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        where = made()
         db = sqlite3.connect(where / FILE, isolation_level=None, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

@@ -22,6 +22,7 @@ import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from . import runtime
 from .helper import helper
 
 if TYPE_CHECKING:
@@ -80,8 +81,7 @@ def model_bytes(dimensions: int) -> bytes:
 
 @lru_cache(maxsize=4)
 def _session(dimensions: int) -> Any:
-    import onnxruntime
-
+    onnxruntime = runtime.onnxruntime()
     options = onnxruntime.SessionOptions()
     # One thread: the scan is bound by memory, and the machine has other work.
     options.intra_op_num_threads = 1

@@ -48,6 +48,22 @@ def unfinished_operation(git_dir: Path) -> str | None:
     return None
 
 
+def detached_head(git_dir: Path) -> str | None:
+    """What to tell a person whose HEAD is detached (a commit checked out, no branch), after a
+    commit of ours: it is on no branch, and ``git switch`` elsewhere leaves it behind unnamed.
+    Not refused: a detached HEAD is a choice (a CI checkout, a look at an old commit)."""
+    try:
+        with open(os.path.join(os.fspath(git_dir), "HEAD"), "rb") as head:
+            attached = head.read(5) == b"ref: "
+    except OSError:  # git reads it too: it will say what is wrong
+        return None
+    if attached:
+        return None
+    return ("HEAD is detached (no branch is checked out), so this commit is on no branch and is lost from sight "
+            "once you check out another: keep it with `git switch -c <name>` (a new branch here), or `git switch "
+            "<branch>` before the next command to commit there.")
+
+
 def rebase_step(git_dir: Path) -> tuple[tuple[int, int] | None, ...]:
     """How far git's rebase (its merge backend) has got, as the identity of the files it rewrites
     at each step (its to-do list and the list done; each rewrite is a new file): it changes when a

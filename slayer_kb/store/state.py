@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.home import account_home, home
 
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
@@ -59,14 +60,24 @@ _GITLINK = "160000"
 _SYMLINK = "120000"
 
 
-def _key_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "slayer-kb" / "key"
+def _key_paths() -> list[Path]:
+    """Where the key may be, in order: ``$XDG_STATE_HOME/slayer-kb/key``, else under the home the
+    system gives this user, not ``$HOME``, which a command may run with another of (core/home.py);
+    then under ``$HOME``, where that home takes no file (a read-only one in a container)."""
+    chosen = os.environ.get("XDG_STATE_HOME", "")
+    if os.path.isabs(chosen):  # a relative one is ignored, as the XDG spec says
+        return [Path(chosen) / "slayer-kb" / "key"]
+    homes = dict.fromkeys(where for where in (account_home(), home()) if where is not None)
+    return [where / ".local" / "state" / "slayer-kb" / "key" for where in homes]
 
 
 def _key() -> bytes | None:
-    """This user's secret, made on first use; None where it cannot be kept (no writable home)."""
-    path = _key_path()
+    """This user's secret, made on first use in the first place that takes it; None where none
+    does (no home, or none writable)."""
+    return next((key for key in map(_key_at, _key_paths()) if key is not None), None)
+
+
+def _key_at(path: Path) -> bytes | None:
     try:
         return _read_private(path)
     except FileNotFoundError:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
-from ..core.fileio import in_threads
+from ..core.fileio import in_threads, read_regular
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
@@ -274,3 +274,50 @@ def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
         f"written, {' and '.join(steps)} to finish; until then `git commit -a` would undo the change.",
         commit,
     )
+
+
+def head_blob(store: Repository, kb_path: str) -> str | None:
+    """The blob HEAD has at ``kb_path`` (KB-relative), None when it has none (or no HEAD)."""
+    head = store.head()
+    objects = store.objects
+    repo_path = store.repo_path(kb_path)
+    return objects.blobs_at(objects.tree_of(head), [repo_path])[repo_path] if head else None
+
+
+def missing_by_hand(store: Repository, kb_path: str) -> str | None:
+    """What became of the file ``kb_path`` (KB-relative), missing from the work tree while HEAD
+    has it, and the fix: moved (``git mv``, or ``mv`` to a file of HEAD's very bytes) or deleted
+    by hand, not committed. None when HEAD lacks it too: then no file was ever there."""
+    blob = head_blob(store, kb_path)
+    if blob is None:
+        return None
+    repo_path = store.repo_path(kb_path)
+    # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
+    proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
+                     store.prefix or ".", env=STATUS_ENV)
+    records = iter(proc.stdout.decode("utf-8", "surrogateescape").split("\0"))
+    untracked: list[str] = []
+    for record in records:
+        if record.startswith("2 "):
+            new, old = record.split(" ", 9)[-1], next(records, "")
+            if old == repo_path:
+                return _moved(kb_path, new[len(store.prefix):], f"git mv {new[len(store.prefix):]} {kb_path}")
+        elif record.startswith("? "):
+            untracked.append(record[2:])
+    # Only a file of the very size is read: the folder may hold thousands of others.
+    data = store.objects.read("blob", blob)
+    for path in untracked:
+        with contextlib.suppress(OSError):
+            if os.lstat(store.top / path).st_size == len(data) and read_regular(store.top / path) == data:
+                return _moved(kb_path, path[len(store.prefix):], f"mv {path[len(store.prefix):]} {kb_path}")
+    return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+            f"committed. Bring the file back (git checkout HEAD -- {kb_path}), or commit the deletion (git rm "
+            f"{kb_path}, then git commit).")
+
+
+def _moved(kb_path: str, now: str, back: str) -> str:
+    folder, _, name = now.rpartition("/")
+    named = (f" (slayer-kb now reads it as memory '{name[:-5]}')"
+             if folder == kb_path.rpartition("/")[0] and name.endswith(".yaml") else "")
+    return (f"{kb_path} was moved to {now}{named}, and HEAD still has it at {kb_path}: a move that is not "
+            f"committed. Move it back ({back}), or commit the move (git add -A -- {kb_path} {now}, then git commit).")
