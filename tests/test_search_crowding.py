@@ -2,7 +2,9 @@
 "Fusion"): the words count a quarter as much when the memory they score best holds at most one
 in three of the question's words, and a note on a crowded neighbourhood's common ground stands
 back (``fusion.uncrowded``); the three memories closest in meaning join the candidates above a
-lower floor (``retrieval.closest_kept``). Exact rankings on the third relevance set's real KB."""
+lower floor (``retrieval.closest_kept``); the memory holding the sentence closest to the question
+gains a share of its lead (``fusion.with_lead``). Exact rankings on the third relevance set's real
+KB."""
 
 from __future__ import annotations
 
@@ -75,10 +77,30 @@ def test_the_token_match_reads_how_much_of_a_memory_the_question_covers() -> Non
     assert both.tolist() == pytest.approx([1.0, 0.7 + 0.3 * float(other_way[1])])
 
 
+def test_the_memory_whose_best_sentence_leads_gains_a_share_of_its_lead() -> None:
+    sentence = {"a": 0.50, "b": 0.55, "c": 0.40}
+    # a's best sentence (0.62) leads b's (0.57) by 0.05: a gains LEAD_WEIGHT x 0.05, no other moves.
+    out = fusion.with_lead(sentence, {"a": 0.62, "b": 0.57, "c": 0.40})
+    assert fusion.LEAD_WEIGHT == 0.25
+    assert out == pytest.approx({"a": 0.50 + 0.25 * 0.05, "b": 0.55, "c": 0.40})
+    # A tie leads by nothing; one memory alone has no lead; a leader without a sentence score is left out.
+    assert fusion.with_lead(sentence, {"a": 0.6, "b": 0.6}) == sentence
+    assert fusion.with_lead(sentence, {"a": 0.6}) == sentence
+    assert fusion.with_lead(sentence, {"z": 0.9, "a": 0.6}) == sentence
+
+
 @pytest.fixture(scope="module")
-def third_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+def third_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sentence cache the third set's KB was built with: its sentences' vectors (``units``)
+    are kept there, not in the index."""
+    return Path(tmp_path_factory.mktemp("third-cache"))
+
+
+@pytest.fixture(scope="module")
+def third_kb(tmp_path_factory: pytest.TempPathFactory, third_cache: Path) -> Iterator[KnowledgeBase]:
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("SLAYER_KB_NO_ENCODER", raising=False)
+        patch.setenv("SLAYER_KB_CACHE", str(third_cache))
         kb = build(Path(tmp_path_factory.mktemp("third")) / "kb", SETS["third"])
     yield kb
     kb.close()
@@ -115,13 +137,22 @@ def test_the_closest_memories_join_the_candidates_above_a_lower_floor() -> None:
     assert retrieval.closest_kept([]) == []
 
 
-def test_a_paraphrase_whose_answer_reads_close_by_one_sentence_only_is_a_candidate(third_kb: KnowledgeBase) -> None:
+def test_a_paraphrase_whose_answer_reads_close_by_one_sentence_only_comes_first(
+    third_kb: KnowledgeBase, third_cache: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The note on the waiting list is among the three closest memories, but its whole text's
-    cosine is under the floor of 0.2 (diluted by the rest of the note); its best sentence puts it
-    second. It was no candidate at all before: the question shares no word with it."""
+    cosine is under the floor of 0.2 (diluted by the rest of the note): it was no candidate at
+    all before the closest joined from 0.1, the question sharing no word with it. Its best
+    sentence is the closest sentence of any memory, by a lead that puts it first
+    (``fusion.with_lead``); without the lead it is second."""
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(third_cache))  # where its sentences' vectors are
+    question = Request(question="Who receives a spot someone else gave up?", limit=10)
     third_kb.ensure_fresh()
-    found = run(third_kb.index, Request(question="Who receives a spot someone else gave up?", limit=10)).memories
-    assert [h["id"] for h in found][:3] == ["pg-chargeback-window", "cl-waiting-list", "pg-settlement-cutoff-apac"]
+    assert [h["id"] for h in run(third_kb.index, question).memories][:3] == [
+        "cl-waiting-list", "pg-chargeback-window", "pg-settlement-cutoff-apac"]
+    monkeypatch.setattr(fusion, "LEAD_WEIGHT", 0.0)
+    assert [h["id"] for h in run(third_kb.index, question).memories][:3] == [
+        "pg-chargeback-window", "cl-waiting-list", "pg-settlement-cutoff-apac"]
 
 
 def test_the_head_vectors_read_from_the_manifest_and_from_the_table_agree(third_kb: KnowledgeBase) -> None:

@@ -292,7 +292,7 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
 @pytest.mark.parametrize(
     ("set_name", "count"), [("third", 24), ("held-out", 16), ("held-out 2", 23), ("held-out 3", 35), ("held-out 4", 31),
                         ("held-out 5", 16), ("held-out 6", 30),
-                        ("held-out 7", 28), ("held-out 8", 25)]
+                        ("held-out 7", 28), ("held-out 8", 25), ("held-out 9", 25)]
 )
 def test_the_paraphrases_share_no_content_word_with_their_answer(set_name: str, count: int) -> None:
     """As written: the words channel alone cannot answer them (stemmed as the index stems)."""
@@ -308,6 +308,25 @@ def test_the_paraphrases_share_no_content_word_with_their_answer(set_name: str, 
         answer = memories[q["expect"][0]]
         shared = set(parse(q["q"]).words) & set(parse(f"{answer['title']} {answer['learning']}").words)
         assert not shared, (q["q"], shared)
+
+
+@pytest.mark.parametrize("set_name", list(SETS))
+def test_a_relevance_set_asks_only_for_memories_it_holds(set_name: str) -> None:
+    """Each memory id once, each expected answer one of the set's memories, and a memory's own
+    ``created_at`` (the ninth held-out set's notes written over the years) a timestamp."""
+    from datetime import datetime
+
+    import yaml
+
+    folder = SETS[set_name]
+    memories = yaml.safe_load((folder / "memories.yaml").read_text(encoding="utf-8"))
+    ids = [m["id"] for m in memories]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    questions = yaml.safe_load((folder / "questions.yaml").read_text(encoding="utf-8"))
+    assert [q for q in questions if not q["expect"] or set(q["expect"]) - set(ids)] == []
+    for m in memories:
+        if "created_at" in m:
+            datetime.fromisoformat(m["created_at"].replace("Z", "+00:00"))
 
 
 def test_the_third_relevance_set_keeps_its_figures(tmp_path: Path) -> None:

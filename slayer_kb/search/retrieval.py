@@ -304,8 +304,10 @@ def _ranked(
                 # too: the mean of a note's sentences blurs the one the question is about
                 # (docs/search.md).
                 crowd = [m for m in head if m in sentences][: F.CROWD_HEAD]
+                whole = {m: sentences[m] for m in head if m in sentences}
                 sentences = F.uncrowded(sentences, crowd, index.sentence_vectors(crowd))
-                sentences = F.with_units(sentences, index.unit_cosines(sentence, dict(zip(head, texts, strict=True))))
+                units = index.unit_cosines(sentence, dict(zip(head, texts, strict=True)))
+                sentences = F.with_lead(F.with_units(sentences, units), {**whole, **units})
             if matcher is not None:
                 matched = (matching.result() if matching is not None
                            else matcher.token_match(request.question, texts, known, weights.token_coverage))
