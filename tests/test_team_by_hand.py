@@ -829,8 +829,8 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """B's unpushed commits include a merge, so each attempt merges the upstream into the branch
     as it was, the last attempt's renumbering and strips undone. Its first attempt met an upstream
-    that used B's id 2, forgot memory 1 and deleted shop.refunds, which B's memory links: all three
-    were moved or stripped. Another clone then pushed first, a main without those commits (put
+    that used B's id 2, forgot memory 1, deleted shop.refunds, which B's memory links, and saved a
+    topic key and an observation B saved too: all were moved, stripped, folded or merged. Another clone then pushed first, a main without those commits (put
     back by force): the retry moves nothing, and the reply, and the moves the clone records (a
     command on a moved id refuses), must not name the first attempt's."""
     bare, (a, b) = make_team(tmp_path)
@@ -844,8 +844,16 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     invoke_cli("--kb", b, "save", "Refunds net of tax", "-e", "shop.orders.status", "-e", "shop.refunds.amount",
                "-e", "memory:1", check=True)
     git(b, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    # A topic key and an observation A saves too: the first attempt folds both into A's memories.
+    git(b, "config", "--unset", "slayer-kb.ids")
+    engram = {"key": ("Retries: 3", "--title", "Retry budget", "--project", "api", "--topic-key", "decision/retry"),
+              "same": ("test_login is flaky", "--title", "Flaky test", "--project", "api")}
+    mine = {name: json_of(invoke_cli("--kb", b, "--json", "save", *args, check=True))["memory_id"]
+            for name, args in engram.items()}
     parted = git(a, "rev-parse", "HEAD").strip()
     invoke_cli("--kb", a, "save", "Shipping is in EUR", "-e", "shop.orders.amount", check=True)
+    for args in engram.values():
+        invoke_cli("--kb", a, "save", *args, check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
     invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -857,11 +865,14 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
     assert (synced["action"], synced["attempts"]) == ("merged", 2)
     assert (synced["renumbered"], synced["unlinked"], synced["cascaded"]) == ({}, {}, {})
+    assert (synced["merged"], synced["deduplicated"], synced["resolved"]) == ({}, {}, [])
+    for name, args in engram.items():  # not folded, so not moved: the ids B's agent holds answer
+        assert json_of(invoke_cli("--kb", b, "--json", "get", mine[name], check=True))["learning"] == args[0]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "2", check=True))["entities"] == [
         "shop.orders.status", "shop.refunds.amount", "memory:1"]
-    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
-        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml"]
-    assert git(b, "log", "-1", "--format=%s", "origin/main^1") == "Merge branch 'topic'\n"
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == sorted([
+        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml", *(f"memories/{i}.yaml" for i in mine.values())])
+    assert git(b, "log", "-1", "--format=%s", "origin/main^1~2") == "Merge branch 'topic'\n"
 
 
 def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(

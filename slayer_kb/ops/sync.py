@@ -313,9 +313,11 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     merges = bool(store.git("rev-list", "-1", "--min-parents=2", start, f"^{upstream}").stdout.strip())
     if merges and head != start:
         reset_keep(store, start)
-        result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
-        result.unlinked.clear()  # and its strip of links to forgotten memories
-        result.cascaded.clear()  # and to deleted entities
+        # The last attempt's commits are undone with it, so is what they said they did: its
+        # renumbering, folds, strips and merged files are made again, or not, against this upstream.
+        for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
+                     result.resolved):
+            done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
