@@ -33,6 +33,19 @@ def test_merging_a_session_with_itself_changes_nothing(a: Session) -> None:
     assert merge_sessions(a, a) == Session(**{**a.__dict__, "prompts": sorted(unique.values(), key=lambda p: p.created_at)})
 
 
+def test_a_session_ended_on_two_clones_keeps_both_summaries() -> None:
+    start = Session(id="s1", started_at="2026-11-29T20:00:00Z", prompts=[])
+    a = Session(**{**start.__dict__, "ended_at": "2026-11-29T20:10:00Z", "summary": "Fixed the refund double count."})
+    b = Session(**{**start.__dict__, "ended_at": "2026-11-29T20:05:00Z", "summary": "Found the flaky login test."})
+    both = "Found the flaky login test.\n\nFixed the refund double count."
+    for ours, theirs in ((a, b), (b, a)):
+        merged = merge_sessions(ours, theirs)
+        assert (merged.ended_at, merged.summary) == ("2026-11-29T20:10:00Z", both)
+        # Met again along a rebase (the merge against one side's own version): said once.
+        assert merge_sessions(merged, theirs).summary == merge_sessions(ours, merged).summary == both
+    assert merge_sessions(a, start).summary == merge_sessions(start, a).summary == a.summary
+
+
 def memory(revisions: int | None, at: str, text: str) -> Memory:
     return Memory(id="1", learning=text, created_at="2026-11-29T20:00:00Z", topic_key="arch/db",
                   revision_count=revisions, updated_at=at)

@@ -26,17 +26,27 @@ def merge_sessions(ours: Session, theirs: Session) -> Session:
     prompts: dict[tuple[str, str, str | None], Prompt] = {}
     for prompt in [*ours.prompts, *theirs.prompts]:
         prompts.setdefault((prompt.created_at, prompt.content, prompt.project), prompt)
-    ended = [s for s in (ours, theirs) if s.ended_at]
-    last = max(ended, key=lambda s: s.ended_at or "") if ended else None
+    ended = [s.ended_at for s in (ours, theirs) if s.ended_at]
     return Session(
         id=ours.id,
         started_at=min(ours.started_at, theirs.started_at),
         project=ours.project or theirs.project,
         directory=ours.directory or theirs.directory,
-        ended_at=last.ended_at if last else None,
-        summary=(last.summary if last and last.summary else ours.summary or theirs.summary),
+        ended_at=max(ended) if ended else None,
+        summary=_summaries(ours, theirs),
         prompts=sorted(prompts.values(), key=lambda p: p.created_at),
     )
+
+
+def _summaries(ours: Session, theirs: Session) -> str | None:
+    """Both sides' summaries of one session (ended on two clones: each agent said what it did),
+    the earlier end's first, a blank line between; one that already holds the other (a summary
+    merged before, met again along a rebase) is kept as it is."""
+    said = [s.summary for s in sorted((ours, theirs), key=lambda s: s.ended_at or "") if s.summary]
+    if len(said) < 2:
+        return said[0] if said else None
+    first, last = said
+    return last if first in last else first if last in first else f"{first}\n\n{last}"
 
 
 def last_written(memory: Memory) -> str:
