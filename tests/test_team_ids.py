@@ -597,3 +597,31 @@ def test_a_remote_moved_to_a_new_url_keeps_the_clones_blocks(team) -> None:
     git(other, "update-ref", f"{NAMESPACE}0", git(other, "rev-parse", "main").strip())  # another clone's block 0
     git(a, "remote", "set-url", "origin", str(other))
     assert KnowledgeBase(a).save_memory("on another remote", ["orders.amount"]).memory_id == str(BLOCK + 1)
+
+
+def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Path) -> None:
+    """Two agents import the same Engram export before either synced: each observation ends as one
+    memory whose counts are the export's, not summed (2N) as two saves would be; an observation
+    the export gives an updated_at (no edit made here) folds too."""
+    _bare, (a, b) = team
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"observations": [
+        {"title": "Flaky test", "content": "test_login is flaky.", "project": "api", "duplicate_count": 3,
+         "created_at": "2026-03-01 10:20:30"},
+        {"title": "Retry budget", "content": "Three retries.", "project": "api", "topic_key": "decision/retry",
+         "revision_count": 4, "duplicate_count": 2, "created_at": "2026-03-01 10:21:00",
+         "updated_at": "2026-03-02 09:00:00"},
+        {"title": "Gross amounts", "content": "Amounts include VAT.", "project": "api",
+         "created_at": "2026-03-01 10:22:00", "updated_at": "2026-03-01 11:00:00"},
+    ]}))
+    ids = {root: KnowledgeBase(root).interchange.import_engram(export).imported for root in (a, b)}
+    assert ids == {a: ["1", "2", "3"], b: [str(BLOCK + n) for n in (1, 2, 3)]}
+    sync(KnowledgeBase(a))
+    result = sync(KnowledgeBase(b))
+    assert (result.merged, result.deduplicated) == ({str(BLOCK + 2): "2"}, {str(BLOCK + 1): "1", str(BLOCK + 3): "3"})
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        kb = KnowledgeBase(root)
+        assert sorted(p.stem for p in (root / "memories").glob("*.yaml")) == ["1", "2", "3"]
+        counts = [(m.revision_count, m.duplicate_count) for m in (kb.get(i) for i in ("1", "2", "3"))]
+        assert counts == [(None, 3), (4, 2), (None, None)]

@@ -3,8 +3,9 @@ upstream, the branch ``merge`` takes in) saved it too is folded into the other s
 one commit (``memory: merge 102 into 28 (topic decision/retry-budget)``): the newest content, the
 revision counts summed, this branch's version kept in git's history, and ``memory:`` references
 to it rewritten. Engram's de-duplication the same way: a save both sides made alike is one
-memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed. The caller
-records the moves (``store/moves.py``)."""
+memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed; one record of an
+Engram export imported on both sides is folded with its counts as they are (one import, not two
+saves). The caller records the moves (``store/moves.py``)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.engram import content_hash
+from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
+from ..store.revisions import added_by
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
 
@@ -44,7 +46,8 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             if not theirs:
                 continue
             keeper = min(theirs, key=lambda m: m.created_at)
-            folded = merge_topic_revisions(None, keeper, mine)
+            # One import of an export on both clones is one record: its counts once, not summed.
+            folded = keeper if _imported_alike(kb, mine, keeper) else merge_topic_revisions(None, keeper, mine)
             folds[memory_id] = folded
             changes += [memory_change(folded), Change(memory_path(memory_id), None)]
     if not folds:
@@ -70,12 +73,21 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     for memory_id in ours:
         with contextlib.suppress(KBError):
             mine = kb.read(memory_id)
-            if mine.topic_key or mine.is_deleted or not mine.title or mine.updated_at:
-                # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
-                # one edited since its save is no longer that save (its edit would be dropped).
+            if mine.topic_key or mine.is_deleted:
                 continue
             if added is None:
                 added = _live(kb, theirs())
+            if imported := [m for m in added if _imported_alike(kb, mine, m)]:
+                # One import of an export on both clones (its updated_at the export's): one record,
+                # counted once, as the import on one clone would skip it the second time.
+                keeper = kept.get((oldest := min(imported, key=lambda m: m.created_at)).id, oldest)
+                kept[keeper.id] = folds[memory_id] = keeper
+                changes.append(Change(memory_path(memory_id), None))
+                continue
+            if not mine.title or mine.updated_at:
+                # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
+                # one edited since its save is no longer that save (its edit would be dropped).
+                continue
             made, same = parse_time(mine.created_at), _save_of(mine)
             twins = [m for m in added if not m.topic_key and _save_of(m) == same
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
@@ -90,6 +102,13 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     changes += [memory_change(m) for m in kept.values()]
     _commit(tx, {old: kept[m.id] for old, m in folds.items()}, changes, "same save", deduplicated)
     return True
+
+
+def _imported_alike(kb: Context, mine: Memory, theirs: Memory) -> bool:
+    """Whether ``mine`` and ``theirs`` are one record of an Engram export that each side imported:
+    alike in every field but the id, each added by an ``import-engram`` commit."""
+    return (mine.evolve(id=theirs.id) == theirs
+            and all(is_import(added_by(kb.store, memory_path(m.id))) for m in (mine, theirs)))
 
 
 def _save_of(memory: Memory) -> tuple[object, ...]:

@@ -41,6 +41,12 @@ def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | Non
     return mine if mine is not None and mine == _added_first(store, [theirs, f"^{ours}"], path) else None
 
 
+def added_by(store: GitStore, kb_path: str, rev: str = "HEAD") -> str:
+    """The subject of the commit that last added ``kb_path`` in ``rev``'s history ("" if none)."""
+    return store.git("log", "-1", "--format=%s", "--diff-filter=A", rev, "--", store.repo_path(kb_path),
+                     check=False, env=LITERAL_PATHS).stdout.decode("utf-8", "replace").strip()
+
+
 def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
     """The blob the oldest commit among ``revs`` that added ``kb_path`` gave it."""
     return _added_first(store, revs, store.repo_path(kb_path))
