@@ -109,3 +109,22 @@ def test_two_sides_edits_of_one_memory_merge_by_field_unless_one_field_changed_t
         entities=["shop.orders.amount", "shop.orders.status", "memory:2"])
     assert merge_edits(base, forgot, base.evolve(deleted_at="2026-11-29T20:06:00Z")) == forgot.evolve(
         deleted_at="2026-11-29T20:06:00Z")  # both forgot it (soft): since the first
+
+
+def test_an_edit_by_hand_is_dated_at_its_commit_and_the_later_holds() -> None:
+    base = memory(1, "2026-11-29T20:00:00Z", "base")
+    by_hand = base.evolve(learning="edited by hand")  # git commit: updated_at left as it was
+    upsert = memory(2, "2026-11-29T20:00:05Z", "upserted")
+    for committed_at, kept in (("2026-11-29T20:00:09Z", "edited by hand"), ("2026-11-29T20:00:03Z", "upserted")):
+        def dated(at: str = committed_at) -> str:
+            return at
+
+        assert merge_topic_revisions(base, by_hand, upsert, (dated, lambda: None)).learning == kept
+        assert merge_topic_revisions(base, upsert, by_hand, (lambda: None, dated)).learning == kept
+    # Not asked when no side was edited by hand; a side whose commit git cannot date keeps its time.
+    def never() -> str:
+        raise AssertionError("asked for a commit's date")
+
+    assert merge_topic_revisions(base, upsert, upsert.evolve(learning="b", updated_at="2026-11-29T20:00:06Z"),
+                                 (never, never)).learning == "b"
+    assert merge_topic_revisions(base, by_hand, upsert, (lambda: None, lambda: None)).learning == "upserted"

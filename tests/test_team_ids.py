@@ -625,3 +625,37 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
         assert sorted(p.stem for p in (root / "memories").glob("*.yaml")) == ["1", "2", "3"]
         counts = [(m.revision_count, m.duplicate_count) for m in (kb.get(i) for i in ("1", "2", "3"))]
         assert counts == [(None, 3), (4, 2), (None, None)]
+
+
+def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_commit(team) -> None:
+    """A person edits a topic-key memory by hand and commits it with git, which sets no
+    updated_at: against another clone's upsert saved before the edit, the upsert's updated_at won
+    the merge by time and the edit was lost, whichever clone held it. The edit is dated at its
+    commit (its author date): the later of the two holds, every revision counted."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    later = f"{int(time.time()) + 3600} +0000"  # an hour on: no clock second to wait for
+
+    def edit_by_hand(root: Path, old: str, new: str) -> None:
+        path = root / "memories" / "1.yaml"
+        path.write_text(path.read_text().replace(old, new))
+        subprocess.run(["git", "commit", "-qam", "cache: carts expire sooner"], cwd=root, check=True,
+                       env={**os.environ, "GIT_AUTHOR_DATE": later})
+
+    KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key)  # not synced yet
+    edit_by_hand(a, "Redis, 5 min TTL.", "Redis, 5 min TTL; carts 1 min.")
+    git(a, "push", "-q", "origin", "main")  # the person's push: plain git
+    assert sync(KnowledgeBase(b)).resolved == ["memories/1.yaml"]
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 1 min.", 2)
+    # The other way round: A's upsert pushed first, the person's later edit on B replayed onto it.
+    sync(KnowledgeBase(a))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 15 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    edit_by_hand(b, "carts 1 min.", "carts 2 min.")
+    sync(KnowledgeBase(b))
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 2 min.", 3)

@@ -16,6 +16,8 @@ rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .engram import content_hash
 from .memory import FIELD_NAMES, Memory
 from .session import Prompt, Session
@@ -53,12 +55,20 @@ def last_written(memory: Memory) -> str:
     return memory.updated_at or memory.created_at
 
 
-def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> Memory:
+Dated = Callable[[], str | None]  # when a side's last commit of the file was authored, asked only if needed
+
+
+def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
+                          committed: tuple[Dated, Dated] | None = None) -> Memory:
     """One topic-key memory from two clones' revisions of it since ``base`` (None when both
     created it): the newer content, the counts of both sides added up. The id is ``ours``'s.
     ``theirs`` is the side applied last (the commits a rebase replays): it wins a tie, as it would
-    had its save come after ``ours`` in one clone (times have a resolution of a second)."""
-    newer = theirs if last_written(theirs) >= last_written(ours) else ours
+    had its save come after ``ours`` in one clone (times have a resolution of a second).
+    ``committed`` dates each side's commit of the file: a person's edit with plain git sets no
+    ``updated_at``, and was made when it was committed, not when the version it edited was saved."""
+    at_ours, at_theirs = (_written(base, side, dated) for side, dated in
+                          zip((ours, theirs), committed or (None, None), strict=True))
+    newer = theirs if at_theirs >= at_ours else ours
     if base is not None and _only_forgot(base, theirs) != _only_forgot(base, ours):
         # A forget sets no updated_at: within the second of the other side's revision, the tie
         # would hand the forgotten side's older text back.
@@ -75,19 +85,28 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> 
         created_at=min(ours.created_at, theirs.created_at),
         revision_count=_summed(base, ours, theirs, "revision_count"),
         duplicate_count=duplicates,
-        deleted_at=_forgotten(ours, theirs),
+        deleted_at=_forgotten((ours, at_ours), (theirs, at_theirs)),
     )
 
 
-def _forgotten(ours: Memory, theirs: Memory) -> str | None:
+def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str:
+    """When ``side`` was last written: its ``updated_at``, or, for a change of ``base`` that left
+    it as it was (an edit by hand, not a forget), the time its commit was authored."""
+    if dated is not None and base is not None and side.updated_at == base.updated_at and not _only_forgot(base, side):
+        return dated() or last_written(side)
+    return last_written(side)
+
+
+def _forgotten(ours: tuple[Memory, str], theirs: tuple[Memory, str]) -> str | None:
     """When the merged topic-key memory was forgotten (``forget --soft``, MCP's ``mem_delete``):
     at a side's forget that came after the other side's last revision (which the forget then
     took with it, as one clone's saves one after the other); a revision after the forget brings
     the key back, as the next save under it would. Two forgets keep the first."""
-    if ours.deleted_at and theirs.deleted_at:
-        return min(ours.deleted_at, theirs.deleted_at)
-    for side, other in ((ours, theirs), (theirs, ours)):
-        if side.deleted_at and side.deleted_at >= last_written(other):
+    (mine, _), (other, _) = ours, theirs
+    if mine.deleted_at and other.deleted_at:
+        return min(mine.deleted_at, other.deleted_at)
+    for (side, _), (_, written) in ((ours, theirs), (theirs, ours)):
+        if side.deleted_at and side.deleted_at >= written:
             return side.deleted_at
     return None
 

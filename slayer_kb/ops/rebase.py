@@ -354,8 +354,8 @@ def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str
     take: str | None = ours if theirs == base else theirs if ours == base else None
     if take is None:
         got = store.objects.read_many("blob", {base, ours, theirs})
-        texts = [got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)]
-        merged = mergedriver.merged(path, *texts) or mergedriver.edits_merged(path, *texts)
+        was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
+        merged = mergedriver.merged(path, was, mine, other) or mergedriver.edits_merged(path, was, mine, other)
         if merged is None:
             return False
         take = store.objects.write("blob", merged.encode("utf-8"))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ..core.locate import MEMORIES_DIR
 from ..core.session import SESSIONS_DIR
 from . import mergedriver
+from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 from .revisions import added_alike
 
@@ -60,7 +61,7 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
-        updates = _applied(store, tree, made, (head, upstream))
+        updates = _applied(store, tree, made, (head, upstream), commit)
         if updates is None:
             return None
         new_tree = objects.update_tree(tree, updates) if updates else tree
@@ -98,9 +99,10 @@ def _blob(oid: str, mode: str) -> str | None:
     return None if mode == _ABSENT else oid
 
 
-def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str]) -> dict[str, str | None] | None:
-    """The blob each changed path takes in ``tree`` once the changes are applied; None when a
-    path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
+def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str],
+             commit: str) -> dict[str, str | None] | None:
+    """The blob each changed path takes in ``tree`` once ``commit``'s changes are applied; None
+    when a path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
     objects = store.objects
     now = objects.blobs_at(tree, [c.path for c in changes])
     updates: dict[str, str | None] = {}
@@ -124,7 +126,7 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
         elif current is None or change.new is None or not _driven(store, change.path):
             return None  # deleted on one side and changed on the other, or git's line merge
         else:
-            merged = _merged(store, change, current)
+            merged = _merged(store, change, current, (sides[1], commit))
             if merged is None:
                 return None
             updates[change.path] = objects.write("blob", merged.encode("utf-8"))
@@ -151,15 +153,22 @@ def _driven(store: GitStore, path: str) -> bool:
     return folder in (MEMORIES_DIR, SESSIONS_DIR) and "/" not in name and name.endswith(".yaml")
 
 
-def _merged(store: GitStore, change: _Change, current: str) -> str | None:
-    """The driver's merge of (the commit's parent, the upstream's, the commit's) versions."""
+def _merged(store: GitStore, change: _Change, current: str, commits: tuple[str, str]) -> str | None:
+    """The driver's merge of (the commit's parent, the upstream's, the commit's) versions;
+    ``commits``: (the upstream, the commit), which date a version edited by hand."""
     assert change.new is not None
     wanted = [oid for oid in (change.old, current, change.new) if oid is not None]
     blobs = store.objects.read_many("blob", wanted)
     # As git hands them to the driver: an empty base when both sides added the file.
     base, ours, theirs = ("" if oid is None else blobs[oid].decode("utf-8", "replace")
                           for oid in (change.old, current, change.new))
-    return mergedriver.merged(change.path, base, ours, theirs)
+    def git(args: list[str]) -> bytes:
+        return store.git(*args, check=False, env=LITERAL_PATHS).stdout
+
+    upstream, commit = commits
+    return mergedriver.merged(change.path, base, ours, theirs, (
+        lambda: mergedriver.changed_at(git, upstream, change.path),
+        lambda: mergedriver.changed_at(git, commit, change.path)))
 
 
 def _recommitted(raw: bytes, tree: str, parent: str, committer: bytes) -> bytes:
