@@ -659,3 +659,38 @@ def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_com
     sync(KnowledgeBase(b))
     memory = KnowledgeBase(b).get("1")
     assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 2 min.", 3)
+
+
+def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invoke_cli) -> None:
+    """A forget (the file deleted) on one clone, an upsert of the memory's topic key on the other:
+    sync stopped for a person ("forgot memories/1.yaml, which origin/main edited"). The later of
+    the two holds, as for a soft forget, the forget dated by its commit; a forget that lost is said."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+
+    def forget(root: Path, hours: int) -> None:  # dated an hour off: no clock second to wait for
+        KnowledgeBase(root).forget("1")
+        git(root, "commit", "-q", "--amend", "--no-edit", f"--date={int(time.time()) + 3600 * hours} +0000")
+
+    forget(a, -1)
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key)  # after A's forget
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+                             "  merged both sides of: memories/1.yaml\n"
+                             "  kept, its forget undone by a later upsert of its topic key: 1\n")
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 10 min TTL.", 2)
+    # A forget made after the other clone's upsert holds: the memory goes.
+    sync(KnowledgeBase(a))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 15 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    forget(b, 1)
+    assert sync(KnowledgeBase(b)).unforgotten == []
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        assert not (root / "memories" / "1.yaml").exists()
+        assert git(root, "status", "--porcelain") == ""

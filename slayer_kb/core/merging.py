@@ -89,6 +89,16 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     )
 
 
+def forget_holds(base: Memory, kept: Memory, forgot_at: str) -> bool | None:
+    """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
+    changed it (an upsert): whether the forget, made at ``forgot_at``, holds. The later of the two
+    does, as for a soft forget (``_forgotten``); a forget never loses a tie. None for a memory
+    without a topic key (or one that changed key): a forget against an edit, for a person."""
+    if not (base.topic_key and base.topic_key == kept.topic_key):
+        return None
+    return forgot_at >= last_written(kept)
+
+
 def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str:
     """When ``side`` was last written: its ``updated_at``, or, for a change of ``base`` that left
     it as it was (an edit by hand, not a forget), the time its commit was authored."""

@@ -46,7 +46,7 @@ from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
-from ..store.replay import replay
+from ..store.replay import replay, unforgotten
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
@@ -316,7 +316,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # The last attempt's commits are undone with it, so is what they said they did: its
         # renumbering, folds, strips and merged files are made again, or not, against this upstream.
         for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
-                     result.resolved):
+                     result.resolved, result.unforgotten):
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
@@ -337,6 +337,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         reset_keep(store, tip)
+        kept = unforgotten(store, [store.repo_path(path) for path in both], upstream, ours, tip)
+        result.unforgotten += [memory_id for memory_id in kept if memory_id not in result.unforgotten]
     result.resolved += [path for path in both if path not in result.resolved]
     result.action = "merged" if merges else "rebased"
     if parted:

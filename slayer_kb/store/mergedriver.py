@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core import merging
 from ..core.children import python_child
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
@@ -121,6 +122,22 @@ def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
     except KBError:
         return None
     return None if memory is None else dumps(memory)
+
+
+def forget_holds(path: str, base: str, kept: str, forgot_at: Dated) -> bool | None:
+    """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
+    side's version ``kept``, the forget dated by ``forgot_at`` (``merging.forget_holds``); None
+    when a person decides (no topic key, a version that does not parse, a forget git cannot date)."""
+    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    if memory_id is None:
+        return None
+    try:
+        was, now = loads(base, memory_id), loads(kept, memory_id)
+    except KBError:
+        return None
+    if not (was.topic_key and was.topic_key == now.topic_key) or (at := forgot_at()) is None:
+        return None
+    return merging.forget_holds(was, now, at)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:
