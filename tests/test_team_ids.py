@@ -607,7 +607,7 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
     export = tmp_path / "engram.json"
     export.write_text(json.dumps({"observations": [
         {"title": "Flaky test", "content": "test_login is flaky.", "project": "api", "duplicate_count": 3,
-         "created_at": "2026-03-01 10:20:30"},
+         "created_at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())},  # saved again below: a duplicate
         {"title": "Retry budget", "content": "Three retries.", "project": "api", "topic_key": "decision/retry",
          "revision_count": 4, "duplicate_count": 2, "created_at": "2026-03-01 10:21:00",
          "updated_at": "2026-03-02 09:00:00"},
@@ -616,15 +616,19 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
     ]}))
     ids = {root: KnowledgeBase(root).interchange.import_engram(export).imported for root in (a, b)}
     assert ids == {a: ["1", "2", "3"], b: [str(BLOCK + n) for n in (1, 2, 3)]}
+    # Revised or counted again on one clone since: that clone's own counts, the import's once.
+    KnowledgeBase(b).save_observation("Retry budget", "Five retries.", project="api", topic_key="decision/retry")
+    assert KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky.", project="api").action == "duplicate"
     sync(KnowledgeBase(a))
     result = sync(KnowledgeBase(b))
     assert (result.merged, result.deduplicated) == ({str(BLOCK + 2): "2"}, {str(BLOCK + 1): "1", str(BLOCK + 3): "3"})
     sync(KnowledgeBase(a))
-    for root in (a, b):
+    for root, pending in ((a, 0), (b, 1)):  # B's duplicate, not committed yet, went with its memory
         kb = KnowledgeBase(root)
         assert sorted(p.stem for p in (root / "memories").glob("*.yaml")) == ["1", "2", "3"]
         counts = [(m.revision_count, m.duplicate_count) for m in (kb.get(i) for i in ("1", "2", "3"))]
-        assert counts == [(None, 3), (4, 2), (None, None)]
+        assert counts == [(None, 3 + pending), (5, 2), (None, None)]
+        assert kb.get("2").learning == "Five retries."
 
 
 def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_commit(team) -> None:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_path
-from ..core.memory import Memory, parse_time
+from ..core.memory import Memory, loads, parse_time
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
-from ..store.revisions import added_by
+from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
 
@@ -46,8 +46,9 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             if not theirs:
                 continue
             keeper = min(theirs, key=lambda m: m.created_at)
-            # One import of an export on both clones is one record: its counts once, not summed.
-            folded = keeper if _imported_alike(kb, mine, keeper) else merge_topic_revisions(None, keeper, mine)
+            # One record of an export imported on both clones: revised since from that record (its
+            # counts once), not two saves (None: the counts of both summed).
+            folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
             folds[memory_id] = folded
             changes += [memory_change(folded), Change(memory_path(memory_id), None)]
     if not folds:
@@ -77,9 +78,10 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                 continue
             if added is None:
                 added = _live(kb, theirs())
-            if imported := [m for m in added if _imported_alike(kb, mine, m)]:
-                # One import of an export on both clones (its updated_at the export's): one record,
-                # counted once, as the import on one clone would skip it the second time.
+            if imported := [m for m in added if mine.evolve(id=m.id) == m == _imported_record(kb, mine, m)]:
+                # One record of an export imported on both clones (its updated_at the export's) and
+                # left as it was: its count once, as the import on one clone would skip it the
+                # second time (a duplicate counted since and not committed goes with it).
                 keeper = kept.get((oldest := min(imported, key=lambda m: m.created_at)).id, oldest)
                 kept[keeper.id] = folds[memory_id] = keeper
                 changes.append(Change(memory_path(memory_id), None))
@@ -104,11 +106,22 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     return True
 
 
-def _imported_alike(kb: Context, mine: Memory, theirs: Memory) -> bool:
-    """Whether ``mine`` and ``theirs`` are one record of an Engram export that each side imported:
-    alike in every field but the id, each added by an ``import-engram`` commit."""
-    return (mine.evolve(id=theirs.id) == theirs
-            and all(is_import(added_by(kb.store, memory_path(m.id))) for m in (mine, theirs)))
+def _imported_record(kb: Context, mine: Memory, theirs: Memory) -> Memory | None:
+    """The record of an Engram export both ``mine`` and ``theirs`` were imported from (each added
+    by an ``import-engram`` commit, the two versions alike but for the id), under ``theirs``'s id;
+    None when they are not one import (two saves, or two records)."""
+    def kept(m: Memory) -> tuple[object, ...]:  # what a revision keeps: a look before asking git
+        return m.created_at, m.project, m.scope, m.topic_key
+
+    if kept(mine) != kept(theirs):
+        return None
+    added = [added_version(kb.store, memory_path(m.id)) for m in (mine, theirs)]
+    if any(version is None or not is_import(version[0]) for version in added):
+        return None
+    blobs = kb.store.objects.read_many("blob", {version[1] for version in added if version is not None})
+    records = [loads(blobs[version[1]].decode("utf-8"), m.id).evolve(id=theirs.id)
+               for version, m in zip(added, (mine, theirs), strict=True) if version is not None]
+    return records[0] if records[0] == records[1] else None
 
 
 def _save_of(memory: Memory) -> tuple[object, ...]:
