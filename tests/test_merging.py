@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory
-from slayer_kb.core.merging import merge_edits, merge_sessions, merge_topic_revisions
+from slayer_kb.core.merging import forget_holds, merge_edits, merge_sessions, merge_topic_revisions
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.store.leases import BLOCK, block_of, first_of
 
@@ -128,3 +128,12 @@ def test_an_edit_by_hand_is_dated_at_its_commit_and_the_later_holds() -> None:
     assert merge_topic_revisions(base, upsert, upsert.evolve(learning="b", updated_at="2026-11-29T20:00:06Z"),
                                  (never, never)).learning == "b"
     assert merge_topic_revisions(base, by_hand, upsert, (lambda: None, lambda: None)).learning == "upserted"
+
+
+def test_a_forget_of_a_topic_key_against_a_change_the_later_holds_but_links_alone_never_win() -> None:
+    base = memory(1, "2026-11-29T20:00:00Z", "base").evolve(entities=["shop.orders.amount", "memory:2"])
+    upserted = base.evolve(learning="revised", revision_count=2, updated_at="2026-11-29T20:00:05Z")
+    unlinked = base.evolve(entities=["shop.orders.amount"], updated_at="2026-11-29T20:00:09Z")
+    assert [forget_holds(base, upserted, at) for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z")] == [False, True]
+    assert forget_holds(base, unlinked, "2026-11-29T20:00:01Z") is True
+    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), "2026-11-29T20:00:09Z") is None
