@@ -118,8 +118,7 @@ def _imported_record(kb: Context, mine: Memory, theirs: Memory) -> Memory | None
     added = [added_version(kb.store, memory_path(m.id)) for m in (mine, theirs)]
     if any(version is None or not is_import(version[0]) for version in added):
         return None
-    blobs = kb.store.objects.read_many("blob", {version[1] for version in added if version is not None})
-    records = [loads(blobs[version[1]].decode("utf-8"), m.id).evolve(id=theirs.id)
+    records = [loads(version[1], m.id).evolve(id=theirs.id)
                for version, m in zip(added, (mine, theirs), strict=True) if version is not None]
     return records[0] if records[0] == records[1] else None
 
