@@ -93,8 +93,8 @@ def forget_holds(base: Memory, kept: Memory, forgot_at: str) -> bool | None:
     """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
     changed it (an upsert): whether the forget, made at ``forgot_at``, holds. The later of the two
     does, as for a soft forget (``_forgotten``); a forget never loses a tie, nor to a change of
-    the memory's links alone. None for a memory
-    without a topic key (or one that changed key): a forget against an edit, for a person."""
+    the memory's links alone. None for a memory without a topic key (or one that changed key): a
+    forget against an edit, for a person."""
     if not (base.topic_key and base.topic_key == kept.topic_key):
         return None
     if all(getattr(kept, name) == getattr(base, name) for name in FIELD_NAMES - _LINKS):

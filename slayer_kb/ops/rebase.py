@@ -289,14 +289,14 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
         steps.append(f"git add {args(forgot_there)} to keep your edit (or git rm {args(forgot_there)} "
                      "to let it go)")
-    theirs_, mine = checkout
+    take_other, take_ours = checkout
     if soft_here:
         what.append(f"{subject()} forgot {files(soft_here)} (forget --soft), which {other} edited")
-        steps += [f"git checkout {mine} {args(soft_here)} to keep it forgotten (or git checkout {theirs_} "
+        steps += [f"git checkout {take_ours} {args(soft_here)} to keep it forgotten (or git checkout {take_other} "
                   f"{args(soft_here)} to keep {other}'s edit)", f"git add {args(soft_here)}"]
     if soft_there:
         what.append(f"{other} forgot {files(soft_there)} (forget --soft), which {ours.lower()} edited")
-        steps += [f"git checkout {mine} {args(soft_there)} to keep your edit (or git checkout {theirs_} "
+        steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
                   f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
     return "; ".join(what), steps
 
