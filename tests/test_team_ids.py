@@ -698,3 +698,29 @@ def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invok
     for root in (a, b):
         assert not (root / "memories" / "1.yaml").exists()
         assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_retry_that_renumbers_a_folded_memory_reports_the_fold_under_its_new_id(team) -> None:
+    """Sequential ids: the first attempt renumbers B's memories and folds its topic key (2) into
+    the upstream's 1; the push is refused, and the retry meets an upstream that used B's ids
+    since, so the replayed commits move 2 to 7 ('memory: merge 7 into 1'). The reply said
+    'merged 2 into 1' beside 'renumbered 2 -> 7', so 7, an id sync told the agent, named nothing."""
+    bare, (a, b) = team
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_memory("B's note", ["orders.amount"])
+    assert KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key).memory_id == "2"
+    for n in range(4):  # what another clone pushes first: ids 2 to 5
+        KnowledgeBase(a).save_memory(f"A's note {n}", ["orders.amount"])
+    git(a, "push", "-q", "origin", "HEAD:refs/prepared/next")
+    lose_races(bare, 1, to="refs/prepared/next")
+    result = sync(KnowledgeBase(b))
+    assert (result.attempts, result.renumbered, result.merged) == (2, {"1": "6", "2": "7"}, {"7": "1"})
+    assert git(b, "log", "-1", "--format=%s") == "memory: merge 7 into 1 (topic arch/cache) (renumber 2 -> 7)\n"
+    for held in ("2", "7"):  # the id the save returned, and the one sync said it moved to
+        with pytest.raises(ConflictError, match=f"^Memory id '{held}' moved: .* Use 1 for the memory saved here"):
+            KnowledgeBase(b).update(held, learning="x")
+    assert KnowledgeBase(b).read("1").learning == "Redis, 10 min TTL."

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path
@@ -61,6 +61,7 @@ from .unlinks import strip_gone
 if TYPE_CHECKING:
     from ..context import Context
 
+T = TypeVar("T")
 PUSH_ATTEMPTS = 30
 # The wait after the n-th refused push (n from 1): uniform in [0, W / n], W the time the refused
 # attempt took (at most BACKOFF_WINDOW). Random, so clones that collided spread out instead of
@@ -326,6 +327,12 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     elif mapping:
         reset_keep(store, rewrite_commits(store, base, mapping))
     compose(result.renumbered, mapping)
+    # A retry's renumbering moves a memory the last attempt's commits folded or stripped (a
+    # rebase replays them): said under the id it has now, as the commits say it.
+    for moved in (result.merged, result.deduplicated):
+        rename(moved, mapping)
+    for stripped in (result.unlinked, result.cascaded):
+        rename(stripped, mapping)
     ours = store.head()
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
@@ -404,6 +411,13 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
     chained = {new: old for old, new in known.items()}
     for old, new in mapping.items():
         known[chained.get(old, old)] = new
+
+
+def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
+    """Key ``moves`` (by memory id) by each id's new one in ``mapping`` (old id -> new id)."""
+    renamed = {mapping.get(memory_id, memory_id): value for memory_id, value in moves.items()}
+    moves.clear()
+    moves.update(renamed)
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool) -> None:
