@@ -443,6 +443,11 @@ def test_syncs_with_the_server_on_while_saves_arrive_over_mcp_lose_no_id(tmp_pat
                 told[saved["memory_id"]] = f"x note {n}"
         return told
 
+    # The key is on the remote first: both clones' upserts revise one memory (two first saves of
+    # it would fold, which test_team_ids checks).
+    KnowledgeBase(x).save_observation("Cache", "Redis", **{k: v for k, v in key.items() if k != "title"})
+    sync(KnowledgeBase(x))
+    sync(KnowledgeBase(y))
     threads = [threading.Thread(target=syncs), threading.Thread(target=other_clone)]
     for thread in threads:
         thread.start()
@@ -461,5 +466,5 @@ def test_syncs_with_the_server_on_while_saves_arrive_over_mcp_lose_no_id(tmp_pat
     for memory_id, text in told.items():
         assert text in git(bare, "show", f"main:memories/{memory_id}.yaml"), memory_id
     (key_id,) = {i for i, text in told.items() if text == "arch/cache"}
-    assert f"revision_count: {4 + upserts[0]}\n" in git(bare, "show", f"main:memories/{key_id}.yaml")
+    assert f"revision_count: {1 + 4 + upserts[0]}\n" in git(bare, "show", f"main:memories/{key_id}.yaml")
     assert git(x, "status", "--porcelain") == "" and git(x, "rev-parse", "HEAD") == git(bare, "rev-parse", "main")
