@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory
-from slayer_kb.core.merging import merge_edits, merge_sessions, merge_topic_revisions
+from slayer_kb.core.merging import forget_holds, merge_edits, merge_sessions, merge_topic_revisions
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.store.leases import BLOCK, block_of, first_of
 
@@ -31,6 +31,19 @@ def test_a_merged_session_keeps_every_prompt_of_both(a: Session, b: Session) -> 
 def test_merging_a_session_with_itself_changes_nothing(a: Session) -> None:
     unique = {(p.created_at, p.content): p for p in a.prompts}
     assert merge_sessions(a, a) == Session(**{**a.__dict__, "prompts": sorted(unique.values(), key=lambda p: p.created_at)})
+
+
+def test_a_session_ended_on_two_clones_keeps_both_summaries() -> None:
+    start = Session(id="s1", started_at="2026-11-29T20:00:00Z", prompts=[])
+    a = Session(**{**start.__dict__, "ended_at": "2026-11-29T20:10:00Z", "summary": "Fixed the refund double count."})
+    b = Session(**{**start.__dict__, "ended_at": "2026-11-29T20:05:00Z", "summary": "Found the flaky login test."})
+    both = "Found the flaky login test.\n\nFixed the refund double count."
+    for ours, theirs in ((a, b), (b, a)):
+        merged = merge_sessions(ours, theirs)
+        assert (merged.ended_at, merged.summary) == ("2026-11-29T20:10:00Z", both)
+        # Met again along a rebase (the merge against one side's own version): said once.
+        assert merge_sessions(merged, theirs).summary == merge_sessions(ours, merged).summary == both
+    assert merge_sessions(a, start).summary == merge_sessions(start, a).summary == a.summary
 
 
 def memory(revisions: int | None, at: str, text: str) -> Memory:
@@ -96,3 +109,31 @@ def test_two_sides_edits_of_one_memory_merge_by_field_unless_one_field_changed_t
         entities=["shop.orders.amount", "shop.orders.status", "memory:2"])
     assert merge_edits(base, forgot, base.evolve(deleted_at="2026-11-29T20:06:00Z")) == forgot.evolve(
         deleted_at="2026-11-29T20:06:00Z")  # both forgot it (soft): since the first
+
+
+def test_an_edit_by_hand_is_dated_at_its_commit_and_the_later_holds() -> None:
+    base = memory(1, "2026-11-29T20:00:00Z", "base")
+    by_hand = base.evolve(learning="edited by hand")  # git commit: updated_at left as it was
+    upsert = memory(2, "2026-11-29T20:00:05Z", "upserted")
+    for committed_at, kept in (("2026-11-29T20:00:09Z", "edited by hand"), ("2026-11-29T20:00:03Z", "upserted")):
+        def dated(at: str = committed_at) -> str:
+            return at
+
+        assert merge_topic_revisions(base, by_hand, upsert, (dated, lambda: None)).learning == kept
+        assert merge_topic_revisions(base, upsert, by_hand, (lambda: None, dated)).learning == kept
+    # Not asked when no side was edited by hand; a side whose commit git cannot date keeps its time.
+    def never() -> str:
+        raise AssertionError("asked for a commit's date")
+
+    assert merge_topic_revisions(base, upsert, upsert.evolve(learning="b", updated_at="2026-11-29T20:00:06Z"),
+                                 (never, never)).learning == "b"
+    assert merge_topic_revisions(base, by_hand, upsert, (lambda: None, lambda: None)).learning == "upserted"
+
+
+def test_a_forget_of_a_topic_key_against_a_change_the_later_holds_but_links_alone_never_win() -> None:
+    base = memory(1, "2026-11-29T20:00:00Z", "base").evolve(entities=["shop.orders.amount", "memory:2"])
+    upserted = base.evolve(learning="revised", revision_count=2, updated_at="2026-11-29T20:00:05Z")
+    unlinked = base.evolve(entities=["shop.orders.amount"], updated_at="2026-11-29T20:00:09Z")
+    assert [forget_holds(base, upserted, at) for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z")] == [False, True]
+    assert forget_holds(base, unlinked, "2026-11-29T20:00:01Z") is True
+    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), "2026-11-29T20:00:09Z") is None

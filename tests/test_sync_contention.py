@@ -396,3 +396,75 @@ def test_a_rebase_stopped_part_way_by_the_index_lock_goes_on_where_it_stopped(tm
         "memory: save 103", "memory: save 102", "memory: save 101"]
     assert git(b, "status", "--porcelain") == ""
     assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD~3")
+
+
+@pytest.mark.slow
+def test_syncs_with_the_server_on_while_saves_arrive_over_mcp_lose_no_id(tmp_path: Path) -> None:
+    """An agent saves over MCP (a ``slayer-kb mcp`` process) without a pause while its clone's CLI
+    syncs again and again (relayed to the clone's warm server) and another clone saves, upserts
+    the same topic key and syncs: every id MCP returned names its memory on the remote, and every
+    upsert is counted."""
+    from testing.mcp import call_json, with_server
+
+    bare, (x, y) = make_team(tmp_path, 2)
+    env = {**os.environ, "SLAYER_KB_SERVER": "on", "SLAYER_KB_SERVER_IDLE": "60"}
+    done, failed = threading.Event(), []
+    key = {"title": "Cache", "type": "decision", "project": "api", "topic_key": "arch/cache"}
+    upserts = [0]
+
+    def cli(root: Path, *args: str) -> None:
+        proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode:
+            failed.append(f"{root.name} {args}: {proc.stdout}{proc.stderr}")
+
+    def syncs() -> None:
+        while not done.is_set():
+            cli(x, "sync")
+
+    def other_clone() -> None:
+        while not done.is_set():
+            cli(y, "save", f"y note {upserts[0]}", "-e", "orders.amount")
+            cli(y, "save", "Redis from y", "--title", "Cache", "--type", "decision", "--project", "api",
+                "--topic-key", "arch/cache")
+            upserts[0] += 1
+            cli(y, "sync")
+
+    async def agent(session) -> dict[str, str]:  # noqa: ANN001 (the SDK's ClientSession)
+        told = {}
+        for n in range(20):
+            if n % 5 == 4:
+                reply = await session.call_tool("mem_save", {**key, "content": f"Redis from x, take {n}"})
+                assert not reply.is_error, reply.content[0].text
+                told[(reply.structured_content or {})["memory_id"]] = "arch/cache"
+            else:
+                saved = await call_json(session, "save_memory", learning=f"x note {n}",
+                                        linked_entities=["orders.amount"])
+                told[saved["memory_id"]] = f"x note {n}"
+        return told
+
+    # The key is on the remote first: both clones' upserts revise one memory (two first saves of
+    # it would fold, which test_team_ids checks).
+    KnowledgeBase(x).save_observation("Cache", "Redis", **{k: v for k, v in key.items() if k != "title"})
+    sync(KnowledgeBase(x))
+    sync(KnowledgeBase(y))
+    threads = [threading.Thread(target=syncs), threading.Thread(target=other_clone)]
+    for thread in threads:
+        thread.start()
+    try:
+        told = with_server(x, agent)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+        for root in (x, y, x):
+            cli(root, "sync")
+        for root in (x, y):
+            subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "server", "stop"], env=env,
+                           capture_output=True, timeout=60)
+    assert failed == []
+    for memory_id, text in told.items():
+        assert text in git(bare, "show", f"main:memories/{memory_id}.yaml"), memory_id
+    (key_id,) = {i for i, text in told.items() if text == "arch/cache"}
+    assert f"revision_count: {1 + 4 + upserts[0]}\n" in git(bare, "show", f"main:memories/{key_id}.yaml")
+    assert git(x, "status", "--porcelain") == "" and git(x, "rev-parse", "HEAD") == git(bare, "rev-parse", "main")

@@ -18,18 +18,19 @@ def invoke_cli() -> CliRunner:
     return in_the_kb(in_process_runner())
 
 
-def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str) -> tuple[Path, Path, str]:
+def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str,
+                       soft: bool = False) -> tuple[Path, Path, str]:
     """Clone a saves memory 1 and both clones hold it; then one clone edits it and syncs first
-    while the clone named ``forgets`` forgets it. Returns (the clone that edited, the clone whose
-    sync stopped, its sync's error message)."""
-    _bare, (a, b) = make_team(tmp_path)
+    while the clone named ``forgets`` forgets it (``soft``: ``forget --soft``). Returns (the clone
+    that synced first, the clone whose sync stopped, its sync's error message)."""
+    _bare, (a, b) = make_team(tmp_path / forgets)
     invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     forgetter, editor = (a, b) if forgets == "a" else (b, a)
     first, second = (editor, forgetter) if forgets == "a" else (forgetter, editor)
     invoke_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
-    invoke_cli("--kb", forgetter, "forget", "1", check=True)
+    invoke_cli("--kb", forgetter, "forget", *(["--soft"] if soft else []), "1", check=True)
     invoke_cli("--kb", first, "sync", check=True)
     stopped = invoke_cli("--kb", second, "--json", "sync")
     assert stopped.returncode == 1
@@ -92,6 +93,37 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", check=True))
     assert shown["learning"] == "Refund reasons: free text, grouped by hand"
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
+
+
+def test_a_soft_forget_against_an_edit_says_which_side_forgot_and_the_two_ways_out(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """``forget --soft`` (MCP's mem_delete) keeps the file, so git sees two edits: the message
+    said "both edited", and its step (edit the file to keep what both meant) hid the choice."""
+    tail = ("slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
+            "slayer-kb sync.")
+    start = ("the repository is back as it was. To merge by hand: git fetch origin; slayer-kb rebase origin/main "
+             "(it stops on the conflict); ")
+    _editor, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="a", soft=True)
+    assert message == (
+        "Your commits forgot memories/1.yaml (forget --soft), which origin/main edited; " + start
+        + "git checkout --theirs memories/1.yaml to keep it forgotten (or git checkout --ours memories/1.yaml to "
+        "keep origin/main's edit); git add memories/1.yaml; " + tail)
+    stops: list[str] = []
+    follow(here, invoke_cli, message, {}, stops)
+    assert len(stops) == 1 and "(forget --soft)" in stops[0]
+    invoke_cli("--kb", here, "sync", check=True)
+    shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", "--deleted", check=True))
+    assert (shown["learning"], shown["deleted_at"] is not None) == ("Refund reasons are free text", True)
+
+    _forgetter, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="b", soft=True)
+    assert message == (
+        "origin/main forgot memories/1.yaml (forget --soft), which your commits edited; " + start
+        + "git checkout --theirs memories/1.yaml to keep your edit (or git checkout --ours memories/1.yaml to "
+        "let it stay forgotten); git add memories/1.yaml; " + tail)
+    follow(here, invoke_cli, message, {}, stops)
+    invoke_cli("--kb", here, "sync", check=True)
+    shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", check=True))
+    assert (shown["learning"], shown.get("deleted_at")) == ("Refund reasons: free text, grouped by hand", None)
 
 
 def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: Path,
@@ -829,8 +861,8 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """B's unpushed commits include a merge, so each attempt merges the upstream into the branch
     as it was, the last attempt's renumbering and strips undone. Its first attempt met an upstream
-    that used B's id 2, forgot memory 1 and deleted shop.refunds, which B's memory links: all three
-    were moved or stripped. Another clone then pushed first, a main without those commits (put
+    that used B's id 2, forgot memory 1, deleted shop.refunds, which B's memory links, and saved a
+    topic key and an observation B saved too: all were moved, stripped, folded or merged. Another clone then pushed first, a main without those commits (put
     back by force): the retry moves nothing, and the reply, and the moves the clone records (a
     command on a moved id refuses), must not name the first attempt's."""
     bare, (a, b) = make_team(tmp_path)
@@ -844,8 +876,16 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     invoke_cli("--kb", b, "save", "Refunds net of tax", "-e", "shop.orders.status", "-e", "shop.refunds.amount",
                "-e", "memory:1", check=True)
     git(b, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    # A topic key and an observation A saves too: the first attempt folds both into A's memories.
+    git(b, "config", "--unset", "slayer-kb.ids")
+    engram = {"key": ("Retries: 3", "--title", "Retry budget", "--project", "api", "--topic-key", "decision/retry"),
+              "same": ("test_login is flaky", "--title", "Flaky test", "--project", "api")}
+    mine = {name: json_of(invoke_cli("--kb", b, "--json", "save", *args, check=True))["memory_id"]
+            for name, args in engram.items()}
     parted = git(a, "rev-parse", "HEAD").strip()
     invoke_cli("--kb", a, "save", "Shipping is in EUR", "-e", "shop.orders.amount", check=True)
+    for args in engram.values():
+        invoke_cli("--kb", a, "save", *args, check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
     invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -857,11 +897,14 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
     assert (synced["action"], synced["attempts"]) == ("merged", 2)
     assert (synced["renumbered"], synced["unlinked"], synced["cascaded"]) == ({}, {}, {})
+    assert (synced["merged"], synced["deduplicated"], synced["resolved"]) == ({}, {}, [])
+    for name, args in engram.items():  # not folded, so not moved: the ids B's agent holds answer
+        assert json_of(invoke_cli("--kb", b, "--json", "get", mine[name], check=True))["learning"] == args[0]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "2", check=True))["entities"] == [
         "shop.orders.status", "shop.refunds.amount", "memory:1"]
-    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
-        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml"]
-    assert git(b, "log", "-1", "--format=%s", "origin/main^1") == "Merge branch 'topic'\n"
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == sorted([
+        "memories/1.yaml", "memories/2.yaml", "memories/costs.yaml", *(f"memories/{i}.yaml" for i in mine.values())])
+    assert git(b, "log", "-1", "--format=%s", "origin/main^1~2") == "Merge branch 'topic'\n"
 
 
 def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(

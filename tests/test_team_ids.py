@@ -597,3 +597,130 @@ def test_a_remote_moved_to_a_new_url_keeps_the_clones_blocks(team) -> None:
     git(other, "update-ref", f"{NAMESPACE}0", git(other, "rev-parse", "main").strip())  # another clone's block 0
     git(a, "remote", "set-url", "origin", str(other))
     assert KnowledgeBase(a).save_memory("on another remote", ["orders.amount"]).memory_id == str(BLOCK + 1)
+
+
+def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Path) -> None:
+    """Two agents import the same Engram export before either synced: each observation ends as one
+    memory whose counts are the export's, not summed (2N) as two saves would be; an observation
+    the export gives an updated_at (no edit made here) folds too."""
+    _bare, (a, b) = team
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"observations": [
+        {"title": "Flaky test", "content": "test_login is flaky.", "project": "api", "duplicate_count": 3,
+         "created_at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())},  # saved again below: a duplicate
+        {"title": "Retry budget", "content": "Three retries.", "project": "api", "topic_key": "decision/retry",
+         "revision_count": 4, "duplicate_count": 2, "created_at": "2026-03-01 10:21:00",
+         "updated_at": "2026-03-02 09:00:00"},
+        {"title": "Gross amounts", "content": "Amounts include VAT.", "project": "api",
+         "created_at": "2026-03-01 10:22:00", "updated_at": "2026-03-01 11:00:00"},
+    ]}))
+    ids = {root: KnowledgeBase(root).interchange.import_engram(export).imported for root in (a, b)}
+    assert ids == {a: ["1", "2", "3"], b: [str(BLOCK + n) for n in (1, 2, 3)]}
+    # Revised or counted again on one clone since: that clone's own counts, the import's once.
+    KnowledgeBase(b).save_observation("Retry budget", "Five retries.", project="api", topic_key="decision/retry")
+    assert KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky.", project="api").action == "duplicate"
+    sync(KnowledgeBase(a))
+    result = sync(KnowledgeBase(b))
+    assert (result.merged, result.deduplicated) == ({str(BLOCK + 2): "2"}, {str(BLOCK + 1): "1", str(BLOCK + 3): "3"})
+    sync(KnowledgeBase(a))
+    for root, pending in ((a, 0), (b, 1)):  # B's duplicate, not committed yet, went with its memory
+        kb = KnowledgeBase(root)
+        assert sorted(p.stem for p in (root / "memories").glob("*.yaml")) == ["1", "2", "3"]
+        counts = [(m.revision_count, m.duplicate_count) for m in (kb.get(i) for i in ("1", "2", "3"))]
+        assert counts == [(None, 3 + pending), (5, 2), (None, None)]
+        assert kb.get("2").learning == "Five retries."
+
+
+def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_commit(team) -> None:
+    """A person edits a topic-key memory by hand and commits it with git, which sets no
+    updated_at: against another clone's upsert saved before the edit, the upsert's updated_at won
+    the merge by time and the edit was lost, whichever clone held it. The edit is dated at its
+    commit (its author date): the later of the two holds, every revision counted."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    later = f"{int(time.time()) + 3600} +0000"  # an hour on: no clock second to wait for
+
+    def edit_by_hand(root: Path, old: str, new: str) -> None:
+        path = root / "memories" / "1.yaml"
+        path.write_text(path.read_text().replace(old, new))
+        subprocess.run(["git", "commit", "-qam", "cache: carts expire sooner"], cwd=root, check=True,
+                       env={**os.environ, "GIT_AUTHOR_DATE": later})
+
+    KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key)  # not synced yet
+    edit_by_hand(a, "Redis, 5 min TTL.", "Redis, 5 min TTL; carts 1 min.")
+    git(a, "push", "-q", "origin", "main")  # the person's push: plain git
+    assert sync(KnowledgeBase(b)).resolved == ["memories/1.yaml"]
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 1 min.", 2)
+    # The other way round: A's upsert pushed first, the person's later edit on B replayed onto it.
+    sync(KnowledgeBase(a))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 15 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    edit_by_hand(b, "carts 1 min.", "carts 2 min.")
+    sync(KnowledgeBase(b))
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 2 min.", 3)
+
+
+def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invoke_cli) -> None:
+    """A forget (the file deleted) on one clone, an upsert of the memory's topic key on the other:
+    sync stopped for a person ("forgot memories/1.yaml, which origin/main edited"). The later of
+    the two holds, as for a soft forget, the forget dated by its commit; a forget that lost is said."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+
+    def forget(root: Path, hours: int) -> None:  # dated an hour off: no clock second to wait for
+        KnowledgeBase(root).forget("1")
+        git(root, "commit", "-q", "--amend", "--no-edit", f"--date={int(time.time()) + 3600 * hours} +0000")
+
+    forget(a, -1)
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key)  # after A's forget
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+                             "  merged both sides of: memories/1.yaml\n"
+                             "  kept, its forget undone by a later upsert of its topic key: 1\n")
+    memory = KnowledgeBase(b).get("1")
+    assert (memory.learning, memory.revision_count) == ("Redis, 10 min TTL.", 2)
+    # A forget made after the other clone's upsert holds: the memory goes.
+    sync(KnowledgeBase(a))
+    KnowledgeBase(a).save_observation("Cache", "Redis, 15 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    forget(b, 1)
+    assert sync(KnowledgeBase(b)).unforgotten == []
+    sync(KnowledgeBase(a))
+    for root in (a, b):
+        assert not (root / "memories" / "1.yaml").exists()
+        assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_retry_that_renumbers_a_folded_memory_reports_the_fold_under_its_new_id(team) -> None:
+    """Sequential ids: the first attempt renumbers B's memories and folds its topic key (2) into
+    the upstream's 1; the push is refused, and the retry meets an upstream that used B's ids
+    since, so the replayed commits move 2 to 7 ('memory: merge 7 into 1'). The reply said
+    'merged 2 into 1' beside 'renumbered 2 -> 7', so 7, an id sync told the agent, named nothing."""
+    bare, (a, b) = team
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_memory("B's note", ["orders.amount"])
+    assert KnowledgeBase(b).save_observation("Cache", "Redis, 10 min TTL.", **key).memory_id == "2"
+    for n in range(4):  # what another clone pushes first: ids 2 to 5
+        KnowledgeBase(a).save_memory(f"A's note {n}", ["orders.amount"])
+    git(a, "push", "-q", "origin", "HEAD:refs/prepared/next")
+    lose_races(bare, 1, to="refs/prepared/next")
+    result = sync(KnowledgeBase(b))
+    assert (result.attempts, result.renumbered, result.merged) == (2, {"1": "6", "2": "7"}, {"7": "1"})
+    assert git(b, "log", "-1", "--format=%s") == "memory: merge 7 into 1 (topic arch/cache) (renumber 2 -> 7)\n"
+    for held in ("2", "7"):  # the id the save returned, and the one sync said it moved to
+        with pytest.raises(ConflictError, match=f"^Memory id '{held}' moved: .* Use 1 for the memory saved here"):
+            KnowledgeBase(b).update(held, learning="x")
+    assert KnowledgeBase(b).read("1").learning == "Redis, 10 min TTL."

@@ -189,6 +189,9 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
         text += _folded(result.merged, result.deduplicated)
+        if result.unforgotten:
+            text += ("\n  kept, its forget undone by a later upsert of its topic key: "
+                     + ", ".join(result.unforgotten))
         if result.pushed_again:
             text += (f"\n  note: {result.remote}/{result.branch} was rewritten (a force push) without "
                      f"{result.pushed_again} commit(s) this clone held; they were pushed again "

@@ -54,6 +54,17 @@ _NON_SLUG_RE = re.compile(r"[^a-z0-9]+")
 _NON_ALNUM_RE = re.compile(r"[\W_]+")
 
 
+def import_subject(count: int, extra: str, source: str) -> str:
+    """The subject of an ``import-engram`` commit (``is_import`` tells it)."""
+    return f"memory: import {count} observations{extra} from Engram ({source})"
+
+
+def is_import(subject: str) -> bool:
+    """Whether a commit's subject is an ``import-engram``'s: sync's folds tell an imported record
+    (which two clones importing one export both hold) from a save made on each clone."""
+    return subject.startswith("memory: import ") and " from Engram (" in subject
+
+
 def redact_private(text: str) -> str:
     """Replace every closed `<private>...</private>` span with `[REDACTED]` and trim the result."""
     return _PRIVATE_RE.sub(REDACTED, text).strip()

@@ -112,6 +112,11 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def utc_time(seconds: int) -> str:
+    """A Unix time as a memory's time (``utc_now``'s form)."""
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def parse_time(value: str) -> _dt.datetime:
     return _dt.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
 

@@ -16,6 +16,8 @@ rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .engram import content_hash
 from .memory import FIELD_NAMES, Memory
 from .session import Prompt, Session
@@ -26,29 +28,47 @@ def merge_sessions(ours: Session, theirs: Session) -> Session:
     prompts: dict[tuple[str, str, str | None], Prompt] = {}
     for prompt in [*ours.prompts, *theirs.prompts]:
         prompts.setdefault((prompt.created_at, prompt.content, prompt.project), prompt)
-    ended = [s for s in (ours, theirs) if s.ended_at]
-    last = max(ended, key=lambda s: s.ended_at or "") if ended else None
+    ended = [s.ended_at for s in (ours, theirs) if s.ended_at]
     return Session(
         id=ours.id,
         started_at=min(ours.started_at, theirs.started_at),
         project=ours.project or theirs.project,
         directory=ours.directory or theirs.directory,
-        ended_at=last.ended_at if last else None,
-        summary=(last.summary if last and last.summary else ours.summary or theirs.summary),
+        ended_at=max(ended) if ended else None,
+        summary=_summaries(ours, theirs),
         prompts=sorted(prompts.values(), key=lambda p: p.created_at),
     )
+
+
+def _summaries(ours: Session, theirs: Session) -> str | None:
+    """Both sides' summaries of one session (ended on two clones: each agent said what it did),
+    the earlier end's first, a blank line between; one that already holds the other (a summary
+    merged before, met again along a rebase) is kept as it is."""
+    said = [s.summary for s in sorted((ours, theirs), key=lambda s: s.ended_at or "") if s.summary]
+    if len(said) < 2:
+        return said[0] if said else None
+    first, last = said
+    return last if first in last else first if last in first else f"{first}\n\n{last}"
 
 
 def last_written(memory: Memory) -> str:
     return memory.updated_at or memory.created_at
 
 
-def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> Memory:
+Dated = Callable[[], str | None]  # when a side's last commit of the file was authored, asked only if needed
+
+
+def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
+                          committed: tuple[Dated, Dated] | None = None) -> Memory:
     """One topic-key memory from two clones' revisions of it since ``base`` (None when both
     created it): the newer content, the counts of both sides added up. The id is ``ours``'s.
     ``theirs`` is the side applied last (the commits a rebase replays): it wins a tie, as it would
-    had its save come after ``ours`` in one clone (times have a resolution of a second)."""
-    newer = theirs if last_written(theirs) >= last_written(ours) else ours
+    had its save come after ``ours`` in one clone (times have a resolution of a second).
+    ``committed`` dates each side's commit of the file: a person's edit with plain git sets no
+    ``updated_at``, and was made when it was committed, not when the version it edited was saved."""
+    at_ours, at_theirs = (_written(base, side, dated) for side, dated in
+                          zip((ours, theirs), committed or (None, None), strict=True))
+    newer = theirs if at_theirs >= at_ours else ours
     if base is not None and _only_forgot(base, theirs) != _only_forgot(base, ours):
         # A forget sets no updated_at: within the second of the other side's revision, the tie
         # would hand the forgotten side's older text back.
@@ -65,19 +85,41 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory) -> 
         created_at=min(ours.created_at, theirs.created_at),
         revision_count=_summed(base, ours, theirs, "revision_count"),
         duplicate_count=duplicates,
-        deleted_at=_forgotten(ours, theirs),
+        deleted_at=_forgotten((ours, at_ours), (theirs, at_theirs)),
     )
 
 
-def _forgotten(ours: Memory, theirs: Memory) -> str | None:
+def forget_holds(base: Memory, kept: Memory, forgot_at: str) -> bool | None:
+    """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
+    changed it (an upsert): whether the forget, made at ``forgot_at``, holds. The later of the two
+    does, as for a soft forget (``_forgotten``); a forget never loses a tie, nor to a change of
+    the memory's links alone. None for a memory without a topic key (or one that changed key): a
+    forget against an edit, for a person."""
+    if not (base.topic_key and base.topic_key == kept.topic_key):
+        return None
+    if all(getattr(kept, name) == getattr(base, name) for name in FIELD_NAMES - _LINKS):
+        return True  # only its links changed (another forget's strip): no revision to keep
+    return forgot_at >= last_written(kept)
+
+
+def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str:
+    """When ``side`` was last written: its ``updated_at``, or, for a change of ``base`` that left
+    it as it was (an edit by hand, not a forget), the time its commit was authored."""
+    if dated is not None and base is not None and side.updated_at == base.updated_at and not _only_forgot(base, side):
+        return dated() or last_written(side)
+    return last_written(side)
+
+
+def _forgotten(ours: tuple[Memory, str], theirs: tuple[Memory, str]) -> str | None:
     """When the merged topic-key memory was forgotten (``forget --soft``, MCP's ``mem_delete``):
     at a side's forget that came after the other side's last revision (which the forget then
     took with it, as one clone's saves one after the other); a revision after the forget brings
     the key back, as the next save under it would. Two forgets keep the first."""
-    if ours.deleted_at and theirs.deleted_at:
-        return min(ours.deleted_at, theirs.deleted_at)
-    for side, other in ((ours, theirs), (theirs, ours)):
-        if side.deleted_at and side.deleted_at >= last_written(other):
+    (mine, _), (other, _) = ours, theirs
+    if mine.deleted_at and other.deleted_at:
+        return min(mine.deleted_at, other.deleted_at)
+    for (side, _), (_, written) in ((ours, theirs), (theirs, ours)):
+        if side.deleted_at and side.deleted_at >= written:
             return side.deleted_at
     return None
 

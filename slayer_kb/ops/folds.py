@@ -3,8 +3,9 @@ upstream, the branch ``merge`` takes in) saved it too is folded into the other s
 one commit (``memory: merge 102 into 28 (topic decision/retry-budget)``): the newest content, the
 revision counts summed, this branch's version kept in git's history, and ``memory:`` references
 to it rewritten. Engram's de-duplication the same way: a save both sides made alike is one
-memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed. The caller
-records the moves (``store/moves.py``)."""
+memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed; one record of an
+Engram export imported on both sides is folded with its counts as they are (one import, not two
+saves). The caller records the moves (``store/moves.py``)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.engram import content_hash
+from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_path
-from ..core.memory import Memory, parse_time
+from ..core.memory import Memory, loads, parse_time
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
+from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
 
@@ -44,7 +46,9 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             if not theirs:
                 continue
             keeper = min(theirs, key=lambda m: m.created_at)
-            folded = merge_topic_revisions(None, keeper, mine)
+            # One record of an export imported on both clones: revised since from that record (its
+            # counts once), not two saves (None: the counts of both summed).
+            folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
             folds[memory_id] = folded
             changes += [memory_change(folded), Change(memory_path(memory_id), None)]
     if not folds:
@@ -70,12 +74,22 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     for memory_id in ours:
         with contextlib.suppress(KBError):
             mine = kb.read(memory_id)
-            if mine.topic_key or mine.is_deleted or not mine.title or mine.updated_at:
-                # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
-                # one edited since its save is no longer that save (its edit would be dropped).
+            if mine.topic_key or mine.is_deleted:
                 continue
             if added is None:
                 added = _live(kb, theirs())
+            if imported := [m for m in added if mine.evolve(id=m.id) == m == _imported_record(kb, mine, m)]:
+                # One record of an export imported on both clones (its updated_at the export's) and
+                # left as it was: its count once, as the import on one clone would skip it the
+                # second time (a duplicate counted since and not committed goes with it).
+                keeper = kept.get((oldest := min(imported, key=lambda m: m.created_at)).id, oldest)
+                kept[keeper.id] = folds[memory_id] = keeper
+                changes.append(Change(memory_path(memory_id), None))
+                continue
+            if not mine.title or mine.updated_at:
+                # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
+                # one edited since its save is no longer that save (its edit would be dropped).
+                continue
             made, same = parse_time(mine.created_at), _save_of(mine)
             twins = [m for m in added if not m.topic_key and _save_of(m) == same
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
@@ -90,6 +104,23 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     changes += [memory_change(m) for m in kept.values()]
     _commit(tx, {old: kept[m.id] for old, m in folds.items()}, changes, "same save", deduplicated)
     return True
+
+
+def _imported_record(kb: Context, mine: Memory, theirs: Memory) -> Memory | None:
+    """The record of an Engram export both ``mine`` and ``theirs`` were imported from (each added
+    by an ``import-engram`` commit, the two versions alike but for the id), under ``theirs``'s id;
+    None when they are not one import (two saves, or two records)."""
+    def kept(m: Memory) -> tuple[object, ...]:  # what a revision keeps: a look before asking git
+        return m.created_at, m.project, m.scope, m.topic_key
+
+    if kept(mine) != kept(theirs):
+        return None
+    added = [added_version(kb.store, memory_path(m.id)) for m in (mine, theirs)]
+    if any(version is None or not is_import(version[0]) for version in added):
+        return None
+    records = [loads(version[1], m.id).evolve(id=theirs.id)
+               for version, m in zip(added, (mine, theirs), strict=True) if version is not None]
+    return records[0] if records[0] == records[1] else None
 
 
 def _save_of(memory: Memory) -> tuple[object, ...]:

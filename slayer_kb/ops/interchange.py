@@ -367,7 +367,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(
-                changes + session_changes, f"memory: import {len(changes)} observations{extra} from Engram ({one_line(path.name)})")
+                changes + session_changes, engram.import_subject(len(changes), extra, one_line(path.name)))
     return result
 
 

@@ -29,7 +29,7 @@ from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
-from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, unmerged
+from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .revalidation import Moves, finish
 
@@ -104,7 +104,7 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
         # way round from a rebase's.
-        return stopped, {path: {5 - stage for stage in stages} for path, stages in held_stages(store).items()}
+        return stopped, swap_sides(held_stages(store))
     store.git_writing_index("commit", "--no-edit", "-q")
     return None
 
@@ -158,7 +158,7 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
     them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
     else from where the merge stopped."""
-    what, steps = conflict_steps(store, paths, held, ref, "This branch")
+    what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
     steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
     where = ("the repository is back as it was" if first else
              "the merge stopped, and git merge --abort would put the branch back as it was")

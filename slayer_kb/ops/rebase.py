@@ -248,11 +248,13 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
 
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
-                   ours: str) -> tuple[str, list[str]]:
-    """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 ``other``'s
-    version, 3 ``ours``, a side missing having deleted the file), and the steps that resolve each
-    file. Every path is the KB's own: slayer-kb runs in the KB's folder, which may be a folder of
-    the repository (``repo/kb/``), and git there reads paths from that folder too."""
+                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs")) -> tuple[str, list[str]]:
+    """What conflicts on ``paths`` (repository-relative; ``held``: their stages as ``held_stages``
+    gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
+    ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
+    ``--ours`` is the upstream). Every path is the KB's own: slayer-kb runs in the KB's folder,
+    which may be a folder of the repository (``repo/kb/``), and git there reads paths from that
+    folder too."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
@@ -263,8 +265,12 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
     # command keeps which side.
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
-    forgot_here = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {2}]
-    forgot_there = [p for p in paths if held.get(p, {2, 3}) & {2, 3} == {3}]
+    # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
+    soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
+    soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
+    sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
+    forgot_here = [p for p in paths if sides[p] == {2}]
+    forgot_there = [p for p in paths if sides[p] == {3}]
     what: list[str] = []
     steps: list[str] = []
 
@@ -283,6 +289,15 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
         steps.append(f"git add {args(forgot_there)} to keep your edit (or git rm {args(forgot_there)} "
                      "to let it go)")
+    take_other, take_ours = checkout
+    if soft_here:
+        what.append(f"{subject()} forgot {files(soft_here)} (forget --soft), which {other} edited")
+        steps += [f"git checkout {take_ours} {args(soft_here)} to keep it forgotten (or git checkout {take_other} "
+                  f"{args(soft_here)} to keep {other}'s edit)", f"git add {args(soft_here)}"]
+    if soft_there:
+        what.append(f"{other} forgot {files(soft_there)} (forget --soft), which {ours.lower()} edited")
+        steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
+                  f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
     return "; ".join(what), steps
 
 
@@ -339,8 +354,8 @@ def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str
     take: str | None = ours if theirs == base else theirs if ours == base else None
     if take is None:
         got = store.objects.read_many("blob", {base, ours, theirs})
-        texts = [got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs)]
-        merged = mergedriver.merged(path, *texts) or mergedriver.edits_merged(path, *texts)
+        was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
+        merged = mergedriver.merged(path, was, mine, other) or mergedriver.edits_merged(path, was, mine, other)
         if merged is None:
             return False
         take = store.objects.write("blob", merged.encode("utf-8"))
@@ -362,6 +377,24 @@ def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
 
 def held_stages(store: GitStore) -> dict[str, set[int]]:
     """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``)."""
-    return {path: set(blobs) for path, blobs in _stages(store).items()}
+    (in a rebase); a side missing deleted the file (a ``forget``), a side's stage negated (-2, -3)
+    only set the memory's ``deleted_at`` (``forget --soft``: the file stays, so git sees an edit)."""
+    stages = _stages(store)
+    texts = store.objects.read_many("blob", {blob for blobs in stages.values() for _mode, blob in blobs.values()})
+    held = {}
+    for path, blobs in stages.items():
+        kept = set(blobs)
+        if {1, 2, 3} <= kept:
+            base = texts[blobs[1][1]].decode("utf-8", "replace")
+            kept = {-n if mergedriver.soft_forgotten(path, base, texts[blobs[n][1]].decode("utf-8", "replace")) else n
+                    for n in kept}
+        held[path] = kept
+    return held
+
+
+def swap_sides(held: dict[str, set[int]]) -> dict[str, set[int]]:
+    """``held`` with stages 2 and 3 swapped (their soft forgets too): a merge holds this branch's
+    version at stage 2 and the other side's at 3, the other way round from a rebase's."""
+    return {path: {(5 - abs(n)) * (1 if n > 0 else -1) if abs(n) in (2, 3) else n for n in stages}
+            for path, stages in held.items()}
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path
@@ -46,7 +46,7 @@ from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
-from ..store.replay import replay
+from ..store.replay import replay, unforgotten
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
@@ -61,6 +61,7 @@ from .unlinks import strip_gone
 if TYPE_CHECKING:
     from ..context import Context
 
+T = TypeVar("T")
 PUSH_ATTEMPTS = 30
 # The wait after the n-th refused push (n from 1): uniform in [0, W / n], W the time the refused
 # attempt took (at most BACKOFF_WINDOW). Random, so clones that collided spread out instead of
@@ -313,9 +314,11 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     merges = bool(store.git("rev-list", "-1", "--min-parents=2", start, f"^{upstream}").stdout.strip())
     if merges and head != start:
         reset_keep(store, start)
-        result.renumbered.clear()  # the last attempt's renumber commit is undone with it: planned again
-        result.unlinked.clear()  # and its strip of links to forgotten memories
-        result.cascaded.clear()  # and to deleted entities
+        # The last attempt's commits are undone with it, so is what they said they did: its
+        # renumbering, folds, strips and merged files are made again, or not, against this upstream.
+        for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
+                     result.resolved, result.unforgotten):
+            done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
@@ -324,6 +327,12 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     elif mapping:
         reset_keep(store, rewrite_commits(store, base, mapping))
     compose(result.renumbered, mapping)
+    # A retry's renumbering moves a memory the last attempt's commits folded or stripped (a
+    # rebase replays them): said under the id it has now, as the commits say it.
+    for moved in (result.merged, result.deduplicated):
+        rename(moved, mapping)
+    for stripped in (result.unlinked, result.cascaded):
+        rename(stripped, mapping)
     ours = store.head()
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
@@ -335,6 +344,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         reset_keep(store, tip)
+        kept = unforgotten(store, [store.repo_path(path) for path in both], upstream, ours, tip)
+        result.unforgotten += [memory_id for memory_id in kept if memory_id not in result.unforgotten]
     result.resolved += [path for path in both if path not in result.resolved]
     result.action = "merged" if merges else "rebased"
     if parted:
@@ -400,6 +411,13 @@ def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
     chained = {new: old for old, new in known.items()}
     for old, new in mapping.items():
         known[chained.get(old, old)] = new
+
+
+def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
+    """Key ``moves`` (by memory id) by each id's new one in ``mapping`` (old id -> new id)."""
+    renamed = {mapping.get(memory_id, memory_id): value for memory_id, value in moves.items()}
+    moves.clear()
+    moves.update(renamed)
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool) -> None:

@@ -22,17 +22,20 @@ The result is written over CURRENT; the exit status is git's: 0 merged, else con
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from ..core import merging
 from ..core.children import python_child
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
-from ..core.memory import dumps, loads
-from ..core.merging import merge_edits, merge_sessions, merge_topic_revisions
+from ..core.memory import dumps, loads, utc_time
+from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revisions
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
@@ -64,10 +67,11 @@ def _pattern(path: str) -> str:
     return "".join("\\" + ch if ch in " *?[]\\#!" else ch for ch in path)
 
 
-def merged(path: str, base: str, current: str, other: str) -> str | None:
+def merged(path: str, base: str, current: str, other: str, committed: tuple[Dated, Dated] | None = None) -> str | None:
     """The merge of a KB file's three versions, when this driver knows how (see the module doc);
     None for git's line merge. ``path`` ends with the KB-relative ``memories/ID.yaml`` or
-    ``sessions/ID.yaml``."""
+    ``sessions/ID.yaml``; ``committed`` dates the current and the other side's commits of it (a
+    topic-key memory edited by hand: ``merge_topic_revisions``)."""
     folder, name = Path(path).parent.name, Path(path).name
     try:
         if folder == SESSIONS_DIR and (session_id := id_of_file(name)) is not None:
@@ -77,10 +81,34 @@ def merged(path: str, base: str, current: str, other: str) -> str | None:
             mine, theirs = loads(current, memory_id), loads(other, memory_id)
             if mine.topic_key and mine.topic_key == theirs.topic_key:
                 old = loads(base, memory_id) if base.strip() else None
-                return dumps(merge_topic_revisions(old, mine, theirs))
+                return dumps(merge_topic_revisions(old, mine, theirs, committed))
     except KBError:
         return None  # a version that does not parse: git's line merge shows the conflict
     return None
+
+
+def changed_at(git: Callable[[list[str]], bytes], rev: str, path: str) -> str | None:
+    """When the last commit of ``rev`` that changed ``path`` (repository-relative) was authored,
+    as a memory's time; None when git cannot tell. ``git`` runs git with those arguments."""
+    out = git(["log", "-1", "--format=%at", "--end-of-options", rev, "--", path]).strip()
+    return utc_time(int(out)) if out.isdigit() else None
+
+
+def _committed(path: str, labels: tuple[str, str]) -> tuple[Dated, Dated]:
+    """The dates of the current and the other side's commits of ``path`` (``changed_at``), for
+    git's run of this driver: the current side is HEAD; the other, in a rebase, the commit being
+    picked (the last line of git's ``done`` list), in a merge the branch merged (its label)."""
+
+    def git(args: list[str]) -> bytes:
+        return subprocess.run(["git", "--literal-pathspecs", *args], capture_output=True, check=False).stdout
+
+    def picked() -> str:
+        top = git(["rev-parse", "--git-path", "rebase-merge/done"]).decode().strip()
+        with contextlib.suppress(OSError, IndexError):
+            return Path(top).read_text(encoding="utf-8").splitlines()[-1].split()[1]
+        return labels[1]
+
+    return (lambda: changed_at(git, "HEAD", path)), (lambda: changed_at(git, picked(), path))
 
 
 def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
@@ -94,6 +122,22 @@ def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
     except KBError:
         return None
     return None if memory is None else dumps(memory)
+
+
+def forget_holds(path: str, base: str, kept: str, forgot_at: Dated) -> bool | None:
+    """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
+    side's version ``kept``, the forget dated by ``forgot_at`` (``merging.forget_holds``); None
+    when a person decides (no topic key, a version that does not parse, a forget git cannot date)."""
+    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    if memory_id is None:
+        return None
+    try:
+        was, now = loads(base, memory_id), loads(kept, memory_id)
+    except KBError:
+        return None
+    if not (was.topic_key and was.topic_key == now.topic_key) or (at := forgot_at()) is None:
+        return None
+    return merging.forget_holds(was, now, at)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:
@@ -112,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     base_file, current_file, other_file, path = args[:4]
     current_label, other_label = args[4:6] if len(args) >= 6 else ("current", "other")
-    texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in (base_file, current_file, other_file)]
-    result = merged(path, *texts)
+    base, current, other = (Path(f).read_text(encoding="utf-8", errors="replace")
+                            for f in (base_file, current_file, other_file))
+    texts = (base, current, other)
+    result = merged(path, base, current, other, _committed(path, (current_label, other_label)))
     if result is None:
         # git's line merge first: a clean one keeps the file as written (its layout, comments).
         code = subprocess.run(["git", "merge-file", "-L", current_label, "-L", "base", "-L", other_label,

@@ -12,12 +12,14 @@ for them all) are applied to the upstream's tree in git's object database (``obj
   own, stays: merged again, a topic key's later revisions would count the add twice;
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to;
-- a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it.
+- a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it;
+- a topic-key memory one side deleted and the other changed (an upsert): the later of the two
+  holds, the forget dated by its commit (``mergedriver.forget_holds``).
 
 A commit that changes nothing any more is dropped, as ``git rebase`` drops it; one that changed
 nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` keeps it. The new
 commits keep their author, date and message; the committer is whoever runs the sync, now, as
-with ``git rebase``. Anything else - a line merge, a file one side deleted and the other changed, a
+with ``git rebase``. Anything else - a line merge, another file one side deleted and the other changed, a
 merge commit, a mode other than a plain file - answers None, and ``git rebase`` does the whole
 replay as before (its conflicts and messages unchanged). Nothing here touches a ref, the index
 or the work tree: the caller moves the branch to the tip it gets.
@@ -25,11 +27,13 @@ or the work tree: the caller moves the branch to the tip it gets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.session import SESSIONS_DIR
 from . import mergedriver
+from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 from .revisions import added_alike
 
@@ -60,7 +64,7 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
-        updates = _applied(store, tree, made, (head, upstream))
+        updates = _applied(store, tree, made, (head, upstream), commit)
         if updates is None:
             return None
         new_tree = objects.update_tree(tree, updates) if updates else tree
@@ -68,6 +72,17 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
             continue  # the upstream has this commit's change already: dropped, as git rebase does
         tip, tree = objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer)), new_tree
     return tip
+
+
+def unforgotten(store: GitStore, paths: list[str], upstream: str, ours: str, tip: str) -> list[str]:
+    """Of ``paths`` (repository-relative), the memories one side forgot (``upstream`` or ``ours``
+    lacks the file) that ``tip``, their replay, holds: a forget that lost to a later upsert of its
+    topic key (``_forget_holds``), which sync names. By id."""
+    objects = store.objects
+    held = [objects.blobs_at(objects.tree_of(rev), paths) for rev in (upstream, ours, tip)]
+    return [id_of_path(path[len(store.prefix):]) or path for path in paths
+            if held[2][path] is not None and None in (held[0][path], held[1][path])
+            and path[len(store.prefix):].startswith(f"{MEMORIES_DIR}/")]
 
 
 def _changes(store: GitStore, commits: list[str]) -> dict[str, list[_Change]]:
@@ -98,9 +113,10 @@ def _blob(oid: str, mode: str) -> str | None:
     return None if mode == _ABSENT else oid
 
 
-def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str]) -> dict[str, str | None] | None:
-    """The blob each changed path takes in ``tree`` once the changes are applied; None when a
-    path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
+def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str],
+             commit: str) -> dict[str, str | None] | None:
+    """The blob each changed path takes in ``tree`` once ``commit``'s changes are applied; None
+    when a path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
     objects = store.objects
     now = objects.blobs_at(tree, [c.path for c in changes])
     updates: dict[str, str | None] = {}
@@ -121,10 +137,17 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
         elif (current is None or change.new is None) and _forgotten_both_ways(store, change, current):
             if current is not None:  # one side forgot it, the other only soft-forgot it: it goes
                 updates[change.path] = None
+        elif (current is None or change.new is None) and (
+                holds := _forget_holds(store, change, current, (sides[1], commit))) is not None:
+            # A topic key one side forgot while the other upserted it: the later of the two holds.
+            if holds and current is not None:
+                updates[change.path] = None
+            elif not holds and current is None:
+                updates[change.path] = change.new
         elif current is None or change.new is None or not _driven(store, change.path):
             return None  # deleted on one side and changed on the other, or git's line merge
         else:
-            merged = _merged(store, change, current)
+            merged = _merged(store, change, current, (sides[1], commit))
             if merged is None:
                 return None
             updates[change.path] = objects.write("blob", merged.encode("utf-8"))
@@ -142,6 +165,29 @@ def _forgotten_both_ways(store: GitStore, change: _Change, current: str | None) 
                                       texts[kept].decode("utf-8", "replace"))
 
 
+def _forget_holds(store: GitStore, change: _Change, current: str | None, commits: tuple[str, str]) -> bool | None:
+    """For a memory one side deleted (``forget``) and the other changed: whether the forget holds
+    (``mergedriver.forget_holds``: a topic key's later action), None for a person to decide.
+    ``commits``: (the upstream, the commit replayed), one of which made the forget."""
+    kept = current if change.new is None else change.new
+    if change.old is None or kept is None or not _driven(store, change.path):
+        return None
+    texts = store.objects.read_many("blob", {change.old, kept})
+    forgot_in = commits[1] if change.new is None else commits[0]
+    return mergedriver.forget_holds(change.path, texts[change.old].decode("utf-8", "replace"),
+                                    texts[kept].decode("utf-8", "replace"),
+                                    lambda: mergedriver.changed_at(_git(store), forgot_in, change.path))
+
+
+def _git(store: GitStore) -> Callable[[list[str]], bytes]:
+    """``store``'s git as ``mergedriver.changed_at`` runs it: a command's output, paths literal."""
+
+    def git(args: list[str]) -> bytes:
+        return store.git(*args, check=False, env=LITERAL_PATHS).stdout
+
+    return git
+
+
 def _driven(store: GitStore, path: str) -> bool:
     """Whether git would hand ``path`` to the KB's merge driver (its attributes: a ``.yaml``
     directly in the KB's memories/ or sessions/ folder)."""
@@ -151,15 +197,19 @@ def _driven(store: GitStore, path: str) -> bool:
     return folder in (MEMORIES_DIR, SESSIONS_DIR) and "/" not in name and name.endswith(".yaml")
 
 
-def _merged(store: GitStore, change: _Change, current: str) -> str | None:
-    """The driver's merge of (the commit's parent, the upstream's, the commit's) versions."""
+def _merged(store: GitStore, change: _Change, current: str, commits: tuple[str, str]) -> str | None:
+    """The driver's merge of (the commit's parent, the upstream's, the commit's) versions;
+    ``commits``: (the upstream, the commit), which date a version edited by hand."""
     assert change.new is not None
     wanted = [oid for oid in (change.old, current, change.new) if oid is not None]
     blobs = store.objects.read_many("blob", wanted)
     # As git hands them to the driver: an empty base when both sides added the file.
     base, ours, theirs = ("" if oid is None else blobs[oid].decode("utf-8", "replace")
                           for oid in (change.old, current, change.new))
-    return mergedriver.merged(change.path, base, ours, theirs)
+    upstream, commit = commits
+    return mergedriver.merged(change.path, base, ours, theirs, (
+        lambda: mergedriver.changed_at(_git(store), upstream, change.path),
+        lambda: mergedriver.changed_at(_git(store), commit, change.path)))
 
 
 def _recommitted(raw: bytes, tree: str, parent: str, committer: bytes) -> bytes:

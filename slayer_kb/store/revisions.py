@@ -41,6 +41,18 @@ def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | Non
     return mine if mine is not None and mine == _added_first(store, [theirs, f"^{ours}"], path) else None
 
 
+def added_version(store: GitStore, kb_path: str, rev: str = "HEAD") -> tuple[str, str] | None:
+    """(the subject of the commit that last added ``kb_path`` in ``rev``'s history, the text it
+    added), None when none did."""
+    out = store.git("log", "-1", "--format=%s", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A", rev, "--",
+                    store.repo_path(kb_path), check=False, env=LITERAL_PATHS).stdout.decode("utf-8", "replace")
+    subject, _, rest = out.partition("\n")
+    fields = next((line.split() for line in rest.splitlines() if line.startswith(":")), [])
+    if len(fields) < 4:
+        return None
+    return subject, store.objects.read("blob", fields[3]).decode("utf-8", "replace")
+
+
 def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
     """The blob the oldest commit among ``revs`` that added ``kb_path`` gave it."""
     return _added_first(store, revs, store.repo_path(kb_path))
