@@ -336,6 +336,29 @@ def test_list_newest_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert [h["id"] for h in ok(invoke_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
 
 
+def test_memories_of_one_second_list_by_id_whatever_the_index_did(invoke_cli: CliRunner, kb: Path) -> None:
+    """Times have a resolution of a second: within one, list shows the later id first, as context
+    does, before and after an edit moves a memory's document to the index's end and a reindex."""
+    for name in ("40", "41", "kb.tie"):
+        (kb / "memories" / f"{name}.yaml").write_text(
+            f"type: tie\nlearning: Memory {name}\nentities:\n- shop.orders\ncreated_at: '2030-01-01T00:00:00Z'\n")
+    git(kb, "add", "memories")
+    git(kb, "commit", "-q", "-m", "three memories of one second")
+
+    def shown() -> list[list[str]]:
+        return [[h["id"] for h in ok(invoke_cli, kb, *args)["memories"]]
+                for args in (("list", "--limit", "3"), ("list", "--limit", "2"), ("list", "--type", "tie"),
+                             ("search", "--limit", "2"))]
+
+    expected = [["kb.tie", "41", "40"], ["kb.tie", "41"], ["kb.tie", "41", "40"], ["kb.tie", "41"]]
+    assert shown() == expected
+    ok(invoke_cli, kb, "update", "40", "--learning", "Memory 40, edited")
+    assert shown() == expected
+    ok(invoke_cli, kb, "reindex")
+    assert shown() == expected
+    assert "- [kb.tie] Memory kb.tie (tie), 2030-01-01\n- [41] Memory 41 (tie)" in ok(invoke_cli, kb, "context")["text"]
+
+
 # -- the catalog and cascades ----------------------------------------------------------------
 
 
