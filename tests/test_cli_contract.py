@@ -156,6 +156,13 @@ def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: 
     assert (created["memory_id"], created["resolved_entities"], created["action"]) == ("27", [], "created")
     assert ok(invoke_cli, kb, *args)["action"] == "duplicate"
     assert ok(invoke_cli, kb, "get", "27")["duplicate_count"] == 2
+    # The seed's matching criteria are "same session + same content hash": another session's
+    # save is its own memory, which that session's next identical save repeats.
+    other = ok(invoke_cli, kb, *args, "--session", "ses-2")
+    assert (other["memory_id"], other["action"]) == ("28", "created")
+    again = ok(invoke_cli, kb, *args, "--session", "ses-2")
+    assert (again["memory_id"], again["action"]) == ("28", "duplicate")
+    assert ok(invoke_cli, kb, *args)["memory_id"] == "27"
 
 
 def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: Path) -> None:

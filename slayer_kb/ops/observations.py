@@ -62,7 +62,7 @@ def save(
             existing = tx.live_one(topic_key=key, project=project, scope=scope)
             if existing is not None:
                 return _revise(kb, tx, existing, fields, linked, warnings)
-        duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title)
+        duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title, session_id)
         if duplicate is not None:
             kb.add_duplicate(duplicate.id)
             return SaveResult(
@@ -112,10 +112,14 @@ def _revise(
 
 
 def _find_duplicate(
-    kb: Context, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
+    kb: Context, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str,
+    session_id: str,
 ) -> Memory | None:
+    """The memory this save repeats: Engram's test (the same content, project, scope, type and
+    title, within the window), in the same session, as the mem_save seed's "same session + same
+    content hash" has it: a save in another session is that session's own record."""
     cutoff = parse_time(utc_now()) - kb.dedup_window
-    for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
+    for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type, session_id=session_id):
         if memory.title == title and parse_time(memory.created_at) > cutoff:
             return memory
     return None
