@@ -30,7 +30,7 @@ from .core.inputs import Undo, check_description, check_folder_named, check_unic
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
-from .ops import finding
+from .ops import finding, observations
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
@@ -274,8 +274,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
         if isinstance(engram_fields.get("title"), str):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
-        # A plain save looks nothing up in the index, so it skips the freshness scan.
-        with self.transaction(sync=False) as tx:
+        # A plain save looks nothing up in the index, so it skips the freshness scan; a topic key
+        # without an id is looked up (``_store_memory``).
+        with self.transaction(sync=id is None and bool(engram_fields.get("topic_key"))) as tx:
             entities, warnings, query = self._link(linked_entities, self._held_links(id))
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
 
@@ -305,6 +306,15 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         action = "created"
         created_at = now
         updated_at = None
+        if memory_id is None and extra.get("topic_key"):
+            # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
+            # has a title: otherwise the key would be held twice, which validate refuses.
+            held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
+                               scope=engram.normalize_scope(extra.get("scope")))
+            if held is not None:
+                given = {k: v for k, v in extra.items() if v is not None}
+                return observations.revise(self, tx, held, dict(learning=learning, description=description,
+                                                                 query=query, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:

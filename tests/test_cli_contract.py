@@ -178,6 +178,14 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     # Same title, other content: not a duplicate (the content-hash filter matches nothing).
     other = ok(invoke_cli, kb, "save", "Sessions after all", "--title", "Auth", "--project", "api")
     assert other == other | {"memory_id": "28", "action": "created"}
+    # A save without --title upserts by its key too: two memories under one key fail validate.
+    note = ("-e", "shop.orders.amount", "--project", "api", "--topic-key", "fact/amounts")
+    assert ok(invoke_cli, kb, "save", "Amounts are gross", *note, "--description", "Gross")["memory_id"] == "29"
+    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note)
+    assert again == again | {"memory_id": "29", "action": "revised", "resolved_entities": ["shop.orders.amount"]}
+    memory = ok(invoke_cli, kb, "get", "29")
+    assert (memory["learning"], memory["description"], memory["revision_count"]) == ("Amounts include VAT", None, 2)
+    assert invoke_cli("--kb", kb, "validate").returncode == 0
 
 
 def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:

@@ -72,7 +72,7 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
     "--title",
-    help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).",
+    help="A short title: makes this an Engram-style observation (de-duplication, a default type and session).",
 )
 @click.option("--content", help="Same as LEARNING (Engram's name for it).")
 @click.option(
@@ -83,7 +83,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 )
 @click.option("--project", help=PROJECT_HELP)
 @click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
-@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
+@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key): the live memory "
+              "with this key, project and scope is revised in place, with or without --title.")
 @click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
 @json_option
 @pass_settings

@@ -61,7 +61,7 @@ def save(
         if key:
             existing = tx.live_one(topic_key=key, project=project, scope=scope)
             if existing is not None:
-                return _revise(kb, tx, existing, fields, linked, warnings)
+                return revise(kb, tx, existing, fields, linked, warnings)
         duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title, session_id)
         if duplicate is not None:
             kb.add_duplicate(duplicate.id)
@@ -91,9 +91,11 @@ def save(
         return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
 
-def _revise(
+def revise(
     kb: Context, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
 ) -> SaveResult:
+    """A topic-key upsert: ``memory``, which holds the key, takes ``fields`` and the links (its
+    own when none are given), one revision more, as one commit."""
     tx.require_committed(memory_path(memory.id))
     changed = memory.evolve(
         **fields,
