@@ -275,8 +275,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if isinstance(engram_fields.get("title"), str):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
         # A plain save looks nothing up in the index, so it skips the freshness scan; a topic key
-        # without an id is looked up (``_store_memory``).
-        with self.transaction(sync=id is None and bool(engram_fields.get("topic_key"))) as tx:
+        # is looked up (``_store_memory``).
+        with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
             entities, warnings, query = self._link(linked_entities, self._held_links(id))
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
 
@@ -306,7 +306,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         action = "created"
         created_at = now
         updated_at = None
-        if memory_id is None and extra.get("topic_key"):
+        if memory_id is not None and extra.get("topic_key"):
+            observations.check_key_free(tx, memory_id, extra["topic_key"], extra.get("project"), extra.get("scope"))
+        elif extra.get("topic_key"):
             # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
             # has a title: otherwise the key would be held twice, which validate refuses.
             held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),

@@ -185,6 +185,14 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert again == again | {"memory_id": "29", "action": "revised", "resolved_entities": ["shop.orders.amount"]}
     memory = ok(invoke_cli, kb, "get", "29")
     assert (memory["learning"], memory["description"], memory["revision_count"]) == ("Amounts include VAT", None, 2)
+    # Nor may an update or a save by id give another memory a key one holds.
+    before = head(kb)
+    held = ("Error: topic_key 'fact/amounts' in project 'api' is already held by memory 29: one memory holds a "
+            "key, so that a save under it revises that one. Change memory 29 instead, or give another topic_key.\n")
+    for args in (("update", "28", "--topic-key", "fact/amounts"), ("save", "Net", "--id", "kb.net", *note)):
+        refused = invoke_cli("--kb", kb, *args)
+        assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", held)
+    assert head(kb) == before
     assert invoke_cli("--kb", kb, "validate").returncode == 0
 
 

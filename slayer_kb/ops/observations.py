@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError
+from ..core.errors import ConflictError, InvalidInputError
 from ..core.inputs import blank, check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
@@ -111,6 +111,19 @@ def revise(
     return SaveResult(
         memory.id, changed.entities, warnings, "revised", changed.title, changed.type, commit=commit
     )
+
+
+def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
+    """Refuse to give ``memory_id`` a topic key another live memory holds in the project and
+    scope: a save under the key would revise only one of them, and validate refuses the pair."""
+    holder = tx.live_one(topic_key=key, project=project, scope=engram.normalize_scope(scope))
+    if holder is not None and holder.id != memory_id:
+        in_project = f" in project '{project}'" if project else ""
+        raise ConflictError(
+            f"topic_key '{key}'{in_project} is already held by memory {holder.id}: one memory holds a "
+            f"key, so that a save under it revises that one. Change memory {holder.id} instead, or give "
+            "another topic_key."
+        )
 
 
 def _find_duplicate(
