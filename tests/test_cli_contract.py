@@ -193,6 +193,17 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
         refused = invoke_cli("--kb", kb, *args)
         assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", held)
     assert head(kb) == before
+    # A restore brings a memory back without the key another save took while it was deleted.
+    ok(invoke_cli, kb, "forget", "29", "--soft")
+    assert ok(invoke_cli, kb, "save", "Amounts are net", *note)["memory_id"] == "30"
+    dropped = ["topic_key 'fact/amounts' is held by memory 30 now: restored without it, so that saves under "
+               "the key keep revising 30."]
+    restored = invoke_cli("--kb", kb, "restore", "29")
+    assert (restored.returncode, restored.stdout) == (0, f"Restored memory 29\nwarning: {dropped[0]}\n")
+    assert ok(invoke_cli, kb, "get", "29")["topic_key"] is None
+    at_save = ok(invoke_cli, kb, "restore", "29", "--rev", before)
+    assert (at_save["topic_key"], at_save["learning"], at_save["warnings"]) == (
+        None, "Amounts include VAT", dropped)
     assert invoke_cli("--kb", kb, "validate").returncode == 0
 
 

@@ -302,7 +302,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
         emit(settings, result.to_json(), lambda: restored_text(result, rev))
         return
     restored = settings.kb().restore(memory_id)
-    emit(settings, restored.to_json(), f"Restored memory {memory_id}")
+    emit(settings, restored.to_json(), f"Restored memory {memory_id}" + warning_lines(restored.warnings))
 
 
 @click.command("suggest-topic-key")

@@ -151,9 +151,11 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         if not memory.is_deleted:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))
+        warnings: list[str] = []
+        memory = observations.without_held_key(tx, memory, warnings)
         # Stamped: a sync weighing this memory's forget on another clone against it sees when.
         tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
-    return ChangeResult(kb.get(memory_id).to_dict(), "restored")
+    return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
 
 
 def _is_regular(path: Path) -> bool:

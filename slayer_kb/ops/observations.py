@@ -113,17 +113,33 @@ def revise(
     )
 
 
-def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
-    """Refuse to give ``memory_id`` a topic key another live memory holds in the project and
-    scope: a save under the key would revise only one of them, and validate refuses the pair."""
+def key_holder(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> str | None:
+    """Another live memory holding topic key ``key`` in the project and scope (its id): a save
+    under the key would revise only one of the two, and validate refuses the pair."""
     holder = tx.live_one(topic_key=key, project=project, scope=engram.normalize_scope(scope))
-    if holder is not None and holder.id != memory_id:
+    return holder.id if holder is not None and holder.id != memory_id else None
+
+
+def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
+    """Refuse to give ``memory_id`` a topic key another live memory holds (``key_holder``)."""
+    if (other := key_holder(tx, memory_id, key, project, scope)) is not None:
         in_project = f" in project '{project}'" if project else ""
         raise ConflictError(
-            f"topic_key '{key}'{in_project} is already held by memory {holder.id}: one memory holds a "
-            f"key, so that a save under it revises that one. Change memory {holder.id} instead, or give "
+            f"topic_key '{key}'{in_project} is already held by memory {other}: one memory holds a "
+            f"key, so that a save under it revises that one. Change memory {other} instead, or give "
             "another topic_key."
         )
+
+
+def without_held_key(tx: Transaction, memory: Memory, warnings: list[str]) -> Memory:
+    """``memory`` as a restore brings it back: without its topic key when another live memory
+    took the key meanwhile (a save under it while this one was deleted), said in ``warnings``."""
+    key = memory.topic_key
+    if not key or (other := key_holder(tx, memory.id, key, memory.project, memory.scope)) is None:
+        return memory
+    warnings.append(f"topic_key '{key}' is held by memory {other} now: restored without it, so that "
+                    f"saves under the key keep revising {other}.")
+    return memory.evolve(topic_key=None)
 
 
 def _find_duplicate(
