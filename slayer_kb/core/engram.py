@@ -231,7 +231,7 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
         raise InvalidInputError(
             "A topic key needs a title or content, and both are empty: pass --title (preferred) or --content "
             "to derive the key from.",
-            tool_message="suggest_topic_key needs a title or content, and both are empty: pass the memory's title "
+            tool_message="mem_suggest_topic_key needs a title or content, and both are empty: pass the memory's title "
                          "(preferred) or its content to derive the key from.",
         )
     clean_title = _strip_private(raw_title)
