@@ -345,6 +345,16 @@ def test_search_keys_and_hits(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert all(len(hit["description"]) <= 500 for hit in data["memories"] + data["example_queries"])
 
 
+def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    """``search memory:12`` as ``search -e memory:12`` (an id of digits has no words to find it by)."""
+    data = ok(invoke_cli, shared_kb, "search", "memory:12")
+    assert data["example_queries"][0]["id"] == "12"
+    assert data["notes"][0] == "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    linked = ok(invoke_cli, shared_kb, "search", "what is in memory:kb.refund-policy", "--limit", "3")["memories"]
+    assert [h["id"] for h in linked[:2]] == ["kb.refund-policy", "11"]  # 11 links to it
+    assert linked[1]["matched_entities"] == ["memory:kb.refund-policy"]
+
+
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
     full = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
     assert set(full) == SEARCH_KEYS
