@@ -30,7 +30,8 @@ from .core.inputs import Undo, check_description, check_folder_named, check_unic
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
-from .ops import finding, observations
+from .core.session import check_session_id
+from .ops import finding, observations, sessions
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
@@ -274,6 +275,10 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
         if isinstance(engram_fields.get("title"), str):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
+        # Checked as an observation's session is; a blank one is none given (a note has no default).
+        if (session := engram_fields.get("session_id")) is not None:
+            blank_text = isinstance(session, str) and not session.strip()
+            engram_fields["session_id"] = None if blank_text else check_session_id(session, "session_id")
         # A plain save looks nothing up in the index, so it skips the freshness scan; a topic key
         # is looked up (``_store_memory``).
         with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
@@ -339,7 +344,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             **{k: v for k, v in extra.items() if v is not None},
         )
         self.pending.clear(memory_id)
-        commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
+        # Saved into a session, the session is made with it, as an observation's is.
+        session = sessions.for_save(tx, memory.session_id, memory.project, now) if memory.session_id else []
+        commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
     # -- searching --------------------------------------------------------------------------

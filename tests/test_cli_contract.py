@@ -147,6 +147,15 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     replaced = ok(invoke_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
     assert (replaced["memory_id"], replaced["action"]) == ("27", "replaced")
     assert ok(invoke_cli, kb, "get", "27")["learning"] == "Replaced text"
+    # A note's --session is checked, trimmed and made, as an observation's is; blank is none.
+    refused = invoke_cli("--kb", kb, "save", "x", "-e", "shop.orders", "--session", "bad\x01id")
+    assert (refused.returncode, refused.stderr) == (1, "Error: session_id contains U+0001, a control or invisible "
+                                                       "character; a session id is printable text such as 'ses-2026-11-29-auth'.\n")
+    blank = ok(invoke_cli, kb, "save", "No session", "-e", "shop.orders", "--session", "  ")["memory_id"]
+    assert ok(invoke_cli, kb, "get", blank)["session_id"] is None
+    filed = ok(invoke_cli, kb, "save", "Filed", "-e", "shop.orders", "--session", " ses-9 ")["memory_id"]
+    assert ok(invoke_cli, kb, "get", filed)["session_id"] == "ses-9"
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == [f"memories/{filed}.yaml", "sessions/ses-9.yaml"]
 
 
 def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: Path) -> None:
