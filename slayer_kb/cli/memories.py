@@ -85,7 +85,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 @click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
 @click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key): the live memory "
               "with this key, project and scope is revised in place, with or without --title.")
-@click.option("--session", "session_id", help="Session id (an observation's default: manual-save-PROJECT); its session file is made with the save.")
+@click.option("--session", "session_id",
+              help="Session id (an observation's default: manual-save-PROJECT); its session file is made with the save.")
 @json_option
 @pass_settings
 def save(
