@@ -217,11 +217,22 @@ class Reads:
         are fetched whole: any of them may come first by its id."""
         limit = kwargs["limit"]
         docnums = [hit.docnum for hit in searcher.search(query, sortedby="created_at", reverse=True, **kwargs)]
-        if limit is not None and len(docnums) == limit:
-            last = _created(searcher, docnums[-1])
+        if docnums and limit is not None and len(docnums) == limit:
+            created = self._leaves.column(searcher, "created_at")
+            last = created[docnums[-1]]
             same = searcher.search(Q.And([query, Q.Term("created_at", last)]), **{**kwargs, "limit": None})
-            docnums = [d for d in docnums if _created(searcher, d) != last] + [hit.docnum for hit in same]
-        return [(0.0, docnum) for docnum in newest_first(searcher, docnums)[:limit]]
+            docnums = [d for d in docnums if created[d] != last] + [hit.docnum for hit in same]
+        return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
+
+    def _newest_first(self, searcher: Any, docnums: list[int]) -> list[int]:
+        """Memory documents newest first: by creation, then, within a second, by id as ``context``
+        and ``timeline`` order them (``id_sort_key``, the higher auto id first). Never by where the
+        index holds them: an edit moves a document to the end, a reindex puts it back. Read from
+        the columns (a fifth of the CPU of the stored fields: 0.06 s for 20,000 of one second)."""
+        if not docnums:
+            return []  # an empty index has no columns to read
+        ids, created = (self._leaves.column(searcher, name) for name in ("id", "created_at"))
+        return sorted(docnums, key=lambda d: (created[d], id_sort_key(ids[d])), reverse=True)
 
     def _exact(self, searcher: Any, query: Q.Query, limit: int | None) -> list[tuple[float, int]]:
         """The documents ``query`` (exact field values) matches, newest first.
@@ -234,7 +245,7 @@ class Reads:
         docnums = list(searcher.docs_for_query(query))
         if len(docnums) > EXACT_SORT_LIMIT:
             return self._newest(searcher, query, {"limit": limit})
-        return [(0.0, docnum) for docnum in newest_first(searcher, docnums)[:limit]]
+        return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
 
     def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The stored fields of these memories' live documents, by id (absent ones left out)."""
@@ -282,18 +293,3 @@ class Reads:
 
             self._vector = VectorSearcher(searcher)
         return self._vector if self._vector.supports(query) else None
-
-
-def _created(searcher: Any, docnum: int) -> str:
-    return str(searcher.stored_fields(docnum)["data"]["created_at"])
-
-
-def newest_first(searcher: Any, docnums: list[int]) -> list[int]:
-    """Memory documents newest first: by creation, then, within a second, by id as ``context``
-    and ``timeline`` order them (``id_sort_key``, the higher auto id first). Never by where the
-    index holds them: an edit moves a document to the end, a reindex puts it back."""
-    def key(docnum: int) -> tuple[str, tuple[int, int, str]]:
-        fields = searcher.stored_fields(docnum)
-        return fields["data"]["created_at"], id_sort_key(fields["id"])
-
-    return sorted(docnums, key=key, reverse=True)
