@@ -220,7 +220,7 @@ class Reads:
         if docnums and limit is not None and len(docnums) == limit:
             created = self._leaves.column(searcher, "created_at")
             last = created[docnums[-1]]
-            same = searcher.search(Q.And([query, Q.Term("created_at", last)]), **{**kwargs, "limit": None})
+            same = searcher.search(Q.And([query, Q.Term("created_at", last)]), **{**kwargs, "limit": None}, scored=False)
             docnums = [d for d in docnums if created[d] != last] + [hit.docnum for hit in same]
         return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
 
