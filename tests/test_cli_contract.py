@@ -147,6 +147,10 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     replaced = ok(invoke_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
     assert (replaced["memory_id"], replaced["action"]) == ("27", "replaced")
     assert ok(invoke_cli, kb, "get", "27")["learning"] == "Replaced text"
+    # The text given twice (LEARNING and --content) is refused, not half dropped.
+    twice = invoke_cli("--kb", kb, "save", "Kept", "--content", "Dropped", "--title", "T")
+    assert (twice.returncode, twice.stderr) == (1, "Error: The text was given twice, as LEARNING and with --content: "
+                                                   "give it once (they are one field).\n")
     # A note's --session is checked, trimmed and made, as an observation's is; blank is none.
     refused = invoke_cli("--kb", kb, "save", "x", "-e", "shop.orders", "--session", "bad\x01id")
     assert (refused.returncode, refused.stderr) == (1, "Error: session_id contains U+0001, a control or invisible "

@@ -74,7 +74,7 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     "--title",
     help="A short title: makes this an Engram-style observation (de-duplication, a default type and session).",
 )
-@click.option("--content", help="Same as LEARNING (Engram's name for it).")
+@click.option("--content", help="Same as LEARNING (Engram's name for it); give one of the two.")
 @click.option(
     "--type",
     "type_",
@@ -113,6 +113,10 @@ def save(
         --query '{"source_model": "orders", "measures": ["amount:sum"]}'
       echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
     """
+    if learning is not None and content is not None:
+        raise InvalidInputError(
+            "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
+        )
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
         raise InvalidInputError(
