@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner as ClickRunner
 
@@ -590,6 +591,16 @@ def test_every_command_help_has_an_example(name: str) -> None:
     assert result.exit_code == 0, result.output
     assert f"Usage: slayer-kb {name} " in result.output
     assert "Example" in result.output
+
+
+def test_every_command_that_prints_takes_json_after_it() -> None:
+    """DESIGN: --json before or after the command (mcp serves, server's subcommands take it)."""
+    ctx = click.Context(cli, info_name="slayer-kb")
+    lacking = [name for name in sorted(COMMANDS) if name not in ("mcp", "server")
+               and "--json" not in {o for p in cli.get_command(ctx, name).params for o in p.opts}]
+    assert lacking == []
+    plain, flagged = (ClickRunner().invoke(cli, ["schema", *flag]) for flag in ([], ["--json"]))
+    assert (flagged.exit_code, flagged.output) == (0, plain.output) and json.loads(plain.output)["$id"]
 
 
 def test_group_help(run_cli: CliRunner) -> None:
