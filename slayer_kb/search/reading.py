@@ -212,7 +212,7 @@ class Reads:
         return ranked
 
     def _newest(self, searcher: Any, query: Q.Query, kwargs: dict[str, Any]) -> list[tuple[float, int]]:
-        """What ``query`` matches, newest first (``newest_first``); newest-first lists carry no
+        """What ``query`` matches, newest first (``_newest_first``); newest-first lists carry no
         score. Whoosh sorts by ``created_at`` alone, so the documents of the last second shown
         are fetched whole: any of them may come first by its id."""
         limit = kwargs["limit"]
