@@ -272,7 +272,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if "topic_key" in engram_fields:
             engram_fields["topic_key"] = engram.given_topic_key(engram_fields["topic_key"])
         if isinstance(engram_fields.get("type"), str):
-            engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
+            engram_fields["type"] = engram.given_type(engram_fields["type"])
         if isinstance(engram_fields.get("title"), str):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
         # Checked as an observation's session is; a blank one is none given (a note has no default).

@@ -177,6 +177,13 @@ def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: 
     again = ok(invoke_cli, kb, *args, "--session", "ses-2")
     assert (again["memory_id"], again["action"]) == ("28", "duplicate")
     assert ok(invoke_cli, kb, *args)["memory_id"] == "27"
+    # One of Engram's types in any case is that type (a filter and the stats count it so);
+    # another type is kept as given.
+    fixed = ok(invoke_cli, kb, "save", "Nil check", "--title", "Nil", "--type", " BugFix ", "--project", "api")
+    assert fixed["message"].startswith('Memory saved: "Nil" (bugfix)\n')
+    assert [h["id"] for h in ok(invoke_cli, kb, "list", "--type", "BUGFIX")["memories"]] == [fixed["memory_id"], "14"]
+    own = ok(invoke_cli, kb, "save", "Odd one", "--title", "Odd", "--type", "MyType")
+    assert ok(invoke_cli, kb, "get", own["memory_id"])["type"] == "MyType"
 
 
 def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: Path) -> None:

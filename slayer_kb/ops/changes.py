@@ -65,7 +65,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "title" in given:
                 changes["title"] = engram.check_title(engram.redact_private(given["title"])) or None
             if "type" in given:
-                changes["type"] = engram.check_printable(given["type"].strip(), "type") or None
+                changes["type"] = engram.given_type(given["type"])
             if "description" in given:
                 changes["description"] = check_description(given["description"])
             if "project" in given:

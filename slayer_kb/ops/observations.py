@@ -48,7 +48,7 @@ def save(
     digest = engram.content_hash(content)
     key = engram.given_topic_key(topic_key)
     project = engram.given_project(project)
-    type = engram.check_printable((type or "manual").strip(), "type") or "manual"
+    type = engram.given_type(type) or engram.DEFAULT_TYPE
     session_id = (session_id or "").strip() or engram.default_session_id(project)
     description = check_description(description)
     with kb.transaction() as tx:
