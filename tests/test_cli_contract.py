@@ -289,7 +289,11 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     assert invoke_cli("--kb", kb, "get", "3").returncode == 1
     hidden = ok(invoke_cli, kb, "get", "3", "--deleted")
     assert hidden["deleted_at"] is not None
+    named = "'memory:3' names memory 3: it comes first, and memories linked to it are found too."
+    found = ok(invoke_cli, kb, "search", "memory:3")
+    assert named not in found["notes"] and "3" not in [h["id"] for h in found["memories"]]
     restored = ok(invoke_cli, kb, "restore", "3")
+    assert ok(invoke_cli, kb, "search", "memory:3")["notes"][0] == named
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.

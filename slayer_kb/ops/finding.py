@@ -177,8 +177,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
         return QuestionNames()
     resolver = resolver or kb.resolver()
     full_names: dict[str, str] = {}
-    # As ``-e memory:<id>``: that memory first, the memories linking to it found too.
-    entities: list[str] = resolver.resolve_leniently(links, [])
+    # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
+    # a soft-deleted memory is found by no search).
+    entities: list[str] = [e for e in resolver.resolve_leniently(links, []) if _live_memory(kb, e[len("memory:"):])]
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
@@ -199,6 +200,13 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
         notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
                      f"{'it' if len(found) == 1 else 'them'} are found too.")
     return QuestionNames(full_names, entities, notes, tuple(unknown))
+
+
+def _live_memory(kb: Context, memory_id: str) -> bool:
+    try:
+        return not kb.read(memory_id).is_deleted
+    except KBError:
+        return False
 
 
 def _lenient_entities(
