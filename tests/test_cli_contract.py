@@ -485,6 +485,15 @@ def test_timeline(invoke_cli: CliRunner, shared_kb: Path) -> None:
     )  # fmt: skip
 
 
+def test_timeline_of_a_session_refuses_counts_it_would_ignore(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    session = ("timeline", "--session", "ses-20261120-quarterly-deck")
+    assert ok(invoke_cli, shared_kb, *session)["entries"]
+    refused = invoke_cli("--kb", shared_kb, *session, "--before", "2")
+    assert (refused.returncode, refused.stderr) == (1, "Error: --before counts the memories around an ID; --session "
+                                                       "shows the whole session. Drop --before, or give an ID instead "
+                                                       "of --session.\n")
+
+
 def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "context", "--project", "analytics")
     assert set(data) == {"text"}

@@ -332,9 +332,9 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
 @click.command()
 @click.argument("memory_id", metavar="[ID]", required=False)
 @click.option("--before", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Memories saved before ID to show.")
+              help="Memories saved before ID to show (not with --session).")
 @click.option("--after", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Memories saved after ID to show.")
+              help="Memories saved after ID to show (not with --session).")
 @click.option("--session", "session_id", help="Instead of ID: the whole session, its prompts and memories.")
 @json_option
 @pass_settings
@@ -351,6 +351,16 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
         raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
     if session_id is not None:
         from .sessions import session_timeline_text
+
+        ctx = click.get_current_context()
+        counts = [f"--{name}" for name in ("before", "after")
+                  if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+        if counts:
+            raise InvalidInputError(
+                f"{' and '.join(counts)} {'count' if len(counts) > 1 else 'counts'} the memories around an ID; "
+                "--session shows the whole session. "
+                f"Drop {' and '.join(counts)}, or give an ID instead of --session."
+            )
 
         whole = settings.kb().session_timeline(session_id)
         emit(settings, whole, lambda: session_timeline_text(whole))
