@@ -30,8 +30,9 @@ from .core.inputs import Undo, check_description, check_folder_named, check_unic
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
+from .core.session import check_session_id
 from .core.text import kind_of
-from .ops import finding
+from .ops import finding, observations, sessions
 from .ops.finding import DEFAULT_LIMIT
 from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
@@ -272,11 +273,16 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if "topic_key" in engram_fields:
             engram_fields["topic_key"] = engram.given_topic_key(engram_fields["topic_key"])
         if isinstance(engram_fields.get("type"), str):
-            engram_fields["type"] = engram.check_printable(engram_fields["type"], "type")
+            engram_fields["type"] = engram.given_type(engram_fields["type"])
         if isinstance(engram_fields.get("title"), str):
             engram_fields["title"] = engram.check_title(engram_fields["title"])
-        # A plain save looks nothing up in the index, so it skips the freshness scan.
-        with self.transaction(sync=False) as tx:
+        # Checked as an observation's session is; a blank one is none given (a note has no default).
+        if (session := engram_fields.get("session_id")) is not None:
+            blank_text = isinstance(session, str) and not session.strip()
+            engram_fields["session_id"] = None if blank_text else check_session_id(session, "session_id")
+        # A plain save looks nothing up in the index, so it skips the freshness scan; a topic key
+        # is looked up (``_store_memory``).
+        with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
             entities, warnings, query = self._link(linked_entities, self._held_links(id))
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
 
@@ -306,6 +312,17 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         action = "created"
         created_at = now
         updated_at = None
+        if memory_id is not None and extra.get("topic_key"):
+            observations.check_key_free(tx, memory_id, extra["topic_key"], extra.get("project"), extra.get("scope"))
+        elif extra.get("topic_key"):
+            # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
+            # has a title: otherwise the key would be held twice, which validate refuses.
+            held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
+                               scope=engram.normalize_scope(extra.get("scope")))
+            if held is not None:
+                given = {k: v for k, v in extra.items() if v is not None}
+                return observations.revise(self, tx, held, dict(learning=learning, description=description,
+                                                                 query=query, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:
@@ -328,7 +345,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             **{k: v for k, v in extra.items() if v is not None},
         )
         self.pending.clear(memory_id)
-        commit = tx.commit([memory_change(memory)], f"memory: save {memory_id}", {memory_id: memory})
+        # Saved into a session, the session is made with it, as an observation's is.
+        session = sessions.for_save(tx, memory.session_id, memory.project, now) if memory.session_id else []
+        commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 
     # -- searching --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner as ClickRunner
 
@@ -147,6 +148,19 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     replaced = ok(invoke_cli, kb, "save", "Replaced text", "--id", "27", "-e", "shop.orders.is_returned")
     assert (replaced["memory_id"], replaced["action"]) == ("27", "replaced")
     assert ok(invoke_cli, kb, "get", "27")["learning"] == "Replaced text"
+    # The text given twice (LEARNING and --content) is refused, not half dropped.
+    twice = invoke_cli("--kb", kb, "save", "Kept", "--content", "Dropped", "--title", "T")
+    assert (twice.returncode, twice.stderr) == (1, "Error: The text was given twice, as LEARNING and with --content: "
+                                                   "give it once (they are one field).\n")
+    # A note's --session is checked, trimmed and made, as an observation's is; blank is none.
+    refused = invoke_cli("--kb", kb, "save", "x", "-e", "shop.orders", "--session", "bad\x01id")
+    assert (refused.returncode, refused.stderr) == (1, "Error: session_id contains U+0001, a control or invisible "
+                                                       "character; a session id is printable text such as 'ses-2026-11-29-auth'.\n")
+    blank = ok(invoke_cli, kb, "save", "No session", "-e", "shop.orders", "--session", "  ")["memory_id"]
+    assert ok(invoke_cli, kb, "get", blank)["session_id"] is None
+    filed = ok(invoke_cli, kb, "save", "Filed", "-e", "shop.orders", "--session", " ses-9 ")["memory_id"]
+    assert ok(invoke_cli, kb, "get", filed)["session_id"] == "ses-9"
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == [f"memories/{filed}.yaml", "sessions/ses-9.yaml"]
 
 
 def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: Path) -> None:
@@ -156,6 +170,20 @@ def test_save_engram_style_created_duplicate_revised(invoke_cli: CliRunner, kb: 
     assert (created["memory_id"], created["resolved_entities"], created["action"]) == ("27", [], "created")
     assert ok(invoke_cli, kb, *args)["action"] == "duplicate"
     assert ok(invoke_cli, kb, "get", "27")["duplicate_count"] == 2
+    # The seed's matching criteria are "same session + same content hash": another session's
+    # save is its own memory, which that session's next identical save repeats.
+    other = ok(invoke_cli, kb, *args, "--session", "ses-2")
+    assert (other["memory_id"], other["action"]) == ("28", "created")
+    again = ok(invoke_cli, kb, *args, "--session", "ses-2")
+    assert (again["memory_id"], again["action"]) == ("28", "duplicate")
+    assert ok(invoke_cli, kb, *args)["memory_id"] == "27"
+    # One of Engram's types in any case is that type (a filter and the stats count it so);
+    # another type is kept as given.
+    fixed = ok(invoke_cli, kb, "save", "Nil check", "--title", "Nil", "--type", " BugFix ", "--project", "api")
+    assert fixed["message"].startswith('Memory saved: "Nil" (bugfix)\n')
+    assert [h["id"] for h in ok(invoke_cli, kb, "list", "--type", "BUGFIX")["memories"]] == [fixed["memory_id"], "14"]
+    own = ok(invoke_cli, kb, "save", "Odd one", "--title", "Odd", "--type", "MyType")
+    assert ok(invoke_cli, kb, "get", own["memory_id"])["type"] == "MyType"
 
 
 def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: Path) -> None:
@@ -171,6 +199,33 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     # Same title, other content: not a duplicate (the content-hash filter matches nothing).
     other = ok(invoke_cli, kb, "save", "Sessions after all", "--title", "Auth", "--project", "api")
     assert other == other | {"memory_id": "28", "action": "created"}
+    # A save without --title upserts by its key too: two memories under one key fail validate.
+    note = ("-e", "shop.orders.amount", "--project", "api", "--topic-key", "fact/amounts")
+    assert ok(invoke_cli, kb, "save", "Amounts are gross", *note, "--description", "Gross")["memory_id"] == "29"
+    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note)
+    assert again == again | {"memory_id": "29", "action": "revised", "resolved_entities": ["shop.orders.amount"]}
+    memory = ok(invoke_cli, kb, "get", "29")
+    assert (memory["learning"], memory["description"], memory["revision_count"]) == ("Amounts include VAT", None, 2)
+    # Nor may an update or a save by id give another memory a key one holds.
+    before = head(kb)
+    held = ("Error: topic_key 'fact/amounts' in project 'api' is already held by memory 29: one memory holds a "
+            "key, so that a save under it revises that one. Change memory 29 instead, or give another topic_key.\n")
+    for args in (("update", "28", "--topic-key", "fact/amounts"), ("save", "Net", "--id", "kb.net", *note)):
+        refused = invoke_cli("--kb", kb, *args)
+        assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", held)
+    assert head(kb) == before
+    # A restore brings a memory back without the key another save took while it was deleted.
+    ok(invoke_cli, kb, "forget", "29", "--soft")
+    assert ok(invoke_cli, kb, "save", "Amounts are net", *note)["memory_id"] == "30"
+    dropped = ["topic_key 'fact/amounts' is held by memory 30 now: restored without it, so that saves under "
+               "the key keep revising 30."]
+    restored = invoke_cli("--kb", kb, "restore", "29")
+    assert (restored.returncode, restored.stdout) == (0, f"Restored memory 29\nwarning: {dropped[0]}\n")
+    assert ok(invoke_cli, kb, "get", "29")["topic_key"] is None
+    at_save = ok(invoke_cli, kb, "restore", "29", "--rev", before)
+    assert (at_save["topic_key"], at_save["learning"], at_save["warnings"]) == (
+        None, "Amounts include VAT", dropped)
+    assert invoke_cli("--kb", kb, "validate").returncode == 0
 
 
 def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:
@@ -234,7 +289,11 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     assert invoke_cli("--kb", kb, "get", "3").returncode == 1
     hidden = ok(invoke_cli, kb, "get", "3", "--deleted")
     assert hidden["deleted_at"] is not None
+    named = "'memory:3' names memory 3: it comes first, and memories linked to it are found too."
+    found = ok(invoke_cli, kb, "search", "memory:3")
+    assert named not in found["notes"] and "3" not in [h["id"] for h in found["memories"]]
     restored = ok(invoke_cli, kb, "restore", "3")
+    assert ok(invoke_cli, kb, "search", "memory:3")["notes"][0] == named
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.
@@ -311,6 +370,16 @@ def test_search_keys_and_hits(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert all(len(hit["description"]) <= 500 for hit in data["memories"] + data["example_queries"])
 
 
+def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    """``search memory:12`` as ``search -e memory:12`` (an id of digits has no words to find it by)."""
+    data = ok(invoke_cli, shared_kb, "search", "memory:12")
+    assert data["example_queries"][0]["id"] == "12"
+    assert data["notes"][0] == "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    linked = ok(invoke_cli, shared_kb, "search", "what is in memory:kb.refund-policy", "--limit", "3")["memories"]
+    assert [h["id"] for h in linked[:2]] == ["kb.refund-policy", "11"]  # 11 links to it
+    assert linked[1]["matched_entities"] == ["memory:kb.refund-policy"]
+
+
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
     full = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
     assert set(full) == SEARCH_KEYS
@@ -334,6 +403,29 @@ def test_list_newest_first(invoke_cli: CliRunner, shared_kb: Path) -> None:
     stamps = [hit["created_at"] for hit in hits]
     assert stamps == sorted(stamps, reverse=True)
     assert [h["id"] for h in ok(invoke_cli, shared_kb, "list", "--type", "decision")["memories"]] == ["kb.paid-revenue"]
+
+
+def test_memories_of_one_second_list_by_id_whatever_the_index_did(invoke_cli: CliRunner, kb: Path) -> None:
+    """Times have a resolution of a second: within one, list shows the later id first, as context
+    does, before and after an edit moves a memory's document to the index's end and a reindex."""
+    for name in ("40", "41", "kb.tie"):
+        (kb / "memories" / f"{name}.yaml").write_text(
+            f"type: tie\nlearning: Memory {name}\nentities:\n- shop.orders\ncreated_at: '2030-01-01T00:00:00Z'\n")
+    git(kb, "add", "memories")
+    git(kb, "commit", "-q", "-m", "three memories of one second")
+
+    def shown() -> list[list[str]]:
+        return [[h["id"] for h in ok(invoke_cli, kb, *args)["memories"]]
+                for args in (("list", "--limit", "3"), ("list", "--limit", "2"), ("list", "--type", "tie"),
+                             ("search", "--limit", "2"))]
+
+    expected = [["kb.tie", "41", "40"], ["kb.tie", "41"], ["kb.tie", "41", "40"], ["kb.tie", "41"]]
+    assert shown() == expected
+    ok(invoke_cli, kb, "update", "40", "--learning", "Memory 40, edited")
+    assert shown() == expected
+    ok(invoke_cli, kb, "reindex")
+    assert shown() == expected
+    assert "- [kb.tie] Memory kb.tie (tie), 2030-01-01\n- [41] Memory 41 (tie)" in ok(invoke_cli, kb, "context")["text"]
 
 
 # -- the catalog and cascades ----------------------------------------------------------------
@@ -391,6 +483,15 @@ def test_timeline(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert ([h["id"] for h in data["before"]], data["focus"]["id"], [h["id"] for h in data["after"]]) == (
         ["1"], "2", ["3"],
     )  # fmt: skip
+
+
+def test_timeline_of_a_session_refuses_counts_it_would_ignore(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    session = ("timeline", "--session", "ses-20261120-quarterly-deck")
+    assert ok(invoke_cli, shared_kb, *session)["entries"]
+    refused = invoke_cli("--kb", shared_kb, *session, "--before", "2")
+    assert (refused.returncode, refused.stderr) == (1, "Error: --before counts the memories around an ID; --session "
+                                                       "shows the whole session. Drop --before, or give an ID instead "
+                                                       "of --session.\n")
 
 
 def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
@@ -510,6 +611,16 @@ def test_every_command_help_has_an_example(name: str) -> None:
     assert result.exit_code == 0, result.output
     assert f"Usage: slayer-kb {name} " in result.output
     assert "Example" in result.output
+
+
+def test_every_command_that_prints_takes_json_after_it() -> None:
+    """DESIGN: --json before or after the command (mcp serves, server's subcommands take it)."""
+    ctx = click.Context(cli, info_name="slayer-kb")
+    lacking = [name for name in sorted(COMMANDS) if name not in ("mcp", "server")
+               and "--json" not in {o for p in cli.get_command(ctx, name).params for o in p.opts}]
+    assert lacking == []
+    plain, flagged = (ClickRunner().invoke(cli, ["schema", *flag]) for flag in ([], ["--json"]))
+    assert (flagged.exit_code, flagged.output) == (0, plain.output) and json.loads(plain.output)["$id"]
 
 
 def test_group_help(run_cli: CliRunner) -> None:

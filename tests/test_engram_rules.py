@@ -330,7 +330,7 @@ def test_empty_title_and_content_is_an_error(title: str | None, content: str | N
     # Each in its own terms: the command's options, the MCP tool's parameters.
     assert str(info.value) == ("A topic key needs a title or content, and both are empty: pass --title (preferred) "
                                "or --content to derive the key from.")
-    assert info.value.for_tools() == ("suggest_topic_key needs a title or content, and both are empty: pass the "
+    assert info.value.for_tools() == ("mem_suggest_topic_key needs a title or content, and both are empty: pass the "
                                       "memory's title (preferred) or its content to derive the key from.")
 
 

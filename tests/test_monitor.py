@@ -59,7 +59,7 @@ def test_a_warm_writer_skips_the_scan_after_its_own_commits_only(empty_kb: Knowl
         # A file added by hand (and committed, as a person would) holding the next save's text:
         (kb.root / "memories" / "40.yaml").write_text(
             "title: Invoice numbers\nlearning: Invoice numbers never repeat.\ntype: manual\n"
-            f"scope: project\ncreated_at: '{utc_now()}'\n", encoding="utf-8")
+            f"scope: project\nsession_id: manual-save\ncreated_at: '{utc_now()}'\n", encoding="utf-8")
         commit_all(kb.root, "by hand")
         third = kb.save_observation(title="Invoice numbers", content="Invoice numbers never repeat.")
         assert (third.action, third.memory_id) == ("duplicate", "40")

@@ -231,6 +231,10 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
     kb_a.save_observation("Gross amounts", "Amounts include VAT.", project="api")
     edited = kb_b.save_observation("Gross amounts", "Amounts include VAT.", project="api").memory_id
     kb_b.update(edited, entities=["orders.amount"])
+    # The same save in two sessions: each session's own record, as on one clone.
+    kb_a.save_observation("Deploy window", "Deploys stop at 16:00.", project="api", session_id="ses-a")
+    sessioned = kb_b.save_observation("Deploy window", "Deploys stop at 16:00.", project="api",
+                                      session_id="ses-b").memory_id
     sync(kb_a)
     proc = invoke_cli("--kb", b, "sync", check=True)
     assert proc.stdout.endswith(f"\n  merged (same save): {mine} into 1\n"), proc.stdout
@@ -241,7 +245,7 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
         kb = KnowledgeBase(root)
         assert kb.get("1").to_dict()["duplicate_count"] == count
         assert not (root / "memories" / f"{mine}.yaml").exists()
-        assert {other, note, edited, "2", "3"} <= {p.stem for p in (root / "memories").glob("*.yaml")}
+        assert {other, note, edited, sessioned, "2", "3", "4"} <= {p.stem for p in (root / "memories").glob("*.yaml")}
         assert kb.get(edited).entities == ["shop.orders.amount"]
         assert kb.get(link).to_dict()["entities"] == ["shop.orders.amount", "memory:1"]
     with pytest.raises(ConflictError) as exc:

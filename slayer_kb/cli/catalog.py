@@ -183,6 +183,7 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
 
 @click.command("schema")
 @click.option("--session", is_flag=True, help="The schema of session files (sessions/<id>.yaml) instead.")
+@json_option  # accepted as by every command: the schema is one JSON document either way
 @pass_settings
 def schema_cmd(settings: Settings, session: bool) -> None:
     """Print the JSON Schema of memory files (for editors: yaml-language-server, VS Code).

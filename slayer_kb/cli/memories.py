@@ -72,9 +72,9 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
     "--title",
-    help="A short title: makes this an Engram-style observation (topic-key upserts, de-duplication).",
+    help="A short title: makes this an Engram-style observation (de-duplication, a default type and session).",
 )
-@click.option("--content", help="Same as LEARNING (Engram's name for it).")
+@click.option("--content", help="Same as LEARNING (Engram's name for it); give one of the two.")
 @click.option(
     "--type",
     "type_",
@@ -83,8 +83,10 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 )
 @click.option("--project", help=PROJECT_HELP)
 @click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
-@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key).")
-@click.option("--session", "session_id", help="Session id (default manual-save-PROJECT).")
+@click.option("--topic-key", help="Upsert key, e.g. architecture/auth-model (see suggest-topic-key): the live memory "
+              "with this key, project and scope is revised in place, with or without --title.")
+@click.option("--session", "session_id",
+              help="Session id (an observation's default: manual-save-PROJECT); its session file is made with the save.")
 @json_option
 @pass_settings
 def save(
@@ -111,6 +113,10 @@ def save(
         --query '{"source_model": "orders", "measures": ["amount:sum"]}'
       echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
     """
+    if learning is not None and content is not None:
+        raise InvalidInputError(
+            "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
+        )
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
         raise InvalidInputError(
@@ -301,7 +307,7 @@ def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
         emit(settings, result.to_json(), lambda: restored_text(result, rev))
         return
     restored = settings.kb().restore(memory_id)
-    emit(settings, restored.to_json(), f"Restored memory {memory_id}")
+    emit(settings, restored.to_json(), f"Restored memory {memory_id}" + warning_lines(restored.warnings))
 
 
 @click.command("suggest-topic-key")
@@ -326,9 +332,9 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
 @click.command()
 @click.argument("memory_id", metavar="[ID]", required=False)
 @click.option("--before", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Memories saved before ID to show.")
+              help="Memories saved before ID to show (not with --session).")
 @click.option("--after", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Memories saved after ID to show.")
+              help="Memories saved after ID to show (not with --session).")
 @click.option("--session", "session_id", help="Instead of ID: the whole session, its prompts and memories.")
 @json_option
 @pass_settings
@@ -345,6 +351,16 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
         raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
     if session_id is not None:
         from .sessions import session_timeline_text
+
+        ctx = click.get_current_context()
+        counts = [f"--{name}" for name in ("before", "after")
+                  if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+        if counts:
+            raise InvalidInputError(
+                f"{' and '.join(counts)} {'count' if len(counts) > 1 else 'counts'} the memories around an ID; "
+                "--session shows the whole session. "
+                f"Drop {' and '.join(counts)}, or give an ID instead of --session."
+            )
 
         whole = settings.kb().session_timeline(session_id)
         emit(settings, whole, lambda: session_timeline_text(whole))

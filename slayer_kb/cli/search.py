@@ -139,6 +139,9 @@ def list_cmd(
 ) -> None:
     """List memories, newest first.
 
+    Memories created in the same second (times are whole seconds) come by id, as context and
+    timeline order them: a named id, then the higher auto id first.
+
     \b
     Example:
       slayer-kb list --type decision --limit 5

@@ -134,9 +134,17 @@ def _composed(text: str) -> str:
 
 
 def normalize_type(type: str | None) -> str | None:
-    """A type filter trimmed, as a write trims the type it stores; blank -> None (no filter, as a
-    blank project), not a filter no memory matches."""
-    return type.strip() or None if type is not None else None
+    """A type filter trimmed, and one of Engram's types lower-cased, as a write stores them
+    (``given_type``); blank -> None (no filter, as a blank project), not a filter no memory matches."""
+    trimmed = type.strip() if type is not None else ""
+    return (trimmed.lower() if trimmed.lower() in RECOGNISED_TYPES else trimmed) or None
+
+
+def given_type(type: str | None) -> str | None:
+    """A type a write stores: trimmed, checked (``check_printable``), one of Engram's types in
+    its own spelling (``Bugfix`` is ``bugfix``: a type spelled two ways would split a filter and
+    the stats), any other kept as given; blank -> None."""
+    return check_printable(normalize_type(type), "type")
 
 
 def given_project(project: str | None) -> str | None:
@@ -242,7 +250,7 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
         raise InvalidInputError(
             "A topic key needs a title or content, and both are empty: pass --title (preferred) or --content "
             "to derive the key from.",
-            tool_message="suggest_topic_key needs a title or content, and both are empty: pass the memory's title "
+            tool_message="mem_suggest_topic_key needs a title or content, and both are empty: pass the memory's title "
                          "(preferred) or its content to derive the key from.",
         )
     clean_title = _strip_private(raw_title)

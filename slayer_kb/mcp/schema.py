@@ -36,6 +36,23 @@ class Reply:
     data: dict[str, Any] | None = None
     is_error: bool = False
 
+    def structured(self) -> dict[str, Any] | None:
+        """The structured content sent: ``data`` and, as ``result``, the text (``with_result``)."""
+        return None if self.data is None else {**self.data, RESULT: self.text}
+
+
+# SLayer's and Engram's servers (FastMCP) return their reply text as the structured content's one
+# field, ``result`` (the seeds' output schemas): a client written for them reads it there.
+RESULT = "result"
+
+
+def with_result(output_schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's output schema (outputs.yaml) with ``result``, the reply text, required beside
+    its fields."""
+    text = {"type": "string", "description": "The reply text, as the text content gives it (the seeds' one output)."}
+    return {**output_schema, "required": [*output_schema["required"], RESULT],
+            "properties": {**output_schema["properties"], RESULT: text}}
+
 
 Handler = Callable[["KnowledgeBase", dict[str, Any]], Reply]
 

@@ -343,7 +343,7 @@ def tool_server(kb: KnowledgeBase) -> Server[Any]:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
         if reply.data is None:
             return types.CallToolResult(content=content, is_error=reply.is_error)
-        return types.CallToolResult(content=content, structured_content=reply.data, is_error=reply.is_error)
+        return types.CallToolResult(content=content, structured_content=reply.structured(), is_error=reply.is_error)
 
     server: Server[Any] = Server(
         "slayer-kb", version=__version__, instructions=INSTRUCTIONS,

@@ -24,7 +24,7 @@ from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.results import ChangeResult, Hit, Stats, Timeline
 from ..core.text import clip, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
-from .schema import Handler, Reply, ToolSpec, check_arguments
+from .schema import Handler, Reply, ToolSpec, check_arguments, with_result
 
 logger = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ def _table() -> dict[str, ToolSpec]:
             handler=HANDLERS[d["name"]], required=tuple(d.get("required", ())),
             read_only="read_only" in d.get("hints", ()), destructive="destructive" in d.get("hints", ()),
             idempotent="idempotent" in d.get("hints", ()), defaults=d.get("defaults", {}),
-            output_schema=outputs[d["output"]],
+            output_schema=with_result(outputs[d["output"]]),
         )
         for d in described
     }

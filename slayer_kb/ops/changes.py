@@ -65,7 +65,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "title" in given:
                 changes["title"] = engram.check_title(engram.redact_private(given["title"])) or None
             if "type" in given:
-                changes["type"] = engram.check_printable(given["type"].strip(), "type") or None
+                changes["type"] = engram.given_type(given["type"])
             if "description" in given:
                 changes["description"] = check_description(given["description"])
             if "project" in given:
@@ -83,6 +83,8 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             updated = memory.evolve(
                 **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(kb, memory)
             )
+            if updated.topic_key and {"topic_key", "project", "scope"} & set(changes):
+                observations.check_key_free(tx, memory_id, updated.topic_key, updated.project, updated.scope)
             if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                 updated.revision_count = memory.revision_count + 1
             return [memory_change(updated)], (changes, warnings)
@@ -149,9 +151,11 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         if not memory.is_deleted:
             raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
         tx.require_committed(memory_path(memory_id))
+        warnings: list[str] = []
+        memory = observations.without_held_key(tx, memory, warnings)
         # Stamped: a sync weighing this memory's forget on another clone against it sees when.
         tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
-    return ChangeResult(kb.get(memory_id).to_dict(), "restored")
+    return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
 
 
 def _is_regular(path: Path) -> bool:

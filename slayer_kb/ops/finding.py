@@ -42,6 +42,8 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w]|\.\w)")
 _QUOTED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
+# A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue).
+_MEMORY_LINK = re.compile(r"(?<!\S)memory:[^\s:]+")
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
 MAX_READINGS = 3
@@ -179,12 +181,16 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
     alone = _ALONE.fullmatch(question)
     bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
-    if not dotted and not bare:
+    links = list(dict.fromkeys(_MEMORY_LINK.findall(question)))
+    if not dotted and not bare and not links:
         return QuestionNames()
     resolver = resolver or kb.resolver()
     full_names: dict[str, str] = {}
-    entities: list[str] = []
-    notes: list[str] = []
+    # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
+    # a soft-deleted memory is found by no search).
+    entities: list[str] = [e for e in resolver.resolve_leniently(links, []) if _live_memory(kb, e[len("memory:"):])]
+    notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
+                        "linked to it are found too." for link in entities]
     unknown: list[str] = []
     for name in dotted + bare:
         found = resolver.candidates(name) or (resolver.candidates(name.lower()) if name != name.lower() else [])
@@ -203,6 +209,13 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
         notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
                      f"{'it' if len(found) == 1 else 'them'} are found too.")
     return QuestionNames(full_names, entities, notes, tuple(unknown))
+
+
+def _live_memory(kb: Context, memory_id: str) -> bool:
+    try:
+        return not kb.read(memory_id).is_deleted
+    except KBError:
+        return False
 
 
 def _lenient_entities(

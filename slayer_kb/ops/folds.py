@@ -64,7 +64,7 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
     (``theirs``, asked only for a memory that may repeat one: a save the other side held before
     would have been counted as a duplicate here) into the oldest such memory, as one clone's save
     would have counted a duplicate there: no topic key, the same title, type, text, project,
-    scope, links and description, saved within the de-duplication window of it and not edited
+    scope, session, links and description, saved within the de-duplication window of it and not edited
     since (a fold keeps only the other side's memory). True when it made the commit, the moves
     added to ``deduplicated``."""
     folds: dict[str, Memory] = {}
@@ -125,8 +125,8 @@ def _imported_record(kb: Context, mine: Memory, theirs: Memory) -> Memory | None
 
 def _save_of(memory: Memory) -> tuple[object, ...]:
     """What two saves share when they are one save made twice."""
-    return (memory.title, memory.type, memory.project, memory.scope, sorted(memory.entities), memory.description,
-            content_hash(memory.learning))
+    return (memory.title, memory.type, memory.project, memory.scope, memory.session_id, sorted(memory.entities),
+            memory.description, content_hash(memory.learning))
 
 
 def _live(kb: Context, ids: list[str]) -> list[Memory]:

@@ -47,7 +47,7 @@ from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev
 from ..transaction import memory_change
-from . import sessions, validate
+from . import observations, sessions, validate
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
 from .teamchecks import deleted_since, gone_links
 
@@ -158,10 +158,12 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         shown = show(kb, memory_id, rev)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
+        warnings: list[str] = []
         if memory.is_deleted:
             memory = memory.evolve(deleted_at=None)
             text = dumps(memory)
-        warnings: list[str] = []
+        if (keyless := observations.without_held_key(tx, memory, warnings)) is not memory:
+            memory, text = keyless, dumps(keyless)
         kept = kb.resolver().resolve_leniently(memory.entities, warnings)
         if kept != memory.entities:
             text = with_entities(text, memory, kept)

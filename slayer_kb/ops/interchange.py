@@ -388,7 +388,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None
-        type = engram.check_printable(_text(obs, "type"), "type")
+        type = engram.given_type(_text(obs, "type"))
         session_id = _text(obs, "session_id")
         if session_id is not None:
             check_session_id(session_id, "session_id")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError
+from ..core.errors import ConflictError, InvalidInputError
 from ..core.inputs import blank, check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
@@ -48,7 +48,7 @@ def save(
     digest = engram.content_hash(content)
     key = engram.given_topic_key(topic_key)
     project = engram.given_project(project)
-    type = engram.check_printable((type or "manual").strip(), "type") or "manual"
+    type = engram.given_type(type) or engram.DEFAULT_TYPE
     session_id = (session_id or "").strip() or engram.default_session_id(project)
     description = check_description(description)
     with kb.transaction() as tx:
@@ -61,8 +61,8 @@ def save(
         if key:
             existing = tx.live_one(topic_key=key, project=project, scope=scope)
             if existing is not None:
-                return _revise(kb, tx, existing, fields, linked, warnings)
-        duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title)
+                return revise(kb, tx, existing, fields, linked, warnings)
+        duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title, session_id)
         if duplicate is not None:
             kb.add_duplicate(duplicate.id)
             return SaveResult(
@@ -91,9 +91,11 @@ def save(
         return SaveResult(memory_id, linked, warnings, "created", title, type, suggestion, commit)
 
 
-def _revise(
+def revise(
     kb: Context, tx: Transaction, memory: Memory, fields: dict[str, Any], linked: list[str], warnings: list[str]
 ) -> SaveResult:
+    """A topic-key upsert: ``memory``, which holds the key, takes ``fields`` and the links (its
+    own when none are given), one revision more, as one commit."""
     tx.require_committed(memory_path(memory.id))
     changed = memory.evolve(
         **fields,
@@ -111,11 +113,44 @@ def _revise(
     )
 
 
+def key_holder(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> str | None:
+    """Another live memory holding topic key ``key`` in the project and scope (its id): a save
+    under the key would revise only one of the two, and validate refuses the pair."""
+    holder = tx.live_one(topic_key=key, project=project, scope=engram.normalize_scope(scope))
+    return holder.id if holder is not None and holder.id != memory_id else None
+
+
+def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
+    """Refuse to give ``memory_id`` a topic key another live memory holds (``key_holder``)."""
+    if (other := key_holder(tx, memory_id, key, project, scope)) is not None:
+        in_project = f" in project '{project}'" if project else ""
+        raise ConflictError(
+            f"topic_key '{key}'{in_project} is already held by memory {other}: one memory holds a "
+            f"key, so that a save under it revises that one. Change memory {other} instead, or give "
+            "another topic_key."
+        )
+
+
+def without_held_key(tx: Transaction, memory: Memory, warnings: list[str]) -> Memory:
+    """``memory`` as a restore brings it back: without its topic key when another live memory
+    took the key meanwhile (a save under it while this one was deleted), said in ``warnings``."""
+    key = memory.topic_key
+    if not key or (other := key_holder(tx, memory.id, key, memory.project, memory.scope)) is None:
+        return memory
+    warnings.append(f"topic_key '{key}' is held by memory {other} now: restored without it, so that "
+                    f"saves under the key keep revising {other}.")
+    return memory.evolve(topic_key=None)
+
+
 def _find_duplicate(
-    kb: Context, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str
+    kb: Context, tx: Transaction, digest: str, project: str | None, scope: str, type: str, title: str,
+    session_id: str,
 ) -> Memory | None:
+    """The memory this save repeats: Engram's test (the same content, project, scope, type and
+    title, within the window), in the same session, as the mem_save seed's "same session + same
+    content hash" has it: a save in another session is that session's own record."""
     cutoff = parse_time(utc_now()) - kb.dedup_window
-    for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type):
+    for memory in tx.live(content_hash=digest, project=project, scope=scope, type=type, session_id=session_id):
         if memory.title == title and parse_time(memory.created_at) > cutoff:
             return memory
     return None

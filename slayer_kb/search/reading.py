@@ -14,6 +14,7 @@ from whoosh import index as windex
 from whoosh import query as Q
 from whoosh.searching import Searcher
 
+from ..core.ids import id_sort_key
 from . import postings
 from .bm25 import LiveBM25F
 from .leaves import Leaves
@@ -194,14 +195,13 @@ class Reads:
             if kwargs["filter"] is not None and not kwargs["filter"]:
                 return []
         if sort_newest:
-            # The sort key takes the place of the score; newest-first lists carry no score.
-            kwargs.update(sortedby="created_at", reverse=True)
-        vector = None if sort_newest or query is None else self._vector_for(searcher, query)
+            return self._newest(searcher, query or Q.Every(), kwargs)
+        vector = None if query is None else self._vector_for(searcher, query)
         if vector is not None:
             allow, deny = (vector.docs(kwargs.get(name)) for name in ("filter", "mask"))
             ranked = vector.top(query, limit, allow, deny)
-        elif sort_newest or query is None:
-            ranked = [(0.0, hit.docnum) for hit in searcher.search(query or Q.Every(), **kwargs)]
+        elif query is None:
+            ranked = [(0.0, hit.docnum) for hit in searcher.search(Q.Every(), **kwargs)]
         else:
             # Whoosh's top-N collector can drop the best match (seen: a catalog entity scoring 29.7
             # missing from a top 10 that ended at 10.8), so it collects every match and the
@@ -210,6 +210,29 @@ class Reads:
             ranked = sorted(((score, docnum) for score, docnum in searcher.search(query, **kwargs).top_n),
                             key=lambda item: (-item[0], item[1]))[:limit]
         return ranked
+
+    def _newest(self, searcher: Any, query: Q.Query, kwargs: dict[str, Any]) -> list[tuple[float, int]]:
+        """What ``query`` matches, newest first (``_newest_first``); newest-first lists carry no
+        score. Whoosh sorts by ``created_at`` alone, so the documents of the last second shown
+        are fetched whole: any of them may come first by its id."""
+        limit = kwargs["limit"]
+        docnums = [hit.docnum for hit in searcher.search(query, sortedby="created_at", reverse=True, **kwargs)]
+        if docnums and limit is not None and len(docnums) == limit:
+            created = self._leaves.column(searcher, "created_at")
+            last = created[docnums[-1]]
+            same = searcher.search(Q.And([query, Q.Term("created_at", last)]), **{**kwargs, "limit": None}, scored=False)
+            docnums = [d for d in docnums if created[d] != last] + [hit.docnum for hit in same]
+        return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
+
+    def _newest_first(self, searcher: Any, docnums: list[int]) -> list[int]:
+        """Memory documents newest first: by creation, then, within a second, by id as ``context``
+        and ``timeline`` order them (``id_sort_key``, the higher auto id first). Never by where the
+        index holds them: an edit moves a document to the end, a reindex puts it back. Read from
+        the columns (a fifth of the CPU of the stored fields: 0.06 s for 20,000 of one second)."""
+        if not docnums:
+            return []  # an empty index has no columns to read
+        ids, created = (self._leaves.column(searcher, name) for name in ("id", "created_at"))
+        return sorted(docnums, key=lambda d: (created[d], id_sort_key(ids[d])), reverse=True)
 
     def _exact(self, searcher: Any, query: Q.Query, limit: int | None) -> list[tuple[float, int]]:
         """The documents ``query`` (exact field values) matches, newest first.
@@ -221,9 +244,8 @@ class Reads:
         """
         docnums = list(searcher.docs_for_query(query))
         if len(docnums) > EXACT_SORT_LIMIT:
-            return [(0.0, hit.docnum) for hit in searcher.search(query, limit=limit, sortedby="created_at", reverse=True)]
-        newest = sorted(docnums, key=lambda d: (searcher.stored_fields(d)["data"]["created_at"], d), reverse=True)
-        return [(0.0, docnum) for docnum in newest[:limit]]
+            return self._newest(searcher, query, {"limit": limit})
+        return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
 
     def stored(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The stored fields of these memories' live documents, by id (absent ones left out)."""
@@ -271,4 +293,3 @@ class Reads:
 
             self._vector = VectorSearcher(searcher)
         return self._vector if self._vector.supports(query) else None
-

@@ -236,7 +236,7 @@ def _ranked(
     docs: dict[str, dict[str, Any]] = {}
 
     pinned: list[str] = []
-    for exact in (E.id_query(E.named_ids(request.entities)), topic):
+    for exact in (E.id_query(E.named_ids(_tags(request))), topic):
         if exact is not None:
             pinned += [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
 
