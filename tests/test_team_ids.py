@@ -611,6 +611,7 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
     export = tmp_path / "engram.json"
     export.write_text(json.dumps({"observations": [
         {"title": "Flaky test", "content": "test_login is flaky.", "project": "api", "duplicate_count": 3,
+         "session_id": "s-api",
          "created_at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())},  # saved again below: a duplicate
         {"title": "Retry budget", "content": "Three retries.", "project": "api", "topic_key": "decision/retry",
          "revision_count": 4, "duplicate_count": 2, "created_at": "2026-03-01 10:21:00",
@@ -622,7 +623,8 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
     assert ids == {a: ["1", "2", "3"], b: [str(BLOCK + n) for n in (1, 2, 3)]}
     # Revised or counted again on one clone since: that clone's own counts, the import's once.
     KnowledgeBase(b).save_observation("Retry budget", "Five retries.", project="api", topic_key="decision/retry")
-    assert KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky.", project="api").action == "duplicate"
+    flaky = KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky.", project="api", session_id="s-api")
+    assert flaky.action == "duplicate"  # the same save in the same session
     sync(KnowledgeBase(a))
     result = sync(KnowledgeBase(b))
     assert (result.merged, result.deduplicated) == ({str(BLOCK + 2): "2"}, {str(BLOCK + 1): "1", str(BLOCK + 3): "3"})
