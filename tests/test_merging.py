@@ -18,19 +18,19 @@ sessions = st.builds(Session, id=st.just("manual-save-api"), started_at=times, p
 
 @given(sessions, sessions)
 def test_a_merged_session_keeps_every_prompt_of_both(a: Session, b: Session) -> None:
-    merged = merge_sessions(a, b)
+    merged = merge_sessions(None, a, b)
     keys = {(p.created_at, p.content) for p in merged.prompts}
     assert keys == {(p.created_at, p.content) for p in a.prompts + b.prompts}
     assert len(keys) == len(merged.prompts)
     assert [p.created_at for p in merged.prompts] == sorted(p.created_at for p in merged.prompts)
     assert merged.started_at == min(a.started_at, b.started_at)
-    assert {(p.created_at, p.content) for p in merge_sessions(b, a).prompts} == keys
+    assert {(p.created_at, p.content) for p in merge_sessions(None, b, a).prompts} == keys
 
 
 @given(sessions)
 def test_merging_a_session_with_itself_changes_nothing(a: Session) -> None:
     unique = {(p.created_at, p.content): p for p in a.prompts}
-    assert merge_sessions(a, a) == Session(**{**a.__dict__, "prompts": sorted(unique.values(), key=lambda p: p.created_at)})
+    assert merge_sessions(None, a, a) == Session(**{**a.__dict__, "prompts": sorted(unique.values(), key=lambda p: p.created_at)})
 
 
 def test_a_session_ended_on_two_clones_keeps_both_summaries() -> None:
@@ -39,11 +39,23 @@ def test_a_session_ended_on_two_clones_keeps_both_summaries() -> None:
     b = Session(**{**start.__dict__, "ended_at": "2026-11-29T20:05:00Z", "summary": "Found the flaky login test."})
     both = "Found the flaky login test.\n\nFixed the refund double count."
     for ours, theirs in ((a, b), (b, a)):
-        merged = merge_sessions(ours, theirs)
+        merged = merge_sessions(None, ours, theirs)
         assert (merged.ended_at, merged.summary) == ("2026-11-29T20:10:00Z", both)
         # Met again along a rebase (the merge against one side's own version): said once.
-        assert merge_sessions(merged, theirs).summary == merge_sessions(ours, merged).summary == both
-    assert merge_sessions(a, start).summary == merge_sessions(start, a).summary == a.summary
+        assert merge_sessions(None, merged, theirs).summary == merge_sessions(None, ours, merged).summary == both
+    assert merge_sessions(start, a, start).summary == merge_sessions(start, start, a).summary == a.summary
+
+
+def test_a_summary_one_clone_replaced_is_not_brought_back_by_the_other() -> None:
+    """A session ended with S0 is ended again on one clone (S1 replaces S0) while the other only
+    adds a prompt: the merge gave "S0\n\nS1", the replaced summary back."""
+    ended = Session(id="s1", started_at="2026-12-01T10:00:00Z", ended_at="2026-12-01T11:00:00Z", summary="S0",
+                    prompts=[])
+    again = Session(**{**ended.__dict__, "ended_at": "2026-12-01T12:00:00Z", "summary": "S1"})
+    prompted = Session(**{**ended.__dict__, "prompts": [Prompt(created_at="2026-12-01T11:30:00Z", content="more")]})
+    for ours, theirs in ((again, prompted), (prompted, again)):
+        merged = merge_sessions(ended, ours, theirs)
+        assert (merged.summary, merged.ended_at, len(merged.prompts)) == ("S1", "2026-12-01T12:00:00Z", 1)
 
 
 def memory(revisions: int | None, at: str, text: str) -> Memory:
@@ -134,6 +146,42 @@ def test_a_forget_of_a_topic_key_against_a_change_the_later_holds_but_links_alon
     base = memory(1, "2026-11-29T20:00:00Z", "base").evolve(entities=["shop.orders.amount", "memory:2"])
     upserted = base.evolve(learning="revised", revision_count=2, updated_at="2026-11-29T20:00:05Z")
     unlinked = base.evolve(entities=["shop.orders.amount"], updated_at="2026-11-29T20:00:09Z")
-    assert [forget_holds(base, upserted, at) for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z")] == [False, True]
-    assert forget_holds(base, unlinked, "2026-11-29T20:00:01Z") is True
-    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), "2026-11-29T20:00:09Z") is None
+    def never() -> str:
+        raise AssertionError("asked for a commit's date")
+
+    assert [forget_holds(base, upserted, at, never) for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z")] == [
+        False, True]
+    assert forget_holds(base, unlinked, "2026-11-29T20:00:01Z", never) is True
+    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), "2026-11-29T20:00:09Z",
+                        never) is None
+
+
+def test_a_fold_or_a_strip_keeps_its_time_only_an_edit_of_what_a_memory_says_is_dated_by_its_commit() -> None:
+    """Sync's own commits leave updated_at as it was: a fold (``memory: merge N into M``) or a
+    recount changes only counts and created_at, a forget's strip only takes a link away. Each was
+    taken for a person's edit, dated at its commit, and beat an upsert made before it."""
+    base = memory(1, "2026-11-29T20:00:00Z", "base").evolve(entities=["shop.orders.amount", "memory:2"])
+    upsert = base.evolve(learning="upserted", revision_count=2, updated_at="2026-11-29T20:00:05Z")
+
+    def committed_later() -> str:
+        return "2026-11-29T20:00:09Z"
+
+    folded = base.evolve(revision_count=2, created_at="2026-11-29T19:59:00Z")
+    stripped = base.evolve(entities=["shop.orders.amount"])
+    for ours in (folded, stripped):
+        merged = merge_topic_revisions(base, ours, upsert, (committed_later, lambda: None))
+        assert (merged.learning, merged.updated_at) == ("upserted", upsert.updated_at)
+    for edit in (base.evolve(title="Retries"), base.evolve(entities=[*base.entities, "shop.orders.status"])):
+        assert merge_topic_revisions(base, edit, upsert, (committed_later, lambda: None)) == edit.evolve(
+            revision_count=2, duplicate_count=None)
+
+
+def test_a_forget_against_an_edit_by_hand_dates_the_edit_by_its_commit() -> None:
+    """A person's edit (git commit, updated_at left as it was) made after the other clone's forget
+    lost to it: the forget was compared with the edited version's updated_at, the base's."""
+    base = memory(1, "2026-11-29T20:00:00Z", "base")
+    by_hand = base.evolve(learning="edited by hand")
+    forgot_at = "2026-11-29T20:00:05Z"
+    assert [forget_holds(base, by_hand, forgot_at, lambda at=at: at)
+            for at in ("2026-11-29T20:00:09Z", "2026-11-29T20:00:05Z", "2026-11-29T20:00:03Z", None)] == [
+        False, True, True, None]  # git cannot date the edit: a person decides

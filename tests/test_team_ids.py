@@ -15,12 +15,14 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
+from slayer_kb.core.memory import utc_now
+from slayer_kb.core.session import loads as load_session
 from slayer_kb.ops.renumber import plan
 from slayer_kb.ops.sync import compose, sync
 from slayer_kb.store.leases import BLOCK, NAMESPACE, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
-from testing import git, json_of, lose_races, make_team
+from testing import eventually, git, json_of, lose_races, make_team
 
 
 @pytest.fixture
@@ -681,8 +683,8 @@ def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invok
     sync(KnowledgeBase(a))
     sync(KnowledgeBase(b))
 
-    def forget(root: Path, hours: int) -> None:  # dated an hour off: no clock second to wait for
-        KnowledgeBase(root).forget("1")
+    def forget(root: Path, hours: int, memory_id: str = "1") -> None:  # dated an hour off: no second to wait for
+        KnowledgeBase(root).forget(memory_id)
         git(root, "commit", "-q", "--amend", "--no-edit", f"--date={int(time.time()) + 3600 * hours} +0000")
 
     forget(a, -1)
@@ -691,7 +693,7 @@ def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invok
     synced = invoke_cli("--kb", b, "sync", check=True)
     assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
                              "  merged both sides of: memories/1.yaml\n"
-                             "  kept, its forget undone by a later upsert of its topic key: 1\n")
+                             "  kept, its forget undone by a later upsert of its topic key or edit: 1\n")
     memory = KnowledgeBase(b).get("1")
     assert (memory.learning, memory.revision_count) == ("Redis, 10 min TTL.", 2)
     # A forget made after the other clone's upsert holds: the memory goes.
@@ -704,6 +706,101 @@ def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invok
     for root in (a, b):
         assert not (root / "memories" / "1.yaml").exists()
         assert git(root, "status", "--porcelain") == ""
+    # B upserts, A forgets later and pushes first: the forget holds and B's upsert commit, replayed
+    # onto it, becomes empty. It was gone from the branch and the reply said nothing of it.
+    saved = KnowledgeBase(b).save_observation("Cache", "Redis, 20 min TTL.", **key).memory_id  # 1 was forgotten
+    sync(KnowledgeBase(b))
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_observation("Cache", "Redis, 25 min TTL.", **key)
+    forget(a, 1, saved)
+    sync(KnowledgeBase(a))
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 0 pushed.\n"
+                             f"  merged both sides of: memories/{saved}.yaml\n"
+                             "  forgotten on origin after this clone changed it, the change dropped "
+                             f"(git reflog holds it): {saved}\n")
+    assert not (b / "memories" / f"{saved}.yaml").exists()
+    assert "Redis, 25 min TTL." in git(b, "show", f"HEAD@{{1}}:memories/{saved}.yaml")  # the reflog holds it
+
+
+def test_a_forget_against_a_persons_later_edit_with_plain_git_keeps_the_edit(team, invoke_cli) -> None:
+    """A person edits a topic-key memory by hand (git commit: updated_at left as it was) after the
+    other clone forgot it: the forget was weighed against the updated_at the edit left, so it always
+    held, and the edit vanished from the branch whichever clone pushed first."""
+    _bare, (a, b) = team
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+    later = f"{int(time.time()) + 3600} +0000"  # an hour on: no clock second to wait for
+
+    def edit_by_hand(root: Path, new: str) -> None:
+        path = root / "memories" / "1.yaml"
+        path.write_text(path.read_text().replace(KnowledgeBase(root).get("1").learning, new))
+        subprocess.run(["git", "commit", "-qam", "cache: carts expire sooner"], cwd=root, check=True,
+                       env={**os.environ, "GIT_AUTHOR_DATE": later})
+
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    # The forget pushed first, the person's edit replayed onto it.
+    KnowledgeBase(a).forget("1")
+    sync(KnowledgeBase(a))
+    edit_by_hand(b, "Redis, 5 min TTL; carts 1 min.")
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+                             "  merged both sides of: memories/1.yaml\n"
+                             "  kept, its forget undone by a later upsert of its topic key or edit: 1\n")
+    assert KnowledgeBase(b).get("1").learning == "Redis, 5 min TTL; carts 1 min."
+    # The edit pushed first, the forget replayed onto it.
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).forget("1")
+    edit_by_hand(a, "Redis, 5 min TTL; carts 2 min.")
+    git(a, "push", "-q", "origin", "main")
+    assert sync(KnowledgeBase(b)).unforgotten == ["1"]
+    assert KnowledgeBase(b).get("1").learning == "Redis, 5 min TTL; carts 2 min."
+    assert git(b, "log", "-1", "--format=%s") == "cache: carts expire sooner\n"  # the forget's commit went
+
+
+def test_a_session_summary_replaced_on_one_clone_stays_replaced(team) -> None:
+    """A session ended on one clone is ended again there with a new summary while the other clone
+    only adds a prompt: sync's merge had no base, kept both summaries, and the replaced one came back."""
+    _bare, (a, b) = team
+    KnowledgeBase(a).session_start("ses-1", "api")
+    KnowledgeBase(a).session_end("ses-1", "S0: first draft.")
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).session_end("ses-1", "S1: the corrected summary.")
+    sync(KnowledgeBase(a))
+    KnowledgeBase(b).save_prompt("One more question", "ses-1")
+    assert sync(KnowledgeBase(b)).resolved == ["sessions/ses-1.yaml"]
+    session = load_session((b / "sessions" / "ses-1.yaml").read_text(), "ses-1")
+    assert (session.summary, [p.content for p in session.prompts]) == ("S1: the corrected summary.", ["One more question"])
+
+
+@pytest.mark.slow
+def test_a_fold_pushed_after_an_upsert_does_not_take_its_place(tmp_path: Path) -> None:
+    """Sync's fold (``memory: merge N into M``) changes only counts and created_at, as a person's
+    edit leaves updated_at: it was dated at its commit and beat an upsert another clone made
+    before it, which that clone's next sync lost. Three clones, each step in a later second."""
+    _bare, (a, b, c) = make_team(tmp_path, 3)
+    key = dict(type="decision", project="api", topic_key="arch/cache")
+
+    def next_second() -> None:
+        now = utc_now()
+        eventually(lambda: utc_now() > now, "the next second")
+
+    KnowledgeBase(b).save_observation("Cache", "B: two retries.", **key)
+    next_second()
+    KnowledgeBase(a).save_observation("Cache", "A: three retries.", **key)
+    sync(KnowledgeBase(a))
+    next_second()
+    sync(KnowledgeBase(c))
+    held = KnowledgeBase(c).save_observation("Cache", "C: five retries.", **key).memory_id
+    next_second()
+    folded = sync(KnowledgeBase(b))
+    assert (folded.merged, git(b, "log", "-1", "--format=%s")) == (
+        {"1": held}, f"memory: merge 1 into {held} (topic arch/cache)\n")
+    sync(KnowledgeBase(c))
+    memory = KnowledgeBase(c).get(held)
+    assert (memory.learning, memory.revision_count) == ("C: five retries.", 3)
 
 
 def test_a_retry_that_renumbers_a_folded_memory_reports_the_fold_under_its_new_id(team) -> None:

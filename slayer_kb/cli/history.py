@@ -190,8 +190,11 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
         text += _folded(result.merged, result.deduplicated)
         if result.unforgotten:
-            text += ("\n  kept, its forget undone by a later upsert of its topic key: "
+            text += ("\n  kept, its forget undone by a later upsert of its topic key or edit: "
                      + ", ".join(result.unforgotten))
+        if result.dropped:
+            text += (f"\n  forgotten on {result.remote} after this clone changed it, the change dropped "
+                     "(git reflog holds it): " + ", ".join(result.dropped))
         if result.pushed_again:
             text += (f"\n  note: {result.remote}/{result.branch} was rewritten (a force push) without "
                      f"{result.pushed_again} commit(s) this clone held; they were pushed again "

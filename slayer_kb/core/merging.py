@@ -23,8 +23,9 @@ from .memory import FIELD_NAMES, Memory
 from .session import Prompt, Session
 
 
-def merge_sessions(ours: Session, theirs: Session) -> Session:
-    """One session from two versions of it (``ours`` wins where both set a plain field)."""
+def merge_sessions(base: Session | None, ours: Session, theirs: Session) -> Session:
+    """One session from two versions of it since ``base`` (None when both created it; ``ours``
+    wins where both set a plain field)."""
     prompts: dict[tuple[str, str, str | None], Prompt] = {}
     for prompt in [*ours.prompts, *theirs.prompts]:
         prompts.setdefault((prompt.created_at, prompt.content, prompt.project), prompt)
@@ -35,16 +36,20 @@ def merge_sessions(ours: Session, theirs: Session) -> Session:
         project=ours.project or theirs.project,
         directory=ours.directory or theirs.directory,
         ended_at=max(ended) if ended else None,
-        summary=_summaries(ours, theirs),
+        summary=_summaries(base, ours, theirs),
         prompts=sorted(prompts.values(), key=lambda p: p.created_at),
     )
 
 
-def _summaries(ours: Session, theirs: Session) -> str | None:
+def _summaries(base: Session | None, ours: Session, theirs: Session) -> str | None:
     """Both sides' summaries of one session (ended on two clones: each agent said what it did),
     the earlier end's first, a blank line between; one that already holds the other (a summary
-    merged before, met again along a rebase) is kept as it is."""
-    said = [s.summary for s in sorted((ours, theirs), key=lambda s: s.ended_at or "") if s.summary]
+    merged before, met again along a rebase) is kept as it is. A side whose summary is the base's
+    said nothing new: the other side's stands, even one that replaced the base's (re-ended)."""
+    changed = [s for s in (ours, theirs) if base is None or s.summary != base.summary]
+    if len(changed) < 2:
+        return (changed or [ours])[0].summary
+    said = [s.summary for s in sorted(changed, key=lambda s: s.ended_at or "") if s.summary]
     if len(said) < 2:
         return said[0] if said else None
     first, last = said
@@ -66,7 +71,7 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     had its save come after ``ours`` in one clone (times have a resolution of a second).
     ``committed`` dates each side's commit of the file: a person's edit with plain git sets no
     ``updated_at``, and was made when it was committed, not when the version it edited was saved."""
-    at_ours, at_theirs = (_written(base, side, dated) for side, dated in
+    at_ours, at_theirs = (_written(base, side, dated) or last_written(side) for side, dated in
                           zip((ours, theirs), committed or (None, None), strict=True))
     newer = theirs if at_theirs >= at_ours else ours
     if base is not None and _only_forgot(base, theirs) != _only_forgot(base, ours):
@@ -89,25 +94,45 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     )
 
 
-def forget_holds(base: Memory, kept: Memory, forgot_at: str) -> bool | None:
+def forget_holds(base: Memory, kept: Memory, forgot_at: str, committed: Dated) -> bool | None:
     """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
-    changed it (an upsert): whether the forget, made at ``forgot_at``, holds. The later of the two
-    does, as for a soft forget (``_forgotten``); a forget never loses a tie, nor to a change of
-    the memory's links alone. None for a memory without a topic key (or one that changed key): a
-    forget against an edit, for a person."""
+    changed it (an upsert, an edit by hand): whether the forget, made at ``forgot_at``, holds. The
+    later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated by its
+    commit (``committed``: a person's edit made after the forget must not vanish behind the
+    ``updated_at`` it left as it was); a forget never loses a tie, nor to a change of the memory's
+    links alone. None for a memory without a topic key (or one that changed key), or an edit by
+    hand git cannot date: a forget against an edit, for a person."""
     if not (base.topic_key and base.topic_key == kept.topic_key):
         return None
-    if all(getattr(kept, name) == getattr(base, name) for name in FIELD_NAMES - _LINKS):
+    if not revised(base, kept):
         return True  # only its links changed (another forget's strip): no revision to keep
-    return forgot_at >= last_written(kept)
+    written = _written(base, kept, committed)
+    return None if written is None else forgot_at >= written
 
 
-def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str:
-    """When ``side`` was last written: its ``updated_at``, or, for a change of ``base`` that left
-    it as it was (an edit by hand, not a forget), the time its commit was authored."""
-    if dated is not None and base is not None and side.updated_at == base.updated_at and not _only_forgot(base, side):
-        return dated() or last_written(side)
+def revised(base: Memory, side: Memory) -> bool:
+    """Whether ``side`` changes more of ``base`` than its links (a forget's strip) and its forget."""
+    return any(getattr(side, name) != getattr(base, name) for name in FIELD_NAMES - _LINKS - {"deleted_at"})
+
+
+def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str | None:
+    """When ``side`` was last written: its ``updated_at``, or, for an edit of ``base`` by hand,
+    the time its commit was authored (None when git cannot tell)."""
+    if dated is not None and base is not None and _by_hand(base, side):
+        return dated()
     return last_written(side)
+
+
+def _by_hand(base: Memory, side: Memory) -> bool:
+    """Whether ``side`` is ``base`` edited with plain git: what it says changed, ``updated_at`` left
+    as it was. Not sync's own commits: a fold or recount changes only counts and ``created_at``,
+    a strip (a forget's, a catalog delete's) only takes entities away, and sync strips again
+    whatever link a merge brings back."""
+    if side.updated_at != base.updated_at:
+        return False
+    if any(getattr(side, name) != getattr(base, name) for name in _CONTENT):
+        return True
+    return not set(side.entities) <= set(base.entities)
 
 
 def _forgotten(ours: tuple[Memory, str], theirs: tuple[Memory, str]) -> str | None:
@@ -174,3 +199,5 @@ def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
+# What a memory says, as against its bookkeeping (counts, times) and its links.
+_CONTENT = FIELD_NAMES - _LINKS - {"created_at", "deleted_at", "revision_count", "duplicate_count"}

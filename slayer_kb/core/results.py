@@ -413,8 +413,10 @@ class SyncResult:
     merged: dict[str, str] = field(default_factory=dict)
     deduplicated: dict[str, str] = field(default_factory=dict)  # this clone's memory -> the upstream's, one save
     resolved: list[str] = field(default_factory=list)
-    # Topic-key memories one side forgot that the other upserted later: the upsert held (store/replay.py).
+    # Topic-key memories one side forgot that the other changed later (an upsert, an edit): the change held (store/replay.py).
     unforgotten: list[str] = field(default_factory=list)
+    # Memories this clone changed that the upstream forgot later: the forget held, the change is dropped.
+    dropped: list[str] = field(default_factory=list)
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
@@ -432,7 +434,7 @@ class SyncResult:
                 "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "pushed_again": self.pushed_again,
                 "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
-                "resolved": self.resolved, "unforgotten": self.unforgotten, "unlinked": self.unlinked,
+                "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "stale_queries": self.stale_queries, "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}

@@ -46,7 +46,7 @@ from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.claims import remote_url, talk
-from ..store.replay import replay, unforgotten
+from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
@@ -317,7 +317,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # The last attempt's commits are undone with it, so is what they said they did: its
         # renumbering, folds, strips and merged files are made again, or not, against this upstream.
         for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
-                     result.resolved, result.unforgotten):
+                     result.resolved, result.unforgotten, result.dropped):
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
@@ -344,8 +344,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         _rebase(store, remote, upstream_branch, upstream, bool(mapping))
     else:
         reset_keep(store, tip)
-        kept = unforgotten(store, [store.repo_path(path) for path in both], upstream, ours, tip)
-        result.unforgotten += [memory_id for memory_id in kept if memory_id not in result.unforgotten]
+        if both:
+            weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
+            result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
+            result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
     result.resolved += [path for path in both if path not in result.resolved]
     result.action = "merged" if merges else "rebased"
     if parted:

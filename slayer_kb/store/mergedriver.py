@@ -34,7 +34,7 @@ from ..core import merging
 from ..core.children import python_child
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
-from ..core.memory import dumps, loads, utc_time
+from ..core.memory import Memory, dumps, loads, utc_time
 from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revisions
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
@@ -75,7 +75,8 @@ def merged(path: str, base: str, current: str, other: str, committed: tuple[Date
     folder, name = Path(path).parent.name, Path(path).name
     try:
         if folder == SESSIONS_DIR and (session_id := id_of_file(name)) is not None:
-            return dump_session(merge_sessions(load_session(current, session_id), load_session(other, session_id)))
+            was = load_session(base, session_id) if base.strip() else None
+            return dump_session(merge_sessions(was, load_session(current, session_id), load_session(other, session_id)))
         memory_id = id_of_path(f"{MEMORIES_DIR}/{name}") if folder == MEMORIES_DIR else None
         if memory_id is not None:
             mine, theirs = loads(current, memory_id), loads(other, memory_id)
@@ -114,42 +115,52 @@ def _committed(path: str, labels: tuple[str, str]) -> tuple[Dated, Dated]:
 def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
     """The field-by-field merge of an ordinary memory's three versions whose lines conflict
     (``merge_edits``); None when two edits of it conflict, or a version does not parse."""
-    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
-    if memory_id is None or not base.strip():
-        return None
-    try:
-        memory = merge_edits(*(loads(text, memory_id) for text in (base, current, other)))
-    except KBError:
-        return None
+    versions = _memories(path, base, current, other) if base.strip() else None
+    memory = merge_edits(*versions) if versions is not None else None
     return None if memory is None else dumps(memory)
 
 
-def forget_holds(path: str, base: str, kept: str, forgot_at: Dated) -> bool | None:
+def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated]) -> bool | None:
     """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
-    side's version ``kept``, the forget dated by ``forgot_at`` (``merging.forget_holds``); None
-    when a person decides (no topic key, a version that does not parse, a forget git cannot date)."""
-    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
-    if memory_id is None:
+    side's version ``kept`` (``merging.forget_holds``); ``dated``: when the forget and ``kept``
+    were committed. None when a person decides (no topic key, a version that does not parse, a
+    forget or an edit by hand git cannot date)."""
+    versions = _memories(path, base, kept)
+    if versions is None:
         return None
-    try:
-        was, now = loads(base, memory_id), loads(kept, memory_id)
-    except KBError:
-        return None
+    was, now = versions
+    forgot_at, kept_at = dated
     if not (was.topic_key and was.topic_key == now.topic_key) or (at := forgot_at()) is None:
         return None
-    return merging.forget_holds(was, now, at)
+    return merging.forget_holds(was, now, at, kept_at)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:
     """Whether ``text`` is the memory ``base`` with only ``deleted_at`` set (``forget --soft``)."""
+    versions = _memories(path, base, text)
+    if versions is None:
+        return False
+    was, now = versions
+    return was.deleted_at is None and now.deleted_at is not None and now.evolve(deleted_at=None) == was
+
+
+def revised(path: str, base: str, text: str) -> bool:
+    """Whether ``text`` changes more of the memory ``base`` than its links and its forget
+    (``merging.revised``); False for a version that does not parse."""
+    versions = _memories(path, base, text)
+    return versions is not None and merging.revised(*versions)
+
+
+def _memories(path: str, *texts: str) -> list[Memory] | None:
+    """``texts`` read as versions of the memory file ``path``; None when it is no memory's file or
+    a version does not parse."""
     memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
     if memory_id is None:
-        return False
+        return None
     try:
-        was, now = loads(base, memory_id), loads(text, memory_id)
+        return [loads(text, memory_id) for text in texts]
     except KBError:
-        return False
-    return was.deleted_at is None and now.deleted_at is not None and now.evolve(deleted_at=None) == was
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

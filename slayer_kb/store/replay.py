@@ -13,8 +13,9 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to;
 - a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it;
-- a topic-key memory one side deleted and the other changed (an upsert): the later of the two
-  holds, the forget dated by its commit (``mergedriver.forget_holds``).
+- a topic-key memory one side deleted and the other changed (an upsert, an edit by hand): the
+  later of the two holds, the forget and an edit by hand dated by their commits
+  (``mergedriver.forget_holds``).
 
 A commit that changes nothing any more is dropped, as ``git rebase`` drops it; one that changed
 nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` keeps it. The new
@@ -74,15 +75,35 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     return tip
 
 
-def unforgotten(store: GitStore, paths: list[str], upstream: str, ours: str, tip: str) -> list[str]:
-    """Of ``paths`` (repository-relative), the memories one side forgot (``upstream`` or ``ours``
-    lacks the file) that ``tip``, their replay, holds: a forget that lost to a later upsert of its
-    topic key (``_forget_holds``), which sync names. By id."""
+@dataclass(frozen=True)
+class Forgets:
+    """How the forgets ``replay`` weighed against a change ended, by memory id."""
+
+    unforgotten: list[str]  # one side forgot it, the tip holds it: a later change held (``_forget_holds``)
+    dropped: list[str]  # this branch changed it, the upstream forgot it later: the change is in no commit now
+
+
+def forgets(store: GitStore, paths: list[str], revs: tuple[str, str, str, str]) -> Forgets:
+    """Of ``paths`` (repository-relative: the files both sides changed), the memories a forget
+    against a change left kept or gone in the replay; ``revs``: where the sides parted, the
+    upstream, this branch, and its replay onto the upstream. Sync names both: a dropped change
+    left the branch with the commit that made it (which git's reflog still holds)."""
     objects = store.objects
-    held = [objects.blobs_at(objects.tree_of(rev), paths) for rev in (upstream, ours, tip)]
-    return [id_of_path(path[len(store.prefix):]) or path for path in paths
-            if held[2][path] is not None and None in (held[0][path], held[1][path])
-            and path[len(store.prefix):].startswith(f"{MEMORIES_DIR}/")]
+    parted, upstream, ours, tip = (objects.blobs_at(objects.tree_of(rev), paths) for rev in revs)
+    memories = [path for path in paths if path[len(store.prefix):].startswith(f"{MEMORIES_DIR}/")]
+    gone = [p for p in memories if tip[p] is None and upstream[p] is None and parted[p] and ours[p]]
+    texts = objects.read_many("blob", {oid for p in gone for oid in (parted[p], ours[p]) if oid})
+
+    def revised(path: str) -> bool:  # not a soft forget or a strip of links, which the forget takes along
+        return mergedriver.revised(path, *(texts[oid].decode("utf-8", "replace")
+                                           for oid in (parted[path], ours[path]) if oid))
+
+    def ids(paths: list[str]) -> list[str]:
+        return [id_of_path(path[len(store.prefix):]) or path for path in paths]
+
+    return Forgets(
+        unforgotten=ids([p for p in memories if tip[p] is not None and None in (upstream[p], ours[p])]),
+        dropped=ids([p for p in gone if revised(p)]))
 
 
 def _changes(store: GitStore, commits: list[str]) -> dict[str, list[_Change]]:
@@ -173,10 +194,11 @@ def _forget_holds(store: GitStore, change: _Change, current: str | None, commits
     if change.old is None or kept is None or not _driven(store, change.path):
         return None
     texts = store.objects.read_many("blob", {change.old, kept})
-    forgot_in = commits[1] if change.new is None else commits[0]
+    forgot_in, kept_in = (commits[1], commits[0]) if change.new is None else commits
     return mergedriver.forget_holds(change.path, texts[change.old].decode("utf-8", "replace"),
                                     texts[kept].decode("utf-8", "replace"),
-                                    lambda: mergedriver.changed_at(_git(store), forgot_in, change.path))
+                                    (lambda: mergedriver.changed_at(_git(store), forgot_in, change.path),
+                                     lambda: mergedriver.changed_at(_git(store), kept_in, change.path)))
 
 
 def _git(store: GitStore) -> Callable[[list[str]], bytes]:
