@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -137,25 +138,27 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
 
 
-def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_example_kb: KnowledgeBase,
-                                                                       invoke_cli: CliRunner) -> None:
+def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """get, update and forget of a memory whose file was moved (by hand or with git mv) or deleted,
-    not committed, said only "No memory with id ...": the memory seemed lost."""
+    not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
+    KB's files, so they start in its folder: run with --kb from elsewhere, they failed."""
     root = indexed_example_kb.root
     (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
     git(root, "mv", "memories/2.yaml", "memories/two.yaml")
     (root / "memories" / "3.yaml").unlink()
     head = git(root, "rev-parse", "HEAD")
+    cd = f"cd {shlex.quote(str(root))}; "
     told = {
         "1": "memories/1.yaml was moved to memories/one.yaml (slayer-kb now reads it as memory 'one'), and HEAD still "
-             "has it at memories/1.yaml: a move that is not committed. Move it back (mv memories/one.yaml "
-             "memories/1.yaml), or commit the move (git add -A -- memories/1.yaml memories/one.yaml, then git commit).",
+             f"has it at memories/1.yaml: a move that is not committed. Move it back ({cd}mv memories/one.yaml "
+             f"memories/1.yaml), or commit the move ({cd}git add -A -- memories/1.yaml memories/one.yaml; git commit).",
         "2": "memories/2.yaml was moved to memories/two.yaml (slayer-kb now reads it as memory 'two'), and HEAD still "
-             "has it at memories/2.yaml: a move that is not committed. Move it back (git mv memories/two.yaml "
-             "memories/2.yaml), or commit the move (git add -A -- memories/2.yaml memories/two.yaml, then git commit).",
+             f"has it at memories/2.yaml: a move that is not committed. Move it back ({cd}git mv memories/two.yaml "
+             f"memories/2.yaml), or commit the move ({cd}git add -A -- memories/2.yaml memories/two.yaml; git commit).",
         "3": "memories/3.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
-             "committed. Bring the file back (git checkout HEAD -- memories/3.yaml), or commit the deletion (git rm "
-             "memories/3.yaml, then git commit).",
+             f"committed. Bring the file back ({cd}git checkout HEAD -- memories/3.yaml), or commit the deletion "
+             f"({cd}git rm memories/3.yaml; git commit).",
         "999": "No memory with id '999'.",
     }
     for memory_id, message in told.items():
@@ -163,6 +166,11 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_e
             proc = invoke_cli("--kb", root, *args)
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
+    # The steps run as printed, from another folder, and put the moved memory back.
+    subprocess.run(["sh", "-c", told["1"].split("Move it back (")[1].split(")")[0]], cwd="/", check=True)
+    assert indexed_example_kb.get("1").id == "1"
+    monkeypatch.chdir(root)  # from the KB's folder, no cd
+    assert invoke_cli("get", "3").stderr == f"Error: {told['3'].replace(cd, '')}\n"
     assert git(root, "rev-parse", "HEAD") == head
 
 
