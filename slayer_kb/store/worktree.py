@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads, read_regular
-from ..core.problems import cd_step, words
+from ..core.problems import cd_step, git_command, words
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
@@ -250,8 +250,9 @@ def not_staged(store: Repository, commit: str, paths: Sequence[str], reason: str
     short, subject = store.git("show", "-s", "--format=%h%n%s", commit).stdout.decode().splitlines()[:2]
     return WorkTreeError(
         f"Committed as {short} ({subject}), but git's index could not take {listed(sorted(paths), _SHOWN)}: "
-        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `git reset -q -- "
-        f"{' '.join(sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'}`) to finish; until then `git status` "
+        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `"
+        f"{git_command(store.root, 'reset -q -- ' + (words(*sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'))}"
+        "`) to finish; until then `git status` "
         "shows the change undone in git's index, and `git commit` would undo it.",
         commit,
     )
@@ -266,8 +267,9 @@ def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
     error = failed[paths[0]]
     restore = [p for p in paths if blobs[p] is not None]
     remove = [p for p in paths if blobs[p] is None]
-    steps = [f"run `git checkout HEAD -- {' '.join(restore)}`" if len(restore) <= _SHOWN
-             else f"run `git checkout HEAD -- FILE` for each of {listed(restore, _SHOWN)}"] if restore else []
+    checkout = git_command(store.root, f"checkout HEAD -- {words(*restore) if len(restore) <= _SHOWN else 'FILE'}")
+    steps = [f"run `{checkout}`" if len(restore) <= _SHOWN
+             else f"run `{checkout}` for each of {listed(restore, _SHOWN)}"] if restore else []
     steps += [f"delete {listed(remove, _SHOWN)}"] if remove else []
     return WorkTreeError(
         f"Committed as {short} ({subject}), but {listed(paths, _SHOWN)} could not be written in the "
