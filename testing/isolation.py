@@ -3,7 +3,13 @@ because they only read it."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
+import os
+import pwd
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +30,8 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("SLAYER_KB", raising=False)
+    # The state folders' key (store/state.py) is never the developer's, under their home.
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home()))
     monkeypatch.delenv("SLAYER_KB_AUTHOR", raising=False)
     # No test starts a warm server by accident (docs/server.md): commands relay to a server a
     # test started itself (``slayer-kb watch``), and the server tests turn ``on`` explicitly.
@@ -40,6 +48,25 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # its steps): lowered 10 steps as a session, they got a tenth of a core beside the run's
     # workers and its test waited (test_beside.py with test_exactly_once.py: 20 s, 45-55 s lowered).
     monkeypatch.setenv("SLAYER_KB_WRITE_NICENESS", "0")
+
+
+@functools.cache
+def state_home() -> Path:
+    """This process's ``XDG_STATE_HOME``: one for all its tests, so the KB a module's tests
+    share (``read_only``) stays stamped under the key its tests check it with."""
+    where = Path(tempfile.mkdtemp(prefix="slayer-kb-state-"))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    return where
+
+
+def account_home_at(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make ``folder`` (made here) the home this user's password entry names, for the tests of
+    the state folders' key without ``XDG_STATE_HOME`` (core/home.py): never the real one."""
+    entry = pwd.getpwuid(os.geteuid())
+    folder.mkdir()
+    moved = pwd.struct_passwd((*entry[:5], str(folder), *entry[6:]))
+    real = pwd.getpwuid
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: moved if uid == entry.pw_uid else real(uid))
 
 
 @contextlib.contextmanager

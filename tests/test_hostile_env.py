@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, json_of, make_empty_kb, make_team
+from testing import CliRunner, account_home_at, git, json_of, make_empty_kb, make_team
 
 
 @pytest.fixture
@@ -137,25 +138,27 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
 
 
-def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_example_kb: KnowledgeBase,
-                                                                       invoke_cli: CliRunner) -> None:
+def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """get, update and forget of a memory whose file was moved (by hand or with git mv) or deleted,
-    not committed, said only "No memory with id ...": the memory seemed lost."""
+    not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
+    KB's files, so they start in its folder: run with --kb from elsewhere, they failed."""
     root = indexed_example_kb.root
     (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
     git(root, "mv", "memories/2.yaml", "memories/two.yaml")
     (root / "memories" / "3.yaml").unlink()
     head = git(root, "rev-parse", "HEAD")
+    cd = f"cd {shlex.quote(str(root))}; "
     told = {
         "1": "memories/1.yaml was moved to memories/one.yaml (slayer-kb now reads it as memory 'one'), and HEAD still "
-             "has it at memories/1.yaml: a move that is not committed. Move it back (mv memories/one.yaml "
-             "memories/1.yaml), or commit the move (git add -A -- memories/1.yaml memories/one.yaml, then git commit).",
+             f"has it at memories/1.yaml: a move that is not committed. Move it back ({cd}mv memories/one.yaml "
+             f"memories/1.yaml), or commit the move ({cd}git add -A -- memories/1.yaml memories/one.yaml; git commit).",
         "2": "memories/2.yaml was moved to memories/two.yaml (slayer-kb now reads it as memory 'two'), and HEAD still "
-             "has it at memories/2.yaml: a move that is not committed. Move it back (git mv memories/two.yaml "
-             "memories/2.yaml), or commit the move (git add -A -- memories/2.yaml memories/two.yaml, then git commit).",
+             f"has it at memories/2.yaml: a move that is not committed. Move it back ({cd}git mv memories/two.yaml "
+             f"memories/2.yaml), or commit the move ({cd}git add -A -- memories/2.yaml memories/two.yaml; git commit).",
         "3": "memories/3.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
-             "committed. Bring the file back (git checkout HEAD -- memories/3.yaml), or commit the deletion (git rm "
-             "memories/3.yaml, then git commit).",
+             f"committed. Bring the file back ({cd}git checkout HEAD -- memories/3.yaml), or commit the deletion "
+             f"({cd}git rm memories/3.yaml; git commit).",
         "999": "No memory with id '999'.",
     }
     for memory_id, message in told.items():
@@ -163,6 +166,11 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(indexed_e
             proc = invoke_cli("--kb", root, *args)
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
+    # The steps run as printed, from another folder, and put the moved memory back.
+    subprocess.run(["sh", "-c", told["1"].split("Move it back (")[1].split(")")[0]], cwd="/", check=True)
+    assert indexed_example_kb.get("1").id == "1"
+    monkeypatch.chdir(root)  # from the KB's folder, no cd
+    assert invoke_cli("get", "3").stderr == f"Error: {told['3'].replace(cd, '')}\n"
     assert git(root, "rev-parse", "HEAD") == head
 
 
@@ -185,21 +193,28 @@ def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: Knowl
     assert (again.returncode, again.stderr) == (0, "")
 
 
-def test_another_home_neither_sets_the_state_aside_nor_is_made(indexed_example_kb: KnowledgeBase,
-                                                               invoke_cli: CliRunner, tmp_path: Path) -> None:
+def test_another_home_neither_sets_the_state_aside_nor_is_made(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The state folder's key lived under $HOME: a command run with another HOME (a CI step, sudo,
     a test) made a second key and set .slayer-kb aside as untrusted, and again when HOME was back;
     as root, a HOME that did not exist was made, by the key, the sentence cache and onnxruntime's
     telemetry. The key now lives under the home the system gives the user."""
+    from slayer_kb.store import state
+
     root = indexed_example_kb.root
-    other, missing = tmp_path / "other-home", tmp_path / "no-home"
+    account, other, missing = tmp_path / "account", tmp_path / "other-home", tmp_path / "no-home"
     other.mkdir()
+    account_home_at(monkeypatch, account)
+    monkeypatch.setenv("HOME", str(other))  # the real one's key is never read (carried over)
+    monkeypatch.delenv("XDG_STATE_HOME")
+    state.make(root / state.STATE_DIR)  # stamped under the account's key, as its first command does
     for home in (other, missing, other):
         for args in (("list",), ("save", f"a learning saved with HOME={home.name}", "--title", home.name)):
-            proc = invoke_cli("--kb", root, *args, env={"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""})
+            proc = invoke_cli("--kb", root, *args, env={"HOME": str(home), "XDG_CACHE_HOME": ""})
             assert (proc.returncode, proc.stderr) == (0, ""), (home, args)
     assert sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb")) == [".slayer-kb"]
     assert not missing.exists() and list(other.iterdir()) == []
+    assert (account / ".local" / "state" / "slayer-kb" / "key").stat().st_size == 32
     imported = subprocess.run([sys.executable, "-I", "-c", "from slayer_kb.search import runtime; runtime.onnxruntime()"],
                               env={**os.environ, "HOME": str(missing)}, capture_output=True, text=True, cwd="/")
     assert (imported.returncode, imported.stderr, missing.exists()) == (0, "", False)
@@ -214,6 +229,37 @@ def test_a_non_ascii_path_without_utf8_mode_is_an_error_not_a_traceback(tmp_path
                "mode off. Set LC_ALL=C.UTF-8 (or another UTF-8 locale) and unset PYTHONUTF8, then retry.")
     assert (proc.returncode, json.loads(proc.stdout)) == (1, {"error": {"type": "store", "message": message}})
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("account_key", [False, True], ids=["account-without-a-key", "account-with-its-own-key"])
+def test_an_upgrade_trusts_the_state_folders_stamped_under_the_key_in_home(
+        account_key: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A slayer-kb before the account's home kept the key under $HOME: where the account's home
+    is another folder, the first command after the upgrade made a second key there and set every
+    KB's .slayer-kb aside, "a copy from git or elsewhere". The key under $HOME is read too: its
+    stamps hold (stamped again under the key in use), and it is the key made where none was."""
+    from slayer_kb.store import state
+
+    home, account = tmp_path / "home", tmp_path / "account"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME")
+    account_home_at(monkeypatch, account)
+    keys = [home / ".local" / "state" / "slayer-kb" / "key", account / ".local" / "state" / "slayer-kb" / "key"]
+    if account_key:
+        keys[1].parent.mkdir(parents=True)
+        keys[1].write_bytes(os.urandom(32))
+        keys[1].chmod(0o600)
+    with monkeypatch.context() as before:  # as the former slayer-kb made it: stamped under $HOME's key
+        before.setattr(state, "account_home", lambda: None)
+        root = make_empty_kb(tmp_path / "kb")
+    former = keys[0].read_bytes()
+    for _ in range(2):
+        assert invoke_cli("--kb", root, "list", check=True).stderr == ""
+    keys[0].unlink()  # stamped again under the account's key: the former one is no longer needed
+    assert invoke_cli("--kb", root, "list", check=True).stderr == ""
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb")) == [".slayer-kb"]
+    assert (keys[1].read_bytes() == former) is not account_key  # carried over where the account had none
 
 
 def test_the_key_is_kept_under_home_where_the_accounts_home_takes_no_file(

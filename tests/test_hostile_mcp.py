@@ -90,24 +90,37 @@ def test_a_passive_capture_keeps_to_the_size_limit_and_a_short_subject(empty_kb:
     characters."""
     root = empty_kb.root
     head = git(root, "rev-parse", "HEAD").strip()
-    too_big = ("content's learning #2 is 100000 bytes; the limit is 65536 bytes. Split it into several memories or "
-               "raise the limit with SLAYER_KB_MAX_CONTENT (bytes). It was not saved; the others were.")
+    def too_big(number: int, size: int) -> str:
+        return (f"content's learning #{number} is {size} bytes; the limit is 65536 bytes. Split it into several "
+                "memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
+
     big = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n1. a learning long enough\n2. "
                                                                  + "y" * 100_000 + "\n3. and a third one long enough"})
+    warnings = [too_big(2, 100_000), "Learning #2 was not saved; the other 2 were."]
     assert (big.is_error, big.text) == (False, "Passive capture complete: extracted=3 saved=2 duplicates=0\n"
-                                               f"warning: {too_big}")
+                                               + "".join(f"warning: {w}\n" for w in warnings).rstrip("\n"))
     assert {key: (big.data or {}).get(key) for key in ("memory_ids", "skipped", "warnings")} == {
-        "memory_ids": ["1", "2"], "skipped": [2], "warnings": [too_big]}
+        "memory_ids": ["1", "2"], "skipped": [2], "warnings": warnings}
     assert [empty_kb.get(i).learning for i in ("1", "2")] == ["a learning long enough", "and a third one long enough"]
     assert git(root, "rev-list", "--count", f"{head}..HEAD") == "1\n" and git(root, "status", "--porcelain") == ""
+    # Each skipped learning's warning said "the others were [saved]": false with none saved, and
+    # with two skipped (the first's said the second was saved).
     alone = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n- " + "z" * 70_000})
-    assert (alone.is_error, alone.text.splitlines()[0], (alone.data or {}).get("skipped")) == (
-        False, "Passive capture complete: extracted=1 saved=0 duplicates=0", [1])
-    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "1\n"
+    assert (alone.is_error, alone.text.splitlines()[0], (alone.data or {}).get("skipped"),
+            (alone.data or {}).get("warnings")) == (False, "Passive capture complete: extracted=1 saved=0 duplicates=0",
+                                                    [1], [too_big(1, 70_000), "Learning #1 was not saved."])
+    two = call_tool(empty_kb, "mem_capture_passive", {"content": "## Key Learnings:\n1. " + "z" * 70_000 + "\n2. "
+                                                                 "a learning long enough\n3. " + "w" * 70_000
+                                                                 + "\n4. a fourth learning long enough"})
+    assert {key: (two.data or {}).get(key) for key in ("saved", "duplicates", "skipped", "warnings")} == {
+        "saved": 1, "duplicates": 1, "skipped": [1, 3], "warnings": [
+            too_big(1, 70_000), too_big(3, 70_000),
+            "Learnings #1, #3 were not saved; of the other 2, 1 was saved and 1 was a duplicate."]}
+    assert git(root, "rev-list", "--count", f"{head}..HEAD") == "2\n"
     many = "\n".join(f"{n}. learning number {n} of twelve" for n in range(1, 13))
     call_tool(empty_kb, "mem_capture_passive", {"content": f"## Key Learnings:\n{many}"})
     assert git(root, "log", "-1", "--format=%s") == (
-        "memory: capture 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 2 more (passive, from mcp-passive)\n")
+        "memory: capture 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 and 2 more (passive, from mcp-passive)\n")
 
 
 def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:

@@ -168,7 +168,7 @@ def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
         f"Error: Committed as {short} ({subject}), but {path} could not be written in the work tree: "
-        f"Is a directory. Once it can be written, run `git checkout HEAD -- {path}` to finish; until then "
+        f"Is a directory. Once it can be written, run `git -C {root} checkout HEAD -- {path}` to finish; until then "
         "`git commit -a` would undo the change.\n"
     )
     # git's index holds the commit's version: nothing staged undoes it.
@@ -178,7 +178,7 @@ def test_a_work_tree_that_fails_after_the_commit_says_so_and_how_to_finish(
     assert invoke_cli("--kb", root, "list", check=True).returncode == 0
     # The way out the message gives works.
     (root / path).rmdir()
-    git(root, "checkout", "HEAD", "--", path)
+    subprocess.run(["sh", "-c", proc.stderr.split("run `")[1].split("`")[0]], cwd="/", check=True)  # from elsewhere
     assert _status(root) == ""
     shown = invoke_cli("--kb", root, "get", Path(path).stem, check=True).stdout
     committed = git(root, "show", f"{head}:{path}")
@@ -411,7 +411,8 @@ def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
         f"Error: Committed as {short} ({subject}), but git's index could not take memories/{memory}.yaml: git's "
         f"index is locked: {lock} exists, so another git command is running in this repository (or one that "
         "crashed left the file behind). Wait for it to finish, or delete that file if no git command is running, "
-        f"then retry. Once it can, run any slayer-kb command that writes (or `git reset -q -- memories/{memory}.yaml`) "
+        f"then retry. Once it can, run any slayer-kb command that writes (or `git -C {root} reset -q -- "
+        f"memories/{memory}.yaml`) "
         "to finish; until then `git status` shows the change undone in git's index, and `git commit` would undo "
         "it.\n")
     lock.unlink()

@@ -59,8 +59,9 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
                     source: Any = None) -> CaptureResult:
     """Engram's ``mem_capture_passive``: each learning of the text's ``## Key Learnings:``
     section becomes a memory of type ``passive`` unless a live memory of the project already has
-    the same text (one over the size limit is skipped, with a warning naming its number). All of
-    them and the session, when it is new, in one commit."""
+    the same text (one over the size limit is skipped, with a warning naming its number, and a
+    last warning says what became of the others). All of them and the session, when it is new,
+    in one commit."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
     check_unicode(content, "content")
@@ -80,9 +81,17 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
             learnings.append(kb.check_learning(learning, f"content's learning #{number}"))
         except InvalidInputError as exc:
             result.skipped.append(number)
-            result.warnings.append(f"{exc} It was not saved; the others were.")
-    if not learnings:
-        return result
+            result.warnings.append(str(exc))
+    if learnings:
+        _save(kb, learnings, result, project, session_id)
+    if result.skipped:
+        result.warnings.append(_not_saved(result))
+    return result
+
+
+def _save(kb: Context, learnings: list[str], result: CaptureResult, project: str | None, session_id: str) -> None:
+    """The learnings no live memory of the project holds, and the session when it is new, in one
+    commit; ``result`` counts them and the duplicates."""
     with kb.transaction() as tx:
         seen: set[str] = set()
         fresh: list[str] = []
@@ -101,10 +110,23 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
             changes = [memory_change(m) for m in memories.values()] + session_changes
             # A subject, not a manifest: 2,000 learnings made one of 11,000 characters.
             ids = listed(list(memories), 10)
-            result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {one_line(source)})", memories)
+            result.commit = tx.commit(changes, f"memory: capture {ids} (passive, from {one_line(result.source)})", memories)
             result.saved = len(memories)
             result.memory_ids = list(memories)
-    return result
+
+
+def _not_saved(result: CaptureResult) -> str:
+    """The learnings skipped and what became of the others, said once: each skipped one's
+    warning said "the others were [saved]", false with none saved or with two skipped."""
+    count, others = len(result.skipped), result.extracted - len(result.skipped)
+    said = (f"{'Learning' if count == 1 else 'Learnings'} {listed([f'#{n}' for n in result.skipped], 10)} "
+            f"{'was' if count == 1 else 'were'} not saved")
+    if others == 0:
+        return f"{said}."
+    if result.duplicates == 0:
+        return f"{said}; the other {others} {'was' if others == 1 else 'were'}."
+    return (f"{said}; of the other {others}, {result.saved} {'was' if result.saved == 1 else 'were'} saved and "
+            f"{result.duplicates} {'was a duplicate' if result.duplicates == 1 else 'were duplicates'}.")
 
 
 def _passive_memory(memory_id: str, learning: str, project: str | None, session_id: str, now: str) -> Memory:

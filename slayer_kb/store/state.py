@@ -47,6 +47,7 @@ from ..core.home import account_home, home
 
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
+KEY_BYTES = 32
 CHECKED_HEAD = "checked-head"
 # What git should never pick up from the folder, even where the repository's .gitignore does not
 # say so (a SLayer storage folder put under git): its own .gitignore ignores everything in it.
@@ -77,6 +78,19 @@ def _key() -> bytes | None:
     return next((key for key in map(_key_at, _key_paths()) if key is not None), None)
 
 
+def _former_key() -> bytes | None:
+    """The key a slayer-kb before the account's home kept, without ``$XDG_STATE_HOME``, under
+    ``$HOME``: a state folder it stamped is this user's too. Only a file of this user's that no one
+    else can read, of a key's length, counts; never made."""
+    if os.path.isabs(os.environ.get("XDG_STATE_HOME", "")) or (where := home()) is None:
+        return None  # the key was there before too
+    try:
+        key = _read_private(where / ".local" / "state" / "slayer-kb" / "key")
+    except OSError:
+        return None
+    return key if len(key) == KEY_BYTES else None
+
+
 def _key_at(path: Path) -> bytes | None:
     try:
         return _read_private(path)
@@ -88,7 +102,8 @@ def _key_at(path: Path) -> bytes | None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_bytes(32))
+            # The former key carried over: the folders an upgrade finds stamped stay trusted.
+            handle.write(_former_key() or secrets.token_bytes(KEY_BYTES))
     except FileExistsError:
         pass  # another process made it first
     except OSError:
@@ -139,9 +154,23 @@ def _untrusted_reason(folder: Path, st: os.stat_result, key: bytes | None) -> st
         return "it is not a folder"
     if st.st_uid != os.geteuid():
         return "it belongs to another user"
-    if key is not None and _read_small(folder / STAMP) != _stamp(key, folder, st):
+    if key is not None and not _stamped(key, folder, st):
         return "slayer-kb did not make it here for this user (a copy from git or elsewhere)"
     return None
+
+
+def _stamped(key: bytes, folder: Path, st: os.stat_result) -> bool:
+    """Whether the folder carries its stamp under ``key``, or under the key a former slayer-kb
+    kept under ``$HOME`` (then stamped again under ``key``: an upgrade sets nothing aside)."""
+    found = _read_small(folder / STAMP)
+    if found == _stamp(key, folder, st):
+        return True
+    former = _former_key()
+    if former is None or former == key or found != _stamp(former, folder, st):
+        return False
+    with contextlib.suppress(OSError):  # a read-only KB: checked under the former key each time
+        _write_small(folder / STAMP, _stamp(key, folder, st))
+    return True
 
 
 def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None], advice: str = "") -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads, read_regular
+from ..core.problems import cd_step, git_command, words
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
@@ -249,8 +250,9 @@ def not_staged(store: Repository, commit: str, paths: Sequence[str], reason: str
     short, subject = store.git("show", "-s", "--format=%h%n%s", commit).stdout.decode().splitlines()[:2]
     return WorkTreeError(
         f"Committed as {short} ({subject}), but git's index could not take {listed(sorted(paths), _SHOWN)}: "
-        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `git reset -q -- "
-        f"{' '.join(sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'}`) to finish; until then `git status` "
+        f"{reason.rstrip('.')}. Once it can, run any slayer-kb command that writes (or `"
+        f"{git_command(store.root, 'reset -q -- ' + (words(*sorted(paths)) if len(paths) <= _SHOWN else 'FILE...'))}"
+        "`) to finish; until then `git status` "
         "shows the change undone in git's index, and `git commit` would undo it.",
         commit,
     )
@@ -265,8 +267,9 @@ def not_written(store: Repository, commit: str, blobs: Mapping[str, str | None],
     error = failed[paths[0]]
     restore = [p for p in paths if blobs[p] is not None]
     remove = [p for p in paths if blobs[p] is None]
-    steps = [f"run `git checkout HEAD -- {' '.join(restore)}`" if len(restore) <= _SHOWN
-             else f"run `git checkout HEAD -- FILE` for each of {listed(restore, _SHOWN)}"] if restore else []
+    checkout = git_command(store.root, f"checkout HEAD -- {words(*restore) if len(restore) <= _SHOWN else 'FILE'}")
+    steps = [f"run `{checkout}`" if len(restore) <= _SHOWN
+             else f"run `{checkout}` for each of {listed(restore, _SHOWN)}"] if restore else []
     steps += [f"delete {listed(remove, _SHOWN)}"] if remove else []
     return WorkTreeError(
         f"Committed as {short} ({subject}), but {listed(paths, _SHOWN)} could not be written in the "
@@ -301,7 +304,7 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
         if record.startswith("2 "):
             new, old = record.split(" ", 9)[-1], next(records, "")
             if old == repo_path:
-                return _moved(kb_path, new[len(store.prefix):], f"git mv {new[len(store.prefix):]} {kb_path}")
+                return _moved(store.root, kb_path, new[len(store.prefix):], "git mv")
         elif record.startswith("? "):
             untracked.append(record[2:])
     # Only a file of the very size is read: the folder may hold thousands of others.
@@ -309,15 +312,22 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     for path in untracked:
         with contextlib.suppress(OSError):
             if os.lstat(store.top / path).st_size == len(data) and read_regular(store.top / path) == data:
-                return _moved(kb_path, path[len(store.prefix):], f"mv {path[len(store.prefix):]} {kb_path}")
+                return _moved(store.root, kb_path, path[len(store.prefix):], "mv")
     return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
-            f"committed. Bring the file back (git checkout HEAD -- {kb_path}), or commit the deletion (git rm "
-            f"{kb_path}, then git commit).")
+            f"committed. Bring the file back ({_run(store.root, f'git checkout HEAD -- {words(kb_path)}')}), or "
+            f"commit the deletion ({_run(store.root, f'git rm {words(kb_path)}', 'git commit')}).")
 
 
-def _moved(kb_path: str, now: str, back: str) -> str:
+def _moved(root: Path, kb_path: str, now: str, move: str) -> str:
     folder, _, name = now.rpartition("/")
     named = (f" (slayer-kb now reads it as memory '{name[:-5]}')"
              if folder == kb_path.rpartition("/")[0] and name.endswith(".yaml") else "")
     return (f"{kb_path} was moved to {now}{named}, and HEAD still has it at {kb_path}: a move that is not "
-            f"committed. Move it back ({back}), or commit the move (git add -A -- {kb_path} {now}, then git commit).")
+            f"committed. Move it back ({_run(root, f'{move} {words(now, kb_path)}')}), or commit the move "
+            f"({_run(root, f'git add -A -- {words(kb_path, now)}', 'git commit')}).")
+
+
+def _run(root: Path, *steps: str) -> str:
+    """Steps to paste, run in the KB's folder ``root``: the paths they name are the KB's, and
+    ``--kb DIR`` may have named it from anywhere."""
+    return "; ".join([*cd_step(root), *steps])
