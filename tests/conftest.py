@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from testing import (
     read_only,
     signals,
 )
+from testing.isolation import state_home
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
 # machine, not on a defect; the examples each test runs are unchanged. Loaded before the test
@@ -47,6 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Bytecode, the package's and the plugins' rewritten modules: testing/bytecode.py, loaded
     # before every other plugin. tmp_path in memory where it can be: testing/ramdisk.py.
     ramdisk.use_for_tmp_path(config)
+    # The state folders' key for the whole process, module-scoped KBs built outside a test's
+    # isolation included: a KB stamped under another key would be set aside when a test reads it.
+    os.environ["XDG_STATE_HOME"] = str(state_home())
     shown = config.getoption("cpu_durations")
     if shown is not None:
         config.pluginmanager.register(cpu.CpuTimes(shown), "cpu-times")
