@@ -302,6 +302,36 @@ def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_
     assert sorted(p.name for p in (root / "memories").glob("*.yaml")) == ["7.yaml"]
 
 
+def test_an_engram_type_written_capitalised_is_the_lower_case_one(empty_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                                     tmp_path: Path) -> None:
+    """A save stores Engram's types lower-case (`--type Bugfix` is `bugfix`); a file older code
+    or a person wrote with `Bugfix` kept it: every type filter missed it, `stats` counted two
+    types, and an Engram export of it imported it a second time. A read now takes it lower-case,
+    and fmt rewrites the file."""
+    root = empty_kb.root
+    (root / "memories" / "50.yaml").write_text(
+        "title: Nil deref\ntype: Bugfix\nlearning: Guard the nil map.\ncreated_at: '2025-01-01T00:00:00Z'\n")
+    commit_all(root, "a memory with a capitalised type")
+    invoke_cli("--kb", root, "save", "--type", "bugfix", "--title", "Other", "Another fix.")
+    for spelling in ("Bugfix", "bugfix"):
+        listed = invoke_cli("--kb", root, "--json", "list", "--type", spelling)
+        assert [hit["id"] for hit in json_of(listed)["memories"]] == ["51", "50"]
+    assert json_of(invoke_cli("--kb", root, "--json", "stats"))["types"] == {"bugfix": 2}
+    export = tmp_path / "engram.json"
+    export.write_text(json.dumps({"observations": [{"title": "Nil deref", "content": "Guard the nil map.",
+                                                    "type": "Bugfix", "created_at": "2025-01-01 00:00:00"}]}))
+    imported = invoke_cli("--kb", root, "import-engram", export)
+    assert imported.stdout.splitlines() == [
+        f"From {export}: 0 imported, 1 skipped.",
+        "warning: engram.json: observation 1 is a duplicate of memory 50: the same content, title, type, project and "
+        "scope; skipped."]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert checked.stdout == ("memories/50.yaml:2: not in canonical form; run 'slayer-kb fmt memories/50.yaml'\n"
+                              "1 problem in 1 file (3 files checked)\n")
+    invoke_cli("--kb", root, "fmt", cwd=root)
+    assert "\ntype: bugfix\n" in (root / "memories" / "50.yaml").read_text()
+
+
 def test_a_value_of_the_wrong_kind_is_named_in_yaml_words(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A hand-written date or binary data was named by its Python type ("not date", "holds a
     bytes"): the person never wrote a Python type. (test_query.py and test_sessions.py check the

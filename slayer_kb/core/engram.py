@@ -13,18 +13,8 @@ import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.core.memory import RECOGNISED_TYPES
 from slayer_kb.core.text import shown_value
-
-RECOGNISED_TYPES: tuple[str, ...] = (
-    "decision",
-    "architecture",
-    "bugfix",
-    "pattern",
-    "config",
-    "discovery",
-    "learning",
-    "manual",
-)
 
 DEFAULT_TYPE = "manual"
 # The longest project or type, and the longest title (a title is shown on one line).

@@ -48,6 +48,17 @@ TIME_KEYS = frozenset({"created_at", "updated_at", "deleted_at"})
 # Keys that memories are looked up by: read in Unicode NFC, as a save stores them, so a file a
 # person wrote with decomposed accents (macOS) is the same topic and project (``fmt`` rewrites it).
 COMPOSED_KEYS = frozenset({"project", "topic_key"})
+# Engram's observation types, stored lower-case however they are written (engram.given_type).
+RECOGNISED_TYPES: tuple[str, ...] = (
+    "decision",
+    "architecture",
+    "bugfix",
+    "pattern",
+    "config",
+    "discovery",
+    "learning",
+    "manual",
+)
 SCOPES = ("project", "personal")
 MAX_DESCRIPTION = 500
 # A memory file larger than this is reported and skipped, never parsed or indexed (a hand-made
@@ -359,6 +370,10 @@ def _check_value(key: str, value: Any) -> Any:
             raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
             raise ValueError(f"must be one of {', '.join(SCOPES)}, not {shown_value(value)}")
+        if key == "type" and value.strip().lower() in RECOGNISED_TYPES:
+            # As a save stores it (engram.given_type): a file written by older code or by hand
+            # with `Bugfix` is the `bugfix` a filter, the stats and an import's duplicate look for.
+            return value.strip().lower()
         return unicodedata.normalize("NFC", value) if key in COMPOSED_KEYS else value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
