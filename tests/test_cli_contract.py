@@ -374,10 +374,18 @@ def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared
     """``search memory:12`` as ``search -e memory:12`` (an id of digits has no words to find it by)."""
     data = ok(invoke_cli, shared_kb, "search", "memory:12")
     assert data["example_queries"][0]["id"] == "12"
-    assert data["notes"][0] == "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    said = "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    assert data["notes"][0] == said
     linked = ok(invoke_cli, shared_kb, "search", "what is in memory:kb.refund-policy", "--limit", "3")["memories"]
     assert [h["id"] for h in linked[:2]] == ["kb.refund-policy", "11"]  # 11 links to it
     assert linked[1]["matched_entities"] == ["memory:kb.refund-policy"]
+    # In brackets or quotes, and before the sentence's punctuation, a link names the memory too.
+    for question in ("is it memory:12?", "see (memory:12).", 'the "memory:12", then'):
+        data = ok(invoke_cli, shared_kb, "search", question)
+        assert (data["example_queries"][0]["id"], data["notes"][0]) == ("12", said), question
+    # A link to no memory is said, as -e memory:<id> says it.
+    missing = ok(invoke_cli, shared_kb, "search", "see memory:999.")
+    assert missing["warnings"] == ["entity 'memory:999' dropped: No memory with id '999'."]
 
 
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
