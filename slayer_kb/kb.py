@@ -320,9 +320,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
                                scope=engram.normalize_scope(extra.get("scope")))
             if held is not None:
-                given = {k: v for k, v in extra.items() if v is not None}
-                return observations.revise(self, tx, held, dict(learning=learning, description=description,
-                                                                 query=query, **given), entities, warnings)
+                # Only the fields given replace the held memory's, as an observation's revise does.
+                given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
+                return observations.revise(self, tx, held, dict(learning=learning, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:

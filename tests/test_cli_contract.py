@@ -202,10 +202,13 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     # A save without --title upserts by its key too: two memories under one key fail validate.
     note = ("-e", "shop.orders.amount", "--project", "api", "--topic-key", "fact/amounts")
     assert ok(invoke_cli, kb, "save", "Amounts are gross", *note, "--description", "Gross")["memory_id"] == "29"
-    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note)
+    # It replaces only the fields given (the description stays), and is filed into the session given.
+    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note, "--session", "ses-x")
     assert again == again | {"memory_id": "29", "action": "revised", "resolved_entities": ["shop.orders.amount"]}
     memory = ok(invoke_cli, kb, "get", "29")
-    assert (memory["learning"], memory["description"], memory["revision_count"]) == ("Amounts include VAT", None, 2)
+    assert (memory["learning"], memory["description"], memory["revision_count"], memory["session_id"]) == (
+        "Amounts include VAT", "Gross", 2, "ses-x")
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == ["memories/29.yaml", "sessions/ses-x.yaml"]
     # Nor may an update or a save by id give another memory a key one holds.
     before = head(kb)
     held = ("Error: topic_key 'fact/amounts' in project 'api' is already held by memory 29: one memory holds a "

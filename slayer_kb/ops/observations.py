@@ -97,15 +97,19 @@ def revise(
     """A topic-key upsert: ``memory``, which holds the key, takes ``fields`` and the links (its
     own when none are given), one revision more, as one commit."""
     tx.require_committed(memory_path(memory.id))
+    now = utc_now()
     changed = memory.evolve(
         **fields,
         entities=linked or memory.entities,
         revision_count=(memory.revision_count or 1) + 1,
         duplicate_count=folded_duplicates(kb, memory),
-        updated_at=utc_now(),
+        updated_at=now,
     )
+    # Filed into a session (a note's --session), the session is made with it, as a save's is.
+    given_session = fields.get("session_id")
+    session = sessions.for_save(tx, given_session, changed.project, now) if given_session else []
     commit = tx.commit(
-        [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
+        [memory_change(changed), *session], f"memory: revise {memory.id} (topic {memory.topic_key})"
     )
     kb.fold_duplicates(memory.id)
     return SaveResult(
