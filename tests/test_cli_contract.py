@@ -229,6 +229,16 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert (at_save["topic_key"], at_save["learning"], at_save["warnings"]) == (
         None, "Amounts include VAT", dropped)
     assert invoke_cli("--kb", kb, "validate").returncode == 0
+    # A pair older code made under one key: resending a memory's own key, project and scope (as
+    # agents do) changes it; only giving it the key anew is refused.
+    (kb / "memories/29.yaml").write_text((kb / "memories/29.yaml").read_text() + "topic_key: fact/amounts\n")
+    git(kb, "commit", "-qam", "a pair under one key")
+    resent = ("--project", "api", "--scope", "project", "--topic-key", "fact/amounts")
+    assert ok(invoke_cli, kb, "update", "29", "--learning", "Amounts are gross", *resent)["learning"] == (
+        "Amounts are gross")
+    assert ok(invoke_cli, kb, "save", "Net", "--id", "29", "-e", "shop.orders.amount", *resent)["action"] == "replaced"
+    refused = invoke_cli("--kb", kb, "update", "28", "--topic-key", "fact/amounts")
+    assert (refused.returncode, refused.stderr) == (1, held.replace("29", "30"))
 
 
 def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:

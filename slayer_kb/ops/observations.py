@@ -124,6 +124,13 @@ def key_holder(tx: Transaction, memory_id: str, key: str, project: str | None, s
     return holder.id if holder is not None and holder.id != memory_id else None
 
 
+def key_of(memory: Memory) -> tuple[str | None, str | None, str]:
+    """The (topic key, project, scope) a memory holds its key under. Only a change of it is
+    checked against other holders: an agent resends every field, and a pair older code made
+    (which validate reports) must not block edits to either memory."""
+    return memory.topic_key, memory.project, engram.normalize_scope(memory.scope)
+
+
 def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
     """Refuse to give ``memory_id`` a topic key another live memory holds (``key_holder``)."""
     if (other := key_holder(tx, memory_id, key, project, scope)) is not None:
