@@ -283,19 +283,21 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         # A plain save looks nothing up in the index, so it skips the freshness scan; a topic key
         # is looked up (``_store_memory``).
         with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
-            entities, warnings, query = self._link(linked_entities, self._held_links(id))
-            return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields)
+            replaced = self._replaced(id)
+            entities, warnings, query = self._link(linked_entities, replaced.entities if replaced else [])
+            return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields,
+                                      replaced)
 
-    def _held_links(self, memory_id: str | None) -> list[str]:
-        """The links of the memory a save by id replaces; none for a new one (or a bad id, which
-        the save refuses next)."""
+    def _replaced(self, memory_id: str | None) -> Memory | None:
+        """The memory a save by id replaces; None for a new one (or a bad id, which the save
+        refuses next)."""
         if memory_id is None:
-            return []
+            return None
         with contextlib.suppress(KBError, OSError):
             check_id(memory_id)
             if self.memory_exists(memory_id):
-                return self.read(memory_id).entities
-        return []
+                return self.read(memory_id)
+        return None
 
     def _store_memory(
         self,
@@ -307,22 +309,25 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         memory_id: str | None,
         description: str | None,
         extra: dict[str, Any],
+        replaced: Memory | None,
     ) -> SaveResult:
         now = utc_now()
         action = "created"
         created_at = now
         updated_at = None
         if memory_id is not None and extra.get("topic_key"):
-            observations.check_key_free(tx, memory_id, extra["topic_key"], extra.get("project"), extra.get("scope"))
+            key = (extra["topic_key"], extra.get("project"), engram.normalize_scope(extra.get("scope")))
+            if replaced is None or observations.key_of(replaced) != key:
+                observations.check_key_free(tx, memory_id, *key)
         elif extra.get("topic_key"):
             # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
             # has a title: otherwise the key would be held twice, which validate refuses.
             held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
                                scope=engram.normalize_scope(extra.get("scope")))
             if held is not None:
-                given = {k: v for k, v in extra.items() if v is not None}
-                return observations.revise(self, tx, held, dict(learning=learning, description=description,
-                                                                 query=query, **given), entities, warnings)
+                # Only the fields given replace the held memory's, as an observation's revise does.
+                given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
+                return observations.revise(self, tx, held, dict(learning=learning, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:

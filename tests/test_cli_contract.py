@@ -202,10 +202,13 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     # A save without --title upserts by its key too: two memories under one key fail validate.
     note = ("-e", "shop.orders.amount", "--project", "api", "--topic-key", "fact/amounts")
     assert ok(invoke_cli, kb, "save", "Amounts are gross", *note, "--description", "Gross")["memory_id"] == "29"
-    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note)
+    # It replaces only the fields given (the description stays), and is filed into the session given.
+    again = ok(invoke_cli, kb, "save", "Amounts include VAT", *note, "--session", "ses-x")
     assert again == again | {"memory_id": "29", "action": "revised", "resolved_entities": ["shop.orders.amount"]}
     memory = ok(invoke_cli, kb, "get", "29")
-    assert (memory["learning"], memory["description"], memory["revision_count"]) == ("Amounts include VAT", None, 2)
+    assert (memory["learning"], memory["description"], memory["revision_count"], memory["session_id"]) == (
+        "Amounts include VAT", "Gross", 2, "ses-x")
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == ["memories/29.yaml", "sessions/ses-x.yaml"]
     # Nor may an update or a save by id give another memory a key one holds.
     before = head(kb)
     held = ("Error: topic_key 'fact/amounts' in project 'api' is already held by memory 29: one memory holds a "
@@ -226,6 +229,16 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert (at_save["topic_key"], at_save["learning"], at_save["warnings"]) == (
         None, "Amounts include VAT", dropped)
     assert invoke_cli("--kb", kb, "validate").returncode == 0
+    # A pair older code made under one key: resending a memory's own key, project and scope (as
+    # agents do) changes it; only giving it the key anew is refused.
+    (kb / "memories/29.yaml").write_text((kb / "memories/29.yaml").read_text() + "topic_key: fact/amounts\n")
+    git(kb, "commit", "-qam", "a pair under one key")
+    resent = ("--project", "api", "--scope", "project", "--topic-key", "fact/amounts")
+    assert ok(invoke_cli, kb, "update", "29", "--learning", "Amounts are gross", *resent)["learning"] == (
+        "Amounts are gross")
+    assert ok(invoke_cli, kb, "save", "Net", "--id", "29", "-e", "shop.orders.amount", *resent)["action"] == "replaced"
+    refused = invoke_cli("--kb", kb, "update", "28", "--topic-key", "fact/amounts")
+    assert (refused.returncode, refused.stderr) == (1, held.replace("29", "30"))
 
 
 def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:
@@ -374,10 +387,18 @@ def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared
     """``search memory:12`` as ``search -e memory:12`` (an id of digits has no words to find it by)."""
     data = ok(invoke_cli, shared_kb, "search", "memory:12")
     assert data["example_queries"][0]["id"] == "12"
-    assert data["notes"][0] == "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    said = "'memory:12' names memory 12: it comes first, and memories linked to it are found too."
+    assert data["notes"][0] == said
     linked = ok(invoke_cli, shared_kb, "search", "what is in memory:kb.refund-policy", "--limit", "3")["memories"]
     assert [h["id"] for h in linked[:2]] == ["kb.refund-policy", "11"]  # 11 links to it
     assert linked[1]["matched_entities"] == ["memory:kb.refund-policy"]
+    # In brackets or quotes, and before the sentence's punctuation, a link names the memory too.
+    for question in ("is it memory:12?", "see (memory:12).", 'the "memory:12", then'):
+        data = ok(invoke_cli, shared_kb, "search", question)
+        assert (data["example_queries"][0]["id"], data["notes"][0]) == ("12", said), question
+    # A link to no memory is said, as -e memory:<id> says it.
+    missing = ok(invoke_cli, shared_kb, "search", "see memory:999.")
+    assert missing["warnings"] == ["entity 'memory:999' dropped: No memory with id '999'."]
 
 
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:

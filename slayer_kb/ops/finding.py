@@ -17,7 +17,7 @@ from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
-from ..core.ids import check_existing_id, id_sort_key
+from ..core.ids import check_existing_id, check_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.results import Hit, SearchResult, Stats, Timeline
@@ -42,8 +42,11 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w]|\.\w)")
 _QUOTED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
-# A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue).
-_MEMORY_LINK = re.compile(r"(?<!\S)memory:[^\s:]+")
+# A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue), also
+# in brackets or quotes; the punctuation after it (memory:12.) is the sentence's, not the id's,
+# unless a memory's id has it (``_link_named``).
+_MEMORY_LINK = re.compile(r"(?<![^\s(\[\"'`])memory:[^\s:]+")
+_AFTER_LINK = ".,;:!?)]'\"`"
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
 MAX_READINGS = 3
@@ -88,6 +91,7 @@ def search(
     resolver = kb.resolver(given=True)
     inputs = _lenient_entities(resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)
+    warnings += named.warnings
     found = channels.run(kb.index, channels.Request(
         question=question or "",
         entities=inputs,
@@ -166,6 +170,9 @@ class QuestionNames:
     notes: list[str] = field(default_factory=list)
     # The names that mean nothing: searched as typed, and by their words.
     unknown: tuple[str, ...] = ()
+    # Why a memory link in the question finds nothing (no such memory, an id sync moved), as
+    # ``-e memory:<id>`` says.
+    warnings: list[str] = field(default_factory=list)
 
 
 def question_names(kb: Context, question: str, resolver: Resolver | None = None) -> QuestionNames:
@@ -181,14 +188,15 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
     alone = _ALONE.fullmatch(question)
     bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
-    links = list(dict.fromkeys(_MEMORY_LINK.findall(question)))
+    links = list(dict.fromkeys(_link_named(kb, link) for link in _MEMORY_LINK.findall(question)))
     if not dotted and not bare and not links:
         return QuestionNames()
     resolver = resolver or kb.resolver()
     full_names: dict[str, str] = {}
     # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
     # a soft-deleted memory is found by no search).
-    entities: list[str] = [e for e in resolver.resolve_leniently(links, []) if _live_memory(kb, e[len("memory:"):])]
+    warnings: list[str] = []
+    entities: list[str] = [e for e in resolver.resolve_leniently(links, warnings) if _live_memory(kb, e[len("memory:"):])]
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
@@ -208,7 +216,21 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
         entities.extend(e for e in found if e not in entities)
         notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
                      f"{'it' if len(found) == 1 else 'them'} are found too.")
-    return QuestionNames(full_names, entities, notes, tuple(unknown))
+    return QuestionNames(full_names, entities, notes, tuple(unknown), warnings)
+
+
+def _link_named(kb: Context, link: str) -> str:
+    """``memory:<id>`` as the question means it: without the punctuation after it, unless a
+    memory's id ends so."""
+    memory_id = link[len("memory:"):]
+    bare = memory_id.rstrip(_AFTER_LINK)
+    if not bare or bare == memory_id:
+        return link
+    with contextlib.suppress(KBError):
+        check_id(memory_id)
+        if kb.memory_exists(memory_id):
+            return link
+    return f"memory:{bare}"
 
 
 def _live_memory(kb: Context, memory_id: str) -> bool:

@@ -97,15 +97,19 @@ def revise(
     """A topic-key upsert: ``memory``, which holds the key, takes ``fields`` and the links (its
     own when none are given), one revision more, as one commit."""
     tx.require_committed(memory_path(memory.id))
+    now = utc_now()
     changed = memory.evolve(
         **fields,
         entities=linked or memory.entities,
         revision_count=(memory.revision_count or 1) + 1,
         duplicate_count=folded_duplicates(kb, memory),
-        updated_at=utc_now(),
+        updated_at=now,
     )
+    # Filed into a session (a note's --session), the session is made with it, as a save's is.
+    given_session = fields.get("session_id")
+    session = sessions.for_save(tx, given_session, changed.project, now) if given_session else []
     commit = tx.commit(
-        [memory_change(changed)], f"memory: revise {memory.id} (topic {memory.topic_key})"
+        [memory_change(changed), *session], f"memory: revise {memory.id} (topic {memory.topic_key})"
     )
     kb.fold_duplicates(memory.id)
     return SaveResult(
@@ -118,6 +122,13 @@ def key_holder(tx: Transaction, memory_id: str, key: str, project: str | None, s
     under the key would revise only one of the two, and validate refuses the pair."""
     holder = tx.live_one(topic_key=key, project=project, scope=engram.normalize_scope(scope))
     return holder.id if holder is not None and holder.id != memory_id else None
+
+
+def key_of(memory: Memory) -> tuple[str | None, str | None, str]:
+    """The (topic key, project, scope) a memory holds its key under. Only a change of it is
+    checked against other holders: an agent resends every field, and a pair older code made
+    (which validate reports) must not block edits to either memory."""
+    return memory.topic_key, memory.project, engram.normalize_scope(memory.scope)
 
 
 def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
