@@ -111,6 +111,12 @@ def test_review_reports_every_kind_of_change(catalog_kb: KnowledgeBase) -> None:
     r = kb.history.review(base)
     assert [c.id for c in r.added] == [added]  # broken.yaml does not parse: a problem instead
     assert r.added[0].label == "Auth decision"
+    # In id order, as list and context give them, not git's path order (103, 25, 31, 5, x-note).
+    # From a base after the forget: git could take a new file for the forgotten one renamed.
+    since = head(kb)
+    for memory_id in ("103", "25", "x-note", "5", "31"):
+        kb.save_memory(f"Note {memory_id}", ["orders.amount"], id=memory_id)
+    assert [c.id for c in kb.history.review(since).added] == ["5", "25", "31", "103", "x-note"]
     assert [c.id for c in r.changed] == [changed]
     assert r.changed[0].fields == ["learning", "updated_at"]
     assert r.changed[0].learning_diff == "Amount is in [-EUR.-]{+EUR including VAT.+}"

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, read_regular
-from ..core.ids import check_existing_id, meant_id, no_memory
+from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.problems import command, shown, words
@@ -263,6 +263,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links, context.ids.__contains__,
                                                deleted, store.root)))
     result.problems.extend(map(str, head_catalog.problems))
+    for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed):
+        changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
     return result
