@@ -408,6 +408,8 @@ class Context:
     def record_moves(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
         """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until
         accepted; the duplicate saves counted here and not yet committed go with them."""
+        if not moves:
+            return  # sync asks after every attempt, most with nothing moved: no file read
         self.moves.record(moves, why, duplicate)
         self.pending.move(moves)
 

@@ -334,7 +334,6 @@ class Transaction:
             raise unwritten
         return commit
 
-
     def _tell_if_detached(self) -> None:
         if not self._detached_told:
             self._detached_told = True

@@ -13,7 +13,8 @@ import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
-from slayer_kb.core.memory import RECOGNISED_TYPES
+from slayer_kb.core.memory import RECOGNISED_TYPES as RECOGNISED_TYPES  # re-exported: the rules name them
+from slayer_kb.core.memory import canonical_type
 from slayer_kb.core.text import shown_value
 
 DEFAULT_TYPE = "manual"
@@ -126,8 +127,7 @@ def _composed(text: str) -> str:
 def normalize_type(type: str | None) -> str | None:
     """A type filter trimmed, and one of Engram's types lower-cased, as a write stores them
     (``given_type``); blank -> None (no filter, as a blank project), not a filter no memory matches."""
-    trimmed = type.strip() if type is not None else ""
-    return (trimmed.lower() if trimmed.lower() in RECOGNISED_TYPES else trimmed) or None
+    return canonical_type(type.strip() if type is not None else "") or None
 
 
 def given_type(type: str | None) -> str | None:

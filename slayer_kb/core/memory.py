@@ -59,6 +59,14 @@ RECOGNISED_TYPES: tuple[str, ...] = (
     "learning",
     "manual",
 )
+
+
+def canonical_type(type: str) -> str:
+    """One of Engram's types in any letter case (and with blanks around it) as Engram spells it;
+    any other type as given."""
+    return type.strip().lower() if type.strip().lower() in RECOGNISED_TYPES else type
+
+
 SCOPES = ("project", "personal")
 MAX_DESCRIPTION = 500
 # A memory file larger than this is reported and skipped, never parsed or indexed (a hand-made
@@ -370,10 +378,10 @@ def _check_value(key: str, value: Any) -> Any:
             raise ValueError(f"is {len(value)} characters long; the limit is {MAX_DESCRIPTION}")
         if key == "scope" and value not in SCOPES:
             raise ValueError(f"must be one of {', '.join(SCOPES)}, not {shown_value(value)}")
-        if key == "type" and value.strip().lower() in RECOGNISED_TYPES:
+        if key == "type":
             # As a save stores it (engram.given_type): a file written by older code or by hand
             # with `Bugfix` is the `bugfix` a filter, the stats and an import's duplicate look for.
-            return value.strip().lower()
+            return canonical_type(value)
         return unicodedata.normalize("NFC", value) if key in COMPOSED_KEYS else value
     if key in COUNT_KEYS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -415,7 +423,6 @@ def _check_plain(value: Any) -> None:
             stack.extend(item)
         elif item is not None and not isinstance(item, (str, int, float, bool)):
             raise ValueError(f"holds {kind_of(item)}; quote it to make it a string")
-
 
 
 def with_entities(text: str, memory: Memory, entities: list[str]) -> str:

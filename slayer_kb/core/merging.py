@@ -2,7 +2,8 @@
 
 - A **session** file (``sessions/<id>.yaml``), above all Engram's default session of a project
   (``manual-save-<project>``) that every agent's first save to a new project creates: the union of
-  both versions' prompts, the earliest start, the latest end with its summary.
+  both versions' prompts, the earliest start, the latest end, and both sides' summaries when each
+  side ended it anew (``_summaries``).
 - A **topic-key memory** (Engram's upsert: each save under the key revises the memory): the
   newest content wins, as it would have had the saves come one after the other, and the
   revisions and duplicates both sides counted are added up, so none is lost.

@@ -33,6 +33,7 @@ from .errors import InvalidInputError, MemoryFileError
 from .ids import WINDOWS_RESERVED
 from .inputs import check_unicode
 from .memory import (
+    COMPOSED_KEYS,
     TIMESTAMP,
     check_yaml_shape,
     dump_key,
@@ -227,7 +228,7 @@ def loads(text: str, session_id: str, where: str = "") -> Session:
         if problem:
             raise MemoryFileError(where, key_line(text, key), f"'{key}' {problem}")
         values[key] = _time(value) if key.endswith("_at") and value is not None else value
-        if key == "project" and value is not None:  # NFC, as memory.COMPOSED_KEYS
+        if key in COMPOSED_KEYS and value is not None:  # NFC, as a memory's
             values[key] = unicodedata.normalize("NFC", value)
     if values.get("started_at") is None:
         raise MemoryFileError(where, 1, "missing required key 'started_at' (add started_at: 'YYYY-MM-DDTHH:MM:SSZ')")
@@ -259,7 +260,6 @@ def _value_problem(key: str, value: Any) -> str | None:
     if key == "content" and not value.strip():
         return "must not be blank"
     return None
-
 
 
 def _prompts(value: Any, text: str, where: str) -> list[Prompt]:

@@ -94,7 +94,7 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     under = f"{MEMORIES_DIR}/"
     # The branch's new memories: at HEAD but not at the merge base (after a merge of REF, REF's
     # memories are in the merge base, so they never count as the branch's).
-    ours = _added_since(store, base, head) if base else memory_ids_at(store, head)
+    ours = added_since(store, base, head) if base else memory_ids_at(store, head)
     # What REF added in commits this branch does not have: a memory both sides have from one
     # commit is the same memory, whatever merge base git picks (criss-cross merges).
     theirs = _ids(store.added_paths(head, onto_sha, under))
@@ -129,7 +129,7 @@ def _renames(store: GitStore, base: str, head: str) -> dict[str, str]:
     return found
 
 
-def _added_since(store: GitStore, base: str, head: str) -> set[str]:
+def added_since(store: GitStore, base: str, head: str) -> set[str]:
     """The memory ids at ``head`` that are not at ``base``: one diff, not two listings of every
     memory (sync asks on every push attempt)."""
     out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base, head, "--",

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import STALE_QUERY, shown
 from ..store.repo import GitStore
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
+from .renumber import added_since
 from .unlinks import strip_gone
 from .validate import validate
 
@@ -57,7 +59,10 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
     folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
-    folded = fold_duplicates(kb, tx, added, lambda: _added_since(store, parted, other), moves.deduplicated) or folded
+    def theirs() -> list[str]:  # the memories ``other`` added since ``parted`` (none without one)
+        return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
+
+    folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
     if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
         top = on_top(store, other)
     return revalidate(kb, top)
@@ -73,15 +78,6 @@ def on_top(store: GitStore, other: str) -> dict[str, str]:
         if memory_id is not None:
             found[memory_id] = status
     return found
-
-
-def _added_since(store: GitStore, parted: str, other: str) -> list[str]:
-    """The memories ``other`` added since ``parted`` (none without a common ancestor), by id."""
-    if not parted:
-        return []
-    out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", parted, other, "--",
-                    store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
-    return [i for path in out if path and (i := id_of_path(path[len(store.prefix):])) is not None]
 
 
 def revalidate(kb: Context, ids: dict[str, str]) -> Revalidated:
