@@ -118,10 +118,28 @@ def _states(pid: int) -> set[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
 def test_a_thread_gone_between_listing_and_reading_is_not_counted() -> None:
-    tasks = sorted(Path("/proc/self/task").iterdir())
-    gone = Path("/proc/self/task/2147483647")  # above pid_max: never a thread
-    # Each thread's niceness, not its whole stat line: its fault and tick counts move between reads.
-    assert [fields[16] for fields in thread_stats([*tasks, gone])] == [fields[16] for fields in thread_stats(tasks)] != []
+    # Only threads this test holds: the worker's others (another test's, ending) may go between
+    # two reads of /proc/self/task. One is lowered, so each niceness read is seen to be its own.
+    listed, release = threading.Event(), threading.Event()
+    tids: list[int] = []
+
+    def held() -> None:
+        priority.lower_thread(4)
+        tids.append(threading.get_native_id())
+        listed.set()
+        release.wait()
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    try:
+        listed.wait(WAIT_SECONDS)
+        tasks = [Path(f"/proc/self/task/{tid}") for tid in (threading.get_native_id(), *tids)]
+        gone = Path("/proc/self/task/2147483647")  # above pid_max: never a thread
+        stats = thread_stats([tasks[0], gone, tasks[1]])
+    finally:
+        release.set()
+        thread.join()
+    assert [fields[16] for fields in stats] == [str(BASE), str(min(priority.MAX, BASE + 4))]
 
 
 @pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
