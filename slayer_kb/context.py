@@ -238,11 +238,14 @@ class Context:
         """The memory's file."""
         return self.memories_dir / f"{memory_id}.yaml"
 
-    def read_with_text(self, memory_id: str, indexed: Indexed | None = None) -> tuple[Memory, str]:
+    def read_with_text(self, memory_id: str, indexed: Indexed | None = None,
+                       explain: bool = False) -> tuple[Memory, str]:
         """A memory and its file's exact text, read once as the file is now: unlike ``read``, it
         neither takes the lock nor waits for a commit that is writing files. ``indexed`` is what the index holds for the file (its
         content hash, its stored memory): when the bytes still hash the same, that memory is
-        used instead of parsing the YAML again (a cascade reads thousands)."""
+        used instead of parsing the YAML again (a cascade reads thousands). ``explain``: a file
+        that is not there is said in full (``_missing``), for a command that shows the error; a
+        loop that skips it pays no git process for it."""
         check_existing_id(memory_id, "to read")
         path = self.path_of(memory_id)
         try:
@@ -250,8 +253,7 @@ class Context:
             data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
-            gone = missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
-            raise (NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)) from None
+            raise (self._missing(memory_id) if explain else no_memory(memory_id, self.memory_exists)) from None
         except TooLarge as exc:
             raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:
@@ -264,6 +266,12 @@ class Context:
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
 
+    def _missing(self, memory_id: str) -> NotFoundError:
+        """Why the memory's file is not there, and the fix: moved or deleted by hand and not
+        committed (``missing_by_hand``, a git process), under another extension, or no such memory."""
+        gone = missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
+        return NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)
+
     def _misnamed(self, memory_id: str) -> str | None:
         """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads
         (``validate`` names it), for the error of a look-up that found no ``50.yaml``."""
@@ -273,14 +281,16 @@ class Context:
                         f"reads only files named <id>.yaml; rename it to {memory_path(memory_id)}, then retry.")
         return None
 
-    def read(self, memory_id: str) -> Memory:
+    def read(self, memory_id: str, explain: bool = False) -> Memory:
+        """The memory as its file holds it (``read_with_text``'s ``explain``), never half of a
+        commit's writes (``read_settled``)."""
         if self.store.view.unpublished(memory_path(memory_id)):  # a read beside a write of it
             if (stored := self.index.stored([memory_id]).get(memory_id)) is None:
                 raise no_memory(memory_id, self.memory_exists)
             return Memory(**stored["data"])
         if self.store.view.catalog() is not None:  # beside a write, which holds the lock for it
-            return self.read_with_text(memory_id)[0]
-        return self.read_settled(lambda: self.read_with_text(memory_id)[0])
+            return self.read_with_text(memory_id, explain=explain)[0]
+        return self.read_settled(lambda: self.read_with_text(memory_id, explain=explain)[0])
 
     def read_settled(self, read: Callable[[], T]) -> T:
         """``read()`` of files no commit is halfway through writing. A commit writes files over
@@ -317,7 +327,7 @@ class Context:
         """``read`` for a command a person runs on this memory (get, update): a file that cannot
         be read says how to fix it."""
         try:
-            return self.read(memory_id)
+            return self.read(memory_id, explain=True)
         except MemoryFileError as exc:
             path = self.path_of(memory_id)
             if exc.names_fix:

@@ -24,7 +24,7 @@ from .api.team import Team
 from .catalog.refs import clean_query, flatten_refs, query_entities, split_references
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
-from .core.errors import InvalidInputError, KBError, MemoryFileError, ResolutionError
+from .core.errors import InvalidInputError, KBError, ResolutionError
 from .core.ids import check_id
 from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
@@ -335,8 +335,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             tx.check_new_id(memory_id)
             tx.require_committed(memory_path(memory_id))
             if self.path_of(memory_id).exists():
-                with contextlib.suppress(MemoryFileError):
-                    created_at = self.read(memory_id).created_at
+                # ``replaced`` is the file as read under this lock; None for one that does not parse.
+                created_at = replaced.created_at if replaced is not None else now
                 action = "replaced"
                 updated_at = now
         memory = Memory(

@@ -39,7 +39,7 @@ from .core.memory import Memory, dumps
 from .core.text import listed
 from .store.gitstate import detached_head
 from .store.repo import Change
-from .store.worktree import head_blob
+from .store.worktree import missing_by_hand
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
@@ -238,13 +238,11 @@ class Transaction:
         """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
         holds work that is not committed, for an operation that has no ``--force``."""
         if not os.path.lexists(self.kb.root / path):
-            # Gone from the work tree but not from HEAD: a deletion (or a move) not committed.
-            if head_blob(self.store, path) is not None:
-                raise ConflictError(
-                    f"{path} is deleted in the work tree, and HEAD still has it: a deletion that is not committed, "
-                    "which this command would undo; slayer-kb never commits work you have not committed, so nothing "
-                    f"was done. Commit the deletion (git rm {path}, then git commit), or bring the file back (git "
-                    f"checkout -- {path}), and retry.")
+            # Gone from the work tree but not from HEAD: a deletion or a move not committed, said
+            # as a read of the file says it.
+            if (gone := missing_by_hand(self.store, path)) is not None:
+                raise ConflictError(f"{gone.removesuffix('.')}, then retry. Nothing was done: slayer-kb never "
+                                    "commits work you have not committed.")
         elif self.store.uncommitted([path]):
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 

@@ -110,7 +110,11 @@ def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None
 
 def test_existing_id_is_replaced_whole_keeping_created_at(catalog_kb: KnowledgeBase) -> None:
     catalog_kb.save_memory("first", ["orders"], id="kb.x", description="old")
-    created = catalog_kb.get("kb.x").to_dict()["created_at"]
+    # An older created_at than any save's: kept, not the replacing save's time.
+    path = catalog_kb.root / "memories" / "kb.x.yaml"
+    created = "2020-01-02T03:04:05Z"
+    path.write_text(path.read_text().replace(catalog_kb.get("kb.x").created_at, created))
+    commit_all(catalog_kb.root, "an old memory")
     result = catalog_kb.save_memory("second", ["customers"], id="kb.x")
     assert result.action == "replaced"
     data = catalog_kb.get("kb.x").to_dict()

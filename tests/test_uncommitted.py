@@ -9,6 +9,7 @@ beside them (``<file>.orig``; a staged version that differs from both, ``<file>.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -202,20 +203,52 @@ def test_renumber_names_the_uncommitted_files_it_refuses(unfinished: Path) -> No
 def test_a_save_over_a_memory_deleted_or_moved_by_hand_is_refused(indexed_example_kb: KnowledgeBase,
                                                                   invoke_cli: CliRunner) -> None:
     """HEAD has memories/5.yaml, the work tree not (moved aside, not committed): a save to id 5 used
-    to commit over HEAD's memory 5 and call it "created"."""
+    to commit over HEAD's memory 5 and call it "created". The refusal names the move, and where
+    the file went, as get says it: it said "deleted in the work tree" even of a git mv, with steps
+    that did not start in the KB's folder."""
     root = indexed_example_kb.root
     (root / "memories" / "5.yaml").rename(root / "memories" / "kb.five.yaml")
+    git(root, "mv", "memories/6.yaml", "memories/six.yaml")
+    (root / "memories" / "7.yaml").unlink()
     head = git(root, "rev-parse", "HEAD")
-    message = ("memories/5.yaml is deleted in the work tree, and HEAD still has it: a deletion that is not "
-               "committed, which this command would undo; slayer-kb never commits work you have not committed, "
-               "so nothing was done. Commit the deletion (git rm memories/5.yaml, then git commit), or bring the "
-               "file back (git checkout -- memories/5.yaml), and retry.")
-    proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "5")
-    assert (proc.returncode, json_of(proc), proc.stderr) == (
-        1, {"error": {"type": "conflict", "message": message}}, f"Error: {message}\n")
+    cd = f"cd {shlex.quote(str(root))}; "
+    nothing_done = ", then retry. Nothing was done: slayer-kb never commits work you have not committed."
+    told = {
+        "5": "memories/5.yaml was moved to memories/kb.five.yaml (slayer-kb now reads it as memory 'kb.five'), and "
+             f"HEAD still has it at memories/5.yaml: a move that is not committed. Move it back ({cd}mv "
+             f"memories/kb.five.yaml memories/5.yaml), or commit the move ({cd}git add -A -- memories/5.yaml "
+             f"memories/kb.five.yaml; git commit){nothing_done}",
+        "6": "memories/6.yaml was moved to memories/six.yaml (slayer-kb now reads it as memory 'six'), and HEAD still "
+             f"has it at memories/6.yaml: a move that is not committed. Move it back ({cd}git mv memories/six.yaml "
+             f"memories/6.yaml), or commit the move ({cd}git add -A -- memories/6.yaml memories/six.yaml; git "
+             f"commit){nothing_done}",
+        "7": "memories/7.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+             f"committed. Bring the file back ({cd}git checkout HEAD -- memories/7.yaml), or commit the deletion "
+             f"({cd}git rm memories/7.yaml; git commit){nothing_done}",
+    }
+    for memory_id, message in told.items():
+        proc = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", memory_id)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "conflict", "message": message}}, f"Error: {message}\n"), memory_id
     assert git(root, "rev-parse", "HEAD") == head
-    assert git(root, "status", "--porcelain") == " D memories/5.yaml\n?? memories/kb.five.yaml\n"
+    assert git(root, "status", "--porcelain") == (
+        " D memories/5.yaml\n D memories/7.yaml\nR  memories/6.yaml -> memories/six.yaml\n?? memories/kb.five.yaml\n")
     git(root, "rm", "-q", "memories/5.yaml")
     git(root, "commit", "-q", "-m", "drop 5")
     saved = invoke_cli("--kb", root, "--json", "save", "a note", "-e", "shop.orders.amount", "--id", "5", check=True)
     assert json_of(saved)["action"] == "created"
+
+
+def test_a_session_file_moved_by_hand_is_named_as_a_session(indexed_example_kb: KnowledgeBase,
+                                                            invoke_cli: CliRunner) -> None:
+    """The move of a session's file is said of the session its new name spells, not of a memory."""
+    root = indexed_example_kb.root
+    git(root, "mv", "sessions/ses-20261014-dbt-review.yaml", "sessions/dbt-review.yaml")
+    proc = invoke_cli("--kb", root, "session-end", "ses-20261014-dbt-review")
+    cd = f"cd {shlex.quote(str(root))}; "
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: sessions/ses-20261014-dbt-review.yaml was moved to sessions/dbt-review.yaml (slayer-kb now reads it "
+        "as session 'dbt-review'), and HEAD still has it at sessions/ses-20261014-dbt-review.yaml: a move that is not "
+        f"committed. Move it back ({cd}git mv sessions/dbt-review.yaml sessions/ses-20261014-dbt-review.yaml), or "
+        f"commit the move ({cd}git add -A -- sessions/ses-20261014-dbt-review.yaml sessions/dbt-review.yaml; git "
+        "commit), then retry. Nothing was done: slayer-kb never commits work you have not committed.\n"))

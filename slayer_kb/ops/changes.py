@@ -104,7 +104,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
 
         def plan() -> tuple[list[Change], tuple[list[str], dict[str, Memory]]]:
             try:
-                memory: Memory | None = kb.read_with_text(memory_id)[0]
+                memory: Memory | None = kb.read_with_text(memory_id, explain=True)[0]
             except MemoryFileError as exc:
                 # A hard forget deletes the file whatever it holds; a soft one rewrites it.
                 if soft or not _is_regular(kb.path_of(memory_id)):

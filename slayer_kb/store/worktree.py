@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import WorkTreeError
 from ..core.fileio import in_threads, read_regular
+from ..core.locate import id_of_path
 from ..core.problems import cd_step, git_command, words
+from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.text import listed
 from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
@@ -319,12 +321,22 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
 
 
 def _moved(root: Path, kb_path: str, now: str, move: str) -> str:
-    folder, _, name = now.rpartition("/")
-    named = (f" (slayer-kb now reads it as memory '{name[:-5]}')"
-             if folder == kb_path.rpartition("/")[0] and name.endswith(".yaml") else "")
-    return (f"{kb_path} was moved to {now}{named}, and HEAD still has it at {kb_path}: a move that is not "
+    return (f"{kb_path} was moved to {now}{_read_as(kb_path, now)}, and HEAD still has it at {kb_path}: a move that is not "
             f"committed. Move it back ({_run(root, f'{move} {words(now, kb_path)}')}), or commit the move "
             f"({_run(root, f'git add -A -- {words(kb_path, now)}', 'git commit')}).")
+
+
+def _read_as(kb_path: str, now: str) -> str:
+    """What slayer-kb reads a memory or session file moved within its folder as: the record of
+    the id its new name spells."""
+    folder, _, name = now.rpartition("/")
+    if folder != kb_path.rpartition("/")[0]:
+        return ""
+    if (memory_id := id_of_path(now)) is not None:
+        return f" (slayer-kb now reads it as memory '{memory_id}')"
+    if folder == SESSIONS_DIR and (session_id := id_of_file(name)) is not None:
+        return f" (slayer-kb now reads it as session '{session_id}')"
+    return ""
 
 
 def _run(root: Path, *steps: str) -> str:
