@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slayer_kb.core.memory import Memory
+from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.core.merging import forget_holds, merge_edits, merge_sessions, merge_topic_revisions
 from slayer_kb.core.session import Prompt, Session
+from slayer_kb.store import mergedriver
 from slayer_kb.store.leases import BLOCK, block_of, first_of
 
 times = st.integers(min_value=0, max_value=59).map(lambda s: f"2026-11-29T20:42:{s:02d}Z")
@@ -149,11 +150,16 @@ def test_a_forget_of_a_topic_key_against_a_change_the_later_holds_but_links_alon
     def never() -> str:
         raise AssertionError("asked for a commit's date")
 
-    assert [forget_holds(base, upserted, at, never) for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z")] == [
-        False, True]
-    assert forget_holds(base, unlinked, "2026-11-29T20:00:01Z", never) is True
-    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), "2026-11-29T20:00:09Z",
-                        never) is None
+    assert [forget_holds(base, upserted, lambda at=at: at, never)
+            for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z", None)] == [False, True, None]
+    # Links alone, or no topic key: answered without dating the forget (a git log each).
+    assert forget_holds(base, unlinked, never, never) is True
+    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), never, never) is None
+    # The driver's own reading of the two versions: a soft forget is forgotten both ways, a strip
+    # of links holds the forget; neither dates a commit.
+    texts = [dumps(m) for m in (base, base.evolve(deleted_at="2026-11-29T20:00:02Z"), unlinked)]
+    assert [mergedriver.forget_holds("memories/1.yaml", texts[0], kept, (never, never)) for kept in texts[1:]] == [
+        True, True]
 
 
 def test_a_fold_or_a_strip_keeps_its_time_only_an_edit_of_what_a_memory_says_is_dated_by_its_commit() -> None:
@@ -182,6 +188,6 @@ def test_a_forget_against_an_edit_by_hand_dates_the_edit_by_its_commit() -> None
     base = memory(1, "2026-11-29T20:00:00Z", "base")
     by_hand = base.evolve(learning="edited by hand")
     forgot_at = "2026-11-29T20:00:05Z"
-    assert [forget_holds(base, by_hand, forgot_at, lambda at=at: at)
+    assert [forget_holds(base, by_hand, lambda: forgot_at, lambda at=at: at)
             for at in ("2026-11-29T20:00:09Z", "2026-11-29T20:00:05Z", "2026-11-29T20:00:03Z", None)] == [
         False, True, True, None]  # git cannot date the edit: a person decides

@@ -75,10 +75,10 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     at_ours, at_theirs = (_written(base, side, dated) or last_written(side) for side, dated in
                           zip((ours, theirs), committed or (None, None), strict=True))
     newer = theirs if at_theirs >= at_ours else ours
-    if base is not None and _only_forgot(base, theirs) != _only_forgot(base, ours):
+    if base is not None and (they_forgot := _only_forgot(base, theirs)) != _only_forgot(base, ours):
         # A forget sets no updated_at: within the second of the other side's revision, the tie
         # would hand the forgotten side's older text back.
-        newer = ours if _only_forgot(base, theirs) else theirs
+        newer = ours if they_forgot else theirs
 
     if base is None and content_hash(ours.learning) != content_hash(theirs.learning):
         # Two memories: each save under the key was a revision; a duplicate count (Engram's "saved
@@ -95,20 +95,21 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     )
 
 
-def forget_holds(base: Memory, kept: Memory, forgot_at: str, committed: Dated) -> bool | None:
+def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated) -> bool | None:
     """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
-    changed it (an upsert, an edit by hand): whether the forget, made at ``forgot_at``, holds. The
-    later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated by its
-    commit (``committed``: a person's edit made after the forget must not vanish behind the
-    ``updated_at`` it left as it was); a forget never loses a tie, nor to a change of the memory's
-    links alone. None for a memory without a topic key (or one that changed key), or an edit by
-    hand git cannot date: a forget against an edit, for a person."""
+    changed it (an upsert, an edit by hand): whether the forget, made when ``forgot`` says,
+    holds. The later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated
+    by its commit (``committed``: a person's edit made after the forget must not vanish behind
+    the ``updated_at`` it left as it was); a forget never loses a tie, nor to a change of the
+    memory's links alone (then no date is asked). None for a memory without a topic key (or one
+    that changed key), or a forget or an edit by hand git cannot date: for a person."""
     if not (base.topic_key and base.topic_key == kept.topic_key):
         return None
     if not revised(base, kept):
         return True  # only its links changed (another forget's strip): no revision to keep
-    written = _written(base, kept, committed)
-    return None if written is None else forgot_at >= written
+    if (written := _written(base, kept, committed)) is None or (forgot_at := forgot()) is None:
+        return None
+    return forgot_at >= written
 
 
 def revised(base: Memory, side: Memory) -> bool:
@@ -148,6 +149,11 @@ def _forgotten(ours: tuple[Memory, str], theirs: tuple[Memory, str]) -> str | No
         if side.deleted_at and side.deleted_at >= written:
             return side.deleted_at
     return None
+
+
+def soft_forgot(base: Memory, side: Memory) -> bool:
+    """Whether ``side`` is ``base`` with only its ``deleted_at`` set (``forget --soft``)."""
+    return base.deleted_at is None and side.deleted_at is not None and _only_forgot(base, side)
 
 
 def _only_forgot(base: Memory, side: Memory) -> bool:
@@ -196,7 +202,7 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
 def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
     """``forgot`` soft-deleted the memory while ``edited`` changed more than its links."""
     return (base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
-            and any(getattr(edited, name) != getattr(base, name) for name in FIELD_NAMES - _LINKS))
+            and revised(base, edited))
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it

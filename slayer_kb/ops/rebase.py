@@ -380,15 +380,14 @@ def held_stages(store: GitStore) -> dict[str, set[int]]:
     (in a rebase); a side missing deleted the file (a ``forget``), a side's stage negated (-2, -3)
     only set the memory's ``deleted_at`` (``forget --soft``: the file stays, so git sees an edit)."""
     stages = _stages(store)
-    texts = store.objects.read_many("blob", {blob for blobs in stages.values() for _mode, blob in blobs.values()})
-    held = {}
-    for path, blobs in stages.items():
-        kept = set(blobs)
-        if {1, 2, 3} <= kept:
-            base = texts[blobs[1][1]].decode("utf-8", "replace")
-            kept = {-n if mergedriver.soft_forgotten(path, base, texts[blobs[n][1]].decode("utf-8", "replace")) else n
-                    for n in kept}
-        held[path] = kept
+    # Only a path with all three stages can hold a soft forget: only their blobs are read.
+    edited = {path: blobs for path, blobs in stages.items() if {1, 2, 3} <= set(blobs)}
+    texts = {oid: text.decode("utf-8", "replace") for oid, text in store.objects.read_many(
+        "blob", {blob for blobs in edited.values() for _mode, blob in blobs.values()}).items()}
+    held = {path: set(blobs) for path, blobs in stages.items()}
+    for path, blobs in edited.items():
+        base = texts[blobs[1][1]]
+        held[path] = {1, *(-n if mergedriver.soft_forgotten(path, base, texts[blobs[n][1]]) else n for n in (2, 3))}
     return held
 
 

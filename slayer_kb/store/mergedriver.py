@@ -122,26 +122,21 @@ def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
 
 def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated]) -> bool | None:
     """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
-    side's version ``kept`` (``merging.forget_holds``); ``dated``: when the forget and ``kept``
-    were committed. None when a person decides (no topic key, a version that does not parse, a
-    forget or an edit by hand git cannot date)."""
+    side's version ``kept``: it does when ``kept`` only soft-forgot it (both forgot it), else as
+    ``merging.forget_holds`` weighs a topic key's two actions; ``dated``: when the forget and
+    ``kept`` were committed, asked only where the times decide. None when a person decides (no
+    topic key, a version that does not parse, a forget or an edit by hand git cannot date)."""
     versions = _memories(path, base, kept)
     if versions is None:
         return None
     was, now = versions
-    forgot_at, kept_at = dated
-    if not (was.topic_key and was.topic_key == now.topic_key) or (at := forgot_at()) is None:
-        return None
-    return merging.forget_holds(was, now, at, kept_at)
+    return True if merging.soft_forgot(was, now) else merging.forget_holds(was, now, *dated)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:
     """Whether ``text`` is the memory ``base`` with only ``deleted_at`` set (``forget --soft``)."""
     versions = _memories(path, base, text)
-    if versions is None:
-        return False
-    was, now = versions
-    return was.deleted_at is None and now.deleted_at is not None and now.evolve(deleted_at=None) == was
+    return versions is not None and merging.soft_forgot(*versions)
 
 
 def revised(path: str, base: str, text: str) -> bool:

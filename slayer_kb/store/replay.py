@@ -13,9 +13,9 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to;
 - a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it;
-- a topic-key memory one side deleted and the other changed (an upsert, an edit by hand): the
-  later of the two holds, the forget and an edit by hand dated by their commits
-  (``mergedriver.forget_holds``).
+  a topic-key memory one side deleted and the other changed (an upsert, an edit by hand): the
+  later of the two holds, the forget and an edit by hand dated by their commits, only when
+  the dates decide (``mergedriver.forget_holds``, one read of the two versions).
 
 A commit that changes nothing any more is dropped, as ``git rebase`` drops it; one that changed
 nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` keeps it. The new
@@ -155,12 +155,10 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
             # already counts the add, which merged again would count twice (a topic key's
             # revisions).
             continue
-        elif (current is None or change.new is None) and _forgotten_both_ways(store, change, current):
-            if current is not None:  # one side forgot it, the other only soft-forgot it: it goes
-                updates[change.path] = None
         elif (current is None or change.new is None) and (
                 holds := _forget_holds(store, change, current, (sides[1], commit))) is not None:
-            # A topic key one side forgot while the other upserted it: the later of the two holds.
+            # One side forgot it, the other only soft-forgot it (it goes), or upserted its topic
+            # key: the later of the two holds.
             if holds and current is not None:
                 updates[change.path] = None
             elif not holds and current is None:
@@ -175,21 +173,11 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
     return updates
 
 
-def _forgotten_both_ways(store: GitStore, change: _Change, current: str | None) -> bool:
-    """One side deleted the memory (``forget``) while the other only set its ``deleted_at``
-    (``forget --soft``, MCP's ``mem_delete``): both forgot it, no person needed."""
-    kept = current if change.new is None else change.new
-    if change.old is None or kept is None or not _driven(store, change.path):
-        return False
-    texts = store.objects.read_many("blob", {change.old, kept})
-    return mergedriver.soft_forgotten(change.path, texts[change.old].decode("utf-8", "replace"),
-                                      texts[kept].decode("utf-8", "replace"))
-
-
 def _forget_holds(store: GitStore, change: _Change, current: str | None, commits: tuple[str, str]) -> bool | None:
     """For a memory one side deleted (``forget``) and the other changed: whether the forget holds
-    (``mergedriver.forget_holds``: a topic key's later action), None for a person to decide.
-    ``commits``: (the upstream, the commit replayed), one of which made the forget."""
+    (``mergedriver.forget_holds``: the other side only soft-forgot it, or a topic key's later
+    action), None for a person to decide. ``commits``: (the upstream, the commit replayed), one
+    of which made the forget."""
     kept = current if change.new is None else change.new
     if change.old is None or kept is None or not _driven(store, change.path):
         return None
