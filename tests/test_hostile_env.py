@@ -140,8 +140,8 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
 
 def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """get, update, forget, timeline and restore of a memory whose file was moved (by hand or with git
-    mv) or deleted, not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
+    """get, update, forget and timeline of a memory whose file was moved (by hand or with git mv) or
+    deleted, not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
     KB's files, so they start in its folder: run with --kb from elsewhere, they failed."""
     root = indexed_example_kb.root
     (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
@@ -163,7 +163,7 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
     }
     for memory_id, message in told.items():
         for args in (("get", memory_id), ("update", memory_id, "--learning", "x"), ("forget", memory_id),
-                     ("timeline", memory_id), ("restore", memory_id)):
+                     ("timeline", memory_id)):
             proc = invoke_cli("--kb", root, *args)
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
