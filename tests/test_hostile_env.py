@@ -173,6 +173,9 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
     monkeypatch.chdir(root)  # from the KB's folder, no cd
     assert invoke_cli("get", "3").stderr == f"Error: {told['3'].replace(cd, '')}\n"
     assert git(root, "rev-parse", "HEAD") == head
+    # A deletion staged already: git rm would fail ("did not match any files"); git commit is left.
+    git(root, "rm", "-q", "--cached", "memories/3.yaml")
+    assert invoke_cli("get", "3").stderr == f"Error: {told['3'].replace(cd, '').replace('git rm memories/3.yaml; ', '')}\n"
 
 
 def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
