@@ -267,10 +267,15 @@ class Context:
         return loads(text, memory_id), text
 
     def _missing(self, memory_id: str) -> NotFoundError:
-        """Why the memory's file is not there, and the fix: moved or deleted by hand and not
-        committed (``missing_by_hand``, a git process), under another extension, or no such memory."""
-        gone = missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
+        """Why the memory's file is not there and the fix (``why_missing``), or no such memory."""
+        gone = self.why_missing(memory_id)
         return NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)
+
+    def why_missing(self, memory_id: str) -> str | None:
+        """Why the memory's file is not there, and the fix: moved or deleted by hand and not
+        committed (``missing_by_hand``, a git process) or under another extension; None when
+        there is no sign of it (no such memory)."""
+        return missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
 
     def _misnamed(self, memory_id: str) -> str | None:
         """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads

@@ -140,8 +140,8 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
 
 def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """get, update, forget and timeline of a memory whose file was moved (by hand or with git mv) or
-    deleted, not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
+    """get, update, forget, timeline and edit of a memory whose file was moved (by hand or with git mv)
+    or deleted, not committed, said only "No memory with id ...": the memory seemed lost. The steps name the
     KB's files, so they start in its folder: run with --kb from elsewhere, they failed."""
     root = indexed_example_kb.root
     (root / "memories" / "1.yaml").rename(root / "memories" / "one.yaml")
@@ -163,10 +163,14 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
     }
     for memory_id, message in told.items():
         for args in (("get", memory_id), ("update", memory_id, "--learning", "x"), ("forget", memory_id),
-                     ("timeline", memory_id)):
+                     ("timeline", memory_id), ("edit", memory_id)):
+            if args == ("edit", "999"):  # edit says how to make it: below
+                continue
             proc = invoke_cli("--kb", root, *args)
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
+    assert invoke_cli("--kb", root, "edit", "999").stderr == (
+        "Error: No memory with id '999'; create it with 'slayer-kb save ... --id 999'.\n")
     # The steps run as printed, from another folder, and put the moved memory back.
     subprocess.run(["sh", "-c", told["1"].split("Move it back (")[1].split(")")[0]], cwd="/", check=True)
     assert indexed_example_kb.get("1").id == "1"

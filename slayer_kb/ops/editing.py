@@ -85,6 +85,8 @@ def edit(
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:
+        if (gone := kb.why_missing(memory_id)) is not None:  # moved or deleted by hand
+            raise NotFoundError(gone)
         meant = meant_id(memory_id, kb.memory_exists)
         raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
                             f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {words(memory_id)}'.")
