@@ -4,9 +4,10 @@ KB built from them, and top-1 / top-3 / MRR for each search channel alone and fu
 Three sets: the first (this folder: 326 memories, 196 questions of six kinds) is the one the
 search was first tuned on; the second (second/: 120 memories, 60 paraphrases) was written apart
 from it, without running a search on it, as an untuned check of how the tuning carries over; the
-third (third/: 72 memories, 78 questions) was written for the sentence encoder, before a search
+third (third/: 84 memories, 89 questions) was written for the sentence encoder, before a search
 ran on it: paraphrases sharing no content word with their answer, and clusters of near-duplicate
-notes that differ in a version, a year or a number. The held-out sets are never tuned on: each
+notes that differ in a version, a year or a number; its last 12 notes and 11 questions, added
+later, are topics noted three times over the years, asking for the newest note or an older one. The held-out sets are never tuned on: each
 was written before the round that added it changed any code, and is reported last, before and
 after every change. The first (heldout/: 37 memories, 69 questions) has six long notes past the
 encoder's 256 word pieces; the second (heldout2/: 54 memories in 4 projects, 70 questions) puts
@@ -26,7 +27,10 @@ answer is an example query (a memory with a ``query``, ranked with the memories)
 adds questions asked in another role's words (an owner or a manager asking about a team's note);
 the ninth (heldout9/: 63 memories in 4 projects, 73 questions) adds misspelt questions, acronyms
 spelled out on one side only, long agent queries, questions that negate, and questions whose
-answer is the newest of three notes on a topic (a memory's ``created_at`` says when it was written).
+answer is the newest of three notes on a topic (a memory's ``created_at`` says when it was written);
+the tenth (heldout10/: 59 memories in 4 projects, 76 questions) weighs error messages and log
+lines pasted as the question, semantic-layer entities named as SLayer users name them, another
+role's words and "what did we decide about X and why".
 
     python -m bench.relevance          # prints the tables: by set and channel, then by kind
 """
@@ -52,12 +56,13 @@ from slayer_kb.search import Request, run
 HERE = Path(__file__).resolve().parent
 # The held-out sets come last and are never tuned on (their questions.yaml say how they were written).
 HELD_OUT = ("held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5", "held-out 6", "held-out 7", "held-out 8",
-            "held-out 9")
+            "held-out 9", "held-out 10")
 SETS = {
     "first": HERE, "second": HERE / "second", "third": HERE / "third",
     HELD_OUT[0]: HERE / "heldout", HELD_OUT[1]: HERE / "heldout2", HELD_OUT[2]: HERE / "heldout3",
     HELD_OUT[3]: HERE / "heldout4", HELD_OUT[4]: HERE / "heldout5", HELD_OUT[5]: HERE / "heldout6",
     HELD_OUT[6]: HERE / "heldout7", HELD_OUT[7]: HERE / "heldout8", HELD_OUT[8]: HERE / "heldout9",
+    HELD_OUT[9]: HERE / "heldout10",
 }
 EXAMPLE = HERE.parent.parent / "kb"
 CREATED = "2026-11-01T09:00:00Z"
