@@ -542,9 +542,20 @@ def test_stats(invoke_cli: CliRunner, shared_kb: Path) -> None:
 
 def test_init(invoke_cli: CliRunner, tmp_path: Path) -> None:
     data = doc(invoke_cli("init", tmp_path / "new", "--json"))
-    assert data == {"kb": str((tmp_path / "new").resolve())}
+    assert data == {"kb": str((tmp_path / "new").resolve()), "created": True}
     assert (tmp_path / "new" / "memories").is_dir()
     assert git(tmp_path / "new", "log", "--format=%s") == "kb: initialise knowledge base\n"
+
+
+def test_init_of_a_kb_says_it_already_is_one_and_changes_nothing(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """As ``git init`` of a repository: exit 0, saying so, rather than "Initialised" with nothing done."""
+    invoke_cli("init", tmp_path / "kb")
+    again = invoke_cli("init", tmp_path / "kb")
+    root = (tmp_path / "kb").resolve()
+    assert (again.returncode, again.stdout, again.stderr) == (
+        0, f"{root} is already a knowledge base: nothing to do.\n", "")
+    assert doc(invoke_cli("init", tmp_path / "kb", "--json")) == {"kb": str(root), "created": False}
+    assert git(root, "log", "--format=%s") == "kb: initialise knowledge base\n"
 
 
 def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
