@@ -335,6 +335,26 @@ def test_validate_and_fmt_session_files(empty_kb: KnowledgeBase) -> None:
     assert validate([folder / "flow.yaml"]).problems == []
 
 
+def test_validate_names_a_control_character_in_a_session_id_and_the_fix(empty_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner) -> None:
+    """What ``session-start`` refuses, written by hand: a session file whose name spells an id with a
+    control character (an escape would act on the terminal of each ``sessions`` listing), and a
+    memory's ``session_id`` with one."""
+    folder = empty_kb.root / "sessions"
+    folder.mkdir()
+    (folder / "ses%1B%5B31mred.yaml").write_text("started_at: '2026-11-29T20:42:40Z'\n")
+    (empty_kb.root / "memories" / "m.yaml").write_text(
+        "learning: Fine.\nsession_id: \"ses\\tx\"\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    proc = invoke_cli("--kb", empty_kb.root, "validate", cwd=empty_kb.root)
+    assert (proc.returncode, proc.stdout) == (1, (
+        "memories/m.yaml:2: session_id 'ses\\tx' contains U+0009, a control or invisible character, which "
+        "save and session-start refuse; write the id without it, e.g. 'sesx'\n"
+        "sessions/ses%1B%5B31mred.yaml:1: the file name spells the session id 'ses\\x1b[31mred' with U+001B, a "
+        "control or invisible character, which session-start refuses; rename the file to a printable id, "
+        "e.g. ses%5B31mred.yaml (and change the session_id of the memories that name it)\n"
+        "2 problems in 2 files (2 files checked)\n"))
+
+
 def test_review_lists_session_changes(example_kb: KnowledgeBase) -> None:
     git(example_kb.root, "branch", "base")
     example_kb.session_start("ses-new", "analytics", "/x")
