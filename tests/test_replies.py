@@ -3,6 +3,7 @@ from ``save`` and ``validate``; every problem of a file in one run; plurals righ
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -175,6 +176,24 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
     assert with_server_in_process(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
     proc = invoke_cli("--kb", catalog_kb.root, "get", memory_id)
     assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
+
+
+def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
+                                                                          invoke_cli) -> None:
+    """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the
+    memories linking to X are still found, and the answer says why X is not among them."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    linking = catalog_kb.save_memory("Divide by 100 for euros", ["orders.amount", f"memory:{memory_id}"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    said = (f"memory:{memory_id} was deleted at {deleted_at}, and search shows no deleted memory: bring it back "
+            f"with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+    proc = invoke_cli("--kb", catalog_kb.root, "search", "-e", f"memory:{memory_id}")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(f"Memories:\n  [{linking}] Divide by 100 for euros\n")
+    assert proc.stdout.endswith(f"\nwarning: {said}\n")
+    data = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "--json").stdout)
+    assert data["warnings"] == [said]
 
 
 def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: KnowledgeBase) -> None:

@@ -20,6 +20,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import check_existing_id, check_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
+from ..core.problems import words
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph, shown_value
 from . import sessions
@@ -89,7 +90,7 @@ def search(
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
-    inputs = _lenient_entities(resolver, entities, query, warnings)
+    inputs = _lenient_entities(kb, resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)
     warnings += named.warnings
     found = channels.run(kb.index, channels.Request(
@@ -170,7 +171,7 @@ class QuestionNames:
     notes: list[str] = field(default_factory=list)
     # The names that mean nothing: searched as typed, and by their words.
     unknown: tuple[str, ...] = ()
-    # Why a memory link in the question finds nothing (no such memory, an id sync moved), as
+    # Why a memory link in the question finds nothing (no such memory, a soft-deleted one, an id sync moved), as
     # ``-e memory:<id>`` says.
     warnings: list[str] = field(default_factory=list)
 
@@ -196,7 +197,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
     # a soft-deleted memory is found by no search).
     warnings: list[str] = []
-    entities: list[str] = [e for e in resolver.resolve_leniently(links, warnings) if _live_memory(kb, e[len("memory:"):])]
+    linked = resolver.resolve_leniently(links, warnings)
+    warnings += deleted_links(kb, linked)
+    entities: list[str] = [e for e in linked if _live_memory(kb, e[len("memory:"):])]
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
@@ -233,6 +236,21 @@ def _link_named(kb: Context, link: str) -> str:
     return f"memory:{bare}"
 
 
+def deleted_links(kb: Context, entities: list[str]) -> list[str]:
+    """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
+    with how to bring it back (a forgotten memory's link stays until it is restored or gone)."""
+    said = []
+    for entity in entities:
+        if not entity.startswith("memory:"):
+            continue
+        memory_id = entity[len("memory:"):]
+        with contextlib.suppress(KBError):
+            if (memory := kb.read(memory_id)).is_deleted:
+                said.append(f"{entity} was deleted at {memory.deleted_at}, and search shows no deleted memory: bring "
+                            f"it back with 'slayer-kb restore {words(memory_id)}' (MCP: mem_restore).")
+    return said
+
+
 def _live_memory(kb: Context, memory_id: str) -> bool:
     try:
         return not kb.read(memory_id).is_deleted
@@ -241,11 +259,12 @@ def _live_memory(kb: Context, memory_id: str) -> bool:
 
 
 def _lenient_entities(
-    resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+    kb: Context, resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
     out = resolver.resolve_leniently(refs, warnings)
+    warnings += deleted_links(kb, out)
     if query is not None:
         try:
             found, _notes = query_entities(query, resolver)
