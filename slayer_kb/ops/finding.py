@@ -79,6 +79,7 @@ def search(
     question, type, project, scope, datasource = (
         readable(v) for v in (question, type, project, scope, datasource)
     )
+    scope = engram.scope_filter(scope)
     if question is not None and (size := len(question.encode("utf-8", "replace"))) > MAX_QUESTION:
         raise InvalidInputError(
             f"The question is {size} bytes; the limit is {MAX_QUESTION} bytes. Ask with the words that matter, "
@@ -99,7 +100,7 @@ def search(
         inputs_given=bool(entities) or query is not None,
         type=engram.normalize_type(type),
         project=engram.normalize_project(project),
-        scope=engram.normalize_scope(scope) if scope else None,
+        scope=scope,
         datasource=datasource,
         limit=limit,
         full_names=named.full_names,
@@ -127,7 +128,7 @@ def newest(
     """Live memories, newest first (``KnowledgeBase.newest``)."""
     kb.ensure_fresh()
     restriction = channels.restrict(
-        type=engram.normalize_type(type), project=engram.normalize_project(project), scope=scope)
+        type=engram.normalize_type(type), project=engram.normalize_project(project), scope=engram.scope_filter(scope))
     docs = kb.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 

@@ -389,7 +389,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     memories; cut at ``budget`` characters. Engram's empty reply when there is nothing at all."""
     from .. import search
 
-    restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
+    restriction = search.restrict(project=project, scope=engram.scope_filter(scope))
     docs = [d["data"] for d in kb.documents(None, restriction, limit=None)]
     docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
     files = load_all(kb)
