@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterator
 from datetime import timedelta
@@ -99,6 +100,27 @@ class Context:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
+        # While ``collecting_warnings`` runs: what ``tell`` would print on stderr.
+        self._told: list[str] | None = None
+
+    def tell(self, warning: str) -> None:
+        """A warning about the KB's surroundings rather than about a result (a commit on a detached
+        HEAD, an index left behind): on stderr, or to ``collecting_warnings``'s caller."""
+        if self._told is not None:
+            self._told.append(warning)
+        else:
+            print(f"warning: {warning}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def collecting_warnings(self) -> Iterator[list[str]]:
+        """What ``tell`` says meanwhile, for a reply to carry: an MCP server's stderr is a log
+        that no agent reads. For one call at a time (the MCP server's)."""
+        told: list[str] = []
+        self._told = told
+        try:
+            yield told
+        finally:
+            self._told = None
 
     def check_folders(self) -> None:
         """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry
