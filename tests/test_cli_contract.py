@@ -565,7 +565,7 @@ def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
 
 def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(invoke_cli, shared_kb, "validate") == {
-        "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [],
+        "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [], "warnings": [],
     }  # fmt: skip
     assert ok(invoke_cli, shared_kb, "fmt", "--check")["reformatted"] == []
     assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": [], "warnings": []}

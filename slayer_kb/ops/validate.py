@@ -87,6 +87,7 @@ from .teamchecks import (
     topic_key_twins,
     topic_keys_taken,
 )
+from .timechecks import future_times
 
 MEMORIES = "memories"
 
@@ -251,7 +252,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         report.problems.extend(empty_model_files(context.catalog))
         for path, name in sorted({**target.files, **reached}.items()):
             report.checked += 1
-            report.problems.extend(check_file(path, name, context) if path in target.files
+            report.problems.extend(check_file(path, name, context, report.warnings) if path in target.files
                                    else reference_problems(path, name, context))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
@@ -263,6 +264,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             report.problems.extend(id_collisions(compared, target.files))
             report.problems.extend(links_to_gone(compared, target.files, context.catalog))
     report.problems.sort(key=lambda p: (p.path, p.line))
+    report.warnings.sort(key=lambda p: (p.path, p.line))
     return report
 
 
@@ -280,7 +282,8 @@ def empty_model_files(catalog: Catalog) -> list[Problem]:
     return problems
 
 
-def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
+def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem] | None = None) -> list[Problem]:
+    """The file's problems; its warnings (timechecks.py) go to ``warnings`` when given."""
     if path.parent.name == SESSIONS_DIR:
         return check_session_file(path, name, context)
     problems: list[Problem] = []
@@ -305,6 +308,8 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
         problems.extend(check_memory_text(text, memory_id, name, context))
+        if warnings is not None:
+            warnings.extend(future_times(text, name, memory_id))
     return problems
 
 
