@@ -217,7 +217,22 @@ class Context:
             warnings.extend(resolution.warnings)
             if resolution.entity not in entities:
                 entities.append(resolution.entity)
+        if given:  # a link given now to a forgotten memory (one the memory held already is not news)
+            warnings.extend(self.deleted_links([e for e in entities if e not in held]))
         return entities, warnings
+
+    def deleted_links(self, entities: list[str]) -> list[str]:
+        """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
+        with how to bring it back (the link itself stays until the memory is restored or gone)."""
+        said = []
+        for entity in entities:
+            if entity.startswith("memory:"):
+                with contextlib.suppress(KBError):
+                    if (memory := self.read(entity[len("memory:"):])).is_deleted:
+                        said.append(f"{entity} names a memory deleted at {memory.deleted_at}, which no search or "
+                                    f"read shows: bring it back with 'slayer-kb restore {words(memory.id)}' (MCP: "
+                                    "mem_restore).")
+        return said
 
     def ensure_fresh(
         self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True

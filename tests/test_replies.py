@@ -186,14 +186,18 @@ def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalo
     linking = catalog_kb.save_memory("Divide by 100 for euros", ["orders.amount", f"memory:{memory_id}"]).memory_id
     catalog_kb.forget(memory_id, soft=True)
     deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
-    said = (f"memory:{memory_id} was deleted at {deleted_at}, and search shows no deleted memory: bring it back "
-            f"with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+    said = (f"memory:{memory_id} names a memory deleted at {deleted_at}, which no search or read shows: bring it "
+            f"back with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
     proc = invoke_cli("--kb", catalog_kb.root, "search", "-e", f"memory:{memory_id}")
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith(f"Memories:\n  [{linking}] Divide by 100 for euros\n")
     assert proc.stdout.endswith(f"\nwarning: {said}\n")
     data = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "--json").stdout)
     assert data["warnings"] == [said]
+    # A save that links it is told too (the link is kept: a restore brings the memory back).
+    saved = json.loads(invoke_cli("--kb", catalog_kb.root, "save", "Cents, again", "-e", f"memory:{memory_id}",
+                                  "--json").stdout)
+    assert (saved["resolved_entities"], saved["warnings"]) == ([f"memory:{memory_id}"], [said])
 
 
 def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: KnowledgeBase) -> None:

@@ -20,7 +20,6 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import check_existing_id, check_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
-from ..core.problems import words
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph, shown_value
 from . import sessions
@@ -199,7 +198,7 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     # a soft-deleted memory is found by no search).
     warnings: list[str] = []
     linked = resolver.resolve_leniently(links, warnings)
-    warnings += deleted_links(kb, linked)
+    warnings += kb.deleted_links(linked)
     entities: list[str] = [e for e in linked if _live_memory(kb, e[len("memory:"):])]
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
@@ -237,21 +236,6 @@ def _link_named(kb: Context, link: str) -> str:
     return f"memory:{bare}"
 
 
-def deleted_links(kb: Context, entities: list[str]) -> list[str]:
-    """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
-    with how to bring it back (a forgotten memory's link stays until it is restored or gone)."""
-    said = []
-    for entity in entities:
-        if not entity.startswith("memory:"):
-            continue
-        memory_id = entity[len("memory:"):]
-        with contextlib.suppress(KBError):
-            if (memory := kb.read(memory_id)).is_deleted:
-                said.append(f"{entity} was deleted at {memory.deleted_at}, and search shows no deleted memory: bring "
-                            f"it back with 'slayer-kb restore {words(memory_id)}' (MCP: mem_restore).")
-    return said
-
-
 def _live_memory(kb: Context, memory_id: str) -> bool:
     try:
         return not kb.read(memory_id).is_deleted
@@ -265,7 +249,7 @@ def _lenient_entities(
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
     out = resolver.resolve_leniently(refs, warnings)
-    warnings += deleted_links(kb, out)
+    warnings += kb.deleted_links(out)
     if query is not None:
         try:
             found, _notes = query_entities(query, resolver)
