@@ -178,6 +178,22 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
     assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
 
 
+def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """It said "bring it back with restore" to someone deleting: the fix for a delete is the hard one."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    said = f"Memory '{memory_id}' is already deleted (at {deleted_at}):"
+    proc = invoke_cli("--kb", catalog_kb.root, "forget", memory_id, "--soft")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {said} 'slayer-kb forget {memory_id}' without --soft removes it for good, 'slayer-kb restore "
+        f"{memory_id}' brings it back.\n"))
+    reply = tools.call_tool(catalog_kb, "mem_delete", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        f"{said} mem_delete(id: {memory_id}, hard_delete: true) removes it for good, mem_restore(id: {memory_id}) "
+        "brings it back."))
+
+
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
                                                                           invoke_cli) -> None:
     """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the

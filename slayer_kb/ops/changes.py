@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError, MemoryFileError, ResolutionError
+from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
 from ..core.ids import check_existing_id
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
@@ -94,6 +94,16 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
+def _deleted_already(memory: Memory) -> NotFoundError:
+    """A soft delete of a soft-deleted memory: the two ways on, the hard delete first."""
+    said, shell = f"Memory '{memory.id}' is already deleted (at {memory.deleted_at}):", words(memory.id)
+    return NotFoundError(
+        f"{said} 'slayer-kb forget {shell}' without --soft removes it for good, 'slayer-kb restore {shell}' brings it "
+        "back.",
+        tool_message=f"{said} mem_delete(id: {memory.id}, hard_delete: true) removes it for good, "
+                     f"mem_restore(id: {memory.id}) brings it back.")
+
+
 def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
     memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
@@ -114,7 +124,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
             if soft:
                 assert memory is not None
                 if memory.is_deleted:
-                    raise deleted_error(memory)
+                    raise _deleted_already(memory)
                 return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
             target = f"memory:{memory_id}"
             changes = [Change(memory_path(memory_id), None)]
