@@ -210,6 +210,10 @@ def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalo
     assert proc.stdout.endswith(f"\nwarning: {said}\n")
     data = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "--json").stdout)
     assert data["warnings"] == [said]
+    # Named twice, by the question and by -e, it is told once (as a link to no memory is).
+    both = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "-e",
+                                 f"memory:{memory_id}", "-e", "memory:nope", "--json").stdout)
+    assert both["warnings"] == ["entity 'memory:nope' dropped: No memory with id 'nope'.", said]
     # A save that links it is told too (the link is kept: a restore brings the memory back).
     saved = json.loads(invoke_cli("--kb", catalog_kb.root, "save", "Cents, again", "-e", f"memory:{memory_id}",
                                   "--json").stdout)

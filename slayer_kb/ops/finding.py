@@ -92,7 +92,7 @@ def search(
     resolver = kb.resolver(given=True)
     inputs = _lenient_entities(kb, resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)
-    warnings += named.warnings
+    warnings += [w for w in named.warnings if w not in warnings]  # a link named by -e as well: told once
     found = channels.run(kb.index, channels.Request(
         question=question or "",
         entities=inputs,
