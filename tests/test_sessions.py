@@ -42,13 +42,13 @@ def files_of(root: Path, rev: str = "HEAD") -> list[str]:
 # -- the layout ----------------------------------------------------------------------------------
 
 
-def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
+def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     result = empty_kb.session_start("ses-1", "  Analytics ", "/work/analytics").to_json()
     started = result["session"]["started_at"]
     assert re.fullmatch(TIME, started)
     assert result == {"session": {"id": "ses-1", "project": "analytics", "directory": "/work/analytics",
                                   "started_at": started, "ended_at": None, "summary": None, "prompts": []},
-                      "action": "started", "commit": git(empty_kb.root, "rev-parse", "HEAD").strip()}
+                      "action": "started", "commit": git(empty_kb.root, "rev-parse", "HEAD").strip(), "warnings": []}
     assert (empty_kb.root / "sessions/ses-1.yaml").read_text() == (
         f"project: analytics\ndirectory: /work/analytics\nstarted_at: '{started}'\n"
     )
@@ -57,6 +57,16 @@ def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
     # Starting it again keeps it, filling only what was empty; nothing to change is no commit.
     again = empty_kb.session_start("ses-1", "other", "/elsewhere").to_json()
     assert (again["action"], again["commit"], again["session"]["project"]) == ("unchanged", None, "analytics")
+    # What was given and not used is said, not dropped unsaid.
+    assert again["warnings"] == [
+        "session 'ses-1' exists with project 'analytics', which it keeps: the project given ('other') is not "
+        "used; give another session id for a session of its own",
+        "session 'ses-1' exists with directory '/work/analytics', which it keeps: the directory given "
+        "('/elsewhere') is not used; give another session id for a session of its own"]
+    assert empty_kb.session_start("ses-1", "Analytics", "/work/analytics").warnings == []  # the same, said again
+    assert invoke_cli("--kb", empty_kb.root, "session-start", "ses-1", "--project", "other", check=True).stdout == (
+        "Session \"ses-1\" started for project \"analytics\"\nwarning: session 'ses-1' exists with project 'analytics', "
+        "which it keeps: the project given ('other') is not used; give another session id for a session of its own\n")
     bare = empty_kb.session_start("ses-2", None).to_json()
     filled = empty_kb.session_start("ses-2", "api", "/work/api").to_json()
     assert (filled["action"], filled["session"]["project"], filled["session"]["directory"]) == ("started", "api", "/work/api")

@@ -233,7 +233,7 @@ class SessionResult:
     session: dict[str, Any]  # Session.to_dict()
     action: str  # started | ended | prompt saved
     commit: str | None
-    warnings: list[str] | None = None  # session_end; save_prompt when it cut the prompt
+    warnings: list[str] | None = None  # session_start, session_end; save_prompt when it cut the prompt
     prompt: dict[str, Any] | None = None  # save_prompt only: Prompt.to_dict()
     message: str | None = None  # save_prompt only: Engram's reply text
 

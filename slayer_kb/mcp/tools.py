@@ -306,7 +306,7 @@ def _mem_session_start(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_start(a["id"], a["project"], a.get("directory"))
     session = result.session
     text = f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
-    return Reply(text, result.to_json())
+    return Reply(_with_warnings(text, result.warnings or []), result.to_json())
 
 
 def _mem_session_end(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:

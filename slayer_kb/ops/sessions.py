@@ -226,10 +226,17 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     session_id = check_session_id(session_id, "id")
     project = optional_text(project, "project")
     directory = given_directory(optional_text(directory, "directory"))
+    project = engram.given_project(project)
     with kb.transaction(sync=False) as tx:
-        session, changes = ensure(tx, session_id, engram.given_project(project), directory)
+        session, changes = ensure(tx, session_id, project, directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
-    return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit)
+    # Engram keeps an existing session's project and directory: what was given instead is said.
+    warnings = [f"session '{session_id}' exists with {name} {kept!r}, which it keeps: the {name} given ({given!r}) "
+                "is not used; give another session id for a session of its own"
+                for name, kept, given in (("project", session.project, project),
+                                          ("directory", session.directory, directory))
+                if given and kept and given != kept]
+    return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit, warnings)
 
 
 def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
