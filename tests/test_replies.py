@@ -194,6 +194,18 @@ def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: Knowle
         "brings it back."))
 
 
+def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog_kb: KnowledgeBase,
+                                                                         invoke_cli) -> None:
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    proc = invoke_cli("--kb", catalog_kb.root, "restore", memory_id)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: Memory '{memory_id}' is not deleted; nothing to restore. An earlier version comes back with "
+        f"'slayer-kb restore {memory_id} --rev REV' ('slayer-kb log {memory_id}' lists them).\n"))
+    reply = tools.call_tool(catalog_kb, "mem_restore", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        f"Memory '{memory_id}' is not deleted; nothing to restore. mem_update changes a live memory."))
+
+
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
                                                                           invoke_cli) -> None:
     """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the

@@ -159,7 +159,10 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     with kb.transaction() as tx:
         memory = kb.read_with_fix(memory_id)
         if not memory.is_deleted:
-            raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
+            said, shell = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id)
+            raise InvalidInputError(
+                f"{said} An earlier version comes back with 'slayer-kb restore {shell} --rev REV' ('slayer-kb log "
+                f"{shell}' lists them).", tool_message=f"{said} mem_update changes a live memory.")
         tx.require_committed(memory_path(memory_id))
         warnings: list[str] = []
         memory = observations.without_held_key(tx, memory, warnings)
