@@ -206,6 +206,20 @@ def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog
         f"Memory '{memory_id}' is not deleted; nothing to restore. mem_update changes a live memory."))
 
 
+def test_an_update_of_nothing_names_the_options_or_parameters_there_are(catalog_kb: KnowledgeBase,
+                                                                        invoke_cli) -> None:
+    """One message named the fields of the API (learning/content, topic_key, entities) to both: the
+    CLI has options for them, and mem_update has no description nor entities."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    proc = invoke_cli("--kb", catalog_kb.root, "update", memory_id)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
+        "--scope, --topic-key, -e.\n"))
+    reply = tools.call_tool(catalog_kb, "mem_update", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        "Nothing to update: give at least one of title, content, type, project, scope, topic_key."))
+
+
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
                                                                           invoke_cli) -> None:
     """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the

@@ -40,10 +40,11 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}."
         )
     if not given:
+        # Named as each caller gives them: the command's options, mem_update's parameters.
         raise InvalidInputError(
-            "Nothing to update: give at least one field (title, learning/content, type, "
-            "description, project, scope, topic_key, entities)."
-        )
+            "Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
+            "--scope, --topic-key, -e.",
+            tool_message="Nothing to update: give at least one of title, content, type, project, scope, topic_key.")
     refs = given.get("entities", ())
     for index, ref in enumerate([refs] if isinstance(refs, str) else refs):
         # A blank reference (an empty shell variable) would unlink every entity, unasked.
