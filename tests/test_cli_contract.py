@@ -401,6 +401,13 @@ def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared
     assert missing["warnings"] == ["entity 'memory:999' dropped: No memory with id '999'."]
 
 
+def test_a_question_of_no_searchable_words_says_what_to_ask_instead(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    for question in ("!!!", "the of a"):
+        assert ok(invoke_cli, shared_kb, "search", question)["warnings"] == [
+            f"The question {question!r} has no searchable words (punctuation and words as common as 'the' are not "
+            "searched): ask with the words that matter, such as a column, a metric or what it is about."]
+
+
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
     full = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
     assert set(full) == SEARCH_KEYS
