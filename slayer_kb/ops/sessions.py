@@ -260,6 +260,10 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
         if made:
             warnings.append(f"session '{session_id}' was never started; it is recorded as started and ended now")
         tx.require_committed(session.path)
+        if summary and session.summary and summary != session.summary:
+            when = f" (ended at {session.ended_at})" if session.ended_at else ""
+            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces (git log -p "
+                            f"{session.path} shows the former)")
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
     return SessionResult(ended.to_dict(), "ended", commit, warnings)
