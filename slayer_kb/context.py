@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterator
 from datetime import timedelta
@@ -99,6 +100,27 @@ class Context:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
+        # While ``collecting_warnings`` runs: what ``tell`` would print on stderr.
+        self._told: list[str] | None = None
+
+    def tell(self, warning: str) -> None:
+        """A warning about the KB's surroundings rather than about a result (a commit on a detached
+        HEAD, an index left behind): on stderr, or to ``collecting_warnings``'s caller."""
+        if self._told is not None:
+            self._told.append(warning)
+        else:
+            print(f"warning: {warning}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def collecting_warnings(self) -> Iterator[list[str]]:
+        """What ``tell`` says meanwhile, for a reply to carry: an MCP server's stderr is a log
+        that no agent reads. For one call at a time (the MCP server's)."""
+        told: list[str] = []
+        self._told = told
+        try:
+            yield told
+        finally:
+            self._told = None
 
     def check_folders(self) -> None:
         """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry
@@ -195,7 +217,22 @@ class Context:
             warnings.extend(resolution.warnings)
             if resolution.entity not in entities:
                 entities.append(resolution.entity)
+        if given:  # a link given now to a forgotten memory (one the memory held already is not news)
+            warnings.extend(self.deleted_links([e for e in entities if e not in held]))
         return entities, warnings
+
+    def deleted_links(self, entities: list[str]) -> list[str]:
+        """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
+        with how to bring it back (the link itself stays until the memory is restored or gone)."""
+        said = []
+        for entity in entities:
+            if entity.startswith("memory:"):
+                with contextlib.suppress(KBError):
+                    if (memory := self.read(entity[len("memory:"):])).is_deleted:
+                        said.append(f"{entity} names a memory deleted at {memory.deleted_at}, which no search or "
+                                    f"read shows: bring it back with 'slayer-kb restore {words(memory.id)}' (MCP: "
+                                    "mem_restore).")
+        return said
 
     def ensure_fresh(
         self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True

@@ -57,13 +57,16 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         self.history = History(self)
         self.team = Team(self)
         self.interchange = Interchange(self)
+        self.created = False  # set by init: whether it committed anything
 
     # -- creation ---------------------------------------------------------------------------
 
     @classmethod
     def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
-        ``example``, a copy of the shipped example KB (an online shop's catalog and memories)."""
+        ``example``, a copy of the shipped example KB (an online shop's catalog and memories).
+        A folder that is a KB already gets what it lacks of these, as ``git init`` in a
+        repository; ``created`` on the KB says whether there was anything to commit."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
         if (why := git_dir_refusal(root) or kb_folder_refusal(root)) is not None:
@@ -82,13 +85,13 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         person's own repository (``own``: init made it), which stays with its files."""
         before = self.store.head()
         try:
-            self._commit_first(example)
+            self.created = self._commit_first(example) is not None
         except BaseException:
             undo.wanted = own or self.store.head() == before
             self.close()
             raise
 
-    def _commit_first(self, example: bool) -> None:
+    def _commit_first(self, example: bool) -> str | None:
         with self.store.locked():
             changes = []
             if not (self.root / ".gitignore").exists():
@@ -98,8 +101,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             elif not self.memories_dir.is_dir():
                 changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
             message = "kb: initialise knowledge base" + (" from the example" if example else "")
-            self.store.commit(changes, message, self.author)
+            commit = self.store.commit(changes, message, self.author)
             self.index.sync()
+            return commit
 
     def keep_warm(self) -> None:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -82,6 +81,8 @@ class Workspace(Protocol):
     def read(self, memory_id: str) -> Memory: ...
 
     def read_settled(self, read: Callable[[], T]) -> T: ...
+
+    def tell(self, warning: str) -> None: ...
 
     def read_with_text(self, memory_id: str, indexed: tuple[str | None, dict[str, Any]] | None = None
                        ) -> tuple[Memory, str]: ...
@@ -326,8 +327,8 @@ class Transaction:
             # The change is committed; only the derived index lags. Forget the manifest so the next
             # command re-indexes, rather than report a failure that invites saving twice.
             self.index.invalidate()
-            print(f"warning: {message} is committed, but the search index was not updated ({exc}); "
-                  "the next command updates it.", file=sys.stderr)
+            kb.tell(f"{message} is committed, but the search index was not updated ({exc}); "
+                    "the next command updates it.")
         if unwritten is not None:
             raise unwritten
         return commit
@@ -337,7 +338,7 @@ class Transaction:
             self._detached_told = True
             told = detached_head(self.store.git_dirs()[0])
             if told is not None:
-                print(f"warning: {told}", file=sys.stderr)
+                self.kb.tell(told)
 
 
 def memory_ids_of(paths: list[str]) -> list[str]:

@@ -197,7 +197,13 @@ Memories: 1 added, 1 changed, 0 re-linked, 0 removed.
 
 ### Validation
 
-`slayer-kb validate --against origin/main`: Checked 2 files: no problems.
+`slayer-kb validate --against origin/main`: Checked 2 files: no problems, 1 warning.
+
+```text
+memories/4.yaml:4: warning: created_at '2999-01-01T00:00:00Z' is more than a day ahead of this machine's clock, \
+so newest-first lists (list, context, mem_context) put the memory first until then; write the time it happened, \
+with 'slayer-kb edit 4'
+```
 """
 
 
@@ -224,6 +230,10 @@ def test_the_action_posts_one_comment_and_updates_it_on_every_push(pull_request:
     git(author, "fetch", "-q", str(tmp_path / "github.git"), "main:refs/remotes/origin/main")
     subprocess.run([sys.executable, "-m", "slayer_kb", "renumber", "--onto", "origin/main"],
                    cwd=author, check=True, capture_output=True, timeout=120)
+    # A time in the future passes (a warning), and the comment shows the warning, not just the count.
+    path = author / "memories" / "4.yaml"
+    path.write_text(re.sub(r"created_at: '[^']*'", "created_at: '2999-01-01T00:00:00Z'", path.read_text()))
+    commit_all(author, "memory 4 dated by hand")
     git(author, "push", "-q", str(tmp_path / "github.git"), "feature")
     git(runner, "fetch", "-q", "origin")
     git(runner, "checkout", "-q", "--detach", "origin/feature")

@@ -401,6 +401,13 @@ def test_a_memory_link_in_the_question_comes_first(invoke_cli: CliRunner, shared
     assert missing["warnings"] == ["entity 'memory:999' dropped: No memory with id '999'."]
 
 
+def test_a_question_of_no_searchable_words_says_what_to_ask_instead(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    for question in ("!!!", "the of a"):
+        assert ok(invoke_cli, shared_kb, "search", question)["warnings"] == [
+            f"The question {question!r} has no searchable words (punctuation and words as common as 'the' are not "
+            "searched): ask with the words that matter, such as a column, a metric or what it is about."]
+
+
 def test_search_full_limit_and_stdin(invoke_cli: CliRunner, shared_kb: Path) -> None:
     full = ok(invoke_cli, shared_kb, "search", "-e", "shop.orders.amount", "--full", "--limit", "2")
     assert set(full) == SEARCH_KEYS
@@ -542,9 +549,20 @@ def test_stats(invoke_cli: CliRunner, shared_kb: Path) -> None:
 
 def test_init(invoke_cli: CliRunner, tmp_path: Path) -> None:
     data = doc(invoke_cli("init", tmp_path / "new", "--json"))
-    assert data == {"kb": str((tmp_path / "new").resolve())}
+    assert data == {"kb": str((tmp_path / "new").resolve()), "created": True}
     assert (tmp_path / "new" / "memories").is_dir()
     assert git(tmp_path / "new", "log", "--format=%s") == "kb: initialise knowledge base\n"
+
+
+def test_init_of_a_kb_says_it_already_is_one_and_changes_nothing(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """As ``git init`` of a repository: exit 0, saying so, rather than "Initialised" with nothing done."""
+    invoke_cli("init", tmp_path / "kb")
+    again = invoke_cli("init", tmp_path / "kb")
+    root = (tmp_path / "kb").resolve()
+    assert (again.returncode, again.stdout, again.stderr) == (
+        0, f"{root} is already a knowledge base: nothing to do.\n", "")
+    assert doc(invoke_cli("init", tmp_path / "kb", "--json")) == {"kb": str(root), "created": False}
+    assert git(root, "log", "--format=%s") == "kb: initialise knowledge base\n"
 
 
 def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
@@ -554,7 +572,7 @@ def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
 
 def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(invoke_cli, shared_kb, "validate") == {
-        "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [],
+        "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [], "warnings": [],
     }  # fmt: skip
     assert ok(invoke_cli, shared_kb, "fmt", "--check")["reformatted"] == []
     assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": [], "warnings": []}

@@ -312,6 +312,14 @@ def test_an_argument_starting_with_a_dash_hears_about_double_dash(indexed_exampl
         assert json_of(got)["learning"] == "-1 is the sentinel"
 
 
+def test_a_group_with_no_command_under_json_says_so_in_one_line(invoke_cli: CliRunner) -> None:
+    """`--json server` put the whole help text (900 characters) in the error's message."""
+    for args, path in ((("--json",), "slayer-kb"), (("--json", "server"), "slayer-kb server")):
+        proc = invoke_cli(*args)
+        assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
+            f"Missing command. Try '{path} --help' for help.")}}), args
+
+
 def test_a_misspelt_long_option_gets_no_double_dash_advice(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     proc = invoke_cli("--kb", indexed_example_kb.root, "search", "refunds", "--limt", "3")
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (

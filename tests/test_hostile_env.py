@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, account_home_at, git, json_of, make_empty_kb, make_team
 
 
@@ -182,13 +183,16 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
     assert invoke_cli("get", "3").stderr == f"Error: {told['3'].replace(cd, '').replace('git rm memories/3.yaml; ', '')}\n"
 
 
+DETACHED = ("HEAD is detached (no branch is checked out), so this commit is on no branch and is lost from sight once "
+            "you check out another: keep it with `git switch -c <name>` (a new branch here), or `git switch <branch>` "
+            "before the next command to commit there.")
+
+
 def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A detached HEAD (a CI checkout, a look at an old commit) took slayer-kb's commits without a
     word, and a `git switch` then left them on no branch. Each command warns once, and commits."""
     root = indexed_example_kb.root
-    warning = ("warning: HEAD is detached (no branch is checked out), so this commit is on no branch and is lost from "
-               "sight once you check out another: keep it with `git switch -c <name>` (a new branch here), or `git "
-               "switch <branch>` before the next command to commit there.\n")
+    warning = f"warning: {DETACHED}\n"
     git(root, "checkout", "-q", "--detach")
     head = git(root, "rev-parse", "HEAD").strip()
     saved = invoke_cli("--kb", root, "save", "a learning saved while detached", "--title", "Detached")
@@ -199,6 +203,21 @@ def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: Knowl
     git(root, "switch", "-q", "-c", "kept")
     again = invoke_cli("--kb", root, "save", "a learning saved on a branch", "--title", "Attached")
     assert (again.returncode, again.stderr) == (0, "")
+
+
+def test_an_mcp_client_hears_of_a_detached_head_in_the_tool_s_reply(indexed_example_kb: KnowledgeBase,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The warning went to the MCP server's stderr, a log no agent reads: it travels in the reply
+    now, in the text and the structured warnings, as the tool's other warnings do."""
+    git(indexed_example_kb.root, "checkout", "-q", "--detach")
+    saved = call_tool(indexed_example_kb, "mem_save", {"title": "Detached", "content": "saved while detached"})
+    assert saved.text == f"Memory saved: \"Detached\" (manual)\nSuggested topic_key: topic/detached\nwarning: {DETACHED}"
+    assert saved.data is not None and saved.data["warnings"] == [DETACHED]
+    memory_id = saved.data["memory_id"]
+    forgot = call_tool(indexed_example_kb, "forget_memory", {"id": memory_id})  # SLayer's reply: JSON text
+    assert json.loads(forgot.text) == {"deleted_id": memory_id, "stripped_from": [], "warnings": [DETACHED]}
+    assert forgot.data is not None and forgot.data["warnings"] == [DETACHED]
+    assert capsys.readouterr().err == ""
 
 
 def test_another_home_neither_sets_the_state_aside_nor_is_made(

@@ -535,6 +535,11 @@ def _pairs(log: str) -> list[list[str]]:
      "content is required — include text with a '## Key Learnings:' section"),
     ("mem_context", {"limit": 0}, "mem_context: 'limit' must be a whole number from 1 to 9007199254740991, not 0."),
     ("mem_session_end", {"id": "ses-x", "summary": 3}, "mem_session_end: 'summary' must be a string, not an integer."),
+    # A scope filter Engram does not know matched project alone, unsaid.
+    ("mem_search", {"query": "revenue", "scope": "team"},
+     "scope 'team' is neither 'project' nor 'personal': give one of them, or omit scope for both."),
+    ("mem_context", {"scope": "global"},
+     "scope 'global' is neither 'project' nor 'personal': give one of them, or omit scope for both."),
 ])
 def test_every_error_names_its_item(indexed_example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
     reply = call_tool(indexed_example_kb, tool, arguments)

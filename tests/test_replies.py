@@ -3,6 +3,7 @@ from ``save`` and ``validate``; every problem of a file in one run; plurals righ
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -175,6 +176,74 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
     assert with_server_in_process(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
     proc = invoke_cli("--kb", catalog_kb.root, "get", memory_id)
     assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
+
+
+def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """It said "bring it back with restore" to someone deleting: the fix for a delete is the hard one."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    said = f"Memory '{memory_id}' is already deleted (at {deleted_at}):"
+    proc = invoke_cli("--kb", catalog_kb.root, "forget", memory_id, "--soft")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {said} 'slayer-kb forget {memory_id}' without --soft removes it for good, 'slayer-kb restore "
+        f"{memory_id}' brings it back.\n"))
+    reply = tools.call_tool(catalog_kb, "mem_delete", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        f"{said} mem_delete(id: {memory_id}, hard_delete: true) removes it for good, mem_restore(id: {memory_id}) "
+        "brings it back."))
+
+
+def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog_kb: KnowledgeBase,
+                                                                         invoke_cli) -> None:
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    proc = invoke_cli("--kb", catalog_kb.root, "restore", memory_id)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: Memory '{memory_id}' is not deleted; nothing to restore. An earlier version comes back with "
+        f"'slayer-kb restore {memory_id} --rev REV' ('slayer-kb log {memory_id}' lists them).\n"))
+    reply = tools.call_tool(catalog_kb, "mem_restore", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        f"Memory '{memory_id}' is not deleted; nothing to restore. mem_update changes a live memory."))
+
+
+def test_an_update_of_nothing_names_the_options_or_parameters_there_are(catalog_kb: KnowledgeBase,
+                                                                        invoke_cli) -> None:
+    """One message named the fields of the API (learning/content, topic_key, entities) to both: the
+    CLI has options for them, and mem_update has no description nor entities."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    proc = invoke_cli("--kb", catalog_kb.root, "update", memory_id)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
+        "--scope, --topic-key, -e.\n"))
+    reply = tools.call_tool(catalog_kb, "mem_update", {"id": memory_id})
+    assert (reply.is_error, reply.text) == (True, (
+        "Nothing to update: give at least one of title, content, type, project, scope, topic_key."))
+
+
+def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
+                                                                          invoke_cli) -> None:
+    """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the
+    memories linking to X are still found, and the answer says why X is not among them."""
+    memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
+    linking = catalog_kb.save_memory("Divide by 100 for euros", ["orders.amount", f"memory:{memory_id}"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    said = (f"memory:{memory_id} names a memory deleted at {deleted_at}, which no search or read shows: bring it "
+            f"back with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+    proc = invoke_cli("--kb", catalog_kb.root, "search", "-e", f"memory:{memory_id}")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(f"Memories:\n  [{linking}] Divide by 100 for euros\n")
+    assert proc.stdout.endswith(f"\nwarning: {said}\n")
+    data = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "--json").stdout)
+    assert data["warnings"] == [said]
+    # Named twice, by the question and by -e, it is told once (as a link to no memory is).
+    both = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "-e",
+                                 f"memory:{memory_id}", "-e", "memory:nope", "--json").stdout)
+    assert both["warnings"] == ["entity 'memory:nope' dropped: No memory with id 'nope'.", said]
+    # A save that links it is told too (the link is kept: a restore brings the memory back).
+    saved = json.loads(invoke_cli("--kb", catalog_kb.root, "save", "Cents, again", "-e", f"memory:{memory_id}",
+                                  "--json").stdout)
+    assert (saved["resolved_entities"], saved["warnings"]) == ([f"memory:{memory_id}"], [said])
 
 
 def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: KnowledgeBase) -> None:

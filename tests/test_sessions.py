@@ -42,13 +42,13 @@ def files_of(root: Path, rev: str = "HEAD") -> list[str]:
 # -- the layout ----------------------------------------------------------------------------------
 
 
-def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
+def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     result = empty_kb.session_start("ses-1", "  Analytics ", "/work/analytics").to_json()
     started = result["session"]["started_at"]
     assert re.fullmatch(TIME, started)
     assert result == {"session": {"id": "ses-1", "project": "analytics", "directory": "/work/analytics",
                                   "started_at": started, "ended_at": None, "summary": None, "prompts": []},
-                      "action": "started", "commit": git(empty_kb.root, "rev-parse", "HEAD").strip()}
+                      "action": "started", "commit": git(empty_kb.root, "rev-parse", "HEAD").strip(), "warnings": []}
     assert (empty_kb.root / "sessions/ses-1.yaml").read_text() == (
         f"project: analytics\ndirectory: /work/analytics\nstarted_at: '{started}'\n"
     )
@@ -57,6 +57,16 @@ def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase) -> None:
     # Starting it again keeps it, filling only what was empty; nothing to change is no commit.
     again = empty_kb.session_start("ses-1", "other", "/elsewhere").to_json()
     assert (again["action"], again["commit"], again["session"]["project"]) == ("unchanged", None, "analytics")
+    # What was given and not used is said, not dropped unsaid.
+    assert again["warnings"] == [
+        "session 'ses-1' exists with project 'analytics', which it keeps: the project given ('other') is not "
+        "used; give another session id for a session of its own",
+        "session 'ses-1' exists with directory '/work/analytics', which it keeps: the directory given "
+        "('/elsewhere') is not used; give another session id for a session of its own"]
+    assert empty_kb.session_start("ses-1", "Analytics", "/work/analytics").warnings == []  # the same, said again
+    assert invoke_cli("--kb", empty_kb.root, "session-start", "ses-1", "--project", "other", check=True).stdout == (
+        "Session \"ses-1\" started for project \"analytics\"\nwarning: session 'ses-1' exists with project 'analytics', "
+        "which it keeps: the project given ('other') is not used; give another session id for a session of its own\n")
     bare = empty_kb.session_start("ses-2", None).to_json()
     filled = empty_kb.session_start("ses-2", "api", "/work/api").to_json()
     assert (filled["action"], filled["session"]["project"], filled["session"]["directory"]) == ("started", "api", "/work/api")
@@ -164,6 +174,12 @@ def test_end_stamps_time_and_summary(empty_kb: KnowledgeBase) -> None:
     assert subjects(empty_kb.root)[0] == "session: end ses-1"
     again = empty_kb.session_end("ses-1").to_json()
     assert again["session"]["summary"] == "Found the [REDACTED] double count"  # kept
+    assert again["warnings"] == []
+    # Another summary replaces the first, and says so: the first is left in git's history only.
+    other = empty_kb.session_end("ses-1", "Fixed it").to_json()
+    assert (other["session"]["summary"], other["warnings"]) == ("Fixed it", [
+        f"session 'ses-1' already had a summary (ended at {again['session']['ended_at']}), which this one "
+        "replaces (git log -p sessions/ses-1.yaml shows the former)"])
     # A session never started is made and ended, as Engram's mem_save_prompt makes it and its
     # mem_session_end accepts it: the summary is kept, with a warning.
     unknown = empty_kb.session_end("ses-2", "Wrapped up").to_json()
@@ -263,6 +279,22 @@ def test_capture_passive_at_the_command_line_names_the_memories_it_saved(empty_k
         "Passive capture complete: extracted=1 saved=0 duplicates=1\n")
 
 
+
+def test_a_capture_that_finds_nothing_to_save_says_why(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Engram's reply (extracted=0) alone left the agent to guess why nothing was saved."""
+    none = invoke_cli("--kb", empty_kb.root, "capture-passive", "Fixed the refund report.", check=True)
+    assert none.stdout == (
+        "Passive capture complete: extracted=0 saved=0 duplicates=0\n"
+        "warning: the content has no '## Key Learnings:' section (nor '### Learnings', '## Learning', "
+        "'## Aprendizajes Clave:'), so nothing was saved; write each learning as an item ('1. ...' or '- ...') "
+        "under such a heading.\n")
+    short = invoke_cli("--kb", empty_kb.root, "--json", "capture-passive", "## Key Learnings:\n1. too short\nprose\n")
+    assert json_of(short)["warnings"] == [
+        "the '## Key Learnings:' section holds no item ('1. ...' or '- ...') of 20 characters or more, so nothing "
+        "was saved; write each learning as such an item."]
+    assert subjects(empty_kb.root) == ["kb: initialise knowledge base"]
+
+
 # -- context, stats and timeline -----------------------------------------------------------------
 
 
@@ -333,6 +365,26 @@ def test_validate_and_fmt_session_files(empty_kb: KnowledgeBase) -> None:
     assert (folder / "flow.yaml").read_text() == (
         "started_at: '2026-11-29T20:42:40Z'\nprompts:\n- created_at: '2026-11-29T20:42:41Z'\n  content: hi\n")
     assert validate([folder / "flow.yaml"]).problems == []
+
+
+def test_validate_names_a_control_character_in_a_session_id_and_the_fix(empty_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner) -> None:
+    """What ``session-start`` refuses, written by hand: a session file whose name spells an id with a
+    control character (an escape would act on the terminal of each ``sessions`` listing), and a
+    memory's ``session_id`` with one."""
+    folder = empty_kb.root / "sessions"
+    folder.mkdir()
+    (folder / "ses%1B%5B31mred.yaml").write_text("started_at: '2026-11-29T20:42:40Z'\n")
+    (empty_kb.root / "memories" / "m.yaml").write_text(
+        "learning: Fine.\nsession_id: \"ses\\tx\"\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    proc = invoke_cli("--kb", empty_kb.root, "validate", cwd=empty_kb.root)
+    assert (proc.returncode, proc.stdout) == (1, (
+        "memories/m.yaml:2: session_id 'ses\\tx' contains U+0009, a control or invisible character, which "
+        "save and session-start refuse; write the id without it, e.g. 'sesx'\n"
+        "sessions/ses%1B%5B31mred.yaml:1: the file name spells the session id 'ses\\x1b[31mred' with U+001B, a "
+        "control or invisible character, which session-start refuses; rename the file to a printable id, "
+        "e.g. ses%5B31mred.yaml (and change the session_id of the memories that name it)\n"
+        "2 problems in 2 files (2 files checked)\n"))
 
 
 def test_review_lists_session_changes(example_kb: KnowledgeBase) -> None:

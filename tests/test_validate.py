@@ -354,6 +354,26 @@ def test_paths_that_are_not_memories(tmp_path: Path, invoke_cli) -> None:
     ]
 
 
+def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A hand-written time later than now by more than a clock's skew (a day) sorts the memory
+    first in every newest-first list until then: validate warns, naming file, field and fix, and
+    does not fail; reads take the memory as it is."""
+    write(catalog_kb, "ok.yaml", GOOD)
+    write(catalog_kb, "late.yaml",
+          "learning: Fine.\ncreated_at: '2999-01-01T00:00:00Z'\nupdated_at: '2999-01-02T00:00:00.5Z'\n")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    ahead, fix = "is more than a day ahead of this machine's clock, so", "; write the time it happened, with 'slayer-kb edit late'"
+    assert (proc.returncode, proc.stdout) == (0, (
+        f"memories/late.yaml:2: warning: created_at '2999-01-01T00:00:00Z' {ahead} newest-first lists (list, context, "
+        f"mem_context) put the memory first until then{fix}\n"
+        f"memories/late.yaml:3: warning: updated_at '2999-01-02T00:00:00.5Z' {ahead} a merge of two versions of the "
+        f"memory takes this one as the newer until then{fix}\n"
+        "Checked 2 files: no problems, 2 warnings.\n"))
+    data = json_of(invoke_cli("validate", "--json", cwd=catalog_kb.root))
+    assert (data["ok"], data["problems"], [w["line"] for w in data["warnings"]]) == (True, [], [2, 3])
+    assert catalog_kb.get("late").created_at == "2999-01-01T00:00:00Z"
+
+
 def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.validators.validator_for(schema).check_schema(schema)

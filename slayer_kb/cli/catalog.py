@@ -125,7 +125,8 @@ def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
 
 
 def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> None:
-    emit(settings, report.to_json(failed), lambda: "\n".join([*map(str, report.problems), summary]))
+    warnings = [f"{w.path}:{w.line}: warning: {w.message}" for w in report.warnings]
+    emit(settings, report.to_json(failed), lambda: "\n".join([*map(str, report.problems), *warnings, summary]))
     if failed:
         sys.exit(1)
 
@@ -144,6 +145,8 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
     PATH is a memory or session file, a memories/ or sessions/ folder or a KB (default: the
     whole KB). A catalog file
     stands for every memory of its KB. Prints 'path:line: message' lines; exits 1 on any problem.
+    A warning (a memory's time more than a day in the future) is printed as 'path:line: warning:
+    message' and fails nothing.
 
     \b
     Examples:
@@ -154,8 +157,9 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
     report = checks.validate(_paths(settings, paths), against)
     count = len(report.problems)
     checked = counted(report.checked, "file")
+    warned = f", {counted(len(report.warnings), 'warning')}" if report.warnings else ""
     summary = (f"{counted(count, 'problem')} in {counted(len({p.path for p in report.problems}), 'file')} "
-               f"({checked} checked)" if count else f"Checked {checked}: no problems.")
+               f"({checked} checked){warned}" if count else f"Checked {checked}: no problems{warned}.")
     _finish(settings, report, bool(count), summary)
 
 

@@ -180,10 +180,15 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
     return False
 
 
+# click 8.2's error for a group given no command (click 8.1 prints the help and exits 0).
+_NO_COMMAND: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def _print_usage_json(error: click.UsageError) -> None:
     """A usage error as every other error prints under ``--json``, for an agent that reads only
     stdout; click then prints its usage text on stderr and exits 2, as without ``--json``."""
-    message = error.format_message()
+    # A group given no command: click's message is the group's whole help, which stderr shows.
+    message = "Missing command." if isinstance(error, _NO_COMMAND) else error.format_message()
     if error.ctx is not None:
         option = max(error.ctx.help_option_names, key=len)  # as click names it on stderr
         message += f" Try '{error.ctx.command_path} {option}' for help."

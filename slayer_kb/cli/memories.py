@@ -43,7 +43,9 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
 
     DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
-    memories/, sessions/ or .slayer-kb/ folder.
+    memories/, sessions/ or .slayer-kb/ folder. As with `git init`, a DIRECTORY that is a
+    knowledge base already is no error: init adds what it lacks, or says there was nothing to
+    do (--json: "created" is false).
 
     \b
     Examples:
@@ -53,7 +55,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     from ..kb import KnowledgeBase  # here: the other commands' usage errors and help start without it
 
     kb = KnowledgeBase.init(directory, author=settings.author, example=example)
-    emit(settings, {"kb": str(kb.root)}, f"Initialised knowledge base in {kb.root}")
+    emit(settings, {"kb": str(kb.root), "created": kb.created},
+         f"Initialised knowledge base in {kb.root}" if kb.created else f"{kb.root} is already a knowledge base: nothing to do.")
 
 
 @click.command()

@@ -17,7 +17,8 @@ from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pas
 
 def started_text(result: SessionResult) -> str:
     session = result.session
-    return f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
+    return (f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
+            + warning_lines(result.warnings or []))
 
 
 @click.command("session-start")

@@ -68,6 +68,18 @@ def normalize_scope(scope: str | None) -> str:
     return "project"
 
 
+def scope_filter(scope: str | None) -> str | None:
+    """The scope a search or listing keeps to: ``project`` or ``personal`` (any case), None for
+    both (not given, or blank). Any other value is refused: taken as ``project``, as a save takes
+    it, it would hide the personal memories without a word."""
+    if scope is None or not scope.strip():
+        return None
+    if (said := scope.strip().lower()) in ("project", "personal"):
+        return said
+    raise InvalidInputError(f"scope {shown_value(scope)} is neither 'project' nor 'personal': give one of them, "
+                            "or omit scope for both.")
+
+
 def scope_warnings(scope: str | None) -> list[str]:
     """What a save or update says of a scope that is neither ``project`` nor ``personal``: Engram
     takes it as ``project`` (``normalize_scope``), and the agent hears so instead of finding out."""

@@ -233,7 +233,7 @@ class SessionResult:
     session: dict[str, Any]  # Session.to_dict()
     action: str  # started | ended | prompt saved
     commit: str | None
-    warnings: list[str] | None = None  # session_end; save_prompt when it cut the prompt
+    warnings: list[str] | None = None  # session_start, session_end; save_prompt when it cut the prompt
     prompt: dict[str, Any] | None = None  # save_prompt only: Prompt.to_dict()
     message: str | None = None  # save_prompt only: Engram's reply text
 
@@ -490,10 +490,12 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     # fmt only: files rewritten (or, with --check, that would be)
     reformatted: list[str] = field(default_factory=list)
+    # validate only: what is valid but misleads (a time in the future); no failure
+    warnings: list[Problem] = field(default_factory=list)
 
     def to_json(self, failed: bool) -> dict[str, Any]:
         return {"ok": not failed, "checked": self.checked, "problems": [p.to_json() for p in self.problems],
-                "reformatted": self.reformatted}
+                "reformatted": self.reformatted, "warnings": [w.to_json() for w in self.warnings]}
 
 
 @dataclass

@@ -98,6 +98,16 @@ class Session:
 # -- ids and file names --------------------------------------------------------------------------
 
 
+def unprintable(session_id: str) -> str | None:
+    """The first control or invisible character of ``session_id``, which no session id holds."""
+    return next((ch for ch in session_id if not ch.isprintable() and ch != " "), None)
+
+
+def printable(session_id: str) -> str:
+    """``session_id`` without its control and invisible characters: the id a fix suggests."""
+    return "".join(ch for ch in session_id if ch.isprintable() or ch == " ")
+
+
 def check_session_id(value: Any, name: str = "id") -> str:
     """The session id ``value`` (the parameter ``name``), trimmed; an error names the parameter."""
     if not isinstance(value, str):
@@ -111,7 +121,7 @@ def check_session_id(value: Any, name: str = "id") -> str:
         raise InvalidInputError(
             f"{name} is {len(session_id)} characters long; the limit is {MAX_SESSION_ID}. Use a shorter session id."
         )
-    bad = next((ch for ch in session_id if not ch.isprintable() and ch != " "), None)
+    bad = unprintable(session_id)
     if bad is not None:
         raise InvalidInputError(
             f"{name} contains U+{ord(bad):04X}, a control or invisible character; a session id is "

@@ -6,8 +6,9 @@ knowledge base."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..core.errors import InvalidInputError
 from ..core.nesting import MAX_DEPTH, too_deep, value_depth
-from ..core.text import kind_of, shown_value
+from ..core.text import kind_of, shown_value, warning_lines
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -35,10 +36,23 @@ class Reply:
     text: str
     data: dict[str, Any] | None = None
     is_error: bool = False
+    # What the text is the JSON of (SLayer's replies), else None: the text is words.
+    shown: dict[str, Any] | None = None
 
     def structured(self) -> dict[str, Any] | None:
         """The structured content sent: ``data`` and, as ``result``, the text (``with_result``)."""
         return None if self.data is None else {**self.data, RESULT: self.text}
+
+    def warned(self, told: list[str]) -> Reply:
+        """This reply with ``told`` (warnings about the KB's surroundings) where its own warnings
+        go: the structured ``warnings``, and the text's warning lines or its JSON's ``warnings``."""
+        if not told:
+            return self
+        data = None if self.data is None else {**self.data, "warnings": [*self.data.get("warnings", []), *told]}
+        if self.shown is None:
+            return replace(self, text=self.text + warning_lines(told), data=data)
+        shown = {**self.shown, "warnings": [*self.shown.get("warnings", []), *told]}
+        return replace(self, text=json.dumps(shown, ensure_ascii=False, indent=2), data=data, shown=shown)
 
 
 # SLayer's and Engram's servers (FastMCP) return their reply text as the structured content's one

@@ -43,15 +43,26 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
     if spec is None:
         return Reply(f"Unknown tool '{name}'. Tools: {', '.join(HANDLERS)}.", is_error=True)
     try:
-        return spec.handler(kb, check_arguments(spec, arguments or {}))
-    except KBError as exc:
+        checked = check_arguments(spec, arguments or {})  # before any call of the KB
+    except Exception as exc:  # noqa: BLE001 - see _error_reply
+        return _error_reply(name, exc)
+    with kb.collecting_warnings() as told:  # what the CLI prints on stderr, where no agent looks
+        try:
+            reply = spec.handler(kb, checked)
+        except Exception as exc:  # noqa: BLE001 - see _error_reply
+            reply = _error_reply(name, exc)
+    return reply.warned(told)
+
+
+def _error_reply(name: str, exc: Exception) -> Reply:
+    if isinstance(exc, KBError):
         # The message the CLI prints after "Error: ", its advice naming tools instead of commands.
         return Reply(exc.for_tools(), is_error=True)
-    except OSError as exc:  # a refusal no message foresaw: the path, the cause and the fix
+    if isinstance(exc, OSError):  # a refusal no message foresaw: the path, the cause and the fix
         return Reply(str(StoreError.from_os(exc)), is_error=True)
-    except Exception as exc:  # noqa: BLE001 - a bug must not take the whole session down
-        logger.exception("Tool %s failed", name)
-        return Reply(f"Internal error in {name}: {type(exc).__name__}: {exc}", is_error=True)
+    # A bug must not take the whole session down.
+    logger.error("Tool %s failed", name, exc_info=exc)
+    return Reply(f"Internal error in {name}: {type(exc).__name__}: {exc}", is_error=True)
 
 
 # -- formatting helpers --------------------------------------------------------------------------
@@ -60,7 +71,7 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
 def _json_reply(data: dict[str, Any], structured: dict[str, Any] | None = None) -> Reply:
     """SLayer's JSON text; the structured content is the same data, or (``structured``) the
     result's whole ``to_json``, of which the text shows the seed's fields."""
-    return Reply(json.dumps(data, ensure_ascii=False, indent=2), structured or data)
+    return Reply(json.dumps(data, ensure_ascii=False, indent=2), structured or data, shown=data)
 
 
 def _with_warnings(text: str, warnings: Iterable[str]) -> str:
@@ -295,7 +306,7 @@ def _mem_session_start(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_start(a["id"], a["project"], a.get("directory"))
     session = result.session
     text = f"Session {quoted(session['id'])} started for project {quoted(session['project'] or '')}"
-    return Reply(text, result.to_json())
+    return Reply(_with_warnings(text, result.warnings or []), result.to_json())
 
 
 def _mem_session_end(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:

@@ -50,6 +50,17 @@ def extract_learnings(text: str) -> list[str]:
     return []
 
 
+def nothing_found(text: str) -> str:
+    """Why ``extract_learnings`` found no learning in ``text``, and how to write one."""
+    headings = list(_HEADING.finditer(text))
+    if not headings:
+        return ("the content has no '## Key Learnings:' section (nor '### Learnings', '## Learning', "
+                "'## Aprendizajes Clave:'), so nothing was saved; write each learning as an item ('1. ...' or "
+                "'- ...') under such a heading.")
+    return (f"the {headings[-1].group(0).strip()!r} section holds no item ('1. ...' or '- ...') of "
+            f"{MIN_LEARNING_CHARS} characters or more, so nothing was saved; write each learning as such an item.")
+
+
 def _clean(text: str) -> str:
     text = _ITALIC.sub(r"\1", _CODE.sub(r"\1", _BOLD.sub(r"\1", text)))
     return " ".join(text.split())
@@ -71,8 +82,11 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     if len(source) > engram.MAX_KEY:  # a label in the commit's subject (its controls shown escaped there)
         raise InvalidInputError(f"source is {len(source)} characters long; the limit is {engram.MAX_KEY}. Name the "
                                 "tool or hook that captured the text.")
-    extracted = extract_learnings(engram.redact_private(content))
+    text = engram.redact_private(content)
+    extracted = extract_learnings(text)
     result = CaptureResult(session_id, source, extracted=len(extracted))
+    if not extracted:  # Engram's reply alone (extracted=0) leaves the agent to guess why
+        result.warnings.append(nothing_found(text))
     learnings = []
     for number, learning in enumerate(extracted, 1):
         # As a save refuses it (a capture saved one of 100 KB); the others are still learnings

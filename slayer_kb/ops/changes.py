@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError, MemoryFileError, ResolutionError
+from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
 from ..core.ids import check_existing_id
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
@@ -40,10 +40,11 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             f"Cannot update {', '.join(sorted(unknown))}; fields: {', '.join(sorted(allowed))}."
         )
     if not given:
+        # Named as each caller gives them: the command's options, mem_update's parameters.
         raise InvalidInputError(
-            "Nothing to update: give at least one field (title, learning/content, type, "
-            "description, project, scope, topic_key, entities)."
-        )
+            "Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
+            "--scope, --topic-key, -e.",
+            tool_message="Nothing to update: give at least one of title, content, type, project, scope, topic_key.")
     refs = given.get("entities", ())
     for index, ref in enumerate([refs] if isinstance(refs, str) else refs):
         # A blank reference (an empty shell variable) would unlink every entity, unasked.
@@ -94,6 +95,16 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
+def _deleted_already(memory: Memory) -> NotFoundError:
+    """A soft delete of a soft-deleted memory: the two ways on, the hard delete first."""
+    said, shell = f"Memory '{memory.id}' is already deleted (at {memory.deleted_at}):", words(memory.id)
+    return NotFoundError(
+        f"{said} 'slayer-kb forget {shell}' without --soft removes it for good, 'slayer-kb restore {shell}' brings it "
+        "back.",
+        tool_message=f"{said} mem_delete(id: {memory.id}, hard_delete: true) removes it for good, "
+                     f"mem_restore(id: {memory.id}) brings it back.")
+
+
 def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
     """Delete a memory. Hard: the file goes and ``memory:<id>`` is stripped from every other
     memory, in one commit. Soft: the file stays with ``deleted_at`` and is hidden from reads.
@@ -114,7 +125,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
             if soft:
                 assert memory is not None
                 if memory.is_deleted:
-                    raise deleted_error(memory)
+                    raise _deleted_already(memory)
                 return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
             target = f"memory:{memory_id}"
             changes = [Change(memory_path(memory_id), None)]
@@ -149,7 +160,10 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     with kb.transaction() as tx:
         memory = kb.read_with_fix(memory_id)
         if not memory.is_deleted:
-            raise InvalidInputError(f"Memory '{memory_id}' is not deleted; nothing to restore.")
+            said, shell = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id)
+            raise InvalidInputError(
+                f"{said} An earlier version comes back with 'slayer-kb restore {shell} --rev REV' ('slayer-kb log "
+                f"{shell}' lists them).", tool_message=f"{said} mem_update changes a live memory.")
         tx.require_committed(memory_path(memory_id))
         warnings: list[str] = []
         memory = observations.without_held_key(tx, memory, warnings)

@@ -78,6 +78,7 @@ def search(
     question, type, project, scope, datasource = (
         readable(v) for v in (question, type, project, scope, datasource)
     )
+    scope = engram.scope_filter(scope)
     if question is not None and (size := len(question.encode("utf-8", "replace"))) > MAX_QUESTION:
         raise InvalidInputError(
             f"The question is {size} bytes; the limit is {MAX_QUESTION} bytes. Ask with the words that matter, "
@@ -89,16 +90,16 @@ def search(
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
-    inputs = _lenient_entities(resolver, entities, query, warnings)
+    inputs = _lenient_entities(kb, resolver, entities, query, warnings)
     named = question_names(kb, question or "", resolver)
-    warnings += named.warnings
+    warnings += [w for w in named.warnings if w not in warnings]  # a link named by -e as well: told once
     found = channels.run(kb.index, channels.Request(
         question=question or "",
         entities=inputs,
         inputs_given=bool(entities) or query is not None,
         type=engram.normalize_type(type),
         project=engram.normalize_project(project),
-        scope=engram.normalize_scope(scope) if scope else None,
+        scope=scope,
         datasource=datasource,
         limit=limit,
         full_names=named.full_names,
@@ -126,7 +127,7 @@ def newest(
     """Live memories, newest first (``KnowledgeBase.newest``)."""
     kb.ensure_fresh()
     restriction = channels.restrict(
-        type=engram.normalize_type(type), project=engram.normalize_project(project), scope=scope)
+        type=engram.normalize_type(type), project=engram.normalize_project(project), scope=engram.scope_filter(scope))
     docs = kb.documents(None, restriction, limit=limit, sort_newest=True)
     return [hit(kb, doc, [], False, [], doc["data"]["query"] is not None) for doc in docs]
 
@@ -170,7 +171,7 @@ class QuestionNames:
     notes: list[str] = field(default_factory=list)
     # The names that mean nothing: searched as typed, and by their words.
     unknown: tuple[str, ...] = ()
-    # Why a memory link in the question finds nothing (no such memory, an id sync moved), as
+    # Why a memory link in the question finds nothing (no such memory, a soft-deleted one, an id sync moved), as
     # ``-e memory:<id>`` says.
     warnings: list[str] = field(default_factory=list)
 
@@ -196,7 +197,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
     # a soft-deleted memory is found by no search).
     warnings: list[str] = []
-    entities: list[str] = [e for e in resolver.resolve_leniently(links, warnings) if _live_memory(kb, e[len("memory:"):])]
+    linked = resolver.resolve_leniently(links, warnings)
+    warnings += kb.deleted_links(linked)
+    entities: list[str] = [e for e in linked if _live_memory(kb, e[len("memory:"):])]
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
@@ -241,11 +244,12 @@ def _live_memory(kb: Context, memory_id: str) -> bool:
 
 
 def _lenient_entities(
-    resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+    kb: Context, resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
     out = resolver.resolve_leniently(refs, warnings)
+    warnings += kb.deleted_links(out)
     if query is not None:
         try:
             found, _notes = query_entities(query, resolver)

@@ -226,10 +226,17 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     session_id = check_session_id(session_id, "id")
     project = optional_text(project, "project")
     directory = given_directory(optional_text(directory, "directory"))
+    project = engram.given_project(project)
     with kb.transaction(sync=False) as tx:
-        session, changes = ensure(tx, session_id, engram.given_project(project), directory)
+        session, changes = ensure(tx, session_id, project, directory)
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
-    return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit)
+    # Engram keeps an existing session's project and directory: what was given instead is said.
+    warnings = [f"session '{session_id}' exists with {name} {kept!r}, which it keeps: the {name} given ({given!r}) "
+                "is not used; give another session id for a session of its own"
+                for name, kept, given in (("project", session.project, project),
+                                          ("directory", session.directory, directory))
+                if given and kept and given != kept]
+    return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit, warnings)
 
 
 def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
@@ -253,6 +260,10 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
         if made:
             warnings.append(f"session '{session_id}' was never started; it is recorded as started and ended now")
         tx.require_committed(session.path)
+        if summary and session.summary and summary != session.summary:
+            when = f" (ended at {session.ended_at})" if session.ended_at else ""
+            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces (git log -p "
+                            f"{session.path} shows the former)")
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
     return SessionResult(ended.to_dict(), "ended", commit, warnings)
@@ -389,7 +400,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     memories; cut at ``budget`` characters. Engram's empty reply when there is nothing at all."""
     from .. import search
 
-    restriction = search.restrict(project=project, scope=engram.normalize_scope(scope) if scope else None)
+    restriction = search.restrict(project=project, scope=engram.scope_filter(scope))
     docs = [d["data"] for d in kb.documents(None, restriction, limit=None)]
     docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
     files = load_all(kb)

@@ -14,7 +14,8 @@ any memory's references dangling. The index is not used (validation runs on a fr
 but the parsed catalog the KB's commands cache is, while the catalog files are as it says.
 
 A session file (``sessions/<id>.yaml``, sessions.py) is checked against its own schema
-(``session.schema.json``), for a file name that spells its id, and for the canonical form.
+(``session.schema.json``), for a file name that spells its id (one ``session-start`` would
+take: no control character, nor in a memory's ``session_id``), and for the canonical form.
 
 A stored example query is checked as search reads it: it must be a SlayerQuery (keys, shapes,
 values: ``slayerquery.check_query``, as ``save`` checks it) whose references all resolve against
@@ -69,7 +70,7 @@ from ..core.memory import (
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.problems import STALE_QUERY, Problem, command, shown
 from ..core.results import Report
-from ..core.session import SESSIONS_DIR, file_name, id_of_file
+from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store.config import setting
@@ -86,6 +87,7 @@ from .teamchecks import (
     topic_key_twins,
     topic_keys_taken,
 )
+from .timechecks import future_times
 
 MEMORIES = "memories"
 
@@ -250,7 +252,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
         report.problems.extend(empty_model_files(context.catalog))
         for path, name in sorted({**target.files, **reached}.items()):
             report.checked += 1
-            report.problems.extend(check_file(path, name, context) if path in target.files
+            report.problems.extend(check_file(path, name, context, report.warnings) if path in target.files
                                    else reference_problems(path, name, context))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
@@ -262,6 +264,7 @@ def validate(paths: Sequence[Path], against: str | None = None) -> Report:
             report.problems.extend(id_collisions(compared, target.files))
             report.problems.extend(links_to_gone(compared, target.files, context.catalog))
     report.problems.sort(key=lambda p: (p.path, p.line))
+    report.warnings.sort(key=lambda p: (p.path, p.line))
     return report
 
 
@@ -279,7 +282,8 @@ def empty_model_files(catalog: Catalog) -> list[Problem]:
     return problems
 
 
-def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
+def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem] | None = None) -> list[Problem]:
+    """The file's problems; its warnings (timechecks.py) go to ``warnings`` when given."""
     if path.parent.name == SESSIONS_DIR:
         return check_session_file(path, name, context)
     problems: list[Problem] = []
@@ -304,6 +308,8 @@ def check_file(path: Path, name: str, context: KBContext) -> list[Problem]:
     text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
         problems.extend(check_memory_text(text, memory_id, name, context))
+        if warnings is not None:
+            warnings.extend(future_times(text, name, memory_id))
     return problems
 
 
@@ -394,6 +400,10 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
     if isinstance(fields.get("query"), dict) and not fields.get("deleted_at"):
         for line, message, kind in _query_problems(text, fields["query"], memory_id, context):
             add(line, message, kind)
+    if memory is not None and memory.session_id is not None and (bad := unprintable(memory.session_id)) is not None:
+        add(key_line(text, "session_id"), f"session_id {memory.session_id!r} contains U+{ord(bad):04X}, a control or "
+            f"invisible character, which save and session-start refuse; write the id without it, "
+            f"e.g. {printable(memory.session_id)!r}")
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
@@ -422,6 +432,10 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         wanted = file_name(session_id) if session_id.strip() else "<session id>.yaml"
         add(1, f"the file name is the session's id, with %XX for each byte of a character a portable "
                f"file name cannot hold; for the id {session_id!r} rename it to {wanted}")
+    elif (bad := unprintable(session_id)) is not None:
+        add(1, f"the file name spells the session id {session_id!r} with U+{ord(bad):04X}, a control or invisible "
+               f"character, which session-start refuses; rename the file to a printable id, e.g. "
+               f"{file_name(printable(session_id) or 'ses')} (and change the session_id of the memories that name it)")
     text = _text_to_check(path, name, add)
     if text is None:
         return problems

@@ -106,7 +106,9 @@ def _run(index: Index, request: Request) -> Found:
     words = W.parse(question, request.full_names, request.unknown_names)
     topic = E.topic_query(question) if question else None
     if question and not words and topic is None:
-        found.warnings.append(f"The question {question!r} has no searchable words.")
+        found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
+                              "'the' are not searched): ask with the words that matter, such as a column, a metric or "
+                              "what it is about.")
     searched = bool(words) or topic is not None or bool(request.entities) or bool(request.named)
     if not searched:
         if not question and not request.inputs_given:
