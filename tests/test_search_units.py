@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +64,7 @@ def test_filling_makes_the_units_and_a_search_reads_them(empty_kb: KnowledgeBase
     # A process on a machine whose cache lacks the units (another user, a cleared cache): the
     # whole vectors alone.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    meaning.forget_units()  # the units this process read before
     assert kb.index.unit_cosines(question, texts) == {}
     assert run(kb.index, Request(question="is a charge attempted again when the provider is slow to answer?", limit=3)).memories
 
@@ -105,7 +104,7 @@ def test_the_first_relevance_set_keeps_its_figures(tmp_path: Path) -> None:
     assert fused.by_kind["paraphrase"][2] >= 0.95, fused.by_kind
 
 
-def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase) -> None:
     """Whole vectors the cache holds from before units were pooled from their runs give every
     memory its sentence vector first; the units follow. A pass stopped before the units leaves
     them to the next process, which checks every memory's units once."""
@@ -129,7 +128,7 @@ def test_meaning_covers_the_kb_before_the_units_are_made(empty_kb: KnowledgeBase
     assert later.index.fill_sentences(stop=stop) == 3
     assert later.index.sentence_coverage() == (3, 3)
     assert sentences.lookup(encoder.UNITS_KEY, digests) == {}
-    monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
+    meaning.forget_units()  # the units this process read before
     assert later.index.unit_cosines(loaded_encoder().encode(["timeouts"])[0], {"1": f"{NOTES[0][0]}\n{NOTES[0][1]}"}) == {}
     later.close()
 

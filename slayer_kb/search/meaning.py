@@ -45,6 +45,16 @@ _units_seen: OrderedDict[str, bytes] = OrderedDict()
 # to the cache changes the stamp, and the misses are forgotten.
 _units_absent: tuple[Any, set[str]] = (None, set())
 
+
+def forget_units() -> None:
+    """Forget the units and misses remembered above: they outlive a change of the cache they
+    came from, so a process that changes ``SLAYER_KB_CACHE`` (the tests, one cache each) reads
+    the new one's alone."""
+    global _units_absent
+    _units_seen.clear()
+    _units_absent = (None, set())
+
+
 class Meaning:
     """The meaning half of ``Index`` (its state is made in ``Index.__init__``)."""
 
