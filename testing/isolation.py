@@ -9,6 +9,7 @@ import functools
 import os
 import pwd
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,10 +41,10 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SLAYER_KB_SERVER_SOCKET", raising=False)
     # Each test has its own sentence-vector cache: vectors one test made never serve another.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
-    # Nor do the units a search read from another test's cache, which the process remembers.
-    from slayer_kb.search import meaning
-
-    meaning.forget_units()
+    # Nor do the units a search read from another test's cache, which the process remembers
+    # (none before the search package is imported: importing it here would cost every worker).
+    if (meaning := sys.modules.get("slayer_kb.search.meaning")) is not None:
+        meaning.forget_units()
     # The sentence encoder (a second to load, tens of ms a memory) runs only in the tests that
     # are about it (test_search_sentences.py turns it back on): elsewhere a warm server making
     # vectors in the background would change rankings while a test compares two answers.
