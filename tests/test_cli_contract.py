@@ -727,7 +727,8 @@ def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) ->
     # files answers without it, in a third of the CPU time; the first search imports it. A
     # command that only reads takes no lock, so imports no filelock (about 15 ms of a start);
     # the first search builds the index under the lock. Nor sqlite3 (the sentence cache's, which
-    # only a search opens) or socket (a lease's host name, only a save takes one).
+    # only a search opens) or socket (a lease's host name, only a save takes one), nor
+    # concurrent.futures (a pool of threads, for many files at once).
     kb = make_example_kb(tmp_path / "kb")
     probe = (
         "import json, sys\n"
@@ -737,14 +738,14 @@ def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) ->
         "    try:\n"
         f"        cli.main(['--kb', {str(kb)!r}, '--json', *argv], prog_name='slayer-kb')\n"
         "    except SystemExit as exc:\n"
-        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy', 'filelock', 'sqlite3', 'socket'})])\n"
+        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy', 'filelock', 'sqlite3', 'socket', 'concurrent'})])\n"
         "open('out.json', 'w').write(json.dumps(ran))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out.json").read_text()) == [
         ["get", 0, []], ["show", 0, []], ["log", 0, []], ["validate", 0, []], ["sessions", 0, []],
-        ["search", 0, ["filelock", "numpy", "socket", "sqlite3", "whoosh"]],
+        ["search", 0, ["concurrent", "filelock", "numpy", "socket", "sqlite3", "whoosh"]],
     ]
     first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
     assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")

@@ -73,8 +73,9 @@ def test_a_kb_asks_git_where_its_repository_is_in_one_process(where: str, monkey
 def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     """git's user.name and user.email (the last value of each, as ``git config KEY`` answers), both
-    asked of one git process, as every process that commits asks; a key not set falls back to
-    slayer-kb's neutral identity."""
+    asked of one git process, as every process that commits asks, the one that reads the settings
+    of the ids a save takes (a save starts one ``git config``, not two); a key not set falls back
+    to slayer-kb's neutral identity."""
     for variable in GIT_ENV:
         monkeypatch.delenv(variable)
     git(catalog_kb.root, "config", "user.name", "First")
@@ -84,8 +85,9 @@ def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, 
     KnowledgeBase(catalog_kb.root).save_memory("NULL means not returned", ["orders.amount"])
     monkeypatch.delenv("GIT_TRACE")
     asked = [line.split("git config", 1)[1] for line in trace.read_text().splitlines()
-             if "built-in: git config" in line and "user" in line]
-    assert asked == [r" -z --get-regexp '^user\.(name|email)$'"]
+             if "built-in: git config" in line]
+    assert asked == [r" -z --get-regexp '^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge)"
+                     r"|user\.(name|email))$'"]
     assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae> | %cn <%ce>") == (
         "Ada Lovelace <slayer-kb@localhost> | Ada Lovelace <slayer-kb@localhost>\n"
     )

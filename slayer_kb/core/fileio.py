@@ -13,7 +13,6 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -31,6 +30,10 @@ def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """
     if len(items) < MIN_ITEMS:
         return [fn(item) for item in items]
+    # Imported here: every command imports this module, few hand it many items (concurrent.futures
+    # is a few milliseconds of a process's start).
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(fn, items, chunksize=max(1, len(items) // (THREADS * 8))))
 

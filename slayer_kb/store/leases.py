@@ -123,14 +123,18 @@ class IdLeases:
 
     def settings(self) -> dict[str, str]:
         """The repository's config keys leases and ``sync`` depend on (the remotes' urls, each
-        branch's upstream), read again only when the file changed."""
+        branch's upstream), read again only when the file changed; the store takes who commits
+        from the same read."""
         try:
             st = os.stat(self.common_dir / "config")
             seen = (st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError:
             seen = None
         if seen is None or seen != self._config_seen:
-            proc = self.store.git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge))$", check=False)
+            # Who commits too: a save asks both, and a git process is 1-2 ms of CPU.
+            proc = self.store.git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|"
+                                  r"branch\..*\.(remote|merge)|user\.(name|email))$", check=False)
+            self.store.identity_read(proc.stdout)
             config: dict[str, str] = {}
             for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
                 key, _, value = item.partition("\n")

@@ -497,6 +497,11 @@ class GitStore:
             self._identity_env = fallback_identity(out, os.environ)
         return self._identity_env
 
+    def identity_read(self, config: bytes) -> None:
+        """``identity`` from a ``git config -z --get-regexp`` that asked user.name and user.email too."""
+        if self._identity_env is None:
+            self._identity_env = fallback_identity(config, os.environ)
+
     # -- journal and recovery ---------------------------------------------------------------
 
     def committing(self) -> bool:
