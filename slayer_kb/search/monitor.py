@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import select
 import stat
@@ -136,7 +135,8 @@ class ChangeMonitor:
         if not sys.platform.startswith("linux"):
             return None
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            # The running program's own symbols hold libc's: find_library would start ldconfig.
+            libc = ctypes.CDLL(None, use_errno=True)
             fd = libc.inotify_init1(cls._NONBLOCK_CLOEXEC)
         except (OSError, AttributeError):
             return None
