@@ -490,7 +490,7 @@ def test_a_read_beside_shows_paths_from_the_clients_folder(servers: Servers, tmp
     servers.wait_up(root)
     eventually(lambda: servers.status(root)["warm"], "the server warming up")  # its searcher open: reads go beside
     relayed = servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")
-    off = servers.env(SLAYER_KB_SERVER="off")
+    local = in_process_runner()  # what the client's own process prints (tests/test_in_process.py)
     moved = ("memories/3.yaml was moved to memories/300.yaml (slayer-kb now reads it as memory '300'), "
              "and HEAD still has it at memories/3.yaml: a move that is not committed. Move it back ({cd}mv "
              "memories/300.yaml memories/3.yaml), or commit the move ({cd}git add -A -- memories/3.yaml "
@@ -499,10 +499,11 @@ def test_a_read_beside_shows_paths_from_the_clients_folder(servers: Servers, tmp
     elsewhere.mkdir()
     for cwd, kb, cd in ((root, [], ""), (tmp_path, ["--kb", "kb"], "cd kb; "),
                         (elsewhere, ["--kb", str(root)], f"cd {root}; ")):
-        for name, env in (("relayed", relayed), ("off", off)):
-            got = subprocess.run([sys.executable, "-m", "slayer_kb", *kb, "get", "3"], capture_output=True,
-                                 text=True, cwd=cwd, env=env, timeout=60)
-            assert (got.returncode, got.stdout, got.stderr) == (1, "", f"Error: {moved.format(cd=cd)}\n"), (cwd, name)
+        got = subprocess.run([sys.executable, "-m", "slayer_kb", *kb, "get", "3"], capture_output=True, text=True,
+                             cwd=cwd, env=relayed, timeout=60)
+        want = local(*kb, "get", "3", cwd=cwd, env=servers.env(SLAYER_KB_SERVER="off"))
+        for name, run in (("relayed", got), ("in its own process", want)):
+            assert (run.returncode, run.stdout, run.stderr) == (1, "", f"Error: {moved.format(cd=cd)}\n"), (cwd, name)
     assert servers.status(root)["served"] == 3
 
 
