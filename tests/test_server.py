@@ -479,6 +479,34 @@ def test_relative_paths_umask_and_the_current_folder(served_pair: tuple[Servers,
     assert inside.returncode == 0 and "kb.fiscal-calendar" in inside.stdout, inside.stderr
 
 
+def test_a_read_beside_shows_paths_from_the_clients_folder(servers: Servers, tmp_path: Path) -> None:
+    """A read the server answers beside a write keeps the server's folder ("/"); the ``cd`` step
+    of its fix must still be the one the client's own process prints, which works when pasted."""
+    root = make_indexed_example_kb(tmp_path / "kb")
+    # Moved before the server starts: a move it sees later sends each read to its turn, which
+    # runs in the client's folder.
+    (root / "memories" / "3.yaml").rename(root / "memories" / "300.yaml")
+    servers.run(root, "server", "start")
+    servers.wait_up(root)
+    eventually(lambda: servers.status(root)["warm"], "the server warming up")  # its searcher open: reads go beside
+    relayed = servers.env(PYTHONPATH=f"{servers.blocked}{os.pathsep}{servers.install}")
+    local = in_process_runner()  # what the client's own process prints (tests/test_in_process.py)
+    moved = ("memories/3.yaml was moved to memories/300.yaml (slayer-kb now reads it as memory '300'), "
+             "and HEAD still has it at memories/3.yaml: a move that is not committed. Move it back ({cd}mv "
+             "memories/300.yaml memories/3.yaml), or commit the move ({cd}git add -A -- memories/3.yaml "
+             "memories/300.yaml; git commit).")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd, kb, cd in ((root, [], ""), (tmp_path, ["--kb", "kb"], "cd kb; "),
+                        (elsewhere, ["--kb", str(root)], f"cd {root}; ")):
+        got = subprocess.run([sys.executable, "-m", "slayer_kb", *kb, "get", "3"], capture_output=True, text=True,
+                             cwd=cwd, env=relayed, timeout=60)
+        want = local(*kb, "get", "3", cwd=cwd, env=servers.env(SLAYER_KB_SERVER="off"))
+        for name, run in (("relayed", got), ("in its own process", want)):
+            assert (run.returncode, run.stdout, run.stderr) == (1, "", f"Error: {moved.format(cd=cd)}\n"), (cwd, name)
+    assert servers.status(root)["served"] == 3
+
+
 # -- idle exit, upgrades, crashes ----------------------------------------------------------------
 
 

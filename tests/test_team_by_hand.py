@@ -1120,3 +1120,34 @@ def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Pat
         "was rebased onto had saved first under the same topic key; no memory has id '101' now.")
     invoke_cli("--kb", b, "sync", check=True)
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/1.yaml\n"
+
+
+def test_a_merge_or_rebase_lets_go_a_memory_one_side_forgot_and_the_other_soft_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A ``forget`` on one side and a ``forget --soft`` on the other: both forgot it, and sync's
+    replay lets it go. ``merge`` and ``rebase`` (git's, which read only a path git holds three
+    versions of for a soft forget) stopped on "This branch forgot memories/1.yaml, which
+    origin/main edited". Both ways round: A soft-forgets 1 and forgets 2; B and C the reverse."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    for text in ("Amounts are in cents", "Costs are in cents"):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (b, c):
+        invoke_cli("--kb", clone, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "--soft", "1", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (b, c):
+        invoke_cli("--kb", clone, "forget", "1", check=True)
+        invoke_cli("--kb", clone, "forget", "--soft", "2", check=True)
+        git(clone, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (merged.returncode, merged.stdout, merged.stderr) == (
+        0, "Merged origin/main; run slayer-kb sync to push.\n", "")
+    rebased = invoke_cli("--kb", c, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stdout, rebased.stderr) == (
+        0, "Rebased onto origin/main; run slayer-kb sync to push.\n", "")
+    for clone in (b, c):
+        assert git(clone, "ls-files", "memories") == "" and git(clone, "status", "--porcelain") == ""
+        invoke_cli("--kb", clone, "sync", check=True)
+    assert git(c, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == ""

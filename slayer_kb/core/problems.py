@@ -3,7 +3,10 @@ helpers that print a fix as a command that runs when pasted."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +32,26 @@ class Problem:
         return {"path": self.path, "line": self.line, "message": self.message, "kind": self.kind or None}
 
 
-def shown(path: Path) -> str:
-    """A path as a user would type it: relative to the working directory when inside it."""
+# The folder of the user whose command this thread runs, where it is not the process's own: a
+# read the warm server answers beside a write keeps the server's folder, "/" (daemon/running.py).
+_USER = threading.local()
+
+
+@contextlib.contextmanager
+def user_folder(folder: str) -> Iterator[None]:
+    """Paths shown by this thread, until the block ends, are as typed from ``folder``."""
+    _USER.folder = Path(folder)
     try:
-        return path.relative_to(Path.cwd()).as_posix()
+        yield
+    finally:
+        _USER.folder = None
+
+
+def shown(path: Path) -> str:
+    """A path as a user would type it: relative to their working directory when inside it."""
+    folder = getattr(_USER, "folder", None)
+    try:
+        return path.relative_to(Path.cwd() if folder is None else folder).as_posix()
     except ValueError:
         return str(path)
 

@@ -5,7 +5,8 @@ Two ways. A command in its turn (``Runner.__call__``; writes, and reads that can
 runs under the server's turn lock, in the client's folder, environment and umask, which are the
 process's own. A read beside a write (``Runner.beside``; ``search``, ``get``, ``list``) runs on
 its own thread while a write may be running: it changes nothing of the process (no folder, no
-environment, no umask; it needs none of them), and sees the KB through ``store/view.py``.
+environment, no umask; it needs none of them), and sees the KB through ``store/view.py``; the
+paths it prints are shown from the client's folder (``problems.user_folder``).
 
 Either way the command's stdin, stdout and stderr are this thread's own: ``sys.stdin``,
 ``sys.stdout`` and ``sys.stderr`` are replaced once by ``_PerThread`` proxies, which send each
@@ -23,7 +24,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from ..core import priority
+from ..core import priority, problems
 from ..store import requests
 from . import relay
 from .commands import READS, yields
@@ -253,9 +254,10 @@ class Runner:
     def beside(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
         """Run the read ``request`` beside whatever runs in its turn; the caller holds the view
         (``ready_beside`` said yes). Its own streams; the process's folder, environment and umask
-        untouched (a read resolves nothing against them: the KB is the server's)."""
+        untouched (a read resolves nothing against them: the KB is the server's), but the paths
+        it prints are as typed from the client's folder (a ``cd`` step of a fix)."""
         command = _Command(request)
-        with self._store.view.reading(self.kb.catalog), \
+        with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"]), \
                 _thread_streams(command.stdin, command.stdout, command.stderr):
             code = command.run(self.kb, beside=True)
         return code, _merged(command.chunks)

@@ -10,7 +10,8 @@ nothing is written to the user's git config. A run that stops on a conflict rais
 sync's message); a commit that became empty once merged (the upstream had the same change, or
 the person kept the upstream's side) is dropped, as ``sync`` drops it. A memory both sides
 added alike under two commits (a pull request merged by squash or rebase) is merged from that
-version, which git's merge base lacks (``settle``): main's later edit is no add/add conflict.
+version, which git's merge base lacks (``settle``): main's later edit is no add/add conflict;
+and a memory one side forgot while the other soft-forgot it goes, as in sync (``settle`` too).
 Once the rebase finishes, it does what sync does once the upstream is in (``revalidation.py``:
 topic keys folded, links to what the other side forgot or deleted stripped, problems named).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
+from ..core.locate import id_of_path
 from ..core.problems import cd_step, command, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
@@ -333,16 +335,33 @@ def unmerged(store: GitStore) -> list[str]:
 def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
     """Merge each of ``paths`` that HEAD and ``incoming`` (``REBASE_HEAD``, ``MERGE_HEAD``) added
     as one memory (a pull request merged by squash or rebase, then edited on one side) from the
-    version both added, which git's merge base lacks, so it stopped on an add/add; whether every
-    path was settled. Edits on both sides stay a conflict, unless the KB's merge driver merges
-    them (a topic key)."""
-    settled = 0
-    for path, blobs in _stages(store).items():
+    version both added, which git's merge base lacks, so it stopped on an add/add; and let go
+    each memory one side forgot (deleted) and the other only soft-forgot, as sync's replay does
+    (both forgot it); whether every path was settled. Edits on both sides stay a conflict,
+    unless the KB's merge driver merges them (a topic key)."""
+    stages = _stages(store)
+    forgotten = _both_forgot(store, {p: blobs for p, blobs in stages.items() if p in paths})
+    if forgotten:
+        store.git_writing_index("rm", "-q", "-f", "--", *forgotten, env=LITERAL_PATHS)
+    settled = len(forgotten)
+    for path, blobs in stages.items():
         base = added_alike(store, path, "HEAD", incoming) if path in paths and set(blobs) == {2, 3} else None
         if base is not None:
             (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
             settled += merge_from(store, path, mode, (base, ours, theirs))
     return settled == len(paths)
+
+
+def _both_forgot(store: GitStore, stages: dict[str, dict[int, tuple[str, str]]]) -> list[str]:
+    """The memory files among ``stages`` (their unmerged stages) that one side deleted (a
+    ``forget``: git holds the base and one side) while the other only set ``deleted_at``."""
+    deleted = {path: (blobs[1][1], blobs[2 if 2 in blobs else 3][1]) for path, blobs in stages.items()
+               if set(blobs) in ({1, 2}, {1, 3}) and path.startswith(store.prefix)
+               and id_of_path(path[len(store.prefix):]) is not None}
+    texts = {oid: text.decode("utf-8", "replace") for oid, text in store.objects.read_many(
+        "blob", {blob for pair in deleted.values() for blob in pair}).items()}
+    return [path for path, (base, kept) in deleted.items()
+            if mergedriver.soft_forgotten(path, texts[base], texts[kept])]
 
 
 def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:
