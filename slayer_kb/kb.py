@@ -288,9 +288,14 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         # is looked up (``_store_memory``).
         with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
             replaced = self._replaced(id)
-            entities, warnings, query = self._link(linked_entities, replaced.entities if replaced else [])
+            # A topic key without an id revises the memory holding it (CLI.md's "revised").
+            revised = None if id is not None or not engram_fields.get("topic_key") else tx.live_one(
+                topic_key=engram_fields["topic_key"], project=engram_fields.get("project"),
+                scope=engram.normalize_scope(engram_fields.get("scope")))
+            held = replaced or revised
+            entities, warnings, query = self._link(linked_entities, held.entities if held else [])
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields,
-                                      replaced)
+                                      replaced, revised)
 
     def _replaced(self, memory_id: str | None) -> Memory | None:
         """The memory a save by id replaces; None for a new one (or a bad id, which the save
@@ -314,6 +319,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         description: str | None,
         extra: dict[str, Any],
         replaced: Memory | None,
+        revised: Memory | None,
     ) -> SaveResult:
         now = utc_now()
         action = "created"
@@ -323,15 +329,12 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             key = (extra["topic_key"], extra.get("project"), engram.normalize_scope(extra.get("scope")))
             if replaced is None or observations.key_of(replaced) != key:
                 observations.check_key_free(tx, memory_id, *key)
-        elif extra.get("topic_key"):
+        elif revised is not None:
             # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
-            # has a title: otherwise the key would be held twice, which validate refuses.
-            held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
-                               scope=engram.normalize_scope(extra.get("scope")))
-            if held is not None:
-                # Only the fields given replace the held memory's, as an observation's revise does.
-                given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
-                return observations.revise(self, tx, held, dict(learning=learning, **given), entities, warnings)
+            # has a title: otherwise the key would be held twice, which validate refuses. Only the
+            # fields given replace the held memory's, as an observation's revise does.
+            given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
+            return observations.revise(self, tx, revised, dict(learning=learning, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:
