@@ -64,6 +64,9 @@ def test_start_writes_one_file_in_one_commit(empty_kb: KnowledgeBase, invoke_cli
         "session 'ses-1' exists with directory '/work/analytics', which it keeps: the directory given "
         "('/elsewhere') is not used; give another session id for a session of its own"]
     assert empty_kb.session_start("ses-1", "Analytics", "/work/analytics").warnings == []  # the same, said again
+    for same in ("/work/analytics/", "/work/./analytics", "/work/api/../analytics"):  # the same folder, spelt otherwise
+        kept = empty_kb.session_start("ses-1", None, same).to_json()
+        assert (kept["warnings"], kept["session"]["directory"]) == ([], "/work/analytics"), same
     assert invoke_cli("--kb", empty_kb.root, "session-start", "ses-1", "--project", "other", check=True).stdout == (
         "Session \"ses-1\" started for project \"analytics\"\nwarning: session 'ses-1' exists with project 'analytics', "
         "which it keeps: the project given ('other') is not used; give another session id for a session of its own\n")
