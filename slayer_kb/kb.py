@@ -65,8 +65,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories).
-        A folder that is a KB already gets what it lacks of these, as ``git init`` in a
-        repository; ``created`` on the KB says whether there was anything to commit."""
+        A folder that is a KB already, or part of one (``memories/`` made by hand, no commit),
+        gets what it lacks of these, as ``git init`` in a repository; ``created`` on the KB says
+        whether there was anything to commit."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
         if (why := git_dir_refusal(root) or kb_folder_refusal(root)) is not None:
@@ -92,18 +93,41 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             raise
 
     def _commit_first(self, example: bool) -> str | None:
+        """What the folder lacks of a KB (a commit holding ``memories/``, ``.slayer-kb/`` ignored),
+        committed; None when it lacks nothing: it is a KB already."""
         with self.store.locked():
             changes = []
-            if not (self.root / ".gitignore").exists():
-                changes.append(Change(".gitignore", GITIGNORE.encode()))
+            if (ignore := self._ignore_change()) is not None:
+                changes.append(ignore)
             if example:
                 changes.extend(_example_changes(self.root))
-            elif not self.memories_dir.is_dir():
+            elif not self.store.git("ls-tree", "-d", "HEAD", "--", self.store.repo_path(MEMORIES_DIR),
+                                    check=False).stdout:  # none in HEAD (no HEAD: git says so on stderr)
                 changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
             message = "kb: initialise knowledge base" + (" from the example" if example else "")
             commit = self.store.commit(changes, message, self.author)
             self.index.sync()
             return commit
+
+    def _ignore_change(self) -> Change | None:
+        """``.gitignore`` with ``.slayer-kb/`` added where it lacks it; refused where the file holds
+        work not committed, which init's commit would take with it."""
+        path = self.root / ".gitignore"
+        if not path.exists():
+            return Change(".gitignore", GITIGNORE.encode())
+        text = path.read_bytes()
+        if any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines()):
+            return None
+        head = self.store.head()
+        if head is not None:
+            blob = self.store.objects.blobs_at(self.store.objects.tree_of(head), [self.store.repo_path(".gitignore")])
+            committed = next(iter(blob.values()))
+            if committed is None or self.store.objects.read("blob", committed) != text:
+                raise InvalidInputError(
+                    f"{path} has changes not committed, and init would commit them with the line '{GITIGNORE.strip()}' "
+                    "it adds: commit them yourself (git add .gitignore; git commit), or add that line, then run "
+                    "init again.")
+        return Change(".gitignore", text + (b"\n" if text and not text.endswith(b"\n") else b"") + GITIGNORE.encode())
 
     def keep_warm(self) -> None:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
