@@ -65,8 +65,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def init(cls, path: str | os.PathLike[str], *, author: str | None = None, example: bool = False) -> KnowledgeBase:
         """A new KB in ``path`` (and a git repository when it is in none), as one commit; with
         ``example``, a copy of the shipped example KB (an online shop's catalog and memories).
-        A folder that is a KB already gets what it lacks of these, as ``git init`` in a
-        repository; ``created`` on the KB says whether there was anything to commit."""
+        A folder that is a KB already, or part of one (``memories/`` made by hand, no commit),
+        gets what it lacks of these, as ``git init`` in a repository; ``created`` on the KB says
+        whether there was anything to commit."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
         if (why := git_dir_refusal(root) or kb_folder_refusal(root)) is not None:
@@ -92,18 +93,41 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             raise
 
     def _commit_first(self, example: bool) -> str | None:
+        """What the folder lacks of a KB (a commit holding ``memories/``, ``.slayer-kb/`` ignored),
+        committed; None when it lacks nothing: it is a KB already."""
         with self.store.locked():
             changes = []
-            if not (self.root / ".gitignore").exists():
-                changes.append(Change(".gitignore", GITIGNORE.encode()))
+            if (ignore := self._ignore_change()) is not None:
+                changes.append(ignore)
             if example:
                 changes.extend(_example_changes(self.root))
-            elif not self.memories_dir.is_dir():
+            elif not self.store.git("ls-tree", "-d", "HEAD", "--", self.store.repo_path(MEMORIES_DIR),
+                                    check=False).stdout:  # none in HEAD (no HEAD: git says so on stderr)
                 changes.append(Change(f"{MEMORIES_DIR}/.gitkeep", b""))
             message = "kb: initialise knowledge base" + (" from the example" if example else "")
             commit = self.store.commit(changes, message, self.author)
             self.index.sync()
             return commit
+
+    def _ignore_change(self) -> Change | None:
+        """``.gitignore`` with ``.slayer-kb/`` added where it lacks it; refused where the file holds
+        work not committed, which init's commit would take with it."""
+        path = self.root / ".gitignore"
+        if not path.exists():
+            return Change(".gitignore", GITIGNORE.encode())
+        text = path.read_bytes()
+        if any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines()):
+            return None
+        head = self.store.head()
+        if head is not None:
+            blob = self.store.objects.blobs_at(self.store.objects.tree_of(head), [self.store.repo_path(".gitignore")])
+            committed = next(iter(blob.values()))
+            if committed is None or self.store.objects.read("blob", committed) != text:
+                raise InvalidInputError(
+                    f"{path} has changes not committed, and init would commit them with the line '{GITIGNORE.strip()}' "
+                    "it adds: commit them yourself (git add .gitignore; git commit), or add that line, then run "
+                    "init again.")
+        return Change(".gitignore", text + (b"\n" if text and not text.endswith(b"\n") else b"") + GITIGNORE.encode())
 
     def keep_warm(self) -> None:
         """For a long-running process (the MCP server): watch the KB's folders with inotify, so
@@ -288,9 +312,14 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         # is looked up (``_store_memory``).
         with self.transaction(sync=bool(engram_fields.get("topic_key"))) as tx:
             replaced = self._replaced(id)
-            entities, warnings, query = self._link(linked_entities, replaced.entities if replaced else [])
+            # A topic key without an id revises the memory holding it (CLI.md's "revised").
+            revised = None if id is not None or not engram_fields.get("topic_key") else tx.live_one(
+                topic_key=engram_fields["topic_key"], project=engram_fields.get("project"),
+                scope=engram.normalize_scope(engram_fields.get("scope")))
+            held = replaced or revised
+            entities, warnings, query = self._link(linked_entities, held.entities if held else [])
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields,
-                                      replaced)
+                                      replaced, revised)
 
     def _replaced(self, memory_id: str | None) -> Memory | None:
         """The memory a save by id replaces; None for a new one (or a bad id, which the save
@@ -314,6 +343,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         description: str | None,
         extra: dict[str, Any],
         replaced: Memory | None,
+        revised: Memory | None,
     ) -> SaveResult:
         now = utc_now()
         action = "created"
@@ -323,15 +353,12 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             key = (extra["topic_key"], extra.get("project"), engram.normalize_scope(extra.get("scope")))
             if replaced is None or observations.key_of(replaced) != key:
                 observations.check_key_free(tx, memory_id, *key)
-        elif extra.get("topic_key"):
+        elif revised is not None:
             # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
-            # has a title: otherwise the key would be held twice, which validate refuses.
-            held = tx.live_one(topic_key=extra["topic_key"], project=extra.get("project"),
-                               scope=engram.normalize_scope(extra.get("scope")))
-            if held is not None:
-                # Only the fields given replace the held memory's, as an observation's revise does.
-                given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
-                return observations.revise(self, tx, held, dict(learning=learning, **given), entities, warnings)
+            # has a title: otherwise the key would be held twice, which validate refuses. Only the
+            # fields given replace the held memory's, as an observation's revise does.
+            given = {k: v for k, v in dict(extra, description=description, query=query).items() if v is not None}
+            return observations.revise(self, tx, revised, dict(learning=learning, **given), entities, warnings)
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:

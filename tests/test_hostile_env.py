@@ -214,8 +214,14 @@ def test_an_mcp_client_hears_of_a_detached_head_in_the_tool_s_reply(indexed_exam
     assert saved.text == f"Memory saved: \"Detached\" (manual)\nSuggested topic_key: topic/detached\nwarning: {DETACHED}"
     assert saved.data is not None and saved.data["warnings"] == [DETACHED]
     memory_id = saved.data["memory_id"]
-    forgot = call_tool(indexed_example_kb, "forget_memory", {"id": memory_id})  # SLayer's reply: JSON text
-    assert json.loads(forgot.text) == {"deleted_id": memory_id, "stripped_from": [], "warnings": [DETACHED]}
+    # SLayer's replies are JSON texts of SLayer's shapes: the warning goes in a `warnings` the shape
+    # has (save_memory's), and only in the structured content where it has none (forget_memory's).
+    slayer_saved = call_tool(indexed_example_kb, "save_memory", {"learning": "saved while detached too",
+                                                                 "linked_entities": ["orders.amount"]})
+    assert not slayer_saved.is_error, slayer_saved.text
+    assert json.loads(slayer_saved.text)["warnings"] == [DETACHED]
+    forgot = call_tool(indexed_example_kb, "forget_memory", {"id": memory_id})
+    assert json.loads(forgot.text) == {"deleted_id": memory_id, "stripped_from": []}
     assert forgot.data is not None and forgot.data["warnings"] == [DETACHED]
     assert capsys.readouterr().err == ""
 

@@ -246,6 +246,24 @@ def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalo
     assert (saved["resolved_entities"], saved["warnings"]) == ([f"memory:{memory_id}"], [said])
 
 
+def test_a_topic_key_save_again_is_not_told_of_a_deleted_link_it_holds(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """The revise of a topic key's memory warned of its link to a forgotten memory at every save, as
+    if given anew; update and save --id of a memory keep quiet about a link it holds already."""
+    memory_id = catalog_kb.save_memory("Retries back off", ["orders.amount"]).memory_id
+    catalog_kb.forget(memory_id, soft=True)
+    deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    said = (f"memory:{memory_id} names a memory deleted at {deleted_at}, which no search or read shows: bring it "
+            f"back with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+    save = ("save", "Retry budget is N attempts", "--project", "api", "--topic-key", "decision/retry",
+            "-e", f"memory:{memory_id}", "--json")
+    first = json.loads(invoke_cli("--kb", catalog_kb.root, *save, "--title", "Retry budget").stdout)
+    assert (first["action"], first["warnings"]) == ("created", [said])  # the link is new: told
+    again = json.loads(invoke_cli("--kb", catalog_kb.root, *save, "--title", "Retry budget").stdout)
+    assert (again["action"], again["memory_id"], again["warnings"]) == ("revised", first["memory_id"], [])
+    untitled = json.loads(invoke_cli("--kb", catalog_kb.root, *save).stdout)  # SLayer's save, the same upsert
+    assert (untitled["action"], untitled["memory_id"], untitled["warnings"]) == ("revised", first["memory_id"], [])
+
+
 def test_ending_a_session_never_started_is_consistent_with_engram(catalog_kb: KnowledgeBase) -> None:
     # Engram's mem_save_prompt makes a session it does not know, and its mem_session_end accepts
     # one (it updates no row); here both keep what they were given.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import jsonschema
@@ -16,6 +17,7 @@ from slayer_kb.catalog.slayerquery import check_query
 from slayer_kb.core.errors import KBError
 from slayer_kb.ops.schema_words import SCHEMA_PATH
 from slayer_kb.ops.snapshot import catalog_at, deleted_entities
+from slayer_kb.ops.timechecks import future_times
 from slayer_kb.ops.validate import validate
 from testing import EXAMPLE_KB, commit_all, git, json_of
 
@@ -372,6 +374,36 @@ def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: Knowledge
     data = json_of(invoke_cli("validate", "--json", cwd=catalog_kb.root))
     assert (data["ok"], data["problems"], [w["line"] for w in data["warnings"]]) == (True, [], [2, 3])
     assert catalog_kb.get("late").created_at == "2999-01-01T00:00:00Z"
+
+
+def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
+    """The limit is a day past ``now``: 23 h ahead is a clock's skew, 25 h ahead is told."""
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    text = "".join(f"created_at: '{(now + ahead).strftime('%Y-%m-%dT%H:%M:%SZ')}'\n"
+                   for ahead in (timedelta(hours=23), timedelta(days=1), timedelta(days=1, seconds=1),
+                                 timedelta(hours=25), -timedelta(days=400)))
+    assert [(p.line, p.message.split(" is ")[0]) for p in future_times(text, "memories/m.yaml", "m", now=now)] == [
+        (3, "created_at '2026-03-02T12:00:01Z'"), (4, "created_at '2026-03-02T13:00:00Z'")]
+
+
+def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A 31st of February passed validate ("no problems"), quoted; unquoted, YAML's timestamp
+    raised ValueError, a traceback from every command that read the file."""
+    write(catalog_kb, "feb.yaml", "learning: Quoted.\ncreated_at: '2026-02-31T00:00:00Z'\n")
+    write(catalog_kb, "bare.yaml", "learning: Unquoted.\ncreated_at: 2026-04-01T24:00:00Z\n")
+    (catalog_kb.root / "sessions").mkdir(exist_ok=True)
+    (catalog_kb.root / "sessions" / "ses-1.yaml").write_text("started_at: '2026-02-29T10:00:00Z'\n")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    fix = "write the time it happened, quoted: '2026-11-29T20:42:40Z'"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"memories/bare.yaml:2: 'created_at' '2026-04-01T24:00:00Z' is no real time (hour must be in 0..23); {fix}\n"
+        f"memories/feb.yaml:2: 'created_at' '2026-02-31T00:00:00Z' is no real time (day is out of range for month); {fix}\n"
+        f"sessions/ses-1.yaml:1: 'started_at' '2026-02-29T10:00:00Z' is no real time (day is out of range for month); {fix}\n"
+        "3 problems in 3 files (3 files checked)\n"))
+    listed = invoke_cli("--kb", catalog_kb.root, "list", check=True).stdout
+    assert "[feb] Quoted." in listed and "[bare] Unquoted." in listed
+    assert "2026-04-01T24:00:00Z [bare] Unquoted." in invoke_cli("--kb", catalog_kb.root, "timeline", "bare",
+                                                                 check=True).stdout
 
 
 def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:

@@ -44,8 +44,9 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 
     DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
     memories/, sessions/ or .slayer-kb/ folder. As with `git init`, a DIRECTORY that is a
-    knowledge base already is no error: init adds what it lacks, or says there was nothing to
-    do (--json: "created" is false).
+    knowledge base already (a commit holding memories/, .slayer-kb/ in .gitignore) is no
+    error: init commits what it lacks, or says there was nothing to do (--json: "created" is
+    false).
 
     \b
     Examples:

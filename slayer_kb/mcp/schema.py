@@ -45,13 +45,16 @@ class Reply:
 
     def warned(self, told: list[str]) -> Reply:
         """This reply with ``told`` (warnings about the KB's surroundings) where its own warnings
-        go: the structured ``warnings``, and the text's warning lines or its JSON's ``warnings``."""
+        go: the structured ``warnings``, and the text's warning lines or its JSON's ``warnings``
+        when SLayer's shape has one (``forget_memory``'s has none: SLayer's answer is kept)."""
         if not told:
             return self
         data = None if self.data is None else {**self.data, "warnings": [*self.data.get("warnings", []), *told]}
         if self.shown is None:
             return replace(self, text=self.text + warning_lines(told), data=data)
-        shown = {**self.shown, "warnings": [*self.shown.get("warnings", []), *told]}
+        if "warnings" not in self.shown:
+            return replace(self, data=data)
+        shown = {**self.shown, "warnings": [*self.shown["warnings"], *told]}
         return replace(self, text=json.dumps(shown, ensure_ascii=False, indent=2), data=data, shown=shown)
 
 

@@ -4,6 +4,7 @@ saved as a ``passive`` memory unless the project already holds it, in one commit
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
@@ -37,11 +38,7 @@ def extract_learnings(text: str) -> list[str]:
     ``### Learnings``, ``## Learning``, ``## Aprendizajes Clave:``) that has any, up to the next
     heading of level 1-3; numbered items, else bullets; markdown marks stripped, whitespace
     collapsed; items under 20 characters dropped."""
-    for heading in reversed(list(_HEADING.finditer(text))):
-        section = text[heading.end():]
-        cut = _NEXT_HEADING.search(section)
-        if cut is not None:
-            section = section[: cut.start()]
+    for _, section in _sections(text):
         for pattern in (_NUMBERED, _BULLET):
             items = [_clean(m.group(1)) for m in pattern.finditer(section)]
             items = [item for item in items if len(item) >= MIN_LEARNING_CHARS]
@@ -50,15 +47,25 @@ def extract_learnings(text: str) -> list[str]:
     return []
 
 
-def nothing_found(text: str) -> str:
-    """Why ``extract_learnings`` found no learning in ``text``, and how to write one."""
-    headings = list(_HEADING.finditer(text))
-    if not headings:
-        return ("the content has no '## Key Learnings:' section (nor '### Learnings', '## Learning', "
-                "'## Aprendizajes Clave:'), so nothing was saved; write each learning as an item ('1. ...' or "
-                "'- ...') under such a heading.")
-    return (f"the {headings[-1].group(0).strip()!r} section holds no item ('1. ...' or '- ...') of "
-            f"{MIN_LEARNING_CHARS} characters or more, so nothing was saved; write each learning as such an item.")
+def _sections(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    """Each learnings heading and its text up to the next heading of level 1-3, the last first."""
+    for heading in reversed(list(_HEADING.finditer(text))):
+        section = text[heading.end():]
+        cut = _NEXT_HEADING.search(section)
+        yield heading, section if cut is None else section[: cut.start()]
+
+
+def all_too_short(text: str) -> str | None:
+    """Why ``extract_learnings`` found no learning in ``text`` when a ``## Key Learnings:`` section
+    holds items, all under the length kept (the agent meant to capture, and nothing was): how to
+    write one. None for a text with no such section or no item under it ("None this time."), the
+    ordinary case of an agent's output."""
+    for heading, section in _sections(text):
+        if _NUMBERED.search(section) or _BULLET.search(section):
+            return (f"the {heading.group(0).strip()!r} section holds no item ('1. ...' or '- ...') of "
+                    f"{MIN_LEARNING_CHARS} characters or more, so nothing was saved; write each learning as such "
+                    "an item.")
+    return None
 
 
 def _clean(text: str) -> str:
@@ -85,8 +92,8 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     text = engram.redact_private(content)
     extracted = extract_learnings(text)
     result = CaptureResult(session_id, source, extracted=len(extracted))
-    if not extracted:  # Engram's reply alone (extracted=0) leaves the agent to guess why
-        result.warnings.append(nothing_found(text))
+    if not extracted and (why := all_too_short(text)):  # else extracted=0 leaves the agent to guess why
+        result.warnings.append(why)
     learnings = []
     for number, learning in enumerate(extracted, 1):
         # As a save refuses it (a capture saved one of 100 KB); the others are still learnings

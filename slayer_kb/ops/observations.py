@@ -52,16 +52,17 @@ def save(
     session_id = (session_id or "").strip() or engram.default_session_id(project)
     description = check_description(description)
     with kb.transaction() as tx:
-        linked, warnings = kb.resolve_entities(entities) if entities else ([], [])
+        existing = tx.live_one(topic_key=key, project=project, scope=scope) if key else None
+        # The memory the key revises: a link it holds already is not news (as for update).
+        held = existing.entities if existing is not None else ()
+        linked, warnings = kb.resolve_entities(entities, held=held) if entities else ([], [])
         warnings.extend(project_warnings(kb, project))
         warnings.extend(scope_notes)
         warnings.extend(engram.topic_key_warnings(topic_key))
         suggestion = None if key else engram.suggest_topic_key(type, title, content)
         fields = dict(title=title, type=type, learning=content)
-        if key:
-            existing = tx.live_one(topic_key=key, project=project, scope=scope)
-            if existing is not None:
-                return revise(kb, tx, existing, fields, linked, warnings)
+        if existing is not None:
+            return revise(kb, tx, existing, fields, linked, warnings)
         duplicate = _find_duplicate(kb, tx, digest, project, scope, type, title, session_id)
         if duplicate is not None:
             kb.add_duplicate(duplicate.id)

@@ -7,7 +7,8 @@ import contextlib
 import datetime as _dt
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,25 @@ def memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
         else:
             message = error.message
         yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
+    yield from impossible_times(text, data, TIME_KEYS)
+
+
+# A time in the schema's form (memory.schema.json, session.schema.json): its parts, to check.
+_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?Z")
+
+
+def impossible_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> Iterator[tuple[int | None, str]]:
+    """Each of ``keys`` holding a time of the schema's form that no calendar has (a 31st of
+    February, hour 24), which the schema's pattern lets through and which sorts wrongly."""
+    for key in sorted(keys):
+        value = _json_like(data.get(key))
+        if isinstance(value, str) and (parts := _TIME.fullmatch(value)) is not None:
+            try:
+                year, month, day, hour, minute, second = map(int, parts.groups())
+                _dt.datetime(year, month, day, hour, minute, second)  # only its parts are checked
+            except ValueError as exc:
+                yield key_line(text, key), (f"'{key}' {value!r} is no real time ({exc}); write the time it "
+                                            "happened, quoted: '2026-11-29T20:42:40Z'")
 
 
 def _json_like(data: Any) -> Any:
@@ -125,6 +145,7 @@ def session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | No
         else:
             message = error.message
         yield line, f"'{label}' {message}" if label else message
+    yield from impossible_times(text, data, ("started_at", "ended_at"))
 
 
 _ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",

@@ -233,10 +233,18 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     # Engram keeps an existing session's project and directory: what was given instead is said.
     warnings = [f"session '{session_id}' exists with {name} {kept!r}, which it keeps: the {name} given ({given!r}) "
                 "is not used; give another session id for a session of its own"
-                for name, kept, given in (("project", session.project, project),
-                                          ("directory", session.directory, directory))
-                if given and kept and given != kept]
+                for name, kept, given, differ in (
+                    ("project", session.project, project, project != session.project),
+                    # The same folder spelt otherwise ('/w/x/', '/w/y/../x') is no other; both stay as written.
+                    ("directory", session.directory, directory, _folder(directory) != _folder(session.directory)))
+                if given and kept and differ]
     return SessionResult(session.to_dict(), "started" if changes else "unchanged", commit, warnings)
+
+
+def _folder(directory: str | None) -> str | None:
+    """A directory as compared: the path normalised, without a look at the filesystem (the
+    session's folder may be on another machine)."""
+    return None if directory is None else os.path.normpath(directory)
 
 
 def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:

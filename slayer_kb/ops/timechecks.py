@@ -29,7 +29,7 @@ def future_times(text: str, name: str, memory_id: str, now: datetime | None = No
         field, value = match.group(1), match.group(3)
         try:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:  # a 31st of February: the schema check says so
+        except ValueError:  # a 31st of February: the schema check says so (schema_words.impossible_times)
             continue
         if when > limit:
             line = text.count("\n", 0, match.start()) + 1
