@@ -34,7 +34,8 @@ def once(factory: pytest.TempPathFactory, name: str, run: Callable[[Path], Any])
     """``run(folder)``'s result, run once per test session: under xdist the first worker runs it
     and the others read its result (xdist's recipe for a fixture that runs once), so the slow
     suite pays for it once. Run under conftest's isolation: no developer git config, no KB or
-    server settings."""
+    server settings, a vector cache of its own (a module's fixture runs before the per-test one
+    would set it, and the agents' servers wrote the user's ~/.cache/slayer-kb)."""
     worker_base = factory.getbasetemp()
     shared = worker_base.parent if os.environ.get("PYTEST_XDIST_WORKER") else worker_base
     done = shared / f"{name}.json"
@@ -44,6 +45,7 @@ def once(factory: pytest.TempPathFactory, name: str, run: Callable[[Path], Any])
             with pytest.MonkeyPatch.context() as env:
                 env.setenv("GIT_CONFIG_GLOBAL", str(shared / "gitconfig"))
                 env.setenv("GIT_CONFIG_NOSYSTEM", "1")
+                env.setenv("SLAYER_KB_CACHE", str(shared / "sentence-cache"))
                 for variable in ("SLAYER_KB", "SLAYER_KB_AUTHOR", "SLAYER_KB_SERVER_SOCKET"):
                     env.delenv(variable, raising=False)
                 done.write_text(json.dumps(asdict(run(shared / name))))
