@@ -32,6 +32,7 @@ from slayer_kb.kb import KnowledgeBase
 from slayer_kb.store import upkeep
 from testing import (
     BLOCKED,
+    GIT_ENV,
     WAIT_SECONDS,
     blocker,
     commit_all,
@@ -450,6 +451,35 @@ def test_each_command_commits_as_its_own_environment_says(servers: Servers, tmp_
         assert proc.returncode == 0, proc.stderr
     assert git(root, "log", "-2", "--topo-order", "--format=%an <%ae>").splitlines() == [
         "Second Agent <second@example.com>", "First Agent <first@example.com>"]
+
+
+def test_each_command_commits_as_gits_config_says_now(servers: Servers, tmp_path: Path) -> None:
+    """The same environment each time, with no identity in it: who commits is whatever git's
+    config files say when the command runs (the repository's, then the user's ~/.gitconfig, with
+    the same HOME), as a process started for the command would read it."""
+    root = make_indexed_example_kb(tmp_path / "kb")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in servers.env(HOME=str(home)).items() if k not in GIT_ENV and k != "GIT_CONFIG_GLOBAL"}
+    servers.run(root, "server", "start", env=env)
+    pid = servers.wait_up(root)["pid"]
+
+    def saved_by(text: str) -> str:
+        proc = servers.run(root, "save", text, "-e", "shop.orders", env=env, blocked=True)
+        assert proc.returncode == 0, proc.stderr
+        return git(root, "log", "-1", "--format=%an <%ae> | %cn <%ce>").strip()
+
+    neutral = "slayer-kb <slayer-kb@localhost> | slayer-kb <slayer-kb@localhost>"
+    assert saved_by("no identity anywhere") == neutral
+    git(root, "config", "user.name", "Alice")
+    git(root, "config", "user.email", "alice@example.com")
+    assert saved_by("the repository names Alice") == "Alice <alice@example.com> | Alice <alice@example.com>"
+    git(root, "config", "--unset", "user.name")
+    git(root, "config", "--unset", "user.email")
+    assert saved_by("the repository names nobody again") == neutral
+    (home / ".gitconfig").write_text("[user]\n\tname = Bob\n\temail = bob@example.com\n")
+    assert saved_by("the user's config names Bob") == "Bob <bob@example.com> | Bob <bob@example.com>"
+    assert servers.status(root)["pid"] == pid  # all four in the one server
 
 
 def modes(folder: Path) -> list[tuple[str, str]]:

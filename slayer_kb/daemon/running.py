@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 # for their turn as before.
 BESIDE = frozenset({"search", "get", "list"})
 
-# What git reads its identity from, besides the GIT_* variables.
-_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
-
 _STREAMS = threading.local()
 
 
@@ -197,7 +194,6 @@ class Runner:
         self._lower_git = lower_git
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
-        self._last_env: dict[str, str] | None = None
         _install_streams()
 
     @property
@@ -210,11 +206,6 @@ class Runner:
         environment and umask."""
         command = _Command(request)
         env = command.env
-        identity = {k: v for k, v in env.items() if k.startswith("GIT_") or k in _IDENTITY_VARIABLES}
-        if identity != self._last_env:
-            # git's identity is read once per store; another environment may name another one
-            self._store.forget_identity()
-            self._last_env = identity
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
         saved_stdout = sys.__stdout__

@@ -50,19 +50,11 @@ def _surely_unset(root: str, section: str) -> bool:
     if not all(os.path.isdir(os.path.join(dotgit, part)) for part in ("objects", "refs")) or not os.path.isfile(
             os.path.join(dotgit, "HEAD")):
         return False
-    files = [os.path.join(dotgit, "config"), os.path.join(dotgit, "config.worktree"),
-             os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git", "config"),
-             *(os.path.join(os.environ[name], "git", "config") for name in ("XDG_CONFIG_HOME",) if os.environ.get(name)),
-             *(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG") if os.environ.get(name))]
-    git = _program("git")
+    git = program("git")
     if git is None:
         return False
-    # The system's file, unless GIT_CONFIG_NOSYSTEM says true as git reads a boolean.
-    if os.environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
-        files += ["/etc/gitconfig", os.path.join(os.path.dirname(os.path.dirname(git)), "etc", "gitconfig"),
-                  *(os.environ[name] for name in ("GIT_CONFIG_SYSTEM",) if os.environ.get(name))]
     wanted = section.lower().encode()
-    for path in files:
+    for path in files(dotgit, dotgit, git):
         try:
             with open(path, "rb") as config:
                 text = config.read().lower()
@@ -75,7 +67,23 @@ def _surely_unset(root: str, section: str) -> bool:
     return True
 
 
-def _program(name: str) -> str | None:
+def files(git_dir: str, common_dir: str, git: str | None) -> list[str]:
+    """Every file git (the program ``git``, as PATH finds it) may read config from in the
+    repository whose git folders are ``git_dir`` (its worktree's) and ``common_dir`` (the one
+    its worktrees share), as the environment says: more than git reads, never less."""
+    home = os.environ.get("HOME")
+    found = [os.path.join(common_dir, "config"), os.path.join(git_dir, "config.worktree"),
+             *((os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git", "config")) if home else ()),
+             *(os.path.join(os.environ[name], "git", "config") for name in ("XDG_CONFIG_HOME",) if os.environ.get(name)),
+             *(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG") if os.environ.get(name))]
+    # The system's file, unless GIT_CONFIG_NOSYSTEM says true as git reads a boolean.
+    if os.environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        found += ["/etc/gitconfig", *([os.path.join(os.path.dirname(os.path.dirname(git)), "etc", "gitconfig")] if git else []),
+                  *(os.environ[name] for name in ("GIT_CONFIG_SYSTEM",) if os.environ.get(name))]
+    return found
+
+
+def program(name: str) -> str | None:
     """The real path of the program ``name`` that PATH finds, as git is run (no shutil: the client
     starts lean)."""
     for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):

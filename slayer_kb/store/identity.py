@@ -1,15 +1,29 @@
-"""Who a commit names: an author given as ``Name <email>`` (``--author``), and the neutral identity
-a machine with no git identity commits under, so that a fresh machine can still commit."""
+"""Who a commit names: an author given as ``Name <email>`` (``--author``), the neutral identity
+a machine with no git identity commits under, so that a fresh machine can still commit, and git's
+own identity, read again whenever what it is read from changed (docs/server.md, "Who commits")."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import StoreError
+from . import config
+
+if TYPE_CHECKING:
+    from subprocess import CompletedProcess
 
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 FALLBACK = ("slayer-kb", "slayer-kb@localhost")
+_KEYS = r"user\.(name|email)"
+# What git reads its identity from, besides the GIT_* variables and the config files.
+_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
+
+# What git's answer depends on: the variables above, then each config file's signature.
+Sources = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, int, int] | None, ...]]
 
 
 def parse_author(author: str) -> tuple[str, str]:
@@ -36,3 +50,51 @@ def fallback_identity(config: bytes, environ: Mapping[str, str]) -> dict[str, st
             if not configured and f"GIT_{role}_{var}" not in environ:
                 env[f"GIT_{role}_{var}"] = fallback
     return env
+
+
+def sources(git_dir: Path, common_dir: Path) -> Sources:
+    """What who commits depends on as of now: the environment, and the signature (mtime_ns, size,
+    inode) of every config file git may read it from. A warm server runs one command after
+    another in one process, and any of these may change between two."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in _VARIABLES))
+    return env, tuple(map(_signature, config.files(str(git_dir), str(common_dir), config.program("git"))))
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+class Identity:
+    """Who commits: call it for the environment a commit needs (``fallback_identity``). Read by
+    ``git config``, remembered with the ``sources`` it was read under, read again whenever they
+    differ: a warm server runs one command after another in one process."""
+
+    def __init__(self, git: Callable[..., CompletedProcess[bytes]], git_dirs: Callable[[], tuple[Path, Path]]) -> None:
+        self._git, self._git_dirs = git, git_dirs
+        self._read: tuple[Sources, dict[str, str]] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        now = sources(*self._git_dirs())
+        if self._read is not None and self._read[0] == now:
+            return self._read[1]
+        return self._take(now, self._config(_KEYS))
+
+    def with_config(self, keys: str) -> bytes:
+        """``git config -z --get-regexp`` of the keys the regexp ``keys`` matches, and of who
+        commits, in one process (a save asks both; a git process is 1-2 ms of CPU)."""
+        now = sources(*self._git_dirs())
+        found = self._config(f"{keys}|{_KEYS}")
+        self._take(now, found)
+        return found
+
+    def _config(self, keys: str) -> bytes:
+        return self._git("config", "-z", "--get-regexp", f"^({keys})$", check=False).stdout
+
+    def _take(self, now: Sources, config: bytes) -> dict[str, str]:
+        # Asked after ``now`` was looked at: a change in between makes the next look differ.
+        self._read = (now, fallback_identity(config, os.environ))
+        return self._read[1]

@@ -131,12 +131,9 @@ class IdLeases:
         except OSError:
             seen = None
         if seen is None or seen != self._config_seen:
-            # Who commits too: a save asks both, and a git process is 1-2 ms of CPU.
-            proc = self.store.git("config", "-z", "--get-regexp", r"^(slayer-kb\.(ids|remote)|remote\..*\.url|"
-                                  r"branch\..*\.(remote|merge)|user\.(name|email))$", check=False)
-            self.store.identity_read(proc.stdout)
+            found = self.store.identity.with_config(r"slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge)")
             config: dict[str, str] = {}
-            for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            for item in found.decode("utf-8", "surrogateescape").split("\0"):
                 key, _, value = item.partition("\n")
                 if key:
                     config[key.lower() if key.count(".") < 2 else key] = value

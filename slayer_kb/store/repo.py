@@ -35,7 +35,7 @@ from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import holds, reserved_space, torn, why_unwritable
 from .gitenv import git_env
-from .identity import fallback_identity, parse_author
+from .identity import Identity, parse_author
 from .objects import ObjectStore
 from .place import git_dir_refusal, ownership_refusal
 from .view import View
@@ -110,12 +110,13 @@ class GitStore:
         rel = self.root.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"
         self.state = self.root / STATE_DIR
-        self._identity_env: dict[str, str] | None = None
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self._index_file = self.top / ".git" / "index"
         if len(located) == 6:
             self._use(self.root, located[1:])
+        # Who commits (a callable): git's own identity when configured, else a neutral one.
+        self.identity = Identity(self.git, self.git_dirs)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
@@ -484,23 +485,6 @@ class GitStore:
             {"commit": sha, "author": author, "date": date, "message": message.strip()}
             for sha, author, date, message in zip(*[iter(fields)] * 4, strict=False)
         ]
-
-    def forget_identity(self) -> None:
-        """Read git's identity again on the next commit (the environment may name another)."""
-        self._identity_env = None
-
-    def identity(self) -> dict[str, str]:
-        """git's own identity when configured; a neutral one so a fresh machine can still commit."""
-        if self._identity_env is None:
-            # Both keys in one git process (every process that commits asks).
-            out = self.git("config", "-z", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
-            self._identity_env = fallback_identity(out, os.environ)
-        return self._identity_env
-
-    def identity_read(self, config: bytes) -> None:
-        """``identity`` from a ``git config -z --get-regexp`` that asked user.name and user.email too."""
-        if self._identity_env is None:
-            self._identity_env = fallback_identity(config, os.environ)
 
     # -- journal and recovery ---------------------------------------------------------------
 
