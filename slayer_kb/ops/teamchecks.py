@@ -78,8 +78,9 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         return []
     # A few files (a branch's changes): list just those at both revisions, not every memory.
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
-    at_base = set(_tree_blobs(store, base, memories, only))
-    theirs = _tree_blobs(store, against_sha, memories, only)
+    at_base = _tree_blobs(store, base, memories, only)
+    # A branch REF has not moved past since it parted (REF is the merge base): the same listing.
+    theirs = at_base if against_sha == base else _tree_blobs(store, against_sha, memories, only)
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []
