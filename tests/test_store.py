@@ -93,6 +93,57 @@ def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, 
     )
 
 
+def test_a_sync_reads_each_packed_commit_from_git_once(invoke_cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """A sync pulling one save and rebasing one onto it looks for colliding ids twice over the
+    commits since the merge base, the clone's packed base among them: asked first for its parents,
+    then for its tree, it is read in one ``git cat-file`` (the base's tree in another), not one a
+    question."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", b, "save", "Refunds are negative rows", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    monkeypatch.delenv("GIT_TRACE")
+    assert synced.stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+    read = [line for line in trace.read_text().splitlines() if "built-in: git cat-file --batch" in line]
+    assert len(read) == 2, read
+    assert git(a, "log", "--format=%s", "-2") == "memory: save 101\nmemory: save 1\n"
+
+
+def test_validate_against_a_ref_locates_the_repository_in_one_process(invoke_cli: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """``validate --against`` of the KB the command opened compares it with the ref through that
+    KB's repository: git is asked where the repository is as the KB opens, not twice again."""
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    checked = invoke_cli("--kb", a, "validate", "--against", "origin/main", check=True)
+    monkeypatch.delenv("GIT_TRACE")
+    assert checked.stdout == "Checked 1 file: no problems.\n"
+    located = [line for line in trace.read_text().splitlines() if "built-in: git rev-parse --show-toplevel" in line]
+    assert len(located) == 1, located
+
+
+def test_validate_against_the_merge_base_lists_its_memories_once(invoke_cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """A branch ahead of the ref it is checked against (the ref is where it parted): the ids the
+    branch added are looked up at the merge base and at the ref, one tree, in one ``git ls-tree``."""
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    checked = invoke_cli("--kb", a, "validate", "--against", "origin/main", check=True)
+    monkeypatch.delenv("GIT_TRACE")
+    assert checked.stdout == "Checked 1 file: no problems.\n"
+    listed = [line for line in trace.read_text().splitlines() if "built-in: git ls-tree" in line]
+    assert len(listed) == 1, listed
+
+
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:
     query = {
         "source_model": "orders",

@@ -7,16 +7,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.results import Report
 
+if TYPE_CHECKING:
+    from ..context import Context
 
-def validate(paths: Sequence[Path], against: str | None = None) -> Report:
+
+def validate(paths: Sequence[Path], against: str | None = None, kb: Context | None = None) -> Report:
     """Check memory and session files (a file, a folder, a KB, a catalog file standing for its
-    KB's memories); with ``against``, also the auto ids this branch added that it uses."""
+    KB's memories); with ``against``, also the auto ids this branch added that it uses
+    (``kb``: a KB among them already open, whose repository is not located again)."""
     from ..ops.validate import validate as check
 
-    return check(paths, against)
+    return check(paths, against, kb.store if kb is not None else None)
 
 
 def fmt(paths: Sequence[Path], check: bool = False) -> Report:

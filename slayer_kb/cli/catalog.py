@@ -154,7 +154,8 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
       slayer-kb validate kb/memories/12.yaml
       slayer-kb --kb kb validate --against origin/main
     """
-    report = checks.validate(_paths(settings, paths), against)
+    # The KB the command opened for its default path (settings.kb() opens it once).
+    report = checks.validate(_paths(settings, paths), against, None if paths else settings.kb())
     count = len(report.problems)
     checked = counted(report.checked, "file")
     warned = f", {counted(len(report.warnings), 'warning')}" if report.warnings else ""

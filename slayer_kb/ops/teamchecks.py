@@ -50,10 +50,15 @@ class Branch:
     base: str | None  # where HEAD parted from ``against``; None: no common ancestor
 
 
-def branch(root: Path, against: str) -> Branch:
-    if find_toplevel(root) is None:
+def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:
+    """``opened``: the repository of the KB at ``root`` where the caller has it open already (the
+    command's own KB), so that git is not asked again where it is."""
+    if opened is not None and opened.root == root.resolve():
+        store = opened
+    elif find_toplevel(root) is None:
         raise StoreError(f"--against needs a git repository; {root} is not in one.")
-    store = GitStore(root)
+    else:
+        store = GitStore(root)
     against_sha = resolve_rev(store, against)
     proc = store.git("merge-base", against_sha, "HEAD", check=False)
     return Branch(root, store, against, against_sha, proc.stdout.decode().strip() if proc.returncode == 0 else None)
@@ -73,8 +78,9 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         return []
     # A few files (a branch's changes): list just those at both revisions, not every memory.
     only = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in auto] if len(auto) <= 200 else []
-    at_base = set(_tree_blobs(store, base, memories, only))
-    theirs = _tree_blobs(store, against_sha, memories, only)
+    at_base = _tree_blobs(store, base, memories, only)
+    # A branch REF has not moved past since it parted (REF is the merge base): the same listing.
+    theirs = at_base if against_sha == base else _tree_blobs(store, against_sha, memories, only)
     candidates = [i for i in auto if i not in at_base and i in theirs]
     if not candidates:
         return []

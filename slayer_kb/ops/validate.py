@@ -75,7 +75,7 @@ from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
-from ..store.repo import STATE_DIR
+from ..store.repo import STATE_DIR, GitStore
 from .schema_words import item_line, memory_problems, session_problems
 from .teamchecks import (
     branch,
@@ -229,12 +229,13 @@ def _catalog(root: Path) -> Catalog:
     return load_catalog_cached(root, state / "catalog.json", catalog_signature(root, RACY_SECONDS))
 
 
-def validate(paths: Sequence[Path], against: str | None = None) -> Report:
+def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore | None = None) -> Report:
     """Check memory files (see the module docstring); ``against`` a git revision also reports
-    auto ids added on this branch that the revision uses for another memory."""
+    auto ids added on this branch that the revision uses for another memory (``opened``: the
+    repository of a KB among them, already open)."""
     report = Report()
     for target in targets(paths, report.problems).values():
-        compared = branch(target.root, against) if against is not None else None
+        compared = branch(target.root, against, opened) if against is not None else None
         changed = branch_files(compared) if compared is not None and target.everything else None
         reached: dict[Path, str] = {}
         if changed is not None:

@@ -32,6 +32,7 @@ _LOOSE_LEVEL = 1
 _CREATE_ATTEMPTS = 8  # retries when a concurrent prune removes the fan-out folder
 _HASH_SIZES = {"sha1": 20, "sha256": 32}
 _TREE_CACHE = 8
+_COMMIT_CACHE = 8
 # A large tree is compressed in runs of about this many entries, each on its own: a long-lived
 # process recompresses only the run a save changed (a 100,000-entry tree: 1 ms, not 55).
 _RUN = 512
@@ -60,6 +61,7 @@ class ObjectStore:
         self._index_pack = index_pack
         self._entry = re.compile(rb"(\d+) ([^\0]+)\0.{%d}" % _HASH_SIZES[hash_name], re.DOTALL)
         self._trees: dict[str, Tree] = {}
+        self._commits: dict[str, bytes] = {}
 
     # -- objects ----------------------------------------------------------------------------
 
@@ -162,14 +164,25 @@ class ObjectStore:
             raise StoreError(f"git object {oid} is not a {kind}; run 'git fsck' on the repository.")
         return data
 
+    def commit(self, oid: str) -> bytes:
+        """Commit ``oid``'s bytes. A commit never changes under its id, and a walk asks one
+        commit for its parents, then for its tree (a sync's look for colliding ids does so twice
+        over): kept, a packed one costs one ``git cat-file`` process, not one a question."""
+        data = self._commits.get(oid)
+        if data is None:
+            data = self._commits[oid] = self.read("commit", oid)
+            while len(self._commits) > _COMMIT_CACHE:
+                del self._commits[next(iter(self._commits))]
+        return data
+
     def tree_of(self, commit: str) -> str:
-        first = self.read("commit", commit).split(b"\n", 1)[0]
+        first = self.commit(commit).split(b"\n", 1)[0]
         if not first.startswith(b"tree "):
             raise StoreError(f"git commit {commit} has no tree; run 'git fsck' on the repository.")
         return first[5:].decode()
 
     def parents(self, commit: str) -> list[str]:
-        header = self.read("commit", commit).split(b"\n\n", 1)[0]
+        header = self.commit(commit).split(b"\n\n", 1)[0]
         return [line[7:].decode() for line in header.split(b"\n") if line.startswith(b"parent ")]
 
     def added_files(self, old: str, new: str, folder: str) -> list[str]:
