@@ -44,7 +44,14 @@ def _session_validator() -> jsonschema.protocols.Validator:
     return cls(session_schema)
 
 
+def mistagged_problems(text: str) -> Iterator[tuple[int | None, str]]:
+    """Each value whose explicit tag it does not fit (``!!int x``): the readers keep it as text."""
+    for found in yamlio.mistagged(text):
+        yield found.line, f"'{found.path}' {found.message}"
+
+
 def memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+    yield from mistagged_problems(text)
     for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
         where = list(error.absolute_path)
         key = where[0] if where else None
@@ -117,6 +124,7 @@ def _json_like(data: Any) -> Any:
 
 
 def session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    yield from mistagged_problems(text)
     for error in sorted(_session_validator().iter_errors(_json_like(data)), key=lambda e: [str(p) for p in e.path]):
         where = list(error.absolute_path)
         key = where[0] if where else None
