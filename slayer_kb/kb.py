@@ -29,6 +29,7 @@ from .core.ids import check_id
 from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path
 from .core.memory import Memory, utc_now
+from .core.problems import cd_step, shown
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
 from .core.session import check_session_id
 from .core.text import kind_of
@@ -38,12 +39,17 @@ from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
 from .store.place import git_dir_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
+from .store.worktree import STATUS_ENV, head_blob
 from .transaction import Transaction, memory_change
 
 MAX_ENGRAM_LIMIT = 20
 GITIGNORE = f"{STATE_DIR}/\n"
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_MAX_CONTENT", "EMPTY_CONTEXT", "KnowledgeBase"]  # re-exported for the CLI and MCP
+
+
+def _ignores_state(text: bytes) -> bool:
+    return any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines())
 
 
 class KnowledgeBase(Context, EngramTools, Cascades):
@@ -86,18 +92,18 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         person's own repository (``own``: init made it), which stays with its files."""
         before = self.store.head()
         try:
-            self.created = self._commit_first(example) is not None
+            self.created = self._commit_first(example, own) is not None
         except BaseException:
             undo.wanted = own or self.store.head() == before
             self.close()
             raise
 
-    def _commit_first(self, example: bool) -> str | None:
+    def _commit_first(self, example: bool, own: bool) -> str | None:
         """What the folder lacks of a KB (a commit holding ``memories/``, ``.slayer-kb/`` ignored),
-        committed; None when it lacks nothing: it is a KB already."""
+        committed; None when it lacks nothing: it is a KB already. ``own``: the repository is init's."""
         with self.store.locked():
             changes = []
-            if (ignore := self._ignore_change()) is not None:
+            if (ignore := self._ignore_change(own)) is not None:
                 changes.append(ignore)
             if example:
                 changes.extend(_example_changes(self.root))
@@ -109,24 +115,42 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             self.index.sync()
             return commit
 
-    def _ignore_change(self) -> Change | None:
-        """``.gitignore`` with ``.slayer-kb/`` added where it lacks it; refused where the file holds
-        work not committed, which init's commit would take with it."""
+    def _ignore_change(self, own: bool) -> Change | None:
+        """``.gitignore`` with ``.slayer-kb/`` added where it lacks it. Only a file committed as it
+        stands is taken up, or none at all: init's commit must hold nothing of the person's that
+        they have not committed (a file untracked, staged, edited, deleted by hand, or a symlink's
+        target's text in place of the link); refused with the fix. A file with the line, not
+        committed, is refused too: a clone of the KB would not ignore ``.slayer-kb/``. ``own``: no
+        repository held the folder, so committing starts with ``git init``."""
         path = self.root / ".gitignore"
-        if not path.exists():
-            return Change(".gitignore", GITIGNORE.encode())
-        text = path.read_bytes()
-        if any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines()):
-            return None
-        head = self.store.head()
-        if head is not None:
-            blob = self.store.objects.blobs_at(self.store.objects.tree_of(head), [self.store.repo_path(".gitignore")])
-            committed = next(iter(blob.values()))
-            if committed is None or self.store.objects.read("blob", committed) != text:
-                raise InvalidInputError(
-                    f"{path} has changes not committed, and init would commit them with the line '{GITIGNORE.strip()}' "
-                    "it adds: commit them yourself (git add .gitignore; git commit), or add that line, then run "
-                    "init again.")
+        shown_path, blob = shown(path), head_blob(self.store, ".gitignore")
+        if not os.path.lexists(path):
+            if blob is None:
+                return Change(".gitignore", GITIGNORE.encode())
+            raise InvalidInputError(
+                f"{shown_path} is deleted, and HEAD has it: init would commit a .gitignore of just the line "
+                f"'{GITIGNORE.strip()}', dropping the lines committed. Bring it back "
+                f"({'; '.join([*cd_step(self.root), 'git checkout HEAD -- .gitignore'])}), then run init again.")
+        committed = blob is not None and not self.store.git(
+            "status", "--porcelain", "-z", "--", self.store.repo_path(".gitignore"), env=STATUS_ENV).stdout
+        state = "has changes not committed" if blob is not None else "is not committed"
+        commit = "; ".join([*cd_step(self.root), *(["git init"] if own else []), "git add .gitignore", "git commit"])
+        text = b"" if path.is_symlink() and not path.exists() else path.read_bytes()  # a link leading nowhere
+        if _ignores_state(text):
+            if committed:
+                return None
+            raise InvalidInputError(
+                f"{shown_path} has the line '{GITIGNORE.strip()}' but {state}, so a clone of the knowledge base would "
+                f"not ignore {STATE_DIR}/: it is not a complete knowledge base until that file is committed. Commit it "
+                f"({commit}), then run init again.")
+        if path.is_symlink():
+            raise InvalidInputError(
+                f"{shown_path} is a symbolic link, which init does not replace, and the file it leads to lacks the line "
+                f"'{GITIGNORE.strip()}': add that line to that file yourself, commit it ({commit}), then run init again.")
+        if not committed:
+            raise InvalidInputError(
+                f"{shown_path} {state}, and init would commit it with the line '{GITIGNORE.strip()}' it adds: commit "
+                f"it yourself first ({commit}), or add that line to it and commit it, then run init again.")
         return Change(".gitignore", text + (b"\n" if text and not text.endswith(b"\n") else b"") + GITIGNORE.encode())
 
     def keep_warm(self) -> None:

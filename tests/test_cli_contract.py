@@ -567,14 +567,25 @@ def test_init_of_a_kb_says_it_already_is_one_and_changes_nothing(invoke_cli: Cli
 
 def test_init_of_a_folder_with_the_kb_s_folders_but_no_commit_initialises_it(invoke_cli: CliRunner,
                                                                               tmp_path: Path) -> None:
-    """memories/ and a .gitignore made by hand are no knowledge base: init said "already a knowledge
-    base: nothing to do." and left a repository with no commit and .slayer-kb/ not ignored."""
+    """memories/ made by hand is no knowledge base: init said "already a knowledge base: nothing
+    to do." and left a repository with no commit and .slayer-kb/ not ignored. A .gitignore of the
+    person's own goes into init's commit only once they have committed it: init committed it,
+    lines not committed and all."""
     root = (tmp_path / "i2").resolve()
     (root / "memories").mkdir(parents=True)
     (root / ".gitignore").write_text("*.log")  # a person's own ignore, no newline at its end
+    refused = invoke_cli("init", root)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        f"Error: {root}/.gitignore is not committed, and init would commit it with the line '.slayer-kb/' it adds: "
+        f"commit it yourself first (cd {root}; git init; git add .gitignore; git commit), or add that line to it and "
+        "commit it, then run init again.\n"))
+    assert sorted(p.name for p in root.iterdir()) == [".gitignore", "memories"]  # no repository left behind
+    git(root, "init", "-q")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore logs")
     made = invoke_cli("init", root)
     assert (made.returncode, made.stdout, made.stderr) == (0, f"Initialised knowledge base in {root}\n", "")
-    assert git(root, "log", "--format=%s") == "kb: initialise knowledge base\n"
+    assert git(root, "log", "--format=%s") == "kb: initialise knowledge base\nignore logs\n"
     assert git(root, "ls-tree", "-r", "--name-only", "HEAD") == ".gitignore\nmemories/.gitkeep\n"
     assert (root / ".gitignore").read_text() == "*.log\n.slayer-kb/\n"
     assert git(root, "status", "--porcelain") == ""
@@ -583,14 +594,69 @@ def test_init_of_a_folder_with_the_kb_s_folders_but_no_commit_initialises_it(inv
     (root / ".gitignore").write_text("*.log\n")
     refused = invoke_cli("init", root)
     assert (refused.returncode, refused.stderr) == (1, (
-        f"Error: {root}/.gitignore has changes not committed, and init would commit them with the line '.slayer-kb/' "
-        "it adds: commit them yourself (git add .gitignore; git commit), or add that line, then run init again.\n"))
+        f"Error: {root}/.gitignore has changes not committed, and init would commit it with the line '.slayer-kb/' "
+        f"it adds: commit it yourself first (cd {root}; git add .gitignore; git commit), or add that line to it and "
+        "commit it, then run init again.\n"))
     assert (root / ".gitignore").read_text() == "*.log\n"
     git(root, "commit", "-qam", "ignore logs only")
     again = invoke_cli("init", root, "--json")
     assert doc(again) == {"kb": str(root), "created": True}
     assert (root / ".gitignore").read_text() == "*.log\n.slayer-kb/\n"
     assert doc(invoke_cli("init", root, "--json")) == {"kb": str(root), "created": False}
+
+
+def test_init_commits_no_gitignore_the_person_has_not_committed(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """With no commit yet, init committed the person's .gitignore (untracked or only staged) with
+    its line added, and put a plain file with a symlink's target's text in place of the link; a
+    committed .gitignore deleted by hand came back as just '.slayer-kb/', its lines dropped; one
+    with the line, never committed, made init say "already a knowledge base" of a KB whose clones
+    would not ignore .slayer-kb/. Each is refused, naming the fix, and nothing changes."""
+    staged = tmp_path / "staged"
+    git(tmp_path, "init", "-q", "staged")
+    (staged / ".gitignore").write_text("secrets.env\n")
+    git(staged, "add", ".gitignore")
+    refused = invoke_cli("init", staged)
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: {staged}/.gitignore is not committed, and init would commit it with the line '.slayer-kb/' it adds: "
+        f"commit it yourself first (cd {staged}; git add .gitignore; git commit), or add that line to it and commit "
+        "it, then run init again.\n"))
+    assert git(staged, "status", "--porcelain") == "A  .gitignore\n"
+    assert git(staged, "rev-list", "--all") == ""
+
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (tmp_path / "shared-ignore").write_text("*.log\n")
+    (linked / ".gitignore").symlink_to("../shared-ignore")
+    refused = invoke_cli("init", linked)
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: {linked}/.gitignore is a symbolic link, which init does not replace, and the file it leads to lacks "
+        f"the line '.slayer-kb/': add that line to that file yourself, commit it (cd {linked}; git init; git add "
+        ".gitignore; git commit), then run init again.\n"))
+    assert [p.name for p in linked.iterdir()] == [".gitignore"]
+    assert os.readlink(linked / ".gitignore") == "../shared-ignore"
+
+    lined = tmp_path / "lined"
+    lined.mkdir()
+    (lined / ".gitignore").write_text(".slayer-kb/\n")
+    refused = invoke_cli("init", lined)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        f"Error: {lined}/.gitignore has the line '.slayer-kb/' but is not committed, so a clone of the knowledge base "
+        "would not ignore .slayer-kb/: it is not a complete knowledge base until that file is committed. Commit it "
+        f"(cd {lined}; git init; git add .gitignore; git commit), then run init again.\n"))
+    assert [p.name for p in lined.iterdir()] == [".gitignore"]
+
+    kb = tmp_path / "kb"
+    invoke_cli("init", kb, check=True)
+    (kb / ".gitignore").write_text("*.log\n.slayer-kb/\n")
+    git(kb, "commit", "-qam", "ignore logs")
+    (kb / ".gitignore").unlink()
+    refused = invoke_cli("init", kb)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        f"Error: {kb}/.gitignore is deleted, and HEAD has it: init would commit a .gitignore of just the line "
+        f"'.slayer-kb/', dropping the lines committed. Bring it back (cd {kb}; git checkout HEAD -- .gitignore), "
+        "then run init again.\n"))
+    assert git(kb, "log", "--format=%s") == "ignore logs\nkb: initialise knowledge base\n"
+    assert git(kb, "status", "--porcelain") == " D .gitignore\n"
 
 
 def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:

@@ -4,14 +4,40 @@ edits made behind its back."""
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import utc_now
+from slayer_kb.search.monitor import ChangeMonitor
 from testing import commit_all, git
+
+_STARTED: list[Any] | None = None  # the programs started while a test records them (an audit hook)
+
+
+def _record_starts(event: str, args: tuple[Any, ...]) -> None:
+    if _STARTED is not None and event in ("subprocess.Popen", "os.posix_spawn", "os.exec", "os.system"):
+        _STARTED.append(args[1] if event == "subprocess.Popen" else args)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_making_a_change_monitor_starts_no_program(tmp_path: Path) -> None:
+    """libc was found with ctypes.util.find_library("c"), which starts ldconfig: once per warm
+    monitor, 130 programs in a run of the suite (docs/testing.md's table of programs)."""
+    global _STARTED
+    sys.addaudithook(_record_starts)  # an audit hook cannot be removed: it records only below
+    _STARTED = []
+    try:
+        monitor = ChangeMonitor.create(tmp_path)
+    finally:
+        started, _STARTED = _STARTED, None
+    assert monitor is not None
+    monitor.stop()
+    assert started == []
 
 
 def test_warm_kb_sees_hand_edits_and_skips_scans(example_kb: KnowledgeBase) -> None:

@@ -406,6 +406,43 @@ def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: Knowled
                                                                  check=True).stdout
 
 
+def test_a_value_its_explicit_tag_does_not_fit_is_a_problem_and_reads_go_on(catalog_kb: KnowledgeBase,
+                                                                            invoke_cli) -> None:
+    """`created_at: !!timestamp nope` ended validate, get and list in a traceback (AttributeError),
+    as did `!!int x`, `!!float x` (ValueError) and `!!bool x` (KeyError): such a value is kept as
+    its text, and validate names it at its line, once (not again as, say, a created_at that is no
+    time); tags of the wrong shape are YAML problems."""
+    created = "created_at: '2026-01-01T00:00:00Z'\n"
+    write(catalog_kb, "stamp.yaml", "learning: Stamped.\ncreated_at: !!timestamp nope\n")
+    write(catalog_kb, "whole.yaml", f"learning: !!int x\n{created}title: !!float y\n")
+    write(catalog_kb, "flag.yaml", f"learning: Flagged.\n{created}entities:\n- shop.orders\n- !!bool maybe\n")
+    write(catalog_kb, "set.yaml", f"learning: !!set [a]\n{created}")
+    write(catalog_kb, "omap.yaml", f"learning: !!omap {{a: 1}}\n{created}")
+    (catalog_kb.root / "sessions").mkdir(exist_ok=True)
+    (catalog_kb.root / "sessions" / "ses-1.yaml").write_text("started_at: !!timestamp nope\n")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    fix = "remove the tag to keep it as text, or write"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"memories/flag.yaml:5: 'entities[1]' 'maybe' is not true or false, as its tag !!bool says: {fix} true or false\n"
+        "memories/omap.yaml:1: invalid YAML: expected a sequence, but found mapping\n"
+        "memories/set.yaml:1: invalid YAML: expected a mapping node, but found sequence\n"
+        f"memories/stamp.yaml:2: 'created_at' 'nope' is not a time, as its tag !!timestamp says: {fix} a time\n"
+        f"memories/whole.yaml:1: 'learning' 'x' is not a whole number, as its tag !!int says: {fix} a whole number\n"
+        f"memories/whole.yaml:3: 'title' 'y' is not a number, as its tag !!float says: {fix} a number\n"
+        f"sessions/ses-1.yaml:1: 'started_at' 'nope' is not a time, as its tag !!timestamp says: {fix} a time\n"
+        "7 problems in 6 files (6 files checked)\n"))
+    assert invoke_cli("--kb", catalog_kb.root, "get", "whole", check=True).stdout.startswith("id: whole\ntitle: y\n")
+    stamp = invoke_cli("--kb", catalog_kb.root, "get", "stamp")
+    assert (stamp.returncode, stamp.stderr.splitlines()[0]) == (
+        1, "Error: memories/stamp.yaml:2: 'created_at' must be a UTC time like '2026-11-29T20:42:40Z'. Edit "
+           "memories/stamp.yaml to fix it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit stamp', "
+           "which checks it on close).")
+    listed = invoke_cli("--kb", catalog_kb.root, "list")
+    assert (listed.returncode, "[whole] y" in listed.stdout) == (0, True)
+    assert listed.stdout.endswith(
+        "\nwarning: memories/stamp.yaml:2: 'created_at' must be a UTC time like '2026-11-29T20:42:40Z' (skipped)\n")
+
+
 def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.validators.validator_for(schema).check_schema(schema)

@@ -44,9 +44,11 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 
     DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
     memories/, sessions/ or .slayer-kb/ folder. As with `git init`, a DIRECTORY that is a
-    knowledge base already (a commit holding memories/, .slayer-kb/ in .gitignore) is no
-    error: init commits what it lacks, or says there was nothing to do (--json: "created" is
-    false).
+    knowledge base already (a commit holding memories/, .slayer-kb/ in a committed .gitignore)
+    is no error: init commits what it lacks, or says there was nothing to do (--json:
+    "created" is false). Init's commit holds nothing you have not committed: a .gitignore of
+    yours that is not committed as it stands (untracked, staged, edited or deleted) is refused,
+    with the fix; a symlinked one is never replaced.
 
     \b
     Examples:

@@ -5,7 +5,8 @@ checks that nothing else loads YAML)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -17,24 +18,77 @@ except ImportError:  # PyYAML built without libyaml
 
 
 class _Loader(SafeLoader):  # type: ignore[valid-type,misc]
-    """The safe loader, but a timestamp no calendar has (``2026-02-31T00:00:00Z``, unquoted) is
-    kept as its text: PyYAML raised ValueError, a traceback from every command reading the file;
-    as text, reads go on and validate names the impossible time."""
+    """The safe loader, but a value its tag does not fit is kept as its text: a timestamp no
+    calendar has (``2026-02-31T00:00:00Z``, unquoted), or an explicit tag on a value of another
+    kind (``!!int x``, ``!!bool maybe``, ``!!timestamp nope``). PyYAML raised ValueError, KeyError
+    or AttributeError there, a traceback from every command reading the file; as text, reads go
+    on, and validate names the value at its line (``mistagged``)."""
 
 
-def _timestamp(loader: yaml.BaseLoader, node: yaml.ScalarNode) -> Any:
+# The scalar kinds whose constructors fail on a value they do not fit: tag -> what the value must be.
+_KINDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "timestamp": "a time"}
+_STRICT = {f"tag:yaml.org,2002:{kind}": yaml.constructor.SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{kind}"]
+           for kind in _KINDS}
+
+
+def _lenient(strict: Callable[[Any, yaml.ScalarNode], Any]) -> Callable[[Any, yaml.ScalarNode], Any]:
+    def construct(loader: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return strict(loader, node)
+        except (ValueError, KeyError, AttributeError):  # a value the tag does not fit
+            return node.value
+
+    return construct
+
+
+for _tag, _strict in _STRICT.items():
+    _Loader.add_constructor(_tag, _lenient(_strict))
+
+
+@dataclass(frozen=True)
+class Mistagged:
+    """A value its explicit tag does not fit (``load`` keeps it as text): where it is, and why."""
+
+    line: int
+    path: str  # as a message names it: ``created_at``, ``query.filters[0]``
+    message: str
+
+
+def mistagged(text: str) -> list[Mistagged]:
+    """Each value in ``text`` with an explicit tag (``!!int``, ``!!float``, ``!!bool``,
+    ``!!timestamp``) that its value does not fit. A value resolved to its kind without a tag (an
+    impossible time, unquoted) is not one: the time checks name it."""
+    if "!" not in text:
+        return []
     try:
-        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
-    except ValueError:
-        return node.value
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+        root = compose(text)
+    except yaml.YAMLError:
+        return []  # the load says what is wrong
+    found: list[Mistagged] = []
+    constructor = yaml.constructor.SafeConstructor()
+    resolver = yaml.resolver.Resolver()
+    stack: list[tuple[yaml.Node | None, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((value, f"{path}.{key.value}" if path else str(key.value)) for key, value in reversed(node.value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}[{index}]") for index, item in reversed(list(enumerate(node.value))))
+        elif (isinstance(node, yaml.ScalarNode) and (strict := _STRICT.get(node.tag)) is not None
+              and resolver.resolve(yaml.ScalarNode, node.value, (True, False)) != node.tag):
+            try:
+                strict(constructor, node)
+            except (ValueError, KeyError, AttributeError):
+                kind = node.tag.rpartition(":")[2]
+                found.append(Mistagged(node.start_mark.line + 1, path or "file", (
+                    f"{node.value!r} is not {_KINDS[kind]}, as its tag !!{kind} says: remove the tag to keep it as "
+                    f"text, or write {_KINDS[kind]}")))
+    return found
 
 
 def load(text: str) -> Any:
     """The data of one YAML document (plain dicts, lists, strings, numbers, booleans, None)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - the safe loader, its timestamps kept when impossible
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - the safe loader, values their tags do not fit kept as text
 
 
 def compose(text: str) -> yaml.Node | None:

@@ -44,7 +44,20 @@ def _session_validator() -> jsonschema.protocols.Validator:
     return cls(session_schema)
 
 
+def _with_tags(text: str, problems: Iterator[tuple[int | None, str]]) -> Iterator[tuple[int | None, str]]:
+    """Each value whose explicit tag it does not fit (``!!int x``, which the readers keep as
+    text), then ``problems``, but for those of such a value: the tag is what is wrong with it."""
+    tagged = yamlio.mistagged(text)
+    yield from ((found.line, f"'{found.path}' {found.message}") for found in tagged)
+    told = tuple(f"'{found.path}' " for found in tagged)
+    yield from (problem for problem in problems if not (told and problem[1].startswith(told)))
+
+
 def memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+    return _with_tags(text, _memory_problems(text, data))
+
+
+def _memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
     for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
         where = list(error.absolute_path)
         key = where[0] if where else None
@@ -117,6 +130,10 @@ def _json_like(data: Any) -> Any:
 
 
 def session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    return _with_tags(text, _session_problems(text, data))
+
+
+def _session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
     for error in sorted(_session_validator().iter_errors(_json_like(data)), key=lambda e: [str(p) for p in e.path]):
         where = list(error.absolute_path)
         key = where[0] if where else None
