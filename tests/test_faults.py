@@ -293,8 +293,10 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
             done = next((a for a in answers if "done" in a), None)
             if done is not None:
                 estimate[op["kind"]] = max(estimate[op["kind"]] * 0.9, done["done"])
-            # The dead process's lock is free at once: flock dies with its owner.
-            lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"), timeout=0.5)
+            # The dead process's lock dies with it (flock). A background job it started (the
+            # index's compaction, niced: starved on a loaded machine) may hold the lock a while
+            # to publish: a generous bound, which a lock left held for good still fails.
+            lock = filelock.FileLock(str(root / ".slayer-kb" / "lock"), timeout=60)
             lock.acquire()
             lock.release()
 
