@@ -556,17 +556,19 @@ class Context:
         look-up checks them again."""
         self._catalog_checked = False
 
-    def check_learning(self, learning: Any, name: str = "learning") -> str:
-        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit."""
+    def check_learning(self, learning: Any, name: str = "learning", tool_name: str | None = None) -> str:
+        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit;
+        ``tool_name``: what an MCP tool calls it, where that differs (mem_update's ``content``)."""
+        def refused(problem: str) -> InvalidInputError:
+            return InvalidInputError(name + problem, tool_message=tool_name and tool_name + problem)
+
         if blank(learning):
-            raise InvalidInputError(f"{name} is empty: write what was learned (it is required and must not be blank).")
+            raise refused(" is empty: write what was learned (it is required and must not be blank).")
         check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
         size = len(learning.encode("utf-8"))
         if size > self.max_content:
-            raise InvalidInputError(
-                f"{name} is {size} bytes; the limit is {self.max_content} bytes. Split it into "
-                "several memories or raise the limit with SLAYER_KB_MAX_CONTENT (bytes)."
-            )
+            raise refused(f" is {size} bytes; the limit is {self.max_content} bytes. Split it into several memories "
+                          "or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
         return learning
 
     def projects(self) -> list[str]:

@@ -540,6 +540,9 @@ def _pairs(log: str) -> list[list[str]]:
      "scope 'team' is neither 'project' nor 'personal': give one of them, or omit scope for both."),
     ("mem_context", {"scope": "global"},
      "scope 'global' is neither 'project' nor 'personal': give one of them, or omit scope for both."),
+    # mem_update's text is its 'content' (the field it fills is the learning, SLayer's word).
+    ("mem_update", {"id": "7", "content": " "},
+     "content is empty: write what was learned (it is required and must not be blank)."),
 ])
 def test_every_error_names_its_item(indexed_example_kb: KnowledgeBase, tool: str, arguments: dict, message: str) -> None:
     reply = call_tool(indexed_example_kb, tool, arguments)

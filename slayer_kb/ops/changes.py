@@ -62,7 +62,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             changes: dict[str, Any] = {}
             warnings: list[str] = []
             if "learning" in given:
-                changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]))
+                changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]), tool_name="content")
             if "title" in given:
                 changes["title"] = engram.check_title(engram.redact_private(given["title"])) or None
             if "type" in given:
