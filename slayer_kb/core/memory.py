@@ -64,7 +64,7 @@ RECOGNISED_TYPES: tuple[str, ...] = (
 def canonical_type(type: str) -> str:
     """One of Engram's types in any letter case (and with blanks around it) as Engram spells it;
     any other type as given."""
-    return type.strip().lower() if type.strip().lower() in RECOGNISED_TYPES else type
+    return low if (low := type.strip().lower()) in RECOGNISED_TYPES else type
 
 
 SCOPES = ("project", "personal")
