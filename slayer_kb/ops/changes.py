@@ -95,6 +95,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
 
+
 def _deleted_already(memory: Memory) -> NotFoundError:
     """A soft delete of a soft-deleted memory: the two ways on, the hard delete first."""
     said, shell = f"Memory '{memory.id}' is already deleted (at {memory.deleted_at}):", words(memory.id)
