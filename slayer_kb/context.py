@@ -224,15 +224,24 @@ class Context:
     def deleted_links(self, entities: list[str]) -> list[str]:
         """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
         with how to bring it back (the link itself stays until the memory is restored or gone)."""
-        said = []
+        return self.memory_links(entities)[1]
+
+    def memory_links(self, entities: list[str]) -> tuple[list[str], list[str]]:
+        """The ``memory:<id>`` of ``entities`` whose memory is live, and ``deleted_links``'s
+        warnings, each memory read once."""
+        live, said = [], []
         for entity in entities:
             if entity.startswith("memory:"):
-                with contextlib.suppress(KBError):
-                    if (memory := self.read(entity[len("memory:"):])).is_deleted:
-                        said.append(f"{entity} names a memory deleted at {memory.deleted_at}, which no search or "
-                                    f"read shows: bring it back with 'slayer-kb restore {words(memory.id)}' (MCP: "
-                                    "mem_restore).")
-        return said
+                try:
+                    memory = self.read(entity[len("memory:"):])
+                except KBError:
+                    continue
+                if not memory.is_deleted:
+                    live.append(entity)
+                    continue
+                said.append(f"{entity} names a memory deleted at {memory.deleted_at}, which no search or read "
+                            f"shows: bring it back with 'slayer-kb restore {words(memory.id)}' (MCP: mem_restore).")
+        return live, said
 
     def ensure_fresh(
         self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True

@@ -198,8 +198,8 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     # a soft-deleted memory is found by no search).
     warnings: list[str] = []
     linked = resolver.resolve_leniently(links, warnings)
-    warnings += kb.deleted_links(linked)
-    entities: list[str] = [e for e in linked if _live_memory(kb, e[len("memory:"):])]
+    entities, deleted = kb.memory_links(linked)
+    warnings += deleted
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
@@ -234,13 +234,6 @@ def _link_named(kb: Context, link: str) -> str:
         if kb.memory_exists(memory_id):
             return link
     return f"memory:{bare}"
-
-
-def _live_memory(kb: Context, memory_id: str) -> bool:
-    try:
-        return not kb.read(memory_id).is_deleted
-    except KBError:
-        return False
 
 
 def _lenient_entities(
