@@ -14,8 +14,10 @@ import yaml
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.slayerquery import check_query
+from slayer_kb.core import yamlio
 from slayer_kb.core.errors import KBError
-from slayer_kb.ops.schema_words import SCHEMA_PATH
+from slayer_kb.core.memory import TIME_KEYS
+from slayer_kb.ops.schema_words import SCHEMA_PATH, read_times
 from slayer_kb.ops.snapshot import catalog_at, deleted_entities
 from slayer_kb.ops.timechecks import future_times
 from slayer_kb.ops.validate import validate
@@ -379,11 +381,14 @@ def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: Knowledge
 def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
     """The limit is a day past ``now``: 23 h ahead is a clock's skew, 25 h ahead is told."""
     now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-    text = "".join(f"created_at: '{(now + ahead).strftime('%Y-%m-%dT%H:%M:%SZ')}'\n"
-                   for ahead in (timedelta(hours=23), timedelta(days=1), timedelta(days=1, seconds=1),
-                                 timedelta(hours=25), -timedelta(days=400)))
-    assert [(p.line, p.message.split(" is ")[0]) for p in future_times(text, "memories/m.yaml", "m", now=now)] == [
-        (3, "created_at '2026-03-02T12:00:01Z'"), (4, "created_at '2026-03-02T13:00:00Z'")]
+    told = []
+    for ahead in (timedelta(hours=23), timedelta(days=1), timedelta(days=1, seconds=1), timedelta(hours=25),
+                  timedelta(days=1, microseconds=500000), -timedelta(days=400)):
+        text = f"learning: x\ncreated_at: '{(now + ahead).isoformat().replace('+00:00', 'Z')}'\n"
+        times = read_times(text, yamlio.load(text), TIME_KEYS)
+        told += [(p.line, p.message.split(" is ")[0]) for p in future_times(times, "memories/m.yaml", "m", now=now)]
+    assert told == [(2, "created_at '2026-03-02T12:00:01Z'"), (2, "created_at '2026-03-02T13:00:00Z'"),
+                    (2, "created_at '2026-03-02T12:00:00.500000Z'")]
 
 
 def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:

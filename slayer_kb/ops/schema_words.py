@@ -9,6 +9,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,12 @@ def _with_tags(text: str, problems: Iterator[tuple[int | None, str]]) -> Iterato
     yield from (problem for problem in problems if not (told and problem[1].startswith(told)))
 
 
-def memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
-    return _with_tags(text, _memory_problems(text, data))
+def memory_problems(text: str, data: Any, times: list[TimeField]) -> Iterator[tuple[int | None, str]]:
+    """``times``: ``read_times`` of the file's ``TIME_KEYS``, which validate's warnings read too."""
+    return _with_tags(text, _memory_problems(text, data, times))
 
 
-def _memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
+def _memory_problems(text: str, data: Any, times: list[TimeField]) -> Iterator[tuple[int | None, str]]:
     for error in sorted(_validator().iter_errors(_json_like(data)), key=lambda e: list(e.path)):
         where = list(error.absolute_path)
         key = where[0] if where else None
@@ -92,25 +94,50 @@ def _memory_problems(text: str, data: Any) -> Iterator[tuple[int | None, str]]:
         else:
             message = error.message
         yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
-    yield from impossible_times(text, data, TIME_KEYS)
+    yield from impossible_times(times)
 
 
 # A time in the schema's form (memory.schema.json, session.schema.json): its parts, to check.
-_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?Z")
+_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z")
 
 
-def impossible_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> Iterator[tuple[int | None, str]]:
-    """Each of ``keys`` holding a time of the schema's form that no calendar has (a 31st of
-    February, hour 24), which the schema's pattern lets through and which sorts wrongly."""
-    for key in sorted(keys):
+@dataclass(frozen=True)
+class TimeField:
+    """A top-level field holding a time in the schema's form, as read once for every check of it
+    (``impossible_times`` here, validate's warning of a time ahead, timechecks.py)."""
+
+    key: str
+    value: str  # as a canonical file writes it
+    line: int | None
+    when: _dt.datetime | None  # in UTC; None where no calendar has it (``why`` says why)
+    why: str = ""
+
+
+def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[TimeField]:
+    """Each of ``keys`` that holds a time of the schema's form (quoted, or a YAML timestamp), by line."""
+    found = []
+    for key in keys:
         value = _json_like(data.get(key))
         if isinstance(value, str) and (parts := _TIME.fullmatch(value)) is not None:
+            *whole, fraction = parts.groups()
             try:
-                year, month, day, hour, minute, second = map(int, parts.groups())
-                _dt.datetime(year, month, day, hour, minute, second)  # only its parts are checked
+                year, month, day, hour, minute, second = map(int, whole)
+                when = _dt.datetime(year, month, day, hour, minute, second, tzinfo=_dt.timezone.utc)
             except ValueError as exc:
-                yield key_line(text, key), (f"'{key}' {value!r} is no real time ({exc}); write the time it "
-                                            "happened, quoted: '2026-11-29T20:42:40Z'")
+                found.append(TimeField(key, value, key_line(text, key), None, str(exc)))
+            else:
+                found.append(TimeField(key, value, key_line(text, key),
+                                       when + _dt.timedelta(seconds=float(fraction or 0))))
+    return sorted(found, key=lambda time: (time.line or 0, time.key))
+
+
+def impossible_times(times: Iterable[TimeField]) -> Iterator[tuple[int | None, str]]:
+    """Each time of the schema's form that no calendar has (a 31st of February, hour 24), which
+    the schema's pattern lets through and which sorts wrongly."""
+    for time in times:
+        if time.when is None:
+            yield time.line, (f"'{time.key}' {time.value!r} is no real time ({time.why}); write the time it "
+                              "happened, quoted: '2026-11-29T20:42:40Z'")
 
 
 def _json_like(data: Any) -> Any:
@@ -123,7 +150,9 @@ def _json_like(data: Any) -> Any:
     if isinstance(data, _dt.datetime):
         if data.tzinfo is not None:
             data = data.astimezone(_dt.timezone.utc)
-        return data.strftime("%Y-%m-%dT%H:%M:%SZ")
+        # Its fraction of a second as written (``.5``), which the quoted form keeps too.
+        fraction = f".{data.microsecond:06d}".rstrip("0") if data.microsecond else ""
+        return data.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
     if isinstance(data, _dt.date):
         return data.isoformat()
     return data
@@ -162,7 +191,7 @@ def _session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | N
         else:
             message = error.message
         yield line, f"'{label}' {message}" if label else message
-    yield from impossible_times(text, data, ("started_at", "ended_at"))
+    yield from impossible_times(read_times(text, data, ("started_at", "ended_at")))
 
 
 _ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",

@@ -58,6 +58,7 @@ from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, un
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
     MAX_FILE_BYTES,
+    TIME_KEYS,
     Memory,
     alias_line,
     check_conflict_markers,
@@ -76,7 +77,7 @@ from ..core.session import loads as load_session
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
-from .schema_words import item_line, memory_problems, session_problems
+from .schema_words import item_line, memory_problems, read_times, session_problems
 from .teamchecks import (
     branch,
     branch_files,
@@ -308,9 +309,7 @@ def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem
                "they collide on macOS and Windows checkouts; rename one")
     text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
-        problems.extend(check_memory_text(text, memory_id, name, context))
-        if warnings is not None:
-            warnings.extend(future_times(text, name, memory_id))
+        problems.extend(check_memory_text(text, memory_id, name, context, warnings=warnings))
     return problems
 
 
@@ -335,14 +334,16 @@ def reference_problems(path: Path, name: str, context: KBContext) -> list[Proble
 
 
 def check_memory_text(text: str, memory_id: str, name: str, context: KBContext,
-                      typed: str | None = None) -> list[Problem]:
+                      typed: str | None = None, warnings: list[Problem] | None = None) -> list[Problem]:
     """Every problem of one memory file's text, its name and id aside (``check_file``), by line;
     the review of a pull request (history.py) checks the files at its head with it. ``typed``: the
-    file as ``fmt`` is told to take it, when not ``name`` (review names files from the KB's folder)."""
-    return sorted(_text_problems(text, memory_id, name, context, typed or name), key=lambda p: p.line)
+    file as ``fmt`` is told to take it, when not ``name`` (review names files from the KB's folder).
+    Its warnings (timechecks.py) go to ``warnings`` when given."""
+    return sorted(_text_problems(text, memory_id, name, context, typed or name, warnings), key=lambda p: p.line)
 
 
-def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typed: str) -> list[Problem]:
+def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typed: str,
+                   warnings: list[Problem] | None) -> list[Problem]:
     problems: list[Problem] = []
 
     def add(line: int | None, message: str, kind: str = "") -> None:
@@ -380,7 +381,10 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         except MemoryFileError as exc:
             add(exc.line, exc.message)
         return problems
-    schema_problems = list(memory_problems(text, data))
+    times = read_times(text, data, TIME_KEYS)
+    if warnings is not None:
+        warnings.extend(future_times(times, name, memory_id))
+    schema_problems = list(memory_problems(text, data, times))
     for line, message in schema_problems:
         add(line, message)
     memory: Memory | None = None
