@@ -373,10 +373,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         action = "created"
         created_at = now
         updated_at = None
-        if memory_id is not None and extra.get("topic_key"):
-            key = (extra["topic_key"], extra.get("project"), engram.normalize_scope(extra.get("scope")))
-            if replaced is None or observations.key_of(replaced) != key:
-                observations.check_key_free(tx, memory_id, *key)
+        if memory_id is not None:
+            observations.check_key_change(tx, memory_id, extra.get("topic_key"), extra.get("project"),
+                                          extra.get("scope"), replaced)
         elif revised is not None:
             # The upsert an observation's key makes (CLI.md's "revised"), whether or not the save
             # has a title: otherwise the key would be held twice, which validate refuses. Only the

@@ -84,8 +84,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             updated = memory.evolve(
                 **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(kb, memory)
             )
-            if updated.topic_key and observations.key_of(updated) != observations.key_of(memory):
-                observations.check_key_free(tx, memory_id, updated.topic_key, updated.project, updated.scope)
+            observations.check_key_change(tx, memory_id, updated.topic_key, updated.project, updated.scope, memory)
             if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                 updated.revision_count = memory.revision_count + 1
             return [memory_change(updated)], (changes, warnings)

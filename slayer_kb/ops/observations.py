@@ -121,20 +121,27 @@ def revise(
 def key_holder(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> str | None:
     """Another live memory holding topic key ``key`` in the project and scope (its id): a save
     under the key would revise only one of the two, and validate refuses the pair."""
-    holder = tx.live_one(topic_key=key, project=project, scope=engram.normalize_scope(scope))
+    return _holder(tx, memory_id, key, project, engram.normalize_scope(scope))
+
+
+def _holder(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str) -> str | None:
+    holder = tx.live_one(topic_key=key, project=project, scope=scope)
     return holder.id if holder is not None and holder.id != memory_id else None
 
 
-def key_of(memory: Memory) -> tuple[str | None, str | None, str]:
-    """The (topic key, project, scope) a memory holds its key under. Only a change of it is
-    checked against other holders: an agent resends every field, and a pair older code made
-    (which validate reports) must not block edits to either memory."""
-    return memory.topic_key, memory.project, engram.normalize_scope(memory.scope)
-
-
-def check_key_free(tx: Transaction, memory_id: str, key: str, project: str | None, scope: str | None) -> None:
-    """Refuse to give ``memory_id`` a topic key another live memory holds (``key_holder``)."""
-    if (other := key_holder(tx, memory_id, key, project, scope)) is not None:
+def check_key_change(tx: Transaction, memory_id: str, key: str | None, project: str | None, scope: str | None,
+                     before: Memory | None) -> None:
+    """Refuse to give ``memory_id`` topic key ``key`` in ``project`` and ``scope`` when another
+    live memory holds it (``key_holder``). Only a change from the key it held ``before`` is
+    checked: an agent resends every field, and a pair older code made (which validate reports)
+    must not block edits to either memory."""
+    if not key:
+        return
+    scope = engram.normalize_scope(scope)
+    if before is not None and (before.topic_key, before.project, engram.normalize_scope(before.scope)) == (
+            key, project, scope):
+        return
+    if (other := _holder(tx, memory_id, key, project, scope)) is not None:
         in_project = f" in project '{project}'" if project else ""
         raise ConflictError(
             f"topic_key '{key}'{in_project} is already held by memory {other}: one memory holds a "
