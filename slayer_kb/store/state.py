@@ -69,7 +69,11 @@ def _key_paths() -> list[Path]:
     if os.path.isabs(chosen):  # a relative one is ignored, as the XDG spec says
         return [Path(chosen) / "slayer-kb" / "key"]
     homes = dict.fromkeys(where for where in (account_home(), home()) if where is not None)
-    return [where / ".local" / "state" / "slayer-kb" / "key" for where in homes]
+    return [_key_under(where) for where in homes]
+
+
+def _key_under(home_folder: Path) -> Path:
+    return home_folder / ".local" / "state" / "slayer-kb" / "key"
 
 
 def _key() -> bytes | None:
@@ -85,7 +89,7 @@ def _former_key() -> bytes | None:
     if os.path.isabs(os.environ.get("XDG_STATE_HOME", "")) or (where := home()) is None:
         return None  # the key was there before too
     try:
-        key = _read_private(where / ".local" / "state" / "slayer-kb" / "key")
+        key = _read_private(_key_under(where))
     except OSError:
         return None
     return key if len(key) == KEY_BYTES else None
