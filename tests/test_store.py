@@ -132,6 +132,22 @@ def test_validate_against_a_ref_asks_git_each_question_once(invoke_cli: Any, mon
     assert (len(located), len(listed)) == (1, 1), (located, listed)
 
 
+def test_fmt_of_the_kb_asks_git_where_its_repository_is_once(catalog_kb: KnowledgeBase, invoke_cli: Any,
+                                                              monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``fmt`` with no path formats the KB the command opened, under its lock, through that KB's
+    repository: git is asked where the repository is as the KB opens, not twice again."""
+    path = catalog_kb.root / "memories" / "7.yaml"
+    path.write_text("created_at: '2026-01-01T00:00:00Z'\nlearning: Amounts are in cents\n")
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    formatted = invoke_cli("fmt", cwd=catalog_kb.root, check=True)
+    monkeypatch.delenv("GIT_TRACE")
+    assert formatted.stdout == "reformatted memories/7.yaml\n1 of 1 files needed formatting\n"
+    assert path.read_text() == "learning: Amounts are in cents\ncreated_at: '2026-01-01T00:00:00Z'\n"
+    located = [line for line in trace.read_text().splitlines() if "built-in: git rev-parse --show-toplevel" in line]
+    assert len(located) == 1, located
+
+
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:
     query = {
         "source_model": "orders",

@@ -24,11 +24,12 @@ def validate(paths: Sequence[Path], against: str | None = None, kb: Context | No
     return check(paths, against, kb.store if kb is not None else None)
 
 
-def fmt(paths: Sequence[Path], check: bool = False) -> Report:
-    """Rewrite the files into canonical form; with ``check``, only report those that are not."""
+def fmt(paths: Sequence[Path], check: bool = False, kb: Context | None = None) -> Report:
+    """Rewrite the files into canonical form; with ``check``, only report those that are not
+    (``kb``: a KB among them already open, whose repository is not located again)."""
     from ..ops.fmt import fmt as rewrite
 
-    return rewrite(paths, check=check)
+    return rewrite(paths, check=check, opened=kb.store if kb is not None else None)
 
 
 def schema(session: bool = False) -> str:

@@ -179,7 +179,8 @@ def fmt_cmd(settings: Settings, paths: tuple[str, ...], check: bool) -> None:
       slayer-kb --kb kb fmt
       slayer-kb fmt --check kb/memories/*.yaml
     """
-    report = checks.fmt(_paths(settings, paths), check=check)
+    # The KB the command opened for its default path (settings.kb() opens it once).
+    report = checks.fmt(_paths(settings, paths), check, None if paths else settings.kb())
     lines = [f"{'would reformat' if check else 'reformatted'} {name}" for name in report.reformatted]
     summary = "\n".join([*lines, f"{len(report.reformatted)} of {report.checked} files "
                          f"{'need' if check else 'needed'} formatting"])

@@ -18,17 +18,18 @@ from ..store.repo import GitStore, find_toplevel
 from .validate import Problem, Report, as_committed, converts_crlf, expand, read_text, targets
 
 
-def fmt(paths: Sequence[Path], check: bool = False) -> Report:
+def fmt(paths: Sequence[Path], check: bool = False, opened: GitStore | None = None) -> Report:
     """Rewrite memory files into canonical form (``check``: only report which would change).
 
     Files that cannot be read as memories are reported and left alone. The KB lock is held while
-    writing so that a concurrent slayer-kb commit is never overwritten with older content.
+    writing so that a concurrent slayer-kb commit is never overwritten with older content
+    (``opened``: the repository of a KB among them, already open, not located again).
     """
     report = Report()
     for target in targets(paths, report.problems).values():
         expand(target)
         crlf = converts_crlf(target.root)
-        with _locked(target.root, enabled=not check):
+        with _locked(target.root, enabled=not check, opened=opened):
             for path, name in sorted(target.files.items()):
                 if path.suffix != ".yaml":
                     continue
@@ -74,9 +75,16 @@ def _rewrite(path: Path, canonical: str) -> OSError | None:
 
 
 @contextlib.contextmanager
-def _locked(root: Path, enabled: bool) -> Iterator[None]:
-    if not enabled or find_toplevel(root) is None:
+def _locked(root: Path, enabled: bool, opened: GitStore | None) -> Iterator[None]:
+    if not enabled:
         yield
         return
-    with GitStore(root).locked():
+    if opened is not None and opened.root == root:
+        store = opened
+    elif find_toplevel(root) is None:
+        yield
+        return
+    else:
+        store = GitStore(root)
+    with store.locked():
         yield
