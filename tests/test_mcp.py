@@ -549,6 +549,27 @@ def test_every_error_names_its_item(indexed_example_kb: KnowledgeBase, tool: str
     assert (reply.is_error, reply.text) == (True, message)
 
 
+def test_a_blank_title_type_or_topic_key_clears_it_as_mem_update_says(catalog_kb: KnowledgeBase) -> None:
+    """Engram's mem_update stores a string it is given, an empty one too: the field is cleared.
+    mem_update does so, and its parameters say so, so an agent does not clear a field unknowingly."""
+    memory_id = catalog_kb.save_observation("Amounts in cents", "Amounts are stored in cents", type="decision",
+                                            topic_key="money/cents").memory_id
+
+    async def script(session: ClientSession) -> tuple[dict[str, Any], str]:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        reply = await call(session, "mem_update", id=memory_id, title="", type=" ", topic_key="")
+        return listed["mem_update"].input_schema["properties"], reply
+
+    described, reply = with_server_in_process(catalog_kb.root, script)
+    for name, cleared in (("title", "the memory then has none"), ("type", "the memory then has none"),
+                          ("project", "the memory then belongs to no project"),
+                          ("topic_key", "no later save revises the memory by key")):
+        assert described[name]["description"].endswith(f" An empty string clears it: {cleared}."), name
+    assert reply == f'Memory updated: #{memory_id} "Amounts are stored in cents" (none, scope=project)'
+    assert (catalog_kb.root / "memories" / f"{memory_id}.yaml").read_text().startswith(
+        "learning: Amounts are stored in cents\nscope: project\nsession_id: manual-save\nrevision_count: 2\n")
+
+
 def test_integer_ids_are_taken_wherever_engram_or_slayer_take_them(indexed_example_kb: KnowledgeBase) -> None:
     """Engram's ids are numbers, SLayer's forget_memory takes a legacy integer: 12 means "12"."""
     assert call_tool(indexed_example_kb, "mem_get_observation", {"id": 7}).text.startswith(

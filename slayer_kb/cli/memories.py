@@ -210,13 +210,13 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
 
 @click.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--title", help="A new title.")
+@click.option("--title", help="A new title ('' clears it).")
 @click.option("--learning", "--content", "learning", help="New text (or - for stdin).")
-@click.option("--type", "type_", metavar="TYPE", help="A new observation type (decision, bugfix, ...).")
-@click.option("--description", help="A new one-line summary, at most 500 characters.")
-@click.option("--project", help=PROJECT_HELP)
+@click.option("--type", "type_", metavar="TYPE", help="A new observation type (decision, bugfix, ...; '' clears it).")
+@click.option("--description", help="A new one-line summary, at most 500 characters ('' clears it).")
+@click.option("--project", help="A new project (trimmed, lower-cased; '' clears it).")
 @click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
-@click.option("--topic-key", help="A new upsert key, e.g. architecture/auth-model.")
+@click.option("--topic-key", help="A new upsert key, e.g. architecture/auth-model ('' clears it).")
 @click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
 @force_option
 @json_option
