@@ -50,7 +50,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 |---|---|
 | `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message` |
 | `get` | the memory, absent values `null` |
-| `update`, `restore` | the memory, `action` (`updated`, `restored`; `unchanged` when `restore --rev` found it already as at the revision: no commit), `warnings` |
+| `update`, `restore` | the memory, `action` (`updated`, `restored`; `unchanged` when the fields given held those values already, or `restore --rev` found it already as at the revision: no commit), `warnings` |
 | `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |
 | `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |

@@ -220,6 +220,35 @@ def test_an_update_of_nothing_names_the_options_or_parameters_there_are(catalog_
         "Nothing to update: give at least one of title, content, type, project, scope, topic_key."))
 
 
+def test_an_update_that_changes_nothing_commits_nothing_and_says_so(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """Fields that hold what the memory holds already made a commit that moved only updated_at:
+    now no commit, and the command (text and --json) and mem_update say so, exit 0. A real
+    change still makes one commit."""
+    root = catalog_kb.root
+    memory_id = catalog_kb.save_observation("Cents", "Amounts are in cents", type="decision").memory_id
+    head = git(root, "rev-parse", "HEAD").strip()
+    same = ("update", memory_id, "--title", "Cents", "--type", "Decision", "--scope", "project")
+    proc = invoke_cli("--kb", root, *same)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, f"Memory {memory_id} already holds these values; nothing to commit.\n", "")
+    data = json.loads(invoke_cli("--kb", root, *same, "--json", check=True).stdout)
+    assert (data["action"], data["title"], data["updated_at"], data["revision_count"]) == ("unchanged", "Cents", None, 1)
+
+    async def script(session: ClientSession) -> tuple[str, dict[str, Any]]:
+        result = await session.call_tool("mem_update", {"id": memory_id, "content": "Amounts are in cents"})
+        assert not result.is_error, result.content[0].text
+        return result.content[0].text, result.structured_content
+
+    text, structured = with_server_in_process(root, script)
+    assert text == (f'Memory unchanged: #{memory_id} "Cents" (decision, scope=project): it already holds these '
+                    "values; nothing to commit.")
+    assert (structured["action"], structured["updated_at"]) == ("unchanged", None)
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert invoke_cli("--kb", root, "update", memory_id, "--title", "Amounts in cents", check=True).stdout == (
+        f"Updated memory {memory_id}\n")
+    assert git(root, "log", "--format=%s", f"{head}..HEAD") == f"memory: update {memory_id} (title)\n"
+
+
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
                                                                           invoke_cli) -> None:
     """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the

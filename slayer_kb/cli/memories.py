@@ -234,7 +234,7 @@ def update(
     entities: tuple[str, ...],
     force: bool,
 ) -> None:
-    """Change some fields of a memory (at least one).
+    """Change some fields of a memory (at least one). Values it holds already make no commit.
 
     \b
     Example:
@@ -258,7 +258,9 @@ def update(
 
 
 def updated_text(memory_id: str, data: dict[str, Any]) -> str:
-    return f"Updated memory {memory_id}" + warning_lines(data.get("warnings", [])) + kept_line(data.get("kept", []))
+    said = (f"Memory {memory_id} already holds these values; nothing to commit." if data.get("action") == "unchanged"
+            else f"Updated memory {memory_id}")
+    return said + warning_lines(data.get("warnings", [])) + kept_line(data.get("kept", []))
 
 
 @click.command()

@@ -70,7 +70,7 @@ class ChangeResult:
     """What ``update`` or ``restore`` did to one memory, and the memory as it now is."""
 
     memory: dict[str, Any]  # Memory.to_dict()
-    action: str  # updated | restored
+    action: str  # updated | unchanged (the fields held the values given: no commit) | restored
     warnings: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
 

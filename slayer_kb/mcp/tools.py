@@ -183,17 +183,20 @@ def _mem_update(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         _id_arg(a["id"]), title=a.get("title"), learning=a.get("content"), type=a.get("type"),
         project=a.get("project"), scope=a.get("scope"), topic_key=a.get("topic_key"),
     )
-    return _change_reply("updated", result)
+    return _change_reply(result)
 
 
 def _mem_restore(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
-    return _change_reply("restored", kb.restore(_id_arg(a["id"])))
+    return _change_reply(kb.restore(_id_arg(a["id"])))
 
 
-def _change_reply(verb: str, result: ChangeResult) -> Reply:
-    """Engram's ``Memory updated: ...`` line, for an update or a restore."""
+def _change_reply(result: ChangeResult) -> Reply:
+    """Engram's ``Memory updated: ...`` line, for an update or a restore; an update that changed
+    nothing (no commit) says so in the same shape."""
     data = result.memory
-    text = f'Memory {verb}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
+    text = f'Memory {result.action}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
+    if result.action == "unchanged":
+        text += ": it already holds these values; nothing to commit."
     return Reply(_with_warnings(text, result.warnings), result.to_json())
 
 

@@ -55,7 +55,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             )
     with kb.transaction() as tx:
 
-        def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str]]]:
+        def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str], bool]]:
             memory = kb.read_with_fix(memory_id)
             if memory.is_deleted:
                 raise deleted_error(memory)
@@ -81,18 +81,22 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "entities" in given:
                 changes["entities"], more = kb.resolve_entities(given["entities"], held=memory.entities)
                 warnings.extend(more)
-            updated = memory.evolve(
-                **changes, updated_at=utc_now(), duplicate_count=observations.folded_duplicates(kb, memory)
-            )
+            updated = memory.evolve(**changes, duplicate_count=observations.folded_duplicates(kb, memory))
+            if updated == memory:
+                # The values it holds already: no commit that would move only updated_at. The file
+                # is still planned, so that uncommitted work in it is refused (or set aside) as ever.
+                return [memory_change(memory)], (changes, warnings, False)
+            updated.updated_at = utc_now()
             observations.check_key_change(tx, memory_id, updated.topic_key, updated.project, updated.scope, memory)
             if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
                 updated.revision_count = memory.revision_count + 1
-            return [memory_change(updated)], (changes, warnings)
+            return [memory_change(updated)], (changes, warnings, True)
 
-        planned, (changes, warnings), kept = tx.rewrite(plan, force)
-        tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
-        kb.fold_duplicates(memory_id)
-    return ChangeResult(kb.get(memory_id).to_dict(), "updated", warnings, kept)
+        planned, (changes, warnings, changed), kept = tx.rewrite(plan, force)
+        if changed:
+            tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
+            kb.fold_duplicates(memory_id)
+    return ChangeResult(kb.get(memory_id).to_dict(), "updated" if changed else "unchanged", warnings, kept)
 
 
 def _deleted_already(memory: Memory) -> NotFoundError:
