@@ -448,6 +448,29 @@ def test_a_value_its_explicit_tag_does_not_fit_is_a_problem_and_reads_go_on(cata
         "\nwarning: memories/stamp.yaml:2: 'created_at' must be a UTC time like '2026-11-29T20:42:40Z' (skipped)\n")
 
 
+def test_a_value_its_tag_does_not_fit_in_a_catalog_file_is_named_at_its_line(catalog_kb: KnowledgeBase,
+                                                                             invoke_cli) -> None:
+    """The catalog reads such a value as its text, as the memories' reader does, so validate said
+    nothing, where SLayer's loader refuses the file: it is named at its file and line, as in a
+    memory file, and the model is still used."""
+    models = catalog_kb.root / "models" / "shop"
+    (models / "regions.yaml").write_text("name: regions\ncolumns:\n- {name: id, type: INT}\n"
+                                         "- {name: country_id, type: !!int x}\ndescription: !!timestamp nope\n")
+    (catalog_kb.root / "datasources" / "shop.yaml").write_text("name: shop\ntype: postgres\nread_only: !!bool maybe\n")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    fix = "remove the tag to keep it as text, or write"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"datasources/shop.yaml:3: catalog: 'read_only' 'maybe' is not true or false, as its tag !!bool says: {fix} "
+        "true or false\n"
+        f"models/shop/regions.yaml:4: catalog: 'columns[1].type' 'x' is not a whole number, as its tag !!int says: "
+        f"{fix} a whole number\n"
+        f"models/shop/regions.yaml:5: catalog: 'description' 'nope' is not a time, as its tag !!timestamp says: "
+        f"{fix} a time\n"
+        "3 problems in 2 files (0 files checked)\n"))
+    assert catalog_kb.save_memory("Regions are sales regions", ["shop.regions.country_id"]).resolved_entities == [
+        "shop.regions.country_id"]
+
+
 def test_schema_is_valid_and_agrees_with_the_files(invoke_cli) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.validators.validator_for(schema).check_schema(schema)

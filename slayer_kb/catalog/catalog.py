@@ -255,7 +255,7 @@ def _parse_yaml(text: str) -> Any:
 # Long-running processes (the MCP server, the watcher) reload the catalog after every change, and
 # YAML parsing is nearly all of the load time: a file whose text is unchanged is not parsed again.
 # Keyed by the text itself, never by mtime, so that a same-size rewrite cannot leave it stale.
-_PARSED: dict[Path, tuple[str, Any, CatalogProblem | None]] = {}
+_PARSED: dict[Path, tuple[str, Any, list[CatalogProblem]]] = {}
 
 
 def _load_file(path: Path, parse: Callable[[Any], Any], problems: list[CatalogProblem]) -> Any:
@@ -267,23 +267,25 @@ def _load_file(path: Path, parse: Callable[[Any], Any], problems: list[CatalogPr
         return None
     cached = _PARSED.get(path)
     if cached is not None and cached[0] == text:
-        _text, result, problem = cached
+        _text, result, found = cached
     else:
-        result, problem = _parse_text(path, text, parse)
-        _PARSED[path] = (text, result, problem)
-    if problem is not None:
-        problems.append(CatalogProblem(problem.path, problem.line, problem.message))
+        result, found = _parse_text(path, text, parse)
+        _PARSED[path] = (text, result, found)
+    problems.extend(CatalogProblem(p.path, p.line, p.message, p.skipped) for p in found)
     return result
 
 
-def _parse_text(
-    path: Path, text: str, parse: Callable[[Any], Any]
-) -> tuple[Any, CatalogProblem | None]:
+def _parse_text(path: Path, text: str, parse: Callable[[Any], Any]) -> tuple[Any, list[CatalogProblem]]:
+    """The file parsed, and its problems: each value its explicit tag does not fit (``!!int x``,
+    read as its text, as SLayer's loader would refuse it: the file is used all the same), then
+    why the file cannot be used, if it cannot."""
+    tagged = [CatalogProblem(path, found.line, f"'{found.path}' {found.message}", skipped=False)
+              for found in yamlio.mistagged(text)]
     try:
-        return parse(_parse_yaml(text)), None
+        return parse(_parse_yaml(text)), tagged
     except _Broken as exc:
         line = exc.line if exc.line is not None else _line_of(text, exc.keys)
-        return None, CatalogProblem(path, line, exc.message)
+        return None, [*tagged, CatalogProblem(path, line, exc.message)]
 
 
 def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:
