@@ -12,6 +12,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core import session as session_file
 from slayer_kb.core.errors import ConflictError, InvalidInputError, MemoryFileError, NotFoundError
+from slayer_kb.mcp.tools import call_tool
 from slayer_kb.ops import capture, sessions
 from slayer_kb.ops.fmt import fmt
 from slayer_kb.ops.validate import validate
@@ -292,6 +293,30 @@ def test_a_capture_whose_learnings_are_all_too_short_says_why(empty_kb: Knowledg
         assert (none.stdout, none.stderr) == ("Passive capture complete: extracted=0 saved=0 duplicates=0\n", ""), ordinary
     short = invoke_cli("--kb", empty_kb.root, "--json", "capture-passive", "## Key Learnings:\n1. too short\nprose\n")
     assert json_of(short)["warnings"] == [
+        "the '## Key Learnings:' section holds no item ('1. ...' or '- ...') of 20 characters or more, so nothing "
+        "was saved; write each learning as such an item."]
+    assert subjects(empty_kb.root) == ["kb: initialise knowledge base"]
+
+
+def test_a_capture_whose_learnings_section_lists_none_says_there_were_none(empty_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    """'- None' (or '- N/A') as the only item under the heading is an agent saying it learned
+    nothing this time: it was warned of as a learning too short to keep. No warning, nothing
+    saved, and the reply says the section listed none."""
+    for listed in ("- None", "- none", "- N/A", "- n/a", "1. **None.**"):
+        proc = invoke_cli("--kb", empty_kb.root, "capture-passive", f"Fixed the report.\n\n## Key Learnings:\n{listed}\n",
+                          check=True)
+        assert (proc.stdout, proc.stderr) == (
+            "Passive capture complete: extracted=0 saved=0 duplicates=0 (the '## Key Learnings:' section lists "
+            "none)\n", ""), listed
+    data = json_of(invoke_cli("--kb", empty_kb.root, "--json", "capture-passive", "## Key Learnings:\n- None\n"))
+    assert (data["warnings"], data["memory_ids"]) == ([], [])
+    assert data["message"].endswith("(the '## Key Learnings:' section lists none)")
+    reply = call_tool(empty_kb, "mem_capture_passive", {"content": "### Learnings\n* N/A\n"})
+    assert (reply.is_error, reply.text) == (False, "Passive capture complete: extracted=0 saved=0 duplicates=0 (the "
+                                                   "'### Learnings' section lists none)")
+    assert json_of(invoke_cli("--kb", empty_kb.root, "--json", "capture-passive",
+                              "## Key Learnings:\n- None\n- tiny\n"))["warnings"] == [
         "the '## Key Learnings:' section holds no item ('1. ...' or '- ...') of 20 characters or more, so nothing "
         "was saved; write each learning as such an item."]
     assert subjects(empty_kb.root) == ["kb: initialise knowledge base"]

@@ -259,11 +259,12 @@ class CaptureResult:
     commit: str | None = None
     skipped: list[int] = field(default_factory=list)  # the numbers (from 1) of learnings not saved
     warnings: list[str] = field(default_factory=list)  # why each was not
+    listed_none: str | None = None  # the heading of a section whose only items say none ("- None")
 
     @property
     def message(self) -> str:
-        return (f"Passive capture complete: extracted={self.extracted} saved={self.saved} "
-                f"duplicates={self.duplicates}")
+        said = f"Passive capture complete: extracted={self.extracted} saved={self.saved} duplicates={self.duplicates}"
+        return f"{said} (the {self.listed_none!r} section lists none)" if self.listed_none else said
 
     def to_json(self) -> dict[str, Any]:
         return {"extracted": self.extracted, "saved": self.saved, "duplicates": self.duplicates,

@@ -55,17 +55,39 @@ def _sections(text: str) -> Iterator[tuple[re.Match[str], str]]:
         yield heading, section if cut is None else section[: cut.start()]
 
 
-def all_too_short(text: str) -> str | None:
-    """Why ``extract_learnings`` found no learning in ``text`` when a ``## Key Learnings:`` section
-    holds items, all under the length kept (the agent meant to capture, and nothing was): how to
-    write one. None for a text with no such section or no item under it ("None this time."), the
-    ordinary case of an agent's output."""
+def _last_items(text: str) -> tuple[str, list[str]] | None:
+    """The heading and the items ('1. ...', else '- ...') of the last learnings section holding
+    any, as ``extract_learnings`` reads them before dropping the short ones."""
     for heading, section in _sections(text):
-        if _NUMBERED.search(section) or _BULLET.search(section):
-            return (f"the {heading.group(0).strip()!r} section holds no item ('1. ...' or '- ...') of "
-                    f"{MIN_LEARNING_CHARS} characters or more, so nothing was saved; write each learning as such "
-                    "an item.")
+        items = [m.group(1) for m in _NUMBERED.finditer(section)] or [m.group(1) for m in _BULLET.finditer(section)]
+        if items:
+            return heading.group(0).strip(), items
     return None
+
+
+# What an item says when the agent learned nothing this time ("- None", "- N/A").
+_NONE = frozenset({"none", "n/a"})
+
+
+def _says_none(item: str) -> bool:
+    return _clean(item).rstrip(".").casefold() in _NONE
+
+
+def _why_none(text: str, result: CaptureResult) -> None:
+    """Why ``extract_learnings`` found no learning in ``text``, in ``result``: a section whose
+    items all say none ("- None") listed none, which the reply says; one holding items all under
+    the length kept (the agent meant to capture, and nothing was) is warned of, with how to write
+    one. Nothing for a text with no such section or no item under it ("None this time."), the
+    ordinary case of an agent's output."""
+    found = _last_items(text)
+    if found is None:
+        return
+    heading, items = found
+    if all(map(_says_none, items)):
+        result.listed_none = heading
+    else:
+        result.warnings.append(f"the {heading!r} section holds no item ('1. ...' or '- ...') of {MIN_LEARNING_CHARS} "
+                               "characters or more, so nothing was saved; write each learning as such an item.")
 
 
 def _clean(text: str) -> str:
@@ -92,8 +114,8 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     text = engram.redact_private(content)
     extracted = extract_learnings(text)
     result = CaptureResult(session_id, source, extracted=len(extracted))
-    if not extracted and (why := all_too_short(text)):  # else extracted=0 leaves the agent to guess why
-        result.warnings.append(why)
+    if not extracted:  # extracted=0 alone leaves the agent to guess why
+        _why_none(text, result)
     learnings = []
     for number, learning in enumerate(extracted, 1):
         # As a save refuses it (a capture saved one of 100 KB); the others are still learnings
