@@ -449,6 +449,21 @@ def test_two_clones_folding_alike_still_count_every_revision(tmp_path: Path) -> 
     assert git(c, "log", "-1", "--format=%s", "--", "memories/1.yaml").strip() == "memory: count both sides' revisions of 1"
 
 
+def test_the_ids_settings_are_read_again_when_the_global_config_changes(tmp_path: Path) -> None:
+    """A process that saves again and again (a warm server) read the ids' settings again only
+    when the clone's own config changed: a 'slayer-kb.ids' set or unset in the user's config was
+    not seen until the process ended. Now every config file git reads counts."""
+    bare, (a,) = make_team(tmp_path, 1)
+    git(a, "config", "--global", "slayer-kb.ids", "sequential")
+    kb = KnowledgeBase(a)
+    assert kb.save_memory("Counted on its own", ["orders.amount"]).memory_id == "1"
+    assert leased_blocks(bare) == []
+    git(a, "config", "--global", "--unset", "slayer-kb.ids")
+    # Leased: the block that holds the next id, where a clone counting on its own leases none.
+    assert kb.save_memory("Leased from the remote", ["orders.amount"]).memory_id == "2"
+    assert leased_blocks(bare) == [f"{NAMESPACE}0"]
+
+
 def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) -> None:
     """A clone whose only remote is not named origin (git clone -o upstream): sync, like the
     id leases, takes the branch's remote, with no --remote to give."""

@@ -92,10 +92,10 @@ class Identity:
             return self._read[1]
         return self._take(now, self._config(_KEYS))
 
-    def with_config(self, keys: str) -> bytes:
+    def with_config(self, keys: str, now: Sources) -> bytes:
         """``git config -z --get-regexp`` of the keys the regexp ``keys`` matches, and of who
-        commits, in one process (a save asks both; a git process is 1-2 ms of CPU)."""
-        now = sources(*self._git_dirs())
+        commits, in one process (a save asks both; a git process is 1-2 ms of CPU); ``now``:
+        the ``sources`` the caller looked at before asking."""
         found = self._config(f"{keys}|{_KEYS}")
         self._take(now, found)
         return found

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from . import claims
+from .identity import Sources, sources
 from .repo import GitStore
 
 BLOCK = 100
@@ -111,7 +112,7 @@ class IdLeases:
 
     def __init__(self, store: GitStore) -> None:
         self.store = store
-        self._config_seen: tuple[int, int, int] | None = None
+        self._config_seen: Sources | None = None
         self._config: dict[str, str] = {}
 
     # -- settings ------------------------------------------------------------------------------
@@ -122,16 +123,14 @@ class IdLeases:
         return self.store.git_dirs()[1]
 
     def settings(self) -> dict[str, str]:
-        """The repository's config keys leases and ``sync`` depend on (the remotes' urls, each
-        branch's upstream), read again only when the file changed; the store takes who commits
-        from the same read."""
-        try:
-            st = os.stat(self.common_dir / "config")
-            seen = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            seen = None
-        if seen is None or seen != self._config_seen:
-            found = self.store.identity.with_config(r"slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge)")
+        """The config keys leases and ``sync`` depend on (the remotes' urls, each branch's
+        upstream), read again only when what git reads them from changed (``identity.sources``:
+        the environment and every config file, the user's and the system's too); the store takes
+        who commits from the same read."""
+        seen = sources(*self.store.git_dirs())
+        if seen != self._config_seen:
+            found = self.store.identity.with_config(r"slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge)",
+                                                    seen)
             config: dict[str, str] = {}
             for item in found.decode("utf-8", "surrogateescape").split("\0"):
                 key, _, value = item.partition("\n")
@@ -147,14 +146,16 @@ class IdLeases:
             return None
         if not any(key.startswith("remote.") for key in config):
             return None
-        name = self.remote_name()
+        name = self._remote_name(config)
         url = config.get(f"remote.{name}.url")
         return Remote(name, url) if url else None
 
     def remote_name(self) -> str:
         """The remote this clone shares with (``sync``'s too): ``slayer-kb.remote``, else the
         current branch's remote, else ``origin``."""
-        config = self.settings()
+        return self._remote_name(self.settings())
+
+    def _remote_name(self, config: dict[str, str]) -> str:
         name = config.get("slayer-kb.remote", "").strip()
         if not name:
             branch = self._branch()
