@@ -234,12 +234,16 @@ def test_an_update_that_changes_nothing_commits_nothing_and_says_so(catalog_kb: 
     data = json.loads(invoke_cli("--kb", root, *same, "--json", check=True).stdout)
     assert (data["action"], data["title"], data["updated_at"], data["revision_count"]) == ("unchanged", "Cents", None, 1)
 
-    async def script(session: ClientSession) -> tuple[str, dict[str, Any]]:
+    async def script(session: ClientSession) -> tuple[str, dict[str, Any], str]:
+        described = next(tool.description for tool in (await session.list_tools()).tools if tool.name == "mem_update")
         result = await session.call_tool("mem_update", {"id": memory_id, "content": "Amounts are in cents"})
         assert not result.is_error, result.content[0].text
-        return result.content[0].text, result.structured_content
+        return result.content[0].text, result.structured_content, described
 
-    text, structured = with_server_in_process(root, script)
+    text, structured, described = with_server_in_process(root, script)
+    assert described.endswith("Values the memory holds already change nothing: no commit, and the reply is Memory "
+                              'unchanged: #ID "TITLE" (TYPE, scope=SCOPE): it already holds these values; nothing '
+                              "to commit.")
     assert text == (f'Memory unchanged: #{memory_id} "Cents" (decision, scope=project): it already holds these '
                     "values; nothing to commit.")
     assert (structured["action"], structured["updated_at"]) == ("unchanged", None)
