@@ -393,6 +393,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
                 created_at = replaced.created_at if replaced is not None else now
                 action = "replaced"
                 updated_at = now
+            else:
+                tx.check_given_number(memory_id)
         memory = Memory(
             id=memory_id,
             learning=learning,

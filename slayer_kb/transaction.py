@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from .core.children import python_child
 from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError, StoreError, WorkTreeError
-from .core.ids import MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key
+from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps
 from .core.text import listed
 from .store.gitstate import detached_head
+from .store.leases import BLOCK, block_of, first_of
 from .store.repo import Change
 from .store.worktree import missing_by_hand
 
@@ -222,6 +223,19 @@ class Transaction:
             top = max(history, self.index.highest_auto_id())
         self.ids.save(head, top)
         return top
+
+    def check_given_number(self, memory_id: str) -> None:
+        """Refuse a new memory a number as auto ids are (``save --id 102``) from a block this clone
+        does not hold: the clone that leased it hands its ids out, and a sync would then renumber
+        one of the two memories, maybe under an agent that holds its id."""
+        if not is_auto_id(memory_id) or len(memory_id) > MAX_AUTO_DIGITS or self.leases.holds(int(memory_id)) is not False:
+            return
+        first = first_of(block_of(int(memory_id)))
+        said = (f"Memory id '{memory_id}' is a number as auto ids are, and this clone holds no block of "
+                f"{self.leases.remote_name()}'s with it (ids {first}-{first + BLOCK - 1}): another clone may hand it "
+                "out for another memory, and a sync would then give one of the two a new id. {} to get this clone's "
+                "next auto id, or give a name such as 'kb.orders-total'.")
+        raise InvalidIdError(said.format("Omit --id"), tool_message=said.format("Omit the id"))
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse an id a new memory may not take (``ids.check_new_id`` against the KB's ids)."""

@@ -57,6 +57,28 @@ def test_an_id_an_agent_holds_never_changes_meaning(team, invoke_cli) -> None:
     assert git(bare, "log", "-1", "--format=%s", f"{NAMESPACE}1").strip() == f"slayer-kb: lease ids {BLOCK + 1}-{2 * BLOCK}"
 
 
+def test_a_given_number_in_another_clones_block_is_refused(team, invoke_cli) -> None:
+    """An agent saving under a number of its choosing (--id 102) took an id of the block another
+    clone leased, which that clone then handed out for another memory: its sync renumbered the
+    id its save had returned (102 -> 103)."""
+    _bare, (x, y) = team
+    invoke_cli("--kb", x, "save", "X: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", y, "save", "Y: first", "-e", "shop.orders.amount", check=True)  # Y leases block 1
+    taken = f"{BLOCK + 2}"
+    refused = invoke_cli("--kb", x, "save", "X: a number of my own", "-e", "shop.orders", "--id", taken)
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Memory id '{taken}' is a number as auto ids are, and this clone holds no block of origin's "
+        f"with it (ids {BLOCK + 1}-{2 * BLOCK}): another clone may hand it out for another memory, and a sync "
+        "would then give one of the two a new id. Omit --id to get this clone's next auto id, or give a name "
+        "such as 'kb.orders-total'.\n"))
+    assert not (x / "memories" / f"{taken}.yaml").exists()
+    # A number of a block this clone holds is its own to give; one it holds already is replaced.
+    invoke_cli("--kb", x, "save", "X: mine", "-e", "shop.orders", "--id", "5", check=True)
+    invoke_cli("--kb", y, "save", "Y: again", "-e", "shop.orders", "--id", f"{BLOCK + 1}", check=True)
+    assert invoke_cli("--kb", x, "save", "X: next", "-e", "shop.orders", check=True).stdout.startswith(
+        "Saved memory 2 (created)")
+
+
 def test_a_kb_with_no_remote_still_counts_one_two_three(catalog_kb: KnowledgeBase) -> None:
     ids = [catalog_kb.save_memory(f"note {n}", ["orders.amount"]).memory_id for n in range(3)]
     assert ids == ["1", "2", "3"]

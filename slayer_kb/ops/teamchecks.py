@@ -1,7 +1,8 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), links a branch added to memories REF forgot
-or entities REF deleted from the catalog since (``--against REF``), and topic keys held by more
-than one memory.
+or entities REF deleted from the catalog since, memory and session files both sides changed that a
+plain ``git merge`` stops on (all three ``--against REF``), and topic keys held by more than one
+memory.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import tempfile
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -366,6 +368,70 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
             "to deleted entities, as the delete would have, in one commit",
         ) for entity in sorted(e for e in new if not e.startswith(_LINK))]
     return problems
+
+
+# What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
+_MERGES = {
+    MEMORIES: ("memory", "it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+                         "stops on two edits of one field (two memories under one id among them) with the steps "
+                         "to merge by hand"),
+    SESSIONS_DIR: ("session file", "it merges both sides' sessions (their prompts, the earliest start, the latest "
+                                   "end)"),
+}
+_NO_BLOB = "0" * 40
+
+
+def plain_merge_conflicts(compared: Branch) -> list[Problem]:
+    """Memory and session files this branch's commits wrote that the revision compared with wrote
+    too since they parted, in lines git's line merge cannot join (a forget against an edit among
+    them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
+    driver of slayer-kb's runs) stops on them. ``slayer-kb merge REF`` on the branch merges them
+    as sync does, or stops on them for a person. An auto id both sides added is
+    ``id_collisions``'s to name (its fix is a renumbering)."""
+    store, base, against_sha = compared.store, compared.base, compared.against_sha
+    head = store.head()
+    if base is None or head is None or against_sha == base:
+        return []
+    ours, theirs = (_written_since(store, base, rev) for rev in (head, against_sha))
+    both = sorted(path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1]
+                  and not (ours[path][0] == _NO_BLOB and path.endswith(".yaml")
+                           and Path(path).parent.name == MEMORIES and is_auto_id(Path(path).stem)))
+    if not both:
+        return []
+    texts = store.objects.read_many("blob", {blob for path in both for blob in (*ours[path], theirs[path][1])}
+                                    - {_NO_BLOB})
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="slayer-kb-merge-") as folder:
+        for path in both:
+            (before, mine), after = ours[path], theirs[path][1]
+            if _NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
+                versions = [Path(folder, side) for side in ("ours", "base", "theirs")]
+                for version, blob in zip(versions, (mine, before, after), strict=True):
+                    version.write_bytes(texts.get(blob, b""))
+                if store.git("merge-file", "-q", "-p", *map(str, versions), check=False).returncode == 0:
+                    continue
+            kb_path = path[len(store.prefix):]
+            kind, merges = _MERGES[kb_path.partition("/")[0]]
+            fix = fix_command(store, compared.root, f"merge {shlex.quote(compared.against)}", compared.against)
+            problems.append(Problem(
+                shown(compared.root / kb_path), 1,
+                f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
+                f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
+            ))
+    return problems
+
+
+def _written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, str]]:
+    """``{repo path: (blob at base, blob at rev)}`` of the memory and session files ``rev`` added,
+    changed or removed since ``base`` (``_NO_BLOB`` where one lacks the file)."""
+    folders = [store.repo_path(f"{folder}/") for folder in _MERGES]
+    out = store.git("diff", "--raw", "-z", "--no-abbrev", "--no-renames", base, rev, "--", *folders).stdout
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    written = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        if path.endswith(".yaml") and "/" not in path[len(store.prefix):].partition("/")[2]:
+            written[path] = (meta.split()[2], meta.split()[3])
+    return written
 
 
 def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:

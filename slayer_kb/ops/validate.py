@@ -84,6 +84,7 @@ from .teamchecks import (
     holds_a_topic_key,
     id_collisions,
     links_to_gone,
+    plain_merge_conflicts,
     topic_key_holders,
     topic_key_twins,
     topic_keys_taken,
@@ -265,6 +266,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
             report.problems.extend(links_to_gone(compared, target.files, context.catalog))
+            report.problems.extend(plain_merge_conflicts(compared))
     report.problems.sort(key=lambda p: (p.path, p.line))
     report.warnings.sort(key=lambda p: (p.path, p.line))
     return report

@@ -194,6 +194,17 @@ class IdLeases:
             self._save(held)
         return [str(i) for i in ids]
 
+    def holds(self, memory_id: int) -> bool | None:
+        """Whether a block this clone holds (leased, or offline) has ``memory_id``: only then may a
+        memory be given that number, which no other clone hands out. None when this KB does not
+        lease ids."""
+        remote = self.remote()
+        if remote is None:
+            return None
+        with self._locked():
+            held = self._load(remote)
+        return block_of(memory_id) in {k for k, _n in held.blocks} | set(held.unregistered)
+
     def top_up(self, floor: int) -> None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
         than ``SPARE`` ids are left, so the saves that follow need no network. Never raises for
