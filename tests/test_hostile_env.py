@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
-from testing import CliRunner, account_home_at, git, json_of, make_empty_kb, make_team
+from testing import CliRunner, account_home_at, commit_all, git, json_of, make_empty_kb, make_team
 
 
 @pytest.fixture
@@ -311,3 +312,27 @@ def test_the_key_is_kept_under_home_where_the_accounts_home_takes_no_file(
     invoke_cli("--kb", root, "list", check=True)  # the copied KB's folder was stamped under another key
     again = invoke_cli("--kb", root, "list", check=True)
     assert (again.stderr, (home / ".local" / "state" / "slayer-kb" / "key").stat().st_size) == ("", 32)
+
+
+def test_a_relative_folder_on_path_never_runs_a_kbs_tracked_git(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """git runs in the KB's folder, and a PATH with an empty or relative entry (``PATH=$EXTRA:$PATH``
+    with EXTRA unset) made every command run an executable ``git`` a cloned KB tracks there, from
+    any folder the user ran slayer-kb in. Programs are looked up in PATH's absolute folders only."""
+    root = indexed_example_kb.root
+    marker = tmp_path / "PWNED"
+    touch, real_git = shutil.which("touch"), shutil.which("git")  # absolute: the planted git may find no PATH
+    for where in (root, root / "bin"):
+        where.mkdir(exist_ok=True)
+        (where / "git").write_text(f"#!/bin/sh\n{touch} {shlex.quote(str(marker))}\nexec {real_git} \"$@\"\n")
+        (where / "git").chmod(0o755)
+    commit_all(root, "a KB that tracks a git of its own")
+    path = os.pathsep.join(("", ".", "bin", os.environ["PATH"]))
+    for args in (("save", "a learning saved beside a planted git", "-e", "shop.orders.amount"), ("forget", "1"),
+                 ("search", "refunds"), ("log", "2")):
+        proc = invoke_cli("--kb", root, *args, cwd=tmp_path, env={"PATH": path})
+        assert (proc.returncode, proc.stderr) == (0, ""), args
+    # With no absolute folder left, the system's default path, not the current folder.
+    assert invoke_cli("--kb", root, "log", "2", cwd=tmp_path, env={"PATH": "bin"}).returncode == 0
+    assert not marker.exists()
+    assert git(root, "log", "-2", "--format=%s") == "memory: forget 1\nmemory: save 27\n"
