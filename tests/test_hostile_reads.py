@@ -8,6 +8,7 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,30 @@ def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBas
     warned = json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"]
     assert warned[9:] == ["memories/d08.yaml: is a folder, not a regular file; move it out of memories/ (skipped)",
                           "3 more files could not be used either; 'slayer-kb validate' names each of them."]
+
+
+def test_review_names_a_memory_or_session_a_branch_made_a_link_or_submodule(indexed_example_kb: KnowledgeBase,
+                                                                            invoke_cli: CliRunner) -> None:
+    """A pull request that replaced memory 12 with a submodule (a gitlink) was "No memory
+    changed", and one that made 13 a symlink to /etc/passwd a mapping problem; a checkout skips
+    both. Each is named as what it is, and the memory it replaced as removed."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    link = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="/etc/passwd",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    session = "sessions/ses-20261009-payments-recon.yaml"
+    for mode, oid, path in (("160000", base, "memories/12.yaml"), ("120000", link, "memories/13.yaml"),
+                            ("160000", base, "memories/99.yaml"), ("160000", base, session)):
+        git(root, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}")
+    git(root, "commit", "-q", "-m", "a pull request")
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True))
+    assert [change["id"] for change in reviewed["removed"]] == ["12", "13"]
+    assert (reviewed["added"], reviewed["changed"]) == ([], [])
+    assert [(entry["status"], entry["path"]) for entry in reviewed["sessions"]] == [("removed", session)]
+    assert reviewed["problems"] == [
+        "memories/12.yaml:1: is a submodule, not a regular file; move it out of memories/; slayer-kb skips it",
+        "memories/13.yaml:1: is a symlink, which slayer-kb never follows; put the file itself in memories/; "
+        "slayer-kb skips it",
+        "memories/99.yaml:1: is a submodule, not a regular file; move it out of memories/; slayer-kb skips it",
+        f"{session}:1: is a submodule, not a regular file; move it out of sessions/; slayer-kb skips it",
+    ]
