@@ -282,3 +282,23 @@ def test_a_file_git_is_told_not_to_look_at_is_never_rewritten(indexed_example_kb
     assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
     invoke_cli("--kb", root, "forget", "2", check=True)
     assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
+
+
+def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """A sparse checkout leaves a file out of the work tree: get, update and a save over it called
+    it a deletion not committed and said to commit it with ``git rm``, which deletes the memory for
+    everyone."""
+    root = indexed_example_kb.root
+    git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/memories/5.yaml")
+    assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
+    told = ("memories/5.yaml is not checked out: git's index marks it skip-worktree (as a sparse checkout does for "
+            "the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, or run git "
+            "sparse-checkout disable)")
+    before = head(root)
+    assert invoke_cli("--kb", root, "get", "5").stderr == f"Error: {told}.\n"
+    saved = invoke_cli("--kb", root, "save", "--id", "5", "over it", "-e", "shop.orders.amount")
+    assert (saved.returncode, saved.stderr) == (
+        1, f"Error: {told}, then retry. Nothing was done: slayer-kb never commits work you have not committed.\n")
+    assert head(root) == before

@@ -333,6 +333,11 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     if blob is None:
         return None
     repo_path = store.repo_path(kb_path)
+    if _marked(store, [repo_path]).get(kb_path) == "skip-worktree":
+        # Left out by a sparse checkout: 'git rm' would delete the memory for everyone.
+        return (f"{kb_path} is not checked out: git's index marks it skip-worktree (as a sparse checkout does "
+                "for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, "
+                "or run git sparse-checkout disable).")
     # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
     proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
                      store.prefix or ".", env=STATUS_ENV)
