@@ -406,3 +406,23 @@ def test_review_names_a_memory_or_session_a_branch_made_a_link_or_submodule(inde
         "memories/99.yaml:1: is a submodule, not a regular file; move it out of memories/; slayer-kb skips it",
         f"{session}:1: is a submodule, not a regular file; move it out of sessions/; slayer-kb skips it",
     ]
+
+
+def test_a_review_comment_shows_a_branchs_text_and_hides_nothing(indexed_example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner) -> None:
+    """The review is posted as a pull request's comment (action.yml), with validate's verdict below
+    it: a title ending in '<!--' hid everything after it, the failed validation included; '@team'
+    pinged a team; a learning holding a line of backticks closed its diff's fence; a session id
+    is any printable text. Each shows as the text it is."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    invoke_cli("--kb", root, "save", "--title", "Hide <!-- the rest", "--type", "decision", "@acme/admins [ok](x) *",
+               check=True)
+    invoke_cli("--kb", root, "update", "1", "--learning", "Fenced\n```\n<b>x</b> `tick`", check=True)
+    invoke_cli("--kb", root, "session-start", "s<!--", "--project", "@acme", check=True)
+    review = invoke_cli("--kb", root, "review", base, check=True).stdout
+    assert "- **27**: Hide \\<!-- the rest (no entities)\n" in review
+    assert "  ````diff\n" in review and "  +\\<b>x\\</b>" not in review  # a diff is code: as it is
+    assert "- **s\\<!--**: started in `@acme`\n" in review
+    # What was hidden: the sections after the title, each still there.
+    assert review.index("### Changed") > review.index("Hide") and "### Sessions" in review
