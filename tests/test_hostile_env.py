@@ -140,6 +140,26 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
 
 
+def test_a_review_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """actions/checkout clones one commit deep unless told otherwise: review and validate
+    --against then found no common ancestor and said to name a revision the branch left, which
+    was the one named."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(shallow))
+    invoke_cli("--kb", shallow, "save", "mine", "--title", "Mine", check=True)
+    invoke_cli("--kb", a, "save", "theirs", "--title", "Theirs", check=True)
+    git(a, "push", "-q", "origin", "main")
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "main")
+    told = ("'origin/main' and HEAD have no common ancestor in this shallow clone, which left out the history "
+            "where they parted: run 'git fetch --unshallow' (in CI, check out with fetch-depth: 0), then retry.\n")
+    for args in (("review", "origin/main"), ("validate", "--against", "origin/main")):
+        proc = invoke_cli("--kb", shallow, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {told}"), args
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert "Memories: 1 added" in invoke_cli("--kb", shallow, "review", "origin/main", check=True).stdout
+
+
 def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """get, update, forget, timeline and edit of a memory whose file was moved (by hand or with git mv)

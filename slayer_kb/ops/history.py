@@ -45,7 +45,7 @@ from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev
+from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
@@ -309,6 +309,8 @@ def merge_base_of(store: GitStore, base: str, head: str) -> str:
     proc = store.git("merge-base", base_sha, head_sha, check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
+        if (shallow := shallow_parting(store, base, head)) is not None:
+            raise shallow
         raise NotFoundError(
             f"'{base}' and '{head}' have no common ancestor, so there is no change of '{head}' "
             f"since it left '{base}' to report; give a revision that '{head}' was branched from."
