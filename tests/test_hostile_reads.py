@@ -148,7 +148,7 @@ def test_a_second_yaml_document_is_named_as_such_not_as_a_duplicate_key(indexed_
     (root / "memories" / "two.yaml").write_text(
         "learning: a\ncreated_at: '2026-10-02T08:47:10Z'\n---\nlearning: b\ncreated_at: '2026-10-02T08:47:10Z'\n")
     problem = "memories/two.yaml:3: invalid YAML: but found another document"
-    got = invoke_cli("--kb", root, "get", "two")
+    got = invoke_cli("--kb", root, "get", "two", cwd=root)  # where the fix it names runs as printed
     assert (got.returncode, got.stderr) == (1, f"Error: {problem}. Edit memories/two.yaml to fix it, then check it "
                                                "with 'slayer-kb validate' (or run 'slayer-kb edit two', which checks "
                                                "it on close).\n")
@@ -426,3 +426,18 @@ def test_a_review_comment_shows_a_branchs_text_and_hides_nothing(indexed_example
     assert "- **s\\<!--**: started in `@acme`\n" in review
     # What was hidden: the sections after the title, each still there.
     assert review.index("### Changed") > review.index("Hide") and "### Sessions" in review
+
+
+def test_a_broken_files_fix_runs_from_where_the_command_ran(indexed_example_kb: KnowledgeBase,
+                                                            invoke_cli: CliRunner) -> None:
+    """Run with --kb from the KB's parent folder, get and update of a hand-broken memory said to
+    edit memories/1.yaml and run 'slayer-kb edit 1', neither of which works from there."""
+    root = indexed_example_kb.root
+    with (root / "memories" / "1.yaml").open("a") as broken:
+        broken.write("oops\n")
+    for args in (("get", "1"), ("update", "1", "--title", "T")):
+        proc = invoke_cli("--kb", "kb", *args, cwd=root.parent)
+        assert (proc.returncode, proc.stderr) == (1, (
+            "Error: memories/1.yaml:17: invalid YAML: could not find expected ':'. Edit kb/memories/1.yaml to fix it, "
+            "then check it with 'slayer-kb --kb kb validate' (or run 'slayer-kb --kb kb edit 1', which checks it "
+            "on close).\n")), args
