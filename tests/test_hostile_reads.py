@@ -441,3 +441,19 @@ def test_a_broken_files_fix_runs_from_where_the_command_ran(indexed_example_kb: 
             "Error: memories/1.yaml:17: invalid YAML: could not find expected ':'. Edit kb/memories/1.yaml to fix it, "
             "then check it with 'slayer-kb --kb kb validate' (or run 'slayer-kb --kb kb edit 1', which checks it "
             "on close).\n")), args
+
+
+def test_a_json_key_given_twice_is_refused_not_taken_last(indexed_example_kb: KnowledgeBase,
+                                                          invoke_cli: CliRunner) -> None:
+    """JSON's parser keeps a repeated key's last value: a --query naming source_model twice was
+    saved against the second model without a word, where a memory file's repeated key is refused."""
+    root = indexed_example_kb.root
+    before = git(root, "rev-parse", "HEAD")
+    query = '{"source_model": "orders", "measures": ["sum(amount)"], "source_model": "customers"}'
+    for args in (("save", "a stored query", "--query", query), ("search", "--query", query)):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout) == (1, "") and proc.stderr.endswith(
+            "Error: --query is not valid JSON (the key 'source_model' appears twice in one object); pass a "
+            "SlayerQuery object such as '{\"source_model\": \"orders\", \"measures\": [\"sum(amount)\"]}' or "
+            "@FILE.\n"), (args, proc.stderr)
+    assert git(root, "rev-parse", "HEAD") == before
