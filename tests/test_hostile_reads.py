@@ -457,3 +457,20 @@ def test_a_json_key_given_twice_is_refused_not_taken_last(indexed_example_kb: Kn
             "SlayerQuery object such as '{\"source_model\": \"orders\", \"measures\": [\"sum(amount)\"]}' or "
             "@FILE.\n"), (args, proc.stderr)
     assert git(root, "rev-parse", "HEAD") == before
+
+
+def test_a_file_name_with_a_line_break_is_one_problem_line(indexed_example_kb: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """git carries any file name in a clone, a line break included: validate printed it raw, so
+    the name began a line of its own, which a CI runner reading the output takes as its command
+    ('::error::...'), and a reader as another problem. Each problem is one line."""
+    root = indexed_example_kb.root
+    (root / "memories" / "x\n::error::forged.yaml").write_text("learning: x\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    commit_all(root, "a name with a line break")
+    proc = invoke_cli("--kb", root, "validate", cwd=root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[0].startswith("memories/x\\x0a::error::forged.yaml:1: the file name is the id: "), \
+        proc.stdout
+    assert not any(line.startswith("::") for line in proc.stdout.splitlines())
+    as_json = json_of(invoke_cli("--kb", root, "--json", "validate", cwd=root))
+    assert as_json["problems"][0]["path"] == "memories/x\n::error::forged.yaml"
