@@ -8,6 +8,7 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -474,3 +475,50 @@ def test_a_file_name_with_a_line_break_is_one_problem_line(indexed_example_kb: K
     assert not any(line.startswith("::") for line in proc.stdout.splitlines())
     as_json = json_of(invoke_cli("--kb", root, "--json", "validate", cwd=root))
     assert as_json["problems"][0]["path"] == "memories/x\n::error::forged.yaml"
+
+
+def test_a_revisions_catalog_links_are_read_as_the_work_trees_are(indexed_example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    """A catalog link in a revision was unpacked as a file holding the link's text: review called
+    a link inside the KB (which SLayer and the work tree follow) a broken model, and one to
+    /etc/passwd the same, not a link out. They are links again, followed only inside."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    os.symlink("../wh/customers_dim.yaml", root / "models" / "shop" / "alias.yaml")
+    os.symlink("../../../../../../../../../../etc/passwd", root / "models" / "shop" / "evil.yaml")
+    commit_all(root, "two catalog links")
+    out = ("models/shop/evil.yaml: is a symlink to /etc/passwd, outside the knowledge base, and slayer-kb never reads "
+           "outside it. Replace the link with a copy of what it points to, or remove it with "
+           "'git rm models/shop/evil.yaml'")
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True))
+    assert (reviewed["catalog"]["models_added"], reviewed["problems"]) == (["shop.customers_dim"], [out])
+    assert invoke_cli("--kb", root, "validate", cwd=root).stdout == (
+        f"{out.replace(': is a', ':1: catalog: is a', 1)}\n1 problem in 1 file (40 files checked)\n")
+
+
+def test_a_crafted_tree_naming_a_folder_twice_links_nothing_through_it(indexed_example_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """A tree git never writes but can store (hash-object --literally): models/shop both a link out of
+    the KB and a folder holding a link. Unpacking the second through the first would make a link in
+    the folder outside: the unpacking reads each file by its path at the revision (never by the
+    object ids a listing gives), which git resolves through the first 'shop', the link."""
+    root = indexed_example_kb.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def stored(kind: str, data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-t", kind, "--literally", "-w", "--stdin"], cwd=root,
+                              input=data, capture_output=True, check=True).stdout.decode().strip()
+
+    def entry(mode: str, name: str, oid: str) -> bytes:
+        return f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid)
+
+    inner = stored("tree", entry("120000", "y.yaml", stored("blob", str(outside / "y.yaml").encode())))
+    models = stored("tree", entry("120000", "shop", stored("blob", str(outside).encode())) + entry("40000", "shop", inner))
+    top = "".join(line + "\n" for line in git(root, "ls-tree", "HEAD").splitlines() if not line.endswith("\tmodels"))
+    tree = subprocess.run(["git", "mktree"], cwd=root, input=f"{top}040000 tree {models}\tmodels\n", text=True,
+                          capture_output=True, check=True).stdout.strip()
+    crafted = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "a pull request").strip()
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", "HEAD", crafted, check=True))
+    assert f"models/shop: is a symlink to {outside}, outside the knowledge base" in reviewed["problems"][0]
+    assert list(outside.iterdir()) == []
