@@ -522,3 +522,22 @@ def test_a_crafted_tree_naming_a_folder_twice_links_nothing_through_it(indexed_e
     reviewed = json_of(invoke_cli("--kb", root, "--json", "review", "HEAD", crafted, check=True))
     assert f"models/shop: is a symlink to {outside}, outside the knowledge base" in reviewed["problems"][0]
     assert list(outside.iterdir()) == []
+
+
+def test_a_line_break_in_a_one_line_field_forges_no_line(indexed_example_kb: KnowledgeBase,
+                                                        invoke_cli: CliRunner) -> None:
+    """A hand-edited title, project or session id holding a line break (a session's from its file
+    name's %0A) was printed raw: list, search, timeline and sessions showed a line of the text's own
+    making ('[99] Forged memory line'). Each such field shows it as \\x0a, on its one line."""
+    root = indexed_example_kb.root
+    (root / "memories" / "tnl.yaml").write_text('title: "T1\\n  [99] Forged memory line"\ntype: decision\n'
+                                               'learning: x\nproject: "p\\nq"\ncreated_at: "2026-12-04T00:00:00Z"\n')
+    (root / "sessions" / "%0Ases-forged.yaml").write_text("started_at: '2026-12-04T01:00:00Z'\nproject: p\n"
+                                                          "summary: \"one\\ntwo\"\n")
+    commit_all(root, "one-line fields with line breaks")
+    line = "[tnl] T1\\x0a  [99] Forged memory line"
+    assert f"  {line} (decision, p\\x0aq)\n" in invoke_cli("--kb", root, "list", "--limit", "1", check=True).stdout
+    assert f"  {line} (decision, p\\x0aq)\n" in invoke_cli("--kb", root, "search", "forged", check=True).stdout
+    assert f"> 2026-12-04T00:00:00Z {line}\n" in invoke_cli("--kb", root, "timeline", "tnl", check=True).stdout
+    listed = invoke_cli("--kb", root, "sessions", "--limit", "1", check=True).stdout
+    assert listed.startswith("\\x0ases-forged  p  2026-12-04T01:00:00Z to open  0 prompts\n    one two\n"), listed
