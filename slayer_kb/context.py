@@ -39,7 +39,7 @@ from .core.ids import check_existing_id, check_id, id_sort_key, no_memory
 from .core.inputs import blank, check_unicode
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES, Memory, loads, too_large
-from .core.problems import words
+from .core.problems import command, shown, words
 from .core.results import Document, IndexWritten, SyncReport
 from .core.session import SESSIONS_DIR
 from .store.leases import IdLeases
@@ -387,10 +387,13 @@ class Context:
                 raise MemoryFileError(exc.path, exc.line, f"{exc.message}; move it out of {MEMORIES_DIR}/ by hand, "
                                       "then retry", names_fix=True) from None
             problem = exc.message.rstrip(".")
-            fix = f"Edit {exc.path} to fix it, then check it with 'slayer-kb validate'"
-            edit = f"(or run 'slayer-kb edit {words(memory_id)}', which checks it on close)"
+            # The person's fix runs from where they ran the command (--kb from elsewhere).
+            run = command(self.root)
+            fix = f"Edit {shown(path)} to fix it, then check it with '{run} validate'"
+            edit = f"(or run '{run} edit {words(memory_id)}', which checks it on close)"
             raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
-                                  tool_message=f"{problem}. {fix}.") from None
+                                  tool_message=f"{problem}. Edit {exc.path} to fix it, then check it with "
+                                               "'slayer-kb validate'.") from None
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both

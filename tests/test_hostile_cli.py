@@ -136,7 +136,7 @@ def test_a_hand_made_file_over_16_mib_is_skipped_and_named(indexed_example_kb: K
     assert json_of(listed)["warnings"] == [f"{problem} (skipped)"]
     assert "90" not in [hit["id"] for hit in json_of(listed)["memories"]]
     assert len(json_of(listed)["memories"]) == 34  # every other memory still answers
-    got = invoke_cli("--kb", root, "get", "90")
+    got = invoke_cli("--kb", root, "get", "90", cwd=root)  # where the fix it names runs as printed
     assert (got.returncode, got.stdout) == (1, "")
     assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
     checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
@@ -160,7 +160,7 @@ def test_a_50_mib_file_is_refused_by_its_size_unread(indexed_example_kb: Knowled
                "split it into several memories")
     before = _bytes_read()
     listed = invoke_cli("--kb", root, "--json", "list", "--limit", "1", check=True)
-    got = invoke_cli("--kb", root, "get", "90")
+    got = invoke_cli("--kb", root, "get", "90", cwd=root)  # where the fix it names runs as printed
     checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
     # Every reader (the index, get, validate) refused it by its size: not one read it whole.
     assert _bytes_read() - before < size // 2
@@ -500,7 +500,7 @@ def test_update_and_restore_of_a_hand_broken_file_say_how_to_fix_it(indexed_exam
                 "to fix it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit 1', which checks it on "
                 "close).\n")
     for args in (("update", "1", "--title", "x"), ("restore", "1"), ("get", "1")):
-        proc = invoke_cli("--kb", root, *args)
+        proc = invoke_cli("--kb", root, *args, cwd=root)  # where the fix it names runs as printed
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", expected), args
     assert (root / "memories" / "1.yaml").read_text() == broken
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
-from testing import CliRunner, account_home_at, git, json_of, make_empty_kb, make_team
+from testing import CliRunner, account_home_at, commit_all, git, json_of, make_empty_kb, make_team
 
 
 @pytest.fixture
@@ -137,6 +138,26 @@ def test_a_sync_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_c
                                 "'git fetch --unshallow', then retry.\n"), proc.stderr
     git(shallow, "fetch", "-q", "--unshallow")
     assert invoke_cli("--kb", shallow, "sync").returncode == 0
+
+
+def test_a_review_in_a_shallow_clone_says_to_unshallow_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """actions/checkout clones one commit deep unless told otherwise: review and validate
+    --against then found no common ancestor and said to name a revision the branch left, which
+    was the one named."""
+    bare, (a,) = make_team(tmp_path, clones=1)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(shallow))
+    invoke_cli("--kb", shallow, "save", "mine", "--title", "Mine", check=True)
+    invoke_cli("--kb", a, "save", "theirs", "--title", "Theirs", check=True)
+    git(a, "push", "-q", "origin", "main")
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "main")
+    told = ("'origin/main' and HEAD have no common ancestor in this shallow clone, which left out the history "
+            "where they parted: run 'git fetch --unshallow' (in CI, check out with fetch-depth: 0), then retry.\n")
+    for args in (("review", "origin/main"), ("validate", "--against", "origin/main")):
+        proc = invoke_cli("--kb", shallow, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {told}"), args
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert "Memories: 1 added" in invoke_cli("--kb", shallow, "review", "origin/main", check=True).stdout
 
 
 def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
@@ -311,3 +332,27 @@ def test_the_key_is_kept_under_home_where_the_accounts_home_takes_no_file(
     invoke_cli("--kb", root, "list", check=True)  # the copied KB's folder was stamped under another key
     again = invoke_cli("--kb", root, "list", check=True)
     assert (again.stderr, (home / ".local" / "state" / "slayer-kb" / "key").stat().st_size) == ("", 32)
+
+
+def test_a_relative_folder_on_path_never_runs_a_kbs_tracked_git(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """git runs in the KB's folder, and a PATH with an empty or relative entry (``PATH=$EXTRA:$PATH``
+    with EXTRA unset) made every command run an executable ``git`` a cloned KB tracks there, from
+    any folder the user ran slayer-kb in. Programs are looked up in PATH's absolute folders only."""
+    root = indexed_example_kb.root
+    marker = tmp_path / "PWNED"
+    touch, real_git = shutil.which("touch"), shutil.which("git")  # absolute: the planted git may find no PATH
+    for where in (root, root / "bin"):
+        where.mkdir(exist_ok=True)
+        (where / "git").write_text(f"#!/bin/sh\n{touch} {shlex.quote(str(marker))}\nexec {real_git} \"$@\"\n")
+        (where / "git").chmod(0o755)
+    commit_all(root, "a KB that tracks a git of its own")
+    path = os.pathsep.join(("", ".", "bin", os.environ["PATH"]))
+    for args in (("save", "a learning saved beside a planted git", "-e", "shop.orders.amount"), ("forget", "1"),
+                 ("search", "refunds"), ("log", "2")):
+        proc = invoke_cli("--kb", root, *args, cwd=tmp_path, env={"PATH": path})
+        assert (proc.returncode, proc.stderr) == (0, ""), args
+    # With no absolute folder left, the system's default path, not the current folder.
+    assert invoke_cli("--kb", root, "log", "2", cwd=tmp_path, env={"PATH": "bin"}).returncode == 0
+    assert not marker.exists()
+    assert git(root, "log", "-2", "--format=%s") == "memory: forget 1\nmemory: save 27\n"

@@ -8,6 +8,8 @@ process (``invoke_cli``) and checks the exit code, both streams and that nothing
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -147,7 +149,7 @@ def test_a_second_yaml_document_is_named_as_such_not_as_a_duplicate_key(indexed_
     (root / "memories" / "two.yaml").write_text(
         "learning: a\ncreated_at: '2026-10-02T08:47:10Z'\n---\nlearning: b\ncreated_at: '2026-10-02T08:47:10Z'\n")
     problem = "memories/two.yaml:3: invalid YAML: but found another document"
-    got = invoke_cli("--kb", root, "get", "two")
+    got = invoke_cli("--kb", root, "get", "two", cwd=root)  # where the fix it names runs as printed
     assert (got.returncode, got.stderr) == (1, f"Error: {problem}. Edit memories/two.yaml to fix it, then check it "
                                                "with 'slayer-kb validate' (or run 'slayer-kb edit two', which checks "
                                                "it on close).\n")
@@ -378,3 +380,164 @@ def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBas
     warned = json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"]
     assert warned[9:] == ["memories/d08.yaml: is a folder, not a regular file; move it out of memories/ (skipped)",
                           "3 more files could not be used either; 'slayer-kb validate' names each of them."]
+
+
+def test_review_names_a_memory_or_session_a_branch_made_a_link_or_submodule(indexed_example_kb: KnowledgeBase,
+                                                                            invoke_cli: CliRunner) -> None:
+    """A pull request that replaced memory 12 with a submodule (a gitlink) was "No memory
+    changed", and one that made 13 a symlink to /etc/passwd a mapping problem; a checkout skips
+    both. Each is named as what it is, and the memory it replaced as removed."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    link = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="/etc/passwd",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    session = "sessions/ses-20261009-payments-recon.yaml"
+    for mode, oid, path in (("160000", base, "memories/12.yaml"), ("120000", link, "memories/13.yaml"),
+                            ("160000", base, "memories/99.yaml"), ("160000", base, session)):
+        git(root, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}")
+    git(root, "commit", "-q", "-m", "a pull request")
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True))
+    assert [change["id"] for change in reviewed["removed"]] == ["12", "13"]
+    assert (reviewed["added"], reviewed["changed"]) == ([], [])
+    assert [(entry["status"], entry["path"]) for entry in reviewed["sessions"]] == [("removed", session)]
+    assert reviewed["problems"] == [
+        "memories/12.yaml:1: is a submodule, not a regular file; move it out of memories/; slayer-kb skips it",
+        "memories/13.yaml:1: is a symlink, which slayer-kb never follows; put the file itself in memories/; "
+        "slayer-kb skips it",
+        "memories/99.yaml:1: is a submodule, not a regular file; move it out of memories/; slayer-kb skips it",
+        f"{session}:1: is a submodule, not a regular file; move it out of sessions/; slayer-kb skips it",
+    ]
+
+
+def test_a_review_comment_shows_a_branchs_text_and_hides_nothing(indexed_example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner) -> None:
+    """The review is posted as a pull request's comment (action.yml), with validate's verdict below
+    it: a title ending in '<!--' hid everything after it, the failed validation included; '@team'
+    pinged a team; a learning holding a line of backticks closed its diff's fence; a session id
+    is any printable text. Each shows as the text it is."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    invoke_cli("--kb", root, "save", "--title", "Hide <!-- the rest", "--type", "decision", "@acme/admins [ok](x) *",
+               check=True)
+    invoke_cli("--kb", root, "update", "1", "--learning", "Fenced\n```\n<b>x</b> `tick`", check=True)
+    invoke_cli("--kb", root, "session-start", "s<!--", "--project", "@acme", check=True)
+    review = invoke_cli("--kb", root, "review", base, check=True).stdout
+    assert "- **27**: Hide \\<!-- the rest (no entities)\n" in review
+    assert "  ````diff\n" in review and "  +\\<b>x\\</b>" not in review  # a diff is code: as it is
+    assert "- **s\\<!--**: started in `@acme`\n" in review
+    # What was hidden: the sections after the title, each still there.
+    assert review.index("### Changed") > review.index("Hide") and "### Sessions" in review
+
+
+def test_a_broken_files_fix_runs_from_where_the_command_ran(indexed_example_kb: KnowledgeBase,
+                                                            invoke_cli: CliRunner) -> None:
+    """Run with --kb from the KB's parent folder, get and update of a hand-broken memory said to
+    edit memories/1.yaml and run 'slayer-kb edit 1', neither of which works from there."""
+    root = indexed_example_kb.root
+    with (root / "memories" / "1.yaml").open("a") as broken:
+        broken.write("oops\n")
+    for args in (("get", "1"), ("update", "1", "--title", "T")):
+        proc = invoke_cli("--kb", "kb", *args, cwd=root.parent)
+        assert (proc.returncode, proc.stderr) == (1, (
+            "Error: memories/1.yaml:17: invalid YAML: could not find expected ':'. Edit kb/memories/1.yaml to fix it, "
+            "then check it with 'slayer-kb --kb kb validate' (or run 'slayer-kb --kb kb edit 1', which checks it "
+            "on close).\n")), args
+
+
+def test_a_json_key_given_twice_is_refused_not_taken_last(indexed_example_kb: KnowledgeBase,
+                                                          invoke_cli: CliRunner) -> None:
+    """JSON's parser keeps a repeated key's last value: a --query naming source_model twice was
+    saved against the second model without a word, where a memory file's repeated key is refused."""
+    root = indexed_example_kb.root
+    before = git(root, "rev-parse", "HEAD")
+    query = '{"source_model": "orders", "measures": ["sum(amount)"], "source_model": "customers"}'
+    for args in (("save", "a stored query", "--query", query), ("search", "--query", query)):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout) == (1, "") and proc.stderr.endswith(
+            "Error: --query is not valid JSON (the key 'source_model' appears twice in one object); pass a "
+            "SlayerQuery object such as '{\"source_model\": \"orders\", \"measures\": [\"sum(amount)\"]}' or "
+            "@FILE.\n"), (args, proc.stderr)
+    assert git(root, "rev-parse", "HEAD") == before
+
+
+def test_a_file_name_with_a_line_break_is_one_problem_line(indexed_example_kb: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """git carries any file name in a clone, a line break included: validate printed it raw, so
+    the name began a line of its own, which a CI runner reading the output takes as its command
+    ('::error::...'), and a reader as another problem. Each problem is one line."""
+    root = indexed_example_kb.root
+    (root / "memories" / "x\n::error::forged.yaml").write_text("learning: x\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    commit_all(root, "a name with a line break")
+    proc = invoke_cli("--kb", root, "validate", cwd=root)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[0].startswith("memories/x\\x0a::error::forged.yaml:1: the file name is the id: "), \
+        proc.stdout
+    assert not any(line.startswith("::") for line in proc.stdout.splitlines())
+    as_json = json_of(invoke_cli("--kb", root, "--json", "validate", cwd=root))
+    assert as_json["problems"][0]["path"] == "memories/x\n::error::forged.yaml"
+
+
+def test_a_revisions_catalog_links_are_read_as_the_work_trees_are(indexed_example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    """A catalog link in a revision was unpacked as a file holding the link's text: review called
+    a link inside the KB (which SLayer and the work tree follow) a broken model, and one to
+    /etc/passwd the same, not a link out. They are links again, followed only inside."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    os.symlink("../wh/customers_dim.yaml", root / "models" / "shop" / "alias.yaml")
+    os.symlink("../../../../../../../../../../etc/passwd", root / "models" / "shop" / "evil.yaml")
+    commit_all(root, "two catalog links")
+    out = ("models/shop/evil.yaml: is a symlink to /etc/passwd, outside the knowledge base, and slayer-kb never reads "
+           "outside it. Replace the link with a copy of what it points to, or remove it with "
+           "'git rm models/shop/evil.yaml'")
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True))
+    assert (reviewed["catalog"]["models_added"], reviewed["problems"]) == (["shop.customers_dim"], [out])
+    assert invoke_cli("--kb", root, "validate", cwd=root).stdout == (
+        f"{out.replace(': is a', ':1: catalog: is a', 1)}\n1 problem in 1 file (40 files checked)\n")
+
+
+def test_a_crafted_tree_naming_a_folder_twice_links_nothing_through_it(indexed_example_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """A tree git never writes but can store (hash-object --literally): models/shop both a link out of
+    the KB and a folder holding a link. Unpacking the second through the first would make a link in
+    the folder outside: the unpacking reads each file by its path at the revision (never by the
+    object ids a listing gives), which git resolves through the first 'shop', the link."""
+    root = indexed_example_kb.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def stored(kind: str, data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-t", kind, "--literally", "-w", "--stdin"], cwd=root,
+                              input=data, capture_output=True, check=True).stdout.decode().strip()
+
+    def entry(mode: str, name: str, oid: str) -> bytes:
+        return f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid)
+
+    inner = stored("tree", entry("120000", "y.yaml", stored("blob", str(outside / "y.yaml").encode())))
+    models = stored("tree", entry("120000", "shop", stored("blob", str(outside).encode())) + entry("40000", "shop", inner))
+    top = "".join(line + "\n" for line in git(root, "ls-tree", "HEAD").splitlines() if not line.endswith("\tmodels"))
+    tree = subprocess.run(["git", "mktree"], cwd=root, input=f"{top}040000 tree {models}\tmodels\n", text=True,
+                          capture_output=True, check=True).stdout.strip()
+    crafted = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "a pull request").strip()
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", "HEAD", crafted, check=True))
+    assert f"models/shop: is a symlink to {outside}, outside the knowledge base" in reviewed["problems"][0]
+    assert list(outside.iterdir()) == []
+
+
+def test_a_line_break_in_a_one_line_field_forges_no_line(indexed_example_kb: KnowledgeBase,
+                                                        invoke_cli: CliRunner) -> None:
+    """A hand-edited title, project or session id holding a line break (a session's from its file
+    name's %0A) was printed raw: list, search, timeline and sessions showed a line of the text's own
+    making ('[99] Forged memory line'). Each such field shows it as \\x0a, on its one line."""
+    root = indexed_example_kb.root
+    (root / "memories" / "tnl.yaml").write_text('title: "T1\\n  [99] Forged memory line"\ntype: decision\n'
+                                               'learning: x\nproject: "p\\nq"\ncreated_at: "2026-12-04T00:00:00Z"\n')
+    (root / "sessions" / "%0Ases-forged.yaml").write_text("started_at: '2026-12-04T01:00:00Z'\nproject: p\n"
+                                                          "summary: \"one\\ntwo\"\n")
+    commit_all(root, "one-line fields with line breaks")
+    line = "[tnl] T1\\x0a  [99] Forged memory line"
+    assert f"  {line} (decision, p\\x0aq)\n" in invoke_cli("--kb", root, "list", "--limit", "1", check=True).stdout
+    assert f"  {line} (decision, p\\x0aq)\n" in invoke_cli("--kb", root, "search", "forged", check=True).stdout
+    assert f"> 2026-12-04T00:00:00Z {line}\n" in invoke_cli("--kb", root, "timeline", "tnl", check=True).stdout
+    listed = invoke_cli("--kb", root, "sessions", "--limit", "1", check=True).stdout
+    assert listed.startswith("\\x0ases-forged  p  2026-12-04T01:00:00Z to open  0 prompts\n    one two\n"), listed

@@ -195,12 +195,16 @@ def set_aside(root: Path) -> list[str]:
 
 def tracking_clone(tmp_path: Path, how: str) -> Path:
     """A clone of a KB whose repository tracks a file under .slayer-kb (``file``) or .slayer-kb
-    itself as a symbolic link (``link``)."""
+    itself as a symbolic link (``link``) or a file (``plain``)."""
     origin = tmp_path / "origin"
     KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
     if how == "file":
         (origin / ".slayer-kb" / "x").write_text("committed by mistake\n")
         git(origin, "add", "-f", ".slayer-kb/x")
+    elif how == "plain":
+        shutil.rmtree(origin / ".slayer-kb")
+        (origin / ".slayer-kb").write_text("committed by mistake\n")
+        git(origin, "add", "-f", ".slayer-kb")
     else:
         shutil.rmtree(origin / ".slayer-kb")
         os.symlink("elsewhere", origin / ".slayer-kb")
@@ -211,13 +215,18 @@ def tracking_clone(tmp_path: Path, how: str) -> Path:
     return clone
 
 
-@pytest.mark.parametrize("how", ["file", "link"])
-def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, invoke_cli, how: str) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(("how", "what"), [("file", "1 file under .slayer-kb"),
+                                           ("link", ".slayer-kb itself (a symbolic link)"),
+                                           ("plain", ".slayer-kb itself (a file)")])  # fmt: skip
+def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, invoke_cli, how: str,  # noqa: ANN001
+                                                                 what: str) -> None:
     """Five commands in a row: the clone's folder is set aside once, with the way to stop
-    tracking it; the folder slayer-kb then makes stays, and its index is not built again."""
+    tracking it (a file tracked as .slayer-kb was called a symbolic link); the folder slayer-kb
+    then makes stays, and its index is not built again."""
     clone = tracking_clone(tmp_path, how)
     first = invoke_cli("--kb", clone, "search", "refunds")
     assert first.returncode == 0 and "Refunds" in first.stdout, first.stderr
+    assert f"git tracks {what}" in first.stderr, first.stderr
     assert "Stop tracking it with 'git rm -r --cached .slayer-kb' and commit" in first.stderr
     aside = set_aside(clone)
     assert len(aside) == 1

@@ -277,11 +277,11 @@ def test_get_of_a_broken_file_names_the_fix(indexed_example_kb: KnowledgeBase, i
     root = indexed_example_kb.root
     (root / "memories" / "901.yaml").write_text("learning: [unclosed\n")
     (root / "memories" / "902.yaml").write_text("title: no learning\n")
-    proc = invoke_cli("--kb", root, "get", "901")
+    proc = invoke_cli("--kb", root, "get", "901", cwd=root)  # where the fix it names runs as printed
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: memories/901.yaml:2: invalid YAML: did not find expected ',' or ']'. Edit memories/901.yaml to fix "
         "it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit 901', which checks it on close).\n"))
-    proc = invoke_cli("--kb", root, "--json", "get", "902")
+    proc = invoke_cli("--kb", root, "--json", "get", "902", cwd=root)
     assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_file", "message": (
         "memories/902.yaml:1: missing required key 'learning'. Edit memories/902.yaml to fix it, then check it "
         "with 'slayer-kb validate' (or run 'slayer-kb edit 902', which checks it on close).")}})

@@ -252,3 +252,53 @@ def test_a_session_file_moved_by_hand_is_named_as_a_session(indexed_example_kb: 
         f"committed. Move it back ({cd}git mv sessions/dbt-review.yaml sessions/ses-20261014-dbt-review.yaml), or "
         f"commit the move ({cd}git add -A -- sessions/ses-20261014-dbt-review.yaml sessions/dbt-review.yaml; git "
         "commit), then retry. Nothing was done: slayer-kb never commits work you have not committed.\n"))
+
+
+def test_a_file_git_is_told_not_to_look_at_is_never_rewritten(indexed_example_kb: KnowledgeBase,
+                                                              invoke_cli: CliRunner) -> None:
+    """``git update-index --assume-unchanged`` (or ``--skip-worktree``) hides a file's changes from
+    git status: an update took the WIP line of such a memory into nowhere (the file rewritten from
+    HEAD's version), and git's index kept the old blob, or staged the memory's deletion, so the
+    user's next ``git commit`` undid the update or deleted the memory. Refused, with the fix."""
+    root = indexed_example_kb.root
+    git(root, "update-index", "--assume-unchanged", "memories/1.yaml")
+    wip = (root / "memories" / "1.yaml").read_text() + "# WIP-NOT-FOR-COMMIT\n"
+    (root / "memories" / "1.yaml").write_text(wip)
+    git(root, "update-index", "--skip-worktree", "memories/2.yaml")
+    before = head(root)
+    for args, path, mark in ((("update", "1", "--description", "d", "--force"), "memories/1.yaml", "assume-unchanged"),
+                             (("forget", "2"), "memories/2.yaml", "skip-worktree")):
+        proc = invoke_cli("--kb", root, *args, cwd=root)  # the fix names the file from there
+        assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+        assert proc.stderr == (
+            f"Error: {path} is marked {mark} in git's index, so git shows none of its changes, and this command "
+            "would rewrite it: slayer-kb never commits work you have not committed, and git's index would not "
+            f"take the commit, so nothing was done. Clear the mark (git update-index --no-{mark} -- {path}), "
+            "see what git status shows, then retry.\n")
+    assert head(root) == before and (root / "memories" / "1.yaml").read_text() == wip
+    # The fix as told: the WIP line shows, and a forget lands in git's index as in HEAD.
+    git(root, "update-index", "--no-skip-worktree", "--", "memories/2.yaml")
+    git(root, "update-index", "--no-assume-unchanged", "--", "memories/1.yaml")
+    assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
+    invoke_cli("--kb", root, "forget", "2", check=True)
+    assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
+
+
+def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """A sparse checkout leaves a file out of the work tree: get, update and a save over it called
+    it a deletion not committed and said to commit it with ``git rm``, which deletes the memory for
+    everyone."""
+    root = indexed_example_kb.root
+    git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/memories/5.yaml")
+    assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
+    told = ("memories/5.yaml is not checked out: git's index marks it skip-worktree (as a sparse checkout does for "
+            "the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, or run git "
+            "sparse-checkout disable)")
+    before = head(root)
+    assert invoke_cli("--kb", root, "get", "5").stderr == f"Error: {told}.\n"
+    saved = invoke_cli("--kb", root, "save", "--id", "5", "over it", "-e", "shop.orders.amount")
+    assert (saved.returncode, saved.stderr) == (
+        1, f"Error: {told}, then retry. Nothing was done: slayer-kb never commits work you have not committed.\n")
+    assert head(root) == before

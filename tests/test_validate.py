@@ -444,7 +444,7 @@ def test_a_value_its_explicit_tag_does_not_fit_is_a_problem_and_reads_go_on(cata
         f"sessions/ses-1.yaml:1: 'started_at' 'nope' is not a time, as its tag !!timestamp says: {fix} a time\n"
         "7 problems in 6 files (6 files checked)\n"))
     assert invoke_cli("--kb", catalog_kb.root, "get", "whole", check=True).stdout.startswith("id: whole\ntitle: y\n")
-    stamp = invoke_cli("--kb", catalog_kb.root, "get", "stamp")
+    stamp = invoke_cli("--kb", catalog_kb.root, "get", "stamp", cwd=catalog_kb.root)
     assert (stamp.returncode, stamp.stderr.splitlines()[0]) == (
         1, "Error: memories/stamp.yaml:2: 'created_at' must be a UTC time like '2026-11-29T20:42:40Z'. Edit "
            "memories/stamp.yaml to fix it, then check it with 'slayer-kb validate' (or run 'slayer-kb edit stamp', "

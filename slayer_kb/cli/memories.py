@@ -13,7 +13,7 @@ from ..core.errors import InvalidInputError
 from ..core.ids import check_id
 from ..core.problems import words
 from ..core.results import ForgetResult, RestoreResult
-from ..core.text import warning_lines
+from ..core.text import one_line_shown, warning_lines
 from .common import (
     ENTITY_HELP,
     ONLY_PROJECT_HELP,
@@ -379,7 +379,8 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
     def human() -> str:
         rows = [*data["before"], data["focus"], *data["after"]]
         return "\n".join(
-            f"{'>' if r['id'] == memory_id else ' '} {r['created_at']} [{r['id']}] {r['title'] or r['description']}"
+            f"{'>' if r['id'] == memory_id else ' '} {r['created_at']} [{r['id']}] "
+            f"{one_line_shown(r['title'] or r['description'])}"
             for r in rows
         ) + warning_lines(data["warnings"])
 

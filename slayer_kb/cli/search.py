@@ -7,7 +7,7 @@ import textwrap
 import click
 
 from ..core.results import Hit
-from ..core.text import warning_lines
+from ..core.text import one_line_shown, warning_lines
 from .common import (
     ENTITY_HELP,
     ONLY_PROJECT_HELP,
@@ -28,8 +28,10 @@ def _hits_text(title: str, hits: list[Hit], width: int) -> list[str]:
         return []
     lines = [title]
     for hit in hits:
-        meta = ", ".join(x for x in (hit["type"], hit["project"]) if x)
-        label = hit["title"] or textwrap.shorten(hit["description"], width=width - 20, placeholder=" ...")
+        # One line each, whatever a hand-edited file's title or project holds (one_line_shown).
+        meta = one_line_shown(", ".join(x for x in (hit["type"], hit["project"]) if x))
+        label = one_line_shown(hit["title"]) if hit["title"] else textwrap.shorten(
+            hit["description"], width=width - 20, placeholder=" ...")
         lines.append(f"  [{hit['id']}] {label}{' (' + meta + ')' if meta else ''}".rstrip())
         if hit["title"]:
             lines.extend(textwrap.wrap(hit["description"], width, initial_indent="      ",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from ..core.results import SessionResult, SessionTimeline
-from ..core.text import quoted, warning_lines
+from ..core.text import one_line_shown, quoted, warning_lines
 from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pass_settings, read_text_arg
 
 
@@ -121,9 +121,9 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
 
     def human() -> str:
         listed = "\n".join(
-            f"{s['id']}  {s['project'] or '-'}  {s['started_at']} to {s['ended_at'] or 'open'}  "
-            f"{len(s['prompts'])} prompt{'' if len(s['prompts']) == 1 else 's'}"
-            + (f"\n    {s['summary']}" if s["summary"] else "")
+            f"{one_line_shown(s['id'])}  {one_line_shown(s['project'] or '-')}  {s['started_at']} to "
+            f"{s['ended_at'] or 'open'}  {len(s['prompts'])} prompt{'' if len(s['prompts']) == 1 else 's'}"
+            + (f"\n    {' '.join(s['summary'].split())}" if s["summary"] else "")
             for s in data
         )
         return (listed or "No sessions.") + warning_lines(found.warnings)
@@ -134,9 +134,9 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
 def session_timeline_text(data: SessionTimeline) -> str:
     """``timeline --session``'s human output: the session's line, then its entries oldest first."""
     session = data["session"]
-    head = session["id"]
+    head = one_line_shown(session["id"])
     if "started_at" in session:
-        head += f" ({session['project'] or 'no project'}, {session['started_at']} to {session['ended_at'] or 'open'})"
+        head += f" ({one_line_shown(session['project'] or 'no project')}, {session['started_at']} to {session['ended_at'] or 'open'})"
     lines = [head]
     for entry in data["entries"]:
         text = " ".join(entry["text"].split())

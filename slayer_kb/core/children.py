@@ -24,6 +24,14 @@ import sys
 NEUTRAL_CWD = os.path.abspath(os.sep)
 
 
+def program_path(path: str) -> str:
+    """``path`` (a PATH's value) with only its absolute folders. An empty, ``.`` or other relative
+    entry is read against the folder a program is started in, which for git is the KB's: a cloned
+    KB's tracked ``git`` (or the ``ssh`` a fetch runs) would run as the user. With none left, the
+    system's default (an empty PATH is searched as the current folder)."""
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry)) or os.defpath
+
+
 def python_child(module: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
     """(argv, environment or None for this process's) of a Python process running ``module``'s
     ``main()`` with ``args``; start it with ``cwd=NEUTRAL_CWD``."""

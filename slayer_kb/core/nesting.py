@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidInputError
+from .text import clip
 
 MAX_DEPTH = 64
 """The deepest nesting of arrays and objects (lists and mappings) accepted anywhere."""
@@ -116,8 +117,19 @@ def loads(text: str, what: str, hint: str, fix: str = "send a flatter value") ->
     if text_depth(text) > MAX_DEPTH:
         raise too_deep(what, fix)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_each_key_once)
     except ValueError as exc:
         raise InvalidInputError(f"{what} is not valid JSON ({exc}); {hint}") from None
     except RecursionError:  # a recursion limit set lower than the cap needs: still a usage error
         raise too_deep(what, fix) from None
+
+
+def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of JSON whose keys differ: Python's parser keeps a repeated key's last value,
+    which took a query naming ``source_model`` twice as the second model without a word."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key '{clip(key, 100)}' appears twice in one object")
+        found[key] = value
+    return found

@@ -174,5 +174,7 @@ def _which(name: str) -> str | None:
     if name not in _FOUND:
         import shutil
 
-        _FOUND[name] = shutil.which(name)
+        from .children import program_path
+
+        _FOUND[name] = shutil.which(name, path=program_path(os.environ.get("PATH", os.defpath)))
     return _FOUND[name]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .text import one_line_shown
+
 # Problem.kind of a stored example query whose references no longer resolve: the state a
 # catalog delete leaves (SLayer keeps the query's text, search warns on it), so sync pushes it
 # while validate still reports it.
@@ -26,7 +28,7 @@ class Problem:
     kind: str = ""
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        return one_line_shown(f"{self.path}:{self.line}: {self.message}")
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "message": self.message, "kind": self.kind or None}

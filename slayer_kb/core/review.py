@@ -3,6 +3,7 @@ and its markdown for a pull request (ops/history.py makes it)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ class Review:
 
 def render_review(r: Review) -> str:
     total = len(r.added) + len(r.changed) + len(r.relinked) + len(r.removed) + len(r.renamed)
-    lines = [f"## Knowledge base changes ({r.base}...{r.head})", ""]
+    lines = [f"## Knowledge base changes ({_md(r.base)}...{_md(r.head)})", ""]
     counts = [f"{len(r.added)} added", f"{len(r.changed)} changed", f"{len(r.relinked)} re-linked",
               f"{len(r.removed)} removed"]
     if r.renamed:
@@ -83,7 +84,7 @@ def render_review(r: Review) -> str:
             lines.extend(["", f"### {title}", "", *items])
 
     def entity_list(entities: list[str]) -> str:
-        return "entities: " + ", ".join(f"`{e}`" for e in entities) if entities else "no entities"
+        return "entities: " + ", ".join(map(_code, entities)) if entities else "no entities"
 
     section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
     changed_lines: list[str] = []
@@ -94,7 +95,9 @@ def render_review(r: Review) -> str:
         changed_lines.append(head)
         changed_lines.extend(_entity_moves(c))
         if c.learning_diff is not None:
-            changed_lines.extend(["", "  ```diff", *("  " + line for line in c.learning_diff.splitlines()), "  ```"])
+            fence = "`" * max(3, _longest_run(c.learning_diff) + 1)  # a line of ``` in it closes no fence
+            changed_lines.extend(["", f"  {fence}diff", *("  " + line for line in c.learning_diff.splitlines()),
+                                  f"  {fence}"])
     section("Changed", changed_lines)
     relinked_lines: list[str] = []
     for c in r.relinked:
@@ -103,14 +106,14 @@ def render_review(r: Review) -> str:
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
     catalog_lines = [
-        f"- {f['status']} `{f['path']}`" + (f" (was `{f['old_path']}`)" if "old_path" in f else "")
+        f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files
     ]
     for key, values in r.catalog.items():
         if key == "priority":
             catalog_lines.append(f"- priority: {values[0]} -> {values[1]}")
         else:
-            catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(f"`{v}`" for v in values))
+            catalog_lines.append(f"- {key.replace('_', ' ')}: " + ", ".join(map(_code, values)))
     section("Catalog", catalog_lines)
     section("Sessions", review_lines(r.sessions))
     section("Problems", [f"- {_md(p)}" for p in r.problems])
@@ -120,14 +123,34 @@ def render_review(r: Review) -> str:
 def _entity_moves(c: MemoryChange) -> list[str]:
     out = []
     if c.entities_added:
-        out.append("  - entities added: " + ", ".join(f"`{e}`" for e in c.entities_added))
+        out.append("  - entities added: " + ", ".join(map(_code, c.entities_added)))
     if c.entities_removed:
-        out.append("  - entities removed: " + ", ".join(f"`{e}`" for e in c.entities_removed))
+        out.append("  - entities removed: " + ", ".join(map(_code, c.entities_removed)))
     return out
 
 
+# An @mention GitHub would notify (not an email address's @).
+_MENTION = re.compile(r"(?<![\w`])@[\w-]+(?:/[\w-]+)?")
+
+
 def _md(text: str) -> str:
-    return text.replace("\n", " ")
+    """A branch's text (a title, a problem, a session's id) as markdown that shows it as it is, on
+    one line: the review is posted as a pull request's comment, where a title ending in '<!--' hid
+    the rest (the failed validation below it too), and '@team' notified the team. No HTML, code
+    span, link or emphasis of its own; a mention as code, which notifies no one."""
+    text = re.sub(r"([\\`*<\[\]])", r"\\\1", text.replace("\n", " "))
+    return _MENTION.sub(lambda mention: f"`{mention.group()}`", text)
+
+
+def _longest_run(text: str) -> int:
+    return max(map(len, re.findall("`+", text)), default=0)
+
+
+def _code(text: str) -> str:
+    """``text`` as one inline code span, whatever backticks it holds."""
+    fence = "`" * (_longest_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def review_lines(entries: list[dict[str, Any]]) -> list[str]:
@@ -136,11 +159,11 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
     for e in entries:
         what = []
         if e["status"] == "added":
-            what.append("started" + (f" in {e['project']}" if e["project"] else ""))
+            what.append("started" + (f" in {_md(e['project'])}" if e["project"] else ""))
         elif e["status"] == "removed":
             what.append("removed")
         elif e.get("old_id"):
-            what.append(f"renamed from {e['old_id']}")
+            what.append(f"renamed from {_md(e['old_id'])}")
         if e["prompts_added"]:
             what.append(counted(len(e["prompts_added"]), "prompt") + " added")
         if e["prompts_removed"]:
@@ -150,8 +173,8 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
         other = [f for f in e["fields"] if f != "ended_at"]
         if other:
             what.append("changed: " + ", ".join(other))
-        lines.append(f"- **{e['id']}**: {'; '.join(what) or 'reformatted'}")
-        lines.extend(f"  - prompt: {clip(' '.join(text.split()), 200)}" for text in e["prompts_added"])
+        lines.append(f"- **{_md(e['id'])}**: {'; '.join(what) or 'reformatted'}")
+        lines.extend(f"  - prompt: {_md(clip(' '.join(text.split()), 200))}" for text in e["prompts_added"])
         if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
-            lines.append(f"  - summary: {clip(' '.join(e['summary'].split()), 200)}")
+            lines.append(f"  - summary: {_md(clip(' '.join(e['summary'].split()), 200))}")
     return lines

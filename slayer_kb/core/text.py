@@ -83,6 +83,17 @@ def kind_of(value: object) -> str:
     return f"a Python {type(value).__name__} object"  # only a library caller passes one
 
 
+# The same and tab and newline: a text that must stay one line whatever it holds.
+_LINE_CONTROLS = {**_CONTROLS, 0x09: "\\x09", 0x0A: "\\x0a"}
+
+
+def one_line_shown(text: str) -> str:
+    """``shown_controls`` with tabs and newlines shown as ``\\xNN`` too: a ``path:line: message``
+    of a file whose name holds a line break (git carries any name in a clone) is still one line,
+    so that no part of it reads as a line of its own (another problem, a CI runner's command)."""
+    return text.translate(_LINE_CONTROLS)
+
+
 def shown_controls(text: str) -> str:
     """``text`` with each control character a terminal acts on shown as ``\\xNN``, each bidi
     control as ``\\uNNNN``; tabs and newlines kept (the human output, commit messages)."""

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, NotFoundError
-from ..core.fileio import NotRegularFile, read_regular
+from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
@@ -45,7 +45,7 @@ from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev
+from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
@@ -95,10 +95,10 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
             return shas
         oldest = found[-1]
         changes = store.git(
-            "diff-tree", "--no-commit-id", "-r", "-z", "-M", "--name-status", "--root", oldest, "--",
+            "diff-tree", "--no-commit-id", "-r", "-z", "-M", "--raw", "--root", oldest, "--",
             store.repo_path(f"{MEMORIES_DIR}/"),
         ).stdout
-        renamed_from = next((old for status, old, new in _name_status(changes, "")
+        renamed_from = next((old for status, old, new, _mode in _raw_changes(changes, "")
                              if status.startswith("R") and new == path), None)
         if renamed_from is None:
             return shas
@@ -213,11 +213,18 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     head_sha = resolve_rev(store, head)
     result = Review(base, head, base_sha)
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
-    proc = store.git("diff", "--name-status", "-z", "-M", base_sha, head_sha, "--", *paths)
+    proc = store.git("diff", "--raw", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
     context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root))
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
-    for status, old, new in _name_status(proc.stdout, store.prefix):
+    for status, old, new, mode in _raw_changes(proc.stdout, store.prefix):
+        folder = new.partition("/")[0]
+        if status != "D" and mode in _NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
+            # A link or a submodule: a checkout skips it, so what it replaced is gone.
+            result.problems.append(f"{new}:1: {not_a_file(_NOT_FILES[mode], folder)}; slayer-kb skips it")
+            if status == "A":
+                continue
+            status, new = "D", old
         if new.startswith(f"{SESSIONS_DIR}/") or old.startswith(f"{SESSIONS_DIR}/"):
             _review_session(store, base_sha, head_sha, status, old, new, result)
             continue
@@ -302,6 +309,8 @@ def merge_base_of(store: GitStore, base: str, head: str) -> str:
     proc = store.git("merge-base", base_sha, head_sha, check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
+        if (shallow := shallow_parting(store, base, head)) is not None:
+            raise shallow
         raise NotFoundError(
             f"'{base}' and '{head}' have no common ancestor, so there is no change of '{head}' "
             f"since it left '{base}' to report; give a revision that '{head}' was branched from."
@@ -309,12 +318,17 @@ def merge_base_of(store: GitStore, base: str, head: str) -> str:
     return sha
 
 
-def _name_status(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str]]:
-    """(status, old path, new path) from ``git diff --name-status -z``, KB-relative."""
+# What a tree entry of these modes is, in the words a reader of the work tree uses.
+_NOT_FILES = {"120000": "a symlink", "160000": "a submodule"}
+
+
+def _raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]:
+    """(status, old path, new path, new mode) from ``git diff --raw -z``, KB-relative."""
     parts = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0")]
     i = 0
     while i < len(parts) and parts[i]:
-        status = parts[i]
+        # ":OLD_MODE NEW_MODE OLD_OID NEW_OID STATUS", then the path (two for a rename or copy)
+        _old_mode, mode, _old_oid, _new_oid, status = parts[i].split(" ")
         if status[0] in "RC":
             old, new = parts[i + 1], parts[i + 2]
             i += 3
@@ -323,7 +337,7 @@ def _name_status(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str]]:
             i += 2
         if status[0] == "C":
             status, old = "A", new
-        yield status, old[len(prefix):], new[len(prefix):]
+        yield status, old[len(prefix):], new[len(prefix):], mode
 
 
 def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None) -> Memory | None:

@@ -4,6 +4,8 @@ since the sides parted (``sync``'s cascade, ``validate --against`` and ``review`
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -74,13 +76,15 @@ def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None
     KB-relative ``folders`` (``models/shop/``) alone when given. Its problems name their files
     relative to the KB (``models/shop/orders.yaml``), as the work tree's are shown."""
     problems: list[CatalogProblem] = []
-    paths = []
-    for path, size in _catalog_blobs_at(store, rev, folders):
+    paths, links = [], []
+    for path, size, mode in _catalog_blobs_at(store, rev, folders):
         if crafted(path):
             # Writing models/../../x would write outside the temporary folder: a PR under review
             # could replace ~/.bashrc.
             problems.append(CatalogProblem(Path(path), None, "has a '.' or '..' entry in its path (a crafted tree): "
                                            "git never checks it out and slayer-kb never reads it; remove it"))
+        elif mode == _LINK:
+            links.append(path)
         elif size > MAX_CATALOG_BYTES:  # as the work tree's catalog: refused by its size, unread
             problems.append(CatalogProblem(Path(path), None, OVERSIZED.format(size=size)))
         else:
@@ -94,6 +98,7 @@ def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        _make_links(store, rev, root, links)
         catalog = load_catalog(root)
     catalog.problems[:0] = problems
     for problem in catalog.problems:
@@ -102,8 +107,27 @@ def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None
     return catalog
 
 
-def _catalog_blobs_at(store: GitStore, rev: str, folders: tuple[str, ...] | None) -> list[tuple[str, int]]:
-    """The KB-relative path and size of each file of the catalog at ``rev`` (in ``folders``)."""
+# A tree entry's mode for a symbolic link, whose blob is the path it points to.
+_LINK = "120000"
+
+
+def _make_links(store: GitStore, rev: str, root: Path, links: list[str]) -> None:
+    """The catalog's symlinks at ``rev`` made as symlinks under ``root``, after its files, so that
+    the catalog is read as the work tree's is: a link is followed while it stays inside (SLayer
+    follows links), one out of it is named and never read (``load_catalog``). Nothing is made
+    through a link: each link's text is read by its path at ``rev``, which git looks up through
+    the first entry of each name, so a crafted tree naming a folder twice, as a link and as a
+    folder, yields no entry under the link."""
+    for path, data in zip(links, blobs_at(store, [(rev, path) for path in links]) if links else [], strict=True):
+        # A name a crafted tree also gives a file, a link's text holding a NUL: no link.
+        with contextlib.suppress(OSError, ValueError):
+            if data is not None:
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.fsdecode(data), root / path)
+
+
+def _catalog_blobs_at(store: GitStore, rev: str, folders: tuple[str, ...] | None) -> list[tuple[str, int, str]]:
+    """The KB-relative path, size and mode of each file of the catalog at ``rev`` (in ``folders``)."""
     wanted = [store.repo_path(p) for p in folders or (*(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("ls-tree", "-r", "-z", "-l", rev, "--", *wanted, check=False)
     found = []
@@ -112,7 +136,7 @@ def _catalog_blobs_at(store: GitStore, rev: str, folders: tuple[str, ...] | None
         name = raw.decode("utf-8", "surrogateescape")
         fields = info.split()
         if name.startswith(store.prefix) and len(fields) == 4 and fields[1] == b"blob":
-            found.append((name[len(store.prefix):], int(fields[3])))
+            found.append((name[len(store.prefix):], int(fields[3]), fields[0].decode("ascii")))
     return found
 
 

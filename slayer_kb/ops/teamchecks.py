@@ -30,7 +30,7 @@ from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev, same_memory
+from ..store.revisions import resolve_rev, same_memory, shallow_parting
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
@@ -73,7 +73,8 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
                                                  compared.against_sha, compared.base)
     memories = store.repo_path(MEMORIES + "/")
     if base is None:
-        raise StoreError(f"'{against}' and HEAD have no common ancestor; cannot compare ids.")
+        raise shallow_parting(store, against) or StoreError(f"'{against}' and HEAD have no common ancestor; "
+                                                            "cannot compare ids.")
     ours = {path.stem: (path, name) for path, name in files.items() if path.suffix == ".yaml"}
     auto = [i for i in ours if is_auto_id(i)]
     if not auto:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..core.children import program_path
 from .gitenv import git_env
 
 # What makes git read config from somewhere these files do not say: given on its command line
@@ -85,9 +86,9 @@ def files(git_dir: str, common_dir: str, git: str | None) -> list[str]:
 
 def program(name: str, search_path: str | None = None) -> str | None:
     """The real path of the program ``name`` that ``search_path`` (default: PATH) finds, as git is
-    run (no shutil: the client starts lean)."""
-    for folder in (os.environ.get("PATH", os.defpath) if search_path is None else search_path).split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
+    run: its absolute folders only (no shutil: the client starts lean)."""
+    for folder in program_path(os.environ.get("PATH", os.defpath) if search_path is None else search_path).split(os.pathsep):
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)
     return None

@@ -2,13 +2,16 @@
 repository. A KB's repository is the one holding its folder (``--kb``, ``$SLAYER_KB``, the
 enclosing KB); a GIT_DIR, GIT_WORK_TREE or GIT_INDEX_FILE left in the environment (a git hook
 sets GIT_INDEX_FILE, `git commit -a` to the other repository's ``index.lock``) would send the
-KB's commit, index or objects to another repository. And how a file's path is given to git as
-itself (``LITERAL_PATHS``). Imports only ``os``: the lean client reads git's config through it
-(config.py)."""
+KB's commit, index or objects to another repository. Nor is a program looked up in a relative
+folder of PATH (``children.program_path``): git runs in the KB's folder. And how a file's path
+is given to git as itself (``LITERAL_PATHS``). Imports only ``os`` and ``core.children`` (``os``
+and ``sys``): the lean client reads git's config through it (config.py)."""
 
 from __future__ import annotations
 
 import os
+
+from ..core.children import program_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
@@ -24,8 +27,11 @@ REPOSITORY_VARIABLES = (
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``os.environ`` without ``REPOSITORY_VARIABLES``, then ``extra`` (slayer-kb's own settings)."""
+    """``os.environ`` without ``REPOSITORY_VARIABLES`` and PATH's relative folders, then ``extra``
+    (slayer-kb's own settings)."""
     env = {name: value for name, value in os.environ.items() if name not in REPOSITORY_VARIABLES}
+    if "PATH" in env:
+        env["PATH"] = program_path(env["PATH"])
     if extra:
         env.update(extra)
     return env

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.errors import InvalidInputError, NotFoundError
+from ..core.errors import InvalidInputError, NotFoundError, StoreError
 from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
@@ -22,6 +22,18 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     if proc.returncode != 0 or not sha:
         raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see 'git log').")
     return sha
+
+
+def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError | None:
+    """The error for ``rev`` and ``head`` without a common ancestor in a shallow clone (one
+    ``--depth`` deep, as CI checks out unless told otherwise), where the history they parted in
+    was left out; None in a clone with all its history: then they are unrelated."""
+    if not (store.git_dirs()[1] / "shallow").exists():
+        return None
+    shown = head if head == "HEAD" else f"'{head}'"
+    return StoreError(f"'{rev}' and {shown} have no common ancestor in this shallow clone, which left out the "
+                      "history where they parted: run 'git fetch --unshallow' (in CI, check out with "
+                      "fetch-depth: 0), then retry.")
 
 
 def same_memory(store: GitStore, kb_path: str, base: str | None, ours: str, theirs: str) -> bool:

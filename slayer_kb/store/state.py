@@ -291,8 +291,9 @@ def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str)
 
 
 def _what(entries: Sequence[Tracked], shown: str) -> str:
-    if any(path == "" for _mode, _oid, _size, path in entries):
-        return f"{shown} itself (a symbolic link)"
+    itself = [mode for mode, _oid, _size, path in entries if path == ""]
+    if itself:
+        return f"{shown} itself ({'a symbolic link' if itself[0] == '120000' else 'a file'})"
     return f"{len(entries)} file{'s' if len(entries) != 1 else ''} under {shown}"
 
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.errors import WorkTreeError
+from ..core.errors import ConflictError, WorkTreeError
 from ..core.fileio import in_threads, read_regular
 from ..core.locate import id_of_path
 from ..core.problems import cd_step, git_command, words
@@ -117,6 +117,10 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dic
         if kind == b"1 " and xy[0] in "AMT" and xy[1] != ".":
             staged = fields[7].decode("ascii")
         found[path] = staged
+    marked = {path: mark for path, mark in _marked(store, specs).items()
+              if kb_paths is None or path in files or path.startswith(folders)}
+    if marked:
+        raise ConflictError(_marked_message(store.root, marked))
     unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(store.root / p)]
     if unlisted:
         head = store.head()
@@ -125,6 +129,38 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dic
                                    [store.repo_path(p) for p in unlisted])
         found.update((p, None) for p in unlisted if in_head[store.repo_path(p)] is None)
     return found
+
+def _marked(store: Repository, specs: list[str]) -> dict[str, str]:
+    """The files among ``specs`` (all when none) that git's index marks ``assume-unchanged`` or
+    ``skip-worktree``, KB-relative, each with its mark: git status shows no change to them
+    whatever they hold, and staging a commit's version of one leaves the old blob (or, for a
+    skip-worktree file, a deletion) in git's index."""
+    out = store.git("ls-files", "-v", "-z", *(["--", *specs] if specs else []), env=STATUS_ENV).stdout
+    found = {}
+    for record in out.split(b"\0"):
+        tag, _, name = record.partition(b" ")
+        # ls-files -v: 'S' skip-worktree, a lower-case letter assume-unchanged ('s' both).
+        mark = "skip-worktree" if tag in (b"S", b"s") else "assume-unchanged" if tag.islower() else None
+        if mark is not None:
+            repo_path = name.decode("utf-8", "surrogateescape")
+            found[repo_path[len(store.prefix):] if repo_path.startswith(store.prefix)
+                  else os.path.relpath(store.top / repo_path, store.root)] = mark
+    return found
+
+
+def _marked_message(root: Path, marked: Mapping[str, str]) -> str:
+    paths = sorted(marked)
+    one = len(paths) == 1
+    kinds = sorted(set(marked.values()))
+    what = "; ".join(f"{listed([p for p in paths if marked[p] == kind])} "
+                     f"{'is' if one else 'are'} marked {kind}" for kind in kinds)
+    clear = " and ".join(git_command(root, f"update-index --no-{kind} -- "
+                                           f"{words(*[p for p in paths if marked[p] == kind])}") for kind in kinds)
+    return (f"{what} in git's index, so git shows none of {'its' if one else 'their'} changes, and this command "
+            f"would rewrite {'it' if one else 'them'}: slayer-kb never commits work you have not committed, and "
+            f"git's index would not take the commit, so nothing was done. Clear the mark ({clear}), see what "
+            "git status shows, then retry.")
+
 
 def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     """``--force``: keep the user's version of each of these files beside it, and put HEAD's
@@ -297,6 +333,11 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     if blob is None:
         return None
     repo_path = store.repo_path(kb_path)
+    if _marked(store, [repo_path]).get(kb_path) == "skip-worktree":
+        # Left out by a sparse checkout: 'git rm' would delete the memory for everyone.
+        return (f"{kb_path} is not checked out: git's index marks it skip-worktree (as a sparse checkout does "
+                "for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, "
+                "or run git sparse-checkout disable).")
     # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
     proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
                      store.prefix or ".", env=STATUS_ENV)
