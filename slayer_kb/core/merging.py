@@ -177,7 +177,7 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     removed is gone, what either added is there); None when both changed another field in two
     ways (two edits of one memory) or one side forgot it (``forget --soft``) while the other edited
     more than its links: a person merges those, as a forget against an edit."""
-    if _forgot_against_edit(base, ours, theirs) or _forgot_against_edit(base, theirs, ours):
+    if forgot_against_edit(base, ours, theirs):
         return None
     changed: dict[str, object] = {}
     for name in FIELD_NAMES:
@@ -199,10 +199,11 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     return ours.evolve(**changed)
 
 
-def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
-    """``forgot`` soft-deleted the memory while ``edited`` changed more than its links."""
-    return (base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
-            and revised(base, edited))
+def forgot_against_edit(base: Memory, ours: Memory, theirs: Memory) -> bool:
+    """Whether one side soft-deleted the memory while the other changed more than its links:
+    two intents a person weighs, wherever in the file the two changes lie."""
+    return any(base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
+               and revised(base, edited) for forgot, edited in ((ours, theirs), (theirs, ours)))
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
