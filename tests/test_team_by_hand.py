@@ -143,6 +143,13 @@ def test_a_soft_forget_against_an_edit_stops_wherever_the_two_changes_lie(tmp_pa
                                   "the repository is back as it was. To merge by hand: ")
         assert git(here, "status", "--porcelain") == ""
         assert git(here, "rev-parse", "origin/main") == git(first, "rev-parse", "HEAD")  # nothing pushed
+    # Its step stops the rebase with each side's version between the markers (git's would have none).
+    assert invoke_cli("rebase", "origin/main", cwd=here).returncode == 1
+    forgotten, edited = (here / "memories" / "1.yaml").read_text().split("=======\n")
+    assert forgotten.startswith("learning: Refund reasons are free text\n<<<<<<< origin/main\nentities:\n")
+    assert "\ndeleted_at: " in forgotten and "description" not in forgotten
+    assert edited.startswith("description: Free text before 2024\nentities:\n") and "deleted_at" not in edited
+    assert edited.endswith(">>>>>>> your commits\n")
 
 
 def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: Path,

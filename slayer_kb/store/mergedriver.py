@@ -135,7 +135,8 @@ def forgot_against_edit(path: str, base: str, current: str, other: str) -> bool:
 def _both_sides(current: str, other: str, labels: tuple[str, str]) -> str:
     """``current`` and ``other`` as a conflict: the lines they share around git's markers, which
     hold each side's lines between (``labels`` name the sides)."""
-    mine, theirs = current.splitlines(keepends=True), other.splitlines(keepends=True)
+    # Every line ends with one: a last line without would run into the marker after it.
+    mine, theirs = ([line + "\n" for line in text.removesuffix("\n").split("\n")] for text in (current, other))
     head = len(os.path.commonprefix([mine, theirs]))
     tail = len(os.path.commonprefix([mine[head:][::-1], theirs[head:][::-1]]))
     middle = [f"<<<<<<< {labels[0]}\n", *mine[head:len(mine) - tail], "=======\n", *theirs[head:len(theirs) - tail],
