@@ -19,17 +19,23 @@ def invoke_cli() -> CliRunner:
 
 
 def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str,
-                       soft: bool = False) -> tuple[Path, Path, str]:
+                       soft: bool = False, by_hand: bool = False) -> tuple[Path, Path, str]:
     """Clone a saves memory 1 and both clones hold it; then one clone edits it and syncs first
-    while the clone named ``forgets`` forgets it (``soft``: ``forget --soft``). Returns (the clone
-    that synced first, the clone whose sync stopped, its sync's error message)."""
-    _bare, (a, b) = make_team(tmp_path / forgets)
+    while the clone named ``forgets`` forgets it (``soft``: ``forget --soft``). ``by_hand``: the
+    edit is a person's, a description added with plain git (``updated_at`` left as it was).
+    Returns (the clone that synced first, the clone whose sync stopped, its sync's error message)."""
+    _bare, (a, b) = make_team(tmp_path / f"{forgets}{soft:d}{by_hand:d}")
     invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     forgetter, editor = (a, b) if forgets == "a" else (b, a)
     first, second = (editor, forgetter) if forgets == "a" else (forgetter, editor)
-    invoke_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    if by_hand:
+        path = editor / "memories" / "1.yaml"
+        path.write_text(path.read_text().replace("entities:", "description: Free text before 2024\nentities:"))
+        git(editor, "commit", "-qam", "refunds: say since when")
+    else:
+        invoke_cli("--kb", editor, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
     invoke_cli("--kb", forgetter, "forget", *(["--soft"] if soft else []), "1", check=True)
     invoke_cli("--kb", first, "sync", check=True)
     stopped = invoke_cli("--kb", second, "--json", "sync")
@@ -124,6 +130,26 @@ def test_a_soft_forget_against_an_edit_says_which_side_forgot_and_the_two_ways_o
     invoke_cli("--kb", here, "sync", check=True)
     shown = json_of(invoke_cli("--kb", here, "--json", "get", "1", check=True))
     assert (shown["learning"], shown.get("deleted_at")) == ("Refund reasons: free text, grouped by hand", None)
+
+
+def test_a_soft_forget_against_an_edit_stops_wherever_the_two_changes_lie(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """An edit that leaves ``updated_at`` as it was (a person's, with plain git; an ``update`` in
+    the same clock second as the memory's last write) lies lines apart from a soft forget's
+    ``deleted_at``: git's line merge took both without a stop, and sync said only "merged both
+    sides of", the edited memory forgotten, where an edit a line nearer stopped for a person."""
+    for forgets, forgot, edited in (("a", "Your commits", "origin/main"), ("b", "origin/main", "your commits")):
+        first, here, message = conflicting_forget(tmp_path, invoke_cli, forgets, soft=True, by_hand=True)
+        assert message.startswith(f"{forgot} forgot memories/1.yaml (forget --soft), which {edited} edited; "
+                                  "the repository is back as it was. To merge by hand: ")
+        assert git(here, "status", "--porcelain") == ""
+        assert git(here, "rev-parse", "origin/main") == git(first, "rev-parse", "HEAD")  # nothing pushed
+    # Its step stops the rebase with each side's version between the markers (git's would have none).
+    assert invoke_cli("rebase", "origin/main", cwd=here).returncode == 1
+    forgotten, edited = (here / "memories" / "1.yaml").read_text().split("=======\n")
+    assert forgotten.startswith("learning: Refund reasons are free text\n<<<<<<< origin/main\nentities:\n")
+    assert "\ndeleted_at: " in forgotten and "description" not in forgotten
+    assert edited.startswith("description: Free text before 2024\nentities:\n") and "deleted_at" not in edited
+    assert edited.endswith(">>>>>>> your commits\n")
 
 
 def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: Path,

@@ -812,6 +812,32 @@ def test_a_session_summary_replaced_on_one_clone_stays_replaced(team) -> None:
     assert (session.summary, [p.content for p in session.prompts]) == ("S1: the corrected summary.", ["One more question"])
 
 
+def test_one_session_started_for_two_projects_keeps_the_first_pushed_and_says_so(team, invoke_cli) -> None:
+    """One Engram session id started on two clones for two projects: sync kept the project pushed
+    first without a word, B's start went as an empty commit, and B's prompts counted as A's project's."""
+    _bare, (a, b) = team
+    invoke_cli("--kb", a, "session-start", "ses-1", "--project", "a", check=True)
+    invoke_cli("--kb", b, "session-start", "ses-1", "--project", "b", check=True)
+    invoke_cli("--kb", b, "save-prompt", "Which orders are test orders?", "--session", "ses-1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    synced = invoke_cli("--kb", b, "--json", "sync", check=True)
+    assert json_of(synced)["session_projects"] == {"sessions/ses-1.yaml": {"session": "ses-1", "upstream": "a", "here": "b", "kept": "a"}}
+    assert synced.stdout.count("\n") > 1 and "warning" not in synced.stderr
+    session = load_session((b / "sessions" / "ses-1.yaml").read_text(), "ses-1")
+    assert (session.project, [(p.content, p.project) for p in session.prompts]) == (
+        "a", [("Which orders are test orders?", "b")])
+    # The text names both projects, the one kept and the file, on the clone whose start lost.
+    invoke_cli("--kb", b, "session-start", "ses-2", "--project", "b", check=True)  # first: A's start adds nothing
+    invoke_cli("--kb", a, "session-start", "ses-2", "--project", "a", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 2 pulled, 0 pushed.\n"
+        "  merged both sides of: sessions/ses-2.yaml\n"
+        "  warning: session 'ses-2' was started for project 'b' on origin/main and for project 'a' here: it keeps "
+        "'b' (sessions/ses-2.yaml), and the prompts given here say 'a'; give a session for another project an id "
+        "of its own\n")
+
+
 @pytest.mark.slow
 def test_a_fold_pushed_after_an_upsert_does_not_take_its_place(tmp_path: Path) -> None:
     """Sync's fold (``memory: merge N into M``) changes only counts and created_at, as a person's

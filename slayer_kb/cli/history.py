@@ -201,6 +201,13 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
                      "(to take a memory out, forget it)")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
+        upstream = f"{result.remote}/{result.branch}"
+        for path, started in result.session_projects.items():
+            other, where = (started["here"], "here") if started["kept"] == started["upstream"] else (
+                started["upstream"], f"on {upstream}")
+            text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
+                     f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
+                     f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
         return text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
 
     emit(settings, result.to_json(), human)

@@ -18,6 +18,7 @@ rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from .engram import content_hash
 from .memory import FIELD_NAMES, Memory
@@ -26,15 +27,21 @@ from .session import Prompt, Session
 
 def merge_sessions(base: Session | None, ours: Session, theirs: Session) -> Session:
     """One session from two versions of it since ``base`` (None when both created it; ``ours``
-    wins where both set a plain field)."""
+    wins where both set a plain field). A session started for two projects keeps ``ours``'s, as
+    a start on one clone keeps the existing session's; the other side's prompts then name their
+    project, so they stay that project's (``mem_context``) and the file shows both."""
+    project = ours.project or theirs.project
     prompts: dict[tuple[str, str, str | None], Prompt] = {}
-    for prompt in [*ours.prompts, *theirs.prompts]:
-        prompts.setdefault((prompt.created_at, prompt.content, prompt.project), prompt)
+    for side in (ours, theirs):
+        for prompt in side.prompts:
+            given = prompt.project or side.project  # a prompt names its project only when not the session's
+            kept = replace(prompt, project=None if given == project else given)
+            prompts.setdefault((kept.created_at, kept.content, kept.project), kept)
     ended = [s.ended_at for s in (ours, theirs) if s.ended_at]
     return Session(
         id=ours.id,
         started_at=min(ours.started_at, theirs.started_at),
-        project=ours.project or theirs.project,
+        project=project,
         directory=ours.directory or theirs.directory,
         ended_at=max(ended) if ended else None,
         summary=_summaries(base, ours, theirs),
@@ -177,7 +184,7 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     removed is gone, what either added is there); None when both changed another field in two
     ways (two edits of one memory) or one side forgot it (``forget --soft``) while the other edited
     more than its links: a person merges those, as a forget against an edit."""
-    if _forgot_against_edit(base, ours, theirs) or _forgot_against_edit(base, theirs, ours):
+    if forgot_against_edit(base, ours, theirs):
         return None
     changed: dict[str, object] = {}
     for name in FIELD_NAMES:
@@ -199,10 +206,11 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     return ours.evolve(**changed)
 
 
-def _forgot_against_edit(base: Memory, forgot: Memory, edited: Memory) -> bool:
-    """``forgot`` soft-deleted the memory while ``edited`` changed more than its links."""
-    return (base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
-            and revised(base, edited))
+def forgot_against_edit(base: Memory, ours: Memory, theirs: Memory) -> bool:
+    """Whether one side soft-deleted the memory while the other changed more than its links:
+    two intents a person weighs, wherever in the file the two changes lie."""
+    return any(base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
+               and revised(base, edited) for forgot, edited in ((ours, theirs), (theirs, ours)))
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it

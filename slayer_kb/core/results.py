@@ -422,6 +422,8 @@ class SyncResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)
+    # Session files both sides started for two projects: {session, upstream, here, kept}.
+    session_projects: dict[str, dict[str, str]] = field(default_factory=dict)
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
     head: str | None = None
     attempts: int = 0
@@ -436,7 +438,8 @@ class SyncResult:
                 "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
-                "cascaded": self.cascaded, "stale_queries": self.stale_queries, "attempts": self.attempts,
+                "cascaded": self.cascaded, "stale_queries": self.stale_queries,
+                "session_projects": self.session_projects, "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}
 

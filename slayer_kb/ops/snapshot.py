@@ -1,6 +1,7 @@
 """The KB's files as they are at a git revision, read from git objects (never the work tree):
-a file, a folder's listing, the memory ids, the catalog; and what a side deleted from the catalog
-since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``)."""
+a file, a folder's listing, the memory ids, the catalog; what a side deleted from the catalog
+since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``); and the
+sessions two sides started for two projects (``sync``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import tempfile
 from pathlib import Path
 
 from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
+from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.session import SESSIONS_DIR, id_of_file
+from ..core.session import loads as load_session
 from ..store.repo import GitStore
 
 CATALOG_DIRS = ("datasources", "models")
@@ -43,6 +47,24 @@ def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | Non
         found.append(out[end + 1 : end + 1 + size] if header[1] == b"blob" else None)
         at = end + 1 + size + 1
     return found
+
+
+def session_projects(store: GitStore, sides: tuple[str, str], paths: list[str]) -> dict[str, dict[str, str]]:
+    """Of ``paths`` (KB-relative: the files both sides changed), each session file the upstream
+    and this branch (``sides``, as they were before the merge) started for two projects: its id,
+    both projects and the one the merged session at HEAD kept (``merging.merge_sessions``)."""
+    sessions = [(path, session_id) for path in paths if path.startswith(f"{SESSIONS_DIR}/")
+                and (session_id := id_of_file(path.removeprefix(f"{SESSIONS_DIR}/"))) is not None]
+    found = iter(blobs_at(store, [(rev, path) for path, _ in sessions for rev in (*sides, "HEAD")]) if sessions else [])
+    apart: dict[str, dict[str, str]] = {}
+    for path, session_id in sessions:
+        texts = [next(found) for _ in range(3)]
+        with contextlib.suppress(KBError):  # a version that does not parse was no start
+            upstream, here, kept = (load_session(text.decode("utf-8", "replace"), session_id).project
+                                    if text is not None else None for text in texts)
+            if upstream and here and kept and upstream != here:
+                apart[path] = {"session": session_id, "upstream": upstream, "here": here, "kept": kept}
+    return apart
 
 
 def text_at(store: GitStore, rev: str, kb_path: str) -> str | None:

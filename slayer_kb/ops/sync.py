@@ -54,7 +54,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at
+from .snapshot import blobs_at, session_projects
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
 
@@ -317,7 +317,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # The last attempt's commits are undone with it, so is what they said they did: its
         # renumbering, folds, strips and merged files are made again, or not, against this upstream.
         for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
-                     result.resolved, result.unforgotten, result.dropped):
+                     result.resolved, result.unforgotten, result.dropped, result.session_projects):
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
@@ -349,6 +349,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
             result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
     result.resolved += [path for path in both if path not in result.resolved]
+    result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merges else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)

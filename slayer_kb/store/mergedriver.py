@@ -12,6 +12,10 @@ slayer_kb.store.mergedriver BASE CURRENT OTHER PATH [CURRENT_LABEL OTHER_LABEL]`
 - a session file: both versions merged (``core/merging.merge_sessions``);
 - a memory both sides hold under one topic key: the newer content, both sides' revisions and
   duplicates counted (``core/merging.merge_topic_revisions``);
+- a memory one side soft-forgot (``forget --soft``) while the other edited it: a conflict, each
+  side's version between git's markers, even where git's line merge would take both (an edit
+  that left ``updated_at`` as it was lies lines apart from ``deleted_at``): a person weighs a
+  forget against an edit, whichever lines the two changed;
 - anything else: ``git merge-file``, git's own line merge; a memory whose lines conflict though
   no field was changed two ways (two forgets each stripping its link from one memory) is then
   merged field by field (``core/merging.merge_edits``), and what still conflicts is left as git
@@ -23,6 +27,7 @@ The result is written over CURRENT; the exit status is git's: 0 merged, else con
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import subprocess
 import sys
@@ -120,6 +125,25 @@ def edits_merged(path: str, base: str, current: str, other: str) -> str | None:
     return None if memory is None else dumps(memory)
 
 
+def forgot_against_edit(path: str, base: str, current: str, other: str) -> bool:
+    """Whether one side of a memory's three versions soft-forgot it while the other edited it
+    (``merging.forgot_against_edit``); False for a version that does not parse."""
+    versions = _memories(path, base, current, other) if base.strip() else None
+    return versions is not None and merging.forgot_against_edit(*versions)
+
+
+def _both_sides(current: str, other: str, labels: tuple[str, str]) -> str:
+    """``current`` and ``other`` as a conflict: the lines they share around git's markers, which
+    hold each side's lines between (``labels`` name the sides)."""
+    # Every line ends with one: a last line without would run into the marker after it.
+    mine, theirs = ([line + "\n" for line in text.removesuffix("\n").split("\n")] for text in (current, other))
+    head = len(os.path.commonprefix([mine, theirs]))
+    tail = len(os.path.commonprefix([mine[head:][::-1], theirs[head:][::-1]]))
+    middle = [f"<<<<<<< {labels[0]}\n", *mine[head:len(mine) - tail], "=======\n", *theirs[head:len(theirs) - tail],
+              f">>>>>>> {labels[1]}\n"]
+    return "".join([*mine[:head], *middle, *mine[len(mine) - tail:]])
+
+
 def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated]) -> bool | None:
     """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
     side's version ``kept``: it does when ``kept`` only soft-forgot it (both forgot it), else as
@@ -166,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                             for f in (base_file, current_file, other_file))
     texts = (base, current, other)
     result = merged(path, base, current, other, _committed(path, (current_label, other_label)))
+    if result is None and forgot_against_edit(path, *texts):
+        Path(current_file).write_text(_both_sides(current, other, (current_label, other_label)), encoding="utf-8")
+        return 1
     if result is None:
         # git's line merge first: a clean one keeps the file as written (its layout, comments).
         code = subprocess.run(["git", "merge-file", "-L", current_label, "-L", "base", "-L", other_label,
