@@ -293,6 +293,30 @@ def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: Knowled
     assert len(git(root, "log", "--format=%s", f"{head.strip()}..HEAD").splitlines()) == 2
 
 
+def test_a_save_by_id_of_what_the_memory_holds_commits_nothing(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """SLayer's save_memory replaces an existing id whole; given what the memory holds already, it
+    made a commit that moved only updated_at. Now none, with SLayer's reply as ever ("replaced")."""
+    root = catalog_kb.root
+    save = ("--kb", root, "save", "Amounts are in cents", "-e", "orders.amount", "--id", "kb.cents")
+    invoke_cli(*save, check=True)
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli(*save)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "Saved memory kb.cents (replaced): it already held this; nothing to commit\n"
+           "  entities: shop.orders.amount\n", "")
+    assert json.loads(invoke_cli(*save, "--json", check=True).stdout)["action"] == "replaced"
+    reply = tools.call_tool(catalog_kb, "save_memory", {"id": "kb.cents", "learning": "Amounts are in cents",
+                                                        "linked_entities": ["orders.amount"]})
+    assert json.loads(reply.text) == {"memory_id": "kb.cents", "resolved_entities": ["shop.orders.amount"],
+                                      "warnings": [], "action": "replaced"}
+    assert git(root, "rev-parse", "HEAD") == head
+    # A real change commits, and the memory it leaves (updated_at set) given again commits nothing.
+    changed = ("--kb", root, "save", "Amounts are in euros", "-e", "orders.amount", "--id", "kb.cents")
+    assert invoke_cli(*changed, check=True).stdout == "Saved memory kb.cents (replaced)\n  entities: shop.orders.amount\n"
+    assert invoke_cli(*changed, check=True).stdout.startswith("Saved memory kb.cents (replaced): it already held")
+    assert git(root, "log", "--format=%s", f"{head.strip()}..HEAD") == "memory: save kb.cents\n"
+
+
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,
                                                                           invoke_cli) -> None:
     """``-e memory:X`` (or ``memory:X`` in the question) with X forgotten but restorable: the
