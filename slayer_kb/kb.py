@@ -405,9 +405,12 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             updated_at=updated_at,
             **{k: v for k, v in extra.items() if v is not None},
         )
-        self.pending.clear(memory_id)
         # Saved into a session, the session is made with it, as an observation's is.
         session = sessions.for_save(tx, memory.session_id, memory.project, now) if memory.session_id else []
+        if replaced is not None and not session and memory.evolve(updated_at=replaced.updated_at) == replaced:
+            # What the memory holds already: no commit that would move only updated_at.
+            return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type)
+        self.pending.clear(memory_id)
         commit = tx.commit([memory_change(memory), *session], f"memory: save {memory_id}", {memory_id: memory})
         return SaveResult(memory_id, entities, warnings, action, memory.title, memory.type, commit=commit)
 

@@ -242,15 +242,79 @@ def test_an_update_that_changes_nothing_commits_nothing_and_says_so(catalog_kb: 
 
     text, structured, described = with_server_in_process(root, script)
     assert described.endswith("Values the memory holds already change nothing: no commit, and the reply is Memory "
-                              'unchanged: #ID "TITLE" (TYPE, scope=SCOPE): it already holds these values; nothing '
-                              "to commit.")
-    assert text == (f'Memory unchanged: #{memory_id} "Cents" (decision, scope=project): it already holds these '
-                    "values; nothing to commit.")
+                              'updated: #ID "TITLE" (TYPE, scope=SCOPE): unchanged, it already holds these values; '
+                              "nothing to commit.")
+    # Engram's prefix, which clients match, then what happened.
+    assert text == (f'Memory updated: #{memory_id} "Cents" (decision, scope=project): unchanged, it already holds '
+                    "these values; nothing to commit.")
     assert (structured["action"], structured["updated_at"]) == ("unchanged", None)
     assert git(root, "rev-parse", "HEAD").strip() == head
+    # The same text with another type: a commit, but no revision of the text or the title.
+    data = json.loads(invoke_cli("--kb", root, "update", memory_id, "--learning", "Amounts are in cents", "--type",
+                                 "bugfix", "--json", check=True).stdout)
+    assert (data["action"], data["type"], data["revision_count"]) == ("updated", "bugfix", 1)
     assert invoke_cli("--kb", root, "update", memory_id, "--title", "Amounts in cents", check=True).stdout == (
         f"Updated memory {memory_id}\n")
-    assert git(root, "log", "--format=%s", f"{head}..HEAD") == f"memory: update {memory_id} (title)\n"
+    assert git(root, "log", "--format=%s", f"{head}..HEAD") == (
+        f"memory: update {memory_id} (title)\nmemory: update {memory_id} (learning, type)\n")
+    assert json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["revision_count"] == 2
+
+
+def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """The learning a file holds ends in a line break (``learning: |``, as ``save -`` keeps it); an
+    update trims the text it is given, so the same text given back (``get --json``'s, or
+    mem_get_observation's) was a change: a commit writing ``|-`` and a revision more."""
+    root = catalog_kb.root
+    text = "Amounts are in cents.\nRefunds are negative rows.\n"
+    memory_id = json.loads(invoke_cli("--kb", root, "save", "-", "-e", "orders.amount", "--json", input=text,
+                                      check=True).stdout)["memory_id"]
+    path = root / "memories" / f"{memory_id}.yaml"
+    held, head = path.read_bytes(), git(root, "rev-parse", "HEAD")
+    assert b"learning: |\n" in held
+    learning = json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["learning"]
+    assert learning == text
+    proc = invoke_cli("--kb", root, "update", memory_id, "--learning", "-", input=learning)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, f"Memory {memory_id} already holds these values; nothing to commit.\n", "")
+    shown = tools.call_tool(catalog_kb, "mem_get_observation", {"id": memory_id}).text.split("\n")
+    reply = tools.call_tool(catalog_kb, "mem_update", {"id": memory_id, "content": "\n".join(shown[1:3])})
+    assert reply.text == (f'Memory updated: #{memory_id} "Amounts are in cents. Refunds are negative rows." (none, '
+                          "scope=project): unchanged, it already holds these values; nothing to commit.")
+    assert (path.read_bytes(), git(root, "rev-parse", "HEAD")) == (held, head)
+    # The same text with a type changed: one commit, the text and its revision count as they were.
+    invoke_cli("--kb", root, "update", memory_id, "--learning", "-", "--type", "decision", input=learning, check=True)
+    assert git(root, "log", "--format=%s", f"{head.strip()}..HEAD") == f"memory: update {memory_id} (learning, type)\n"
+    data = json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)
+    assert (data["learning"], data["type"]) == (text, "decision")
+    # A real change of the text: one commit more.
+    invoke_cli("--kb", root, "update", memory_id, "--learning", "Amounts are in euros.\n", check=True)
+    assert json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["learning"] == (
+        "Amounts are in euros.")
+    assert len(git(root, "log", "--format=%s", f"{head.strip()}..HEAD").splitlines()) == 2
+
+
+def test_a_save_by_id_of_what_the_memory_holds_commits_nothing(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """SLayer's save_memory replaces an existing id whole; given what the memory holds already, it
+    made a commit that moved only updated_at. Now none, with SLayer's reply as ever ("replaced")."""
+    root = catalog_kb.root
+    save = ("--kb", root, "save", "Amounts are in cents", "-e", "orders.amount", "--id", "kb.cents")
+    invoke_cli(*save, check=True)
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli(*save)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "Saved memory kb.cents (replaced): it already held this; nothing to commit\n"
+           "  entities: shop.orders.amount\n", "")
+    assert json.loads(invoke_cli(*save, "--json", check=True).stdout)["action"] == "replaced"
+    reply = tools.call_tool(catalog_kb, "save_memory", {"id": "kb.cents", "learning": "Amounts are in cents",
+                                                        "linked_entities": ["orders.amount"]})
+    assert json.loads(reply.text) == {"memory_id": "kb.cents", "resolved_entities": ["shop.orders.amount"],
+                                      "warnings": [], "action": "replaced"}
+    assert git(root, "rev-parse", "HEAD") == head
+    # A real change commits, and the memory it leaves (updated_at set) given again commits nothing.
+    changed = ("--kb", root, "save", "Amounts are in euros", "-e", "orders.amount", "--id", "kb.cents")
+    assert invoke_cli(*changed, check=True).stdout == "Saved memory kb.cents (replaced)\n  entities: shop.orders.amount\n"
+    assert invoke_cli(*changed, check=True).stdout.startswith("Saved memory kb.cents (replaced): it already held")
+    assert git(root, "log", "--format=%s", f"{head.strip()}..HEAD") == "memory: save kb.cents\n"
 
 
 def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalog_kb: KnowledgeBase,

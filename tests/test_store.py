@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,35 @@ def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, 
     assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae> | %cn <%ce>") == (
         "Ada Lovelace <slayer-kb@localhost> | Ada Lovelace <slayer-kb@localhost>\n"
     )
+
+
+def test_who_commits_follows_a_git_installed_on_path_in_one_process(catalog_kb: KnowledgeBase,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """The system config git reads sits beside the git PATH finds. One process (a warm server)
+    saving before and after a git is installed in a PATH folder, PATH the same, commits as the
+    new git's system config says: where git is was remembered for each PATH value, and the
+    system file beside the old git kept being the one watched."""
+    for variable in GIT_ENV:
+        monkeypatch.delenv(variable)
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+    (tmp_path / "system").write_text("")  # not this machine's /etc/gitconfig
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
+    prefix, real_git = tmp_path / "prefix", shutil.which("git")
+    (prefix / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    kb = KnowledgeBase(catalog_kb.root)
+    kb.save_memory("before the install", ["orders.amount"])
+    # A git whose system config is the one beside it (a relocatable build), naming a user.
+    (prefix / "etc").mkdir()
+    (prefix / "etc" / "gitconfig").write_text("[user]\n\tname = Installed\n\temail = installed@example.com\n")
+    wrapper = prefix / "bin" / "git"
+    wrapper.write_text(f"#!/bin/sh\nGIT_CONFIG_SYSTEM={prefix / 'etc' / 'gitconfig'} exec {real_git} \"$@\"\n")
+    wrapper.chmod(0o755)
+    kb.save_memory("after the install", ["orders.amount"])
+    assert git(catalog_kb.root, "log", "-2", "--format=%an <%ae> | %cn <%ce>") == (
+        "Installed <installed@example.com> | Installed <installed@example.com>\n"
+        "slayer-kb <slayer-kb@localhost> | slayer-kb <slayer-kb@localhost>\n")
 
 
 def test_a_sync_reads_each_packed_commit_from_git_once(invoke_cli: Any, monkeypatch: pytest.MonkeyPatch,

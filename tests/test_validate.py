@@ -385,6 +385,38 @@ def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: Knowledge
     assert catalog_kb.get("late").created_at == "2999-01-01T00:00:00Z"
 
 
+def test_the_time_warnings_quote_the_file_and_point_at_the_value_kept(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A time's warning quotes it as the file writes it (an offset, nine digits of a second), at
+    the line of the value YAML keeps (a key given twice keeps the last; a quoted key has a line);
+    a time at the calendar's last microsecond, or past it in UTC, was an OverflowError traceback."""
+    write(catalog_kb, "twice.yaml", "learning: Twice.\nupdated_at: '2026-01-01T00:00:00Z'\n"
+          "created_at: '2026-01-01T00:00:00Z'\nupdated_at: '2999-01-01T00:00:00Z'\n")
+    write(catalog_kb, "quoted.yaml", "learning: Quoted key.\n\"created_at\": '2999-01-01T00:00:00Z'\n")
+    write(catalog_kb, "offset.yaml", "learning: Offset.\ncreated_at: 2999-01-01T00:00:00+02:00\n")
+    write(catalog_kb, "nano.yaml", "learning: Nanoseconds.\ncreated_at: 2999-01-01T00:00:00.123456789Z\n")
+    write(catalog_kb, "last.yaml", "learning: The last.\ncreated_at: '9999-12-31T23:59:59.9999999Z'\n")
+    write(catalog_kb, "past.yaml", "learning: Past the last.\ncreated_at: 9999-12-31T23:59:59-01:00\n")
+    (catalog_kb.root / "sessions").mkdir(exist_ok=True)
+    (catalog_kb.root / "sessions" / "ses-1.yaml").write_text("started_at: '9999-12-31T23:59:59.9999999Z'\n")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    ahead = "is more than a day ahead of this machine's clock, so"
+    created = "newest-first lists (list, context, mem_context) put the memory first until then"
+    fix = "; write the time it happened, with 'slayer-kb edit"
+    assert (proc.returncode, proc.stdout) == (1, (
+        "memories/nano.yaml:2: not in canonical form; run 'slayer-kb fmt memories/nano.yaml'\n"
+        "memories/offset.yaml:2: not in canonical form; run 'slayer-kb fmt memories/offset.yaml'\n"
+        "memories/past.yaml:2: 'created_at' must be a UTC time, quoted: '2026-11-29T20:42:40Z'\n"
+        "memories/quoted.yaml:2: not in canonical form; run 'slayer-kb fmt memories/quoted.yaml'\n"
+        "memories/twice.yaml:4: duplicate key 'updated_at' (first on line 2); keep one\n"
+        f"memories/last.yaml:2: warning: created_at '9999-12-31T23:59:59.9999999Z' {ahead} {created}{fix} last'\n"
+        f"memories/nano.yaml:2: warning: created_at '2999-01-01T00:00:00.123456789Z' {ahead} {created}{fix} nano'\n"
+        f"memories/offset.yaml:2: warning: created_at '2999-01-01T00:00:00+02:00' {ahead} {created}{fix} offset'\n"
+        f"memories/quoted.yaml:2: warning: created_at '2999-01-01T00:00:00Z' {ahead} {created}{fix} quoted'\n"
+        f"memories/twice.yaml:4: warning: updated_at '2999-01-01T00:00:00Z' {ahead} a merge of two versions of the "
+        f"memory takes this one as the newer until then{fix} twice'\n"
+        "5 problems in 5 files (7 files checked), 5 warnings\n"))
+
+
 def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
     """The limit is a day past ``now``: 23 h ahead is a clock's skew, 25 h ahead is told."""
     now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)

@@ -73,7 +73,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 )
 @click.option(
     "--id", "memory_id",
-    help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole.",
+    help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole "
+         "(with what it holds already: no commit).",
 )
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
@@ -187,6 +188,8 @@ def save_text(result: Any) -> str:
             head += f"\n(memory {result.memory_id})"
     else:
         head = f"Saved memory {result.memory_id} ({result.action})"
+        if result.action == "replaced" and result.commit is None:
+            head += ": it already held this; nothing to commit"
         if result.resolved_entities:
             head += "\n  entities: " + ", ".join(result.resolved_entities)
     return head + warning_lines(result.warnings)

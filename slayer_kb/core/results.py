@@ -27,7 +27,7 @@ class SaveResult:
     title: str | None = None
     type: str | None = None
     suggested_topic_key: str | None = None
-    commit: str | None = None
+    commit: str | None = None  # None: nothing was committed (a replace with what the memory held)
 
     @property
     def message(self) -> str:

@@ -191,12 +191,13 @@ def _mem_restore(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 
 def _change_reply(result: ChangeResult) -> Reply:
-    """Engram's ``Memory updated: ...`` line, for an update or a restore; an update that changed
-    nothing (no commit) says so in the same shape."""
+    """Engram's ``Memory updated: ...`` line, for an update or a restore. An update that changed
+    nothing (no commit) keeps Engram's prefix, which clients match, and says so after it."""
     data = result.memory
-    text = f'Memory {result.action}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
+    verb = "restored" if result.action == "restored" else "updated"
+    text = f'Memory {verb}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
     if result.action == "unchanged":
-        text += ": it already holds these values; nothing to commit."
+        text += ": unchanged, it already holds these values; nothing to commit."
     return Reply(_with_warnings(text, result.warnings), result.to_json())
 
 

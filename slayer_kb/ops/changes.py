@@ -81,6 +81,12 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "entities" in given:
                 changes["entities"], more = kb.resolve_entities(given["entities"], held=memory.entities)
                 warnings.extend(more)
+            for name, value in changes.items():
+                held = getattr(memory, name)
+                # A write trims the text it is given; a file's `learning: |` ends in a line break.
+                # The text held, given back, is the same text: kept as the file spells it.
+                if isinstance(value, str) and isinstance(held, str) and held.strip() == value:
+                    changes[name] = held
             updated = memory.evolve(**changes, duplicate_count=observations.folded_duplicates(kb, memory))
             if updated == memory:
                 # The values it holds already: no commit that would move only updated_at. The file
@@ -88,7 +94,8 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 return [memory_change(memory)], (changes, warnings, False)
             updated.updated_at = utc_now()
             observations.check_key_change(tx, memory_id, updated.topic_key, updated.project, updated.scope, memory)
-            if memory.revision_count is not None and any(k in changes for k in ("learning", "title")):
+            if memory.revision_count is not None and any(getattr(updated, k) != getattr(memory, k)
+                                                         for k in ("learning", "title")):
                 updated.revision_count = memory.revision_count + 1
             return [memory_change(updated)], (changes, warnings, True)
 

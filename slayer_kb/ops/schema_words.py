@@ -9,8 +9,8 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -104,40 +104,62 @@ _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z")
 @dataclass(frozen=True)
 class TimeField:
     """A top-level field holding a time in the schema's form, as read once for every check of it
-    (``impossible_times`` here, validate's warning of a time ahead, timechecks.py)."""
+    (``impossible_times`` here, validate's warning of a time ahead, timechecks.py). Where it is
+    and how it is written are looked up only for a time that is told: most never are."""
 
     key: str
-    value: str  # as a canonical file writes it
-    line: int | None
-    when: _dt.datetime | None  # in UTC; None where no calendar has it (``why`` says why)
+    value: str  # as a canonical file writes it (a YAML timestamp in UTC)
+    when: _dt.datetime | None  # in UTC, to the microsecond; None where no calendar has it (``why`` says why)
     why: str = ""
+    text: str = field(default="", repr=False, compare=False)  # the file's
+
+    @cached_property
+    def _place(self) -> tuple[int | None, str]:
+        """The line of the value YAML keeps (a key given twice keeps the last; a key may be quoted)
+        and the value as the file writes it (``+02:00``, nine digits of a second)."""
+        with contextlib.suppress(yaml.YAMLError):
+            node = yamlio.compose(self.text)
+            if isinstance(node, yaml.MappingNode):
+                kept = [value for key, value in node.value if isinstance(key, yaml.ScalarNode) and key.value == self.key]
+                if kept and isinstance(kept[-1], yaml.ScalarNode):
+                    return kept[-1].start_mark.line + 1, kept[-1].value
+        return key_line(self.text, self.key), self.value
+
+    @property
+    def line(self) -> int | None:
+        return self._place[0]
+
+    @property
+    def written(self) -> str:
+        return self._place[1]
 
 
 def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[TimeField]:
-    """Each of ``keys`` that holds a time of the schema's form (quoted, or a YAML timestamp), by line."""
+    """Each of ``keys`` that holds a time of the schema's form (quoted, or a YAML timestamp)."""
     found = []
     for key in keys:
         value = _json_like(data.get(key))
         if isinstance(value, str) and (parts := _TIME.fullmatch(value)) is not None:
             *whole, fraction = parts.groups()
+            # The microseconds it names, cut rather than rounded: .9999999 of 9999-12-31T23:59:59
+            # rounded up would be a time past the calendar's last.
+            micro = int(fraction[1:7].ljust(6, "0")) if fraction else 0
             try:
                 year, month, day, hour, minute, second = map(int, whole)
-                when = _dt.datetime(year, month, day, hour, minute, second, tzinfo=_dt.timezone.utc)
+                when = _dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=_dt.timezone.utc)
             except ValueError as exc:
-                found.append(TimeField(key, value, key_line(text, key), None, str(exc)))
+                found.append(TimeField(key, value, None, str(exc), text))
             else:
-                found.append(TimeField(key, value, key_line(text, key),
-                                       when + _dt.timedelta(seconds=float(fraction or 0))))
-    return sorted(found, key=lambda time: (time.line or 0, time.key))
+                found.append(TimeField(key, value, when, text=text))
+    return found
 
 
 def impossible_times(times: Iterable[TimeField]) -> Iterator[tuple[int | None, str]]:
     """Each time of the schema's form that no calendar has (a 31st of February, hour 24), which
     the schema's pattern lets through and which sorts wrongly."""
-    for time in times:
-        if time.when is None:
-            yield time.line, (f"'{time.key}' {time.value!r} is no real time ({time.why}); write the time it "
-                              "happened, quoted: '2026-11-29T20:42:40Z'")
+    for time in sorted((time for time in times if time.when is None), key=lambda time: time.line or 0):
+        yield time.line, (f"'{time.key}' {time.written!r} is no real time ({time.why}); write the time it "
+                          "happened, quoted: '2026-11-29T20:42:40Z'")
 
 
 def _json_like(data: Any) -> Any:
@@ -149,7 +171,10 @@ def _json_like(data: Any) -> Any:
         return [_json_like(v) for v in data]
     if isinstance(data, _dt.datetime):
         if data.tzinfo is not None:
-            data = data.astimezone(_dt.timezone.utc)
+            try:
+                data = data.astimezone(_dt.timezone.utc)
+            except OverflowError:  # past year 9999 (or before 1) in UTC: no time the schema takes
+                return data.isoformat()
         # Its fraction of a second as written (``.5``), which the quoted form keeps too.
         fraction = f".{data.microsecond:06d}".rstrip("0") if data.microsecond else ""
         return data.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"

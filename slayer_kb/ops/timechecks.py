@@ -23,7 +23,7 @@ def future_times(times: Iterable[TimeField], name: str, memory_id: str, now: dat
     """A warning, at its line, for each of the memory file's times (``schema_words.read_times``,
     the reading the schema check used) more than ``SKEW`` after ``now`` (this machine's clock)."""
     limit = (now or datetime.now(timezone.utc)) + SKEW
-    return [Problem(name, time.line or 1, f"{time.key} {time.value!r} is more than a day ahead of this machine's "
+    return [Problem(name, time.line or 1, f"{time.key} {time.written!r} is more than a day ahead of this machine's "
                     f"clock, so {_WHAT_IT_MISLEADS[time.key]}; write the time it happened, with "
                     f"'slayer-kb edit {words(memory_id)}'")
             for time in times

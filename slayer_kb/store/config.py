@@ -84,10 +84,10 @@ def files(git_dir: str, common_dir: str, git: str | None) -> list[str]:
     return found
 
 
-def program(name: str, search_path: str | None = None) -> str | None:
-    """The real path of the program ``name`` that ``search_path`` (default: PATH) finds, as git is
-    run: its absolute folders only (no shutil: the client starts lean)."""
-    for folder in program_path(os.environ.get("PATH", os.defpath) if search_path is None else search_path).split(os.pathsep):
+def program(name: str) -> str | None:
+    """The real path of the program ``name`` that PATH finds, as git is run: its absolute folders
+    only (no shutil: the client starts lean)."""
+    for folder in program_path(os.environ.get("PATH", os.defpath)).split(os.pathsep):
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)

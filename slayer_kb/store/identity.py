@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,15 +57,9 @@ def sources(git_dir: Path, common_dir: Path) -> Sources:
     inode) of every config file git may read it from. A warm server runs one command after
     another in one process, and any of these may change between two."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in _VARIABLES))
-    git = _git_on(os.environ.get("PATH", os.defpath))
-    return env, tuple(map(_signature, config.files(str(git_dir), str(common_dir), git)))
-
-
-@lru_cache(maxsize=8)
-def _git_on(search_path: str) -> str | None:
-    """git as ``search_path`` finds it (where its system config is), looked up once per PATH
-    value, not on every commit: a stat of each folder before it, and a realpath."""
-    return config.program("git", search_path)
+    # git is looked for on PATH each time, not once per PATH value: a git installed or upgraded
+    # in a PATH folder moves the system file beside it with the same PATH.
+    return env, tuple(map(_signature, config.files(str(git_dir), str(common_dir), config.program("git"))))
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
