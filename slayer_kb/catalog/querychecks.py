@@ -155,12 +155,26 @@ def formula_problem(text: str) -> str | None:
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv)
 
 
+# Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions.
+_UNSUPPORTED = (
+    ast.Subscript, ast.Lambda, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.NamedExpr, ast.Starred, ast.JoinedStr,
+)
+
+
 def _operator_problem(probe: str) -> str | None:
-    """An operator Python parses and SLayer does not (``sum(amount) ^ 2``), in SLayer's words."""
+    """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
     tree = ast.parse(VARIABLE.sub("0", probe).strip(), mode="eval")
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and not isinstance(node.op, _ARITHMETIC):
             return f"unsupported binary operator {type(node.op).__name__}."
+        if isinstance(node, ast.IfExp):
+            return (
+                "the Python conditional 'x if cond else y' is not supported. Use SQL "
+                "'CASE WHEN cond THEN x ELSE y END' or iif(cond, x, y)."
+            )
+        if isinstance(node, _UNSUPPORTED):
+            return f"unsupported AST node {type(node).__name__}."
     return None
 
 

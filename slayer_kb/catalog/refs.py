@@ -32,7 +32,7 @@ from ..core.errors import InvalidInputError, KBError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from .querychecks import formula_problem
-from .slayerquery import Item, check_query
+from .slayerquery import GRANULARITIES, Item, check_query
 
 if TYPE_CHECKING:
     from .catalog import Model
@@ -221,9 +221,13 @@ class _Token(NamedTuple):
 
 
 _NONE = _Token("", "")
-# The SQL words SLayer's Mode-B parser takes in a formula, by rewriting them: CASE WHEN,
-# count(distinct x), extract(year from x).
-_FORMULA_WORDS = frozenset({"case", "when", "then", "else", "end", "distinct", "from"})
+_SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
+# The words of a formula that name no column: Python's operators, and the SQL words SLayer's
+# Mode-B parser takes by rewriting them (CASE WHEN, count(distinct x), extract(year from x)).
+_FORMULA_WORDS = frozenset(
+    {"and", "or", "not", "in", "is", "true", "false", "none"}
+    | {"case", "when", "then", "else", "end", "distinct", "from"}
+)
 
 
 @dataclass
@@ -253,9 +257,11 @@ def filter_references(filter_text: str) -> list[str]:
 def _scan(text: str, what: str, sql: bool) -> list[str]:
     if not isinstance(text, str):
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
+    # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
+    scanned = text if sql else _SPACED_DOT.sub(".", text)
     tokens = [
         _Token(m.lastgroup or "", m.group())
-        for m in _TOKEN.finditer(text)
+        for m in _TOKEN.finditer(scanned)
         if m.lastgroup not in ("space", "other")
     ]
     refs: dict[str, None] = {}
@@ -308,6 +314,8 @@ def _name_reference(
         return None
     if not sql and (name.lower() in _FORMULA_WORDS or (stack and stack[-1].func == "extract" and after.text.lower() == "from")):
         return None  # a word of CASE WHEN, count(distinct x) or extract(year from x), which SLayer rewrites
+    if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func != "interval":
+        return None  # a transform's granularity: time_shift(sum(amount), -1, month)
     if not name.isascii():
         raise InvalidInputError(
             f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "

@@ -256,9 +256,6 @@ def _measure(value: Any, where: str) -> str:
     formula = string(value["formula"], f"{where}.formula")
     if not formula.strip():
         fail(f"{where}.formula", "the formula is empty; write one such as 'sum(amount)', or leave the measure out.")
-    problem = formula_problem(formula)
-    if problem is not None:
-        fail(f"{where}.formula", problem)
     name = value.get("name")
     if name is not None:
         name = string(name, f"{where}.name")
@@ -272,6 +269,9 @@ def _measure(value: Any, where: str) -> str:
         fail(f"{where}.meta", "Input should be a valid dictionary")
     if _OVER.search(formula):
         fail(f"{where}.formula", f"ModelMeasure formula '{formula}' {WINDOW_IN_FILTER_ERROR}")
+    problem = formula_problem(formula)
+    if problem is not None:
+        fail(f"{where}.formula", problem)
     return formula
 
 
