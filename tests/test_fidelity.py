@@ -4,7 +4,9 @@ tests/fidelity/slayer_answers.json holds SLayer 1.4.1's own answers, recorded by
 tests/fidelity/record.py from tests/fidelity/cases.yaml. Every case here runs slayer-kb's rules on
 the same input over the same catalog: the answers agree (the same entities and warnings, or both
 refuse, slayer-kb's message carrying SLayer's), or the case says in ``differs`` why slayer-kb
-answers otherwise, and ``kb`` is slayer-kb's answer, checked exactly.
+answers otherwise, and ``kb`` is slayer-kb's answer, checked exactly. The steps of
+tests/fidelity/memory_cases.yaml (save_memory, forget_memory, search) run in turn on one knowledge
+base and are held to SLayer's answers the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.refs import query_entities
 from slayer_kb.catalog.resolve import Resolver
@@ -28,7 +31,10 @@ FIDELITY = Path(__file__).parent / "fidelity"
 sys.path.insert(0, str(FIDELITY))
 from catalog import write_catalog  # noqa: E402
 
+from testing import commit_all, make_empty_kb  # noqa: E402
+
 CASES = yaml.safe_load((FIDELITY / "cases.yaml").read_text(encoding="utf-8"))
+STEPS = yaml.safe_load((FIDELITY / "memory_cases.yaml").read_text(encoding="utf-8"))["steps"]
 ANSWERS = json.loads((FIDELITY / "slayer_answers.json").read_text(encoding="utf-8"))
 
 
@@ -96,6 +102,7 @@ def check(case: dict[str, Any], slayer: dict[str, Any], kb: dict[str, Any]) -> N
 def test_the_set_is_large_enough_and_recorded_whole() -> None:
     assert ANSWERS["slayer"] == "1.4.1"
     assert len(CASES["references"]) >= 60 and len(CASES["queries"]) >= 30
+    assert len(ANSWERS["memory"]) == len(STEPS)
     assert set(ANSWERS["references"]) == {c["ref"] for c in CASES["references"]}
     assert set(ANSWERS["queries"]) == {c["id"] for c in CASES["queries"]}
 
@@ -108,3 +115,40 @@ def test_reference(resolver: Resolver, case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", CASES["queries"], ids=lambda c: c["id"])
 def test_query(resolver: Resolver, case: dict[str, Any]) -> None:
     check(case, ANSWERS["queries"][case["id"]], kb_query(resolver, case["query"]))
+
+
+def kb_step(kb: KnowledgeBase, step: dict[str, Any]) -> dict[str, Any]:
+    """slayer-kb's answer to one step of memory_cases.yaml, as its MCP tools give it."""
+    try:
+        if step["op"] == "save":
+            saved = kb.save_memory(step["learning"], step["linked_entities"], id=step.get("id"),
+                                   description=step.get("description"))
+            return {"memory_id": saved.memory_id, "entities": saved.resolved_entities, "warnings": saved.warnings}
+        if step["op"] == "forget":
+            return {"deleted_id": kb.forget(str(step["id"])).deleted_id}  # MCP takes a legacy int id
+        if step["op"] == "get":
+            return {"entities": kb.get(step["id"]).entities}
+        found = kb.search(None, step["entities"], datasource=step.get("datasource"),
+                          limit=step.get("max_results", 10)).to_json()
+        hits = found["memories"] + found["example_queries"]
+        return {"entities": found["resolved_input_entities"], "warnings": found["warnings"],
+                "memories": sorted(hit["id"] for hit in hits)}
+    except KBError as exc:
+        return {"error": str(exc)}
+
+
+def test_memory_steps(tmp_path: Path) -> None:
+    # One knowledge base, every step in turn: each step reads what the ones before it wrote.
+    root = make_empty_kb(tmp_path / "kb")
+    write_catalog(root)
+    commit_all(root, "the fidelity catalog")
+    kb = KnowledgeBase(root)
+    try:
+        for index, (step, slayer) in enumerate(zip(STEPS, ANSWERS["memory"], strict=True)):
+            kb_answer = kb_step(kb, step)
+            if "differs" in step or "error" in slayer or "error" in kb_answer:
+                check(step, slayer, kb_answer)
+            else:
+                assert kb_answer == slayer, f"step {index} {step}\nSLayer 1.4.1: {slayer}\nslayer-kb:   {kb_answer}"
+    finally:
+        kb.close()

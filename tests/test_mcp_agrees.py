@@ -32,6 +32,10 @@ CASES: list[tuple[list[str], str, dict[str, Any], str | tuple[str, str] | None]]
      (BLANK, BLANK.replace("learning", "content", 1))),
     (["save-prompt", "\u2060", "--session", "s1"], "mem_save_prompt", {"content": "\u2060", "session_id": "s1"},
      "content is required and must not be blank."),
+    # A formula SLayer cannot parse: refused, in SLayer's words, not saved with its column tagged.
+    (["save", "Revenue", "--query", '{"source_model": "orders", "measures": ["sum(amount"]}'], "save_memory",
+     {"learning": "Revenue", "linked_entities": {"source_model": "orders", "measures": ["sum(amount"]}},
+     "measures[0].formula: Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)"),
     (["save", "Tips for every project", "--title", "Shell tip", "--scope", "PERSONAL"], "mem_save",
      {"title": "Shell tip", "content": "Tips for every project", "scope": "PERSONAL"}, None),
 ]

@@ -126,6 +126,58 @@ def syntax_problem(text: str) -> str | None:
     return None
 
 
+# The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
+# (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)), count(distinct x) and
+# extract(year from x). CASE WHEN is rewritten too, by rules not repeated here: such a formula is
+# not checked.
+_COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
+_COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
+_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
+_CASE = re.compile(r"\bcase\b", re.I)
+
+
+def formula_problem(text: str) -> str | None:
+    """Why SLayer's Mode-B parser refuses the measure formula ``text``, in its words
+    (``Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)``);
+    None when it parses."""
+    if _CASE.search(text):
+        return None
+    probe = _COLON_AGGREGATION.sub("_agg", text)
+    probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
+    probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
+    problem = syntax_problem(probe)
+    if problem is None:
+        problem = _operator_problem(probe)
+    return None if problem is None else f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+# The arithmetic SLayer's Mode-B parser takes; ^ & | << >> @ it refuses.
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv)
+
+
+# Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions.
+_UNSUPPORTED = (
+    ast.Subscript, ast.Lambda, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.NamedExpr, ast.Starred, ast.JoinedStr,
+)
+
+
+def _operator_problem(probe: str) -> str | None:
+    """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
+    tree = ast.parse(VARIABLE.sub("0", probe).strip(), mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, _ARITHMETIC):
+            return f"unsupported binary operator {type(node.op).__name__}."
+        if isinstance(node, ast.IfExp):
+            return (
+                "the Python conditional 'x if cond else y' is not supported. Use SQL "
+                "'CASE WHEN cond THEN x ELSE y END' or iif(cond, x, y)."
+            )
+        if isinstance(node, _UNSUPPORTED):
+            return f"unsupported AST node {type(node).__name__}."
+    return None
+
+
 def slayer_type(value: Any) -> str:
     """The type SLayer names in its message ("got str": its words, which a user of both finds
     again), then what the value is in the user's words ("got str, a string")."""

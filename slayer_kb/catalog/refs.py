@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..core.errors import InvalidInputError, KBError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
-from .slayerquery import Item, check_query
+from .querychecks import formula_problem
+from .slayerquery import GRANULARITIES, Item, check_query
 
 if TYPE_CHECKING:
     from .catalog import Model
@@ -99,37 +100,62 @@ class RefTarget(NamedTuple):
 
 
 _COLON_AGG = re.compile(
-    r"(?P<head>[^:()]*?)\s*:\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
+    r"(?P<head>[^:()]*?)(?P<gap>\s*):\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
 )
+_DISTINCT = re.compile(r"^distinct\s+", re.I)
 _CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
 _KWARG = re.compile(r"\s*[A-Za-z_]\w*\s*=(?!=)")
-_PLAIN_REF = re.compile(r"[\w.\-]+")
+_PLAIN_REF = re.compile(r"(?!\d)[\w.\-]+")
 
 
 def parse_reference(ref: str) -> RefTarget:
-    """What a single, possibly aggregated, reference names (aggregations and transforms peeled).
+    """What a single, possibly aggregated, reference names (its aggregation peeled).
 
-    Raises :class:`ResolutionError` for what is not one reference: ``sum(*)``, ``sum(a - b)``,
-    ``sum()``. ``memory:<id>`` is not handled here; the resolver checks for it first.
+    As SLayer's ``split_entity_agg_ref``: one aggregation, ``agg(column)`` or ``column:agg``, names
+    its column (``count(distinct x)`` too). Raises :class:`ResolutionError` for what is not one
+    reference: ``sum(*)``, ``sum(a - b)``, ``sum()``, ``cumsum(sum(a))``, ``amount : sum`` and a
+    formula SLayer's parser refuses. ``memory:<id>`` is not handled here; the resolver checks for it first.
     """
     text = ref.strip()
-    aggregation: str | None = None
-    while True:
-        colon = _COLON_AGG.fullmatch(text)
-        if colon:
-            aggregation, text = colon["agg"], colon["head"].strip()
-            break
-        call = _call(text)
-        if call is None:
-            break
-        aggregation, args = call
-        if not args or not args[0].strip() or _KWARG.match(args[0]):
-            raise ResolutionError(
-                f"Invalid Mode-B expression {ref.strip()!r}: aggregation '{aggregation}' requires a value "
-                f"argument, e.g. {aggregation}(column)."
-            )
-        text = args[0].strip()
-    return _target(text, aggregation, ref)
+    colon = _COLON_AGG.fullmatch(text)
+    if colon:
+        if colon["gap"]:  # SLayer reads the name as 'amount ', which no name is
+            raise ResolutionError(invalid_segment(text))
+        return _target(colon["head"], colon["agg"], ref)
+    if "(" not in text:
+        return _target(text, None, ref)
+    problem = formula_problem(text)
+    if problem is not None:
+        raise ResolutionError(problem)
+    call = _call(text)
+    if call is None:  # sum(a) + sum(b): an expression, not one call
+        raise ResolutionError(_not_single(text))
+    aggregation, args = call
+    if not args or not args[0].strip() or _KWARG.match(args[0]):
+        raise ResolutionError(
+            f"Invalid Mode-B expression {text!r}: aggregation '{aggregation}' requires a value "
+            f"argument, e.g. {aggregation}(column)."
+        )
+    # SLayer reads count(distinct x) as count_distinct(x).
+    value = args[0].strip()
+    if aggregation.lower() == "count":
+        value = _DISTINCT.sub("", value)
+    return _target(value, aggregation, ref)
+
+
+def invalid_segment(ref: str) -> str:
+    """SLayer's refusal of a reference whose dotted parts are not all names, and the rule."""
+    return (
+        f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
+        "letter or '_', then letters, digits, '_' or '-'.)"
+    )
+
+
+def _not_single(ref: str) -> str:
+    return (
+        f"{ref!r} is not a single aggregated column reference; only the `agg(column)` form "
+        "names an entity. Name its columns one by one, or give the whole query as linked_entities."
+    )
 
 
 def _call(text: str) -> tuple[str, list[str]] | None:
@@ -149,9 +175,9 @@ def _call(text: str) -> tuple[str, list[str]] | None:
 
 def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
     if not text:
-        raise ResolutionError(f"'{ref}' names no column.")
+        raise ResolutionError(invalid_segment(ref.strip()))
     if text == "*" or text.endswith(".*"):
-        if aggregation is not None and aggregation.lower() != "count":
+        if aggregation is not None and aggregation != "count":  # SLayer's case: COUNT(*) is refused
             form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
             raise ResolutionError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
         if text == "*":
@@ -159,10 +185,7 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
         # SLayer resolves count(m.*) as it resolves the name m, warnings and all.
         return RefTarget(text[:-2], False)
     if aggregation is not None and not _PLAIN_REF.fullmatch(text):
-        raise ResolutionError(
-            f"{ref.strip()!r} is not a single aggregated column reference; only the `agg(column)` form "
-            "names an entity. Name its columns one by one, or give the whole query as linked_entities."
-        )
+        raise ResolutionError(_not_single(ref.strip()))
     return RefTarget(text, False)
 
 
@@ -198,6 +221,13 @@ class _Token(NamedTuple):
 
 
 _NONE = _Token("", "")
+_SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
+# The words of a formula that name no column: Python's operators, and the SQL words SLayer's
+# Mode-B parser takes by rewriting them (CASE WHEN, count(distinct x), extract(year from x)).
+_FORMULA_WORDS = frozenset(
+    {"and", "or", "not", "in", "is", "true", "false", "none"}
+    | {"case", "when", "then", "else", "end", "distinct", "from"}
+)
 
 
 @dataclass
@@ -227,9 +257,11 @@ def filter_references(filter_text: str) -> list[str]:
 def _scan(text: str, what: str, sql: bool) -> list[str]:
     if not isinstance(text, str):
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
+    # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
+    scanned = text if sql else _SPACED_DOT.sub(".", text)
     tokens = [
         _Token(m.lastgroup or "", m.group())
-        for m in _TOKEN.finditer(text)
+        for m in _TOKEN.finditer(scanned)
         if m.lastgroup not in ("space", "other")
     ]
     refs: dict[str, None] = {}
@@ -280,6 +312,10 @@ def _name_reference(
         return None  # DATE '2024-01-01', CAST(x AS date)
     if sql and name.lower() in SQL_WORDS:
         return None
+    if not sql and (name.lower() in _FORMULA_WORDS or (stack and stack[-1].func == "extract" and after.text.lower() == "from")):
+        return None  # a word of CASE WHEN, count(distinct x) or extract(year from x), which SLayer rewrites
+    if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func != "interval":
+        return None  # a transform's granularity: time_shift(sum(amount), -1, month)
     if not name.isascii():
         raise InvalidInputError(
             f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
@@ -312,11 +348,12 @@ def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
     after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
     if after.text == ":":
         agg = tokens[index + 2] if index + 2 < len(tokens) else _NONE
-        return agg.kind == "name" and agg.text.lower() == "count"
+        return agg.kind == "name" and agg.text == "count"
     return (
         before.text == "("
         and bool(stack)
-        and stack[-1].func == "count"
+        and index >= 2
+        and tokens[index - 2].text == "count"  # SLayer's case: COUNT(*) is refused
         and after.text in (")", ",")
     )
 

@@ -23,7 +23,7 @@ from ..core.ids import no_memory
 from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
-from .refs import Resolution, check_reference_length, parse_reference
+from .refs import Resolution, check_reference_length, invalid_segment, parse_reference
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50
@@ -402,10 +402,7 @@ REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
 def _segments(name: str, ref: str) -> list[str]:
     segments = name.split(".")
     if not all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in segments):
-        raise ResolutionError(
-            f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
-            "letter or '_', then letters, digits, '_' or '-'.)"
-        )
+        raise ResolutionError(invalid_segment(ref))
     return segments
 
 

@@ -52,6 +52,7 @@ from .querychecks import (
     dotted,
     extra_message,
     fail,
+    formula_problem,
     ignored_keys,
     int_field,
     list_of,
@@ -253,6 +254,8 @@ def _measure(value: Any, where: str) -> str:
     required(value, "formula", where, MEASURE_KEYS)
     ignored_keys(value, where, MEASURE_KEYS, "a measure")
     formula = string(value["formula"], f"{where}.formula")
+    if not formula.strip():
+        fail(f"{where}.formula", "the formula is empty; write one such as 'sum(amount)', or leave the measure out.")
     name = value.get("name")
     if name is not None:
         name = string(name, f"{where}.name")
@@ -266,6 +269,9 @@ def _measure(value: Any, where: str) -> str:
         fail(f"{where}.meta", "Input should be a valid dictionary")
     if _OVER.search(formula):
         fail(f"{where}.formula", f"ModelMeasure formula '{formula}' {WINDOW_IN_FILTER_ERROR}")
+    problem = formula_problem(formula)
+    if problem is not None:
+        fail(f"{where}.formula", problem)
     return formula
 
 
