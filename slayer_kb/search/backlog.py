@@ -1,0 +1,49 @@
+"""The work of one pass of the sentence filler (``Meaning.fill_sentences``): the memories that
+lacked a sentence vector when it began, in id order (a first build's backlog: hours of model
+time at 100,000 memories), and, taken ahead of them before each batch, those whose rows were
+written since (a memory saved, or edited: a new text hash). A save during a long build is then
+found by meaning after the next batch, not after the whole backlog.
+
+What was written since is read by the rows' SQLite rowids (``vectors.written_since``): a seek
+to the rows after the newest one the pass has seen, a few microseconds a batch at 100,000
+memories, against about a second of model time a batch (docs/performance.md)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from . import vectors
+
+
+@dataclass
+class Backlog:
+    todo: list[tuple[str, str]]  # (id, text hash), in the order they are made
+    mark: int  # the newest row the pass has seen (``vectors.newest_row``)
+    done: int = 0  # taken so far
+    at: int = 0  # where the rest of ``todo`` begins
+
+    @classmethod
+    def listed(cls, db: sqlite3.Connection) -> Backlog:
+        """The rows lacking a sentence vector now, in id order."""
+        # The mark first: a row written between the two reads is listed and seen again as
+        # written since (taken once, ahead), never missed.
+        mark = vectors.newest_row(db)
+        return cls(vectors.missing_sentences(db), mark)
+
+    def left(self) -> int:
+        return len(self.todo) - self.at
+
+    def take(self, db: sqlite3.Connection, size: int) -> list[tuple[str, str]]:
+        """The next ``size`` rows to make: those written since the last look first, in the
+        order written, then the rest of the list. Each is checked again before it is made
+        (``vectors.still_missing``): one made meanwhile, or by another process, is not made twice."""
+        fresh, self.mark = vectors.written_since(db, self.mark)
+        if fresh:
+            ahead = {m for m, _digest in fresh}
+            # An edited memory still listed further on is made once, for its new text.
+            self.todo, self.at = fresh + [row for row in self.todo[self.at :] if row[0] not in ahead], 0
+        chunk = self.todo[self.at : self.at + size]
+        self.at += len(chunk)
+        self.done += len(chunk)
+        return chunk
