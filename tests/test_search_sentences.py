@@ -160,13 +160,13 @@ print(json.dumps({"saved": saved, "covered": list(covered), "searched": "onnxrun
 
 def test_a_memory_saved_during_a_pass_is_made_before_the_backlog(notes_kb: KnowledgeBase) -> None:
     """A pass lists the memories lacking a sentence vector when it begins (a first build's
-    backlog, in id order); one saved or edited while it works is taken into the next batch, ahead
+    backlog, in id order); one saved or edited while it works makes the next batch alone, ahead
     of the rest, so it is found by meaning long before the backlog is done."""
     kb = notes_kb
     made: list[tuple[int, int, dict[str, bool]]] = []
 
     def progress(done: int, total: int) -> None:
-        if done == 2:  # the first batch (memories 1 and 2) is made
+        if done == 3:  # the first batch (memories 1 to 3) is made
             kb.save_observation(title="Agency photos must be removed after 30 days",
                                 content="The photo agency allows 30 days.", project="ops")  # memory 5
             kb.update("1", learning="Nomad, not Kubernetes: a dozen static binaries and a team of four.")
@@ -174,11 +174,11 @@ def test_a_memory_saved_during_a_pass_is_made_before_the_backlog(notes_kb: Knowl
             rows = db.execute("SELECT id, svec IS NOT NULL FROM vectors ORDER BY id").fetchall()
         made.append((done, total, {m: bool(has) for m, has in rows}))
 
-    # Two memories a batch; the edited memory 1 is made again, for its new text.
-    filled = kb.index.fill_sentences(progress, batch=2, workers=1)
+    # Three memories a batch; the edited memory 1 is made again, for its new text.
+    filled = kb.index.fill_sentences(progress, batch=3, workers=1)
     assert made == [
-        (2, 4, {"1": False, "2": True, "3": False, "4": False, "5": False}),  # after the save and the edit
-        (4, 6, {"1": True, "2": True, "3": False, "4": False, "5": True}),
+        (3, 4, {"1": False, "2": True, "3": True, "4": False, "5": False}),  # after the save and the edit
+        (5, 6, {"1": True, "2": True, "3": True, "4": False, "5": True}),
         (6, 6, {"1": True, "2": True, "3": True, "4": True, "5": True}),
     ]
     assert filled == 6

@@ -35,14 +35,17 @@ class Backlog:
         return len(self.todo) - self.at
 
     def take(self, db: sqlite3.Connection, size: int) -> list[tuple[str, str]]:
-        """The next ``size`` rows to make: those written since the last look first, in the
-        order written, then the rest of the list. Each is checked again before it is made
-        (``vectors.still_missing``): one made meanwhile, or by another process, is not made twice."""
+        """The next rows to make, at most ``size``: those written since the last look, alone
+        and in the order written (their vectors are written once they are made, not once a
+        batch of the backlog is), else the next of the list. Each is checked again before it
+        is made (``vectors.still_missing``): one made meanwhile, or by another process, is not
+        made twice."""
         fresh, self.mark = vectors.written_since(db, self.mark)
         if fresh:
             ahead = {m for m, _digest in fresh}
             # An edited memory still listed further on is made once, for its new text.
             self.todo, self.at = fresh + [row for row in self.todo[self.at :] if row[0] not in ahead], 0
+            size = min(size, len(fresh))
         chunk = self.todo[self.at : self.at + size]
         self.at += len(chunk)
         self.done += len(chunk)
