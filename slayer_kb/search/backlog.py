@@ -6,7 +6,10 @@ found by meaning after the next batch, not after the whole backlog.
 
 What was written since is read by the rows' SQLite rowids (``vectors.written_since``): a seek
 to the rows after the newest one the pass has seen, a few microseconds a batch at 100,000
-memories, against 0.9-3 s of model time a batch of 64 on two free cores (docs/performance.md)."""
+memories, against 0.9-3 s of model time a batch of 64 on two free cores (docs/performance.md).
+SQLite gives a new row the rowid after the largest; should the newest row be deleted (its file
+removed) before a save, the saved row takes its rowid again and waits for the next pass, as
+every save did before."""
 
 from __future__ import annotations
 
