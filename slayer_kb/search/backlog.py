@@ -1,8 +1,9 @@
 """The work of one pass of the sentence filler (``Meaning.fill_sentences``): the memories that
-lacked a sentence vector when it began, in id order (a first build's backlog: hours of model
-time at 100,000 memories), and, taken ahead of them before each batch, those whose rows were
-written since (a memory saved, or edited: a new text hash). A save during a long build is then
-found by meaning after the next batch, not after the whole backlog.
+lacked a sentence vector when it began, in id order (a first build's backlog: 37-81 minutes on
+two free cores at 100,000 memories, docs/performance.md), and, taken ahead of them before each
+batch, in a batch of their own, those whose rows were written since (a memory saved, or edited:
+a new text hash). A save during a long build is then found by meaning once the batch under way
+is done, not after the whole backlog.
 
 What was written since is read by the rows' SQLite rowids (``vectors.written_since``): a seek
 to the rows after the newest one the pass has seen, a few microseconds a batch at 100,000

@@ -281,8 +281,8 @@ class Meaning:
         index is read or written, never while the model runs (the warm server's command lock);
         ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode_with_units``;
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
-        every worker has runs to make. A memory saved or edited while it works is made in its
-        next batch, ahead of the rest (backlog.py). Returns how many of the memories that lacked
+        every worker has runs to make. A memory saved or edited while it works makes the
+        next batch, alone, ahead of the rest (backlog.py). Returns how many of the memories that lacked
         a sentence vector have one now (0 when the encoder is not available)."""
         # The static vectors first: until its static vector is made, a memory is not found by
         # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
