@@ -141,3 +141,9 @@ def test_the_sentence_bench_prints_issue_29s_targets_beside_its_figures() -> Non
     assert targets({"first_command": first}) == [  # the entity search is asked after the words'
         {"figure": "words and entities answer after the first command on a new clone, during the build (s)",
          "measured": 92.4, "target": 90.0, "met": False}]
+    during = {"covered_at_save": 128, "memories": 10_000, "vector_after_save_s": 0.8}
+    assert targets({"first_command": {**first, "saved_during_the_build": during}})[1:] == [
+        {"figure": "a memory saved during the build: its sentence vector made after the save (s)",
+         "measured": 0.8, "target": 1.0, "met": True}]
+    never = {**during, "vector_after_save_s": None}  # not made while the bench waited: no figure
+    assert len(targets({"first_command": {**first, "saved_during_the_build": never}})) == 1

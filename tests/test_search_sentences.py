@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -155,6 +156,33 @@ found = kb.search(sys.argv[2])
 print(json.dumps({"saved": saved, "covered": list(covered), "searched": "onnxruntime" in sys.modules,
                   "first": found.memories[0]["id"], "notes": found.notes, "warnings": found.warnings}))
 """
+
+
+def test_a_memory_saved_during_a_pass_is_made_before_the_backlog(notes_kb: KnowledgeBase) -> None:
+    """A pass lists the memories lacking a sentence vector when it begins (a first build's
+    backlog, in id order); one saved or edited while it works makes the next batch alone, ahead
+    of the rest, so it is found by meaning long before the backlog is done."""
+    kb = notes_kb
+    made: list[tuple[int, int, dict[str, bool]]] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == 3:  # the first batch (memories 1 to 3) is made
+            kb.save_observation(title="Agency photos must be removed after 30 days",
+                                content="The photo agency allows 30 days.", project="ops")  # memory 5
+            kb.update("1", learning="Nomad, not Kubernetes: a dozen static binaries and a team of four.")
+        with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+            rows = db.execute("SELECT id, svec IS NOT NULL FROM vectors ORDER BY id").fetchall()
+        made.append((done, total, {m: bool(has) for m, has in rows}))
+
+    # Three memories a batch; the edited memory 1 is made again, for its new text.
+    filled = kb.index.fill_sentences(progress, batch=3, workers=1)
+    assert made == [
+        (3, 4, {"1": False, "2": True, "3": True, "4": False, "5": False}),  # after the save and the edit
+        (5, 6, {"1": True, "2": True, "3": True, "4": False, "5": True}),
+        (6, 6, {"1": True, "2": True, "3": True, "4": True, "5": True}),
+    ]
+    assert filled == 6
+    assert kb.index.sentence_coverage() == (5, 5)
 
 
 def test_with_the_server_off_a_save_never_loads_the_model(notes_kb: KnowledgeBase) -> None:

@@ -21,6 +21,7 @@ from whoosh import index as windex
 from ..core.memory import Memory
 from ..store.listing import Sig
 from . import embedding, encoder, filler, manifest, sentences, table, tokens, vectors
+from .backlog import Backlog
 
 if TYPE_CHECKING:
     import numpy as np
@@ -280,8 +281,9 @@ class Meaning:
         index is read or written, never while the model runs (the warm server's command lock);
         ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode_with_units``;
         default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
-        every worker has runs to make. Returns how many of the memories that lacked a sentence
-        vector have one now (0 when the encoder is not available)."""
+        every worker has runs to make. A memory saved or edited while it works makes the
+        next batch, alone, ahead of the rest (backlog.py). Returns how many of the memories that lacked
+        a sentence vector have one now (0 when the encoder is not available)."""
         # The static vectors first: until its static vector is made, a memory is not found by
         # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
         static = self.fill_static(guard, stop)
@@ -290,19 +292,17 @@ class Meaning:
         workers = workers or encoder.build_workers()
         with guard():
             covered, total = self.sentence_coverage()
-            none: list[tuple[str, str]] = []
-            missing = self._from_manifest(vectors.missing_sentences, none) if covered < total else none
+            work = self._from_manifest(Backlog.listed, Backlog([], 0)) if covered < total else Backlog([], 0)
         model: encoder.Encoder | encoder.Unavailable | None = None
         written: list[tuple[str, str]] = []
-        step = batch * workers
-        for at in range(0, len(missing), step):
+        while work.left():
             if stop():
                 return len(written)
             # One batch at a time across processes (filler.py): rows another process made while
             # this one waited are skipped, so no vector is made twice.
             with filler.batch(self.root):
                 try:
-                    made = self._fill_batch(missing[at : at + step], guard, model, workers)
+                    made = self._fill_batch(work, batch * workers, guard, model, workers)
                 except sqlite3.Error:
                     return len(written)  # the index is being rebuilt: the next pass starts again
             if made is None:
@@ -310,28 +310,28 @@ class Meaning:
             model, rows = made
             written += rows
             if progress is not None:
-                progress(min(at + step, len(missing)), len(missing))
+                progress(work.done, work.done + work.left())
         # Every memory's units once per process (one stopped before may have left some), then
         # those of the memories this pass gave a vector.
         units = written
         if not self._units_checked:
             with guard():
-                units = self._from_manifest(vectors.made_sentences, none)
+                units = self._from_manifest(vectors.made_sentences, [])
             sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
         if self._fill_units(units, guard, stop, model, batch, workers):
             self._units_checked = True
         return len(written)
 
     def _fill_batch(
-        self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]],
+        self, work: Backlog, size: int, guard: Callable[[], AbstractContextManager[Any]],
         model: encoder.Encoder | encoder.Unavailable | None, workers: int,
     ) -> tuple[encoder.Encoder | encoder.Unavailable | None, list[tuple[str, str]]] | None:
-        """Make and write one batch's vectors; (the model, if loaded, and the (id, hash) of the
-        rows written), or None when the encoder cannot be loaded."""
+        """Make and write the vectors of ``work``'s next ``size`` rows; (the model, if loaded,
+        and the (id, hash) of the rows written), or None when the encoder cannot be loaded."""
         with guard():
             db = self._db()
             try:
-                chunk = vectors.still_missing(db, [m for m, _digest in chunk])
+                chunk = vectors.still_missing(db, [m for m, _digest in work.take(db, size)])
             finally:
                 db.close()
         digests = [digest for _id, digest in chunk]

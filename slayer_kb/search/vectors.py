@@ -110,6 +110,22 @@ def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
     return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
 
 
+def newest_row(db: sqlite3.Connection) -> int:
+    """The rowid of the row written last (0: none). A row written (``write``'s INSERT OR
+    REPLACE, a save's or an edit's) gets a rowid above every other, so ``written_since`` finds
+    the rows written after this read by a seek, not a scan."""
+    (newest,) = db.execute("SELECT coalesce(max(rowid), 0) FROM vectors").fetchone()
+    return int(newest)
+
+
+def written_since(db: sqlite3.Connection, mark: int) -> tuple[list[tuple[str, str]], int]:
+    """(id, text hash) of the live memories lacking a sentence vector whose rows were written
+    after the row ``mark`` (``newest_row``), in the order written; and the newest rowid read."""
+    found = db.execute("SELECT rowid, id, hash, svec IS NULL AND deleted = 0 FROM vectors WHERE rowid > ? ORDER BY rowid",
+                       (mark,)).fetchall()
+    return [(m, digest) for _r, m, digest, lacking in found if lacking], (found[-1][0] if found else mark)
+
+
 def pending(row: tuple[Any, ...]) -> bool:
     """Whether a row's static vector is still to be made (``rows`` without vectors): neither
     vector nor scale, where a damaged row has one of them wrong."""
