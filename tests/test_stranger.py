@@ -142,6 +142,21 @@ def test_an_export_into_the_kb_itself_is_refused(indexed_example_kb: KnowledgeBa
     assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
 
 
+@pytest.mark.parametrize("inside", [".git", ".git/exports"])
+def test_an_export_into_gits_own_folder_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                   inside: str) -> None:
+    """`export-slayer .git` wrote .git/memories/<id>.md, among git's data, where no git command shows it."""
+    root = indexed_example_kb.root.resolve()
+    before = sorted(p.name for p in (root / ".git").iterdir())
+    proc = invoke_cli("--kb", root, "export-slayer", root / inside)
+    where = "git's own folder" if inside == ".git" else f"inside git's own folder ({root / '.git'})"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {root / inside} is {where} of the repository at {root}, not a place for files: the export's files "
+        "there would be mixed into git's data, where no git command shows them. Give a folder in the working tree, "
+        f"e.g. {root}/slayer-storage.\n"))
+    assert sorted(p.name for p in (root / ".git").iterdir()) == before
+
+
 LIMIT_USAGE = ("Invalid value for '--limit' / '--max-results': 'abc' is not a valid integer range. "
                "Try 'slayer-kb search --help' for help.")
 

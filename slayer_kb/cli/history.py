@@ -334,6 +334,9 @@ def import_slayer(settings: Settings, directory: str) -> None:
 def export_slayer(settings: Settings, directory: str) -> None:
     """Write every live memory as DIRECTORY/memories/<id>.md (SLayer's format).
 
+    DIRECTORY may not be the knowledge base's own folder (nor inside its memories/, sessions/,
+    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder.
+
     \b
     Example:
       slayer-kb export-slayer ./slayer-storage
