@@ -107,17 +107,19 @@ def max_content() -> int:
 
 
 def server_settings() -> None:
-    """Refuse a bad ``SLAYER_KB_WRITE_NICENESS``, ``SLAYER_KB_SERVER_IDLE`` or
-    ``SLAYER_KB_BUILD_WORKERS`` as the command begins, as ``max_content`` refuses its own: the
-    relaying client, the server and its background work read them where nothing could say so,
-    and take a bad value as the default."""
+    """Refuse a bad ``SLAYER_KB_WRITE_NICENESS``, ``SLAYER_KB_SERVER_IDLE``,
+    ``SLAYER_KB_BUILD_WORKERS`` or ``SLAYER_KB_ENCODER_THREADS`` as the command begins, as
+    ``max_content`` refuses its own: the relaying client, the server and its background work read
+    them where nothing could say so (a bad niceness or idle time taken as the default, a build
+    pass failed in the server's log)."""
     from ..core import priority
     from ..daemon.relay import DEFAULT_IDLE
-    from ..search.encoder import BUILD_WORKERS
+    from ..search.encoder import BUILD_WORKERS, THREADS
 
     whole_number(priority.VARIABLE, priority.DEFAULT, "steps", priority.MAX, least=0)
     whole_number("SLAYER_KB_SERVER_IDLE", int(DEFAULT_IDLE), "seconds")
     whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+    whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
