@@ -400,8 +400,12 @@ def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
 
 def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """A 31st of February passed validate ("no problems"), quoted; unquoted, YAML's timestamp
-    raised ValueError, a traceback from every command that read the file."""
+    raised ValueError, a traceback from every command that read the file. Year 0 is the schema's
+    (RFC 3339's), read by every command, and was called no real time (Python's years start at 1):
+    it is checked as any year, a leap year."""
     write(catalog_kb, "feb.yaml", "learning: Quoted.\ncreated_at: '2026-02-31T00:00:00Z'\n")
+    write(catalog_kb, "zero.yaml", "learning: Year zero.\ncreated_at: '0000-02-29T00:00:00Z'\n")
+    write(catalog_kb, "zero-30.yaml", "learning: Year zero.\ncreated_at: '0000-02-30T00:00:00Z'\n")
     write(catalog_kb, "bare.yaml", "learning: Unquoted.\ncreated_at: 2026-04-01T24:00:00Z\n")
     (catalog_kb.root / "sessions").mkdir(exist_ok=True)
     (catalog_kb.root / "sessions" / "ses-1.yaml").write_text("started_at: '2026-02-29T10:00:00Z'\n")
@@ -410,8 +414,9 @@ def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: Knowled
     assert (proc.returncode, proc.stdout) == (1, (
         f"memories/bare.yaml:2: 'created_at' '2026-04-01T24:00:00Z' is no real time (hour must be in 0..23); {fix}\n"
         f"memories/feb.yaml:2: 'created_at' '2026-02-31T00:00:00Z' is no real time (day is out of range for month); {fix}\n"
+        f"memories/zero-30.yaml:2: 'created_at' '0000-02-30T00:00:00Z' is no real time (day is out of range for month); {fix}\n"
         f"sessions/ses-1.yaml:1: 'started_at' '2026-02-29T10:00:00Z' is no real time (day is out of range for month); {fix}\n"
-        "3 problems in 3 files (3 files checked)\n"))
+        "4 problems in 4 files (5 files checked)\n"))
     listed = invoke_cli("--kb", catalog_kb.root, "list", check=True).stdout
     assert "[feb] Quoted." in listed and "[bare] Unquoted." in listed
     assert "2026-04-01T24:00:00Z [bare] Unquoted." in invoke_cli("--kb", catalog_kb.root, "timeline", "bare",

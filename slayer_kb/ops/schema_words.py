@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 from ..core import yamlio
-from ..core.memory import KEY_ORDER, TIME_KEYS, key_line, missing_key
+from ..core.memory import KEY_ORDER, TIME_KEYS, calendar_time, key_line, missing_key
 from ..core.text import kind_of
 
 # The record schemas live with the records (core/).
@@ -121,8 +121,7 @@ def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[Tim
         if isinstance(value, str) and (parts := _TIME.fullmatch(value)) is not None:
             *whole, fraction = parts.groups()
             try:
-                year, month, day, hour, minute, second = map(int, whole)
-                when = _dt.datetime(year, month, day, hour, minute, second, tzinfo=_dt.timezone.utc)
+                when = calendar_time(*map(int, whole))
             except ValueError as exc:
                 found.append(TimeField(key, value, key_line(text, key), None, str(exc)))
             else:
