@@ -506,21 +506,21 @@ def test_ten_thousand_files_in_one_run(catalog_kb: KnowledgeBase) -> None:
 
 
 @pytest.mark.parametrize("memory_id, fix", [
-    ("a(1);b", "run slayer-kb fmt 'memories/a(1);b.yaml'"),
+    ("a(1);b", "run 'slayer-kb fmt 'memories/a(1);b.yaml''"),
     ("CAFÉ", "run 'slayer-kb fmt memories/CAFÉ.yaml'"),
 ])
 def test_the_fmt_fix_quotes_a_file_name_a_shell_would_split(catalog_kb: KnowledgeBase, invoke_cli,
                                                             memory_id: str, fix: str) -> None:
     """An id may hold '(' and ';' (a shell's syntax), and the fix 'slayer-kb fmt memories/a(1).yaml'
-    was a shell's syntax error: the name is quoted, once, and the fix works as a shell reads it.
-    A letter beyond ASCII needs no quotes, and was given them inside the fix's own."""
+    was a shell's syntax error: the name is quoted (a quoted word in the quoted command, as
+    testing/shell.py reads it), and the fix works as a shell reads it. A letter beyond ASCII needs
+    no quotes: 'slayer-kb fmt 'memories/CAFÉ.yaml'' quoted a word no shell splits."""
     mid = catalog_kb.save_memory("Amount is in EUR", ["orders.amount"], id=memory_id).memory_id
     path = catalog_kb.root / "memories" / f"{mid}.yaml"
     path.write_text("# by hand\n" + path.read_text())
     proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
     assert proc.stdout.splitlines()[0] == f"memories/{memory_id}.yaml:1: not in canonical form; {fix}"
-    line = fix.removeprefix("run ")
-    invoke_cli(*shlex.split(line[1:-1] if line.startswith("'") else line)[1:], check=True, cwd=catalog_kb.root)
+    invoke_cli(*shlex.split(fix.removeprefix("run ")[1:-1])[1:], check=True, cwd=catalog_kb.root)
     assert invoke_cli("--kb", catalog_kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"
 
 

@@ -79,12 +79,6 @@ def shell_word(word: str) -> str:
     return word if word and plain else shlex.quote(word)
 
 
-def run_step(line: str) -> str:
-    """A command in a sentence, ``'in quotes'``, unless a word of it is quoted already: quotes in
-    quotes (``'slayer-kb fmt 'a b.yaml''``) paste as neither."""
-    return line if "'" in line else f"'{line}'"
-
-
 def git_command(root: Path, args: str) -> str:
     """``git ARGS`` as a fix printed for the user must run it (``git -C DIR``, as ``command``)."""
     kb = shown(root)

@@ -68,7 +68,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import STALE_QUERY, Problem, command, run_step, shell_word, shown
+from ..core.problems import STALE_QUERY, Problem, command, shell_word, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
@@ -418,7 +418,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         differs = text.splitlines()[line - 1:line]
         # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
         why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
-        add(line, f"not in canonical form{why}; run {run_step(f'slayer-kb fmt {shell_word(typed)}')}")
+        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shell_word(typed)}'")
     return problems
 
 
@@ -465,7 +465,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         return problems
     canonical = dump_session(session)
     if canonical != as_committed(text, context.crlf):
-        add(_first_difference(text, canonical), f"not in canonical form; run {run_step(f'slayer-kb fmt {shell_word(name)}')}")
+        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shell_word(name)}'")
     return problems
 
 
