@@ -287,6 +287,26 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: 
     assert json_of(taken)["action"] == "created"
 
 
+def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLAYER_KB_WRITE_NICENESS, SLAYER_KB_SERVER_IDLE and SLAYER_KB_BUILD_WORKERS are read where
+    nothing could say so (the relaying client, the server): a bad one was the default, silently."""
+    root = example_kb_read_only.root
+    refused = {
+        ("SLAYER_KB_WRITE_NICENESS", "lowest"): "SLAYER_KB_WRITE_NICENESS is 'lowest', not a number of steps; set it "
+        "to a whole number from 0 to 19 (the default is 10) or unset it.",
+        ("SLAYER_KB_WRITE_NICENESS", "25"): "SLAYER_KB_WRITE_NICENESS is '25'; the most it may be is 19 steps. Set "
+        "it to at most 19 (the default is 10) or unset it.",
+        ("SLAYER_KB_SERVER_IDLE", "1.5"): "SLAYER_KB_SERVER_IDLE is '1.5', not a number of seconds; set it to a "
+        "whole number above 0 (the default is 300) or unset it.",
+        ("SLAYER_KB_BUILD_WORKERS", "0"): "SLAYER_KB_BUILD_WORKERS is '0', not a number of model runs; set it to a "
+        "whole number above 0 (the default is 2) or unset it.",
+    }
+    for (variable, value), message in refused.items():
+        proc = invoke_cli("--kb", root, "list", "--limit", "1", env={variable: value})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    assert invoke_cli("--kb", root, "list", "--limit", "1", env={"SLAYER_KB_WRITE_NICENESS": "0"}).returncode == 0
+
+
 @pytest.mark.parametrize("args, name, option", [
     (("save", "-1 is the sentinel", "-e", "shop.orders.amount"), "LEARNING", "-1"),
     (("get", "-1"), "ID", "-1"),

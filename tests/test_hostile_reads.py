@@ -477,6 +477,25 @@ def test_a_file_name_with_a_line_break_is_one_problem_line(indexed_example_kb: K
     assert as_json["problems"][0]["path"] == "memories/x\n::error::forged.yaml"
 
 
+def test_a_warning_naming_a_file_with_a_line_break_is_one_line(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """The warnings of list, search and import-slayer printed such a name raw: the rest of it a
+    line of its own ('::error::...'), as validate's problems did. Each shows it as \\x0a."""
+    root = indexed_example_kb.root
+    (root / "memories" / "x\n::error::forged.yaml").write_text("id: x\n")
+    commit_all(root, "a name with a line break")
+    warned = ("warning: memories/x\\x0a::error::forged.yaml:1: unknown key 'id' (the file name is the id; remove "
+              "the id key) (skipped)")
+    for args in (("list", "--limit", "1"), ("search", "refunds", "--limit", "1")):
+        shown = invoke_cli("--kb", root, *args, check=True).stdout.splitlines()
+        assert (shown[-1], [line for line in shown if line.startswith("::")]) == (warned, []), shown
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "memories" / "a\n::error::b.md").write_text("---\nx\n")
+    imported = invoke_cli("--kb", root, "import-slayer", tmp_path, check=True).stdout.splitlines()
+    assert imported[1:] == [f"warning: {tmp_path}/memories/a\\x0a::error::b.md: the front matter has no closing "
+                            "'---' line. (skipped)"], imported
+
+
 def test_a_revisions_catalog_links_are_read_as_the_work_trees_are(indexed_example_kb: KnowledgeBase,
                                                                   invoke_cli: CliRunner) -> None:
     """A catalog link in a revision was unpacked as a file holding the link's text: review called

@@ -142,6 +142,21 @@ def test_an_export_into_the_kb_itself_is_refused(indexed_example_kb: KnowledgeBa
     assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
 
 
+@pytest.mark.parametrize("inside", [".git", ".git/exports"])
+def test_an_export_into_gits_own_folder_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                   inside: str) -> None:
+    """`export-slayer .git` wrote .git/memories/<id>.md, among git's data, where no git command shows it."""
+    root = indexed_example_kb.root.resolve()
+    before = sorted(p.name for p in (root / ".git").iterdir())
+    proc = invoke_cli("--kb", root, "export-slayer", root / inside)
+    where = "git's own folder" if inside == ".git" else f"inside git's own folder ({root / '.git'})"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {root / inside} is {where} of the repository at {root}, not a place for files: the export's files "
+        "there would be mixed into git's data, where no git command shows them. Give a folder in the working tree, "
+        f"e.g. {root}/slayer-storage.\n"))
+    assert sorted(p.name for p in (root / ".git").iterdir()) == before
+
+
 LIMIT_USAGE = ("Invalid value for '--limit' / '--max-results': 'abc' is not a valid integer range. "
                "Try 'slayer-kb search --help' for help.")
 
@@ -220,15 +235,16 @@ def test_a_forgotten_broken_file_is_no_longer_warned_of_by_the_mcp_server(indexe
     ("SLAYER_KB_BUILD_WORKERS", 2, "model runs"), ("SLAYER_KB_ENCODER_THREADS", 1, "threads")])
 def test_an_encoder_setting_that_is_no_number_is_an_error(indexed_example_kb: KnowledgeBase, run_cli: CliRunner,
                                                           variable: str, default: int, unit: str) -> None:
-    # Read where the sentence model is run or loaded: a command that runs none is untouched. In
-    # processes of their own: this one may hold an encoder an earlier test loaded.
+    # Refused by every command that opens the KB, not only where the sentence model is run or
+    # loaded: in the server, a build pass failed, said only in its log. In processes of their
+    # own: this one may hold an encoder an earlier test loaded.
     root = indexed_example_kb.root
     message = (f"{variable} is 'abc', not a number of {unit}; set it to a whole number above 0 "
                f"(the default is {default}) or unset it.")
     env = {variable: "abc", "SLAYER_KB_NO_ENCODER": "", "SLAYER_KB_NO_FILLER": "1"}
-    assert run_cli("--kb", root, "get", "1", env=env).returncode == 0
-    proc = run_cli("--kb", root, "reindex", env=env)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    for command in ("get", "reindex"):
+        proc = run_cli("--kb", root, command, *(["1"] if command == "get" else []), env=env)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
     proc = run_cli("--kb", root, "--json", "reindex", env=env)
     assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_input", "message": message}})
 

@@ -1221,3 +1221,39 @@ def test_a_merge_or_rebase_lets_go_a_memory_one_side_forgot_and_the_other_soft_f
         assert git(clone, "ls-files", "memories") == "" and git(clone, "status", "--porcelain") == ""
         invoke_cli("--kb", clone, "sync", check=True)
     assert git(c, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == ""
+
+
+def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_merged(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """git ranks a tracked .gitattributes and .git/info/attributes above the attributes file sync
+    gives it: a 'merge=union' there would write a memory's keys twice. sync (from the upstream's
+    tree, which its rebase checks out) and merge (from the work tree's) refuse before merging,
+    naming the line; once it is gone, sync stops on the real conflict as ever."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    (a / ".gitattributes").write_text("memories/*.yaml merge=union\n")
+    git(a, "add", ".gitattributes")
+    git(a, "commit", "-q", "-m", "union merges")
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    refusal = ("The repository's gitattributes give {} '{}', which git ranks above slayer-kb's merge driver, so git "
+               "would not merge memories and sessions as records (union writes a memory's keys twice); nothing was "
+               "merged. Remove that line from .gitattributes and commit the change (or from .git/info/attributes), "
+               "then run the command again.")
+    union = refusal.format("memories/*.yaml", "merge=union")
+    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == union
+    assert json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main"))["error"]["message"] == union
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    git(a, "rm", "-q", ".gitattributes")
+    git(a, "commit", "-q", "-m", "slayer-kb merges memories")
+    invoke_cli("--kb", a, "sync", check=True)
+    (b / ".git" / "info" / "attributes").write_text("sessions/*.yaml -merge\n")
+    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == refusal.format(
+        "sessions/*.yaml", "-merge")
+    (b / ".git" / "info" / "attributes").unlink()
+    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"].startswith(
+        "Your commits and origin/main both edited memories/1.yaml;")

@@ -432,8 +432,12 @@ def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
 
 def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """A 31st of February passed validate ("no problems"), quoted; unquoted, YAML's timestamp
-    raised ValueError, a traceback from every command that read the file."""
+    raised ValueError, a traceback from every command that read the file. Year 0 is the schema's
+    (RFC 3339's), read by every command, and was called no real time (Python's years start at 1):
+    it is checked as any year, a leap year."""
     write(catalog_kb, "feb.yaml", "learning: Quoted.\ncreated_at: '2026-02-31T00:00:00Z'\n")
+    write(catalog_kb, "zero.yaml", "learning: Year zero.\ncreated_at: '0000-02-29T00:00:00Z'\n")
+    write(catalog_kb, "zero-30.yaml", "learning: Year zero.\ncreated_at: '0000-02-30T00:00:00Z'\n")
     write(catalog_kb, "bare.yaml", "learning: Unquoted.\ncreated_at: 2026-04-01T24:00:00Z\n")
     (catalog_kb.root / "sessions").mkdir(exist_ok=True)
     (catalog_kb.root / "sessions" / "ses-1.yaml").write_text("started_at: '2026-02-29T10:00:00Z'\n")
@@ -442,8 +446,9 @@ def test_a_time_no_calendar_has_is_a_problem_and_reads_go_on(catalog_kb: Knowled
     assert (proc.returncode, proc.stdout) == (1, (
         f"memories/bare.yaml:2: 'created_at' '2026-04-01T24:00:00Z' is no real time (hour must be in 0..23); {fix}\n"
         f"memories/feb.yaml:2: 'created_at' '2026-02-31T00:00:00Z' is no real time (day is out of range for month); {fix}\n"
+        f"memories/zero-30.yaml:2: 'created_at' '0000-02-30T00:00:00Z' is no real time (day is out of range for month); {fix}\n"
         f"sessions/ses-1.yaml:1: 'started_at' '2026-02-29T10:00:00Z' is no real time (day is out of range for month); {fix}\n"
-        "3 problems in 3 files (3 files checked)\n"))
+        "4 problems in 4 files (5 files checked)\n"))
     listed = invoke_cli("--kb", catalog_kb.root, "list", check=True).stdout
     assert "[feb] Quoted." in listed and "[bare] Unquoted." in listed
     assert "2026-04-01T24:00:00Z [bare] Unquoted." in invoke_cli("--kb", catalog_kb.root, "timeline", "bare",
@@ -532,16 +537,22 @@ def test_ten_thousand_files_in_one_run(catalog_kb: KnowledgeBase) -> None:
     assert report.checked == 10_001 and report.problems == []
 
 
-def test_the_fmt_fix_quotes_a_file_name_a_shell_would_split(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+@pytest.mark.parametrize("memory_id, fix", [
+    ("a(1);b", "run 'slayer-kb fmt 'memories/a(1);b.yaml''"),
+    ("CAFÉ", "run 'slayer-kb fmt memories/CAFÉ.yaml'"),
+])
+def test_the_fmt_fix_quotes_a_file_name_a_shell_would_split(catalog_kb: KnowledgeBase, invoke_cli,
+                                                            memory_id: str, fix: str) -> None:
     """An id may hold '(' and ';' (a shell's syntax), and the fix 'slayer-kb fmt memories/a(1).yaml'
-    was a shell's syntax error: the name is quoted, and the fix works as a shell reads it."""
-    mid = catalog_kb.save_memory("Amount is in EUR", ["orders.amount"], id="a(1);b").memory_id
+    was a shell's syntax error: the name is quoted (a quoted word in the quoted command, as
+    testing/shell.py reads it), and the fix works as a shell reads it. A letter beyond ASCII needs
+    no quotes: 'slayer-kb fmt 'memories/CAFÉ.yaml'' quoted a word no shell splits."""
+    mid = catalog_kb.save_memory("Amount is in EUR", ["orders.amount"], id=memory_id).memory_id
     path = catalog_kb.root / "memories" / f"{mid}.yaml"
     path.write_text("# by hand\n" + path.read_text())
     proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
-    assert proc.stdout.splitlines()[0] == (
-        "memories/a(1);b.yaml:1: not in canonical form; run 'slayer-kb fmt 'memories/a(1);b.yaml''")
-    invoke_cli(*shlex.split(proc.stdout.split("; run '")[1].rsplit("'", 1)[0])[1:], check=True, cwd=catalog_kb.root)
+    assert proc.stdout.splitlines()[0] == f"memories/{memory_id}.yaml:1: not in canonical form; {fix}"
+    invoke_cli(*shlex.split(fix.removeprefix("run ")[1:-1])[1:], check=True, cwd=catalog_kb.root)
     assert invoke_cli("--kb", catalog_kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"
 
 

@@ -84,6 +84,7 @@ class Settings:
 
         # Refused before anything runs, rather than half-way through by whatever reads the cache.
         cachedir.folder()
+        server_settings()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
@@ -103,6 +104,22 @@ def max_content() -> int:
     from ..kb import DEFAULT_MAX_CONTENT
 
     return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING)
+
+
+def server_settings() -> None:
+    """Refuse a bad ``SLAYER_KB_WRITE_NICENESS``, ``SLAYER_KB_SERVER_IDLE``,
+    ``SLAYER_KB_BUILD_WORKERS`` or ``SLAYER_KB_ENCODER_THREADS`` as the command begins, as
+    ``max_content`` refuses its own: the relaying client, the server and its background work read
+    them where nothing could say so (a bad niceness or idle time taken as the default, a build
+    pass failed in the server's log)."""
+    from ..core import priority
+    from ..daemon.relay import DEFAULT_IDLE
+    from ..search.encoder import BUILD_WORKERS, THREADS
+
+    whole_number(priority.VARIABLE, priority.DEFAULT, "steps", priority.MAX, least=0)
+    whole_number("SLAYER_KB_SERVER_IDLE", int(DEFAULT_IDLE), "seconds")
+    whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+    whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

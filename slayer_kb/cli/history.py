@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..core.results import ImportResult
-from ..core.text import counted, warning_lines
+from ..core.text import counted, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
@@ -64,7 +64,7 @@ def log(settings: Settings, memory_id: str) -> None:
     notes = kb.history.moved_notes(memory_id)
     if settings.json:  # the document is the list of commits: the note goes beside it
         for line in notes:
-            click.echo(for_terminal(f"warning: {line}"), err=True)
+            click.echo(for_terminal(warning_line(line)), err=True)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
         for e in entries
@@ -340,6 +340,9 @@ def import_slayer(settings: Settings, directory: str) -> None:
 @pass_settings
 def export_slayer(settings: Settings, directory: str) -> None:
     """Write every live memory as DIRECTORY/memories/<id>.md (SLayer's format).
+
+    DIRECTORY may not be the knowledge base's own folder (nor inside its memories/, sessions/,
+    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder.
 
     \b
     Example:

@@ -3,7 +3,6 @@ Engram's ``suggest-topic-key``, ``timeline``, ``context`` and ``session-summary`
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 import click
@@ -11,7 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
-from ..core.problems import words
+from ..core.problems import shell_word, words
 from ..core.results import ForgetResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
@@ -294,7 +293,7 @@ def restored_text(result: RestoreResult, typed: str | None = None) -> str:
 def forgot_text(result: ForgetResult) -> str:
     text = f"Forgot memory {result.deleted_id}"
     if result.soft:
-        text += f" (soft; restore with 'slayer-kb restore {shlex.quote(result.deleted_id)}')"
+        text += f" (soft; restore with 'slayer-kb restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
         text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)

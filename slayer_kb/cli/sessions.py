@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from ..core.results import SessionResult, SessionTimeline
-from ..core.text import one_line_shown, quoted, warning_lines
+from ..core.text import one_line_shown, quoted, warning_line, warning_lines
 from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pass_settings, read_text_arg
 
 
@@ -117,7 +117,7 @@ def sessions_cmd(settings: Settings, project: str | None, limit: int) -> None:
     data = [s.to_dict() for s in found.sessions]
     if settings.json:  # the document is the list of sessions: the warnings go beside it
         for line in found.warnings:
-            click.echo(for_terminal(f"warning: {line}"), err=True)
+            click.echo(for_terminal(warning_line(line)), err=True)
 
     def human() -> str:
         listed = "\n".join(

@@ -83,13 +83,12 @@ def not_a_kb(path: str) -> str:
             return f"No knowledge base at {path}: {exc.strerror}; give the folder of a knowledge base (it holds memories/)."
     else:
         return f"No knowledge base at {path}: it is a file, not a folder; give the folder of a knowledge base (it holds memories/)."
-    import shlex  # only here: the client's path stays free of it
-
     from .fileio import refuses_folders
+    from .problems import shell_word  # only here: the client's path stays free of it
 
     parent = os.path.dirname(path)
     while parent != os.path.dirname(parent) and not os.path.isdir(parent):
         parent = os.path.dirname(parent)
     if refuses_folders(parent) is None:
-        return f"No knowledge base at {path}: no such folder; create one with 'slayer-kb init {shlex.quote(path)}'."
+        return f"No knowledge base at {path}: no such folder; create one with 'slayer-kb init {shell_word(path)}'."
     return f"No knowledge base at {path}: no such folder, and {parent} takes none; give the folder of a knowledge base."

@@ -127,6 +127,9 @@ class Memory:
 FIELD_NAMES = frozenset(f.name for f in fields(Memory)) - {"id"}
 
 
+_SECONDS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)")
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -137,7 +140,21 @@ def utc_time(seconds: int) -> str:
 
 
 def parse_time(value: str) -> _dt.datetime:
-    return _dt.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+    parts = _SECONDS.fullmatch(value[:19])
+    if parts is None:
+        raise ValueError(f"not a time: {value!r}")
+    return calendar_time(*map(int, parts.groups()))
+
+
+def calendar_time(year: int, month: int, day: int, hour: int, minute: int, second: int) -> _dt.datetime:
+    """The UTC time of those parts; ValueError for one no calendar has (a 31st of February). Year
+    0 is ISO 8601's and RFC 3339's (the schema's date-time, 1 BC), not Python's, whose years start
+    at 1: its date is checked in 2000, which the calendar repeats every 400 years (both leap), and
+    it is held as the earliest time Python has, which is all it is compared for (a window, now)."""
+    if year == 0:
+        _dt.datetime(2000, month, day, hour, minute, second)
+        return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+    return _dt.datetime(year, month, day, hour, minute, second, tzinfo=_dt.timezone.utc)
 
 
 # ---------------------------------------------------------------------------------------------

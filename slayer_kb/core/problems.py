@@ -63,23 +63,30 @@ def command(root: Path) -> str:
     so with ``--kb`` naming the KB's folder ``root`` unless that is the working directory (a KB
     given by --kb or $SLAYER_KB, or found from a subfolder of it)."""
     kb = shown(root)
-    return "slayer-kb" if kb == "." else f"slayer-kb --kb {shlex.quote(kb)}"
+    return "slayer-kb" if kb == "." else f"slayer-kb --kb {shell_word(kb)}"
 
 
 def words(*given: str) -> str:
     """Words of a printed command, each quoted where a shell would split or expand it (an id
     ``x;y`` or ``1[0-9]``, a path with a space), so that the command works when pasted."""
-    return " ".join(shlex.quote(word) for word in given)
+    return " ".join(shell_word(word) for word in given)
+
+
+def shell_word(word: str) -> str:
+    """``word`` as ``shlex.quote`` gives it, but a letter or digit beyond ASCII (``CAFÉ``), which no
+    shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``."""
+    plain = all(ch.isalnum() if not ch.isascii() else ch.isalnum() or ch in "_@%+=:,./-" for ch in word)
+    return word if word and plain else shlex.quote(word)
 
 
 def git_command(root: Path, args: str) -> str:
     """``git ARGS`` as a fix printed for the user must run it (``git -C DIR``, as ``command``)."""
     kb = shown(root)
-    return f"git {args}" if kb == "." else f"git -C {shlex.quote(kb)} {args}"
+    return f"git {args}" if kb == "." else f"git -C {shell_word(kb)} {args}"
 
 
 def cd_step(root: Path) -> list[str]:
     """The first of several printed steps (git's and slayer-kb's, naming the KB's files from its
     folder ``root``): into that folder, unless the user is there already."""
     kb = shown(root)
-    return [] if kb == "." else [f"cd {shlex.quote(kb)}"]
+    return [] if kb == "." else [f"cd {shell_word(kb)}"]

@@ -9,7 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 def warning_lines(warnings: Iterable[str]) -> str:
     """Each warning on a line of its own, after the text it follows."""
-    return "".join(f"\nwarning: {w}" for w in warnings)
+    return "".join(f"\n{warning_line(w)}" for w in warnings)
+
+
+def warning_line(warning: str) -> str:
+    """``warning: ...``, one line whatever a file name in it holds (``one_line_shown``)."""
+    return f"warning: {one_line_shown(warning)}"
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

@@ -63,6 +63,7 @@ from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR, check_session_id
 from ..core.text import kind_of, one_line
 from ..search import lookups
+from ..store.place import git_dir_refusal
 from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
@@ -249,6 +250,9 @@ def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
             f"{folder} is the knowledge base's own folder (or inside its {', '.join(_OWN_FOLDERS)}): the "
             "export would write its memories/<id>.md files among the KB's. Export to another folder, "
             "e.g. ./slayer-storage.")
+    harm = "the export's files there would be mixed into git's data, where no git command shows them"
+    if (why := git_dir_refusal(where, harm, "slayer-storage")) is not None:
+        raise InvalidInputError(why)
     target = Path(folder) / "memories"
     kb.ensure_fresh()  # before the folder is made: an index that cannot update leaves no folder
     result = ExportResult(str(folder))

@@ -78,6 +78,7 @@ def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, 
     assert before is not None
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
+        mergedriver.require_driver(store, options)
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:

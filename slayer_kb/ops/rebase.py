@@ -207,6 +207,8 @@ def run(store: GitStore, args: list[str], onto: str) -> tuple[list[str], dict[st
     options += ["-c", "rebase.backend=merge", "-c", "core.editor=true"]
     going_on = (*options, "rebase", "--continue")
     try:
+        if args != ["--abort"]:
+            mergedriver.require_driver(store, options, None if args[-1].startswith("--") else args[-1])
         proc = store.git_writing_index(*options, "rebase", *args, check=False, env=env,
                                        resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:

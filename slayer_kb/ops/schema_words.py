@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 from ..core import yamlio
-from ..core.memory import KEY_ORDER, TIME_KEYS, key_line, missing_key
+from ..core.memory import KEY_ORDER, TIME_KEYS, calendar_time, key_line, missing_key
 from ..core.text import kind_of
 
 # The record schemas live with the records (core/).
@@ -145,8 +145,7 @@ def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[Tim
             # rounded up would be a time past the calendar's last.
             micro = int(fraction[1:7].ljust(6, "0")) if fraction else 0
             try:
-                year, month, day, hour, minute, second = map(int, whole)
-                when = _dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=_dt.timezone.utc)
+                when = calendar_time(*map(int, whole)).replace(microsecond=micro)
             except ValueError as exc:
                 found.append(TimeField(key, value, None, str(exc), text))
             else:

@@ -12,7 +12,6 @@ Each check returns problems of a whole file (line 1).
 from __future__ import annotations
 
 import re
-import shlex
 import tempfile
 import unicodedata
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from ..core.errors import KBError, StoreError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
-from ..core.problems import Problem, command, git_command, shown
+from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
@@ -103,7 +102,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         clashes.append((memory_id, name))
     if not clashes:
         return []
-    fix = fix_command(store, root, f"renumber --onto {shlex.quote(against)}", against)
+    fix = fix_command(store, root, f"renumber --onto {shell_word(against)}", against)
     return [Problem(
         name, 1,
         f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
@@ -285,7 +284,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
     if not taken:
         return []
-    fix = fix_command(store, compared.root, f"merge {shlex.quote(compared.against)}", compared.against)
+    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
     problems = []
     for where, name in taken:
         key, project, _scope = where
@@ -353,7 +352,7 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
         found.append((memory_id, name, {e for e in links - old if lost(e)}))
     if not any(new for _i, _name, new in found):
         return []
-    fix = fix_command(store, root, f"merge {shlex.quote(against)}", against)
+    fix = fix_command(store, root, f"merge {shell_word(against)}", against)
     problems = []
     for memory_id, name, new in found:
         problems += [Problem(
@@ -413,7 +412,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
                     continue
             kb_path = path[len(store.prefix):]
             kind, merges = _MERGES[kb_path.partition("/")[0]]
-            fix = fix_command(store, compared.root, f"merge {shlex.quote(compared.against)}", compared.against)
+            fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
             problems.append(Problem(
                 shown(compared.root / kb_path), 1,
                 f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
@@ -442,7 +441,7 @@ def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
     may hold an older copy of it, against which the fix finds nothing to do."""
     fix = f"{command(root)} {args}"
     remote = _remote_of(store, against)
-    return fix if remote is None else f"{git_command(root, 'fetch ' + shlex.quote(remote))} && {fix}"
+    return fix if remote is None else f"{git_command(root, 'fetch ' + shell_word(remote))} && {fix}"
 
 
 def _remote_of(store: GitStore, rev: str) -> str | None:

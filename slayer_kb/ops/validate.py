@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -69,7 +68,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import STALE_QUERY, Problem, command, shown
+from ..core.problems import STALE_QUERY, Problem, command, shell_word, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
@@ -419,7 +418,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         differs = text.splitlines()[line - 1:line]
         # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
         why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
-        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shlex.quote(typed)}'")
+        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shell_word(typed)}'")
     return problems
 
 
@@ -466,7 +465,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         return problems
     canonical = dump_session(session)
     if canonical != as_committed(text, context.crlf):
-        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shlex.quote(name)}'")
+        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shell_word(name)}'")
     return problems
 
 
@@ -541,7 +540,7 @@ def _query_problems(
     """What search says of the attached query, with the fix, and the problem's kind: not a
     SlayerQuery (a key SLayer does not have, a wrong shape), or references that no longer resolve
     (``STALE_QUERY``: what a catalog delete leaves, which sync pushes)."""
-    fix = f"fix or remove the query with '{context.command} edit {shlex.quote(memory_id)}'"
+    fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
     try:
         check_query(query)
     except KBError as exc:
@@ -559,7 +558,7 @@ def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     try:
         canonical = context.resolver.resolve(entity).entity
     except ResolutionError as exc:
-        edit = f"correct it with '{context.command} edit {shlex.quote(memory_id)}'"
+        edit = f"correct it with '{context.command} edit {shell_word(memory_id)}'"
         fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
         return f"entity '{entity}' does not resolve: {exc} ({fix})"
     except KBError as exc:

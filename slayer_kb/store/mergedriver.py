@@ -34,10 +34,11 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core import merging
 from ..core.children import python_child
-from ..core.errors import KBError
+from ..core.errors import ConflictError, KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, dumps, loads, utc_time
 from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revisions
@@ -45,7 +46,12 @@ from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 
+if TYPE_CHECKING:
+    from .repo import GitStore
+
 NAME = "slayer-kb"
+# How a gitattributes line spells each value ``git check-attr`` reports for ``merge``.
+_SPELLED = {"set": "merge", "unset": "-merge", "unspecified": "!merge"}
 
 
 def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[str, str] | None, Path]:
@@ -65,6 +71,32 @@ def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[st
     options = ["-c", f"core.attributesFile={name}", "-c", f"merge.{NAME}.name=slayer-kb's counters and sessions",
                "-c", f"merge.{NAME}.driver={command}"]
     return options, env, Path(name)
+
+
+def require_driver(store: GitStore, options: list[str], tree: str | None = None) -> None:
+    """Refuse, before git merges anything, when gitattributes of the repository's own (a tracked
+    ``.gitattributes``, or ``.git/info/attributes``) give the KB's files a merge attribute: git
+    ranks those above ``core.attributesFile``, so git would merge memories and sessions with that
+    instead (``union`` writes a memory's keys twice). Ours never overrides the tree's: a cloned KB
+    names no code this runs. ``tree``: the commit whose ``.gitattributes`` git will read (a
+    rebase's upstream, which it checks out), read through an index of its own; else the work tree's."""
+    samples = [f"{store.prefix}{folder}/x.yaml" for folder in (MEMORIES_DIR, SESSIONS_DIR)]
+    with tempfile.TemporaryDirectory(prefix="slayer-kb-attributes-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        if tree is not None:
+            store.git("read-tree", tree, env=env)
+        read = ["--cached"] if tree is not None else []
+        out = store.git(*options, "check-attr", "-z", *read, "merge", "--", *samples, env=env).stdout.split(b"\0")
+    for at in range(0, len(out) - 2, 3):
+        value = out[at + 2].decode("utf-8", "replace")
+        if value != NAME:
+            spelled = _SPELLED.get(value, f"merge={value}")
+            folder = Path(out[at].decode("utf-8", "replace")).parent.as_posix()
+            raise ConflictError(
+                f"The repository's gitattributes give {folder}/*.yaml '{spelled}', which git ranks above slayer-kb's "
+                f"merge driver, so git would not merge memories and sessions as records (union writes a memory's "
+                f"keys twice); nothing was merged. Remove that line from .gitattributes and commit the change (or "
+                f"from .git/info/attributes), then run the command again.")
 
 
 def _pattern(path: str) -> str:

@@ -22,10 +22,14 @@ KB_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, STATE_DIR)
 CATALOG_DIR = "datasources"
 
 
-def git_dir_refusal(root: Path) -> str | None:
-    """Why ``root`` (absolute, links resolved, perhaps not made yet) is no place for a KB, when
-    it is in git's own folder of a repository (a work tree's ``.git``, a bare repository, a linked
-    worktree's or submodule's git folder); None otherwise."""
+_KB_HARM = "a knowledge base there would be git's data (and a repository made in it breaks 'git clone')"
+
+
+def git_dir_refusal(root: Path, harm: str = _KB_HARM, example: str = "kb") -> str | None:
+    """Why ``root`` (absolute, links resolved, perhaps not made yet) is no place for a KB (or
+    what else ``harm`` says would go wrong there; ``example``: a folder name the fix suggests),
+    when it is in git's own folder of a repository (a work tree's ``.git``, a bare repository, a
+    linked worktree's or submodule's git folder); None otherwise."""
     probe = root
     while not probe.is_dir():  # not made yet: git answers for the nearest folder that is
         if probe.parent == probe:
@@ -42,11 +46,10 @@ def git_dir_refusal(root: Path) -> str | None:
     git_dir = Path(lines[1])
     where = "git's own folder" if root == git_dir else f"inside git's own folder ({git_dir})"
     if git_dir.name == ".git":  # a working tree's: the KB belongs beside the person's files
-        owner, fix = f" of the repository at {git_dir.parent}", f"in the working tree, e.g. {git_dir.parent}/kb"
+        owner, fix = f" of the repository at {git_dir.parent}", f"in the working tree, e.g. {git_dir.parent}/{example}"
     else:
         owner, fix = "", f"outside {git_dir}"
-    return (f"{root} is {where}{owner}, not a place for files: a knowledge base there would be git's data "
-            f"(and a repository made in it breaks 'git clone'). Give a folder {fix}.")
+    return f"{root} is {where}{owner}, not a place for files: {harm}. Give a folder {fix}."
 
 
 def kb_folder_refusal(root: Path) -> str | None:
