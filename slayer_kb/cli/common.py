@@ -114,12 +114,16 @@ def server_settings() -> None:
     pass failed in the server's log)."""
     from ..core import priority
     from ..daemon.relay import DEFAULT_IDLE
-    from ..search.encoder import BUILD_WORKERS, THREADS
 
     whole_number(priority.VARIABLE, priority.DEFAULT, "steps", priority.MAX, least=0)
     whole_number("SLAYER_KB_SERVER_IDLE", int(DEFAULT_IDLE), "seconds")
-    whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
-    whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
+    encoder_settings = ("SLAYER_KB_BUILD_WORKERS", "SLAYER_KB_ENCODER_THREADS")
+    if any(os.environ.get(variable, "").strip() for variable in encoder_settings):
+        # Only then: the encoder's module imports the search stack, which a read of files never needs.
+        from ..search.encoder import BUILD_WORKERS, THREADS
+
+        whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+        whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
