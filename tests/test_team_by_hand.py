@@ -1221,3 +1221,28 @@ def test_a_merge_or_rebase_lets_go_a_memory_one_side_forgot_and_the_other_soft_f
         assert git(clone, "ls-files", "memories") == "" and git(clone, "status", "--porcelain") == ""
         invoke_cli("--kb", clone, "sync", check=True)
     assert git(c, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == ""
+
+
+def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sparse checkout marks every file it leaves out skip-worktree: sync, rebase, merge and
+    renumber --rewrite refused ("../README.md is marked skip-worktree ... would rewrite it"), though they
+    rewrite no such file. Only a file slayer-kb rewrites is refused for its mark."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    top = a.parent
+    git(top, "update-index", "-q", "--refresh")  # a copied clone's stat data, or git keeps the file
+    git(top, "sparse-checkout", "set", "--no-cone", "/kb/")
+    assert not (top / "README.md").exists() and git(top, "ls-files", "-v", "README.md") == "S README.md\n"
+    invoke_cli("--kb", b, "save", "From b", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "From a", "-e", "shop.orders.amount", check=True)
+    synced = invoke_cli("--kb", a, "sync")
+    assert (synced.returncode, synced.stderr) == (0, ""), synced.stderr
+    assert synced.stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+    invoke_cli("--kb", b, "save", "Again from b", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Again from a", "-e", "shop.orders.amount", check=True)
+    git(top, "fetch", "-q")
+    rebased = invoke_cli("--kb", a, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stderr) == (0, ""), rebased.stderr
+    assert git(top, "rev-parse", "HEAD~1") == git(top, "rev-parse", "origin/main")
+    assert git(top, "status", "--porcelain") == "" and not (top / "README.md").exists()
