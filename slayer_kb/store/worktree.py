@@ -141,9 +141,9 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
 
 def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """The files among ``specs`` (all when none) that git's index marks ``assume-unchanged`` or
-    ``skip-worktree``, KB-relative, each with its mark and its index's blob: git status shows no
-    change to them whatever they hold, and staging a commit's version of one leaves the old blob
-    (or, for a skip-worktree file, a deletion) in git's index. Each maps to (mark, mode, blob)."""
+    ``skip-worktree``, KB-relative, each mapped to (mark, its index's mode, its index's blob): git
+    status shows no change to them whatever they hold, and ``update-index`` staging a commit's
+    version of one leaves the old blob (or, for a skip-worktree file, a deletion) in git's index."""
     out = store.git("ls-files", "-v", "-s", "-z", *(["--", *specs] if specs else []), env=STATUS_ENV).stdout
     found = {}
     for record in out.split(b"\0"):
@@ -163,7 +163,7 @@ def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str
 def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed):
     one marked by ``core.ignoreStat`` (git marks every file it adds) and never touched holds no
-    uncommitted work. One ``git hash-object`` for all of them. The others are noted in
+    uncommitted work. One ``git hash-object`` for all of them. Those let through are noted in
     ``store.restage``, for the staging after the commit."""
     marked = _marked(store, specs)
     # --stdin-paths reads a line a path: a name holding a line break stays refused.
