@@ -225,16 +225,16 @@ class Transaction:
         return top
 
     def check_given_number(self, memory_id: str) -> None:
-        """Refuse a new memory a number as auto ids are (``save --id 102``) from a block this clone
-        does not hold: the clone that leased it hands its ids out, and a sync would then renumber
-        one of the two memories, maybe under an agent that holds its id."""
-        if not is_auto_id(memory_id) or len(memory_id) > MAX_AUTO_DIGITS or self.leases.holds(int(memory_id)) is not False:
+        """Refuse a new memory a number as auto ids are (``save --id 102``) from a block another
+        clone leased (``IdLeases.may_give``): that clone hands its ids out, and a sync would then
+        renumber one of the two memories, maybe under an agent that holds its id."""
+        if not is_auto_id(memory_id) or len(memory_id) > MAX_AUTO_DIGITS or self.leases.may_give(int(memory_id)) is not False:
             return
         first = first_of(block_of(int(memory_id)))
-        said = (f"Memory id '{memory_id}' is a number as auto ids are, and this clone holds no block of "
-                f"{self.leases.remote_name()}'s with it (ids {first}-{first + BLOCK - 1}): another clone may hand it "
-                "out for another memory, and a sync would then give one of the two a new id. {} to get this clone's "
-                "next auto id, or give a name such as 'kb.orders-total'.")
+        said = (f"Memory id '{memory_id}' is a number as auto ids are, in a block another clone leased from "
+                f"{self.leases.remote_name()} (ids {first}-{first + BLOCK - 1}): that clone hands it out for another "
+                "memory, and a sync would then give one of the two a new id. {} to get this clone's next auto id, or "
+                "give a name such as 'kb.orders-total'.")
         raise InvalidIdError(said.format("Omit --id"), tool_message=said.format("Omit the id"))
 
     def check_new_id(self, memory_id: str) -> None:

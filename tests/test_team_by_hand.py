@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb.ops import teamchecks
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team
 
 
@@ -608,11 +609,15 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     assert invoke_cli("--kb", reviewer, "validate").stdout == "Checked 2 files: no problems.\n"
 
 
+@pytest.mark.parametrize("merge_tree", [True, False], ids=["merge-tree", "merge-file"])
 def test_validate_against_main_names_the_files_a_plain_merge_of_the_branch_would_stop_on(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, merge_tree: bool) -> None:
     # Branch per agent: both agents make their first save into project api (its default session
     # file) and revise topic key decision/cache-ttl, which main holds. Once agent-a is merged,
     # 'validate --against origin/main' passed agent-b, and GitHub's merge of it stopped on both files.
+    # The same answers from git 2.38's merge-tree and, before it, a merge-file a file.
+    if not merge_tree:
+        monkeypatch.setattr(teamchecks, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
     _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
     topic = ("--title", "Cache TTL", "--project", "api", "--topic-key", "decision/cache-ttl")
     invoke_cli("--kb", a, "save", "Cache TTL is 60 s", *topic, check=True)
@@ -1257,3 +1262,52 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
     (b / ".git" / "info" / "attributes").unlink()
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"].startswith(
         "Your commits and origin/main both edited memories/1.yaml;")
+
+
+def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sparse checkout marks every file it leaves out skip-worktree: sync, rebase, merge and
+    renumber --rewrite refused ("../README.md is marked skip-worktree ... would rewrite it"), though they
+    rewrite no such file. Only a file slayer-kb rewrites is refused for its mark."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    top = a.parent
+    git(top, "update-index", "-q", "--refresh")  # a copied clone's stat data, or git keeps the file
+    git(top, "sparse-checkout", "set", "--no-cone", "/kb/")
+    assert not (top / "README.md").exists() and git(top, "ls-files", "-v", "README.md") == "S README.md\n"
+    invoke_cli("--kb", b, "save", "From b", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "From a", "-e", "shop.orders.amount", check=True)
+    synced = invoke_cli("--kb", a, "sync")
+    assert (synced.returncode, synced.stderr) == (0, ""), synced.stderr
+    assert synced.stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+    invoke_cli("--kb", b, "save", "Again from b", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Again from a", "-e", "shop.orders.amount", check=True)
+    git(top, "fetch", "-q")
+    rebased = invoke_cli("--kb", a, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stderr) == (0, ""), rebased.stderr
+    assert git(top, "rev-parse", "HEAD~1") == git(top, "rev-parse", "origin/main")
+    assert git(top, "status", "--porcelain") == "" and not (top / "README.md").exists()
+
+
+@pytest.mark.parametrize("merge_tree", [True, False], ids=["merge-tree", "merge-file"])
+def test_a_rename_against_an_edit_is_a_stop_only_where_git_cannot_follow_it(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, merge_tree: bool) -> None:
+    """A branch renames memories/1.yaml (git mv) while main edits it: git's merge follows the
+    rename and merges cleanly, but validate --against called it a deletion against an edit. With
+    merge-tree (git 2.38+) it is git's answer; before, a merge-file a file cannot follow a rename
+    (docs/teams.md says so)."""
+    if not merge_tree:
+        monkeypatch.setattr(teamchecks, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    git(a, "switch", "-q", "-c", "side")
+    git(a, "mv", "memories/1.yaml", "memories/150.yaml")
+    git(a, "commit", "-q", "-m", "a rename")
+    git(a, "switch", "-q", "main")
+    invoke_cli("--kb", a, "update", "1", "--description", "On main", check=True)
+    git(a, "switch", "-q", "side")
+    checked = invoke_cli("--kb", a, "validate", "--against", "main")
+    stop = "memories/1.yaml:1: main wrote this memory too since this branch parted from it"
+    assert (stop in checked.stdout) is not merge_tree, checked.stdout
+    git(a, "merge", "-q", "--no-edit", "main")  # raises on a conflict
+    assert "description: On main\n" in (a / "memories" / "150.yaml").read_text()

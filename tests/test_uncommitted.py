@@ -16,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from testing import CliRunner, commit_all, git, json_of
+from testing import CliRunner, commit_all, git, json_of, make_empty_kb
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -265,6 +265,8 @@ def test_a_file_git_is_told_not_to_look_at_is_never_rewritten(indexed_example_kb
     wip = (root / "memories" / "1.yaml").read_text() + "# WIP-NOT-FOR-COMMIT\n"
     (root / "memories" / "1.yaml").write_text(wip)
     git(root, "update-index", "--skip-worktree", "memories/2.yaml")
+    with (root / "memories" / "2.yaml").open("a") as file:
+        file.write("# WIP\n")
     before = head(root)
     for args, path, mark in ((("update", "1", "--description", "d", "--force"), "memories/1.yaml", "assume-unchanged"),
                              (("forget", "2"), "memories/2.yaml", "skip-worktree")):
@@ -279,7 +281,8 @@ def test_a_file_git_is_told_not_to_look_at_is_never_rewritten(indexed_example_kb
     # The fix as told: the WIP line shows, and a forget lands in git's index as in HEAD.
     git(root, "update-index", "--no-skip-worktree", "--", "memories/2.yaml")
     git(root, "update-index", "--no-assume-unchanged", "--", "memories/1.yaml")
-    assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
+    assert git(root, "status", "--porcelain") == " M memories/1.yaml\n M memories/2.yaml\n"
+    git(root, "checkout", "--", "memories/2.yaml")
     invoke_cli("--kb", root, "forget", "2", check=True)
     assert git(root, "status", "--porcelain") == " M memories/1.yaml\n"
 
@@ -302,3 +305,31 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert (saved.returncode, saved.stderr) == (
         1, f"Error: {told}, then retry. Nothing was done: slayer-kb never commits work you have not committed.\n")
     assert head(root) == before
+
+
+def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """``git config core.ignoreStat true`` makes git mark every file it adds assume-unchanged: the
+    second write of a memory was refused for ever, though the file held no uncommitted work. A
+    marked file holding its index's version is rewritten, and git's index takes the commit (the
+    mark kept); one holding a change is still refused."""
+    root = make_empty_kb(tmp_path / "kb")
+    git(root, "config", "core.ignoreStat", "true")
+    invoke_cli("--kb", root, "save", "One", "--title", "one", check=True)
+    assert git(root, "ls-files", "-v", "memories/1.yaml") == "h memories/1.yaml\n"
+    for description in ("first", "second"):
+        updated = invoke_cli("--kb", root, "update", "1", "--description", description)
+        assert (updated.returncode, updated.stderr) == (0, ""), updated.stderr
+        assert f"description: {description}\n" in git(root, "show", "HEAD:memories/1.yaml")
+        assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""  # git's index holds the commit
+        assert git(root, "ls-files", "-v", "memories/1.yaml") == "h memories/1.yaml\n"
+    with (root / "memories" / "1.yaml").open("a") as file:
+        file.write("# WIP-NOT-FOR-COMMIT\n")
+    refused = invoke_cli("--kb", root, "update", "1", "--description", "third")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: memories/1.yaml is marked assume-unchanged in git's index")
+    # A skip-worktree file holding its version is forgotten, its deletion staged as committed.
+    invoke_cli("--kb", root, "save", "Two", "--title", "two", check=True)
+    git(root, "update-index", "--skip-worktree", "memories/2.yaml")
+    invoke_cli("--kb", root, "forget", "2", check=True)
+    assert git(root, "ls-files", "memories/").split() == ["memories/.gitkeep", "memories/1.yaml"] and not (root / "memories" / "2.yaml").exists()
+    assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""

@@ -23,7 +23,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionE
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import MAX_SHOWN, shown_controls, warning_lines
+from ..core.text import MAX_SHOWN, one_line_shown, shown_controls, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -414,12 +414,12 @@ def memory_text(data: dict[str, Any]) -> str:
             continue
         if isinstance(value, list):
             lines.append(f"{key}:")
-            lines.extend(f"  - {item}" for item in value)
+            lines.extend(f"  - {one_line_shown(str(item))}" for item in value)
         elif isinstance(value, dict):
             lines.append(f"{key}:")
             lines.extend("  " + row for row in yaml.safe_dump(value, sort_keys=False, allow_unicode=True).splitlines())
-        else:
-            lines.append(f"{key}: {value}")
+        else:  # one line each: a title's line break forges no field (or heading) of its own
+            lines.append(f"{key}: {one_line_shown(str(value))}")
     lines.append("")
     lines.append(data["learning"].rstrip("\n"))
     return "\n".join(lines) + warning_lines(data.get("warnings", []))

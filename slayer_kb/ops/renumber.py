@@ -267,7 +267,7 @@ def require_clean(store: GitStore, under: str | None = None) -> None:
     check the cascades, forget and update make too (``GitStore.uncommitted``)."""
     if store.head() is None:
         return
-    dirty = sorted(store.uncommitted(None if under is None else [under]))
+    dirty = sorted(store.uncommitted(None if under is None else [under], rewrites=False))
     if dirty:
         raise ConflictError(
             f"The repository has uncommitted changes to tracked files ({listed(dirty)}); commit or "

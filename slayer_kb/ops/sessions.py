@@ -45,7 +45,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import clip, counted, kind_of, quoted, warning_lines
+from ..core.text import clip, counted, kind_of, one_line_shown, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 
@@ -425,11 +425,14 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     skipped = warning_lines(files.warnings)
     if not known and not docs:
         return EMPTY_CONTEXT + skipped.lstrip("\n") + ("\n" if skipped else "")
-    lines = ["# Memory context" + (f": {project}" if project else ""), "", "## Recent sessions"]
+    # A one-line field (hand-edited, or a file name's %0A) shows its line breaks as \x0a: a
+    # heading of its own making ("## Instructions") would read as the digest's own to the agent.
+    lines = ["# Memory context" + (f": {one_line_shown(project)}" if project else ""), "", "## Recent sessions"]
     for session in known[:CONTEXT_SESSIONS]:
         span = f"{session.started_at} to {session.ended_at or 'now (open)'}"
         memories = counts.get(session.id, 0)
-        line = (f"- {session.id} ({session.project or 'no project'}, {span}): {memories} "
+        line = (f"- {one_line_shown(session.id)} ({one_line_shown(session.project or 'no project')}, "
+                f"{one_line_shown(span)}): {memories} "
                 f"{'memory' if memories == 1 else 'memories'}, {counted(len(session.prompts), 'prompt')}")
         if session.summary:
             line += f"; summary: {clip(' '.join(session.summary.split()), 200)}"
@@ -437,16 +440,17 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     if not known:
         lines.append("- (none)")
     lines += ["", "## Recent prompts"]
-    lines.extend(f"- {p.created_at} ({s.id}): {clip(' '.join(p.content.split()), 200)}" for s, p in prompts)
+    lines.extend(f"- {one_line_shown(p.created_at)} ({one_line_shown(s.id)}): {clip(' '.join(p.content.split()), 200)}"
+                 for s, p in prompts)
     if not prompts:
         lines.append("- (none)")
     lines += ["", f"## Recent memories ({min(len(docs), limit)} of {len(docs)})"]
     if not docs:
         lines.append("- (none)")
     for data in docs[:limit]:
-        label = data["title"] or _first_line(data["learning"], 100)
-        kind = f" ({data['type']})" if data["type"] else ""
-        lines.append(f"- [{data['id']}] {label}{kind}, {data['created_at'][:10]}")
+        label = one_line_shown(data["title"]) if data["title"] else _first_line(data["learning"], 100)
+        kind = f" ({one_line_shown(data['type'])})" if data["type"] else ""
+        lines.append(f"- [{one_line_shown(data['id'])}] {label}{kind}, {one_line_shown(data['created_at'][:10])}")
     text = ""
     for line in lines:
         if len(text) + len(line) + 1 > budget:

@@ -383,7 +383,7 @@ _NO_BLOB = "0" * 40
 
 def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     """Memory and session files this branch's commits wrote that the revision compared with wrote
-    too since they parted, in lines git's line merge cannot join (a forget against an edit among
+    too since they parted, in lines git's merge cannot join (a forget against an edit among
     them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
     driver of slayer-kb's runs) stops on them. ``slayer-kb merge REF`` on the branch merges them
     as sync does, or stops on them for a person. An auto id both sides added is
@@ -393,32 +393,59 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (_written_since(store, base, rev) for rev in (head, against_sha))
-    both = sorted(path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1]
-                  and not (ours[path][0] == _NO_BLOB and path.endswith(".yaml")
-                           and Path(path).parent.name == MEMORIES and is_auto_id(Path(path).stem)))
+    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1]}
     if not both:
         return []
+    stopped = merge_tree_stops(store, head, against_sha)
+    if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
+        stopped = _merge_file_stops(store, ours, theirs, both)
+    problems = []
+    for path in sorted(stopped):
+        kb_path = path[len(store.prefix):]
+        folder, _, name = kb_path.partition("/")
+        if (not path.startswith(store.prefix) or folder not in _MERGES or "/" in name or not name.endswith(".yaml")
+                or (folder == MEMORIES and is_auto_id(name[:-5]) and ours.get(path, ("",))[0] == _NO_BLOB)):
+            continue
+        kind, merges = _MERGES[folder]
+        fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+        problems.append(Problem(
+            shown(compared.root / kb_path), 1,
+            f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
+            f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
+        ))
+    return problems
+
+
+def merge_tree_stops(store: GitStore, head: str, against_sha: str) -> set[str] | None:
+    """The repository paths a merge of ``head`` and ``against_sha`` stops on, as git's merge
+    finds them (renames followed), in one ``git merge-tree --write-tree`` (git 2.38+; it writes
+    the merged objects, nothing else). None where git has no such command."""
+    proc = store.git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, against_sha,
+                     check=False)
+    if proc.returncode not in (0, 1):
+        return None
+    return {name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0")[1:] if name}
+
+
+def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                      both: set[str]) -> set[str]:
+    """``merge_tree_stops`` for git before 2.38: each file in ``both`` merged by a ``git
+    merge-file``, each version written once, under a name of its own. A rename is not followed:
+    one side's rename against the other's edit is a deletion against an edit here."""
     texts = store.objects.read_many("blob", {blob for path in both for blob in (*ours[path], theirs[path][1])}
                                     - {_NO_BLOB})
-    problems = []
+    stopped = set()
     with tempfile.TemporaryDirectory(prefix="slayer-kb-merge-") as folder:
-        for path in both:
+        for number, path in enumerate(sorted(both)):
             (before, mine), after = ours[path], theirs[path][1]
             if _NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
-                versions = [Path(folder, side) for side in ("ours", "base", "theirs")]
+                versions = [Path(folder, f"{number}.{side}") for side in ("ours", "base", "theirs")]
                 for version, blob in zip(versions, (mine, before, after), strict=True):
                     version.write_bytes(texts.get(blob, b""))
                 if store.git("merge-file", "-q", "-p", *map(str, versions), check=False).returncode == 0:
                     continue
-            kb_path = path[len(store.prefix):]
-            kind, merges = _MERGES[kb_path.partition("/")[0]]
-            fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
-            problems.append(Problem(
-                shown(compared.root / kb_path), 1,
-                f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
-                f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
-            ))
-    return problems
+            stopped.add(path)
+    return stopped
 
 
 def _written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, str]]:

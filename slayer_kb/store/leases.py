@@ -86,7 +86,8 @@ class Leases:
     # The remote answers but will not take our refs (a read-only clone, a hook, a protected
     # namespace): blocks are drawn as offline, without asking it, until a ``sync`` tries again.
     refused: bool = False
-    # The commit each block's ref points at on the remote (block -> commit, of blocks held): a
+    # The commit each block's ref points at on the remote (block -> commit, of every block this
+    # clone leased, used-up ones too: a number given with --id in one is this clone's to give): a
     # remote whose url changed (the repository moved) that holds the same refs is the same one.
     holders: dict[str, str] = field(default_factory=dict)
 
@@ -95,10 +96,9 @@ class Leases:
         return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
 
     def to_json(self) -> dict[str, object]:
-        held = {str(k) for k, _n in self.blocks}
         return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
                 "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused,
-                "holders": {k: commit for k, commit in self.holders.items() if k in held}}
+                "holders": self.holders}
 
 
 @dataclass(frozen=True)
@@ -194,16 +194,30 @@ class IdLeases:
             self._save(held)
         return [str(i) for i in ids]
 
-    def holds(self, memory_id: int) -> bool | None:
-        """Whether a block this clone holds (leased, or offline) has ``memory_id``: only then may a
-        memory be given that number, which no other clone hands out. None when this KB does not
-        lease ids."""
+    def may_give(self, memory_id: int) -> bool | None:
+        """Whether a new memory may be given the number ``memory_id`` (``save --id 102``): False
+        only when another clone leased its block, and would hand the number out for another
+        memory. True for a block this clone ever leased (in hand, used up, or offline); for a block
+        no clone leased, whose ref is then created, so that none leases it later (this clone
+        draws no auto ids from it: they stay monotonic); and when the remote cannot be reached
+        (a sync renumbers a collision, and says so). One ``ls-remote`` unless the block is this
+        clone's. None when this KB does not lease ids."""
         remote = self.remote()
         if remote is None:
             return None
+        block = block_of(memory_id)
         with self._locked():
             held = self._load(remote)
-        return block_of(memory_id) in {k for k, _n in held.blocks} | set(held.unregistered)
+            if block in {k for k, _n in held.blocks} | set(held.unregistered) | {int(k) for k in held.holders}:
+                return True
+            there = self._remote_blocks(remote)
+            if there is None:
+                return True
+            if block in there:
+                return False
+            created, status = self._create(remote, held, [block])
+            self._save(held)
+        return bool(created) or status != "answered"  # "answered", none created: another clone was first
 
     def top_up(self, floor: int) -> None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer

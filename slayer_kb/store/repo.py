@@ -118,6 +118,7 @@ class GitStore:
         # Who commits (a callable): git's own identity when configured, else a neutral one.
         self.identity = Identity(self.git, self.git_dirs)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
+        self.restage: set[str] = set()  # marked files a rewrite let through (worktree.restage_marked)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
@@ -510,6 +511,8 @@ class GitStore:
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None
+        if self.restage:
+            worktree.restage_marked(self, kb_paths)
 
     def recover(self) -> None:
         """Finish a commit that a crash interrupted after its update-ref: every file it changed

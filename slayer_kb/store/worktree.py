@@ -55,6 +55,8 @@ class Repository(Protocol):
 
     def git_dirs(self) -> tuple[Path, Path]: ...
 
+    restage: set[str]
+
 def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Move the branch to ``target`` as ``git reset --keep`` does (files HEAD and ``target`` agree
     on, and local changes to others, kept), after refreshing the index's stat data: in a copied
@@ -76,13 +78,19 @@ _SHOWN = 5
 STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> spaces before the path
 
 
-def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dict[str, str | None]:
+def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
+                rewrites: bool = True) -> dict[str, str | None]:
     """The paths among ``kb_paths`` (KB-relative files, or folders ending in '/'; None: the
     whole repository) that hold work HEAD does not: changed in the work tree or staged in
     git's index, and, of the files named, one in the work tree that HEAD does not have
     (untracked or ignored; a regular file or a symlink). Each maps to the blob of its staged
     version when that differs from both HEAD and the work tree, else None. Paths outside the
     KB come back relative to it (``../x``). One ``git status``, whatever the number of paths.
+
+    ``rewrites``: the caller is about to rewrite these paths, so one git's index marks
+    assume-unchanged or skip-worktree is refused (``ConflictError``) unless its file holds its
+    index's blob; False (a check that the tree is clean before a sync) leaves marks alone, as
+    git status does: a sparse checkout marks every file outside it.
     """
     if kb_paths is not None and not kb_paths:
         return {}
@@ -117,10 +125,11 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dic
         if kind == b"1 " and xy[0] in "AMT" and xy[1] != ".":
             staged = fields[7].decode("ascii")
         found[path] = staged
-    marked = {path: mark for path, mark in _marked(store, specs).items()
-              if kb_paths is None or path in files or path.startswith(folders)}
-    if marked:
-        raise ConflictError(_marked_message(store.root, marked))
+    if rewrites:
+        marked = {path: mark for path, (mark, *_) in _changed_marked(store, specs).items()
+                  if kb_paths is None or path in files or path.startswith(folders)}
+        if marked:
+            raise ConflictError(_marked_message(store.root, marked))
     unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(store.root / p)]
     if unlisted:
         head = store.head()
@@ -130,22 +139,67 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None) -> dic
         found.update((p, None) for p in unlisted if in_head[store.repo_path(p)] is None)
     return found
 
-def _marked(store: Repository, specs: list[str]) -> dict[str, str]:
+def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """The files among ``specs`` (all when none) that git's index marks ``assume-unchanged`` or
-    ``skip-worktree``, KB-relative, each with its mark: git status shows no change to them
-    whatever they hold, and staging a commit's version of one leaves the old blob (or, for a
-    skip-worktree file, a deletion) in git's index."""
-    out = store.git("ls-files", "-v", "-z", *(["--", *specs] if specs else []), env=STATUS_ENV).stdout
+    ``skip-worktree``, KB-relative, each mapped to (mark, its index's mode, its index's blob): git
+    status shows no change to them whatever they hold, and ``update-index`` staging a commit's
+    version of one leaves the old blob (or, for a skip-worktree file, a deletion) in git's index."""
+    out = store.git("ls-files", "-v", "-s", "-z", *(["--", *specs] if specs else []), env=STATUS_ENV).stdout
     found = {}
     for record in out.split(b"\0"):
-        tag, _, name = record.partition(b" ")
-        # ls-files -v: 'S' skip-worktree, a lower-case letter assume-unchanged ('s' both).
+        # "TAG MODE BLOB STAGE\tPATH"; ls-files -v: 'S' skip-worktree, a lower-case letter
+        # assume-unchanged ('s' both).
+        head, _, name = record.partition(b"\t")
+        tag, _, rest = head.partition(b" ")
         mark = "skip-worktree" if tag in (b"S", b"s") else "assume-unchanged" if tag.islower() else None
         if mark is not None:
             repo_path = name.decode("utf-8", "surrogateescape")
+            mode, blob = rest.decode().split(" ")[:2]
             found[repo_path[len(store.prefix):] if repo_path.startswith(store.prefix)
-                  else os.path.relpath(store.top / repo_path, store.root)] = mark
+                  else os.path.relpath(store.top / repo_path, store.root)] = (mark, mode, blob)
     return found
+
+
+def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+    """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed):
+    one marked by ``core.ignoreStat`` (git marks every file it adds) and never touched holds no
+    uncommitted work. One ``git hash-object`` for all of them. Those let through are noted in
+    ``store.restage``, for the staging after the commit."""
+    marked = _marked(store, specs)
+    # --stdin-paths reads a line a path: a name holding a line break stays refused.
+    present = sorted(p for p in marked if "\n" not in p and os.path.isfile(store.root / p)
+                     and not os.path.islink(store.root / p))
+    if present:
+        payload = "".join(store.repo_path(p) + "\n" for p in present).encode("utf-8", "surrogateescape")
+        blobs = store.git("hash-object", "--stdin-paths", input=payload).stdout.decode().split()
+        for path, blob in zip(present, blobs, strict=True):
+            if marked[path][2] == blob:
+                store.restage.add(path)
+                del marked[path]
+    return marked
+
+
+def restage_marked(store: Repository, kb_paths: Sequence[str]) -> None:
+    """After ``update-index`` staged a commit's ``kb_paths``: put the commit's version in git's
+    index for those of them ``uncommitted`` let through marked (``store.restage``), which
+    ``update-index`` leaves as they were, and mark them again as they were."""
+    paths = sorted(store.restage.intersection(kb_paths))
+    store.restage.difference_update(paths)
+    marked = _marked(store, [store.repo_path(p) for p in paths]) if paths else {}
+    head = store.head()
+    if not marked or head is None:
+        return
+    objects = store.objects
+    in_head = objects.blobs_at(objects.tree_of(head), [store.repo_path(p) for p in marked])
+    lines = "".join(f"{mode if in_head[store.repo_path(p)] else 0} {in_head[store.repo_path(p)] or '0' * 40}"
+                    f"\t{store.repo_path(p)}\0" for p, (_, mode, _) in sorted(marked.items()))
+    store.git_writing_index("update-index", "-z", "--index-info", input=lines.encode("utf-8", "surrogateescape"))
+    for kind in sorted({mark for mark, *_ in marked.values()}):
+        again = [store.repo_path(p) for p in sorted(marked) if marked[p][0] == kind and in_head[store.repo_path(p)]]
+        if again:
+            # --index-info's entries have no stat data: refreshed first, as git would.
+            store.git_writing_index("update-index", "-q", "--refresh", "--", *again, check=False)
+            store.git_writing_index("update-index", f"--{kind}", "--", *again)
 
 
 def _marked_message(root: Path, marked: Mapping[str, str]) -> str:
@@ -333,7 +387,7 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     if blob is None:
         return None
     repo_path = store.repo_path(kb_path)
-    if _marked(store, [repo_path]).get(kb_path) == "skip-worktree":
+    if _marked(store, [repo_path]).get(kb_path, ("",))[0] == "skip-worktree":
         # Left out by a sparse checkout: 'git rm' would delete the memory for everyone.
         return (f"{kb_path} is not checked out: git's index marks it skip-worktree (as a sparse checkout does "
                 "for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, "
