@@ -270,6 +270,53 @@ def test_sql_spellings_slayer_rewrites_are_read_in_formulas(formula: str, refs: 
     assert formula_references(formula) == refs
 
 
+@pytest.mark.parametrize(
+    ("formula", "refs"),
+    [
+        ("max(end)", ["end"]),
+        ("max(when) + sum(then) - avg(else) * min(case)", ["when", "then", "else", "case"]),
+        ("max(end) + sum(case when status = 'paid' then amount else 0 end)", ["end", "status", "amount"]),
+        ("count(distinct)", ["distinct"]),
+        ("sum(distinct)", ["distinct"]),
+        ("max(extract(year from end))", ["end"]),
+        ("last(amount, day)", ["amount", "day"]),
+        ("weighted_avg(amount, year)", ["amount", "year"]),
+        ("COUNT(DISTINCT status)", ["status"]),
+    ],
+)
+def test_sql_words_are_columns_outside_the_spellings_slayer_rewrites(formula: str, refs: list[str]) -> None:
+    assert formula_references(formula) == refs
+
+
+def test_a_column_named_like_a_sql_word_is_tagged(tmp_path: Path) -> None:
+    write_test_catalog(tmp_path)
+    with (tmp_path / "models" / "shop" / "refunds.yaml").open("a", encoding="utf-8") as model:
+        model.write("- {name: end, type: TIMESTAMP}\n- {name: when, type: TEXT}\n")
+    resolver = Resolver(load_catalog(tmp_path), memory_exists=lambda _id: False)
+    query = {"source_model": "refunds", "measures": ["max(end)", "count(distinct when)"]}
+    assert query_entities(query, resolver) == (
+        ["shop.refunds", "shop.refunds.end", "shop.refunds.when"],
+        [],
+    )
+    with pytest.raises(InvalidInputError) as caught:
+        query_entities({"source_model": "orders", "measures": ["count(distinct)"]}, resolver)
+    assert str(caught.value) == (
+        "measures[0].formula: Invalid Mode-B expression 'count(distinct)': DISTINCT is supported "
+        "only as count(distinct x), i.e. count_distinct(x)."
+    )
+
+
+def test_a_filter_counts_rows_in_any_case_and_a_formula_in_lower_case(resolver: Resolver) -> None:
+    query = {"source_model": "orders", "filters": ["COUNT(*) > 10", "Count(customers.*) > 1"]}
+    assert query_entities(query, resolver) == (["shop.orders", "shop.customers"], [])
+    with pytest.raises(InvalidInputError) as caught:
+        query_entities({"source_model": "orders", "measures": ["COUNT(*)"]}, resolver)
+    assert str(caught.value) == (
+        "measures[0]: formula 'COUNT(*)': '*:COUNT' is not a valid entity reference; use "
+        "'count(*)' to refer to a model's row count."
+    )
+
+
 def test_non_strings_are_invalid_input() -> None:
     with pytest.raises(InvalidInputError, match=r"^A filter must be a string, got a number\.$"):
         filter_references(5)  # type: ignore[arg-type]
@@ -342,7 +389,9 @@ def test_text_after_a_literal_cannot_reach_back_into_it(words: str, tail: str) -
 
 @given(IDENTIFIERS)
 def test_a_plain_identifier_is_its_own_reference(name: str) -> None:
-    assert formula_references(name) == [name]
+    # A formula is Python: its operators and constants, in any case, name no column.
+    python_words = {"and", "or", "not", "in", "is", "true", "false", "none"}
+    assert formula_references(name) == ([] if name.lower() in python_words else [name])
     assert filter_references(f"{name} > 1") == ([] if name.lower() in SQL_WORDS else [name])
 
 

@@ -136,10 +136,21 @@ _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinc
 _CASE = re.compile(r"\bcase\b", re.I)
 
 
+# distinct opening a call's first argument (SLayer takes it only as count(distinct x)), and the
+# character after it; distinct opening a later argument, before what could be its operand.
+_DISTINCT_FIRST = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*distinct\b(?!\.)\s*(.?)", re.I | re.S)
+_DISTINCT_LATER = re.compile(r"(?:,|(?<![=<>!])=)\s*distinct\s+(?=[\w'(*])", re.I)
+
+
 def formula_problem(text: str) -> str | None:
     """Why SLayer's Mode-B parser refuses the measure formula ``text``, in its words
     (``Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)``);
     None when it parses."""
+    if _distinct_misused(text):
+        return (
+            f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
+            "i.e. count_distinct(x)."
+        )
     if _CASE.search(text):
         return None
     probe = _COLON_AGGREGATION.sub("_agg", text)
@@ -149,6 +160,15 @@ def formula_problem(text: str) -> str | None:
     if problem is None:
         problem = _operator_problem(probe)
     return None if problem is None else f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+def _distinct_misused(text: str) -> bool:
+    """``distinct`` as a keyword anywhere but ``count(distinct x)``: ``sum(distinct x)``,
+    ``count(distinct)``, ``count(distinct *)``, ``f(x, distinct y)``."""
+    for found in _DISTINCT_FIRST.finditer(text):
+        if found.group(1).lower() != "count" or found.group(2) in ("", ")", "*", ","):
+            return True
+    return _DISTINCT_LATER.search(text) is not None
 
 
 # The arithmetic SLayer's Mode-B parser takes; ^ & | << >> @ it refuses.

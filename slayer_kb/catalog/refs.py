@@ -222,12 +222,13 @@ class _Token(NamedTuple):
 
 _NONE = _Token("", "")
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators, and the SQL words SLayer's
-# Mode-B parser takes by rewriting them (CASE WHEN, count(distinct x), extract(year from x)).
-_FORMULA_WORDS = frozenset(
-    {"and", "or", "not", "in", "is", "true", "false", "none"}
-    | {"case", "when", "then", "else", "end", "distinct", "from"}
-)
+# The words of a formula that name no column: Python's operators. The SQL words SLayer's Mode-B
+# parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
+# places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "none"})
+_CASE_WORDS = frozenset({"when", "then", "else"})
+# The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
+_GRANULAR = frozenset({"time_shift"})
 
 
 @dataclass
@@ -266,6 +267,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     ]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
+    rewritten = set() if sql else _rewritten_words(tokens)
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
             stack.append(_open_frame(tokens, index, stack))
@@ -277,13 +279,46 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
                 stack[-1].keyword = False
         elif stack and stack[-1].skip:
             continue
-        elif token.kind == "name":
+        elif token.kind == "name" and index not in rewritten:
             ref = _name_reference(tokens, index, stack, sql, text, what)
             if ref is not None:
                 refs[ref] = None
-        elif token.text == "*" and _star(tokens, index, stack, text, what):
+        elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
             refs[SOURCE_MODEL] = None
     return list(refs)
+
+
+def _rewritten_words(tokens: list[_Token]) -> set[int]:
+    """Where a formula's tokens are SQL words SLayer rewrites rather than columns: CASE, WHEN,
+    THEN, ELSE and END of a CASE ... END; distinct right after ``count(`` and before a name; the
+    unit and FROM of ``extract(year from x)``."""
+    words: set[int] = set()
+    open_cases = 0
+    for index, token in enumerate(tokens):
+        if token.kind != "name":
+            continue
+        word = token.text.lower()
+        before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
+        after = tokens[index + 1 : index + 3]
+        if word == "case" and after and after[0].kind == "name":
+            open_cases += 1
+        elif open_cases and word in _CASE_WORDS:
+            pass
+        elif open_cases and word == "end":
+            open_cases -= 1
+        elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
+            pass
+        elif (
+            before == ["extract", "("]
+            and len(after) == 2
+            and after[0].text.lower() == "from"
+            and after[1].kind == "name"
+        ):
+            words.add(index + 1)  # the FROM
+        else:
+            continue
+        words.add(index)
+    return words
 
 
 def _open_frame(tokens: list[_Token], index: int, stack: list[_Frame]) -> _Frame:
@@ -312,29 +347,33 @@ def _name_reference(
         return None  # DATE '2024-01-01', CAST(x AS date)
     if sql and name.lower() in SQL_WORDS:
         return None
-    if not sql and (name.lower() in _FORMULA_WORDS or (stack and stack[-1].func == "extract" and after.text.lower() == "from")):
-        return None  # a word of CASE WHEN, count(distinct x) or extract(year from x), which SLayer rewrites
-    if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func != "interval":
+    if not sql and name.lower() in _FORMULA_WORDS:
+        return None
+    if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func in _GRANULAR:
         return None  # a transform's granularity: time_shift(sum(amount), -1, month)
     if not name.isascii():
         raise InvalidInputError(
             f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
             "digits and '_'."
         )
-    if name.endswith(".*") and not _counted(tokens, index, stack):
+    if name.endswith(".*") and not _counted(tokens, index, stack, sql):
+        _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(
             f"{what} {text!r}: '{name}' only works as count({name}) or {name}:count."
         )
     return name
 
 
-def _star(tokens: list[_Token], index: int, stack: list[_Frame], text: str, what: str) -> bool:
+def _star(
+    tokens: list[_Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
+) -> bool:
     """Whether this ``*`` counts rows (True) or multiplies (False); ``sum(*)`` is an error."""
-    if _counted(tokens, index, stack):
+    if _counted(tokens, index, stack, sql):
         return True
     before = tokens[index - 1] if index >= 1 else _NONE
     after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
     if after.text == ":" or (before.text == "(" and after.text in (")", ",")):
+        _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(
             f"{what} {text!r}: only count takes '*' (count(*) or *:count counts the source "
             "model's rows)."
@@ -342,8 +381,21 @@ def _star(tokens: list[_Token], index: int, stack: list[_Frame], text: str, what
     return False
 
 
-def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
-    """``*`` or ``m.*`` as the argument of ``count(...)`` or before ``:count``."""
+def _refuse_miscased_count(
+    tokens: list[_Token], index: int, stack: list[_Frame], text: str, what: str
+) -> None:
+    """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
+    if _counted(tokens, index, stack, sql=True):
+        star, count = tokens[index].text, tokens[index - 2].text
+        raise InvalidInputError(
+            f"{what} {text!r}: '{star}:{count}' is not a valid entity reference; use "
+            f"'count({star})' to refer to a model's row count."
+        )
+
+
+def _counted(tokens: list[_Token], index: int, stack: list[_Frame], sql: bool) -> bool:
+    """``*`` or ``m.*`` as the argument of ``count(...)`` or before ``:count``; a filter is SQL,
+    whose COUNT(*) SLayer takes, where a formula's COUNT(*) it refuses."""
     before = tokens[index - 1] if index >= 1 else _NONE
     after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
     if after.text == ":":
@@ -353,7 +405,7 @@ def _counted(tokens: list[_Token], index: int, stack: list[_Frame]) -> bool:
         before.text == "("
         and bool(stack)
         and index >= 2
-        and tokens[index - 2].text == "count"  # SLayer's case: COUNT(*) is refused
+        and (tokens[index - 2].text.lower() if sql else tokens[index - 2].text) == "count"
         and after.text in (")", ",")
     )
 
