@@ -11,6 +11,7 @@ from slayer_kb.core.errors import (
     InvalidIdError,
     InvalidInputError,
     NotFoundError,
+    ReferenceFormError,
     ResolutionError,
 )
 from testing import write_test_catalog
@@ -497,28 +498,28 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
         (
             "shop..orders",
             None,
-            ResolutionError,
+            ReferenceFormError,
             "'shop..orders' contains an invalid identifier segment. (Each part between dots is a name: a "
             "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             ".orders",
             None,
-            ResolutionError,
+            ReferenceFormError,
             "'.orders' contains an invalid identifier segment. (Each part between dots is a name: a "
             "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             "orders amount",
             None,
-            ResolutionError,
+            ReferenceFormError,
             "'orders amount' contains an invalid identifier segment. (Each part between dots is a name: a "
             "letter or '_', then letters, digits, '_' or '-'.)",
         ),
         (
             "shop.orders.am$ount",
             None,
-            ResolutionError,
+            ReferenceFormError,
             "'shop.orders.am$ount' contains an invalid identifier segment. (Each part between dots is a name: a "
             "letter or '_', then letters, digits, '_' or '-'.)",
         ),
@@ -539,20 +540,20 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
         (
             "sum(*)",
             "orders",
-            ResolutionError,
+            ReferenceFormError,
             "'sum(*)' is not a valid entity reference; use 'count(*)' to refer to a model's row count.",
         ),
         (
             "sum(amount - cost)",
             "orders",
-            ResolutionError,
+            ReferenceFormError,
             "'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` "
             "form names an entity. Name its columns one by one, or give the whole query as linked_entities.",
         ),
         (
             "sum()",
             None,
-            ResolutionError,
+            ReferenceFormError,
             "Invalid Mode-B expression 'sum()': aggregation 'sum' requires a value argument, e.g. sum(column).",
         ),
         (

@@ -108,7 +108,8 @@ def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
         ),
         (":sum", "':sum' contains an invalid identifier segment. (Each part between dots is a name: a letter or '_', then letters, digits, '_' or '-'.)"),
         # as SLayer: no space before the colon, one aggregation, the star counted by lower-case count
-        ("amount : sum", "'amount : sum' contains an invalid identifier segment. (Each part between dots is a name: a letter or '_', then letters, digits, '_' or '-'.)"),
+        ("amount : sum", "'amount : sum' contains an invalid identifier segment. Write 'amount:sum', with no spaces around the colon."),
+        ("amount :sum", "'amount :sum' contains an invalid identifier segment. Write 'amount:sum', with no spaces around the colon."),
         (
             "cumsum(sum(amount))",
             "'cumsum(sum(amount))' is not a single aggregated column reference; only the `agg(column)` form "

@@ -570,3 +570,40 @@ def test_a_model_deleted_on_one_side_is_told_from_its_datasources_models(catalog
     assert "refunds" not in scoped.datasources["shop"].models
     assert deleted_entities(store, base, "HEAD", {"models/shop/refunds.yaml"}) == {
         "shop.refunds", "shop.refunds.id", "shop.refunds.order_id", "shop.refunds.amount"}
+
+
+def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
+    catalog_kb: KnowledgeBase, invoke_cli
+) -> None:
+    """Forms slayer-kb took before it read formulas as SLayer does: no catalog change made them
+    fail, and re-saving fails too, so they are invalid queries (with the fix), never stale."""
+    kb, root = catalog_kb, catalog_kb.root
+    query = "query:\n  source_model: orders\n  {}:\n  - {}\n"
+    write(kb, "1.yaml", "learning: Spaced colon\n" + query.format("measures", "'amount : sum'") + CREATED)
+    write(kb, "2.yaml", "learning: Upper count\n" + query.format("filters", "COUNT(*) > 10") + CREATED)
+    write(kb, "3.yaml", "learning: Upper count\n" + query.format("measures", "COUNT(*)") + CREATED)
+    commit_all(root, "written by an older release")
+    proc = invoke_cli("validate", cwd=root)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout.splitlines() == [
+        "memories/1.yaml:2: attached query is not a valid SlayerQuery (measures[0].formula: Invalid "
+        "Mode-B expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', "
+        "with no spaces around an aggregation's colon); fix or remove the query with 'slayer-kb edit 1'",
+        "memories/3.yaml:2: attached query is not a valid SlayerQuery (measures[0]: formula 'COUNT(*)': "
+        "'*:COUNT' is not a valid entity reference; use 'count(*)' to refer to a model's row count.); "
+        "fix or remove the query with 'slayer-kb edit 3'",
+        "2 problems in 2 files (3 files checked)",
+    ]
+    proc = invoke_cli("search", "upper count", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0,
+        "Example queries:\n  [2] Upper count\n  [3] Upper count\n"
+        "warning: example_query memory:3: attached query is not a valid SlayerQuery (measures[0]: "
+        "formula 'COUNT(*)': '*:COUNT' is not a valid entity reference; use 'count(*)' to refer to "
+        "a model's row count.); correct it with 'slayer-kb edit 3'.\n",
+        "",
+    )
+    proc = invoke_cli("save", "Spaced", "-e", "orders.amount : sum", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", "Error: 'orders.amount : sum' contains an invalid identifier segment. Write "
+        "'orders.amount:sum', with no spaces around the colon.\n")

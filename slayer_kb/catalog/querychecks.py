@@ -134,6 +134,7 @@ _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
 _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
 _CASE = re.compile(r"\bcase\b", re.I)
+_SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
 # distinct opening a call's first argument (SLayer takes it only as count(distinct x)), and the
@@ -159,7 +160,12 @@ def formula_problem(text: str) -> str | None:
     problem = syntax_problem(probe)
     if problem is None:
         problem = _operator_problem(probe)
-    return None if problem is None else f"Invalid Mode-B expression {text!r}: {problem}"
+    if problem is None:
+        return None
+    unspaced = _SPACED_COLON.sub(":", text)
+    if unspaced != text and formula_problem(unspaced) is None:  # what older slayer-kb releases took
+        problem += f"; write {unspaced!r}, with no spaces around an aggregation's colon"
+    return f"Invalid Mode-B expression {text!r}: {problem}"
 
 
 def _distinct_misused(text: str) -> bool:

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core.errors import InvalidInputError, KBError, ResolutionError
+from ..core.errors import InvalidInputError, KBError, ReferenceFormError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from .querychecks import formula_problem
@@ -71,7 +71,7 @@ def check_reference_length(ref: str) -> str:
     """``ref``, refused when longer than MAX_REFERENCE: no datasource, model and column name one so
     long, and spelling suggestions for it took seconds."""
     if len(ref) > MAX_REFERENCE:
-        raise ResolutionError(
+        raise ReferenceFormError(
             f"entity reference {shown_value(ref)} is over the limit of {MAX_REFERENCE} characters: name a "
             "datasource, model, column or memory:<id> (e.g. 'orders.amount')."
         )
@@ -112,7 +112,7 @@ def parse_reference(ref: str) -> RefTarget:
     """What a single, possibly aggregated, reference names (its aggregation peeled).
 
     As SLayer's ``split_entity_agg_ref``: one aggregation, ``agg(column)`` or ``column:agg``, names
-    its column (``count(distinct x)`` too). Raises :class:`ResolutionError` for what is not one
+    its column (``count(distinct x)`` too). Raises :class:`ReferenceFormError` for what is not one
     reference: ``sum(*)``, ``sum(a - b)``, ``sum()``, ``cumsum(sum(a))``, ``amount : sum`` and a
     formula SLayer's parser refuses. ``memory:<id>`` is not handled here; the resolver checks for it first.
     """
@@ -120,19 +120,22 @@ def parse_reference(ref: str) -> RefTarget:
     colon = _COLON_AGG.fullmatch(text)
     if colon:
         if colon["gap"]:  # SLayer reads the name as 'amount ', which no name is
-            raise ResolutionError(invalid_segment(text))
+            raise ReferenceFormError(
+                f"'{text}' contains an invalid identifier segment. Write "
+                f"'{colon['head'].strip()}:{text.split(':', 1)[1].strip()}', with no spaces around the colon."
+            )
         return _target(colon["head"], colon["agg"], ref)
     if "(" not in text:
         return _target(text, None, ref)
     problem = formula_problem(text)
     if problem is not None:
-        raise ResolutionError(problem)
+        raise ReferenceFormError(problem)
     call = _call(text)
     if call is None:  # sum(a) + sum(b): an expression, not one call
-        raise ResolutionError(_not_single(text))
+        raise ReferenceFormError(_not_single(text))
     aggregation, args = call
     if not args or not args[0].strip() or _KWARG.match(args[0]):
-        raise ResolutionError(
+        raise ReferenceFormError(
             f"Invalid Mode-B expression {text!r}: aggregation '{aggregation}' requires a value "
             f"argument, e.g. {aggregation}(column)."
         )
@@ -175,17 +178,17 @@ def _call(text: str) -> tuple[str, list[str]] | None:
 
 def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
     if not text:
-        raise ResolutionError(invalid_segment(ref.strip()))
+        raise ReferenceFormError(invalid_segment(ref.strip()))
     if text == "*" or text.endswith(".*"):
         if aggregation is not None and aggregation != "count":  # SLayer's case: COUNT(*) is refused
             form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
-            raise ResolutionError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
+            raise ReferenceFormError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
         if text == "*":
             return RefTarget("", True)
         # SLayer resolves count(m.*) as it resolves the name m, warnings and all.
         return RefTarget(text[:-2], False)
     if aggregation is not None and not _PLAIN_REF.fullmatch(text):
-        raise ResolutionError(_not_single(ref.strip()))
+        raise ReferenceFormError(_not_single(ref.strip()))
     return RefTarget(text, False)
 
 
@@ -517,6 +520,6 @@ def flatten_refs(refs: Any, name: str = "entities") -> list[str]:
     for index, ref in enumerate(refs):
         if not isinstance(ref, str):
             # The item named by its place: the value alone (5, null) says not which one it is.
-            raise ResolutionError(f"{name}[{index}]: entity reference {ref!r} must be a string like 'orders.amount'.")
+            raise ReferenceFormError(f"{name}[{index}]: entity reference {ref!r} must be a string like 'orders.amount'.")
         out.extend(split_references(ref))
     return out

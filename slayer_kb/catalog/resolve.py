@@ -17,6 +17,7 @@ from ..core.errors import (
     InvalidIdError,
     InvalidInputError,
     KBError,
+    ReferenceFormError,
     ResolutionError,
 )
 from ..core.ids import no_memory
@@ -402,7 +403,7 @@ REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
 def _segments(name: str, ref: str) -> list[str]:
     segments = name.split(".")
     if not all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in segments):
-        raise ResolutionError(invalid_segment(ref))
+        raise ReferenceFormError(invalid_segment(ref))
     return segments
 
 

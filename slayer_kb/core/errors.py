@@ -44,6 +44,11 @@ class AmbiguousEntityError(ResolutionError):
     type_name = "ambiguous_entity"
 
 
+class ReferenceFormError(ResolutionError):
+    """A reference not written as SLayer reads one (``amount : sum``, ``sum(a - b)``, ``a..b``):
+    no catalog makes it resolve, so a stored query holding one is invalid, not stale."""
+
+
 class InvalidInputError(KBError):
     """A bad argument: blank learning, too-long description, malformed query."""
 

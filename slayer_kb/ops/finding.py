@@ -16,10 +16,11 @@ from ..catalog.catalog import Catalog
 from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
-from ..core.errors import InvalidInputError, KBError, NotFoundError
+from ..core.errors import InvalidInputError, KBError, NotFoundError, ReferenceFormError, ResolutionError
 from ..core.ids import check_existing_id, check_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
+from ..core.problems import command, shell_word
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph, shown_value
 from . import sessions
@@ -274,11 +275,16 @@ def hit(
     }
     if has_query:
         hit["query"] = data["query"]
-        stale = _stale_query(kb, data["query"])
-        if stale:
+        problem = _query_problem(kb, data["query"])
+        if problem is not None and problem[0]:
             warnings.append(
                 f"example_query memory:{data['id']}: attached query has stale references "
-                f"({stale}); re-save to clean."
+                f"({problem[1]}); re-save to clean."
+            )
+        elif problem is not None:  # written as SLayer reads no query: re-saving it fails too
+            warnings.append(
+                f"example_query memory:{data['id']}: attached query is not a valid SlayerQuery "
+                f"({problem[1]}); correct it with '{command(kb.root)} edit {shell_word(data['id'])}'."
             )
     if full:
         hit["learning"] = data["learning"]
@@ -292,37 +298,39 @@ def _entity_live(
     return kb.catalog.entity_exists(entity)
 
 
-def _stale_query(
-    kb: Context, query: dict[str, Any]) -> str | None:
-    """Why an example query's references no longer resolve, or None. Kept per catalog (a new
+def _query_problem(kb: Context, query: dict[str, Any]) -> tuple[bool, str] | None:
+    """Why an example query does not resolve, or None: ``(True, why)`` when its references no
+    longer resolve (stale: what a catalog delete leaves), ``(False, why)`` when it is not a
+    SlayerQuery (``COUNT(*)``, ``amount : sum``, which older releases took). Kept per catalog (a new
     catalog object is loaded whenever its files change): a warm search returns the same example
     queries again and again, and resolving one took about a millisecond. A query naming a
     memory depends on the memories too, and is resolved every time."""
-    global _stale_known
+    global _problems_known
     try:
         key: str | None = json.dumps(query, sort_keys=True, default=str)
     except (TypeError, ValueError):  # keys of mixed types: resolved every time (and found stale)
         key = None
     catalog = kb.catalog
-    if _stale_known[0] is not catalog or len(_stale_known[1]) > _STALE_KEPT:
-        _stale_known = (catalog, {})
-    known = _stale_known[1]
+    if _problems_known[0] is not catalog or len(_problems_known[1]) > _PROBLEMS_KEPT:
+        _problems_known = (catalog, {})
+    known = _problems_known[1]
     if key is not None and key in known:
         return known[key]
     try:
         query_entities(query, kb.resolver())
     except KBError as exc:
-        stale: str | None = str(exc)
+        stale = isinstance(exc, ResolutionError) and not isinstance(exc, ReferenceFormError)
+        problem: tuple[bool, str] | None = (stale, str(exc))
     else:
-        stale = None
+        problem = None
     if key is not None and "memory:" not in key:
-        known[key] = stale
-    return stale
+        known[key] = problem
+    return problem
 
 
-# (the catalog, query as JSON -> _stale_query's answer); this many answers at most.
-_STALE_KEPT = 10_000
-_stale_known: tuple[Catalog | None, dict[str, str | None]] = (None, {})
+# (the catalog, query as JSON -> _query_problem's answer); this many answers at most.
+_PROBLEMS_KEPT = 10_000
+_problems_known: tuple[Catalog | None, dict[str, tuple[bool, str] | None]] = (None, {})
 
 
 def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Timeline:

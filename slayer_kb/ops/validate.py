@@ -52,7 +52,7 @@ from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
-from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
+from ..core.errors import InvalidIdError, KBError, MemoryFileError, ReferenceFormError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
@@ -538,18 +538,18 @@ def _query_problems(
     text: str, query: dict[str, Any], memory_id: str, context: KBContext
 ) -> Iterator[tuple[int | None, str, str]]:
     """What search says of the attached query, with the fix, and the problem's kind: not a
-    SlayerQuery (a key SLayer does not have, a wrong shape), or references that no longer resolve
-    (``STALE_QUERY``: what a catalog delete leaves, which sync pushes)."""
+    SlayerQuery (a key SLayer does not have, a wrong shape, a reference not written as SLayer reads
+    one: ``COUNT(*)``, ``amount : sum``), or references that no longer resolve (``STALE_QUERY``:
+    what a catalog delete leaves, which sync pushes)."""
     fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
     try:
         check_query(query)
-    except KBError as exc:
-        yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", ""
-        return
-    try:
         query_entities(query, context.resolver)
     except KBError as exc:
-        yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
+        if isinstance(exc, ResolutionError) and not isinstance(exc, ReferenceFormError):
+            yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
+        else:
+            yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", ""
 
 
 def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
