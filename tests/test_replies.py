@@ -249,15 +249,15 @@ def test_an_update_that_changes_nothing_commits_nothing_and_says_so(catalog_kb: 
                     "these values; nothing to commit.")
     assert (structured["action"], structured["updated_at"]) == ("unchanged", None)
     assert git(root, "rev-parse", "HEAD").strip() == head
-    # The same text with another type: a commit, but no revision of the text or the title.
+    # The same text with another type: a commit, and a revision (Engram's: one per update made).
     data = json.loads(invoke_cli("--kb", root, "update", memory_id, "--learning", "Amounts are in cents", "--type",
                                  "bugfix", "--json", check=True).stdout)
-    assert (data["action"], data["type"], data["revision_count"]) == ("updated", "bugfix", 1)
+    assert (data["action"], data["type"], data["revision_count"]) == ("updated", "bugfix", 2)
     assert invoke_cli("--kb", root, "update", memory_id, "--title", "Amounts in cents", check=True).stdout == (
         f"Updated memory {memory_id}\n")
     assert git(root, "log", "--format=%s", f"{head}..HEAD") == (
         f"memory: update {memory_id} (title)\nmemory: update {memory_id} (learning, type)\n")
-    assert json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["revision_count"] == 2
+    assert json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["revision_count"] == 3
 
 
 def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: KnowledgeBase, invoke_cli) -> None:
@@ -281,7 +281,7 @@ def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: Knowled
     assert reply.text == (f'Memory updated: #{memory_id} "Amounts are in cents. Refunds are negative rows." (none, '
                           "scope=project): unchanged, it already holds these values; nothing to commit.")
     assert (path.read_bytes(), git(root, "rev-parse", "HEAD")) == (held, head)
-    # The same text with a type changed: one commit, the text and its revision count as they were.
+    # The same text with a type changed: one commit, the text as it was.
     invoke_cli("--kb", root, "update", memory_id, "--learning", "-", "--type", "decision", input=learning, check=True)
     assert git(root, "log", "--format=%s", f"{head.strip()}..HEAD") == f"memory: update {memory_id} (learning, type)\n"
     data = json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)

@@ -94,8 +94,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 return [memory_change(memory)], (changes, warnings, False)
             updated.updated_at = utc_now()
             observations.check_key_change(tx, memory_id, updated.topic_key, updated.project, updated.scope, memory)
-            if memory.revision_count is not None and any(getattr(updated, k) != getattr(memory, k)
-                                                         for k in ("learning", "title")):
+            if memory.revision_count is not None:  # Engram's UpdateObservation: +1 per update made
                 updated.revision_count = memory.revision_count + 1
             return [memory_change(updated)], (changes, warnings, True)
 
