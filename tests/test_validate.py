@@ -607,3 +607,21 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         1, "", "Error: 'orders.amount : sum' contains an invalid identifier segment. Write "
         "'orders.amount:sum', with no spaces around the colon.\n")
+
+
+def test_a_time_inside_a_merge_key_is_told_at_its_line(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    head = "learning: Fine.\nentities:\n- shop.orders.amount\n"
+    write(catalog_kb, "1.yaml", head + "<<: {created_at: '2999-01-01T00:00:00Z'}\n")
+    write(catalog_kb, "2.yaml", head + "<<:\n- {title: Merged}\n- {created_at: '2999-01-01T00:00:00Z'}\n")
+    proc = invoke_cli("validate", "memories/1.yaml", "memories/2.yaml", cwd=catalog_kb.root)
+    ahead = ("warning: created_at '2999-01-01T00:00:00Z' is more than a day ahead of this machine's clock, so "
+             "newest-first lists (list, context, mem_context) put the memory first until then; write the time "
+             "it happened, with 'slayer-kb edit {}'")
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout.splitlines() == [
+        "memories/1.yaml:4: not in canonical form; run 'slayer-kb fmt memories/1.yaml'",
+        "memories/2.yaml:1: not in canonical form; run 'slayer-kb fmt memories/2.yaml'",
+        "memories/1.yaml:4: " + ahead.format(1),
+        "memories/2.yaml:6: " + ahead.format(2),
+        "2 problems in 2 files (2 files checked), 2 warnings",
+    ]

@@ -115,14 +115,13 @@ class TimeField:
 
     @cached_property
     def _place(self) -> tuple[int | None, str]:
-        """The line of the value YAML keeps (a key given twice keeps the last; a key may be quoted)
-        and the value as the file writes it (``+02:00``, nine digits of a second)."""
+        """The line of the value YAML keeps (a key given twice keeps the last; a key may be quoted,
+        or inside a merge, ``<<: {created_at: ...}``) and the value as the file writes it
+        (``+02:00``, nine digits of a second)."""
         with contextlib.suppress(yaml.YAMLError):
-            node = yamlio.compose(self.text)
-            if isinstance(node, yaml.MappingNode):
-                kept = [value for key, value in node.value if isinstance(key, yaml.ScalarNode) and key.value == self.key]
-                if kept and isinstance(kept[-1], yaml.ScalarNode):
-                    return kept[-1].start_mark.line + 1, kept[-1].value
+            kept = _kept_value(yamlio.compose(self.text), self.key)
+            if kept is not None:
+                return kept.start_mark.line + 1, kept.value
         return key_line(self.text, self.key), self.value
 
     @property
@@ -132,6 +131,25 @@ class TimeField:
     @property
     def written(self) -> str:
         return self._place[1]
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _kept_value(node: yaml.Node | None, key: str) -> yaml.ScalarNode | None:
+    """The scalar a mapping node gives ``key``, as YAML's merge rules keep it: the mapping's own
+    last one, else the first merged mapping's that has it (``<<: {...}`` or ``<<: [*a, *b]``)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    own = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE and k.value == key]
+    if own:
+        return own[-1] if isinstance(own[-1], yaml.ScalarNode) else None
+    for k, merged in node.value:
+        if isinstance(k, yaml.ScalarNode) and k.tag == _MERGE:
+            for source in merged.value if isinstance(merged, yaml.SequenceNode) else [merged]:
+                if (found := _kept_value(source, key)) is not None:
+                    return found
+    return None
 
 
 def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[TimeField]:
