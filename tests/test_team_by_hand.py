@@ -1130,6 +1130,38 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert [(p["path"], p["kind"]) for p in problems] == [(f"memories/{stale}.yaml", "stale_query")]
 
 
+def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A teammate on an older release pushed 'amount : sum' (it took it); here only the title
+    # changed, and sync refused the push: the query it names is the upstream's, untouched.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    (a / "memories").mkdir()
+    (a / "memories" / "101.yaml").write_text(
+        "learning: Refund totals\nquery:\n  source_model: orders\n  measures:\n  - 'amount : sum'\n"
+        "created_at: '2026-01-01T00:00:00Z'\n")
+    git(a, "add", "memories/101.yaml")
+    git(a, "commit", "-q", "-m", "memory: save 101 (an older release)")
+    git(a, "push", "-q", "origin", "main")
+    assert invoke_cli("--kb", a, "update", "101", "--title", "clearer", check=True).stdout == "Updated memory 101\n"
+    synced = invoke_cli("--kb", a, "sync")
+    problem = ("memories/101.yaml:3: attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B "
+               "expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', with no spaces "
+               "around an aggregation's colon); fix or remove the query with 'slayer-kb edit 101'")
+    assert (synced.returncode, synced.stderr) == (0, "")
+    assert synced.stdout == (
+        "Synced main with origin: pushed, 0 pulled, 1 pushed.\n  warning: pushed an example query the upstream "
+        f"already had, which this branch did not change: {problem}\n")
+    assert git(a, "rev-parse", "origin/main") == git(a, "rev-parse", "HEAD")
+    # A change of the query itself is checked as ever: refused, nothing pushed.
+    invoke_cli("--kb", a, "update", "101", "--title", "clearer still", check=True)
+    path = a / "memories" / "101.yaml"
+    path.write_text(path.read_text().replace("'amount : sum'", "'amount : avg'"))
+    git(a, "commit", "-q", "-am", "by hand")
+    refused = invoke_cli("--kb", a, "sync")
+    assert refused.returncode == 1
+    assert "amount : avg" in refused.stderr and "nothing was pushed" in refused.stderr
+
+
 def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Main moved shop.refunds to a new file with a YAML error in it: the model is unreadable, not

@@ -208,7 +208,9 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
                      f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
                      f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
-        return text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
+        return (text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
+                + "".join("\n  warning: pushed an example query the upstream already had, which this branch did "
+                          f"not change: {problem}" for problem in result.untouched_queries))
 
     emit(settings, result.to_json(), human)
 

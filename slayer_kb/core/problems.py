@@ -17,6 +17,10 @@ from .text import one_line_shown
 # catalog delete leaves (SLayer keeps the query's text, search warns on it), so sync pushes it
 # while validate still reports it.
 STALE_QUERY = "stale_query"
+# Problem.kind of a stored example query that is not a SlayerQuery (a misspelt key, a form SLayer
+# does not read, such as 'amount : sum', which older releases took): sync lets it through only
+# where the branch left the upstream's query as it was.
+INVALID_QUERY = "invalid_query"
 
 
 @dataclass(frozen=True, order=True)
@@ -24,7 +28,8 @@ class Problem:
     path: str
     line: int
     message: str
-    # What a program acting on the problem tells it by ("" for any other problem): STALE_QUERY.
+    # What a program acting on the problem tells it by ("" for any other problem): STALE_QUERY,
+    # INVALID_QUERY.
     kind: str = ""
 
     def __str__(self) -> str:

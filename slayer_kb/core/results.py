@@ -422,6 +422,9 @@ class SyncResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)
+    # Problems (path:line: message) of invalid example queries pushed as the upstream had them:
+    # the branch changed those memories, but not their query (revalidation.py).
+    untouched_queries: list[str] = field(default_factory=list)
     # Session files both sides started for two projects: {session, upstream, here, kept}.
     session_projects: dict[str, dict[str, str]] = field(default_factory=dict)
     action: str = "up to date"  # up to date | fast-forward | rebased | pushed (only pushed)
@@ -439,7 +442,7 @@ class SyncResult:
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "stale_queries": self.stale_queries,
-                "session_projects": self.session_projects, "attempts": self.attempts,
+                "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}
 

@@ -6,7 +6,10 @@
   or to entities it deleted from the catalog are stripped (``unlinks.py``), a commit each;
 - check what the branch adds or changes on top of the other side: it must pass ``validate``, but
   for a stale example query (``problems.STALE_QUERY``: what a catalog delete leaves, SLayer's
-  rule), which is named and let through.
+  rule), which is named and let through, and for an invalid example query
+  (``problems.INVALID_QUERY``) the branch left as the other side has it (a title changed on a
+  memory an older release saved with ``amount : sum``): the other side holds it already, so
+  refusing the push would stop the change and fix nothing; it is let through with a warning.
 
 Sync refuses to push what does not validate; merge and rebase, whose result stays on the branch
 until a sync, name it with their reply, so that the sync after them does not stop on it unwarned.
@@ -14,14 +17,18 @@ until a sync, name it with their reply, so that the sync after them does not sto
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from ..core import yamlio
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import STALE_QUERY, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, shown
 from ..store.repo import GitStore
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
@@ -39,6 +46,8 @@ class Revalidated:
 
     problems: list[str] = field(default_factory=list)  # path:line: message, what sync refuses to push
     stale_queries: list[str] = field(default_factory=list)  # ids whose example query is stale (let through)
+    # path:line: message of invalid example queries the branch left as the other side has them (let through)
+    untouched_queries: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -65,7 +74,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
     if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
         top = on_top(store, other)
-    return revalidate(kb, top)
+    return revalidate(kb, store, other, top)
 
 
 def on_top(store: GitStore, other: str) -> dict[str, str]:
@@ -80,9 +89,24 @@ def on_top(store: GitStore, other: str) -> dict[str, str]:
     return found
 
 
-def revalidate(kb: Context, ids: dict[str, str]) -> Revalidated:
-    """``validate`` the memories ``ids`` names, each file named from where the user is."""
+def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) -> Revalidated:
+    """``validate`` the memories ``ids`` names (``on_top`` of ``other``), each file named from where
+    the user is."""
     paths = [Path(shown(kb.root / memory_path(memory_id))) for memory_id in sorted(ids)]
     found = validate(paths).problems if paths else []
-    return Revalidated([str(p) for p in found if p.kind != STALE_QUERY],
-                       sorted({Path(p.path).stem for p in found if p.kind == STALE_QUERY}))
+    untouched = {p for p in found if p.kind == INVALID_QUERY and ids.get(Path(p.path).stem) == "M"
+                 and _query_at(store, other, Path(p.path).stem) == _query_at(store, "HEAD", Path(p.path).stem)}
+    return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],
+                       sorted({Path(p.path).stem for p in found if p.kind == STALE_QUERY}),
+                       [str(p) for p in sorted(untouched)])
+
+
+def _query_at(store: GitStore, commit: str, memory_id: str) -> Any:
+    """The ``query`` of memory ``memory_id`` as ``commit`` holds it (None for none, or no such file)."""
+    shown_file = store.git("show", f"{commit}:{store.repo_path(memory_path(memory_id))}", check=False)
+    if shown_file.returncode != 0:
+        return None
+    with contextlib.suppress(yaml.YAMLError, UnicodeDecodeError):
+        data = yamlio.load(shown_file.stdout.decode("utf-8"))
+        return data.get("query") if isinstance(data, dict) else None
+    return None

@@ -301,7 +301,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
         if head != upstream:
             _finish_merge_by_hand(kb, store, tx, upstream, result)
-            _refuse(kb, revalidate(kb, on_top(store, upstream)), result, merged=False)
+            _refuse(kb, revalidate(kb, store, upstream, on_top(store, upstream)), result, merged=False)
         return
     if parted == head:
         store.git_writing_index("merge", "-q", "--ff-only", upstream)
@@ -498,7 +498,7 @@ def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[st
 def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool = True) -> None:
     """Refuse to push what does not validate (``revalidation.py``); a stale example query, which a
     catalog delete leaves (SLayer's rule), is pushed and named in ``result.stale_queries``."""
-    result.stale_queries = checked.stale_queries
+    result.stale_queries, result.untouched_queries = checked.stale_queries, checked.untouched_queries
     if checked.problems:
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "

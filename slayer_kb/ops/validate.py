@@ -68,7 +68,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import STALE_QUERY, Problem, command, shell_word, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, shell_word, shown
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
@@ -538,8 +538,8 @@ def _query_problems(
     text: str, query: dict[str, Any], memory_id: str, context: KBContext
 ) -> Iterator[tuple[int | None, str, str]]:
     """What search says of the attached query, with the fix, and the problem's kind: not a
-    SlayerQuery (a key SLayer does not have, a wrong shape, a reference not written as SLayer reads
-    one: ``COUNT(*)``, ``amount : sum``), or references that no longer resolve (``STALE_QUERY``:
+    SlayerQuery (``INVALID_QUERY``: a key SLayer does not have, a wrong shape, a reference not
+    written as SLayer reads one: ``COUNT(*)``, ``amount : sum``), or references that no longer resolve (``STALE_QUERY``:
     what a catalog delete leaves, which sync pushes)."""
     fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
     try:
@@ -549,7 +549,7 @@ def _query_problems(
         if isinstance(exc, ResolutionError) and not isinstance(exc, ReferenceFormError):
             yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
         else:
-            yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", ""
+            yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", INVALID_QUERY
 
 
 def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
