@@ -275,6 +275,7 @@ def test_sql_spellings_slayer_rewrites_are_read_in_formulas(formula: str, refs: 
     ("formula", "refs"),
     [
         ("max(end)", ["end"]),
+        ("max(case) + sum(amount) * (case in (1, 2)) - min(end)", ["case", "amount", "end"]),
         ("max(when) + sum(then) - avg(else) * min(case)", ["when", "then", "else", "case"]),
         ("max(end) + sum(case when status = 'paid' then amount else 0 end)", ["end", "status", "amount"]),
         ("count(distinct)", ["distinct"]),

@@ -297,13 +297,15 @@ def _rewritten_words(tokens: list[_Token]) -> set[int]:
     unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     open_cases = 0
+    # A CASE opens only where a WHEN follows (SLayer's rule): `case` alone is a column.
+    last_when = max((i for i, t in enumerate(tokens) if t.kind == "name" and t.text.lower() == "when"), default=-1)
     for index, token in enumerate(tokens):
         if token.kind != "name":
             continue
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
         after = tokens[index + 1 : index + 3]
-        if word == "case" and after and after[0].kind == "name":
+        if word == "case" and after and after[0].kind == "name" and index < last_when:
             open_cases += 1
         elif open_cases and word in _CASE_WORDS:
             pass
