@@ -278,8 +278,9 @@ class IdLeases:
         return None
 
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
-        """Create ``blocks`` new block refs on the remote, above every block leased there, above
-        this clone's and above ``floor`` (ids allocated before leases); offline, blocks chosen
+        """Create ``blocks`` new block refs on the remote, above every block leased there (not
+        claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
+        allocated before leases), never in the offline range; offline, blocks chosen
         at random (see the module doc), as when the remote refuses our refs (asked again only
         by ``top_up``)."""
         for attempt in range(0 if held.refused else ATTEMPTS):
@@ -358,8 +359,8 @@ class IdLeases:
         """Create the refs ``namespace<k>`` of ``blocks`` on the remote, each only if it does not
         exist, at a commit that says ``what`` and who: the blocks created (as str) with that
         commit, and the status ``_create`` returns."""
-        # For ``git log refs/slayer-kb/ids/K``: who leased the block. socket is imported here,
-        # where a block is leased, not by every command that opens a KB.
+        # For ``git log refs/slayer-kb/ids/K`` (or ``claims/K``): who leased or claimed the block.
+        # socket is imported here, where a block is taken, not by every command that opens a KB.
         import socket
 
         commit = claims.holder_commit(

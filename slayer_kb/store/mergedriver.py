@@ -87,13 +87,16 @@ def require_driver(store: GitStore, options: list[str], tree: str | None = None)
     some files only (``memories/1.yaml``) names no made-up one. One ``check-attr`` for them all."""
     folders = [f"{store.prefix}{folder}/" for folder in (MEMORIES_DIR, SESSIONS_DIR)]
     samples = [f"{folder}x.yaml" for folder in folders]
+    roots = {folder.encode() for folder in folders}
     with tempfile.TemporaryDirectory(prefix="slayer-kb-attributes-") as scratch:
         env = {**LITERAL_PATHS, **({"GIT_INDEX_FILE": str(Path(scratch) / "index")} if tree is not None else {})}
         if tree is not None:
             store.git("read-tree", tree, env=env)
         files = store.git("ls-files", "-z", "--", *folders, env=env).stdout
         read = ["--cached"] if tree is not None else []
-        paths = b"".join(path.encode() + b"\0" for path in samples) + files
+        # The files git_config's lines give the driver: <folder>/*.yaml, not a .gitkeep or below.
+        paths = b"".join(path + b"\0" for path in [*map(str.encode, samples), *files.split(b"\0")]
+                         if path.endswith(b".yaml") and path.rpartition(b"/")[0] + b"/" in roots)
         out = store.git(*options, "check-attr", "--stdin", "-z", *read, "merge", input=paths, env=env).stdout.split(b"\0")
     for at in range(0, len(out) - 2, 3):
         value = out[at + 2].decode("utf-8", "replace")
