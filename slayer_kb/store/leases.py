@@ -18,6 +18,7 @@ A number given for a new memory (``save --id 5000``) in a block no clone leased 
 the ref ``refs/slayer-kb/claims/<k>``, in a namespace of its own. No lease takes a claimed block,
 and claims say nothing about where the next lease goes (it goes above the leases only, never
 into the offline range), so one large number moves no clone's auto ids.
+
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
@@ -289,15 +290,15 @@ class IdLeases:
             there = self._remote_blocks(remote)
             if there is None:
                 break
-            # A floor in a claimed block is a number given with --id, which says nothing about
-            # where auto ids are (nor do offline ids); so are claims: a lease goes above leases
-            # only, skipping claimed blocks, and never into the offline range.
+            # A number given with --id (a floor in a claimed block), an offline id and a claim say
+            # nothing about where auto ids are: a lease goes above the leases only, skipping
+            # claimed blocks, and never into the offline range.
             floor = 0 if block_of(floor) in there.claimed or block_of(floor + 1) >= OFFLINE_FIRST else floor
             start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
             first = max(k for k in start if k < OFFLINE_FIRST)
             chosen: list[int] = []
             while len(chosen) < blocks:
-                chosen += [] if first in there.claimed else [first]
+                chosen += [] if first in there.claimed or first in there.leased else [first]
                 first += 1
             created, status = self._create(remote, held, chosen)
             if status == "refused":
