@@ -1265,7 +1265,8 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
     """git ranks a tracked .gitattributes and .git/info/attributes above the attributes file sync
     gives it: a 'merge=union' there would write a memory's keys twice. sync (from the upstream's
     tree, which its rebase checks out) and merge (from the work tree's) refuse before merging,
-    naming the line; once it is gone, sync stops on the real conflict as ever."""
+    naming the line; once it is gone, sync stops on the real conflict as ever. A line for some
+    files only (memories/1.yaml) went unseen, and sync stopped on a duplicate key."""
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     (a / ".gitattributes").write_text("memories/*.yaml merge=union\n")
@@ -1291,6 +1292,15 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
     (b / ".git" / "info" / "attributes").write_text("sessions/*.yaml -merge\n")
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == refusal.format(
         "sessions/*.yaml", "-merge")
+    # Lines that match no made-up name, only the files merged: each named all the same (merge reads
+    # the work tree's .gitattributes, so b removes it as a did).
+    git(b, "rm", "-q", ".gitattributes")
+    git(b, "commit", "-q", "-m", "slayer-kb merges memories here too")
+    for line in ("memories/[0-9]*.yaml merge=union\n", "memories/1.yaml merge=union\n"):
+        (b / ".git" / "info" / "attributes").write_text(line)
+        for command in (["sync"], ["merge", "origin/main"]):
+            assert json_of(invoke_cli("--kb", b, "--json", *command))["error"]["message"] == refusal.format(
+                "memories/1.yaml", "merge=union"), (line, command)
     (b / ".git" / "info" / "attributes").unlink()
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"].startswith(
         "Your commits and origin/main both edited memories/1.yaml;")

@@ -19,7 +19,7 @@ from slayer_kb.core.memory import utc_now
 from slayer_kb.core.session import loads as load_session
 from slayer_kb.ops.renumber import plan
 from slayer_kb.ops.sync import compose, sync
-from slayer_kb.store.leases import BLOCK, NAMESPACE, IdLeases
+from slayer_kb.store.leases import BLOCK, CLAIMS, NAMESPACE, OFFLINE_FIRST, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
 from testing import eventually, git, json_of, lose_races, make_team
@@ -33,6 +33,10 @@ def team(tmp_path: Path) -> tuple[Path, list[Path]]:
 def leased_blocks(bare: Path) -> list[str]:
     refs = git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE)
     return sorted(refs.split(), key=lambda r: int(r.rsplit("/", 1)[1]))
+
+
+def claimed_blocks(bare: Path) -> list[str]:
+    return git(bare, "for-each-ref", "--format=%(refname)", CLAIMS).split()
 
 
 def test_an_id_an_agent_holds_never_changes_meaning(team, invoke_cli) -> None:
@@ -899,7 +903,8 @@ def test_a_given_number_in_no_other_clones_block_is_taken(team, invoke_cli) -> N
     bare, (x, y) = team
     given = invoke_cli("--kb", x, "save", "X: thirty", "-e", "shop.orders", "--id", "30")
     assert (given.returncode, given.stderr) == (0, ""), given.stderr
-    assert leased_blocks(bare) == [f"{NAMESPACE}0"]  # claimed: no clone leases block 0 now
+    assert claimed_blocks(bare) == [f"{CLAIMS}0"]  # claimed: no clone leases block 0 now
+    assert leased_blocks(bare) == []
     assert invoke_cli("--kb", x, "save", "X: auto", "-e", "shop.orders", check=True).stdout.startswith(
         f"Saved memory {BLOCK + 1} (created)")  # nor draws from it: auto ids stay monotonic
     assert invoke_cli("--kb", y, "save", "Y: auto", "-e", "shop.orders", check=True).stdout.startswith(
@@ -913,3 +918,41 @@ def test_a_given_number_in_no_other_clones_block_is_taken(team, invoke_cli) -> N
     git(y, "remote", "set-url", "origin", str(y.parent / "unreachable.git"))
     given = invoke_cli("--kb", y, "save", "Y: offline", "-e", "shop.orders", "--id", "500")
     assert (given.returncode, given.stderr) == (0, ""), given.stderr
+
+
+@pytest.mark.parametrize("given", ["50000", "1000000000"])
+def test_a_given_number_far_above_the_leases_moves_no_lease(team, invoke_cli, given: str) -> None:
+    """save --id 50000 claimed its block in the leases' namespace, so every clone's next lease
+    went above it for good (a fresh clone's first auto id 50001); --id 1000000000 put the next
+    lease in the offline range, where every other clone retried 12 times on each lease and fell
+    back to random ten-digit ids."""
+    bare, (x, y) = team
+    invoke_cli("--kb", x, "save", "X: a number of my own", "-e", "shop.orders", "--id", given, check=True)
+    invoke_cli("--kb", x, "sync", check=True)
+    invoke_cli("--kb", y, "sync", check=True)  # y's branch now holds the given number
+    # x's sync leased block 0 ahead of need; y's first lease is the next one, not above the number.
+    assert invoke_cli("--kb", y, "save", "Y: auto", "-e", "shop.orders", check=True).stdout.startswith(
+        f"Saved memory {BLOCK + 1} (created)")
+    assert invoke_cli("--kb", x, "save", "X: auto", "-e", "shop.orders", check=True).stdout.startswith(
+        "Saved memory 1 (created)")
+    claimed = (int(given) - 1) // BLOCK
+    assert (claimed_blocks(bare), leased_blocks(bare)) == ([f"{CLAIMS}{claimed}"], [f"{NAMESPACE}0", f"{NAMESPACE}1"])
+    first = claimed * BLOCK + 1
+    assert git(bare, "log", "-1", "--format=%s", f"{CLAIMS}{claimed}").strip() == (
+        f"slayer-kb: claim ids {first}-{first + BLOCK - 1} for memory {given}")
+    assert all(int(ref.rsplit("/", 1)[1]) < OFFLINE_FIRST for ref in leased_blocks(bare))
+
+
+def test_a_given_number_in_a_block_only_claimed_is_taken_on_every_clone(team, invoke_cli) -> None:
+    """A block claimed for a number given with --id hands out no auto ids, yet another clone's
+    --id in it was refused as 'in a block another clone leased'."""
+    bare, (x, y) = team
+    invoke_cli("--kb", x, "save", "X: mine", "-e", "shop.orders", "--id", f"{BLOCK + 50}", check=True)
+    given = invoke_cli("--kb", y, "save", "Y: mine too", "-e", "shop.orders", "--id", f"{BLOCK + 60}")
+    assert (given.returncode, given.stderr) == (0, ""), given.stderr
+    assert (claimed_blocks(bare), leased_blocks(bare)) == ([f"{CLAIMS}1"], [])
+    # Leases skip the claimed block: x leases 0, y then 2.
+    assert invoke_cli("--kb", x, "save", "X: auto", "-e", "shop.orders", check=True).stdout.startswith(
+        "Saved memory 1 (created)")
+    assert invoke_cli("--kb", y, "save", "Y: auto", "-e", "shop.orders", check=True).stdout.startswith(
+        f"Saved memory {2 * BLOCK + 1} (created)")

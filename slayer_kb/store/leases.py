@@ -13,6 +13,12 @@ its worktrees, under a lock of its own), so every branch of one clone draws from
 The file names the git folder it belongs to (its device and inode, which a move keeps and a copy
 never has): a copy of the clone (``cp -r``) finds another folder's file and leases afresh, since
 the original goes on drawing from those blocks.
+
+A number given for a new memory (``save --id 5000``) in a block no clone leased claims the block:
+the ref ``refs/slayer-kb/claims/<k>``, in a namespace of its own. No lease takes a claimed block,
+and claims say nothing about where the next lease goes (it goes above the leases only, never
+into the offline range), so one large number moves no clone's auto ids.
+
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
 ``sync`` leases the next block ahead of need, so most saves never touch the network.
@@ -52,6 +58,7 @@ from .repo import GitStore
 
 BLOCK = 100
 NAMESPACE = "refs/slayer-kb/ids/"
+CLAIMS = "refs/slayer-kb/claims/"
 # Offline blocks: k in [OFFLINE_FIRST, OFFLINE_FIRST + OFFLINE_BLOCKS), ids 1,000,000,001 and up.
 OFFLINE_FIRST = 10_000_000
 OFFLINE_BLOCKS = 80_000_000
@@ -105,6 +112,19 @@ class Leases:
 class Remote:
     name: str
     url: str
+
+
+@dataclass(frozen=True)
+class RemoteBlocks:
+    """The blocks on the remote: leased (with the commit each ref points at) and claimed for
+    numbers given with ``--id`` (which hand out no auto ids, and no lease takes)."""
+
+    leased: dict[int, str]
+    claimed: set[int]
+
+
+def _span(block: int) -> str:
+    return f"{first_of(block)}-{first_of(block) + BLOCK - 1}"
 
 
 class IdLeases:
@@ -198,10 +218,11 @@ class IdLeases:
         """Whether a new memory may be given the number ``memory_id`` (``save --id 102``): False
         only when another clone leased its block, and would hand the number out for another
         memory. True for a block this clone ever leased (in hand, used up, or offline); for a block
-        no clone leased, whose ref is then created, so that none leases it later (this clone
-        draws no auto ids from it: they stay monotonic); and when the remote cannot be reached
-        (a sync renumbers a collision, and says so). One ``ls-remote`` unless the block is this
-        clone's. None when this KB does not lease ids."""
+        claimed for a given number (a claim hands out no auto ids); for a block no clone leased
+        or claimed, which is then claimed (its ref created under ``CLAIMS``), so that none leases
+        it later; and when the remote cannot be reached (a sync renumbers a collision, and says
+        so). One ``ls-remote`` unless the block is this clone's. None when this KB does not lease
+        ids."""
         remote = self.remote()
         if remote is None:
             return None
@@ -213,11 +234,14 @@ class IdLeases:
             there = self._remote_blocks(remote)
             if there is None:
                 return True
-            if block in there:
+            if block in there.leased:
                 return False
-            created, status = self._create(remote, held, [block])
-            self._save(held)
-        return bool(created) or status != "answered"  # "answered", none created: another clone was first
+            if block in there.claimed:
+                return True
+            # Created, or not: another clone claimed it first (the number is anyone's to give) or
+            # the remote refuses our refs (as when it cannot be reached, a sync renumbers).
+            self._push(remote, CLAIMS, [block], f"claim ids {_span(block)} for memory {memory_id}")
+        return True
 
     def top_up(self, floor: int) -> None:
         """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
@@ -255,21 +279,28 @@ class IdLeases:
         return None
 
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
-        """Create ``blocks`` new block refs on the remote, above every block leased there, above
-        this clone's and above ``floor`` (ids allocated before leases); offline, blocks chosen
+        """Create ``blocks`` new block refs on the remote, above every block leased there (not
+        claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
+        allocated before leases), never in the offline range; offline, blocks chosen
         at random (see the module doc), as when the remote refuses our refs (asked again only
         by ``top_up``)."""
-        # Offline ids (ten digits) say nothing about where online blocks are.
-        floor = floor if floor < first_of(OFFLINE_FIRST) else 0
-        start = max(block_of(floor + 1), held.highest + 1)
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2 ** attempt)))  # noqa: S311
-            taken = self._remote_blocks(remote)
-            if taken is None:
+            there = self._remote_blocks(remote)
+            if there is None:
                 break
-            first = max([start, *(k + 1 for k in taken if k < OFFLINE_FIRST)])
-            created, status = self._create(remote, held, list(range(first, first + blocks)))
+            # A number given with --id (a floor in a claimed block), an offline id and a claim say
+            # nothing about where auto ids are: a lease goes above the leases only, skipping
+            # claimed blocks, and never into the offline range.
+            floor = 0 if block_of(floor) in there.claimed or block_of(floor + 1) >= OFFLINE_FIRST else floor
+            start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
+            first = max(k for k in start if k < OFFLINE_FIRST)
+            chosen: list[int] = []
+            while len(chosen) < blocks:
+                chosen += [] if first in there.claimed or first in there.leased else [first]
+                first += 1
+            created, status = self._create(remote, held, chosen)
             if status == "refused":
                 held.refused = True
                 break
@@ -289,19 +320,21 @@ class IdLeases:
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
-    def _remote_blocks(self, remote: Remote) -> dict[int, str] | None:
-        """The blocks leased on the remote with the commit each ref points at, or None when it
-        cannot be reached."""
-        proc = claims.network(self.store, "ls-remote", "--refs", remote.name, f"{NAMESPACE}*")
+    def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
+        """The blocks leased and claimed on the remote (one ``ls-remote``), or None when it cannot
+        be reached."""
+        proc = claims.network(self.store, "ls-remote", "--refs", remote.name, f"{NAMESPACE}*", f"{CLAIMS}*")
         if proc is None or proc.returncode != 0:
             return None
-        blocks = {}
+        there = RemoteBlocks({}, set())
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
             commit, _, name = line.partition("\t")
-            tail = name[len(NAMESPACE):]
-            if name.startswith(NAMESPACE) and tail.isdigit():
-                blocks[int(tail)] = commit
-        return blocks
+            space, _, tail = name.rpartition("/")
+            if tail.isdigit() and space + "/" == NAMESPACE:
+                there.leased[int(tail)] = commit
+            elif tail.isdigit() and space + "/" == CLAIMS:
+                there.claimed.add(int(tail))
+        return there
 
     def _moved(self, remote: Remote, held: Leases) -> bool:
         """Whether ``remote``, whose url is not the one ``held`` was leased from, is that remote
@@ -312,25 +345,31 @@ class IdLeases:
         if not leased or any(k not in held.holders for k in leased):
             return False
         there = self._remote_blocks(remote)
-        return there is not None and all(there.get(int(k)) == held.holders[k] for k in leased)
+        return there is not None and all(there.leased.get(int(k)) == held.holders[k] for k in leased)
 
     def _create(self, remote: Remote, held: Leases, blocks: list[int]) -> tuple[list[int], str]:
         """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
         created (their refs' commit recorded in ``held``), and "answered" (created, or beaten to it
         by another clone), "refused" (the remote answered no: a hook, a protected namespace, no
         right to push) or "unreachable"."""
-        spans = ", ".join(f"{first_of(k)}-{first_of(k) + BLOCK - 1}" for k in blocks)
-        # For ``git log refs/slayer-kb/ids/K``: who leased the block. socket is imported here,
-        # where a block is leased, not by every command that opens a KB.
+        created, status = self._push(remote, NAMESPACE, blocks, f"lease ids {', '.join(map(_span, blocks))}")
+        held.holders.update(created)
+        return [int(k) for k in created], status
+
+    def _push(self, remote: Remote, namespace: str, blocks: list[int], what: str) -> tuple[dict[str, str], str]:
+        """Create the refs ``namespace<k>`` of ``blocks`` on the remote, each only if it does not
+        exist, at a commit that says ``what`` and who: the blocks created (as str) with that
+        commit, and the status ``_create`` returns."""
+        # For ``git log refs/slayer-kb/ids/K`` (or ``claims/K``): who leased or claimed the block.
+        # socket is imported here, where a block is taken, not by every command that opens a KB.
         import socket
 
         commit = claims.holder_commit(
-            self.store, f"slayer-kb: lease ids {spans}\n\nLeased from {socket.gethostname()} for {self.store.top.name}.\n")
-        outcome = claims.claim(self.store, remote.name, commit, {f"{NAMESPACE}{k}": "" for k in blocks})
+            self.store, f"slayer-kb: {what}\n\nFrom {socket.gethostname()} for {self.store.top.name}.\n")
+        outcome = claims.claim(self.store, remote.name, commit, {f"{namespace}{k}": "" for k in blocks})
         if outcome is None:
-            return [], "unreachable"
-        created = [int(ref[len(NAMESPACE):]) for ref, said in outcome.items() if said == claims.CREATED]
-        held.holders.update({str(k): commit for k in created})
+            return {}, "unreachable"
+        created = {ref[len(namespace):]: commit for ref, said in outcome.items() if said == claims.CREATED}
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
 

@@ -45,6 +45,7 @@ from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revis
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
     from .repo import GitStore
@@ -79,21 +80,32 @@ def require_driver(store: GitStore, options: list[str], tree: str | None = None)
     ranks those above ``core.attributesFile``, so git would merge memories and sessions with that
     instead (``union`` writes a memory's keys twice). Ours never overrides the tree's: a cloned KB
     names no code this runs. ``tree``: the commit whose ``.gitattributes`` git will read (a
-    rebase's upstream, which it checks out), read through an index of its own; else the work tree's."""
-    samples = [f"{store.prefix}{folder}/x.yaml" for folder in (MEMORIES_DIR, SESSIONS_DIR)]
+    rebase's upstream, which it checks out), read through an index of its own; else the work tree's.
+
+    Every memory and session file of that index is asked (a file both sides changed is in it),
+    after a made-up name in each folder, which a line for the whole folder matches: a line for
+    some files only (``memories/1.yaml``) names no made-up one. One ``check-attr`` for them all."""
+    folders = [f"{store.prefix}{folder}/" for folder in (MEMORIES_DIR, SESSIONS_DIR)]
+    samples = [f"{folder}x.yaml" for folder in folders]
+    roots = {folder.encode() for folder in folders}
     with tempfile.TemporaryDirectory(prefix="slayer-kb-attributes-") as scratch:
-        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        env = {**LITERAL_PATHS, **({"GIT_INDEX_FILE": str(Path(scratch) / "index")} if tree is not None else {})}
         if tree is not None:
             store.git("read-tree", tree, env=env)
+        files = store.git("ls-files", "-z", "--", *folders, env=env).stdout
         read = ["--cached"] if tree is not None else []
-        out = store.git(*options, "check-attr", "-z", *read, "merge", "--", *samples, env=env).stdout.split(b"\0")
+        # The files git_config's lines give the driver: <folder>/*.yaml, not a .gitkeep or below.
+        paths = b"".join(path + b"\0" for path in [*map(str.encode, samples), *files.split(b"\0")]
+                         if path.endswith(b".yaml") and path.rpartition(b"/")[0] + b"/" in roots)
+        out = store.git(*options, "check-attr", "--stdin", "-z", *read, "merge", input=paths, env=env).stdout.split(b"\0")
     for at in range(0, len(out) - 2, 3):
         value = out[at + 2].decode("utf-8", "replace")
         if value != NAME:
             spelled = _SPELLED.get(value, f"merge={value}")
-            folder = Path(out[at].decode("utf-8", "replace")).parent.as_posix()
+            path = out[at].decode("utf-8", "replace")
+            named = f"{Path(path).parent.as_posix()}/*.yaml" if path in samples else path
             raise ConflictError(
-                f"The repository's gitattributes give {folder}/*.yaml '{spelled}', which git ranks above slayer-kb's "
+                f"The repository's gitattributes give {named} '{spelled}', which git ranks above slayer-kb's "
                 f"merge driver, so git would not merge memories and sessions as records (union writes a memory's "
                 f"keys twice); nothing was merged. Remove that line from .gitattributes and commit the change (or "
                 f"from .git/info/attributes), then run the command again.")
