@@ -24,7 +24,7 @@ import pytest
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay, sentences
-from slayer_kb.search import Request, encoder, filler, run
+from slayer_kb.search import Request, encoder, filler, run, vectors
 from testing import Watcher, eventually, git
 
 NOTES = [
@@ -243,6 +243,27 @@ def test_a_save_after_the_table_is_written_again_is_made_before_the_backlog(note
         (5, 5, {"1": True, "2": True, "3": True, "4": True, "5": True}),
     ]
 
+
+
+def test_a_pass_whose_mark_left_the_log_lists_its_work_again(notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log keeps its newest entries (``vectors.LOG_KEPT``): a pass that has not looked
+    since more were written makes those the log still holds first, then lists its work again,
+    and makes every memory saved meanwhile."""
+    kb = notes_kb
+    monkeypatch.setattr(vectors, "LOG_KEPT", 1)
+
+    def two_saves() -> None:
+        kb.save_observation(title="Agency photos must be removed after 30 days",
+                            content="The photo agency allows 30 days.", project="ops")  # memory 5
+        kb.save_observation(title="Freezer robots dock at 55%", content="Cold cells lose a third.", project="ops")
+
+    made = _filled_with(kb, {2: two_saves})
+    assert [(done, total, [m for m, has in state.items() if has]) for done, total, state in made] == [
+        (2, 4, ["1", "2"]),
+        (3, 6, ["1", "2", "6"]),  # the log holds memory 6's entry alone
+        (5, 6, ["1", "2", "3", "4", "6"]),
+        (6, 6, ["1", "2", "3", "4", "5", "6"]),
+    ]
 
 def test_with_the_server_off_a_save_never_loads_the_model(notes_kb: KnowledgeBase) -> None:
     """The save's static vector stands in; a search loads the encoder only because the other
