@@ -48,7 +48,7 @@ class Backlog:
         is made (``vectors.still_missing``): one made meanwhile, or by another process, is not
         made twice."""
         since = vectors.written_since(db, self.mark)
-        if since.lost:  # the table was written whole, or the file replaced: listed again
+        if since.lost:  # written whole, replaced, or pruned past the mark: listed again
             self.todo, self.at = vectors.missing_sentences(db), 0
         fresh, self.mark = since.rows, since.mark
         if fresh:
