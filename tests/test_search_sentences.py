@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +24,7 @@ import pytest
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay, sentences
-from slayer_kb.search import Request, encoder, filler, run
+from slayer_kb.search import Request, encoder, filler, run, vectors
 from testing import Watcher, eventually, git
 
 NOTES = [
@@ -184,6 +185,85 @@ def test_a_memory_saved_during_a_pass_is_made_before_the_backlog(notes_kb: Knowl
     assert filled == 6
     assert kb.index.sentence_coverage() == (5, 5)
 
+
+def _filled_with(kb: KnowledgeBase, during: dict[int, Callable[[], None]]) -> list[tuple[int, int, dict[str, bool]]]:
+    """A pass in batches of two, ``during[done]`` run once ``done`` memories are made; after each
+    batch, (done, total, whether each memory has its sentence vector)."""
+    made: list[tuple[int, int, dict[str, bool]]] = []
+
+    def progress(done: int, total: int) -> None:
+        if done in during:
+            during.pop(done)()
+        with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+            rows = db.execute("SELECT id, svec IS NOT NULL FROM vectors ORDER BY id").fetchall()
+        made.append((done, total, {m: bool(has) for m, has in rows}))
+
+    kb.index.fill_sentences(progress, batch=2, workers=1)
+    return made
+
+
+def test_an_edit_of_the_memory_saved_last_is_made_before_the_backlog(notes_kb: KnowledgeBase) -> None:
+    """Save, then fix: the edit of the memory written last (its row deleted and written again)
+    is made again, for its new text, ahead of the backlog, as the save was."""
+    kb = notes_kb
+    made = _filled_with(kb, {
+        2: lambda: kb.save_observation(title="Agency photos must be removed after 30 days",
+                                       content="The photo agency allows 30 days.", project="ops"),  # memory 5
+        3: lambda: kb.update("5", learning="The photo agency allows 30 days, then the photos go."),
+    })
+    assert made == [
+        (2, 4, {"1": True, "2": True, "3": False, "4": False, "5": False}),  # saved
+        (3, 5, {"1": True, "2": True, "3": False, "4": False, "5": False}),  # made, then edited
+        (4, 6, {"1": True, "2": True, "3": False, "4": False, "5": True}),  # made again, for its new text
+        (6, 6, {"1": True, "2": True, "3": True, "4": True, "5": True}),
+    ]
+
+
+@pytest.mark.parametrize("rewrite", ["refill", "rebuild"])
+def test_a_save_after_the_table_is_written_again_is_made_before_the_backlog(notes_kb: KnowledgeBase, rewrite: str) -> None:
+    """The whole table written again during a pass (the vectors made again after a damaged table,
+    or the index rebuilt into a new file), then a save: the pass lists again what lacks a vector,
+    and the save is made first."""
+    kb = notes_kb
+    for memory_id in ("2", "3"):  # edited before the pass: their rows were written again
+        kb.update(memory_id, learning=f"{NOTES[int(memory_id) - 1][1]} Checked again.")
+
+    def written_again() -> None:
+        if rewrite == "refill":
+            kb.index.invalidate(vectors=True)  # the next write makes every vector again
+        else:
+            kb.reindex()
+        kb.save_observation(title="Agency photos must be removed after 30 days",
+                            content="The photo agency allows 30 days.", project="ops")  # memory 5
+
+    made = _filled_with(kb, {2: written_again})
+    assert made == [
+        (2, 4, {"1": True, "2": True, "3": False, "4": False, "5": False}),
+        (3, 5, {"1": True, "2": True, "3": False, "4": False, "5": True}),
+        (5, 5, {"1": True, "2": True, "3": True, "4": True, "5": True}),
+    ]
+
+
+
+def test_a_pass_whose_mark_left_the_log_lists_its_work_again(notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log keeps its newest entries (``vectors.LOG_KEPT``): a pass that has not looked
+    since more were written makes those the log still holds first, then lists its work again,
+    and makes every memory saved meanwhile."""
+    kb = notes_kb
+    monkeypatch.setattr(vectors, "LOG_KEPT", 1)
+
+    def two_saves() -> None:
+        kb.save_observation(title="Agency photos must be removed after 30 days",
+                            content="The photo agency allows 30 days.", project="ops")  # memory 5
+        kb.save_observation(title="Freezer robots dock at 55%", content="Cold cells lose a third.", project="ops")
+
+    made = _filled_with(kb, {2: two_saves})
+    assert [(done, total, [m for m, has in state.items() if has]) for done, total, state in made] == [
+        (2, 4, ["1", "2"]),
+        (3, 6, ["1", "2", "6"]),  # the log holds memory 6's entry alone
+        (5, 6, ["1", "2", "3", "4", "6"]),
+        (6, 6, ["1", "2", "3", "4", "5", "6"]),
+    ]
 
 def test_with_the_server_off_a_save_never_loads_the_model(notes_kb: KnowledgeBase) -> None:
     """The save's static vector stands in; a search loads the encoder only because the other

@@ -261,17 +261,25 @@ def test_a_write_that_starts_the_server_leaves_it_at_the_callers_priority(server
     assert set(thread_niceness(pid)) == {os.nice(0)}
 
 
-def test_off_and_manual_start_no_server(servers: Servers, tmp_path: Path) -> None:
+def test_off_manual_and_a_command_refused_for_a_bad_setting_start_no_server(servers: Servers, tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     for env in (servers.env(SLAYER_KB_SERVER="off"), servers.env(SLAYER_KB_SERVER="manual")):
         assert servers.run(root, "list", "--limit", "1", env=env).returncode == 0
     off_ci = {k: v for k, v in servers.env(CI="true").items() if k != "SLAYER_KB_SERVER"}
     assert servers.run(root, "list", "--limit", "1", env=off_ci).returncode == 0
+    # A server started anyway would run with the default in its place, and keep it once the
+    # setting is fixed: the commands that follow are relayed to it.
+    refused = servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="30s"))
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        "Error: SLAYER_KB_SERVER_IDLE is '30s', not a number of seconds; set it to a whole number above 0 "
+        "(the default is 300) or unset it.\n"))
     assert started_servers(root) == [] and servers.status(root) is None
     up_env = servers.env()
     servers.run(root, "list", "--limit", "1", env=up_env)
     assert len(started_servers(root)) == 1  # what the checks above would have seen
-    pid = servers.wait_up(root)["pid"]
+    up = servers.wait_up(root)
+    pid = up["pid"]
+    assert up["idle_exit"] == 120  # the setting the command ran with
     # off: nothing is relayed even to a running server
     off = servers.run(root, "list", blocked=True, env=servers.env(SLAYER_KB_SERVER="off"))
     assert off.returncode == 1 and BLOCKED in off.stderr

@@ -80,11 +80,8 @@ class Settings:
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
         from ..kb import KnowledgeBase
-        from ..search import cachedir
 
-        # Refused before anything runs, rather than half-way through by whatever reads the cache.
-        cachedir.folder()
-        server_settings()
+        checked_settings()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
@@ -104,6 +101,16 @@ def max_content() -> int:
     from ..kb import DEFAULT_MAX_CONTENT
 
     return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING)
+
+
+def checked_settings() -> None:
+    """Refuse a bad setting before anything runs, rather than half-way through by whatever reads
+    it: the cache's folder (``cachedir.folder``), ``server_settings`` and the size limit."""
+    from ..search import cachedir
+
+    cachedir.folder()
+    server_settings()
+    max_content()
 
 
 def server_settings() -> None:

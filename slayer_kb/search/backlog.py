@@ -5,12 +5,15 @@ batch, in a batch of their own, those whose rows were written since (a memory sa
 a new text hash). A save during a long build is then found by meaning once the batch under way
 is done, not after the whole backlog.
 
-What was written since is read by the rows' SQLite rowids (``vectors.written_since``): a seek
-to the rows after the newest one the pass has seen, a few microseconds a batch at 100,000
-memories, against 0.9-3 s of model time a batch of 64 on two free cores (docs/performance.md).
-SQLite gives a new row the rowid after the largest; should the newest row be deleted (its file
-removed) before a save, the saved row takes its rowid again and waits for the next pass, as
-every save did before."""
+What was written since is read from the manifest's log of the rows written lacking a sentence
+vector (``vectors.write``, ``vectors.written_since``): a seek to the entries after the newest one
+the pass has seen, its mark, 6-7 microseconds a batch at 100,000 memories, against 0.9-3 s of
+model time a batch of 64 on two free cores (docs/performance.md). The log's numbers only grow,
+so an edit of the memory written last is an entry of its own, where its row takes the same rowid
+again. When the log no longer holds the mark (the table was written whole: a rebuild, every
+vector made again; or more than ``vectors.LOG_KEPT`` entries were written since the last look),
+the pass lists its work again and takes every entry the log holds first: a save after a rebuild
+is still made ahead of the backlog."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from . import vectors
 @dataclass
 class Backlog:
     todo: list[tuple[str, str]]  # (id, text hash), in the order they are made
-    mark: int  # the newest row the pass has seen (``vectors.newest_row``)
+    mark: int  # the log's newest entry the pass has seen (``vectors.newest_row``)
     done: int = 0  # taken so far
     at: int = 0  # where the rest of ``todo`` begins
 
@@ -44,7 +47,10 @@ class Backlog:
         batch of the backlog is), else the next of the list. Each is checked again before it
         is made (``vectors.still_missing``): one made meanwhile, or by another process, is not
         made twice."""
-        fresh, self.mark = vectors.written_since(db, self.mark)
+        since = vectors.written_since(db, self.mark)
+        if since.lost:  # written whole, replaced, or pruned past the mark: listed again
+            self.todo, self.at = vectors.missing_sentences(db), 0
+        fresh, self.mark = since.rows, since.mark
         if fresh:
             ahead = {m for m, _digest in fresh}
             # An edited memory still listed further on is made once, for its new text.

@@ -9,13 +9,16 @@ same SQLite transaction as the file rows, so the vectors are as fresh as the ind
 A search needs the vectors of its candidates, which ``cosines_by_id`` reads by id, and for a
 question of three words or more a scan of every vector: table.py holds the rows in memory and
 scans them. Each memory's token ids are written beside its row, in a table of their own
-(tokens.py).
+(tokens.py). A log of the rows written lacking a sentence vector (``written``) lets a pass of
+the filler take them first (backlog.py).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.memory import Memory
@@ -49,10 +52,29 @@ SCHEMA_SQL = (
 _VECTOR_COLUMNS = 11
 
 
+# The log of the rows written lacking a sentence vector, for a pass of the filler to take them
+# first (backlog.py): ``seq`` only grows (AUTOINCREMENT never hands out a number twice, even once
+# its row is deleted), where a row's rowid is handed out again when the newest row is written again.
+LOG_SQL = "CREATE TABLE IF NOT EXISTS written (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT)"
+# The log's newest rows kept (a pass that has not looked for longer lists its work again).
+LOG_KEPT = 10_000
+
+
 def create(db: sqlite3.Connection) -> None:
-    """The two tables, if they are not there yet."""
+    """The tables, if they are not there yet; a new log begun (``_begin_log``)."""
     db.execute(SCHEMA_SQL)
     db.execute(TOKENS_SQL)
+    db.execute(LOG_SQL)
+    if db.execute("SELECT 1 FROM written LIMIT 1").fetchone() is None:  # a new log: written once
+        _begin_log(db)
+
+
+def _begin_log(db: sqlite3.Connection) -> None:
+    """A mark (id NULL) where an empty log begins: above every number it gave before, or in a new
+    log at a random number below 2**62, so that a pass's mark from a file the index replaced (a
+    rebuild) is not found in it. Never twice: two processes may open a new log at once."""
+    db.execute("INSERT INTO written (seq, id) SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'written'), ?) + 1, "
+               "NULL WHERE NOT EXISTS (SELECT 1 FROM written)", (int.from_bytes(os.urandom(8), "big") >> 2,))
 
 
 def embedding_text(memory: Memory) -> str:
@@ -94,7 +116,17 @@ def quantised(vectors: np.ndarray) -> list[tuple[bytes, float]]:
 
 def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any, ...]]) -> None:
     """Delete the rows of ``gone``, then add ``new_rows`` (as ``rows`` makes them) and their
-    token ids; inside the caller's transaction."""
+    token ids; inside the caller's transaction. The rows written lacking a sentence vector go in
+    the log (``written_since``); rows written into an empty table (a first build, a rebuild, every
+    vector made again) are the whole table: the log begins again at a mark instead, and a pass
+    that saw the log before lists its work again."""
+    if db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is None:
+        db.execute("DELETE FROM written")
+        _begin_log(db)
+    else:
+        # Those live (row[8]: deleted) and lacking a sentence vector (row[10]: svec).
+        db.executemany("INSERT INTO written (id) VALUES (?)", [(row[0],) for row in new_rows if row[10] is None and not row[8]])
+        db.execute("DELETE FROM written WHERE seq <= (SELECT max(seq) FROM written) - ?", (LOG_KEPT,))
     removed = [(m,) for m in gone]
     db.executemany("DELETE FROM vectors WHERE id = ?", removed)
     db.executemany("DELETE FROM tokens WHERE id = ?", removed)
@@ -111,19 +143,37 @@ def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
 
 
 def newest_row(db: sqlite3.Connection) -> int:
-    """The rowid of the row written last (0: none). A row written (``write``'s INSERT OR
-    REPLACE, a save's or an edit's) gets a rowid above every other, so ``written_since`` finds
-    the rows written after this read by a seek, not a scan."""
-    (newest,) = db.execute("SELECT coalesce(max(rowid), 0) FROM vectors").fetchone()
+    """The number of the log's newest row (``write``), a pass's mark for ``written_since``."""
+    (newest,) = db.execute("SELECT coalesce(max(seq), 0) FROM written").fetchone()
     return int(newest)
 
 
-def written_since(db: sqlite3.Connection, mark: int) -> tuple[list[tuple[str, str]], int]:
-    """(id, text hash) of the live memories lacking a sentence vector whose rows were written
-    after the row ``mark`` (``newest_row``), in the order written; and the newest rowid read."""
-    found = db.execute("SELECT rowid, id, hash, svec IS NULL AND deleted = 0 FROM vectors WHERE rowid > ? ORDER BY rowid",
-                       (mark,)).fetchall()
-    return [(m, digest) for _r, m, digest, lacking in found if lacking], (found[-1][0] if found else mark)
+@dataclass
+class Since:
+    """What ``written_since`` read."""
+
+    rows: list[tuple[str, str]]  # (id, text hash) of the live memories lacking a sentence vector, in the order written
+    mark: int  # the log's newest row now
+    lost: bool  # the log no longer holds the mark: ``rows`` is all it holds, and the pass lists its work again
+
+
+_SINCE_SQL = ("SELECT w.seq, w.id, v.hash, v.svec IS NULL AND v.deleted = 0 FROM written w "
+              "LEFT JOIN vectors v ON v.id = w.id WHERE w.seq >= ? ORDER BY w.seq")
+
+
+def written_since(db: sqlite3.Connection, mark: int) -> Since:
+    """The rows written lacking a sentence vector after the log's row ``mark`` (``newest_row``):
+    a seek. When the log no longer holds that row (the table was written whole since, or the
+    file replaced, or more rows were written than ``LOG_KEPT``), every row it holds."""
+    found = db.execute(_SINCE_SQL, (mark,)).fetchall()
+    lost = not found or found[0][0] != mark
+    if lost:
+        found = db.execute(_SINCE_SQL, (0,)).fetchall()
+    else:
+        found = found[1:]
+    # A memory written twice since is taken once, for its text now.
+    rows = list(dict.fromkeys((m, digest) for _seq, m, digest, lacking in found if lacking))
+    return Since(rows, found[-1][0] if found else mark, lost)
 
 
 def pending(row: tuple[Any, ...]) -> bool:
