@@ -16,8 +16,10 @@ the original goes on drawing from those blocks.
 
 A number given for a new memory (``save --id 5000``) in a block no clone leased claims the block:
 the ref ``refs/slayer-kb/claims/<k>``, in a namespace of its own. No lease takes a claimed block,
-and claims say nothing about where the next lease goes (it goes above the leases only, never
-into the offline range), so one large number moves no clone's auto ids.
+and the ids in claimed blocks say nothing about where the next lease goes (it goes above the
+leases and above every other auto id the branch has held, never into the offline range), so one
+large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
+never handed out again.
 
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
@@ -52,8 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.ids import is_auto_id
+from ..core.locate import MEMORIES_DIR, id_of_path
 from . import claims
 from .identity import Sources, sources
+from .listing import file_names
 from .repo import GitStore
 
 BLOCK = 100
@@ -281,19 +286,16 @@ class IdLeases:
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
         """Create ``blocks`` new block refs on the remote, above every block leased there (not
         claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
-        allocated before leases), never in the offline range; offline, blocks chosen
-        at random (see the module doc), as when the remote refuses our refs (asked again only
-        by ``top_up``)."""
+        allocated before leases; those in claimed blocks and offline ones aside: ``_floor``),
+        never in the offline range; offline, blocks chosen at random (see the module doc), as
+        when the remote refuses our refs (asked again only by ``top_up``)."""
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2 ** attempt)))  # noqa: S311
             there = self._remote_blocks(remote)
             if there is None:
                 break
-            # A number given with --id (a floor in a claimed block), an offline id and a claim say
-            # nothing about where auto ids are: a lease goes above the leases only, skipping
-            # claimed blocks, and never into the offline range.
-            floor = 0 if block_of(floor) in there.claimed or block_of(floor + 1) >= OFFLINE_FIRST else floor
+            floor = self._floor(floor, there.claimed)
             start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
             first = max(k for k in start if k < OFFLINE_FIRST)
             chosen: list[int] = []
@@ -319,6 +321,24 @@ class IdLeases:
             k = OFFLINE_FIRST + secrets.randbelow(OFFLINE_BLOCKS)
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
+
+    def _floor(self, floor: int, claimed: set[int]) -> int:
+        """``floor`` without the ids that say nothing about where auto ids are: numbers given with
+        --id in claimed blocks, and offline ids (a lease never goes into the offline range). When
+        ``floor`` is one, the highest other auto id the branch's history ever added or its work
+        tree holds (one read of all history): an id below it, a forgotten one too, is never handed
+        out again."""
+
+        def ignored(memory_id: int) -> bool:
+            return block_of(memory_id) in claimed or block_of(memory_id + 1) >= OFFLINE_FIRST
+
+        if not ignored(floor):
+            return floor
+        head = self.store.head()
+        names = [*(self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/") if head else []),
+                 *(f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR))]
+        ids = (int(i) for i in map(id_of_path, names) if i is not None and is_auto_id(i))
+        return max((n for n in ids if not ignored(n)), default=0)
 
     def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
         """The blocks leased and claimed on the remote (one ``ls-remote``), or None when it cannot
