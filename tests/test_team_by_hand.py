@@ -1278,20 +1278,23 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
     invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     head = git(b, "rev-parse", "HEAD")
-    refusal = ("The repository's gitattributes give {} '{}', which git ranks above slayer-kb's merge driver, so git "
+    refusal = ("The repository's gitattributes give {} {}, which git ranks above slayer-kb's merge driver, so git "
                "would not merge memories and sessions as records (union writes a memory's keys twice); nothing was "
                "merged. Remove that line from .gitattributes and commit the change (or from .git/info/attributes), "
                "then run the command again.")
-    union = refusal.format("memories/*.yaml", "merge=union")
+    union = refusal.format("memories/*.yaml", "'merge=union'")
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == union
     assert json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main"))["error"]["message"] == union
     assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
     git(a, "rm", "-q", ".gitattributes")
     git(a, "commit", "-q", "-m", "slayer-kb merges memories")
     invoke_cli("--kb", a, "sync", check=True)
-    (b / ".git" / "info" / "attributes").write_text("sessions/*.yaml -merge\n")
-    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == refusal.format(
-        "sessions/*.yaml", "-merge")
+    # 'binary' unsets merge as '-merge' does; check-attr says only "unset", which the error
+    # quoted as '-merge', a line the user then looked for in vain.
+    for line in ("sessions/*.yaml -merge\n", "sessions/*.yaml binary\n"):
+        (b / ".git" / "info" / "attributes").write_text(line)
+        assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == refusal.format(
+            "sessions/*.yaml", "merge unset (by a line such as '-merge' or 'binary')"), line
     # Lines that match no made-up name, only the files merged: each named all the same (merge reads
     # the work tree's .gitattributes, so b removes it as a did).
     git(b, "rm", "-q", ".gitattributes")
@@ -1300,7 +1303,7 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
         (b / ".git" / "info" / "attributes").write_text(line)
         for command in (["sync"], ["merge", "origin/main"]):
             assert json_of(invoke_cli("--kb", b, "--json", *command))["error"]["message"] == refusal.format(
-                "memories/1.yaml", "merge=union"), (line, command)
+                "memories/1.yaml", "'merge=union'"), (line, command)
     (b / ".git" / "info" / "attributes").unlink()
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"].startswith(
         "Your commits and origin/main both edited memories/1.yaml;")

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
 
 NAME = "slayer-kb"
 # How a gitattributes line spells each value ``git check-attr`` reports for ``merge``.
-_SPELLED = {"set": "merge", "unset": "-merge", "unspecified": "!merge"}
+# check-attr gives the value, not the line: an unset merge may come from '-merge' or a macro.
+_SPELLED = {"set": "'merge'", "unset": "merge unset (by a line such as '-merge' or 'binary')",
+            "unspecified": "'!merge'"}
 
 
 def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[str, str] | None, Path]:
@@ -101,11 +103,11 @@ def require_driver(store: GitStore, options: list[str], tree: str | None = None)
     for at in range(0, len(out) - 2, 3):
         value = out[at + 2].decode("utf-8", "replace")
         if value != NAME:
-            spelled = _SPELLED.get(value, f"merge={value}")
+            spelled = _SPELLED.get(value, f"'merge={value}'")
             path = out[at].decode("utf-8", "replace")
             named = f"{Path(path).parent.as_posix()}/*.yaml" if path in samples else path
             raise ConflictError(
-                f"The repository's gitattributes give {named} '{spelled}', which git ranks above slayer-kb's "
+                f"The repository's gitattributes give {named} {spelled}, which git ranks above slayer-kb's "
                 f"merge driver, so git would not merge memories and sessions as records (union writes a memory's "
                 f"keys twice); nothing was merged. Remove that line from .gitattributes and commit the change (or "
                 f"from .git/info/attributes), then run the command again.")
