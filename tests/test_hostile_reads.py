@@ -425,6 +425,13 @@ def test_a_review_comment_shows_a_branchs_text_and_hides_nothing(indexed_example
     assert "- **27**: Hide \\<!-- the rest (no entities)\n" in review
     assert "  ````diff\n" in review and "  +\\<b>x\\</b>" not in review  # a diff is code: as it is
     assert "- **s\\<!--**: started in `@acme`\n" in review
+    # An id is text of the branch too: '@alice' a live mention, brackets a link, a backtick a span.
+    invoke_cli("--kb", root, "save", "--id", "@alice", "-e", "orders.amount", "Mentioned", check=True)
+    git(root, "mv", "memories/2.yaml", "memories/[x](y)`.yaml")
+    commit_all(root, "a rename")
+    review = invoke_cli("--kb", root, "review", base, check=True).stdout
+    assert "- **`@alice`**: Mentioned (entities: `shop.orders.amount`)\n" in review, review
+    assert "- **\\[x\\](y)\\`** (was 2): " in review, review
     # What was hidden: the sections after the title, each still there.
     assert review.index("### Changed") > review.index("Hide") and "### Sessions" in review
 
