@@ -22,7 +22,7 @@ import yaml
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.results import ChangeResult, Hit, Stats, Timeline
-from ..core.text import clip, quoted, warning_lines
+from ..core.text import clip, one_line_shown, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .schema import Handler, Reply, ToolSpec, check_arguments, with_result
 
@@ -85,8 +85,11 @@ def _clip(text: str | None, limit: int) -> str:
 
 
 def _label(data: Mapping[str, Any]) -> str:
-    """A memory's title; SLayer memories have none, so their summary stands in."""
-    return data.get("title") or _clip(data.get("description") or data.get("learning"), 80)
+    """A memory's title on one line (a hand-written one may hold line breaks, which would make
+    lines of their own in the text an agent reads); SLayer memories have none, so their summary
+    stands in."""
+    title = data.get("title")
+    return one_line_shown(title) if title else _clip(data.get("description") or data.get("learning"), 80)
 
 
 def _type(data: Mapping[str, Any]) -> str:
