@@ -608,7 +608,7 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
     proc = invoke_cli("save", "Spaced", "-e", "orders.amount : sum", cwd=root)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         1, "", "Error: 'orders.amount : sum' contains an invalid identifier segment. Write "
-        "'orders.amount:sum', with no spaces around the colon.\n")
+        "'orders.amount:sum', with no spaces around an aggregation's colon.\n")
 
 
 def test_a_time_inside_a_merge_key_is_told_at_its_line(catalog_kb: KnowledgeBase, invoke_cli) -> None:
