@@ -165,7 +165,7 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         if len(content) > PREVIEW_CHARS:
             truncated = True
             preview += " [preview]"
-        project = f" | project: {hit['project']}" if hit["project"] else ""
+        project = f" | project: {one_line_shown(hit['project'])}" if hit["project"] else ""
         lines.append(f"[{n}] #{hit['id']} ({_type(hit)}) \u2014 {_label(hit)}")
         lines.append(f"    {preview}")
         if hit["entities"]:
@@ -225,7 +225,7 @@ def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         ("Duplicates", data["duplicate_count"]), ("Revisions", data["revision_count"]),
         ("Created", data["created_at"]), ("Updated", data["updated_at"]),
     ]
-    lines.extend(f"{label}: {value}" for label, value in fields if value not in (None, ""))
+    lines.extend(f"{label}: {one_line_shown(str(value))}" for label, value in fields if value not in (None, ""))
     return Reply("\n".join(lines), data)
 
 
@@ -300,7 +300,7 @@ def _session_line(data: Timeline) -> str:
     session = data.get("session")
     if not session:
         return data["session_id"] or "(none)"
-    line = f"{session['id']} ({session['project'] or 'no project'}, started {session['started_at']})"
+    line = f"{one_line_shown(session['id'])} ({one_line_shown(session['project'] or 'no project')}, started {session['started_at']})"
     if session["summary"]:
         line += f" \u2014 {clip(' '.join(session['summary'].split()), 100)}"
     return line
