@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core import priority
+from slayer_kb.daemon.relay import idle_seconds
 from testing import WAIT_SECONDS, CliRunner, commit_all, git, json_of
 
 
@@ -287,24 +289,32 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: 
     assert json_of(taken)["action"] == "created"
 
 
-def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """SLAYER_KB_WRITE_NICENESS, SLAYER_KB_SERVER_IDLE and SLAYER_KB_BUILD_WORKERS are read where
-    nothing could say so (the relaying client, the server): a bad one was the default, silently."""
+    nothing could say so (the relaying client, the server): a bad one was the default, silently.
+    The check is the readers' own parse: an idle time of 1.5 s, which the server takes, was refused
+    as no whole number; a niceness above 19 is 19, as nice(1) takes it."""
     root = example_kb_read_only.root
+    idle = "not a number of seconds; set it to a number above 0 (the default is 300) or unset it."
     refused = {
         ("SLAYER_KB_WRITE_NICENESS", "lowest"): "SLAYER_KB_WRITE_NICENESS is 'lowest', not a number of steps; set it "
         "to a whole number from 0 to 19 (the default is 10) or unset it.",
-        ("SLAYER_KB_WRITE_NICENESS", "25"): "SLAYER_KB_WRITE_NICENESS is '25'; the most it may be is 19 steps. Set "
-        "it to at most 19 (the default is 10) or unset it.",
-        ("SLAYER_KB_SERVER_IDLE", "1.5"): "SLAYER_KB_SERVER_IDLE is '1.5', not a number of seconds; set it to a "
-        "whole number above 0 (the default is 300) or unset it.",
+        ("SLAYER_KB_SERVER_IDLE", "30s"): f"SLAYER_KB_SERVER_IDLE is '30s', {idle}",
+        ("SLAYER_KB_SERVER_IDLE", "0"): f"SLAYER_KB_SERVER_IDLE is '0', {idle}",
+        ("SLAYER_KB_SERVER_IDLE", "inf"): f"SLAYER_KB_SERVER_IDLE is 'inf', {idle}",
         ("SLAYER_KB_BUILD_WORKERS", "0"): "SLAYER_KB_BUILD_WORKERS is '0', not a number of model runs; set it to a "
         "whole number above 0 (the default is 2) or unset it.",
     }
     for (variable, value), message in refused.items():
         proc = invoke_cli("--kb", root, "list", "--limit", "1", env={variable: value})
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
-    assert invoke_cli("--kb", root, "list", "--limit", "1", env={"SLAYER_KB_WRITE_NICENESS": "0"}).returncode == 0
+    taken = {("SLAYER_KB_WRITE_NICENESS", "0"): 0, ("SLAYER_KB_WRITE_NICENESS", "25"): 19,
+             ("SLAYER_KB_SERVER_IDLE", "1.5"): 1.5}
+    for (variable, value), read in taken.items():
+        assert invoke_cli("--kb", root, "list", "--limit", "1", env={variable: value}).returncode == 0, value
+        monkeypatch.setenv(variable, value)
+        assert (priority.niceness() if variable == priority.VARIABLE else idle_seconds()) == read
 
 
 @pytest.mark.parametrize("args, name, option", [

@@ -425,6 +425,13 @@ def test_a_review_comment_shows_a_branchs_text_and_hides_nothing(indexed_example
     assert "- **27**: Hide \\<!-- the rest (no entities)\n" in review
     assert "  ````diff\n" in review and "  +\\<b>x\\</b>" not in review  # a diff is code: as it is
     assert "- **s\\<!--**: started in `@acme`\n" in review
+    # An id is text of the branch too: '@alice' a live mention, brackets a link, a backtick a span.
+    invoke_cli("--kb", root, "save", "--id", "@alice", "-e", "orders.amount", "Mentioned", check=True)
+    git(root, "mv", "memories/2.yaml", "memories/[x](y)`.yaml")
+    commit_all(root, "a rename")
+    review = invoke_cli("--kb", root, "review", base, check=True).stdout
+    assert "- **`@alice`**: Mentioned (entities: `shop.orders.amount`)\n" in review, review
+    assert "- **\\[x\\](y)\\`** (was 2): " in review, review
     # What was hidden: the sections after the title, each still there.
     assert review.index("### Changed") > review.index("Hide") and "### Sessions" in review
 
@@ -479,10 +486,10 @@ def test_a_file_name_with_a_line_break_is_one_problem_line(indexed_example_kb: K
 
 def test_a_warning_naming_a_file_with_a_line_break_is_one_line(indexed_example_kb: KnowledgeBase,
                                                                invoke_cli: CliRunner, tmp_path: Path) -> None:
-    """The warnings of list, search and import-slayer printed such a name raw: the rest of it a
-    line of its own ('::error::...'), as validate's problems did. Each shows it as \\x0a."""
+    """The warnings of list, search, import-slayer and validate printed such a name raw: the rest
+    of it a line of its own ('::error::...'), as validate's problems did. Each shows it as \\x0a."""
     root = indexed_example_kb.root
-    (root / "memories" / "x\n::error::forged.yaml").write_text("id: x\n")
+    (root / "memories" / "x\n::error::forged.yaml").write_text("id: x\ncreated_at: '2999-01-01T00:00:00Z'\n")
     commit_all(root, "a name with a line break")
     warned = ("warning: memories/x\\x0a::error::forged.yaml:1: unknown key 'id' (the file name is the id; remove "
               "the id key) (skipped)")
@@ -494,6 +501,12 @@ def test_a_warning_naming_a_file_with_a_line_break_is_one_line(indexed_example_k
     imported = invoke_cli("--kb", root, "import-slayer", tmp_path, check=True).stdout.splitlines()
     assert imported[1:] == [f"warning: {tmp_path}/memories/a\\x0a::error::b.md: the front matter has no closing "
                             "'---' line. (skipped)"], imported
+    validated = invoke_cli("--kb", root, "validate", cwd=root).stdout.splitlines()
+    assert [line for line in validated if ": warning: " in line] == [
+        "memories/x\\x0a::error::forged.yaml:2: warning: created_at '2999-01-01T00:00:00Z' is more than a day "
+        "ahead of this machine's clock, so newest-first lists (list, context, mem_context) put the memory first "
+        "until then; write the time it happened, with 'slayer-kb edit 'x\\x0a::error::forged''"], validated
+    assert not any(line.startswith("::") for line in validated)
 
 
 def test_a_revisions_catalog_links_are_read_as_the_work_trees_are(indexed_example_kb: KnowledgeBase,

@@ -271,7 +271,7 @@ def test_off_manual_and_a_command_refused_for_a_bad_setting_start_no_server(serv
     # setting is fixed: the commands that follow are relayed to it.
     refused = servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="30s"))
     assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
-        "Error: SLAYER_KB_SERVER_IDLE is '30s', not a number of seconds; set it to a whole number above 0 "
+        "Error: SLAYER_KB_SERVER_IDLE is '30s', not a number of seconds; set it to a number above 0 "
         "(the default is 300) or unset it.\n"))
     assert started_servers(root) == [] and servers.status(root) is None
     up_env = servers.env()

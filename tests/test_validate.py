@@ -368,7 +368,7 @@ def test_paths_that_are_not_memories(tmp_path: Path, invoke_cli) -> None:
 def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """A hand-written time later than now by more than a clock's skew (a day) sorts the memory
     first in every newest-first list until then: validate warns, naming file, field and fix, and
-    does not fail; reads take the memory as it is."""
+    does not fail; reads take the memory as it is. From elsewhere, the fix names the KB (--kb)."""
     write(catalog_kb, "ok.yaml", GOOD)
     write(catalog_kb, "late.yaml",
           "learning: Fine.\ncreated_at: '2999-01-01T00:00:00Z'\nupdated_at: '2999-01-02T00:00:00.5Z'\n")
@@ -383,6 +383,8 @@ def test_a_time_in_the_future_is_a_warning_and_reads_go_on(catalog_kb: Knowledge
     data = json_of(invoke_cli("validate", "--json", cwd=catalog_kb.root))
     assert (data["ok"], data["problems"], [w["line"] for w in data["warnings"]]) == (True, [], [2, 3])
     assert catalog_kb.get("late").created_at == "2999-01-01T00:00:00Z"
+    elsewhere = invoke_cli("--kb", "kb", "validate", cwd=catalog_kb.root.parent).stdout.splitlines()
+    assert elsewhere[0].endswith("; write the time it happened, with 'slayer-kb --kb kb edit late'"), elsewhere
 
 
 def test_the_time_warnings_quote_the_file_and_point_at_the_value_kept(catalog_kb: KnowledgeBase, invoke_cli) -> None:
@@ -425,7 +427,7 @@ def test_the_future_time_warning_starts_a_day_ahead(tmp_path: Path) -> None:
                   timedelta(days=1, microseconds=500000), -timedelta(days=400)):
         text = f"learning: x\ncreated_at: '{(now + ahead).isoformat().replace('+00:00', 'Z')}'\n"
         times = read_times(text, yamlio.load(text), TIME_KEYS)
-        told += [(p.line, p.message.split(" is ")[0]) for p in future_times(times, "memories/m.yaml", "m", now=now)]
+        told += [(p.line, p.message.split(" is ")[0]) for p in future_times(times, "memories/m.yaml", "m", "slayer-kb", now=now)]
     assert told == [(2, "created_at '2026-03-02T12:00:01Z'"), (2, "created_at '2026-03-02T13:00:00Z'"),
                     (2, "created_at '2026-03-02T12:00:00.500000Z'")]
 
@@ -606,7 +608,7 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
     proc = invoke_cli("save", "Spaced", "-e", "orders.amount : sum", cwd=root)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         1, "", "Error: 'orders.amount : sum' contains an invalid identifier segment. Write "
-        "'orders.amount:sum', with no spaces around the colon.\n")
+        "'orders.amount:sum', with no spaces around an aggregation's colon.\n")
 
 
 def test_a_time_inside_a_merge_key_is_told_at_its_line(catalog_kb: KnowledgeBase, invoke_cli) -> None:

@@ -164,8 +164,14 @@ def formula_problem(text: str) -> str | None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
     if unspaced != text and formula_problem(unspaced) is None:  # what older slayer-kb releases took
-        problem += f"; write {unspaced!r}, with no spaces around an aggregation's colon"
+        problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+def unspaced_colon(unspaced: str) -> str:
+    """The fix of a formula or an entity reference with spaces around an aggregation's colon
+    (``amount : sum``, ``amount: sum``), which SLayer refuses: ``unspaced``, the text without them."""
+    return f"write {unspaced!r}, with no spaces around an aggregation's colon"
 
 
 def _distinct_misused(text: str) -> bool:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..core.errors import InvalidInputError, KBError, ReferenceFormError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
-from .querychecks import formula_problem
+from .querychecks import formula_problem, unspaced_colon
 from .slayerquery import GRANULARITIES, Item, check_query
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class RefTarget(NamedTuple):
 
 
 _COLON_AGG = re.compile(
-    r"(?P<head>[^:()]*?)(?P<gap>\s*):\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
+    r"(?P<head>[^:()]*?)(?P<gap>\s*):(?P<after>\s*)(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
 )
 _DISTINCT = re.compile(r"^distinct\s+", re.I)
 _CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
@@ -119,11 +119,10 @@ def parse_reference(ref: str) -> RefTarget:
     text = ref.strip()
     colon = _COLON_AGG.fullmatch(text)
     if colon:
-        if colon["gap"]:  # SLayer reads the name as 'amount ', which no name is
-            raise ReferenceFormError(
-                f"'{text}' contains an invalid identifier segment. Write "
-                f"'{colon['head'].strip()}:{text.split(':', 1)[1].strip()}', with no spaces around the colon."
-            )
+        if colon["gap"] or colon["after"]:  # as a formula's (querychecks.formula_problem)
+            fix = unspaced_colon(f"{colon['head'].strip()}:{text.split(':', 1)[1].strip()}")
+            # SLayer's sentence first, whole (tests/fidelity), then the fix as one of its own.
+            raise ReferenceFormError(f"'{text}' contains an invalid identifier segment. {fix[0].upper()}{fix[1:]}.")
         return _target(colon["head"], colon["agg"], ref)
     if "(" not in text:
         return _target(text, None, ref)
@@ -181,8 +180,7 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
         raise ReferenceFormError(invalid_segment(ref.strip()))
     if text == "*" or text.endswith(".*"):
         if aggregation is not None and aggregation != "count":  # SLayer's case: COUNT(*) is refused
-            form = "use 'count(*)' to refer to a model's row count" if text == "*" else "use the 'count(<model>.*)' form"
-            raise ReferenceFormError(f"'{ref.strip()}' is not a valid entity reference; {form}.")
+            raise ReferenceFormError(_star_refused(ref.strip(), text))
         if text == "*":
             return RefTarget("", True)
         # SLayer resolves count(m.*) as it resolves the name m, warnings and all.
@@ -190,6 +188,13 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
     if aggregation is not None and not _PLAIN_REF.fullmatch(text):
         raise ReferenceFormError(_not_single(ref.strip()))
     return RefTarget(text, False)
+
+
+def _star_refused(ref: str, star: str) -> str:
+    """SLayer's refusal of ``star`` (``*`` or ``m.*``) counted by anything but a lower-case count:
+    ``sum(*)``, ``avg(orders.*)``, a formula's ``COUNT(orders.*)``."""
+    form = "use 'count(*)' to refer to a model's row count" if star == "*" else "use the 'count(<model>.*)' form"
+    return f"'{ref}' is not a valid entity reference; {form}."
 
 
 def strip_aggregation(ref: str) -> tuple[str, bool]:
@@ -392,10 +397,7 @@ def _refuse_miscased_count(
     """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
     if _counted(tokens, index, stack, sql=True):
         star, count = tokens[index].text, tokens[index - 2].text
-        raise InvalidInputError(
-            f"{what} {text!r}: '{star}:{count}' is not a valid entity reference; use "
-            f"'count({star})' to refer to a model's row count."
-        )
+        raise InvalidInputError(f"{what} {text!r}: {_star_refused(f'{star}:{count}', star)}")
 
 
 def _counted(tokens: list[_Token], index: int, stack: list[_Frame], sql: bool) -> bool:

@@ -9,7 +9,7 @@ import click
 
 from ..api import checks
 from ..core.results import CascadeResult, Report
-from ..core.text import counted
+from ..core.text import counted, one_line_shown
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 
 
@@ -125,7 +125,7 @@ def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
 
 
 def _finish(settings: Settings, report: Report, failed: bool, summary: str) -> None:
-    warnings = [f"{w.path}:{w.line}: warning: {w.message}" for w in report.warnings]
+    warnings = [one_line_shown(f"{w.path}:{w.line}: warning: {w.message}") for w in report.warnings]
     emit(settings, report.to_json(failed), lambda: "\n".join([*map(str, report.problems), *warnings, summary]))
     if failed:
         sys.exit(1)

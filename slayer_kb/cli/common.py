@@ -105,32 +105,14 @@ def max_content() -> int:
 
 def checked_settings() -> None:
     """Refuse a bad setting before anything runs, rather than half-way through by whatever reads
-    it: the cache's folder (``cachedir.folder``), ``server_settings`` and the size limit."""
+    it: the cache's folder (``cachedir.folder``), the server's settings (``daemon.settings``) and
+    the size limit."""
+    from ..daemon import settings as server_settings
     from ..search import cachedir
 
     cachedir.folder()
-    server_settings()
+    server_settings.check()
     max_content()
-
-
-def server_settings() -> None:
-    """Refuse a bad ``SLAYER_KB_WRITE_NICENESS``, ``SLAYER_KB_SERVER_IDLE``,
-    ``SLAYER_KB_BUILD_WORKERS`` or ``SLAYER_KB_ENCODER_THREADS`` as the command begins, as
-    ``max_content`` refuses its own: the relaying client, the server and its background work read
-    them where nothing could say so (a bad niceness or idle time taken as the default, a build
-    pass failed in the server's log)."""
-    from ..core import priority
-    from ..daemon.relay import DEFAULT_IDLE
-
-    whole_number(priority.VARIABLE, priority.DEFAULT, "steps", priority.MAX, least=0)
-    whole_number("SLAYER_KB_SERVER_IDLE", int(DEFAULT_IDLE), "seconds")
-    encoder_settings = ("SLAYER_KB_BUILD_WORKERS", "SLAYER_KB_ENCODER_THREADS")
-    if any(os.environ.get(variable, "").strip() for variable in encoder_settings):
-        # Only then: the encoder's module imports the search stack, which a read of files never needs.
-        from ..search.encoder import BUILD_WORKERS, THREADS
-
-        whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
-        whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -56,13 +56,20 @@ MAX = 19
 PER_THREAD = sys.platform.startswith("linux")
 
 
-def niceness() -> int:
+def niceness(strict: bool = False) -> int:
     """How many steps lower a write's spare work runs (``SLAYER_KB_WRITE_NICENESS``; 0: as
-    the rest)."""
+    the rest): a whole number, below 0 taken as 0 and above ``MAX`` as ``MAX``, as nice(1) takes
+    it. Anything else is ``DEFAULT``, where nothing could say so (the server, a detached job), or
+    with ``strict`` (the check as a command begins, daemon/settings.py) an error naming the fix."""
     value = os.environ.get(VARIABLE, "").strip()
     try:
         steps = int(value) if value else DEFAULT
     except ValueError:
+        if strict:
+            from .errors import InvalidInputError  # only here: a write's client imports this first
+
+            raise InvalidInputError(f"{VARIABLE} is {value!r}, not a number of steps; set it to a whole number "
+                                    f"from 0 to {MAX} (the default is {DEFAULT}) or unset it.") from None
         steps = DEFAULT
     return max(0, min(MAX, steps))
 

@@ -86,10 +86,10 @@ def render_review(r: Review) -> str:
     def entity_list(entities: list[str]) -> str:
         return "entities: " + ", ".join(map(_code, entities)) if entities else "no entities"
 
-    section("Added", [f"- **{c.id}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
+    section("Added", [f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
     changed_lines: list[str] = []
     for c in r.changed + r.renamed:
-        head = f"- **{c.id}**" + (f" (was {c.old_id})" if c.old_id else "") + f": {_md(c.label)}"
+        head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + f": {_md(c.label)}"
         if c.fields:
             head += f" (changed: {', '.join(c.fields)})"
         changed_lines.append(head)
@@ -101,10 +101,10 @@ def render_review(r: Review) -> str:
     section("Changed", changed_lines)
     relinked_lines: list[str] = []
     for c in r.relinked:
-        relinked_lines.append(f"- **{c.id}**: {_md(c.label)}")
+        relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}")
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
-    section("Removed", [f"- **{c.id}**: {_md(c.label)}" for c in r.removed])
+    section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
     catalog_lines = [
         f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files

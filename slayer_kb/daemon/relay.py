@@ -80,6 +80,7 @@ SOCKET_FILE = "server.sock"
 STATE_DIR = ".slayer-kb"
 # AF_UNIX path limits: 108 bytes on Linux, 104 on macOS (with the terminating NUL).
 MAX_SOCKET_PATH = 100
+IDLE_VARIABLE = "SLAYER_KB_SERVER_IDLE"
 DEFAULT_IDLE = 300.0
 
 _OFF = ("off", "0", "no", "false", "never")
@@ -109,14 +110,26 @@ def _named(value: str) -> str | None:
     return "on" if value in _ON else None
 
 
-def idle_seconds() -> float:
+def idle_seconds(strict: bool = False) -> float:
     """How long a server started on demand waits for a command before it exits
-    (``SLAYER_KB_SERVER_IDLE``, seconds; default 300)."""
-    try:
-        value = float(os.environ.get("SLAYER_KB_SERVER_IDLE", DEFAULT_IDLE))
-    except ValueError:
+    (``SLAYER_KB_SERVER_IDLE``: seconds above 0, a fraction too; default 300). Anything else is
+    the default, where nothing could say so (the relaying client), or with ``strict`` (the check
+    as a command begins, settings.py) an error naming the fix."""
+    value = os.environ.get(IDLE_VARIABLE, "").strip()
+    if not value:
         return DEFAULT_IDLE
-    return value if value > 0 else DEFAULT_IDLE
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if 0 < seconds < float("inf"):  # neither a NaN nor an infinity: no time to wait
+        return seconds
+    if strict:
+        from ..core.errors import InvalidInputError  # only here: the client imports little
+
+        raise InvalidInputError(f"{IDLE_VARIABLE} is {value!r}, not a number of seconds; set it to a number above 0 "
+                                f"(the default is {DEFAULT_IDLE:g}) or unset it.")
+    return DEFAULT_IDLE
 
 
 # The package's code folders, whose files make the version stamp.

@@ -22,7 +22,7 @@ import yaml
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.results import ChangeResult, Hit, Stats, Timeline
-from ..core.text import clip, quoted, warning_lines
+from ..core.text import clip, one_line_shown, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .schema import Handler, Reply, ToolSpec, check_arguments, with_result
 
@@ -85,8 +85,11 @@ def _clip(text: str | None, limit: int) -> str:
 
 
 def _label(data: Mapping[str, Any]) -> str:
-    """A memory's title; SLayer memories have none, so their summary stands in."""
-    return data.get("title") or _clip(data.get("description") or data.get("learning"), 80)
+    """A memory's title on one line (a hand-written one may hold line breaks, which would make
+    lines of their own in the text an agent reads); SLayer memories have none, so their summary
+    stands in."""
+    title = data.get("title")
+    return one_line_shown(title) if title else _clip(data.get("description") or data.get("learning"), 80)
 
 
 def _type(data: Mapping[str, Any]) -> str:
@@ -162,7 +165,7 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         if len(content) > PREVIEW_CHARS:
             truncated = True
             preview += " [preview]"
-        project = f" | project: {hit['project']}" if hit["project"] else ""
+        project = f" | project: {one_line_shown(hit['project'])}" if hit["project"] else ""
         lines.append(f"[{n}] #{hit['id']} ({_type(hit)}) \u2014 {_label(hit)}")
         lines.append(f"    {preview}")
         if hit["entities"]:
@@ -222,7 +225,7 @@ def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         ("Duplicates", data["duplicate_count"]), ("Revisions", data["revision_count"]),
         ("Created", data["created_at"]), ("Updated", data["updated_at"]),
     ]
-    lines.extend(f"{label}: {value}" for label, value in fields if value not in (None, ""))
+    lines.extend(f"{label}: {one_line_shown(str(value))}" for label, value in fields if value not in (None, ""))
     return Reply("\n".join(lines), data)
 
 
@@ -297,7 +300,7 @@ def _session_line(data: Timeline) -> str:
     session = data.get("session")
     if not session:
         return data["session_id"] or "(none)"
-    line = f"{session['id']} ({session['project'] or 'no project'}, started {session['started_at']})"
+    line = f"{one_line_shown(session['id'])} ({one_line_shown(session['project'] or 'no project')}, started {session['started_at']})"
     if session["summary"]:
         line += f" \u2014 {clip(' '.join(session['summary'].split()), 100)}"
     return line

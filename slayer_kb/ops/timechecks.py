@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 
-from ..core.problems import Problem, words
+from ..core.problems import Problem, shell_word
 from .schema_words import TimeField
 
 # Further ahead than two machines' clocks differ: a time that no save could have written.
@@ -19,12 +19,14 @@ _WHAT_IT_MISLEADS = {
 }
 
 
-def future_times(times: Iterable[TimeField], name: str, memory_id: str, now: datetime | None = None) -> list[Problem]:
+def future_times(times: Iterable[TimeField], name: str, memory_id: str, command: str,
+                 now: datetime | None = None) -> list[Problem]:
     """A warning, at its line, for each of the memory file's times (``schema_words.read_times``,
-    the reading the schema check used) more than ``SKEW`` after ``now`` (this machine's clock)."""
+    the reading the schema check used) more than ``SKEW`` after ``now`` (this machine's clock);
+    ``command`` is slayer-kb as its fix runs it (``KBContext.command``)."""
     limit = (now or datetime.now(timezone.utc)) + SKEW
     return [Problem(name, time.line or 1, f"{time.key} {time.written!r} is more than a day ahead of this machine's "
                     f"clock, so {_WHAT_IT_MISLEADS[time.key]}; write the time it happened, with "
-                    f"'slayer-kb edit {words(memory_id)}'")
+                    f"'{command} edit {shell_word(memory_id)}'")
             for time in times
             if time.key in _WHAT_IT_MISLEADS and time.when is not None and time.when > limit]

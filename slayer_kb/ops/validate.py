@@ -384,7 +384,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         return problems
     times = read_times(text, data, TIME_KEYS)
     if warnings is not None:
-        warnings.extend(future_times(times, name, memory_id))
+        warnings.extend(future_times(times, name, memory_id, context.command))
     schema_problems = list(memory_problems(text, data, times))
     for line, message in schema_problems:
         add(line, message)

