@@ -67,6 +67,7 @@ def test_split_references(text: str, refs: list[str]) -> None:
         ("amount", ("amount", False)),
         (" sum(amount) ", ("amount", False)),
         ("amount:sum", ("amount", False)),
+        ("amount: sum", ("amount", False)),  # as SLayer: a space after the colon only is taken
         ("amount:weighted_avg(weight=qty)", ("amount", False)),
         ("weighted_avg(price, weight=qty)", ("price", False)),
         ("customers.regions.name:count_distinct", ("customers.regions.name", False)),
@@ -108,9 +109,9 @@ def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
         ),
         (":sum", "':sum' contains an invalid identifier segment. (Each part between dots is a name: a letter or '_', then letters, digits, '_' or '-'.)"),
         # as SLayer: no space before the colon, one aggregation, the star counted by lower-case count
-        # a space after the colon too, as a formula refuses it (querychecks.formula_problem), in its words
+        # a space before the colon, in a formula's words (querychecks.formula_problem)
         *((spaced, f"'{spaced}' contains an invalid identifier segment. Write 'amount:sum', with no spaces around "
-                   "an aggregation's colon.") for spaced in ("amount : sum", "amount :sum", "amount: sum")),
+                   "an aggregation's colon.") for spaced in ("amount : sum", "amount :sum")),
         (
             "cumsum(sum(amount))",
             "'cumsum(sum(amount))' is not a single aggregated column reference; only the `agg(column)` form "

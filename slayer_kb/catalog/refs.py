@@ -100,7 +100,7 @@ class RefTarget(NamedTuple):
 
 
 _COLON_AGG = re.compile(
-    r"(?P<head>[^:()]*?)(?P<gap>\s*):(?P<after>\s*)(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
+    r"(?P<head>[^:()]*?)(?P<gap>\s*):\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
 )
 _DISTINCT = re.compile(r"^distinct\s+", re.I)
 _CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
@@ -119,7 +119,9 @@ def parse_reference(ref: str) -> RefTarget:
     text = ref.strip()
     colon = _COLON_AGG.fullmatch(text)
     if colon:
-        if colon["gap"] or colon["after"]:  # as a formula's (querychecks.formula_problem)
+        # SLayer reads 'amount :sum' as the name 'amount ', which no name is; 'amount: sum' it takes
+        # (split_agg_suffix keeps ' sum' as the aggregation), so only the space before is refused.
+        if colon["gap"]:
             fix = unspaced_colon(f"{colon['head'].strip()}:{text.split(':', 1)[1].strip()}")
             # SLayer's sentence first, whole (tests/fidelity), then the fix as one of its own.
             raise ReferenceFormError(f"'{text}' contains an invalid identifier segment. {fix[0].upper()}{fix[1:]}.")
