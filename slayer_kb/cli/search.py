@@ -176,8 +176,8 @@ def stats(settings: Settings) -> None:
             [
                 f"memories: {data['memories']}",
                 f"sessions: {data['sessions']}",
-                f"projects: {', '.join(data['projects']) or '-'}",
-                "types: " + (", ".join(f"{'(untyped)' if k == 'none' else k} {v}" for k, v in data["types"].items()) or "-"),
+                f"projects: {', '.join(map(one_line_shown, data['projects'])) or '-'}",
+                "types: " + (", ".join(f"{'(untyped)' if k == 'none' else one_line_shown(k)} {v}" for k, v in data["types"].items()) or "-"),
                 f"search by meaning: {data['search_by_meaning']}",
             ]
         ) + warning_lines(data.get("warnings", [])),

@@ -89,7 +89,8 @@ def kind_of(value: object) -> str:
 
 
 # The same and tab and newline: a text that must stay one line whatever it holds.
-_LINE_CONTROLS = {**_CONTROLS, 0x09: "\\x09", 0x0A: "\\x0a"}
+# U+2028 and U+2029 too: str.splitlines and many readers break a line there.
+_LINE_CONTROLS = {**_CONTROLS, 0x09: "\\x09", 0x0A: "\\x0a", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def one_line_shown(text: str) -> str:

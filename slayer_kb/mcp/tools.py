@@ -242,7 +242,7 @@ def _mem_session_summary(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 
 def _stats_line(stats: Stats) -> str:
-    return ", ".join(stats["projects"]) or "none"
+    return ", ".join(map(one_line_shown, stats["projects"])) or "none"
 
 
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
@@ -283,13 +283,13 @@ def _mem_timeline(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     stats = kb.stats()
-    types = ", ".join(f"{t} {n}" for t, n in stats["types"].items()) or "none yet"
+    types = ", ".join(f"{one_line_shown(t)} {n}" for t, n in stats["types"].items()) or "none yet"
     return Reply(
         "Memory System Stats:\n"
         f"- Sessions: {stats['sessions']}\n"
         f"- Observations: {stats['memories']}\n"
         f"- Prompts: {stats['prompts']}\n"
-        f"- Projects: {', '.join(stats['projects']) or 'none yet'}\n"
+        f"- Projects: {', '.join(map(one_line_shown, stats['projects'])) or 'none yet'}\n"
         f"- Types: {types}" + warning_lines(stats.get("warnings", [])),
         dict(stats),
     )
@@ -299,7 +299,7 @@ def _session_line(data: Timeline) -> str:
     """The timeline's session: its id, and from its file (Engram's header) project, start, summary."""
     session = data.get("session")
     if not session:
-        return data["session_id"] or "(none)"
+        return one_line_shown(data["session_id"]) if data["session_id"] else "(none)"
     line = f"{one_line_shown(session['id'])} ({one_line_shown(session['project'] or 'no project')}, started {session['started_at']})"
     if session["summary"]:
         line += f" \u2014 {clip(' '.join(session['summary'].split()), 100)}"
