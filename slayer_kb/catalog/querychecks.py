@@ -169,8 +169,9 @@ def formula_problem(text: str) -> str | None:
 
 
 def unspaced_colon(unspaced: str) -> str:
-    """The fix of a formula or an entity reference with spaces around an aggregation's colon
-    (``amount : sum``, ``amount: sum``), which SLayer refuses: ``unspaced``, the text without them."""
+    """The fix of a formula with spaces around an aggregation's colon (``amount : sum``,
+    ``amount: sum``), or of an entity reference with one before it (``amount :sum``; SLayer takes
+    ``amount: sum`` as a reference): ``unspaced``, the text without them."""
     return f"write {unspaced!r}, with no spaces around an aggregation's colon"
 
 
