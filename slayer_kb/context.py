@@ -240,7 +240,7 @@ class Context:
                     live.append(entity)
                     continue
                 said.append(f"{entity} names a memory deleted at {memory.deleted_at}, which no search or read "
-                            f"shows: bring it back with 'slayer-kb restore {words(memory.id)}' (MCP: mem_restore).")
+                            f"shows: bring it back with '{command(self.root)} restore {words(memory.id)}' (MCP: mem_restore).")
         return live, said
 
     def ensure_fresh(

@@ -325,8 +325,9 @@ def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalo
     linking = catalog_kb.save_memory("Divide by 100 for euros", ["orders.amount", f"memory:{memory_id}"]).memory_id
     catalog_kb.forget(memory_id, soft=True)
     deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    # Run from elsewhere with --kb, the fix names the KB, so that it runs where it is shown.
     said = (f"memory:{memory_id} names a memory deleted at {deleted_at}, which no search or read shows: bring it "
-            f"back with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+            f"back with 'slayer-kb --kb {catalog_kb.root} restore {memory_id}' (MCP: mem_restore).")
     proc = invoke_cli("--kb", catalog_kb.root, "search", "-e", f"memory:{memory_id}")
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith(f"Memories:\n  [{linking}] Divide by 100 for euros\n")
@@ -349,8 +350,9 @@ def test_a_topic_key_save_again_is_not_told_of_a_deleted_link_it_holds(catalog_k
     memory_id = catalog_kb.save_memory("Retries back off", ["orders.amount"]).memory_id
     catalog_kb.forget(memory_id, soft=True)
     deleted_at = catalog_kb.get(memory_id, include_deleted=True).to_dict()["deleted_at"]
+    # Run from elsewhere with --kb, the fix names the KB, so that it runs where it is shown.
     said = (f"memory:{memory_id} names a memory deleted at {deleted_at}, which no search or read shows: bring it "
-            f"back with 'slayer-kb restore {memory_id}' (MCP: mem_restore).")
+            f"back with 'slayer-kb --kb {catalog_kb.root} restore {memory_id}' (MCP: mem_restore).")
     save = ("save", "Retry budget is N attempts", "--project", "api", "--topic-key", "decision/retry",
             "-e", f"memory:{memory_id}", "--json")
     first = json.loads(invoke_cli("--kb", catalog_kb.root, *save, "--title", "Retry budget").stdout)
