@@ -400,6 +400,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
         stopped = _merge_file_stops(store, ours, theirs, both)
     problems = []
+    fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
     for path in sorted(stopped):
         kb_path = path[len(store.prefix):]
         folder, _, name = kb_path.partition("/")
@@ -407,7 +408,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
                 or (folder == MEMORIES and is_auto_id(name[:-5]) and ours.get(path, ("",))[0] == _NO_BLOB)):
             continue
         kind, merges = _MERGES[folder]
-        fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+        fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
         problems.append(Problem(
             shown(compared.root / kb_path), 1,
             f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
