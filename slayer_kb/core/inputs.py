@@ -80,18 +80,17 @@ def check_description(description: Any) -> str | None:
     return description or None
 
 
-def whole_number(variable: str, default: int, unit: str, most: int | None = None, least: int = 1) -> int:
-    """The environment variable ``variable``, a whole number of ``unit`` from ``least`` (and at
-    most ``most``), or ``default`` when it is unset or blank; anything else is an error that names
-    it, its default and the fix (``int()`` of it was a traceback on every command)."""
+def whole_number(variable: str, default: int, unit: str, most: int | None = None) -> int:
+    """The environment variable ``variable``, a whole number of ``unit`` above 0 (and at most
+    ``most``), or ``default`` when it is unset or blank; anything else is an error that names it,
+    its default and the fix (``int()`` of it was a traceback on every command)."""
     value = os.environ.get(variable, "").strip()
     if not value:
         return default
-    number = int(value) if value.isascii() and value.isdigit() else -1
-    if number < least:
-        allowed = "above 0" if least == 1 else f"from {least} to {most}" if most is not None else f"from {least}"
+    number = int(value) if value.isascii() and value.isdigit() else 0
+    if number < 1:
         raise InvalidInputError(
-            f"{variable} is {value!r}, not a number of {unit}; set it to a whole number {allowed} "
+            f"{variable} is {value!r}, not a number of {unit}; set it to a whole number above 0 "
             f"(the default is {default}) or unset it.")
     if most is not None and number > most:
         raise InvalidInputError(
