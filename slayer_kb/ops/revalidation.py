@@ -28,11 +28,12 @@ import yaml
 from ..core import yamlio
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import INVALID_QUERY, STALE_QUERY, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, shown
 from ..store.repo import GitStore
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
 from .renumber import added_since
+from .snapshot import blobs_at
 from .unlinks import strip_gone
 from .validate import validate
 
@@ -94,19 +95,28 @@ def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) ->
     the user is."""
     paths = [Path(shown(kb.root / memory_path(memory_id))) for memory_id in sorted(ids)]
     found = validate(paths).problems if paths else []
-    untouched = {p for p in found if p.kind == INVALID_QUERY and ids.get(Path(p.path).stem) == "M"
-                 and _query_at(store, other, Path(p.path).stem) == _query_at(store, "HEAD", Path(p.path).stem)}
+    untouched = _untouched(store, other, [p for p in found if p.kind == INVALID_QUERY
+                                          and ids.get(Path(p.path).stem) == "M"])
     return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],
                        sorted({Path(p.path).stem for p in found if p.kind == STALE_QUERY}),
                        [str(p) for p in sorted(untouched)])
 
 
-def _query_at(store: GitStore, commit: str, memory_id: str) -> Any:
-    """The ``query`` of memory ``memory_id`` as ``commit`` holds it (None for none, or no such file)."""
-    shown_file = store.git("show", f"{commit}:{store.repo_path(memory_path(memory_id))}", check=False)
-    if shown_file.returncode != 0:
+def _untouched(store: GitStore, other: str, invalid: list[Problem]) -> set[Problem]:
+    """Of ``invalid`` (problems of memories HEAD changes on top of ``other``), those whose
+    memory's query is at HEAD as at ``other``: both sides' files read in one ``cat-file``."""
+    if not invalid:
+        return set()
+    texts = blobs_at(store, [(rev, memory_path(Path(p.path).stem)) for p in invalid for rev in (other, "HEAD")])
+    return {p for p, there, here in zip(invalid, texts[::2], texts[1::2], strict=True)
+            if _query_of(there) == _query_of(here)}
+
+
+def _query_of(text: bytes | None) -> Any:
+    """The ``query`` of a memory file's bytes (None for none, or no such file)."""
+    if text is None:
         return None
     with contextlib.suppress(yaml.YAMLError, UnicodeDecodeError):
-        data = yamlio.load(shown_file.stdout.decode("utf-8"))
+        data = yamlio.load(text.decode("utf-8"))
         return data.get("query") if isinstance(data, dict) else None
     return None
