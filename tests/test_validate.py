@@ -611,6 +611,20 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
         "'orders.amount:sum', with no spaces around an aggregation's colon.\n")
 
 
+def test_a_reference_no_catalog_can_resolve_is_invalid_not_stale(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    # A reference over the length limit (ReferenceFormError) is wrong in its form: no catalog
+    # change mends it, so it is an invalid query (which sync refuses), never a stale one.
+    long = "x" * 1001
+    write(catalog_kb, "1.yaml", f"learning: Long\nquery:\n  source_model: orders\n  measures:\n  - {long}\n{CREATED}")
+    proc = invoke_cli("validate", cwd=catalog_kb.root)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout == (
+        f"memories/1.yaml:2: attached query is not a valid SlayerQuery (measures[0]: entity reference '{'x' * 100}'"
+        "... (1001 characters) is over the limit of 1000 characters: name a datasource, model, column or "
+        "memory:<id> (e.g. 'orders.amount').); fix or remove the query with 'slayer-kb edit 1'\n"
+        "1 problem in 1 file (1 file checked)\n")
+
+
 def test_a_time_inside_a_merge_key_is_told_at_its_line(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     head = "learning: Fine.\nentities:\n- shop.orders.amount\n"
     write(catalog_kb, "1.yaml", head + "<<: {created_at: '2999-01-01T00:00:00Z'}\n")

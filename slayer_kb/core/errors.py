@@ -11,6 +11,9 @@ class KBError(Exception):
     command has ``tool_message``, the same advice in an MCP client's terms (its tools)."""
 
     type_name = "error"
+    # Whether a stored query that raises this is stale (names what the catalog no longer has,
+    # which a catalog change can mend) rather than invalid (no catalog makes it resolve).
+    stale = False
 
     def __init__(self, message: str = "", *, tool_message: str | None = None) -> None:
         super().__init__(message)
@@ -34,6 +37,7 @@ class ResolutionError(KBError):
     existing references it probably meant, which the message names too."""
 
     type_name = "resolution"
+    stale = True
 
     def __init__(self, message: str, suggestions: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -47,6 +51,8 @@ class AmbiguousEntityError(ResolutionError):
 class ReferenceFormError(ResolutionError):
     """A reference not written as SLayer reads one (``amount : sum``, ``sum(a - b)``, ``a..b``):
     no catalog makes it resolve, so a stored query holding one is invalid, not stale."""
+
+    stale = False
 
 
 class InvalidInputError(KBError):

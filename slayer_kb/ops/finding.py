@@ -16,7 +16,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
-from ..core.errors import InvalidInputError, KBError, NotFoundError, ReferenceFormError, ResolutionError
+from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import check_existing_id, check_id, id_sort_key
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
@@ -319,8 +319,7 @@ def _query_problem(kb: Context, query: dict[str, Any]) -> tuple[bool, str] | Non
     try:
         query_entities(query, kb.resolver())
     except KBError as exc:
-        stale = isinstance(exc, ResolutionError) and not isinstance(exc, ReferenceFormError)
-        problem: tuple[bool, str] | None = (stale, str(exc))
+        problem: tuple[bool, str] | None = (exc.stale, str(exc))
     else:
         problem = None
     if key is not None and "memory:" not in key:

@@ -52,7 +52,7 @@ from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
-from ..core.errors import InvalidIdError, KBError, MemoryFileError, ReferenceFormError, ResolutionError
+from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id
 from ..core.memory import (
@@ -546,7 +546,7 @@ def _query_problems(
         check_query(query)
         query_entities(query, context.resolver)
     except KBError as exc:
-        if isinstance(exc, ResolutionError) and not isinstance(exc, ReferenceFormError):
+        if exc.stale:
             yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
         else:
             yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", INVALID_QUERY
