@@ -1,7 +1,8 @@
 """The KB's files as they are at a git revision, read from git objects (never the work tree):
 a file, a folder's listing, the memory ids, the catalog; what a side deleted from the catalog
 since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``); and the
-sessions two sides started for two projects (``sync``)."""
+sessions two sides started for two projects (``sync``); the memory and session files a side wrote
+since the sides parted (``sync``, ``validate --against``)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,24 @@ def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | Non
         found.append(out[end + 1 : end + 1 + size] if header[1] == b"blob" else None)
         at = end + 1 + size + 1
     return found
+
+
+# A raw diff's blob for the side that lacks the file.
+NO_BLOB = "0" * 40
+
+
+def written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, str]]:
+    """``{KB path: (blob at base, blob at rev)}`` of the files under memories/ and sessions/ that
+    ``rev`` added, changed or removed since ``base`` (``NO_BLOB`` where one lacks the file), in one
+    ``git diff``: of both sides', the files a merge of them may give the KB's merge driver."""
+    folders = [store.repo_path(f"{folder}/") for folder in (MEMORIES_DIR, SESSIONS_DIR)]
+    out = store.git("diff", "--raw", "-z", "--no-abbrev", "--no-renames", base, rev, "--", *folders).stdout
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    written = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):  # the output ends with a NUL
+        blobs = meta.split()
+        written[path[len(store.prefix):]] = (blobs[2], blobs[3])
+    return written
 
 
 def session_projects(store: GitStore, sides: tuple[str, str], paths: list[str]) -> dict[str, dict[str, str]]:

@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import id_of_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
 from ..core.problems import cd_step, command, git_command, words
@@ -54,7 +54,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at, session_projects
+from .snapshot import blobs_at, session_projects, written_since
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
 
@@ -337,7 +337,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
         parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
-    both = _changed_on_both_sides(store, parted, upstream) if parted else []
+    both = (sorted(written_since(store, parted, upstream).keys() & written_since(store, parted, "HEAD").keys())
+            if parted else [])
     if merges:
         _merge(store, remote, name, upstream, bool(mapping))
     elif (tip := replay(store, upstream, ours)) is None:
@@ -481,18 +482,6 @@ def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, st
                 changes.append(memory_change(fixed[memory_id]))
     if changes:
         tx.commit(changes, f"memory: count both sides' revisions of {', '.join(fixed)}", fixed)
-
-
-def _changed_on_both_sides(store: GitStore, base: str, upstream: str) -> list[str]:
-    """The KB's memory and session files (KB-relative) that both this branch and ``upstream``
-    changed since they parted at ``base``: the ones git merges, with the KB's driver."""
-    folders = [store.repo_path(f"{MEMORIES_DIR}/"), store.repo_path(f"{SESSIONS_DIR}/")]
-
-    def changed(tip: str) -> set[str]:
-        out = store.git("diff", "--name-only", "-z", "--no-renames", base, tip, "--", *folders).stdout
-        return {p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p}
-
-    return sorted(changed(upstream) & changed("HEAD"))
 
 
 def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool = True) -> None:

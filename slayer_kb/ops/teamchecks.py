@@ -30,7 +30,7 @@ from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
-from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
+from .snapshot import NO_BLOB, blobs_at, catalog_changed, deleted_entities, entities_of, under, written_since
 
 MEMORIES = "memories"
 _LINK = "memory:"
@@ -378,7 +378,12 @@ _MERGES = {
     SESSIONS_DIR: ("session file", "it merges both sides' sessions (their prompts, the earliest start, the latest "
                                    "end)"),
 }
-_NO_BLOB = "0" * 40
+
+
+def _merged(kb_path: str) -> bool:
+    """Whether the KB's merge driver merges ``kb_path``: a ``.yaml`` file in memories/ or sessions/."""
+    folder, _, name = kb_path.partition("/")
+    return folder in _MERGES and "/" not in name and name.endswith(".yaml")
 
 
 def plain_merge_conflicts(compared: Branch) -> list[Problem]:
@@ -392,8 +397,8 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     head = store.head()
     if base is None or head is None or against_sha == base:
         return []
-    ours, theirs = (_written_since(store, base, rev) for rev in (head, against_sha))
-    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1]}
+    ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
+    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return []
     stopped = merge_tree_stops(store, head, against_sha)
@@ -401,11 +406,10 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
         stopped = _merge_file_stops(store, ours, theirs, both)
     problems = []
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
-    for path in sorted(stopped):
-        kb_path = path[len(store.prefix):]
+    for kb_path in sorted(stopped):
         folder, _, name = kb_path.partition("/")
-        if (not path.startswith(store.prefix) or folder not in _MERGES or "/" in name or not name.endswith(".yaml")
-                or (folder == MEMORIES and is_auto_id(name[:-5]) and ours.get(path, ("",))[0] == _NO_BLOB)):
+        if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
+                                    and ours.get(kb_path, ("",))[0] == NO_BLOB):
             continue
         kind, merges = _MERGES[folder]
         fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
@@ -418,14 +422,15 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
 
 
 def merge_tree_stops(store: GitStore, head: str, against_sha: str) -> set[str] | None:
-    """The repository paths a merge of ``head`` and ``against_sha`` stops on, as git's merge
-    finds them (renames followed), in one ``git merge-tree --write-tree`` (git 2.38+; it writes
-    the merged objects, nothing else). None where git has no such command."""
+    """The KB paths of the KB's files a merge of ``head`` and ``against_sha`` stops on, as git's
+    merge finds them (renames followed), in one ``git merge-tree --write-tree`` (git 2.38+; it
+    writes the merged objects, nothing else). None where git has no such command."""
     proc = store.git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, against_sha,
                      check=False)
     if proc.returncode not in (0, 1):
         return None
-    return {name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0")[1:] if name}
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")[1:]
+    return {name[len(store.prefix):] for name in names if name.startswith(store.prefix) and name}
 
 
 def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
@@ -434,12 +439,12 @@ def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs:
     merge-file``, each version written once, under a name of its own. A rename is not followed:
     one side's rename against the other's edit is a deletion against an edit here."""
     texts = store.objects.read_many("blob", {blob for path in both for blob in (*ours[path], theirs[path][1])}
-                                    - {_NO_BLOB})
+                                    - {NO_BLOB})
     stopped = set()
     with tempfile.TemporaryDirectory(prefix="slayer-kb-merge-") as folder:
         for number, path in enumerate(sorted(both)):
             (before, mine), after = ours[path], theirs[path][1]
-            if _NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
+            if NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
                 versions = [Path(folder, f"{number}.{side}") for side in ("ours", "base", "theirs")]
                 for version, blob in zip(versions, (mine, before, after), strict=True):
                     version.write_bytes(texts.get(blob, b""))
@@ -447,19 +452,6 @@ def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs:
                     continue
             stopped.add(path)
     return stopped
-
-
-def _written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, str]]:
-    """``{repo path: (blob at base, blob at rev)}`` of the memory and session files ``rev`` added,
-    changed or removed since ``base`` (``_NO_BLOB`` where one lacks the file)."""
-    folders = [store.repo_path(f"{folder}/") for folder in _MERGES]
-    out = store.git("diff", "--raw", "-z", "--no-abbrev", "--no-renames", base, rev, "--", *folders).stdout
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    written = {}
-    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
-        if path.endswith(".yaml") and "/" not in path[len(store.prefix):].partition("/")[2]:
-            written[path] = (meta.split()[2], meta.split()[3])
-    return written
 
 
 def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
