@@ -311,7 +311,8 @@ def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: P
     """``git config core.ignoreStat true`` makes git mark every file it adds assume-unchanged: the
     second write of a memory was refused for ever, though the file held no uncommitted work. A
     marked file holding its index's version is rewritten, and git's index takes the commit (the
-    mark kept); one holding a change is still refused."""
+    mark kept; a skip-worktree one was dropped from git's index); one holding a change is still
+    refused."""
     root = make_empty_kb(tmp_path / "kb")
     git(root, "config", "core.ignoreStat", "true")
     invoke_cli("--kb", root, "save", "One", "--title", "one", check=True)
@@ -327,9 +328,17 @@ def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: P
     refused = invoke_cli("--kb", root, "update", "1", "--description", "third")
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: memories/1.yaml is marked assume-unchanged in git's index")
-    # A skip-worktree file holding its version is forgotten, its deletion staged as committed.
+    # A skip-worktree file holding its version is rewritten: git's update-index dropped it, and
+    # git's index staged the memory's deletion for the user's next commit.
     invoke_cli("--kb", root, "save", "Two", "--title", "two", check=True)
     git(root, "update-index", "--skip-worktree", "memories/2.yaml")
+    marks = git(root, "ls-files", "-v", "memories/2.yaml")
+    assert marks == "s memories/2.yaml\n"  # skip-worktree, and assume-unchanged by core.ignoreStat
+    invoke_cli("--kb", root, "update", "2", "--description", "kept", check=True)
+    assert "description: kept\n" in git(root, "show", "HEAD:memories/2.yaml")
+    assert git(root, "status", "--porcelain") == git(root, "diff", "--cached", "--name-only", "HEAD") == ""
+    assert git(root, "ls-files", "-v", "memories/2.yaml") == marks
+    # ... and forgotten, its deletion staged as committed.
     invoke_cli("--kb", root, "forget", "2", check=True)
     assert git(root, "ls-files", "memories/").split() == ["memories/.gitkeep", "memories/1.yaml"] and not (root / "memories" / "2.yaml").exists()
     assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""

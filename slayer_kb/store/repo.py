@@ -118,7 +118,7 @@ class GitStore:
         # Who commits (a callable): git's own identity when configured, else a neutral one.
         self.identity = Identity(self.git, self.git_dirs)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
-        self.restage: set[str] = set()  # marked files a rewrite let through (worktree.restage_marked)
+        self.restage: dict[str, tuple[str, str]] = {}  # marked files a rewrite let through: mark, mode
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)

@@ -55,7 +55,7 @@ class Repository(Protocol):
 
     def git_dirs(self) -> tuple[Path, Path]: ...
 
-    restage: set[str]
+    restage: dict[str, tuple[str, str]]
 
 def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Move the branch to ``target`` as ``git reset --keep`` does (files HEAD and ``target`` agree
@@ -164,7 +164,7 @@ def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[
     """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed):
     one marked by ``core.ignoreStat`` (git marks every file it adds) and never touched holds no
     uncommitted work. One ``git hash-object`` for all of them. Those let through are noted in
-    ``store.restage``, for the staging after the commit."""
+    ``store.restage`` with their mark and mode, for the staging after the commit."""
     marked = _marked(store, specs)
     # --stdin-paths reads a line a path: a name holding a line break stays refused.
     present = sorted(p for p in marked if "\n" not in p and os.path.isfile(store.root / p)
@@ -174,7 +174,7 @@ def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[
         blobs = store.git("hash-object", "--stdin-paths", input=payload).stdout.decode().split()
         for path, blob in zip(present, blobs, strict=True):
             if marked[path][2] == blob:
-                store.restage.add(path)
+                store.restage[path] = marked[path][:2]
                 del marked[path]
     return marked
 
@@ -182,19 +182,18 @@ def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[
 def restage_marked(store: Repository, kb_paths: Sequence[str]) -> None:
     """After ``update-index`` staged a commit's ``kb_paths``: put the commit's version in git's
     index for those of them ``uncommitted`` let through marked (``store.restage``), which
-    ``update-index`` leaves as they were, and mark them again as they were."""
-    paths = sorted(store.restage.intersection(kb_paths))
-    store.restage.difference_update(paths)
-    marked = _marked(store, [store.repo_path(p) for p in paths]) if paths else {}
+    ``update-index`` leaves as they were (an assume-unchanged file) or drops (a skip-worktree
+    file: a staged deletion), and mark them again as they were."""
+    marked = {p: store.restage.pop(p) for p in sorted(store.restage.keys() & set(kb_paths))}
     head = store.head()
     if not marked or head is None:
         return
     objects = store.objects
     in_head = objects.blobs_at(objects.tree_of(head), [store.repo_path(p) for p in marked])
     lines = "".join(f"{mode if in_head[store.repo_path(p)] else 0} {in_head[store.repo_path(p)] or '0' * 40}"
-                    f"\t{store.repo_path(p)}\0" for p, (_, mode, _) in sorted(marked.items()))
+                    f"\t{store.repo_path(p)}\0" for p, (_, mode) in sorted(marked.items()))
     store.git_writing_index("update-index", "-z", "--index-info", input=lines.encode("utf-8", "surrogateescape"))
-    for kind in sorted({mark for mark, *_ in marked.values()}):
+    for kind in sorted({mark for mark, _ in marked.values()}):
         again = [store.repo_path(p) for p in sorted(marked) if marked[p][0] == kind and in_head[store.repo_path(p)]]
         if again:
             # --index-info's entries have no stat data: refreshed first, as git would.
