@@ -39,7 +39,7 @@ from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
 from .store.place import git_dir_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
-from .store.worktree import STATUS_ENV, head_blob
+from .store.worktree import head_blob
 from .transaction import Transaction, memory_change
 
 MAX_ENGRAM_LIMIT = 20
@@ -118,8 +118,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def _ignore_change(self, own: bool) -> Change | None:
         """``.gitignore`` with ``.slayer-kb/`` added where it lacks it. Only a file committed as it
         stands is taken up, or none at all: init's commit must hold nothing of the person's that
-        they have not committed (a file untracked, staged, edited, deleted by hand, or a symlink's
-        target's text in place of the link); refused with the fix. A file with the line, not
+        they have not committed (a file untracked, staged, edited, edited under a mark of git's index
+        that hides it from git status, deleted by hand, or a symlink's target's text in place of the
+        link); refused with the fix. A file with the line, not
         committed, is refused too: a clone of the KB would not ignore ``.slayer-kb/``. ``own``: no
         repository held the folder, so committing starts with ``git init``."""
         path = self.root / ".gitignore"
@@ -131,13 +132,12 @@ class KnowledgeBase(Context, EngramTools, Cascades):
                 f"{shown_path} is deleted, and HEAD has it: init would commit a .gitignore of just the line "
                 f"'{GITIGNORE.strip()}', dropping the lines committed. Bring it back "
                 f"({'; '.join([*cd_step(self.root), 'git checkout HEAD -- .gitignore'])}), then run init again.")
-        committed = blob is not None and not self.store.git(
-            "status", "--porcelain", "-z", "--", self.store.repo_path(".gitignore"), env=STATUS_ENV).stdout
         state = "has changes not committed" if blob is not None else "is not committed"
         commit = "; ".join([*cd_step(self.root), *(["git init"] if own else []), "git add .gitignore", "git commit"])
         text = b"" if path.is_symlink() and not path.exists() else path.read_bytes()  # a link leading nowhere
         if _ignores_state(text):
-            if committed:
+            # Left as it is: a mark in git's index hides its changes from this check, as from git status.
+            if blob is not None and not self.store.uncommitted([".gitignore"], rewrites=False):
                 return None
             raise InvalidInputError(
                 f"{shown_path} has the line '{GITIGNORE.strip()}' but {state}, so a clone of the knowledge base would "
@@ -147,7 +147,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             raise InvalidInputError(
                 f"{shown_path} is a symbolic link, which init does not replace, and the file it leads to lacks the line "
                 f"'{GITIGNORE.strip()}': add that line to that file yourself, commit it ({commit}), then run init again.")
-        if not committed:
+        # Rewritten: a file git's index marks is refused unless it holds its index's version.
+        if blob is None or self.store.uncommitted([".gitignore"]):
             raise InvalidInputError(
                 f"{shown_path} {state}, and init would commit it with the line '{GITIGNORE.strip()}' it adds: commit "
                 f"it yourself first ({commit}), or add that line to it and commit it, then run init again.")

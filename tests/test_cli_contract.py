@@ -659,6 +659,36 @@ def test_init_commits_no_gitignore_the_person_has_not_committed(invoke_cli: CliR
     assert git(kb, "status", "--porcelain") == " D .gitignore\n"
 
 
+@pytest.mark.parametrize("mark", ["assume-unchanged", "skip-worktree"])
+def test_init_takes_no_change_git_s_index_hides_in_a_marked_gitignore(invoke_cli: CliRunner, tmp_path: Path,
+                                                                     mark: str) -> None:
+    """init asked git status whether .gitignore held work not committed, which shows nothing of a
+    file git's index marks: a line the person had not committed went into init's commit, and of a
+    marked file holding HEAD's text, git's index kept the old version (a staged revert, or for
+    skip-worktree a staged deletion). The first is refused with the fix; the second committed
+    with git's index matching it, the mark kept."""
+    kb = tmp_path / "kb"
+    invoke_cli("init", kb, check=True)
+    (kb / ".gitignore").write_text("*.log\n")
+    git(kb, "commit", "-qam", "ignore logs only")
+    git(kb, "update-index", f"--{mark}", ".gitignore")
+    (kb / ".gitignore").write_text("*.log\nsecrets.env\n")
+    refused = invoke_cli("init", kb)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        f"Error: .gitignore is marked {mark} in git's index, so git shows none of its changes, and this command would "
+        f"rewrite it: slayer-kb never commits work you have not committed, and git's index would not take the commit, "
+        f"so nothing was done. Clear the mark (git -C {kb} update-index --no-{mark} -- .gitignore), see what git "
+        "status shows, then retry.\n"))
+    assert git(kb, "log", "--format=%s") == "ignore logs only\nkb: initialise knowledge base\n"
+    (kb / ".gitignore").write_text("*.log\n")
+    made = invoke_cli("init", kb)
+    assert (made.returncode, made.stdout, made.stderr) == (0, f"Initialised knowledge base in {kb}\n", "")
+    assert git(kb, "show", "HEAD:.gitignore") == (kb / ".gitignore").read_text() == "*.log\n.slayer-kb/\n"
+    assert git(kb, "status", "--porcelain") == ""
+    assert git(kb, "diff", "--cached", "--name-only") == ""
+    assert git(kb, "ls-files", "-v", ".gitignore") == f"{'h' if mark == 'assume-unchanged' else 'S'} .gitignore\n"
+
+
 def test_init_example(invoke_cli: CliRunner, tmp_path: Path) -> None:
     doc(invoke_cli("init", tmp_path / "new", "--example", "--json"))
     assert len(list((tmp_path / "new" / "memories").glob("*.yaml"))) == EXAMPLE_MEMORIES
