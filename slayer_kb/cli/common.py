@@ -50,6 +50,7 @@ class Settings:
         self.author = author
         self.preset = preset
         self._kb: KnowledgeBase | None = preset.kb if preset is not None else None
+        self._ready = False  # kb() has checked the settings and set the KB up for this command
 
     def width(self) -> int:
         """Columns for human output: the terminal's, 60 to 120."""
@@ -77,6 +78,8 @@ class Settings:
         return root
 
     def kb(self) -> KnowledgeBase:
+        if self._ready and self._kb is not None:  # a command's second call (validate's paths, then its KB)
+            return self._kb
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
         from ..kb import KnowledgeBase
@@ -93,6 +96,7 @@ class Settings:
             context = click.get_current_context(silent=True)
             if context is not None:
                 context.find_root().call_on_close(self._kb.close)
+        self._ready = True
         return self._kb
 
 
