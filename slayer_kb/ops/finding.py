@@ -91,8 +91,8 @@ def search(
         known = ", ".join(sorted(kb.catalog.datasources)) or "none"
         raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
-    inputs = _lenient_entities(kb, resolver, entities, query, warnings)
-    named = question_names(kb, question or "", resolver)
+    inputs, links = _lenient_entities(kb, resolver, entities, query, warnings)
+    named = question_names(kb, question or "", resolver, links)
     warnings += [w for w in named.warnings if w not in warnings]  # a link named by -e as well: told once
     found = channels.run(kb.index, channels.Request(
         question=question or "",
@@ -177,14 +177,16 @@ class QuestionNames:
     warnings: list[str] = field(default_factory=list)
 
 
-def question_names(kb: Context, question: str, resolver: Resolver | None = None) -> QuestionNames:
+def question_names(kb: Context, question: str, resolver: Resolver | None = None,
+                   read: Mapping[str, bool] | None = None) -> QuestionNames:
     """The catalog entities the question's names mean, as a search reads them: a dotted name
     (a full name, a shorter one the catalog completes, ``customers.email`` ->
     ``shop.customers.email``, a walk of joins) or a bare one (``is_returned``; an ordinary word
     only alone or in backquotes), or, when the name is ambiguous, every reading that resolves (a
     bare name with more than ``MAX_READINGS`` is left to the words, with a note). A dotted name
-    that means nothing is searched as typed and by its words. Public for the benchmark, which builds its
-    requests as ``search`` does."""
+    that means nothing is searched as typed and by its words. ``read``: the memory links the
+    search's entities named, each mapped to whether its memory is live: read once already (and a
+    deleted one told), not again. Public for the benchmark, which builds its requests as ``search`` does."""
     from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
@@ -199,7 +201,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None)
     # a soft-deleted memory is found by no search).
     warnings: list[str] = []
     linked = resolver.resolve_leniently(links, warnings)
-    entities, deleted = kb.memory_links(linked)
+    read = read or {}
+    live, deleted = kb.memory_links([link for link in linked if link not in read])
+    entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
     notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
@@ -237,13 +241,16 @@ def _link_named(kb: Context, link: str) -> str:
     return f"memory:{bare}"
 
 
-def _lenient_entities(
-    kb: Context, resolver: Resolver, entities: Any, query: Any, warnings: list[str]) -> list[str]:
+def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any,
+                      warnings: list[str]) -> tuple[list[str], dict[str, bool]]:
+    """The entities that resolve, and of their memory links, whether each one's memory is live."""
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
     out = resolver.resolve_leniently(refs, warnings)
-    warnings += kb.deleted_links(out)
+    live, deleted = kb.memory_links(out)
+    warnings += deleted
+    links = {entity: entity in live for entity in out if entity.startswith("memory:")}
     if query is not None:
         try:
             found, _notes = query_entities(query, resolver)
@@ -251,7 +258,7 @@ def _lenient_entities(
             warnings.append(f"query dropped: {exc}")
         else:
             out.extend(e for e in found if e not in out)
-    return out
+    return out, links
 
 
 def hit(
