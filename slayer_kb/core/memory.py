@@ -78,7 +78,9 @@ MAX_CONTENT_CEILING = 2 * 1024 * 1024
 # A hand-made alias bomb expands into shared references; walking it counts each visit, so a
 # budget stops it long before memory runs out.
 MAX_QUERY_NODES = 10_000
-TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\Z")
+# A time as the schemas write one (memory.schema.json), for ``fullmatch``: UTC, its parts grouped
+# (year, month, day, hour, minute, second, then any fraction of the second with its dot).
+TIMESTAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z")
 
 
 @dataclass
@@ -127,9 +129,6 @@ class Memory:
 FIELD_NAMES = frozenset(f.name for f in fields(Memory)) - {"id"}
 
 
-_SECONDS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)")
-
-
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -140,10 +139,11 @@ def utc_time(seconds: int) -> str:
 
 
 def parse_time(value: str) -> _dt.datetime:
-    parts = _SECONDS.fullmatch(value[:19])
+    """A memory's time (``TIMESTAMP``'s form) in UTC, to the second."""
+    parts = TIMESTAMP.fullmatch(value)
     if parts is None:
         raise ValueError(f"not a time: {value!r}")
-    return calendar_time(*map(int, parts.groups()))
+    return calendar_time(*map(int, parts.groups()[:6]))
 
 
 def calendar_time(year: int, month: int, day: int, hour: int, minute: int, second: int) -> _dt.datetime:
@@ -408,7 +408,7 @@ def _check_value(key: str, value: Any) -> Any:
         if isinstance(value, _dt.datetime):
             value = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
             return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-        if not isinstance(value, str) or not TIMESTAMP.match(value):
+        if not isinstance(value, str) or not TIMESTAMP.fullmatch(value):
             raise ValueError("must be a UTC time like '2026-11-29T20:42:40Z'")
         return value
     if key == "entities":

@@ -262,7 +262,7 @@ def _value_problem(key: str, value: Any) -> str | None:
     if key.endswith("_at"):
         if isinstance(value, _dt.datetime):
             return None
-        if not isinstance(value, str) or not TIMESTAMP.match(value):
+        if not isinstance(value, str) or not TIMESTAMP.fullmatch(value):
             return "must be a UTC time like '2026-11-29T20:42:40Z'"
         return None
     if not isinstance(value, str):

@@ -7,7 +7,6 @@ import contextlib
 import datetime as _dt
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -18,7 +17,7 @@ import jsonschema
 import yaml
 
 from ..core import yamlio
-from ..core.memory import KEY_ORDER, TIME_KEYS, calendar_time, key_line, missing_key
+from ..core.memory import KEY_ORDER, TIME_KEYS, TIMESTAMP, calendar_time, key_line, missing_key
 from ..core.text import kind_of
 
 # The record schemas live with the records (core/).
@@ -97,10 +96,6 @@ def _memory_problems(text: str, data: Any, times: list[TimeField]) -> Iterator[t
     yield from impossible_times(times)
 
 
-# A time in the schema's form (memory.schema.json, session.schema.json): its parts, to check.
-_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z")
-
-
 @dataclass(frozen=True)
 class TimeField:
     """A top-level field holding a time in the schema's form, as read once for every check of it
@@ -157,7 +152,7 @@ def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[Tim
     found = []
     for key in keys:
         value = _json_like(data.get(key))
-        if isinstance(value, str) and (parts := _TIME.fullmatch(value)) is not None:
+        if isinstance(value, str) and (parts := TIMESTAMP.fullmatch(value)) is not None:
             *whole, fraction = parts.groups()
             # The microseconds it names, cut rather than rounded: .9999999 of 9999-12-31T23:59:59
             # rounded up would be a time past the calendar's last.
