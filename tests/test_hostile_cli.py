@@ -756,3 +756,15 @@ def test_a_closed_standard_stream_keeps_warnings_out_of_the_json(indexed_example
                            "-e", "shop.orders"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2),
                           text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"}, timeout=120)
     assert (proc.returncode, json.loads(proc.stdout)["memory_id"]) == (0, "27")
+
+
+@pytest.mark.parametrize("formula", ["coalesce(amount, distinct (amount))", "sum(amount) / f(x=distinct (amount))"])
+def test_distinct_opening_a_later_argument_is_refused_as_slayer_refuses_it(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str) -> None:
+    # Python reads 'distinct (amount)' as a call, so the formula parses: only querychecks'
+    # _DISTINCT_LATER tells it from count(distinct x), the one place SLayer takes DISTINCT.
+    query = json.dumps({"source_model": "orders", "measures": [{"formula": formula, "name": "m"}]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "Distinct", "--query", query)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: measures[0].formula: Invalid Mode-B expression {formula!r}: DISTINCT is supported only as "
+        "count(distinct x), i.e. count_distinct(x).\n"))
