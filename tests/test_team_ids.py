@@ -843,6 +843,28 @@ def test_one_session_started_for_two_projects_keeps_the_first_pushed_and_says_so
         "of its own\n")
 
 
+def test_merge_and_rebase_warn_of_one_session_started_for_two_projects_as_sync_does(team, invoke_cli) -> None:
+    """merge and rebase reach the same merge of a session both sides started for two projects as
+    sync, and said nothing of it: the warning came only at the next sync, which merged nothing."""
+    _bare, (a, b) = team
+    invoke_cli("--kb", a, "session-start", "ses-1", "--project", "a", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "session-start", "ses-1", "--project", "b", check=True)
+    invoke_cli("--kb", b, "save-prompt", "Which orders are test orders?", "--session", "ses-1", check=True)
+    git(b, "fetch", "-q", "origin")
+    before = git(b, "rev-parse", "HEAD").strip()
+    merged = invoke_cli("merge", "origin/main", cwd=b, check=True)
+    assert merged.stdout == (
+        "Merged origin/main; run slayer-kb sync to push.\n"
+        "  warning: session 'ses-1' was started for project 'a' on origin/main and for project 'b' here: it keeps "
+        "'b' (sessions/ses-1.yaml), and the prompts given on origin/main say 'a'; give a session for another project "
+        "an id of its own\n")
+    git(b, "reset", "-q", "--hard", before)
+    rebased = invoke_cli("--kb", b, "--json", "rebase", "origin/main", check=True)
+    assert json_of(rebased)["session_projects"] == {
+        "sessions/ses-1.yaml": {"session": "ses-1", "upstream": "a", "here": "b", "kept": "a"}}
+
+
 @pytest.mark.slow
 def test_a_fold_pushed_after_an_upsert_does_not_take_its_place(tmp_path: Path) -> None:
     """Sync's fold (``memory: merge N into M``) changes only counts and created_at, as a person's

@@ -201,13 +201,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
                      "(to take a memory out, forget it)")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
-        upstream = f"{result.remote}/{result.branch}"
-        for path, started in result.session_projects.items():
-            other, where = (started["here"], "here") if started["kept"] == started["upstream"] else (
-                started["upstream"], f"on {upstream}")
-            text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
-                     f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
-                     f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
+        text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
         return (text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
                 + "".join("\n  warning: pushed an example query the upstream already had, which this branch did "
                           f"not change: {problem}" for problem in result.untouched_queries))
@@ -244,7 +238,8 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
-        + _unlinked(result.unlinked, result.cascaded) + _checked(result.stale_queries, result.problems)
+        + _unlinked(result.unlinked, result.cascaded) + _sessions(result.session_projects, result.onto)
+        + _checked(result.stale_queries, result.problems)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -273,7 +268,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded)
-                + _checked(result.stale_queries, result.problems))
+                + _sessions(result.session_projects, ref) + _checked(result.stale_queries, result.problems))
 
     emit(settings, result.to_json(), human)
 
@@ -282,6 +277,19 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
     """The lines saying which memories were folded into the other side's (one topic key, one save)."""
     return "".join(f"\n  merged ({why}): " + ", ".join(f"{o} into {n}" for o, n in moved.items())
                    for why, moved in (("same topic key", merged), ("same save", deduplicated)) if moved)
+
+
+def _sessions(apart: dict[str, dict[str, str]], upstream: str) -> str:
+    """The warning of each session file the two sides started for two projects (``upstream``: the
+    other side's name), naming both projects, the one kept and the file."""
+    text = ""
+    for path, started in apart.items():
+        other, where = (started["here"], "here") if started["kept"] == started["upstream"] else (
+            started["upstream"], f"on {upstream}")
+        text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
+                 f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
+                 f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
+    return text
 
 
 def _stale(ids: list[str]) -> str:

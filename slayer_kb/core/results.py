@@ -372,12 +372,14 @@ class MergeResult:
     # the problems it refuses to push, and the stale example queries it lets through.
     problems: list[str] = field(default_factory=list)
     stale_queries: list[str] = field(default_factory=list)
+    # Session files both sides started for two projects: {session, upstream (REF's), here, kept}.
+    session_projects: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
-                "stale_queries": self.stale_queries}
+                "stale_queries": self.stale_queries, "session_projects": self.session_projects}
 
 
 @dataclass
@@ -394,12 +396,13 @@ class RebaseResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     problems: list[str] = field(default_factory=list)  # as MergeResult's
     stale_queries: list[str] = field(default_factory=list)
+    session_projects: dict[str, dict[str, str]] = field(default_factory=dict)  # as MergeResult's
 
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
-                "stale_queries": self.stale_queries}
+                "stale_queries": self.stale_queries, "session_projects": self.session_projects}
 
 
 @dataclass

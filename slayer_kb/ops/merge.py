@@ -32,6 +32,7 @@ from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .revalidation import Moves, finish
+from .snapshot import session_projects, written_on_both
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -60,6 +61,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
+            if parted:  # before the fixes' commits, HEAD holds the merged sessions
+                result.session_projects = session_projects(store, (sha, before),
+                                                           written_on_both(store, parted, (sha, before)))
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
                              lambda: None)

@@ -30,6 +30,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
 from .revalidation import Moves, finish
+from .snapshot import session_projects, written_on_both
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,7 +50,7 @@ def rebase(kb: Context, upstream: str | None = None, action: str | None = None, 
 
 def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
             rewrite_pushed: bool) -> RebaseResult:
-    remote, pushed, branch, parted, onto_commit = kb.shared_remote(), 0, "", "", ""
+    remote, pushed, branch, parted, onto_commit, ours = kb.shared_remote(), 0, "", "", "", ""
     with store.locked():
         if action is None:
             if upstream is None:
@@ -64,7 +65,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             args = ["-q", onto_commit]
             branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
             pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
-            parted = _parted(store, "HEAD", onto_commit)
+            parted, ours = _parted(store, "HEAD", onto_commit), store.head() or ""
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
@@ -75,9 +76,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(_marked_message(store.root, marked))
             args = [f"--{action}"]
             if action == CONTINUE:  # pushed commits it rewrites still need the force push
-                branch, started, onto_commit = _rebasing(store)
-                pushed = _pushed(store, remote, branch, started, onto_commit)
-                parted = _parted(store, started, onto_commit)
+                branch, ours, onto_commit = _rebasing(store)
+                pushed = _pushed(store, remote, branch, ours, onto_commit)
+                parted = _parted(store, ours, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = push_step(remote, branch, pushed)
@@ -91,6 +92,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if onto_commit:
+        if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
+            result.session_projects = session_projects(store, (onto_commit, ours),
+                                                       written_on_both(store, parted, (onto_commit, ours)))
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         with kb.transaction() as tx:

@@ -68,10 +68,18 @@ def written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, 
     return written
 
 
+def written_on_both(store: GitStore, parted: str, sides: tuple[str, str]) -> list[str]:
+    """The KB paths of the memory and session files both ``sides`` wrote since they parted at
+    ``parted`` (``written_since``): the ones a merge of them gives the KB's merge driver."""
+    first, second = (written_since(store, parted, side) for side in sides)
+    return sorted(first.keys() & second.keys())
+
+
 def session_projects(store: GitStore, sides: tuple[str, str], paths: list[str]) -> dict[str, dict[str, str]]:
-    """Of ``paths`` (KB-relative: the files both sides changed), each session file the upstream
-    and this branch (``sides``, as they were before the merge) started for two projects: its id,
-    both projects and the one the merged session at HEAD kept (``merging.merge_sessions``)."""
+    """Of ``paths`` (KB-relative: the files both sides changed, ``written_on_both``), each session
+    file the upstream and this branch (``sides``, as they were before the merge) started for two
+    projects: its id, both projects and the one the merged session at HEAD kept
+    (``merging.merge_sessions``). ``sync``, ``merge`` and ``rebase`` warn of each."""
     sessions = [(path, session_id) for path in paths if path.startswith(f"{SESSIONS_DIR}/")
                 and (session_id := id_of_file(path.removeprefix(f"{SESSIONS_DIR}/"))) is not None]
     found = iter(blobs_at(store, [(rev, path) for path, _ in sessions for rev in (*sides, "HEAD")]) if sessions else [])

@@ -54,7 +54,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at, session_projects, written_since
+from .snapshot import blobs_at, session_projects, written_on_both
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 from .unlinks import strip_gone
 
@@ -337,8 +337,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
         parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
-    both = (sorted(written_since(store, parted, upstream).keys() & written_since(store, parted, "HEAD").keys())
-            if parted else [])
+    both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
     if merges:
         _merge(store, remote, name, upstream, bool(mapping))
     elif (tip := replay(store, upstream, ours)) is None:
