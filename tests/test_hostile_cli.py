@@ -305,6 +305,9 @@ def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: Knowled
         ("SLAYER_KB_SERVER_IDLE", "inf"): f"SLAYER_KB_SERVER_IDLE is 'inf', {idle}",
         ("SLAYER_KB_BUILD_WORKERS", "0"): "SLAYER_KB_BUILD_WORKERS is '0', not a number of model runs; set it to a "
         "whole number above 0 (the default is 2) or unset it.",
+        # Read only where git runs, a sync's fetch and push: a read took it, a sync refused it half-way.
+        ("SLAYER_KB_SYNC_TIMEOUT", "5m"): "SLAYER_KB_SYNC_TIMEOUT is '5m', not a number of seconds; set it to a "
+        "whole number above 0 (the default is 300) or unset it.",
     }
     for (variable, value), message in refused.items():
         proc = invoke_cli("--kb", root, "list", "--limit", "1", env={variable: value})

@@ -274,6 +274,13 @@ def test_off_manual_and_a_command_refused_for_a_bad_setting_start_no_server(serv
         "Error: SLAYER_KB_SERVER_IDLE is '30s', not a number of seconds; set it to a number above 0 "
         "(the default is 300) or unset it.\n"))
     assert started_servers(root) == [] and servers.status(root) is None
+    # Read only where git runs: the save was refused there, and a server started all the same.
+    refused = servers.run(root, "save", "Refunds are netted", "-e", "shop.orders.amount",
+                          env=servers.env(SLAYER_KB_GIT_TIMEOUT="1m"))
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
+        "Error: SLAYER_KB_GIT_TIMEOUT is '1m', not a number of seconds; set it to a whole number above 0 "
+        "(the default is 60) or unset it.\n"))
+    assert started_servers(root) == [] and servers.status(root) is None
     up_env = servers.env()
     servers.run(root, "list", "--limit", "1", env=up_env)
     assert len(started_servers(root)) == 1  # what the checks above would have seen

@@ -109,14 +109,17 @@ def max_content() -> int:
 
 def checked_settings() -> None:
     """Refuse a bad setting before anything runs, rather than half-way through by whatever reads
-    it: the cache's folder (``cachedir.folder``), the server's settings (``daemon.settings``) and
-    the size limit."""
+    it: the cache's folder (``cachedir.folder``), the server's settings (``daemon.settings``), the
+    size limit and git's time limits (``store.bounded``: read only where git runs)."""
     from ..daemon import settings as server_settings
     from ..search import cachedir
+    from ..store import bounded
 
     cachedir.folder()
     server_settings.check()
     max_content()
+    bounded.git_timeout()
+    bounded.sync_timeout()
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
