@@ -32,7 +32,8 @@ from ..core.errors import InvalidInputError, KBError, ReferenceFormError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from .querychecks import formula_problem, unspaced_colon
-from .slayerquery import GRANULARITIES, Item, check_query
+from .querycolumns import GRANULARITIES
+from .slayerquery import Item, check_query
 
 if TYPE_CHECKING:
     from .catalog import Model

@@ -33,7 +33,8 @@ Where slayer-kb refuses what SLayer lets through, on purpose (docs/fidelity.md):
 - an inline model as ``source_model`` (a mapping without ``source_name``): a knowledge base tags
   memories with the catalog's models, and an inline one is in no catalog.
 
-Expressions are checked for syntax with Python's parser, as SLayer's Mode-B parser is built on it.
+Expressions are checked for syntax with Python's parser, as SLayer's Mode-B parser is built on it;
+column references and time dimensions by ``querycolumns.py``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ from ..core.text import kind_of
 from .querychecks import (
     FALSE,
     TRUE,
-    VARIABLE,
-    dotted,
     extra_message,
     fail,
     formula_problem,
@@ -63,8 +62,20 @@ from .querychecks import (
     string,
     syntax_problem,
 )
+from .querycolumns import (
+    CALL,
+    GRANULARITIES,
+    NAME,
+    NAME_RULE,
+    column_ref,
+    column_ref_name,
+    column_value,
+    functional,
+    strip_source,
+    time_dimension,
+    time_string,
+)
 from .queryversions import migrate
-from .timepoints import check_date_range
 
 QUERY_KEYS = (
     "version", "name", "source_model", "measures", "dimensions", "time_dimensions",
@@ -72,18 +83,12 @@ QUERY_KEYS = (
     "whole_periods_only", "distinct_dimension_values", "to_many_handling",
 )
 MEASURE_KEYS = ("formula", "name", "label", "description", "type", "meta")
-COLUMN_REF_KEYS = ("name", "model", "label")
 COMPUTED_KEYS = ("expression", "name")
-TIME_DIMENSION_KEYS = ("dimension", "column", "granularity", "date_range", "label")
 ORDER_KEYS = ("column", "direction")
 EXTENSION_KEYS = ("source_name", "columns", "measures", "joins")
-GRANULARITIES = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 TO_MANY = ("broadcast", "associate", "error")
 DIRECTIONS = {"asc": "asc", "ascending": "asc", "desc": "desc", "descending": "desc"}
 
-_NAME = re.compile(r"[a-zA-Z_]\w*", re.ASCII)
-_CALL = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.S)
-_COLUMN_ARG = re.compile(r"\s*([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*")
 _FUNCSTYLE = re.compile(r"\w+\([^()]*\)")
 _AGG_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 _OVER = re.compile(r"\bover\s*\(", re.IGNORECASE)
@@ -95,7 +100,6 @@ WINDOW_IN_FILTER_ERROR = (
     "Column.sql on the model and filter on the column; or (c) compute it in an earlier stage of a "
     "multi-stage model."
 )
-_NAME_RULE = "must contain only letters, digits, and underscores, and start with a letter or underscore"
 _RESERVED_PREFIX = "__slayer_"
 _NO_DOT = (
     ".", "dots are the canonical-id namespace delimiter (``<ds>.<model>.<leaf>``) and the "
@@ -259,8 +263,8 @@ def _measure(value: Any, where: str) -> str:
     name = value.get("name")
     if name is not None:
         name = string(name, f"{where}.name")
-        if not _NAME.fullmatch(name):
-            fail(f"{where}.name", f"Invalid name '{name}': {_NAME_RULE}")
+        if not NAME.fullmatch(name):
+            fail(f"{where}.name", f"Invalid name '{name}': {NAME_RULE}")
         _reserved(name, "ModelMeasure name", f"{where}.name")
     for key in ("label", "description", "type"):
         if value.get(key) is not None:
@@ -290,9 +294,9 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
     for i, value in enumerate(values):
         where = f"dimensions[{i}]"
         if isinstance(value, str):
-            functional = _functional(value, where, GRANULARITIES)
-            if functional is not None:
-                moved.append((where, functional))
+            granular = functional(value, where, GRANULARITIES)
+            if granular is not None:
+                moved.append((where, granular))
             elif column_ref_name(value):
                 items.append(Item(where, "ref", value))
             else:
@@ -309,7 +313,7 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
                 shape.defined.add(name)
             items.append(Item(where, "formula", expression))
         elif isinstance(value, Mapping):
-            items.append(Item(where, "ref", _column_ref(value, where)))
+            items.append(Item(where, "ref", column_ref(value, where)))
         else:
             fail(where, "Input should be a valid dictionary or instance of ColumnRef")
     return items, moved
@@ -320,7 +324,7 @@ def _expression_dimension(text: str, where: str) -> None:
     problem = syntax_problem(text)
     if problem is None:
         return
-    call = _CALL.fullmatch(text)
+    call = CALL.fullmatch(text)
     if call and call.group(1).lower() not in GRANULARITIES:
         return  # SLayer: possibly a datasource granularity, resolved when the query runs
     fail(
@@ -328,45 +332,6 @@ def _expression_dimension(text: str, where: str) -> None:
         f"Dimension {text!r} is neither a column reference (a bare identifier or dotted join path) "
         f"nor a parseable Mode-B expression: Invalid Mode-B expression {text!r}: {problem}",
     )
-
-
-def column_ref_name(text: str) -> bool:
-    """Whether SLayer's ``ColumnRef`` takes ``text``: a name, or a dotted path of names."""
-    return all(_NAME.fullmatch(part) for part in text.split("."))
-
-
-def _column_ref(value: Mapping[str, Any], where: str, name_where: str | None = None) -> str:
-    """A ``{name, model, label}`` mapping's reference text (``model.name``)."""
-    required(value, "name", where, COLUMN_REF_KEYS)
-    name_where = name_where or f"{where}.name"
-    ignored_keys(value, where, COLUMN_REF_KEYS, "a column reference")
-    name = string(value["name"], name_where)
-    model = value.get("model")
-    if model is not None:
-        model = string(model, f"{where}.model")
-    if value.get("label") is not None:
-        string(value["label"], f"{where}.label")
-    if model is None and "." in name:
-        model, name = name.rsplit(".", 1)
-    if not _NAME.fullmatch(name):
-        fail(name_where, f"Invalid name '{name}': {_NAME_RULE}")
-    if model:
-        if not all(_NAME.fullmatch(part) for part in model.split(".")):
-            fail(
-                f"{where}.model",
-                f"Invalid model path '{model}': each part must contain only letters, digits, and underscores",
-            )
-        return f"{model}.{name}"
-    return name
-
-
-def _column_value(value: Any, where: str) -> str:
-    """A time dimension's ``dimension`` or an order ``column``: a string or a ColumnRef mapping."""
-    if isinstance(value, str):
-        return _column_ref({"name": value}, where, where)
-    if isinstance(value, Mapping):
-        return _column_ref(value, where)
-    fail(where, "Input should be a valid dictionary or instance of ColumnRef")
 
 
 # -- time dimensions -------------------------------------------------------------------------
@@ -383,94 +348,19 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
     seen: dict[tuple[str, str], tuple[Any, ...]] = {}
     for where, value in [*entries, *moved]:
         if isinstance(value, str):
-            value = _time_string(value, where)
-        column = _time_dimension(value, where)
+            value = time_string(value, where)
+        column = time_dimension(value, where)
         items.append(Item(where, "ref", column))
         # SLayer's _dedupe_time_dimensions: one column at one granularity, one range and label.
         granularity = value["granularity"].lower() if value["granularity"].lower() in GRANULARITIES else value["granularity"]
         date_range = value.get("date_range")
-        canon = (_strip_source(column, source), granularity,
+        canon = (strip_source(column, source), granularity,
                  tuple([date_range] if isinstance(date_range, str) else date_range or ()), value.get("label"))
         prior = seen.setdefault(canon[:2], canon)
         if prior != canon:
             fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
                          "and granularity must not differ in date range or label.")
     return items
-
-
-def _strip_source(column: str, source: str | None) -> str:
-    """A column reference without the source model's name in front (``orders.created_at`` is
-    ``created_at`` in a query on orders)."""
-    if source and column.startswith(source + "."):
-        return column[len(source) + 1 :]
-    return column
-
-
-def _time_string(entry: str, where: str) -> dict[str, str]:
-    _placeholder_names(entry, where)
-    found = _functional(entry, where, GRANULARITIES)
-    if found is not None:
-        return found
-    call = _CALL.fullmatch(entry)
-    column = _COLUMN_ARG.fullmatch(call.group(2)) if call else None
-    if call is None or column is None or not parses(entry):
-        fail(
-            where,
-            f"Time dimension {entry!r} must be the functional form ``gran(col)`` (e.g. "
-            f"``month(created_at)``) for one of: {', '.join(GRANULARITIES)} or a datasource "
-            "granularity; no default granularity is invented.",
-        )
-    return {"dimension": dotted(column.group(1)), "granularity": call.group(1)}
-
-
-def _functional(entry: str, where: str, names: tuple[str, ...]) -> dict[str, str] | None:
-    """``{dimension, granularity}`` of a ``gran(col)`` string whose callee is one of ``names``
-    (any case); None for another callee or no call; an error for such a callee of another shape."""
-    call = _CALL.fullmatch(entry)
-    if call is None or call.group(1).casefold() not in names:
-        return None
-    column = _COLUMN_ARG.fullmatch(call.group(2))
-    if column is None or not parses(entry):
-        _placeholder_names(entry, where)
-        fail(
-            where,
-            f"Granularity call {entry!r} must be a single column reference ``gran(col)`` (e.g. "
-            f"``month(created_at)``) for one of: {', '.join(GRANULARITIES)}.",
-        )
-    return {"dimension": dotted(column.group(1)), "granularity": call.group(1).lower()}
-
-
-def _placeholder_names(entry: str, where: str) -> None:
-    call = _CALL.fullmatch(entry) or re.fullmatch(r"\s*(\{[^}]*\})\s*\((.*)\)\s*", entry, re.S)
-    if call is None:
-        return
-    for what, value in (("granularity", call.group(1).strip()), ("column", call.group(2))):
-        if VARIABLE.search(value):
-            fail(where, f"Time dimension {entry!r}: variables supply literal values; they can't name a {what} ({value!r}).")
-
-
-def _time_dimension(value: Any, where: str) -> str:
-    if not isinstance(value, Mapping):
-        fail(where, "Input should be a valid dictionary or instance of TimeDimension")
-    key = "dimension" if "dimension" in value else "column" if "column" in value else None
-    for what, text in (("granularity", value.get("granularity")), ("column", value.get(key) if key else None)):
-        if isinstance(text, str) and VARIABLE.search(text):
-            fail(where, f"Time dimension {dict(value)!r}: variables supply literal values; they can't name a {what} ({text!r}).")
-    if key is None:
-        required(value, "dimension", where, TIME_DIMENSION_KEYS,
-                  "a time dimension is {dimension: created_at, granularity: month}, or the string 'month(created_at)'")
-    required(value, "granularity", where, TIME_DIMENSION_KEYS,
-              f"one of {', '.join(GRANULARITIES)}, or a custom granularity of the datasource")
-    ignored_keys(value, where, TIME_DIMENSION_KEYS, "a time dimension")
-    assert key is not None
-    column = _column_value(value[key], f"{where}.{key}")
-    string(value["granularity"], f"{where}.granularity")
-    if value.get("label") is not None:
-        string(value["label"], f"{where}.label")
-    date_range = value.get("date_range")
-    if date_range is not None:
-        check_date_range([date_range] if isinstance(date_range, str) else date_range, column, where)
-    return column
 
 
 # -- filters and order -----------------------------------------------------------------------
@@ -533,7 +423,7 @@ def _order_column(column: Any, where: str) -> Item:
         text = column["name"] if not column_ref_name(column["name"]) else None
     if text is not None and _order_formula(text):
         return Item(where, "formula", text)
-    return Item(where, "ref", _column_value(column, where))
+    return Item(where, "ref", column_value(column, where))
 
 
 def _order_formula(text: str) -> bool:
@@ -589,8 +479,3 @@ def _model_name(name: str, context: str, where: str) -> None:
 def _reserved(name: str, label: str, where: str) -> None:
     if name.startswith(_RESERVED_PREFIX):
         fail(where, f"{label} '{name}' must not start with {_RESERVED_PREFIX!r}; that prefix is reserved for SLayer-internal identifiers.")
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-
