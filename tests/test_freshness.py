@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import MemoryFileError
 from slayer_kb.search import whoosh_internals
 from slayer_kb.search.schema import FORMAT
+from slayer_kb.store.listing import Sig
 from testing import CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
@@ -375,13 +377,13 @@ def test_young_files_are_read_again_only_until_they_settle(
     young = kb.index.young_files()
     assert {"901", "902", "903"} <= set(young)
     reads: list[str] = []
-    real_read = index_module.Index._read_bytes
+    real_read = index_module.file_bytes
 
-    def counted(self: index_module.Index, memory_id: str, sig: object) -> bytes | None:
+    def counted(memories: Path, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
         reads.append(memory_id)
-        return real_read(self, memory_id, sig)  # type: ignore[arg-type]
+        return real_read(memories, memory_id, sig)
 
-    monkeypatch.setattr(index_module.Index, "_read_bytes", counted)
+    monkeypatch.setattr(index_module, "file_bytes", counted)
     monkeypatch.setattr(index_module, "RACY_SECONDS", 0.0)  # as if the granularity had passed
     assert kb.index.stale_files() == young  # unchanged, settled: re-read once more under the lock
     report = kb.ensure_fresh()

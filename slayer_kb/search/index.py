@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -20,12 +18,11 @@ from typing import Any
 from whoosh import index as windex
 
 from ..catalog.cache import catalog_signature, same_signature
-from ..catalog.catalog import MAX_CATALOG_BYTES, Catalog, catalog_files
+from ..catalog.catalog import Catalog
 from ..core.errors import MemoryFileError, StoreError
-from ..core.fileio import NotRegularFile, TooLarge, file_kind, not_a_file, read_regular
 from ..core.ids import highest_auto_file, highest_auto_id
 from ..core.locate import MEMORIES_DIR, memory_path
-from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
+from ..core.memory import Memory, loads
 from ..core.results import SyncReport
 from ..store.listing import (
     DIGEST_MOD,
@@ -50,6 +47,7 @@ from .leaves import Leaves
 from .meaning import Meaning
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
+from .sources import catalog_hash, file_bytes, file_signature
 
 Written = tuple[bytes, Memory]
 """A file's bytes as a caller just wrote them, and the memory they hold."""
@@ -170,8 +168,8 @@ class Index(Reads, Meaning):
         settled = []
         young_after = time.time_ns() - RACY_SECONDS * 1e9
         for memory_id, digest in state["young"].items():
-            sig = self._stat(memory_id) or SYMLINK
-            data = self._read_bytes(memory_id, sig)
+            sig = file_signature(self.memories, memory_id) or SYMLINK
+            data = file_bytes(self.memories, memory_id, sig)
             if (hashlib.sha1(data, usedforsecurity=False).hexdigest() if isinstance(data, bytes) else None) != digest:
                 return None
             if sig != SYMLINK and sig[0] <= young_after:
@@ -310,7 +308,7 @@ class Index(Reads, Meaning):
             removed = [mid for mid in known if mid not in scanned]
             manifest.note_unreadable(db, listing.unreadable())
         else:
-            scanned = {mid: sig for mid in only if (sig := self._stat(mid)) is not None}
+            scanned = {mid: sig for mid in only if (sig := file_signature(self.memories, mid)) is not None}
             removed = [mid for mid in only if mid not in scanned and mid in known]
         young = {} if only is None else dict(state["young"])
         changed = [mid for mid, sig in scanned.items() if known.get(mid, (None,) * 3)[:3] != sig or mid in state["young"]]
@@ -325,7 +323,7 @@ class Index(Reads, Meaning):
             # New stats with the same bytes (a copy, a checkout that came back, a restore): as a
             # memory file's, only the signature is updated. Hashed before the catalog is loaded,
             # so a file changed in between is found changed at the next check.
-            now_bytes = _catalog_bytes(self.root)
+            now_bytes = catalog_hash(self.root)
             catalog_changed = now_bytes is None or now_bytes != catalog_bytes
             catalog_bytes = now_bytes
         if not changed and not removed and not catalog_changed and only is None:
@@ -358,7 +356,7 @@ class Index(Reads, Meaning):
             total = len(changed)
             for done, mid in enumerate(changed, 1):
                 sig = scanned[mid]
-                data = self._read_bytes(mid, sig)
+                data = file_bytes(self.memories, mid, sig)
                 content = hashlib.sha1(data, usedforsecurity=False).hexdigest() if isinstance(data, bytes) else None
                 old = known.get(mid)
                 # When the bytes did not change (a young file re-read, a touched file), only the
@@ -433,16 +431,6 @@ class Index(Reads, Meaning):
         cached = None if digest is None else load_listing(self.dir / "listing", digest)
         return None if cached is None else patched_listing(cached, scanned, gone)
 
-    def _stat(self, memory_id: str) -> Sig | None:
-        path = self.memories / f"{memory_id}.yaml"
-        try:
-            st = path.lstat()
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return SYMLINK
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
-
     def known_problems(self) -> list[MemoryFileError]:
         """The files the last check found unreadable, for a look-up that ``stale_files`` found
         fresh: every command warns of them, not only the one that read them first. The manifest
@@ -454,20 +442,6 @@ class Index(Reads, Meaning):
             return manifest.problems(db)
         finally:
             db.close()
-
-    def _read_bytes(self, memory_id: str, sig: Sig) -> bytes | MemoryFileError:
-        path = self.memories / f"{memory_id}.yaml"
-        try:  # the file's bytes, or why it cannot be indexed (a file too large is not read)
-            if sig != SYMLINK:
-                return read_regular(path, limit=MAX_FILE_BYTES)
-            kind = file_kind(path.lstat().st_mode)
-        except TooLarge as exc:
-            return MemoryFileError(memory_path(memory_id), None, too_large(exc.size))
-        except NotRegularFile as exc:
-            kind = exc.kind
-        except OSError as exc:
-            return MemoryFileError(memory_path(memory_id), None, f"cannot be read: {exc.strerror or exc}")
-        return MemoryFileError(memory_path(memory_id), None, not_a_file(kind, MEMORIES_DIR))
 
     def _index_file(
         self, writer: Any, memory_id: str, data: bytes | MemoryFileError, written: Written | None = None
@@ -562,29 +536,9 @@ class Index(Reads, Meaning):
     def as_indexed(self, memory_ids: Iterable[str]) -> bool:
         """Whether each of these files is as a targeted update of this process last read it (a
         watcher's event for a file a save wrote and indexed: nothing to read again)."""
-        return all(self._indexed.get(mid, False) == self._stat(mid) for mid in memory_ids)
+        return all(self._indexed.get(mid, False) == file_signature(self.memories, mid) for mid in memory_ids)
 
     def young_files(self) -> list[str]:
         """Memories changed within the timestamp granularity: they wait for a re-read by content."""
         state = self._read_state()
         return sorted(state["young"]) if state else []
-
-
-def _catalog_bytes(root: Path) -> str | None:
-    """A hash of the catalog's bytes (a link out of the KB by its own stat, its target never
-    read): a copy, a checkout or a restore gives every file a new stat and keeps this. None
-    when a file could not be read."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    for rel, leads_out in catalog_files(root):
-        path = os.path.join(root, rel)
-        try:
-            if leads_out:
-                st = os.lstat(path)
-                part = f"{st.st_mtime_ns} {st.st_size} {st.st_ino}".encode()
-            else:
-                part = hashlib.sha1(read_regular(path, follow_symlinks=True, limit=MAX_CATALOG_BYTES),
-                                    usedforsecurity=False).digest()
-        except (OSError, TooLarge):
-            return None
-        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + part + b"\0")
-    return digest.hexdigest()
