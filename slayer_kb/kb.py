@@ -34,8 +34,8 @@ from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, Sync
 from .core.session import check_session_id
 from .core.text import kind_of
 from .ops import finding, observations, sessions
+from .ops.digest import EMPTY_CONTEXT
 from .ops.finding import DEFAULT_LIMIT
-from .ops.sessions import EMPTY_CONTEXT
 from .search import FUSED
 from .store.place import git_dir_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository

@@ -18,7 +18,7 @@ from ..core.results import (
     Stats,
     Timeline,
 )
-from ..ops import capture, changes, finding, observations, sessions
+from ..ops import capture, changes, digest, finding, observations, sessions
 from .base import Part
 
 CONTEXT_BUDGET = 6000
@@ -97,13 +97,13 @@ class EngramTools(Part):
         return capture.capture_passive(self.as_context, content, session_id, project, source)
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
-        return sessions.timeline(self.as_context, session_id)
+        return digest.timeline(self.as_context, session_id)
 
     def recent_sessions(self, project: str | None = None, limit: int = 20) -> SessionFiles:
         """The sessions active last, newest first (of ``project``, when given), and the session
         files skipped."""
         files = sessions.load_all(self.as_context)
-        return SessionFiles(sessions.of_project(files.sessions, engram.normalize_project(project))[:limit],
+        return SessionFiles(digest.of_project(files.sessions, engram.normalize_project(project))[:limit],
                             files.warnings)
 
     def context(
@@ -111,6 +111,6 @@ class EngramTools(Part):
         limit: int = CONTEXT_MEMORIES,
     ) -> str:
         """A compact markdown digest for the start of an agent's session: recent sessions and
-        prompts, and the ``limit`` newest memories (``sessions.digest``)."""
+        prompts, and the ``limit`` newest memories (``digest.digest``)."""
         self.as_context.ensure_fresh()
-        return sessions.digest(self.as_context, engram.normalize_project(project), scope, limit, budget)
+        return digest.digest(self.as_context, engram.normalize_project(project), scope, limit, budget)
