@@ -33,17 +33,17 @@ from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import gitstate, indexlock, journal, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
-from .files import holds, reserved_space, torn, why_unwritable
+from .files import reserved_space, why_unwritable
 from .gitenv import git_env
 from .identity import Identity, parse_author
 from .objects import ObjectStore
 from .place import git_dir_refusal, ownership_refusal
+from .recovery import RESERVE, recover
 from .view import View
 
 STATE_DIR = state.STATE_DIR
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
-_RESERVE = "reserve"
 _OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
@@ -205,7 +205,7 @@ class GitStore:
             raise StoreError(f"Cannot take the lock in {self.state}: {exc.strerror}; {UNWRITABLE}.") from None
         self.holding = True
         try:
-            self.recover()
+            recover(self)
             yield
         finally:
             self.holding = False
@@ -341,7 +341,7 @@ class GitStore:
             return None
         new = self._commit_tree(tree, old, message, author)
         record = {"old": old, "new": new, "changes": blobs, "request": self.request}
-        with reserved_space(self.state / _RESERVE, [c.data for c in changes if c.data is not None]):
+        with reserved_space(self.state / RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             journal.write(self.state, record)
@@ -513,74 +513,6 @@ class GitStore:
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None
         if self.restage:
             worktree.restage_marked(self, kb_paths)
-
-    def recover(self) -> None:
-        """Finish a commit that a crash interrupted after its update-ref: every file it changed
-        is made to hold the committed bytes (whatever state the crash left it in) and staged.
-
-        If HEAD has moved on since (a plain ``git commit``, ``reset`` or ``checkout`` ran before
-        any slayer-kb command), HEAD is the truth: only files the crash left half-written are
-        repaired, to HEAD's version (removed where HEAD has no such file). Before the update-ref
-        no file was touched: nothing to do.
-        """
-        with contextlib.suppress(FileNotFoundError):
-            (self.state / _RESERVE).unlink()  # the disk space a killed commit was holding
-        unfinished = journal.read(self.state)
-        if unfinished is None:
-            return
-        old, new, paths = unfinished
-        head = self.head()
-        if head == old:
-            # The update-ref of a writer killed while it ran may still run: HEAD says once it ends.
-            journal.wait_published(self.state, git_timeout())
-            head = self.head()
-        if head == old:
-            journal.clear(self.state)  # the update-ref never happened
-            return
-        objects = self.objects
-        try:
-            for path in paths:
-                self.check_inside(path)
-            repo_paths = [self.repo_path(path) for path in paths]
-            after = objects.blobs_at(objects.tree_of(new), repo_paths)
-            if head == new:
-                data = objects.read_many("blob", {oid for oid in after.values() if oid})
-                committed = {
-                    path: None if (oid := after[rp]) is None else data[oid]
-                    for path, rp in zip(paths, repo_paths, strict=True)
-                }
-                stale = {path: content for path, content in committed.items() if not holds(self.root / path, content)}
-                failed = worktree.write_files(self, stale)
-                if failed:
-                    # The journal stays for the next command; git's index gets the commit's
-                    # version meanwhile, so nothing staged undoes it.
-                    with contextlib.suppress(StoreError):
-                        worktree.stage_blobs(self, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
-                    raise next(iter(failed.values()))
-                try:
-                    self.stage(paths)
-                except StoreError as exc:
-                    raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
-                                     f"git's index could not take its files: {exc}") from None
-                journal.clear(self.state)
-                return
-            before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
-            ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
-            data = objects.read_many("blob", {oid for blobs in (before, after, ours) for oid in blobs.values() if oid})
-            failed = worktree.write_files(self, {
-                path: None if (oid := ours[rp]) is None else data[oid]
-                for path, rp in zip(paths, repo_paths, strict=True)
-                if torn(self.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
-            })
-            if failed:
-                raise next(iter(failed.values()))
-        except OSError as exc:
-            raise StoreError(
-                f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
-                f"{exc.filename or ''}: {exc.strerror}. Fix that path (or run 'git status' and "
-                f"restore it), then retry; {journal.path(self.state)} lists the files."
-            ) from None
-        journal.clear(self.state)
 
 
 def init_repository(path: Path) -> None:

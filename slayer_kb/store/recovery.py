@@ -1,0 +1,92 @@
+"""Finishing a commit that a crash interrupted (``repo.py``'s commit, the journal's record:
+``journal.py``), as every command does when it takes the KB's lock, before anything else."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Protocol
+
+from ..core.errors import StoreError
+from . import journal, worktree
+from .bounded import git_timeout
+from .files import holds, torn
+
+# The file of the disk space a commit holds while it publishes (``files.reserved_space``), in the
+# state folder: a killed commit leaves it, and the next command takes it back.
+RESERVE = "reserve"
+
+
+class Store(worktree.Repository, Protocol):
+    """What ``recover`` uses of ``GitStore``: the work tree's, and the state folder."""
+
+    state: Path
+
+
+def recover(store: Store) -> None:
+    """Finish a commit that a crash interrupted after its update-ref: every file it changed
+    is made to hold the committed bytes (whatever state the crash left it in) and staged.
+
+    If HEAD has moved on since (a plain ``git commit``, ``reset`` or ``checkout`` ran before
+    any slayer-kb command), HEAD is the truth: only files the crash left half-written are
+    repaired, to HEAD's version (removed where HEAD has no such file). Before the update-ref
+    no file was touched: nothing to do.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        (store.state / RESERVE).unlink()  # the disk space a killed commit was holding
+    unfinished = journal.read(store.state)
+    if unfinished is None:
+        return
+    old, new, paths = unfinished
+    head = store.head()
+    if head == old:
+        # The update-ref of a writer killed while it ran may still run: HEAD says once it ends.
+        journal.wait_published(store.state, git_timeout())
+        head = store.head()
+    if head == old:
+        journal.clear(store.state)  # the update-ref never happened
+        return
+    objects = store.objects
+    try:
+        for path in paths:
+            store.check_inside(path)
+        repo_paths = [store.repo_path(path) for path in paths]
+        after = objects.blobs_at(objects.tree_of(new), repo_paths)
+        if head == new:
+            data = objects.read_many("blob", {oid for oid in after.values() if oid})
+            committed = {
+                path: None if (oid := after[rp]) is None else data[oid]
+                for path, rp in zip(paths, repo_paths, strict=True)
+            }
+            stale = {path: content for path, content in committed.items() if not holds(store.root / path, content)}
+            failed = worktree.write_files(store, stale)
+            if failed:
+                # The journal stays for the next command; git's index gets the commit's
+                # version meanwhile, so nothing staged undoes it.
+                with contextlib.suppress(StoreError):
+                    worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
+                raise next(iter(failed.values()))
+            try:
+                store.stage(paths)
+            except StoreError as exc:
+                raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
+                                 f"git's index could not take its files: {exc}") from None
+            journal.clear(store.state)
+            return
+        before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)
+        ours = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths)
+        data = objects.read_many("blob", {oid for blobs in (before, after, ours) for oid in blobs.values() if oid})
+        failed = worktree.write_files(store, {
+            path: None if (oid := ours[rp]) is None else data[oid]
+            for path, rp in zip(paths, repo_paths, strict=True)
+            if torn(store.root / path, data.get(before[rp] or "", b""), data.get(after[rp] or "", b""))
+        })
+        if failed:
+            raise next(iter(failed.values()))
+    except OSError as exc:
+        raise StoreError(
+            f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
+            f"{exc.filename or ''}: {exc.strerror}. Fix that path (or run 'git status' and "
+            f"restore it), then retry; {journal.path(store.state)} lists the files."
+        ) from None
+    journal.clear(store.state)
