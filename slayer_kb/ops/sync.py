@@ -111,6 +111,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     store.refuse_during_git_operation()
     turn = Turn(store, remote, upstream_branch)
+    fetch = _Fetch(kb, remote, upstream_branch, tracking, turn)
     head = store.head()
     upstream = ""
     known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
@@ -119,11 +120,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
         # either, no lock and no index check (a team syncs often).
         laps.lap("lock")
-        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
+        upstream, holder = fetch()
         laps.lap("fetch")
         if head == upstream:
             result.head = head
-            _top_up(kb)
+            _top_up(kb, fetch)
             return result
         fetched = turn.free(holder)  # else the first attempt waits for the other clone's turn
     # The lock and the check of the work tree come before the fetch, and the re-index after the
@@ -141,7 +142,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt:
                     laps.next()
                 if attempt or not fetched:
-                    upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
+                    upstream = fetch.in_turn(laps)
                 _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start)
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
@@ -177,7 +178,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
         kb.record_moves(result.deduplicated, "merged", duplicate=True)
-    _top_up(kb)
+    _top_up(kb, fetch)
     laps.lap("finish")
     return result
 
@@ -229,42 +230,57 @@ class _Index:
             self.at = head
 
 
-def _top_up(kb: Context) -> None:
-    """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
+def _top_up(kb: Context, fetch: _Fetch) -> None:
+    """Ids for the saves that follow, while the remote is at hand, once this clone's blocks are
+    checked against the remote's block refs the fetch saw (never fails the sync)."""
     with contextlib.suppress(KBError):
-        kb.top_up_leases()
+        kb.top_up_leases(fetch.blocks)
 
 
-def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> tuple[str, str]:
-    """Fetch the upstream branch and the remote's turns (``turn.py``): (the upstream's tip, ""
-    when the remote has no such branch; the turn's holder, "" for none)."""
-    # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
-    # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
-    # the copy of a turn given back (only refs the refspecs name are pruned).
-    proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec(),
-                config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
-    # A remote without the branch yet (the first push) fails the fetch too: only a remote that
-    # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
-    if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-        raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
-    out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
-    tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
-    return tips.get(tracking, ""), tips.get(turn.seen, "")
+class _Fetch:
+    """A sync's fetch: the upstream branch, the remote's turns (``turn.py``) and, when ids are
+    leased from this remote, its block refs (``IdLeases.watch``), in one ``git fetch``."""
 
+    def __init__(self, kb: Context, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> None:
+        self.store, self.remote, self.branch, self.tracking, self.turn = kb.store, remote, upstream_branch, tracking, turn
+        self.watch = kb.leases.watch(remote)
+        # The remote's block refs (block -> commit) as the last fetch that got them saw them.
+        self.blocks: dict[int, str] | None = None
 
-def _fetch_in_turn(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn,
-                   laps: _Laps) -> str:
-    """Fetch (``_fetch``); while another clone has the turn, wait and fetch again, for at most
-    ``QUEUE_SECONDS`` (then race as without turns). The upstream's tip."""
-    deadline = time.monotonic() + QUEUE_SECONDS
-    while True:
-        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
-        laps.lap("fetch")
-        if turn.free(holder) or time.monotonic() > deadline:
-            return upstream
-        time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
-        laps.lap("queue")
+    def __call__(self) -> tuple[str, str]:
+        """Fetch: (the upstream's tip, "" when the remote has no such branch; the turn's holder,
+        "" for none)."""
+        store, remote, turn = self.store, self.remote, self.turn
+        # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
+        # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
+        # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
+        proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
+                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(self.watch[:1] if self.watch else ()),
+                    config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
+        # A remote without the branch yet (the first push) fails the fetch too: only a remote that
+        # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
+        if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
+            raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
+        copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
+        out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
+                        *copies).stdout.decode()
+        tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
+        if copies:
+            self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
+                           if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
+        return tips.get(self.tracking, ""), tips.get(turn.seen, "")
+
+    def in_turn(self, laps: _Laps) -> str:
+        """Fetch; while another clone has the turn, wait and fetch again, for at most
+        ``QUEUE_SECONDS`` (then race as without turns). The upstream's tip."""
+        deadline = time.monotonic() + QUEUE_SECONDS
+        while True:
+            upstream, holder = self()
+            laps.lap("fetch")
+            if self.turn.free(holder) or time.monotonic() > deadline:
+                return upstream
+            time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
+            laps.lap("queue")
 
 
 def _tip(store: GitStore, ref: str) -> str:

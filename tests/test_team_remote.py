@@ -1,0 +1,69 @@
+"""Many agents, one remote, when the remote misbehaves: its ``refs/slayer-kb/*`` deleted or
+rewritten, its branch renamed, a sync killed half-way. Ids handed out never change meaning and
+nothing is lost or split silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.ops.sync import sync
+from slayer_kb.store.leases import BLOCK, NAMESPACE
+from testing import git, make_team
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> tuple[Path, list[Path]]:
+    return make_team(tmp_path, 2)
+
+
+def delete_refs(bare: Path, namespace: str) -> None:
+    for ref in git(bare, "for-each-ref", "--format=%(refname)", namespace).split():
+        git(bare, "update-ref", "-d", ref)
+
+
+def test_a_block_ref_deleted_on_the_remote_is_made_again_by_the_next_sync(team) -> None:
+    """Someone deleted ``refs/slayer-kb/ids/*`` on the remote (a clean-up, a remote restored from
+    its branches only). A clone leasing afterwards took block 0, which A still drew from: both
+    handed out 2, and a sync renumbered one of them under the agent holding it. A's sync makes
+    the ref again, so the next clone leases above it."""
+    bare, (a, b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_a)
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert KnowledgeBase(b).save_memory("B: first", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == "2"
+
+
+def test_a_block_another_clone_leased_meanwhile_is_given_up(team) -> None:
+    """The refs were deleted and B leased block 0 before A synced again: A's sync finds B's
+    lease on its block and leases another, so the two no longer draw from one block."""
+    bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_b)  # B holds memory 1 now: its block 0 starts above it
+    assert kb_b.save_memory("B: first", ["orders.amount"]).memory_id == "2"
+    sync(kb_a)
+    assert kb_a.save_memory("A: after B's lease", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_b).renumbered == {}
+    assert sync(kb_a).renumbered == {}
+
+
+def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
+    """The remote's ref of A's block points at something A never pushed: A cannot tell who holds
+    the block, so it draws from another."""
+    bare, (a, _b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    git(bare, "update-ref", f"{NAMESPACE}0", git(bare, "rev-parse", "main").strip())
+    sync(kb_a)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == str(BLOCK + 1)
