@@ -67,3 +67,31 @@ def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
     git(bare, "update-ref", f"{NAMESPACE}0", git(bare, "rev-parse", "main").strip())
     sync(kb_a)
     assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == str(BLOCK + 1)
+
+
+def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team, invoke_cli) -> None:
+    """The remote's ``main`` was renamed ``trunk`` (its default branch now). A's sync pushed to
+    ``main`` as a branch of the first push, beside ``trunk``: half the team's memories went one
+    way, half the other, and nothing said so. It refuses, and its steps go on with trunk."""
+    bare, (a, b) = team
+    git(bare, "branch", "-m", "main", "trunk")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    invoke_cli("--kb", a, "save", "A: after the rename", "-e", "shop.orders.amount", check=True)
+    refused = invoke_cli("--kb", a, "sync", cwd=a.parent)
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: origin has no branch 'main' any more, and its default branch is now 'trunk' (renamed, or the default "
+        "changed): a sync would make 'main' again beside it, and the team's memories would part between the two. "
+        "Nothing was pulled or sent. To go on with trunk: cd a; git fetch origin; git branch -m main trunk; git branch -u "
+        "origin/trunk; git remote set-head origin -a; slayer-kb sync. To make 'main' again on origin instead: git "
+        "-C a push -u origin main.\n"))
+    assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split() == ["refs/heads/trunk"]
+    for step in ("fetch origin", "branch -m main trunk", "branch -u origin/trunk", "remote set-head origin -a"):
+        git(a, *step.split())
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced trunk with origin: pushed, 0 pulled, 1 pushed.\n"
+    # A clone that never knew main as the remote's default (an agent's branch, deleted once
+    # merged) makes its branch again at its next sync, as a first push does.
+    git(b, "switch", "-q", "-c", "agent-b")
+    git(b, "push", "-q", "-u", "origin", "agent-b")
+    git(bare, "branch", "-D", "agent-b")
+    invoke_cli("--kb", b, "save", "B: on its branch", "-e", "shop.orders.amount", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced agent-b with origin: pushed")

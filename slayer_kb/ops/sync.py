@@ -259,8 +259,11 @@ class _Fetch:
                     config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
         # A remote without the branch yet (the first push) fails the fetch too: only a remote that
         # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
-        if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-            raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
+        if proc.returncode != 0:
+            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD")
+            if said.returncode != 0:
+                raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
+            self._refuse_renamed(said.stdout.decode("utf-8", "surrogateescape"))
         copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
         out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
                         *copies).stdout.decode()
@@ -269,6 +272,30 @@ class _Fetch:
             self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
                            if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
         return tips.get(self.tracking, ""), tips.get(turn.seen, "")
+
+    def _refuse_renamed(self, said: str) -> None:
+        """The remote has no branch of this name. When it was the remote's default as this clone
+        knows it (``refs/remotes/REMOTE/HEAD``, which ``git clone`` sets) and the remote's HEAD
+        (``said``: ``ls-remote --symref REMOTE HEAD``) now names another branch, the branch was
+        renamed (or the default changed): a push would make it again beside the new one, and the
+        team's memories would part silently. Any other branch (an agent's, deleted once merged)
+        is made again, as a first push makes it."""
+        lines = said.splitlines()
+        default = lines[0].removeprefix("ref: refs/heads/").partition("\t")[0] if lines else ""
+        if len(lines) < 2 or not lines[0].startswith("ref: refs/heads/") or default == self.branch:
+            return  # no default, or one that does not exist (a bare repository's HEAD to a deleted branch)
+        knew = self.store.git("symbolic-ref", "-q", f"refs/remotes/{self.remote}/HEAD", check=False).stdout.decode()
+        if knew.strip() != self.tracking:
+            return
+        remote, branch, root = self.remote, self.branch, self.store.root
+        steps = [*cd_step(root), f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
+                 f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
+        raise InvalidInputError(
+            f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
+            f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "
+            f"between the two. Nothing was pulled or sent. To go on with {default}: {'; '.join(steps)}. To make "
+            f"'{branch}' again on {remote} instead: {git_command(root, f'push -u {remote} {words(branch)}')}."
+        )
 
     def in_turn(self, laps: _Laps) -> str:
         """Fetch; while another clone has the turn, wait and fetch again, for at most
