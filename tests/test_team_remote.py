@@ -95,3 +95,32 @@ def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team
     git(bare, "branch", "-D", "agent-b")
     invoke_cli("--kb", b, "save", "B: on its branch", "-e", "shop.orders.amount", check=True)
     assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced agent-b with origin: pushed")
+
+
+# A pre-push hook that kills the sync running git push (its parent's parent) with SIGKILL.
+KILL_THE_SYNC = "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\nsleep 5\nexit 1\n"
+
+
+def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, run_cli, invoke_cli) -> None:
+    """B's sync folded B's memory 101 into A's 1 (one topic key), then was killed (kill -9) while
+    it pushed. The moves were recorded only after the push: B's agent, holding 101, was told
+    "No memory with id '101'", and the next sync pushed the fold without a word."""
+    _bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    kb_a.save_observation("Retry budget", "Three retries.", type="decision", project="api",
+                          topic_key="decision/retry-budget")
+    sync(kb_a)
+    theirs = kb_b.save_observation("Retry budget", "Five retries.", type="decision", project="api",
+                                   topic_key="decision/retry-budget")
+    assert theirs.memory_id == str(BLOCK + 1)
+    hook = b / ".git" / "hooks" / "pre-push"
+    hook.write_text(KILL_THE_SYNC)
+    hook.chmod(0o755)
+    killed = run_cli("--kb", b, "sync")
+    assert killed.returncode == -9
+    hook.unlink()
+    moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
+             f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
+    assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+    assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)

@@ -135,6 +135,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
+        noted = _Noted(kb)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -144,6 +145,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps)
                 _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start)
+                noted.note(result)
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
                 laps.lap("push")
@@ -167,6 +169,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 result.pushed_again = _pushed_again(store, known, upstream, start) if result.pushed else 0
         except BaseException as exc:
             turn.give_back()
+            noted.undo()
             stuck = _put_back(store, start)
             kb.reread()
             if stuck is not None:
@@ -175,6 +178,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 raise IndexLockedError(f"{exc}; nothing was pushed, and the repository is back as it was.") from None
             raise
         result.head = store.head()
+        noted.undo()  # recorded once more, with the duplicate counts not yet committed
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
         kb.record_moves(result.deduplicated, "merged", duplicate=True)
@@ -204,6 +208,32 @@ class _Laps:
         here = self.timings[-1]
         here[phase] = round(here.get(phase, 0.0) + now - self._mark, 4)
         self._mark = now
+
+
+class _Noted:
+    """The ids a sync's commits moved, recorded as soon as the branch holds those commits: a sync
+    killed before it finishes (kill -9 in its push) leaves them on the branch, and a command on a
+    moved id must refuse then as after. A sync that fails puts the record back as it found it."""
+
+    def __init__(self, kb: Context) -> None:
+        self.kb = kb
+        self.found: str | None = None
+        self.noted = False
+
+    def note(self, result: SyncResult) -> None:
+        """Record what the attempt that just pulled moved (a retry's moves replace the last's)."""
+        if not (self.noted or result.renumbered or result.merged or result.deduplicated):
+            return  # the common case: nothing moved, no file read
+        self.undo()
+        self.found, self.noted = self.kb.moves.snapshot(), True
+        self.kb.moves.record(result.renumbered, "renumbered")
+        self.kb.moves.record(result.merged, "merged")
+        self.kb.moves.record(result.deduplicated, "merged", duplicate=True)
+
+    def undo(self) -> None:
+        if self.noted:
+            self.kb.moves.restore(self.found)
+            self.noted = False
 
 
 class _Index:
