@@ -4,14 +4,16 @@ nothing is lost or split silently."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import StoreError
 from slayer_kb.ops.sync import sync
 from slayer_kb.store.leases import BLOCK, NAMESPACE
-from testing import git, make_team
+from testing import eventually, git, make_team
 
 
 @pytest.fixture
@@ -124,3 +126,24 @@ def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, r
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
     assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie no parent reaped yet does not)."""
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True, check=False)
+    return bool(state.stdout.strip()) and not state.stdout.strip().startswith("Z")
+
+
+def test_a_fetch_stopped_past_its_bound_stops_what_git_started(team, monkeypatch, tmp_path: Path) -> None:
+    """A remote that stops answering (an ssh that hangs; here the remote's upload-pack): the sync
+    stopped git past SLAYER_KB_SYNC_TIMEOUT, and git's child ran on, for ever if it hangs: one
+    more process left behind by each sync, in the warm server's group too."""
+    _bare, (a, _b) = team
+    started = tmp_path / "upload-pack.pid"
+    KnowledgeBase(a).save_memory("A: first", ["orders.amount"])
+    git(a, "config", "remote.origin.uploadpack", f"sleep 600 & echo $$ $! > {started}; wait; true")
+    monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", "1")
+    with pytest.raises(StoreError, match="did not finish within 1 s and was stopped"):
+        sync(KnowledgeBase(a))
+    for pid in map(int, started.read_text().split()):  # git's shell, and what the shell started
+        eventually(lambda pid=pid: not running(pid), f"process {pid} of the hanging upload-pack stopped")
