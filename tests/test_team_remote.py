@@ -147,3 +147,35 @@ def test_a_fetch_stopped_past_its_bound_stops_what_git_started(team, monkeypatch
         sync(KnowledgeBase(a))
     for pid in map(int, started.read_text().split()):  # git's shell, and what the shell started
         eventually(lambda pid=pid: not running(pid), f"process {pid} of the hanging upload-pack stopped")
+
+
+# A reference-transaction hook that kills the sync (git's parent) once its branch has moved, the
+# first time only.
+KILL_AT_THE_FIRST_MOVE = """#!/bin/sh
+[ "$1" = committed ] || exit 0
+grep -q -E ' (HEAD|refs/heads/main)$' || exit 0
+rm -f "$0"
+kill -9 $(ps -o ppid= -p $PPID)
+"""
+
+
+def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
+    """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
+    (kill -9) before it pushed. The move was not recorded: 'get 1' on B answered with A's memory,
+    as though it were the one B's agent saved."""
+    _bare, (a, b) = team
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    KnowledgeBase(a).save_memory("A: one", ["orders.amount"])
+    sync(KnowledgeBase(a))
+    assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+    assert git(b, "log", "-1", "--format=%s").strip() == "memory: save 2 (renumber 1 -> 2)"
+    assert invoke_cli("--kb", b, "get", "1").stderr.startswith(
+        "Error: Memory id '1' moved: sync renumbered this clone's memory 1 to 2, because the upstream had already "
+        "used 1 for another memory;")
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased, 1 pulled")

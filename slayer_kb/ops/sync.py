@@ -144,7 +144,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps)
-                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start)
+                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start, noted)
                 noted.note(result)
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
@@ -211,9 +211,10 @@ class _Laps:
 
 
 class _Noted:
-    """The ids a sync's commits moved, recorded as soon as the branch holds those commits: a sync
-    killed before it finishes (kill -9 in its push) leaves them on the branch, and a command on a
-    moved id must refuse then as after. A sync that fails puts the record back as it found it."""
+    """The ids a sync moves, recorded before its branch holds the commits that move them (a
+    renumbering) or as soon as it does (a fold): a sync killed before it finishes (kill -9 in its
+    push) leaves them on the branch, and a command on a moved id must refuse then as after. A
+    sync that fails puts the record back as it found it."""
 
     def __init__(self, kb: Context) -> None:
         self.kb = kb
@@ -362,9 +363,10 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 
 
 def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
-          result: SyncResult, index: _Index, start: str) -> None:
+          result: SyncResult, index: _Index, start: str, noted: _Noted) -> None:
     """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet);
-    ``start``: where the branch was when the sync began."""
+    ``start``: where the branch was when the sync began; ``noted`` records a renumbering as soon
+    as the branch holds it."""
     if not upstream:
         return
     head = store.head()
@@ -396,10 +398,6 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
-    if mapping and merges:
-        renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
-    elif mapping:
-        reset_keep(store, rewrite_commits(store, base, mapping))
     compose(result.renumbered, mapping)
     # A retry's renumbering moves a memory the last attempt's commits folded or stripped (a
     # rebase replays them): said under the id it has now, as the commits say it.
@@ -407,6 +405,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         rename(moved, mapping)
     for stripped in (result.unlinked, result.cascaded):
         rename(stripped, mapping)
+    # Recorded before the branch moves: killed in between, a command on the old id refuses (until
+    # the next sync renumbers again) rather than answer with the upstream's memory.
+    noted.note(result)
+    if mapping and merges:
+        renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
+    elif mapping:
+        reset_keep(store, rewrite_commits(store, base, mapping))
     ours = store.head()
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
