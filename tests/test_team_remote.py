@@ -179,3 +179,17 @@ def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_c
         "Error: Memory id '1' moved: sync renumbered this clone's memory 1 to 2, because the upstream had already "
         "used 1 for another memory;")
     assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased, 1 pulled")
+
+
+def test_a_sync_in_a_rebase_left_stopped_says_so(team, invoke_cli) -> None:
+    """A sync killed in its ``git rebase`` (the fallback for what the replay does not merge)
+    leaves the rebase stopped and HEAD detached. The next sync said "HEAD is detached; check out a
+    branch", whose step leaves the rebase's state behind for every later command to trip on."""
+    _bare, (a, _b) = team
+    KnowledgeBase(a).save_memory("A: first", ["orders.amount"])
+    stopped = subprocess.run(["git", "rebase", "-q", "--exec", "false", "HEAD~1"], cwd=a, capture_output=True, check=False)
+    assert stopped.returncode != 0 and (a / ".git" / "rebase-merge").is_dir()
+    assert invoke_cli("--kb", a, "sync").stderr == (
+        "Error: You are in the middle of a rebase (rebase-merge exists). Conclude it with `slayer-kb rebase "
+        "--continue` (git's, with the KB's merge driver) or abort it with `slayer-kb rebase --abort`, then run the "
+        "command again.\n")

@@ -90,6 +90,7 @@ def sync(kb: Context, remote: str | None = None) -> SyncResult:
 def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     result = SyncResult(remote, "")
     laps = _Laps(result.timings)
+    store.refuse_during_git_operation()  # a rebase left stopped detaches HEAD: named first
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
         raise InvalidInputError(f"HEAD is detached; check out a branch ({git_command(store.root, 'switch NAME')}) "
@@ -109,7 +110,6 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
-    store.refuse_during_git_operation()
     turn = Turn(store, remote, upstream_branch)
     fetch = _Fetch(kb, remote, upstream_branch, tracking, turn)
     head = store.head()
