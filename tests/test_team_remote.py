@@ -193,3 +193,19 @@ def test_a_sync_in_a_rebase_left_stopped_says_so(team, invoke_cli) -> None:
         "Error: You are in the middle of a rebase (rebase-merge exists). Conclude it with `slayer-kb rebase "
         "--continue` (git's, with the KB's merge driver) or abort it with `slayer-kb rebase --abort`, then run the "
         "command again.\n")
+
+
+def test_a_history_made_anew_counts_only_the_commits_pushed_again(team, invoke_cli) -> None:
+    """The remote's main made anew from the same files (a new root commit: a history filtered, or
+    the repository re-created): the sync said the rewrite dropped every commit the clone held and
+    that they "were pushed again", beside "1 pushed": only A's save was; the others' changes were
+    there already."""
+    bare, (a, _b) = team
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    anew = git(bare, "commit-tree", "main~1^{tree}", "-m", "The KB, its history made anew").strip()
+    git(bare, "update-ref", "refs/heads/main", anew)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+        "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone held; they were pushed "
+        "again (to take a memory out, forget it)\n")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
@@ -45,7 +46,6 @@ from ..core.merging import merge_topic_revisions
 from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
-from ..store.claims import talk
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -55,8 +55,9 @@ from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, session_projects
-from .syncpush import push, unreachable
-from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
+from .syncfetch import Fetch
+from .syncpush import push
+from .turn import Turn
 from .unlinks import strip_gone
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     turn = Turn(store, remote, upstream_branch)
-    fetch = _Fetch(kb, remote, upstream_branch, tracking, turn)
+    fetch = Fetch(kb, remote, upstream_branch, tracking, turn)
     head = store.head()
     upstream = ""
     known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
@@ -143,7 +144,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt:
                     laps.next()
                 if attempt or not fetched:
-                    upstream = fetch.in_turn(laps)
+                    upstream = fetch.in_turn(laps.lap)
                 _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start, noted)
                 noted.note(result)
                 laps.lap("pull")
@@ -261,84 +262,11 @@ class _Index:
             self.at = head
 
 
-def _top_up(kb: Context, fetch: _Fetch) -> None:
+def _top_up(kb: Context, fetch: Fetch) -> None:
     """Ids for the saves that follow, while the remote is at hand, once this clone's blocks are
     checked against the remote's block refs the fetch saw (never fails the sync)."""
     with contextlib.suppress(KBError):
         kb.top_up_leases(fetch.blocks)
-
-
-class _Fetch:
-    """A sync's fetch: the upstream branch, the remote's turns (``turn.py``) and, when ids are
-    leased from this remote, its block refs (``IdLeases.watch``), in one ``git fetch``."""
-
-    def __init__(self, kb: Context, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> None:
-        self.store, self.remote, self.branch, self.tracking, self.turn = kb.store, remote, upstream_branch, tracking, turn
-        self.watch = kb.leases.watch(remote)
-        # The remote's block refs (block -> commit) as the last fetch that got them saw them.
-        self.blocks: dict[int, str] | None = None
-
-    def __call__(self) -> tuple[str, str]:
-        """Fetch: (the upstream's tip, "" when the remote has no such branch; the turn's holder,
-        "" for none)."""
-        store, remote, turn = self.store, self.remote, self.turn
-        # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
-        # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
-        # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
-        proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(self.watch[:1] if self.watch else ()),
-                    config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
-        # A remote without the branch yet (the first push) fails the fetch too: only a remote that
-        # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
-        if proc.returncode != 0:
-            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD")
-            if said.returncode != 0:
-                raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
-            self._refuse_renamed(said.stdout.decode("utf-8", "surrogateescape"))
-        copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
-        out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
-                        *copies).stdout.decode()
-        tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
-        if copies:
-            self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
-                           if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
-        return tips.get(self.tracking, ""), tips.get(turn.seen, "")
-
-    def _refuse_renamed(self, said: str) -> None:
-        """The remote has no branch of this name. When it was the remote's default as this clone
-        knows it (``refs/remotes/REMOTE/HEAD``, which ``git clone`` sets) and the remote's HEAD
-        (``said``: ``ls-remote --symref REMOTE HEAD``) now names another branch, the branch was
-        renamed (or the default changed): a push would make it again beside the new one, and the
-        team's memories would part silently. Any other branch (an agent's, deleted once merged)
-        is made again, as a first push makes it."""
-        lines = said.splitlines()
-        default = lines[0].removeprefix("ref: refs/heads/").partition("\t")[0] if lines else ""
-        if len(lines) < 2 or not lines[0].startswith("ref: refs/heads/") or default == self.branch:
-            return  # no default, or one that does not exist (a bare repository's HEAD to a deleted branch)
-        knew = self.store.git("symbolic-ref", "-q", f"refs/remotes/{self.remote}/HEAD", check=False).stdout.decode()
-        if knew.strip() != self.tracking:
-            return
-        remote, branch, root = self.remote, self.branch, self.store.root
-        steps = [*cd_step(root), f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
-                 f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
-        raise InvalidInputError(
-            f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
-            f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "
-            f"between the two. Nothing was pulled or sent. To go on with {default}: {'; '.join(steps)}. To make "
-            f"'{branch}' again on {remote} instead: {git_command(root, f'push -u {remote} {words(branch)}')}."
-        )
-
-    def in_turn(self, laps: _Laps) -> str:
-        """Fetch; while another clone has the turn, wait and fetch again, for at most
-        ``QUEUE_SECONDS`` (then race as without turns). The upstream's tip."""
-        deadline = time.monotonic() + QUEUE_SECONDS
-        while True:
-            upstream, holder = self()
-            laps.lap("fetch")
-            if self.turn.free(holder) or time.monotonic() > deadline:
-                return upstream
-            time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
-            laps.lap("queue")
 
 
 def _tip(store: GitStore, ref: str) -> str:
@@ -455,13 +383,21 @@ def _count(store: GitStore, tip: str, exclude: str) -> int:
 
 def _pushed_again(store: GitStore, known: str, upstream: str, start: str) -> int:
     """The commits of this branch (at ``start``) that the remote's branch held when this clone
-    last fetched it (``known``) and holds no more (its history rewritten, as by a force push):
-    pushed again, since sync never drops what a clone holds, and said."""
+    last fetched it (``known``) and holds no more (its history rewritten, as by a force push), and
+    that the push sent again (sync never drops what a clone holds): each a commit pushed with the
+    same author and date (a renumbering changes its subject). A dropped commit whose changes the
+    new history holds already (a history made anew from the same files) was not sent again."""
     if not known or known == upstream or store.git("merge-base", "--is-ancestor", known, upstream,
                                                    check=False).returncode == 0:
         return 0
     base = store.git("merge-base", start, known, check=False).stdout.decode().strip()
-    return _count(store, base, upstream) if base else 0
+    if not base:
+        return 0
+
+    def stamps(tip: str) -> Counter[str]:
+        return Counter(store.git("log", "--format=%an %ae %at", tip, "--not", upstream).stdout.decode().splitlines())
+
+    return sum((stamps(base) & stamps("HEAD")).values())
 
 
 def _reindex(kb: Context, store: GitStore, before: str) -> None:
