@@ -209,3 +209,16 @@ def test_a_history_made_anew_counts_only_the_commits_pushed_again(team, invoke_c
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
         "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone held; they were pushed "
         "again (to take a memory out, forget it)\n")
+
+
+def test_a_clones_only_remote_is_the_one_it_shares_whatever_its_name(team, invoke_cli) -> None:
+    """A clone whose one remote is not called origin and whose branch tracks nothing (pushed
+    without -u): ids were not leased (counted on its own, in the blocks the other clones lease)
+    and sync asked for a remote named origin."""
+    bare, (a, _b) = team
+    git(a, "branch", "--unset-upstream")
+    git(a, "remote", "rename", "origin", "team")
+    assert invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True).stdout.startswith(
+        "Saved memory 1 (created)")
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with team: pushed, 0 pulled, 1 pushed.\n"
