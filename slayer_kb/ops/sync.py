@@ -46,6 +46,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
+from ..store.moves import MovedIds
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -112,7 +113,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     turn = Turn(store, remote, upstream_branch)
-    fetch = Fetch(kb, remote, upstream_branch, tracking, turn)
+    fetch = Fetch(store, kb.leases, remote, upstream_branch, tracking, turn)
     head = store.head()
     upstream = ""
     known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
@@ -136,7 +137,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
-        noted = _Noted(kb)
+        noted = _Noted(kb.moves)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -217,8 +218,8 @@ class _Noted:
     push) leaves them on the branch, and a command on a moved id must refuse then as after. A
     sync that fails puts the record back as it found it."""
 
-    def __init__(self, kb: Context) -> None:
-        self.kb = kb
+    def __init__(self, moves: MovedIds) -> None:
+        self.moves = moves
         self.found: str | None = None
         self.noted = False
 
@@ -227,14 +228,14 @@ class _Noted:
         if not (self.noted or result.renumbered or result.merged or result.deduplicated):
             return  # the common case: nothing moved, no file read
         self.undo()
-        self.found, self.noted = self.kb.moves.snapshot(), True
-        self.kb.moves.record(result.renumbered, "renumbered")
-        self.kb.moves.record(result.merged, "merged")
-        self.kb.moves.record(result.deduplicated, "merged", duplicate=True)
+        self.found, self.noted = self.moves.snapshot(), True
+        self.moves.record(result.renumbered, "renumbered")
+        self.moves.record(result.merged, "merged")
+        self.moves.record(result.deduplicated, "merged", duplicate=True)
 
     def undo(self) -> None:
         if self.noted:
-            self.kb.moves.restore(self.found)
+            self.moves.restore(self.found)
             self.noted = False
 
 

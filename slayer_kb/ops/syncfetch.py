@@ -7,16 +7,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError
 from ..core.problems import cd_step, git_command, words
 from ..store.claims import talk
+from ..store.leases import IdLeases
+from ..store.repo import GitStore
 from .syncpush import unreachable
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
-
-if TYPE_CHECKING:
-    from ..context import Context
 
 _JITTER = random.Random()  # noqa: S311 (spreads the looks of waiting clones; nothing secret)
 
@@ -25,9 +23,10 @@ class Fetch:
     """A sync's fetch: the upstream branch, the remote's turns (``turn.py``) and, when ids are
     leased from this remote, its block refs (``IdLeases.watch``), in one ``git fetch``."""
 
-    def __init__(self, kb: Context, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> None:
-        self.store, self.remote, self.branch, self.tracking, self.turn = kb.store, remote, upstream_branch, tracking, turn
-        self.watch = kb.leases.watch(remote)
+    def __init__(self, store: GitStore, leases: IdLeases, remote: str, upstream_branch: str, tracking: str,
+                 turn: Turn) -> None:
+        self.store, self.remote, self.branch, self.tracking, self.turn = store, remote, upstream_branch, tracking, turn
+        self.watch = leases.watch(remote)
         # The remote's block refs (block -> commit) as the last fetch that got them saw them.
         self.blocks: dict[int, str] | None = None
 
