@@ -78,6 +78,9 @@ class AgentPlan:
     log: str
     seconds: float | None = None
     ops: int | None = None
+    # Sync only when this many seconds passed since the last sync (an agent that syncs every few
+    # minutes among others that sync every few operations), instead of every 3-5 operations.
+    sync_every: float | None = None
 
 
 class Agent:
@@ -100,13 +103,14 @@ class Agent:
     def run(self) -> None:
         began = time.monotonic()
         self.opening()
-        until_sync = self.rng.randint(3, 5)
+        until_sync, synced = self.rng.randint(3, 5), time.monotonic()
         while not self.finished(began):
             getattr(self, self.rng.choices(OPERATIONS, WEIGHTS)[0])()
             until_sync -= 1
-            if until_sync == 0:
+            every = self.plan.sync_every
+            if until_sync == 0 if every is None else time.monotonic() - synced >= every:
                 team_sync(self.clone, self.env, self.emit)
-                until_sync = self.rng.randint(3, 5)
+                until_sync, synced = self.rng.randint(3, 5), time.monotonic()
         self.emit({"op": "end", "seconds": time.monotonic() - began, "operations": self.done})
         self._log.close()
 
@@ -327,8 +331,9 @@ def fmt(value: float | None) -> str:
 
 
 def run_shared(work: Path, agents: int = 8, seconds: float | None = 240.0, ops: int | None = None,
-               seed: int = 1, log: Log = print) -> SharedResult:
-    """Run the shared-main scenario in ``work`` (which must not exist yet) and measure it."""
+               seed: int = 1, log: Log = print, laggard: float | None = None) -> SharedResult:
+    """Run the shared-main scenario in ``work`` (which must not exist yet) and measure it; with
+    ``laggard``, the last agent syncs only every ``laggard`` seconds."""
     bare, clones = make_remote(work, [f"agent-{i:02d}" for i in range(agents)])
     rendezvous = work / "rendezvous"
     rendezvous.mkdir()
@@ -336,7 +341,7 @@ def run_shared(work: Path, agents: int = 8, seconds: float | None = 240.0, ops: 
     procs = []
     for i, clone in enumerate(clones):
         plan = AgentPlan(i, agents, str(clone), seed, SHARED_KEYS, str(rendezvous), str(work / f"agent-{i:02d}.jsonl"),
-                         seconds, ops)
+                         seconds, ops, laggard if i == agents - 1 else None)
         plan_file = work / f"agent-{i:02d}.plan.json"
         plan_file.write_text(json.dumps(asdict(plan)))
         with (work / f"agent-{i:02d}.out").open("w") as out:
@@ -497,6 +502,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ops", type=int, help="a number of operations per agent instead of --seconds")
     parser.add_argument("--branches", type=int, default=6, help="agents on their own branches (default 6)")
     parser.add_argument("--rounds", type=int, help="rounds of the branch scenario (default 4, --quick 2)")
+    parser.add_argument("--laggard", type=float, metavar="SECONDS",
+                        help="the last agent of shared main syncs only every SECONDS (the others every 3-5 operations)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
@@ -525,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         work = args.keep or Path(temporary)
         if args.scenario in ("shared", "both"):
             shared = run_shared(work / "shared", args.agents, None if args.ops else args.seconds, args.ops,
-                                args.seed, log)
+                                args.seed, log, args.laggard)
             document["shared"] = asdict(shared)
             print(f"## Shared main: {args.agents} agents\n\n{table(shared.rows())}\n")
         if args.scenario in ("branches", "both"):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
@@ -45,7 +46,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.problems import cd_step, command, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
-from ..store.claims import remote_url, talk
+from ..store.moves import MovedIds
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -55,7 +56,9 @@ from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, session_projects, written_on_both
-from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
+from .syncfetch import Fetch
+from .syncpush import push
+from .turn import Turn
 from .unlinks import strip_gone
 
 if TYPE_CHECKING:
@@ -89,6 +92,7 @@ def sync(kb: Context, remote: str | None = None) -> SyncResult:
 def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     result = SyncResult(remote, "")
     laps = _Laps(result.timings)
+    store.refuse_during_git_operation()  # a rebase left stopped detaches HEAD: named first
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     if not branch:
         raise InvalidInputError(f"HEAD is detached; check out a branch ({git_command(store.root, 'switch NAME')}) "
@@ -108,8 +112,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
-    store.refuse_during_git_operation()
     turn = Turn(store, remote, upstream_branch)
+    fetch = Fetch(store, kb.leases, remote, upstream_branch, tracking, turn)
     head = store.head()
     upstream = ""
     known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
@@ -118,11 +122,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
         # either, no lock and no index check (a team syncs often).
         laps.lap("lock")
-        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
+        upstream, holder = fetch()
         laps.lap("fetch")
         if head == upstream:
             result.head = head
-            _top_up(kb)
+            _top_up(kb, fetch)
             return result
         fetched = turn.free(holder)  # else the first attempt waits for the other clone's turn
     # The lock and the check of the work tree come before the fetch, and the re-index after the
@@ -133,6 +137,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
+        noted = _Noted(kb.moves)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -140,10 +145,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt:
                     laps.next()
                 if attempt or not fetched:
-                    upstream = _fetch_in_turn(store, remote, upstream_branch, tracking, turn, laps)
-                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start)
+                    upstream = fetch.in_turn(laps.lap)
+                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start, noted)
+                noted.note(result)
                 laps.lap("pull")
-                pushed = _push(store, remote, upstream_branch, tracking, upstream, result, turn)
+                pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
                 laps.lap("push")
                 if pushed:
                     break
@@ -165,6 +171,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 result.pushed_again = _pushed_again(store, known, upstream, start) if result.pushed else 0
         except BaseException as exc:
             turn.give_back()
+            noted.undo()
             stuck = _put_back(store, start)
             kb.reread()
             if stuck is not None:
@@ -173,10 +180,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 raise IndexLockedError(f"{exc}; nothing was pushed, and the repository is back as it was.") from None
             raise
         result.head = store.head()
+        noted.undo()  # recorded once more, with the duplicate counts not yet committed
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
         kb.record_moves(result.deduplicated, "merged", duplicate=True)
-    _top_up(kb)
+    _top_up(kb, fetch)
     laps.lap("finish")
     return result
 
@@ -204,6 +212,33 @@ class _Laps:
         self._mark = now
 
 
+class _Noted:
+    """The ids a sync moves, recorded before its branch holds the commits that move them (a
+    renumbering) or as soon as it does (a fold): a sync killed before it finishes (kill -9 in its
+    push) leaves them on the branch, and a command on a moved id must refuse then as after. A
+    sync that fails puts the record back as it found it."""
+
+    def __init__(self, moves: MovedIds) -> None:
+        self.moves = moves
+        self.found: str | None = None
+        self.noted = False
+
+    def note(self, result: SyncResult) -> None:
+        """Record what the attempt that just pulled moved (a retry's moves replace the last's)."""
+        if not (self.noted or result.renumbered or result.merged or result.deduplicated):
+            return  # the common case: nothing moved, no file read
+        self.undo()
+        self.found, self.noted = self.moves.snapshot(), True
+        self.moves.record(result.renumbered, "renumbered")
+        self.moves.record(result.merged, "merged")
+        self.moves.record(result.deduplicated, "merged", duplicate=True)
+
+    def undo(self) -> None:
+        if self.noted:
+            self.moves.restore(self.found)
+            self.noted = False
+
+
 class _Index:
     """The commit the index describes, brought to HEAD only when a step needs it (a topic key
     to fold) and once after the push: re-indexing pulled memories on every push attempt would
@@ -228,42 +263,11 @@ class _Index:
             self.at = head
 
 
-def _top_up(kb: Context) -> None:
-    """Ids for the saves that follow, while the remote is at hand (never fails the sync)."""
+def _top_up(kb: Context, fetch: Fetch) -> None:
+    """Ids for the saves that follow, while the remote is at hand, once this clone's blocks are
+    checked against the remote's block refs the fetch saw (never fails the sync)."""
     with contextlib.suppress(KBError):
-        kb.top_up_leases()
-
-
-def _fetch(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn) -> tuple[str, str]:
-    """Fetch the upstream branch and the remote's turns (``turn.py``): (the upstream's tip, ""
-    when the remote has no such branch; the turn's holder, "" for none)."""
-    # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
-    # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
-    # the copy of a turn given back (only refs the refspecs name are pruned).
-    proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                f"+refs/heads/{upstream_branch}:{tracking}", turn.refspec(),
-                config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
-    # A remote without the branch yet (the first push) fails the fetch too: only a remote that
-    # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
-    if proc.returncode != 0 and talk(store, remote, "ls-remote", "-q", remote).returncode != 0:
-        raise _unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
-    out = store.git("for-each-ref", "--format=%(objectname) %(refname)", tracking, turn.seen).stdout.decode()
-    tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
-    return tips.get(tracking, ""), tips.get(turn.seen, "")
-
-
-def _fetch_in_turn(store: GitStore, remote: str, upstream_branch: str, tracking: str, turn: Turn,
-                   laps: _Laps) -> str:
-    """Fetch (``_fetch``); while another clone has the turn, wait and fetch again, for at most
-    ``QUEUE_SECONDS`` (then race as without turns). The upstream's tip."""
-    deadline = time.monotonic() + QUEUE_SECONDS
-    while True:
-        upstream, holder = _fetch(store, remote, upstream_branch, tracking, turn)
-        laps.lap("fetch")
-        if turn.free(holder) or time.monotonic() > deadline:
-            return upstream
-        time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
-        laps.lap("queue")
+        kb.top_up_leases(fetch.blocks)
 
 
 def _tip(store: GitStore, ref: str) -> str:
@@ -288,9 +292,10 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 
 
 def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
-          result: SyncResult, index: _Index, start: str) -> None:
+          result: SyncResult, index: _Index, start: str, noted: _Noted) -> None:
     """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet);
-    ``start``: where the branch was when the sync began."""
+    ``start``: where the branch was when the sync began; ``noted`` records a renumbering as soon
+    as the branch holds it."""
     if not upstream:
         return
     head = store.head()
@@ -322,10 +327,6 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
-    if mapping and merges:
-        renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
-    elif mapping:
-        reset_keep(store, rewrite_commits(store, base, mapping))
     compose(result.renumbered, mapping)
     # A retry's renumbering moves a memory the last attempt's commits folded or stripped (a
     # rebase replays them): said under the id it has now, as the commits say it.
@@ -333,6 +334,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         rename(moved, mapping)
     for stripped in (result.unlinked, result.cascaded):
         rename(stripped, mapping)
+    # Recorded before the branch moves: killed in between, a command on the old id refuses (until
+    # the next sync renumbers again) rather than answer with the upstream's memory.
+    noted.note(result)
+    if mapping and merges:
+        renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
+    elif mapping:
+        reset_keep(store, rewrite_commits(store, base, mapping))
     ours = store.head()
     assert ours is not None
     if mapping:  # renumbered commits: where they part from the upstream, asked again
@@ -376,25 +384,21 @@ def _count(store: GitStore, tip: str, exclude: str) -> int:
 
 def _pushed_again(store: GitStore, known: str, upstream: str, start: str) -> int:
     """The commits of this branch (at ``start``) that the remote's branch held when this clone
-    last fetched it (``known``) and holds no more (its history rewritten, as by a force push):
-    pushed again, since sync never drops what a clone holds, and said."""
+    last fetched it (``known``) and holds no more (its history rewritten, as by a force push), and
+    that the push sent again (sync never drops what a clone holds): each a commit pushed with the
+    same author and date (a renumbering changes its subject). A dropped commit whose changes the
+    new history holds already (a history made anew from the same files) was not sent again."""
     if not known or known == upstream or store.git("merge-base", "--is-ancestor", known, upstream,
                                                    check=False).returncode == 0:
         return 0
     base = store.git("merge-base", start, known, check=False).stdout.decode().strip()
-    return _count(store, base, upstream) if base else 0
+    if not base:
+        return 0
 
+    def stamps(tip: str) -> Counter[str]:
+        return Counter(store.git("log", "--format=%an %ae %at", tip, "--not", upstream).stdout.decode().splitlines())
 
-def _pushed(store: GitStore, tip: str, exclude: str) -> tuple[int, int]:
-    """The commits a push of ``tip`` sends (those ``exclude`` has not, as ``_count``), and how
-    many of them a merge took in from another branch (``main``'s, after ``slayer-kb merge
-    origin/main``): all but the branch's own line of first parents."""
-    out = store.git("rev-list", "--parents", tip, "--not", exclude).stdout.decode()
-    parents = {ids[0]: ids[1] if len(ids) > 1 else "" for ids in map(str.split, out.splitlines())}
-    own, commit = 0, tip
-    while commit in parents:
-        own, commit = own + 1, parents[commit]
-    return len(parents), len(parents) - own
+    return sum((stamps(base) & stamps("HEAD")).values())
 
 
 def _reindex(kb: Context, store: GitStore, before: str) -> None:
@@ -493,80 +497,6 @@ def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool 
             "was pushed and the repository is back as it was:\n" + "\n".join(checked.problems)
             + f"\nFix them on your branch ({command(kb.root)} edit ID) and run '{command(kb.root)} sync' again."
         )
-
-
-def _push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upstream: str,
-          result: SyncResult, turn: Turn) -> bool:
-    """Push HEAD onto ``upstream`` (the fetched tip, "" for none), giving back the turn this sync
-    holds in the same push; False when the remote refused it because others pushed first. The
-    bookkeeping waits until the push is done."""
-    head = store.head()
-    assert head is not None
-    if upstream == head:
-        return True
-    options, refspecs = turn.handed_back()
-    # A branch's first push counts what no branch of the remote has, not its whole history
-    # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
-    first = None if upstream else _pushed(store, head, f"--remotes={remote}")
-    proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
-                f"{head}:refs/heads/{upstream_branch}", *refspecs)
-    if proc.returncode != 0:
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
-        if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
-            return False  # a race lost to other clones: retried, no url to name
-        if declined is not None:
-            url = remote_url(store, remote, push=True)
-            # A hook's verdict, not a race: the next attempt would be refused alike.
-            said = _remote_lines(proc.stderr.decode("utf-8", "replace")) or ["(it gave no message)"]
-            raise StoreError(
-                f"The remote {remote} ({url}) refused the push: {declined}, saying:\n"
-                + "".join(f"  {line}\n" for line in said)
-                + "This is the remote's rule, not a race with other clones, so sync stopped without retrying. "
-                "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
-                f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
-            )
-        raise _unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
-    turn.pushed()
-    result.pushed, result.pushed_by_merge = _pushed(store, head, upstream) if first is None else first
-    store.git("update-ref", tracking, head)
-    if not upstream:
-        store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
-    if result.action == "up to date":
-        result.action = "pushed"
-    return True
-
-
-def _unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: str) -> StoreError:
-    """A fetch or push that failed for another reason than a race or a hook (a wrong url, no
-    network): git's words, and that an offline clone's saves are safe (offline ids) with how to
-    go on. ``what`` is "fetch from" or "push to" (which names the url a push goes to: a remote's
-    ``pushurl`` may differ); ``nothing`` says what was not done."""
-    push = "--push " if what == "push to" else ""
-    return StoreError(
-        f"git {what} {remote} ({remote_url(store, remote, push=bool(push))}) failed: "
-        f"{said.decode('utf-8', 'replace').strip()} {nothing} and this clone is as it was: its saves stay here and "
-        f"the next sync sends them. Check the remote's url ({git_command(store.root, f'remote get-url {push}{remote}')}) "
-        f"and the network, then run {command(store.root)} sync again."
-    )
-
-
-def _declined_by_hook(porcelain: str) -> str | None:
-    """The reason a remote's hook gave for refusing a ref of the push (``pre-receive hook
-    declined``), from ``git push --porcelain``'s lines (``!<TAB>from:to<TAB>[remote rejected]
-    (reason)``); None when no hook refused one (a ref others moved first, a lock lost to them)."""
-    for line in porcelain.splitlines():
-        status, _, rest = line.partition("\t")
-        reason = rest.rpartition("\t")[2]
-        if status == "!" and reason.startswith("[remote rejected] (") and reason.endswith("hook declined)"):
-            return reason.removeprefix("[remote rejected] (").removesuffix(")")
-    return None
-
-
-def _remote_lines(stderr: str) -> list[str]:
-    """What the remote printed while it refused (git's ``remote:`` lines, padding trimmed)."""
-    return [line[len("remote:"):].strip() for line in stderr.splitlines() if line.startswith("remote:")
-            and line[len("remote:"):].strip()]
 
 
 def _put_back(store: GitStore, start: str) -> str | None:

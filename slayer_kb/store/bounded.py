@@ -9,6 +9,8 @@ hangs cannot hold the KB's lock for ever; the error names the hook.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,13 +46,38 @@ def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
+            started = _descendants(proc.pid)
             for stop in (proc.terminate, proc.kill):
                 stop()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=_STOP_SECONDS)
                     break
+            # What git started (the ssh of a fetch, the remote's side of a local one, a hook) is
+            # not stopped with it, and runs on (for ever, when it hangs) in the caller's group.
+            for pid in started:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             raise
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs, as ``ps`` lists them ([] when it cannot)."""
+    try:
+        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True,
+                                check=False, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    children: dict[int, list[int]] = {}
+    for line in listed.splitlines():
+        ids = line.split()
+        if len(ids) == 2 and ids[0].isdigit() and ids[1].isdigit():
+            children.setdefault(int(ids[1]), []).append(int(ids[0]))
+    found, todo = [], [pid]
+    while todo:
+        found += (new := children.get(todo.pop(), []))
+        todo += new
+    return found
 
 
 def hung(top: Path, command: str, hook: str, outcome: str) -> str:

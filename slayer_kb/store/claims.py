@@ -41,18 +41,25 @@ def claim(store: GitStore, remote: str, commit: str, expected: Mapping[str, str]
     ref's outcome: CREATED; TAKEN, another clone holds it (created or moved it first); or
     REFUSED, the remote answered no (a hook, a protected namespace, no right to push) or the
     push never got to the ref. None when the remote cannot be reached."""
-    proc = network(store, "push", "--porcelain", *[f"--force-with-lease={ref}:{old}" for ref, old in expected.items()],
-                   remote, *[f"{commit}:{ref}" for ref in expected])
+    return claim_each(store, remote, {ref: (commit, old) for ref, old in expected.items()})
+
+
+def claim_each(store: GitStore, remote: str, wanted: Mapping[str, tuple[str, str]]) -> dict[str, str] | None:
+    """``claim`` with a commit of its own for each ref: ``wanted`` maps a ref to (the commit to
+    point it at, the object expected there). A ref already at its commit is CREATED: this clone
+    holds it."""
+    proc = network(store, "push", "--porcelain", *[f"--force-with-lease={ref}:{old}" for ref, (_, old) in wanted.items()],
+                   remote, *[f"{commit}:{ref}" for ref, (commit, _) in wanted.items()])
     if proc is None:
         return None
-    outcome = dict.fromkeys(expected, REFUSED)
+    outcome = dict.fromkeys(wanted, REFUSED)
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         flag, _, rest = line.partition("\t")
         target, _, summary = rest.partition("\t")
         ref = target.partition(":")[2]
         if ref not in outcome:
             continue
-        if flag in ("*", " ", "+"):
+        if flag in ("*", " ", "+", "="):
             outcome[ref] = CREATED
         elif any(word in summary for word in _TAKEN):
             outcome[ref] = TAKEN

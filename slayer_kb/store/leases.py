@@ -38,7 +38,7 @@ as a KB without a remote does would hand out the ids of other clones' leased blo
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
-the current branch's remote, else ``origin``).
+the current branch's remote, else ``origin``, else the only remote).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +71,8 @@ OFFLINE_BLOCKS = 80_000_000
 SPARE = BLOCK // 2
 # A lease that races another clone for the same block tries the next free one this many times.
 ATTEMPTS = 12
+# Where sync's fetch copies the remote's block refs: refs/slayer-kb/seen-ids/<remote>/<k>.
+SEEN = "refs/slayer-kb/seen-ids/"
 STATE_FILE = "slayer-kb-ids.json"
 LOCK_FILE = "slayer-kb-ids.lock"
 
@@ -177,7 +179,8 @@ class IdLeases:
 
     def remote_name(self) -> str:
         """The remote this clone shares with (``sync``'s too): ``slayer-kb.remote``, else the
-        current branch's remote, else ``origin``."""
+        current branch's remote, else ``origin``, else the clone's only remote (pushed to without
+        ``-u``, under another name)."""
         return self._remote_name(self.settings())
 
     def _remote_name(self, config: dict[str, str]) -> str:
@@ -186,7 +189,9 @@ class IdLeases:
             branch = self._branch()
             name = config.get(f"branch.{branch}.remote", "") if branch else ""
             if not name or name == ".":
-                name = "origin"
+                remotes = {key[len("remote."):-len(".url")] for key in config
+                           if key.startswith("remote.") and key.endswith(".url")}
+                name = remotes.pop() if len(remotes) == 1 else "origin"
         return name
 
     def _branch(self) -> str | None:
@@ -248,16 +253,29 @@ class IdLeases:
             self._push(remote, CLAIMS, [block], f"claim ids {_span(block)} for memory {memory_id}")
         return True
 
-    def top_up(self, floor: int) -> None:
-        """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
-        than ``SPARE`` ids are left, so the saves that follow need no network. Never raises for
-        a remote that cannot be reached: the ids in hand still serve."""
+    def watch(self, remote_name: str) -> tuple[str, str] | None:
+        """For ``sync``'s fetch from ``remote_name``, when ids are leased from it: (the refspec
+        that copies the remote's block refs, the prefix of the copies), so that ``top_up`` checks
+        this clone's blocks at no cost of its own. None when ids are not leased from it."""
+        remote = self.remote()
+        if remote is None or remote.name != remote_name:
+            return None
+        return f"+{NAMESPACE}*:{SEEN}{remote_name}/*", f"{SEEN}{remote_name}/"
+
+    def top_up(self, floor: int, seen: Mapping[int, str] | None = None) -> None:
+        """For ``sync``: check this clone's blocks against ``seen`` (the remote's block refs as
+        the sync's fetch copied them, block -> commit; ``_keep``), register offline blocks on the
+        remote, and lease the next block when fewer than ``SPARE`` ids are left, so the saves that
+        follow need no network. Never raises for a remote that cannot be reached: the ids in hand
+        still serve."""
         remote = self.remote()
         if remote is None:
             return
         with self._locked():
             held = self._load(remote)
             held.refused = False  # try again: the remote may take our refs now
+            if seen is not None:
+                self._keep(remote, held, seen)
             if held.unregistered:
                 created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
@@ -270,6 +288,22 @@ class IdLeases:
                 with contextlib.suppress(StoreError):
                     self._lease(remote, held, floor, blocks=1, offline_ok=False)
             self._save(held)
+
+    def _keep(self, remote: Remote, held: Leases, seen: Mapping[int, str]) -> None:
+        """Every block this clone leased must stay leased on the remote, its ref at the commit
+        this clone pushed there, or another clone may lease it and hand out its ids. A ref that
+        is gone (deleted on the remote, the remote restored from its branches) is made again,
+        only if it still does not exist; a block whose ref another clone made since, or that
+        points at anything else, is given up (no id is drawn from it again: a number given with
+        --id in it is asked of the remote). One push, only when ``seen`` differs."""
+        lost = {k: commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
+        if not lost:
+            return
+        outcome = claims.claim_each(self.store, remote.name, {f"{NAMESPACE}{k}": (c, "") for k, c in lost.items()}) or {}
+        for k in lost:
+            if outcome.get(f"{NAMESPACE}{k}") == claims.TAKEN:
+                del held.holders[k]
+                held.blocks = [b for b in held.blocks if str(b[0]) != k]
 
     def _next_in_hand(self, held: Leases) -> int | None:
         """The next id of the first block with ids left (used up blocks are dropped; an offline

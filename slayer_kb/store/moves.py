@@ -77,6 +77,21 @@ class MovedIds:
         # under that id) is where the id's holder means: no move to refuse.
         self._write({old: move for old, move in known.items() if move.new != old})
 
+    def snapshot(self) -> str | None:
+        """The file as it is (None: there is none), for ``restore``."""
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    def restore(self, text: str | None) -> None:
+        """Put the file back as ``snapshot`` found it."""
+        if text is None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return
+        self._replace(text)
+
     def accept(self, memory_id: str) -> bool:
         """Forget the move of ``memory_id`` (the user now means whatever it names); whether there was one."""
         known = self.all()
@@ -86,11 +101,13 @@ class MovedIds:
         return True
 
     def _write(self, known: dict[str, Move]) -> None:
+        self._replace(json.dumps({m.old: {"to": m.new, "why": m.why, **({"duplicate": True} if m.duplicate else {})}
+                                  for m in known.values()}, indent=1))
+
+    def _replace(self, text: str) -> None:
         tmp = self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps({m.old: {"to": m.new, "why": m.why, **({"duplicate": True} if m.duplicate else {})}
-                                       for m in known.values()}, indent=1),
-                           encoding="utf-8")
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, self.path)
 
 

@@ -1,0 +1,94 @@
+"""``sync``'s fetch: the upstream branch, the remote's turns and its block refs in one ``git
+fetch``, waiting while another clone has the turn; and the refusal to make a renamed default
+branch again beside the new one."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from ..core.errors import InvalidInputError
+from ..core.problems import cd_step, git_command, words
+from ..store.claims import talk
+from ..store.leases import IdLeases
+from ..store.repo import GitStore
+from .syncpush import unreachable
+from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
+
+_JITTER = random.Random()  # noqa: S311 (spreads the looks of waiting clones; nothing secret)
+
+
+class Fetch:
+    """A sync's fetch: the upstream branch, the remote's turns (``turn.py``) and, when ids are
+    leased from this remote, its block refs (``IdLeases.watch``), in one ``git fetch``."""
+
+    def __init__(self, store: GitStore, leases: IdLeases, remote: str, upstream_branch: str, tracking: str,
+                 turn: Turn) -> None:
+        self.store, self.remote, self.branch, self.tracking, self.turn = store, remote, upstream_branch, tracking, turn
+        self.watch = leases.watch(remote)
+        # The remote's block refs (block -> commit) as the last fetch that got them saw them.
+        self.blocks: dict[int, str] | None = None
+
+    def __call__(self) -> tuple[str, str]:
+        """Fetch: (the upstream's tip, "" when the remote has no such branch; the turn's holder,
+        "" for none)."""
+        store, remote, turn = self.store, self.remote, self.turn
+        # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
+        # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
+        # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
+        proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
+                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(self.watch[:1] if self.watch else ()),
+                    config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
+        # A remote without the branch yet (the first push) fails the fetch too: only a remote that
+        # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
+        if proc.returncode != 0:
+            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD")
+            if said.returncode != 0:
+                raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
+            self._refuse_renamed(said.stdout.decode("utf-8", "surrogateescape"))
+        copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
+        out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
+                        *copies).stdout.decode()
+        tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
+        if copies:
+            self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
+                           if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
+        return tips.get(self.tracking, ""), tips.get(turn.seen, "")
+
+    def _refuse_renamed(self, said: str) -> None:
+        """The remote has no branch of this name. When it was the remote's default as this clone
+        knows it (``refs/remotes/REMOTE/HEAD``, which ``git clone`` sets) and the remote's HEAD
+        (``said``: ``ls-remote --symref REMOTE HEAD``) now names another branch, the branch was
+        renamed (or the default changed): a push would make it again beside the new one, and the
+        team's memories would part silently. Any other branch (an agent's, deleted once merged)
+        is made again, as a first push makes it."""
+        lines = said.splitlines()
+        default = lines[0].removeprefix("ref: refs/heads/").partition("\t")[0] if lines else ""
+        if len(lines) < 2 or not lines[0].startswith("ref: refs/heads/") or default == self.branch:
+            return  # no default, or one that does not exist (a bare repository's HEAD to a deleted branch)
+        knew = self.store.git("symbolic-ref", "-q", f"refs/remotes/{self.remote}/HEAD", check=False).stdout.decode()
+        if knew.strip() != self.tracking:
+            return
+        remote, branch, root = self.remote, self.branch, self.store.root
+        steps = [*cd_step(root), f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
+                 f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
+        raise InvalidInputError(
+            f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
+            f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "
+            f"between the two. Nothing was pulled or sent. To go on with {default}: {'; '.join(steps)}. To make "
+            f"'{branch}' again on {remote} instead: {git_command(root, f'push -u {remote} {words(branch)}')}."
+        )
+
+    def in_turn(self, lap: Callable[[str], None]) -> str:
+        """Fetch; while another clone has the turn, wait and fetch again, for at most
+        ``QUEUE_SECONDS`` (then race as without turns); ``lap`` times each fetch and wait. The
+        upstream's tip."""
+        deadline = time.monotonic() + QUEUE_SECONDS
+        while True:
+            upstream, holder = self()
+            lap("fetch")
+            if self.turn.free(holder) or time.monotonic() > deadline:
+                return upstream
+            time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
+            lap("queue")

@@ -1,0 +1,224 @@
+"""Many agents, one remote, when the remote misbehaves: its ``refs/slayer-kb/*`` deleted or
+rewritten, its branch renamed, a sync killed half-way. Ids handed out never change meaning and
+nothing is lost or split silently."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import StoreError
+from slayer_kb.ops.sync import sync
+from slayer_kb.store.leases import BLOCK, NAMESPACE
+from testing import eventually, git, make_team
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> tuple[Path, list[Path]]:
+    return make_team(tmp_path, 2)
+
+
+def delete_refs(bare: Path, namespace: str) -> None:
+    for ref in git(bare, "for-each-ref", "--format=%(refname)", namespace).split():
+        git(bare, "update-ref", "-d", ref)
+
+
+def test_a_block_ref_deleted_on_the_remote_is_made_again_by_the_next_sync(team) -> None:
+    """Someone deleted ``refs/slayer-kb/ids/*`` on the remote (a clean-up, a remote restored from
+    its branches only). A clone leasing afterwards took block 0, which A still drew from: both
+    handed out 2, and a sync renumbered one of them under the agent holding it. A's sync makes
+    the ref again, so the next clone leases above it."""
+    bare, (a, b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_a)
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert KnowledgeBase(b).save_memory("B: first", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == "2"
+
+
+def test_a_block_another_clone_leased_meanwhile_is_given_up(team) -> None:
+    """The refs were deleted and B leased block 0 before A synced again: A's sync finds B's
+    lease on its block and leases another, so the two no longer draw from one block."""
+    bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_b)  # B holds memory 1 now: its block 0 starts above it
+    assert kb_b.save_memory("B: first", ["orders.amount"]).memory_id == "2"
+    sync(kb_a)
+    assert kb_a.save_memory("A: after B's lease", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_b).renumbered == {}
+    assert sync(kb_a).renumbered == {}
+
+
+def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
+    """The remote's ref of A's block points at something A never pushed: A cannot tell who holds
+    the block, so it draws from another."""
+    bare, (a, _b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    git(bare, "update-ref", f"{NAMESPACE}0", git(bare, "rev-parse", "main").strip())
+    sync(kb_a)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == str(BLOCK + 1)
+
+
+def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team, invoke_cli) -> None:
+    """The remote's ``main`` was renamed ``trunk`` (its default branch now). A's sync pushed to
+    ``main`` as a branch of the first push, beside ``trunk``: half the team's memories went one
+    way, half the other, and nothing said so. It refuses, and its steps go on with trunk."""
+    bare, (a, b) = team
+    git(bare, "branch", "-m", "main", "trunk")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    invoke_cli("--kb", a, "save", "A: after the rename", "-e", "shop.orders.amount", check=True)
+    refused = invoke_cli("--kb", a, "sync", cwd=a.parent)
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: origin has no branch 'main' any more, and its default branch is now 'trunk' (renamed, or the default "
+        "changed): a sync would make 'main' again beside it, and the team's memories would part between the two. "
+        "Nothing was pulled or sent. To go on with trunk: cd a; git fetch origin; git branch -m main trunk; git branch -u "
+        "origin/trunk; git remote set-head origin -a; slayer-kb sync. To make 'main' again on origin instead: git "
+        "-C a push -u origin main.\n"))
+    assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split() == ["refs/heads/trunk"]
+    for step in ("fetch origin", "branch -m main trunk", "branch -u origin/trunk", "remote set-head origin -a"):
+        git(a, *step.split())
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced trunk with origin: pushed, 0 pulled, 1 pushed.\n"
+    # A clone that never knew main as the remote's default (an agent's branch, deleted once
+    # merged) makes its branch again at its next sync, as a first push does.
+    git(b, "switch", "-q", "-c", "agent-b")
+    git(b, "push", "-q", "-u", "origin", "agent-b")
+    git(bare, "branch", "-D", "agent-b")
+    invoke_cli("--kb", b, "save", "B: on its branch", "-e", "shop.orders.amount", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced agent-b with origin: pushed")
+
+
+# A pre-push hook that kills the sync running git push (its parent's parent) with SIGKILL.
+KILL_THE_SYNC = "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\nsleep 5\nexit 1\n"
+
+
+def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, run_cli, invoke_cli) -> None:
+    """B's sync folded B's memory 101 into A's 1 (one topic key), then was killed (kill -9) while
+    it pushed. The moves were recorded only after the push: B's agent, holding 101, was told
+    "No memory with id '101'", and the next sync pushed the fold without a word."""
+    _bare, (a, b) = team
+    kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
+    kb_a.save_observation("Retry budget", "Three retries.", type="decision", project="api",
+                          topic_key="decision/retry-budget")
+    sync(kb_a)
+    theirs = kb_b.save_observation("Retry budget", "Five retries.", type="decision", project="api",
+                                   topic_key="decision/retry-budget")
+    assert theirs.memory_id == str(BLOCK + 1)
+    hook = b / ".git" / "hooks" / "pre-push"
+    hook.write_text(KILL_THE_SYNC)
+    hook.chmod(0o755)
+    killed = run_cli("--kb", b, "sync")
+    assert killed.returncode == -9
+    hook.unlink()
+    moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
+             f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
+    assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+    assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie no parent reaped yet does not)."""
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True, check=False)
+    return bool(state.stdout.strip()) and not state.stdout.strip().startswith("Z")
+
+
+def test_a_fetch_stopped_past_its_bound_stops_what_git_started(team, monkeypatch, tmp_path: Path) -> None:
+    """A remote that stops answering (an ssh that hangs; here the remote's upload-pack): the sync
+    stopped git past SLAYER_KB_SYNC_TIMEOUT, and git's child ran on, for ever if it hangs: one
+    more process left behind by each sync, in the warm server's group too."""
+    _bare, (a, _b) = team
+    started = tmp_path / "upload-pack.pid"
+    KnowledgeBase(a).save_memory("A: first", ["orders.amount"])
+    git(a, "config", "remote.origin.uploadpack", f"sleep 600 & echo $$ $! > {started}; wait; true")
+    monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", "1")
+    with pytest.raises(StoreError, match="did not finish within 1 s and was stopped"):
+        sync(KnowledgeBase(a))
+    for pid in map(int, started.read_text().split()):  # git's shell, and what the shell started
+        eventually(lambda pid=pid: not running(pid), f"process {pid} of the hanging upload-pack stopped")
+
+
+# A reference-transaction hook that kills the sync (git's parent) once its branch has moved, the
+# first time only.
+KILL_AT_THE_FIRST_MOVE = """#!/bin/sh
+[ "$1" = committed ] || exit 0
+grep -q -E ' (HEAD|refs/heads/main)$' || exit 0
+rm -f "$0"
+kill -9 $(ps -o ppid= -p $PPID)
+"""
+
+
+def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
+    """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
+    (kill -9) before it pushed. The move was not recorded: 'get 1' on B answered with A's memory,
+    as though it were the one B's agent saved."""
+    _bare, (a, b) = team
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    KnowledgeBase(a).save_memory("A: one", ["orders.amount"])
+    sync(KnowledgeBase(a))
+    assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+    assert git(b, "log", "-1", "--format=%s").strip() == "memory: save 2 (renumber 1 -> 2)"
+    assert invoke_cli("--kb", b, "get", "1").stderr.startswith(
+        "Error: Memory id '1' moved: sync renumbered this clone's memory 1 to 2, because the upstream had already "
+        "used 1 for another memory;")
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased, 1 pulled")
+
+
+def test_a_sync_in_a_rebase_left_stopped_says_so(team, invoke_cli) -> None:
+    """A sync killed in its ``git rebase`` (the fallback for what the replay does not merge)
+    leaves the rebase stopped and HEAD detached. The next sync said "HEAD is detached; check out a
+    branch", whose step leaves the rebase's state behind for every later command to trip on."""
+    _bare, (a, _b) = team
+    KnowledgeBase(a).save_memory("A: first", ["orders.amount"])
+    stopped = subprocess.run(["git", "rebase", "-q", "--exec", "false", "HEAD~1"], cwd=a, capture_output=True, check=False)
+    assert stopped.returncode != 0 and (a / ".git" / "rebase-merge").is_dir()
+    assert invoke_cli("--kb", a, "sync").stderr == (
+        "Error: You are in the middle of a rebase (rebase-merge exists). Conclude it with `slayer-kb rebase "
+        "--continue` (git's, with the KB's merge driver) or abort it with `slayer-kb rebase --abort`, then run the "
+        "command again.\n")
+
+
+def test_a_history_made_anew_counts_only_the_commits_pushed_again(team, invoke_cli) -> None:
+    """The remote's main made anew from the same files (a new root commit: a history filtered, or
+    the repository re-created): the sync said the rewrite dropped every commit the clone held and
+    that they "were pushed again", beside "1 pushed": only A's save was; the others' changes were
+    there already."""
+    bare, (a, _b) = team
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    anew = git(bare, "commit-tree", "main~1^{tree}", "-m", "The KB, its history made anew").strip()
+    git(bare, "update-ref", "refs/heads/main", anew)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+        "  note: origin/main was rewritten (a force push) without 1 commit(s) this clone held; they were pushed "
+        "again (to take a memory out, forget it)\n")
+
+
+def test_a_clones_only_remote_is_the_one_it_shares_whatever_its_name(team, invoke_cli) -> None:
+    """A clone whose one remote is not called origin and whose branch tracks nothing (pushed
+    without -u): ids were not leased (counted on its own, in the blocks the other clones lease)
+    and sync asked for a remote named origin."""
+    bare, (a, _b) = team
+    git(a, "branch", "--unset-upstream")
+    git(a, "remote", "rename", "origin", "team")
+    assert invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True).stdout.startswith(
+        "Saved memory 1 (created)")
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with team: pushed, 0 pulled, 1 pushed.\n"
