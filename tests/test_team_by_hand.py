@@ -1186,12 +1186,17 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
     assert [p.split(": ")[0] for p in merged["problems"]] == ["memories/1.yaml:3", "models/shop/refund_facts.yaml:7"]
 
 
+# A KB folder whose name holds what paths in git's input and output, gitattributes patterns and
+# shell words each spell their own way; one name, so its tests share one team's template.
+ODD_FOLDER = '#our "team kb"\t[*?] \\ é!\nnotes'
+
+
 def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Sync reads the memories both sides changed from one 'git cat-file --batch', whose answer
     for a file gone at a side is 'REV:team kb/memories/1.yaml missing': three words, taken for a
     blob's header, and the second sync ended in a traceback (int('missing'))."""
-    _bare, (a, b) = make_team(tmp_path, folder="team kb")
+    _bare, (a, b) = make_team(tmp_path, folder=ODD_FOLDER)
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
@@ -1203,6 +1208,31 @@ def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_spac
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
     assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"
+
+
+def test_sync_merges_with_its_driver_in_a_folder_whose_name_gitattributes_must_quote(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The attributes line giving sync's merge driver the KB's files spelled a space in the
+    folder's name 'team\\ kb', which git reads as the pattern 'team\\' and an attribute (a tab or
+    a newline ended it too): the driver applied to nothing, and a sync that fell back to git's
+    rebase refused, naming a '!merge' line no file has. Wildcards, quotes, backslashes and bytes
+    outside ASCII must match only themselves. The rebase passes a topic key both clones revised
+    (the driver merges it; git's line merge stops on it) and stops on two edits of a title."""
+    _bare, (a, b) = make_team(tmp_path, folder=ODD_FOLDER)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    invoke_cli("--kb", a, "save", "Cache TTL is 60 s", *topic, check=True)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for clone, side in ((b, "B"), (a, "A")):
+        invoke_cli("--kb", clone, "save", f"Cache TTL is {side}", *topic, check=True)
+        invoke_cli("--kb", clone, "update", "2", "--title", f"Cents ({side})", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == (
+        "Your commits and origin/main both edited memories/2.yaml; the repository is back as it was. To merge by "
+        "hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/2.yaml to keep "
+        "what both sides meant; git add memories/2.yaml; slayer-kb validate; slayer-kb rebase --continue (a later "
+        "commit that stops says so again); slayer-kb sync.")
 
 
 def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Path, invoke_cli: CliRunner) -> None:
