@@ -1130,11 +1130,9 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert [(p["path"], p["kind"]) for p in problems] == [(f"memories/{stale}.yaml", "stale_query")]
 
 
-def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    # A teammate on an older release pushed 'amount : sum' (it took it); here only the title
-    # changed, and sync refused the push: the query it names is the upstream's, untouched.
-    _bare, (a,) = make_team(tmp_path, clones=1)
+def _older_release_query(a: Path) -> str:
+    """Memory 101 with an example query an older release took ('amount : sum'), committed and
+    pushed by hand to a's origin; the problem validate names in it."""
     (a / "memories").mkdir()
     (a / "memories" / "101.yaml").write_text(
         "learning: Refund totals\nquery:\n  source_model: orders\n  measures:\n  - 'amount : sum'\n"
@@ -1142,11 +1140,19 @@ def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
     git(a, "add", "memories/101.yaml")
     git(a, "commit", "-q", "-m", "memory: save 101 (an older release)")
     git(a, "push", "-q", "origin", "main")
+    return ("memories/101.yaml:3: attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B "
+            "expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', with no spaces "
+            "around an aggregation's colon); fix or remove the query with 'slayer-kb edit 101'")
+
+
+def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A teammate on an older release pushed 'amount : sum' (it took it); here only the title
+    # changed, and sync refused the push: the query it names is the upstream's, untouched.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    problem = _older_release_query(a)
     assert invoke_cli("--kb", a, "update", "101", "--title", "clearer", check=True).stdout == "Updated memory 101\n"
     synced = invoke_cli("--kb", a, "sync")
-    problem = ("memories/101.yaml:3: attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B "
-               "expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', with no spaces "
-               "around an aggregation's colon); fix or remove the query with 'slayer-kb edit 101'")
     assert (synced.returncode, synced.stderr) == (0, "")
     assert synced.stdout == (
         "Synced main with origin: pushed, 0 pulled, 1 pushed.\n  warning: pushed an example query the upstream "
@@ -1160,6 +1166,28 @@ def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
     refused = invoke_cli("--kb", a, "sync")
     assert refused.returncode == 1
     assert "amount : avg" in refused.stderr and "nothing was pushed" in refused.stderr
+
+
+def test_a_merge_or_rebase_names_an_older_invalid_query_it_left_alone_as_sync_does(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Revalidation let the query through and named it, but merge and rebase dropped the name:
+    their reply said nothing of what the sync after them warns of."""
+    _bare, (a, b) = make_team(tmp_path)
+    problem = _older_release_query(a)
+    invoke_cli("--kb", b, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "101", "--title", "clearer", check=True)
+    git(a, "fetch", "-q", "origin")
+    before = git(a, "rev-parse", "HEAD").strip()
+    warning = (f"\n  warning: sync will push an example query origin/main already has, which this branch did not "
+               f"change: {problem}\n")
+    for command, said in (("merge", "Merged origin/main; run slayer-kb sync to push."),
+                          ("rebase", "Rebased onto origin/main; run slayer-kb sync to push.")):
+        assert invoke_cli("--kb", a, command, "origin/main", check=True).stdout == said + warning
+        git(a, "reset", "-q", "--hard", before)
+        shown = json_of(invoke_cli("--kb", a, "--json", command, "origin/main", check=True))
+        assert (shown["untouched_queries"], shown["problems"]) == ([problem], []), command
+        git(a, "reset", "-q", "--hard", before)
 
 
 def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
