@@ -102,3 +102,20 @@ def test_four_inits_of_one_folder_at_once_leave_one_whole_kb(tmp_path: Path, run
         assert {r.stderr for r in runs if r.returncode} == {
             f"Error: {folder}/README.md already exists; --example needs an empty folder.\n"}
         assert git(folder, "status", "--porcelain") == "" and git(folder, "rev-list", "--count", "HEAD") == "1\n"
+
+
+def test_init_of_a_folder_whose_name_is_not_utf8_is_refused_and_leaves_nothing(
+        empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """slayer-kb gives git the KB's paths in the repository as UTF-8 (its input, sync's merge
+    driver's attributes): a KB folder named otherwise ended 'init' in a traceback from staging
+    the first commit. It is refused before anything is made, naming the folder."""
+    root = empty_kb.root
+    folder = root / os.fsdecode(b"k\xffb")
+    message = (f"The knowledge base's folder {root}/k\\xffb is at k\\xffb in its git repository, a path that is not "
+               "UTF-8, and slayer-kb gives git the KB's paths as UTF-8. Rename each folder of k\\xffb whose name is "
+               "not UTF-8, then run the command again.")
+    refused = invoke_cli("--json", "init", folder)
+    assert (refused.returncode, json_of(refused), refused.stderr) == (
+        1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    assert not folder.exists()
+    assert (git(root, "rev-list", "--count", "HEAD"), git(root, "status", "--porcelain")) == ("1\n", "")

@@ -1130,11 +1130,9 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
     assert [(p["path"], p["kind"]) for p in problems] == [(f"memories/{stale}.yaml", "stale_query")]
 
 
-def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    # A teammate on an older release pushed 'amount : sum' (it took it); here only the title
-    # changed, and sync refused the push: the query it names is the upstream's, untouched.
-    _bare, (a,) = make_team(tmp_path, clones=1)
+def _older_release_query(a: Path) -> str:
+    """Memory 101 with an example query an older release took ('amount : sum'), committed and
+    pushed by hand to a's origin; the problem validate names in it."""
     (a / "memories").mkdir()
     (a / "memories" / "101.yaml").write_text(
         "learning: Refund totals\nquery:\n  source_model: orders\n  measures:\n  - 'amount : sum'\n"
@@ -1142,11 +1140,19 @@ def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
     git(a, "add", "memories/101.yaml")
     git(a, "commit", "-q", "-m", "memory: save 101 (an older release)")
     git(a, "push", "-q", "origin", "main")
+    return ("memories/101.yaml:3: attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B "
+            "expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', with no spaces "
+            "around an aggregation's colon); fix or remove the query with 'slayer-kb edit 101'")
+
+
+def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A teammate on an older release pushed 'amount : sum' (it took it); here only the title
+    # changed, and sync refused the push: the query it names is the upstream's, untouched.
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    problem = _older_release_query(a)
     assert invoke_cli("--kb", a, "update", "101", "--title", "clearer", check=True).stdout == "Updated memory 101\n"
     synced = invoke_cli("--kb", a, "sync")
-    problem = ("memories/101.yaml:3: attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B "
-               "expression 'amount : sum': invalid syntax (<unknown>, line 1); write 'amount:sum', with no spaces "
-               "around an aggregation's colon); fix or remove the query with 'slayer-kb edit 101'")
     assert (synced.returncode, synced.stderr) == (0, "")
     assert synced.stdout == (
         "Synced main with origin: pushed, 0 pulled, 1 pushed.\n  warning: pushed an example query the upstream "
@@ -1160,6 +1166,28 @@ def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
     refused = invoke_cli("--kb", a, "sync")
     assert refused.returncode == 1
     assert "amount : avg" in refused.stderr and "nothing was pushed" in refused.stderr
+
+
+def test_a_merge_or_rebase_names_an_older_invalid_query_it_left_alone_as_sync_does(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Revalidation let the query through and named it, but merge and rebase dropped the name:
+    their reply said nothing of what the sync after them warns of."""
+    _bare, (a, b) = make_team(tmp_path)
+    problem = _older_release_query(a)
+    invoke_cli("--kb", b, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "101", "--title", "clearer", check=True)
+    git(a, "fetch", "-q", "origin")
+    before = git(a, "rev-parse", "HEAD").strip()
+    warning = (f"\n  warning: sync will push an example query origin/main already has, which this branch did not "
+               f"change: {problem}\n")
+    for command, said in (("merge", "Merged origin/main; run slayer-kb sync to push."),
+                          ("rebase", "Rebased onto origin/main; run slayer-kb sync to push.")):
+        assert invoke_cli("--kb", a, command, "origin/main", check=True).stdout == said + warning
+        git(a, "reset", "-q", "--hard", before)
+        shown = json_of(invoke_cli("--kb", a, "--json", command, "origin/main", check=True))
+        assert (shown["untouched_queries"], shown["problems"]) == ([problem], []), command
+        git(a, "reset", "-q", "--hard", before)
 
 
 def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
@@ -1186,12 +1214,17 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
     assert [p.split(": ")[0] for p in merged["problems"]] == ["memories/1.yaml:3", "models/shop/refund_facts.yaml:7"]
 
 
+# A KB folder whose name holds what paths in git's input and output, gitattributes patterns and
+# shell words each spell their own way; one name, so its tests share one team's template.
+ODD_FOLDER = '#our "team kb"\t[*?] \\ é!\nnotes'
+
+
 def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Sync reads the memories both sides changed from one 'git cat-file --batch', whose answer
     for a file gone at a side is 'REV:team kb/memories/1.yaml missing': three words, taken for a
     blob's header, and the second sync ended in a traceback (int('missing'))."""
-    _bare, (a, b) = make_team(tmp_path, folder="team kb")
+    _bare, (a, b) = make_team(tmp_path, folder=ODD_FOLDER)
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
@@ -1203,6 +1236,31 @@ def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_spac
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
     assert git(b, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == "memories/101.yaml\n"
+
+
+def test_sync_merges_with_its_driver_in_a_folder_whose_name_gitattributes_must_quote(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The attributes line giving sync's merge driver the KB's files spelled a space in the
+    folder's name 'team\\ kb', which git reads as the pattern 'team\\' and an attribute (a tab or
+    a newline ended it too): the driver applied to nothing, and a sync that fell back to git's
+    rebase refused, naming a '!merge' line no file has. Wildcards, quotes, backslashes and bytes
+    outside ASCII must match only themselves. The rebase passes a topic key both clones revised
+    (the driver merges it; git's line merge stops on it) and stops on two edits of a title."""
+    _bare, (a, b) = make_team(tmp_path, folder=ODD_FOLDER)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    invoke_cli("--kb", a, "save", "Cache TTL is 60 s", *topic, check=True)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for clone, side in ((b, "B"), (a, "A")):
+        invoke_cli("--kb", clone, "save", f"Cache TTL is {side}", *topic, check=True)
+        invoke_cli("--kb", clone, "update", "2", "--title", f"Cents ({side})", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"] == (
+        "Your commits and origin/main both edited memories/2.yaml; the repository is back as it was. To merge by "
+        "hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/2.yaml to keep "
+        "what both sides meant; git add memories/2.yaml; slayer-kb validate; slayer-kb rebase --continue (a later "
+        "commit that stops says so again); slayer-kb sync.")
 
 
 def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Path, invoke_cli: CliRunner) -> None:

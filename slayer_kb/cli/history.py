@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..core.results import ImportResult
+from ..core.results import ImportResult, MergeResult, RebaseResult
 from ..core.text import counted, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
@@ -203,8 +203,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
         return (text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
-                + "".join("\n  warning: pushed an example query the upstream already had, which this branch did "
-                          f"not change: {problem}" for problem in result.untouched_queries))
+                + _untouched("pushed an example query the upstream already had", result.untouched_queries))
 
     emit(settings, result.to_json(), human)
 
@@ -239,7 +238,7 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
         + _unlinked(result.unlinked, result.cascaded) + _sessions(result.session_projects, result.onto)
-        + _checked(result.stale_queries, result.problems)
+        + _checked(result, result.onto)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -268,7 +267,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded)
-                + _sessions(result.session_projects, ref) + _checked(result.stale_queries, result.problems))
+                + _sessions(result.session_projects, ref) + _checked(result, ref))
 
     emit(settings, result.to_json(), human)
 
@@ -298,13 +297,21 @@ def _stale(ids: list[str]) -> str:
             + ", ".join(ids) + "; rewrite each with 'slayer-kb edit ID' or forget it") if ids else ""
 
 
-def _checked(stale: list[str], problems: list[str]) -> str:
-    """What sync's revalidation would say of a merged or rebased branch: the stale queries it lets
-    through, and the problems it refuses to push, to fix first."""
-    text = _stale(stale)
-    if problems:
+def _untouched(what: str, problems: list[str]) -> str:
+    """The warning of each invalid example query let through because the branch left it as the
+    other side has it (revalidation.py): ``what`` is done with it, ``problems`` name each."""
+    return "".join(f"\n  warning: {what}, which this branch did not change: {problem}" for problem in problems)
+
+
+def _checked(result: MergeResult | RebaseResult, other: str) -> str:
+    """What sync's revalidation would say of a branch merged with or rebased onto ``other``: the
+    stale and untouched invalid queries it lets through, and the problems it refuses to push, to
+    fix first."""
+    text = _stale(result.stale_queries) + _untouched(
+        f"sync will push an example query {other} already has", result.untouched_queries)
+    if result.problems:
         text += ("\n  sync will refuse to push these until they are fixed:"
-                 + "".join(f"\n    {problem}" for problem in problems))
+                 + "".join(f"\n    {problem}" for problem in result.problems))
     return text
 
 

@@ -369,9 +369,10 @@ class MergeResult:
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
-    # the problems it refuses to push, and the stale example queries it lets through.
+    # the problems it refuses to push, and the stale and untouched invalid example queries it lets through.
     problems: list[str] = field(default_factory=list)
     stale_queries: list[str] = field(default_factory=list)
+    untouched_queries: list[str] = field(default_factory=list)  # path:line: message, as SyncResult's
     # Session files both sides started for two projects: {session, upstream (REF's), here, kept}.
     session_projects: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -379,7 +380,8 @@ class MergeResult:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
-                "stale_queries": self.stale_queries, "session_projects": self.session_projects}
+                "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
+                "session_projects": self.session_projects}
 
 
 @dataclass
@@ -396,13 +398,15 @@ class RebaseResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     problems: list[str] = field(default_factory=list)  # as MergeResult's
     stale_queries: list[str] = field(default_factory=list)
+    untouched_queries: list[str] = field(default_factory=list)
     session_projects: dict[str, dict[str, str]] = field(default_factory=dict)  # as MergeResult's
 
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
-                "stale_queries": self.stale_queries, "session_projects": self.session_projects}
+                "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
+                "session_projects": self.session_projects}
 
 
 @dataclass

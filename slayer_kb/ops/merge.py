@@ -68,6 +68,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
                              lambda: None)
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
+            result.untouched_queries = checked.untouched_queries
             kb.record_moves(result.folded, "merge")
             kb.record_moves(result.deduplicated, "merge", duplicate=True)
             result.head = store.head() or head

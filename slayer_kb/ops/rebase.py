@@ -101,6 +101,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             checked = finish(kb, store, tx, onto_commit, parted, Moves(result.merged, result.unlinked,
                                                                       result.cascaded, result.deduplicated), lambda: None)
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
+        result.untouched_queries = checked.untouched_queries
         kb.record_moves(result.merged, "rebase")
         kb.record_moves(result.deduplicated, "rebase", duplicate=True)
         result.head = store.head() or head

@@ -70,7 +70,7 @@ def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[st
     handle, name = tempfile.mkstemp(prefix="slayer-kb-attributes-")
     with open(handle, "w", encoding="utf-8") as attributes:
         for folder in (MEMORIES_DIR, SESSIONS_DIR):
-            attributes.write(f"/{_pattern(prefix + folder)}/*.yaml merge={NAME}\n")
+            attributes.write(f"{_pattern(prefix + folder)} merge={NAME}\n")
     options = ["-c", f"core.attributesFile={name}", "-c", f"merge.{NAME}.name=slayer-kb's counters and sessions",
                "-c", f"merge.{NAME}.driver={command}"]
     return options, env, Path(name)
@@ -113,9 +113,15 @@ def require_driver(store: GitStore, options: list[str], tree: str | None = None)
                 f"from .git/info/attributes), then run the command again.")
 
 
-def _pattern(path: str) -> str:
-    """``path`` as a gitattributes pattern: spaces and pattern characters escaped."""
-    return "".join("\\" + ch if ch in " *?[]\\#!" else ch for ch in path)
+def _pattern(folder: str) -> str:
+    """The gitattributes pattern of the ``.yaml`` files right in ``folder`` (from the repository's
+    top), and no others: the folder's wildcards escaped, the whole in git's C-style quotes.
+    Unquoted, a space or tab in a folder's name ends the pattern (git has no escape for them there)
+    and a newline its line; quoted, each byte outside printable ASCII is spelled in octal, so any
+    name (not UTF-8 even) is one line."""
+    glob = "/" + "".join("\\" + ch if ch in "*?[\\" else ch for ch in folder) + "/*.yaml"
+    return '"' + "".join("\\" + chr(byte) if byte in b'"\\' else chr(byte) if 0x20 <= byte < 0x7F else f"\\{byte:03o}"
+                         for byte in os.fsencode(glob)) + '"'
 
 
 def merged(path: str, base: str, current: str, other: str, committed: tuple[Dated, Dated] | None = None) -> str | None:

@@ -109,6 +109,14 @@ class GitStore:
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"
+        try:
+            # Paths in the repository go to git as UTF-8 (stdin, attributes): the KB's must encode.
+            rel.encode()
+        except UnicodeEncodeError:
+            shown, path = (os.fsencode(p).decode("utf-8", "backslashreplace") for p in (self.root, rel))
+            raise StoreError(f"The knowledge base's folder {shown} is at {path} in its git repository, a path that "
+                             "is not UTF-8, and slayer-kb gives git the KB's paths as UTF-8. Rename each folder "
+                             f"of {path} whose name is not UTF-8, then run the command again.") from None
         self.state = self.root / STATE_DIR
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
