@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..store import requests
 from . import relay
 from .running import Runner, goes_beside, holds_the_view, writes
+from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
 if TYPE_CHECKING:
@@ -53,40 +54,6 @@ FINISH_SECONDS = 60.0
 TAKE_OVER_SECONDS = 20.0
 # How long a server started on demand waits for the client that started it to exit.
 PARENT_SECONDS = 5.0
-
-
-class Turn:
-    """The server's turn lock: one command, sync or sentence pass at a time, and with it the
-    KB's view (store/view.py), which reads beside a write take between the write's steps."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.view: View | None = None  # set once the KB is open (Server.ready)
-        self._holds: list[View | None] = []
-
-    def acquire(self, timeout: float = -1, view: bool = True) -> bool:
-        """The turn, and with it the view unless ``view`` is False (a write handed to the
-        write process takes the view only for what it changes in memory)."""
-        if not self._lock.acquire(timeout=timeout):
-            return False
-        held = self.view if view else None
-        if held is not None:
-            held.acquire()
-        self._holds.append(held)
-        return True
-
-    def release(self) -> None:
-        held = self._holds.pop()
-        if held is not None:
-            held.release()
-        self._lock.release()
-
-    def __enter__(self) -> Turn:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 class Server:
@@ -282,7 +249,7 @@ class Server:
     def _run(self, conn: Any, request: dict[str, Any]) -> None:
         with self._count:
             self._active += 1
-        beat = _Heartbeat(conn)
+        beat = Heartbeat(conn)
         try:
             while not self._ready.wait(0.1):
                 if self.stop.is_set():
@@ -305,7 +272,7 @@ class Server:
                 self._active -= 1
                 self._last = time.monotonic()
 
-    def _start(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> bool:
+    def _start(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> bool:
         """Tell the client its command starts, and hear it confirm; False when it cannot (the
         server stops, the request cannot run here) or the client went away."""
         if self.stop.is_set():
@@ -317,7 +284,7 @@ class Server:
         beat.send(relay.START)
         return relay.recv_exactly(conn, 1) == relay.GO
 
-    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
+    def _in_turn(self, conn: Any, beat: Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
         write runs in the write process (writer.py), and holds the view only to take it in, or
         for all of it when it changes more than its commits name (``holds_the_view``).
@@ -374,7 +341,7 @@ class Server:
         if self.sentences is not None:
             self.sentences.after_command(coverage)
 
-    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
+    def _beside(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
         can answer it (``Runner.ready_beside``): it waits only while a write reads or updates
         that state, not while the write waits for the KB lock or git writes its commit.
@@ -405,7 +372,7 @@ class Server:
         finally:
             view.release()
 
-    def _view_ready(self, beat: _Heartbeat, view: View, keep: bool = False) -> bool | None:
+    def _view_ready(self, beat: Heartbeat, view: View, keep: bool = False) -> bool | None:
         """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view held,
         kept when ``keep`` and yes; None when the server stops meanwhile (its client is told so)."""
         while not view.acquire(write=False, timeout=0.1):
@@ -463,34 +430,6 @@ def _runnable(request: dict[str, Any]) -> bool:
         return isinstance(request.get("umask", 0), int) and isinstance(request.get("env", {}), dict)
     except (KeyError, TypeError, ValueError, LookupError):
         return False
-
-
-class _Heartbeat:
-    """Sends a beat to the client every HEARTBEAT seconds, until ``finish``."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._done.wait(relay.HEARTBEAT):
-            self.send(relay.BEAT)
-
-    def send(self, data: bytes) -> None:
-        with self._lock, contextlib.suppress(OSError):
-            if not self._done.is_set():
-                self._conn.sendall(data)
-
-    def finish(self, data: bytes) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return
-            self._done.set()
-            if data:
-                self._conn.sendall(data)
 
 
 # -- the process -------------------------------------------------------------------------------
