@@ -40,6 +40,7 @@ from testing import (
     git,
     in_process_runner,
     isolate,
+    make_empty_kb,
     make_indexed_example_kb,
 )
 from testing.threads import thread_niceness
@@ -579,6 +580,24 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     # the server may write in the folder while it goes (its log, the index): remove until gone
     eventually(lambda: shutil.rmtree(root, ignore_errors=True) or not root.exists(), "the KB deleted")
     servers.wait_down(up["pid"])
+
+
+def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: Servers, tmp_path: Path) -> None:
+    # `rm -rf kb && git clone URL kb` while a server holds the old KB open: it answered from the
+    # old index (34 memories listed in a KB of none) and mixed the two (`stats`: the old
+    # memories, the new sessions), since the new folder has a state folder again.
+    root = make_indexed_example_kb(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1")
+    old = servers.wait_up(root)["pid"]
+    eventually(lambda: servers.status(root)["warm"], "the server warmed up")  # its searcher open
+    root.rename(tmp_path / "old")
+    make_empty_kb(root)
+    for _ in range(2):  # the command that finds the old server, and the one after it
+        listed = servers.run(root, "list")
+        assert (listed.returncode, listed.stdout, listed.stderr) == (0, "No memories.\n", "")
+    servers.wait_down(old)
+    log = (tmp_path / "old" / ".slayer-kb" / "server.log").read_text()
+    assert f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting" in log
 
 
 def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:

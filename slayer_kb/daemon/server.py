@@ -207,10 +207,21 @@ class Server:
                     self._say("the KB or its state folder is gone: exiting")
                     self.stop.set()
                     return
+                if self.idle is not None and self._replaced():
+                    return
                 if self.idle is not None and relay.version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()
                     return
+
+    def _replaced(self) -> bool:
+        """Whether the KB's folder is not the one this server opened (``KnowledgeBase.replaced``):
+        then it stops, said in its log, and its clients run their commands on the KB there now."""
+        if not self._ready.is_set() or self._runner.kb.replaced() is None:
+            return False
+        self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        self.stop.set()
+        return True
 
     def _say(self, line: str) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -255,6 +266,9 @@ class Server:
                 if self.stop.is_set():
                     beat.send(self._leaving())
                     return
+            if self._replaced():
+                beat.send(self._leaving())  # its client runs it on the KB there now
+                return
             handled, result, started = self._beside(conn, beat, request) if goes_beside(request) else (False, None, False)
             if not handled:
                 result = self._in_turn(conn, beat, request, started)
