@@ -116,6 +116,24 @@ def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher_read_only:
         assert proc.returncode == 1 and BLOCKED in proc.stderr, args
 
 
+def test_a_relayed_read_takes_its_clients_settings(watcher_read_only: Watcher, blocked_here: Path) -> None:
+    # search, get and list went beside any write, in the server's environment: a setting a
+    # process refuses was taken (exit 0 where a process exits 1).
+    root = watcher_read_only.root
+    cases = [
+        ({"SLAYER_KB_MAX_CONTENT": "abc"}, ["search", "fiscal year"]),
+        ({"SLAYER_KB_WRITE_NICENESS": "x"}, ["get", "2"]),
+        ({"SLAYER_KB_CACHE": "relative"}, ["list", "--limit", "1"]),
+    ]
+    for settings, args in cases:
+        relayed = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
+                                 text=True, env=dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here), **settings),
+                                 timeout=60)
+        direct = in_process_runner()("--kb", root, *args, env={"COLUMNS": "80", **settings})
+        assert (relayed.returncode, relayed.stdout, relayed.stderr) == (direct.returncode, direct.stdout, direct.stderr)
+        assert direct.returncode == 1 and next(iter(settings)) in direct.stderr, settings  # each refused
+
+
 def test_stdin_is_sent_to_the_server(watcher_read_only: Watcher, blocked_here: Path) -> None:
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
     proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(watcher_read_only.root), "search", "-"],

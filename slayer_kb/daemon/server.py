@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..store import requests
 from . import relay
-from .running import Runner, goes_beside, holds_the_view, writes
+from .running import Runner, holds_the_view, writes
 from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
@@ -269,7 +269,7 @@ class Server:
             if self._replaced():
                 beat.send(self._leaving())  # its client runs it on the KB there now
                 return
-            handled, result, started = self._beside(conn, beat, request) if goes_beside(request) else (False, None, False)
+            handled, result, started = self._beside(conn, beat, request) if self._runner.goes_beside(request) else (False, None, False)
             if not handled:
                 result = self._in_turn(conn, beat, request, started)
             if result is None:
