@@ -835,6 +835,29 @@ def test_a_socket_file_in_the_state_folder(short_folder: Path, servers: Servers,
     assert not sock.exists()
 
 
+def test_a_kb_whose_socket_path_is_too_long_starts_no_server(servers: Servers, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # A socket file's path takes at most about 100 bytes (macOS, the BSDs; SLAYER_KB_SERVER_SOCKET
+    # =file on Linux). Every command in such a KB started a server, which opened the KB (0.7 s
+    # of CPU) and then tried to listen for 20 s; `server start` waited those 20 s to say "see
+    # server.log", where nothing said why.
+    monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
+    root = make_indexed_example_kb(tmp_path / ("deep" * 20) / "kb")
+    sock = root / ".slayer-kb" / "server.sock"
+    assert len(os.fsencode(sock)) > relay.MAX_SOCKET_PATH
+    listed = servers.run(root, "list", "--limit", "1")
+    assert listed.returncode == 0 and "Memories:" in listed.stdout, listed.stderr
+    assert started_servers(root) == []
+    why = (f"its socket file {sock} would be {len(os.fsencode(sock))} bytes long, over the "
+           f"{relay.MAX_SOCKET_PATH} a socket's path may take, so commands run in their own process; move the "
+           "knowledge base to a shorter path to have one")
+    start = servers.run(root, "server", "start")
+    assert (start.returncode, start.stdout, start.stderr) == (1, "", f"Error: no server for {root}: {why}.\n")
+    assert started_servers(root) == []
+    status = servers.run(root, "server", "status")
+    assert (status.returncode, status.stdout) == (0, f"No server for {root} ({why}); mode: on.\n")
+
+
 def on_a_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int) -> tuple[int, bytes]:
     """Run with stdout on a pseudo-terminal ``columns`` wide: (exit code, what it printed there)."""
     import fcntl

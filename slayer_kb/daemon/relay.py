@@ -182,6 +182,17 @@ def address(root: os.PathLike[str] | str) -> bytes | str | None:
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
 
+def no_channel(root: os.PathLike[str] | str) -> str | None:
+    """Why no server can listen for the KB at ``root`` (its socket file's path too long for a
+    socket), or None."""
+    if address(root) is not None:
+        return None
+    path = os.path.join(os.path.realpath(root), STATE_DIR, SOCKET_FILE)
+    return (f"its socket file {path} would be {len(os.fsencode(path))} bytes long, over the {MAX_SOCKET_PATH} "
+            "a socket's path may take, so commands run in their own process; move the knowledge base to a "
+            "shorter path to have one")
+
+
 def private_socket(path: str) -> bool:
     """The socket file and its folder are this user's and nobody else can reach them."""
     uid = os.getuid()
@@ -421,8 +432,8 @@ def forward(argv: list[str]) -> Outcome:
     if found is None or not files_readable_elsewhere(found[2]):
         return Outcome(None)
     root = kb_root(found[0])
-    if root is None:
-        return Outcome(None)
+    if root is None or address(root) is None:
+        return Outcome(None)  # no KB, or no server can listen for it (no_channel): none to start
     current = mode(root)
     if current == "off":
         return Outcome(None)

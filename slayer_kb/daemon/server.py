@@ -455,6 +455,9 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
     ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
     background = idle is not None
     out: TextIO = log if log is not None else sys.stderr
+    unheard = relay.no_channel(root) if relay.SUPPORTED else None
+    if unheard is not None and background:
+        return 0  # no server can listen (`server start` says why)
     stop = threading.Event()
     server: Server | None = None
     bound_early = relay.SUPPORTED and not relay.use_file_socket()
@@ -483,7 +486,8 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
             kb.close()
             return 0
     if server is None and not background and relay.SUPPORTED:
-        _say(out, "Another server answers this KB's commands; this one only keeps the index current.")
+        _say(out, f"No server answers this KB's commands: {unheard}. This watch keeps the index current." if unheard
+             else "Another server answers this KB's commands; this one only keeps the index current.")
     if background:
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
                   f"(idle exit after {idle:g} s)")
@@ -495,6 +499,8 @@ def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: Text
     """This KB's server, or None if another one serves it. A foreground ``watch`` takes over
     from a server started in the background (asked to stop, it finishes its command first); a
     background server waits for one that is stopping (retiring for a new install, idle)."""
+    if relay.address(root) is None:
+        return None  # no socket can be made for it (relay.no_channel)
     try:
         return Server(root, stop=stop, idle=idle, log=log)
     except OSError:
