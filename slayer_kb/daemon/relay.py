@@ -15,7 +15,7 @@ user that nobody else can open, in a folder of this user. On Windows every comma
 own process.
 
 The server runs the same click command, in the client's current folder, environment and umask,
-with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
+with the client's stdin bytes (when the command reads them for a ``-``) and terminal size, and sends back the
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
 that talk to the terminal (``edit``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
 progress bar, a ``sync`` run from a terminal, where git may ask for credentials) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
@@ -39,7 +39,7 @@ import time
 from ..core import priority
 from ..core.locate import find_root, named_kb
 from ..store.config import setting
-from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, yields
+from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -449,7 +449,7 @@ def forward(argv: list[str]) -> Outcome:
 
 def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
     stdin = None
-    if "-" in argv:
+    if reads_stdin(argv):
         if _isatty(sys.stdin) or sys.stdin is None:
             return Outcome(None)  # typed at a terminal: read by the command itself, here
         stdin = sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1)  # `yes | slayer-kb save -` read for ever
