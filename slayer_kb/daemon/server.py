@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..store import requests
 from . import relay
 from .running import Runner, holds_the_view, writes
+from .stamp import version_stamp
 from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
@@ -67,7 +68,7 @@ class Server:
         self.idle = idle
         self.log = log
         self.busy = Turn()
-        self.stamp = relay.version_stamp()
+        self.stamp = version_stamp()
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
@@ -94,7 +95,7 @@ class Server:
             if isinstance(where, str):
                 self._bind_file(where)
             else:
-                self._listener.bind(where)
+                self._bind_abstract(where)
             self._listener.listen(64)
         except OSError:
             self._listener.close()
@@ -109,6 +110,19 @@ class Server:
             thread.start()
 
     # -- the channel ------------------------------------------------------------------------
+
+    def _bind_abstract(self, name: bytes) -> None:
+        """The KB's abstract name; where another user holds it (anyone may bind any abstract
+        name, and this one can be worked out from the KB's path), the socket file, which
+        clients then look for (``relay.connect``)."""
+        try:
+            self._listener.bind(name)
+        except OSError:
+            path = relay.socket_file(self.root)
+            if path is None or not relay.held_by_another_user(name):
+                raise
+            self._bind_file(path)
+            self.where = path
 
     def _bind_file(self, path: str) -> None:
         """The socket file in the state folder: one server per KB by an exclusive lock on
@@ -209,7 +223,7 @@ class Server:
                     return
                 if self.idle is not None and self._replaced():
                     return
-                if self.idle is not None and relay.version_stamp() != self.stamp:
+                if self.idle is not None and version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()
                     return
