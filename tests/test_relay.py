@@ -180,7 +180,7 @@ def _commands_calling(*names: str) -> set[str]:
     """The CLI's commands whose function calls one of ``names``, read from the cli modules' code."""
     found = set()
     for path in (Path(commands.__file__).parent.parent / "cli").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.parse(path.read_text()).body:  # a command is a function at the top of its module
             if not isinstance(node, ast.FunctionDef):
                 continue
             named = [d for d in node.decorator_list if isinstance(d, ast.Call) and ast.unparse(d.func) == "click.command"]

@@ -34,6 +34,7 @@ from testing import (
     BLOCKED,
     GIT_ENV,
     WAIT_SECONDS,
+    Watcher,
     blocker,
     commit_all,
     eventually,
@@ -598,6 +599,20 @@ def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: S
     servers.wait_down(old)
     log = (tmp_path / "old" / ".slayer-kb" / "server.log").read_text()
     assert f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting" in log
+
+
+def test_a_watch_of_a_kb_replaced_at_its_path_stops_saying_why(tmp_path: Path) -> None:
+    root = make_indexed_example_kb(tmp_path / "kb")
+    watch = Watcher(root)
+    try:
+        watch.wait_for_line("Watching")
+        root.rename(tmp_path / "old")
+        make_empty_kb(root)
+        assert watch.proc.wait(timeout=WAIT_SECONDS) == 0
+    finally:
+        watch.stop()
+    said = f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
+    assert any(line.endswith(said) for line in watch.lines), watch.lines
 
 
 def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:

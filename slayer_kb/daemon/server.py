@@ -221,7 +221,7 @@ class Server:
                     self._say("the KB or its state folder is gone: exiting")
                     self.stop.set()
                     return
-                if self.idle is not None and self._replaced():
+                if self._replaced():  # a foreground watch too: the folder it watches is gone
                     return
                 if self.idle is not None and version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
