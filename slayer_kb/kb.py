@@ -25,9 +25,10 @@ from .catalog.refs import clean_query, flatten_refs, query_entities, split_refer
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
 from .core.errors import InvalidInputError, KBError, ResolutionError
+from .core.fileio import identity
 from .core.ids import check_id
 from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
-from .core.locate import MEMORIES_DIR, memory_path
+from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import Memory, utc_now
 from .core.problems import cd_step, shown
 from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
@@ -64,6 +65,24 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         self.team = Team(self)
         self.interchange = Interchange(self)
         self.created = False  # set by init: whether it committed anything
+        self._opened = self._identity()  # the folder and repository this process opened
+
+    def _identity(self) -> tuple[tuple[int, int] | None, ...]:
+        return identity(self.root, self.store.top / ".git")
+
+    def replaced(self) -> str | None:
+        """Why the KB's folder is not the one this process opened (deleted, moved away, or a KB
+        or clone made anew at its path), with what to do; None while it is. A long-lived process
+        (the warm server, the MCP server) asks before each command: its index, caches and file
+        monitor describe the folder it opened, and answered from the old KB in the new one."""
+        now = self._identity()
+        if now == self._opened:
+            return None
+        if now[0] is None:
+            return not_a_kb(str(self.root))
+        return (f"The knowledge base at {self.root} is not the folder this process opened: it was deleted, "
+                "moved or replaced since (a clone made again at its path). Start this process again to open "
+                "the one there now (an MCP server: restart it from its client).")
 
     # -- creation ---------------------------------------------------------------------------
 

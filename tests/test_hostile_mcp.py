@@ -5,6 +5,7 @@ Each reply must be a short error (or warning) naming the parameter, and nothing 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.text import one_line_shown
 from slayer_kb.mcp.server import screen_line
 from slayer_kb.mcp.tools import call_tool
-from testing import commit_all, git
+from testing import commit_all, git, make_empty_kb, make_indexed_example_kb
 
 BIG = "x" * 300_000
 SHOWN = f"'{'x' * 100}'... (300000 characters)"
@@ -212,3 +213,27 @@ def test_a_line_or_paragraph_separator_is_shown_not_a_break() -> None:
     """U+2028 and U+2029 end a line for str.splitlines and many readers: shown as escapes, as a
     line break is, wherever a value must stay on one line."""
     assert one_line_shown("Cents\u2028## Instructions\u2029Ignore") == "Cents\\u2028## Instructions\\u2029Ignore"
+
+
+def test_a_kb_deleted_or_replaced_under_the_server_is_said_never_answered_from(tmp_path: Path) -> None:
+    """`rm -rf kb && git clone URL kb` while an MCP server holds the KB open: its searches
+    answered from the old KB's index (a new, empty KB's search found every old memory), and a
+    deleted KB's search failed as an internal error (Whoosh's EmptyIndexError)."""
+    root = make_indexed_example_kb(tmp_path / "kb")
+    kb = KnowledgeBase(root)
+    kb.keep_warm()  # as the MCP server holds it
+    try:
+        assert "Fiscal year" in call_tool(kb, "mem_search", {"query": "fiscal"}).text
+        root.rename(tmp_path / "old")
+        make_empty_kb(root)
+        replaced = call_tool(kb, "mem_search", {"query": "fiscal"})
+        shutil.rmtree(root)
+        deleted = call_tool(kb, "mem_search", {"query": "fiscal"})
+    finally:
+        kb.close()
+    assert (replaced.is_error, replaced.text) == (True, (
+        f"The knowledge base at {root} is not the folder this process opened: it was deleted, moved or replaced "
+        "since (a clone made again at its path). Start this process again to open the one there now (an MCP "
+        "server: restart it from its client)."))
+    assert (deleted.is_error, deleted.text) == (
+        True, f"No knowledge base at {root}: no such folder; create one with 'slayer-kb init {root}'.")

@@ -4,8 +4,10 @@ server started on demand is tested in test_server.py."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -114,6 +116,79 @@ def test_a_file_the_server_can_read_is_read_there_a_pipe_here(watcher_read_only:
     for args in (["search", "--query", "@nope.json"], ["search", "--query", "@/dev/stdin"]):
         proc = cli(watcher_read_only.root, *args, blocked=blocked_here)
         assert proc.returncode == 1 and BLOCKED in proc.stderr, args
+
+
+def test_a_relayed_read_takes_its_clients_settings(watcher_read_only: Watcher, blocked_here: Path) -> None:
+    # search, get and list went beside any write, in the server's environment: a setting a
+    # process refuses was taken (exit 0 where a process exits 1).
+    root = watcher_read_only.root
+    cases = [
+        ({"SLAYER_KB_MAX_CONTENT": "abc"}, ["search", "fiscal year"]),
+        ({"SLAYER_KB_WRITE_NICENESS": "x"}, ["get", "2"]),
+        ({"SLAYER_KB_CACHE": "relative"}, ["list", "--limit", "1"]),
+    ]
+    for settings, args in cases:
+        relayed = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
+                                 text=True, env=dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here), **settings),
+                                 timeout=60)
+        direct = in_process_runner()("--kb", root, *args, env={"COLUMNS": "80", **settings})
+        assert (relayed.returncode, relayed.stdout, relayed.stderr) == (direct.returncode, direct.stdout, direct.stderr)
+        assert direct.returncode == 1 and next(iter(settings)) in direct.stderr, settings  # each refused
+
+
+def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watcher, blocked_here: Path) -> None:
+    # Any "-" among the arguments made the client read all of stdin and send it: `list --project -`
+    # and `search --project - WORDS` read none in a process, but relayed they ate the input of
+    # what came after them (`while read`, `; cat`), and waited for a pipe that never ends.
+    root = shlex.quote(str(watcher_read_only.root))
+    env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
+    for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal"):
+        line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
+        proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert proc.stdout.endswith("\nleft for cat\n") and BLOCKED not in proc.stderr, (args, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["save", "-"], True), (["save", "--content", "-"], True), (["save", "--content=-"], True),
+    (["save", "--query", "-", "-e", "x"], True), (["save", "--title", "-", "--content", "x"], False),
+    (["save", "--title", "t", "--", "-"], True), (["save", "--title", "--", "-"], True),
+    (["--json", "search", "--project", "-", "x"], False), (["search", "--json", "-"], True),
+    (["update", "-", "--title", "t"], False), (["update", "3", "--learning", "-"], True),
+    (["session-end", "-"], False), (["session-end", "s", "--summary", "-"], True),
+    (["save-prompt", "-"], True), (["capture-passive", "--project", "-", "-"], True),
+    (["list", "--project", "-"], False), (["get", "-"], False), (["--kb", "-", "stats"], False),
+])
+def test_which_arguments_are_read_from_stdin(argv: list[str], expected: bool) -> None:
+    assert commands.reads_stdin(argv) is expected
+
+
+def test_the_relay_knows_where_each_command_reads_stdin() -> None:
+    """commands.STDIN against the CLI: the commands that read a "-" from stdin (read_text_arg,
+    read_query) with the options whose "-" is stdin, and every option of theirs that takes a value
+    (whose value is skipped when looking for a positional "-")."""
+    context = click.Context(cli_group)
+    for name, (_positional, options, valued) in commands.STDIN.items():
+        command = cli_group.get_command(context, name)
+        assert command is not None, name
+        taking = {opt for p in command.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
+        assert set(valued) == taking and set(options) <= taking, name
+    assert set(commands.STDIN) == _commands_calling("read_text_arg", "read_query")
+
+
+def _commands_calling(*names: str) -> set[str]:
+    """The CLI's commands whose function calls one of ``names``, read from the cli modules' code."""
+    found = set()
+    for path in (Path(commands.__file__).parent.parent / "cli").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:  # a command is a function at the top of its module
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            named = [d for d in node.decorator_list if isinstance(d, ast.Call) and ast.unparse(d.func) == "click.command"]
+            calls = {ast.unparse(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
+            if named and calls & set(names):
+                given = [a.value for a in named[0].args if isinstance(a, ast.Constant)]
+                found.add(given[0] if given else node.name.replace("_", "-"))
+    return found
 
 
 def test_stdin_is_sent_to_the_server(watcher_read_only: Watcher, blocked_here: Path) -> None:

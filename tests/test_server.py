@@ -34,12 +34,14 @@ from testing import (
     BLOCKED,
     GIT_ENV,
     WAIT_SECONDS,
+    Watcher,
     blocker,
     commit_all,
     eventually,
     git,
     in_process_runner,
     isolate,
+    make_empty_kb,
     make_indexed_example_kb,
 )
 from testing.threads import thread_niceness
@@ -588,6 +590,38 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     servers.wait_down(up["pid"])
 
 
+def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: Servers, tmp_path: Path) -> None:
+    # `rm -rf kb && git clone URL kb` while a server holds the old KB open: it answered from the
+    # old index (34 memories listed in a KB of none) and mixed the two (`stats`: the old
+    # memories, the new sessions), since the new folder has a state folder again.
+    root = make_indexed_example_kb(tmp_path / "kb")
+    servers.run(root, "list", "--limit", "1")
+    old = servers.wait_up(root)["pid"]
+    eventually(lambda: servers.status(root)["warm"], "the server warmed up")  # its searcher open
+    root.rename(tmp_path / "old")
+    make_empty_kb(root)
+    for _ in range(2):  # the command that finds the old server, and the one after it
+        listed = servers.run(root, "list")
+        assert (listed.returncode, listed.stdout, listed.stderr) == (0, "No memories.\n", "")
+    servers.wait_down(old)
+    log = (tmp_path / "old" / ".slayer-kb" / "server.log").read_text()
+    assert f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting" in log
+
+
+def test_a_watch_of_a_kb_replaced_at_its_path_stops_saying_why(tmp_path: Path) -> None:
+    root = make_indexed_example_kb(tmp_path / "kb")
+    watch = Watcher(root)
+    try:
+        watch.wait_for_line("Watching")
+        root.rename(tmp_path / "old")
+        make_empty_kb(root)
+        assert watch.proc.wait(timeout=WAIT_SECONDS) == 0
+    finally:
+        watch.stop()
+    said = f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
+    assert any(line.endswith(said) for line in watch.lines), watch.lines
+
+
 def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:
     # The server's sync of a KB being deleted (the test above): the index made again, its folders
     # with it, kept the server up for good.
@@ -821,6 +855,65 @@ def test_a_socket_file_in_the_state_folder(short_folder: Path, servers: Servers,
     relay.control(root, "stop")
     servers.wait_down(up["pid"])
     assert not sock.exists()
+
+
+# Another user takes a KB's abstract name first (anyone may bind any abstract name, and this one
+# is the user's id and a hash of the KB's path), and holds it.
+SQUATTER = """
+import os, socket, sys
+os.setgid(65534); os.setuid(65534)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
+listener.listen(8)
+print("ready", flush=True)
+while True:
+    listener.accept()[0].close()
+"""
+
+
+@pytest.mark.skipif(not relay.LINUX or os.geteuid() != 0, reason="needs another user (root's setuid) and abstract sockets")
+def test_another_user_holding_the_kbs_abstract_name_does_not_keep_its_server_away(
+        short_folder: Path, servers: Servers) -> None:
+    # Every command then ran in its own process and started a server, which tried for 20 s to
+    # listen and exited: the server's speed was for whoever took the name first.
+    root = make_indexed_example_kb(short_folder / "kb")
+    name = relay.address(root)
+    assert isinstance(name, bytes)
+    squatter = subprocess.Popen([sys.executable, "-c", SQUATTER, name[1:].decode("latin-1")], stdout=subprocess.PIPE,
+                                text=True)
+    try:
+        assert squatter.stdout is not None and squatter.stdout.readline() == "ready\n"
+        first = servers.run(root, "search", "fiscal year")
+        up = servers.wait_up(root)
+        assert up["channel"] == str(root.resolve() / ".slayer-kb" / "server.sock")
+        relayed = servers.run(root, "search", "fiscal year", blocked=True)
+        assert (relayed.returncode, relayed.stdout, relayed.stderr) == (0, first.stdout, first.stderr)
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_a_kb_whose_socket_path_is_too_long_starts_no_server(servers: Servers, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # A socket file's path takes at most about 100 bytes (macOS, the BSDs; SLAYER_KB_SERVER_SOCKET
+    # =file on Linux). Every command in such a KB started a server, which opened the KB (0.7 s
+    # of CPU) and then tried to listen for 20 s; `server start` waited those 20 s to say "see
+    # server.log", where nothing said why.
+    monkeypatch.setenv("SLAYER_KB_SERVER_SOCKET", "file")
+    root = make_indexed_example_kb(tmp_path / ("deep" * 20) / "kb")
+    sock = root / ".slayer-kb" / "server.sock"
+    assert len(os.fsencode(sock)) > relay.MAX_SOCKET_PATH
+    listed = servers.run(root, "list", "--limit", "1")
+    assert listed.returncode == 0 and "Memories:" in listed.stdout, listed.stderr
+    assert started_servers(root) == []
+    why = (f"its socket file {sock} would be {len(os.fsencode(sock))} bytes long, over the "
+           f"{relay.MAX_SOCKET_PATH} a socket's path may take, so commands run in their own process; move the "
+           "knowledge base to a shorter path to have one")
+    start = servers.run(root, "server", "start")
+    assert (start.returncode, start.stdout, start.stderr) == (1, "", f"Error: no server for {root}: {why}.\n")
+    assert started_servers(root) == []
+    status = servers.run(root, "server", "status")
+    assert (status.returncode, status.stdout) == (0, f"No server for {root} ({why}); mode: on.\n")
 
 
 def on_a_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int) -> tuple[int, bytes]:

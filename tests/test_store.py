@@ -49,24 +49,26 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
     assert git(catalog_kb.root, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("where", ["top", "folder", "newline"])
+@pytest.mark.parametrize("where", ["top", "folder", "newline", "newline, not UTF-8"])
 def test_a_kb_asks_git_where_its_repository_is_in_one_process(where: str, monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     """Where the repository is, and where it keeps its objects, git folders and index: one
     ``git rev-parse`` as the KB opens, for a KB at the top of its repository or in a folder of it.
     A path git prints on two lines (a folder named with a newline) is asked again as before, in two, and
-    the save still lands."""
+    the save still lands; so it does when the name is not UTF-8 too (the second asking read it as
+    UTF-8 alone: a traceback, UnicodeDecodeError)."""
     if where == "folder":
         root = make_team(tmp_path, 1, folder="kb")[1][0]
     else:
-        root = make_catalog_kb(tmp_path / ("k\nb" if where == "newline" else "kb"))
+        names = {"newline": "k\nb", "newline, not UTF-8": os.fsdecode(b"k\n\xffb")}
+        root = make_catalog_kb(tmp_path / names.get(where, "kb"))
     trace = tmp_path / "git-trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
     assert KnowledgeBase(root).save_memory("NULL means not returned", ["orders.amount"]).memory_id == "1"
     monkeypatch.delenv("GIT_TRACE")
-    asked = [line for line in trace.read_text().splitlines()
+    asked = [line for line in trace.read_text(errors="replace").splitlines()
              if "built-in: git rev-parse" in line and ("--show-toplevel" in line or "--git-path" in line)]
-    assert len(asked) == (3 if where == "newline" else 1), asked
+    assert len(asked) == (3 if where.startswith("newline") else 1), asked
     assert git(root, "log", "-1", "--format=%s").startswith("memory: ")
     assert git(root, "status", "--porcelain") == ""
 

@@ -21,7 +21,8 @@ def _root(settings: Settings) -> str:
 
 def _status_text(data: dict[str, Any]) -> str:
     if not data.get("running"):
-        why = "" if relay.SUPPORTED else " (commands run in their own process on this system)"
+        unheard = relay.no_channel(data["root"]) if relay.SUPPORTED else "commands run in their own process on this system"
+        why = f" ({unheard})" if unheard else ""
         return f"No server for {data['root']}{why}; mode: {data['mode']}."
     idle = f"exits after {data['idle_exit']:g} s idle" if data.get("idle_exit") else "in the foreground (watch)"
     lines = [
@@ -118,6 +119,8 @@ def start(settings: Settings) -> None:
     root = str(settings.kb().root)  # opened here, so that a folder that is no KB is refused now
     if not relay.SUPPORTED:
         raise click.ClickException("no server on this system: commands run in their own process")
+    if (unheard := relay.no_channel(root)) is not None:
+        raise click.ClickException(f"no server for {root}: {unheard}.")
     answer = relay.control(root, "status")
     if answer is None:
         relay.spawn(root)

@@ -147,3 +147,17 @@ def refuses_folders(folder: str | os.PathLike[str]) -> str | None:
         return exc.strerror or str(exc)
     os.rmdir(probe)
     return None
+
+
+def identity(*paths: str | os.PathLike[str]) -> tuple[tuple[int, int] | None, ...]:
+    """Which file each of ``paths`` is now, (device, inode), None where there is none: a folder
+    deleted and made again at the same path (``rm -rf kb && git clone URL kb``) is another."""
+    found: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            found.append(None)
+        else:
+            found.append((st.st_dev, st.st_ino))
+    return tuple(found)

@@ -26,6 +26,55 @@ SHARED = frozenset({"sync"})
 AGAIN = READS | LOCAL_AT_A_TERMINAL
 
 
+# Where a command reads standard input for an argument "-" (cli/common.py's read_text_arg and
+# read_query): (its positional text, the options whose "-" is stdin, every option of its that
+# takes a value). The relay sends stdin for a "-" there alone: a process reads none for
+# `list --project -` or `save --title -`, and a client that did ate the input of what came after
+# it (a `while read` loop) or waited for a pipe that never ends. tests/test_relay.py holds it to
+# the CLI.
+_SAVE = ("-e", "--entity", "--query", "--id", "--description", "--title", "--content", "--type", "--project",
+         "--scope", "--topic-key", "--session")
+STDIN: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
+    "save": (True, ("--content", "--query"), _SAVE),
+    "search": (True, ("--query",), ("-e", "--entity", "--query", "--datasource", "--type", "--project", "--scope",
+                                    "--limit", "--max-results")),
+    "update": (False, ("--learning", "--content"), ("--title", "--learning", "--content", "--type", "--description",
+                                                     "--project", "--scope", "--topic-key", "-e", "--entity")),
+    "session-summary": (True, (), ("--project", "--session")),
+    "session-end": (False, ("--summary",), ("--summary",)),
+    "save-prompt": (True, (), ("--session", "--project")),
+    "capture-passive": (True, (), ("--session", "--project", "--source")),
+}
+
+
+def reads_stdin(argv: list[str]) -> bool:
+    """Whether the command ``argv`` names reads standard input (``STDIN``): a "-" as its
+    positional text, or as the value of an option that reads it. Read without click, as click
+    reads argv (an option's value, ``--name=value``, ``--`` before the positional ones)."""
+    found = parse(argv)
+    where = STDIN.get(found[1]) if found is not None else None
+    if found is None or where is None:
+        return False
+    positional, options, valued = where
+    rest, at, plain = found[2], 0, False
+    while at < len(rest):
+        arg = rest[at]
+        name, equals, value = arg.partition("=")
+        if plain or arg == "-" or not arg.startswith("-"):
+            if arg == "-" and positional:
+                return True
+        elif arg == "--":
+            plain = True
+        elif name in valued:
+            if not equals:
+                at += 1
+                value = rest[at] if at < len(rest) else ""
+            if value == "-" and name in options:
+                return True
+        at += 1
+    return False
+
+
 def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:
     """(the --kb value or None, the command, its arguments) when ``argv`` names a command after
     nothing but the global options; None otherwise (help, version, an unknown option)."""

@@ -15,7 +15,7 @@ user that nobody else can open, in a folder of this user. On Windows every comma
 own process.
 
 The server runs the same click command, in the client's current folder, environment and umask,
-with the client's stdin bytes (when an argument is ``-``) and terminal size, and sends back the
+with the client's stdin bytes (when the command reads them for a ``-``) and terminal size, and sends back the
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
 that talk to the terminal (``edit``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
 progress bar, a ``sync`` run from a terminal, where git may ask for credentials) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
@@ -39,15 +39,8 @@ import time
 from ..core import priority
 from ..core.locate import find_root, named_kb
 from ..store.config import setting
-from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, yields
-
-try:  # the built-in SHA-256, without loading OpenSSL through hashlib
-    from _sha256 import sha256  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - Python 3.12 renamed it
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
-    except ImportError:
-        from hashlib import sha256  # type: ignore[assignment]
+from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
+from .stamp import sha256, version_stamp
 
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
@@ -132,36 +125,6 @@ def idle_seconds(strict: bool = False) -> float:
     return DEFAULT_IDLE
 
 
-# The package's code folders, whose files make the version stamp.
-PACKAGES = ("core", "catalog", "store", "search", "ops", "cli", "mcp", "daemon")
-
-
-def version_stamp() -> str:
-    """What the running code is: the environment (``sys.prefix``, whichever of its ``python``
-    links started it) and Python version, the package's folder, and the size, inode, mtime and
-    ctime of every file of the package. A server whose stamp differs from its client's was
-    started by another install (an upgrade, an edited checkout): it retires and a new one starts.
-    The ctime is what no one can set back: a file rewritten in place to its old size, its mtime
-    restored, still changes the stamp (the restoring itself moves the ctime), as does a file
-    replaced by another (a new inode); and a stat per file costs no reading of the code."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
-    for folder in (package, *(os.path.join(package, sub) for sub in PACKAGES)):
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.endswith((".py", ".so", ".pyd", ".json")):
-                try:
-                    st = entry.stat()
-                except OSError:
-                    continue
-                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
-                              .encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:24]
-
-
 # -- the channel -----------------------------------------------------------------------------
 
 
@@ -178,8 +141,25 @@ def address(root: os.PathLike[str] | str) -> bytes | str | None:
     if not use_file_socket():
         digest = sha256(os.fsencode(real)).hexdigest()[:32]
         return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
-    path = os.path.join(real, STATE_DIR, SOCKET_FILE)
+    return socket_file(real)
+
+
+def socket_file(root: os.PathLike[str] | str) -> str | None:
+    """The path of the KB's socket file, ``.slayer-kb/server.sock``; None when too long for one.
+    On Linux the server listens there when another user holds the KB's abstract name."""
+    path = os.path.join(os.path.realpath(root), STATE_DIR, SOCKET_FILE)
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
+
+
+def no_channel(root: os.PathLike[str] | str) -> str | None:
+    """Why no server can listen for the KB at ``root`` (its socket file's path too long for a
+    socket), or None."""
+    if address(root) is not None:
+        return None
+    path = os.path.join(os.path.realpath(root), STATE_DIR, SOCKET_FILE)
+    return (f"its socket file {path} would be {len(os.fsencode(path))} bytes long, over the {MAX_SOCKET_PATH} "
+            "a socket's path may take, so commands run in their own process; move the knowledge base to a "
+            "shorter path to have one")
 
 
 def private_socket(path: str) -> bool:
@@ -219,19 +199,48 @@ def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> _sock
     """A connection to the server of ``root``, acknowledged; None when there is none (or it is
     not this user's, or does not answer)."""
     where = address(root)
-    if where is None or (isinstance(where, str) and not private_socket(where)):
+    conn = _connect(where, timeout) if where is not None else None
+    if conn == ANOTHER_USER and isinstance(where, bytes):
+        # Anyone may bind any abstract name: where another user took this one, the server
+        # listens on the socket file (Server._bind_abstract).
+        conn = _connect(path, timeout) if (path := socket_file(root)) is not None else None
+    return conn if isinstance(conn, _socket.socket) else None
+
+
+ANOTHER_USER = "another user"
+
+
+def _connect(where: bytes | str, timeout: float) -> _socket.socket | str | None:
+    """An acknowledged connection to ``where``; ``ANOTHER_USER`` when another user listens there."""
+    if isinstance(where, str) and not private_socket(where):
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(timeout)
         conn.connect(where)
-        if not same_user(conn) or not _acknowledged(conn, timeout):
+        if not same_user(conn):
+            conn.close()
+            return ANOTHER_USER
+        if not _acknowledged(conn, timeout):
             conn.close()
             return None
     except OSError:
         conn.close()
         return None
     return conn
+
+
+def held_by_another_user(name: bytes) -> bool:
+    """Whether another user's process listens on the abstract name ``name``."""
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(ACK_POLL)
+        conn.connect(name)
+        return not same_user(conn)
+    except OSError:
+        return False
+    finally:
+        conn.close()
 
 
 def _acknowledged(conn: _socket.socket, timeout: float) -> bool:
@@ -421,8 +430,8 @@ def forward(argv: list[str]) -> Outcome:
     if found is None or not files_readable_elsewhere(found[2]):
         return Outcome(None)
     root = kb_root(found[0])
-    if root is None:
-        return Outcome(None)
+    if root is None or address(root) is None:
+        return Outcome(None)  # no KB, or no server can listen for it (no_channel): none to start
     current = mode(root)
     if current == "off":
         return Outcome(None)
@@ -438,7 +447,7 @@ def forward(argv: list[str]) -> Outcome:
 
 def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
     stdin = None
-    if "-" in argv:
+    if reads_stdin(argv):
         if _isatty(sys.stdin) or sys.stdin is None:
             return Outcome(None)  # typed at a terminal: read by the command itself, here
         stdin = sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1)  # `yes | slayer-kb save -` read for ever

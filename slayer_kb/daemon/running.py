@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import priority, problems
@@ -97,12 +98,16 @@ def holds_the_view(request: dict[str, Any]) -> bool:
     return found is None or found[1] in WHOLE
 
 
-def goes_beside(request: dict[str, Any]) -> bool:
-    """Whether ``request`` is a read that may run beside a write (``BESIDE``), with no
-    ``@FILE`` argument, which names a file in the client's folder."""
-    found = relay.parse(request["argv"])
-    return found is not None and found[1] in BESIDE and not any(
-        arg.startswith("@") or "=@" in arg for arg in request["argv"])
+# Settings no read's output depends on: whether to relay (the client's alone), who commits.
+_NOT_READ = frozenset({"SLAYER_KB_SERVER", "SLAYER_KB_SERVER_SOCKET", "SLAYER_KB_AUTHOR"})
+
+
+def _settings(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``SLAYER_KB_*`` settings of ``env`` a read checks as it begins, refusing a bad one
+    (``cli.common.checked_settings``: the size limit, the server's...), or reads. Not an
+    absolute ``SLAYER_KB_CACHE``: never refused, and where the cache is changes no answer."""
+    return {name: value for name, value in env.items() if name.startswith("SLAYER_KB_") and name not in _NOT_READ
+            and not (name == "SLAYER_KB_CACHE" and os.path.isabs(os.path.expanduser(value)))}
 
 
 class _Recorder(io.BytesIO):
@@ -137,7 +142,7 @@ class _Command:
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
-        self.env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
+        self.env = self.environment(request)
         streams = request.get("streams") or [["utf-8", "strict"]] * 3
         (in_enc, in_err), (out_enc, out_err), (err_enc, err_err) = streams
         self.chunks: list[tuple[int, bytes]] = []
@@ -154,6 +159,11 @@ class _Command:
         if self.terminal:
             self.env.setdefault("COLUMNS", str(self.terminal[0]))
             self.env.setdefault("LINES", str(self.terminal[1]))
+
+    @staticmethod
+    def environment(request: dict[str, Any]) -> dict[str, str]:
+        """The client's environment, as the command runs in it."""
+        return {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
 
     def width(self) -> int:
         """The terminal's columns as ``shutil.get_terminal_size((100, 24))`` finds them in the
@@ -194,7 +204,19 @@ class Runner:
         self._lower_git = lower_git
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
+        # The process's own settings, before any command's environment replaced them.
+        self._settings = _settings(os.environ)
         _install_streams()
+
+    def goes_beside(self, request: dict[str, Any]) -> bool:
+        """Whether ``request`` is a read that may run beside a write (``BESIDE``): with no
+        ``@FILE`` argument, which names a file in the client's folder, and with the process's
+        own settings, since it runs in the process's environment (a setting only the client has
+        runs it in its turn, in the client's environment: a bad one refused, as in a process)."""
+        found = relay.parse(request["argv"])
+        return (found is not None and found[1] in BESIDE
+                and not any(arg.startswith("@") or "=@" in arg for arg in request["argv"])
+                and _settings(_Command.environment(request)) == self._settings)
 
     @property
     def view(self) -> View:

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..store import requests
 from . import relay
-from .running import Runner, goes_beside, holds_the_view, writes
+from .running import Runner, holds_the_view, writes
+from .stamp import version_stamp
+from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
 if TYPE_CHECKING:
@@ -55,40 +57,6 @@ TAKE_OVER_SECONDS = 20.0
 PARENT_SECONDS = 5.0
 
 
-class Turn:
-    """The server's turn lock: one command, sync or sentence pass at a time, and with it the
-    KB's view (store/view.py), which reads beside a write take between the write's steps."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.view: View | None = None  # set once the KB is open (Server.ready)
-        self._holds: list[View | None] = []
-
-    def acquire(self, timeout: float = -1, view: bool = True) -> bool:
-        """The turn, and with it the view unless ``view`` is False (a write handed to the
-        write process takes the view only for what it changes in memory)."""
-        if not self._lock.acquire(timeout=timeout):
-            return False
-        held = self.view if view else None
-        if held is not None:
-            held.acquire()
-        self._holds.append(held)
-        return True
-
-    def release(self) -> None:
-        held = self._holds.pop()
-        if held is not None:
-            held.release()
-        self._lock.release()
-
-    def __enter__(self) -> Turn:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
 class Server:
     """Listens on the KB's channel and answers clients, until ``stop`` is set. Commands wait
     until ``ready(runner)`` is called (the KB is open), then run one at a time under ``busy``,
@@ -100,7 +68,7 @@ class Server:
         self.idle = idle
         self.log = log
         self.busy = Turn()
-        self.stamp = relay.version_stamp()
+        self.stamp = version_stamp()
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
@@ -127,7 +95,7 @@ class Server:
             if isinstance(where, str):
                 self._bind_file(where)
             else:
-                self._listener.bind(where)
+                self._bind_abstract(where)
             self._listener.listen(64)
         except OSError:
             self._listener.close()
@@ -142,6 +110,19 @@ class Server:
             thread.start()
 
     # -- the channel ------------------------------------------------------------------------
+
+    def _bind_abstract(self, name: bytes) -> None:
+        """The KB's abstract name; where another user holds it (anyone may bind any abstract
+        name, and this one can be worked out from the KB's path), the socket file, which
+        clients then look for (``relay.connect``)."""
+        try:
+            self._listener.bind(name)
+        except OSError:
+            path = relay.socket_file(self.root)
+            if path is None or not relay.held_by_another_user(name):
+                raise
+            self._bind_file(path)
+            self.where = path
 
     def _bind_file(self, path: str) -> None:
         """The socket file in the state folder: one server per KB by an exclusive lock on
@@ -240,10 +221,21 @@ class Server:
                     self._say("the KB or its state folder is gone: exiting")
                     self.stop.set()
                     return
-                if self.idle is not None and relay.version_stamp() != self.stamp:
+                if self._replaced():  # a foreground watch too: the folder it watches is gone
+                    return
+                if self.idle is not None and version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()
                     return
+
+    def _replaced(self) -> bool:
+        """Whether the KB's folder is not the one this server opened (``KnowledgeBase.replaced``):
+        then it stops, said in its log, and its clients run their commands on the KB there now."""
+        if not self._ready.is_set() or self._runner.kb.replaced() is None:
+            return False
+        self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        self.stop.set()
+        return True
 
     def _say(self, line: str) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -282,13 +274,16 @@ class Server:
     def _run(self, conn: Any, request: dict[str, Any]) -> None:
         with self._count:
             self._active += 1
-        beat = _Heartbeat(conn)
+        beat = Heartbeat(conn)
         try:
             while not self._ready.wait(0.1):
                 if self.stop.is_set():
                     beat.send(self._leaving())
                     return
-            handled, result, started = self._beside(conn, beat, request) if goes_beside(request) else (False, None, False)
+            if self._replaced():
+                beat.send(self._leaving())  # its client runs it on the KB there now
+                return
+            handled, result, started = self._beside(conn, beat, request) if self._runner.goes_beside(request) else (False, None, False)
             if not handled:
                 result = self._in_turn(conn, beat, request, started)
             if result is None:
@@ -305,7 +300,7 @@ class Server:
                 self._active -= 1
                 self._last = time.monotonic()
 
-    def _start(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> bool:
+    def _start(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> bool:
         """Tell the client its command starts, and hear it confirm; False when it cannot (the
         server stops, the request cannot run here) or the client went away."""
         if self.stop.is_set():
@@ -317,7 +312,7 @@ class Server:
         beat.send(relay.START)
         return relay.recv_exactly(conn, 1) == relay.GO
 
-    def _in_turn(self, conn: Any, beat: _Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
+    def _in_turn(self, conn: Any, beat: Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
         write runs in the write process (writer.py), and holds the view only to take it in, or
         for all of it when it changes more than its commits name (``holds_the_view``).
@@ -374,7 +369,7 @@ class Server:
         if self.sentences is not None:
             self.sentences.after_command(coverage)
 
-    def _beside(self, conn: Any, beat: _Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
+    def _beside(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> tuple[bool, Result | None, bool]:
         """Run the read ``request`` without waiting for its turn, when the KB's state in memory
         can answer it (``Runner.ready_beside``): it waits only while a write reads or updates
         that state, not while the write waits for the KB lock or git writes its commit.
@@ -405,7 +400,7 @@ class Server:
         finally:
             view.release()
 
-    def _view_ready(self, beat: _Heartbeat, view: View, keep: bool = False) -> bool | None:
+    def _view_ready(self, beat: Heartbeat, view: View, keep: bool = False) -> bool | None:
         """Whether a read may go beside now (``Runner.ready_beside``), looked at with the view held,
         kept when ``keep`` and yes; None when the server stops meanwhile (its client is told so)."""
         while not view.acquire(write=False, timeout=0.1):
@@ -465,34 +460,6 @@ def _runnable(request: dict[str, Any]) -> bool:
         return False
 
 
-class _Heartbeat:
-    """Sends a beat to the client every HEARTBEAT seconds, until ``finish``."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._done.wait(relay.HEARTBEAT):
-            self.send(relay.BEAT)
-
-    def send(self, data: bytes) -> None:
-        with self._lock, contextlib.suppress(OSError):
-            if not self._done.is_set():
-                self._conn.sendall(data)
-
-    def finish(self, data: bytes) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return
-            self._done.set()
-            if data:
-                self._conn.sendall(data)
-
-
 # -- the process -------------------------------------------------------------------------------
 
 
@@ -502,6 +469,9 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
     ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
     background = idle is not None
     out: TextIO = log if log is not None else sys.stderr
+    unheard = relay.no_channel(root) if relay.SUPPORTED else None
+    if unheard is not None and background:
+        return 0  # no server can listen (`server start` says why)
     stop = threading.Event()
     server: Server | None = None
     bound_early = relay.SUPPORTED and not relay.use_file_socket()
@@ -530,7 +500,8 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
             kb.close()
             return 0
     if server is None and not background and relay.SUPPORTED:
-        _say(out, "Another server answers this KB's commands; this one only keeps the index current.")
+        _say(out, f"No server answers this KB's commands: {unheard}. This watch keeps the index current." if unheard
+             else "Another server answers this KB's commands; this one only keeps the index current.")
     if background:
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
                   f"(idle exit after {idle:g} s)")
@@ -542,6 +513,8 @@ def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: Text
     """This KB's server, or None if another one serves it. A foreground ``watch`` takes over
     from a server started in the background (asked to stop, it finishes its command first); a
     background server waits for one that is stopping (retiring for a new install, idle)."""
+    if relay.address(root) is None:
+        return None  # no socket can be made for it (relay.no_channel)
     try:
         return Server(root, stop=stop, idle=idle, log=log)
     except OSError:

@@ -46,6 +46,8 @@ def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) ->
         checked = check_arguments(spec, arguments or {})  # before any call of the KB
     except Exception as exc:  # noqa: BLE001 - see _error_reply
         return _error_reply(name, exc)
+    if (gone := kb.replaced()) is not None:  # its index and caches are of the KB it opened
+        return Reply(gone, is_error=True)
     with kb.collecting_warnings() as told:  # what the CLI prints on stderr, where no agent looks
         try:
             reply = spec.handler(kb, checked)

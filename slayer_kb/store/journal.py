@@ -93,10 +93,14 @@ def publishing(state: Path) -> Iterator[int]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # a file no one else has opened: never waits
         yield fd
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            target.unlink()
+    except BaseException:
+        # Left for ``wait_published``: the git this process handed it to may run on (Ctrl-C
+        # reached this process alone, and its Python is on its way out).
         os.close(fd)
+        raise
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    os.close(fd)
 
 
 def wait_published(state: Path, timeout: float) -> None:

@@ -79,7 +79,8 @@ def find_toplevel(path: Path) -> Path | None:
     proc = run_git(["rev-parse", "--show-toplevel"], path, check=False)
     if proc.returncode != 0 and (refused := ownership_refusal(proc.stderr)) is not None:
         raise StoreError(refused)
-    return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+    # One line, the name's bytes kept (a folder named with a newline, or not in UTF-8).
+    return Path(proc.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")) if proc.returncode == 0 else None
 
 
 @dataclass
