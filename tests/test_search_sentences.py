@@ -105,6 +105,40 @@ def test_a_warm_search_begins_the_sentence_scan_in_the_helper_thread(notes_kb: K
     assert [(h["id"], h["score"]) for h in shared.memories] == [(h["id"], h["score"]) for h in alone.memories]
 
 
+def test_the_static_vector_is_made_only_for_memories_that_lack_a_sentence_vector(
+    notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The question's static vector stands in for a memory without a sentence vector: while some
+    lack one it is made; once every memory has one, no search makes it, and the answer, scores
+    included, is the one a search that made it gives."""
+    import functools
+    from types import SimpleNamespace
+
+    from slayer_kb.search import embedding, retrieval
+
+    embedded: list[list[str]] = []
+    embed = embedding.Embedder.embed
+
+    def recorded(model: embedding.Embedder, texts: list[str]) -> object:
+        embedded.append(texts)
+        return embed(model, texts)
+
+    monkeypatch.setattr(embedding.Embedder, "embed", recorded)
+    notes_kb.keep_warm()
+    assert ids(notes_kb.search(K8S))[0] == "2"  # no sentence vector yet: by the static ones
+    assert embedded == [[K8S]]
+    assert notes_kb.index.fill_sentences() == 4
+    embedded.clear()
+    lazy = notes_kb.search(K8S)
+    assert embedded == []
+    # As before: made at once, whether or not a memory lacks a sentence vector.
+    monkeypatch.setattr(retrieval, "functools", SimpleNamespace(cache=lambda make: functools.partial(lambda made: made, make())))
+    eager = notes_kb.search(K8S)
+    assert embedded == [[K8S]]
+    assert ids(lazy)[0] == "1"
+    assert [(h["id"], h["score"]) for h in lazy.memories] == [(h["id"], h["score"]) for h in eager.memories]
+
+
 def test_vectors_are_never_made_twice(notes_kb: KnowledgeBase, tmp_path: Path) -> None:
     """Keyed by the text embedded: a rebuild, a branch switch and back, a memory renumbered, and a
     second clone of the same content all find theirs in the cache (full coverage before any

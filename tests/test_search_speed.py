@@ -5,6 +5,7 @@ top 10, scores included, before and after a change made for speed.)"""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -32,6 +33,30 @@ def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -
     assert sparse[0].dtype == dense[0].dtype and sparse[1].dtype == dense[1].dtype
     assert len(dense[0]) == len(np.unique(np.concatenate([p[0] for p in parts])))
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_union_of_two_merges_to_the_bit_of_the_summed_one(data: st.DataObject) -> None:
+    """A word in two fields (``_merged``): the docnums and sums the counted union gives, to the
+    bit, whether the parts overlap, nest, miss each other or are empty; scores from one-byte
+    weights (a field Whoosh does not score) come out float64 as there."""
+    size = data.draw(st.integers(1, 400))
+    docnums = st.lists(st.integers(0, size - 1), unique=True, max_size=size).map(lambda d: np.array(sorted(d), dtype=np.int64))
+    parts = []
+    for _ in range(2):
+        found = data.draw(docnums)
+        if data.draw(st.booleans()):
+            scores = np.array(data.draw(st.lists(st.integers(1, 255), min_size=len(found), max_size=len(found))), dtype=np.uint8)
+        else:
+            scores = np.array(data.draw(st.lists(st.floats(1e-6, 50.0), min_size=len(found), max_size=len(found))), dtype=np.float64)
+        parts.append((found, scores))
+    merged = scoring._union(parts, size)
+    ids = np.concatenate([p[0] for p in parts])
+    expected = np.unique(ids)
+    sums = np.bincount(ids, weights=np.concatenate([p[1].astype(np.float64) for p in parts]), minlength=size)[expected]
+    assert merged[0].tobytes() == expected.tobytes() and merged[0].dtype == np.int64
+    assert merged[1].tobytes() == sums.tobytes() and merged[1].dtype == np.float64
 
 
 @pytest.mark.parametrize("sizes", [(300, 2000), (2000, 300), (0, 50), (50, 0), (1, 1), (5000, 5000), (40, 40_000)])
@@ -76,6 +101,32 @@ def test_a_query_asked_again_is_remembered_and_filtered_as_a_fresh_one(example_k
     buckets = [index.scores(asked, restrict(has_query=has_query), limit=60) for has_query in (False, True)]
     assert buckets == [index.scores(W.all_query(words), restrict(has_query=has_query), limit=60) for has_query in (False, True)]
     assert all(buckets) and sorted(buckets[0] | buckets[1]) == sorted(everywhere)
+
+
+def test_a_searchers_kept_filter_masks_rank_as_fresh_ones(example_kb_read_only: KnowledgeBase) -> None:
+    """The documents each pair of filters allows is kept per searcher (``_allowed``): asked in
+    turn under every filter, and again, a kept searcher ranks each query as a new one does."""
+    example_kb_read_only.ensure_fresh()
+    index = example_kb_read_only.index
+    words = W.parse("revenue paid orders refunds")
+    queries = [W.all_query(words), W.any_query(words)]
+    filters = [restrict(), restrict(has_query=True), restrict(has_query=False), restrict(type="decision"), restrict(type="no-such-type")]
+    searcher = index.searcher()
+
+    def ranked(vector: scoring.VectorSearcher | None) -> list[list[tuple[float, int]]]:
+        out = []
+        for _ in range(2):
+            for f, query in itertools.product(filters, queries):
+                v = vector or scoring.VectorSearcher(searcher)  # None: a new one for each
+                out.append(v.top(query, 5, v.docs(index._docset(searcher, f.only)), v.docs(index._docset(searcher, f.exclude))))
+        return out
+
+    kept = scoring.VectorSearcher(searcher)
+    answers = ranked(kept)
+    assert answers == ranked(None)
+    assert answers[:len(answers) // 2] == answers[len(answers) // 2:]
+    assert len({tuple(a) for a in answers}) > 3  # the filters tell the rankings apart
+    assert len(kept._masks) == len(filters)
 
 
 def test_the_catalog_and_warnings_come_in_their_order_with_the_encoding_beside(example_kb: KnowledgeBase) -> None:

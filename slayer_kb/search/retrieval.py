@@ -17,6 +17,7 @@ warnings that say why, never unrelated memories.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -128,7 +129,9 @@ def _run(index: Index, request: Request) -> Found:
     # The sentence vector first: the helper thread makes it while this one does the rest.
     sentence, covered, scan = (_sentence_vector(index, request, found.warnings, found.notes, _scanned(request, words))
                                if embedder is not None else (None, False, None))
-    vector = embedder.embed([question])[0] if embedder is not None else None
+    # The static vector when first needed: a candidate without a sentence vector, or a KB
+    # some of whose memories lack one (where every memory has one, no search needs it).
+    vector = functools.cache(lambda: embedder.embed([question])[0]) if embedder is not None else None
     catalog_warnings: list[str] = []
 
     def catalog() -> None:
@@ -228,9 +231,9 @@ def _ranked(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One ranking over all memories, then split into the two buckets, so that scores compare
     across buckets (as mem_search, which merges them, needs). ``vectors``: the question's static
-    vector and its sentence vector being made (None: not made), and whether every memory has a
-    sentence vector (then the static vectors need no scan), and the scan of the sentence vectors
-    the helper thread began (None: none, or made here). ``meanwhile``: work that needs no
+    vector (made when called) and its sentence vector being made (None: not made), and whether
+    every memory has a sentence vector (then the static vectors need no scan), and the scan of
+    the sentence vectors the helper thread began (None: none, or made here). ``meanwhile``: work that needs no
     ranking, done once the words are scored, while the sentence vector may still be made."""
     vector, pending, covered, scan = vectors
     restriction = _restriction(request, None)
@@ -275,7 +278,7 @@ def _ranked(
             closest = _scanned(request, words)
             wide = "words" not in request.channels  # the benchmark's meaning channel alone: every memory ranked
             if closest is not None and not covered:
-                near = index.nearest(vector, restriction.values, closest, -1.0 if wide else MEANING_ONLY_FLOOR)
+                near = index.nearest(vector(), restriction.values, closest, -1.0 if wide else MEANING_ONLY_FLOOR)
             if closest is not None and sentence is not None:
                 found = index.sentence_nearest(sentence, restriction.values, closest, -1.0 if wide else CLOSEST_FLOOR, scan)
                 near += found if wide else closest_kept(found)
@@ -284,7 +287,8 @@ def _ranked(
             if sentence is not None:
                 sentences = index.sentence_cosines(sentence, candidates)
             # The static cosine stands in for a memory whose sentence vector is not made yet.
-            cosines = index.cosines(vector, [m for m in candidates if m not in sentences])
+            lacking = [m for m in candidates if m not in sentences]
+            cosines = index.cosines(vector(), lacking) if lacking else {}
             # The token-level match re-ranks the head of the ranking the other signals make: a
             # candidate below it could not reach the head anyway.
             head = [m for m, _s in F.ordered(F.blend(candidates, some or every, cosines, {}, tagged, weights, sentences))][: max(TOKEN_POOL, 3 * request.limit)]

@@ -92,26 +92,30 @@ def _session(dimensions: int) -> Any:
 
 class Blocks:
     """A matrix's int8 rows in blocks of ``BLOCK_ROWS``, each laid out as columns (transposed,
-    contiguous) with each row's sum: what ``Scan`` multiplies. A block is made when a
-    scan first needs it and again after a row in it changed (``forget``), so a table holds them
-    beside its rows (38 MB more at 100,000 memories) and a save remakes one block."""
+    contiguous) with ``SHIFT`` times each row's sum and its rows' inverse norms in float64: what
+    ``Scan`` multiplies and scales by (made per block, not again per question). A block is made
+    when a scan first needs it and again after a row in it changed (``forget``), so a table
+    holds them beside its rows (39 MB more at 100,000 memories) and a save remakes one block."""
 
     def __init__(self) -> None:
-        # block number -> (rows the block held when made, its columns, its rows' sums)
-        self._made: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
+        # block number -> (rows the block held when made, its columns, SHIFT times its rows'
+        # sums, their inverse norms)
+        self._made: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def forget(self, row: int) -> None:
         """Row ``row`` changed: its block is made again when next scanned."""
         self._made.pop(row // BLOCK_ROWS, None)
 
-    def fill(self, matrix: np.ndarray) -> None:
-        """Make every block of ``matrix`` now (a warm process, as it loads its table), so that
-        its first scan does not (about 65 ms of CPU at 100,000 memories)."""
+    def fill(self, matrix: np.ndarray, inverse: np.ndarray) -> None:
+        """Make every block of ``matrix`` (with its rows' ``inverse`` norms) now (a warm process,
+        as it loads its table), so that its first scan does not (about 65 ms of CPU at 100,000
+        memories)."""
         for number in range(-(-len(matrix) // BLOCK_ROWS)):
-            self.block(matrix, number)
+            self.block(matrix, inverse, number)
 
-    def block(self, matrix: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray]:
-        """Block ``number`` of ``matrix`` (the rows in use): its columns and its rows' sums."""
+    def block(self, matrix: np.ndarray, inverse: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Block ``number`` of ``matrix`` (the rows in use, ``inverse`` their inverse norms):
+        its columns, SHIFT times its rows' sums, and their inverse norms in float64."""
         import numpy as np
 
         start = number * BLOCK_ROWS
@@ -123,8 +127,9 @@ class Blocks:
             # memory (8,192 rows: 4.7 ms, against 1.2 by tiles of 256).
             for at in range(0, len(rows), _TILE_ROWS):
                 columns[:, at : at + _TILE_ROWS] = rows[at : at + _TILE_ROWS].T
-            made = self._made[number] = (len(rows), columns, rows.sum(axis=1, dtype=np.int32))
-        return made[1], made[2]
+            made = self._made[number] = (len(rows), columns, SHIFT * rows.sum(axis=1, dtype=np.int32),
+                                         inverse[start : start + len(rows)].astype(np.float64))
+        return made[1], made[2], made[3]
 
 
 class Products:
@@ -157,7 +162,8 @@ class Scan:
     def __init__(self, matrix: np.ndarray, inverse: np.ndarray, allowed: np.ndarray, depth: int, blocks: Blocks | None = None) -> None:
         import numpy as np
 
-        self.matrix, self.inverse, self.allowed, self.depth = matrix, inverse, allowed, depth
+        self.matrix, self.inverse, self.depth = matrix, inverse, depth
+        self._barred = ~allowed  # the rows not allowed: once a scan, not once a block
         self.blocks = blocks if blocks is not None else Blocks()
         self.count = -(-len(matrix) // BLOCK_ROWS)
         self.approximate = np.empty(len(matrix), dtype=np.float64)
@@ -226,13 +232,14 @@ class Scan:
 
         products = self.products
         assert products is not None, "a scan works once started"
-        columns, sums = self.blocks.block(self.matrix, number)
+        columns, shifted, inverse = self.blocks.block(self.matrix, self.inverse, number)
         (found,) = _session(self.matrix.shape[1]).run(None, {"A": products.shifted, "B": columns})
         start = number * BLOCK_ROWS
-        end = start + len(sums)
+        end = start + len(shifted)
         # Row by row the same operations as over the whole matrix at once: the same floats.
-        block = (found[0] - SHIFT * sums).astype(np.float64) * (products.scale * self.inverse[start:end].astype(np.float64))
-        block[~self.allowed[start:end]] = -np.inf
+        block = (found[0] - shifted).astype(np.float64) * (products.scale * inverse)
+        block[self._barred[start:end]] = -np.inf
         self.approximate[start:end] = block
         keep = min(self.depth, len(block))
-        self._bests[number] = -np.partition(-block, keep - 1)[:keep]
+        # The best ``keep`` (in no order): what the depth-th best of all is found among.
+        self._bests[number] = np.partition(block, len(block) - keep)[len(block) - keep :]

@@ -295,7 +295,7 @@ class Table:
             # and what its first scan would (shortlist.Blocks).
             self._grow(len(self.live) + 1)
             self._row_index()
-            self._blocks.fill(self.sentence[: self.size])
+            self._blocks.fill(self.sentence[: self.size], self.inverse[: self.size])
 
     def unit_vectors(self, rows: list[int] | None = None) -> np.ndarray:
         """These rows' vectors (None: every row in use) as float32."""
