@@ -732,6 +732,24 @@ def test_usage_errors_exit_2(invoke_cli: CliRunner, shared_kb: Path, args: tuple
     assert "Usage: slayer-kb" in proc.stderr and "Error: " in proc.stderr
 
 
+@pytest.mark.parametrize("args, option, command, fix", [
+    (("get", "1", "--kb", "kb"), "--kb", "get", "slayer-kb --kb DIR get ..."),
+    (("save", "x", "--author=A <a@b.c>"), "--author", "save", "slayer-kb --author 'NAME <EMAIL>' save ..."),
+    (("server", "status", "--kb", "kb"), "--kb", "server status", "slayer-kb --kb DIR server status ..."),
+    (("stats", "--version"), "--version", "stats", "slayer-kb --version"),
+])  # fmt: skip
+def test_a_global_option_after_the_command_is_told_to_go_before_it(invoke_cli: CliRunner, args: tuple[str, ...],
+                                                                    option: str, command: str, fix: str) -> None:
+    """``slayer-kb get 1 --kb kb`` said only "No such option '--kb'", which every command lacks."""
+    said = f"No such option '{option}'. {option} is a global option: give it before the command: {fix}"
+    proc = invoke_cli(*args)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.endswith(f"\nError: {said}\n")
+    asked = invoke_cli(*args, "--json")
+    assert (asked.returncode, json.loads(asked.stdout)) == (2, {"error": {"type": "usage", "message": (
+        f"{said} Try 'slayer-kb {command} --help' for help.")}})
+
+
 # -- help and completion --------------------------------------------------------------------------
 
 
