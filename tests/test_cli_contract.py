@@ -25,6 +25,7 @@ from click.testing import CliRunner as ClickRunner
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import COMMANDS, cli
+from slayer_kb.core.errors import NotFoundError
 from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git, make_example_kb
 
 MEMORY_KEYS = {
@@ -293,6 +294,19 @@ def test_forget_strips_references(invoke_cli: CliRunner, kb: Path) -> None:
     assert "memory:kb.paid-revenue" not in ok(invoke_cli, kb, "get", "kb.refund-policy")["entities"]
     assert not (kb / "memories" / "kb.paid-revenue.yaml").exists()
     assert doc(invoke_cli("--kb", kb, "get", "kb.paid-revenue", "--json"), 1)["error"]["type"] == "not_found"
+    # restore brings back a soft-deleted memory; one forgotten for good is told the --rev that does
+    forgot = head(kb)[:12]
+    proc = invoke_cli("--kb", kb, "restore", "kb.paid-revenue")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.\n")
+    with KnowledgeBase(kb) as opened, pytest.raises(NotFoundError) as info:  # mem_restore's words
+        opened.restore("kb.paid-revenue")
+    assert info.value.for_tools() == (
+        f"Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot "
+        f"bring it back, a person can: 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.")
+    assert ok(invoke_cli, kb, "restore", "kb.paid-revenue", "--rev", f"{forgot}~1")["action"] == "restored"
 
 
 def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:

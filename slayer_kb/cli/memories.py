@@ -307,6 +307,9 @@ def forgot_text(result: ForgetResult) -> str:
 def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     """Bring back a soft-deleted memory, or with --rev the version at REV, as a new commit.
 
+    For a memory forgotten for good (forget without --soft), the error names the commit that
+    removed it and the --rev that brings back its last version.
+
     \b
     Examples:
       slayer-kb restore 12

@@ -20,6 +20,7 @@ from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
+from .history import forgotten_error
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -168,7 +169,10 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
-        memory = kb.read_with_fix(memory_id)
+        try:
+            memory = kb.read_with_fix(memory_id)
+        except NotFoundError as exc:
+            raise forgotten_error(kb, memory_id, exc) from None
         if not memory.is_deleted:
             said, shell = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id)
             raise InvalidInputError(
