@@ -49,7 +49,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 
 | command | keys |
 |---|---|
-| `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message` |
+| `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message`, `commit` (`null` when none was made: an id saved again with what it held, a duplicate counted) |
 | `get` | the memory, absent values `null` |
 | `update`, `restore` | the memory, `action` (`updated`, `restored`; `unchanged` when the fields given held those values already, or `restore --rev` found it already as at the revision: no commit), `warnings` |
 | `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |

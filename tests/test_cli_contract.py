@@ -142,7 +142,13 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     assert first == first | {
         "memory_id": "27", "resolved_entities": ["shop.orders.is_returned"], "warnings": [], "action": "created",
     }  # fmt: skip
-    assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip()
+    assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip() == first["commit"]
+    # The id saved again with what it holds: the text said "nothing to commit", and so does the JSON.
+    same = ("save", "NULL means not returned", "--id", "27", "-e", "shop.orders.is_returned")
+    assert ok(invoke_cli, kb, *same) == first | {"action": "replaced", "commit": None, "message": "Memory replaced: 27"}
+    assert invoke_cli("--kb", kb, *same).stdout == (
+        "Saved memory 27 (replaced): it already held this; nothing to commit\n  entities: shop.orders.is_returned\n")
+    assert head(kb) == first["commit"]
     # Comma-separated references; a comma inside parentheses belongs to the reference.
     comma = ok(invoke_cli, kb, "save", "Weighted price", "-e", "shop.orders.amount,shop.orders.status")
     assert comma["resolved_entities"] == ["shop.orders.amount", "shop.orders.status"]
