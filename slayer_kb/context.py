@@ -370,7 +370,7 @@ class Context:
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)
         if memory.is_deleted and not include_deleted:
-            raise deleted_error(memory)
+            raise deleted_error(memory, self.root)
         pending = self.duplicates_pending(memory_id)
         return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
@@ -589,9 +589,9 @@ class Context:
         return sorted(name for name in self.indexed_terms("project") if name != NONE)
 
 
-def deleted_error(memory: Memory) -> NotFoundError:
-    """Why a soft-deleted memory is not shown, and how to bring it back: with the command, or for
-    an MCP client, which has no shell, with the tool."""
+def deleted_error(memory: Memory, root: Path) -> NotFoundError:
+    """Why a soft-deleted memory is not shown, and how to bring it back: with the command (run
+    from where the user is: ``command``), or for an MCP client, which has no shell, with the tool."""
     said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
-    return NotFoundError(f"{said} 'slayer-kb restore {words(memory.id)}'.",
+    return NotFoundError(f"{said} '{command(root)} restore {words(memory.id)}'.",
                          tool_message=f"{said} mem_restore(id: {memory.id}).")

@@ -255,7 +255,7 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke
     message = (
         "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
         "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
-        "to save under 'auth-model'; or change an existing memory with 'slayer-kb update auth-model "
+        f"to save under 'auth-model'; or change an existing memory with 'slayer-kb --kb {kb} update auth-model "
         "--title ...'."
     )
     assert proc.stderr == f"Error: {message}\n"
@@ -325,8 +325,27 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     named = "'memory:3' names memory 3: it comes first, and memories linked to it are found too."
     found = ok(invoke_cli, kb, "search", "memory:3")
     assert named not in found["notes"] and "3" not in [h["id"] for h in found["memories"]]
-    restored = ok(invoke_cli, kb, "restore", "3")
+    # Run with --kb from elsewhere, the commands each message gives name the KB, so they run as pasted.
+    run = f"slayer-kb --kb {kb}"
+    assert [(proc.returncode, proc.stderr) for proc in (invoke_cli("--kb", kb, *args) for args in (
+        ("get", "3"), ("forget", "3", "--soft"), ("update", "3", "--title", "T"), ("timeline", "3")))] == [(1, (
+            f"Error: Memory '3' was deleted at {hidden['deleted_at']}; bring it back with '{run} restore 3'.\n"))] * 1 + [(
+        1, f"Error: Memory '3' is already deleted (at {hidden['deleted_at']}): '{run} forget 3' without --soft removes "
+           f"it for good, '{run} restore 3' brings it back.\n")] + [(1, (
+            f"Error: Memory '3' was deleted at {hidden['deleted_at']}; bring it back with '{run} restore 3'.\n"))] * 2
+    restored = ok(invoke_cli, kb, *shlex.split(f"{run} restore 3")[3:])
     assert ok(invoke_cli, kb, "search", "memory:3")["notes"][0] == named
+    again = invoke_cli("--kb", kb, "restore", "3")
+    assert (again.returncode, again.stderr) == (1, (
+        f"Error: Memory '3' is not deleted; nothing to restore. An earlier version comes back with '{run} restore 3 "
+        f"--rev REV' ('{run} log 3' lists them).\n"))
+    soft = invoke_cli("--kb", kb, "forget", "4", "--soft")
+    assert (soft.returncode, soft.stdout) == (0, f"Forgot memory 4 (soft; restore with '{run} restore 4')\n")
+    absent = invoke_cli("--kb", kb, "show", "kb.nope", "--rev", "HEAD")
+    assert absent.stderr == (
+        f"Error: Memory 'kb.nope' does not exist at HEAD; see '{run} log kb.nope' for the revisions that have it.\n")
+    titled = invoke_cli("--kb", kb, "save", "x", "--title", "T", "--id", "kb.x")
+    assert titled.stderr.endswith(f"or change an existing memory with '{run} update kb.x --title ...'.\n")
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.

@@ -726,7 +726,7 @@ def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: Knowledge
     invoke_cli("--kb", root, "save", "-", "--title", "Piped", input="\ufeffpiped from PowerShell\n", check=True)
     assert json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))["learning"] == "piped from PowerShell"
     proc = invoke_cli("--kb", root, "forget", "1", "--soft", check=True)
-    assert proc.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb restore 1')\n"
+    assert proc.stdout == f"Forgot memory 1 (soft; restore with 'slayer-kb --kb {root} restore 1')\n"
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

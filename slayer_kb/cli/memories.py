@@ -10,7 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
-from ..core.problems import shell_word, words
+from ..core.problems import command, shell_word, words
 from ..core.results import ForgetResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
@@ -139,7 +139,7 @@ def save(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
                 f"and link entities with -e to save under '{memory_id}'; or change an existing "
-                f"memory with 'slayer-kb update {words(memory_id)} --title ...'."
+                f"memory with '{command(kb.root)} update {words(memory_id)} --title ...'."
             )
         if parsed is not None:
             raise InvalidInputError(
@@ -278,8 +278,9 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     Example:
       slayer-kb forget 12
     """
-    result = settings.kb().forget(memory_id, soft=soft, force=force)
-    emit(settings, result.to_json(), lambda: forgot_text(result))
+    kb = settings.kb()
+    result = kb.forget(memory_id, soft=soft, force=force)
+    emit(settings, result.to_json(), lambda: forgot_text(result, command(kb.root)))
 
 
 def restored_text(result: RestoreResult, typed: str | None = None) -> str:
@@ -290,10 +291,11 @@ def restored_text(result: RestoreResult, typed: str | None = None) -> str:
     return f"Restored memory {result.memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings)
 
 
-def forgot_text(result: ForgetResult) -> str:
+def forgot_text(result: ForgetResult, run: str) -> str:
+    """``forget``'s reply; ``run``: ``slayer-kb`` as the user runs it (``problems.command``)."""
     text = f"Forgot memory {result.deleted_id}"
     if result.soft:
-        text += f" (soft; restore with 'slayer-kb restore {shell_word(result.deleted_id)}')"
+        text += f" (soft; restore with '{run} restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
         text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)

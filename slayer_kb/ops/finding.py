@@ -344,7 +344,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
         kb.check_not_moved(memory_id)  # merged away: say where the memory went
         raise
     if focus.is_deleted:
-        raise deleted_error(focus)
+        raise deleted_error(focus, kb.root)
     session = focus.session_id
     found = None
     docs = kb.documents(None, channels.restrict(exact={"session_id": session}), limit=None)

@@ -123,7 +123,7 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
-                f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {words(memory_id)}' "
+                f"Memory '{memory_id}' does not exist at {rev}; see '{command(kb.root)} log {words(memory_id)}' "
                 "for the revisions that have it."
             )
         return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)
