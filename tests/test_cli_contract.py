@@ -760,6 +760,16 @@ def test_unknown_entity_is_an_error(invoke_cli: CliRunner, shared_kb: Path) -> N
     assert doc(proc, 1)["error"]["message"] == message
 
 
+def test_an_expression_for_an_entity_is_told_the_option_that_takes_a_query(invoke_cli: CliRunner,
+                                                                           shared_kb: Path) -> None:
+    """It said "give the whole query as linked_entities", a parameter of the MCP tool, not of the CLI."""
+    proc = invoke_cli("--kb", shared_kb, "save", "Margin", "-e", "sum(amount - cost)")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: 'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` form names "
+        "an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP tools, "
+        "save_memory's linked_entities or search's query).\n"))
+
+
 @pytest.mark.parametrize(
     "args", [("get", "1", "--bogus"), ("--bogus", "stats"), ("nosuch-command",), ("get",)],
     ids=["unknown-option", "unknown-global-option", "unknown-command", "missing-argument"],
