@@ -107,7 +107,7 @@ def test_control_characters_in_an_error_never_reach_the_terminal(indexed_example
                                                                  invoke_cli: CliRunner) -> None:
     proc = invoke_cli("--kb", indexed_example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
     assert (proc.returncode, proc.stderr) == (1, "Error: Unknown revision 'HEAD\\x1b]0;pwned\\x07': give a commit, "
-                                                 "branch or tag (see 'git log').\n")
+                                                 f"branch or tag (see 'git -C {indexed_example_kb.root} log').\n")
 
 
 def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,

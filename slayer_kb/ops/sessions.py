@@ -31,6 +31,7 @@ from ..core.inputs import blank, check_unicode
 from ..core.memory import (
     utc_now,
 )
+from ..core.problems import git_command, shell_word
 from ..core.results import SessionFiles, SessionResult, SessionTimeline
 from ..core.session import (
     MAX_SUMMARY,
@@ -270,8 +271,9 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
         tx.require_committed(session.path)
         if summary and session.summary and summary != session.summary:
             when = f" (ended at {session.ended_at})" if session.ended_at else ""
-            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces (git log -p "
-                            f"{session.path} shows the former)")
+            shows = git_command(kb.root, f"log -p {shell_word(session.path)}")  # run where the user is
+            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces ({shows} "
+                            "shows the former)")
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
     return SessionResult(ended.to_dict(), "ended", commit, warnings)
