@@ -211,7 +211,7 @@ class Context:
                 named = next((p for p in broken if p.path.stem in names), broken[0])
                 raise ResolutionError(
                     f"{exc} The catalog skipped {len(broken)} file(s) it could not use, such as "
-                    f"{named.shown(self.root)}; fix it ('slayer-kb validate' lists every problem).",
+                    f"{named.shown(self.root)}; fix it ('{command(self.root)} validate' lists every problem).",
                     exc.suggestions,
                 ) from None
             warnings.extend(resolution.warnings)

@@ -520,6 +520,15 @@ def test_cascades(
     assert git(kb, "status", "--porcelain") == ""
 
 
+def test_a_delete_s_stale_query_advice_runs_where_it_was_typed(invoke_cli: CliRunner, kb: Path) -> None:
+    """With --kb from elsewhere it said "rewrite each query with 'slayer-kb edit ID'", which finds no KB there."""
+    proc = invoke_cli("--kb", kb, "delete-model", "shop.refunds")
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[1:] == [
+        "stale example queries (they still name what was deleted; search warns on them): 26; rewrite each query "
+        f"with 'slayer-kb --kb {kb} edit ID', or drop the memory with 'slayer-kb --kb {kb} forget ID'"]
+
+
 def test_prune(invoke_cli: CliRunner, kb: Path) -> None:
     clean = ok(invoke_cli, kb, "prune")
     assert_keys(clean, {"commit", "rewritten"})

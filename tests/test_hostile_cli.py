@@ -433,7 +433,7 @@ def test_a_broken_catalog_file_is_named_where_its_names_are_missed(indexed_examp
     assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", (
         "Error: No model 'evil' in datasource 'shop'. Its models: ['customers', 'order_items', 'orders', 'payments', "
         f"'products', 'refunds', 'regions']. The catalog skipped 1 file(s) it could not use, such as {problem}; fix it "
-        "('slayer-kb validate' lists every problem).\n"))
+        f"('slayer-kb --kb {root} validate' lists every problem).\n"))
     assert git(root, "rev-parse", "HEAD") == head
     assert not (root / "pwned").exists()
     found = invoke_cli("--kb", root, "--json", "search", "-e", "shop.orders.amount", check=True)

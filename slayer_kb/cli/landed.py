@@ -46,7 +46,8 @@ def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[st
     elif isinstance(result, ForgetResult):
         emit(settings, data, lambda: forgot_text(result, problems.command(kb.root)))
     elif isinstance(result, CascadeResult):
-        emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-")) if landed.kind == "delete"
+        run = problems.command(kb.root)
+        emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-"), run) if landed.kind == "delete"
              else pruned_text(result))
     elif landed.kind == "session-start":
         emit(settings, data, lambda: started_text(result))

@@ -156,7 +156,7 @@ def skipped(kb: Context) -> list[str]:
     if len(said) <= SKIPPED_SHOWN:
         return said
     return said[:SKIPPED_SHOWN] + [f"{len(said) - SKIPPED_SHOWN} more files could not be used either; "
-                                   "'slayer-kb validate' names each of them."]
+                                   f"'{command(kb.root)} validate' names each of them."]
 
 
 @dataclass(frozen=True)

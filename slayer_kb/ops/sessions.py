@@ -21,6 +21,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
@@ -31,7 +32,7 @@ from ..core.inputs import blank, check_unicode
 from ..core.memory import (
     utc_now,
 )
-from ..core.problems import git_command, shell_word
+from ..core.problems import command, git_command, shell_word, shown
 from ..core.results import SessionFiles, SessionResult, SessionTimeline
 from ..core.session import (
     MAX_SUMMARY,
@@ -78,7 +79,7 @@ def _read(kb: Workspace, session_id: str) -> Session | None:
         if exc.names_fix:
             raise
         # What a command that needs the session says, as ``Context.read_with_fix`` says it of a memory.
-        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. {_fix(exc.path)}.", names_fix=True) from None
+        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. {_fix(kb.root, exc.path)}.", names_fix=True) from None
 
 
 def _parse(kb: Workspace, session_id: str) -> Session | None:
@@ -99,16 +100,17 @@ def not_regular(path: str, kind: str) -> MemoryFileError:
     return MemoryFileError(path, None, not_a_file(kind, SESSIONS_DIR), names_fix=True)
 
 
-def _fix(path: str) -> str:
-    return (f"Edit {path} to fix it, then check it with 'slayer-kb validate' (or put back its committed version: "
-            f"git checkout -- {path})")
+def _fix(root: Path, path: str) -> str:
+    """How to repair session file ``path``, in commands that run where the user is (``command``)."""
+    return (f"Edit {shown(root / path)} to fix it, then check it with '{command(root)} validate' (or put back its committed "
+            f"version: {git_command(root, f'checkout -- {shell_word(path)}')})")
 
 
-def _skipped(exc: MemoryFileError) -> str:
+def _skipped(root: Path, exc: MemoryFileError) -> str:
     """The warning of a session file a listing skips: the problem, that it was skipped, the fix."""
     if exc.names_fix:
         return f"{str(exc).rstrip('.')} (skipped)"
-    return f"{str(exc).rstrip('.')} (skipped). {_fix(exc.path)}."
+    return f"{str(exc).rstrip('.')} (skipped). {_fix(root, exc.path)}."
 
 
 def load_all(kb: Context) -> SessionFiles:
@@ -141,7 +143,7 @@ def _load_all(kb: Context) -> SessionFiles:
         if session_id is None:
             continue
         if not stat.S_ISREG(st.st_mode):  # a folder, a link, a FIFO: named, never opened
-            warnings.append(_skipped(not_regular(session_path(session_id), file_kind(st.st_mode))))
+            warnings.append(_skipped(kb.root, not_regular(session_path(session_id), file_kind(st.st_mode))))
             continue
         key = [st.st_mtime_ns, st.st_size, st.st_ino]
         hit = cached.get(name)
@@ -153,7 +155,7 @@ def _load_all(kb: Context) -> SessionFiles:
             try:
                 session = _parse(kb, session_id)
             except MemoryFileError as exc:
-                warnings.append(_skipped(exc))
+                warnings.append(_skipped(kb.root, exc))
         if session is None:
             continue
         out.append(session)
