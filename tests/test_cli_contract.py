@@ -404,6 +404,20 @@ def test_edit_reopens_on_a_problem(invoke_cli: CliRunner, kb: Path, tmp_path: Pa
     assert "in UTC (checked)." in ok(invoke_cli, kb, "get", "2")["learning"]
 
 
+def test_an_edit_of_a_file_changed_meanwhile_says_how_to_start_again(invoke_cli: CliRunner, kb: Path,
+                                                                       tmp_path: Path) -> None:
+    """It said "Run 'slayer-kb edit' again": no id, and no --kb for a command typed elsewhere."""
+    script = tmp_path / "editor.py"
+    script.write_text(  # edits the draft while "another save" rewrites the memory's file
+        f"import sys\nfrom pathlib import Path\nfor p, who in ((Path(sys.argv[1]), 'mine'), (Path({str(kb / 'memories' / '2.yaml')!r}), "
+        "'theirs')):\n    p.write_text(p.read_text().replace('in UTC.', f'in UTC ({who}).'))\n")
+    editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    proc = invoke_cli("--kb", kb, "edit", "2", env={"EDITOR": editor, "VISUAL": editor})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: memories/2.yaml changed while you were editing it (another save, a git command?); nothing was "
+        f"committed. Run 'slayer-kb --kb {kb} edit 2' again.\n"))
+
+
 def test_search_keys_and_hits(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "search", "refunds", "-e", "orders.amount", "-e", "nosuch.x", "--any")
     assert set(data) == SEARCH_KEYS

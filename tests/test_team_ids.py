@@ -228,8 +228,8 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
     shown = KnowledgeBase(b).history.show(str(BLOCK + 1))
     assert (shown.memory.learning, shown.deleted_in is not None) == ("Five retries, exponential backoff.", True)
     assert shown.warnings == [str(exc.value).replace(
-        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb renumber --accept {BLOCK + 1}' first.",
-        f"'slayer-kb renumber --accept {BLOCK + 1}' ends this note.")]
+        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb --kb {b} renumber --accept {BLOCK + 1}' first.",
+        f"'slayer-kb --kb {b} renumber --accept {BLOCK + 1}' ends this note.")]
     with pytest.raises(ConflictError) as no_timeline:  # nothing to centre on: where it went
         KnowledgeBase(b).timeline(str(BLOCK + 1))
     assert str(no_timeline.value) == str(exc.value)

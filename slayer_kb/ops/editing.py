@@ -127,7 +127,7 @@ def _commit_edit(kb: Context, memory: Memory, original: bytes, warnings: list[st
         if current != original:
             raise ConflictError(
                 f"memories/{memory.id}.yaml changed while you were editing it (another save, a git "
-                "command?); nothing was committed. Run 'slayer-kb edit' again."
+                f"command?); nothing was committed. Run '{problems.command(kb.root)} edit {words(memory.id)}' again."
             )
         if canonical.encode("utf-8") == original:
             return EditResult(memory.id, False, None, warnings)
