@@ -297,7 +297,7 @@ def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, invo
     assert proc.returncode == 1
     message = ("topic_key 'decision/retry' in project 'api' is held by 2 memories (1, 2); a save under the key "
                "revises only the newest. Keep one: merge their learnings into it and forget the others "
-               "('slayer-kb forget ID'), or give each its own topic_key")
+               f"('slayer-kb --kb {kb.root} forget ID'), or give each its own topic_key")
     assert f"memories/1.yaml:1: {message}" in proc.stdout
     assert f"memories/2.yaml:1: {message}" in proc.stdout
 
