@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..core.problems import command
 from ..core.results import ImportResult
 from ..core.text import counted, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
@@ -208,7 +209,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
                      f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
                      f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
-        return (text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
+        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded)
                 + "".join("\n  warning: pushed an example query the upstream already had, which this branch did "
                           f"not change: {problem}" for problem in result.untouched_queries))
 
@@ -242,9 +243,10 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     if upstream is not None and action is not None:
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
+    run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
-        + _unlinked(result.unlinked, result.cascaded) + _checked(result.stale_queries, result.problems)
+        + _unlinked(result.unlinked, result.cascaded) + _checked(result.stale_queries, result.problems, run)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -273,7 +275,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded)
-                + _checked(result.stale_queries, result.problems))
+                + _checked(result.stale_queries, result.problems, command(settings.kb().root)))
 
     emit(settings, result.to_json(), human)
 
@@ -284,16 +286,16 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
                    for why, moved in (("same topic key", merged), ("same save", deduplicated)) if moved)
 
 
-def _stale(ids: list[str]) -> str:
+def _stale(ids: list[str], run: str) -> str:
     """The note naming the memories whose example query the catalog no longer resolves."""
     return ("\n  note: stale example queries (they name what the catalog no longer has; search warns on them): "
-            + ", ".join(ids) + "; rewrite each with 'slayer-kb edit ID' or forget it") if ids else ""
+            + ", ".join(ids) + f"; rewrite each with '{run} edit ID' or forget it") if ids else ""
 
 
-def _checked(stale: list[str], problems: list[str]) -> str:
+def _checked(stale: list[str], problems: list[str], run: str) -> str:
     """What sync's revalidation would say of a merged or rebased branch: the stale queries it lets
     through, and the problems it refuses to push, to fix first."""
-    text = _stale(stale)
+    text = _stale(stale, run)
     if problems:
         text += ("\n  sync will refuse to push these until they are fixed:"
                  + "".join(f"\n    {problem}" for problem in problems))
