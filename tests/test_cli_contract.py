@@ -588,6 +588,12 @@ def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "context", "--project", "analytics")
     assert set(data) == {"text"}
     assert data["text"].startswith("# Memory context: analytics\n")
+    # A misspelt project found nothing, silently; list and search say which filter matched no memory.
+    said = "No memory has project 'analytcs'; check the name, or run context without it."
+    assert ok(invoke_cli, shared_kb, "context", "--project", "analytcs") == {
+        "text": "No previous session memories found.\n", "warnings": [said]}
+    typo = invoke_cli("--kb", shared_kb, "context", "--project", "analytcs")
+    assert (typo.returncode, typo.stdout, typo.stderr) == (0, f"No previous session memories found.\nwarning: {said}\n", "")
 
 
 def test_session_summary(invoke_cli: CliRunner, kb: Path) -> None:

@@ -194,6 +194,16 @@ def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: Knowle
         "brings it back."))
 
 
+def test_mem_context_for_a_project_no_memory_has_says_so(catalog_kb: KnowledgeBase) -> None:
+    """A misspelt project gave Engram's empty digest alone; mem_search names the filter."""
+    catalog_kb.save_observation("Retries", "Three.", project="api")
+    said = "No memory has project 'apii'; check the name, or call mem_context without it."
+    reply = tools.call_tool(catalog_kb, "mem_context", {"project": "apii"})
+    assert (reply.is_error, reply.text) == (False, f"No previous session memories found.\nwarning: {said}")
+    assert reply.data == {"text": "No previous session memories found.\n", "stats": None, "warnings": [said]}
+    assert "warning" not in tools.call_tool(catalog_kb, "mem_context", {"project": "api"}).text
+
+
 def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog_kb: KnowledgeBase,
                                                                          invoke_cli) -> None:
     memory_id = catalog_kb.save_memory("Amounts are in cents", ["orders.amount"]).memory_id
