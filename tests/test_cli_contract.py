@@ -596,6 +596,16 @@ def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert (typo.returncode, typo.stdout, typo.stderr) == (0, f"No previous session memories found.\nwarning: {said}\n", "")
 
 
+def test_sessions_of_a_project_no_session_has_says_so(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    """``sessions --project analytcs`` (a typo) printed "No sessions." alone."""
+    said = "warning: No session has project 'analytcs'; check the name, or list sessions without it.\n"
+    typo = invoke_cli("--kb", shared_kb, "sessions", "--project", "analytcs")
+    assert (typo.returncode, typo.stdout, typo.stderr) == (0, f"No sessions.\n{said}", "")
+    listed = invoke_cli("--kb", shared_kb, "sessions", "--project", "analytcs", "--json")  # a list: beside it
+    assert (listed.returncode, json.loads(listed.stdout), listed.stderr) == (0, [], said)
+    assert invoke_cli("--kb", shared_kb, "sessions", "--project", "analytics").stderr == ""
+
+
 def test_session_summary(invoke_cli: CliRunner, kb: Path) -> None:
     data = ok(invoke_cli, kb, "session-summary", "Fixed the refund double count", "--project", "analytics")
     assert_keys(data, SAVE_KEYS)

@@ -47,7 +47,7 @@ from ..core.session import (
     loads,
     session_path,
 )
-from ..core.text import clip, counted, kind_of, one_line_shown, quoted, warning_lines
+from ..core.text import clip, counted, kind_of, one_line_shown, quoted, shown_value, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 
@@ -375,6 +375,13 @@ def recent_prompts(sessions: list[Session], project: str | None, limit: int) -> 
 
 def of_project(sessions: list[Session], project: str | None) -> list[Session]:
     return [s for s in sessions if project is None or s.project == project]
+
+
+def recent(files: SessionFiles, project: str | None, limit: int) -> SessionFiles:
+    """The ``limit`` sessions active last of ``project``, and a warning for one no session has."""
+    found = of_project(files.sessions, project)
+    said = f"No session has project {shown_value(project)}; check the name, or list sessions without it."
+    return SessionFiles(found[:limit], files.warnings + ([] if found or project is None else [said]))
 
 
 def timeline(kb: Context, session_id: Any) -> SessionTimeline:
