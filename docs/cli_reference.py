@@ -39,7 +39,10 @@ JSON document; an error exits 1 with `Error: ...` on stderr and
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error exits 2 with click's usage text
 on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout); words past a
 command's last argument are quoted back at most 100 characters long, and a question, learning
-or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`). `-` reads a text
+or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`), and `--kb`,
+`--author` or `--version` typed after the command is told to go before it. A command an error or a
+reply advises (`slayer-kb restore 12`) is written to run where it was typed: with `--kb DIR` when the
+KB is not the working folder. `-` reads a text
 argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
@@ -48,13 +51,14 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 
 | command | keys |
 |---|---|
-| `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message` |
+| `save` | `memory_id`, `resolved_entities`, `warnings`, `action` (`created`, `replaced`, `revised`, `duplicate`), `suggested_topic_key`, `message`, `commit` (`null` when none was made: an id saved again with what it held, a duplicate counted) |
 | `get` | the memory, absent values `null` |
 | `update`, `restore` | the memory, `action` (`updated`, `restored`; `unchanged` when the fields given held those values already, or `restore --rev` found it already as at the revision: no commit), `warnings` |
 | `forget` | `deleted_id`, `action` (`forgotten`, `soft-deleted`), `stripped_from`, `soft` |
 | `session-start`, `session-end`, `save-prompt` | `session`, `action`, `commit` (and `warnings`, `prompt`, `message`) |
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
+| `context` | `text` (and `warnings`: the project or scope of an empty digest that no memory has, a misspelt name) |
 | `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: session files skipped) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten`; the deletes' `stale_queries` (example-query memories whose stored query names what was deleted: [format.md](format.md#entity-references)), `prune`'s `stripped`, `dry_run` |
 | `validate`, `fmt` | `ok`, `checked`, `problems` (each `path`, `line`, `message` and `kind`: `stale_query` for an example query naming what the catalog no longer has, which `sync` pushes, `invalid_query` for one that is not a SlayerQuery, which `sync` pushes only where the branch left it as the upstream has it, else `null`), `reformatted` (`fmt`'s files rewritten, or with `--check` that would be; `[]` from `validate`), `warnings` (`validate`'s, shaped as `problems`: a time more than a day ahead, valid but sorted first until then; `[]` from `fmt`) |

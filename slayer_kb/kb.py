@@ -453,9 +453,10 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """Live memories, newest first."""
         return finding.newest(self, type=type, project=project, scope=scope, limit=limit)
 
-    def unmatched(self, *, type: str | None = None, project: str | None = None, scope: str | None = None) -> list[str]:
-        """A warning when one of ``newest``'s filters matches no memory at all."""
-        return finding.unmatched(self, type=type, project=project, scope=scope)
+    def unmatched(self, *, type: str | None = None, project: str | None = None, scope: str | None = None,
+                  command: str = "list") -> list[str]:
+        """A warning when one of ``newest``'s (or ``command``'s) filters matches no memory at all."""
+        return finding.unmatched(self, type=type, project=project, scope=scope, command=command)
 
     def skipped(self) -> list[str]:
         """The memory files the last read skipped, as warnings."""

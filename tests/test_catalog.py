@@ -548,7 +548,8 @@ def test_segments_may_hold_dashes_and_digits(tmp_path: Path) -> None:
             "orders",
             ReferenceFormError,
             "'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` "
-            "form names an entity. Name its columns one by one, or give the whole query as linked_entities.",
+            "form names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the "
+            "MCP tools, save_memory's linked_entities or search's query).",
         ),
         (
             "sum()",

@@ -25,6 +25,7 @@ from click.testing import CliRunner as ClickRunner
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import COMMANDS, cli
+from slayer_kb.core.errors import NotFoundError
 from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git, make_example_kb
 
 MEMORY_KEYS = {
@@ -141,7 +142,13 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     assert first == first | {
         "memory_id": "27", "resolved_entities": ["shop.orders.is_returned"], "warnings": [], "action": "created",
     }  # fmt: skip
-    assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip()
+    assert head(kb) == git(kb, "log", "-1", "--format=%H", "--", "memories/27.yaml").strip() == first["commit"]
+    # The id saved again with what it holds: the text said "nothing to commit", and so does the JSON.
+    same = ("save", "NULL means not returned", "--id", "27", "-e", "shop.orders.is_returned")
+    assert ok(invoke_cli, kb, *same) == first | {"action": "replaced", "commit": None, "message": "Memory replaced: 27"}
+    assert invoke_cli("--kb", kb, *same).stdout == (
+        "Saved memory 27 (replaced): it already held this; nothing to commit\n  entities: shop.orders.is_returned\n")
+    assert head(kb) == first["commit"]
     # Comma-separated references; a comma inside parentheses belongs to the reference.
     comma = ok(invoke_cli, kb, "save", "Weighted price", "-e", "shop.orders.amount,shop.orders.status")
     assert comma["resolved_entities"] == ["shop.orders.amount", "shop.orders.status"]
@@ -248,7 +255,7 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke
     message = (
         "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
         "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
-        "to save under 'auth-model'; or change an existing memory with 'slayer-kb update auth-model "
+        f"to save under 'auth-model'; or change an existing memory with 'slayer-kb --kb {kb} update auth-model "
         "--title ...'."
     )
     assert proc.stderr == f"Error: {message}\n"
@@ -293,6 +300,19 @@ def test_forget_strips_references(invoke_cli: CliRunner, kb: Path) -> None:
     assert "memory:kb.paid-revenue" not in ok(invoke_cli, kb, "get", "kb.refund-policy")["entities"]
     assert not (kb / "memories" / "kb.paid-revenue.yaml").exists()
     assert doc(invoke_cli("--kb", kb, "get", "kb.paid-revenue", "--json"), 1)["error"]["type"] == "not_found"
+    # restore brings back a soft-deleted memory; one forgotten for good is told the --rev that does
+    forgot = head(kb)[:12]
+    proc = invoke_cli("--kb", kb, "restore", "kb.paid-revenue")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.\n")
+    with KnowledgeBase(kb) as opened, pytest.raises(NotFoundError) as info:  # mem_restore's words
+        opened.restore("kb.paid-revenue")
+    assert info.value.for_tools() == (
+        f"Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot "
+        f"bring it back, a person can: 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.")
+    assert ok(invoke_cli, kb, "restore", "kb.paid-revenue", "--rev", f"{forgot}~1")["action"] == "restored"
 
 
 def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
@@ -305,8 +325,27 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     named = "'memory:3' names memory 3: it comes first, and memories linked to it are found too."
     found = ok(invoke_cli, kb, "search", "memory:3")
     assert named not in found["notes"] and "3" not in [h["id"] for h in found["memories"]]
-    restored = ok(invoke_cli, kb, "restore", "3")
+    # Run with --kb from elsewhere, the commands each message gives name the KB, so they run as pasted.
+    run = f"slayer-kb --kb {kb}"
+    assert [(proc.returncode, proc.stderr) for proc in (invoke_cli("--kb", kb, *args) for args in (
+        ("get", "3"), ("forget", "3", "--soft"), ("update", "3", "--title", "T"), ("timeline", "3")))] == [(1, (
+            f"Error: Memory '3' was deleted at {hidden['deleted_at']}; bring it back with '{run} restore 3'.\n"))] * 1 + [(
+        1, f"Error: Memory '3' is already deleted (at {hidden['deleted_at']}): '{run} forget 3' without --soft removes "
+           f"it for good, '{run} restore 3' brings it back.\n")] + [(1, (
+            f"Error: Memory '3' was deleted at {hidden['deleted_at']}; bring it back with '{run} restore 3'.\n"))] * 2
+    restored = ok(invoke_cli, kb, *shlex.split(f"{run} restore 3")[3:])
     assert ok(invoke_cli, kb, "search", "memory:3")["notes"][0] == named
+    again = invoke_cli("--kb", kb, "restore", "3")
+    assert (again.returncode, again.stderr) == (1, (
+        f"Error: Memory '3' is not deleted; nothing to restore. An earlier version comes back with '{run} restore 3 "
+        f"--rev REV' ('{run} log 3' lists them).\n"))
+    soft = invoke_cli("--kb", kb, "forget", "4", "--soft")
+    assert (soft.returncode, soft.stdout) == (0, f"Forgot memory 4 (soft; restore with '{run} restore 4')\n")
+    absent = invoke_cli("--kb", kb, "show", "kb.nope", "--rev", "HEAD")
+    assert absent.stderr == (
+        f"Error: Memory 'kb.nope' does not exist at HEAD; see '{run} log kb.nope' for the revisions that have it.\n")
+    titled = invoke_cli("--kb", kb, "save", "x", "--title", "T", "--id", "kb.x")
+    assert titled.stderr.endswith(f"or change an existing memory with '{run} update kb.x --title ...'.\n")
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.
@@ -363,6 +402,20 @@ def test_edit_reopens_on_a_problem(invoke_cli: CliRunner, kb: Path, tmp_path: Pa
     reopened = ok(invoke_cli, kb, "edit", "2", env=env, input="y\n")
     assert reopened == reopened | {"memory_id": "2", "changed": True, "commit": head(kb)}
     assert "in UTC (checked)." in ok(invoke_cli, kb, "get", "2")["learning"]
+
+
+def test_an_edit_of_a_file_changed_meanwhile_says_how_to_start_again(invoke_cli: CliRunner, kb: Path,
+                                                                       tmp_path: Path) -> None:
+    """It said "Run 'slayer-kb edit' again": no id, and no --kb for a command typed elsewhere."""
+    script = tmp_path / "editor.py"
+    script.write_text(  # edits the draft while "another save" rewrites the memory's file
+        f"import sys\nfrom pathlib import Path\nfor p, who in ((Path(sys.argv[1]), 'mine'), (Path({str(kb / 'memories' / '2.yaml')!r}), "
+        "'theirs')):\n    p.write_text(p.read_text().replace('in UTC.', f'in UTC ({who}).'))\n")
+    editor = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    proc = invoke_cli("--kb", kb, "edit", "2", env={"EDITOR": editor, "VISUAL": editor})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: memories/2.yaml changed while you were editing it (another save, a git command?); nothing was "
+        f"committed. Run 'slayer-kb --kb {kb} edit 2' again.\n"))
 
 
 def test_search_keys_and_hits(invoke_cli: CliRunner, shared_kb: Path) -> None:
@@ -481,6 +534,15 @@ def test_cascades(
     assert git(kb, "status", "--porcelain") == ""
 
 
+def test_a_delete_s_stale_query_advice_runs_where_it_was_typed(invoke_cli: CliRunner, kb: Path) -> None:
+    """With --kb from elsewhere it said "rewrite each query with 'slayer-kb edit ID'", which finds no KB there."""
+    proc = invoke_cli("--kb", kb, "delete-model", "shop.refunds")
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[1:] == [
+        "stale example queries (they still name what was deleted; search warns on them): 26; rewrite each query "
+        f"with 'slayer-kb --kb {kb} edit ID', or drop the memory with 'slayer-kb --kb {kb} forget ID'"]
+
+
 def test_prune(invoke_cli: CliRunner, kb: Path) -> None:
     clean = ok(invoke_cli, kb, "prune")
     assert_keys(clean, {"commit", "rewritten"})
@@ -526,6 +588,22 @@ def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "context", "--project", "analytics")
     assert set(data) == {"text"}
     assert data["text"].startswith("# Memory context: analytics\n")
+    # A misspelt project found nothing, silently; list and search say which filter matched no memory.
+    said = "No memory has project 'analytcs'; check the name, or run context without it."
+    assert ok(invoke_cli, shared_kb, "context", "--project", "analytcs") == {
+        "text": "No previous session memories found.\n", "warnings": [said]}
+    typo = invoke_cli("--kb", shared_kb, "context", "--project", "analytcs")
+    assert (typo.returncode, typo.stdout, typo.stderr) == (0, f"No previous session memories found.\nwarning: {said}\n", "")
+
+
+def test_sessions_of_a_project_no_session_has_says_so(invoke_cli: CliRunner, shared_kb: Path) -> None:
+    """``sessions --project analytcs`` (a typo) printed "No sessions." alone."""
+    said = "warning: No session has project 'analytcs'; check the name, or list sessions without it.\n"
+    typo = invoke_cli("--kb", shared_kb, "sessions", "--project", "analytcs")
+    assert (typo.returncode, typo.stdout, typo.stderr) == (0, f"No sessions.\n{said}", "")
+    listed = invoke_cli("--kb", shared_kb, "sessions", "--project", "analytcs", "--json")  # a list: beside it
+    assert (listed.returncode, json.loads(listed.stdout), listed.stderr) == (0, [], said)
+    assert invoke_cli("--kb", shared_kb, "sessions", "--project", "analytics").stderr == ""
 
 
 def test_session_summary(invoke_cli: CliRunner, kb: Path) -> None:
@@ -751,6 +829,16 @@ def test_unknown_entity_is_an_error(invoke_cli: CliRunner, shared_kb: Path) -> N
     assert doc(proc, 1)["error"]["message"] == message
 
 
+def test_an_expression_for_an_entity_is_told_the_option_that_takes_a_query(invoke_cli: CliRunner,
+                                                                           shared_kb: Path) -> None:
+    """It said "give the whole query as linked_entities", a parameter of the MCP tool, not of the CLI."""
+    proc = invoke_cli("--kb", shared_kb, "save", "Margin", "-e", "sum(amount - cost)")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: 'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` form names "
+        "an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP tools, "
+        "save_memory's linked_entities or search's query).\n"))
+
+
 @pytest.mark.parametrize(
     "args", [("get", "1", "--bogus"), ("--bogus", "stats"), ("nosuch-command",), ("get",)],
     ids=["unknown-option", "unknown-global-option", "unknown-command", "missing-argument"],
@@ -760,6 +848,24 @@ def test_usage_errors_exit_2(invoke_cli: CliRunner, shared_kb: Path, args: tuple
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "Usage: slayer-kb" in proc.stderr and "Error: " in proc.stderr
+
+
+@pytest.mark.parametrize("args, option, command, fix", [
+    (("get", "1", "--kb", "kb"), "--kb", "get", "slayer-kb --kb DIR get ..."),
+    (("save", "x", "--author=A <a@b.c>"), "--author", "save", "slayer-kb --author 'NAME <EMAIL>' save ..."),
+    (("server", "status", "--kb", "kb"), "--kb", "server status", "slayer-kb --kb DIR server status ..."),
+    (("stats", "--version"), "--version", "stats", "slayer-kb --version"),
+])  # fmt: skip
+def test_a_global_option_after_the_command_is_told_to_go_before_it(invoke_cli: CliRunner, args: tuple[str, ...],
+                                                                    option: str, command: str, fix: str) -> None:
+    """``slayer-kb get 1 --kb kb`` said only "No such option '--kb'", which every command lacks."""
+    said = f"No such option '{option}'. {option} is a global option: give it before the command: {fix}"
+    proc = invoke_cli(*args)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.endswith(f"\nError: {said}\n")
+    asked = invoke_cli(*args, "--json")
+    assert (asked.returncode, json.loads(asked.stdout)) == (2, {"error": {"type": "usage", "message": (
+        f"{said} Try 'slayer-kb {command} --help' for help.")}})
 
 
 # -- help and completion --------------------------------------------------------------------------

@@ -436,7 +436,7 @@ def test_a_broken_catalog_file_is_named_where_its_names_are_missed(indexed_examp
     assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", (
         "Error: No model 'evil' in datasource 'shop'. Its models: ['customers', 'order_items', 'orders', 'payments', "
         f"'products', 'refunds', 'regions']. The catalog skipped 1 file(s) it could not use, such as {problem}; fix it "
-        "('slayer-kb validate' lists every problem).\n"))
+        f"('slayer-kb --kb {root} validate' lists every problem).\n"))
     assert git(root, "rev-parse", "HEAD") == head
     assert not (root / "pwned").exists()
     found = invoke_cli("--kb", root, "--json", "search", "-e", "shop.orders.amount", check=True)
@@ -729,7 +729,7 @@ def test_a_blank_kb_a_byte_order_mark_and_soft_forget_advice(empty_kb: Knowledge
     invoke_cli("--kb", root, "save", "-", "--title", "Piped", input="\ufeffpiped from PowerShell\n", check=True)
     assert json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))["learning"] == "piped from PowerShell"
     proc = invoke_cli("--kb", root, "forget", "1", "--soft", check=True)
-    assert proc.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb restore 1')\n"
+    assert proc.stdout == f"Forgot memory 1 (soft; restore with 'slayer-kb --kb {root} restore 1')\n"
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -192,7 +192,7 @@ def test_a_memory_moved_or_deleted_by_hand_is_named_with_where_it_went(
             assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), args
     assert json_of(invoke_cli("--kb", root, "--json", "get", "3"))["error"]["message"] == told["3"]
     assert invoke_cli("--kb", root, "edit", "999").stderr == (
-        "Error: No memory with id '999'; create it with 'slayer-kb save ... --id 999'.\n")
+        f"Error: No memory with id '999'; create it with 'slayer-kb --kb {root} save ... --id 999'.\n")
     # The steps run as printed, from another folder, and put the moved memory back.
     subprocess.run(["sh", "-c", told["1"].split("Move it back (")[1].split(")")[0]], cwd="/", check=True)
     assert indexed_example_kb.get("1").id == "1"

@@ -17,12 +17,13 @@ import pytest
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, commit_all, git, json_of
 
-FIX = ("Edit sessions/bad.yaml to fix it, then check it with 'slayer-kb validate' (or put back its committed "
-       "version: git checkout -- sessions/bad.yaml).")
-SKIPPED = [
-    f"sessions/bad.yaml:2: invalid YAML: did not find expected ',' or ']' (skipped). {FIX}",
-    "sessions/folder.yaml: is a folder, not a regular file; move it out of sessions/ (skipped)",
-]
+
+def skipped(root: Path) -> list[str]:
+    """The warnings of the two broken session files, their fix run from elsewhere (with --kb)."""
+    fix = (f"Edit {root}/sessions/bad.yaml to fix it, then check it with 'slayer-kb --kb {root} validate' (or put "
+           f"back its committed version: git -C {root} checkout -- sessions/bad.yaml).")
+    return [f"sessions/bad.yaml:2: invalid YAML: did not find expected ',' or ']' (skipped). {fix}",
+            "sessions/folder.yaml: is a folder, not a regular file; move it out of sessions/ (skipped)"]
 
 
 def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_example_kb: KnowledgeBase,
@@ -34,15 +35,15 @@ def test_broken_session_files_are_named_wherever_sessions_are_listed(indexed_exa
     (root / "sessions" / "folder.yaml").mkdir()
     commit_all(root, "hand-made session files")
     head = git(root, "rev-parse", "HEAD")
-    warned = "".join(f"\nwarning: {line}" for line in SKIPPED)
+    warned = "".join(f"\nwarning: {line}" for line in skipped(root))
     for args in (("sessions",), ("stats",), ("context",)):
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stderr) == (0, ""), args
         assert proc.stdout.endswith(warned + "\n"), (args, proc.stdout)
     listed = invoke_cli("--kb", root, "--json", "sessions")  # a list: the warnings go to stderr
     assert listed.returncode == 0 and len(json_of(listed)) == 6
-    assert listed.stderr == "".join(f"warning: {line}\n" for line in SKIPPED)
-    assert json_of(invoke_cli("--kb", root, "--json", "stats"))["warnings"] == SKIPPED
+    assert listed.stderr == "".join(f"warning: {line}\n" for line in skipped(root))
+    assert json_of(invoke_cli("--kb", root, "--json", "stats"))["warnings"] == skipped(root)
     assert json_of(invoke_cli("--kb", root, "--json", "context"))["text"].endswith(warned + "\n")
     checked = invoke_cli("--kb", root, "validate", cwd=root)
     assert "sessions/folder.yaml:1: is a folder, not a regular file; move it out of sessions/; slayer-kb skips it\n" in checked.stdout
@@ -222,7 +223,7 @@ def test_prune_refuses_while_the_catalog_skips_a_file(indexed_example_kb: Knowle
     head = git(root, "rev-parse", "HEAD")
     message = ("prune strips the references that no longer resolve, and the catalog skipped 1 file it could not "
                "read, whose entities would look gone: models/shop/customers.yaml:3: columns[0]: expected a mapping "
-               "with a 'name', got a string. Fix it ('slayer-kb validate' lists every problem), then prune.")
+               f"with a 'name', got a string. Fix it ('slayer-kb --kb {root} validate' lists every problem), then prune.")
     for args in (("prune",), ("prune", "--dry-run")):
         proc = invoke_cli("--kb", root, "--json", *args)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
@@ -379,7 +380,7 @@ def test_odd_names_in_memories_are_named_by_what_they_are(empty_kb: KnowledgeBas
         (memories / f"d{n:02}.yaml").mkdir()
     warned = json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"]
     assert warned[9:] == ["memories/d08.yaml: is a folder, not a regular file; move it out of memories/ (skipped)",
-                          "3 more files could not be used either; 'slayer-kb validate' names each of them."]
+                          f"3 more files could not be used either; 'slayer-kb --kb {root} validate' names each of them."]
 
 
 def test_review_names_a_memory_or_session_a_branch_made_a_link_or_submodule(indexed_example_kb: KnowledgeBase,

@@ -94,12 +94,14 @@ def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
         (
             "sum(amount - cost)",
             "'sum(amount - cost)' is not a single aggregated column reference; only the `agg(column)` form "
-            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
+            "names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP "
+            "tools, save_memory's linked_entities or search's query).",
         ),
         (
             "amount * qty:sum",
             "'amount * qty:sum' is not a single aggregated column reference; only the `agg(column)` form "
-            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
+            "names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP "
+            "tools, save_memory's linked_entities or search's query).",
         ),
         ("sum()", "Invalid Mode-B expression 'sum()': aggregation 'sum' requires a value argument, e.g. sum(column)."),
         (
@@ -115,12 +117,14 @@ def test_strip_aggregation(ref: str, expected: tuple[str, bool]) -> None:
         (
             "cumsum(sum(amount))",
             "'cumsum(sum(amount))' is not a single aggregated column reference; only the `agg(column)` form "
-            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
+            "names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP "
+            "tools, save_memory's linked_entities or search's query).",
         ),
         (
             "cumsum(amount:sum)",
             "'cumsum(amount:sum)' is not a single aggregated column reference; only the `agg(column)` form "
-            "names an entity. Name its columns one by one, or give the whole query as linked_entities.",
+            "names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP "
+            "tools, save_memory's linked_entities or search's query).",
         ),
         ("COUNT( * )", "'COUNT( * )' is not a valid entity reference; use 'count(*)' to refer to a model's row count."),
         ("sum(amount", "Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)"),

@@ -90,7 +90,7 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
     said = (
         "Error: Memory id '2' moved: 'slayer-kb renumber' gave this clone's memory 2 the id 4, because the "
         "branch it was renumbered onto had already used 2 for another memory; '2' now names another memory: "
-        "\"Main: refunds\". Use 4 for the memory saved here; to mean what '2' names now, run 'slayer-kb "
+        f"\"Main: refunds\". Use 4 for the memory saved here; to mean what '2' names now, run 'slayer-kb --kb {kb.root} "
         "renumber --accept 2' first.\n"
     )
     head = git(kb.root, "rev-parse", "HEAD")
@@ -116,7 +116,8 @@ def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[Kn
     assert git(kb.root, "rev-parse", "HEAD") == head
     # What reads history answers about what 2 names here, and says so, naming both memories.
     note = said[len("Error: "):-1].replace(
-        "to mean what '2' names now, run 'slayer-kb renumber --accept 2' first.", "'slayer-kb renumber --accept 2' ends this note.")
+        f"to mean what '2' names now, run 'slayer-kb --kb {kb.root} renumber --accept 2' first.",
+        f"'slayer-kb --kb {kb.root} renumber --accept 2' ends this note.")
     for command in (["show", "2"], ["log", "2"], ["timeline", "2"]):
         text = invoke_cli("--kb", kb.root, *command, check=True).stdout
         assert text.endswith(f"\nwarning: {note}\n"), command
@@ -237,7 +238,7 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], inv
     assert str(exc.value) == (
         "Memory id '1' moved: sync renumbered this clone's memory 1 to 3, because the upstream had "
         "already used 1 for another memory; '1' now names another memory: \"A one\". Use 3 for the "
-        "memory saved here; to mean what '1' names now, run 'slayer-kb renumber --accept 1' first."
+        f"memory saved here; to mean what '1' names now, run 'slayer-kb --kb {b} renumber --accept 1' first."
     )
     assert KnowledgeBase(a).get("1").to_dict()["learning"] == "A one"  # A's clone moved nothing
     proc = invoke_cli("--kb", b, "renumber", "--accept", "1")

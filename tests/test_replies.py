@@ -175,7 +175,7 @@ def test_advice_for_a_deleted_memory_names_the_tool_or_the_command(catalog_kb: K
     said = f"Memory '{memory_id}' was deleted at {deleted_at}; bring it back with"
     assert with_server_in_process(catalog_kb.root, script) == [f"{said} mem_restore(id: {memory_id})."] * 2
     proc = invoke_cli("--kb", catalog_kb.root, "get", memory_id)
-    assert proc.stderr == f"Error: {said} 'slayer-kb restore {memory_id}'.\n"
+    assert proc.stderr == f"Error: {said} 'slayer-kb --kb {catalog_kb.root} restore {memory_id}'.\n"
 
 
 def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: KnowledgeBase, invoke_cli) -> None:
@@ -186,12 +186,22 @@ def test_a_soft_delete_of_a_deleted_memory_names_both_ways_on(catalog_kb: Knowle
     said = f"Memory '{memory_id}' is already deleted (at {deleted_at}):"
     proc = invoke_cli("--kb", catalog_kb.root, "forget", memory_id, "--soft")
     assert (proc.returncode, proc.stderr) == (1, (
-        f"Error: {said} 'slayer-kb forget {memory_id}' without --soft removes it for good, 'slayer-kb restore "
-        f"{memory_id}' brings it back.\n"))
+        f"Error: {said} 'slayer-kb --kb {catalog_kb.root} forget {memory_id}' without --soft removes it for good, "
+        f"'slayer-kb --kb {catalog_kb.root} restore {memory_id}' brings it back.\n"))
     reply = tools.call_tool(catalog_kb, "mem_delete", {"id": memory_id})
     assert (reply.is_error, reply.text) == (True, (
         f"{said} mem_delete(id: {memory_id}, hard_delete: true) removes it for good, mem_restore(id: {memory_id}) "
         "brings it back."))
+
+
+def test_mem_context_for_a_project_no_memory_has_says_so(catalog_kb: KnowledgeBase) -> None:
+    """A misspelt project gave Engram's empty digest alone; mem_search names the filter."""
+    catalog_kb.save_observation("Retries", "Three.", project="api")
+    said = "No memory has project 'apii'; check the name, or call mem_context without it."
+    reply = tools.call_tool(catalog_kb, "mem_context", {"project": "apii"})
+    assert (reply.is_error, reply.text) == (False, f"No previous session memories found.\nwarning: {said}")
+    assert reply.data == {"text": "No previous session memories found.\n", "stats": None, "warnings": [said]}
+    assert "warning" not in tools.call_tool(catalog_kb, "mem_context", {"project": "api"}).text
 
 
 def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog_kb: KnowledgeBase,
@@ -200,7 +210,8 @@ def test_a_restore_of_a_live_memory_names_what_does_bring_a_version_back(catalog
     proc = invoke_cli("--kb", catalog_kb.root, "restore", memory_id)
     assert (proc.returncode, proc.stderr) == (1, (
         f"Error: Memory '{memory_id}' is not deleted; nothing to restore. An earlier version comes back with "
-        f"'slayer-kb restore {memory_id} --rev REV' ('slayer-kb log {memory_id}' lists them).\n"))
+        f"'slayer-kb --kb {catalog_kb.root} restore {memory_id} --rev REV' ('slayer-kb --kb {catalog_kb.root} log "
+        f"{memory_id}' lists them).\n"))
     reply = tools.call_tool(catalog_kb, "mem_restore", {"id": memory_id})
     assert (reply.is_error, reply.text) == (True, (
         f"Memory '{memory_id}' is not deleted; nothing to restore. mem_update changes a live memory."))

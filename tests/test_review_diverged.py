@@ -129,7 +129,8 @@ def test_review_with_unknown_or_unrelated_revisions(catalog_kb: KnowledgeBase, i
     kb.save_memory("Amount is in EUR.", ["orders.amount"])
     proc = invoke_cli("--kb", kb.root, "review", "main")
     assert proc.returncode == 1
-    assert proc.stderr == "Error: Unknown revision 'main': give a commit, branch or tag (see 'git log').\n"
+    # run with --kb from elsewhere: the git command it gives runs there too
+    assert proc.stderr == f"Error: Unknown revision 'main': give a commit, branch or tag (see 'git -C {kb.root} log').\n"
     git(kb.root, "switch", "-q", "--orphan", "elsewhere")
     (kb.root / "memories").mkdir(exist_ok=True)
     (kb.root / "memories" / "9.yaml").write_text("learning: x\ncreated_at: '2026-01-01T00:00:00Z'\n")

@@ -183,7 +183,7 @@ def test_end_stamps_time_and_summary(empty_kb: KnowledgeBase) -> None:
     other = empty_kb.session_end("ses-1", "Fixed it").to_json()
     assert (other["session"]["summary"], other["warnings"]) == ("Fixed it", [
         f"session 'ses-1' already had a summary (ended at {again['session']['ended_at']}), which this one "
-        "replaces (git log -p sessions/ses-1.yaml shows the former)"])
+        f"replaces (git -C {empty_kb.root} log -p sessions/ses-1.yaml shows the former)"])
     # A session never started is made and ended, as Engram's mem_save_prompt makes it and its
     # mem_session_end accepts it: the summary is kept, with a warning.
     unknown = empty_kb.session_end("ses-2", "Wrapped up").to_json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -347,7 +348,8 @@ def test_soft_forget_hides_and_restore_brings_back(catalog_kb: KnowledgeBase) ->
     catalog_kb.save_memory("hidden soon", ["orders"], id="s")
     catalog_kb.forget("s", soft=True)
     with pytest.raises(
-        NotFoundError, match="Memory 's' was deleted at .*; bring it back with 'slayer-kb restore s'."
+        NotFoundError,
+        match=f"Memory 's' was deleted at .*; bring it back with 'slayer-kb --kb {re.escape(str(catalog_kb.root))} restore s'\\.",
     ):
         catalog_kb.get("s").to_dict()
     assert catalog_kb.get("s", include_deleted=True).to_dict()["deleted_at"] is not None

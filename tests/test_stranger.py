@@ -107,7 +107,7 @@ def test_control_characters_in_an_error_never_reach_the_terminal(indexed_example
                                                                  invoke_cli: CliRunner) -> None:
     proc = invoke_cli("--kb", indexed_example_kb.root, "show", "kb.x", "--rev", "HEAD\x1b]0;pwned\x07")
     assert (proc.returncode, proc.stderr) == (1, "Error: Unknown revision 'HEAD\\x1b]0;pwned\\x07': give a commit, "
-                                                 "branch or tag (see 'git log').\n")
+                                                 f"branch or tag (see 'git -C {indexed_example_kb.root} log').\n")
 
 
 def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
@@ -315,8 +315,9 @@ def test_a_session_file_edited_into_a_list_names_the_fix(indexed_example_kb: Kno
     head = git(root, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", root, "--json", "save-prompt", "a prompt", "--session", "ses-20261009-payments-recon")
     assert (proc.returncode, json_of(proc)) == (1, {"error": {"type": "invalid_file", "message": (
-        f"{path}:1: a session file must be a mapping of keys (project:, started_at:, ...). Edit {path} to fix it, "
-        f"then check it with 'slayer-kb validate' (or put back its committed version: git checkout -- {path}).")}})
+        f"{path}:1: a session file must be a mapping of keys (project:, started_at:, ...). Edit {root}/{path} to fix "
+        f"it, then check it with 'slayer-kb --kb {root} validate' (or put back its committed version: git -C {root} "
+        f"checkout -- {path}).")}})
     assert (git(root, "rev-parse", "HEAD"), (root / path).read_text()) == (head, "- a list\n")
 
 

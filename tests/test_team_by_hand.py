@@ -1113,11 +1113,12 @@ def test_a_model_delete_names_the_stale_example_query_and_the_clone_still_syncs(
         f"Deleted model shop.refunds (commit {git(a, 'rev-parse', 'HEAD')[:12]}); stripped it from 2 memories: "
         f"{stale}, {tagged}\nstale example queries (they still name what was deleted; search warns on them): "
         f"{stale}; rewrite each query with 'slayer-kb edit ID', or drop the memory with 'slayer-kb forget ID'\n")
-    synced = invoke_cli("--kb", a, "sync")
+    synced = invoke_cli("--kb", a, "sync", cwd=tmp_path)  # typed elsewhere: the fix names the KB
     assert (synced.returncode, synced.stderr) == (0, "")
     assert synced.stdout == (
         "Synced main with origin: pushed, 0 pulled, 3 pushed.\n  note: stale example queries (they name what the "
-        f"catalog no longer has; search warns on them): {stale}; rewrite each with 'slayer-kb edit ID' or forget it\n")
+        f"catalog no longer has; search warns on them): {stale}; rewrite each with 'slayer-kb --kb "
+        f"{a.relative_to(tmp_path)} edit ID' or forget it\n")
     assert git(a, "rev-parse", "origin/main") == git(a, "rev-parse", "HEAD")
     # validate, a reviewer's lint, still reports it, with the fix.
     checked = invoke_cli("--kb", a, "validate")

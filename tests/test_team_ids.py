@@ -228,8 +228,8 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
     shown = KnowledgeBase(b).history.show(str(BLOCK + 1))
     assert (shown.memory.learning, shown.deleted_in is not None) == ("Five retries, exponential backoff.", True)
     assert shown.warnings == [str(exc.value).replace(
-        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb renumber --accept {BLOCK + 1}' first.",
-        f"'slayer-kb renumber --accept {BLOCK + 1}' ends this note.")]
+        f"to mean what '{BLOCK + 1}' names now, run 'slayer-kb --kb {b} renumber --accept {BLOCK + 1}' first.",
+        f"'slayer-kb --kb {b} renumber --accept {BLOCK + 1}' ends this note.")]
     with pytest.raises(ConflictError) as no_timeline:  # nothing to centre on: where it went
         KnowledgeBase(b).timeline(str(BLOCK + 1))
     assert str(no_timeline.value) == str(exc.value)
@@ -297,7 +297,7 @@ def test_validate_reports_a_topic_key_held_twice(catalog_kb: KnowledgeBase, invo
     assert proc.returncode == 1
     message = ("topic_key 'decision/retry' in project 'api' is held by 2 memories (1, 2); a save under the key "
                "revises only the newest. Keep one: merge their learnings into it and forget the others "
-               "('slayer-kb forget ID'), or give each its own topic_key")
+               f"('slayer-kb --kb {kb.root} forget ID'), or give each its own topic_key")
     assert f"memories/1.yaml:1: {message}" in proc.stdout
     assert f"memories/2.yaml:1: {message}" in proc.stdout
 

@@ -102,9 +102,7 @@ class EngramTools(Part):
     def recent_sessions(self, project: str | None = None, limit: int = 20) -> SessionFiles:
         """The sessions active last, newest first (of ``project``, when given), and the session
         files skipped."""
-        files = sessions.load_all(self.as_context)
-        return SessionFiles(digest.of_project(files.sessions, engram.normalize_project(project))[:limit],
-                            files.warnings)
+        return digest.recent(sessions.load_all(self.as_context), engram.normalize_project(project), limit)
 
     def context(
         self, project: str | None = None, scope: str | None = None, budget: int = CONTEXT_BUDGET,

@@ -159,7 +159,8 @@ def invalid_segment(ref: str) -> str:
 def _not_single(ref: str) -> str:
     return (
         f"{ref!r} is not a single aggregated column reference; only the `agg(column)` form "
-        "names an entity. Name its columns one by one, or give the whole query as linked_entities."
+        "names an entity. Name its columns one by one, or pass the whole SlayerQuery (--query; in the MCP tools, "
+        "save_memory's linked_entities or search's query)."
     )
 
 

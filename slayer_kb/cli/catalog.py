@@ -8,32 +8,34 @@ from pathlib import Path
 import click
 
 from ..api import checks
+from ..core.problems import command
 from ..core.results import CascadeResult, Report
 from ..core.text import counted, one_line_shown
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 
 
 def _emit_cascade(settings: Settings, result: CascadeResult, what: str) -> None:
-    emit(settings, result.to_json(), lambda: deleted_text(result, what))
+    emit(settings, result.to_json(), lambda: deleted_text(result, what, command(settings.kb().root)))
 
 
-def deleted_text(result: CascadeResult, what: str) -> str:
+def deleted_text(result: CascadeResult, what: str, run: str) -> str:
+    """A delete's reply; ``run``: ``slayer-kb`` as the user runs it (``problems.command``)."""
     head = f"Deleted {what} {result.deleted}"
     if result.commit:
         head += f" (commit {result.commit[:12]})"
     if not result.rewritten:
         return head + "; no memory referred to it." + kept_line(result.kept)
     return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
-            + stale_line(result.stale_queries) + kept_line(result.kept))
+            + stale_line(result.stale_queries, run) + kept_line(result.kept))
 
 
-def stale_line(ids: list[str]) -> str:
+def stale_line(ids: list[str], run: str) -> str:
     """The human output's line naming the example queries a delete left stale (empty when none)."""
     if not ids:
         return ""
     return (f"\nstale example queries (they still name what was deleted; search warns on them): "
-            f"{', '.join(ids)}; rewrite each query with 'slayer-kb edit ID', or drop the memory "
-            "with 'slayer-kb forget ID'")
+            f"{', '.join(ids)}; rewrite each query with '{run} edit ID', or drop the memory "
+            f"with '{run} forget ID'")
 
 
 @click.command("delete-model")

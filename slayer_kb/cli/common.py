@@ -227,6 +227,24 @@ def _with_dash_hint(error: click.UsageError) -> click.UsageError:
         f"the {name} after '--': {error.ctx.command_path} [OPTIONS] -- {name}."))
 
 
+def _with_global_hint(error: click.UsageError) -> click.UsageError:
+    """"No such option '--kb'." after a command, with where the root's options go: before the
+    command (``slayer-kb --kb DIR get ...``), which is how every example writes them."""
+    if not isinstance(error, click.NoSuchOption) or error.ctx is None or error.ctx.parent is None:
+        return error
+    root = error.ctx.find_root()
+    option = next((p for p in root.command.params if isinstance(p, click.Option) and error.option_name in p.opts
+                   and "--json" not in p.opts), None)  # every command takes --json
+    if option is None:
+        return error
+    value = "" if option.is_flag else f" {option.metavar or 'VALUE'}"
+    below = error.ctx.command_path.split(" ", 1)[1]
+    # --version (eager) answers and exits: no command follows it.
+    where = f"{root.info_name} {error.option_name}{value}" + ("" if option.is_eager else f" {below} ...")
+    return click.NoSuchOption(error.option_name, ctx=error.ctx, message=(
+        f"{error.message} {error.option_name} is a global option: give it before the command: {where}"))
+
+
 # click's words for arguments past the last one a command takes, which it quotes whole.
 _EXTRA = re.compile(r"(Got unexpected extra arguments?) \((.*)\)\Z", re.S)
 # The arguments that are a text, which a person may type unquoted, as words.
@@ -295,7 +313,7 @@ class KBGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
-            error = _with_extra_hint(_with_dash_hint(exc))
+            error = _with_extra_hint(_with_dash_hint(_with_global_hint(exc)))
             settings = ctx.find_object(Settings)
             if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
                 _print_usage_json(error)

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..core.problems import command
 from ..core.results import ImportResult, MergeResult, RebaseResult
 from ..core.text import counted, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
@@ -202,7 +203,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
-        return (text + _stale(result.stale_queries) + _unlinked(result.unlinked, result.cascaded)
+        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded)
                 + _untouched("pushed an example query the upstream already had", result.untouched_queries))
 
     emit(settings, result.to_json(), human)
@@ -235,10 +236,11 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     if upstream is not None and action is not None:
         raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
+    run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
         + _unlinked(result.unlinked, result.cascaded) + _sessions(result.session_projects, result.onto)
-        + _checked(result, result.onto)
+        + _checked(result, result.onto, run)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
 
@@ -267,7 +269,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded)
-                + _sessions(result.session_projects, ref) + _checked(result, ref))
+                + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root)))
 
     emit(settings, result.to_json(), human)
 
@@ -291,10 +293,10 @@ def _sessions(apart: dict[str, dict[str, str]], upstream: str) -> str:
     return text
 
 
-def _stale(ids: list[str]) -> str:
+def _stale(ids: list[str], run: str) -> str:
     """The note naming the memories whose example query the catalog no longer resolves."""
     return ("\n  note: stale example queries (they name what the catalog no longer has; search warns on them): "
-            + ", ".join(ids) + "; rewrite each with 'slayer-kb edit ID' or forget it") if ids else ""
+            + ", ".join(ids) + f"; rewrite each with '{run} edit ID' or forget it") if ids else ""
 
 
 def _untouched(what: str, problems: list[str]) -> str:
@@ -303,11 +305,11 @@ def _untouched(what: str, problems: list[str]) -> str:
     return "".join(f"\n  warning: {what}, which this branch did not change: {problem}" for problem in problems)
 
 
-def _checked(result: MergeResult | RebaseResult, other: str) -> str:
+def _checked(result: MergeResult | RebaseResult, other: str, run: str) -> str:
     """What sync's revalidation would say of a branch merged with or rebased onto ``other``: the
     stale and untouched invalid queries it lets through, and the problems it refuses to push, to
     fix first."""
-    text = _stale(result.stale_queries) + _untouched(
+    text = _stale(result.stale_queries, run) + _untouched(
         f"sync will push an example query {other} already has", result.untouched_queries)
     if result.problems:
         text += ("\n  sync will refuse to push these until they are fixed:"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..core import problems
 from ..core.results import CascadeResult, ChangeResult, ForgetResult, RestoreResult, SaveResult
 from . import cli
 from .catalog import deleted_text, pruned_text
@@ -43,9 +44,10 @@ def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[st
     elif isinstance(result, RestoreResult):
         emit(settings, data, lambda: restored_text(result))
     elif isinstance(result, ForgetResult):
-        emit(settings, data, lambda: forgot_text(result))
+        emit(settings, data, lambda: forgot_text(result, problems.command(kb.root)))
     elif isinstance(result, CascadeResult):
-        emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-")) if landed.kind == "delete"
+        run = problems.command(kb.root)
+        emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-"), run) if landed.kind == "delete"
              else pruned_text(result))
     elif landed.kind == "session-start":
         emit(settings, data, lambda: started_text(result))

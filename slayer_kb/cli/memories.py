@@ -10,7 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
-from ..core.problems import shell_word, words
+from ..core.problems import command, shell_word, words
 from ..core.results import ForgetResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
@@ -140,7 +140,7 @@ def save(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
                 f"and link entities with -e to save under '{memory_id}'; or change an existing "
-                f"memory with 'slayer-kb update {words(memory_id)} --title ...'."
+                f"memory with '{command(kb.root)} update {words(memory_id)} --title ...'."
             )
         if parsed is not None:
             raise InvalidInputError(
@@ -279,8 +279,9 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     Example:
       slayer-kb forget 12
     """
-    result = settings.kb().forget(memory_id, soft=soft, force=force)
-    emit(settings, result.to_json(), lambda: forgot_text(result))
+    kb = settings.kb()
+    result = kb.forget(memory_id, soft=soft, force=force)
+    emit(settings, result.to_json(), lambda: forgot_text(result, command(kb.root)))
 
 
 def restored_text(result: RestoreResult, typed: str | None = None) -> str:
@@ -291,10 +292,11 @@ def restored_text(result: RestoreResult, typed: str | None = None) -> str:
     return f"Restored memory {result.memory_id} as of {result.rev[:12]}" + warning_lines(result.warnings)
 
 
-def forgot_text(result: ForgetResult) -> str:
+def forgot_text(result: ForgetResult, run: str) -> str:
+    """``forget``'s reply; ``run``: ``slayer-kb`` as the user runs it (``problems.command``)."""
     text = f"Forgot memory {result.deleted_id}"
     if result.soft:
-        text += f" (soft; restore with 'slayer-kb restore {shell_word(result.deleted_id)}')"
+        text += f" (soft; restore with '{run} restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
         text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)
@@ -307,6 +309,9 @@ def forgot_text(result: ForgetResult) -> str:
 @pass_settings
 def restore(settings: Settings, memory_id: str, rev: str | None) -> None:
     """Bring back a soft-deleted memory, or with --rev the version at REV, as a new commit.
+
+    For a memory forgotten for good (forget without --soft), the error names the commit that
+    removed it and the --rev that brings back its last version.
 
     \b
     Examples:
@@ -403,8 +408,14 @@ def context(settings: Settings, project: str | None, scope: str | None, limit: i
     Example:
       slayer-kb context --project analytics
     """
-    text = settings.kb().context(project, scope, limit=limit)
-    emit(settings, {"text": text}, text.rstrip("\n"))
+    kb = settings.kb()
+    from ..kb import EMPTY_CONTEXT  # loaded by settings.kb() already
+
+    text = kb.context(project, scope, limit=limit)
+    # A digest empty for a filter no memory matches (a misspelt project) says so, as list does.
+    warnings = kb.unmatched(project=project, scope=scope, command="run context") if text.startswith(EMPTY_CONTEXT) else []
+    emit(settings, {"text": text, **({"warnings": warnings} if warnings else {})},
+         text.rstrip("\n") + warning_lines(warnings))
 
 
 @click.command("session-summary")

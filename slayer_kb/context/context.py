@@ -85,7 +85,7 @@ class Context(Parts):
                 named = next((p for p in broken if p.path.stem in names), broken[0])
                 raise ResolutionError(
                     f"{exc} The catalog skipped {len(broken)} file(s) it could not use, such as "
-                    f"{named.shown(self.root)}; fix it ('slayer-kb validate' lists every problem).",
+                    f"{named.shown(self.root)}; fix it ('{command(self.root)} validate' lists every problem).",
                     exc.suggestions,
                 ) from None
             warnings.extend(resolution.warnings)
@@ -244,7 +244,7 @@ class Context(Parts):
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)
         if memory.is_deleted and not include_deleted:
-            raise deleted_error(memory)
+            raise deleted_error(memory, self.root)
         pending = self.duplicates_pending(memory_id)
         return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
@@ -274,14 +274,14 @@ class Context(Parts):
         memories, until the user accepts the move (``moves.accept``)."""
         move = self.moves.get(memory_id)
         if move is not None:
-            raise ConflictError(refusal(move, self._named_now(memory_id)))
+            raise ConflictError(refusal(move, self._named_now(memory_id), command(self.root)))
 
     def moved_notes(self, memory_id: str) -> list[str]:
         """For a command that reads an id's history (``show``, ``log``, ``timeline``) and so
         answers about what the id names here: the move ``check_not_moved`` would refuse, said
         as a note (``store/moves.py``); none when the id never moved on this clone."""
         move = self.moves.get(memory_id)
-        return [] if move is None else [note(move, self._named_now(memory_id))]
+        return [] if move is None else [note(move, self._named_now(memory_id), command(self.root))]
 
     def _named_now(self, memory_id: str) -> Memory | None:
         try:
@@ -327,9 +327,9 @@ class Context(Parts):
         return learning
 
 
-def deleted_error(memory: Memory) -> NotFoundError:
-    """Why a soft-deleted memory is not shown, and how to bring it back: with the command, or for
-    an MCP client, which has no shell, with the tool."""
+def deleted_error(memory: Memory, root: Path) -> NotFoundError:
+    """Why a soft-deleted memory is not shown, and how to bring it back: with the command (run
+    from where the user is: ``command``), or for an MCP client, which has no shell, with the tool."""
     said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
-    return NotFoundError(f"{said} 'slayer-kb restore {words(memory.id)}'.",
+    return NotFoundError(f"{said} '{command(root)} restore {words(memory.id)}'.",
                          tool_message=f"{said} mem_restore(id: {memory.id}).")

@@ -44,6 +44,7 @@ class SaveResult:
             "action": self.action,
             "suggested_topic_key": self.suggested_topic_key,
             "message": self.message,
+            "commit": self.commit,
         }
 
 

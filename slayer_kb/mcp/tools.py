@@ -250,8 +250,10 @@ def _stats_line(stats: Stats) -> str:
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = kb.context(a.get("project"), a.get("scope"), limit=a["limit"])
     if text == EMPTY_CONTEXT:
-        # Engram's reply, without stats, when there is nothing
-        return Reply(text.rstrip("\n"), {"text": text, "stats": None})
+        # Engram's reply, without stats, when there is nothing; a filter no memory matches says so
+        warnings = kb.unmatched(project=a.get("project"), scope=a.get("scope"), command="call mem_context")
+        return Reply(_with_warnings(text.rstrip("\n"), warnings),
+                     {"text": text, "stats": None, **({"warnings": warnings} if warnings else {})})
     stats = kb.stats()
     return Reply(
         f"{text.rstrip()}\n---\nMemory stats: {stats['sessions']} sessions, {stats['memories']} "

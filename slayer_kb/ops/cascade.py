@@ -43,6 +43,7 @@ from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError,
 from ..core.fileio import read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, with_entities
+from ..core.problems import command
 from ..core.results import CascadeResult
 from ..core.text import shown_value
 from ..search import lookups
@@ -337,7 +338,7 @@ def _refuse_a_skipped_catalog_file(kb: Context) -> None:
         raise CatalogError(
             f"prune strips the references that no longer resolve, and the catalog skipped {count} it could not "
             f"read, whose entities would look gone: {'' if len(skipped) == 1 else 'such as '}"
-            f"{skipped[0].shown(kb.root)}. Fix it ('slayer-kb validate' lists every problem), then prune."
+            f"{skipped[0].shown(kb.root)}. Fix it ('{command(kb.root)} validate' lists every problem), then prune."
         )
 
 

@@ -14,12 +14,13 @@ from ..core.ids import check_existing_id
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
-from ..core.problems import words
+from ..core.problems import command, words
 from ..core.results import ChangeResult, ForgetResult
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
+from .history import forgotten_error
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -58,7 +59,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         def plan() -> tuple[list[Change], tuple[dict[str, Any], list[str], bool]]:
             memory = kb.read_with_fix(memory_id)
             if memory.is_deleted:
-                raise deleted_error(memory)
+                raise deleted_error(memory, kb.root)
             changes: dict[str, Any] = {}
             warnings: list[str] = []
             if "learning" in given:
@@ -105,11 +106,12 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
     return ChangeResult(kb.get(memory_id).to_dict(), "updated" if changed else "unchanged", warnings, kept)
 
 
-def _deleted_already(memory: Memory) -> NotFoundError:
-    """A soft delete of a soft-deleted memory: the two ways on, the hard delete first."""
+def _deleted_already(memory: Memory, run: str) -> NotFoundError:
+    """A soft delete of a soft-deleted memory: the two ways on, the hard delete first (``run``:
+    ``slayer-kb`` as the user runs it, ``problems.command``)."""
     said, shell = f"Memory '{memory.id}' is already deleted (at {memory.deleted_at}):", words(memory.id)
     return NotFoundError(
-        f"{said} 'slayer-kb forget {shell}' without --soft removes it for good, 'slayer-kb restore {shell}' brings it "
+        f"{said} '{run} forget {shell}' without --soft removes it for good, '{run} restore {shell}' brings it "
         "back.",
         tool_message=f"{said} mem_delete(id: {memory.id}, hard_delete: true) removes it for good, "
                      f"mem_restore(id: {memory.id}) brings it back.")
@@ -135,7 +137,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
             if soft:
                 assert memory is not None
                 if memory.is_deleted:
-                    raise _deleted_already(memory)
+                    raise _deleted_already(memory, command(kb.root))
                 return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
             target = f"memory:{memory_id}"
             changes = [Change(memory_path(memory_id), None)]
@@ -168,11 +170,14 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
-        memory = kb.read_with_fix(memory_id)
+        try:
+            memory = kb.read_with_fix(memory_id)
+        except NotFoundError as exc:
+            raise forgotten_error(kb, memory_id, exc) from None
         if not memory.is_deleted:
-            said, shell = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id)
+            said, shell, run = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id), command(kb.root)
             raise InvalidInputError(
-                f"{said} An earlier version comes back with 'slayer-kb restore {shell} --rev REV' ('slayer-kb log "
+                f"{said} An earlier version comes back with '{run} restore {shell} --rev REV' ('{run} log "
                 f"{shell}' lists them).", tool_message=f"{said} mem_update changes a live memory.")
         tx.require_committed(memory_path(memory_id))
         warnings: list[str] = []

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram
 from ..core.errors import NotFoundError
 from ..core.ids import id_sort_key
-from ..core.results import SessionTimeline
+from ..core.results import SessionFiles, SessionTimeline
 from ..core.session import Prompt, Session, check_session_id
-from ..core.text import clip, counted, one_line_shown, warning_lines
+from ..core.text import clip, counted, one_line_shown, shown_value, warning_lines
 from .sessions import load_all, read
 
 if TYPE_CHECKING:
@@ -33,6 +33,13 @@ def recent_prompts(sessions: list[Session], project: str | None, limit: int) -> 
 
 def of_project(sessions: list[Session], project: str | None) -> list[Session]:
     return [s for s in sessions if project is None or s.project == project]
+
+
+def recent(files: SessionFiles, project: str | None, limit: int) -> SessionFiles:
+    """The ``limit`` sessions active last of ``project``, and a warning for one no session has."""
+    found = of_project(files.sessions, project)
+    said = f"No session has project {shown_value(project)}; check the name, or list sessions without it."
+    return SessionFiles(found[:limit], files.warnings + ([] if found or project is None else [said]))
 
 
 def timeline(kb: Context, session_id: Any) -> SessionTimeline:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import problems
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
 from ..core.ids import check_existing_id, meant_id
 from ..core.memory import Memory, dumps, key_line, loads
@@ -89,7 +90,7 @@ def edit(
             raise NotFoundError(gone)
         meant = meant_id(memory_id, kb.memory_exists)
         raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
-                            f"No memory with id '{memory_id}'; create it with 'slayer-kb save ... --id {words(memory_id)}'.")
+                            f"No memory with id '{memory_id}'; create it with '{problems.command(kb.root)} save ... --id {words(memory_id)}'.")
     run = run_editor or _run_editor
     draft = kb.state_dir() / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
     draft.write_bytes(original)
@@ -126,7 +127,7 @@ def _commit_edit(kb: Context, memory: Memory, original: bytes, warnings: list[st
         if current != original:
             raise ConflictError(
                 f"memories/{memory.id}.yaml changed while you were editing it (another save, a git "
-                "command?); nothing was committed. Run 'slayer-kb edit' again."
+                f"command?); nothing was committed. Run '{problems.command(kb.root)} edit {words(memory.id)}' again."
             )
         if canonical.encode("utf-8") == original:
             return EditResult(memory.id, False, None, warnings)

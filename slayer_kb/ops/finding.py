@@ -134,12 +134,13 @@ def newest(
 
 
 def unmatched(kb: Context, *, type: str | None = None, project: str | None = None,
-              scope: str | None = None) -> list[str]:
-    """A warning when a filter of ``newest`` matches no memory at all (a misspelt type, say),
-    as ``search`` gives: a list that is empty for it is a mistake the agent can fix."""
+              scope: str | None = None, command: str = "list") -> list[str]:
+    """A warning when a filter of ``newest`` (or of ``command``'s digest) matches no memory at
+    all (a misspelt type, say), as ``search`` gives: an answer that is empty for it is a mistake
+    the agent can fix."""
     unknown = channels.unmatched_filters(
         kb.index, engram.normalize_type(type), engram.normalize_project(project), scope)
-    return [f"No memory has {' or '.join(unknown)}; check the name, or list without it."] if unknown else []
+    return [f"No memory has {' or '.join(unknown)}; check the name, or {command} without it."] if unknown else []
 
 
 # At most this many skipped files are named one by one: a KB with thousands of broken files
@@ -156,7 +157,7 @@ def skipped(kb: Context) -> list[str]:
     if len(said) <= SKIPPED_SHOWN:
         return said
     return said[:SKIPPED_SHOWN] + [f"{len(said) - SKIPPED_SHOWN} more files could not be used either; "
-                                   "'slayer-kb validate' names each of them."]
+                                   f"'{command(kb.root)} validate' names each of them."]
 
 
 @dataclass(frozen=True)
@@ -350,7 +351,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
         kb.check_not_moved(memory_id)  # merged away: say where the memory went
         raise
     if focus.is_deleted:
-        raise deleted_error(focus)
+        raise deleted_error(focus, kb.root)
     session = focus.session_id
     found = None
     docs = kb.documents(None, channels.restrict(exact={"session_id": session}), limit=None)

@@ -123,7 +123,7 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
-                f"Memory '{memory_id}' does not exist at {rev}; see 'slayer-kb log {words(memory_id)}' "
+                f"Memory '{memory_id}' does not exist at {rev}; see '{command(kb.root)} log {words(memory_id)}' "
                 "for the revisions that have it."
             )
         return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)
@@ -136,6 +136,20 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
+
+
+def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotFoundError:
+    """``restore ID``'s error for an id with no file: one a commit deleted (a forget without
+    --soft) is told the ``--rev`` that brings it back; any other, ``missing`` as it is."""
+    if blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None:
+        return missing  # HEAD has it: moved or deleted by hand, which ``missing`` says
+    deleting = last_deletion(kb.store, memory_id)
+    if deleting is None:
+        return missing
+    said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
+    fix = f"'{command(kb.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
+    return NotFoundError(f"{said}: bring back its last version with {fix}.",
+                         tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
 
 
 def last_deletion(store: GitStore, memory_id: str) -> str | None:

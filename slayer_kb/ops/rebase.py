@@ -57,8 +57,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise InvalidInputError("Give the branch to rebase onto (slayer-kb rebase origin/main), "
                                         "or --continue or --abort for the rebase in progress.")
             if in_progress(store):
-                raise ConflictError("A rebase is already in progress; go on with 'slayer-kb rebase --continue' "
-                                    "or put the branch back with 'slayer-kb rebase --abort'.")
+                typed = command(kb.root)
+                raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
+                                    f"or put the branch back with '{typed} rebase --abort'.")
             require_clean(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
@@ -70,7 +71,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
-                                    "start one with 'slayer-kb rebase UPSTREAM'.")
+                                    f"start one with '{command(kb.root)} rebase UPSTREAM'.")
         else:
             if action == CONTINUE and (marked := _still_marked(store)):
                 raise ConflictError(_marked_message(store.root, marked))

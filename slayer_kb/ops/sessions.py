@@ -21,6 +21,7 @@ import stat
 import time
 import unicodedata
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
@@ -31,6 +32,7 @@ from ..core.inputs import blank, check_unicode
 from ..core.memory import (
     utc_now,
 )
+from ..core.problems import command, git_command, shell_word, shown
 from ..core.results import SessionFiles, SessionResult
 from ..core.session import (
     MAX_SUMMARY,
@@ -75,7 +77,7 @@ def _read(kb: Workspace, session_id: str) -> Session | None:
         if exc.names_fix:
             raise
         # What a command that needs the session says, as ``Context.read_with_fix`` says it of a memory.
-        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. {_fix(exc.path)}.", names_fix=True) from None
+        raise MemoryFileError(exc.path, exc.line, f"{exc.message.rstrip('.')}. {_fix(kb.root, exc.path)}.", names_fix=True) from None
 
 
 def _parse(kb: Workspace, session_id: str) -> Session | None:
@@ -96,16 +98,17 @@ def not_regular(path: str, kind: str) -> MemoryFileError:
     return MemoryFileError(path, None, not_a_file(kind, SESSIONS_DIR), names_fix=True)
 
 
-def _fix(path: str) -> str:
-    return (f"Edit {path} to fix it, then check it with 'slayer-kb validate' (or put back its committed version: "
-            f"git checkout -- {path})")
+def _fix(root: Path, path: str) -> str:
+    """How to repair session file ``path``, in commands that run where the user is (``command``)."""
+    return (f"Edit {shown(root / path)} to fix it, then check it with '{command(root)} validate' (or put back its committed "
+            f"version: {git_command(root, f'checkout -- {shell_word(path)}')})")
 
 
-def _skipped(exc: MemoryFileError) -> str:
+def _skipped(root: Path, exc: MemoryFileError) -> str:
     """The warning of a session file a listing skips: the problem, that it was skipped, the fix."""
     if exc.names_fix:
         return f"{str(exc).rstrip('.')} (skipped)"
-    return f"{str(exc).rstrip('.')} (skipped). {_fix(exc.path)}."
+    return f"{str(exc).rstrip('.')} (skipped). {_fix(root, exc.path)}."
 
 
 def load_all(kb: Context) -> SessionFiles:
@@ -138,7 +141,7 @@ def _load_all(kb: Context) -> SessionFiles:
         if session_id is None:
             continue
         if not stat.S_ISREG(st.st_mode):  # a folder, a link, a FIFO: named, never opened
-            warnings.append(_skipped(not_regular(session_path(session_id), file_kind(st.st_mode))))
+            warnings.append(_skipped(kb.root, not_regular(session_path(session_id), file_kind(st.st_mode))))
             continue
         key = [st.st_mtime_ns, st.st_size, st.st_ino]
         hit = cached.get(name)
@@ -150,7 +153,7 @@ def _load_all(kb: Context) -> SessionFiles:
             try:
                 session = _parse(kb, session_id)
             except MemoryFileError as exc:
-                warnings.append(_skipped(exc))
+                warnings.append(_skipped(kb.root, exc))
         if session is None:
             continue
         out.append(session)
@@ -268,8 +271,9 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
         tx.require_committed(session.path)
         if summary and session.summary and summary != session.summary:
             when = f" (ended at {session.ended_at})" if session.ended_at else ""
-            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces (git log -p "
-                            f"{session.path} shows the former)")
+            shows = git_command(kb.root, f"log -p {shell_word(session.path)}")  # run where the user is
+            warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces ({shows} "
+                            "shows the former)")
         ended = replace(session, ended_at=now, summary=summary or session.summary)
         commit = tx.commit([change(ended)], f"session: end {session_id}")
     return SessionResult(ended.to_dict(), "ended", commit, warnings)

@@ -235,10 +235,11 @@ def topic_key_holders(compared: Branch) -> dict[Path, str]:
     return {path: shown(path) for path in paths}
 
 
-def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
+def topic_key_twins(files: dict[Path, str], run: str) -> list[Problem]:
     """A topic key (in one project and scope) held by more than one live memory: Engram's upsert
     then revises only the newest, and the other is stranded. Read from the keys' lines (the
-    canonical form writes them top-level) so that a large KB is not parsed twice."""
+    canonical form writes them top-level) so that a large KB is not parsed twice. ``run``:
+    ``slayer-kb`` as the user runs it (``problems.command``)."""
     holders: dict[tuple[str, str, str], list[str]] = {}
     for path, name in files.items():
         where = _topic_of(path)
@@ -254,7 +255,7 @@ def topic_key_twins(files: dict[Path, str]) -> list[Problem]:
             name, 1,
             f"topic_key '{key}'{in_project} is held by {len(names)} memories ({ids}); a save under the "
             "key revises only the newest. Keep one: merge their learnings into it and forget the others "
-            "('slayer-kb forget ID'), or give each its own topic_key",
+            f"('{run} forget ID'), or give each its own topic_key",
         ) for name in sorted(names)]
     return problems
 

@@ -261,7 +261,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         if changed is not None and compared is not None and holds_a_topic_key(changed.own):
             holders = {**topic_key_holders(compared), **target.files}
             report.problems.extend(topic_keys_taken(compared, changed.own))
-        report.problems.extend(topic_key_twins(holders))
+        report.problems.extend(topic_key_twins(holders, context.command))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
             report.problems.extend(links_to_gone(compared, target.files, context.catalog))

@@ -111,19 +111,19 @@ class MovedIds:
             os.replace(tmp, self.path)
 
 
-def refusal(move: Move, now: Memory | None) -> str:
+def refusal(move: Move, now: Memory | None, run: str) -> str:
     """What a command on a moved id says as it refuses: where the memory saved here went, what
-    the id names ``now``, and how to go on."""
+    the id names ``now``, and how to go on (``run``: ``slayer-kb`` as the user runs it)."""
     old = move.old
-    return f"{_account(move, now)}; to mean what '{old}' names now, run 'slayer-kb renumber --accept {words(old)}' first."
+    return f"{_account(move, now)}; to mean what '{old}' names now, run '{run} renumber --accept {words(old)}' first."
 
 
-def note(move: Move, now: Memory | None) -> str:
+def note(move: Move, now: Memory | None, run: str) -> str:
     """What a command that reads a moved id's history (``show``, ``log``, ``timeline``) says
     beside its answer, which is about what the id names here: the refusal's account of both
     memories."""
     old = move.old
-    return f"{_account(move, now)}; 'slayer-kb renumber --accept {words(old)}' ends this note."
+    return f"{_account(move, now)}; '{run} renumber --accept {words(old)}' ends this note."
 
 
 def _account(move: Move, now: Memory | None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError, NotFoundError, StoreError
+from ..core.problems import git_command
 from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     proc = store.git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
-        raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see 'git log').")
+        raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see '{git_command(store.root, 'log')}').")
     return sha
 
 
