@@ -218,8 +218,9 @@ def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_str
 
 
 def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """sync checks for uncommitted work as git status does, marks left alone: a skip-worktree
-    memory whose link to a forgotten memory it stripped was staged as deleted, and an
+    """sync checked for uncommitted work as git status does, marks left alone: a change a mark hid
+    went into the commit stripping links to a forgotten memory, a skip-worktree memory it stripped
+    was staged as deleted, and an
     assume-unchanged one kept the link in git's index, which the person's next ``git commit`` put
     back. git's index holds the commit, each file its marks."""
     _bare, (a, b) = make_team(tmp_path)
@@ -233,6 +234,18 @@ def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, inv
     skipped, hidden = sorted(p.name for p in (b / "memories").glob("*.yaml") if p.name != "1.yaml")
     git(b, "update-index", "--skip-worktree", f"memories/{skipped}")
     git(b, "update-index", "--assume-unchanged", f"memories/{hidden}")
+    # A change a mark hides went into the commit, and was pushed: refused, the clone as it was.
+    committed = (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed.replace("Refunds: see", "Refunds (WIP): see"))
+    before = git(b, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, "sync")
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: memories/{hidden} is marked assume-unchanged in git's index, so git shows none of its changes, and "
+        "this command would rewrite it: slayer-kb never commits work you have not committed, and git's index would "
+        "not take the commit, so nothing was done. Clear the mark (git update-index --no-assume-unchanged -- "
+        f"memories/{hidden}), see what git status shows, then retry.\n"))
+    assert git(b, "rev-parse", "HEAD") == before and "WIP" in (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed)
     synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
     assert synced["unlinked"] == {Path(skipped).stem: ["1"], Path(hidden).stem: ["1"]}
     assert "memory:1" not in git(b, "show", f"HEAD:memories/{skipped}") + git(b, "show", f"HEAD:memories/{hidden}")

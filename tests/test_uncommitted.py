@@ -394,9 +394,10 @@ def test_each_mark_of_a_rewritten_file_is_kept(tmp_path: Path, invoke_cli: CliRu
 
 
 def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """renumber checks for uncommitted work as git status does, marks left alone: a skip-worktree
-    file it rewrote was staged as deleted (``D`` and ``??``), and an assume-unchanged one kept its
-    old version in git's index, which the person's next ``git commit`` put back."""
+    """renumber checked for uncommitted work as git status does, marks left alone: a change a mark
+    hid went into its commit, a skip-worktree file it rewrote was staged as deleted (``D`` and
+    ``??``), and an assume-unchanged one kept its old version in git's index, which the person's
+    next ``git commit`` put back."""
     root = make_catalog_kb(tmp_path / "kb")
     git(root, "branch", "other")
     invoke_cli("--kb", root, "save", "Ours", "-e", "shop.orders", check=True)
@@ -407,6 +408,18 @@ def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invok
     invoke_cli("--kb", other, "save", "Theirs", "-e", "shop.orders", check=True)
     git(root, "update-index", "--skip-worktree", "memories/2.yaml")
     git(root, "update-index", "--assume-unchanged", "memories/3.yaml")
+    # A change the mark hides went into the renumber's commit: refused.
+    committed = (root / "memories" / "2.yaml").read_text()
+    (root / "memories" / "2.yaml").write_text(committed.replace("Skipped: see 1", "Skipped: see 1, WIP"))
+    before = head(root)
+    refused = invoke_cli("--kb", root, "renumber", "--onto", "other", cwd=root)
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: memories/2.yaml is marked skip-worktree in git's index, so git shows none of its changes, and this "
+        "command would rewrite it: slayer-kb never commits work you have not committed, and git's index would not take "
+        "the commit, so nothing was done. Clear the mark (git update-index --no-skip-worktree -- memories/2.yaml), see "
+        "what git status shows, then retry.\n"))
+    assert head(root) == before and "WIP" in (root / "memories" / "2.yaml").read_text()
+    (root / "memories" / "2.yaml").write_text(committed)
     renumbered = invoke_cli("--kb", root, "renumber", "--onto", "other", check=True)
     assert renumbered.stdout.startswith("Renumbered 1 memory onto other:\n  1 -> 4\n"), renumbered.stdout
     assert "memory:4" in git(root, "show", "HEAD:memories/2.yaml") and "memory:4" in git(root, "show", "HEAD:memories/3.yaml")
