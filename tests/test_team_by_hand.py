@@ -217,6 +217,42 @@ def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_str
     assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """sync checked for uncommitted work as git status does, marks left alone: a change a mark hid
+    went into the commit stripping links to a forgotten memory, a skip-worktree memory it stripped
+    was staged as deleted, and an
+    assume-unchanged one kept the link in git's index, which the person's next ``git commit`` put
+    back. git's index holds the commit, each file its marks."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for text in ("Totals: see the tax rule", "Refunds: see the tax rule"):
+        invoke_cli("--kb", b, "save", text, "-e", "shop.orders.status", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    skipped, hidden = sorted(p.name for p in (b / "memories").glob("*.yaml") if p.name != "1.yaml")
+    git(b, "update-index", "--skip-worktree", f"memories/{skipped}")
+    git(b, "update-index", "--assume-unchanged", f"memories/{hidden}")
+    # A change a mark hides went into the commit, and was pushed: refused, the clone as it was.
+    committed = (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed.replace("Refunds: see", "Refunds (WIP): see"))
+    before = git(b, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, "sync")
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: memories/{hidden} is marked assume-unchanged in git's index, so git shows none of its changes, and "
+        "this command would rewrite it: slayer-kb never commits work you have not committed, and git's index would "
+        "not take the commit, so nothing was done. Clear the mark (git update-index --no-assume-unchanged -- "
+        f"memories/{hidden}), see what git status shows, then retry.\n"))
+    assert git(b, "rev-parse", "HEAD") == before and "WIP" in (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed)
+    synced = json_of(invoke_cli("--kb", b, "--json", "sync", check=True))
+    assert synced["unlinked"] == {Path(skipped).stem: ["1"], Path(hidden).stem: ["1"]}
+    assert "memory:1" not in git(b, "show", f"HEAD:memories/{skipped}") + git(b, "show", f"HEAD:memories/{hidden}")
+    assert git(b, "ls-files", "-v", "memories/") == f"S memories/{skipped}\nh memories/{hidden}\n"
+    assert git(b, "status", "--porcelain") == git(b, "diff", "--cached", "--name-status", "HEAD") == ""
+
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.

@@ -16,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from testing import CliRunner, commit_all, git, json_of, make_empty_kb
+from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -342,3 +342,85 @@ def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: P
     invoke_cli("--kb", root, "forget", "2", check=True)
     assert git(root, "ls-files", "memories/").split() == ["memories/.gitkeep", "memories/1.yaml"] and not (root / "memories" / "2.yaml").exists()
     assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""
+
+
+def assert_index_holds_head(root: Path, marks: str) -> None:
+    """git's index holds HEAD's memories with exactly the marks ``marks`` (``git ls-files -v``)."""
+    assert git(root, "ls-files", "-v", "memories/") == marks
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "diff", "--cached", "--name-status", "HEAD") == ""
+
+
+def test_a_mark_cleared_while_a_process_stays_open_is_not_put_back(tmp_path: Path) -> None:
+    """A long-lived process (the warm server, MCP) noted a skip-worktree mark when a save let the
+    file through, kept the note when nothing was committed, and marked the file again at its next
+    commit, after the person had cleared the mark. A mark is read as the file is staged."""
+    root = make_catalog_kb(tmp_path / "kb")
+    kb = KnowledgeBase(root)
+    kb.save_memory("One learning", ["shop.orders"], id="m1")
+    git(root, "update-index", "--skip-worktree", "memories/m1.yaml")
+    assert kb.save_memory("One learning", ["shop.orders"], id="m1").commit is None  # it holds this already
+    git(root, "update-index", "--no-skip-worktree", "memories/m1.yaml")
+    kb.update("m1", description="changed")
+    assert "description: changed\n" in git(root, "show", "HEAD:memories/m1.yaml")
+    assert_index_holds_head(root, "H memories/m1.yaml\n")
+
+
+def test_each_mark_of_a_rewritten_file_is_kept(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A file marked both skip-worktree and assume-unchanged (``s``) lost assume-unchanged when a
+    command rewrote it; each file keeps exactly its marks, git's index the commit's version."""
+    root = make_catalog_kb(tmp_path / "kb")
+    for name in ("m1", "m2"):
+        invoke_cli("--kb", root, "save", f"Linked: {name}", "-e", "shop.orders", "--id", name, check=True)
+    for name in ("both", "hidden", "skipped"):
+        invoke_cli("--kb", root, "save", f"Links: {name}", "-e", "memory:m1,memory:m2", "--id", name, check=True)
+    git(root, "update-index", "--skip-worktree", "memories/both.yaml", "memories/skipped.yaml")
+    git(root, "update-index", "--assume-unchanged", "memories/both.yaml", "memories/hidden.yaml")
+    invoke_cli("--kb", root, "forget", "m1", check=True)  # strips memory:m1 from the three
+    assert "memory:m1" not in git(root, "show", "HEAD:memories/both.yaml")
+    assert_index_holds_head(root, "s memories/both.yaml\nh memories/hidden.yaml\nH memories/m2.yaml\n"
+                                  "S memories/skipped.yaml\n")
+    # Holding a change, such files are refused, and the fix clears every mark that hides it.
+    for name in ("both", "skipped"):
+        with (root / "memories" / f"{name}.yaml").open("a") as file:
+            file.write("# WIP\n")
+    refused = invoke_cli("--kb", root, "forget", "m2", cwd=root)
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: memories/both.yaml is marked assume-unchanged and skip-worktree; memories/skipped.yaml is marked "
+        "skip-worktree in git's index, so git shows none of their changes, and this command would rewrite them: "
+        "slayer-kb never commits work you have not committed, and git's index would not take the commit, so nothing "
+        "was done. Clear the marks (git update-index --no-assume-unchanged -- memories/both.yaml and git update-index "
+        "--no-skip-worktree -- memories/both.yaml memories/skipped.yaml), see what git status shows, then retry.\n"))
+
+
+def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """renumber checked for uncommitted work as git status does, marks left alone: a change a mark
+    hid went into its commit, a skip-worktree file it rewrote was staged as deleted (``D`` and
+    ``??``), and an assume-unchanged one kept its old version in git's index, which the person's
+    next ``git commit`` put back."""
+    root = make_catalog_kb(tmp_path / "kb")
+    git(root, "branch", "other")
+    invoke_cli("--kb", root, "save", "Ours", "-e", "shop.orders", check=True)
+    for text in ("Skipped: see 1", "Hidden: see 1"):
+        invoke_cli("--kb", root, "save", text, "-e", "memory:1", check=True)
+    other = tmp_path / "other"  # another clone's ids: its own work tree and state
+    git(root, "worktree", "add", "-q", str(other), "other")
+    invoke_cli("--kb", other, "save", "Theirs", "-e", "shop.orders", check=True)
+    git(root, "update-index", "--skip-worktree", "memories/2.yaml")
+    git(root, "update-index", "--assume-unchanged", "memories/3.yaml")
+    # A change the mark hides went into the renumber's commit: refused.
+    committed = (root / "memories" / "2.yaml").read_text()
+    (root / "memories" / "2.yaml").write_text(committed.replace("Skipped: see 1", "Skipped: see 1, WIP"))
+    before = head(root)
+    refused = invoke_cli("--kb", root, "renumber", "--onto", "other", cwd=root)
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: memories/2.yaml is marked skip-worktree in git's index, so git shows none of its changes, and this "
+        "command would rewrite it: slayer-kb never commits work you have not committed, and git's index would not take "
+        "the commit, so nothing was done. Clear the mark (git update-index --no-skip-worktree -- memories/2.yaml), see "
+        "what git status shows, then retry.\n"))
+    assert head(root) == before and "WIP" in (root / "memories" / "2.yaml").read_text()
+    (root / "memories" / "2.yaml").write_text(committed)
+    renumbered = invoke_cli("--kb", root, "renumber", "--onto", "other", check=True)
+    assert renumbered.stdout.startswith("Renumbered 1 memory onto other:\n  1 -> 4\n"), renumbered.stdout
+    assert "memory:4" in git(root, "show", "HEAD:memories/2.yaml") and "memory:4" in git(root, "show", "HEAD:memories/3.yaml")
+    assert_index_holds_head(root, "S memories/2.yaml\nh memories/3.yaml\nH memories/4.yaml\n")

@@ -300,4 +300,6 @@ def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
     message = f"memory: renumber {moves} (onto {onto})"
     if rewritten:
         message += f"\n\nRewrote memory: references in {', '.join(sorted(rewritten))}"
+    # A change git's index hides (a mark) would go into the commit, or be deleted: refused.
+    tx.rewrite(lambda: (changes, None))
     return tx.commit(changes, message), rewritten

@@ -90,6 +90,8 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
                 found[memory_id] = [e for e in memory.entities if gone(e)]
     if changes:
         stripped = {e for entities in found.values() for e in entities}
+        # A change git's index hides (a mark) would go into the commit: refused, as a forget refuses it.
+        tx.rewrite(lambda: (changes, None))
         tx.commit(changes, f"{subject(stripped)} from {', '.join(found)}", rewritten)
     return found
 

@@ -127,7 +127,6 @@ class GitStore:
         # Who commits (a callable): git's own identity when configured, else a neutral one.
         self.identity = Identity(self.git, self.git_dirs)
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
-        self.restage: dict[str, tuple[str, str]] = {}  # marked files a rewrite let through: mark, mode
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
@@ -512,6 +511,10 @@ class GitStore:
         self.stage(list(contents))
 
     def stage(self, kb_paths: list[str]) -> None:
+        """Put HEAD's version of these files, which the work tree holds, in git's index, each
+        keeping the marks git's index held on it (read now: the person may set or clear one
+        between two commands of a process that stays open)."""
+        marked = worktree.marked_in_index(self, kb_paths)
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
         args = ["update-index", "--add", "--remove", "-z", "--stdin"]
@@ -520,8 +523,8 @@ class GitStore:
         except subprocess.TimeoutExpired:
             raise StoreError(hung(self.top, "update-index", "post-index-change", "The commit is made; git's index "
                                   f"does not show it yet ({', '.join(kb_paths)}).")) from None
-        if self.restage:
-            worktree.restage_marked(self, kb_paths)
+        if marked:
+            worktree.restage_marked(self, marked)
 
 
 def init_repository(path: Path) -> None:

@@ -55,8 +55,6 @@ class Repository(Protocol):
 
     def git_dirs(self) -> tuple[Path, Path]: ...
 
-    restage: dict[str, tuple[str, str]]
-
 def reset_keep(store: Repository, target: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Move the branch to ``target`` as ``git reset --keep`` does (files HEAD and ``target`` agree
     on, and local changes to others, kept), after refreshing the index's stat data: in a copied
@@ -94,12 +92,7 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
     """
     if kb_paths is not None and not kb_paths:
         return {}
-    specs: list[str] = []
-    if kb_paths is not None and len(kb_paths) <= NAMED_PATHS:
-        specs = [store.repo_path(path) for path in kb_paths]
-    elif kb_paths is not None:
-        specs = sorted({store.repo_path(p.rstrip("/").rpartition("/")[0] + "/" if "/" in p.rstrip("/") else p)
-                        for p in kb_paths})
+    specs = [] if kb_paths is None else _pathspecs(store, kb_paths)
     proc = store.git("status", "--porcelain=v2", "-z", "--untracked-files=no", "--no-renames",
                     "--ignore-submodules=all", *(["--", *specs] if specs else []), env=STATUS_ENV)
     files = {p for p in kb_paths or () if not p.endswith("/")}
@@ -126,7 +119,7 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
             staged = fields[7].decode("ascii")
         found[path] = staged
     if rewrites:
-        marked = {path: mark for path, (mark, *_) in _changed_marked(store, specs).items()
+        marked = {path: marks for path, marks in _changed_marked(store, specs).items()
                   if kb_paths is None or path in files or path.startswith(folders)}
         if marked:
             raise ConflictError(_marked_message(store.root, marked))
@@ -139,32 +132,43 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
         found.update((p, None) for p in unlisted if in_head[store.repo_path(p)] is None)
     return found
 
-def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+def _pathspecs(store: Repository, kb_paths: Sequence[str]) -> list[str]:
+    """What a git command asks about for these KB-relative paths (files, or folders ending in
+    '/'): the paths themselves, or past ``NAMED_PATHS`` their folders, to be picked out of the answer."""
+    if len(kb_paths) <= NAMED_PATHS:
+        return [store.repo_path(path) for path in kb_paths]
+    return sorted({store.repo_path(p.rstrip("/").rpartition("/")[0] + "/" if "/" in p.rstrip("/") else p)
+                   for p in kb_paths})
+
+
+# The marks of git's index, as ``git ls-files -v`` shows them: 'S' skip-worktree, a lower-case
+# letter assume-unchanged, 's' both. Sorted, as messages name them.
+_MARKS = {b"S": ("skip-worktree",), b"s": ("assume-unchanged", "skip-worktree")}
+
+
+def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[tuple[str, ...], str, str]]:
     """The files among ``specs`` (all when none) that git's index marks ``assume-unchanged`` or
-    ``skip-worktree``, KB-relative, each mapped to (mark, its index's mode, its index's blob): git
-    status shows no change to them whatever they hold, and ``update-index`` staging a commit's
+    ``skip-worktree``, KB-relative, each mapped to (its marks, its index's mode, its index's blob):
+    git status shows no change to them whatever they hold, and ``update-index`` staging a commit's
     version of one leaves the old blob (or, for a skip-worktree file, a deletion) in git's index."""
     out = store.git("ls-files", "-v", "-s", "-z", *(["--", *specs] if specs else []), env=STATUS_ENV).stdout
     found = {}
     for record in out.split(b"\0"):
-        # "TAG MODE BLOB STAGE\tPATH"; ls-files -v: 'S' skip-worktree, a lower-case letter
-        # assume-unchanged ('s' both).
-        head, _, name = record.partition(b"\t")
+        head, _, name = record.partition(b"\t")  # "TAG MODE BLOB STAGE\tPATH"
         tag, _, rest = head.partition(b" ")
-        mark = "skip-worktree" if tag in (b"S", b"s") else "assume-unchanged" if tag.islower() else None
-        if mark is not None:
+        marks = _MARKS.get(tag, ("assume-unchanged",) if tag.islower() else ())
+        if marks:
             repo_path = name.decode("utf-8", "surrogateescape")
             mode, blob = rest.decode().split(" ")[:2]
             found[repo_path[len(store.prefix):] if repo_path.startswith(store.prefix)
-                  else os.path.relpath(store.top / repo_path, store.root)] = (mark, mode, blob)
+                  else os.path.relpath(store.top / repo_path, store.root)] = (marks, mode, blob)
     return found
 
 
-def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-    """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed):
-    one marked by ``core.ignoreStat`` (git marks every file it adds) and never touched holds no
-    uncommitted work. One ``git hash-object`` for all of them. Those let through are noted in
-    ``store.restage`` with their mark and mode, for the staging after the commit."""
+def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed),
+    with their marks: one marked by ``core.ignoreStat`` (git marks every file it adds) and never
+    touched holds no uncommitted work. One ``git hash-object`` for all of them."""
     marked = _marked(store, specs)
     # --stdin-paths reads a line a path: a name holding a line break stays refused.
     present = sorted(p for p in marked if "\n" not in p and os.path.isfile(store.root / p)
@@ -174,17 +178,25 @@ def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[
         blobs = store.git("hash-object", "--stdin-paths", input=payload).stdout.decode().split()
         for path, blob in zip(present, blobs, strict=True):
             if marked[path][2] == blob:
-                store.restage[path] = marked[path][:2]
                 del marked[path]
-    return marked
+    return {path: marks for path, (marks, *_) in marked.items()}
 
 
-def restage_marked(store: Repository, kb_paths: Sequence[str]) -> None:
-    """After ``update-index`` staged a commit's ``kb_paths``: put the commit's version in git's
-    index for those of them ``uncommitted`` let through marked (``store.restage``), which
-    ``update-index`` leaves as they were (an assume-unchanged file) or drops (a skip-worktree
-    file: a staged deletion), and mark them again as they were."""
-    marked = {p: store.restage.pop(p) for p in sorted(store.restage.keys() & set(kb_paths))}
+def marked_in_index(store: Repository, kb_paths: Sequence[str]) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Those of the files ``kb_paths`` that git's index marks now, each with (its marks, its
+    index's mode): read just before they are staged, for ``restage_marked``. One ``git ls-files``."""
+    if not kb_paths:
+        return {}
+    wanted = set(kb_paths)
+    return {path: (marks, mode) for path, (marks, mode, _) in _marked(store, _pathspecs(store, kb_paths)).items()
+            if path in wanted}
+
+
+def restage_marked(store: Repository, marked: Mapping[str, tuple[tuple[str, ...], str]]) -> None:
+    """After ``update-index`` staged HEAD's version of files, these of them marked before it
+    (``marked_in_index``), which ``update-index`` leaves as they were (an assume-unchanged file) or
+    drops (a skip-worktree file: a staged deletion): put HEAD's version in git's index, and mark
+    them again with each of the marks they had."""
     head = store.head()
     if not marked or head is None:
         return
@@ -193,26 +205,31 @@ def restage_marked(store: Repository, kb_paths: Sequence[str]) -> None:
     lines = "".join(f"{mode if in_head[store.repo_path(p)] else 0} {in_head[store.repo_path(p)] or '0' * 40}"
                     f"\t{store.repo_path(p)}\0" for p, (_, mode) in sorted(marked.items()))
     store.git_writing_index("update-index", "-z", "--index-info", input=lines.encode("utf-8", "surrogateescape"))
-    for kind in sorted({mark for mark, _ in marked.values()}):
-        again = [store.repo_path(p) for p in sorted(marked) if marked[p][0] == kind and in_head[store.repo_path(p)]]
+    kept = [p for p in sorted(marked) if in_head[store.repo_path(p)]]
+    if not kept:
+        return
+    # --index-info's entries have no stat data: refreshed first, as git would.
+    store.git_writing_index("update-index", "-q", "--refresh", "--", *map(store.repo_path, kept), check=False)
+    for kind in sorted({kind for marks, _ in marked.values() for kind in marks}):
+        # One mark a call: update-index given both sets only the first.
+        again = [store.repo_path(p) for p in kept if kind in marked[p][0]]
         if again:
-            # --index-info's entries have no stat data: refreshed first, as git would.
-            store.git_writing_index("update-index", "-q", "--refresh", "--", *again, check=False)
             store.git_writing_index("update-index", f"--{kind}", "--", *again)
 
 
-def _marked_message(root: Path, marked: Mapping[str, str]) -> str:
+def _marked_message(root: Path, marked: Mapping[str, tuple[str, ...]]) -> str:
     paths = sorted(marked)
     one = len(paths) == 1
-    kinds = sorted(set(marked.values()))
-    what = "; ".join(f"{listed([p for p in paths if marked[p] == kind])} "
-                     f"{'is' if one else 'are'} marked {kind}" for kind in kinds)
+    groups = {marks: [p for p in paths if marked[p] == marks] for marks in sorted(set(marked.values()))}
+    what = "; ".join(f"{listed(group)} {'is' if len(group) == 1 else 'are'} marked {' and '.join(marks)}"
+                     for marks, group in groups.items())
+    kinds = sorted({kind for marks in groups for kind in marks})
     clear = " and ".join(git_command(root, f"update-index --no-{kind} -- "
-                                           f"{words(*[p for p in paths if marked[p] == kind])}") for kind in kinds)
+                                           f"{words(*[p for p in paths if kind in marked[p]])}") for kind in kinds)
     return (f"{what} in git's index, so git shows none of {'its' if one else 'their'} changes, and this command "
             f"would rewrite {'it' if one else 'them'}: slayer-kb never commits work you have not committed, and "
-            f"git's index would not take the commit, so nothing was done. Clear the mark ({clear}), see what "
-            "git status shows, then retry.")
+            f"git's index would not take the commit, so nothing was done. Clear the mark{'s' if len(kinds) > 1 else ''} "
+            f"({clear}), see what git status shows, then retry.")
 
 
 def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
@@ -386,7 +403,7 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     if blob is None:
         return None
     repo_path = store.repo_path(kb_path)
-    if _marked(store, [repo_path]).get(kb_path, ("",))[0] == "skip-worktree":
+    if "skip-worktree" in _marked(store, [repo_path]).get(kb_path, ((),))[0]:
         # Left out by a sparse checkout: 'git rm' would delete the memory for everyone.
         return (f"{kb_path} is not checked out: git's index marks it skip-worktree (as a sparse checkout does "
                 "for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, "
