@@ -42,6 +42,11 @@ from ..store.config import setting
 from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
 from .stamp import sha256, version_stamp
 
+TYPE_CHECKING = False  # typing is not imported: the client needs none of it
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
 # The most text a command reads from standard input (cli/common.py); the client takes at most 4
@@ -103,12 +108,13 @@ def _named(value: str) -> str | None:
     return "on" if value in _ON else None
 
 
-def idle_seconds(strict: bool = False) -> float:
+def idle_seconds(strict: bool = False, env: Mapping[str, str] | None = None) -> float:
     """How long a server started on demand waits for a command before it exits
     (``SLAYER_KB_SERVER_IDLE``: seconds above 0, a fraction too; default 300). Anything else is
     the default, where nothing could say so (the relaying client), or with ``strict`` (the check
-    as a command begins, settings.py) an error naming the fix."""
-    value = os.environ.get(IDLE_VARIABLE, "").strip()
+    as a command begins, settings.py) an error naming the fix. ``env``: the environment to read,
+    else this process's."""
+    value = (os.environ if env is None else env).get(IDLE_VARIABLE, "").strip()
     if not value:
         return DEFAULT_IDLE
     try:
