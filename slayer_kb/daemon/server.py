@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..store import requests
 from . import relay
 from .running import Runner, holds_the_view, writes
-from .stamp import version_stamp
 from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
@@ -68,7 +67,7 @@ class Server:
         self.idle = idle
         self.log = log
         self.busy = Turn()
-        self.stamp = version_stamp()
+        self.stamp = relay.version_stamp()
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
@@ -95,7 +94,7 @@ class Server:
             if isinstance(where, str):
                 self._bind_file(where)
             else:
-                self._bind_abstract(where)
+                self._listener.bind(where)
             self._listener.listen(64)
         except OSError:
             self._listener.close()
@@ -110,19 +109,6 @@ class Server:
             thread.start()
 
     # -- the channel ------------------------------------------------------------------------
-
-    def _bind_abstract(self, name: bytes) -> None:
-        """The KB's abstract name; where another user holds it (anyone may bind any abstract
-        name, and this one can be worked out from the KB's path), the socket file, which
-        clients then look for (``relay.connect``)."""
-        try:
-            self._listener.bind(name)
-        except OSError:
-            path = relay.socket_file(self.root)
-            if path is None or not relay.held_by_another_user(name):
-                raise
-            self._bind_file(path)
-            self.where = path
 
     def _bind_file(self, path: str) -> None:
         """The socket file in the state folder: one server per KB by an exclusive lock on
@@ -223,7 +209,7 @@ class Server:
                     return
                 if self._replaced():  # a foreground watch too: the folder it watches is gone
                     return
-                if self.idle is not None and version_stamp() != self.stamp:
+                if self.idle is not None and relay.version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()
                     return
