@@ -71,6 +71,7 @@ class Server:
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
+        self.replaced = False  # it stopped because the KB's folder is not the one it opened
         self.reading: dict[int, str] = {}  # the reads running beside it, by thread
         self._runner: Any = None
         self.sentences: SentenceFiller | None = None
@@ -220,6 +221,7 @@ class Server:
         if not self._ready.is_set() or self._runner.kb.replaced() is None:
             return False
         self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        self.replaced = True
         self.stop.set()
         return True
 
@@ -452,7 +454,8 @@ def _runnable(request: dict[str, Any]) -> bool:
 def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, after: int | None = None) -> int:
     """Serve the KB at ``root`` until stopped (Ctrl-C, SIGTERM, ``slayer-kb server stop``) or,
     with ``idle``, until no command came for that many seconds. Without ``idle`` this is
-    ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
+    ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr): 1 when it stopped because
+    the KB was replaced (a supervisor restarts a watch that fails), else 0."""
     background = idle is not None
     out: TextIO = log if log is not None else sys.stderr
     unheard = relay.no_channel(root) if relay.SUPPORTED else None
@@ -492,7 +495,7 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
                   f"(idle exit after {idle:g} s)")
     run_watcher(kb, stop=stop, out=out, server=server)
-    return 0
+    return 1 if not background and server is not None and server.replaced else 0
 
 
 def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:
