@@ -53,6 +53,9 @@ def _ignores_state(text: bytes) -> bool:
     return any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines())
 
 
+_RESTART = "(an MCP server: restart it from its client)."
+
+
 class KnowledgeBase(Context, EngramTools, Cascades):
     """A knowledge base folder inside a git repository, with every operation on it."""
 
@@ -78,11 +81,11 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         now = self._identity()
         if now == self._opened:
             return None
-        if now[0] is None:
-            return not_a_kb(str(self.root))
+        if now[0] is None:  # a KB made there next is not the one opened either: the same restart
+            return f"{not_a_kb(str(self.root))} Then start this process again to open it {_RESTART}"
         return (f"The knowledge base at {self.root} is not the folder this process opened: it was deleted, "
                 "moved or replaced since (a clone made again at its path). Start this process again to open "
-                "the one there now (an MCP server: restart it from its client).")
+                f"the one there now {_RESTART}")
 
     # -- creation ---------------------------------------------------------------------------
 

@@ -56,10 +56,11 @@ def _env(blocked: Path | None = None) -> dict[str, str]:
     return env
 
 
-def relayed(root: Path, blocked: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A command that only the server can answer (``testing.blocker``)."""
+def relayed(root: Path, blocked: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A command that only the server can answer (``testing.blocker``); ``env``: its client's
+    environment, if not this process's."""
     return subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), *args], capture_output=True,
-                          text=True, env=_env(blocked), timeout=120)
+                          text=True, env=env or _env(blocked), timeout=120)
 
 
 def start(root: Path, *args: str, blocked: Path | None = None) -> subprocess.Popen[str]:
@@ -99,15 +100,26 @@ def held(watcher: Watcher) -> Iterator[Callable[[str, list[str]], subprocess.Pop
             proc.wait(timeout=120)
 
 
+@pytest.fixture
+def idle_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server (the ``watcher`` after this fixture) started with a setting of its own, as
+    ``server start``'s help suggests: reads went beside only with the server's exact settings."""
+    monkeypatch.setenv("SLAYER_KB_SERVER_IDLE", "3600")
+
+
 def ids(listed: subprocess.CompletedProcess[str]) -> list[str]:
     assert listed.returncode == 0, listed.stderr
     return [hit["id"] for hit in json.loads(listed.stdout)["memories"]]
 
 
 def test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it(
-    watcher: Watcher, blocked_here: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
+    idle_server: None, watcher: Watcher, blocked_here: Path, held: Callable[[str, list[str]], subprocess.Popen[str]]
 ) -> None:
     root = watcher.root
+    assert b"SLAYER_KB_SERVER_IDLE=3600\0" in Path(f"/proc/{watcher.proc.pid}/environ").read_bytes()
+    # Clients with settings that change no read's output, unlike the server's: they go beside too.
+    plain = {name: value for name, value in _env(blocked_here).items() if name != "SLAYER_KB_SERVER_IDLE"}
+    plain.update(SLAYER_KB_GIT_TIMEOUT="120", SLAYER_KB_NO_FILLER="1")
     before = ids(relayed(root, blocked_here, "--json", "list", "--limit", "100"))
     assert "27" not in before
     save = held("axolotl beside a read", ["save", "axolotl beside a read", "-e", "shop.orders.amount"])
@@ -116,11 +128,11 @@ def test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it(
     status = relay.control(root, "status")
     assert status is not None and status["current"] == f"--kb {root} save axolotl beside a read -e shop.orders.amount"
 
-    found = relayed(root, blocked_here, "--json", "search", "axolotl", "--all")
+    found = relayed(root, blocked_here, "--json", "search", "axolotl", "--all", env=plain)
     assert (found.returncode, json.loads(found.stdout)["memories"]) == (0, []), found.stderr
-    got = relayed(root, blocked_here, "get", "27")
+    got = relayed(root, blocked_here, "get", "27", env=plain)
     assert (got.returncode, got.stdout, got.stderr) == (1, "", "Error: No memory with id '27'.\n")
-    assert ids(relayed(root, blocked_here, "--json", "list", "--limit", "100")) == before
+    assert ids(relayed(root, blocked_here, "--json", "list", "--limit", "100", env=plain)) == before
     assert save.poll() is None  # the reads were answered while the write is still held
 
     (root / ".git" / "release").touch()

@@ -235,5 +235,7 @@ def test_a_kb_deleted_or_replaced_under_the_server_is_said_never_answered_from(t
         f"The knowledge base at {root} is not the folder this process opened: it was deleted, moved or replaced "
         "since (a clone made again at its path). Start this process again to open the one there now (an MCP "
         "server: restart it from its client)."))
+    # Once one is made there, this process still answers from none: it says so from the start.
     assert (deleted.is_error, deleted.text) == (
-        True, f"No knowledge base at {root}: no such folder; create one with 'slayer-kb init {root}'.")
+        True, f"No knowledge base at {root}: no such folder; create one with 'slayer-kb init {root}'. Then start "
+        "this process again to open it (an MCP server: restart it from its client).")

@@ -142,7 +142,9 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     # what came after them (`while read`, `; cat`), and waited for a pipe that never ends.
     root = shlex.quote(str(watcher_read_only.root))
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
-    for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal"):
+    # `search fiscal -` is a usage error, given before stdin is read: a "-" past the text's slot.
+    for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal",
+                 "search fiscal -"):
         line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
         proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
                               timeout=60)
@@ -158,6 +160,8 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     (["session-end", "-"], False), (["session-end", "s", "--summary", "-"], True),
     (["save-prompt", "-"], True), (["capture-passive", "--project", "-", "-"], True),
     (["list", "--project", "-"], False), (["get", "-"], False), (["--kb", "-", "stats"], False),
+    (["search", "fiscal", "-"], False), (["search", "-", "fiscal"], False), (["save", "x", "--", "-"], False),
+    (["search", "--query", "-", "a", "b"], False), (["update", "3", "-", "--learning", "-"], False),
 ])
 def test_which_arguments_are_read_from_stdin(argv: list[str], expected: bool) -> None:
     assert commands.reads_stdin(argv) is expected
@@ -173,6 +177,8 @@ def test_the_relay_knows_where_each_command_reads_stdin() -> None:
         assert command is not None, name
         taking = {opt for p in command.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
         assert set(valued) == taking and set(options) <= taking, name
+        # One positional argument at most (reads_stdin takes a second for a usage error).
+        assert [p.nargs for p in command.params if isinstance(p, click.Argument)] in ([], [1]), name
     assert set(commands.STDIN) == _commands_calling("read_text_arg", "read_query")
 
 

@@ -615,7 +615,8 @@ def test_a_watch_of_a_kb_replaced_at_its_path_stops_saying_why(tmp_path: Path) -
         watch.wait_for_line("Watching")
         root.rename(tmp_path / "old")
         make_empty_kb(root)
-        assert watch.proc.wait(timeout=WAIT_SECONDS) == 0
+        # Not 0: a supervisor that restarts a watch only when it fails must start it again.
+        assert watch.proc.wait(timeout=WAIT_SECONDS) == 1
     finally:
         watch.stop()
     said = f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
@@ -855,42 +856,6 @@ def test_a_socket_file_in_the_state_folder(short_folder: Path, servers: Servers,
     relay.control(root, "stop")
     servers.wait_down(up["pid"])
     assert not sock.exists()
-
-
-# Another user takes a KB's abstract name first (anyone may bind any abstract name, and this one
-# is the user's id and a hash of the KB's path), and holds it.
-SQUATTER = """
-import os, socket, sys
-os.setgid(65534); os.setuid(65534)
-listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-listener.bind(b"\\0" + sys.argv[1].encode("latin-1"))  # an abstract name: a NUL, then this
-listener.listen(8)
-print("ready", flush=True)
-while True:
-    listener.accept()[0].close()
-"""
-
-
-@pytest.mark.skipif(not relay.LINUX or os.geteuid() != 0, reason="needs another user (root's setuid) and abstract sockets")
-def test_another_user_holding_the_kbs_abstract_name_does_not_keep_its_server_away(
-        short_folder: Path, servers: Servers) -> None:
-    # Every command then ran in its own process and started a server, which tried for 20 s to
-    # listen and exited: the server's speed was for whoever took the name first.
-    root = make_indexed_example_kb(short_folder / "kb")
-    name = relay.address(root)
-    assert isinstance(name, bytes)
-    squatter = subprocess.Popen([sys.executable, "-c", SQUATTER, name[1:].decode("latin-1")], stdout=subprocess.PIPE,
-                                text=True)
-    try:
-        assert squatter.stdout is not None and squatter.stdout.readline() == "ready\n"
-        first = servers.run(root, "search", "fiscal year")
-        up = servers.wait_up(root)
-        assert up["channel"] == str(root.resolve() / ".slayer-kb" / "server.sock")
-        relayed = servers.run(root, "search", "fiscal year", blocked=True)
-        assert (relayed.returncode, relayed.stdout, relayed.stderr) == (0, first.stdout, first.stderr)
-    finally:
-        squatter.kill()
-        squatter.wait()
 
 
 def test_a_kb_whose_socket_path_is_too_long_starts_no_server(servers: Servers, tmp_path: Path,

@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, overload
@@ -100,26 +100,27 @@ class Settings:
         return self._kb
 
 
-def max_content() -> int:
+def max_content(env: Mapping[str, str] | None = None) -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
     from ..kb import DEFAULT_MAX_CONTENT
 
-    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING)
+    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING, env=env)
 
 
-def checked_settings() -> None:
-    """Refuse a bad setting before anything runs, rather than half-way through by whatever reads
-    it: the cache's folder (``cachedir.folder``), the server's settings (``daemon.settings``), the
-    size limit and git's time limits (``store.bounded``: read only where git runs)."""
+def checked_settings(env: Mapping[str, str] | None = None) -> None:
+    """Refuse a bad setting (of ``env``, else this process's) before anything runs, rather than
+    half-way through by whatever reads it: the cache's folder (``cachedir.folder``), the server's
+    settings (``daemon.settings``), the size limit and git's time limits (``store.bounded``: read
+    only where git runs)."""
     from ..daemon import settings as server_settings
     from ..search import cachedir
     from ..store import bounded
 
-    cachedir.folder()
-    server_settings.check()
-    max_content()
-    bounded.git_timeout()
-    bounded.sync_timeout()
+    cachedir.folder(env)
+    server_settings.check(env)
+    max_content(env)
+    bounded.git_timeout(env)
+    bounded.sync_timeout(env)
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

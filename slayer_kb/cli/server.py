@@ -151,7 +151,7 @@ def watch(settings: Settings) -> None:
 
     root = settings.kb().root
     settings.kb().close()
-    run(root, idle=None)
+    raise SystemExit(run(root, idle=None))
 
 
 @click.command()

@@ -9,7 +9,7 @@ import fcntl
 import os
 import shutil
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,11 +80,13 @@ def check_description(description: Any) -> str | None:
     return description or None
 
 
-def whole_number(variable: str, default: int, unit: str, most: int | None = None) -> int:
-    """The environment variable ``variable``, a whole number of ``unit`` above 0 (and at most
-    ``most``), or ``default`` when it is unset or blank; anything else is an error that names it,
-    its default and the fix (``int()`` of it was a traceback on every command)."""
-    value = os.environ.get(variable, "").strip()
+def whole_number(variable: str, default: int, unit: str, most: int | None = None,
+                 env: Mapping[str, str] | None = None) -> int:
+    """The environment variable ``variable`` (of ``env``, else this process's), a whole number of
+    ``unit`` above 0 (and at most ``most``), or ``default`` when it is unset or blank; anything
+    else is an error that names it, its default and the fix (``int()`` of it was a traceback on
+    every command)."""
+    value = (os.environ if env is None else env).get(variable, "").strip()
     if not value:
         return default
     number = int(value) if value.isascii() and value.isdigit() else 0

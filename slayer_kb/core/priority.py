@@ -44,7 +44,7 @@ import sys
 TYPE_CHECKING = False  # typing is not imported: the client of a write imports this first
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import TypeVar
 
     T = TypeVar("T")
@@ -56,12 +56,13 @@ MAX = 19
 PER_THREAD = sys.platform.startswith("linux")
 
 
-def niceness(strict: bool = False) -> int:
+def niceness(strict: bool = False, env: Mapping[str, str] | None = None) -> int:
     """How many steps lower a write's spare work runs (``SLAYER_KB_WRITE_NICENESS``; 0: as
     the rest): a whole number, below 0 taken as 0 and above ``MAX`` as ``MAX``, as nice(1) takes
     it. Anything else is ``DEFAULT``, where nothing could say so (the server, a detached job), or
-    with ``strict`` (the check as a command begins, daemon/settings.py) an error naming the fix."""
-    value = os.environ.get(VARIABLE, "").strip()
+    with ``strict`` (the check as a command begins, daemon/settings.py) an error naming the fix.
+    ``env``: the environment to read, else this process's."""
+    value = (os.environ if env is None else env).get(VARIABLE, "").strip()
     try:
         steps = int(value) if value else DEFAULT
     except ValueError:

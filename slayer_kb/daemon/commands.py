@@ -50,29 +50,32 @@ STDIN: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
 def reads_stdin(argv: list[str]) -> bool:
     """Whether the command ``argv`` names reads standard input (``STDIN``): a "-" as its
     positional text, or as the value of an option that reads it. Read without click, as click
-    reads argv (an option's value, ``--name=value``, ``--`` before the positional ones)."""
+    reads argv (an option's value, ``--name=value``, ``--`` before the positional ones). Each of
+    these commands takes one positional argument at most: a second is a usage error, given
+    before stdin is read (``search fiscal -``)."""
     found = parse(argv)
     where = STDIN.get(found[1]) if found is not None else None
     if found is None or where is None:
         return False
     positional, options, valued = where
-    rest, at, plain = found[2], 0, False
+    rest, at, plain, reads = found[2], 0, False, False
+    positionals: list[str] = []
     while at < len(rest):
         arg = rest[at]
         name, equals, value = arg.partition("=")
         if plain or arg == "-" or not arg.startswith("-"):
-            if arg == "-" and positional:
-                return True
+            positionals.append(arg)
         elif arg == "--":
             plain = True
         elif name in valued:
             if not equals:
                 at += 1
                 value = rest[at] if at < len(rest) else ""
-            if value == "-" and name in options:
-                return True
+            reads = reads or (value == "-" and name in options)
         at += 1
-    return False
+    if len(positionals) > 1:
+        return False
+    return reads or (positional and positionals == ["-"])
 
 
 def parse(argv: list[str]) -> tuple[str | None, str, list[str]] | None:

@@ -40,7 +40,19 @@ from ..core import priority
 from ..core.locate import find_root, named_kb
 from ..store.config import setting
 from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
-from .stamp import sha256, version_stamp
+
+try:  # the built-in SHA-256, without loading OpenSSL through hashlib
+    from _sha256 import sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.12 renamed it
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment]
+
+TYPE_CHECKING = False  # typing is not imported: the client needs none of it
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
@@ -103,12 +115,13 @@ def _named(value: str) -> str | None:
     return "on" if value in _ON else None
 
 
-def idle_seconds(strict: bool = False) -> float:
+def idle_seconds(strict: bool = False, env: Mapping[str, str] | None = None) -> float:
     """How long a server started on demand waits for a command before it exits
     (``SLAYER_KB_SERVER_IDLE``: seconds above 0, a fraction too; default 300). Anything else is
     the default, where nothing could say so (the relaying client), or with ``strict`` (the check
-    as a command begins, settings.py) an error naming the fix."""
-    value = os.environ.get(IDLE_VARIABLE, "").strip()
+    as a command begins, settings.py) an error naming the fix. ``env``: the environment to read,
+    else this process's."""
+    value = (os.environ if env is None else env).get(IDLE_VARIABLE, "").strip()
     if not value:
         return DEFAULT_IDLE
     try:
@@ -123,6 +136,36 @@ def idle_seconds(strict: bool = False) -> float:
         raise InvalidInputError(f"{IDLE_VARIABLE} is {value!r}, not a number of seconds; set it to a number above 0 "
                                 f"(the default is {DEFAULT_IDLE:g}) or unset it.")
     return DEFAULT_IDLE
+
+
+# The package's code folders, whose files make the version stamp.
+PACKAGES = ("core", "catalog", "store", "search", "ops", "cli", "mcp", "daemon")
+
+
+def version_stamp() -> str:
+    """What the running code is: the environment (``sys.prefix``, whichever of its ``python``
+    links started it) and Python version, the package's folder, and the size, inode, mtime and
+    ctime of every file of the package. A server whose stamp differs from its client's was
+    started by another install (an upgrade, an edited checkout): it retires and a new one starts.
+    The ctime is what no one can set back: a file rewritten in place to its old size, its mtime
+    restored, still changes the stamp (the restoring itself moves the ctime), as does a file
+    replaced by another (a new inode); and a stat per file costs no reading of the code."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = sha256(f"{sys.prefix}\0{sys.version}\0{package}\0".encode("utf-8", "surrogateescape"))
+    for folder in (package, *(os.path.join(package, sub) for sub in PACKAGES)):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith((".py", ".so", ".pyd", ".json")):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                digest.update(f"{entry.name}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+                              .encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:24]
 
 
 # -- the channel -----------------------------------------------------------------------------
@@ -141,13 +184,7 @@ def address(root: os.PathLike[str] | str) -> bytes | str | None:
     if not use_file_socket():
         digest = sha256(os.fsencode(real)).hexdigest()[:32]
         return f"\0slayer-kb/{os.getuid()}/{digest}".encode()
-    return socket_file(real)
-
-
-def socket_file(root: os.PathLike[str] | str) -> str | None:
-    """The path of the KB's socket file, ``.slayer-kb/server.sock``; None when too long for one.
-    On Linux the server listens there when another user holds the KB's abstract name."""
-    path = os.path.join(os.path.realpath(root), STATE_DIR, SOCKET_FILE)
+    path = os.path.join(real, STATE_DIR, SOCKET_FILE)
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
 
@@ -199,48 +236,19 @@ def connect(root: os.PathLike[str] | str, timeout: float = ACK_SECONDS) -> _sock
     """A connection to the server of ``root``, acknowledged; None when there is none (or it is
     not this user's, or does not answer)."""
     where = address(root)
-    conn = _connect(where, timeout) if where is not None else None
-    if conn == ANOTHER_USER and isinstance(where, bytes):
-        # Anyone may bind any abstract name: where another user took this one, the server
-        # listens on the socket file (Server._bind_abstract).
-        conn = _connect(path, timeout) if (path := socket_file(root)) is not None else None
-    return conn if isinstance(conn, _socket.socket) else None
-
-
-ANOTHER_USER = "another user"
-
-
-def _connect(where: bytes | str, timeout: float) -> _socket.socket | str | None:
-    """An acknowledged connection to ``where``; ``ANOTHER_USER`` when another user listens there."""
-    if isinstance(where, str) and not private_socket(where):
+    if where is None or (isinstance(where, str) and not private_socket(where)):
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(timeout)
         conn.connect(where)
-        if not same_user(conn):
-            conn.close()
-            return ANOTHER_USER
-        if not _acknowledged(conn, timeout):
+        if not same_user(conn) or not _acknowledged(conn, timeout):
             conn.close()
             return None
     except OSError:
         conn.close()
         return None
     return conn
-
-
-def held_by_another_user(name: bytes) -> bool:
-    """Whether another user's process listens on the abstract name ``name``."""
-    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        conn.settimeout(ACK_POLL)
-        conn.connect(name)
-        return not same_user(conn)
-    except OSError:
-        return False
-    finally:
-        conn.close()
 
 
 def _acknowledged(conn: _socket.socket, timeout: float) -> bool:

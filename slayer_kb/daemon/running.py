@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import priority, problems
+from ..core.errors import InvalidInputError
 from ..store import requests
 from . import relay
 from .commands import READS, yields
@@ -98,16 +99,26 @@ def holds_the_view(request: dict[str, Any]) -> bool:
     return found is None or found[1] in WHOLE
 
 
-# Settings no read's output depends on: whether to relay (the client's alone), who commits.
-_NOT_READ = frozenset({"SLAYER_KB_SERVER", "SLAYER_KB_SERVER_SOCKET", "SLAYER_KB_AUTHOR"})
+# The only settings that change what search, get or list print: search by meaning (and by the
+# sentence encoder) turned off. The others are the server's (its idle time, workers, niceness),
+# a write's (size limit, git's time limits, author), or where the cache is.
+_PRINTED = ("SLAYER_KB_NO_MEANING", "SLAYER_KB_NO_ENCODER")
 
 
-def _settings(env: Mapping[str, str]) -> dict[str, str]:
-    """The ``SLAYER_KB_*`` settings of ``env`` a read checks as it begins, refusing a bad one
-    (``cli.common.checked_settings``: the size limit, the server's...), or reads. Not an
-    absolute ``SLAYER_KB_CACHE``: never refused, and where the cache is changes no answer."""
-    return {name: value for name, value in env.items() if name.startswith("SLAYER_KB_") and name not in _NOT_READ
-            and not (name == "SLAYER_KB_CACHE" and os.path.isabs(os.path.expanduser(value)))}
+def _printed(env: Mapping[str, str]) -> tuple[bool, ...]:
+    """The settings of ``env`` a read's output depends on, as their readers take them: set or not."""
+    return tuple(bool(env.get(name)) for name in _PRINTED)
+
+
+def _taken(env: Mapping[str, str]) -> bool:
+    """Whether a command would take the settings of ``env`` (``cli.common.checked_settings``)."""
+    from ..cli.common import checked_settings
+
+    try:
+        checked_settings(env)
+    except InvalidInputError:
+        return False
+    return True
 
 
 class _Recorder(io.BytesIO):
@@ -205,18 +216,20 @@ class Runner:
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
         # The process's own settings, before any command's environment replaced them.
-        self._settings = _settings(os.environ)
+        self._printed = _printed(os.environ)
         _install_streams()
 
     def goes_beside(self, request: dict[str, Any]) -> bool:
         """Whether ``request`` is a read that may run beside a write (``BESIDE``): with no
-        ``@FILE`` argument, which names a file in the client's folder, and with the process's
-        own settings, since it runs in the process's environment (a setting only the client has
-        runs it in its turn, in the client's environment: a bad one refused, as in a process)."""
+        ``@FILE`` argument, which names a file in the client's folder, and with settings a command
+        takes that print as the process's own would (``_PRINTED``), since it runs in the process's
+        environment. Otherwise it runs in its turn, in the client's environment: a bad setting
+        refused, as in a process of its own."""
         found = relay.parse(request["argv"])
-        return (found is not None and found[1] in BESIDE
-                and not any(arg.startswith("@") or "=@" in arg for arg in request["argv"])
-                and _settings(_Command.environment(request)) == self._settings)
+        if found is None or found[1] not in BESIDE or any(arg.startswith("@") or "=@" in arg for arg in request["argv"]):
+            return False
+        env = _Command.environment(request)
+        return _printed(env) == self._printed and _taken(env)
 
     @property
     def view(self) -> View:

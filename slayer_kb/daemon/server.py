@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..store import requests
 from . import relay
 from .running import Runner, holds_the_view, writes
-from .stamp import version_stamp
 from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
 
@@ -68,10 +67,11 @@ class Server:
         self.idle = idle
         self.log = log
         self.busy = Turn()
-        self.stamp = version_stamp()
+        self.stamp = relay.version_stamp()
         self.started = time.time()
         self.served = 0
         self.running: str | None = None
+        self.replaced = False  # it stopped because the KB's folder is not the one it opened
         self.reading: dict[int, str] = {}  # the reads running beside it, by thread
         self._runner: Any = None
         self.sentences: SentenceFiller | None = None
@@ -95,7 +95,7 @@ class Server:
             if isinstance(where, str):
                 self._bind_file(where)
             else:
-                self._bind_abstract(where)
+                self._listener.bind(where)
             self._listener.listen(64)
         except OSError:
             self._listener.close()
@@ -110,19 +110,6 @@ class Server:
             thread.start()
 
     # -- the channel ------------------------------------------------------------------------
-
-    def _bind_abstract(self, name: bytes) -> None:
-        """The KB's abstract name; where another user holds it (anyone may bind any abstract
-        name, and this one can be worked out from the KB's path), the socket file, which
-        clients then look for (``relay.connect``)."""
-        try:
-            self._listener.bind(name)
-        except OSError:
-            path = relay.socket_file(self.root)
-            if path is None or not relay.held_by_another_user(name):
-                raise
-            self._bind_file(path)
-            self.where = path
 
     def _bind_file(self, path: str) -> None:
         """The socket file in the state folder: one server per KB by an exclusive lock on
@@ -223,7 +210,7 @@ class Server:
                     return
                 if self._replaced():  # a foreground watch too: the folder it watches is gone
                     return
-                if self.idle is not None and version_stamp() != self.stamp:
+                if self.idle is not None and relay.version_stamp() != self.stamp:
                     self._say("slayer-kb's files changed: exiting, the next command starts a new server")
                     self.stop.set()
                     return
@@ -234,6 +221,7 @@ class Server:
         if not self._ready.is_set() or self._runner.kb.replaced() is None:
             return False
         self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        self.replaced = True
         self.stop.set()
         return True
 
@@ -466,7 +454,8 @@ def _runnable(request: dict[str, Any]) -> bool:
 def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, after: int | None = None) -> int:
     """Serve the KB at ``root`` until stopped (Ctrl-C, SIGTERM, ``slayer-kb server stop``) or,
     with ``idle``, until no command came for that many seconds. Without ``idle`` this is
-    ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr)."""
+    ``slayer-kb watch``, in the foreground, logging to ``log`` (stderr): 1 when it stopped because
+    the KB was replaced (a supervisor restarts a watch that fails), else 0."""
     background = idle is not None
     out: TextIO = log if log is not None else sys.stderr
     unheard = relay.no_channel(root) if relay.SUPPORTED else None
@@ -506,7 +495,7 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
                   f"(idle exit after {idle:g} s)")
     run_watcher(kb, stop=stop, out=out, server=server)
-    return 0
+    return 1 if not background and server is not None and server.replaced else 0
 
 
 def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:

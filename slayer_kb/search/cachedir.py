@@ -5,18 +5,21 @@ itself: every command that opens a KB checks the setting first, and most never o
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
 from ..core.home import home
 
 
-def folder() -> Path:
+def folder(env: Mapping[str, str] | None = None) -> Path:
     """The cache's folder: ``SLAYER_KB_CACHE``, else ``$XDG_CACHE_HOME/slayer-kb``, else
     ``~/.cache/slayer-kb``. A relative ``SLAYER_KB_CACHE`` is refused: it named another folder
     in each folder a command ran in (a server runs each in its client's), one inside the KB's
-    work tree among them. A relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says."""
-    chosen = os.environ.get("SLAYER_KB_CACHE")
+    work tree among them. A relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says.
+    ``env``: the environment to read, else this process's."""
+    env = os.environ if env is None else env
+    chosen = env.get("SLAYER_KB_CACHE")
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_absolute():
@@ -25,7 +28,7 @@ def folder() -> Path:
                 f"{os.path.expanduser('~/.cache/slayer-kb')}) or unset it (the default is "
                 "$XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).")
         return path
-    base = os.environ.get("XDG_CACHE_HOME", "")
+    base = env.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "slayer-kb"

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -454,14 +454,14 @@ def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tu
     return out
 
 
-def wanted_workers() -> int:
+def wanted_workers(env: Mapping[str, str] | None = None) -> int:
     """``SLAYER_KB_BUILD_WORKERS`` as set (``BUILD_WORKERS`` when unset), or an error naming the fix."""
-    return whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs")
+    return whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs", env=env)
 
 
-def threads() -> int:
+def threads(env: Mapping[str, str] | None = None) -> int:
     """``SLAYER_KB_ENCODER_THREADS`` (``THREADS`` when unset), or an error naming the fix."""
-    return whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads")
+    return whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads", env=env)
 
 
 def build_workers() -> int:

@@ -25,14 +25,14 @@ SYNC_TIMEOUT = 300  # seconds (SLAYER_KB_SYNC_TIMEOUT)
 _STOP_SECONDS = 5.0  # how long a stopped git has to exit on SIGTERM before SIGKILL
 
 
-def git_timeout() -> int:
+def git_timeout(env: Mapping[str, str] | None = None) -> int:
     """How many seconds a git command that runs the repository's hooks may take (``GIT_TIMEOUT``)."""
-    return whole_number("SLAYER_KB_GIT_TIMEOUT", GIT_TIMEOUT, "seconds")
+    return whole_number("SLAYER_KB_GIT_TIMEOUT", GIT_TIMEOUT, "seconds", env=env)
 
 
-def sync_timeout() -> int:
+def sync_timeout(env: Mapping[str, str] | None = None) -> int:
     """How many seconds a sync's ``git fetch`` or ``git push`` may take (``SYNC_TIMEOUT``)."""
-    return whole_number("SLAYER_KB_SYNC_TIMEOUT", SYNC_TIMEOUT, "seconds")
+    return whole_number("SLAYER_KB_SYNC_TIMEOUT", SYNC_TIMEOUT, "seconds", env=env)
 
 
 def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping[str, str] | None,
