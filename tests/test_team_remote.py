@@ -4,6 +4,7 @@ nothing is lost or split silently."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.ops.sync import sync
+from slayer_kb.store.bounded import run_bounded
+from slayer_kb.store.gitenv import git_env
 from slayer_kb.store.leases import BLOCK, NAMESPACE
 from testing import eventually, git, make_team
 
@@ -222,3 +225,18 @@ def test_a_clones_only_remote_is_the_one_it_shares_whatever_its_name(team, invok
         "Saved memory 1 (created)")
     assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
     assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with team: pushed, 0 pulled, 1 pushed.\n"
+
+
+def test_a_git_stopped_past_its_bound_looks_for_ps_in_absolute_folders_only(monkeypatch, tmp_path: Path) -> None:
+    """PATH holds a relative folder (``bin``): the ``ps`` that lists what a stopped git started
+    was looked up in it, against the current folder (a cloned KB's tracked ``bin/ps`` ran as the
+    user). It is looked up as git is, in PATH's absolute folders."""
+    (tmp_path / "bin").mkdir()
+    planted = tmp_path / "bin" / "ps"
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path / 'planted-ps-ran'}\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "bin" + os.pathsep + os.environ["PATH"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded(["sleep", "60"], tmp_path, None, git_env(), timeout=0.1)
+    assert not (tmp_path / "planted-ps-ran").exists()
