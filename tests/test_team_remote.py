@@ -214,17 +214,20 @@ def test_a_history_made_anew_counts_only_the_commits_pushed_again(team, invoke_c
         "again (to take a memory out, forget it)\n")
 
 
-def test_a_clones_only_remote_is_the_one_it_shares_whatever_its_name(team, invoke_cli) -> None:
-    """A clone whose one remote is not called origin and whose branch tracks nothing (pushed
-    without -u): ids were not leased (counted on its own, in the blocks the other clones lease)
-    and sync asked for a remote named origin."""
-    bare, (a, _b) = team
+def test_a_solo_kbs_one_remote_under_another_name_is_not_leased_from(tmp_path: Path, invoke_cli) -> None:
+    """A KB whose one remote is someone else's (a read-only mirror under ``upstream``, the branch
+    tracking nothing): taken for the remote to lease from, every save asked it for a block, the
+    push was refused, and the saves were numbered 8405000101, 8405000102 ... offline. A remote
+    that is neither the branch's, nor origin, nor named by slayer-kb.remote is not leased from."""
+    bare, (a,) = make_team(tmp_path, 1)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'read-only mirror' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git(a, "remote", "rename", "origin", "upstream")
     git(a, "branch", "--unset-upstream")
-    git(a, "remote", "rename", "origin", "team")
-    assert invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True).stdout.startswith(
-        "Saved memory 1 (created)")
-    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
-    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with team: pushed, 0 pulled, 1 pushed.\n"
+    saved = [invoke_cli("--kb", a, "save", f"solo {n}", "-e", "shop.orders.amount", check=True).stdout
+             for n in ("one", "two")]
+    assert [line.split(" (")[0] for line in saved] == ["Saved memory 1", "Saved memory 2"]
 
 
 def test_a_git_stopped_past_its_bound_looks_for_ps_in_absolute_folders_only(monkeypatch, tmp_path: Path) -> None:

@@ -163,7 +163,7 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
 @click.command("sync")
 @click.option("--remote", default=None,
               help="The git remote to pull from and push to (default: git config slayer-kb.remote, else the "
-                   "branch's remote, else origin, else the only remote).")
+                   "branch's remote, else origin).")
 @json_option
 @pass_settings
 def sync_cmd(settings: Settings, remote: str | None) -> None:

@@ -38,7 +38,7 @@ as a KB without a remote does would hand out the ids of other clones' leased blo
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
-the current branch's remote, else ``origin``, else the only remote).
+the current branch's remote, else ``origin``).
 """
 
 from __future__ import annotations
@@ -179,8 +179,7 @@ class IdLeases:
 
     def remote_name(self) -> str:
         """The remote this clone shares with (``sync``'s too): ``slayer-kb.remote``, else the
-        current branch's remote, else ``origin``, else the clone's only remote (pushed to without
-        ``-u``, under another name)."""
+        current branch's remote, else ``origin``."""
         return self._remote_name(self.settings())
 
     def _remote_name(self, config: dict[str, str]) -> str:
@@ -189,9 +188,7 @@ class IdLeases:
             branch = self._branch()
             name = config.get(f"branch.{branch}.remote", "") if branch else ""
             if not name or name == ".":
-                remotes = {key[len("remote."):-len(".url")] for key in config
-                           if key.startswith("remote.") and key.endswith(".url")}
-                name = remotes.pop() if len(remotes) == 1 else "origin"
+                name = "origin"
         return name
 
     def _branch(self) -> str | None:
