@@ -102,6 +102,24 @@ def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team
     assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced agent-b with origin: pushed")
 
 
+def test_a_fetch_that_fails_for_a_local_reason_is_not_taken_for_a_renamed_branch(team, invoke_cli) -> None:
+    """The remote's default is now 'develop', made beside main (kept). A's fetch failed for a
+    local reason (a lock a killed git left on the tracking ref) and the sync refused as if main
+    were gone. The remote still has main: the sync stops with git's own words."""
+    bare, (a, b) = team
+    git(bare, "branch", "develop", "main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/develop")
+    invoke_cli("--kb", b, "save", "B: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)  # main moves: A's fetch must update its copy
+    (a / ".git" / "refs" / "remotes" / "origin" / "main.lock").write_text("")
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    failed = invoke_cli("--kb", a, "sync", cwd=a.parent)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("Error: git fetch from origin failed: ")
+    assert "refs/remotes/origin/main.lock" in failed.stderr
+    assert "no branch 'main' any more" not in failed.stderr
+
+
 # A pre-push hook that kills the sync running git push (its parent's parent) with SIGKILL.
 KILL_THE_SYNC = "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\nsleep 5\nexit 1\n"
 

@@ -8,8 +8,9 @@ import random
 import time
 from collections.abc import Callable
 
-from ..core.errors import InvalidInputError
-from ..core.problems import cd_step, git_command, words
+from ..core.errors import InvalidInputError, StoreError
+from ..core.problems import cd_step, command, git_command, words
+from ..store.bounded import explain
 from ..store.claims import talk
 from ..store.leases import IdLeases
 from ..store.repo import GitStore
@@ -43,10 +44,15 @@ class Fetch:
         # A remote without the branch yet (the first push) fails the fetch too: only a remote that
         # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
         if proc.returncode != 0:
-            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD")
+            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD", f"refs/heads/{self.branch}")
             if said.returncode != 0:
                 raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
-            self._refuse_renamed(said.stdout.decode("utf-8", "surrogateescape"))
+            heads = said.stdout.decode("utf-8", "surrogateescape")
+            # The remote has the branch: the fetch failed for a reason of its own (a lock a killed git
+            # left here), not for a branch renamed or not pushed yet.
+            if any(line.endswith(f"\trefs/heads/{self.branch}") for line in heads.splitlines()):
+                raise self._failed_here(proc.stderr)
+            self._refuse_renamed(heads)
         copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
         out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
                         *copies).stdout.decode()
@@ -55,6 +61,15 @@ class Fetch:
             self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
                            if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
         return tips.get(self.tracking, ""), tips.get(turn.seen, "")
+
+    def _failed_here(self, said: bytes) -> StoreError:
+        """A fetch that failed though the remote answers and has the branch: git's words (``said``)."""
+        return StoreError(
+            f"git fetch from {self.remote} failed: {explain(said.decode('utf-8', 'replace').strip())} {self.remote} "
+            f"answers and has '{self.branch}', so the cause is what git names. Nothing was pulled or sent and this "
+            f"clone is as it was: its saves stay here and the next sync sends them. Fix what git names, then run "
+            f"{command(self.store.root)} sync again."
+        )
 
     def _refuse_renamed(self, said: str) -> None:
         """The remote has no branch of this name. When it was the remote's default as this clone
