@@ -4,6 +4,7 @@ nothing is lost or split silently."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -72,6 +73,27 @@ def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
     git(bare, "update-ref", f"{NAMESPACE}0", git(bare, "rev-parse", "main").strip())
     sync(kb_a)
     assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == str(BLOCK + 1)
+
+
+def test_a_block_whose_holder_commit_this_clone_lost_is_made_again(team) -> None:
+    """The commit A's block ref pointed at is gone from A's objects (pruned once unreachable,
+    after the remote's ref was deleted): the push that makes the refs again failed for every
+    block (``fatal: bad object``), silently, and B leased block 0 while A still drew from it:
+    both handed out one id. The ref is made again at a new commit."""
+    bare, (a, b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    state = a / ".git" / "slayer-kb-ids.json"
+    held = json.loads(state.read_text())
+    held["holders"]["0"] = "1" * 40  # an object A does not have
+    state.write_text(json.dumps(held))
+    delete_refs(bare, NAMESPACE)
+    sync(kb_a)
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert KnowledgeBase(b).save_memory("B: first", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == "2"
+    assert json.loads(state.read_text())["holders"]["0"] == git(bare, "rev-parse", f"{NAMESPACE}0").strip()
 
 
 def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team, invoke_cli) -> None:

@@ -296,11 +296,26 @@ class IdLeases:
         lost = {k: commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
         if not lost:
             return
+        gone = self._absent(set(lost.values()))
+        if gone:
+            # A holder commit this clone no longer has (pruned once unreachable, the remote's ref
+            # gone) would fail the whole push ("bad object"): those refs are made at a new one.
+            fresh = self._holder(f"lease ids {', '.join(_span(int(k)) for k, c in lost.items() if c in gone)} again")
+            lost = {k: fresh if c in gone else c for k, c in lost.items()}
         outcome = claims.claim_each(self.store, remote.name, {f"{NAMESPACE}{k}": (c, "") for k, c in lost.items()}) or {}
-        for k in lost:
-            if outcome.get(f"{NAMESPACE}{k}") == claims.TAKEN:
+        for k, commit in lost.items():
+            said = outcome.get(f"{NAMESPACE}{k}")
+            if said == claims.CREATED:
+                held.holders[k] = commit
+            elif said == claims.TAKEN:
                 del held.holders[k]
                 held.blocks = [b for b in held.blocks if str(b[0]) != k]
+
+    def _absent(self, commits: set[str]) -> set[str]:
+        """Which of ``commits`` this clone's object store lacks (one ``git cat-file``)."""
+        out = self.store.git("cat-file", "--batch-check", input="".join(f"{c}\n" for c in commits).encode(),
+                             check=False).stdout.decode("utf-8", "replace")
+        return {line.split()[0] for line in out.splitlines() if line.endswith(" missing")}
 
     def _next_in_hand(self, held: Leases) -> int | None:
         """The next id of the first block with ids left (used up blocks are dropped; an offline
@@ -411,18 +426,22 @@ class IdLeases:
         """Create the refs ``namespace<k>`` of ``blocks`` on the remote, each only if it does not
         exist, at a commit that says ``what`` and who: the blocks created (as str) with that
         commit, and the status ``_create`` returns."""
-        # For ``git log refs/slayer-kb/ids/K`` (or ``claims/K``): who leased or claimed the block.
-        # socket is imported here, where a block is taken, not by every command that opens a KB.
-        import socket
-
-        commit = claims.holder_commit(
-            self.store, f"slayer-kb: {what}\n\nFrom {socket.gethostname()} for {self.store.top.name}.\n")
+        commit = self._holder(what)
         outcome = claims.claim(self.store, remote.name, commit, {f"{namespace}{k}": "" for k in blocks})
         if outcome is None:
             return {}, "unreachable"
         created = {ref[len(namespace):]: commit for ref, said in outcome.items() if said == claims.CREATED}
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
+
+    def _holder(self, what: str) -> str:
+        """A holder commit that says ``what`` and who, for ``git log refs/slayer-kb/ids/K`` (or
+        ``claims/K``): who leased or claimed the block."""
+        # socket is imported here, where a block is taken, not by every command that opens a KB.
+        import socket
+
+        return claims.holder_commit(
+            self.store, f"slayer-kb: {what}\n\nFrom {socket.gethostname()} for {self.store.top.name}.\n")
 
     # -- the state file ------------------------------------------------------------------------
 
