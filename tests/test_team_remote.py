@@ -14,6 +14,8 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.ops.sync import sync
+from slayer_kb.ops.syncfetch import Fetch
+from slayer_kb.ops.turn import Turn
 from slayer_kb.store.bounded import run_bounded
 from slayer_kb.store.gitenv import git_env
 from slayer_kb.store.leases import BLOCK, NAMESPACE
@@ -61,6 +63,45 @@ def test_a_block_another_clone_leased_meanwhile_is_given_up(team) -> None:
     assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "3"
     assert sync(kb_b).renumbered == {}
     assert sync(kb_a).renumbered == {}
+
+
+def test_a_block_another_clone_took_supplies_no_id_to_the_same_syncs_renumbering(team, invoke_cli) -> None:
+    """The refs were deleted and B leased block 0; A saved 2 from it before it synced, as B did.
+    A's sync renumbered its 2 to 3, from the block it gave up only after its push: B's next save
+    was 3 as well, and B's sync renumbered it. The block is given up before the renumbering, and
+    the sync says so."""
+    bare, (a, b) = team
+    kb_b = KnowledgeBase(b)
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_b)
+    invoke_cli("--kb", a, "save", "A: second", "-e", "shop.orders.amount", check=True)
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "2"
+    sync(kb_b)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+        f"  note: ids 1-{BLOCK} are another clone's now (origin lost this clone's lease of them, and another "
+        "clone leased them); "
+        "this clone draws no more ids from them\n"
+        f"  renumbered: 2 -> {BLOCK + 1}\n")
+    assert kb_b.save_memory("B: third", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_b).renumbered == {}
+
+
+def test_a_fetch_repeated_while_waiting_for_the_turn_leaves_the_block_refs_out(team, monkeypatch, tmp_path: Path) -> None:
+    """A sync waiting for another clone's turn fetches again every ~0.25 s; each fetch carried the
+    block refs (165-280 ms more at 500-2000 refs). They are fetched once a sync."""
+    _bare, (a, _b) = team
+    kb = KnowledgeBase(a)
+    kb.save_memory("A: first", ["orders.amount"])
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    fetch = Fetch(kb.store, kb.leases, "origin", "main", "refs/remotes/origin/main", Turn(kb.store, "origin", "main"))
+    fetch()
+    fetch()
+    fetches = [line for line in trace.read_text().splitlines() if "git fetch" in line and "built-in" in line]
+    assert [f"{NAMESPACE}*" in line for line in fetches] == [True, False]
 
 
 def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:

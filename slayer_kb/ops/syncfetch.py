@@ -4,11 +4,12 @@ branch again beside the new one."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable
 
-from ..core.errors import InvalidInputError, StoreError
+from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.problems import cd_step, command, git_command, words
 from ..store.bounded import explain
 from ..store.claims import talk
@@ -27,9 +28,11 @@ class Fetch:
     def __init__(self, store: GitStore, leases: IdLeases, remote: str, upstream_branch: str, tracking: str,
                  turn: Turn) -> None:
         self.store, self.remote, self.branch, self.tracking, self.turn = store, remote, upstream_branch, tracking, turn
-        self.watch = leases.watch(remote)
-        # The remote's block refs (block -> commit) as the last fetch that got them saw them.
+        self.leases, self.watch = leases, leases.watch(remote)
+        # The remote's block refs (block -> commit) as the fetch that got them saw them: the first
+        # that succeeded; the fetches that follow (a wait for the turn, a push refused) leave them.
         self.blocks: dict[int, str] | None = None
+        self.given_up: list[str] = []  # the spans of the blocks given up (``IdLeases.keep``)
 
     def __call__(self) -> tuple[str, str]:
         """Fetch: (the upstream's tip, "" when the remote has no such branch; the turn's holder,
@@ -38,8 +41,9 @@ class Fetch:
         # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
         # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
         # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
+        watch = self.watch if self.blocks is None else None
         proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(self.watch[:1] if self.watch else ()),
+                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(watch[:1] if watch else ()),
                     config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
         # A remote without the branch yet (the first push) fails the fetch too: only a remote that
         # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
@@ -53,13 +57,16 @@ class Fetch:
             if any(line.endswith(f"\trefs/heads/{self.branch}") for line in heads.splitlines()):
                 raise self._failed_here(proc.stderr)
             self._refuse_renamed(heads)
-        copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
+        copies = [watch[1]] if watch and proc.returncode == 0 else []
         out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
                         *copies).stdout.decode()
         tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
         if copies:
             self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
                            if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
+            # Before any renumbering draws ids: a block another clone took supplies none.
+            with contextlib.suppress(KBError):
+                self.given_up += self.leases.keep(self.blocks)
         return tips.get(self.tracking, ""), tips.get(turn.seen, "")
 
     def _failed_here(self, said: bytes) -> StoreError:
