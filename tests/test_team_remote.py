@@ -137,11 +137,20 @@ def test_a_block_whose_holder_commit_this_clone_lost_is_made_again(team) -> None
     assert json.loads(state.read_text())["holders"]["0"] == git(bare, "rev-parse", f"{NAMESPACE}0").strip()
 
 
+def go_on(refused: str, where: Path) -> None:
+    """Run the steps a refusal printed to go on with trunk (but its sync), as a user pastes them."""
+    steps = refused.partition("To go on with trunk: ")[2].partition(" && slayer-kb sync. ")[0]
+    subprocess.run(steps, shell=True, cwd=where, check=True, capture_output=True)  # noqa: S602
+
+
 def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team, invoke_cli) -> None:
     """The remote's ``main`` was renamed ``trunk`` (its default branch now). A's sync pushed to
     ``main`` as a branch of the first push, beside ``trunk``: half the team's memories went one
-    way, half the other, and nothing said so. It refuses, and its steps go on with trunk."""
+    way, half the other, and nothing said so. It refuses, and its steps go on with trunk, in a
+    clone made with --single-branch too (whose plain ``git fetch origin`` got no origin/trunk, so
+    ``git branch -u origin/trunk`` failed and the steps after it ran on regardless)."""
     bare, (a, b) = team
+    git(a, "config", "remote.origin.fetch", "+refs/heads/main:refs/remotes/origin/main")  # as --single-branch sets
     git(bare, "branch", "-m", "main", "trunk")
     git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
     invoke_cli("--kb", a, "save", "A: after the rename", "-e", "shop.orders.amount", check=True)
@@ -149,13 +158,17 @@ def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: origin has no branch 'main' any more, and its default branch is now 'trunk' (renamed, or the default "
         "changed): a sync would make 'main' again beside it, and the team's memories would part between the two. "
-        "Nothing was pulled or sent. To go on with trunk: cd a; git fetch origin; git branch -m main trunk; git branch -u "
-        "origin/trunk; git remote set-head origin -a; slayer-kb sync. To make 'main' again on origin instead: git "
-        "-C a push -u origin main.\n"))
+        "Nothing was pulled or sent. To go on with trunk: cd a && git remote set-branches origin trunk && git "
+        "fetch origin && git branch -m main trunk && git branch -u origin/trunk && git remote set-head origin -a && "
+        "slayer-kb sync. To make 'main' again on origin instead: git -C a push -u origin main.\n"))
     assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split() == ["refs/heads/trunk"]
-    for step in ("fetch origin", "branch -m main trunk", "branch -u origin/trunk", "remote set-head origin -a"):
-        git(a, *step.split())
+    go_on(refused.stderr, a.parent)
     assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced trunk with origin: pushed, 0 pulled, 1 pushed.\n"
+    # A clone that fetches every branch is not told to change what it fetches.
+    refused = invoke_cli("--kb", b, "sync", cwd=b.parent)
+    assert "To go on with trunk: cd b && git fetch origin && git branch -m main trunk && " in refused.stderr
+    go_on(refused.stderr, b.parent)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced trunk with origin: fast-forward, 1 pulled, 0 pushed.\n"
     # A clone that never knew main as the remote's default (an agent's branch, deleted once
     # merged) makes its branch again at its next sync, as a first push does.
     git(b, "switch", "-q", "-c", "agent-b")

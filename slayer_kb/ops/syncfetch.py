@@ -93,12 +93,17 @@ class Fetch:
         if knew.strip() != self.tracking:
             return
         remote, branch, root = self.remote, self.branch, self.store.root
-        steps = [*cd_step(root), f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
+        # A --single-branch clone fetches the old branch alone, which now fails the fetch (and git
+        # branch -u takes no ref outside what it fetches): it is to fetch the new one instead.
+        fetched = self.store.git("config", "--get-all", f"remote.{remote}.fetch", check=False).stdout.decode()
+        single = [] if "refs/heads/*:" in fetched else [f"git remote set-branches {remote} {words(default)}"]
+        # Joined with &&, so that a step that fails stops the rest.
+        steps = [*cd_step(root), *single, f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
                  f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
         raise InvalidInputError(
             f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
             f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "
-            f"between the two. Nothing was pulled or sent. To go on with {default}: {'; '.join(steps)}. To make "
+            f"between the two. Nothing was pulled or sent. To go on with {default}: {' && '.join(steps)}. To make "
             f"'{branch}' again on {remote} instead: {git_command(root, f'push -u {remote} {words(branch)}')}."
         )
 
