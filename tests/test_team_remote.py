@@ -337,3 +337,50 @@ def test_a_git_stopped_past_its_bound_looks_for_ps_in_absolute_folders_only(monk
     with pytest.raises(subprocess.TimeoutExpired):
         run_bounded(["sleep", "60"], tmp_path, None, git_env(), timeout=0.1)
     assert not (tmp_path / "planted-ps-ran").exists()
+
+
+# A reference-transaction hook that refuses to move the clone's copy of origin/main to HEAD: the
+# push has landed, and what follows it here fails.
+REFUSE_THE_COPY = """#!/bin/sh
+[ "$1" = prepared ] || exit 0
+head=$(git rev-parse HEAD)
+while read old new ref; do
+  [ "$ref" = refs/remotes/origin/main ] && [ "$new" = "$head" ] && { echo "hook: refusing $ref" >&2; exit 1; }
+done
+exit 0
+"""
+
+
+def pushed_renumbered(team, invoke_cli, monkeypatch, hook: Path, script: str, timeout: str | None) -> None:
+    """B's sync renumbers its 1 to 2 and pushes; the push lands but fails (or is stopped) after."""
+    bare, (a, b) = team
+    for clone in (a, b):
+        git(clone, "config", "slayer-kb.ids", "sequential")
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "B: first", "-e", "shop.orders.amount", check=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+    if timeout is not None:
+        monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", timeout)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  renumbered: 1 -> 2\n")
+    hook.unlink()
+    monkeypatch.delenv("SLAYER_KB_SYNC_TIMEOUT", raising=False)
+    assert invoke_cli("--kb", b, "get", "2", check=True).stdout.splitlines()[-1] == "B: first"
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
+    assert git(bare, "grep", "-l", "B: first", "main", "--", "memories/").split() == ["main:memories/2.yaml"]
+
+
+def test_a_push_that_landed_then_failed_here_is_done(team, invoke_cli, monkeypatch) -> None:
+    """The push landed, then the clone could not move its copy of origin/main: the sync undid
+    the renumbering and said the push failed, and the next sync pushed the memory again as 3."""
+    b = team[1][1]
+    pushed_renumbered(team, invoke_cli, monkeypatch, b / ".git" / "hooks" / "reference-transaction",
+                      REFUSE_THE_COPY, None)
+
+
+def test_a_push_stopped_in_the_remotes_slow_post_receive_hook_is_done(team, invoke_cli, monkeypatch) -> None:
+    """The remote's post-receive hook (a CI trigger) ran past SLAYER_KB_SYNC_TIMEOUT after the
+    refs moved: the same undoing, and the same memory pushed again."""
+    pushed_renumbered(team, invoke_cli, monkeypatch, team[0] / "hooks" / "post-receive", "#!/bin/sh\nsleep 60\n", "1")
