@@ -191,8 +191,10 @@ def test_a_fetch_that_fails_for_a_local_reason_is_not_taken_for_a_renamed_branch
     invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
     failed = invoke_cli("--kb", a, "sync", cwd=a.parent)
     assert failed.returncode == 1
-    assert failed.stderr.startswith("Error: git fetch from origin failed: ")
-    assert "refs/remotes/origin/main.lock" in failed.stderr
+    assert failed.stderr.startswith(
+        "Error: git fetch from origin failed, though origin answers and has 'main': error: cannot lock ref "
+        "'refs/remotes/origin/main'")
+    assert failed.stderr.endswith("Fix what git names, then run slayer-kb --kb a sync again.\n")
     assert "no branch 'main' any more" not in failed.stderr
 
 

@@ -72,9 +72,9 @@ class Fetch:
     def _failed_here(self, said: bytes) -> StoreError:
         """A fetch that failed though the remote answers and has the branch: git's words (``said``)."""
         return StoreError(
-            f"git fetch from {self.remote} failed: {explain(said.decode('utf-8', 'replace').strip())} {self.remote} "
-            f"answers and has '{self.branch}', so the cause is what git names. Nothing was pulled or sent and this "
-            f"clone is as it was: its saves stay here and the next sync sends them. Fix what git names, then run "
+            f"git fetch from {self.remote} failed, though {self.remote} answers and has '{self.branch}': "
+            f"{explain(said.decode('utf-8', 'replace').strip())} Nothing was pulled or sent and this clone is as it "
+            f"was: its saves stay here and the next sync sends them. Fix what git names, then run "
             f"{command(self.store.root)} sync again."
         )
 
