@@ -4,6 +4,8 @@ nothing is lost or split silently."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,10 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.ops.sync import sync
+from slayer_kb.ops.syncfetch import Fetch
+from slayer_kb.ops.turn import Turn
+from slayer_kb.store.bounded import run_bounded
+from slayer_kb.store.gitenv import git_env
 from slayer_kb.store.leases import BLOCK, NAMESPACE
 from testing import eventually, git, make_team
 
@@ -59,6 +65,45 @@ def test_a_block_another_clone_leased_meanwhile_is_given_up(team) -> None:
     assert sync(kb_a).renumbered == {}
 
 
+def test_a_block_another_clone_took_supplies_no_id_to_the_same_syncs_renumbering(team, invoke_cli) -> None:
+    """The refs were deleted and B leased block 0; A saved 2 from it before it synced, as B did.
+    A's sync renumbered its 2 to 3, from the block it gave up only after its push: B's next save
+    was 3 as well, and B's sync renumbered it. The block is given up before the renumbering, and
+    the sync says so."""
+    bare, (a, b) = team
+    kb_b = KnowledgeBase(b)
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    delete_refs(bare, NAMESPACE)
+    sync(kb_b)
+    invoke_cli("--kb", a, "save", "A: second", "-e", "shop.orders.amount", check=True)
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "2"
+    sync(kb_b)
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+        f"  note: ids 1-{BLOCK} are another clone's now (origin lost this clone's lease of them, and another "
+        "clone leased them); "
+        "this clone draws no more ids from them\n"
+        f"  renumbered: 2 -> {BLOCK + 1}\n")
+    assert kb_b.save_memory("B: third", ["orders.amount"]).memory_id == "3"
+    assert sync(kb_b).renumbered == {}
+
+
+def test_a_fetch_repeated_while_waiting_for_the_turn_leaves_the_block_refs_out(team, monkeypatch, tmp_path: Path) -> None:
+    """A sync waiting for another clone's turn fetches again every ~0.25 s; each fetch carried the
+    block refs (165-280 ms more at 500-2000 refs). They are fetched once a sync."""
+    _bare, (a, _b) = team
+    kb = KnowledgeBase(a)
+    kb.save_memory("A: first", ["orders.amount"])
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    fetch = Fetch(kb.store, kb.leases, "origin", "main", "refs/remotes/origin/main", Turn(kb.store, "origin", "main"))
+    fetch()
+    fetch()
+    fetches = [line for line in trace.read_text().splitlines() if "git fetch" in line and "built-in" in line]
+    assert [f"{NAMESPACE}*" in line for line in fetches] == [True, False]
+
+
 def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
     """The remote's ref of A's block points at something A never pushed: A cannot tell who holds
     the block, so it draws from another."""
@@ -71,11 +116,41 @@ def test_a_block_ref_pointing_at_garbage_is_not_drawn_from(team) -> None:
     assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == str(BLOCK + 1)
 
 
+def test_a_block_whose_holder_commit_this_clone_lost_is_made_again(team) -> None:
+    """The commit A's block ref pointed at is gone from A's objects (pruned once unreachable,
+    after the remote's ref was deleted): the push that makes the refs again failed for every
+    block (``fatal: bad object``), silently, and B leased block 0 while A still drew from it:
+    both handed out one id. The ref is made again at a new commit."""
+    bare, (a, b) = team
+    kb_a = KnowledgeBase(a)
+    assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_a)
+    state = a / ".git" / "slayer-kb-ids.json"
+    held = json.loads(state.read_text())
+    held["holders"]["0"] = "1" * 40  # an object A does not have
+    state.write_text(json.dumps(held))
+    delete_refs(bare, NAMESPACE)
+    sync(kb_a)
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
+    assert KnowledgeBase(b).save_memory("B: first", ["orders.amount"]).memory_id == str(BLOCK + 1)
+    assert kb_a.save_memory("A: second", ["orders.amount"]).memory_id == "2"
+    assert json.loads(state.read_text())["holders"]["0"] == git(bare, "rev-parse", f"{NAMESPACE}0").strip()
+
+
+def go_on(refused: str, where: Path) -> None:
+    """Run the steps a refusal printed to go on with trunk (but its sync), as a user pastes them."""
+    steps = refused.partition("To go on with trunk: ")[2].partition(" && slayer-kb sync. ")[0]
+    subprocess.run(steps, shell=True, cwd=where, check=True, capture_output=True)  # noqa: S602
+
+
 def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team, invoke_cli) -> None:
     """The remote's ``main`` was renamed ``trunk`` (its default branch now). A's sync pushed to
     ``main`` as a branch of the first push, beside ``trunk``: half the team's memories went one
-    way, half the other, and nothing said so. It refuses, and its steps go on with trunk."""
+    way, half the other, and nothing said so. It refuses, and its steps go on with trunk, in a
+    clone made with --single-branch too (whose plain ``git fetch origin`` got no origin/trunk, so
+    ``git branch -u origin/trunk`` failed and the steps after it ran on regardless)."""
     bare, (a, b) = team
+    git(a, "config", "remote.origin.fetch", "+refs/heads/main:refs/remotes/origin/main")  # as --single-branch sets
     git(bare, "branch", "-m", "main", "trunk")
     git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
     invoke_cli("--kb", a, "save", "A: after the rename", "-e", "shop.orders.amount", check=True)
@@ -83,13 +158,17 @@ def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: origin has no branch 'main' any more, and its default branch is now 'trunk' (renamed, or the default "
         "changed): a sync would make 'main' again beside it, and the team's memories would part between the two. "
-        "Nothing was pulled or sent. To go on with trunk: cd a; git fetch origin; git branch -m main trunk; git branch -u "
-        "origin/trunk; git remote set-head origin -a; slayer-kb sync. To make 'main' again on origin instead: git "
-        "-C a push -u origin main.\n"))
+        "Nothing was pulled or sent. To go on with trunk: cd a && git remote set-branches origin trunk && git "
+        "fetch origin && git branch -m main trunk && git branch -u origin/trunk && git remote set-head origin -a && "
+        "slayer-kb sync. To make 'main' again on origin instead: git -C a push -u origin main.\n"))
     assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split() == ["refs/heads/trunk"]
-    for step in ("fetch origin", "branch -m main trunk", "branch -u origin/trunk", "remote set-head origin -a"):
-        git(a, *step.split())
+    go_on(refused.stderr, a.parent)
     assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced trunk with origin: pushed, 0 pulled, 1 pushed.\n"
+    # A clone that fetches every branch is not told to change what it fetches.
+    refused = invoke_cli("--kb", b, "sync", cwd=b.parent)
+    assert "To go on with trunk: cd b && git fetch origin && git branch -m main trunk && " in refused.stderr
+    go_on(refused.stderr, b.parent)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced trunk with origin: fast-forward, 1 pulled, 0 pushed.\n"
     # A clone that never knew main as the remote's default (an agent's branch, deleted once
     # merged) makes its branch again at its next sync, as a first push does.
     git(b, "switch", "-q", "-c", "agent-b")
@@ -97,6 +176,26 @@ def test_a_sync_after_the_remotes_main_was_renamed_refuses_to_make_it_again(team
     git(bare, "branch", "-D", "agent-b")
     invoke_cli("--kb", b, "save", "B: on its branch", "-e", "shop.orders.amount", check=True)
     assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced agent-b with origin: pushed")
+
+
+def test_a_fetch_that_fails_for_a_local_reason_is_not_taken_for_a_renamed_branch(team, invoke_cli) -> None:
+    """The remote's default is now 'develop', made beside main (kept). A's fetch failed for a
+    local reason (a lock a killed git left on the tracking ref) and the sync refused as if main
+    were gone. The remote still has main: the sync stops with git's own words."""
+    bare, (a, b) = team
+    git(bare, "branch", "develop", "main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/develop")
+    invoke_cli("--kb", b, "save", "B: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)  # main moves: A's fetch must update its copy
+    (a / ".git" / "refs" / "remotes" / "origin" / "main.lock").write_text("")
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    failed = invoke_cli("--kb", a, "sync", cwd=a.parent)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith(
+        "Error: git fetch from origin failed, though origin answers and has 'main': error: cannot lock ref "
+        "'refs/remotes/origin/main'")
+    assert failed.stderr.endswith("Fix what git names, then run slayer-kb --kb a sync again.\n")
+    assert "no branch 'main' any more" not in failed.stderr
 
 
 # A pre-push hook that kills the sync running git push (its parent's parent) with SIGKILL.
@@ -211,14 +310,79 @@ def test_a_history_made_anew_counts_only_the_commits_pushed_again(team, invoke_c
         "again (to take a memory out, forget it)\n")
 
 
-def test_a_clones_only_remote_is_the_one_it_shares_whatever_its_name(team, invoke_cli) -> None:
-    """A clone whose one remote is not called origin and whose branch tracks nothing (pushed
-    without -u): ids were not leased (counted on its own, in the blocks the other clones lease)
-    and sync asked for a remote named origin."""
-    bare, (a, _b) = team
+def test_a_solo_kbs_one_remote_under_another_name_is_not_leased_from(tmp_path: Path, invoke_cli) -> None:
+    """A KB whose one remote is someone else's (a read-only mirror under ``upstream``, the branch
+    tracking nothing): taken for the remote to lease from, every save asked it for a block, the
+    push was refused, and the saves were numbered 8405000101, 8405000102 ... offline. A remote
+    that is neither the branch's, nor origin, nor named by slayer-kb.remote is not leased from."""
+    bare, (a,) = make_team(tmp_path, 1)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'read-only mirror' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git(a, "remote", "rename", "origin", "upstream")
     git(a, "branch", "--unset-upstream")
-    git(a, "remote", "rename", "origin", "team")
-    assert invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True).stdout.startswith(
-        "Saved memory 1 (created)")
-    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0"]
-    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with team: pushed, 0 pulled, 1 pushed.\n"
+    saved = [invoke_cli("--kb", a, "save", f"solo {n}", "-e", "shop.orders.amount", check=True).stdout
+             for n in ("one", "two")]
+    assert [line.split(" (")[0] for line in saved] == ["Saved memory 1", "Saved memory 2"]
+
+
+def test_a_git_stopped_past_its_bound_looks_for_ps_in_absolute_folders_only(monkeypatch, tmp_path: Path) -> None:
+    """PATH holds a relative folder (``bin``): the ``ps`` that lists what a stopped git started
+    was looked up in it, against the current folder (a cloned KB's tracked ``bin/ps`` ran as the
+    user). It is looked up as git is, in PATH's absolute folders."""
+    (tmp_path / "bin").mkdir()
+    planted = tmp_path / "bin" / "ps"
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path / 'planted-ps-ran'}\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "bin" + os.pathsep + os.environ["PATH"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded(["sleep", "60"], tmp_path, None, git_env(), timeout=0.1)
+    assert not (tmp_path / "planted-ps-ran").exists()
+
+
+# A reference-transaction hook that refuses to move the clone's copy of origin/main to HEAD: the
+# push has landed, and what follows it here fails.
+REFUSE_THE_COPY = """#!/bin/sh
+[ "$1" = prepared ] || exit 0
+head=$(git rev-parse HEAD)
+while read old new ref; do
+  [ "$ref" = refs/remotes/origin/main ] && [ "$new" = "$head" ] && { echo "hook: refusing $ref" >&2; exit 1; }
+done
+exit 0
+"""
+
+
+def pushed_renumbered(team, invoke_cli, monkeypatch, hook: Path, script: str, timeout: str | None) -> None:
+    """B's sync renumbers its 1 to 2 and pushes; the push lands but fails (or is stopped) after."""
+    bare, (a, b) = team
+    for clone in (a, b):
+        git(clone, "config", "slayer-kb.ids", "sequential")
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "B: first", "-e", "shop.orders.amount", check=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+    if timeout is not None:
+        monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", timeout)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  renumbered: 1 -> 2\n")
+    hook.unlink()
+    monkeypatch.delenv("SLAYER_KB_SYNC_TIMEOUT", raising=False)
+    assert invoke_cli("--kb", b, "get", "2", check=True).stdout.splitlines()[-1] == "B: first"
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
+    assert git(bare, "grep", "-l", "B: first", "main", "--", "memories/").split() == ["main:memories/2.yaml"]
+
+
+def test_a_push_that_landed_then_failed_here_is_done(team, invoke_cli, monkeypatch) -> None:
+    """The push landed, then the clone could not move its copy of origin/main: the sync undid
+    the renumbering and said the push failed, and the next sync pushed the memory again as 3."""
+    b = team[1][1]
+    pushed_renumbered(team, invoke_cli, monkeypatch, b / ".git" / "hooks" / "reference-transaction",
+                      REFUSE_THE_COPY, None)
+
+
+def test_a_push_stopped_in_the_remotes_slow_post_receive_hook_is_done(team, invoke_cli, monkeypatch) -> None:
+    """The remote's post-receive hook (a CI trigger) ran past SLAYER_KB_SYNC_TIMEOUT after the
+    refs moved: the same undoing, and the same memory pushed again."""
+    pushed_renumbered(team, invoke_cli, monkeypatch, team[0] / "hooks" / "post-receive", "#!/bin/sh\nsleep 60\n", "1")

@@ -164,7 +164,7 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
 @click.command("sync")
 @click.option("--remote", default=None,
               help="The git remote to pull from and push to (default: git config slayer-kb.remote, else the "
-                   "branch's remote, else origin, else the only remote).")
+                   "branch's remote, else origin).")
 @json_option
 @pass_settings
 def sync_cmd(settings: Settings, remote: str | None) -> None:
@@ -200,6 +200,9 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += (f"\n  note: {result.remote}/{result.branch} was rewritten (a force push) without "
                      f"{result.pushed_again} commit(s) this clone held; they were pushed again "
                      "(to take a memory out, forget it)")
+        if result.given_up:
+            text += (f"\n  note: ids {', '.join(result.given_up)} are another clone's now ({result.remote} lost this "
+                     "clone's lease of them, and another clone leased them); this clone draws no more ids from them")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")

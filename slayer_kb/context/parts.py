@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -219,10 +219,9 @@ class Parts:
         remotes' urls and the branches' upstreams), or None when it is not set."""
         return self.leases.settings().get(key)
 
-    def top_up_leases(self, seen: Mapping[int, str] | None = None) -> None:
-        """Lease more auto ids from the remote when this clone runs low, once this clone's blocks
-        are checked against ``seen``, the remote's as a sync fetched them (``IdLeases.top_up``)."""
-        self.leases.top_up(self.highest_auto_id(), seen)
+    def top_up_leases(self) -> None:
+        """Lease more auto ids from the remote when this clone runs low (``IdLeases.top_up``)."""
+        self.leases.top_up(self.highest_auto_id())
 
     def leased_ids(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
         """``count`` fresh ids from this clone's leased blocks, skipping those ``taken`` says are

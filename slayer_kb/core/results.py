@@ -419,6 +419,8 @@ class SyncResult:
     pushed_by_merge: int = 0  # of ``pushed``, the commits a merge took in from another branch (main's)
     pushed_again: int = 0  # of ``pushed``, commits the upstream held before a rewrite (a force push) dropped them
     renumbered: dict[str, str] = field(default_factory=dict)
+    # Spans of ids ("1-100") whose block another clone leased once the remote lost this clone's ref.
+    given_up: list[str] = field(default_factory=list)
     merged: dict[str, str] = field(default_factory=dict)
     deduplicated: dict[str, str] = field(default_factory=dict)  # this clone's memory -> the upstream's, one save
     resolved: list[str] = field(default_factory=list)
@@ -446,7 +448,7 @@ class SyncResult:
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
                 "pushed": self.pushed, "pushed_by_merge": self.pushed_by_merge, "pushed_again": self.pushed_again,
-                "renumbered": self.renumbered, "merged": self.merged,
+                "given_up": self.given_up, "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "stale_queries": self.stale_queries,

@@ -126,7 +126,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         laps.lap("fetch")
         if head == upstream:
             result.head = head
-            _top_up(kb, fetch)
+            _top_up(kb, fetch, result)
             return result
         fetched = turn.free(holder)  # else the first attempt waits for the other clone's turn
     # The lock and the check of the work tree come before the fetch, and the re-index after the
@@ -184,7 +184,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         kb.record_moves(result.renumbered, "renumbered")
         kb.record_moves(result.merged, "merged")
         kb.record_moves(result.deduplicated, "merged", duplicate=True)
-    _top_up(kb, fetch)
+    _top_up(kb, fetch, result)
     laps.lap("finish")
     return result
 
@@ -263,11 +263,12 @@ class _Index:
             self.at = head
 
 
-def _top_up(kb: Context, fetch: Fetch) -> None:
-    """Ids for the saves that follow, while the remote is at hand, once this clone's blocks are
-    checked against the remote's block refs the fetch saw (never fails the sync)."""
+def _top_up(kb: Context, fetch: Fetch, result: SyncResult) -> None:
+    """Ids for the saves that follow, while the remote is at hand (never fails the sync); and the
+    blocks the fetch found another clone's (``Fetch.given_up``) in ``result``."""
+    result.given_up = fetch.given_up
     with contextlib.suppress(KBError):
-        kb.top_up_leases(fetch.blocks)
+        kb.top_up_leases()
 
 
 def _tip(store: GitStore, ref: str) -> str:

@@ -4,12 +4,14 @@ branch again beside the new one."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable
 
-from ..core.errors import InvalidInputError
-from ..core.problems import cd_step, git_command, words
+from ..core.errors import InvalidInputError, KBError, StoreError
+from ..core.problems import cd_step, command, git_command, words
+from ..store.bounded import explain
 from ..store.claims import talk
 from ..store.leases import IdLeases
 from ..store.repo import GitStore
@@ -26,9 +28,11 @@ class Fetch:
     def __init__(self, store: GitStore, leases: IdLeases, remote: str, upstream_branch: str, tracking: str,
                  turn: Turn) -> None:
         self.store, self.remote, self.branch, self.tracking, self.turn = store, remote, upstream_branch, tracking, turn
-        self.watch = leases.watch(remote)
-        # The remote's block refs (block -> commit) as the last fetch that got them saw them.
+        self.leases, self.watch = leases, leases.watch(remote)
+        # The remote's block refs (block -> commit) as the fetch that got them saw them: the first
+        # that succeeded; the fetches that follow (a wait for the turn, a push refused) leave them.
         self.blocks: dict[int, str] | None = None
+        self.given_up: list[str] = []  # the spans of the blocks given up (``IdLeases.keep``)
 
     def __call__(self) -> tuple[str, str]:
         """Fetch: (the upstream's tip, "" when the remote has no such branch; the turn's holder,
@@ -37,24 +41,42 @@ class Fetch:
         # Only what the pull needs, in the race with other clones: no FETCH_HEAD file, no check for
         # forced updates, no automatic gc (the KB's own upkeep packs the repository). --prune drops
         # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
+        watch = self.watch if self.blocks is None else None
         proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(self.watch[:1] if self.watch else ()),
+                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(watch[:1] if watch else ()),
                     config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
         # A remote without the branch yet (the first push) fails the fetch too: only a remote that
         # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
         if proc.returncode != 0:
-            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD")
+            said = talk(store, remote, "ls-remote", "-q", "--symref", remote, "HEAD", f"refs/heads/{self.branch}")
             if said.returncode != 0:
                 raise unreachable(store, remote, "fetch from", proc.stderr, "Nothing was pulled or sent")
-            self._refuse_renamed(said.stdout.decode("utf-8", "surrogateescape"))
-        copies = [self.watch[1]] if self.watch and proc.returncode == 0 else []
+            heads = said.stdout.decode("utf-8", "surrogateescape")
+            # The remote has the branch: the fetch failed for a reason of its own (a lock a killed git
+            # left here), not for a branch renamed or not pushed yet.
+            if any(line.endswith(f"\trefs/heads/{self.branch}") for line in heads.splitlines()):
+                raise self._failed_here(proc.stderr)
+            self._refuse_renamed(heads)
+        copies = [watch[1]] if watch and proc.returncode == 0 else []
         out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
                         *copies).stdout.decode()
         tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
         if copies:
             self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
                            if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
+            # Before any renumbering draws ids: a block another clone took supplies none.
+            with contextlib.suppress(KBError):
+                self.given_up += self.leases.keep(self.blocks)
         return tips.get(self.tracking, ""), tips.get(turn.seen, "")
+
+    def _failed_here(self, said: bytes) -> StoreError:
+        """A fetch that failed though the remote answers and has the branch: git's words (``said``)."""
+        return StoreError(
+            f"git fetch from {self.remote} failed, though {self.remote} answers and has '{self.branch}': "
+            f"{explain(said.decode('utf-8', 'replace').strip())} Nothing was pulled or sent and this clone is as it "
+            f"was: its saves stay here and the next sync sends them. Fix what git names, then run "
+            f"{command(self.store.root)} sync again."
+        )
 
     def _refuse_renamed(self, said: str) -> None:
         """The remote has no branch of this name. When it was the remote's default as this clone
@@ -71,12 +93,17 @@ class Fetch:
         if knew.strip() != self.tracking:
             return
         remote, branch, root = self.remote, self.branch, self.store.root
-        steps = [*cd_step(root), f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
+        # A --single-branch clone fetches the old branch alone, which now fails the fetch (and git
+        # branch -u takes no ref outside what it fetches): it is to fetch the new one instead.
+        fetched = self.store.git("config", "--get-all", f"remote.{remote}.fetch", check=False).stdout.decode()
+        single = [] if "refs/heads/*:" in fetched else [f"git remote set-branches {remote} {words(default)}"]
+        # Joined with &&, so that a step that fails stops the rest.
+        steps = [*cd_step(root), *single, f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
                  f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
         raise InvalidInputError(
             f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
             f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "
-            f"between the two. Nothing was pulled or sent. To go on with {default}: {'; '.join(steps)}. To make "
+            f"between the two. Nothing was pulled or sent. To go on with {default}: {' && '.join(steps)}. To make "
             f"'{branch}' again on {remote} instead: {git_command(root, f'push -u {remote} {words(branch)}')}."
         )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.errors import StoreError
 from ..core.problems import command, git_command
 from ..core.results import SyncResult
-from ..store.claims import remote_url, talk
+from ..store.claims import network, remote_url, talk
 from ..store.repo import GitStore
 from .turn import Turn
 
@@ -37,9 +37,14 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
     # A branch's first push counts what no branch of the remote has, not its whole history
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
     first = None if upstream else pushed_counts(store, head, f"--remotes={remote}")
-    proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
-                f"{head}:refs/heads/{upstream_branch}", *refspecs)
-    if proc.returncode != 0:
+    try:
+        proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
+                    f"{head}:refs/heads/{upstream_branch}", *refspecs)
+    except StoreError:  # stopped past the bound: a slow post-receive hook may have kept it after the push
+        if not _landed(store, remote, upstream_branch, head):
+            raise
+        proc = None
+    if proc is not None and proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         declined = _declined_by_hook(proc.stdout.decode("utf-8", "replace"))
         if declined is None and ("rejected" in text or "non-fast-forward" in text or "fetch first" in text):
@@ -55,10 +60,13 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
             )
-        raise unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
+        if not _landed(store, remote, upstream_branch, head):
+            raise unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
     turn.pushed()
     result.pushed, result.pushed_by_merge = pushed_counts(store, head, upstream) if first is None else first
-    store.git("update-ref", tracking, head)
+    # The copy of what the remote now holds, for the next sync's fetch to start from; that fetch
+    # makes it if this cannot (a lock, a hook refusing it), so it fails nothing.
+    store.git("update-ref", tracking, head, check=False)
     if not upstream:
         store.git("branch", "-q", f"--set-upstream-to={remote}/{upstream_branch}", check=False)
     if result.action == "up to date":
@@ -78,6 +86,14 @@ def unreachable(store: GitStore, remote: str, what: str, said: bytes, nothing: s
         f"the next sync sends them. Check the remote's url ({git_command(store.root, f'remote get-url {push}{remote}')}) "
         f"and the network, then run {command(store.root)} sync again."
     )
+
+
+def _landed(store: GitStore, remote: str, branch: str, head: str) -> bool:
+    """Whether the remote's ``branch`` is at ``head``, after a push that failed or was stopped: the
+    remote took it (a failure after it, here or in a slow hook of the remote's), so the sync is done
+    and nothing is to be undone (undone, the next sync would send the memories again, renumbered)."""
+    proc = network(store, "ls-remote", remote, f"refs/heads/{branch}")
+    return proc is not None and proc.returncode == 0 and proc.stdout.decode().split("\t")[0] == head
 
 
 def _declined_by_hook(porcelain: str) -> str | None:

@@ -62,10 +62,11 @@ def run_bounded(command: list[str], cwd: Path, input: bytes | None, env: Mapping
 
 
 def _descendants(pid: int) -> list[int]:
-    """The processes ``pid`` started, and theirs, as ``ps`` lists them ([] when it cannot)."""
+    """The processes ``pid`` started, and theirs, as ``ps`` lists them ([] when it cannot). ``ps`` is
+    looked up as git is (``git_env``: PATH's absolute folders only)."""
     try:
-        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True,
-                                check=False, timeout=10).stdout
+        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], env=git_env(), capture_output=True,
+                                text=True, check=False, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     children: dict[int, list[int]] = {}

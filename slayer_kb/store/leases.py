@@ -38,7 +38,7 @@ as a KB without a remote does would hand out the ids of other clones' leased blo
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
-the current branch's remote, else ``origin``, else the only remote).
+the current branch's remote, else ``origin``).
 """
 
 from __future__ import annotations
@@ -179,8 +179,7 @@ class IdLeases:
 
     def remote_name(self) -> str:
         """The remote this clone shares with (``sync``'s too): ``slayer-kb.remote``, else the
-        current branch's remote, else ``origin``, else the clone's only remote (pushed to without
-        ``-u``, under another name)."""
+        current branch's remote, else ``origin``."""
         return self._remote_name(self.settings())
 
     def _remote_name(self, config: dict[str, str]) -> str:
@@ -189,9 +188,7 @@ class IdLeases:
             branch = self._branch()
             name = config.get(f"branch.{branch}.remote", "") if branch else ""
             if not name or name == ".":
-                remotes = {key[len("remote."):-len(".url")] for key in config
-                           if key.startswith("remote.") and key.endswith(".url")}
-                name = remotes.pop() if len(remotes) == 1 else "origin"
+                name = "origin"
         return name
 
     def _branch(self) -> str | None:
@@ -255,27 +252,37 @@ class IdLeases:
 
     def watch(self, remote_name: str) -> tuple[str, str] | None:
         """For ``sync``'s fetch from ``remote_name``, when ids are leased from it: (the refspec
-        that copies the remote's block refs, the prefix of the copies), so that ``top_up`` checks
+        that copies the remote's block refs, the prefix of the copies), so that ``keep`` checks
         this clone's blocks at no cost of its own. None when ids are not leased from it."""
         remote = self.remote()
         if remote is None or remote.name != remote_name:
             return None
         return f"+{NAMESPACE}*:{SEEN}{remote_name}/*", f"{SEEN}{remote_name}/"
 
-    def top_up(self, floor: int, seen: Mapping[int, str] | None = None) -> None:
-        """For ``sync``: check this clone's blocks against ``seen`` (the remote's block refs as
-        the sync's fetch copied them, block -> commit; ``_keep``), register offline blocks on the
-        remote, and lease the next block when fewer than ``SPARE`` ids are left, so the saves that
-        follow need no network. Never raises for a remote that cannot be reached: the ids in hand
-        still serve."""
+    def keep(self, seen: Mapping[int, str]) -> list[str]:
+        """For ``sync``, right after its fetch (before a renumbering draws ids): check this clone's
+        blocks against ``seen``, the remote's block refs as the fetch copied them (block ->
+        commit; ``_keep``). The spans of the blocks given up ("1-100"). Never raises for a remote
+        that cannot be reached."""
+        remote = self.remote()
+        if remote is None:
+            return []
+        with self._locked():
+            held = self._load(remote)
+            given_up = self._keep(remote, held, seen)
+            self._save(held)
+        return [_span(k) for k in given_up]
+
+    def top_up(self, floor: int) -> None:
+        """For ``sync``: register offline blocks on the remote, and lease the next block when fewer
+        than ``SPARE`` ids are left, so the saves that follow need no network. Never raises for a
+        remote that cannot be reached: the ids in hand still serve."""
         remote = self.remote()
         if remote is None:
             return
         with self._locked():
             held = self._load(remote)
             held.refused = False  # try again: the remote may take our refs now
-            if seen is not None:
-                self._keep(remote, held, seen)
             if held.unregistered:
                 created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
@@ -289,21 +296,40 @@ class IdLeases:
                     self._lease(remote, held, floor, blocks=1, offline_ok=False)
             self._save(held)
 
-    def _keep(self, remote: Remote, held: Leases, seen: Mapping[int, str]) -> None:
+    def _keep(self, remote: Remote, held: Leases, seen: Mapping[int, str]) -> list[int]:
         """Every block this clone leased must stay leased on the remote, its ref at the commit
         this clone pushed there, or another clone may lease it and hand out its ids. A ref that
         is gone (deleted on the remote, the remote restored from its branches) is made again,
         only if it still does not exist; a block whose ref another clone made since, or that
         points at anything else, is given up (no id is drawn from it again: a number given with
-        --id in it is asked of the remote). One push, only when ``seen`` differs."""
+        --id in it is asked of the remote). One push, only when ``seen`` differs. The blocks
+        given up."""
         lost = {k: commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
         if not lost:
-            return
+            return []
+        gone = self._absent(set(lost.values()))
+        if gone:
+            # A holder commit this clone no longer has (pruned once unreachable, the remote's ref
+            # gone) would fail the whole push ("bad object"): those refs are made at a new one.
+            fresh = self._holder(f"lease ids {', '.join(_span(int(k)) for k, c in lost.items() if c in gone)} again")
+            lost = {k: fresh if c in gone else c for k, c in lost.items()}
         outcome = claims.claim_each(self.store, remote.name, {f"{NAMESPACE}{k}": (c, "") for k, c in lost.items()}) or {}
-        for k in lost:
-            if outcome.get(f"{NAMESPACE}{k}") == claims.TAKEN:
+        given_up = []
+        for k, commit in lost.items():
+            said = outcome.get(f"{NAMESPACE}{k}")
+            if said == claims.CREATED:
+                held.holders[k] = commit
+            elif said == claims.TAKEN:
                 del held.holders[k]
                 held.blocks = [b for b in held.blocks if str(b[0]) != k]
+                given_up.append(int(k))
+        return sorted(given_up)
+
+    def _absent(self, commits: set[str]) -> set[str]:
+        """Which of ``commits`` this clone's object store lacks (one ``git cat-file``)."""
+        out = self.store.git("cat-file", "--batch-check", input="".join(f"{c}\n" for c in commits).encode(),
+                             check=False).stdout.decode("utf-8", "replace")
+        return {line.split()[0] for line in out.splitlines() if line.endswith(" missing")}
 
     def _next_in_hand(self, held: Leases) -> int | None:
         """The next id of the first block with ids left (used up blocks are dropped; an offline
@@ -414,18 +440,22 @@ class IdLeases:
         """Create the refs ``namespace<k>`` of ``blocks`` on the remote, each only if it does not
         exist, at a commit that says ``what`` and who: the blocks created (as str) with that
         commit, and the status ``_create`` returns."""
-        # For ``git log refs/slayer-kb/ids/K`` (or ``claims/K``): who leased or claimed the block.
-        # socket is imported here, where a block is taken, not by every command that opens a KB.
-        import socket
-
-        commit = claims.holder_commit(
-            self.store, f"slayer-kb: {what}\n\nFrom {socket.gethostname()} for {self.store.top.name}.\n")
+        commit = self._holder(what)
         outcome = claims.claim(self.store, remote.name, commit, {f"{namespace}{k}": "" for k in blocks})
         if outcome is None:
             return {}, "unreachable"
         created = {ref[len(namespace):]: commit for ref, said in outcome.items() if said == claims.CREATED}
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
+
+    def _holder(self, what: str) -> str:
+        """A holder commit that says ``what`` and who, for ``git log refs/slayer-kb/ids/K`` (or
+        ``claims/K``): who leased or claimed the block."""
+        # socket is imported here, where a block is taken, not by every command that opens a KB.
+        import socket
+
+        return claims.holder_commit(
+            self.store, f"slayer-kb: {what}\n\nFrom {socket.gethostname()} for {self.store.top.name}.\n")
 
     # -- the state file ------------------------------------------------------------------------
 
