@@ -315,6 +315,18 @@ def test_forget_strips_references(invoke_cli: CliRunner, kb: Path) -> None:
     assert ok(invoke_cli, kb, "restore", "kb.paid-revenue", "--rev", f"{forgot}~1")["action"] == "restored"
 
 
+def test_advice_names_the_kb_where_slayer_kb_names_another(invoke_cli: CliRunner, kb: Path, tmp_path: Path) -> None:
+    """Inside the KB, a printed 'slayer-kb restore 3' would open the KB $SLAYER_KB names, not this
+    one: the advice names --kb there too, and stays plain where $SLAYER_KB names this KB."""
+    ok(invoke_cli, kb, "forget", "3", "--soft")
+    other = tmp_path / "other"
+    other.mkdir()
+    told = invoke_cli("--kb", ".", "get", "3", cwd=kb, env={"SLAYER_KB": str(other)})
+    assert told.returncode == 1 and "bring it back with 'slayer-kb --kb . restore 3'." in told.stderr
+    same = invoke_cli("get", "3", cwd=kb, env={"SLAYER_KB": str(kb)})
+    assert same.returncode == 1 and "bring it back with 'slayer-kb restore 3'." in same.stderr
+
+
 def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     data = ok(invoke_cli, kb, "forget", "3", "--soft")
     assert_keys(data, {"deleted_id", "stripped_from"})

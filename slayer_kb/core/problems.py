@@ -4,6 +4,7 @@ helpers that print a fix as a command that runs when pasted."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import threading
 from collections.abc import Iterator
@@ -39,19 +40,21 @@ class Problem:
         return {"path": self.path, "line": self.line, "message": self.message, "kind": self.kind or None}
 
 
-# The folder of the user whose command this thread runs, where it is not the process's own: a
-# read the warm server answers beside a write keeps the server's folder, "/" (daemon/running.py).
+# The folder and $SLAYER_KB of the user whose command this thread runs, where they are not the
+# process's own: a read the warm server answers beside a write keeps the server's folder, "/", and
+# its environment (daemon/running.py).
 _USER = threading.local()
 
 
 @contextlib.contextmanager
-def user_folder(folder: str) -> Iterator[None]:
-    """Paths shown by this thread, until the block ends, are as typed from ``folder``."""
-    _USER.folder = Path(folder)
+def user_folder(folder: str, kb_env: str | None) -> Iterator[None]:
+    """Paths shown by this thread, until the block ends, are as typed from ``folder``, and a
+    printed ``slayer-kb`` runs where the user's ``$SLAYER_KB`` is ``kb_env``."""
+    _USER.folder, _USER.kb_env = Path(folder), kb_env
     try:
         yield
     finally:
-        _USER.folder = None
+        _USER.folder = _USER.kb_env = None
 
 
 def shown(path: Path) -> str:
@@ -66,9 +69,20 @@ def shown(path: Path) -> str:
 def command(root: Path) -> str:
     """``slayer-kb`` as a fix printed for the user must run it: from where they ran the command,
     so with ``--kb`` naming the KB's folder ``root`` unless that is the working directory (a KB
-    given by --kb or $SLAYER_KB, or found from a subfolder of it)."""
+    given by --kb or $SLAYER_KB, or found from a subfolder of it) and ``$SLAYER_KB`` names no other
+    KB (a plain ``slayer-kb`` would open that one)."""
     kb = shown(root)
-    return "slayer-kb" if kb == "." else f"slayer-kb --kb {shell_word(kb)}"
+    return "slayer-kb" if kb == "." and not _env_names_another(root) else f"slayer-kb --kb {shell_word(kb)}"
+
+
+def _env_names_another(root: Path) -> bool:
+    """Whether the user's ``$SLAYER_KB`` (empty: unset, as ``locate.named_kb`` reads it) names a
+    folder other than ``root``."""
+    folder = getattr(_USER, "folder", None)
+    named = os.environ.get("SLAYER_KB") if folder is None else getattr(_USER, "kb_env", None)
+    if not named:
+        return False
+    return ((folder or Path.cwd()) / named).resolve() != root.resolve()
 
 
 def words(*given: str) -> str:

@@ -283,7 +283,7 @@ class Runner:
         untouched (a read resolves nothing against them: the KB is the server's), but the paths
         it prints are as typed from the client's folder (a ``cd`` step of a fix)."""
         command = _Command(request)
-        with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"]), \
+        with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
                 _thread_streams(command.stdin, command.stdout, command.stderr):
             code = command.run(self.kb, beside=True)
         return code, _merged(command.chunks)
