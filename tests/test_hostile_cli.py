@@ -623,7 +623,7 @@ def test_an_empty_entity_option_is_refused_by_its_name(indexed_example_kb: Knowl
     before = (root / "memories" / "1.yaml").read_bytes()
     number = 1 + refs.index(next(ref for ref in refs if not ref.replace(",", "").strip()))
     message = f"-e/--entity #{number} is empty: give a reference such as -e orders.amount, or drop it"
-    message += "; to unlink every entity, delete them with 'slayer-kb edit 1'." if command == "update" else "."
+    message += f"; to unlink every entity, delete them with 'slayer-kb --kb {root} edit 1'." if command == "update" else "."
     args = ["update", "1"] if command == "update" else ["save", "a note"]
     proc = invoke_cli("--kb", root, "--json", *args, *(arg for ref in refs for arg in ("-e", ref)))
     assert (proc.returncode, json_of(proc), proc.stderr) == (

@@ -168,13 +168,14 @@ def test_forget_of_a_file_broken_by_hand_says_how_to_go_on(catalog_kb: Knowledge
     path = root / "memories" / f"{mid}.yaml"
     path.write_text(BROKEN)
     before = head(root)
+    run = f"slayer-kb --kb {root}"  # from elsewhere: each command it names runs as pasted
     proc = invoke_cli("--kb", root, "forget", mid, "--soft")
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
         f"Error: memories/{mid}.yaml:2: invalid YAML: did not find expected ',' or ']'; a soft "
-        f"forget rewrites the file, so it must be a valid memory: repair it first ('slayer-kb edit "
-        f"{mid}', or 'slayer-kb restore {mid} --rev REV' for a version 'slayer-kb log {mid}' "
-        f"lists), or delete it for good with 'slayer-kb forget {mid}'\n"
+        f"forget rewrites the file, so it must be a valid memory: repair it first ('{run} edit "
+        f"{mid}', or '{run} restore {mid} --rev REV' for a version '{run} log {mid}' "
+        f"lists), or delete it for good with '{run} forget {mid}'\n"
     )
     # The broken version was never committed: a hard forget would throw it away, so it asks.
     proc = invoke_cli("--kb", root, "forget", mid)

@@ -52,7 +52,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         if isinstance(ref, str) and not ref.replace(",", "").strip():
             raise ResolutionError(
                 f"entities[{index}]: entity reference is empty. Give a reference such as 'orders.amount', or drop "
-                f"the item; to unlink every entity, delete them with 'slayer-kb edit {words(memory_id)}'."
+                f"the item; to unlink every entity, delete them with '{command(kb.root)} edit {words(memory_id)}'."
             )
     with kb.transaction() as tx:
 
@@ -131,7 +131,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
             except MemoryFileError as exc:
                 # A hard forget deletes the file whatever it holds; a soft one rewrites it.
                 if soft or not _is_regular(kb.path_of(memory_id)):
-                    said, for_tools = _unforgettable(exc.message, memory_id, soft)
+                    said, for_tools = _unforgettable(exc.message, memory_id, soft, command(kb.root))
                     raise MemoryFileError(exc.path, exc.line, said, tool_message=for_tools) from None
                 memory = None
             if soft:
@@ -194,15 +194,14 @@ def _is_regular(path: Path) -> bool:
         return False
 
 
-def _unforgettable(problem: str, memory_id: str, soft: bool) -> tuple[str, str]:
-    """Why ``forget`` cannot take a broken memory file, and what to do instead: with commands,
-    and with the tools an MCP client has."""
+def _unforgettable(problem: str, memory_id: str, soft: bool, run: str) -> tuple[str, str]:
+    """Why ``forget`` cannot take a broken memory file, and what to do instead: with commands
+    (``run``: ``slayer-kb`` as it runs from where the user is), and with the tools an MCP client has."""
     if soft:
         said = f"{problem}; a soft forget rewrites the file, so it must be a valid memory: repair it first"
         shell = words(memory_id)
-        return (f"{said} ('slayer-kb edit {shell}', or 'slayer-kb restore {shell} --rev REV' for a "
-                f"version 'slayer-kb log {shell}' lists), or delete it for good with 'slayer-kb forget "
-                f"{shell}'",
+        return (f"{said} ('{run} edit {shell}', or '{run} restore {shell} --rev REV' for a "
+                f"version '{run} log {shell}' lists), or delete it for good with '{run} forget {shell}'",
                 f"{said}, or delete it for good with mem_delete(id: {memory_id}, hard_delete: true)")
     said = f"{problem}; move it out of memories/ by hand (it is not a regular file slayer-kb may delete)"
     return said, said
