@@ -47,24 +47,15 @@ def main() -> None:
 
         run_cli()
     finally:
-        if outcome.start is not None and _settings_taken():
-            from .daemon.relay import spawn
+        # A command refused for a bad setting starts no server: that would run with the default
+        # in its place, and serve the commands that follow once the setting is fixed.
+        if outcome.start is not None:
+            from .cli.common import settings_taken
 
-            spawn(outcome.start)
+            if settings_taken():
+                from .daemon.relay import spawn
 
-
-def _settings_taken() -> bool:
-    """Whether the command's settings are ones it takes (``cli.common.checked_settings``). One
-    refused for a bad setting starts no server: that would run with the default in its place,
-    and serve the commands that follow once the setting is fixed."""
-    from .cli.common import checked_settings
-    from .core.errors import InvalidInputError
-
-    try:
-        checked_settings()
-    except InvalidInputError:
-        return False
-    return True
+                spawn(outcome.start)
 
 
 def _open_standard_streams() -> None:

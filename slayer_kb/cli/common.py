@@ -123,6 +123,16 @@ def checked_settings(env: Mapping[str, str] | None = None) -> None:
     bounded.sync_timeout(env)
 
 
+def settings_taken(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a command takes the settings of ``env`` (else this process's): ``checked_settings``
+    refuses none of them."""
+    try:
+        checked_settings(env)
+    except InvalidInputError:
+        return False
+    return True
+
+
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--json`` after the command as well as before it, as CLI.md writes it."""
 

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import priority, problems
-from ..core.errors import InvalidInputError
 from ..store import requests
 from . import relay
 from .commands import READS, yields
@@ -110,15 +109,6 @@ def _printed(env: Mapping[str, str]) -> tuple[bool, ...]:
     return tuple(bool(env.get(name)) for name in _PRINTED)
 
 
-def _taken(env: Mapping[str, str]) -> bool:
-    """Whether a command would take the settings of ``env`` (``cli.common.checked_settings``)."""
-    from ..cli.common import checked_settings
-
-    try:
-        checked_settings(env)
-    except InvalidInputError:
-        return False
-    return True
 
 
 class _Recorder(io.BytesIO):
@@ -228,8 +218,10 @@ class Runner:
         found = relay.parse(request["argv"])
         if found is None or found[1] not in BESIDE or any(arg.startswith("@") or "=@" in arg for arg in request["argv"]):
             return False
+        from ..cli.common import settings_taken
+
         env = _Command.environment(request)
-        return _printed(env) == self._printed and _taken(env)
+        return _printed(env) == self._printed and settings_taken(env)
 
     @property
     def view(self) -> View:
