@@ -290,9 +290,10 @@ def _sessions(apart: dict[str, dict[str, str]], upstream: str) -> str:
     for path, started in apart.items():
         other, where = (started["here"], "here") if started["kept"] == started["upstream"] else (
             started["upstream"], f"on {upstream}")
-        text += (f"\n  warning: session '{started['session']}' was started for project '{started['upstream']}' on "
-                 f"{upstream} and for project '{started['here']}' here: it keeps '{started['kept']}' ({path}), "
-                 f"and the prompts given {where} say '{other}'; give a session for another project an id of its own")
+        text += "\n  " + warning_line(
+            f"session '{started['session']}' was started for project '{started['upstream']}' on {upstream} and for "
+            f"project '{started['here']}' here: it keeps '{started['kept']}' ({path}), and the prompts given {where} "
+            f"say '{other}'; give a session for another project an id of its own")
     return text
 
 
@@ -305,7 +306,7 @@ def _stale(ids: list[str], run: str) -> str:
 def _untouched(what: str, problems: list[str]) -> str:
     """The warning of each invalid example query let through because the branch left it as the
     other side has it (revalidation.py): ``what`` is done with it, ``problems`` name each."""
-    return "".join(f"\n  warning: {what}, which this branch did not change: {problem}" for problem in problems)
+    return "".join("\n  " + warning_line(f"{what}, which this branch did not change: {problem}") for problem in problems)
 
 
 def _checked(result: MergeResult | RebaseResult, other: str, run: str) -> str:
