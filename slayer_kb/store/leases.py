@@ -44,6 +44,7 @@ the current branch's remote, else ``origin``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import random
@@ -269,8 +270,10 @@ class IdLeases:
             return []
         with self._locked():
             held = self._load(remote)
+            before = copy.deepcopy(held)
             given_up = self._keep(remote, held, seen)
-            self._save(held)
+            if held != before:  # a sync that finds every block as the clone left it writes nothing
+                self._save(held)
         return [_span(k) for k in given_up]
 
     def top_up(self, floor: int) -> None:
