@@ -100,8 +100,8 @@ class EngramTools(Part):
         return digest.timeline(self.as_context, session_id)
 
     def recent_sessions(self, project: str | None = None, limit: int = 20) -> SessionFiles:
-        """The sessions active last, newest first (of ``project``, when given), and the session
-        files skipped."""
+        """The sessions active last, newest first (of ``project``, when given), the session files
+        skipped, and a warning for a project no session has."""
         return digest.recent(sessions.load_all(self.as_context), engram.normalize_project(project), limit)
 
     def context(

@@ -43,7 +43,7 @@ class Backlog:
 
     def take(self, db: sqlite3.Connection, size: int) -> list[tuple[str, str]]:
         """The next rows to make, at most ``size``: those written since the last look, alone
-        and in the order written (their vectors are written once they are made, not once a
+        (their vectors are written once they are made, not once a
         batch of the backlog is), else the next of the list. Each is checked again before it
         is made (``vectors.still_missing``): one made meanwhile, or by another process, is not
         made twice."""
