@@ -461,6 +461,14 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         """A warning when one of ``newest``'s (or ``command``'s) filters matches no memory at all."""
         return finding.unmatched(self, type=type, project=project, scope=scope, command=command)
 
+    def context_unmatched(self, text: str, project: str | None, scope: str | None, command: str) -> list[str]:
+        """For a ``context`` digest ``text``: when it holds no memory (the empty digest, with any
+        skipped files' lines after it) and a filter matches no memory at all, the warning that says
+        so, as ``list`` says it (``unmatched``)."""
+        if not text.startswith(EMPTY_CONTEXT):
+            return []
+        return self.unmatched(project=project, scope=scope, command=command)
+
     def skipped(self) -> list[str]:
         """The memory files the last read skipped, as warnings."""
         return finding.skipped(self)

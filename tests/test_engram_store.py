@@ -219,3 +219,16 @@ def test_save_memory_normalises_project_and_topic_key_in_the_core(catalog_kb: Kn
     assert (memory.project, memory.topic_key) == ("my-api", "arch/auth-model")
     text = (catalog_kb.root / "memories" / f"{saved.memory_id}.yaml").read_text(encoding="utf-8")
     assert "project: my-api\n" in text and "topic_key: arch/auth-model\n" in text
+
+
+def test_mem_context_of_a_project_no_memory_has_warns_beside_a_skipped_session_file(
+        empty_kb: KnowledgeBase) -> None:
+    """The empty digest followed by a skipped file's line went down the stats branch, and the
+    misspelt project was not named, where the CLI's context named it."""
+    save(empty_kb, project="analytics")
+    (empty_kb.root / "sessions").mkdir(exist_ok=True)
+    (empty_kb.root / "sessions" / "ses-broken.yaml").write_text("started_at: [\n")
+    reply = call_tool(empty_kb, "mem_context", {"project": "analytcs"})
+    said = "No memory has project 'analytcs'; check the name, or call mem_context without it."
+    assert reply.data is not None and reply.data["warnings"] == [said]
+    assert reply.text.endswith(f"\nwarning: {said}")

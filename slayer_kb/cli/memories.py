@@ -410,11 +410,9 @@ def context(settings: Settings, project: str | None, scope: str | None, limit: i
       slayer-kb context --project analytics
     """
     kb = settings.kb()
-    from ..kb import EMPTY_CONTEXT  # loaded by settings.kb() already
-
     text = kb.context(project, scope, limit=limit)
     # A digest empty for a filter no memory matches (a misspelt project) says so, as list does.
-    warnings = kb.unmatched(project=project, scope=scope, command="run context") if text.startswith(EMPTY_CONTEXT) else []
+    warnings = kb.context_unmatched(text, project, scope, "run context")
     emit(settings, {"text": text, **({"warnings": warnings} if warnings else {})},
          text.rstrip("\n") + warning_lines(warnings))
 

@@ -249,16 +249,16 @@ def _stats_line(stats: Stats) -> str:
 
 def _mem_context(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = kb.context(a.get("project"), a.get("scope"), limit=a["limit"])
-    if text == EMPTY_CONTEXT:
-        # Engram's reply, without stats, when there is nothing; a filter no memory matches says so
-        warnings = kb.unmatched(project=a.get("project"), scope=a.get("scope"), command="call mem_context")
-        return Reply(_with_warnings(text.rstrip("\n"), warnings),
-                     {"text": text, "stats": None, **({"warnings": warnings} if warnings else {})})
+    # A filter no memory matches says so (with skipped files' lines after the digest too).
+    warnings = kb.context_unmatched(text, a.get("project"), a.get("scope"), "call mem_context")
+    said = {"warnings": warnings} if warnings else {}
+    if text == EMPTY_CONTEXT:  # Engram's reply, without stats, when there is nothing
+        return Reply(_with_warnings(text.rstrip("\n"), warnings), {"text": text, "stats": None, **said})
     stats = kb.stats()
     return Reply(
-        f"{text.rstrip()}\n---\nMemory stats: {stats['sessions']} sessions, {stats['memories']} "
-        f"observations across projects: {_stats_line(stats)}",
-        {"text": text, "stats": dict(stats)},
+        _with_warnings(f"{text.rstrip()}\n---\nMemory stats: {stats['sessions']} sessions, {stats['memories']} "
+                       f"observations across projects: {_stats_line(stats)}", warnings),
+        {"text": text, "stats": dict(stats), **said},
     )
 
 
