@@ -92,17 +92,13 @@ class Context(Parts):
             if resolution.entity not in entities:
                 entities.append(resolution.entity)
         if given:  # a link given now to a forgotten memory (one the memory held already is not news)
-            warnings.extend(self.deleted_links([e for e in entities if e not in held]))
+            warnings.extend(self.memory_links([e for e in entities if e not in held])[1])
         return entities, warnings
 
-    def deleted_links(self, entities: list[str]) -> list[str]:
-        """Why each ``memory:<id>`` of ``entities`` whose memory is soft-deleted is in no answer,
-        with how to bring it back (the link itself stays until the memory is restored or gone)."""
-        return self.memory_links(entities)[1]
-
     def memory_links(self, entities: list[str]) -> tuple[list[str], list[str]]:
-        """The ``memory:<id>`` of ``entities`` whose memory is live, and ``deleted_links``'s
-        warnings, each memory read once."""
+        """The ``memory:<id>`` of ``entities`` whose memory is live, and why each whose memory is
+        soft-deleted is in no answer, with how to bring it back (the link itself stays until the
+        memory is restored or gone): each memory read once."""
         live, said = [], []
         for entity in entities:
             if entity.startswith("memory:"):
