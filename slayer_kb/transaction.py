@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .store.leases import IdLeases
     from .store.repo import GitStore
     from .store.statefiles import IdCache
+    from .store.worktree import IndexMarks
 
 T = TypeVar("T")
 
@@ -102,6 +103,9 @@ class Transaction:
         # HEAD as read under this lock (False: not read yet), so a commit needs not read it again.
         self._head: str | None | Literal[False] = False
         self._detached_told = False  # a detached HEAD is warned of once, not at each commit
+        # git's index marks on the files the next commit rewrites, as the check that it may read
+        # them: its staging needs them too. Read again in each transaction, never kept longer.
+        self._marks: IndexMarks | None = None
 
     @property
     def kb(self) -> Workspace:
@@ -258,7 +262,7 @@ class Transaction:
             if (gone := missing_by_hand(self.store, path)) is not None:
                 raise ConflictError(f"{gone.removesuffix('.')}, then retry. Nothing was done: slayer-kb never "
                                     "commits work you have not committed.")
-        elif self.store.uncommitted([path]):
+        elif self._uncommitted([path]):
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
@@ -272,7 +276,7 @@ class Transaction:
         what ``plan`` gave, the names kept)."""
         kb = self.kb
         changes, extra = plan()
-        dirty = self.store.uncommitted([c.path for c in changes])
+        dirty = self._uncommitted([c.path for c in changes])
         kept: list[str] = []
         if dirty and force:
             kept = self.store.set_aside(dirty)
@@ -280,12 +284,18 @@ class Transaction:
             kb.recheck_catalog()
             self._head = False
             changes, extra = plan()
-            dirty = self.store.uncommitted([c.path for c in changes])
+            dirty = self._uncommitted([c.path for c in changes])
         if dirty:
             # An MCP tool has no --force: its client hears the rest of the advice.
             raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
                                 tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
         return changes, extra, kept
+
+    def _uncommitted(self, paths: list[str]) -> dict[str, str | None]:
+        """``GitStore.uncommitted`` of ``paths`` about to be rewritten, its reading of git's index
+        marks kept for the next commit's staging."""
+        self._marks = self.store.index_marks(paths)
+        return self.store.uncommitted(paths, marks=self._marks)
 
     def _reindex(self, memory_ids: Iterable[str], written: Mapping[str, Written] | None = None) -> None:
         """Re-index these memory files, and take the index's report of the broken ones as the
@@ -315,10 +325,11 @@ class Transaction:
         kb = self.kb
         old = self.store.head() if self._head is False else self._head
         self._head = False
+        marks, self._marks = self._marks, None  # this commit restages them: a later one reads again
         unwritten: WorkTreeError | None = None
         try:
             with self.store.view.released():
-                commit: str | None = self.store.commit(changes, message, kb.author, parent=old)
+                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.

@@ -16,7 +16,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb
+from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb, traced_git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -368,7 +368,9 @@ def test_a_mark_cleared_while_a_process_stays_open_is_not_put_back(tmp_path: Pat
 
 def test_each_mark_of_a_rewritten_file_is_kept(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A file marked both skip-worktree and assume-unchanged (``s``) lost assume-unchanged when a
-    command rewrote it; each file keeps exactly its marks, git's index the commit's version."""
+    command rewrote it; each file keeps exactly its marks, git's index the commit's version. The
+    marks are read once a command: the check that the files may be rewritten read them, and the
+    staging of the commit read them again (two ``git ls-files``)."""
     root = make_catalog_kb(tmp_path / "kb")
     for name in ("m1", "m2"):
         invoke_cli("--kb", root, "save", f"Linked: {name}", "-e", "shop.orders", "--id", name, check=True)
@@ -376,7 +378,10 @@ def test_each_mark_of_a_rewritten_file_is_kept(tmp_path: Path, invoke_cli: CliRu
         invoke_cli("--kb", root, "save", f"Links: {name}", "-e", "memory:m1,memory:m2", "--id", name, check=True)
     git(root, "update-index", "--skip-worktree", "memories/both.yaml", "memories/skipped.yaml")
     git(root, "update-index", "--assume-unchanged", "memories/both.yaml", "memories/hidden.yaml")
-    invoke_cli("--kb", root, "forget", "m1", check=True)  # strips memory:m1 from the three
+    with traced_git(tmp_path) as runs:
+        invoke_cli("--kb", root, "forget", "m1", check=True)  # strips memory:m1 from the three
+    assert runs("ls-files -v") == ["ls-files -v -s -z -- memories/m1.yaml memories/both.yaml memories/hidden.yaml "
+                                "memories/skipped.yaml"]
     assert "memory:m1" not in git(root, "show", "HEAD:memories/both.yaml")
     assert_index_holds_head(root, "s memories/both.yaml\nh memories/hidden.yaml\nH memories/m2.yaml\n"
                                   "S memories/skipped.yaml\n")

@@ -300,6 +300,7 @@ class GitStore:
 
     # What the work tree and git's index hold that HEAD does not (worktree.py).
     uncommitted = worktree.uncommitted
+    index_marks = worktree.index_marks
     set_aside = worktree.set_aside
 
     def refuse_during_git_operation(self) -> None:
@@ -316,10 +317,12 @@ class GitStore:
     # -- committing -------------------------------------------------------------------------
 
     def commit(
-        self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False
+        self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False,
+        marks: worktree.IndexMarks | None = None,
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
-        Returns the new commit, or None when the changes leave the tree as it was."""
+        Returns the new commit, or None when the changes leave the tree as it was. ``marks``: git's
+        index marks on files of ``changes`` as the caller read them under this lock (``stage``)."""
         if not changes:
             return None
         message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
@@ -372,19 +375,20 @@ class GitStore:
                     "time); nothing was written. Retry the command."
                 )
         try:
-            self._finish(new, {c.path: c.data for c in changes}, blobs)
+            self._finish(new, {c.path: c.data for c in changes}, blobs, marks)
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
-    def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None]) -> None:
+    def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
+                marks: worktree.IndexMarks | None) -> None:
         """Write the published commit ``new``'s files (``contents``) into the work tree, stage
         its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
         WorkTreeError says which files could not be written and how to finish."""
         failed = worktree.write_files(self, contents)
         if not failed:
             try:
-                self.stage(list(blobs))
+                self.stage(list(blobs), marks)
             except StoreError as exc:
                 # The journal stays: the next command stages them once git's index takes them.
                 raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
@@ -510,11 +514,12 @@ class GitStore:
             raise StoreError(f"Cannot write {path}: {exc.strerror or exc}. Make it writable, then retry.")
         self.stage(list(contents))
 
-    def stage(self, kb_paths: list[str]) -> None:
+    def stage(self, kb_paths: list[str], marks: worktree.IndexMarks | None = None) -> None:
         """Put HEAD's version of these files, which the work tree holds, in git's index, each
-        keeping the marks git's index held on it (read now: the person may set or clear one
-        between two commands of a process that stays open)."""
-        marked = worktree.marked_in_index(self, kb_paths)
+        keeping the marks git's index held on it: as ``marks`` has them, read under the lock of
+        this command, else read now (never kept longer: the person may set or clear one between
+        two commands of a process that stays open)."""
+        marked = worktree.marked_in_index(self, kb_paths, marks)
         # Only our own paths enter the user's index, so their other staged work stays as it was.
         payload = "".join(self.repo_path(p) + "\0" for p in kb_paths).encode()
         args = ["update-index", "--add", "--remove", "-z", "--stdin"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ConflictError, WorkTreeError
@@ -77,7 +78,7 @@ STATUS_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # record kind of status v2 -> s
 
 
 def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
-                rewrites: bool = True) -> dict[str, str | None]:
+                rewrites: bool = True, marks: IndexMarks | None = None) -> dict[str, str | None]:
     """The paths among ``kb_paths`` (KB-relative files, or folders ending in '/'; None: the
     whole repository) that hold work HEAD does not: changed in the work tree or staged in
     git's index, and, of the files named, one in the work tree that HEAD does not have
@@ -88,7 +89,8 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
     ``rewrites``: the caller is about to rewrite these paths, so one git's index marks
     assume-unchanged or skip-worktree is refused (``ConflictError``) unless its file holds its
     index's blob; False (a check that the tree is clean before a sync) leaves marks alone, as
-    git status does: a sparse checkout marks every file outside it.
+    git status does: a sparse checkout marks every file outside it. ``marks``: those marks as
+    ``index_marks`` read them for ``kb_paths`` in this transaction (None: read them here).
     """
     if kb_paths is not None and not kb_paths:
         return {}
@@ -119,8 +121,7 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
             staged = fields[7].decode("ascii")
         found[path] = staged
     if rewrites:
-        marked = {path: marks for path, marks in _changed_marked(store, specs).items()
-                  if kb_paths is None or path in files or path.startswith(folders)}
+        marked = _changed_marked(store, marks if marks is not None else index_marks(store, kb_paths))
         if marked:
             raise ConflictError(_marked_message(store.root, marked))
     unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(store.root / p)]
@@ -165,11 +166,38 @@ def _marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[tuple[st
     return found
 
 
-def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """``_marked``'s files whose work tree does not hold their index's blob (absent, or changed),
+@dataclass(frozen=True)
+class IndexMarks:
+    """git's index marks on the files ``paths`` (KB-relative; a folder ends in '/'; None: every
+    file), read once in a transaction for its check that they may be rewritten and for the
+    staging of its commit. Never kept past the transaction: the person may set or clear a mark
+    between two commands of a process that stays open."""
+
+    paths: frozenset[str] | None
+    found: Mapping[str, tuple[tuple[str, ...], str, str]]  # path -> (marks, index's mode, index's blob)
+
+    def covers(self, path: str) -> bool:
+        """Were ``path``'s marks read (``found`` lacks it: it has none)?"""
+        return self.paths is None or path in self.paths or any(
+            p.endswith("/") and path.startswith(p) for p in self.paths)
+
+
+def index_marks(store: Repository, kb_paths: Sequence[str] | None) -> IndexMarks:
+    """The marks git's index holds on ``kb_paths`` (files, or folders ending in '/'; None: the
+    whole repository). One ``git ls-files``."""
+    paths = None if kb_paths is None else frozenset(kb_paths)
+    if paths == frozenset():
+        return IndexMarks(paths, {})
+    # Past NAMED_PATHS the folders are asked about: their other files are left out.
+    asked = IndexMarks(paths, _marked(store, [] if kb_paths is None else _pathspecs(store, kb_paths)))
+    return IndexMarks(paths, {path: got for path, got in asked.found.items() if asked.covers(path)})
+
+
+def _changed_marked(store: Repository, marks: IndexMarks) -> dict[str, tuple[str, ...]]:
+    """The marked files whose work tree does not hold their index's blob (absent, or changed),
     with their marks: one marked by ``core.ignoreStat`` (git marks every file it adds) and never
     touched holds no uncommitted work. One ``git hash-object`` for all of them."""
-    marked = _marked(store, specs)
+    marked = dict(marks.found)
     # --stdin-paths reads a line a path: a name holding a line break stays refused.
     present = sorted(p for p in marked if "\n" not in p and os.path.isfile(store.root / p)
                      and not os.path.islink(store.root / p))
@@ -182,14 +210,17 @@ def _changed_marked(store: Repository, specs: Sequence[str]) -> dict[str, tuple[
     return {path: marks for path, (marks, *_) in marked.items()}
 
 
-def marked_in_index(store: Repository, kb_paths: Sequence[str]) -> dict[str, tuple[tuple[str, ...], str]]:
-    """Those of the files ``kb_paths`` that git's index marks now, each with (its marks, its
-    index's mode): read just before they are staged, for ``restage_marked``. One ``git ls-files``."""
-    if not kb_paths:
-        return {}
+def marked_in_index(store: Repository, kb_paths: Sequence[str],
+                    read: IndexMarks | None = None) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Those of the files ``kb_paths`` that git's index marks, each with (its marks, its index's
+    mode), for ``restage_marked``: as this transaction read them (``read``), else read now, just
+    before they are staged. At most one ``git ls-files``, for the files ``read`` does not cover."""
+    found = dict(read.found) if read is not None else {}
+    unread = [path for path in kb_paths if read is None or not read.covers(path)]
+    if unread:
+        found.update(index_marks(store, unread).found)
     wanted = set(kb_paths)
-    return {path: (marks, mode) for path, (marks, mode, _) in _marked(store, _pathspecs(store, kb_paths)).items()
-            if path in wanted}
+    return {path: (marks, mode) for path, (marks, mode, _) in found.items() if path in wanted}
 
 
 def restage_marked(store: Repository, marked: Mapping[str, tuple[tuple[str, ...], str]]) -> None:
