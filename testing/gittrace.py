@@ -30,6 +30,7 @@ def traced_git(folder: Path) -> Iterator[GitRuns]:
     """Trace every git command the block runs into a file in ``folder``; read them with the
     ``GitRuns`` given, in the block or after it."""
     trace = folder / "git-trace"
+    trace.unlink(missing_ok=True)  # a block's own runs, not an earlier block's
     before = os.environ.get("GIT_TRACE")
     os.environ["GIT_TRACE"] = str(trace)
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb.ops import teamchecks
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
 
 
 @pytest.fixture
@@ -1402,6 +1402,34 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
     (b / ".git" / "info" / "attributes").unlink()
     assert json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"].startswith(
         "Your commits and origin/main both edited memories/1.yaml;")
+
+
+def test_a_merge_attribute_on_a_file_only_one_side_wrote_stops_no_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """git hands the KB's merge driver only the files both sides wrote since they parted: merge and
+    rebase asked git's attributes of every memory and session file the upstream holds (a
+    ``check-attr`` of them all, after an ``ls-files`` of them all), and refused a line for a file
+    git never merges. They ask of the files both sides wrote (and a made-up one in each folder, for
+    a line of the whole folder: the test above), in one ``check-attr`` and no ``ls-files``."""
+    _bare, (a, b) = make_team(tmp_path)
+    for learning in ("Amounts are in cents", "Refunds are negative rows"):
+        invoke_cli("--kb", a, "save", learning, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "2", "--content", "Refunds are rows with negative amounts", check=True)
+    (b / ".git" / "info" / "attributes").write_text("memories/2.yaml merge=union\n")
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    before = git(b, "rev-parse", "HEAD").strip()
+    for command, said in (("merge", "Merged"), ("rebase", "Rebased onto")):
+        git(b, "reset", "-q", "--hard", before)  # the branch as it was before the merge
+        with traced_git(tmp_path) as runs:
+            done = invoke_cli("--kb", b, command, "origin/main")
+        assert (done.returncode, done.stdout, done.stderr) == (
+            0, f"{said} origin/main; run slayer-kb sync to push.\n", ""), command
+        assert (len(runs("check-attr")), runs("ls-files -z")) == (1, []), command
+        assert git(b, "show", "HEAD:memories/1.yaml").startswith("learning: Amounts are in cents (A)\n")
+        assert git(b, "show", "HEAD:memories/2.yaml").startswith("learning: Refunds are rows with negative amounts\n")
 
 
 def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -51,7 +51,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         before = store.head()
         assert before is not None
         parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
-        stopped = merge_in(store, ref, sha)
+        both = written_on_both(store, parted, (sha, before)) if parted else None
+        stopped = merge_in(store, ref, sha, both)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped))
         kb.reread()
@@ -61,9 +62,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
-            if parted:  # before the fixes' commits, HEAD holds the merged sessions
-                result.session_projects = session_projects(store, (sha, before),
-                                                           written_on_both(store, parted, (sha, before)))
+            if both is not None:  # before the fixes' commits, HEAD holds the merged sessions
+                result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
                              lambda: None)
@@ -75,15 +75,18 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         return result
 
 
-def merge_in(store: GitStore, ref: str, sha: str) -> tuple[list[str], dict[str, set[int]]] | None:
+def merge_in(store: GitStore, ref: str, sha: str,
+             both: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
-    ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it)."""
+    ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``both``: the
+    KB's files both sides wrote since they parted (None: no common ancestor), the ones git can
+    hand the driver (``mergedriver.require_driver``)."""
     before = store.head()
     assert before is not None
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
-        mergedriver.require_driver(store, options)
+        mergedriver.require_driver(store, options, both)
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:

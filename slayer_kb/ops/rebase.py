@@ -83,7 +83,10 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = push_step(remote, branch, pushed)
-        stopped = run(store, args, onto)
+        # What both sides wrote since they parted (this branch as it was, ``ours``): the files git
+        # can hand the driver, and the sessions said after.
+        both = written_on_both(store, parted, (onto_commit, ours)) if parted else None
+        stopped = run(store, args, onto, both)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
@@ -93,9 +96,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if onto_commit:
-        if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
-            result.session_projects = session_projects(store, (onto_commit, ours),
-                                                       written_on_both(store, parted, (onto_commit, ours)))
+        if both is not None:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
+            result.session_projects = session_projects(store, (onto_commit, ours), both)
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         with kb.transaction() as tx:
@@ -202,10 +204,13 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
     )
 
 
-def run(store: GitStore, args: list[str], onto: str) -> tuple[list[str], dict[str, set[int]]] | None:
+def run(store: GitStore, args: list[str], onto: str,
+        both: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
     merged; None when it finished, else the unmerged paths and the stages git holds for each
-    (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers."""
+    (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers;
+    ``both``: the KB's files both sides wrote since they parted (None: no common ancestor), the
+    ones git can hand the driver (``mergedriver.require_driver``)."""
     options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
     # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
@@ -214,7 +219,7 @@ def run(store: GitStore, args: list[str], onto: str) -> tuple[list[str], dict[st
     going_on = (*options, "rebase", "--continue")
     try:
         if args != ["--abort"]:
-            mergedriver.require_driver(store, options, None if args[-1].startswith("--") else args[-1])
+            mergedriver.require_driver(store, options, both, None if args[-1].startswith("--") else args[-1])
         proc = store.git_writing_index(*options, "rebase", *args, check=False, env=env,
                                        resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:

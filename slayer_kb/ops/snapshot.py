@@ -71,6 +71,8 @@ def written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, 
 def written_on_both(store: GitStore, parted: str, sides: tuple[str, str]) -> list[str]:
     """The KB paths of the memory and session files both ``sides`` wrote since they parted at
     ``parted`` (``written_since``): the ones a merge of them gives the KB's merge driver."""
+    if parted in sides:  # one side is where they parted (a fast-forward): it wrote nothing
+        return []
     first, second = (written_since(store, parted, side) for side in sides)
     return sorted(first.keys() & second.keys())
 
