@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from slayer_kb.catalog.catalog import load_catalog
+from slayer_kb.catalog.querychecks import formula_problem
 from slayer_kb.catalog.refs import (
     SOURCE_MODEL,
     SQL_WORDS,
@@ -138,6 +140,25 @@ def test_strip_aggregation_rejects_what_is_not_one_reference(ref: str, message: 
     with pytest.raises(ResolutionError) as caught:
         strip_aggregation(ref)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("formula", "problem"), [
+    ("sum(amount) / count(*)", None),
+    ("sum(amount) ^ 2", "Invalid Mode-B expression 'sum(amount) ^ 2': unsupported binary operator BitXor."),
+    ("sum(amount", "Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)"),
+])
+def test_a_formula_is_parsed_once(formula: str, problem: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measure formula was parsed by Python twice: once for its syntax, once more for the
+    operators SLayer refuses. Once, with the same answer."""
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counted(source: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(source)
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counted)
+    assert (formula_problem(formula), len(parsed)) == (problem, 1), parsed
 
 
 def test_an_expression_of_two_calls_is_not_one_reference() -> None:

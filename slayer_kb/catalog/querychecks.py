@@ -116,14 +116,18 @@ def parses(text: str) -> bool:
 def syntax_problem(text: str) -> str | None:
     """Python's own complaint about ``text`` as an expression (SLayer's Mode-B parser reads
     Python syntax), with ``{var}`` placeholders taken as values; None when it parses."""
-    probe = VARIABLE.sub("0", text)
+    parsed = _parsed(text)
+    return parsed if isinstance(parsed, str) else None
+
+
+def _parsed(text: str) -> ast.Expression | str:
+    """``text`` parsed as ``syntax_problem`` reads it, or Python's complaint."""
     try:
-        ast.parse(probe.strip(), mode="eval")
+        return ast.parse(VARIABLE.sub("0", text).strip(), mode="eval")
     except SyntaxError as exc:
         return f"{exc.msg} (<unknown>, line {exc.lineno})"
     except (ValueError, RecursionError, MemoryError) as exc:
         return str(exc)
-    return None
 
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
@@ -157,9 +161,8 @@ def formula_problem(text: str) -> str | None:
     probe = _COLON_AGGREGATION.sub("_agg", text)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
-    problem = syntax_problem(probe)
-    if problem is None:
-        problem = _operator_problem(probe)
+    parsed = _parsed(probe)
+    problem = parsed if isinstance(parsed, str) else _operator_problem(parsed)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
@@ -195,9 +198,8 @@ _UNSUPPORTED = (
 )
 
 
-def _operator_problem(probe: str) -> str | None:
+def _operator_problem(tree: ast.Expression) -> str | None:
     """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
-    tree = ast.parse(VARIABLE.sub("0", probe).strip(), mode="eval")
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and not isinstance(node.op, _ARITHMETIC):
             return f"unsupported binary operator {type(node.op).__name__}."
