@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay
 from slayer_kb.search.monitor import ChangeMonitor
 from slayer_kb.store.view import View
@@ -265,3 +266,34 @@ def test_a_read_waits_for_a_sync_in_the_write_process(watcher: Watcher, blocked_
     assert sync.returncode == 0, err
     found, err = search.communicate(timeout=120)
     assert search.returncode == 0 and json.loads(found)["memories"], err
+
+
+def test_a_read_beside_a_write_checks_its_settings_once(example_kb_read_only: KnowledgeBase,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server goes by the client's settings to let a read go beside a write
+    (``Runner.goes_beside``: a bad one is refused in its turn, in the client's environment), and
+    the read checked them again as it opened the KB: whether it then went beside, or, the state
+    in memory not ready, waited for its turn. Once either way, and the read answers."""
+    from slayer_kb.cli import common
+    from slayer_kb.daemon.running import Runner
+
+    checked: list[object] = []
+    check = common.checked_settings
+
+    def counted(env: object = None) -> None:
+        checked.append(env)
+        check(env)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(common, "checked_settings", counted)
+    for name in ("stdin", "stdout", "stderr"):  # the Runner gives each thread streams of its own
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    runner = Runner(example_kb_read_only, lower_git=False)
+    request = {"argv": ["get", "1", "--json"], "cwd": os.getcwd(), "env": dict(os.environ)}
+    for run in (lambda: runner.beside(request), lambda: runner(request, checked=True)):
+        checked.clear()
+        assert runner.goes_beside(request)
+        with runner.view.hold():
+            code, chunks = run()
+        assert (code, [fd for fd, _ in chunks]) == (0, [1]), chunks
+        assert json.loads(chunks[0][1])["id"] == "1"
+        assert len(checked) == 1, checked

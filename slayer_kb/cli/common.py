@@ -35,12 +35,14 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 @dataclass
 class Preset:
     """What the server running a relayed command (server.py) hands it: its warm KB, the width
-    of the terminal the command was typed in, and whether it is a read run beside a write
-    (daemon/running.py), which leaves the KB's settings to the write."""
+    of the terminal the command was typed in, whether it is a read run beside a write
+    (daemon/running.py), which leaves the KB's settings to the write, and whether the server
+    checked the command's settings already (``Runner.goes_beside``), so that it needs not again."""
 
     kb: KnowledgeBase
     width: int
     beside: bool = False
+    checked: bool = False
 
 
 class Settings:
@@ -84,7 +86,8 @@ class Settings:
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
         from ..kb import KnowledgeBase
 
-        checked_settings()
+        if self.preset is None or not self.preset.checked:
+            checked_settings()
         if self.preset is not None and not self.preset.beside:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None

@@ -175,12 +175,13 @@ class _Command:
             columns = 0
         return columns if columns > 0 else 100
 
-    def run(self, kb: KnowledgeBase, beside: bool = False) -> int:
-        """The click command's exit code; what it printed is in ``chunks``."""
+    def run(self, kb: KnowledgeBase, beside: bool = False, checked: bool = False) -> int:
+        """The click command's exit code; what it printed is in ``chunks``. ``checked``: its
+        settings were checked already (``Runner.goes_beside``)."""
         from ..cli import Preset, cli
 
         try:
-            cli.main(args=list(self.request["argv"]), prog_name="slayer-kb", obj=Preset(kb, self.width(), beside))
+            cli.main(args=list(self.request["argv"]), prog_name="slayer-kb", obj=Preset(kb, self.width(), beside, checked))
             code = 0
         except SystemExit as exc:
             code = relay.exit_code(exc)
@@ -214,7 +215,8 @@ class Runner:
         ``@FILE`` argument, which names a file in the client's folder, and with settings a command
         takes that print as the process's own would (``_PRINTED``), since it runs in the process's
         environment. Otherwise it runs in its turn, in the client's environment: a bad setting
-        refused, as in a process of its own."""
+        refused, as in a process of its own. Yes: its settings are checked, and the command
+        checks them no more (``beside``, or ``__call__`` with ``checked``)."""
         found = relay.parse(request["argv"])
         if found is None or found[1] not in BESIDE or any(arg.startswith("@") or "=@" in arg for arg in request["argv"]):
             return False
@@ -228,9 +230,10 @@ class Runner:
         """Which thread may use the KB's state in memory (store/view.py)."""
         return self._store.view
 
-    def __call__(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
+    def __call__(self, request: dict[str, Any], checked: bool = False) -> tuple[int, list[tuple[int, bytes]]]:
         """Run ``request`` in its turn (the server's turn lock held), in the client's folder,
-        environment and umask."""
+        environment and umask. ``checked``: ``goes_beside`` said yes to it (its settings are
+        checked), but it could not go beside."""
         command = _Command(request)
         env = command.env
         saved_env = dict(os.environ)
@@ -251,7 +254,7 @@ class Runner:
                 if self._lower_git and yields(request["argv"]):
                     self._store.niceness = priority.niceness()  # the client's setting (its environment)
             with _thread_streams(command.stdin, command.stdout, command.stderr):
-                code = command.run(self.kb)
+                code = command.run(self.kb, checked=checked)
         finally:
             self._store.request = None
             self._store.niceness = 0
@@ -271,13 +274,13 @@ class Runner:
 
     def beside(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]]:
         """Run the read ``request`` beside whatever runs in its turn; the caller holds the view
-        (``ready_beside`` said yes). Its own streams; the process's folder, environment and umask
+        (``ready_beside`` said yes), and ``goes_beside`` said yes (its settings are checked). Its own streams; the process's folder, environment and umask
         untouched (a read resolves nothing against them: the KB is the server's), but the paths
         it prints are as typed from the client's folder (a ``cd`` step of a fix)."""
         command = _Command(request)
         with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
                 _thread_streams(command.stdin, command.stdout, command.stderr):
-            code = command.run(self.kb, beside=True)
+            code = command.run(self.kb, beside=True, checked=True)
         return code, _merged(command.chunks)
 
     def write_elsewhere(self, paths: frozenset[str]) -> None:

@@ -271,9 +271,10 @@ class Server:
             if self._replaced():
                 beat.send(self._leaving())  # its client runs it on the KB there now
                 return
-            handled, result, started = self._beside(conn, beat, request) if self._runner.goes_beside(request) else (False, None, False)
+            beside = self._runner.goes_beside(request)  # its settings checked, when yes
+            handled, result, started = self._beside(conn, beat, request) if beside else (False, None, False)
             if not handled:
-                result = self._in_turn(conn, beat, request, started)
+                result = self._in_turn(conn, beat, request, started, checked=beside)
             if result is None:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
@@ -300,11 +301,13 @@ class Server:
         beat.send(relay.START)
         return relay.recv_exactly(conn, 1) == relay.GO
 
-    def _in_turn(self, conn: Any, beat: Heartbeat, request: dict[str, Any], started: bool = False) -> Result | None:
+    def _in_turn(self, conn: Any, beat: Heartbeat, request: dict[str, Any], started: bool = False,
+                 checked: bool = False) -> Result | None:
         """Run ``request`` in its turn: after every command before it, never beside a write. A
         write runs in the write process (writer.py), and holds the view only to take it in, or
         for all of it when it changes more than its commits name (``holds_the_view``).
-        ``started``: its client was already told it starts (a read that could not go beside)."""
+        ``started``: its client was already told it starts (a read that could not go beside);
+        ``checked``: its settings were checked (a read that might have gone beside)."""
         elsewhere = self.writer is not None and writes(request)
         while not self.busy.acquire(timeout=0.1, view=not elsewhere or holds_the_view(request)):
             if self.stop.is_set():
@@ -320,7 +323,7 @@ class Server:
                     if result is None:  # the write process died: its client is told so
                         beat.send(relay.LOST)
                     return result
-                result = self._runner(request)
+                result = self._runner(request, checked)
                 self._vectors_after()
                 return result
             finally:
