@@ -4,6 +4,8 @@ collide, are tested in test_team.py."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import subprocess
 from pathlib import Path
@@ -16,6 +18,7 @@ from slayer_kb.core.errors import ConflictError
 from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
+from slayer_kb.store.moves import MOVES_FILE
 from testing import commit_all, git, json_of, write_test_catalog
 from testing.mcp import error, with_server_in_process
 
@@ -258,6 +261,31 @@ def test_sync_two_clones_with_colliding_ids(clones: tuple[Path, Path, Path], inv
         assert proc.returncode == 0, proc.stdout + proc.stderr
     # New saves go above every id either side used.
     assert KnowledgeBase(b).save_memory("next", ["orders.amount"]).memory_id == "5"
+
+
+def test_a_sync_writes_the_moves_it_made_once(clones: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync records an id it moves as soon as its branch holds the move (one killed after that
+    still refuses the old id: test_team_remote.py), and puts the record back if it fails. As it
+    finished it wrote the file twice more: put back as it found it, then the same moves recorded
+    again. Written once, with the moves."""
+    _bare, a, b = clones
+    KnowledgeBase(a).save_memory("A one", ["orders.amount"])
+    sync(KnowledgeBase(a))
+    kb_b = KnowledgeBase(b)
+    kb_b.save_memory("B one", ["orders.qty"])
+    record = b / ".git" / MOVES_FILE
+    written: list[str] = []
+    replace = os.replace
+
+    def counted(source: str | Path, target: str | Path) -> None:
+        if Path(target) == record:
+            written.append(Path(source).read_text(encoding="utf-8"))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", counted)
+    assert sync(kb_b).renumbered == {"1": "2"}
+    assert [json.loads(text) for text in written] == [{"1": {"to": "2", "why": "renumbered"}}]
+    assert record.read_text(encoding="utf-8") == written[0]
 
 
 def test_sync_conflict_leaves_the_repository_as_it_was(clones: tuple[Path, Path, Path],

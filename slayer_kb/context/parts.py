@@ -210,9 +210,15 @@ class Parts:
         """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until
         accepted; the duplicate saves counted here and not yet committed go with them."""
         if not moves:
-            return  # sync asks after every attempt, most with nothing moved: no file read
+            return  # most merges and rebases move nothing: no file read
         self.moves.record(moves, why, duplicate)
-        self.pending.move(moves)
+        self.carry_pending(moves)
+
+    def carry_pending(self, moves: dict[str, str]) -> None:
+        """The duplicate saves counted here and not yet committed, carried to the ids ``moves``
+        gave their memories (``sync``, which recorded the moves themselves as it made them)."""
+        if moves:
+            self.pending.move(moves)
 
     def git_setting(self, key: str) -> str | None:
         """One key of the clone's git config as the leases cache it (``IdLeases.settings``: the

@@ -180,10 +180,10 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 raise IndexLockedError(f"{exc}; nothing was pushed, and the repository is back as it was.") from None
             raise
         result.head = store.head()
-        noted.undo()  # recorded once more, with the duplicate counts not yet committed
-        kb.record_moves(result.renumbered, "renumbered")
-        kb.record_moves(result.merged, "merged")
-        kb.record_moves(result.deduplicated, "merged", duplicate=True)
+        # The moves are recorded as the last attempt made them (``noted``); the duplicate counts
+        # not yet committed go with them now.
+        for moves in (result.renumbered, result.merged, result.deduplicated):
+            kb.carry_pending(moves)
     _top_up(kb, fetch, result)
     laps.lap("finish")
     return result
@@ -220,23 +220,27 @@ class _Noted:
 
     def __init__(self, moves: MovedIds) -> None:
         self.moves = moves
-        self.found: str | None = None
+        self.found: str | None = None  # the record as the sync found it, once ``noted``
         self.noted = False
+        self._recorded: list[dict[str, str]] = [{}, {}, {}]  # what the record holds on top of ``found``
 
     def note(self, result: SyncResult) -> None:
-        """Record what the attempt that just pulled moved (a retry's moves replace the last's)."""
-        if not (self.noted or result.renumbered or result.merged or result.deduplicated):
-            return  # the common case: nothing moved, no file read
-        self.undo()
-        self.found, self.noted = self.moves.snapshot(), True
-        self.moves.record(result.renumbered, "renumbered")
-        self.moves.record(result.merged, "merged")
-        self.moves.record(result.deduplicated, "merged", duplicate=True)
+        """Record what the attempt that just pulled moved (a retry's moves replace the last's):
+        one write, and none when that is what the record holds already (the common case: nothing
+        moved, no file read)."""
+        groups = [(result.renumbered, "renumbered", False), (result.merged, "merged", False),
+                  (result.deduplicated, "merged", True)]
+        if [moves for moves, _why, _duplicate in groups] == self._recorded:
+            return
+        if not self.noted:
+            self.found, self.noted = self.moves.snapshot(), True
+        self.moves.record_over(self.found, groups)
+        self._recorded = [dict(moves) for moves, _why, _duplicate in groups]
 
     def undo(self) -> None:
         if self.noted:
             self.moves.restore(self.found)
-            self.noted = False
+            self.noted, self._recorded = False, [{}, {}, {}]
 
 
 class _Index:

@@ -48,9 +48,14 @@ class MovedIds:
         return self.leases.common_dir / MOVES_FILE
 
     def all(self) -> dict[str, Move]:
+        return self._parsed(self.snapshot())
+
+    @staticmethod
+    def _parsed(text: str | None) -> dict[str, Move]:
+        """The moves the file's ``text`` holds (None: no file; what does not parse: none)."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(text) if text is not None else {}
+        except ValueError:
             return {}
         if not isinstance(data, dict):
             return {}
@@ -65,20 +70,30 @@ class MovedIds:
     def record(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
         """Record ``moves`` (old id -> new id); an earlier move to one of the old ids is carried
         on to the new one, so every entry names where the memory is now."""
-        if not moves:
+        if moves:
+            self.record_over(self.snapshot(), [(moves, why, duplicate)])
+
+    def record_over(self, text: str | None, groups: list[tuple[dict[str, str], str, bool]]) -> None:
+        """Make the file ``text`` (a ``snapshot``) with each of ``groups`` (moves, why, duplicate)
+        recorded in turn, as ``record`` would one after the other: one write (``restore`` when
+        no group moves anything)."""
+        if not any(moves for moves, _why, _duplicate in groups):
+            self.restore(text)
             return
-        known = self.all()
-        for move in list(known.values()):
-            if move.new in moves:
-                known[move.old] = Move(move.old, moves[move.new], move.why, move.duplicate)
-        for old, new in moves.items():
-            known[old] = Move(old, new, why, duplicate)
-        # A memory moved back to its own id (renumbered, then folded into the upstream's memory
-        # under that id) is where the id's holder means: no move to refuse.
-        self._write({old: move for old, move in known.items() if move.new != old})
+        known = self._parsed(text)
+        for moves, why, duplicate in groups:
+            for move in list(known.values()):
+                if move.new in moves:
+                    known[move.old] = Move(move.old, moves[move.new], move.why, move.duplicate)
+            for old, new in moves.items():
+                known[old] = Move(old, new, why, duplicate)
+            # A memory moved back to its own id (renumbered, then folded into the upstream's memory
+            # under that id) is where the id's holder means: no move to refuse.
+            known = {old: move for old, move in known.items() if move.new != old}
+        self._write(known)
 
     def snapshot(self) -> str | None:
-        """The file as it is (None: there is none), for ``restore``."""
+        """The file as it is (None: there is none), for ``restore`` and ``record_over``."""
         try:
             return self.path.read_text(encoding="utf-8")
         except OSError:
