@@ -105,6 +105,9 @@ class Leases:
     # clone leased, used-up ones too: a number given with --id in one is this clone's to give): a
     # remote whose url changed (the repository moved) that holds the same refs is the same one.
     holders: dict[str, str] = field(default_factory=dict)
+    # The highest auto id in each block (offline ones left out) of every memory the history of a
+    # commit ever added, and that commit: ``IdLeases._floor`` reads only the commits since.
+    history: tuple[str, dict[int, int]] | None = None
 
     def left(self) -> int:
         """Ids still in hand (some may turn out to be taken by files and be skipped)."""
@@ -113,7 +116,8 @@ class Leases:
     def to_json(self) -> dict[str, object]:
         return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
                 "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused,
-                "holders": self.holders}
+                "holders": self.holders,
+                **({"history": [self.history[0], sorted(self.history[1].items())]} if self.history else {})}
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,30 @@ class RemoteBlocks:
 
     leased: dict[int, str]
     claimed: set[int]
+
+
+def _offline(memory_id: int) -> bool:
+    """Whether an id is in the offline range (or its first id's last neighbour), where no lease goes."""
+    return block_of(memory_id + 1) >= OFFLINE_FIRST
+
+
+def _add_tops(tops: dict[int, int], names: list[str]) -> None:
+    """Raise ``tops`` (block -> its highest auto id) to the auto ids of the memory files ``names``
+    (KB-relative), offline ones left out."""
+    for memory_id in map(id_of_path, names):
+        if memory_id is not None and is_auto_id(memory_id) and not _offline(n := int(memory_id)):
+            tops[block_of(n)] = max(tops.get(block_of(n), 0), n)
+
+
+def _history(value: object) -> tuple[str, dict[int, int]] | None:
+    """``Leases.history`` as its state file holds it (``[COMMIT, [[BLOCK, ID], ...]]``); None for
+    anything else, read again from git."""
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and value[0].isalnum()):
+        return None
+    try:
+        return value[0], {int(block): int(top) for block, top in value[1]}
+    except (TypeError, ValueError):
+        return None
 
 
 def _span(block: int) -> str:
@@ -358,7 +386,7 @@ class IdLeases:
             there = self._remote_blocks(remote)
             if there is None:
                 break
-            floor = self._floor(floor, there.claimed)
+            floor = self._floor(held, floor, there.claimed)
             start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
             first = max(k for k in start if k < OFFLINE_FIRST)
             chosen: list[int] = []
@@ -385,23 +413,32 @@ class IdLeases:
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
-    def _floor(self, floor: int, claimed: set[int]) -> int:
+    def _floor(self, held: Leases, floor: int, claimed: set[int]) -> int:
         """``floor`` without the ids that say nothing about where auto ids are: numbers given with
         --id in claimed blocks, and offline ids (a lease never goes into the offline range). When
         ``floor`` is one, the highest other auto id the branch's history ever added or its work
-        tree holds (one read of all history): an id below it, a forgotten one too, is never handed
-        out again."""
-
-        def ignored(memory_id: int) -> bool:
-            return block_of(memory_id) in claimed or block_of(memory_id + 1) >= OFFLINE_FIRST
-
-        if not ignored(floor):
+        tree holds: an id below it, a forgotten one too, is never handed out again."""
+        if block_of(floor) not in claimed and not _offline(floor):
             return floor
+        tops = dict(self._history_tops(held))
+        _add_tops(tops, [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)])
+        return max((top for block, top in tops.items() if block not in claimed), default=0)
+
+    def _history_tops(self, held: Leases) -> dict[int, int]:
+        """The highest auto id in each block (offline ids left out) that HEAD's history ever added.
+        Kept in ``held`` with the commit it was read at: a later lease reads only the commits since
+        that one when HEAD's history holds it (the whole history once, else: a branch switched to)."""
         head = self.store.head()
-        names = [*(self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/") if head else []),
-                 *(f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR))]
-        ids = (int(i) for i in map(id_of_path, names) if i is not None and is_auto_id(i))
-        return max((n for n in ids if not ignored(n)), default=0)
+        if head is None:
+            return {}
+        known = held.history
+        if known is not None and known[0] == head:
+            return known[1]
+        since = known[0] if known is not None and self.store.is_ancestor(known[0], head) else None
+        tops = dict(known[1]) if known is not None and since is not None else {}
+        _add_tops(tops, self.store.added_paths(since, head, under=f"{MEMORIES_DIR}/"))
+        held.history = (head, tops)
+        return tops
 
     def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
         """The blocks leased and claimed on the remote (one ``ls-remote``), or None when it cannot
@@ -488,7 +525,7 @@ class IdLeases:
             held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
                           [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
                           int(data["highest"]), bool(data["refused"]),
-                          {str(k): str(c) for k, c in data.get("holders", {}).items()})
+                          {str(k): str(c) for k, c in data.get("holders", {}).items()}, _history(data.get("history")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return Leases(home, remote.url)
         if held.home != home:
