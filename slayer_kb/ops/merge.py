@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR
-from ..core.problems import cd_step
+from ..core.problems import cd_step, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -167,5 +167,5 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
     steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
     where = ("the repository is back as it was" if first else
-             "the merge stopped, and git merge --abort would put the branch back as it was")
+             f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

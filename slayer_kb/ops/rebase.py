@@ -54,7 +54,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     with store.locked():
         if action is None:
             if upstream is None:
-                raise InvalidInputError("Give the branch to rebase onto (slayer-kb rebase origin/main), "
+                raise InvalidInputError(f"Give the branch to rebase onto ({command(kb.root)} rebase origin/main), "
                                         "or --continue or --abort for the rebase in progress.")
             if in_progress(store):
                 typed = command(kb.root)
@@ -198,7 +198,7 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
         f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
         f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {ref}' "
         f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
-        f"{ref}' and push it with '{push}' (not slayer-kb sync)."
+        f"{ref}' and push it with '{push}' (not {kb} sync)."
     )
 
 
@@ -253,7 +253,8 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate",
              "slayer-kb rebase --continue (a later commit that stops says so again)", push]
     where = ("the repository is back as it was" if stopped_at is None else
-             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
+             f"the rebase stopped at {stopped_at}, and {command(store.root)} rebase --abort would put the branch back "
+             "as it was")
     return what + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
 
 

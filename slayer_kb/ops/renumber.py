@@ -33,6 +33,7 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
+from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
@@ -188,8 +189,8 @@ def rewrite_commits(store: GitStore, base: str | None, mapping: dict[str, str]) 
         if len(parents) > 1:
             raise ConflictError(
                 f"The branch has a merge commit ({commit[:12]}) since it left the upstream; "
-                "renumbering cannot rewrite it. Run 'slayer-kb renumber --onto REF' (adds one "
-                "commit) and 'git merge REF' instead."
+                f"renumbering cannot rewrite it. Run '{command(store.root)} renumber --onto REF' (adds one "
+                f"commit) and '{git_command(store.root, 'merge REF')}' instead."
             )
         tree = _renumbered_tree(store, base, commit, mapping)
         if parent is not None and tree == store.objects.tree_of(parent) != store.objects.tree_of(parents[0]):
