@@ -253,6 +253,37 @@ def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, inv
     assert git(b, "status", "--porcelain") == git(b, "diff", "--cached", "--name-status", "HEAD") == ""
 
 
+def test_merge_and_rebase_refuse_a_change_a_mark_hides_before_git_merges(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory whose change git's index hides (assume-unchanged), which the merge's strip of a link to
+    a memory the upstream forgot would rewrite: merge refused it once git's merge commit was made,
+    saying "nothing was done"; rebase stopped with git's own error. Both refuse it first."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refunds: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    [hidden] = [p.name for p in (b / "memories").glob("*.yaml") if p.name != "1.yaml"]
+    git(b, "update-index", "--assume-unchanged", f"memories/{hidden}")
+    committed = (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed.replace("Refunds: see", "Refunds (WIP): see"))
+    git(b, "fetch", "-q", "origin")
+    before = git(b, "rev-parse", "HEAD")
+    for command in ("merge", "rebase"):
+        refused = invoke_cli("--kb", b, command, "origin/main")
+        assert (refused.returncode, refused.stderr) == (1, (
+            f"Error: memories/{hidden} is marked assume-unchanged in git's index, so git shows none of its changes, and "
+            "this command would rewrite it: slayer-kb never commits work you have not committed, and git's index would "
+            "not take the commit, so nothing was done. Clear the mark (git update-index --no-assume-unchanged -- "
+            f"memories/{hidden}), see what git status shows, then retry.\n")), command
+        assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (before, ""), command
+        assert "WIP" in (b / "memories" / hidden).read_text()
+    git(b, "update-index", "--no-assume-unchanged", "--", f"memories/{hidden}")
+    (b / "memories" / hidden).write_text(committed)
+    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
+    assert merged["unlinked"] == {Path(hidden).stem: ["1"]}
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.

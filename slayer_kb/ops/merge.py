@@ -30,7 +30,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import require_clean
+from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
 from .snapshot import session_projects, written_on_both
 
@@ -47,6 +47,7 @@ def merge(kb: Context, ref: str) -> MergeResult:
 def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
     with kb.transaction() as tx:
         require_clean(store)
+        require_shown(store)
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None

@@ -28,7 +28,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
-from .renumber import require_clean
+from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
 from .snapshot import session_projects, written_on_both
 
@@ -61,6 +61,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
                                     f"or put the branch back with '{typed} rebase --abort'.")
             require_clean(store)
+            require_shown(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
             args = ["-q", onto_commit]
