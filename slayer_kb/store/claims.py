@@ -70,9 +70,11 @@ def claim_each(store: GitStore, remote: str, wanted: Mapping[str, tuple[str, str
 def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     """``git ARGS`` that talks to the remote, through the store's ``git`` (a write's niceness
     included): never waiting on a password prompt or reading stdin (empty input), at most
-    ``NETWORK_SECONDS``; None when it timed out."""
+    ``NETWORK_SECONDS``, or ``sync_timeout()`` where the user set that lower (how long they let git
+    talk to the remote); None when it timed out."""
     try:
-        return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False, timeout=NETWORK_SECONDS)
+        return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False,
+                         timeout=min(NETWORK_SECONDS, sync_timeout()))
     except subprocess.TimeoutExpired:
         return None
 
