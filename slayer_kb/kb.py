@@ -459,7 +459,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def unmatched(self, *, type: str | None = None, project: str | None = None, scope: str | None = None,
                   command: str = "list") -> list[str]:
         """A warning when one of ``newest``'s (or ``command``'s) filters matches no memory at all."""
-        return finding.unmatched(self, type=type, project=project, scope=scope, command=command)
+        return finding.unmatched(self, type=type, project=project, scope=scope, action=command)
 
     def context_unmatched(self, text: str, project: str | None, scope: str | None, command: str) -> list[str]:
         """For a ``context`` digest ``text``: when it holds no memory (the empty digest, with any

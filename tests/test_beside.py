@@ -23,6 +23,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay
+from slayer_kb.daemon.running import Runner
 from slayer_kb.search.monitor import ChangeMonitor
 from slayer_kb.store.view import View
 from testing import Watcher, blocker
@@ -173,6 +174,25 @@ def test_an_update_held_is_read_as_before_and_a_hand_edit_meanwhile_is_not_misse
     got = relayed(root, blocked_here, "--json", "get", "2")
     assert json.loads(got.stdout)["learning"] == "zebrafish replace the old text"
 
+
+
+def test_a_read_that_turns_search_by_meaning_on_or_off_unlike_the_server_waits_its_turn(
+        example_kb_read_only: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read beside a write runs in the server's environment, so one whose client sets search by
+    meaning or the sentence encoder otherwise than the server would print what the server's
+    settings give: it runs in its turn, in its client's. Any other setting a command takes goes
+    beside (test_reads_are_answered_while_a_save_is_held_and_never_see_half_of_it)."""
+    for name in ("stdin", "stdout", "stderr"):  # the runner's per-thread streams go with the test
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    runner = Runner(example_kb_read_only)
+    assert os.environ.get("SLAYER_KB_NO_ENCODER") and not os.environ.get("SLAYER_KB_NO_MEANING")  # as the tests run
+    own = dict(os.environ)
+    no_encoder = {name: value for name, value in own.items() if name != "SLAYER_KB_NO_ENCODER"}
+    beside = {"same": own, "another setting": {**own, "SLAYER_KB_GIT_TIMEOUT": "120"},
+              "meaning off": {**own, "SLAYER_KB_NO_MEANING": "1"}, "encoder on": no_encoder}
+    said = {what: runner.goes_beside({"argv": ["--json", "search", "fiscal year"], "env": env})
+            for what, env in beside.items()}
+    assert said == {"same": True, "another setting": True, "meaning off": False, "encoder on": False}
 
 def test_the_view_goes_to_a_waiting_write_before_a_read_and_is_given_away_while_released() -> None:
     view = View()

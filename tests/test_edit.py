@@ -210,8 +210,8 @@ def test_an_editor_setting_that_cannot_run_is_named(catalog_kb: KnowledgeBase, i
     not_a_program.write_text("not a program\n")
     path = f"{bin_folder}{os.pathsep}{os.environ['PATH']}"
     no_editor = ("No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. Set "
-                 "EDITOR to a command that edits the file it is given, or change the memory with 'slayer-kb update ID' "
-                 "(MCP: mem_update).")
+                 f"EDITOR to a command that edits the file it is given, or change the memory with 'slayer-kb --kb {root} "
+                 "update n --content ...' (MCP: mem_update).")
     cases = [
         ({"EDITOR": "", "VISUAL": ""}, no_editor),
         ({"EDITOR": 'vi "notes'}, "$VISUAL / $EDITOR ('vi \"notes') cannot be split into a command: No closing "

@@ -657,7 +657,7 @@ def test_a_blank_folder_is_refused_not_taken_for_the_current_one(indexed_example
     work.mkdir()
     for args, what, example in ((("init",), "the knowledge base's folder", "slayer-kb init kb"),
                                 (("--kb", indexed_example_kb.root, "export-slayer"), "the export's folder",
-                                 "slayer-kb export-slayer ./slayer-storage")):
+                                 f"slayer-kb --kb {indexed_example_kb.root} export-slayer ./slayer-storage")):
         proc = invoke_cli(*args, "--json", folder, cwd=work)
         message = (f"{what} is blank ({folder!r}): give a folder, e.g. '{example}' ('.' for the current one).")
         assert (proc.returncode, json_of(proc), proc.stderr) == (

@@ -119,3 +119,22 @@ def test_init_of_a_folder_whose_name_is_not_utf8_is_refused_and_leaves_nothing(
         1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
     assert not folder.exists()
     assert (git(root, "rev-list", "--count", "HEAD"), git(root, "status", "--porcelain")) == ("1\n", "")
+
+
+def test_a_kb_whose_path_is_not_utf8_is_named_as_errors_name_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A KB folder whose own name is not UTF-8 (above the repository's paths, so taken), printed
+    to a strict UTF-8 stdout (PYTHONIOENCODING=utf-8; the test runner's) by init, server status or
+    validate, ended in a traceback. Its other bytes are shown as ``\\xff``, as errors show them;
+    --json keeps the path exactly (the JSON escape ``\\udcff``, which reads back as the path)."""
+    folder = tmp_path / os.fsdecode(b"k\xffb")
+    shown = f"{tmp_path}/k\\xffb"
+    made = invoke_cli("init", folder)
+    assert (made.returncode, made.stdout, made.stderr) == (0, f"Initialised knowledge base in {shown}\n", "")
+    status = invoke_cli("--kb", folder, "server", "status")
+    assert (status.returncode, status.stdout, status.stderr) == (0, f"No server for {shown}; mode: manual.\n", "")
+    status = invoke_cli("--kb", folder, "--json", "server", "status")
+    assert '"root": "' + str(tmp_path) + '/k\\udcffb"' in status.stdout and json_of(status)["root"] == str(folder)
+    (folder / "memories" / "bad.yaml").write_text("learning: [\n")
+    checked = invoke_cli("--kb", folder, "validate")
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (
+        1, f"{shown}/memories/bad.yaml:2: invalid YAML: did not find expected node content")

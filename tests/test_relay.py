@@ -142,9 +142,10 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     # what came after them (`while read`, `; cat`), and waited for a pipe that never ends.
     root = shlex.quote(str(watcher_read_only.root))
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
-    # `search fiscal -` is a usage error, given before stdin is read: a "-" past the text's slot.
+    # `search fiscal -` is a usage error, given before stdin is read: a "-" past the text's slot;
+    # so is `update --learning -`, without the id it changes.
     for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal",
-                 "search fiscal -"):
+                 "search fiscal -", "update --learning -"):
         line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
         proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
                               timeout=60)
@@ -162,6 +163,7 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     (["list", "--project", "-"], False), (["get", "-"], False), (["--kb", "-", "stats"], False),
     (["search", "fiscal", "-"], False), (["search", "-", "fiscal"], False), (["save", "x", "--", "-"], False),
     (["search", "--query", "-", "a", "b"], False), (["update", "3", "-", "--learning", "-"], False),
+    (["update", "--learning", "-"], False), (["session-end", "--summary", "-"], False),
 ])
 def test_which_arguments_are_read_from_stdin(argv: list[str], expected: bool) -> None:
     assert commands.reads_stdin(argv) is expected
@@ -169,16 +171,20 @@ def test_which_arguments_are_read_from_stdin(argv: list[str], expected: bool) ->
 
 def test_the_relay_knows_where_each_command_reads_stdin() -> None:
     """commands.STDIN against the CLI: the commands that read a "-" from stdin (read_text_arg,
-    read_query) with the options whose "-" is stdin, and every option of theirs that takes a value
-    (whose value is skipped when looking for a positional "-")."""
+    read_query) with whether their positional argument is that text, the options whose "-" is
+    stdin, and every option of theirs that takes a value (whose value is skipped when looking for a
+    positional "-")."""
     context = click.Context(cli_group)
-    for name, (_positional, options, valued) in commands.STDIN.items():
+    for name, (positional, options, valued) in commands.STDIN.items():
         command = cli_group.get_command(context, name)
         assert command is not None, name
         taking = {opt for p in command.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
         assert set(valued) == taking and set(options) <= taking, name
-        # One positional argument at most (reads_stdin takes a second for a usage error).
-        assert [p.nargs for p in command.params if isinstance(p, click.Argument)] in ([], [1]), name
+        # One positional argument at most (reads_stdin takes a second for a usage error), and one
+        # that is not the text is required (reads_stdin takes none for a usage error too).
+        arguments = [p for p in command.params if isinstance(p, click.Argument)]
+        assert [p.nargs for p in arguments] in ([], [1]), name
+        assert positional or [p.required for p in arguments] == [True], name
     assert set(commands.STDIN) == _commands_calling("read_text_arg", "read_query")
 
 

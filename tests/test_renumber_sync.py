@@ -195,6 +195,23 @@ def test_cli_renumber(diverged: tuple[KnowledgeBase, str], invoke_cli) -> None:
     assert "nothing to renumber" in proc.stdout
 
 
+
+def test_a_merge_commit_it_cannot_rewrite_is_refused_with_steps_that_run_from_elsewhere(
+        diverged: tuple[KnowledgeBase, str], invoke_cli) -> None:
+    """Run with --kb from another folder, the refusal said 'slayer-kb renumber --onto REF' and 'git
+    merge REF', which there name no KB or another one."""
+    kb, main = diverged
+    git(kb.root, "switch", "-q", "-c", "side")
+    git(kb.root, "commit", "-q", "--allow-empty", "-m", "side")
+    git(kb.root, "switch", "-q", "feature")
+    git(kb.root, "merge", "-q", "--no-ff", "--no-edit", "side")
+    head = git(kb.root, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", "kb", "renumber", "--onto", main, "--rewrite", cwd=kb.root.parent)
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: The branch has a merge commit ({head[:12]}) since it left the upstream; renumbering cannot rewrite "
+        "it. Run 'slayer-kb --kb kb renumber --onto REF' (adds one commit) and 'git -C kb merge REF' instead.\n"))
+    assert git(kb.root, "rev-parse", "HEAD") == head
+
 # -- sync --------------------------------------------------------------------------------------
 
 

@@ -120,7 +120,7 @@ def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(indexed_example
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
         "Set EDITOR to a command that edits the file it is given, or change the memory with "
-        "'slayer-kb update ID' (MCP: mem_update).\n"))
+        f"'slayer-kb --kb {root} update 5 --content ...' (MCP: mem_update).\n"))
     assert git(root, "rev-parse", "HEAD") == head
     assert list((root / ".slayer-kb" / "tmp").iterdir()) == []  # no draft left behind
 

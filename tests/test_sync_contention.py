@@ -210,9 +210,9 @@ def test_a_push_whose_pre_push_hook_hangs_is_stopped_and_the_clone_put_back(dive
     assert str(stopped.value) == (
         f"The sync's git push (origin: {bare}) did not finish within 2 s and was stopped: the remote stopped "
         "answering or this repository's pre-push hook is waiting for something. This clone is as it was before "
-        "the sync: its saves stay here and the next sync sends what the remote lacks. Check the remote (git "
-        "ls-remote origin), then run slayer-kb sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's "
-        "fetch or push may take.")
+        f"the sync: its saves stay here and the next sync sends what the remote lacks. Check the remote (git -C {b} "
+        f"ls-remote origin), then run slayer-kb --kb {b} sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a "
+        "sync's fetch or push may take.")
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert sorted(KnowledgeBase(b).index.stored([a_id, b_id])) == [b_id]
     hook.unlink()

@@ -253,6 +253,37 @@ def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, inv
     assert git(b, "status", "--porcelain") == git(b, "diff", "--cached", "--name-status", "HEAD") == ""
 
 
+def test_merge_and_rebase_refuse_a_change_a_mark_hides_before_git_merges(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory whose change git's index hides (assume-unchanged), which the merge's strip of a link to
+    a memory the upstream forgot would rewrite: merge refused it once git's merge commit was made,
+    saying "nothing was done"; rebase stopped with git's own error. Both refuse it first."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Refunds: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    [hidden] = [p.name for p in (b / "memories").glob("*.yaml") if p.name != "1.yaml"]
+    git(b, "update-index", "--assume-unchanged", f"memories/{hidden}")
+    committed = (b / "memories" / hidden).read_text()
+    (b / "memories" / hidden).write_text(committed.replace("Refunds: see", "Refunds (WIP): see"))
+    git(b, "fetch", "-q", "origin")
+    before = git(b, "rev-parse", "HEAD")
+    for command in ("merge", "rebase"):
+        refused = invoke_cli("--kb", b, command, "origin/main")
+        assert (refused.returncode, refused.stderr) == (1, (
+            f"Error: memories/{hidden} is marked assume-unchanged in git's index, so git shows none of its changes, and "
+            "this command would rewrite it: slayer-kb never commits work you have not committed, and git's index would "
+            "not take the commit, so nothing was done. Clear the mark (git update-index --no-assume-unchanged -- "
+            f"memories/{hidden}), see what git status shows, then retry.\n")), command
+        assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (before, ""), command
+        assert "WIP" in (b / "memories" / hidden).read_text()
+    git(b, "update-index", "--no-assume-unchanged", "--", f"memories/{hidden}")
+    (b / "memories" / hidden).write_text(committed)
+    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
+    assert merged["unlinked"] == {Path(hidden).stem: ["1"]}
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.
@@ -429,8 +460,13 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
     _editor, here, message = conflicting_forget(tmp_path, invoke_cli, forgets="a")
     head = git(here, "rev-parse", "HEAD")
     git(here, "fetch", "-q", "origin")
-    stopped = invoke_cli("--kb", here, "rebase", "origin/main")
-    assert stopped.returncode == 1 and "the rebase stopped at commit 1 of 1 ('memory: forget 1')" in stopped.stderr
+    # Run from elsewhere, what it prints runs from there too.
+    unnamed = invoke_cli("--kb", here.name, "rebase", cwd=here.parent)
+    assert unnamed.stderr == (f"Error: Give the branch to rebase onto (slayer-kb --kb {here.name} rebase origin/main), "
+                              "or --continue or --abort for the rebase in progress.\n")
+    stopped = invoke_cli("--kb", here.name, "rebase", "origin/main", cwd=here.parent)
+    assert stopped.returncode == 1 and (f"the rebase stopped at commit 1 of 1 ('memory: forget 1'), and slayer-kb --kb "
+                                        f"{here.name} rebase --abort would put the branch back") in stopped.stderr
     again = invoke_cli("--kb", here, "rebase", "origin/main")
     assert again.stderr == ("Error: A rebase is already in progress; go on with 'slayer-kb rebase --continue' or "
                             "put the branch back with 'slayer-kb rebase --abort'.\n")
@@ -477,13 +513,13 @@ def test_a_memory_squash_merged_then_edited_on_main_rebases_onto_the_edit(tmp_pa
     # Its memories 1 and 2 are pushed to origin/agent-a: rewritten, the next sync would put
     # main's commits on top of them again as copies. Refused, with 'slayer-kb merge' as the fix.
     head = git(agent, "rev-parse", "HEAD")
-    refused = invoke_cli("--kb", agent, "rebase", "origin/main")
+    refused = invoke_cli("--kb", "a", "rebase", "origin/main", cwd=tmp_path)
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: Branch 'agent-a' has 2 commits already pushed to origin/agent-a that a rebase onto origin/main would "
         "rewrite, and its next sync would put the rewritten commits, origin/main's among them, on top of the pushed "
-        "ones as copies. Take origin/main in with 'slayer-kb merge origin/main' instead (it keeps what was pushed); "
-        "to rewrite the branch anyway, run 'slayer-kb rebase --rewrite-pushed origin/main' and push it with 'git push "
-        "--force-with-lease origin agent-a' (not slayer-kb sync).\n"))
+        "ones as copies. Take origin/main in with 'slayer-kb --kb a merge origin/main' instead (it keeps what was "
+        "pushed); to rewrite the branch anyway, run 'slayer-kb --kb a rebase --rewrite-pushed origin/main' and push it "
+        "with 'git -C a push --force-with-lease origin agent-a' (not slayer-kb --kb a sync).\n"))
     assert (git(agent, "rev-parse", "HEAD"), git(agent, "status", "--porcelain")) == (head, "")
     rebased = invoke_cli("--kb", agent, "rebase", "--rewrite-pushed", "origin/main")
     assert (rebased.returncode, rebased.stdout) == (
@@ -546,18 +582,19 @@ def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_tw
     invoke_cli("--kb", agent, "forget", "3", check=True)
     invoke_cli("--kb", agent, "forget", "4", check=True)
     git(agent, "fetch", "-q", "origin")
-    stopped = invoke_cli("--kb", agent, "--json", "merge", "origin/main")
+    # Run from the clone's parent folder: the steps, and the way back, run from there.
+    stopped = invoke_cli("--kb", "a", "--json", "merge", "origin/main", cwd=tmp_path)
     assert stopped.returncode == 1
     message = json_of(stopped)["error"]["message"]
     assert message == (
         "This branch and origin/main both edited memories/2.yaml; this branch forgot memories/4.yaml, which "
-        "origin/main edited; the merge stopped, and git merge --abort would put the branch back as it was. To merge "
-        "by hand: edit memories/2.yaml to keep what both sides meant; git add memories/2.yaml; git rm memories/4.yaml "
-        "to keep it forgotten (or git add memories/4.yaml to keep origin/main's edit); slayer-kb validate; git commit "
-        "--no-edit; slayer-kb sync.")
+        "origin/main edited; the merge stopped, and git -C a merge --abort would put the branch back as it was. To "
+        "merge by hand: cd a; edit memories/2.yaml to keep what both sides meant; git add memories/2.yaml; git rm "
+        "memories/4.yaml to keep it forgotten (or git add memories/4.yaml to keep origin/main's edit); slayer-kb "
+        "validate; git commit --no-edit; slayer-kb sync.")
     two = git(agent, "show", "origin/main:memories/2.yaml").replace("(main)", "(main and agent)")
     stops: list[str] = []
-    follow(agent, invoke_cli, message, {"memories/2.yaml": two}, stops)
+    follow(tmp_path, invoke_cli, message, {"memories/2.yaml": two}, stops)
     assert stops == []
     assert invoke_cli("--kb", agent, "sync", check=True).stdout.startswith("Synced agent-a with origin: pushed")
     learned = {i: json_of(invoke_cli("--kb", agent, "--json", "get", i, check=True))["learning"] for i in "12"}

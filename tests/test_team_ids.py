@@ -128,6 +128,18 @@ def test_offline_saves_get_ids_no_online_clone_hands_out(team) -> None:
     assert f"{NAMESPACE}{block}" in leased_blocks(bare)
 
 
+
+def test_a_lease_gives_up_on_a_remote_that_stops_answering_at_the_users_setting(team, invoke_cli) -> None:
+    """A lease's ls-remote and push waited 30 s whatever SLAYER_KB_SYNC_TIMEOUT said, holding the
+    agent's save. The remote's upload-pack here answers after 10 s: under those 30 s, so a lease
+    that waited past the setting took a block from it."""
+    bare, (a, _b) = team
+    git(a, "config", "remote.origin.uploadpack", "exec 2>/dev/null; sleep 10 >/dev/null; exec git-upload-pack")
+    saved = invoke_cli("--kb", a, "--json", "save", "saved while the remote hangs", "-e", "orders.amount",
+                       env={"SLAYER_KB_SYNC_TIMEOUT": "1"}, check=True)
+    assert int(json_of(saved)["memory_id"]) > OFFLINE_FIRST * BLOCK  # an offline block's, as with no network
+    assert leased_blocks(bare) == []
+
 def test_validate_against_main_passes_for_every_agent_branch(team, invoke_cli) -> None:
     """Branch per agent: after one branch is merged, the others still pass with no renumbering."""
     bare, (a, b) = team

@@ -280,6 +280,28 @@ def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_c
     assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased, 1 pulled")
 
 
+
+def test_a_sync_that_renumbered_and_then_failed_takes_back_the_move_it_recorded(team, invoke_cli) -> None:
+    """A sync records the ids it moves before its branch moves (killed before it pushed, a command
+    on the old id refuses); one that fails after that puts the clone back, and the record with it:
+    kept, 'get 1' on B said B's memory 1 had moved to 2, which the branch put back never did."""
+    bare, (a, b) = team
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    KnowledgeBase(a).save_memory("A: one", ["orders.amount"])
+    sync(KnowledgeBase(a))
+    assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed for the night'\nexit 1\n")
+    hook.chmod(0o755)
+    head = git(b, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1 and "pushes are closed for the night" in refused.stderr
+    assert git(b, "rev-parse", "HEAD") == head
+    got = invoke_cli("--kb", b, "get", "1")
+    assert (got.returncode, got.stderr) == (0, "")
+    assert "B: one" in got.stdout
+
 def test_a_sync_in_a_rebase_left_stopped_says_so(team, invoke_cli) -> None:
     """A sync killed in its ``git rebase`` (the fallback for what the replay does not merge)
     leaves the rebase stopped and HEAD detached. The next sync said "HEAD is detached; check out a

@@ -23,7 +23,7 @@ from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionE
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import MAX_SHOWN, one_line_shown, shown_controls, warning_lines
+from ..core.text import MAX_SHOWN, json_surrogates_escaped, one_line_shown, shown_controls, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -359,7 +359,7 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
 
 def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     if settings.json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(json_surrogates_escaped(json.dumps(data, ensure_ascii=False, indent=2)))
     else:
         text = human() if callable(human) else human
         if text:

@@ -43,10 +43,18 @@ def clip(text: str, limit: int) -> str:
 # C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on instead of showing.
 # And the bidi embeddings, overrides and isolates, with which a terminal that lays out
 # right-to-left text shows the line in another order than it is (Trojan Source, CVE-2021-42574).
+# And lone surrogates, which no UTF-8 stream takes (a strict one raises): a byte of a path that
+# is not UTF-8 (U+DC80-U+DCFF, as os.fsdecode gives it) as that byte, \xff (as
+# store.listing.shown shows a file name), any other as \ud800.
+_SURROGATES = {c: f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 _CONTROLS = {
     **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)},
     **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+    **_SURROGATES,
 }
+# In JSON, a lone surrogate as the escape a parser reads back as that character (\udcff): the
+# text kept exactly, where written as it is a strict UTF-8 stream raises.
+_JSON_SURROGATES = {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 
 
 # The most of a value a caller gave that a message quotes back.
@@ -102,8 +110,14 @@ def one_line_shown(text: str) -> str:
 
 def shown_controls(text: str) -> str:
     """``text`` with each control character a terminal acts on shown as ``\\xNN``, each bidi
-    control as ``\\uNNNN``; tabs and newlines kept (the human output, commit messages)."""
+    control as ``\\uNNNN``, each lone surrogate as the byte it stands for (``\\xff``) or
+    ``\\uNNNN``; tabs and newlines kept (the human output, commit messages)."""
     return text.translate(_CONTROLS)
+
+
+def json_surrogates_escaped(text: str) -> str:
+    """JSON written with ``ensure_ascii=False``, each lone surrogate in it as its JSON escape."""
+    return text.translate(_JSON_SURROGATES)
 
 
 def one_line(text: str) -> str:

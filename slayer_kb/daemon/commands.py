@@ -27,11 +27,11 @@ AGAIN = READS | LOCAL_AT_A_TERMINAL
 
 
 # Where a command reads standard input for an argument "-" (cli/common.py's read_text_arg and
-# read_query): (its positional text, the options whose "-" is stdin, every option of its that
-# takes a value). The relay sends stdin for a "-" there alone: a process reads none for
-# `list --project -` or `save --title -`, and a client that did ate the input of what came after
-# it (a `while read` loop) or waited for a pipe that never ends. tests/test_relay.py holds it to
-# the CLI.
+# read_query): (its positional text, else a positional id it cannot run without; the options
+# whose "-" is stdin; every option of its that takes a value). The relay sends stdin for a "-"
+# there alone: a process reads none for `list --project -` or `save --title -`, and a client that
+# did ate the input of what came after it (a `while read` loop) or waited for a pipe that never
+# ends. tests/test_relay.py holds it to the CLI.
 _SAVE = ("-e", "--entity", "--query", "--id", "--description", "--title", "--content", "--type", "--project",
          "--scope", "--topic-key", "--session")
 STDIN: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
@@ -52,7 +52,7 @@ def reads_stdin(argv: list[str]) -> bool:
     positional text, or as the value of an option that reads it. Read without click, as click
     reads argv (an option's value, ``--name=value``, ``--`` before the positional ones). Each of
     these commands takes one positional argument at most: a second is a usage error, given
-    before stdin is read (``search fiscal -``)."""
+    before stdin is read (``search fiscal -``), and so is a missing id (``update --learning -``)."""
     found = parse(argv)
     where = STDIN.get(found[1]) if found is not None else None
     if found is None or where is None:
@@ -73,7 +73,7 @@ def reads_stdin(argv: list[str]) -> bool:
                 value = rest[at] if at < len(rest) else ""
             reads = reads or (value == "-" and name in options)
         at += 1
-    if len(positionals) > 1:
+    if len(positionals) > 1 or not (positional or positionals):
         return False
     return reads or (positional and positionals == ["-"])
 

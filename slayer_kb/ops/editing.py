@@ -12,6 +12,7 @@ broke earlier can be repaired with ``edit`` too: the broken text is what the edi
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import stat
@@ -56,14 +57,15 @@ def check_memory_text(
     return memory.evolve(entities=entities), warnings
 
 
-def editor_command() -> list[str]:
+def editor_command(root: Path, memory_id: str) -> list[str]:
+    """The editor to run on memory ``memory_id`` of the KB in ``root`` (which its advice names)."""
     command = os.environ.get("VISUAL") or os.environ.get("EDITOR")  # one set empty counts as unset
     if not command and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
         # An agent's call: vi with no terminal would print its screen codes as output, or wait.
         raise InvalidInputError(
             "No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
             "Set EDITOR to a command that edits the file it is given, or change the memory with "
-            "'slayer-kb update ID' (MCP: mem_update).")
+            f"'{problems.command(root)} update {words(memory_id)} --content ...' (MCP: mem_update).")
     try:
         parts = shlex.split(command or DEFAULT_EDITOR)
     except ValueError as exc:  # an unbalanced quote
@@ -91,7 +93,7 @@ def edit(
         meant = meant_id(memory_id, kb.memory_exists)
         raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
                             f"No memory with id '{memory_id}'; create it with '{problems.command(kb.root)} save ... --id {words(memory_id)}'.")
-    run = run_editor or _run_editor
+    run = run_editor or functools.partial(_run_editor, editor_command(kb.root, memory_id))
     draft = kb.state_dir() / "tmp" / f"edit-{uuid.uuid4().hex[:8]}-{memory_id}.yaml"
     draft.write_bytes(original)
     keep_draft = False
@@ -169,8 +171,8 @@ def read_memory_file(path: Path, memory_id: str) -> bytes | None:
         os.close(fd)
 
 
-def _run_editor(draft: Path) -> None:
-    command = [*editor_command(), str(draft)]
+def _run_editor(editor: list[str], draft: Path) -> None:
+    command = [*editor, str(draft)]
     try:
         proc = subprocess.run(command, check=False)
     except FileNotFoundError:

@@ -134,13 +134,13 @@ def newest(
 
 
 def unmatched(kb: Context, *, type: str | None = None, project: str | None = None,
-              scope: str | None = None, command: str = "list") -> list[str]:
-    """A warning when a filter of ``newest`` (or of ``command``'s digest) matches no memory at
-    all (a misspelt type, say), as ``search`` gives: an answer that is empty for it is a mistake
-    the agent can fix."""
+              scope: str | None = None, action: str = "list") -> list[str]:
+    """A warning when a filter of ``newest`` (or of the digest ``action`` asks for: "run context",
+    "call mem_context") matches no memory at all (a misspelt type, say), as ``search`` gives: an
+    answer that is empty for it is a mistake the agent can fix."""
     unknown = channels.unmatched_filters(
         kb.index, engram.normalize_type(type), engram.normalize_project(project), scope)
-    return [f"No memory has {' or '.join(unknown)}; check the name, or {command} without it."] if unknown else []
+    return [f"No memory has {' or '.join(unknown)}; check the name, or {action} without it."] if unknown else []
 
 
 # At most this many skipped files are named one by one: a KB with thousands of broken files

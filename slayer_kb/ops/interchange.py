@@ -52,7 +52,7 @@ import yaml
 
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
-from ..core import engram, nesting, yamlio
+from ..core import engram, nesting, problems, yamlio
 from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_id, check_new_id
@@ -241,7 +241,7 @@ _OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
 
 def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
-    check_folder_named(folder, "the export's folder", "slayer-kb export-slayer ./slayer-storage")
+    check_folder_named(folder, "the export's folder", f"{problems.command(kb.root)} export-slayer ./slayer-storage")
     where = Path(folder).resolve()
     if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
         # The KB's memories/ would hold a .md beside each .yaml, which validate would then ask

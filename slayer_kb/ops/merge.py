@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR
-from ..core.problems import cd_step
+from ..core.problems import cd_step, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import require_clean
+from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
 from .snapshot import session_projects, written_on_both
 
@@ -47,6 +47,7 @@ def merge(kb: Context, ref: str) -> MergeResult:
 def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
     with kb.transaction() as tx:
         require_clean(store)
+        require_shown(store)
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
@@ -170,5 +171,5 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
     steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
     where = ("the repository is back as it was" if first else
-             "the merge stopped, and git merge --abort would put the branch back as it was")
+             f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

@@ -28,7 +28,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
-from .renumber import require_clean
+from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
 from .snapshot import session_projects, written_on_both
 
@@ -54,13 +54,14 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     with store.locked():
         if action is None:
             if upstream is None:
-                raise InvalidInputError("Give the branch to rebase onto (slayer-kb rebase origin/main), "
+                raise InvalidInputError(f"Give the branch to rebase onto ({command(kb.root)} rebase origin/main), "
                                         "or --continue or --abort for the rebase in progress.")
             if in_progress(store):
                 typed = command(kb.root)
                 raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
                                     f"or put the branch back with '{typed} rebase --abort'.")
             require_clean(store)
+            require_shown(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
             args = ["-q", onto_commit]
@@ -200,7 +201,7 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
         f"rebase onto {upstream} would rewrite, and its next sync would put the rewritten commits, {upstream}'s "
         f"among them, on top of the pushed ones as copies. Take {upstream} in with '{kb} merge {ref}' "
         f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
-        f"{ref}' and push it with '{push}' (not slayer-kb sync)."
+        f"{ref}' and push it with '{push}' (not {kb} sync)."
     )
 
 
@@ -258,7 +259,8 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
     steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate",
              "slayer-kb rebase --continue (a later commit that stops says so again)", push]
     where = ("the repository is back as it was" if stopped_at is None else
-             f"the rebase stopped at {stopped_at}, and slayer-kb rebase --abort would put the branch back as it was")
+             f"the rebase stopped at {stopped_at}, and {command(store.root)} rebase --abort would put the branch back "
+             "as it was")
     return what + f"; {where}. To merge by hand: " + "; ".join(steps) + "."
 
 

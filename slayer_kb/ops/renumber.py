@@ -33,6 +33,7 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads, with_entities
+from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
@@ -188,8 +189,8 @@ def rewrite_commits(store: GitStore, base: str | None, mapping: dict[str, str]) 
         if len(parents) > 1:
             raise ConflictError(
                 f"The branch has a merge commit ({commit[:12]}) since it left the upstream; "
-                "renumbering cannot rewrite it. Run 'slayer-kb renumber --onto REF' (adds one "
-                "commit) and 'git merge REF' instead."
+                f"renumbering cannot rewrite it. Run '{command(store.root)} renumber --onto REF' (adds one "
+                f"commit) and '{git_command(store.root, 'merge REF')}' instead."
             )
         tree = _renumbered_tree(store, base, commit, mapping)
         if parent is not None and tree == store.objects.tree_of(parent) != store.objects.tree_of(parents[0]):
@@ -274,6 +275,14 @@ def require_clean(store: GitStore, under: str | None = None) -> None:
             "stash them (git stash) and run the command again."
         )
 
+
+
+def require_shown(store: GitStore) -> None:
+    """A merge or rebase refuses a memory whose change git's index hides (assume-unchanged or
+    skip-worktree), as ``GitStore.uncommitted`` refuses a file a write would rewrite: what follows
+    git's merge (``revalidation.finish``: links stripped, topic keys folded) may rewrite any
+    memory, and refused only then, git's merge would have been made. Asked before git merges."""
+    store.uncommitted([f"{MEMORIES_DIR}/"])
 
 def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
                     onto: str) -> tuple[str | None, list[str]]:

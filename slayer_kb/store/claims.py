@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 
+from ..core import problems
 from ..core.errors import StoreError
 from .bounded import sync_timeout
 from .repo import GitStore
@@ -69,9 +70,11 @@ def claim_each(store: GitStore, remote: str, wanted: Mapping[str, tuple[str, str
 def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     """``git ARGS`` that talks to the remote, through the store's ``git`` (a write's niceness
     included): never waiting on a password prompt or reading stdin (empty input), at most
-    ``NETWORK_SECONDS``; None when it timed out."""
+    ``NETWORK_SECONDS``, or ``sync_timeout()`` where the user set that lower (how long they let git
+    talk to the remote); None when it timed out."""
     try:
-        return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False, timeout=NETWORK_SECONDS)
+        return store.git(*args, env={"GIT_TERMINAL_PROMPT": "0"}, input=b"", check=False,
+                         timeout=min(NETWORK_SECONDS, sync_timeout()))
     except subprocess.TimeoutExpired:
         return None
 
@@ -97,6 +100,7 @@ def talk(store: GitStore, remote: str, command: str, *args: str,
         raise StoreError(
             f"The sync's git {command} ({remote}: {url}) did not finish within {sync_timeout()} s and was stopped: "
             f"the remote stopped answering{hook}. This clone is as it was before the sync: its saves stay here and "
-            f"the next sync sends what the remote lacks. Check the remote (git ls-remote {remote}), then run "
-            "slayer-kb sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's fetch or push may take."
+            f"the next sync sends what the remote lacks. Check the remote ({problems.git_command(store.root, f'ls-remote {problems.words(remote)}')}), "
+            f"then run {problems.command(store.root)} sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's fetch or "
+            "push may take."
         ) from None
