@@ -104,6 +104,7 @@ def test_a_look_up_marks_a_text_used_once_a_day() -> None:
         version = other.execute("PRAGMA data_version").fetchone()[0]
         assert set(sentences.lookup(encoder.UNITS_KEY, [_digest(0)])) == {_digest(0)}
         assert sentences.held(encoder.MODEL_KEY, [_digest(1)]) == {_digest(1)}
+        assert set(sentences.lookup(encoder.UNITS_KEY, [_digest(2)], mark=False)) == {_digest(2)}  # a search's
         marked = other.execute("PRAGMA data_version").fetchone()[0]
         days = dict(other.execute("SELECT hash, day FROM used").fetchall())
         assert days == {_digest(0): sentences.today(), _digest(1): sentences.today(), _digest(2): sentences.today() - 5}

@@ -425,7 +425,7 @@ class Meaning:
             absent = set()
             _units_absent = (stamp, absent)
         wanted = [d for d in dict.fromkeys(digests.values()) if d not in _units_seen and d not in absent]
-        found = sentences.lookup(encoder.UNITS_KEY, wanted)
+        found = sentences.lookup(encoder.UNITS_KEY, wanted, mark=False)
         # An empty entry is a text of one sentence: no units, for good (the text is the key).
         _units_seen.update(found)
         if stamp is not None:

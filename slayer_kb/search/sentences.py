@@ -83,19 +83,23 @@ def today() -> int:
 _MARK = "INSERT INTO used VALUES (?, ?) ON CONFLICT (hash) DO UPDATE SET day = excluded.day WHERE excluded.day > day"
 
 
-def lookup(model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-    """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache holds."""
-    return dict(_select("sentences.hash, vec", model, hashes))
+def lookup(model: str, hashes: Iterable[str], mark: bool = True) -> dict[str, bytes]:
+    """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache
+    holds. ``mark``: the texts found count as used today. A search's look-up of its head's
+    sentences does not mark them: reading the day there cost 5-10% of its look-ups' CPU, and a
+    KB's texts are marked whenever a process indexes them or fills its vectors
+    (docs/search.md)."""
+    return dict(_select("sentences.hash, vec", model, hashes, mark))
 
 
 def held(model: str, hashes: Iterable[str]) -> set[str]:
-    """The hashes the cache holds a vector for (without reading the vectors)."""
-    return {digest for (digest,) in _select("sentences.hash", model, hashes)}
+    """The hashes the cache holds a vector for (without reading the vectors), marked used today."""
+    return {digest for (digest,) in _select("sentences.hash", model, hashes, True)}
 
 
-def _select(columns: str, model: str, hashes: Iterable[str]) -> list[tuple[Any, ...]]:
-    """The rows found, and each text's day read with them in the same query (the one read of
-    a look-up): a text found that was last used before today is marked used now."""
+def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list[tuple[Any, ...]]:
+    """The rows found; with ``mark``, each text's day is read with them in the same query (the
+    one read of a look-up), and a text found that was last used before today is marked now."""
     wanted = list(dict.fromkeys(hashes))
     db = _reader() if wanted else None
     if db is None:
@@ -103,17 +107,20 @@ def _select(columns: str, model: str, hashes: Iterable[str]) -> list[tuple[Any, 
     out: list[tuple[Any, ...]] = []
     day = today()
     stale: list[str] = []
+    joined = "used.day, " if mark else ""
     try:
         for at in range(0, len(wanted), _CHUNK):
             chunk = wanted[at : at + _CHUNK]
-            for *row, used in db.execute(
-                f"SELECT {columns}, used.day FROM sentences LEFT JOIN used ON used.hash = sentences.hash "  # noqa: S608 - constants and placeholders only
+            rows = db.execute(
+                f"SELECT {joined}{columns} FROM sentences {'LEFT JOIN used ON used.hash = sentences.hash ' if mark else ''}"  # noqa: S608 - constants and placeholders only
                 f"WHERE model = ? AND sentences.hash IN ({', '.join('?' * len(chunk))})",
                 [model, *chunk],
-            ):
-                out.append(tuple(row))
-                if used != day:
-                    stale.append(row[0])
+            ).fetchall()
+            if not mark:
+                out += rows
+                continue
+            out += [row[1:] for row in rows]
+            stale += [row[1] for row in rows if row[0] != day]
     except sqlite3.Error:
         _drop_reader()  # the next look-up opens the file afresh
         return out
