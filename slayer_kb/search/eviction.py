@@ -24,7 +24,7 @@ import fcntl
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sized
 
 from ..core.results import CacheTrim
 from . import encoder, sentences
@@ -139,14 +139,14 @@ def _unread(db: sqlite3.Connection, target: int, read: set[str]) -> int:
     until the pages in use are within ``target``; how many."""
     removed = 0
     for model in (m for m in _models(db) if m not in read):
-        def pick(count: int, model: str = model) -> list[str]:
-            return [h for (h,) in db.execute(
-                "SELECT sentences.hash FROM sentences LEFT JOIN used ON used.hash = sentences.hash "
-                "WHERE model = ? ORDER BY ifnull(used.day, 0) LIMIT ?", (model, count))]
+        def pick(count: int, model: str = model) -> list[tuple[str, int]]:
+            return db.execute(
+                "SELECT sentences.hash, ifnull(used.day, 0) AS day FROM sentences LEFT JOIN used ON used.hash = sentences.hash "
+                "WHERE model = ? ORDER BY day LIMIT ?", (model, count)).fetchall()
 
-        def remove(digests: list[str], model: str = model) -> int:
-            return db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(digests)})",  # noqa: S608 - placeholders only
-                              [model, *digests]).rowcount
+        def remove(chosen: list[tuple[str, int]], model: str = model) -> int:
+            return db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(chosen)})",  # noqa: S608 - placeholders only
+                              [model, *(h for h, _day in chosen)]).rowcount
 
         removed += _free(db, target, pick, remove)
         if _in_use(db) <= target:
@@ -163,10 +163,15 @@ def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
     for model in read:
         db.execute("INSERT OR IGNORE INTO used SELECT hash, 0 FROM sentences WHERE model = ?", (model,))
 
-    def pick(count: int) -> list[str]:
-        return [h for (h,) in db.execute("SELECT hash FROM used ORDER BY day, hash LIMIT ?", (count,))]
+    def pick(count: int) -> list[tuple[str, int]]:
+        return db.execute("SELECT hash, day FROM used ORDER BY day, hash LIMIT ?", (count,)).fetchall()
 
-    def remove(digests: list[str]) -> int:
+    def remove(chosen: list[tuple[str, int]]) -> int:
+        # A text marked since it was picked is kept: a filler storing it meanwhile may have
+        # kept its units and not yet its whole vector, which would then say they are kept.
+        picked = dict(chosen)
+        digests = [h for h, day in db.execute(f"SELECT hash, day FROM used WHERE hash IN ({_marks(chosen)})", list(picked))  # noqa: S608 - placeholders only
+                   if day == picked[h]]
         for model in read:
             db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(digests)})", [model, *digests])  # noqa: S608 - placeholders only
         return db.execute(f"DELETE FROM used WHERE hash IN ({_marks(digests)})", digests).rowcount  # noqa: S608 - placeholders only
@@ -174,32 +179,32 @@ def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
     return _free(db, target, pick, remove)
 
 
-def _free(db: sqlite3.Connection, target: int, pick: Callable[[int], list[str]],
-          remove: Callable[[list[str]], int]) -> int:
-    """Remove what ``pick`` gives, a chunk a transaction, until the pages in use are within
-    ``target`` or nothing is left; how many ``remove`` removed. Each round picks about as
-    many as the bytes still over need, at the cache's mean bytes a text (it overshoots by
-    less than a chunk)."""
+def _free(db: sqlite3.Connection, target: int, pick: Callable[[int], list[tuple[str, int]]],
+          remove: Callable[[list[tuple[str, int]]], int]) -> int:
+    """Remove what ``pick`` gives (hash, day), a chunk a transaction, until the pages in use
+    are within ``target`` or a round removes nothing; how many ``remove`` removed. Each round
+    picks about as many as the bytes still over need, at the cache's mean bytes a text (it
+    overshoots by less than a chunk)."""
     removed = 0
     while (over := _in_use(db) - target) > 0:
         (texts,) = db.execute("SELECT count(*) FROM used").fetchone()
         each = max(1, _in_use(db) // max(texts, 1))
         chosen = pick(min(max(math.ceil(over / each), 1), 20 * _CHUNK))
-        if not chosen:
-            break
+        before = removed
         for at in range(0, len(chosen), _CHUNK):
             db.execute("BEGIN IMMEDIATE")
             try:
-                gone = remove(chosen[at : at + _CHUNK])
+                removed += remove(chosen[at : at + _CHUNK])
                 db.execute("COMMIT")
             except sqlite3.Error:
                 db.execute("ROLLBACK")
                 raise
-            removed += gone
-            if _in_use(db) <= target or not gone:
+            if _in_use(db) <= target:
                 return removed
+        if removed == before:
+            break  # nothing left to remove, or all of it marked again meanwhile
     return removed
 
 
-def _marks(items: list[str]) -> str:
+def _marks(items: Sized) -> str:
     return ", ".join("?" * len(items))

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 FILE = "sentence-vectors.db"
+# Seconds a write waits for another's (a store, an eviction's transaction, a VACUUM).
+_TIMEOUT = 30
 _CHUNK = 500
 # Rows ``drop`` removes a transaction.
 _DROP_CHUNK = 5000
@@ -57,7 +59,7 @@ def connect() -> sqlite3.Connection | None:
     such a file at once make the table once, and neither fails."""
     try:
         where = made()
-        db = sqlite3.connect(where / FILE, isolation_level=None, timeout=30)
+        db = sqlite3.connect(where / FILE, isolation_level=None, timeout=_TIMEOUT)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(
@@ -145,7 +147,7 @@ def _mark(db: sqlite3.Connection, digests: list[str], day: int) -> None:
         pass  # busy, or a file this user cannot write: marked another time
     finally:
         with contextlib.suppress(sqlite3.Error):
-            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute(f"PRAGMA busy_timeout = {_TIMEOUT * 1000}")
 
 
 def _reader() -> sqlite3.Connection | None:
