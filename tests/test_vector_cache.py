@@ -24,7 +24,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, eviction, sentences
 from slayer_kb.search.cachedir import folder
-from testing import eventually
+from testing import Watcher, eventually
 
 UNIT_BYTES = 8 * encoder.DIMENSIONS  # a text of eight sentences' units
 OLD_SCHEMA = "CREATE TABLE sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID"
@@ -267,3 +267,25 @@ def test_the_detached_filler_keeps_the_cache_within_its_bound(empty_kb: Knowledg
     assert sentences.held(encoder.MODEL_KEY, [digest]) == {digest}
     assert 0 < len(_kept(encoder.MODEL_KEY) - {int(digest, 16)}) < 300
     assert not re.search("Traceback", saved.stderr)
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_the_warm_servers_filler_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's thread makes the KB's vectors, then evicts the texts used least recently."""
+    empty_kb.index.background_vectors = False  # the server makes them, not a filler this process starts
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    empty_kb.close()
+    _store_texts(range(300))
+    _used_days_ago({n: 30 for n in range(300)})
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "1")
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    watcher = Watcher(empty_kb.root)
+    try:
+        watcher.wait_for_line("Watching")
+        eventually(lambda: _in_use() <= 900_000 and sentences.held(encoder.UNITS_KEY, digests) == digests,
+                   "the server's filler to make the vectors and evict", 120)
+    finally:
+        watcher.stop()
+    assert sentences.held(encoder.MODEL_KEY, digests) == digests
+    assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
