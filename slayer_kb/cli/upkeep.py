@@ -30,8 +30,10 @@ def maintenance(settings: Settings) -> None:
     packed in the background every few commits. Run it to do both at once, for example before
     measuring the repository's size or after a long agent session. It also keeps the user's
     sentence-vector cache (shared by every KB) within SLAYER_KB_CACHE_MAX_MB megabytes (default
-    2048): vectors under keys this version no longer reads go first, then those of the texts
-    used least recently; the file's free pages are then given back to the disk.
+    2048), as the fillers do: vectors under keys this version no longer reads go first, then
+    those of the texts used least recently. Only here are the file's free pages given back to
+    the disk (--json: vector_cache, its bytes before and after, the bound, the rows and texts
+    removed).
 
     \b
     Example:
