@@ -6,7 +6,7 @@ the file uses pass the bound, vectors are removed until they are at ``LOW_WATER`
 the rows under keys this version never reads (``READ_KEYS``), then the texts used least
 recently, each text's vectors together (its whole vector and its units: the filler takes a
 whole vector under ``MODEL_KEY`` to mean its units are kept). A text's day of last use is kept
-by the look-ups themselves (``sentences.today``). Nothing a KB needs is lost: its memories'
+by the look-ups of the processes that index it or fill its vectors (``sentences.lookup``). Nothing a KB needs is lost: its memories'
 vectors are in its own index, and a vector evicted that a KB asks for again (a rebuild, a new
 clone, a text's units) is made again by its filler.
 
@@ -39,6 +39,8 @@ _CHUNK = 500
 # VACUUM when at least this share of the file's pages is free: rewriting a file that has
 # little to give back costs its whole size in writes for nothing.
 _VACUUM_SHARE = 0.1
+# A row's bytes besides its vector (its key and the b-tree's cell), for the estimate of how many to pick.
+_ROW_BYTES = 100
 LOCK = sentences.FILE + ".evict.lock"
 # Every key this version reads from the cache (encoder.py; a test checks that none is left out).
 READ_KEYS = (encoder.MODEL_KEY, encoder.UNITS_KEY, encoder.WHOLE_KEY, encoder.FITTING_KEY)
@@ -148,7 +150,8 @@ def _unread(db: sqlite3.Connection, target: int, read: set[str]) -> int:
             return db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(chosen)})",  # noqa: S608 - placeholders only
                               [model, *(h for h, _day in chosen)]).rowcount
 
-        removed += _free(db, target, pick, remove)
+        count, size = db.execute("SELECT count(*), sum(length(vec)) FROM sentences WHERE model = ?", (model,)).fetchone()
+        removed += _free(db, target, (size or 0) // max(count, 1) + _ROW_BYTES, pick, remove)
         if _in_use(db) <= target:
             break
     return removed
@@ -176,20 +179,19 @@ def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
             db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(digests)})", [model, *digests])  # noqa: S608 - placeholders only
         return db.execute(f"DELETE FROM used WHERE hash IN ({_marks(digests)})", digests).rowcount  # noqa: S608 - placeholders only
 
-    return _free(db, target, pick, remove)
+    (texts,) = db.execute("SELECT count(*) FROM used").fetchone()
+    return _free(db, target, _in_use(db) // max(texts, 1), pick, remove)
 
 
-def _free(db: sqlite3.Connection, target: int, pick: Callable[[int], list[tuple[str, int]]],
+def _free(db: sqlite3.Connection, target: int, each: int, pick: Callable[[int], list[tuple[str, int]]],
           remove: Callable[[list[tuple[str, int]]], int]) -> int:
     """Remove what ``pick`` gives (hash, day), a chunk a transaction, until the pages in use
     are within ``target`` or a round removes nothing; how many ``remove`` removed. Each round
-    picks about as many as the bytes still over need, at the cache's mean bytes a text (it
-    overshoots by less than a chunk)."""
+    picks about as many as the bytes still over need at ``each`` bytes an item (it overshoots
+    by less than a chunk)."""
     removed = 0
     while (over := _in_use(db) - target) > 0:
-        (texts,) = db.execute("SELECT count(*) FROM used").fetchone()
-        each = max(1, _in_use(db) // max(texts, 1))
-        chosen = pick(min(max(math.ceil(over / each), 1), 20 * _CHUNK))
+        chosen = pick(min(max(math.ceil(over / max(each, 1)), 1), 20 * _CHUNK))
         before = removed
         for at in range(0, len(chosen), _CHUNK):
             db.execute("BEGIN IMMEDIATE")
