@@ -248,15 +248,18 @@ class KnowledgeBase(Context, EngramTools, Cascades):
 
     def maintain(self) -> MaintenanceResult:
         """Compact what saves leave behind, where no one waits for it: merge the index's
-        segments of at most MERGE_LIMIT documents into one (saves merge only small ones) and
-        pack the repository's loose objects."""
+        segments of at most MERGE_LIMIT documents into one (saves merge only small ones), pack
+        the repository's loose objects, and keep the user's sentence-vector cache within its
+        bound, its free pages given back (search/eviction.py)."""
+        from .search import eviction
+
         segments, compacted = self.compact_index(everything=True)
         before = self.store.object_store()
         self.store.repack()  # git's own locking keeps it safe beside a commit
         after = self.store.object_store()
         return MaintenanceResult(
             (segments, compacted), (before.loose, after.loose), (before.packs, after.packs),
-            (before.pack_bytes, after.pack_bytes),
+            (before.pack_bytes, after.pack_bytes), eviction.trim(vacuum=True),
         )
 
     def background_upkeep(self) -> None:

@@ -199,9 +199,9 @@ def test_units_the_cache_lacks_are_asked_once_until_the_cache_changes(
     asked: list[list[str]] = []
     lookup = sentences.lookup
 
-    def counted(model: str, hashes: list[str]) -> dict[str, bytes]:
+    def counted(model: str, hashes: list[str], mark: bool = True) -> dict[str, bytes]:
         asked.append(list(hashes))
-        return lookup(model, hashes)
+        return lookup(model, hashes, mark)
 
     monkeypatch.setattr(sentences, "lookup", counted)
     two, one = "Exports\nThe export stops after 30 seconds. It retries at midnight.", "Exports stop."

@@ -112,7 +112,7 @@ def max_content(env: Mapping[str, str] | None = None) -> int:
 
 def checked_settings(env: Mapping[str, str] | None = None) -> None:
     """Refuse a bad setting (of ``env``, else this process's) before anything runs, rather than
-    half-way through by whatever reads it: the cache's folder (``cachedir.folder``), the server's
+    half-way through by whatever reads it: the cache's folder and bound (``cachedir``), the server's
     settings (``daemon.settings``), the size limit and git's time limits (``store.bounded``: read
     only where git runs)."""
     from ..daemon import settings as server_settings
@@ -120,6 +120,7 @@ def checked_settings(env: Mapping[str, str] | None = None) -> None:
     from ..store import bounded
 
     cachedir.folder(env)
+    cachedir.max_bytes(env)
     server_settings.check(env)
     max_content(env)
     bounded.git_timeout(env)

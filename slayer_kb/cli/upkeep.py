@@ -24,11 +24,16 @@ if TYPE_CHECKING:
 @json_option
 @pass_settings
 def maintenance(settings: Settings) -> None:
-    """Compact the search index and pack the repository now.
+    """Compact the search index, pack the repository and trim the vector cache now.
 
     Saves never wait for this: each adds a small index segment, and git's loose objects are
     packed in the background every few commits. Run it to do both at once, for example before
-    measuring the repository's size or after a long agent session.
+    measuring the repository's size or after a long agent session. It also keeps the user's
+    sentence-vector cache (shared by every KB) within SLAYER_KB_CACHE_MAX_MB megabytes (default
+    2048), as the fillers do: vectors under keys this version no longer reads go first, then
+    those of the texts used least recently. Only here are the file's free pages given back to
+    the disk (--json: vector_cache, its bytes before and after, the bound, the rows and texts
+    removed).
 
     \b
     Example:
@@ -37,10 +42,15 @@ def maintenance(settings: Settings) -> None:
     result = settings.kb().maintain()
     (seg_before, seg_after), (loose_before, loose_after) = result.segments, result.loose_objects
     (packs_before, packs_after), (bytes_before, bytes_after) = result.packs, result.pack_bytes
+    cache = result.vector_cache
+    removed = [*([f"{cache.unread_rows} vectors under keys no longer read"] if cache.unread_rows else []),
+               *([f"the vectors of {cache.texts} texts used least recently"] if cache.texts else [])]
     emit(settings, result.to_json(), lambda: "\n".join([
         f"index segments: {seg_before} -> {seg_after}",
         f"loose objects: {loose_before} -> {loose_after}",
         f"packs: {packs_before} -> {packs_after} ({bytes_before / 1e6:.1f} MB -> {bytes_after / 1e6:.1f} MB)",
+        f"vector cache: {cache.before / 1e6:.1f} MB -> {cache.after / 1e6:.1f} MB (at most {cache.limit / 1e6:.0f} MB"
+        + (f"; removed {' and '.join(removed)})" if removed else ")"),
     ]))
 
 

@@ -171,16 +171,31 @@ class SearchResult:
 
 
 @dataclass
+class CacheTrim:
+    """What keeping the sentence-vector cache within its bound did (search/eviction.py)."""
+
+    before: int  # bytes of the file (and its write-ahead log) before
+    after: int  # and after
+    limit: int  # the bound, bytes (SLAYER_KB_CACHE_MAX_MB)
+    unread_rows: int  # rows removed under keys this version never reads
+    texts: int  # texts whose vectors were removed, least recently used first
+
+
+@dataclass
 class MaintenanceResult:
-    """What ``maintain`` did: the index's segments and the object store, before and after."""
+    """What ``maintain`` did: the index's segments, the object store and the vector cache,
+    before and after."""
 
     segments: tuple[int, int]
     loose_objects: tuple[int, int]
     packs: tuple[int, int]
     pack_bytes: tuple[int, int]
+    vector_cache: CacheTrim
 
     def to_json(self) -> dict[str, Any]:
-        return {name: {"before": before, "after": after} for name, (before, after) in asdict(self).items()}
+        counts = {name: {"before": before, "after": after} for name, (before, after) in
+                  ((field, getattr(self, field)) for field in ("segments", "loose_objects", "packs", "pack_bytes"))}
+        return {**counts, "vector_cache": asdict(self.vector_cache)}
 
 
 @dataclass

@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
+    from ..search import eviction
+
     seen: tuple[int, int] | None = None
     # Only a filler that made vectors waits for more: it was started by a burst of saves. One
     # that finds every vector made (a reindex made them while it started) has no saves coming.
@@ -73,6 +75,7 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
                     if kb.fill_sentences(locked=True) == 0:
                         return  # nothing to make (another process made them) or the encoder failed
                     made = True
+                    eviction.after_fill()  # the vector cache within its bound (search/eviction.py)
             except StoreError:
                 seen = None  # the KB lock was held too long (a long reindex): look again
             quiet_since = time.monotonic()

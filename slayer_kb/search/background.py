@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, filler, placement
+from . import encoder, eviction, filler, placement
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -118,6 +118,8 @@ class SentenceFiller:
                     self._warmed = True
                 with placement.runs_on(self._encoding):
                     filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                if filled:
+                    eviction.after_fill()  # the vector cache within its bound, off every save's path
                 with self._lock:
                     self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries

@@ -1,6 +1,7 @@
-"""Where the per-user cache of sentence vectors lives (``sentences.py``), apart from the cache
-itself: every command that opens a KB checks the setting first, and most never open the cache
-(a ``get`` or ``show`` would otherwise import sqlite3 for nothing)."""
+"""Where the per-user cache of sentence vectors lives (``sentences.py``) and how large it may
+grow, apart from the cache itself: every command that opens a KB checks the settings first,
+and most never open the cache (a ``get`` or ``show`` would otherwise import sqlite3 for
+nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from pathlib import Path
 
 from ..core.errors import InvalidInputError
 from ..core.home import home
+from ..core.inputs import whole_number
+
+# The cache's bound, SLAYER_KB_CACHE_MAX_MB's default (megabytes of 10^6 bytes): a
+# 100,000-memory KB's texts take about 1.0 GB (9.8 KB a text: its whole vector, twice, and
+# its sentences'), so this keeps one such KB and as much again of edits, old keys and other
+# KBs before anything is evicted (eviction.py).
+DEFAULT_MAX_MB = 2048
 
 
 def folder(env: Mapping[str, str] | None = None) -> Path:
@@ -32,6 +40,12 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "slayer-kb"
+
+
+def max_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The bound of the cache's file in bytes: ``SLAYER_KB_CACHE_MAX_MB`` megabytes, else
+    ``DEFAULT_MAX_MB``; anything but a whole number above 0 is refused, naming the fix."""
+    return whole_number("SLAYER_KB_CACHE_MAX_MB", DEFAULT_MAX_MB, "megabytes", env=env) * 1_000_000
 
 
 def made() -> Path:

@@ -369,9 +369,9 @@ class Meaning:
         model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
     ) -> bool:
         """Make the units of these (id, text hash) whose text is not yet under
-        ``encoder.MODEL_KEY`` in the cache (its whole vector was cached before units were
-        pooled from its runs), then put its whole vector there: a whole vector under MODEL_KEY
-        means its units are cached. False when stopped or the encoder is missing."""
+        ``encoder.MODEL_KEY`` in the cache (its whole vector cached before units were pooled
+        from its runs, or the text evicted), then put its whole vector there: one under
+        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
         for at in range(0, len(wanted), batch * workers):
@@ -386,11 +386,11 @@ class Meaning:
                 chunk = wanted[at : at + batch * workers]
                 done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in chunk])
                 texts = self._texts([(m, digest) for m, digest in chunk if digest not in done], guard)
-                whole = sentences.lookup(encoder.WHOLE_KEY, [digest for m, digest in chunk if m in texts])
-                fresh = [(digest, texts[m]) for m, digest in chunk if digest in whole]
-                _made, units = model.encode_with_units([text for _digest, text in fresh], workers)
+                fresh = [(digest, texts[m]) for m, digest in chunk if m in texts]
+                made_now, units = model.encode_with_units([text for _digest, text in fresh], workers)
                 sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
-                sentences.store(encoder.MODEL_KEY, whole)
+                whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
+                sentences.store(encoder.MODEL_KEY, whole | sentences.lookup(encoder.WHOLE_KEY, list(whole)))
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:
@@ -425,7 +425,7 @@ class Meaning:
             absent = set()
             _units_absent = (stamp, absent)
         wanted = [d for d in dict.fromkeys(digests.values()) if d not in _units_seen and d not in absent]
-        found = sentences.lookup(encoder.UNITS_KEY, wanted)
+        found = sentences.lookup(encoder.UNITS_KEY, wanted, mark=False)
         # An empty entry is a text of one sentence: no units, for good (the text is the key).
         _units_seen.update(found)
         if stamp is not None:

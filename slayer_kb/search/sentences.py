@@ -1,6 +1,7 @@
 """The sentence-vector cache: each text's all-MiniLM-L6-v2 vector, keyed by the model and the
 sha256 of the text embedded, in one SQLite file per user (``$SLAYER_KB_CACHE``, else
-``$XDG_CACHE_HOME/slayer-kb``, else ``~/.cache/slayer-kb``).
+``$XDG_CACHE_HOME/slayer-kb``, else ``~/.cache/slayer-kb``), with the day each text was last
+used, so that the file is kept within ``SLAYER_KB_CACHE_MAX_MB`` (eviction.py).
 
 A sentence vector costs 20-30 ms of one core; a static one a fraction of a millisecond. Keyed by
 what was embedded, not by a memory's id or file, a vector is made once per text on the machine:
@@ -18,6 +19,7 @@ import itertools
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 FILE = "sentence-vectors.db"
+# Seconds a write waits for another's (a store, an eviction's transaction, a VACUUM).
+_TIMEOUT = 30
 _CHUNK = 500
 # Rows ``drop`` removes a transaction.
 _DROP_CHUNK = 5000
@@ -47,47 +51,103 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _open() -> sqlite3.Connection | None:
+def connect() -> sqlite3.Connection | None:
+    """A new connection to the cache's file, made with its tables if need be; None when it
+    cannot be opened. A file of the version before (no ``used`` table) takes the table here, in
+    place: its vectors stay, and its texts count as used longest ago until they are used again
+    (eviction.py). ``CREATE ... IF NOT EXISTS`` under SQLite's write lock: two processes opening
+    such a file at once make the table once, and neither fails."""
     try:
         where = made()
-        db = sqlite3.connect(where / FILE, isolation_level=None, timeout=30)
+        db = sqlite3.connect(where / FILE, isolation_level=None, timeout=_TIMEOUT)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) "
             "WITHOUT ROWID"
         )
+        # One row a text, not a row a vector: a text's vectors (its whole vector, its units) are
+        # used and evicted together. Apart from ``sentences``, whose rows a version before this
+        # one still writes three columns at a time.
+        db.execute("CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID")
         return db
     except (OSError, sqlite3.Error):
         return None
 
 
-def lookup(model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-    """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache holds."""
-    return dict(_select("hash, vec", model, hashes))
+def today() -> int:
+    """The day a text is used on, counted from 1970 (UTC): coarse, so that a text is marked used
+    at most once a day, whatever reads it."""
+    return int(time.time() // 86400)
+
+
+# A text's day, moved on only (a clock set back makes nothing look older than it is).
+_MARK = "INSERT INTO used VALUES (?, ?) ON CONFLICT (hash) DO UPDATE SET day = excluded.day WHERE excluded.day > day"
+
+
+def lookup(model: str, hashes: Iterable[str], mark: bool = True) -> dict[str, bytes]:
+    """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache
+    holds. ``mark``: the texts found count as used today. A search's look-up of its head's
+    sentences does not mark them: reading the day there cost 5-10% of its look-ups' CPU, and a
+    KB's texts are marked whenever a process indexes them or fills its vectors
+    (docs/search.md)."""
+    return dict(_select("sentences.hash, vec", model, hashes, mark))
 
 
 def held(model: str, hashes: Iterable[str]) -> set[str]:
-    """The hashes the cache holds a vector for (without reading the vectors)."""
-    return {digest for (digest,) in _select("hash", model, hashes)}
+    """The hashes the cache holds a vector for (without reading the vectors), marked used today."""
+    return {digest for (digest,) in _select("sentences.hash", model, hashes, True)}
 
 
-def _select(columns: str, model: str, hashes: Iterable[str]) -> list[tuple[Any, ...]]:
+def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list[tuple[Any, ...]]:
+    """The rows found; with ``mark``, each text's day is read with them in the same query (the
+    one read of a look-up), and a text found that was last used before today is marked now."""
     wanted = list(dict.fromkeys(hashes))
     db = _reader() if wanted else None
     if db is None:
         return []
     out: list[tuple[Any, ...]] = []
+    day = today()
+    stale: list[str] = []
+    joined = "used.day, " if mark else ""
     try:
         for at in range(0, len(wanted), _CHUNK):
             chunk = wanted[at : at + _CHUNK]
-            out += db.execute(
-                f"SELECT {columns} FROM sentences WHERE model = ? AND hash IN ({', '.join('?' * len(chunk))})",  # noqa: S608 - constants and placeholders only
+            rows = db.execute(
+                f"SELECT {joined}{columns} FROM sentences {'LEFT JOIN used ON used.hash = sentences.hash ' if mark else ''}"  # noqa: S608 - constants and placeholders only
+                f"WHERE model = ? AND sentences.hash IN ({', '.join('?' * len(chunk))})",
                 [model, *chunk],
             ).fetchall()
+            if not mark:
+                out += rows
+                continue
+            out += [row[1:] for row in rows]
+            stale += [row[1] for row in rows if row[0] != day]
     except sqlite3.Error:
         _drop_reader()  # the next look-up opens the file afresh
+        return out
+    if stale:
+        _mark(db, stale, day)
     return out
+
+
+def _mark(db: sqlite3.Connection, digests: list[str], day: int) -> None:
+    """Mark these texts used on ``day``, if the cache can be written at once: a look-up never
+    waits for another process's write (a store, an eviction, maintenance's VACUUM) to mark
+    them; the next look-up does."""
+    try:
+        db.execute("PRAGMA busy_timeout = 0")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(_MARK, [(digest, day) for digest in digests])
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            db.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # busy, or a file this user cannot write: marked another time
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute(f"PRAGMA busy_timeout = {_TIMEOUT * 1000}")
 
 
 def _reader() -> sqlite3.Connection | None:
@@ -99,7 +159,7 @@ def _reader() -> sqlite3.Connection | None:
     if held is not None and now is not None and held[0] == now:
         return held[1]
     _drop_reader()
-    db = _open()
+    db = connect()
     if db is not None:
         _readers.held = (_identity(path), db, next(_opened))
     return db
@@ -148,13 +208,16 @@ os.register_at_fork(after_in_child=_forget_readers)
 
 
 def store(model: str, found: dict[str, bytes]) -> None:
-    """Keep these vectors (hash -> packed vector); a cache that cannot be written is skipped."""
-    db = _open() if found else None
+    """Keep these vectors (hash -> packed vector), their texts used today; a cache that cannot
+    be written is skipped."""
+    db = connect() if found else None
     if db is None:
         return
+    day = today()
     with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
         db.execute("BEGIN")
         db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", [(model, h, v) for h, v in found.items()])
+        db.executemany(_MARK, [(h, day) for h in found])
         db.execute("COMMIT")
 
 
@@ -162,7 +225,7 @@ def drop(model: str) -> int:
     """Remove every vector kept under ``model`` (a key nothing reads any more), a few thousand
     rows a transaction so that a process storing meanwhile never waits long; how many were
     removed. A cache that cannot be written is left as it is."""
-    db = _open()
+    db = connect()
     if db is None:
         return 0
     removed = 0

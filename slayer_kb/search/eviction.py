@@ -1,0 +1,212 @@
+"""The sentence-vector cache (sentences.py) kept within ``SLAYER_KB_CACHE_MAX_MB``.
+
+The cache is shared by every KB of the user and keyed by text: every edit leaves the old text's
+vectors behind, and a model key a new version no longer reads leaves all of its. When the pages
+the file uses pass the bound, vectors are removed until they are at ``LOW_WATER`` of it: first
+the rows under keys this version never reads (``READ_KEYS``), then the texts used least
+recently, each text's vectors together (its whole vector and its units: the filler takes a
+whole vector under ``MODEL_KEY`` to mean its units are kept). A text's day of last use is kept
+by the look-ups of the processes that index it or fill its vectors (``sentences.lookup``). Nothing a KB needs is lost: its memories'
+vectors are in its own index, and a vector evicted that a KB asks for again (a rebuild, a new
+clone, a text's units) is made again by its filler.
+
+Run by ``slayer-kb maintenance``, which then gives the file's free pages back (``VACUUM``:
+it rewrites the file, so only there), and by a filler after a pass that wrote vectors, when
+the file is larger than the bound (a ``stat``; never on a save's path). Deleted rows' pages stay
+in the file, free, and later writes reuse them: the file keeps about the bound's size between
+two maintenances.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import sqlite3
+from collections.abc import Callable, Collection, Iterator, Sized
+
+from ..core.results import CacheTrim
+from . import encoder, sentences
+from .cachedir import folder, max_bytes
+
+# Evicting stops once the pages in use are at this share of the bound, so that a filler's next
+# passes write a tenth of the bound (about 20,000 texts at the default) before it evicts again.
+LOW_WATER = 0.9
+# Texts (or rows, under keys no longer read) removed a transaction: a store meanwhile waits for
+# one such transaction at most, and the pages in use are measured again after each.
+_CHUNK = 500
+# VACUUM when at least this share of the file's pages is free: rewriting a file that has
+# little to give back costs its whole size in writes for nothing.
+_VACUUM_SHARE = 0.1
+# A row's bytes besides its vector (its key and the b-tree's cell), for the estimate of how many to pick.
+_ROW_BYTES = 100
+LOCK = sentences.FILE + ".evict.lock"
+# Every key this version reads from the cache (encoder.py; a test checks that none is left out).
+READ_KEYS = (encoder.MODEL_KEY, encoder.UNITS_KEY, encoder.WHOLE_KEY, encoder.FITTING_KEY)
+
+
+def on_disk() -> int:
+    """Bytes the cache's file and its write-ahead log take (0: no cache)."""
+    total = 0
+    for name in (sentences.FILE, sentences.FILE + "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(folder() / name).st_size
+    return total
+
+
+def after_fill() -> CacheTrim | None:
+    """A filler's hook once a pass wrote vectors: evict when the file is larger than the bound
+    (a ``stat`` otherwise), unless another process is evicting already. None: nothing done."""
+    limit = max_bytes()
+    if on_disk() <= limit:
+        return None
+    with _evicting(wait=False) as mine:
+        return _within(limit, False, READ_KEYS) if mine else None
+
+
+def trim(limit: int | None = None, vacuum: bool = False, read: Collection[str] = READ_KEYS) -> CacheTrim:
+    """Evict until the cache's pages in use are within ``limit`` (default: the setting), as the
+    module says, after another process's eviction if one runs (a lock file beside the cache);
+    ``vacuum``: then give the free pages back to the disk."""
+    limit = max_bytes() if limit is None else limit
+    with _evicting(wait=True):
+        return _within(limit, vacuum, read)
+
+
+def _within(limit: int, vacuum: bool, read: Collection[str]) -> CacheTrim:
+    before = on_disk()
+    # A cache that is not there is not made; one that cannot be opened or written (busy past
+    # the timeout, read-only) is left as it is.
+    db = sentences.connect() if (folder() / sentences.FILE).exists() else None
+    if db is None:
+        return CacheTrim(before, before, limit, 0, 0)
+    unread = texts = 0
+    with contextlib.closing(db), contextlib.suppress(sqlite3.Error):
+        target = int(limit * LOW_WATER)
+        if _in_use(db) > limit:
+            unread = _unread(db, target, set(read))
+            texts = _least_used(db, target, list(read))
+        if vacuum and _worth_vacuum(db):
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return CacheTrim(before, on_disk(), limit, unread, texts)
+
+
+@contextlib.contextmanager
+def _evicting(wait: bool) -> Iterator[bool]:
+    try:
+        fd = os.open(folder() / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield True  # no folder: no cache to evict from
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _in_use(db: sqlite3.Connection) -> int:
+    """Bytes of the pages holding something: the file's, less its free pages."""
+    (pages,) = db.execute("PRAGMA page_count").fetchone()
+    (free,) = db.execute("PRAGMA freelist_count").fetchone()
+    (size,) = db.execute("PRAGMA page_size").fetchone()
+    return int((pages - free) * size)
+
+
+def _worth_vacuum(db: sqlite3.Connection) -> bool:
+    (pages,) = db.execute("PRAGMA page_count").fetchone()
+    (free,) = db.execute("PRAGMA freelist_count").fetchone()
+    return bool(free) and free >= pages * _VACUUM_SHARE
+
+
+def _models(db: sqlite3.Connection) -> list[str]:
+    """The keys the cache holds rows under, one primary-key seek each (no scan of the rows)."""
+    found: list[str] = []
+    (model,) = db.execute("SELECT min(model) FROM sentences").fetchone()
+    while model is not None:
+        found.append(model)
+        (model,) = db.execute("SELECT min(model) FROM sentences WHERE model > ?", (model,)).fetchone()
+    return found
+
+
+def _unread(db: sqlite3.Connection, target: int, read: set[str]) -> int:
+    """Remove rows under keys this version never reads, the least recently used texts' first,
+    until the pages in use are within ``target``; how many."""
+    removed = 0
+    for model in (m for m in _models(db) if m not in read):
+        def pick(count: int, model: str = model) -> list[tuple[str, int]]:
+            return db.execute(
+                "SELECT sentences.hash, ifnull(used.day, 0) AS day FROM sentences LEFT JOIN used ON used.hash = sentences.hash "
+                "WHERE model = ? ORDER BY day LIMIT ?", (model, count)).fetchall()
+
+        def remove(chosen: list[tuple[str, int]], model: str = model) -> int:
+            return db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(chosen)})",  # noqa: S608 - placeholders only
+                              [model, *(h for h, _day in chosen)]).rowcount
+
+        count, size = db.execute("SELECT count(*), sum(length(vec)) FROM sentences WHERE model = ?", (model,)).fetchone()
+        removed += _free(db, target, (size or 0) // max(count, 1) + _ROW_BYTES, pick, remove)
+        if _in_use(db) <= target:
+            break
+    return removed
+
+
+def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
+    """Remove the texts used least recently, every key's vectors of each, until the pages in
+    use are within ``target``; how many texts. A text with no day (kept by a version before
+    this one, or by one that does not mark them) counts as used longest ago."""
+    if _in_use(db) <= target:
+        return 0
+    for model in read:
+        db.execute("INSERT OR IGNORE INTO used SELECT hash, 0 FROM sentences WHERE model = ?", (model,))
+
+    def pick(count: int) -> list[tuple[str, int]]:
+        return db.execute("SELECT hash, day FROM used ORDER BY day, hash LIMIT ?", (count,)).fetchall()
+
+    def remove(chosen: list[tuple[str, int]]) -> int:
+        # A text marked since it was picked is kept: a filler storing it meanwhile may have
+        # kept its units and not yet its whole vector, which would then say they are kept.
+        picked = dict(chosen)
+        digests = [h for h, day in db.execute(f"SELECT hash, day FROM used WHERE hash IN ({_marks(chosen)})", list(picked))  # noqa: S608 - placeholders only
+                   if day == picked[h]]
+        for model in read:
+            db.execute(f"DELETE FROM sentences WHERE model = ? AND hash IN ({_marks(digests)})", [model, *digests])  # noqa: S608 - placeholders only
+        return db.execute(f"DELETE FROM used WHERE hash IN ({_marks(digests)})", digests).rowcount  # noqa: S608 - placeholders only
+
+    (texts,) = db.execute("SELECT count(*) FROM used").fetchone()
+    return _free(db, target, _in_use(db) // max(texts, 1), pick, remove)
+
+
+def _free(db: sqlite3.Connection, target: int, each: int, pick: Callable[[int], list[tuple[str, int]]],
+          remove: Callable[[list[tuple[str, int]]], int]) -> int:
+    """Remove what ``pick`` gives (hash, day), a chunk a transaction, until the pages in use
+    are within ``target`` or a round removes nothing; how many ``remove`` removed. Each round
+    picks about as many as the bytes still over need at ``each`` bytes an item (it overshoots
+    by less than a chunk)."""
+    removed = 0
+    while (over := _in_use(db) - target) > 0:
+        chosen = pick(min(max(math.ceil(over / max(each, 1)), 1), 20 * _CHUNK))
+        before = removed
+        for at in range(0, len(chosen), _CHUNK):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                removed += remove(chosen[at : at + _CHUNK])
+                db.execute("COMMIT")
+            except sqlite3.Error:
+                db.execute("ROLLBACK")
+                raise
+            if _in_use(db) <= target:
+                return removed
+        if removed == before:
+            break  # nothing left to remove, or all of it marked again meanwhile
+    return removed
+
+
+def _marks(items: Sized) -> str:
+    return ", ".join("?" * len(items))

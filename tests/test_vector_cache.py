@@ -1,0 +1,289 @@
+"""The sentence-vector cache kept within ``SLAYER_KB_CACHE_MAX_MB`` (search/eviction.py): rows
+under keys no longer read go first, then the texts used least recently, each text's vectors
+together; a look-up marks a text used at most once a day; a cache of the version before is
+migrated in place, by two processes at once; ``maintenance`` says what it freed; a filler
+evicts after it wrote; vectors a KB's memories use are made again after eviction. Real SQLite
+files, real KBs and processes."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import encoder, eviction, sentences
+from slayer_kb.search.cachedir import folder
+from testing import Watcher, eventually
+
+UNIT_BYTES = 8 * encoder.DIMENSIONS  # a text of eight sentences' units
+OLD_SCHEMA = "CREATE TABLE sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+
+
+def _digest(n: int) -> str:
+    return f"{n:064x}"
+
+
+def _store_texts(numbers: range, model: str = encoder.MODEL_KEY) -> None:
+    """Texts as the filler keeps them: a whole vector under ``model`` and, under MODEL_KEY, the units too."""
+    sentences.store(model, {_digest(n): bytes([n % 100]) * encoder.DIMENSIONS for n in numbers})
+    if model == encoder.MODEL_KEY:
+        sentences.store(encoder.UNITS_KEY, {_digest(n): bytes([n % 100]) * UNIT_BYTES for n in numbers})
+
+
+@contextlib.contextmanager
+def _db() -> Iterator[sqlite3.Connection]:
+    with contextlib.closing(sqlite3.connect(folder() / sentences.FILE, isolation_level=None)) as db:
+        yield db
+
+
+def _used_days_ago(days: dict[int, int]) -> None:
+    """Text n last used ``days[n]`` days ago."""
+    with _db() as db:
+        db.executemany("UPDATE used SET day = ? WHERE hash = ?", [(sentences.today() - ago, _digest(n)) for n, ago in days.items()])
+
+
+def _kept(model: str) -> set[int]:
+    with _db() as db:
+        return {int(h, 16) for (h,) in db.execute("SELECT hash FROM sentences WHERE model = ?", (model,))}
+
+
+def _in_use() -> int:
+    with _db() as db:
+        pages, free, size = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count", "page_size"))
+    return int((pages - free) * size)
+
+
+def test_the_cache_is_kept_within_its_bound_least_recently_used_first() -> None:
+    _store_texts(range(100))
+    _used_days_ago({n: 100 - n for n in range(100)})  # text 0 used longest ago, text 99 yesterday
+    limit = _in_use() // 2
+    trimmed = eviction.trim(limit)
+    kept = _kept(encoder.MODEL_KEY)
+    assert trimmed.texts == 100 - len(kept) and 40 <= trimmed.texts <= 70 and trimmed.unread_rows == 0
+    assert kept == set(range(trimmed.texts, 100))  # the newest, and each text's vectors together
+    assert _kept(encoder.UNITS_KEY) == kept
+    assert _in_use() <= limit * eviction.LOW_WATER
+    assert eviction.trim(limit).texts == 0  # within the bound: nothing more
+
+
+def test_rows_under_keys_no_longer_read_go_first_even_used_today() -> None:
+    retired = "all-MiniLM-L6-v2-int8-mean-v0"
+    assert retired not in eviction.READ_KEYS
+    sentences.store(retired, {_digest(n): bytes(UNIT_BYTES * 2) for n in range(1000, 1100)})
+    _store_texts(range(50))
+    _used_days_ago({n: 300 for n in range(50)})
+    limit = _in_use() // 2
+    trimmed = eviction.trim(limit)
+    assert trimmed.texts == 0 and 0 < trimmed.unread_rows == 100 - len(_kept(retired))
+    assert _kept(encoder.MODEL_KEY) == _kept(encoder.UNITS_KEY) == set(range(50))
+    again = eviction.trim(_in_use() // 4)  # the rest of the old key's rows, then the oldest texts
+    assert _kept(retired) == set() and again.texts > 0
+
+
+def test_every_key_this_version_reads_is_kept_before_the_others() -> None:
+    """A key added to encoder.py and left out of READ_KEYS would be evicted first."""
+    keys = {value for name, value in vars(encoder).items() if name.endswith("_KEY") and isinstance(value, str)}
+    assert keys - set(eviction.READ_KEYS) == {encoder.RETIRED_KEY}
+
+
+def test_a_look_up_marks_a_text_used_once_a_day() -> None:
+    _store_texts(range(3))
+    _used_days_ago({0: 5, 1: 5, 2: 5})
+    with _db() as other:
+        version = other.execute("PRAGMA data_version").fetchone()[0]
+        assert set(sentences.lookup(encoder.UNITS_KEY, [_digest(0)])) == {_digest(0)}
+        assert sentences.held(encoder.MODEL_KEY, [_digest(1)]) == {_digest(1)}
+        assert set(sentences.lookup(encoder.UNITS_KEY, [_digest(2)], mark=False)) == {_digest(2)}  # a search's
+        marked = other.execute("PRAGMA data_version").fetchone()[0]
+        days = dict(other.execute("SELECT hash, day FROM used").fetchall())
+        assert days == {_digest(0): sentences.today(), _digest(1): sentences.today(), _digest(2): sentences.today() - 5}
+        assert marked != version
+        sentences.lookup(encoder.UNITS_KEY, [_digest(0)])
+        sentences.held(encoder.MODEL_KEY, [_digest(1)])
+        assert other.execute("PRAGMA data_version").fetchone()[0] == marked  # used today already: no write
+
+
+OPEN_AT_ONCE = """
+import os, sys, time
+from pathlib import Path
+from slayer_kb.search import encoder, sentences
+here = Path(sys.argv[1])
+(here / f"ready-{sys.argv[2]}").touch()
+while not (here / "go").exists():
+    time.sleep(0.005)
+found = sentences.lookup(encoder.MODEL_KEY, [f"{n:064x}" for n in range(3)])
+sentences.store(encoder.MODEL_KEY, {f"{100 + int(sys.argv[2]):064x}": bytes(384)})
+print(len(found))
+"""
+
+
+def test_a_cache_of_the_version_before_is_migrated_in_place_by_two_processes_at_once(tmp_path: Path) -> None:
+    folder().mkdir(parents=True)
+    with _db() as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(OLD_SCHEMA)
+        db.executemany("INSERT INTO sentences VALUES (?, ?, ?)", [(encoder.MODEL_KEY, _digest(n), bytes([n]) * 384) for n in range(4)])
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, str(tmp_path), str(n)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for n in range(2)]
+    eventually(lambda: all((tmp_path / f"ready-{n}").exists() for n in range(2)), "both processes to be ready")
+    (tmp_path / "go").touch()
+    outcomes = [proc.communicate(timeout=120) for proc in procs]
+    assert [(proc.returncode, out, err) for proc, (out, err) in zip(procs, outcomes, strict=True)] == [(0, "3\n", "")] * 2
+    assert sentences.lookup(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n): bytes([n]) * 384 for n in range(4)}
+    assert _kept(encoder.MODEL_KEY) == {0, 1, 2, 3, 100, 101}
+    with _db() as db:
+        db.execute("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", (encoder.MODEL_KEY, _digest(7), bytes(384)))  # as the version before writes
+        days = dict(db.execute("SELECT hash, day FROM used").fetchall())
+    assert set(days) == {_digest(n) for n in (0, 1, 2, 3, 100, 101)} and set(days.values()) == {sentences.today()}
+    with _db() as db:
+        db.execute("DELETE FROM used WHERE hash = ?", (_digest(3),))  # never looked up since the migration
+    eviction.trim(1)
+    assert _kept(encoder.MODEL_KEY) == set()  # every text went, the unmarked ones (7, 3) too
+
+
+def test_texts_never_used_since_the_migration_go_before_those_used(tmp_path: Path) -> None:
+    folder().mkdir(parents=True)
+    with _db() as db:
+        db.execute(OLD_SCHEMA)
+        db.executemany("INSERT INTO sentences VALUES (?, ?, ?)", [(encoder.UNITS_KEY, _digest(n), bytes(UNIT_BYTES)) for n in range(60)])
+    assert len(sentences.lookup(encoder.UNITS_KEY, [_digest(n) for n in range(30, 60)])) == 30
+    trimmed = eviction.trim(_in_use() * 4 // 5)
+    assert 0 < trimmed.texts < 30 and _kept(encoder.UNITS_KEY) >= set(range(30, 60))
+
+
+def test_maintenance_keeps_the_cache_within_its_bound_and_says_what_it_freed(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    _store_texts(range(300))
+    _used_days_ago({n: 300 - n for n in range(300)})
+    before = eviction.on_disk()
+    assert before > 1_200_000
+    proc = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    removed = 300 - len(_kept(encoder.MODEL_KEY))
+    after = eviction.on_disk()
+    assert proc.stdout.splitlines()[3] == (f"vector cache: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB (at most 1 MB; "
+                                           f"removed the vectors of {removed} texts used least recently)")
+    assert _kept(encoder.MODEL_KEY) == set(range(removed, 300)) and after <= 1_000_000  # its free pages given back
+    again = json.loads(invoke_cli("--kb", empty_kb.root, "maintenance", "--json", env={"SLAYER_KB_CACHE_MAX_MB": "1"},
+                                  check=True).stdout)
+    assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0}
+
+
+def test_a_bad_bound_is_refused_naming_the_fix(example_kb_read_only: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    proc = invoke_cli("--kb", example_kb_read_only.root, "stats", env={"SLAYER_KB_CACHE_MAX_MB": "2GB"})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == ("Error: SLAYER_KB_CACHE_MAX_MB is '2GB', not a number of megabytes; set it to a whole "
+                           "number above 0 (the default is 2048) or unset it.\n")
+
+
+def test_a_filler_evicts_only_over_the_bound_and_never_beside_another_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    _store_texts(range(300))
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "10")
+    assert eviction.after_fill() is None  # a file within the bound: nothing opened
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "1")
+    fd = os.open(folder() / eviction.LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as another process evicting
+        assert eviction.after_fill() is None and len(_kept(encoder.MODEL_KEY)) == 300
+    finally:
+        os.close(fd)
+    trimmed = eviction.after_fill()
+    assert trimmed is not None and trimmed.texts == 300 - len(_kept(encoder.MODEL_KEY)) > 0
+    assert _in_use() <= 900_000 and trimmed.after == trimmed.before  # no VACUUM but at maintenance
+
+
+NOTES = [
+    ("Image sizes in the newsletter", "Images are resized to 600 pixels wide. Animated GIFs are replaced by their first frame."),
+    ("Reminder texts before appointments", "One text the day before. A second one an hour before."),
+]
+COVERAGE_NOTE = ("Sentence vectors cover 0 of 2 memories; the others are ranked by their static vectors until "
+                 "theirs are made, in the background.")
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_vectors_a_kb_uses_are_made_again_after_eviction(empty_kb: KnowledgeBase) -> None:
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    made = {key: sentences.lookup(key, digests) for key in (encoder.MODEL_KEY, encoder.UNITS_KEY)}
+    assert all(len(found) == 2 for found in made.values())
+    assert eviction.trim(1).texts == 2 and _kept(encoder.MODEL_KEY) == _kept(encoder.UNITS_KEY) == set()
+    # The KB's index still holds its vectors; its next process makes the units again, once.
+    again = KnowledgeBase(empty_kb.root)
+    again.index.background_vectors = False
+    assert again.index.fill_sentences() == 0 and again.sentence_coverage() == (2, 2)
+    assert {key: sentences.lookup(key, digests) for key in made} == made
+    # Rebuilt, the index finds none in the cache: a search says what is missing until the filler made them.
+    eviction.trim(1)
+    again.reindex()
+    assert again.sentence_coverage() == (0, 2)
+    assert COVERAGE_NOTE in again.search("newsletter images").notes
+    assert again.index.fill_sentences() == 2 and again.sentence_coverage() == (2, 2)
+    assert {key: sentences.lookup(key, digests) for key in made} == made
+    again.close()
+
+
+def _fillers(root: Path) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"slayer_kb.daemon.sentences" in argv and str(root).encode() in argv:
+                found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.usefixtures("encoder_on")
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the filler in /proc")
+def test_the_detached_filler_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase) -> None:
+    """A save with no server: the filler it starts makes the vector, then evicts the texts used
+    least recently, never the one it made."""
+    root = empty_kb.root
+    empty_kb.close()
+    _store_texts(range(300))
+    _used_days_ago({n: 30 for n in range(300)})
+    env = {**os.environ, "SLAYER_KB_SERVER": "off", "SLAYER_KB_CACHE_MAX_MB": "1"}
+    saved = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "--title", NOTES[0][0],
+                            NOTES[0][1], "--json"], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert json.loads(saved.stdout)["memory_id"]
+    digest = sentences.text_hash(f"{NOTES[0][0]}\n{NOTES[0][1]}")
+    try:
+        eventually(lambda: _in_use() <= 900_000 and sentences.held(encoder.UNITS_KEY, [digest]), "the filler to evict", 120)
+    finally:
+        for pid in _fillers(root):  # it would linger for the next saves; the test is over
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    assert sentences.held(encoder.MODEL_KEY, [digest]) == {digest}
+    assert 0 < len(_kept(encoder.MODEL_KEY) - {int(digest, 16)}) < 300
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_the_warm_servers_filler_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's thread makes the KB's vectors, then evicts the texts used least recently."""
+    empty_kb.index.background_vectors = False  # the server makes them, not a filler this process starts
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    empty_kb.close()
+    _store_texts(range(300))
+    _used_days_ago({n: 30 for n in range(300)})
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "1")
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    watcher = Watcher(empty_kb.root)
+    try:
+        watcher.wait_for_line("Watching")
+        eventually(lambda: _in_use() <= 900_000 and sentences.held(encoder.UNITS_KEY, digests) == digests,
+                   "the server's filler to make the vectors and evict", 120)
+    finally:
+        watcher.stop()
+    assert sentences.held(encoder.MODEL_KEY, digests) == digests
+    assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
