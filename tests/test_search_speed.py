@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import embedding, scoring
+from slayer_kb.search import embedding, scoring, spans
 from slayer_kb.search import words as W
 from slayer_kb.search.filters import restrict
 
@@ -168,7 +168,7 @@ def test_a_texts_units_are_kept_and_found_once_made(example_kb: KnowledgeBase, m
     monkeypatch.setattr(meaning, "_units_seen", OrderedDict())
     monkeypatch.setattr(meaning, "_units_absent", (None, set()))
     text = "Exports\nThe export stops after 30 seconds. It retries at midnight."
-    assert len(encoder.units(text)) == 2
+    assert len(spans.units(text)) == 2
     rng = np.random.default_rng(3)
     vector = rng.standard_normal(encoder.DIMENSIONS).astype(np.float32)
     assert example_kb.index.unit_cosines(vector, {"m": text}) == {}

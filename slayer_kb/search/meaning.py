@@ -275,7 +275,7 @@ class Meaning:
     ) -> int:
         """Make the sentence vectors the memories lack (from the cache when it has them), a batch
         at a time, each batch written as it is made, so a search meanwhile uses what is there,
-        with their sentences' (``encoder.units``, pooled from the same runs); then the units the
+        with their sentences' (``spans.units``, pooled from the same runs); then the units the
         cache lacks for texts whose whole vectors it held (they only refine a ranking, so
         meaning covers the KB first). ``guard`` is held while the
         index is read or written, never while the model runs (the warm server's command lock);
@@ -412,7 +412,7 @@ class Meaning:
         return {digest: found[digest] for (digest, _t), ok in zip(held, fits, strict=True) if ok}
 
     def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
-        """Memory id -> the best cosine between ``vector`` and one of its text's ``encoder.units``,
+        """Memory id -> the best cosine between ``vector`` and one of its text's ``spans.units``,
         for the memories whose units are in the sentence cache (none: a text of one sentence,
         or units not made on this machine yet)."""
         import numpy as np
