@@ -312,7 +312,7 @@ def _saved_during_the_build(root: Path, env: dict[str, str]) -> dict[str, Any]:
     replied = time.perf_counter()
     query = "SELECT svec IS NOT NULL FROM vectors WHERE id = ?"
     with contextlib.closing(sqlite3.connect(root / STATE_DIR / "index" / "manifest.db")) as db:
-        covered, total, _waiting = vectors.coverage(db)
+        covered, total, _waiting, _standing = vectors.coverage(db)
         while not (db.execute(query, (saved["memory_id"],)).fetchone() or (0,))[0]:
             if time.perf_counter() - replied > WAIT_SECONDS * 5:
                 return {"covered_at_save": covered, "memories": total, "vector_after_save_s": None}
