@@ -2,7 +2,9 @@
 encoder costs at scale, on the synthetic corpus (bench/corpus.py), printed as JSON:
 
 - the cold build of the sentence vectors (every memory's, as the background filler makes them),
-  its rate a memory, and that rate carried to 100,000 memories (an extrapolation, said so);
+  its rate a memory, and that rate carried to 100,000 memories (an extrapolation, said so); with
+  stand-ins first (a backlog of ``--stand-in-from`` or more, search/filling.py), when meaning
+  covered the KB and when every vector was final, both carried to 100,000;
 - ``reindex`` with the vector cache warm (a one-shot CLI process, no server);
 - a warm search (a process kept warm as the server keeps it), p50 / p95, the question's
   encoding included, for natural-language questions and for keyword queries, in wall time and
@@ -117,27 +119,40 @@ def _cli(root: Path, env: dict[str, str], *args: str) -> tuple[float, dict[str, 
     return took, json.loads(proc.stdout)
 
 
-def cold_build(kb: KnowledgeBase, workers: int) -> dict[str, Any]:
+def cold_build(kb: KnowledgeBase, workers: int, stand_in_from: int | None = None) -> dict[str, Any]:
     """Every memory's sentence vector and its units, made as the filler makes them with
-    ``workers`` model runs at once; the rate a memory, and when meaning covered the KB (the last
-    batch written: the units are made with the whole texts)."""
+    ``workers`` model runs at once (stand-ins first when the backlog is ``stand_in_from`` or
+    more: search/filling.py); the rate a memory, when meaning covered the KB (its last stand-in,
+    or final vector, written: the units are made with the whole texts) and when every vector
+    was final, each carried to 100,000 memories."""
+    if stand_in_from is not None:
+        kb.index.stand_in_from = stand_in_from
     marks: list[tuple[float, int]] = []
+    covered_at: list[float] = []
     began = time.perf_counter()
     cpu = time.process_time()
 
     def progress(done: int, _total: int) -> None:
         marks.append((time.perf_counter() - began, done))
+        if not covered_at:
+            covered, total, _pending, _standing = kb.index.coverage()
+            if covered >= total:
+                covered_at.append(marks[-1][0])
 
     made = kb.index.fill_sentences(progress, workers=workers)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     covered, total = kb.index.sentence_coverage()
     out: dict[str, Any] = {"workers": workers, "made": made, "covered": covered, "memories": total,
+                           "stand_in_from": kb.index.stand_in_from,
+                           "meaning_covered_seconds": round(covered_at[0], 1) if covered_at else None,
                            "whole_vectors_seconds": round(marks[-1][0], 1) if marks else None,
                            "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "load": _load()}
     if made:
         out["ms_per_memory"] = round(1000 * wall / made, 2)
         out["cpu_ms_per_memory"] = round(1000 * cpu / made, 2)
         out["extrapolated_100k_minutes"] = round(100_000 * wall / made / 60, 1)
+        if covered_at:
+            out["extrapolated_100k_meaning_covered_minutes"] = round(100_000 * covered_at[0] / made / 60, 1)
     return out
 
 
@@ -396,7 +411,7 @@ def in_the_corpus(corpus: corpus_mod.Corpus, args: argparse.Namespace, steps: se
         lender.close()
         results["borrowed_vectors"] = borrow_vectors(corpus.root, lender.root)
     elif "build" in steps:
-        results["cold_build"] = cold_build(kb, args.workers)
+        results["cold_build"] = cold_build(kb, args.workers, args.stand_in_from)
         print(json.dumps(results), flush=True)
         kb.close()
         took, data = _cli(corpus.root, _env(SLAYER_KB_SERVER="off"), "reindex")
@@ -426,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", default=",".join(STEPS), help=f"which of {', '.join(STEPS)} to run (comma-separated)")
     parser.add_argument("--workers", type=int, default=encoder.build_workers(),
                         help="model runs at once in the cold build (default: one a core, at most two)")
+    parser.add_argument("--stand-in-from", type=int, default=None, metavar="N",
+                        help="the cold build makes stand-ins first from a backlog of N (default: the filler's, 5,000)")
     parser.add_argument("--vector-cache", type=Path,
                         help="the sentence-vector cache (default: sentences/ under --cache-dir; an empty folder: a cold build)")
     args = parser.parse_args(argv)
