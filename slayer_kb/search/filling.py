@@ -47,6 +47,7 @@ class Filling:
     _meaning_key: Any
     embedder: Callable[[], embedding.Embedder | embedding.Unavailable]
     sentence_coverage: Callable[[], tuple[int, int]]
+    coverage: Callable[[], tuple[int, int, int, int]]
     stored: Callable[[list[str]], dict[str, dict[str, Any]]]
     _db: Callable[[], sqlite3.Connection]
     _from_manifest: Callable[..., Any]
@@ -87,7 +88,6 @@ class Filling:
                     break  # the index is being rebuilt: the next pass starts again
         return written
 
-
     def fill_sentences(
         self,
         progress: Callable[[int, int], None] | None = None,
@@ -117,14 +117,14 @@ class Filling:
         workers = workers or encoder.build_workers()
         nothing = Backlog([], 0)
         with guard():
-            covered, total = self.sentence_coverage()
-            lacking = self._from_manifest(lambda db: Backlog.listed(db, final=False), nothing) if covered < total else nothing
+            covered, total, _pending, standing = self.coverage()
         written: list[tuple[str, str]] = []
         first = 0  # the stand-in pass's rows, ahead of the final pass's in ``progress``
-        stand_in = encoder.load_stand_in() if lacking.left() >= self.stand_in_from else None
+        stand_in = encoder.load_stand_in() if total - covered >= self.stand_in_from else None
         if isinstance(stand_in, encoder.Encoder):
             with guard():
-                finals = len(self._from_manifest(vectors.missing_sentences, []))
+                lacking = self._from_manifest(lambda db: Backlog.listed(db, final=False), nothing)
+            finals = total - covered + standing  # the final pass's rows, as things stand
             done, written = self._pass(lacking, stand_in, guard, stop, batch, workers,
                                        lambda made, left: progress and progress(made, made + left + finals))
             if not done:
