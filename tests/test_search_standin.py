@@ -1,21 +1,24 @@
 """Stand-in vectors during a large first build (search/filling.py): a backlog of
 ``stand_in_from`` memories or more gets the int8 graph's vectors first, then the shipped graph's
 replace every one; the end is what a build of final vectors alone makes, a memory saved during
-the build goes first at the shipped graph's, and searches and ``server status`` say how much
+the build goes first at the shipped graph's, and searches and the server's status say how much
 of meaning is final."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, sentences, vectors
+from slayer_kb.search.background import SentenceFiller
 from testing.repos import make_empty_kb
+from testing.wait import eventually
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
 
@@ -147,3 +150,38 @@ def test_a_process_holding_the_vectors_takes_in_the_final_ones_another_made(tmp_
     assert {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()} == final
     assert not set(final.items()) & set(stand_ins.items())
     kb.close()
+
+
+def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    held = threading.Event()
+    release = threading.Event()
+    looks = [0]
+
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        # The thread's second look at the index once every stand-in is written (the first
+        # measures them for ``status``) waits here, between the two passes, until released.
+        with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+            if threading.current_thread().name == "slayer-kb sentences" and len(vectors.stand_ins(db)) == len(NOTES):
+                looks[0] += 1
+        if looks[0] == 2 and not release.is_set():
+            held.set()
+            release.wait(60)
+        yield
+
+    thread = SentenceFiller(kb.index, guard)
+    thread.start()
+    try:
+        eventually(held.is_set, "the stand-in pass")
+        assert thread.status() == {"model": encoder.MODEL_KEY, "covered": 6, "final": 0, "stand_ins": 6, "memories": 6,
+                                   "building": True, "pass_done": 6, "pass_total": 12, "passes": 1, "filled": 0}
+        release.set()
+        done = eventually(lambda: (s := thread.status()) and not s["building"] and s, "the final pass")
+        assert done == {"model": encoder.MODEL_KEY, "covered": 6, "final": 6, "stand_ins": 0, "memories": 6,
+                        "building": False, "pass_done": 12, "pass_total": 12, "passes": 1, "filled": 6}
+    finally:
+        release.set()
+        thread.stop()
+        kb.close()
