@@ -129,13 +129,15 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
     that saw the log before lists its work again."""
     if db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is None:
         db.execute("DELETE FROM written")
+        db.execute("DELETE FROM standins")
         _begin_log(db)
     else:
         # Those live (row[8]: deleted) and lacking a sentence vector (row[10]: svec).
         db.executemany("INSERT INTO written (id) VALUES (?)", [(row[0],) for row in new_rows if row[10] is None and not row[8]])
         db.execute("DELETE FROM written WHERE seq <= (SELECT max(seq) FROM written) - ?", (LOG_KEPT,))
     removed = [(m,) for m in gone]
-    db.executemany("DELETE FROM standins WHERE id = ?", removed + [(row[0],) for row in new_rows])
+    if db.execute("SELECT 1 FROM standins LIMIT 1").fetchone() is not None:  # a build's, under way
+        db.executemany("DELETE FROM standins WHERE id = ?", removed + [(row[0],) for row in new_rows])
     db.executemany("DELETE FROM vectors WHERE id = ?", removed)
     db.executemany("DELETE FROM tokens WHERE id = ?", removed)
     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
