@@ -202,13 +202,17 @@ class Meaning:
         # every row again (a warm server does this after each save while a detached filler
         # runs) cost 50 ms at 5,000 memories, under the server's turn and view, and made every
         # shortlist block again at the next search.
-        lacking = self._meaning.lacking() + sorted(self._meaning.standing)
-        if lacking:
+        lacking = self._meaning.lacking()
+        if not lacking and not self._meaning.standing:
+            return
+        # And the stand-ins replaced since: only their rows are read again. Those it lacked
+        # may be stand-ins: the list says which.
+        unknown: set[str] = set()
+        standing = self._from_manifest(vectors.stand_ins, unknown)
+        wanted = lacking + sorted(self._meaning.standing - standing)
+        if wanted:
             none: list[tuple[str, bytes]] = []
-            found = self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, lacking), none)
-            unknown: set[str] = set()
-            standing = self._from_manifest(lambda db: vectors.stand_ins(db, [m for m, _blob in found]), unknown)
-            self._meaning.set_sentences(found, standing)
+            self._meaning.set_sentences(self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, wanted), none), standing)
 
     def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """``cosines`` by the sentence vectors, for the memories that have one."""
