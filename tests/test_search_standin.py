@@ -119,6 +119,13 @@ def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
             "until the build replaces them, in the background.") in kb.search(QUESTION).notes
     assert kb.index.meaning_status().endswith(
         f"cover {len(NOTES)} of {len(NOTES)} memories ({len(NOTES)} of them stand-ins until the build replaces them)")
+    # A memory is read by its stand-in's units meanwhile (never kept as final units).
+    by_hash = {sentences.text_hash(f"{title}\n{content}"): f"{title}\n{content}" for title, content in NOTES}
+    texts = {memory_id: by_hash[digest] for memory_id, digest, _svec in _manifest(kb)}
+    question = encoder.load_stand_in()
+    assert isinstance(question, encoder.Encoder)
+    assert set(kb.index.unit_cosines(question.encode([QUESTION])[0], texts)) == set(texts)
+    assert _cached(encoder.UNITS_KEY) == {}
     # A reindex (as a second clone, a branch switch) never takes a stand-in for a final vector:
     # its rows have none, and the next pass takes the cached stand-ins back as stand-ins.
     kb.reindex()

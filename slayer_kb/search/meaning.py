@@ -250,7 +250,8 @@ class Meaning:
         # An empty entry is a text of one sentence: no units, for good (the text is the key).
         _units_seen.update(found)
         # A stand-in's units while the final ones are not made (filling.py): never kept above.
-        standing = sentences.lookup(encoder.STAND_IN_UNITS_KEY, [d for d in wanted if d not in found])
+        lacking = [d for d in wanted if d not in found]
+        standing = sentences.lookup(encoder.STAND_IN_UNITS_KEY, lacking) if lacking else {}
         if stamp is not None:
             absent.update(d for d in wanted if d not in found and d not in standing)
         units: list[tuple[str, bytes]] = []
