@@ -291,7 +291,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         self.index.background_vectors = value
 
     def sentence_coverage(self) -> tuple[int, int]:
-        """(live memories with a sentence vector, live memories)."""
+        """(live memories with a final sentence vector: not a stand-in's, live memories)."""
         return self.index.sentence_coverage()
 
     def held_coverage(self) -> tuple[int, int] | None:

@@ -81,6 +81,36 @@ def test_the_vectors_are_the_files_within_float32_rounding(encoder_on: None) -> 
     assert not np.array_equal(whole, was_whole)
 
 
+def test_the_stand_in_graph_is_pinned_and_near_the_shipped_one(encoder_on: None) -> None:
+    model = _loaded()
+    path = encoder.model_file()
+    assert isinstance(path, Path)
+    int8, counts = rewrite.rewrite(path.read_bytes(), rewrite.INT8_EDITS)
+    assert counts == [6, 6, 6, 36]  # and every one of the six products of each of the six layers
+    assert hashlib.sha256(int8).hexdigest() == encoder.STAND_IN_SHA256
+    stand_in = encoder.load_stand_in()
+    assert isinstance(stand_in, encoder.Encoder), stand_in
+    assert (model.key, stand_in.key) == (encoder.MODEL_KEY, encoder.STAND_IN_KEY)
+    whole, units = model.encode_with_units(TEXTS, 2)
+    near_whole, near_units = stand_in.encode_with_units(TEXTS, 2)
+    assert [len(u) for u in near_units] == [0, 4, 40]
+    for new, old in [(near_whole, whole), *zip(near_units[1:], units[1:], strict=True)]:
+        cosines = (new * old).sum(axis=1)
+        assert cosines.min() >= 0.98 and cosines.mean() >= 0.99
+        assert not np.array_equal(new, old)  # near, never the same: never cached as the same
+
+
+def test_a_stand_in_not_pinned_is_no_stand_in(encoder_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    _loaded()
+    monkeypatch.setattr(encoder, "STAND_IN_SHA256", "0" * 64)
+    encoder.load_stand_in.cache_clear()
+    try:
+        refused = encoder.load_stand_in()
+        assert isinstance(refused, encoder.Unavailable) and refused.reason == "the stand-in graph is not the pinned one"
+    finally:
+        encoder.load_stand_in.cache_clear()
+
+
 def test_a_rewrite_not_pinned_runs_the_file_itself(unpinned_rewrite: None) -> None:
     model = _loaded()
     whole, units = model.encode_with_units(TEXTS, 2)

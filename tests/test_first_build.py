@@ -46,7 +46,7 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     # A bulk write smaller than a large KB's makes them with the words, filler or not.
     small = KnowledgeBase(make_example_kb(tmp_path / "small"))
     small.index.sync()
-    assert (small.index.coverage(), started) == ((0, 34, 0), [small.root])
+    assert (small.index.coverage(), started) == ((0, 34, 0, 0), [small.root])
     started.clear()
     monkeypatch.setattr(index, "DEFER_STATIC_AT", 30)
 
@@ -54,13 +54,13 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")
     eager = KnowledgeBase(make_example_kb(tmp_path / "eager"))
     eager.index.sync()
-    assert eager.index.coverage() == (0, 34, 0)
+    assert eager.index.coverage() == (0, 34, 0, 0)
     monkeypatch.delenv("SLAYER_KB_NO_FILLER")
 
     clone = KnowledgeBase(make_example_kb(tmp_path / "clone"))
     clone.index.sync()
     assert started == [clone.root]  # the filler is asked for, once the rows are committed
-    assert clone.index.coverage() == (0, 34, 34)
+    assert clone.index.coverage() == (0, 34, 34, 0)
     first = clone.search("refunds")
     assert first.memories and first.memories[0]["id"] == eager.search("refunds").memories[0]["id"]
     # "refunds" alone also names the table shop.refunds: that note comes first.
@@ -75,7 +75,7 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     clone.index._meaning, clone.index._meaning_key = held, key  # noqa: SLF001 - as a process that did not make them
     clone.index.absorb_sentences()
     assert clone.index.meaning().size == 34 and clone.index.meaning().pending == 0
-    assert clone.index.coverage() == (0, 34, 0)
+    assert clone.index.coverage() == (0, 34, 0, 0)
     assert _tables(clone) == _tables(eager)
     assert _answers(clone) == _answers(eager)
     assert not any(note.startswith("Meaning covers") for note in clone.search("refunds").notes)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import encoder, filler, sentences
+from slayer_kb.search import encoder, filler, sentences, spans
 from testing.encoding import loaded_encoder
 
 TITLE = "Retry budget for payment calls"
@@ -54,8 +54,8 @@ def _unit(hidden: np.ndarray, encoding: Any, spans: list[tuple[int, int]]) -> np
 
 def test_a_sentences_vector_is_the_mean_of_its_and_its_titles_token_rows() -> None:
     model = loaded_encoder()
-    assert encoder.unit_spans(TEXT) == (len(TITLE), [(31, 75), (76, 145), (146, 176)])
-    assert [TEXT[a:b] for a, b in encoder.unit_spans(TEXT)[1]] == [
+    assert spans.unit_spans(TEXT) == (len(TITLE), [(31, 75), (76, 145), (146, 176)])
+    assert [TEXT[a:b] for a, b in spans.unit_spans(TEXT)[1]] == [
         "Calls to the PSP are retried twice on a 5xx.",
         "A timeout is never retried, because the charge may have gone through.",
         "The budget resets at midnight.",
@@ -63,7 +63,7 @@ def test_a_sentences_vector_is_the_mean_of_its_and_its_titles_token_rows() -> No
     whole, units = model.encode_with_units([TEXT, "One sentence only."])
     hidden, encoding = _rows(model, TEXT)
     title = (0, len(TITLE))
-    expected = np.stack([_unit(hidden, encoding, [title, span]) for span in encoder.unit_spans(TEXT)[1]])
+    expected = np.stack([_unit(hidden, encoding, [title, span]) for span in spans.unit_spans(TEXT)[1]])
     assert units[0].shape == (3, encoder.DIMENSIONS)
     assert np.allclose(units[0], expected, atol=1e-6)
     assert units[1].shape == (0, encoder.DIMENSIONS)  # one sentence: its whole vector says it

@@ -379,7 +379,7 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
     first = eventually(lambda: (s := status()) and s["memories"] and s["covered"] == s["memories"] and not s["building"] and s,
                        "the first build")
     total = first["memories"]
-    assert first == {"model": encoder.MODEL_KEY, "covered": total, "memories": total, "building": False,
+    assert first == {"model": encoder.MODEL_KEY, "covered": total, "final": total, "stand_ins": 0, "memories": total, "building": False,
                      "pass_done": total, "pass_total": total, "passes": 1, "filled": total}
 
     blocker = tmp_path / "blocker" / "onnxruntime"

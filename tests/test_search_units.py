@@ -1,5 +1,5 @@
 """A memory read by its sentence closest to the question: each sentence of a memory's text is
-embedded under its title (``encoder.units``), off the save path with the whole text's vector and
+embedded under its title (``spans.units``), off the save path with the whole text's vector and
 only in the sentence cache; a search blends, for the head of its ranking, the whole text's cosine
 with the best sentence's (``fusion.with_units``), and without them uses the whole text's alone."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import Request, encoder, fusion, meaning, run, sentences
+from slayer_kb.search import Request, encoder, fusion, meaning, run, sentences, spans
 from testing.encoding import loaded_encoder
 
 NOTES = [
@@ -29,11 +29,11 @@ pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off e
 
 
 def test_a_text_is_split_into_its_sentences_under_its_title() -> None:
-    assert encoder.units("Title\nFirst one. Second one!\nThird; fourth") == [
+    assert spans.units("Title\nFirst one. Second one!\nThird; fourth") == [
         "Title\nFirst one.", "Title\nSecond one!", "Title\nThird;", "Title\nfourth",
     ]
-    assert encoder.units("Title\nOnly one sentence.") == []  # the whole text's vector says the same
-    assert encoder.units("No title here. Two sentences.") == ["No title here.", "Two sentences."]
+    assert spans.units("Title\nOnly one sentence.") == []  # the whole text's vector says the same
+    assert spans.units("No title here. Two sentences.") == ["No title here.", "Two sentences."]
 
 
 def test_a_sentence_blends_into_its_memory_score_only_where_known() -> None:

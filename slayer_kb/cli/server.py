@@ -41,7 +41,9 @@ def _status_text(data: dict[str, Any]) -> str:
     if vectors.get("memories") is not None:
         making = vectors["building"] and vectors["pass_total"]
         doing = f"; making them: {vectors['pass_done']} of {vectors['pass_total']}" if making else ""
-        lines.append(f"sentence vectors: {vectors['covered']} of {vectors['memories']} memories{doing}")
+        standing = vectors.get("stand_ins") or 0
+        final = f" ({vectors['final']} final, {standing} stand-ins)" if standing else ""
+        lines.append(f"sentence vectors: {vectors['covered']} of {vectors['memories']} memories{final}{doing}")
     return "\n".join(lines)
 
 

@@ -37,7 +37,8 @@ class SentenceFiller:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._progress: tuple[int, int] = (0, 0)
-        self._coverage: tuple[int, int] | None = None
+        self._coverage: tuple[int, int] | None = None  # (final, memories): ``sentence_coverage``
+        self._standing = 0  # memories whose sentence vector is a stand-in (filling.py)
         self._running = False
         self._passes = 0  # passes a command woke (not the periodic look), for ``status``
         self._filled = 0  # memories the passes gave a sentence vector, for ``status``
@@ -80,8 +81,10 @@ class SentenceFiller:
         # Never waits for the command lock: status answers while a command runs.
         with self._lock:
             done, todo = self._progress
-            covered, total = self._coverage or (None, None)
-            return {"model": encoder.MODEL_KEY, "covered": covered, "memories": total, "building": self._running,
+            final, total = self._coverage or (None, None)
+            covered = None if final is None else final + self._standing
+            return {"model": encoder.MODEL_KEY, "covered": covered, "final": final, "stand_ins": self._standing,
+                    "memories": total, "building": self._running,
                     "pass_done": done, "pass_total": todo, "passes": self._passes, "filled": self._filled}
 
     def _loop(self) -> None:
@@ -140,9 +143,9 @@ class SentenceFiller:
 
     def _measure(self) -> None:
         with self._guard():
-            coverage = self._index.sentence_coverage()
+            covered, total, _pending, standing = self._index.coverage()
         with self._lock:
-            self._coverage = coverage
+            self._coverage, self._standing = (covered - standing, total), standing
 
     def _report(self, done: int, total: int) -> None:
         # Each measure takes the server's turn from reads and saves: the pass's end is measured

@@ -13,7 +13,11 @@ so an edit of the memory written last is an entry of its own, where its row take
 again. When the log no longer holds the mark (the table was written whole: a rebuild, every
 vector made again; or more than ``vectors.LOG_KEPT`` entries were written since the last look),
 the pass lists its work again and takes every entry the log holds first: a save after a rebuild
-is still made ahead of the backlog."""
+is still made ahead of the backlog.
+
+A pass of stand-ins (``final`` False: a large first build's int8 pass, docs/search.md) lists the
+rows with no sentence vector at all; a final pass, those lacking the shipped graph's (none, or a
+stand-in). Either way a row written since is taken ahead (``fresh``), and made final at once."""
 
 from __future__ import annotations
 
@@ -29,14 +33,16 @@ class Backlog:
     mark: int  # the log's newest entry the pass has seen (``vectors.newest_row``)
     done: int = 0  # taken so far
     at: int = 0  # where the rest of ``todo`` begins
+    final: bool = True  # the rows lacking a final vector (else: lacking any)
+    fresh: bool = False  # whether the last ``take`` took rows written since
 
     @classmethod
-    def listed(cls, db: sqlite3.Connection) -> Backlog:
-        """The rows lacking a sentence vector now, in id order."""
+    def listed(cls, db: sqlite3.Connection, final: bool = True) -> Backlog:
+        """The rows lacking a final sentence vector now (not ``final``: any), in id order."""
         # The mark first: a row written between the two reads is listed and seen again as
         # written since (taken once, ahead), never missed.
         mark = vectors.newest_row(db)
-        return cls(vectors.missing_sentences(db), mark)
+        return cls(vectors.missing_sentences(db, final), mark, final=final)
 
     def left(self) -> int:
         return len(self.todo) - self.at
@@ -49,8 +55,9 @@ class Backlog:
         made twice."""
         since = vectors.written_since(db, self.mark)
         if since.lost:  # written whole, replaced, or pruned past the mark: listed again
-            self.todo, self.at = vectors.missing_sentences(db), 0
+            self.todo, self.at = vectors.missing_sentences(db, self.final), 0
         fresh, self.mark = since.rows, since.mark
+        self.fresh = bool(fresh)
         if fresh:
             ahead = {m for m, _digest in fresh}
             # An edited memory still listed further on is made once, for its new text.

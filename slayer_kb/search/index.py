@@ -43,6 +43,7 @@ from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
 from . import compaction, embedding, manifest, table, vectors, whoosh_internals, writing
+from .filling import Filling
 from .leaves import Leaves
 from .meaning import Meaning
 from .reading import Reads
@@ -59,7 +60,7 @@ Written = tuple[bytes, Memory]
 DEFER_STATIC_AT = 5000
 
 
-class Index(Reads, Meaning):
+class Index(Reads, Meaning, Filling):
     """The index of one KB. Writes happen only under the KB lock (see ``KnowledgeBase``)."""
 
     def __init__(

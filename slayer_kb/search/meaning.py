@@ -12,7 +12,6 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,16 +20,12 @@ from whoosh import index as windex
 from ..core.memory import Memory
 from ..store.listing import Sig
 from . import embedding, encoder, filler, manifest, sentences, table, tokens, vectors
-from .backlog import Backlog
 
 if TYPE_CHECKING:
     import numpy as np
 
 
 T = TypeVar("T")
-
-# Pending static vectors made at a time by ``fill_static`` (as ``vector_rows`` makes them).
-_STATIC_CHUNK = 2000
 
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
@@ -68,8 +63,6 @@ class Meaning:
     # ``vector_rows`` made rows lacking a sentence vector: the filler is started once they are
     # committed (``rows_committed``), not before.
     _lacking = False
-    # Whether this process checked every memory's units (``fill_sentences``).
-    _units_checked = False
     # A warm server while its write process commits (daemon/writer.py): reads use the table as
     # it is, not one loaded again from the index the write is changing; ``take_in`` ends it.
     hold_table = False
@@ -97,8 +90,9 @@ class Meaning:
         present = encoder.model_file()  # never hashed here: a failed check is remembered
         if isinstance(present, encoder.Unavailable):
             return f"{status}; {present}" if present.damaged else status
-        covered, total = self.sentence_coverage()
-        return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories"
+        covered, total, _pending, standing = self.coverage()
+        stand_ins = f" ({standing} of them stand-ins until the build replaces them)" if standing else ""
+        return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories{stand_ins}"
 
     def sentence_problem(self) -> str | None:
         """Why the sentence vectors some memories lack cannot be made, in words with the fix,
@@ -155,42 +149,6 @@ class Meaning:
             out.extend(vectors.rows(chunk, made, known, tokens))
         return out
 
-    def fill_static(self, guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-                    stop: Callable[[], bool] = lambda: False) -> int:
-        """Make the static vectors and token ids a bulk write left pending (``vector_rows``),
-        a chunk at a time, each written as it is made where the row's text is still the one
-        embedded; the same rows, to the bit, as the write would have made. ``guard`` is held
-        while the index is read or written. Returns how many were written."""
-        model = self.embedder()
-        if not isinstance(model, embedding.Embedder):
-            return 0
-        none: list[tuple[str, str]] = []
-        with guard():
-            missing = self._from_manifest(vectors.missing_static, none)
-        written = 0
-        for at in range(0, len(missing), _STATIC_CHUNK):
-            if stop():
-                break
-            # One chunk at a time across processes, as the sentence vectors' batches: rows
-            # another filler made while this one waited are skipped, so none is made twice.
-            with filler.batch(self.root):
-                try:
-                    with guard():
-                        ids = [m for m, _digest in missing[at : at + _STATIC_CHUNK]]
-                        chunk = self._from_manifest(lambda db: vectors.missing_static(db, ids), none)  # noqa: B023 - called at once
-                    texts = self._texts(chunk, guard)
-                    rows = vectors.static_rows(model, [(m, digest, texts[m]) for m, digest in chunk if m in texts])
-                    with guard():
-                        db = self._db()
-                        try:
-                            written += len(vectors.write_static(db, rows))
-                        finally:
-                            db.close()
-                        self._meaning_key = None  # a table this process holds is loaded again, with them
-                except sqlite3.Error:
-                    break  # the index is being rebuilt: the next pass starts again
-        return written
-
     def rows_committed(self) -> None:
         """The rows ``vector_rows`` made are committed: start the filler if some lack a sentence
         vector. Only now: a filler that finishes looks at the index once more after it lets go
@@ -208,33 +166,35 @@ class Meaning:
             filler.start(self.root)
 
     def sentence_coverage(self) -> tuple[int, int]:
-        """(live memories with a sentence vector, live memories)."""
-        covered, total, _pending = self.coverage()
-        return covered, total
+        """(live memories with a final sentence vector: not a stand-in's, live memories)."""
+        covered, total, _pending, standing = self.coverage()
+        return covered - standing, total
 
-    def coverage(self) -> tuple[int, int, int]:
+    def coverage(self) -> tuple[int, int, int, int]:
         """(live memories with a sentence vector, live memories, those of them whose static
-        vector is pending: not found by meaning at all yet)."""
+        vector is pending: not found by meaning at all yet, those whose sentence vector is a
+        stand-in's: filling.py)."""
         if self.warm or self.vectors_loaded():
             table = self.meaning()
             covered, total = table.coverage()
             # Another process (the detached filler) may have made some since this one loaded
             # the table; the warm server's thread takes in its own.
-            if (covered < total or table.pending) and (self.background_vectors or not self.warm):
-                now = self._from_manifest(vectors.coverage, (0, 0, 0))
-                if now[0] > covered or now[2] < table.pending:
+            if (covered < total or table.pending or table.standing) and (self.background_vectors or not self.warm):
+                now = self._from_manifest(vectors.coverage, (0, 0, 0, 0))
+                if now[0] > covered or now[2] < table.pending or now[3] < len(table.standing):
                     self.absorb_sentences()
                 table = self.meaning()
                 covered, total = table.coverage()
-            return covered, total + table.pending, table.pending
-        return self._from_manifest(vectors.coverage, (0, 0, 0))
+            return covered, total + table.pending, table.pending, len(table.standing)
+        return self._from_manifest(vectors.coverage, (0, 0, 0, 0))
 
     def absorb_sentences(self) -> None:
         """Take into the table this process holds the sentence vectors another process wrote,
-        and the static vectors it made (``fill_static``): the table is loaded again with them."""
+        stand-ins and the final vectors that replaced them, and the static vectors it made
+        (``fill_static``): the table is loaded again with them."""
         if self._meaning is None:
             return
-        if self._meaning.pending and self._from_manifest(vectors.coverage, (0, 0, 0))[2] < self._meaning.pending:
+        if self._meaning.pending and self._from_manifest(vectors.coverage, (0, 0, 0, 0))[2] < self._meaning.pending:
             self._meaning, self._meaning_key = None, None
             return
         # Only the rows this table lacks: a filler only fills rows whose sentence vector is
@@ -243,9 +203,16 @@ class Meaning:
         # runs) cost 50 ms at 5,000 memories, under the server's turn and view, and made every
         # shortlist block again at the next search.
         lacking = self._meaning.lacking()
-        if lacking:
+        if not lacking and not self._meaning.standing:
+            return
+        # And the stand-ins replaced since: only their rows are read again. Those it lacked
+        # may be stand-ins: the list says which.
+        unknown: set[str] = set()
+        standing = self._from_manifest(vectors.stand_ins, unknown)
+        wanted = lacking + sorted(self._meaning.standing - standing)
+        if wanted:
             none: list[tuple[str, bytes]] = []
-            self._meaning.set_sentences(self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, lacking), none))
+            self._meaning.set_sentences(self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, wanted), none), standing)
 
     def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """``cosines`` by the sentence vectors, for the memories that have one."""
@@ -265,154 +232,8 @@ class Meaning:
             return self.meaning().sentence_top(vector, wanted, depth, floor, scan)
         return self._from_manifest(lambda db: table.top_by_scan(db, vector, wanted, depth, floor, sentence=True, repair=self._repaired), [])
 
-    def fill_sentences(
-        self,
-        progress: Callable[[int, int], None] | None = None,
-        guard: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-        stop: Callable[[], bool] = lambda: False,
-        batch: int = 32,
-        workers: int | None = None,
-    ) -> int:
-        """Make the sentence vectors the memories lack (from the cache when it has them), a batch
-        at a time, each batch written as it is made, so a search meanwhile uses what is there,
-        with their sentences' (``encoder.units``, pooled from the same runs); then the units the
-        cache lacks for texts whose whole vectors it held (they only refine a ranking, so
-        meaning covers the KB first). ``guard`` is held while the
-        index is read or written, never while the model runs (the warm server's command lock);
-        ``stop`` ends it between batches. ``workers``: model runs at once (``encoder.encode_with_units``;
-        default ``encoder.build_workers``), a batch taking ``batch`` memories for each, so that
-        every worker has runs to make. A memory saved or edited while it works makes the
-        next batch, alone, ahead of the rest (backlog.py). Returns how many of the memories that lacked
-        a sentence vector have one now (0 when the encoder is not available)."""
-        # The static vectors first: until its static vector is made, a memory is not found by
-        # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
-        static = self.fill_static(guard, stop)
-        if not encoder.installed():
-            return static
-        workers = workers or encoder.build_workers()
-        with guard():
-            covered, total = self.sentence_coverage()
-            work = self._from_manifest(Backlog.listed, Backlog([], 0)) if covered < total else Backlog([], 0)
-        model: encoder.Encoder | encoder.Unavailable | None = None
-        written: list[tuple[str, str]] = []
-        while work.left():
-            if stop():
-                return len(written)
-            # One batch at a time across processes (filler.py): rows another process made while
-            # this one waited are skipped, so no vector is made twice.
-            with filler.batch(self.root):
-                try:
-                    made = self._fill_batch(work, batch * workers, guard, model, workers)
-                except sqlite3.Error:
-                    return len(written)  # the index is being rebuilt: the next pass starts again
-            if made is None:
-                return len(written)
-            model, rows = made
-            written += rows
-            if progress is not None:
-                progress(work.done, work.done + work.left())
-        # Every memory's units once per process (one stopped before may have left some), then
-        # those of the memories this pass gave a vector.
-        units = written
-        if not self._units_checked:
-            with guard():
-                units = self._from_manifest(vectors.made_sentences, [])
-            sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
-        if self._fill_units(units, guard, stop, model, batch, workers):
-            self._units_checked = True
-        return len(written)
-
-    def _fill_batch(
-        self, work: Backlog, size: int, guard: Callable[[], AbstractContextManager[Any]],
-        model: encoder.Encoder | encoder.Unavailable | None, workers: int,
-    ) -> tuple[encoder.Encoder | encoder.Unavailable | None, list[tuple[str, str]]] | None:
-        """Make and write the vectors of ``work``'s next ``size`` rows; (the model, if loaded,
-        and the (id, hash) of the rows written), or None when the encoder cannot be loaded."""
-        with guard():
-            db = self._db()
-            try:
-                chunk = vectors.still_missing(db, [m for m, _digest in work.take(db, size)])
-            finally:
-                db.close()
-        digests = [digest for _id, digest in chunk]
-        known = {**sentences.lookup(encoder.WHOLE_KEY, digests), **sentences.lookup(encoder.MODEL_KEY, digests)}
-        wanted = [(m, digest) for m, digest in chunk if digest not in known]
-        if wanted:
-            model = model or encoder.load()
-            if not isinstance(model, encoder.Encoder):
-                return None
-            texts = self._texts(wanted, guard)
-            fresh = [(m, digest) for m, digest in wanted if m in texts]
-            new = self._fitting([(digest, texts[m]) for m, digest in fresh], model)
-            rest = [(m, digest) for m, digest in fresh if digest not in new]
-            made, units = model.encode_with_units([texts[m] for m, _digest in rest], workers)
-            whole = {digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)}
-            new.update(whole)
-            sentences.store(encoder.WHOLE_KEY, new)
-            # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
-            sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
-            sentences.store(encoder.MODEL_KEY, whole)
-            known.update(new)
-        rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
-        with guard():
-            db = self._db()
-            try:
-                written = set(vectors.write_sentences(db, rows))
-            finally:
-                db.close()
-            if self._meaning is not None:
-                self._meaning.set_sentences((m, blob) for m, _digest, blob in rows if m in written)
-        return model, [(m, digest) for m, digest, _blob in rows if m in written]
-
-    def _fill_units(
-        self, made: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]], stop: Callable[[], bool],
-        model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
-    ) -> bool:
-        """Make the units of these (id, text hash) whose text is not yet under
-        ``encoder.MODEL_KEY`` in the cache (its whole vector cached before units were pooled
-        from its runs, or the text evicted), then put its whole vector there: one under
-        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
-        done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
-        wanted = [(m, digest) for m, digest in made if digest not in done]
-        for at in range(0, len(wanted), batch * workers):
-            if stop():
-                return False
-            model = model or encoder.load()
-            if not isinstance(model, encoder.Encoder):
-                return False
-            # One batch at a time across processes, as ``fill_sentences``: units another
-            # process made while this one waited are not made again.
-            with filler.batch(self.root):
-                chunk = wanted[at : at + batch * workers]
-                done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in chunk])
-                texts = self._texts([(m, digest) for m, digest in chunk if digest not in done], guard)
-                fresh = [(digest, texts[m]) for m, digest in chunk if m in texts]
-                made_now, units = model.encode_with_units([text for _digest, text in fresh], workers)
-                sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
-                whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
-                sentences.store(encoder.MODEL_KEY, whole | sentences.lookup(encoder.WHOLE_KEY, list(whole)))
-        return True
-
-    def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:
-        """The embedding text of each of these (id, text hash) whose text still has that hash:
-        one edited meanwhile waits for the next pass."""
-        with guard():
-            docs = self.stored([m for m, _digest in chunk])
-        texts = {m: vectors.embedding_text(Memory(**docs[m]["data"])) for m, _digest in chunk if m in docs}
-        return {m: texts[m] for m, digest in chunk if m in texts and sentences.text_hash(texts[m]) == digest}
-
-    @staticmethod
-    def _fitting(texts: list[tuple[str, str]], model: encoder.Encoder) -> dict[str, bytes]:
-        """Vectors the cache holds under ``encoder.FITTING_KEY`` for these (hash, text) that
-        fit in one run of the model: made the same way then, so not made again. Looked up
-        before they are tokenized: a cache without them (most) costs no tokenizing."""
-        found = sentences.lookup(encoder.FITTING_KEY, [digest for digest, _t in texts])
-        held = [(digest, t) for digest, t in texts if digest in found]
-        fits = model.fits([t for _d, t in held]) if held else []
-        return {digest: found[digest] for (digest, _t), ok in zip(held, fits, strict=True) if ok}
-
     def unit_cosines(self, vector: np.ndarray, texts: dict[str, str]) -> dict[str, float]:
-        """Memory id -> the best cosine between ``vector`` and one of its text's ``encoder.units``,
+        """Memory id -> the best cosine between ``vector`` and one of its text's ``spans.units``,
         for the memories whose units are in the sentence cache (none: a text of one sentence,
         or units not made on this machine yet)."""
         import numpy as np
@@ -428,15 +249,20 @@ class Meaning:
         found = sentences.lookup(encoder.UNITS_KEY, wanted, mark=False)
         # An empty entry is a text of one sentence: no units, for good (the text is the key).
         _units_seen.update(found)
+        # A stand-in's units while the final ones are not made (filling.py): never kept above.
+        lacking = [d for d in wanted if d not in found]
+        standing = sentences.lookup(encoder.STAND_IN_UNITS_KEY, lacking, mark=False) if lacking else {}
         if stamp is not None:
-            absent.update(d for d in wanted if d not in found)
+            absent.update(d for d in wanted if d not in found and d not in standing)
         units: list[tuple[str, bytes]] = []
         for memory_id, digest in digests.items():
             blob = _units_seen.get(digest)
             if blob is not None:
                 _units_seen.move_to_end(digest)
-                if blob:  # (an empty entry: no units)
-                    units.append((memory_id, blob))
+            else:
+                blob = standing.get(digest)
+            if blob:  # (none, or an empty entry: no units)
+                units.append((memory_id, blob))
         # Every text's units made unit vectors at once (a row's doing does not depend on the rows
         # beside it), each text's then multiplied alone, as before: the same products, to the bit.
         size = encoder.DIMENSIONS
@@ -469,6 +295,7 @@ class Meaning:
         new_rows = self.vector_rows(memories)
         db.execute("BEGIN")
         db.execute("DELETE FROM vectors")
+        db.execute("DELETE FROM standins")
         db.execute("DELETE FROM tokens")
         vectors.write(db, (), new_rows)
         db.execute("COMMIT")

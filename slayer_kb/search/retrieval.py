@@ -203,18 +203,24 @@ def _sentence_vector(
             if present.damaged:
                 warnings.append(str(present))  # a damaged or changed install: the user can mend it
             return None, False, None
-    covered, total, waiting = index.coverage()
+    covered, total, waiting, standing = index.coverage()
     if waiting:
         notes.append(
             f"Meaning covers {total - waiting} of {total} memories; the others are found by their words "
             "until their vectors are made, in the background."
         )
     if covered < total:
-        index.want_sentences()
         notes.append(
             f"Sentence vectors cover {covered} of {total} memories; the others are ranked by their "
             "static vectors until theirs are made, in the background."
         )
+    if standing:
+        notes.append(
+            f"{covered - standing} of the {covered} sentence vectors are final; the other {standing} are "
+            "stand-ins, close to final, until the build replaces them, in the background."
+        )
+    if covered < total or standing:
+        index.want_sentences()
     if not covered:
         return None, False, None
     model = model or encoder.load()

@@ -89,6 +89,8 @@ class Table:
     # Live rows left out because their static vector is pending (``vectors.pending``): they
     # count in the KB's size, not in what meaning covers.
     pending: int = 0
+    # The memories whose sentence vector here is a stand-in's (``vectors.stand_ins``).
+    standing: set[str] = field(default_factory=set)
 
     @property
     def size(self) -> int:
@@ -101,6 +103,7 @@ class Table:
         cursor = db.execute(vectors.SELECT_ALL)
         table = cls.from_chunks((vectors.checked(rows, repair) for rows in iter(lambda: cursor.fetchmany(_LOAD_CHUNK), [])), count)
         table.pending = vectors.coverage(db)[2]
+        table.standing = vectors.stand_ins(db)
         return table
 
     @classmethod
@@ -161,6 +164,7 @@ class Table:
         db = sqlite3.connect(":memory:")
         try:
             db.execute(vectors.SCHEMA_SQL)
+            db.execute(vectors.STAND_IN_SQL)
             return cls.load(db)
         finally:
             db.close()
@@ -192,15 +196,22 @@ class Table:
             self.has_query[row] = bool(has_query)
             self.live[row] = not deleted
             self._set_sentence(row, svec)
+            self.standing.discard(memory_id)  # a row written again is final or lacking (vectors.write)
         self._by_datasource.clear()
         self._coverage = None
 
-    def set_sentences(self, made: Iterable[tuple[str, bytes]]) -> None:
-        """Sentence vectors made since the table was loaded, by memory id."""
+    def set_sentences(self, made: Iterable[tuple[str, bytes]], standing: Iterable[str] = ()) -> None:
+        """Sentence vectors made since the table was loaded, by memory id; ``standing``: those of
+        them that are stand-ins (the rest are final)."""
         rows = self._row_index()
+        stand_ins = set(standing)
         for memory_id, blob in made:
             if memory_id in rows:
                 self._set_sentence(rows[memory_id], blob)
+                if memory_id in stand_ins:
+                    self.standing.add(memory_id)
+                else:
+                    self.standing.discard(memory_id)
 
     def lacking(self) -> list[str]:
         """The live memories without a sentence vector in this table."""

@@ -58,6 +58,12 @@ _VECTOR_COLUMNS = 11
 LOG_SQL = "CREATE TABLE IF NOT EXISTS written (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT)"
 # The log's newest rows kept (a pass that has not looked for longer lists its work again).
 LOG_KEPT = 10_000
+# The rows whose sentence vector is a stand-in's (encoder.STAND_IN_KEY: made by the int8 graph
+# during a large first build, docs/search.md), until the shipped graph's replaces it. A row
+# written again (a save, a rebuild) comes with a final vector or none, and leaves the list.
+STAND_IN_SQL = "CREATE TABLE IF NOT EXISTS standins (id TEXT PRIMARY KEY)"
+# The live rows lacking a final sentence vector: none, or a stand-in's.
+_NOT_FINAL = "(svec IS NULL OR id IN (SELECT id FROM standins)) AND deleted = 0"
 
 
 def create(db: sqlite3.Connection) -> None:
@@ -65,6 +71,7 @@ def create(db: sqlite3.Connection) -> None:
     db.execute(SCHEMA_SQL)
     db.execute(TOKENS_SQL)
     db.execute(LOG_SQL)
+    db.execute(STAND_IN_SQL)
     if db.execute("SELECT 1 FROM written LIMIT 1").fetchone() is None:  # a new log: written once
         _begin_log(db)
 
@@ -122,12 +129,15 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
     that saw the log before lists its work again."""
     if db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is None:
         db.execute("DELETE FROM written")
+        db.execute("DELETE FROM standins")
         _begin_log(db)
     else:
         # Those live (row[8]: deleted) and lacking a sentence vector (row[10]: svec).
         db.executemany("INSERT INTO written (id) VALUES (?)", [(row[0],) for row in new_rows if row[10] is None and not row[8]])
         db.execute("DELETE FROM written WHERE seq <= (SELECT max(seq) FROM written) - ?", (LOG_KEPT,))
     removed = [(m,) for m in gone]
+    if db.execute("SELECT 1 FROM standins LIMIT 1").fetchone() is not None:  # a build's, under way
+        db.executemany("DELETE FROM standins WHERE id = ?", removed + [(row[0],) for row in new_rows])
     db.executemany("DELETE FROM vectors WHERE id = ?", removed)
     db.executemany("DELETE FROM tokens WHERE id = ?", removed)
     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -137,9 +147,11 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
                    [(row[0], row[9], row[_VECTOR_COLUMNS]) for row in new_rows if row[_VECTOR_COLUMNS] is not None])
 
 
-def missing_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(id, text hash) of the live memories whose sentence vector is not made yet, by id."""
-    return db.execute("SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 ORDER BY id").fetchall()
+def missing_sentences(db: sqlite3.Connection, final: bool = True) -> list[tuple[str, str]]:
+    """(id, text hash) of the live memories whose final sentence vector is not made yet (not
+    ``final``: that have no sentence vector, not even a stand-in), by id."""
+    lacking = _NOT_FINAL if final else "svec IS NULL AND deleted = 0"
+    return db.execute(f"SELECT id, hash FROM vectors WHERE {lacking} ORDER BY id").fetchall()  # noqa: S608 - constants only
 
 
 def newest_row(db: sqlite3.Connection) -> int:
@@ -221,39 +233,59 @@ def write_static(db: sqlite3.Connection, made: list[tuple[str, str, bytes, float
 
 
 def made_sentences(db: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(id, text hash) of the live memories whose sentence vector is made, by id."""
-    return db.execute("SELECT id, hash FROM vectors WHERE svec IS NOT NULL AND deleted = 0 ORDER BY id").fetchall()
+    """(id, text hash) of the live memories whose final sentence vector is made, by id."""
+    return db.execute("SELECT id, hash FROM vectors WHERE svec IS NOT NULL AND deleted = 0 "
+                      "AND id NOT IN (SELECT id FROM standins) ORDER BY id").fetchall()
 
 
-def still_missing(db: sqlite3.Connection, memory_ids: list[str]) -> list[tuple[str, str]]:
-    """(id, text hash) of these memories whose sentence vector is not made yet, by id."""
+def still_missing(db: sqlite3.Connection, memory_ids: list[str], final: bool = True) -> list[tuple[str, str]]:
+    """(id, text hash) of these memories whose final sentence vector (not ``final``: any) is not
+    made yet, by id."""
+    lacking = _NOT_FINAL if final else "svec IS NULL AND deleted = 0"
     found = db.execute(
-        f"SELECT id, hash FROM vectors WHERE svec IS NULL AND deleted = 0 AND id IN ({', '.join('?' * len(memory_ids))}) "  # noqa: S608 - placeholders only
+        f"SELECT id, hash FROM vectors WHERE {lacking} AND id IN ({', '.join('?' * len(memory_ids))}) "  # noqa: S608 - placeholders only
         "ORDER BY id", memory_ids,
     ).fetchall() if memory_ids else []
     return [(m, digest) for m, digest in found]
 
 
-def coverage(db: sqlite3.Connection) -> tuple[int, int, int]:
+def coverage(db: sqlite3.Connection) -> tuple[int, int, int, int]:
     """(live memories with a sentence vector, live memories, those of them whose static vector is
-    ``pending``). A pending row's sentence vector (from the cache) counts once the row is whole:
-    until then meaning does not see the row."""
+    ``pending``, those whose sentence vector is a stand-in's). A pending row's sentence vector
+    (from the cache) counts once the row is whole: until then meaning does not see the row."""
     covered, total, waiting = db.execute(
         "SELECT count(vec IS NOT NULL AND svec IS NOT NULL OR NULL), count(*), count(*) - count(vec) "
         "FROM vectors WHERE deleted = 0").fetchone()
-    return int(covered), int(total), int(waiting)
+    (standing,) = db.execute("SELECT count(*) FROM standins s JOIN vectors v ON v.id = s.id "
+                             "WHERE v.deleted = 0 AND v.vec IS NOT NULL AND v.svec IS NOT NULL").fetchone()
+    return int(covered), int(total), int(waiting), int(standing)
 
 
-def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]]) -> list[str]:
+def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]], stand_in: bool = False) -> list[str]:
     """Store (id, text hash, packed vector) for the rows whose text is still the one embedded;
-    the ids written."""
+    the ids written. ``stand_in``: the vectors are stand-ins, written only where a row has no
+    sentence vector, and listed as such; else final, and a stand-in they replace is unlisted."""
     written = []
     db.execute("BEGIN")
+    only_lacking = " AND svec IS NULL" if stand_in else ""
     for memory_id, digest, blob in made:
-        if db.execute("UPDATE vectors SET svec = ? WHERE id = ? AND hash = ?", (blob, memory_id, digest)).rowcount:
+        if db.execute(f"UPDATE vectors SET svec = ? WHERE id = ? AND hash = ?{only_lacking}", (blob, memory_id, digest)).rowcount:  # noqa: S608 - constants only
             written.append(memory_id)
+    listed = "INSERT OR IGNORE INTO standins VALUES (?)" if stand_in else "DELETE FROM standins WHERE id = ?"
+    db.executemany(listed, [(m,) for m in written])
     db.execute("COMMIT")
     return written
+
+
+def stand_ins(db: sqlite3.Connection, memory_ids: Iterable[str] | None = None) -> set[str]:
+    """The ids (of these, or all) whose sentence vector is a stand-in's."""
+    if memory_ids is None:
+        return {m for (m,) in db.execute("SELECT id FROM standins")}
+    wanted, found = list(memory_ids), set()
+    for at in range(0, len(wanted), _BY_ID_CHUNK):
+        chunk = wanted[at : at + _BY_ID_CHUNK]
+        found |= {m for (m,) in db.execute(f"SELECT id FROM standins WHERE id IN ({', '.join('?' * len(chunk))})", chunk)}  # noqa: S608 - placeholders only
+    return found
 
 
 def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:

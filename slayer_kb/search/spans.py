@@ -1,0 +1,111 @@
+"""Where a text's sentences are: the ``units`` a search reads one by one, and the labels that
+trace a model run's tokens to them, so that each unit's vector is pooled from the runs of the
+whole text (encoder.py, ``Encoder.encode_with_units``)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# A passage's head: the text's first line, when it is a title (not a paragraph).
+MAX_HEAD_CHARS = 200
+# Where a memory's text is split into the sentences a search reads one by one (``units``).
+_UNIT_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+# A run of text in a passage: (offset in the passage, offset in the text, length).
+Span = tuple[int, int, int]
+# A text's labels (``labels``): the number of its units, and for each character the unit it
+# belongs to (HEAD: its title; OUTSIDE: neither).
+Labels = tuple["np.ndarray", int]
+HEAD = -1
+OUTSIDE = -2
+
+
+def labels(text: str) -> Labels:
+    """The text's ``Labels``."""
+    import numpy as np
+
+    head, spans = unit_spans(text)
+    out = np.full(len(text), OUTSIDE, dtype=np.int32)
+    out[:head] = HEAD
+    for n, (a, b) in enumerate(spans):
+        out[a:b] = n
+    return out, len(spans)
+
+
+def members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], special: list[int]) -> list[tuple[int, np.ndarray]]:
+    """(unit, its token positions in this input) for each unit of the text this input (a
+    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD)."""
+    import numpy as np
+
+    chars, count = labels
+    if not count:
+        return []
+    found: dict[int, list[int]] = {}
+    for position, ((start, _end), extra) in enumerate(zip(offsets, special, strict=True)):
+        if extra:
+            continue
+        for at, where, length in spans:
+            if at <= start < at + length:
+                unit = int(chars[where + start - at])
+                if unit != OUTSIDE:
+                    found.setdefault(unit, []).append(position)
+                break
+    return [(unit, np.asarray(positions)) for unit, positions in sorted(found.items())]
+
+
+def unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each of a text's ``count`` units, the sum of its token rows in this input (with the
+    title's: the unit the model would read alone is "title + sentence") and how many; zeros for the units the input does not hold."""
+    import numpy as np
+
+    sums = np.zeros((count, hidden.shape[1]), dtype=np.float64)
+    sizes = np.zeros(count, dtype=np.int64)
+    head = next((positions for unit, positions in members if unit == HEAD), None)
+    for unit, positions in members:
+        if unit == HEAD:
+            continue
+        sums[unit] = hidden[positions].sum(axis=0, dtype=np.float64)
+        sizes[unit] = len(positions)
+        if head is not None:
+            sums[unit] += hidden[head].sum(axis=0, dtype=np.float64)
+            sizes[unit] += len(head)
+    return sums, sizes
+
+
+def units(text: str) -> list[str]:
+    """The sentences of a text, each under its first line (a memory's title), embedded one by one
+    so that a search can score a memory by its sentence closest to the question (retrieval.py):
+    none for a text of one sentence, whose whole vector says the same."""
+    head, spans = unit_spans(text)
+    return [f"{text[:head]}\n{text[a:b]}" if head else text[a:b] for a, b in spans]
+
+
+def unit_spans(text: str) -> tuple[int, list[tuple[int, int]]]:
+    """(the length of the text's title, or 0 when its first line is not one; the (start, end)
+    in the text of each of its ``units``' sentences)."""
+    first, _, rest = text.partition("\n")
+    titled = bool(rest) and len(first) <= MAX_HEAD_CHARS
+    start = len(first) + 1 if titled else 0
+    found = []
+    for a, b in split(_UNIT_END, text, start, len(text)):
+        piece = text[a:b]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            found.append((a + lead, a + lead + len(piece.strip())))
+    if len(found) < 2:
+        return 0, []
+    return (len(first) if titled else 0), found
+
+
+def split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The (start, end) of the pieces ``pattern.split`` makes of ``text[start:end]``, in ``text``."""
+    out = []
+    at = start
+    for separator in pattern.finditer(text[start:end]):
+        out.append((at, start + separator.start()))
+        at = start + separator.end()
+    out.append((at, end))
+    return out

@@ -1,0 +1,195 @@
+"""Stand-in vectors during a large first build (search/filling.py): a backlog of
+``stand_in_from`` memories or more gets the int8 graph's vectors first, then the shipped graph's
+replace every one; the end is what a build of final vectors alone makes, a memory saved during
+the build goes first at the shipped graph's, and searches and the server's status say how much
+of meaning is final."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.search import encoder, sentences, vectors
+from slayer_kb.search.background import SentenceFiller
+from testing.repos import make_empty_kb
+from testing.wait import eventually
+
+pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
+
+NOTES = [
+    ("Nightly export stalls", "The export to the warehouse stalls when the ledger is redeployed. We pause deploys from two to three."),
+    ("Quarantined currency rows", "The warehouse rejects rows with an unknown currency code. They go to a quarantine table, reviewed on Mondays."),
+    ("Retry budget", "The retry budget is shared with reconciliation. A stalled batch is retried once, from its logged offset."),
+    ("Morning reports", "Finance wants the export done before six. The morning reports read it at half past six."),
+    ("Connection pool", "Draining the pool during a deploy stalls long reads. The ledger's pool holds twenty connections."),
+    ("Warehouse costs", "The warehouse bills by bytes scanned. Partitioning the export by day cut the bill by a third."),
+]
+QUESTION = "why does the export stall when the ledger is redeployed?"
+
+
+def _kb(root: Path) -> KnowledgeBase:
+    """A KB of ``NOTES``, indexed, none with a sentence vector (this process makes them)."""
+    kb = KnowledgeBase(make_empty_kb(root))
+    kb.index.background_vectors = False
+    for title, content in NOTES:
+        kb.save_observation(title=title, content=content, project="ops")
+    assert kb.index.coverage() == (0, len(NOTES), 0, 0)
+    return kb
+
+
+def _manifest(kb: KnowledgeBase) -> list[tuple[str, str, bytes]]:
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        return db.execute("SELECT id, hash, svec FROM vectors ORDER BY id").fetchall()
+
+
+def _cached(key: str) -> dict[str, bytes]:
+    return sentences.lookup(key, [sentences.text_hash(f"{title}\n{content}") for title, content in NOTES])
+
+
+def _build(kb: KnowledgeBase, during: Callable[[int], None] = lambda _n: None) -> tuple[int, list[tuple[int, int, int, int]]]:
+    """Every vector made, two memories a batch: (final vectors made, the progress reported and
+    (final, stand-ins) after each batch)."""
+    seen: list[tuple[int, int, int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        covered, _total, _pending, standing = kb.index.coverage()
+        seen.append((done, total, covered - standing, standing))
+        during(len(seen))
+
+    return kb.index.fill_sentences(progress, batch=2, workers=1), seen
+
+
+def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "two-passes")
+    kb.index.stand_in_from = 4
+    made, seen = _build(kb)
+    # Three batches of stand-ins (meaning covers the KB, none final), then three of final ones.
+    assert seen == [(2, 12, 0, 2), (4, 12, 0, 4), (6, 12, 0, 6), (8, 12, 2, 4), (10, 12, 4, 2), (12, 12, 6, 0)]
+    assert made == len(NOTES)
+    assert kb.index.meaning_status().endswith(f"cover {len(NOTES)} of {len(NOTES)} memories")
+    two_passes, standing = _manifest(kb), _cached(encoder.STAND_IN_KEY)
+    final, units = _cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)
+    answer = [(hit["id"], hit["score"]) for hit in kb.search(QUESTION).memories]
+    kb.close()
+    # The stand-ins are cached under their own key, near the final vectors and never the same.
+    assert len(standing) == len(final) == len(NOTES) and not set(standing.items()) & set(final.items())
+    assert len(_cached(encoder.STAND_IN_UNITS_KEY)) == len(NOTES)
+
+    # A build of final vectors alone, from another empty cache: the same vectors and answers.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "another-cache"))
+    straight = _kb(tmp_path / "one-pass")
+    made, seen = _build(straight)
+    assert [(done, total) for done, total, _f, _s in seen] == [(2, 6), (4, 6), (6, 6)]
+    assert [(_id, digest, svec) for _id, digest, svec in _manifest(straight)] == two_passes
+    assert (_cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY), _cached(encoder.STAND_IN_KEY)) == (final, units, {})
+    assert [(hit["id"], hit["score"]) for hit in straight.search(QUESTION).memories] == answer
+    straight.close()
+
+
+def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    saved: list[str] = []
+
+    def save(batches: int) -> None:
+        if batches == 1:  # after the first batch of stand-ins
+            saved.append(kb.save_observation(title="Export owner", content="The data platform's on-call owns the export. They page finance.").memory_id)
+
+    _made, seen = _build(kb, save)
+    # The save's batch is made final next, alone; then the rest of the stand-ins, then final ones.
+    assert seen[:3] == [(2, 12, 0, 2), (3, 13, 1, 2), (5, 13, 1, 4)]
+    assert seen[-1] == (13, 13, 7, 0)
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        assert vectors.stand_ins(db) == set()
+    kb.close()
+
+
+def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
+    assert kb.sentence_coverage() == (0, len(NOTES))
+    assert (f"0 of the {len(NOTES)} sentence vectors are final; the other {len(NOTES)} are stand-ins, close to final, "
+            "until the build replaces them, in the background.") in kb.search(QUESTION).notes
+    assert kb.index.meaning_status().endswith(
+        f"cover {len(NOTES)} of {len(NOTES)} memories ({len(NOTES)} of them stand-ins until the build replaces them)")
+    # A memory is read by its stand-in's units meanwhile (never kept as final units).
+    by_hash = {sentences.text_hash(f"{title}\n{content}"): f"{title}\n{content}" for title, content in NOTES}
+    texts = {memory_id: by_hash[digest] for memory_id, digest, _svec in _manifest(kb)}
+    question = encoder.load_stand_in()
+    assert isinstance(question, encoder.Encoder)
+    assert set(kb.index.unit_cosines(question.encode([QUESTION])[0], texts)) == set(texts)
+    assert _cached(encoder.UNITS_KEY) == {}
+    # A reindex (as a second clone, a branch switch) never takes a stand-in for a final vector:
+    # its rows have none, and the next pass takes the cached stand-ins back as stand-ins.
+    kb.reindex()
+    assert kb.index.coverage() == (0, len(NOTES), 0, 0)
+    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))
+    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    assert not [note for note in kb.search(QUESTION).notes if "vectors" in note]
+    kb.close()
+
+
+def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_another_made(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    ids = [memory_id for memory_id, _digest, _svec in _manifest(kb)]
+    held = kb.index.meaning()  # this process holds the table, no sentence vector in it
+    other = KnowledgeBase(kb.root)  # another process's filler makes them
+    other.index.background_vectors = False
+    other.index.stand_in_from = 4
+    other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))  # taken in as stand-ins
+    assert kb.index.meaning() is held and held.standing == set(ids)
+    stand_ins = {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()}
+    assert other.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    other.close()
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    assert kb.index.meaning() is held and held.standing == set()
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        final = {m: v.tobytes() for m, v in vectors.sentence_vectors_by_id(db, ids).items()}
+    assert {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()} == final
+    assert len(final) == len(NOTES) and not set(final.items()) & set(stand_ins.items())
+    kb.close()
+
+
+def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    held = threading.Event()
+    release = threading.Event()
+    looks = [0]
+
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        # The thread's second look at the index once every stand-in is written (the first
+        # measures them for ``status``) waits here, between the two passes, until released.
+        with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+            if threading.current_thread().name == "slayer-kb sentences" and len(vectors.stand_ins(db)) == len(NOTES):
+                looks[0] += 1
+        if looks[0] == 2 and not release.is_set():
+            held.set()
+            release.wait(60)
+        yield
+
+    thread = SentenceFiller(kb.index, guard)
+    thread.start()
+    try:
+        eventually(held.is_set, "the stand-in pass")
+        assert thread.status() == {"model": encoder.MODEL_KEY, "covered": 6, "final": 0, "stand_ins": 6, "memories": 6,
+                                   "building": True, "pass_done": 6, "pass_total": 12, "passes": 1, "filled": 0}
+        release.set()
+        done = eventually(lambda: (s := thread.status()) and not s["building"] and s, "the final pass")
+        assert done == {"model": encoder.MODEL_KEY, "covered": 6, "final": 6, "stand_ins": 0, "memories": 6,
+                        "building": False, "pass_done": 12, "pass_total": 12, "passes": 1, "filled": 6}
+    finally:
+        release.set()
+        thread.stop()
+        kb.close()
