@@ -317,3 +317,23 @@ def test_a_read_beside_a_write_checks_its_settings_once(example_kb_read_only: Kn
         assert (code, [fd for fd, _ in chunks]) == (0, [1]), chunks
         assert json.loads(chunks[0][1])["id"] == "1"
         assert len(checked) == 1, checked
+
+
+def test_a_read_whose_cache_setting_its_own_home_makes_relative_waits_its_turn_and_is_refused(
+        example_kb_read_only: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client's ``SLAYER_KB_CACHE=~/cache`` under a relative ``HOME`` names a relative folder,
+    which its own process refuses; the server checked it with its own home, said it might go
+    beside a write (in the server's settings), and the read did not check again: it answered.
+    It is checked with the client's home, waits its turn, and is refused as in a process."""
+    from slayer_kb.daemon.running import Runner
+
+    for name in ("stdin", "stdout", "stderr"):  # the Runner gives each thread streams of its own
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    runner = Runner(example_kb_read_only, lower_git=False)
+    env = dict(os.environ, HOME="home", SLAYER_KB_CACHE="~/cache")
+    request = {"argv": ["get", "1"], "cwd": os.getcwd(), "env": env}
+    assert not runner.goes_beside(request)
+    code, chunks = runner(request)
+    assert (code, chunks) == (1, [(2, b"Error: SLAYER_KB_CACHE is '~/cache', a relative path: set it to an absolute "
+                                      b"path (such as home/.cache/slayer-kb) or unset it (the default is "
+                                      b"$XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).\n")])

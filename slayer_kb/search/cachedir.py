@@ -21,7 +21,7 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     chosen = env.get("SLAYER_KB_CACHE")
     if chosen:
-        path = Path(chosen).expanduser()
+        path = Path(_expanded(chosen, env))
         if not path.is_absolute():
             raise InvalidInputError(
                 f"SLAYER_KB_CACHE is {chosen!r}, a relative path: set it to an absolute path (such as "
@@ -32,6 +32,14 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "slayer-kb"
+
+
+def _expanded(path: str, env: Mapping[str, str]) -> str:
+    """``path`` with its leading ``~`` as ``env``'s process expands it, by its ``HOME``: a server
+    checks a client's setting (``Runner.goes_beside``), whose home may not be the server's."""
+    if (path == "~" or path.startswith("~/")) and "HOME" in env:
+        return (env["HOME"].rstrip("/") + path[1:]) or "/"
+    return os.path.expanduser(path)
 
 
 def made() -> Path:
