@@ -214,9 +214,10 @@ class _Laps:
 
 class _Noted:
     """The ids a sync moves, recorded before its branch holds the commits that move them (a
-    renumbering) or as soon as it does (a fold): a sync killed before it finishes (kill -9 in its
-    push) leaves them on the branch, and a command on a moved id must refuse then as after. A
-    sync that fails puts the record back as it found it."""
+    renumbering) or once the attempt's pull is done (a fold: after its commit, the strips and the
+    revalidation), before the push: a sync killed in its push (kill -9) leaves them on the branch,
+    and a command on a moved id must refuse then as after. A sync that fails puts the record back
+    as it found it."""
 
     def __init__(self, moves: MovedIds) -> None:
         self.moves = moves
