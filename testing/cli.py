@@ -79,8 +79,8 @@ def in_process_runner() -> CliRunner:
     the working folder, the umask, the standard streams. The warm server is never asked (the
     relay is ``slayer_kb.entry``'s, before the CLI), and the KB a command opens is closed with it.
     What a process loads once and keeps is shared, as a warm server shares it: the word
-    embedder (search/embedding.py) stays loaded whatever ``SLAYER_KB_NO_MEANING`` says next, so
-    a test of what the environment turns off at start runs as a process (``cli_runner``).
+    embedder and the sentence encoder stay loaded, each asked at its use whether the environment
+    turns it off (``SLAYER_KB_NO_MEANING``, ``SLAYER_KB_NO_ENCODER``), as a server's command is.
     """
 
     def run(

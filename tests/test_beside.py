@@ -26,7 +26,7 @@ from slayer_kb.daemon import relay
 from slayer_kb.daemon.running import Runner
 from slayer_kb.search.monitor import ChangeMonitor
 from slayer_kb.store.view import View
-from testing import Watcher, blocker
+from testing import Watcher, blocker, in_process_runner
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -194,6 +194,27 @@ def test_a_read_that_turns_search_by_meaning_on_or_off_unlike_the_server_waits_i
             for what, env in beside.items()}
     assert said == {"same": True, "another setting": True, "meaning off": False, "encoder on": False}
 
+def test_a_read_that_turns_search_by_meaning_off_in_its_turn_answers_without_it(
+        indexed_example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search whose client sets SLAYER_KB_NO_MEANING, the server not, runs in its turn in the
+    client's environment, but answered by meaning all the same: the word model, loaded once per
+    process, was kept whatever the environment said after. It answers as a process does, with
+    the warning that search by meaning is off."""
+    from slayer_kb.search import embedding
+
+    for name in ("stdin", "stdout", "stderr"):  # the runner's per-thread streams go with the test
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    assert isinstance(embedding.load(), embedding.Embedder)  # loaded, as in a warm server
+    argv = ["--json", "search", "money back to customers", "--limit", "2"]
+    off = {"SLAYER_KB_NO_MEANING": "1"}
+    code, chunks = Runner(indexed_example_kb, lower_git=False)({"argv": argv, "cwd": os.getcwd(),
+                                                                 "env": {**os.environ, **off}})
+    assert json.loads(dict(chunks)[1])["warnings"] == [
+        "Search by meaning is off (SLAYER_KB_NO_MEANING is set); words and entities still work."]
+    alone = in_process_runner()("--kb", indexed_example_kb.root, *argv, env=off)
+    assert (code, chunks) == (alone.returncode, [(1, alone.stdout.encode())])
+
+
 def test_the_view_goes_to_a_waiting_write_before_a_read_and_is_given_away_while_released() -> None:
     view = View()
     order: list[str] = []
@@ -317,3 +338,23 @@ def test_a_read_beside_a_write_checks_its_settings_once(example_kb_read_only: Kn
         assert (code, [fd for fd, _ in chunks]) == (0, [1]), chunks
         assert json.loads(chunks[0][1])["id"] == "1"
         assert len(checked) == 1, checked
+
+
+def test_a_read_whose_cache_setting_its_own_home_makes_relative_waits_its_turn_and_is_refused(
+        example_kb_read_only: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client's ``SLAYER_KB_CACHE=~/cache`` under a relative ``HOME`` names a relative folder,
+    which its own process refuses; the server checked it with its own home, said it might go
+    beside a write (in the server's settings), and the read did not check again: it answered.
+    It is checked with the client's home, waits its turn, and is refused as in a process."""
+    from slayer_kb.daemon.running import Runner
+
+    for name in ("stdin", "stdout", "stderr"):  # the Runner gives each thread streams of its own
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    runner = Runner(example_kb_read_only, lower_git=False)
+    env = dict(os.environ, HOME="home", SLAYER_KB_CACHE="~/cache")
+    request = {"argv": ["get", "1"], "cwd": os.getcwd(), "env": env}
+    assert not runner.goes_beside(request)
+    code, chunks = runner(request)
+    assert (code, chunks) == (1, [(2, b"Error: SLAYER_KB_CACHE is '~/cache', a relative path: set it to an absolute "
+                                      b"path (such as home/.cache/slayer-kb) or unset it (the default is "
+                                      b"$XDG_CACHE_HOME/slayer-kb, else ~/.cache/slayer-kb).\n")])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -759,6 +760,25 @@ def test_a_closed_standard_stream_keeps_warnings_out_of_the_json(indexed_example
                            "-e", "shop.orders"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2),
                           text=True, env={**os.environ, "SLAYER_KB_SERVER": "off"}, timeout=120)
     assert (proc.returncode, json.loads(proc.stdout)["memory_id"]) == (0, "27")
+
+
+def test_a_formula_python_warns_of_prints_only_its_error(example_kb_read_only: KnowledgeBase,
+                                                         invoke_cli: CliRunner) -> None:
+    """Python warns of '1if' as it parses ('invalid decimal literal'), and the warning went to
+    stderr before the error: "<unknown>:1: SyntaxWarning: invalid decimal literal". Warnings are
+    printed here as a process prints them, to the command's stderr (pytest would keep them)."""
+    def shown(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: object = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    query = json.dumps({"source_model": "orders", "measures": [{"formula": "1if amount:sum"}]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = shown
+        proc = invoke_cli("--kb", example_kb_read_only.root, "save", "x", "--query", query)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: measures[0].formula: Invalid Mode-B expression '1if amount:sum': expected 'else' after 'if' "
+        "expression (<unknown>, line 1)\n"))
 
 
 @pytest.mark.parametrize("formula", ["coalesce(amount, distinct (amount))", "sum(amount) / f(x=distinct (amount))"])

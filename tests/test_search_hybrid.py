@@ -19,7 +19,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import words as W
 from slayer_kb.search.analysis import symbols
-from testing import commit_all, json_of, make_empty_kb, read_only
+from testing import CliRunner, commit_all, json_of, make_empty_kb, read_only
 from testing.mcp import call, with_server_in_process
 
 
@@ -282,17 +282,17 @@ def test_a_damaged_vector_row_costs_one_search_its_meaning_not_every_search(
         again.close()
 
 
-def test_search_works_without_the_meaning_channel(payments_read: KnowledgeBase, run_cli) -> None:  # noqa: ANN001
-    # As processes: the embedder is loaded once per process, whatever the environment says next.
+def test_search_works_without_the_meaning_channel(payments_read: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # In this process: the embedder, loaded once, is asked of the environment at each use.
     env = {"SLAYER_KB_NO_MEANING": "1"}
-    proc = run_cli("--kb", payments_read.root, "search", "refund seconds", "--json", env=env)
+    proc = invoke_cli("--kb", payments_read.root, "search", "refund seconds", "--json", env=env)
     data = json_of(proc)
     assert data["memories"][0]["id"] == "1"
     off = "Search by meaning is off (SLAYER_KB_NO_MEANING is set); words and entities still work."
     assert data["warnings"].count(off) == 1
-    stats = run_cli("--kb", payments_read.root, "stats", env=env)
+    stats = invoke_cli("--kb", payments_read.root, "stats", env=env)
     assert stats.stdout.splitlines()[-1] == f"search by meaning: {off}"
-    assert run_cli("--kb", payments_read.root, "stats").stdout.splitlines()[-1].startswith("search by meaning: on (wordllama-")
+    assert invoke_cli("--kb", payments_read.root, "stats").stdout.splitlines()[-1].startswith("search by meaning: on (wordllama-")
 
 
 def test_a_missing_embedding_package_is_said_not_raised(payments_read: KnowledgeBase, tmp_path: Path) -> None:

@@ -1441,19 +1441,19 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
         "Your commits and origin/main both edited memories/1.yaml;")
 
 
-def test_a_merge_attribute_on_a_file_only_one_side_wrote_stops_no_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """git hands the KB's merge driver only the files both sides wrote since they parted: merge and
-    rebase asked git's attributes of every memory and session file the upstream holds (a
+def test_a_merge_attribute_on_a_file_neither_side_wrote_stops_no_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """git hands the KB's merge driver only files a commit of either side wrote since they parted:
+    merge and rebase asked git's attributes of every memory and session file the upstream holds (a
     ``check-attr`` of them all, after an ``ls-files`` of them all), and refused a line for a file
-    git never merges. They ask of the files both sides wrote (and a made-up one in each folder, for
-    a line of the whole folder: the test above), in one ``check-attr`` and no ``ls-files``."""
+    git never merges. They ask of the files those commits wrote (and a made-up one in each folder,
+    for a line of the whole folder: the test above), in one ``check-attr`` and no ``ls-files``."""
     _bare, (a, b) = make_team(tmp_path)
-    for learning in ("Amounts are in cents", "Refunds are negative rows"):
+    for learning in ("Amounts are in cents", "Refunds are negative rows", "Taxes are included"):
         invoke_cli("--kb", a, "save", learning, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", b, "update", "2", "--content", "Refunds are rows with negative amounts", check=True)
-    (b / ".git" / "info" / "attributes").write_text("memories/2.yaml merge=union\n")
+    (b / ".git" / "info" / "attributes").write_text("memories/3.yaml merge=union\n")
     invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
@@ -1467,6 +1467,99 @@ def test_a_merge_attribute_on_a_file_only_one_side_wrote_stops_no_merge(tmp_path
         assert (len(runs("check-attr")), runs("ls-files -z")) == (1, []), command
         assert git(b, "show", "HEAD:memories/1.yaml").startswith("learning: Amounts are in cents (A)\n")
         assert git(b, "show", "HEAD:memories/2.yaml").startswith("learning: Refunds are rows with negative amounts\n")
+
+
+UNION = ("The repository's gitattributes give {} 'merge=union', which git ranks above slayer-kb's merge driver, so "
+         "git would not merge memories and sessions as records (union writes a memory's keys twice); nothing was "
+         "merged. Remove that line from .gitattributes and commit the change (or from .git/info/attributes), then "
+         "run the command again.")
+
+
+def test_a_merge_attribute_on_a_file_a_replayed_commit_wrote_and_put_back_refuses_a_rebase(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A rebase replays each commit: an edit of a memory this branch later reverted (its net change
+    nothing) is merged with the upstream's edit of it all the same. The check asked only of the
+    files both sides' net changes held, passed a union line for it, and the rebase wrote the
+    memory's learning three times; it refuses, naming the line."""
+    _bare, (a, b) = make_team(tmp_path)
+    for learning in ("Amounts are in cents", "Refunds are negative rows"):
+        invoke_cli("--kb", a, "save", learning, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "2", "--content", "Refunds are rows with negative amounts", check=True)
+    git(b, "revert", "--no-edit", "HEAD")
+    (b / ".git" / "info" / "attributes").write_text("memories/2.yaml merge=union\n")
+    invoke_cli("--kb", a, "update", "2", "--content", "Refunds are negative rows (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    head = git(b, "rev-parse", "HEAD")
+    done = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {UNION.format('memories/2.yaml')}\n")
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+
+
+def test_a_merge_attribute_on_the_name_one_side_moved_a_memory_to_refuses_a_merge(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """git merges a file one side renamed (git mv memories/2.yaml memories/7.yaml) and the other
+    edited under the new name, with that name's attributes: the check asked only of the names
+    both sides wrote (2.yaml), and the merge wrote 7.yaml's description twice. It refuses."""
+    _bare, (a, b) = make_team(tmp_path)
+    learning = "Refunds are negative rows, recorded when refunded, in the order's currency, never converted"
+    invoke_cli("--kb", a, "save", learning, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+
+    def describe(clone: Path, name: str, what: str) -> None:
+        path = clone / "memories" / name
+        path.write_text(path.read_text().replace("entities:", f"description: {what}\nentities:"))
+        git(clone, "commit", "-qam", what)
+
+    git(b, "mv", "memories/1.yaml", "memories/7.yaml")
+    describe(b, "7.yaml", "refunds (B)")
+    (b / ".git" / "info" / "attributes").write_text("memories/7.yaml merge=union\n")
+    describe(a, "1.yaml", "refunds (A)")
+    git(a, "push", "-q", "origin", "HEAD")
+    git(b, "fetch", "-q", "origin")
+    head = git(b, "rev-parse", "HEAD")
+    done = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {UNION.format('memories/7.yaml')}\n")
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+
+
+def test_a_merge_attribute_refuses_a_criss_cross_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Two branches that each merged the other have two merge bases, which git first merges into
+    one, memory 1 with them: the check asked of no file of theirs (neither side wrote memory 1 on
+    the whole since the one base it took), and the merge wrote memory 1's description twice. With
+    more than one merge base every memory and session file is asked, and it refuses."""
+    _bare, (b,) = make_team(tmp_path, clones=1)
+    invoke_cli("--kb", b, "save", "Refunds are negative rows", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+
+    def describe(what: str, name: str = "1.yaml") -> str:
+        path = b / "memories" / name
+        path.write_text(path.read_text().replace("entities:", f"description: {what}\nentities:"))
+        git(b, "commit", "-qam", what)
+        return git(b, "rev-parse", "HEAD").strip()
+
+    def merge_keeping_ours(other: str) -> None:
+        git(b, "merge", "-q", "-s", "ours", "--no-edit", other)
+
+    git(b, "switch", "-q", "-c", "x")
+    x1 = describe("by X")
+    git(b, "switch", "-q", "-c", "y", "HEAD~1")
+    y1 = describe("by Y")
+    merge_keeping_ours(x1)
+    git(b, "switch", "-q", "x")
+    merge_keeping_ours(y1)
+    git(b, "switch", "-q", "y")
+    describe("cents", "2.yaml")
+    git(b, "switch", "-q", "x")
+    assert len(git(b, "merge-base", "--all", "x", "y").split()) == 2
+    (b / ".git" / "info" / "attributes").write_text("memories/1.yaml merge=union\n")
+    head = git(b, "rev-parse", "HEAD")
+    done = invoke_cli("--kb", b, "merge", "y")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {UNION.format('memories/1.yaml')}\n")
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
 
 
 def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:

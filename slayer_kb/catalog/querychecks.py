@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
@@ -120,10 +122,18 @@ def syntax_problem(text: str) -> str | None:
     return parsed if isinstance(parsed, str) else None
 
 
+_QUIET = threading.Lock()
+
+
 def _parsed(text: str) -> ast.Expression | str:
     """``text`` parsed as ``syntax_problem`` reads it, or Python's complaint."""
     try:
-        return ast.parse(VARIABLE.sub("0", text).strip(), mode="eval")
+        # Python warns of some text it still reads ('1if x': "invalid decimal literal"); printed,
+        # the warning would come before the error this names, in Python's words, not ours. The
+        # lock: catch_warnings swaps the process's filters, which a server's threads share.
+        with _QUIET, warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return ast.parse(VARIABLE.sub("0", text).strip(), mode="eval")
     except SyntaxError as exc:
         return f"{exc.msg} (<unknown>, line {exc.lineno})"
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -32,7 +32,7 @@ from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
-from .snapshot import session_projects, written_on_both
+from .snapshot import session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -52,8 +52,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         before = store.head()
         assert before is not None
         parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
-        both = written_on_both(store, parted, (sha, before)) if parted else None
-        stopped = merge_in(store, ref, sha, both)
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before)))
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped))
         kb.reread()
@@ -63,8 +62,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
-            if both is not None:  # before the fixes' commits, HEAD holds the merged sessions
-                result.session_projects = session_projects(store, (sha, before), both)
+            if parted:  # before the fixes' commits, HEAD holds the merged sessions
+                result.session_projects = session_projects(store, (sha, before),
+                                                           written_on_both(store, parted, (sha, before)))
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
                              lambda: None)
@@ -77,17 +77,17 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
 
 
 def merge_in(store: GitStore, ref: str, sha: str,
-             both: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
+             written: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
-    ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``both``: the
-    KB's files both sides wrote since they parted (None: no common ancestor), the ones git can
-    hand the driver (``mergedriver.require_driver``)."""
+    ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
+    KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
+    ones git can hand the driver (``mergedriver.require_driver``)."""
     before = store.head()
     assert before is not None
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
-        mergedriver.require_driver(store, options, both)
+        mergedriver.require_driver(store, options, written)
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q", "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:

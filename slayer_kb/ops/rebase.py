@@ -30,7 +30,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean, require_shown
 from .revalidation import Moves, finish
-from .snapshot import session_projects, written_on_both
+from .snapshot import session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -84,10 +84,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = push_step(remote, branch, pushed)
-        # What both sides wrote since they parted (this branch as it was, ``ours``): the files git
-        # can hand the driver, and the sessions said after.
-        both = written_on_both(store, parted, (onto_commit, ours)) if parted else None
-        stopped = run(store, args, onto, both)
+        # What either side's commits wrote since they parted (this branch as it was, ``ours``).
+        stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours)) if onto_commit else None)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
@@ -97,8 +95,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if onto_commit:
-        if both is not None:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
-            result.session_projects = session_projects(store, (onto_commit, ours), both)
+        if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
+            result.session_projects = session_projects(store, (onto_commit, ours),
+                                                       written_on_both(store, parted, (onto_commit, ours)))
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         with kb.transaction() as tx:
@@ -206,12 +205,13 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
 
 
 def run(store: GitStore, args: list[str], onto: str,
-        both: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
+        written: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
     merged; None when it finished, else the unmerged paths and the stages git holds for each
     (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers;
-    ``both``: the KB's files both sides wrote since they parted (None: no common ancestor), the
-    ones git can hand the driver (``mergedriver.require_driver``)."""
+    ``written``: the KB's files either side's commits wrote since they parted
+    (``snapshot.written_on_either``), the ones git can hand the driver
+    (``mergedriver.require_driver``)."""
     options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
     # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
@@ -220,7 +220,7 @@ def run(store: GitStore, args: list[str], onto: str,
     going_on = (*options, "rebase", "--continue")
     try:
         if args != ["--abort"]:
-            mergedriver.require_driver(store, options, both, None if args[-1].startswith("--") else args[-1])
+            mergedriver.require_driver(store, options, written, None if args[-1].startswith("--") else args[-1])
         proc = store.git_writing_index(*options, "rebase", *args, check=False, env=env,
                                        resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:

@@ -2,7 +2,8 @@
 a file, a folder's listing, the memory ids, the catalog; what a side deleted from the catalog
 since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``); and the
 sessions two sides started for two projects (``sync``); the memory and session files a side wrote
-since the sides parted (``sync``, ``validate --against``)."""
+since the sides parted (``sync``, ``validate --against``), and those a merge of two sides can hand
+the KB's merge driver (``sync``, ``merge``, ``rebase``)."""
 
 from __future__ import annotations
 
@@ -70,11 +71,31 @@ def written_since(store: GitStore, base: str, rev: str) -> dict[str, tuple[str, 
 
 def written_on_both(store: GitStore, parted: str, sides: tuple[str, str]) -> list[str]:
     """The KB paths of the memory and session files both ``sides`` wrote since they parted at
-    ``parted`` (``written_since``): the ones a merge of them gives the KB's merge driver."""
+    ``parted`` (``written_since``): the ones both changed, whose merge the conflict's steps and
+    the session warnings name."""
     if parted in sides:  # one side is where they parted (a fast-forward): it wrote nothing
         return []
     first, second = (written_since(store, parted, side) for side in sides)
     return sorted(first.keys() & second.keys())
+
+
+def written_on_either(store: GitStore, sides: tuple[str, str]) -> list[str] | None:
+    """The KB paths of the memory and session files a commit of either of ``sides`` wrote since
+    they parted, a merge's to each parent included: the files a merge or rebase of them can hand
+    the KB's merge driver. Not only those both wrote on the whole: a rebase replays each commit,
+    so a file one side edited and then put back is merged all the same; and git merges a renamed
+    file under one side's name. None (every file: no list is exact) with no merge base, or more
+    than one (a criss-cross merge first merges the bases, files older than either side's commits);
+    none where one side is where they parted (a fast-forward merges nothing)."""
+    bases = store.git("merge-base", "--all", *sides, check=False).stdout.decode().split()
+    if len(bases) != 1:
+        return None
+    if bases[0] in sides:
+        return []
+    folders = [store.repo_path(f"{folder}/") for folder in (MEMORIES_DIR, SESSIONS_DIR)]
+    out = store.git("log", "--format=", "--name-only", "-z", "--no-renames", "--diff-merges=separate", *sides,
+                    "--not", bases[0], "--", *folders).stdout
+    return sorted({path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path})
 
 
 def session_projects(store: GitStore, sides: tuple[str, str], paths: list[str]) -> dict[str, dict[str, str]]:

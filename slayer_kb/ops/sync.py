@@ -55,7 +55,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at, session_projects, written_on_both
+from .snapshot import blobs_at, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch
 from .syncpush import push
 from .turn import Turn
@@ -214,9 +214,10 @@ class _Laps:
 
 class _Noted:
     """The ids a sync moves, recorded before its branch holds the commits that move them (a
-    renumbering) or as soon as it does (a fold): a sync killed before it finishes (kill -9 in its
-    push) leaves them on the branch, and a command on a moved id must refuse then as after. A
-    sync that fails puts the record back as it found it."""
+    renumbering) or once the attempt's pull is done (a fold: after its commit, the strips and the
+    revalidation), before the push: a sync killed in its push (kill -9) leaves them on the branch,
+    and a command on a moved id must refuse then as after. A sync that fails puts the record back
+    as it found it."""
 
     def __init__(self, moves: MovedIds) -> None:
         self.moves = moves
@@ -352,9 +353,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
     if merges:
-        _merge(store, remote, name, upstream, bool(mapping), both if parted else None)
+        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours)))
     elif (tip := replay(store, upstream, ours)) is None:
-        _rebase(store, remote, upstream_branch, upstream, bool(mapping), both if parted else None)
+        _rebase(store, remote, upstream_branch, upstream, bool(mapping), written_on_either(store, (upstream, ours)))
     else:
         reset_keep(store, tip)
         if both:
@@ -433,14 +434,15 @@ def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
-            both: list[str] | None) -> None:
+            written: list[str] | None) -> None:
     """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
-    topic-key memories both sides wrote, ``both``, are merged as records); a conflict it leaves (two
-    edits of one memory, a forget against an edit) aborts the rebase and raises, with the steps to
-    merge by hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase``
-    would stop on the files the driver merges)."""
+    topic-key memories both sides wrote are merged as records; ``written``, the files either
+    side's commits wrote, are the ones it may be handed); a conflict it leaves (two edits of one
+    memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
+    hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
+    stop on the files the driver merges)."""
     name = f"{remote}/{upstream_branch}"
-    stopped = run(store, ["-q", upstream], name, both)
+    stopped = run(store, ["-q", upstream], name, written)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
         first = [f"git fetch {remote}"]
@@ -452,11 +454,12 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
-def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool, both: list[str] | None) -> None:
+def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
+           written: list[str] | None) -> None:
     """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
-    as ``slayer-kb merge``; ``both``: the files both sides wrote); a conflict it leaves aborts the
-    merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
-    stopped = merge_in(store, name, upstream, both)
+    as ``slayer-kb merge``; ``written``: the files either side's commits wrote); a conflict it
+    leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
+    stopped = merge_in(store, name, upstream, written)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]

@@ -29,7 +29,7 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     chosen = env.get("SLAYER_KB_CACHE")
     if chosen:
-        path = Path(chosen).expanduser()
+        path = Path(_expanded(chosen, env))
         if not path.is_absolute():
             raise InvalidInputError(
                 f"SLAYER_KB_CACHE is {chosen!r}, a relative path: set it to an absolute path (such as "
@@ -46,6 +46,14 @@ def max_bytes(env: Mapping[str, str] | None = None) -> int:
     """The bound of the cache's file in bytes: ``SLAYER_KB_CACHE_MAX_MB`` megabytes, else
     ``DEFAULT_MAX_MB``; anything but a whole number above 0 is refused, naming the fix."""
     return whole_number("SLAYER_KB_CACHE_MAX_MB", DEFAULT_MAX_MB, "megabytes", env=env) * 1_000_000
+
+
+def _expanded(path: str, env: Mapping[str, str]) -> str:
+    """``path`` with its leading ``~`` as ``env``'s process expands it, by its ``HOME``: a server
+    checks a client's setting (``Runner.goes_beside``), whose home may not be the server's."""
+    if (path == "~" or path.startswith("~/")) and "HOME" in env:
+        return (env["HOME"].rstrip("/") + path[1:]) or "/"
+    return os.path.expanduser(path)
 
 
 def made() -> Path:

@@ -245,10 +245,15 @@ def key() -> str | None:
     return None
 
 
+def _turned_off() -> Unavailable | None:
+    """Why search by meaning is off when this process's environment turns it off, else None."""
+    return Unavailable("SLAYER_KB_NO_MEANING is set") if os.environ.get("SLAYER_KB_NO_MEANING") else None
+
+
 def _package() -> str | Unavailable:
     """The folder of the installed model package, or why there is none."""
-    if os.environ.get("SLAYER_KB_NO_MEANING"):
-        return Unavailable("SLAYER_KB_NO_MEANING is set")
+    if off := _turned_off():
+        return off
     try:
         spec = importlib.util.find_spec(PACKAGE)
     except (ImportError, ValueError):
@@ -258,9 +263,15 @@ def _package() -> str | Unavailable:
     return str(list(spec.submodule_search_locations)[0])
 
 
-@lru_cache(maxsize=1)
 def load() -> Embedder | Unavailable:
-    """The embedder, loaded once per process, or why it cannot be."""
+    """The embedder, loaded once per process, or why it cannot be. The environment is asked at
+    each call, not once: a server runs each command in its client's environment, one that turns
+    search by meaning off after a command that loaded the model (``SLAYER_KB_NO_MEANING``)."""
+    return _turned_off() or _loaded()
+
+
+@lru_cache(maxsize=1)
+def _loaded() -> Embedder | Unavailable:
     base = _package()
     if isinstance(base, Unavailable):
         return base

@@ -76,7 +76,7 @@ def git_config(prefix: str, labels: tuple[str, str]) -> tuple[list[str], dict[st
     return options, env, Path(name)
 
 
-def require_driver(store: GitStore, options: list[str], both: Sequence[str] | None, tree: str | None = None) -> None:
+def require_driver(store: GitStore, options: list[str], written: Sequence[str] | None, tree: str | None = None) -> None:
     """Refuse, before git merges anything, when gitattributes of the repository's own (a tracked
     ``.gitattributes``, or ``.git/info/attributes``) give the KB's files a merge attribute: git
     ranks those above ``core.attributesFile``, so git would merge memories and sessions with that
@@ -84,11 +84,11 @@ def require_driver(store: GitStore, options: list[str], both: Sequence[str] | No
     names no code this runs. ``tree``: the commit whose ``.gitattributes`` git will read (a
     rebase's upstream, which it checks out), read through an index of its own; else the work tree's.
 
-    Asked of the files git can hand a merge driver, ``both``: the KB's files both sides wrote since
-    they parted (``snapshot.written_on_both``; None, sides with no common ancestor: every memory
-    and session file of that index), after a made-up name in each folder, which a line for the
-    whole folder matches: a line for some files only (``memories/1.yaml``) names no made-up one.
-    One ``check-attr`` for them all."""
+    Asked of the files git can hand a merge driver, ``written``: the KB's files a commit of either
+    side wrote since they parted (``snapshot.written_on_either``; None, where no such list is
+    exact: every memory and session file of that index), after a made-up name in each folder,
+    which a line for the whole folder matches: a line for some files only (``memories/1.yaml``)
+    names no made-up one. One ``check-attr`` for them all."""
     folders = [f"{store.prefix}{folder}/" for folder in (MEMORIES_DIR, SESSIONS_DIR)]
     samples = [f"{folder}x.yaml" for folder in folders]
     roots = {folder.encode() for folder in folders}
@@ -96,8 +96,8 @@ def require_driver(store: GitStore, options: list[str], both: Sequence[str] | No
         env = {**LITERAL_PATHS, **({"GIT_INDEX_FILE": str(Path(scratch) / "index")} if tree is not None else {})}
         if tree is not None:
             store.git("read-tree", tree, env=env)
-        files = (store.git("ls-files", "-z", "--", *folders, env=env).stdout if both is None
-                 else b"\0".join(store.repo_path(path).encode("utf-8", "surrogateescape") for path in both))
+        files = (store.git("ls-files", "-z", "--", *folders, env=env).stdout if written is None
+                 else b"\0".join(store.repo_path(path).encode("utf-8", "surrogateescape") for path in written))
         read = ["--cached"] if tree is not None else []
         # The files git_config's lines give the driver: <folder>/*.yaml, not a .gitkeep or below.
         paths = b"".join(path + b"\0" for path in [*map(str.encode, samples), *files.split(b"\0")]
