@@ -30,8 +30,8 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import require_clean, require_shown
-from .revalidation import Moves, finish
+from .renumber import require_clean
+from .revalidation import Moves, finish_or_put_back
 from .snapshot import session_projects, written_on_both
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ def merge(kb: Context, ref: str) -> MergeResult:
 def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
     with kb.transaction() as tx:
         require_clean(store)
-        require_shown(store)
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
@@ -66,8 +65,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             if both is not None:  # before the fixes' commits, HEAD holds the merged sessions
                 result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
-                             lambda: None)
+            checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
+                                                                           result.deduplicated), before)
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
             kb.record_moves(result.folded, "merge")

@@ -28,8 +28,8 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
-from .renumber import require_clean, require_shown
-from .revalidation import Moves, finish
+from .renumber import require_clean
+from .revalidation import Moves, finish_or_put_back
 from .snapshot import session_projects, written_on_both
 
 if TYPE_CHECKING:
@@ -61,7 +61,6 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
                                     f"or put the branch back with '{typed} rebase --abort'.")
             require_clean(store)
-            require_shown(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
             args = ["-q", onto_commit]
@@ -101,9 +100,14 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             result.session_projects = session_projects(store, (onto_commit, ours), both)
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
+        # Refused, the branch goes back to where it was before the rebase began: a rebase continued
+        # was in progress then, which cannot be made again; its result is named.
+        undone = (f"The rebase in progress, which git had finished, is put back with it: the branch is where it was "
+                  f"before the rebase began, and the rebased commits are at {head} "
+                  f"({git_command(store.root, f'reset --keep {head}')} takes them back).") if action == CONTINUE else ""
         with kb.transaction() as tx:
-            checked = finish(kb, store, tx, onto_commit, parted, Moves(result.merged, result.unlinked,
-                                                                      result.cascaded, result.deduplicated), lambda: None)
+            checked = finish_or_put_back(kb, store, tx, onto_commit, parted, Moves(
+                result.merged, result.unlinked, result.cascaded, result.deduplicated), ours, undone)
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries
         kb.record_moves(result.merged, "rebase")
