@@ -5,6 +5,7 @@ test_in_process.py checks), git as git, and the steps an error gives followed as
 from __future__ import annotations
 
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -59,7 +60,7 @@ def follow(here: Path, invoke_cli: CliRunner, message: str, resolve: dict[str, s
             (here / command.split()[1]).write_text(resolve[command.split()[1]])
         elif command.startswith("git "):
             git(here, *command.split()[1:])
-        elif command != "slayer-kb sync":
+        elif command not in ("slayer-kb sync", "slayer-kb --kb . sync"):
             proc = invoke_cli("--json", *command.split()[1:], cwd=here)
             if proc.returncode:
                 stops.append(json_of(proc)["error"]["message"])
@@ -1195,6 +1196,43 @@ def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner
     assert [stop.split(";")[0] for stop in stops] == ["Your commits and origin/main both edited memories/1.yaml"]
     invoke_cli("--kb", "b/kb", "sync", check=True, cwd=tmp_path)
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_steps_after_a_cd_name_the_kb_where_slayer_kb_names_another(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """With $SLAYER_KB naming clone a, a conflict of clone b (--kb b) gave 'cd b; ... slayer-kb
+    validate; slayer-kb rebase --continue; slayer-kb sync': each ran on clone a. The slayer-kb
+    steps after the cd name the KB there (--kb .), and work as written."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+
+    def with_a_named(*args: str | Path, **kwargs: object) -> CompletedProcess[str]:
+        return invoke_cli(*args, env={"SLAYER_KB": "a"}, **kwargs)  # relative: from b it names b/a
+
+    merge = json_of(with_a_named("--kb", "b", "--json", "merge", "origin/main", cwd=tmp_path))["error"]["message"]
+    assert merge.endswith("To merge by hand: cd b; edit memories/1.yaml to keep what both sides meant; git add "
+                          "memories/1.yaml; slayer-kb --kb . validate; git commit --no-edit; slayer-kb --kb . sync.")
+    git(b, "merge", "--abort")
+    message = json_of(with_a_named("--kb", "b", "--json", "sync", cwd=tmp_path))["error"]["message"]
+    assert message.endswith(
+        "To merge by hand: cd b; git fetch origin; slayer-kb --kb . rebase origin/main (it stops on the conflict); edit "
+        "memories/1.yaml to keep what both sides meant; git add memories/1.yaml; slayer-kb --kb . validate; "
+        "slayer-kb --kb . rebase --continue (a later commit that stops says so again); slayer-kb --kb . sync.")
+    stops: list[str] = []
+    one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
+    follow(tmp_path, with_a_named, message, {"memories/1.yaml": one}, stops)
+    # The rebase's own stop, typed in b: its slayer-kb steps name b too.
+    assert [stop.split(". To merge by hand: ")[1] for stop in stops] == [
+        "edit memories/1.yaml to keep what both sides meant; git add memories/1.yaml; slayer-kb --kb . validate; "
+        "slayer-kb --kb . rebase --continue (a later commit that stops says so again); slayer-kb --kb . sync."]
+    assert git(b, "log", "-1", "--format=%s") == "memory: update 1 (learning)\n"
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+    assert git(a, "status", "--porcelain") == "" and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
 
 
 def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(

@@ -75,14 +75,22 @@ def command(root: Path) -> str:
     return "slayer-kb" if kb == "." and not _env_names_another(root) else f"slayer-kb --kb {shell_word(kb)}"
 
 
-def _env_names_another(root: Path) -> bool:
+def command_in(root: Path) -> str:
+    """``slayer-kb`` as a step printed after ``cd_step(root)`` must run it, in the KB's folder
+    ``root``: with ``--kb .`` when the user's ``$SLAYER_KB``, read from there, names another KB."""
+    if not cd_step(root):
+        return command(root)
+    return "slayer-kb --kb ." if _env_names_another(root, root) else "slayer-kb"
+
+
+def _env_names_another(root: Path, where: Path | None = None) -> bool:
     """Whether the user's ``$SLAYER_KB`` (empty: unset, as ``locate.named_kb`` reads it) names a
-    folder other than ``root``."""
+    folder other than ``root``, read from ``where`` (a relative one), else from where the user is."""
     folder = getattr(_USER, "folder", None)
     named = os.environ.get("SLAYER_KB") if folder is None else getattr(_USER, "kb_env", None)
     if not named:
         return False
-    return ((folder or Path.cwd()) / named).resolve() != root.resolve()
+    return ((where or folder or Path.cwd()) / named).resolve() != root.resolve()
 
 
 def words(*given: str) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR
-from ..core.problems import cd_step, git_command
+from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -168,7 +168,8 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
     else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
-    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    kb = command_in(store.root)
+    steps = [*cd_step(store.root), *first, *steps, f"{kb} validate", "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."
