@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .text import one_line_shown
+from .text import one_line_shown, shown_controls
 
 # Problem.kind of a stored example query whose references no longer resolve: the state a
 # catalog delete leaves (SLayer keeps the query's text, search warns on it), so sync pushes it
@@ -101,9 +101,28 @@ def words(*given: str) -> str:
 
 def shell_word(word: str) -> str:
     """``word`` as ``shlex.quote`` gives it, but a letter or digit beyond ASCII (``CAFÉ``), which no
-    shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``."""
+    shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``.
+    A word holding what the human output shows escaped (a byte of a path that is not UTF-8 as
+    ``\\xff``, a control character; ``text.shown_controls``), or a tab or line break, is quoted as
+    bash's ``$'k\\xffb'``, each such character as its bytes: shown as ``'k\\xffb'``, pasted, it named a
+    folder called k, backslash, x, f, f, b."""
+    if any(_escaped(ch) for ch in word):
+        return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
     plain = all(ch.isalnum() if not ch.isascii() else ch.isalnum() or ch in "_@%+=:,./-" for ch in word)
     return word if word and plain else shlex.quote(word)
+
+
+def _escaped(ch: str) -> bool:
+    return ch in "\t\n" or shown_controls(ch) != ch
+
+
+def _ansi_c(ch: str) -> str:
+    """``ch`` within bash's ``$'...'``: a character shown escaped as the bytes it is on disk (a lone
+    surrogate from ``os.fsdecode``, the byte it stands for), a quote or backslash escaped."""
+    if _escaped(ch):
+        data = ch.encode("utf-8", "surrogateescape" if 0xDC80 <= ord(ch) <= 0xDCFF else "surrogatepass")
+        return "".join(f"\\x{byte:02x}" for byte in data)
+    return "\\" + ch if ch in "\\'" else ch
 
 
 def git_command(root: Path, args: str) -> str:
