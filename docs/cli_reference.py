@@ -42,8 +42,10 @@ command's last argument are quoted back at most 100 characters long, and a quest
 or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`), and `--kb`,
 `--author` or `--version` typed after the command is told to go before it. A command an error or a
 reply advises (`slayer-kb restore 12`) is written to run where it was typed: with `--kb DIR` when the
-KB is not the working folder. A path that is not UTF-8 is printed with its other bytes as `\\xff`
-(in `--json`, as the escape `\\udcff`, which a JSON reader reads back as the path). `-` reads a text
+KB is not the working folder. A path that is not UTF-8 is printed with its other bytes as `\\xff`,
+as a name really holding a backslash would read (in `--json`, as the escape `\\udcff`, which a JSON
+reader reads back as the path, and tells the two apart); a command advised quotes such a word, or one
+holding a control character, as bash's `$'k\\xffb'`, which pastes as the name. `-` reads a text
 argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 

@@ -255,8 +255,8 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke
     message = (
         "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
         "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
-        f"to save under 'auth-model'; or change an existing memory with 'slayer-kb --kb {kb} update auth-model "
-        "--title ...'."
+        f"to save under 'auth-model'; or give an existing memory a new title with 'slayer-kb --kb {kb} update "
+        "auth-model' and its --title."
     )
     assert proc.stderr == f"Error: {message}\n"
     assert doc(proc, 1) == {"error": {"type": "invalid_input", "message": message}}
@@ -357,7 +357,7 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     assert absent.stderr == (
         f"Error: Memory 'kb.nope' does not exist at HEAD; see '{run} log kb.nope' for the revisions that have it.\n")
     titled = invoke_cli("--kb", kb, "save", "x", "--title", "T", "--id", "kb.x")
-    assert titled.stderr.endswith(f"or change an existing memory with '{run} update kb.x --title ...'.\n")
+    assert titled.stderr.endswith(f"or give an existing memory a new title with '{run} update kb.x' and its --title.\n")
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.

@@ -211,7 +211,7 @@ def test_an_editor_setting_that_cannot_run_is_named(catalog_kb: KnowledgeBase, i
     path = f"{bin_folder}{os.pathsep}{os.environ['PATH']}"
     no_editor = ("No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. Set "
                  f"EDITOR to a command that edits the file it is given, or change the memory with 'slayer-kb --kb {root} "
-                 "update n --content ...' (MCP: mem_update).")
+                 "update n --content -' (the new text on stdin; MCP: mem_update).")
     cases = [
         ({"EDITOR": "", "VISUAL": ""}, no_editor),
         ({"EDITOR": 'vi "notes'}, "$VISUAL / $EDITOR ('vi \"notes') cannot be split into a command: No closing "

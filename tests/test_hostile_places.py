@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -138,3 +140,19 @@ def test_a_kb_whose_path_is_not_utf8_is_named_as_errors_name_it(tmp_path: Path, 
     checked = invoke_cli("--kb", folder, "validate")
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (
         1, f"{shown}/memories/bad.yaml:2: invalid YAML: did not find expected node content")
+
+
+def test_advice_naming_a_path_that_is_not_utf8_pastes_as_that_path(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The human output shows a byte of a path that is not UTF-8 as \\xff, as it shows a folder
+    really named with a backslash, x, f, f: advice quoted as 'k\\xffb', pasted, opened that other
+    folder. A command advised quotes such a word as bash's $'k\\xffb', which pastes as the bytes."""
+    folder = tmp_path / os.fsdecode(b"k\xffb")
+    (tmp_path / "k\\xffb").mkdir()  # the other folder the display names alike
+    invoke_cli("init", folder, "--example", check=True)
+    invoke_cli("--kb", folder, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    forgot = invoke_cli("--kb", folder.name, "forget", "--soft", "1", cwd=tmp_path, check=True)
+    assert forgot.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb --kb $'k\\xffb' restore 1')\n"
+    [advised] = re.findall(r"restore with '(slayer-kb .*)'\)", forgot.stdout)
+    pasted = subprocess.run(["bash", "-c", f"printf '%s\\0' {advised.removeprefix('slayer-kb ')}"], cwd=tmp_path,
+                            capture_output=True, check=True).stdout
+    assert pasted.split(b"\0") == [b"--kb", b"k\xffb", b"restore", b"1", b""]

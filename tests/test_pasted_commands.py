@@ -45,7 +45,7 @@ def test_commands_printed_for_an_id_run_that_id_when_pasted(catalog_kb: Knowledg
         ["restore", "x;y"],
         ["log", "1[0-9]"],
         ["save", "...", "--id", "x;z"],
-        ["update", "x;y", "--title", "..."],
+        ["update", "x;y"],
         ["edit", "x;y"],
         ["validate"], ["edit", "1[0-9]"],
         ["edit", "1[0-9]"], ["restore", "1[0-9]", "--rev", "REV"], ["log", "1[0-9]"], ["forget", "1[0-9]"],

@@ -5,6 +5,7 @@ written."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -120,7 +121,13 @@ def test_edit_with_no_editor_set_and_no_terminal_says_what_to_do(indexed_example
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
         "Set EDITOR to a command that edits the file it is given, or change the memory with "
-        f"'slayer-kb --kb {root} update 5 --content ...' (MCP: mem_update).\n"))
+        f"'slayer-kb --kb {root} update 5 --content -' (the new text on stdin; MCP: mem_update).\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    # Pasted as printed ('--content ...' committed the text "..." over memory 5), it changes nothing.
+    advised = proc.stderr.split("change the memory with '", 1)[1].split("'", 1)[0]
+    pasted = invoke_cli(*shlex.split(advised)[1:], input="")
+    assert (pasted.returncode, pasted.stderr) == (
+        1, "Error: learning is empty: write what was learned (it is required and must not be blank).\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert list((root / ".slayer-kb" / "tmp").iterdir()) == []  # no draft left behind
 

@@ -212,7 +212,8 @@ def test_a_push_whose_pre_push_hook_hangs_is_stopped_and_the_clone_put_back(dive
         "answering or this repository's pre-push hook is waiting for something. This clone is as it was before "
         f"the sync: its saves stay here and the next sync sends what the remote lacks. Check the remote (git -C {b} "
         f"ls-remote origin), then run slayer-kb --kb {b} sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a "
-        "sync's fetch or push may take.")
+        "sync's fetch or push may take, and, below 30, the small requests to the remote (a lease's ls-remote or "
+        "push of its id block, a sync's turn).")
     assert (git(b, "rev-parse", "HEAD"), tree(b), git(b, "status", "--porcelain")) == before
     assert sorted(KnowledgeBase(b).index.stored([a_id, b_id])) == [b_id]
     hook.unlink()

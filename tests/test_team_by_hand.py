@@ -5,6 +5,7 @@ test_in_process.py checks), git as git, and the steps an error gives followed as
 from __future__ import annotations
 
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -59,7 +60,7 @@ def follow(here: Path, invoke_cli: CliRunner, message: str, resolve: dict[str, s
             (here / command.split()[1]).write_text(resolve[command.split()[1]])
         elif command.startswith("git "):
             git(here, *command.split()[1:])
-        elif command != "slayer-kb sync":
+        elif command not in ("slayer-kb sync", "slayer-kb --kb . sync"):
             proc = invoke_cli("--json", *command.split()[1:], cwd=here)
             if proc.returncode:
                 stops.append(json_of(proc)["error"]["message"])
@@ -253,36 +254,104 @@ def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, inv
     assert git(b, "status", "--porcelain") == git(b, "diff", "--cached", "--name-status", "HEAD") == ""
 
 
-def test_merge_and_rebase_refuse_a_change_a_mark_hides_before_git_merges(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """A memory whose change git's index hides (assume-unchanged), which the merge's strip of a link to
-    a memory the upstream forgot would rewrite: merge refused it once git's merge commit was made,
-    saying "nothing was done"; rebase stopped with git's own error. Both refuse it first."""
+def _marked_refusal(path: str, mark: str) -> str:
+    return (f"Error: {path} is marked {mark} in git's index, so git shows none of its changes, and this command "
+            "would rewrite it: slayer-kb never commits work you have not committed, and git's index would not take "
+            f"the commit, so nothing was done. Clear the mark (git update-index --no-{mark} -- {path}), see what git "
+            "status shows, then retry.")
+
+
+def _as_git_has_it(root: Path) -> tuple[str, str, str, str]:
+    """HEAD, git status, git's index marks and the branch's history: what a refusal that did
+    nothing leaves as it found it."""
+    return (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"), git(root, "ls-files", "-v"),
+            git(root, "log", "--format=%H %s", "-5"))
+
+
+def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_path: Path,
+                                                                          invoke_cli: CliRunner) -> None:
+    """Memory 2 links 1, which main deleted by hand, and git's index hides an edit of 2
+    (assume-unchanged): the strip of that link after git's merge or rebase would rewrite 2 and is
+    refused, and the branch is put back where it was, so that "nothing was done" holds (before,
+    merge and rebase refused such a mark up front, on any memory, a sparse checkout's too)."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1"),
+                         ("Shipping fees are in EUR", "shop.orders.amount")):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "rm", "-q", "memories/1.yaml")
+    git(a, "commit", "-q", "-m", "tax rule dropped by hand")
+    invoke_cli("--kb", a, "update", "3", "--content", "Shipping fees are in EUR (a)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "quiet")
+    invoke_cli("--kb", b, "save", "Regions are ISO codes", "-e", "shop.regions.name", check=True)
+    git(b, "switch", "-q", "main")
+    invoke_cli("--kb", b, "update", "3", "--content", "Shipping fees are in EUR (b)", check=True)
+    git(b, "fetch", "-q", "origin")
+    hidden = b / "memories" / "2.yaml"
+    git(b, "update-index", "--assume-unchanged", "memories/2.yaml")
+    hidden.write_text(hidden.read_text().replace("Refunds: see", "Refunds (WIP): see"))
+    refusal = _marked_refusal("memories/2.yaml", "assume-unchanged")
+    git(b, "switch", "-q", "quiet")
+    for command in ("merge", "rebase"):
+        was = _as_git_has_it(b)
+        refused = invoke_cli("--kb", b, command, "origin/main")
+        assert (refused.returncode, refused.stderr) == (1, refusal + "\n"), command
+        assert (_as_git_has_it(b), "WIP" in hidden.read_text()) == (was, True), command
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["id"] == "1"  # the index is back too
+    git(b, "switch", "-q", "main")
+    was = _as_git_has_it(b)
+    assert invoke_cli("--kb", b, "rebase", "origin/main").returncode == 1  # on the two edits of 3
+    (b / "memories/3.yaml").write_text(git(b, "show", "origin/main:memories/3.yaml").replace("(a)", "(a and b)"))
+    git(b, "add", "memories/3.yaml")
+    refused = invoke_cli("--kb", b, "rebase", "--continue")
+    rebased = refused.stderr.split("rebased commits are at ", 1)[-1][:40]
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"{refusal} The rebase in progress, which git had finished, is put back with it: the branch is where it was "
+        f"before the rebase began, and the rebased commits are at {rebased} (git reset --keep {rebased} takes them "
+        "back).\n"))
+    assert (_as_git_has_it(b), "WIP" in hidden.read_text()) == (was, True)
+    assert git(b, "show", f"{rebased}:memories/3.yaml").startswith("learning: Shipping fees are in EUR (a and b)\n")
+    git(b, "update-index", "--no-assume-unchanged", "--", "memories/2.yaml")
+    git(b, "checkout", "--", "memories/2.yaml")
+    git(b, "switch", "-q", "quiet")
+    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
+    assert merged["unlinked"] == {"2": ["1"]}
+
+
+def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothing(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A memory a sparse checkout leaves out, or one whose edit git's index hides, that neither git's
+    merge nor its fixes rewrite: merge and rebase were refused before git merged ("memories/1.yaml is
+    marked skip-worktree ... would rewrite it"). They go through, the file and its mark as they were."""
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", b, "save", "Refunds: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
-    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "save", "Shipping fees are in EUR", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
-    [hidden] = [p.name for p in (b / "memories").glob("*.yaml") if p.name != "1.yaml"]
-    git(b, "update-index", "--assume-unchanged", f"memories/{hidden}")
-    committed = (b / "memories" / hidden).read_text()
-    (b / "memories" / hidden).write_text(committed.replace("Refunds: see", "Refunds (WIP): see"))
     git(b, "fetch", "-q", "origin")
-    before = git(b, "rev-parse", "HEAD")
+    git(b, "update-index", "-q", "--refresh")  # a copied clone's stat data, or git keeps the file
+    git(b, "sparse-checkout", "set", "--no-cone", "/*", "!/memories/1.yaml")
+    invoke_cli("--kb", b, "save", "Refunds are rows with negative amounts", "-e", "shop.orders.status", check=True)
+    [mine] = [p.name for p in (b / "memories").glob("*.yaml")]
+    git(b, "switch", "-q", "-c", "other")
     for command in ("merge", "rebase"):
-        refused = invoke_cli("--kb", b, command, "origin/main")
-        assert (refused.returncode, refused.stderr) == (1, (
-            f"Error: memories/{hidden} is marked assume-unchanged in git's index, so git shows none of its changes, and "
-            "this command would rewrite it: slayer-kb never commits work you have not committed, and git's index would "
-            "not take the commit, so nothing was done. Clear the mark (git update-index --no-assume-unchanged -- "
-            f"memories/{hidden}), see what git status shows, then retry.\n")), command
-        assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (before, ""), command
-        assert "WIP" in (b / "memories" / hidden).read_text()
-    git(b, "update-index", "--no-assume-unchanged", "--", f"memories/{hidden}")
-    (b / "memories" / hidden).write_text(committed)
-    merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
-    assert merged["unlinked"] == {Path(hidden).stem: ["1"]}
+        git(b, "reset", "-q", "--keep", "main")
+        done = invoke_cli("--kb", b, command, "origin/main")
+        assert (done.returncode, done.stderr) == (0, ""), command
+        assert (git(b, "ls-files", "-v", "memories/1.yaml"), (b / "memories/1.yaml").exists()) == ("S memories/1.yaml\n", False)
+    git(b, "sparse-checkout", "disable")
+    git(b, "update-index", "--assume-unchanged", f"memories/{mine}")
+    (b / "memories" / mine).write_text((b / "memories" / mine).read_text() + "# my local note\n")
+    # (A rebase replays this branch's commits, the one that saved it among them: git's own check refuses.)
+    git(b, "reset", "-q", "--keep", "main")
+    done = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert git(b, "ls-files", "-v", f"memories/{mine}") == f"h memories/{mine}\n"
+    assert (b / "memories" / mine).read_text().endswith("# my local note\n")
+
 
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
@@ -1127,6 +1196,43 @@ def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner
     assert [stop.split(";")[0] for stop in stops] == ["Your commits and origin/main both edited memories/1.yaml"]
     invoke_cli("--kb", "b/kb", "sync", check=True, cwd=tmp_path)
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+
+
+def test_steps_after_a_cd_name_the_kb_where_slayer_kb_names_another(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """With $SLAYER_KB naming clone a, a conflict of clone b (--kb b) gave 'cd b; ... slayer-kb
+    validate; slayer-kb rebase --continue; slayer-kb sync': each ran on clone a. The slayer-kb
+    steps after the cd name the KB there (--kb .), and work as written."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+
+    def with_a_named(*args: str | Path, **kwargs: object) -> CompletedProcess[str]:
+        return invoke_cli(*args, env={"SLAYER_KB": "a"}, **kwargs)  # relative: from b it names b/a
+
+    merge = json_of(with_a_named("--kb", "b", "--json", "merge", "origin/main", cwd=tmp_path))["error"]["message"]
+    assert merge.endswith("To merge by hand: cd b; edit memories/1.yaml to keep what both sides meant; git add "
+                          "memories/1.yaml; slayer-kb --kb . validate; git commit --no-edit; slayer-kb --kb . sync.")
+    git(b, "merge", "--abort")
+    message = json_of(with_a_named("--kb", "b", "--json", "sync", cwd=tmp_path))["error"]["message"]
+    assert message.endswith(
+        "To merge by hand: cd b; git fetch origin; slayer-kb --kb . rebase origin/main (it stops on the conflict); edit "
+        "memories/1.yaml to keep what both sides meant; git add memories/1.yaml; slayer-kb --kb . validate; "
+        "slayer-kb --kb . rebase --continue (a later commit that stops says so again); slayer-kb --kb . sync.")
+    stops: list[str] = []
+    one = (a / "memories" / "1.yaml").read_text().replace("(A)", "(A and B)")
+    follow(tmp_path, with_a_named, message, {"memories/1.yaml": one}, stops)
+    # The rebase's own stop, typed in b: its slayer-kb steps name b too.
+    assert [stop.split(". To merge by hand: ")[1] for stop in stops] == [
+        "edit memories/1.yaml to keep what both sides meant; git add memories/1.yaml; slayer-kb --kb . validate; "
+        "slayer-kb --kb . rebase --continue (a later commit that stops says so again); slayer-kb --kb . sync."]
+    assert git(b, "log", "-1", "--format=%s") == "memory: update 1 (learning)\n"
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
+    assert git(a, "status", "--porcelain") == "" and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
 
 
 def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(

@@ -139,8 +139,8 @@ def save(
             raise InvalidInputError(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
-                f"and link entities with -e to save under '{memory_id}'; or change an existing "
-                f"memory with '{command(kb.root)} update {words(memory_id)} --title ...'."
+                f"and link entities with -e to save under '{memory_id}'; or give an existing memory a "
+                f"new title with '{command(kb.root)} update {words(memory_id)}' and its --title."
             )
         if parsed is not None:
             raise InvalidInputError(

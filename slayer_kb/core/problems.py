@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .text import one_line_shown
+from .text import one_line_shown, shown_controls
 
 # Problem.kind of a stored example query whose references no longer resolve: the state a
 # catalog delete leaves (SLayer keeps the query's text, search warns on it), so sync pushes it
@@ -75,14 +75,22 @@ def command(root: Path) -> str:
     return "slayer-kb" if kb == "." and not _env_names_another(root) else f"slayer-kb --kb {shell_word(kb)}"
 
 
-def _env_names_another(root: Path) -> bool:
+def command_in(root: Path) -> str:
+    """``slayer-kb`` as a step printed after ``cd_step(root)`` must run it, in the KB's folder
+    ``root``: with ``--kb .`` when the user's ``$SLAYER_KB``, read from there, names another KB."""
+    if not cd_step(root):
+        return command(root)
+    return "slayer-kb --kb ." if _env_names_another(root, root) else "slayer-kb"
+
+
+def _env_names_another(root: Path, where: Path | None = None) -> bool:
     """Whether the user's ``$SLAYER_KB`` (empty: unset, as ``locate.named_kb`` reads it) names a
-    folder other than ``root``."""
+    folder other than ``root``, read from ``where`` (a relative one), else from where the user is."""
     folder = getattr(_USER, "folder", None)
     named = os.environ.get("SLAYER_KB") if folder is None else getattr(_USER, "kb_env", None)
     if not named:
         return False
-    return ((folder or Path.cwd()) / named).resolve() != root.resolve()
+    return ((where or folder or Path.cwd()) / named).resolve() != root.resolve()
 
 
 def words(*given: str) -> str:
@@ -93,9 +101,28 @@ def words(*given: str) -> str:
 
 def shell_word(word: str) -> str:
     """``word`` as ``shlex.quote`` gives it, but a letter or digit beyond ASCII (``CAFÉ``), which no
-    shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``."""
+    shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``.
+    A word holding what the human output shows escaped (a byte of a path that is not UTF-8 as
+    ``\\xff``, a control character; ``text.shown_controls``), or a tab or line break, is quoted as
+    bash's ``$'k\\xffb'``, each such character as its bytes: shown as ``'k\\xffb'``, pasted, it named a
+    folder called k, backslash, x, f, f, b."""
+    if any(_escaped(ch) for ch in word):
+        return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
     plain = all(ch.isalnum() if not ch.isascii() else ch.isalnum() or ch in "_@%+=:,./-" for ch in word)
     return word if word and plain else shlex.quote(word)
+
+
+def _escaped(ch: str) -> bool:
+    return ch in "\t\n" or shown_controls(ch) != ch
+
+
+def _ansi_c(ch: str) -> str:
+    """``ch`` within bash's ``$'...'``: a character shown escaped as the bytes it is on disk (a lone
+    surrogate from ``os.fsdecode``, the byte it stands for), a quote or backslash escaped."""
+    if _escaped(ch):
+        data = ch.encode("utf-8", "surrogateescape" if 0xDC80 <= ord(ch) <= 0xDCFF else "surrogatepass")
+        return "".join(f"\\x{byte:02x}" for byte in data)
+    return "\\" + ch if ch in "\\'" else ch
 
 
 def git_command(root: Path, args: str) -> str:

@@ -61,11 +61,12 @@ def editor_command(root: Path, memory_id: str) -> list[str]:
     """The editor to run on memory ``memory_id`` of the KB in ``root`` (which its advice names)."""
     command = os.environ.get("VISUAL") or os.environ.get("EDITOR")  # one set empty counts as unset
     if not command and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
-        # An agent's call: vi with no terminal would print its screen codes as output, or wait.
+        # An agent's call: vi with no terminal would print its screen codes as output, or wait. The
+        # advice's '--content -' waits for the text: pasted as printed, '--content ...' committed "...".
         raise InvalidInputError(
             "No editor to run: $VISUAL and $EDITOR are unset, and vi needs a terminal, which this is not. "
             "Set EDITOR to a command that edits the file it is given, or change the memory with "
-            f"'{problems.command(root)} update {words(memory_id)} --content ...' (MCP: mem_update).")
+            f"'{problems.command(root)} update {words(memory_id)} --content -' (the new text on stdin; MCP: mem_update).")
     try:
         parts = shlex.split(command or DEFAULT_EDITOR)
     except ValueError as exc:  # an unbalanced quote

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR
-from ..core.problems import cd_step, git_command
+from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import require_clean, require_shown
-from .revalidation import Moves, finish
+from .renumber import require_clean
+from .revalidation import Moves, finish_or_put_back
 from .snapshot import session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ def merge(kb: Context, ref: str) -> MergeResult:
 def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
     with kb.transaction() as tx:
         require_clean(store)
-        require_shown(store)
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
@@ -66,8 +65,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                 result.session_projects = session_projects(store, (sha, before),
                                                            written_on_both(store, parted, (sha, before)))
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            checked = finish(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated),
-                             lambda: None)
+            checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
+                                                                           result.deduplicated), before)
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
             kb.record_moves(result.folded, "merge")
@@ -169,7 +168,8 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
     else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
-    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate", "git commit --no-edit", "slayer-kb sync"]
+    kb = command_in(store.root)
+    steps = [*cd_step(store.root), *first, *steps, f"{kb} validate", "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
     return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."

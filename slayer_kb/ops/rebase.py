@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.locate import id_of_path
-from ..core.problems import cd_step, command, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
-from .renumber import require_clean, require_shown
-from .revalidation import Moves, finish
+from .renumber import require_clean
+from .revalidation import Moves, finish_or_put_back
 from .snapshot import session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
@@ -61,7 +61,6 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
                                     f"or put the branch back with '{typed} rebase --abort'.")
             require_clean(store)
-            require_shown(store)
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
             args = ["-q", onto_commit]
@@ -83,7 +82,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 parted = _parted(store, ours, onto_commit)
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
-        push = push_step(remote, branch, pushed)
+        push = push_step(remote, branch, pushed, store.root, in_kb=True)
         # What either side's commits wrote since they parted (this branch as it was, ``ours``).
         stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours)) if onto_commit else None)
         if stopped is not None:
@@ -100,9 +99,14 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                                                        written_on_both(store, parted, (onto_commit, ours)))
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
+        # Refused, the branch goes back to where it was before the rebase began: a rebase continued
+        # was in progress then, which cannot be made again; its result is named.
+        undone = (f"The rebase in progress, which git had finished, is put back with it: the branch is where it was "
+                  f"before the rebase began, and the rebased commits are at {head} "
+                  f"({git_command(store.root, f'reset --keep {head}')} takes them back).") if action == CONTINUE else ""
         with kb.transaction() as tx:
-            checked = finish(kb, store, tx, onto_commit, parted, Moves(result.merged, result.unlinked,
-                                                                      result.cascaded, result.deduplicated), lambda: None)
+            checked = finish_or_put_back(kb, store, tx, onto_commit, parted, Moves(
+                result.merged, result.unlinked, result.cascaded, result.deduplicated), ours, undone)
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries
         kb.record_moves(result.merged, "rebase")
@@ -111,14 +115,15 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     return result
 
 
-def push_step(remote: str, branch: str, pushed: int, root: Path | None = None) -> str:
-    """What sends the rebased or merged branch: a force push once pushed commits were rewritten; with
-    ``root``, the KB's folder, as the user runs it from where they are (``problems.command``)."""
+def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = False) -> str:
+    """What sends the rebased or merged branch: a force push once pushed commits were rewritten; as
+    the user runs it from where they are (``problems.command``), or ``in_kb``, a step after
+    ``cd_step(root)``, from the KB's folder ``root`` (``problems.command_in``)."""
 
     def git(args: str) -> str:
-        return f"git {args}" if root is None else git_command(root, args)
+        return f"git {args}" if in_kb else git_command(root, args)
 
-    kb = "slayer-kb" if root is None else command(root)
+    kb = command_in(root) if in_kb else command(root)
     if pushed:
         return git(f"push --force-with-lease {words(remote, branch)}")
     # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
@@ -164,8 +169,9 @@ def _marked_message(root: Path, paths: list[str]) -> str:
     """Why ``--continue`` refuses: files staged with a conflict's markers in them (paths from the
     KB's folder ``root``)."""
     names = ", ".join(paths)
+    kb = command_in(root)
     steps = [*cd_step(root), f"edit {names} to keep what both sides meant, then git add {words(*paths)}",
-             "slayer-kb validate", "slayer-kb rebase --continue"]
+             f"{kb} validate", f"{kb} rebase --continue"]
     return (f"{names} still {'holds' if len(paths) == 1 else 'hold'} git's conflict markers (<<<<<<<, =======, "
             f">>>>>>>), so continuing would commit them as they are; {'; '.join(steps)}.")
 
@@ -250,14 +256,15 @@ def _state_folder(store: GitStore) -> Path | None:
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
-                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str = "slayer-kb sync") -> str:
+                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None) -> str:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them,
     ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
     repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
     what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
-    steps = [*cd_step(store.root), *first, *steps, "slayer-kb validate",
-             "slayer-kb rebase --continue (a later commit that stops says so again)", push]
+    kb = command_in(store.root)
+    steps = [*cd_step(store.root), *first, *steps, f"{kb} validate",
+             f"{kb} rebase --continue (a later commit that stops says so again)", push or f"{kb} sync"]
     where = ("the repository is back as it was" if stopped_at is None else
              f"the rebase stopped at {stopped_at}, and {command(store.root)} rebase --abort would put the branch back "
              "as it was")

@@ -276,14 +276,6 @@ def require_clean(store: GitStore, under: str | None = None) -> None:
         )
 
 
-
-def require_shown(store: GitStore) -> None:
-    """A merge or rebase refuses a memory whose change git's index hides (assume-unchanged or
-    skip-worktree), as ``GitStore.uncommitted`` refuses a file a write would rewrite: what follows
-    git's merge (``revalidation.finish``: links stripped, topic keys folded) may rewrite any
-    memory, and refused only then, git's merge would have been made. Asked before git merges."""
-    store.uncommitted([f"{MEMORIES_DIR}/"])
-
 def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
                     onto: str) -> tuple[str | None, list[str]]:
     """One commit moving each of ``mapping``'s memories to its new id, the ``memory:``

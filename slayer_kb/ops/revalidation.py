@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..core import yamlio
+from ..core.errors import ConflictError, StoreError
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, git_command, shown
 from ..store.repo import GitStore
+from ..store.worktree import reset_keep
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
 from .renumber import added_since
@@ -76,6 +78,26 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)
+
+
+def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
+                       before: str, undone: str = "") -> Revalidated:
+    """``finish`` for ``slayer-kb merge`` and ``rebase``, once git's merge or rebase is made: a fix
+    it refuses (a file git's index marks, which the fix would rewrite) puts the branch back at
+    ``before``, where it was before git merged, keeping the work tree and its marks (``git reset
+    --keep``), so that the refusal's "nothing was done" holds; ``undone`` is said after it."""
+    try:
+        return finish(kb, store, tx, other, parted, moves, lambda: None)
+    except ConflictError as exc:
+        back = reset_keep(store, before, check=False)
+        kb.reread()
+        if back.returncode:
+            raise StoreError(f"{exc}\nNor could the branch be put back where it was: "
+                             f"{back.stderr.decode('utf-8', 'replace').strip()}. Once it can, run "
+                             f"{git_command(store.root, f'reset --keep {before}')}.") from exc
+        if undone:
+            raise ConflictError(f"{exc} {undone}") from exc
+        raise
 
 
 def on_top(store: GitStore, other: str) -> dict[str, str]:

@@ -43,7 +43,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import id_of_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
-from ..core.problems import cd_step, command, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..store.moves import MovedIds
@@ -449,8 +449,8 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one
             # id; renumbering first makes it meet only the real conflict.
-            first.append(f"slayer-kb renumber --onto {words(name)} --rewrite")
-        first.append(f"slayer-kb rebase {words(name)} (it stops on the conflict)")
+            first.append(f"{command_in(store.root)} renumber --onto {words(name)} --rewrite")
+        first.append(f"{command_in(store.root)} rebase {words(name)} (it stops on the conflict)")
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
 
 
@@ -464,8 +464,8 @@ def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: b
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
         if renumbered:
-            first.append(f"slayer-kb renumber --onto {words(name)}")
-        first.append(f"slayer-kb merge {words(name)} (it stops on the conflict)")
+            first.append(f"{command_in(store.root)} renumber --onto {words(name)}")
+        first.append(f"{command_in(store.root)} merge {words(name)} (it stops on the conflict)")
         raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first)))
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from ..core.errors import InvalidInputError, KBError, StoreError
-from ..core.problems import cd_step, command, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, words
 from ..store.bounded import explain
 from ..store.claims import talk
 from ..store.leases import IdLeases
@@ -99,7 +99,7 @@ class Fetch:
         single = [] if "refs/heads/*:" in fetched else [f"git remote set-branches {remote} {words(default)}"]
         # Joined with &&, so that a step that fails stops the rest.
         steps = [*cd_step(root), *single, f"git fetch {remote}", f"git branch -m {words(branch)} {words(default)}",
-                 f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", "slayer-kb sync"]
+                 f"git branch -u {words(f'{remote}/{default}')}", f"git remote set-head {remote} -a", f"{command_in(root)} sync"]
         raise InvalidInputError(
             f"{remote} has no branch '{branch}' any more, and its default branch is now '{default}' (renamed, or the "
             f"default changed): a sync would make '{branch}' again beside it, and the team's memories would part "

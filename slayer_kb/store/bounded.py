@@ -31,7 +31,8 @@ def git_timeout(env: Mapping[str, str] | None = None) -> int:
 
 
 def sync_timeout(env: Mapping[str, str] | None = None) -> int:
-    """How many seconds a sync's ``git fetch`` or ``git push`` may take (``SYNC_TIMEOUT``)."""
+    """How many seconds a sync's ``git fetch`` or ``git push`` may take (``SYNC_TIMEOUT``); set
+    lower than ``claims.NETWORK_SECONDS``, the small requests to the remote too (``claims.network``)."""
     return whole_number("SLAYER_KB_SYNC_TIMEOUT", SYNC_TIMEOUT, "seconds", env=env)
 
 

@@ -102,5 +102,6 @@ def talk(store: GitStore, remote: str, command: str, *args: str,
             f"the remote stopped answering{hook}. This clone is as it was before the sync: its saves stay here and "
             f"the next sync sends what the remote lacks. Check the remote ({problems.git_command(store.root, f'ls-remote {problems.words(remote)}')}), "
             f"then run {problems.command(store.root)} sync again; SLAYER_KB_SYNC_TIMEOUT sets how many seconds a sync's fetch or "
-            "push may take."
+            f"push may take, and, below {NETWORK_SECONDS:.0f}, the small requests to the remote (a lease's ls-remote or "
+            "push of its id block, a sync's turn)."
         ) from None
