@@ -149,6 +149,10 @@ def _build_team(where: Path, folder: str) -> None:
     team's clones are copies of this one."""
     bare = where / "remote.git"
     git(where, "init", "-q", "--bare", "-b", "main", str(bare))
+    # The remote stands in for a hosting service, which keeps its own repositories: no
+    # `git gc --auto` process after every push it receives (the clones' own upkeep is the
+    # product's, and stays as a user's git has it).
+    git(bare, "config", "receive.autogc", "false")
     seed = where / "seed"
     if folder:
         seed.mkdir()

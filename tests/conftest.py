@@ -17,6 +17,7 @@ from testing import (
     Watcher,
     cli_runner,
     cpu,
+    gcfreeze,
     git,
     in_process_runner,
     isolate,
@@ -66,6 +67,12 @@ def pytest_report_header() -> str | None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     cpu.add_option(parser)
+
+
+def pytest_collection_finish() -> None:
+    # What collection imported and made lives until the process exits: out of every full
+    # garbage collection from now on (testing/gcfreeze.py).
+    gcfreeze.freeze_collected()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

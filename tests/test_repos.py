@@ -33,6 +33,8 @@ def test_a_copied_team_pushes_to_its_own_remote(tmp_path: Path) -> None:
         assert fsck(root).returncode == 0
     assert [git(root, "remote", "get-url", "origin").strip() for root in (a, b)] == [str(bare)] * 2
     assert list((bare / "hooks").iterdir()) == []
+    # The remote stands in for a hosting service: no `git gc --auto` process after each push.
+    assert git(bare, "config", "receive.autogc") == "false\n"
     assert KnowledgeBase(a).save_memory("A: shared", ["orders.amount"]).memory_id == "1"
     assert sync(KnowledgeBase(a)).pushed == 1
     sync(KnowledgeBase(b))
