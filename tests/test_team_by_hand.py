@@ -1172,17 +1172,22 @@ def test_a_sync_that_fails_after_stripping_deleted_entities_leaves_the_clone_as_
     assert (b / "memories" / "101.yaml").read_text() == file
 
 
-def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """A sync run from another folder (the KB given by --kb, or found from a subfolder) gave steps
-    that only worked in the KB's folder ('git fetch origin' outside any repository, 'git add
-    memories/1.yaml' from memories/). They start in it now, and work as written from there."""
-    _bare, (a, b) = make_team(tmp_path, folder="kb")
+def _both_edit_memory_1(invoke_cli: CliRunner, a: Path, b: Path) -> None:
+    """Memory 1 saved by A and pulled by B, then edited by both; A's edit pushed first."""
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
     invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
+
+
+def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sync run from another folder (the KB given by --kb, or found from a subfolder) gave steps
+    that only worked in the KB's folder ('git fetch origin' outside any repository, 'git add
+    memories/1.yaml' from memories/). They start in it now, and work as written from there."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    _both_edit_memory_1(invoke_cli, a, b)
     steps = ("git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/1.yaml to keep "
              "what both sides meant; git add memories/1.yaml; slayer-kb validate; slayer-kb rebase --continue (a "
              "later commit that stops says so again); slayer-kb sync.")
@@ -1203,12 +1208,7 @@ def test_steps_after_a_cd_name_the_kb_where_slayer_kb_names_another(tmp_path: Pa
     validate; slayer-kb rebase --continue; slayer-kb sync': each ran on clone a. The slayer-kb
     steps after the cd name the KB there (--kb .), and work as written."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", b, "update", "1", "--content", "Amounts are in cents (B)", check=True)
-    invoke_cli("--kb", a, "update", "1", "--content", "Amounts are in cents (A)", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _both_edit_memory_1(invoke_cli, a, b)
     git(b, "fetch", "-q", "origin")
 
     def with_a_named(*args: str | Path, **kwargs: object) -> CompletedProcess[str]:

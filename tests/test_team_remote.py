@@ -258,16 +258,21 @@ kill -9 $(ps -o ppid= -p $PPID)
 """
 
 
-def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
-    """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
-    (kill -9) before it pushed. The move was not recorded: 'get 1' on B answered with A's memory,
-    as though it were the one B's agent saved."""
-    _bare, (a, b) = team
+def _both_save_memory_1(a: Path, b: Path) -> None:
+    """Sequential ids: A's memory 1 pushed, then B's own memory 1 saved before B syncs."""
     for root in (a, b):
         git(root, "config", "slayer-kb.ids", "sequential")
     KnowledgeBase(a).save_memory("A: one", ["orders.amount"])
     sync(KnowledgeBase(a))
     assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
+
+
+def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
+    """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
+    (kill -9) before it pushed. The move was not recorded: 'get 1' on B answered with A's memory,
+    as though it were the one B's agent saved."""
+    _bare, (a, b) = team
+    _both_save_memory_1(a, b)
     hook = b / ".git" / "hooks" / "reference-transaction"
     hook.write_text(KILL_AT_THE_FIRST_MOVE)
     hook.chmod(0o755)
@@ -286,11 +291,7 @@ def test_a_sync_that_renumbered_and_then_failed_takes_back_the_move_it_recorded(
     on the old id refuses); one that fails after that puts the clone back, and the record with it:
     kept, 'get 1' on B said B's memory 1 had moved to 2, which the branch put back never did."""
     bare, (a, b) = team
-    for root in (a, b):
-        git(root, "config", "slayer-kb.ids", "sequential")
-    KnowledgeBase(a).save_memory("A: one", ["orders.amount"])
-    sync(KnowledgeBase(a))
-    assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
+    _both_save_memory_1(a, b)
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'pushes are closed for the night'\nexit 1\n")
     hook.chmod(0o755)
