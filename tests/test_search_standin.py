@@ -160,6 +160,36 @@ def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_ano
     kb.close()
 
 
+def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_final(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    ids = [memory_id for memory_id, _digest, _svec in _manifest(kb)]
+    held = kb.index.meaning()  # this process holds the table, no sentence vector in it
+    other = KnowledgeBase(kb.root)
+    other.index.background_vectors = False
+    other.index.stand_in_from = 4
+    other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] >= 2)
+    listed = vectors.stand_ins
+
+    def then_the_next_batch(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> set[str]:
+        found = listed(db, memory_ids)
+        if memory_ids is None and other.index.coverage()[3] < 4:  # after the list is read
+            other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] >= 4)
+        return found
+
+    monkeypatch.setattr(vectors, "stand_ins", then_the_next_batch)
+    kb.index.absorb_sentences()
+    monkeypatch.setattr(vectors, "stand_ins", listed)
+    assert other.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    other.close()
+    # Every stand-in the held table took in was replaced by the final vector.
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        final = {m: v.tobytes() for m, v in vectors.sentence_vectors_by_id(db, ids).items()}
+    assert kb.index.meaning() is held
+    assert {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()} == final
+    kb.close()
+
+
 def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4

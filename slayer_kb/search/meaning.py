@@ -206,13 +206,12 @@ class Meaning:
         if not lacking and not self._meaning.standing:
             return
         # And the stand-ins replaced since: only their rows are read again. Those it lacked
-        # may be stand-ins: the list says which.
-        unknown: set[str] = set()
-        standing = self._from_manifest(vectors.stand_ins, unknown)
-        wanted = lacking + sorted(self._meaning.standing - standing)
-        if wanted:
-            none: list[tuple[str, bytes]] = []
-            self._meaning.set_sentences(self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, wanted), none), standing)
+        # may be stand-ins: the list says which, read with the vectors in one snapshot.
+        held = self._meaning.standing
+        nothing: tuple[set[str], list[tuple[str, bytes]]] = (set(), [])
+        standing, made = self._from_manifest(lambda db: vectors.stood_sentences(db, lacking, held), nothing)
+        if made:
+            self._meaning.set_sentences(made, standing)
 
     def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """``cosines`` by the sentence vectors, for the memories that have one."""

@@ -288,6 +288,19 @@ def stand_ins(db: sqlite3.Connection, memory_ids: Iterable[str] | None = None) -
     return found
 
 
+def stood_sentences(db: sqlite3.Connection, lacking: list[str], held: set[str]) -> tuple[set[str], list[tuple[str, bytes]]]:
+    """(The stand-ins listed, the (id, packed sentence vector) of ``lacking`` and of those of
+    ``held`` stand-ins no longer listed), read in one transaction: a stand-in written, or
+    replaced, between two reads would be taken for final (or a final vector for a stand-in)."""
+    db.execute("BEGIN")
+    try:
+        standing = stand_ins(db)
+        wanted = lacking + sorted(held - standing)
+        return standing, sentence_blobs_by_id(db, wanted) if wanted else []
+    finally:
+        db.execute("COMMIT")
+
+
 def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
     """The sentence cosine of each of these memories that has a sentence vector, read by id."""
     found = sentence_vectors_by_id(db, memory_ids)
