@@ -190,6 +190,31 @@ def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_fi
     kb.close()
 
 
+def test_a_memory_forgotten_while_its_stand_in_is_made_is_no_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    first = _manifest(kb)[0][0]
+    stored = kb.index.stored
+
+    def then_forget(ids: list[str]) -> dict[str, dict[str, object]]:
+        found = stored(ids)
+        if first in ids and kb.index.coverage()[1] == len(NOTES):  # its text read for the stand-in
+            kb.forget(first, soft=True)
+        return found
+
+    monkeypatch.setattr(kb.index, "stored", then_forget)
+    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES) - 1
+    kb.close()
+    held = KnowledgeBase(kb.root)  # a process holding the table, as the warm server
+    held.index.background_vectors = False
+    held.index.meaning()
+    assert held.index.coverage() == (len(NOTES) - 1, len(NOTES) - 1, 0, 0)
+    assert not [note for note in held.search(QUESTION).notes if "vectors" in note]
+    with contextlib.closing(sqlite3.connect(held.index.dir / "manifest.db")) as db:
+        assert vectors.stand_ins(db) == set()
+    held.close()
+
+
 def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
