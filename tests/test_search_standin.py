@@ -62,7 +62,7 @@ def _build(kb: KnowledgeBase, during: Callable[[int], None] = lambda _n: None) -
         seen.append((done, total, covered - standing, standing))
         during(len(seen))
 
-    return kb.index.fill_sentences(progress, batch=2, workers=1), seen
+    return kb.index.fill_sentences(progress, batch=2, workers=1, stand_ins=True), seen
 
 
 def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,6 +92,19 @@ def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: P
     straight.close()
 
 
+def test_a_foreground_build_makes_final_vectors_straight_away(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    seen: list[tuple[int, int, int]] = []
+    # What ``reindex`` runs: its user waits for final vectors, so no stand-in pass before them.
+    made = kb.fill_sentences(lambda done, total: seen.append((done, total, kb.index.coverage()[3])))
+    assert made == len(NOTES)
+    assert seen == [(len(NOTES), len(NOTES), 0)]  # the bar ends full, none a stand-in
+    assert _cached(encoder.STAND_IN_KEY) == {}
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    kb.close()
+
+
 def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
@@ -113,7 +126,7 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
 def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
-    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
+    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
     assert kb.sentence_coverage() == (0, len(NOTES))
     assert (f"0 of the {len(NOTES)} sentence vectors are final; the other {len(NOTES)} are stand-ins, close to final, "
             "until the build replaces them, in the background.") in kb.search(QUESTION).notes
@@ -130,9 +143,9 @@ def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     # its rows have none, and the next pass takes the cached stand-ins back as stand-ins.
     kb.reindex()
     assert kb.index.coverage() == (0, len(NOTES), 0, 0)
-    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))
+    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))
-    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert not [note for note in kb.search(QUESTION).notes if "vectors" in note]
     kb.close()
@@ -145,11 +158,11 @@ def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_ano
     other = KnowledgeBase(kb.root)  # another process's filler makes them
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))  # taken in as stand-ins
     assert kb.index.meaning() is held and held.standing == set(ids)
     stand_ins = {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()}
-    assert other.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
     other.close()
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert kb.index.meaning() is held and held.standing == set()
@@ -167,19 +180,19 @@ def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_fi
     other = KnowledgeBase(kb.root)
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] >= 2)
+    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 2)
     listed = vectors.stand_ins
 
     def then_the_next_batch(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> set[str]:
         found = listed(db, memory_ids)
         if memory_ids is None and other.index.coverage()[3] < 4:  # after the list is read
-            other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] >= 4)
+            other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 4)
         return found
 
     monkeypatch.setattr(vectors, "stand_ins", then_the_next_batch)
     kb.index.absorb_sentences()
     monkeypatch.setattr(vectors, "stand_ins", listed)
-    assert other.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
     other.close()
     # Every stand-in the held table took in was replaced by the final vector.
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
@@ -203,7 +216,7 @@ def test_a_memory_forgotten_while_its_stand_in_is_made_is_no_stand_in(tmp_path: 
         return found
 
     monkeypatch.setattr(kb.index, "stored", then_forget)
-    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES) - 1
+    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES) - 1
     kb.close()
     held = KnowledgeBase(kb.root)  # a process holding the table, as the warm server
     held.index.background_vectors = False

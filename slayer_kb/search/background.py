@@ -120,7 +120,7 @@ class SentenceFiller:
                         model.encode(["warm"])
                     self._warmed = True
                 with placement.runs_on(self._encoding):
-                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set, stand_ins=True)
                 with self._lock:
                     self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries

@@ -2,10 +2,11 @@
 pending, then the sentence vectors the memories lack, a batch at a time, each batch written as it
 is made so that a search meanwhile uses what is there.
 
-A large first build (``STAND_IN_FROM`` memories or more lacking a sentence vector, with the
-stand-in graph loadable: ``encoder.load_stand_in``) makes two passes: the stand-in's first, whose
-int8 products take 0.42-0.45 of the shipped graph's CPU, so that meaning covers the KB about 2.2
-times sooner; then the shipped graph's, which replaces every stand-in. Stand-ins are cached
+A large first build in the background (``STAND_IN_FROM`` memories or more lacking a sentence
+vector, with the stand-in graph loadable: ``encoder.load_stand_in``) makes two passes: the
+stand-in's first, whose int8 products take 0.42-0.45 of the shipped graph's CPU, so that meaning
+covers the KB about 2.2 times sooner; then the shipped graph's, which replaces every stand-in.
+A foreground build (``reindex``) makes final vectors only: its user waits for them. Stand-ins are cached
 under keys of their own (``encoder.STAND_IN_KEY``, ``STAND_IN_UNITS_KEY``) and listed in the
 manifest (``vectors.stand_ins``), so none is taken for a final vector: a reindex, a second clone
 or a branch switch takes final vectors from the cache as final, and stand-ins only as stand-ins.
@@ -95,11 +96,15 @@ class Filling:
         stop: Callable[[], bool] = lambda: False,
         batch: int = 32,
         workers: int | None = None,
+        stand_ins: bool = False,
     ) -> int:
         """Make the final sentence vectors the memories lack (from the cache when it has them),
         a batch at a time, each batch written as it is made, so a search meanwhile uses what is
-        there, with their sentences' (``spans.units``, pooled from the same runs); a large
-        backlog gets stand-ins first (above). Then the units the cache lacks for texts whose
+        there, with their sentences' (``spans.units``, pooled from the same runs); with
+        ``stand_ins`` (a build in the background: the warm server's thread, the detached
+        filler), a large backlog gets stand-ins first (above). A foreground build (``reindex``)
+        makes final vectors straight away: its user waits for them, and the stand-ins would
+        only add their pass. Then the units the cache lacks for texts whose
         whole vectors it held (they only refine a ranking, so meaning covers the KB first).
         ``guard`` is held while the index is read or written, never while the model runs (the
         warm server's command lock); ``stop`` ends it between batches. ``workers``: model runs
@@ -120,7 +125,7 @@ class Filling:
             covered, total, _pending, standing = self.coverage()
         written: list[tuple[str, str]] = []
         first = 0  # the stand-in pass's rows, ahead of the final pass's in ``progress``
-        stand_in = encoder.load_stand_in() if total - covered >= self.stand_in_from else None
+        stand_in = encoder.load_stand_in() if stand_ins and total - covered >= self.stand_in_from else None
         if isinstance(stand_in, encoder.Encoder):
             with guard():
                 lacking = self._from_manifest(lambda db: Backlog.listed(db, final=False), nothing)
