@@ -7,8 +7,10 @@ of meaning is final."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -102,6 +104,29 @@ def test_a_foreground_build_makes_final_vectors_straight_away(tmp_path: Path) ->
     assert seen == [(len(NOTES), len(NOTES), 0)]  # the bar ends full, none a stand-in
     assert _cached(encoder.STAND_IN_KEY) == {}
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    kb.close()
+
+
+def test_the_stand_in_graph_is_let_go_when_its_pass_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    loaded: list[weakref.ref[encoder.Encoder]] = []
+    load = encoder.load_stand_in
+
+    def watched() -> encoder.Encoder | encoder.Unavailable:
+        model = load()
+        assert isinstance(model, encoder.Encoder)
+        loaded.append(weakref.ref(model))
+        return model
+
+    def final_pass(done: int, _total: int) -> None:
+        if done > len(NOTES):  # the final pass under way: the stand-in's session is gone
+            gc.collect()
+            assert [ref() for ref in loaded] == [None]
+
+    monkeypatch.setattr(encoder, "load_stand_in", watched)
+    assert kb.index.fill_sentences(final_pass, batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert len(loaded) == 1
     kb.close()
 
 
