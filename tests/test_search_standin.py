@@ -70,18 +70,27 @@ def _build(kb: KnowledgeBase, during: Callable[[int], None] = lambda _n: None) -
 def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kb = _kb(tmp_path / "two-passes")
     kb.index.stand_in_from = 4
-    made, seen = _build(kb)
+    cached: list[tuple[int, int]] = []
+
+    def count_stand_ins(_batches: int) -> None:
+        cached.append((len(_cached(encoder.STAND_IN_KEY)), len(_cached(encoder.STAND_IN_UNITS_KEY))))
+        if len(cached) == 3:  # every stand-in made, none replaced yet
+            standing.update(_cached(encoder.STAND_IN_KEY))
+
+    standing: dict[str, bytes] = {}
+    made, seen = _build(kb, count_stand_ins)
     # Three batches of stand-ins (meaning covers the KB, none final), then three of final ones.
     assert seen == [(2, 12, 0, 2), (4, 12, 0, 4), (6, 12, 0, 6), (8, 12, 2, 4), (10, 12, 4, 2), (12, 12, 6, 0)]
     assert made == len(NOTES)
     assert kb.index.meaning_status().endswith(f"cover {len(NOTES)} of {len(NOTES)} memories")
-    two_passes, standing = _manifest(kb), _cached(encoder.STAND_IN_KEY)
+    two_passes = _manifest(kb)
     final, units = _cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)
     answer = [(hit["id"], hit["score"]) for hit in kb.search(QUESTION).memories]
     kb.close()
-    # The stand-ins are cached under their own key, near the final vectors and never the same.
+    # The stand-ins are cached under their own keys, near the final vectors and never the same,
+    # and leave the cache as their texts' final vectors and units are kept.
+    assert cached == [(2, 2), (4, 4), (6, 6), (4, 4), (2, 2), (0, 0)]
     assert len(standing) == len(final) == len(NOTES) and not set(standing.items()) & set(final.items())
-    assert len(_cached(encoder.STAND_IN_UNITS_KEY)) == len(NOTES)
 
     # A build of final vectors alone, from another empty cache: the same vectors and answers.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "another-cache"))

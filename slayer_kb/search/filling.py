@@ -32,6 +32,9 @@ _STATIC_CHUNK = 2000
 # 5,000 memories are 2-4 minutes of the shipped graph on two free cores (14-40 ms of CPU a memory,
 # docs/performance.md), where a smaller one is made final about as soon as stand-ins would be.
 STAND_IN_FROM = 5000
+# A text's stand-ins in the vector cache, dropped once its final vector and units are kept
+# (under ``encoder.MODEL_KEY``): 250-730 MB at 100,000 memories, read by nothing after the build.
+_STAND_IN_KEYS = (encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)
 # What ``guard`` returns: held while the index is read or written (the warm server's command lock).
 Guard: TypeAlias = Callable[[], AbstractContextManager[Any]]
 
@@ -254,6 +257,7 @@ class Filling:
         # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
         sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
         sentences.store(encoder.MODEL_KEY, whole)
+        sentences.forget(_STAND_IN_KEYS, whole)
         return new
 
     def _fill_units(
@@ -283,6 +287,7 @@ class Filling:
                 _made, units = model.encode_with_units([text for _digest, text in fresh], workers)
                 sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
                 sentences.store(encoder.MODEL_KEY, whole)
+                sentences.forget(_STAND_IN_KEYS, whole)
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Guard) -> dict[str, str]:
