@@ -147,7 +147,7 @@ class Filling:
             with guard():
                 units = self._from_manifest(vectors.made_sentences, [])
             sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
-        if self._fill_units(units, guard, stop, None, batch, workers):
+        if self._fill_units(units, guard, stop, batch, workers):
             self._units_checked = True
         return len(written)
 
@@ -260,16 +260,14 @@ class Filling:
         sentences.forget(_STAND_IN_KEYS, whole)
         return new
 
-    def _fill_units(
-        self, made: list[tuple[str, str]], guard: Guard, stop: Callable[[], bool],
-        model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
-    ) -> bool:
+    def _fill_units(self, made: list[tuple[str, str]], guard: Guard, stop: Callable[[], bool], batch: int, workers: int) -> bool:
         """Make the units of these (id, text hash) whose text is not yet under
         ``encoder.MODEL_KEY`` in the cache (its whole vector was cached before units were
         pooled from its runs), then put its whole vector there: a whole vector under MODEL_KEY
         means its units are cached. False when stopped or the encoder is missing."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
+        model: encoder.Encoder | encoder.Unavailable | None = None
         for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
