@@ -185,6 +185,28 @@ def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb.close()
 
 
+def test_one_final_vector_and_one_stand_in_are_said_in_the_singular(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    reports: list[int] = []
+
+    def after(batches: int) -> Callable[[], bool]:
+        reports.clear()
+        return lambda: len(reports) == batches
+
+    # One memory a batch: six stand-ins, then one final vector; then four more final ones.
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(7), batch=1, workers=1, stand_ins=True)
+    assert kb.index.coverage() == (6, 6, 0, 5)
+    assert ("1 of the 6 sentence vectors is final; the other 5 are stand-ins, close to final, until the build "
+            "replaces them, in the background.") in kb.search(QUESTION).notes
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(4), batch=1, workers=1, stand_ins=True)
+    assert kb.index.coverage() == (6, 6, 0, 1)
+    assert ("5 of the 6 sentence vectors are final; the other one is a stand-in, close to final, until the build "
+            "replaces it, in the background.") in kb.search(QUESTION).notes
+    assert kb.index.meaning_status().endswith("cover 6 of 6 memories (1 of them a stand-in until the build replaces it)")
+    kb.close()
+
+
 def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_another_made(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     ids = [memory_id for memory_id, _digest, _svec in _manifest(kb)]

@@ -91,7 +91,8 @@ class Meaning:
         if isinstance(present, encoder.Unavailable):
             return f"{status}; {present}" if present.damaged else status
         covered, total, _pending, standing = self.coverage()
-        stand_ins = f" ({standing} of them stand-ins until the build replaces them)" if standing else ""
+        them = "a stand-in until the build replaces it" if standing == 1 else "stand-ins until the build replaces them"
+        stand_ins = f" ({standing} of them {them})" if standing else ""
         return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories{stand_ins}"
 
     def sentence_problem(self) -> str | None:
