@@ -116,6 +116,20 @@ def test_a_foreground_build_makes_final_vectors_straight_away(tmp_path: Path) ->
     kb.close()
 
 
+def test_a_background_build_whose_final_vectors_are_cached_ends_its_progress_full(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    lender = _kb(tmp_path / "lender")  # its final vectors go to the cache both share
+    assert lender.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    lender.close()
+    kb.index.stand_in_from = 4
+    seen: list[tuple[int, int]] = []
+    made = kb.index.fill_sentences(lambda done, total: seen.append((done, total)), batch=2, workers=1, stand_ins=True)
+    # The stand-in pass takes every final vector from the cache; no final pass is left.
+    assert (made, kb.index.coverage()) == (len(NOTES), (len(NOTES), len(NOTES), 0, 0))
+    assert seen == [(2, 12), (4, 12), (6, 12), (6, 6)]
+    kb.close()
+
+
 def test_the_stand_in_graph_is_let_go_when_its_pass_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4

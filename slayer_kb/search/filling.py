@@ -141,6 +141,8 @@ class Filling:
         written += final
         if not done:
             return len(written)
+        if progress and first and not work.done:
+            progress(first, first)  # the stand-in pass found every final vector cached: none left
         # Every memory's units once per process (one stopped before may have left some), then
         # those of the memories this pass gave a vector.
         units = written
