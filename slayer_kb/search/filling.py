@@ -6,8 +6,8 @@ A large first build in the background (``STAND_IN_FROM`` memories or more lackin
 vector, with the stand-in graph loadable: ``encoder.load_stand_in``) makes two passes: the
 stand-in's first, whose int8 products take 0.42-0.45 of the shipped graph's CPU, so that meaning
 covers the KB about 2.2 times sooner; then the shipped graph's, which replaces every stand-in
-(every vector final about 45% later: nobody waits for it in the background).
-A foreground build (``reindex``) makes final vectors only: its user waits for them. Stand-ins are cached
+(every vector final about 45% later: nobody waits for it in the background). A foreground build
+(``reindex``) makes final vectors only: its user waits for them. Stand-ins are cached
 under keys of their own (``encoder.STAND_IN_KEY``, ``STAND_IN_UNITS_KEY``) and listed in the
 manifest (``vectors.stand_ins``), so none is taken for a final vector: a reindex, a second clone
 or a branch switch takes final vectors from the cache as final, and stand-ins only as stand-ins.
