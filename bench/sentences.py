@@ -139,7 +139,7 @@ def cold_build(kb: KnowledgeBase, workers: int, stand_in_from: int | None = None
             if covered >= total:
                 covered_at.append((marks[-1][0], time.process_time() - cpu))
 
-    made = kb.index.fill_sentences(progress, workers=workers)
+    made = kb.index.fill_sentences(progress, workers=workers, stand_ins=True)  # as a background filler
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     covered, total = kb.index.sentence_coverage()
     out: dict[str, Any] = {"workers": workers, "made": made, "covered": covered, "memories": total,
@@ -365,8 +365,9 @@ def _wait(root: Path, done: Any) -> dict[str, Any]:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 29's speed and memory targets beside what this run measured (those it measured)."""
-    rows: list[tuple[str, Any, float]] = []
+    """Issue 29's speed and memory targets beside what this run measured (those it measured);
+    a figure shown for information has no target (``target`` and ``met`` None)."""
+    rows: list[tuple[str, Any, float | None]] = []
     warm = results.get("warm_search", {})
     for kind, label in (("question", "questions"), ("keywords", "two keywords")):
         if kind in warm:
@@ -388,16 +389,20 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if "extrapolated_100k_minutes" in build:
         rows.append(("cold build of every sentence vector, carried to 100,000 memories (min, an extrapolation)",
                      build["extrapolated_100k_minutes"], 40.0))
+    if "two_free_cores_100k_minutes" in build:
+        rows.append(("cold build, every sentence vector final, carried to 100,000 memories from its CPU on two "
+                     "free cores (min, an extrapolation)", build["two_free_cores_100k_minutes"], 40.0))
     if "two_free_cores_100k_meaning_covered_minutes" in build and build.get("stand_in_from", 0) <= build.get("memories", 0):
+        # Information, not the target: issue 29's 40 minutes are for every vector final.
         rows.append(("meaning covers every memory (stand-ins first), carried to 100,000 memories from its CPU on "
-                     "two free cores (min, an extrapolation)", build["two_free_cores_100k_meaning_covered_minutes"], 40.0))
+                     "two free cores (min, an extrapolation)", build["two_free_cores_100k_meaning_covered_minutes"], None))
     written = results.get("handwritten_build", {})
     if written:
         rows.append(("cold build carried to 100,000 memories as long as the hand-written sets', "
                      "from its CPU on two free cores (min, an extrapolation)", written["two_free_cores_100k_minutes"], 40.0))
     if "reindex_warm_cache" in results:
         rows.append(("reindex with the vector cache warm (s)", results["reindex_warm_cache"]["seconds"], 90.0))
-    return [{"figure": name, "measured": measured, "target": target, "met": measured <= target}
+    return [{"figure": name, "measured": measured, "target": target, "met": None if target is None else measured <= target}
             for name, measured, target in rows]
 
 

@@ -313,9 +313,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     ) -> int:
         """Make the sentence vectors the memories lack (``Index.fill_sentences``), holding the
         KB lock while the index is read or written when ``locked`` (a detached filler, beside
-        saves); how many were made."""
+        saves: a build in the background, stand-ins first when large); how many were made."""
         if locked:
-            return self.index.fill_sentences(progress, guard=self.store.locked)
+            return self.index.fill_sentences(progress, guard=self.store.locked, stand_ins=True)
         return self.index.fill_sentences(progress)
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:

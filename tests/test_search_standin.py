@@ -7,8 +7,10 @@ of meaning is final."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,24 +64,33 @@ def _build(kb: KnowledgeBase, during: Callable[[int], None] = lambda _n: None) -
         seen.append((done, total, covered - standing, standing))
         during(len(seen))
 
-    return kb.index.fill_sentences(progress, batch=2, workers=1), seen
+    return kb.index.fill_sentences(progress, batch=2, workers=1, stand_ins=True), seen
 
 
 def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kb = _kb(tmp_path / "two-passes")
     kb.index.stand_in_from = 4
-    made, seen = _build(kb)
+    cached: list[tuple[int, int]] = []
+
+    def count_stand_ins(_batches: int) -> None:
+        cached.append((len(_cached(encoder.STAND_IN_KEY)), len(_cached(encoder.STAND_IN_UNITS_KEY))))
+        if len(cached) == 3:  # every stand-in made, none replaced yet
+            standing.update(_cached(encoder.STAND_IN_KEY))
+
+    standing: dict[str, bytes] = {}
+    made, seen = _build(kb, count_stand_ins)
     # Three batches of stand-ins (meaning covers the KB, none final), then three of final ones.
     assert seen == [(2, 12, 0, 2), (4, 12, 0, 4), (6, 12, 0, 6), (8, 12, 2, 4), (10, 12, 4, 2), (12, 12, 6, 0)]
     assert made == len(NOTES)
     assert kb.index.meaning_status().endswith(f"cover {len(NOTES)} of {len(NOTES)} memories")
-    two_passes, standing = _manifest(kb), _cached(encoder.STAND_IN_KEY)
+    two_passes = _manifest(kb)
     final, units = _cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)
     answer = [(hit["id"], hit["score"]) for hit in kb.search(QUESTION).memories]
     kb.close()
-    # The stand-ins are cached under their own key, near the final vectors and never the same.
+    # The stand-ins are cached under their own keys, near the final vectors and never the same,
+    # and leave the cache as their texts' final vectors and units are kept.
+    assert cached == [(2, 2), (4, 4), (6, 6), (4, 4), (2, 2), (0, 0)]
     assert len(standing) == len(final) == len(NOTES) and not set(standing.items()) & set(final.items())
-    assert len(_cached(encoder.STAND_IN_UNITS_KEY)) == len(NOTES)
 
     # A build of final vectors alone, from another empty cache: the same vectors and answers.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "another-cache"))
@@ -90,6 +101,56 @@ def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: P
     assert (_cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY), _cached(encoder.STAND_IN_KEY)) == (final, units, {})
     assert [(hit["id"], hit["score"]) for hit in straight.search(QUESTION).memories] == answer
     straight.close()
+
+
+def test_a_foreground_build_makes_final_vectors_straight_away(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    seen: list[tuple[int, int, int]] = []
+    # What ``reindex`` runs: its user waits for final vectors, so no stand-in pass before them.
+    made = kb.fill_sentences(lambda done, total: seen.append((done, total, kb.index.coverage()[3])))
+    assert made == len(NOTES)
+    assert seen == [(len(NOTES), len(NOTES), 0)]  # the bar ends full, none a stand-in
+    assert _cached(encoder.STAND_IN_KEY) == {}
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    kb.close()
+
+
+def test_a_background_build_whose_final_vectors_are_cached_ends_its_progress_full(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    lender = _kb(tmp_path / "lender")  # its final vectors go to the cache both share
+    assert lender.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    lender.close()
+    kb.index.stand_in_from = 4
+    seen: list[tuple[int, int]] = []
+    made = kb.index.fill_sentences(lambda done, total: seen.append((done, total)), batch=2, workers=1, stand_ins=True)
+    # The stand-in pass takes every final vector from the cache; no final pass is left.
+    assert (made, kb.index.coverage()) == (len(NOTES), (len(NOTES), len(NOTES), 0, 0))
+    assert seen == [(2, 12), (4, 12), (6, 12), (6, 6)]
+    kb.close()
+
+
+def test_the_stand_in_graph_is_let_go_when_its_pass_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    loaded: list[weakref.ref[encoder.Encoder]] = []
+    load = encoder.load_stand_in
+
+    def watched() -> encoder.Encoder | encoder.Unavailable:
+        model = load()
+        assert isinstance(model, encoder.Encoder)
+        loaded.append(weakref.ref(model))
+        return model
+
+    def final_pass(done: int, _total: int) -> None:
+        if done > len(NOTES):  # the final pass under way: the stand-in's session is gone
+            gc.collect()
+            assert [ref() for ref in loaded] == [None]
+
+    monkeypatch.setattr(encoder, "load_stand_in", watched)
+    assert kb.index.fill_sentences(final_pass, batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert len(loaded) == 1
+    kb.close()
 
 
 def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path: Path) -> None:
@@ -113,7 +174,7 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
 def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
-    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
+    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
     assert kb.sentence_coverage() == (0, len(NOTES))
     assert (f"0 of the {len(NOTES)} sentence vectors are final; the other {len(NOTES)} are stand-ins, close to final, "
             "until the build replaces them, in the background.") in kb.search(QUESTION).notes
@@ -130,11 +191,33 @@ def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     # its rows have none, and the next pass takes the cached stand-ins back as stand-ins.
     kb.reindex()
     assert kb.index.coverage() == (0, len(NOTES), 0, 0)
-    kb.index.fill_sentences(batch=2, workers=1, stop=lambda: kb.index.coverage()[3] == len(NOTES))
+    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))
-    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert not [note for note in kb.search(QUESTION).notes if "vectors" in note]
+    kb.close()
+
+
+def test_one_final_vector_and_one_stand_in_are_said_in_the_singular(tmp_path: Path) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    reports: list[int] = []
+
+    def after(batches: int) -> Callable[[], bool]:
+        reports.clear()
+        return lambda: len(reports) == batches
+
+    # One memory a batch: six stand-ins, then one final vector; then four more final ones.
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(7), batch=1, workers=1, stand_ins=True)
+    assert kb.index.coverage() == (6, 6, 0, 5)
+    assert ("1 of the 6 sentence vectors is final; the other 5 are stand-ins, close to final, until the build "
+            "replaces them, in the background.") in kb.search(QUESTION).notes
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(4), batch=1, workers=1, stand_ins=True)
+    assert kb.index.coverage() == (6, 6, 0, 1)
+    assert ("5 of the 6 sentence vectors are final; the other one is a stand-in, close to final, until the build "
+            "replaces it, in the background.") in kb.search(QUESTION).notes
+    assert kb.index.meaning_status().endswith("cover 6 of 6 memories (1 of them a stand-in until the build replaces it)")
     kb.close()
 
 
@@ -145,11 +228,11 @@ def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_ano
     other = KnowledgeBase(kb.root)  # another process's filler makes them
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))  # taken in as stand-ins
     assert kb.index.meaning() is held and held.standing == set(ids)
     stand_ins = {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()}
-    assert other.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
     other.close()
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert kb.index.meaning() is held and held.standing == set()
@@ -158,6 +241,61 @@ def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_ano
     assert {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()} == final
     assert len(final) == len(NOTES) and not set(final.items()) & set(stand_ins.items())
     kb.close()
+
+
+def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_final(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    ids = [memory_id for memory_id, _digest, _svec in _manifest(kb)]
+    held = kb.index.meaning()  # this process holds the table, no sentence vector in it
+    other = KnowledgeBase(kb.root)
+    other.index.background_vectors = False
+    other.index.stand_in_from = 4
+    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 2)
+    listed = vectors.stand_ins
+
+    def then_the_next_batch(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> set[str]:
+        found = listed(db, memory_ids)
+        if memory_ids is None and other.index.coverage()[3] < 4:  # after the list is read
+            other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 4)
+        return found
+
+    monkeypatch.setattr(vectors, "stand_ins", then_the_next_batch)
+    kb.index.absorb_sentences()
+    monkeypatch.setattr(vectors, "stand_ins", listed)
+    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+    other.close()
+    # Every stand-in the held table took in was replaced by the final vector.
+    assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        final = {m: v.tobytes() for m, v in vectors.sentence_vectors_by_id(db, ids).items()}
+    assert kb.index.meaning() is held
+    assert {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()} == final
+    kb.close()
+
+
+def test_a_memory_forgotten_while_its_stand_in_is_made_is_no_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    first = _manifest(kb)[0][0]
+    stored = kb.index.stored
+
+    def then_forget(ids: list[str]) -> dict[str, dict[str, object]]:
+        found = stored(ids)
+        if first in ids and kb.index.coverage()[1] == len(NOTES):  # its text read for the stand-in
+            kb.forget(first, soft=True)
+        return found
+
+    monkeypatch.setattr(kb.index, "stored", then_forget)
+    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES) - 1
+    kb.close()
+    held = KnowledgeBase(kb.root)  # a process holding the table, as the warm server
+    held.index.background_vectors = False
+    held.index.meaning()
+    assert held.index.coverage() == (len(NOTES) - 1, len(NOTES) - 1, 0, 0)
+    assert not [note for note in held.search(QUESTION).notes if "vectors" in note]
+    with contextlib.closing(sqlite3.connect(held.index.dir / "manifest.db")) as db:
+        assert vectors.stand_ins(db) == set()
+    held.close()
 
 
 def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..core.text import counted
 from ..daemon import relay
 from .common import Settings, emit, json_option, pass_settings
 
@@ -42,7 +43,7 @@ def _status_text(data: dict[str, Any]) -> str:
         making = vectors["building"] and vectors["pass_total"]
         doing = f"; making them: {vectors['pass_done']} of {vectors['pass_total']}" if making else ""
         standing = vectors.get("stand_ins") or 0
-        final = f" ({vectors['final']} final, {standing} stand-ins)" if standing else ""
+        final = f" ({vectors['final']} final, {counted(standing, 'stand-in')})" if standing else ""
         lines.append(f"sentence vectors: {vectors['covered']} of {vectors['memories']} memories{final}{doing}")
     return "\n".join(lines)
 

@@ -120,7 +120,7 @@ class SentenceFiller:
                         model.encode(["warm"])
                     self._warmed = True
                 with placement.runs_on(self._encoding):
-                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set)
+                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set, stand_ins=True)
                 if filled:
                     eviction.after_fill()  # the vector cache within its bound, off every save's path
                 with self._lock:

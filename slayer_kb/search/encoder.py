@@ -488,13 +488,13 @@ def load() -> Encoder | Unavailable:
     return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if intra > 1 else None)
 
 
-@lru_cache(maxsize=1)
 def load_stand_in() -> Encoder | Unavailable:
     """The same model with its products run in int8 (``STAND_IN_SHA256``): 0.4-0.5 of the
     shipped graph's CPU on a machine with AVX-512 VNNI, for vectors that stand in while a large
-    first build runs (meaning.py); or why it cannot be (the encoder's own reason, or a rewrite
+    first build runs (filling.py); or why it cannot be (the encoder's own reason, or a rewrite
     that is not the pinned one: then there is no stand-in, and the build makes final vectors
-    only)."""
+    only). Made at each call, not kept: its session (110-130 MiB resident) is let go with the
+    stand-in pass that holds it."""
     model = load()
     if not isinstance(model, Encoder):
         return model

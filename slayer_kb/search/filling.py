@@ -2,10 +2,12 @@
 pending, then the sentence vectors the memories lack, a batch at a time, each batch written as it
 is made so that a search meanwhile uses what is there.
 
-A large first build (``STAND_IN_FROM`` memories or more lacking a sentence vector, with the
-stand-in graph loadable: ``encoder.load_stand_in``) makes two passes: the stand-in's first, whose
-int8 products take 0.42-0.45 of the shipped graph's CPU, so that meaning covers the KB about 2.2
-times sooner; then the shipped graph's, which replaces every stand-in. Stand-ins are cached
+A large first build in the background (``STAND_IN_FROM`` memories or more lacking a sentence
+vector, with the stand-in graph loadable: ``encoder.load_stand_in``) makes two passes: the
+stand-in's first, whose int8 products take 0.42-0.45 of the shipped graph's CPU, so that meaning
+covers the KB about 2.2 times sooner; then the shipped graph's, which replaces every stand-in
+(every vector final about 45% later: nobody waits for it in the background). A foreground build
+(``reindex``) makes final vectors only: its user waits for them. Stand-ins are cached
 under keys of their own (``encoder.STAND_IN_KEY``, ``STAND_IN_UNITS_KEY``) and listed in the
 manifest (``vectors.stand_ins``), so none is taken for a final vector: a reindex, a second clone
 or a branch switch takes final vectors from the cache as final, and stand-ins only as stand-ins.
@@ -31,6 +33,9 @@ _STATIC_CHUNK = 2000
 # 5,000 memories are 2-4 minutes of the shipped graph on two free cores (14-40 ms of CPU a memory,
 # docs/performance.md), where a smaller one is made final about as soon as stand-ins would be.
 STAND_IN_FROM = 5000
+# A text's stand-ins in the vector cache, dropped once its final vector and units are kept
+# (under ``encoder.MODEL_KEY``): 250-730 MB at 100,000 memories, read by nothing after the build.
+_STAND_IN_KEYS = (encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)
 # What ``guard`` returns: held while the index is read or written (the warm server's command lock).
 Guard: TypeAlias = Callable[[], AbstractContextManager[Any]]
 
@@ -95,11 +100,15 @@ class Filling:
         stop: Callable[[], bool] = lambda: False,
         batch: int = 32,
         workers: int | None = None,
+        stand_ins: bool = False,
     ) -> int:
         """Make the final sentence vectors the memories lack (from the cache when it has them),
         a batch at a time, each batch written as it is made, so a search meanwhile uses what is
-        there, with their sentences' (``spans.units``, pooled from the same runs); a large
-        backlog gets stand-ins first (above). Then the units the cache lacks for texts whose
+        there, with their sentences' (``spans.units``, pooled from the same runs); with
+        ``stand_ins`` (a build in the background: the warm server's thread, the detached
+        filler), a large backlog gets stand-ins first (above). A foreground build (``reindex``)
+        makes final vectors straight away: its user waits for them, and the stand-ins would
+        only add their pass. Then the units the cache lacks for texts whose
         whole vectors it held (they only refine a ranking, so meaning covers the KB first).
         ``guard`` is held while the index is read or written, never while the model runs (the
         warm server's command lock); ``stop`` ends it between batches. ``workers``: model runs
@@ -120,16 +129,10 @@ class Filling:
             covered, total, _pending, standing = self.coverage()
         written: list[tuple[str, str]] = []
         first = 0  # the stand-in pass's rows, ahead of the final pass's in ``progress``
-        stand_in = encoder.load_stand_in() if total - covered >= self.stand_in_from else None
-        if isinstance(stand_in, encoder.Encoder):
-            with guard():
-                lacking = self._from_manifest(lambda db: Backlog.listed(db, final=False), nothing)
-            finals = total - covered + standing  # the final pass's rows, as things stand
-            done, written = self._pass(lacking, stand_in, guard, stop, batch, workers,
-                                       lambda made, left: progress and progress(made, made + left + finals))
+        if stand_ins and total - covered >= self.stand_in_from:
+            done, written, first = self._stand_in_pass(total - covered + standing, progress, guard, stop, batch, workers)
             if not done:
                 return len(written)
-            first = lacking.done
         with guard():
             covered, total = self.sentence_coverage()
             work = self._from_manifest(Backlog.listed, nothing) if covered < total else nothing
@@ -138,6 +141,8 @@ class Filling:
         written += final
         if not done:
             return len(written)
+        if progress and first and not work.done:
+            progress(first, first)  # the stand-in pass found every final vector cached: none left
         # Every memory's units once per process (one stopped before may have left some), then
         # those of the memories this pass gave a vector.
         units = written
@@ -145,9 +150,27 @@ class Filling:
             with guard():
                 units = self._from_manifest(vectors.made_sentences, [])
             sentences.drop(encoder.RETIRED_KEY)  # once a process, as it checks every unit
-        if self._fill_units(units, guard, stop, None, batch, workers):
+        if self._fill_units(units, guard, stop, batch, workers):
             self._units_checked = True
         return len(written)
+
+    def _stand_in_pass(
+        self, finals: int, progress: Callable[[int, int], None] | None, guard: Guard, stop: Callable[[], bool],
+        batch: int, workers: int,
+    ) -> tuple[bool, list[tuple[str, str]], int]:
+        """``fill_sentences``' stand-in pass, ahead of ``finals`` rows of the final pass: (whether
+        it ran to its end or there is no stand-in graph, the (id, hash) of the rows given a final
+        vector, the rows it went through). The int8 session (110-130 MiB resident) is loaded
+        here and let go when it returns: a warm server would hold it for good."""
+        stand_in = encoder.load_stand_in()
+        if not isinstance(stand_in, encoder.Encoder):
+            return True, [], 0
+        nothing = Backlog([], 0)
+        with guard():
+            lacking = self._from_manifest(lambda db: Backlog.listed(db, final=False), nothing)
+        done, written = self._pass(lacking, stand_in, guard, stop, batch, workers,
+                                   lambda made, left: progress and progress(made, made + left + finals))
+        return done, written, lacking.done
 
     def _pass(
         self, work: Backlog, stand_in: encoder.Encoder | None, guard: Guard, stop: Callable[[], bool], batch: int,
@@ -237,18 +260,17 @@ class Filling:
         # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
         sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
         sentences.store(encoder.MODEL_KEY, whole)
+        sentences.forget(_STAND_IN_KEYS, whole)
         return new
 
-    def _fill_units(
-        self, made: list[tuple[str, str]], guard: Guard, stop: Callable[[], bool],
-        model: encoder.Encoder | encoder.Unavailable | None, batch: int, workers: int,
-    ) -> bool:
+    def _fill_units(self, made: list[tuple[str, str]], guard: Guard, stop: Callable[[], bool], batch: int, workers: int) -> bool:
         """Make the units of these (id, text hash) whose text is not yet under
         ``encoder.MODEL_KEY`` in the cache (its whole vector cached before units were pooled
         from its runs, or the text evicted), then put its whole vector there: one under
         MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
+        model: encoder.Encoder | encoder.Unavailable | None = None
         for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
@@ -266,6 +288,7 @@ class Filling:
                 sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
                 whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
                 sentences.store(encoder.MODEL_KEY, whole | sentences.lookup(encoder.WHOLE_KEY, list(whole)))
+                sentences.forget(_STAND_IN_KEYS, whole)
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Guard) -> dict[str, str]:

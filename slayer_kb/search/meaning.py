@@ -91,7 +91,8 @@ class Meaning:
         if isinstance(present, encoder.Unavailable):
             return f"{status}; {present}" if present.damaged else status
         covered, total, _pending, standing = self.coverage()
-        stand_ins = f" ({standing} of them stand-ins until the build replaces them)" if standing else ""
+        them = "a stand-in until the build replaces it" if standing == 1 else "stand-ins until the build replaces them"
+        stand_ins = f" ({standing} of them {them})" if standing else ""
         return f"{status}; sentence vectors ({encoder.MODEL_KEY}) cover {covered} of {total} memories{stand_ins}"
 
     def sentence_problem(self) -> str | None:
@@ -206,13 +207,12 @@ class Meaning:
         if not lacking and not self._meaning.standing:
             return
         # And the stand-ins replaced since: only their rows are read again. Those it lacked
-        # may be stand-ins: the list says which.
-        unknown: set[str] = set()
-        standing = self._from_manifest(vectors.stand_ins, unknown)
-        wanted = lacking + sorted(self._meaning.standing - standing)
-        if wanted:
-            none: list[tuple[str, bytes]] = []
-            self._meaning.set_sentences(self._from_manifest(lambda db: vectors.sentence_blobs_by_id(db, wanted), none), standing)
+        # may be stand-ins: the list says which, read with the vectors in one snapshot.
+        held = self._meaning.standing
+        nothing: tuple[set[str], list[tuple[str, bytes]]] = (set(), [])
+        standing, made = self._from_manifest(lambda db: vectors.stood_sentences(db, lacking, held), nothing)
+        if made:
+            self._meaning.set_sentences(made, standing)
 
     def sentence_cosines(self, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """``cosines`` by the sentence vectors, for the memories that have one."""

@@ -215,10 +215,7 @@ def _sentence_vector(
             "static vectors until theirs are made, in the background."
         )
     if standing:
-        notes.append(
-            f"{covered - standing} of the {covered} sentence vectors are final; the other {standing} are "
-            "stand-ins, close to final, until the build replaces them, in the background."
-        )
+        notes.append(_final_note(covered, standing))
     if covered < total or standing:
         index.want_sentences()
     if not covered:
@@ -463,3 +460,12 @@ def _catalog(index: Index, words: W.Words, request: Request, warnings: list[str]
     if request.datasource:
         required.append(Q.Term("datasources", request.datasource))
     return [{**doc["data"], "score": round(doc["score"], 4)} for doc in index.documents(Q.And(required), limit=request.limit)]
+
+
+def _final_note(covered: int, standing: int) -> str:
+    """How many of the ``covered`` sentence vectors are final and how many stand-ins, in the
+    right number."""
+    final = covered - standing
+    others = "the other one is a stand-in" if standing == 1 else f"the other {standing} are stand-ins"
+    return (f"{final} of the {covered} sentence vectors {'is' if final == 1 else 'are'} final; {others}, close to "
+            f"final, until the build replaces {'it' if standing == 1 else 'them'}, in the background.")

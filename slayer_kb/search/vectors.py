@@ -267,7 +267,9 @@ def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]], 
     sentence vector, and listed as such; else final, and a stand-in they replace is unlisted."""
     written = []
     db.execute("BEGIN")
-    only_lacking = " AND svec IS NULL" if stand_in else ""
+    # A stand-in only for a live row lacking one: a memory deleted while its stand-in was made
+    # would stay listed, with no final pass to replace it.
+    only_lacking = " AND svec IS NULL AND deleted = 0" if stand_in else ""
     for memory_id, digest, blob in made:
         if db.execute(f"UPDATE vectors SET svec = ? WHERE id = ? AND hash = ?{only_lacking}", (blob, memory_id, digest)).rowcount:  # noqa: S608 - constants only
             written.append(memory_id)
@@ -278,14 +280,29 @@ def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]], 
 
 
 def stand_ins(db: sqlite3.Connection, memory_ids: Iterable[str] | None = None) -> set[str]:
-    """The ids (of these, or all) whose sentence vector is a stand-in's."""
+    """The live ids (of these, or all) whose sentence vector is a stand-in's (a deleted row's
+    left in the list by a version that listed them is not one)."""
+    live = "SELECT s.id FROM standins s JOIN vectors v ON v.id = s.id WHERE v.deleted = 0"
     if memory_ids is None:
-        return {m for (m,) in db.execute("SELECT id FROM standins")}
+        return {m for (m,) in db.execute(live)}
     wanted, found = list(memory_ids), set()
     for at in range(0, len(wanted), _BY_ID_CHUNK):
         chunk = wanted[at : at + _BY_ID_CHUNK]
-        found |= {m for (m,) in db.execute(f"SELECT id FROM standins WHERE id IN ({', '.join('?' * len(chunk))})", chunk)}  # noqa: S608 - placeholders only
+        found |= {m for (m,) in db.execute(f"{live} AND s.id IN ({', '.join('?' * len(chunk))})", chunk)}  # noqa: S608 - placeholders only
     return found
+
+
+def stood_sentences(db: sqlite3.Connection, lacking: list[str], held: set[str]) -> tuple[set[str], list[tuple[str, bytes]]]:
+    """(The stand-ins listed, the (id, packed sentence vector) of ``lacking`` and of those of
+    ``held`` stand-ins no longer listed), read in one transaction: a stand-in written, or
+    replaced, between two reads would be taken for final (or a final vector for a stand-in)."""
+    db.execute("BEGIN")
+    try:
+        standing = stand_ins(db)
+        wanted = lacking + sorted(held - standing)
+        return standing, sentence_blobs_by_id(db, wanted) if wanted else []
+    finally:
+        db.execute("COMMIT")
 
 
 def sentence_cosines_by_id(db: sqlite3.Connection, vector: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
