@@ -287,3 +287,32 @@ def test_the_warm_servers_filler_keeps_the_cache_within_its_bound(empty_kb: Know
         watcher.stop()
     assert sentences.held(encoder.MODEL_KEY, digests) == digests
     assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
+
+
+@contextlib.contextmanager
+def _unwritable(path: Path) -> Iterator[None]:
+    """``path`` a file this process cannot write (root writes past a file's mode: immutable then)."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield
+        path.chmod(0o644)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("root here cannot make a file immutable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_cache_of_the_version_before_this_user_cannot_write_is_read() -> None:
+    folder().mkdir(parents=True)
+    with _db() as db:
+        db.execute(OLD_SCHEMA)
+        db.executemany("INSERT INTO sentences VALUES (?, ?, ?)", [(encoder.MODEL_KEY, _digest(n), bytes([n]) * 384) for n in range(3)])
+    before = (folder() / sentences.FILE).read_bytes()
+    with _unwritable(folder() / sentences.FILE):
+        assert sentences.lookup(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n): bytes([n]) * 384 for n in range(3)}
+        assert sentences.held(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n) for n in range(3)}
+        assert not sentences.store(encoder.MODEL_KEY, {_digest(9): bytes(384)})
+    assert (folder() / sentences.FILE).read_bytes() == before

@@ -56,23 +56,38 @@ def connect() -> sqlite3.Connection | None:
     cannot be opened. A file of the version before (no ``used`` table) takes the table here, in
     place: its vectors stay, and its texts count as used longest ago until they are used again
     (eviction.py). ``CREATE ... IF NOT EXISTS`` under SQLite's write lock: two processes opening
-    such a file at once make the table once, and neither fails."""
+    such a file at once make the table once, and neither fails. One this user cannot write is
+    still read, as it is (``marks``)."""
     try:
         where = made()
         db = sqlite3.connect(where / FILE, isolation_level=None, timeout=_TIMEOUT)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) "
-            "WITHOUT ROWID"
-        )
-        # One row a text, not a row a vector: a text's vectors (its whole vector, its units) are
-        # used and evicted together. Apart from ``sentences``, whose rows a version before this
-        # one still writes three columns at a time.
-        db.execute("CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID")
-        return db
+        db.execute("SELECT count(*) FROM sqlite_master")  # a file that is not a database fails here
     except (OSError, sqlite3.Error):
         return None
+    for statement in _SETUP:
+        with contextlib.suppress(sqlite3.Error):  # a file this user cannot write: read as it is
+            db.execute(statement)
+    return db
+
+
+_SETUP = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID",
+    # One row a text, not a row a vector: a text's vectors (its whole vector, its units) are
+    # used and evicted together. Apart from ``sentences``, whose rows a version before this one
+    # still writes three columns at a time.
+    "CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
+)
+
+
+def marks(db: sqlite3.Connection) -> bool:
+    """Whether the cache keeps the day each text was used: not a file of the version before
+    that this user cannot write (nor migrate)."""
+    try:
+        return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'used'").fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def today() -> int:
@@ -103,9 +118,10 @@ def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list
     """The rows found; with ``mark``, each text's day is read with them in the same query (the
     one read of a look-up), and a text found that was last used before today is marked now."""
     wanted = list(dict.fromkeys(hashes))
-    db = _reader() if wanted else None
-    if db is None:
+    held = _reader() if wanted else None
+    if held is None:
         return []
+    db, mark = held[0], mark and held[1]
     out: list[tuple[Any, ...]] = []
     day = today()
     stale: list[str] = []
@@ -150,19 +166,21 @@ def _mark(db: sqlite3.Connection, digests: list[str], day: int) -> None:
             db.execute(f"PRAGMA busy_timeout = {_TIMEOUT * 1000}")
 
 
-def _reader() -> sqlite3.Connection | None:
+def _reader() -> tuple[sqlite3.Connection, bool] | None:
     """This thread's kept connection to the cache's file (``_readers``), opened again when the
-    cache is another file: another folder, or the file removed or replaced."""
+    cache is another file: another folder, or the file removed or replaced; and whether it
+    ``marks`` texts used."""
     path = folder() / FILE
     held = getattr(_readers, "held", None)
     now = _identity(path)
     if held is not None and now is not None and held[0] == now:
-        return held[1]
+        return held[1], held[3]
     _drop_reader()
     db = connect()
-    if db is not None:
-        _readers.held = (_identity(path), db, next(_opened))
-    return db
+    if db is None:
+        return None
+    _readers.held = (_identity(path), db, next(_opened), marks(db))
+    return db, _readers.held[3]
 
 
 def version() -> tuple[Any, ...] | None:
@@ -171,11 +189,11 @@ def version() -> tuple[Any, ...] | None:
     other connection, in this process or another, changes it; ``store`` writes through one of
     its own). None: no cache. What a look-up did not find stays absent while the stamp is the
     same, so a caller may remember misses under it."""
-    db = _reader()
-    if db is None:
+    reader = _reader()
+    if reader is None:
         return None
     try:
-        (changes,) = db.execute("PRAGMA data_version").fetchone()
+        (changes,) = reader[0].execute("PRAGMA data_version").fetchone()
     except sqlite3.Error:
         _drop_reader()
         return None
