@@ -316,3 +316,31 @@ def test_a_cache_of_the_version_before_this_user_cannot_write_is_read() -> None:
         assert sentences.held(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n) for n in range(3)}
         assert not sentences.store(encoder.MODEL_KEY, {_digest(9): bytes(384)})
     assert (folder() / sentences.FILE).read_bytes() == before
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_an_eviction_between_a_fillers_stores_never_leaves_a_whole_vector_without_its_units(
+        empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process evicting everything each time the filler opens the cache to store."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    real, evicting = sentences.connect, []
+
+    def evicted_first() -> sqlite3.Connection | None:
+        """An eviction of everything whenever the cache holds a text's units without its whole vector."""
+        if not evicting and (folder() / sentences.FILE).exists():
+            with _db() as db:
+                units, whole = ({h for (h,) in db.execute("SELECT hash FROM sentences WHERE model = ?", (key,))}
+                                for key in (encoder.UNITS_KEY, encoder.MODEL_KEY))
+            if (units - whole) & set(digests):
+                evicting.append(True)
+                eviction.trim(1)
+                evicting.clear()
+        return real()
+
+    monkeypatch.setattr(sentences, "connect", evicted_first)
+    assert empty_kb.index.fill_sentences() == 2
+    monkeypatch.setattr(sentences, "connect", real)
+    assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == set(digests)

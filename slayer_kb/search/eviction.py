@@ -170,8 +170,9 @@ def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
         return db.execute("SELECT hash, day FROM used ORDER BY day, hash LIMIT ?", (count,)).fetchall()
 
     def remove(chosen: list[tuple[str, int]]) -> int:
-        # A text marked since it was picked is kept: a filler storing it meanwhile may have
-        # kept its units and not yet its whole vector, which would then say they are kept.
+        # A text marked used since it was picked is kept: it is no longer among the least used.
+        # (A filler stores a text's units and whole vector in one transaction, so an eviction
+        # never finds one without the other: sentences.store_together.)
         picked = dict(chosen)
         digests = [h for h, day in db.execute(f"SELECT hash, day FROM used WHERE hash IN ({_marks(chosen)})", list(picked))  # noqa: S608 - placeholders only
                    if day == picked[h]]

@@ -348,10 +348,9 @@ class Meaning:
             made, units = model.encode_with_units([texts[m] for m, _digest in rest], workers)
             whole = {digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)}
             new.update(whole)
-            sentences.store(encoder.WHOLE_KEY, new)
             # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
-            sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
-            sentences.store(encoder.MODEL_KEY, whole)
+            packed = {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)}
+            sentences.store_together({encoder.WHOLE_KEY: new, encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
             known.update(new)
         rows = [(m, digest, known[digest]) for m, digest in chunk if digest in known]
         with guard():
@@ -388,9 +387,10 @@ class Meaning:
                 texts = self._texts([(m, digest) for m, digest in chunk if digest not in done], guard)
                 fresh = [(digest, texts[m]) for m, digest in chunk if m in texts]
                 made_now, units = model.encode_with_units([text for _digest, text in fresh], workers)
-                sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
+                packed = {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)}
                 whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
-                sentences.store(encoder.MODEL_KEY, whole | sentences.lookup(encoder.WHOLE_KEY, list(whole)))
+                whole |= sentences.lookup(encoder.WHOLE_KEY, list(whole))
+                sentences.store_together({encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Callable[[], AbstractContextManager[Any]]) -> dict[str, str]:

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -225,17 +225,26 @@ def _forget_readers() -> None:
 os.register_at_fork(after_in_child=_forget_readers)
 
 
-def store(model: str, found: dict[str, bytes]) -> None:
+def store(model: str, found: Mapping[str, bytes]) -> None:
     """Keep these vectors (hash -> packed vector), their texts used today; a cache that cannot
     be written is skipped."""
-    db = connect() if found else None
+    store_together({model: found})
+
+
+def store_together(found: Mapping[str, Mapping[str, bytes]]) -> None:
+    """Keep these vectors (model key -> hash -> packed vector) in one transaction, their texts
+    used today: an eviction (which removes a text's vectors together) sees all of them or none,
+    so a text's whole vector under ``MODEL_KEY`` never stands without its units. A cache that
+    cannot be written is skipped."""
+    rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
+    db = connect() if rows else None
     if db is None:
         return
     day = today()
     with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
         db.execute("BEGIN")
-        db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", [(model, h, v) for h, v in found.items()])
-        db.executemany(_MARK, [(h, day) for h in found])
+        db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
+        db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
         db.execute("COMMIT")
 
 
