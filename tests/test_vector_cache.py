@@ -344,3 +344,47 @@ def test_an_eviction_between_a_fillers_stores_never_leaves_a_whole_vector_withou
     assert empty_kb.index.fill_sentences() == 2
     monkeypatch.setattr(sentences, "connect", real)
     assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == set(digests)
+
+
+def _encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many texts each run of the model in this process is given, from now on."""
+    runs: list[int] = []
+    real = encoder.Encoder.encode_with_units
+
+    def counted(self: encoder.Encoder, texts: list[str], *args: object, **kwargs: object) -> object:
+        runs.append(len(texts))
+        return real(self, texts, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(encoder.Encoder, "encode_with_units", counted)
+    return runs
+
+
+def _filled(root: Path) -> int:
+    """A new process's fill of the KB's sentence vectors (a KnowledgeBase checks every text's units once)."""
+    kb = KnowledgeBase(root)
+    kb.index.background_vectors = False
+    try:
+        return kb.index.fill_sentences()
+    finally:
+        kb.close()
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_units_the_cache_cannot_keep_are_made_once_and_never_again(empty_kb: KnowledgeBase, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "a-file" / "cache"))  # a folder that cannot be made
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    empty_kb.close()
+    runs = _encoded(monkeypatch)
+    assert (_filled(empty_kb.root), sum(runs)) == (2, 2)  # each text once, though its units were not kept
+    assert (_filled(empty_kb.root), sum(runs)) == (0, 2)
+    # A cache without the texts (evicted, say) that cannot be written: their units are not made.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "cache"))
+    folder().mkdir()
+    with _db() as db:
+        db.execute(OLD_SCHEMA)
+    with _unwritable(folder() / sentences.FILE):
+        assert (_filled(empty_kb.root), sum(runs)) == (0, 2)

@@ -376,6 +376,8 @@ class Meaning:
         for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
+            if not sentences.keeps():
+                break  # units the cache cannot keep, every process would make again
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return False

@@ -225,27 +225,60 @@ def _forget_readers() -> None:
 os.register_at_fork(after_in_child=_forget_readers)
 
 
-def store(model: str, found: Mapping[str, bytes]) -> None:
+def store(model: str, found: Mapping[str, bytes]) -> bool:
     """Keep these vectors (hash -> packed vector), their texts used today; a cache that cannot
-    be written is skipped."""
-    store_together({model: found})
+    be written is skipped. Whether they were kept (``store_together``)."""
+    return store_together({model: found})
 
 
-def store_together(found: Mapping[str, Mapping[str, bytes]]) -> None:
+def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
     """Keep these vectors (model key -> hash -> packed vector) in one transaction, their texts
     used today: an eviction (which removes a text's vectors together) sees all of them or none,
-    so a text's whole vector under ``MODEL_KEY`` never stands without its units. A cache that
-    cannot be written is skipped."""
+    so a text's whole vector under ``MODEL_KEY`` never stands without its units. Whether they
+    were kept: a cache that cannot be written (no folder, a read-only or full file, busy past
+    the timeout) is skipped, and ``keeps`` says so from then on."""
     rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
-    db = connect() if rows else None
+    if not rows:
+        return True
+    db = connect()
     if db is None:
-        return
+        _unkept.add(folder())
+        return False
     day = today()
-    with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
-        db.execute("BEGIN")
-        db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
-        db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
-        db.execute("COMMIT")
+    with contextlib.closing(db):
+        try:
+            db.execute("BEGIN")
+            db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
+            db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            _unkept.add(folder())  # closing the connection rolls the transaction back
+            return False
+    return True
+
+
+# The cache folders a store of this process could not write to (``keeps``).
+_unkept: set[Path] = set()
+
+
+def keeps() -> bool:
+    """Whether vectors made now would be kept: False once a store of this process was not, or
+    when the cache cannot be written (then for the rest of the process). A filler asks before it
+    makes vectors only the cache would hold (a text's units), so that a cache that cannot keep
+    them costs no process a run of the model over every text."""
+    db = None if folder() in _unkept else connect()
+    if db is None:
+        _unkept.add(folder())
+        return False
+    with contextlib.closing(db):
+        try:
+            # A write of nothing: a read-only file lets a transaction begin, and refuses a write.
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM sentences WHERE 0")
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            _unkept.add(folder())
+    return folder() not in _unkept
 
 
 def drop(model: str) -> int:
