@@ -138,7 +138,7 @@ def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list
                 out += rows
                 continue
             out += [row[1:] for row in rows]
-            stale += [row[1] for row in rows if row[0] != day]
+            stale += [row[1] for row in rows if row[0] is None or row[0] < day]
     except sqlite3.Error:
         _drop_reader()  # the next look-up opens the file afresh
         return out
