@@ -182,6 +182,11 @@ def test_a_bad_bound_is_refused_naming_the_fix(example_kb_read_only: KnowledgeBa
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == ("Error: SLAYER_KB_CACHE_MAX_MB is '2GB', not a number of megabytes; set it to a whole "
                            "number above 0 (the default is 2048) or unset it.\n")
+    huge = "1" + "0" * 305  # past floats' range: was a traceback of maintenance
+    proc = invoke_cli("--kb", example_kb_read_only.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": huge})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"Error: SLAYER_KB_CACHE_MAX_MB is {huge!r}; the most it may be is 1000000000 megabytes. "
+                           "Set it to at most 1000000000 (the default is 2048) or unset it.\n")
 
 
 def test_a_filler_evicts_only_over_the_bound_and_never_beside_another_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
