@@ -393,3 +393,22 @@ def test_units_the_cache_cannot_keep_are_made_once_and_never_again(empty_kb: Kno
         db.execute(OLD_SCHEMA)
     with _unwritable(folder() / sentences.FILE):
         assert (_filled(empty_kb.root), sum(runs)) == (0, 2)
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm server's process: its first pass made the KB's vectors; days later it has only
+    searched the KB, and its filler's pass (every 30 seconds) marks the KB's texts used."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    _store_texts(range(300))  # other KBs' texts
+    later = sentences.today() + 10
+    monkeypatch.setattr(sentences, "today", lambda: later)
+    _used_days_ago({n: 1 for n in range(300)})
+    assert empty_kb.search("newsletter images").memories[0]["title"] == NOTES[0][0]
+    assert empty_kb.index.fill_sentences() == 0
+    assert eviction.trim(_in_use() * 2 // 3).texts > 0
+    assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == digests

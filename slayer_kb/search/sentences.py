@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ FILE = "sentence-vectors.db"
 # Seconds a write waits for another's (a store, an eviction's transaction, a VACUUM).
 _TIMEOUT = 30
 _CHUNK = 500
-# Rows ``drop`` removes a transaction.
+# Rows ``drop`` removes (``mark_daily`` marks) a transaction.
 _DROP_CHUNK = 5000
 # Each thread's connection for look-ups, kept while the cache's file is the same one: a new
 # connection starts with an empty page cache, and reading its pages again tripled a search's
@@ -103,9 +103,8 @@ _MARK = "INSERT INTO used VALUES (?, ?) ON CONFLICT (hash) DO UPDATE SET day = e
 def lookup(model: str, hashes: Iterable[str], mark: bool = True) -> dict[str, bytes]:
     """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache
     holds. ``mark``: the texts found count as used today. A search's look-up of its head's
-    sentences does not mark them: reading the day there cost 5-10% of its look-ups' CPU, and a
-    KB's texts are marked whenever a process indexes them or fills its vectors
-    (docs/search.md)."""
+    sentences does not mark them: reading the day there cost 5-20% of its look-ups' CPU, and a
+    KB's filler marks all of its texts once a day (``mark_daily``; docs/search.md)."""
     return dict(_select("sentences.hash, vec", model, hashes, mark))
 
 
@@ -279,6 +278,42 @@ def keeps() -> bool:
         except sqlite3.Error:
             _unkept.add(folder())
     return folder() not in _unkept
+
+
+def mark_daily(path: Path, texts: Callable[[], list[str]]) -> bool:
+    """Mark a KB's ``texts`` (their hashes, read only when due) used today, once a day: ``path``
+    (in the KB's derived state) holds the day last marked. A search's look-ups mark nothing
+    (``lookup``), so a KB that is mostly searched would otherwise look least used and lose its
+    texts' units first; its filler calls this after each pass instead. Whether they are marked:
+    False when the cache was busy past the timeout or cannot be written (the next pass tries
+    again)."""
+    day = today()
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="utf-8").strip() == str(day):
+            return True
+    if folder() in _unkept or not _mark_all(texts(), day):
+        return False  # (a cache this process could not write to: not its texts read each pass)
+    with contextlib.suppress(OSError):
+        path.write_text(f"{day}\n", encoding="utf-8")
+    return True
+
+
+def _mark_all(digests: list[str], day: int) -> bool:
+    """Mark these texts used on ``day``, those the cache holds a day for, a few thousand a
+    transaction (a store meanwhile waits for one at most)."""
+    db = connect() if digests else None
+    if db is None:
+        return not digests
+    with contextlib.closing(db):
+        try:
+            for at in range(0, len(digests), _DROP_CHUNK):
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
+                               [(day, digest) for digest in digests[at : at + _DROP_CHUNK]])
+                db.execute("COMMIT")
+        except sqlite3.Error:
+            return False  # closing the connection rolls back the transaction it was in
+    return True
 
 
 def drop(model: str) -> int:
