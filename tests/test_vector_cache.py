@@ -174,7 +174,20 @@ def test_maintenance_keeps_the_cache_within_its_bound_and_says_what_it_freed(emp
     assert _kept(encoder.MODEL_KEY) == set(range(removed, 300)) and after <= 1_000_000  # its free pages given back
     again = json.loads(invoke_cli("--kb", empty_kb.root, "maintenance", "--json", env={"SLAYER_KB_CACHE_MAX_MB": "1"},
                                   check=True).stdout)
-    assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0}
+    assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0,
+                                     "problem": None}
+
+
+def test_maintenance_says_why_it_could_not_trim_the_cache(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    _store_texts(range(300))
+    path, size = folder() / sentences.FILE, f"{eviction.on_disk() / 1e6:.1f}"
+    with _unwritable(path):
+        proc = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert proc.stdout.splitlines()[3:] == [
+        f"vector cache: {size} MB -> {size} MB (at most 1 MB)",
+        f"warning: the vector cache {path} could not be trimmed: attempt to write a readonly database. Free space on "
+        "its disk or let this user write it, then run slayer-kb maintenance again."]
+    assert len(_kept(encoder.MODEL_KEY)) == 300
 
 
 def test_a_bad_bound_is_refused_naming_the_fix(example_kb_read_only: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001

@@ -24,7 +24,7 @@ import fcntl
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Sized
+from collections.abc import Callable, Iterator, Sized
 
 from ..core.results import CacheTrim
 from . import encoder, sentences
@@ -62,35 +62,41 @@ def after_fill() -> CacheTrim | None:
     if on_disk() <= limit:
         return None
     with _evicting(wait=False) as mine:
-        return _within(limit, False, READ_KEYS) if mine else None
+        return _within(limit, False) if mine else None
 
 
-def trim(limit: int | None = None, vacuum: bool = False, read: Collection[str] = READ_KEYS) -> CacheTrim:
+def trim(limit: int | None = None, vacuum: bool = False) -> CacheTrim:
     """Evict until the cache's pages in use are within ``limit`` (default: the setting), as the
     module says, after another process's eviction if one runs (a lock file beside the cache);
     ``vacuum``: then give the free pages back to the disk."""
     limit = max_bytes() if limit is None else limit
     with _evicting(wait=True):
-        return _within(limit, vacuum, read)
+        return _within(limit, vacuum)
 
 
-def _within(limit: int, vacuum: bool, read: Collection[str]) -> CacheTrim:
+def _within(limit: int, vacuum: bool) -> CacheTrim:
     before = on_disk()
     # A cache that is not there is not made; one that cannot be opened or written (busy past
     # the timeout, read-only) is left as it is.
-    db = sentences.connect() if (folder() / sentences.FILE).exists() else None
+    path = folder() / sentences.FILE
+    db = sentences.connect() if path.exists() else None
     if db is None:
         return CacheTrim(before, before, limit, 0, 0)
     unread = texts = 0
-    with contextlib.closing(db), contextlib.suppress(sqlite3.Error):
-        target = int(limit * LOW_WATER)
-        if _in_use(db) > limit:
-            unread = _unread(db, target, set(read))
-            texts = _least_used(db, target, list(read))
-        if vacuum and _worth_vacuum(db):
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return CacheTrim(before, on_disk(), limit, unread, texts)
+    problem = None
+    with contextlib.closing(db):
+        try:
+            target = int(limit * LOW_WATER)
+            if _in_use(db) > limit:
+                unread = _unread(db, target, set(READ_KEYS))
+                texts = _least_used(db, target, list(READ_KEYS))
+            if vacuum and _worth_vacuum(db):
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as error:
+            problem = (f"the vector cache {path} could not be trimmed: {error}. Free space on its disk or "
+                       "let this user write it, then run slayer-kb maintenance again.")
+    return CacheTrim(before, on_disk(), limit, unread, texts, problem)
 
 
 @contextlib.contextmanager
@@ -200,7 +206,8 @@ def _free(db: sqlite3.Connection, target: int, each: int, pick: Callable[[int], 
                 removed += remove(chosen[at : at + _CHUNK])
                 db.execute("COMMIT")
             except sqlite3.Error:
-                db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # the error raised is the write's, not this
+                    db.execute("ROLLBACK")
                 raise
             if _in_use(db) <= target:
                 return removed
