@@ -213,6 +213,8 @@ def test_a_filler_evicts_only_over_the_bound_and_never_beside_another_eviction(m
         assert eviction.after_fill() is None and len(_kept(encoder.MODEL_KEY)) == 300
     finally:
         os.close(fd)
+    with _unwritable(folder() / eviction.LOCK):  # a lock this user cannot open: none taken
+        assert eviction.after_fill() is None and len(_kept(encoder.MODEL_KEY)) == 300
     trimmed = eviction.after_fill()
     assert trimmed is not None and trimmed.texts == 300 - len(_kept(encoder.MODEL_KEY)) > 0
     assert _in_use() <= 900_000 and trimmed.after == trimmed.before  # no VACUUM but at maintenance

@@ -57,7 +57,8 @@ def on_disk() -> int:
 
 def after_fill() -> CacheTrim | None:
     """A filler's hook once a pass wrote vectors: evict when the file is larger than the bound
-    (a ``stat`` otherwise), unless another process is evicting already. None: nothing done."""
+    (a ``stat`` otherwise), unless another process is evicting already (or the lock cannot be
+    opened). None: nothing done."""
     limit = max_bytes()
     if on_disk() <= limit:
         return None
@@ -104,7 +105,9 @@ def _evicting(wait: bool) -> Iterator[bool]:
     try:
         fd = os.open(folder() / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
-        yield True  # no folder: no cache to evict from
+        # No folder (no cache), or a lock this user cannot open (another user's, in a shared
+        # folder): a filler does not evict beside an eviction it cannot see; maintenance does.
+        yield False
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
