@@ -115,13 +115,18 @@ class Index(Reads, Meaning):
         vector cache (``sentences.mark_daily``; a file in the index's folder holds the day): a
         warm server's filler passes every 30 seconds, so a KB it only searches keeps its texts."""
         made = super().fill_sentences(progress, guard, stop, batch, workers)
-        if not stop():
-            def texts() -> list[str]:
-                none: list[tuple[str, str]] = []
-                with guard():
-                    return [digest for _m, digest in self._from_manifest(vectors.made_sentences, none)]
 
-            sentences.mark_daily(self.dir / MARKED_FILE, texts)
+        def texts() -> list[str]:
+            with guard():
+                db = self._db()
+                try:
+                    return [digest for _m, digest in vectors.made_sentences(db)]
+                finally:
+                    db.close()
+
+        if not stop():
+            with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
+                sentences.mark_daily(self.dir / MARKED_FILE, texts)
         return made
 
     def warm_up(self) -> None:

@@ -57,7 +57,7 @@ def connect() -> sqlite3.Connection | None:
     place: its vectors stay, and its texts count as used longest ago until they are used again
     (eviction.py). ``CREATE ... IF NOT EXISTS`` under SQLite's write lock: two processes opening
     such a file at once make the table once, and neither fails. One this user cannot write is
-    still read, as it is (``marks``)."""
+    still read, as it is (``_keeps_days``)."""
     try:
         where = made()
         db = sqlite3.connect(where / FILE, isolation_level=None, timeout=_TIMEOUT)
@@ -81,7 +81,7 @@ _SETUP = (
 )
 
 
-def marks(db: sqlite3.Connection) -> bool:
+def _keeps_days(db: sqlite3.Connection) -> bool:
     """Whether the cache keeps the day each text was used: not a file of the version before
     that this user cannot write (nor migrate)."""
     try:
@@ -168,18 +168,18 @@ def _mark(db: sqlite3.Connection, digests: list[str], day: int) -> None:
 def _reader() -> tuple[sqlite3.Connection, bool] | None:
     """This thread's kept connection to the cache's file (``_readers``), opened again when the
     cache is another file: another folder, or the file removed or replaced; and whether it
-    ``marks`` texts used."""
+    keeps the days texts were used (``_keeps_days``)."""
     path = folder() / FILE
     held = getattr(_readers, "held", None)
     now = _identity(path)
     if held is not None and now is not None and held[0] == now:
-        return held[1], held[3]
+        return held[1]
     _drop_reader()
     db = connect()
     if db is None:
         return None
-    _readers.held = (_identity(path), db, next(_opened), marks(db))
-    return db, _readers.held[3]
+    _readers.held = (_identity(path), (db, _keeps_days(db)), next(_opened))
+    return _readers.held[1]
 
 
 def version() -> tuple[Any, ...] | None:
@@ -213,7 +213,7 @@ def _drop_reader() -> None:
     _readers.held = None
     if held is not None:
         with contextlib.suppress(sqlite3.Error):
-            held[1].close()
+            held[1][0].close()
 
 
 def _forget_readers() -> None:
@@ -280,22 +280,20 @@ def keeps() -> bool:
     return folder() not in _unkept
 
 
-def mark_daily(path: Path, texts: Callable[[], list[str]]) -> bool:
+def mark_daily(path: Path, texts: Callable[[], list[str]]) -> None:
     """Mark a KB's ``texts`` (their hashes, read only when due) used today, once a day: ``path``
     (in the KB's derived state) holds the day last marked. A search's look-ups mark nothing
     (``lookup``), so a KB that is mostly searched would otherwise look least used and lose its
-    texts' units first; its filler calls this after each pass instead. Whether they are marked:
-    False when the cache was busy past the timeout or cannot be written (the next pass tries
-    again)."""
+    texts' units first; its filler calls this after each pass instead. A cache busy past the
+    timeout, or one this user cannot write, is tried again at the next pass."""
     day = today()
     with contextlib.suppress(OSError):
         if path.read_text(encoding="utf-8").strip() == str(day):
-            return True
+            return
     if folder() in _unkept or not _mark_all(texts(), day):
-        return False  # (a cache this process could not write to: not its texts read each pass)
+        return  # (a cache this process could not write to: not its texts read each pass)
     with contextlib.suppress(OSError):
         path.write_text(f"{day}\n", encoding="utf-8")
-    return True
 
 
 def _mark_all(digests: list[str], day: int) -> bool:
