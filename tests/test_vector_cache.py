@@ -174,7 +174,20 @@ def test_maintenance_keeps_the_cache_within_its_bound_and_says_what_it_freed(emp
     assert _kept(encoder.MODEL_KEY) == set(range(removed, 300)) and after <= 1_000_000  # its free pages given back
     again = json.loads(invoke_cli("--kb", empty_kb.root, "maintenance", "--json", env={"SLAYER_KB_CACHE_MAX_MB": "1"},
                                   check=True).stdout)
-    assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0}
+    assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0,
+                                     "problem": None}
+
+
+def test_maintenance_says_why_it_could_not_trim_the_cache(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    _store_texts(range(300))
+    path, size = folder() / sentences.FILE, f"{eviction.on_disk() / 1e6:.1f}"
+    with _unwritable(path):
+        proc = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert proc.stdout.splitlines()[3:] == [
+        f"vector cache: {size} MB -> {size} MB (at most 1 MB)",
+        f"warning: the vector cache {path} could not be trimmed: attempt to write a readonly database. Free space on "
+        "its disk or let this user write it, then run slayer-kb maintenance again."]
+    assert len(_kept(encoder.MODEL_KEY)) == 300
 
 
 def test_a_bad_bound_is_refused_naming_the_fix(example_kb_read_only: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
@@ -182,6 +195,11 @@ def test_a_bad_bound_is_refused_naming_the_fix(example_kb_read_only: KnowledgeBa
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == ("Error: SLAYER_KB_CACHE_MAX_MB is '2GB', not a number of megabytes; set it to a whole "
                            "number above 0 (the default is 2048) or unset it.\n")
+    huge = "1" + "0" * 305  # past floats' range: was a traceback of maintenance
+    proc = invoke_cli("--kb", example_kb_read_only.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": huge})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"Error: SLAYER_KB_CACHE_MAX_MB is {huge!r}; the most it may be is 1000000000 megabytes. "
+                           "Set it to at most 1000000000 (the default is 2048) or unset it.\n")
 
 
 def test_a_filler_evicts_only_over_the_bound_and_never_beside_another_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,6 +213,8 @@ def test_a_filler_evicts_only_over_the_bound_and_never_beside_another_eviction(m
         assert eviction.after_fill() is None and len(_kept(encoder.MODEL_KEY)) == 300
     finally:
         os.close(fd)
+    with _unwritable(folder() / eviction.LOCK):  # a lock this user cannot open: none taken
+        assert eviction.after_fill() is None and len(_kept(encoder.MODEL_KEY)) == 300
     trimmed = eviction.after_fill()
     assert trimmed is not None and trimmed.texts == 300 - len(_kept(encoder.MODEL_KEY)) > 0
     assert _in_use() <= 900_000 and trimmed.after == trimmed.before  # no VACUUM but at maintenance
@@ -287,3 +307,123 @@ def test_the_warm_servers_filler_keeps_the_cache_within_its_bound(empty_kb: Know
         watcher.stop()
     assert sentences.held(encoder.MODEL_KEY, digests) == digests
     assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
+
+
+@contextlib.contextmanager
+def _unwritable(path: Path) -> Iterator[None]:
+    """``path`` a file this process cannot write (root writes past a file's mode: immutable then)."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield
+        path.chmod(0o644)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("root here cannot make a file immutable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_cache_of_the_version_before_this_user_cannot_write_is_read() -> None:
+    folder().mkdir(parents=True)
+    with _db() as db:
+        db.execute(OLD_SCHEMA)
+        db.executemany("INSERT INTO sentences VALUES (?, ?, ?)", [(encoder.MODEL_KEY, _digest(n), bytes([n]) * 384) for n in range(3)])
+    before = (folder() / sentences.FILE).read_bytes()
+    with _unwritable(folder() / sentences.FILE):
+        assert sentences.lookup(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n): bytes([n]) * 384 for n in range(3)}
+        assert sentences.held(encoder.MODEL_KEY, [_digest(n) for n in range(4)]) == {_digest(n) for n in range(3)}
+        assert not sentences.store(encoder.MODEL_KEY, {_digest(9): bytes(384)})
+    assert (folder() / sentences.FILE).read_bytes() == before
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_an_eviction_between_a_fillers_stores_never_leaves_a_whole_vector_without_its_units(
+        empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process evicting everything each time the filler opens the cache to store."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    real, evicting = sentences.connect, []
+
+    def evicted_first() -> sqlite3.Connection | None:
+        """An eviction of everything whenever the cache holds a text's units without its whole vector."""
+        if not evicting and (folder() / sentences.FILE).exists():
+            with _db() as db:
+                units, whole = ({h for (h,) in db.execute("SELECT hash FROM sentences WHERE model = ?", (key,))}
+                                for key in (encoder.UNITS_KEY, encoder.MODEL_KEY))
+            if (units - whole) & set(digests):
+                evicting.append(True)
+                eviction.trim(1)
+                evicting.clear()
+        return real()
+
+    monkeypatch.setattr(sentences, "connect", evicted_first)
+    assert empty_kb.index.fill_sentences() == 2
+    monkeypatch.setattr(sentences, "connect", real)
+    assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == set(digests)
+
+
+def _encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many texts each run of the model in this process is given, from now on."""
+    runs: list[int] = []
+    real = encoder.Encoder.encode_with_units
+
+    def counted(self: encoder.Encoder, texts: list[str], *args: object, **kwargs: object) -> object:
+        runs.append(len(texts))
+        return real(self, texts, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(encoder.Encoder, "encode_with_units", counted)
+    return runs
+
+
+def _filled(root: Path) -> int:
+    """A new process's fill of the KB's sentence vectors (a KnowledgeBase checks every text's units once)."""
+    kb = KnowledgeBase(root)
+    kb.index.background_vectors = False
+    try:
+        return kb.index.fill_sentences()
+    finally:
+        kb.close()
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_units_the_cache_cannot_keep_are_made_once_and_never_again(empty_kb: KnowledgeBase, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "a-file" / "cache"))  # a folder that cannot be made
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    empty_kb.close()
+    runs = _encoded(monkeypatch)
+    assert (_filled(empty_kb.root), sum(runs)) == (2, 2)  # each text once, though its units were not kept
+    assert (_filled(empty_kb.root), sum(runs)) == (0, 2)
+    # A cache without the texts (evicted, say) that cannot be written: their units are not made.
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "cache"))
+    folder().mkdir()
+    with _db() as db:
+        db.execute(OLD_SCHEMA)
+    with _unwritable(folder() / sentences.FILE):
+        assert (_filled(empty_kb.root), sum(runs)) == (0, 2)
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm server's process: its first pass made the KB's vectors; days later it has only
+    searched the KB, and its filler's pass (every 30 seconds) marks the KB's texts used."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    _store_texts(range(300))  # other KBs' texts
+    later = sentences.today() + 10
+    monkeypatch.setattr(sentences, "today", lambda: later)
+    _used_days_ago({n: 1 for n in range(300)})
+    assert empty_kb.search("newsletter images").memories[0]["title"] == NOTES[0][0]
+    assert empty_kb.index.fill_sentences() == 0
+    assert eviction.trim(_in_use() * 2 // 3).texts > 0
+    assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == digests

@@ -27,13 +27,14 @@ def maintenance(settings: Settings) -> None:
     """Compact the search index, pack the repository and trim the vector cache now.
 
     Saves never wait for this: each adds a small index segment, and git's loose objects are
-    packed in the background every few commits. Run it to do both at once, for example before
-    measuring the repository's size or after a long agent session. It also keeps the user's
+    packed in the background every few commits. Run it to do all three at once, for example
+    before measuring the repository's size or after a long agent session. It keeps the user's
     sentence-vector cache (shared by every KB) within SLAYER_KB_CACHE_MAX_MB megabytes (default
     2048), as the fillers do: vectors under keys this version no longer reads go first, then
     those of the texts used least recently. Only here are the file's free pages given back to
     the disk (--json: vector_cache, its bytes before and after, the bound, the rows and texts
-    removed).
+    removed, and the problem, also a warning, when it could not be trimmed: a full disk, a file
+    this user cannot write).
 
     \b
     Example:
@@ -50,7 +51,7 @@ def maintenance(settings: Settings) -> None:
         f"loose objects: {loose_before} -> {loose_after}",
         f"packs: {packs_before} -> {packs_after} ({bytes_before / 1e6:.1f} MB -> {bytes_after / 1e6:.1f} MB)",
         f"vector cache: {cache.before / 1e6:.1f} MB -> {cache.after / 1e6:.1f} MB (at most {cache.limit / 1e6:.0f} MB"
-        + (f"; removed {' and '.join(removed)})" if removed else ")"),
+        + (f"; removed {' and '.join(removed)})" if removed else ")") + warning_lines([cache.problem] if cache.problem else []),
     ]))
 
 

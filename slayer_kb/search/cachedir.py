@@ -18,6 +18,8 @@ from ..core.inputs import whole_number
 # its sentences'), so this keeps one such KB and as much again of edits, old keys and other
 # KBs before anything is evicted (eviction.py).
 DEFAULT_MAX_MB = 2048
+# Its most: a petabyte, more than any disk holds (a number past floats' range was a traceback).
+MOST_MAX_MB = 1_000_000_000
 
 
 def folder(env: Mapping[str, str] | None = None) -> Path:
@@ -44,8 +46,9 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
 
 def max_bytes(env: Mapping[str, str] | None = None) -> int:
     """The bound of the cache's file in bytes: ``SLAYER_KB_CACHE_MAX_MB`` megabytes, else
-    ``DEFAULT_MAX_MB``; anything but a whole number above 0 is refused, naming the fix."""
-    return whole_number("SLAYER_KB_CACHE_MAX_MB", DEFAULT_MAX_MB, "megabytes", env=env) * 1_000_000
+    ``DEFAULT_MAX_MB``; anything but a whole number from 1 to ``MOST_MAX_MB`` is refused, naming
+    the fix."""
+    return whole_number("SLAYER_KB_CACHE_MAX_MB", DEFAULT_MAX_MB, "megabytes", MOST_MAX_MB, env=env) * 1_000_000
 
 
 def _expanded(path: str, env: Mapping[str, str]) -> str:

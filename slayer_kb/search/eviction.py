@@ -24,7 +24,7 @@ import fcntl
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Sized
+from collections.abc import Callable, Iterator, Sized
 
 from ..core.results import CacheTrim
 from . import encoder, sentences
@@ -57,40 +57,47 @@ def on_disk() -> int:
 
 def after_fill() -> CacheTrim | None:
     """A filler's hook once a pass wrote vectors: evict when the file is larger than the bound
-    (a ``stat`` otherwise), unless another process is evicting already. None: nothing done."""
+    (a ``stat`` otherwise), unless another process is evicting already (or the lock cannot be
+    opened). None: nothing done."""
     limit = max_bytes()
     if on_disk() <= limit:
         return None
     with _evicting(wait=False) as mine:
-        return _within(limit, False, READ_KEYS) if mine else None
+        return _within(limit, False) if mine else None
 
 
-def trim(limit: int | None = None, vacuum: bool = False, read: Collection[str] = READ_KEYS) -> CacheTrim:
+def trim(limit: int | None = None, vacuum: bool = False) -> CacheTrim:
     """Evict until the cache's pages in use are within ``limit`` (default: the setting), as the
     module says, after another process's eviction if one runs (a lock file beside the cache);
     ``vacuum``: then give the free pages back to the disk."""
     limit = max_bytes() if limit is None else limit
     with _evicting(wait=True):
-        return _within(limit, vacuum, read)
+        return _within(limit, vacuum)
 
 
-def _within(limit: int, vacuum: bool, read: Collection[str]) -> CacheTrim:
+def _within(limit: int, vacuum: bool) -> CacheTrim:
     before = on_disk()
     # A cache that is not there is not made; one that cannot be opened or written (busy past
     # the timeout, read-only) is left as it is.
-    db = sentences.connect() if (folder() / sentences.FILE).exists() else None
+    path = folder() / sentences.FILE
+    db = sentences.connect() if path.exists() else None
     if db is None:
         return CacheTrim(before, before, limit, 0, 0)
     unread = texts = 0
-    with contextlib.closing(db), contextlib.suppress(sqlite3.Error):
-        target = int(limit * LOW_WATER)
-        if _in_use(db) > limit:
-            unread = _unread(db, target, set(read))
-            texts = _least_used(db, target, list(read))
-        if vacuum and _worth_vacuum(db):
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return CacheTrim(before, on_disk(), limit, unread, texts)
+    problem = None
+    with contextlib.closing(db):
+        try:
+            target = int(limit * LOW_WATER)
+            if _in_use(db) > limit:
+                unread = _unread(db, target, set(READ_KEYS))
+                texts = _least_used(db, target, list(READ_KEYS))
+            if vacuum and _worth_vacuum(db):
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as error:
+            problem = (f"the vector cache {path} could not be trimmed: {error}. Free space on its disk or "
+                       "let this user write it, then run slayer-kb maintenance again.")
+    return CacheTrim(before, on_disk(), limit, unread, texts, problem)
 
 
 @contextlib.contextmanager
@@ -98,7 +105,9 @@ def _evicting(wait: bool) -> Iterator[bool]:
     try:
         fd = os.open(folder() / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
-        yield True  # no folder: no cache to evict from
+        # No folder (no cache), or a lock this user cannot open (another user's, in a shared
+        # folder): a filler does not evict beside an eviction it cannot see; maintenance does.
+        yield False
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -170,8 +179,9 @@ def _least_used(db: sqlite3.Connection, target: int, read: list[str]) -> int:
         return db.execute("SELECT hash, day FROM used ORDER BY day, hash LIMIT ?", (count,)).fetchall()
 
     def remove(chosen: list[tuple[str, int]]) -> int:
-        # A text marked since it was picked is kept: a filler storing it meanwhile may have
-        # kept its units and not yet its whole vector, which would then say they are kept.
+        # A text marked used since it was picked is kept: it is no longer among the least used.
+        # (A filler stores a text's units and whole vector in one transaction, so an eviction
+        # never finds one without the other: sentences.store_together.)
         picked = dict(chosen)
         digests = [h for h, day in db.execute(f"SELECT hash, day FROM used WHERE hash IN ({_marks(chosen)})", list(picked))  # noqa: S608 - placeholders only
                    if day == picked[h]]
@@ -199,7 +209,8 @@ def _free(db: sqlite3.Connection, target: int, each: int, pick: Callable[[int], 
                 removed += remove(chosen[at : at + _CHUNK])
                 db.execute("COMMIT")
             except sqlite3.Error:
-                db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # the error raised is the write's, not this
+                    db.execute("ROLLBACK")
                 raise
             if _in_use(db) <= target:
                 return removed

@@ -229,8 +229,10 @@ class Filling:
                 made, units = maker.encode_with_units([texts[m] for m, _digest in fresh], workers)
                 whole = {digest: sentences.pack(vector) for (_m, digest), vector in zip(fresh, made, strict=True)}
                 # The units first: a whole stand-in cached means its units are.
-                sentences.store(encoder.STAND_IN_UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(fresh, units, strict=True)})
-                sentences.store(encoder.STAND_IN_KEY, whole)
+                sentences.store_together({
+                    encoder.STAND_IN_UNITS_KEY: {digest: sentences.packed(rows) for (_m, digest), rows in zip(fresh, units, strict=True)},
+                    encoder.STAND_IN_KEY: whole,
+                })
                 held.update(whole)
             else:
                 model = maker
@@ -256,10 +258,10 @@ class Filling:
         made, units = model.encode_with_units([texts[m] for m, _digest in rest], workers)
         whole = {digest: sentences.pack(vector) for (_m, digest), vector in zip(rest, made, strict=True)}
         new.update(whole)
-        sentences.store(encoder.WHOLE_KEY, new)
-        # The units come from the same runs: kept now, and the whole vector under MODEL_KEY.
-        sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)})
-        sentences.store(encoder.MODEL_KEY, whole)
+        # The units come from the same runs: kept with the whole vector under MODEL_KEY, in one
+        # transaction (``sentences.store_together``).
+        packed = {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)}
+        sentences.store_together({encoder.WHOLE_KEY: new, encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
         sentences.forget(_STAND_IN_KEYS, whole)
         return new
 
@@ -274,6 +276,8 @@ class Filling:
         for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
+            if not sentences.keeps():
+                break  # units the cache cannot keep, every process would make again
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return False
@@ -285,9 +289,10 @@ class Filling:
                 texts = self._texts([(m, digest) for m, digest in chunk if digest not in done], guard)
                 fresh = [(digest, texts[m]) for m, digest in chunk if m in texts]
                 made_now, units = model.encode_with_units([text for _digest, text in fresh], workers)
-                sentences.store(encoder.UNITS_KEY, {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)})
+                packed = {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)}
                 whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
-                sentences.store(encoder.MODEL_KEY, whole | sentences.lookup(encoder.WHOLE_KEY, list(whole)))
+                whole |= sentences.lookup(encoder.WHOLE_KEY, list(whole))
+                sentences.store_together({encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
                 sentences.forget(_STAND_IN_KEYS, whole)
         return True
 

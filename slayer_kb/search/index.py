@@ -42,7 +42,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, manifest, table, vectors, whoosh_internals, writing
+from . import compaction, embedding, manifest, sentences, table, vectors, whoosh_internals, writing
 from .filling import Filling
 from .leaves import Leaves
 from .meaning import Meaning
@@ -58,6 +58,8 @@ Written = tuple[bytes, Memory]
 # first command's CPU); below it they take about two seconds at most, and a search right after
 # the first command keeps its meaning channel whole.
 DEFER_STATIC_AT = 5000
+# In the index's folder: the day this KB's texts were last marked used in the vector cache.
+MARKED_FILE = "cache-marked-day"
 
 
 class Index(Reads, Meaning, Filling):
@@ -101,6 +103,33 @@ class Index(Reads, Meaning, Filling):
         super().close()
         self.drop_manifest_reader()
         self._auto_top = None  # the next monitor counts its generations from the start again
+
+    def fill_sentences(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+        stop: Callable[[], bool] = lambda: False,
+        batch: int = 32,
+        workers: int | None = None,
+        stand_ins: bool = False,
+    ) -> int:
+        """``Filling.fill_sentences``, then, once a day, every text of the KB marked used in the
+        vector cache (``sentences.mark_daily``; a file in the index's folder holds the day): a
+        warm server's filler passes every 30 seconds, so a KB it only searches keeps its texts."""
+        made = super().fill_sentences(progress, guard, stop, batch, workers, stand_ins)
+
+        def texts() -> list[str]:
+            with guard():
+                db = self._db()
+                try:
+                    return [digest for _m, digest in vectors.made_sentences(db)]
+                finally:
+                    db.close()
+
+        if not stop():
+            with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
+                sentences.mark_daily(self.dir / MARKED_FILE, texts)
+        return made
 
     def warm_up(self) -> None:
         """Open the searcher (``warm_searcher``) and, in a warm process with a model, load the

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ FILE = "sentence-vectors.db"
 # Seconds a write waits for another's (a store, an eviction's transaction, a VACUUM).
 _TIMEOUT = 30
 _CHUNK = 500
-# Rows ``drop`` removes a transaction.
+# Rows ``drop`` removes (``mark_daily`` marks) a transaction.
 _DROP_CHUNK = 5000
 # Each thread's connection for look-ups, kept while the cache's file is the same one: a new
 # connection starts with an empty page cache, and reading its pages again tripled a search's
@@ -56,23 +56,38 @@ def connect() -> sqlite3.Connection | None:
     cannot be opened. A file of the version before (no ``used`` table) takes the table here, in
     place: its vectors stay, and its texts count as used longest ago until they are used again
     (eviction.py). ``CREATE ... IF NOT EXISTS`` under SQLite's write lock: two processes opening
-    such a file at once make the table once, and neither fails."""
+    such a file at once make the table once, and neither fails. One this user cannot write is
+    still read, as it is (``_keeps_days``)."""
     try:
         where = made()
         db = sqlite3.connect(where / FILE, isolation_level=None, timeout=_TIMEOUT)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) "
-            "WITHOUT ROWID"
-        )
-        # One row a text, not a row a vector: a text's vectors (its whole vector, its units) are
-        # used and evicted together. Apart from ``sentences``, whose rows a version before this
-        # one still writes three columns at a time.
-        db.execute("CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID")
-        return db
+        db.execute("SELECT count(*) FROM sqlite_master")  # a file that is not a database fails here
     except (OSError, sqlite3.Error):
         return None
+    for statement in _SETUP:
+        with contextlib.suppress(sqlite3.Error):  # a file this user cannot write: read as it is
+            db.execute(statement)
+    return db
+
+
+_SETUP = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID",
+    # One row a text, not a row a vector: a text's vectors (its whole vector, its units) are
+    # used and evicted together. Apart from ``sentences``, whose rows a version before this one
+    # still writes three columns at a time.
+    "CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
+)
+
+
+def _keeps_days(db: sqlite3.Connection) -> bool:
+    """Whether the cache keeps the day each text was used: not a file of the version before
+    that this user cannot write (nor migrate)."""
+    try:
+        return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'used'").fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def today() -> int:
@@ -88,9 +103,8 @@ _MARK = "INSERT INTO used VALUES (?, ?) ON CONFLICT (hash) DO UPDATE SET day = e
 def lookup(model: str, hashes: Iterable[str], mark: bool = True) -> dict[str, bytes]:
     """hash -> stored vector (int8 bytes, as ``pack`` makes them) for the hashes the cache
     holds. ``mark``: the texts found count as used today. A search's look-up of its head's
-    sentences does not mark them: reading the day there cost 5-10% of its look-ups' CPU, and a
-    KB's texts are marked whenever a process indexes them or fills its vectors
-    (docs/search.md)."""
+    sentences does not mark them: reading the day there cost 5-20% of its look-ups' CPU, and a
+    KB's filler marks all of its texts once a day (``mark_daily``; docs/search.md)."""
     return dict(_select("sentences.hash, vec", model, hashes, mark))
 
 
@@ -103,9 +117,10 @@ def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list
     """The rows found; with ``mark``, each text's day is read with them in the same query (the
     one read of a look-up), and a text found that was last used before today is marked now."""
     wanted = list(dict.fromkeys(hashes))
-    db = _reader() if wanted else None
-    if db is None:
+    held = _reader() if wanted else None
+    if held is None:
         return []
+    db, mark = held[0], mark and held[1]
     out: list[tuple[Any, ...]] = []
     day = today()
     stale: list[str] = []
@@ -122,7 +137,7 @@ def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list
                 out += rows
                 continue
             out += [row[1:] for row in rows]
-            stale += [row[1] for row in rows if row[0] != day]
+            stale += [row[1] for row in rows if row[0] is None or row[0] < day]
     except sqlite3.Error:
         _drop_reader()  # the next look-up opens the file afresh
         return out
@@ -150,9 +165,10 @@ def _mark(db: sqlite3.Connection, digests: list[str], day: int) -> None:
             db.execute(f"PRAGMA busy_timeout = {_TIMEOUT * 1000}")
 
 
-def _reader() -> sqlite3.Connection | None:
+def _reader() -> tuple[sqlite3.Connection, bool] | None:
     """This thread's kept connection to the cache's file (``_readers``), opened again when the
-    cache is another file: another folder, or the file removed or replaced."""
+    cache is another file: another folder, or the file removed or replaced; and whether it
+    keeps the days texts were used (``_keeps_days``)."""
     path = folder() / FILE
     held = getattr(_readers, "held", None)
     now = _identity(path)
@@ -160,9 +176,10 @@ def _reader() -> sqlite3.Connection | None:
         return held[1]
     _drop_reader()
     db = connect()
-    if db is not None:
-        _readers.held = (_identity(path), db, next(_opened))
-    return db
+    if db is None:
+        return None
+    _readers.held = (_identity(path), (db, _keeps_days(db)), next(_opened))
+    return _readers.held[1]
 
 
 def version() -> tuple[Any, ...] | None:
@@ -171,11 +188,11 @@ def version() -> tuple[Any, ...] | None:
     other connection, in this process or another, changes it; ``store`` writes through one of
     its own). None: no cache. What a look-up did not find stays absent while the stamp is the
     same, so a caller may remember misses under it."""
-    db = _reader()
-    if db is None:
+    reader = _reader()
+    if reader is None:
         return None
     try:
-        (changes,) = db.execute("PRAGMA data_version").fetchone()
+        (changes,) = reader[0].execute("PRAGMA data_version").fetchone()
     except sqlite3.Error:
         _drop_reader()
         return None
@@ -196,7 +213,7 @@ def _drop_reader() -> None:
     _readers.held = None
     if held is not None:
         with contextlib.suppress(sqlite3.Error):
-            held[1].close()
+            held[1][0].close()
 
 
 def _forget_readers() -> None:
@@ -207,18 +224,94 @@ def _forget_readers() -> None:
 os.register_at_fork(after_in_child=_forget_readers)
 
 
-def store(model: str, found: dict[str, bytes]) -> None:
+def store(model: str, found: Mapping[str, bytes]) -> bool:
     """Keep these vectors (hash -> packed vector), their texts used today; a cache that cannot
-    be written is skipped."""
-    db = connect() if found else None
+    be written is skipped. Whether they were kept (``store_together``)."""
+    return store_together({model: found})
+
+
+def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
+    """Keep these vectors (model key -> hash -> packed vector) in one transaction, their texts
+    used today: an eviction (which removes a text's vectors together) sees all of them or none,
+    so a text's whole vector under ``MODEL_KEY`` never stands without its units. Whether they
+    were kept: a cache that cannot be written (no folder, a read-only or full file, busy past
+    the timeout) is skipped, and ``keeps`` says so from then on."""
+    rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
+    if not rows:
+        return True
+    db = connect()
     if db is None:
-        return
+        _unkept.add(folder())
+        return False
     day = today()
-    with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
-        db.execute("BEGIN")
-        db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", [(model, h, v) for h, v in found.items()])
-        db.executemany(_MARK, [(h, day) for h in found])
-        db.execute("COMMIT")
+    with contextlib.closing(db):
+        try:
+            db.execute("BEGIN")
+            db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
+            db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            _unkept.add(folder())  # closing the connection rolls the transaction back
+            return False
+    return True
+
+
+# The cache folders a store of this process could not write to (``keeps``).
+_unkept: set[Path] = set()
+
+
+def keeps() -> bool:
+    """Whether vectors made now would be kept: False once a store of this process was not, or
+    when the cache cannot be written (then for the rest of the process). A filler asks before it
+    makes vectors only the cache would hold (a text's units), so that a cache that cannot keep
+    them costs no process a run of the model over every text."""
+    db = None if folder() in _unkept else connect()
+    if db is None:
+        _unkept.add(folder())
+        return False
+    with contextlib.closing(db):
+        try:
+            # A write of nothing: a read-only file lets a transaction begin, and refuses a write.
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM sentences WHERE 0")
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            _unkept.add(folder())
+    return folder() not in _unkept
+
+
+def mark_daily(path: Path, texts: Callable[[], list[str]]) -> None:
+    """Mark a KB's ``texts`` (their hashes, read only when due) used today, once a day: ``path``
+    (in the KB's derived state) holds the day last marked. A search's look-ups mark nothing
+    (``lookup``), so a KB that is mostly searched would otherwise look least used and lose its
+    texts' units first; its filler calls this after each pass instead. A cache busy past the
+    timeout, or one this user cannot write, is tried again at the next pass."""
+    day = today()
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="utf-8").strip() == str(day):
+            return
+    if folder() in _unkept or not _mark_all(texts(), day):
+        return  # (a cache this process could not write to: not its texts read each pass)
+    with contextlib.suppress(OSError):
+        path.write_text(f"{day}\n", encoding="utf-8")
+
+
+def _mark_all(digests: list[str], day: int) -> bool:
+    """Mark these texts used on ``day``, those the cache holds a day for, a few thousand a
+    transaction (a store meanwhile waits for one at most)."""
+    db = connect() if digests else None
+    if db is None:
+        return not digests
+    with contextlib.closing(db):
+        try:
+            for at in range(0, len(digests), _DROP_CHUNK):
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
+                               [(day, digest) for digest in digests[at : at + _DROP_CHUNK]])
+                db.execute("COMMIT")
+        except sqlite3.Error:
+            return False  # closing the connection rolls back the transaction it was in
+    return True
 
 
 def drop(model: str) -> int:
