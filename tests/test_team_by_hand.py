@@ -353,6 +353,28 @@ def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothi
     assert (b / "memories" / mine).read_text().endswith("# my local note\n")
 
 
+def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_keeps_the_edit(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """git's index hides an edit of memory 1 (assume-unchanged) that main changed too: git's merge
+    wrote main's version over the edit, then refused, the edit gone. The merge is refused before
+    git merges, the edit and the branch as they were."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--content", "Tax is VAT-inclusive (a)", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Shipping in EUR", "-e", "shop.orders.amount", check=True)
+    git(b, "fetch", "-q", "origin")
+    hidden = b / "memories" / "1.yaml"
+    git(b, "update-index", "--assume-unchanged", "memories/1.yaml")
+    hidden.write_text(hidden.read_text().replace("Tax is", "Tax (WIP) is"))
+    was = _as_git_has_it(b)
+    refused = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, _marked_refusal("memories/1.yaml", "assume-unchanged") + "\n")
+    assert (_as_git_has_it(b), "Tax (WIP) is" in hidden.read_text()) == (was, True)
+
+
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # git keeps no empty folder: a clone of a KB that has no memory yet (or whose last one was
     # forgotten) has no memories/, and the step 'slayer-kb validate' of a conflict must still pass.

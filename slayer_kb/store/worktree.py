@@ -210,6 +210,17 @@ def _changed_marked(store: Repository, marks: IndexMarks) -> dict[str, tuple[str
     return {path: marks for path, (marks, *_) in marked.items()}
 
 
+def require_no_hidden_edit(store: Repository, kb_paths: Sequence[str]) -> None:
+    """Refuse (``ConflictError``, the marks' message) a file among ``kb_paths`` that git's index
+    marks and whose work tree holds an edit: present, and not its index's blob. git's merge takes
+    the mark at its word and writes its version over such a file; an absent one (a sparse
+    checkout's) holds no work, and git leaves it absent."""
+    marked = {path: marks for path, marks in _changed_marked(store, index_marks(store, kb_paths)).items()
+              if os.path.lexists(store.root / path)}
+    if marked:
+        raise ConflictError(_marked_message(store.root, marked))
+
+
 def marked_in_index(store: Repository, kb_paths: Sequence[str],
                     read: IndexMarks | None = None) -> dict[str, tuple[tuple[str, ...], str]]:
     """Those of the files ``kb_paths`` that git's index marks, each with (its marks, its index's
