@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from subprocess import CompletedProcess
+from typing import Any
 
 import pytest
 
-from slayer_kb.ops import teamchecks
+from slayer_kb.ops import rebase, teamchecks
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
 
 
@@ -318,6 +319,42 @@ def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_p
     git(b, "switch", "-q", "quiet")
     merged = json_of(invoke_cli("--kb", b, "--json", "merge", "origin/main", check=True))
     assert merged["unlinked"] == {"2": ["1"]}
+
+
+def test_a_rebase_whose_fixes_a_mark_refuses_keeps_a_save_made_after_its_git_rebase(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rebase's git runs under one lock, its fixes under the next: a save in between committed on
+    the rebased branch, and the refused strip's put-back (git reset --keep) dropped that save's
+    commit. The branch stays, the save on it, and the refusal says why."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1")):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "rm", "-q", "memories/1.yaml")
+    git(a, "commit", "-q", "-m", "tax rule dropped by hand")
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Regions are ISO codes", "-e", "shop.regions.name", check=True)
+    git(b, "fetch", "-q", "origin")
+    hidden = b / "memories" / "2.yaml"
+    git(b, "update-index", "--assume-unchanged", "memories/2.yaml")
+    hidden.write_text(hidden.read_text().replace("Refunds: see", "Refunds (WIP): see"))
+    between = rebase.session_projects  # called once the rebase's lock is let go, before its fixes
+
+    def save_between(*args: Any, **kwargs: Any) -> Any:
+        invoke_cli("--kb", b, "save", "A save in between", "-e", "shop.orders.amount", check=True)
+        return between(*args, **kwargs)
+
+    monkeypatch.setattr(rebase, "session_projects", save_between)
+    refused = invoke_cli("--kb", b, "rebase", "origin/main")
+    made = git(b, "rev-parse", "HEAD~1").strip()
+    assert (refused.returncode, refused.stderr) == (1, _marked_refusal("memories/2.yaml", "assume-unchanged") + (
+        " The branch was not put back where it was before the merge or rebase: a commit was made on its result "
+        f"({made}) before these fixes ran, and putting it back would drop that commit; once the mark is cleared, the "
+        "same merge or rebase again makes the fixes.\n"))
+    assert "learning: A save in between" in git(b, "show", "HEAD")
+    assert git(b, "log", "--format=%s", "-2", made).splitlines()[1] == "tax rule dropped by hand"  # rebased
+    assert "WIP" in hidden.read_text()
 
 
 def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothing(

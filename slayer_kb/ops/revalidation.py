@@ -81,14 +81,22 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
 
 
 def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-                       before: str, undone: str = "") -> Revalidated:
-    """``finish`` for ``slayer-kb merge`` and ``rebase``, once git's merge or rebase is made: a fix
-    it refuses (a file git's index marks, which the fix would rewrite) puts the branch back at
-    ``before``, where it was before git merged, keeping the work tree and its marks (``git reset
-    --keep``), so that the refusal's "nothing was done" holds; ``undone`` is said after it."""
+                       before: str, made: str, undone: str = "") -> Revalidated:
+    """``finish`` for ``slayer-kb merge`` and ``rebase``, once git's merge or rebase is made (HEAD
+    at ``made``): a fix it refuses (a file git's index marks, which the fix would rewrite) puts the
+    branch back at ``before``, where it was before git merged, keeping the work tree and its marks
+    (``git reset --keep``), so that the refusal's "nothing was done" holds; ``undone`` is said
+    after it. A commit made on ``made`` before this transaction (rebase's git runs under a lock of
+    its own) is not dropped: the branch stays, and the refusal says so."""
+    moved = store.head() != made
     try:
         return finish(kb, store, tx, other, parted, moves, lambda: None)
     except ConflictError as exc:
+        if moved:
+            raise ConflictError(
+                f"{exc} The branch was not put back where it was before the merge or rebase: a commit was made on "
+                f"its result ({made}) before these fixes ran, and putting it back would drop that commit; once the "
+                "mark is cleared, the same merge or rebase again makes the fixes.") from exc
         back = reset_keep(store, before, check=False)
         kb.reread()
         if back.returncode:
