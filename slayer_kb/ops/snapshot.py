@@ -93,8 +93,10 @@ def written_on_either(store: GitStore, sides: tuple[str, str]) -> list[str] | No
     if bases[0] in sides:
         return []
     folders = [store.repo_path(f"{folder}/") for folder in (MEMORIES_DIR, SESSIONS_DIR)]
-    out = store.git("log", "--format=", "--name-only", "-z", "--no-renames", "--diff-merges=separate", *sides,
-                    "--not", bases[0], "--", *folders).stdout
+    # A merge's files to each parent: '--diff-merges=separate' needs git 2.31; before it, '-m' is
+    # that, and the config (which older git ignores) keeps a user's log.diffMerges from changing it.
+    out = store.git("-c", "log.diffMerges=separate", "log", "--format=", "--name-only", "-z", "--no-renames", "-m",
+                    *sides, "--not", bases[0], "--", *folders).stdout
     return sorted({path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path})
 
 
