@@ -523,4 +523,4 @@ def _put_back(store: GitStore, start: str) -> str | None:
         steps = [*cd_step(store.root), *(["git rebase --abort"] if in_progress(store) else []),
                  *(["git merge --abort"] if merging(store) else []), f"git reset --keep {start}"]
         return (f"Nor could sync put the branch back where it was: {exc}. Once it can, run {'; '.join(steps)}; "
-                "then slayer-kb sync.")
+                f"then {command_in(store.root)} sync.")
