@@ -321,6 +321,32 @@ def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_p
     assert merged["unlinked"] == {"2": ["1"]}
 
 
+def test_a_merge_whose_fix_an_attribute_refuses_puts_the_branch_back(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Memory 2 links 1, which main deleted by hand, and git's attributes give 2 a filter: the strip
+    of that link is refused with StoreError, which the put-back did not catch (only ConflictError),
+    so git's merge commit stayed while the message said "nothing was saved"."""
+    _bare, (a, b) = make_team(tmp_path)
+    for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1")):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "rm", "-q", "memories/1.yaml")
+    git(a, "commit", "-q", "-m", "tax rule dropped by hand")
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "Regions are ISO codes", "-e", "shop.regions.name", check=True)
+    git(b, "fetch", "-q", "origin")
+    git(b, "config", "filter.same.clean", "cat")
+    (b / ".git" / "info").mkdir(exist_ok=True)
+    (b / ".git" / "info" / "attributes").write_text("memories/2.yaml filter=same\n")
+    was = _as_git_has_it(b)
+    refused = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Refusing to write memories/2.yaml: git's attributes give it filter=same, so git would read the file "
+        "slayer-kb writes as other bytes and show it changed. Take that attribute off the knowledge base's memories/ "
+        "and sessions/ (in .gitattributes, then commit), then retry; nothing was saved.\n"))
+    assert _as_git_has_it(b) == was
+
+
 def test_a_rebase_whose_fixes_a_mark_refuses_keeps_a_save_made_after_its_git_rebase(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """rebase's git runs under one lock, its fixes under the next: a save in between committed on
@@ -350,8 +376,8 @@ def test_a_rebase_whose_fixes_a_mark_refuses_keeps_a_save_made_after_its_git_reb
     made = git(b, "rev-parse", "HEAD~1").strip()
     assert (refused.returncode, refused.stderr) == (1, _marked_refusal("memories/2.yaml", "assume-unchanged") + (
         " The branch was not put back where it was before the merge or rebase: a commit was made on its result "
-        f"({made}) before these fixes ran, and putting it back would drop that commit; once the mark is cleared, the "
-        "same merge or rebase again makes the fixes.\n"))
+        f"({made}) before these fixes ran, and putting it back would drop that commit; once what stopped it is mended, "
+        "the same merge or rebase again makes the fixes.\n"))
     assert "learning: A save in between" in git(b, "show", "HEAD")
     assert git(b, "log", "--format=%s", "-2", made).splitlines()[1] == "tax rule dropped by hand"  # rebased
     assert "WIP" in hidden.read_text()

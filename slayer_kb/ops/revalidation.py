@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..core import yamlio
-from ..core.errors import ConflictError, StoreError
+from ..core.errors import KBError, StoreError
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, git_command, shown
@@ -83,20 +83,21 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
 def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
                        before: str, made: str, undone: str = "") -> Revalidated:
     """``finish`` for ``slayer-kb merge`` and ``rebase``, once git's merge or rebase is made (HEAD
-    at ``made``): a fix it refuses (a file git's index marks, which the fix would rewrite) puts the
-    branch back at ``before``, where it was before git merged, keeping the work tree and its marks
-    (``git reset --keep``), so that the refusal's "nothing was done" holds; ``undone`` is said
-    after it. A commit made on ``made`` before this transaction (rebase's git runs under a lock of
-    its own) is not dropped: the branch stays, and the refusal says so."""
+    at ``made``): a fix it refuses (any ``KBError``: a file git's index marks, which the fix would
+    rewrite; one git's attributes would convert) puts the branch back at ``before``, where it was
+    before git merged, keeping the work tree and its marks (``git reset --keep``), so that the
+    refusal's "nothing was done" holds; ``undone`` is said after it. A commit made on ``made``
+    before this transaction (rebase's git runs under a lock of its own) is not dropped: the branch
+    stays, and the refusal says so. The refusal is raised as it was, what followed added."""
     moved = store.head() != made
     try:
         return finish(kb, store, tx, other, parted, moves, lambda: None)
-    except ConflictError as exc:
+    except KBError as exc:
         if moved:
-            raise ConflictError(
-                f"{exc} The branch was not put back where it was before the merge or rebase: a commit was made on "
-                f"its result ({made}) before these fixes ran, and putting it back would drop that commit; once the "
-                "mark is cleared, the same merge or rebase again makes the fixes.") from exc
+            exc.args = (f"{exc} The branch was not put back where it was before the merge or rebase: a commit was "
+                        f"made on its result ({made}) before these fixes ran, and putting it back would drop that "
+                        "commit; once what stopped it is mended, the same merge or rebase again makes the fixes.",)
+            raise
         back = reset_keep(store, before, check=False)
         kb.reread()
         if back.returncode:
@@ -104,7 +105,7 @@ def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str
                              f"{back.stderr.decode('utf-8', 'replace').strip()}. Once it can, run "
                              f"{git_command(store.root, f'reset --keep {before}')}.") from exc
         if undone:
-            raise ConflictError(f"{exc} {undone}") from exc
+            exc.args = (f"{exc} {undone}",)
         raise
 
 
