@@ -145,14 +145,16 @@ def test_a_kb_whose_path_is_not_utf8_is_named_as_errors_name_it(tmp_path: Path, 
 def test_advice_naming_a_path_that_is_not_utf8_pastes_as_that_path(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The human output shows a byte of a path that is not UTF-8 as \\xff, as it shows a folder
     really named with a backslash, x, f, f: advice quoted as 'k\\xffb', pasted, opened that other
-    folder. A command advised quotes such a word as bash's $'k\\xffb', which pastes as the bytes."""
+    folder. A command advised writes such a word as printf's output, "$(printf 'k\\377b')", which pastes
+    as the bytes in sh (dash, which read bash's $'k\\xffb', the form before, as $, k, backslash...) as in bash."""
     folder = tmp_path / os.fsdecode(b"k\xffb")
     (tmp_path / "k\\xffb").mkdir()  # the other folder the display names alike
     invoke_cli("init", folder, "--example", check=True)
     invoke_cli("--kb", folder, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     forgot = invoke_cli("--kb", folder.name, "forget", "--soft", "1", cwd=tmp_path, check=True)
-    assert forgot.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb --kb $'k\\xffb' restore 1')\n"
+    assert forgot.stdout == "Forgot memory 1 (soft; restore with 'slayer-kb --kb \"$(printf 'k\\377b')\" restore 1')\n"
     [advised] = re.findall(r"restore with '(slayer-kb .*)'\)", forgot.stdout)
-    pasted = subprocess.run(["bash", "-c", f"printf '%s\\0' {advised.removeprefix('slayer-kb ')}"], cwd=tmp_path,
-                            capture_output=True, check=True).stdout
-    assert pasted.split(b"\0") == [b"--kb", b"k\xffb", b"restore", b"1", b""]
+    for shell in ("sh", "bash"):  # agents run advice through 'sh -c'; a person pastes it into bash
+        pasted = subprocess.run([shell, "-c", f"printf '%s\\0' {advised.removeprefix('slayer-kb ')}"], cwd=tmp_path,
+                                capture_output=True, check=True).stdout
+        assert pasted.split(b"\0") == [b"--kb", b"k\xffb", b"restore", b"1", b""], shell

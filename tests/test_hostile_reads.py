@@ -489,7 +489,7 @@ def test_a_warning_naming_a_file_with_a_line_break_is_one_line(indexed_example_k
                                                                invoke_cli: CliRunner, tmp_path: Path) -> None:
     """The warnings of list, search, import-slayer and validate printed such a name raw: the rest
     of it a line of its own ('::error::...'), as validate's problems did. Each shows it as \\x0a (a
-    command advised quotes it as bash's $'x\\x0a...', which pastes as the name)."""
+    command advised writes it as printf's output, "$(printf 'x\\012...')", which pastes as the name)."""
     root = indexed_example_kb.root
     (root / "memories" / "x\n::error::forged.yaml").write_text("id: x\ncreated_at: '2999-01-01T00:00:00Z'\n")
     commit_all(root, "a name with a line break")
@@ -507,7 +507,7 @@ def test_a_warning_naming_a_file_with_a_line_break_is_one_line(indexed_example_k
     assert [line for line in validated if ": warning: " in line] == [
         "memories/x\\x0a::error::forged.yaml:2: warning: created_at '2999-01-01T00:00:00Z' is more than a day "
         "ahead of this machine's clock, so newest-first lists (list, context, mem_context) put the memory first "
-        "until then; write the time it happened, with 'slayer-kb edit $'x\\x0a::error::forged''"], validated
+        "until then; write the time it happened, with 'slayer-kb edit \"$(printf 'x\\012::error::forged')\"'"], validated
     assert not any(line.startswith("::") for line in validated)
 
 

@@ -5,11 +5,14 @@ are quoted (``problems.words``). Unquoted, ``x;y`` ran ``slayer-kb restore x`` a
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.problems import shell_word
 from testing import CliRunner, in_process_runner, in_the_kb, make_team
 from testing.shell import as_pasted, printed_commands
 
@@ -80,3 +83,15 @@ def test_a_conflicts_git_steps_name_the_memory_file_as_one_word(tmp_path: Path, 
     assert stopped.returncode == 1
     step = "git add " + stopped.stderr.split("; git add ", 1)[1].split("; slayer-kb validate", 1)[0]
     assert as_pasted([step], b) == [[["git", "add", "memories/x;y.yaml"]]]
+
+
+def test_a_word_holding_bytes_or_controls_is_written_as_sh_reads_it() -> None:
+    """Such a word was quoted as bash's $'k\\xffb', which sh (dash: agents run advice through
+    'sh -c') read as $, k, backslash...: it is printf's output now, '-', '%', a quote and a
+    backslash kept; one ending in a line break, which a command substitution drops, keeps bash's form."""
+    words = [os.fsdecode(b"k\xffb"), "-a\tb%s'c\\d1", "x\n::error::forged"]
+    for shell in ("sh", "bash"):
+        pasted = subprocess.run([shell, "-c", "printf '%s\\0' " + " ".join(map(shell_word, words))],
+                                capture_output=True, check=True).stdout
+        assert pasted.split(b"\0")[:-1] == [os.fsencode(word) for word in words], shell
+    assert shell_word("k\xe9\n") == "$'k\xe9\\x0a'"

@@ -103,11 +103,17 @@ def shell_word(word: str) -> str:
     """``word`` as ``shlex.quote`` gives it, but a letter or digit beyond ASCII (``CAFÉ``), which no
     shell splits or expands, left as it is: a fix quoted for it alone read ``'memories/CAFÉ.yaml'``.
     A word holding what the human output shows escaped (a byte of a path that is not UTF-8 as
-    ``\\xff``, a control character; ``text.shown_controls``), or a tab or line break, is quoted as
-    bash's ``$'k\\xffb'``, each such character as its bytes: shown as ``'k\\xffb'``, pasted, it named a
-    folder called k, backslash, x, f, f, b."""
+    ``\\xff``, a control character; ``text.shown_controls``), or a tab or line break, is written as
+    the output of POSIX ``printf``, ``"$(printf 'k\\377b')"``, each such character as its bytes in
+    octal: shown as ``'k\\xffb'``, pasted, it named a folder called k, backslash, x, f, f, b; and
+    bash's ``$'k\\xffb'``, which it was, is read literally by ``sh -c`` (dash). A command
+    substitution drops trailing line breaks, so a word ending in one keeps bash's form (bash and
+    zsh read it; docs/cli.md says so)."""
     if any(_escaped(ch) for ch in word):
-        return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
+        if word.endswith("\n"):
+            return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
+        # A leading '-' would be read as printf's option: written as its byte too.
+        return "\"$(printf '" + "".join(_printf(ch, at == 0) for at, ch in enumerate(word)) + "')\""
     plain = all(ch.isalnum() if not ch.isascii() else ch.isalnum() or ch in "_@%+=:,./-" for ch in word)
     return word if word and plain else shlex.quote(word)
 
@@ -116,12 +122,23 @@ def _escaped(ch: str) -> bool:
     return ch in "\t\n" or shown_controls(ch) != ch
 
 
+def _bytes_of(ch: str) -> bytes:
+    """The bytes ``ch`` is on disk: a lone surrogate from ``os.fsdecode``, the byte it stands for."""
+    return ch.encode("utf-8", "surrogateescape" if 0xDC80 <= ord(ch) <= 0xDCFF else "surrogatepass")
+
+
+def _printf(ch: str, first: bool) -> str:
+    """``ch`` within a quoted ``printf`` format: shown escaped (or a leading '-'), as its bytes in
+    octal; '%' and a backslash doubled, a quote closed and reopened around an escaped one."""
+    if _escaped(ch) or (first and ch == "-"):
+        return "".join(f"\\{byte:03o}" for byte in _bytes_of(ch))
+    return {"%": "%%", "\\": "\\\\", "'": "'\\''"}.get(ch, ch)
+
+
 def _ansi_c(ch: str) -> str:
-    """``ch`` within bash's ``$'...'``: a character shown escaped as the bytes it is on disk (a lone
-    surrogate from ``os.fsdecode``, the byte it stands for), a quote or backslash escaped."""
+    """``ch`` within bash's ``$'...'``: shown escaped as its bytes, a quote or backslash escaped."""
     if _escaped(ch):
-        data = ch.encode("utf-8", "surrogateescape" if 0xDC80 <= ord(ch) <= 0xDCFF else "surrogatepass")
-        return "".join(f"\\x{byte:02x}" for byte in data)
+        return "".join(f"\\x{byte:02x}" for byte in _bytes_of(ch))
     return "\\" + ch if ch in "\\'" else ch
 
 
