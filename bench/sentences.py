@@ -398,8 +398,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                      "two free cores (min, an extrapolation)", build["two_free_cores_100k_meaning_covered_minutes"], None))
     written = results.get("handwritten_build", {})
     if written:
-        rows.append(("cold build carried to 100,000 memories as long as the hand-written sets', "
-                     "from its CPU on two free cores (min, an extrapolation)", written["two_free_cores_100k_minutes"], 40.0))
+        rows.append(("cold build of final vectors alone (as reindex makes them) carried to 100,000 memories as long "
+                     "as the hand-written sets', from its CPU on two free cores (min, an extrapolation)",
+                     written["two_free_cores_100k_minutes"], 40.0))
     if "reindex_warm_cache" in results:
         rows.append(("reindex with the vector cache warm (s)", results["reindex_warm_cache"]["seconds"], 90.0))
     return [{"figure": name, "measured": measured, "target": target, "met": None if target is None else measured <= target}
