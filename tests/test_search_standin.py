@@ -50,6 +50,11 @@ def _manifest(kb: KnowledgeBase) -> list[tuple[str, str, bytes]]:
         return db.execute("SELECT id, hash, svec FROM vectors ORDER BY id").fetchall()
 
 
+def _stand_ins(kb: KnowledgeBase) -> set[str]:
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        return vectors.stand_ins(db)
+
+
 def _cached(key: str) -> dict[str, bytes]:
     return sentences.lookup(key, [sentences.text_hash(f"{title}\n{content}") for title, content in NOTES])
 
@@ -166,8 +171,7 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
     # The save's batch is made final next, alone; then the rest of the stand-ins, then final ones.
     assert seen[:3] == [(2, 12, 0, 2), (3, 13, 1, 2), (5, 13, 1, 4)]
     assert seen[-1] == (13, 13, 7, 0)
-    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
-        assert vectors.stand_ins(db) == set()
+    assert _stand_ins(kb) == set()
     kb.close()
 
 
@@ -293,8 +297,7 @@ def test_a_memory_forgotten_while_its_stand_in_is_made_is_no_stand_in(tmp_path: 
     held.index.meaning()
     assert held.index.coverage() == (len(NOTES) - 1, len(NOTES) - 1, 0, 0)
     assert not [note for note in held.search(QUESTION).notes if "vectors" in note]
-    with contextlib.closing(sqlite3.connect(held.index.dir / "manifest.db")) as db:
-        assert vectors.stand_ins(db) == set()
+    assert _stand_ins(held) == set()
     held.close()
 
 

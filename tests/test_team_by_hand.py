@@ -321,11 +321,9 @@ def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_p
     assert merged["unlinked"] == {"2": ["1"]}
 
 
-def test_a_merge_whose_fix_an_attribute_refuses_puts_the_branch_back(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """Memory 2 links 1, which main deleted by hand, and git's attributes give 2 a filter: the strip
-    of that link is refused with StoreError, which the put-back did not catch (only ConflictError),
-    so git's merge commit stayed while the message said "nothing was saved"."""
-    _bare, (a, b) = make_team(tmp_path)
+def _two_links_one_main_deleted_by_hand(invoke_cli: CliRunner, a: Path, b: Path) -> None:
+    """Memory 2 links 1; A deletes 1 by hand (git rm) and syncs; B saves a memory of its own and
+    fetches: merging origin/main into B strips 2's link."""
     for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1")):
         invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -335,6 +333,14 @@ def test_a_merge_whose_fix_an_attribute_refuses_puts_the_branch_back(tmp_path: P
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "save", "Regions are ISO codes", "-e", "shop.regions.name", check=True)
     git(b, "fetch", "-q", "origin")
+
+
+def test_a_merge_whose_fix_an_attribute_refuses_puts_the_branch_back(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Memory 2 links 1, which main deleted by hand, and git's attributes give 2 a filter: the strip
+    of that link is refused with StoreError, which the put-back did not catch (only ConflictError),
+    so git's merge commit stayed while the message said "nothing was saved"."""
+    _bare, (a, b) = make_team(tmp_path)
+    _two_links_one_main_deleted_by_hand(invoke_cli, a, b)
     git(b, "config", "filter.same.clean", "cat")
     (b / ".git" / "info").mkdir(exist_ok=True)
     (b / ".git" / "info" / "attributes").write_text("memories/2.yaml filter=same\n")
@@ -353,15 +359,7 @@ def test_a_rebase_whose_fixes_a_mark_refuses_keeps_a_save_made_after_its_git_reb
     the rebased branch, and the refused strip's put-back (git reset --keep) dropped that save's
     commit. The branch stays, the save on it, and the refusal says why."""
     _bare, (a, b) = make_team(tmp_path)
-    for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1")):
-        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    git(a, "rm", "-q", "memories/1.yaml")
-    git(a, "commit", "-q", "-m", "tax rule dropped by hand")
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "save", "Regions are ISO codes", "-e", "shop.regions.name", check=True)
-    git(b, "fetch", "-q", "origin")
+    _two_links_one_main_deleted_by_hand(invoke_cli, a, b)
     hidden = b / "memories" / "2.yaml"
     git(b, "update-index", "--assume-unchanged", "memories/2.yaml")
     hidden.write_text(hidden.read_text().replace("Refunds: see", "Refunds (WIP): see"))
