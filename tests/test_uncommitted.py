@@ -398,6 +398,19 @@ def test_each_mark_of_a_rewritten_file_is_kept(tmp_path: Path, invoke_cli: CliRu
         "--no-skip-worktree -- memories/both.yaml memories/skipped.yaml), see what git status shows, then retry.\n"))
 
 
+def test_a_save_of_a_new_memory_reads_no_index_marks(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Reading the marks at staging made every save run one more git process (``ls-files``) for a
+    file the commit's parent lacks, which git's index holds no entry of to mark; an update of a
+    file the parent holds still reads them."""
+    root = make_catalog_kb(tmp_path / "kb")
+    with traced_git(tmp_path) as runs:
+        invoke_cli("--kb", root, "save", "Amounts are in cents", "-e", "shop.orders", "--id", "m1", check=True)
+    assert runs("ls-files") == []
+    with traced_git(tmp_path) as runs:
+        invoke_cli("--kb", root, "update", "m1", "--description", "changed", check=True)
+    assert runs("ls-files -v") == ["ls-files -v -s -z -- memories/m1.yaml"]
+
+
 def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """renumber checked for uncommitted work as git status does, marks left alone: a change a mark
     hid went into its commit, a skip-worktree file it rewrote was staged as deleted (``D`` and

@@ -374,8 +374,11 @@ class GitStore:
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
                 )
+        in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
+        known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
+            path for path in blobs if in_old[self.repo_path(path)] is None)
         try:
-            self._finish(new, {c.path: c.data for c in changes}, blobs, marks)
+            self._finish(new, {c.path: c.data for c in changes}, blobs, known)
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -180,6 +180,11 @@ class IndexMarks:
         """Were ``path``'s marks read (``found`` lacks it: it has none)?"""
         return self.paths is None or path in self.paths or any(
             p.endswith("/") and path.startswith(p) for p in self.paths)
+
+    def with_unmarked(self, kb_paths: Iterable[str]) -> IndexMarks:
+        """These marks, and ``kb_paths`` known to have none: files the commit's parent lacks,
+        which git's index holds no entry of to mark (a save's new memory costs no ``ls-files``)."""
+        return self if self.paths is None else IndexMarks(self.paths | frozenset(kb_paths), self.found)
 
 
 def index_marks(store: Repository, kb_paths: Sequence[str] | None) -> IndexMarks:
