@@ -410,6 +410,21 @@ def test_units_the_cache_cannot_keep_are_made_once_and_never_again(empty_kb: Kno
         assert (_filled(empty_kb.root), sum(runs)) == (0, 2)
 
 
+def test_a_store_that_found_the_cache_busy_leaves_it_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that waited past the timeout behind another process's write (a VACUUM of
+    ``maintenance``) counted the cache as one this process cannot write to, for good: a warm
+    server then stopped marking its KB's texts used and making lost units. It is tried again."""
+    _store_texts(range(1))
+    monkeypatch.setattr(sentences, "_TIMEOUT", 0.1)
+    with _db() as other:
+        other.execute("BEGIN IMMEDIATE")
+        assert sentences.store(encoder.MODEL_KEY, {_digest(1): b"\x01" * 384}) is False
+        assert sentences.keeps() is False
+        other.execute("ROLLBACK")
+    assert sentences.keeps() is True
+    assert sentences.store(encoder.MODEL_KEY, {_digest(1): b"\x01" * 384}) is True
+
+
 @pytest.mark.usefixtures("encoder_on")
 def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm server's process: its first pass made the KB's vectors; days later it has only

@@ -235,7 +235,7 @@ def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
     used today: an eviction (which removes a text's vectors together) sees all of them or none,
     so a text's whole vector under ``MODEL_KEY`` never stands without its units. Whether they
     were kept: a cache that cannot be written (no folder, a read-only or full file, busy past
-    the timeout) is skipped, and ``keeps`` says so from then on."""
+    the timeout) is skipped, and ``keeps`` says so from then on (not for a busy one)."""
     rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
     if not rows:
         return True
@@ -250,10 +250,19 @@ def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
             db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
             db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
             db.execute("COMMIT")
-        except sqlite3.Error:
-            _unkept.add(folder())  # closing the connection rolls the transaction back
+        except sqlite3.Error as exc:
+            _unkept_if_lasting(exc)  # closing the connection rolls the transaction back
             return False
     return True
+
+
+def _unkept_if_lasting(exc: sqlite3.Error) -> None:
+    """Note the cache as one this process cannot write to (``keeps``), unless ``exc`` only says
+    it was busy past the timeout (another process's VACUUM, say): a next store may land."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    busy = code & 0xFF in (5, 6) if code is not None else "locked" in str(exc)  # SQLITE_BUSY, SQLITE_LOCKED
+    if not busy:
+        _unkept.add(folder())
 
 
 # The cache folders a store of this process could not write to (``keeps``).
@@ -262,7 +271,8 @@ _unkept: set[Path] = set()
 
 def keeps() -> bool:
     """Whether vectors made now would be kept: False once a store of this process was not, or
-    when the cache cannot be written (then for the rest of the process). A filler asks before it
+    when the cache cannot be written (then for the rest of the process; a cache only busy past
+    the timeout, for now). A filler asks before it
     makes vectors only the cache would hold (a text's units), so that a cache that cannot keep
     them costs no process a run of the model over every text."""
     db = None if folder() in _unkept else connect()
@@ -275,8 +285,9 @@ def keeps() -> bool:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM sentences WHERE 0")
             db.execute("ROLLBACK")
-        except sqlite3.Error:
-            _unkept.add(folder())
+        except sqlite3.Error as exc:
+            _unkept_if_lasting(exc)
+            return False
     return folder() not in _unkept
 
 
