@@ -72,10 +72,11 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
                 if covered >= total and not made:
                     return
                 if covered < total:
-                    if kb.fill_sentences(locked=True) == 0:
+                    filled = kb.fill_sentences(locked=True)
+                    eviction.after_fill()  # the vector cache within its bound (search/eviction.py), units and stand-ins too
+                    if filled == 0:
                         return  # nothing to make (another process made them) or the encoder failed
                     made = True
-                    eviction.after_fill()  # the vector cache within its bound (search/eviction.py)
             except StoreError:
                 seen = None  # the KB lock was held too long (a long reindex): look again
             quiet_since = time.monotonic()

@@ -121,8 +121,9 @@ class SentenceFiller:
                     self._warmed = True
                 with placement.runs_on(self._encoding):
                     filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set, stand_ins=True)
-                if filled:
-                    eviction.after_fill()  # the vector cache within its bound, off every save's path
+                # The vector cache within its bound, off every save's path: after every pass, as one
+                # that made no final vector may have written units or stand-ins (a stat, within it).
+                eviction.after_fill()
                 with self._lock:
                     self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries

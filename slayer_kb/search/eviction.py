@@ -11,7 +11,7 @@ vectors are in its own index, and a vector evicted that a KB asks for again (a r
 clone, a text's units) is made again by its filler.
 
 Run by ``slayer-kb maintenance``, which then gives the file's free pages back (``VACUUM``:
-it rewrites the file, so only there), and by a filler after a pass that wrote vectors, when
+it rewrites the file, so only there), and by a filler after each pass, when
 the file is larger than the bound (a ``stat``; never on a save's path). Deleted rows' pages stay
 in the file, free, and later writes reuse them: the file keeps about the bound's size between
 two maintenances.
