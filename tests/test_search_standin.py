@@ -257,9 +257,9 @@ def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_fi
     other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 2)
     listed = vectors.stand_ins
 
-    def then_the_next_batch(db: sqlite3.Connection, memory_ids: list[str] | None = None) -> set[str]:
-        found = listed(db, memory_ids)
-        if memory_ids is None and other.index.coverage()[3] < 4:  # after the list is read
+    def then_the_next_batch(db: sqlite3.Connection) -> set[str]:
+        found = listed(db)
+        if other.index.coverage()[3] < 4:  # after the list is read
             other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 4)
         return found
 

@@ -399,7 +399,8 @@ def pushed_renumbered(team, invoke_cli, monkeypatch, hook: Path, script: str, ti
 
 def test_a_push_that_landed_then_failed_here_is_done(team, invoke_cli, monkeypatch) -> None:
     """The push landed, then the clone could not move its copy of origin/main: the sync undid
-    the renumbering and said the push failed, and the next sync pushed the memory again as 3."""
+    the renumbering and said the push failed, and the next sync pushed the memory again as 3.
+    Now ls-remote shows the push landed: the sync is done, the move kept."""
     b = team[1][1]
     pushed_renumbered(team, invoke_cli, monkeypatch, b / ".git" / "hooks" / "reference-transaction",
                       REFUSE_THE_COPY, None)
@@ -407,5 +408,5 @@ def test_a_push_that_landed_then_failed_here_is_done(team, invoke_cli, monkeypat
 
 def test_a_push_stopped_in_the_remotes_slow_post_receive_hook_is_done(team, invoke_cli, monkeypatch) -> None:
     """The remote's post-receive hook (a CI trigger) ran past SLAYER_KB_SYNC_TIMEOUT after the
-    refs moved: the same undoing, and the same memory pushed again."""
+    refs moved: the same undoing, and the same memory pushed again. Now, as above, done."""
     pushed_renumbered(team, invoke_cli, monkeypatch, team[0] / "hooks" / "post-receive", "#!/bin/sh\nsleep 60\n", "1")

@@ -248,8 +248,7 @@ def _with_global_hint(error: click.UsageError) -> click.UsageError:
     if not isinstance(error, click.NoSuchOption) or error.ctx is None or error.ctx.parent is None:
         return error
     root = error.ctx.find_root()
-    option = next((p for p in root.command.params if isinstance(p, click.Option) and error.option_name in p.opts
-                   and "--json" not in p.opts), None)  # every command takes --json
+    option = next((p for p in root.command.params if isinstance(p, click.Option) and error.option_name in p.opts), None)
     if option is None:
         return error
     value = "" if option.is_flag else f" {option.metavar or 'VALUE'}"

@@ -33,8 +33,8 @@ def maintenance(settings: Settings) -> None:
     2048), as the fillers do: vectors under keys this version no longer reads go first, then
     those of the texts used least recently. Only here are the file's free pages given back to
     the disk (--json: vector_cache, its bytes before and after, the bound, the rows and texts
-    removed, and the problem, also a warning, when it could not be trimmed: a full disk, a file
-    this user cannot write).
+    removed, and the problem when it could not be trimmed, a full disk or a file this user cannot
+    write, which the text output prints as a warning).
 
     \b
     Example:

@@ -207,8 +207,8 @@ class Parts:
         self.pending.clear(memory_id)
 
     def record_moves(self, moves: dict[str, str], why: str, duplicate: bool = False) -> None:
-        """Ids ``sync`` or ``renumber`` moved on this clone (``store/moves.py``), refused until
-        accepted; the duplicate saves counted here and not yet committed go with them."""
+        """Ids ``merge``, ``rebase`` or ``renumber`` moved on this clone (``store/moves.py``; a sync
+        records its own as it goes), refused until accepted; the duplicate saves counted here and not yet committed go with them."""
         if not moves:
             return  # most merges and rebases move nothing: no file read
         self.moves.record(moves, why, duplicate)

@@ -279,17 +279,10 @@ def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]], 
     return written
 
 
-def stand_ins(db: sqlite3.Connection, memory_ids: Iterable[str] | None = None) -> set[str]:
-    """The live ids (of these, or all) whose sentence vector is a stand-in's (a deleted row's
-    left in the list by a version that listed them is not one)."""
-    live = "SELECT s.id FROM standins s JOIN vectors v ON v.id = s.id WHERE v.deleted = 0"
-    if memory_ids is None:
-        return {m for (m,) in db.execute(live)}
-    wanted, found = list(memory_ids), set()
-    for at in range(0, len(wanted), _BY_ID_CHUNK):
-        chunk = wanted[at : at + _BY_ID_CHUNK]
-        found |= {m for (m,) in db.execute(f"{live} AND s.id IN ({', '.join('?' * len(chunk))})", chunk)}  # noqa: S608 - placeholders only
-    return found
+def stand_ins(db: sqlite3.Connection) -> set[str]:
+    """The live ids whose sentence vector is a stand-in's (a deleted row's left in the list by a
+    version that listed them is not one)."""
+    return {m for (m,) in db.execute("SELECT s.id FROM standins s JOIN vectors v ON v.id = s.id WHERE v.deleted = 0")}
 
 
 def stood_sentences(db: sqlite3.Connection, lacking: list[str], held: set[str]) -> tuple[set[str], list[tuple[str, bytes]]]:
