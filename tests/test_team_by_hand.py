@@ -890,8 +890,13 @@ def test_a_sync_keeps_a_local_merge_and_the_merged_branch_stays_merged(tmp_path:
     invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
     git(a, "switch", "-q", "main")
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    merged = invoke_cli("--kb", a, "merge", "topic", check=True)
+    with traced_git(tmp_path) as runs:
+        merged = invoke_cli("--kb", a, "merge", "topic", check=True)
     assert merged.stdout == "Merged topic; run slayer-kb sync to push.\n"
+    # Where the sides parted is asked once, every base at once (it was asked three times), and a
+    # merge git finished leaves no unmerged path to ask git for (it was asked twice).
+    assert [run.split()[:2] for run in runs("merge-base")] == [["merge-base", "--all"]]
+    assert runs("diff --name-only -z --diff-filter=U") == []
     invoke_cli("--kb", b, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     lose_races(bare, 1)  # the retry merges the new upstream into the branch as it was, once

@@ -33,7 +33,7 @@ from ..store.worktree import require_no_hidden_edit
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
-from .snapshot import session_projects, written_on_both, written_on_either
+from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -51,8 +51,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
-        parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before)))
+        bases = merge_bases(store, (sha, before))
+        parted = bases[0] if bases else ""
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped))
         kb.reread()
@@ -76,16 +77,16 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         return result
 
 
-def merge_in(store: GitStore, ref: str, sha: str,
-             written: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
+def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
+             parted: str) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
     KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
-    ones git can hand the driver (``mergedriver.require_driver``)."""
+    ones git can hand the driver (``mergedriver.require_driver``); ``parted``: where HEAD and
+    ``sha`` parted (``snapshot.merge_bases``' first), "" with no common ancestor."""
     before = store.head()
     assert before is not None
-    parted = store.git("merge-base", before, sha, check=False).stdout.decode().strip()
     if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing
         _require_shown(store, parted, sha)
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
@@ -95,15 +96,16 @@ def merge_in(store: GitStore, ref: str, sha: str,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:
         attributes.unlink(missing_ok=True)
+    stopped: list[str] = []  # a merge git finished leaves no unmerged path to ask git for
     if proc.returncode != 0:
         stopped = unmerged(store)
         if not stopped:
             store.git_writing_index("merge", "--abort", check=False)
             raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-        settle(store, stopped, "MERGE_HEAD")
+        stopped = [] if settle(store, stopped, "MERGE_HEAD") else unmerged(store)
     if not merging(store):
         return None
-    _merge_added_alike(store, parted, before, sha)
+    _merge_added_alike(store, parted, before, sha, stopped)
     forget, edited = _forgotten_here(store, parted, before, sha)
     if forget:
         store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
@@ -112,7 +114,7 @@ def merge_in(store: GitStore, ref: str, sha: str,
         # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
         store.git_writing_index("update-index", "--index-info", input="".join(
             f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
-    stopped = unmerged(store)
+        stopped = unmerged(store)
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
         # way round from a rebase's.
@@ -137,12 +139,12 @@ def merging(store: GitStore) -> bool:
     return store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
 
 
-def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str) -> None:
+def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str, unresolved: list[str]) -> None:
     """Merge again, from the version both added, each memory both sides added alike since
     ``parted`` (a pull request merged by squash or rebase) and then changed: git's merge base
     predates the add, so git handed the driver an empty base, and it counted the revision both
-    sides hold twice (a topic key squash-merged, then revised on both sides)."""
-    unresolved = set(unmerged(store))
+    sides hold twice (a topic key squash-merged, then revised on both sides). ``unresolved``: the
+    paths the merge left unmerged, left as they are."""
     both = set(store.added_paths(parted, ours, f"{MEMORIES_DIR}/")) & set(store.added_paths(parted, theirs, f"{MEMORIES_DIR}/"))
     paths = sorted(rp for rp in map(store.repo_path, both) if rp not in unresolved)
     objects = store.objects

@@ -30,7 +30,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
-from .snapshot import session_projects, written_on_both, written_on_either
+from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,7 +50,8 @@ def rebase(kb: Context, upstream: str | None = None, action: str | None = None, 
 
 def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | None,
             rewrite_pushed: bool) -> RebaseResult:
-    remote, pushed, branch, parted, onto_commit, ours = kb.shared_remote(), 0, "", "", "", ""
+    remote, pushed, branch, onto_commit, ours = kb.shared_remote(), 0, "", "", ""
+    bases: list[str] = []  # where this branch as it was (``ours``) and the upstream parted
     with store.locked():
         if action is None:
             if upstream is None:
@@ -66,7 +67,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             args = ["-q", onto_commit]
             branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
             pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
-            parted, ours = _parted(store, "HEAD", onto_commit), store.head() or ""
+            ours = store.head() or ""
+            bases = merge_bases(store, (onto_commit, ours))
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
@@ -79,12 +81,12 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             if action == CONTINUE:  # pushed commits it rewrites still need the force push
                 branch, ours, onto_commit = _rebasing(store)
                 pushed = _pushed(store, remote, branch, ours, onto_commit)
-                parted = _parted(store, ours, onto_commit)
+                bases = merge_bases(store, (onto_commit, ours))
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = push_step(remote, branch, pushed, store.root, in_kb=True)
         # What either side's commits wrote since they parted (this branch as it was, ``ours``).
-        stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours)) if onto_commit else None)
+        stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours), bases) if onto_commit else None)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
         kb.reread()
@@ -94,6 +96,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
     if onto_commit:
+        parted = bases[0] if bases else ""
         if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
             result.session_projects = session_projects(store, (onto_commit, ours),
                                                        written_on_both(store, parted, (onto_commit, ours)))
@@ -128,11 +131,6 @@ def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = F
         return git(f"push --force-with-lease {words(remote, branch)}")
     # A sync would replay rewritten commits onto the pushed ones; a detached HEAD has no sync.
     return f"{kb} sync" if branch else f"{git('switch -c BRANCH')}, then {kb} sync"
-
-
-def _parted(store: GitStore, ours: str, onto: str) -> str:
-    """Where ``ours`` parted from ``onto`` (git's merge base), "" with no common ancestor."""
-    return store.git("merge-base", ours, onto, check=False).stdout.decode().strip()
 
 
 # The lines git's merge writes around each side of a conflict, at a line's start: a memory file

@@ -79,15 +79,21 @@ def written_on_both(store: GitStore, parted: str, sides: tuple[str, str]) -> lis
     return sorted(first.keys() & second.keys())
 
 
-def written_on_either(store: GitStore, sides: tuple[str, str]) -> list[str] | None:
+def merge_bases(store: GitStore, sides: tuple[str, str]) -> list[str]:
+    """Every best common ancestor of ``sides`` (``git merge-base --all``); the first is the one a
+    plain ``git merge-base`` names, so one call serves both questions."""
+    return store.git("merge-base", "--all", *sides, check=False).stdout.decode().split()
+
+
+def written_on_either(store: GitStore, sides: tuple[str, str], bases: list[str]) -> list[str] | None:
     """The KB paths of the memory and session files a commit of either of ``sides`` wrote since
     they parted, a merge's to each parent included: the files a merge or rebase of them can hand
     the KB's merge driver. Not only those both wrote on the whole: a rebase replays each commit,
     so a file one side edited and then put back is merged all the same; and git merges a renamed
     file under one side's name. None (every file: no list is exact) with no merge base, or more
     than one (a criss-cross merge first merges the bases, files older than either side's commits);
-    none where one side is where they parted (a fast-forward merges nothing)."""
-    bases = store.git("merge-base", "--all", *sides, check=False).stdout.decode().split()
+    none where one side is where they parted (a fast-forward merges nothing). ``bases``: theirs,
+    ``merge_bases``."""
     if len(bases) != 1:
         return None
     if bases[0] in sides:

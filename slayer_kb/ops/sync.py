@@ -55,7 +55,7 @@ from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at, session_projects, written_on_both, written_on_either
+from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch
 from .syncpush import push
 from .turn import Turn
@@ -349,13 +349,15 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         reset_keep(store, rewrite_commits(store, base, mapping))
     ours = store.head()
     assert ours is not None
-    if mapping:  # renumbered commits: where they part from the upstream, asked again
-        parted = store.git("merge-base", upstream, ours, check=False).stdout.decode().strip()
+    # Where they part, asked again (renumbered commits part elsewhere), with every base at once.
+    bases = merge_bases(store, (upstream, ours))
+    parted = bases[0] if bases else ""
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
     if merges:
-        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours)))
+        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
     elif (tip := replay(store, upstream, ours)) is None:
-        _rebase(store, remote, upstream_branch, upstream, bool(mapping), written_on_either(store, (upstream, ours)))
+        _rebase(store, remote, upstream_branch, upstream, bool(mapping),
+                written_on_either(store, (upstream, ours), bases))
     else:
         reset_keep(store, tip)
         if both:
@@ -455,11 +457,12 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
 
 
 def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
-           written: list[str] | None) -> None:
+           written: list[str] | None, parted: str) -> None:
     """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
-    as ``slayer-kb merge``; ``written``: the files either side's commits wrote); a conflict it
+    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``parted``: where
+    they parted); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
-    stopped = merge_in(store, name, upstream, written)
+    stopped = merge_in(store, name, upstream, written, parted)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
