@@ -88,10 +88,13 @@ def test_a_conflicts_git_steps_name_the_memory_file_as_one_word(tmp_path: Path, 
 def test_a_word_holding_bytes_or_controls_is_written_as_sh_reads_it() -> None:
     """Such a word was quoted as bash's $'k\\xffb', which sh (dash: agents run advice through
     'sh -c') read as $, k, backslash...: it is printf's output now, '-', '%', a quote and a
-    backslash kept; one ending in a line break, which a command substitution drops, keeps bash's form."""
-    words = [os.fsdecode(b"k\xffb"), "-a\tb%s'c\\d1", "x\n::error::forged"]
-    for shell in ("sh", "bash"):
+    backslash kept. One ending in a line break was still bash's $'k\\x0a' (a command substitution
+    drops trailing line breaks): they follow it now, quoted as themselves."""
+    words = [os.fsdecode(b"k\xffb"), "-a\tb%s'c\\d1", "x\n::error::forged", "k\xe9\n", "memories/x\n\n",
+             os.fsdecode(b"\x01\xff\n"), "\n"]
+    for shell in ("sh", "dash", "bash"):
         pasted = subprocess.run([shell, "-c", "printf '%s\\0' " + " ".join(map(shell_word, words))],
                                 capture_output=True, check=True).stdout
         assert pasted.split(b"\0")[:-1] == [os.fsencode(word) for word in words], shell
-    assert shell_word("k\xe9\n") == "$'k\xe9\\x0a'"
+    assert shell_word("k\xe9\n") == "k\xe9'\n'"
+    assert shell_word("a b\n\n") == "'a b''\n\n'"

@@ -143,9 +143,13 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     root = shlex.quote(str(watcher_read_only.root))
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(blocked_here))
     # `search fiscal -` is a usage error, given before stdin is read: a "-" past the text's slot;
-    # so is `update --learning -`, without the id it changes.
+    # so is `update --learning -`, without the id it changes. So is any error in the arguments,
+    # whether click's (an unknown option, a bad choice) or the command's own (no learning given,
+    # an empty -e, --all with --any), which the server finds before it asks for stdin.
     for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal",
-                 "search fiscal -", "update --learning -"):
+                 "search fiscal -", "update --learning -", "update kb.paid-revenue --learning - --bogus",
+                 "save --query -", "save - --scope nope", "--json save - --content x", "search --all --any -",
+                 "update kb.paid-revenue --learning - -e ''", "session-end s1 --summary - extra"):
         line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
         proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
                               timeout=60)

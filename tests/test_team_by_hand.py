@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from slayer_kb.ops import rebase, teamchecks
+from slayer_kb.store.leases import BLOCK
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
 
 
@@ -1754,6 +1755,30 @@ def test_a_merge_attribute_refuses_a_criss_cross_merge(tmp_path: Path, invoke_cl
     done = invoke_cli("--kb", b, "merge", "y")
     assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {UNION.format('memories/1.yaml')}\n")
     assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+
+
+def test_a_rebase_strips_links_from_a_memory_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """This branch's memory 101 links memory 1, which the other side forgot, and a sparse checkout
+    leaves 101 out: the rebase said '101.yaml:1: no such file' (sync would refuse to push it) and
+    kept the link. It strips it as in a full checkout, and leaves the file out."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "save", "See memory 1 for tax", "-e", "memory:1", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    git(b, "update-index", "-q", "--refresh")  # a copied clone's stat data, or git keeps the file
+    git(b, "sparse-checkout", "set", "--no-cone", "/*", f"!/memories/{BLOCK + 1}.yaml")
+    rebased = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stderr) == (0, ""), rebased.stderr
+    assert rebased.stdout.splitlines()[1:] == [f"  stripped links to forgotten memories: memory:1 from {BLOCK + 1}"], (
+        rebased.stdout)  # and no "sync will refuse to push these": "no such file"
+    assert "memory:1" not in git(b, "show", f"HEAD:memories/{BLOCK + 1}.yaml")
+    assert not (b / "memories" / f"{BLOCK + 1}.yaml").exists()
+    assert (git(b, "ls-files", "-v", f"memories/{BLOCK + 1}.yaml"), git(b, "status", "--porcelain")) == (
+        f"S memories/{BLOCK + 1}.yaml\n", "")
 
 
 def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:

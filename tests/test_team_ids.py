@@ -1019,3 +1019,18 @@ def test_a_claim_keeps_auto_ids_above_the_ones_handed_out_before_leases(tmp_path
         ids = IdLeases(GitStore(a)).take(BLOCK, 5000, lambda n: (a / "memories" / f"{n}.yaml").exists())
     assert ids[-3:] == [str(2 * BLOCK), "351", "352"]
     assert [run for run in runs("log") if "--diff-filter=A" in run] == []
+
+
+def test_a_claim_deleted_on_the_remote_is_made_again_by_the_next_sync(team, invoke_cli) -> None:
+    """A claim deleted on the remote (by hand, by a mirror push from an older clone) was never made
+    again: a clone that had not pulled the memory with the given number then leased its block,
+    and handed the same number out for another memory."""
+    bare, (x, y) = team
+    invoke_cli("--kb", x, "save", "X: mine", "-e", "shop.orders", "--id", f"{BLOCK + 1}", check=True)
+    holder = git(bare, "rev-parse", f"{CLAIMS}1").strip()
+    git(bare, "update-ref", "-d", f"{CLAIMS}1")
+    invoke_cli("--kb", x, "sync", check=True)
+    assert claimed_blocks(bare) == [f"{CLAIMS}1"] and git(bare, "rev-parse", f"{CLAIMS}1").strip() == holder
+    # y has not pulled memory 101: its first lease skips the claimed block, as before the deletion.
+    assert invoke_cli("--kb", y, "save", "Y: auto", "-e", "shop.orders", check=True).stdout.startswith(
+        f"Saved memory {2 * BLOCK + 1} (created)")

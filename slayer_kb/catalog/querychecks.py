@@ -142,12 +142,19 @@ def _parsed(text: str) -> ast.Expression | str:
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
 # (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)), count(distinct x) and
-# extract(year from x). CASE WHEN is rewritten too, by rules not repeated here: such a formula is
-# not checked.
+# extract(year from x); and CASE ... END, which the check reads as a call (``_case_lowered``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
 _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
-_CASE = re.compile(r"\bcase\b", re.I)
+# A CASE's tokens: a quoted string (whose words are no keywords), a name or dotted path (so
+# `orders.end` is no END), a bracket.
+_CASE_TOKEN = re.compile(
+    r"(?P<text>'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")|(?P<word>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)"
+    r"|(?P<open>[(\[])|(?P<close>[)\]])",
+    re.S,
+)
+_CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
+_Token = tuple[str, str, int, int]  # kind, text, start, end
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
@@ -166,9 +173,11 @@ def formula_problem(text: str) -> str | None:
             f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
             "i.e. count_distinct(x)."
         )
-    if _CASE.search(text):
-        return None
-    probe = _COLON_AGGREGATION.sub("_agg", text)
+    try:
+        probe = _case_lowered(text)
+    except _MalformedCase as exc:
+        return f"Malformed CASE expression in {text!r}: {exc}"
+    probe = _COLON_AGGREGATION.sub("_agg", probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
@@ -179,6 +188,88 @@ def formula_problem(text: str) -> str | None:
     if unspaced != text and formula_problem(unspaced) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+class _MalformedCase(ValueError):
+    """A CASE ... END SLayer refuses, in its words."""
+
+
+def _case_lowered(text: str) -> str:
+    """``text`` with each CASE ... END as a call Python parses, ``_case(OPERAND, 0, VALUE, ...,
+    ELSE or None)``, as SLayer's Mode-B parser lowers it to ``iif`` calls before Python reads the rest:
+    its values and operand as written, its conditions (SQL, which SLayer rewrites: `=`,
+    BETWEEN) as 0, their brackets still matched. A CASE opens one only where a WHEN follows it
+    (SLayer's rule): ``sum(case)`` names a column. ``_MalformedCase`` for one SLayer refuses."""
+    if "case" not in text.lower():
+        return text
+    tokens = [(m.lastgroup or "", m.group(), m.start(), m.end()) for m in _CASE_TOKEN.finditer(text)]
+    lowered, _ = _case_span(text, tokens, 0, 0, frozenset())
+    return lowered
+
+
+def _keyword(token: _Token) -> str | None:
+    word = token[1].upper()
+    return word if token[0] == "word" and word in _CASE_KEYWORDS else None
+
+
+def _opens_case(tokens: list[_Token], at: int) -> bool:
+    """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
+    depth = 0
+    for kind, _text, _start, _end in tokens[at + 1:]:
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            if not depth:
+                return False
+            depth -= 1
+        elif depth == 0 and (keyword := _keyword((kind, _text, _start, _end))) is not None:
+            return keyword == "WHEN"
+    return False
+
+
+def _case_span(text: str, tokens: list[_Token], at: int, start: int, stops: frozenset[str]) -> tuple[str, int]:
+    """The text from ``start`` (token ``at``) to a keyword of ``stops`` outside brackets, an
+    unmatched closing bracket or the end, each CASE in it lowered; and the token it stopped at."""
+    parts: list[str] = []
+    depth = 0
+    while at < len(tokens):
+        kind, _text, begins, _end = tokens[at]
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            if not depth:
+                break
+            depth -= 1
+        elif depth == 0 and _keyword(tokens[at]) in stops:
+            break
+        elif _keyword(tokens[at]) == "CASE" and _opens_case(tokens, at):
+            parts.append(text[start:begins])
+            lowered, at = _case(text, tokens, at)
+            parts.append(lowered)
+            start = tokens[at - 1][3]
+            continue
+        at += 1
+    parts.append(text[start:tokens[at][2] if at < len(tokens) else len(text)])
+    return "".join(parts).strip(), at
+
+
+def _case(text: str, tokens: list[_Token], at: int) -> tuple[str, int]:
+    """The CASE ... END at ``tokens[at]`` lowered, and the token after its END."""
+    operand, at = _case_span(text, tokens, at + 1, tokens[at][3], _CASE_KEYWORDS - {"CASE"})
+    arguments = [operand] if operand else []
+    while at < len(tokens) and _keyword(tokens[at]) == "WHEN":
+        _condition, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"THEN"}))
+        if at >= len(tokens) or _keyword(tokens[at]) != "THEN":
+            raise _MalformedCase("a WHEN branch is missing its THEN.")
+        value, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"WHEN", "ELSE", "END"}))
+        arguments += ["0", value]
+    otherwise = ""
+    if at < len(tokens) and _keyword(tokens[at]) == "ELSE":
+        otherwise, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"END"}))
+    arguments.append(otherwise or "None")  # last, as SLayer's: an empty THEN before it is refused
+    if at >= len(tokens) or _keyword(tokens[at]) != "END":
+        raise _MalformedCase("missing END.")
+    return f"_case({', '.join(arguments)})", at + 1
 
 
 def unspaced_colon(unspaced: str) -> str:

@@ -36,13 +36,22 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 class Preset:
     """What the server running a relayed command (server.py) hands it: its warm KB, the width
     of the terminal the command was typed in, whether it is a read run beside a write
-    (daemon/running.py), which leaves the KB's settings to the write, and whether the server
-    checked the command's settings already (``Runner.goes_beside``), so that it needs not again."""
+    (daemon/running.py), which leaves the KB's settings to the write, whether the server
+    checked the command's settings already (``Runner.goes_beside``), so that it needs not again,
+    and whether this is a run of its argument checks alone (``PastArguments``)."""
 
     kb: KnowledgeBase
     width: int
     beside: bool = False
     checked: bool = False
+    dry: bool = False
+
+
+class PastArguments(BaseException):  # noqa: N818 - a signal, not an error: nothing may catch it as one
+    """A command run for its argument checks alone (``Preset.dry``) got past them: it was about
+    to open its KB or read standard input. The server runs a command that may read stdin so
+    before it asks its client for the input (daemon/running.py): a usage error comes first and
+    leaves stdin unread, as in a process of its own."""
 
 
 class Settings:
@@ -82,6 +91,8 @@ class Settings:
     def kb(self) -> KnowledgeBase:
         if self._ready and self._kb is not None:  # a command's second call (validate's paths, then its KB)
             return self._kb
+        if self.preset is not None and self.preset.dry:
+            raise PastArguments
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).
         from ..kb import KnowledgeBase

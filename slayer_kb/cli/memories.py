@@ -243,7 +243,7 @@ def update(
     Example:
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
-    check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.kb().root)} edit "
+    check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.root())} edit "
                                    f"{words(memory_id)}'")
     result = settings.kb().update(
         memory_id,

@@ -28,10 +28,11 @@ AGAIN = READS | LOCAL_AT_A_TERMINAL
 
 # Where a command reads standard input for an argument "-" (cli/common.py's read_text_arg and
 # read_query): (its positional text, else a positional id it cannot run without; the options
-# whose "-" is stdin; every option of its that takes a value). The relay sends stdin for a "-"
-# there alone: a process reads none for `list --project -` or `save --title -`, and a client that
-# did ate the input of what came after it (a `while read` loop) or waited for a pipe that never
-# ends. tests/test_relay.py holds it to the CLI.
+# whose "-" is stdin; every option of its that takes a value). The relay offers stdin for a "-"
+# there alone (sent once the command got past its argument checks, server.py): a process reads
+# none for `list --project -` or `save --title -`, and a client that did ate the input of what
+# came after it (a `while read` loop) or waited for a pipe that never ends. tests/test_relay.py
+# holds it to the CLI.
 _SAVE = ("-e", "--entity", "--query", "--id", "--description", "--title", "--content", "--type", "--project",
          "--scope", "--topic-key", "--session")
 STDIN: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {

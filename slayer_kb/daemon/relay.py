@@ -15,7 +15,8 @@ user that nobody else can open, in a folder of this user. On Windows every comma
 own process.
 
 The server runs the same click command, in the client's current folder, environment and umask,
-with the client's stdin bytes (when the command reads them for a ``-``) and terminal size, and sends back the
+with the client's stdin bytes (when the command reads them for a ``-``: asked for once it got past its
+argument checks, so that a usage error leaves stdin unread) and terminal size, and sends back the
 bytes of stdout and stderr and the exit code: what the command would have printed here. Commands
 that talk to the terminal (``edit``, ``watch``, ``mcp``, help, a ``reindex`` that draws a
 progress bar, a ``sync`` run from a terminal, where git may ask for credentials) run here, and so does one whose ``@FILE`` is not a regular file (a pipe only this
@@ -76,6 +77,9 @@ QUEUE_SECONDS = 120.0
 # Frames the server sends after the acknowledgement. LOST: the write process running the command
 # died (the server lives on); the client settles the command by its id (settle.py).
 BEAT, START, RESULT, REFUSED, RETIRING, LOST = b".", b"S", b"R", b"F", b"U", b"L"
+# The server asks for the client's stdin (offered by a command that may read it) once the
+# command has got past its argument checks; the client answers with a frame of its bytes.
+INPUT = b"I"
 # Who stopped, in what a client whose command was cut short says.
 SERVER, WRITE_PROCESS = "the server", "the server's write process"
 GO = b"G"
@@ -454,25 +458,26 @@ def forward(argv: list[str]) -> Outcome:
 
 
 def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
-    stdin = None
-    if reads_stdin(argv):
-        if _isatty(sys.stdin) or sys.stdin is None:
-            return Outcome(None)  # typed at a terminal: read by the command itself, here
-        stdin = sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1)  # `yes | slayer-kb save -` read for ever
-    too_long = stdin is not None and len(stdin) > 4 * MAX_STDIN_CHARS
-    outcome = Outcome(None, start) if too_long else _exchange(conn, argv, root, command, start, stdin)
-    if outcome.code is None and stdin is not None:
+    offered = reads_stdin(argv)
+    if offered and (_isatty(sys.stdin) or sys.stdin is None):
+        return Outcome(None)  # typed at a terminal: read by the command itself, here
+    taken: list[bytes] = []
+    outcome = _exchange(conn, argv, root, command, start, offered, taken)
+    if outcome.code is None and taken:
         # The command runs here after all: it reads the bytes this process already took.
         import io
 
         original = sys.stdin
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding=original.encoding, errors=original.errors,
+        sys.stdin = io.TextIOWrapper(io.BytesIO(taken[0]), encoding=original.encoding, errors=original.errors,
                                      newline="\n")
     return outcome
 
 
 def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None,
-              stdin: bytes | None) -> Outcome:
+              offered: bool, taken: list[bytes]) -> Outcome:
+    """The request sent and its answer printed. ``offered``: the command may read stdin, which
+    the server asks for (``INPUT``) only once the command got past its argument checks, as a
+    process of its own reads it; what was read is put in ``taken``."""
     umask = os.umask(0o077)
     os.umask(umask)
     try:
@@ -482,7 +487,7 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
     request = {
         "argv": argv, "root": root, "cwd": cwd, "env": dict(os.environ), "umask": umask,
         "terminal": _terminal(), "streams": _streams(), "stamp": version_stamp(),
-        "stdin": stdin, "request": os.urandom(16).hex(),
+        "stdin": None, "input": offered, "request": os.urandom(16).hex(),
     }
     began = False
     try:
@@ -495,7 +500,12 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
                 if not began and time.monotonic() > give_up:
                     return Outcome(None)  # still not its turn: run it here (the server will not)
                 continue
-            if tag == START:
+            if tag == INPUT and offered and not taken and not began:
+                taken.append(sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1))  # `yes | slayer-kb save -` read for ever
+                if len(taken[0]) > 4 * MAX_STDIN_CHARS:
+                    return Outcome(None, start)  # run here, to be refused
+                send_frame(conn, taken[0])
+            elif tag == START:
                 conn.sendall(GO)
                 began = True
                 if yields(argv) and not priority.PER_THREAD:

@@ -111,6 +111,19 @@ def _printed(env: Mapping[str, str]) -> tuple[bool, ...]:
 
 
 
+class _PastArgumentsOnRead(io.RawIOBase):
+    """The standard input of a command run for its argument checks alone: reading it is going
+    past them (``Runner.gets_past_arguments``)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        from ..cli.common import PastArguments
+
+        raise PastArguments
+
+
 class _Recorder(io.BytesIO):
     """The bytes a command writes to stdout (1) or stderr (2), in one list in the order of the
     writes, so the client replays them interleaved as they happened."""
@@ -175,13 +188,15 @@ class _Command:
             columns = 0
         return columns if columns > 0 else 100
 
-    def run(self, kb: KnowledgeBase, beside: bool = False, checked: bool = False) -> int:
+    def run(self, kb: KnowledgeBase, beside: bool = False, checked: bool = False, dry: bool = False) -> int:
         """The click command's exit code; what it printed is in ``chunks``. ``checked``: its
-        settings were checked already (``Runner.goes_beside``)."""
+        settings were checked already (``Runner.goes_beside``); ``dry``: its argument checks
+        alone (``cli.common.PastArguments``, raised past them)."""
         from ..cli import Preset, cli
 
         try:
-            cli.main(args=list(self.request["argv"]), prog_name="slayer-kb", obj=Preset(kb, self.width(), beside, checked))
+            cli.main(args=list(self.request["argv"]), prog_name="slayer-kb",
+                     obj=Preset(kb, self.width(), beside, checked, dry))
             code = 0
         except SystemExit as exc:
             code = relay.exit_code(exc)
@@ -224,6 +239,26 @@ class Runner:
 
         env = _Command.environment(request)
         return _printed(env) == self._printed and settings_taken(env)
+
+    def refused_arguments(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]] | None:
+        """What the command of ``request``, which may read stdin, prints when it refuses its
+        arguments: click's parsing and whatever its function checks before it opens the KB or
+        reads stdin, run on this thread with neither (``Preset.dry``), whatever runs in its turn
+        (it changes nothing); None when they pass. That is its whole run: a process of its own
+        fails so and leaves stdin unread (a ``while read`` loop keeps its input; ``sleep 30 |``
+        is not waited for). Paths it prints are as typed from the client's folder, as a read
+        beside a write prints them."""
+        from ..cli.common import PastArguments
+
+        command = _Command(request)
+        stdin = io.TextIOWrapper(io.BufferedReader(_PastArgumentsOnRead()), encoding="utf-8")
+        try:
+            with problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
+                    _thread_streams(stdin, command.stdout, command.stderr):
+                code = command.run(self.kb, dry=True)
+        except PastArguments:
+            return None
+        return None if code == 0 else (code, _merged(command.chunks))
 
     @property
     def view(self) -> View:

@@ -271,10 +271,12 @@ class Server:
             if self._replaced():
                 beat.send(self._leaving())  # its client runs it on the KB there now
                 return
-            beside = self._runner.goes_beside(request)  # its settings checked, when yes
-            handled, result, started = self._beside(conn, beat, request) if beside else (False, None, False)
-            if not handled:
-                result = self._in_turn(conn, beat, request, started, checked=beside)
+            result = self._input(conn, beat, request) if request.get("input") else None
+            if result is None:
+                beside = self._runner.goes_beside(request)  # its settings checked, when yes
+                handled, result, started = self._beside(conn, beat, request) if beside else (False, None, False)
+                if not handled:
+                    result = self._in_turn(conn, beat, request, started, checked=beside)
             if result is None:
                 return  # refused, or the client went away: it was told, or it is gone
             with self._count:
@@ -288,6 +290,18 @@ class Server:
             with self._count:
                 self._active -= 1
                 self._last = time.monotonic()
+
+    def _input(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> Result | None:
+        """For a command that may read stdin, whose client offers it (``input``): what it prints
+        when it refuses its arguments, its whole run (``Runner.refused_arguments``); else None,
+        and the client's stdin, asked for now, is in ``request``. Asked for before its turn, so
+        that no command waits for a slow pipe; one slower than SILENT_SECONDS drops the
+        connection, and the client runs the command itself on what it read."""
+        refused = self._runner.refused_arguments(request)
+        if refused is None:
+            beat.send(relay.INPUT)
+            request["stdin"] = relay.recv_frame(conn, 4 * relay.MAX_STDIN_CHARS)
+        return refused
 
     def _start(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> bool:
         """Tell the client its command starts, and hear it confirm; False when it cannot (the

@@ -43,7 +43,7 @@ class Fetch:
         # the copy of a turn given back, or of a block ref deleted (only refs the refspecs name).
         watch = self.watch if self.blocks is None else None
         proc = talk(store, remote, "fetch", "-q", "--prune", "--no-auto-gc", remote,
-                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(watch[:1] if watch else ()),
+                    f"+refs/heads/{self.branch}:{self.tracking}", turn.refspec(), *(watch[0] if watch else ()),
                     config=("fetch.writeFetchHEAD=false", "fetch.showForcedUpdates=false"))
         # A remote without the branch yet (the first push) fails the fetch too: only a remote that
         # cannot be read stops the sync, which must never say "up to date" from a stale tracking ref.
@@ -57,16 +57,16 @@ class Fetch:
             if any(line.endswith(f"\trefs/heads/{self.branch}") for line in heads.splitlines()):
                 raise self._failed_here(proc.stderr)
             self._refuse_renamed(heads)
-        copies = [watch[1]] if watch and proc.returncode == 0 else []
+        copies = watch[1] if watch and proc.returncode == 0 else ()
         out = store.git("for-each-ref", "--format=%(objectname) %(refname)", self.tracking, turn.seen,
                         *copies).stdout.decode()
         tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
         if copies:
-            self.blocks = {int(ref[len(copies[0]):]): oid for ref, oid in tips.items()
-                           if ref.startswith(copies[0]) and ref[len(copies[0]):].isdigit()}
+            self.blocks, claimed = ({int(ref[len(prefix):]): oid for ref, oid in tips.items()
+                                     if ref.startswith(prefix) and ref[len(prefix):].isdigit()} for prefix in copies)
             # Before any renumbering draws ids: a block another clone took supplies none.
             with contextlib.suppress(KBError):
-                self.given_up += self.leases.keep(self.blocks)
+                self.given_up += self.leases.keep(self.blocks, claimed)
         return tips.get(self.tracking, ""), tips.get(turn.seen, "")
 
     def _failed_here(self, said: bytes) -> StoreError:

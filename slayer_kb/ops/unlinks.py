@@ -15,15 +15,16 @@ diff from where the sides parted does not hold (``git grep`` finds the few that 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path
-from ..core.memory import Memory, with_entities
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.memory import Memory, loads, with_entities
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .snapshot import CATALOG_DIRS, deleted_entities, under
+from .snapshot import CATALOG_DIRS, blobs_at, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -80,9 +81,15 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
     changes: list[Change] = []
     rewritten: dict[str, Memory] = {}
     found: dict[str, list[str]] = {}
+    # A memory a sparse checkout leaves out is read as HEAD holds it (where grep found it), and
+    # stripped as any other: its commit leaves it out of the work tree (worktree.left_out).
+    outside = [i for i in holders if not os.path.lexists(kb.root / memory_path(i))]
+    at_head = dict(zip(outside, blobs_at(store, [("HEAD", memory_path(i)) for i in outside]), strict=True))
     for memory_id in holders:
-        with contextlib.suppress(KBError):  # a file that does not parse: revalidation names it
-            memory, text = kb.read_with_text(memory_id)
+        with contextlib.suppress(KBError, UnicodeDecodeError):  # a file that does not parse: revalidation names it
+            held = at_head.get(memory_id)
+            text = held.decode("utf-8") if held is not None else None
+            memory, text = (loads(text, memory_id), text) if text is not None else kb.read_with_text(memory_id)
             kept = [entity for entity in memory.entities if not gone(entity)]
             if len(kept) < len(memory.entities):
                 changes.append(memory_change(memory, with_entities(text, memory, kept)))

@@ -72,8 +72,10 @@ OFFLINE_BLOCKS = 80_000_000
 SPARE = BLOCK // 2
 # A lease that races another clone for the same block tries the next free one this many times.
 ATTEMPTS = 12
-# Where sync's fetch copies the remote's block refs: refs/slayer-kb/seen-ids/<remote>/<k>.
+# Where sync's fetch copies the remote's block refs: refs/slayer-kb/seen-ids/<remote>/<k>, and
+# its claims: refs/slayer-kb/seen-claims/<remote>/<k>.
 SEEN = "refs/slayer-kb/seen-ids/"
+SEEN_CLAIMS = "refs/slayer-kb/seen-claims/"
 STATE_FILE = "slayer-kb-ids.json"
 LOCK_FILE = "slayer-kb-ids.lock"
 
@@ -108,6 +110,9 @@ class Leases:
     # The highest auto id in each block (offline ones left out) of every memory the history of a
     # commit ever added, and that commit: ``IdLeases._floor`` reads only the commits since.
     history: tuple[str, dict[int, int]] | None = None
+    # The blocks this clone claimed for numbers given with --id, with the commit of each claim's
+    # ref (block -> commit): a sync makes a claim deleted on the remote again (``IdLeases._keep``).
+    claims: dict[str, str] = field(default_factory=dict)
 
     def left(self) -> int:
         """Ids still in hand (some may turn out to be taken by files and be skipped)."""
@@ -116,7 +121,7 @@ class Leases:
     def to_json(self) -> dict[str, object]:
         return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
                 "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused,
-                "holders": self.holders,
+                "holders": self.holders, "claims": self.claims,
                 **({"history": [self.history[0], sorted(self.history[1].items())]} if self.history else {})}
 
 
@@ -276,30 +281,35 @@ class IdLeases:
                 return True
             # Created, or not: another clone claimed it first (the number is anyone's to give) or
             # the remote refuses our refs (as when it cannot be reached, a sync renumbers).
-            self._push(remote, CLAIMS, [block], f"claim ids {_span(block)} for memory {memory_id}")
+            created, _status = self._push(remote, CLAIMS, [block], f"claim ids {_span(block)} for memory {memory_id}")
+            if created:
+                held.claims.update(created)
+                self._save(held)
         return True
 
-    def watch(self, remote_name: str) -> tuple[str, str] | None:
-        """For ``sync``'s fetch from ``remote_name``, when ids are leased from it: (the refspec
-        that copies the remote's block refs, the prefix of the copies), so that ``keep`` checks
-        this clone's blocks at no cost of its own. None when ids are not leased from it."""
+    def watch(self, remote_name: str) -> tuple[tuple[str, str], tuple[str, str]] | None:
+        """For ``sync``'s fetch from ``remote_name``, when ids are leased from it: (the refspecs
+        that copy the remote's block refs and its claims, the prefixes of the copies), so that
+        ``keep`` checks this clone's blocks and claims at no cost of its own. None when ids are
+        not leased from it."""
         remote = self.remote()
         if remote is None or remote.name != remote_name:
             return None
-        return f"+{NAMESPACE}*:{SEEN}{remote_name}/*", f"{SEEN}{remote_name}/"
+        return ((f"+{NAMESPACE}*:{SEEN}{remote_name}/*", f"+{CLAIMS}*:{SEEN_CLAIMS}{remote_name}/*"),
+                (f"{SEEN}{remote_name}/", f"{SEEN_CLAIMS}{remote_name}/"))
 
-    def keep(self, seen: Mapping[int, str]) -> list[str]:
+    def keep(self, seen: Mapping[int, str], claimed: Mapping[int, str] | None = None) -> list[str]:
         """For ``sync``, right after its fetch (before a renumbering draws ids): check this clone's
         blocks against ``seen``, the remote's block refs as the fetch copied them (block ->
-        commit; ``_keep``). The spans of the blocks given up ("1-100"). Never raises for a remote
-        that cannot be reached."""
+        commit), and its claims against ``claimed``, the remote's claims (``_keep``). The spans of
+        the blocks given up ("1-100"). Never raises for a remote that cannot be reached."""
         remote = self.remote()
         if remote is None:
             return []
         with self._locked():
             held = self._load(remote)
             before = copy.deepcopy(held)
-            given_up = self._keep(remote, held, seen)
+            given_up = self._keep(remote, held, seen, claimed or {})
             if held != before:  # a sync that finds every block as the clone left it writes nothing
                 self._save(held)
         return [_span(k) for k in given_up]
@@ -327,33 +337,42 @@ class IdLeases:
                     self._lease(remote, held, floor, blocks=1, offline_ok=False)
             self._save(held)
 
-    def _keep(self, remote: Remote, held: Leases, seen: Mapping[int, str]) -> list[int]:
+    def _keep(self, remote: Remote, held: Leases, seen: Mapping[int, str], claimed: Mapping[int, str]) -> list[int]:
         """Every block this clone leased must stay leased on the remote, its ref at the commit
         this clone pushed there, or another clone may lease it and hand out its ids. A ref that
         is gone (deleted on the remote, the remote restored from its branches) is made again,
         only if it still does not exist; a block whose ref another clone made since, or that
         points at anything else, is given up (no id is drawn from it again: a number given with
-        --id in it is asked of the remote). One push, only when ``seen`` differs. The blocks
+        --id in it is asked of the remote). So is every claim this clone made (not in
+        ``claimed``): made again, or, claimed or leased by another clone since, no longer
+        this clone's to keep. One push, only when ``seen`` or ``claimed`` differs. The blocks
         given up."""
-        lost = {k: commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
+        for k in [k for k in held.claims if int(k) in seen or int(k) in claimed]:
+            if claimed.get(int(k)) != held.claims[k]:
+                del held.claims[k]  # another clone's claim or lease holds the block now
+        lost = {f"{NAMESPACE}{k}": commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
+        lost |= {f"{CLAIMS}{k}": commit for k, commit in held.claims.items() if int(k) not in claimed}
         if not lost:
             return []
         gone = self._absent(set(lost.values()))
         if gone:
             # A holder commit this clone no longer has (pruned once unreachable, the remote's ref
             # gone) would fail the whole push ("bad object"): those refs are made at a new one.
-            fresh = self._holder(f"lease ids {', '.join(_span(int(k)) for k, c in lost.items() if c in gone)} again")
-            lost = {k: fresh if c in gone else c for k, c in lost.items()}
-        outcome = claims.claim_each(self.store, remote.name, {f"{NAMESPACE}{k}": (c, "") for k, c in lost.items()}) or {}
+            spans = ", ".join(_span(int(ref.rsplit("/", 1)[1])) for ref, c in lost.items() if c in gone)
+            fresh = self._holder(f"hold ids {spans} again")
+            lost = {ref: fresh if c in gone else c for ref, c in lost.items()}
+        outcome = claims.claim_each(self.store, remote.name, {ref: (c, "") for ref, c in lost.items()}) or {}
         given_up = []
-        for k, commit in lost.items():
-            said = outcome.get(f"{NAMESPACE}{k}")
+        for ref, commit in lost.items():
+            said, k = outcome.get(ref), ref.rsplit("/", 1)[1]
+            mine = held.holders if ref.startswith(NAMESPACE) else held.claims
             if said == claims.CREATED:
-                held.holders[k] = commit
+                mine[k] = commit
             elif said == claims.TAKEN:
-                del held.holders[k]
-                held.blocks = [b for b in held.blocks if str(b[0]) != k]
-                given_up.append(int(k))
+                del mine[k]
+                if ref.startswith(NAMESPACE):
+                    held.blocks = [b for b in held.blocks if str(b[0]) != k]
+                    given_up.append(int(k))
         return sorted(given_up)
 
     def _absent(self, commits: set[str]) -> set[str]:
@@ -525,7 +544,8 @@ class IdLeases:
             held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
                           [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
                           int(data["highest"]), bool(data["refused"]),
-                          {str(k): str(c) for k, c in data.get("holders", {}).items()}, _history(data.get("history")))
+                          {str(k): str(c) for k, c in data.get("holders", {}).items()}, _history(data.get("history")),
+                          {str(k): str(c) for k, c in data.get("claims", {}).items()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return Leases(home, remote.url)
         if held.home != home:

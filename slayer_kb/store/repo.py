@@ -388,7 +388,8 @@ class GitStore:
         """Write the published commit ``new``'s files (``contents``) into the work tree, stage
         its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
         WorkTreeError says which files could not be written and how to finish."""
-        failed = worktree.write_files(self, contents)
+        outside = worktree.left_out(self, marks, contents)
+        failed = worktree.write_files(self, {path: data for path, data in contents.items() if path not in outside})
         if not failed:
             try:
                 self.stage(list(blobs), marks)

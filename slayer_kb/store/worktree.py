@@ -122,6 +122,9 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
         found[path] = staged
     if rewrites:
         marked = _changed_marked(store, marks if marks is not None else index_marks(store, kb_paths))
+        # A file a sparse checkout leaves out holds no work: its commit is made without it (``left_out``).
+        marked = {path: kinds for path, kinds in marked.items()
+                  if kinds != ("skip-worktree",) or os.path.lexists(store.root / path)}
         if marked:
             raise ConflictError(_marked_message(store.root, marked))
     unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(store.root / p)]
@@ -213,6 +216,16 @@ def _changed_marked(store: Repository, marks: IndexMarks) -> dict[str, tuple[str
             if marked[path][2] == blob:
                 del marked[path]
     return {path: marks for path, (marks, *_) in marked.items()}
+
+
+def left_out(store: Repository, marks: IndexMarks | None, kb_paths: Iterable[str]) -> set[str]:
+    """Those of ``kb_paths`` a sparse checkout leaves out: marked skip-worktree alone (in
+    ``marks``, as read under this command's lock) and absent from the work tree. A commit that
+    changes one stages its new version, marked as before, and leaves it out of the work tree,
+    as git's own merge and rebase do."""
+    found = marks.found if marks is not None else {}
+    return {path for path in kb_paths
+            if found.get(path, ((),))[0] == ("skip-worktree",) and not os.path.lexists(store.root / path)}
 
 
 def require_no_hidden_edit(store: Repository, kb_paths: Sequence[str]) -> None:
