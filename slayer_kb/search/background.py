@@ -24,12 +24,21 @@ from .index import Index
 RECHECK_SECONDS = 30.0
 
 
+def made_here() -> bool:
+    """Whether the warm server makes the sentence vectors itself (this thread): when its own
+    settings let it load the encoder. Else (``SLAYER_KB_NO_MEANING`` or ``SLAYER_KB_NO_ENCODER``
+    at its start, or no encoder) the commands it runs for clients that have search by meaning
+    leave them to the detached filler, as their own processes would, and its write process too."""
+    return encoder.installed()
+
+
 class SentenceFiller:
     def __init__(
         self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None
     ) -> None:
         self._index = index
-        index.background_vectors = False  # this thread makes them
+        self._here = made_here()
+        index.background_vectors = not self._here  # this thread makes them, if it runs
         self._claim: int | None = None  # filler.LOCK, held from the first pass on
         self._after = after  # the server's first sync and warm-up: the first pass waits for them
         self._guard = guard
@@ -51,7 +60,7 @@ class SentenceFiller:
         self._encoding = ThreadPoolExecutor(1, "slayer-kb encoder", priority.lower_thread, (steps,)) if steps else None
 
     def start(self) -> None:
-        if encoder.installed():
+        if self._here:
             self._thread.start()
             self._wake.set()
 
