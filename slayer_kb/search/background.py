@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, eviction, filler, placement
+from . import encoder, eviction, filler, placement, switches
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -38,6 +38,9 @@ class SentenceFiller:
     ) -> None:
         self._index = index
         self._here = made_here()
+        # The server's own settings, which this thread goes by while a command in its turn has
+        # its client's in os.environ (switches.py).
+        self._own = dict(os.environ)
         index.background_vectors = not self._here  # this thread makes them, if it runs
         self._claim: int | None = None  # filler.LOCK, held from the first pass on
         self._after = after  # the server's first sync and warm-up: the first pass waits for them
@@ -97,6 +100,10 @@ class SentenceFiller:
                     "pass_done": done, "pass_total": todo, "passes": self._passes, "filled": self._filled}
 
     def _loop(self) -> None:
+        with switches.given(self._own):
+            self._passes_until_stopped()
+
+    def _passes_until_stopped(self) -> None:
         while self._after is not None and not self._after.wait(0.2):
             if self._stop.is_set():
                 return

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from . import switches
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -248,8 +250,8 @@ def key() -> str | None:
 
 
 def turned_off() -> Unavailable | None:
-    """Why search by meaning is off when this process's environment turns it off, else None."""
-    return Unavailable("SLAYER_KB_NO_MEANING is set") if os.environ.get("SLAYER_KB_NO_MEANING") else None
+    """Why search by meaning is off when the command's settings turn it off (switches.py), else None."""
+    return Unavailable("SLAYER_KB_NO_MEANING is set") if switches.meaning_off() else None
 
 
 def _package() -> str | Unavailable:
@@ -269,9 +271,10 @@ def _installed() -> str | Unavailable:
 
 
 def load() -> Embedder | Unavailable:
-    """The embedder, loaded once per process, or why it cannot be. The environment is asked at
+    """The embedder, loaded once per process, or why it cannot be. The setting is asked at
     each call, not once: a server runs each command in its client's environment, one that turns
-    search by meaning off after a command that loaded the model (``SLAYER_KB_NO_MEANING``)."""
+    search by meaning off after a command that loaded the model (``SLAYER_KB_NO_MEANING``), with
+    reads beside it in the server's (switches.py)."""
     return turned_off() or _loaded()
 
 
