@@ -131,7 +131,8 @@ class Meaning:
                 and isinstance(self.embedder(), embedding.Embedder))
 
     def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
-        """The vectors table's rows for these memories ([] when search by meaning is off);
+        """The vectors table's rows for these memories ([] when no model is installed; rows
+        with no vector when this process has search by meaning turned off: ``make_left``);
         without ``static``, their static vectors and token ids pending (``fill_static``)."""
         model = self.embedder()
         if memories and embedding.turned_off() and embedding.key() is not None:
