@@ -767,3 +767,20 @@ def test_a_server_with_search_by_meaning_off_leaves_its_clients_theirs(notes_kb:
         for pid in _fillers(root):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+
+
+def test_the_servers_filler_goes_by_the_servers_settings_whatever_a_command_swapped_in(
+        notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm server's sentence filler makes its vectors with no turn held, beside a command in
+    its turn whose client's environment is in os.environ: a client's SLAYER_KB_NO_MEANING turned
+    the encoder off for the filler's pass too, which made nothing. It goes by the server's own
+    settings, from its start (search/switches.py)."""
+    from slayer_kb.search.background import SentenceFiller
+
+    filler_thread = SentenceFiller(notes_kb.index, contextlib.nullcontext)
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")  # a command in its turn, its client's setting
+    filler_thread.start()
+    try:
+        eventually(lambda: filler_thread.status()["filled"] == 4, "the filler's pass", 120)
+    finally:
+        filler_thread.stop()

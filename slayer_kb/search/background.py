@@ -88,8 +88,9 @@ class SentenceFiller:
 
     def status(self) -> dict[str, Any]:
         """Whether a pass is running, its progress, and how many live memories have a vector."""
-        if not encoder.installed():
-            return {"model": None, "reason": str(encoder.model_file())}
+        with switches.given(self._own):  # asked on a connection's thread, beside any command
+            if not encoder.installed():
+                return {"model": None, "reason": str(encoder.model_file())}
         # Never waits for the command lock: status answers while a command runs.
         with self._lock:
             done, todo = self._progress
