@@ -215,6 +215,47 @@ def test_a_read_that_turns_search_by_meaning_off_in_its_turn_answers_without_it(
     assert (code, chunks) == (alone.returncode, [(1, alone.stdout.encode())])
 
 
+def test_a_read_beside_a_write_in_its_turn_keeps_the_servers_search_by_meaning(
+        indexed_example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write the server runs in its turn itself (its write process could not start) runs with
+    its client's environment in ``os.environ``; a search beside it, whose settings are the
+    server's, answered as that client's settings say: one that set SLAYER_KB_NO_MEANING turned
+    search by meaning off for the reads beside its write. Each command's thread has the settings
+    of its own request (search/switches.py)."""
+    for name in ("stdin", "stdout", "stderr"):  # the runner's per-thread streams go with the test
+        monkeypatch.setattr(sys, name, getattr(sys, name))
+    root = indexed_example_kb.root
+    hook = root / ".git" / "hooks" / "post-index-change"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    runner = Runner(indexed_example_kb, lower_git=False)
+    search = {"argv": ["--json", "search", "money back to customers", "--limit", "3"], "cwd": os.getcwd(),
+              "env": dict(os.environ)}
+    with runner.view.hold():
+        alone = runner.beside(search)
+    (root / ".git" / "hold").write_text("a write in its turn")
+    save = {"argv": ["save", "a write in its turn", "-e", "shop.orders.amount"], "cwd": os.getcwd(),
+            "env": {**os.environ, "SLAYER_KB_NO_MEANING": "1"}}
+    saved: list[tuple[int, list[tuple[int, bytes]]]] = []
+
+    def write() -> None:
+        with runner.view.hold():  # as the server's turn holds it; the write lets go while git works
+            saved.append(runner(save))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        _until(lambda: (root / ".git" / "held").exists(), "the write held by the hook")
+        assert os.environ.get("SLAYER_KB_NO_MEANING") == "1"  # the client's, swapped in
+        with runner.view.hold():
+            beside = runner.beside(search)
+    finally:
+        (root / ".git" / "release").touch()
+        writer.join(120)
+    assert beside == alone
+    assert saved[0][0] == 0 and not os.environ.get("SLAYER_KB_NO_MEANING")
+
+
 def test_the_view_goes_to_a_waiting_write_before_a_read_and_is_given_away_while_released() -> None:
     view = View()
     order: list[str] = []

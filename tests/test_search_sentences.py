@@ -737,3 +737,50 @@ def test_reindex_makes_the_missing_vectors_with_a_progress_bar_on_a_terminal(not
     # The filler the first rebuild started to share its batches finds nothing left and exits
     # (lowered, it may take a while on a busy machine); none lingers.
     eventually(lambda: _fillers(root) == [], "the rebuild's filler to exit")
+
+
+@pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+def test_a_server_with_search_by_meaning_off_leaves_its_clients_theirs(notes_kb: KnowledgeBase,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm server started with SLAYER_KB_NO_MEANING makes no vector itself, but a client
+    without it gets what its own process would: the search runs in its turn, in the client's
+    environment, says how much the sentence vectors cover and starts the detached filler (the
+    server's own filler, off, used to promise them "in the background" and make none); once
+    they are made it finds the paraphrase (docs/server.md, "Streams, folder, environment")."""
+    root = notes_kb.root
+    notes_kb.close()
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")
+    watcher = Watcher(root)
+    monkeypatch.delenv("SLAYER_KB_NO_MEANING")
+    relayed = _env(SLAYER_KB_SERVER="manual")
+    try:
+        watcher.wait_for_line("Watching")
+        first = _cli(root, "search", K8S, env=relayed)
+        assert (first["warnings"], COVERAGE_NOTE.format(0, 4) in first["notes"]) == ([], True)
+        eventually(lambda: _coverage(root) == (4, 4), "the sentence vectors the search asked for", 120)
+        found = _cli(root, "search", K8S, env=relayed)
+        assert found["memories"][0]["id"] == "1" and found["warnings"] == []
+        assert not any(n.startswith("Sentence vectors cover") for n in found["notes"])
+        assert relay.control(root, "status")["served"] == 2  # both answered by the server
+    finally:
+        watcher.stop()
+        for pid in _fillers(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def test_the_servers_filler_goes_by_the_servers_settings_whatever_a_command_swapped_in(
+        notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm server's sentence filler makes its vectors with no turn held, beside a command in
+    its turn whose client's environment is in os.environ: a client's SLAYER_KB_NO_MEANING turned
+    the encoder off for the filler's pass too, which made nothing. It goes by the server's own
+    settings, from its start (search/switches.py)."""
+    from slayer_kb.search.background import SentenceFiller
+
+    filler_thread = SentenceFiller(notes_kb.index, contextlib.nullcontext)
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")  # a command in its turn, its client's setting
+    filler_thread.start()
+    try:
+        eventually(lambda: filler_thread.status()["filled"] == 4, "the filler's pass", 120)
+    finally:
+        filler_thread.stop()

@@ -73,3 +73,31 @@ def test_a_warm_process_loads_no_bad_row(example_kb: KnowledgeBase) -> None:
         found = [(m["id"], m["score"]) for m in warm.search(QUESTION).memories]
     assert found == expected
     assert rows(kb, ids[:3]) == good
+
+
+def every_row(kb: KnowledgeBase) -> dict[str, tuple]:
+    db = manifest(kb)
+    try:
+        return {r[0]: r[1:] for r in db.execute("SELECT id, vec, scale, svec FROM vectors")}
+    finally:
+        db.close()
+
+
+def test_a_command_with_search_by_meaning_off_leaves_the_vectors_to_the_next(indexed_example_kb: KnowledgeBase,
+                                                                             invoke_cli) -> None:  # noqa: ANN001
+    """SLAYER_KB_NO_MEANING turns search by meaning off for its process alone: a save under it
+    neither drops the other memories' vectors from the index (every one of them was deleted, and
+    the next command made them all again) nor makes its own memory's; the next command without
+    it makes that one and answers as before (docs/search.md, "The meaning channel")."""
+    kb, root = indexed_example_kb, indexed_example_kb.root
+    before = json_of(invoke_cli("--kb", root, "search", QUESTION, "--json"))["memories"]
+    kept = every_row(kb)
+    saved = invoke_cli("--kb", root, "save", "Parcels that miss the courier's cut-off leave on Monday",
+                       "--title", "Late parcels", "--json", env={"SLAYER_KB_NO_MEANING": "1"})
+    new = json_of(saved)["memory_id"]
+    assert every_row(kb) == {**kept, new: (None, None, None)}
+    after = json_of(invoke_cli("--kb", root, "search", QUESTION, "--json"))["memories"]
+    assert [hit["id"] for hit in after][:3] == [hit["id"] for hit in before][:3]
+    made = every_row(kb)
+    assert {m: row for m, row in made.items() if m != new} == kept
+    assert made[new][0] is not None and made[new][1] is not None

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import priority, problems
+from ..search import switches
 from ..store import requests
 from . import relay
 from .commands import READS, yields
@@ -99,14 +100,11 @@ def holds_the_view(request: dict[str, Any]) -> bool:
 
 
 # The only settings that change what search, get or list print: search by meaning (and by the
-# sentence encoder) turned off. The others are the server's (its idle time, workers, niceness),
-# a write's (size limit, git's time limits, author), or where the cache is.
-_PRINTED = ("SLAYER_KB_NO_MEANING", "SLAYER_KB_NO_ENCODER")
-
-
-def _printed(env: Mapping[str, str]) -> tuple[bool, ...]:
+# sentence encoder) turned off (search/switches.py). The others are the server's (its idle time,
+# workers, niceness), a write's (size limit, git's time limits, author), or where the cache is.
+def _printed(env: Mapping[str, str]) -> dict[str, bool]:
     """The settings of ``env`` a read's output depends on, as their readers take them: set or not."""
-    return tuple(bool(env.get(name)) for name in _PRINTED)
+    return switches.taken(env)
 
 
 
@@ -221,8 +219,10 @@ class Runner:
         self._lower_git = lower_git
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
-        # The process's own settings, before any command's environment replaced them.
-        self._printed = _printed(os.environ)
+        # The process's own settings, before any command's environment replaced them: a read
+        # beside a command in its turn goes by them, whatever that command put in os.environ.
+        self._own = dict(os.environ)
+        self._printed = _printed(self._own)
         _install_streams()
 
     def goes_beside(self, request: dict[str, Any]) -> bool:
@@ -288,7 +288,7 @@ class Runner:
                 self._store.request = request["request"]
                 if self._lower_git and yields(request["argv"]):
                     self._store.niceness = priority.niceness()  # the client's setting (its environment)
-            with _thread_streams(command.stdin, command.stdout, command.stderr):
+            with _thread_streams(command.stdin, command.stdout, command.stderr), switches.given(env):
                 code = command.run(self.kb, checked=checked)
         finally:
             self._store.request = None
@@ -314,7 +314,7 @@ class Runner:
         it prints are as typed from the client's folder (a ``cd`` step of a fix)."""
         command = _Command(request)
         with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
-                _thread_streams(command.stdin, command.stdout, command.stderr):
+                _thread_streams(command.stdin, command.stdout, command.stderr), switches.given(self._own):
             code = command.run(self.kb, beside=True, checked=True)
         return code, _merged(command.chunks)
 

@@ -244,11 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     steps = priority.niceness()
     conn = socket.socket(fileno=int(fd))
     from ..kb import KnowledgeBase
+    from ..search.background import made_here
     from .running import Runner
 
     kb = KnowledgeBase(root)
     kb.keep_warm()  # its file monitor: a look-up after its own commit needs no full check
-    kb.sentences_in_background = False  # the server's filler makes them
+    kb.sentences_in_background = not made_here()  # the server's filler makes them, if it runs
     with contextlib.suppress(Exception):  # only a head start: the first write checks again
         kb.ensure_fresh()
     runner = Runner(kb, lower_git=False)  # each write runs lower as a whole, its git with it

@@ -17,11 +17,19 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, eviction, filler, placement
+from . import encoder, eviction, filler, placement, switches
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
 RECHECK_SECONDS = 30.0
+
+
+def made_here() -> bool:
+    """Whether the warm server makes the sentence vectors itself (this thread): when its own
+    settings let it load the encoder. Else (``SLAYER_KB_NO_MEANING`` or ``SLAYER_KB_NO_ENCODER``
+    at its start, or no encoder) the commands it runs for clients that have search by meaning
+    leave them to the detached filler, as their own processes would, and its write process too."""
+    return encoder.installed()
 
 
 class SentenceFiller:
@@ -29,7 +37,11 @@ class SentenceFiller:
         self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None
     ) -> None:
         self._index = index
-        index.background_vectors = False  # this thread makes them
+        self._here = made_here()
+        # The server's own settings, which this thread goes by while a command in its turn has
+        # its client's in os.environ (switches.py).
+        self._own = dict(os.environ)
+        index.background_vectors = not self._here  # this thread makes them, if it runs
         self._claim: int | None = None  # filler.LOCK, held from the first pass on
         self._after = after  # the server's first sync and warm-up: the first pass waits for them
         self._guard = guard
@@ -51,7 +63,7 @@ class SentenceFiller:
         self._encoding = ThreadPoolExecutor(1, "slayer-kb encoder", priority.lower_thread, (steps,)) if steps else None
 
     def start(self) -> None:
-        if encoder.installed():
+        if self._here:
             self._thread.start()
             self._wake.set()
 
@@ -76,8 +88,9 @@ class SentenceFiller:
 
     def status(self) -> dict[str, Any]:
         """Whether a pass is running, its progress, and how many live memories have a vector."""
-        if not encoder.installed():
-            return {"model": None, "reason": str(encoder.model_file())}
+        with switches.given(self._own):  # asked on a connection's thread, beside any command
+            if not encoder.installed():
+                return {"model": None, "reason": str(encoder.model_file())}
         # Never waits for the command lock: status answers while a command runs.
         with self._lock:
             done, todo = self._progress
@@ -88,6 +101,10 @@ class SentenceFiller:
                     "pass_done": done, "pass_total": todo, "passes": self._passes, "filled": self._filled}
 
     def _loop(self) -> None:
+        with switches.given(self._own):
+            self._passes_until_stopped()
+
+    def _passes_until_stopped(self) -> None:
         while self._after is not None and not self._after.wait(0.2):
             if self._stop.is_set():
                 return

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from . import switches
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -233,8 +235,10 @@ def _weights(path: str) -> np.ndarray:
 def key() -> str | None:
     """The model's key when it can be loaded, else None, without loading it: a freshness check
     (every command) compares it with the stored vectors' key; only a search or a save needs the
-    model itself (importing numpy and tokenizers, reading the tables: ~130 ms)."""
-    found = _package()
+    model itself (importing numpy and tokenizers, reading the tables: ~130 ms). Whatever
+    ``SLAYER_KB_NO_MEANING`` says: the vectors on disk are every process's, and one that turns
+    search by meaning off for itself leaves them as they are (``Meaning.vector_rows``)."""
+    found = _installed()
     if isinstance(found, Unavailable):
         return None
     if not all(os.path.isfile(os.path.join(found, name)) for name in (TOKENIZER_FILE, WEIGHTS_FILE)):
@@ -245,15 +249,18 @@ def key() -> str | None:
     return None
 
 
-def _turned_off() -> Unavailable | None:
-    """Why search by meaning is off when this process's environment turns it off, else None."""
-    return Unavailable("SLAYER_KB_NO_MEANING is set") if os.environ.get("SLAYER_KB_NO_MEANING") else None
+def turned_off() -> Unavailable | None:
+    """Why search by meaning is off when the command's settings turn it off (switches.py), else None."""
+    return Unavailable("SLAYER_KB_NO_MEANING is set") if switches.meaning_off() else None
 
 
 def _package() -> str | Unavailable:
+    """The folder of the installed model package, or why there is none or it is turned off."""
+    return turned_off() or _installed()
+
+
+def _installed() -> str | Unavailable:
     """The folder of the installed model package, or why there is none."""
-    if off := _turned_off():
-        return off
     try:
         spec = importlib.util.find_spec(PACKAGE)
     except (ImportError, ValueError):
@@ -264,10 +271,11 @@ def _package() -> str | Unavailable:
 
 
 def load() -> Embedder | Unavailable:
-    """The embedder, loaded once per process, or why it cannot be. The environment is asked at
+    """The embedder, loaded once per process, or why it cannot be. The setting is asked at
     each call, not once: a server runs each command in its client's environment, one that turns
-    search by meaning off after a command that loaded the model (``SLAYER_KB_NO_MEANING``)."""
-    return _turned_off() or _loaded()
+    search by meaning off after a command that loaded the model (``SLAYER_KB_NO_MEANING``), with
+    reads beside it in the server's (switches.py)."""
+    return turned_off() or _loaded()
 
 
 @lru_cache(maxsize=1)

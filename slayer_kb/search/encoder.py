@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.inputs import whole_number
-from . import placement, rewrite, runtime, sentences, spans
+from . import placement, rewrite, runtime, sentences, spans, switches
 from .embedding import Unavailable as _Unavailable
 from .helper import helper
 from .spans import MAX_HEAD_CHARS, Span
@@ -413,7 +413,7 @@ def ready() -> Encoder | None:
 
 
 def _turned_off() -> bool:
-    return bool(os.environ.get("SLAYER_KB_NO_MEANING") or os.environ.get("SLAYER_KB_NO_ENCODER"))
+    return switches.encoder_off()
 
 
 def _mismatch(path: Path, found: str) -> Unavailable:

@@ -45,7 +45,7 @@ from ..store.repo import STATE_DIR
 from . import compaction, embedding, manifest, sentences, table, vectors, whoosh_internals, writing
 from .filling import Filling
 from .leaves import Leaves
-from .meaning import Meaning
+from .meaning import LEFT, Meaning
 from .reading import Reads
 from .schema import CODEC, FORMAT, SCHEMA, catalog_documents, memory_document
 from .sources import catalog_hash, file_bytes, file_signature
@@ -187,6 +187,8 @@ class Index(Reads, Meaning, Filling):
             return None
         if state.get("vectors") != self.vector_key():
             return None  # the model changed or came or went: a sync makes the vectors again
+        if self.vectors_left(state):
+            return None  # a process with search by meaning off left some: a sync makes them
         changed = self._changed_files(state)
         if changed:
             # The young files too: one may also have changed without changing its signature.
@@ -332,6 +334,7 @@ class Index(Reads, Meaning, Filling):
         if vectors_changed:
             self.refill_vectors(ix, db)
             state["vectors"] = self.vector_key()
+        vectors_changed = self.make_left(state) | self.note_left(state) | vectors_changed
         if only is None:
             listing = take_listing(self.memories)
             scanned = listing.signatures()
@@ -421,6 +424,7 @@ class Index(Reads, Meaning, Filling):
             # A large bulk write where a filler will make them leaves the static vectors to it.
             deferred = writer.bulk and len(embedded) >= DEFER_STATIC_AT and self.defers_static()
             vector_rows = self.vector_rows(embedded, static=not deferred)
+            deferred = self.note_left(state) or deferred
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])
@@ -436,7 +440,7 @@ class Index(Reads, Meaning, Filling):
         # to read their problems again (known_problems) without opening the database.
         new_state = {"format": FORMAT, "count": count, "digest": digest, "catalog": catalog_sig,
                      "catalog_bytes": catalog_bytes, "young": young, "vectors": state["vectors"],
-                     "problems": len(report.problems)}
+                     "problems": len(report.problems), **({LEFT: True} if state.get(LEFT) else {})}
         self._write_state(new_state)
         self.rows_committed()
         if self._meaning is not None and self._meaning_key == manifest.state_key(state) and not vectors_changed and not deferred:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# The index state's mark that rows wait for vectors a process with search by meaning turned off
+# did not make (``Meaning.vector_rows``), until a process that has it makes them (``make_left``).
+LEFT = "vectors_left"
+
 # What reading a damaged vectors table raises: SQLite's errors, and a row whose vector is not 256
 # bytes or whose scale is missing (numpy's ValueError and TypeError).
 DAMAGED = (sqlite3.Error, ValueError, TypeError)
@@ -63,6 +67,8 @@ class Meaning:
     # ``vector_rows`` made rows lacking a sentence vector: the filler is started once they are
     # committed (``rows_committed``), not before.
     _lacking = False
+    # ``vector_rows`` made rows with no vector at all, search by meaning being off here (``LEFT``).
+    _left = False
     # A warm server while its write process commits (daemon/writer.py): reads use the table as
     # it is, not one loaded again from the index the write is changing; ``take_in`` ends it.
     hold_table = False
@@ -76,6 +82,7 @@ class Meaning:
     _read_state: Callable[[], dict[str, Any] | None]
     _db: Callable[[], sqlite3.Connection]
     invalidate: Callable[..., None]
+    fill_static: Callable[..., int]
 
     def embedder(self) -> embedding.Embedder | embedding.Unavailable:
         return embedding.load()
@@ -124,9 +131,15 @@ class Meaning:
                 and isinstance(self.embedder(), embedding.Embedder))
 
     def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
-        """The vectors table's rows for these memories ([] when search by meaning is off);
+        """The vectors table's rows for these memories ([] when no model is installed; rows
+        with no vector when this process has search by meaning turned off: ``make_left``);
         without ``static``, their static vectors and token ids pending (``fill_static``)."""
         model = self.embedder()
+        if memories and embedding.turned_off() and embedding.key() is not None:
+            # Off for this process alone: the rows' vectors are left to the next process that
+            # has it, never dropped (another process's searches use them) nor made here.
+            self._left = True
+            return vectors.rows(memories, None)
         if not memories or not isinstance(model, embedding.Embedder):
             return []
         out: list[tuple[Any, ...]] = []
@@ -149,6 +162,29 @@ class Meaning:
             made, tokens = model.embed_with_tokens(texts)
             out.extend(vectors.rows(chunk, made, known, tokens))
         return out
+
+    def note_left(self, state: dict[str, Any]) -> bool:
+        """Mark ``state`` (about to be written) when ``vector_rows`` left rows without vectors;
+        whether it did."""
+        left, self._left = self._left, False
+        if left:
+            state[LEFT] = True
+        return left
+
+    def vectors_left(self, state: dict[str, Any]) -> bool:
+        """Whether ``state`` says rows wait for vectors that this process can make."""
+        return bool(state.get(LEFT)) and isinstance(self.embedder(), embedding.Embedder)
+
+    def make_left(self, state: dict[str, Any]) -> bool:
+        """Make the vectors rows were left without (``vector_rows``) when this process can: the
+        static ones here (0.3 ms a memory), the sentence ones by the filler, from the vector
+        cache when it holds them; ``state`` is no longer marked. Whether it was."""
+        if not self.vectors_left(state):
+            return False
+        self.fill_static()
+        del state[LEFT]
+        self.want_sentences()
+        return True
 
     def rows_committed(self) -> None:
         """The rows ``vector_rows`` made are committed: start the filler if some lack a sentence
