@@ -18,9 +18,13 @@ on import, as always: every cache is checked against its file's mtime and size.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import os
 import sys
+from collections.abc import Generator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,3 +35,31 @@ sys.dont_write_bytecode = False
 if "PYTEST_XDIST_WORKER" not in os.environ:
     for package in ("slayer_kb", "testing"):
         compileall.compile_dir(ROOT / package, quiet=1)
+
+
+def _shared_out(collector: pytest.Collector) -> bool:
+    """Whether every test module of ``collector``'s folder is collected (the folder is, or is
+    under, a folder the run was given): only then may a worker import its share of them early."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or not isinstance(collector, pytest.Directory):
+        return False
+    where = collector.config.invocation_params.dir
+    folders = [(where / arg).resolve() for arg in collector.config.args if "::" not in arg]
+    return any(collector.path.is_relative_to(folder) for folder in folders if folder.is_dir())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Each worker imports its share of a folder's test modules first, then collects them all in
+    order, as it would have. pytest rewrites a test module's asserts on its first import, and
+    keeps the result beside it (``__pycache__``): in a fresh clone, the three workers, collecting
+    the same modules in the same order, all rewrote every one of them at once (5 s of CPU each,
+    most of a worker's collection); taking a share each, they rewrite each module about once. A
+    module that fails to import is imported again by the collection, which reports it."""
+    report = yield
+    if _shared_out(collector):
+        modules = [node for node in report.result if isinstance(node, pytest.Module)]
+        share = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+        for module in modules[share::int(os.environ["PYTEST_XDIST_WORKER_COUNT"])]:
+            with contextlib.suppress(Exception, pytest.skip.Exception):
+                module.obj  # noqa: B018 - pytest's own import of the module, kept on its node
+    return report

@@ -5,8 +5,11 @@ PYTHONDONTWRITEBYTECODE is set (docs/testing.md)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
+
+import testing.bytecode
 
 
 def test_the_bytecode_plugin_loads_before_every_installed_plugin(pytestconfig: pytest.Config) -> None:
@@ -18,3 +21,54 @@ def test_the_bytecode_plugin_loads_before_every_installed_plugin(pytestconfig: p
     first = order.index("testing.bytecode")
     assert [name for name in installed if order.index(name) < first] == []
     assert sys.dont_write_bytecode is False
+
+
+def _shares(request: pytest.FixtureRequest, folder: Path, args: list[str], worker: str | None) -> list[pytest.Module]:
+    """The test modules of ``folder``, after ``testing.bytecode``'s collection hook ran over the
+    folder's report in ``worker`` (of 2) of a run given ``args``."""
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(request.config, "args", args)
+        mp.setattr(sys, "path", list(sys.path))  # the import puts the folder first
+        mp.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+        if worker is None:
+            mp.delenv("PYTEST_XDIST_WORKER", raising=False)
+        else:
+            mp.setenv("PYTEST_XDIST_WORKER", worker)
+        directory = pytest.Dir.from_parent(request.session, path=folder)
+        report = pytest.CollectReport(directory.nodeid, "passed", None, list(directory.collect()))
+        hook = testing.bytecode.pytest_make_collect_report(directory)
+        next(hook)
+        with pytest.raises(StopIteration) as stopped:
+            hook.send(report)
+        assert stopped.value.value is report
+        return [node for node in report.result if isinstance(node, pytest.Module)]
+    finally:
+        mp.undo()
+
+
+def test_each_worker_imports_its_share_of_a_folders_test_modules_first(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    # Each module notes its import; the last fails to import.
+    log = tmp_path / "imported"
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    for n in range(4):
+        body = f"open({str(log)!r}, 'a').write(__name__ + '\\n')\n" + ("raise RuntimeError('broken')\n" if n == 3 else "")
+        (folder / f"test_share_{n}.py").write_text(body + "def test_x():\n    assert True\n")
+    try:
+        assert len(_shares(request, folder, [str(tmp_path / "elsewhere")], "gw1")) == 4
+        assert not log.exists()  # a run not given the whole folder: collected as before
+        _shares(request, folder, [str(folder)], None)
+        assert not log.exists()  # not in a worker
+        modules = _shares(request, folder, [str(tmp_path)], "gw1")
+        assert log.read_text() == "test_share_1\ntest_share_3\n"
+        # Kept on its node: the collection does not import it again. The failed one it does,
+        # and it fails there as it would have.
+        assert modules[1].obj.__name__ == "test_share_1"
+        with pytest.raises(RuntimeError, match="broken"):
+            modules[3].obj  # noqa: B018
+        assert log.read_text() == "test_share_1\ntest_share_3\ntest_share_3\n"
+    finally:
+        for n in range(4):
+            sys.modules.pop(f"test_share_{n}", None)

@@ -972,24 +972,27 @@ def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) ->
     # command that only reads takes no lock, so imports no filelock (about 15 ms of a start);
     # the first search builds the index under the lock. Nor sqlite3 (the sentence cache's, which
     # only a search opens) or socket (a lease's host name, only a save takes one), nor
-    # concurrent.futures (a pool of threads, for many files at once).
+    # concurrent.futures (a pool of threads, for many files at once). Nor does any command but
+    # one that checks files against their schema (validate, last here) import jsonschema (0.1 s
+    # of CPU a process).
     kb = make_example_kb(tmp_path / "kb")
     probe = (
         "import json, sys\n"
         "from slayer_kb.cli import cli\n"
         "ran = []\n"
-        "for argv in (['get', '1'], ['show', '1'], ['log', '1'], ['validate'], ['sessions'], ['search', 'refunds']):\n"
+        "for argv in (['get', '1'], ['show', '1'], ['log', '1'], ['sessions'], ['search', 'refunds'], ['validate']):\n"
         "    try:\n"
         f"        cli.main(['--kb', {str(kb)!r}, '--json', *argv], prog_name='slayer-kb')\n"
         "    except SystemExit as exc:\n"
-        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy', 'filelock', 'sqlite3', 'socket', 'concurrent'})])\n"
+        "        ran.append([argv[0], exc.code, sorted({m.split('.')[0] for m in sys.modules} & {'whoosh', 'numpy', 'filelock', 'sqlite3', 'socket', 'concurrent', 'jsonschema'})])\n"
         "open('out.json', 'w').write(json.dumps(ran))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out.json").read_text()) == [
-        ["get", 0, []], ["show", 0, []], ["log", 0, []], ["validate", 0, []], ["sessions", 0, []],
+        ["get", 0, []], ["show", 0, []], ["log", 0, []], ["sessions", 0, []],
         ["search", 0, ["concurrent", "filelock", "numpy", "socket", "sqlite3", "whoosh"]],
+        ["validate", 0, ["concurrent", "filelock", "jsonschema", "numpy", "socket", "sqlite3", "whoosh"]],
     ]
     first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
     assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")

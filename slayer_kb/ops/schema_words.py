@@ -11,14 +11,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from ..core import yamlio
 from ..core.memory import KEY_ORDER, TIME_KEYS, TIMESTAMP, calendar_time, key_line, missing_key
 from ..core.text import kind_of
+
+if TYPE_CHECKING:
+    # Imported where a file is checked against a schema (``validate``, a sync's revalidation):
+    # 0.1 s of CPU a process that every other command's (a get, a save, a search) would pay.
+    import jsonschema
 
 # The record schemas live with the records (core/).
 SCHEMA_PATH = Path(__file__).parent.parent / "core" / "memory.schema.json"
@@ -31,6 +35,8 @@ def schema() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema())
     cls.check_schema(schema())
     return cls(schema())
@@ -38,6 +44,8 @@ def _validator() -> jsonschema.protocols.Validator:
 
 @lru_cache(maxsize=1)
 def _session_validator() -> jsonschema.protocols.Validator:
+    import jsonschema
+
     session_schema = json.loads(SESSION_SCHEMA_PATH.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(session_schema)
     cls.check_schema(session_schema)
