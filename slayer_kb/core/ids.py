@@ -65,11 +65,12 @@ def _refuse_a_name_of_an_id(given: str) -> None:
     for what, inner in (("a link to a memory", given.removeprefix("memory:")),
                         ("a memory's file", name.removesuffix(".yaml") if f"/{folder}".endswith(f"/{MEMORIES_DIR}") else given),
                         ("an id with blanks around it", given.strip())):
-        if inner != given and _is_id(inner):
+        if inner != given and is_valid_id(inner):
             raise InvalidIdError(f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '{inner}'.")
 
 
-def _is_id(text: str) -> bool:
+def is_valid_id(text: str) -> bool:
+    """Whether ``text`` passes :func:`check_id`."""
     try:
         check_id(text)
     except InvalidIdError:
