@@ -11,8 +11,8 @@ Each channel finds candidates among the memories the filters allow, with a score
 
 The candidates are ranked by the blend of their scores (fusion.py), once over all memories, then
 split into the two buckets. Memories named as ``memory:<id>``, by their id (the whole question)
-and by an exact topic key come first, whatever the channels say. A request whose every input was dropped returns nothing, with the
-warnings that say why, never unrelated memories.
+and by an exact topic key come first, whatever the channels say. A request whose every input was
+dropped returns nothing, with the warnings that say why, never unrelated memories.
 """
 
 from __future__ import annotations
