@@ -106,6 +106,8 @@ def _run(index: Index, request: Request) -> Found:
     question = request.question.strip()
     words = W.parse(question, request.full_names, request.unknown_names)
     topic = E.exact_query(question) if question else None
+    if topic is not None and not words and not index.scores(topic, _restriction(request, None), limit=1):
+        topic = None  # '!!!' is id-shaped, but names no memory: a question of no searchable words
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
