@@ -34,7 +34,7 @@ from .core.children import python_child
 from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError, StoreError, WorkTreeError
 from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
-from .core.memory import Memory, dumps
+from .core.memory import Memory, dumps, loads
 from .core.text import listed
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
@@ -151,6 +151,31 @@ class Transaction:
         for doc in docs:
             with contextlib.suppress(KBError):
                 yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
+        yield from self._committed_of_broken(query, {doc["id"] for doc in docs})
+
+    def _committed_of_broken(self, query: Lookup, found: set[str]) -> Iterator[tuple[Memory, str]]:
+        """HEAD's version, with its text, of each memory whose file broke since it was committed
+        (an edit by hand, unfinished) where ``query`` finds it. The index cannot read the file,
+        yet a commit builds on HEAD's version: a forget or a cascade that passed it by left HEAD's
+        links to what it deleted. Rewriting it rewrites the user's uncommitted work, which
+        ``rewrite`` refuses, or with ``force`` sets aside and plans again from HEAD."""
+        from .search import lookups  # with the index it queries: see Context.index
+
+        store, head = self.store, self.head()
+        broken = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
+                  if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
+        if not broken or head is None:
+            return
+        objects = store.objects
+        blobs = objects.blobs_at(objects.tree_of(head), broken.values())
+        for memory_id in sorted(broken, key=id_sort_key):
+            if (blob := blobs[broken[memory_id]]) is None:
+                continue  # never committed: no link of HEAD's to leave behind
+            with contextlib.suppress(KBError, UnicodeDecodeError):
+                text = objects.read("blob", blob).decode("utf-8")
+                memory = loads(text, memory_id)
+                if lookups.holds(query, memory.entities):
+                    yield memory, text
 
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list

@@ -791,3 +791,17 @@ def test_distinct_opening_a_later_argument_is_refused_as_slayer_refuses_it(
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         f"Error: measures[0].formula: Invalid Mode-B expression {formula!r}: DISTINCT is supported only as "
         "count(distinct x), i.e. count_distinct(x).\n"))
+
+
+def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # An agent copies the link from a memory's entities, or a person the file name from a pull
+    # request: the errors said only which characters ids may not hold.
+    root = example_kb_read_only.root
+    for given, what in (("memory:7", "a link to a memory"), ("memories/7.yaml", "a memory's file"),
+                        (" 7\n", "an id with blanks around it")):
+        for command in (("get",), ("forget",), ("update", "--title", "T"), ("timeline",)):
+            proc = invoke_cli("--kb", root, "--json", *command[:1], given, *command[1:])
+            message = f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '7'."
+            assert (proc.returncode, json_of(proc), proc.stderr) == (
+                1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n")

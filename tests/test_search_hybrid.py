@@ -205,6 +205,15 @@ def test_named_memories_and_topic_keys_come_first(example_read: KnowledgeBase) -
     assert merged[0]["id"] == "kb.paid-revenue"
 
 
+def test_a_question_that_is_a_memorys_id_finds_that_memory_first(
+        example_read: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # 'search 12' found nothing (no memory's text says 12), and 'search kb.net-revenue' ranked
+    # kb.paid-revenue above it: an exact id came first only written as memory:12.
+    for question, bucket in (("12", "example_queries"), ("kb.net-revenue", "example_queries"), (" 20 ", "memories")):
+        found = json_of(invoke_cli("--kb", example_read.root, "--json", "search", question, check=True))
+        assert found[bucket][0]["id"] == question.strip(), found
+
+
 def test_results_do_not_depend_on_how_the_index_was_built(payments_kb: KnowledgeBase) -> None:
     for n in range(6):
         payments_kb.save_observation(title=f"Cache note {n}", content="The page cache holds pages.", project="shop")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from slayer_kb.ops import rebase, teamchecks
+from slayer_kb.ops import observations, rebase, teamchecks
 from slayer_kb.store.leases import BLOCK
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
 
@@ -1828,3 +1828,22 @@ def test_a_rename_against_an_edit_is_a_stop_only_where_git_cannot_follow_it(
     assert (stop in checked.stdout) is not merge_tree, checked.stdout
     git(a, "merge", "-q", "--no-edit", "main")  # raises on a conflict
     assert "description: On main\n" in (a / "memories" / "150.yaml").read_text()
+
+
+def test_a_topic_key_two_clones_saved_keeps_the_later_saves_time_as_its_update(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A saves under a new key at 10:00, B under the same key at 10:05, then both sync: sync kept
+    # B's text and counted two revisions, yet showed no updated_at (the memory looked unchanged
+    # since 10:00, as old as A's text, so a later merge could prefer an older revision to it).
+    _bare, (a, b) = make_team(tmp_path)
+    topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
+    for root, at in ((a, "2026-12-01T10:00:00Z"), (b, "2026-12-01T10:05:00Z")):
+        monkeypatch.setattr(observations, "utc_now", lambda at=at: at)
+        invoke_cli("--kb", root, "save", f"Cache TTL from {root.name}", *topic, check=True)
+    for root in (a, b, a):
+        invoke_cli("--kb", root, "sync", check=True)
+    for root in (a, b):
+        shown = json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))
+        assert {key: shown[key] for key in ("learning", "revision_count", "created_at", "updated_at")} == {
+            "learning": "Cache TTL from b", "revision_count": 2,
+            "created_at": "2026-12-01T10:00:00Z", "updated_at": "2026-12-01T10:05:00Z"}

@@ -442,3 +442,28 @@ def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invok
     assert renumbered.stdout.startswith("Renumbered 1 memory onto other:\n  1 -> 4\n"), renumbered.stdout
     assert "memory:4" in git(root, "show", "HEAD:memories/2.yaml") and "memory:4" in git(root, "show", "HEAD:memories/3.yaml")
     assert_index_holds_head(root, "S memories/2.yaml\nh memories/3.yaml\nH memories/4.yaml\n")
+
+
+
+def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """7 links memory:3 and the model shop.refunds, and is mid-edit, its YAML broken: the index
+    cannot read it, so forget 3 and delete-model committed without it, leaving HEAD's 7 linking a
+    memory and a model no longer there, and said nothing. They refuse as for any unfinished work."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    (root / "memories" / "7.yaml").write_text(memory("Seven.", "memory:3", "shop.refunds"))
+    commit_all(root, "two memories")
+    broken = "learning: [Seven, unfinished\n"
+    (root / "memories" / "7.yaml").write_text(broken)
+    before = head(root)
+    for command in (("forget", "3"), ("delete-model", "shop.refunds")):
+        proc = invoke_cli("--kb", root, *command)
+        assert (proc.returncode, proc.stdout) == (1, ""), proc.stdout
+        assert proc.stderr.endswith("Error: " + one_file("memories/7.yaml", True) + "\n")
+    assert (head(root), (root / "memories" / "7.yaml").read_text()) == (before, broken)
+    proc = invoke_cli("--kb", root, "forget", "3", "--force")
+    assert (proc.stdout, proc.stderr) == (
+        "Forgot memory 3\n  stripped memory:3 from 7\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
+    assert git(root, "show", "HEAD:memories/7.yaml") == memory("Seven.", "shop.refunds")
+    assert (root / "memories" / "7.yaml.orig").read_text() == broken

@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 
 from .errors import InvalidIdError, NotFoundError
+from .locate import MEMORIES_DIR
 from .text import kind_of
 
 MAX_ID_BYTES = 200
@@ -51,7 +52,30 @@ def check_existing_id(memory_id: object, purpose: str) -> str:
     """:func:`check_id` where a command acts on an existing memory: an empty id is told to give
     the memory's id, ``purpose`` saying what the command does with it ("to forget")."""
     fix = f"give the id of the memory {purpose}"
+    if isinstance(memory_id, str):
+        _refuse_a_name_of_an_id(memory_id)
     return check_id(memory_id, f"{fix} ({_IDS_SHOWN})", tool_fix=f"{fix} ({_IDS_SHOWN_TO_TOOLS})")
+
+
+def _refuse_a_name_of_an_id(given: str) -> None:
+    """Refuse, naming the id, what names a memory but is not its id: the link ``memory:7`` an
+    agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
+    pull request, an id with blanks around it."""
+    folder, _, name = given.rpartition("/")
+    for what, inner in (("a link to a memory", given.removeprefix("memory:")),
+                        ("a memory's file", name.removesuffix(".yaml") if f"/{folder}".endswith(f"/{MEMORIES_DIR}") else given),
+                        ("an id with blanks around it", given.strip())):
+        if inner != given and is_valid_id(inner):
+            raise InvalidIdError(f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '{inner}'.")
+
+
+def is_valid_id(text: str) -> bool:
+    """Whether ``text`` passes :func:`check_id`."""
+    try:
+        check_id(text)
+    except InvalidIdError:
+        return False
+    return True
 
 
 def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | None = None) -> str:

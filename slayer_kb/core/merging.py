@@ -93,9 +93,13 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
         duplicates = newer.duplicate_count
     else:
         duplicates = _summed(base, ours, theirs, "duplicate_count")
+    created = min(ours.created_at, theirs.created_at)
     return newer.evolve(
         id=ours.id,
-        created_at=min(ours.created_at, theirs.created_at),
+        created_at=created,
+        # The later side's first save is a revision of the earlier side's memory: dated as one, as
+        # an upsert is, or the memory would look as old as the text it replaced.
+        updated_at=newer.updated_at or (newer.created_at if newer.created_at > created else None),
         revision_count=_summed(base, ours, theirs, "revision_count"),
         duplicate_count=duplicates,
         deleted_at=_forgotten((ours, at_ours), (theirs, at_theirs)),

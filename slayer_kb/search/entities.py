@@ -6,6 +6,7 @@ from __future__ import annotations
 from whoosh import query as Q
 
 from ..core.engram import normalize_topic_key
+from ..core.ids import is_valid_id
 
 MEMORY_PREFIX = "memory:"
 # A model's memories are found through their columns' tags too, ranked below exact tags.
@@ -32,12 +33,14 @@ def id_query(memory_ids: list[str]) -> Q.Query | None:
     return Q.Or([Q.Term("id", m) for m in memory_ids])
 
 
-def topic_query(question: str) -> Q.Query | None:
-    """A question containing '/' may be a topic key: that memory comes back first."""
-    if "/" not in question:
-        return None
-    key = normalize_topic_key(question)
-    return Q.Term("topic_key", key) if key else None
+def exact_query(question: str) -> Q.Query | None:
+    """The memory a question names exactly, which comes back first: the memory whose id is the
+    question (``search 12``, as ``get 12`` names it), or, for a question containing '/', whose
+    topic key it is."""
+    exact = [Q.Term("id", question)] if is_valid_id(question) else []
+    if "/" in question and (key := normalize_topic_key(question)):
+        exact.append(Q.Term("topic_key", key))
+    return Q.Or(exact) if exact else None
 
 
 def catalog_input_query(entities: list[str], boost: float) -> list[Q.Query]:

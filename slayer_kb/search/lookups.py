@@ -4,7 +4,7 @@ modules that run them need not know Whoosh or the index's field names."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TypeAlias
 
 from whoosh import query as Q
@@ -27,3 +27,19 @@ def tagged(entities: Iterable[str], *, under: bool = False) -> Lookup:
         if under:
             clauses.append(Q.Prefix("entities", entity + "."))
     return Q.And([memories(), Q.Or(clauses)])
+
+
+def holds(query: Lookup, entities: Collection[str]) -> bool:
+    """Whether ``query`` (made by ``memories`` or ``tagged``) finds a memory linking ``entities``,
+    asked of a memory the index cannot hold: the last committed version of a file broken since."""
+    if isinstance(query, Q.And):
+        return all(holds(part, entities) for part in query.subqueries)
+    if isinstance(query, Q.Or):
+        return any(holds(part, entities) for part in query.subqueries)
+    if isinstance(query, Q.Prefix) and query.fieldname == "entities":
+        return any(entity.startswith(query.text) for entity in entities)
+    if isinstance(query, Q.Term) and query.fieldname == "entities":
+        return query.text in entities
+    if query == memories():
+        return True
+    raise TypeError(f"not a look-up of this module: {query!r}")

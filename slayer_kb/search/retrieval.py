@@ -10,9 +10,9 @@ Each channel finds candidates among the memories the filters allow, with a score
 - entities: shared tags, precise above broad (entities.py).
 
 The candidates are ranked by the blend of their scores (fusion.py), once over all memories, then
-split into the two buckets. Memories named as ``memory:<id>`` and an exact topic key come first,
-whatever the channels say. A request whose every input was dropped returns nothing, with the
-warnings that say why, never unrelated memories.
+split into the two buckets. Memories named as ``memory:<id>``, by their id (the whole question)
+and by an exact topic key come first, whatever the channels say. A request whose every input was
+dropped returns nothing, with the warnings that say why, never unrelated memories.
 """
 
 from __future__ import annotations
@@ -105,7 +105,9 @@ def _run(index: Index, request: Request) -> Found:
     found = Found()
     question = request.question.strip()
     words = W.parse(question, request.full_names, request.unknown_names)
-    topic = E.topic_query(question) if question else None
+    topic = E.exact_query(question) if question else None
+    if topic is not None and not words and not index.scores(topic, _restriction(request, None), limit=1):
+        topic = None  # '!!!' is id-shaped, but names no memory: a question of no searchable words
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
