@@ -334,3 +334,23 @@ def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -
         release.set()
         thread.stop()
         kb.close()
+
+
+def test_the_units_pass_drops_the_stand_ins_of_the_texts_it_makes_final(tmp_path: Path) -> None:
+    """Texts whose final whole vectors the cache held (under WHOLE_KEY, from a version that
+    made no units) get them at once, beside stand-ins another clone's build cached: the pass
+    that makes their units keeps them under MODEL_KEY and drops those stand-ins."""
+    kb = _kb(tmp_path / "kb")
+    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    kb.close()
+    final, units = _cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)
+    with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE, isolation_level=None)) as db:
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    sentences.store_together({encoder.STAND_IN_KEY: {h: bytes(384) for h in final},
+                              encoder.STAND_IN_UNITS_KEY: {h: bytes(768) for h in final}})
+    again = KnowledgeBase(kb.root)  # a new process checks every text's units
+    again.index.background_vectors = False
+    assert again.index.fill_sentences(batch=2, workers=1) == 0
+    again.close()
+    assert (_cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)) == (final, units)
+    assert (_cached(encoder.STAND_IN_KEY), _cached(encoder.STAND_IN_UNITS_KEY)) == ({}, {})

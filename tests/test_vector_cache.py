@@ -22,6 +22,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, eviction, sentences
+from slayer_kb.search.background import SentenceFiller
 from slayer_kb.search.cachedir import folder
 from testing import Watcher, eventually
 
@@ -442,3 +443,31 @@ def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: Knowl
     assert empty_kb.index.fill_sentences() == 0
     assert eviction.trim(_in_use() * 2 // 3).texts > 0
     assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == digests
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's thread finds every final vector made and the KB's units evicted: its pass
+    makes only units, then evicts the texts used least recently."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    with _db() as db:
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    _store_texts(range(300))
+    _used_days_ago({n: 30 for n in range(300)})
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "1")
+    kb = KnowledgeBase(empty_kb.root)  # a new process checks every text's units
+    thread = SentenceFiller(kb.index, contextlib.nullcontext)
+    thread.start()
+    try:
+        eventually(lambda: sentences.held(encoder.UNITS_KEY, digests) == digests and _in_use() <= 900_000,
+                   "the thread to make the units and evict", 60)
+        assert kb.sentence_coverage() == (2, 2)
+    finally:
+        thread.stop()
+        kb.close()
+    assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300

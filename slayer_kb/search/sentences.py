@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,13 +230,16 @@ def store(model: str, found: Mapping[str, bytes]) -> bool:
     return store_together({model: found})
 
 
-def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
+def store_together(found: Mapping[str, Mapping[str, bytes]], replaces: Mapping[str, Sequence[str]] | None = None) -> bool:
     """Keep these vectors (model key -> hash -> packed vector) in one transaction, their texts
     used today: an eviction (which removes a text's vectors together) sees all of them or none,
-    so a text's whole vector under ``MODEL_KEY`` never stands without its units. Whether they
-    were kept: a cache that cannot be written (no folder, a read-only or full file, busy past
-    the timeout) is skipped, and ``keeps`` says so from then on (not for a busy one)."""
+    so a text's whole vector under ``MODEL_KEY`` never stands without its units. ``replaces``:
+    a key of ``found`` -> the keys whose rows of the texts stored under it go in the same
+    transaction (a text's stand-ins, once its final vector is kept). Whether they were kept: a
+    cache that cannot be written (no folder, a read-only or full file, busy past the timeout)
+    is skipped, and ``keeps`` says so from then on (not for a busy one)."""
     rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
+    gone = [(old, h) for model, olds in (replaces or {}).items() for h in found.get(model, {}) for old in olds]
     if not rows:
         return True
     db = connect()
@@ -249,6 +252,7 @@ def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
             db.execute("BEGIN")
             db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
             db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
+            db.executemany("DELETE FROM sentences WHERE model = ? AND hash = ?", gone)
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             _unkept_if_lasting(exc)  # closing the connection rolls the transaction back
