@@ -179,6 +179,51 @@ def test_maintenance_keeps_the_cache_within_its_bound_and_says_what_it_freed(emp
                                      "problem": None}
 
 
+def _auto_vacuum() -> int:
+    with _db() as db:
+        return int(db.execute("PRAGMA auto_vacuum").fetchone()[0])
+
+
+def test_maintenance_gives_the_free_pages_back_a_step_at_a_time_while_stores_land(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A VACUUM held the cache's write lock while it rewrote the whole file (tens of seconds at
+    2 GB): a warm server's store that waited past its 30 s was skipped. A cache gives its free
+    pages back a few pages a transaction, and a store that does not wait lands between two."""
+    _store_texts(range(300))
+    assert _auto_vacuum() == 2  # INCREMENTAL: made so
+    _used_days_ago({n: 300 - n for n in range(300)})
+    monkeypatch.setattr(eviction, "_STEP_BYTES", 32 * 4096)
+    real, landed = eviction._vacuum_step, []
+
+    def step_then_store(db: sqlite3.Connection, pages: int) -> None:
+        real(db, pages)
+        with monkeypatch.context() as waits:
+            waits.setattr(sentences, "_TIMEOUT", 0)  # as a store behind a long write would give up
+            landed.append(sentences.store(encoder.MODEL_KEY, {_digest(1000 + len(landed)): bytes(encoder.DIMENSIONS)}))
+
+    monkeypatch.setattr(eviction, "_vacuum_step", step_then_store)
+    proc = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert "removed the vectors of" in proc.stdout and len(landed) >= 3 and all(landed)
+    assert _kept(encoder.MODEL_KEY) >= set(range(1000, 1000 + len(landed)))
+    assert eviction.on_disk() == _in_use() <= 1_000_000  # every free page given back
+
+
+def test_a_cache_made_without_auto_vacuum_gets_it_at_a_vacuum_only_if_small(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    folder().mkdir(parents=True)
+    with _db() as db:  # as a version before made it
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(OLD_SCHEMA)
+    _store_texts(range(300))
+    assert _auto_vacuum() == 0
+    monkeypatch.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
+    invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert (_auto_vacuum(), eviction.on_disk() > 1_000_000 >= _in_use()) == (0, True)  # no VACUUM: its free pages kept
+    monkeypatch.undo()
+    invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert (_auto_vacuum(), eviction.on_disk() == _in_use() <= 1_000_000) == (2, True)
+
+
 def test_maintenance_says_why_it_could_not_trim_the_cache(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
     _store_texts(range(300))
     path, size = folder() / sentences.FILE, f"{eviction.on_disk() / 1e6:.1f}"
