@@ -91,6 +91,27 @@ def test_rows_under_keys_no_longer_read_go_first_even_used_today() -> None:
     assert _kept(retired) == set() and again.texts > 0
 
 
+def test_keys_another_installed_version_reads_are_evicted_by_last_use_not_first(tmp_path: Path) -> None:
+    """Two versions sharing the cache, each reading keys of its own: each evicted the other's
+    vectors first, as keys it never reads. Keys another version read lately go by their texts'
+    last use, with this version's; one not read for ``KEY_KEPT_DAYS`` goes first."""
+    other = ("all-MiniLM-L6-v2-int8-mean-passages128-late-units-v5", "all-MiniLM-L6-v2-int8-late-units-v5")
+    _store_texts(range(100))
+    for key in other:
+        sentences.store(key, {_digest(n): bytes(UNIT_BYTES) for n in range(100)})
+    sentences.mark_daily(tmp_path / "marked-day", list, other)  # the other version's filler, today
+    _used_days_ago({n: 100 - n for n in range(100)})
+    trimmed = eviction.trim(_in_use() // 2)
+    kept = _kept(encoder.MODEL_KEY)
+    assert trimmed.unread_rows == 0 and 0 < trimmed.texts == 100 - len(kept)
+    assert _kept(other[0]) == _kept(other[1]) == _kept(encoder.UNITS_KEY) == kept == set(range(trimmed.texts, 100))
+    with _db() as db:
+        db.execute("UPDATE read_keys SET day = day - ? WHERE model = ?", (eviction.KEY_KEPT_DAYS + 1, other[0]))
+    again = eviction.trim(_in_use() * 3 // 4)  # every row of the key not read lately first, then the oldest texts
+    assert (again.unread_rows, _kept(other[0])) == (len(kept), set())
+    assert _kept(other[1]) == _kept(encoder.MODEL_KEY) == set(range(trimmed.texts + again.texts, 100))
+
+
 def test_every_key_this_version_reads_is_kept_before_the_others() -> None:
     """A key added to encoder.py and left out of READ_KEYS would be evicted first."""
     keys = {value for name, value in vars(encoder).items() if name.endswith("_KEY") and isinstance(value, str)}

@@ -5,7 +5,9 @@ vectors behind, and a model key a new version no longer reads leaves all of its.
 the file uses pass the bound, vectors are removed until they are at ``LOW_WATER`` of it: first
 the rows under keys this version never reads (``READ_KEYS``), then the texts used least
 recently, each text's vectors together (its whole vector and its units: the filler takes a
-whole vector under ``MODEL_KEY`` to mean its units are kept). A text's day of last use is kept
+whole vector under ``MODEL_KEY`` to mean its units are kept). Keys another version installed
+beside this one read lately (``KEY_KEPT_DAYS``) count as read: two versions sharing the cache
+would otherwise each evict the other's vectors first. A text's day of last use is kept
 by the look-ups of the processes that index it or fill its vectors (``sentences.lookup``). Nothing a KB needs is lost: its memories'
 vectors are in its own index, and a vector evicted that a KB asks for again (a rebuild, a new
 clone, a text's units) is made again by its filler.
@@ -53,6 +55,9 @@ _CONVERT_MAX = 256 << 20
 # A row's bytes besides its vector (its key and the b-tree's cell), for the estimate of how many to pick.
 _ROW_BYTES = 100
 LOCK = sentences.FILE + ".evict.lock"
+# Days a key another version read (``sentences.mark_read``) counts as read here: that version's
+# filler marks its keys once a day, so one not run for a month has its rows evicted first.
+KEY_KEPT_DAYS = 30
 # Every key this version reads from the cache (encoder.py; a test checks that none is left out).
 READ_KEYS = (encoder.MODEL_KEY, encoder.UNITS_KEY, encoder.WHOLE_KEY, encoder.FITTING_KEY, encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)
 
@@ -100,8 +105,11 @@ def _within(limit: int, vacuum: bool) -> CacheTrim:
         try:
             target = int(limit * LOW_WATER)
             if _in_use(db) > limit:
-                unread = _unread(db, target, set(READ_KEYS))
-                texts = _least_used(db, target, list(READ_KEYS))
+                day = sentences.today()
+                sentences.mark_read(db, READ_KEYS, day)
+                kept = _kept_keys(db, day)
+                unread = _unread(db, target, set(kept))
+                texts = _least_used(db, target, kept)
             if vacuum:
                 _give_back(db)
         except sqlite3.Error as error:
@@ -163,6 +171,15 @@ def _vacuum_step(db: sqlite3.Connection, pages: int) -> None:
     """Give back up to ``pages`` free pages in one transaction."""
     # executescript runs the pragma to its end (it frees a page a step): execute frees one.
     db.executescript(f"BEGIN IMMEDIATE; PRAGMA incremental_vacuum({int(pages)}); COMMIT;")
+
+
+def _kept_keys(db: sqlite3.Connection, day: int) -> list[str]:
+    """The keys whose rows are evicted by their texts' last use: ``READ_KEYS``, and those
+    another version installed beside this one read in the last ``KEY_KEPT_DAYS``
+    (``sentences.mark_read``)."""
+    others = [m for (m,) in db.execute("SELECT model FROM read_keys WHERE day >= ? ORDER BY model",
+                                       (day - KEY_KEPT_DAYS,)) if m not in READ_KEYS]
+    return [*READ_KEYS, *others]
 
 
 def _models(db: sqlite3.Connection) -> list[str]:

@@ -42,7 +42,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, manifest, sentences, table, vectors, whoosh_internals, writing
+from . import compaction, embedding, eviction, manifest, sentences, table, vectors, whoosh_internals, writing
 from .filling import Filling
 from .leaves import Leaves
 from .meaning import Meaning
@@ -128,7 +128,7 @@ class Index(Reads, Meaning, Filling):
 
         if not stop():
             with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
-                sentences.mark_daily(self.dir / MARKED_FILE, texts)
+                sentences.mark_daily(self.dir / MARKED_FILE, texts, eviction.READ_KEYS)
         return made
 
     def warm_up(self) -> None:

@@ -82,6 +82,10 @@ _SETUP = (
     # used and evicted together. Apart from ``sentences``, whose rows a version before this one
     # still writes three columns at a time.
     "CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
+    # The day each key was last read by a version that reads it (``mark_read``): two versions
+    # installed side by side share the cache, and each one's keys count as read by both
+    # (eviction.py).
+    "CREATE TABLE IF NOT EXISTS read_keys (model TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
 )
 
 
@@ -299,30 +303,38 @@ def keeps() -> bool:
     return folder() not in _unkept
 
 
-def mark_daily(path: Path, texts: Callable[[], list[str]]) -> None:
-    """Mark a KB's ``texts`` (their hashes, read only when due) used today, once a day: ``path``
-    (in the KB's derived state) holds the day last marked. A search's look-ups mark nothing
-    (``lookup``), so a KB that is mostly searched would otherwise look least used and lose its
-    texts' units first; its filler calls this after each pass instead. A cache busy past the
-    timeout, or one this user cannot write, is tried again at the next pass."""
+def mark_daily(path: Path, texts: Callable[[], list[str]], keys: Sequence[str]) -> None:
+    """Mark a KB's ``texts`` (their hashes, read only when due) used today, and the ``keys``
+    this version reads read today (``mark_read``), once a day: ``path`` (in the KB's derived
+    state) holds the day last marked. A search's look-ups mark nothing (``lookup``), so a KB
+    that is mostly searched would otherwise look least used and lose its texts' units first;
+    its filler calls this after each pass instead. A cache busy past the timeout, or one this
+    user cannot write, is tried again at the next pass."""
     day = today()
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8").strip() == str(day):
-            return
-    if folder() in _unkept or not _mark_all(texts(), day):
+    if marked_today(path) or folder() in _unkept:
         return  # (a cache this process could not write to: not its texts read each pass)
-    with contextlib.suppress(OSError):
-        path.write_text(f"{day}\n", encoding="utf-8")
+    if _mark_all(texts(), keys, day):
+        with contextlib.suppress(OSError):
+            path.write_text(f"{day}\n", encoding="utf-8")
 
 
-def _mark_all(digests: list[str], day: int) -> bool:
+def marked_today(path: Path) -> bool:
+    """Whether ``mark_daily`` marked the texts of the KB whose day file is ``path`` today."""
+    try:
+        return path.read_text(encoding="utf-8").strip() == str(today())
+    except OSError:
+        return False
+
+
+def _mark_all(digests: list[str], keys: Sequence[str], day: int) -> bool:
     """Mark these texts used on ``day``, those the cache holds a day for, a few thousand a
-    transaction (a store meanwhile waits for one at most)."""
-    db = connect() if digests else None
+    transaction (a store meanwhile waits for one at most), and ``keys`` read on it."""
+    db = connect()
     if db is None:
-        return not digests
+        return False
     with contextlib.closing(db):
         try:
+            mark_read(db, keys, day)
             for at in range(0, len(digests), _DROP_CHUNK):
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
@@ -331,6 +343,19 @@ def _mark_all(digests: list[str], day: int) -> bool:
         except sqlite3.Error:
             return False  # closing the connection rolls back the transaction it was in
     return True
+
+
+def mark_read(db: sqlite3.Connection, keys: Sequence[str], day: int) -> None:
+    """Note ``keys`` as read on ``day`` by this version, through ``db`` (one transaction)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("INSERT INTO read_keys VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET day = excluded.day "
+                       "WHERE excluded.day > day", [(key, day) for key in keys])
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):  # the error raised is the write's, not this
+            db.execute("ROLLBACK")
+        raise
 
 
 def drop(model: str) -> int:
