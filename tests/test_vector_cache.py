@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import encoder, eviction, sentences
+from slayer_kb.search import encoder, eviction, filler, sentences
 from slayer_kb.search.background import SentenceFiller
 from slayer_kb.search.cachedir import folder
 from testing import Watcher, eventually
@@ -537,3 +537,32 @@ def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: 
         thread.stop()
         kb.close()
     assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    """One-shot searches looked the KB's sentences up without marking them (a write a search),
+    and with every vector made no filler ran to mark them: the KB's texts looked least recently
+    used. The first search of a day has a detached filler mark them; the others start none."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    marked = empty_kb.index.dir / "cache-marked-day"
+    marked.write_text(f"{sentences.today() - 3}\n")  # days later
+    with _db() as db:
+        db.execute("UPDATE used SET day = day - 3")
+
+    def days() -> set[int]:
+        with _db() as db:
+            return {day for (day,) in db.execute(f"SELECT day FROM used WHERE hash IN ({', '.join('?' * len(digests))})", list(digests))}
+
+    searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+    eventually(lambda: days() == {sentences.today()} and marked.read_text() == f"{sentences.today()}\n", "the filler to mark them", 60)
+    eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit")
+    invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert not filler.filling(empty_kb.root)  # marked today: no filler started
+
