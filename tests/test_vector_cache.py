@@ -237,10 +237,10 @@ def test_a_cache_made_without_auto_vacuum_gets_it_at_a_vacuum_only_if_small(
         db.execute(OLD_SCHEMA)
     _store_texts(range(300))
     assert _auto_vacuum() == 0
-    monkeypatch.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
-    invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    with monkeypatch.context() as small:
+        small.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
+        invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() > 1_000_000 >= _in_use()) == (0, True)  # no VACUUM: its free pages kept
-    monkeypatch.undo()
     invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() == _in_use() <= 1_000_000) == (2, True)
 
