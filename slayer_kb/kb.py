@@ -318,6 +318,12 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             return self.index.fill_sentences(progress, guard=self.store.locked, stand_ins=True)
         return self.index.fill_sentences(progress)
 
+    def mark_vectors_used(self) -> None:
+        """Mark this KB's texts used today in the user's vector cache, once a day
+        (``Index.mark_used``), holding the KB lock while the index is read: a detached filler
+        started by a search that found every vector made."""
+        self.index.mark_used(self.store.locked)
+
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         with self.store.locked():
             report = self.index.sync(progress=progress, full=True)

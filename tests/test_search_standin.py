@@ -175,6 +175,29 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
     kb.close()
 
 
+def test_the_stand_ins_of_texts_edited_or_forgotten_during_the_build_leave_the_cache(tmp_path: Path) -> None:
+    """Their texts are no memory's any more, so no pass makes them final, and nothing dropped
+    their stand-ins from the cache but an eviction."""
+    kb = _kb(tmp_path / "kb")
+    kb.index.stand_in_from = 4
+    first, second = (m for m, _digest, _vec in _manifest(kb)[:2])
+
+    def edit_and_forget(batches: int) -> None:
+        if batches == 1:  # the first two memories stand in
+            kb.update(first, learning="The export stalls while the ledger redeploys. Deploys pause from two to four.")
+            kb.forget(second)
+
+    made, _seen = _build(kb, edit_and_forget)
+    assert made == len(NOTES) - 1 and _stand_ins(kb) == set()
+    kb.close()
+    with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE)) as db:
+        left = db.execute("SELECT model, count(*) FROM sentences WHERE model IN (?, ?) GROUP BY model",
+                          (encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)).fetchall()
+    assert left == []
+    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
+        assert vectors.stood_left(db) == []  # dropped: the next pass reads nothing
+
+
 def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
@@ -334,3 +357,23 @@ def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -
         release.set()
         thread.stop()
         kb.close()
+
+
+def test_the_units_pass_drops_the_stand_ins_of_the_texts_it_makes_final(tmp_path: Path) -> None:
+    """Texts whose final whole vectors the cache held (under WHOLE_KEY, from a version that
+    made no units) get them at once, beside stand-ins another clone's build cached: the pass
+    that makes their units keeps them under MODEL_KEY and drops those stand-ins."""
+    kb = _kb(tmp_path / "kb")
+    assert kb.index.fill_sentences(batch=2, workers=1) == len(NOTES)
+    kb.close()
+    final, units = _cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)
+    with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE, isolation_level=None)) as db:
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    sentences.store_together({encoder.STAND_IN_KEY: {h: bytes(384) for h in final},
+                              encoder.STAND_IN_UNITS_KEY: {h: bytes(768) for h in final}})
+    again = KnowledgeBase(kb.root)  # a new process checks every text's units
+    again.index.background_vectors = False
+    assert again.index.fill_sentences(batch=2, workers=1) == 0
+    again.close()
+    assert (_cached(encoder.MODEL_KEY), _cached(encoder.UNITS_KEY)) == (final, units)
+    assert (_cached(encoder.STAND_IN_KEY), _cached(encoder.STAND_IN_UNITS_KEY)) == ({}, {})

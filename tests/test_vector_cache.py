@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import encoder, eviction, sentences
+from slayer_kb.search import encoder, eviction, filler, sentences
+from slayer_kb.search.background import SentenceFiller
 from slayer_kb.search.cachedir import folder
 from testing import Watcher, eventually
 
@@ -88,6 +89,27 @@ def test_rows_under_keys_no_longer_read_go_first_even_used_today() -> None:
     assert _kept(encoder.MODEL_KEY) == _kept(encoder.UNITS_KEY) == set(range(50))
     again = eviction.trim(_in_use() // 4)  # the rest of the old key's rows, then the oldest texts
     assert _kept(retired) == set() and again.texts > 0
+
+
+def test_keys_another_installed_version_reads_are_evicted_by_last_use_not_first(tmp_path: Path) -> None:
+    """Two versions sharing the cache, each reading keys of its own: each evicted the other's
+    vectors first, as keys it never reads. Keys another version read lately go by their texts'
+    last use, with this version's; one not read for ``KEY_KEPT_DAYS`` goes first."""
+    other = ("all-MiniLM-L6-v2-int8-mean-passages128-late-units-v5", "all-MiniLM-L6-v2-int8-late-units-v5")
+    _store_texts(range(100))
+    for key in other:
+        sentences.store(key, {_digest(n): bytes(UNIT_BYTES) for n in range(100)})
+    sentences.mark_daily(tmp_path / "marked-day", list, other)  # the other version's filler, today
+    _used_days_ago({n: 100 - n for n in range(100)})
+    trimmed = eviction.trim(_in_use() // 2)
+    kept = _kept(encoder.MODEL_KEY)
+    assert trimmed.unread_rows == 0 and 0 < trimmed.texts == 100 - len(kept)
+    assert _kept(other[0]) == _kept(other[1]) == _kept(encoder.UNITS_KEY) == kept == set(range(trimmed.texts, 100))
+    with _db() as db:
+        db.execute("UPDATE read_keys SET day = day - ? WHERE model = ?", (eviction.KEY_KEPT_DAYS + 1, other[0]))
+    again = eviction.trim(_in_use() * 3 // 4)  # every row of the key not read lately first, then the oldest texts
+    assert (again.unread_rows, _kept(other[0])) == (len(kept), set())
+    assert _kept(other[1]) == _kept(encoder.MODEL_KEY) == set(range(trimmed.texts + again.texts, 100))
 
 
 def test_every_key_this_version_reads_is_kept_before_the_others() -> None:
@@ -176,6 +198,51 @@ def test_maintenance_keeps_the_cache_within_its_bound_and_says_what_it_freed(emp
                                   check=True).stdout)
     assert again["vector_cache"] == {"before": after, "after": after, "limit": 1_000_000, "unread_rows": 0, "texts": 0,
                                      "problem": None}
+
+
+def _auto_vacuum() -> int:
+    with _db() as db:
+        return int(db.execute("PRAGMA auto_vacuum").fetchone()[0])
+
+
+def test_maintenance_gives_the_free_pages_back_a_step_at_a_time_while_stores_land(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A VACUUM held the cache's write lock while it rewrote the whole file (tens of seconds at
+    2 GB): a warm server's store that waited past its 30 s was skipped. A cache gives its free
+    pages back a few pages a transaction, and a store that does not wait lands between two."""
+    _store_texts(range(300))
+    assert _auto_vacuum() == 2  # INCREMENTAL: made so
+    _used_days_ago({n: 300 - n for n in range(300)})
+    monkeypatch.setattr(eviction, "_STEP_BYTES", 32 * 4096)
+    real, landed = eviction._vacuum_step, []
+
+    def step_then_store(db: sqlite3.Connection, pages: int) -> None:
+        real(db, pages)
+        with monkeypatch.context() as waits:
+            waits.setattr(sentences, "_TIMEOUT", 0)  # as a store behind a long write would give up
+            landed.append(sentences.store(encoder.MODEL_KEY, {_digest(1000 + len(landed)): bytes(encoder.DIMENSIONS)}))
+
+    monkeypatch.setattr(eviction, "_vacuum_step", step_then_store)
+    proc = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert "removed the vectors of" in proc.stdout and len(landed) >= 3 and all(landed)
+    assert _kept(encoder.MODEL_KEY) >= set(range(1000, 1000 + len(landed)))
+    assert eviction.on_disk() == _in_use() <= 1_000_000  # every free page given back
+
+
+def test_a_cache_made_without_auto_vacuum_gets_it_at_a_vacuum_only_if_small(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    folder().mkdir(parents=True)
+    with _db() as db:  # as a version before made it
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(OLD_SCHEMA)
+    _store_texts(range(300))
+    assert _auto_vacuum() == 0
+    with monkeypatch.context() as small:
+        small.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
+        invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert (_auto_vacuum(), eviction.on_disk() > 1_000_000 >= _in_use()) == (0, True)  # no VACUUM: its free pages kept
+    invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+    assert (_auto_vacuum(), eviction.on_disk() == _in_use() <= 1_000_000) == (2, True)
 
 
 def test_maintenance_says_why_it_could_not_trim_the_cache(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
@@ -442,3 +509,60 @@ def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: Knowl
     assert empty_kb.index.fill_sentences() == 0
     assert eviction.trim(_in_use() * 2 // 3).texts > 0
     assert sentences.held(encoder.MODEL_KEY, digests) == sentences.held(encoder.UNITS_KEY, digests) == digests
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's thread finds every final vector made and the KB's units evicted: its pass
+    makes only units, then evicts the texts used least recently."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    with _db() as db:
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    _store_texts(range(300))
+    _used_days_ago({n: 30 for n in range(300)})
+    monkeypatch.setenv("SLAYER_KB_CACHE_MAX_MB", "1")
+    kb = KnowledgeBase(empty_kb.root)  # a new process checks every text's units
+    thread = SentenceFiller(kb.index, contextlib.nullcontext)
+    thread.start()
+    try:
+        eventually(lambda: sentences.held(encoder.UNITS_KEY, digests) == digests and _in_use() <= 900_000,
+                   "the thread to make the units and evict", 60)
+        assert kb.sentence_coverage() == (2, 2)
+    finally:
+        thread.stop()
+        kb.close()
+    assert 0 < len(_kept(encoder.MODEL_KEY) - {int(d, 16) for d in digests}) < 300
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    """One-shot searches looked the KB's sentences up without marking them (a write a search),
+    and with every vector made no filler ran to mark them: the KB's texts looked least recently
+    used. The first search of a day has a detached filler mark them; the others start none."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    marked = empty_kb.index.dir / "cache-marked-day"
+    marked.write_text(f"{sentences.today() - 3}\n")  # days later
+    with _db() as db:
+        db.execute("UPDATE used SET day = day - 3")
+
+    def days() -> set[int]:
+        with _db() as db:
+            return {day for (day,) in db.execute(f"SELECT day FROM used WHERE hash IN ({', '.join('?' * len(digests))})", list(digests))}
+
+    searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+    eventually(lambda: days() == {sentences.today()} and marked.read_text() == f"{sentences.today()}\n", "the filler to mark them", 60)
+    eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit")
+    invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert not filler.filling(empty_kb.root)  # marked today: no filler started
+

@@ -3,7 +3,8 @@ sentence vectors a KB's memories lack when no warm server does (search/filler.py
 handing over ``filler.LOCK`` already held as file descriptor FD). One per KB; niced, so the commands beside it keep their speed. It makes every missing
 vector, then stays a while for the memories the next saves add, and exits once nothing changed
 for ``LINGER_SECONDS``; one that finds every vector made before it made any (a reindex made
-them) exits at once, as does one whose KB folder is gone."""
+them, or a search started it to mark the KB's texts used in the vector cache: Index.want_marks)
+marks them if due and exits, and one whose KB folder is gone exits at once."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
             try:
                 covered, total = kb.sentence_coverage()
                 if covered >= total and not made:
+                    kb.mark_vectors_used()  # started by a search (Index.want_marks), or a reindex made them
                     return
                 if covered < total:
                     filled = kb.fill_sentences(locked=True)

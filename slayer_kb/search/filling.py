@@ -141,6 +141,7 @@ class Filling:
         written += final
         if not done:
             return len(written)
+        self._drop_stood(guard)
         if progress and first and not work.done:
             progress(first, first)  # the stand-in pass found every final vector cached: none left
         # Every memory's units once per process (one stopped before may have left some), then
@@ -153,6 +154,23 @@ class Filling:
         if self._fill_units(units, guard, stop, batch, workers):
             self._units_checked = True
         return len(written)
+
+    def _drop_stood(self, guard: Guard) -> None:
+        """After a final pass that ran to its end: drop from the cache the stand-ins of the texts
+        whose rows left the manifest's list of stand-ins by a write (a memory edited or
+        forgotten during the build: ``vectors.write``). No pass makes those texts final, so
+        nothing else would drop them but an eviction."""
+        with guard():
+            left = self._from_manifest(vectors.stood_left, [])
+        if not left:
+            return
+        sentences.forget(_STAND_IN_KEYS, left)
+        with guard():
+            db = self._db()
+            try:
+                vectors.clear_stood_left(db, left)
+            finally:
+                db.close()
 
     def _stand_in_pass(
         self, finals: int, progress: Callable[[int, int], None] | None, guard: Guard, stop: Callable[[], bool],
@@ -261,8 +279,7 @@ class Filling:
         # The units come from the same runs: kept with the whole vector under MODEL_KEY, in one
         # transaction (``sentences.store_together``).
         packed = {digest: sentences.packed(rows) for (_m, digest), rows in zip(rest, units, strict=True)}
-        sentences.store_together({encoder.WHOLE_KEY: new, encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
-        sentences.forget(_STAND_IN_KEYS, whole)
+        _keep_final(packed, whole, {encoder.WHOLE_KEY: new})
         return new
 
     def _fill_units(self, made: list[tuple[str, str]], guard: Guard, stop: Callable[[], bool], batch: int, workers: int) -> bool:
@@ -272,12 +289,14 @@ class Filling:
         MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
+        # Units the cache cannot keep, every process would make again: asked once a pass (a
+        # write transaction of nothing), then each batch's store says whether it still keeps them.
+        if wanted and not sentences.keeps():
+            return True
         model: encoder.Encoder | encoder.Unavailable | None = None
         for at in range(0, len(wanted), batch * workers):
             if stop():
                 return False
-            if not sentences.keeps():
-                break  # units the cache cannot keep, every process would make again
             model = model or encoder.load()
             if not isinstance(model, encoder.Encoder):
                 return False
@@ -292,8 +311,8 @@ class Filling:
                 packed = {digest: sentences.packed(rows) for (digest, _t), rows in zip(fresh, units, strict=True)}
                 whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
                 whole |= sentences.lookup(encoder.WHOLE_KEY, list(whole))
-                sentences.store_together({encoder.UNITS_KEY: packed, encoder.MODEL_KEY: whole})
-                sentences.forget(_STAND_IN_KEYS, whole)
+                if not _keep_final(packed, whole):
+                    break  # not kept (busy, or no longer writable): the next process's check makes them
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Guard) -> dict[str, str]:
@@ -313,3 +332,11 @@ class Filling:
         held = [(digest, t) for digest, t in texts if digest in found]
         fits = model.fits([t for _d, t in held]) if held else []
         return {digest: found[digest] for (digest, _t), ok in zip(held, fits, strict=True) if ok}
+
+
+def _keep_final(units: dict[str, bytes], whole: dict[str, bytes], also: dict[str, dict[str, bytes]] | None = None) -> bool:
+    """Cache these texts' units and their whole vectors under ``encoder.MODEL_KEY`` (which says
+    their units are kept), with ``also``, and drop their stand-ins, in one transaction; whether
+    the cache kept them."""
+    return sentences.store_together({**(also or {}), encoder.UNITS_KEY: units, encoder.MODEL_KEY: whole},
+                                    replaces={encoder.MODEL_KEY: _STAND_IN_KEYS})

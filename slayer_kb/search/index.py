@@ -42,7 +42,7 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, manifest, sentences, table, vectors, whoosh_internals, writing
+from . import compaction, embedding, eviction, manifest, sentences, table, vectors, whoosh_internals, writing
 from .filling import Filling
 from .leaves import Leaves
 from .meaning import LEFT, Meaning
@@ -113,11 +113,17 @@ class Index(Reads, Meaning, Filling):
         workers: int | None = None,
         stand_ins: bool = False,
     ) -> int:
-        """``Filling.fill_sentences``, then, once a day, every text of the KB marked used in the
-        vector cache (``sentences.mark_daily``; a file in the index's folder holds the day): a
-        warm server's filler passes every 30 seconds, so a KB it only searches keeps its texts."""
+        """``Filling.fill_sentences``, then ``mark_used``: a warm server's filler passes every
+        30 seconds, so a KB it only searches keeps its texts."""
         made = super().fill_sentences(progress, guard, stop, batch, workers, stand_ins)
+        if not stop():
+            self.mark_used(guard)
+        return made
 
+    def mark_used(self, guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
+        """Once a day, every text of the KB marked used in the vector cache
+        (``sentences.mark_daily``; a file in the index's folder holds the day). ``guard`` is held
+        while the manifest is read."""
         def texts() -> list[str]:
             with guard():
                 db = self._db()
@@ -126,10 +132,17 @@ class Index(Reads, Meaning, Filling):
                 finally:
                     db.close()
 
-        if not stop():
-            with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
-                sentences.mark_daily(self.dir / MARKED_FILE, texts)
-        return made
+        with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
+            sentences.mark_daily(self.dir / MARKED_FILE, texts, eviction.READ_KEYS)
+
+    def want_marks(self) -> None:
+        """A search in a process that makes no sentence vectors itself (no warm server): when
+        the KB's texts were not marked used today (``mark_used``), a detached filler marks them,
+        off the search's path (``want_sentences``). A search's own look-ups mark nothing, so a KB
+        only searched would look least used; this costs it a file read a search, and a process
+        once a day."""
+        if not self.warm and not sentences.marked_today(self.dir / MARKED_FILE):
+            self.want_sentences()
 
     def warm_up(self) -> None:
         """Open the searcher (``warm_searcher``) and, in a warm process with a model, load the

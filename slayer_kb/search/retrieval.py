@@ -220,6 +220,8 @@ def _sentence_vector(
         notes.append(_final_note(covered, standing))
     if covered < total or standing:
         index.want_sentences()
+    else:
+        index.want_marks()
     if not covered:
         return None, False, None
     model = model or encoder.load()

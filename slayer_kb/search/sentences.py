@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +71,10 @@ def connect() -> sqlite3.Connection | None:
 
 
 _SETUP = (
+    # Before any table: a new file keeps the map that lets ``maintenance`` give its free pages
+    # back a few megabytes a transaction (eviction.py). A file made without it gets it at its
+    # next VACUUM.
+    "PRAGMA auto_vacuum=INCREMENTAL",
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "CREATE TABLE IF NOT EXISTS sentences (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID",
@@ -78,6 +82,10 @@ _SETUP = (
     # used and evicted together. Apart from ``sentences``, whose rows a version before this one
     # still writes three columns at a time.
     "CREATE TABLE IF NOT EXISTS used (hash TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
+    # The day each key was last read by a version that reads it (``mark_read``): two versions
+    # installed side by side share the cache, and each one's keys count as read by both
+    # (eviction.py).
+    "CREATE TABLE IF NOT EXISTS read_keys (model TEXT PRIMARY KEY, day INTEGER NOT NULL) WITHOUT ROWID",
 )
 
 
@@ -230,13 +238,16 @@ def store(model: str, found: Mapping[str, bytes]) -> bool:
     return store_together({model: found})
 
 
-def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
+def store_together(found: Mapping[str, Mapping[str, bytes]], replaces: Mapping[str, Sequence[str]] | None = None) -> bool:
     """Keep these vectors (model key -> hash -> packed vector) in one transaction, their texts
     used today: an eviction (which removes a text's vectors together) sees all of them or none,
-    so a text's whole vector under ``MODEL_KEY`` never stands without its units. Whether they
-    were kept: a cache that cannot be written (no folder, a read-only or full file, busy past
-    the timeout) is skipped, and ``keeps`` says so from then on (not for a busy one)."""
+    so a text's whole vector under ``MODEL_KEY`` never stands without its units. ``replaces``:
+    a key of ``found`` -> the keys whose rows of the texts stored under it go in the same
+    transaction (a text's stand-ins, once its final vector is kept). Whether they were kept: a
+    cache that cannot be written (no folder, a read-only or full file, busy past the timeout)
+    is skipped, and ``keeps`` says so from then on (not for a busy one)."""
     rows = [(model, h, v) for model, vectors in found.items() for h, v in vectors.items()]
+    gone = [(old, h) for model, olds in (replaces or {}).items() for h in found.get(model, {}) for old in olds]
     if not rows:
         return True
     db = connect()
@@ -249,6 +260,7 @@ def store_together(found: Mapping[str, Mapping[str, bytes]]) -> bool:
             db.execute("BEGIN")
             db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)", rows)
             db.executemany(_MARK, [(h, day) for h in dict.fromkeys(h for _m, h, _v in rows)])
+            db.executemany("DELETE FROM sentences WHERE model = ? AND hash = ?", gone)
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             _unkept_if_lasting(exc)  # closing the connection rolls the transaction back
@@ -291,30 +303,38 @@ def keeps() -> bool:
     return folder() not in _unkept
 
 
-def mark_daily(path: Path, texts: Callable[[], list[str]]) -> None:
-    """Mark a KB's ``texts`` (their hashes, read only when due) used today, once a day: ``path``
-    (in the KB's derived state) holds the day last marked. A search's look-ups mark nothing
-    (``lookup``), so a KB that is mostly searched would otherwise look least used and lose its
-    texts' units first; its filler calls this after each pass instead. A cache busy past the
-    timeout, or one this user cannot write, is tried again at the next pass."""
+def mark_daily(path: Path, texts: Callable[[], list[str]], keys: Sequence[str]) -> None:
+    """Mark a KB's ``texts`` (their hashes, read only when due) used today, and the ``keys``
+    this version reads read today (``mark_read``), once a day: ``path`` (in the KB's derived
+    state) holds the day last marked. A search's look-ups mark nothing (``lookup``), so a KB
+    that is mostly searched would otherwise look least used and lose its texts' units first;
+    its filler calls this after each pass instead. A cache busy past the timeout, or one this
+    user cannot write, is tried again at the next pass."""
     day = today()
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8").strip() == str(day):
-            return
-    if folder() in _unkept or not _mark_all(texts(), day):
+    if marked_today(path) or folder() in _unkept:
         return  # (a cache this process could not write to: not its texts read each pass)
-    with contextlib.suppress(OSError):
-        path.write_text(f"{day}\n", encoding="utf-8")
+    if _mark_all(texts(), keys, day):
+        with contextlib.suppress(OSError):
+            path.write_text(f"{day}\n", encoding="utf-8")
 
 
-def _mark_all(digests: list[str], day: int) -> bool:
+def marked_today(path: Path) -> bool:
+    """Whether ``mark_daily`` marked the texts of the KB whose day file is ``path`` today."""
+    try:
+        return path.read_text(encoding="utf-8").strip() == str(today())
+    except OSError:
+        return False
+
+
+def _mark_all(digests: list[str], keys: Sequence[str], day: int) -> bool:
     """Mark these texts used on ``day``, those the cache holds a day for, a few thousand a
-    transaction (a store meanwhile waits for one at most)."""
-    db = connect() if digests else None
+    transaction (a store meanwhile waits for one at most), and ``keys`` read on it."""
+    db = connect()
     if db is None:
-        return not digests
+        return False
     with contextlib.closing(db):
         try:
+            mark_read(db, keys, day)
             for at in range(0, len(digests), _DROP_CHUNK):
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
@@ -323,6 +343,19 @@ def _mark_all(digests: list[str], day: int) -> bool:
         except sqlite3.Error:
             return False  # closing the connection rolls back the transaction it was in
     return True
+
+
+def mark_read(db: sqlite3.Connection, keys: Sequence[str], day: int) -> None:
+    """Note ``keys`` as read on ``day`` by this version, through ``db`` (one transaction)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("INSERT INTO read_keys VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET day = excluded.day "
+                       "WHERE excluded.day > day", [(key, day) for key in keys])
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):  # the error raised is the write's, not this
+            db.execute("ROLLBACK")
+        raise
 
 
 def drop(model: str) -> int:
