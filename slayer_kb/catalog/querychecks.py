@@ -148,9 +148,9 @@ _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
 _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
 # A CASE's tokens: a quoted string (whose words are no keywords), a name or dotted path (so
 # `orders.end` is no END; a name begins with any letter, so `écase` is one name), a bracket.
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", re.S)
 _CASE_TOKEN = re.compile(
-    r"(?P<text>'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")|(?P<word>[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*)"
-    r"|(?P<open>[(\[])|(?P<close>[)\]])",
+    rf"(?P<text>{_QUOTED.pattern})|(?P<word>[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*)|(?P<open>[(\[])|(?P<close>[)\]])",
     re.S,
 )
 _CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
@@ -287,7 +287,6 @@ def _case(text: str, tokens: list[_Token], at: int) -> tuple[str, int]:
 # them outside quoted strings: [NOT] LIKE 'p' as a call, NULL, the keywords IS NOT AND OR IN in
 # any case, <> and || (concatenation, which SLayer reads as |), and a lone = as ==. BETWEEN is
 # not among them: SLayer refuses it.
-_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 _SQL_LIKE = re.compile(r"\b(\w+\([^()]*\)|(?:\w+\.)*\w+)\s+([nN][oO][tT]\s+)?[lL][iI][kK][eE]\s+('(?:\\.|[^'\\])*')")
 _SQL_WORDS = tuple((re.compile(r"(?<![\w.])" + "".join(f"[{c}{c.upper()}]" for c in word) + r"(?![\w.])"), python)
                    for word, python in (("null", "None"), ("is", "is"), ("not", "not"), ("and", "and"),
