@@ -46,8 +46,8 @@ KB is not the working folder. A path that is not UTF-8 is printed with its other
 as a name really holding a backslash would read (in `--json`, as the escape `\\udcff`, which a JSON
 reader reads back as the path, and tells the two apart); a command advised quotes such a word, or one
 holding a control character, as the output of POSIX `printf`, `"$(printf 'k\\377b')"`, which pastes as the
-name in sh, bash and zsh (the line breaks a name ends in, which that form would drop, follow it quoted
-as themselves: `k'`, a line break, `'`). `-` reads a text
+name in sh, bash and zsh (a name ending in a line break, which that form would drop, is written as bash's
+`$'k\\x0a'`, which sh does not read: run such advice in bash or zsh). `-` reads a text
 argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 

@@ -37,9 +37,9 @@ def printed_commands(message: str) -> list[str]:
     return found
 
 
-def as_pasted(commands: list[str], cwd: Path) -> list[list[list[str]]]:
-    """For each of ``commands``, typed in ``cwd``: the calls of ``slayer-kb`` and ``git`` it made,
-    each the program's name and its words."""
+def as_pasted(commands: list[str], cwd: Path, shell: str = "sh") -> list[list[list[str]]]:
+    """For each of ``commands``, typed in ``cwd`` (to ``shell``): the calls of ``slayer-kb`` and
+    ``git`` it made, each the program's name and its words."""
     with tempfile.TemporaryDirectory() as folder:
         here = Path(folder)
         for name in ("slayer-kb", "git"):
@@ -48,7 +48,7 @@ def as_pasted(commands: list[str], cwd: Path) -> list[list[list[str]]]:
             script.chmod(0o755)
         words = here / "words"
         script = "".join(f'{command}\nprintf "\\035" >> "$WORDS"\n' for command in commands)
-        subprocess.run(["sh", "-c", script], cwd=cwd, env={"PATH": f"{here}:/usr/bin:/bin", "WORDS": str(words)},
+        subprocess.run([shell, "-c", script], cwd=cwd, env={"PATH": f"{here}:/usr/bin:/bin", "WORDS": str(words)},
                        capture_output=True, check=False)
         said = words.read_text() if words.exists() else ""
     return [[call.split("\037")[:-1] for call in typed.split("\036")[:-1]] for typed in said.split("\035")[:-1]]

@@ -633,6 +633,16 @@ def test_an_empty_entity_option_is_refused_by_its_name(indexed_example_kb: Knowl
     assert git(root, "rev-parse", "HEAD") == head
 
 
+@pytest.mark.parametrize("args", [["update", "1", "-e", ""], ["save", "a note", "-e", ""]])
+def test_an_empty_entity_option_on_a_folder_that_is_no_kb_hears_of_the_folder(
+        tmp_path: Path, invoke_cli: CliRunner, args: list[str]) -> None:
+    """update's empty -e check came before it opened its KB, advising 'slayer-kb --kb DIR edit 1'
+    for a DIR that holds no KB."""
+    proc = invoke_cli("--kb", tmp_path, *args)
+    message = f"{tmp_path} is not inside a git repository; run 'slayer-kb init {tmp_path}'."
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+
+
 @pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>"])
 def test_an_author_with_control_characters_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                       author: str) -> None:

@@ -88,13 +88,25 @@ def test_a_conflicts_git_steps_name_the_memory_file_as_one_word(tmp_path: Path, 
 def test_a_word_holding_bytes_or_controls_is_written_as_sh_reads_it() -> None:
     """Such a word was quoted as bash's $'k\\xffb', which sh (dash: agents run advice through
     'sh -c') read as $, k, backslash...: it is printf's output now, '-', '%', a quote and a
-    backslash kept. One ending in a line break was still bash's $'k\\x0a' (a command substitution
-    drops trailing line breaks): they follow it now, quoted as themselves."""
-    words = [os.fsdecode(b"k\xffb"), "-a\tb%s'c\\d1", "x\n::error::forged", "k\xe9\n", "memories/x\n\n",
-             os.fsdecode(b"\x01\xff\n"), "\n"]
+    backslash kept. One ending in a line break, which a command substitution drops, keeps bash's
+    form: the break itself, quoted, would be shown as the text \\x0a on a one-line output."""
+    words = [os.fsdecode(b"k\xffb"), "-a\tb%s'c\\d1", "x\n::error::forged"]
     for shell in ("sh", "dash", "bash"):
         pasted = subprocess.run([shell, "-c", "printf '%s\\0' " + " ".join(map(shell_word, words))],
                                 capture_output=True, check=True).stdout
         assert pasted.split(b"\0")[:-1] == [os.fsencode(word) for word in words], shell
-    assert shell_word("k\xe9\n") == "k\xe9'\n'"
-    assert shell_word("a b\n\n") == "'a b''\n\n'"
+    assert shell_word("k\xe9\n") == "$'k\xe9\\x0a'"
+
+
+def test_advice_naming_a_kb_whose_name_ends_in_a_line_break_pastes_in_bash(tmp_path: Path,
+                                                                            invoke_cli: CliRunner) -> None:
+    """validate prints each problem on one line, its advice with it: a trailing line break
+    quoted as itself came out as the text \\x0a, which named another folder in every shell."""
+    root = tmp_path / "k\n"
+    invoke_cli("init", root, check=True)
+    (root / "memories" / "9.yaml").write_text("learning: x\nentities: [nope.nothing]\n")
+    proc = invoke_cli("--kb", root, "validate", cwd=tmp_path)
+    [line] = [line for line in proc.stdout.splitlines() if "9.yaml:2:" in line]
+    assert "(correct it with 'slayer-kb --kb $'k\\x0a' edit 9', or, " in line
+    assert as_pasted(printed_commands(line), tmp_path, shell="bash") == [
+        [["slayer-kb", "--kb", "k\n", "edit", "9"]], [["slayer-kb", "--kb", "k\n", "prune"]]]

@@ -796,8 +796,26 @@ def test_a_formula_with_case_is_checked_too(formula: str, problem: str, example_
 @pytest.mark.parametrize("formula", [
     "sum(case when status = 'paid' then amount else 0 end)",
     "sum(CASE status WHEN 'paid' THEN amount WHEN 'due' THEN -amount END) / count(*)",
-    "avg(case when amount between 1 and 5 then amount end) + sum(case)",
+    "avg(case when amount >= 1 AND amount <= 5 then amount end) + sum(case)",
     "max(case when case = 1 then (case when qty > 2 then qty end) end)",
+    "sum(case when status NOT LIKE 'p%' or note IS NOT NULL and qty <> 2 then amount end)",
+    "sum(case when status in ('and', 'end') then amount end) + sum(écase)",
 ])
 def test_a_formula_with_case_slayer_takes_is_taken(formula: str) -> None:
     assert formula_problem(formula) is None
+
+
+@pytest.mark.parametrize(("formula", "problem"), [
+    # Its conditions were not checked (read as 0): each of these SLayer 1.4.1 refuses so.
+    ("avg(case when amount between 1 and 5 then amount end)", "invalid syntax. Perhaps you forgot a comma? (<unknown>, line 1)"),
+    ("sum(case when a ^ 1 then x end)", "unsupported binary operator BitXor."),
+    ("sum(case when a[0] = 1 then x end)", "unsupported AST node Subscript."),
+    ("sum(case when then x end)", "invalid syntax (<unknown>, line 1)"),
+    ("sum(case when d >= '2020-01-01'::date then x end)", "invalid syntax (<unknown>, line 1)"),
+    ("sum(case when a < b < c then x end)", "chained comparisons are not supported. Each Cmp must be a single "
+                                            "comparison; split (e.g.) `1 < x < 10` into `1 < x and x < 10`."),
+    # `écase` is one name, no CASE: `é` and a CASE keyword were read.
+    ("sum(écase when a = 1 then x end)", "invalid syntax. Perhaps you forgot a comma? (<unknown>, line 1)"),
+])
+def test_a_case_condition_is_checked_as_slayer_reads_it(formula: str, problem: str) -> None:
+    assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: {problem}"

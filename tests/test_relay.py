@@ -146,14 +146,22 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
     # so is `update --learning -`, without the id it changes. So is any error in the arguments,
     # whether click's (an unknown option, a bad choice) or the command's own (no learning given,
     # an empty -e, --all with --any), which the server finds before it asks for stdin.
-    for args in ("list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal",
-                 "search fiscal -", "update --learning -", "update kb.paid-revenue --learning - --bogus",
-                 "save --query -", "save - --scope nope", "--json save - --content x", "search --all --any -",
-                 "update kb.paid-revenue --learning - -e ''", "session-end s1 --summary - extra"):
-        line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
+    # So are a learning given empty and an empty -e beside `--query -`, and a bad setting, which
+    # a process refuses as it opens its KB, before it reads stdin.
+    cases = [("", args) for args in (
+        "list --project - --limit 1", "search --project - fiscal", "--json search --limit=1 --project=- -- fiscal",
+        "search fiscal -", "update --learning -", "update kb.paid-revenue --learning - --bogus",
+        "save --query -", "save - --scope nope", "--json save - --content x", "search --all --any -",
+        "update kb.paid-revenue --learning - -e ''", "session-end s1 --summary - extra",
+        "save --query - ''", "save --query - text -e ''")]
+    cases += [("SLAYER_KB_MAX_CONTENT=abc ", "update kb.paid-revenue --learning -"),
+              ("SLAYER_KB_GIT_TIMEOUT=-1 ", "search -"), ("SLAYER_KB_MAX_CONTENT=1 ", "save --query - text")]
+    for setting, args in cases:
+        line = f"{setting}{shlex.quote(sys.executable)} -m slayer_kb --kb {root} {args}; echo; cat"
         proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
                               timeout=60)
         assert proc.stdout.endswith("\nleft for cat\n") and BLOCKED not in proc.stderr, (args, proc.stdout, proc.stderr)
+        assert setting.split("=")[0] in proc.stderr, (args, proc.stderr)  # refused for the setting
 
 
 @pytest.mark.parametrize("argv, expected", [

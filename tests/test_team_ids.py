@@ -1034,3 +1034,18 @@ def test_a_claim_deleted_on_the_remote_is_made_again_by_the_next_sync(team, invo
     # y has not pulled memory 101: its first lease skips the claimed block, as before the deletion.
     assert invoke_cli("--kb", y, "save", "Y: auto", "-e", "shop.orders", check=True).stdout.startswith(
         f"Saved memory {2 * BLOCK + 1} (created)")
+
+
+def test_a_claim_given_back_as_teams_md_says_stays_gone(team, invoke_cli) -> None:
+    """A claim deleted on purpose was made again by every sync of its claimer: docs/teams.md says
+    how to give one back (its entry out of the claimer's ids file, then the ref deleted)."""
+    bare, (x, _y) = team
+    invoke_cli("--kb", x, "save", "X: mine", "-e", "shop.orders", "--id", f"{BLOCK + 1}", check=True)
+    ids_file = Path(git(x, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / "slayer-kb-ids.json"
+    held = json.loads(ids_file.read_text())
+    assert list(held["claims"]) == ["1"]
+    del held["claims"]["1"]
+    ids_file.write_text(json.dumps(held))
+    git(x, "push", "-q", "origin", f":{CLAIMS}1")
+    invoke_cli("--kb", x, "sync", check=True)
+    assert claimed_blocks(bare) == []

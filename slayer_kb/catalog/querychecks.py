@@ -142,15 +142,15 @@ def _parsed(text: str) -> ast.Expression | str:
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
 # (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)), count(distinct x) and
-# extract(year from x); and CASE ... END, which the check reads as a call (``_case_lowered``).
+# extract(year from x); and CASE ... END, which the check reads as iif calls (``_case_lowered``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
 _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
 # A CASE's tokens: a quoted string (whose words are no keywords), a name or dotted path (so
-# `orders.end` is no END), a bracket.
+# `orders.end` is no END; a name begins with any letter, so `écase` is one name), a bracket.
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", re.S)
 _CASE_TOKEN = re.compile(
-    r"(?P<text>'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")|(?P<word>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)"
-    r"|(?P<open>[(\[])|(?P<close>[)\]])",
+    rf"(?P<text>{_QUOTED.pattern})|(?P<word>[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*)|(?P<open>[(\[])|(?P<close>[)\]])",
     re.S,
 )
 _CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
@@ -195,34 +195,43 @@ class _MalformedCase(ValueError):
 
 
 def _case_lowered(text: str) -> str:
-    """``text`` with each CASE ... END as a call Python parses, ``_case(OPERAND, 0, VALUE, ...,
-    ELSE or None)``, as SLayer's Mode-B parser lowers it to ``iif`` calls before Python reads the rest:
-    its values and operand as written, its conditions (SQL, which SLayer rewrites: `=`,
-    BETWEEN) as 0, their brackets still matched. A CASE opens one only where a WHEN follows it
+    """``text`` with each CASE ... END as the ``iif(CONDITION, VALUE, ELSE)`` calls SLayer's
+    Mode-B parser lowers it to before Python reads the rest (``slayer.engine.syntax._rw_case``):
+    its values as written, each condition with SQL's spellings as Python's (``_sql_condition``),
+    a simple CASE's as ``OPERAND == VALUE``. A CASE opens one only where a WHEN follows it
     (SLayer's rule): ``sum(case)`` names a column. ``_MalformedCase`` for one SLayer refuses."""
     if "case" not in text.lower():
         return text
-    tokens = [(m.lastgroup or "", m.group(), m.start(), m.end()) for m in _CASE_TOKEN.finditer(text)]
+    tokens = [_case_token(text, m) for m in _CASE_TOKEN.finditer(text)]
     lowered, _ = _case_span(text, tokens, 0, 0, frozenset())
     return lowered
 
 
+def _case_token(text: str, found: re.Match[str]) -> _Token:
+    """A token; a word that is a CASE keyword as ``keyword``, upper-cased: ASCII as typed (``caſe``
+    is none) and touching no letter the word pattern leaves out (a combining mark)."""
+    kind, word, start, end = found.lastgroup or "", found.group(), found.start(), found.end()
+    if (kind == "word" and word.isascii() and word.upper() in _CASE_KEYWORDS
+            and not any(0 <= at < len(text) and ("a" + text[at]).isidentifier() for at in (start - 1, end))):
+        return "keyword", word.upper(), start, end
+    return kind, word, start, end
+
+
 def _keyword(token: _Token) -> str | None:
-    word = token[1].upper()
-    return word if token[0] == "word" and word in _CASE_KEYWORDS else None
+    return token[1] if token[0] == "keyword" else None
 
 
 def _opens_case(tokens: list[_Token], at: int) -> bool:
     """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
     depth = 0
-    for kind, _text, _start, _end in tokens[at + 1:]:
-        if kind == "open":
+    for token in tokens[at + 1:]:
+        if token[0] == "open":
             depth += 1
-        elif kind == "close":
+        elif token[0] == "close":
             if not depth:
                 return False
             depth -= 1
-        elif depth == 0 and (keyword := _keyword((kind, _text, _start, _end))) is not None:
+        elif depth == 0 and (keyword := _keyword(token)) is not None:
             return keyword == "WHEN"
     return False
 
@@ -256,20 +265,54 @@ def _case_span(text: str, tokens: list[_Token], at: int, start: int, stops: froz
 def _case(text: str, tokens: list[_Token], at: int) -> tuple[str, int]:
     """The CASE ... END at ``tokens[at]`` lowered, and the token after its END."""
     operand, at = _case_span(text, tokens, at + 1, tokens[at][3], _CASE_KEYWORDS - {"CASE"})
-    arguments = [operand] if operand else []
+    branches: list[tuple[str, str]] = []
     while at < len(tokens) and _keyword(tokens[at]) == "WHEN":
-        _condition, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"THEN"}))
+        condition, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"THEN"}))
         if at >= len(tokens) or _keyword(tokens[at]) != "THEN":
             raise _MalformedCase("a WHEN branch is missing its THEN.")
         value, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"WHEN", "ELSE", "END"}))
-        arguments += ["0", value]
-    otherwise = ""
+        branches.append((f"{operand} == {condition}" if operand else _sql_condition(condition), value))
+    lowered = "None"
     if at < len(tokens) and _keyword(tokens[at]) == "ELSE":
         otherwise, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"END"}))
-    arguments.append(otherwise or "None")  # last, as SLayer's: an empty THEN before it is refused
+        lowered = otherwise or "None"
     if at >= len(tokens) or _keyword(tokens[at]) != "END":
         raise _MalformedCase("missing END.")
-    return f"_case({', '.join(arguments)})", at + 1
+    for condition, value in reversed(branches):
+        lowered = f"iif({condition}, {value}, {lowered})"
+    return lowered, at + 1
+
+
+# SQL's spellings in a WHEN condition, as SLayer's ``_normalize_sql_filter_operators`` rewrites
+# them outside quoted strings: [NOT] LIKE 'p' as a call, NULL, the keywords IS NOT AND OR IN in
+# any case, <> and || (concatenation, which SLayer reads as |), and a lone = as ==. BETWEEN is
+# not among them: SLayer refuses it.
+_SQL_LIKE = re.compile(r"\b(\w+\([^()]*\)|(?:\w+\.)*\w+)\s+([nN][oO][tT]\s+)?[lL][iI][kK][eE]\s+('(?:\\.|[^'\\])*')")
+_SQL_WORDS = tuple((re.compile(r"(?<![\w.])" + "".join(f"[{c}{c.upper()}]" for c in word) + r"(?![\w.])"), python)
+                   for word, python in (("null", "None"), ("is", "is"), ("not", "not"), ("and", "and"),
+                                        ("or", "or"), ("in", "in")))
+_LONE_EQUALS = re.compile(r"(?<![=!<>])=(?!=)")
+
+
+def _sql_condition(condition: str) -> str:
+    """A WHEN condition as SLayer rewrites it before Python reads it (above)."""
+    spans = [found.span() for found in _QUOTED.finditer(condition)]
+
+    def like(found: re.Match[str]) -> str:
+        if any(start <= found.start() < end for start, end in spans):  # within a quoted string
+            return found.group()
+        return ("not " if found.group(2) else "") + f"like({found.group(1)}, {found.group(3)})"
+
+    condition = _SQL_LIKE.sub(like, condition)
+    parts = _QUOTED.split(condition)
+    quoted = _QUOTED.findall(condition)
+    rewritten: list[str] = []
+    for at, part in enumerate(parts):
+        for word, python in _SQL_WORDS:
+            part = word.sub(python, part)
+        rewritten.append(_LONE_EQUALS.sub("==", part.replace("<>", "!=").replace("||", "|")))
+        rewritten += quoted[at:at + 1]
+    return "".join(rewritten)
 
 
 def unspaced_colon(unspaced: str) -> str:
@@ -304,6 +347,9 @@ def _operator_problem(tree: ast.Expression) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and not isinstance(node.op, _ARITHMETIC):
             return f"unsupported binary operator {type(node.op).__name__}."
+        if isinstance(node, ast.Compare) and len(node.ops) > 1:
+            return ("chained comparisons are not supported. Each Cmp must be a single comparison; split (e.g.) "
+                    "`1 < x < 10` into `1 < x and x < 10`.")
         if isinstance(node, ast.IfExp):
             return (
                 "the Python conditional 'x if cond else y' is not supported. Use SQL "

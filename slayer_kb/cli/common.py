@@ -38,13 +38,14 @@ class Preset:
     of the terminal the command was typed in, whether it is a read run beside a write
     (daemon/running.py), which leaves the KB's settings to the write, whether the server
     checked the command's settings already (``Runner.goes_beside``), so that it needs not again,
-    and whether this is a run of its argument checks alone (``PastArguments``)."""
+    and, for a run of its argument checks alone (``PastArguments``), the client's environment:
+    that run is not in the command's turn, where the client's environment is the process's."""
 
     kb: KnowledgeBase
     width: int
     beside: bool = False
     checked: bool = False
-    dry: bool = False
+    dry: Mapping[str, str] | None = None
 
 
 class PastArguments(BaseException):  # noqa: N818 - a signal, not an error: nothing may catch it as one
@@ -88,10 +89,24 @@ class Settings:
             raise NotFoundError(not_a_kb(str(root)))
         return root
 
+    def opened(self) -> Path:
+        """The KB's folder, once what opening it refuses is told (a folder that is no KB, a bad
+        setting): for the checks a command makes before it reads stdin, which a run of its
+        argument checks alone (``Preset.dry``) reaches with the server's KB left unopened."""
+        if self.preset is not None and self.preset.dry is not None:
+            checked_settings(self.preset.dry)
+            return self.preset.kb.root
+        return self.kb().root
+
+    def max_content(self) -> int:
+        """The size limit of a text in the command's environment."""
+        return max_content(self.preset.dry if self.preset is not None else None)
+
     def kb(self) -> KnowledgeBase:
         if self._ready and self._kb is not None:  # a command's second call (validate's paths, then its KB)
             return self._kb
-        if self.preset is not None and self.preset.dry:
+        if self.preset is not None and self.preset.dry is not None:
+            checked_settings(self.preset.dry)  # a bad setting is refused before stdin is read, as here
             raise PastArguments
         # Imported here, not above: help, usage errors and the commands that open no KB
         # (schema, completion) start without the KB's modules (Whoosh, numpy: most of a start).

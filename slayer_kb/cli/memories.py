@@ -10,6 +10,7 @@ import click
 from ..core import engram
 from ..core.errors import InvalidInputError
 from ..core.ids import check_id
+from ..core.inputs import checked_learning
 from ..core.problems import command, shell_word, words
 from ..core.results import ForgetResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
@@ -129,10 +130,12 @@ def save(
         raise InvalidInputError(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
-    kb = settings.kb()
-    kb.check_learning(text)  # an empty learning is told first, whatever else is missing
+    # Checked before a `--query -` is read from stdin, which a usage error leaves unread.
+    settings.opened()
+    checked_learning(text, settings.max_content())  # an empty learning is told first, whatever else is missing
     check_entity_options(entities)
     parsed = read_query(query)
+    kb = settings.kb()
     if title is not None:
         if memory_id is not None:
             check_id(memory_id)  # a bad id hears the id rules first
@@ -243,7 +246,7 @@ def update(
     Example:
       slayer-kb update 12 --title "Refunds are negative rows" -e shop.refunds.amount
     """
-    check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.root())} edit "
+    check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.opened())} edit "
                                    f"{words(memory_id)}'")
     result = settings.kb().update(
         memory_id,

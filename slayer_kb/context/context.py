@@ -20,7 +20,6 @@ from ..catalog.refs import flatten_refs, split_references
 from ..catalog.resolve import Resolver
 from ..core.errors import (
     ConflictError,
-    InvalidInputError,
     KBError,
     MemoryFileError,
     NotFoundError,
@@ -29,7 +28,7 @@ from ..core.errors import (
 )
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import check_existing_id, check_id, no_memory
-from ..core.inputs import blank, check_unicode
+from ..core.inputs import checked_learning
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
@@ -308,19 +307,9 @@ class Context(Parts):
                 tx.close()
 
     def check_learning(self, learning: Any, name: str = "learning", tool_name: str | None = None) -> str:
-        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit;
-        ``tool_name``: what an MCP tool calls it, where that differs (mem_update's ``content``)."""
-        def refused(problem: str) -> InvalidInputError:
-            return InvalidInputError(name + problem, tool_message=tool_name and tool_name + problem)
-
-        if blank(learning):
-            raise refused(" is empty: write what was learned (it is required and must not be blank).")
-        check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
-        size = len(learning.encode("utf-8"))
-        if size > self.max_content:
-            raise refused(f" is {size} bytes; the limit is {self.max_content} bytes. Split it into several memories "
-                          "or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
-        return learning
+        """``learning`` (or the field ``name``), refused when blank or over the KB's size limit
+        (``core.inputs.checked_learning``)."""
+        return checked_learning(learning, self.max_content, name, tool_name)
 
 
 def deleted_error(memory: Memory, root: Path) -> NotFoundError:

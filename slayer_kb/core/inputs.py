@@ -57,6 +57,23 @@ def blank(value: Any) -> bool:
     return not isinstance(value, str) or all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value)
 
 
+def checked_learning(learning: Any, limit: int, name: str = "learning", tool_name: str | None = None) -> str:
+    """``learning`` (or the field ``name``), refused when blank or over ``limit`` bytes;
+    ``tool_name``: what an MCP tool calls it, where that differs (mem_update's ``content``). Free
+    of the KB: ``save`` checks a learning it was given before it reads a ``--query -`` from stdin."""
+    def refused(problem: str) -> InvalidInputError:
+        return InvalidInputError(name + problem, tool_message=tool_name and tool_name + problem)
+
+    if blank(learning):
+        raise refused(" is empty: write what was learned (it is required and must not be blank).")
+    check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
+    size = len(learning.encode("utf-8"))
+    if size > limit:
+        raise refused(f" is {size} bytes; the limit is {limit} bytes. Split it into several memories "
+                      "or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
+    return learning
+
+
 def check_folder_named(folder: str | os.PathLike[str], what: str, example: str) -> None:
     """Refuse a blank folder name: an unset shell variable (``init "$DIR"``) would otherwise mean
     the current folder, or make a folder named ' '."""

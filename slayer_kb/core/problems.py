@@ -107,13 +107,11 @@ def shell_word(word: str) -> str:
     the output of POSIX ``printf``, ``"$(printf 'k\\377b')"``, each such character as its bytes in
     octal: shown as ``'k\\xffb'``, pasted, it named a folder called k, backslash, x, f, f, b; and
     bash's ``$'k\\xffb'``, which it was, is read literally by ``sh -c`` (dash). A command
-    substitution drops trailing line breaks: those of a word ending in some follow the rest,
-    quoted as themselves (``k'\n'``, the line break itself between the quotes), which every
-    POSIX shell reads."""
-    body = word.rstrip("\n")
-    if body != word:
-        return (shell_word(body) if body else "") + "'" + word[len(body):] + "'"
+    substitution drops trailing line breaks, so a word ending in one keeps bash's form (bash and
+    zsh read it; docs/cli.md says so)."""
     if any(_escaped(ch) for ch in word):
+        if word.endswith("\n"):
+            return "$'" + "".join(_ansi_c(ch) for ch in word) + "'"
         # A leading '-' would be read as printf's option: written as its byte too.
         return "\"$(printf '" + "".join(_printf(ch, at == 0) for at, ch in enumerate(word)) + "')\""
     plain = all(ch.isalnum() if not ch.isascii() else ch.isalnum() or ch in "_@%+=:,./-" for ch in word)
@@ -135,6 +133,13 @@ def _printf(ch: str, first: bool) -> str:
     if _escaped(ch) or (first and ch == "-"):
         return "".join(f"\\{byte:03o}" for byte in _bytes_of(ch))
     return {"%": "%%", "\\": "\\\\", "'": "'\\''"}.get(ch, ch)
+
+
+def _ansi_c(ch: str) -> str:
+    """``ch`` within bash's ``$'...'``: shown escaped as its bytes, a quote or backslash escaped."""
+    if _escaped(ch):
+        return "".join(f"\\x{byte:02x}" for byte in _bytes_of(ch))
+    return "\\" + ch if ch in "\\'" else ch
 
 
 def git_command(root: Path, args: str) -> str:

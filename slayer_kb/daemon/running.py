@@ -111,7 +111,7 @@ def _printed(env: Mapping[str, str]) -> dict[str, bool]:
 
 class _PastArgumentsOnRead(io.RawIOBase):
     """The standard input of a command run for its argument checks alone: reading it is going
-    past them (``Runner.gets_past_arguments``)."""
+    past them (``Runner.refused_arguments``)."""
 
     def readable(self) -> bool:
         return True
@@ -186,10 +186,11 @@ class _Command:
             columns = 0
         return columns if columns > 0 else 100
 
-    def run(self, kb: KnowledgeBase, beside: bool = False, checked: bool = False, dry: bool = False) -> int:
+    def run(self, kb: KnowledgeBase, beside: bool = False, checked: bool = False,
+            dry: Mapping[str, str] | None = None) -> int:
         """The click command's exit code; what it printed is in ``chunks``. ``checked``: its
         settings were checked already (``Runner.goes_beside``); ``dry``: its argument checks
-        alone (``cli.common.PastArguments``, raised past them)."""
+        alone (``cli.common.PastArguments``, raised past them), in this environment."""
         from ..cli import Preset, cli
 
         try:
@@ -242,9 +243,9 @@ class Runner:
 
     def refused_arguments(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]] | None:
         """What the command of ``request``, which may read stdin, prints when it refuses its
-        arguments: click's parsing and whatever its function checks before it opens the KB or
-        reads stdin, run on this thread with neither (``Preset.dry``), whatever runs in its turn
-        (it changes nothing); None when they pass. That is its whole run: a process of its own
+        arguments: click's parsing, the settings of the client's environment, and whatever its
+        function checks before it opens the KB or reads stdin, run on this thread with neither
+        (``Preset.dry``), whatever runs in its turn (it changes nothing); None when they pass. That is its whole run: a process of its own
         fails so and leaves stdin unread (a ``while read`` loop keeps its input; ``sleep 30 |``
         is not waited for). Paths it prints are as typed from the client's folder, as a read
         beside a write prints them."""
@@ -255,7 +256,7 @@ class Runner:
         try:
             with problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
                     _thread_streams(stdin, command.stdout, command.stderr):
-                code = command.run(self.kb, dry=True)
+                code = command.run(self.kb, dry=command.env)
         except PastArguments:
             return None
         return None if code == 0 else (code, _merged(command.chunks))
