@@ -39,9 +39,12 @@ if "PYTEST_XDIST_WORKER" not in os.environ:
 
 def _shared_out(collector: pytest.Collector) -> bool:
     """Whether every test module of ``collector``'s folder is collected (the folder is, or is
-    under, a folder the run was given): only then may a worker import its share of them early."""
+    under, a folder the run was given, and no rerun of the last failures skips the others): only
+    then may a worker import its share of them early."""
     if "PYTEST_XDIST_WORKER" not in os.environ or not isinstance(collector, pytest.Directory):
         return False
+    if collector.config.getoption("lf", False) or collector.config.getoption("stepwise", False):
+        return False  # the cache provider's reruns import only the modules they pick
     where = collector.config.invocation_params.dir
     folders = [(where / arg).resolve() for arg in collector.config.args if "::" not in arg]
     return any(collector.path.is_relative_to(folder) for folder in folders if folder.is_dir())
@@ -54,12 +57,13 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
     keeps the result beside it (``__pycache__``): in a fresh clone, the three workers, collecting
     the same modules in the same order, all rewrote every one of them at once (5 s of CPU each,
     most of a worker's collection); taking a share each, they rewrite each module about once. A
-    module that fails to import is imported again by the collection, which reports it."""
+    module that fails to import (an error, or pytest's skip, fail or xfail at its top, or an
+    exit) is imported again by the collection, which reports it."""
     report = yield
     if _shared_out(collector):
         modules = [node for node in report.result if isinstance(node, pytest.Module)]
         share = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
         for module in modules[share::int(os.environ["PYTEST_XDIST_WORKER_COUNT"])]:
-            with contextlib.suppress(Exception, pytest.skip.Exception):
+            with contextlib.suppress(Exception, pytest.skip.Exception, pytest.fail.Exception, SystemExit):
                 module.obj  # noqa: B018 - pytest's own import of the module, kept on its node
     return report

@@ -23,12 +23,14 @@ def test_the_bytecode_plugin_loads_before_every_installed_plugin(pytestconfig: p
     assert sys.dont_write_bytecode is False
 
 
-def _shares(request: pytest.FixtureRequest, folder: Path, args: list[str], worker: str | None) -> list[pytest.Module]:
+def _shares(request: pytest.FixtureRequest, folder: Path, args: list[str], worker: str | None,
+            last_failed: bool = False) -> list[pytest.Module]:
     """The test modules of ``folder``, after ``testing.bytecode``'s collection hook ran over the
-    folder's report in ``worker`` (of 2) of a run given ``args``."""
+    folder's report in ``worker`` (of 2) of a run given ``args`` (and ``--lf``)."""
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(request.config, "args", args)
+        mp.setattr(request.config.option, "lf", last_failed, raising=False)
         mp.setattr(sys, "path", list(sys.path))  # the import puts the folder first
         mp.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
         if worker is None:
@@ -48,27 +50,31 @@ def _shares(request: pytest.FixtureRequest, folder: Path, args: list[str], worke
 
 
 def test_each_worker_imports_its_share_of_a_folders_test_modules_first(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    # Each module notes its import; the last fails to import.
+    # Each module notes its import; the second fails at its top as pytest.fail does, the last
+    # with an error.
     log = tmp_path / "imported"
     folder = tmp_path / "suite"
     folder.mkdir()
     (tmp_path / "elsewhere").mkdir()
     for n in range(4):
-        body = f"open({str(log)!r}, 'a').write(__name__ + '\\n')\n" + ("raise RuntimeError('broken')\n" if n == 3 else "")
+        body = f"open({str(log)!r}, 'a').write(__name__ + '\\n')\n" + {
+            1: "import pytest\npytest.fail('needs a GPU', pytrace=False)\n", 3: "raise RuntimeError('broken')\n"}.get(n, "")
         (folder / f"test_share_{n}.py").write_text(body + "def test_x():\n    assert True\n")
     try:
         assert len(_shares(request, folder, [str(tmp_path / "elsewhere")], "gw1")) == 4
         assert not log.exists()  # a run not given the whole folder: collected as before
         _shares(request, folder, [str(folder)], None)
         assert not log.exists()  # not in a worker
+        _shares(request, folder, [str(tmp_path)], "gw1", last_failed=True)
+        assert not log.exists()  # --lf imports only the modules it picks
         modules = _shares(request, folder, [str(tmp_path)], "gw1")
         assert log.read_text() == "test_share_1\ntest_share_3\n"
-        # Kept on its node: the collection does not import it again. The failed one it does,
-        # and it fails there as it would have.
-        assert modules[1].obj.__name__ == "test_share_1"
+        # A module that failed is imported again by the collection, and fails there as it would have.
+        with pytest.raises(pytest.fail.Exception, match="needs a GPU"):
+            modules[1].obj  # noqa: B018
         with pytest.raises(RuntimeError, match="broken"):
             modules[3].obj  # noqa: B018
-        assert log.read_text() == "test_share_1\ntest_share_3\ntest_share_3\n"
+        assert log.read_text() == "test_share_1\ntest_share_3\ntest_share_1\ntest_share_3\n"
     finally:
         for n in range(4):
             sys.modules.pop(f"test_share_{n}", None)
