@@ -51,7 +51,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         sha = resolve_rev(store, ref)
         before = store.head()
         assert before is not None
-        bases = merge_bases(store, (sha, before))
+        bases = merge_bases(store, (before, sha))
         parted = bases[0] if bases else ""
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
@@ -84,7 +84,8 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
     KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
     ones git can hand the driver (``mergedriver.require_driver``); ``parted``: where HEAD and
-    ``sha`` parted (``snapshot.merge_bases``' first), "" with no common ancestor."""
+    ``sha`` parted (``snapshot.merge_bases``' first; of several, one as rough as another for what
+    it is used for: git merges from all of them), "" with no common ancestor."""
     before = store.head()
     assert before is not None
     if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing

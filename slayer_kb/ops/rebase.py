@@ -68,7 +68,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
             pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
             ours = store.head() or ""
-            bases = merge_bases(store, (onto_commit, ours))
+            bases = merge_bases(store, (ours, onto_commit))
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
         elif not in_progress(store):
@@ -81,7 +81,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             if action == CONTINUE:  # pushed commits it rewrites still need the force push
                 branch, ours, onto_commit = _rebasing(store)
                 pushed = _pushed(store, remote, branch, ours, onto_commit)
-                bases = merge_bases(store, (onto_commit, ours))
+                bases = merge_bases(store, (ours, onto_commit))
         onto = _onto_name(store) if action is not None else upstream
         assert onto is not None
         push = push_step(remote, branch, pushed, store.root, in_kb=True)

@@ -81,7 +81,8 @@ def written_on_both(store: GitStore, parted: str, sides: tuple[str, str]) -> lis
 
 def merge_bases(store: GitStore, sides: tuple[str, str]) -> list[str]:
     """Every best common ancestor of ``sides`` (``git merge-base --all``); the first is the one a
-    plain ``git merge-base`` names, so one call serves both questions."""
+    plain ``git merge-base`` of ``sides`` in the same order names (with several bases of one
+    date, git's order follows the arguments'), so one call serves both questions."""
     return store.git("merge-base", "--all", *sides, check=False).stdout.decode().split()
 
 
