@@ -175,29 +175,6 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
     kb.close()
 
 
-def test_the_stand_ins_of_texts_edited_or_forgotten_during_the_build_leave_the_cache(tmp_path: Path) -> None:
-    """Their texts are no memory's any more, so no pass makes them final, and nothing dropped
-    their stand-ins from the cache but an eviction."""
-    kb = _kb(tmp_path / "kb")
-    kb.index.stand_in_from = 4
-    first, second = (m for m, _digest, _vec in _manifest(kb)[:2])
-
-    def edit_and_forget(batches: int) -> None:
-        if batches == 1:  # the first two memories stand in
-            kb.update(first, learning="The export stalls while the ledger redeploys. Deploys pause from two to four.")
-            kb.forget(second)
-
-    made, _seen = _build(kb, edit_and_forget)
-    assert made == len(NOTES) - 1 and _stand_ins(kb) == set()
-    kb.close()
-    with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE)) as db:
-        left = db.execute("SELECT model, count(*) FROM sentences WHERE model IN (?, ?) GROUP BY model",
-                          (encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)).fetchall()
-    assert left == []
-    with contextlib.closing(sqlite3.connect(kb.index.dir / "manifest.db")) as db:
-        assert vectors.stood_left(db) == []  # dropped: the next pass reads nothing
-
-
 def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4

@@ -141,7 +141,6 @@ class Filling:
         written += final
         if not done:
             return len(written)
-        self._drop_stood(guard)
         if progress and first and not work.done:
             progress(first, first)  # the stand-in pass found every final vector cached: none left
         # Every memory's units once per process (one stopped before may have left some), then
@@ -154,23 +153,6 @@ class Filling:
         if self._fill_units(units, guard, stop, batch, workers):
             self._units_checked = True
         return len(written)
-
-    def _drop_stood(self, guard: Guard) -> None:
-        """After a final pass that ran to its end: drop from the cache the stand-ins of the texts
-        whose rows left the manifest's list of stand-ins by a write (a memory edited or
-        forgotten during the build: ``vectors.write``). No pass makes those texts final, so
-        nothing else would drop them but an eviction."""
-        with guard():
-            left = self._from_manifest(vectors.stood_left, [])
-        if not left:
-            return
-        sentences.forget(_STAND_IN_KEYS, left)
-        with guard():
-            db = self._db()
-            try:
-                vectors.clear_stood_left(db, left)
-            finally:
-                db.close()
 
     def _stand_in_pass(
         self, finals: int, progress: Callable[[int, int], None] | None, guard: Guard, stop: Callable[[], bool],
