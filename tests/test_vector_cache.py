@@ -566,3 +566,27 @@ def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: 
     invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
     assert not filler.filling(empty_kb.root)  # marked today: no filler started
 
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_cache_that_cannot_be_written_starts_one_marking_filler_a_day(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # noqa: ANN001
+    """The day file was written only when the marks were: with a cache folder that cannot be
+    made (a read-only or full home acts alike), every one-shot search started a filler."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    marked = empty_kb.index.dir / "cache-marked-day"
+    marked.unlink(missing_ok=True)
+    (tmp_path / "blocker").write_text("x")
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "blocker" / "cache"))
+    started: list[bool] = []
+    real = filler.start
+    monkeypatch.setattr(filler, "start", lambda root: started.append(real(root)) or started[-1])
+    for _ in range(4):
+        searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+        assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+        eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit", 60)
+    assert (started, marked.exists() and marked.read_text()) == ([True], f"{sentences.today()}\n")
