@@ -493,6 +493,44 @@ def test_a_store_that_found_the_cache_busy_leaves_it_kept(monkeypatch: pytest.Mo
 
 
 @pytest.mark.usefixtures("encoder_on")
+def test_a_units_store_that_found_the_cache_busy_is_tried_again_at_the_next_pass(
+        empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process's check of every memory's units ended for good at a store that found the
+    cache busy (another process's long write): its units were never made in that process."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    with _db() as db:  # their units lost (evicted): only the whole vectors are left
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    server = KnowledgeBase(empty_kb.root)
+    server.index.background_vectors = False
+    real, kept = sentences.store_together, []
+
+    def busy_first(found, replaces=None):  # noqa: ANN001, ANN202
+        if kept:
+            kept.append(real(found, replaces))
+            return kept[-1]
+        with monkeypatch.context() as waits, _db() as other:
+            waits.setattr(sentences, "_TIMEOUT", 0)  # as a store behind a long write gives up
+            other.execute("BEGIN IMMEDIATE")
+            kept.append(real(found, replaces))
+            other.execute("ROLLBACK")
+        return kept[-1]
+
+    monkeypatch.setattr(sentences, "store_together", busy_first)
+    try:
+        server.index.fill_sentences(batch=1, workers=1)
+        assert kept[0] is False and sentences.keeps()
+        server.index.fill_sentences(batch=1, workers=1)  # the server's next pass
+    finally:
+        server.close()
+    assert sorted(sentences.held(encoder.UNITS_KEY, digests)) == sorted(digests)
+
+
+@pytest.mark.usefixtures("encoder_on")
 def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm server's process: its first pass made the KB's vectors; days later it has only
     searched the KB, and its filler's pass (every 30 seconds) marks the KB's texts used."""

@@ -281,6 +281,12 @@ def _unkept_if_lasting(exc: sqlite3.Error) -> None:
 _unkept: set[Path] = set()
 
 
+def refuses() -> bool:
+    """Whether this process found the cache one it cannot write to, for good (``keeps``): not
+    a cache that was only busy past the timeout, which a next store may find free."""
+    return folder() in _unkept
+
+
 def keeps() -> bool:
     """Whether vectors made now would be kept: False once a store of this process was not, or
     when the cache cannot be written (then for the rest of the process; a cache only busy past
