@@ -578,10 +578,12 @@ def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: 
 
 
 @pytest.mark.usefixtures("encoder_on")
-def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli,  # noqa: ANN001
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """One-shot searches looked the KB's sentences up without marking them (a write a search),
     and with every vector made no filler ran to mark them: the KB's texts looked least recently
-    used. The first search of a day has a detached filler mark them; the others start none."""
+    used. The first search of a day has a detached filler mark them; the others start none.
+    Under the tests' isolation (``SLAYER_KB_NO_MARKS``) a search starts none at all."""
     empty_kb.index.background_vectors = False
     for title, learning in NOTES:
         empty_kb.save_observation(title=title, content=learning, project="ops")
@@ -592,17 +594,23 @@ def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: 
     marked.write_text(f"{sentences.today() - 3}\n")  # days later
     with _db() as db:
         db.execute("UPDATE used SET day = day - 3")
+    started: list[bool] = []
+    real = filler.start
+    monkeypatch.setattr(filler, "start", lambda root: started.append(real(root)) or started[-1])
 
     def days() -> set[int]:
         with _db() as db:
             return {day for (day,) in db.execute(f"SELECT day FROM used WHERE hash IN ({', '.join('?' * len(digests))})", list(digests))}
 
+    invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert started == []  # the isolation's SLAYER_KB_NO_MARKS
+    monkeypatch.delenv("SLAYER_KB_NO_MARKS")
     searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
-    assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+    assert (json.loads(searched.stdout)["memories"][0]["title"], started) == (NOTES[0][0], [True])
     eventually(lambda: days() == {sentences.today()} and marked.read_text() == f"{sentences.today()}\n", "the filler to mark them", 60)
     eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit")
     invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
-    assert not filler.filling(empty_kb.root)  # marked today: no filler started
+    assert started == [True]  # marked today: no filler started
 
 
 
@@ -620,6 +628,7 @@ def test_a_cache_that_cannot_be_written_starts_one_marking_filler_a_day(
     marked.unlink(missing_ok=True)
     (tmp_path / "blocker").write_text("x")
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "blocker" / "cache"))
+    monkeypatch.delenv("SLAYER_KB_NO_MARKS")  # the isolation's
     started: list[bool] = []
     real = filler.start
     monkeypatch.setattr(filler, "start", lambda root: started.append(real(root)) or started[-1])
