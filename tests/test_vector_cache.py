@@ -239,8 +239,15 @@ def test_a_cache_made_without_auto_vacuum_gets_it_at_a_vacuum_only_if_small(
     assert _auto_vacuum() == 0
     with monkeypatch.context() as small:
         small.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
-        invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+        kept = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() > 1_000_000 >= _in_use()) == (0, True)  # no VACUUM: its free pages kept
+    with _db() as db:
+        free = db.execute("PRAGMA freelist_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+    assert kept.stdout.splitlines()[-1] == (
+        f"warning: the vector cache {folder() / sentences.FILE} was made by an earlier version and holds "
+        f"{_in_use() / 1e6:.1f} MB, more than maintenance rewrites at once (0.1 MB) while stores wait, so its "
+        f"{free / 1e6:.1f} MB of free pages stay in the file. To shrink it, delete it while no slayer-kb process "
+        "runs: the vectors KBs need are made again, in the background.")
     invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() == _in_use() <= 1_000_000) == (2, True)
 
