@@ -42,6 +42,9 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # Each test has its own sentence-vector cache: vectors one test made never serve another.
     monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "sentence-cache"))
     monkeypatch.delenv("SLAYER_KB_CACHE_MAX_MB", raising=False)  # its bound the default, as a test expects
+    # Nor does a one-shot search start a filler only to mark that cache's texts used
+    # (``Index.want_marks``): a process a KB a day, about 0.4 s of CPU, which a test may outlive.
+    monkeypatch.setenv("SLAYER_KB_NO_MARKS", "1")
     # Nor do the units a search read from another test's cache, which the process remembers
     # (none before the search package is imported: importing it here would cost every worker).
     if (meaning := sys.modules.get("slayer_kb.search.meaning")) is not None:

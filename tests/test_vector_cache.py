@@ -239,8 +239,15 @@ def test_a_cache_made_without_auto_vacuum_gets_it_at_a_vacuum_only_if_small(
     assert _auto_vacuum() == 0
     with monkeypatch.context() as small:
         small.setattr(eviction, "_CONVERT_MAX", 100_000)  # its pages in use after eviction are more
-        invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
+        kept = invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() > 1_000_000 >= _in_use()) == (0, True)  # no VACUUM: its free pages kept
+    with _db() as db:
+        free = db.execute("PRAGMA freelist_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+    assert kept.stdout.splitlines()[-1] == (
+        f"warning: the vector cache {folder() / sentences.FILE} was made by an earlier version and holds "
+        f"{_in_use() / 1e6:.1f} MB, more than maintenance rewrites at once (0.1 MB) while stores wait, so its "
+        f"{free / 1e6:.1f} MB of free pages stay in the file. To shrink it, delete it while no slayer-kb process "
+        "runs: the vectors KBs need are made again, in the background.")
     invoke_cli("--kb", empty_kb.root, "maintenance", env={"SLAYER_KB_CACHE_MAX_MB": "1"}, check=True)
     assert (_auto_vacuum(), eviction.on_disk() == _in_use() <= 1_000_000) == (2, True)
 
@@ -493,6 +500,44 @@ def test_a_store_that_found_the_cache_busy_leaves_it_kept(monkeypatch: pytest.Mo
 
 
 @pytest.mark.usefixtures("encoder_on")
+def test_a_units_store_that_found_the_cache_busy_is_tried_again_at_the_next_pass(
+        empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process's check of every memory's units ended for good at a store that found the
+    cache busy (another process's long write): its units were never made in that process."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    with _db() as db:  # their units lost (evicted): only the whole vectors are left
+        db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
+    server = KnowledgeBase(empty_kb.root)
+    server.index.background_vectors = False
+    real, kept = sentences.store_together, []
+
+    def busy_first(found, replaces=None):  # noqa: ANN001, ANN202
+        if kept:
+            kept.append(real(found, replaces))
+            return kept[-1]
+        with monkeypatch.context() as waits, _db() as other:
+            waits.setattr(sentences, "_TIMEOUT", 0)  # as a store behind a long write gives up
+            other.execute("BEGIN IMMEDIATE")
+            kept.append(real(found, replaces))
+            other.execute("ROLLBACK")
+        return kept[-1]
+
+    monkeypatch.setattr(sentences, "store_together", busy_first)
+    try:
+        server.index.fill_sentences(batch=1, workers=1)
+        assert kept[0] is False and sentences.keeps()
+        server.index.fill_sentences(batch=1, workers=1)  # the server's next pass
+    finally:
+        server.close()
+    assert sorted(sentences.held(encoder.UNITS_KEY, digests)) == sorted(digests)
+
+
+@pytest.mark.usefixtures("encoder_on")
 def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm server's process: its first pass made the KB's vectors; days later it has only
     searched the KB, and its filler's pass (every 30 seconds) marks the KB's texts used."""
@@ -540,10 +585,12 @@ def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: 
 
 
 @pytest.mark.usefixtures("encoder_on")
-def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: KnowledgeBase, invoke_cli,  # noqa: ANN001
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """One-shot searches looked the KB's sentences up without marking them (a write a search),
     and with every vector made no filler ran to mark them: the KB's texts looked least recently
-    used. The first search of a day has a detached filler mark them; the others start none."""
+    used. The first search of a day has a detached filler mark them; the others start none.
+    Under the tests' isolation (``SLAYER_KB_NO_MARKS``) a search starts none at all."""
     empty_kb.index.background_vectors = False
     for title, learning in NOTES:
         empty_kb.save_observation(title=title, content=learning, project="ops")
@@ -554,15 +601,46 @@ def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: 
     marked.write_text(f"{sentences.today() - 3}\n")  # days later
     with _db() as db:
         db.execute("UPDATE used SET day = day - 3")
+    started: list[bool] = []
+    real = filler.start
+    monkeypatch.setattr(filler, "start", lambda root: started.append(real(root)) or started[-1])
 
     def days() -> set[int]:
         with _db() as db:
             return {day for (day,) in db.execute(f"SELECT day FROM used WHERE hash IN ({', '.join('?' * len(digests))})", list(digests))}
 
+    invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+    assert started == []  # the isolation's SLAYER_KB_NO_MARKS
+    monkeypatch.delenv("SLAYER_KB_NO_MARKS")
     searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
-    assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+    assert (json.loads(searched.stdout)["memories"][0]["title"], started) == (NOTES[0][0], [True])
     eventually(lambda: days() == {sentences.today()} and marked.read_text() == f"{sentences.today()}\n", "the filler to mark them", 60)
     eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit")
     invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
-    assert not filler.filling(empty_kb.root)  # marked today: no filler started
+    assert started == [True]  # marked today: no filler started
 
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_cache_that_cannot_be_written_starts_one_marking_filler_a_day(
+        empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # noqa: ANN001
+    """The day file was written only when the marks were: with a cache folder that cannot be
+    made (a read-only or full home acts alike), every one-shot search started a filler."""
+    empty_kb.index.background_vectors = False
+    for title, learning in NOTES:
+        empty_kb.save_observation(title=title, content=learning, project="ops")
+    assert empty_kb.index.fill_sentences() == 2
+    empty_kb.close()
+    marked = empty_kb.index.dir / "cache-marked-day"
+    marked.unlink(missing_ok=True)
+    (tmp_path / "blocker").write_text("x")
+    monkeypatch.setenv("SLAYER_KB_CACHE", str(tmp_path / "blocker" / "cache"))
+    monkeypatch.delenv("SLAYER_KB_NO_MARKS")  # the isolation's
+    started: list[bool] = []
+    real = filler.start
+    monkeypatch.setattr(filler, "start", lambda root: started.append(real(root)) or started[-1])
+    for _ in range(4):
+        searched = invoke_cli("--kb", empty_kb.root, "search", "newsletter images", "--json", check=True)
+        assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
+        eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit", 60)
+    assert (started, marked.exists() and marked.read_text()) == ([True], f"{sentences.today()}\n")

@@ -34,7 +34,8 @@ def maintenance(settings: Settings) -> None:
     those of the texts used least recently. Only here are the file's free pages given back to
     the disk (--json: vector_cache, its bytes before and after, the bound, the rows and texts
     removed, and the problem when it could not be trimmed, a full disk or a file this user cannot
-    write, which the text output prints as a warning).
+    write, or shrunk, a large file an earlier version made, which the text output prints as a
+    warning with its fix).
 
     \b
     Example:

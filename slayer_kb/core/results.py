@@ -179,7 +179,7 @@ class CacheTrim:
     limit: int  # the bound, bytes (SLAYER_KB_CACHE_MAX_MB)
     unread_rows: int  # rows removed under keys this version never reads
     texts: int  # texts whose vectors were removed, least recently used first
-    problem: str | None = None  # why it could not be trimmed (a full disk, a file it cannot write)
+    problem: str | None = None  # why it could not be trimmed (a full disk, a file it cannot write) or shrunk
 
 
 @dataclass

@@ -21,7 +21,7 @@ the bound's size between two maintenances. A cache is made with ``auto_vacuum=IN
 ``VACUUM`` holds the write lock while it rewrites the whole file (longer than a store's 30 s
 wait at 2 GB). A file made by a version before has no such map: one ``VACUUM`` gives it one,
 run only while the file's pages in use are at most ``_CONVERT_MAX`` (a few seconds); a larger
-one keeps its free pages for later writes.
+one keeps its free pages for later writes, and maintenance says so and how to shrink it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import math
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sized
+from pathlib import Path
 
 from ..core.results import CacheTrim
 from . import encoder, sentences
@@ -111,7 +112,7 @@ def _within(limit: int, vacuum: bool) -> CacheTrim:
                 unread = _unread(db, target, set(kept))
                 texts = _least_used(db, target, kept)
             if vacuum:
-                _give_back(db)
+                problem = _give_back(db, path)
         except sqlite3.Error as error:
             problem = (f"the vector cache {path} could not be trimmed: {error}. Free space on its disk or "
                        "let this user write it, then run slayer-kb maintenance again.")
@@ -147,24 +148,32 @@ def _in_use(db: sqlite3.Connection) -> int:
     return int((pages - free) * size)
 
 
-def _give_back(db: sqlite3.Connection) -> None:
+def _give_back(db: sqlite3.Connection, path: Path) -> str | None:
     """Give the file's free pages back to the disk, a step a transaction (the module says
-    how), or by one VACUUM for a file made without auto_vacuum that is small enough."""
+    how), or by one VACUUM for a file made without auto_vacuum that is small enough; for one
+    too large, what keeps its free pages and how to shrink it."""
     (pages,) = db.execute("PRAGMA page_count").fetchone()
     (free,) = db.execute("PRAGMA freelist_count").fetchone()
     (size,) = db.execute("PRAGMA page_size").fetchone()
     (mode,) = db.execute("PRAGMA auto_vacuum").fetchone()
     if not free:
-        return
+        return None
     if mode == 2:  # INCREMENTAL
         step = max(_STEP_BYTES // size, 1)
         for _ in range(math.ceil(free / step)):  # pages freed meanwhile wait for the next maintenance
             _vacuum_step(db, step)
-    elif free >= pages * _VACUUM_SHARE and (pages - free) * size <= _CONVERT_MAX:
+    elif free < pages * _VACUUM_SHARE:
+        return None
+    elif (pages - free) * size <= _CONVERT_MAX:
         db.execute("VACUUM")  # with sentences.connect's auto_vacuum=INCREMENTAL: the next gives back in steps
     else:
-        return
+        # Never converted: its free pages are reused by later writes, and the file never shrinks.
+        return (f"the vector cache {path} was made by an earlier version and holds {(pages - free) * size / 1e6:.1f} MB, "
+                f"more than maintenance rewrites at once ({_CONVERT_MAX / 1e6:.1f} MB) while stores wait, so its "
+                f"{free * size / 1e6:.1f} MB of free pages stay in the file. To shrink it, delete it while no slayer-kb "
+                "process runs: the vectors KBs need are made again, in the background.")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file is cut to its pages in use here
+    return None
 
 
 def _vacuum_step(db: sqlite3.Connection, pages: int) -> None:

@@ -141,7 +141,6 @@ class Filling:
         written += final
         if not done:
             return len(written)
-        self._drop_stood(guard)
         if progress and first and not work.done:
             progress(first, first)  # the stand-in pass found every final vector cached: none left
         # Every memory's units once per process (one stopped before may have left some), then
@@ -154,23 +153,6 @@ class Filling:
         if self._fill_units(units, guard, stop, batch, workers):
             self._units_checked = True
         return len(written)
-
-    def _drop_stood(self, guard: Guard) -> None:
-        """After a final pass that ran to its end: drop from the cache the stand-ins of the texts
-        whose rows left the manifest's list of stand-ins by a write (a memory edited or
-        forgotten during the build: ``vectors.write``). No pass makes those texts final, so
-        nothing else would drop them but an eviction."""
-        with guard():
-            left = self._from_manifest(vectors.stood_left, [])
-        if not left:
-            return
-        sentences.forget(_STAND_IN_KEYS, left)
-        with guard():
-            db = self._db()
-            try:
-                vectors.clear_stood_left(db, left)
-            finally:
-                db.close()
 
     def _stand_in_pass(
         self, finals: int, progress: Callable[[int, int], None] | None, guard: Guard, stop: Callable[[], bool],
@@ -286,13 +268,14 @@ class Filling:
         """Make the units of these (id, text hash) whose text is not yet under
         ``encoder.MODEL_KEY`` in the cache (its whole vector cached before units were pooled
         from its runs, or the text evicted), then put its whole vector there: one under
-        MODEL_KEY means its units are cached. False when stopped or the encoder is missing."""
+        MODEL_KEY means its units are cached. False when stopped, the encoder is missing, or
+        the cache was busy (another process's long write): the next pass checks them again."""
         done = sentences.held(encoder.MODEL_KEY, [digest for _m, digest in made])
         wanted = [(m, digest) for m, digest in made if digest not in done]
         # Units the cache cannot keep, every process would make again: asked once a pass (a
         # write transaction of nothing), then each batch's store says whether it still keeps them.
         if wanted and not sentences.keeps():
-            return True
+            return sentences.refuses()
         model: encoder.Encoder | encoder.Unavailable | None = None
         for at in range(0, len(wanted), batch * workers):
             if stop():
@@ -312,7 +295,7 @@ class Filling:
                 whole = {digest: sentences.pack(v) for (digest, _t), v in zip(fresh, made_now, strict=True)}  # an evicted text's too
                 whole |= sentences.lookup(encoder.WHOLE_KEY, list(whole))
                 if not _keep_final(packed, whole):
-                    break  # not kept (busy, or no longer writable): the next process's check makes them
+                    return sentences.refuses()  # busy: not for good; a lasting refusal: none would be kept
         return True
 
     def _texts(self, chunk: list[tuple[str, str]], guard: Guard) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import sqlite3
 import threading
@@ -140,8 +141,9 @@ class Index(Reads, Meaning, Filling):
         the KB's texts were not marked used today (``mark_used``), a detached filler marks them,
         off the search's path (``want_sentences``). A search's own look-ups mark nothing, so a KB
         only searched would look least used; this costs it a file read a search, and a process
-        once a day."""
-        if not self.warm and not sentences.marked_today(self.dir / MARKED_FILE):
+        once a day. ``SLAYER_KB_NO_MARKS`` turns it off (the tests' isolation: each test has a
+        cache of its own, which no other KB evicts from)."""
+        if not self.warm and not os.environ.get("SLAYER_KB_NO_MARKS") and not sentences.marked_today(self.dir / MARKED_FILE):
             self.want_sentences()
 
     def warm_up(self) -> None:

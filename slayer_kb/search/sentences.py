@@ -281,6 +281,12 @@ def _unkept_if_lasting(exc: sqlite3.Error) -> None:
 _unkept: set[Path] = set()
 
 
+def refuses() -> bool:
+    """Whether this process found the cache one it cannot write to, for good (``keeps``): not
+    a cache that was only busy past the timeout, which a next store may find free."""
+    return folder() in _unkept
+
+
 def keeps() -> bool:
     """Whether vectors made now would be kept: False once a store of this process was not, or
     when the cache cannot be written (then for the rest of the process; a cache only busy past
@@ -308,14 +314,16 @@ def mark_daily(path: Path, texts: Callable[[], list[str]], keys: Sequence[str]) 
     this version reads read today (``mark_read``), once a day: ``path`` (in the KB's derived
     state) holds the day last marked. A search's look-ups mark nothing (``lookup``), so a KB
     that is mostly searched would otherwise look least used and lose its texts' units first;
-    its filler calls this after each pass instead. A cache busy past the timeout, or one this
-    user cannot write, is tried again at the next pass."""
+    its filler calls this after each pass instead. The day is written even when the marks
+    failed (a cache busy past the timeout, or one this user cannot write): a day's marks missed
+    cost little, while each one-shot search would otherwise start a filler to try again."""
     day = today()
-    if marked_today(path) or folder() in _unkept:
-        return  # (a cache this process could not write to: not its texts read each pass)
-    if _mark_all(texts(), keys, day):
-        with contextlib.suppress(OSError):
-            path.write_text(f"{day}\n", encoding="utf-8")
+    if marked_today(path):
+        return
+    if folder() not in _unkept:  # (a cache this process could not write to: not its texts read)
+        _mark_all(texts(), keys, day)
+    with contextlib.suppress(OSError):
+        path.write_text(f"{day}\n", encoding="utf-8")
 
 
 def marked_today(path: Path) -> bool:
@@ -326,23 +334,21 @@ def marked_today(path: Path) -> bool:
         return False
 
 
-def _mark_all(digests: list[str], keys: Sequence[str], day: int) -> bool:
+def _mark_all(digests: list[str], keys: Sequence[str], day: int) -> None:
     """Mark these texts used on ``day``, those the cache holds a day for, a few thousand a
-    transaction (a store meanwhile waits for one at most), and ``keys`` read on it."""
+    transaction (a store meanwhile waits for one at most), and ``keys`` read on it; a cache
+    that cannot be written or stays busy is left unmarked."""
     db = connect()
     if db is None:
-        return False
-    with contextlib.closing(db):
-        try:
-            mark_read(db, keys, day)
-            for at in range(0, len(digests), _DROP_CHUNK):
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
-                               [(day, digest) for digest in digests[at : at + _DROP_CHUNK]])
-                db.execute("COMMIT")
-        except sqlite3.Error:
-            return False  # closing the connection rolls back the transaction it was in
-    return True
+        return
+    with contextlib.closing(db), contextlib.suppress(sqlite3.Error):
+        # (an error: closing the connection rolls back the transaction it was in)
+        mark_read(db, keys, day)
+        for at in range(0, len(digests), _DROP_CHUNK):
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("UPDATE used SET day = ?1 WHERE hash = ?2 AND day < ?1",
+                           [(day, digest) for digest in digests[at : at + _DROP_CHUNK]])
+            db.execute("COMMIT")
 
 
 def mark_read(db: sqlite3.Connection, keys: Sequence[str], day: int) -> None:

@@ -62,10 +62,6 @@ LOG_KEPT = 10_000
 # during a large first build, docs/search.md), until the shipped graph's replaces it. A row
 # written again (a save, a rebuild) comes with a final vector or none, and leaves the list.
 STAND_IN_SQL = "CREATE TABLE IF NOT EXISTS standins (id TEXT PRIMARY KEY)"
-# The text hashes of stand-in rows written again or deleted (an edit, a forget during a build):
-# no pass makes those texts final, so the filler drops their stand-ins from the vector cache
-# once its final pass ends (filling.py), and the hashes from here.
-STOOD_LEFT_SQL = "CREATE TABLE IF NOT EXISTS stood_left (hash TEXT PRIMARY KEY) WITHOUT ROWID"
 # The live rows lacking a final sentence vector: none, or a stand-in's.
 _NOT_FINAL = "(svec IS NULL OR id IN (SELECT id FROM standins)) AND deleted = 0"
 
@@ -76,7 +72,6 @@ def create(db: sqlite3.Connection) -> None:
     db.execute(TOKENS_SQL)
     db.execute(LOG_SQL)
     db.execute(STAND_IN_SQL)
-    db.execute(STOOD_LEFT_SQL)
     if db.execute("SELECT 1 FROM written LIMIT 1").fetchone() is None:  # a new log: written once
         _begin_log(db)
 
@@ -142,10 +137,7 @@ def write(db: sqlite3.Connection, gone: Iterable[str], new_rows: list[tuple[Any,
         db.execute("DELETE FROM written WHERE seq <= (SELECT max(seq) FROM written) - ?", (LOG_KEPT,))
     removed = [(m,) for m in gone]
     if db.execute("SELECT 1 FROM standins LIMIT 1").fetchone() is not None:  # a build's, under way
-        ids = removed + [(row[0],) for row in new_rows]
-        db.executemany("INSERT OR IGNORE INTO stood_left SELECT hash FROM vectors WHERE id = ?1 "
-                       "AND id IN (SELECT id FROM standins WHERE id = ?1)", ids)
-        db.executemany("DELETE FROM standins WHERE id = ?", ids)
+        db.executemany("DELETE FROM standins WHERE id = ?", removed + [(row[0],) for row in new_rows])
     db.executemany("DELETE FROM vectors WHERE id = ?", removed)
     db.executemany("DELETE FROM tokens WHERE id = ?", removed)
     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -285,18 +277,6 @@ def write_sentences(db: sqlite3.Connection, made: list[tuple[str, str, bytes]], 
     db.executemany(listed, [(m,) for m in written])
     db.execute("COMMIT")
     return written
-
-
-def stood_left(db: sqlite3.Connection) -> list[str]:
-    """The text hashes of the stand-in rows written again or deleted (``STOOD_LEFT_SQL``)."""
-    return [digest for (digest,) in db.execute("SELECT hash FROM stood_left")]
-
-
-def clear_stood_left(db: sqlite3.Connection, digests: list[str]) -> None:
-    """Forget these hashes of ``stood_left``: their stand-ins are out of the vector cache."""
-    db.execute("BEGIN")
-    db.executemany("DELETE FROM stood_left WHERE hash = ?", [(digest,) for digest in digests])
-    db.execute("COMMIT")
 
 
 def stand_ins(db: sqlite3.Connection) -> set[str]:
