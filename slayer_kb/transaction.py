@@ -25,6 +25,7 @@ methods refuse to run after that.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -141,30 +142,35 @@ class Transaction:
     # -- reading ---------------------------------------------------------------------------------
 
     def read_matching(self, query: Lookup) -> Iterator[tuple[Memory, str]]:
-        """The memories the index finds for ``query``, in id order, each with its file's text; a
-        file that broke since the index read it is skipped (it is no memory to edit). The index's
-        parsed copy is used where the file still hashes the same, so reading thousands parses
-        only what changed."""
+        """The memories ``query`` finds, in id order, each with its file's text: those the index
+        holds (a file that broke since the index read it is skipped: it is no memory to edit),
+        and HEAD's version of each memory whose file is broken (``_committed_of_broken``). The
+        index's parsed copy is used where the file still hashes the same, so reading thousands
+        parses only what changed."""
         kb = self.kb
         docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
         hashes = self.index.file_hashes([d["id"] for d in docs])
-        for doc in docs:
-            with contextlib.suppress(KBError):
-                yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
-        yield from self._committed_of_broken(query, {doc["id"] for doc in docs})
+
+        def indexed() -> Iterator[tuple[Memory, str]]:
+            for doc in docs:
+                with contextlib.suppress(KBError):
+                    yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
+
+        broken = self._committed_of_broken(query, {doc["id"] for doc in docs})
+        yield from heapq.merge(indexed(), broken, key=lambda found: id_sort_key(found[0].id))
 
     def _committed_of_broken(self, query: Lookup, found: set[str]) -> Iterator[tuple[Memory, str]]:
         """HEAD's version, with its text, of each memory whose file broke since it was committed
-        (an edit by hand, unfinished) where ``query`` finds it. The index cannot read the file,
-        yet a commit builds on HEAD's version: a forget or a cascade that passed it by left HEAD's
-        links to what it deleted. Rewriting it rewrites the user's uncommitted work, which
-        ``rewrite`` refuses, or with ``force`` sets aside and plans again from HEAD."""
+        (an edit by hand, unfinished) where ``query`` finds it, in id order. The index cannot read
+        the file, yet a commit builds on HEAD's version: a forget or a cascade that passed it by
+        left HEAD's links to what it deleted. Rewriting it rewrites the user's uncommitted work,
+        which ``rewrite`` refuses, or with ``force`` sets aside and plans again from HEAD."""
         from .search import lookups  # with the index it queries: see Context.index
 
-        store, head = self.store, self.head()
+        store = self.store
         broken = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
                   if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
-        if not broken or head is None:
+        if not broken or (head := self.head()) is None:
             return
         objects = store.objects
         blobs = objects.blobs_at(objects.tree_of(head), broken.values())

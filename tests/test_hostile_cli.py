@@ -815,3 +815,13 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
             message = f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '7'."
             assert (proc.returncode, json_of(proc), proc.stderr) == (
                 1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n")
+    # The id shown as it is typed, as the value given is: an escaped 'caf\xe9' is no id to give.
+    message = "'memory:café' is a link to a memory, not a memory id: give the id alone, 'café'."
+    assert invoke_cli("--kb", root, "get", "memory:café").stderr == f"Error: {message}\n"
+    # A file that is not a memory's (the '.orig' a `--force` leaves, a note, a folder's name) is
+    # no id given as its file: the plain refusal, naming no id.
+    for given in ("memories/7.yaml.orig", "memories/notes.txt", "memories/7"):
+        proc = invoke_cli("--kb", root, "get", given)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: Memory id '{given}' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
+            "Use letters, digits, '.', '_' or '-'.\n"))

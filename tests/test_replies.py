@@ -349,6 +349,9 @@ def test_a_search_for_a_soft_deleted_memory_says_so_and_how_to_restore_it(catalo
     both = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f"what is memory:{memory_id}", "-e",
                                  f"memory:{memory_id}", "-e", "memory:nope", "--json").stdout)
     assert both["warnings"] == ["entity 'memory:nope' dropped: No memory with id 'nope'.", said]
+    # Its id as the whole question, which puts a live memory first, says so too.
+    alone = json.loads(invoke_cli("--kb", catalog_kb.root, "search", f" {memory_id} ", "--json").stdout)
+    assert (alone["memories"], alone["warnings"]) == ([], [said])
     # A save that links it is told too (the link is kept: a restore brings the memory back).
     saved = json.loads(invoke_cli("--kb", catalog_kb.root, "save", "Cents, again", "-e", f"memory:{memory_id}",
                                   "--json").stdout)

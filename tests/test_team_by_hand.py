@@ -1830,14 +1830,18 @@ def test_a_rename_against_an_edit_is_a_stop_only_where_git_cannot_follow_it(
     assert "description: On main\n" in (a / "memories" / "150.yaml").read_text()
 
 
+@pytest.mark.parametrize("saved", [
+    ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"),  # in one second: B's, applied last, is later
+    ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00.5Z"),  # '.5Z' sorts before 'Z' as text
+])
 def test_a_topic_key_two_clones_saved_keeps_the_later_saves_time_as_its_update(
-        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A saves under a new key at 10:00, B under the same key at 10:05, then both sync: sync kept
-    # B's text and counted two revisions, yet showed no updated_at (the memory looked unchanged
-    # since 10:00, as old as A's text, so a later merge could prefer an older revision to it).
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, saved: tuple[str, str]) -> None:
+    # A saves under a new key, B under the same key after it, then both sync: sync kept B's text
+    # and counted two revisions, yet showed no updated_at (the memory looked unchanged since A's
+    # save, as old as A's text, so a later merge could prefer an older revision to it).
     _bare, (a, b) = make_team(tmp_path)
     topic = ("--title", "Cache TTL", "--type", "decision", "--project", "api", "--topic-key", "decision/cache-ttl")
-    for root, at in ((a, "2026-12-01T10:00:00Z"), (b, "2026-12-01T10:05:00Z")):
+    for root, at in zip((a, b), saved, strict=True):
         monkeypatch.setattr(observations, "utc_now", lambda at=at: at)
         invoke_cli("--kb", root, "save", f"Cache TTL from {root.name}", *topic, check=True)
     for root in (a, b, a):
@@ -1845,5 +1849,4 @@ def test_a_topic_key_two_clones_saved_keeps_the_later_saves_time_as_its_update(
     for root in (a, b):
         shown = json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))
         assert {key: shown[key] for key in ("learning", "revision_count", "created_at", "updated_at")} == {
-            "learning": "Cache TTL from b", "revision_count": 2,
-            "created_at": "2026-12-01T10:00:00Z", "updated_at": "2026-12-01T10:05:00Z"}
+            "learning": "Cache TTL from b", "revision_count": 2, "created_at": saved[0], "updated_at": saved[1]}

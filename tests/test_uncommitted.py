@@ -453,7 +453,8 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
     root = catalog_kb.root
     (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
     (root / "memories" / "7.yaml").write_text(memory("Seven.", "memory:3", "shop.refunds"))
-    commit_all(root, "two memories")
+    (root / "memories" / "9.yaml").write_text(memory("Nine.", "memory:3", "shop.refunds"))
+    commit_all(root, "three memories")
     broken = "learning: [Seven, unfinished\n"
     (root / "memories" / "7.yaml").write_text(broken)
     before = head(root)
@@ -462,8 +463,13 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
         assert (proc.returncode, proc.stdout) == (1, ""), proc.stdout
         assert proc.stderr.endswith("Error: " + one_file("memories/7.yaml", True) + "\n")
     assert (head(root), (root / "memories" / "7.yaml").read_text()) == (before, broken)
+    # The model deleted by hand: a dry run of prune names the memories in id order, 7 with them.
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", check=True)
+    assert dry.stdout == "Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
     proc = invoke_cli("--kb", root, "forget", "3", "--force")
     assert (proc.stdout, proc.stderr) == (
-        "Forgot memory 3\n  stripped memory:3 from 7\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
+        "Forgot memory 3\n  stripped memory:3 from 7, 9\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
     assert git(root, "show", "HEAD:memories/7.yaml") == memory("Seven.", "shop.refunds")
     assert (root / "memories" / "7.yaml.orig").read_text() == broken

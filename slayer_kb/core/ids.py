@@ -61,12 +61,27 @@ def _refuse_a_name_of_an_id(given: str) -> None:
     """Refuse, naming the id, what names a memory but is not its id: the link ``memory:7`` an
     agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
     pull request, an id with blanks around it."""
-    folder, _, name = given.rpartition("/")
     for what, inner in (("a link to a memory", given.removeprefix("memory:")),
-                        ("a memory's file", name.removesuffix(".yaml") if f"/{folder}".endswith(f"/{MEMORIES_DIR}") else given),
+                        ("a memory's file", _id_of_file(given)),
                         ("an id with blanks around it", given.strip())):
         if inner != given and is_valid_id(inner):
-            raise InvalidIdError(f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '{inner}'.")
+            raise InvalidIdError(f"'{_typed(given)}' is {what}, not a memory id: give the id alone, "
+                                 f"'{_typed(inner)}'.")
+
+
+def _id_of_file(path: str) -> str:
+    """The id a memory's file (``memories/<id>.yaml``, in any folder) is named by, else ``path``:
+    another file there (``7.yaml.orig``, which ``--force`` leaves) names no memory."""
+    folder, _, name = path.rpartition("/")
+    if f"/{folder}".endswith(f"/{MEMORIES_DIR}") and name.endswith(".yaml"):
+        return name.removesuffix(".yaml")
+    return path
+
+
+def _typed(text: str) -> str:
+    """``text`` as it is typed, what cannot be seen in it escaped (a newline, a zero-width space):
+    an id to give back is shown as the user gives it, not ASCII-escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def is_valid_id(text: str) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .engram import content_hash
-from .memory import FIELD_NAMES, Memory
+from .memory import FIELD_NAMES, Memory, time_order
 from .session import Prompt, Session
 
 
@@ -81,7 +81,7 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     ``updated_at``, and was made when it was committed, not when the version it edited was saved."""
     at_ours, at_theirs = (_written(base, side, dated) or last_written(side) for side, dated in
                           zip((ours, theirs), committed or (None, None), strict=True))
-    newer = theirs if at_theirs >= at_ours else ours
+    newer = theirs if time_order(at_theirs) >= time_order(at_ours) else ours
     if base is not None and (they_forgot := _only_forgot(base, theirs)) != _only_forgot(base, ours):
         # A forget sets no updated_at: within the second of the other side's revision, the tie
         # would hand the forgotten side's older text back.
@@ -93,13 +93,13 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
         duplicates = newer.duplicate_count
     else:
         duplicates = _summed(base, ours, theirs, "duplicate_count")
-    created = min(ours.created_at, theirs.created_at)
     return newer.evolve(
         id=ours.id,
-        created_at=created,
-        # The later side's first save is a revision of the earlier side's memory: dated as one, as
-        # an upsert is, or the memory would look as old as the text it replaced.
-        updated_at=newer.updated_at or (newer.created_at if newer.created_at > created else None),
+        created_at=min(ours.created_at, theirs.created_at, key=time_order),
+        # When both made it, the later side's first save is a revision of the other's memory (two
+        # saves, two revisions, even in one second): dated as one, as an upsert is, or the memory
+        # would look as old as the text it replaced.
+        updated_at=newer.updated_at or (newer.created_at if base is None else None),
         revision_count=_summed(base, ours, theirs, "revision_count"),
         duplicate_count=duplicates,
         deleted_at=_forgotten((ours, at_ours), (theirs, at_theirs)),
@@ -138,9 +138,9 @@ def _written(base: Memory | None, side: Memory, dated: Dated | None) -> str | No
 
 def _by_hand(base: Memory, side: Memory) -> bool:
     """Whether ``side`` is ``base`` edited with plain git: what it says changed, ``updated_at`` left
-    as it was. Not sync's own commits: a fold or recount changes only counts and ``created_at``,
-    a strip (a forget's, a catalog delete's) only takes entities away, and sync strips again
-    whatever link a merge brings back."""
+    as it was. Not sync's own commits: a fold or recount changes only counts and times (the
+    earliest ``created_at``, the kept text's ``updated_at``), a strip (a forget's, a catalog
+    delete's) only takes entities away, and sync strips again whatever link a merge brings back."""
     if side.updated_at != base.updated_at:
         return False
     if any(getattr(side, name) != getattr(base, name) for name in _CONTENT):

@@ -17,7 +17,7 @@ from ..catalog.refs import flatten_refs, query_entities, split_references
 from ..context import deleted_error
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
-from ..core.ids import check_existing_id, check_id, id_sort_key
+from ..core.ids import check_existing_id, check_id, id_sort_key, is_valid_id
 from ..core.inputs import readable
 from ..core.memory import MAX_DESCRIPTION
 from ..core.problems import command, shell_word
@@ -194,15 +194,15 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     alone = _ALONE.fullmatch(question)
     bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
     links = list(dict.fromkeys(_link_named(kb, link) for link in _MEMORY_LINK.findall(question)))
+    read = read or {}
+    warnings = _deleted_by_id(kb, question.strip(), read)
     if not dotted and not bare and not links:
-        return QuestionNames()
+        return QuestionNames(warnings=warnings)
     resolver = resolver or kb.resolver()
     full_names: dict[str, str] = {}
     # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
     # a soft-deleted memory is found by no search).
-    warnings: list[str] = []
     linked = resolver.resolve_leniently(links, warnings)
-    read = read or {}
     live, deleted = kb.memory_links([link for link in linked if link not in read])
     entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
@@ -226,6 +226,15 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
         notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
                      f"{'it' if len(found) == 1 else 'them'} are found too.")
     return QuestionNames(full_names, entities, notes, tuple(unknown), warnings)
+
+
+def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list[str]:
+    """The memory whose id is the whole question comes first (``search 12``): a soft-deleted one
+    is in no answer, and is told as its link ``memory:12`` is (unless ``-e`` named it: told)."""
+    link = f"memory:{question}"
+    if link in read or not is_valid_id(question) or not kb.memory_exists(question):
+        return []
+    return kb.memory_links([link])[1]
 
 
 def _link_named(kb: Context, link: str) -> str:
