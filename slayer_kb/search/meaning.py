@@ -454,7 +454,10 @@ class Meaning:
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
         found = self._from_manifest(lambda db: vectors.rows_by_id(db, ids), none)
-        if found is None:
+        if found is None or any(vectors.pending(row) for row in found):
+            # Rows left without vectors (its client had search by meaning off, ``vector_rows``):
+            # as after a deferred write of this process's own, the table is loaded again when
+            # next used, once the next command made them.
             return
         rows = {row[0] for row in found}
         self._meaning.apply([mid for mid in ids if mid not in rows], found)
