@@ -181,7 +181,10 @@ class Meaning:
         cache when it holds them; ``state`` is no longer marked. Whether it was."""
         if not self.vectors_left(state):
             return False
-        self.fill_static()
+        # Not under the filler's batch lock: a filler's pass holds it while it waits for the KB
+        # lock or the server's turn, which the command running this holds. A chunk both make is
+        # written once (``vectors.write_static`` fills only rows still pending).
+        self.fill_static(batched=False)
         del state[LEFT]
         self.want_sentences()
         return True
