@@ -125,3 +125,26 @@ def test_a_command_makes_the_vectors_left_while_a_filler_holds_its_batch(indexed
     made = every_row(kb)
     assert made[left][0] is not None and made[left][1] is not None
     assert made[saved[0]][0] is not None
+
+
+class Killed(BaseException):
+    """The process killed at that point (nothing after it runs)."""
+
+
+def test_rows_left_without_vectors_stay_marked_when_the_command_is_killed(indexed_example_kb: KnowledgeBase,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index state marks rows left without vectors before they are committed: a command with
+    search by meaning off killed between the rows' commit and the state's write left them
+    unmarked, and no later command made their vectors."""
+    kb, root = indexed_example_kb, indexed_example_kb.root
+    monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")
+    with monkeypatch.context() as kill:
+        kill.setattr("slayer_kb.search.manifest.problems", lambda db: (_ for _ in ()).throw(Killed()))
+        with pytest.raises(Killed):  # just after the rows' COMMIT
+            KnowledgeBase(root).save_memory("Parcels that miss the courier's cut-off leave on Monday", ["shop.orders.amount"])
+    monkeypatch.delenv("SLAYER_KB_NO_MEANING")
+    left = {m for m, row in every_row(kb).items() if row[0] is None}
+    assert len(left) == 1
+    KnowledgeBase(root).search(QUESTION)
+    assert all(every_row(kb)[m][0] is not None for m in left)
