@@ -324,3 +324,25 @@ def test_the_upkeep_runs_its_commands_in_a_lowered_session_of_its_own(tmp_path: 
 ])
 def test_every_write_yields_but_a_sync(argv: list[str], yields: bool) -> None:
     assert commands.yields(argv) is yields
+
+
+def test_a_bulk_index_write_beneath_keeps_its_worker_processes(tmp_path: Path) -> None:
+    """The server's write process runs each write ``beneath``; a bulk index write there forks
+    Whoosh's worker processes from that thread. Forked from a thread Python's threading did not
+    start, each worker failed Python's own shutdown (exit code 1), and an import-engram of 1,200
+    observations said "A search-index worker process died"."""
+    from whoosh import fields
+    from whoosh import index as windex
+
+    from slayer_kb.search import writing
+
+    ix = windex.create_in(str(tmp_path), fields.Schema(id=fields.ID(stored=True), body=fields.TEXT))
+
+    def write() -> int:
+        with writing.writer(ix, bulk=True) as writer:
+            for n in range(writing.BULK_THRESHOLD + 100):
+                writer.add_document(id=str(n), body=f"refunds post a day after order {n}")
+        return int(ix.doc_count())
+
+    assert priority.niceness() > 0  # so beneath runs it on a thread of its own
+    assert priority.beneath(write) == writing.BULK_THRESHOLD + 100

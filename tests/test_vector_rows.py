@@ -6,14 +6,15 @@ before, warns of nothing, and writes the repaired row back (vectors.sound, meani
 from __future__ import annotations
 
 import sqlite3
+import threading
 import warnings
 from pathlib import Path
 
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import embedding
-from testing import json_of
+from slayer_kb.search import embedding, filler
+from testing import eventually, json_of
 
 pytestmark = pytest.mark.skipif(embedding.key() is None, reason="search by meaning is not installed")
 
@@ -101,3 +102,49 @@ def test_a_command_with_search_by_meaning_off_leaves_the_vectors_to_the_next(ind
     made = every_row(kb)
     assert {m: row for m, row in made.items() if m != new} == kept
     assert made[new][0] is not None and made[new][1] is not None
+
+
+def test_a_command_makes_the_vectors_left_while_a_filler_holds_its_batch(indexed_example_kb: KnowledgeBase,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next command makes the static vectors a command with search by meaning off left
+    without waiting for the filler's batch lock: a filler's pass holds it while it waits for the
+    lock or turn that command holds, and the two waited for each other for good (a warm server
+    wedged)."""
+    kb, root = indexed_example_kb, indexed_example_kb.root
+    monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")
+    left = KnowledgeBase(root).save_memory("Parcels that miss the courier's cut-off leave on Monday", ["shop.orders.amount"]).memory_id
+    monkeypatch.delenv("SLAYER_KB_NO_MEANING")
+    saved: list[str] = []
+    with filler.batch(root):  # a filler's pass, between two chunks
+        command = threading.Thread(target=lambda: saved.append(
+            KnowledgeBase(root).save_memory("Returns are refunded within five days", ["shop.orders.amount"]).memory_id))
+        command.start()
+        eventually(lambda: saved, "the save while a filler holds its batch lock")
+    command.join()
+    made = every_row(kb)
+    assert made[left][0] is not None and made[left][1] is not None
+    assert made[saved[0]][0] is not None
+
+
+class Killed(BaseException):
+    """The process killed at that point (nothing after it runs)."""
+
+
+def test_rows_left_without_vectors_stay_marked_when_the_command_is_killed(indexed_example_kb: KnowledgeBase,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index state marks rows left without vectors before they are committed: a command with
+    search by meaning off killed between the rows' commit and the state's write left them
+    unmarked, and no later command made their vectors."""
+    kb, root = indexed_example_kb, indexed_example_kb.root
+    monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")
+    with monkeypatch.context() as kill:
+        kill.setattr("slayer_kb.search.manifest.problems", lambda db: (_ for _ in ()).throw(Killed()))
+        with pytest.raises(Killed):  # just after the rows' COMMIT
+            KnowledgeBase(root).save_memory("Parcels that miss the courier's cut-off leave on Monday", ["shop.orders.amount"])
+    monkeypatch.delenv("SLAYER_KB_NO_MEANING")
+    left = {m for m, row in every_row(kb).items() if row[0] is None}
+    assert len(left) == 1
+    KnowledgeBase(root).search(QUESTION)
+    assert all(every_row(kb)[m][0] is not None for m in left)

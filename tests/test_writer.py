@@ -107,3 +107,27 @@ def test_a_file_edited_by_hand_before_the_write_is_taken_in_is_indexed_again(exa
     assert not server.ready_beside()  # a read waits for its turn, and brings the index up to date
     assert server.ensure_fresh() is not None
     assert [h["id"] for h in server.search("quokkas audit refunds", limit=1).memories] == ["27"]
+
+
+def test_a_write_elsewhere_with_search_by_meaning_off_is_taken_in(example_kb: KnowledgeBase,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client with SLAYER_KB_NO_MEANING has the write process leave its row without vectors
+    (docs/search.md, "The meaning channel"): the server takes the write in all the same (it
+    raised, skipping the rest of ``took_in``), its table loaded again with the row pending."""
+    server = _warm(example_kb.root)
+    writer = KnowledgeBase(example_kb.root)
+    server.index.meaning()
+    before = server.index_written([]).key
+    server.write_elsewhere(frozenset({"memories/27.yaml"}))
+    monkeypatch.setenv("SLAYER_KB_NO_MEANING", "1")  # the client's environment, as the write process runs it
+    saved = writer.save_memory("Refunds post a day after the order", ["shop.orders.amount"])
+    written = writer.index_written([saved.memory_id])
+    monkeypatch.delenv("SLAYER_KB_NO_MEANING")
+
+    server.took_in(before, written.key, written.indexed)
+    assert server.store.view.writing == frozenset()
+    assert server.as_indexed({"27"})
+    assert server.held_coverage() is None  # the server's filler gets a pass, which makes them (background.py)
+    table = server.index.meaning()
+    assert "27" not in table.ids and table.pending == 1
+    assert "27" in [h["id"] for h in server.search("refunds post a day after the order").memories]  # by its words

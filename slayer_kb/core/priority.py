@@ -154,7 +154,15 @@ def beneath(call: Callable[..., T], *args: object) -> T:
         finally:
             done.release()
 
-    _thread.start_new_thread(run, ())
+    if "threading" in sys.modules:
+        # A process forked from a thread threading did not start fails Python's shutdown (exit
+        # code 1): the write process's bulk index writes fork Whoosh's workers from this one.
+        # The relaying client has not imported threading yet, and need not.
+        import threading
+
+        threading.Thread(target=run, name="slayer-kb beneath", daemon=True).start()
+    else:
+        _thread.start_new_thread(run, ())
     done.acquire()
     ok, value = outcome[0]
     if not ok:

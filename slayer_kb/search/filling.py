@@ -58,11 +58,13 @@ class Filling:
     _from_manifest: Callable[..., Any]
 
     def fill_static(self, guard: Guard = contextlib.nullcontext,
-                    stop: Callable[[], bool] = lambda: False) -> int:
+                    stop: Callable[[], bool] = lambda: False, batched: bool = True) -> int:
         """Make the static vectors and token ids a bulk write left pending (``vector_rows``),
         a chunk at a time, each written as it is made where the row's text is still the one
         embedded; the same rows, to the bit, as the write would have made. ``guard`` is held
-        while the index is read or written. Returns how many were written."""
+        while the index is read or written; without ``batched``, the filler's batch lock is not
+        taken (a command holding the KB lock or the server's turn: ``make_left``). Returns how
+        many were written."""
         model = self.embedder()
         if not isinstance(model, embedding.Embedder):
             return 0
@@ -75,7 +77,7 @@ class Filling:
                 break
             # One chunk at a time across processes, as the sentence vectors' batches: rows
             # another filler made while this one waited are skipped, so none is made twice.
-            with filler.batch(self.root):
+            with filler.batch(self.root) if batched else contextlib.nullcontext():
                 try:
                     with guard():
                         ids = [m for m, _digest in missing[at : at + _STATIC_CHUNK]]

@@ -439,7 +439,12 @@ class Index(Reads, Meaning, Filling):
             # A large bulk write where a filler will make them leaves the static vectors to it.
             deferred = writer.bulk and len(embedded) >= DEFER_STATIC_AT and self.defers_static()
             vector_rows = self.vector_rows(embedded, static=not deferred)
-            deferred = self.note_left(state) or deferred
+            left = self.note_left(state)
+            deferred = left or deferred
+        if left and not report.rebuilt:
+            # The mark before the rows: a process killed after their commit leaves them marked
+            # (a killed rebuild is made again).
+            self._write_state(state)
         db.execute("BEGIN")
         vectors.write(db, stale, vector_rows)
         db.executemany("DELETE FROM files WHERE id = ?", [(m,) for m in removed])

@@ -181,7 +181,10 @@ class Meaning:
         cache when it holds them; ``state`` is no longer marked. Whether it was."""
         if not self.vectors_left(state):
             return False
-        self.fill_static()
+        # Not under the filler's batch lock: a filler's pass holds it while it waits for the KB
+        # lock or the server's turn, which the command running this holds. A chunk both make is
+        # written once (``vectors.write_static`` fills only rows still pending).
+        self.fill_static(batched=False)
         del state[LEFT]
         self.want_sentences()
         return True
@@ -454,7 +457,10 @@ class Meaning:
         ids = sorted(indexed)
         none: list[tuple[Any, ...]] | None = None
         found = self._from_manifest(lambda db: vectors.rows_by_id(db, ids), none)
-        if found is None:
+        if found is None or any(vectors.pending(row) for row in found):
+            # Rows left without vectors (its client had search by meaning off, ``vector_rows``):
+            # as after a deferred write of this process's own, the table is loaded again when
+            # next used, once the next command made them.
             return
         rows = {row[0] for row in found}
         self._meaning.apply([mid for mid in ids if mid not in rows], found)
