@@ -191,3 +191,20 @@ def test_a_forget_against_an_edit_by_hand_dates_the_edit_by_its_commit() -> None
     assert [forget_holds(base, by_hand, lambda: forgot_at, lambda at=at: at)
             for at in ("2026-11-29T20:00:09Z", "2026-11-29T20:00:05Z", "2026-11-29T20:00:03Z", None)] == [
         False, True, True, None]  # git cannot date the edit: a person decides
+
+
+def test_times_with_fractions_of_a_second_merge_in_time_order() -> None:
+    """As plain text ``10:00:00.5Z`` sorts before ``10:00:00Z``: an edit's merge kept the earlier
+    update, and a forget beat a revision made half a second after it."""
+
+    def at(**fields: str) -> Memory:
+        return Memory(**{"id": "1", "learning": "x", "created_at": "2026-12-01T09:00:00Z", "title": "T",
+                         "type": "decision", "topic_key": "k/a", **fields})
+
+    base = at()
+    edited = merge_edits(base, at(updated_at="2026-12-01T10:00:00.5Z", title="A"),
+                         at(updated_at="2026-12-01T10:00:00Z", description="B"))
+    assert edited is not None and edited.updated_at == "2026-12-01T10:00:00.5Z"
+    revised = merge_topic_revisions(base, at(updated_at="2026-12-01T10:00:00.5Z", learning="after the forget"),
+                                    at(deleted_at="2026-12-01T10:00:00Z"))
+    assert (revised.learning, revised.deleted_at) == ("after the forget", None)

@@ -120,7 +120,7 @@ def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated) ->
         return True  # only its links changed (another forget's strip): no revision to keep
     if (written := _written(base, kept, committed)) is None or (forgot_at := forgot()) is None:
         return None
-    return forgot_at >= written
+    return time_order(forgot_at) >= time_order(written)
 
 
 def revised(base: Memory, side: Memory) -> bool:
@@ -155,9 +155,9 @@ def _forgotten(ours: tuple[Memory, str], theirs: tuple[Memory, str]) -> str | No
     the key back, as the next save under it would. Two forgets keep the first."""
     (mine, _), (other, _) = ours, theirs
     if mine.deleted_at and other.deleted_at:
-        return min(mine.deleted_at, other.deleted_at)
+        return min(mine.deleted_at, other.deleted_at, key=time_order)
     for (side, _), (_, written) in ((ours, theirs), (theirs, ours)):
-        if side.deleted_at and side.deleted_at >= written:
+        if side.deleted_at and time_order(side.deleted_at) >= time_order(written):
             return side.deleted_at
     return None
 
@@ -202,9 +202,9 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
             kept = [entity for entity in mine if entity not in gone]
             changed[name] = kept + [entity for entity in other if entity not in gone and entity not in kept]
         elif name == "updated_at":
-            changed[name] = max(mine or "", other or "")
+            changed[name] = max(mine or "", other or "", key=time_order)
         elif name == "deleted_at" and mine and other:  # both forgot it (soft): since the first
-            changed[name] = min(mine, other)
+            changed[name] = min(mine, other, key=time_order)
         else:
             return None
     return ours.evolve(**changed)

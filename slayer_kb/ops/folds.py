@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_path
-from ..core.memory import Memory, loads, parse_time
+from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
 from ..store.revisions import added_version
@@ -45,7 +45,7 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
                       if m.id != memory_id and m.id not in ours]
             if not theirs:
                 continue
-            keeper = min(theirs, key=lambda m: m.created_at)
+            keeper = min(theirs, key=lambda m: time_order(m.created_at))
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
             folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
@@ -82,7 +82,7 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                 # One record of an export imported on both clones (its updated_at the export's) and
                 # left as it was: its count once, as the import on one clone would skip it the
                 # second time (a duplicate counted since and not committed goes with it).
-                keeper = kept.get((oldest := min(imported, key=lambda m: m.created_at)).id, oldest)
+                keeper = kept.get((oldest := min(imported, key=lambda m: time_order(m.created_at))).id, oldest)
                 kept[keeper.id] = folds[memory_id] = keeper
                 changes.append(Change(memory_path(memory_id), None))
                 continue
@@ -95,7 +95,7 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
             if not twins:
                 continue
-            keeper = kept.get((oldest := min(twins, key=lambda m: m.created_at)).id, oldest)
+            keeper = kept.get((oldest := min(twins, key=lambda m: time_order(m.created_at))).id, oldest)
             kept[keeper.id] = folds[memory_id] = keeper.evolve(
                 duplicate_count=(keeper.duplicate_count or 1) + (mine.duplicate_count or 1))
             changes.append(Change(memory_path(memory_id), None))
