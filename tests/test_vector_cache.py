@@ -58,6 +58,16 @@ def _kept(model: str) -> set[int]:
         return {int(h, 16) for (h,) in db.execute("SELECT hash FROM sentences WHERE model = ?", (model,))}
 
 
+def _made(kb: KnowledgeBase) -> list[str]:
+    """NOTES saved into ``kb`` and their vectors made in this process (no filler of the KB's own
+    started); their texts' digests, in NOTES' order."""
+    kb.index.background_vectors = False
+    for title, learning in NOTES:
+        kb.save_observation(title=title, content=learning, project="ops")
+    assert kb.index.fill_sentences() == 2
+    return [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+
+
 def _in_use() -> int:
     with _db() as db:
         pages, free, size = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count", "page_size"))
@@ -304,11 +314,7 @@ COVERAGE_NOTE = ("Sentence vectors cover 0 of 2 memories; the others are ranked 
 
 @pytest.mark.usefixtures("encoder_on")
 def test_vectors_a_kb_uses_are_made_again_after_eviction(empty_kb: KnowledgeBase) -> None:
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
-    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    digests = _made(empty_kb)
     made = {key: sentences.lookup(key, digests) for key in (encoder.MODEL_KEY, encoder.UNITS_KEY)}
     assert all(len(found) == 2 for found in made.values())
     assert eviction.trim(1).texts == 2 and _kept(encoder.MODEL_KEY) == _kept(encoder.UNITS_KEY) == set()
@@ -504,12 +510,8 @@ def test_a_units_store_that_found_the_cache_busy_is_tried_again_at_the_next_pass
         empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A process's check of every memory's units ended for good at a store that found the
     cache busy (another process's long write): its units were never made in that process."""
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
+    digests = _made(empty_kb)
     empty_kb.close()
-    digests = [sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
     with _db() as db:  # their units lost (evicted): only the whole vectors are left
         db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
     server = KnowledgeBase(empty_kb.root)
@@ -541,11 +543,7 @@ def test_a_units_store_that_found_the_cache_busy_is_tried_again_at_the_next_pass
 def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm server's process: its first pass made the KB's vectors; days later it has only
     searched the KB, and its filler's pass (every 30 seconds) marks the KB's texts used."""
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
-    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
+    digests = set(_made(empty_kb))
     _store_texts(range(300))  # other KBs' texts
     later = sentences.today() + 10
     monkeypatch.setattr(sentences, "today", lambda: later)
@@ -560,12 +558,8 @@ def test_a_kb_only_searched_keeps_its_texts_over_ones_used_since(empty_kb: Knowl
 def test_a_pass_that_made_only_units_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's thread finds every final vector made and the KB's units evicted: its pass
     makes only units, then evicts the texts used least recently."""
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
+    digests = set(_made(empty_kb))
     empty_kb.close()
-    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
     with _db() as db:
         db.executemany("DELETE FROM sentences WHERE model = ?", [(encoder.MODEL_KEY,), (encoder.UNITS_KEY,)])
     _store_texts(range(300))
@@ -591,12 +585,8 @@ def test_a_kb_searched_with_no_server_marks_its_texts_used_once_a_day(empty_kb: 
     and with every vector made no filler ran to mark them: the KB's texts looked least recently
     used. The first search of a day has a detached filler mark them; the others start none.
     Under the tests' isolation (``SLAYER_KB_NO_MARKS``) a search starts none at all."""
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
+    digests = set(_made(empty_kb))
     empty_kb.close()
-    digests = {sentences.text_hash(f"{title}\n{learning}") for title, learning in NOTES}
     marked = empty_kb.index.dir / "cache-marked-day"
     marked.write_text(f"{sentences.today() - 3}\n")  # days later
     with _db() as db:
@@ -626,10 +616,7 @@ def test_a_cache_that_cannot_be_written_starts_one_marking_filler_a_day(
         empty_kb: KnowledgeBase, invoke_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # noqa: ANN001
     """The day file was written only when the marks were: with a cache folder that cannot be
     made (a read-only or full home acts alike), every one-shot search started a filler."""
-    empty_kb.index.background_vectors = False
-    for title, learning in NOTES:
-        empty_kb.save_observation(title=title, content=learning, project="ops")
-    assert empty_kb.index.fill_sentences() == 2
+    _made(empty_kb)
     empty_kb.close()
     marked = empty_kb.index.dir / "cache-marked-day"
     marked.unlink(missing_ok=True)
