@@ -220,16 +220,23 @@ def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_str
     assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+def _team_holding_memory_1(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, Path]:
+    """A team (the bare remote, clones a and b) whose memory 1, the tax rule, a saved and both
+    hold."""
+    bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    return bare, a, b
+
+
 def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """sync checked for uncommitted work as git status does, marks left alone: a change a mark hid
     went into the commit stripping links to a forgotten memory, a skip-worktree memory it stripped
     was staged as deleted, and an
     assume-unchanged one kept the link in git's index, which the person's next ``git commit`` put
     back. git's index holds the commit, each file its marks."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     for text in ("Totals: see the tax rule", "Refunds: see the tax rule"):
         invoke_cli("--kb", b, "save", text, "-e", "shop.orders.status", "-e", "memory:1", check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
@@ -387,10 +394,7 @@ def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothi
     """A memory a sparse checkout leaves out, or one whose edit git's index hides, that neither git's
     merge nor its fixes rewrite: merge and rebase were refused before git merged ("memories/1.yaml is
     marked skip-worktree ... would rewrite it"). They go through, the file and its mark as they were."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "save", "Shipping fees are in EUR", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
@@ -420,10 +424,7 @@ def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_ke
     """git's index hides an edit of memory 1 (assume-unchanged) that main changed too: git's merge
     wrote main's version over the edit, then refused, the edit gone. The merge is refused before
     git merges, the edit and the branch as they were."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "update", "1", "--content", "Tax is VAT-inclusive (a)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "save", "Shipping in EUR", "-e", "shop.orders.amount", check=True)
@@ -1171,10 +1172,7 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     topic key and an observation B saved too: all were moved, stripped, folded or merged. Another clone then pushed first, a main without those commits (put
     back by force): the retry moves nothing, and the reply, and the moves the clone records (a
     command on a moved id refuses), must not name the first attempt's."""
-    bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     git(b, "config", "slayer-kb.ids", "sequential")  # as before leases: B's next id is 2, as A's
     git(b, "switch", "-q", "-c", "topic")
     invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "costs", check=True)
@@ -1761,10 +1759,7 @@ def test_a_rebase_strips_links_from_a_memory_a_sparse_checkout_leaves_out(tmp_pa
     """This branch's memory 101 links memory 1, which the other side forgot, and a sparse checkout
     leaves 101 out: the rebase said '101.yaml:1: no such file' (sync would refuse to push it) and
     kept the link. It strips it as in a full checkout, and leaves the file out."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     invoke_cli("--kb", b, "save", "See memory 1 for tax", "-e", "memory:1", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
     invoke_cli("--kb", a, "sync", check=True)
