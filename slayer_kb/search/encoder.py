@@ -385,7 +385,7 @@ def build_workers() -> int:
 def model_file() -> Path | Unavailable:
     """The installed model file, or why there is none: never hashed here, but a file that failed
     the check before, unchanged since, is refused."""
-    if _turned_off():
+    if switches.encoder_off():
         return Unavailable("the sentence encoder is turned off by the environment")
     try:
         spec = importlib.util.find_spec(PACKAGE)
@@ -406,14 +406,10 @@ def model_file() -> Path | Unavailable:
 def ready() -> Encoder | None:
     """The encoder when this process has loaded it and the environment has not turned it off
     since: a warm process's question skips ``model_file``'s look-ups (most of a millisecond)."""
-    if _turned_off() or not load.cache_info().currsize:
+    if switches.encoder_off() or not load.cache_info().currsize:
         return None
     model = load()
     return model if isinstance(model, Encoder) else None
-
-
-def _turned_off() -> bool:
-    return switches.encoder_off()
 
 
 def _mismatch(path: Path, found: str) -> Unavailable:

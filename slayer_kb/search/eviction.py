@@ -140,21 +140,25 @@ def _evicting(wait: bool) -> Iterator[bool]:
         os.close(fd)  # closing releases the lock
 
 
-def _in_use(db: sqlite3.Connection) -> int:
-    """Bytes of the pages holding something: the file's, less its free pages."""
+def _pages(db: sqlite3.Connection) -> tuple[int, int, int]:
+    """The file's pages, its free pages and a page's bytes."""
     (pages,) = db.execute("PRAGMA page_count").fetchone()
     (free,) = db.execute("PRAGMA freelist_count").fetchone()
     (size,) = db.execute("PRAGMA page_size").fetchone()
-    return int((pages - free) * size)
+    return int(pages), int(free), int(size)
+
+
+def _in_use(db: sqlite3.Connection) -> int:
+    """Bytes of the pages holding something: the file's, less its free pages."""
+    pages, free, size = _pages(db)
+    return (pages - free) * size
 
 
 def _give_back(db: sqlite3.Connection, path: Path) -> str | None:
     """Give the file's free pages back to the disk, a step a transaction (the module says
     how), or by one VACUUM for a file made without auto_vacuum that is small enough; for one
     too large, what keeps its free pages and how to shrink it."""
-    (pages,) = db.execute("PRAGMA page_count").fetchone()
-    (free,) = db.execute("PRAGMA freelist_count").fetchone()
-    (size,) = db.execute("PRAGMA page_size").fetchone()
+    pages, free, size = _pages(db)
     (mode,) = db.execute("PRAGMA auto_vacuum").fetchone()
     if not free:
         return None

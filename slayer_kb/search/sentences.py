@@ -381,22 +381,6 @@ def drop(model: str) -> int:
     return removed
 
 
-def forget(models: Iterable[str], hashes: Iterable[str]) -> int:
-    """Remove the vectors kept under ``models`` for these texts (a stand-in once its text's final
-    vector is kept), in one transaction; how many were removed. A cache that cannot be
-    written is left as it is."""
-    pairs = [(model, digest) for digest in hashes for model in models]
-    db = connect() if pairs else None
-    if db is None:
-        return 0
-    with contextlib.suppress(sqlite3.Error), contextlib.closing(db):
-        db.execute("BEGIN")
-        removed = sum(db.execute("DELETE FROM sentences WHERE model = ? AND hash = ?", pair).rowcount for pair in pairs)
-        db.execute("COMMIT")
-        return removed
-    return 0
-
-
 def pack(vector: np.ndarray) -> bytes:
     """A vector as signed bytes, its largest component at 127 (``unpack`` normalises it again, so
     the scale need not be kept): cosines within 0.002 of the float32 ones."""
