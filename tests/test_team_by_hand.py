@@ -419,11 +419,14 @@ def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothi
     assert (b / "memories" / mine).read_text().endswith("# my local note\n")
 
 
+@pytest.mark.parametrize(("command", "work"), [("merge", "edit"), ("rebase", "edit"), ("merge", "delete")])
 def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_keeps_the_edit(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, command: str, work: str) -> None:
     """git's index hides an edit of memory 1 (assume-unchanged) that main changed too: git's merge
-    wrote main's version over the edit, then refused, the edit gone. The merge is refused before
-    git merges, the edit and the branch as they were."""
+    wrote main's version over the edit, then refused, the edit gone. The merge or rebase is refused
+    before git merges, the edit and the branch as they were; so is a deletion under the mark (not a
+    file a sparse checkout leaves out, which is marked skip-worktree alone), which a merge brought
+    back with its mark gone, and a rebase was refused with git's words alone."""
     _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "update", "1", "--content", "Tax is VAT-inclusive (a)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -431,11 +434,15 @@ def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_ke
     git(b, "fetch", "-q", "origin")
     hidden = b / "memories" / "1.yaml"
     git(b, "update-index", "--assume-unchanged", "memories/1.yaml")
-    hidden.write_text(hidden.read_text().replace("Tax is", "Tax (WIP) is"))
+    if work == "edit":
+        hidden.write_text(hidden.read_text().replace("Tax is", "Tax (WIP) is"))
+    else:
+        hidden.unlink()
     was = _as_git_has_it(b)
-    refused = invoke_cli("--kb", b, "merge", "origin/main")
+    refused = invoke_cli("--kb", b, command, "origin/main")
     assert (refused.returncode, refused.stderr) == (1, _marked_refusal("memories/1.yaml", "assume-unchanged") + "\n")
-    assert (_as_git_has_it(b), "Tax (WIP) is" in hidden.read_text()) == (was, True)
+    assert _as_git_has_it(b) == was
+    assert ("Tax (WIP) is" in hidden.read_text()) if work == "edit" else not hidden.exists()
 
 
 def test_validate_of_a_clone_without_a_memories_folder_checks_the_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -29,7 +29,7 @@ from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.revisions import added_alike, resolve_rev
-from ..store.worktree import require_no_hidden_edit
+from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
@@ -89,7 +89,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     before = store.head()
     assert before is not None
     if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing
-        _require_shown(store, parted, sha)
+        require_shown(store, parted, sha)
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
         mergedriver.require_driver(store, options, written)
@@ -122,17 +122,6 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
         return stopped, swap_sides(held_stages(store))
     store.git_writing_index("commit", "--no-edit", "-q")
     return None
-
-
-def _require_shown(store: GitStore, parted: str, sha: str) -> None:
-    """Refuse, before git merges, a KB file whose edit git's index hides (assume-unchanged,
-    skip-worktree) and that ``sha`` changed since ``parted``: git's merge would write over the
-    edit (git 2.39 then refuses the merge, the edit gone). A hidden edit git's merge does not
-    touch, or a file a sparse checkout leaves out, stops nothing."""
-    out = store.git("diff", "--name-only", "-z", "--no-renames", parted, sha, "--", store.prefix or ".").stdout
-    changed = [p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
-    if changed:
-        require_no_hidden_edit(store, changed)
 
 
 def merging(store: GitStore) -> bool:

@@ -28,6 +28,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
+from ..store.worktree import require_shown
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
@@ -71,6 +72,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             bases = merge_bases(store, (ours, onto_commit))
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
+            if bases:  # without one, git refuses the rebase and writes nothing
+                require_shown(store, bases[0], onto_commit)
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")

@@ -123,8 +123,7 @@ def uncommitted(store: Repository, kb_paths: Sequence[str] | None = None,
     if rewrites:
         marked = _changed_marked(store, marks if marks is not None else index_marks(store, kb_paths))
         # A file a sparse checkout leaves out holds no work: its commit is made without it (``left_out``).
-        marked = {path: kinds for path, kinds in marked.items()
-                  if kinds != ("skip-worktree",) or os.path.lexists(store.root / path)}
+        marked = {path: kinds for path, kinds in marked.items() if not _sparse_gap(store, path, kinds)}
         if marked:
             raise ConflictError(_marked_message(store.root, marked))
     unlisted = [p for p in sorted(files) if p not in found and is_file_or_link(store.root / p)]
@@ -224,17 +223,28 @@ def left_out(store: Repository, marks: IndexMarks | None, kb_paths: Iterable[str
     changes one stages its new version, marked as before, and leaves it out of the work tree,
     as git's own merge and rebase do."""
     found = marks.found if marks is not None else {}
-    return {path for path in kb_paths
-            if found.get(path, ((),))[0] == ("skip-worktree",) and not os.path.lexists(store.root / path)}
+    return {path for path in kb_paths if _sparse_gap(store, path, found.get(path, ((),))[0])}
 
 
-def require_no_hidden_edit(store: Repository, kb_paths: Sequence[str]) -> None:
-    """Refuse (``ConflictError``, the marks' message) a file among ``kb_paths`` that git's index
-    marks and whose work tree holds an edit: present, and not its index's blob. git's merge takes
-    the mark at its word and writes its version over such a file; an absent one (a sparse
-    checkout's) holds no work, and git leaves it absent."""
-    marked = {path: marks for path, marks in _changed_marked(store, index_marks(store, kb_paths)).items()
-              if os.path.lexists(store.root / path)}
+def _sparse_gap(store: Repository, path: str, kinds: tuple[str, ...]) -> bool:
+    """Whether ``path``, with these marks, is a file a sparse checkout leaves out: marked
+    skip-worktree alone and absent. One deleted under another mark (assume-unchanged) is the
+    user's uncommitted deletion."""
+    return kinds == ("skip-worktree",) and not os.path.lexists(store.root / path)
+
+
+def require_shown(store: Repository, parted: str, sha: str) -> None:
+    """Refuse (``ConflictError``, the marks' message), before git merges or rebases, a KB file
+    git's index marks whose work tree holds uncommitted work (an edit, a deletion) and that
+    ``sha`` changed since ``parted``: git takes the mark at its word and writes its version over
+    the work (git 2.39 then refuses, the edit gone). Hidden work git does not touch, or a file a
+    sparse checkout leaves out (git leaves it out), stops nothing."""
+    out = store.git("diff", "--name-only", "-z", "--no-renames", parted, sha, "--", store.prefix or ".").stdout
+    changed = [p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    if not changed:
+        return
+    marked = {path: kinds for path, kinds in _changed_marked(store, index_marks(store, changed)).items()
+              if not _sparse_gap(store, path, kinds)}
     if marked:
         raise ConflictError(_marked_message(store.root, marked))
 
