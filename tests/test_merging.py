@@ -47,6 +47,18 @@ def test_a_session_ended_on_two_clones_keeps_both_summaries() -> None:
     assert merge_sessions(start, a, start).summary == merge_sessions(start, start, a).summary == a.summary
 
 
+def test_a_session_merged_from_times_with_fractions_keeps_them_in_time_order() -> None:
+    """Session files take fractions of a second too: as text the later start (10:00:00.5Z)
+    sorted first and the earlier end last, and the summaries and prompts went out of order."""
+    a = Session(id="s1", started_at="2026-11-29T10:00:00.5Z", ended_at="2026-11-29T11:00:00.5Z",
+                summary="Ended last.", prompts=[Prompt(content="second", created_at="2026-11-29T10:30:00.5Z")])
+    b = Session(id="s1", started_at="2026-11-29T10:00:00Z", ended_at="2026-11-29T11:00:00Z",
+                summary="Ended first.", prompts=[Prompt(content="first", created_at="2026-11-29T10:30:00Z")])
+    merged = merge_sessions(None, a, b)
+    assert (merged.started_at, merged.ended_at) == ("2026-11-29T10:00:00Z", "2026-11-29T11:00:00.5Z")
+    assert (merged.summary, [p.content for p in merged.prompts]) == ("Ended first.\n\nEnded last.", ["first", "second"])
+
+
 def test_a_summary_one_clone_replaced_is_not_brought_back_by_the_other() -> None:
     """A session ended with S0 is ended again on one clone (S1 replaces S0) while the other only
     adds a prompt: the merge gave "S0\n\nS1", the replaced summary back."""

@@ -40,12 +40,12 @@ def merge_sessions(base: Session | None, ours: Session, theirs: Session) -> Sess
     ended = [s.ended_at for s in (ours, theirs) if s.ended_at]
     return Session(
         id=ours.id,
-        started_at=min(ours.started_at, theirs.started_at),
+        started_at=min(ours.started_at, theirs.started_at, key=time_order),
         project=project,
         directory=ours.directory or theirs.directory,
-        ended_at=max(ended) if ended else None,
+        ended_at=max(ended, key=time_order) if ended else None,
         summary=_summaries(base, ours, theirs),
-        prompts=sorted(prompts.values(), key=lambda p: p.created_at),
+        prompts=sorted(prompts.values(), key=lambda p: time_order(p.created_at)),
     )
 
 
@@ -57,7 +57,7 @@ def _summaries(base: Session | None, ours: Session, theirs: Session) -> str | No
     changed = [s for s in (ours, theirs) if base is None or s.summary != base.summary]
     if len(changed) < 2:
         return (changed or [ours])[0].summary
-    said = [s.summary for s in sorted(changed, key=lambda s: s.ended_at or "") if s.summary]
+    said = [s.summary for s in sorted(changed, key=lambda s: time_order(s.ended_at or "")) if s.summary]
     if len(said) < 2:
         return said[0] if said else None
     first, last = said
