@@ -174,11 +174,13 @@ class Transaction:
             return
         objects = store.objects
         blobs = objects.blobs_at(objects.tree_of(head), broken.values())
+        # One read for all of them (a packed blob read alone is a git process each).
+        held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
         for memory_id in sorted(broken, key=id_sort_key):
             if (blob := blobs[broken[memory_id]]) is None:
                 continue  # never committed: no link of HEAD's to leave behind
             with contextlib.suppress(KBError, UnicodeDecodeError):
-                text = objects.read("blob", blob).decode("utf-8")
+                text = held[blob].decode("utf-8")
                 memory = loads(text, memory_id)
                 if lookups.holds(query, memory.entities):
                     yield memory, text
