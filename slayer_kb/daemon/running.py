@@ -99,16 +99,6 @@ def holds_the_view(request: dict[str, Any]) -> bool:
     return found is None or found[1] in WHOLE
 
 
-# The only settings that change what search, get or list print: search by meaning (and by the
-# sentence encoder) turned off (search/switches.py). The others are the server's (its idle time,
-# workers, niceness), a write's (size limit, git's time limits, author), or where the cache is.
-def _printed(env: Mapping[str, str]) -> dict[str, bool]:
-    """The settings of ``env`` a read's output depends on, as their readers take them: set or not."""
-    return switches.taken(env)
-
-
-
-
 class _PastArgumentsOnRead(io.RawIOBase):
     """The standard input of a command run for its argument checks alone: reading it is going
     past them (``Runner.refused_arguments``)."""
@@ -223,7 +213,9 @@ class Runner:
         # The process's own settings, before any command's environment replaced them: a read
         # beside a command in its turn goes by them, whatever that command put in os.environ.
         self._own = dict(os.environ)
-        self._printed = _printed(self._own)
+        # The only settings that change what search, get or list print: search by meaning (and by
+        # the sentence encoder) turned off. The others are the server's, a write's, or the cache's.
+        self._printed = switches.taken(self._own)
         _install_streams()
 
     def goes_beside(self, request: dict[str, Any]) -> bool:
@@ -239,7 +231,7 @@ class Runner:
         from ..cli.common import settings_taken
 
         env = _Command.environment(request)
-        return _printed(env) == self._printed and settings_taken(env)
+        return switches.taken(env) == self._printed and settings_taken(env)
 
     def refused_arguments(self, request: dict[str, Any]) -> tuple[int, list[tuple[int, bytes]]] | None:
         """What the command of ``request``, which may read stdin, prints when it refuses its
