@@ -60,6 +60,8 @@ SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
 # The most text a command reads from standard input (cli/common.py); the client takes at most 4
 # bytes for each character (UTF-8's most) and runs a larger input here, to be refused.
 MAX_STDIN_CHARS = 16 * 1024 * 1024
+# The bytes a client sends of it at most, and a server takes: four a character (UTF-8's longest).
+MAX_STDIN_BYTES = 4 * MAX_STDIN_CHARS
 # The server acknowledges a connection at once, from a thread that never waits for the index;
 # on a loaded machine "at once" can take seconds, and a client that gave a live server up would
 # run the command beside it in a second process. So a server stopped with Ctrl-Z is given up on
@@ -501,8 +503,8 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
                     return Outcome(None)  # still not its turn: run it here (the server will not)
                 continue
             if tag == INPUT and offered and not taken and not began:
-                taken.append(sys.stdin.buffer.read(4 * MAX_STDIN_CHARS + 1))  # `yes | slayer-kb save -` read for ever
-                if len(taken[0]) > 4 * MAX_STDIN_CHARS:
+                taken.append(sys.stdin.buffer.read(MAX_STDIN_BYTES + 1))  # `yes | slayer-kb save -` read for ever
+                if len(taken[0]) > MAX_STDIN_BYTES:
                     return Outcome(None, start)  # run here, to be refused
                 send_frame(conn, taken[0])
             elif tag == START:

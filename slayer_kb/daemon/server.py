@@ -300,7 +300,7 @@ class Server:
         refused = self._runner.refused_arguments(request)
         if refused is None:
             beat.send(relay.INPUT)
-            request["stdin"] = relay.recv_frame(conn, 4 * relay.MAX_STDIN_CHARS)
+            request["stdin"] = relay.recv_frame(conn, relay.MAX_STDIN_BYTES)
         return refused
 
     def _start(self, conn: Any, beat: Heartbeat, request: dict[str, Any]) -> bool:
