@@ -161,6 +161,10 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
         proc = subprocess.run(["sh", "-c", line], input="left for cat\n", capture_output=True, text=True, env=env,
                               timeout=60)
         assert proc.stdout.endswith("\nleft for cat\n") and BLOCKED not in proc.stderr, (args, proc.stdout, proc.stderr)
+        # And what it printed is what a process of its own prints.
+        direct = in_process_runner()("--kb", watcher_read_only.root, *shlex.split(args), input="left for cat\n",
+                                     env={"COLUMNS": "80", **dict([setting.strip().split("=", 1)] if setting else [])})
+        assert (proc.stdout, proc.stderr) == (direct.stdout + "\nleft for cat\n", direct.stderr), args
         assert setting.split("=")[0] in proc.stderr, (args, proc.stderr)  # refused for the setting
 
 
