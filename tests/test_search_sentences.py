@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -25,7 +26,7 @@ from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay, sentences
 from slayer_kb.search import Request, encoder, filler, run, vectors
-from testing import Watcher, eventually, git
+from testing import CliRunner, Watcher, eventually, git
 
 NOTES = [
     ("Nomad chosen over Kubernetes for the card-authorisation services",
@@ -365,7 +366,7 @@ def test_a_filter_no_memory_matches_is_a_warning(notes_kb: KnowledgeBase) -> Non
     assert notes_kb.search("kubernetes nomad", project="newsroom").warnings == []
 
 
-def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_path: Path) -> None:
+def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The first build runs in the background with its progress in `server status`; a relayed
     save returns before its vector is made, which follows within moments; a client never
     imports onnxruntime (blocked here, the relayed search still answers)."""
@@ -413,6 +414,21 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
                          "the forklift memory's vector")
     # The filler gave a vector to the new texts only: the forgotten one's came from the cache.
     assert (covered["memories"], covered["passes"], covered["filled"]) == (total + 2, 3, total + 2)
+    # What `server status` shows of it all, in text (its uptime aside) and in JSON.
+    up = relay.control(root, "status")
+    assert up is not None
+    shown = invoke_cli("--kb", root, "server", "status")
+    assert (shown.returncode, re.sub(r" up [0-9.]+ s,", " up N s,", shown.stdout)) == (0, (
+        f"Server {up['pid']} for {os.path.realpath(root)}: up N s, {up['served']} commands, in the foreground (watch).\n"
+        f"mode: manual; channel: {up['channel']}\n"
+        f"write process: {up['writer']['pid']}, 0 steps lower, 4 writes, started 1 times\n"
+        f"sentence vectors: {total + 2} of {total + 2} memories\n"))
+    data = json.loads(invoke_cli("--kb", root, "server", "status", "--json").stdout)
+    assert data["uptime"] >= up["uptime"]
+    assert {**data, "uptime": up["uptime"]} == {**up, "root": os.path.realpath(root), "mode": "manual", "running": True}
+    assert data["sentence_vectors"] == {"model": encoder.MODEL_KEY, "covered": total + 2, "final": total + 2, "stand_ins": 0,
+                                        "memories": total + 2, "building": False, "pass_done": 1, "pass_total": 1,
+                                        "passes": 3, "filled": total + 2}
     found = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "search", "--json",
                             "Machines in the frozen-goods section run out of juice sooner than the gauge says"],
                            capture_output=True, text=True, env=env, timeout=60)

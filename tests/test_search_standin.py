@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sqlite3
 import threading
 import weakref
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search import encoder, sentences, vectors
+from slayer_kb.search import encoder, filler, sentences, vectors
 from slayer_kb.search.background import SentenceFiller
 from testing.repos import make_empty_kb
 from testing.wait import eventually
@@ -333,6 +334,37 @@ def test_the_servers_status_counts_final_vectors_and_stand_ins(tmp_path: Path) -
     finally:
         release.set()
         thread.stop()
+        kb.close()
+
+
+def test_the_status_drops_the_stand_ins_at_once_when_a_write_leaves_every_vector_final(tmp_path: Path) -> None:
+    # A detached filler started before the server builds (here another KB object holding its
+    # lock): the server's thread takes in its stand-ins and counts them. Once they are final,
+    # a write's take-in finds every vector final, and the status says so at once, not at the
+    # thread's next look 30 s later.
+    kb = _kb(tmp_path / "kb")
+    other = KnowledgeBase(kb.root)
+    other.index.background_vectors = False
+    other.index.stand_in_from = 4
+    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    held = filler.hold(kb.root)
+    assert held is not None
+    kb.index.meaning()  # the table the server holds
+    thread = SentenceFiller(kb.index, contextlib.nullcontext)
+    thread.start()
+    try:
+        standing = eventually(lambda: (s := thread.status())["stand_ins"] and s, "the stand-ins taken in")
+        assert (standing["covered"], standing["final"], standing["stand_ins"]) == (6, 0, 6)
+        assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+        coverage = kb.held_coverage()
+        assert coverage == (6, 6)
+        thread.after_command(coverage)
+        assert thread.status() == {"model": encoder.MODEL_KEY, "covered": 6, "final": 6, "stand_ins": 0, "memories": 6,
+                                   "building": False, "pass_done": 0, "pass_total": 0, "passes": 1, "filled": 0}
+    finally:
+        thread.stop()
+        os.close(held)
+        other.close()
         kb.close()
 
 

@@ -73,10 +73,11 @@ class SentenceFiller:
     def after_command(self, coverage: tuple[int, int] | None = None) -> None:
         """A command that may have indexed memories is over: a pass, unless ``coverage`` (the
         held table's, as a write's take-in left it) says every memory has its vectors (a save
-        whose text's vector the cache held). Then it is what ``status`` shows, with no pass."""
+        whose text's vector the cache held). Then it is what ``status`` shows, with no pass:
+        every vector final, so none is a stand-in (the count of the last measure is stale)."""
         if coverage is not None and coverage[0] >= coverage[1]:
             with self._lock:
-                self._coverage = coverage
+                self._coverage, self._standing = coverage, 0
             return
         self.wake()
 
